@@ -1,0 +1,42 @@
+# Thin wrapper over CMake: the README's two commands and a few helpers.
+#   make demo       set up, build, run a real example end to end
+#   make test       set up, build, run the whole suite (ctest)
+#   make build      set up and build into build/
+#   make test-asan  the suite under AddressSanitizer + UndefinedBehaviorSanitizer (build-asan/)
+#   make fuzz       build the libFuzzer target (build-fuzz/), FUZZ_SECONDS=60 make fuzz-run to run it
+JOBS ?= $(shell nproc)
+CMAKE_FLAGS ?=
+
+.PHONY: all setup build test demo test-asan fuzz fuzz-run clean
+all: build
+
+setup:
+	@sh tools/setup-deps.sh
+
+build: setup
+	@cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_FLAGS) >/dev/null
+	@cmake --build build -j $(JOBS)
+
+test: build
+	cd build && ctest --output-on-failure -j $(JOBS)
+
+demo: build
+	@sh examples/demo.sh build
+
+test-asan: setup
+	@cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DTCOMP_SANITIZE=ON $(CMAKE_FLAGS) >/dev/null
+	@cmake --build build-asan -j $(JOBS)
+	cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -j $(JOBS)
+
+fuzz: setup
+	@CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTCOMP_FUZZ=ON -DTCOMP_TESTS=OFF $(CMAKE_FLAGS) >/dev/null
+	@cmake --build build-fuzz -j $(JOBS) --target fuzz_frontend
+
+FUZZ_SECONDS ?= 60
+fuzz-run: fuzz
+	mkdir -p build-fuzz/corpus
+	cp tests/corpus/*.tc build-fuzz/corpus/ 2>/dev/null || true
+	build-fuzz/tests/fuzz/fuzz_frontend -max_total_time=$(FUZZ_SECONDS) -max_len=4096 build-fuzz/corpus
+
+clean:
+	rm -rf build build-asan build-fuzz

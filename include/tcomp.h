@@ -1,0 +1,116 @@
+/* tcomp: a tensor-expression compiler.  The public C API.
+ *
+ *   tc_context *ctx = tc_context_new();
+ *   tc_module  *m   = tc_module_load(ctx, "kernels.tc");   // NULL: see tc_context_error
+ *   tc_kernel  *k   = tc_compile(m, "matmul", inputs, 2, NULL);
+ *   tc_kernel_output_shape(k, 0, &dtype, &ndim, shape);     // allocate the output
+ *   tc_kernel_run(k, inputs, 2, outputs, 1);
+ *
+ * Tensors are DLPack DLTensors on the CPU, dense row-major (strides NULL or
+ * the compact row-major strides); other strides are refused with an error.
+ *
+ * Errors: functions return NULL or -1 and record a message in the context,
+ * read with tc_context_error().  Messages about .tc text carry
+ * "file:line:col: error: ...", the source line and a caret.  The library never
+ * exits or aborts on bad input.
+ *
+ * Threads: a context and everything made from it must be used by one thread
+ * at a time (this release); separate contexts are independent.
+ *
+ * Ownership: objects returned by *_new, *_parse, *_load and tc_compile
+ * belong to the caller and are freed with the matching *_free; strings
+ * returned as char * are freed with tc_string_free; const char * results
+ * are borrowed and valid until the next call on the same object. */
+#ifndef TCOMP_H
+#define TCOMP_H
+
+#include <dlpack/dlpack.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TCOMP_VERSION "0.1.0"
+
+/* DLPack 0.6 has no bool code; tcomp uses the code later DLPack versions
+ * define (kDLBool = 6) with 8 bits per element. */
+#define TC_DL_BOOL 6
+
+/* Element types by name: "float32", "float" (= float32), "int8", "bool", ...
+ * tc_dtype_parse returns -1 for an unknown name; tc_dtype_str returns NULL
+ * for a DLPack type tcomp does not support. */
+int tc_dtype_parse(const char *name, DLDataType *out);
+const char *tc_dtype_str(DLDataType dtype);
+
+typedef struct tc_context tc_context;
+typedef struct tc_module tc_module;
+typedef struct tc_kernel tc_kernel;
+typedef struct tc_options tc_options;
+
+/* ---- contexts ---- */
+tc_context *tc_context_new(void);
+void tc_context_free(tc_context *ctx);
+/* The last error (rendered diagnostics), or "" when the last call succeeded. */
+const char *tc_context_error(const tc_context *ctx);
+/* Warnings of the last tc_module_parse/load (rendered), or "". */
+const char *tc_context_warnings(const tc_context *ctx);
+
+/* ---- modules: parsed and checked .tc text ---- */
+/* Parse and check source; NULL if any def has an error (all errors are
+ * reported, several per def).  filename is used in messages. */
+tc_module *tc_module_parse(tc_context *ctx, const char *source, const char *filename);
+tc_module *tc_module_load(tc_context *ctx, const char *path);
+void tc_module_free(tc_module *m);
+int tc_module_num_defs(const tc_module *m);
+const char *tc_module_def_name(const tc_module *m, int i);
+/* Number of inputs and outputs of entry (-1 if absent), and the name of
+ * tensor i (inputs first, then outputs). */
+int tc_module_def_arity(tc_module *m, const char *entry, int *n_inputs, int *n_outputs);
+const char *tc_module_tensor_name(tc_module *m, const char *entry, int i);
+/* "def mm(float32(M,K) A, float32(K,N) B) -> (float32(M,N) C)" with the
+ * inferred output types and shapes; NULL if entry is absent. */
+char *tc_module_signature(tc_module *m, const char *entry);
+/* Text of a compilation stage of entry: "ast", "ir" or "canonical".  NULL
+ * with an error for an unknown entry or stage. */
+char *tc_module_emit(tc_module *m, const char *entry, const char *stage);
+/* Stable hash of the canonical (identifier-renamed) text of entry, as 16 hex
+ * digits, written into out[17]; -1 if entry is absent. */
+int tc_module_hash(tc_module *m, const char *entry, char out[17]);
+
+/* ---- options ---- */
+/* Options are name=value pairs from one declarative table; see
+ * tc_options_describe.  Options in this release:
+ *   target   interp   where kernels run (interp: the reference interpreter) */
+tc_options *tc_options_new(void);
+void tc_options_free(tc_options *o);
+/* -1 (with a message in ctx, which may be NULL) for an unknown name or a
+ * value out of range. */
+int tc_options_set(tc_options *o, const char *name, const char *value, tc_context *ctx);
+const char *tc_options_get(const tc_options *o, const char *name);
+/* The option table: one line per option with name, values, default, doc. */
+char *tc_options_describe(void);
+
+/* ---- kernels: a def specialised to input shapes ---- */
+/* Bind entry to the shapes and dtypes of inputs (data is not read).
+ * options may be NULL (defaults). */
+tc_kernel *tc_compile(tc_module *m, const char *entry, const DLTensor *const *inputs,
+	int n_inputs, const tc_options *options);
+int tc_kernel_num_outputs(const tc_kernel *k);
+/* dtype, rank and shape of output i (shape needs room for the rank; at most 8). */
+int tc_kernel_output_shape(const tc_kernel *k, int i, DLDataType *dtype, int *ndim,
+	int64_t *shape);
+/* Run on inputs of exactly the compiled shapes; outputs must have the shapes
+ * tc_kernel_output_shape gives.  Reductions without '!' accumulate into the
+ * outputs' previous contents.  0 ok, -1 error. */
+int tc_kernel_run(tc_kernel *k, const DLTensor *const *inputs, int n_inputs,
+	DLTensor *const *outputs, int n_outputs);
+void tc_kernel_free(tc_kernel *k);
+
+void tc_string_free(char *s);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,141 @@
+/* The tensor IR: the checked program lowered to functions over tensors and
+ * statements with explicit types.
+ *
+ * Every expression node has a type, and the operands of an operation have
+ * the type the operation computes in: lowering makes every promotion an
+ * explicit TC_OP_CAST, so backends never re-derive type rules.  Statement
+ * domains are given as index variables with half-open bounds that are size
+ * expressions (over size parameters and, in general, outer index variables),
+ * which map directly onto isl sets. */
+#ifndef TC_IR_H
+#define TC_IR_H
+
+#include "../lang/ast.h"
+
+/* Operations of IR expressions. */
+typedef enum tc_ir_op {
+	TC_OP_CONST,  /* literal: c.i for integers and bool, c.f for floats */
+	TC_OP_INDEX,  /* index variable id of the statement (int32) */
+	TC_OP_SIZE,   /* size parameter id (int32) */
+	TC_OP_READ,   /* tensor id at args[0..nargs) (integer subscripts) */
+	TC_OP_CAST,   /* convert args[0] to type */
+	TC_OP_NEG,    /* -a */
+	TC_OP_NOT,    /* !a (bool) */
+	TC_OP_ADD,    /* a + b */
+	TC_OP_SUB,    /* a - b */
+	TC_OP_MUL,    /* a * b */
+	TC_OP_DIV,    /* a / b: floor division on integers */
+	TC_OP_MOD,    /* a % b: floor modulo (result has the sign of b) */
+	TC_OP_LT,     /* a < b (bool result; a, b of a common type) */
+	TC_OP_GT,     /* a > b */
+	TC_OP_LE,     /* a <= b */
+	TC_OP_GE,     /* a >= b */
+	TC_OP_EQ,     /* a == b */
+	TC_OP_NE,     /* a != b */
+	TC_OP_AND,    /* a && b (bool, short-circuit) */
+	TC_OP_OR,     /* a || b (bool, short-circuit) */
+	TC_OP_SELECT, /* a ? b : c (only the chosen branch is evaluated) */
+	TC_OP_CALL,   /* builtin id (tc_builtin_id) on args */
+} tc_ir_op;
+
+typedef struct tc_ir_expr {
+	tc_ir_op op;
+	tc_dtype type;
+	tc_loc loc;
+	union {
+		int64_t i; /* integers (unsigned stored as their bits) and bool */
+		double f;  /* floats */
+	} c;
+	int id;
+	int nargs;
+	struct tc_ir_expr **args;
+} tc_ir_expr;
+
+/* An index variable of a statement and its half-open range [lo, hi). */
+typedef struct tc_ir_var {
+	const char *name;
+	int is_reduction;
+	const tc_sexpr *lo, *hi;
+} tc_ir_var;
+
+/* A statement: for every point of the domain (vars), in textual order of
+ * statements, tensor[lhs] op= rhs.  With init, the left-hand element is
+ * first set to the identity of the operator (before the reduction indices
+ * are iterated).  Left-hand variables come first in vars. */
+typedef struct tc_ir_stmt {
+	int tensor;
+	int nlhs;   /* left-hand indices are vars 0 .. nlhs-1, in order */
+	tc_red red;
+	int init;
+	tc_ir_expr *rhs;
+	int nvars;
+	tc_ir_var *vars;
+	tc_loc loc;
+} tc_ir_stmt;
+
+typedef struct tc_ir_tensor {
+	const char *name;
+	tc_tensor_kind kind;
+	tc_dtype dtype;
+	int ndim;
+	const tc_sexpr **ext;
+	tc_loc loc;
+} tc_ir_tensor;
+
+/* Where a size parameter's value comes from: dimension dim of input tensor. */
+typedef struct tc_ir_param {
+	const char *name;
+	int tensor, dim;
+} tc_ir_param;
+
+typedef struct tc_ir_func {
+	const char *name;
+	const tc_source *src;
+	int nparams;
+	tc_ir_param *params;
+	int ntensors, ninputs, noutputs; /* inputs, then outputs, then temps */
+	tc_ir_tensor *tensors;
+	int nstmts;
+	tc_ir_stmt *stmts;
+	int nchecks;
+	tc_check *checks; /* conditions on sizes checked when binding */
+} tc_ir_func;
+
+/* Lower a checked def (def->ok) into an IR function allocated in ar. */
+__tc_give tc_ir_func *tc_ir_lower(__tc_keep tc_arena *ar, __tc_keep const tc_def *def,
+	__tc_keep const tc_source *src);
+
+/* Print the IR of a function (tcomp emit --stage ir). */
+void tc_ir_print(const tc_ir_func *f, tc_buf *b);
+void tc_ir_print_expr(const tc_ir_func *f, const tc_ir_stmt *s,
+	const tc_ir_expr *e, tc_buf *b);
+
+/* The canonical text of a def: every identifier renamed in order of first
+ * appearance (sizes, tensors, indices), builtins and types kept, layout and
+ * parentheses normalised.  Kernels that differ only in names share it. */
+void tc_ir_canonical(const tc_def *def, tc_buf *b);
+/* Stable 64-bit hash of the canonical text. */
+uint64_t tc_ir_hash(const tc_def *def);
+
+/* ---- binding to concrete shapes ---- */
+
+/* A dense row-major tensor in memory (the interpreter's view). */
+typedef struct tc_tensor {
+	tc_dtype dtype;
+	int ndim;
+	int64_t shape[TC_MAX_RANK];
+	void *data;
+} tc_tensor;
+
+/* Derive the size parameters from the input shapes (params has f->nparams
+ * entries), checking that every input has the declared rank and dtype, that
+ * a size has one value across inputs ("size K is 45 from A but 46 from B"),
+ * constant dimensions match, and the def's size conditions hold.  Errors go
+ * to d without a source location (they are about the call). */
+tc_stat tc_ir_bind(const tc_ir_func *f, const tc_tensor *inputs, int ninputs,
+	int64_t *params, tc_diags *d);
+/* Shape of tensor t for bound parameters (shape has t's rank entries). */
+tc_stat tc_ir_shape(const tc_ir_func *f, int t, const int64_t *params,
+	int64_t *shape, tc_diags *d);
+
+#endif

@@ -1,0 +1,260 @@
+/* Lowering a checked def to the tensor IR.  Every implicit conversion of the
+ * language becomes an explicit TC_OP_CAST here (operands are converted to
+ * the type their operation computes in, right-hand sides to the type of the
+ * tensor written), and let names are inlined. */
+#include "ir.h"
+
+#include <string.h>
+
+typedef struct lower {
+	tc_arena *ar;
+	const tc_def *def;
+	const tc_stmt *s;
+} lower;
+
+static tc_ir_expr *node(lower *L, tc_ir_op op, tc_dtype type, tc_loc loc, int nargs)
+{
+	tc_ir_expr *e = tc_arena_alloc(L->ar, sizeof(*e));
+	if (!e)
+		return NULL;
+	e->op = op;
+	e->type = type;
+	e->loc = loc;
+	e->nargs = nargs;
+	if (nargs && !(e->args = tc_arena_alloc(L->ar, (size_t)nargs * sizeof(*e->args))))
+		return NULL;
+	return e;
+}
+
+/* Wrap an integer to the width and signedness of t. */
+static int64_t wrap_int(int64_t v, tc_dtype t)
+{
+	switch (t) {
+	case TC_T_BOOL: return v != 0;
+	case TC_T_I8: return (int8_t)v;
+	case TC_T_I16: return (int16_t)v;
+	case TC_T_I32: return (int32_t)v;
+	case TC_T_U8: return (uint8_t)v;
+	case TC_T_U16: return (uint16_t)v;
+	case TC_T_U32: return (uint32_t)v;
+	default: return v;
+	}
+}
+
+/* e converted to t: constants of integer type are folded, otherwise a cast. */
+static tc_ir_expr *cast(lower *L, tc_ir_expr *e, tc_dtype t)
+{
+	tc_ir_expr *c;
+	if (!e || e->type == t)
+		return e;
+	if (e->op == TC_OP_CONST && !tc_dtype_is_float(e->type) && e->type != TC_T_BOOL &&
+		t != TC_T_BOOL) {
+		c = node(L, TC_OP_CONST, t, e->loc, 0);
+		if (!c)
+			return NULL;
+		if (tc_dtype_is_float(t))
+			c->c.f = tc_dtype_is_unsigned(e->type) ? (double)(uint64_t)e->c.i
+							       : (double)e->c.i;
+		else
+			c->c.i = wrap_int(e->c.i, t);
+		return c;
+	}
+	c = node(L, TC_OP_CAST, t, e->loc, 1);
+	if (!c)
+		return NULL;
+	c->args[0] = e;
+	return c;
+}
+
+static tc_ir_op binop(tc_ast_op op)
+{
+	switch (op) {
+	case TC_AOP_ADD: return TC_OP_ADD;
+	case TC_AOP_SUB: return TC_OP_SUB;
+	case TC_AOP_MUL: return TC_OP_MUL;
+	case TC_AOP_DIV: return TC_OP_DIV;
+	case TC_AOP_MOD: return TC_OP_MOD;
+	case TC_AOP_LT: return TC_OP_LT;
+	case TC_AOP_GT: return TC_OP_GT;
+	case TC_AOP_LE: return TC_OP_LE;
+	case TC_AOP_GE: return TC_OP_GE;
+	case TC_AOP_EQ: return TC_OP_EQ;
+	case TC_AOP_NE: return TC_OP_NE;
+	case TC_AOP_AND: return TC_OP_AND;
+	case TC_AOP_OR: return TC_OP_OR;
+	case TC_AOP_NEG: return TC_OP_NEG;
+	default: return TC_OP_NOT;
+	}
+}
+
+static tc_ir_expr *lower_expr(lower *L, const tc_expr *e)
+{
+	tc_ir_expr *r = NULL;
+	int i;
+
+	switch (e->kind) {
+	case TC_AST_INT:
+	case TC_AST_FLOAT:
+		r = node(L, TC_OP_CONST, e->type, e->loc, 0);
+		if (!r)
+			return NULL;
+		if (tc_dtype_is_float(e->type))
+			r->c.f = e->kind == TC_AST_INT ? (double)e->ival : e->fval;
+		else if (e->kind == TC_AST_INT)
+			r->c.i = wrap_int(e->ival, e->type);
+		else /* a float literal kept as float32 in an integer context */
+			r->c.f = e->fval;
+		return r;
+	case TC_AST_IDENT:
+		switch (e->ref) {
+		case TC_REF_INDEX:
+		case TC_REF_SIZE:
+			r = node(L, e->ref == TC_REF_INDEX ? TC_OP_INDEX : TC_OP_SIZE, TC_T_I32,
+				e->loc, 0);
+			if (r)
+				r->id = e->ref_id;
+			return r;
+		case TC_REF_LET:
+			return cast(L, lower_expr(L, L->s->where[e->ref_id].val), e->type);
+		case TC_REF_TENSOR:
+			r = node(L, TC_OP_READ, e->type, e->loc, 0);
+			if (r)
+				r->id = e->ref_id;
+			return r;
+		default:
+			TC_ASSERT(0);
+			return NULL;
+		}
+	case TC_AST_CALL:
+		r = node(L, e->ref == TC_REF_TENSOR ? TC_OP_READ : TC_OP_CALL, e->type, e->loc,
+			e->nargs);
+		if (!r)
+			return NULL;
+		r->id = e->ref_id;
+		for (i = 0; i < e->nargs; i++) {
+			tc_ir_expr *a = lower_expr(L, e->args[i]);
+			if (e->ref == TC_REF_BUILTIN) {
+				const tc_builtin *b = &tc_builtins[e->ref_id];
+				int int_arg = (b->kind == TC_BK_INT_FIRST && i == 0) ||
+					(b->kind == TC_BK_INT_SECOND && i == 1);
+				a = cast(L, a, int_arg ? TC_T_I32 : e->optype);
+			}
+			if (!(r->args[i] = a))
+				return NULL;
+		}
+		return r;
+	case TC_AST_CAST:
+		return cast(L, lower_expr(L, e->args[0]), e->cast_type);
+	case TC_AST_UNARY:
+		r = node(L, binop(e->op), e->type, e->loc, 1);
+		if (!r || !(r->args[0] = cast(L, lower_expr(L, e->args[0]), e->optype)))
+			return NULL;
+		return r;
+	case TC_AST_BINARY:
+		r = node(L, binop(e->op), e->type, e->loc, 2);
+		if (!r)
+			return NULL;
+		for (i = 0; i < 2; i++)
+			if (!(r->args[i] = cast(L, lower_expr(L, e->args[i]), e->optype)))
+				return NULL;
+		return r;
+	case TC_AST_TERNARY:
+		r = node(L, TC_OP_SELECT, e->type, e->loc, 3);
+		if (!r || !(r->args[0] = lower_expr(L, e->args[0])))
+			return NULL;
+		for (i = 1; i < 3; i++)
+			if (!(r->args[i] = cast(L, lower_expr(L, e->args[i]), e->type)))
+				return NULL;
+		return r;
+	}
+	return NULL;
+}
+
+/* Where each size parameter is read from: the first input dimension that
+ * names it. */
+static int bind_params(lower *L, tc_ir_func *f)
+{
+	int p, i, d;
+	f->nparams = L->def->nsizes;
+	f->params = tc_arena_alloc(L->ar, (size_t)(f->nparams + 1) * sizeof(tc_ir_param));
+	if (!f->params)
+		return -1;
+	for (p = 0; p < f->nparams; p++) {
+		f->params[p].name = L->def->sizes[p];
+		f->params[p].tensor = -1;
+		for (i = 0; i < L->def->ninputs && f->params[p].tensor < 0; i++)
+			for (d = 0; d < L->def->tensors[i].ndim; d++) {
+				const tc_sexpr *x = L->def->tensors[i].ext[d];
+				if (x->kind == TC_SX_PARAM && x->id == p) {
+					f->params[p].tensor = i;
+					f->params[p].dim = d;
+					break;
+				}
+			}
+		if (!TC_ASSERT(f->params[p].tensor >= 0))
+			return -1;
+	}
+	return 0;
+}
+
+tc_ir_func *tc_ir_lower(tc_arena *ar, const tc_def *def, const tc_source *src)
+{
+	lower L;
+	tc_ir_func *f = tc_arena_alloc(ar, sizeof(*f));
+	int i, j;
+
+	if (!f || !TC_ASSERT(def->ok))
+		return NULL;
+	L.ar = ar;
+	L.def = def;
+	L.s = NULL;
+	f->name = def->name;
+	f->src = src;
+	if (bind_params(&L, f) < 0)
+		return NULL;
+	f->ntensors = def->ntensors;
+	f->ninputs = def->ninputs;
+	f->noutputs = def->noutputs;
+	f->tensors = tc_arena_alloc(ar, (size_t)(f->ntensors + 1) * sizeof(tc_ir_tensor));
+	if (!f->tensors)
+		return NULL;
+	for (i = 0; i < f->ntensors; i++) {
+		const tc_tensor_info *t = &def->tensors[i];
+		f->tensors[i].name = t->name;
+		f->tensors[i].kind = t->kind;
+		f->tensors[i].dtype = t->dtype;
+		f->tensors[i].ndim = t->ndim;
+		f->tensors[i].ext = t->ext;
+		f->tensors[i].loc = t->loc;
+	}
+	f->nstmts = def->nstmts;
+	f->stmts = tc_arena_alloc(ar, (size_t)(f->nstmts + 1) * sizeof(tc_ir_stmt));
+	if (!f->stmts)
+		return NULL;
+	for (i = 0; i < f->nstmts; i++) {
+		const tc_stmt *s = def->stmts[i];
+		tc_ir_stmt *o = &f->stmts[i];
+		L.s = s;
+		o->tensor = s->tensor;
+		o->nlhs = s->nidx;
+		o->red = s->red;
+		o->init = s->init;
+		o->loc = s->loc;
+		o->nvars = s->nvars;
+		o->vars = tc_arena_alloc(ar, (size_t)(s->nvars + 1) * sizeof(tc_ir_var));
+		if (!o->vars)
+			return NULL;
+		for (j = 0; j < s->nvars; j++) {
+			o->vars[j].name = s->vars[j].name;
+			o->vars[j].is_reduction = s->vars[j].is_reduction;
+			o->vars[j].lo = s->vars[j].lo;
+			o->vars[j].hi = s->vars[j].hi;
+		}
+		o->rhs = cast(&L, lower_expr(&L, s->rhs), f->tensors[s->tensor].dtype);
+		if (!o->rhs)
+			return NULL;
+	}
+	f->nchecks = def->nchecks;
+	f->checks = def->checks;
+	return f;
+}

@@ -1,0 +1,225 @@
+/* The abstract syntax tree of a .tc program, decorated by semantic analysis.
+ *
+ * Every node carries its source location.  The parser fills the syntactic
+ * fields; tc_sema_check fills the fields marked "sema" (resolved names,
+ * types, tensors of the def, inferred ranges and shapes).  All nodes live in
+ * the program's arena. */
+#ifndef TC_AST_H
+#define TC_AST_H
+
+#include "diag.h"
+#include "sexpr.h"
+#include "types.h"
+
+#define TC_MAX_RANK 8
+
+typedef enum tc_ast_kind {
+	TC_AST_INT,     /* integer literal (ival), int32 */
+	TC_AST_FLOAT,   /* floating literal (fval), float32 */
+	TC_AST_IDENT,   /* name */
+	TC_AST_CALL,    /* name(args): tensor read or builtin call */
+	TC_AST_CAST,    /* cast_type(args[0]) */
+	TC_AST_UNARY,   /* op args[0]: TC_OP_NEG or TC_OP_NOT */
+	TC_AST_BINARY,  /* args[0] op args[1] */
+	TC_AST_TERNARY, /* args[0] ? args[1] : args[2] */
+} tc_ast_kind;
+
+/* Operators of unary and binary expressions. */
+typedef enum tc_ast_op {
+	TC_AOP_ADD, /* + */
+	TC_AOP_SUB, /* - */
+	TC_AOP_MUL, /* * */
+	TC_AOP_DIV, /* / (floor division on integers) */
+	TC_AOP_MOD, /* % (floor modulo on integers) */
+	TC_AOP_LT,  /* < */
+	TC_AOP_GT,  /* > */
+	TC_AOP_LE,  /* <= */
+	TC_AOP_GE,  /* >= */
+	TC_AOP_EQ,  /* == */
+	TC_AOP_NE,  /* != */
+	TC_AOP_AND, /* && */
+	TC_AOP_OR,  /* || */
+	TC_AOP_NEG, /* unary - */
+	TC_AOP_NOT, /* unary ! */
+} tc_ast_op;
+
+/* What an identifier or call names (sema). */
+typedef enum tc_ref_kind {
+	TC_REF_NONE,
+	TC_REF_INDEX,   /* index variable of the statement: ref_id = var number */
+	TC_REF_SIZE,    /* size parameter: ref_id = size number */
+	TC_REF_TENSOR,  /* tensor read: ref_id = tensor number */
+	TC_REF_BUILTIN, /* builtin call: ref_id = tc_builtin_id */
+	TC_REF_LET,     /* let name: ref_id = where-clause number */
+} tc_ref_kind;
+
+typedef struct tc_expr {
+	tc_ast_kind kind;
+	tc_loc loc; /* the whole expression */
+	int64_t ival;
+	double fval;
+	const char *name; /* IDENT, CALL */
+	tc_loc name_loc;
+	tc_ast_op op;
+	tc_dtype cast_type;
+	int nargs;
+	struct tc_expr **args;
+	/* sema */
+	tc_dtype type;
+	tc_dtype optype; /* the type the operands are converted to */
+	int weak; /* an untyped literal (or an expression of literals only) */
+	tc_ref_kind ref;
+	int ref_id;
+	int guarded; /* inside a branch of ?: (may not be evaluated) */
+} tc_expr;
+
+/* Reduction operators of statements. */
+typedef enum tc_red {
+	TC_RED_ASSIGN, /* = */
+	TC_RED_ADD,    /* += */
+	TC_RED_MUL,    /* *= */
+	TC_RED_MIN,    /* min= */
+	TC_RED_MAX,    /* max= */
+} tc_red;
+
+typedef enum tc_where_kind {
+	TC_WHERE_RANGE,  /* name in lo:hi */
+	TC_WHERE_LET,    /* name = val */
+	TC_WHERE_EXISTS, /* exists val */
+} tc_where_kind;
+
+typedef struct tc_where {
+	tc_where_kind kind;
+	tc_loc loc;
+	const char *name;
+	tc_loc name_loc;
+	tc_expr *lo, *hi; /* RANGE */
+	tc_expr *val;     /* LET value, EXISTS expression */
+} tc_where;
+
+/* An index variable of a statement (sema): its inferred half-open range. */
+typedef struct tc_stmt_var {
+	const char *name;
+	tc_loc loc; /* first occurrence */
+	int is_reduction;
+	const tc_sexpr *lo, *hi;
+} tc_stmt_var;
+
+typedef struct tc_stmt {
+	tc_loc loc; /* the whole statement */
+	const char *lhs;
+	tc_loc lhs_loc;
+	int nidx;
+	const char **idx;
+	tc_loc *idx_loc;
+	tc_red red;
+	int init; /* the '!' of +=! etc. */
+	tc_loc op_loc;
+	tc_expr *rhs;
+	tc_expr *equiv; /* the call after <=>, kept for printing only */
+	int nwhere;
+	tc_where *where;
+	/* sema */
+	int tensor;
+	int nvars; /* left-hand indices first (in order), then reduction indices */
+	tc_stmt_var *vars;
+} tc_stmt;
+
+/* A dimension in a type: a size parameter name or a constant. */
+typedef struct tc_dim {
+	const char *name; /* NULL for a constant */
+	int64_t value;
+	tc_loc loc;
+} tc_dim;
+
+/* A parameter or return value of a def as written. */
+typedef struct tc_decl {
+	const char *name;
+	tc_loc loc, name_loc;
+	tc_dtype dtype; /* TC_T_NONE: untyped return value */
+	tc_loc type_loc;
+	int has_shape; /* a parenthesised dimension list was given */
+	int ndims;
+	tc_dim *dims;
+} tc_decl;
+
+typedef enum tc_tensor_kind {
+	TC_TENSOR_INPUT,
+	TC_TENSOR_OUTPUT,
+	TC_TENSOR_TEMP, /* written, not returned */
+} tc_tensor_kind;
+
+/* A tensor of a def (sema): inputs in order, then outputs, then temporaries. */
+typedef struct tc_tensor_info {
+	const char *name;
+	tc_tensor_kind kind;
+	tc_dtype dtype;
+	int ndim;
+	const tc_sexpr **ext; /* extents over the size parameters */
+	tc_loc loc;
+	int declared_shape; /* an output whose shape was written in the -> list */
+	int first_write; /* number of the first statement writing it, or -1 */
+} tc_tensor_info;
+
+/* A condition on the sizes that could not be proven statically (sema):
+ * e >= 0 must hold for the actual sizes. */
+typedef struct tc_check {
+	const tc_sexpr *e;
+	const char *msg;
+	tc_loc loc;
+} tc_check;
+
+typedef struct tc_def {
+	const char *name;
+	tc_loc loc, name_loc;
+	int nparams, nrets, nstmts;
+	tc_decl *params, *rets;
+	tc_stmt **stmts;
+	/* sema */
+	int ok; /* checked without errors */
+	int nsizes;
+	const char **sizes;
+	tc_loc *size_loc;
+	int ntensors, ninputs, noutputs;
+	tc_tensor_info *tensors;
+	int nchecks;
+	tc_check *checks;
+} tc_def;
+
+typedef struct tc_program {
+	const tc_source *src;
+	tc_arena *arena;
+	int ndefs;
+	tc_def **defs;
+} tc_program;
+
+const char *tc_red_name(tc_red red, int init); /* "+=!", "=", ... */
+const char *tc_ast_op_name(tc_ast_op op);       /* "+", "&&", ... */
+
+/* Parse src into a program allocated in ar.  Syntax errors go to d; the
+ * parser recovers at the next 'def'.  Returns NULL only when out of memory. */
+__tc_give tc_program *tc_parse(__tc_keep tc_arena *ar, __tc_keep const tc_source *src,
+	__tc_keep tc_diags *d);
+
+/* Check every def of p: names, types, range inference.  Errors and warnings
+ * go to d; each def's ok field says whether it passed.  Returns -1 if any
+ * def has an error. */
+tc_stat tc_sema_check(__tc_keep tc_program *p, __tc_keep tc_diags *d);
+
+/* Find a def by name, NULL if absent. */
+tc_def *tc_program_find(const tc_program *p, const char *name);
+
+/* Print the AST of a def in a readable, fully parenthesised form, with the
+ * results of sema (types, ranges) when available. */
+void tc_ast_print_def(const tc_def *def, tc_buf *b);
+/* Print an expression as source text (fully parenthesised). */
+void tc_ast_print_expr(const tc_expr *e, tc_buf *b);
+/* The same with every identifier name passed through rn (names of builtins
+ * too: rn returns them unchanged). */
+typedef const char *(*tc_rename_fn)(void *ud, const char *name);
+void tc_ast_print_expr_renamed(const tc_expr *e, tc_rename_fn rn, void *ud, tc_buf *b);
+/* The def's signature with inferred output types and shapes, e.g.
+ * "def mm(float32(M,K) A, float32(K,N) B) -> (float32(M,N) C)". */
+void tc_def_signature(const tc_def *def, tc_buf *b);
+
+#endif

@@ -1,0 +1,76 @@
+/* Source files and diagnostics.
+ *
+ * A tc_source holds the text of one .tc file and its line table.  A tc_diags
+ * accumulates errors and warnings, each at a tc_loc, and renders them as
+ *
+ *   file:line:col: error: message
+ *     source line
+ *     ^~~~~
+ */
+#ifndef TC_DIAG_H
+#define TC_DIAG_H
+
+#include "util.h"
+
+/* A source location: byte offset and length of the culprit in the text,
+ * with 1-based line and column of its start.  line == 0 means "no location". */
+typedef struct tc_loc {
+	int off, len;
+	int line, col;
+} tc_loc;
+
+typedef struct tc_source {
+	char *name; /* file name used in messages */
+	char *text; /* NUL-terminated contents */
+	size_t size;
+	int nlines;
+	int *line_off; /* byte offset of the start of each line (0-based index) */
+} tc_source;
+
+/* Copy text[0..size) and index its lines.  NULL on allocation failure. */
+__tc_give tc_source *tc_source_new(const char *name, const char *text, size_t size);
+void tc_source_free(__tc_take tc_source *src);
+/* Location of byte range [off, off+len). */
+tc_loc tc_source_loc(const tc_source *src, int off, int len);
+/* The smallest location covering a and b. */
+tc_loc tc_loc_join(tc_loc a, tc_loc b);
+
+typedef enum tc_severity {
+	TC_SEV_ERROR,   /* the program is rejected */
+	TC_SEV_WARNING, /* accepted, but probably not what was meant */
+	TC_SEV_NOTE,    /* attached to the previous diagnostic */
+} tc_severity;
+
+typedef struct tc_diag {
+	tc_severity sev;
+	tc_loc loc;
+	char *msg;
+} tc_diag;
+
+/* A list of diagnostics about one source (which may be NULL for run-time
+ * errors with no location). */
+typedef struct tc_diags {
+	const tc_source *src;
+	tc_diag *v;
+	int n, cap;
+	int nerrors, nwarnings;
+	int oom; /* an allocation failed while recording */
+	int limit; /* stop recording errors past this many (0: 100) */
+} tc_diags;
+
+void tc_diags_init(tc_diags *d, const tc_source *src);
+void tc_diags_clear(tc_diags *d);
+void tc_diag_add(tc_diags *d, tc_severity sev, tc_loc loc, const char *fmt, ...)
+	TC_PRINTF(4, 5);
+void tc_diag_vadd(tc_diags *d, tc_severity sev, tc_loc loc, const char *fmt,
+	va_list ap);
+#define tc_error(d, loc, ...) tc_diag_add(d, TC_SEV_ERROR, loc, __VA_ARGS__)
+#define tc_warning(d, loc, ...) tc_diag_add(d, TC_SEV_WARNING, loc, __VA_ARGS__)
+#define tc_note(d, loc, ...) tc_diag_add(d, TC_SEV_NOTE, loc, __VA_ARGS__)
+/* Render diagnostics of the given severities (bit mask of 1 << sev) into b. */
+void tc_diags_render(const tc_diags *d, unsigned sev_mask, tc_buf *b);
+/* Render one message at a location in src (src may be NULL). */
+void tc_diag_render_one(const tc_source *src, tc_severity sev, tc_loc loc,
+	const char *msg, tc_buf *b);
+
+#endif

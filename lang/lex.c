@@ -1,0 +1,251 @@
+/* The lexer.  Longest match on operators ("+=!b" is "+=!" "b"); numbers are
+ * decimal only; "min=" and "max=" are operator tokens when the '=' follows
+ * the keyword immediately. */
+#include "lex.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const kind_names[] = {
+	[TK_EOF] = "end of file", [TK_IDENT] = "identifier",
+	[TK_INT] = "integer", [TK_FLOAT] = "number", [TK_TYPE] = "type name",
+	[TK_DEF] = "'def'", [TK_WHERE] = "'where'", [TK_IN] = "'in'",
+	[TK_EXISTS] = "'exists'", [TK_MIN] = "'min'", [TK_MAX] = "'max'",
+	[TK_ARROW] = "'->'", [TK_EQUIV] = "'<=>'", [TK_PLUS_EQ] = "'+='",
+	[TK_STAR_EQ] = "'*='", [TK_MIN_EQ] = "'min='", [TK_MAX_EQ] = "'max='",
+	[TK_PLUS_EQ_B] = "'+=!'", [TK_STAR_EQ_B] = "'*=!'",
+	[TK_MIN_EQ_B] = "'min=!'", [TK_MAX_EQ_B] = "'max=!'", [TK_GE] = "'>='",
+	[TK_LE] = "'<='", [TK_EQEQ] = "'=='", [TK_NE] = "'!='",
+	[TK_ANDAND] = "'&&'", [TK_OROR] = "'||'", [TK_PLUS] = "'+'",
+	[TK_MINUS] = "'-'", [TK_STAR] = "'*'", [TK_SLASH] = "'/'",
+	[TK_PERCENT] = "'%'", [TK_LPAREN] = "'('", [TK_RPAREN] = "')'",
+	[TK_COMMA] = "','", [TK_ASSIGN] = "'='", [TK_LBRACE] = "'{'",
+	[TK_RBRACE] = "'}'", [TK_GT] = "'>'", [TK_LT] = "'<'", [TK_BANG] = "'!'",
+	[TK_QUESTION] = "'?'", [TK_COLON] = "':'", [TK_LBRACKET] = "'['",
+	[TK_RBRACKET] = "']'",
+};
+
+const char *tc_tok_kind_name(tc_tok_kind k)
+{
+	return kind_names[k];
+}
+
+/* Operators, longest first so the first match is the longest. */
+static const struct {
+	const char *s;
+	tc_tok_kind k;
+} ops[] = {
+	{"min=!", TK_MIN_EQ_B}, {"max=!", TK_MAX_EQ_B}, {"min=", TK_MIN_EQ},
+	{"max=", TK_MAX_EQ}, {"<=>", TK_EQUIV}, {"+=!", TK_PLUS_EQ_B},
+	{"*=!", TK_STAR_EQ_B}, {"->", TK_ARROW}, {"+=", TK_PLUS_EQ},
+	{"*=", TK_STAR_EQ}, {">=", TK_GE}, {"<=", TK_LE}, {"==", TK_EQEQ},
+	{"!=", TK_NE}, {"&&", TK_ANDAND}, {"||", TK_OROR}, {"+", TK_PLUS},
+	{"-", TK_MINUS}, {"*", TK_STAR}, {"/", TK_SLASH}, {"%", TK_PERCENT},
+	{"(", TK_LPAREN}, {")", TK_RPAREN}, {",", TK_COMMA}, {"=", TK_ASSIGN},
+	{"{", TK_LBRACE}, {"}", TK_RBRACE}, {">", TK_GT}, {"<", TK_LT},
+	{"!", TK_BANG}, {"?", TK_QUESTION}, {":", TK_COLON}, {"[", TK_LBRACKET},
+	{"]", TK_RBRACKET},
+};
+
+static const struct {
+	const char *s;
+	tc_tok_kind k;
+} keywords[] = {
+	{"def", TK_DEF}, {"where", TK_WHERE}, {"in", TK_IN},
+	{"exists", TK_EXISTS}, {"min", TK_MIN}, {"max", TK_MAX},
+};
+
+static int is_ident_start(int c)
+{
+	return isalpha(c) || c == '_';
+}
+
+static int is_ident_char(int c)
+{
+	return isalnum(c) || c == '_';
+}
+
+/* number ::= digits ['.' digits*] [('e'|'E') ['+'|'-'] digits]
+ * Returns the length; fills t.  Reports malformed numbers. */
+static int lex_number(const tc_source *src, tc_diags *d, int off, tc_token *t)
+{
+	const char *s = src->text;
+	int i = off, is_float = 0;
+	char buf[128];
+
+	if (s[i] == '0' && (s[i + 1] == 'x' || s[i + 1] == 'X')) {
+		i += 2;
+		while (isalnum((unsigned char)s[i]))
+			i++;
+		tc_error(d, tc_source_loc(src, off, i - off),
+			"hexadecimal literals are not supported; write the number in decimal");
+		return -(i - off);
+	}
+	while (isdigit((unsigned char)s[i]))
+		i++;
+	if (s[i] == '.') {
+		is_float = 1;
+		i++;
+		while (isdigit((unsigned char)s[i]))
+			i++;
+	}
+	if (s[i] == 'e' || s[i] == 'E') {
+		int j = i + 1;
+		if (s[j] == '+' || s[j] == '-')
+			j++;
+		if (isdigit((unsigned char)s[j])) {
+			is_float = 1;
+			i = j;
+			while (isdigit((unsigned char)s[i]))
+				i++;
+		} else {
+			tc_error(d, tc_source_loc(src, off, j - off),
+				"expected digits in the exponent of a number");
+			return -(j - off);
+		}
+	}
+	if (is_ident_char((unsigned char)s[i]) || s[i] == '.') {
+		int j = i;
+		while (is_ident_char((unsigned char)s[j]) || s[j] == '.')
+			j++;
+		tc_error(d, tc_source_loc(src, off, j - off),
+			"invalid number '%.*s': numbers have no suffixes (write 1.5, not 1.5f)",
+			j - off, s + off);
+		return -(j - off);
+	}
+	if (i - off >= (int)sizeof(buf)) {
+		tc_error(d, tc_source_loc(src, off, i - off), "number too long");
+		return -(i - off);
+	}
+	memcpy(buf, s + off, (size_t)(i - off));
+	buf[i - off] = 0;
+	t->off = off;
+	t->len = i - off;
+	if (is_float) {
+		t->kind = TK_FLOAT;
+		t->fval = strtod(buf, NULL);
+		if (t->fval > 3.4028234663852886e38) {
+			tc_error(d, tc_source_loc(src, off, i - off),
+				"number %s is too large for float32", buf);
+			t->fval = 0;
+		}
+	} else {
+		t->kind = TK_INT;
+		errno = 0;
+		t->ival = strtoll(buf, NULL, 10);
+		if (errno || t->ival > 2147483647LL) {
+			tc_error(d, tc_source_loc(src, off, i - off),
+				"integer %s is too large for int32 (at most 2147483647); write it as a float (%s.0) if that is meant",
+				buf, buf);
+			t->ival = 0;
+		}
+	}
+	return i - off;
+}
+
+tc_token *tc_lex(const tc_source *src, tc_diags *d, int *ntoks)
+{
+	const char *s = src->text;
+	int n = 0, cap = 64, i = 0, size = (int)src->size;
+	tc_token *toks = tc_malloc((size_t)cap * sizeof(*toks));
+
+	if (!toks)
+		return NULL;
+	for (;;) {
+		tc_token t;
+		int c;
+		size_t k;
+
+		while (i < size && (isspace((unsigned char)s[i]) || s[i] == '#')) {
+			if (s[i] == '#')
+				while (i < size && s[i] != '\n')
+					i++;
+			else
+				i++;
+		}
+		memset(&t, 0, sizeof(t));
+		t.off = i;
+		if (n == cap) {
+			tc_token *nt = tc_realloc(toks, (size_t)cap * 2 * sizeof(*toks));
+			if (!nt) {
+				tc_free(toks);
+				return NULL;
+			}
+			toks = nt;
+			cap *= 2;
+		}
+		if (i >= size) {
+			t.kind = TK_EOF;
+			toks[n++] = t;
+			break;
+		}
+		c = (unsigned char)s[i];
+		if (is_ident_start(c)) {
+			int j = i;
+			while (j < size && is_ident_char((unsigned char)s[j]))
+				j++;
+			t.kind = TK_IDENT;
+			t.len = j - i;
+			for (k = 0; k < sizeof(keywords) / sizeof(keywords[0]); k++)
+				if ((int)strlen(keywords[k].s) == t.len &&
+					!strncmp(s + i, keywords[k].s, (size_t)t.len))
+					t.kind = keywords[k].k;
+			if (t.kind == TK_IDENT) {
+				t.dtype = tc_dtype_from_name(s + i, t.len);
+				if (t.dtype != TC_T_NONE)
+					t.kind = TK_TYPE;
+			}
+			/* min= / max= (and with !) when '=' follows at once; not "min==" */
+			if ((t.kind == TK_MIN || t.kind == TK_MAX) && s[j] == '=' &&
+				s[j + 1] != '=') {
+				int bang = s[j + 1] == '!';
+				t.kind = t.kind == TK_MIN ? (bang ? TK_MIN_EQ_B : TK_MIN_EQ)
+							  : (bang ? TK_MAX_EQ_B : TK_MAX_EQ);
+				t.len += 1 + bang;
+			}
+			i += t.len;
+			toks[n++] = t;
+			continue;
+		}
+		if (isdigit(c)) {
+			int len = lex_number(src, d, i, &t);
+			if (len < 0) {
+				i -= len;
+				continue;
+			}
+			i += len;
+			toks[n++] = t;
+			continue;
+		}
+		for (k = 0; k < sizeof(ops) / sizeof(ops[0]); k++) {
+			size_t l = strlen(ops[k].s);
+			if (!strncmp(s + i, ops[k].s, l)) {
+				t.kind = ops[k].k;
+				t.len = (int)l;
+				break;
+			}
+		}
+		if (k < sizeof(ops) / sizeof(ops[0])) {
+			i += t.len;
+			toks[n++] = t;
+			continue;
+		}
+		if (c == '.' && i + 1 < size && isdigit((unsigned char)s[i + 1]))
+			tc_error(d, tc_source_loc(src, i, 1),
+				"a number must start with a digit: write 0.5, not .5");
+		else if (c == ';')
+			tc_error(d, tc_source_loc(src, i, 1),
+				"unexpected ';': statements have no terminator");
+		else if (c >= 32 && c < 127)
+			tc_error(d, tc_source_loc(src, i, 1),
+				"unexpected character '%c'", c);
+		else
+			tc_error(d, tc_source_loc(src, i, 1),
+				"unexpected byte 0x%02x (tc source is ASCII)", c);
+		i++;
+	}
+	*ntoks = n;
+	return toks;
+}

@@ -1,0 +1,921 @@
+/* Semantic analysis: name resolution, types and the checks of
+ * docs/language.md, then range inference (range.c) per statement.
+ *
+ * Each def is checked independently; errors accumulate (several per def)
+ * and checking of a statement goes on after an error where that can give
+ * further useful messages. */
+#include "ast.h"
+#include "range.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+/* Per-let state while a statement is checked. */
+enum { LET_UNCHECKED, LET_CHECKING, LET_DONE, LET_FAILED };
+
+typedef struct sema {
+	tc_diags *d;
+	tc_arena *ar;
+	const tc_source *src;
+	tc_def *def;
+	tc_vec tensors; /* tc_tensor_info * */
+	tc_vec checks;  /* tc_check * */
+	/* the statement being checked */
+	tc_stmt *s;
+	int s_idx;
+	tc_vec vars; /* tc_stmt_var * */
+	int *let_state;
+} sema;
+
+static tc_tensor_info *tensor_at(sema *S, int i)
+{
+	return S->tensors.v[i];
+}
+
+static int find_size(sema *S, const char *name)
+{
+	int i;
+	for (i = 0; i < S->def->nsizes; i++)
+		if (!strcmp(S->def->sizes[i], name))
+			return i;
+	return -1;
+}
+
+static int find_tensor(sema *S, const char *name)
+{
+	int i;
+	for (i = 0; i < S->tensors.n; i++)
+		if (!strcmp(tensor_at(S, i)->name, name))
+			return i;
+	return -1;
+}
+
+static int find_var(sema *S, const char *name)
+{
+	int i;
+	for (i = 0; i < S->vars.n; i++)
+		if (!strcmp(((tc_stmt_var *)S->vars.v[i])->name, name))
+			return i;
+	return -1;
+}
+
+static int find_let(sema *S, const char *name)
+{
+	int i;
+	for (i = 0; S->s && i < S->s->nwhere; i++)
+		if (S->s->where[i].kind == TC_WHERE_LET && !strcmp(S->s->where[i].name, name))
+			return i;
+	return -1;
+}
+
+static int is_builtin(const char *name)
+{
+	return tc_builtin_lookup(name, (int)strlen(name)) >= 0;
+}
+
+static int is_not_a_number_name(const char *name)
+{
+	return !strcmp(name, "inf") || !strcmp(name, "nan") || !strcmp(name, "INFINITY") ||
+		!strcmp(name, "NAN") || !strcmp(name, "infinity") || !strcmp(name, "Inf") ||
+		!strcmp(name, "NaN");
+}
+
+/* "float32(K,N)": a tensor's declared or inferred type for messages. */
+static void describe_type(sema *S, const tc_tensor_info *t, tc_buf *b)
+{
+	int i;
+	tc_buf_puts(b, tc_dtype_name(t->dtype));
+	if (t->ndim > 0 || t->kind != TC_TENSOR_INPUT) {
+		tc_buf_putc(b, '(');
+		for (i = 0; i < t->ndim && t->ext; i++) {
+			if (i)
+				tc_buf_putc(b, ',');
+			tc_sx_print(t->ext[i], S->def->sizes, NULL, b);
+		}
+		tc_buf_putc(b, ')');
+	}
+}
+
+/* Record a size name or return its number. */
+static int add_size(sema *S, const char *name, tc_loc loc)
+{
+	int i = find_size(S, name);
+	const char **names;
+	tc_loc *locs;
+	if (i >= 0)
+		return i;
+	names = tc_arena_alloc(S->ar, (size_t)(S->def->nsizes + 1) * sizeof(char *));
+	locs = tc_arena_alloc(S->ar, (size_t)(S->def->nsizes + 1) * sizeof(tc_loc));
+	if (!names || !locs)
+		return -1;
+	if (S->def->nsizes) {
+		memcpy(names, S->def->sizes, (size_t)S->def->nsizes * sizeof(char *));
+		memcpy(locs, S->def->size_loc, (size_t)S->def->nsizes * sizeof(tc_loc));
+	}
+	names[S->def->nsizes] = name;
+	locs[S->def->nsizes] = loc;
+	S->def->sizes = names;
+	S->def->size_loc = locs;
+	return S->def->nsizes++;
+}
+
+static tc_tensor_info *add_tensor(sema *S, const char *name, tc_tensor_kind kind,
+	tc_loc loc)
+{
+	tc_tensor_info *t = tc_arena_alloc(S->ar, sizeof(*t));
+	if (!t || tc_vec_push(&S->tensors, t) < 0)
+		return NULL;
+	t->name = name;
+	t->kind = kind;
+	t->loc = loc;
+	t->ndim = -1;
+	t->first_write = -1;
+	return t;
+}
+
+/* Extents of a declared shape; sizes must already exist unless add is set. */
+static int decl_shape(sema *S, const tc_decl *decl, tc_tensor_info *t, int add)
+{
+	int i, ok = 1;
+	if (decl->ndims > TC_MAX_RANK) {
+		tc_error(S->d, decl->loc, "'%s' has rank %d; tcomp supports at most %d dimensions",
+			decl->name, decl->ndims, TC_MAX_RANK);
+		return -1;
+	}
+	t->ndim = decl->ndims;
+	t->ext = tc_arena_alloc(S->ar, (size_t)(decl->ndims + 1) * sizeof(tc_sexpr *));
+	if (!t->ext)
+		return -1;
+	for (i = 0; i < decl->ndims; i++) {
+		const tc_dim *dm = &decl->dims[i];
+		if (dm->name) {
+			int k;
+			if (is_builtin(dm->name)) {
+				tc_error(S->d, dm->loc, "'%s' is a builtin function and cannot name a size",
+					dm->name);
+				ok = 0;
+				continue;
+			}
+			k = add ? add_size(S, dm->name, dm->loc) : find_size(S, dm->name);
+			if (k < 0) {
+				tc_error(S->d, dm->loc,
+					"size '%s' of output '%s' is not a size of any input",
+					dm->name, decl->name);
+				ok = 0;
+				continue;
+			}
+			t->ext[i] = tc_sx_param(S->ar, k);
+		} else {
+			if (dm->value < 1) {
+				tc_error(S->d, dm->loc, "a constant extent must be at least 1 but is %lld",
+					(long long)dm->value);
+				ok = 0;
+				continue;
+			}
+			t->ext[i] = tc_sx_const(S->ar, dm->value);
+		}
+	}
+	return ok ? 0 : -1;
+}
+
+/* Parameters and return values: sizes, tensors, duplicate names. */
+static int check_signature(sema *S)
+{
+	tc_def *def = S->def;
+	int i, j, ok = 1;
+
+	for (i = 0; i < def->nparams; i++) {
+		tc_decl *p = &def->params[i];
+		tc_tensor_info *t;
+		if (is_builtin(p->name)) {
+			tc_error(S->d, p->name_loc, "'%s' is a builtin function and cannot name a tensor",
+				p->name);
+			ok = 0;
+		}
+		if (find_tensor(S, p->name) >= 0) {
+			tc_error(S->d, p->name_loc, "duplicate parameter name '%s'", p->name);
+			ok = 0;
+			continue;
+		}
+		t = add_tensor(S, p->name, TC_TENSOR_INPUT, p->name_loc);
+		if (!t)
+			return -1;
+		t->dtype = p->dtype;
+		t->first_write = -2; /* inputs are "written" before the def */
+		if (decl_shape(S, p, t, 1) < 0)
+			ok = 0;
+	}
+	for (i = 0; i < def->nrets; i++) {
+		tc_decl *r = &def->rets[i];
+		tc_tensor_info *t;
+		j = find_tensor(S, r->name);
+		if (j >= 0) {
+			if (tensor_at(S, j)->kind == TC_TENSOR_INPUT)
+				tc_error(S->d, r->name_loc, "'%s' is both an input and an output; inputs are read-only",
+					r->name);
+			else
+				tc_error(S->d, r->name_loc, "output '%s' is listed twice", r->name);
+			ok = 0;
+			continue;
+		}
+		if (is_builtin(r->name)) {
+			tc_error(S->d, r->name_loc, "'%s' is a builtin function and cannot name a tensor",
+				r->name);
+			ok = 0;
+		}
+		t = add_tensor(S, r->name, TC_TENSOR_OUTPUT, r->name_loc);
+		if (!t)
+			return -1;
+		t->dtype = r->dtype;
+		if (r->has_shape) {
+			t->declared_shape = 1;
+			if (decl_shape(S, r, t, 0) < 0)
+				ok = 0;
+		}
+	}
+	for (i = 0; i < def->nsizes; i++) {
+		j = find_tensor(S, def->sizes[i]);
+		if (j >= 0) {
+			tc_error(S->d, def->size_loc[i], "'%s' is both a size and a tensor",
+				def->sizes[i]);
+			ok = 0;
+		}
+	}
+	S->def->ninputs = def->nparams;
+	return ok ? 0 : -1;
+}
+
+static int check_expr(sema *S, tc_expr *e, int guarded);
+
+/* Check that an integer literal fits the type it takes. */
+static int literal_fits(sema *S, const tc_expr *e, tc_dtype t, int negated)
+{
+	double v = e->kind == TC_AST_INT ? (double)e->ival : e->fval;
+	int bits = tc_dtype_bits(t);
+	if (negated)
+		v = -v;
+	if (tc_dtype_is_int(t) && e->kind == TC_AST_INT) {
+		double lo = tc_dtype_is_signed(t) ? -ldexp(1, bits - 1) : 0;
+		double hi = tc_dtype_is_signed(t) ? ldexp(1, bits - 1) - 1 : ldexp(1, bits) - 1;
+		if (v < lo || v > hi) {
+			tc_error(S->d, e->loc, "literal %.0f does not fit in %s, the type it takes here",
+				v, tc_dtype_name(t));
+			return 0;
+		}
+	}
+	if (t == TC_T_F16 && fabs(v) > 65504) {
+		tc_error(S->d, e->loc, "literal %g does not fit in float16 (at most 65504)", v);
+		return 0;
+	}
+	return 1;
+}
+
+/* Give a weak (literal-only) expression the type t of its context. */
+static int settle(sema *S, tc_expr *e, tc_dtype t, int negated)
+{
+	int i, ok = 1;
+	if (!e->weak || t == TC_T_NONE || t == TC_T_BOOL)
+		return 1;
+	if (tc_dtype_is_float(e->type) && !tc_dtype_is_float(t))
+		return 1; /* a float literal in an integer context: the parent converts */
+	e->type = t;
+	e->optype = t;
+	switch (e->kind) {
+	case TC_AST_INT:
+	case TC_AST_FLOAT:
+		return literal_fits(S, e, t, negated);
+	case TC_AST_UNARY:
+		return settle(S, e->args[0], t, !negated);
+	case TC_AST_BINARY:
+		for (i = 0; i < 2; i++)
+			ok &= settle(S, e->args[i], t, 0);
+		return ok;
+	case TC_AST_TERNARY:
+		return settle(S, e->args[1], t, 0) & settle(S, e->args[2], t, 0);
+	case TC_AST_CALL: /* min/max of literals */
+		for (i = 0; i < e->nargs; i++)
+			ok &= settle(S, e->args[i], t, 0);
+		return ok;
+	default:
+		return 1;
+	}
+}
+
+static int is_numeric(tc_dtype t)
+{
+	return t != TC_T_NONE;
+}
+
+/* A read of a tensor that no earlier statement has written. */
+static int check_readable(sema *S, const tc_expr *e, const tc_tensor_info *t)
+{
+	if (t->first_write == -1 || t->dtype == TC_T_NONE) {
+		tc_error(S->d, e->name_loc, "'%s' is read before any statement writes it",
+			t->name);
+		return 0;
+	}
+	return 1;
+}
+
+static tc_stmt_var *add_var(sema *S, const char *name, tc_loc loc, int is_red)
+{
+	tc_stmt_var *v = tc_arena_alloc(S->ar, sizeof(*v));
+	if (!v || tc_vec_push(&S->vars, v) < 0)
+		return NULL;
+	v->name = name;
+	v->loc = loc;
+	v->is_reduction = is_red;
+	return v;
+}
+
+static int check_ident(sema *S, tc_expr *e)
+{
+	int i;
+	e->type = TC_T_I32;
+	if ((i = find_var(S, e->name)) >= 0 && i < S->s->nidx) {
+		e->ref = TC_REF_INDEX;
+		e->ref_id = i;
+		return 0;
+	}
+	if ((i = find_let(S, e->name)) >= 0) {
+		tc_where *w = &S->s->where[i];
+		e->ref = TC_REF_LET;
+		e->ref_id = i;
+		if (S->let_state[i] == LET_CHECKING) {
+			tc_error(S->d, e->name_loc, "let '%s' is defined in terms of itself", e->name);
+			S->let_state[i] = LET_FAILED;
+			return -1;
+		}
+		if (S->let_state[i] == LET_UNCHECKED) {
+			S->let_state[i] = LET_CHECKING;
+			if (check_expr(S, w->val, 0) < 0) {
+				S->let_state[i] = LET_FAILED;
+				return -1;
+			}
+			S->let_state[i] = LET_DONE;
+		}
+		if (S->let_state[i] == LET_FAILED)
+			return -1;
+		e->type = w->val->type;
+		e->weak = w->val->weak;
+		return 0;
+	}
+	if ((i = find_size(S, e->name)) >= 0) {
+		e->ref = TC_REF_SIZE;
+		e->ref_id = i;
+		return 0;
+	}
+	if ((i = find_tensor(S, e->name)) >= 0) {
+		tc_tensor_info *t = tensor_at(S, i);
+		if (t->ndim > 0) {
+			tc_error(S->d, e->name_loc,
+				"'%s' is a tensor of rank %d; read an element as %s(...) with %d indices",
+				e->name, t->ndim, e->name, t->ndim);
+			return -1;
+		}
+		if (!check_readable(S, e, t))
+			return -1;
+		e->ref = TC_REF_TENSOR;
+		e->ref_id = i;
+		e->type = t->dtype;
+		return 0;
+	}
+	if (is_builtin(e->name)) {
+		tc_error(S->d, e->name_loc,
+			"'%s' is a builtin function, not a variable; call it as %s(...)",
+			e->name, e->name);
+		return -1;
+	}
+	if (is_not_a_number_name(e->name)) {
+		tc_error(S->d, e->name_loc,
+			"'%s' is not a number in tc: there are no infinity or NaN literals; use a large finite constant such as 3.4e38, or min=!/max=! whose identity is the largest value of the type",
+			e->name);
+		return -1;
+	}
+	/* any other name is a reduction index */
+	i = find_var(S, e->name);
+	if (i < 0) {
+		if (!add_var(S, e->name, e->name_loc, 1))
+			return -1;
+		i = S->vars.n - 1;
+	}
+	e->ref = TC_REF_INDEX;
+	e->ref_id = i;
+	return 0;
+}
+
+/* The type a floating builtin computes in, from its argument types. */
+static tc_dtype float_type(tc_dtype t)
+{
+	return tc_dtype_is_float(t) ? t : TC_T_F32;
+}
+
+static int check_builtin(sema *S, tc_expr *e, int id, int guarded)
+{
+	const tc_builtin *b = &tc_builtins[id];
+	int i, ok = 1;
+	tc_dtype t = TC_T_NONE;
+	int weak = 1;
+
+	e->ref = TC_REF_BUILTIN;
+	e->ref_id = id;
+	if (e->nargs != b->arity) {
+		tc_error(S->d, e->loc, "'%s' takes %d argument%s but was given %d", b->name,
+			b->arity, b->arity == 1 ? "" : "s", e->nargs);
+		return -1;
+	}
+	for (i = 0; i < e->nargs; i++)
+		if (check_expr(S, e->args[i], guarded) < 0)
+			ok = 0;
+	if (!ok)
+		return -1;
+	for (i = 0; i < e->nargs; i++) {
+		tc_expr *a = e->args[i];
+		int int_arg = (b->kind == TC_BK_INT_FIRST && i == 0) ||
+			(b->kind == TC_BK_INT_SECOND && i == 1);
+		if (int_arg) {
+			if (!tc_dtype_is_int(a->type)) {
+				tc_error(S->d, a->loc, "argument %d of '%s' must be an integer but has type %s",
+					i + 1, b->name, tc_dtype_name(a->type));
+				ok = 0;
+			}
+			continue;
+		}
+		if (b->kind != TC_BK_ANY && a->type == TC_T_BOOL) {
+			tc_error(S->d, a->loc, "argument %d of '%s' must be a number but has type bool",
+				i + 1, b->name);
+			ok = 0;
+			continue;
+		}
+		t = t == TC_T_NONE ? a->type : tc_dtype_promote(t, weak, a->type, a->weak);
+		weak = weak && a->weak;
+	}
+	if (!ok)
+		return -1;
+	if (b->kind != TC_BK_ANY) {
+		t = float_type(t);
+		weak = 0;
+	}
+	e->optype = t;
+	e->weak = weak;
+	e->type = b->kind == TC_BK_INT_RESULT ? TC_T_I32 : t;
+	for (i = 0; i < e->nargs && !weak; i++) {
+		int int_arg = (b->kind == TC_BK_INT_FIRST && i == 0) ||
+			(b->kind == TC_BK_INT_SECOND && i == 1);
+		if (!settle(S, e->args[i], int_arg ? TC_T_I32 : t, 0))
+			ok = 0;
+	}
+	return ok ? 0 : -1;
+}
+
+static int check_call(sema *S, tc_expr *e, int guarded)
+{
+	int i, ok = 1;
+	int id = tc_builtin_lookup(e->name, (int)strlen(e->name));
+
+	if ((i = find_tensor(S, e->name)) >= 0 && find_var(S, e->name) < 0) {
+		tc_tensor_info *t = tensor_at(S, i);
+		if (!check_readable(S, e, t))
+			return -1;
+		if (t->ndim != e->nargs) {
+			tc_buf b;
+			tc_buf_init(&b);
+			describe_type(S, t, &b);
+			tc_error(S->d, e->loc, "expected %d ind%s for '%s' (%s %s) but found %d",
+				t->ndim, t->ndim == 1 ? "ex" : "ices", t->name,
+				t->kind == TC_TENSOR_INPUT ? "declared" : "inferred",
+				b.s ? b.s : "?", e->nargs);
+			tc_buf_free(&b);
+			return -1;
+		}
+		e->ref = TC_REF_TENSOR;
+		e->ref_id = i;
+		e->type = t->dtype;
+		for (i = 0; i < e->nargs; i++) {
+			tc_expr *a = e->args[i];
+			if (check_expr(S, a, guarded) < 0) {
+				ok = 0;
+				continue;
+			}
+			if (!tc_dtype_is_int(a->type)) {
+				tc_error(S->d, a->loc,
+					"subscript %d of '%s' must be an integer but has type %s",
+					i + 1, t->name, tc_dtype_name(a->type));
+				ok = 0;
+			} else if (!settle(S, a, TC_T_I32, 0)) {
+				ok = 0;
+			}
+		}
+		return ok ? 0 : -1;
+	}
+	if (id >= 0)
+		return check_builtin(S, e, id, guarded);
+	if (find_var(S, e->name) >= 0 || find_size(S, e->name) >= 0 ||
+		find_let(S, e->name) >= 0) {
+		tc_error(S->d, e->name_loc, "'%s' is %s, not a tensor or a function", e->name,
+			find_size(S, e->name) >= 0 ? "a size" :
+			find_let(S, e->name) >= 0 ? "a let name" : "an index");
+		return -1;
+	}
+	tc_error(S->d, e->name_loc, "unknown tensor or function '%s'", e->name);
+	return -1;
+}
+
+static int check_binary(sema *S, tc_expr *e)
+{
+	tc_expr *a = e->args[0], *b = e->args[1];
+	tc_dtype t;
+
+	if (e->op == TC_AOP_AND || e->op == TC_AOP_OR) {
+		int ok = 1, i;
+		for (i = 0; i < 2; i++)
+			if (e->args[i]->type != TC_T_BOOL) {
+				tc_error(S->d, e->args[i]->loc,
+					"operand of '%s' must be bool but has type %s (compare it, e.g. x != 0)",
+					tc_ast_op_name(e->op), tc_dtype_name(e->args[i]->type));
+				ok = 0;
+			}
+		e->type = e->optype = TC_T_BOOL;
+		return ok ? 0 : -1;
+	}
+	t = tc_dtype_promote(a->type, a->weak, b->type, b->weak);
+	if (e->op >= TC_AOP_LT && e->op <= TC_AOP_NE) {
+		e->type = TC_T_BOOL;
+		e->optype = t;
+		e->weak = 0;
+	} else {
+		if (t == TC_T_BOOL)
+			t = TC_T_I32; /* arithmetic on bools counts */
+		e->type = e->optype = t;
+		e->weak = a->weak && b->weak;
+	}
+	if (!e->weak)
+		return settle(S, a, e->optype, 0) & settle(S, b, e->optype, 0) ? 0 : -1;
+	return 0;
+}
+
+/* Resolve names and compute types bottom-up (docs/language.md, "Types"). */
+static int check_expr(sema *S, tc_expr *e, int guarded)
+{
+	int i, ok = 1;
+
+	e->guarded = guarded;
+	switch (e->kind) {
+	case TC_AST_INT:
+		e->type = e->optype = TC_T_I32;
+		e->weak = 1;
+		return 0;
+	case TC_AST_FLOAT:
+		e->type = e->optype = TC_T_F32;
+		e->weak = 1;
+		return 0;
+	case TC_AST_IDENT:
+		return check_ident(S, e);
+	case TC_AST_CALL:
+		return check_call(S, e, guarded);
+	case TC_AST_CAST:
+		if (check_expr(S, e->args[0], guarded) < 0)
+			return -1;
+		e->type = e->optype = e->cast_type;
+		return settle(S, e->args[0], e->cast_type, 0) ? 0 : -1;
+	case TC_AST_UNARY:
+		if (check_expr(S, e->args[0], guarded) < 0)
+			return -1;
+		if (e->op == TC_AOP_NOT) {
+			if (e->args[0]->type != TC_T_BOOL) {
+				tc_error(S->d, e->args[0]->loc,
+					"operand of '!' must be bool but has type %s",
+					tc_dtype_name(e->args[0]->type));
+				return -1;
+			}
+			e->type = e->optype = TC_T_BOOL;
+			return 0;
+		}
+		if (e->args[0]->type == TC_T_BOOL) {
+			tc_error(S->d, e->args[0]->loc, "cannot negate a bool; use '!'");
+			return -1;
+		}
+		e->type = e->optype = e->args[0]->type;
+		e->weak = e->args[0]->weak;
+		return 0;
+	case TC_AST_BINARY:
+		for (i = 0; i < 2; i++)
+			if (check_expr(S, e->args[i], guarded) < 0)
+				ok = 0;
+		if (!ok)
+			return -1;
+		return check_binary(S, e);
+	case TC_AST_TERNARY:
+		ok = check_expr(S, e->args[0], guarded) == 0;
+		for (i = 1; i < 3; i++)
+			if (check_expr(S, e->args[i], 1) < 0)
+				ok = 0;
+		if (!ok)
+			return -1;
+		if (e->args[0]->type != TC_T_BOOL) {
+			tc_error(S->d, e->args[0]->loc,
+				"condition of '?:' must be bool but has type %s (compare it, e.g. x != 0)",
+				tc_dtype_name(e->args[0]->type));
+			return -1;
+		}
+		e->type = e->optype = tc_dtype_promote(e->args[1]->type, e->args[1]->weak,
+			e->args[2]->type, e->args[2]->weak);
+		e->weak = e->args[1]->weak && e->args[2]->weak;
+		if (!e->weak && !(settle(S, e->args[1], e->type, 0) &
+					settle(S, e->args[2], e->type, 0)))
+			return -1;
+		return 0;
+	}
+	return is_numeric(e->type) ? 0 : -1;
+}
+
+/* Names on the left: the tensor written and its index variables. */
+static int check_lhs(sema *S, tc_stmt *s)
+{
+	int i, j, t, ok = 1;
+
+	t = find_tensor(S, s->lhs);
+	if (t >= 0 && tensor_at(S, t)->kind == TC_TENSOR_INPUT) {
+		tc_error(S->d, s->lhs_loc, "cannot write to input '%s'; inputs are read-only",
+			s->lhs);
+		return -1;
+	}
+	if (find_size(S, s->lhs) >= 0) {
+		tc_error(S->d, s->lhs_loc, "cannot write to '%s': it is a size", s->lhs);
+		return -1;
+	}
+	if (is_builtin(s->lhs)) {
+		tc_error(S->d, s->lhs_loc, "'%s' is a builtin function and cannot name a tensor",
+			s->lhs);
+		return -1;
+	}
+	if (t < 0) {
+		if (!add_tensor(S, s->lhs, TC_TENSOR_TEMP, s->lhs_loc))
+			return -1;
+		t = S->tensors.n - 1;
+	}
+	s->tensor = t;
+	if (s->nidx > TC_MAX_RANK) {
+		tc_error(S->d, s->lhs_loc, "'%s' has %d indices; tcomp supports at most %d dimensions",
+			s->lhs, s->nidx, TC_MAX_RANK);
+		return -1;
+	}
+	if (tensor_at(S, t)->ndim >= 0 && tensor_at(S, t)->ndim != s->nidx) {
+		tc_error(S->d, s->lhs_loc, "expected %d ind%s for '%s' but found %d",
+			tensor_at(S, t)->ndim, tensor_at(S, t)->ndim == 1 ? "ex" : "ices",
+			s->lhs, s->nidx);
+		return -1;
+	}
+	for (i = 0; i < s->nidx; i++) {
+		const char *n = s->idx[i];
+		for (j = 0; j < i; j++)
+			if (!strcmp(s->idx[j], n)) {
+				tc_error(S->d, s->idx_loc[i], "index '%s' appears twice on the left-hand side",
+					n);
+				ok = 0;
+			}
+		if (find_size(S, n) >= 0 || find_tensor(S, n) >= 0 || is_builtin(n)) {
+			tc_error(S->d, s->idx_loc[i], "index '%s' has the name of a %s",
+				n, find_size(S, n) >= 0 ? "size" : find_tensor(S, n) >= 0 ? "tensor"
+											 : "builtin function");
+			ok = 0;
+		}
+		if (!add_var(S, n, s->idx_loc[i], 0))
+			return -1;
+	}
+	return ok ? 0 : -1;
+}
+
+static int check_where_names(sema *S, tc_stmt *s)
+{
+	int i, j, ok = 1;
+	for (i = 0; i < s->nwhere; i++) {
+		tc_where *w = &s->where[i];
+		if (w->kind != TC_WHERE_LET)
+			continue;
+		for (j = 0; j < i; j++)
+			if (s->where[j].kind == TC_WHERE_LET && !strcmp(s->where[j].name, w->name)) {
+				tc_error(S->d, w->name_loc, "let '%s' is defined twice", w->name);
+				ok = 0;
+			}
+		if (find_var(S, w->name) >= 0 || find_size(S, w->name) >= 0 ||
+			find_tensor(S, w->name) >= 0 || is_builtin(w->name)) {
+			tc_error(S->d, w->name_loc, "let name '%s' is already the name of %s", w->name,
+				find_var(S, w->name) >= 0 ? "an index" :
+				find_size(S, w->name) >= 0 ? "a size" :
+				find_tensor(S, w->name) >= 0 ? "a tensor" : "a builtin function");
+			ok = 0;
+		}
+	}
+	return ok ? 0 : -1;
+}
+
+/* where i in lo:hi: bounds over sizes and constants. */
+static int check_where_ranges(sema *S, tc_stmt *s)
+{
+	int i, j, ok = 1;
+	for (i = 0; i < s->nwhere; i++) {
+		tc_where *w = &s->where[i];
+		tc_expr *bnd[2];
+		if (w->kind != TC_WHERE_RANGE)
+			continue;
+		if (find_var(S, w->name) < 0) {
+			tc_error(S->d, w->name_loc,
+				"where clause gives a range to '%s', which is not an index of this statement",
+				w->name);
+			ok = 0;
+			continue;
+		}
+		for (j = 0; j < i; j++)
+			if (s->where[j].kind == TC_WHERE_RANGE && !strcmp(s->where[j].name, w->name)) {
+				tc_error(S->d, w->name_loc, "'%s' is given a range twice", w->name);
+				ok = 0;
+			}
+		bnd[0] = w->lo;
+		bnd[1] = w->hi;
+		for (j = 0; j < 2; j++) {
+			if (check_expr(S, bnd[j], 0) < 0) {
+				ok = 0;
+				continue;
+			}
+			if (!tc_dtype_is_int(bnd[j]->type) || !tc_range_sexpr(S->ar, bnd[j])) {
+				tc_error(S->d, bnd[j]->loc,
+					"a range bound must be an integer expression of sizes and constants (+, -, * by a constant, / and %% by a positive constant, min, max)");
+				ok = 0;
+			}
+		}
+	}
+	return ok ? 0 : -1;
+}
+
+/* The type of the left-hand tensor, from its declaration or the right side. */
+static int check_assign_type(sema *S, tc_stmt *s)
+{
+	tc_tensor_info *t = tensor_at(S, s->tensor);
+	tc_expr *rhs = s->rhs;
+
+	if (t->dtype == TC_T_NONE) {
+		t->dtype = rhs->type;
+		if (t->dtype == TC_T_BOOL && (s->red == TC_RED_ADD || s->red == TC_RED_MUL))
+			t->dtype = TC_T_I32; /* counting bools */
+		return settle(S, rhs, t->dtype, 0) ? 0 : -1;
+	}
+	if (!tc_dtype_implicit_ok(rhs->type, rhs->weak, t->dtype)) {
+		tc_error(S->d, rhs->loc,
+			"cannot store a value of type %s into '%s' of type %s without a cast; write %s(...) to convert",
+			tc_dtype_name(rhs->type), t->name, tc_dtype_name(t->dtype),
+			tc_dtype_name(t->dtype));
+		return -1;
+	}
+	return settle(S, rhs, t->dtype, 0) ? 0 : -1;
+}
+
+static void mark_let_reads_unchecked(sema *S, tc_stmt *s)
+{
+	int i;
+	for (i = 0; i < s->nwhere; i++)
+		if (s->where[i].kind == TC_WHERE_LET && S->let_state[i] == LET_UNCHECKED) {
+			tc_warning(S->d, s->where[i].name_loc, "let '%s' is never used",
+				s->where[i].name);
+			S->let_state[i] = LET_CHECKING;
+			if (check_expr(S, s->where[i].val, 0) < 0)
+				S->let_state[i] = LET_FAILED;
+			else
+				S->let_state[i] = LET_DONE;
+		}
+}
+
+static int check_stmt(sema *S, tc_stmt *s, int idx)
+{
+	int i, ok = 1;
+	tc_tensor_info *t;
+
+	S->s = s;
+	S->s_idx = idx;
+	tc_vec_free(&S->vars);
+	S->let_state = tc_arena_alloc(S->ar, (size_t)(s->nwhere + 1) * sizeof(int));
+	if (!S->let_state)
+		return -1;
+	if (check_lhs(S, s) < 0)
+		return -1;
+	if (check_where_names(S, s) < 0)
+		ok = 0;
+	if (check_expr(S, s->rhs, 0) < 0)
+		ok = 0;
+	for (i = 0; i < s->nwhere; i++)
+		if (s->where[i].kind == TC_WHERE_EXISTS && check_expr(S, s->where[i].val, 0) < 0)
+			ok = 0;
+	if (ok)
+		mark_let_reads_unchecked(S, s);
+	if (ok && check_where_ranges(S, s) < 0)
+		ok = 0;
+	/* a reduction index under '=' */
+	if (s->red == TC_RED_ASSIGN) {
+		for (i = s->nidx; i < S->vars.n; i++) {
+			tc_stmt_var *v = S->vars.v[i];
+			tc_error(S->d, v->loc,
+				"'%s' is not an index of the left-hand side, but '=' is pointwise; use a reduction such as +=! to reduce over '%s', or make it an index of '%s'",
+				v->name, v->name, s->lhs);
+			ok = 0;
+			break;
+		}
+	}
+	if (!ok)
+		return -1;
+	t = tensor_at(S, s->tensor);
+	if (s->red != TC_RED_ASSIGN && !s->init && t->first_write == -1) {
+		if (t->kind == TC_TENSOR_TEMP) {
+			tc_error(S->d, s->op_loc,
+				"temporary '%s' is reduced with '%s' before any statement writes it; use '%s!' to start from the identity",
+				s->lhs, tc_red_name(s->red, 0), tc_red_name(s->red, 0));
+			return -1;
+		}
+		tc_warning(S->d, s->op_loc,
+			"'%s' is reduced with '%s' without '!' before any statement writes it: it accumulates into the output's existing contents (use '%s!' to start from the identity)",
+			s->lhs, tc_red_name(s->red, 0), tc_red_name(s->red, 0));
+	}
+	if (check_assign_type(S, s) < 0)
+		return -1;
+	s->nvars = S->vars.n;
+	s->vars = tc_arena_alloc(S->ar, (size_t)(s->nvars + 1) * sizeof(tc_stmt_var));
+	if (!s->vars)
+		return -1;
+	for (i = 0; i < s->nvars; i++)
+		s->vars[i] = *(tc_stmt_var *)S->vars.v[i];
+	if (t->ndim < 0)
+		t->ndim = s->nidx;
+	if (tc_range_infer(S->ar, S->d, S->def, (tc_tensor_info **)S->tensors.v, s,
+		    &S->checks) < 0)
+		return -1;
+	if (t->first_write == -1)
+		t->first_write = idx;
+	return 0;
+}
+
+static int check_def(sema *S, tc_def *def)
+{
+	int i, ok = 1, nerr = S->d->nerrors;
+
+	S->def = def;
+	tc_vec_free(&S->tensors);
+	tc_vec_free(&S->checks);
+	if (is_builtin(def->name)) {
+		tc_error(S->d, def->name_loc, "'%s' is a builtin function and cannot name a def",
+			def->name);
+		ok = 0;
+	}
+	if (check_signature(S) < 0)
+		ok = 0;
+	for (i = 0; ok && i < def->nstmts; i++)
+		if (check_stmt(S, def->stmts[i], i) < 0)
+			ok = 0;
+	if (ok)
+		for (i = def->ninputs; i < S->tensors.n; i++) {
+			tc_tensor_info *t = tensor_at(S, i);
+			if (t->kind == TC_TENSOR_OUTPUT && t->first_write < 0) {
+				tc_error(S->d, t->loc, "output '%s' is never written", t->name);
+				ok = 0;
+			}
+		}
+	def->ntensors = S->tensors.n;
+	def->noutputs = def->nrets;
+	def->tensors = tc_arena_alloc(S->ar, (size_t)(S->tensors.n + 1) * sizeof(tc_tensor_info));
+	def->nchecks = S->checks.n;
+	def->checks = tc_arena_alloc(S->ar, (size_t)(S->checks.n + 1) * sizeof(tc_check));
+	if (!def->tensors || !def->checks)
+		return -1;
+	for (i = 0; i < S->tensors.n; i++)
+		def->tensors[i] = *tensor_at(S, i);
+	for (i = 0; i < S->checks.n; i++)
+		def->checks[i] = *(tc_check *)S->checks.v[i];
+	def->ok = ok && S->d->nerrors == nerr;
+	return def->ok ? 0 : -1;
+}
+
+tc_stat tc_sema_check(tc_program *p, tc_diags *d)
+{
+	sema S;
+	int i, j, ok = 1;
+
+	memset(&S, 0, sizeof(S));
+	S.d = d;
+	S.ar = p->arena;
+	S.src = p->src;
+	for (i = 0; i < p->ndefs; i++) {
+		for (j = 0; j < i; j++)
+			if (!strcmp(p->defs[j]->name, p->defs[i]->name)) {
+				tc_error(d, p->defs[i]->name_loc, "def '%s' is defined twice",
+					p->defs[i]->name);
+				ok = 0;
+			}
+		if (check_def(&S, p->defs[i]) < 0)
+			ok = 0;
+	}
+	tc_vec_free(&S.tensors);
+	tc_vec_free(&S.checks);
+	tc_vec_free(&S.vars);
+	if (tc_arena_failed(p->arena))
+		return TC_ERR;
+	return ok ? TC_OK : TC_ERR;
+}

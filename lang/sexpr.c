@@ -1,0 +1,458 @@
+/* Size expressions with eager simplification.
+ *
+ * Sums are kept in a normal form: a list of (coefficient, atom) terms in a
+ * canonical atom order plus a constant, where an atom is a parameter, a
+ * variable or a non-affine node (floor division, modulo, min, max) compared
+ * structurally.  So "min(M,N) - min(M,N) + 1" folds to 1 and equal extents
+ * written differently compare equal. */
+#include "sexpr.h"
+
+#include <string.h>
+
+#define MAX_TERMS 32
+
+typedef struct term {
+	int64_t coef;
+	const tc_sexpr *atom;
+} term;
+
+typedef struct aff {
+	int64_t c;
+	int n;
+	int overflow; /* a coefficient overflowed or too many terms */
+	term t[MAX_TERMS];
+} aff;
+
+static int cmp(const tc_sexpr *a, const tc_sexpr *b)
+{
+	int r;
+	if (a == b)
+		return 0;
+	if (a->kind != b->kind)
+		return a->kind < b->kind ? -1 : 1;
+	switch (a->kind) {
+	case TC_SX_CONST:
+		return a->c < b->c ? -1 : a->c > b->c;
+	case TC_SX_PARAM:
+	case TC_SX_VAR:
+		return a->id < b->id ? -1 : a->id > b->id;
+	default:
+		if (a->c != b->c)
+			return a->c < b->c ? -1 : 1;
+		if ((r = cmp(a->a, b->a)))
+			return r;
+		if (!a->b || !b->b)
+			return !!a->b - !!b->b;
+		return cmp(a->b, b->b);
+	}
+}
+
+int tc_sx_equal(const tc_sexpr *a, const tc_sexpr *b)
+{
+	return cmp(a, b) == 0;
+}
+
+static void aff_add_term(aff *f, int64_t coef, const tc_sexpr *atom)
+{
+	int i, j;
+	for (i = 0; i < f->n; i++) {
+		int r = cmp(atom, f->t[i].atom);
+		if (r == 0) {
+			if (__builtin_add_overflow(f->t[i].coef, coef, &f->t[i].coef))
+				f->overflow = 1;
+			if (f->t[i].coef == 0) {
+				memmove(&f->t[i], &f->t[i + 1], (size_t)(f->n - i - 1) * sizeof(term));
+				f->n--;
+			}
+			return;
+		}
+		if (r < 0)
+			break;
+	}
+	if (coef == 0)
+		return;
+	if (f->n == MAX_TERMS) {
+		f->overflow = 1;
+		return;
+	}
+	for (j = f->n; j > i; j--)
+		f->t[j] = f->t[j - 1];
+	f->t[i].coef = coef;
+	f->t[i].atom = atom;
+	f->n++;
+}
+
+/* Add k * e to f. */
+static void to_aff(const tc_sexpr *e, int64_t k, aff *f)
+{
+	int64_t v;
+	switch (e->kind) {
+	case TC_SX_CONST:
+		if (__builtin_mul_overflow(e->c, k, &v) ||
+			__builtin_add_overflow(f->c, v, &f->c))
+			f->overflow = 1;
+		break;
+	case TC_SX_ADD:
+		to_aff(e->a, k, f);
+		to_aff(e->b, k, f);
+		break;
+	case TC_SX_MUL:
+		if (__builtin_mul_overflow(e->c, k, &v))
+			f->overflow = 1;
+		else
+			to_aff(e->a, v, f);
+		break;
+	default:
+		aff_add_term(f, k, e);
+	}
+}
+
+static const tc_sexpr *mk(tc_arena *ar, tc_sx_kind kind, int64_t c, int id,
+	const tc_sexpr *a, const tc_sexpr *b)
+{
+	tc_sexpr *e = tc_arena_alloc(ar, sizeof(*e));
+	if (!e)
+		return NULL;
+	e->kind = kind;
+	e->c = c;
+	e->id = id;
+	e->a = a;
+	e->b = b;
+	return e;
+}
+
+static const tc_sexpr *from_aff(tc_arena *ar, const aff *f)
+{
+	const tc_sexpr *r = NULL;
+	int i;
+	for (i = 0; i < f->n; i++) {
+		const tc_sexpr *t = f->t[i].coef == 1 ? f->t[i].atom
+			: mk(ar, TC_SX_MUL, f->t[i].coef, 0, f->t[i].atom, NULL);
+		if (!t)
+			return NULL;
+		r = r ? mk(ar, TC_SX_ADD, 0, 0, r, t) : t;
+		if (!r)
+			return NULL;
+	}
+	if (!r)
+		return mk(ar, TC_SX_CONST, f->c, 0, NULL, NULL);
+	if (f->c)
+		r = mk(ar, TC_SX_ADD, 0, 0, r, mk(ar, TC_SX_CONST, f->c, 0, NULL, NULL));
+	return r;
+}
+
+const tc_sexpr *tc_sx_const(tc_arena *ar, int64_t c)
+{
+	return mk(ar, TC_SX_CONST, c, 0, NULL, NULL);
+}
+
+const tc_sexpr *tc_sx_param(tc_arena *ar, int id)
+{
+	return mk(ar, TC_SX_PARAM, 0, id, NULL, NULL);
+}
+
+const tc_sexpr *tc_sx_var(tc_arena *ar, int id)
+{
+	return mk(ar, TC_SX_VAR, 0, id, NULL, NULL);
+}
+
+/* Normalise k1*a + k2*b; fall back to a plain node if the form overflows. */
+static const tc_sexpr *lin2(tc_arena *ar, int64_t k1, const tc_sexpr *a,
+	int64_t k2, const tc_sexpr *b)
+{
+	aff f;
+	if (!a || (k2 && !b))
+		return NULL;
+	memset(&f, 0, sizeof(f));
+	to_aff(a, k1, &f);
+	if (k2)
+		to_aff(b, k2, &f);
+	if (f.overflow) {
+		const tc_sexpr *x = k1 == 1 ? a : mk(ar, TC_SX_MUL, k1, 0, a, NULL);
+		const tc_sexpr *y = !k2 ? NULL : k2 == 1 ? b : mk(ar, TC_SX_MUL, k2, 0, b, NULL);
+		return y ? mk(ar, TC_SX_ADD, 0, 0, x, y) : x;
+	}
+	return from_aff(ar, &f);
+}
+
+const tc_sexpr *tc_sx_add(tc_arena *ar, const tc_sexpr *a, const tc_sexpr *b)
+{
+	return lin2(ar, 1, a, 1, b);
+}
+
+const tc_sexpr *tc_sx_sub(tc_arena *ar, const tc_sexpr *a, const tc_sexpr *b)
+{
+	return lin2(ar, 1, a, -1, b);
+}
+
+const tc_sexpr *tc_sx_scale(tc_arena *ar, int64_t c, const tc_sexpr *a)
+{
+	return lin2(ar, c, a, 0, NULL);
+}
+
+static int64_t fdiv(int64_t a, int64_t b)
+{
+	int64_t q = a / b;
+	return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+}
+
+static int64_t fmod_(int64_t a, int64_t b)
+{
+	int64_t r = a % b;
+	return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+}
+
+/* Whether every coefficient of a is divisible by c (then a/c is exact up to
+ * the constant). */
+static int divisible(const tc_sexpr *a, int64_t c, aff *f)
+{
+	int i;
+	memset(f, 0, sizeof(*f));
+	to_aff(a, 1, f);
+	if (f->overflow)
+		return 0;
+	for (i = 0; i < f->n; i++)
+		if (f->t[i].coef % c)
+			return 0;
+	return 1;
+}
+
+const tc_sexpr *tc_sx_floordiv(tc_arena *ar, const tc_sexpr *a, int64_t c)
+{
+	aff f;
+	int i;
+	if (!a || c <= 0)
+		return NULL;
+	if (c == 1)
+		return a;
+	if (divisible(a, c, &f)) {
+		for (i = 0; i < f.n; i++)
+			f.t[i].coef /= c;
+		f.c = fdiv(f.c, c);
+		return from_aff(ar, &f);
+	}
+	return mk(ar, TC_SX_FLOORDIV, c, 0, a, NULL);
+}
+
+const tc_sexpr *tc_sx_ceildiv(tc_arena *ar, const tc_sexpr *a, int64_t c)
+{
+	return tc_sx_scale(ar, -1, tc_sx_floordiv(ar, tc_sx_scale(ar, -1, a), c));
+}
+
+const tc_sexpr *tc_sx_mod(tc_arena *ar, const tc_sexpr *a, int64_t c)
+{
+	aff f;
+	if (!a || c <= 0)
+		return NULL;
+	if (c == 1)
+		return tc_sx_const(ar, 0);
+	if (divisible(a, c, &f))
+		return tc_sx_const(ar, fmod_(f.c, c));
+	return mk(ar, TC_SX_MOD, c, 0, a, NULL);
+}
+
+static const tc_sexpr *minmax(tc_arena *ar, tc_sx_kind kind, const tc_sexpr *a,
+	const tc_sexpr *b)
+{
+	int64_t d;
+	if (!a || !b)
+		return NULL;
+	if (tc_sx_const_diff(a, b, &d))
+		return (kind == TC_SX_MIN) == (d <= 0) ? a : b;
+	if (cmp(a, b) > 0) {
+		const tc_sexpr *t = a;
+		a = b;
+		b = t;
+	}
+	return mk(ar, kind, 0, 0, a, b);
+}
+
+const tc_sexpr *tc_sx_min(tc_arena *ar, const tc_sexpr *a, const tc_sexpr *b)
+{
+	return minmax(ar, TC_SX_MIN, a, b);
+}
+
+const tc_sexpr *tc_sx_max(tc_arena *ar, const tc_sexpr *a, const tc_sexpr *b)
+{
+	return minmax(ar, TC_SX_MAX, a, b);
+}
+
+int tc_sx_is_const(const tc_sexpr *e, int64_t *c)
+{
+	if (e->kind != TC_SX_CONST)
+		return 0;
+	if (c)
+		*c = e->c;
+	return 1;
+}
+
+int tc_sx_const_diff(const tc_sexpr *a, const tc_sexpr *b, int64_t *d)
+{
+	aff f;
+	memset(&f, 0, sizeof(f));
+	to_aff(a, 1, &f);
+	to_aff(b, -1, &f);
+	if (f.overflow || f.n)
+		return 0;
+	*d = f.c;
+	return 1;
+}
+
+int tc_sx_has_var(const tc_sexpr *e)
+{
+	if (!e)
+		return 0;
+	if (e->kind == TC_SX_VAR)
+		return 1;
+	return tc_sx_has_var(e->a) || tc_sx_has_var(e->b);
+}
+
+tc_stat tc_sx_eval(const tc_sexpr *e, const int64_t *params, const int64_t *vars,
+	int64_t *out)
+{
+	int64_t a, b;
+	switch (e->kind) {
+	case TC_SX_CONST: *out = e->c; return TC_OK;
+	case TC_SX_PARAM: *out = params[e->id]; return TC_OK;
+	case TC_SX_VAR:
+		if (!vars)
+			return TC_ERR;
+		*out = vars[e->id];
+		return TC_OK;
+	default: break;
+	}
+	if (tc_sx_eval(e->a, params, vars, &a) < 0)
+		return TC_ERR;
+	if (e->b && tc_sx_eval(e->b, params, vars, &b) < 0)
+		return TC_ERR;
+	switch (e->kind) {
+	case TC_SX_ADD: return __builtin_add_overflow(a, b, out) ? TC_ERR : TC_OK;
+	case TC_SX_MUL: return __builtin_mul_overflow(e->c, a, out) ? TC_ERR : TC_OK;
+	case TC_SX_FLOORDIV: *out = fdiv(a, e->c); return TC_OK;
+	case TC_SX_MOD: *out = fmod_(a, e->c); return TC_OK;
+	case TC_SX_MIN: *out = a < b ? a : b; return TC_OK;
+	case TC_SX_MAX: *out = a > b ? a : b; return TC_OK;
+	default: return TC_ERR;
+	}
+}
+
+static void print_atom(const tc_sexpr *e, const char *const *params,
+	const char *const *vars, tc_buf *b, int paren);
+
+/* Print a sum as "A - 2*B + 1". */
+static void print_sum(const tc_sexpr *e, const char *const *params,
+	const char *const *vars, tc_buf *b)
+{
+	aff f;
+	int i;
+	memset(&f, 0, sizeof(f));
+	to_aff(e, 1, &f);
+	if (f.overflow) {
+		print_atom(e, params, vars, b, 0);
+		return;
+	}
+	for (i = 0; i < f.n; i++) {
+		int64_t k = f.t[i].coef;
+		if (i)
+			tc_buf_puts(b, k < 0 ? " - " : " + ");
+		else if (k < 0)
+			tc_buf_putc(b, '-');
+		if (k != 1 && k != -1)
+			tc_buf_printf(b, "%lld*", (long long)(k < 0 ? -k : k));
+		print_atom(f.t[i].atom, params, vars, b, 1);
+	}
+	if (f.n && f.c)
+		tc_buf_printf(b, " %c %lld", f.c < 0 ? '-' : '+',
+			(long long)(f.c < 0 ? -f.c : f.c));
+	else if (!f.n)
+		tc_buf_printf(b, "%lld", (long long)f.c);
+}
+
+static void print_atom(const tc_sexpr *e, const char *const *params,
+	const char *const *vars, tc_buf *b, int paren)
+{
+	switch (e->kind) {
+	case TC_SX_CONST: tc_buf_printf(b, "%lld", (long long)e->c); break;
+	case TC_SX_PARAM:
+		if (params)
+			tc_buf_puts(b, params[e->id]);
+		else
+			tc_buf_printf(b, "p%d", e->id);
+		break;
+	case TC_SX_VAR:
+		if (vars)
+			tc_buf_puts(b, vars[e->id]);
+		else
+			tc_buf_printf(b, "v%d", e->id);
+		break;
+	case TC_SX_ADD:
+	case TC_SX_MUL:
+		if (paren)
+			tc_buf_putc(b, '(');
+		print_sum(e, params, vars, b);
+		if (paren)
+			tc_buf_putc(b, ')');
+		break;
+	case TC_SX_FLOORDIV:
+	case TC_SX_MOD:
+		tc_buf_puts(b, e->kind == TC_SX_FLOORDIV ? "floor(" : "mod(");
+		print_atom(e->a, params, vars, b, e->kind == TC_SX_FLOORDIV);
+		tc_buf_printf(b, e->kind == TC_SX_FLOORDIV ? " / %lld)" : ", %lld)",
+			(long long)e->c);
+		break;
+	case TC_SX_MIN:
+	case TC_SX_MAX:
+		tc_buf_puts(b, e->kind == TC_SX_MIN ? "min(" : "max(");
+		print_sum(e->a, params, vars, b);
+		tc_buf_puts(b, ", ");
+		print_sum(e->b, params, vars, b);
+		tc_buf_putc(b, ')');
+		break;
+	}
+}
+
+void tc_sx_print(const tc_sexpr *e, const char *const *params,
+	const char *const *vars, tc_buf *b)
+{
+	print_sum(e, params, vars, b);
+}
+
+/* A lower bound of e when every parameter is at least 1; 0 if none is known. */
+static int lower_bound(const tc_sexpr *e, int64_t *lb)
+{
+	int64_t a, b;
+	switch (e->kind) {
+	case TC_SX_CONST: *lb = e->c; return 1;
+	case TC_SX_PARAM: *lb = 1; return 1;
+	case TC_SX_VAR: return 0;
+	case TC_SX_ADD:
+		return lower_bound(e->a, &a) && lower_bound(e->b, &b) &&
+			!__builtin_add_overflow(a, b, lb);
+	case TC_SX_MUL:
+		return e->c >= 0 && lower_bound(e->a, &a) && !__builtin_mul_overflow(e->c, a, lb);
+	case TC_SX_FLOORDIV:
+		if (!lower_bound(e->a, &a))
+			return 0;
+		*lb = fdiv(a, e->c);
+		return 1;
+	case TC_SX_MOD: *lb = 0; return 1;
+	case TC_SX_MIN:
+		if (!lower_bound(e->a, &a) || !lower_bound(e->b, &b))
+			return 0;
+		*lb = a < b ? a : b;
+		return 1;
+	case TC_SX_MAX:
+		if (lower_bound(e->a, &a)) {
+			*lb = lower_bound(e->b, &b) && b > a ? b : a;
+			return 1;
+		}
+		return lower_bound(e->b, lb);
+	}
+	return 0;
+}
+
+int tc_sx_provably_nonneg(const tc_sexpr *e)
+{
+	int64_t lb;
+	return lower_bound(e, &lb) && lb >= 0;
+}
