@@ -1,2 +1,60 @@
 #!/bin/sh
-echo demo placeholder
+# make demo: check the example kernels, then run a few of them end to end on
+# random .npy inputs through the tcomp command (the reference interpreter).
+set -e
+BUILD=${1:-build}
+TCOMP="$BUILD/tcomp"
+NPYGEN="$BUILD/npygen"
+EX=$(dirname "$0")
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/tcomp-demo.XXXXXX")
+trap 'rm -rf "$WORK"' EXIT
+
+if [ -t 1 ]; then B='\033[1m' E='\033[0m'; else B='' E=''; fi
+step() { printf "\n${B}\$ %s${E}\n" "$*"; "$@"; }
+
+echo "== tcomp demo: check the examples (signatures with inferred output shapes)"
+step "$TCOMP" check "$EX/matmul.tc" "$EX/conv2d.tc" "$EX/softmax.tc" "$EX/mlp.tc"
+
+echo
+echo "== make random inputs (NumPy .npy files)"
+"$NPYGEN" "$WORK/a.npy" float32 3x4 --seed 1
+"$NPYGEN" "$WORK/b.npy" float32 4x5 --seed 2
+"$NPYGEN" "$WORK/x.npy" float32 2x6 --seed 3
+"$NPYGEN" "$WORK/img.npy" float32 1x2x6x6 --seed 4
+"$NPYGEN" "$WORK/w.npy" float32 3x2x3x3 --seed 5
+"$NPYGEN" "$WORK/bias.npy" float32 3 --seed 6
+"$NPYGEN" "$WORK/fw.npy" float32 4x6 --seed 7
+"$NPYGEN" "$WORK/fb.npy" float32 4 --seed 8
+ls "$WORK"
+
+echo
+echo "== run them"
+step "$TCOMP" run "$EX/matmul.tc" -e matmul --in A="$WORK/a.npy" --in B="$WORK/b.npy" \
+	--out C="$WORK/c.npy" --print
+step "$TCOMP" run "$EX/softmax.tc" -e softmax --in I="$WORK/x.npy" --print
+step "$TCOMP" run "$EX/conv2d.tc" -e conv2d --in I="$WORK/img.npy" --in W1="$WORK/w.npy" \
+	--in B="$WORK/bias.npy"
+step "$TCOMP" run "$EX/mlp.tc" -e fc_relu --in I="$WORK/x.npy" --in W1="$WORK/fw.npy" \
+	--in Bias="$WORK/fb.npy" --print
+
+echo
+echo "== what the compiler sees: the tensor IR of matmul"
+step "$TCOMP" emit "$EX/matmul.tc" -e matmul --stage ir
+
+echo
+echo "== errors: inputs whose sizes disagree, and a kernel with a mistake"
+if "$TCOMP" run "$EX/matmul.tc" -e matmul --in A="$WORK/a.npy" --in B="$WORK/a.npy"; then
+	echo "expected an error" >&2
+	exit 1
+fi
+cat > "$WORK/bad.tc" <<'TC'
+def mm(float(M,K) A, float(K,N) B) -> (C) {
+  C(m,n) +=! A(m,k) * B(k,n,1)
+}
+TC
+if "$TCOMP" check "$WORK/bad.tc"; then
+	echo "expected an error" >&2
+	exit 1
+fi
+echo
+echo "demo done"

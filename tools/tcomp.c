@@ -9,6 +9,7 @@
 #include "tcomp.h"
 
 #include "npy.h"
+#include "../ir/half.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,7 +55,8 @@ static const char *const run_usage =
 	"  --in T=FILE         input tensor T from FILE (.npy)\n"
 	"  --out T=FILE        write output tensor T to FILE (.npy)\n"
 	"  --target interp     where to run (this release: the reference interpreter)\n"
-	"  --option N=V        set a mapping option (see tcomp options)\n";
+	"  --option N=V        set a mapping option (see tcomp options)\n"
+	"  --print             also print the outputs' values (at most 64 per output)\n";
 
 static const char *const emit_usage =
 	"usage: tcomp emit FILE.tc [-e NAME] --stage ast|ir|canonical\n"
@@ -179,11 +181,46 @@ static DLTensor make_dl(const char *dtype_name, int ndim, int64_t *shape, void *
 	return t;
 }
 
+/* Print up to 64 values of a dense tensor, row-major, one row per line for
+ * rank >= 2. */
+static void print_values(const DLTensor *t)
+{
+	int64_t n = 1, i, row = t->ndim ? t->shape[t->ndim - 1] : 1;
+	int d;
+	const char *tn = tc_dtype_str(t->dtype);
+	for (d = 0; d < t->ndim; d++)
+		n *= t->shape[d];
+	printf("  ");
+	for (i = 0; i < n && i < 64; i++) {
+		const char *p = (const char *)t->data + i * (t->dtype.bits / 8);
+		if (i && i % row == 0)
+			printf("\n  ");
+		if (!strcmp(tn, "float32"))
+			printf("%.6g ", *(const float *)p);
+		else if (!strcmp(tn, "float64"))
+			printf("%.9g ", *(const double *)p);
+		else if (t->dtype.code == kDLInt || !strcmp(tn, "bool")) {
+			int64_t v = t->dtype.bits == 8 ? *(const int8_t *)p : t->dtype.bits == 16
+				? *(const int16_t *)p : t->dtype.bits == 32 ? *(const int32_t *)p
+				: *(const int64_t *)p;
+			printf("%lld ", (long long)v);
+		} else if (t->dtype.code == kDLUInt) {
+			uint64_t v = t->dtype.bits == 8 ? *(const uint8_t *)p : t->dtype.bits == 16
+				? *(const uint16_t *)p : t->dtype.bits == 32 ? *(const uint32_t *)p
+				: *(const uint64_t *)p;
+			printf("%llu ", (unsigned long long)v);
+		} else {
+			printf("%.5g ", tc_half_to_double(*(const uint16_t *)p));
+		}
+	}
+	printf("%s\n", n > 64 ? "..." : "");
+}
+
 static int cmd_run(int argc, char **argv)
 {
 	const char *file = NULL, *entry = NULL;
 	binding ins[64], outs[64];
-	int nin = 0, nout = 0, i, j, n_in, n_out, status = 0;
+	int nin = 0, nout = 0, i, j, n_in, n_out, status = 0, print = 0;
 	tc_context *ctx;
 	tc_options *opts;
 	tc_module *m = NULL;
@@ -224,7 +261,9 @@ static int cmd_run(int argc, char **argv)
 			if (tc_options_set(opts, b.name, b.path, ctx) < 0)
 				die_usage(run_usage, "%s", tc_context_error(ctx));
 			free((char *)b.name);
-		} else if (a[0] == '-')
+		} else if (!strcmp(a, "--print"))
+			print = 1;
+		else if (a[0] == '-')
 			die_usage(run_usage, "unknown or incomplete option '%s'", a);
 		else if (!file)
 			file = a;
@@ -341,6 +380,8 @@ static int cmd_run(int argc, char **argv)
 				printf(" -> %s", outs[j].path);
 			}
 		printf("\n");
+		if (print)
+			print_values(t);
 	}
 done:
 	tc_kernel_free(k);

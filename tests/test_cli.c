@@ -1,0 +1,327 @@
+/* End-to-end tests of the tcomp command: .npy files in and out, exit codes,
+ * messages and --help.  Inputs are written with tools/npy.c, the command is
+ * run as a separate process, and its outputs are read back and compared
+ * with plain C loops. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "ir/half.h"
+#include "npy.h"
+
+static char dir[256];
+static char out_text[65536];
+
+static const char *path(const char *name)
+{
+	static char buf[8][512];
+	static int k;
+	k = (k + 1) % 8;
+	snprintf(buf[k], sizeof(buf[k]), "%s/%s", dir, name);
+	return buf[k];
+}
+
+/* Run "tcomp ARGS" (a shell fragment); return its exit status and leave
+ * stdout+stderr in out_text. */
+static int tcomp(const char *fmt, ...)
+{
+	char cmd[8192], args[4096];
+	va_list ap;
+	FILE *fp;
+	size_t n;
+	int st;
+	va_start(ap, fmt);
+	vsnprintf(args, sizeof(args), fmt, ap);
+	va_end(ap);
+	snprintf(cmd, sizeof(cmd), "cd %s && %s/tcomp %s > out.txt 2>&1", dir, TC_BINARY_DIR,
+		args);
+	st = system(cmd);
+	fp = fopen(path("out.txt"), "rb");
+	n = fp ? fread(out_text, 1, sizeof(out_text) - 1, fp) : 0;
+	out_text[n] = 0;
+	if (fp)
+		fclose(fp);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static void write_text(const char *name, const char *text)
+{
+	FILE *fp = fopen(path(name), "w");
+	assert_non_null(fp);
+	fputs(text, fp);
+	fclose(fp);
+}
+
+static void write_npy(const char *name, tc_dtype t, int ndim, const int64_t *shape,
+	const void *data)
+{
+	char *err = NULL;
+	if (tc_npy_write(path(name), t, ndim, shape, data, &err) < 0)
+		fail_msg("%s", err);
+}
+
+static uint64_t rng = 0x9E3779B97F4A7C15ULL;
+static float frand(void)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return (float)((rng >> 11) % 2000001) / 1000000.0f - 1.0f;
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	snprintf(dir, sizeof(dir), "%s/tmp-cli-XXXXXX", TC_BINARY_DIR);
+	if (!mkdtemp(dir))
+		return -1;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	char cmd[600];
+	(void)state;
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+static void matmul_matches_loops(void **state)
+{
+	enum { M = 7, K = 13, N = 5 };
+	float a[M * K], b[K * N];
+	int64_t sa[2] = {M, K}, sb[2] = {K, N};
+	tc_npy c;
+	char *err = NULL;
+	int i, j, k;
+	(void)state;
+	for (i = 0; i < M * K; i++)
+		a[i] = frand();
+	for (i = 0; i < K * N; i++)
+		b[i] = frand();
+	write_npy("a.npy", TC_T_F32, 2, sa, a);
+	write_npy("b.npy", TC_T_F32, 2, sb, b);
+	write_text("mm.tc", "def mm(float(M,K) A, float(K,N) B) -> (C) {\n"
+			    "  C(m,n) +=! A(m,r) * B(r,n)\n}\n");
+	assert_int_equal(tcomp("run mm.tc --in A=a.npy --in B=b.npy --out C=c.npy"), 0);
+	assert_non_null(strstr(out_text, "C: float32[7x5] -> c.npy"));
+	assert_int_equal(tc_npy_read(path("c.npy"), &c, &err), 0);
+	assert_int_equal(c.dtype, TC_T_F32);
+	assert_int_equal(c.ndim, 2);
+	assert_int_equal(c.shape[0], M);
+	assert_int_equal(c.shape[1], N);
+	for (i = 0; i < M; i++)
+		for (j = 0; j < N; j++) {
+			float s = 0; /* same order as the interpreter: float accumulation */
+			for (k = 0; k < K; k++)
+				s += a[i * K + k] * b[k * N + j];
+			assert_float_equal(((float *)c.data)[i * N + j], s, 1e-5f * (1 + fabsf(s)));
+		}
+	tc_npy_free(&c);
+}
+
+/* Every dtype survives .npy in -> copy kernel -> .npy out bit for bit. */
+static void every_dtype_round_trips(void **state)
+{
+	static const char *const names[] = {"bool", "int8", "int16", "int32", "int64", "uint8",
+		"uint16", "uint32", "uint64", "float16", "float32", "float64"};
+	unsigned char data[6 * 8];
+	int64_t shape[2] = {2, 3};
+	size_t t;
+	(void)state;
+	for (t = 0; t < sizeof(names) / sizeof(names[0]); t++) {
+		tc_dtype dt = tc_dtype_from_name(names[t], (int)strlen(names[t]));
+		char src[256], *err = NULL;
+		tc_npy o;
+		size_t i, sz = (size_t)tc_dtype_size(dt);
+		for (i = 0; i < sizeof(data); i++)
+			data[i] = (unsigned char)(37 * i + 11 * t + 1);
+		if (dt == TC_T_BOOL)
+			for (i = 0; i < 6; i++)
+				data[i] = (unsigned char)(i % 2);
+		if (dt == TC_T_F16) /* finite halves only, so bits compare exactly */
+			for (i = 0; i < 6; i++)
+				((uint16_t *)data)[i] = tc_half_from_double(0.25 * (double)i - 0.6);
+		if (dt == TC_T_F32)
+			for (i = 0; i < 6; i++)
+				((float *)data)[i] = frand();
+		if (dt == TC_T_F64)
+			for (i = 0; i < 6; i++)
+				((double *)data)[i] = frand();
+		snprintf(src, sizeof(src), "def copy(%s(N,M) A) -> (O) { O(i,j) = A(i,j) }\n",
+			names[t]);
+		write_text("copy.tc", src);
+		write_npy("in.npy", dt, 2, shape, data);
+		assert_int_equal(tcomp("run copy.tc --in A=in.npy --out O=o.npy"), 0);
+		assert_int_equal(tc_npy_read(path("o.npy"), &o, &err), 0);
+		assert_int_equal(o.dtype, dt);
+		assert_memory_equal(o.data, data, 6 * sz);
+		tc_npy_free(&o);
+	}
+}
+
+static void bad_npy_inputs_are_clear_errors(void **state)
+{
+	double d[6] = {1, 2, 3, 4, 5, 6};
+	float f[6] = {1, 2, 3, 4, 5, 6};
+	int64_t s2[2] = {2, 3}, s3[3] = {1, 2, 3};
+	FILE *fp;
+	char hdr[128];
+	int n;
+	(void)state;
+	write_text("k.tc", "def k(float(N,M) A) -> (O) { O(i,j) = A(i,j) * 2 }\n");
+	write_npy("f64.npy", TC_T_F64, 2, s2, d);
+	assert_int_equal(tcomp("run k.tc --in A=f64.npy"), 1);
+	assert_non_null(strstr(out_text, "must have dtype float32"));
+	assert_non_null(strstr(out_text, "has float64"));
+	write_npy("r3.npy", TC_T_F32, 3, s3, f);
+	assert_int_equal(tcomp("run k.tc --in A=r3.npy"), 1);
+	assert_non_null(strstr(out_text, "must have rank 2"));
+	/* a Fortran-order 2x3 array, written by hand */
+	fp = fopen(path("fortran.npy"), "wb");
+	assert_non_null(fp);
+	n = snprintf(hdr, sizeof(hdr),
+		"{'descr': '<f4', 'fortran_order': True, 'shape': (2, 3), }");
+	while ((10 + n + 1) % 64)
+		hdr[n++] = ' ';
+	hdr[n++] = '\n';
+	fwrite("\x93NUMPY\x01\x00", 1, 8, fp);
+	fputc(n & 0xff, fp);
+	fputc(n >> 8, fp);
+	fwrite(hdr, 1, (size_t)n, fp);
+	fwrite(f, sizeof(float), 6, fp);
+	fclose(fp);
+	assert_int_equal(tcomp("run k.tc --in A=fortran.npy"), 1);
+	assert_non_null(strstr(out_text, "Fortran order"));
+	/* truncated: the header says 6 floats, 2 follow */
+	write_npy("full.npy", TC_T_F32, 2, s2, f);
+	assert_int_equal(truncate(path("full.npy"), 128 + 8), 0);
+	assert_int_equal(tcomp("run k.tc --in A=full.npy"), 1);
+	assert_non_null(strstr(out_text, "truncated"));
+	assert_int_equal(tcomp("run k.tc --in A=missing.npy"), 1);
+	assert_non_null(strstr(out_text, "missing.npy"));
+}
+
+static void bad_arguments_are_clear_errors(void **state)
+{
+	float f[6] = {1, 2, 3, 4, 5, 6};
+	int64_t s2[2] = {2, 3};
+	(void)state;
+	write_text("k.tc", "def k(float(N,M) A) -> (O) { O(i,j) = A(i,j) * 2 }\n"
+			   "def k2(float(N) A) -> (O) { O(i) = A(i) }\n");
+	write_npy("a.npy", TC_T_F32, 2, s2, f);
+	assert_int_equal(tcomp("run k.tc --in A=a.npy"), 1);
+	assert_non_null(strstr(out_text, "several defs"));
+	assert_int_equal(tcomp("run k.tc -e nope --in A=a.npy"), 1);
+	assert_non_null(strstr(out_text, "no def named 'nope'"));
+	assert_int_equal(tcomp("run k.tc -e k"), 1);
+	assert_non_null(strstr(out_text, "no --in for input 'A'"));
+	assert_int_equal(tcomp("run k.tc -e k --in A=a.npy --in Z=a.npy"), 1);
+	assert_non_null(strstr(out_text, "'Z' is not an input"));
+	assert_int_equal(tcomp("run k.tc -e k --in A=a.npy --out Q=q.npy"), 1);
+	assert_non_null(strstr(out_text, "'Q' is not an output"));
+	assert_int_equal(tcomp("run k.tc -e k --in A"), 1);
+	assert_non_null(strstr(out_text, "expected TENSOR=FILE"));
+	assert_int_equal(tcomp("run k.tc -e k --in A=a.npy --target gpu"), 1);
+	assert_non_null(strstr(out_text, "cannot be 'gpu'"));
+	assert_int_equal(tcomp("run k.tc -e k --in A=a.npy --bogus"), 1);
+	assert_non_null(strstr(out_text, "unknown or incomplete option '--bogus'"));
+	assert_int_equal(tcomp("frobnicate"), 1);
+	assert_non_null(strstr(out_text, "unknown command"));
+	assert_int_equal(tcomp(""), 1);
+	assert_int_equal(tcomp("emit k.tc -e k --stage nonsense"), 1);
+	assert_non_null(strstr(out_text, "unknown stage 'nonsense'"));
+}
+
+static void help_for_each_command(void **state)
+{
+	static const char *const cmds[] = {"--help", "check --help", "run --help",
+		"emit --help", "run -h"};
+	size_t i;
+	(void)state;
+	for (i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
+		assert_int_equal(tcomp("%s", cmds[i]), 0);
+		assert_non_null(strstr(out_text, "usage: tcomp"));
+	}
+	assert_int_equal(tcomp("--version"), 0);
+	assert_non_null(strstr(out_text, "tcomp 0."));
+	assert_int_equal(tcomp("options"), 0);
+	assert_non_null(strstr(out_text, "target"));
+}
+
+static void check_prints_signatures_and_located_errors(void **state)
+{
+	(void)state;
+	write_text("ok.tc", "def conv(float(N,C,H,W) I, float(F,C,KH,KW) Wt) -> (O) {\n"
+			    "  O(n,f,h,w) +=! I(n,c,h+kh,w+kw) * Wt(f,c,kh,kw)\n}\n");
+	assert_int_equal(tcomp("check ok.tc"), 0);
+	assert_non_null(strstr(out_text,
+		"def conv(float32(N,C,H,W) I, float32(F,C,KH,KW) Wt) -> (float32(N,F,H - KH + 1,W - KW + 1) O)"));
+	write_text("bad.tc", "def mm(float(M,K) A, float(K,N) B) -> (C) {\n"
+			     "  C(m,n) +=! A(m,k) * B(k,n,1)\n}\n");
+	assert_int_equal(tcomp("check bad.tc"), 1);
+	assert_string_equal(out_text,
+		"bad.tc:2:23: error: expected 2 indices for 'B' (declared float32(K,N)) but found 3\n"
+		"    C(m,n) +=! A(m,k) * B(k,n,1)\n"
+		"                        ^~~~~~~~\n");
+	/* several files: the good one still prints, the status is 1 */
+	assert_int_equal(tcomp("check ok.tc bad.tc"), 1);
+	assert_non_null(strstr(out_text, "def conv("));
+	assert_int_equal(tcomp("check nothere.tc"), 1);
+	assert_non_null(strstr(out_text, "cannot open 'nothere.tc'"));
+}
+
+static void emit_stages(void **state)
+{
+	(void)state;
+	write_text("mm.tc", "def mm(float(M,K) A, float(K,N) B) -> (C) {\n"
+			    "  C(m,n) +=! A(m,r) * B(r,n)\n}\n");
+	assert_int_equal(tcomp("emit mm.tc --stage ast"), 0);
+	assert_non_null(strstr(out_text, "Stmt C(m,n) +=!"));
+	assert_int_equal(tcomp("emit mm.tc --stage ir"), 0);
+	assert_non_null(strstr(out_text,
+		"domain: [M, K, N] -> { S0[m, n, r] : 0 <= m < M and 0 <= n < N and 0 <= r < K }"));
+	assert_int_equal(tcomp("emit mm.tc --stage canonical"), 0);
+	assert_non_null(strstr(out_text, "v5(v6,v7) +=! v2(v6, v8) * v4(v8, v7)"));
+	assert_non_null(strstr(out_text, "# hash "));
+}
+
+/* A gather with an index out of range is a run-time error with a location. */
+static void gather_out_of_bounds_is_located(void **state)
+{
+	int32_t idx[4] = {0, 2, 9, 1};
+	float lut[3 * 2] = {1, 2, 3, 4, 5, 6};
+	int64_t si[2] = {2, 2}, sl[2] = {3, 2};
+	(void)state;
+	write_text("emb.tc", "def emb(float(R,D) LUT, int32(B,L) I) -> (O) {\n"
+			     "  O(i,j) +=! LUT(I(i,k), j)\n}\n");
+	write_npy("lut.npy", TC_T_F32, 2, sl, lut);
+	write_npy("idx.npy", TC_T_I32, 2, si, idx);
+	assert_int_equal(tcomp("run emb.tc --in LUT=lut.npy --in I=idx.npy"), 1);
+	assert_non_null(strstr(out_text, "emb.tc:2:14: error: index 9 is out of bounds for dimension 0 of 'LUT' (extent 3)"));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(matmul_matches_loops),
+		cmocka_unit_test(every_dtype_round_trips),
+		cmocka_unit_test(bad_npy_inputs_are_clear_errors),
+		cmocka_unit_test(bad_arguments_are_clear_errors),
+		cmocka_unit_test(help_for_each_command),
+		cmocka_unit_test(check_prints_signatures_and_located_errors),
+		cmocka_unit_test(emit_stages),
+		cmocka_unit_test(gather_out_of_bounds_is_located),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
