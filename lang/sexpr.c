@@ -231,6 +231,13 @@ const tc_sexpr *tc_sx_floordiv(tc_arena *ar, const tc_sexpr *a, int64_t c)
 		f.c = fdiv(f.c, c);
 		return from_aff(ar, &f);
 	}
+	if (!f.overflow && (f.c < 0 || f.c >= c)) {
+		/* floor((x + q*c + r) / c) = floor((x + r) / c) + q, 0 <= r < c */
+		int64_t q = fdiv(f.c, c);
+		f.c -= q * c;
+		return tc_sx_add(ar, mk(ar, TC_SX_FLOORDIV, c, 0, from_aff(ar, &f), NULL),
+			tc_sx_const(ar, q));
+	}
 	return mk(ar, TC_SX_FLOORDIV, c, 0, a, NULL);
 }
 
