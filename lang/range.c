@@ -378,7 +378,7 @@ static int add_check(rctx *R, tc_vec *checks, const tc_sexpr *e, tc_loc loc,
 
 /* A condition cond >= 0 on the sizes: proven, refuted (error) or a check. */
 static int require(rctx *R, tc_vec *checks, const tc_sexpr *cond, tc_loc loc,
-	const char *what)
+	const char *what, int explain)
 {
 	int64_t c;
 	tc_buf b;
@@ -391,9 +391,12 @@ static int require(rctx *R, tc_vec *checks, const tc_sexpr *cond, tc_loc loc,
 		return -1;
 	}
 	tc_buf_init(&b);
-	tc_buf_printf(&b, "%s: needs ", what);
-	tc_sx_print(cond, R->def->sizes, NULL, &b);
-	tc_buf_puts(&b, " >= 0");
+	tc_buf_puts(&b, what);
+	if (explain) {
+		tc_buf_puts(&b, ": needs ");
+		tc_sx_print(cond, R->def->sizes, NULL, &b);
+		tc_buf_puts(&b, " >= 0");
+	}
 	if (!b.s)
 		return -1;
 	if (add_check(R, checks, cond, loc, tc_arena_strdup(R->ar, b.s)) < 0) {
@@ -422,10 +425,10 @@ static int check_leftover(rctx *R, tc_vec *checks, const cons *c)
 	tc_buf_puts(&b, ")");
 	if (!b.s)
 		return -1;
-	r = require(R, checks, mn, loc, b.s);
+	r = require(R, checks, mn, loc, b.s, 1);
 	if (r == 0)
 		r = require(R, checks, tc_sx_sub(ar, tc_sx_sub(ar, c->ext, tc_sx_const(ar, 1)), mx),
-			loc, b.s);
+			loc, b.s, 1);
 	tc_buf_free(&b);
 	return r;
 }
@@ -525,7 +528,7 @@ tc_stat tc_range_infer(tc_arena *ar, tc_diags *d, const tc_def *def,
 			ok = 0;
 		}
 	if (!ok)
-		return TC_ERR;
+		goto error;
 
 	/* ranges must be non-empty; output ranges must start at 0 */
 	for (v = 0; v < R.nv; v++) {
@@ -538,7 +541,7 @@ tc_stat tc_range_infer(tc_arena *ar, tc_diags *d, const tc_def *def,
 		tc_sx_print(sv->hi, def->sizes, NULL, &b);
 		tc_buf_puts(&b, ")");
 		if (!b.s || require(&R, checks, tc_sx_sub(ar, tc_sx_sub(ar, sv->hi, sv->lo),
-						 tc_sx_const(ar, 1)), sv->loc, b.s) < 0)
+						 tc_sx_const(ar, 1)), sv->loc, b.s, 1) < 0)
 			ok = 0;
 		tc_buf_free(&b);
 		if (v < s->nidx && !(tc_sx_is_const(sv->lo, &c) && c == 0)) {
@@ -560,7 +563,7 @@ tc_stat tc_range_infer(tc_arena *ar, tc_diags *d, const tc_def *def,
 		}
 	}
 	if (!ok)
-		return TC_ERR;
+		goto error;
 
 	/* the shape of the left-hand tensor */
 	if (first && !lhs->declared_shape) {
@@ -591,12 +594,15 @@ tc_stat tc_range_infer(tc_arena *ar, tc_diags *d, const tc_def *def,
 				continue;
 			}
 			tc_buf_init(&b);
-			tc_buf_printf(&b, "dimension %d of '%s' is declared with another extent than the statement gives it",
-				c->dim, lhs->name);
+			tc_buf_printf(&b, "dimension %d of '%s' is declared as '", c->dim, lhs->name);
+			tc_sx_print(c->ext, def->sizes, NULL, &b);
+			tc_buf_puts(&b, "' but the statement gives it '");
+			tc_sx_print(s->vars[c->dim].hi, def->sizes, NULL, &b);
+			tc_buf_puts(&b, "'");
 			if (!b.s || require(&R, checks, tc_sx_sub(ar, s->vars[c->dim].hi, c->ext),
-					    s->idx_loc[c->dim], b.s) < 0 ||
+					    s->idx_loc[c->dim], b.s, 0) < 0 ||
 				require(&R, checks, tc_sx_sub(ar, c->ext, s->vars[c->dim].hi),
-					s->idx_loc[c->dim], b.s) < 0)
+					s->idx_loc[c->dim], b.s, 0) < 0)
 				ok = 0;
 			tc_buf_free(&b);
 		}

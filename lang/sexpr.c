@@ -351,23 +351,28 @@ static void print_sum(const tc_sexpr *e, const char *const *params,
 	const char *const *vars, tc_buf *b)
 {
 	aff f;
-	int i;
+	int i, pass, first;
 	memset(&f, 0, sizeof(f));
 	to_aff(e, 1, &f);
 	if (f.overflow) {
 		print_atom(e, params, vars, b, 0);
 		return;
 	}
-	for (i = 0; i < f.n; i++) {
-		int64_t k = f.t[i].coef;
-		if (i)
-			tc_buf_puts(b, k < 0 ? " - " : " + ");
-		else if (k < 0)
-			tc_buf_putc(b, '-');
-		if (k != 1 && k != -1)
-			tc_buf_printf(b, "%lld*", (long long)(k < 0 ? -k : k));
-		print_atom(f.t[i].atom, params, vars, b, 1);
-	}
+	/* positive terms first: "M - N", not "-N + M" */
+	for (pass = 0, first = 1; pass < 2; pass++)
+		for (i = 0; i < f.n; i++) {
+			int64_t k = f.t[i].coef;
+			if ((k < 0) != pass)
+				continue;
+			if (!first)
+				tc_buf_puts(b, k < 0 ? " - " : " + ");
+			else if (k < 0)
+				tc_buf_putc(b, '-');
+			first = 0;
+			if (k != 1 && k != -1)
+				tc_buf_printf(b, "%lld*", (long long)(k < 0 ? -k : k));
+			print_atom(f.t[i].atom, params, vars, b, 1);
+		}
 	if (f.n && f.c)
 		tc_buf_printf(b, " %c %lld", f.c < 0 ? '-' : '+',
 			(long long)(f.c < 0 ? -f.c : f.c));

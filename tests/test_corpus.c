@@ -914,6 +914,30 @@ static void build_gather_rows(run *r, const int64_t *s)
 			O[IX2(i, j, D)] = LUT[IX2(I[i], j, D)];
 }
 
+/* s = {V, D, B}, V <= 256 */
+static void build_gather_rows_u8(run *r, const int64_t *s)
+{
+	int64_t V = s[0], D = s[1], B = s[2];
+	float *LUT = in_f32(r, DIMS(V, D), -1, 1);
+	uint8_t *I = in_u8(r, DIMS(B), 0, V - 1);
+	float *O = out_f32(r, DIMS(B, D));
+	for (int64_t i = 0; i < B; i++)
+		for (int64_t j = 0; j < D; j++)
+			O[IX2(i, j, D)] = LUT[IX2(I[i], j, D)];
+}
+
+/* s = {R, C, B} */
+static void build_gather2d(run *r, const int64_t *s)
+{
+	int64_t R = s[0], C = s[1], B = s[2];
+	float *A = in_f32(r, DIMS(R, C), -1, 1);
+	int32_t *I = in_i32(r, DIMS(B), 0, R - 1);
+	int64_t *J = in_i64(r, DIMS(B), 0, C - 1);
+	float *O = out_f32(r, DIMS(B));
+	for (int64_t i = 0; i < B; i++)
+		O[i] = A[IX2(I[i], J[i], C)];
+}
+
 /* ---- concat.tc (and concat_exists in let_exists.tc) ---- */
 
 /* s = {N, M, D} */
@@ -1289,6 +1313,205 @@ static void build_row_mean(run *r, const int64_t *s)
 	}
 }
 
+/* ---- reductions.tc ---- */
+
+/* s = {N, M} */
+static void build_row_prod(run *r, const int64_t *s)
+{
+	int64_t N = s[0], M = s[1];
+	float *A = in_f32(r, DIMS(N, M), 0.5, 1.5);
+	float *P = out_f32(r, DIMS(N));
+	for (int64_t i = 0; i < N; i++) {
+		float acc = 1;
+		for (int64_t j = 0; j < M; j++)
+			acc *= A[IX2(i, j, M)];
+		P[i] = acc;
+	}
+}
+
+/* s = {N, M} */
+static void build_max_into(run *r, const int64_t *s)
+{
+	int64_t N = s[0], M = s[1];
+	float *A = in_f32(r, DIMS(N, M), -1, 1);
+	float *B = in_f32(r, DIMS(N), -1, 1);
+	float *O = out_f32(r, DIMS(N));
+	for (int64_t i = 0; i < N; i++) {
+		O[i] = B[i];
+		for (int64_t j = 0; j < M; j++)
+			O[i] = f_fmax(O[i], A[IX2(i, j, M)]);
+	}
+}
+
+/* s = {N, M} */
+static void build_min_of_sums(run *r, const int64_t *s)
+{
+	int64_t N = s[0], M = s[1];
+	float *A = in_f32(r, DIMS(N, M), -1, 1);
+	float *B = in_f32(r, DIMS(N, M), -1, 1);
+	float *O = out_f32(r, DIMS(N));
+	for (int64_t i = 0; i < N; i++) {
+		float acc = 0;
+		for (int64_t j = 0; j < M; j++)
+			acc += A[IX2(i, j, M)];
+		for (int64_t j = 0; j < M; j++)
+			acc = f_fmin(acc, B[IX2(i, j, M)]);
+		O[i] = acc;
+	}
+}
+
+/* s = {N, M} */
+static void build_sum_all(run *r, const int64_t *s)
+{
+	int64_t N = s[0], M = s[1];
+	float *A = in_f32(r, DIMS(N, M), -1, 1);
+	float *out = out_f32(r, SCALAR);
+	reduction_tol(r, N * M, 1);
+	float acc = 0;
+	for (int64_t i = 0; i < N * M; i++)
+		acc += A[i];
+	out[0] = acc;
+}
+
+/* s = {N, M}, M >= 2 */
+static void build_sum_except_first(run *r, const int64_t *s)
+{
+	int64_t N = s[0], M = s[1];
+	float *A = in_f32(r, DIMS(N, M), -1, 1);
+	float *O = out_f32(r, DIMS(N));
+	for (int64_t i = 0; i < N; i++) {
+		float acc = 0;
+		for (int64_t k = 1; k < M; k++)
+			acc += A[IX2(i, k, M)];
+		O[i] = acc;
+	}
+}
+
+/* s = {N, M} */
+static void build_int8_sum(run *r, const int64_t *s)
+{
+	int64_t N = s[0], M = s[1];
+	int8_t *A = in_i8(r, DIMS(N, M), -128, 127);
+	int8_t *S = out_i8(r, DIMS(N));
+	int32_t *W = out_i32(r, DIMS(N));
+	for (int64_t i = 0; i < N; i++) {
+		int8_t acc = 0;
+		int32_t wide = 0;
+		for (int64_t j = 0; j < M; j++) {
+			acc = (int8_t)(uint8_t)(acc + A[IX2(i, j, M)]);
+			wide += A[IX2(i, j, M)];
+		}
+		S[i] = acc;
+		W[i] = wide;
+	}
+}
+
+/* s = {N, M} */
+static void build_f16_row_sum(run *r, const int64_t *s)
+{
+	int64_t N = s[0], M = s[1];
+	uint16_t *A = in_f16(r, DIMS(N, M), -1, 1);
+	uint16_t *S = out_f16(r, DIMS(N));
+	for (int64_t i = 0; i < N; i++) {
+		double acc = 0;
+		for (int64_t j = 0; j < M; j++) /* each sum is exact in double, then rounded */
+			acc = tu_round_half(acc + tu_half_to_double(A[IX2(i, j, M)]));
+		S[i] = tu_half_from_double(acc);
+	}
+}
+
+/* s = {M, K, N} */
+static void build_f64_matmul(run *r, const int64_t *s)
+{
+	int64_t M = s[0], K = s[1], N = s[2];
+	double *A = in_f64(r, DIMS(M, K), -1, 1);
+	double *B = in_f64(r, DIMS(K, N), -1, 1);
+	double *C = out_f64(r, DIMS(M, N));
+	for (int64_t m = 0; m < M; m++)
+		for (int64_t n = 0; n < N; n++) {
+			double acc = 0;
+			for (int64_t k = 0; k < K; k++)
+				acc += A[IX2(m, k, K)] * B[IX2(k, n, N)];
+			C[IX2(m, n, N)] = acc;
+		}
+}
+
+/* ---- indexing.tc ---- */
+
+/* s = {N} */
+static void build_reverse(run *r, const int64_t *s)
+{
+	int64_t N = s[0];
+	float *A = in_f32(r, DIMS(N), -1, 1);
+	float *O = out_f32(r, DIMS(N));
+	for (int64_t i = 0; i < N; i++)
+		O[i] = A[N - 1 - i];
+}
+
+/* s = {N} */
+static void build_tile2(run *r, const int64_t *s)
+{
+	int64_t N = s[0];
+	float *A = in_f32(r, DIMS(N), -1, 1);
+	float *O = out_f32(r, DIMS(2 * N));
+	for (int64_t i = 0; i < 2 * N; i++)
+		O[i] = A[i % N];
+}
+
+/* s = {N} */
+static void build_upsample2(run *r, const int64_t *s)
+{
+	int64_t N = s[0];
+	float *A = in_f32(r, DIMS(N), -1, 1);
+	float *O = out_f32(r, DIMS(2 * N));
+	for (int64_t i = 0; i < 2 * N; i++)
+		O[i] = A[i / 2];
+}
+
+/* s = {N} */
+static void build_pad1(run *r, const int64_t *s)
+{
+	int64_t N = s[0];
+	float *A = in_f32(r, DIMS(N), -1, 1);
+	float *O = out_f32(r, DIMS(N + 2));
+	for (int64_t i = 0; i < N + 2; i++)
+		O[i] = i >= 1 && i <= N ? A[i - 1] : 0;
+}
+
+/* s = {H, W} */
+static void build_rgb_to_gray(run *r, const int64_t *s)
+{
+	int64_t H = s[0], W = s[1];
+	float *I = in_f32(r, DIMS(3, H, W), 0, 1);
+	float *O = out_f32(r, DIMS(H, W));
+	for (int64_t h = 0; h < H; h++)
+		for (int64_t w = 0; w < W; w++)
+			O[IX2(h, w, W)] = 0.299f * I[IX3(0, h, w, H, W)] + 0.587f * I[IX3(1, h, w, H, W)] +
+				0.114f * I[IX3(2, h, w, H, W)];
+}
+
+/* s = {N} */
+static void build_diag(run *r, const int64_t *s)
+{
+	int64_t N = s[0];
+	float *A = in_f32(r, DIMS(N, N), -1, 1);
+	float *d = out_f32(r, DIMS(N));
+	for (int64_t i = 0; i < N; i++)
+		d[i] = A[IX2(i, i, N)];
+}
+
+/* s = {N} */
+static void build_trace(run *r, const int64_t *s)
+{
+	int64_t N = s[0];
+	float *A = in_f32(r, DIMS(N, N), -1, 1);
+	float *t = out_f32(r, SCALAR);
+	float acc = 0;
+	for (int64_t i = 0; i < N; i++)
+		acc += A[IX2(i, i, N)];
+	t[0] = acc;
+}
+
 /* ================================================================
  * The table.  Each kernel: at least three shape sets, with sizes of 1 and
  * odd/prime sizes.
@@ -1344,6 +1567,9 @@ static const kernel_case cases[] = {
 	CASE("embedding", "lookup_sum_i64", build_lookup_sum_i64, {1, 1, 1, 1}, {13, 7, 5, 3},
 		{31, 4, 7, 13}),
 	CASE("embedding", "gather_rows", build_gather_rows, {1, 1, 1}, {13, 7, 31}, {5, 31, 1}),
+	CASE("embedding", "gather_rows_u8", build_gather_rows_u8, {1, 1, 1}, {13, 7, 31},
+		{256, 3, 64}),
+	CASE("embedding", "gather2d", build_gather2d, {1, 1, 1}, {13, 7, 31}, {1, 5, 3}),
 	CASE("concat", "concat_rows", build_concat_rows, {1, 1, 1}, {7, 13, 3}, {31, 1, 5}),
 	CASE("concat", "concat_cols", build_concat_cols, {1, 1, 1}, {7, 13, 3}, {3, 1, 31}),
 	CASE("argmin", "argmin", build_argmin, {1, 1}, {7, 13}, {31, 1}, {2, 31}),
@@ -1374,6 +1600,21 @@ static const kernel_case cases[] = {
 	CASE("shapes", "outer3", build_outer3, {1}, {7}, {31}),
 	CASE("shapes", "iota_scaled", build_iota_scaled, {1, 1}, {7, 13}, {31, 1}),
 	CASE("shapes", "row_mean", build_row_mean, {1, 1}, {7, 13}, {31, 1}),
+	CASE("reductions", "row_prod", build_row_prod, {1, 1}, {7, 13}, {31, 1}, {2, 31}),
+	CASE("reductions", "max_into", build_max_into, {1, 1}, {7, 13}, {31, 1}),
+	CASE("reductions", "min_of_sums", build_min_of_sums, {1, 1}, {7, 13}, {31, 1}),
+	CASE("reductions", "sum_all", build_sum_all, {1, 1}, {7, 13}, {31, 1}),
+	CASE("reductions", "sum_except_first", build_sum_except_first, {1, 2}, {7, 13}, {31, 2}),
+	CASE("reductions", "int8_sum", build_int8_sum, {1, 1}, {7, 13}, {3, 31}),
+	CASE("reductions", "f16_row_sum", build_f16_row_sum, {1, 1}, {7, 13}, {3, 31}),
+	CASE("reductions", "f64_matmul", build_f64_matmul, {1, 1, 1}, {7, 13, 31}, {5, 1, 3}),
+	CASE("indexing", "reverse", build_reverse, {1}, {7}, {31}),
+	CASE("indexing", "tile2", build_tile2, {1}, {7}, {31}),
+	CASE("indexing", "upsample2", build_upsample2, {1}, {7}, {31}),
+	CASE("indexing", "pad1", build_pad1, {1}, {7}, {31}),
+	CASE("indexing", "rgb_to_gray", build_rgb_to_gray, {1, 1}, {7, 13}, {31, 1}),
+	CASE("indexing", "diag", build_diag, {1}, {7}, {31}),
+	CASE("indexing", "trace", build_trace, {1}, {7}, {31}),
 };
 
 #define NCASES ((int)(sizeof(cases) / sizeof(cases[0])))
