@@ -39,6 +39,7 @@
 
 #include "tcomp.h"
 #include "tests/testutil.h"
+#include "npy.h"
 
 #define MAX_TENSORS 8
 #define MAX_SETS 4
@@ -1687,6 +1688,75 @@ static int compare_output(const char *what, int i, const tu_tensor *got, const t
 
 /* Compile, run and check one shape set of a case.  Returns 1 on success;
  * failures are printed, so all shape sets of a case run and report. */
+/* The same shape set through the tcomp command: inputs written as .npy,
+ * `tcomp run` in a separate process, outputs read back and compared with the
+ * same reference.  Cases whose outputs start from given contents (reductions
+ * without '!') are skipped here: `tcomp run` starts outputs from zero. */
+static int check_via_cli(const kernel_case *kc, run *r, tc_module *m, const char *tc_path,
+	const char *what)
+{
+	char dir[512], cmd[8192], file[600];
+	int ok = 1, n = 0;
+	for (int i = 0; i < r->nout; i++)
+		if (r->has_init[i])
+			return 1;
+	snprintf(dir, sizeof(dir), "%s/tmp-corpus-XXXXXX", TC_BINARY_DIR);
+	if (!mkdtemp(dir)) {
+		print_error("%s: mkdtemp failed\n", what);
+		return 0;
+	}
+	n = snprintf(cmd, sizeof(cmd), "%s/tcomp run %s -e %s", TC_BINARY_DIR, tc_path, kc->entry);
+	for (int i = 0; i < r->nin + r->nout && ok; i++) {
+		const char *name = tc_module_tensor_name(m, kc->entry, i);
+		snprintf(file, sizeof(file), "%s/t%d.npy", dir, i);
+		n += snprintf(cmd + n, sizeof(cmd) - (size_t)n, " --%s %s=%s",
+			i < r->nin ? "in" : "out", name, file);
+		if (i < r->nin) {
+			const tu_tensor *t = &r->in[i];
+			const char *tn = tc_dtype_str(t->dl.dtype);
+			char *err = NULL;
+			if (tc_npy_write(file, tc_dtype_from_name(tn, (int)strlen(tn)), (int)t->dl.ndim,
+				    t->shape, t->data, &err) < 0) {
+				print_error("%s: writing %s: %s\n", what, file, err);
+				tc_free(err);
+				ok = 0;
+			}
+		}
+	}
+	snprintf(cmd + n, sizeof(cmd) - (size_t)n, " > %s/out.txt 2>&1", dir);
+	if (ok && system(cmd) != 0) {
+		print_error("%s: `tcomp run` failed: %s\n", what, cmd);
+		ok = 0;
+	}
+	for (int i = 0; i < r->nout && ok; i++) {
+		tc_npy got;
+		tu_tensor t;
+		char *err = NULL;
+		snprintf(file, sizeof(file), "%s/t%d.npy", dir, r->nin + i);
+		if (tc_npy_read(file, &got, &err) < 0) {
+			print_error("%s: reading %s: %s\n", what, file, err);
+			tc_free(err);
+			ok = 0;
+			break;
+		}
+		tu_tensor_init(&t, r->want[i].elt, r->want[i].shape, (int)r->want[i].dl.ndim);
+		if (got.ndim != t.dl.ndim || got.nbytes != (size_t)t.numel * tu_elt_size(t.elt)) {
+			print_error("%s: `tcomp run` output %d has rank %d and %zu bytes\n", what, i,
+				got.ndim, got.nbytes);
+			ok = 0;
+		} else {
+			memcpy(t.data, got.data, got.nbytes);
+			ok &= compare_output(what, i, &t, &r->want[i], r->rtol[i], r->atol[i]);
+		}
+		tu_tensor_fini(&t);
+		tc_npy_free(&got);
+	}
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	if (system(cmd) != 0)
+		ok = 0;
+	return ok;
+}
+
 static int check_shape_set(const kernel_case *kc, int set)
 {
 	const int64_t *sizes = kc->sizes[set];
@@ -1800,6 +1870,8 @@ static int check_shape_set(const kernel_case *kc, int set)
 		for (int i = 0; i < r.nout; i++)
 			ok &= compare_output(what, i, &got[i], &r.want[i], r.rtol[i], r.atol[i]);
 	}
+	if (ok)
+		ok = check_via_cli(kc, &r, m, path, what);
 
 done:
 	for (int i = 0; i < ngot; i++)
