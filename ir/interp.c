@@ -278,6 +278,21 @@ static val arith(interp *I, const tc_ir_expr *e, val a, val b)
 	return normalize(r, t);
 }
 
+/* The float16 value after a in the direction of b (a is a float16 value). */
+static double half_nextafter(double a, double b)
+{
+	uint16_t h = tc_half_from_double(a);
+	if (isnan(a) || isnan(b))
+		return a + b;
+	if (a == b)
+		return b;
+	if (a == 0) /* the smallest subnormal, with the sign of the direction */
+		return b > 0 ? ldexp(1, -24) : -ldexp(1, -24);
+	/* away from zero: the bit pattern grows; toward zero: it shrinks */
+	h = (uint16_t)((b > a) == (a > 0) ? h + 1 : h - 1);
+	return tc_half_to_double(h);
+}
+
 static val call(interp *I, const tc_ir_expr *e)
 {
 	double args[4];
@@ -289,6 +304,21 @@ static val call(interp *I, const tc_ir_expr *e)
 	}
 	if (e->id == TC_BI_MIN || e->id == TC_BI_MAX)
 		return minmax(a[0], a[1], e->type, e->id == TC_BI_MAX);
+	/* Builtins whose result is not the double result rounded once to the
+	 * type: the next representable value, and fused multiply-add (a double
+	 * fma rounded again to float32 could round twice). */
+	if (e->id == TC_BI_NEXTAFTER && e->type == TC_T_F32) {
+		r.f = nextafterf((float)args[0], (float)args[1]);
+		return r;
+	}
+	if (e->id == TC_BI_NEXTAFTER && e->type == TC_T_F16) {
+		r.f = half_nextafter(args[0], args[1]);
+		return r;
+	}
+	if (e->id == TC_BI_FMA && e->type == TC_T_F32) {
+		r.f = fmaf((float)args[0], (float)args[1], (float)args[2]);
+		return r;
+	}
 	r.f = tc_interp_builtin((tc_builtin_id)e->id, args);
 	if (e->type == TC_T_I32) { /* ilogb */
 		r.i = (int32_t)r.f;

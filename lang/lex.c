@@ -68,20 +68,22 @@ static int is_ident_char(int c)
 }
 
 /* number ::= digits ['.' digits*] [('e'|'E') ['+'|'-'] digits]
- * Returns the length; fills t.  Reports malformed numbers. */
+ * Returns the length; fills t.  A malformed number is reported and becomes
+ * the number 0, so the parser sees a well-formed token. */
 static int lex_number(const tc_source *src, tc_diags *d, int off, tc_token *t)
 {
 	const char *s = src->text;
 	int i = off, is_float = 0;
 	char buf[128];
 
+	t->off = off;
 	if (s[i] == '0' && (s[i + 1] == 'x' || s[i + 1] == 'X')) {
 		i += 2;
 		while (isalnum((unsigned char)s[i]))
 			i++;
 		tc_error(d, tc_source_loc(src, off, i - off),
 			"hexadecimal literals are not supported; write the number in decimal");
-		return -(i - off);
+		goto bad;
 	}
 	while (isdigit((unsigned char)s[i]))
 		i++;
@@ -95,53 +97,63 @@ static int lex_number(const tc_source *src, tc_diags *d, int off, tc_token *t)
 		int j = i + 1;
 		if (s[j] == '+' || s[j] == '-')
 			j++;
-		if (isdigit((unsigned char)s[j])) {
-			is_float = 1;
+		if (!isdigit((unsigned char)s[j])) {
 			i = j;
-			while (isdigit((unsigned char)s[i]))
-				i++;
-		} else {
-			tc_error(d, tc_source_loc(src, off, j - off),
+			tc_error(d, tc_source_loc(src, off, i - off),
 				"expected digits in the exponent of a number");
-			return -(j - off);
+			goto bad;
 		}
+		is_float = 1;
+		i = j;
+		while (isdigit((unsigned char)s[i]))
+			i++;
 	}
 	if (is_ident_char((unsigned char)s[i]) || s[i] == '.') {
-		int j = i;
-		while (is_ident_char((unsigned char)s[j]) || s[j] == '.')
-			j++;
-		tc_error(d, tc_source_loc(src, off, j - off),
-			"invalid number '%.*s': numbers have no suffixes (write 1.5, not 1.5f)",
-			j - off, s + off);
-		return -(j - off);
+		int dot = s[i] == '.';
+		while (is_ident_char((unsigned char)s[i]) || s[i] == '.')
+			i++;
+		if (dot)
+			tc_error(d, tc_source_loc(src, off, i - off), "malformed number '%.*s'",
+				i - off, s + off);
+		else
+			tc_error(d, tc_source_loc(src, off, i - off),
+				"invalid number '%.*s': numbers have no suffixes (write 1.5, not 1.5f)",
+				i - off, s + off);
+		goto bad;
 	}
 	if (i - off >= (int)sizeof(buf)) {
 		tc_error(d, tc_source_loc(src, off, i - off), "number too long");
-		return -(i - off);
+		goto bad;
 	}
 	memcpy(buf, s + off, (size_t)(i - off));
 	buf[i - off] = 0;
-	t->off = off;
 	t->len = i - off;
 	if (is_float) {
 		t->kind = TK_FLOAT;
+		errno = 0;
 		t->fval = strtod(buf, NULL);
-		if (t->fval > 3.4028234663852886e38) {
+		if (errno == ERANGE && t->fval != 0) {
 			tc_error(d, tc_source_loc(src, off, i - off),
-				"number %s is too large for float32", buf);
+				"number %s is too large for float64", buf);
 			t->fval = 0;
 		}
 	} else {
 		t->kind = TK_INT;
 		errno = 0;
 		t->ival = strtoll(buf, NULL, 10);
-		if (errno || t->ival > 2147483647LL) {
+		if (errno) {
 			tc_error(d, tc_source_loc(src, off, i - off),
-				"integer %s is too large for int32 (at most 2147483647); write it as a float (%s.0) if that is meant",
-				buf, buf);
+				"integer %s is too large (at most 9223372036854775807)", buf);
 			t->ival = 0;
 		}
 	}
+	return i - off;
+bad:
+	/* keep a placeholder number so that parsing goes on without follow-on errors */
+	t->kind = is_float ? TK_FLOAT : TK_INT;
+	t->len = i - off;
+	t->ival = 0;
+	t->fval = 0;
 	return i - off;
 }
 
@@ -210,12 +222,7 @@ tc_token *tc_lex(const tc_source *src, tc_diags *d, int *ntoks)
 			continue;
 		}
 		if (isdigit(c)) {
-			int len = lex_number(src, d, i, &t);
-			if (len < 0) {
-				i -= len;
-				continue;
-			}
-			i += len;
+			i += lex_number(src, d, i, &t);
 			toks[n++] = t;
 			continue;
 		}

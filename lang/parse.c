@@ -595,9 +595,20 @@ static tc_def *parse_def(parser *p)
 	return def;
 }
 
+/* Whether one of the first nlex diagnostics (the lexer's) lies in [a, b). */
+static int lex_error_in(const tc_diags *d, int nlex, int a, int b)
+{
+	int i;
+	for (i = 0; i < nlex && i < d->n; i++)
+		if (d->v[i].sev == TC_SEV_ERROR && d->v[i].loc.off >= a && d->v[i].loc.off < b)
+			return 1;
+	return 0;
+}
+
 tc_program *tc_parse(tc_arena *ar, const tc_source *src, tc_diags *d)
 {
 	parser p;
+	int nlex;
 	tc_program *prog = tc_arena_alloc(ar, sizeof(*prog));
 	tc_vec defs = {0};
 
@@ -610,6 +621,7 @@ tc_program *tc_parse(tc_arena *ar, const tc_source *src, tc_diags *d)
 	p.toks = tc_lex(src, d, &p.ntoks);
 	if (!p.toks)
 		return NULL;
+	nlex = d->n;
 	prog->src = src;
 	prog->arena = ar;
 	while (peek(&p)->kind != TK_EOF) {
@@ -619,8 +631,11 @@ tc_program *tc_parse(tc_arena *ar, const tc_source *src, tc_diags *d)
 		if (peek(&p)->kind != TK_DEF) {
 			syntax_error(&p, "'def'");
 		} else {
+			int start = peek(&p)->off;
 			def = parse_def(&p);
-			if (def && !p.failed && tc_vec_push(&defs, def) < 0)
+			/* a def with a lexical error is dropped like one with a syntax error */
+			if (def && !p.failed && !lex_error_in(d, nlex, start, peek(&p)->off) &&
+				tc_vec_push(&defs, def) < 0)
 				break;
 			if (!def && tc_arena_failed(ar))
 				break;

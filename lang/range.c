@@ -38,6 +38,7 @@ typedef struct rctx {
 	int nv;
 	tc_vec cons; /* cons * */
 	int *solved;
+	int *fixed; /* by a where clause */
 	/* where each variable occurs, for messages */
 	int *in_affine, *in_guarded, *in_nonaffine;
 	int *let_walked;
@@ -246,19 +247,22 @@ static int add_cons(rctx *R, const tc_expr *read, int tensor, int dim, const tc_
 	return 0;
 }
 
-/* Collect the constraints of every unguarded read in e. */
-static int walk(rctx *R, const tc_expr *e)
+/* Collect the constraints of every unguarded read in e.  guarded: e is
+ * inside a branch of ?: (lets are inlined, so a let used only there is
+ * guarded too).  let_walked[i] bit 1: walked unguarded, bit 2: guarded. */
+static int walk(rctx *R, const tc_expr *e, int guarded)
 {
 	int i;
+	guarded = guarded || e->guarded;
 	if (e->kind == TC_AST_IDENT && e->ref == TC_REF_LET) {
-		if (!R->let_walked[e->ref_id]) {
-			R->let_walked[e->ref_id] = 1;
-			return walk(R, R->s->where[e->ref_id].val);
-		}
-		return 0;
+		int bit = guarded ? 2 : 1;
+		if (R->let_walked[e->ref_id] & bit)
+			return 0;
+		R->let_walked[e->ref_id] |= bit;
+		return walk(R, R->s->where[e->ref_id].val, guarded);
 	}
 	if (e->kind == TC_AST_CALL && e->ref == TC_REF_TENSOR) {
-		if (e->guarded)
+		if (guarded)
 			mark_vars(R, e, R->in_guarded);
 		else
 			for (i = 0; i < e->nargs; i++)
@@ -266,7 +270,7 @@ static int walk(rctx *R, const tc_expr *e)
 					return -1;
 	}
 	for (i = 0; i < e->nargs; i++)
-		if (walk(R, e->args[i]) < 0)
+		if (walk(R, e->args[i], guarded) < 0)
 			return -1;
 	return 0;
 }
@@ -380,13 +384,12 @@ static int add_check(rctx *R, tc_vec *checks, const tc_sexpr *e, tc_loc loc,
 static int require(rctx *R, tc_vec *checks, const tc_sexpr *cond, tc_loc loc,
 	const char *what, int explain)
 {
-	int64_t c;
 	tc_buf b;
 	if (!cond)
 		return -1;
-	if (tc_sx_provably_nonneg(cond))
+	if (tc_sx_sign(cond) > 0)
 		return 0;
-	if (tc_sx_is_const(cond, &c)) {
+	if (tc_sx_sign(cond) < 0) { /* no sizes satisfy it */
 		tc_error(R->d, loc, "%s", what);
 		return -1;
 	}
@@ -471,22 +474,24 @@ tc_stat tc_range_infer(tc_arena *ar, tc_diags *d, const tc_def *def,
 	R.s = s;
 	R.nv = s->nvars;
 	R.solved = tc_arena_alloc(ar, (size_t)(R.nv + 1) * sizeof(int));
+	R.fixed = tc_arena_alloc(ar, (size_t)(R.nv + 1) * sizeof(int));
 	R.in_affine = tc_arena_alloc(ar, (size_t)(R.nv + 1) * sizeof(int));
 	R.in_guarded = tc_arena_alloc(ar, (size_t)(R.nv + 1) * sizeof(int));
 	R.in_nonaffine = tc_arena_alloc(ar, (size_t)(R.nv + 1) * sizeof(int));
 	R.let_walked = tc_arena_alloc(ar, (size_t)(s->nwhere + 1) * sizeof(int));
-	if (!R.solved || !R.in_affine || !R.in_guarded || !R.in_nonaffine || !R.let_walked)
+	if (!R.solved || !R.fixed || !R.in_affine || !R.in_guarded || !R.in_nonaffine || !R.let_walked)
 		return TC_ERR;
 
 	/* constraints from reads */
-	if (walk(&R, s->rhs) < 0)
+	if (walk(&R, s->rhs, 0) < 0)
 		goto error;
 	for (i = 0; i < s->nwhere; i++)
-		if (s->where[i].kind == TC_WHERE_EXISTS && walk(&R, s->where[i].val) < 0)
+		if (s->where[i].kind == TC_WHERE_EXISTS && walk(&R, s->where[i].val, 0) < 0)
 			goto error;
-		else if (s->where[i].kind == TC_WHERE_LET && !R.let_walked[i]) {
+	for (i = 0; i < s->nwhere; i++) /* unused lets still constrain (and warn) */
+		if (s->where[i].kind == TC_WHERE_LET && !R.let_walked[i]) {
 			R.let_walked[i] = 1;
-			if (walk(&R, s->where[i].val) < 0)
+			if (walk(&R, s->where[i].val, 0) < 0)
 				goto error;
 		}
 	/* the left-hand side of a tensor with a known shape */
@@ -512,7 +517,7 @@ tc_stat tc_range_infer(tc_arena *ar, tc_diags *d, const tc_def *def,
 				break;
 		s->vars[v].lo = tc_range_sexpr(ar, w->lo);
 		s->vars[v].hi = tc_range_sexpr(ar, w->hi);
-		R.solved[v] = 1;
+		R.solved[v] = R.fixed[v] = 1;
 	}
 	do {
 		progress = round_(&R, 0);
@@ -544,12 +549,19 @@ tc_stat tc_range_infer(tc_arena *ar, tc_diags *d, const tc_def *def,
 						 tc_sx_const(ar, 1)), sv->loc, b.s, 1) < 0)
 			ok = 0;
 		tc_buf_free(&b);
-		if (v < s->nidx && !(tc_sx_is_const(sv->lo, &c) && c == 0)) {
+		/* the first write of a tensor without a declared shape defines it: its
+		 * ranges start at 0 */
+		if (first && !lhs->declared_shape && v < s->nidx &&
+			!(tc_sx_is_const(sv->lo, &c) && c == 0)) {
 			tc_buf_init(&b);
 			tc_sx_print(sv->lo, def->sizes, NULL, &b);
 			tc_buf_puts(&b, ", ");
 			tc_sx_print(sv->hi, def->sizes, NULL, &b);
-			if (tc_sx_is_const(sv->lo, &c))
+			if (R.fixed[v])
+				tc_error(d, sv->loc,
+					"the where clause gives '%s' the range [%s), but the left-hand indices of the first statement writing '%s' must start at 0 (they define its shape); write it from 0 first, or declare its shape in the -> list",
+					sv->name, b.s ? b.s : "?", s->lhs);
+			else if (tc_sx_is_const(sv->lo, &c))
 				tc_error(d, sv->loc,
 					"the inferred range of '%s' is [%s), but ranges of left-hand indices must start at 0; shift the index: write '%s %c %lld' where '%s' is read, so that it starts at 0",
 					sv->name, b.s ? b.s : "?", sv->name, c < 0 ? '-' : '+',

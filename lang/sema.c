@@ -7,6 +7,7 @@
 #include "ast.h"
 #include "range.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -249,7 +250,7 @@ static int check_signature(sema *S)
 static int check_expr(sema *S, tc_expr *e, int guarded);
 
 /* Check that an integer literal fits the type it takes. */
-static int literal_fits(sema *S, const tc_expr *e, tc_dtype t, int negated)
+static int literal_fits(sema *S, const tc_expr *e, tc_dtype t, int negated, tc_loc loc)
 {
 	double v = e->kind == TC_AST_INT ? (double)e->ival : e->fval;
 	int bits = tc_dtype_bits(t);
@@ -259,20 +260,24 @@ static int literal_fits(sema *S, const tc_expr *e, tc_dtype t, int negated)
 		double lo = tc_dtype_is_signed(t) ? -ldexp(1, bits - 1) : 0;
 		double hi = tc_dtype_is_signed(t) ? ldexp(1, bits - 1) - 1 : ldexp(1, bits) - 1;
 		if (v < lo || v > hi) {
-			tc_error(S->d, e->loc, "literal %.0f does not fit in %s, the type it takes here",
+			tc_error(S->d, loc, "literal %.0f does not fit in %s, the type it takes here",
 				v, tc_dtype_name(t));
 			return 0;
 		}
 	}
 	if (t == TC_T_F16 && fabs(v) > 65504) {
-		tc_error(S->d, e->loc, "literal %g does not fit in float16 (at most 65504)", v);
+		tc_error(S->d, loc, "literal %g does not fit in float16 (at most 65504)", v);
+		return 0;
+	}
+	if (t == TC_T_F32 && fabs(v) > FLT_MAX) {
+		tc_error(S->d, loc, "literal %g does not fit in float32", v);
 		return 0;
 	}
 	return 1;
 }
 
-/* Give a weak (literal-only) expression the type t of its context. */
-static int settle(sema *S, tc_expr *e, tc_dtype t, int negated)
+/* Give a weak (literal-only) expression and its operands the type t. */
+static int settle_rec(sema *S, tc_expr *e, tc_dtype t, int negated)
 {
 	int i, ok = 1;
 	if (!e->weak || t == TC_T_NONE || t == TC_T_BOOL)
@@ -284,22 +289,83 @@ static int settle(sema *S, tc_expr *e, tc_dtype t, int negated)
 	switch (e->kind) {
 	case TC_AST_INT:
 	case TC_AST_FLOAT:
-		return literal_fits(S, e, t, negated);
+		return literal_fits(S, e, t, negated, e->loc);
 	case TC_AST_UNARY:
-		return settle(S, e->args[0], t, !negated);
+		if (e->args[0]->kind == TC_AST_INT || e->args[0]->kind == TC_AST_FLOAT) {
+			/* -128 fits int8: check the negated value, located at the '-' */
+			e->args[0]->type = e->args[0]->optype = t;
+			return literal_fits(S, e->args[0], t, !negated, e->loc);
+		}
+		return settle_rec(S, e->args[0], t, !negated);
 	case TC_AST_BINARY:
 		for (i = 0; i < 2; i++)
-			ok &= settle(S, e->args[i], t, 0);
+			ok &= settle_rec(S, e->args[i], t, 0);
 		return ok;
 	case TC_AST_TERNARY:
-		return settle(S, e->args[1], t, 0) & settle(S, e->args[2], t, 0);
+		return settle_rec(S, e->args[1], t, 0) & settle_rec(S, e->args[2], t, 0);
 	case TC_AST_CALL: /* min/max of literals */
 		for (i = 0; i < e->nargs; i++)
-			ok &= settle(S, e->args[i], t, 0);
+			ok &= settle_rec(S, e->args[i], t, 0);
 		return ok;
 	default:
 		return 1;
 	}
+}
+
+/* The value of a constant integer expression of literals (0 if it is not
+ * one or overflows int64). */
+static int const_int(const tc_expr *e, int64_t *v)
+{
+	int64_t a, b;
+	switch (e->kind) {
+	case TC_AST_INT:
+		*v = e->ival;
+		return 1;
+	case TC_AST_UNARY:
+		return e->op == TC_AOP_NEG && const_int(e->args[0], &a) &&
+			!__builtin_sub_overflow((int64_t)0, a, v);
+	case TC_AST_BINARY:
+		if (!const_int(e->args[0], &a) || !const_int(e->args[1], &b))
+			return 0;
+		switch (e->op) {
+		case TC_AOP_ADD: return !__builtin_add_overflow(a, b, v);
+		case TC_AOP_SUB: return !__builtin_sub_overflow(a, b, v);
+		case TC_AOP_MUL: return !__builtin_mul_overflow(a, b, v);
+		case TC_AOP_DIV:
+		case TC_AOP_MOD:
+			if (b == 0 || (a == INT64_MIN && b == -1))
+				return 0;
+			*v = e->op == TC_AOP_DIV ? a / b - (a % b != 0 && (a % b < 0) != (b < 0))
+						 : a % b + ((a % b != 0 && (a % b < 0) != (b < 0)) ? b : 0);
+			return 1;
+		default: return 0;
+		}
+	default:
+		return 0;
+	}
+}
+
+/* Give a weak expression the type t of its context (the top of a subtree of
+ * literals): each literal must fit, and so must a constant integer
+ * expression as a whole (int8: 100 + 100 does not). */
+static int settle(sema *S, tc_expr *e, tc_dtype t, int negated)
+{
+	int64_t v;
+	if (!e->weak || !settle_rec(S, e, t, negated))
+		return !e->weak;
+	if (tc_dtype_is_int(e->type) && e->kind != TC_AST_INT && e->kind != TC_AST_UNARY &&
+		const_int(e, &v)) {
+		int bits = tc_dtype_bits(e->type);
+		int fits = tc_dtype_is_signed(e->type)
+			? bits == 64 || (v >= -(INT64_C(1) << (bits - 1)) && v < (INT64_C(1) << (bits - 1)))
+			: v >= 0 && (bits == 64 || v < (INT64_C(1) << bits));
+		if (!fits) {
+			tc_error(S->d, e->loc, "the constant %lld does not fit in %s, the type it takes here",
+				(long long)v, tc_dtype_name(e->type));
+			return 0;
+		}
+	}
+	return 1;
 }
 
 static int is_numeric(tc_dtype t)
@@ -562,12 +628,12 @@ static int check_expr(sema *S, tc_expr *e, int guarded)
 
 	e->guarded = guarded;
 	switch (e->kind) {
-	case TC_AST_INT:
-		e->type = e->optype = TC_T_I32;
+	case TC_AST_INT: /* int32, or int64 when it does not fit (as in C) */
+		e->type = e->optype = e->ival > INT32_MAX ? TC_T_I64 : TC_T_I32;
 		e->weak = 1;
 		return 0;
-	case TC_AST_FLOAT:
-		e->type = e->optype = TC_T_F32;
+	case TC_AST_FLOAT: /* float32, or float64 when it does not fit */
+		e->type = e->optype = fabs(e->fval) > FLT_MAX ? TC_T_F64 : TC_T_F32;
 		e->weak = 1;
 		return 0;
 	case TC_AST_IDENT:
@@ -578,7 +644,11 @@ static int check_expr(sema *S, tc_expr *e, int guarded)
 		if (check_expr(S, e->args[0], guarded) < 0)
 			return -1;
 		e->type = e->optype = e->cast_type;
-		return settle(S, e->args[0], e->cast_type, 0) ? 0 : -1;
+		/* a cast converts: uint8(-1) is 255.  Float literals cast to a
+		 * float type are read in that type directly (float64(0.1)). */
+		if (tc_dtype_is_float(e->cast_type) && tc_dtype_is_float(e->args[0]->type))
+			return settle(S, e->args[0], e->cast_type, 0) ? 0 : -1;
+		return 0;
 	case TC_AST_UNARY:
 		if (check_expr(S, e->args[0], guarded) < 0)
 			return -1;

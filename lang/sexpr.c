@@ -429,42 +429,81 @@ void tc_sx_print(const tc_sexpr *e, const char *const *params,
 	print_sum(e, params, vars, b);
 }
 
-/* A lower bound of e when every parameter is at least 1; 0 if none is known. */
-static int lower_bound(const tc_sexpr *e, int64_t *lb)
+/* Bounds of e when every parameter is at least 1: *lo / *hi with flags
+ * saying whether each is known (a parameter has no upper bound). */
+typedef struct bnd {
+	int has_lo, has_hi;
+	int64_t lo, hi;
+} bnd;
+
+static bnd bounds(const tc_sexpr *e)
 {
-	int64_t a, b;
+	bnd r = {0, 0, 0, 0}, a, b;
 	switch (e->kind) {
-	case TC_SX_CONST: *lb = e->c; return 1;
-	case TC_SX_PARAM: *lb = 1; return 1;
-	case TC_SX_VAR: return 0;
+	case TC_SX_CONST:
+		r.has_lo = r.has_hi = 1;
+		r.lo = r.hi = e->c;
+		return r;
+	case TC_SX_PARAM:
+		r.has_lo = 1;
+		r.lo = 1;
+		return r;
+	case TC_SX_VAR:
+		return r;
 	case TC_SX_ADD:
-		return lower_bound(e->a, &a) && lower_bound(e->b, &b) &&
-			!__builtin_add_overflow(a, b, lb);
+		a = bounds(e->a);
+		b = bounds(e->b);
+		r.has_lo = a.has_lo && b.has_lo && !__builtin_add_overflow(a.lo, b.lo, &r.lo);
+		r.has_hi = a.has_hi && b.has_hi && !__builtin_add_overflow(a.hi, b.hi, &r.hi);
+		return r;
 	case TC_SX_MUL:
-		return e->c >= 0 && lower_bound(e->a, &a) && !__builtin_mul_overflow(e->c, a, lb);
-	case TC_SX_FLOORDIV:
-		if (!lower_bound(e->a, &a))
-			return 0;
-		*lb = fdiv(a, e->c);
-		return 1;
-	case TC_SX_MOD: *lb = 0; return 1;
-	case TC_SX_MIN:
-		if (!lower_bound(e->a, &a) || !lower_bound(e->b, &b))
-			return 0;
-		*lb = a < b ? a : b;
-		return 1;
-	case TC_SX_MAX:
-		if (lower_bound(e->a, &a)) {
-			*lb = lower_bound(e->b, &b) && b > a ? b : a;
-			return 1;
+		a = bounds(e->a);
+		if (e->c >= 0) {
+			r.has_lo = a.has_lo && !__builtin_mul_overflow(e->c, a.lo, &r.lo);
+			r.has_hi = a.has_hi && !__builtin_mul_overflow(e->c, a.hi, &r.hi);
+		} else {
+			r.has_lo = a.has_hi && !__builtin_mul_overflow(e->c, a.hi, &r.lo);
+			r.has_hi = a.has_lo && !__builtin_mul_overflow(e->c, a.lo, &r.hi);
 		}
-		return lower_bound(e->b, lb);
+		return r;
+	case TC_SX_FLOORDIV: /* monotone in a */
+		a = bounds(e->a);
+		r.has_lo = a.has_lo;
+		r.lo = a.has_lo ? fdiv(a.lo, e->c) : 0;
+		r.has_hi = a.has_hi;
+		r.hi = a.has_hi ? fdiv(a.hi, e->c) : 0;
+		return r;
+	case TC_SX_MOD:
+		r.has_lo = r.has_hi = 1;
+		r.lo = 0;
+		r.hi = e->c - 1;
+		return r;
+	case TC_SX_MIN:
+	case TC_SX_MAX:
+		a = bounds(e->a);
+		b = bounds(e->b);
+		if (e->kind == TC_SX_MIN) { /* lo needs both; hi needs either */
+			r.has_lo = a.has_lo && b.has_lo;
+			r.lo = a.lo < b.lo ? a.lo : b.lo;
+			r.has_hi = a.has_hi || b.has_hi;
+			r.hi = !a.has_hi ? b.hi : !b.has_hi ? a.hi : a.hi < b.hi ? a.hi : b.hi;
+		} else {
+			r.has_hi = a.has_hi && b.has_hi;
+			r.hi = a.hi > b.hi ? a.hi : b.hi;
+			r.has_lo = a.has_lo || b.has_lo;
+			r.lo = !a.has_lo ? b.lo : !b.has_lo ? a.lo : a.lo > b.lo ? a.lo : b.lo;
+		}
+		return r;
 	}
-	return 0;
+	return r;
 }
 
-int tc_sx_provably_nonneg(const tc_sexpr *e)
+int tc_sx_sign(const tc_sexpr *e)
 {
-	int64_t lb;
-	return lower_bound(e, &lb) && lb >= 0;
+	bnd b = bounds(e);
+	if (b.has_lo && b.lo >= 0)
+		return 1;
+	if (b.has_hi && b.hi < 0)
+		return -1;
+	return 0;
 }

@@ -49,9 +49,10 @@ int tc_sx_is_const(const tc_sexpr *e, int64_t *c);
 /* If a - b simplifies to a constant, store it in *d and return 1. */
 int tc_sx_const_diff(const tc_sexpr *a, const tc_sexpr *b, int64_t *d);
 int tc_sx_equal(const tc_sexpr *a, const tc_sexpr *b);
-/* Whether e >= 0 for every value of the parameters that are at least 1
- * (sizes always are), by a simple lower-bound argument (1 proven, 0 unknown). */
-int tc_sx_provably_nonneg(const tc_sexpr *e);
+/* The sign of e over all parameter values of at least 1 (sizes always are),
+ * by interval bounds: 1 when e >= 0 always, -1 when e < 0 always, 0 when
+ * it depends on the sizes (or cannot be shown). */
+int tc_sx_sign(const tc_sexpr *e);
 /* Whether e mentions an index variable. */
 int tc_sx_has_var(const tc_sexpr *e);
 

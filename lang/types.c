@@ -116,13 +116,27 @@ tc_dtype tc_dtype_promote(tc_dtype a, int a_weak, tc_dtype b, int b_weak)
 								 : tc_dtype_bits(b));
 }
 
+/* Implicit stores must not lose information beyond C's int-to-float
+ * rounding: bool to anything; integers into integers that hold all their
+ * values; any integer into any float; floats into floats at least as wide.
+ * Untyped literals are checked for range where they are settled. */
 int tc_dtype_implicit_ok(tc_dtype from, int from_weak, tc_dtype to)
 {
-	if (from == to)
+	if (from == to || from == TC_T_BOOL)
 		return 1;
 	if (to == TC_T_BOOL)
 		return 0;
-	return tc_dtype_promote(from, from_weak, to, 0) == to;
+	if (from_weak)
+		return tc_dtype_promote(from, 1, to, 0) == to;
+	if (tc_dtype_is_float(to))
+		return !tc_dtype_is_float(from) || tc_dtype_bits(from) <= tc_dtype_bits(to);
+	if (tc_dtype_is_float(from))
+		return 0;
+	if (tc_dtype_is_unsigned(to))
+		return tc_dtype_is_unsigned(from) && tc_dtype_bits(from) <= tc_dtype_bits(to);
+	/* signed target */
+	return tc_dtype_is_signed(from) ? tc_dtype_bits(from) <= tc_dtype_bits(to)
+					 : tc_dtype_bits(from) < tc_dtype_bits(to);
 }
 
 const tc_builtin tc_builtins[] = {

@@ -135,7 +135,7 @@ tc_module *tc_module_parse(tc_context *ctx, const char *source, const char *file
 	m->refs = 1;
 	tc_diags_init(&d, m->src);
 	m->prog = tc_parse(m->ar, m->src, &d);
-	if (m->prog && !d.nerrors)
+	if (m->prog) /* check the defs that parsed, even if others did not */
 		tc_sema_check(m->prog, &d);
 	if (!m->prog || d.nerrors || d.oom) {
 		set_error_diags(ctx, &d);
