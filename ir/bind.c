@@ -106,7 +106,8 @@ tc_stat tc_ir_bind(const tc_ir_func *f, const tc_tensor *inputs, int ninputs,
 		return TC_ERR;
 	for (i = 0; i < f->nchecks; i++) {
 		int64_t v;
-		if (tc_sx_eval(f->checks[i].e, params, NULL, &v) < 0 || v < 0) {
+		if (tc_sx_eval(f->checks[i].e, params, NULL, &v) < 0 || v < 0 ||
+			(f->checks[i].eq && v != 0)) {
 			tc_error(d, f->checks[i].loc, "for these input sizes, %s", f->checks[i].msg);
 			ok = 0;
 		}

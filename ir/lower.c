@@ -2,6 +2,7 @@
  * language becomes an explicit TC_OP_CAST here (operands are converted to
  * the type their operation computes in, right-hand sides to the type of the
  * tensor written), and let names are inlined. */
+#include "half.h"
 #include "ir.h"
 
 #include <string.h>
@@ -41,6 +42,16 @@ static int64_t wrap_int(int64_t v, tc_dtype t)
 	}
 }
 
+/* x rounded to the float type t (literals are stored as their value in t). */
+static double round_float(double x, tc_dtype t)
+{
+	if (t == TC_T_F32)
+		return (double)(float)x;
+	if (t == TC_T_F16)
+		return tc_half_to_double(tc_half_from_double(x));
+	return x;
+}
+
 /* e converted to t: constants of integer type are folded, otherwise a cast. */
 static tc_ir_expr *cast(lower *L, tc_ir_expr *e, tc_dtype t)
 {
@@ -53,8 +64,8 @@ static tc_ir_expr *cast(lower *L, tc_ir_expr *e, tc_dtype t)
 		if (!c)
 			return NULL;
 		if (tc_dtype_is_float(t))
-			c->c.f = tc_dtype_is_unsigned(e->type) ? (double)(uint64_t)e->c.i
-							       : (double)e->c.i;
+			c->c.f = round_float(tc_dtype_is_unsigned(e->type) ? (double)(uint64_t)e->c.i
+								   : (double)e->c.i, t);
 		else
 			c->c.i = wrap_int(e->c.i, t);
 		return c;
@@ -99,7 +110,8 @@ static tc_ir_expr *lower_expr(lower *L, const tc_expr *e)
 		if (!r)
 			return NULL;
 		if (tc_dtype_is_float(e->type))
-			r->c.f = e->kind == TC_AST_INT ? (double)e->ival : e->fval;
+			r->c.f = round_float(e->kind == TC_AST_INT ? (double)e->ival : e->fval,
+				e->type);
 		else if (e->kind == TC_AST_INT)
 			r->c.i = wrap_int(e->ival, e->type);
 		else /* a float literal kept as float32 in an integer context */

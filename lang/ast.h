@@ -159,12 +159,14 @@ typedef struct tc_tensor_info {
 	tc_loc loc;
 	int declared_shape; /* an output whose shape was written in the -> list */
 	int first_write; /* number of the first statement writing it, or -1 */
+	int poisoned; /* its first statement had an error (sema only) */
 } tc_tensor_info;
 
 /* A condition on the sizes that could not be proven statically (sema):
- * e >= 0 must hold for the actual sizes. */
+ * e >= 0 (or e == 0) must hold for the actual sizes. */
 typedef struct tc_check {
 	const tc_sexpr *e;
+	int eq; /* e == 0 rather than e >= 0 */
 	const char *msg;
 	tc_loc loc;
 } tc_check;

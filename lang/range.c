@@ -368,13 +368,14 @@ static void print_read(const rctx *R, const cons *c, tc_buf *b)
 		tc_buf_printf(b, "the write to %s", R->s->lhs);
 }
 
-static int add_check(rctx *R, tc_vec *checks, const tc_sexpr *e, tc_loc loc,
+static int add_check(rctx *R, tc_vec *checks, const tc_sexpr *e, int eq, tc_loc loc,
 	const char *msg)
 {
 	tc_check *k = tc_arena_alloc(R->ar, sizeof(*k));
 	if (!k || !msg || tc_vec_push(checks, k) < 0)
 		return -1;
 	k->e = e;
+	k->eq = eq;
 	k->msg = msg;
 	k->loc = loc;
 	return 0;
@@ -402,7 +403,7 @@ static int require(rctx *R, tc_vec *checks, const tc_sexpr *cond, tc_loc loc,
 	}
 	if (!b.s)
 		return -1;
-	if (add_check(R, checks, cond, loc, tc_arena_strdup(R->ar, b.s)) < 0) {
+	if (add_check(R, checks, cond, 0, loc, tc_arena_strdup(R->ar, b.s)) < 0) {
 		tc_buf_free(&b);
 		return -1;
 	}
@@ -451,8 +452,8 @@ static void unsolved_error(rctx *R, int v)
 	else
 		why = "it appears in no subscript";
 	tc_error(R->d, sv->loc,
-		"could not infer the range of '%s': %s; add a where clause such as 'where %s in 0:N'%s",
-		sv->name, why, sv->name,
+		"could not infer the range of '%s': %s; add a where clause such as 'where %s in 0:%s'%s",
+		sv->name, why, sv->name, R->def->nsizes ? R->def->sizes[0] : "10",
 		!sv->is_reduction && R->tensors[R->s->tensor]->kind == TC_TENSOR_OUTPUT
 			? " or declare the output's shape in the -> list" : "");
 }
@@ -611,10 +612,8 @@ tc_stat tc_range_infer(tc_arena *ar, tc_diags *d, const tc_def *def,
 			tc_buf_puts(&b, "' but the statement gives it '");
 			tc_sx_print(s->vars[c->dim].hi, def->sizes, NULL, &b);
 			tc_buf_puts(&b, "'");
-			if (!b.s || require(&R, checks, tc_sx_sub(ar, s->vars[c->dim].hi, c->ext),
-					    s->idx_loc[c->dim], b.s, 0) < 0 ||
-				require(&R, checks, tc_sx_sub(ar, c->ext, s->vars[c->dim].hi),
-					s->idx_loc[c->dim], b.s, 0) < 0)
+			if (!b.s || add_check(&R, checks, tc_sx_sub(ar, s->vars[c->dim].hi, c->ext), 1,
+					    s->idx_loc[c->dim], tc_arena_strdup(ar, b.s)) < 0)
 				ok = 0;
 			tc_buf_free(&b);
 		}

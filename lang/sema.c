@@ -376,6 +376,8 @@ static int is_numeric(tc_dtype t)
 /* A read of a tensor that no earlier statement has written. */
 static int check_readable(sema *S, const tc_expr *e, const tc_tensor_info *t)
 {
+	if (t->poisoned)
+		return 0; /* its first statement had an error: say nothing more */
 	if (t->first_write == -1 || t->dtype == TC_T_NONE) {
 		tc_error(S->d, e->name_loc, "'%s' is read before any statement writes it",
 			t->name);
@@ -606,6 +608,13 @@ static int check_binary(sema *S, tc_expr *e)
 		return ok ? 0 : -1;
 	}
 	t = tc_dtype_promote(a->type, a->weak, b->type, b->weak);
+	if (e->op >= TC_AOP_LT && e->op <= TC_AOP_NE &&
+		(a->type == TC_T_BOOL) != (b->type == TC_T_BOOL) && !a->weak && !b->weak) {
+		tc_error(S->d, e->loc,
+			"cannot compare %s with %s; comparisons do not chain (write a < b && b < c), and a bool is compared only with a bool",
+			tc_dtype_name(a->type), tc_dtype_name(b->type));
+		return -1;
+	}
 	if (e->op >= TC_AOP_LT && e->op <= TC_AOP_NE) {
 		e->type = TC_T_BOOL;
 		e->optype = t;
@@ -856,6 +865,33 @@ static void mark_let_reads_unchecked(sema *S, tc_stmt *s)
 		}
 }
 
+/* Reads of the tensor a statement writes whose value depends on the order
+ * in which the statement's loops run: inside a reduction, or at other
+ * indices than the ones written. */
+static void warn_order(sema *S, tc_stmt *s, const tc_expr *e)
+{
+	int i, same = 1;
+	if (e->kind == TC_AST_IDENT && e->ref == TC_REF_LET)
+		return;
+	for (i = 0; i < e->nargs; i++)
+		warn_order(S, s, e->args[i]);
+	if (e->ref != TC_REF_TENSOR || e->ref_id != s->tensor)
+		return;
+	if (S->vars.n > s->nidx) {
+		tc_warning(S->d, e->loc,
+			"'%s' is read while it is being reduced into: the value read depends on the order of the reduction",
+			s->lhs);
+		return;
+	}
+	for (i = 0; i < e->nargs; i++)
+		same = same && e->args[i]->kind == TC_AST_IDENT && e->args[i]->ref == TC_REF_INDEX &&
+			e->args[i]->ref_id == i;
+	if (!same)
+		tc_warning(S->d, e->loc,
+			"'%s' is read at other indices than the statement writes: statements run as loops over their indices in order, so the result depends on that order",
+			s->lhs);
+}
+
 static int check_stmt(sema *S, tc_stmt *s, int idx)
 {
 	int i, ok = 1;
@@ -868,6 +904,8 @@ static int check_stmt(sema *S, tc_stmt *s, int idx)
 	if (!S->let_state)
 		return -1;
 	if (check_lhs(S, s) < 0)
+		return -1;
+	if (tensor_at(S, s->tensor)->poisoned)
 		return -1;
 	if (check_where_names(S, s) < 0)
 		ok = 0;
@@ -907,6 +945,10 @@ static int check_stmt(sema *S, tc_stmt *s, int idx)
 	}
 	if (check_assign_type(S, s) < 0)
 		return -1;
+	warn_order(S, s, s->rhs);
+	for (i = 0; i < s->nwhere; i++)
+		if (s->where[i].kind == TC_WHERE_LET)
+			warn_order(S, s, s->where[i].val);
 	s->nvars = S->vars.n;
 	s->vars = tc_arena_alloc(S->ar, (size_t)(s->nvars + 1) * sizeof(tc_stmt_var));
 	if (!s->vars)
@@ -937,13 +979,18 @@ static int check_def(sema *S, tc_def *def)
 	}
 	if (check_signature(S) < 0)
 		ok = 0;
-	for (i = 0; ok && i < def->nstmts; i++)
-		if (check_stmt(S, def->stmts[i], i) < 0)
+	/* go on after a bad statement; a tensor whose first write failed is
+	 * "poisoned" so that its later uses add no follow-on errors */
+	for (i = 0; i < def->nstmts; i++)
+		if (check_stmt(S, def->stmts[i], i) < 0) {
+			tc_stmt *s = def->stmts[i];
 			ok = 0;
-	if (ok)
-		for (i = def->ninputs; i < S->tensors.n; i++) {
+			if (s->tensor >= 0 && tensor_at(S, s->tensor)->first_write == -1)
+				tensor_at(S, s->tensor)->poisoned = 1;
+		}
+	for (i = def->ninputs; i < S->tensors.n; i++) {
 			tc_tensor_info *t = tensor_at(S, i);
-			if (t->kind == TC_TENSOR_OUTPUT && t->first_write < 0) {
+			if (t->kind == TC_TENSOR_OUTPUT && t->first_write < 0 && !t->poisoned) {
 				tc_error(S->d, t->loc, "output '%s' is never written", t->name);
 				ok = 0;
 			}
