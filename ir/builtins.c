@@ -29,7 +29,7 @@
  *   the n of jn/yn (args[0]) and the exponent of ldexp (args[1]) are
  *   truncated to int after clamping to the int range (a NaN gives NaN);
  *   jn returns the zero it would round to without libm's O(n) loop when n
- *   is large and |x| is not (see jn_d).
+ *   is large and |x| is not (see bi_jn).
  * - min and max (TC_BI_MIN, TC_BI_MAX) are not math functions: the
  *   interpreter evaluates them in the operands' own type (they may be
  *   integers), so here they return NaN.
@@ -61,7 +61,7 @@ static const double LOG_SQRTPI = 0.57236494292470008707171367567652935;
 /* An integer argument passed as a double: truncated, clamped to
  * [-INT_MAX, INT_MAX] (jn(INT_MIN, x) would negate INT_MIN inside libm).
  * The caller has ruled out NaN. */
-static int int_arg(double x)
+static int bi_int_arg(double x)
 {
 	if (x >= (double)INT_MAX)
 		return INT_MAX;
@@ -72,7 +72,7 @@ static int int_arg(double x)
 
 /* sin(pi x).  fmod is exact, and so are the reflections below (Sterbenz), so
  * the only rounding is in pi * r and the final sin/cos: about one ulp. */
-static double sinpi(double x)
+static double bi_sinpi(double x)
 {
 	double r, s = 1.0, v;
 
@@ -99,8 +99,8 @@ static double sinpi(double x)
 	return x < 0 ? -v : v;
 }
 
-/* cos(pi x), reduced like sinpi.  cospi(n + 1/2) is +0. */
-static double cospi(double x)
+/* cos(pi x), reduced like bi_sinpi.  cospi(n + 1/2) is +0. */
+static double bi_cospi(double x)
 {
 	double r, s = 1.0;
 
@@ -125,7 +125,7 @@ static double cospi(double x)
 /* sqrt(a^2 + b^2 + c^2) without spurious overflow or underflow: the
  * arguments are scaled by a power of two (exactly) so that the largest is
  * in [0.5, 1). */
-static double norm3d(double a, double b, double c)
+static double bi_norm3d(double a, double b, double c)
 {
 	double m;
 	int e;
@@ -151,7 +151,7 @@ static double norm3d(double a, double b, double c)
  * 1e-3 over the whole range), written in terms of L = log(1 - x^2) so that
  * the tails can pass L = log(p (2 - p)) for x = 1 - p without forming 1 - p.
  * Returns y >= 0 with erf(y) ~ sqrt(1 - exp(L)). */
-static double erfinv_guess(double L)
+static double bi_erfinv_guess(double L)
 {
 	const double a = 0.147;
 	double c = 2.0 / (PI * a) + 0.5 * L, d = -L / a, inner;
@@ -167,20 +167,22 @@ static double erfinv_guess(double L)
 /* erfinv(x) for |x| <= 0.5: Halley's method on erf(y) = x, whose residual
  * is computed with relative accuracy there.  For tiny |x| the Maclaurin
  * series erfinv(x) = sqrt(pi)/2 (x + pi/12 x^3 + ...) is exact to rounding. */
-static double erfinv_central(double x)
+static double bi_erfinv_central(double x)
 {
 	double y, u, step;
 	int i;
 
 	if (fabs(x) < 1e-6)
 		return SQRTPI_2 * (x + (PI / 12.0) * x * x * x);
-	y = copysign(erfinv_guess(log1p(-x * x)), x);
+	y = copysign(bi_erfinv_guess(log1p(-x * x)), x);
 	for (i = 0; i < 8; i++) {
 		/* f = erf(y) - x, f' = 2/sqrt(pi) exp(-y^2), f'' = -2y f'. */
 		u = (erf(y) - x) / (TWO_OVER_SQRTPI * exp(-y * y));
 		step = u / (1.0 + y * u);
 		y -= step;
-		if (fabs(step) <= 0x1p-60 * fabs(y))
+		/* Convergence is cubic: after a step this small the error is
+		 * far below an ulp. */
+		if (fabs(step) <= 0x1p-30 * fabs(y))
 			break;
 	}
 	return y;
@@ -191,7 +193,7 @@ static double erfinv_central(double x)
  *   erfc(y) = exp(-y^2) / (y sqrt(pi)) (1 - 1/(2y^2) + 3/(2y^2)^2 - ...)
  * converges to double precision within a dozen terms.  *ratio receives
  * exp(-y^2) / erfc(y), the factor of the derivative. */
-static double log_erfc(double y, double *ratio)
+static double bi_log_erfc(double y, double *ratio)
 {
 	double z, t, s;
 	int k;
@@ -215,25 +217,27 @@ static double log_erfc(double y, double *ratio)
 /* erfcinv(p) for 0 < p < 0.5: Newton's method on log(erfc(y)) = log(p).
  * In log space the residual stays accurate for every positive double p,
  * subnormals included (erfc(y) itself underflows near y = 26.5). */
-static double erfcinv_tail(double p)
+static double bi_erfcinv_tail(double p)
 {
 	double lp = log(p), y, g, ratio, step;
 	int i;
 
-	y = erfinv_guess(lp + log(2.0 - p));
+	y = bi_erfinv_guess(lp + log(2.0 - p));
 	for (i = 0; i < 12; i++) {
 		/* g = log erfc(y) - log p, g' = -2/sqrt(pi) exp(-y^2) / erfc(y). */
-		g = log_erfc(y, &ratio) - lp;
+		g = bi_log_erfc(y, &ratio) - lp;
 		step = g / (-TWO_OVER_SQRTPI * ratio);
 		y -= step;
-		if (fabs(step) <= 0x1p-60 * y)
+		/* Convergence is quadratic (error^2 / 2y): after a step this
+		 * small the error is far below an ulp. */
+		if (fabs(step) <= 0x1p-35 * y)
 			break;
 	}
 	return y;
 }
 
 /* Inverse error function: erfinv(+-1) = +-inf, NaN outside [-1, 1]. */
-static double erfinv(double x)
+static double bi_erfinv(double x)
 {
 	double a = fabs(x);
 
@@ -242,15 +246,15 @@ static double erfinv(double x)
 	if (a == 1.0)
 		return copysign(INFINITY, x);
 	if (a <= 0.5)
-		return erfinv_central(x);
+		return bi_erfinv_central(x);
 	/* 1 - a is exact for a in [0.5, 1]. */
-	return copysign(erfcinv_tail(1.0 - a), x);
+	return copysign(bi_erfcinv_tail(1.0 - a), x);
 }
 
 /* Inverse complementary error function: erfcinv(0) = +inf,
  * erfcinv(2) = -inf, NaN outside [0, 2].  erfcinv(2 - p) = -erfcinv(p) and
  * erfcinv(p) = erfinv(1 - p); every subtraction below is exact. */
-static double erfcinv(double p)
+static double bi_erfcinv(double p)
 {
 	if (isnan(p) || p < 0.0 || p > 2.0)
 		return NAN;
@@ -259,17 +263,17 @@ static double erfcinv(double p)
 	if (p == 2.0)
 		return -INFINITY;
 	if (p < 0.5)
-		return erfcinv_tail(p);
+		return bi_erfcinv_tail(p);
 	if (p <= 1.5)
-		return erfinv_central(1.0 - p);
-	return -erfcinv_tail(2.0 - p);
+		return bi_erfinv_central(1.0 - p);
+	return -bi_erfcinv_tail(2.0 - p);
 }
 
 /* The standard normal CDF, 0.5 erfc(-x / sqrt(2)).  The rounding error of
  * t = -x / sqrt(2) would be amplified 2t^2 times by erfc (1e-13 relative
  * error near x = -37), so t is carried as t_hi + t_lo and erfc corrected
  * to first order: erfc(t_hi + t_lo) = erfc(t_hi) - t_lo 2/sqrt(pi) exp(-t_hi^2). */
-static double normcdf(double x)
+static double bi_normcdf(double x)
 {
 	double t_hi, t_lo;
 
@@ -282,11 +286,11 @@ static double normcdf(double x)
 
 /* Inverse of the standard normal CDF: -inf at 0, +inf at 1, NaN outside
  * [0, 1]; +0 at 0.5. */
-static double normcdfinv(double p)
+static double bi_normcdfinv(double p)
 {
 	if (isnan(p) || p < 0.0 || p > 1.0)
 		return NAN;
-	return -SQRT2 * erfcinv(2.0 * p) + 0.0;
+	return -SQRT2 * bi_erfcinv(2.0 * p) + 0.0;
 }
 
 /* jn(n, x).  libm's jn takes O(|n|) steps, which for the n of int32 is
@@ -294,13 +298,13 @@ static double normcdfinv(double p)
  * |J_n(x)| <= (x/2)^n / n! <= (e|x| / 2|n|)^|n| < 0.46^1000 shows the result
  * rounds to zero, with the sign of the leading term (x/2)^n / n! (and
  * J_{-n} = (-1)^n J_n).  The remaining |n| < 3|x| cases cost O(|n|). */
-static double jn_d(double nd, double x)
+static double bi_jn(double nd, double x)
 {
 	int n, m;
 
 	if (isnan(nd) || isnan(x))
 		return NAN;
-	n = int_arg(nd);
+	n = bi_int_arg(nd);
 	m = n < 0 ? -n : n;
 	if (m >= 1000 && (double)m >= 3.0 * fabs(x)) {
 		int neg = (m & 1) && ((x < 0) != (n < 0));
@@ -310,7 +314,7 @@ static double jn_d(double nd, double x)
 }
 
 /* ilogb with CUDA's results for the special cases made explicit. */
-static double ilogb_d(double x)
+static double bi_ilogb(double x)
 {
 	if (isnan(x))
 		return FP_ILOGBNAN;
@@ -337,11 +341,11 @@ double tc_interp_builtin(tc_builtin_id id, const double *args)
 	case TC_BI_CEIL: return ceil(x);
 	case TC_BI_COS: return cos(x);
 	case TC_BI_COSH: return cosh(x);
-	case TC_BI_COSPI: return cospi(x);
+	case TC_BI_COSPI: return bi_cospi(x);
 	case TC_BI_ERF: return erf(x);
 	case TC_BI_ERFC: return erfc(x);
-	case TC_BI_ERFCINV: return erfcinv(x);
-	case TC_BI_ERFINV: return erfinv(x);
+	case TC_BI_ERFCINV: return bi_erfcinv(x);
+	case TC_BI_ERFINV: return bi_erfinv(x);
 	case TC_BI_EXP: return exp(x);
 	case TC_BI_EXP10: return pow(10.0, x);
 	case TC_BI_EXP2: return exp2(x);
@@ -357,15 +361,15 @@ double tc_interp_builtin(tc_builtin_id id, const double *args)
 	case TC_BI_LOG2: return log2(x);
 	case TC_BI_LOGB: return logb(x);
 	case TC_BI_NEARBYINT: return nearbyint(x);
-	case TC_BI_NORMCDF: return normcdf(x);
-	case TC_BI_NORMCDFINV: return normcdfinv(x);
+	case TC_BI_NORMCDF: return bi_normcdf(x);
+	case TC_BI_NORMCDFINV: return bi_normcdfinv(x);
 	case TC_BI_RCBRT: return 1.0 / cbrt(x);
 	case TC_BI_RINT: return rint(x);
 	case TC_BI_ROUND: return round(x);
 	case TC_BI_RSQRT: return 1.0 / sqrt(x);
 	case TC_BI_SIN: return sin(x);
 	case TC_BI_SINH: return sinh(x);
-	case TC_BI_SINPI: return sinpi(x);
+	case TC_BI_SINPI: return bi_sinpi(x);
 	case TC_BI_SQRT: return sqrt(x);
 	case TC_BI_TAN: return tan(x);
 	case TC_BI_TANH: return tanh(x);
@@ -386,14 +390,14 @@ double tc_interp_builtin(tc_builtin_id id, const double *args)
 	case TC_BI_REMAINDER: return remainder(x, args[1]);
 	case TC_BI_RHYPOT: return 1.0 / hypot(x, args[1]);
 	case TC_BI_FMA: return fma(x, args[1], args[2]);
-	case TC_BI_NORM3D: return norm3d(x, args[1], args[2]);
-	case TC_BI_RNORM3D: return 1.0 / norm3d(x, args[1], args[2]);
+	case TC_BI_NORM3D: return bi_norm3d(x, args[1], args[2]);
+	case TC_BI_RNORM3D: return 1.0 / bi_norm3d(x, args[1], args[2]);
 	/* ---- integer results and arguments ---- */
-	case TC_BI_ILOGB: return ilogb_d(x);
-	case TC_BI_JN: return jn_d(x, args[1]);
-	case TC_BI_YN: return isnan(x) ? NAN : yn(int_arg(x), args[1]);
+	case TC_BI_ILOGB: return bi_ilogb(x);
+	case TC_BI_JN: return bi_jn(x, args[1]);
+	case TC_BI_YN: return isnan(x) ? NAN : yn(bi_int_arg(x), args[1]);
 	case TC_BI_LDEXP:
-		return isnan(args[1]) ? NAN : ldexp(x, int_arg(args[1]));
+		return isnan(args[1]) ? NAN : ldexp(x, bi_int_arg(args[1]));
 	/* ---- evaluated by the interpreter in the operands' type ---- */
 	case TC_BI_MIN:
 	case TC_BI_MAX:

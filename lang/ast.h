@@ -64,6 +64,7 @@ typedef struct tc_expr {
 	tc_dtype cast_type;
 	int nargs;
 	struct tc_expr **args;
+	int depth; /* height of the tree (a leaf is 1), bounded by the parser */
 	/* sema */
 	tc_dtype type;
 	tc_dtype optype; /* the type the operands are converted to */

@@ -209,3 +209,10 @@ void tc_diags_render(const tc_diags *d, unsigned sev_mask, tc_buf *b)
 	if (d->oom)
 		tc_buf_puts(b, "error: out of memory while reporting errors\n");
 }
+
+void tc_buf_free_diag(tc_buf *b, tc_diags *d)
+{
+	if (b->oom)
+		d->oom = 1;
+	tc_buf_free(b);
+}

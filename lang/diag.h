@@ -67,6 +67,9 @@ void tc_diag_vadd(tc_diags *d, tc_severity sev, tc_loc loc, const char *fmt,
 #define tc_error(d, loc, ...) tc_diag_add(d, TC_SEV_ERROR, loc, __VA_ARGS__)
 #define tc_warning(d, loc, ...) tc_diag_add(d, TC_SEV_WARNING, loc, __VA_ARGS__)
 #define tc_note(d, loc, ...) tc_diag_add(d, TC_SEV_NOTE, loc, __VA_ARGS__)
+/* Free a message buffer, noting in d whether building it ran out of memory
+ * (the diagnostic made from it is then incomplete). */
+void tc_buf_free_diag(tc_buf *b, tc_diags *d);
 /* Render diagnostics of the given severities (bit mask of 1 << sev) into b. */
 void tc_diags_render(const tc_diags *d, unsigned sev_mask, tc_buf *b);
 /* Render one message at a location in src (src may be NULL). */

@@ -13,6 +13,9 @@
 #include <string.h>
 
 #define TC_MAX_DEPTH 200
+/* Bound on the height of an expression tree: every later pass recurses over
+ * it, and a chain a + b + c + ... builds height without parser recursion. */
+#define TC_MAX_TREE 1000
 
 typedef struct parser {
 	const tc_source *src;
@@ -111,6 +114,27 @@ static tc_expr *new_expr(parser *p, tc_ast_kind kind, int nargs)
 
 static tc_expr *parse_exp(parser *p);
 
+/* Set e's height from its operands; NULL (with an error) when too high. */
+static tc_expr *finish(parser *p, tc_expr *e)
+{
+	int i;
+	if (!e)
+		return NULL;
+	e->depth = 1;
+	for (i = 0; i < e->nargs; i++)
+		if (e->args[i]->depth + 1 > e->depth)
+			e->depth = e->args[i]->depth + 1;
+	if (e->depth > TC_MAX_TREE) {
+		if (!p->failed)
+			tc_error(p->d, e->loc,
+				"expression too deep (more than %d nested operations); split it over several statements through a temporary",
+				TC_MAX_TREE);
+		p->failed = 1;
+		return NULL;
+	}
+	return e;
+}
+
 /* args ::= '(' [exp {',' exp}] ')'   (the '(' already consumed) */
 static tc_expr *parse_call_args(parser *p, tc_expr *e)
 {
@@ -121,6 +145,8 @@ static tc_expr *parse_call_args(parser *p, tc_expr *e)
 		do {
 			tc_expr *a = parse_exp(p);
 			if (!a || tc_vec_push(&args, a) < 0) {
+				if (a)
+					p->d->oom = 1;
 				ok = 0;
 				break;
 			}
@@ -203,7 +229,7 @@ static tc_expr *parse_base(parser *p)
 		return NULL;
 	}
 	e->loc = loc_from(p, start);
-	return e;
+	return finish(p, e);
 }
 
 /* unary ::= ('-'|'!') unary | base */
@@ -231,7 +257,7 @@ static tc_expr *parse_unary(parser *p)
 	p->depth--;
 	e->op = op;
 	e->loc = loc_from(p, start);
-	return e;
+	return finish(p, e);
 }
 
 /* Binary operator precedence levels, lowest first. */
@@ -276,7 +302,7 @@ static tc_expr *parse_binary(parser *p, int min_prec)
 		e->args[0] = lhs;
 		e->args[1] = rhs;
 		e->loc = loc_from(p, start);
-		lhs = e;
+		lhs = finish(p, e);
 	}
 	return lhs;
 }
@@ -306,7 +332,7 @@ static tc_expr *parse_exp(parser *p)
 			!(e->args[2] = parse_exp(p)))
 			return NULL;
 		e->loc = loc_from(p, start);
-		c = e;
+		c = finish(p, e);
 	}
 	p->depth--;
 	return c;
@@ -579,8 +605,12 @@ static tc_def *parse_def(parser *p)
 			break;
 		}
 		s = parse_stmt(p);
-		if (!s || tc_vec_push(&stmts, s) < 0)
+		if (!s)
 			break;
+		if (tc_vec_push(&stmts, s) < 0) {
+			p->d->oom = 1;
+			break;
+		}
 	}
 	if (!p->failed)
 		next(p);
@@ -635,8 +665,10 @@ tc_program *tc_parse(tc_arena *ar, const tc_source *src, tc_diags *d)
 			def = parse_def(&p);
 			/* a def with a lexical error is dropped like one with a syntax error */
 			if (def && !p.failed && !lex_error_in(d, nlex, start, peek(&p)->off) &&
-				tc_vec_push(&defs, def) < 0)
+				tc_vec_push(&defs, def) < 0) {
+				d->oom = 1;
 				break;
+			}
 			if (!def && tc_arena_failed(ar))
 				break;
 		}
@@ -653,8 +685,8 @@ tc_program *tc_parse(tc_arena *ar, const tc_source *src, tc_diags *d)
 		memcpy(prog->defs, defs.v, (size_t)defs.n * sizeof(tc_def *));
 	tc_vec_free(&defs);
 	tc_free(p.toks);
-	if (!prog->defs || tc_arena_failed(ar))
-		return NULL;
+	if (!prog->defs || tc_arena_failed(ar) || d->oom)
+		return NULL; /* out of memory: the program may be incomplete */
 	return prog;
 }
 

@@ -228,8 +228,10 @@ static int lin_of(rctx *R, const tc_expr *e, lin *out)
 static int add_cons(rctx *R, const tc_expr *read, int tensor, int dim, const tc_expr *sub)
 {
 	cons *c = tc_arena_alloc(R->ar, sizeof(*c));
-	if (!c || tc_vec_push(&R->cons, c) < 0)
+	if (!c || tc_vec_push(&R->cons, c) < 0) {
+		R->d->oom = 1;
 		return -1;
+	}
 	c->read = read;
 	c->tensor = tensor;
 	c->dim = dim;
@@ -372,8 +374,10 @@ static int add_check(rctx *R, tc_vec *checks, const tc_sexpr *e, int eq, tc_loc 
 	const char *msg)
 {
 	tc_check *k = tc_arena_alloc(R->ar, sizeof(*k));
-	if (!k || !msg || tc_vec_push(checks, k) < 0)
+	if (!k || !msg || tc_vec_push(checks, k) < 0) {
+		R->d->oom = 1;
 		return -1;
+	}
 	k->e = e;
 	k->eq = eq;
 	k->msg = msg;
@@ -401,13 +405,15 @@ static int require(rctx *R, tc_vec *checks, const tc_sexpr *cond, tc_loc loc,
 		tc_sx_print(cond, R->def->sizes, NULL, &b);
 		tc_buf_puts(&b, " >= 0");
 	}
-	if (!b.s)
-		return -1;
-	if (add_check(R, checks, cond, 0, loc, tc_arena_strdup(R->ar, b.s)) < 0) {
-		tc_buf_free(&b);
+	if (!b.s) {
+		R->d->oom = 1;
 		return -1;
 	}
-	tc_buf_free(&b);
+	if (add_check(R, checks, cond, 0, loc, tc_arena_strdup(R->ar, b.s)) < 0) {
+		tc_buf_free_diag(&b, R->d);
+		return -1;
+	}
+	tc_buf_free_diag(&b, R->d);
 	return 0;
 }
 
@@ -427,13 +433,15 @@ static int check_leftover(rctx *R, tc_vec *checks, const cons *c)
 		R->tensors[c->tensor]->name);
 	tc_sx_print(c->ext, R->def->sizes, NULL, &b);
 	tc_buf_puts(&b, ")");
-	if (!b.s)
+	if (!b.s) {
+		R->d->oom = 1;
 		return -1;
+	}
 	r = require(R, checks, mn, loc, b.s, 1);
 	if (r == 0)
 		r = require(R, checks, tc_sx_sub(ar, tc_sx_sub(ar, c->ext, tc_sx_const(ar, 1)), mx),
 			loc, b.s, 1);
-	tc_buf_free(&b);
+	tc_buf_free_diag(&b, R->d);
 	return r;
 }
 
@@ -499,8 +507,10 @@ tc_stat tc_range_infer(tc_arena *ar, tc_diags *d, const tc_def *def,
 	if (lhs->ext && (!first || lhs->declared_shape)) {
 		for (i = 0; i < s->nidx; i++) {
 			cons *c = tc_arena_alloc(ar, sizeof(*c));
-			if (!c || tc_vec_push(&R.cons, c) < 0 || lin_alloc(&R, &c->l) < 0)
+			if (!c || tc_vec_push(&R.cons, c) < 0 || lin_alloc(&R, &c->l) < 0) {
+				d->oom = 1;
 				goto error;
+			}
 			c->l.coef[i] = 1;
 			c->ext = lhs->ext[i];
 			c->tensor = s->tensor;
@@ -549,7 +559,7 @@ tc_stat tc_range_infer(tc_arena *ar, tc_diags *d, const tc_def *def,
 		if (!b.s || require(&R, checks, tc_sx_sub(ar, tc_sx_sub(ar, sv->hi, sv->lo),
 						 tc_sx_const(ar, 1)), sv->loc, b.s, 1) < 0)
 			ok = 0;
-		tc_buf_free(&b);
+		tc_buf_free_diag(&b, d);
 		/* the first write of a tensor without a declared shape defines it: its
 		 * ranges start at 0 */
 		if (first && !lhs->declared_shape && v < s->nidx &&
@@ -571,7 +581,7 @@ tc_stat tc_range_infer(tc_arena *ar, tc_diags *d, const tc_def *def,
 				tc_error(d, sv->loc,
 					"the inferred range of '%s' is [%s), which cannot be shown to start at 0; ranges of left-hand indices must start at 0: add 'where %s in 0:...'",
 					sv->name, b.s ? b.s : "?", sv->name);
-			tc_buf_free(&b);
+			tc_buf_free_diag(&b, d);
 			ok = 0;
 		}
 	}
@@ -601,7 +611,7 @@ tc_stat tc_range_infer(tc_arena *ar, tc_diags *d, const tc_def *def,
 					tc_error(d, s->idx_loc[c->dim],
 						"dimension %d of '%s' is declared as '%s'", c->dim,
 						lhs->name, b.s ? b.s : "?");
-					tc_buf_free(&b);
+					tc_buf_free_diag(&b, d);
 					ok = 0;
 				}
 				continue;
@@ -615,7 +625,7 @@ tc_stat tc_range_infer(tc_arena *ar, tc_diags *d, const tc_def *def,
 			if (!b.s || add_check(&R, checks, tc_sx_sub(ar, s->vars[c->dim].hi, c->ext), 1,
 					    s->idx_loc[c->dim], tc_arena_strdup(ar, b.s)) < 0)
 				ok = 0;
-			tc_buf_free(&b);
+			tc_buf_free_diag(&b, d);
 		}
 	}
 	/* leftover constraints become checks */

@@ -125,8 +125,10 @@ static tc_tensor_info *add_tensor(sema *S, const char *name, tc_tensor_kind kind
 	tc_loc loc)
 {
 	tc_tensor_info *t = tc_arena_alloc(S->ar, sizeof(*t));
-	if (!t || tc_vec_push(&S->tensors, t) < 0)
+	if (!t || tc_vec_push(&S->tensors, t) < 0) {
+		S->d->oom = 1;
 		return NULL;
+	}
 	t->name = name;
 	t->kind = kind;
 	t->loc = loc;
@@ -389,8 +391,10 @@ static int check_readable(sema *S, const tc_expr *e, const tc_tensor_info *t)
 static tc_stmt_var *add_var(sema *S, const char *name, tc_loc loc, int is_red)
 {
 	tc_stmt_var *v = tc_arena_alloc(S->ar, sizeof(*v));
-	if (!v || tc_vec_push(&S->vars, v) < 0)
+	if (!v || tc_vec_push(&S->vars, v) < 0) {
+		S->d->oom = 1;
 		return NULL;
+	}
 	v->name = name;
 	v->loc = loc;
 	v->is_reduction = is_red;
@@ -554,7 +558,7 @@ static int check_call(sema *S, tc_expr *e, int guarded)
 				t->ndim, t->ndim == 1 ? "ex" : "ices", t->name,
 				t->kind == TC_TENSOR_INPUT ? "declared" : "inferred",
 				b.s ? b.s : "?", e->nargs);
-			tc_buf_free(&b);
+			tc_buf_free_diag(&b, S->d);
 			return -1;
 		}
 		e->ref = TC_REF_TENSOR;
@@ -865,6 +869,58 @@ static void mark_let_reads_unchecked(sema *S, tc_stmt *s)
 		}
 }
 
+/* Height and node count of e with its lets inlined (as the IR has it),
+ * saturating at the limits; memo holds 2 entries per let. */
+#define TC_MAX_INLINED_HEIGHT 1000
+#define TC_MAX_INLINED_NODES 1000000
+static void inlined_size(sema *S, const tc_expr *e, int64_t *height, int64_t *nodes,
+	int64_t *memo)
+{
+	int i;
+	*height = 1;
+	*nodes = 1;
+	if (e->kind == TC_AST_IDENT && e->ref == TC_REF_LET) {
+		int64_t *m = &memo[2 * e->ref_id];
+		if (!m[0])
+			inlined_size(S, S->s->where[e->ref_id].val, &m[0], &m[1], memo);
+		*height = m[0];
+		*nodes = m[1];
+		return;
+	}
+	for (i = 0; i < e->nargs; i++) {
+		int64_t h, n;
+		inlined_size(S, e->args[i], &h, &n, memo);
+		if (h + 1 > *height)
+			*height = h + 1;
+		*nodes += n;
+		if (*nodes > TC_MAX_INLINED_NODES)
+			*nodes = TC_MAX_INLINED_NODES + 1;
+	}
+}
+
+static int check_inlined_size(sema *S, tc_stmt *s)
+{
+	int64_t *memo = tc_arena_alloc(S->ar, (size_t)(2 * s->nwhere + 2) * sizeof(int64_t));
+	int64_t h, n;
+	int i;
+	if (!memo)
+		return -1;
+	for (i = -1; i < s->nwhere; i++) {
+		const tc_expr *e = i < 0 ? s->rhs : s->where[i].kind == TC_WHERE_EXISTS
+			? s->where[i].val : NULL;
+		if (!e)
+			continue;
+		inlined_size(S, e, &h, &n, memo);
+		if (h <= TC_MAX_INLINED_HEIGHT && n <= TC_MAX_INLINED_NODES)
+			continue;
+		tc_error(S->d, e->loc,
+			"this expression is too large once its let clauses are inlined (height %lld, more than %d, or more than %d operations); split it over several statements through a temporary",
+			(long long)h, TC_MAX_INLINED_HEIGHT, TC_MAX_INLINED_NODES);
+		return -1;
+	}
+	return 0;
+}
+
 /* Reads of the tensor a statement writes whose value depends on the order
  * in which the statement's loops run: inside a reduction, or at other
  * indices than the ones written. */
@@ -916,6 +972,8 @@ static int check_stmt(sema *S, tc_stmt *s, int idx)
 			ok = 0;
 	if (ok)
 		mark_let_reads_unchecked(S, s);
+	if (ok && check_inlined_size(S, s) < 0)
+		ok = 0;
 	if (ok && check_where_ranges(S, s) < 0)
 		ok = 0;
 	/* a reduction index under '=' */
@@ -967,7 +1025,7 @@ static int check_stmt(sema *S, tc_stmt *s, int idx)
 
 static int check_def(sema *S, tc_def *def)
 {
-	int i, ok = 1, nerr = S->d->nerrors;
+	int i, ok = 1, sig_bad = 0, nerr = S->d->nerrors;
 
 	S->def = def;
 	tc_vec_free(&S->tensors);
@@ -977,18 +1035,21 @@ static int check_def(sema *S, tc_def *def)
 			def->name);
 		ok = 0;
 	}
-	if (check_signature(S) < 0)
-		ok = 0;
-	/* go on after a bad statement; a tensor whose first write failed is
+	/* statements are checked only against a sound signature; after a bad
+	 * statement checking goes on, and a tensor whose first write failed is
 	 * "poisoned" so that its later uses add no follow-on errors */
-	for (i = 0; i < def->nstmts; i++)
+	if (check_signature(S) < 0) {
+		ok = 0;
+		sig_bad = 1;
+	}
+	for (i = 0; !sig_bad && i < def->nstmts; i++)
 		if (check_stmt(S, def->stmts[i], i) < 0) {
 			tc_stmt *s = def->stmts[i];
 			ok = 0;
 			if (s->tensor >= 0 && tensor_at(S, s->tensor)->first_write == -1)
 				tensor_at(S, s->tensor)->poisoned = 1;
 		}
-	for (i = def->ninputs; i < S->tensors.n; i++) {
+	for (i = def->ninputs; !sig_bad && i < S->tensors.n; i++) {
 			tc_tensor_info *t = tensor_at(S, i);
 			if (t->kind == TC_TENSOR_OUTPUT && t->first_write < 0 && !t->poisoned) {
 				tc_error(S->d, t->loc, "output '%s' is never written", t->name);
@@ -1033,6 +1094,8 @@ tc_stat tc_sema_check(tc_program *p, tc_diags *d)
 	tc_vec_free(&S.checks);
 	tc_vec_free(&S.vars);
 	if (tc_arena_failed(p->arena))
+		d->oom = 1;
+	if (d->oom)
 		return TC_ERR;
 	return ok ? TC_OK : TC_ERR;
 }

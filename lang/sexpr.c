@@ -28,6 +28,8 @@ static int cmp(const tc_sexpr *a, const tc_sexpr *b)
 	int r;
 	if (a == b)
 		return 0;
+	if (!a || !b) /* NULL (out of memory) sorts first */
+		return !a ? -1 : 1;
 	if (a->kind != b->kind)
 		return a->kind < b->kind ? -1 : 1;
 	switch (a->kind) {
@@ -86,6 +88,10 @@ static void aff_add_term(aff *f, int64_t coef, const tc_sexpr *atom)
 static void to_aff(const tc_sexpr *e, int64_t k, aff *f)
 {
 	int64_t v;
+	if (!e) {
+		f->overflow = 1;
+		return;
+	}
 	switch (e->kind) {
 	case TC_SX_CONST:
 		if (__builtin_mul_overflow(e->c, k, &v) ||
@@ -286,7 +292,7 @@ const tc_sexpr *tc_sx_max(tc_arena *ar, const tc_sexpr *a, const tc_sexpr *b)
 
 int tc_sx_is_const(const tc_sexpr *e, int64_t *c)
 {
-	if (e->kind != TC_SX_CONST)
+	if (!e || e->kind != TC_SX_CONST)
 		return 0;
 	if (c)
 		*c = e->c;
@@ -318,6 +324,8 @@ tc_stat tc_sx_eval(const tc_sexpr *e, const int64_t *params, const int64_t *vars
 	int64_t *out)
 {
 	int64_t a, b;
+	if (!e)
+		return TC_ERR;
 	switch (e->kind) {
 	case TC_SX_CONST: *out = e->c; return TC_OK;
 	case TC_SX_PARAM: *out = params[e->id]; return TC_OK;
@@ -354,8 +362,19 @@ static void print_sum(const tc_sexpr *e, const char *const *params,
 	int i, pass, first;
 	memset(&f, 0, sizeof(f));
 	to_aff(e, 1, &f);
-	if (f.overflow) {
-		print_atom(e, params, vars, b, 0);
+	if (f.overflow) { /* no normal form: print the tree as it is */
+		if (!e) {
+			b->oom = 1;
+		} else if (e->kind == TC_SX_ADD) {
+			print_sum(e->a, params, vars, b);
+			tc_buf_puts(b, " + ");
+			print_sum(e->b, params, vars, b);
+		} else if (e->kind == TC_SX_MUL) {
+			tc_buf_printf(b, "%lld*", (long long)e->c);
+			print_atom(e->a, params, vars, b, 1);
+		} else {
+			print_atom(e, params, vars, b, 0);
+		}
 		return;
 	}
 	/* positive terms first: "M - N", not "-N + M" */
@@ -383,6 +402,10 @@ static void print_sum(const tc_sexpr *e, const char *const *params,
 static void print_atom(const tc_sexpr *e, const char *const *params,
 	const char *const *vars, tc_buf *b, int paren)
 {
+	if (!e) {
+		b->oom = 1;
+		return;
+	}
 	switch (e->kind) {
 	case TC_SX_CONST: tc_buf_printf(b, "%lld", (long long)e->c); break;
 	case TC_SX_PARAM:
@@ -426,6 +449,10 @@ static void print_atom(const tc_sexpr *e, const char *const *params,
 void tc_sx_print(const tc_sexpr *e, const char *const *params,
 	const char *const *vars, tc_buf *b)
 {
+	if (!e) {
+		b->oom = 1; /* only NULL after an allocation failed */
+		return;
+	}
 	print_sum(e, params, vars, b);
 }
 
@@ -439,6 +466,8 @@ typedef struct bnd {
 static bnd bounds(const tc_sexpr *e)
 {
 	bnd r = {0, 0, 0, 0}, a, b;
+	if (!e)
+		return r;
 	switch (e->kind) {
 	case TC_SX_CONST:
 		r.has_lo = r.has_hi = 1;

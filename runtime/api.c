@@ -135,9 +135,15 @@ tc_module *tc_module_parse(tc_context *ctx, const char *source, const char *file
 	m->refs = 1;
 	tc_diags_init(&d, m->src);
 	m->prog = tc_parse(m->ar, m->src, &d);
-	if (m->prog) /* check the defs that parsed, even if others did not */
-		tc_sema_check(m->prog, &d);
-	if (!m->prog || d.nerrors || d.oom) {
+	/* check the defs that parsed, even if others did not */
+	if (m->prog && tc_sema_check(m->prog, &d) < 0 && !d.nerrors)
+		d.oom = 1; /* failed without saying why: an allocation failed */
+	if (!m->prog || d.oom || tc_arena_failed(m->ar)) {
+		tc_rt_set_error(ctx, "out of memory while checking %s", m->src->name);
+		tc_diags_clear(&d);
+		goto error;
+	}
+	if (d.nerrors) {
 		set_error_diags(ctx, &d);
 		tc_diags_clear(&d);
 		goto error;
@@ -264,8 +270,12 @@ static const tc_ir_func *get_func(tc_module *m, int i)
 {
 	if (!m->funcs[i]) {
 		m->funcs[i] = tc_ir_lower(m->ar, m->prog->defs[i], m->src);
-		if (!m->funcs[i])
-			tc_rt_set_error(m->ctx, "internal error: lowering '%s' failed", m->prog->defs[i]->name);
+		if (!m->funcs[i] && tc_arena_failed(m->ar))
+			tc_rt_set_error(m->ctx, "out of memory while lowering '%s'",
+				m->prog->defs[i]->name);
+		else if (!m->funcs[i])
+			tc_rt_set_error(m->ctx, "internal error: lowering '%s' failed",
+				m->prog->defs[i]->name);
 	}
 	return m->funcs[i];
 }
