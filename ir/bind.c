@@ -32,6 +32,15 @@ static void describe_decl(const tc_ir_func *f, const tc_ir_tensor *t, tc_buf *b)
 	tc_free(pn);
 }
 
+static int mentions_param(const tc_sexpr *e, int p)
+{
+	if (!e)
+		return 0;
+	if (e->kind == TC_SX_PARAM)
+		return e->id == p;
+	return mentions_param(e->a, p) || mentions_param(e->b, p);
+}
+
 tc_stat tc_ir_bind(const tc_ir_func *f, const tc_tensor *inputs, int ninputs,
 	int64_t *params, tc_diags *d)
 {
@@ -108,7 +117,18 @@ tc_stat tc_ir_bind(const tc_ir_func *f, const tc_tensor *inputs, int ninputs,
 		int64_t v;
 		if (tc_sx_eval(f->checks[i].e, params, NULL, &v) < 0 || v < 0 ||
 			(f->checks[i].eq && v != 0)) {
-			tc_error(d, f->checks[i].loc, "for these input sizes, %s", f->checks[i].msg);
+			tc_buf b;
+			int p, n = 0;
+			tc_buf_init(&b);
+			for (p = 0; p < f->nparams; p++) /* the sizes the condition names */
+				if (mentions_param(f->checks[i].e, p))
+					tc_buf_printf(&b, "%s%s = %lld", n++ ? ", " : " (here ",
+						f->params[p].name, (long long)params[p]);
+			if (n)
+				tc_buf_putc(&b, ')');
+			tc_error(d, f->checks[i].loc, "for these input sizes, %s%s", f->checks[i].msg,
+				b.s ? b.s : "");
+			tc_buf_free_diag(&b, d);
 			ok = 0;
 		}
 	}

@@ -8,29 +8,42 @@
 #include <stdio.h>
 #include <string.h>
 
-#define MAX_NAMES 4096
-
 typedef struct renamer {
-	const char *from[MAX_NAMES];
-	char to[MAX_NAMES][12];
-	int n;
-	int nglobal; /* names of sizes and tensors: kept across statements */
+	tc_vec from, to; /* old and new names, in order of first appearance */
+	tc_arena *ar;    /* holds the new names */
+	int nglobal;     /* names of sizes and tensors: kept across statements */
+	int oom;
 } renamer;
 
 static const char *rename_name(void *ud, const char *name)
 {
 	renamer *r = ud;
+	char tmp[24];
+	char *to;
 	int i;
 	if (tc_builtin_lookup(name, (int)strlen(name)) >= 0)
 		return name;
-	for (i = r->n - 1; i >= 0; i--)
-		if (!strcmp(r->from[i], name))
-			return r->to[i];
-	if (r->n == MAX_NAMES)
-		return "v_overflow";
-	r->from[r->n] = name;
-	snprintf(r->to[r->n], sizeof(r->to[0]), "v%d", r->n);
-	return r->to[r->n++];
+	for (i = r->from.n - 1; i >= 0; i--)
+		if (!strcmp(r->from.v[i], name))
+			return r->to.v[i];
+	snprintf(tmp, sizeof(tmp), "v%d", r->from.n);
+	to = tc_arena_strdup(r->ar, tmp);
+	if (!to || tc_vec_push(&r->from, (void *)name) < 0) {
+		r->oom = 1;
+		return "?";
+	}
+	if (tc_vec_push(&r->to, to) < 0) {
+		r->from.n--;
+		r->oom = 1;
+		return "?";
+	}
+	return to;
+}
+
+/* Forget the names after the first n (a statement's indices and lets). */
+static void forget(renamer *r, int n)
+{
+	r->from.n = r->to.n = n;
 }
 
 static void print_decl(renamer *r, const tc_decl *d, tc_buf *b)
@@ -60,7 +73,8 @@ void tc_ir_canonical(const tc_def *def, tc_buf *b)
 	renamer *r = tc_calloc(1, sizeof(*r));
 	int i, j;
 
-	if (!r) {
+	if (!r || !(r->ar = tc_arena_new())) {
+		tc_free(r);
 		b->oom = 1;
 		return;
 	}
@@ -81,7 +95,7 @@ void tc_ir_canonical(const tc_def *def, tc_buf *b)
 		const tc_stmt *s = def->stmts[i];
 		/* temporaries get global names; indices and lets are statement-local */
 		rename_name(r, s->lhs);
-		r->nglobal = r->n;
+		r->nglobal = r->from.n;
 		tc_buf_printf(b, "  %s", rename_name(r, s->lhs));
 		if (s->nidx) {
 			tc_buf_putc(b, '(');
@@ -116,9 +130,14 @@ void tc_ir_canonical(const tc_def *def, tc_buf *b)
 			}
 		}
 		tc_buf_putc(b, '\n');
-		r->n = r->nglobal; /* forget the statement's local names */
+		forget(r, r->nglobal); /* the statement's local names */
 	}
 	tc_buf_puts(b, "}\n");
+	if (r->oom)
+		b->oom = 1;
+	tc_vec_free(&r->from);
+	tc_vec_free(&r->to);
+	tc_arena_free(r->ar);
 	tc_free(r);
 }
 

@@ -2,6 +2,7 @@
 #include "diag.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 tc_source *tc_source_new(const char *name, const char *text, size_t size)
@@ -163,14 +164,17 @@ static void render_line(const tc_source *src, tc_loc loc, tc_buf *b)
 	start = loc.col - 1;
 	if (start > end - line)
 		start = (int)(end - line);
+	/* one column per character: UTF-8 continuation bytes take none */
 	for (i = 0; i < start; i++)
-		tc_buf_putc(b, line[i] == '\t' ? '\t' : ' ');
+		if (((unsigned char)line[i] & 0xC0) != 0x80)
+			tc_buf_putc(b, line[i] == '\t' ? '\t' : ' ');
 	tc_buf_putc(b, '^');
 	n = loc.len;
 	if (start + n > end - line)
 		n = (int)(end - line) - start;
 	for (i = 1; i < n; i++)
-		tc_buf_putc(b, '~');
+		if (((unsigned char)line[start + i] & 0xC0) != 0x80)
+			tc_buf_putc(b, '~');
 	tc_buf_putc(b, '\n');
 }
 
@@ -188,21 +192,46 @@ void tc_diag_render_one(const tc_source *src, tc_severity sev, tc_loc loc,
 		render_line(src, loc, b);
 }
 
+/* Groups (a diagnostic and the notes after it) are rendered in order of
+ * source position; those without a location come after, in their order. */
+typedef struct group {
+	const tc_diag *g;
+	int index;
+} group;
+
+static int group_cmp(const void *pa, const void *pb)
+{
+	const group *a = pa, *b = pb;
+	if (!a->g->loc.line != !b->g->loc.line)
+		return a->g->loc.line ? -1 : 1;
+	if (a->g->loc.line && a->g->loc.off != b->g->loc.off)
+		return a->g->loc.off < b->g->loc.off ? -1 : 1;
+	return a->index - b->index;
+}
+
 void tc_diags_render(const tc_diags *d, unsigned sev_mask, tc_buf *b)
 {
-	int i;
-	int shown = 0; /* whether the diagnostic a note belongs to was shown */
-	for (i = 0; i < d->n; i++) {
-		const tc_diag *g = &d->v[i];
-		if (g->sev == TC_SEV_NOTE ? !shown : !(sev_mask & (1u << g->sev))) {
-			if (g->sev != TC_SEV_NOTE)
-				shown = 0;
-			continue;
-		}
-		if (g->sev != TC_SEV_NOTE)
-			shown = 1;
-		tc_diag_render_one(d->src, g->sev, g->loc, g->msg, b);
+	int i, k, n = 0;
+	group *groups = tc_malloc((size_t)(d->n + 1) * sizeof(group));
+
+	if (!groups) {
+		b->oom = 1;
+		return;
 	}
+	for (i = 0; i < d->n; i++)
+		if (d->v[i].sev != TC_SEV_NOTE || !i) {
+			groups[n].g = &d->v[i];
+			groups[n++].index = i;
+		}
+	qsort(groups, (size_t)n, sizeof(group), group_cmp);
+	for (k = 0; k < n; k++) {
+		if (!(sev_mask & (1u << groups[k].g->sev)))
+			continue; /* and its notes */
+		for (i = groups[k].index; i < d->n && (i == groups[k].index ||
+				d->v[i].sev == TC_SEV_NOTE); i++)
+			tc_diag_render_one(d->src, d->v[i].sev, d->v[i].loc, d->v[i].msg, b);
+	}
+	tc_free(groups);
 	if (d->nerrors > (d->limit ? d->limit : 100))
 		tc_buf_printf(b, "error: too many errors (%d), stopped reporting\n",
 			d->nerrors);

@@ -248,9 +248,22 @@ tc_token *tc_lex(const tc_source *src, tc_diags *d, int *ntoks)
 		else if (c >= 32 && c < 127)
 			tc_error(d, tc_source_loc(src, i, 1),
 				"unexpected character '%c'", c);
-		else
+		else if (c >= 0x80) { /* one error per UTF-8 character */
+			int j = i + 1;
+			while (j < size && ((unsigned char)s[j] & 0xC0) == 0x80)
+				j++;
+			if (j - i == 1) /* not UTF-8: show the byte */
+				tc_error(d, tc_source_loc(src, i, 1),
+					"unexpected byte 0x%02x (tc source is ASCII)", c);
+			else
+				tc_error(d, tc_source_loc(src, i, j - i),
+					"unexpected non-ASCII character '%.*s' (tc source is ASCII)", j - i,
+					s + i);
+			i = j;
+			continue;
+		} else
 			tc_error(d, tc_source_loc(src, i, 1),
-				"unexpected byte 0x%02x (tc source is ASCII)", c);
+				"unexpected control character 0x%02x", c);
 		i++;
 	}
 	*ntoks = n;

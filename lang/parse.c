@@ -25,6 +25,8 @@ typedef struct parser {
 	int ntoks, pos;
 	int failed; /* a syntax error in the current def */
 	int depth;
+	int nlex;      /* the first nlex diagnostics are the lexer's */
+	int def_start; /* offset where the current def starts */
 } parser;
 
 static const tc_token *peek(parser *p)
@@ -58,14 +60,28 @@ static void found(parser *p, const tc_token *t, char *buf, size_t n)
 			p->src->text + t->off);
 }
 
+static int lex_error_in(const tc_diags *d, int nlex, int a, int b);
+
 static void syntax_error(parser *p, const char *expected)
 {
 	char buf[64];
 	if (p->failed)
 		return;
 	p->failed = 1;
+	/* a lexical error in this def already explains what follows */
+	if (lex_error_in(p->d, p->nlex, p->def_start, peek(p)->off + 1))
+		return;
 	found(p, peek(p), buf, sizeof(buf));
 	tc_error(p->d, tok_loc(p, peek(p)), "expected %s but found %s", expected, buf);
+}
+
+/* After a syntax error at a missing closing bracket: point at the opener. */
+static void unclosed(parser *p, const tc_token *open)
+{
+	if (p->d->n && p->d->v[p->d->n - 1].sev == TC_SEV_ERROR &&
+		!lex_error_in(p->d, p->nlex, p->def_start, peek(p)->off + 1))
+		tc_note(p->d, tok_loc(p, open), "to match this '%.*s'", open->len,
+			p->src->text + open->off);
 }
 
 static int accept(parser *p, tc_tok_kind k)
@@ -187,8 +203,12 @@ static tc_expr *parse_base(parser *p)
 	case TK_LPAREN:
 		next(p);
 		e = parse_exp(p);
-		if (!e || !expect(p, TK_RPAREN, "')'"))
+		if (!e)
 			return NULL;
+		if (!expect(p, TK_RPAREN, "')'")) {
+			unclosed(p, t);
+			return NULL;
+		}
 		/* keep the inner node; widen its location to the parentheses */
 		e->loc = loc_from(p, start);
 		return e;
@@ -578,7 +598,7 @@ static tc_def *parse_def(parser *p)
 {
 	int start = p->pos;
 	tc_def *def = tc_arena_alloc(p->ar, sizeof(*def));
-	const tc_token *t;
+	const tc_token *t, *brace;
 	tc_vec stmts = {0};
 
 	if (!def)
@@ -596,12 +616,14 @@ static tc_def *parse_def(parser *p)
 		return NULL;
 	if (parse_decl_list(p, &def->rets, &def->nrets, 1) < 0)
 		return NULL;
+	brace = peek(p);
 	if (!expect(p, TK_LBRACE, "'{'"))
 		return NULL;
 	while (peek(p)->kind != TK_RBRACE) {
 		tc_stmt *s;
-		if (peek(p)->kind == TK_EOF) {
+		if (peek(p)->kind == TK_EOF || peek(p)->kind == TK_DEF) {
 			syntax_error(p, "'}' to close the def");
+			unclosed(p, brace);
 			break;
 		}
 		s = parse_stmt(p);
@@ -651,7 +673,7 @@ tc_program *tc_parse(tc_arena *ar, const tc_source *src, tc_diags *d)
 	p.toks = tc_lex(src, d, &p.ntoks);
 	if (!p.toks)
 		return NULL;
-	nlex = d->n;
+	nlex = p.nlex = d->n;
 	prog->src = src;
 	prog->arena = ar;
 	while (peek(&p)->kind != TK_EOF) {
@@ -661,7 +683,7 @@ tc_program *tc_parse(tc_arena *ar, const tc_source *src, tc_diags *d)
 		if (peek(&p)->kind != TK_DEF) {
 			syntax_error(&p, "'def'");
 		} else {
-			int start = peek(&p)->off;
+			int start = p.def_start = peek(&p)->off;
 			def = parse_def(&p);
 			/* a def with a lexical error is dropped like one with a syntax error */
 			if (def && !p.failed && !lex_error_in(d, nlex, start, peek(&p)->off) &&

@@ -420,15 +420,36 @@ static int require(rctx *R, tc_vec *checks, const tc_sexpr *cond, tc_loc loc,
 /* A constraint not used for solving must hold over the whole domain. */
 static int check_leftover(rctx *R, tc_vec *checks, const cons *c)
 {
-	const tc_sexpr *mn, *mx;
+	const tc_sexpr *mn, *mx, *low, *high;
 	tc_arena *ar = R->ar;
 	tc_loc loc = c->read ? c->read->loc : R->s->lhs_loc;
 	tc_buf b;
-	int r;
+	int r, v;
 
 	others(R, &c->l, -1, &mn, &mx);
+	low = mn; /* the lowest index must be >= 0 ... */
+	high = tc_sx_sub(ar, tc_sx_sub(ar, c->ext, tc_sx_const(ar, 1)), mx); /* ... the highest < ext */
 	tc_buf_init(&b);
 	print_read(R, c, &b);
+	if (tc_sx_sign(low) < 0 || tc_sx_sign(high) < 0) {
+		/* out of bounds whatever the sizes: say why */
+		tc_buf_printf(&b, " reads out of bounds in dimension %d of '%s' (extent ", c->dim,
+			R->tensors[c->tensor]->name);
+		tc_sx_print(c->ext, R->def->sizes, NULL, &b);
+		tc_buf_puts(&b, ") for every size");
+		for (v = 0; v < R->nv; v++)
+			if (c->l.coef[v] && R->fixed[v]) {
+				tc_buf_printf(&b, "; the where clause gives '%s' the range [", R->s->vars[v].name);
+				tc_sx_print(R->s->vars[v].lo, R->def->sizes, NULL, &b);
+				tc_buf_puts(&b, ", ");
+				tc_sx_print(R->s->vars[v].hi, R->def->sizes, NULL, &b);
+				tc_buf_puts(&b, ")");
+			}
+		if (b.s)
+			tc_error(R->d, loc, "%s", b.s);
+		tc_buf_free_diag(&b, R->d);
+		return -1;
+	}
 	tc_buf_printf(&b, " can go out of bounds in dimension %d of '%s' (extent ", c->dim,
 		R->tensors[c->tensor]->name);
 	tc_sx_print(c->ext, R->def->sizes, NULL, &b);
@@ -437,10 +458,9 @@ static int check_leftover(rctx *R, tc_vec *checks, const cons *c)
 		R->d->oom = 1;
 		return -1;
 	}
-	r = require(R, checks, mn, loc, b.s, 1);
+	r = require(R, checks, low, loc, b.s, 1);
 	if (r == 0)
-		r = require(R, checks, tc_sx_sub(ar, tc_sx_sub(ar, c->ext, tc_sx_const(ar, 1)), mx),
-			loc, b.s, 1);
+		r = require(R, checks, high, loc, b.s, 1);
 	tc_buf_free_diag(&b, R->d);
 	return r;
 }
@@ -557,8 +577,11 @@ tc_stat tc_range_infer(tc_arena *ar, tc_diags *d, const tc_def *def,
 		tc_sx_print(sv->hi, def->sizes, NULL, &b);
 		tc_buf_puts(&b, ")");
 		if (!b.s || require(&R, checks, tc_sx_sub(ar, tc_sx_sub(ar, sv->hi, sv->lo),
-						 tc_sx_const(ar, 1)), sv->loc, b.s, 1) < 0)
+						 tc_sx_const(ar, 1)), sv->loc, b.s, 1) < 0) {
 			ok = 0;
+			tc_buf_free_diag(&b, d);
+			continue; /* one error per index */
+		}
 		tc_buf_free_diag(&b, d);
 		/* the first write of a tensor without a declared shape defines it: its
 		 * ranges start at 0 */
@@ -572,14 +595,21 @@ tc_stat tc_range_infer(tc_arena *ar, tc_diags *d, const tc_def *def,
 				tc_error(d, sv->loc,
 					"the where clause gives '%s' the range [%s), but the left-hand indices of the first statement writing '%s' must start at 0 (they define its shape); write it from 0 first, or declare its shape in the -> list",
 					sv->name, b.s ? b.s : "?", s->lhs);
-			else if (tc_sx_is_const(sv->lo, &c))
+			else if (tc_sx_sign(sv->lo) != 0 || tc_sx_is_const(sv->lo, &c)) {
+				/* it starts at lo for every size: shift by lo */
+				tc_buf sh;
+				tc_buf_init(&sh);
+				tc_sx_print(sv->lo, def->sizes, NULL, &sh);
 				tc_error(d, sv->loc,
-					"the inferred range of '%s' is [%s), but ranges of left-hand indices must start at 0; shift the index: write '%s %c %lld' where '%s' is read, so that it starts at 0",
-					sv->name, b.s ? b.s : "?", sv->name, c < 0 ? '-' : '+',
-					(long long)(c < 0 ? -c : c), sv->name);
+					"the inferred range of '%s' is [%s), but ranges of left-hand indices must start at 0; shift the index: write '%s %s %s' where '%s' is read, so that it starts at 0",
+					sv->name, b.s ? b.s : "?", sv->name,
+					sh.s && sh.s[0] == '-' ? "-" : "+",
+					sh.s ? sh.s + (sh.s[0] == '-') : "?", sv->name);
+				tc_buf_free_diag(&sh, d);
+			}
 			else
 				tc_error(d, sv->loc,
-					"the inferred range of '%s' is [%s), which cannot be shown to start at 0; ranges of left-hand indices must start at 0: add 'where %s in 0:...'",
+					"the inferred range of '%s' is [%s), which does not always start at 0; ranges of left-hand indices must start at 0: rewrite the reads so that '%s' starts at 0",
 					sv->name, b.s ? b.s : "?", sv->name);
 			tc_buf_free_diag(&b, d);
 			ok = 0;

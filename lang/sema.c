@@ -254,6 +254,7 @@ static int check_expr(sema *S, tc_expr *e, int guarded);
 /* Check that an integer literal fits the type it takes. */
 static int literal_fits(sema *S, const tc_expr *e, tc_dtype t, int negated, tc_loc loc)
 {
+	const char *text = S->src->text + loc.off; /* the literal as written */
 	double v = e->kind == TC_AST_INT ? (double)e->ival : e->fval;
 	int bits = tc_dtype_bits(t);
 	if (negated)
@@ -262,17 +263,19 @@ static int literal_fits(sema *S, const tc_expr *e, tc_dtype t, int negated, tc_l
 		double lo = tc_dtype_is_signed(t) ? -ldexp(1, bits - 1) : 0;
 		double hi = tc_dtype_is_signed(t) ? ldexp(1, bits - 1) - 1 : ldexp(1, bits) - 1;
 		if (v < lo || v > hi) {
-			tc_error(S->d, loc, "literal %.0f does not fit in %s, the type it takes here",
-				v, tc_dtype_name(t));
+			tc_error(S->d, loc, "literal %.*s does not fit in %s, the type it takes here",
+				loc.len, text, tc_dtype_name(t));
 			return 0;
 		}
 	}
 	if (t == TC_T_F16 && fabs(v) > 65504) {
-		tc_error(S->d, loc, "literal %g does not fit in float16 (at most 65504)", v);
+		tc_error(S->d, loc, "literal %.*s does not fit in float16 (at most 65504)", loc.len,
+			text);
 		return 0;
 	}
 	if (t == TC_T_F32 && fabs(v) > FLT_MAX) {
-		tc_error(S->d, loc, "literal %g does not fit in float32", v);
+		tc_error(S->d, loc, "literal %.*s does not fit in float32 (at most 3.4028235e38)",
+			loc.len, text);
 		return 0;
 	}
 	return 1;
@@ -388,6 +391,21 @@ static int check_readable(sema *S, const tc_expr *e, const tc_tensor_info *t)
 	return 1;
 }
 
+/* A name that a later statement writes: it is read too early.  Reports it
+ * and returns 1, else 0. */
+static int later_write_error(sema *S, const tc_expr *e)
+{
+	int i;
+	for (i = S->s_idx + 1; i < S->def->nstmts; i++)
+		if (!strcmp(S->def->stmts[i]->lhs, e->name)) {
+			tc_error(S->d, e->name_loc,
+				"'%s' is read before any statement writes it (it is first written on line %d)",
+				e->name, S->def->stmts[i]->lhs_loc.line);
+			return 1;
+		}
+	return 0;
+}
+
 static tc_stmt_var *add_var(sema *S, const char *name, tc_loc loc, int is_red)
 {
 	tc_stmt_var *v = tc_arena_alloc(S->ar, sizeof(*v));
@@ -442,8 +460,8 @@ static int check_ident(sema *S, tc_expr *e)
 		tc_tensor_info *t = tensor_at(S, i);
 		if (t->ndim > 0) {
 			tc_error(S->d, e->name_loc,
-				"'%s' is a tensor of rank %d; read an element as %s(...) with %d indices",
-				e->name, t->ndim, e->name, t->ndim);
+				"'%s' is a tensor of rank %d; read an element as %s(...) with %d ind%s",
+				e->name, t->ndim, e->name, t->ndim, t->ndim == 1 ? "ex" : "ices");
 			return -1;
 		}
 		if (!check_readable(S, e, t))
@@ -465,8 +483,10 @@ static int check_ident(sema *S, tc_expr *e)
 			e->name);
 		return -1;
 	}
-	/* any other name is a reduction index */
+	/* any other name is a reduction index (unless a later statement writes it) */
 	i = find_var(S, e->name);
+	if (i < 0 && later_write_error(S, e))
+		return -1;
 	if (i < 0) {
 		if (!add_var(S, e->name, e->name_loc, 1))
 			return -1;
@@ -475,6 +495,12 @@ static int check_ident(sema *S, tc_expr *e)
 	e->ref = TC_REF_INDEX;
 	e->ref_id = i;
 	return 0;
+}
+
+static const char *ordinal(int i)
+{
+	static const char *const names[] = {"first", "second", "third", "fourth"};
+	return i >= 0 && i < 4 ? names[i] : "next";
 }
 
 /* The type a floating builtin computes in, from its argument types. */
@@ -508,15 +534,15 @@ static int check_builtin(sema *S, tc_expr *e, int id, int guarded)
 			(b->kind == TC_BK_INT_SECOND && i == 1);
 		if (int_arg) {
 			if (!tc_dtype_is_int(a->type)) {
-				tc_error(S->d, a->loc, "argument %d of '%s' must be an integer but has type %s",
-					i + 1, b->name, tc_dtype_name(a->type));
+				tc_error(S->d, a->loc, "the %s argument of '%s' must be an integer but has type %s",
+					ordinal(i), b->name, tc_dtype_name(a->type));
 				ok = 0;
 			}
 			continue;
 		}
 		if (b->kind != TC_BK_ANY && a->type == TC_T_BOOL) {
-			tc_error(S->d, a->loc, "argument %d of '%s' must be a number but has type bool",
-				i + 1, b->name);
+			tc_error(S->d, a->loc, "the %s argument of '%s' must be a number but has type bool",
+				ordinal(i), b->name);
 			ok = 0;
 			continue;
 		}
@@ -572,8 +598,8 @@ static int check_call(sema *S, tc_expr *e, int guarded)
 			}
 			if (!tc_dtype_is_int(a->type)) {
 				tc_error(S->d, a->loc,
-					"subscript %d of '%s' must be an integer but has type %s",
-					i + 1, t->name, tc_dtype_name(a->type));
+					"the subscript for dimension %d of '%s' must be an integer but has type %s",
+					i, t->name, tc_dtype_name(a->type));
 				ok = 0;
 			} else if (!settle(S, a, TC_T_I32, 0)) {
 				ok = 0;
@@ -590,6 +616,8 @@ static int check_call(sema *S, tc_expr *e, int guarded)
 			find_let(S, e->name) >= 0 ? "a let name" : "an index");
 		return -1;
 	}
+	if (later_write_error(S, e))
+		return -1;
 	tc_error(S->d, e->name_loc, "unknown tensor or function '%s'", e->name);
 	return -1;
 }
@@ -612,6 +640,14 @@ static int check_binary(sema *S, tc_expr *e)
 		return ok ? 0 : -1;
 	}
 	t = tc_dtype_promote(a->type, a->weak, b->type, b->weak);
+	if ((e->op == TC_AOP_DIV || e->op == TC_AOP_MOD) && tc_dtype_is_int(t)) {
+		int64_t v;
+		if (const_int(b, &v) && v == 0) {
+			tc_error(S->d, b->loc, "integer %s by zero",
+				e->op == TC_AOP_DIV ? "division" : "modulo");
+			return -1;
+		}
+	}
 	if (e->op >= TC_AOP_LT && e->op <= TC_AOP_NE &&
 		(a->type == TC_T_BOOL) != (b->type == TC_T_BOOL) && !a->weak && !b->weak) {
 		tc_error(S->d, e->loc,
@@ -1042,6 +1078,8 @@ static int check_def(sema *S, tc_def *def)
 		ok = 0;
 		sig_bad = 1;
 	}
+	if (def->nrets == 0)
+		tc_warning(S->d, def->name_loc, "def '%s' has no outputs", def->name);
 	for (i = 0; !sig_bad && i < def->nstmts; i++)
 		if (check_stmt(S, def->stmts[i], i) < 0) {
 			tc_stmt *s = def->stmts[i];

@@ -272,6 +272,12 @@ static const tc_sexpr *minmax(tc_arena *ar, tc_sx_kind kind, const tc_sexpr *a,
 		return NULL;
 	if (tc_sx_const_diff(a, b, &d))
 		return (kind == TC_SX_MIN) == (d <= 0) ? a : b;
+	/* decided by the sizes being at least 1: max(0, -N) is 0 */
+	switch (tc_sx_sign(tc_sx_sub(ar, a, b))) {
+	case 1: return kind == TC_SX_MIN ? b : a;
+	case -1: return kind == TC_SX_MIN ? a : b;
+	default: break;
+	}
 	if (cmp(a, b) > 0) {
 		const tc_sexpr *t = a;
 		a = b;
@@ -377,8 +383,16 @@ static void print_sum(const tc_sexpr *e, const char *const *params,
 		}
 		return;
 	}
-	/* positive terms first: "M - N", not "-N + M" */
-	for (pass = 0, first = 1; pass < 2; pass++)
+	/* positive terms first: "M - N", not "-N + M"; "1 - N", not "-N + 1" */
+	first = 1;
+	for (i = 0; i < f.n && f.t[i].coef < 0; i++)
+		;
+	if (i == f.n && f.n && f.c > 0) {
+		tc_buf_printf(b, "%lld", (long long)f.c);
+		f.c = 0;
+		first = 0;
+	}
+	for (pass = 0; pass < 2; pass++)
 		for (i = 0; i < f.n; i++) {
 			int64_t k = f.t[i].coef;
 			if ((k < 0) != pass)

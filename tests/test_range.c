@@ -363,7 +363,7 @@ static void test_where_range_is_fixed_and_checked_at_bind(void **state)
 	tc_free(msg);
 	assert_int_equal(bind_shapes(&c, def, small, params, &msg), TC_ERR);
 	assert_string_equal(msg,
-		"t.tc:2:10: error: for these input sizes, A(i) can go out of bounds in dimension 0 of 'A' (extent N): needs N - 4 >= 0\n"
+		"t.tc:2:10: error: for these input sizes, A(i) can go out of bounds in dimension 0 of 'A' (extent N): needs N - 4 >= 0 (here N = 3)\n"
 		"    O(i) = A(i) where i in 0:4\n"
 		"           ^~~~\n");
 	tc_free(msg);
