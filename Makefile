@@ -34,9 +34,11 @@ fuzz: setup
 
 FUZZ_SECONDS ?= 60
 fuzz-run: fuzz
-	mkdir -p build-fuzz/corpus
+	mkdir -p build-fuzz/corpus build-fuzz/crashes
 	cp tests/corpus/*.tc build-fuzz/corpus/ 2>/dev/null || true
-	build-fuzz/tests/fuzz/fuzz_frontend -max_total_time=$(FUZZ_SECONDS) -max_len=4096 build-fuzz/corpus
+	build-fuzz/tests/fuzz/fuzz_frontend -max_total_time=$(FUZZ_SECONDS) -max_len=4096 -timeout=10 \
+		-dict=tests/fuzz/tc.dict -artifact_prefix=build-fuzz/crashes/ \
+		build-fuzz/corpus tests/fuzz/seeds
 
 clean:
 	rm -rf build build-asan build-fuzz
