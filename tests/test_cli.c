@@ -230,6 +230,8 @@ static void bad_arguments_are_clear_errors(void **state)
 	assert_non_null(strstr(out_text, "'Z' is not an input"));
 	assert_int_equal(tcomp("run k.tc -e k --in A=a.npy --out Q=q.npy"), 1);
 	assert_non_null(strstr(out_text, "'Q' is not an output"));
+	assert_int_equal(tcomp("run k.tc -e k --in A=a.npy --in A=a.npy"), 1);
+	assert_non_null(strstr(out_text, "tensor 'A' is given twice"));
 	assert_int_equal(tcomp("run k.tc -e k --in A"), 1);
 	assert_non_null(strstr(out_text, "expected TENSOR=FILE"));
 	assert_int_equal(tcomp("run k.tc -e k --in A=a.npy --target gpu"), 1);

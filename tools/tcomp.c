@@ -157,9 +157,8 @@ typedef struct binding {
 static binding parse_binding(const char *arg, const char *usage)
 {
 	binding b;
-	static char buf[4096];
-	char *eq;
-	if (strlen(arg) >= sizeof(buf) || !(eq = strchr(arg, '=')) || eq == arg || !eq[1])
+	const char *eq = strchr(arg, '=');
+	if (!eq || eq == arg || !eq[1])
 		die_usage(usage, "expected TENSOR=FILE but found '%s'", arg);
 	b.name = strndup(arg, (size_t)(eq - arg));
 	b.path = eq + 1;
@@ -272,6 +271,13 @@ static int cmd_run(int argc, char **argv)
 	}
 	if (!file)
 		die_usage(run_usage, "%s", "run needs a FILE.tc");
+	for (i = 0; i < nin + nout; i++)
+		for (j = 0; j < i; j++) {
+			const binding *x = i < nin ? &ins[i] : &outs[i - nin];
+			const binding *y = j < nin ? &ins[j] : &outs[j - nin];
+			if ((i < nin) == (j < nin) && !strcmp(x->name, y->name))
+				die_usage(run_usage, "tensor '%s' is given twice", x->name);
+		}
 	m = tc_module_load(ctx, file);
 	if (!m) {
 		status = report(ctx);
