@@ -92,6 +92,10 @@ static val convert(val v, tc_dtype from, tc_dtype to)
 		r.i = tc_dtype_is_float(from) ? v.f != 0 : v.u != 0;
 		return r;
 	}
+	if (to == TC_T_F32 && !tc_dtype_is_float(from)) { /* one rounding, as sitofp */
+		r.f = tc_dtype_is_unsigned(from) ? (double)(float)v.u : (double)(float)v.i;
+		return r;
+	}
 	if (tc_dtype_is_float(to)) {
 		r.f = to_double(v, from);
 		return normalize(r, to);
