@@ -8,6 +8,7 @@
 
 #include "../ir/interp.h"
 #include "../lang/ast.h"
+#include "../polyhedral/poly.h"
 #include "options.h"
 #include "tensor.h"
 
@@ -326,6 +327,38 @@ char *tc_module_signature(tc_module *m, const char *entry)
 	return tc_buf_take(&b);
 }
 
+/* The schedule tree or the isl AST of def i, parametric (params NULL) or
+ * for concrete sizes. */
+static char *emit_poly(tc_module *m, int i, const int64_t *params, const char *stage)
+{
+	const tc_ir_func *f = get_func(m, i);
+	isl_ctx *ctx;
+	tc_poly *p = NULL;
+	tc_diags d;
+	char *text = NULL;
+	if (!f)
+		return NULL;
+	ctx = tc_poly_ctx_new();
+	if (!ctx) {
+		tc_rt_set_error(m->ctx, "out of memory");
+		return NULL;
+	}
+	tc_diags_init(&d, m->src);
+	p = tc_poly_build(ctx, f, params, &d);
+	if (p && tc_poly_schedule(p, NULL, 0, &d) == 0) {
+		if (!strcmp(stage, "schedule"))
+			text = tc_poly_schedule_str(p);
+		else if (tc_poly_ast(p, &d) == 0)
+			text = tc_poly_ast_str(p);
+	}
+	if (!text)
+		set_error_diags(m->ctx, &d);
+	tc_diags_clear(&d);
+	tc_poly_free(p);
+	isl_ctx_free(ctx);
+	return text;
+}
+
 char *tc_module_emit(tc_module *m, const char *entry, const char *stage)
 {
 	tc_buf b;
@@ -345,8 +378,14 @@ char *tc_module_emit(tc_module *m, const char *entry, const char *stage)
 		tc_ir_print(f, &b);
 	} else if (stage && !strcmp(stage, "canonical")) {
 		tc_ir_canonical(m->prog->defs[i], &b);
+	} else if (stage && (!strcmp(stage, "schedule") || !strcmp(stage, "poly-ast"))) {
+		char *text = emit_poly(m, i, NULL, stage);
+		if (!text)
+			return NULL;
+		tc_buf_puts(&b, text);
+		tc_free(text);
 	} else {
-		tc_rt_set_error(m->ctx, "unknown stage '%s' (this release has: ast, ir, canonical)",
+		tc_rt_set_error(m->ctx, "unknown stage '%s' (stages without shapes: ast, ir, canonical, schedule, poly-ast)",
 			stage ? stage : "(null)");
 		return NULL;
 	}

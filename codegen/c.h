@@ -1,0 +1,14 @@
+/* The isl AST of a tc_poly printed as readable C (tcomp emit --stage c):
+ * loops and guards from isl, statement bodies from the IR expressions with
+ * the interpreter's semantics spelled out (casts, floor division helpers),
+ * a function  void NAME(void *const *tensors)  like the LLVM backend's.
+ * For inspection: the text compiles with a C compiler, but the LLVM
+ * backend is what runs. */
+#ifndef TC_CG_C_H
+#define TC_CG_C_H
+
+#include "../polyhedral/poly.h"
+
+__tc_give char *tc_cg_c_text(__tc_keep const tc_poly *p, __tc_keep tc_diags *d);
+
+#endif

@@ -1,0 +1,725 @@
+/* The polyhedral model, schedule and AST of an IR function (see poly.h).
+ *
+ * The model is written as isl text and parsed: domains, access relations
+ * and the original schedule are plain quasi-affine descriptions, and the
+ * text form is easy to read back in `tcomp emit --stage schedule` and in
+ * errors.  Everything after parsing uses isl objects. */
+#include "poly.h"
+
+#include <isl/aff.h>
+#include <isl/ast_build.h>
+#include <isl/flow.h>
+#include <isl/id.h>
+#include <isl/map.h>
+#include <isl/options.h>
+#include <isl/printer.h>
+#include <isl/schedule_node.h>
+#include <isl/val.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+isl_ctx *tc_poly_ctx_new(void)
+{
+	isl_ctx *ctx = isl_ctx_alloc();
+	if (ctx)
+		isl_options_set_on_error(ctx, ISL_ON_ERROR_CONTINUE);
+	return ctx;
+}
+
+/* Words isl's parser reserves; a tcomp name equal to one gets a '_'. */
+static int isl_keyword(const char *s)
+{
+	static const char *const kw[] = {"and", "or", "not", "implies", "exists", "floor",
+		"ceil", "mod", "min", "max", "infty", "NaN", "true", "false", "rat", "Z"};
+	size_t i;
+	for (i = 0; i < sizeof(kw) / sizeof(kw[0]); i++)
+		if (!strcmp(s, kw[i]))
+			return 1;
+	return 0;
+}
+
+static void put_name(tc_buf *b, const char *s)
+{
+	tc_buf_puts(b, s);
+	if (isl_keyword(s))
+		tc_buf_putc(b, '_');
+}
+
+/* Names of the sizes and of the current statement's variables. */
+typedef struct names {
+	const tc_ir_func *f;
+	const tc_ir_stmt *s; /* NULL outside a statement */
+} names;
+
+static void put_param(tc_buf *b, const names *n, int p)
+{
+	put_name(b, n->f->params[p].name);
+}
+
+static void put_var(tc_buf *b, const names *n, int v)
+{
+	put_name(b, n->s->vars[v].name);
+}
+
+/* A size expression in isl syntax. */
+static void sx_isl(tc_buf *b, const tc_sexpr *e, const names *n)
+{
+	switch (e->kind) {
+	case TC_SX_CONST: tc_buf_printf(b, "(%lld)", (long long)e->c); break;
+	case TC_SX_PARAM: put_param(b, n, e->id); break;
+	case TC_SX_VAR: put_var(b, n, e->id); break;
+	case TC_SX_ADD:
+		tc_buf_putc(b, '(');
+		sx_isl(b, e->a, n);
+		tc_buf_puts(b, " + ");
+		sx_isl(b, e->b, n);
+		tc_buf_putc(b, ')');
+		break;
+	case TC_SX_MUL:
+		tc_buf_printf(b, "(%lld*", (long long)e->c);
+		sx_isl(b, e->a, n);
+		tc_buf_putc(b, ')');
+		break;
+	case TC_SX_FLOORDIV:
+		tc_buf_puts(b, "floor((");
+		sx_isl(b, e->a, n);
+		tc_buf_printf(b, ")/%lld)", (long long)e->c);
+		break;
+	case TC_SX_MOD:
+		tc_buf_puts(b, "((");
+		sx_isl(b, e->a, n);
+		tc_buf_printf(b, ") mod %lld)", (long long)e->c);
+		break;
+	case TC_SX_MIN:
+	case TC_SX_MAX:
+		tc_buf_puts(b, e->kind == TC_SX_MIN ? "min(" : "max(");
+		sx_isl(b, e->a, n);
+		tc_buf_puts(b, ", ");
+		sx_isl(b, e->b, n);
+		tc_buf_putc(b, ')');
+		break;
+	}
+}
+
+/* Whether an integer conversion keeps every value (so the subscript stays
+ * the same affine function). */
+static int widening(tc_dtype from, tc_dtype to)
+{
+	if (tc_dtype_is_signed(to))
+		return tc_dtype_is_signed(from) ? tc_dtype_bits(from) <= tc_dtype_bits(to)
+						: tc_dtype_bits(from) < tc_dtype_bits(to);
+	return tc_dtype_is_unsigned(from) && tc_dtype_bits(from) <= tc_dtype_bits(to);
+}
+
+/* A subscript in isl syntax if it is quasi-affine in the statement's
+ * variables and the sizes; 0 (and b left partly written) if not. */
+static int ix_isl(tc_buf *b, const tc_ir_expr *e, const names *n)
+{
+	const tc_ir_expr *x, *y;
+	switch (e->op) {
+	case TC_OP_CONST:
+		if (!tc_dtype_is_int(e->type))
+			return 0;
+		tc_buf_printf(b, "(%lld)", (long long)e->c.i);
+		return 1;
+	case TC_OP_INDEX:
+		put_var(b, n, e->id);
+		return 1;
+	case TC_OP_SIZE:
+		put_param(b, n, e->id);
+		return 1;
+	case TC_OP_CAST:
+		return tc_dtype_is_int(e->type) && tc_dtype_is_int(e->args[0]->type) &&
+			widening(e->args[0]->type, e->type) && ix_isl(b, e->args[0], n);
+	case TC_OP_NEG:
+		tc_buf_puts(b, "(-");
+		if (!ix_isl(b, e->args[0], n))
+			return 0;
+		tc_buf_putc(b, ')');
+		return 1;
+	case TC_OP_ADD:
+	case TC_OP_SUB:
+		tc_buf_putc(b, '(');
+		if (!ix_isl(b, e->args[0], n))
+			return 0;
+		tc_buf_puts(b, e->op == TC_OP_ADD ? " + " : " - ");
+		if (!ix_isl(b, e->args[1], n))
+			return 0;
+		tc_buf_putc(b, ')');
+		return 1;
+	case TC_OP_MUL:
+		x = e->args[0];
+		y = e->args[1];
+		if (y->op == TC_OP_CONST) {
+			x = e->args[1];
+			y = e->args[0];
+		}
+		if (x->op != TC_OP_CONST || !tc_dtype_is_int(x->type))
+			return 0;
+		tc_buf_printf(b, "(%lld*", (long long)x->c.i);
+		if (!ix_isl(b, y, n))
+			return 0;
+		tc_buf_putc(b, ')');
+		return 1;
+	case TC_OP_DIV:
+	case TC_OP_MOD:
+		y = e->args[1];
+		if (y->op != TC_OP_CONST || !tc_dtype_is_int(y->type) || y->c.i <= 0 ||
+			!tc_dtype_is_signed(e->type))
+			return 0;
+		tc_buf_puts(b, e->op == TC_OP_DIV ? "floor((" : "((");
+		if (!ix_isl(b, e->args[0], n))
+			return 0;
+		tc_buf_printf(b, e->op == TC_OP_DIV ? ")/%lld)" : ") mod %lld)", (long long)y->c.i);
+		return 1;
+	case TC_OP_CALL:
+		if (e->id != TC_BI_MIN && e->id != TC_BI_MAX)
+			return 0;
+		tc_buf_puts(b, e->id == TC_BI_MIN ? "min(" : "max(");
+		if (!ix_isl(b, e->args[0], n))
+			return 0;
+		tc_buf_puts(b, ", ");
+		if (!ix_isl(b, e->args[1], n))
+			return 0;
+		tc_buf_putc(b, ')');
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+static void put_params(tc_buf *b, const tc_ir_func *f)
+{
+	names n = {f, NULL};
+	int i;
+	tc_buf_putc(b, '[');
+	for (i = 0; i < f->nparams; i++) {
+		if (i)
+			tc_buf_puts(b, ", ");
+		put_param(b, &n, i);
+	}
+	tc_buf_puts(b, "] -> ");
+}
+
+/* "S0[i, j, k]" with the first ndims variables of the statement. */
+static void put_tuple(tc_buf *b, const tc_poly_stmt *st, const names *n)
+{
+	int v;
+	tc_buf_printf(b, "%s[", st->name);
+	for (v = 0; v < st->ndims; v++) {
+		if (v)
+			tc_buf_puts(b, ", ");
+		put_var(b, n, v);
+	}
+	tc_buf_putc(b, ']');
+}
+
+static void isl_failed(isl_ctx *ctx, tc_diags *d, const char *what)
+{
+	tc_loc none;
+	const char *msg = isl_ctx_last_error_msg(ctx);
+	memset(&none, 0, sizeof(none));
+	tc_error(d, none, "internal error: isl could not %s%s%s", what, msg ? ": " : "",
+		msg ? msg : "");
+	isl_ctx_reset_error(ctx);
+}
+
+/* Parse text into acc (a union map or set, by is_set), consuming acc. */
+static void *add_text(tc_poly *p, void *acc, tc_buf *b, int is_set, tc_diags *d)
+{
+	void *x;
+	if (!acc || b->oom || !b->s)
+		goto fail;
+	if (is_set) {
+		x = isl_union_set_read_from_str(p->ctx, b->s);
+		x = x ? isl_union_set_union(acc, x) : NULL;
+		if (!x)
+			goto fail_isl;
+	} else {
+		x = isl_union_map_read_from_str(p->ctx, b->s);
+		x = x ? isl_union_map_union(acc, x) : NULL;
+		if (!x)
+			goto fail_isl;
+	}
+	tc_buf_free(b);
+	return x;
+fail_isl:
+	isl_failed(p->ctx, d, "read the model");
+	tc_buf_free(b);
+	return NULL;
+fail:
+	if (is_set)
+		isl_union_set_free(acc);
+	else
+		isl_union_map_free(acc);
+	tc_buf_free(b);
+	return NULL;
+}
+
+/* The statement instances of the IR statements. */
+static int make_stmts(tc_poly *p)
+{
+	const tc_ir_func *f = p->f;
+	int i, n = 0;
+	p->stmts = tc_calloc((size_t)(2 * f->nstmts + 1), sizeof(tc_poly_stmt));
+	if (!p->stmts)
+		return -1;
+	for (i = 0; i < f->nstmts; i++) {
+		const tc_ir_stmt *s = &f->stmts[i];
+		if (s->init && s->red != TC_RED_ASSIGN) {
+			tc_poly_stmt *st = &p->stmts[n++];
+			st->ir = s;
+			st->ir_index = i;
+			st->kind = TC_POLY_INIT;
+			st->ndims = s->nlhs;
+			snprintf(st->name, sizeof(st->name), "S%d_init", i);
+		}
+		p->stmts[n].ir = s;
+		p->stmts[n].ir_index = i;
+		p->stmts[n].kind = s->red == TC_RED_ASSIGN ? TC_POLY_ASSIGN : TC_POLY_UPDATE;
+		p->stmts[n].ndims = s->nvars;
+		snprintf(p->stmts[n].name, sizeof(p->stmts[n].name), "S%d", i);
+		n++;
+	}
+	p->nstmts = n;
+	return 0;
+}
+
+static int build_context(tc_poly *p, tc_diags *d)
+{
+	const tc_ir_func *f = p->f;
+	names n = {f, NULL};
+	tc_buf b;
+	int i;
+	tc_buf_init(&b);
+	put_params(&b, f);
+	tc_buf_puts(&b, "{ : ");
+	for (i = 0; i < f->nparams; i++) {
+		tc_buf_puts(&b, i ? " and " : "");
+		put_param(&b, &n, i);
+		if (p->params)
+			tc_buf_printf(&b, " = %lld", (long long)p->params[i]);
+		else
+			tc_buf_puts(&b, " >= 1");
+	}
+	for (i = 0; !p->params && i < f->nchecks; i++) {
+		tc_buf_puts(&b, f->nparams || i ? " and " : "");
+		sx_isl(&b, f->checks[i].e, &n);
+		tc_buf_puts(&b, f->checks[i].eq ? " = 0" : " >= 0");
+	}
+	tc_buf_puts(&b, " }");
+	if (b.oom || !b.s) {
+		tc_buf_free(&b);
+		return -1;
+	}
+	p->context = isl_set_read_from_str(p->ctx, b.s);
+	tc_buf_free(&b);
+	if (!p->context) {
+		isl_failed(p->ctx, d, "read the context");
+		return -1;
+	}
+	return 0;
+}
+
+/* Domains, accesses and the original schedule, one statement at a time. */
+static void add_domain(tc_buf *b, const tc_poly *p, const tc_poly_stmt *st, const names *n)
+{
+	int v;
+	put_params(b, p->f);
+	tc_buf_puts(b, "{ ");
+	put_tuple(b, st, n);
+	for (v = 0; v < st->ndims; v++) {
+		tc_buf_puts(b, v ? " and " : " : ");
+		sx_isl(b, st->ir->vars[v].lo, n);
+		tc_buf_puts(b, " <= ");
+		put_var(b, n, v);
+		tc_buf_puts(b, " < ");
+		sx_isl(b, st->ir->vars[v].hi, n);
+	}
+	tc_buf_puts(b, " }");
+}
+
+/* "S[...] -> T[lhs]": the element a statement writes (or accumulates). */
+static void add_lhs_access(tc_buf *b, const tc_poly *p, const tc_poly_stmt *st, const names *n)
+{
+	int v;
+	put_params(b, p->f);
+	tc_buf_puts(b, "{ ");
+	put_tuple(b, st, n);
+	tc_buf_puts(b, " -> ");
+	put_name(b, p->f->tensors[st->ir->tensor].name);
+	tc_buf_putc(b, '[');
+	for (v = 0; v < st->ir->nlhs; v++) {
+		if (v)
+			tc_buf_puts(b, ", ");
+		put_var(b, n, v);
+	}
+	tc_buf_puts(b, "] }");
+}
+
+/* One read: affine subscripts exactly, others over the whole extent. */
+static void add_read(tc_buf *b, const tc_poly *p, const tc_poly_stmt *st, const names *n,
+	const tc_ir_expr *e)
+{
+	const tc_ir_tensor *t = &p->f->tensors[e->id];
+	int k, any = 0;
+	put_params(b, p->f);
+	tc_buf_puts(b, "{ ");
+	put_tuple(b, st, n);
+	tc_buf_puts(b, " -> ");
+	put_name(b, t->name);
+	tc_buf_putc(b, '[');
+	for (k = 0; k < e->nargs; k++) {
+		tc_buf sub;
+		if (k)
+			tc_buf_puts(b, ", ");
+		tc_buf_init(&sub);
+		if (ix_isl(&sub, e->args[k], n) && sub.s)
+			tc_buf_puts(b, sub.s);
+		else
+			tc_buf_printf(b, "o%d", k); /* not affine: any element */
+		if (sub.oom)
+			b->oom = 1;
+		tc_buf_free(&sub);
+	}
+	tc_buf_puts(b, "]");
+	for (k = 0; k < e->nargs; k++) {
+		tc_buf sub;
+		tc_buf_init(&sub);
+		if (!(ix_isl(&sub, e->args[k], n) && sub.s)) {
+			tc_buf_printf(b, "%s0 <= o%d < ", any++ ? " and " : " : ", k);
+			sx_isl(b, t->ext[k], n);
+		}
+		tc_buf_free(&sub);
+	}
+	tc_buf_puts(b, " }");
+}
+
+static int add_reads(tc_poly *p, const tc_poly_stmt *st, const names *n, const tc_ir_expr *e,
+	tc_diags *d)
+{
+	int i;
+	for (i = 0; i < e->nargs; i++)
+		if (add_reads(p, st, n, e->args[i], d) < 0)
+			return -1;
+	if (e->op == TC_OP_READ) {
+		tc_buf b;
+		tc_buf_init(&b);
+		add_read(&b, p, st, n, e);
+		if (!(p->reads = add_text(p, p->reads, &b, 0, d)))
+			return -1;
+	}
+	return 0;
+}
+
+/* Textual order: S<k>_init[l] -> [k, l, 0, 0...], S<k>[l, r] -> [k, l, 1, r, 0...]
+ * padded to a common dimension. */
+static void add_original(tc_buf *b, const tc_poly *p, const tc_poly_stmt *st, const names *n,
+	int width)
+{
+	int v, k = 1;
+	put_params(b, p->f);
+	tc_buf_puts(b, "{ ");
+	put_tuple(b, st, n);
+	tc_buf_printf(b, " -> [%d", st->ir_index);
+	for (v = 0; v < st->ir->nlhs; v++, k++) {
+		tc_buf_puts(b, ", ");
+		put_var(b, n, v);
+	}
+	tc_buf_printf(b, ", %d", st->kind == TC_POLY_INIT ? 0 : 1);
+	k++;
+	for (v = st->ir->nlhs; v < st->ndims; v++, k++) {
+		tc_buf_puts(b, ", ");
+		put_var(b, n, v);
+	}
+	for (; k < width; k++)
+		tc_buf_puts(b, ", 0");
+	tc_buf_puts(b, "] }");
+}
+
+/* flow | anti | output dependences in the original schedule. */
+static int compute_deps(tc_poly *p, tc_diags *d)
+{
+	isl_union_access_info *ai;
+	isl_union_flow *flow;
+	isl_union_map *dep[3];
+	int i;
+
+	for (i = 0; i < 3; i++) {
+		/* 0 flow: reads after writes; 1 anti: writes after reads;
+		 * 2 output: writes after writes */
+		ai = isl_union_access_info_from_sink(isl_union_map_copy(i == 0 ? p->reads : p->writes));
+		if (i == 0)
+			ai = isl_union_access_info_set_must_source(ai, isl_union_map_copy(p->writes));
+		else
+			ai = isl_union_access_info_set_may_source(ai,
+				isl_union_map_copy(i == 1 ? p->reads : p->writes));
+		ai = isl_union_access_info_set_schedule_map(ai, isl_union_map_copy(p->original));
+		flow = isl_union_access_info_compute_flow(ai);
+		dep[i] = isl_union_flow_get_may_dependence(flow);
+		isl_union_flow_free(flow);
+	}
+	p->deps = isl_union_map_union(isl_union_map_union(dep[0], dep[1]), dep[2]);
+	p->deps = isl_union_map_coalesce(p->deps);
+	if (!p->deps) {
+		isl_failed(p->ctx, d, "compute dependences");
+		return -1;
+	}
+	return 0;
+}
+
+tc_poly *tc_poly_build(isl_ctx *ctx, const tc_ir_func *f, const int64_t *params, tc_diags *d)
+{
+	tc_poly *p = tc_calloc(1, sizeof(*p));
+	int i, width = 0;
+
+	if (!p)
+		goto oom;
+	p->ctx = ctx;
+	p->f = f;
+	if (params) {
+		p->params = tc_malloc((size_t)(f->nparams + 1) * sizeof(int64_t));
+		if (!p->params)
+			goto oom;
+		memcpy(p->params, params, (size_t)f->nparams * sizeof(int64_t));
+	}
+	if (make_stmts(p) < 0)
+		goto oom;
+	if (build_context(p, d) < 0)
+		goto error;
+	p->domain = isl_union_set_empty(isl_set_get_space(p->context));
+	p->writes = isl_union_map_empty(isl_set_get_space(p->context));
+	p->reads = isl_union_map_empty(isl_set_get_space(p->context));
+	p->original = isl_union_map_empty(isl_set_get_space(p->context));
+	for (i = 0; i < p->nstmts; i++)
+		if (p->stmts[i].ir->nvars + 2 > width)
+			width = p->stmts[i].ir->nvars + 2;
+	for (i = 0; i < p->nstmts; i++) {
+		const tc_poly_stmt *st = &p->stmts[i];
+		names n = {f, st->ir};
+		tc_buf b;
+		tc_buf_init(&b);
+		add_domain(&b, p, st, &n);
+		if (!(p->domain = add_text(p, p->domain, &b, 1, d)))
+			goto error;
+		add_lhs_access(&b, p, st, &n);
+		if (!(p->writes = add_text(p, p->writes, &b, 0, d)))
+			goto error;
+		if (st->kind == TC_POLY_UPDATE) { /* the accumulator is read too */
+			add_lhs_access(&b, p, st, &n);
+			if (!(p->reads = add_text(p, p->reads, &b, 0, d)))
+				goto error;
+		}
+		if (st->kind != TC_POLY_INIT && add_reads(p, st, &n, st->ir->rhs, d) < 0)
+			goto error;
+		add_original(&b, p, st, &n, width);
+		if (!(p->original = add_text(p, p->original, &b, 0, d)))
+			goto error;
+	}
+	p->domain = isl_union_set_intersect_params(p->domain, isl_set_copy(p->context));
+	p->reads = isl_union_map_intersect_domain(p->reads, isl_union_set_copy(p->domain));
+	p->writes = isl_union_map_intersect_domain(p->writes, isl_union_set_copy(p->domain));
+	p->original = isl_union_map_intersect_domain(p->original, isl_union_set_copy(p->domain));
+	if (!p->domain || !p->reads || !p->writes || !p->original) {
+		isl_failed(ctx, d, "build the model");
+		goto error;
+	}
+	if (compute_deps(p, d) < 0)
+		goto error;
+	return p;
+oom:
+	{
+		tc_loc none;
+		memset(&none, 0, sizeof(none));
+		tc_error(d, none, "out of memory building the polyhedral model");
+	}
+error:
+	tc_poly_free(p);
+	return NULL;
+}
+
+/* The original schedule as a schedule tree (when the scheduler fails). */
+static isl_schedule *original_tree(tc_poly *p)
+{
+	isl_schedule *s = isl_schedule_from_domain(isl_union_set_copy(p->domain));
+	isl_multi_union_pw_aff *m =
+		isl_multi_union_pw_aff_from_union_map(isl_union_map_copy(p->original));
+	return isl_schedule_insert_partial_schedule(s, m);
+}
+
+tc_stat tc_poly_schedule(tc_poly *p, const tc_poly_pass *passes, int npasses, tc_diags *d)
+{
+	isl_schedule_constraints *sc;
+	isl_schedule_node *node;
+	int i;
+
+	sc = isl_schedule_constraints_on_domain(isl_union_set_copy(p->domain));
+	sc = isl_schedule_constraints_set_context(sc, isl_set_copy(p->context));
+	sc = isl_schedule_constraints_set_validity(sc, isl_union_map_copy(p->deps));
+	sc = isl_schedule_constraints_set_proximity(sc, isl_union_map_copy(p->deps));
+	/* so that a band member is marked coincident only if it carries no
+	 * dependence (parallel loops, later) */
+	sc = isl_schedule_constraints_set_coincidence(sc, isl_union_map_copy(p->deps));
+	isl_schedule_free(p->schedule);
+	p->schedule = isl_schedule_constraints_compute_schedule(sc);
+	if (!p->schedule) { /* the original order is always legal */
+		isl_ctx_reset_error(p->ctx);
+		p->schedule = original_tree(p);
+	}
+	if (!p->schedule) {
+		isl_failed(p->ctx, d, "compute a schedule");
+		return TC_ERR;
+	}
+	for (i = 0; i < npasses; i++)
+		if (passes[i](p, d) < 0)
+			return TC_ERR;
+	/* the kernel mark below the domain node, carrying the model */
+	node = isl_schedule_get_root(p->schedule);
+	node = isl_schedule_node_child(node, 0);
+	node = isl_schedule_node_insert_mark(node, isl_id_alloc(p->ctx, TC_POLY_MARK_KERNEL, p));
+	isl_schedule_free(p->schedule);
+	p->schedule = isl_schedule_node_get_schedule(node);
+	isl_schedule_node_free(node);
+	if (!p->schedule) {
+		isl_failed(p->ctx, d, "mark the schedule");
+		return TC_ERR;
+	}
+	return TC_OK;
+}
+
+static void inst_free(void *user)
+{
+	tc_poly_inst *inst = user;
+	int i;
+	for (i = 0; i < inst->n; i++)
+		isl_ast_expr_free(inst->index[i]);
+	tc_free(inst->index);
+	tc_free(inst);
+}
+
+static const tc_poly_stmt *find_stmt(const tc_poly *p, const char *name)
+{
+	int i;
+	for (i = 0; name && i < p->nstmts; i++)
+		if (!strcmp(p->stmts[i].name, name))
+			return &p->stmts[i];
+	return NULL;
+}
+
+/* at_each_domain: annotate the user node with its statement and the value
+ * of each domain dimension as an expression of the AST iterators (the
+ * inverse of the schedule at this point of the build). */
+static isl_ast_node *at_domain(isl_ast_node *node, isl_ast_build *build, void *user)
+{
+	tc_poly *p = user;
+	isl_union_map *sched = isl_ast_build_get_schedule(build);
+	isl_map *map = isl_map_reverse(isl_map_from_union_map(sched));
+	isl_pw_multi_aff *iter;
+	tc_poly_inst *inst;
+	isl_id *id;
+	int i;
+
+	if (!map)
+		return isl_ast_node_free(node);
+	inst = tc_calloc(1, sizeof(*inst));
+	if (!inst) {
+		isl_map_free(map);
+		return isl_ast_node_free(node);
+	}
+	inst->stmt = find_stmt(p, isl_map_get_tuple_name(map, isl_dim_out));
+	iter = isl_pw_multi_aff_from_map(map);
+	if (!inst->stmt || !iter)
+		goto error;
+	inst->index = tc_calloc((size_t)inst->stmt->ndims + 1, sizeof(isl_ast_expr *));
+	if (!inst->index)
+		goto error;
+	inst->n = inst->stmt->ndims;
+	for (i = 0; i < inst->n; i++) {
+		inst->index[i] = isl_ast_build_expr_from_pw_aff(build,
+			isl_pw_multi_aff_get_pw_aff(iter, i));
+		if (!inst->index[i])
+			goto error;
+	}
+	isl_pw_multi_aff_free(iter);
+	id = isl_id_alloc(p->ctx, inst->stmt->name, inst);
+	id = isl_id_set_free_user(id, inst_free);
+	if (!id) {
+		inst_free(inst);
+		return isl_ast_node_free(node);
+	}
+	return isl_ast_node_set_annotation(node, id);
+error:
+	isl_pw_multi_aff_free(iter);
+	inst_free(inst);
+	return isl_ast_node_free(node);
+}
+
+tc_stat tc_poly_ast(tc_poly *p, tc_diags *d)
+{
+	isl_ast_build *build = isl_ast_build_from_context(isl_set_copy(p->context));
+	build = isl_ast_build_set_at_each_domain(build, at_domain, p);
+	isl_ast_node_free(p->ast);
+	p->ast = isl_ast_build_node_from_schedule(build, isl_schedule_copy(p->schedule));
+	isl_ast_build_free(build);
+	if (!p->ast) {
+		isl_failed(p->ctx, d, "generate the AST");
+		return TC_ERR;
+	}
+	return TC_OK;
+}
+
+void tc_poly_free(tc_poly *p)
+{
+	if (!p)
+		return;
+	isl_ast_node_free(p->ast);
+	isl_schedule_free(p->schedule);
+	isl_union_map_free(p->deps);
+	isl_union_map_free(p->original);
+	isl_union_map_free(p->reads);
+	isl_union_map_free(p->writes);
+	isl_union_set_free(p->domain);
+	isl_set_free(p->context);
+	tc_free(p->stmts);
+	tc_free(p->params);
+	tc_free(p);
+}
+
+const tc_poly_inst *tc_poly_node_inst(isl_ast_node *node)
+{
+	isl_id *id = isl_ast_node_get_annotation(node);
+	const tc_poly_inst *inst = id ? isl_id_get_user(id) : NULL;
+	isl_id_free(id); /* the node keeps its reference */
+	return inst;
+}
+
+int tc_poly_param_index(const tc_poly *p, const char *isl_name)
+{
+	int i;
+	for (i = 0; isl_name && i < p->f->nparams; i++) {
+		const char *n = p->f->params[i].name;
+		size_t len = strlen(n);
+		if (!strncmp(isl_name, n, len) &&
+			(!isl_name[len] || (isl_keyword(n) && !strcmp(isl_name + len, "_"))))
+			return i;
+	}
+	return -1;
+}
+
+char *tc_poly_schedule_str(const tc_poly *p)
+{
+	char *s = isl_schedule_to_str(p->schedule);
+	char *r = s ? tc_strdup(s) : NULL;
+	free(s);
+	return r;
+}
+
+char *tc_poly_ast_str(const tc_poly *p)
+{
+	char *s = isl_ast_node_to_C_str(p->ast);
+	char *r = s ? tc_strdup(s) : NULL;
+	free(s);
+	return r;
+}

@@ -1,0 +1,115 @@
+/* The polyhedral model of an IR function, its schedule and its AST, built
+ * with stock isl.
+ *
+ * Pipeline (tc_poly_build, then tc_poly_schedule, then tc_poly_ast):
+ *   IR function -> statement instances (a reduction with '!' becomes an init
+ *   statement over its left-hand indices plus an update statement over all
+ *   its indices) -> domains, read and write access relations (non-affine
+ *   subscripts such as gathers over-approximated by the whole extent), the
+ *   original textual-order schedule -> dependences (flow, anti, output with
+ *   isl_union_access_info_compute_flow) -> a schedule tree from the isl
+ *   scheduler (validity = all dependences), then the schedule passes ->
+ *   an isl AST whose user nodes carry a tc_poly_inst annotation.
+ *
+ * Schedule passes work on the schedule tree; a pass may insert mark nodes
+ * whose isl_id names a tcomp mark and carries a tcomp object as its user
+ * pointer.  Backends walk the AST and see the marks as AST mark nodes.
+ *
+ * Naming in isl: parameters are the size names, statement tuples are "S<k>"
+ * (the update or only statement of IR statement k) and "S<k>_init", arrays
+ * are the tensor names, statement dimensions the index variable names;
+ * names that would clash with isl keywords get a trailing '_'.
+ *
+ * Specialisation: built with concrete sizes (params non-NULL), the AST
+ * context fixes every size, so loop bounds are constants; without (params
+ * NULL) the model is parametric with the context "every size >= 1 and the
+ * def's size conditions hold" (for printing and golden tests). */
+#ifndef TC_POLY_H
+#define TC_POLY_H
+
+#include <isl/ast.h>
+#include <isl/ctx.h>
+#include <isl/schedule.h>
+#include <isl/set.h>
+#include <isl/union_map.h>
+#include <isl/union_set.h>
+
+#include "../ir/ir.h"
+
+/* What a statement instance does. */
+typedef enum tc_poly_kind {
+	TC_POLY_ASSIGN, /* tensor[lhs] = rhs (an IR '=' statement) */
+	TC_POLY_INIT,   /* tensor[lhs] = identity of the IR statement's operator */
+	TC_POLY_UPDATE, /* tensor[lhs] = tensor[lhs] op rhs (op of the IR statement) */
+} tc_poly_kind;
+
+/* A statement of the polyhedral model. */
+typedef struct tc_poly_stmt {
+	const tc_ir_stmt *ir; /* the IR statement */
+	int ir_index;         /* its number in the function */
+	tc_poly_kind kind;
+	int ndims;            /* domain dimensions: ir->nlhs for INIT, ir->nvars otherwise */
+	char name[24];        /* isl tuple name */
+} tc_poly_stmt;
+
+/* The annotation of an AST user node: which statement runs, and the value
+ * of each of its domain dimensions (its index variables, in order) as an
+ * isl AST expression over the AST's iterators and the sizes, computed in
+ * the at_each_domain callback. */
+typedef struct tc_poly_inst {
+	const tc_poly_stmt *stmt;
+	int n;
+	isl_ast_expr **index; /* n expressions, owned */
+} tc_poly_inst;
+
+/* Mark names (isl_id names of mark nodes) that passes insert. */
+#define TC_POLY_MARK_KERNEL "tc_kernel" /* the root; user pointer: the tc_poly */
+
+typedef struct tc_poly {
+	isl_ctx *ctx; /* borrowed */
+	const tc_ir_func *f;
+	int64_t *params;    /* concrete sizes, or NULL: parametric */
+	int nstmts;
+	tc_poly_stmt *stmts;
+	isl_set *context;        /* constraints on the sizes */
+	isl_union_set *domain;
+	isl_union_map *writes;   /* must-writes */
+	isl_union_map *reads;    /* may-reads (every read, over-approximated) */
+	isl_union_map *original; /* the textual-order schedule, as a map */
+	isl_union_map *deps;     /* flow | anti | output dependences */
+	isl_schedule *schedule;  /* after tc_poly_schedule */
+	isl_ast_node *ast;       /* after tc_poly_ast */
+} tc_poly;
+
+/* A schedule pass: transforms p->schedule in place (owning it); -1 on error
+ * with a message in d.  Passes run in order after the isl scheduler. */
+typedef tc_stat (*tc_poly_pass)(tc_poly *p, tc_diags *d);
+
+/* Build the model of f (sizes params[f->nparams], or NULL for a parametric
+ * model) in ctx.  NULL with a message in d on failure.  The ctx should have
+ * isl's on_error set to ISL_ON_ERROR_CONTINUE (tc_poly_ctx_new does). */
+__tc_give tc_poly *tc_poly_build(__tc_keep isl_ctx *ctx, __tc_keep const tc_ir_func *f,
+	__tc_keep const int64_t *params, __tc_keep tc_diags *d);
+/* Compute the schedule: the isl scheduler with every dependence as a
+ * validity constraint (falling back to the original schedule if it fails),
+ * then the passes (npasses may be 0), then the kernel mark at the root. */
+tc_stat tc_poly_schedule(__tc_keep tc_poly *p, const tc_poly_pass *passes, int npasses,
+	__tc_keep tc_diags *d);
+/* Generate the AST of the schedule (p->ast). */
+tc_stat tc_poly_ast(__tc_keep tc_poly *p, __tc_keep tc_diags *d);
+void tc_poly_free(__tc_take tc_poly *p);
+
+/* The annotation of a user node (NULL if it has none). */
+const tc_poly_inst *tc_poly_node_inst(__tc_keep isl_ast_node *user_node);
+/* The value of size parameter named by an isl id in the AST (-1 if not a
+ * size or the model is parametric). */
+int tc_poly_param_index(const tc_poly *p, const char *isl_name);
+
+/* Text for `tcomp emit`: the schedule tree, the AST as C-like text. */
+__tc_give char *tc_poly_schedule_str(__tc_keep const tc_poly *p);
+__tc_give char *tc_poly_ast_str(__tc_keep const tc_poly *p);
+
+/* A new isl context set up for tcomp (errors do not abort). */
+__tc_give isl_ctx *tc_poly_ctx_new(void);
+
+#endif
