@@ -31,6 +31,15 @@
 extern "C" {
 #endif
 
+/* Symbol export: the shared library (libtcomp.so) is built with
+ * -fvisibility=hidden and exports exactly the functions declared in this
+ * header: everything between this push and the pop at the end has default
+ * visibility, so a function added here is exported without further marking. */
+#if defined(__GNUC__) || defined(__clang__)
+#pragma GCC visibility push(default)
+#define TC_VISIBILITY_PUSHED_
+#endif
+
 #define TCOMP_VERSION "0.1.0"
 
 /* DLPack 0.6 has no bool code; tcomp uses the code later DLPack versions
@@ -51,7 +60,10 @@ typedef struct tc_options tc_options;
 /* ---- contexts ---- */
 tc_context *tc_context_new(void);
 void tc_context_free(tc_context *ctx);
-/* The last error (rendered diagnostics), or "" when the last call succeeded. */
+/* The calling thread's last error about ctx (rendered diagnostics), or ""
+ * when its last call on ctx succeeded.  Valid until that thread's next call
+ * on ctx.  Errors are per thread, so threads running kernels at once each
+ * see their own. */
 const char *tc_context_error(const tc_context *ctx);
 /* Warnings of the last tc_module_parse/load (rendered), or "". */
 const char *tc_context_warnings(const tc_context *ctx);
@@ -108,6 +120,11 @@ int tc_kernel_run(tc_kernel *k, const DLTensor *const *inputs, int n_inputs,
 void tc_kernel_free(tc_kernel *k);
 
 void tc_string_free(char *s);
+
+#ifdef TC_VISIBILITY_PUSHED_
+#pragma GCC visibility pop
+#undef TC_VISIBILITY_PUSHED_
+#endif
 
 #ifdef __cplusplus
 }

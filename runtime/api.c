@@ -13,14 +13,56 @@
 #include "tensor.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
 struct tc_context {
-	char *error;
 	char *warnings;
 };
+
+/* Errors are kept per thread (so that concurrent tc_kernel_run calls do not
+ * race on the message): the calling thread's last error and the context it
+ * belongs to. */
+typedef struct thread_error {
+	const tc_context *ctx;
+	char *msg;
+} thread_error;
+
+static pthread_key_t error_key;
+static pthread_once_t error_once = PTHREAD_ONCE_INIT;
+static int error_key_ok;
+
+static void thread_error_free(void *p)
+{
+	thread_error *e = p;
+	tc_free(e->msg);
+	tc_free(e);
+}
+
+static void error_key_init(void)
+{
+	error_key_ok = pthread_key_create(&error_key, thread_error_free) == 0;
+}
+
+/* The calling thread's error slot (NULL when out of memory). */
+static thread_error *thread_err(int create)
+{
+	thread_error *e;
+	pthread_once(&error_once, error_key_init);
+	if (!error_key_ok)
+		return NULL;
+	e = pthread_getspecific(error_key);
+	if (!e && create) {
+		e = tc_calloc(1, sizeof(*e));
+		if (e && pthread_setspecific(error_key, e) != 0) {
+			tc_free(e);
+			e = NULL;
+		}
+	}
+	return e;
+}
 
 struct tc_module {
 	tc_context *ctx;
@@ -43,8 +85,14 @@ struct tc_kernel {
 
 static void set_error_str(tc_context *ctx, char *msg)
 {
-	tc_free(ctx->error);
-	ctx->error = msg;
+	thread_error *e = thread_err(msg != NULL);
+	if (!e) {
+		tc_free(msg);
+		return;
+	}
+	tc_free(e->msg);
+	e->msg = msg;
+	e->ctx = ctx;
 }
 
 static void clear_error(tc_context *ctx)
@@ -85,18 +133,26 @@ tc_context *tc_context_new(void)
 
 void tc_context_free(tc_context *ctx)
 {
+	thread_error *e;
 	if (!ctx)
 		return;
-	tc_free(ctx->error);
+	e = thread_err(0);
+	if (e && e->ctx == ctx) { /* the calling thread's message about ctx */
+		tc_free(e->msg);
+		e->msg = NULL;
+		e->ctx = NULL;
+	}
 	tc_free(ctx->warnings);
 	tc_free(ctx);
 }
 
 const char *tc_context_error(const tc_context *ctx)
 {
+	const thread_error *e;
 	if (!ctx)
 		return "error: no context (NULL)\n";
-	return ctx->error ? ctx->error : "";
+	e = thread_err(0);
+	return e && e->ctx == ctx && e->msg ? e->msg : "";
 }
 
 const char *tc_context_warnings(const tc_context *ctx)
