@@ -1,6 +1,7 @@
 #!/bin/sh
 # make demo: check the example kernels, then run a few of them end to end on
-# random .npy inputs through the tcomp command (the reference interpreter).
+# random .npy inputs through the tcomp command, and from a host C program
+# through the C API (examples/host.c).
 set -e
 BUILD=${1:-build}
 TCOMP="$BUILD/tcomp"
@@ -36,6 +37,12 @@ step "$TCOMP" run "$EX/conv2d.tc" -e conv2d --in I="$WORK/img.npy" --in W1="$WOR
 	--in B="$WORK/bias.npy"
 step "$TCOMP" run "$EX/mlp.tc" -e fc_relu --in I="$WORK/x.npy" --in W1="$WORK/fw.npy" \
 	--in Bias="$WORK/fb.npy" --print
+
+echo
+echo "== a host C program on the C API (examples/host.c, linked with libtcomp.so):"
+echo "   compile matmul and softmax for the shapes given, run them, check against C loops"
+step "$BUILD/host" "$EX/matmul.tc" "$EX/softmax.tc" 64 32 48
+step "$BUILD/host" "$EX/matmul.tc" "$EX/softmax.tc" 3 300 7
 
 echo
 echo "== what the compiler sees: the tensor IR of matmul"

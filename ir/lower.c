@@ -161,6 +161,15 @@ static tc_ir_expr *lower_expr(lower *L, const tc_expr *e)
 		r = node(L, binop(e->op), e->type, e->loc, 1);
 		if (!r || !(r->args[0] = cast(L, lower_expr(L, e->args[0]), e->optype)))
 			return NULL;
+		if (e->op == TC_AOP_NEG && r->args[0]->op == TC_OP_CONST) { /* fold -literal */
+			tc_ir_expr *c = r->args[0];
+			if (tc_dtype_is_float(c->type))
+				c->c.f = -c->c.f;
+			else
+				c->c.i = wrap_int((int64_t)(0 - (uint64_t)c->c.i), c->type);
+			c->loc = e->loc;
+			return c;
+		}
 		return r;
 	case TC_AST_BINARY:
 		r = node(L, binop(e->op), e->type, e->loc, 2);

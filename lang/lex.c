@@ -5,6 +5,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -132,7 +133,7 @@ static int lex_number(const tc_source *src, tc_diags *d, int off, tc_token *t)
 		t->kind = TK_FLOAT;
 		errno = 0;
 		t->fval = strtod(buf, NULL);
-		if (errno == ERANGE && t->fval != 0) {
+		if (errno == ERANGE && isinf(t->fval)) { /* underflow to a subnormal is fine */
 			tc_error(d, tc_source_loc(src, off, i - off),
 				"number %s is too large for float64", buf);
 			t->fval = 0;

@@ -143,7 +143,7 @@ static tc_expr *finish(parser *p, tc_expr *e)
 	if (e->depth > TC_MAX_TREE) {
 		if (!p->failed)
 			tc_error(p->d, e->loc,
-				"expression too deep (more than %d nested operations); split it over several statements through a temporary",
+				"expression too deep (its tree is more than %d levels high); split it over several statements through a temporary",
 				TC_MAX_TREE);
 		p->failed = 1;
 		return NULL;
@@ -154,6 +154,7 @@ static tc_expr *finish(parser *p, tc_expr *e)
 /* args ::= '(' [exp {',' exp}] ')'   (the '(' already consumed) */
 static tc_expr *parse_call_args(parser *p, tc_expr *e)
 {
+	const tc_token *open = &p->toks[p->pos - 1];
 	tc_vec args = {0};
 	int i, ok = 1;
 
@@ -167,8 +168,10 @@ static tc_expr *parse_call_args(parser *p, tc_expr *e)
 				break;
 			}
 		} while (accept(p, TK_COMMA));
-		if (ok && !expect(p, TK_RPAREN, "',' or ')'"))
+		if (ok && !expect(p, TK_RPAREN, "',' or ')'")) {
+			unclosed(p, open);
 			ok = 0;
+		}
 	}
 	if (ok) {
 		e->nargs = args.n;

@@ -364,10 +364,15 @@ static int round_(rctx *R, int lhs_kind)
 
 static void print_read(const rctx *R, const cons *c, tc_buf *b)
 {
-	if (c->read)
+	int i;
+	if (c->read) {
 		tc_ast_print_expr(c->read, b);
-	else
-		tc_buf_printf(b, "the write to %s", R->s->lhs);
+		return;
+	}
+	tc_buf_printf(b, "the write to %s(", R->s->lhs);
+	for (i = 0; i < R->s->nidx; i++)
+		tc_buf_printf(b, "%s%s", i ? ", " : "", R->s->idx[i]);
+	tc_buf_putc(b, ')');
 }
 
 static int add_check(rctx *R, tc_vec *checks, const tc_sexpr *e, int eq, tc_loc loc,
@@ -433,8 +438,8 @@ static int check_leftover(rctx *R, tc_vec *checks, const cons *c)
 	print_read(R, c, &b);
 	if (tc_sx_sign(low) < 0 || tc_sx_sign(high) < 0) {
 		/* out of bounds whatever the sizes: say why */
-		tc_buf_printf(&b, " reads out of bounds in dimension %d of '%s' (extent ", c->dim,
-			R->tensors[c->tensor]->name);
+		tc_buf_printf(&b, " %s out of bounds in dimension %d of '%s' (extent ",
+			c->read ? "reads" : "goes", c->dim, R->tensors[c->tensor]->name);
 		tc_sx_print(c->ext, R->def->sizes, NULL, &b);
 		tc_buf_puts(&b, ") for every size");
 		for (v = 0; v < R->nv; v++)
@@ -593,8 +598,9 @@ tc_stat tc_range_infer(tc_arena *ar, tc_diags *d, const tc_def *def,
 			tc_sx_print(sv->hi, def->sizes, NULL, &b);
 			if (R.fixed[v])
 				tc_error(d, sv->loc,
-					"the where clause gives '%s' the range [%s), but the left-hand indices of the first statement writing '%s' must start at 0 (they define its shape); write it from 0 first, or declare its shape in the -> list",
-					sv->name, b.s ? b.s : "?", s->lhs);
+					"the where clause gives '%s' the range [%s), but the left-hand indices of the first statement writing '%s' must start at 0 (they define its shape); write it from 0 first%s",
+					sv->name, b.s ? b.s : "?", s->lhs, lhs->kind == TC_TENSOR_OUTPUT
+					? ", or declare its shape in the -> list" : "");
 			else if (tc_sx_sign(sv->lo) != 0 || tc_sx_is_const(sv->lo, &c)) {
 				/* it starts at lo for every size: shift by lo */
 				tc_buf sh;

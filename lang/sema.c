@@ -350,6 +350,23 @@ static int const_int(const tc_expr *e, int64_t *v)
 	}
 }
 
+/* Whether e is made of integer literals and + - * only, and overflows. */
+static int const_overflows(const tc_expr *e)
+{
+	int64_t v;
+	if (e->kind == TC_AST_INT || const_int(e, &v))
+		return 0;
+	if (e->kind == TC_AST_UNARY)
+		return e->op == TC_AOP_NEG && (e->args[0]->kind == TC_AST_INT ||
+			const_overflows(e->args[0]));
+	if (e->kind != TC_AST_BINARY || e->op > TC_AOP_MUL)
+		return 0;
+	return (e->args[0]->kind == TC_AST_INT || const_int(e->args[0], &v) ||
+		       const_overflows(e->args[0])) &&
+		(e->args[1]->kind == TC_AST_INT || const_int(e->args[1], &v) ||
+			const_overflows(e->args[1]));
+}
+
 /* Give a weak expression the type t of its context (the top of a subtree of
  * literals): each literal must fit, and so must a constant integer
  * expression as a whole (int8: 100 + 100 does not). */
@@ -358,6 +375,10 @@ static int settle(sema *S, tc_expr *e, tc_dtype t, int negated)
 	int64_t v;
 	if (!e->weak || !settle_rec(S, e, t, negated))
 		return !e->weak;
+	if (tc_dtype_is_int(e->type) && e->kind == TC_AST_BINARY && const_overflows(e)) {
+		tc_error(S->d, e->loc, "the constant expression overflows int64");
+		return 0;
+	}
 	if (tc_dtype_is_int(e->type) && e->kind != TC_AST_INT && e->kind != TC_AST_UNARY &&
 		const_int(e, &v)) {
 		int bits = tc_dtype_bits(e->type);
@@ -693,9 +714,12 @@ static int check_expr(sema *S, tc_expr *e, int guarded)
 		if (check_expr(S, e->args[0], guarded) < 0)
 			return -1;
 		e->type = e->optype = e->cast_type;
-		/* a cast converts: uint8(-1) is 255.  Float literals cast to a
-		 * float type are read in that type directly (float64(0.1)). */
-		if (tc_dtype_is_float(e->cast_type) && tc_dtype_is_float(e->args[0]->type))
+		/* a cast converts: uint8(-1) is 255, float16(70000.0) is inf.  Float
+		 * literals cast to a float type that holds them are read in that
+		 * type directly (float64(0.1)). */
+		if (tc_dtype_is_float(e->cast_type) && e->args[0]->kind == TC_AST_FLOAT &&
+			(e->cast_type != TC_T_F16 || fabs(e->args[0]->fval) <= 65504) &&
+			(e->cast_type != TC_T_F32 || fabs(e->args[0]->fval) <= FLT_MAX))
 			return settle(S, e->args[0], e->cast_type, 0) ? 0 : -1;
 		return 0;
 	case TC_AST_UNARY:

@@ -541,10 +541,60 @@ static bnd bounds(const tc_sexpr *e)
 	return r;
 }
 
+/* A lower bound of a normal form, bounding each atom separately. */
+static int aff_lower(const aff *f, int64_t *lb)
+{
+	int64_t v = f->c, t;
+	int i;
+	for (i = 0; i < f->n; i++) {
+		bnd b = bounds(f->t[i].atom);
+		int64_t k = f->t[i].coef;
+		if (k > 0 ? !b.has_lo : !b.has_hi)
+			return 0;
+		if (__builtin_mul_overflow(k, k > 0 ? b.lo : b.hi, &t) ||
+			__builtin_add_overflow(v, t, &v))
+			return 0;
+	}
+	*lb = v;
+	return 1;
+}
+
+/* e >= 0 by cases: -min(b, c) >= -b and max(b, c) >= b, so e >= 0 when e
+ * with such a term replaced by one operand is (N - min(N, M) >= 0). */
+static int nonneg_by_cases(const tc_sexpr *e)
+{
+	aff f, g;
+	int64_t lb;
+	int i, j, k;
+	memset(&f, 0, sizeof(f));
+	to_aff(e, 1, &f);
+	if (f.overflow)
+		return 0;
+	for (i = 0; i < f.n; i++) {
+		const tc_sexpr *a = f.t[i].atom;
+		if (!((a->kind == TC_SX_MIN && f.t[i].coef < 0) ||
+			    (a->kind == TC_SX_MAX && f.t[i].coef > 0)))
+			continue;
+		for (k = 0; k < 2; k++) {
+			memset(&g, 0, sizeof(g));
+			g.c = f.c;
+			for (j = 0; j < f.n; j++)
+				if (j != i)
+					aff_add_term(&g, f.t[j].coef, f.t[j].atom);
+			to_aff(k ? a->b : a->a, f.t[i].coef, &g);
+			if (!g.overflow && aff_lower(&g, &lb) && lb >= 0)
+				return 1;
+		}
+	}
+	return 0;
+}
+
 int tc_sx_sign(const tc_sexpr *e)
 {
 	bnd b = bounds(e);
 	if (b.has_lo && b.lo >= 0)
+		return 1;
+	if (e && nonneg_by_cases(e))
 		return 1;
 	if (b.has_hi && b.hi < 0)
 		return -1;
