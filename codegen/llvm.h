@@ -6,18 +6,27 @@
  *     void kernel(void *const *tensors)
  * where tensors[t] is the data of tensor t of the IR function (inputs, then
  * outputs, then temporaries: the runtime provides the temporaries' workspace;
- * the kernel never allocates).  Tensors are dense row-major with the extents
- * of the concrete sizes the tc_poly was built with.
+ * the kernel never allocates) and tensors[ntensors] points to an error
+ * record int64_t err[2], zero on entry.  Tensors are dense row-major with the
+ * extents of the concrete sizes the tc_poly was built with.
  *
  * The code computes exactly what the reference interpreter (ir/interp.c)
  * computes: values in their static types (integers wrap, float16 rounded
  * after every operation), floor division and modulo for integers, floor
  * modulo for floats, saturating float-to-integer conversion (NaN -> 0),
- * NaN-ignoring min/max (minnum/maxnum), reduction identities as the
- * interpreter's, short-circuit && and ||, and only the chosen branch of ?:
- * evaluated.  Builtins are LLVM intrinsics or libm calls (float32 builtins may
- * differ from the interpreter's double-then-round results by a few ulp).
- * Unlike the interpreter, compiled code does not bounds-check gathers. */
+ * min/max that ignore a NaN operand and otherwise keep the first operand on
+ * ties (a <= b ? a : b), reduction identities as the interpreter's,
+ * short-circuit && and ||, and only the chosen branch of ?: evaluated.
+ * Builtins are LLVM intrinsics or libm calls (float32 builtins may differ
+ * from the interpreter's double-then-round results by a few ulp).
+ *
+ * Checks: reads that range inference did not prove in bounds (a subscript
+ * that is not affine, such as a gather, or a read that runs only under a
+ * branch of ?: or the right side of && and ||) and integer division or
+ * modulo by a divisor that is not a constant are checked at run time.  The
+ * first failing check stores its site number + 1 in err[0] and the offending
+ * index in err[1]; the kernel goes on with a safe value (index 0, a divisor
+ * giving 0) and the runtime reports the error (tc_cg_code_site). */
 #ifndef TC_CG_LLVM_H
 #define TC_CG_LLVM_H
 
@@ -38,6 +47,20 @@ typedef struct tc_cg_code tc_cg_code;
 __tc_give tc_cg_code *tc_cg_llvm_compile(__tc_keep tc_cg_jit *jit, __tc_keep const tc_poly *p,
 	__tc_keep tc_diags *d);
 tc_cg_fn tc_cg_code_fn(__tc_keep const tc_cg_code *c);
+
+/* A run-time check of the generated code (see above). */
+typedef enum tc_cg_check {
+	TC_CG_CHECK_BOUNDS, /* dimension dim of tensor read out of bounds */
+	TC_CG_CHECK_DIV,    /* integer division (op '/') or modulo ('%') by zero */
+} tc_cg_check;
+typedef struct tc_cg_site {
+	tc_cg_check kind;
+	tc_loc loc; /* of the read or the division */
+	int tensor, dim;
+	char op; /* '/' or '%' */
+} tc_cg_site;
+/* Site number i of c's checks (NULL if there is none). */
+const tc_cg_site *tc_cg_code_site(__tc_keep const tc_cg_code *c, int64_t i);
 void tc_cg_code_free(__tc_take tc_cg_code *c);
 
 /* Text of the optimised LLVM IR (stage "llvm") or of the host assembly

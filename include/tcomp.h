@@ -14,8 +14,14 @@
  * "file:line:col: error: ...", the source line and a caret.  The library never
  * exits or aborts on bad input.
  *
- * Threads: a context and everything made from it must be used by one thread
- * at a time (this release); separate contexts are independent.
+ * Threads: tc_kernel_run may be called from several threads at once, on the
+ * same kernel or on different ones.  tc_compile, tc_kernel_free and
+ * tc_module_free may be called from any thread (the context serialises
+ * them).  Parsing a module and reading its warnings are for one thread at a
+ * time per context.  Errors are kept per thread (tc_context_error).  A
+ * context must outlive its modules and kernels; a kernel keeps its module
+ * alive.  Compiled kernels are memoised per (module, entry, input dtypes
+ * and shapes, options): compiling the same again is cheap.
  *
  * Ownership: objects returned by *_new, *_parse, *_load and tc_compile
  * belong to the caller and are freed with the matching *_free; strings
@@ -79,12 +85,17 @@ const char *tc_module_def_name(const tc_module *m, int i);
 /* Number of inputs and outputs of entry (-1 if absent), and the name of
  * tensor i (inputs first, then outputs). */
 int tc_module_def_arity(tc_module *m, const char *entry, int *n_inputs, int *n_outputs);
+/* Declared dtype and rank of input i of entry (-1 if absent). */
+int tc_module_input_type(tc_module *m, const char *entry, int i, DLDataType *dtype, int *ndim);
 const char *tc_module_tensor_name(tc_module *m, const char *entry, int i);
 /* "def mm(float32(M,K) A, float32(K,N) B) -> (float32(M,N) C)" with the
  * inferred output types and shapes; NULL if entry is absent. */
 char *tc_module_signature(tc_module *m, const char *entry);
-/* Text of a compilation stage of entry: "ast", "ir" or "canonical".  NULL
- * with an error for an unknown entry or stage. */
+/* Text of a compilation stage of entry, for any sizes: "syntax" (the
+ * checked syntax tree), "ir" (tensor IR), "canonical" (renamed text),
+ * "schedule" (isl schedule tree), "ast" (isl AST: the loop nest), "c"
+ * (readable C).  "llvm" and "asm" need shapes: tc_kernel_emit.  NULL with an
+ * error for an unknown entry or stage. */
 char *tc_module_emit(tc_module *m, const char *entry, const char *stage);
 /* Stable hash of the canonical (identifier-renamed) text of entry, as 16 hex
  * digits, written into out[17]; -1 if entry is absent. */
@@ -93,7 +104,9 @@ int tc_module_hash(tc_module *m, const char *entry, char out[17]);
 /* ---- options ---- */
 /* Options are name=value pairs from one declarative table; see
  * tc_options_describe.  Options in this release:
- *   target   interp   where kernels run (interp: the reference interpreter) */
+ *   target   cpu|interp   where kernels run: compiled for the host CPU
+ *                         (default) or in the bounds-checked reference
+ *                         interpreter */
 tc_options *tc_options_new(void);
 void tc_options_free(tc_options *o);
 /* -1 (with a message in ctx, which may be NULL) for an unknown name or a
@@ -117,6 +130,10 @@ int tc_kernel_output_shape(const tc_kernel *k, int i, DLDataType *dtype, int *nd
  * outputs' previous contents.  0 ok, -1 error. */
 int tc_kernel_run(tc_kernel *k, const DLTensor *const *inputs, int n_inputs,
 	DLTensor *const *outputs, int n_outputs);
+/* Text of a compilation stage of the kernel, specialised to its shapes:
+ * the stages of tc_module_emit plus "llvm" (optimised LLVM IR) and "asm"
+ * (host assembly).  NULL with an error for an unknown stage. */
+char *tc_kernel_emit(tc_kernel *k, const char *stage);
 void tc_kernel_free(tc_kernel *k);
 
 void tc_string_free(char *s);

@@ -381,8 +381,9 @@ double tc_interp_builtin(tc_builtin_id id, const double *args)
 	case TC_BI_ATAN2: return atan2(x, args[1]);
 	case TC_BI_COPYSIGN: return copysign(x, args[1]);
 	case TC_BI_FDIM: return fdim(x, args[1]);
-	case TC_BI_FMAX: return fmax(x, args[1]);
-	case TC_BI_FMIN: return fmin(x, args[1]);
+	/* a NaN operand ignored; ties (-0 against +0) keep the first operand */
+	case TC_BI_FMAX: return isnan(args[1]) ? x : isnan(x) ? args[1] : x >= args[1] ? x : args[1];
+	case TC_BI_FMIN: return isnan(args[1]) ? x : isnan(x) ? args[1] : x <= args[1] ? x : args[1];
 	case TC_BI_FMOD: return fmod(x, args[1]);
 	case TC_BI_HYPOT: return hypot(x, args[1]);
 	case TC_BI_NEXTAFTER: return nextafter(x, args[1]);

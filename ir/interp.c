@@ -226,14 +226,18 @@ static int compare(val a, val b, tc_dtype t)
 	return a.i < b.i ? -1 : a.i > b.i;
 }
 
-/* min/max as CUDA's fminf/fmaxf for floats (a NaN operand is ignored). */
+/* min/max (and fmin/fmax): a NaN operand is ignored, as CUDA's fminf; on a
+ * tie (including -0 against +0) the first operand, so that every backend
+ * gives the same bits (C's fmin leaves the sign of a zero result open). */
 static val minmax(val a, val b, tc_dtype t, int is_max)
 {
 	int c;
 	if (tc_dtype_is_float(t)) {
-		val r;
-		r.f = is_max ? fmax(a.f, b.f) : fmin(a.f, b.f);
-		return r;
+		if (isnan(b.f))
+			return a;
+		if (isnan(a.f))
+			return b;
+		return (is_max ? a.f >= b.f : a.f <= b.f) ? a : b;
 	}
 	c = compare(a, b, t);
 	return (is_max ? c >= 0 : c <= 0) ? a : b;
@@ -306,8 +310,8 @@ static val call(interp *I, const tc_ir_expr *e)
 		a[i] = eval(I, e->args[i]);
 		args[i] = to_double(a[i], e->args[i]->type);
 	}
-	if (e->id == TC_BI_MIN || e->id == TC_BI_MAX)
-		return minmax(a[0], a[1], e->type, e->id == TC_BI_MAX);
+	if (e->id == TC_BI_MIN || e->id == TC_BI_MAX || e->id == TC_BI_FMIN || e->id == TC_BI_FMAX)
+		return minmax(a[0], a[1], e->type, e->id == TC_BI_MAX || e->id == TC_BI_FMAX);
 	/* Builtins whose result is not the double result rounded once to the
 	 * type: the next representable value, and fused multiply-add (a double
 	 * fma rounded again to float32 could round twice). */

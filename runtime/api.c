@@ -8,7 +8,9 @@
 
 #include "../ir/interp.h"
 #include "../lang/ast.h"
-#include "../polyhedral/poly.h"
+#include "internal.h"
+
+#include "../codegen/c.h"
 #include "options.h"
 #include "tensor.h"
 
@@ -18,9 +20,6 @@
 #include <stdio.h>
 #include <string.h>
 
-struct tc_context {
-	char *warnings;
-};
 
 /* Errors are kept per thread (so that concurrent tc_kernel_run calls do not
  * race on the message): the calling thread's last error and the context it
@@ -64,22 +63,6 @@ static thread_error *thread_err(int create)
 	return e;
 }
 
-struct tc_module {
-	tc_context *ctx;
-	int refs;
-	tc_arena *ar;
-	tc_source *src;
-	tc_program *prog;
-	tc_ir_func **funcs; /* per def, lowered on demand */
-};
-
-struct tc_kernel {
-	tc_module *m;
-	const tc_ir_func *f;
-	int64_t *params;
-	tc_tensor *shapes; /* inputs then outputs: dtype, ndim, shape (no data) */
-	tc_options *options;
-};
 
 /* ---- errors ---- */
 
@@ -95,7 +78,7 @@ static void set_error_str(tc_context *ctx, char *msg)
 	e->ctx = ctx;
 }
 
-static void clear_error(tc_context *ctx)
+void tc_rt_clear_error(tc_context *ctx)
 {
 	set_error_str(ctx, NULL);
 }
@@ -116,7 +99,7 @@ void tc_rt_set_error(tc_context *ctx, const char *fmt, ...)
 }
 
 /* Record rendered diagnostics as the context's error. */
-static void set_error_diags(tc_context *ctx, const tc_diags *d)
+void tc_rt_set_error_diags(tc_context *ctx, const tc_diags *d)
 {
 	tc_buf b;
 	tc_buf_init(&b);
@@ -128,7 +111,12 @@ static void set_error_diags(tc_context *ctx, const tc_diags *d)
 
 tc_context *tc_context_new(void)
 {
-	return tc_calloc(1, sizeof(tc_context));
+	tc_context *ctx = tc_calloc(1, sizeof(tc_context));
+	if (ctx && pthread_mutex_init(&ctx->lock, NULL) != 0) {
+		tc_free(ctx);
+		return NULL;
+	}
+	return ctx;
 }
 
 void tc_context_free(tc_context *ctx)
@@ -142,6 +130,8 @@ void tc_context_free(tc_context *ctx)
 		e->msg = NULL;
 		e->ctx = NULL;
 	}
+	tc_cg_jit_free(ctx->jit);
+	pthread_mutex_destroy(&ctx->lock);
 	tc_free(ctx->warnings);
 	tc_free(ctx);
 }
@@ -175,7 +165,7 @@ tc_module *tc_module_parse(tc_context *ctx, const char *source, const char *file
 
 	if (!ctx)
 		return NULL;
-	clear_error(ctx);
+	tc_rt_clear_error(ctx);
 	tc_free(ctx->warnings);
 	ctx->warnings = NULL;
 	if (!source) {
@@ -183,13 +173,15 @@ tc_module *tc_module_parse(tc_context *ctx, const char *source, const char *file
 		return NULL;
 	}
 	m = tc_calloc(1, sizeof(*m));
+	if (m) {
+		m->ctx = ctx;
+		m->refs = 1;
+	}
 	if (!m || !(m->ar = tc_arena_new()) ||
 		!(m->src = tc_source_new(filename ? filename : "<string>", source, strlen(source)))) {
 		tc_rt_set_error(ctx, "out of memory");
 		goto error;
 	}
-	m->ctx = ctx;
-	m->refs = 1;
 	tc_diags_init(&d, m->src);
 	m->prog = tc_parse(m->ar, m->src, &d);
 	/* check the defs that parsed, even if others did not */
@@ -201,7 +193,7 @@ tc_module *tc_module_parse(tc_context *ctx, const char *source, const char *file
 		goto error;
 	}
 	if (d.nerrors) {
-		set_error_diags(ctx, &d);
+		tc_rt_set_error_diags(ctx, &d);
 		tc_diags_clear(&d);
 		goto error;
 	}
@@ -269,7 +261,7 @@ tc_module *tc_module_load(tc_context *ctx, const char *path)
 	tc_module *m;
 	if (!ctx)
 		return NULL;
-	clear_error(ctx);
+	tc_rt_clear_error(ctx);
 	if (!path) {
 		tc_rt_set_error(ctx, "tc_module_load: path is NULL");
 		return NULL;
@@ -284,8 +276,17 @@ tc_module *tc_module_load(tc_context *ctx, const char *path)
 
 void tc_module_free(tc_module *m)
 {
-	if (!m || --m->refs > 0)
+	int i, last;
+	if (!m)
 		return;
+	pthread_mutex_lock(&m->ctx->lock);
+	last = --m->refs == 0;
+	pthread_mutex_unlock(&m->ctx->lock);
+	if (!last)
+		return;
+	for (i = 0; i < m->compiled.n; i++)
+		tc_rt_compiled_free(m->compiled.v[i]);
+	tc_vec_free(&m->compiled);
 	tc_free(m->funcs);
 	tc_arena_free(m->ar);
 	tc_source_free(m->src);
@@ -302,8 +303,8 @@ const char *tc_module_def_name(const tc_module *m, int i)
 	return m && i >= 0 && i < m->prog->ndefs ? m->prog->defs[i]->name : NULL;
 }
 
-/* The def called entry, or NULL with an error listing the defs. */
-static int find_def(tc_module *m, const char *entry)
+/* The number of the def called entry, or -1 with an error listing the defs. */
+int tc_rt_find_def(tc_module *m, const char *entry)
 {
 	tc_buf b;
 	int i;
@@ -323,7 +324,8 @@ static int find_def(tc_module *m, const char *entry)
 	return -1;
 }
 
-static const tc_ir_func *get_func(tc_module *m, int i)
+/* The IR of def i, lowered on first use (NULL with an error). */
+const tc_ir_func *tc_rt_module_func(tc_module *m, int i)
 {
 	if (!m->funcs[i]) {
 		m->funcs[i] = tc_ir_lower(m->ar, m->prog->defs[i], m->src);
@@ -342,13 +344,34 @@ int tc_module_def_arity(tc_module *m, const char *entry, int *n_inputs, int *n_o
 	int i;
 	if (!m)
 		return -1;
-	clear_error(m->ctx);
-	if ((i = find_def(m, entry)) < 0)
+	tc_rt_clear_error(m->ctx);
+	if ((i = tc_rt_find_def(m, entry)) < 0)
 		return -1;
 	if (n_inputs)
 		*n_inputs = m->prog->defs[i]->ninputs;
 	if (n_outputs)
 		*n_outputs = m->prog->defs[i]->noutputs;
+	return 0;
+}
+
+int tc_module_input_type(tc_module *m, const char *entry, int t, DLDataType *dtype, int *ndim)
+{
+	int i;
+	const tc_def *def;
+	if (!m)
+		return -1;
+	tc_rt_clear_error(m->ctx);
+	if ((i = tc_rt_find_def(m, entry)) < 0)
+		return -1;
+	def = m->prog->defs[i];
+	if (t < 0 || t >= def->ninputs) {
+		tc_rt_set_error(m->ctx, "'%s' has no input number %d", entry, t);
+		return -1;
+	}
+	if (dtype)
+		*dtype = tc_rt_dl_dtype(def->tensors[t].dtype);
+	if (ndim)
+		*ndim = def->tensors[t].ndim;
 	return 0;
 }
 
@@ -358,8 +381,8 @@ const char *tc_module_tensor_name(tc_module *m, const char *entry, int t)
 	const tc_def *def;
 	if (!m)
 		return NULL;
-	clear_error(m->ctx);
-	if ((i = find_def(m, entry)) < 0)
+	tc_rt_clear_error(m->ctx);
+	if ((i = tc_rt_find_def(m, entry)) < 0)
 		return NULL;
 	def = m->prog->defs[i];
 	if (t < 0 || t >= def->ninputs + def->noutputs) {
@@ -375,19 +398,20 @@ char *tc_module_signature(tc_module *m, const char *entry)
 	int i;
 	if (!m)
 		return NULL;
-	clear_error(m->ctx);
-	if ((i = find_def(m, entry)) < 0)
+	tc_rt_clear_error(m->ctx);
+	if ((i = tc_rt_find_def(m, entry)) < 0)
 		return NULL;
 	tc_buf_init(&b);
 	tc_def_signature(m->prog->defs[i], &b);
 	return tc_buf_take(&b);
 }
 
-/* The schedule tree or the isl AST of def i, parametric (params NULL) or
- * for concrete sizes. */
-static char *emit_poly(tc_module *m, int i, const int64_t *params, const char *stage)
+/* A stage of the polyhedral pipeline of def i ("schedule", "ast", "c",
+ * "llvm", "asm"), parametric (params NULL) or for concrete sizes; NULL with
+ * an error. */
+char *tc_rt_emit_poly(tc_module *m, int i, const int64_t *params, const char *stage)
 {
-	const tc_ir_func *f = get_func(m, i);
+	const tc_ir_func *f = tc_rt_module_func(m, i);
 	isl_ctx *ctx;
 	tc_poly *p = NULL;
 	tc_diags d;
@@ -405,10 +429,15 @@ static char *emit_poly(tc_module *m, int i, const int64_t *params, const char *s
 		if (!strcmp(stage, "schedule"))
 			text = tc_poly_schedule_str(p);
 		else if (tc_poly_ast(p, &d) == 0)
-			text = tc_poly_ast_str(p);
+			text = !strcmp(stage, "ast") ? tc_poly_ast_str(p)
+				: !strcmp(stage, "c") ? tc_cg_c_text(p, &d)
+				: tc_cg_llvm_text(p, !strcmp(stage, "llvm") ? TC_CG_TEXT_LLVM
+									   : TC_CG_TEXT_ASM, &d);
 	}
-	if (!text)
-		set_error_diags(m->ctx, &d);
+	if (!text && !d.nerrors)
+		tc_rt_set_error(m->ctx, "out of memory");
+	else if (!text)
+		tc_rt_set_error_diags(m->ctx, &d);
 	tc_diags_clear(&d);
 	tc_poly_free(p);
 	isl_ctx_free(ctx);
@@ -421,27 +450,28 @@ char *tc_module_emit(tc_module *m, const char *entry, const char *stage)
 	int i;
 	if (!m)
 		return NULL;
-	clear_error(m->ctx);
-	if ((i = find_def(m, entry)) < 0)
+	tc_rt_clear_error(m->ctx);
+	if ((i = tc_rt_find_def(m, entry)) < 0)
 		return NULL;
 	tc_buf_init(&b);
-	if (stage && !strcmp(stage, "ast")) {
+	if (stage && !strcmp(stage, "syntax")) {
 		tc_ast_print_def(m->prog->defs[i], &b);
 	} else if (stage && !strcmp(stage, "ir")) {
-		const tc_ir_func *f = get_func(m, i);
+		const tc_ir_func *f = tc_rt_module_func(m, i);
 		if (!f)
 			return NULL;
 		tc_ir_print(f, &b);
 	} else if (stage && !strcmp(stage, "canonical")) {
 		tc_ir_canonical(m->prog->defs[i], &b);
-	} else if (stage && (!strcmp(stage, "schedule") || !strcmp(stage, "poly-ast"))) {
-		char *text = emit_poly(m, i, NULL, stage);
-		if (!text)
-			return NULL;
-		tc_buf_puts(&b, text);
-		tc_free(text);
+	} else if (stage && (!strcmp(stage, "schedule") || !strcmp(stage, "ast") ||
+				   !strcmp(stage, "c"))) {
+		return tc_rt_emit_poly(m, i, NULL, stage);
+	} else if (stage && (!strcmp(stage, "llvm") || !strcmp(stage, "asm"))) {
+		tc_rt_set_error(m->ctx, "stage '%s' needs input shapes (tcomp emit --shape A=64x32 ...; tc_kernel_emit)",
+			stage);
+		return NULL;
 	} else {
-		tc_rt_set_error(m->ctx, "unknown stage '%s' (stages without shapes: ast, ir, canonical, schedule, poly-ast)",
+		tc_rt_set_error(m->ctx, "unknown stage '%s' (stages: syntax, ir, canonical, schedule, ast, c, and with shapes llvm, asm)",
 			stage ? stage : "(null)");
 		return NULL;
 	}
@@ -458,204 +488,10 @@ int tc_module_hash(tc_module *m, const char *entry, char out[17])
 	int i;
 	if (!m || !out)
 		return -1;
-	clear_error(m->ctx);
-	if ((i = find_def(m, entry)) < 0)
+	tc_rt_clear_error(m->ctx);
+	if ((i = tc_rt_find_def(m, entry)) < 0)
 		return -1;
 	snprintf(out, 17, "%016llx", (unsigned long long)tc_ir_hash(m->prog->defs[i]));
 	return 0;
 }
 
-/* ---- kernels ---- */
-
-/* Convert the DLTensors of one side of a call, checking them. */
-static int convert_tensors(tc_context *ctx, const tc_ir_func *f, const char *side, int first,
-	const DLTensor *const *ts, int n, int need_data, tc_tensor *out)
-{
-	int i;
-	char err[512];
-	if (n && !ts) {
-		tc_rt_set_error(ctx, "%s array is NULL", side);
-		return -1;
-	}
-	for (i = 0; i < n; i++) {
-		const char *name = f->tensors[first + i].name;
-		if (tc_rt_tensor_from_dl(ts[i], need_data, &out[i], err, sizeof(err)) < 0) {
-			tc_rt_set_error(ctx, "%s %d ('%s'): %s", side, i, name, err);
-			return -1;
-		}
-	}
-	return 0;
-}
-
-static int count_ok(tc_context *ctx, const tc_ir_func *f, const char *what, int got, int want,
-	int first)
-{
-	tc_buf b;
-	int i;
-	if (got == want)
-		return 1;
-	tc_buf_init(&b);
-	for (i = 0; i < want; i++)
-		tc_buf_printf(&b, "%s%s", i ? ", " : "", f->tensors[first + i].name);
-	tc_rt_set_error(ctx, "'%s' takes %d %s%s (%s) but %d %s given", f->name, want, what,
-		want == 1 ? "" : "s", b.s ? b.s : "", got, got == 1 ? "was" : "were");
-	tc_buf_free(&b);
-	return 0;
-}
-
-tc_kernel *tc_compile(tc_module *m, const char *entry, const DLTensor *const *inputs,
-	int n_inputs, const tc_options *options)
-{
-	tc_kernel *k = NULL;
-	const tc_ir_func *f;
-	tc_tensor *in = NULL;
-	tc_diags d;
-	int i;
-
-	if (!m)
-		return NULL;
-	clear_error(m->ctx);
-	if ((i = find_def(m, entry)) < 0 || !(f = get_func(m, i)))
-		return NULL;
-	if (!count_ok(m->ctx, f, "input", n_inputs, f->ninputs, 0))
-		return NULL;
-	k = tc_calloc(1, sizeof(*k));
-	in = tc_calloc((size_t)f->ninputs + 1, sizeof(tc_tensor));
-	if (!k || !in)
-		goto oom;
-	k->shapes = tc_calloc((size_t)(f->ninputs + f->noutputs) + 1, sizeof(tc_tensor));
-	k->params = tc_calloc((size_t)f->nparams + 1, sizeof(int64_t));
-	k->options = options ? tc_options_copy(options) : tc_options_new();
-	if (!k->shapes || !k->params || !k->options)
-		goto oom;
-	if (convert_tensors(m->ctx, f, "input", 0, inputs, n_inputs, 0, in) < 0)
-		goto error;
-	tc_diags_init(&d, m->src);
-	if (tc_ir_bind(f, in, n_inputs, k->params, &d) < 0) {
-		set_error_diags(m->ctx, &d);
-		tc_diags_clear(&d);
-		goto error;
-	}
-	for (i = 0; i < f->ninputs + f->noutputs; i++) {
-		tc_tensor *t = &k->shapes[i];
-		t->dtype = f->tensors[i].dtype;
-		t->ndim = f->tensors[i].ndim;
-		if (i < f->ninputs)
-			memcpy(t->shape, in[i].shape, sizeof(t->shape));
-		else if (tc_ir_shape(f, i, k->params, t->shape, &d) < 0) {
-			set_error_diags(m->ctx, &d);
-			tc_diags_clear(&d);
-			goto error;
-		}
-	}
-	tc_diags_clear(&d);
-	k->m = m;
-	k->f = f;
-	m->refs++;
-	tc_free(in);
-	return k;
-oom:
-	tc_rt_set_error(m->ctx, "out of memory");
-error:
-	tc_free(in);
-	if (k) {
-		tc_free(k->shapes);
-		tc_free(k->params);
-		tc_options_free(k->options);
-		tc_free(k);
-	}
-	return NULL;
-}
-
-int tc_kernel_num_outputs(const tc_kernel *k)
-{
-	return k ? k->f->noutputs : -1;
-}
-
-int tc_kernel_output_shape(const tc_kernel *k, int i, DLDataType *dtype, int *ndim,
-	int64_t *shape)
-{
-	const tc_tensor *t;
-	if (!k || i < 0 || i >= k->f->noutputs)
-		return -1;
-	t = &k->shapes[k->f->ninputs + i];
-	if (dtype)
-		*dtype = tc_rt_dl_dtype(t->dtype);
-	if (ndim)
-		*ndim = t->ndim;
-	if (shape)
-		memcpy(shape, t->shape, (size_t)t->ndim * sizeof(int64_t));
-	return 0;
-}
-
-/* A tensor passed to run must have the compiled dtype and shape. */
-static int same_shape(tc_context *ctx, const char *side, const char *name, const tc_tensor *want,
-	const tc_tensor *got)
-{
-	tc_buf b;
-	int i, same = want->dtype == got->dtype && want->ndim == got->ndim;
-	for (i = 0; same && i < want->ndim; i++)
-		same = want->shape[i] == got->shape[i];
-	if (same)
-		return 1;
-	tc_buf_init(&b);
-	tc_rt_describe(got, &b);
-	tc_buf_puts(&b, " but the kernel was compiled for ");
-	tc_rt_describe(want, &b);
-	tc_rt_set_error(ctx, "%s '%s' is %s; compile the kernel again for other shapes", side, name,
-		b.s ? b.s : "?");
-	tc_buf_free(&b);
-	return 0;
-}
-
-int tc_kernel_run(tc_kernel *k, const DLTensor *const *inputs, int n_inputs,
-	DLTensor *const *outputs, int n_outputs)
-{
-	const tc_ir_func *f;
-	tc_context *ctx;
-	tc_tensor *t = NULL;
-	tc_diags d;
-	int i, st = -1;
-
-	if (!k)
-		return -1;
-	f = k->f;
-	ctx = k->m->ctx;
-	clear_error(ctx);
-	if (!count_ok(ctx, f, "input", n_inputs, f->ninputs, 0) ||
-		!count_ok(ctx, f, "output", n_outputs, f->noutputs, f->ninputs))
-		return -1;
-	t = tc_calloc((size_t)(f->ninputs + f->noutputs) + 1, sizeof(tc_tensor));
-	if (!t) {
-		tc_rt_set_error(ctx, "out of memory");
-		return -1;
-	}
-	if (convert_tensors(ctx, f, "input", 0, inputs, n_inputs, 1, t) < 0 ||
-		convert_tensors(ctx, f, "output", f->ninputs, (const DLTensor *const *)outputs,
-			n_outputs, 1, t + f->ninputs) < 0)
-		goto done;
-	for (i = 0; i < f->ninputs + f->noutputs; i++)
-		if (!same_shape(ctx, i < f->ninputs ? "input" : "output", f->tensors[i].name,
-			    &k->shapes[i], &t[i]))
-			goto done;
-	tc_diags_init(&d, k->m->src);
-	if (tc_interp_run(f, k->params, t, t + f->ninputs, &d) < 0)
-		set_error_diags(ctx, &d);
-	else
-		st = 0;
-	tc_diags_clear(&d);
-done:
-	tc_free(t);
-	return st;
-}
-
-void tc_kernel_free(tc_kernel *k)
-{
-	if (!k)
-		return;
-	tc_free(k->shapes);
-	tc_free(k->params);
-	tc_options_free(k->options);
-	tc_module_free(k->m);
-	tc_free(k);
-}

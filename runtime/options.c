@@ -20,8 +20,8 @@ typedef struct opt_def {
 
 /* The option table.  Every option of tcomp is one row here. */
 static const opt_def opt_table[] = {
-	{"target", OPT_ENUM, "interp", "interp",
-		"where kernels run: interp is the reference interpreter (the compiled CPU and CUDA targets come in later releases)"},
+	{"target", OPT_ENUM, "cpu|interp", "cpu",
+		"where kernels run: cpu compiles through isl and LLVM; interp is the reference interpreter (bounds-checked)"},
 };
 #define NOPTS ((int)(sizeof(opt_table) / sizeof(opt_table[0])))
 
@@ -124,5 +124,16 @@ char *tc_options_describe(void)
 	for (i = 0; i < NOPTS; i++)
 		tc_buf_printf(&b, "%-10s %-16s default %-8s %s\n", opt_table[i].name,
 			opt_table[i].values, opt_table[i].def, opt_table[i].doc);
+	return tc_buf_take(&b);
+}
+
+char *tc_rt_options_key(const tc_options *o)
+{
+	tc_buf b;
+	int i;
+	tc_buf_init(&b);
+	for (i = 0; i < NOPTS; i++)
+		tc_buf_printf(&b, "%s%s=%s", i ? ";" : "", opt_table[i].name,
+			tc_options_get(o, opt_table[i].name));
 	return tc_buf_take(&b);
 }

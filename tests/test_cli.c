@@ -288,7 +288,7 @@ static void emit_stages(void **state)
 	(void)state;
 	write_text("mm.tc", "def mm(float(M,K) A, float(K,N) B) -> (C) {\n"
 			    "  C(m,n) +=! A(m,r) * B(r,n)\n}\n");
-	assert_int_equal(tcomp("emit mm.tc --stage ast"), 0);
+	assert_int_equal(tcomp("emit mm.tc --stage syntax"), 0);
 	assert_non_null(strstr(out_text, "Stmt C(m,n) +=!"));
 	assert_int_equal(tcomp("emit mm.tc --stage ir"), 0);
 	assert_non_null(strstr(out_text,

@@ -1,8 +1,8 @@
 /* tcomp: the command-line tool.
  *
  *   tcomp check FILE.tc...
- *   tcomp run   FILE.tc [-e NAME] --in A=a.npy ... [--out C=c.npy ...] [--target interp]
- *   tcomp emit  FILE.tc [-e NAME] --stage ast|ir|canonical
+ *   tcomp run   FILE.tc [-e NAME] --in A=a.npy ... [--out C=c.npy ...] [--target cpu|interp]
+ *   tcomp emit  FILE.tc [-e NAME] --stage STAGE [--shape T=4x5 ...]
  *
  * Exit codes: 0 ok, 1 user error (bad .tc text, arguments, files, shapes),
  * 2 internal error.  This is the only place in tcomp allowed to exit(). */
@@ -26,8 +26,9 @@ static const char *const main_usage =
 	"                              with the inferred output types and shapes\n"
 	"  run FILE.tc [-e NAME] --in A=a.npy ... [--out C=c.npy ...]\n"
 	"                              run a def on NumPy .npy inputs\n"
-	"  emit FILE.tc [-e NAME] --stage ast|ir|canonical\n"
-	"                              print a compilation stage\n"
+	"  emit FILE.tc [-e NAME] --stage STAGE [--shape T=4x5 ...]\n"
+	"                              print a compilation stage (syntax, ir,\n"
+	"                              canonical, schedule, ast, c, llvm, asm)\n"
 	"  options                     list the mapping options\n"
 	"\n"
 	"tcomp <command> --help shows the details of a command; tcomp --version\n"
@@ -44,7 +45,7 @@ static const char *const check_usage =
 
 static const char *const run_usage =
 	"usage: tcomp run FILE.tc [-e NAME] --in T=FILE.npy ... [--out T=FILE.npy ...]\n"
-	"                 [--target interp] [--option NAME=VALUE ...]\n"
+	"                 [--target cpu|interp] [--option NAME=VALUE ...] [--print]\n"
 	"\n"
 	"Run the def NAME (optional when the file has one def) on inputs read from\n"
 	"NumPy .npy files (little-endian, C order; every input named once) and write\n"
@@ -54,19 +55,27 @@ static const char *const run_usage =
 	"  -e, --entry NAME    the def to run\n"
 	"  --in T=FILE         input tensor T from FILE (.npy)\n"
 	"  --out T=FILE        write output tensor T to FILE (.npy)\n"
-	"  --target interp     where to run (this release: the reference interpreter)\n"
+	"  --target T          cpu (default): compiled through isl and LLVM;\n"
+	"                      interp: the bounds-checked reference interpreter\n"
 	"  --option N=V        set a mapping option (see tcomp options)\n"
 	"  --print             also print the outputs' values (at most 64 per output)\n";
 
 static const char *const emit_usage =
-	"usage: tcomp emit FILE.tc [-e NAME] --stage ast|ir|canonical\n"
+	"usage: tcomp emit FILE.tc [-e NAME] --stage STAGE [--shape T=4x5 ...]\n"
 	"\n"
-	"Print a stage of compilation of the def NAME:\n"
-	"  ast        the syntax tree with resolved names, types and index ranges\n"
+	"Print a stage of compilation of the def NAME.  With --shape for every\n"
+	"input the stage is specialised to those shapes (as tcomp run compiles);\n"
+	"without, it is parametric in the sizes.\n"
+	"  syntax     the checked syntax tree: names, types, index ranges\n"
 	"  ir         the tensor IR: tensors, statements with explicit casts, and\n"
 	"             each statement's domain in isl notation\n"
 	"  canonical  the identifier-renamed canonical text and its hash (the\n"
-	"             kernel cache's key)\n";
+	"             kernel cache's key)\n"
+	"  schedule   the isl schedule tree\n"
+	"  ast        the isl AST: the loop nest\n"
+	"  c          the loop nest as readable C\n"
+	"  llvm       the optimised LLVM IR (needs --shape)\n"
+	"  asm        the host assembly (needs --shape)\n";
 
 static void die_usage(const char *usage, const char *fmt, const char *arg)
 {
@@ -411,13 +420,35 @@ done:
 	return status;
 }
 
+/* Parse "4x5" (or "scalar") into shape; the rank, or -1. */
+static int parse_shape(const char *s, int64_t *shape)
+{
+	int n = 0;
+	char *end;
+	if (!strcmp(s, "scalar"))
+		return 0;
+	for (;;) {
+		long long v = strtoll(s, &end, 10);
+		if (end == s || v < 1 || n == 8)
+			return -1;
+		shape[n++] = v;
+		if (!*end)
+			return n;
+		if (*end != 'x')
+			return -1;
+		s = end + 1;
+	}
+}
+
 static int cmd_emit(int argc, char **argv)
 {
 	const char *file = NULL, *entry = NULL, *stage = NULL;
+	binding shapes[64];
+	int nshapes = 0, i, j, n_in, n_out, status = 0;
 	tc_context *ctx;
 	tc_module *m;
+	tc_kernel *k = NULL;
 	char *text;
-	int i, status = 0;
 
 	if (wants_help(argc, argv)) {
 		fputs(emit_usage, stdout);
@@ -430,7 +461,11 @@ static int cmd_emit(int argc, char **argv)
 			entry = argv[++i];
 		else if (!strcmp(a, "--stage") && more)
 			stage = argv[++i];
-		else if (a[0] == '-')
+		else if (!strcmp(a, "--shape") && more) {
+			if (nshapes == 64)
+				die_usage(emit_usage, "%s", "too many --shape");
+			shapes[nshapes++] = parse_binding(argv[++i], emit_usage);
+		} else if (a[0] == '-')
 			die_usage(emit_usage, "unknown or incomplete option '%s'", a);
 		else if (!file)
 			file = a;
@@ -452,7 +487,52 @@ static int cmd_emit(int argc, char **argv)
 	}
 	fputs(tc_context_warnings(ctx), stderr);
 	entry = pick_entry(m, entry, emit_usage);
-	text = tc_module_emit(m, entry, stage);
+	if (nshapes) { /* specialise: bind the shapes (no data is read) */
+		int64_t dims[64][8];
+		DLTensor dl[64];
+		const DLTensor *ptrs[64];
+		tc_options *o = tc_options_new();
+		if (!o || tc_module_def_arity(m, entry, &n_in, &n_out) < 0 || n_in > 64) {
+			status = report(ctx);
+			goto done;
+		}
+		tc_options_set(o, "target", "interp", ctx); /* no need to JIT */
+		for (i = 0; i < n_in; i++) {
+			const char *name = tc_module_tensor_name(m, entry, i);
+			int nd;
+			for (j = 0; j < nshapes && strcmp(shapes[j].name, name); j++)
+				;
+			if (j == nshapes) {
+				fprintf(stderr, "tcomp: error: no --shape for input '%s' of '%s'\n", name,
+					entry);
+				status = EXIT_USER;
+				tc_options_free(o);
+				goto done;
+			}
+			shapes[j].used = 1;
+			memset(&dl[i], 0, sizeof(dl[i]));
+			dl[i].device.device_type = kDLCPU;
+			tc_module_input_type(m, entry, i, &dl[i].dtype, &nd);
+			dl[i].ndim = parse_shape(shapes[j].path, dims[i]);
+			if (dl[i].ndim < 0)
+				die_usage(emit_usage, "bad shape '%s' (write it as 64x32, or scalar)",
+					shapes[j].path);
+			dl[i].shape = dims[i];
+			ptrs[i] = &dl[i];
+		}
+		for (j = 0; j < nshapes; j++)
+			if (!shapes[j].used)
+				die_usage(emit_usage, "'%s' is not an input", shapes[j].name);
+		k = tc_compile(m, entry, ptrs, n_in, o);
+		tc_options_free(o);
+		if (!k) {
+			status = report(ctx);
+			goto done;
+		}
+		text = tc_kernel_emit(k, stage);
+	} else {
+		text = tc_module_emit(m, entry, stage);
+	}
 	if (!text) {
 		status = report(ctx);
 	} else {
@@ -464,6 +544,10 @@ static int cmd_emit(int argc, char **argv)
 		}
 		tc_string_free(text);
 	}
+done:
+	for (i = 0; i < nshapes; i++)
+		free((char *)shapes[i].name);
+	tc_kernel_free(k);
 	tc_module_free(m);
 	tc_context_free(ctx);
 	return status;

@@ -6,7 +6,7 @@
  * the terminator is caught by ASan); an input with embedded NULs is parsed a
  * second time with every NUL turned into a newline, so no mutation is
  * wasted.  For every def of a module that parses, the target asks for the
- * signature, the "ast", "ir" and "canonical" texts and the hash, and reads
+ * signature, the "syntax", "ir" and "canonical" texts and the hash, and reads
  * every string it gets back in full.
  *
  * Besides the sanitizers' findings (crashes, overflows, leaks, undefined
@@ -58,7 +58,7 @@ static int is_hash(const char *h)
 /* Everything the public API can tell about def number i of m. */
 static void exercise_def(tc_context *ctx, tc_module *m, int i, const char *text)
 {
-	static const char *const stages[] = {"ast", "ir", "canonical"};
+	static const char *const stages[] = {"syntax", "ir", "canonical"};
 	const char *borrowed = tc_module_def_name(m, i);
 	char *name, *s, hash[17];
 	size_t k;

@@ -1,0 +1,1826 @@
+/* CPU code generation through the LLVM-C API (see llvm.h for the contract).
+ *
+ * One kernel is one LLVM function  void tc_NAME_K(ptr tensors)  built by a
+ * walk over the isl AST of a tc_poly:
+ *
+ *   for    an i64 stack slot for the iterator (alloca in the entry block;
+ *          O3's SROA/mem2reg turns it into a phi), a condition block, the
+ *          body and the increment; a degenerate loop runs its body once.
+ *   if     a conditional branch; block: the children in order; mark: its
+ *          child (marks carry nothing the sequential CPU code needs yet).
+ *   user   the tc_poly_inst annotation: each domain dimension of the
+ *          statement is evaluated from its isl expression, then the
+ *          statement body is generated from the IR expression tree.
+ *
+ * isl expressions are computed in i64 (conditions in i1); their divisions
+ * have constant positive divisors, and any other divisor is guarded as the
+ * IR's integer divisions are (below).
+ *
+ * Values follow the reference interpreter (ir/interp.c) bit for bit:
+ *   - registers hold the static type: i1 for bool (i8 0/1 in memory), iN
+ *     for both signednesses (the operations pick signed or unsigned
+ *     forms), half/float/double;
+ *   - integer + - * wrap (no nsw/nuw on values); / and % round toward
+ *     negative infinity for signed types, are udiv/urem for unsigned ones.
+ *     Division by zero, which the interpreter reports as an error, gives 0
+ *     here: the divisor is replaced by 1 through a select first, so the
+ *     LLVM division is never undefined behaviour.  x / -1 is computed as
+ *     -x (wrapping) and x % -1 as 0, so INT_MIN / -1 is no trap either;
+ *   - float16 operations extend to float, operate and truncate: float's
+ *     24-bit significand is more than 2 * 11 + 2 bits, so + - * / are
+ *     correctly rounded (no double-rounding error);
+ *   - float '%' is a - b * floor(a / b) computed in double and rounded
+ *     once to the type, as the interpreter does;
+ *   - float to integer conversion is llvm.fpto[su]i.sat (truncation,
+ *     saturation, NaN -> 0); integer to float32 is one sitofp/uitofp;
+ *     integer to float16 goes through float (exact below 2^24; anything
+ *     larger is infinite in half anyway); float64 to float16 calls
+ *     tc_cg_half_from_double, the interpreter's own correctly rounded
+ *     conversion, so no libgcc helper (__truncdfhf2) is needed;
+ *   - comparisons of floats are ordered except != (unordered or not
+ *     equal); min/max, fmin/fmax and min=/max= ignore a NaN operand,
+ *     and between equal operands (-0 and +0) take the first, the
+ *     interpreter's rule for integers (llvm.minnum/maxnum, like C's
+ *     fmin/fmax, leave that choice open, so results could differ between
+ *     builds);
+ *   - && and || short-circuit and ?: evaluates only the chosen branch,
+ *     with basic blocks and phis (LLVM if-converts where it is safe).
+ *
+ * Builtins: LLVM intrinsics where LLVM has one (llvm.sin, llvm.fma,
+ * llvm.ldexp, ...), libm for the rest (the float version for float32 where
+ * glibc's is accurate; the double version rounded once where it is not, as
+ * the Bessel and gamma functions), and tc_cg_builtin_call, a wrapper over
+ * the interpreter's tc_interp_builtin, for CUDA-only functions (rsqrt,
+ * sinpi, erfinv, normcdf, norm3d, exp10 = pow(10, x), ...) and the ones with
+ * integer arguments or results (ilogb, jn, yn): computed in double and
+ * rounded once, exactly as the interpreter does.  float16 builtins are
+ * computed in double and rounded once (so they match the interpreter too);
+ * float32 nextafter and fma are nextafterf and llvm.fma.f32 (exact), and
+ * float16 nextafter is built from the bits like the interpreter's.
+ *
+ * The JIT is ORC LLJIT.  Symbols the code may call (libm, the two helpers
+ * above, memset/memcpy the optimiser may introduce) are defined as
+ * absolute addresses taken here, so they resolve whether or not the host
+ * exports them; a process symbol generator covers anything else LLVM's
+ * back end may call.  Each kernel is added under its own resource tracker,
+ * so freeing a tc_cg_code removes its machine code.  Modules are built in
+ * their own thread-safe context; the pass pipeline (which uses the shared
+ * target machine), adding to the JIT and looking up run under the JIT's
+ * mutex. */
+
+#define _GNU_SOURCE /* exp10, sincos, j0, ... for the JIT's symbol table */
+
+#include "llvm.h"
+
+#include "../ir/half.h"
+#include "../ir/interp.h"
+
+#include <llvm-c/Analysis.h>
+#include <llvm-c/Core.h>
+#include <llvm-c/Error.h>
+#include <llvm-c/LLJIT.h>
+#include <llvm-c/Orc.h>
+#include <llvm-c/Target.h>
+#include <llvm-c/TargetMachine.h>
+#include <llvm-c/Transforms/PassBuilder.h>
+
+#include <isl/ast.h>
+#include <isl/id.h>
+#include <isl/val.h>
+
+#include <float.h>
+#include <limits.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Called by generated code (declared here: the header is the library's
+ * contract, these are the JIT's). */
+double tc_cg_builtin_call(int id, double a, double b, double c);
+uint16_t tc_cg_half_from_double(double x);
+
+static const tc_loc noloc = {0, 0, 0, 0};
+
+/* ---- helpers called by generated code ---- */
+
+/* Builtin id (a tc_builtin_id) on double arguments, as the interpreter
+ * evaluates it: the generated code extends its arguments to double, calls
+ * this and rounds the result to the static type once.  Integer arguments
+ * and results travel as doubles holding integers (see tc_interp_builtin). */
+double tc_cg_builtin_call(int id, double a, double b, double c)
+{
+	double args[4];
+	args[0] = a;
+	args[1] = b;
+	args[2] = c;
+	args[3] = 0;
+	return tc_interp_builtin((tc_builtin_id)id, args);
+}
+
+/* The binary16 bits nearest to x (ties to even): the float64 -> float16
+ * conversion of generated code, the interpreter's own. */
+uint16_t tc_cg_half_from_double(double x)
+{
+	return tc_half_from_double(x);
+}
+
+/* ---- LLVM set-up ---- */
+
+static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+static int init_ok;
+
+static void init_llvm(void)
+{
+	init_ok = !LLVMInitializeNativeTarget() && !LLVMInitializeNativeAsmPrinter();
+}
+
+/* Record the message of an LLVMErrorRef (consumed) in d. */
+static void llvm_error(tc_diags *d, const char *what, LLVMErrorRef err)
+{
+	char *msg = LLVMGetErrorMessage(err);
+	tc_error(d, noloc, "LLVM: cannot %s: %s", what, msg ? msg : "unknown error");
+	LLVMDisposeErrorMessage(msg);
+}
+
+/* The host: triple, CPU name and features (LLVM-allocated strings). */
+typedef struct host {
+	char *triple, *cpu, *features;
+	LLVMTargetRef target;
+} host;
+
+static void host_dispose(host *h)
+{
+	LLVMDisposeMessage(h->triple);
+	LLVMDisposeMessage(h->cpu);
+	LLVMDisposeMessage(h->features);
+	memset(h, 0, sizeof(*h));
+}
+
+static tc_stat host_init(host *h, tc_diags *d)
+{
+	char *err = NULL;
+	memset(h, 0, sizeof(*h));
+	pthread_once(&init_once, init_llvm);
+	if (!init_ok) {
+		tc_error(d, noloc, "%s", "LLVM: the native target is not available");
+		return TC_ERR;
+	}
+	h->triple = LLVMGetDefaultTargetTriple();
+	h->cpu = LLVMGetHostCPUName();
+	h->features = LLVMGetHostCPUFeatures();
+	if (!h->triple || !h->cpu || !h->features) {
+		tc_error(d, noloc, "%s", "LLVM: cannot describe the host CPU");
+		host_dispose(h);
+		return TC_ERR;
+	}
+	if (LLVMGetTargetFromTriple(h->triple, &h->target, &err)) {
+		tc_error(d, noloc, "LLVM: cannot target %s: %s", h->triple, err ? err : "?");
+		LLVMDisposeMessage(err);
+		host_dispose(h);
+		return TC_ERR;
+	}
+	return TC_OK;
+}
+
+static LLVMTargetMachineRef host_tm(const host *h, LLVMCodeModel cm, tc_diags *d)
+{
+	LLVMTargetMachineRef tm = LLVMCreateTargetMachine(h->target, h->triple, h->cpu,
+		h->features, LLVMCodeGenLevelAggressive, LLVMRelocDefault, cm);
+	if (!tm)
+		tc_error(d, noloc, "LLVM: cannot create a target machine for %s (%s)",
+			h->triple, h->cpu);
+	return tm;
+}
+
+/* ---- code generation state ---- */
+
+/* An AST iterator in scope and its stack slot. */
+typedef struct cg_iter {
+	isl_id *id;
+	LLVMValueRef slot;
+} cg_iter;
+
+#define CG_MAX_DIMS 64
+
+typedef struct cg {
+	const tc_poly *p;
+	tc_diags *d;
+	int failed;
+	LLVMContextRef C;
+	LLVMModuleRef M;
+	LLVMBuilderRef B;     /* code */
+	LLVMBuilderRef A;     /* the entry block: allocas, tensor pointers */
+	LLVMValueRef fn;
+	LLVMTypeRef i1, i8, i16, i32, i64, f16, f32, f64, ptr, vd;
+	LLVMValueRef *base;   /* data pointer of each tensor */
+	int64_t *ext;         /* extents: ext[t * TC_MAX_RANK + k] */
+	cg_iter *iters;
+	int niters, cap;
+	LLVMValueRef dom[CG_MAX_DIMS]; /* domain values of the current statement */
+	int ndom;
+	LLVMValueRef err;  /* the error record: int64_t[2] */
+	int guarded;       /* inside a branch of ?: or the right side of && || */
+	tc_cg_site *sites; /* the run-time checks */
+	int nsites, capsites;
+} cg;
+
+static LLVMValueRef fail(cg *g, const char *what, const char *detail)
+{
+	if (!g->failed)
+		tc_error(g->d, noloc, "LLVM code generation: %s%s", what, detail ? detail : "");
+	g->failed = 1;
+	return NULL;
+}
+
+/* The register type of values of type t. */
+static LLVMTypeRef reg_type(cg *g, tc_dtype t)
+{
+	switch (t) {
+	case TC_T_BOOL: return g->i1;
+	case TC_T_I8:
+	case TC_T_U8: return g->i8;
+	case TC_T_I16:
+	case TC_T_U16: return g->i16;
+	case TC_T_I32:
+	case TC_T_U32: return g->i32;
+	case TC_T_I64:
+	case TC_T_U64: return g->i64;
+	case TC_T_F16: return g->f16;
+	case TC_T_F32: return g->f32;
+	case TC_T_F64: return g->f64;
+	default: return NULL;
+	}
+}
+
+/* The memory type of elements of type t (bool is a byte). */
+static LLVMTypeRef mem_type(cg *g, tc_dtype t)
+{
+	return t == TC_T_BOOL ? g->i8 : reg_type(g, t);
+}
+
+static LLVMValueRef i64c(cg *g, int64_t v)
+{
+	return LLVMConstInt(g->i64, (unsigned long long)v, 1);
+}
+
+/* ---- calls ---- */
+
+/* Call intrinsic name (base name, e.g. "llvm.sin") overloaded on types. */
+static LLVMValueRef call_intrinsic(cg *g, const char *name, LLVMTypeRef *over, int nover,
+	LLVMValueRef *args, int nargs)
+{
+	unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
+	LLVMValueRef f;
+	if (!id)
+		return fail(g, "unknown intrinsic ", name);
+	f = LLVMGetIntrinsicDeclaration(g->M, id, over, (size_t)nover);
+	return LLVMBuildCall2(g->B, LLVMIntrinsicGetType(g->C, id, over, (size_t)nover), f, args,
+		(unsigned)nargs, "");
+}
+
+static void add_fn_attr(cg *g, LLVMValueRef f, const char *name, uint64_t val)
+{
+	unsigned kind = LLVMGetEnumAttributeKindForName(name, strlen(name));
+	if (kind)
+		LLVMAddAttributeAtIndex(f, LLVMAttributeFunctionIndex,
+			LLVMCreateEnumAttribute(g->C, kind, val));
+}
+
+/* Call the external function name (libm or a helper above).  pure: it
+ * reads and writes no memory the kernel can see, so LLVM may move, merge or
+ * drop calls.  libm functions count as pure although they may set errno,
+ * as clang treats them under -fno-math-errno: generated code never reads
+ * errno.  lgamma is not pure: it writes the global signgam. */
+static LLVMValueRef call_extern(cg *g, const char *name, LLVMTypeRef ret, LLVMTypeRef *params,
+	int n, LLVMValueRef *args, int pure)
+{
+	LLVMTypeRef ft = LLVMFunctionType(ret, params, (unsigned)n, 0);
+	LLVMValueRef f = LLVMGetNamedFunction(g->M, name);
+	if (!f) {
+		f = LLVMAddFunction(g->M, name, ft);
+		add_fn_attr(g, f, "nounwind", 0);
+		add_fn_attr(g, f, "willreturn", 0);
+		if (pure)
+			add_fn_attr(g, f, "memory", 0); /* memory(none) */
+	}
+	return LLVMBuildCall2(g->B, ft, f, args, (unsigned)n, "");
+}
+
+/* ---- conversions ---- */
+
+static LLVMValueRef half_from_double(cg *g, LLVMValueRef v)
+{
+	LLVMTypeRef dt = g->f64;
+	LLVMValueRef bits = call_extern(g, "tc_cg_half_from_double", g->i16, &dt, 1, &v, 1);
+	return bits ? LLVMBuildBitCast(g->B, bits, g->f16, "") : NULL;
+}
+
+/* A double computed exactly or by a builtin, rounded once to float type t. */
+static LLVMValueRef round_double(cg *g, LLVMValueRef v, tc_dtype t)
+{
+	if (!v)
+		return NULL;
+	if (t == TC_T_F32)
+		return LLVMBuildFPTrunc(g->B, v, g->f32, "");
+	if (t == TC_T_F16)
+		return half_from_double(g, v);
+	return v;
+}
+
+static LLVMValueRef to_double(cg *g, LLVMValueRef v, tc_dtype t)
+{
+	return t == TC_T_F64 ? v : LLVMBuildFPExt(g->B, v, g->f64, "");
+}
+
+/* Convert v from type from to type to (the interpreter's convert()). */
+static LLVMValueRef convert(cg *g, LLVMValueRef v, tc_dtype from, tc_dtype to)
+{
+	LLVMTypeRef tt = reg_type(g, to);
+	if (!v || from == to)
+		return v;
+	if (!tt || !reg_type(g, from))
+		return fail(g, "conversion between unknown types", NULL);
+	if (to == TC_T_BOOL) {
+		if (tc_dtype_is_float(from)) /* NaN is true, as in C */
+			return LLVMBuildFCmp(g->B, LLVMRealUNE, v, LLVMConstReal(reg_type(g, from), 0),
+				"");
+		return LLVMBuildICmp(g->B, LLVMIntNE, v, LLVMConstInt(reg_type(g, from), 0, 0), "");
+	}
+	if (tc_dtype_is_float(to)) {
+		if (tc_dtype_is_float(from)) {
+			if (tc_dtype_bits(from) < tc_dtype_bits(to))
+				return LLVMBuildFPExt(g->B, v, tt, "");
+			if (from == TC_T_F64 && to == TC_T_F16)
+				return half_from_double(g, v);
+			return LLVMBuildFPTrunc(g->B, v, tt, "");
+		}
+		/* integers (bool as unsigned): one rounding; to float16 through
+		 * float, exact wherever the half result is finite */
+		if (to == TC_T_F16) {
+			v = tc_dtype_is_signed(from) ? LLVMBuildSIToFP(g->B, v, g->f32, "")
+						     : LLVMBuildUIToFP(g->B, v, g->f32, "");
+			return LLVMBuildFPTrunc(g->B, v, g->f16, "");
+		}
+		return tc_dtype_is_signed(from) ? LLVMBuildSIToFP(g->B, v, tt, "")
+						: LLVMBuildUIToFP(g->B, v, tt, "");
+	}
+	if (tc_dtype_is_float(from)) { /* saturating, NaN -> 0 */
+		LLVMTypeRef over[2];
+		if (from == TC_T_F16)
+			v = LLVMBuildFPExt(g->B, v, g->f32, "");
+		over[0] = tt;
+		over[1] = LLVMTypeOf(v);
+		return call_intrinsic(g, tc_dtype_is_signed(to) ? "llvm.fptosi.sat" : "llvm.fptoui.sat",
+			over, 2, &v, 1);
+	}
+	/* integer to integer: wrap */
+	if (tc_dtype_bits(to) < (from == TC_T_BOOL ? 1 : tc_dtype_bits(from)))
+		return LLVMBuildTrunc(g->B, v, tt, "");
+	if (LLVMTypeOf(v) == tt)
+		return v;
+	return tc_dtype_is_signed(from) ? LLVMBuildSExt(g->B, v, tt, "") : LLVMBuildZExt(g->B, v, tt, "");
+}
+
+/* ---- integer division ---- */
+
+/* a / b (rem = 0) or a % b (rem = 1) in a's integer type, defined for every
+ * b: signed with floor rounding (fl = 1, the IR's) or truncation (fl = 0,
+ * isl's exact division), or unsigned.  b == 0 gives 0; signed b == -1 gives
+ * -a (wrapping) and 0.  Constant divisors other than 0 and -1 skip the
+ * guards. */
+static LLVMValueRef int_divmod(cg *g, LLVMValueRef a, LLVMValueRef b, int is_signed, int fl,
+	int rem)
+{
+	LLVMTypeRef t = LLVMTypeOf(a);
+	LLVMValueRef zero = LLVMConstInt(t, 0, 0), one = LLVMConstInt(t, 1, 0);
+	LLVMValueRef bz = NULL, bm1 = NULL, bad = NULL, bs = b, q, r;
+	int known = 0;
+
+	if (LLVMIsAConstantInt(b)) {
+		long long v = LLVMConstIntGetSExtValue(b);
+		known = v != 0 && (!is_signed || v != -1);
+	}
+	if (!known) {
+		bz = LLVMBuildICmp(g->B, LLVMIntEQ, b, zero, "");
+		bad = bz;
+		if (is_signed) {
+			bm1 = LLVMBuildICmp(g->B, LLVMIntEQ, b, LLVMConstAllOnes(t), "");
+			bad = LLVMBuildOr(g->B, bz, bm1, "");
+		}
+		bs = LLVMBuildSelect(g->B, bad, one, b, "");
+	}
+	if (!is_signed) {
+		q = rem ? LLVMBuildURem(g->B, a, bs, "") : LLVMBuildUDiv(g->B, a, bs, "");
+		return known ? q : LLVMBuildSelect(g->B, bad, zero, q, "");
+	}
+	q = LLVMBuildSDiv(g->B, a, bs, "");
+	r = LLVMBuildSRem(g->B, a, bs, "");
+	if (fl) { /* r != 0 and r, b of opposite signs: step toward -inf */
+		LLVMValueRef fix = LLVMBuildAnd(g->B, LLVMBuildICmp(g->B, LLVMIntNE, r, zero, ""),
+			LLVMBuildICmp(g->B, LLVMIntSLT, LLVMBuildXor(g->B, r, bs, ""), zero, ""), "");
+		q = LLVMBuildSub(g->B, q, LLVMBuildZExt(g->B, fix, t, ""), "");
+		r = LLVMBuildSelect(g->B, fix, LLVMBuildAdd(g->B, r, bs, ""), r, "");
+	}
+	if (known)
+		return rem ? r : q;
+	if (rem)
+		return LLVMBuildSelect(g->B, bad, zero, r, "");
+	q = LLVMBuildSelect(g->B, bz, zero, q, "");
+	return LLVMBuildSelect(g->B, bm1, LLVMBuildNeg(g->B, a, ""), q, "");
+}
+
+/* ---- isl AST expressions ---- */
+
+static LLVMValueRef as_i64(cg *g, LLVMValueRef v)
+{
+	if (v && LLVMTypeOf(v) == g->i1)
+		return LLVMBuildZExt(g->B, v, g->i64, "");
+	return v;
+}
+
+static LLVMValueRef as_i1(cg *g, LLVMValueRef v)
+{
+	if (v && LLVMTypeOf(v) != g->i1)
+		return LLVMBuildICmp(g->B, LLVMIntNE, v, i64c(g, 0), "");
+	return v;
+}
+
+static LLVMValueRef ast_expr(cg *g, isl_ast_expr *e);
+
+static LLVMValueRef ast_int(cg *g, isl_ast_expr *e)
+{
+	isl_val *v = isl_ast_expr_get_val(e);
+	LLVMValueRef r = NULL;
+	if (!v || isl_val_is_int(v) != isl_bool_true || isl_val_cmp_si(v, LONG_MAX) > 0 ||
+		isl_val_cmp_si(v, LONG_MIN) < 0)
+		fail(g, "an integer of the AST does not fit in 64 bits", NULL);
+	else
+		r = i64c(g, isl_val_get_num_si(v));
+	isl_val_free(v);
+	return r;
+}
+
+static LLVMValueRef ast_id(cg *g, isl_ast_expr *e)
+{
+	isl_id *id = isl_ast_expr_get_id(e);
+	const char *name = id ? isl_id_get_name(id) : NULL;
+	LLVMValueRef r = NULL;
+	int i, k;
+
+	for (i = g->niters - 1; i >= 0; i--)
+		if (g->iters[i].id == id)
+			break;
+	if (i >= 0) {
+		r = LLVMBuildLoad2(g->B, g->i64, g->iters[i].slot, name ? name : "");
+	} else if ((k = tc_poly_param_index(g->p, name)) >= 0 && g->p->params) {
+		r = i64c(g, g->p->params[k]);
+	} else {
+		fail(g, "unknown identifier in the AST: ", name ? name : "?");
+	}
+	isl_id_free(id);
+	return r;
+}
+
+static LLVMValueRef ast_arg(cg *g, isl_ast_expr *e, int i)
+{
+	isl_ast_expr *a = isl_ast_expr_op_get_arg(e, i);
+	LLVMValueRef r = a ? ast_expr(g, a) : fail(g, "malformed AST expression", NULL);
+	isl_ast_expr_free(a);
+	return r;
+}
+
+static LLVMValueRef ast_op(cg *g, isl_ast_expr *e)
+{
+	enum isl_ast_expr_op_type op = isl_ast_expr_op_get_type(e);
+	isl_size n = isl_ast_expr_op_get_n_arg(e);
+	LLVMValueRef a, b, c, r;
+	int i;
+
+	if (n < 1)
+		return fail(g, "malformed AST expression", NULL);
+	switch (op) {
+	case isl_ast_expr_op_minus:
+		a = as_i64(g, ast_arg(g, e, 0));
+		return a ? LLVMBuildNSWNeg(g->B, a, "") : NULL;
+	case isl_ast_expr_op_min:
+	case isl_ast_expr_op_max:
+		r = as_i64(g, ast_arg(g, e, 0));
+		for (i = 1; i < n && r; i++) {
+			b = as_i64(g, ast_arg(g, e, i));
+			if (!b)
+				return NULL;
+			c = LLVMBuildICmp(g->B, op == isl_ast_expr_op_min ? LLVMIntSLT : LLVMIntSGT, r, b,
+				"");
+			r = LLVMBuildSelect(g->B, c, r, b, "");
+		}
+		return r;
+	case isl_ast_expr_op_select:
+	case isl_ast_expr_op_cond:
+		/* both arms are side-effect free and cannot trap: a select */
+		if (n != 3)
+			return fail(g, "malformed AST conditional", NULL);
+		c = as_i1(g, ast_arg(g, e, 0));
+		a = ast_arg(g, e, 1);
+		b = ast_arg(g, e, 2);
+		if (!c || !a || !b)
+			return NULL;
+		if (LLVMTypeOf(a) != LLVMTypeOf(b)) {
+			a = as_i64(g, a);
+			b = as_i64(g, b);
+		}
+		return LLVMBuildSelect(g->B, c, a, b, "");
+	default:
+		break;
+	}
+	if (n != 2)
+		return fail(g, "unsupported AST operation", NULL);
+	a = ast_arg(g, e, 0);
+	b = ast_arg(g, e, 1);
+	if (!a || !b)
+		return NULL;
+	switch (op) {
+	case isl_ast_expr_op_and:
+	case isl_ast_expr_op_and_then: /* no side effects: no need to branch */
+		return LLVMBuildAnd(g->B, as_i1(g, a), as_i1(g, b), "");
+	case isl_ast_expr_op_or:
+	case isl_ast_expr_op_or_else:
+		return LLVMBuildOr(g->B, as_i1(g, a), as_i1(g, b), "");
+	default:
+		break;
+	}
+	a = as_i64(g, a);
+	b = as_i64(g, b);
+	switch (op) {
+	case isl_ast_expr_op_add: return LLVMBuildNSWAdd(g->B, a, b, "");
+	case isl_ast_expr_op_sub: return LLVMBuildNSWSub(g->B, a, b, "");
+	case isl_ast_expr_op_mul: return LLVMBuildNSWMul(g->B, a, b, "");
+	case isl_ast_expr_op_div: /* exact */
+		if (LLVMIsAConstantInt(b) && LLVMConstIntGetSExtValue(b) > 0)
+			return LLVMBuildExactSDiv(g->B, a, b, "");
+		return int_divmod(g, a, b, 1, 0, 0);
+	case isl_ast_expr_op_fdiv_q: return int_divmod(g, a, b, 1, 1, 0);
+	case isl_ast_expr_op_pdiv_q: return int_divmod(g, a, b, 1, 0, 0);
+	case isl_ast_expr_op_pdiv_r:
+	case isl_ast_expr_op_zdiv_r: return int_divmod(g, a, b, 1, 0, 1);
+	case isl_ast_expr_op_eq: return LLVMBuildICmp(g->B, LLVMIntEQ, a, b, "");
+	case isl_ast_expr_op_le: return LLVMBuildICmp(g->B, LLVMIntSLE, a, b, "");
+	case isl_ast_expr_op_lt: return LLVMBuildICmp(g->B, LLVMIntSLT, a, b, "");
+	case isl_ast_expr_op_ge: return LLVMBuildICmp(g->B, LLVMIntSGE, a, b, "");
+	case isl_ast_expr_op_gt: return LLVMBuildICmp(g->B, LLVMIntSGT, a, b, "");
+	default: return fail(g, "unsupported AST operation", NULL);
+	}
+}
+
+/* An isl AST expression: i64, or i1 for conditions. */
+static LLVMValueRef ast_expr(cg *g, isl_ast_expr *e)
+{
+	if (g->failed)
+		return NULL;
+	switch (isl_ast_expr_get_type(e)) {
+	case isl_ast_expr_int: return ast_int(g, e);
+	case isl_ast_expr_id: return ast_id(g, e);
+	case isl_ast_expr_op: return ast_op(g, e);
+	default: return fail(g, "malformed AST expression", NULL);
+	}
+}
+
+/* ---- tensor accesses ---- */
+
+/* The address of element idx[0..n) (i64 values) of tensor t. */
+static LLVMValueRef element(cg *g, int t, LLVMValueRef *idx, int n)
+{
+	const tc_ir_tensor *tt = &g->p->f->tensors[t];
+	LLVMValueRef off = i64c(g, 0);
+	int k;
+	if (n != tt->ndim)
+		return fail(g, "wrong number of subscripts for ", tt->name);
+	for (k = 0; k < n; k++) {
+		if (!idx[k])
+			return NULL;
+		off = k == 0 ? idx[k]
+			     : LLVMBuildNSWAdd(g->B,
+				       LLVMBuildNSWMul(g->B, off, i64c(g, g->ext[t * TC_MAX_RANK + k]),
+					       ""),
+				       idx[k], "");
+	}
+	return LLVMBuildInBoundsGEP2(g->B, mem_type(g, tt->dtype), g->base[t], &off, 1, "");
+}
+
+static LLVMValueRef load(cg *g, int t, LLVMValueRef addr)
+{
+	tc_dtype dt = g->p->f->tensors[t].dtype;
+	LLVMValueRef v;
+	if (!addr)
+		return NULL;
+	v = LLVMBuildLoad2(g->B, mem_type(g, dt), addr, "");
+	if (dt == TC_T_BOOL)
+		v = LLVMBuildICmp(g->B, LLVMIntNE, v, LLVMConstInt(g->i8, 0, 0), "");
+	return v;
+}
+
+static void store(cg *g, int t, LLVMValueRef addr, LLVMValueRef v)
+{
+	if (!addr || !v)
+		return;
+	if (g->p->f->tensors[t].dtype == TC_T_BOOL)
+		v = LLVMBuildZExt(g->B, v, g->i8, "");
+	LLVMBuildStore(g->B, v, addr);
+}
+
+static LLVMBasicBlockRef new_block(cg *g, const char *name);
+
+/* ---- run-time checks ---- */
+
+/* Whether a subscript is quasi-affine in the indices and sizes (the reads
+ * range inference proves in bounds when they are not guarded). */
+static int affine(const tc_ir_expr *e)
+{
+	switch (e->op) {
+	case TC_OP_CONST:
+	case TC_OP_INDEX:
+	case TC_OP_SIZE:
+		return 1;
+	case TC_OP_CAST:
+		return tc_dtype_is_int(e->type) && tc_dtype_is_int(e->args[0]->type) &&
+			tc_dtype_bits(e->type) >= tc_dtype_bits(e->args[0]->type) &&
+			affine(e->args[0]);
+	case TC_OP_NEG:
+		return affine(e->args[0]);
+	case TC_OP_ADD:
+	case TC_OP_SUB:
+		return affine(e->args[0]) && affine(e->args[1]);
+	case TC_OP_MUL:
+		return (e->args[0]->op == TC_OP_CONST && affine(e->args[1])) ||
+			(e->args[1]->op == TC_OP_CONST && affine(e->args[0]));
+	case TC_OP_DIV:
+	case TC_OP_MOD:
+		return e->args[1]->op == TC_OP_CONST && affine(e->args[0]);
+	case TC_OP_CALL:
+		return (e->id == TC_BI_MIN || e->id == TC_BI_MAX) && affine(e->args[0]) &&
+			affine(e->args[1]);
+	default:
+		return 0;
+	}
+}
+
+/* A new check site: its number, or -1 (failure recorded). */
+static int add_site(cg *g, tc_cg_site site)
+{
+	if (g->nsites == g->capsites) {
+		int cap = g->capsites ? 2 * g->capsites : 8;
+		tc_cg_site *v = tc_realloc(g->sites, (size_t)cap * sizeof(*v));
+		if (!v) {
+			fail(g, "out of memory", NULL);
+			return -1;
+		}
+		g->sites = v;
+		g->capsites = cap;
+	}
+	g->sites[g->nsites] = site;
+	return g->nsites++;
+}
+
+/* If bad: record the site (unless an error is recorded already) with the
+ * value v, in a cold block; code goes on after the check. */
+static void check(cg *g, LLVMValueRef bad, int site, LLVMValueRef v)
+{
+	LLVMBasicBlockRef fail_b = new_block(g, "check.fail");
+	LLVMBasicBlockRef rec = new_block(g, "check.record");
+	LLVMBasicBlockRef cont = new_block(g, "check.ok");
+	LLVMValueRef one = i64c(g, 1), first, slot1;
+	LLVMBuildCondBr(g->B, bad, fail_b, cont);
+	LLVMPositionBuilderAtEnd(g->B, fail_b);
+	first = LLVMBuildLoad2(g->B, g->i64, g->err, "");
+	LLVMBuildCondBr(g->B, LLVMBuildICmp(g->B, LLVMIntEQ, first, i64c(g, 0), ""), rec, cont);
+	LLVMPositionBuilderAtEnd(g->B, rec);
+	LLVMBuildStore(g->B, i64c(g, site + 1), g->err);
+	slot1 = LLVMBuildInBoundsGEP2(g->B, g->i64, g->err, &one, 1, "");
+	LLVMBuildStore(g->B, v, slot1);
+	LLVMBuildBr(g->B, cont);
+	LLVMPositionBuilderAtEnd(g->B, cont);
+}
+
+/* ---- IR expressions ---- */
+
+static LLVMValueRef expr(cg *g, const tc_ir_expr *e);
+
+static LLVMValueRef constant(cg *g, tc_dtype t, int64_t i, double f)
+{
+	LLVMTypeRef ty = reg_type(g, t);
+	if (!ty)
+		return fail(g, "constant of unknown type", NULL);
+	if (tc_dtype_is_float(t))
+		return LLVMConstReal(ty, f);
+	if (t == TC_T_BOOL)
+		return LLVMConstInt(ty, i != 0, 0);
+	return LLVMConstInt(ty, (unsigned long long)i, 0);
+}
+
+/* a op b on floats of type t (op: ADD SUB MUL DIV MOD). */
+static LLVMValueRef float_arith(cg *g, tc_ir_op op, tc_dtype t, LLVMValueRef a, LLVMValueRef b)
+{
+	LLVMValueRef r;
+	if (op == TC_OP_MOD) { /* a - b * floor(a / b) in double, one rounding */
+		LLVMValueRef q;
+		LLVMTypeRef dt = g->f64;
+		a = to_double(g, a, t);
+		b = to_double(g, b, t);
+		q = LLVMBuildFDiv(g->B, a, b, "");
+		q = call_intrinsic(g, "llvm.floor", &dt, 1, &q, 1);
+		if (!q)
+			return NULL;
+		r = LLVMBuildFSub(g->B, a, LLVMBuildFMul(g->B, b, q, ""), "");
+		return round_double(g, r, t);
+	}
+	if (t == TC_T_F16) { /* in float, correctly rounded back */
+		a = LLVMBuildFPExt(g->B, a, g->f32, "");
+		b = LLVMBuildFPExt(g->B, b, g->f32, "");
+	}
+	switch (op) {
+	case TC_OP_ADD: r = LLVMBuildFAdd(g->B, a, b, ""); break;
+	case TC_OP_SUB: r = LLVMBuildFSub(g->B, a, b, ""); break;
+	case TC_OP_MUL: r = LLVMBuildFMul(g->B, a, b, ""); break;
+	default: r = LLVMBuildFDiv(g->B, a, b, ""); break;
+	}
+	return t == TC_T_F16 ? LLVMBuildFPTrunc(g->B, r, g->f16, "") : r;
+}
+
+static LLVMValueRef arith(cg *g, tc_ir_op op, tc_dtype t, LLVMValueRef a, LLVMValueRef b)
+{
+	if (!a || !b)
+		return NULL;
+	if (tc_dtype_is_float(t))
+		return float_arith(g, op, t, a, b);
+	switch (op) {
+	case TC_OP_ADD: return LLVMBuildAdd(g->B, a, b, "");
+	case TC_OP_SUB: return LLVMBuildSub(g->B, a, b, "");
+	case TC_OP_MUL: return LLVMBuildMul(g->B, a, b, "");
+	case TC_OP_DIV:
+	case TC_OP_MOD:
+		return int_divmod(g, a, b, tc_dtype_is_signed(t), 1, op == TC_OP_MOD);
+	default: return fail(g, "bad arithmetic operation", NULL);
+	}
+}
+
+/* min or max of a and b of type t.  The interpreter's rule for integers,
+ * a <= b ? a : b (max: a >= b ? a : b), and for floats the same with a NaN
+ * b ignored: (a <= b || b is NaN) ? a : b.  That is NaN-ignoring like
+ * llvm.minnum, and also fixes the choice between -0 and +0 (the first
+ * operand), which llvm.minnum and C's fmin (what the interpreter calls)
+ * leave open.  (glibc's x86-64 fmin returns the second operand of a tie,
+ * but GCC may swap the operands of that commutative builtin, so the
+ * interpreter's choice depends on how it was compiled.) */
+static LLVMValueRef minmax(cg *g, tc_dtype t, LLVMValueRef a, LLVMValueRef b, int is_max)
+{
+	LLVMValueRef c;
+	if (!a || !b)
+		return NULL;
+	if (tc_dtype_is_float(t)) {
+		c = LLVMBuildFCmp(g->B, is_max ? LLVMRealOGE : LLVMRealOLE, a, b, "");
+		c = LLVMBuildOr(g->B, c, LLVMBuildFCmp(g->B, LLVMRealUNO, b, b, ""), "");
+	} else if (tc_dtype_is_signed(t)) {
+		c = LLVMBuildICmp(g->B, is_max ? LLVMIntSGE : LLVMIntSLE, a, b, "");
+	} else {
+		c = LLVMBuildICmp(g->B, is_max ? LLVMIntUGE : LLVMIntULE, a, b, "");
+	}
+	return LLVMBuildSelect(g->B, c, a, b, is_max ? "max" : "min");
+}
+
+static LLVMValueRef compare(cg *g, tc_ir_op op, tc_dtype t, LLVMValueRef a, LLVMValueRef b)
+{
+	if (!a || !b)
+		return NULL;
+	if (tc_dtype_is_float(t)) {
+		LLVMRealPredicate pr;
+		switch (op) {
+		case TC_OP_LT: pr = LLVMRealOLT; break;
+		case TC_OP_GT: pr = LLVMRealOGT; break;
+		case TC_OP_LE: pr = LLVMRealOLE; break;
+		case TC_OP_GE: pr = LLVMRealOGE; break;
+		case TC_OP_EQ: pr = LLVMRealOEQ; break;
+		default: pr = LLVMRealUNE; break; /* NaN != anything */
+		}
+		return LLVMBuildFCmp(g->B, pr, a, b, "");
+	} else {
+		int s = tc_dtype_is_signed(t); /* bool compares as unsigned 0/1 */
+		LLVMIntPredicate pr;
+		switch (op) {
+		case TC_OP_LT: pr = s ? LLVMIntSLT : LLVMIntULT; break;
+		case TC_OP_GT: pr = s ? LLVMIntSGT : LLVMIntUGT; break;
+		case TC_OP_LE: pr = s ? LLVMIntSLE : LLVMIntULE; break;
+		case TC_OP_GE: pr = s ? LLVMIntSGE : LLVMIntUGE; break;
+		case TC_OP_EQ: pr = LLVMIntEQ; break;
+		default: pr = LLVMIntNE; break;
+		}
+		return LLVMBuildICmp(g->B, pr, a, b, "");
+	}
+}
+
+static LLVMBasicBlockRef new_block(cg *g, const char *name)
+{
+	return LLVMAppendBasicBlockInContext(g->C, g->fn, name);
+}
+
+/* a && b, a || b: b is evaluated only when it decides. */
+static LLVMValueRef short_circuit(cg *g, const tc_ir_expr *e)
+{
+	int is_and = e->op == TC_OP_AND;
+	LLVMValueRef a = expr(g, e->args[0]), b, phi, vals[2];
+	LLVMBasicBlockRef from, rhs, join, blocks[2];
+	if (!a)
+		return NULL;
+	from = LLVMGetInsertBlock(g->B);
+	rhs = new_block(g, is_and ? "and.rhs" : "or.rhs");
+	join = new_block(g, is_and ? "and.end" : "or.end");
+	if (is_and)
+		LLVMBuildCondBr(g->B, a, rhs, join);
+	else
+		LLVMBuildCondBr(g->B, a, join, rhs);
+	LLVMPositionBuilderAtEnd(g->B, rhs);
+	g->guarded++;
+	b = expr(g, e->args[1]);
+	g->guarded--;
+	if (!b)
+		return NULL;
+	blocks[1] = LLVMGetInsertBlock(g->B);
+	LLVMBuildBr(g->B, join);
+	LLVMPositionBuilderAtEnd(g->B, join);
+	phi = LLVMBuildPhi(g->B, g->i1, "");
+	vals[0] = LLVMConstInt(g->i1, !is_and, 0);
+	blocks[0] = from;
+	vals[1] = b;
+	LLVMAddIncoming(phi, vals, blocks, 2);
+	return phi;
+}
+
+/* a ? b : c with only the chosen branch evaluated. */
+static LLVMValueRef select_expr(cg *g, const tc_ir_expr *e)
+{
+	LLVMValueRef c = expr(g, e->args[0]), vals[2], phi;
+	LLVMBasicBlockRef yes, no, join, blocks[2];
+	if (!c)
+		return NULL;
+	yes = new_block(g, "sel.then");
+	no = new_block(g, "sel.else");
+	join = new_block(g, "sel.end");
+	LLVMBuildCondBr(g->B, c, yes, no);
+	LLVMPositionBuilderAtEnd(g->B, yes);
+	g->guarded++;
+	vals[0] = expr(g, e->args[1]);
+	g->guarded--;
+	if (!vals[0])
+		return NULL;
+	blocks[0] = LLVMGetInsertBlock(g->B);
+	LLVMBuildBr(g->B, join);
+	LLVMPositionBuilderAtEnd(g->B, no);
+	g->guarded++;
+	vals[1] = expr(g, e->args[2]);
+	g->guarded--;
+	if (!vals[1])
+		return NULL;
+	blocks[1] = LLVMGetInsertBlock(g->B);
+	LLVMBuildBr(g->B, join);
+	LLVMPositionBuilderAtEnd(g->B, join);
+	phi = LLVMBuildPhi(g->B, reg_type(g, e->type), "");
+	LLVMAddIncoming(phi, vals, blocks, 2);
+	return phi;
+}
+
+/* ---- builtins ---- */
+
+/* How a floating builtin is computed for float32/float64: an LLVM
+ * intrinsic (intr), else libm (dbl, and flt for float32 where glibc's float
+ * version is accurate; without flt float32 calls dbl and rounds once), else
+ * (all NULL) tc_cg_builtin_call.  min/max, ldexp, ilogb, jn, yn are
+ * handled apart. */
+typedef struct cg_bi {
+	const char *intr, *dbl, *flt;
+} cg_bi;
+
+static const cg_bi cg_bis[TC_BI_COUNT] = {
+	[TC_BI_ACOS] = {NULL, "acos", "acosf"},
+	[TC_BI_ACOSH] = {NULL, "acosh", "acoshf"},
+	[TC_BI_ASIN] = {NULL, "asin", "asinf"},
+	[TC_BI_ASINH] = {NULL, "asinh", "asinhf"},
+	[TC_BI_ATAN] = {NULL, "atan", "atanf"},
+	[TC_BI_ATANH] = {NULL, "atanh", "atanhf"},
+	[TC_BI_CBRT] = {NULL, "cbrt", "cbrtf"},
+	[TC_BI_CEIL] = {"llvm.ceil", NULL, NULL},
+	[TC_BI_COS] = {"llvm.cos", NULL, NULL},
+	[TC_BI_COSH] = {NULL, "cosh", "coshf"},
+	[TC_BI_ERF] = {NULL, "erf", "erff"},
+	[TC_BI_ERFC] = {NULL, "erfc", "erfcf"},
+	[TC_BI_EXP] = {"llvm.exp", NULL, NULL},
+	[TC_BI_EXP2] = {"llvm.exp2", NULL, NULL},
+	[TC_BI_EXPM1] = {NULL, "expm1", "expm1f"},
+	[TC_BI_FABS] = {"llvm.fabs", NULL, NULL},
+	[TC_BI_FLOOR] = {"llvm.floor", NULL, NULL},
+	[TC_BI_J0] = {NULL, "j0", NULL},
+	[TC_BI_J1] = {NULL, "j1", NULL},
+	[TC_BI_LGAMMA] = {NULL, "lgamma", NULL},
+	[TC_BI_LOG] = {"llvm.log", NULL, NULL},
+	[TC_BI_LOG10] = {"llvm.log10", NULL, NULL},
+	[TC_BI_LOG1P] = {NULL, "log1p", "log1pf"},
+	[TC_BI_LOG2] = {"llvm.log2", NULL, NULL},
+	[TC_BI_LOGB] = {NULL, "logb", "logbf"},
+	[TC_BI_NEARBYINT] = {"llvm.nearbyint", NULL, NULL},
+	[TC_BI_RINT] = {"llvm.rint", NULL, NULL},
+	[TC_BI_ROUND] = {"llvm.round", NULL, NULL},
+	[TC_BI_SIN] = {"llvm.sin", NULL, NULL},
+	[TC_BI_SINH] = {NULL, "sinh", "sinhf"},
+	[TC_BI_SQRT] = {"llvm.sqrt", NULL, NULL},
+	[TC_BI_TAN] = {NULL, "tan", "tanf"},
+	[TC_BI_TANH] = {NULL, "tanh", "tanhf"},
+	[TC_BI_TGAMMA] = {NULL, "tgamma", NULL},
+	[TC_BI_TRUNC] = {"llvm.trunc", NULL, NULL},
+	[TC_BI_Y0] = {NULL, "y0", NULL},
+	[TC_BI_Y1] = {NULL, "y1", NULL},
+	[TC_BI_ATAN2] = {NULL, "atan2", "atan2f"},
+	[TC_BI_COPYSIGN] = {"llvm.copysign", NULL, NULL},
+	[TC_BI_FDIM] = {NULL, "fdim", "fdimf"},
+	[TC_BI_FMOD] = {NULL, "fmod", "fmodf"},
+	[TC_BI_HYPOT] = {NULL, "hypot", "hypotf"},
+	[TC_BI_NEXTAFTER] = {NULL, "nextafter", "nextafterf"},
+	[TC_BI_POW] = {"llvm.pow", NULL, NULL},
+	[TC_BI_REMAINDER] = {NULL, "remainder", "remainderf"},
+	[TC_BI_FMA] = {"llvm.fma", NULL, NULL},
+	/* everything else: tc_cg_builtin_call */
+};
+
+/* tc_cg_builtin_call(id, args...) on double arguments. */
+static LLVMValueRef call_wrapper(cg *g, int id, LLVMValueRef *dargs, int n)
+{
+	LLVMTypeRef pt[4] = {g->i32, g->f64, g->f64, g->f64};
+	LLVMValueRef a[4];
+	int i;
+	a[0] = LLVMConstInt(g->i32, (unsigned long long)id, 0);
+	for (i = 0; i < 3; i++)
+		a[i + 1] = i < n ? dargs[i] : LLVMConstReal(g->f64, 0);
+	return call_extern(g, "tc_cg_builtin_call", g->f64, pt, 4, a, 1);
+}
+
+/* float16 nextafter from the bits, as the interpreter's half_nextafter. */
+static LLVMValueRef half_nextafter(cg *g, LLVMValueRef a, LLVMValueRef b)
+{
+	LLVMValueRef h = LLVMBuildBitCast(g->B, a, g->i16, "");
+	LLVMValueRef zero = LLVMConstReal(g->f16, 0);
+	LLVMValueRef nan = LLVMBuildFCmp(g->B, LLVMRealUNO, a, b, "");
+	LLVMValueRef eq = LLVMBuildFCmp(g->B, LLVMRealOEQ, a, b, "");
+	LLVMValueRef az = LLVMBuildFCmp(g->B, LLVMRealOEQ, a, zero, "");
+	LLVMValueRef up = LLVMBuildICmp(g->B, LLVMIntEQ, LLVMBuildFCmp(g->B, LLVMRealOGT, b, a, ""),
+		LLVMBuildFCmp(g->B, LLVMRealOGT, a, zero, ""), "");
+	LLVMValueRef step = LLVMBuildSelect(g->B, up,
+		LLVMBuildAdd(g->B, h, LLVMConstInt(g->i16, 1, 0), ""),
+		LLVMBuildSub(g->B, h, LLVMConstInt(g->i16, 1, 0), ""), "");
+	LLVMValueRef tiny = LLVMBuildSelect(g->B, LLVMBuildFCmp(g->B, LLVMRealOGT, b, zero, ""),
+		LLVMConstInt(g->i16, 0x0001, 0), LLVMConstInt(g->i16, 0x8001, 0), "");
+	LLVMValueRef r = LLVMBuildBitCast(g->B, LLVMBuildSelect(g->B, az, tiny, step, ""), g->f16, "");
+	r = LLVMBuildSelect(g->B, eq, b, r, "");
+	return LLVMBuildSelect(g->B, nan, float_arith(g, TC_OP_ADD, TC_T_F16, a, b), r, "");
+}
+
+/* A floating builtin (not min/max/ilogb) of float32/float64 type t on args
+ * of their IR types (jn/yn: int32 n first; ldexp: int32 exponent second). */
+static LLVMValueRef float_builtin(cg *g, int id, tc_dtype t, LLVMValueRef *a, int n)
+{
+	LLVMTypeRef ft = reg_type(g, t), pt[3];
+	LLVMValueRef d[3];
+	const cg_bi *bi = &cg_bis[id];
+	int i;
+
+	if (id == TC_BI_LDEXP) {
+		LLVMTypeRef over[2];
+		over[0] = ft;
+		over[1] = g->i32;
+		return call_intrinsic(g, "llvm.ldexp", over, 2, a, 2);
+	}
+	if (id == TC_BI_JN || id == TC_BI_YN) {
+		d[0] = LLVMBuildSIToFP(g->B, a[0], g->f64, "");
+		d[1] = to_double(g, a[1], t);
+		return round_double(g, call_wrapper(g, id, d, 2), t);
+	}
+	if (bi->intr)
+		return call_intrinsic(g, bi->intr, &ft, 1, a, n);
+	if (bi->dbl && (t == TC_T_F64 || bi->flt)) {
+		for (i = 0; i < n; i++)
+			pt[i] = ft;
+		return call_extern(g, t == TC_T_F64 ? bi->dbl : bi->flt, ft, pt, n, a,
+			id != TC_BI_LGAMMA);
+	}
+	for (i = 0; i < n; i++)
+		d[i] = to_double(g, a[i], t);
+	if (bi->dbl) {
+		for (i = 0; i < n; i++)
+			pt[i] = g->f64;
+		return round_double(g, call_extern(g, bi->dbl, g->f64, pt, n, d, id != TC_BI_LGAMMA),
+			t);
+	}
+	return round_double(g, call_wrapper(g, id, d, n), t);
+}
+
+static LLVMValueRef builtin(cg *g, const tc_ir_expr *e)
+{
+	LLVMValueRef a[3], r;
+	tc_dtype t = e->type;
+	int i, n = e->nargs, id = e->id;
+
+	if (n < 1 || n > 3 || id < 0 || id >= TC_BI_COUNT)
+		return fail(g, "malformed builtin call", NULL);
+	for (i = 0; i < n; i++) /* every argument is evaluated, as in the interpreter */
+		if (!(a[i] = expr(g, e->args[i])))
+			return NULL;
+	if (id == TC_BI_MIN || id == TC_BI_MAX || id == TC_BI_FMIN || id == TC_BI_FMAX) {
+		if (n != 2)
+			return fail(g, "malformed builtin call", NULL);
+		return minmax(g, t, a[0], a[1], id == TC_BI_MAX || id == TC_BI_FMAX);
+	}
+	if (id == TC_BI_ILOGB) { /* int result of the double computation */
+		LLVMValueRef x = to_double(g, a[0], e->args[0]->type);
+		r = call_wrapper(g, id, &x, 1);
+		return r ? LLVMBuildFPToSI(g->B, r, reg_type(g, t), "") : NULL;
+	}
+	if (!tc_dtype_is_float(t))
+		return fail(g, "builtin of non-float type", NULL);
+	if (t != TC_T_F16)
+		return float_builtin(g, id, t, a, n);
+	if (id == TC_BI_NEXTAFTER)
+		return half_nextafter(g, a[0], a[1]);
+	/* float16: in double, rounded once (as the interpreter) */
+	for (i = 0; i < n; i++)
+		if (e->args[i]->type == TC_T_F16)
+			a[i] = LLVMBuildFPExt(g->B, a[i], g->f64, "");
+	return round_double(g, float_builtin(g, id, TC_T_F64, a, n), TC_T_F16);
+}
+
+/* The value of IR expression e, in its register type. */
+static LLVMValueRef expr(cg *g, const tc_ir_expr *e)
+{
+	LLVMValueRef a, b, idx[TC_MAX_RANK];
+	tc_dtype at;
+	int i;
+
+	if (g->failed)
+		return NULL;
+	switch (e->op) {
+	case TC_OP_CONST:
+		return constant(g, e->type, e->c.i, e->c.f);
+	case TC_OP_INDEX:
+		if (e->id < 0 || e->id >= g->ndom)
+			return fail(g, "index variable outside the statement's domain", NULL);
+		return convert(g, g->dom[e->id], TC_T_I64, e->type);
+	case TC_OP_SIZE:
+		if (!g->p->params || e->id < 0 || e->id >= g->p->f->nparams)
+			return fail(g, "unknown size", NULL);
+		return constant(g, e->type, g->p->params[e->id], 0);
+	case TC_OP_READ:
+		if (e->nargs > TC_MAX_RANK || e->id < 0 || e->id >= g->p->f->ntensors)
+			return fail(g, "malformed tensor read", NULL);
+		for (i = 0; i < e->nargs; i++) {
+			at = e->args[i]->type;
+			if (!tc_dtype_is_int(at))
+				return fail(g, "non-integer subscript", NULL);
+			/* to i64: sign-extended if signed, zero-extended if not */
+			idx[i] = convert(g, expr(g, e->args[i]), at,
+				tc_dtype_is_signed(at) ? TC_T_I64 : TC_T_U64);
+			if (!idx[i])
+				return NULL;
+			if (g->guarded || !affine(e->args[i])) { /* not proven in bounds */
+				tc_cg_site site = {TC_CG_CHECK_BOUNDS, e->loc, e->id, i, 0};
+				int n = add_site(g, site);
+				LLVMValueRef bad;
+				if (n < 0)
+					return NULL;
+				bad = LLVMBuildICmp(g->B, LLVMIntUGE, idx[i],
+					i64c(g, g->ext[e->id * TC_MAX_RANK + i]), "");
+				check(g, bad, n, idx[i]);
+				idx[i] = LLVMBuildSelect(g->B, bad, i64c(g, 0), idx[i], "");
+			}
+		}
+		return load(g, e->id, element(g, e->id, idx, e->nargs));
+	case TC_OP_CAST:
+		return convert(g, expr(g, e->args[0]), e->args[0]->type, e->type);
+	case TC_OP_NEG:
+		a = expr(g, e->args[0]);
+		if (!a)
+			return NULL;
+		return tc_dtype_is_float(e->type) ? LLVMBuildFNeg(g->B, a, "") : LLVMBuildNeg(g->B, a, "");
+	case TC_OP_NOT:
+		a = expr(g, e->args[0]);
+		return a ? LLVMBuildNot(g->B, a, "") : NULL;
+	case TC_OP_ADD:
+	case TC_OP_SUB:
+	case TC_OP_MUL:
+	case TC_OP_DIV:
+	case TC_OP_MOD:
+		a = expr(g, e->args[0]);
+		b = expr(g, e->args[1]);
+		if (a && b && (e->op == TC_OP_DIV || e->op == TC_OP_MOD) &&
+			!tc_dtype_is_float(e->type) && !LLVMIsAConstantInt(b)) {
+			tc_cg_site site = {TC_CG_CHECK_DIV, e->loc, -1, -1,
+				e->op == TC_OP_DIV ? '/' : '%'};
+			int n = add_site(g, site);
+			if (n < 0)
+				return NULL;
+			check(g, LLVMBuildICmp(g->B, LLVMIntEQ, b, LLVMConstInt(LLVMTypeOf(b), 0, 0), ""),
+				n, i64c(g, 0));
+		}
+		return arith(g, e->op, e->type, a, b);
+	case TC_OP_LT:
+	case TC_OP_GT:
+	case TC_OP_LE:
+	case TC_OP_GE:
+	case TC_OP_EQ:
+	case TC_OP_NE:
+		a = expr(g, e->args[0]);
+		b = expr(g, e->args[1]);
+		return compare(g, e->op, e->args[0]->type, a, b);
+	case TC_OP_AND:
+	case TC_OP_OR:
+		return short_circuit(g, e);
+	case TC_OP_SELECT:
+		return select_expr(g, e);
+	case TC_OP_CALL:
+		return builtin(g, e);
+	}
+	return fail(g, "unknown IR operation", NULL);
+}
+
+/* ---- statements ---- */
+
+/* The identity of reduction red in type t (the interpreter's identity()). */
+static LLVMValueRef identity(cg *g, tc_red red, tc_dtype t)
+{
+	int bits = tc_dtype_bits(t);
+	int fl = tc_dtype_is_float(t);
+	switch (red) {
+	case TC_RED_MUL:
+		return constant(g, t, 1, 1.0);
+	case TC_RED_MIN: /* the largest value */
+		if (fl)
+			return constant(g, t, 0, t == TC_T_F16 ? 65504.0 : t == TC_T_F32 ? FLT_MAX : DBL_MAX);
+		if (t == TC_T_BOOL || tc_dtype_is_unsigned(t))
+			return LLVMConstAllOnes(reg_type(g, t));
+		return constant(g, t, bits == 64 ? INT64_MAX : (INT64_C(1) << (bits - 1)) - 1, 0);
+	case TC_RED_MAX: /* the lowest value */
+		if (fl)
+			return constant(g, t, 0,
+				t == TC_T_F16 ? -65504.0 : t == TC_T_F32 ? -FLT_MAX : -DBL_MAX);
+		if (tc_dtype_is_signed(t))
+			return constant(g, t, bits == 64 ? INT64_MIN : -(INT64_C(1) << (bits - 1)), 0);
+		return constant(g, t, 0, 0);
+	default:
+		return constant(g, t, 0, 0.0);
+	}
+}
+
+/* acc red v in type t (the interpreter's reduce()). */
+static LLVMValueRef reduce(cg *g, tc_red red, tc_dtype t, LLVMValueRef acc, LLVMValueRef v)
+{
+	switch (red) {
+	case TC_RED_ADD: return arith(g, TC_OP_ADD, t, acc, v);
+	case TC_RED_MUL: return arith(g, TC_OP_MUL, t, acc, v);
+	case TC_RED_MIN: return minmax(g, t, acc, v, 0);
+	case TC_RED_MAX: return minmax(g, t, acc, v, 1);
+	default: return v;
+	}
+}
+
+static void statement(cg *g, const tc_poly_inst *inst)
+{
+	const tc_poly_stmt *s = inst->stmt;
+	const tc_ir_stmt *ir = s ? s->ir : NULL;
+	tc_dtype dt;
+	LLVMValueRef addr, v;
+	int k;
+
+	if (!ir || inst->n != s->ndims || inst->n > CG_MAX_DIMS || ir->nlhs > inst->n) {
+		fail(g, "malformed statement instance", NULL);
+		return;
+	}
+	for (k = 0; k < inst->n; k++)
+		if (!(g->dom[k] = as_i64(g, ast_expr(g, inst->index[k]))))
+			return;
+	g->ndom = inst->n;
+	dt = g->p->f->tensors[ir->tensor].dtype;
+	addr = element(g, ir->tensor, g->dom, ir->nlhs);
+	if (!addr)
+		return;
+	switch (s->kind) {
+	case TC_POLY_INIT:
+		v = identity(g, ir->red, dt);
+		break;
+	case TC_POLY_ASSIGN:
+		v = convert(g, expr(g, ir->rhs), ir->rhs->type, dt);
+		break;
+	default:
+		v = convert(g, expr(g, ir->rhs), ir->rhs->type, dt);
+		if (ir->red != TC_RED_ASSIGN)
+			v = reduce(g, ir->red, dt, load(g, ir->tensor, addr), v);
+		break;
+	}
+	store(g, ir->tensor, addr, v);
+	g->ndom = 0;
+}
+
+/* ---- AST nodes ---- */
+
+static void node(cg *g, isl_ast_node *n);
+
+static LLVMValueRef iter_slot(cg *g, const char *name)
+{
+	return LLVMBuildAlloca(g->A, g->i64, name ? name : "it");
+}
+
+static void for_node(cg *g, isl_ast_node *n)
+{
+	isl_ast_expr *it = isl_ast_node_for_get_iterator(n);
+	isl_id *id = it ? isl_ast_expr_get_id(it) : NULL;
+	isl_ast_expr *init = isl_ast_node_for_get_init(n);
+	isl_ast_node *body = isl_ast_node_for_get_body(n);
+	isl_ast_expr *cond = NULL, *inc = NULL;
+	LLVMValueRef slot, v, c;
+	LLVMBasicBlockRef bcond, bbody, bexit;
+	isl_bool degenerate = isl_ast_node_for_is_degenerate(n);
+
+	if (!id || !init || !body || degenerate < 0) {
+		fail(g, "malformed for node", NULL);
+		goto done;
+	}
+	if (g->niters == g->cap) {
+		int cap = g->cap ? 2 * g->cap : 16;
+		cg_iter *ni = tc_realloc(g->iters, (size_t)cap * sizeof(*ni));
+		if (!ni) {
+			fail(g, "out of memory", NULL);
+			goto done;
+		}
+		g->iters = ni;
+		g->cap = cap;
+	}
+	slot = iter_slot(g, isl_id_get_name(id));
+	if (!(v = as_i64(g, ast_expr(g, init))))
+		goto done;
+	LLVMBuildStore(g->B, v, slot);
+	g->iters[g->niters].id = id;
+	g->iters[g->niters].slot = slot;
+	g->niters++;
+	if (degenerate) {
+		node(g, body);
+		g->niters--;
+		goto done;
+	}
+	cond = isl_ast_node_for_get_cond(n);
+	inc = isl_ast_node_for_get_inc(n);
+	bcond = new_block(g, "for.cond");
+	bbody = new_block(g, "for.body");
+	bexit = new_block(g, "for.end");
+	LLVMBuildBr(g->B, bcond);
+	LLVMPositionBuilderAtEnd(g->B, bcond);
+	c = cond ? as_i1(g, ast_expr(g, cond)) : fail(g, "malformed for node", NULL);
+	if (c) {
+		LLVMBuildCondBr(g->B, c, bbody, bexit);
+		LLVMPositionBuilderAtEnd(g->B, bbody);
+		node(g, body);
+		v = inc ? as_i64(g, ast_expr(g, inc)) : fail(g, "malformed for node", NULL);
+		if (v) {
+			v = LLVMBuildNSWAdd(g->B, LLVMBuildLoad2(g->B, g->i64, slot, ""), v, "");
+			LLVMBuildStore(g->B, v, slot);
+			LLVMBuildBr(g->B, bcond);
+		}
+		LLVMPositionBuilderAtEnd(g->B, bexit);
+	}
+	g->niters--;
+done:
+	isl_ast_expr_free(cond);
+	isl_ast_expr_free(inc);
+	isl_ast_node_free(body);
+	isl_ast_expr_free(init);
+	isl_id_free(id);
+	isl_ast_expr_free(it);
+}
+
+static void if_node(cg *g, isl_ast_node *n)
+{
+	isl_ast_expr *cond = isl_ast_node_if_get_cond(n);
+	isl_ast_node *then = isl_ast_node_if_get_then_node(n);
+	isl_ast_node *els = isl_ast_node_if_has_else_node(n) == isl_bool_true
+				    ? isl_ast_node_if_get_else_node(n) : NULL;
+	LLVMValueRef c = cond && then ? as_i1(g, ast_expr(g, cond))
+				      : fail(g, "malformed if node", NULL);
+	LLVMBasicBlockRef bthen, belse, bend;
+
+	if (c) {
+		bthen = new_block(g, "if.then");
+		belse = els ? new_block(g, "if.else") : NULL;
+		bend = new_block(g, "if.end");
+		LLVMBuildCondBr(g->B, c, bthen, belse ? belse : bend);
+		LLVMPositionBuilderAtEnd(g->B, bthen);
+		node(g, then);
+		if (!g->failed)
+			LLVMBuildBr(g->B, bend);
+		if (els) {
+			LLVMPositionBuilderAtEnd(g->B, belse);
+			node(g, els);
+			if (!g->failed)
+				LLVMBuildBr(g->B, bend);
+		}
+		LLVMPositionBuilderAtEnd(g->B, bend);
+	}
+	isl_ast_node_free(els);
+	isl_ast_node_free(then);
+	isl_ast_expr_free(cond);
+}
+
+static void node(cg *g, isl_ast_node *n)
+{
+	isl_ast_node_list *list;
+	isl_ast_node *child;
+	const tc_poly_inst *inst;
+	isl_size i, k;
+
+	if (g->failed)
+		return;
+	switch (isl_ast_node_get_type(n)) {
+	case isl_ast_node_for:
+		for_node(g, n);
+		break;
+	case isl_ast_node_if:
+		if_node(g, n);
+		break;
+	case isl_ast_node_block:
+		list = isl_ast_node_block_get_children(n);
+		k = isl_ast_node_list_n_ast_node(list);
+		if (k < 0)
+			fail(g, "malformed block node", NULL);
+		for (i = 0; i < k && !g->failed; i++) {
+			child = isl_ast_node_list_get_at(list, i);
+			if (child)
+				node(g, child);
+			else
+				fail(g, "malformed block node", NULL);
+			isl_ast_node_free(child);
+		}
+		isl_ast_node_list_free(list);
+		break;
+	case isl_ast_node_mark:
+		child = isl_ast_node_mark_get_node(n);
+		if (child)
+			node(g, child);
+		else
+			fail(g, "malformed mark node", NULL);
+		isl_ast_node_free(child);
+		break;
+	case isl_ast_node_user:
+		inst = tc_poly_node_inst(n);
+		if (inst)
+			statement(g, inst);
+		else
+			fail(g, "a statement without its annotation", NULL);
+		break;
+	default:
+		fail(g, "malformed AST node", NULL);
+		break;
+	}
+}
+
+/* ---- modules ---- */
+
+static void cg_clear(cg *g)
+{
+	if (g->B)
+		LLVMDisposeBuilder(g->B);
+	if (g->A)
+		LLVMDisposeBuilder(g->A);
+	tc_free(g->base);
+	tc_free(g->ext);
+	tc_free(g->iters);
+	tc_free(g->sites);
+}
+
+static void add_string_attr(cg *g, LLVMValueRef f, const char *k, const char *v)
+{
+	LLVMAddAttributeAtIndex(f, LLVMAttributeFunctionIndex,
+		LLVMCreateStringAttribute(g->C, k, (unsigned)strlen(k), v, (unsigned)strlen(v)));
+}
+
+/* Build the module of p in C with one function fname for the host h and
+ * the data layout of tm, and the sites of its run-time checks (when sites
+ * is not NULL; the caller frees them).  NULL with a message in d on
+ * failure. */
+static LLVMModuleRef build_module(LLVMContextRef C, const tc_poly *p, const char *fname,
+	const host *h, LLVMTargetMachineRef tm, tc_diags *d, tc_cg_site **sites, int *nsites)
+{
+	cg g;
+	LLVMTypeRef fty;
+	LLVMTargetDataRef td;
+	LLVMBasicBlockRef entry, code;
+	LLVMValueRef arg;
+	char *layout, *msg = NULL;
+	const tc_ir_func *f = p->f;
+	int t;
+	unsigned kind;
+
+	memset(&g, 0, sizeof(g));
+	g.p = p;
+	g.d = d;
+	g.C = C;
+	if (!p->ast || !p->params) {
+		tc_error(d, noloc, "%s",
+			"LLVM code generation needs a model built with concrete sizes and its AST");
+		return NULL;
+	}
+	g.M = LLVMModuleCreateWithNameInContext(fname, C);
+	LLVMSetTarget(g.M, h->triple);
+	td = LLVMCreateTargetDataLayout(tm);
+	layout = LLVMCopyStringRepOfTargetData(td);
+	LLVMSetDataLayout(g.M, layout);
+	LLVMDisposeMessage(layout);
+	LLVMDisposeTargetData(td);
+
+	g.i1 = LLVMInt1TypeInContext(C);
+	g.i8 = LLVMInt8TypeInContext(C);
+	g.i16 = LLVMInt16TypeInContext(C);
+	g.i32 = LLVMInt32TypeInContext(C);
+	g.i64 = LLVMInt64TypeInContext(C);
+	g.f16 = LLVMHalfTypeInContext(C);
+	g.f32 = LLVMFloatTypeInContext(C);
+	g.f64 = LLVMDoubleTypeInContext(C);
+	g.ptr = LLVMPointerTypeInContext(C, 0);
+	g.vd = LLVMVoidTypeInContext(C);
+
+	fty = LLVMFunctionType(g.vd, &g.ptr, 1, 0);
+	g.fn = LLVMAddFunction(g.M, fname, fty);
+	add_string_attr(&g, g.fn, "target-cpu", h->cpu);
+	add_string_attr(&g, g.fn, "target-features", h->features);
+	add_fn_attr(&g, g.fn, "nounwind", 0);
+	arg = LLVMGetParam(g.fn, 0);
+	LLVMSetValueName2(arg, "tensors", 7);
+	/* the pointer array is only read, and nothing else reaches it */
+	kind = LLVMGetEnumAttributeKindForName("readonly", 8);
+	LLVMAddAttributeAtIndex(g.fn, 1, LLVMCreateEnumAttribute(C, kind, 0));
+	kind = LLVMGetEnumAttributeKindForName("noalias", 7);
+	LLVMAddAttributeAtIndex(g.fn, 1, LLVMCreateEnumAttribute(C, kind, 0));
+	kind = LLVMGetEnumAttributeKindForName("nocapture", 9);
+	LLVMAddAttributeAtIndex(g.fn, 1, LLVMCreateEnumAttribute(C, kind, 0));
+
+	g.base = tc_calloc((size_t)f->ntensors + 1, sizeof(LLVMValueRef));
+	g.ext = tc_calloc((size_t)f->ntensors * TC_MAX_RANK + 1, sizeof(int64_t));
+	if (!g.base || !g.ext) {
+		fail(&g, "out of memory", NULL);
+		goto error;
+	}
+	g.A = LLVMCreateBuilderInContext(C);
+	g.B = LLVMCreateBuilderInContext(C);
+	entry = LLVMAppendBasicBlockInContext(C, g.fn, "entry");
+	code = LLVMAppendBasicBlockInContext(C, g.fn, "code");
+	LLVMPositionBuilderAtEnd(g.A, entry);
+	for (t = 0; t < f->ntensors; t++) {
+		LLVMValueRef ix = i64c(&g, t);
+		LLVMValueRef slot = LLVMBuildInBoundsGEP2(g.A, g.ptr, arg, &ix, 1, "");
+		g.base[t] = LLVMBuildLoad2(g.A, g.ptr, slot, f->tensors[t].name);
+		if (f->tensors[t].ndim > TC_MAX_RANK ||
+			tc_ir_shape(f, t, p->params, g.ext + (size_t)t * TC_MAX_RANK, d) < 0) {
+			fail(&g, "cannot compute the shape of ", f->tensors[t].name);
+			goto error;
+		}
+	}
+	{ /* the error record follows the tensors */
+		LLVMValueRef ix = i64c(&g, f->ntensors);
+		LLVMValueRef slot = LLVMBuildInBoundsGEP2(g.A, g.ptr, arg, &ix, 1, "");
+		g.err = LLVMBuildLoad2(g.A, g.ptr, slot, "err");
+	}
+	LLVMPositionBuilderAtEnd(g.B, code);
+	node(&g, p->ast);
+	if (g.failed)
+		goto error;
+	LLVMBuildRetVoid(g.B);
+	LLVMBuildBr(g.A, code);
+	if (LLVMVerifyModule(g.M, LLVMReturnStatusAction, &msg)) {
+		tc_error(d, noloc, "LLVM code generation: internal error, invalid module: %s",
+			msg ? msg : "?");
+		LLVMDisposeMessage(msg);
+		goto error;
+	}
+	LLVMDisposeMessage(msg);
+	if (sites) {
+		*sites = g.sites;
+		*nsites = g.nsites;
+		g.sites = NULL;
+	}
+	cg_clear(&g);
+	return g.M;
+error:
+	cg_clear(&g);
+	LLVMDisposeModule(g.M);
+	return NULL;
+}
+
+/* The O3 pipeline for the host, with loop and SLP vectorisation. */
+static tc_stat optimize(LLVMModuleRef M, LLVMTargetMachineRef tm, tc_diags *d)
+{
+	LLVMPassBuilderOptionsRef o = LLVMCreatePassBuilderOptions();
+	LLVMErrorRef err;
+	LLVMPassBuilderOptionsSetLoopVectorization(o, 1);
+	LLVMPassBuilderOptionsSetSLPVectorization(o, 1);
+	LLVMPassBuilderOptionsSetLoopInterleaving(o, 1);
+	LLVMPassBuilderOptionsSetLoopUnrolling(o, 1);
+	err = LLVMRunPasses(M, "default<O3>", tm, o);
+	LLVMDisposePassBuilderOptions(o);
+	if (err) {
+		llvm_error(d, "optimise the kernel", err);
+		return TC_ERR;
+	}
+	return TC_OK;
+}
+
+static void kernel_name(char *buf, size_t n, const tc_poly *p, unsigned long k)
+{
+	if (k)
+		snprintf(buf, n, "tc_%.80s_%lu", p->f->name, k);
+	else
+		snprintf(buf, n, "tc_%.80s", p->f->name);
+}
+
+/* ---- JIT ---- */
+
+/* A JIT (see llvm.h).  The mutex guards the target machine (the pass
+ * pipeline uses it), the LLJIT's main dylib, and the counter. */
+struct tc_cg_jit {
+	pthread_mutex_t lock;
+	host h;
+	LLVMTargetMachineRef tm;
+	LLVMOrcLLJITRef lljit;
+	LLVMOrcJITDylibRef jd;
+	unsigned long counter;
+};
+
+/* A compiled kernel: its resource tracker in the JIT and its address. */
+struct tc_cg_code {
+	tc_cg_jit *jit;
+	LLVMOrcResourceTrackerRef rt;
+	tc_cg_fn fn;
+	tc_cg_site *sites; /* its run-time checks */
+	int nsites;
+};
+
+/* Symbols generated code may call, by address. */
+typedef struct cg_sym {
+	const char *name;
+	void (*addr)(void);
+} cg_sym;
+
+#define CG_SYM(f) {#f, (void (*)(void))f}
+#define CG_SYM2(fn) CG_SYM(fn), CG_SYM(fn##f)
+
+static const cg_sym cg_syms[] = {
+	CG_SYM(tc_cg_builtin_call), CG_SYM(tc_cg_half_from_double),
+	CG_SYM2(acos), CG_SYM2(acosh), CG_SYM2(asin), CG_SYM2(asinh), CG_SYM2(atan),
+	CG_SYM2(atanh), CG_SYM2(cbrt), CG_SYM2(ceil), CG_SYM2(cos), CG_SYM2(cosh),
+	CG_SYM2(erf), CG_SYM2(erfc), CG_SYM2(exp), CG_SYM2(exp10), CG_SYM2(exp2),
+	CG_SYM2(expm1), CG_SYM2(fabs), CG_SYM2(floor), CG_SYM2(j0), CG_SYM2(j1),
+	CG_SYM2(lgamma), CG_SYM2(log), CG_SYM2(log10), CG_SYM2(log1p), CG_SYM2(log2),
+	CG_SYM2(logb), CG_SYM2(nearbyint), CG_SYM2(rint), CG_SYM2(round), CG_SYM2(sin),
+	CG_SYM2(sinh), CG_SYM2(sqrt), CG_SYM2(tan), CG_SYM2(tanh), CG_SYM2(tgamma),
+	CG_SYM2(trunc), CG_SYM2(y0), CG_SYM2(y1), CG_SYM2(atan2), CG_SYM2(copysign),
+	CG_SYM2(fdim), CG_SYM2(fmax), CG_SYM2(fmin), CG_SYM2(fmod), CG_SYM2(hypot),
+	CG_SYM2(nextafter), CG_SYM2(pow), CG_SYM2(remainder), CG_SYM2(fma), CG_SYM2(ldexp),
+	CG_SYM2(sincos), CG_SYM(memset), CG_SYM(memcpy), CG_SYM(memmove),
+};
+
+static tc_stat define_symbols(tc_cg_jit *jit, tc_diags *d)
+{
+	size_t i, n = sizeof(cg_syms) / sizeof(cg_syms[0]);
+	LLVMOrcCSymbolMapPair *pairs = tc_calloc(n, sizeof(*pairs));
+	LLVMOrcDefinitionGeneratorRef gen = NULL;
+	LLVMErrorRef err;
+
+	if (!pairs) {
+		tc_error(d, noloc, "%s", "out of memory");
+		return TC_ERR;
+	}
+	for (i = 0; i < n; i++) {
+		pairs[i].Name = LLVMOrcLLJITMangleAndIntern(jit->lljit, cg_syms[i].name);
+		pairs[i].Sym.Address = (LLVMOrcExecutorAddress)(uintptr_t)cg_syms[i].addr;
+		pairs[i].Sym.Flags.GenericFlags =
+			LLVMJITSymbolGenericFlagsExported | LLVMJITSymbolGenericFlagsCallable;
+		pairs[i].Sym.Flags.TargetFlags = 0;
+	}
+	err = LLVMOrcJITDylibDefine(jit->jd, LLVMOrcAbsoluteSymbols(pairs, n));
+	tc_free(pairs);
+	if (err) {
+		llvm_error(d, "define the runtime symbols", err);
+		return TC_ERR;
+	}
+	/* anything else the back end calls (compiler-rt/libgcc helpers) */
+	err = LLVMOrcCreateDynamicLibrarySearchGeneratorForProcess(&gen,
+		LLVMOrcLLJITGetGlobalPrefix(jit->lljit), NULL, NULL);
+	if (err) {
+		llvm_error(d, "search the process for symbols", err);
+		return TC_ERR;
+	}
+	LLVMOrcJITDylibAddGenerator(jit->jd, gen);
+	return TC_OK;
+}
+
+/* Create a JIT for the host CPU: a target machine for the pass pipeline,
+ * an LLJIT whose code generator targets the same CPU and features at the
+ * highest optimisation level, the runtime symbols.  NULL with a message in
+ * d if LLVM cannot target the host.  The caller owns the result. */
+__tc_give tc_cg_jit *tc_cg_jit_new(__tc_keep tc_diags *d)
+{
+	tc_cg_jit *jit = tc_calloc(1, sizeof(*jit));
+	LLVMTargetMachineRef jtm;
+	LLVMOrcLLJITBuilderRef builder;
+	LLVMErrorRef err;
+
+	if (!jit) {
+		tc_error(d, noloc, "%s", "out of memory");
+		return NULL;
+	}
+	if (pthread_mutex_init(&jit->lock, NULL)) {
+		tc_free(jit);
+		tc_error(d, noloc, "%s", "cannot create a mutex");
+		return NULL;
+	}
+	if (host_init(&jit->h, d) < 0)
+		goto error;
+	if (!(jit->tm = host_tm(&jit->h, LLVMCodeModelJITDefault, d)))
+		goto error;
+	/* the JIT's own target machine (the builder consumes it) */
+	if (!(jtm = host_tm(&jit->h, LLVMCodeModelJITDefault, d)))
+		goto error;
+	builder = LLVMOrcCreateLLJITBuilder();
+	LLVMOrcLLJITBuilderSetJITTargetMachineBuilder(builder,
+		LLVMOrcJITTargetMachineBuilderCreateFromTargetMachine(jtm));
+	err = LLVMOrcCreateLLJIT(&jit->lljit, builder);
+	if (err) {
+		jit->lljit = NULL;
+		llvm_error(d, "create the JIT", err);
+		goto error;
+	}
+	jit->jd = LLVMOrcLLJITGetMainJITDylib(jit->lljit);
+	if (define_symbols(jit, d) < 0)
+		goto error;
+	return jit;
+error:
+	tc_cg_jit_free(jit);
+	return NULL;
+}
+
+/* Free a JIT and all the code still in it (free every tc_cg_code of it
+ * first: their functions become invalid here). */
+void tc_cg_jit_free(__tc_take tc_cg_jit *jit)
+{
+	if (!jit)
+		return;
+	if (jit->lljit) {
+		LLVMErrorRef err = LLVMOrcDisposeLLJIT(jit->lljit);
+		if (err)
+			LLVMConsumeError(err);
+	}
+	if (jit->tm)
+		LLVMDisposeTargetMachine(jit->tm);
+	host_dispose(&jit->h);
+	pthread_mutex_destroy(&jit->lock);
+	tc_free(jit);
+}
+
+/* Compile p into jit (see llvm.h): build the module in a fresh thread-safe
+ * context, optimise it, add it to the JIT under a new resource tracker and
+ * look up its function.  NULL with a message in d on failure.  The caller
+ * owns the result, which must be freed before the JIT. */
+__tc_give tc_cg_code *tc_cg_llvm_compile(__tc_keep tc_cg_jit *jit, __tc_keep const tc_poly *p,
+	__tc_keep tc_diags *d)
+{
+	LLVMOrcThreadSafeContextRef tsc;
+	LLVMOrcThreadSafeModuleRef tsm;
+	LLVMOrcExecutorAddress addr = 0;
+	LLVMModuleRef M;
+	LLVMErrorRef err;
+	tc_cg_code *code;
+	char name[128];
+	unsigned long k;
+
+	if (!jit || !p)
+		return NULL;
+	code = tc_calloc(1, sizeof(*code));
+	if (!code) {
+		tc_error(d, noloc, "%s", "out of memory");
+		return NULL;
+	}
+	code->jit = jit;
+	pthread_mutex_lock(&jit->lock);
+	k = ++jit->counter;
+	pthread_mutex_unlock(&jit->lock);
+	kernel_name(name, sizeof(name), p, k);
+
+	tsc = LLVMOrcCreateNewThreadSafeContext();
+	M = build_module(LLVMOrcThreadSafeContextGetContext(tsc), p, name, &jit->h, jit->tm, d,
+		&code->sites, &code->nsites);
+	if (!M) {
+		LLVMOrcDisposeThreadSafeContext(tsc);
+		tc_cg_code_free(code);
+		return NULL;
+	}
+	pthread_mutex_lock(&jit->lock);
+	if (optimize(M, jit->tm, d) < 0) {
+		pthread_mutex_unlock(&jit->lock);
+		LLVMDisposeModule(M);
+		LLVMOrcDisposeThreadSafeContext(tsc);
+		tc_cg_code_free(code);
+		return NULL;
+	}
+	code->rt = LLVMOrcJITDylibCreateResourceTracker(jit->jd);
+	tsm = LLVMOrcCreateNewThreadSafeModule(M, tsc); /* owns M now */
+	LLVMOrcDisposeThreadSafeContext(tsc);           /* the module keeps it */
+	err = LLVMOrcLLJITAddLLVMIRModuleWithRT(jit->lljit, code->rt, tsm); /* owns tsm */
+	if (err)
+		llvm_error(d, "add the kernel to the JIT", err);
+	else if ((err = LLVMOrcLLJITLookup(jit->lljit, &addr, name)) != NULL)
+		llvm_error(d, "compile the kernel", err);
+	pthread_mutex_unlock(&jit->lock);
+	if (err || !addr) {
+		if (!err)
+			tc_error(d, noloc, "%s", "LLVM: the kernel has no address");
+		tc_cg_code_free(code);
+		return NULL;
+	}
+	code->fn = (tc_cg_fn)(uintptr_t)addr;
+	return code;
+}
+
+/* Site number i of the code's run-time checks. */
+const tc_cg_site *tc_cg_code_site(const tc_cg_code *c, int64_t i)
+{
+	return c && i >= 0 && i < c->nsites ? &c->sites[i] : NULL;
+}
+
+/* The function of compiled code (valid until the code is freed). */
+tc_cg_fn tc_cg_code_fn(__tc_keep const tc_cg_code *c)
+{
+	return c ? c->fn : NULL;
+}
+
+/* Remove the code from its JIT and free it. */
+void tc_cg_code_free(__tc_take tc_cg_code *c)
+{
+	if (!c)
+		return;
+	if (c->rt) {
+		LLVMErrorRef err;
+		pthread_mutex_lock(&c->jit->lock);
+		err = LLVMOrcResourceTrackerRemove(c->rt);
+		if (err)
+			LLVMConsumeError(err);
+		LLVMOrcReleaseResourceTracker(c->rt);
+		pthread_mutex_unlock(&c->jit->lock);
+	}
+	tc_free(c->sites);
+	tc_free(c);
+}
+
+/* The optimised LLVM IR or host assembly of p as text (see llvm.h), from a
+ * private context and target machine.  NULL with a message in d on
+ * failure; the caller owns the string. */
+__tc_give char *tc_cg_llvm_text(__tc_keep const tc_poly *p, tc_cg_text what, __tc_keep tc_diags *d)
+{
+	host h;
+	LLVMTargetMachineRef tm = NULL;
+	LLVMContextRef C = NULL;
+	LLVMModuleRef M = NULL;
+	LLVMMemoryBufferRef buf = NULL;
+	char name[128], *msg = NULL, *r = NULL;
+
+	if (!p || host_init(&h, d) < 0)
+		return NULL;
+	if (!(tm = host_tm(&h, LLVMCodeModelDefault, d)))
+		goto done;
+	C = LLVMContextCreate();
+	kernel_name(name, sizeof(name), p, 0);
+	if (!(M = build_module(C, p, name, &h, tm, d, NULL, NULL)) || optimize(M, tm, d) < 0)
+		goto done;
+	if (what == TC_CG_TEXT_LLVM) {
+		msg = LLVMPrintModuleToString(M);
+		r = msg ? tc_strdup(msg) : NULL;
+		LLVMDisposeMessage(msg);
+	} else if (LLVMTargetMachineEmitToMemoryBuffer(tm, M, LLVMAssemblyFile, &msg, &buf)) {
+		tc_error(d, noloc, "LLVM: cannot emit assembly: %s", msg ? msg : "?");
+		LLVMDisposeMessage(msg);
+		goto done;
+	} else {
+		r = tc_strndup(LLVMGetBufferStart(buf), LLVMGetBufferSize(buf));
+		LLVMDisposeMemoryBuffer(buf);
+	}
+	if (!r)
+		tc_error(d, noloc, "%s", "out of memory");
+done:
+	if (M)
+		LLVMDisposeModule(M);
+	if (C)
+		LLVMContextDispose(C);
+	if (tm)
+		LLVMDisposeTargetMachine(tm);
+	host_dispose(&h);
+	return r;
+}

@@ -1,0 +1,434 @@
+/* Kernels: a def compiled for input shapes and options, run on DLPack
+ * tensors (tc_compile, tc_kernel_*).
+ *
+ * tc_compile memoises per module: the same (entry, input dtypes and shapes,
+ * options) returns a new handle on the same compiled object.  CPU kernels
+ * go IR -> isl model -> schedule -> AST -> LLVM -> JIT (one JIT per
+ * context); the workspace for temporaries comes from a per-kernel pool, so
+ * repeated runs reuse memory whose pages are already mapped.
+ *
+ * Thread safety: tc_kernel_run may be called from several threads at once
+ * on the same kernel (the generated code is reentrant; each run takes its
+ * own workspace).  Compiling and freeing take the context's lock. */
+#include "internal.h"
+
+#include "../ir/interp.h"
+#include "options.h"
+#include "tensor.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#define WS_ALIGN 64
+
+void tc_rt_compiled_free(tc_rt_compiled *c)
+{
+	int i;
+	if (!c)
+		return;
+	tc_cg_code_free(c->code);
+	for (i = 0; i < c->ws_free.n; i++)
+		tc_free(c->ws_free.v[i]);
+	tc_vec_free(&c->ws_free);
+	tc_free(c->ws_off);
+	tc_free(c->shapes);
+	tc_free(c->params);
+	tc_free(c->key);
+	tc_free(c);
+}
+
+/* Convert the DLTensors of one side of a call, checking them. */
+static int convert_tensors(tc_context *ctx, const tc_ir_func *f, const char *side, int first,
+	const DLTensor *const *ts, int n, int need_data, tc_tensor *out)
+{
+	int i;
+	char err[512];
+	if (n && !ts) {
+		tc_rt_set_error(ctx, "%s array is NULL", side);
+		return -1;
+	}
+	for (i = 0; i < n; i++) {
+		const char *name = f->tensors[first + i].name;
+		if (tc_rt_tensor_from_dl(ts[i], need_data, &out[i], err, sizeof(err)) < 0) {
+			tc_rt_set_error(ctx, "%s %d ('%s'): %s", side, i, name, err);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static int count_ok(tc_context *ctx, const tc_ir_func *f, const char *what, int got, int want,
+	int first)
+{
+	tc_buf b;
+	int i;
+	if (got == want)
+		return 1;
+	tc_buf_init(&b);
+	for (i = 0; i < want; i++)
+		tc_buf_printf(&b, "%s%s", i ? ", " : "", f->tensors[first + i].name);
+	tc_rt_set_error(ctx, "'%s' takes %d %s%s (%s) but %d %s given", f->name, want, what,
+		want == 1 ? "" : "s", b.s ? b.s : "", got, got == 1 ? "was" : "were");
+	tc_buf_free(&b);
+	return 0;
+}
+
+/* "entry|float32[4x5],int32[7]|target=cpu": what a compiled object is for. */
+static char *memo_key(const char *entry, const tc_tensor *in, int n, const char *opts)
+{
+	tc_buf b;
+	int i;
+	tc_buf_init(&b);
+	tc_buf_printf(&b, "%s|", entry);
+	for (i = 0; i < n; i++) {
+		if (i)
+			tc_buf_putc(&b, ',');
+		tc_rt_describe(&in[i], &b);
+	}
+	tc_buf_printf(&b, "|%s", opts);
+	return tc_buf_take(&b);
+}
+
+/* Compile f for the bound sizes in c (CPU target). */
+static int compile_cpu(tc_module *m, tc_rt_compiled *c, tc_diags *d)
+{
+	isl_ctx *ictx = tc_poly_ctx_new();
+	tc_poly *p = NULL;
+	int st = -1;
+
+	if (!ictx) {
+		tc_rt_set_error(m->ctx, "out of memory");
+		return -1;
+	}
+	if (!m->ctx->jit && !(m->ctx->jit = tc_cg_jit_new(d)))
+		goto done;
+	p = tc_poly_build(ictx, c->f, c->params, d);
+	if (!p || tc_poly_schedule(p, NULL, 0, d) < 0 || tc_poly_ast(p, d) < 0)
+		goto done;
+	c->code = tc_cg_llvm_compile(m->ctx->jit, p, d);
+	st = c->code ? 0 : -1;
+done:
+	tc_poly_free(p);
+	isl_ctx_free(ictx);
+	return st;
+}
+
+/* The workspace layout: each temporary at a 64-byte aligned offset. */
+static int layout_workspace(tc_rt_compiled *c)
+{
+	const tc_ir_func *f = c->f;
+	int t, k;
+	c->ws_off = tc_calloc((size_t)f->ntensors + 1, sizeof(size_t));
+	if (!c->ws_off)
+		return -1;
+	for (t = f->ninputs + f->noutputs; t < f->ntensors; t++) {
+		size_t n = (size_t)tc_dtype_size(c->shapes[t].dtype);
+		for (k = 0; k < c->shapes[t].ndim; k++)
+			if (__builtin_mul_overflow(n, (size_t)c->shapes[t].shape[k], &n))
+				return -1;
+		c->ws_off[t] = c->ws_bytes;
+		n = (n + WS_ALIGN - 1) / WS_ALIGN * WS_ALIGN;
+		if (__builtin_add_overflow(c->ws_bytes, n, &c->ws_bytes))
+			return -1;
+	}
+	return 0;
+}
+
+/* A new compiled object for entry at these input shapes, or NULL. */
+static tc_rt_compiled *compile(tc_module *m, const tc_ir_func *f, const tc_tensor *in,
+	int n_inputs, tc_rt_target target, char *key)
+{
+	tc_rt_compiled *c = tc_calloc(1, sizeof(*c));
+	tc_diags d;
+	int i;
+
+	tc_diags_init(&d, m->src);
+	if (!c)
+		goto oom;
+	c->key = key;
+	key = NULL;
+	c->f = f;
+	c->target = target;
+	c->params = tc_calloc((size_t)f->nparams + 1, sizeof(int64_t));
+	c->shapes = tc_calloc((size_t)f->ntensors + 1, sizeof(tc_tensor));
+	if (!c->params || !c->shapes)
+		goto oom;
+	if (tc_ir_bind(f, in, n_inputs, c->params, &d) < 0)
+		goto error;
+	for (i = 0; i < f->ntensors; i++) {
+		tc_tensor *t = &c->shapes[i];
+		t->dtype = f->tensors[i].dtype;
+		t->ndim = f->tensors[i].ndim;
+		if (i < f->ninputs)
+			memcpy(t->shape, in[i].shape, sizeof(t->shape));
+		else if (tc_ir_shape(f, i, c->params, t->shape, &d) < 0)
+			goto error;
+	}
+	if (layout_workspace(c) < 0) {
+		tc_rt_set_error(m->ctx, "the temporaries of '%s' are too large for memory", f->name);
+		goto fail;
+	}
+	if (target == TC_RT_CPU && compile_cpu(m, c, &d) < 0)
+		goto error;
+	tc_diags_clear(&d);
+	return c;
+oom:
+	tc_free(key);
+	tc_rt_set_error(m->ctx, "out of memory");
+	goto fail;
+error:
+	tc_rt_set_error_diags(m->ctx, &d);
+fail:
+	tc_diags_clear(&d);
+	tc_rt_compiled_free(c);
+	return NULL;
+}
+
+tc_kernel *tc_compile(tc_module *m, const char *entry, const DLTensor *const *inputs,
+	int n_inputs, const tc_options *options)
+{
+	const tc_ir_func *f;
+	tc_rt_compiled *c = NULL;
+	tc_kernel *k = NULL;
+	tc_tensor *in = NULL;
+	char *opts = NULL, *key = NULL;
+	const char *target;
+	int i, def;
+
+	if (!m)
+		return NULL;
+	tc_rt_clear_error(m->ctx);
+	pthread_mutex_lock(&m->ctx->lock);
+	if ((def = tc_rt_find_def(m, entry)) < 0 || !(f = tc_rt_module_func(m, def)))
+		goto done;
+	if (!count_ok(m->ctx, f, "input", n_inputs, f->ninputs, 0))
+		goto done;
+	in = tc_calloc((size_t)f->ninputs + 1, sizeof(tc_tensor));
+	opts = tc_rt_options_key(options);
+	k = tc_calloc(1, sizeof(*k));
+	if (!in || !opts || !k) {
+		tc_rt_set_error(m->ctx, "out of memory");
+		goto done;
+	}
+	if (convert_tensors(m->ctx, f, "input", 0, inputs, n_inputs, 0, in) < 0)
+		goto done;
+	key = memo_key(entry, in, n_inputs, opts);
+	if (!key) {
+		tc_rt_set_error(m->ctx, "out of memory");
+		goto done;
+	}
+	for (i = 0; i < m->compiled.n && !c; i++)
+		if (!strcmp(((tc_rt_compiled *)m->compiled.v[i])->key, key))
+			c = m->compiled.v[i];
+	if (!c) {
+		target = tc_options_get(options, "target");
+		c = compile(m, f, in, n_inputs,
+			!strcmp(target, "interp") ? TC_RT_INTERP : TC_RT_CPU, key);
+		key = NULL; /* compile took it */
+		if (c && tc_vec_push(&m->compiled, c) < 0) {
+			tc_rt_compiled_free(c);
+			c = NULL;
+			tc_rt_set_error(m->ctx, "out of memory");
+		}
+	}
+	if (c) {
+		k->m = m;
+		k->c = c;
+		m->refs++;
+	}
+done:
+	pthread_mutex_unlock(&m->ctx->lock);
+	tc_free(key);
+	tc_free(opts);
+	tc_free(in);
+	if (k && !k->c) {
+		tc_free(k);
+		k = NULL;
+	}
+	return k;
+}
+
+int tc_kernel_num_outputs(const tc_kernel *k)
+{
+	return k ? k->c->f->noutputs : -1;
+}
+
+int tc_kernel_output_shape(const tc_kernel *k, int i, DLDataType *dtype, int *ndim,
+	int64_t *shape)
+{
+	const tc_tensor *t;
+	if (!k || i < 0 || i >= k->c->f->noutputs)
+		return -1;
+	t = &k->c->shapes[k->c->f->ninputs + i];
+	if (dtype)
+		*dtype = tc_rt_dl_dtype(t->dtype);
+	if (ndim)
+		*ndim = t->ndim;
+	if (shape)
+		memcpy(shape, t->shape, (size_t)t->ndim * sizeof(int64_t));
+	return 0;
+}
+
+/* A tensor passed to run must have the compiled dtype and shape. */
+static int same_shape(tc_context *ctx, const char *side, const char *name, const tc_tensor *want,
+	const tc_tensor *got)
+{
+	tc_buf b;
+	int i, same = want->dtype == got->dtype && want->ndim == got->ndim;
+	for (i = 0; same && i < want->ndim; i++)
+		same = want->shape[i] == got->shape[i];
+	if (same)
+		return 1;
+	tc_buf_init(&b);
+	tc_rt_describe(got, &b);
+	tc_buf_puts(&b, " but the kernel was compiled for ");
+	tc_rt_describe(want, &b);
+	tc_rt_set_error(ctx, "%s '%s' is %s; compile the kernel again for other shapes", side, name,
+		b.s ? b.s : "?");
+	tc_buf_free(&b);
+	return 0;
+}
+
+/* A workspace for one run: from the pool, or new with its pages touched. */
+static void *take_workspace(tc_context *ctx, tc_rt_compiled *c)
+{
+	void *ws = NULL;
+	if (!c->ws_bytes)
+		return NULL;
+	pthread_mutex_lock(&ctx->lock);
+	if (c->ws_free.n)
+		ws = c->ws_free.v[--c->ws_free.n];
+	pthread_mutex_unlock(&ctx->lock);
+	if (!ws && (ws = tc_malloc(c->ws_bytes + WS_ALIGN)))
+		memset(ws, 0, c->ws_bytes + WS_ALIGN);
+	return ws;
+}
+
+static void give_workspace(tc_context *ctx, tc_rt_compiled *c, void *ws)
+{
+	if (!ws)
+		return;
+	pthread_mutex_lock(&ctx->lock);
+	if (tc_vec_push(&c->ws_free, ws) < 0)
+		tc_free(ws);
+	pthread_mutex_unlock(&ctx->lock);
+}
+
+/* Report the failed run-time check err (see codegen/llvm.h) with the
+ * interpreter's message and the culprit's location. */
+static void report_check(tc_module *m, tc_rt_compiled *c, const int64_t *err)
+{
+	const tc_cg_site *site = tc_cg_code_site(c->code, err[0] - 1);
+	tc_diags d;
+	tc_diags_init(&d, m->src);
+	if (!site)
+		tc_error(&d, (tc_loc){0, 0, 0, 0}, "internal error: unknown run-time check %lld",
+			(long long)err[0]);
+	else if (site->kind == TC_CG_CHECK_DIV)
+		tc_error(&d, site->loc, "division by zero in '%c'", site->op);
+	else
+		tc_error(&d, site->loc,
+			"index %lld is out of bounds for dimension %d of '%s' (extent %lld)",
+			(long long)err[1], site->dim, c->f->tensors[site->tensor].name,
+			(long long)c->shapes[site->tensor].shape[site->dim]);
+	tc_rt_set_error_diags(m->ctx, &d);
+	tc_diags_clear(&d);
+}
+
+static int run_cpu(tc_module *m, tc_rt_compiled *c, const tc_tensor *t)
+{
+	tc_context *ctx = m->ctx;
+	const tc_ir_func *f = c->f;
+	void **ptrs = tc_calloc((size_t)f->ntensors + 2, sizeof(void *));
+	int64_t err[2] = {0, 0};
+	void *ws = NULL;
+	char *base;
+	int i;
+	if (!ptrs || (c->ws_bytes && !(ws = take_workspace(ctx, c)))) {
+		tc_free(ptrs);
+		tc_rt_set_error(ctx, "out of memory for the workspace of '%s' (%zu bytes)", f->name,
+			c->ws_bytes);
+		return -1;
+	}
+	base = ws ? (char *)(((uintptr_t)ws + WS_ALIGN - 1) / WS_ALIGN * WS_ALIGN) : NULL;
+	for (i = 0; i < f->ninputs + f->noutputs; i++)
+		ptrs[i] = t[i].data;
+	for (; i < f->ntensors; i++)
+		ptrs[i] = base + c->ws_off[i];
+	ptrs[f->ntensors] = err;
+	tc_cg_code_fn(c->code)(ptrs);
+	give_workspace(ctx, c, ws);
+	tc_free(ptrs);
+	if (err[0]) {
+		report_check(m, c, err);
+		return -1;
+	}
+	return 0;
+}
+
+int tc_kernel_run(tc_kernel *k, const DLTensor *const *inputs, int n_inputs,
+	DLTensor *const *outputs, int n_outputs)
+{
+	const tc_ir_func *f;
+	tc_context *ctx;
+	tc_tensor *t = NULL;
+	tc_diags d;
+	int i, st = -1;
+
+	if (!k)
+		return -1;
+	f = k->c->f;
+	ctx = k->m->ctx;
+	tc_rt_clear_error(ctx);
+	if (!count_ok(ctx, f, "input", n_inputs, f->ninputs, 0) ||
+		!count_ok(ctx, f, "output", n_outputs, f->noutputs, f->ninputs))
+		return -1;
+	t = tc_calloc((size_t)(f->ninputs + f->noutputs) + 1, sizeof(tc_tensor));
+	if (!t) {
+		tc_rt_set_error(ctx, "out of memory");
+		return -1;
+	}
+	if (convert_tensors(ctx, f, "input", 0, inputs, n_inputs, 1, t) < 0 ||
+		convert_tensors(ctx, f, "output", f->ninputs, (const DLTensor *const *)outputs,
+			n_outputs, 1, t + f->ninputs) < 0)
+		goto done;
+	for (i = 0; i < f->ninputs + f->noutputs; i++)
+		if (!same_shape(ctx, i < f->ninputs ? "input" : "output", f->tensors[i].name,
+			    &k->c->shapes[i], &t[i]))
+			goto done;
+	if (k->c->target == TC_RT_CPU) {
+		st = run_cpu(k->m, k->c, t);
+		goto done;
+	}
+	tc_diags_init(&d, k->m->src);
+	if (tc_interp_run(f, k->c->params, t, t + f->ninputs, &d) < 0)
+		tc_rt_set_error_diags(ctx, &d);
+	else
+		st = 0;
+	tc_diags_clear(&d);
+done:
+	tc_free(t);
+	return st;
+}
+
+char *tc_kernel_emit(tc_kernel *k, const char *stage)
+{
+	int def;
+	if (!k)
+		return NULL;
+	tc_rt_clear_error(k->m->ctx);
+	for (def = 0; def < k->m->prog->ndefs && k->m->funcs[def] != k->c->f; def++)
+		;
+	if (stage && (!strcmp(stage, "schedule") || !strcmp(stage, "ast") || !strcmp(stage, "c") ||
+			     !strcmp(stage, "llvm") || !strcmp(stage, "asm")))
+		return tc_rt_emit_poly(k->m, def, k->c->params, stage);
+	return tc_module_emit(k->m, k->m->prog->defs[def]->name, stage);
+}
+
+void tc_kernel_free(tc_kernel *k)
+{
+	if (!k)
+		return;
+	tc_module_free(k->m);
+	tc_free(k);
+}

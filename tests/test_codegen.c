@@ -1,0 +1,1121 @@
+/* The LLVM backend (codegen/llvm.c) against the reference interpreter.
+ *
+ * Each test builds the CPU pipeline by hand through the library internals
+ * (parse + check + lower, tc_ir_bind, tc_poly_build with the concrete sizes,
+ * tc_poly_schedule without passes, tc_poly_ast, tc_cg_llvm_compile), runs
+ * the JIT-compiled function on random inputs with NaN-poisoned outputs and
+ * temporaries, runs tc_interp_run on the same inputs, and compares every
+ * output element:
+ *   - bit for bit (any NaN matching any NaN: payloads are not specified)
+ *     for integers, bool and every float operation, cast and float64
+ *     builtin, and for float16 builtins (computed in double and rounded
+ *     once, as the interpreter does);
+ *   - within 1e-6 relative for float32 builtins (libm's float versions are
+ *     within an ulp or two of the interpreter's double-then-round results);
+ *   - within 1e-5 relative (1e-2 for float16) for floating sums and
+ *     products of reductions: a schedule is free to reorder the iterations
+ *     of a reduction once passes (tiling, parallel reductions) permit it,
+ *     and rounding then differs.  (Without passes the order is the
+ *     original one; TC_TEST_EXACT=1 in the environment makes these
+ *     comparisons bit-exact too.)
+ * Random data includes the special values (NaN, infinities, signed zeros,
+ * subnormals, type extremes); signalling NaNs are excluded (their
+ * quieting is not part of any contract). */
+#define _GNU_SOURCE
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <float.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "codegen/llvm.h"
+#include "ir/half.h"
+#include "ir/interp.h"
+#include "ir/ir.h"
+#include "lang/ast.h"
+#include "lang/diag.h"
+#include "polyhedral/poly.h"
+
+static tc_cg_jit *jit;
+
+/* ---- random numbers (xorshift64*, seeded per test) ---- */
+
+static uint64_t rnd(uint64_t *s)
+{
+	uint64_t x = *s;
+	x ^= x >> 12;
+	x ^= x << 25;
+	x ^= x >> 27;
+	*s = x;
+	return x * 0x2545F4914F6CDD1DULL;
+}
+
+static double rnd_unit(uint64_t *s)
+{
+	return (double)(rnd(s) >> 11) * 0x1p-53;
+}
+
+/* ---- a kernel: parsed, checked and lowered ---- */
+
+typedef struct kernel {
+	tc_arena *ar;
+	tc_source *src;
+	tc_diags d;
+	tc_program *prog;
+	const tc_ir_func *f;
+} kernel;
+
+static void kernel_load(kernel *k, const char *text, const char *entry)
+{
+	const tc_def *def;
+	memset(k, 0, sizeof(*k));
+	k->ar = tc_arena_new();
+	k->src = tc_source_new("t.tc", text, strlen(text));
+	assert_non_null(k->ar);
+	assert_non_null(k->src);
+	tc_diags_init(&k->d, k->src);
+	k->prog = tc_parse(k->ar, k->src, &k->d);
+	assert_non_null(k->prog);
+	if (!k->d.nerrors)
+		tc_sema_check(k->prog, &k->d);
+	if (k->d.nerrors) {
+		tc_buf b;
+		tc_buf_init(&b);
+		tc_diags_render(&k->d, 1u << TC_SEV_ERROR, &b);
+		fail_msg("the test kernel does not check:\n%s\n%s", text, b.s ? b.s : "");
+	}
+	def = tc_program_find(k->prog, entry);
+	assert_non_null(def);
+	k->f = tc_ir_lower(k->ar, def, k->src);
+	assert_non_null(k->f);
+}
+
+static void kernel_free(kernel *k)
+{
+	tc_diags_clear(&k->d);
+	tc_arena_free(k->ar);
+	tc_source_free(k->src);
+}
+
+static void fail_diags(tc_diags *d, const char *what)
+{
+	tc_buf b;
+	tc_buf_init(&b);
+	tc_diags_render(d, 1u << TC_SEV_ERROR, &b);
+	fail_msg("%s failed:\n%s", what, b.s ? b.s : "(no message)");
+}
+
+/* The model of f at sizes params, scheduled without passes, with its AST. */
+static tc_poly *pipeline(isl_ctx *ctx, const tc_ir_func *f, const int64_t *params, tc_diags *d)
+{
+	tc_poly *p = tc_poly_build(ctx, f, params, d);
+	if (!p)
+		return NULL;
+	if (tc_poly_schedule(p, NULL, 0, d) < 0 || tc_poly_ast(p, d) < 0) {
+		tc_poly_free(p);
+		return NULL;
+	}
+	return p;
+}
+
+/* ---- random tensor contents ---- */
+
+/* How inputs are filled. */
+typedef enum fill_kind {
+	FILL_ANY,  /* specials, random bits and moderate values */
+	FILL_NICE, /* moderate values only: no NaN, infinity or overflow */
+} fill_kind;
+
+static const double float_specials[] = {NAN, -NAN, INFINITY, -INFINITY, 0.0, -0.0, 1.9, -1.9,
+	0.5, -0.5, 2.5, -2.5, 1.0, -1.0, 3e9, -3e9, 300.7, 65504, 65519.99, 65520, -65520, 1e-8,
+	0x1p63, -0x1p63, 0x1p64, 0x1p32, -0x1p31, 1e30, -1e30, 1e-40, 1e-310, 127.9, 128.0, -128.9,
+	-129.0, 255.5, 256.0, 0x1p-24, 6e-8, 3.0, 7.0, -7.0};
+
+static void put_float(tc_tensor *t, int64_t i, double x)
+{
+	switch (t->dtype) {
+	case TC_T_F16: ((uint16_t *)t->data)[i] = tc_half_from_double(x); break;
+	case TC_T_F32: ((float *)t->data)[i] = (float)x; break;
+	default: ((double *)t->data)[i] = x; break;
+	}
+}
+
+/* Random bits as a float of t's type, NaNs made quiet. */
+static void put_float_bits(tc_tensor *t, int64_t i, uint64_t r)
+{
+	if (t->dtype == TC_T_F16) {
+		uint16_t h = (uint16_t)r;
+		if ((h & 0x7c00) == 0x7c00 && (h & 0x3ff))
+			h |= 0x200;
+		((uint16_t *)t->data)[i] = h;
+	} else if (t->dtype == TC_T_F32) {
+		uint32_t u = (uint32_t)r;
+		float f;
+		if ((u & 0x7f800000u) == 0x7f800000u && (u & 0x7fffffu))
+			u |= 0x400000u;
+		memcpy(&f, &u, 4);
+		((float *)t->data)[i] = f;
+	} else {
+		double f;
+		if ((r & 0x7ff0000000000000ull) == 0x7ff0000000000000ull && (r & 0xfffffffffffffull))
+			r |= 0x8000000000000ull;
+		memcpy(&f, &r, 8);
+		((double *)t->data)[i] = f;
+	}
+}
+
+static void put_int(tc_tensor *t, int64_t i, uint64_t v)
+{
+	switch (tc_dtype_size(t->dtype)) {
+	case 1: ((uint8_t *)t->data)[i] = (uint8_t)v; break;
+	case 2: ((uint16_t *)t->data)[i] = (uint16_t)v; break;
+	case 4: ((uint32_t *)t->data)[i] = (uint32_t)v; break;
+	default: ((uint64_t *)t->data)[i] = v; break;
+	}
+}
+
+static int64_t numel(const tc_tensor *t)
+{
+	int64_t n = 1;
+	int k;
+	for (k = 0; k < t->ndim; k++)
+		n *= t->shape[k];
+	return n;
+}
+
+static void fill(tc_tensor *t, fill_kind kind, uint64_t *s)
+{
+	int64_t i, n = numel(t);
+	int bits = tc_dtype_bits(t->dtype);
+	for (i = 0; i < n; i++) {
+		uint64_t r = rnd(s), pick = r % 8;
+		if (t->dtype == TC_T_BOOL) {
+			((uint8_t *)t->data)[i] = (uint8_t)(rnd(s) & 1);
+		} else if (tc_dtype_is_float(t->dtype)) {
+			if (kind == FILL_NICE || pick < 4)
+				put_float(t, i, rnd_unit(s) * 8 - 4);
+			else if (pick < 6)
+				put_float(t, i, float_specials[rnd(s) % (sizeof(float_specials) /
+									 sizeof(float_specials[0]))]);
+			else
+				put_float_bits(t, i, rnd(s));
+		} else {
+			int sgn = tc_dtype_is_signed(t->dtype);
+			uint64_t lo = sgn ? (uint64_t)1 << (bits - 1) : 0; /* the least value */
+			uint64_t hi = lo - 1;                               /* the largest */
+			static const int64_t small[] = {0, 1, -1, 2, -2, 3, -3, 7, -7};
+			if (kind == FILL_NICE || pick < 3)
+				put_int(t, i, (uint64_t)(int64_t)((int64_t)(rnd(s) % 21) - 10));
+			else if (pick < 5)
+				put_int(t, i, (uint64_t)small[rnd(s) % 9]);
+			else if (pick < 6)
+				put_int(t, i, (rnd(s) & 1) ? lo + (rnd(s) & 1) : hi - (rnd(s) & 1));
+			else
+				put_int(t, i, rnd(s));
+		}
+	}
+}
+
+/* ---- comparing outputs ---- */
+
+/* Tolerances for floating outputs, by type: 0 means bit-exact. */
+typedef struct tol {
+	double f16, f32, f64;
+} tol;
+
+static const tol exact = {0, 0, 0};
+
+static double get(const tc_tensor *t, int64_t i)
+{
+	switch (t->dtype) {
+	case TC_T_F16: return tc_half_to_double(((const uint16_t *)t->data)[i]);
+	case TC_T_F32: return ((const float *)t->data)[i];
+	case TC_T_F64: return ((const double *)t->data)[i];
+	default: return 0;
+	}
+}
+
+static int exact_mode(void)
+{
+	const char *e = getenv("TC_TEST_EXACT");
+	return e && *e == '1';
+}
+
+/* Whether -0 and +0 may disagree in output name (the results of float min
+ * and max).  0: the interpreter and the compiled code both spell out the
+ * tie rule (the first operand), so min/max are compared bit for bit too. */
+#define MINMAX_ZERO_SIGN_LOOSE 0
+
+static int minmax_output(const char *name)
+{
+	static const char *const names[] = {"o_min", "o_max", "o_fmin", "o_fmax", "Mn", "Mx", "Lo",
+		"Hi", "Lo1", "Hi1", "mn", "mx"};
+	size_t i;
+	for (i = 0; MINMAX_ZERO_SIGN_LOOSE && i < sizeof(names) / sizeof(names[0]); i++)
+		if (!strcmp(name, names[i]))
+			return 1;
+	return 0;
+}
+
+/* Element i of a and b agree: equal bytes, both NaN, within tolerance, or
+ * (zero_sign_loose) zeros of either sign. */
+static int agree(const tc_tensor *a, const tc_tensor *b, int64_t i, tol tl, int zero_sign_loose)
+{
+	size_t sz = (size_t)tc_dtype_size(a->dtype);
+	double x, y, r;
+	if (!memcmp((const char *)a->data + i * (int64_t)sz, (const char *)b->data + i * (int64_t)sz,
+		    sz))
+		return 1;
+	if (!tc_dtype_is_float(a->dtype))
+		return 0;
+	x = get(a, i);
+	y = get(b, i);
+	if ((isnan(x) && isnan(y)) || (zero_sign_loose && x == 0 && y == 0))
+		return 1;
+	r = a->dtype == TC_T_F16 ? tl.f16 : a->dtype == TC_T_F32 ? tl.f32 : tl.f64;
+	if (r == 0 || exact_mode() || isnan(x) || isnan(y) || isinf(x) || isinf(y))
+		return 0;
+	/* below the least normal value, compare absolutely */
+	return fabs(x - y) <= r * fmax(fabs(x), fabs(y)) ||
+	       fabs(x - y) <= (a->dtype == TC_T_F16 ? 0x1p-14 : a->dtype == TC_T_F32 ? FLT_MIN
+										: DBL_MIN);
+}
+
+static void describe(char *buf, size_t n, const tc_tensor *t, int64_t i)
+{
+	if (tc_dtype_is_float(t->dtype))
+		snprintf(buf, n, "%.17g", get(t, i));
+	else if (t->dtype == TC_T_BOOL)
+		snprintf(buf, n, "%u", ((const uint8_t *)t->data)[i]);
+	else {
+		uint64_t u = 0;
+		memcpy(&u, (const char *)t->data + i * tc_dtype_size(t->dtype),
+			(size_t)tc_dtype_size(t->dtype));
+		if (tc_dtype_is_signed(t->dtype)) {
+			int sh = 64 - tc_dtype_bits(t->dtype);
+			snprintf(buf, n, "%lld", (long long)((int64_t)(u << sh) >> sh));
+		} else {
+			snprintf(buf, n, "%llu", (unsigned long long)u);
+		}
+	}
+}
+
+/* ---- running both ways ---- */
+
+/* A run of kernel k: tensors (inputs, outputs, temporaries) for the
+ * compiled code and outputs for the interpreter. */
+typedef struct run {
+	kernel k;
+	int64_t params[32];
+	tc_tensor *t;    /* all tensors, for the compiled code */
+	tc_tensor *ref;  /* outputs, for the interpreter */
+	int ntensors;
+} run;
+
+typedef void (*fixup_fn)(run *r, uint64_t *seed);
+
+static void run_free(run *r)
+{
+	int i;
+	for (i = 0; i < r->ntensors; i++)
+		free(r->t[i].data);
+	for (i = 0; r->ref && i < r->k.f->noutputs; i++)
+		free(r->ref[i].data);
+	free(r->t);
+	free(r->ref);
+	kernel_free(&r->k);
+}
+
+/* Load the kernel, make inputs of the given shapes (one row of
+ * TC_MAX_RANK per input) with random contents, bind the sizes and allocate
+ * the outputs and temporaries (poisoned: all bits set, a NaN). */
+static void run_setup(run *r, const char *text, const char *entry,
+	const int64_t (*shapes)[TC_MAX_RANK], fill_kind kind, fixup_fn fix, uint64_t seed)
+{
+	const tc_ir_func *f;
+	tc_diags d;
+	int i;
+
+	memset(r, 0, sizeof(*r));
+	kernel_load(&r->k, text, entry);
+	f = r->k.f;
+	assert_true(f->nparams <= 32);
+	r->ntensors = f->ntensors;
+	r->t = calloc((size_t)f->ntensors, sizeof(tc_tensor));
+	r->ref = calloc((size_t)f->noutputs + 1, sizeof(tc_tensor));
+	assert_non_null(r->t);
+	assert_non_null(r->ref);
+	for (i = 0; i < f->ninputs; i++) {
+		tc_tensor *t = &r->t[i];
+		t->dtype = f->tensors[i].dtype;
+		t->ndim = f->tensors[i].ndim;
+		memcpy(t->shape, shapes[i], sizeof(t->shape));
+		t->data = calloc((size_t)numel(t) + 1, (size_t)tc_dtype_size(t->dtype));
+		assert_non_null(t->data);
+		fill(t, kind, &seed);
+	}
+	if (fix)
+		fix(r, &seed);
+	tc_diags_init(&d, NULL);
+	if (tc_ir_bind(f, r->t, f->ninputs, r->params, &d) < 0)
+		fail_diags(&d, "binding the sizes");
+	for (i = f->ninputs; i < f->ntensors; i++) {
+		tc_tensor *t = &r->t[i];
+		size_t bytes;
+		t->dtype = f->tensors[i].dtype;
+		t->ndim = f->tensors[i].ndim;
+		if (tc_ir_shape(f, i, r->params, t->shape, &d) < 0)
+			fail_diags(&d, "computing a shape");
+		bytes = (size_t)numel(t) * (size_t)tc_dtype_size(t->dtype) + 1;
+		t->data = malloc(bytes);
+		assert_non_null(t->data);
+		memset(t->data, 0xff, bytes);
+		if (i < f->ninputs + f->noutputs) {
+			tc_tensor *o = &r->ref[i - f->ninputs];
+			*o = *t;
+			o->data = malloc(bytes);
+			assert_non_null(o->data);
+			memset(o->data, 0xff, bytes);
+		}
+	}
+	tc_diags_clear(&d);
+}
+
+/* Compile the run's kernel (at its bound sizes) into the test JIT. */
+static tc_cg_code *run_compile(run *r, isl_ctx *ctx)
+{
+	tc_diags d;
+	tc_poly *p;
+	tc_cg_code *code;
+	tc_diags_init(&d, NULL);
+	p = pipeline(ctx, r->k.f, r->params, &d);
+	if (!p)
+		fail_diags(&d, "the polyhedral pipeline");
+	code = tc_cg_llvm_compile(jit, p, &d);
+	if (!code)
+		fail_diags(&d, "tc_cg_llvm_compile");
+	tc_poly_free(p);
+	tc_diags_clear(&d);
+	return code;
+}
+
+/* Run the compiled code; err receives its error record (codegen/llvm.h). */
+static void run_compiled_err(run *r, tc_cg_code *code, int64_t err[2])
+{
+	void **ptrs = calloc((size_t)r->ntensors + 2, sizeof(void *));
+	int i;
+	assert_non_null(ptrs);
+	for (i = 0; i < r->ntensors; i++)
+		ptrs[i] = r->t[i].data;
+	err[0] = err[1] = 0;
+	ptrs[r->ntensors] = err;
+	tc_cg_code_fn(code)(ptrs);
+	free(ptrs);
+}
+
+/* Run the compiled code, which must report no failed run-time check. */
+static void run_compiled(run *r, tc_cg_code *code)
+{
+	int64_t err[2];
+	run_compiled_err(r, code, err);
+	assert_int_equal(err[0], 0);
+}
+
+static void run_interp(run *r)
+{
+	tc_diags d;
+	const tc_ir_func *f = r->k.f;
+	tc_diags_init(&d, r->k.src);
+	if (tc_interp_run(f, r->params, r->t, r->ref, &d) < 0)
+		fail_diags(&d, "the interpreter");
+	tc_diags_clear(&d);
+}
+
+/* Compare every output; tol_for gives the tolerance of output o. */
+static int run_compare(run *r, tol (*tol_for)(const run *, int), tol tl, const char *what)
+{
+	const tc_ir_func *f = r->k.f;
+	int o, bad = 0;
+	for (o = 0; o < f->noutputs; o++) {
+		const tc_tensor *c = &r->t[f->ninputs + o], *ref = &r->ref[o];
+		tol t = tol_for ? tol_for(r, o) : tl;
+		int64_t i, n = numel(c), nbad = 0;
+		int loose = minmax_output(f->tensors[f->ninputs + o].name);
+		for (i = 0; i < n; i++) {
+			if (agree(c, ref, i, t, loose))
+				continue;
+			if (nbad++ < 4) {
+				char x[64], y[64];
+				describe(x, sizeof(x), c, i);
+				describe(y, sizeof(y), ref, i);
+				print_message("%s: output '%s' (%s) element %lld: compiled %s, interpreter %s\n",
+					what, f->tensors[f->ninputs + o].name,
+					tc_dtype_name(c->dtype), (long long)i, x, y);
+			}
+		}
+		if (nbad)
+			print_message("%s: output '%s': %lld of %lld elements differ\n", what,
+				f->tensors[f->ninputs + o].name, (long long)nbad, (long long)n);
+		bad += nbad != 0;
+	}
+	return bad;
+}
+
+/* The whole check: compile, run both, compare. */
+static void check_kernel_with(const char *text, const char *entry,
+	const int64_t (*shapes)[TC_MAX_RANK], fill_kind kind, fixup_fn fix,
+	tol (*tol_for)(const run *, int), tol tl)
+{
+	run r;
+	isl_ctx *ctx = tc_poly_ctx_new();
+	tc_cg_code *code;
+	int bad;
+	assert_non_null(ctx);
+	run_setup(&r, text, entry, shapes, kind, fix, 12345);
+	code = run_compile(&r, ctx);
+	run_compiled(&r, code);
+	run_interp(&r);
+	bad = run_compare(&r, tol_for, tl, entry);
+	tc_cg_code_free(code);
+	run_free(&r);
+	isl_ctx_free(ctx);
+	if (bad)
+		fail_msg("%s: %d output(s) differ from the interpreter\n%s", entry, bad, text);
+}
+
+static void check_kernel(const char *text, const char *entry,
+	const int64_t (*shapes)[TC_MAX_RANK], fill_kind kind, fixup_fn fix, tol tl)
+{
+	check_kernel_with(text, entry, shapes, kind, fix, NULL, tl);
+}
+
+static const char *const numeric_types[] = {"int8", "int16", "int32", "int64", "uint8", "uint16",
+	"uint32", "uint64", "float16", "float", "float64"};
+#define NNUMERIC (int)(sizeof(numeric_types) / sizeof(numeric_types[0]))
+
+/* ---- fix-ups of random inputs ---- */
+
+/* Integer divisors (input 1) are never 0, which the interpreter rejects;
+ * the first elements pin down the rounding cases (and INT_MIN / -1). */
+static void nonzero_divisors(run *r, uint64_t *seed)
+{
+	tc_tensor *a = &r->t[0], *b = &r->t[1];
+	static const int64_t pairs[][2] = {{-7, 2}, {7, -2}, {-7, -2}, {7, 2}, {-8, 2}, {-1, 3},
+		{1, -3}, {0, -5}, {5, 1}, {-6, -1}};
+	int64_t i, n = numel(b);
+	int bits = tc_dtype_bits(a->dtype);
+	(void)seed;
+	if (tc_dtype_is_float(a->dtype))
+		return;
+	for (i = 0; i < n; i++) {
+		uint64_t v = 0;
+		memcpy(&v, (char *)b->data + i * tc_dtype_size(b->dtype), (size_t)tc_dtype_size(b->dtype));
+		if (v == 0)
+			put_int(b, i, (uint64_t)-1);
+	}
+	for (i = 0; i < 10 && i < n; i++) {
+		put_int(a, i, (uint64_t)pairs[i][0]);
+		put_int(b, i, (uint64_t)pairs[i][1]);
+	}
+	if (tc_dtype_is_signed(a->dtype) && n > 11) { /* the least value over -1 and 1 */
+		put_int(a, 10, (uint64_t)1 << (bits - 1));
+		put_int(b, 10, (uint64_t)-1);
+		put_int(a, 11, (uint64_t)1 << (bits - 1));
+		put_int(b, 11, 3);
+	}
+}
+
+/* ---- tests ---- */
+
+/* Arithmetic, division, modulo, negation, min/max and the six comparisons
+ * on every numeric type: integers wrap, divide and take the modulo toward
+ * negative infinity (unsigned: plain), floats follow IEEE with '%' the
+ * floor modulo, float16 rounds after every operation, comparisons with NaN
+ * are false except !=. */
+static void test_pointwise_every_numeric_type(void **state)
+{
+	static const int64_t shapes[][TC_MAX_RANK] = {{67}, {67}};
+	int i;
+	(void)state;
+	for (i = 0; i < NNUMERIC; i++) {
+		char text[2048], name[32];
+		const char *T = numeric_types[i];
+		snprintf(name, sizeof(name), "pw_%s", T);
+		snprintf(text, sizeof(text),
+			"def %s(%s(N) A, %s(N) B) -> (S, Q, R, Ng, Mn, Mx, C) {\n"
+			"    S(i) = A(i) * B(i) + A(i) - B(i) * 3\n"
+			"    Q(i) = A(i) / B(i)\n"
+			"    R(i) = A(i) %% B(i)\n"
+			"    Ng(i) = -A(i)\n"
+			"    Mn(i) = min(A(i), B(i))\n"
+			"    Mx(i) = max(A(i), B(i))\n"
+			"    C(i) = int32(A(i) < B(i)) + 2 * int32(A(i) <= B(i)) + 4 * int32(A(i) > B(i))"
+			" + 8 * int32(A(i) >= B(i)) + 16 * int32(A(i) == B(i)) + 32 * int32(A(i) != B(i))"
+			" + 64 * int32(A(i) == A(i))\n"
+			"}\n",
+			name, T, T);
+		check_kernel(text, name, shapes, FILL_ANY, nonzero_divisors, exact);
+	}
+}
+
+/* bool: i1 in registers, one byte 0/1 in memory; logic, comparisons
+ * (false < true), conversions to and from bool, ?: on bool. */
+static void test_pointwise_bool(void **state)
+{
+	static const int64_t shapes[][TC_MAX_RANK] = {{61}, {61}, {61}};
+	static const char text[] =
+		"def pw_bool(bool(N) P, bool(N) Q, float(N) X) -> (O, C, I, F, B, S, T) {\n"
+		"    O(i) = P(i) && !Q(i) || !P(i) && Q(i)\n"
+		"    C(i) = int32(P(i) < Q(i)) + 2 * int32(P(i) <= Q(i)) + 4 * int32(P(i) > Q(i))"
+		" + 8 * int32(P(i) >= Q(i)) + 16 * int32(P(i) == Q(i)) + 32 * int32(P(i) != Q(i))\n"
+		"    I(i) = int8(P(i)) * 3 + uint8(Q(i))\n"
+		"    F(i) = float(P(i)) + float16(Q(i)) + float64(P(i))\n"
+		"    B(i) = bool(X(i)) || bool(int32(X(i)))\n"
+		"    S(i) = P(i) ? Q(i) : !Q(i)\n"
+		"    T(i) = bool(uint64(X(i))) == bool(float16(X(i)))\n"
+		"}\n";
+	(void)state;
+	check_kernel(text, "pw_bool", shapes, FILL_ANY, NULL, exact);
+}
+
+/* Floor division and modulo with negative operands, checked against
+ * known values as well as the interpreter; x / -1 wraps; a zero divisor
+ * gives 0 in compiled code (the interpreter reports an error instead). */
+static void test_integer_floor_division(void **state)
+{
+	static const char text[] = "def dm(int32(N) A, int32(N) B, int8(N) C, int8(N) D, uint32(N) U,"
+				   " uint32(N) V) -> (Q, R, Q8, R8, QU, RU) {\n"
+				   "    Q(i) = A(i) / B(i)\n"
+				   "    R(i) = A(i) % B(i)\n"
+				   "    Q8(i) = C(i) / D(i)\n"
+				   "    R8(i) = C(i) % D(i)\n"
+				   "    QU(i) = U(i) / V(i)\n"
+				   "    RU(i) = U(i) % V(i)\n"
+				   "}\n";
+	static const int32_t a[] = {-7, 7, -7, 7, -8, INT32_MIN, INT32_MIN, 5, -1, 9};
+	static const int32_t b[] = {2, -2, -2, 2, 2, -1, 3, 0, 3, 0};
+	static const int32_t q[] = {-4, -4, 3, 3, -4, INT32_MIN, -715827883, 0, -1, 0};
+	static const int32_t rr[] = {1, -1, -1, 1, 0, 0, 1, 0, 2, 0};
+	static const int8_t c[] = {-128, -128, -7, 7, 100, -100, 127, -1, 1, 0};
+	static const int8_t dd[] = {-1, 3, 2, -2, -3, 7, 0, 0, -1, 5};
+	static const int8_t q8[] = {-128, -43, -4, -4, -34, -15, 0, 0, -1, 0};
+	static const int8_t r8[] = {0, 1, 1, -1, -2, 5, 0, 0, 0, 0};
+	static const uint32_t u[] = {7, 0xffffffffu, 0x80000000u, 5, 0, 1, 2, 3, 4, 9};
+	static const uint32_t v[] = {2, 2, 0xffffffffu, 0, 3, 1, 5, 3, 4, 0};
+	static const uint32_t qu[] = {3, 0x7fffffffu, 0, 0, 0, 1, 0, 1, 1, 0};
+	static const uint32_t ru[] = {1, 1, 0x80000000u, 0, 0, 0, 2, 0, 0, 0};
+	run r;
+	isl_ctx *ctx = tc_poly_ctx_new();
+	tc_cg_code *code;
+	static const int64_t shapes[][TC_MAX_RANK] = {{10}, {10}, {10}, {10}, {10}, {10}};
+	int i;
+	(void)state;
+	run_setup(&r, text, "dm", shapes, FILL_NICE, NULL, 1);
+	memcpy(r.t[0].data, a, sizeof(a));
+	memcpy(r.t[1].data, b, sizeof(b));
+	memcpy(r.t[2].data, c, sizeof(c));
+	memcpy(r.t[3].data, dd, sizeof(dd));
+	memcpy(r.t[4].data, u, sizeof(u));
+	memcpy(r.t[5].data, v, sizeof(v));
+	code = run_compile(&r, ctx);
+	{ /* the zero divisors are reported (and give 0, computing on) */
+		int64_t err[2];
+		const tc_cg_site *site;
+		run_compiled_err(&r, code, err);
+		site = tc_cg_code_site(code, err[0] - 1);
+		assert_non_null(site);
+		assert_int_equal(site->kind, TC_CG_CHECK_DIV);
+		assert_true(site->op == '/' || site->op == '%');
+		assert_true(site->loc.line >= 2 && site->loc.line <= 7);
+	}
+	for (i = 0; i < 10; i++) {
+		assert_int_equal(((int32_t *)r.t[6].data)[i], q[i]);
+		assert_int_equal(((int32_t *)r.t[7].data)[i], rr[i]);
+		assert_int_equal(((int8_t *)r.t[8].data)[i], q8[i]);
+		assert_int_equal(((int8_t *)r.t[9].data)[i], r8[i]);
+		assert_int_equal(((uint32_t *)r.t[10].data)[i], qu[i]);
+		assert_int_equal(((uint32_t *)r.t[11].data)[i], ru[i]);
+	}
+	/* without the zero divisors, the interpreter agrees */
+	((int32_t *)r.t[1].data)[7] = ((int32_t *)r.t[1].data)[9] = 1;
+	((int8_t *)r.t[3].data)[6] = ((int8_t *)r.t[3].data)[7] = 1;
+	((uint32_t *)r.t[5].data)[3] = ((uint32_t *)r.t[5].data)[9] = 1;
+	run_compiled(&r, code);
+	run_interp(&r);
+	assert_int_equal(run_compare(&r, NULL, exact, "dm"), 0);
+	tc_cg_code_free(code);
+	run_free(&r);
+	isl_ctx_free(ctx);
+}
+
+/* Every conversion between the numeric types and bool: float to integer
+ * truncates and saturates with NaN -> 0, integer to float32 rounds once,
+ * float64 to float16 rounds once, integers wrap. */
+static void test_casts_between_every_type(void **state)
+{
+	static const char *const src[] = {"float", "float64", "float16", "int64", "uint64", "int8",
+		"int32", "uint32", "bool", "uint16"};
+	static const char *const dst[] = {"bool", "int8", "int16", "int32", "int64", "uint8", "uint16",
+		"uint32", "uint64", "float16", "float", "float64"};
+	int64_t shapes[10][TC_MAX_RANK];
+	char text[16384], *p = text;
+	size_t i, j;
+	(void)state;
+	memset(shapes, 0, sizeof(shapes));
+	p += sprintf(p, "def casts(");
+	for (i = 0; i < 10; i++) {
+		shapes[i][0] = 97;
+		p += sprintf(p, "%s%s(N) X%zu", i ? ", " : "", src[i], i);
+	}
+	p += sprintf(p, ") -> (");
+	for (i = 0; i < 10; i++)
+		for (j = 0; j < 12; j++)
+			p += sprintf(p, "%sO%zu_%zu", i || j ? ", " : "", i, j);
+	p += sprintf(p, ") {\n");
+	for (i = 0; i < 10; i++)
+		for (j = 0; j < 12; j++)
+			p += sprintf(p, "    O%zu_%zu(i) = %s(X%zu(i))\n", i, j, dst[j], i);
+	p += sprintf(p, "}\n");
+	check_kernel(text, "casts", (const int64_t(*)[TC_MAX_RANK])shapes, FILL_ANY, NULL, exact);
+}
+
+/* Sums and products wrap on integers; min=! and max=! start from the
+ * largest and lowest values of the type and ignore NaN. */
+static tol reduction_tol(const run *r, int o)
+{
+	/* outputs Sm, Pr: the order of floating sums and products may change
+	 * with the schedule; Lo, Hi (min, max) are order-independent */
+	tol t = {0, 0, 0};
+	(void)r;
+	if (o < 2) {
+		t.f16 = 1e-2;
+		t.f32 = 1e-5;
+		t.f64 = 1e-5;
+	}
+	return t;
+}
+
+static void test_reductions_every_numeric_type(void **state)
+{
+	static const int64_t shapes[][TC_MAX_RANK] = {{9, 13}, {9, 1}};
+	int i;
+	(void)state;
+	for (i = 0; i < NNUMERIC; i++) {
+		char text[1024], name[32];
+		const char *T = numeric_types[i];
+		snprintf(name, sizeof(name), "red_%s", T);
+		snprintf(text, sizeof(text),
+			"def %s(%s(N,M) A, %s(N,K) B) -> (Sm, Pr, Lo, Hi, Lo1, Hi1) {\n"
+			"    Sm(i) +=! A(i,j)\n"
+			"    Pr(i) *=! A(i,j)\n"
+			"    Lo(i) min=! A(i,j)\n"
+			"    Hi(i) max=! A(i,j)\n"
+			"    Lo1(i) min=! B(i,k)\n"
+			"    Hi1(i) max=! B(i,k)\n"
+			"}\n",
+			name, T, T);
+		check_kernel_with(text, name, shapes, FILL_ANY, NULL, reduction_tol, exact);
+	}
+}
+
+static const char matmul_text[] = "def matmul(float(M,K) A, float(K,N) B) -> (C) {\n"
+				  "    C(m,n) +=! A(m,k) * B(k,n)\n"
+				  "}\n";
+
+static const tol reduction = {1e-2, 1e-5, 1e-5}; /* see the top of the file */
+
+static void test_matmul(void **state)
+{
+	static const int64_t shapes[][TC_MAX_RANK] = {{37, 29}, {29, 45}};
+	static const int64_t big[][TC_MAX_RANK] = {{128, 96}, {96, 160}};
+	(void)state;
+	check_kernel(matmul_text, "matmul", shapes, FILL_NICE, NULL, reduction);
+	check_kernel(matmul_text, "matmul", big, FILL_NICE, NULL, reduction);
+}
+
+/* Convolutions: a padded one written with where/exists and a guard, a
+ * strided one, the corpus' conv with bias, and pooling windows. */
+static void test_convolutions_with_where(void **state)
+{
+	static const char pad[] =
+		"def conv_pad(float(N,C,H,W) I, float(F,C,KH,KW) W1) -> (O) {\n"
+		"    O(n,f,h,w) +=! (h + kh >= 1 && h + kh <= H && w + kw >= 1 && w + kw <= W)"
+		" ? I(n,c,h+kh-1,w+kw-1) * W1(f,c,kh,kw) : 0"
+		" where h in 0:H, w in 0:W, exists I(n,c,0,0), exists W1(f,c,kh,kw)\n"
+		"}\n";
+	static const char strided[] =
+		"def conv2d_stride2(float(N,C,H,W) I, float(F,C,KH,KW) W1, float(F) B) -> (O) {\n"
+		"    O(n,f,h,w) +=! I(n,r_c,2*h+r_kh,2*w+r_kw) * W1(f,r_c,r_kh,r_kw)\n"
+		"    O(n,f,h,w) = O(n,f,h,w) + B(f)\n"
+		"}\n";
+	static const char pool[] =
+		"def maxpool3x3_s1(float(N,C,H,W) I) -> (O) {\n"
+		"    O(n,c,h,w) max=! I(n,c,h+kh,w+kw) where kh in 0:3, kw in 0:3\n"
+		"}\n";
+	static const int64_t s1[][TC_MAX_RANK] = {{2, 3, 9, 11}, {4, 3, 3, 3}};
+	static const int64_t s2[][TC_MAX_RANK] = {{2, 3, 13, 10}, {4, 3, 3, 2}, {4}};
+	static const int64_t s3[][TC_MAX_RANK] = {{2, 3, 8, 7}};
+	(void)state;
+	check_kernel(pad, "conv_pad", s1, FILL_NICE, NULL, reduction);
+	check_kernel(strided, "conv2d_stride2", s2, FILL_NICE, NULL, reduction);
+	check_kernel(pool, "maxpool3x3_s1", s3, FILL_ANY, NULL, exact);
+}
+
+/* Softmax with its intermediates as temporaries (workspace the caller
+ * provides, poisoned here) and as outputs. */
+static void test_softmax_with_temporaries(void **state)
+{
+	static const char text[] = "def softmax(float(N,D) I) -> (O) {\n"
+				   "    mx(n) max=! I(n,r_d)\n"
+				   "    sm(n) +=! exp(I(n,r_d) - mx(n))\n"
+				   "    O(n,d) = exp(I(n,d) - mx(n)) / sm(n)\n"
+				   "}\n"
+				   "def softmax_outputs(float(N,D) I) -> (O, mx, sm) {\n"
+				   "    mx(n) max=! I(n,r_d)\n"
+				   "    sm(n) +=! exp(I(n,r_d) - mx(n))\n"
+				   "    O(n,d) = exp(I(n,d) - mx(n)) / sm(n)\n"
+				   "}\n"
+				   "def softmax64(float64(N,D) I) -> (O) {\n"
+				   "    mx(n) max=! I(n,r_d)\n"
+				   "    sm(n) +=! exp(I(n,r_d) - mx(n))\n"
+				   "    O(n,d) = exp(I(n,d) - mx(n)) / sm(n)\n"
+				   "}\n";
+	static const int64_t shapes[][TC_MAX_RANK] = {{13, 33}};
+	/* float32 exp is expf (within an ulp), on top of the reduction order */
+	static const tol t = {1e-2, 1e-5, 1e-5};
+	(void)state;
+	check_kernel(text, "softmax", shapes, FILL_NICE, NULL, t);
+	check_kernel(text, "softmax_outputs", shapes, FILL_NICE, NULL, t);
+	check_kernel(text, "softmax64", shapes, FILL_NICE, NULL, t);
+}
+
+/* Gather subscripts: random valid indices of every integer type. */
+static void valid_indices(run *r, uint64_t *seed)
+{
+	const tc_ir_func *f = r->k.f;
+	int i;
+	int64_t rows = r->t[0].shape[0], cols = r->t[0].ndim > 1 ? r->t[0].shape[1] : 1;
+	for (i = 1; i < f->ninputs; i++) {
+		tc_tensor *t = &r->t[i];
+		int64_t j, n = numel(t), lim = i == 2 ? cols : rows;
+		for (j = 0; j < n; j++)
+			put_int(t, j, rnd(seed) % (uint64_t)lim);
+	}
+}
+
+static void test_gathers(void **state)
+{
+	static const char text[] = "def lookup_sum(float(V,D) LUT, int32(B,L) I) -> (O) {\n"
+				   "    O(i,j) +=! LUT(I(i,k),j)\n"
+				   "}\n"
+				   "def gather2d(float(R,C) A, int64(B) I, uint8(B) J) -> (O) {\n"
+				   "    O(i) = A(I(i), J(i))\n"
+				   "}\n"
+				   "def gather_u64(float16(R,C) A, uint64(B) I, int16(B) J) -> (O) {\n"
+				   "    O(i) = A(I(i), J(i)) * 2\n"
+				   "}\n";
+	static const int64_t s1[][TC_MAX_RANK] = {{50, 17}, {6, 9}};
+	static const int64_t s2[][TC_MAX_RANK] = {{21, 30}, {40}, {40}};
+	(void)state;
+	check_kernel(text, "lookup_sum", s1, FILL_NICE, valid_indices, reduction);
+	check_kernel(text, "gather2d", s2, FILL_ANY, valid_indices, exact);
+	check_kernel(text, "gather_u64", s2, FILL_ANY, valid_indices, exact);
+}
+
+/* argmin through min=!: the minimum, then the least index attaining it. */
+static void test_argmin(void **state)
+{
+	static const char text[] = "def argmin(float(N,M) A) -> (mn, idx) {\n"
+				   "    mn(i) min=! A(i,j)\n"
+				   "    idx(i) min=! A(i,j) == mn(i) ? j : M\n"
+				   "}\n"
+				   "def argmax_int(int32(N,M) A) -> (mx, idx) {\n"
+				   "    mx(i) max=! A(i,j)\n"
+				   "    idx(i) min=! A(i,j) == mx(i) ? j : M\n"
+				   "}\n";
+	static const int64_t shapes[][TC_MAX_RANK] = {{23, 19}};
+	(void)state;
+	check_kernel(text, "argmin", shapes, FILL_ANY, NULL, exact);
+	check_kernel(text, "argmax_int", shapes, FILL_NICE, NULL, exact);
+}
+
+/* Indices far out of bounds (terabytes away: reading them would fault)
+ * only where the condition of ?: or the left of && / || rules the read
+ * out. */
+static void wild_indices(run *r, uint64_t *seed)
+{
+	tc_tensor *t = &r->t[1];
+	int64_t j, n = numel(t), rows = r->t[0].shape[0];
+	for (j = 0; j < n; j++)
+		((int64_t *)t->data)[j] = (rnd(seed) & 1) ? (int64_t)(rnd(seed) % (uint64_t)rows)
+							  : ((rnd(seed) & 1) ? INT64_C(1) << 40
+									     : -(INT64_C(1) << 40));
+}
+
+static void test_select_evaluates_one_branch(void **state)
+{
+	static const char text[] =
+		"def guarded(float(R) A, int64(N) I) -> (O, P, Q, S) {\n"
+		"    O(i) = I(i) >= 0 && I(i) < R ? A(I(i)) : -1.0\n"
+		"    P(i) = I(i) >= 0 && I(i) < R && A(I(i)) > 0\n"
+		"    Q(i) = I(i) < 0 || I(i) >= R || A(I(i)) > 0\n"
+		"    S(i) = I(i) < 0 ? 1.0 : I(i) >= R ? 2.0 : A(I(i)) + 1\n"
+		"}\n";
+	static const int64_t shapes[][TC_MAX_RANK] = {{31}, {200}};
+	(void)state;
+	check_kernel(text, "guarded", shapes, FILL_ANY, wild_indices, exact);
+}
+
+/* nextafter and fma are exact in every float type (float32: nextafterf
+ * and a fused fmaf; float16: the bit step and one rounding). */
+static void test_nextafter_and_fma_are_exact(void **state)
+{
+	static const int64_t shapes[][TC_MAX_RANK] = {{301}, {301}, {301}};
+	int i;
+	(void)state;
+	for (i = 8; i < NNUMERIC; i++) {
+		char text[1024], name[32];
+		const char *T = numeric_types[i];
+		snprintf(name, sizeof(name), "nf_%s", T);
+		snprintf(text, sizeof(text),
+			"def %s(%s(N) A, %s(N) B, %s(N) C) -> (O1, O2, O3, O4) {\n"
+			"    O1(i) = nextafter(A(i), B(i))\n"
+			"    O2(i) = fma(A(i), B(i), C(i))\n"
+			"    O3(i) = nextafter(A(i), A(i) + 1)\n"
+			"    O4(i) = fma(A(i), A(i), -A(i) * A(i))\n"
+			"}\n",
+			name, T, T, T);
+		check_kernel(text, name, shapes, FILL_ANY, NULL, exact);
+	}
+}
+
+/* Every builtin on float16, float32 and float64 arguments. */
+static void small_ints(run *r, uint64_t *seed)
+{
+	tc_tensor *t = &r->t[3];
+	int64_t j, n = numel(t);
+	static const int32_t special[] = {0, 1, -1, 2000, -2000, 2147483647, -2147483647 - 1};
+	for (j = 0; j < n; j++)
+		((int32_t *)t->data)[j] = (rnd(seed) % 4) ? (int32_t)(rnd(seed) % 11) - 5
+							  : special[rnd(seed) % 7];
+}
+
+static void test_every_builtin_every_float_type(void **state)
+{
+	static const int64_t shapes[][TC_MAX_RANK] = {{211}, {211}, {211}, {211}};
+	/* float32 builtins may use libm's float versions */
+	static const tol t = {0, 1e-6, 0};
+	int ti, b;
+	(void)state;
+	for (ti = 8; ti < NNUMERIC; ti++) {
+		char text[16384], name[32], *p = text;
+		const char *T = numeric_types[ti];
+		snprintf(name, sizeof(name), "bi_%s", T);
+		p += sprintf(p, "def %s(%s(N) A, %s(N) B, %s(N) C, int32(N) K) -> (", name, T, T, T);
+		for (b = 0; b < tc_nbuiltins; b++)
+			p += sprintf(p, "%so_%s", b ? ", " : "", tc_builtins[b].name);
+		p += sprintf(p, ") {\n");
+		for (b = 0; b < tc_nbuiltins; b++) {
+			const tc_builtin *bi = &tc_builtins[b];
+			p += sprintf(p, "    o_%s(i) = %s(", bi->name, bi->name);
+			if (bi->kind == TC_BK_INT_FIRST) /* libm's jn, yn take O(n) steps */
+				p += sprintf(p, "K(i) %% 9, A(i)");
+			else if (bi->kind == TC_BK_INT_SECOND)
+				p += sprintf(p, "A(i), K(i)");
+			else
+				p += sprintf(p, "%s", bi->arity == 1 ? "A(i)" : bi->arity == 2
+										? "A(i), B(i)"
+										: "A(i), B(i), C(i)");
+			p += sprintf(p, ")\n");
+		}
+		p += sprintf(p, "}\n");
+		check_kernel(text, name, shapes, FILL_ANY, small_ints, t);
+	}
+}
+
+/* The text stages: optimised LLVM IR carries the host CPU, and matmul's
+ * assembly multiplies in SSE/AVX registers. */
+static void test_text_stages(void **state)
+{
+	kernel k;
+	tc_tensor in[2];
+	int64_t params[8];
+	tc_diags d;
+	isl_ctx *ctx = tc_poly_ctx_new();
+	tc_poly *p;
+	char *ir, *as;
+	(void)state;
+	kernel_load(&k, matmul_text, "matmul");
+	memset(in, 0, sizeof(in));
+	in[0].dtype = in[1].dtype = TC_T_F32;
+	in[0].ndim = in[1].ndim = 2;
+	in[0].shape[0] = 64;
+	in[0].shape[1] = 64;
+	in[1].shape[0] = 64;
+	in[1].shape[1] = 64;
+	tc_diags_init(&d, NULL);
+	assert_int_equal(tc_ir_bind(k.f, in, 2, params, &d), 0);
+	p = pipeline(ctx, k.f, params, &d);
+	assert_non_null(p);
+	ir = tc_cg_llvm_text(p, TC_CG_TEXT_LLVM, &d);
+	as = tc_cg_llvm_text(p, TC_CG_TEXT_ASM, &d);
+	if (!ir || !as)
+		fail_diags(&d, "tc_cg_llvm_text");
+	assert_non_null(strstr(ir, "\"target-cpu\""));
+	assert_non_null(strstr(ir, "define void @tc_matmul("));
+	print_message("matmul assembly: %s%s%s%s\n", strstr(as, "vfmadd") ? "vfmadd " : "",
+		strstr(as, "mulps") ? "mulps " : "", strstr(as, "mulss") ? "mulss " : "",
+		strstr(as, "ymm") ? "(ymm) " : strstr(as, "zmm") ? "(zmm) " : "");
+	assert_true(strstr(as, "vfmadd") || strstr(as, "mulss") || strstr(as, "mulps"));
+	tc_free(ir);
+	tc_free(as);
+	tc_poly_free(p);
+	isl_ctx_free(ctx);
+	tc_diags_clear(&d);
+	kernel_free(&k);
+}
+
+/* Two compilations of one model are distinct functions; freeing one
+ * leaves the other runnable; a parametric model is refused with a
+ * message. */
+static void test_code_lifetime_and_errors(void **state)
+{
+	static const int64_t shapes[][TC_MAX_RANK] = {{8, 5}, {5, 3}};
+	run r;
+	isl_ctx *ctx = tc_poly_ctx_new();
+	tc_cg_code *c1, *c2;
+	tc_poly *p;
+	tc_diags d;
+	(void)state;
+	run_setup(&r, matmul_text, "matmul", shapes, FILL_NICE, NULL, 7);
+	c1 = run_compile(&r, ctx);
+	c2 = run_compile(&r, ctx);
+	assert_ptr_not_equal(tc_cg_code_fn(c1), tc_cg_code_fn(c2));
+	tc_cg_code_free(c1);
+	run_compiled(&r, c2);
+	run_interp(&r);
+	assert_int_equal(run_compare(&r, NULL, reduction, "matmul"), 0);
+	tc_cg_code_free(c2);
+
+	tc_diags_init(&d, NULL);
+	p = pipeline(ctx, r.k.f, NULL, &d);
+	assert_non_null(p);
+	assert_null(tc_cg_llvm_compile(jit, p, &d));
+	assert_true(d.nerrors > 0);
+	tc_poly_free(p);
+	tc_diags_clear(&d);
+	run_free(&r);
+	isl_ctx_free(ctx);
+}
+
+/* Several threads compile into one JIT at once (each with its own isl
+ * context) and run their kernels. */
+typedef struct thread_job {
+	int seed;
+	int bad;
+} thread_job;
+
+static void *compile_thread(void *arg)
+{
+	thread_job *job = arg;
+	static const int64_t shapes[][TC_MAX_RANK] = {{16, 12}, {12, 20}};
+	isl_ctx *ctx = tc_poly_ctx_new();
+	int i;
+	for (i = 0; i < 4; i++) {
+		run r;
+		tc_diags d;
+		tc_poly *p;
+		tc_cg_code *code;
+		run_setup(&r, matmul_text, "matmul", shapes, FILL_NICE, NULL, (uint64_t)job->seed * 10 + i);
+		tc_diags_init(&d, NULL);
+		p = pipeline(ctx, r.k.f, r.params, &d);
+		code = p ? tc_cg_llvm_compile(jit, p, &d) : NULL;
+		if (!code) {
+			job->bad++;
+		} else {
+			run_compiled(&r, code);
+			run_interp(&r);
+			job->bad += run_compare(&r, NULL, reduction, "matmul (thread)");
+		}
+		tc_cg_code_free(code);
+		tc_poly_free(p);
+		tc_diags_clear(&d);
+		run_free(&r);
+	}
+	isl_ctx_free(ctx);
+	return NULL;
+}
+
+static void test_concurrent_compilation(void **state)
+{
+	pthread_t th[4];
+	thread_job jobs[4];
+	int i;
+	(void)state;
+	for (i = 0; i < 4; i++) {
+		jobs[i].seed = i + 1;
+		jobs[i].bad = 0;
+		assert_int_equal(pthread_create(&th[i], NULL, compile_thread, &jobs[i]), 0);
+	}
+	for (i = 0; i < 4; i++) {
+		pthread_join(th[i], NULL);
+		assert_int_equal(jobs[i].bad, 0);
+	}
+}
+
+static int setup(void **state)
+{
+	tc_diags d;
+	(void)state;
+	tc_diags_init(&d, NULL);
+	jit = tc_cg_jit_new(&d);
+	if (!jit) {
+		tc_buf b;
+		tc_buf_init(&b);
+		tc_diags_render(&d, 1u << TC_SEV_ERROR, &b);
+		fprintf(stderr, "cannot create the JIT: %s\n", b.s ? b.s : "");
+		tc_buf_free(&b);
+	}
+	tc_diags_clear(&d);
+	return jit ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	tc_cg_jit_free(jit);
+	jit = NULL;
+	return 0;
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_pointwise_every_numeric_type),
+		cmocka_unit_test(test_pointwise_bool),
+		cmocka_unit_test(test_integer_floor_division),
+		cmocka_unit_test(test_casts_between_every_type),
+		cmocka_unit_test(test_reductions_every_numeric_type),
+		cmocka_unit_test(test_matmul),
+		cmocka_unit_test(test_convolutions_with_where),
+		cmocka_unit_test(test_softmax_with_temporaries),
+		cmocka_unit_test(test_gathers),
+		cmocka_unit_test(test_argmin),
+		cmocka_unit_test(test_select_evaluates_one_branch),
+		cmocka_unit_test(test_nextafter_and_fma_are_exact),
+		cmocka_unit_test(test_every_builtin_every_float_type),
+		cmocka_unit_test(test_text_stages),
+		cmocka_unit_test(test_code_lifetime_and_errors),
+		cmocka_unit_test(test_concurrent_compilation),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
