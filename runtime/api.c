@@ -21,61 +21,96 @@
 #include <string.h>
 
 
-/* Errors are kept per thread (so that concurrent tc_kernel_run calls do not
- * race on the message): the calling thread's last error and the context it
- * belongs to. */
-typedef struct thread_error {
+/* Errors are kept per thread and per context: each thread has a list of
+ * (context, message) for the contexts whose last call on that thread failed.
+ * A context is identified by its address and a serial number, so a new
+ * context at the address of a freed one does not see the old messages. */
+typedef struct error_entry {
 	const tc_context *ctx;
+	uint64_t serial;
 	char *msg;
-} thread_error;
+	struct error_entry *next;
+} error_entry;
 
 static pthread_key_t error_key;
 static pthread_once_t error_once = PTHREAD_ONCE_INIT;
 static int error_key_ok;
+static uint64_t context_serial;
+static pthread_mutex_t serial_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static void thread_error_free(void *p)
+static void error_list_free(void *p)
 {
-	thread_error *e = p;
-	tc_free(e->msg);
-	tc_free(e);
+	error_entry *e = p, *next;
+	for (; e; e = next) {
+		next = e->next;
+		tc_free(e->msg);
+		tc_free(e);
+	}
 }
 
 static void error_key_init(void)
 {
-	error_key_ok = pthread_key_create(&error_key, thread_error_free) == 0;
+	error_key_ok = pthread_key_create(&error_key, error_list_free) == 0;
 }
 
-/* The calling thread's error slot (NULL when out of memory). */
-static thread_error *thread_err(int create)
+/* The calling thread's entry for ctx (NULL if it has none). */
+static error_entry *thread_err(const tc_context *ctx)
 {
-	thread_error *e;
+	error_entry *e;
 	pthread_once(&error_once, error_key_init);
 	if (!error_key_ok)
 		return NULL;
+	for (e = pthread_getspecific(error_key); e; e = e->next)
+		if (e->ctx == ctx && e->serial == ctx->serial)
+			return e;
+	return NULL;
+}
+
+/* Drop the calling thread's entry for ctx, if any. */
+static void thread_err_drop(const tc_context *ctx)
+{
+	error_entry **pe, *e;
+	pthread_once(&error_once, error_key_init);
+	if (!error_key_ok)
+		return;
 	e = pthread_getspecific(error_key);
-	if (!e && create) {
-		e = tc_calloc(1, sizeof(*e));
-		if (e && pthread_setspecific(error_key, e) != 0) {
+	for (pe = &e; *pe; pe = &(*pe)->next)
+		if ((*pe)->ctx == ctx && (*pe)->serial == ctx->serial) {
+			error_entry *dead = *pe;
+			*pe = dead->next;
+			tc_free(dead->msg);
+			tc_free(dead);
+			break;
+		}
+	pthread_setspecific(error_key, e);
+}
+
+/* ---- errors ---- */
+
+/* Make msg (owned) the calling thread's error for ctx; NULL clears it. */
+static void set_error_str(tc_context *ctx, char *msg)
+{
+	error_entry *e;
+	if (!msg) {
+		thread_err_drop(ctx);
+		return;
+	}
+	e = thread_err(ctx);
+	if (!e && error_key_ok && (e = tc_calloc(1, sizeof(*e)))) {
+		e->ctx = ctx;
+		e->serial = ctx->serial;
+		e->next = pthread_getspecific(error_key);
+		if (pthread_setspecific(error_key, e) != 0) {
 			tc_free(e);
 			e = NULL;
 		}
 	}
-	return e;
-}
-
-
-/* ---- errors ---- */
-
-static void set_error_str(tc_context *ctx, char *msg)
-{
-	thread_error *e = thread_err(msg != NULL);
-	if (!e) {
+	if (!e) { /* out of memory: the message is lost */
 		tc_free(msg);
 		return;
 	}
 	tc_free(e->msg);
 	e->msg = msg;
-	e->ctx = ctx;
 }
 
 void tc_rt_clear_error(tc_context *ctx)
@@ -112,24 +147,28 @@ void tc_rt_set_error_diags(tc_context *ctx, const tc_diags *d)
 tc_context *tc_context_new(void)
 {
 	tc_context *ctx = tc_calloc(1, sizeof(tc_context));
-	if (ctx && pthread_mutex_init(&ctx->lock, NULL) != 0) {
+	pthread_mutexattr_t attr;
+	if (!ctx)
+		return NULL;
+	/* recursive: tc_compile holds it while lowering, which takes it too */
+	if (pthread_mutexattr_init(&attr) != 0 ||
+		pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_RECURSIVE) != 0 ||
+		pthread_mutex_init(&ctx->lock, &attr) != 0) {
 		tc_free(ctx);
 		return NULL;
 	}
+	pthread_mutexattr_destroy(&attr);
+	pthread_mutex_lock(&serial_lock);
+	ctx->serial = ++context_serial;
+	pthread_mutex_unlock(&serial_lock);
 	return ctx;
 }
 
 void tc_context_free(tc_context *ctx)
 {
-	thread_error *e;
 	if (!ctx)
 		return;
-	e = thread_err(0);
-	if (e && e->ctx == ctx) { /* the calling thread's message about ctx */
-		tc_free(e->msg);
-		e->msg = NULL;
-		e->ctx = NULL;
-	}
+	thread_err_drop(ctx); /* the calling thread's message about ctx */
 	tc_cg_jit_free(ctx->jit);
 	pthread_mutex_destroy(&ctx->lock);
 	tc_free(ctx->warnings);
@@ -138,11 +177,11 @@ void tc_context_free(tc_context *ctx)
 
 const char *tc_context_error(const tc_context *ctx)
 {
-	const thread_error *e;
+	const error_entry *e;
 	if (!ctx)
 		return "error: no context (NULL)\n";
-	e = thread_err(0);
-	return e && e->ctx == ctx && e->msg ? e->msg : "";
+	e = thread_err(ctx);
+	return e && e->msg ? e->msg : "";
 }
 
 const char *tc_context_warnings(const tc_context *ctx)
@@ -324,8 +363,19 @@ int tc_rt_find_def(tc_module *m, const char *entry)
 	return -1;
 }
 
+static const tc_ir_func *module_func_locked(tc_module *m, int i);
+
 /* The IR of def i, lowered on first use (NULL with an error). */
 const tc_ir_func *tc_rt_module_func(tc_module *m, int i)
+{
+	const tc_ir_func *f;
+	pthread_mutex_lock(&m->ctx->lock); /* lowering allocates in the module */
+	f = module_func_locked(m, i);
+	pthread_mutex_unlock(&m->ctx->lock);
+	return f;
+}
+
+static const tc_ir_func *module_func_locked(tc_module *m, int i)
 {
 	if (!m->funcs[i]) {
 		m->funcs[i] = tc_ir_lower(m->ar, m->prog->defs[i], m->src);

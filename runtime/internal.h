@@ -18,7 +18,8 @@
 
 struct tc_context {
 	char *warnings;
-	pthread_mutex_t lock;
+	uint64_t serial;      /* unique among the contexts of the process */
+	pthread_mutex_t lock; /* recursive */
 	tc_cg_jit *jit; /* created on the first CPU compile */
 };
 

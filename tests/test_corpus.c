@@ -1,28 +1,42 @@
 /* End-to-end tests of the kernel corpus (the .tc files in tests/corpus) through the
- * public API.
+ * public API, on both targets.
  *
- * Every corpus kernel is compiled with tc_compile(..., NULL) (the reference
- * interpreter in this release) for several shape sets, including sizes of 1
- * and odd/prime sizes, run on fresh seeded random inputs, and compared
+ * Every corpus kernel is compiled for several shape sets, including sizes
+ * of 1 and odd/prime sizes, run on fresh seeded random inputs, and compared
  * element by element against plain C loops written here independently of
- * the library.
+ * the library.  Each shape set is checked three ways:
+ *
+ *   cpu     tc_compile(..., NULL): the default options, i.e. compiled for
+ *           the host CPU through isl and LLVM and JIT-ed;
+ *   interp  tc_compile(..., o) with o's target=interp: the reference
+ *           interpreter;
+ *   cli     `tcomp run` in a separate process (default target), on .npy
+ *           files.
+ *
+ * The cpu and interp outputs are each compared with the C loops, and then
+ * with each other directly (integers and bools exactly, floats within the
+ * case's tolerance, NaN equal to NaN), so a disagreement between the two
+ * targets is reported as such even where both are within tolerance of the
+ * loops.
  *
  * How a case works: a build function declares the inputs (filled with
  * random data) and the expected outputs (computed by its loops) of one shape
- * set; the driver loads the .tc file, compiles the entry, checks the output
- * count, dtypes and shapes, runs the kernel twice (outputs poisoned with two
- * different patterns, so elements the kernel never writes are caught), and
- * compares.  To add a kernel: write the def, a build function, and one line
- * in the table at the end.
+ * set; the driver loads the .tc file and, for each target, compiles the
+ * entry, checks the output count, dtypes and shapes, runs the kernel twice
+ * (outputs poisoned with two different patterns, so elements the kernel
+ * never writes are caught), and compares.  To add a kernel: write the def,
+ * a build function, and one line in the table at the end.
  *
  * Floating point: the interpreter computes each float32 operation exactly
  * and rounds to float32 after every operation, and computes builtins in
- * double.  The loops below mirror that with float variables and the f_*
- * helpers (builtin in double, then rounded), so pointwise results agree to
- * ~1 ulp (tolerance: 1e-5 relative).  Reductions over one index are summed
- * in the natural order with a float accumulator, like the interpreter.
- * Reductions over several indices have an unspecified order (the language
- * treats them as associative), so they get reduction_tol() below.
+ * double; the compiled code does the same (no contraction into fused
+ * multiply-adds).  The loops below mirror that with float variables and the
+ * f_* helpers (builtin in double, then rounded), so pointwise results agree
+ * to ~1 ulp (tolerance: 1e-5 relative).  Reductions over one index are
+ * summed in the natural order with a float accumulator, like the
+ * interpreter.  Reductions over several indices have an unspecified order
+ * (the language treats them as associative), so they get reduction_tol()
+ * below.
  *
  * Set TC_CORPUS_FILTER to a cmocka filter pattern (e.g. "softmax*") to run a
  * subset. */
@@ -1686,8 +1700,6 @@ static int compare_output(const char *what, int i, const tu_tensor *got, const t
 	return bad == 0;
 }
 
-/* Compile, run and check one shape set of a case.  Returns 1 on success;
- * failures are printed, so all shape sets of a case run and report. */
 /* The same shape set through the tcomp command: inputs written as .npy,
  * `tcomp run` in a separate process, outputs read back and compared with the
  * same reference.  Cases whose outputs start from given contents (reductions
@@ -1757,50 +1769,35 @@ static int check_via_cli(const kernel_case *kc, run *r, tc_module *m, const char
 	return ok;
 }
 
-static int check_shape_set(const kernel_case *kc, int set)
+/* Compile the case's entry from m (loaded in ctx) with options (NULL: the
+ * defaults), check the output count, dtypes and shapes, run it twice with
+ * different poisons and compare with the reference.  what names the shape
+ * set and the target.
+ * The outputs of the last run are left in got[0 .. *ngot) (allocated here,
+ * freed by the caller, also on failure); *ran is set if a run completed.
+ * Returns 1 on success; failures are printed. */
+static int check_target(const kernel_case *kc, run *r, tc_context *ctx, tc_module *m,
+	const tc_options *options, const char *what, tu_tensor *got, int *ngot, int *ran)
 {
-	const int64_t *sizes = kc->sizes[set];
-	char what[256], sz[96], path[512];
-	format_sizes(sz, sizeof(sz), sizes);
-	snprintf(what, sizeof(what), "%s sizes %s", kc->name, sz);
-	snprintf(path, sizeof(path), "%s/tests/corpus/%s.tc", TC_SOURCE_DIR, kc->file);
-
-	run r;
-	memset(&r, 0, sizeof(r));
-	r.rng = tu_seed(kc->name, (uint64_t)set);
-	kc->build(&r, sizes);
-
-	int ok = 0;
-	tu_tensor got[MAX_TENSORS];
-	int ngot = 0;
-	tc_context *ctx = tc_context_new();
-	tc_module *m = NULL;
-	tc_kernel *k = NULL;
-	if (!ctx) {
-		print_error("%s: tc_context_new failed\n", what);
-		goto done;
-	}
-	m = tc_module_load(ctx, path);
-	if (!m) {
-		print_error("%s: tc_module_load(%s) failed:\n%s\n", what, path, tc_context_error(ctx));
-		goto done;
-	}
 	const DLTensor *ins[MAX_TENSORS];
-	for (int i = 0; i < r.nin; i++)
-		ins[i] = &r.in[i].dl;
-	k = tc_compile(m, kc->entry, ins, r.nin, NULL);
+	DLTensor *outs[MAX_TENSORS];
+	int ok = 0;
+
+	for (int i = 0; i < r->nin; i++)
+		ins[i] = &r->in[i].dl;
+	tc_kernel *k = tc_compile(m, kc->entry, ins, r->nin, options);
 	if (!k) {
 		print_error("%s: tc_compile failed:\n%s\n", what, tc_context_error(ctx));
-		goto done;
+		return 0;
 	}
 	int nout = tc_kernel_num_outputs(k);
-	if (nout != r.nout) {
-		print_error("%s: tc_kernel_num_outputs is %d, expected %d\n", what, nout, r.nout);
+	if (nout != r->nout) {
+		print_error("%s: tc_kernel_num_outputs is %d, expected %d\n", what, nout, r->nout);
 		goto done;
 	}
 	int shapes_ok = 1;
-	for (int i = 0; i < r.nout; i++) {
-		const tu_tensor *w = &r.want[i];
+	for (int i = 0; i < r->nout; i++) {
+		const tu_tensor *w = &r->want[i];
 		DLDataType dt;
 		int ndim = -1;
 		int64_t shape[TU_MAX_RANK];
@@ -1837,45 +1834,136 @@ static int check_shape_set(const kernel_case *kc, int set)
 	if (!shapes_ok)
 		goto done;
 
-	for (int i = 0; i < r.nout; i++) {
-		tu_tensor_init(&got[i], r.want[i].elt, r.want[i].shape, (int)r.want[i].dl.ndim);
-		ngot++;
-	}
-	DLTensor *outs[MAX_TENSORS];
-	for (int i = 0; i < r.nout; i++)
+	for (int i = 0; i < r->nout; i++) {
+		tu_tensor_init(&got[i], r->want[i].elt, r->want[i].shape, (int)r->want[i].dl.ndim);
+		++*ngot;
 		outs[i] = &got[i].dl;
+	}
 
 	/* Run twice, with different poisons, to catch elements never written
 	 * (an int8 output could equal 0x5A by chance, not also 0xA5) and to
 	 * check that a compiled kernel can be run again. */
 	ok = 1;
 	for (int pass = 0; pass < 2 && ok; pass++) {
-		for (int i = 0; i < r.nout; i++) {
-			if (r.has_init[i])
-				memcpy(got[i].data, r.init[i].data,
-					(size_t)got[i].numel * tu_elt_size(got[i].elt));
+		for (int i = 0; i < r->nout; i++) {
+			size_t bytes = (size_t)got[i].numel * tu_elt_size(got[i].elt);
+			if (r->has_init[i])
+				memcpy(got[i].data, r->init[i].data, bytes);
 			else if (pass == 0)
 				tu_poison(&got[i]);
-			else if (got[i].elt == TU_F32 || got[i].elt == TU_F64 || got[i].elt == TU_F16)
-				memset(got[i].data, 0xFF, (size_t)got[i].numel * tu_elt_size(got[i].elt));
+			else if (tu_elt_is_float(got[i].elt))
+				memset(got[i].data, 0xFF, bytes); /* NaNs with other bits */
 			else
-				memset(got[i].data, 0xA5, (size_t)got[i].numel * tu_elt_size(got[i].elt));
+				memset(got[i].data, 0xA5, bytes);
 		}
-		if (tc_kernel_run(k, ins, r.nin, outs, r.nout) != 0) {
+		if (tc_kernel_run(k, ins, r->nin, outs, r->nout) != 0) {
 			print_error("%s: tc_kernel_run failed (pass %d):\n%s\n", what, pass,
 				tc_context_error(ctx));
 			ok = 0;
 			break;
 		}
-		for (int i = 0; i < r.nout; i++)
-			ok &= compare_output(what, i, &got[i], &r.want[i], r.rtol[i], r.atol[i]);
+		*ran = 1;
+		for (int i = 0; i < r->nout; i++)
+			ok &= compare_output(what, i, &got[i], &r->want[i], r->rtol[i], r->atol[i]);
 	}
+done:
+	tc_kernel_free(k);
+	return ok;
+}
+
+/* The CPU outputs against the interpreter's, element by element: integers
+ * exactly, bools as stored bytes, floats within the output's tolerance with
+ * NaN equal to NaN.  Returns 1 if they agree. */
+static int compare_targets(const char *what, const run *r, const tu_tensor *cpu,
+	const tu_tensor *interp)
+{
+	int all = 1;
+	for (int i = 0; i < r->nout; i++) {
+		int64_t bad = 0;
+		for (int64_t j = 0; j < cpu[i].numel; j++) {
+			double c = tu_get(&cpu[i], j), v = tu_get(&interp[i], j);
+			int ok;
+			if (cpu[i].elt == TU_BOOL)
+				ok = ((const uint8_t *)cpu[i].data)[j] == ((const uint8_t *)interp[i].data)[j];
+			else if (!tu_elt_is_float(cpu[i].elt))
+				ok = c == v;
+			else if (isnan(c) || isnan(v))
+				ok = isnan(c) && isnan(v);
+			else
+				ok = fabs(c - v) <= r->atol[i] + r->rtol[i] * fabs(v);
+			if (!ok && bad++ < 5) {
+				char ix[96];
+				format_index(ix, sizeof(ix), &cpu[i], j);
+				print_error("%s: the CPU and the interpreter disagree: output %d (%s) "
+					    "element %s: cpu %.9g, interp %.9g (rtol %g, atol %g)\n",
+					what, i, tu_elt_name(cpu[i].elt), ix, c, v, r->rtol[i], r->atol[i]);
+			}
+		}
+		if (bad) {
+			print_error("%s: output %d: %lld of %lld elements differ between the CPU and "
+				    "the interpreter\n", what, i, (long long)bad, (long long)cpu[i].numel);
+			all = 0;
+		}
+	}
+	return all;
+}
+
+/* Check one shape set of a case on both targets, against each other, and
+ * through the CLI.  Returns 1 on success; failures are printed, so all
+ * shape sets of a case run and report. */
+static int check_shape_set(const kernel_case *kc, int set)
+{
+	const int64_t *sizes = kc->sizes[set];
+	char what[256], what_t[300], sz[96], path[512];
+	format_sizes(sz, sizeof(sz), sizes);
+	snprintf(what, sizeof(what), "%s sizes %s", kc->name, sz);
+	snprintf(path, sizeof(path), "%s/tests/corpus/%s.tc", TC_SOURCE_DIR, kc->file);
+
+	run r;
+	memset(&r, 0, sizeof(r));
+	r.rng = tu_seed(kc->name, (uint64_t)set);
+	kc->build(&r, sizes);
+
+	int ok = 0;
+	tu_tensor got_cpu[MAX_TENSORS], got_interp[MAX_TENSORS];
+	int ngot_cpu = 0, ngot_interp = 0, ran_cpu = 0, ran_interp = 0;
+	tc_options *interp = tc_options_new();
+	tc_module *m = NULL;
+	tc_context *ctx = tc_context_new();
+	if (!ctx || !interp) {
+		print_error("%s: tc_context_new or tc_options_new failed\n", what);
+		goto done;
+	}
+	if (tc_options_set(interp, "target", "interp", ctx) != 0) {
+		print_error("%s: tc_options_set(target=interp) failed:\n%s\n", what,
+			tc_context_error(ctx));
+		goto done;
+	}
+	m = tc_module_load(ctx, path);
+	if (!m) {
+		print_error("%s: tc_module_load(%s) failed:\n%s\n", what, path,
+			tc_context_error(ctx));
+		goto done;
+	}
+	snprintf(what_t, sizeof(what_t), "%s [cpu]", what);
+	int cpu_ok = check_target(kc, &r, ctx, m, NULL, what_t, got_cpu, &ngot_cpu, &ran_cpu);
+	snprintf(what_t, sizeof(what_t), "%s [interp]", what);
+	int interp_ok = check_target(kc, &r, ctx, m, interp, what_t, got_interp, &ngot_interp,
+		&ran_interp);
+	ok = cpu_ok && interp_ok;
+	/* Where both ran (even if one missed the reference), say whether they
+	 * agree with each other. */
+	if (ran_cpu && ran_interp)
+		ok &= compare_targets(what, &r, got_cpu, got_interp);
+	snprintf(what_t, sizeof(what_t), "%s [cli]", what);
 	if (ok)
-		ok = check_via_cli(kc, &r, m, path, what);
+		ok = check_via_cli(kc, &r, m, path, what_t);
 
 done:
-	for (int i = 0; i < ngot; i++)
-		tu_tensor_fini(&got[i]);
+	for (int i = 0; i < ngot_cpu; i++)
+		tu_tensor_fini(&got_cpu[i]);
+	for (int i = 0; i < ngot_interp; i++)
+		tu_tensor_fini(&got_interp[i]);
 	for (int i = 0; i < r.nin; i++)
 		tu_tensor_fini(&r.in[i]);
 	for (int i = 0; i < r.nout; i++) {
@@ -1883,8 +1971,8 @@ done:
 		if (r.has_init[i])
 			tu_tensor_fini(&r.init[i]);
 	}
-	tc_kernel_free(k);
 	tc_module_free(m);
+	tc_options_free(interp);
 	tc_context_free(ctx);
 	return ok;
 }

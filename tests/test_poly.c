@@ -1,0 +1,530 @@
+/* Golden tests of the polyhedral stages through the public API: the isl
+ * schedule tree and the isl AST (the loop nest) of corpus kernels.
+ *
+ *   matmul       one reduction (init and update statements)
+ *   conv2d       a reduction then a bias: two statements the scheduler fuses
+ *   softmax      three statements through two temporaries
+ *   maxpool2x2   a strided window given by where ranges
+ *   concat_rows  ?: over ranges given by a where clause
+ *
+ * For each, tc_module_emit(m, entry, "schedule") and (m, entry, "ast")
+ * (parametric: sizes as parameters) must equal tests/golden/NAME.schedule
+ * and tests/golden/NAME.ast byte for byte; for matmul and softmax also
+ * tc_kernel_emit(k, "ast") for concrete shapes, which must equal
+ * tests/golden/NAME_SHAPES.ast (the kernels are compiled with
+ * target=interp: no JIT, but tc_kernel_emit still builds the AST
+ * specialised to the shapes).  After an intended change of the schedule or
+ * of the printing, regenerate the files with
+ *
+ *     TC_UPDATE_GOLDEN=1 ./build/tests/test_poly
+ *
+ * and review the diff (git diff tests/golden).
+ *
+ * Golden files pin isl's exact output, which a new isl version may change
+ * harmlessly; so the tests also assert facts that do not depend on isl's
+ * formatting: the schedule reads back into isl with the tc_kernel mark
+ * under its domain, matmul's band (read by isl) is coincident on m and n
+ * but not on the reduction dimension, conv2d's bias statement S1 is inside the loop
+ * nest of the reduction S0 (fused), and the specialised matmul AST has
+ * constant loop bounds. */
+#include <ctype.h>
+#include <dirent.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <isl/ctx.h>
+#include <isl/id.h>
+#include <isl/schedule.h>
+#include <isl/schedule_node.h>
+
+#include "tcomp.h"
+#include "tests/testutil.h"
+
+#define CORPUS_DIR TC_SOURCE_DIR "/tests/corpus"
+#define GOLDEN_DIR TC_SOURCE_DIR "/tests/golden"
+
+/* A kernel of the corpus, and for the specialised AST the shapes of its
+ * float32 inputs (0-terminated; no shapes: parametric only). */
+typedef struct poly_case {
+	const char *name; /* golden file stem */
+	const char *file; /* tests/corpus/<file>.tc */
+	const char *entry;
+	int nin;
+	int64_t shapes[2][3];
+	const char *shape_name; /* the specialised AST is NAME_<shape_name>.ast */
+} poly_case;
+
+static const poly_case cases[] = {
+	{"matmul", "matmul", "matmul", 2, {{64, 48}, {48, 32}}, "64x48x32"},
+	{"conv2d", "conv2d", "conv2d", 0, {{0}}, NULL},
+	{"softmax", "softmax", "softmax", 1, {{37, 61}}, "37x61"},
+	{"maxpool2x2", "pooling", "maxpool2x2", 0, {{0}}, NULL},
+	{"concat_rows", "concat", "concat_rows", 0, {{0}}, NULL},
+};
+
+#define NCASES ((int)(sizeof(cases) / sizeof(cases[0])))
+
+static const poly_case *find_case(const char *name)
+{
+	for (int i = 0; i < NCASES; i++)
+		if (!strcmp(cases[i].name, name))
+			return &cases[i];
+	fail_msg("no case %s", name);
+	return NULL;
+}
+
+/* ---- files ---- */
+
+static int env_flag(const char *name)
+{
+	const char *s = getenv(name);
+	return s && *s && strcmp(s, "0") != 0;
+}
+
+/* The whole file, NUL-terminated (malloc'ed), or NULL. */
+static char *slurp(const char *path)
+{
+	FILE *fp = fopen(path, "rb");
+	if (!fp)
+		return NULL;
+	char *buf = NULL;
+	long n = -1;
+	if (fseek(fp, 0, SEEK_END) == 0 && (n = ftell(fp)) >= 0 && fseek(fp, 0, SEEK_SET) == 0 &&
+		(buf = malloc((size_t)n + 1)) && fread(buf, 1, (size_t)n, fp) == (size_t)n) {
+		buf[n] = 0;
+	} else {
+		free(buf);
+		buf = NULL;
+	}
+	fclose(fp);
+	return buf;
+}
+
+static void spit(const char *path, const char *text)
+{
+	FILE *fp = fopen(path, "wb");
+	if (!fp)
+		fail_msg("cannot write %s", path);
+	size_t n = strlen(text);
+	int ok = fwrite(text, 1, n, fp) == n;
+	ok &= fclose(fp) == 0;
+	if (!ok)
+		fail_msg("cannot write %s", path);
+}
+
+/* text equals tests/golden/<file> byte for byte (or, with
+ * TC_UPDATE_GOLDEN, becomes it). */
+static void expect_golden(const char *text, const char *file)
+{
+	char path[512];
+	snprintf(path, sizeof(path), "%s/%s", GOLDEN_DIR, file);
+	if (env_flag("TC_UPDATE_GOLDEN")) {
+		spit(path, text);
+		return;
+	}
+	char *want = slurp(path);
+	if (!want)
+		fail_msg("%s is missing: run TC_UPDATE_GOLDEN=1 test_poly to create it", path);
+	if (strcmp(want, text) != 0) {
+		size_t i = 0;
+		int line = 1;
+		for (; want[i] && want[i] == text[i]; i++)
+			line += want[i] == '\n';
+		printf("expected (%s):\n%s\nactual:\n%s\n(first difference on line %d, byte %zu)\n",
+			path, want, text, line, i);
+		free(want);
+		fail_msg("the text differs from %s; if the new text is right, rerun with "
+			 "TC_UPDATE_GOLDEN=1 and review the diff", path);
+	}
+	free(want);
+}
+
+/* ---- emitting ---- */
+
+typedef struct loaded {
+	tc_context *ctx;
+	tc_module *m;
+} loaded;
+
+static void load(loaded *l, const poly_case *c)
+{
+	char path[512];
+	snprintf(path, sizeof(path), "%s/%s.tc", CORPUS_DIR, c->file);
+	l->ctx = tc_context_new();
+	assert_non_null(l->ctx);
+	l->m = tc_module_load(l->ctx, path);
+	if (!l->m)
+		fail_msg("cannot load %s:\n%s", path, tc_context_error(l->ctx));
+}
+
+static void unload(loaded *l)
+{
+	tc_module_free(l->m);
+	tc_context_free(l->ctx);
+}
+
+/* tc_module_emit(entry, stage): parametric. */
+static char *emit(const poly_case *c, const char *stage)
+{
+	loaded l;
+	load(&l, c);
+	char *text = tc_module_emit(l.m, c->entry, stage);
+	if (!text)
+		fail_msg("tc_module_emit(%s, %s) failed:\n%s", c->entry, stage,
+			tc_context_error(l.ctx));
+	unload(&l);
+	return text;
+}
+
+/* tc_kernel_emit(stage) of the kernel compiled with target=interp for the
+ * case's shapes. */
+static char *emit_specialised(const poly_case *c, const char *stage)
+{
+	loaded l;
+	load(&l, c);
+	tu_tensor in[2];
+	const DLTensor *ins[2];
+	for (int i = 0; i < c->nin; i++) {
+		int ndim = 0;
+		while (ndim < 3 && c->shapes[i][ndim])
+			ndim++;
+		tu_tensor_init(&in[i], TU_F32, c->shapes[i], ndim);
+		ins[i] = &in[i].dl;
+	}
+	tc_options *o = tc_options_new();
+	assert_non_null(o);
+	assert_int_equal(tc_options_set(o, "target", "interp", l.ctx), 0);
+	tc_kernel *k = tc_compile(l.m, c->entry, ins, c->nin, o);
+	tc_options_free(o);
+	for (int i = 0; i < c->nin; i++)
+		tu_tensor_fini(&in[i]);
+	if (!k)
+		fail_msg("tc_compile(%s) failed:\n%s", c->entry, tc_context_error(l.ctx));
+	char *text = tc_kernel_emit(k, stage);
+	if (!text)
+		fail_msg("tc_kernel_emit(%s, %s) failed:\n%s", c->entry, stage,
+			tc_context_error(l.ctx));
+	tc_kernel_free(k);
+	unload(&l);
+	return text;
+}
+
+/* ---- the golden tests ---- */
+
+static void test_golden_schedule(void **state)
+{
+	const poly_case *c = *state;
+	char file[128];
+	char *text = emit(c, "schedule");
+	snprintf(file, sizeof(file), "%s.schedule", c->name);
+	expect_golden(text, file);
+	tc_string_free(text);
+}
+
+static void test_golden_ast(void **state)
+{
+	const poly_case *c = *state;
+	char file[128];
+	char *text = emit(c, "ast");
+	snprintf(file, sizeof(file), "%s.ast", c->name);
+	expect_golden(text, file);
+	tc_string_free(text);
+}
+
+static void test_golden_specialised_ast(void **state)
+{
+	const poly_case *c = *state;
+	char file[128];
+	char *text = emit_specialised(c, "ast");
+	snprintf(file, sizeof(file), "%s_%s.ast", c->name, c->shape_name);
+	expect_golden(text, file);
+	tc_string_free(text);
+}
+
+/* Every .schedule and .ast file in tests/golden belongs to a case (no stale
+ * golden file is left behind when a case goes). */
+static void test_golden_set_is_complete(void **state)
+{
+	(void)state;
+	DIR *dir = opendir(GOLDEN_DIR);
+	assert_non_null(dir);
+	struct dirent *e;
+	int stale = 0;
+	while ((e = readdir(dir))) {
+		const char *dot = strrchr(e->d_name, '.');
+		if (!dot || (strcmp(dot, ".schedule") && strcmp(dot, ".ast")))
+			continue;
+		int known = 0;
+		for (int i = 0; i < NCASES && !known; i++) {
+			char name[128];
+			snprintf(name, sizeof(name), "%s.schedule", cases[i].name);
+			known |= !strcmp(e->d_name, name);
+			snprintf(name, sizeof(name), "%s.ast", cases[i].name);
+			known |= !strcmp(e->d_name, name);
+			if (cases[i].shape_name) {
+				snprintf(name, sizeof(name), "%s_%s.ast", cases[i].name,
+					cases[i].shape_name);
+				known |= !strcmp(e->d_name, name);
+			}
+		}
+		if (!known) {
+			print_error("tests/golden/%s belongs to no case of test_poly\n", e->d_name);
+			stale++;
+		}
+	}
+	closedir(dir);
+	assert_int_equal(stale, 0);
+}
+
+/* ================================================================
+ * Facts that do not depend on isl's formatting.
+ * ================================================================ */
+
+/* The printed schedule read back into isl (which must accept it), and the
+ * node under its domain, which must be the tc_kernel mark.  The caller
+ * frees the schedule and the node. */
+static isl_schedule *read_schedule(isl_ctx *ictx, const poly_case *c, isl_schedule_node **mark)
+{
+	char *text = emit(c, "schedule");
+	isl_schedule *s = isl_schedule_read_from_str(ictx, text);
+	if (!s)
+		fail_msg("%s: isl cannot read the schedule:\n%s", c->name, text);
+	tc_string_free(text);
+	isl_schedule_node *root = isl_schedule_get_root(s);
+	assert_int_equal(isl_schedule_node_get_type(root), isl_schedule_node_domain);
+	assert_true(isl_schedule_node_has_children(root) == isl_bool_true);
+	*mark = isl_schedule_node_child(root, 0);
+	assert_non_null(*mark);
+	if (isl_schedule_node_get_type(*mark) != isl_schedule_node_mark)
+		fail_msg("%s: the domain's child is not a mark", c->name);
+	isl_id *id = isl_schedule_node_mark_get_id(*mark);
+	assert_string_equal(isl_id_get_name(id), "tc_kernel");
+	isl_id_free(id);
+	return s;
+}
+
+/* The printed schedule is an isl schedule whose domain holds the tc_kernel
+ * mark (read back with isl, not by matching text); the AST carries the
+ * mark as a comment. */
+static void test_schedule_reads_back_with_the_mark(void **state)
+{
+	const poly_case *c = *state;
+	isl_ctx *ictx = isl_ctx_alloc();
+	assert_non_null(ictx);
+	isl_schedule_node *mark;
+	isl_schedule *s = read_schedule(ictx, c, &mark);
+	isl_schedule_node_free(mark);
+	isl_schedule_free(s);
+	isl_ctx_free(ictx);
+
+	char *text = emit(c, "ast");
+	assert_true(tu_contains(text, "// tc_kernel"));
+	tc_string_free(text);
+}
+
+/* matmul's outer band (m, n, r_k), right under the mark, is coincident on m
+ * and n but not on r_k: the reduction carries a dependence. */
+static void test_matmul_band_is_parallel_except_the_reduction(void **state)
+{
+	(void)state;
+	isl_ctx *ictx = isl_ctx_alloc();
+	assert_non_null(ictx);
+	isl_schedule_node *mark;
+	isl_schedule *s = read_schedule(ictx, find_case("matmul"), &mark);
+	isl_schedule_node *band = isl_schedule_node_child(mark, 0);
+	assert_int_equal(isl_schedule_node_get_type(band), isl_schedule_node_band);
+	assert_int_equal(isl_schedule_node_band_n_member(band), 3);
+	char flags[4];
+	for (int i = 0; i < 3; i++)
+		flags[i] = isl_schedule_node_band_member_get_coincident(band, i) == isl_bool_true ?
+			'1' : '0';
+	flags[3] = 0;
+	assert_string_equal(flags, "110");
+	assert_true(isl_schedule_node_band_get_permutable(band) == isl_bool_true);
+	isl_schedule_node_free(band);
+	isl_schedule_free(s);
+	isl_ctx_free(ictx);
+}
+
+/* ---- reading the loop nest of a printed AST ---- */
+
+/* The printed AST as lines (pointers into a copy); returns the count. */
+typedef struct lines {
+	char *buf;
+	char *v[512];
+	int n;
+} lines;
+
+static void split_lines(lines *l, const char *text)
+{
+	l->buf = strdup(text);
+	assert_non_null(l->buf);
+	l->n = 0;
+	for (char *p = l->buf; *p && l->n < 512;) {
+		l->v[l->n++] = p;
+		char *nl = strchr(p, '\n');
+		if (!nl)
+			break;
+		*nl = 0;
+		p = nl + 1;
+	}
+}
+
+static int indent_of(const char *s)
+{
+	int i = 0;
+	while (s[i] == ' ')
+		i++;
+	return i;
+}
+
+/* The line of the first call of statement stmt ("S1" matches "S1(...)",
+ * not "S1_init(...)"), or -1. */
+static int stmt_line(const lines *l, const char *stmt)
+{
+	size_t n = strlen(stmt);
+	for (int i = 0; i < l->n; i++) {
+		const char *s = l->v[i] + indent_of(l->v[i]);
+		if (!strncmp(s, stmt, n) && s[n] == '(')
+			return i;
+	}
+	return -1;
+}
+
+/* The "for" lines enclosing line at: walking back, each line indented less
+ * than everything since is an enclosing construct (isl indents each nested
+ * body by two more spaces).  Writes their line numbers, innermost first,
+ * and returns the count. */
+static int enclosing_loops(const lines *l, int at, int *out, int max)
+{
+	int n = 0, cur = indent_of(l->v[at]);
+	for (int i = at - 1; i >= 0 && cur > 0; i--) {
+		int ind = indent_of(l->v[i]);
+		if (ind >= cur || !l->v[i][ind])
+			continue;
+		cur = ind;
+		if (!strncmp(l->v[i] + ind, "for (", 5) && n < max)
+			out[n++] = i;
+	}
+	return n;
+}
+
+/* conv2d's bias statement S1 runs inside the loop nest of the reduction S0:
+ * its four loops (n, f, h, w) are S0's outer four. */
+static void test_conv2d_bias_is_fused_into_the_reduction_nest(void **state)
+{
+	(void)state;
+	char *text = emit(find_case("conv2d"), "ast");
+	lines l;
+	split_lines(&l, text);
+	int s0 = stmt_line(&l, "S0"), s1 = stmt_line(&l, "S1");
+	if (s0 < 0 || s1 < 0)
+		fail_msg("conv2d's AST lacks S0 or S1:\n%s", text);
+	int l0[16], l1[16];
+	int n0 = enclosing_loops(&l, s0, l0, 16), n1 = enclosing_loops(&l, s1, l1, 16);
+	if (n0 != 7 || n1 != 4) {
+		print_error("%s\n", text);
+		fail_msg("S0 is in %d loops (expected 7), S1 in %d (expected 4)", n0, n1);
+	}
+	/* Innermost first: S1's loops are S0's last four (the outer ones). */
+	for (int i = 0; i < 4; i++)
+		if (l1[i] != l0[3 + i]) {
+			print_error("%s\n", text);
+			fail_msg("S1's loop on line %d is not a loop of S0", l1[i] + 1);
+		}
+	free(l.buf);
+	tc_string_free(text);
+}
+
+/* Whether the "for" headers of text name only iterators (c0, c1, ...):
+ * numbers and operators otherwise, no size parameters.  The names found
+ * otherwise go to bad. */
+static int loop_bounds_are_constant(const char *text, char *bad, size_t n)
+{
+	lines l;
+	split_lines(&l, text);
+	int constant = 1, loops = 0;
+	bad[0] = 0;
+	for (int i = 0; i < l.n; i++) {
+		const char *s = l.v[i] + indent_of(l.v[i]);
+		if (strncmp(s, "for (", 5))
+			continue;
+		loops++;
+		for (const char *p = s; *p;) {
+			if (!isalpha((unsigned char)*p) && *p != '_') {
+				p++;
+				continue;
+			}
+			const char *b = p;
+			while (isalnum((unsigned char)*p) || *p == '_')
+				p++;
+			size_t len = (size_t)(p - b);
+			int iterator = b[0] == 'c' && len > 1;
+			for (size_t k = 1; iterator && k < len; k++)
+				iterator = isdigit((unsigned char)b[k]);
+			if (iterator || (len == 3 && !strncmp(b, "for", 3)) ||
+				(len == 3 && !strncmp(b, "int", 3)))
+				continue;
+			constant = 0;
+			if (strlen(bad) + len + 2 < n)
+				strncat(strcat(bad, bad[0] ? " " : ""), b, len);
+		}
+	}
+	free(l.buf);
+	assert_true(loops > 0);
+	return constant;
+}
+
+/* Specialised to 64x48x32, matmul's loops have numbers for bounds; the
+ * parametric ones name M, N and K (so the check can see names at all). */
+static void test_specialised_matmul_has_constant_bounds(void **state)
+{
+	(void)state;
+	const poly_case *c = find_case("matmul");
+	char bad[256];
+	char *text = emit_specialised(c, "ast");
+	if (!loop_bounds_are_constant(text, bad, sizeof(bad)))
+		fail_msg("the specialised AST's loops name %s:\n%s", bad, text);
+	assert_true(tu_contains(text, "<= 63"));
+	assert_true(tu_contains(text, "<= 31"));
+	assert_true(tu_contains(text, "<= 47"));
+	tc_string_free(text);
+
+	text = emit(c, "ast");
+	assert_false(loop_bounds_are_constant(text, bad, sizeof(bad)));
+	assert_string_equal(bad, "M N K");
+	tc_string_free(text);
+}
+
+int main(void)
+{
+	struct CMUnitTest tests[4 * NCASES + 8];
+	char names[4 * NCASES][96];
+	int n = 0, nn = 0;
+	for (int i = 0; i < NCASES; i++) {
+		static const char *kinds[] = {"schedule", "ast", "specialised_ast", "mark"};
+		void (*fns[])(void **) = {test_golden_schedule, test_golden_ast,
+			test_golden_specialised_ast, test_schedule_reads_back_with_the_mark};
+		for (int k = 0; k < 4; k++) {
+			if (k == 2 && !cases[i].shape_name)
+				continue;
+			snprintf(names[nn], sizeof(names[nn]), "%s_%s", kinds[k], cases[i].name);
+			tests[n] = (struct CMUnitTest){names[nn++], fns[k], NULL, NULL,
+				(void *)&cases[i]};
+			n++;
+		}
+	}
+	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_golden_set_is_complete);
+	tests[n++] = (struct CMUnitTest)cmocka_unit_test(
+		test_matmul_band_is_parallel_except_the_reduction);
+	tests[n++] = (struct CMUnitTest)cmocka_unit_test(
+		test_conv2d_bias_is_fused_into_the_reduction_nest);
+	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_specialised_matmul_has_constant_bounds);
+	return _cmocka_run_group_tests("poly", tests, (size_t)n, NULL, NULL);
+}
