@@ -45,8 +45,11 @@ step "$BUILD/host" "$EX/matmul.tc" "$EX/softmax.tc" 64 32 48
 step "$BUILD/host" "$EX/matmul.tc" "$EX/softmax.tc" 3 300 7
 
 echo
-echo "== what the compiler sees: the tensor IR of matmul"
+echo "== what the compiler does with matmul: the tensor IR, then the loop nest isl"
+echo "   generates for 64x32 times 32x48, as the C equivalent of the code LLVM"
+echo "   compiles (--stage llvm and --stage asm show that code itself)"
 step "$TCOMP" emit "$EX/matmul.tc" -e matmul --stage ir
+step "$TCOMP" emit "$EX/matmul.tc" -e matmul --stage c --shape A=64x32 --shape B=32x48
 
 echo
 echo "== errors: inputs whose sizes disagree, and a kernel with a mistake"
