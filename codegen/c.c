@@ -591,49 +591,6 @@ static int put_const(tc_buf *b, const tc_ir_expr *e)
 	}
 }
 
-/* Whether a subscript is affine in the indices and sizes, as the
- * polyhedral model reads it (poly.c's ix_isl): then it is printed as plain
- * int64_t arithmetic. */
-static int affine(const tc_ir_expr *e)
-{
-	const tc_ir_expr *x, *y;
-	tc_dtype from;
-	switch (e->op) {
-	case TC_OP_CONST: return tc_dtype_is_int(e->type);
-	case TC_OP_INDEX:
-	case TC_OP_SIZE: return 1;
-	case TC_OP_CAST: /* widening integer conversions keep the value */
-		if (!tc_dtype_is_int(e->type) || !tc_dtype_is_int(from = e->args[0]->type))
-			return 0;
-		if (tc_dtype_is_signed(e->type) ? (tc_dtype_is_signed(from)
-				? tc_dtype_bits(from) > tc_dtype_bits(e->type)
-				: tc_dtype_bits(from) >= tc_dtype_bits(e->type))
-			: !(tc_dtype_is_unsigned(from) && tc_dtype_bits(from) <= tc_dtype_bits(e->type)))
-			return 0;
-		return affine(e->args[0]);
-	case TC_OP_NEG: return affine(e->args[0]);
-	case TC_OP_ADD:
-	case TC_OP_SUB: return affine(e->args[0]) && affine(e->args[1]);
-	case TC_OP_MUL:
-		x = e->args[0];
-		y = e->args[1];
-		if (y->op == TC_OP_CONST) {
-			x = e->args[1];
-			y = e->args[0];
-		}
-		return x->op == TC_OP_CONST && tc_dtype_is_int(x->type) && affine(y);
-	case TC_OP_DIV:
-	case TC_OP_MOD:
-		y = e->args[1];
-		return y->op == TC_OP_CONST && tc_dtype_is_int(y->type) && y->c.i > 0 &&
-			tc_dtype_is_signed(e->type) && affine(e->args[0]);
-	case TC_OP_CALL:
-		return (e->id == TC_BI_MIN || e->id == TC_BI_MAX) && affine(e->args[0]) &&
-			affine(e->args[1]);
-	default: return 0;
-	}
-}
-
 static int put_affine(const site *s, tc_buf *b, const tc_ir_expr *e);
 
 static void put_affine_at(const site *s, tc_buf *b, const tc_ir_expr *e, int prec)
@@ -711,7 +668,7 @@ static int put_affine(const site *s, tc_buf *b, const tc_ir_expr *e)
 /* One subscript as an int64_t value; returns its level. */
 static int put_subscript(const site *s, tc_buf *b, const tc_ir_expr *e)
 {
-	if (affine(e))
+	if (tc_ir_affine(e))
 		return put_affine(s, b, e);
 	tc_buf_puts(b, "(int64_t)");
 	put_expr(s, b, e, P_UNARY);

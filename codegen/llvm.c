@@ -633,38 +633,6 @@ static LLVMBasicBlockRef new_block(cg *g, const char *name);
 
 /* ---- run-time checks ---- */
 
-/* Whether a subscript is quasi-affine in the indices and sizes (the reads
- * range inference proves in bounds when they are not guarded). */
-static int affine(const tc_ir_expr *e)
-{
-	switch (e->op) {
-	case TC_OP_CONST:
-	case TC_OP_INDEX:
-	case TC_OP_SIZE:
-		return 1;
-	case TC_OP_CAST:
-		return tc_dtype_is_int(e->type) && tc_dtype_is_int(e->args[0]->type) &&
-			tc_dtype_bits(e->type) >= tc_dtype_bits(e->args[0]->type) &&
-			affine(e->args[0]);
-	case TC_OP_NEG:
-		return affine(e->args[0]);
-	case TC_OP_ADD:
-	case TC_OP_SUB:
-		return affine(e->args[0]) && affine(e->args[1]);
-	case TC_OP_MUL:
-		return (e->args[0]->op == TC_OP_CONST && affine(e->args[1])) ||
-			(e->args[1]->op == TC_OP_CONST && affine(e->args[0]));
-	case TC_OP_DIV:
-	case TC_OP_MOD:
-		return e->args[1]->op == TC_OP_CONST && affine(e->args[0]);
-	case TC_OP_CALL:
-		return (e->id == TC_BI_MIN || e->id == TC_BI_MAX) && affine(e->args[0]) &&
-			affine(e->args[1]);
-	default:
-		return 0;
-	}
-}
-
 /* A new check site: its number, or -1 (failure recorded). */
 static int add_site(cg *g, tc_cg_site site)
 {
@@ -1086,7 +1054,7 @@ static LLVMValueRef expr(cg *g, const tc_ir_expr *e)
 				tc_dtype_is_signed(at) ? TC_T_I64 : TC_T_U64);
 			if (!idx[i])
 				return NULL;
-			if (g->guarded || !affine(e->args[i])) { /* not proven in bounds */
+			if (g->guarded || !tc_ir_affine(e->args[i])) { /* not proven in bounds */
 				tc_cg_site site = {TC_CG_CHECK_BOUNDS, e->loc, e->id, i, 0};
 				int n = add_site(g, site);
 				LLVMValueRef bad;

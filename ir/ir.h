@@ -105,6 +105,14 @@ typedef struct tc_ir_func {
 __tc_give tc_ir_func *tc_ir_lower(__tc_keep tc_arena *ar, __tc_keep const tc_def *def,
 	__tc_keep const tc_source *src);
 
+/* Whether an integer expression is quasi-affine in the index variables and
+ * sizes: constants, indices, sizes, widening integer casts, + -, products
+ * with a constant, floor division and modulo of signed values by a positive
+ * constant, min and max.  The polyhedral model represents such subscripts
+ * exactly (and range inference proves unguarded ones in bounds); others,
+ * such as gathers, are over-approximated and checked at run time. */
+int tc_ir_affine(const tc_ir_expr *e);
+
 /* Print the IR of a function (tcomp emit --stage ir). */
 void tc_ir_print(const tc_ir_func *f, tc_buf *b);
 void tc_ir_print_expr(const tc_ir_func *f, const tc_ir_stmt *s,

@@ -279,3 +279,48 @@ tc_ir_func *tc_ir_lower(tc_arena *ar, const tc_def *def, const tc_source *src)
 	f->checks = def->checks;
 	return f;
 }
+
+/* Whether converting from to to keeps every integer value. */
+static int widening(tc_dtype from, tc_dtype to)
+{
+	if (tc_dtype_is_signed(to))
+		return tc_dtype_is_signed(from) ? tc_dtype_bits(from) <= tc_dtype_bits(to)
+						: tc_dtype_bits(from) < tc_dtype_bits(to);
+	return tc_dtype_is_unsigned(from) && tc_dtype_bits(from) <= tc_dtype_bits(to);
+}
+
+static int is_int_const(const tc_ir_expr *e)
+{
+	return e->op == TC_OP_CONST && tc_dtype_is_int(e->type);
+}
+
+int tc_ir_affine(const tc_ir_expr *e)
+{
+	switch (e->op) {
+	case TC_OP_CONST:
+		return tc_dtype_is_int(e->type);
+	case TC_OP_INDEX:
+	case TC_OP_SIZE:
+		return 1;
+	case TC_OP_CAST:
+		return tc_dtype_is_int(e->type) && tc_dtype_is_int(e->args[0]->type) &&
+			widening(e->args[0]->type, e->type) && tc_ir_affine(e->args[0]);
+	case TC_OP_NEG:
+		return tc_ir_affine(e->args[0]);
+	case TC_OP_ADD:
+	case TC_OP_SUB:
+		return tc_ir_affine(e->args[0]) && tc_ir_affine(e->args[1]);
+	case TC_OP_MUL:
+		return (is_int_const(e->args[0]) && tc_ir_affine(e->args[1])) ||
+			(is_int_const(e->args[1]) && tc_ir_affine(e->args[0]));
+	case TC_OP_DIV:
+	case TC_OP_MOD:
+		return is_int_const(e->args[1]) && e->args[1]->c.i > 0 &&
+			tc_dtype_is_signed(e->type) && tc_ir_affine(e->args[0]);
+	case TC_OP_CALL:
+		return (e->id == TC_BI_MIN || e->id == TC_BI_MAX) && tc_ir_affine(e->args[0]) &&
+			tc_ir_affine(e->args[1]);
+	default:
+		return 0;
+	}
+}

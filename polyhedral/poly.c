@@ -103,90 +103,59 @@ static void sx_isl(tc_buf *b, const tc_sexpr *e, const names *n)
 	}
 }
 
-/* Whether an integer conversion keeps every value (so the subscript stays
- * the same affine function). */
-static int widening(tc_dtype from, tc_dtype to)
+/* A subscript for which tc_ir_affine holds, in isl syntax. */
+static void ix_isl(tc_buf *b, const tc_ir_expr *e, const names *n)
 {
-	if (tc_dtype_is_signed(to))
-		return tc_dtype_is_signed(from) ? tc_dtype_bits(from) <= tc_dtype_bits(to)
-						: tc_dtype_bits(from) < tc_dtype_bits(to);
-	return tc_dtype_is_unsigned(from) && tc_dtype_bits(from) <= tc_dtype_bits(to);
-}
-
-/* A subscript in isl syntax if it is quasi-affine in the statement's
- * variables and the sizes; 0 (and b left partly written) if not. */
-static int ix_isl(tc_buf *b, const tc_ir_expr *e, const names *n)
-{
-	const tc_ir_expr *x, *y;
+	const tc_ir_expr *k;
 	switch (e->op) {
 	case TC_OP_CONST:
-		if (!tc_dtype_is_int(e->type))
-			return 0;
 		tc_buf_printf(b, "(%lld)", (long long)e->c.i);
-		return 1;
+		break;
 	case TC_OP_INDEX:
 		put_var(b, n, e->id);
-		return 1;
+		break;
 	case TC_OP_SIZE:
 		put_param(b, n, e->id);
-		return 1;
-	case TC_OP_CAST:
-		return tc_dtype_is_int(e->type) && tc_dtype_is_int(e->args[0]->type) &&
-			widening(e->args[0]->type, e->type) && ix_isl(b, e->args[0], n);
+		break;
+	case TC_OP_CAST: /* widening: the same value */
+		ix_isl(b, e->args[0], n);
+		break;
 	case TC_OP_NEG:
 		tc_buf_puts(b, "(-");
-		if (!ix_isl(b, e->args[0], n))
-			return 0;
+		ix_isl(b, e->args[0], n);
 		tc_buf_putc(b, ')');
-		return 1;
+		break;
 	case TC_OP_ADD:
 	case TC_OP_SUB:
 		tc_buf_putc(b, '(');
-		if (!ix_isl(b, e->args[0], n))
-			return 0;
+		ix_isl(b, e->args[0], n);
 		tc_buf_puts(b, e->op == TC_OP_ADD ? " + " : " - ");
-		if (!ix_isl(b, e->args[1], n))
-			return 0;
+		ix_isl(b, e->args[1], n);
 		tc_buf_putc(b, ')');
-		return 1;
-	case TC_OP_MUL:
-		x = e->args[0];
-		y = e->args[1];
-		if (y->op == TC_OP_CONST) {
-			x = e->args[1];
-			y = e->args[0];
-		}
-		if (x->op != TC_OP_CONST || !tc_dtype_is_int(x->type))
-			return 0;
-		tc_buf_printf(b, "(%lld*", (long long)x->c.i);
-		if (!ix_isl(b, y, n))
-			return 0;
+		break;
+	case TC_OP_MUL: /* one operand is a constant */
+		k = e->args[0]->op == TC_OP_CONST ? e->args[0] : e->args[1];
+		tc_buf_printf(b, "(%lld*", (long long)k->c.i);
+		ix_isl(b, k == e->args[0] ? e->args[1] : e->args[0], n);
 		tc_buf_putc(b, ')');
-		return 1;
+		break;
 	case TC_OP_DIV:
 	case TC_OP_MOD:
-		y = e->args[1];
-		if (y->op != TC_OP_CONST || !tc_dtype_is_int(y->type) || y->c.i <= 0 ||
-			!tc_dtype_is_signed(e->type))
-			return 0;
 		tc_buf_puts(b, e->op == TC_OP_DIV ? "floor((" : "((");
-		if (!ix_isl(b, e->args[0], n))
-			return 0;
-		tc_buf_printf(b, e->op == TC_OP_DIV ? ")/%lld)" : ") mod %lld)", (long long)y->c.i);
-		return 1;
-	case TC_OP_CALL:
-		if (e->id != TC_BI_MIN && e->id != TC_BI_MAX)
-			return 0;
+		ix_isl(b, e->args[0], n);
+		tc_buf_printf(b, e->op == TC_OP_DIV ? ")/%lld)" : ") mod %lld)",
+			(long long)e->args[1]->c.i);
+		break;
+	case TC_OP_CALL: /* min, max */
 		tc_buf_puts(b, e->id == TC_BI_MIN ? "min(" : "max(");
-		if (!ix_isl(b, e->args[0], n))
-			return 0;
+		ix_isl(b, e->args[0], n);
 		tc_buf_puts(b, ", ");
-		if (!ix_isl(b, e->args[1], n))
-			return 0;
+		ix_isl(b, e->args[1], n);
 		tc_buf_putc(b, ')');
-		return 1;
+		break;
 	default:
-		return 0;
+		b->oom = 1; /* not reached for affine subscripts */
+		break;
 	}
 }
 
@@ -372,28 +341,19 @@ static void add_read(tc_buf *b, const tc_poly *p, const tc_poly_stmt *st, const 
 	put_name(b, t->name);
 	tc_buf_putc(b, '[');
 	for (k = 0; k < e->nargs; k++) {
-		tc_buf sub;
 		if (k)
 			tc_buf_puts(b, ", ");
-		tc_buf_init(&sub);
-		if (ix_isl(&sub, e->args[k], n) && sub.s)
-			tc_buf_puts(b, sub.s);
+		if (tc_ir_affine(e->args[k]))
+			ix_isl(b, e->args[k], n);
 		else
 			tc_buf_printf(b, "o%d", k); /* not affine: any element */
-		if (sub.oom)
-			b->oom = 1;
-		tc_buf_free(&sub);
 	}
 	tc_buf_puts(b, "]");
-	for (k = 0; k < e->nargs; k++) {
-		tc_buf sub;
-		tc_buf_init(&sub);
-		if (!(ix_isl(&sub, e->args[k], n) && sub.s)) {
+	for (k = 0; k < e->nargs; k++)
+		if (!tc_ir_affine(e->args[k])) {
 			tc_buf_printf(b, "%s0 <= o%d < ", any++ ? " and " : " : ", k);
 			sx_isl(b, t->ext[k], n);
 		}
-		tc_buf_free(&sub);
-	}
 	tc_buf_puts(b, " }");
 }
 

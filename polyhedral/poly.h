@@ -101,8 +101,9 @@ void tc_poly_free(__tc_take tc_poly *p);
 
 /* The annotation of a user node (NULL if it has none). */
 const tc_poly_inst *tc_poly_node_inst(__tc_keep isl_ast_node *user_node);
-/* The value of size parameter named by an isl id in the AST (-1 if not a
- * size or the model is parametric). */
+/* The number of the size named by an isl id in the AST or schedule (its
+ * index in p->f->params and p->params), or -1 if the name is not a size.
+ * The isl parameters are declared in that same order. */
 int tc_poly_param_index(const tc_poly *p, const char *isl_name);
 
 /* Text for `tcomp emit`: the schedule tree, the AST as C-like text. */
