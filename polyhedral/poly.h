@@ -85,6 +85,14 @@ typedef struct tc_poly {
  * with a message in d.  Passes run in order after the isl scheduler. */
 typedef tc_stat (*tc_poly_pass)(tc_poly *p, tc_diags *d);
 
+/* Passes (polyhedral/passes.c). */
+/* In every permutable band, move the member that indexes the last (stride-1)
+ * dimension of the most accesses innermost, preferring a parallel one. */
+tc_stat tc_poly_pass_order(__tc_keep tc_poly *p, __tc_keep tc_diags *d);
+/* The passes every compilation runs, in order. */
+extern const tc_poly_pass tc_poly_default_passes[];
+extern const int tc_poly_ndefault_passes;
+
 /* Build the model of f (sizes params[f->nparams], or NULL for a parametric
  * model) in ctx.  NULL with a message in d on failure.  The ctx should have
  * isl's on_error set to ISL_ON_ERROR_CONTINUE (tc_poly_ctx_new does). */

@@ -475,7 +475,7 @@ char *tc_rt_emit_poly(tc_module *m, int i, const int64_t *params, const char *st
 	}
 	tc_diags_init(&d, m->src);
 	p = tc_poly_build(ctx, f, params, &d);
-	if (p && tc_poly_schedule(p, NULL, 0, &d) == 0) {
+	if (p && tc_poly_schedule(p, tc_poly_default_passes, tc_poly_ndefault_passes, &d) == 0) {
 		if (!strcmp(stage, "schedule"))
 			text = tc_poly_schedule_str(p);
 		else if (tc_poly_ast(p, &d) == 0)

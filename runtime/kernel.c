@@ -103,7 +103,8 @@ static int compile_cpu(tc_module *m, tc_rt_compiled *c, tc_diags *d)
 	if (!m->ctx->jit && !(m->ctx->jit = tc_cg_jit_new(d)))
 		goto done;
 	p = tc_poly_build(ictx, c->f, c->params, d);
-	if (!p || tc_poly_schedule(p, NULL, 0, d) < 0 || tc_poly_ast(p, d) < 0)
+	if (!p || tc_poly_schedule(p, tc_poly_default_passes, tc_poly_ndefault_passes, d) < 0 ||
+		tc_poly_ast(p, d) < 0)
 		goto done;
 	c->code = tc_cg_llvm_compile(m->ctx->jit, p, d);
 	st = c->code ? 0 : -1;
