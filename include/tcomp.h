@@ -102,17 +102,39 @@ char *tc_module_emit(tc_module *m, const char *entry, const char *stage);
 int tc_module_hash(tc_module *m, const char *entry, char out[17]);
 
 /* ---- options ---- */
-/* Options are name=value pairs from one declarative table; see
- * tc_options_describe.  Options in this release:
+/* Mapping options are name=value pairs defined by one declarative table
+ * (name, type, range, default, doc); tc_options_describe prints it, and
+ * `tcomp options` shows it.  A tc_options starts with every option at its
+ * default.  Options in this release:
  *   target   cpu|interp   where kernels run: compiled for the host CPU
  *                         (default) or in the bounds-checked reference
- *                         interpreter */
+ *                         interpreter
+ * Values are words from the option's list, integers inside its range, or
+ * comma-separated lists of such integers, depending on the option; they are
+ * kept in a canonical form (integers without leading zeros), which
+ * tc_options_get and tc_options_print return. */
 tc_options *tc_options_new(void);
 void tc_options_free(tc_options *o);
 /* -1 (with a message in ctx, which may be NULL) for an unknown name or a
- * value out of range. */
+ * value out of range; the message names the option and what it allows. */
 int tc_options_set(tc_options *o, const char *name, const char *value, tc_context *ctx);
+/* The value of an option (its default unless set; o may be NULL for the
+ * defaults); NULL for an unknown name.  Borrowed from o. */
 const char *tc_options_get(const tc_options *o, const char *name);
+/* Set options from text: name=value pairs separated by newlines, ';' or
+ * blanks, with '#' starting a comment that runs to the end of the line;
+ * blanks around '=' are allowed, and a later pair overrides an earlier one.
+ * Every pair is checked as tc_options_set checks it.  0 ok; -1 with a
+ * message in ctx (which may be NULL) that starts with "line N: " (N counted
+ * from 1) and names the option for an unknown name, a bad value or a pair
+ * without '='; o is then left unchanged.  Example:
+ *   # options for matmul
+ *   target=cpu */
+int tc_options_parse(tc_options *o, const char *text, tc_context *ctx);
+/* Every option in table order as "name=value\n", defaults included, so that
+ * tc_options_parse of the text gives the same options.  NULL when out of
+ * memory; free with tc_string_free. */
+char *tc_options_print(const tc_options *o);
 /* The option table: one line per option with name, values, default, doc. */
 char *tc_options_describe(void);
 
@@ -134,6 +156,20 @@ int tc_kernel_run(tc_kernel *k, const DLTensor *const *inputs, int n_inputs,
  * the stages of tc_module_emit plus "llvm" (optimised LLVM IR) and "asm"
  * (host assembly).  NULL with an error for an unknown stage. */
 char *tc_kernel_emit(tc_kernel *k, const char *stage);
+/* Work of one run of the kernel at its shapes, for rates such as GFLOP/s
+ * and GB/s (tcomp bench).  Either pointer may be NULL.
+ *   *flops: the sum over the statements of (points of the statement's
+ *     domain) x (operations per point), where the operations of a point are
+ *     the + - * / and builtin calls of the right-hand side, 1 each, outside
+ *     subscripts (index arithmetic is not counted; of a ?: the condition and
+ *     the costlier branch), plus 1 for the combine of a reduction or
+ *     accumulation (+= *= min= max=, with or without '!').  Matmul M x K x N
+ *     gives 2MNK.  -1 when the domains are too irregular to count quickly
+ *     (bounds that depend on outer indices over more than 10^7 points).
+ *   *bytes: the size in bytes of every input and output, each counted once:
+ *     the least memory traffic of a run (temporaries are not counted).
+ * 0 ok, -1 if k is NULL. */
+int tc_kernel_stats(const tc_kernel *k, double *flops, double *bytes);
 void tc_kernel_free(tc_kernel *k);
 
 void tc_string_free(char *s);

@@ -1,32 +1,33 @@
-/* The option table and tc_options objects. */
+/* The option table and tc_options objects: set, get, parse and print as
+ * text, describe. */
 #include "options.h"
 
 #include "../lang/util.h"
 
 #include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <string.h>
-
-typedef enum opt_type {
-	OPT_ENUM, /* one of a '|'-separated list of words */
-} opt_type;
 
 typedef struct opt_def {
 	const char *name;
-	opt_type type;
-	const char *values; /* OPT_ENUM: the allowed words */
-	const char *def;
+	tc_opt_type type;
+	const char *range; /* '|'-separated words and LO..HI intervals: see options.h */
+	const char *def;   /* the default, in canonical form */
 	const char *doc;
 } opt_def;
 
-/* The option table.  Every option of tcomp is one row here. */
+/* The option table.  Every option of tcomp is one row here: the API
+ * (set/get/parse/print/describe), the CLI, the memo key and, later, the
+ * autotuner's search space and the cache read it. */
 static const opt_def opt_table[] = {
-	{"target", OPT_ENUM, "cpu|interp", "cpu",
+	{"target", TC_OPT_ENUM, "cpu|interp", "cpu",
 		"where kernels run: cpu compiles through isl and LLVM; interp is the reference interpreter (bounds-checked)"},
 };
 #define NOPTS ((int)(sizeof(opt_table) / sizeof(opt_table[0])))
 
 struct tc_options {
-	char *value[NOPTS];
+	char *value[NOPTS]; /* canonical value, or NULL for the default */
 };
 
 tc_options *tc_options_new(void)
@@ -65,17 +66,180 @@ static int find_opt(const char *name)
 	return -1;
 }
 
-static int enum_has(const char *values, const char *v)
+/* ---- values: words and integer intervals ---- */
+
+/* A decimal integer filling s[0..n): optional '-', digits, no overflow. */
+static int parse_int(const char *s, size_t n, int64_t *out)
 {
-	size_t n = strlen(v);
-	const char *p = values;
-	while (*p) {
-		const char *bar = strchr(p, '|');
-		size_t len = bar ? (size_t)(bar - p) : strlen(p);
-		if (len == n && !strncmp(p, v, n))
-			return 1;
-		p += len + (bar ? 1 : 0);
+	size_t i = 0;
+	int neg = 0;
+	uint64_t v = 0, lim;
+	if (i < n && s[i] == '-') {
+		neg = 1;
+		i++;
 	}
+	if (i == n)
+		return -1;
+	lim = neg ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX;
+	for (; i < n; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return -1;
+		if (v > (lim - (uint64_t)(s[i] - '0')) / 10)
+			return -1;
+		v = v * 10 + (uint64_t)(s[i] - '0');
+	}
+	*out = neg ? (v == (uint64_t)INT64_MAX + 1 ? INT64_MIN : -(int64_t)v) : (int64_t)v;
+	return 0;
+}
+
+/* An alternative of a range: a word, or an interval LO..HI. */
+typedef struct alt {
+	const char *s;
+	size_t n;
+	int is_interval;
+	int64_t lo, hi;
+} alt;
+
+/* The next '|'-separated alternative at *p (advanced past it); 0 at the end. */
+static int next_alt(const char **p, alt *a)
+{
+	const char *bar, *dots;
+	if (!**p)
+		return 0;
+	bar = strchr(*p, '|');
+	a->s = *p;
+	a->n = bar ? (size_t)(bar - *p) : strlen(*p);
+	*p += a->n + (bar ? 1 : 0);
+	dots = strstr(a->s, "..");
+	a->is_interval = dots && dots < a->s + a->n &&
+		parse_int(a->s, (size_t)(dots - a->s), &a->lo) == 0 &&
+		parse_int(dots + 2, a->n - (size_t)(dots + 2 - a->s), &a->hi) == 0;
+	return 1;
+}
+
+static int range_has_word(const char *range, const char *w, size_t n)
+{
+	alt a;
+	while (next_alt(&range, &a))
+		if (!a.is_interval && a.n == n && !strncmp(a.s, w, n))
+			return 1;
+	return 0;
+}
+
+static int range_has_int(const char *range, int64_t v)
+{
+	alt a;
+	while (next_alt(&range, &a))
+		if (a.is_interval && a.lo <= v && v <= a.hi)
+			return 1;
+	return 0;
+}
+
+int tc_rt_opt_value(tc_opt_type type, const char *range, const char *value, char **canon)
+{
+	size_t n = strlen(value);
+	tc_buf b;
+	const char *p;
+	int count = 0;
+	*canon = NULL;
+	if (!n)
+		return -1;
+	if (range_has_word(range, value, n)) {
+		*canon = tc_strdup(value);
+		return 0;
+	}
+	if (type == TC_OPT_ENUM)
+		return -1;
+	tc_buf_init(&b);
+	for (p = value;; p++) {
+		const char *comma = strchr(p, ',');
+		size_t len = comma ? (size_t)(comma - p) : strlen(p);
+		int64_t v;
+		if ((comma && type != TC_OPT_LIST) || ++count > TC_OPT_LIST_MAX ||
+			parse_int(p, len, &v) < 0 || !range_has_int(range, v)) {
+			tc_buf_free(&b);
+			return -1;
+		}
+		tc_buf_printf(&b, "%s%lld", count > 1 ? "," : "", (long long)v);
+		if (!comma)
+			break;
+		p = comma;
+	}
+	*canon = tc_buf_take(&b);
+	return 0;
+}
+
+/* What values an option allows, in words, for messages:
+ * "cpu|interp", "an integer in 1..4096, or auto", ... */
+static void put_allowed(tc_buf *b, const opt_def *d)
+{
+	const char *p = d->range;
+	alt a;
+	int nint = 0, nword = 0;
+	if (d->type == TC_OPT_ENUM) {
+		tc_buf_puts(b, d->range);
+		return;
+	}
+	if (d->type == TC_OPT_INT)
+		tc_buf_puts(b, "an integer in ");
+	else
+		tc_buf_printf(b, "1 to %d comma-separated integers in ", TC_OPT_LIST_MAX);
+	while (next_alt(&p, &a))
+		if (a.is_interval) {
+			tc_buf_puts(b, nint++ ? " or " : "");
+			tc_buf_putn(b, a.s, a.n);
+		}
+	for (p = d->range; next_alt(&p, &a);)
+		if (!a.is_interval) {
+			tc_buf_puts(b, nword++ ? "|" : ", or ");
+			tc_buf_putn(b, a.s, a.n);
+		}
+}
+
+/* The values column of the table: the range, with ",..." for lists. */
+static void put_values(tc_buf *b, const opt_def *d)
+{
+	tc_buf_puts(b, d->range);
+	if (d->type == TC_OPT_LIST)
+		tc_buf_puts(b, ",...");
+}
+
+/* ---- set, get ---- */
+
+/* Check name=value; 0 with the option's index and canonical value (owned),
+ * or -1 with a message in ctx after prefix ("" or "line 3: "). */
+static int check_pair(const char *name, const char *value, tc_context *ctx, const char *prefix,
+	int *index, char **canon)
+{
+	int i = find_opt(name), j;
+	tc_buf b;
+	*canon = NULL;
+	if (i < 0) {
+		tc_buf_init(&b);
+		for (j = 0; j < NOPTS; j++)
+			tc_buf_printf(&b, "%s%s", j ? ", " : "", opt_table[j].name);
+		tc_rt_set_error(ctx, "%sunknown option '%s' (options: %s; see tcomp options)", prefix,
+			name, b.s ? b.s : "?");
+		tc_buf_free(&b);
+		return -1;
+	}
+	if (tc_rt_opt_value(opt_table[i].type, opt_table[i].range, value, canon) < 0) {
+		tc_buf_init(&b);
+		put_allowed(&b, &opt_table[i]);
+		if (!*value)
+			tc_rt_set_error(ctx, "%soption '%s' has no value (allowed: %s)", prefix, name,
+				b.s ? b.s : "?");
+		else
+			tc_rt_set_error(ctx, "%soption '%s' cannot be '%s' (allowed: %s)", prefix, name,
+				value, b.s ? b.s : "?");
+		tc_buf_free(&b);
+		return -1;
+	}
+	if (!*canon) {
+		tc_rt_set_error(ctx, "out of memory");
+		return -1;
+	}
+	*index = i;
 	return 0;
 }
 
@@ -87,22 +251,8 @@ int tc_options_set(tc_options *o, const char *name, const char *value, tc_contex
 		tc_rt_set_error(ctx, "tc_options_set: NULL argument");
 		return -1;
 	}
-	i = find_opt(name);
-	if (i < 0) {
-		tc_rt_set_error(ctx, "unknown option '%s' (options: see tc_options_describe or tcomp --help-options)",
-			name);
+	if (check_pair(name, value, ctx, "", &i, &v) < 0)
 		return -1;
-	}
-	if (opt_table[i].type == OPT_ENUM && !enum_has(opt_table[i].values, value)) {
-		tc_rt_set_error(ctx, "option '%s' cannot be '%s' (allowed: %s)", name, value,
-			opt_table[i].values);
-		return -1;
-	}
-	v = tc_strdup(value);
-	if (!v) {
-		tc_rt_set_error(ctx, "out of memory");
-		return -1;
-	}
 	tc_free(o->value[i]);
 	o->value[i] = v;
 	return 0;
@@ -116,14 +266,125 @@ const char *tc_options_get(const tc_options *o, const char *name)
 	return o && o->value[i] ? o->value[i] : opt_table[i].def;
 }
 
-char *tc_options_describe(void)
+/* ---- text ---- */
+
+static int is_blank(char c)
+{
+	return c == ' ' || c == '\t' || c == '\r' || c == '\f' || c == '\v';
+}
+
+/* Ends a name or a value. */
+static int is_stop(char c)
+{
+	return !c || is_blank(c) || c == '\n' || c == ';' || c == '#';
+}
+
+int tc_options_parse(tc_options *o, const char *text, tc_context *ctx)
+{
+	tc_options *t;
+	const char *p;
+	int line = 1, i, st = -1;
+	char prefix[32];
+	if (!o || !text) {
+		tc_rt_set_error(ctx, "tc_options_parse: NULL argument");
+		return -1;
+	}
+	if (!(t = tc_options_copy(o))) {
+		tc_rt_set_error(ctx, "out of memory");
+		return -1;
+	}
+	for (p = text;;) {
+		const char *name, *value;
+		size_t nn, nv;
+		char *n = NULL, *v = NULL, *canon;
+		int idx, bad;
+		while (is_blank(*p) || *p == '\n' || *p == ';')
+			line += *p++ == '\n';
+		if (*p == '#') {
+			while (*p && *p != '\n')
+				p++;
+			continue;
+		}
+		if (!*p)
+			break;
+		snprintf(prefix, sizeof(prefix), "line %d: ", line);
+		for (name = p; !is_stop(*p) && *p != '='; p++)
+			;
+		nn = (size_t)(p - name);
+		while (is_blank(*p))
+			p++;
+		if (!nn || *p != '=') {
+			const char *e = name;
+			while (!is_stop(*e))
+				e++;
+			tc_rt_set_error(ctx, "%sexpected NAME=VALUE but found '%.*s'", prefix,
+				(int)(e - name), name);
+			goto done;
+		}
+		for (p++; is_blank(*p); p++)
+			;
+		for (value = p; !is_stop(*p); p++)
+			;
+		nv = (size_t)(p - value);
+		n = tc_malloc(nn + 1);
+		v = tc_malloc(nv + 1);
+		if (!n || !v) {
+			tc_free(n);
+			tc_free(v);
+			tc_rt_set_error(ctx, "out of memory");
+			goto done;
+		}
+		memcpy(n, name, nn);
+		n[nn] = 0;
+		memcpy(v, value, nv);
+		v[nv] = 0;
+		bad = check_pair(n, v, ctx, prefix, &idx, &canon) < 0;
+		tc_free(n);
+		tc_free(v);
+		if (bad)
+			goto done;
+		tc_free(t->value[idx]);
+		t->value[idx] = canon; /* a later pair overrides an earlier one */
+	}
+	for (i = 0; i < NOPTS; i++) { /* success: o takes t's values */
+		char *x = o->value[i];
+		o->value[i] = t->value[i];
+		t->value[i] = x;
+	}
+	st = 0;
+done:
+	tc_options_free(t);
+	return st;
+}
+
+char *tc_options_print(const tc_options *o)
 {
 	tc_buf b;
 	int i;
 	tc_buf_init(&b);
 	for (i = 0; i < NOPTS; i++)
-		tc_buf_printf(&b, "%-10s %-16s default %-8s %s\n", opt_table[i].name,
-			opt_table[i].values, opt_table[i].def, opt_table[i].doc);
+		tc_buf_printf(&b, "%s=%s\n", opt_table[i].name, tc_options_get(o, opt_table[i].name));
+	return tc_buf_take(&b);
+}
+
+char *tc_options_describe(void)
+{
+	tc_buf b, v;
+	int i, wn = 4, wv = 6;
+	for (i = 0; i < NOPTS; i++) {
+		int n = (int)strlen(opt_table[i].name);
+		int nv = (int)strlen(opt_table[i].range) + (opt_table[i].type == TC_OPT_LIST ? 4 : 0);
+		wn = n > wn ? n : wn;
+		wv = nv > wv ? nv : wv;
+	}
+	tc_buf_init(&b);
+	for (i = 0; i < NOPTS; i++) {
+		tc_buf_init(&v);
+		put_values(&v, &opt_table[i]);
+		tc_buf_printf(&b, "%-*s  %-*s  default %-8s %s\n", wn, opt_table[i].name, wv,
+			v.s ? v.s : "?", opt_table[i].def, opt_table[i].doc);
+		tc_buf_free(&v);
+	}
 	return tc_buf_take(&b);
 }
 

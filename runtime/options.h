@@ -1,11 +1,34 @@
-/* Mapping options: one declarative table (name, values, default, doc) read
- * by the API, the CLI and, later, the autotuner and the kernel cache. */
+/* Mapping options: one declarative table (name, type, range, default, doc)
+ * read by the API, the CLI and, later, the autotuner and the kernel cache. */
 #ifndef TC_RT_OPTIONS_H
 #define TC_RT_OPTIONS_H
 
 #include "tcomp.h"
 
 #include "../lang/util.h"
+
+/* The kinds of option values (the table's type column).  The range column
+ * is a '|'-separated list of alternatives, each a word ("auto") or an
+ * integer interval "LO..HI" (both ends included), e.g. "auto|1..4096".
+ *   TC_OPT_ENUM  one of the words of the range ("cpu|interp")
+ *   TC_OPT_INT   one decimal integer inside one of the intervals, or one of
+ *                the words
+ *   TC_OPT_LIST  1 to TC_OPT_LIST_MAX comma-separated integers, each inside
+ *                one of the intervals ("32,32,8"), or one of the words alone
+ * Values are stored in a canonical form (integers without leading zeros or
+ * '+'), so equal settings give equal memo keys and print the same. */
+typedef enum tc_opt_type {
+	TC_OPT_ENUM,
+	TC_OPT_INT,
+	TC_OPT_LIST,
+} tc_opt_type;
+
+#define TC_OPT_LIST_MAX 16
+
+/* Check value against a type and range; 0 with its canonical form in *canon
+ * (owned by the caller; NULL when out of memory), or -1 if it is not
+ * allowed.  Exposed for the tests of the value kinds. */
+int tc_rt_opt_value(tc_opt_type type, const char *range, const char *value, char **canon);
 
 /* A copy of o (NULL when out of memory). */
 tc_options *tc_options_copy(const tc_options *o);

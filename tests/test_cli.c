@@ -313,6 +313,230 @@ static void gather_out_of_bounds_is_located(void **state)
 	assert_non_null(strstr(out_text, "emb.tc:2:14: error: index 9 is out of bounds for dimension 0 of 'LUT' (extent 3)"));
 }
 
+/* --options FILE and --option NAME=VALUE on run and emit. */
+static void options_on_run_and_emit(void **state)
+{
+	float a[6] = {1, 2, 3, 4, 5, 6};
+	int64_t s2[2] = {2, 3};
+	tc_npy o;
+	char *err = NULL;
+	int i;
+	(void)state;
+	write_text("k.tc", "def k(float(N,M) A) -> (O) { O(i,j) = A(i,j) * 2 }\n");
+	write_npy("a.npy", TC_T_F32, 2, s2, a);
+	write_text("interp.opts", "# run in the interpreter\ntarget = interp ; # comment\n");
+	write_text("cpu.opts", "target=cpu\n");
+	write_text("bad.opts", "target=cpu\n\nbogus=3\n");
+	write_text("badval.opts", "# x\ntarget=gpu\n");
+	/* each way of giving options runs and gives the same result */
+	assert_int_equal(tcomp("run k.tc --in A=a.npy --out O=o.npy --options interp.opts"), 0);
+	assert_int_equal(tcomp("run k.tc --in A=a.npy --out O=o.npy --option target=interp"), 0);
+	assert_int_equal(tcomp("run k.tc --in A=a.npy --out O=o.npy --options cpu.opts "
+			       "--option target=interp --print"),
+		0);
+	assert_non_null(strstr(out_text, "O: float32[2x3] -> o.npy"));
+	assert_int_equal(tc_npy_read(path("o.npy"), &o, &err), 0);
+	for (i = 0; i < 6; i++)
+		assert_float_equal(((float *)o.data)[i], 2 * a[i], 0);
+	tc_npy_free(&o);
+	/* errors: the file and line, the option, exit status 1 */
+	assert_int_equal(tcomp("run k.tc --in A=a.npy --options bad.opts"), 1);
+	assert_non_null(strstr(out_text,
+		"tcomp: error: bad.opts: line 3: unknown option 'bogus' (options: target"));
+	assert_int_equal(tcomp("run k.tc --in A=a.npy --options badval.opts"), 1);
+	assert_non_null(strstr(out_text,
+		"tcomp: error: badval.opts: line 2: option 'target' cannot be 'gpu' (allowed: cpu|interp)"));
+	assert_int_equal(tcomp("run k.tc --in A=a.npy --options missing.opts"), 1);
+	assert_non_null(strstr(out_text, "cannot read options file 'missing.opts'"));
+	assert_int_equal(tcomp("run k.tc --in A=a.npy --option bogus=1"), 1);
+	assert_non_null(strstr(out_text, "tcomp: error: unknown option 'bogus'"));
+	assert_int_equal(tcomp("run k.tc --in A=a.npy --option target=gpu"), 1);
+	assert_non_null(strstr(out_text, "option 'target' cannot be 'gpu'"));
+	assert_int_equal(tcomp("run k.tc --in A=a.npy --option target"), 1);
+	assert_non_null(strstr(out_text, "expected NAME=VALUE after --option but found 'target'"));
+	assert_int_equal(tcomp("run k.tc --in A=a.npy --option"), 1);
+	assert_non_null(strstr(out_text, "unknown or incomplete option '--option'"));
+	/* --option is applied after --options, whatever the order on the line */
+	assert_int_equal(tcomp("run k.tc --in A=a.npy --option target=interp --options bad.opts"), 1);
+	assert_non_null(strstr(out_text, "bad.opts: line 3"));
+
+	/* emit: options apply to a kernel compiled for shapes */
+	assert_int_equal(tcomp("emit k.tc --stage ast --shape A=4x5 --option target=cpu"), 0);
+	assert_non_null(strstr(out_text, "for ("));
+	assert_int_equal(tcomp("emit k.tc --stage c --shape A=4x5 --options interp.opts"), 0);
+	assert_non_null(strstr(out_text, "for ("));
+	assert_int_equal(tcomp("emit k.tc --stage llvm --shape A=4x5 --options cpu.opts "
+			       "--option target=cpu"),
+		0);
+	assert_non_null(strstr(out_text, "define"));
+	assert_int_equal(tcomp("emit k.tc --stage ast --shape A=4x5 --options bad.opts"), 1);
+	assert_non_null(strstr(out_text, "bad.opts: line 3: unknown option 'bogus'"));
+	assert_int_equal(tcomp("emit k.tc --stage ast --shape A=4x5 --option target=gpu"), 1);
+	assert_non_null(strstr(out_text, "cannot be 'gpu'"));
+	assert_int_equal(tcomp("emit k.tc --stage ast --option target=cpu"), 1);
+	assert_non_null(strstr(out_text, "give --shape for every input"));
+	/* tcomp options: the table, and its help */
+	assert_int_equal(tcomp("options"), 0);
+	assert_non_null(strstr(out_text, "target"));
+	assert_non_null(strstr(out_text, "cpu|interp"));
+	assert_non_null(strstr(out_text, "default cpu"));
+	assert_int_equal(tcomp("options --help"), 0);
+	assert_non_null(strstr(out_text, "usage: tcomp options"));
+	assert_int_equal(tcomp("options extra"), 1);
+}
+
+/* The value of "key": in a one-line JSON object, as text up to the next
+ * ',' or '}' outside strings (enough for numbers and simple strings). */
+static const char *json_value(const char *json, const char *key, char *buf, size_t n)
+{
+	char pat[64];
+	const char *p, *e;
+	snprintf(pat, sizeof(pat), "\"%s\":", key);
+	p = strstr(json, pat);
+	if (!p)
+		return NULL;
+	p += strlen(pat);
+	if (*p == '"')
+		e = strchr(p + 1, '"') + 1;
+	else
+		for (e = p; *e && *e != ',' && *e != '}'; e++)
+			;
+	snprintf(buf, n, "%.*s", (int)(e - p), p);
+	return buf;
+}
+
+static void bench_matmul(void **state)
+{
+	static char line[sizeof(out_text)];
+	char v[256];
+	size_t n;
+	(void)state;
+	write_text("mm.tc", "def mm(float(M,K) A, float(K,N) B) -> (C) {\n"
+			    "  C(m,n) +=! A(m,r) * B(r,n)\n}\n");
+	assert_int_equal(tcomp("bench mm.tc --shape A=64x64 --shape B=64x64 --runs 3 "
+			       "--min-time 0.05"),
+		0);
+	assert_non_null(strstr(out_text, "kernel   mm (A=64x64 B=64x64)"));
+	assert_non_null(strstr(out_text, "compile  "));
+	assert_non_null(strstr(out_text, "median "));
+	assert_non_null(strstr(out_text, " min "));
+	assert_non_null(strstr(out_text, "GFLOP/s (524288 flop per run)")); /* 2 x 64^3 */
+	assert_non_null(strstr(out_text, "GB/s (49152 bytes of inputs and outputs per run)"));
+	assert_non_null(strstr(out_text, "options  target=cpu (defaults)"));
+
+	/* --json: one line, one object */
+	assert_int_equal(tcomp("bench mm.tc -e mm --shape A=64x64 --shape B=64x64 --runs 3 "
+			       "--warmup 1 --min-time 0.05 --json"),
+		0);
+	n = strlen(out_text);
+	assert_true(n > 2);
+	assert_int_equal(out_text[0], '{');
+	assert_int_equal(out_text[n - 1], '\n');
+	assert_int_equal(out_text[n - 2], '}');
+	assert_ptr_equal(strchr(out_text, '\n'), out_text + n - 1);
+	memcpy(line, out_text, n + 1);
+	assert_string_equal(json_value(line, "kernel", v, sizeof(v)), "\"mm\"");
+	assert_non_null(strstr(line, "\"shapes\":{\"A\":[64,64],\"B\":[64,64]}"));
+	assert_true(atof(json_value(line, "median_ms", v, sizeof(v))) > 0);
+	assert_true(atof(json_value(line, "min_ms", v, sizeof(v))) > 0);
+	assert_true(atof(json_value(line, "min_ms", v, sizeof(v))) <=
+		atof(json_value(line, "median_ms", v + 128, sizeof(v) - 128)));
+	assert_true(atoi(json_value(line, "runs", v, sizeof(v))) >= 3);
+	assert_true(atof(json_value(line, "compile_ms", v, sizeof(v))) > 0);
+	assert_true(atof(json_value(line, "gflops", v, sizeof(v))) > 0);
+	assert_true(atof(json_value(line, "gbs", v, sizeof(v))) > 0);
+	assert_string_equal(json_value(line, "options", v, sizeof(v)), "\"target=cpu\"");
+	assert_string_equal(json_value(line, "source", v, sizeof(v)), "\"default\"");
+
+	/* options given: "source":"file" */
+	assert_int_equal(tcomp("bench mm.tc --shape A=16x8 --shape B=8x4 --runs 3 --min-time 0 "
+			       "--json --option target=cpu"),
+		0);
+	assert_int_equal(out_text[0], '{');
+	assert_non_null(strstr(out_text, "\"source\":\"file\""));
+	assert_non_null(strstr(out_text, "\"options\":\"target=cpu\""));
+	write_text("interp.opts", "target=interp\n");
+	assert_int_equal(tcomp("bench mm.tc --shape A=16x8 --shape B=8x4 --runs 2 --min-time 0 "
+			       "--json --options interp.opts"),
+		0);
+	assert_non_null(strstr(out_text, "\"options\":\"target=interp\""));
+	assert_non_null(strstr(out_text, "\"source\":\"file\""));
+	assert_non_null(strstr(out_text, "\"runs\":2,"));
+
+	/* --help */
+	assert_int_equal(tcomp("bench --help"), 0);
+	assert_non_null(strstr(out_text, "usage: tcomp bench"));
+
+	/* errors */
+	assert_int_equal(tcomp("bench mm.tc --shape A=64x64"), 1);
+	assert_non_null(strstr(out_text, "no --shape for input 'B' of 'mm'"));
+	assert_int_equal(tcomp("bench mm.tc --shape A=64x64 --shape B=64by64"), 1);
+	assert_non_null(strstr(out_text, "bad shape '64by64'"));
+	assert_int_equal(tcomp("bench mm.tc --shape A=64x0 --shape B=64x64"), 1);
+	assert_non_null(strstr(out_text, "bad shape '64x0'"));
+	assert_int_equal(tcomp("bench mm.tc --shape A=64x64 --shape B=32x64"), 1);
+	assert_non_null(strstr(out_text, "size K"));
+	assert_int_equal(tcomp("bench mm.tc --shape A=64x64 --shape B=64x64 --shape Z=4"), 1);
+	assert_non_null(strstr(out_text, "'Z' is not an input of 'mm'"));
+	assert_int_equal(tcomp("bench mm.tc --shape A=4x4 --shape B=4x4 --option bogus=1"), 1);
+	assert_non_null(strstr(out_text, "unknown option 'bogus'"));
+	assert_int_equal(tcomp("bench mm.tc --shape A=4x4 --shape B=4x4 --options nothere.opts"), 1);
+	assert_non_null(strstr(out_text, "cannot read options file 'nothere.opts'"));
+	assert_int_equal(tcomp("bench mm.tc --shape A=4x4 --shape B=4x4 --runs 0"), 1);
+	assert_non_null(strstr(out_text, "--runs needs an integer of at least 1 but found '0'"));
+	assert_int_equal(tcomp("bench mm.tc --shape A=4x4 --shape B=4x4 --min-time soon"), 1);
+	assert_non_null(strstr(out_text, "--min-time needs a number of seconds"));
+	assert_int_equal(tcomp("bench mm.tc --shape A=4x4 --shape B=4x4 --frob"), 1);
+	assert_non_null(strstr(out_text, "unknown or incomplete option '--frob'"));
+	assert_int_equal(tcomp("bench --shape A=4x4"), 1);
+	assert_non_null(strstr(out_text, "bench needs a FILE.tc"));
+	assert_int_equal(tcomp("bench nothere.tc --shape A=4x4"), 1);
+	assert_non_null(strstr(out_text, "cannot open 'nothere.tc'"));
+}
+
+/* Integer inputs stay in bounds as gather indices; other dtypes work. */
+static void bench_gather_and_dtypes(void **state)
+{
+	(void)state;
+	write_text("emb.tc", "def emb(float(R,D) LUT, int32(B,L) I) -> (O) {\n"
+			     "  O(i,j) +=! LUT(I(i,k), j)\n}\n");
+	assert_int_equal(tcomp("bench emb.tc --shape LUT=3x64 --shape I=32x16 --runs 3 "
+			       "--min-time 0"),
+		0);
+	assert_non_null(strstr(out_text, "GFLOP/s"));
+	assert_int_equal(tcomp("bench emb.tc --shape LUT=3x64 --shape I=32x16 --runs 3 "
+			       "--min-time 0 --target interp"),
+		0);
+	write_text("mix.tc", "def mix(float16(N) H, double(N) D, int8(N) I, bool(N) Bo,"
+			     " uint64(N) U) -> (O) {\n"
+			     "  O(i) = Bo(i) ? float(H(i)) * float(D(i)) / float(I(i))"
+			     " : float(U(i) / uint64(I(i)))\n}\n");
+	assert_int_equal(tcomp("bench mix.tc --shape H=100 --shape D=100 --shape I=100 "
+			       "--shape Bo=100 --shape U=100 --runs 2 --min-time 0 --json"),
+		0);
+	assert_int_equal(out_text[0], '{');
+	/* the operation and byte counts of tc_kernel_stats */
+	write_text("fc.tc", "def fc(float(B,M) I, float(N,M) W1, float(N) Bias) -> (O) {\n"
+			    "  O(b,n) +=! I(b,m) * W1(n,m)\n"
+			    "  O(b,n) = O(b,n) + Bias(n)\n"
+			    "  O(b,n) = fmax(O(b,n), 0)\n}\n");
+	assert_int_equal(tcomp("bench fc.tc --shape I=4x8 --shape W1=16x8 --shape Bias=16 "
+			       "--runs 2 --min-time 0"),
+		0);
+	/* 4*16*8 points x (* and +) + 4*16 x + + 4*16 x fmax; 4 bytes x (32 + 128 + 16 + 64) */
+	assert_non_null(strstr(out_text, "(1152 flop per run)"));
+	assert_non_null(strstr(out_text, "(960 bytes of inputs and outputs per run)"));
+	write_text("conv.tc", "def conv(float(B) I, float(K) W) -> (O) {\n"
+			      "  O(i) +=! I(i + k) * W(k)\n}\n");
+	assert_int_equal(tcomp("bench conv.tc --shape I=10 --shape W=3 --runs 2 --min-time 0"), 0);
+	/* 8 x 3 points x (* and +), not counting the subscript's +; 4 x (10 + 3 + 8) bytes */
+	assert_non_null(strstr(out_text, "(48 flop per run)"));
+	assert_non_null(strstr(out_text, "(84 bytes of inputs and outputs per run)"));
+	write_text("sc.tc", "def sc(float A) -> (O) { O = A * A }\n");
+	assert_int_equal(tcomp("bench sc.tc --shape A=scalar --runs 2 --min-time 0"), 0);
+	assert_non_null(strstr(out_text, "(A=scalar)"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -324,6 +548,9 @@ int main(void)
 		cmocka_unit_test(check_prints_signatures_and_located_errors),
 		cmocka_unit_test(emit_stages),
 		cmocka_unit_test(gather_out_of_bounds_is_located),
+		cmocka_unit_test(options_on_run_and_emit),
+		cmocka_unit_test(bench_matmul),
+		cmocka_unit_test(bench_gather_and_dtypes),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

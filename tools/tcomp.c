@@ -3,6 +3,10 @@
  *   tcomp check FILE.tc...
  *   tcomp run   FILE.tc [-e NAME] --in A=a.npy ... [--out C=c.npy ...] [--target cpu|interp]
  *   tcomp emit  FILE.tc [-e NAME] --stage STAGE [--shape T=4x5 ...]
+ *   tcomp bench FILE.tc [-e NAME] --shape T=4x5 ... [--runs R] [--json]
+ *   tcomp options
+ * run, emit and bench take mapping options with --options FILE and
+ * --option NAME=VALUE (see runtime/options.c).
  *
  * Exit codes: 0 ok, 1 user error (bad .tc text, arguments, files, shapes),
  * 2 internal error.  This is the only place in tcomp allowed to exit(). */
@@ -11,9 +15,12 @@
 #include "npy.h"
 #include "../ir/half.h"
 
+#include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define EXIT_USER 1
 #define EXIT_INTERNAL 2
@@ -29,7 +36,12 @@ static const char *const main_usage =
 	"  emit FILE.tc [-e NAME] --stage STAGE [--shape T=4x5 ...]\n"
 	"                              print a compilation stage (syntax, ir,\n"
 	"                              canonical, schedule, ast, c, llvm, asm)\n"
+	"  bench FILE.tc [-e NAME] --shape T=1024x1024 ... [--runs R] [--json]\n"
+	"                              time a def on random inputs of those shapes\n"
 	"  options                     list the mapping options\n"
+	"\n"
+	"run, emit and bench take mapping options: --options FILE (name=value\n"
+	"lines) and --option NAME=VALUE (repeatable, applied after --options).\n"
 	"\n"
 	"tcomp <command> --help shows the details of a command; tcomp --version\n"
 	"prints the version.  Exit status: 0 ok, 1 user error, 2 internal error.\n";
@@ -45,7 +57,8 @@ static const char *const check_usage =
 
 static const char *const run_usage =
 	"usage: tcomp run FILE.tc [-e NAME] --in T=FILE.npy ... [--out T=FILE.npy ...]\n"
-	"                 [--target cpu|interp] [--option NAME=VALUE ...] [--print]\n"
+	"                 [--target cpu|interp] [--options FILE] [--option NAME=VALUE ...]\n"
+	"                 [--print]\n"
 	"\n"
 	"Run the def NAME (optional when the file has one def) on inputs read from\n"
 	"NumPy .npy files (little-endian, C order; every input named once) and write\n"
@@ -57,15 +70,22 @@ static const char *const run_usage =
 	"  --out T=FILE        write output tensor T to FILE (.npy)\n"
 	"  --target T          cpu (default): compiled through isl and LLVM;\n"
 	"                      interp: the bounds-checked reference interpreter\n"
-	"  --option N=V        set a mapping option (see tcomp options)\n"
+	"  --options FILE      mapping options from FILE: name=value pairs separated\n"
+	"                      by newlines, ';' or blanks, '#' comments (the format\n"
+	"                      of tc_options_parse; see tcomp options)\n"
+	"  --option N=V        set a mapping option, after --options (repeatable);\n"
+	"                      --target T is --option target=T\n"
 	"  --print             also print the outputs' values (at most 64 per output)\n";
 
 static const char *const emit_usage =
 	"usage: tcomp emit FILE.tc [-e NAME] --stage STAGE [--shape T=4x5 ...]\n"
+	"                  [--options FILE] [--option NAME=VALUE ...]\n"
 	"\n"
 	"Print a stage of compilation of the def NAME.  With --shape for every\n"
 	"input the stage is specialised to those shapes (as tcomp run compiles);\n"
-	"without, it is parametric in the sizes.\n"
+	"without, it is parametric in the sizes.  --options FILE and --option N=V\n"
+	"(as for tcomp run) compile the kernel with those mapping options; they\n"
+	"need --shape.\n"
 	"  syntax     the checked syntax tree: names, types, index ranges\n"
 	"  ir         the tensor IR: tensors, statements with explicit casts, and\n"
 	"             each statement's domain in isl notation\n"
@@ -76,6 +96,55 @@ static const char *const emit_usage =
 	"  c          the loop nest as readable C\n"
 	"  llvm       the optimised LLVM IR (needs --shape)\n"
 	"  asm        the host assembly (needs --shape)\n";
+
+static const char *const bench_usage =
+	"usage: tcomp bench FILE.tc [-e NAME] --shape T=1024x1024 ... [--options FILE]\n"
+	"                   [--option NAME=VALUE ...] [--target cpu|interp] [--runs R]\n"
+	"                   [--warmup W] [--min-time SECONDS] [--json]\n"
+	"\n"
+	"Time the def NAME (optional when the file has one def) compiled for inputs\n"
+	"of the given shapes (--shape for every input).  Inputs get random values\n"
+	"from a fixed seed: floats uniform in [-1,1) without 0; integers in [1,H]\n"
+	"with H = min(16, E - 1), where E is the smallest extent of any dimension\n"
+	"of any input or output, so that the values are non-zero and in bounds\n"
+	"when a kernel uses them as gather indices into any dimension (all 0 when\n"
+	"E is 1); bools 0 or 1.  Outputs are allocated; every buffer is touched\n"
+	"once before timing and reused by every run (outputs are not reset\n"
+	"between runs).  Then W warm-up runs, and timed runs until there have been\n"
+	"at least R and they took at least SECONDS in all.\n"
+	"\n"
+	"Prints the compile time (tc_compile: IR to callable kernel; it includes\n"
+	"creating the JIT, which the first CPU compile of a process does), the\n"
+	"median and minimum time of a run, GFLOP/s and GB/s at the median time\n"
+	"(the operation and byte counts of tc_kernel_stats: the domain points\n"
+	"times the + - * / and builtin calls of each statement plus 1 per\n"
+	"reduction combine; the bytes of all inputs and outputs once), and the\n"
+	"options used.\n"
+	"\n"
+	"  -e, --entry NAME    the def to time\n"
+	"  --shape T=SHAPE     shape of input T: 1024x1024, 64, or scalar\n"
+	"  --options FILE      mapping options from FILE (see tcomp run --help)\n"
+	"  --option N=V        set a mapping option, after --options (repeatable)\n"
+	"  --target T          the same as --option target=T\n"
+	"  --runs R            at least R timed runs (default 10)\n"
+	"  --warmup W          W untimed runs first (default 2)\n"
+	"  --min-time S        time runs for at least S seconds in all (default 1)\n"
+	"  --json              print one JSON object on one line instead:\n"
+	"                      {\"kernel\":..., \"shapes\":{\"A\":[1024,1024],...},\n"
+	"                      \"median_ms\":..., \"min_ms\":..., \"runs\":...,\n"
+	"                      \"compile_ms\":..., \"gflops\":..., \"gbs\":...,\n"
+	"                      \"options\":\"target=cpu;...\", \"source\":\"default\"}\n"
+	"                      (gflops and gbs are null when not computable;\n"
+	"                      source is \"file\" when --options, --option or\n"
+	"                      --target set options)\n";
+
+static const char *const options_usage =
+	"usage: tcomp options\n"
+	"\n"
+	"List the mapping options: name, allowed values, default and meaning.\n"
+	"Set them with --options FILE (name=value pairs, one per line or separated\n"
+	"by ';' or blanks, '#' comments) or --option NAME=VALUE on tcomp run, emit\n"
+	"and bench.\n";
 
 static void die_usage(const char *usage, const char *fmt, const char *arg)
 {
@@ -106,6 +175,134 @@ static int wants_help(int argc, char **argv)
 		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))
 			return 1;
 	return 0;
+}
+
+/* The message of the last error on ctx without its "error: " prefix. */
+static const char *error_text(tc_context *ctx)
+{
+	const char *e = tc_context_error(ctx);
+	return strncmp(e, "error: ", 7) ? e : e + 7;
+}
+
+/* Mapping options of a command: --options FILE (several are applied in
+ * order), then --option NAME=VALUE and --target T in command-line order. */
+typedef struct opt_args {
+	const char *files[16];
+	int nfiles;
+	const char *names[64], *values[64];
+	char *owned[64]; /* the names split from --option N=V */
+	int nsets;
+} opt_args;
+
+/* Take argv[*i] (and its value) if it is --options, --option or (with
+ * target) --target; 1 if taken. */
+static int take_opt_arg(opt_args *oa, int argc, char **argv, int *i, const char *usage,
+	int target)
+{
+	const char *a = argv[*i];
+	if (*i + 1 >= argc)
+		return 0;
+	if (!strcmp(a, "--options")) {
+		if (oa->nfiles == 16)
+			die_usage(usage, "%s", "too many --options");
+		oa->files[oa->nfiles++] = argv[++*i];
+		return 1;
+	}
+	if (!strcmp(a, "--option") || (target && !strcmp(a, "--target"))) {
+		const char *v = argv[++*i], *eq = strchr(v, '=');
+		if (oa->nsets == 64)
+			die_usage(usage, "%s", "too many --option");
+		oa->owned[oa->nsets] = NULL;
+		if (a[2] == 't') {
+			oa->names[oa->nsets] = "target";
+			oa->values[oa->nsets] = v;
+		} else {
+			if (!eq || eq == v)
+				die_usage(usage, "expected NAME=VALUE after --option but found '%s'", v);
+			if (!(oa->owned[oa->nsets] = strndup(v, (size_t)(eq - v))))
+				exit(EXIT_INTERNAL);
+			oa->names[oa->nsets] = oa->owned[oa->nsets];
+			oa->values[oa->nsets] = eq + 1;
+		}
+		oa->nsets++;
+		return 1;
+	}
+	return 0;
+}
+
+static void opt_args_free(opt_args *oa)
+{
+	int i;
+	for (i = 0; i < oa->nsets; i++)
+		free(oa->owned[i]);
+}
+
+/* Read a whole file as a string (malloc'd); NULL with errno. */
+static char *read_text(const char *path)
+{
+	FILE *fp = fopen(path, "rb");
+	char *s = NULL;
+	size_t n = 0, cap = 0, got;
+	if (!fp)
+		return NULL;
+	do {
+		if (cap - n < 4096) {
+			char *t = realloc(s, cap = cap * 2 + 4096);
+			if (!t) {
+				free(s);
+				fclose(fp);
+				errno = ENOMEM;
+				return NULL;
+			}
+			s = t;
+		}
+		got = fread(s + n, 1, cap - n - 1, fp);
+		n += got;
+	} while (got);
+	if (ferror(fp)) {
+		int e = errno ? errno : EIO;
+		free(s);
+		fclose(fp);
+		errno = e;
+		return NULL;
+	}
+	fclose(fp);
+	s[n] = 0;
+	if (strlen(s) != n) {
+		free(s);
+		errno = EILSEQ; /* a NUL byte: not a text file */
+		return NULL;
+	}
+	return s;
+}
+
+/* The options of oa (defaults for what they do not set); on an error, a
+ * message and exit status 1. */
+static tc_options *build_options(const opt_args *oa, tc_context *ctx)
+{
+	tc_options *o = tc_options_new();
+	int i;
+	if (!o)
+		exit(EXIT_INTERNAL);
+	for (i = 0; i < oa->nfiles; i++) {
+		char *text = read_text(oa->files[i]);
+		if (!text) {
+			fprintf(stderr, "tcomp: error: cannot read options file '%s': %s\n",
+				oa->files[i], strerror(errno));
+			exit(errno == ENOMEM ? EXIT_INTERNAL : EXIT_USER);
+		}
+		if (tc_options_parse(o, text, ctx) < 0) {
+			fprintf(stderr, "tcomp: error: %s: %s", oa->files[i], error_text(ctx));
+			exit(fail_status(ctx));
+		}
+		free(text);
+	}
+	for (i = 0; i < oa->nsets; i++)
+		if (tc_options_set(o, oa->names[i], oa->values[i], ctx) < 0) {
+			fprintf(stderr, "tcomp: error: %s", error_text(ctx));
+			exit(fail_status(ctx));
+		}
+	return o;
 }
 
 static int cmd_check(int argc, char **argv)
@@ -231,6 +428,7 @@ static int cmd_run(int argc, char **argv)
 	int nin = 0, nout = 0, i, j, n_in, n_out, status = 0, print = 0;
 	tc_context *ctx;
 	tc_options *opts;
+	opt_args oa = {0};
 	tc_module *m = NULL;
 	tc_kernel *k = NULL;
 	tc_npy *arrays = NULL;
@@ -245,8 +443,7 @@ static int cmd_run(int argc, char **argv)
 		return 0;
 	}
 	ctx = tc_context_new();
-	opts = tc_options_new();
-	if (!ctx || !opts)
+	if (!ctx)
 		return EXIT_INTERNAL;
 	for (i = 0; i < argc; i++) {
 		const char *a = argv[i];
@@ -261,15 +458,9 @@ static int cmd_run(int argc, char **argv)
 			if (nout == 64)
 				die_usage(run_usage, "%s", "too many --out");
 			outs[nout++] = parse_binding(argv[++i], run_usage);
-		} else if (!strcmp(a, "--target") && more) {
-			if (tc_options_set(opts, "target", argv[++i], ctx) < 0)
-				die_usage(run_usage, "%s", tc_context_error(ctx));
-		} else if (!strcmp(a, "--option") && more) {
-			binding b = parse_binding(argv[++i], run_usage);
-			if (tc_options_set(opts, b.name, b.path, ctx) < 0)
-				die_usage(run_usage, "%s", tc_context_error(ctx));
-			free((char *)b.name);
-		} else if (!strcmp(a, "--print"))
+		} else if (take_opt_arg(&oa, argc, argv, &i, run_usage, 1))
+			;
+		else if (!strcmp(a, "--print"))
 			print = 1;
 		else if (a[0] == '-')
 			die_usage(run_usage, "unknown or incomplete option '%s'", a);
@@ -280,6 +471,8 @@ static int cmd_run(int argc, char **argv)
 	}
 	if (!file)
 		die_usage(run_usage, "%s", "run needs a FILE.tc");
+	opts = build_options(&oa, ctx);
+	opt_args_free(&oa);
 	for (i = 0; i < nin + nout; i++)
 		for (j = 0; j < i; j++) {
 			const binding *x = i < nin ? &ins[i] : &outs[i - nin];
@@ -446,6 +639,8 @@ static int cmd_emit(int argc, char **argv)
 	binding shapes[64];
 	int nshapes = 0, i, j, n_in, n_out, status = 0;
 	tc_context *ctx;
+	tc_options *o;
+	opt_args oa = {0};
 	tc_module *m;
 	tc_kernel *k = NULL;
 	char *text;
@@ -465,7 +660,9 @@ static int cmd_emit(int argc, char **argv)
 			if (nshapes == 64)
 				die_usage(emit_usage, "%s", "too many --shape");
 			shapes[nshapes++] = parse_binding(argv[++i], emit_usage);
-		} else if (a[0] == '-')
+		} else if (take_opt_arg(&oa, argc, argv, &i, emit_usage, 0))
+			;
+		else if (a[0] == '-')
 			die_usage(emit_usage, "unknown or incomplete option '%s'", a);
 		else if (!file)
 			file = a;
@@ -476,12 +673,21 @@ static int cmd_emit(int argc, char **argv)
 		die_usage(emit_usage, "%s", "emit needs a FILE.tc");
 	if (!stage)
 		die_usage(emit_usage, "%s", "emit needs --stage");
+	if ((oa.nfiles || oa.nsets) && !nshapes)
+		die_usage(emit_usage, "%s",
+			"--options and --option apply to a compiled kernel: give --shape for every input");
 	ctx = tc_context_new();
 	if (!ctx)
 		return EXIT_INTERNAL;
+	o = build_options(&oa, ctx);
+	opt_args_free(&oa);
+	/* without options of the user's, the interpreter target: no need to JIT */
+	if (!oa.nfiles && !oa.nsets)
+		tc_options_set(o, "target", "interp", ctx);
 	m = tc_module_load(ctx, file);
 	if (!m) {
 		status = report(ctx);
+		tc_options_free(o);
 		tc_context_free(ctx);
 		return status;
 	}
@@ -491,12 +697,10 @@ static int cmd_emit(int argc, char **argv)
 		int64_t dims[64][8];
 		DLTensor dl[64];
 		const DLTensor *ptrs[64];
-		tc_options *o = tc_options_new();
-		if (!o || tc_module_def_arity(m, entry, &n_in, &n_out) < 0 || n_in > 64) {
+		if (tc_module_def_arity(m, entry, &n_in, &n_out) < 0 || n_in > 64) {
 			status = report(ctx);
 			goto done;
 		}
-		tc_options_set(o, "target", "interp", ctx); /* no need to JIT */
 		for (i = 0; i < n_in; i++) {
 			const char *name = tc_module_tensor_name(m, entry, i);
 			int nd;
@@ -506,7 +710,6 @@ static int cmd_emit(int argc, char **argv)
 				fprintf(stderr, "tcomp: error: no --shape for input '%s' of '%s'\n", name,
 					entry);
 				status = EXIT_USER;
-				tc_options_free(o);
 				goto done;
 			}
 			shapes[j].used = 1;
@@ -524,7 +727,6 @@ static int cmd_emit(int argc, char **argv)
 			if (!shapes[j].used)
 				die_usage(emit_usage, "'%s' is not an input", shapes[j].name);
 		k = tc_compile(m, entry, ptrs, n_in, o);
-		tc_options_free(o);
 		if (!k) {
 			status = report(ctx);
 			goto done;
@@ -549,6 +751,388 @@ done:
 		free((char *)shapes[i].name);
 	tc_kernel_free(k);
 	tc_module_free(m);
+	tc_options_free(o);
+	tc_context_free(ctx);
+	return status;
+}
+
+/* ---- bench ---- */
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static uint64_t bench_rng = 0x2545F4914F6CDD1DULL;
+static uint64_t next_rand(void)
+{
+	bench_rng ^= bench_rng << 13;
+	bench_rng ^= bench_rng >> 7;
+	bench_rng ^= bench_rng << 17;
+	return bench_rng;
+}
+
+/* Uniform in [-1,1) without 0. */
+static double rand_float(void)
+{
+	double r;
+	do
+		r = (double)(next_rand() >> 11) * 0x1p-52 - 1.0;
+	while (r == 0.0);
+	return r;
+}
+
+/* Fill n elements of dtype with random values (see bench_usage); integers
+ * are in [1, ihi] (0 when ihi is 0). */
+static void fill_random(void *data, int64_t n, DLDataType dt, int64_t ihi)
+{
+	int64_t i;
+	for (i = 0; i < n; i++) {
+		if (dt.code == kDLFloat) {
+			double r = rand_float();
+			if (dt.bits == 16) {
+				uint16_t h = tc_half_from_double(r);
+				if (!(h & 0x7fff)) /* rounded to zero */
+					h = tc_half_from_double(r < 0 ? -0.5 : 0.5);
+				((uint16_t *)data)[i] = h;
+			} else if (dt.bits == 32) {
+				float f = (float)r;
+				((float *)data)[i] = f != 0 ? f : 0.5f;
+			} else {
+				((double *)data)[i] = r;
+			}
+		} else if (dt.code == TC_DL_BOOL) {
+			((uint8_t *)data)[i] = (uint8_t)(next_rand() >> 63);
+		} else {
+			uint64_t v = ihi ? 1 + next_rand() % (uint64_t)ihi : 0;
+			switch (dt.bits) {
+			case 8: ((uint8_t *)data)[i] = (uint8_t)v; break;
+			case 16: ((uint16_t *)data)[i] = (uint16_t)v; break;
+			case 32: ((uint32_t *)data)[i] = (uint32_t)v; break;
+			default: ((uint64_t *)data)[i] = v; break;
+			}
+		}
+	}
+}
+
+/* Elements and bytes of a tensor shape; -1 on overflow. */
+static int tensor_size(int ndim, const int64_t *shape, DLDataType dt, int64_t *n, size_t *bytes)
+{
+	int d;
+	*n = 1;
+	for (d = 0; d < ndim; d++)
+		if (__builtin_mul_overflow(*n, shape[d], n))
+			return -1;
+	if (__builtin_mul_overflow((size_t)*n, (size_t)((dt.bits + 7) / 8), bytes))
+		return -1;
+	return 0;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* A JSON string (tcomp's names and option values need no escapes beyond
+ * these, but every byte is handled). */
+static void put_json_string(const char *s)
+{
+	putchar('"');
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+		if (c == '"' || c == '\\')
+			printf("\\%c", c);
+		else if (c < 0x20)
+			printf("\\u%04x", c);
+		else
+			putchar(c);
+	}
+	putchar('"');
+}
+
+/* A finite number, or null. */
+static void put_json_number(double v)
+{
+	if (isfinite(v))
+		printf("%.6g", v);
+	else
+		printf("null");
+}
+
+/* The integer argument s of option opt, at least min; or a message and exit. */
+static long parse_count(const char *opt, const char *s, long min)
+{
+	char *end;
+	long v;
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (end == s || *end || errno || v < min || v > INT32_MAX) {
+		fprintf(stderr, "tcomp: %s needs an integer of at least %ld but found '%s'\n\n%s",
+			opt, min, s, bench_usage);
+		exit(EXIT_USER);
+	}
+	return v;
+}
+
+static int cmd_bench(int argc, char **argv)
+{
+	const char *file = NULL, *entry = NULL;
+	binding shapes[64];
+	int nshapes = 0, i, j, n_in = 0, n_out = 0, status = 0, json = 0, nruns = 0;
+	long runs = 10, warmup = 2;
+	double min_time = 1.0, t0, compile_s, total = 0, median, best, flops = -1, bytes = -1;
+	int64_t dims[64][8], oshape[64][8], min_ext = INT64_MAX, ihi;
+	DLTensor dl[128];
+	const DLTensor *in_ptrs[64];
+	DLTensor *out_ptrs[64];
+	void *bufs[128] = {0};
+	double *times = NULL;
+	size_t cap = 0;
+	tc_context *ctx;
+	tc_options *o;
+	opt_args oa = {0};
+	tc_module *m = NULL;
+	tc_kernel *k = NULL;
+	char *optext = NULL, *p;
+	int user_options;
+
+	if (wants_help(argc, argv)) {
+		fputs(bench_usage, stdout);
+		return 0;
+	}
+	for (i = 0; i < argc; i++) {
+		const char *a = argv[i];
+		int more = i + 1 < argc;
+		if ((!strcmp(a, "-e") || !strcmp(a, "--entry")) && more)
+			entry = argv[++i];
+		else if (!strcmp(a, "--shape") && more) {
+			if (nshapes == 64)
+				die_usage(bench_usage, "%s", "too many --shape");
+			shapes[nshapes++] = parse_binding(argv[++i], bench_usage);
+		} else if (!strcmp(a, "--runs") && more)
+			runs = parse_count("--runs", argv[++i], 1);
+		else if (!strcmp(a, "--warmup") && more)
+			warmup = parse_count("--warmup", argv[++i], 0);
+		else if (!strcmp(a, "--min-time") && more) {
+			char *end;
+			const char *v = argv[++i];
+			min_time = strtod(v, &end);
+			if (end == v || *end || !(min_time >= 0) || min_time > 1e6)
+				die_usage(bench_usage, "--min-time needs a number of seconds but found '%s'",
+					v);
+		} else if (!strcmp(a, "--json"))
+			json = 1;
+		else if (take_opt_arg(&oa, argc, argv, &i, bench_usage, 1))
+			;
+		else if (a[0] == '-')
+			die_usage(bench_usage, "unknown or incomplete option '%s'", a);
+		else if (!file)
+			file = a;
+		else
+			die_usage(bench_usage, "unexpected argument '%s'", a);
+	}
+	if (!file)
+		die_usage(bench_usage, "%s", "bench needs a FILE.tc");
+	for (i = 0; i < nshapes; i++)
+		for (j = 0; j < i; j++)
+			if (!strcmp(shapes[i].name, shapes[j].name))
+				die_usage(bench_usage, "tensor '%s' is given twice", shapes[i].name);
+	ctx = tc_context_new();
+	if (!ctx)
+		return EXIT_INTERNAL;
+	user_options = oa.nfiles || oa.nsets;
+	o = build_options(&oa, ctx);
+	opt_args_free(&oa);
+	m = tc_module_load(ctx, file);
+	if (!m) {
+		status = report(ctx);
+		goto done;
+	}
+	fputs(tc_context_warnings(ctx), stderr);
+	entry = pick_entry(m, entry, bench_usage);
+	if (tc_module_def_arity(m, entry, &n_in, &n_out) < 0) {
+		status = report(ctx);
+		goto done;
+	}
+	if (n_in > 64 || n_out > 64) {
+		fprintf(stderr, "tcomp: error: '%s' has more than 64 inputs or outputs\n", entry);
+		status = EXIT_USER;
+		goto done;
+	}
+	/* the shapes: every input named once */
+	for (i = 0; i < n_in; i++) {
+		const char *name = tc_module_tensor_name(m, entry, i);
+		int nd;
+		for (j = 0; j < nshapes && strcmp(shapes[j].name, name); j++)
+			;
+		if (j == nshapes) {
+			fprintf(stderr, "tcomp: error: no --shape for input '%s' of '%s'\n", name, entry);
+			status = EXIT_USER;
+			goto done;
+		}
+		shapes[j].used = 1;
+		memset(&dl[i], 0, sizeof(dl[i]));
+		dl[i].device.device_type = kDLCPU;
+		tc_module_input_type(m, entry, i, &dl[i].dtype, &nd);
+		dl[i].ndim = parse_shape(shapes[j].path, dims[i]);
+		if (dl[i].ndim < 0)
+			die_usage(bench_usage, "bad shape '%s' (write it as 1024x1024, 64, or scalar)",
+				shapes[j].path);
+		dl[i].shape = dims[i];
+		in_ptrs[i] = &dl[i];
+	}
+	for (j = 0; j < nshapes; j++)
+		if (!shapes[j].used) {
+			fprintf(stderr, "tcomp: error: '%s' is not an input of '%s'\n", shapes[j].name,
+				entry);
+			status = EXIT_USER;
+			goto done;
+		}
+	/* compile (no data is read) */
+	t0 = now_s();
+	k = tc_compile(m, entry, in_ptrs, n_in, o);
+	compile_s = now_s() - t0;
+	if (!k) {
+		status = report(ctx);
+		goto done;
+	}
+	/* the buffers */
+	for (i = 0; i < n_out; i++) {
+		int nd;
+		DLDataType dt;
+		tc_kernel_output_shape(k, i, &dt, &nd, oshape[i]);
+		memset(&dl[n_in + i], 0, sizeof(dl[0]));
+		dl[n_in + i].device.device_type = kDLCPU;
+		dl[n_in + i].dtype = dt;
+		dl[n_in + i].ndim = nd;
+		dl[n_in + i].shape = oshape[i];
+		out_ptrs[i] = &dl[n_in + i];
+	}
+	for (i = 0; i < n_in + n_out; i++)
+		for (j = 0; j < dl[i].ndim; j++)
+			min_ext = dl[i].shape[j] < min_ext ? dl[i].shape[j] : min_ext;
+	ihi = min_ext == INT64_MAX ? 16 : min_ext - 1 < 16 ? min_ext - 1 : 16;
+	for (i = 0; i < n_in + n_out; i++) {
+		int64_t n;
+		size_t nb;
+		if (tensor_size(dl[i].ndim, dl[i].shape, dl[i].dtype, &n, &nb) < 0) {
+			fprintf(stderr, "tcomp: error: tensor '%s' is too large\n",
+				tc_module_tensor_name(m, entry, i));
+			status = EXIT_USER;
+			goto done;
+		}
+		bufs[i] = malloc(nb ? nb : 1);
+		if (!bufs[i]) {
+			fprintf(stderr, "tcomp: error: cannot allocate %zu bytes for '%s'\n", nb,
+				tc_module_tensor_name(m, entry, i));
+			status = EXIT_INTERNAL;
+			goto done;
+		}
+		if (i < n_in)
+			fill_random(bufs[i], n, dl[i].dtype, ihi); /* touches every page */
+		else
+			memset(bufs[i], 0, nb ? nb : 1);
+		dl[i].data = bufs[i];
+	}
+	/* warm-up, then timed runs */
+	for (i = 0; i < warmup; i++)
+		if (tc_kernel_run(k, in_ptrs, n_in, out_ptrs, n_out) < 0) {
+			status = report(ctx);
+			goto done;
+		}
+	while (nruns < runs || total < min_time) {
+		double dt;
+		if ((size_t)nruns == cap) {
+			double *t = realloc(times, (cap = cap * 2 + 64) * sizeof(double));
+			if (!t) {
+				status = EXIT_INTERNAL;
+				goto done;
+			}
+			times = t;
+		}
+		t0 = now_s();
+		if (tc_kernel_run(k, in_ptrs, n_in, out_ptrs, n_out) < 0) {
+			status = report(ctx);
+			goto done;
+		}
+		dt = now_s() - t0;
+		times[nruns++] = dt;
+		total += dt;
+	}
+	qsort(times, (size_t)nruns, sizeof(double), cmp_double);
+	median = nruns % 2 ? times[nruns / 2] : (times[nruns / 2 - 1] + times[nruns / 2]) / 2;
+	best = times[0];
+	tc_kernel_stats(k, &flops, &bytes);
+	/* the options on one line */
+	optext = tc_options_print(o);
+	if (!optext) {
+		status = EXIT_INTERNAL;
+		goto done;
+	}
+	for (p = optext; *p; p++)
+		if (*p == '\n')
+			*p = p[1] ? ';' : 0;
+	if (json) {
+		printf("{\"kernel\":");
+		put_json_string(entry);
+		printf(",\"shapes\":{");
+		for (i = 0; i < n_in; i++) {
+			printf("%s", i ? "," : "");
+			put_json_string(tc_module_tensor_name(m, entry, i));
+			printf(":[");
+			for (j = 0; j < dl[i].ndim; j++)
+				printf("%s%lld", j ? "," : "", (long long)dl[i].shape[j]);
+			printf("]");
+		}
+		printf("},\"median_ms\":");
+		put_json_number(median * 1e3);
+		printf(",\"min_ms\":");
+		put_json_number(best * 1e3);
+		printf(",\"runs\":%d,\"compile_ms\":", nruns);
+		put_json_number(compile_s * 1e3);
+		printf(",\"gflops\":");
+		put_json_number(flops >= 0 && median > 0 ? flops / median * 1e-9 : NAN);
+		printf(",\"gbs\":");
+		put_json_number(bytes >= 0 && median > 0 ? bytes / median * 1e-9 : NAN);
+		printf(",\"options\":");
+		put_json_string(optext);
+		printf(",\"source\":\"%s\"}\n", user_options ? "file" : "default");
+	} else {
+		printf("kernel   %s (", entry);
+		for (i = 0; i < n_in; i++) {
+			printf("%s%s=", i ? " " : "", tc_module_tensor_name(m, entry, i));
+			if (!dl[i].ndim)
+				printf("scalar");
+			for (j = 0; j < dl[i].ndim; j++)
+				printf("%s%lld", j ? "x" : "", (long long)dl[i].shape[j]);
+		}
+		printf(")\n");
+		printf("compile  %.3f ms\n", compile_s * 1e3);
+		printf("time     median %.4g ms, min %.4g ms (%d timed runs, %ld warm-up)\n",
+			median * 1e3, best * 1e3, nruns, warmup);
+		if (flops >= 0 && median > 0)
+			printf("rate     %.4g GFLOP/s (%.0f flop per run)\n", flops / median * 1e-9,
+				flops);
+		else
+			printf("rate     GFLOP/s not computable\n");
+		if (bytes >= 0 && median > 0)
+			printf("traffic  %.4g GB/s (%.0f bytes of inputs and outputs per run)\n",
+				bytes / median * 1e-9, bytes);
+		printf("options  %s (%s)\n", optext, user_options ? "given" : "defaults");
+	}
+done:
+	tc_string_free(optext);
+	free(times);
+	for (i = 0; i < n_in + n_out && i < 128; i++)
+		free(bufs[i]);
+	for (i = 0; i < nshapes; i++)
+		free((char *)shapes[i].name);
+	tc_kernel_free(k);
+	tc_module_free(m);
+	tc_options_free(o);
 	tc_context_free(ctx);
 	return status;
 }
@@ -556,8 +1140,12 @@ done:
 static int cmd_options(int argc, char **argv)
 {
 	char *text;
-	(void)argc;
-	(void)argv;
+	if (wants_help(argc, argv)) {
+		fputs(options_usage, stdout);
+		return 0;
+	}
+	if (argc)
+		die_usage(options_usage, "unexpected argument '%s'", argv[0]);
 	text = tc_options_describe();
 	if (!text)
 		return EXIT_INTERNAL;
@@ -588,6 +1176,8 @@ int main(int argc, char **argv)
 		return cmd_run(argc - 2, argv + 2);
 	if (!strcmp(cmd, "emit"))
 		return cmd_emit(argc - 2, argv + 2);
+	if (!strcmp(cmd, "bench"))
+		return cmd_bench(argc - 2, argv + 2);
 	if (!strcmp(cmd, "options"))
 		return cmd_options(argc - 2, argv + 2);
 	fprintf(stderr, "tcomp: unknown command '%s'\n\n%s", cmd, main_usage);

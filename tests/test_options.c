@@ -1,0 +1,333 @@
+/* Mapping options as text: tc_options_parse and tc_options_print (round
+ * trip, comments and separators, every error with its message and line, the
+ * options left unchanged by a failed parse), tc_options_describe, and the
+ * integer and list value kinds of the table (runtime/options.h). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <string.h>
+
+#include "tcomp.h"
+#include "runtime/options.h"
+
+static tc_context *ctx;
+
+static int setup(void **state)
+{
+	(void)state;
+	ctx = tc_context_new();
+	return ctx ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	tc_context_free(ctx);
+	return 0;
+}
+
+/* The printed text of o. */
+static char printed[4096];
+static const char *print_of(const tc_options *o)
+{
+	char *s = tc_options_print(o);
+	assert_non_null(s);
+	snprintf(printed, sizeof(printed), "%s", s);
+	tc_string_free(s);
+	return printed;
+}
+
+/* parse must fail with a message containing want. */
+static void expect_parse_error(tc_options *o, const char *text, const char *want)
+{
+	assert_int_equal(tc_options_parse(o, text, ctx), -1);
+	if (!strstr(tc_context_error(ctx), want))
+		fail_msg("parsing '%s': expected a message with '%s' but got '%s'", text, want,
+			tc_context_error(ctx));
+}
+
+static void defaults_print_every_option(void **state)
+{
+	tc_options *o = tc_options_new();
+	(void)state;
+	assert_non_null(o);
+	assert_string_equal(print_of(o), "target=cpu\n");
+	assert_string_equal(print_of(NULL), "target=cpu\n"); /* NULL: the defaults */
+	assert_string_equal(tc_options_get(NULL, "target"), "cpu");
+	assert_null(tc_options_get(o, "no_such_option"));
+	tc_options_free(o);
+}
+
+static void parse_print_round_trip(void **state)
+{
+	tc_options *o = tc_options_new(), *p = tc_options_new(), *q = tc_options_new();
+	char text[4096];
+	(void)state;
+	/* the defaults round-trip */
+	snprintf(text, sizeof(text), "%s", print_of(o));
+	assert_int_equal(tc_options_parse(p, text, ctx), 0);
+	assert_string_equal(print_of(p), text);
+	/* and so does a set value */
+	assert_int_equal(tc_options_set(o, "target", "interp", ctx), 0);
+	snprintf(text, sizeof(text), "%s", print_of(o));
+	assert_string_equal(text, "target=interp\n");
+	assert_int_equal(tc_options_parse(q, text, ctx), 0);
+	assert_string_equal(print_of(q), text);
+	assert_string_equal(tc_options_get(q, "target"), "interp");
+	/* parsing the defaults' text resets a set option */
+	assert_int_equal(tc_options_parse(q, "target=cpu\n", ctx), 0);
+	assert_string_equal(tc_options_get(q, "target"), "cpu");
+	/* empty text, blanks and comments only: nothing changes */
+	assert_int_equal(tc_options_parse(o, "", ctx), 0);
+	assert_int_equal(tc_options_parse(o, " \n\t;;\n# only a comment\n", ctx), 0);
+	assert_string_equal(tc_options_get(o, "target"), "interp");
+	tc_options_free(o);
+	tc_options_free(p);
+	tc_options_free(q);
+}
+
+static void comments_and_separators(void **state)
+{
+	static const struct {
+		const char *text, *target;
+	} cases[] = {
+		{"target=interp", "interp"},
+		{"target=interp\n", "interp"},
+		{"# a comment\ntarget=interp # a comment after a pair\n", "interp"},
+		{"target=interp#no blank before the comment", "interp"},
+		{"target = interp\n", "interp"},          /* blanks around '=' */
+		{"\ttarget\t=\tinterp\t\n", "interp"},
+		{"target=interp\r\n", "interp"},           /* CRLF */
+		{"target=interp;target=cpu", "cpu"},       /* ';', the later pair wins */
+		{"target=cpu target=interp", "interp"},    /* blanks separate pairs */
+		{"target=cpu\n\n\ntarget=interp\n", "interp"},
+		{";;target=interp;;", "interp"},
+		{"# target=interp\n", "cpu"},              /* commented out */
+		{"target=cpu # ; target=interp\n", "cpu"}, /* ';' inside a comment */
+	};
+	size_t i;
+	(void)state;
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		tc_options *o = tc_options_new();
+		if (tc_options_parse(o, cases[i].text, ctx) != 0)
+			fail_msg("parsing '%s' failed: %s", cases[i].text, tc_context_error(ctx));
+		if (strcmp(tc_options_get(o, "target"), cases[i].target))
+			fail_msg("parsing '%s' gave target=%s, expected %s", cases[i].text,
+				tc_options_get(o, "target"), cases[i].target);
+		tc_options_free(o);
+	}
+}
+
+static void errors_name_the_option_and_line(void **state)
+{
+	tc_options *o = tc_options_new();
+	(void)state;
+	expect_parse_error(o, "target=cpu\n\nbogus=1\n",
+		"error: line 3: unknown option 'bogus' (options: target; see tcomp options)");
+	expect_parse_error(o, "\ntarget=gpu",
+		"line 2: option 'target' cannot be 'gpu' (allowed: cpu|interp)");
+	expect_parse_error(o, "target=", "line 1: option 'target' has no value (allowed: cpu|interp)");
+	expect_parse_error(o, "target=\ncpu\n", "line 1: option 'target' has no value");
+	expect_parse_error(o, "target=;", "line 1: option 'target' has no value");
+	expect_parse_error(o, "target= # cpu", "line 1: option 'target' has no value");
+	expect_parse_error(o, "target cpu", "line 1: expected NAME=VALUE but found 'target'");
+	expect_parse_error(o, "target\n=cpu", "line 1: expected NAME=VALUE but found 'target'");
+	expect_parse_error(o, "=cpu", "line 1: expected NAME=VALUE but found '=cpu'");
+	expect_parse_error(o, "target=cpu\n  = interp", "line 2: expected NAME=VALUE but found '='");
+	expect_parse_error(o, "target=CPU", "option 'target' cannot be 'CPU'");
+	expect_parse_error(o, "target=cpu=1", "option 'target' cannot be 'cpu=1'");
+	expect_parse_error(o, "target=cpux", "option 'target' cannot be 'cpux'");
+	/* lines: comments and blank lines count, ';' does not start a line */
+	expect_parse_error(o, "# one\n# two\n\ntarget=x\n", "line 4: option 'target' cannot be 'x'");
+	expect_parse_error(o, "target=cpu; target=interp; nope=3", "line 1: unknown option 'nope'");
+	expect_parse_error(o, "target=cpu\r\ntarget=interp\r\nnope=3\r\n", "line 3: unknown option 'nope'");
+	/* the first error is the one reported */
+	expect_parse_error(o, "a=1\nb=2\n", "line 1: unknown option 'a'");
+	/* NULL arguments; ctx may be NULL */
+	expect_parse_error(NULL, "target=cpu", "tc_options_parse: NULL argument");
+	expect_parse_error(o, NULL, "tc_options_parse: NULL argument");
+	assert_int_equal(tc_options_parse(o, "bogus=1", NULL), -1);
+	assert_int_equal(tc_options_parse(o, "target=interp", NULL), 0);
+	assert_string_equal(tc_options_get(o, "target"), "interp");
+	/* tc_options_set says the same things, without a line */
+	assert_int_equal(tc_options_set(o, "bogus", "1", ctx), -1);
+	assert_non_null(strstr(tc_context_error(ctx),
+		"error: unknown option 'bogus' (options: target; see tcomp options)"));
+	assert_int_equal(tc_options_set(o, "target", "", ctx), -1);
+	assert_non_null(strstr(tc_context_error(ctx), "option 'target' has no value"));
+	assert_null(strstr(tc_context_error(ctx), "line"));
+	tc_options_free(o);
+}
+
+static void failed_parse_leaves_options_unchanged(void **state)
+{
+	tc_options *o = tc_options_new();
+	(void)state;
+	assert_int_equal(tc_options_set(o, "target", "interp", ctx), 0);
+	/* the first pair is good and would change target; the second is not */
+	expect_parse_error(o, "target=cpu\nbogus=1\n", "line 2: unknown option 'bogus'");
+	assert_string_equal(tc_options_get(o, "target"), "interp");
+	assert_string_equal(print_of(o), "target=interp\n");
+	expect_parse_error(o, "target=cpu;target=gpu", "cannot be 'gpu'");
+	assert_string_equal(tc_options_get(o, "target"), "interp");
+	/* on defaults too */
+	tc_options_free(o);
+	o = tc_options_new();
+	expect_parse_error(o, "target=interp\ntarget", "line 2: expected NAME=VALUE");
+	assert_string_equal(print_of(o), "target=cpu\n");
+	tc_options_free(o);
+}
+
+/* Every option printed by tc_options_print has a line in the table, and
+ * the table has no other lines. */
+static void describe_lists_every_option(void **state)
+{
+	char *table = tc_options_describe(), *copy;
+	const char *p = print_of(NULL);
+	int nprint = 0, ntable = 0;
+	(void)state;
+	assert_non_null(table);
+	while (*p) {
+		const char *eq = strchr(p, '='), *nl = strchr(p, '\n'), *t;
+		size_t n;
+		int found = 0;
+		assert_non_null(eq);
+		assert_non_null(nl);
+		n = (size_t)(eq - p);
+		for (t = table; *t; t = strchr(t, '\n') + 1) {
+			if (!strncmp(t, p, n) && t[n] == ' ') {
+				/* the line has the default and a doc */
+				const char *end = strchr(t, '\n');
+				char line[1024];
+				char want[256];
+				snprintf(line, sizeof(line), "%.*s", (int)(end - t), t);
+				snprintf(want, sizeof(want), "default %.*s ", (int)(nl - eq - 1), eq + 1);
+				assert_non_null(strstr(line, want));
+				found = 1;
+			}
+			if (!strchr(t, '\n'))
+				break;
+		}
+		if (!found)
+			fail_msg("option '%.*s' is not in the table:\n%s", (int)n, p, table);
+		nprint++;
+		p = nl + 1;
+	}
+	copy = table;
+	for (; *copy; copy++)
+		ntable += *copy == '\n';
+	assert_int_equal(ntable, nprint);
+	assert_non_null(strstr(table, "cpu|interp"));
+	tc_string_free(table);
+}
+
+/* The value kinds of the table, tested directly (the release's only option
+ * is an enum). */
+static void check_value(tc_opt_type type, const char *range, const char *value, const char *want)
+{
+	char *canon = NULL;
+	int st = tc_rt_opt_value(type, range, value, &canon);
+	if (!want) {
+		if (st != -1)
+			fail_msg("'%s' accepted for range '%s' (as '%s')", value, range,
+				canon ? canon : "?");
+		assert_null(canon);
+		return;
+	}
+	if (st != 0 || !canon)
+		fail_msg("'%s' refused for range '%s'", value, range);
+	assert_string_equal(canon, want);
+	tc_free(canon);
+}
+
+static void value_kinds(void **state)
+{
+	char list16[64] = "", list17[80];
+	int i;
+	(void)state;
+	/* enums: exact words */
+	check_value(TC_OPT_ENUM, "cpu|interp", "cpu", "cpu");
+	check_value(TC_OPT_ENUM, "cpu|interp", "interp", "interp");
+	check_value(TC_OPT_ENUM, "cpu|interp", "cp", NULL);
+	check_value(TC_OPT_ENUM, "cpu|interp", "cpus", NULL);
+	check_value(TC_OPT_ENUM, "cpu|interp", "cpu|interp", NULL);
+	check_value(TC_OPT_ENUM, "cpu|interp", "", NULL);
+	check_value(TC_OPT_ENUM, "off|on", "on", "on");
+	/* integers: inside an interval, canonical form, or a word */
+	check_value(TC_OPT_INT, "1..4096", "64", "64");
+	check_value(TC_OPT_INT, "1..4096", "0064", "64");
+	check_value(TC_OPT_INT, "1..4096", "1", "1");
+	check_value(TC_OPT_INT, "1..4096", "4096", "4096");
+	check_value(TC_OPT_INT, "1..4096", "0", NULL);
+	check_value(TC_OPT_INT, "1..4096", "4097", NULL);
+	check_value(TC_OPT_INT, "1..4096", "-1", NULL);
+	check_value(TC_OPT_INT, "1..4096", "+5", NULL);
+	check_value(TC_OPT_INT, "1..4096", " 5", NULL);
+	check_value(TC_OPT_INT, "1..4096", "5 ", NULL);
+	check_value(TC_OPT_INT, "1..4096", "12a", NULL);
+	check_value(TC_OPT_INT, "1..4096", "0x10", NULL);
+	check_value(TC_OPT_INT, "1..4096", "", NULL);
+	check_value(TC_OPT_INT, "1..4096", "-", NULL);
+	check_value(TC_OPT_INT, "1..4096", "1,2", NULL);
+	check_value(TC_OPT_INT, "1..4096", "auto", NULL);
+	check_value(TC_OPT_INT, "1..9223372036854775807", "9223372036854775807",
+		"9223372036854775807");
+	check_value(TC_OPT_INT, "1..9223372036854775807", "9223372036854775808", NULL);
+	check_value(TC_OPT_INT, "1..4096", "99999999999999999999999", NULL);
+	check_value(TC_OPT_INT, "auto|1..4096", "auto", "auto");
+	check_value(TC_OPT_INT, "auto|1..4096", "32", "32");
+	check_value(TC_OPT_INT, "-8..8", "-8", "-8");
+	check_value(TC_OPT_INT, "-8..8", "-0", "0");
+	check_value(TC_OPT_INT, "-8..8", "-9", NULL);
+	check_value(TC_OPT_INT, "0..0|2..4|8..8", "8", "8");
+	check_value(TC_OPT_INT, "0..0|2..4|8..8", "1", NULL);
+	check_value(TC_OPT_INT, "0..0|2..4|8..8", "5", NULL);
+	/* lists: comma-separated integers, each in an interval, or a word alone */
+	check_value(TC_OPT_LIST, "1..64", "32,32,8", "32,32,8");
+	check_value(TC_OPT_LIST, "1..64", "7", "7");
+	check_value(TC_OPT_LIST, "1..64", "08,004", "8,4");
+	check_value(TC_OPT_LIST, "1..64", "32,,8", NULL);
+	check_value(TC_OPT_LIST, "1..64", "32,", NULL);
+	check_value(TC_OPT_LIST, "1..64", ",32", NULL);
+	check_value(TC_OPT_LIST, "1..64", "32, 8", NULL);
+	check_value(TC_OPT_LIST, "1..64", "65", NULL);
+	check_value(TC_OPT_LIST, "1..64", "1,0", NULL);
+	check_value(TC_OPT_LIST, "1..64", "", NULL);
+	check_value(TC_OPT_LIST, "auto|1..64", "auto", "auto");
+	check_value(TC_OPT_LIST, "auto|1..64", "auto,4", NULL);
+	for (i = 0; i < TC_OPT_LIST_MAX; i++)
+		strcat(list16, i ? ",1" : "1");
+	check_value(TC_OPT_LIST, "1..64", list16, list16);
+	strcpy(list17, list16);
+	strcat(list17, ",1");
+	check_value(TC_OPT_LIST, "1..64", list17, NULL);
+}
+
+/* tc_kernel_stats refuses NULL (tests/test_cli.c checks its counts through
+ * tcomp bench). */
+static void kernel_stats_null(void **state)
+{
+	double f = 7, b = 7;
+	(void)state;
+	assert_int_equal(tc_kernel_stats(NULL, &f, &b), -1);
+	assert_true(f == 7 && b == 7);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(defaults_print_every_option),
+		cmocka_unit_test(parse_print_round_trip),
+		cmocka_unit_test(comments_and_separators),
+		cmocka_unit_test(errors_name_the_option_and_line),
+		cmocka_unit_test(failed_parse_leaves_options_unchanged),
+		cmocka_unit_test(describe_lists_every_option),
+		cmocka_unit_test(value_kinds),
+		cmocka_unit_test(kernel_stats_null),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
