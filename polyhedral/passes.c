@@ -189,6 +189,8 @@ static isl_schedule_node *order_band(isl_schedule_node *node, void *user)
 
 tc_stat tc_poly_pass_order(tc_poly *p, tc_diags *d)
 {
+	if (!p->opts.order)
+		return TC_OK;
 	p->schedule = isl_schedule_map_schedule_node_bottom_up(p->schedule, order_band, p);
 	if (!p->schedule) {
 		tc_loc none;
@@ -200,5 +202,51 @@ tc_stat tc_poly_pass_order(tc_poly *p, tc_diags *d)
 	return TC_OK;
 }
 
-const tc_poly_pass tc_poly_default_passes[] = {tc_poly_pass_order};
-const int tc_poly_ndefault_passes = 1;
+/* Find the outermost permutable band with at least one member (in tree
+ * order) and tile it. */
+static isl_schedule_node *tile_first_band(isl_schedule_node *node, const tc_poly *p, int *done)
+{
+	isl_size n, i;
+	if (*done || !node)
+		return node;
+	if (isl_schedule_node_get_type(node) == isl_schedule_node_band &&
+		isl_schedule_node_band_get_permutable(node) == isl_bool_true &&
+		(n = isl_schedule_node_band_n_member(node)) > 0) {
+		isl_multi_val *sizes = isl_multi_val_zero(isl_schedule_node_band_get_space(node));
+		for (i = 0; i < n; i++) /* untiled members: one tile covers them */
+			sizes = isl_multi_val_set_val(sizes, i, isl_val_int_from_si(p->ctx,
+				i < p->opts.ntile ? p->opts.tile[i] : INT64_C(1) << 40));
+		*done = 1;
+		return isl_schedule_node_band_tile(node, sizes);
+	}
+	n = isl_schedule_node_n_children(node);
+	for (i = 0; i < n && !*done; i++) {
+		node = isl_schedule_node_child(node, i);
+		node = tile_first_band(node, p, done);
+		node = isl_schedule_node_parent(node);
+	}
+	return node;
+}
+
+tc_stat tc_poly_pass_tile(tc_poly *p, tc_diags *d)
+{
+	isl_schedule_node *node;
+	int done = 0;
+	if (!p->opts.ntile)
+		return TC_OK;
+	node = tile_first_band(isl_schedule_get_root(p->schedule), p, &done);
+	isl_schedule_free(p->schedule);
+	p->schedule = node ? isl_schedule_node_get_schedule(node) : NULL;
+	isl_schedule_node_free(node);
+	if (!p->schedule) {
+		tc_loc none;
+		memset(&none, 0, sizeof(none));
+		tc_error(d, none, "internal error: isl could not tile a band: %s",
+			isl_ctx_last_error_msg(p->ctx) ? isl_ctx_last_error_msg(p->ctx) : "?");
+		return TC_ERR;
+	}
+	return TC_OK;
+}
+
+const tc_poly_pass tc_poly_default_passes[] = {tc_poly_pass_order, tc_poly_pass_tile};
+const int tc_poly_ndefault_passes = 2;

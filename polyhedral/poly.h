@@ -65,8 +65,18 @@ typedef struct tc_poly_inst {
 /* Mark names (isl_id names of mark nodes) that passes insert. */
 #define TC_POLY_MARK_KERNEL "tc_kernel" /* the root; user pointer: the tc_poly */
 
+/* What the schedule passes do (set by the caller before tc_poly_schedule;
+ * tc_poly_build sets the defaults: order on, no tiling). */
+#define TC_POLY_MAX_TILE 16
+typedef struct tc_poly_opts {
+	int order;                     /* run tc_poly_pass_order */
+	int ntile;                     /* tile the outermost permutable band ... */
+	int64_t tile[TC_POLY_MAX_TILE]; /* ... with these sizes, outermost first */
+} tc_poly_opts;
+
 typedef struct tc_poly {
 	isl_ctx *ctx; /* borrowed */
+	tc_poly_opts opts;
 	const tc_ir_func *f;
 	int64_t *params;    /* concrete sizes, or NULL: parametric */
 	int nstmts;
@@ -89,7 +99,10 @@ typedef tc_stat (*tc_poly_pass)(tc_poly *p, tc_diags *d);
 /* In every permutable band, move the member that indexes the last (stride-1)
  * dimension of the most accesses innermost, preferring a parallel one. */
 tc_stat tc_poly_pass_order(__tc_keep tc_poly *p, __tc_keep tc_diags *d);
-/* The passes every compilation runs, in order. */
+/* Tile the outermost permutable band with p->opts.tile (members beyond
+ * the sizes given are not tiled); nothing when ntile is 0. */
+tc_stat tc_poly_pass_tile(__tc_keep tc_poly *p, __tc_keep tc_diags *d);
+/* The passes every compilation runs, in order (each reads p->opts). */
 extern const tc_poly_pass tc_poly_default_passes[];
 extern const int tc_poly_ndefault_passes;
 

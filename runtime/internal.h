@@ -47,6 +47,7 @@ typedef struct tc_rt_compiled {
 	int64_t *params;
 	tc_tensor *shapes; /* every tensor of f: dtype, ndim, shape (no data) */
 	tc_rt_target target;
+	tc_poly_opts popts; /* the schedule passes' settings */
 	tc_cg_code *code;  /* TC_RT_CPU */
 	size_t ws_bytes;   /* workspace for the temporaries */
 	size_t *ws_off;    /* offset of each temporary in it */
@@ -62,9 +63,11 @@ void tc_rt_clear_error(tc_context *ctx);
 void tc_rt_set_error_diags(tc_context *ctx, const tc_diags *d);
 int tc_rt_find_def(tc_module *m, const char *entry);
 const tc_ir_func *tc_rt_module_func(tc_module *m, int i);
-/* The schedule tree ("schedule") or AST ("poly-ast") of def i, parametric
- * (params NULL) or for concrete sizes; NULL with an error. */
-char *tc_rt_emit_poly(tc_module *m, int i, const int64_t *params, const char *stage);
+/* A stage of the polyhedral pipeline of def i ("schedule", "ast", "c",
+ * "llvm", "asm"), parametric (params NULL) or for concrete sizes, with the
+ * passes' settings popts (NULL: defaults); NULL with an error. */
+char *tc_rt_emit_poly(tc_module *m, int i, const int64_t *params, const tc_poly_opts *popts,
+	const char *stage);
 void tc_rt_compiled_free(tc_rt_compiled *c);
 
 #endif

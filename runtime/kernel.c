@@ -103,6 +103,8 @@ static int compile_cpu(tc_module *m, tc_rt_compiled *c, tc_diags *d)
 	if (!m->ctx->jit && !(m->ctx->jit = tc_cg_jit_new(d)))
 		goto done;
 	p = tc_poly_build(ictx, c->f, c->params, d);
+	if (p)
+		p->opts = c->popts;
 	if (!p || tc_poly_schedule(p, tc_poly_default_passes, tc_poly_ndefault_passes, d) < 0 ||
 		tc_poly_ast(p, d) < 0)
 		goto done;
@@ -137,7 +139,7 @@ static int layout_workspace(tc_rt_compiled *c)
 
 /* A new compiled object for entry at these input shapes, or NULL. */
 static tc_rt_compiled *compile(tc_module *m, const tc_ir_func *f, const tc_tensor *in,
-	int n_inputs, tc_rt_target target, char *key)
+	int n_inputs, const tc_options *options, char *key)
 {
 	tc_rt_compiled *c = tc_calloc(1, sizeof(*c));
 	tc_diags d;
@@ -149,7 +151,8 @@ static tc_rt_compiled *compile(tc_module *m, const tc_ir_func *f, const tc_tenso
 	c->key = key;
 	key = NULL;
 	c->f = f;
-	c->target = target;
+	c->target = !strcmp(tc_options_get(options, "target"), "interp") ? TC_RT_INTERP : TC_RT_CPU;
+	tc_rt_poly_opts(options, &c->popts);
 	c->params = tc_calloc((size_t)f->nparams + 1, sizeof(int64_t));
 	c->shapes = tc_calloc((size_t)f->ntensors + 1, sizeof(tc_tensor));
 	if (!c->params || !c->shapes)
@@ -169,7 +172,7 @@ static tc_rt_compiled *compile(tc_module *m, const tc_ir_func *f, const tc_tenso
 		tc_rt_set_error(m->ctx, "the temporaries of '%s' are too large for memory", f->name);
 		goto fail;
 	}
-	if (target == TC_RT_CPU && compile_cpu(m, c, &d) < 0)
+	if (c->target == TC_RT_CPU && compile_cpu(m, c, &d) < 0)
 		goto error;
 	tc_diags_clear(&d);
 	return c;
@@ -193,7 +196,6 @@ tc_kernel *tc_compile(tc_module *m, const char *entry, const DLTensor *const *in
 	tc_kernel *k = NULL;
 	tc_tensor *in = NULL;
 	char *opts = NULL, *key = NULL;
-	const char *target;
 	int i, def;
 
 	if (!m)
@@ -222,9 +224,7 @@ tc_kernel *tc_compile(tc_module *m, const char *entry, const DLTensor *const *in
 		if (!strcmp(((tc_rt_compiled *)m->compiled.v[i])->key, key))
 			c = m->compiled.v[i];
 	if (!c) {
-		target = tc_options_get(options, "target");
-		c = compile(m, f, in, n_inputs,
-			!strcmp(target, "interp") ? TC_RT_INTERP : TC_RT_CPU, key);
+		c = compile(m, f, in, n_inputs, options, key);
 		key = NULL; /* compile took it */
 		if (c && tc_vec_push(&m->compiled, c) < 0) {
 			tc_rt_compiled_free(c);
@@ -422,7 +422,7 @@ char *tc_kernel_emit(tc_kernel *k, const char *stage)
 		;
 	if (stage && (!strcmp(stage, "schedule") || !strcmp(stage, "ast") || !strcmp(stage, "c") ||
 			     !strcmp(stage, "llvm") || !strcmp(stage, "asm")))
-		return tc_rt_emit_poly(k->m, def, k->c->params, stage);
+		return tc_rt_emit_poly(k->m, def, k->c->params, &k->c->popts, stage);
 	return tc_module_emit(k->m, k->m->prog->defs[def]->name, stage);
 }
 

@@ -2,11 +2,14 @@
  * text, describe. */
 #include "options.h"
 
+#include "../polyhedral/poly.h"
+
 #include "../lang/util.h"
 
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 typedef struct opt_def {
@@ -23,6 +26,10 @@ typedef struct opt_def {
 static const opt_def opt_table[] = {
 	{"target", TC_OPT_ENUM, "cpu|interp", "cpu",
 		"where kernels run: cpu compiles through isl and LLVM; interp is the reference interpreter (bounds-checked)"},
+	{"order", TC_OPT_ENUM, "on|off", "on",
+		"reorder permutable bands so the loop walking the stride-1 dimension is innermost (vectorisable)"},
+	{"tile", TC_OPT_LIST, "none|1..65536", "none",
+		"tile sizes for the members of the outermost permutable band, outermost first (none: no tiling; missing sizes: that member is not tiled)"},
 };
 #define NOPTS ((int)(sizeof(opt_table) / sizeof(opt_table[0])))
 
@@ -397,4 +404,16 @@ char *tc_rt_options_key(const tc_options *o)
 		tc_buf_printf(&b, "%s%s=%s", i ? ";" : "", opt_table[i].name,
 			tc_options_get(o, opt_table[i].name));
 	return tc_buf_take(&b);
+}
+
+void tc_rt_poly_opts(const tc_options *o, tc_poly_opts *out)
+{
+	const char *tile = tc_options_get(o, "tile");
+	memset(out, 0, sizeof(*out));
+	out->order = strcmp(tc_options_get(o, "order"), "off") != 0;
+	while (tile && *tile >= '0' && *tile <= '9' && out->ntile < TC_POLY_MAX_TILE) {
+		char *end;
+		out->tile[out->ntile++] = strtoll(tile, &end, 10); /* validated when set */
+		tile = *end == ',' ? end + 1 : end;
+	}
 }

@@ -40,4 +40,8 @@ char *tc_rt_options_key(const tc_options *o);
 /* Record an error message in ctx (which may be NULL: then nothing). */
 void tc_rt_set_error(tc_context *ctx, const char *fmt, ...) TC_PRINTF(2, 3);
 
+/* The schedule-pass settings of o (NULL: the defaults). */
+struct tc_poly_opts;
+void tc_rt_poly_opts(const tc_options *o, struct tc_poly_opts *out);
+
 #endif

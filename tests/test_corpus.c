@@ -11,7 +11,12 @@
  *   interp  tc_compile(..., o) with o's target=interp: the reference
  *           interpreter;
  *   cli     `tcomp run` in a separate process (default target), on .npy
- *           files.
+ *           files;
+ *   drawn   compiled for the CPU with an option combination drawn from the
+ *           case's seed: order on or off, and no tiling or tile sizes of 1
+ *           to 7 for up to 4 band members (so the schedule passes are
+ *           checked on every kernel; the drawn options are printed on a
+ *           failure).
  *
  * The cpu and interp outputs are each compared with the C loops, and then
  * with each other directly (integers and bools exactly, floats within the
@@ -1911,10 +1916,29 @@ static int compare_targets(const char *what, const run *r, const tu_tensor *cpu,
 /* Check one shape set of a case on both targets, against each other, and
  * through the CLI.  Returns 1 on success; failures are printed, so all
  * shape sets of a case run and report. */
+/* An option combination drawn from rng, as tc_options_parse text. */
+static void draw_options(uint64_t *rng, char *buf, size_t n)
+{
+	int len, k, ntile;
+	*rng = *rng * 6364136223846793005ULL + 1442695040888963407ULL;
+	len = snprintf(buf, n, "order=%s", (*rng >> 33) & 1 ? "on" : "off");
+	ntile = (int)((*rng >> 40) % 5); /* 0: no tiling */
+	if (!ntile) {
+		snprintf(buf + len, n - (size_t)len, " tile=none");
+		return;
+	}
+	len += snprintf(buf + len, n - (size_t)len, " tile=");
+	for (k = 0; k < ntile && (size_t)len < n; k++) {
+		*rng = *rng * 6364136223846793005ULL + 1442695040888963407ULL;
+		len += snprintf(buf + len, n - (size_t)len, "%s%d", k ? "," : "",
+			1 + (int)((*rng >> 33) % 7));
+	}
+}
+
 static int check_shape_set(const kernel_case *kc, int set)
 {
 	const int64_t *sizes = kc->sizes[set];
-	char what[256], what_t[300], sz[96], path[512];
+	char what[256], what_t[420], sz[96], path[512];
 	format_sizes(sz, sizeof(sz), sizes);
 	snprintf(what, sizeof(what), "%s sizes %s", kc->name, sz);
 	snprintf(path, sizeof(path), "%s/tests/corpus/%s.tc", TC_SOURCE_DIR, kc->file);
@@ -1958,6 +1982,24 @@ static int check_shape_set(const kernel_case *kc, int set)
 	snprintf(what_t, sizeof(what_t), "%s [cli]", what);
 	if (ok)
 		ok = check_via_cli(kc, &r, m, path, what_t);
+	if (ok) { /* a drawn option combination, against the C loops */
+		tu_tensor got_drawn[MAX_TENSORS];
+		int ngot_drawn = 0, ran_drawn = 0;
+		char opts[128];
+		tc_options *o = tc_options_new();
+		draw_options(&r.rng, opts, sizeof(opts));
+		snprintf(what_t, sizeof(what_t), "%s [cpu, %s]", what, opts);
+		if (!o || tc_options_parse(o, opts, ctx) != 0) {
+			print_error("%s: tc_options_parse failed:\n%s\n", what_t, tc_context_error(ctx));
+			ok = 0;
+		} else {
+			ok = check_target(kc, &r, ctx, m, o, what_t, got_drawn, &ngot_drawn,
+				&ran_drawn);
+		}
+		for (int i = 0; i < ngot_drawn; i++)
+			tu_tensor_fini(&got_drawn[i]);
+		tc_options_free(o);
+	}
 
 done:
 	for (int i = 0; i < ngot_cpu; i++)

@@ -55,8 +55,8 @@ static void defaults_print_every_option(void **state)
 	tc_options *o = tc_options_new();
 	(void)state;
 	assert_non_null(o);
-	assert_string_equal(print_of(o), "target=cpu\n");
-	assert_string_equal(print_of(NULL), "target=cpu\n"); /* NULL: the defaults */
+	assert_string_equal(print_of(o), "target=cpu\norder=on\ntile=none\n");
+	assert_string_equal(print_of(NULL), "target=cpu\norder=on\ntile=none\n"); /* NULL: the defaults */
 	assert_string_equal(tc_options_get(NULL, "target"), "cpu");
 	assert_null(tc_options_get(o, "no_such_option"));
 	tc_options_free(o);
@@ -74,7 +74,7 @@ static void parse_print_round_trip(void **state)
 	/* and so does a set value */
 	assert_int_equal(tc_options_set(o, "target", "interp", ctx), 0);
 	snprintf(text, sizeof(text), "%s", print_of(o));
-	assert_string_equal(text, "target=interp\n");
+	assert_string_equal(text, "target=interp\norder=on\ntile=none\n");
 	assert_int_equal(tc_options_parse(q, text, ctx), 0);
 	assert_string_equal(print_of(q), text);
 	assert_string_equal(tc_options_get(q, "target"), "interp");
@@ -127,7 +127,7 @@ static void errors_name_the_option_and_line(void **state)
 	tc_options *o = tc_options_new();
 	(void)state;
 	expect_parse_error(o, "target=cpu\n\nbogus=1\n",
-		"error: line 3: unknown option 'bogus' (options: target; see tcomp options)");
+		"error: line 3: unknown option 'bogus' (options: target, order, tile; see tcomp options)");
 	expect_parse_error(o, "\ntarget=gpu",
 		"line 2: option 'target' cannot be 'gpu' (allowed: cpu|interp)");
 	expect_parse_error(o, "target=", "line 1: option 'target' has no value (allowed: cpu|interp)");
@@ -156,7 +156,7 @@ static void errors_name_the_option_and_line(void **state)
 	/* tc_options_set says the same things, without a line */
 	assert_int_equal(tc_options_set(o, "bogus", "1", ctx), -1);
 	assert_non_null(strstr(tc_context_error(ctx),
-		"error: unknown option 'bogus' (options: target; see tcomp options)"));
+		"error: unknown option 'bogus' (options: target, order, tile; see tcomp options)"));
 	assert_int_equal(tc_options_set(o, "target", "", ctx), -1);
 	assert_non_null(strstr(tc_context_error(ctx), "option 'target' has no value"));
 	assert_null(strstr(tc_context_error(ctx), "line"));
@@ -171,14 +171,14 @@ static void failed_parse_leaves_options_unchanged(void **state)
 	/* the first pair is good and would change target; the second is not */
 	expect_parse_error(o, "target=cpu\nbogus=1\n", "line 2: unknown option 'bogus'");
 	assert_string_equal(tc_options_get(o, "target"), "interp");
-	assert_string_equal(print_of(o), "target=interp\n");
+	assert_string_equal(print_of(o), "target=interp\norder=on\ntile=none\n");
 	expect_parse_error(o, "target=cpu;target=gpu", "cannot be 'gpu'");
 	assert_string_equal(tc_options_get(o, "target"), "interp");
 	/* on defaults too */
 	tc_options_free(o);
 	o = tc_options_new();
 	expect_parse_error(o, "target=interp\ntarget", "line 2: expected NAME=VALUE");
-	assert_string_equal(print_of(o), "target=cpu\n");
+	assert_string_equal(print_of(o), "target=cpu\norder=on\ntile=none\n");
 	tc_options_free(o);
 }
 
@@ -317,9 +317,30 @@ static void kernel_stats_null(void **state)
 	assert_true(f == 7 && b == 7);
 }
 
+/* The schedule passes' options: values, canonical forms and errors. */
+static void schedule_options(void **state)
+{
+	tc_options *o = tc_options_new();
+	(void)state;
+	assert_non_null(o);
+	assert_int_equal(tc_options_parse(o, "order=off tile=32,008,1", ctx), 0);
+	assert_string_equal(print_of(o), "target=cpu\norder=off\ntile=32,8,1\n");
+	assert_int_equal(tc_options_parse(o, "tile=none", ctx), 0);
+	assert_string_equal(tc_options_get(o, "tile"), "none");
+	expect_parse_error(o, "order=maybe", "option 'order' cannot be 'maybe'");
+	expect_parse_error(o, "tile=0", "option 'tile' cannot be '0'");
+	expect_parse_error(o, "tile=4,x", "option 'tile' cannot be '4,x'");
+	expect_parse_error(o, "tile=1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17",
+		"option 'tile' cannot be");
+	expect_parse_error(o, "tile=none,4", "option 'tile' cannot be 'none,4'");
+	assert_string_equal(tc_options_get(o, "tile"), "none"); /* unchanged */
+	tc_options_free(o);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(schedule_options),
 		cmocka_unit_test(defaults_print_every_option),
 		cmocka_unit_test(parse_print_round_trip),
 		cmocka_unit_test(comments_and_separators),
