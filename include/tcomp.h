@@ -109,6 +109,10 @@ int tc_module_hash(tc_module *m, const char *entry, char out[17]);
  *   target   cpu|interp   where kernels run: compiled for the host CPU
  *                         (default) or in the bounds-checked reference
  *                         interpreter
+ *   order    on|off       move the loop walking the stride-1 dimension
+ *                         innermost in each permutable band (default on)
+ *   tile     none|N,N,... tile sizes for the outermost permutable band,
+ *                         outermost member first (default none)
  * Values are words from the option's list, integers inside its range, or
  * comma-separated lists of such integers, depending on the option; they are
  * kept in a canonical form (integers without leading zeros), which
