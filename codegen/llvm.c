@@ -712,6 +712,10 @@ static LLVMValueRef float_arith(cg *g, tc_ir_op op, tc_dtype t, LLVMValueRef a, 
 	case TC_OP_MUL: r = LLVMBuildFMul(g->B, a, b, ""); break;
 	default: r = LLVMBuildFDiv(g->B, a, b, ""); break;
 	}
+	/* the contract option: let LLVM fuse a multiply and an add into an
+	 * FMA (one rounding instead of two); float16 keeps its exact steps */
+	if (g->p->opts.contract && t != TC_T_F16 && op != TC_OP_DIV)
+		LLVMSetFastMathFlags(r, LLVMFastMathAllowContract);
 	return t == TC_T_F16 ? LLVMBuildFPTrunc(g->B, r, g->f16, "") : r;
 }
 

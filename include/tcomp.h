@@ -111,6 +111,9 @@ int tc_module_hash(tc_module *m, const char *entry, char out[17]);
  *                         interpreter
  *   order    on|off       move the loop walking the stride-1 dimension
  *                         innermost in each permutable band (default on)
+ *   contract off|on       let float32/float64 multiplies and adds fuse into
+ *                         FMAs (default off: results bit-identical to the
+ *                         interpreter's)
  *   tile     none|N,N,... tile sizes for the outermost permutable band,
  *                         outermost member first (default none)
  * Values are words from the option's list, integers inside its range, or

@@ -70,6 +70,7 @@ typedef struct tc_poly_inst {
 #define TC_POLY_MAX_TILE 16
 typedef struct tc_poly_opts {
 	int order;                     /* run tc_poly_pass_order */
+	int contract;                  /* backends may fuse float * and + (FMA) */
 	int ntile;                     /* tile the outermost permutable band ... */
 	int64_t tile[TC_POLY_MAX_TILE]; /* ... with these sizes, outermost first */
 } tc_poly_opts;

@@ -28,6 +28,8 @@ static const opt_def opt_table[] = {
 		"where kernels run: cpu compiles through isl and LLVM; interp is the reference interpreter (bounds-checked)"},
 	{"order", TC_OPT_ENUM, "on|off", "on",
 		"reorder permutable bands so the loop walking the stride-1 dimension is innermost (vectorisable)"},
+	{"contract", TC_OPT_ENUM, "off|on", "off",
+		"let float32/float64 multiplies and adds fuse into FMAs (faster; results then differ from the interpreter's by rounding)"},
 	{"tile", TC_OPT_LIST, "none|1..65536", "none",
 		"tile sizes for the members of the outermost permutable band, outermost first (none: no tiling; missing sizes: that member is not tiled)"},
 };
@@ -411,6 +413,7 @@ void tc_rt_poly_opts(const tc_options *o, tc_poly_opts *out)
 	const char *tile = tc_options_get(o, "tile");
 	memset(out, 0, sizeof(*out));
 	out->order = strcmp(tc_options_get(o, "order"), "off") != 0;
+	out->contract = strcmp(tc_options_get(o, "contract"), "on") == 0;
 	while (tile && *tile >= '0' && *tile <= '9' && out->ntile < TC_POLY_MAX_TILE) {
 		char *end;
 		out->tile[out->ntile++] = strtoll(tile, &end, 10); /* validated when set */

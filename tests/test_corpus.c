@@ -16,7 +16,9 @@
  *           case's seed: order on or off, and no tiling or tile sizes of 1
  *           to 7 for up to 4 band members (so the schedule passes are
  *           checked on every kernel; the drawn options are printed on a
- *           failure).
+ *           failure).  contract=on is not drawn: the tolerances here assume
+ *           the interpreter's rounding; tests/test_options.c checks it
+ *           against an FMA error bound.
  *
  * The cpu and interp outputs are each compared with the C loops, and then
  * with each other directly (integers and bools exactly, floats within the

@@ -10,6 +10,8 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <float.h>
+#include <math.h>
 
 #include "tcomp.h"
 #include "runtime/options.h"
@@ -55,8 +57,8 @@ static void defaults_print_every_option(void **state)
 	tc_options *o = tc_options_new();
 	(void)state;
 	assert_non_null(o);
-	assert_string_equal(print_of(o), "target=cpu\norder=on\ntile=none\n");
-	assert_string_equal(print_of(NULL), "target=cpu\norder=on\ntile=none\n"); /* NULL: the defaults */
+	assert_string_equal(print_of(o), "target=cpu\norder=on\ncontract=off\ntile=none\n");
+	assert_string_equal(print_of(NULL), "target=cpu\norder=on\ncontract=off\ntile=none\n"); /* NULL: the defaults */
 	assert_string_equal(tc_options_get(NULL, "target"), "cpu");
 	assert_null(tc_options_get(o, "no_such_option"));
 	tc_options_free(o);
@@ -74,7 +76,7 @@ static void parse_print_round_trip(void **state)
 	/* and so does a set value */
 	assert_int_equal(tc_options_set(o, "target", "interp", ctx), 0);
 	snprintf(text, sizeof(text), "%s", print_of(o));
-	assert_string_equal(text, "target=interp\norder=on\ntile=none\n");
+	assert_string_equal(text, "target=interp\norder=on\ncontract=off\ntile=none\n");
 	assert_int_equal(tc_options_parse(q, text, ctx), 0);
 	assert_string_equal(print_of(q), text);
 	assert_string_equal(tc_options_get(q, "target"), "interp");
@@ -127,7 +129,7 @@ static void errors_name_the_option_and_line(void **state)
 	tc_options *o = tc_options_new();
 	(void)state;
 	expect_parse_error(o, "target=cpu\n\nbogus=1\n",
-		"error: line 3: unknown option 'bogus' (options: target, order, tile; see tcomp options)");
+		"error: line 3: unknown option 'bogus' (options: target, order, contract, tile; see tcomp options)");
 	expect_parse_error(o, "\ntarget=gpu",
 		"line 2: option 'target' cannot be 'gpu' (allowed: cpu|interp)");
 	expect_parse_error(o, "target=", "line 1: option 'target' has no value (allowed: cpu|interp)");
@@ -156,7 +158,7 @@ static void errors_name_the_option_and_line(void **state)
 	/* tc_options_set says the same things, without a line */
 	assert_int_equal(tc_options_set(o, "bogus", "1", ctx), -1);
 	assert_non_null(strstr(tc_context_error(ctx),
-		"error: unknown option 'bogus' (options: target, order, tile; see tcomp options)"));
+		"error: unknown option 'bogus' (options: target, order, contract, tile; see tcomp options)"));
 	assert_int_equal(tc_options_set(o, "target", "", ctx), -1);
 	assert_non_null(strstr(tc_context_error(ctx), "option 'target' has no value"));
 	assert_null(strstr(tc_context_error(ctx), "line"));
@@ -171,14 +173,14 @@ static void failed_parse_leaves_options_unchanged(void **state)
 	/* the first pair is good and would change target; the second is not */
 	expect_parse_error(o, "target=cpu\nbogus=1\n", "line 2: unknown option 'bogus'");
 	assert_string_equal(tc_options_get(o, "target"), "interp");
-	assert_string_equal(print_of(o), "target=interp\norder=on\ntile=none\n");
+	assert_string_equal(print_of(o), "target=interp\norder=on\ncontract=off\ntile=none\n");
 	expect_parse_error(o, "target=cpu;target=gpu", "cannot be 'gpu'");
 	assert_string_equal(tc_options_get(o, "target"), "interp");
 	/* on defaults too */
 	tc_options_free(o);
 	o = tc_options_new();
 	expect_parse_error(o, "target=interp\ntarget", "line 2: expected NAME=VALUE");
-	assert_string_equal(print_of(o), "target=cpu\norder=on\ntile=none\n");
+	assert_string_equal(print_of(o), "target=cpu\norder=on\ncontract=off\ntile=none\n");
 	tc_options_free(o);
 }
 
@@ -324,7 +326,7 @@ static void schedule_options(void **state)
 	(void)state;
 	assert_non_null(o);
 	assert_int_equal(tc_options_parse(o, "order=off tile=32,008,1", ctx), 0);
-	assert_string_equal(print_of(o), "target=cpu\norder=off\ntile=32,8,1\n");
+	assert_string_equal(print_of(o), "target=cpu\norder=off\ncontract=off\ntile=32,8,1\n");
 	assert_int_equal(tc_options_parse(o, "tile=none", ctx), 0);
 	assert_string_equal(tc_options_get(o, "tile"), "none");
 	expect_parse_error(o, "order=maybe", "option 'order' cannot be 'maybe'");
@@ -337,10 +339,73 @@ static void schedule_options(void **state)
 	tc_options_free(o);
 }
 
+/* contract=on lets LLVM fuse multiplies and adds: matmul then uses FMAs
+ * and each element is within the FMA error bound of the sum (each of the K
+ * fused steps skips one rounding of a product: |error| <= K * eps * sum of
+ * |a*b|); contract=off (the default) has no FMA and is bit-identical to the
+ * sum in k order. */
+static void contract_option(void **state)
+{
+	enum { M = 37, K = 53, N = 29 };
+	static float a[M * K], b[K * N], c[M * N];
+	int64_t sa[2] = {M, K}, sb[2] = {K, N}, sc[2] = {M, N};
+	DLTensor A = {a, {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, sa, NULL, 0};
+	DLTensor B = {b, {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, sb, NULL, 0};
+	DLTensor C = {c, {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, sc, NULL, 0};
+	const DLTensor *in[2] = {&A, &B};
+	DLTensor *out[1] = {&C};
+	tc_module *m;
+	uint64_t r = 12345;
+	int on, i, j, k;
+	(void)state;
+	for (i = 0; i < M * K; i++, r = r * 6364136223846793005ULL + 1)
+		a[i] = (float)((double)(r >> 11) / 9007199254740992.0 * 2 - 1);
+	for (i = 0; i < K * N; i++, r = r * 6364136223846793005ULL + 1)
+		b[i] = (float)((double)(r >> 11) / 9007199254740992.0 * 2 - 1);
+	m = tc_module_parse(ctx, "def mm(float(M,K) A, float(K,N) B) -> (C) {\n"
+				 "  C(m,n) +=! A(m,r_k) * B(r_k,n)\n}\n", "mm.tc");
+	assert_non_null(m);
+	for (on = 0; on < 2; on++) {
+		tc_options *o = tc_options_new();
+		tc_kernel *kr;
+		char *text;
+		assert_int_equal(tc_options_set(o, "contract", on ? "on" : "off", ctx), 0);
+		kr = tc_compile(m, "mm", in, 2, o);
+		if (!kr)
+			fail_msg("%s", tc_context_error(ctx));
+		for (i = 0; i < M * N; i++)
+			c[i] = NAN;
+		assert_int_equal(tc_kernel_run(kr, in, 2, out, 1), 0);
+		for (i = 0; i < M; i++)
+			for (j = 0; j < N; j++) {
+				float s = 0;
+				double mag = 0;
+				for (k = 0; k < K; k++) {
+					s += a[i * K + k] * b[k * N + j];
+					mag += fabs((double)a[i * K + k] * b[k * N + j]);
+				}
+				if (on)
+					assert_true(fabs(c[i * N + j] - s) <= K * FLT_EPSILON * mag);
+				else
+					assert_true(c[i * N + j] == s);
+			}
+		text = tc_kernel_emit(kr, "asm");
+		assert_non_null(text);
+		if (on != (strstr(text, "vfmadd") != NULL))
+			fail_msg("contract=%s: the assembly %s FMA instructions", on ? "on" : "off",
+				on ? "lacks" : "has");
+		tc_string_free(text);
+		tc_kernel_free(kr);
+		tc_options_free(o);
+	}
+	tc_module_free(m);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(schedule_options),
+		cmocka_unit_test(contract_option),
 		cmocka_unit_test(defaults_print_every_option),
 		cmocka_unit_test(parse_print_round_trip),
 		cmocka_unit_test(comments_and_separators),
