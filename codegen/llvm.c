@@ -221,6 +221,9 @@ typedef struct cg {
 	LLVMValueRef dom[CG_MAX_DIMS]; /* domain values of the current statement */
 	int ndom;
 	LLVMValueRef err;  /* the error record: int64_t[2] */
+	LLVMValueRef tensors; /* the current function's tensor array argument */
+	const host *h;     /* for the attributes of outlined functions */
+	int nparallel;     /* outlined parallel loops so far */
 	int guarded;       /* inside a branch of ?: or the right side of && || */
 	tc_cg_site *sites; /* the run-time checks */
 	int nsites, capsites;
@@ -650,8 +653,9 @@ static int add_site(cg *g, tc_cg_site site)
 	return g->nsites++;
 }
 
-/* If bad: record the site (unless an error is recorded already) with the
- * value v, in a cold block; code goes on after the check. */
+/* If bad: record the site (unless an error is recorded already: an atomic
+ * compare-and-swap on err[0]) with the value v; code goes on after the
+ * check. */
 static void check(cg *g, LLVMValueRef bad, int site, LLVMValueRef v)
 {
 	LLVMBasicBlockRef fail_b = new_block(g, "check.fail");
@@ -660,10 +664,11 @@ static void check(cg *g, LLVMValueRef bad, int site, LLVMValueRef v)
 	LLVMValueRef one = i64c(g, 1), first, slot1;
 	LLVMBuildCondBr(g->B, bad, fail_b, cont);
 	LLVMPositionBuilderAtEnd(g->B, fail_b);
-	first = LLVMBuildLoad2(g->B, g->i64, g->err, "");
-	LLVMBuildCondBr(g->B, LLVMBuildICmp(g->B, LLVMIntEQ, first, i64c(g, 0), ""), rec, cont);
+	/* the first failure wins, also between the threads of a parallel loop */
+	first = LLVMBuildAtomicCmpXchg(g->B, g->err, i64c(g, 0), i64c(g, site + 1),
+		LLVMAtomicOrderingSequentiallyConsistent, LLVMAtomicOrderingMonotonic, 0);
+	LLVMBuildCondBr(g->B, LLVMBuildExtractValue(g->B, first, 1, ""), rec, cont);
 	LLVMPositionBuilderAtEnd(g->B, rec);
-	LLVMBuildStore(g->B, i64c(g, site + 1), g->err);
 	slot1 = LLVMBuildInBoundsGEP2(g->B, g->i64, g->err, &one, 1, "");
 	LLVMBuildStore(g->B, v, slot1);
 	LLVMBuildBr(g->B, cont);
@@ -1304,6 +1309,197 @@ static void if_node(cg *g, isl_ast_node *n)
 	isl_ast_expr_free(cond);
 }
 
+static void add_string_attr(cg *g, LLVMValueRef f, const char *k, const char *v);
+
+/* In the entry block (g->A): the data pointer of every tensor and the error
+ * record, from the tensor array argument arg. */
+static void load_pointers(cg *g, LLVMValueRef arg)
+{
+	const tc_ir_func *f = g->p->f;
+	LLVMValueRef ix, slot;
+	int t;
+	for (t = 0; t < f->ntensors; t++) {
+		ix = i64c(g, t);
+		slot = LLVMBuildInBoundsGEP2(g->A, g->ptr, arg, &ix, 1, "");
+		g->base[t] = LLVMBuildLoad2(g->A, g->ptr, slot, f->tensors[t].name);
+	}
+	ix = i64c(g, f->ntensors); /* the error record follows the tensors */
+	slot = LLVMBuildInBoundsGEP2(g->A, g->ptr, arg, &ix, 1, "");
+	g->err = LLVMBuildLoad2(g->A, g->ptr, slot, "err");
+	g->tensors = arg;
+}
+
+/* A loop under a TC_POLY_MARK_PARALLEL mark: its body becomes a function
+ *     void body(void *const *tensors, int64_t begin, int64_t end, int64_t lo, int64_t step)
+ * running iterations begin..end-1 (iterator lo + k * step), and the loop
+ * becomes a call of the runtime's parallel_for (a pointer in the tensor array
+ * after the error record):
+ *     parallel_for(body, tensors, count, lo, step)
+ * which runs the iterations on its threads.  Only loops with no enclosing
+ * loop are outlined (nothing else to capture); others run sequentially. */
+static int parallel_loop(cg *g, isl_ast_node *n)
+{
+	isl_ast_expr *cond = NULL, *inc = NULL, *init = NULL, *it = NULL, *bound = NULL;
+	isl_ast_node *body = NULL;
+	isl_id *id = NULL;
+	isl_val *stepv = NULL;
+	LLVMValueRef lo, ub, count, pf, args[5], fn, saved_fn, saved_tensors, saved_err;
+	LLVMValueRef *saved_base = NULL, slot, k, v;
+	LLVMBuilderRef saved_A, saved_B;
+	LLVMBasicBlockRef entry, code, bcond, bbody, bexit;
+	LLVMTypeRef params[5], bty, pty;
+	enum isl_ast_expr_op_type op;
+	int64_t step;
+	char name[64];
+	int ok = 0;
+
+	if (g->niters || isl_ast_node_get_type(n) != isl_ast_node_for ||
+		isl_ast_node_for_is_degenerate(n) != isl_bool_false)
+		return 0;
+	cond = isl_ast_node_for_get_cond(n);
+	inc = isl_ast_node_for_get_inc(n);
+	init = isl_ast_node_for_get_init(n);
+	it = isl_ast_node_for_get_iterator(n);
+	body = isl_ast_node_for_get_body(n);
+	id = it ? isl_ast_expr_get_id(it) : NULL;
+	if (!cond || !inc || !init || !id || !body ||
+		isl_ast_expr_get_type(cond) != isl_ast_expr_op ||
+		isl_ast_expr_get_type(inc) != isl_ast_expr_int)
+		goto done;
+	op = isl_ast_expr_op_get_type(cond);
+	if (op != isl_ast_expr_op_le && op != isl_ast_expr_op_lt)
+		goto done;
+	{ /* the condition must be "iterator < bound" or "iterator <= bound" */
+		isl_ast_expr *lhs = isl_ast_expr_op_get_arg(cond, 0);
+		isl_id *lid = lhs && isl_ast_expr_get_type(lhs) == isl_ast_expr_id
+			? isl_ast_expr_get_id(lhs) : NULL;
+		int same = lid == id;
+		isl_id_free(lid);
+		isl_ast_expr_free(lhs);
+		if (!same)
+			goto done;
+	}
+	stepv = isl_ast_expr_get_val(inc);
+	if (!stepv || !isl_val_is_int(stepv) || isl_val_cmp_si(stepv, 1) < 0)
+		goto done;
+	step = isl_val_get_num_si(stepv);
+	bound = isl_ast_expr_op_get_arg(cond, 1);
+	/* in the caller: lo, the last value ub, and the number of iterations */
+	lo = as_i64(g, ast_expr(g, init));
+	ub = as_i64(g, ast_expr(g, bound));
+	if (!lo || !ub)
+		goto done;
+	if (op == isl_ast_expr_op_lt)
+		ub = LLVMBuildSub(g->B, ub, i64c(g, 1), "");
+	count = LLVMBuildAdd(g->B, LLVMBuildSDiv(g->B, LLVMBuildSub(g->B, ub, lo, ""),
+		i64c(g, step), ""), i64c(g, 1), "");
+	count = LLVMBuildSelect(g->B, LLVMBuildICmp(g->B, LLVMIntSLT, ub, lo, ""), i64c(g, 0),
+		count, "");
+
+	/* the body function */
+	params[0] = g->ptr;
+	params[1] = params[2] = params[3] = params[4] = g->i64;
+	bty = LLVMFunctionType(g->vd, params, 5, 0);
+	snprintf(name, sizeof(name), "%s.par%d", LLVMGetValueName(g->fn), g->nparallel++);
+	fn = LLVMAddFunction(g->M, name, bty);
+	LLVMSetLinkage(fn, LLVMInternalLinkage);
+	add_string_attr(g, fn, "target-cpu", g->h->cpu);
+	add_string_attr(g, fn, "target-features", g->h->features);
+	add_fn_attr(g, fn, "nounwind", 0);
+	saved_base = tc_malloc((size_t)(g->p->f->ntensors + 1) * sizeof(LLVMValueRef));
+	if (!saved_base) {
+		fail(g, "out of memory", NULL);
+		goto done;
+	}
+	memcpy(saved_base, g->base, (size_t)g->p->f->ntensors * sizeof(LLVMValueRef));
+	saved_fn = g->fn;
+	saved_A = g->A;
+	saved_B = g->B;
+	saved_err = g->err;
+	saved_tensors = g->tensors;
+	g->fn = fn;
+	g->A = LLVMCreateBuilderInContext(g->C);
+	g->B = LLVMCreateBuilderInContext(g->C);
+	entry = LLVMAppendBasicBlockInContext(g->C, fn, "entry");
+	code = LLVMAppendBasicBlockInContext(g->C, fn, "code");
+	LLVMPositionBuilderAtEnd(g->A, entry);
+	load_pointers(g, LLVMGetParam(fn, 0));
+	LLVMPositionBuilderAtEnd(g->B, code);
+	/* for (k = begin; k < end; k++) { iterator = lo + k * step; body } */
+	slot = LLVMBuildAlloca(g->A, g->i64, "k");
+	LLVMBuildStore(g->B, LLVMGetParam(fn, 1), slot);
+	if (g->niters == g->cap) {
+		int cap = g->cap ? 2 * g->cap : 16;
+		cg_iter *ni = tc_realloc(g->iters, (size_t)cap * sizeof(*ni));
+		if (!ni)
+			fail(g, "out of memory", NULL);
+		else {
+			g->iters = ni;
+			g->cap = cap;
+		}
+	}
+	bcond = new_block(g, "par.cond");
+	bbody = new_block(g, "par.body");
+	bexit = new_block(g, "par.end");
+	LLVMBuildBr(g->B, bcond);
+	LLVMPositionBuilderAtEnd(g->B, bcond);
+	k = LLVMBuildLoad2(g->B, g->i64, slot, "");
+	LLVMBuildCondBr(g->B, LLVMBuildICmp(g->B, LLVMIntSLT, k, LLVMGetParam(fn, 2), ""), bbody,
+		bexit);
+	LLVMPositionBuilderAtEnd(g->B, bbody);
+	if (!g->failed) {
+		LLVMValueRef itslot = iter_slot(g, isl_id_get_name(id));
+		v = LLVMBuildNSWAdd(g->B, LLVMGetParam(fn, 3),
+			LLVMBuildNSWMul(g->B, k, LLVMGetParam(fn, 4), ""), "");
+		LLVMBuildStore(g->B, v, itslot);
+		g->iters[g->niters].id = id;
+		g->iters[g->niters].slot = itslot;
+		g->niters++;
+		node(g, body);
+		g->niters--;
+		LLVMBuildStore(g->B, LLVMBuildNSWAdd(g->B, k, i64c(g, 1), ""), slot);
+		LLVMBuildBr(g->B, bcond);
+	}
+	LLVMPositionBuilderAtEnd(g->B, bexit);
+	LLVMBuildRetVoid(g->B);
+	LLVMBuildBr(g->A, code);
+	LLVMDisposeBuilder(g->A);
+	LLVMDisposeBuilder(g->B);
+	g->fn = saved_fn;
+	g->A = saved_A;
+	g->B = saved_B;
+	g->err = saved_err;
+	g->tensors = saved_tensors;
+	memcpy(g->base, saved_base, (size_t)g->p->f->ntensors * sizeof(LLVMValueRef));
+
+	/* the call: parallel_for(body, tensors, count, lo, step) */
+	{
+		LLVMValueRef ix = i64c(g, g->p->f->ntensors + 1);
+		LLVMValueRef pslot = LLVMBuildInBoundsGEP2(g->B, g->ptr, g->tensors, &ix, 1, "");
+		LLVMTypeRef pp[5] = {g->ptr, g->ptr, g->i64, g->i64, g->i64};
+		pf = LLVMBuildLoad2(g->B, g->ptr, pslot, "parallel_for");
+		pty = LLVMFunctionType(g->vd, pp, 5, 0);
+		args[0] = fn;
+		args[1] = g->tensors;
+		args[2] = count;
+		args[3] = lo;
+		args[4] = i64c(g, step);
+		LLVMBuildCall2(g->B, pty, pf, args, 5, "");
+	}
+	ok = !g->failed;
+done:
+	tc_free(saved_base);
+	isl_val_free(stepv);
+	isl_ast_expr_free(bound);
+	isl_id_free(id);
+	isl_ast_expr_free(it);
+	isl_ast_expr_free(init);
+	isl_ast_expr_free(inc);
+	isl_ast_expr_free(cond);
+	isl_ast_node_free(body);
+	return ok;
+}
+
 static void node(cg *g, isl_ast_node *n)
 {
 	isl_ast_node_list *list;
@@ -1335,14 +1531,18 @@ static void node(cg *g, isl_ast_node *n)
 		}
 		isl_ast_node_list_free(list);
 		break;
-	case isl_ast_node_mark:
+	case isl_ast_node_mark: {
+		isl_id *mark = isl_ast_node_mark_get_id(n);
+		int par = mark && !strcmp(isl_id_get_name(mark), TC_POLY_MARK_PARALLEL);
+		isl_id_free(mark);
 		child = isl_ast_node_mark_get_node(n);
-		if (child)
-			node(g, child);
-		else
+		if (!child)
 			fail(g, "malformed mark node", NULL);
+		else if (!(par && parallel_loop(g, child)) && !g->failed)
+			node(g, child);
 		isl_ast_node_free(child);
 		break;
+	}
 	case isl_ast_node_user:
 		inst = tc_poly_node_inst(n);
 		if (inst)
@@ -1447,21 +1647,14 @@ static LLVMModuleRef build_module(LLVMContextRef C, const tc_poly *p, const char
 	entry = LLVMAppendBasicBlockInContext(C, g.fn, "entry");
 	code = LLVMAppendBasicBlockInContext(C, g.fn, "code");
 	LLVMPositionBuilderAtEnd(g.A, entry);
-	for (t = 0; t < f->ntensors; t++) {
-		LLVMValueRef ix = i64c(&g, t);
-		LLVMValueRef slot = LLVMBuildInBoundsGEP2(g.A, g.ptr, arg, &ix, 1, "");
-		g.base[t] = LLVMBuildLoad2(g.A, g.ptr, slot, f->tensors[t].name);
+	for (t = 0; t < f->ntensors; t++)
 		if (f->tensors[t].ndim > TC_MAX_RANK ||
 			tc_ir_shape(f, t, p->params, g.ext + (size_t)t * TC_MAX_RANK, d) < 0) {
 			fail(&g, "cannot compute the shape of ", f->tensors[t].name);
 			goto error;
 		}
-	}
-	{ /* the error record follows the tensors */
-		LLVMValueRef ix = i64c(&g, f->ntensors);
-		LLVMValueRef slot = LLVMBuildInBoundsGEP2(g.A, g.ptr, arg, &ix, 1, "");
-		g.err = LLVMBuildLoad2(g.A, g.ptr, slot, "err");
-	}
+	g.h = h;
+	load_pointers(&g, arg);
 	LLVMPositionBuilderAtEnd(g.B, code);
 	node(&g, p->ast);
 	if (g.failed)

@@ -11,6 +11,7 @@
 #include "poly.h"
 
 #include <isl/aff.h>
+#include <isl/id.h>
 #include <isl/schedule_node.h>
 #include <isl/space.h>
 #include <isl/val.h>
@@ -248,5 +249,52 @@ tc_stat tc_poly_pass_tile(tc_poly *p, tc_diags *d)
 	return TC_OK;
 }
 
-const tc_poly_pass tc_poly_default_passes[] = {tc_poly_pass_order, tc_poly_pass_tile};
-const int tc_poly_ndefault_passes = 2;
+/* Mark the outermost band of every top-level loop nest whose first member
+ * is coincident (carries no dependence): split it after that member and put
+ * a TC_POLY_MARK_PARALLEL mark above.  Bands below a band are left alone, so
+ * parallel loops never nest. */
+static isl_schedule_node *mark_parallel(isl_schedule_node *node, const tc_poly *p)
+{
+	isl_size n, i;
+	if (!node)
+		return NULL;
+	if (isl_schedule_node_get_type(node) == isl_schedule_node_band) {
+		if (isl_schedule_node_band_n_member(node) < 1 ||
+			isl_schedule_node_band_member_get_coincident(node, 0) != isl_bool_true)
+			return node;
+		if (isl_schedule_node_band_n_member(node) > 1)
+			node = isl_schedule_node_band_split(node, 1);
+		return isl_schedule_node_insert_mark(node,
+			isl_id_alloc(p->ctx, TC_POLY_MARK_PARALLEL, NULL));
+	}
+	n = isl_schedule_node_n_children(node);
+	for (i = 0; node && i < n; i++) {
+		node = isl_schedule_node_child(node, i);
+		node = mark_parallel(node, p);
+		node = isl_schedule_node_parent(node);
+	}
+	return node;
+}
+
+tc_stat tc_poly_pass_parallel(tc_poly *p, tc_diags *d)
+{
+	isl_schedule_node *node;
+	if (!p->opts.parallel)
+		return TC_OK;
+	node = mark_parallel(isl_schedule_get_root(p->schedule), p);
+	isl_schedule_free(p->schedule);
+	p->schedule = node ? isl_schedule_node_get_schedule(node) : NULL;
+	isl_schedule_node_free(node);
+	if (!p->schedule) {
+		tc_loc none;
+		memset(&none, 0, sizeof(none));
+		tc_error(d, none, "internal error: isl could not mark parallel loops: %s",
+			isl_ctx_last_error_msg(p->ctx) ? isl_ctx_last_error_msg(p->ctx) : "?");
+		return TC_ERR;
+	}
+	return TC_OK;
+}
+
+const tc_poly_pass tc_poly_default_passes[] = {tc_poly_pass_order, tc_poly_pass_tile,
+	tc_poly_pass_parallel};
+const int tc_poly_ndefault_passes = 3;

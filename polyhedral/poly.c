@@ -440,6 +440,7 @@ tc_poly *tc_poly_build(isl_ctx *ctx, const tc_ir_func *f, const int64_t *params,
 	p->ctx = ctx;
 	p->f = f;
 	p->opts.order = 1;
+	p->opts.parallel = 1;
 	if (params) {
 		p->params = tc_malloc((size_t)(f->nparams + 1) * sizeof(int64_t));
 		if (!p->params)

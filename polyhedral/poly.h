@@ -64,6 +64,7 @@ typedef struct tc_poly_inst {
 
 /* Mark names (isl_id names of mark nodes) that passes insert. */
 #define TC_POLY_MARK_KERNEL "tc_kernel" /* the root; user pointer: the tc_poly */
+#define TC_POLY_MARK_PARALLEL "tc_parallel" /* above a parallel (coincident) loop */
 
 /* What the schedule passes do (set by the caller before tc_poly_schedule;
  * tc_poly_build sets the defaults: order on, no tiling). */
@@ -71,6 +72,7 @@ typedef struct tc_poly_inst {
 typedef struct tc_poly_opts {
 	int order;                     /* run tc_poly_pass_order */
 	int contract;                  /* backends may fuse float * and + (FMA) */
+	int parallel;                  /* run tc_poly_pass_parallel */
 	int ntile;                     /* tile the outermost permutable band ... */
 	int64_t tile[TC_POLY_MAX_TILE]; /* ... with these sizes, outermost first */
 } tc_poly_opts;
@@ -103,6 +105,9 @@ tc_stat tc_poly_pass_order(__tc_keep tc_poly *p, __tc_keep tc_diags *d);
 /* Tile the outermost permutable band with p->opts.tile (members beyond
  * the sizes given are not tiled); nothing when ntile is 0. */
 tc_stat tc_poly_pass_tile(__tc_keep tc_poly *p, __tc_keep tc_diags *d);
+/* Mark the outermost parallel loop of every top-level loop nest
+ * (TC_POLY_MARK_PARALLEL), when p->opts.parallel. */
+tc_stat tc_poly_pass_parallel(__tc_keep tc_poly *p, __tc_keep tc_diags *d);
 /* The passes every compilation runs, in order (each reads p->opts). */
 extern const tc_poly_pass tc_poly_default_passes[];
 extern const int tc_poly_ndefault_passes;

@@ -48,6 +48,7 @@ typedef struct tc_rt_compiled {
 	tc_tensor *shapes; /* every tensor of f: dtype, ndim, shape (no data) */
 	tc_rt_target target;
 	tc_poly_opts popts; /* the schedule passes' settings */
+	int threads;        /* for its parallel loops; 0: one per online CPU */
 	tc_cg_code *code;  /* TC_RT_CPU */
 	size_t ws_bytes;   /* workspace for the temporaries */
 	size_t *ws_off;    /* offset of each temporary in it */

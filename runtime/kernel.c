@@ -14,9 +14,11 @@
 
 #include "../ir/interp.h"
 #include "options.h"
+#include "pool.h"
 #include "tensor.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define WS_ALIGN 64
@@ -153,6 +155,7 @@ static tc_rt_compiled *compile(tc_module *m, const tc_ir_func *f, const tc_tenso
 	c->f = f;
 	c->target = !strcmp(tc_options_get(options, "target"), "interp") ? TC_RT_INTERP : TC_RT_CPU;
 	tc_rt_poly_opts(options, &c->popts);
+	c->threads = atoi(tc_options_get(options, "threads")); /* "auto" gives 0 */
 	c->params = tc_calloc((size_t)f->nparams + 1, sizeof(int64_t));
 	c->shapes = tc_calloc((size_t)f->ntensors + 1, sizeof(tc_tensor));
 	if (!c->params || !c->shapes)
@@ -340,7 +343,8 @@ static int run_cpu(tc_module *m, tc_rt_compiled *c, const tc_tensor *t)
 {
 	tc_context *ctx = m->ctx;
 	const tc_ir_func *f = c->f;
-	void **ptrs = tc_calloc((size_t)f->ntensors + 2, sizeof(void *));
+	void **ptrs = tc_calloc((size_t)f->ntensors + 3, sizeof(void *));
+	void (*pf)(tc_rt_loop_body, void *const *, int64_t, int64_t, int64_t) = tc_rt_parallel_for;
 	int64_t err[2] = {0, 0};
 	void *ws = NULL;
 	char *base;
@@ -357,6 +361,8 @@ static int run_cpu(tc_module *m, tc_rt_compiled *c, const tc_tensor *t)
 	for (; i < f->ntensors; i++)
 		ptrs[i] = base + c->ws_off[i];
 	ptrs[f->ntensors] = err;
+	memcpy(&ptrs[f->ntensors + 1], &pf, sizeof(pf)); /* the pool, for parallel loops */
+	tc_rt_pool_set_threads(c->threads);
 	tc_cg_code_fn(c->code)(ptrs);
 	give_workspace(ctx, c, ws);
 	tc_free(ptrs);

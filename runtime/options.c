@@ -30,6 +30,10 @@ static const opt_def opt_table[] = {
 		"reorder permutable bands so the loop walking the stride-1 dimension is innermost (vectorisable)"},
 	{"contract", TC_OPT_ENUM, "off|on", "off",
 		"let float32/float64 multiplies and adds fuse into FMAs (faster; results then differ from the interpreter's by rounding)"},
+	{"parallel", TC_OPT_ENUM, "on|off", "on",
+		"run the outermost parallel loop of each loop nest on tcomp's thread pool"},
+	{"threads", TC_OPT_INT, "auto|1..256", "auto",
+		"how many threads run parallel loops (auto: one per online CPU)"},
 	{"tile", TC_OPT_LIST, "none|1..65536", "none",
 		"tile sizes for the members of the outermost permutable band, outermost first (none: no tiling; missing sizes: that member is not tiled)"},
 };
@@ -414,6 +418,7 @@ void tc_rt_poly_opts(const tc_options *o, tc_poly_opts *out)
 	memset(out, 0, sizeof(*out));
 	out->order = strcmp(tc_options_get(o, "order"), "off") != 0;
 	out->contract = strcmp(tc_options_get(o, "contract"), "on") == 0;
+	out->parallel = strcmp(tc_options_get(o, "parallel"), "off") != 0;
 	while (tile && *tile >= '0' && *tile <= '9' && out->ntile < TC_POLY_MAX_TILE) {
 		char *end;
 		out->tile[out->ntile++] = strtoll(tile, &end, 10); /* validated when set */

@@ -328,10 +328,11 @@ static void test_schedule_reads_back_with_the_mark(void **state)
 	tc_string_free(text);
 }
 
-/* matmul's outer band, right under the mark, is (m, r_k, n): the isl
+/* matmul's schedule under the kernel mark: a tc_parallel mark above a band
+ * (m), coincident (the parallel loop), then a band (r_k, n): the isl
  * scheduler's (m, n, r_k) with n, the stride-1 dimension of B and C, moved
- * innermost by the order pass.  It is coincident on m and n but not on r_k:
- * the reduction carries a dependence. */
+ * innermost by the order pass, and m split off by the parallel pass.  n is
+ * coincident, r_k not: the reduction carries a dependence. */
 static void test_matmul_band_is_parallel_except_the_reduction(void **state)
 {
 	(void)state;
@@ -339,15 +340,24 @@ static void test_matmul_band_is_parallel_except_the_reduction(void **state)
 	assert_non_null(ictx);
 	isl_schedule_node *mark;
 	isl_schedule *s = read_schedule(ictx, find_case("matmul"), &mark);
-	isl_schedule_node *band = isl_schedule_node_child(mark, 0);
+	isl_schedule_node *par = isl_schedule_node_child(mark, 0);
+	assert_int_equal(isl_schedule_node_get_type(par), isl_schedule_node_mark);
+	isl_id *pid = isl_schedule_node_mark_get_id(par);
+	assert_string_equal(isl_id_get_name(pid), "tc_parallel");
+	isl_id_free(pid);
+	isl_schedule_node *outer = isl_schedule_node_child(par, 0);
+	assert_int_equal(isl_schedule_node_get_type(outer), isl_schedule_node_band);
+	assert_int_equal(isl_schedule_node_band_n_member(outer), 1);
+	assert_true(isl_schedule_node_band_member_get_coincident(outer, 0) == isl_bool_true);
+	isl_schedule_node *band = isl_schedule_node_child(outer, 0);
 	assert_int_equal(isl_schedule_node_get_type(band), isl_schedule_node_band);
-	assert_int_equal(isl_schedule_node_band_n_member(band), 3);
-	char flags[4];
-	for (int i = 0; i < 3; i++)
+	assert_int_equal(isl_schedule_node_band_n_member(band), 2);
+	char flags[3];
+	for (int i = 0; i < 2; i++)
 		flags[i] = isl_schedule_node_band_member_get_coincident(band, i) == isl_bool_true ?
 			'1' : '0';
-	flags[3] = 0;
-	assert_string_equal(flags, "101");
+	flags[2] = 0;
+	assert_string_equal(flags, "01");
 	assert_true(isl_schedule_node_band_get_permutable(band) == isl_bool_true);
 	isl_schedule_node_free(band);
 	isl_schedule_free(s);

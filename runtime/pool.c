@@ -1,0 +1,132 @@
+/* tcomp's thread pool: persistent workers that run the iterations of the
+ * parallel loops of compiled kernels (codegen/llvm.h: parallel_for).
+ *
+ * The workers are started on first use, one fewer than the threads wanted
+ * (the calling thread works too), and then wait for jobs.  A job is one
+ * parallel loop: its iterations are handed out in chunks through an atomic
+ * counter.  One job runs at a time; a kernel whose loop arrives while the
+ * pool is busy (another thread's kernel) runs it on its own thread, so runs
+ * from several threads never wait for each other or deadlock. */
+#include "pool.h"
+
+#include "../lang/util.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <unistd.h>
+
+#define MAX_WORKERS 255
+
+typedef struct job {
+	tc_rt_loop_body body;
+	void *const *tensors;
+	int64_t count, lo, step, chunk;
+	atomic_int_fast64_t next;
+	int nworkers;  /* workers taking part */
+	int remaining; /* of them, not yet finished */
+} job;
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t work = PTHREAD_COND_INITIALIZER, done = PTHREAD_COND_INITIALIZER;
+static pthread_t workers[MAX_WORKERS];
+static int nworkers;
+static int busy;
+static uint64_t generation;
+static job current;
+static _Thread_local int wanted; /* threads for this thread's kernel runs; 0: all */
+
+static void run_chunks(job *j)
+{
+	int64_t b;
+	while ((b = atomic_fetch_add(&j->next, j->chunk)) < j->count)
+		j->body(j->tensors, b, b + j->chunk < j->count ? b + j->chunk : j->count, j->lo,
+			j->step);
+}
+
+static void *worker(void *arg)
+{
+	int index = (int)(intptr_t)arg;
+	uint64_t seen = 0;
+	pthread_mutex_lock(&lock);
+	for (;;) {
+		while (generation == seen)
+			pthread_cond_wait(&work, &lock);
+		seen = generation;
+		if (index >= current.nworkers)
+			continue; /* not needed for this job */
+		pthread_mutex_unlock(&lock);
+		run_chunks(&current);
+		pthread_mutex_lock(&lock);
+		if (--current.remaining == 0)
+			pthread_cond_signal(&done);
+	}
+	return NULL;
+}
+
+static int online_cpus(void)
+{
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+	return n < 1 ? 1 : n > MAX_WORKERS + 1 ? MAX_WORKERS + 1 : (int)n;
+}
+
+void tc_rt_pool_set_threads(int n)
+{
+	wanted = n;
+}
+
+/* Start workers until there are n (under the lock); how many there are. */
+static int ensure_workers(int n)
+{
+	while (nworkers < n && nworkers < MAX_WORKERS) {
+		if (pthread_create(&workers[nworkers], NULL, worker, (void *)(intptr_t)nworkers) != 0)
+			break;
+		pthread_detach(workers[nworkers]);
+		nworkers++;
+	}
+	return nworkers < n ? nworkers : n;
+}
+
+void tc_rt_parallel_for(tc_rt_loop_body body, void *const *tensors, int64_t count, int64_t lo,
+	int64_t step)
+{
+	int threads = wanted > 0 ? wanted : online_cpus(), helpers;
+	if (count <= 0)
+		return;
+	if (threads <= 1 || count == 1)
+		goto alone;
+	pthread_mutex_lock(&lock);
+	if (busy) { /* another thread's loop has the pool */
+		pthread_mutex_unlock(&lock);
+		goto alone;
+	}
+	helpers = ensure_workers(threads - 1);
+	if (helpers == 0) {
+		pthread_mutex_unlock(&lock);
+		goto alone;
+	}
+	busy = 1;
+	current.body = body;
+	current.tensors = tensors;
+	current.count = count;
+	current.lo = lo;
+	current.step = step;
+	/* a few chunks per thread: balance without much counting */
+	current.chunk = count / (4 * (int64_t)(helpers + 1));
+	if (current.chunk < 1)
+		current.chunk = 1;
+	atomic_store(&current.next, 0);
+	current.nworkers = helpers;
+	current.remaining = helpers;
+	generation++;
+	pthread_cond_broadcast(&work);
+	pthread_mutex_unlock(&lock);
+	run_chunks(&current);
+	pthread_mutex_lock(&lock);
+	while (current.remaining > 0)
+		pthread_cond_wait(&done, &lock);
+	busy = 0;
+	pthread_mutex_unlock(&lock);
+	return;
+alone:
+	body(tensors, 0, count, lo, step);
+}

@@ -1,0 +1,20 @@
+/* The thread pool that runs parallel loops of compiled kernels. */
+#ifndef TC_RT_POOL_H
+#define TC_RT_POOL_H
+
+#include <stdint.h>
+
+/* The outlined body of a parallel loop (codegen/llvm.h): iterations
+ * begin..end-1, the iterator being lo + k * step. */
+typedef void (*tc_rt_loop_body)(void *const *tensors, int64_t begin, int64_t end, int64_t lo,
+	int64_t step);
+
+/* Run iterations 0..count-1 of body on the pool (the caller takes part).
+ * Thread-safe; reentrant calls while the pool is busy run on the caller. */
+void tc_rt_parallel_for(tc_rt_loop_body body, void *const *tensors, int64_t count, int64_t lo,
+	int64_t step);
+/* How many threads the calling thread's next parallel loops use (0: one per
+ * online CPU). */
+void tc_rt_pool_set_threads(int n);
+
+#endif
