@@ -6,9 +6,15 @@
  *     void kernel(void *const *tensors)
  * where tensors[t] is the data of tensor t of the IR function (inputs, then
  * outputs, then temporaries: the runtime provides the temporaries' workspace;
- * the kernel never allocates) and tensors[ntensors] points to an error
- * record int64_t err[2], zero on entry.  Tensors are dense row-major with the
- * extents of the concrete sizes the tc_poly was built with.
+ * the kernel never allocates), tensors[ntensors] points to an error record
+ * int64_t err[2], zero on entry, and tensors[ntensors + 1] is the runtime's
+ *     void parallel_for(void (*body)(void *const *tensors, int64_t begin,
+ *         int64_t end, int64_t lo, int64_t step), void *const *tensors,
+ *         int64_t count, int64_t lo, int64_t step)
+ * which loops under a TC_POLY_MARK_PARALLEL mark call with their outlined
+ * body (iterations begin..end-1, iterator lo + k * step).  Tensors are dense
+ * row-major with the extents of the concrete sizes the tc_poly was built
+ * with.
  *
  * The code computes exactly what the reference interpreter (ir/interp.c)
  * computes: values in their static types (integers wrap, float16 rounded

@@ -114,6 +114,10 @@ int tc_module_hash(tc_module *m, const char *entry, char out[17]);
  *   contract off|on       let float32/float64 multiplies and adds fuse into
  *                         FMAs (default off: results bit-identical to the
  *                         interpreter's)
+ *   parallel on|off       run the outermost parallel loop of each loop
+ *                         nest on tcomp's thread pool (default on)
+ *   threads  auto|N       threads for those loops (default auto: one per
+ *                         online CPU)
  *   tile     none|N,N,... tile sizes for the outermost permutable band,
  *                         outermost member first (default none)
  * Values are words from the option's list, integers inside its range, or

@@ -75,6 +75,7 @@ static const char *const run_usage =
 	"                      of tc_options_parse; see tcomp options)\n"
 	"  --option N=V        set a mapping option, after --options (repeatable);\n"
 	"                      --target T is --option target=T\n"
+	"  --threads N         threads for parallel loops (--option threads=N)\n"
 	"  --print             also print the outputs' values (at most 64 per output)\n";
 
 static const char *const emit_usage =
@@ -126,6 +127,7 @@ static const char *const bench_usage =
 	"  --options FILE      mapping options from FILE (see tcomp run --help)\n"
 	"  --option N=V        set a mapping option, after --options (repeatable)\n"
 	"  --target T          the same as --option target=T\n"
+	"  --threads N         the same as --option threads=N\n"
 	"  --runs R            at least R timed runs (default 10)\n"
 	"  --warmup W          W untimed runs first (default 2)\n"
 	"  --min-time S        time runs for at least S seconds in all (default 1)\n"
@@ -195,7 +197,7 @@ typedef struct opt_args {
 } opt_args;
 
 /* Take argv[*i] (and its value) if it is --options, --option or (with
- * target) --target; 1 if taken. */
+ * target) --target or --threads; 1 if taken. */
 static int take_opt_arg(opt_args *oa, int argc, char **argv, int *i, const char *usage,
 	int target)
 {
@@ -208,13 +210,14 @@ static int take_opt_arg(opt_args *oa, int argc, char **argv, int *i, const char 
 		oa->files[oa->nfiles++] = argv[++*i];
 		return 1;
 	}
-	if (!strcmp(a, "--option") || (target && !strcmp(a, "--target"))) {
+	if (!strcmp(a, "--option") ||
+		(target && (!strcmp(a, "--target") || !strcmp(a, "--threads")))) {
 		const char *v = argv[++*i], *eq = strchr(v, '=');
 		if (oa->nsets == 64)
 			die_usage(usage, "%s", "too many --option");
 		oa->owned[oa->nsets] = NULL;
-		if (a[2] == 't') {
-			oa->names[oa->nsets] = "target";
+		if (a[2] == 't') { /* --target T, --threads N */
+			oa->names[oa->nsets] = a[3] == 'a' ? "target" : "threads";
 			oa->values[oa->nsets] = v;
 		} else {
 			if (!eq || eq == v)
