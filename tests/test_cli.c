@@ -405,6 +405,39 @@ static const char *json_value(const char *json, const char *key, char *buf, size
 	return buf;
 }
 
+/* --threads N sets the threads of parallel loops: the results do not depend
+ * on it (each row of the output is one iteration of the parallel loop, whole
+ * on one thread), and a bad count is refused. */
+static void threads_option(void **state)
+{
+	float a[6 * 5], b[5 * 7];
+	int64_t sa[2] = {6, 5}, sb[2] = {5, 7};
+	tc_npy c1, c2;
+	char *err = NULL;
+	int i;
+	(void)state;
+	for (i = 0; i < 30; i++)
+		a[i] = frand();
+	for (i = 0; i < 35; i++)
+		b[i] = frand();
+	write_npy("ta.npy", TC_T_F32, 2, sa, a);
+	write_npy("tb.npy", TC_T_F32, 2, sb, b);
+	write_text("tm.tc", "def mm(float(M,K) A, float(K,N) B) -> (C) {\n"
+			    "  C(m,n) +=! A(m,r) * B(r,n)\n}\n");
+	assert_int_equal(tcomp("run tm.tc --in A=ta.npy --in B=tb.npy --out C=t1.npy --threads 1"), 0);
+	assert_int_equal(tcomp("run tm.tc --in A=ta.npy --in B=tb.npy --out C=t2.npy --threads 2"), 0);
+	assert_int_equal(tc_npy_read(path("t1.npy"), &c1, &err), 0);
+	assert_int_equal(tc_npy_read(path("t2.npy"), &c2, &err), 0);
+	assert_memory_equal(c1.data, c2.data, c1.nbytes);
+	tc_npy_free(&c1);
+	tc_npy_free(&c2);
+	assert_int_equal(tcomp("run tm.tc --in A=ta.npy --in B=tb.npy --threads 0"), 1);
+	assert_non_null(strstr(out_text, "option 'threads' cannot be '0'"));
+	assert_int_equal(tcomp("bench tm.tc --shape A=6x5 --shape B=5x7 --runs 2 --min-time 0 "
+			       "--threads 2 --json"), 0);
+	assert_non_null(strstr(out_text, "threads=2"));
+}
+
 static void bench_matmul(void **state)
 {
 	static char line[sizeof(out_text)];
@@ -548,6 +581,7 @@ int main(void)
 		cmocka_unit_test(check_prints_signatures_and_located_errors),
 		cmocka_unit_test(emit_stages),
 		cmocka_unit_test(gather_out_of_bounds_is_located),
+		cmocka_unit_test(threads_option),
 		cmocka_unit_test(options_on_run_and_emit),
 		cmocka_unit_test(bench_matmul),
 		cmocka_unit_test(bench_gather_and_dtypes),
