@@ -1210,6 +1210,23 @@ static LLVMValueRef iter_slot(cg *g, const char *name)
 	return LLVMBuildAlloca(g->A, g->i64, name ? name : "it");
 }
 
+/* Room for one more iterator binding in g->iters; 0 (failure recorded) if
+ * out of memory. */
+static int room_for_iter(cg *g)
+{
+	if (g->niters == g->cap) {
+		int cap = g->cap ? 2 * g->cap : 16;
+		cg_iter *ni = tc_realloc(g->iters, (size_t)cap * sizeof(*ni));
+		if (!ni) {
+			fail(g, "out of memory", NULL);
+			return 0;
+		}
+		g->iters = ni;
+		g->cap = cap;
+	}
+	return 1;
+}
+
 static void for_node(cg *g, isl_ast_node *n)
 {
 	isl_ast_expr *it = isl_ast_node_for_get_iterator(n);
@@ -1225,16 +1242,8 @@ static void for_node(cg *g, isl_ast_node *n)
 		fail(g, "malformed for node", NULL);
 		goto done;
 	}
-	if (g->niters == g->cap) {
-		int cap = g->cap ? 2 * g->cap : 16;
-		cg_iter *ni = tc_realloc(g->iters, (size_t)cap * sizeof(*ni));
-		if (!ni) {
-			fail(g, "out of memory", NULL);
-			goto done;
-		}
-		g->iters = ni;
-		g->cap = cap;
-	}
+	if (!room_for_iter(g))
+		goto done;
 	slot = iter_slot(g, isl_id_get_name(id));
 	if (!(v = as_i64(g, ast_expr(g, init))))
 		goto done;
@@ -1428,16 +1437,7 @@ static int parallel_loop(cg *g, isl_ast_node *n)
 	/* for (k = begin; k < end; k++) { iterator = lo + k * step; body } */
 	slot = LLVMBuildAlloca(g->A, g->i64, "k");
 	LLVMBuildStore(g->B, LLVMGetParam(fn, 1), slot);
-	if (g->niters == g->cap) {
-		int cap = g->cap ? 2 * g->cap : 16;
-		cg_iter *ni = tc_realloc(g->iters, (size_t)cap * sizeof(*ni));
-		if (!ni)
-			fail(g, "out of memory", NULL);
-		else {
-			g->iters = ni;
-			g->cap = cap;
-		}
-	}
+	room_for_iter(g);
 	bcond = new_block(g, "par.cond");
 	bbody = new_block(g, "par.body");
 	bexit = new_block(g, "par.end");

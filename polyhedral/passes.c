@@ -229,33 +229,43 @@ static isl_schedule_node *tile_first_band(isl_schedule_node *node, const tc_poly
 	return node;
 }
 
-tc_stat tc_poly_pass_tile(tc_poly *p, tc_diags *d)
+/* Apply walk to the schedule tree from its root; what names the work in
+ * the error message. */
+static tc_stat walk_schedule(tc_poly *p, tc_diags *d,
+	isl_schedule_node *(*walk)(isl_schedule_node *node, const tc_poly *p, int *done),
+	const char *what)
 {
 	isl_schedule_node *node;
 	int done = 0;
-	if (!p->opts.ntile)
-		return TC_OK;
-	node = tile_first_band(isl_schedule_get_root(p->schedule), p, &done);
+	node = walk(isl_schedule_get_root(p->schedule), p, &done);
 	isl_schedule_free(p->schedule);
 	p->schedule = node ? isl_schedule_node_get_schedule(node) : NULL;
 	isl_schedule_node_free(node);
 	if (!p->schedule) {
 		tc_loc none;
 		memset(&none, 0, sizeof(none));
-		tc_error(d, none, "internal error: isl could not tile a band: %s",
+		tc_error(d, none, "internal error: isl could not %s: %s", what,
 			isl_ctx_last_error_msg(p->ctx) ? isl_ctx_last_error_msg(p->ctx) : "?");
 		return TC_ERR;
 	}
 	return TC_OK;
 }
 
+tc_stat tc_poly_pass_tile(tc_poly *p, tc_diags *d)
+{
+	if (!p->opts.ntile)
+		return TC_OK;
+	return walk_schedule(p, d, tile_first_band, "tile a band");
+}
+
 /* Mark the outermost band of every top-level loop nest whose first member
  * is coincident (carries no dependence): split it after that member and put
  * a TC_POLY_MARK_PARALLEL mark above.  Bands below a band are left alone, so
  * parallel loops never nest. */
-static isl_schedule_node *mark_parallel(isl_schedule_node *node, const tc_poly *p)
+static isl_schedule_node *mark_parallel(isl_schedule_node *node, const tc_poly *p, int *done)
 {
 	isl_size n, i;
+	(void)done; /* every top-level nest is visited */
 	if (!node)
 		return NULL;
 	if (isl_schedule_node_get_type(node) == isl_schedule_node_band) {
@@ -270,7 +280,7 @@ static isl_schedule_node *mark_parallel(isl_schedule_node *node, const tc_poly *
 	n = isl_schedule_node_n_children(node);
 	for (i = 0; node && i < n; i++) {
 		node = isl_schedule_node_child(node, i);
-		node = mark_parallel(node, p);
+		node = mark_parallel(node, p, done);
 		node = isl_schedule_node_parent(node);
 	}
 	return node;
@@ -278,21 +288,9 @@ static isl_schedule_node *mark_parallel(isl_schedule_node *node, const tc_poly *
 
 tc_stat tc_poly_pass_parallel(tc_poly *p, tc_diags *d)
 {
-	isl_schedule_node *node;
 	if (!p->opts.parallel)
 		return TC_OK;
-	node = mark_parallel(isl_schedule_get_root(p->schedule), p);
-	isl_schedule_free(p->schedule);
-	p->schedule = node ? isl_schedule_node_get_schedule(node) : NULL;
-	isl_schedule_node_free(node);
-	if (!p->schedule) {
-		tc_loc none;
-		memset(&none, 0, sizeof(none));
-		tc_error(d, none, "internal error: isl could not mark parallel loops: %s",
-			isl_ctx_last_error_msg(p->ctx) ? isl_ctx_last_error_msg(p->ctx) : "?");
-		return TC_ERR;
-	}
-	return TC_OK;
+	return walk_schedule(p, d, mark_parallel, "mark parallel loops");
 }
 
 const tc_poly_pass tc_poly_default_passes[] = {tc_poly_pass_order, tc_poly_pass_tile,

@@ -636,11 +636,46 @@ static int parse_shape(const char *s, int64_t *shape)
 	}
 }
 
+/* Shape-only DLTensors (no data) for the inputs of entry from the --shape
+ * arguments: every input named exactly once.  0 ok; -1 after printing the
+ * error; exits on shape text that does not parse. */
+static int bind_shapes(tc_module *m, const char *entry, int n_in, binding *shapes, int nshapes,
+	DLTensor *dl, int64_t (*dims)[8], const DLTensor **ptrs, const char *usage)
+{
+	int i, j, nd;
+	for (i = 0; i < n_in; i++) {
+		const char *name = tc_module_tensor_name(m, entry, i);
+		for (j = 0; j < nshapes && strcmp(shapes[j].name, name); j++)
+			;
+		if (j == nshapes) {
+			fprintf(stderr, "tcomp: error: no --shape for input '%s' of '%s'\n", name, entry);
+			return -1;
+		}
+		shapes[j].used = 1;
+		memset(&dl[i], 0, sizeof(dl[i]));
+		dl[i].device.device_type = kDLCPU;
+		tc_module_input_type(m, entry, i, &dl[i].dtype, &nd);
+		dl[i].ndim = parse_shape(shapes[j].path, dims[i]);
+		if (dl[i].ndim < 0)
+			die_usage(usage, "bad shape '%s' (write it as 1024x1024, 64, or scalar)",
+				shapes[j].path);
+		dl[i].shape = dims[i];
+		ptrs[i] = &dl[i];
+	}
+	for (j = 0; j < nshapes; j++)
+		if (!shapes[j].used) {
+			fprintf(stderr, "tcomp: error: '%s' is not an input of '%s'\n", shapes[j].name,
+				entry);
+			return -1;
+		}
+	return 0;
+}
+
 static int cmd_emit(int argc, char **argv)
 {
 	const char *file = NULL, *entry = NULL, *stage = NULL;
 	binding shapes[64];
-	int nshapes = 0, i, j, n_in, n_out, status = 0;
+	int nshapes = 0, i, n_in, n_out, status = 0;
 	tc_context *ctx;
 	tc_options *o;
 	opt_args oa = {0};
@@ -704,31 +739,10 @@ static int cmd_emit(int argc, char **argv)
 			status = report(ctx);
 			goto done;
 		}
-		for (i = 0; i < n_in; i++) {
-			const char *name = tc_module_tensor_name(m, entry, i);
-			int nd;
-			for (j = 0; j < nshapes && strcmp(shapes[j].name, name); j++)
-				;
-			if (j == nshapes) {
-				fprintf(stderr, "tcomp: error: no --shape for input '%s' of '%s'\n", name,
-					entry);
-				status = EXIT_USER;
-				goto done;
-			}
-			shapes[j].used = 1;
-			memset(&dl[i], 0, sizeof(dl[i]));
-			dl[i].device.device_type = kDLCPU;
-			tc_module_input_type(m, entry, i, &dl[i].dtype, &nd);
-			dl[i].ndim = parse_shape(shapes[j].path, dims[i]);
-			if (dl[i].ndim < 0)
-				die_usage(emit_usage, "bad shape '%s' (write it as 64x32, or scalar)",
-					shapes[j].path);
-			dl[i].shape = dims[i];
-			ptrs[i] = &dl[i];
+		if (bind_shapes(m, entry, n_in, shapes, nshapes, dl, dims, ptrs, emit_usage) < 0) {
+			status = EXIT_USER;
+			goto done;
 		}
-		for (j = 0; j < nshapes; j++)
-			if (!shapes[j].used)
-				die_usage(emit_usage, "'%s' is not an input", shapes[j].name);
 		k = tc_compile(m, entry, ptrs, n_in, o);
 		if (!k) {
 			status = report(ctx);
@@ -965,35 +979,10 @@ static int cmd_bench(int argc, char **argv)
 		status = EXIT_USER;
 		goto done;
 	}
-	/* the shapes: every input named once */
-	for (i = 0; i < n_in; i++) {
-		const char *name = tc_module_tensor_name(m, entry, i);
-		int nd;
-		for (j = 0; j < nshapes && strcmp(shapes[j].name, name); j++)
-			;
-		if (j == nshapes) {
-			fprintf(stderr, "tcomp: error: no --shape for input '%s' of '%s'\n", name, entry);
-			status = EXIT_USER;
-			goto done;
-		}
-		shapes[j].used = 1;
-		memset(&dl[i], 0, sizeof(dl[i]));
-		dl[i].device.device_type = kDLCPU;
-		tc_module_input_type(m, entry, i, &dl[i].dtype, &nd);
-		dl[i].ndim = parse_shape(shapes[j].path, dims[i]);
-		if (dl[i].ndim < 0)
-			die_usage(bench_usage, "bad shape '%s' (write it as 1024x1024, 64, or scalar)",
-				shapes[j].path);
-		dl[i].shape = dims[i];
-		in_ptrs[i] = &dl[i];
+	if (bind_shapes(m, entry, n_in, shapes, nshapes, dl, dims, in_ptrs, bench_usage) < 0) {
+		status = EXIT_USER;
+		goto done;
 	}
-	for (j = 0; j < nshapes; j++)
-		if (!shapes[j].used) {
-			fprintf(stderr, "tcomp: error: '%s' is not an input of '%s'\n", shapes[j].name,
-				entry);
-			status = EXIT_USER;
-			goto done;
-		}
 	/* compile (no data is read) */
 	t0 = now_s();
 	k = tc_compile(m, entry, in_ptrs, n_in, o);
