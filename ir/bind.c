@@ -32,15 +32,6 @@ static void describe_decl(const tc_ir_func *f, const tc_ir_tensor *t, tc_buf *b)
 	tc_free(pn);
 }
 
-static int mentions_param(const tc_sexpr *e, int p)
-{
-	if (!e)
-		return 0;
-	if (e->kind == TC_SX_PARAM)
-		return e->id == p;
-	return mentions_param(e->a, p) || mentions_param(e->b, p);
-}
-
 tc_stat tc_ir_bind(const tc_ir_func *f, const tc_tensor *inputs, int ninputs,
 	int64_t *params, tc_diags *d)
 {
@@ -121,7 +112,7 @@ tc_stat tc_ir_bind(const tc_ir_func *f, const tc_tensor *inputs, int ninputs,
 			int p, n = 0;
 			tc_buf_init(&b);
 			for (p = 0; p < f->nparams; p++) /* the sizes the condition names */
-				if (mentions_param(f->checks[i].e, p))
+				if (tc_sx_mentions(f->checks[i].e, TC_SX_PARAM, p))
 					tc_buf_printf(&b, "%s%s = %lld", n++ ? ", " : " (here ",
 						f->params[p].name, (long long)params[p]);
 			if (n)

@@ -280,15 +280,6 @@ tc_ir_func *tc_ir_lower(tc_arena *ar, const tc_def *def, const tc_source *src)
 	return f;
 }
 
-/* Whether converting from to to keeps every integer value. */
-static int widening(tc_dtype from, tc_dtype to)
-{
-	if (tc_dtype_is_signed(to))
-		return tc_dtype_is_signed(from) ? tc_dtype_bits(from) <= tc_dtype_bits(to)
-						: tc_dtype_bits(from) < tc_dtype_bits(to);
-	return tc_dtype_is_unsigned(from) && tc_dtype_bits(from) <= tc_dtype_bits(to);
-}
-
 static int is_int_const(const tc_ir_expr *e)
 {
 	return e->op == TC_OP_CONST && tc_dtype_is_int(e->type);
@@ -304,7 +295,9 @@ int tc_ir_affine(const tc_ir_expr *e)
 		return 1;
 	case TC_OP_CAST:
 		return tc_dtype_is_int(e->type) && tc_dtype_is_int(e->args[0]->type) &&
-			widening(e->args[0]->type, e->type) && tc_ir_affine(e->args[0]);
+			/* an integer conversion that keeps every value */
+			tc_dtype_implicit_ok(e->args[0]->type, 0, e->type) &&
+			tc_ir_affine(e->args[0]);
 	case TC_OP_NEG:
 		return tc_ir_affine(e->args[0]);
 	case TC_OP_ADD:

@@ -326,6 +326,15 @@ int tc_sx_has_var(const tc_sexpr *e)
 	return tc_sx_has_var(e->a) || tc_sx_has_var(e->b);
 }
 
+int tc_sx_mentions(const tc_sexpr *e, tc_sx_kind kind, int id)
+{
+	if (!e)
+		return 0;
+	if (e->kind == kind)
+		return e->id == id;
+	return tc_sx_mentions(e->a, kind, id) || tc_sx_mentions(e->b, kind, id);
+}
+
 tc_stat tc_sx_eval(const tc_sexpr *e, const int64_t *params, const int64_t *vars,
 	int64_t *out)
 {

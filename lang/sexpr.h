@@ -55,6 +55,9 @@ int tc_sx_equal(const tc_sexpr *a, const tc_sexpr *b);
 int tc_sx_sign(const tc_sexpr *e);
 /* Whether e mentions an index variable. */
 int tc_sx_has_var(const tc_sexpr *e);
+/* Whether e mentions parameter (kind TC_SX_PARAM) or variable (TC_SX_VAR)
+ * number id. */
+int tc_sx_mentions(const tc_sexpr *e, tc_sx_kind kind, int id);
 
 /* Evaluate with the given parameter and variable values.  Returns -1 (and
  * leaves *out alone) on overflow. */

@@ -40,21 +40,13 @@ static double expr_ops(const tc_ir_expr *e)
 	return n;
 }
 
-static int sx_mentions(const tc_sexpr *e, int var)
-{
-	if (!e)
-		return 0;
-	if (e->kind == TC_SX_VAR)
-		return e->id == var;
-	return sx_mentions(e->a, var) || sx_mentions(e->b, var);
-}
-
 /* Whether a bound of a variable after k depends on variable k. */
 static int inner_depends(const tc_ir_stmt *s, int k)
 {
 	int j;
 	for (j = k + 1; j < s->nvars; j++)
-		if (sx_mentions(s->vars[j].lo, k) || sx_mentions(s->vars[j].hi, k))
+		if (tc_sx_mentions(s->vars[j].lo, TC_SX_VAR, k) ||
+			tc_sx_mentions(s->vars[j].hi, TC_SX_VAR, k))
 			return 1;
 	return 0;
 }

@@ -346,15 +346,24 @@ static int cmd_check(int argc, char **argv)
 	return status;
 }
 
-/* The def to use: -e NAME, or the only def of the module. */
-static const char *pick_entry(tc_module *m, const char *entry, const char *usage)
+/* Load file and choose the def to use (*entry: -e NAME, or the only def of
+ * the module), printing the module's warnings.  NULL (and *status the exit
+ * status, the error printed) if the file does not load. */
+static tc_module *load_entry(tc_context *ctx, const char *file, const char **entry,
+	const char *usage, int *status)
 {
-	if (entry)
-		return entry;
-	if (tc_module_num_defs(m) == 1)
-		return tc_module_def_name(m, 0);
-	die_usage(usage, "%s", "the file has several defs: choose one with -e NAME");
-	return NULL;
+	tc_module *m = tc_module_load(ctx, file);
+	if (!m) {
+		*status = report(ctx);
+		return NULL;
+	}
+	fputs(tc_context_warnings(ctx), stderr);
+	if (*entry)
+		return m;
+	if (tc_module_num_defs(m) != 1)
+		die_usage(usage, "%s", "the file has several defs: choose one with -e NAME");
+	*entry = tc_module_def_name(m, 0);
+	return m;
 }
 
 typedef struct binding {
@@ -483,13 +492,9 @@ static int cmd_run(int argc, char **argv)
 			if ((i < nin) == (j < nin) && !strcmp(x->name, y->name))
 				die_usage(run_usage, "tensor '%s' is given twice", x->name);
 		}
-	m = tc_module_load(ctx, file);
-	if (!m) {
-		status = report(ctx);
+	m = load_entry(ctx, file, &entry, run_usage, &status);
+	if (!m)
 		goto done;
-	}
-	fputs(tc_context_warnings(ctx), stderr);
-	entry = pick_entry(m, entry, run_usage);
 	if (tc_module_def_arity(m, entry, &n_in, &n_out) < 0) {
 		status = report(ctx);
 		goto done;
@@ -722,15 +727,12 @@ static int cmd_emit(int argc, char **argv)
 	/* without options of the user's, the interpreter target: no need to JIT */
 	if (!oa.nfiles && !oa.nsets)
 		tc_options_set(o, "target", "interp", ctx);
-	m = tc_module_load(ctx, file);
+	m = load_entry(ctx, file, &entry, emit_usage, &status);
 	if (!m) {
-		status = report(ctx);
 		tc_options_free(o);
 		tc_context_free(ctx);
 		return status;
 	}
-	fputs(tc_context_warnings(ctx), stderr);
-	entry = pick_entry(m, entry, emit_usage);
 	if (nshapes) { /* specialise: bind the shapes (no data is read) */
 		int64_t dims[64][8];
 		DLTensor dl[64];
@@ -963,13 +965,9 @@ static int cmd_bench(int argc, char **argv)
 	user_options = oa.nfiles || oa.nsets;
 	o = build_options(&oa, ctx);
 	opt_args_free(&oa);
-	m = tc_module_load(ctx, file);
-	if (!m) {
-		status = report(ctx);
+	m = load_entry(ctx, file, &entry, bench_usage, &status);
+	if (!m)
 		goto done;
-	}
-	fputs(tc_context_warnings(ctx), stderr);
-	entry = pick_entry(m, entry, bench_usage);
 	if (tc_module_def_arity(m, entry, &n_in, &n_out) < 0) {
 		status = report(ctx);
 		goto done;
