@@ -215,6 +215,9 @@ typedef struct cg {
 	LLVMValueRef fn;
 	LLVMTypeRef i1, i8, i16, i32, i64, f16, f32, f64, ptr, vd;
 	LLVMValueRef *base;   /* data pointer of each tensor */
+	LLVMValueRef *scope;  /* per tensor: its alias scope list, then ... */
+	LLVMValueRef *noalias; /* ... the list of every other tensor's scope */
+	unsigned md_scope, md_noalias; /* metadata kinds alias.scope and noalias */
 	int64_t *ext;         /* extents: ext[t * TC_MAX_RANK + k] */
 	cg_iter *iters;
 	int niters, cap;
@@ -591,24 +594,73 @@ static LLVMValueRef ast_expr(cg *g, isl_ast_expr *e)
 
 /* ---- tensor accesses ---- */
 
-/* The address of element idx[0..n) (i64 values) of tensor t. */
+/* The address of element idx[0..n) (i64 values) of tensor t: one GEP over
+ * the tensor as a nested array type, one index per dimension.  Alias
+ * analysis then sees rows (c0 + 1, j) and (c0 + 2, j) as constant offsets
+ * apart; a flattened index, which instcombine turns into or-disjoint
+ * chains, hides that, and the accumulators of a register tile could not
+ * stay in registers. */
 static LLVMValueRef element(cg *g, int t, LLVMValueRef *idx, int n)
 {
 	const tc_ir_tensor *tt = &g->p->f->tensors[t];
-	LLVMValueRef off = i64c(g, 0);
+	LLVMTypeRef ty = mem_type(g, tt->dtype);
 	int k;
 	if (n != tt->ndim)
 		return fail(g, "wrong number of subscripts for ", tt->name);
-	for (k = 0; k < n; k++) {
+	for (k = 0; k < n; k++)
 		if (!idx[k])
 			return NULL;
-		off = k == 0 ? idx[k]
-			     : LLVMBuildNSWAdd(g->B,
-				       LLVMBuildNSWMul(g->B, off, i64c(g, g->ext[t * TC_MAX_RANK + k]),
-					       ""),
-				       idx[k], "");
+	for (k = n - 1; k >= 1; k--)
+		ty = LLVMArrayType2(ty, (uint64_t)g->ext[t * TC_MAX_RANK + k]);
+	return LLVMBuildInBoundsGEP2(g->B, ty, g->base[t], idx, (unsigned)n, "");
+}
+
+/* Tensors never overlap (tc_kernel_run refuses outputs that overlap another
+ * tensor; the workspace gives each intermediate its own region), so every
+ * access says which tensor it touches: scoped noalias metadata, one scope
+ * per tensor.  Without it LLVM must assume a store to C may change A or B,
+ * and can neither keep C's accumulators in registers across a reduction
+ * loop nor vectorise without run-time overlap checks. */
+static void alias_scopes(cg *g)
+{
+	const tc_ir_func *f = g->p->f;
+	LLVMMetadataRef dom, *scopes, one;
+	int t, u, n;
+	char name[64];
+	g->md_scope = LLVMGetMDKindIDInContext(g->C, "alias.scope", 11);
+	g->md_noalias = LLVMGetMDKindIDInContext(g->C, "noalias", 7);
+	/* scopes[0..n): one per tensor; scopes[n..2n): scratch for the lists */
+	scopes = tc_calloc(2 * (size_t)f->ntensors + 1, sizeof(LLVMMetadataRef));
+	if (!scopes) {
+		fail(g, "out of memory", NULL);
+		return;
 	}
-	return LLVMBuildInBoundsGEP2(g->B, mem_type(g, tt->dtype), g->base[t], &off, 1, "");
+	one = LLVMMDStringInContext2(g->C, "tcomp tensors", 13);
+	dom = LLVMMDNodeInContext2(g->C, &one, 1);
+	for (t = 0; t < f->ntensors; t++) {
+		LLVMMetadataRef ops[2];
+		snprintf(name, sizeof(name), "tcomp tensor %d", t);
+		ops[0] = LLVMMDStringInContext2(g->C, name, strlen(name));
+		ops[1] = dom;
+		scopes[t] = LLVMMDNodeInContext2(g->C, ops, 2);
+	}
+	for (t = 0; t < f->ntensors; t++) {
+		LLVMMetadataRef *list = scopes + f->ntensors;
+		g->scope[t] = LLVMMetadataAsValue(g->C, LLVMMDNodeInContext2(g->C, &scopes[t], 1));
+		for (u = n = 0; u < f->ntensors; u++)
+			if (u != t)
+				list[n++] = scopes[u];
+		g->noalias[t] = LLVMMetadataAsValue(g->C, LLVMMDNodeInContext2(g->C, list, (size_t)n));
+	}
+	tc_free(scopes);
+}
+
+static void tag_access(cg *g, int t, LLVMValueRef inst)
+{
+	if (!g->scope || !g->scope[t])
+		return;
+	LLVMSetMetadata(inst, g->md_scope, g->scope[t]);
+	LLVMSetMetadata(inst, g->md_noalias, g->noalias[t]);
 }
 
 static LLVMValueRef load(cg *g, int t, LLVMValueRef addr)
@@ -618,6 +670,7 @@ static LLVMValueRef load(cg *g, int t, LLVMValueRef addr)
 	if (!addr)
 		return NULL;
 	v = LLVMBuildLoad2(g->B, mem_type(g, dt), addr, "");
+	tag_access(g, t, v);
 	if (dt == TC_T_BOOL)
 		v = LLVMBuildICmp(g->B, LLVMIntNE, v, LLVMConstInt(g->i8, 0, 0), "");
 	return v;
@@ -629,7 +682,7 @@ static void store(cg *g, int t, LLVMValueRef addr, LLVMValueRef v)
 		return;
 	if (g->p->f->tensors[t].dtype == TC_T_BOOL)
 		v = LLVMBuildZExt(g->B, v, g->i8, "");
-	LLVMBuildStore(g->B, v, addr);
+	tag_access(g, t, LLVMBuildStore(g->B, v, addr));
 }
 
 static LLVMBasicBlockRef new_block(cg *g, const char *name);
@@ -1565,6 +1618,8 @@ static void cg_clear(cg *g)
 	if (g->A)
 		LLVMDisposeBuilder(g->A);
 	tc_free(g->base);
+	tc_free(g->scope);
+	tc_free(g->noalias);
 	tc_free(g->ext);
 	tc_free(g->iters);
 	tc_free(g->sites);
@@ -1637,8 +1692,10 @@ static LLVMModuleRef build_module(LLVMContextRef C, const tc_poly *p, const char
 	LLVMAddAttributeAtIndex(g.fn, 1, LLVMCreateEnumAttribute(C, kind, 0));
 
 	g.base = tc_calloc((size_t)f->ntensors + 1, sizeof(LLVMValueRef));
+	g.scope = tc_calloc((size_t)f->ntensors + 1, sizeof(LLVMValueRef));
+	g.noalias = tc_calloc((size_t)f->ntensors + 1, sizeof(LLVMValueRef));
 	g.ext = tc_calloc((size_t)f->ntensors * TC_MAX_RANK + 1, sizeof(int64_t));
-	if (!g.base || !g.ext) {
+	if (!g.base || !g.ext || !g.scope || !g.noalias) {
 		fail(&g, "out of memory", NULL);
 		goto error;
 	}
@@ -1654,6 +1711,7 @@ static LLVMModuleRef build_module(LLVMContextRef C, const tc_poly *p, const char
 			goto error;
 		}
 	g.h = h;
+	alias_scopes(&g);
 	load_pointers(&g, arg);
 	LLVMPositionBuilderAtEnd(g.B, code);
 	node(&g, p->ast);
@@ -1690,6 +1748,11 @@ static tc_stat optimize(LLVMModuleRef M, LLVMTargetMachineRef tm, tc_diags *d)
 	LLVMPassBuilderOptionsSetSLPVectorization(o, 1);
 	LLVMPassBuilderOptionsSetLoopInterleaving(o, 1);
 	LLVMPassBuilderOptionsSetLoopUnrolling(o, 1);
+	/* a register tile's reduction loop holds dozens of accesses; LICM's
+	 * default caps (100 clobber walks, 250 accesses) stop it from keeping
+	 * the accumulators in registers there */
+	LLVMPassBuilderOptionsSetLicmMssaOptCap(o, 4000);
+	LLVMPassBuilderOptionsSetLicmMssaNoAccForPromotionCap(o, 4000);
 	err = LLVMRunPasses(M, "default<O3>", tm, o);
 	LLVMDisposePassBuilderOptions(o);
 	if (err) {

@@ -12,6 +12,8 @@
 
 #include <isl/aff.h>
 #include <isl/id.h>
+#include <isl/ilp.h>
+#include <isl/map.h>
 #include <isl/schedule_node.h>
 #include <isl/space.h>
 #include <isl/val.h>
@@ -129,13 +131,41 @@ static isl_stat score_set(isl_set *set, void *user)
 	return isl_stat_ok;
 }
 
+/* Reorder the members of permutable band node: member perm[j] becomes
+ * member j; permutability and coincidence go with the members. */
+static isl_schedule_node *permute_band(isl_schedule_node *node, const int *perm)
+{
+	isl_multi_union_pw_aff *mupa = isl_schedule_node_band_get_partial_schedule(node), *out;
+	isl_size n = isl_schedule_node_band_n_member(node);
+	int j, *coinc = tc_malloc((size_t)(n > 0 ? n : 1) * sizeof(int));
+	if (!coinc || n < 0) {
+		tc_free(coinc);
+		isl_multi_union_pw_aff_free(mupa);
+		return isl_schedule_node_free(node);
+	}
+	out = isl_multi_union_pw_aff_copy(mupa);
+	for (j = 0; j < n; j++) {
+		out = isl_multi_union_pw_aff_set_union_pw_aff(out, j,
+			isl_multi_union_pw_aff_get_union_pw_aff(mupa, perm[j]));
+		coinc[j] = isl_schedule_node_band_member_get_coincident(node, perm[j]) == isl_bool_true;
+	}
+	isl_multi_union_pw_aff_free(mupa);
+	node = isl_schedule_node_delete(node);
+	node = isl_schedule_node_insert_partial_schedule(node, out);
+	node = isl_schedule_node_band_set_permutable(node, 1);
+	for (j = 0; j < n; j++)
+		node = isl_schedule_node_band_member_set_coincident(node, j, coinc[j]);
+	tc_free(coinc);
+	return node;
+}
+
 static isl_schedule_node *order_band(isl_schedule_node *node, void *user)
 {
 	const tc_poly *p = user;
-	isl_multi_union_pw_aff *mupa, *perm;
+	isl_multi_union_pw_aff *mupa;
 	isl_union_set *dom;
 	isl_size n;
-	int j, best = -1, best_score = 0, *coinc;
+	int j, best = -1, best_score = 0;
 
 	if (isl_schedule_node_get_type(node) != isl_schedule_node_band ||
 		isl_schedule_node_band_get_permutable(node) != isl_bool_true)
@@ -165,26 +195,17 @@ static isl_schedule_node *order_band(isl_schedule_node *node, void *user)
 		isl_multi_union_pw_aff_free(mupa);
 		return node;
 	}
-	/* the new order: every member but best in order, then best */
-	coinc = tc_malloc((size_t)n * sizeof(int));
-	perm = isl_multi_union_pw_aff_copy(mupa);
-	for (j = 0; j < n && coinc; j++) {
-		int from = j < best ? j : j < n - 1 ? j + 1 : best;
-		perm = isl_multi_union_pw_aff_set_union_pw_aff(perm, j,
-			isl_multi_union_pw_aff_get_union_pw_aff(mupa, from));
-		coinc[j] = isl_schedule_node_band_member_get_coincident(node, from) == isl_bool_true;
-	}
 	isl_multi_union_pw_aff_free(mupa);
-	if (!coinc) {
-		isl_multi_union_pw_aff_free(perm);
-		return isl_schedule_node_free(node);
+	{
+		/* the new order: every member but best in order, then best */
+		int *perm = tc_malloc((size_t)n * sizeof(int));
+		if (!perm)
+			return isl_schedule_node_free(node);
+		for (j = 0; j < n; j++)
+			perm[j] = j < best ? j : j < n - 1 ? j + 1 : best;
+		node = permute_band(node, perm);
+		tc_free(perm);
 	}
-	node = isl_schedule_node_delete(node);
-	node = isl_schedule_node_insert_partial_schedule(node, perm);
-	node = isl_schedule_node_band_set_permutable(node, 1);
-	for (j = 0; j < n; j++)
-		node = isl_schedule_node_band_member_set_coincident(node, j, coinc[j]);
-	tc_free(coinc);
 	return node;
 }
 
@@ -203,6 +224,42 @@ tc_stat tc_poly_pass_order(tc_poly *p, tc_diags *d)
 	return TC_OK;
 }
 
+static const tc_poly_stmt *contraction_band(const tc_poly *p, isl_schedule_node *node,
+	int *has_init);
+static int64_t member_extent(isl_schedule_node *node, int j);
+
+/* Cache tiles for a contraction band (BLIS-style blocking, sizes[n]): the
+ * reduction member in blocks of KC, the innermost (vectorised) member in
+ * blocks of NC and the parallel member the register tile's rows come from
+ * in blocks of MC, so that a KC x NC block of the right operand stays in
+ * the 1 MiB L2 cache while MC / 6 row panels of the left one stream
+ * through L1; members shorter than 1.5 blocks are not tiled.  Measured on
+ * matmul 1024 (docs/performance.md).  0 when node is no contraction or no
+ * member is long enough to tile. */
+#define TILE_MC 48
+#define TILE_KC 256
+#define TILE_NC 512
+static int auto_tiles(const tc_poly *p, isl_schedule_node *node, int64_t *sizes)
+{
+	int has_init, j, rows = 0, tiled = 0;
+	isl_size n = isl_schedule_node_band_n_member(node);
+	if (!contraction_band(p, node, &has_init) || n > TC_POLY_MAX_TILE)
+		return 0;
+	for (j = n - 1; j >= 0; j--) {
+		int coinc = isl_schedule_node_band_member_get_coincident(node, j) == isl_bool_true;
+		int64_t ext = member_extent(node, j), size;
+		if (!coinc)
+			size = TILE_KC;
+		else if (j == n - 1)
+			size = TILE_NC;
+		else
+			size = rows++ ? 0 : TILE_MC;
+		sizes[j] = size && ext > 0 && 2 * ext >= 3 * size ? size : INT64_C(1) << 40;
+		tiled += sizes[j] == size;
+	}
+	return tiled > 0;
+}
+
 /* Find the outermost permutable band with at least one member (in tree
  * order) and tile it. */
 static isl_schedule_node *tile_first_band(isl_schedule_node *node, const tc_poly *p, int *done)
@@ -213,11 +270,16 @@ static isl_schedule_node *tile_first_band(isl_schedule_node *node, const tc_poly
 	if (isl_schedule_node_get_type(node) == isl_schedule_node_band &&
 		isl_schedule_node_band_get_permutable(node) == isl_bool_true &&
 		(n = isl_schedule_node_band_n_member(node)) > 0) {
-		isl_multi_val *sizes = isl_multi_val_zero(isl_schedule_node_band_get_space(node));
+		isl_multi_val *sizes;
+		int64_t chosen[TC_POLY_MAX_TILE];
+		*done = 1;
+		if (!p->opts.ntile && !auto_tiles(p, node, chosen))
+			return node;
+		sizes = isl_multi_val_zero(isl_schedule_node_band_get_space(node));
 		for (i = 0; i < n; i++) /* untiled members: one tile covers them */
 			sizes = isl_multi_val_set_val(sizes, i, isl_val_int_from_si(p->ctx,
-				i < p->opts.ntile ? p->opts.tile[i] : INT64_C(1) << 40));
-		*done = 1;
+				p->opts.ntile ? (i < p->opts.ntile ? p->opts.tile[i] : INT64_C(1) << 40)
+					      : chosen[i]));
 		return isl_schedule_node_band_tile(node, sizes);
 	}
 	n = isl_schedule_node_n_children(node);
@@ -253,9 +315,315 @@ static tc_stat walk_schedule(tc_poly *p, tc_diags *d,
 
 tc_stat tc_poly_pass_tile(tc_poly *p, tc_diags *d)
 {
-	if (!p->opts.ntile)
+	if (!p->opts.ntile && !p->opts.tile_auto)
 		return TC_OK;
 	return walk_schedule(p, d, tile_first_band, "tile a band");
+}
+
+/* ---- register tiling ---- */
+
+/* The bytes of one vector register of the hosts tcomp tunes for (AVX-512);
+ * the register tile's innermost size is a multiple of its lanes. */
+#define VECTOR_BYTES 64
+#define HUGE_TILE (INT64_C(1) << 40) /* a tile size that leaves a member untiled */
+#define MAX_UNROLL 32 /* the most copies the unrolled point loops may make */
+
+/* The statement of the model named name, or NULL. */
+static const tc_poly_stmt *find_stmt(const tc_poly *p, const char *name)
+{
+	int i;
+	for (i = 0; name && i < p->nstmts; i++)
+		if (!strcmp(p->stmts[i].name, name))
+			return &p->stmts[i];
+	return NULL;
+}
+
+/* What a band schedules: the one IR statement all its instances belong to
+ * (its update and possibly its init), or NULL when there are several or
+ * the statement is not a reduction. */
+typedef struct band_stmts {
+	const tc_poly *p;
+	const tc_poly_stmt *update;
+	int ir_index, mixed, has_init;
+} band_stmts;
+
+static isl_stat band_stmt_cb(isl_set *set, void *user)
+{
+	band_stmts *b = user;
+	const tc_poly_stmt *st = find_stmt(b->p, isl_set_get_tuple_name(set));
+	isl_set_free(set);
+	if (!st || (b->ir_index >= 0 && b->ir_index != st->ir_index))
+		b->mixed = 1;
+	else {
+		b->ir_index = st->ir_index;
+		if (st->kind == TC_POLY_UPDATE)
+			b->update = st;
+		else if (st->kind == TC_POLY_INIT)
+			b->has_init = 1;
+		else
+			b->mixed = 1;
+	}
+	return isl_stat_ok;
+}
+
+static const tc_poly_stmt *band_reduction(const tc_poly *p, isl_schedule_node *node, int *has_init)
+{
+	band_stmts b = {p, NULL, -1, 0, 0};
+	isl_union_set *dom = isl_schedule_node_get_domain(node);
+	isl_union_set_foreach_set(dom, band_stmt_cb, &b);
+	isl_union_set_free(dom);
+	*has_init = b.has_init;
+	return b.mixed ? NULL : b.update;
+}
+
+typedef struct init_ctx {
+	const tc_poly *p;
+	isl_union_set *init;
+} init_ctx;
+
+/* Collect the init statements' instances. */
+static isl_stat init_cb(isl_set *set, void *user)
+{
+	init_ctx *ic = user;
+	const tc_poly_stmt *st = find_stmt(ic->p, isl_set_get_tuple_name(set));
+	if (st && st->kind == TC_POLY_INIT)
+		ic->init = isl_union_set_add_set(ic->init, set);
+	else
+		isl_set_free(set);
+	return isl_stat_ok;
+}
+
+/* The number of values member j of a band takes over the band's domain, or
+ * 0 when that is not a known constant (a parametric model). */
+static int64_t member_extent(isl_schedule_node *node, int j)
+{
+	isl_multi_union_pw_aff *mupa = isl_schedule_node_band_get_partial_schedule(node);
+	isl_union_pw_aff *upa = isl_multi_union_pw_aff_get_union_pw_aff(mupa, j);
+	isl_union_set *img = isl_union_set_apply(isl_schedule_node_get_domain(node),
+		isl_union_map_from_union_pw_aff(upa));
+	isl_set *set = isl_set_from_union_set(img);
+	isl_val *lo = isl_set_dim_min_val(isl_set_copy(set), 0);
+	isl_val *hi = isl_set_dim_max_val(set, 0);
+	int64_t n = 0;
+	isl_multi_union_pw_aff_free(mupa);
+	if (lo && hi && isl_val_is_int(lo) && isl_val_is_int(hi))
+		n = isl_val_get_num_si(hi) - isl_val_get_num_si(lo) + 1;
+	isl_val_free(lo);
+	isl_val_free(hi);
+	return n;
+}
+
+/* A band the register tiling (and the automatic cache tiles) apply to: a
+ * permutable band of one reduction whose innermost member is parallel
+ * (vectorisable) and which has a reduction (non-coincident) member and at
+ * least two parallel ones.  Returns the update statement or NULL. */
+static const tc_poly_stmt *contraction_band(const tc_poly *p, isl_schedule_node *node,
+	int *has_init)
+{
+	isl_size n, j;
+	int ncoinc = 0;
+	if (isl_schedule_node_get_type(node) != isl_schedule_node_band ||
+		isl_schedule_node_band_get_permutable(node) != isl_bool_true)
+		return NULL;
+	n = isl_schedule_node_band_n_member(node);
+	if (n < 3 || isl_schedule_node_band_member_get_coincident(node, n - 1) != isl_bool_true)
+		return NULL;
+	for (j = 0; j < n; j++)
+		ncoinc += isl_schedule_node_band_member_get_coincident(node, j) == isl_bool_true;
+	if (ncoinc < 2 || ncoinc == n)
+		return NULL;
+	return band_reduction(p, node, has_init);
+}
+
+/* The lanes of a vector register for elements of statement st's tensor. */
+static int64_t lanes(const tc_poly *p, const tc_poly_stmt *st)
+{
+	int size = tc_dtype_size(p->f->tensors[st->ir->tensor].dtype);
+	return size > 0 && size < VECTOR_BYTES ? VECTOR_BYTES / size : 1;
+}
+
+/* The register tile sizes of every member of contraction band node
+ * (sizes[n]): the reduction members untiled, the parallel ones from the
+ * option (innermost last; members it does not reach get 1) or, when
+ * automatic, 6 x 4 vectors (24 accumulators of AVX-512's 32 registers, the
+ * rest for the B row and A broadcasts), clipped to the extents. */
+static int regtile_sizes(const tc_poly *p, isl_schedule_node *node, const tc_poly_stmt *st,
+	int64_t *sizes)
+{
+	isl_size n = isl_schedule_node_band_n_member(node);
+	int j, k = p->opts.nregtile, untiled = 1;
+	for (j = n - 1; j >= 0; j--) {
+		int64_t ext = member_extent(node, j), size;
+		if (isl_schedule_node_band_member_get_coincident(node, j) != isl_bool_true) {
+			sizes[j] = HUGE_TILE;
+			continue;
+		}
+		if (p->opts.nregtile)
+			size = k > 0 ? p->opts.regtile[--k] : 1;
+		else if (j == n - 1)
+			size = 4 * lanes(p, st);
+		else
+			size = untiled-- > 0 ? 6 : 1;
+		if (ext > 0 && size > ext && !p->opts.nregtile) /* round to whole vectors */
+			size = j == n - 1 ? (ext + lanes(p, st) - 1) / lanes(p, st) * lanes(p, st) : ext;
+		sizes[j] = size;
+	}
+	return 0;
+}
+
+/* Tell the AST generator to generate the full tiles of tile band node
+ * (its child the point band, sizes[] the tile sizes) apart from the partial
+ * ones (isl's "isolate" option), so that the unrolled point loops of full
+ * tiles have constant bounds and no guards.  A tile counts as full when,
+ * for every tiled member, some instance of it sits at the tile's last
+ * position: exact for box domains (every TC domain without a where); for
+ * others the isolated part is merely generated separately, still
+ * correctly. */
+static isl_schedule_node *isolate_full_tiles(isl_schedule_node *node, const int64_t *sizes)
+{
+	isl_union_map *pt, *q;
+	isl_union_set *full = NULL;
+	isl_size n = isl_schedule_node_band_n_member(node), depth;
+	isl_ctx *ctx = isl_schedule_node_get_ctx(node);
+	isl_schedule_node *child;
+	isl_set *set;
+	isl_map *rel;
+	int j;
+	if (!node || n < 0)
+		return node;
+	depth = isl_schedule_node_get_schedule_depth(node);
+	pt = isl_union_map_flat_range_product(isl_schedule_node_get_prefix_schedule_union_map(node),
+		isl_schedule_node_band_get_partial_schedule_union_map(node));
+	child = isl_schedule_node_get_child(node, 0);
+	q = isl_union_map_intersect_domain(isl_schedule_node_band_get_partial_schedule_union_map(child),
+		isl_schedule_node_get_domain(node));
+	for (j = 0; j < n; j++) {
+		isl_set *last;
+		isl_union_set *at;
+		if (sizes[j] <= 1 || sizes[j] >= HUGE_TILE)
+			continue;
+		last = isl_set_universe(isl_schedule_node_band_get_space(child));
+		last = isl_set_fix_si(last, isl_dim_set, (unsigned)j, (int)(sizes[j] - 1));
+		at = isl_union_map_domain(isl_union_map_intersect_range(isl_union_map_copy(q),
+			isl_union_set_from_set(last)));
+		at = isl_union_set_apply(at, isl_union_map_copy(pt));
+		full = full ? isl_union_set_intersect(full, at) : at;
+	}
+	isl_schedule_node_free(child);
+	isl_union_map_free(q);
+	isl_union_map_free(pt);
+	if (!full)
+		return node;
+	set = isl_set_from_union_set(full);
+	if (!set || isl_set_is_empty(set) == isl_bool_true) {
+		isl_set_free(set);
+		return node;
+	}
+	set = isl_set_reset_tuple_id(set);
+	rel = isl_map_from_domain(set);
+	rel = isl_map_move_dims(rel, isl_dim_out, 0, isl_dim_in, (unsigned)depth, (unsigned)n);
+	set = isl_map_wrap(rel);
+	set = isl_set_set_tuple_id(set, isl_id_alloc(ctx, "isolate", NULL));
+	return isl_schedule_node_band_set_ast_build_options(node, isl_union_set_from_set(set));
+}
+
+/* The register tiling of one contraction band (see poly.h). */
+static isl_schedule_node *regtile_band(isl_schedule_node *node, const tc_poly *p)
+{
+	isl_size n = isl_schedule_node_band_n_member(node);
+	int64_t sizes[TC_POLY_MAX_TILE * 2];
+	int perm[TC_POLY_MAX_TILE * 2] = {0};
+	int has_init, j, k, nred = 0, unrolled = 1;
+	const tc_poly_stmt *st = contraction_band(p, node, &has_init);
+	isl_multi_val *mv;
+	if (!st || n > TC_POLY_MAX_TILE * 2 || regtile_sizes(p, node, st, sizes) < 0)
+		return node;
+	mv = isl_multi_val_zero(isl_schedule_node_band_get_space(node));
+	for (j = 0; j < n; j++)
+		mv = isl_multi_val_set_val(mv, j, isl_val_int_from_si(p->ctx, sizes[j]));
+	node = isl_schedule_node_band_tile(node, mv);
+	node = isolate_full_tiles(node, sizes);
+	node = isl_schedule_node_child(node, 0); /* the point band */
+	if (has_init) {
+		/* the init's point loops first, then the reduction's: order_before
+		 * leaves node on the band of the instances outside the filter */
+		isl_union_set *dom = isl_schedule_node_get_domain(node);
+		init_ctx ic = {p, isl_union_set_empty(isl_union_set_get_space(dom))};
+		isl_union_set_foreach_set(dom, init_cb, &ic);
+		isl_union_set_free(dom);
+		node = isl_schedule_node_order_before(node, ic.init);
+	}
+	/* reduction members first, then the parallel ones */
+	for (j = k = 0; j < n; j++)
+		if (isl_schedule_node_band_member_get_coincident(node, j) != isl_bool_true)
+			perm[k++] = j;
+	nred = k;
+	for (j = 0; j < n; j++)
+		if (isl_schedule_node_band_member_get_coincident(node, j) == isl_bool_true)
+			perm[k++] = j;
+	node = permute_band(node, perm);
+	node = isl_schedule_node_band_split(node, nred);
+	node = isl_schedule_node_child(node, 0); /* the parallel point loops */
+	for (j = 0; j < n - nred - 1; j++)
+		unrolled *= (int)sizes[perm[nred + j]];
+	for (j = 0; p->opts.unroll && unrolled <= MAX_UNROLL && j < n - nred - 1; j++)
+		if (sizes[perm[nred + j]] > 1)
+			node = isl_schedule_node_band_member_set_ast_loop_type(node, j,
+				isl_ast_loop_unroll);
+	node = isl_schedule_node_parent(node);
+	node = isl_schedule_node_parent(node);
+	return node;
+}
+
+static isl_bool band_below_cb(isl_schedule_node *node, void *user)
+{
+	int *found = user;
+	if (*found)
+		return isl_bool_false;
+	if (isl_schedule_node_get_type(node) == isl_schedule_node_band) {
+		*found = 1;
+		return isl_bool_false;
+	}
+	return isl_bool_true;
+}
+
+/* Whether a band node lies below node. */
+static int has_band_below(isl_schedule_node *node)
+{
+	int found = 0, i;
+	isl_size n = isl_schedule_node_n_children(node);
+	for (i = 0; i < n && !found; i++) {
+		isl_schedule_node *c = isl_schedule_node_get_child(node, i);
+		isl_schedule_node_foreach_descendant_top_down(c, band_below_cb, &found);
+		isl_schedule_node_free(c);
+	}
+	return found;
+}
+
+/* Apply regtile_band to every innermost band (one without a band below). */
+static isl_schedule_node *regtile_walk(isl_schedule_node *node, const tc_poly *p, int *done)
+{
+	isl_size n, i;
+	(void)done;
+	if (!node)
+		return NULL;
+	n = isl_schedule_node_n_children(node);
+	for (i = 0; node && i < n; i++) {
+		node = isl_schedule_node_child(node, i);
+		node = regtile_walk(node, p, done);
+		node = isl_schedule_node_parent(node);
+	}
+	if (node && isl_schedule_node_get_type(node) == isl_schedule_node_band &&
+		!has_band_below(node))
+		node = regtile_band(node, p);
+	return node;
+}
+
+tc_stat tc_poly_pass_regtile(tc_poly *p, tc_diags *d)
+{
+	if (!p->opts.nregtile && !p->opts.regtile_auto)
+		return TC_OK;
+	return walk_schedule(p, d, regtile_walk, "tile for registers");
 }
 
 /* Mark the outermost band of every top-level loop nest whose first member
@@ -294,5 +662,5 @@ tc_stat tc_poly_pass_parallel(tc_poly *p, tc_diags *d)
 }
 
 const tc_poly_pass tc_poly_default_passes[] = {tc_poly_pass_order, tc_poly_pass_tile,
-	tc_poly_pass_parallel};
-const int tc_poly_ndefault_passes = 3;
+	tc_poly_pass_regtile, tc_poly_pass_parallel};
+const int tc_poly_ndefault_passes = 4;

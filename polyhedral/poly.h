@@ -75,6 +75,11 @@ typedef struct tc_poly_opts {
 	int parallel;                  /* run tc_poly_pass_parallel */
 	int ntile;                     /* tile the outermost permutable band ... */
 	int64_t tile[TC_POLY_MAX_TILE]; /* ... with these sizes, outermost first */
+	int tile_auto;                 /* ntile 0: choose cache tiles for contractions */
+	int nregtile;                  /* register tiles (tc_poly_pass_regtile) ... */
+	int64_t regtile[TC_POLY_MAX_TILE]; /* ... sizes, innermost parallel member last */
+	int regtile_auto;              /* nregtile 0: choose them for contractions */
+	int unroll;                    /* unroll the register tile's outer point loops */
 } tc_poly_opts;
 
 typedef struct tc_poly {
@@ -105,6 +110,14 @@ tc_stat tc_poly_pass_order(__tc_keep tc_poly *p, __tc_keep tc_diags *d);
 /* Tile the outermost permutable band with p->opts.tile (members beyond
  * the sizes given are not tiled); nothing when ntile is 0. */
 tc_stat tc_poly_pass_tile(__tc_keep tc_poly *p, __tc_keep tc_diags *d);
+/* Register tiling of contractions: in every innermost permutable band of a
+ * single reduction (its update, with its init) whose innermost member is
+ * parallel, tile the parallel members by p->opts.regtile (innermost last),
+ * move the reduction members between the tile loops and the point loops,
+ * give the init its own point loops before the reduction, and unroll the
+ * point loops but the innermost (vectorised) one: a micro-kernel whose
+ * partial sums stay in registers for the whole reduction. */
+tc_stat tc_poly_pass_regtile(__tc_keep tc_poly *p, __tc_keep tc_diags *d);
 /* Mark the outermost parallel loop of every top-level loop nest
  * (TC_POLY_MARK_PARALLEL), when p->opts.parallel. */
 tc_stat tc_poly_pass_parallel(__tc_keep tc_poly *p, __tc_keep tc_diags *d);

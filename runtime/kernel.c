@@ -17,6 +17,7 @@
 #include "pool.h"
 #include "tensor.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -339,6 +340,42 @@ static void report_check(tc_module *m, tc_rt_compiled *c, const int64_t *err)
 	tc_diags_clear(&d);
 }
 
+/* The bytes tensor t covers: [*lo, *hi), empty when it has no elements. */
+static void extent_of(const tc_tensor *t, uintptr_t *lo, uintptr_t *hi)
+{
+	size_t n = (size_t)tc_dtype_size(t->dtype);
+	int i;
+	for (i = 0; i < t->ndim; i++)
+		n *= (size_t)t->shape[i];
+	*lo = (uintptr_t)t->data;
+	*hi = *lo + n;
+}
+
+/* Generated code assumes that no output shares memory with another tensor
+ * (it keeps partial results in registers and reorders accesses), so an
+ * output overlapping an input or another output is refused. */
+static int separate(tc_context *ctx, const tc_ir_func *f, const tc_tensor *t)
+{
+	int i, j, n = f->ninputs + f->noutputs;
+	for (i = f->ninputs; i < n; i++)
+		for (j = 0; j < n; j++) {
+			uintptr_t a0, a1, b0, b1;
+			if (j == i)
+				continue;
+			extent_of(&t[i], &a0, &a1);
+			extent_of(&t[j], &b0, &b1);
+			if (a0 < a1 && b0 < b1 && a0 < b1 && b0 < a1) {
+				tc_rt_set_error(ctx,
+					"output '%s' shares memory with %s '%s'; every output needs "
+					"its own buffer",
+					f->tensors[i].name, j < f->ninputs ? "input" : "output",
+					f->tensors[j].name);
+				return 0;
+			}
+		}
+	return 1;
+}
+
 static int run_cpu(tc_module *m, tc_rt_compiled *c, const tc_tensor *t)
 {
 	tc_context *ctx = m->ctx;
@@ -403,6 +440,8 @@ int tc_kernel_run(tc_kernel *k, const DLTensor *const *inputs, int n_inputs,
 		if (!same_shape(ctx, i < f->ninputs ? "input" : "output", f->tensors[i].name,
 			    &k->c->shapes[i], &t[i]))
 			goto done;
+	if (!separate(ctx, f, t))
+		goto done;
 	if (k->c->target == TC_RT_CPU) {
 		st = run_cpu(k->m, k->c, t);
 		goto done;

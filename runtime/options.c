@@ -34,8 +34,12 @@ static const opt_def opt_table[] = {
 		"run the outermost parallel loop of each loop nest on tcomp's thread pool"},
 	{"threads", TC_OPT_INT, "auto|1..256", "auto",
 		"how many threads run parallel loops (auto: one per online CPU)"},
-	{"tile", TC_OPT_LIST, "none|1..65536", "none",
-		"tile sizes for the members of the outermost permutable band, outermost first (none: no tiling; missing sizes: that member is not tiled)"},
+	{"tile", TC_OPT_LIST, "auto|none|1..65536", "auto",
+		"cache tile sizes for the members of the outermost permutable band, outermost first (none: no tiling; missing sizes: that member is not tiled; auto: chosen for contractions from the cache sizes)"},
+	{"regtile", TC_OPT_LIST, "auto|none|1..1024", "auto",
+		"register tile sizes for the parallel members of a contraction's innermost band, innermost (vectorised) last; the reduction runs inside the tile with its partial sums in registers (auto: 6 rows by 4 vectors)"},
+	{"unroll", TC_OPT_ENUM, "on|off", "on",
+		"fully unroll the register tile's point loops but the innermost (at most 32 copies)"},
 };
 #define NOPTS ((int)(sizeof(opt_table) / sizeof(opt_table[0])))
 
@@ -412,16 +416,28 @@ char *tc_rt_options_key(const tc_options *o)
 	return tc_buf_take(&b);
 }
 
+/* The sizes of a list option's value (validated when set); 0 for a word. */
+static int size_list(const char *s, int64_t *out)
+{
+	int n = 0;
+	while (s && *s >= '0' && *s <= '9' && n < TC_POLY_MAX_TILE) {
+		char *end;
+		out[n++] = strtoll(s, &end, 10);
+		s = *end == ',' ? end + 1 : end;
+	}
+	return n;
+}
+
 void tc_rt_poly_opts(const tc_options *o, tc_poly_opts *out)
 {
-	const char *tile = tc_options_get(o, "tile");
+	const char *tile = tc_options_get(o, "tile"), *reg = tc_options_get(o, "regtile");
 	memset(out, 0, sizeof(*out));
 	out->order = strcmp(tc_options_get(o, "order"), "off") != 0;
 	out->contract = strcmp(tc_options_get(o, "contract"), "on") == 0;
 	out->parallel = strcmp(tc_options_get(o, "parallel"), "off") != 0;
-	while (tile && *tile >= '0' && *tile <= '9' && out->ntile < TC_POLY_MAX_TILE) {
-		char *end;
-		out->tile[out->ntile++] = strtoll(tile, &end, 10); /* validated when set */
-		tile = *end == ',' ? end + 1 : end;
-	}
+	out->unroll = strcmp(tc_options_get(o, "unroll"), "off") != 0;
+	out->tile_auto = !strcmp(tile, "auto");
+	out->regtile_auto = !strcmp(reg, "auto");
+	out->ntile = size_list(tile, out->tile);
+	out->nregtile = size_list(reg, out->regtile);
 }

@@ -1919,22 +1919,38 @@ static int compare_targets(const char *what, const run *r, const tu_tensor *cpu,
  * through the CLI.  Returns 1 on success; failures are printed, so all
  * shape sets of a case run and report. */
 /* An option combination drawn from rng, as tc_options_parse text. */
+static uint32_t next_draw(uint64_t *rng)
+{
+	*rng = *rng * 6364136223846793005ULL + 1442695040888963407ULL;
+	return (uint32_t)(*rng >> 33);
+}
+
+/* A size list of 1 to max sizes drawn from sizes[0..nsizes), appended. */
+static int draw_list(uint64_t *rng, char *buf, size_t n, int len, int max, const int *sizes,
+	int nsizes)
+{
+	int k, count = 1 + (int)(next_draw(rng) % (uint32_t)max);
+	for (k = 0; k < count && (size_t)len < n; k++)
+		len += snprintf(buf + len, n - (size_t)len, "%s%d", k ? "," : "",
+			sizes[next_draw(rng) % (uint32_t)nsizes]);
+	return len;
+}
+
 static void draw_options(uint64_t *rng, char *buf, size_t n)
 {
-	int len, k, ntile;
-	*rng = *rng * 6364136223846793005ULL + 1442695040888963407ULL;
-	len = snprintf(buf, n, "order=%s", (*rng >> 33) & 1 ? "on" : "off");
-	ntile = (int)((*rng >> 40) % 5); /* 0: no tiling */
-	if (!ntile) {
-		snprintf(buf + len, n - (size_t)len, " tile=none");
-		return;
-	}
-	len += snprintf(buf + len, n - (size_t)len, " tile=");
-	for (k = 0; k < ntile && (size_t)len < n; k++) {
-		*rng = *rng * 6364136223846793005ULL + 1442695040888963407ULL;
-		len += snprintf(buf + len, n - (size_t)len, "%s%d", k ? "," : "",
-			1 + (int)((*rng >> 33) % 7));
-	}
+	static const int tiles[] = {1, 2, 3, 4, 5, 6, 7};
+	static const int regs[] = {1, 2, 3, 4, 6, 16, 32};
+	int len, pick;
+	len = snprintf(buf, n, "order=%s unroll=%s", next_draw(rng) & 1 ? "on" : "off",
+		next_draw(rng) & 1 ? "on" : "off");
+	pick = (int)(next_draw(rng) % 6); /* tiles: none, auto, or 1 to 4 sizes */
+	len += snprintf(buf + len, n - (size_t)len, " tile=%s", pick == 0 ? "none" : pick == 1 ? "auto" : "");
+	if (pick > 1)
+		len = draw_list(rng, buf, n, len, 4, tiles, 7);
+	pick = (int)(next_draw(rng) % 4); /* register tiles: none, auto, 1 or 2 sizes */
+	len += snprintf(buf + len, n - (size_t)len, " regtile=%s", pick == 0 ? "none" : pick == 1 ? "auto" : "");
+	if (pick > 1)
+		draw_list(rng, buf, n, len, 2, regs, 7);
 }
 
 static int check_shape_set(const kernel_case *kc, int set)
