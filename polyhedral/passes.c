@@ -291,6 +291,15 @@ static isl_schedule_node *tile_first_band(isl_schedule_node *node, const tc_poly
 	return node;
 }
 
+static tc_stat walk_failed(tc_poly *p, tc_diags *d, const char *what)
+{
+	tc_loc none;
+	memset(&none, 0, sizeof(none));
+	tc_error(d, none, "internal error: isl could not %s: %s", what,
+		isl_ctx_last_error_msg(p->ctx) ? isl_ctx_last_error_msg(p->ctx) : "?");
+	return TC_ERR;
+}
+
 /* Apply walk to the schedule tree from its root; what names the work in
  * the error message. */
 static tc_stat walk_schedule(tc_poly *p, tc_diags *d,
@@ -303,14 +312,7 @@ static tc_stat walk_schedule(tc_poly *p, tc_diags *d,
 	isl_schedule_free(p->schedule);
 	p->schedule = node ? isl_schedule_node_get_schedule(node) : NULL;
 	isl_schedule_node_free(node);
-	if (!p->schedule) {
-		tc_loc none;
-		memset(&none, 0, sizeof(none));
-		tc_error(d, none, "internal error: isl could not %s: %s", what,
-			isl_ctx_last_error_msg(p->ctx) ? isl_ctx_last_error_msg(p->ctx) : "?");
-		return TC_ERR;
-	}
-	return TC_OK;
+	return p->schedule ? TC_OK : walk_failed(p, d, what);
 }
 
 tc_stat tc_poly_pass_tile(tc_poly *p, tc_diags *d)
@@ -338,13 +340,14 @@ static const tc_poly_stmt *find_stmt(const tc_poly *p, const char *name)
 	return NULL;
 }
 
-/* What a band schedules: the one IR statement all its instances belong to
- * (its update and possibly its init), or NULL when there are several or
- * the statement is not a reduction. */
+/* What a band schedules: the one reduction all its instances belong to
+ * (its update, possibly its init) and possibly plain statements after it
+ * (an epilogue such as a bias and an activation), or NULL when it
+ * schedules parts of several reductions or none. */
 typedef struct band_stmts {
 	const tc_poly *p;
 	const tc_poly_stmt *update;
-	int ir_index, mixed, has_init;
+	int ir_index, mixed, has_init, has_epilogue;
 } band_stmts;
 
 static isl_stat band_stmt_cb(isl_set *set, void *user)
@@ -352,7 +355,9 @@ static isl_stat band_stmt_cb(isl_set *set, void *user)
 	band_stmts *b = user;
 	const tc_poly_stmt *st = find_stmt(b->p, isl_set_get_tuple_name(set));
 	isl_set_free(set);
-	if (!st || (b->ir_index >= 0 && b->ir_index != st->ir_index))
+	if (st && st->kind == TC_POLY_ASSIGN)
+		b->has_epilogue = 1;
+	else if (!st || (b->ir_index >= 0 && b->ir_index != st->ir_index))
 		b->mixed = 1;
 	else {
 		b->ir_index = st->ir_index;
@@ -368,7 +373,7 @@ static isl_stat band_stmt_cb(isl_set *set, void *user)
 
 static const tc_poly_stmt *band_reduction(const tc_poly *p, isl_schedule_node *node, int *has_init)
 {
-	band_stmts b = {p, NULL, -1, 0, 0};
+	band_stmts b = {p, NULL, -1, 0, 0, 0};
 	isl_union_set *dom = isl_schedule_node_get_domain(node);
 	isl_union_set_foreach_set(dom, band_stmt_cb, &b);
 	isl_union_set_free(dom);
@@ -376,21 +381,31 @@ static const tc_poly_stmt *band_reduction(const tc_poly *p, isl_schedule_node *n
 	return b.mixed ? NULL : b.update;
 }
 
-typedef struct init_ctx {
+typedef struct kind_ctx {
 	const tc_poly *p;
-	isl_union_set *init;
-} init_ctx;
+	tc_poly_kind kind;
+	isl_union_set *found;
+} kind_ctx;
 
-/* Collect the init statements' instances. */
-static isl_stat init_cb(isl_set *set, void *user)
+static isl_stat kind_cb(isl_set *set, void *user)
 {
-	init_ctx *ic = user;
-	const tc_poly_stmt *st = find_stmt(ic->p, isl_set_get_tuple_name(set));
-	if (st && st->kind == TC_POLY_INIT)
-		ic->init = isl_union_set_add_set(ic->init, set);
+	kind_ctx *kc = user;
+	const tc_poly_stmt *st = find_stmt(kc->p, isl_set_get_tuple_name(set));
+	if (st && st->kind == kc->kind)
+		kc->found = isl_union_set_add_set(kc->found, set);
 	else
 		isl_set_free(set);
 	return isl_stat_ok;
+}
+
+/* The instances of node's domain whose statements are of kind kind. */
+static isl_union_set *instances_of(const tc_poly *p, isl_schedule_node *node, tc_poly_kind kind)
+{
+	isl_union_set *dom = isl_schedule_node_get_domain(node);
+	kind_ctx kc = {p, kind, isl_union_set_empty(isl_union_set_get_space(dom))};
+	isl_union_set_foreach_set(dom, kind_cb, &kc);
+	isl_union_set_free(dom);
+	return kc.found;
 }
 
 /* The number of values member j of a band takes over the band's domain, or
@@ -528,13 +543,14 @@ static isl_schedule_node *isolate_full_tiles(isl_schedule_node *node, const int6
 }
 
 /* The register tiling of one contraction band (see poly.h). */
-static isl_schedule_node *regtile_band(isl_schedule_node *node, const tc_poly *p)
+static isl_schedule_node *regtile_band(isl_schedule_node *node, const tc_poly *p, int *moved)
 {
 	isl_size n = isl_schedule_node_band_n_member(node);
 	int64_t sizes[TC_POLY_MAX_TILE * 2];
 	int perm[TC_POLY_MAX_TILE * 2] = {0};
 	int has_init, j, k, nred = 0, unrolled = 1;
 	const tc_poly_stmt *st = contraction_band(p, node, &has_init);
+	isl_union_set *epilogue;
 	isl_multi_val *mv;
 	if (!st || n > TC_POLY_MAX_TILE * 2 || regtile_sizes(p, node, st, sizes) < 0)
 		return node;
@@ -544,15 +560,18 @@ static isl_schedule_node *regtile_band(isl_schedule_node *node, const tc_poly *p
 	node = isl_schedule_node_band_tile(node, mv);
 	node = isolate_full_tiles(node, sizes);
 	node = isl_schedule_node_child(node, 0); /* the point band */
-	if (has_init) {
-		/* the init's point loops first, then the reduction's: order_before
-		 * leaves node on the band of the instances outside the filter */
-		isl_union_set *dom = isl_schedule_node_get_domain(node);
-		init_ctx ic = {p, isl_union_set_empty(isl_union_set_get_space(dom))};
-		isl_union_set_foreach_set(dom, init_cb, &ic);
-		isl_union_set_free(dom);
-		node = isl_schedule_node_order_before(node, ic.init);
-	}
+	/* the init's point loops first, then the reduction's, then those of the
+	 * epilogue (order_before/after leave node on the band of the instances
+	 * outside the filter); the pass checks the result against the
+	 * dependences */
+	if (has_init)
+		node = isl_schedule_node_order_before(node, instances_of(p, node, TC_POLY_INIT));
+	epilogue = instances_of(p, node, TC_POLY_ASSIGN);
+	if (epilogue && isl_union_set_is_empty(epilogue) == isl_bool_false) {
+		node = isl_schedule_node_order_after(node, epilogue);
+		*moved = 1;
+	} else
+		isl_union_set_free(epilogue);
 	/* reduction members first, then the parallel ones */
 	for (j = k = 0; j < n; j++)
 		if (isl_schedule_node_band_member_get_coincident(node, j) != isl_bool_true)
@@ -600,30 +619,58 @@ static int has_band_below(isl_schedule_node *node)
 	return found;
 }
 
-/* Apply regtile_band to every innermost band (one without a band below). */
-static isl_schedule_node *regtile_walk(isl_schedule_node *node, const tc_poly *p, int *done)
+/* Apply regtile_band to every innermost band (one without a band below);
+ * *moved is set when an epilogue moved. */
+static isl_schedule_node *regtile_walk(isl_schedule_node *node, const tc_poly *p, int *moved)
 {
 	isl_size n, i;
-	(void)done;
 	if (!node)
 		return NULL;
 	n = isl_schedule_node_n_children(node);
 	for (i = 0; node && i < n; i++) {
 		node = isl_schedule_node_child(node, i);
-		node = regtile_walk(node, p, done);
+		node = regtile_walk(node, p, moved);
 		node = isl_schedule_node_parent(node);
 	}
 	if (node && isl_schedule_node_get_type(node) == isl_schedule_node_band &&
 		!has_band_below(node))
-		node = regtile_band(node, p);
+		node = regtile_band(node, p, moved);
 	return node;
 }
 
 tc_stat tc_poly_pass_regtile(tc_poly *p, tc_diags *d)
 {
+	isl_schedule *before;
+	isl_schedule_node *node;
+	int legal, moved = 0;
 	if (!p->opts.nregtile && !p->opts.regtile_auto)
 		return TC_OK;
-	return walk_schedule(p, d, regtile_walk, "tile for registers");
+	before = isl_schedule_copy(p->schedule);
+	node = regtile_walk(isl_schedule_get_root(p->schedule), p, &moved);
+	isl_schedule_free(p->schedule);
+	p->schedule = node ? isl_schedule_node_get_schedule(node) : NULL;
+	isl_schedule_node_free(node);
+	if (!p->schedule) {
+		isl_schedule_free(before);
+		return walk_failed(p, d, "tile for registers");
+	}
+	/* Running each element's init before its reduction is what TC's
+	 * semantics say; an epilogue (statements after the reduction in the
+	 * same band) moved after the tile's reduction is checked against the
+	 * dependences (the check costs compile time, so only then), and a
+	 * kernel it would break keeps the schedule it had. */
+	legal = moved ? tc_poly_schedule_legal(p, p->schedule) : 1;
+	if (legal < 0) {
+		isl_schedule_free(before);
+		return walk_failed(p, d, "check a register tiling");
+	}
+	if (legal) {
+		isl_schedule_free(before);
+		return TC_OK;
+	}
+	isl_schedule_free(p->schedule);
+	p->schedule = before;
+	return TC_OK;
 }
 
 /* Mark the outermost band of every top-level loop nest whose first member

@@ -551,6 +551,56 @@ tc_stat tc_poly_schedule(tc_poly *p, const tc_poly_pass *passes, int npasses, tc
 	return TC_OK;
 }
 
+/* ---- legality ---- */
+
+typedef struct pad_ctx {
+	int dims;
+	isl_union_map *out;
+} pad_ctx;
+
+static isl_stat max_dims_cb(isl_map *map, void *user)
+{
+	pad_ctx *pc = user;
+	isl_size n = isl_map_dim(map, isl_dim_out);
+	if (n > pc->dims)
+		pc->dims = n;
+	isl_map_free(map);
+	return isl_stat_ok;
+}
+
+/* map with its range padded by zeros to pc->dims dimensions, in one
+ * anonymous space, so that schedules of different depths compare. */
+static isl_stat pad_cb(isl_map *map, void *user)
+{
+	pad_ctx *pc = user;
+	isl_size n = isl_map_dim(map, isl_dim_out);
+	int i;
+	map = isl_map_add_dims(map, isl_dim_out, (unsigned)(pc->dims - n));
+	for (i = n; i < pc->dims; i++)
+		map = isl_map_fix_si(map, isl_dim_out, (unsigned)i, 0);
+	map = isl_map_reset_tuple_id(map, isl_dim_out);
+	pc->out = isl_union_map_add_map(pc->out, map);
+	return isl_stat_ok;
+}
+
+int tc_poly_schedule_legal(tc_poly *p, isl_schedule *s)
+{
+	isl_union_map *map = isl_schedule_get_map(s), *before;
+	pad_ctx pc = {0, NULL};
+	isl_bool ok;
+	if (!map)
+		return -1;
+	isl_union_map_foreach_map(map, max_dims_cb, &pc);
+	pc.out = isl_union_map_empty(isl_union_map_get_space(map));
+	isl_union_map_foreach_map(map, pad_cb, &pc);
+	isl_union_map_free(map);
+	/* pairs of instances whose times are strictly ordered */
+	before = isl_union_map_lex_lt_union_map(isl_union_map_copy(pc.out), pc.out);
+	ok = isl_union_map_is_subset(p->deps, before);
+	isl_union_map_free(before);
+	return ok < 0 ? -1 : ok == isl_bool_true;
+}
+
 static void inst_free(void *user)
 {
 	tc_poly_inst *inst = user;

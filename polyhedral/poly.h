@@ -135,6 +135,9 @@ __tc_give tc_poly *tc_poly_build(__tc_keep isl_ctx *ctx, __tc_keep const tc_ir_f
  * then the passes (npasses may be 0), then the kernel mark at the root. */
 tc_stat tc_poly_schedule(__tc_keep tc_poly *p, const tc_poly_pass *passes, int npasses,
 	__tc_keep tc_diags *d);
+/* Whether schedule s runs the source of every dependence of p before its
+ * target: 1 yes, 0 no, -1 on an isl error. */
+int tc_poly_schedule_legal(__tc_keep tc_poly *p, __tc_keep isl_schedule *s);
 /* Generate the AST of the schedule (p->ast). */
 tc_stat tc_poly_ast(__tc_keep tc_poly *p, __tc_keep tc_diags *d);
 void tc_poly_free(__tc_take tc_poly *p);

@@ -644,6 +644,44 @@ static void test_byte_offset_honoured(void **state)
 	tu_tensor_fini(&Y);
 }
 
+/* An output sharing memory with an input is refused before anything runs
+ * (generated code keeps partial results in registers and reorders
+ * accesses); disjoint views of one buffer are fine. */
+static void test_overlapping_output_refused(void **state)
+{
+	fixture *f = *state;
+	tc_module *m = tc_module_parse(f->ctx,
+		"def twice(float(N) A) -> (O) {\n    O(i) = A(i) * 2\n}\n", "overlap.tc");
+	assert_non_null(m);
+	tu_tensor X, Y;
+	tu_tensor_init(&X, TU_F32, (int64_t[]){8}, 1);
+	tu_tensor_init(&Y, TU_F32, (int64_t[]){4}, 1);
+	for (int i = 0; i < 8; i++)
+		((float *)X.data)[i] = (float)(i + 1);
+	X.shape[0] = 4; /* X: elements 0..3 of the buffer */
+	Y.dl.data = X.data; /* Y: elements 2..5 of the same buffer */
+	Y.dl.byte_offset = 2 * sizeof(float);
+	const DLTensor *ins[1] = {&X.dl};
+	DLTensor *outs[1] = {&Y.dl};
+	tc_kernel *k = tc_compile(m, "twice", ins, 1, NULL);
+	assert_non_null(k);
+	assert_int_equal(tc_kernel_run(k, ins, 1, outs, 1), -1);
+	expect_message(f->ctx, "output 'O' shares memory with input 'A'");
+	for (int i = 0; i < 8; i++) /* nothing was written */
+		assert_float_equal(((float *)X.data)[i], (float)(i + 1), 0);
+	Y.dl.byte_offset = 4 * sizeof(float); /* elements 4..7: disjoint */
+	assert_int_equal(tc_kernel_run(k, ins, 1, outs, 1), 0);
+	for (int i = 0; i < 4; i++) {
+		assert_float_equal(((float *)X.data)[i], (float)(i + 1), 0);
+		assert_float_equal(((float *)X.data)[4 + i], (float)(2 * (i + 1)), 0);
+	}
+	tc_kernel_free(k);
+	tc_module_free(m);
+	Y.dl.data = Y.data;
+	tu_tensor_fini(&X);
+	tu_tensor_fini(&Y);
+}
+
 /* Tensors DLPack can describe but tcomp cannot take. */
 static void test_compile_bad_tensor_descriptions(void **state)
 {
@@ -936,6 +974,7 @@ int main(void)
 		T(test_int64_gather_index_not_truncated),
 		T(test_integer_division_by_zero),
 		T(test_byte_offset_honoured),
+		T(test_overlapping_output_refused),
 		T(test_compile_bad_tensor_descriptions),
 		T(test_compile_square_size_mismatch),
 		T(test_compile_constant_extent_mismatch),

@@ -411,9 +411,71 @@ static void contract_option(void **state)
 	tc_module_free(m);
 }
 
+/* The lines of text containing both a and b. */
+static int count_lines_with(const char *text, const char *a, const char *b)
+{
+	int n = 0;
+	while (text && *text) {
+		const char *end = strchr(text, '\n');
+		size_t len = end ? (size_t)(end - text) : strlen(text);
+		char line[512];
+		snprintf(line, sizeof(line), "%.*s", (int)(len < sizeof(line) ? len : sizeof(line) - 1),
+			text);
+		n += strstr(line, a) && strstr(line, b);
+		text = end ? end + 1 : NULL;
+	}
+	return n;
+}
+
+/* The default register tile of a float32 matmul is 6 rows by 4 vectors:
+ * with contract=on its reduction loop is 24 FMAs on vector registers
+ * (zmm where the host has AVX-512, which tcomp compiles for), and with
+ * regtile=none there are fewer. */
+static void register_tile_uses_vector_fmas(void **state)
+{
+	enum { M = 96, K = 64, N = 128 };
+	static float a[M * K], b[K * N];
+	int64_t sa[2] = {M, K}, sb[2] = {K, N};
+	DLTensor A = {a, {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, sa, NULL, 0};
+	DLTensor B = {b, {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, sb, NULL, 0};
+	const DLTensor *in[2] = {&A, &B};
+	const char *reg = __builtin_cpu_supports("avx512f") ? "zmm" : "ymm";
+	int tiled, untiled;
+	tc_module *m;
+	(void)state;
+	if (!__builtin_cpu_supports("fma")) {
+		print_message("this host has no FMA instructions: nothing to look for\n");
+		return;
+	}
+	m = tc_module_parse(ctx, "def mm(float(M,K) A, float(K,N) B) -> (C) {\n"
+				 "  C(m,n) +=! A(m,r_k) * B(r_k,n)\n}\n", "mm.tc");
+	assert_non_null(m);
+	for (int pass = 0; pass < 2; pass++) {
+		tc_options *o = tc_options_new();
+		tc_kernel *kr;
+		char *text;
+		assert_int_equal(tc_options_parse(o, pass ? "contract=on regtile=none tile=none"
+							  : "contract=on", ctx), 0);
+		kr = tc_compile(m, "mm", in, 2, o);
+		if (!kr)
+			fail_msg("%s", tc_context_error(ctx));
+		text = tc_kernel_emit(kr, "asm");
+		assert_non_null(text);
+		*(pass ? &untiled : &tiled) = count_lines_with(text, "vfmadd", reg);
+		tc_string_free(text);
+		tc_kernel_free(kr);
+		tc_options_free(o);
+	}
+	print_message("vfmadd on %s: %d register-tiled, %d without\n", reg, tiled, untiled);
+	assert_true(tiled >= 24);
+	assert_true(untiled < tiled);
+	tc_module_free(m);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(register_tile_uses_vector_fmas),
 		cmocka_unit_test(schedule_options),
 		cmocka_unit_test(contract_option),
 		cmocka_unit_test(defaults_print_every_option),
