@@ -517,6 +517,9 @@ tc_stat tc_poly_schedule(tc_poly *p, const tc_poly_pass *passes, int npasses, tc
 	isl_schedule_node *node;
 	int i;
 
+	isl_options_set_schedule_serialize_sccs(p->ctx, p->opts.fusion == TC_POLY_FUSE_MIN);
+	isl_options_set_schedule_maximize_coincidence(p->ctx,
+		p->opts.fusion == TC_POLY_FUSE_PRESERVE3COINCIDENT);
 	sc = isl_schedule_constraints_on_domain(isl_union_set_copy(p->domain));
 	sc = isl_schedule_constraints_set_context(sc, isl_set_copy(p->context));
 	sc = isl_schedule_constraints_set_validity(sc, isl_union_map_copy(p->deps));

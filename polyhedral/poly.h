@@ -66,6 +66,18 @@ typedef struct tc_poly_inst {
 #define TC_POLY_MARK_KERNEL "tc_kernel" /* the root; user pointer: the tc_poly */
 #define TC_POLY_MARK_PARALLEL "tc_parallel" /* above a parallel (coincident) loop */
 
+/* Fusion strategies, emulated with stock isl scheduler options:
+ *   MAX   isl's clustering fuses whatever it can (serialize_sccs off);
+ *   PRESERVE3COINCIDENT  fuses, but maximises coincidence first, so no
+ *         fusion costs a parallel loop (schedule_maximize_coincidence);
+ *   MIN   every strongly connected component of the dependence graph is
+ *         scheduled on its own (serialize_sccs): no fusion. */
+typedef enum tc_poly_fusion {
+	TC_POLY_FUSE_MAX,
+	TC_POLY_FUSE_PRESERVE3COINCIDENT,
+	TC_POLY_FUSE_MIN,
+} tc_poly_fusion;
+
 /* What the schedule passes do (set by the caller before tc_poly_schedule;
  * tc_poly_build sets the defaults: order on, no tiling). */
 #define TC_POLY_MAX_TILE 16
@@ -80,6 +92,7 @@ typedef struct tc_poly_opts {
 	int64_t regtile[TC_POLY_MAX_TILE]; /* ... sizes, innermost parallel member last */
 	int regtile_auto;              /* nregtile 0: choose them for contractions */
 	int unroll;                    /* unroll the register tile's outer point loops */
+	tc_poly_fusion fusion;         /* how the isl scheduler fuses statements */
 } tc_poly_opts;
 
 typedef struct tc_poly {

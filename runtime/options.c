@@ -34,6 +34,8 @@ static const opt_def opt_table[] = {
 		"run the outermost parallel loop of each loop nest on tcomp's thread pool"},
 	{"threads", TC_OPT_INT, "auto|1..256", "auto",
 		"how many threads run parallel loops (auto: one per online CPU)"},
+	{"fusion", TC_OPT_ENUM, "max|preserve3coincident|min", "max",
+		"how the isl scheduler fuses statements into loop nests: max fuses whatever it can (softmax and a layer's bias and activation run in one pass), preserve3coincident never gives up a parallel loop for fusion, min schedules every dependence component apart"},
 	{"tile", TC_OPT_LIST, "auto|none|1..65536", "auto",
 		"cache tile sizes for the members of the outermost permutable band, outermost first (none: no tiling; missing sizes: that member is not tiled; auto: chosen for contractions from the cache sizes)"},
 	{"regtile", TC_OPT_LIST, "auto|none|1..1024", "auto",
@@ -436,6 +438,9 @@ void tc_rt_poly_opts(const tc_options *o, tc_poly_opts *out)
 	out->contract = strcmp(tc_options_get(o, "contract"), "on") == 0;
 	out->parallel = strcmp(tc_options_get(o, "parallel"), "off") != 0;
 	out->unroll = strcmp(tc_options_get(o, "unroll"), "off") != 0;
+	out->fusion = !strcmp(tc_options_get(o, "fusion"), "min") ? TC_POLY_FUSE_MIN
+		: !strcmp(tc_options_get(o, "fusion"), "preserve3coincident")
+		? TC_POLY_FUSE_PRESERVE3COINCIDENT : TC_POLY_FUSE_MAX;
 	out->tile_auto = !strcmp(tile, "auto");
 	out->regtile_auto = !strcmp(reg, "auto");
 	out->ntile = size_list(tile, out->tile);

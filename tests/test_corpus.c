@@ -1941,8 +1941,9 @@ static void draw_options(uint64_t *rng, char *buf, size_t n)
 	static const int tiles[] = {1, 2, 3, 4, 5, 6, 7};
 	static const int regs[] = {1, 2, 3, 4, 6, 16, 32};
 	int len, pick;
-	len = snprintf(buf, n, "order=%s unroll=%s", next_draw(rng) & 1 ? "on" : "off",
-		next_draw(rng) & 1 ? "on" : "off");
+	static const char *const fusion[] = {"max", "preserve3coincident", "min"};
+	len = snprintf(buf, n, "order=%s unroll=%s fusion=%s", next_draw(rng) & 1 ? "on" : "off",
+		next_draw(rng) & 1 ? "on" : "off", fusion[next_draw(rng) % 3]);
 	pick = (int)(next_draw(rng) % 6); /* tiles: none, auto, or 1 to 4 sizes */
 	len += snprintf(buf + len, n - (size_t)len, " tile=%s", pick == 0 ? "none" : pick == 1 ? "auto" : "");
 	if (pick > 1)

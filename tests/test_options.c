@@ -57,8 +57,8 @@ static void defaults_print_every_option(void **state)
 	tc_options *o = tc_options_new();
 	(void)state;
 	assert_non_null(o);
-	assert_string_equal(print_of(o), "target=cpu\norder=on\ncontract=off\nparallel=on\nthreads=auto\ntile=auto\nregtile=auto\nunroll=on\n");
-	assert_string_equal(print_of(NULL), "target=cpu\norder=on\ncontract=off\nparallel=on\nthreads=auto\ntile=auto\nregtile=auto\nunroll=on\n"); /* NULL: the defaults */
+	assert_string_equal(print_of(o), "target=cpu\norder=on\ncontract=off\nparallel=on\nthreads=auto\nfusion=max\ntile=auto\nregtile=auto\nunroll=on\n");
+	assert_string_equal(print_of(NULL), "target=cpu\norder=on\ncontract=off\nparallel=on\nthreads=auto\nfusion=max\ntile=auto\nregtile=auto\nunroll=on\n"); /* NULL: the defaults */
 	assert_string_equal(tc_options_get(NULL, "target"), "cpu");
 	assert_null(tc_options_get(o, "no_such_option"));
 	tc_options_free(o);
@@ -76,7 +76,7 @@ static void parse_print_round_trip(void **state)
 	/* and so does a set value */
 	assert_int_equal(tc_options_set(o, "target", "interp", ctx), 0);
 	snprintf(text, sizeof(text), "%s", print_of(o));
-	assert_string_equal(text, "target=interp\norder=on\ncontract=off\nparallel=on\nthreads=auto\ntile=auto\nregtile=auto\nunroll=on\n");
+	assert_string_equal(text, "target=interp\norder=on\ncontract=off\nparallel=on\nthreads=auto\nfusion=max\ntile=auto\nregtile=auto\nunroll=on\n");
 	assert_int_equal(tc_options_parse(q, text, ctx), 0);
 	assert_string_equal(print_of(q), text);
 	assert_string_equal(tc_options_get(q, "target"), "interp");
@@ -129,7 +129,7 @@ static void errors_name_the_option_and_line(void **state)
 	tc_options *o = tc_options_new();
 	(void)state;
 	expect_parse_error(o, "target=cpu\n\nbogus=1\n",
-		"error: line 3: unknown option 'bogus' (options: target, order, contract, parallel, threads, tile, regtile, unroll; see tcomp options)");
+		"error: line 3: unknown option 'bogus' (options: target, order, contract, parallel, threads, fusion, tile, regtile, unroll; see tcomp options)");
 	expect_parse_error(o, "\ntarget=gpu",
 		"line 2: option 'target' cannot be 'gpu' (allowed: cpu|interp)");
 	expect_parse_error(o, "target=", "line 1: option 'target' has no value (allowed: cpu|interp)");
@@ -158,7 +158,7 @@ static void errors_name_the_option_and_line(void **state)
 	/* tc_options_set says the same things, without a line */
 	assert_int_equal(tc_options_set(o, "bogus", "1", ctx), -1);
 	assert_non_null(strstr(tc_context_error(ctx),
-		"error: unknown option 'bogus' (options: target, order, contract, parallel, threads, tile, regtile, unroll; see tcomp options)"));
+		"error: unknown option 'bogus' (options: target, order, contract, parallel, threads, fusion, tile, regtile, unroll; see tcomp options)"));
 	assert_int_equal(tc_options_set(o, "target", "", ctx), -1);
 	assert_non_null(strstr(tc_context_error(ctx), "option 'target' has no value"));
 	assert_null(strstr(tc_context_error(ctx), "line"));
@@ -173,14 +173,14 @@ static void failed_parse_leaves_options_unchanged(void **state)
 	/* the first pair is good and would change target; the second is not */
 	expect_parse_error(o, "target=cpu\nbogus=1\n", "line 2: unknown option 'bogus'");
 	assert_string_equal(tc_options_get(o, "target"), "interp");
-	assert_string_equal(print_of(o), "target=interp\norder=on\ncontract=off\nparallel=on\nthreads=auto\ntile=auto\nregtile=auto\nunroll=on\n");
+	assert_string_equal(print_of(o), "target=interp\norder=on\ncontract=off\nparallel=on\nthreads=auto\nfusion=max\ntile=auto\nregtile=auto\nunroll=on\n");
 	expect_parse_error(o, "target=cpu;target=gpu", "cannot be 'gpu'");
 	assert_string_equal(tc_options_get(o, "target"), "interp");
 	/* on defaults too */
 	tc_options_free(o);
 	o = tc_options_new();
 	expect_parse_error(o, "target=interp\ntarget", "line 2: expected NAME=VALUE");
-	assert_string_equal(print_of(o), "target=cpu\norder=on\ncontract=off\nparallel=on\nthreads=auto\ntile=auto\nregtile=auto\nunroll=on\n");
+	assert_string_equal(print_of(o), "target=cpu\norder=on\ncontract=off\nparallel=on\nthreads=auto\nfusion=max\ntile=auto\nregtile=auto\nunroll=on\n");
 	tc_options_free(o);
 }
 
@@ -326,7 +326,7 @@ static void schedule_options(void **state)
 	(void)state;
 	assert_non_null(o);
 	assert_int_equal(tc_options_parse(o, "order=off tile=32,008,1", ctx), 0);
-	assert_string_equal(print_of(o), "target=cpu\norder=off\ncontract=off\nparallel=on\nthreads=auto\ntile=32,8,1\nregtile=auto\nunroll=on\n");
+	assert_string_equal(print_of(o), "target=cpu\norder=off\ncontract=off\nparallel=on\nthreads=auto\nfusion=max\ntile=32,8,1\nregtile=auto\nunroll=on\n");
 	assert_int_equal(tc_options_parse(o, "regtile=6,064 unroll=off", ctx), 0);
 	assert_string_equal(tc_options_get(o, "regtile"), "6,64");
 	assert_string_equal(tc_options_get(o, "unroll"), "off");
@@ -337,6 +337,9 @@ static void schedule_options(void **state)
 	expect_parse_error(o, "regtile=1025", "option 'regtile' cannot be '1025'");
 	expect_parse_error(o, "regtile=auto,4", "option 'regtile' cannot be 'auto,4'");
 	expect_parse_error(o, "unroll=maybe", "option 'unroll' cannot be 'maybe'");
+	assert_int_equal(tc_options_parse(o, "fusion=preserve3coincident", ctx), 0);
+	assert_string_equal(tc_options_get(o, "fusion"), "preserve3coincident");
+	expect_parse_error(o, "fusion=some", "option 'fusion' cannot be 'some'");
 	assert_int_equal(tc_options_parse(o, "tile=none", ctx), 0);
 	assert_string_equal(tc_options_get(o, "tile"), "none");
 	expect_parse_error(o, "order=maybe", "option 'order' cannot be 'maybe'");
@@ -472,9 +475,66 @@ static void register_tile_uses_vector_fmas(void **state)
 	tc_module_free(m);
 }
 
+/* The fusion strategies give softmax's five statements (two inits, two
+ * reductions, the division) one loop nest (max), several nests that are
+ * all parallel (preserve3coincident) or one nest per statement (min), and
+ * the same results: the division's exp and quotient are computed the same
+ * way in every schedule. */
+static void fusion_strategies(void **state)
+{
+	enum { N = 23, D = 37 };
+	static float in_[N * D], out_[3][N * D];
+	int64_t si[2] = {N, D};
+	DLTensor I = {in_, {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, si, NULL, 0};
+	const DLTensor *in[1] = {&I};
+	static const char *const kinds[] = {"max", "preserve3coincident", "min"};
+	int nests[3], i;
+	uint64_t r = 99;
+	tc_module *m;
+	(void)state;
+	for (i = 0; i < N * D; i++, r = r * 6364136223846793005ULL + 1)
+		in_[i] = (float)((double)(r >> 11) / 9007199254740992.0 * 8 - 4);
+	m = tc_module_parse(ctx, "def softmax(float(N,D) I) -> (O) {\n"
+				 "  mx(n) max=! I(n,r_d)\n"
+				 "  sm(n) +=! exp(I(n,r_d) - mx(n))\n"
+				 "  O(n,d) = exp(I(n,d) - mx(n)) / sm(n)\n}\n", "sm.tc");
+	assert_non_null(m);
+	for (int k = 0; k < 3; k++) {
+		DLTensor O = {out_[k], {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, si, NULL, 0};
+		DLTensor *out[1] = {&O};
+		tc_options *o = tc_options_new();
+		tc_kernel *kr;
+		char *text;
+		const char *at;
+		assert_int_equal(tc_options_set(o, "fusion", kinds[k], ctx), 0);
+		kr = tc_compile(m, "softmax", in, 1, o);
+		if (!kr)
+			fail_msg("%s", tc_context_error(ctx));
+		for (i = 0; i < N * D; i++)
+			out_[k][i] = NAN;
+		assert_int_equal(tc_kernel_run(kr, in, 1, out, 1), 0);
+		text = tc_kernel_emit(kr, "ast");
+		assert_non_null(text);
+		for (nests[k] = 0, at = text; (at = strstr(at, "// tc_parallel")); at++)
+			nests[k]++;
+		tc_string_free(text);
+		tc_kernel_free(kr);
+		tc_options_free(o);
+	}
+	assert_int_equal(nests[0], 1);
+	assert_true(nests[1] >= 2 && nests[1] < 5);
+	assert_int_equal(nests[2], 5);
+	for (i = 0; i < N * D; i++) {
+		assert_false(isnan(out_[0][i]));
+		assert_true(out_[0][i] == out_[1][i] && out_[0][i] == out_[2][i]);
+	}
+	tc_module_free(m);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(fusion_strategies),
 		cmocka_unit_test(register_tile_uses_vector_fmas),
 		cmocka_unit_test(schedule_options),
 		cmocka_unit_test(contract_option),

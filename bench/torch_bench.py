@@ -1,0 +1,209 @@
+"""PyTorch CPU side of bench/compare.py: eager and torch.compile.
+
+Run by compare.py inside the benchmark virtualenv (or the Python that has
+torch), one process per thread count, as a small server so that each kernel
+is compiled once and the rounds can alternate with the other contenders:
+
+    python torch_bench.py --info
+        one JSON line: torch version, BLAS, CPU capability
+    python torch_bench.py --serve --threads N
+        reads one JSON request per line on stdin, answers one JSON line each:
+        {"bench": <an entry of `baselines list`>, "mode": "eager"|"compile",
+         "reps": R, "dir": DIR, "dump": true|false}
+        -> {"ok": true, "median_ms": .., "min_ms": .., "runs": ..,
+            "warmup": .., "first_call_s": ..}  or  {"ok": false, "error": ".."}
+
+The inputs are read from DIR/in_<name>.npy (written by `baselines NAME inputs`),
+so every contender sees the same numbers; with "dump" the output of the last
+timed run goes to DIR/out_torch_<mode>.npy for the cross-check.  No NumPy is
+needed: .npy files are parsed here.
+
+Timing mirrors baselines.c: warm-up (torch.compile: the first call compiles,
+then at least 3 more calls), then up to R runs timed with time.perf_counter,
+stopping early once the timed runs passed 3 s; the median is reported.  A
+failing torch.compile is reported as {"ok": false, "error": ...}, never a crash.
+"""
+
+import argparse
+import ast
+import json
+import os
+import re
+import statistics
+import sys
+import time
+import traceback
+
+
+def npy_read(torch, path):
+    """A float32 C-order .npy file as a torch tensor."""
+    with open(path, "rb") as f:
+        data = f.read()
+    if data[:6] != b"\x93NUMPY":
+        raise ValueError(f"{path}: not a .npy file")
+    if data[6] >= 2:
+        hlen, start = int.from_bytes(data[8:12], "little"), 12
+    else:
+        hlen, start = int.from_bytes(data[8:10], "little"), 10
+    header = ast.literal_eval(data[start:start + hlen].decode("latin1"))
+    if header["descr"] != "<f4" or header["fortran_order"]:
+        raise ValueError(f"{path}: expected little-endian float32 in C order")
+    body = bytearray(data[start + hlen:])
+    # clone: torch-allocated (aligned) memory, as a model's tensors would be
+    return torch.frombuffer(body, dtype=torch.float32).reshape(header["shape"]).clone()
+
+
+def npy_write(path, t):
+    """Write a float32 tensor as a .npy file (C order)."""
+    import ctypes
+    t = t.detach().contiguous()
+    shape = tuple(t.shape)
+    header = "{'descr': '<f4', 'fortran_order': False, 'shape': %s, }" % (shape,)
+    pad = (64 - (10 + len(header) + 1) % 64) % 64
+    header = header + " " * pad + "\n"
+    with open(path, "wb") as f:
+        f.write(b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little"))
+        f.write(header.encode("latin1"))
+        f.write(ctypes.string_at(t.data_ptr(), t.numel() * 4))
+
+
+def kernel(torch, entry):
+    """The PyTorch function of a tcomp def of bench/kernels.tc."""
+    F = torch.nn.functional
+    if entry == "matmul":
+        return lambda A, B: torch.mm(A, B)
+    if entry == "matmul_nt":
+        return lambda A, B: torch.mm(A, B.t())
+    if entry == "batch_matmul":
+        return lambda X, Y: torch.bmm(X, Y)
+    if entry == "conv2d":
+        return lambda I, W1, B: F.conv2d(I, W1, B)
+    if entry == "softmax":
+        return lambda I: torch.softmax(I, dim=1)
+    if entry == "layernorm":
+        return lambda X, G, Bt: F.layer_norm(X, (X.shape[-1],), G, Bt, eps=1e-5)
+    if entry == "fcrelu":
+        return lambda In, W, Bias: torch.relu(F.linear(In, W, Bias))
+    if entry == "kronecker3":
+        def kron3(W0, W1, W2, X):
+            xw0 = torch.einsum("mabc,da->mbcd", X, W0)      # (m, n1, n2, d0)
+            xw1 = torch.einsum("mbcd,eb->mcde", xw0, W1)    # (m, n2, d0, d1)
+            return torch.einsum("mcde,fc->mdef", xw1, W2)   # (m, d0, d1, d2)
+        return kron3
+    raise ValueError(f"no PyTorch version of '{entry}'")
+
+
+def first_line(e):
+    msg = str(e).strip().splitlines()
+    return f"{type(e).__name__}: {msg[0] if msg else ''}"[:300]
+
+
+class Server:
+    def __init__(self, torch, threads):
+        self.torch = torch
+        self.threads = threads
+        self.inputs = {}     # benchmark name -> list of tensors
+        self.compiled = {}   # benchmark name -> compiled function
+
+    def load(self, bench, d):
+        if bench["name"] not in self.inputs:
+            self.inputs = {bench["name"]: [npy_read(self.torch, os.path.join(d, f"in_{t['name']}.npy"))
+                                           for t in bench["inputs"]]}
+        return self.inputs[bench["name"]]
+
+    def bench(self, req):
+        torch = self.torch
+        b, mode, reps = req["bench"], req["mode"], int(req["reps"])
+        args = self.load(b, req["dir"])
+        fn = kernel(torch, b["entry"])
+        first_call = None
+        with torch.inference_mode():
+            if mode == "compile":
+                if b["name"] not in self.compiled:
+                    self.compiled[b["name"]] = torch.compile(fn)
+                fn = self.compiled[b["name"]]
+            elif mode != "eager":
+                raise ValueError(f"unknown mode '{mode}'")
+            t0 = time.perf_counter()
+            out = fn(*args)
+            first_call = time.perf_counter() - t0
+            samples, w = [], 1
+            if mode == "compile":
+                # The first call compiled; three more settle the caches.
+                while w < 4:
+                    out = fn(*args)
+                    w += 1
+            elif first_call >= 1.0:
+                samples.append(first_call)  # a long run: the warm-up is a sample
+                w = 0
+            else:
+                warm = first_call
+                while w < 3 and warm < 0.2:
+                    t0 = time.perf_counter()
+                    out = fn(*args)
+                    warm += time.perf_counter() - t0
+                    w += 1
+            total = sum(samples)
+            while len(samples) < reps and (not samples or total < 3.0):
+                t0 = time.perf_counter()
+                out = fn(*args)
+                dt = time.perf_counter() - t0
+                samples.append(dt)
+                total += dt
+        if req.get("dump"):
+            npy_write(os.path.join(req["dir"], f"out_torch_{mode}.npy"), out)
+        return {"ok": True, "median_ms": 1e3 * statistics.median(samples),
+                "min_ms": 1e3 * min(samples), "runs": len(samples), "warmup": w,
+                "first_call_s": first_call}
+
+
+def info(torch):
+    cfg = torch.__config__.show()
+    blas = re.search(r"BLAS_INFO=(\w+)", cfg)
+    cap = next((line.split(":", 1)[1].strip() for line in cfg.splitlines()
+                if "CPU capability usage" in line), "?")
+    return {"version": torch.__version__, "blas": blas.group(1) if blas else "?", "cpu_capability": cap,
+            "python": sys.executable}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--info", action="store_true")
+    ap.add_argument("--serve", action="store_true")
+    ap.add_argument("--threads", type=int, default=1)
+    a = ap.parse_args()
+    # The protocol gets its own copy of stdout; anything else written to
+    # stdout (by torch, by compilers it runs) goes to stderr.
+    proto = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    try:
+        import torch
+    except Exception as e:  # noqa: BLE001 - any import failure means "no torch"
+        proto.write(json.dumps({"ok": False, "error": "import torch: " + first_line(e)}) + "\n")
+        proto.flush()
+        return 0
+    if a.info:
+        proto.write(json.dumps({"ok": True, **info(torch)}) + "\n")
+        proto.flush()
+        return 0
+    torch.set_num_threads(a.threads)
+    server = Server(torch, a.threads)
+    proto.write(json.dumps({"ok": True, "ready": True, **info(torch),
+                            "threads": torch.get_num_threads()}) + "\n")
+    proto.flush()
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        try:
+            answer = server.bench(json.loads(line))
+        except Exception as e:  # noqa: BLE001 - report, keep serving
+            traceback.print_exc(file=sys.stderr)
+            answer = {"ok": False, "error": first_line(e)}
+        proto.write(json.dumps(answer) + "\n")
+        proto.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
