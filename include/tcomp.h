@@ -73,6 +73,12 @@ void tc_context_free(tc_context *ctx);
 const char *tc_context_error(const tc_context *ctx);
 /* Warnings of the last tc_module_parse/load (rendered), or "". */
 const char *tc_context_warnings(const tc_context *ctx);
+/* How many threads run the parallel loops of ctx's kernels whose "threads"
+ * option is auto: 1 to 256, or 0 for one per online CPU (the default).  A
+ * kernel's own threads=N wins.  Takes effect on the next tc_kernel_run; -1
+ * with an error for a count out of range. */
+int tc_context_set_threads(tc_context *ctx, int threads);
+int tc_context_threads(const tc_context *ctx);
 
 /* ---- modules: parsed and checked .tc text ---- */
 /* Parse and check source; NULL if any def has an error (all errors are
@@ -116,10 +122,22 @@ int tc_module_hash(tc_module *m, const char *entry, char out[17]);
  *                         interpreter's)
  *   parallel on|off       run the outermost parallel loop of each loop
  *                         nest on tcomp's thread pool (default on)
- *   threads  auto|N       threads for those loops (default auto: one per
- *                         online CPU)
- *   tile     none|N,N,... tile sizes for the outermost permutable band,
- *                         outermost member first (default none)
+ *   threads  auto|N       threads for those loops (default auto: the
+ *                         context's setting, tc_context_set_threads, which
+ *                         defaults to one per online CPU)
+ *   fusion   max|preserve3coincident|min
+ *                         how statements fuse into loop nests (default max)
+ *   tile     auto|none|N,N,...
+ *                         cache tile sizes for the outermost permutable
+ *                         band, outermost member first (default auto:
+ *                         BLIS-style blocks for contractions, none for
+ *                         other kernels)
+ *   regtile  auto|none|N,N,...
+ *                         register tile sizes for the parallel members of a
+ *                         contraction's innermost band, innermost last
+ *                         (default auto: 6 rows by 4 vector registers)
+ *   unroll   on|off       unroll the register tile's rows (default on)
+ * `tcomp options` prints the full table with each option's documentation.
  * Values are words from the option's list, integers inside its range, or
  * comma-separated lists of such integers, depending on the option; they are
  * kept in a canonical form (integers without leading zeros), which

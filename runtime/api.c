@@ -189,6 +189,25 @@ const char *tc_context_warnings(const tc_context *ctx)
 	return ctx && ctx->warnings ? ctx->warnings : "";
 }
 
+int tc_context_set_threads(tc_context *ctx, int threads)
+{
+	if (!ctx)
+		return -1;
+	if (threads < 0 || threads > 256) {
+		tc_rt_set_error(ctx, "thread count %d is out of range (0 for one per online CPU, or 1 to 256)",
+			threads);
+		return -1;
+	}
+	tc_rt_clear_error(ctx);
+	__atomic_store_n(&ctx->threads, threads, __ATOMIC_RELAXED);
+	return 0;
+}
+
+int tc_context_threads(const tc_context *ctx)
+{
+	return ctx ? __atomic_load_n(&ctx->threads, __ATOMIC_RELAXED) : -1;
+}
+
 void tc_string_free(char *s)
 {
 	tc_free(s);

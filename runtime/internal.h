@@ -21,6 +21,7 @@ struct tc_context {
 	uint64_t serial;      /* unique among the contexts of the process */
 	pthread_mutex_t lock; /* recursive */
 	tc_cg_jit *jit; /* created on the first CPU compile */
+	int threads;    /* for kernels with threads=auto; 0: one per online CPU */
 };
 
 struct tc_module {

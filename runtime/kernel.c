@@ -399,7 +399,7 @@ static int run_cpu(tc_module *m, tc_rt_compiled *c, const tc_tensor *t)
 		ptrs[i] = base + c->ws_off[i];
 	ptrs[f->ntensors] = err;
 	memcpy(&ptrs[f->ntensors + 1], &pf, sizeof(pf)); /* the pool, for parallel loops */
-	tc_rt_pool_set_threads(c->threads);
+	tc_rt_pool_set_threads(c->threads ? c->threads : __atomic_load_n(&ctx->threads, __ATOMIC_RELAXED));
 	tc_cg_code_fn(c->code)(ptrs);
 	give_workspace(ctx, c, ws);
 	tc_free(ptrs);

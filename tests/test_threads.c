@@ -307,6 +307,40 @@ static void concurrent_runs(const problem *p, const tc_options *options, int nth
 		assert_int_equal(jobs[i].runs, runs);
 }
 
+/* The context's thread count: set and read back, refused out of range,
+ * and kernels with threads=auto give the loops' results under each count
+ * (a kernel's own threads=N is the per-kernel path, tested above). */
+static void test_context_thread_setting(void **state)
+{
+	(void)state;
+	tc_context *ctx = tc_context_new();
+	assert_non_null(ctx);
+	assert_int_equal(tc_context_threads(ctx), 0);
+	assert_int_equal(tc_context_set_threads(ctx, 300), -1);
+	assert_non_null(strstr(tc_context_error(ctx), "thread count 300 is out of range"));
+	assert_int_equal(tc_context_set_threads(ctx, -1), -1);
+	assert_int_equal(tc_context_threads(ctx), 0);
+	tc_module *m = parse(ctx);
+	const problem *p = &matmul_64x48x32;
+	tc_kernel *k = compile(m, ctx, p, NULL);
+	job j;
+	bufs b;
+	memset(&j, 0, sizeof(j));
+	j.ctx = ctx;
+	j.rng = tu_seed("context threads", 0);
+	bufs_init(&b, p);
+	for (int n = 0; n <= 3; n++) {
+		assert_int_equal(tc_context_set_threads(ctx, n), 0);
+		assert_int_equal(tc_context_threads(ctx), n);
+		assert_true(run_checked(&j, k, p, &b, "context threads"));
+	}
+	bufs_fini(&b, p);
+	tc_kernel_free(k);
+	tc_module_free(m);
+	tc_context_free(ctx);
+	expect_jobs_ok(&j, 1);
+}
+
 static void test_matmul_from_2_threads(void **state)
 {
 	(void)state;
@@ -837,6 +871,7 @@ static void test_new_context_has_no_stale_error(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_context_thread_setting),
 		cmocka_unit_test(test_matmul_from_2_threads),
 		cmocka_unit_test(test_matmul_from_4_threads),
 		cmocka_unit_test(test_softmax_from_2_threads),
