@@ -19,8 +19,9 @@
  *
  * Timing: one warm-up run; when it took at least 1 s it is kept as the first
  * sample (its buffers are faulted in already, so a warm-up would only cost
- * time); otherwise warm-up runs continue to 3 runs or 0.2 s.  Then up to REPS
- * runs, stopping early once the timed runs passed 3 s.  Exit status 0 ok,
+ * time); otherwise warm-up runs continue to 3 runs or 0.2 s.  Then at least
+ * REPS runs and at least MIN_TIME seconds of them, as `tcomp bench --runs
+ * --min-time` does, but no more once the timed runs passed MAX_TIME.  Exit status 0 ok,
  * 3 when the implementation does not exist (the reason on stdout as
  * {"error":...}), 1 on bad arguments or I/O errors.
  *
@@ -48,6 +49,8 @@
 
 #define MAX_THREADS 64
 #define MAX_TENSORS 4
+#define MIN_TIME 0.2 /* seconds: time at least REPS runs and at least this long */
+#define MAX_TIME 3.0 /* seconds: but stop after the run that passes this */
 
 /* A tensor of the table: its name in the tcomp def, rank and extents. */
 struct tspec {
@@ -796,8 +799,8 @@ static int cmd_run(const struct bench *b, const char *impl, int threads, int rep
 #ifdef HAVE_OPENBLAS
 	openblas_set_num_threads(blas_uses_own_threads(b->kind) ? threads : 1);
 #endif
-	double *t = calloc((size_t)reps + 1, sizeof(double)), total = 0, warm = 0, t0;
-	int n = 0, w = 0;
+	int n = 0, w = 0, cap = reps + 16;
+	double *t = calloc((size_t)cap, sizeof(double)), total = 0, warm = 0, t0;
 	if (!t)
 		return 1;
 	t0 = now_s();
@@ -819,7 +822,12 @@ static int cmd_run(const struct bench *b, const char *impl, int threads, int rep
 			w++;
 		}
 	}
-	while (n < reps && (n == 0 || total < 3.0)) {
+	while ((n < reps || total < MIN_TIME) && (n == 0 || total < MAX_TIME)) {
+		if (n == cap) {
+			cap *= 2;
+			if (!(t = realloc(t, (size_t)cap * sizeof(double))))
+				return 1;
+		}
 		t0 = now_s();
 		run_once(&p, impl, &why);
 		t[n] = now_s() - t0;

@@ -47,11 +47,14 @@ DOC = os.path.join(REPO, "docs", "performance.md")
 BEGIN, END = "<!-- bench:compare:begin -->", "<!-- bench:compare:end -->"
 SECTION = "## Comparison with OpenBLAS, naive C and PyTorch"
 
-# glibc 2.36 malloc tunables (names checked with `ld.so --list-tunables`):
-# allocations of any size come from the heap (mmap_threshold at its maximum
-# for 64-bit, 2^31-1... in fact up to HEAP_MAX; 2 GiB here), freed memory is
-# never trimmed back to the kernel, and the heap grows 256 MiB at a time, so
-# a buffer freed and allocated again reuses pages already faulted in.
+# glibc 2.36 malloc tunables (names from `/lib64/ld-linux-x86-64.so.2
+# --list-tunables`; checked with strace: a freed 1000 MiB block is reused
+# from the brk heap): blocks of any size up to 2 GiB come from the heap
+# instead of a fresh mmap (mmap_threshold), freed memory is not given back to
+# the kernel (trim_threshold), and the heap grows 256 MiB at a time (top_pad).
+# So a buffer freed and allocated again, as PyTorch eager does for every
+# output, reuses pages already faulted in.  (Threads other than the main one
+# allocate from mmap'd arenas of 64 MiB, where bigger blocks still get mmap.)
 TUNABLES = ("glibc.malloc.mmap_threshold=2147483647:"
             "glibc.malloc.trim_threshold=2147483647:"
             "glibc.malloc.top_pad=268435456")
@@ -568,7 +571,9 @@ def report(results, meta, a):
         if r.get("options"):
             options.add(r["options"])
         for c in CONTENDERS:
-            cells.append(fmt_ms(ms[c]) if c in ms else note(f"{TITLES[c]}: {r['na'].get(c, '?')}"))
+            why = r["na"].get(c, "?")
+            who = "PyTorch" if why == meta["torch_na"] else TITLES[c]
+            cells.append(fmt_ms(ms[c]) if c in ms else note(f"{who}: {why}"))
             if c == "tcomp":
                 if t is None:
                     cells.append("–")
@@ -585,7 +590,7 @@ def report(results, meta, a):
                                                 "; ".join(r["problems"])).replace("n/a ", ""))
         else:
             worst = max(r["rel"].values()) if r["rel"] else 0
-            cells.append(f"ok ({worst:.0e})" if r["rel"] else "ok")
+            cells.append((f"ok ({worst:.0e})" if worst else "ok (exact)") if r["rel"] else "ok")
         rows.append(cells)
 
     now = datetime.datetime.fromtimestamp(meta["started"], datetime.timezone.utc)
@@ -624,9 +629,11 @@ def report(results, meta, a):
         f"- PyTorch: {torch_text}.",
         f"- Environment of every contender: `GLIBC_TUNABLES={TUNABLES}`, "
         "`OPENBLAS_NUM_THREADS`, `OMP_NUM_THREADS` and `MKL_NUM_THREADS` set to the thread count.",
-        f"- Method: {meta['rounds']} round-robin rounds (each contender once per round, the order "
-        f"rotated); each cell is the median over the rounds of that contender's median of up to "
-        f"{meta['reps']} timed runs after a warm-up (tcomp: `tcomp bench`'s median). "
+        f"- Method: {meta['rounds']} round-robin round{'s' if meta['rounds'] > 1 else ''} "
+        "(each contender once per round, the order rotated); each cell is the median over the "
+        "rounds of that contender's median time of a run: tcomp as `tcomp bench` times it, the "
+        f"others after a warm-up over at least {meta['reps']} runs and 0.2 s, no more runs once "
+        "3 s have passed (a single run over 1 s is its own sample). "
         "\"vs X\" is the tcomp speed-up, X's time / tcomp's time (above 1: tcomp is faster). "
         "The rate is tcomp's: GFLOP/s counting a multiply-add as 2 (bias, ReLU not counted), or "
         "GB/s of inputs read plus outputs written once. \"check\": every output on the same inputs "

@@ -19,8 +19,8 @@ timed run goes to DIR/out_torch_<mode>.npy for the cross-check.  No NumPy is
 needed: .npy files are parsed here.
 
 Timing mirrors baselines.c: warm-up (torch.compile: the first call compiles,
-then at least 3 more calls), then up to R runs timed with time.perf_counter,
-stopping early once the timed runs passed 3 s; the median is reported.  A
+then 3 more calls), then at least R runs and 0.2 s of runs timed with
+time.perf_counter, but no more once they passed 3 s; the median is reported.  A
 failing torch.compile is reported as {"ok": false, "error": ...}, never a crash.
 """
 
@@ -33,6 +33,9 @@ import statistics
 import sys
 import time
 import traceback
+
+MIN_TIME = 0.2  # seconds: time at least R runs and at least this long ...
+MAX_TIME = 3.0  # ... but no more once the timed runs passed this
 
 
 def npy_read(torch, path):
@@ -144,7 +147,7 @@ class Server:
                     warm += time.perf_counter() - t0
                     w += 1
             total = sum(samples)
-            while len(samples) < reps and (not samples or total < 3.0):
+            while (len(samples) < reps or total < MIN_TIME) and (not samples or total < MAX_TIME):
                 t0 = time.perf_counter()
                 out = fn(*args)
                 dt = time.perf_counter() - t0
