@@ -433,6 +433,13 @@ def main():
     options = os.path.abspath(a.options) if a.options else None
     started = time.time()
     load_before = open("/proc/loadavg").read().split()[:3]
+    # The source state when the run starts (the nearest to the binary's build).
+    commit = git("rev-parse", "--short", "HEAD") or "?"
+    # Tracked files changed but not committed, leaving out the benchmarks and
+    # the docs (which do not go into the binary).
+    dirty = [p for p in (l[3:] for l in git("status", "--porcelain", "--untracked-files=no",
+                                             strip=False).splitlines() if l.strip())
+             if not p.startswith(("bench/", "docs/")) and not p.endswith(".md")]
     workdir = tempfile.mkdtemp(prefix="tcomp-compare-")
 
     bl = Baselines(workdir)
@@ -510,6 +517,7 @@ def main():
         "rounds": rounds, "reps": reps, "threads": thread_counts,
         "torch": tinfo if py else None, "torch_na": None if py else tinfo,
         "tcomp": tcomp_path, "tcomp_runs": (tc.runs, tc.min_time), "options": options,
+        "commit": commit, "dirty": dirty,
         "baselines": bl,
     }
     text = report(results, meta, a)
@@ -526,9 +534,9 @@ def main():
 
 # ---- the report ------------------------------------------------------------
 
-def git(*args):
+def git(*args, strip=True):
     rc, out, _ = run(["git", "-C", REPO, *args])
-    return out.strip() if rc == 0 else None
+    return (out.strip() if strip else out) if rc == 0 else ("" if not strip else None)
 
 
 def machine():
@@ -594,8 +602,13 @@ def report(results, meta, a):
         rows.append(cells)
 
     now = datetime.datetime.fromtimestamp(meta["started"], datetime.timezone.utc)
-    commit = git("rev-parse", "--short", "HEAD") or "?"
-    dirty = git("status", "--porcelain", "--untracked-files=no")
+    try:
+        built = datetime.datetime.fromtimestamp(os.path.getmtime(meta["tcomp"]),
+                                                datetime.timezone.utc)
+        built = f", built {built:%Y-%m-%d %H:%M} UTC"
+    except OSError:
+        built = ""
+    dirty = meta["dirty"]
     tinfo = meta["torch"]
     if tinfo:
         torch_text = (f"torch {tinfo['version']} (BLAS {tinfo.get('blas', '?')}, CPU capability "
@@ -616,9 +629,10 @@ def report(results, meta, a):
         f"{' '.join(meta['load_after'])} after.",
         f"- Date: {now:%Y-%m-%d %H:%M} UTC; the run took {meta['seconds'] / 60:.1f} min.",
         f"- Command: `{command_line()}`",
-        f"- tcomp: commit {commit}"
-        + (" with uncommitted changes in the working tree" if dirty else "")
-        + f"; binary `{meta['tcomp']}`; options "
+        f"- tcomp: commit {meta['commit']} at the start of the run"
+        + (" with uncommitted changes to " + ", ".join(f"`{p}`" for p in dirty[:6])
+           + (" ..." if len(dirty) > 6 else "") if dirty else " (no uncommitted source changes)")
+        + f"; binary `{meta['tcomp']}`{built}; options "
         + (", ".join(f"`{o}`" for o in sorted(options)) or "?")
         + (f" (from `{meta['options']}`)" if meta["options"] else " (defaults)")
         + f"; `tcomp bench --runs {tc_runs} --min-time {tc_min} --json`.",
