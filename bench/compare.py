@@ -125,7 +125,6 @@ class Baselines:
             rc, _, err = run(["gcc", *self.flags, src, "-o", self.exe, "-lpthread", "-lm"])
             if rc != 0:
                 raise SystemExit("compare.py: cannot build bench/baselines.c: " + first_line(err))
-        self.cmd = " ".join(with_blas[:-6] if self.openblas is None else ["gcc", *self.flags])
         rc, out, _ = run([self.exe, "info"], env=env_for(1))
         self.info = json_line(out) or {}
         self.gcc = first_line(run(["gcc", "--version"])[1])
@@ -335,6 +334,44 @@ def find_torch(no_venv):
 
 # ---- the run ---------------------------------------------------------------
 
+BUSY = 0.25   # cores used on average by other processes that make a block suspect
+HZ = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_sample():
+    """(wall seconds, CPU ticks of the whole machine, CPU ticks of this script
+    and all its descendants, finished or alive) for others_cores."""
+    with open("/proc/stat") as f:
+        v = [int(x) for x in f.readline().split()[1:]]
+    busy = sum(v[:3]) + sum(v[5:8])       # user nice system, irq softirq steal
+    t = os.times()
+    ours = (t.user + t.system + t.children_user + t.children_system) * HZ
+    parent, ticks = {}, {}
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        parent[int(pid)] = int(fields[1])
+        ticks[int(pid)] = sum(int(x) for x in fields[11:15])  # utime stime cutime cstime
+    me = os.getpid()
+    for pid in ticks:
+        p, seen = parent.get(pid), 0
+        while p and p != me and seen < 64:
+            p, seen = parent.get(p), seen + 1
+        if p == me and pid != me:
+            ours += ticks[pid]
+    return time.time(), busy, ours
+
+
+def others_cores(s0, s1):
+    """Cores used on average by processes other than ours between two samples."""
+    wall = max(s1[0] - s0[0], 1e-3)
+    return max(0.0, ((s1[1] - s0[1]) - (s1[2] - s0[2])) / HZ / wall)
+
 def select(benches, only, quick):
     if quick:
         benches = [b for b in benches if b["quick"]]
@@ -420,6 +457,9 @@ def main():
     ap.add_argument("--no-torch", action="store_true", help="leave PyTorch out")
     ap.add_argument("--json-out", help="also write every measurement to this JSON file")
     ap.add_argument("--keep", action="store_true", help="keep the work folder (inputs, outputs)")
+    ap.add_argument("--retries", type=int, default=1,
+                    help="measure a benchmark again when other processes used more than "
+                    f"{BUSY} cores meanwhile, at most this many times (default 1)")
     a = ap.parse_args()
 
     try:
@@ -455,48 +495,60 @@ def main():
         log("compare.py: torch n/a: " + tinfo)
     servers = {}
 
+    def measure_block(b, threads, d, first, attempt):
+        """All rounds of all contenders for benchmark b at this thread count."""
+        samples = {c: [] for c in CONTENDERS}
+        na, extra = {}, {}
+        cpu0 = cpu_sample()
+        for r in range(rounds):
+            dump = r == 0 and first
+            order = CONTENDERS[r % len(CONTENDERS):] + CONTENDERS[:r % len(CONTENDERS)]
+            for c in order:
+                if c in na:
+                    continue
+                if c == "tcomp":
+                    m = tc.measure(b, threads)
+                elif c in ("openblas", "naive"):
+                    m = bl.measure(c, b, threads, reps, d if dump else None)
+                elif py is None:
+                    m = NA(tinfo)
+                else:
+                    m = servers[threads].measure(c, b, reps, d, dump)
+                if isinstance(m, NA):
+                    na[c] = m.reason
+                    continue
+                samples[c].append(m["median_ms"])
+                if c == "tcomp":
+                    extra["options"] = m.get("options")
+                    extra.setdefault("compile_ms", []).append(m.get("compile_ms"))
+                if c == "compile":
+                    extra.setdefault("compile_first_call_s", m.get("first_call_s"))
+            log(f"[{benches.index(b) + 1}/{len(benches)}] {b['name']} threads={threads} round "
+                f"{r + 1}/{rounds}" + (f" (again, {attempt + 1})" if attempt else "") + ": "
+                + ", ".join(f"{c} {fmt_ms(samples[c][-1])} ms" if c not in na and samples[c]
+                            else f"{c} n/a" for c in CONTENDERS))
+        return {"bench": b, "threads": threads, "samples": samples, "na": na,
+                "ms": {c: statistics.median(v) for c, v in samples.items() if v},
+                "others": others_cores(cpu0, cpu_sample()), "attempts": attempt + 1, **extra}
+
     results = []    # one dict per (benchmark, threads)
     try:
-        for bi, b in enumerate(benches):
+        for b in benches:
             d = os.path.join(workdir, b["name"])
             os.makedirs(d, exist_ok=True)
             bl.inputs(b, d)
             for ti, threads in enumerate(thread_counts):
                 if py and threads not in servers:
                     servers[threads] = TorchServer(py, threads)
-                samples = {c: [] for c in CONTENDERS}
-                na = {}
-                extra = {}
-                for r in range(rounds):
-                    dump = r == 0 and ti == 0
-                    order = CONTENDERS[r % len(CONTENDERS):] + CONTENDERS[:r % len(CONTENDERS)]
-                    for c in order:
-                        if c in na:
-                            continue
-                        if c == "tcomp":
-                            m = tc.measure(b, threads)
-                        elif c in ("openblas", "naive"):
-                            m = bl.measure(c, b, threads, reps, d if dump else None)
-                        elif py is None:
-                            m = NA(tinfo)
-                        else:
-                            m = servers[threads].measure(c, b, reps, d, dump)
-                        if isinstance(m, NA):
-                            na[c] = m.reason
-                            continue
-                        samples[c].append(m["median_ms"])
-                        if c == "tcomp":
-                            extra["options"] = m.get("options")
-                            extra.setdefault("compile_ms", []).append(m.get("compile_ms"))
-                        if c == "compile":
-                            extra.setdefault("compile_first_call_s", m.get("first_call_s"))
-                    log(f"[{bi + 1}/{len(benches)}] {b['name']} threads={threads} round "
-                        f"{r + 1}/{rounds}: " + ", ".join(
-                            f"{c} {fmt_ms(samples[c][-1])} ms" if c not in na and samples[c]
-                            else f"{c} n/a" for c in CONTENDERS))
-                row = {"bench": b, "threads": threads, "samples": samples, "na": na,
-                       "ms": {c: statistics.median(v) for c, v in samples.items() if v},
-                       **extra}
+                tries = []
+                for attempt in range(a.retries + 1):
+                    tries.append(measure_block(b, threads, d, ti == 0, attempt))
+                    if tries[-1]["others"] <= BUSY or attempt == a.retries:
+                        break
+                    log(f"compare.py: other processes used {tries[-1]['others']:.2f} cores "
+                        f"during {b['name']} threads={threads}: measuring it again")
+                row = min(tries, key=lambda t: t["others"])   # the quietest attempt
+                row["attempts"] = len(tries)
                 if ti == 0:
                     have = {c: c in row["ms"] for c in CONTENDERS}
                     row["problems"], row["rel"] = verify(bl, tc, b, threads, d, have)
@@ -576,6 +628,12 @@ def report(results, meta, a):
         b, ms = r["bench"], r["ms"]
         t = ms.get("tcomp")
         cells = [b["name"], str(r["threads"])]
+        if r["others"] > BUSY:
+            cells[1] += " (busy " + note(
+                f"other processes used {r['others']:.2f} cores on average while "
+                f"{b['name']} ran at {r['threads']} thread{'s' if r['threads'] > 1 else ''}"
+                + (f" ({r['attempts']} attempts)" if r["attempts"] > 1 else "")
+                + ": its times are suspect").replace("n/a ", "") + ")"
         if r.get("options"):
             options.add(r["options"])
         for c in CONTENDERS:
@@ -647,7 +705,9 @@ def report(results, meta, a):
         "(each contender once per round, the order rotated); each cell is the median over the "
         "rounds of that contender's median time of a run: tcomp as `tcomp bench` times it, the "
         f"others after a warm-up over at least {meta['reps']} runs and 0.2 s, no more runs once "
-        "3 s have passed (a single run over 1 s is its own sample). "
+        "3 s have passed (a single run over 1 s is its own sample). A benchmark during which "
+        f"other processes used more than {BUSY} cores on average (from /proc) is measured again "
+        "once, and marked \"busy\" if it still was. "
         "\"vs X\" is the tcomp speed-up, X's time / tcomp's time (above 1: tcomp is faster). "
         "The rate is tcomp's: GFLOP/s counting a multiply-add as 2 (bias, ReLU not counted), or "
         "GB/s of inputs read plus outputs written once. \"check\": every output on the same inputs "
