@@ -481,7 +481,17 @@ def main():
                                              strip=False).splitlines() if l.strip())
              if not p.startswith(("bench/", "docs/")) and not p.endswith(".md")]
     workdir = tempfile.mkdtemp(prefix="tcomp-compare-")
+    try:
+        return run_all(a, workdir, thread_counts, rounds, reps, tcomp_path, options, started,
+                       load_before, commit, dirty)
+    finally:
+        if not a.keep:
+            shutil.rmtree(workdir, ignore_errors=True)
 
+
+def run_all(a, workdir, thread_counts, rounds, reps, tcomp_path, options, started,
+            load_before, commit, dirty):
+    """Build the baselines, measure every benchmark, print and write the table."""
     bl = Baselines(workdir)
     benches = select(bl.list(), a.only, a.quick)
     tc = Tcomp(tcomp_path, options, a.quick)
@@ -560,8 +570,6 @@ def main():
     finally:
         for s in servers.values():
             s.close()
-        if not a.keep:
-            shutil.rmtree(workdir, ignore_errors=True)
 
     meta = {
         "started": started, "seconds": time.time() - started,
