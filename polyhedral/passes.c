@@ -224,6 +224,8 @@ tc_stat tc_poly_pass_order(tc_poly *p, tc_diags *d)
 	return TC_OK;
 }
 
+#define HUGE_TILE (INT64_C(1) << 40) /* a tile size that leaves a member untiled */
+
 static const tc_poly_stmt *contraction_band(const tc_poly *p, isl_schedule_node *node,
 	int *has_init);
 static int64_t member_extent(isl_schedule_node *node, int j);
@@ -254,7 +256,7 @@ static int auto_tiles(const tc_poly *p, isl_schedule_node *node, int64_t *sizes)
 			size = TILE_NC;
 		else
 			size = rows++ ? 0 : TILE_MC;
-		sizes[j] = size && ext > 0 && 2 * ext >= 3 * size ? size : INT64_C(1) << 40;
+		sizes[j] = size && ext > 0 && 2 * ext >= 3 * size ? size : HUGE_TILE;
 		tiled += sizes[j] == size;
 	}
 	return tiled > 0;
@@ -278,7 +280,7 @@ static isl_schedule_node *tile_first_band(isl_schedule_node *node, const tc_poly
 		sizes = isl_multi_val_zero(isl_schedule_node_band_get_space(node));
 		for (i = 0; i < n; i++) /* untiled members: one tile covers them */
 			sizes = isl_multi_val_set_val(sizes, i, isl_val_int_from_si(p->ctx,
-				p->opts.ntile ? (i < p->opts.ntile ? p->opts.tile[i] : INT64_C(1) << 40)
+				p->opts.ntile ? (i < p->opts.ntile ? p->opts.tile[i] : HUGE_TILE)
 					      : chosen[i]));
 		return isl_schedule_node_band_tile(node, sizes);
 	}
@@ -300,15 +302,15 @@ static tc_stat walk_failed(tc_poly *p, tc_diags *d, const char *what)
 	return TC_ERR;
 }
 
-/* Apply walk to the schedule tree from its root; what names the work in
- * the error message. */
+/* Apply walk to the schedule tree from its root, with *flag (cleared
+ * first) for the walk to set; what names the work in the error message. */
 static tc_stat walk_schedule(tc_poly *p, tc_diags *d,
-	isl_schedule_node *(*walk)(isl_schedule_node *node, const tc_poly *p, int *done),
-	const char *what)
+	isl_schedule_node *(*walk)(isl_schedule_node *node, const tc_poly *p, int *flag),
+	const char *what, int *flag)
 {
 	isl_schedule_node *node;
-	int done = 0;
-	node = walk(isl_schedule_get_root(p->schedule), p, &done);
+	*flag = 0;
+	node = walk(isl_schedule_get_root(p->schedule), p, flag);
 	isl_schedule_free(p->schedule);
 	p->schedule = node ? isl_schedule_node_get_schedule(node) : NULL;
 	isl_schedule_node_free(node);
@@ -317,9 +319,10 @@ static tc_stat walk_schedule(tc_poly *p, tc_diags *d,
 
 tc_stat tc_poly_pass_tile(tc_poly *p, tc_diags *d)
 {
+	int done;
 	if (!p->opts.ntile && !p->opts.tile_auto)
 		return TC_OK;
-	return walk_schedule(p, d, tile_first_band, "tile a band");
+	return walk_schedule(p, d, tile_first_band, "tile a band", &done);
 }
 
 /* ---- register tiling ---- */
@@ -327,7 +330,6 @@ tc_stat tc_poly_pass_tile(tc_poly *p, tc_diags *d)
 /* The bytes of one vector register of the hosts tcomp tunes for (AVX-512);
  * the register tile's innermost size is a multiple of its lanes. */
 #define VECTOR_BYTES 64
-#define HUGE_TILE (INT64_C(1) << 40) /* a tile size that leaves a member untiled */
 #define MAX_UNROLL 32 /* the most copies the unrolled point loops may make */
 
 /* The statement of the model named name, or NULL. */
@@ -341,13 +343,13 @@ static const tc_poly_stmt *find_stmt(const tc_poly *p, const char *name)
 }
 
 /* What a band schedules: the one reduction all its instances belong to
- * (its update, possibly its init) and possibly plain statements after it
- * (an epilogue such as a bias and an activation), or NULL when it
- * schedules parts of several reductions or none. */
+ * (its update, possibly its init), with possibly plain statements (an
+ * epilogue such as a bias and an activation), or NULL when it schedules
+ * parts of several reductions or none. */
 typedef struct band_stmts {
 	const tc_poly *p;
 	const tc_poly_stmt *update;
-	int ir_index, mixed, has_init, has_epilogue;
+	int ir_index, mixed, has_init;
 } band_stmts;
 
 static isl_stat band_stmt_cb(isl_set *set, void *user)
@@ -356,7 +358,7 @@ static isl_stat band_stmt_cb(isl_set *set, void *user)
 	const tc_poly_stmt *st = find_stmt(b->p, isl_set_get_tuple_name(set));
 	isl_set_free(set);
 	if (st && st->kind == TC_POLY_ASSIGN)
-		b->has_epilogue = 1;
+		; /* an epilogue: regtile_band moves it after the reduction */
 	else if (!st || (b->ir_index >= 0 && b->ir_index != st->ir_index))
 		b->mixed = 1;
 	else {
@@ -373,7 +375,7 @@ static isl_stat band_stmt_cb(isl_set *set, void *user)
 
 static const tc_poly_stmt *band_reduction(const tc_poly *p, isl_schedule_node *node, int *has_init)
 {
-	band_stmts b = {p, NULL, -1, 0, 0, 0};
+	band_stmts b = {p, NULL, -1, 0, 0};
 	isl_union_set *dom = isl_schedule_node_get_domain(node);
 	isl_union_set_foreach_set(dom, band_stmt_cb, &b);
 	isl_union_set_free(dom);
@@ -462,7 +464,7 @@ static int64_t lanes(const tc_poly *p, const tc_poly_stmt *st)
  * option (innermost last; members it does not reach get 1) or, when
  * automatic, 6 x 4 vectors (24 accumulators of AVX-512's 32 registers, the
  * rest for the B row and A broadcasts), clipped to the extents. */
-static int regtile_sizes(const tc_poly *p, isl_schedule_node *node, const tc_poly_stmt *st,
+static void regtile_sizes(const tc_poly *p, isl_schedule_node *node, const tc_poly_stmt *st,
 	int64_t *sizes)
 {
 	isl_size n = isl_schedule_node_band_n_member(node);
@@ -483,7 +485,6 @@ static int regtile_sizes(const tc_poly *p, isl_schedule_node *node, const tc_pol
 			size = j == n - 1 ? (ext + lanes(p, st) - 1) / lanes(p, st) * lanes(p, st) : ext;
 		sizes[j] = size;
 	}
-	return 0;
 }
 
 /* Tell the AST generator to generate the full tiles of tile band node
@@ -527,8 +528,12 @@ static isl_schedule_node *isolate_full_tiles(isl_schedule_node *node, const int6
 	isl_schedule_node_free(child);
 	isl_union_map_free(q);
 	isl_union_map_free(pt);
-	if (!full)
+	/* no full tile (a member shorter than its tile) leaves the union empty,
+	 * with no space to convert */
+	if (!full || isl_union_set_n_set(full) != 1) {
+		isl_union_set_free(full);
 		return node;
+	}
 	set = isl_set_from_union_set(full);
 	if (!set || isl_set_is_empty(set) == isl_bool_true) {
 		isl_set_free(set);
@@ -550,10 +555,12 @@ static isl_schedule_node *regtile_band(isl_schedule_node *node, const tc_poly *p
 	int perm[TC_POLY_MAX_TILE * 2] = {0};
 	int has_init, j, k, nred = 0, unrolled = 1;
 	const tc_poly_stmt *st = contraction_band(p, node, &has_init);
+	isl_size depth = isl_schedule_node_get_tree_depth(node);
 	isl_union_set *epilogue;
 	isl_multi_val *mv;
-	if (!st || n > TC_POLY_MAX_TILE * 2 || regtile_sizes(p, node, st, sizes) < 0)
+	if (!st || n > TC_POLY_MAX_TILE * 2 || depth < 0)
 		return node;
+	regtile_sizes(p, node, st, sizes);
 	mv = isl_multi_val_zero(isl_schedule_node_band_get_space(node));
 	for (j = 0; j < n; j++)
 		mv = isl_multi_val_set_val(mv, j, isl_val_int_from_si(p->ctx, sizes[j]));
@@ -589,9 +596,9 @@ static isl_schedule_node *regtile_band(isl_schedule_node *node, const tc_poly *p
 		if (sizes[perm[nred + j]] > 1)
 			node = isl_schedule_node_band_member_set_ast_loop_type(node, j,
 				isl_ast_loop_unroll);
-	node = isl_schedule_node_parent(node);
-	node = isl_schedule_node_parent(node);
-	return node;
+	/* back to the position node had (now the tile band): the init and
+	 * epilogue put a sequence and filters between it and the point loops */
+	return isl_schedule_node_ancestor(node, isl_schedule_node_get_tree_depth(node) - depth);
 }
 
 static isl_bool band_below_cb(isl_schedule_node *node, void *user)
@@ -641,18 +648,13 @@ static isl_schedule_node *regtile_walk(isl_schedule_node *node, const tc_poly *p
 tc_stat tc_poly_pass_regtile(tc_poly *p, tc_diags *d)
 {
 	isl_schedule *before;
-	isl_schedule_node *node;
-	int legal, moved = 0;
+	int legal, moved;
 	if (!p->opts.nregtile && !p->opts.regtile_auto)
 		return TC_OK;
 	before = isl_schedule_copy(p->schedule);
-	node = regtile_walk(isl_schedule_get_root(p->schedule), p, &moved);
-	isl_schedule_free(p->schedule);
-	p->schedule = node ? isl_schedule_node_get_schedule(node) : NULL;
-	isl_schedule_node_free(node);
-	if (!p->schedule) {
+	if (walk_schedule(p, d, regtile_walk, "tile for registers", &moved) < 0) {
 		isl_schedule_free(before);
-		return walk_failed(p, d, "tile for registers");
+		return TC_ERR;
 	}
 	/* Running each element's init before its reduction is what TC's
 	 * semantics say; an epilogue (statements after the reduction in the
@@ -660,17 +662,12 @@ tc_stat tc_poly_pass_regtile(tc_poly *p, tc_diags *d)
 	 * dependences (the check costs compile time, so only then), and a
 	 * kernel it would break keeps the schedule it had. */
 	legal = moved ? tc_poly_schedule_legal(p, p->schedule) : 1;
-	if (legal < 0) {
-		isl_schedule_free(before);
-		return walk_failed(p, d, "check a register tiling");
+	if (legal == 0) {
+		isl_schedule_free(p->schedule);
+		p->schedule = isl_schedule_copy(before);
 	}
-	if (legal) {
-		isl_schedule_free(before);
-		return TC_OK;
-	}
-	isl_schedule_free(p->schedule);
-	p->schedule = before;
-	return TC_OK;
+	isl_schedule_free(before);
+	return legal < 0 ? walk_failed(p, d, "check a register tiling") : TC_OK;
 }
 
 /* Mark the outermost band of every top-level loop nest whose first member
@@ -703,9 +700,10 @@ static isl_schedule_node *mark_parallel(isl_schedule_node *node, const tc_poly *
 
 tc_stat tc_poly_pass_parallel(tc_poly *p, tc_diags *d)
 {
+	int unused;
 	if (!p->opts.parallel)
 		return TC_OK;
-	return walk_schedule(p, d, mark_parallel, "mark parallel loops");
+	return walk_schedule(p, d, mark_parallel, "mark parallel loops", &unused);
 }
 
 const tc_poly_pass tc_poly_default_passes[] = {tc_poly_pass_order, tc_poly_pass_tile,

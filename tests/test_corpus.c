@@ -1919,20 +1919,14 @@ static int compare_targets(const char *what, const run *r, const tu_tensor *cpu,
  * through the CLI.  Returns 1 on success; failures are printed, so all
  * shape sets of a case run and report. */
 /* An option combination drawn from rng, as tc_options_parse text. */
-static uint32_t next_draw(uint64_t *rng)
-{
-	*rng = *rng * 6364136223846793005ULL + 1442695040888963407ULL;
-	return (uint32_t)(*rng >> 33);
-}
-
 /* A size list of 1 to max sizes drawn from sizes[0..nsizes), appended. */
 static int draw_list(uint64_t *rng, char *buf, size_t n, int len, int max, const int *sizes,
 	int nsizes)
 {
-	int k, count = 1 + (int)(next_draw(rng) % (uint32_t)max);
+	int k, count = (int)tu_rand_int(rng, 1, max);
 	for (k = 0; k < count && (size_t)len < n; k++)
 		len += snprintf(buf + len, n - (size_t)len, "%s%d", k ? "," : "",
-			sizes[next_draw(rng) % (uint32_t)nsizes]);
+			sizes[tu_rand_int(rng, 0, nsizes - 1)]);
 	return len;
 }
 
@@ -1940,15 +1934,15 @@ static void draw_options(uint64_t *rng, char *buf, size_t n)
 {
 	static const int tiles[] = {1, 2, 3, 4, 5, 6, 7};
 	static const int regs[] = {1, 2, 3, 4, 6, 16, 32};
-	int len, pick;
 	static const char *const fusion[] = {"max", "preserve3coincident", "min"};
-	len = snprintf(buf, n, "order=%s unroll=%s fusion=%s", next_draw(rng) & 1 ? "on" : "off",
-		next_draw(rng) & 1 ? "on" : "off", fusion[next_draw(rng) % 3]);
-	pick = (int)(next_draw(rng) % 6); /* tiles: none, auto, or 1 to 4 sizes */
+	int len, pick;
+	len = snprintf(buf, n, "order=%s unroll=%s fusion=%s", tu_rand_int(rng, 0, 1) ? "on" : "off",
+		tu_rand_int(rng, 0, 1) ? "on" : "off", fusion[tu_rand_int(rng, 0, 2)]);
+	pick = (int)tu_rand_int(rng, 0, 5); /* tiles: none, auto, or 1 to 4 sizes */
 	len += snprintf(buf + len, n - (size_t)len, " tile=%s", pick == 0 ? "none" : pick == 1 ? "auto" : "");
 	if (pick > 1)
 		len = draw_list(rng, buf, n, len, 4, tiles, 7);
-	pick = (int)(next_draw(rng) % 4); /* register tiles: none, auto, 1 or 2 sizes */
+	pick = (int)tu_rand_int(rng, 0, 3); /* register tiles: none, auto, 1 or 2 sizes */
 	len += snprintf(buf + len, n - (size_t)len, " regtile=%s", pick == 0 ? "none" : pick == 1 ? "auto" : "");
 	if (pick > 1)
 		draw_list(rng, buf, n, len, 2, regs, 7);
