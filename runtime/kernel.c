@@ -119,19 +119,29 @@ done:
 	return st;
 }
 
+/* The bytes of tensor t's elements, or SIZE_MAX if that overflows. */
+static size_t tensor_bytes(const tc_tensor *t)
+{
+	size_t n = (size_t)tc_dtype_size(t->dtype);
+	int k;
+	for (k = 0; k < t->ndim; k++)
+		if (__builtin_mul_overflow(n, (size_t)t->shape[k], &n))
+			return SIZE_MAX;
+	return n;
+}
+
 /* The workspace layout: each temporary at a 64-byte aligned offset. */
 static int layout_workspace(tc_rt_compiled *c)
 {
 	const tc_ir_func *f = c->f;
-	int t, k;
+	int t;
 	c->ws_off = tc_calloc((size_t)f->ntensors + 1, sizeof(size_t));
 	if (!c->ws_off)
 		return -1;
 	for (t = f->ninputs + f->noutputs; t < f->ntensors; t++) {
-		size_t n = (size_t)tc_dtype_size(c->shapes[t].dtype);
-		for (k = 0; k < c->shapes[t].ndim; k++)
-			if (__builtin_mul_overflow(n, (size_t)c->shapes[t].shape[k], &n))
-				return -1;
+		size_t n = tensor_bytes(&c->shapes[t]);
+		if (n == SIZE_MAX)
+			return -1;
 		c->ws_off[t] = c->ws_bytes;
 		n = (n + WS_ALIGN - 1) / WS_ALIGN * WS_ALIGN;
 		if (__builtin_add_overflow(c->ws_bytes, n, &c->ws_bytes))
@@ -343,25 +353,21 @@ static void report_check(tc_module *m, tc_rt_compiled *c, const int64_t *err)
 /* The bytes tensor t covers: [*lo, *hi), empty when it has no elements. */
 static void extent_of(const tc_tensor *t, uintptr_t *lo, uintptr_t *hi)
 {
-	size_t n = (size_t)tc_dtype_size(t->dtype);
-	int i;
-	for (i = 0; i < t->ndim; i++)
-		n *= (size_t)t->shape[i];
+	size_t n = tensor_bytes(t);
 	*lo = (uintptr_t)t->data;
-	*hi = *lo + n;
+	*hi = n > UINTPTR_MAX - *lo ? UINTPTR_MAX : *lo + n;
 }
 
 /* Generated code assumes that no output shares memory with another tensor
  * (it keeps partial results in registers and reorders accesses), so an
- * output overlapping an input or another output is refused. */
+ * output overlapping an input or another output is refused.  Each pair is
+ * looked at once: output i against every tensor before it. */
 static int separate(tc_context *ctx, const tc_ir_func *f, const tc_tensor *t)
 {
 	int i, j, n = f->ninputs + f->noutputs;
 	for (i = f->ninputs; i < n; i++)
-		for (j = 0; j < n; j++) {
+		for (j = 0; j < i; j++) {
 			uintptr_t a0, a1, b0, b1;
-			if (j == i)
-				continue;
 			extent_of(&t[i], &a0, &a1);
 			extent_of(&t[j], &b0, &b1);
 			if (a0 < a1 && b0 < b1 && a0 < b1 && b0 < a1) {
