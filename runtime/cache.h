@@ -1,0 +1,180 @@
+/* The kernel cache: one SQLite database of measured mapping options (and,
+ * optionally, compiled object code) per kernel specialisation.
+ *
+ * Where: tc_cache_default_path() -- $TCOMP_CACHE, else
+ * $XDG_CACHE_HOME/tcomp/kernels.sqlite, else ~/.cache/tcomp/kernels.sqlite.
+ *
+ * Key (tc_cache_key): the canonical kernel text (identifier-renamed, so
+ * kernels differing only in names share entries) and its hash, the entry
+ * name, the input dtypes and ranks, shapes and strides, the target (LLVM
+ * triple, CPU name and feature string of the host) and the tcomp version.
+ * Values: every measured candidate (options text in the tc_options_print
+ * form, median and minimum time, when, which tuner run, ok or failed); the
+ * best entry of a key is its ok run with the smallest median.
+ *
+ * Concurrency: WAL mode, a busy timeout, and every write in one IMMEDIATE
+ * transaction, so several tuners (threads or processes, each with its own
+ * tc_cache) write at once without losing rows, and a writer killed at any
+ * point (SIGKILL) leaves a valid database.  One tc_cache is for one thread
+ * at a time.
+ *
+ * Failure: a file that is not SQLite, is corrupt or truncated, or holds
+ * another schema (a foreign database, or a newer tcomp's) is never used nor
+ * modified: open fails with a message saying why, and callers fall back to
+ * the default options.  Options read back are checked with tc_options_parse
+ * as user input is; a row whose options do not parse is skipped with a
+ * warning (tc_cache_warnings).
+ *
+ * Errors: functions return -1 (or NULL) and leave a message for
+ * tc_cache_error; messages never contain a trailing newline. */
+#ifndef TC_RT_CACHE_H
+#define TC_RT_CACHE_H
+
+#include "tcomp.h"
+
+#include "../lang/util.h"
+
+#include <stdint.h>
+
+/* Version of the database layout this tcomp reads and writes (meta table,
+ * name 'schema_version').  A file with another version is not used. */
+#define TC_CACHE_SCHEMA_VERSION 1
+
+typedef struct tc_cache tc_cache;
+
+/* The default location of the cache file (see above); NULL when no home
+ * directory is known or out of memory.  Caller owns the result. */
+__tc_give char *tc_cache_default_path(void);
+
+/* How to open the cache. */
+typedef enum tc_cache_mode {
+	TC_CACHE_READ,  /* lookups only: never creates or modifies a file */
+	TC_CACHE_WRITE, /* creates the file (and its directory) if absent */
+} tc_cache_mode;
+
+/* Open the cache at path (NULL: the default path).  Returns NULL when it
+ * cannot be used: *msg (if msg is not NULL) is then NULL when there is
+ * simply no file to read (TC_CACHE_READ), and otherwise a message saying
+ * why (not SQLite, corrupt, foreign or newer schema, cannot create...),
+ * owned by the caller.  The schema is checked (and, in TC_CACHE_WRITE mode,
+ * created) here. */
+__tc_give tc_cache *tc_cache_open(const char *path, tc_cache_mode mode, __tc_give char **msg);
+void tc_cache_close(__tc_take tc_cache *c);
+/* The path of the open cache (borrowed). */
+const char *tc_cache_path(__tc_keep const tc_cache *c);
+/* The last error of c ("" if none), and the warnings gathered since open
+ * (rows skipped because their options did not parse; "" if none); both
+ * borrowed, newline-separated lines. */
+const char *tc_cache_error(__tc_keep const tc_cache *c);
+const char *tc_cache_warnings(__tc_keep const tc_cache *c);
+
+/* What an entry is for.  Every string is owned by the key. */
+typedef struct tc_cache_key {
+	char hash[17];   /* tc_module_hash of the entry: 16 hex digits */
+	char *canonical; /* canonical text of the def */
+	char *entry;     /* the def's name */
+	char *types;     /* input dtypes and ranks: "float32/2,float32/2" */
+	char *shapes;    /* input shapes: "64x32,32x48" ("" for a scalar) */
+	char *strides;   /* input strides in elements: "32x1,48x1" */
+	char *target;    /* "x86_64-pc-linux-gnu;znver4;+avx2,+fma,..." */
+	char *version;   /* TCOMP_VERSION */
+} tc_cache_key;
+
+/* Fill key for entry of m compiled for inputs (only dtype, shape and
+ * strides are read) on the host CPU.  0 ok; -1 with an error in m's context
+ * (unknown entry, wrong input count, out of memory). */
+int tc_cache_key_init(__tc_keep tc_cache_key *key, __tc_keep tc_module *m, const char *entry,
+	const DLTensor *const *inputs, int n_inputs);
+void tc_cache_key_clear(__tc_keep tc_cache_key *key);
+
+/* One measured candidate, as the autotuner records it. */
+typedef struct tc_cache_run {
+	const char *options; /* tc_options_print text (or any tc_options_parse text) */
+	double median_ms;    /* median time of the timed runs (ignored if failed) */
+	double min_ms;       /* fastest timed run (ignored if failed) */
+	const char *run_id;  /* the tuner run's id (may be NULL) */
+	int ok;              /* 1: measured and correct; 0: failed (crash, timeout,
+	                        wrong result, compile error) */
+} tc_cache_run;
+
+/* Record a candidate under key (creating the key's row when new) in one
+ * transaction; the options are checked with tc_options_parse and stored in
+ * the canonical tc_options_print form.  0 ok; -1 (bad options, database
+ * error) with tc_cache_error.  Needs a TC_CACHE_WRITE cache. */
+int tc_cache_record(__tc_keep tc_cache *c, __tc_keep const tc_cache_key *key,
+	__tc_keep const tc_cache_run *run);
+
+/* The result of a lookup. */
+typedef struct tc_cache_hit {
+	tc_options *options; /* the best options, validated; owned by the hit */
+	char *text;          /* the same as stored text (tc_options_print form) */
+	double median_ms, min_ms;
+	char *shapes;        /* the shapes of the entry found */
+	double distance;     /* 0 for an exact hit; see tc_cache_lookup_near */
+	int64_t kernel_id;   /* the entry's row, for tc_cache_object_* */
+} tc_cache_hit;
+void tc_cache_hit_clear(__tc_keep tc_cache_hit *hit);
+
+/* The best ok options recorded for exactly key.  1 found (hit filled), 0
+ * none, -1 database error (tc_cache_error).  Rows whose options do not
+ * parse are skipped with a warning; the next best is taken. */
+int tc_cache_lookup(__tc_keep tc_cache *c, __tc_keep const tc_cache_key *key,
+	__tc_keep tc_cache_hit *hit);
+/* The best ok options recorded for the nearest other shape of the same
+ * kernel (canonical text), entry, input types and ranks, target and tcomp
+ * version.  Distance between two shape lists: the sum over every dimension
+ * of every input of |log(a / b)| (a shape twice as large in one dimension
+ * is log 2 away); ties go to the faster entry.  Entries with an extent 0
+ * where the other has a positive one are not near.  Same return values as
+ * tc_cache_lookup, with hit->distance set. */
+int tc_cache_lookup_near(__tc_keep tc_cache *c, __tc_keep const tc_cache_key *key,
+	__tc_keep tc_cache_hit *hit);
+/* Seeds for a tuner: up to max distinct ok options texts, best first, from
+ * key itself and then from the nearest shapes (as tc_cache_lookup_near).
+ * *n receives the count and *texts an array of strings, each (and the
+ * array) owned by the caller (free with tc_free).  0 ok, -1 error. */
+int tc_cache_seeds(__tc_keep tc_cache *c, __tc_keep const tc_cache_key *key, int max,
+	__tc_give char ***texts, int *n);
+
+/* ---- stored object code ---- */
+
+/* Compile entry of m for inputs with the options text (as recorded) to
+ * object code for the host and store it with key, next to the options, with
+ * a checksum and the tcomp and LLVM versions; a later tc_compile with no
+ * options that hits this key and options loads the object instead of
+ * running LLVM.  The autotuner calls it for the best options it found.
+ * 0 ok (also when this build cannot emit object code: nothing is stored);
+ * -1 with tc_cache_error. */
+int tc_cache_store_object(__tc_keep tc_cache *c, __tc_keep const tc_cache_key *key,
+	__tc_keep tc_module *m, const DLTensor *const *inputs, int n_inputs, const char *options);
+
+/* ---- management (tcomp cache) ---- */
+
+/* One line per key: "hash entry shapes best_ms default_ms speedup runs
+ * options" as readable text (list) into b. 0 ok, -1 error. */
+int tc_cache_list(__tc_keep tc_cache *c, __tc_keep tc_buf *b);
+/* Every key whose hash, entry or "entry@shapes" matches what (NULL: all),
+ * with every recorded run, into b.  Returns the number of keys shown, -1 on
+ * error. */
+int tc_cache_show(__tc_keep tc_cache *c, const char *what, __tc_keep tc_buf *b);
+/* Every run as one JSON object per line (keys and runs together, so a line
+ * stands alone), into b.  0 ok, -1 error. */
+int tc_cache_export(__tc_keep tc_cache *c, __tc_keep tc_buf *b);
+/* Import JSON lines as written by tc_cache_export; rows already present
+ * (same key, options, times, run id and status) are not duplicated.  The
+ * counts of added and skipped lines go to *added and *skipped (may be
+ * NULL).  A line that does not parse or whose options are invalid is
+ * skipped with a warning naming its line.  0 ok, -1 database error. */
+int tc_cache_import(__tc_keep tc_cache *c, const char *text, int *added, int *skipped);
+/* What prune removes. */
+typedef struct tc_cache_prune_opts {
+	int other_versions; /* keys of another tcomp version */
+	int failed;         /* failed runs */
+	double older_than_s; /* runs recorded more than this many seconds ago (0: keep) */
+	int all_but_best;   /* every run of a key but its best (and its default) */
+} tc_cache_prune_opts;
+/* Delete what o selects, then keys left without runs, then VACUUM.  The
+ * number of runs removed goes to *removed.  0 ok, -1 error. */
+int tc_cache_prune(__tc_keep tc_cache *c, __tc_keep const tc_cache_prune_opts *o, int *removed);
+
+#endif
