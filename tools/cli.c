@@ -1,0 +1,276 @@
+/* Helpers shared by the commands of the tcomp tool: see cli.h. */
+#include "cli.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* Print the usage error and exit with status 1 (cli.h). */
+void die_usage(const char *usage, const char *fmt, const char *arg)
+{
+	fprintf(stderr, "tcomp: ");
+	fprintf(stderr, fmt, arg);
+	fprintf(stderr, "\n\n%s", usage);
+	exit(EXIT_USER);
+}
+
+/* Exit status for a failed library call: internal errors are 2. */
+int fail_status(tc_context *ctx)
+{
+	const char *e = tc_context_error(ctx);
+	return strstr(e, "internal error") || strstr(e, "out of memory") ? EXIT_INTERNAL
+									  : EXIT_USER;
+}
+
+/* Print ctx's error; its exit status. */
+int report(tc_context *ctx)
+{
+	fputs(tc_context_error(ctx), stderr);
+	return fail_status(ctx);
+}
+
+/* Whether --help or -h is among the arguments. */
+int wants_help(int argc, char **argv)
+{
+	int i;
+	for (i = 0; i < argc; i++)
+		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))
+			return 1;
+	return 0;
+}
+
+/* The message of the last error on ctx without its "error: " prefix. */
+const char *error_text(tc_context *ctx)
+{
+	const char *e = tc_context_error(ctx);
+	return strncmp(e, "error: ", 7) ? e : e + 7;
+}
+
+/* Take argv[*i] (and its value) if it is --options, --option or (with
+ * target) --target or --threads; 1 if taken. */
+int take_opt_arg(opt_args *oa, int argc, char **argv, int *i, const char *usage,
+	int target)
+{
+	const char *a = argv[*i];
+	if (*i + 1 >= argc)
+		return 0;
+	if (!strcmp(a, "--options")) {
+		if (oa->nfiles == 16)
+			die_usage(usage, "%s", "too many --options");
+		oa->files[oa->nfiles++] = argv[++*i];
+		return 1;
+	}
+	if (!strcmp(a, "--option") ||
+		(target && (!strcmp(a, "--target") || !strcmp(a, "--threads")))) {
+		const char *v = argv[++*i], *eq = strchr(v, '=');
+		if (oa->nsets == 64)
+			die_usage(usage, "%s", "too many --option");
+		oa->owned[oa->nsets] = NULL;
+		if (a[2] == 't') { /* --target T, --threads N */
+			oa->names[oa->nsets] = a[3] == 'a' ? "target" : "threads";
+			oa->values[oa->nsets] = v;
+		} else {
+			if (!eq || eq == v)
+				die_usage(usage, "expected NAME=VALUE after --option but found '%s'", v);
+			if (!(oa->owned[oa->nsets] = strndup(v, (size_t)(eq - v))))
+				exit(EXIT_INTERNAL);
+			oa->names[oa->nsets] = oa->owned[oa->nsets];
+			oa->values[oa->nsets] = eq + 1;
+		}
+		oa->nsets++;
+		return 1;
+	}
+	return 0;
+}
+
+/* Free the names split from --option N=V. */
+void opt_args_free(opt_args *oa)
+{
+	int i;
+	for (i = 0; i < oa->nsets; i++)
+		free(oa->owned[i]);
+}
+
+/* Read a whole file as a string (malloc'd); NULL with errno. */
+char *read_text(const char *path)
+{
+	FILE *fp = fopen(path, "rb");
+	char *s = NULL;
+	size_t n = 0, cap = 0, got;
+	if (!fp)
+		return NULL;
+	do {
+		if (cap - n < 4096) {
+			char *t = realloc(s, cap = cap * 2 + 4096);
+			if (!t) {
+				free(s);
+				fclose(fp);
+				errno = ENOMEM;
+				return NULL;
+			}
+			s = t;
+		}
+		got = fread(s + n, 1, cap - n - 1, fp);
+		n += got;
+	} while (got);
+	if (ferror(fp)) {
+		int e = errno ? errno : EIO;
+		free(s);
+		fclose(fp);
+		errno = e;
+		return NULL;
+	}
+	fclose(fp);
+	s[n] = 0;
+	if (strlen(s) != n) {
+		free(s);
+		errno = EILSEQ; /* a NUL byte: not a text file */
+		return NULL;
+	}
+	return s;
+}
+
+/* The options of oa (defaults for what they do not set); on an error, a
+ * message and exit status 1. */
+tc_options *build_options(const opt_args *oa, tc_context *ctx)
+{
+	tc_options *o = tc_options_new();
+	int i;
+	if (!o)
+		exit(EXIT_INTERNAL);
+	for (i = 0; i < oa->nfiles; i++) {
+		char *text = read_text(oa->files[i]);
+		if (!text) {
+			fprintf(stderr, "tcomp: error: cannot read options file '%s': %s\n",
+				oa->files[i], strerror(errno));
+			exit(errno == ENOMEM ? EXIT_INTERNAL : EXIT_USER);
+		}
+		if (tc_options_parse(o, text, ctx) < 0) {
+			fprintf(stderr, "tcomp: error: %s: %s", oa->files[i], error_text(ctx));
+			exit(fail_status(ctx));
+		}
+		free(text);
+	}
+	for (i = 0; i < oa->nsets; i++)
+		if (tc_options_set(o, oa->names[i], oa->values[i], ctx) < 0) {
+			fprintf(stderr, "tcomp: error: %s", error_text(ctx));
+			exit(fail_status(ctx));
+		}
+	return o;
+}
+
+/* Load file and choose the def to use (*entry: -e NAME, or the only def of
+ * the module), printing the module's warnings.  NULL (and *status the exit
+ * status, the error printed) if the file does not load. */
+tc_module *load_entry(tc_context *ctx, const char *file, const char **entry,
+	const char *usage, int *status)
+{
+	tc_module *m = tc_module_load(ctx, file);
+	if (!m) {
+		*status = report(ctx);
+		return NULL;
+	}
+	fputs(tc_context_warnings(ctx), stderr);
+	if (*entry)
+		return m;
+	if (tc_module_num_defs(m) != 1)
+		die_usage(usage, "%s", "the file has several defs: choose one with -e NAME");
+	*entry = tc_module_def_name(m, 0);
+	return m;
+}
+
+/* Parse "T=FILE". */
+binding parse_binding(const char *arg, const char *usage)
+{
+	binding b;
+	const char *eq = strchr(arg, '=');
+	if (!eq || eq == arg || !eq[1])
+		die_usage(usage, "expected TENSOR=FILE but found '%s'", arg);
+	b.name = strndup(arg, (size_t)(eq - arg));
+	b.path = eq + 1;
+	b.used = 0;
+	if (!b.name)
+		exit(EXIT_INTERNAL);
+	return b;
+}
+
+/* Parse "4x5" (or "scalar") into shape; the rank, or -1. */
+int parse_shape(const char *s, int64_t *shape)
+{
+	int n = 0;
+	char *end;
+	if (!strcmp(s, "scalar"))
+		return 0;
+	for (;;) {
+		long long v = strtoll(s, &end, 10);
+		if (end == s || v < 1 || n == 8)
+			return -1;
+		shape[n++] = v;
+		if (!*end)
+			return n;
+		if (*end != 'x')
+			return -1;
+		s = end + 1;
+	}
+}
+
+/* Shape-only DLTensors (no data) for the inputs of entry from the --shape
+ * arguments: every input named exactly once.  0 ok; -1 after printing the
+ * error; exits on shape text that does not parse. */
+int bind_shapes(tc_module *m, const char *entry, int n_in, binding *shapes, int nshapes,
+	DLTensor *dl, int64_t (*dims)[8], const DLTensor **ptrs, const char *usage)
+{
+	int i, j, nd;
+	for (i = 0; i < n_in; i++) {
+		const char *name = tc_module_tensor_name(m, entry, i);
+		for (j = 0; j < nshapes && strcmp(shapes[j].name, name); j++)
+			;
+		if (j == nshapes) {
+			fprintf(stderr, "tcomp: error: no --shape for input '%s' of '%s'\n", name, entry);
+			return -1;
+		}
+		shapes[j].used = 1;
+		memset(&dl[i], 0, sizeof(dl[i]));
+		dl[i].device.device_type = kDLCPU;
+		tc_module_input_type(m, entry, i, &dl[i].dtype, &nd);
+		dl[i].ndim = parse_shape(shapes[j].path, dims[i]);
+		if (dl[i].ndim < 0)
+			die_usage(usage, "bad shape '%s' (write it as 1024x1024, 64, or scalar)",
+				shapes[j].path);
+		dl[i].shape = dims[i];
+		ptrs[i] = &dl[i];
+	}
+	for (j = 0; j < nshapes; j++)
+		if (!shapes[j].used) {
+			fprintf(stderr, "tcomp: error: '%s' is not an input of '%s'\n", shapes[j].name,
+				entry);
+			return -1;
+		}
+	return 0;
+}
+
+/* Seconds on the monotonic clock. */
+double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* The integer argument s of option opt, at least min; or a message and exit. */
+long parse_count(const char *opt, const char *s, long min, const char *usage)
+{
+	char *end;
+	long v;
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (end == s || *end || errno || v < min || v > INT32_MAX) {
+		fprintf(stderr, "tcomp: %s needs an integer of at least %ld but found '%s'\n\n%s",
+			opt, min, s, usage);
+		exit(EXIT_USER);
+	}
+	return v;
+}
