@@ -6,7 +6,12 @@
  * parallel loop: its iterations are handed out in chunks through an atomic
  * counter.  One job runs at a time; a kernel whose loop arrives while the
  * pool is busy (another thread's kernel) runs it on its own thread, so runs
- * from several threads never wait for each other or deadlock. */
+ * from several threads never wait for each other or deadlock.
+ *
+ * fork(): a child process has only the thread that forked, so a handler
+ * registered with pthread_atfork (when the first worker starts) makes the
+ * child forget the parent's workers and start its own on first use; the
+ * autotuner compiles and times candidates in forked children. */
 #include "pool.h"
 
 #include "../lang/util.h"
@@ -74,9 +79,28 @@ void tc_rt_pool_set_threads(int n)
 	wanted = n;
 }
 
+/* In a forked child: none of the parent's workers exist there, and the
+ * lock may have been held by one of them at the fork. */
+static void forget_workers(void)
+{
+	pthread_mutex_init(&lock, NULL);
+	pthread_cond_init(&work, NULL);
+	pthread_cond_init(&done, NULL);
+	nworkers = 0;
+	busy = 0;
+}
+
+static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+
+static void register_atfork(void)
+{
+	pthread_atfork(NULL, NULL, forget_workers);
+}
+
 /* Start workers until there are n (under the lock); how many there are. */
 static int ensure_workers(int n)
 {
+	pthread_once(&atfork_once, register_atfork);
 	while (nworkers < n && nworkers < MAX_WORKERS) {
 		if (pthread_create(&workers[nworkers], NULL, worker, (void *)(intptr_t)nworkers) != 0)
 			break;
