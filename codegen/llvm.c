@@ -2052,3 +2052,31 @@ done:
 	host_dispose(&h);
 	return r;
 }
+
+/* The host target as "triple;cpu;features" (the kernel cache's target key):
+ * the triple, CPU name and feature string the JIT compiles for.  NULL when
+ * LLVM cannot describe the host or out of memory; the caller owns it. */
+__tc_give char *tc_cg_llvm_host_target(void)
+{
+	tc_diags d;
+	tc_buf b;
+	host h;
+	tc_diags_init(&d, NULL);
+	if (host_init(&h, &d) < 0) {
+		tc_diags_clear(&d);
+		return NULL;
+	}
+	tc_diags_clear(&d);
+	tc_buf_init(&b);
+	tc_buf_printf(&b, "%s;%s;%s", h.triple, h.cpu, h.features);
+	host_dispose(&h);
+	return tc_buf_take(&b);
+}
+
+/* The version of the LLVM library in use, e.g. "19.1.7", into buf. */
+void tc_cg_llvm_version(char *buf, size_t n)
+{
+	unsigned major = 0, minor = 0, patch = 0;
+	LLVMGetVersion(&major, &minor, &patch);
+	snprintf(buf, n, "%u.%u.%u", major, minor, patch);
+}

@@ -75,4 +75,11 @@ typedef enum tc_cg_text { TC_CG_TEXT_LLVM, TC_CG_TEXT_ASM } tc_cg_text;
 __tc_give char *tc_cg_llvm_text(__tc_keep const tc_poly *p, tc_cg_text what,
 	__tc_keep tc_diags *d);
 
+/* The host target as "triple;cpu;features": what the JIT compiles for (the
+ * kernel cache keys entries by it).  NULL if LLVM cannot describe the host
+ * or out of memory; the caller owns the string. */
+__tc_give char *tc_cg_llvm_host_target(void);
+/* The version of the LLVM library in use ("19.1.7") into buf[n]. */
+void tc_cg_llvm_version(char *buf, size_t n);
+
 #endif

@@ -18,7 +18,8 @@
  * same kernel or on different ones.  tc_compile, tc_kernel_free and
  * tc_module_free may be called from any thread (the context serialises
  * them).  Parsing a module and reading its warnings are for one thread at a
- * time per context.  Errors are kept per thread (tc_context_error).  A
+ * time per context (tc_compile may add a warning about the kernel cache).
+ * Errors are kept per thread (tc_context_error).  A
  * context must outlive its modules and kernels; a kernel keeps its module
  * alive.  Compiled kernels are memoised per (module, entry, input dtypes
  * and shapes, options): compiling the same again is cheap.
@@ -71,7 +72,8 @@ void tc_context_free(tc_context *ctx);
  * on ctx.  Errors are per thread, so threads running kernels at once each
  * see their own. */
 const char *tc_context_error(const tc_context *ctx);
-/* Warnings of the last tc_module_parse/load (rendered), or "". */
+/* Warnings of the last tc_module_parse/load (rendered), and those of the
+ * kernel cache from tc_compile since (see "kernel cache"), or "". */
 const char *tc_context_warnings(const tc_context *ctx);
 /* How many threads run the parallel loops of ctx's kernels whose "threads"
  * option is auto: 1 to 256, or 0 for one per online CPU (the default).  A
@@ -200,6 +202,41 @@ char *tc_kernel_emit(tc_kernel *k, const char *stage);
  * 0 ok, -1 if k is NULL. */
 int tc_kernel_stats(const tc_kernel *k, double *flops, double *bytes);
 void tc_kernel_free(tc_kernel *k);
+/* The options k was compiled with, as tc_options_print writes them (free
+ * with tc_string_free); NULL if k is NULL or out of memory. */
+char *tc_kernel_options(const tc_kernel *k);
+
+/* ---- kernel cache ---- */
+/* The kernel cache is one SQLite file of options measured by the autotuner
+ * (`tcomp autotune`), keyed by the canonical (identifier-renamed) kernel
+ * text, the entry, the input dtypes, shapes and strides, the host CPU (name
+ * and features) and the tcomp version.  Its default location is
+ * $TCOMP_CACHE, else $XDG_CACHE_HOME/tcomp/kernels.sqlite, else
+ * ~/.cache/tcomp/kernels.sqlite; `tcomp cache` lists, shows, exports,
+ * imports and prunes it.
+ *
+ * tc_compile with options NULL looks the kernel up: the best options
+ * recorded for exactly these shapes, else the best for the nearest other
+ * shapes of the same kernel, entry, input types and ranks, CPU and tcomp
+ * version (distance: the sum over all input dimensions of |log(a/b)|),
+ * else the defaults.  It only reads the cache (it never creates the file);
+ * without a cache file the lookup costs one stat().  A module remembers its
+ * lookups: compiling the same entry and shapes again gives the same options
+ * while the module lives.  Options read from the cache are checked as
+ * tc_options_parse checks user input.  A damaged, truncated, foreign or
+ * newer-schema file, or a row with invalid options, is never an error: it
+ * adds a warning to tc_context_warnings (once per message) and the defaults
+ * are used.  Given options (non-NULL) never consult the cache.
+ *
+ * tc_context_set_cache sets the file ctx's compiles read: a path, NULL for
+ * the default location (the initial setting), or "" to disable the cache.
+ * 0 ok, -1 if ctx is NULL or out of memory.  Takes effect for kernels not
+ * yet looked up by their module. */
+int tc_context_set_cache(tc_context *ctx, const char *path);
+/* Where k's options came from: "user" (given to tc_compile), "cache" (the
+ * cache's best for these shapes), "cache-near" (the best for the nearest
+ * other shapes) or "default"; NULL if k is NULL.  Static string. */
+const char *tc_kernel_options_source(const tc_kernel *k);
 
 void tc_string_free(char *s);
 

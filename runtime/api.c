@@ -171,6 +171,7 @@ void tc_context_free(tc_context *ctx)
 	thread_err_drop(ctx); /* the calling thread's message about ctx */
 	tc_cg_jit_free(ctx->jit);
 	pthread_mutex_destroy(&ctx->lock);
+	tc_free(ctx->cache_path);
 	tc_free(ctx->warnings);
 	tc_free(ctx);
 }
@@ -345,6 +346,7 @@ void tc_module_free(tc_module *m)
 	for (i = 0; i < m->compiled.n; i++)
 		tc_rt_compiled_free(m->compiled.v[i]);
 	tc_vec_free(&m->compiled);
+	tc_rt_cache_lookups_free(m);
 	tc_free(m->funcs);
 	tc_arena_free(m->ar);
 	tc_source_free(m->src);

@@ -22,6 +22,8 @@ struct tc_context {
 	pthread_mutex_t lock; /* recursive */
 	tc_cg_jit *jit; /* created on the first CPU compile */
 	int threads;    /* for kernels with threads=auto; 0: one per online CPU */
+	char *cache_path; /* tc_context_set_cache: NULL default location */
+	int cache_off;    /* tc_context_set_cache(ctx, "") */
 };
 
 struct tc_module {
@@ -32,6 +34,7 @@ struct tc_module {
 	tc_program *prog;
 	tc_ir_func **funcs; /* per def, lowered on demand */
 	tc_vec compiled;    /* tc_rt_compiled *: the memo of tc_compile */
+	tc_vec lookups;     /* tc_rt_lookup *: kernel cache lookups made (runtime/cache_api.c) */
 };
 
 /* Where a kernel runs. */
@@ -48,6 +51,7 @@ typedef struct tc_rt_compiled {
 	int64_t *params;
 	tc_tensor *shapes; /* every tensor of f: dtype, ndim, shape (no data) */
 	tc_rt_target target;
+	char *options;      /* the options it was compiled with (tc_options_print) */
 	tc_poly_opts popts; /* the schedule passes' settings */
 	int threads;        /* for its parallel loops; 0: one per online CPU */
 	tc_cg_code *code;  /* TC_RT_CPU */
@@ -56,9 +60,18 @@ typedef struct tc_rt_compiled {
 	tc_vec ws_free;    /* workspaces ready for reuse (void *) */
 } tc_rt_compiled;
 
+/* Where a kernel's options came from (tc_kernel_options_source). */
+typedef enum tc_rt_source {
+	TC_RT_SRC_DEFAULT,    /* no options given, none in the kernel cache */
+	TC_RT_SRC_USER,       /* given to tc_compile */
+	TC_RT_SRC_CACHE,      /* the cache's best for exactly these shapes */
+	TC_RT_SRC_CACHE_NEAR, /* the cache's best for the nearest other shapes */
+} tc_rt_source;
+
 struct tc_kernel {
 	tc_module *m;
 	tc_rt_compiled *c;
+	tc_rt_source source;
 };
 
 void tc_rt_clear_error(tc_context *ctx);
@@ -71,5 +84,16 @@ const tc_ir_func *tc_rt_module_func(tc_module *m, int i);
 char *tc_rt_emit_poly(tc_module *m, int i, const int64_t *params, const tc_poly_opts *popts,
 	const char *stage);
 void tc_rt_compiled_free(tc_rt_compiled *c);
+
+/* The options tc_compile uses for entry at these inputs when it is given
+ * none (runtime/cache_api.c): the kernel cache's best for exactly these
+ * shapes, else for the nearest shapes, else NULL (the defaults), with
+ * *source saying which.  Problems with the cache file become warnings of
+ * the context, never errors.  Called with ctx->lock held; the result is the
+ * caller's. */
+__tc_give tc_options *tc_rt_cache_options(__tc_keep tc_module *m, const char *entry,
+	const DLTensor *const *inputs, int n_inputs, const char *memo, tc_rt_source *source);
+/* Free the module's lookup memo (tc_module_free). */
+void tc_rt_cache_lookups_free(__tc_keep tc_module *m);
 
 #endif

@@ -37,6 +37,7 @@ void tc_rt_compiled_free(tc_rt_compiled *c)
 	tc_free(c->shapes);
 	tc_free(c->params);
 	tc_free(c->key);
+	tc_free(c->options);
 	tc_free(c);
 }
 
@@ -164,6 +165,8 @@ static tc_rt_compiled *compile(tc_module *m, const tc_ir_func *f, const tc_tenso
 	c->key = key;
 	key = NULL;
 	c->f = f;
+	if (!(c->options = tc_options_print(options)))
+		goto oom;
 	c->target = !strcmp(tc_options_get(options, "target"), "interp") ? TC_RT_INTERP : TC_RT_CPU;
 	tc_rt_poly_opts(options, &c->popts);
 	c->threads = atoi(tc_options_get(options, "threads")); /* "auto" gives 0 */
@@ -209,6 +212,7 @@ tc_kernel *tc_compile(tc_module *m, const char *entry, const DLTensor *const *in
 	tc_rt_compiled *c = NULL;
 	tc_kernel *k = NULL;
 	tc_tensor *in = NULL;
+	tc_options *cached = NULL;
 	char *opts = NULL, *key = NULL;
 	int i, def;
 
@@ -221,15 +225,26 @@ tc_kernel *tc_compile(tc_module *m, const char *entry, const DLTensor *const *in
 	if (!count_ok(m->ctx, f, "input", n_inputs, f->ninputs, 0))
 		goto done;
 	in = tc_calloc((size_t)f->ninputs + 1, sizeof(tc_tensor));
-	opts = tc_rt_options_key(options);
 	k = tc_calloc(1, sizeof(*k));
-	if (!in || !opts || !k) {
+	if (!in || !k) {
 		tc_rt_set_error(m->ctx, "out of memory");
 		goto done;
 	}
 	if (convert_tensors(m->ctx, f, "input", 0, inputs, n_inputs, 0, in) < 0)
 		goto done;
-	key = memo_key(entry, in, n_inputs, opts);
+	k->source = TC_RT_SRC_USER;
+	if (!options) { /* the kernel cache's, or the defaults */
+		char *shapes = memo_key(entry, in, n_inputs, "");
+		if (!shapes) {
+			tc_rt_set_error(m->ctx, "out of memory");
+			goto done;
+		}
+		options = cached = tc_rt_cache_options(m, entry, inputs, n_inputs, shapes,
+			&k->source);
+		tc_free(shapes);
+	}
+	opts = tc_rt_options_key(options);
+	key = opts ? memo_key(entry, in, n_inputs, opts) : NULL;
 	if (!key) {
 		tc_rt_set_error(m->ctx, "out of memory");
 		goto done;
@@ -256,6 +271,7 @@ done:
 	tc_free(key);
 	tc_free(opts);
 	tc_free(in);
+	tc_options_free(cached);
 	if (k && !k->c) {
 		tc_free(k);
 		k = NULL;

@@ -1,0 +1,1620 @@
+/* The kernel cache (see cache.h): an SQLite database of measured mapping
+ * options per kernel specialisation.
+ *
+ * Schema (TC_CACHE_SCHEMA_VERSION 1):
+ *   meta(name PRIMARY KEY, value)       application = 'tcomp kernel cache',
+ *                                       schema_version = '1'
+ *   kernels(id, hash, canonical, entry, types, shapes, strides, target,
+ *           version, created)           one row per key, UNIQUE over the key
+ *   runs(id, kernel_id, options, median_ms, min_ms, status, run_id, at)
+ *                                       every measured candidate
+ *   objects(kernel_id, options, tcomp_version, llvm_version, checksum, code,
+ *           at)                         compiled object code (optional)
+ * Times are milliseconds; 'at' and 'created' are Unix seconds.
+ *
+ * Every write is one BEGIN IMMEDIATE transaction (the writer lock is taken
+ * up front, so two writers never deadlock upgrading a read lock), retried
+ * while the database is busy beyond the busy timeout. */
+#include "cache.h"
+
+#include "internal.h"
+#include "options.h"
+#include "tensor.h"
+
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <sqlite3.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define APPLICATION "tcomp kernel cache"
+#define BUSY_TIMEOUT_MS 10000
+
+struct tc_cache {
+	sqlite3 *db;
+	char *path;
+	tc_cache_mode mode;
+	char *error;
+	tc_buf warnings;
+	tc_context *vctx; /* for the messages of tc_options_parse */
+};
+
+/* ---- messages ---- */
+
+static void set_error(tc_cache *c, const char *fmt, ...) TC_PRINTF(2, 3);
+static void set_error(tc_cache *c, const char *fmt, ...)
+{
+	tc_buf b;
+	va_list ap;
+	tc_buf_init(&b);
+	va_start(ap, fmt);
+	tc_buf_vprintf(&b, fmt, ap);
+	va_end(ap);
+	tc_free(c->error);
+	c->error = tc_buf_take(&b);
+}
+
+static void db_error(tc_cache *c, const char *what)
+{
+	set_error(c, "kernel cache '%s': cannot %s: %s", c->path, what, sqlite3_errmsg(c->db));
+}
+
+static void warn(tc_cache *c, const char *fmt, ...) TC_PRINTF(2, 3);
+static void warn(tc_cache *c, const char *fmt, ...)
+{
+	va_list ap;
+	tc_buf_printf(&c->warnings, "warning: kernel cache '%s': ", c->path);
+	va_start(ap, fmt);
+	tc_buf_vprintf(&c->warnings, fmt, ap);
+	va_end(ap);
+	tc_buf_putc(&c->warnings, '\n');
+}
+
+const char *tc_cache_error(__tc_keep const tc_cache *c)
+{
+	return c && c->error ? c->error : "";
+}
+
+const char *tc_cache_warnings(__tc_keep const tc_cache *c)
+{
+	return c && c->warnings.s ? c->warnings.s : "";
+}
+
+const char *tc_cache_path(__tc_keep const tc_cache *c)
+{
+	return c ? c->path : NULL;
+}
+
+/* ---- location ---- */
+
+__tc_give char *tc_cache_default_path(void)
+{
+	const char *v = getenv("TCOMP_CACHE");
+	tc_buf b;
+	if (v && *v)
+		return tc_strdup(v);
+	tc_buf_init(&b);
+	if ((v = getenv("XDG_CACHE_HOME")) && *v == '/')
+		tc_buf_printf(&b, "%s/tcomp/kernels.sqlite", v);
+	else if ((v = getenv("HOME")) && *v)
+		tc_buf_printf(&b, "%s/.cache/tcomp/kernels.sqlite", v);
+	else
+		return NULL;
+	return tc_buf_take(&b);
+}
+
+/* mkdir -p of the directory part of path. */
+static int make_parent_dirs(const char *path)
+{
+	char *d = tc_strdup(path), *p;
+	int st = 0;
+	if (!d)
+		return -1;
+	for (p = d + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = 0;
+		if (mkdir(d, 0777) < 0 && errno != EEXIST)
+			st = -1;
+		*p = '/';
+	}
+	tc_free(d);
+	return st;
+}
+
+/* ---- opening and the schema ---- */
+
+static const char *const schema_sql =
+	"CREATE TABLE meta(name TEXT PRIMARY KEY, value TEXT NOT NULL);"
+	"CREATE TABLE kernels("
+	" id INTEGER PRIMARY KEY, hash TEXT NOT NULL, canonical TEXT NOT NULL,"
+	" entry TEXT NOT NULL, types TEXT NOT NULL, shapes TEXT NOT NULL,"
+	" strides TEXT NOT NULL, target TEXT NOT NULL, version TEXT NOT NULL,"
+	" created REAL NOT NULL,"
+	" UNIQUE(hash, entry, types, shapes, strides, target, version));"
+	"CREATE TABLE runs("
+	" id INTEGER PRIMARY KEY, kernel_id INTEGER NOT NULL REFERENCES kernels(id),"
+	" options TEXT NOT NULL, median_ms REAL, min_ms REAL,"
+	" status TEXT NOT NULL CHECK(status IN ('ok', 'failed')), run_id TEXT,"
+	" at REAL NOT NULL);"
+	"CREATE INDEX runs_by_kernel ON runs(kernel_id, status, median_ms);"
+	"CREATE TABLE objects("
+	" kernel_id INTEGER NOT NULL REFERENCES kernels(id), options TEXT NOT NULL,"
+	" tcomp_version TEXT NOT NULL, llvm_version TEXT NOT NULL, checksum TEXT NOT NULL,"
+	" code BLOB NOT NULL, at REAL NOT NULL, PRIMARY KEY(kernel_id, options));"
+	"INSERT INTO meta VALUES('application', '" APPLICATION "');"
+	"INSERT INTO meta VALUES('schema_version', '1');";
+
+static double now_unix(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* Run sql (no results); -1 with the error recorded as "cannot what". */
+static int exec(tc_cache *c, const char *sql, const char *what)
+{
+	if (sqlite3_exec(c->db, sql, NULL, NULL, NULL) != SQLITE_OK) {
+		db_error(c, what);
+		return -1;
+	}
+	return 0;
+}
+
+/* BEGIN IMMEDIATE, retried while another writer holds the lock beyond the
+ * busy timeout (a tuner writing a long import). */
+static int begin_write(tc_cache *c)
+{
+	int tries, rc = SQLITE_BUSY;
+	for (tries = 0; tries < 5 && (rc == SQLITE_BUSY || rc == SQLITE_LOCKED); tries++)
+		rc = sqlite3_exec(c->db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
+	if (rc != SQLITE_OK) {
+		db_error(c, "start a write");
+		return -1;
+	}
+	return 0;
+}
+
+static int commit(tc_cache *c)
+{
+	if (sqlite3_exec(c->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
+		db_error(c, "commit");
+		sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
+		return -1;
+	}
+	return 0;
+}
+
+static void rollback(tc_cache *c)
+{
+	sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
+}
+
+/* A prepared statement, or NULL with the error recorded. */
+static sqlite3_stmt *prepare(tc_cache *c, const char *sql)
+{
+	sqlite3_stmt *st = NULL;
+	if (sqlite3_prepare_v2(c->db, sql, -1, &st, NULL) != SQLITE_OK) {
+		db_error(c, "read");
+		sqlite3_finalize(st);
+		return NULL;
+	}
+	return st;
+}
+
+static const char *col_text(sqlite3_stmt *st, int i)
+{
+	const unsigned char *s = sqlite3_column_text(st, i);
+	return s ? (const char *)s : "";
+}
+
+/* The number of tables in the database, or -1 (a file that is not a
+ * database, or corrupt: the error is recorded). */
+static int count_tables(tc_cache *c)
+{
+	sqlite3_stmt *st = prepare(c, "SELECT count(*) FROM sqlite_master WHERE type = 'table'");
+	int n = -1;
+	if (!st)
+		return -1;
+	if (sqlite3_step(st) == SQLITE_ROW)
+		n = sqlite3_column_int(st, 0);
+	else
+		db_error(c, "read");
+	sqlite3_finalize(st);
+	return n;
+}
+
+/* Check the meta table: 1 ours and current, 0 no meta table, -1 foreign,
+ * newer or unreadable (error recorded). */
+static int check_meta(tc_cache *c)
+{
+	sqlite3_stmt *st;
+	char *app = NULL, *ver = NULL;
+	int r = -1, rc;
+	if (sqlite3_prepare_v2(c->db, "SELECT name, value FROM meta", -1, &st, NULL) != SQLITE_OK) {
+		const char *m = sqlite3_errmsg(c->db);
+		sqlite3_finalize(st);
+		if (strstr(m, "no such table"))
+			return 0;
+		db_error(c, "read");
+		return -1;
+	}
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		const char *name = col_text(st, 0), *value = col_text(st, 1);
+		if (!strcmp(name, "application") && !app)
+			app = tc_strdup(value);
+		else if (!strcmp(name, "schema_version") && !ver)
+			ver = tc_strdup(value);
+	}
+	if (rc != SQLITE_DONE)
+		db_error(c, "read");
+	else if (!app || strcmp(app, APPLICATION))
+		set_error(c, "'%s' is an SQLite database but not a tcomp kernel cache; it is not used",
+			c->path);
+	else if (!ver || strcmp(ver, "1"))
+		set_error(c, "kernel cache '%s' has schema version %s but this tcomp (%s) reads "
+			     "version %d (%s); it is not used: use another --cache or TCOMP_CACHE",
+			c->path, ver ? ver : "(none)", TCOMP_VERSION, TC_CACHE_SCHEMA_VERSION,
+			ver && atoi(ver) > TC_CACHE_SCHEMA_VERSION ? "written by a newer tcomp"
+								  : "not readable here");
+	else
+		r = 1;
+	sqlite3_finalize(st);
+	tc_free(app);
+	tc_free(ver);
+	return r;
+}
+
+/* Make sure the schema is there (write mode: create it in an empty
+ * database).  0 ok, 1 empty database (read mode), -1 error. */
+static int setup_schema(tc_cache *c)
+{
+	int m = check_meta(c), n;
+	if (m == 1)
+		return 0;
+	if (m < 0)
+		return -1;
+	if ((n = count_tables(c)) < 0)
+		return -1;
+	if (n > 0) {
+		set_error(c, "'%s' is an SQLite database but not a tcomp kernel cache; it is not used",
+			c->path);
+		return -1;
+	}
+	if (c->mode == TC_CACHE_READ)
+		return 1;
+	if (begin_write(c) < 0)
+		return -1;
+	/* another writer may have created it meanwhile */
+	if ((m = check_meta(c)) == 1) {
+		rollback(c);
+		return 0;
+	}
+	if (m < 0 || (n = count_tables(c)) != 0) {
+		if (n > 0)
+			set_error(c, "'%s' is an SQLite database but not a tcomp kernel cache; "
+				     "it is not used", c->path);
+		rollback(c);
+		return -1;
+	}
+	if (exec(c, schema_sql, "create the schema") < 0) {
+		rollback(c);
+		return -1;
+	}
+	return commit(c);
+}
+
+/* Does the file start like an SQLite database?  1 yes, 0 empty, -1 no
+ * (error recorded), -2 absent. */
+static int sniff(tc_cache *c)
+{
+	static const char magic[16] = "SQLite format 3";
+	char head[16];
+	size_t n;
+	FILE *fp = fopen(c->path, "rb");
+	if (!fp) {
+		if (errno == ENOENT)
+			return -2;
+		set_error(c, "cannot open kernel cache '%s': %s", c->path, strerror(errno));
+		return -1;
+	}
+	n = fread(head, 1, sizeof(head), fp);
+	fclose(fp);
+	if (n == 0)
+		return 0;
+	if (n < sizeof(head) || memcmp(head, magic, sizeof(head))) {
+		set_error(c, "'%s' is not an SQLite database (not a tcomp kernel cache); it is not "
+			     "used", c->path);
+		return -1;
+	}
+	return 1;
+}
+
+__tc_give tc_cache *tc_cache_open(const char *path, tc_cache_mode mode, __tc_give char **msg)
+{
+	tc_cache *c = tc_calloc(1, sizeof(*c));
+	int s, rc, flags;
+
+	if (msg)
+		*msg = NULL;
+	if (!c)
+		goto oom;
+	c->mode = mode;
+	tc_buf_init(&c->warnings);
+	c->path = path ? tc_strdup(path) : tc_cache_default_path();
+	if (!c->path) {
+		if (path)
+			goto oom;
+		set_error(c, "%s", "no kernel cache location: set TCOMP_CACHE or HOME");
+		goto error;
+	}
+	s = sniff(c);
+	if (s == -1)
+		goto error;
+	if (s == -2 && mode == TC_CACHE_READ)
+		goto quiet;
+	if (s == 0 && mode == TC_CACHE_READ)
+		goto quiet; /* empty: nothing to read (or a writer is creating it) */
+	if (mode == TC_CACHE_WRITE && make_parent_dirs(c->path) < 0) {
+		set_error(c, "cannot create the directory of kernel cache '%s': %s", c->path,
+			strerror(errno));
+		goto error;
+	}
+	flags = mode == TC_CACHE_READ ? SQLITE_OPEN_READONLY
+				      : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
+	rc = sqlite3_open_v2(c->path, &c->db, flags | SQLITE_OPEN_FULLMUTEX, NULL);
+	if (rc != SQLITE_OK) {
+		set_error(c, "cannot open kernel cache '%s': %s", c->path,
+			c->db ? sqlite3_errmsg(c->db) : sqlite3_errstr(rc));
+		goto error;
+	}
+	sqlite3_busy_timeout(c->db, BUSY_TIMEOUT_MS);
+	if (mode == TC_CACHE_WRITE &&
+		(exec(c, "PRAGMA journal_mode = WAL", "switch to WAL mode") < 0 ||
+			exec(c, "PRAGMA synchronous = NORMAL", "set synchronous mode") < 0))
+		goto invalid;
+	if (!(c->vctx = tc_context_new()))
+		goto oom;
+	rc = setup_schema(c);
+	if (rc == 1)
+		goto quiet;
+	if (rc < 0)
+		goto invalid;
+	return c;
+invalid:
+	/* SQLite's own words for a damaged file, with what tcomp does about it */
+	if (c->error && !strstr(c->error, "it is not used")) {
+		char *e = c->error;
+		c->error = NULL;
+		set_error(c, "%s; the file is damaged or not a tcomp kernel cache and is not used",
+			e);
+		tc_free(e);
+	}
+	goto error;
+oom:
+	if (msg)
+		*msg = tc_strdup("out of memory opening the kernel cache");
+	tc_cache_close(c);
+	return NULL;
+quiet:
+	tc_cache_close(c);
+	return NULL;
+error:
+	if (msg)
+		*msg = tc_strdup(c->error ? c->error : "cannot open the kernel cache");
+	tc_cache_close(c);
+	return NULL;
+}
+
+void tc_cache_close(__tc_take tc_cache *c)
+{
+	if (!c)
+		return;
+	if (c->db)
+		sqlite3_close_v2(c->db);
+	tc_context_free(c->vctx);
+	tc_buf_free(&c->warnings);
+	tc_free(c->error);
+	tc_free(c->path);
+	tc_free(c);
+}
+
+/* ---- keys ---- */
+
+static pthread_once_t target_once = PTHREAD_ONCE_INIT;
+static char *host_target;
+
+static void target_init(void)
+{
+	host_target = tc_cg_llvm_host_target();
+}
+
+int tc_cache_key_init(__tc_keep tc_cache_key *key, __tc_keep tc_module *m, const char *entry,
+	const DLTensor *const *inputs, int n_inputs)
+{
+	tc_buf canon, types, shapes, strides;
+	const tc_def *def;
+	char err[512];
+	int i, k, d;
+
+	memset(key, 0, sizeof(*key));
+	if (!m)
+		return -1;
+	if ((d = tc_rt_find_def(m, entry)) < 0)
+		return -1;
+	def = m->prog->defs[d];
+	if (n_inputs != def->ninputs || (n_inputs && !inputs)) {
+		tc_rt_set_error(m->ctx, "'%s' takes %d inputs but %d were given", entry,
+			def->ninputs, n_inputs);
+		return -1;
+	}
+	pthread_once(&target_once, target_init);
+	tc_buf_init(&canon);
+	tc_buf_init(&types);
+	tc_buf_init(&shapes);
+	tc_buf_init(&strides);
+	tc_ir_canonical(def, &canon);
+	snprintf(key->hash, sizeof(key->hash), "%016llx", (unsigned long long)tc_ir_hash(def));
+	for (i = 0; i < n_inputs; i++) {
+		tc_tensor t;
+		int64_t stride = 1, st[TC_MAX_RANK];
+		if (tc_rt_tensor_from_dl(inputs[i], 0, &t, err, sizeof(err)) < 0) {
+			tc_rt_set_error(m->ctx, "input %d ('%s'): %s", i, def->tensors[i].name, err);
+			goto error;
+		}
+		tc_buf_printf(&types, "%s%s/%d", i ? "," : "", tc_dtype_name(t.dtype), t.ndim);
+		if (i) {
+			tc_buf_putc(&shapes, ',');
+			tc_buf_putc(&strides, ',');
+		}
+		for (k = t.ndim - 1; k >= 0; k--) {
+			st[k] = stride;
+			stride *= t.shape[k];
+		}
+		for (k = 0; k < t.ndim; k++) {
+			tc_buf_printf(&shapes, "%s%lld", k ? "x" : "", (long long)t.shape[k]);
+			tc_buf_printf(&strides, "%s%lld", k ? "x" : "", (long long)st[k]);
+		}
+	}
+	key->canonical = tc_buf_take(&canon);
+	key->types = tc_buf_take(&types);
+	key->shapes = tc_buf_take(&shapes);
+	key->strides = tc_buf_take(&strides);
+	key->entry = tc_strdup(entry);
+	key->target = tc_strdup(host_target ? host_target : "unknown");
+	key->version = tc_strdup(TCOMP_VERSION);
+	if (!key->canonical || !key->types || !key->shapes || !key->strides || !key->entry ||
+		!key->target || !key->version) {
+		tc_rt_set_error(m->ctx, "out of memory");
+		tc_cache_key_clear(key);
+		return -1;
+	}
+	return 0;
+error:
+	tc_buf_free(&canon);
+	tc_buf_free(&types);
+	tc_buf_free(&shapes);
+	tc_buf_free(&strides);
+	return -1;
+}
+
+void tc_cache_key_clear(__tc_keep tc_cache_key *key)
+{
+	if (!key)
+		return;
+	tc_free(key->canonical);
+	tc_free(key->entry);
+	tc_free(key->types);
+	tc_free(key->shapes);
+	tc_free(key->strides);
+	tc_free(key->target);
+	tc_free(key->version);
+	memset(key, 0, sizeof(*key));
+}
+
+/* ---- options ---- */
+
+/* text checked as user input and in canonical print form, or NULL with the
+ * reason in *why (borrowed from c). */
+static char *canonical_options(tc_cache *c, const char *text, const char **why)
+{
+	tc_options *o = tc_options_new();
+	char *r = NULL;
+	*why = "out of memory";
+	if (!o)
+		return NULL;
+	if (tc_options_parse(o, text ? text : "", c->vctx) < 0)
+		*why = tc_context_error(c->vctx);
+	else
+		r = tc_options_print(o);
+	tc_options_free(o);
+	return r;
+}
+
+/* The options text of the defaults (print form), or NULL. */
+static char *default_options(void)
+{
+	tc_options *o = tc_options_new();
+	char *r = o ? tc_options_print(o) : NULL;
+	tc_options_free(o);
+	return r;
+}
+
+/* text on one line: newlines become "; " (for list and show). */
+static void put_one_line(tc_buf *b, const char *text)
+{
+	const char *p;
+	for (p = text; *p; p++) {
+		if (*p == '\n') {
+			if (p[1])
+				tc_buf_puts(b, "; ");
+		} else
+			tc_buf_putc(b, *p);
+	}
+}
+
+/* A message without its "error: " prefix and trailing newline. */
+static void put_message(tc_buf *b, const char *m)
+{
+	size_t n;
+	if (!strncmp(m, "error: ", 7))
+		m += 7;
+	n = strlen(m);
+	while (n && m[n - 1] == '\n')
+		n--;
+	tc_buf_putn(b, m, n);
+}
+
+/* ---- recording ---- */
+
+/* The id of key's row, created when absent (inside a write transaction);
+ * -1 on error. */
+static int64_t kernel_row(tc_cache *c, const tc_cache_key *key, const char *canonical)
+{
+	sqlite3_stmt *st;
+	int64_t id = -1;
+	st = prepare(c, "INSERT INTO kernels(hash, canonical, entry, types, shapes, strides, "
+			"target, version, created) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) "
+			"ON CONFLICT DO NOTHING");
+	if (!st)
+		return -1;
+	sqlite3_bind_text(st, 1, key->hash, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, canonical, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 3, key->entry, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 4, key->types, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 5, key->shapes, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 6, key->strides, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 7, key->target, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 8, key->version, -1, SQLITE_STATIC);
+	sqlite3_bind_double(st, 9, now_unix());
+	if (sqlite3_step(st) != SQLITE_DONE) {
+		db_error(c, "write");
+		sqlite3_finalize(st);
+		return -1;
+	}
+	sqlite3_finalize(st);
+	st = prepare(c, "SELECT id FROM kernels WHERE hash = ?1 AND entry = ?2 AND types = ?3 "
+			"AND shapes = ?4 AND strides = ?5 AND target = ?6 AND version = ?7");
+	if (!st)
+		return -1;
+	sqlite3_bind_text(st, 1, key->hash, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, key->entry, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 3, key->types, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 4, key->shapes, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 5, key->strides, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 6, key->target, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 7, key->version, -1, SQLITE_STATIC);
+	if (sqlite3_step(st) == SQLITE_ROW)
+		id = sqlite3_column_int64(st, 0);
+	else
+		db_error(c, "read");
+	sqlite3_finalize(st);
+	return id;
+}
+
+/* Insert one run of kernel row kid (inside a write transaction). */
+static int insert_run(tc_cache *c, int64_t kid, const char *options, double median,
+	double min, int ok, const char *run_id, double at)
+{
+	sqlite3_stmt *st = prepare(c, "INSERT INTO runs(kernel_id, options, median_ms, min_ms, "
+				      "status, run_id, at) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)");
+	int r = 0;
+	if (!st)
+		return -1;
+	sqlite3_bind_int64(st, 1, kid);
+	sqlite3_bind_text(st, 2, options, -1, SQLITE_STATIC);
+	if (ok && isfinite(median) && isfinite(min)) {
+		sqlite3_bind_double(st, 3, median);
+		sqlite3_bind_double(st, 4, min);
+	}
+	sqlite3_bind_text(st, 5, ok ? "ok" : "failed", -1, SQLITE_STATIC);
+	if (run_id)
+		sqlite3_bind_text(st, 6, run_id, -1, SQLITE_STATIC);
+	sqlite3_bind_double(st, 7, at);
+	if (sqlite3_step(st) != SQLITE_DONE) {
+		db_error(c, "write");
+		r = -1;
+	}
+	sqlite3_finalize(st);
+	return r;
+}
+
+int tc_cache_record(__tc_keep tc_cache *c, __tc_keep const tc_cache_key *key,
+	__tc_keep const tc_cache_run *run)
+{
+	const char *why;
+	char *opts = NULL;
+	int64_t kid;
+	int st = -1;
+
+	if (!c || !key || !run)
+		return -1;
+	if (c->mode != TC_CACHE_WRITE) {
+		set_error(c, "kernel cache '%s' is open for reading only", c->path);
+		return -1;
+	}
+	if (run->ok && !(run->median_ms >= 0 && run->min_ms >= 0 && isfinite(run->median_ms))) {
+		set_error(c, "a measured run needs finite non-negative times (median %g ms, "
+			     "min %g ms)", run->median_ms, run->min_ms);
+		return -1;
+	}
+	if (!(opts = canonical_options(c, run->options, &why))) {
+		tc_buf b;
+		tc_buf_init(&b);
+		tc_buf_puts(&b, "cannot record options that do not parse: ");
+		put_message(&b, why);
+		tc_free(c->error);
+		c->error = tc_buf_take(&b);
+		return -1;
+	}
+	if (begin_write(c) < 0)
+		goto done;
+	if ((kid = kernel_row(c, key, key->canonical)) < 0 ||
+		insert_run(c, kid, opts, run->median_ms, run->min_ms, run->ok, run->run_id,
+			now_unix()) < 0) {
+		rollback(c);
+		goto done;
+	}
+	st = commit(c);
+done:
+	tc_free(opts);
+	return st;
+}
+
+/* ---- lookups ---- */
+
+void tc_cache_hit_clear(__tc_keep tc_cache_hit *hit)
+{
+	if (!hit)
+		return;
+	tc_options_free(hit->options);
+	tc_free(hit->text);
+	tc_free(hit->shapes);
+	memset(hit, 0, sizeof(*hit));
+}
+
+/* The best valid ok run of kernel row kid into hit: 1 found, 0 none, -1
+ * error.  Rows whose options do not parse are skipped with a warning. */
+static int best_of(tc_cache *c, int64_t kid, const char *shapes, tc_cache_hit *hit)
+{
+	sqlite3_stmt *st = prepare(c, "SELECT options, median_ms, min_ms, id FROM runs "
+				      "WHERE kernel_id = ?1 AND status = 'ok' AND median_ms >= 0 "
+				      "ORDER BY median_ms, id");
+	int rc, r = 0;
+	if (!st)
+		return -1;
+	sqlite3_bind_int64(st, 1, kid);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		const char *text = col_text(st, 0);
+		tc_options *o = tc_options_new();
+		if (!o) {
+			set_error(c, "%s", "out of memory");
+			r = -1;
+			break;
+		}
+		if (tc_options_parse(o, text, c->vctx) < 0) {
+			tc_buf b;
+			tc_buf_init(&b);
+			put_message(&b, tc_context_error(c->vctx));
+			warn(c, "run %lld has invalid options (%s); it is ignored",
+				(long long)sqlite3_column_int64(st, 3), b.s ? b.s : "?");
+			tc_buf_free(&b);
+			tc_options_free(o);
+			continue;
+		}
+		memset(hit, 0, sizeof(*hit));
+		hit->options = o;
+		hit->text = tc_options_print(o);
+		hit->shapes = tc_strdup(shapes);
+		hit->median_ms = sqlite3_column_double(st, 1);
+		hit->min_ms = sqlite3_column_double(st, 2);
+		hit->kernel_id = kid;
+		if (!hit->text || !hit->shapes) {
+			tc_cache_hit_clear(hit);
+			set_error(c, "%s", "out of memory");
+			r = -1;
+		} else
+			r = 1;
+		break;
+	}
+	if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+		db_error(c, "read");
+		r = -1;
+	}
+	sqlite3_finalize(st);
+	return r;
+}
+
+/* Bind the fields of key that nearby shapes share (?1..?5: hash, entry,
+ * types, target, version). */
+static void bind_family(sqlite3_stmt *st, const tc_cache_key *key)
+{
+	sqlite3_bind_text(st, 1, key->hash, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, key->entry, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 3, key->types, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 4, key->target, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 5, key->version, -1, SQLITE_STATIC);
+}
+
+/* Does a row's canonical text match the key's?  (Guards against a hash
+ * collision and against edited rows.) */
+static int same_kernel(tc_cache *c, const tc_cache_key *key, const char *canonical, int64_t kid)
+{
+	if (!strcmp(canonical, key->canonical))
+		return 1;
+	warn(c, "entry %lld has hash %s but another kernel text; it is ignored", (long long)kid,
+		key->hash);
+	return 0;
+}
+
+int tc_cache_lookup(__tc_keep tc_cache *c, __tc_keep const tc_cache_key *key,
+	__tc_keep tc_cache_hit *hit)
+{
+	sqlite3_stmt *st;
+	int rc, r = 0;
+	if (!c || !key || !hit)
+		return -1;
+	memset(hit, 0, sizeof(*hit));
+	st = prepare(c, "SELECT id, canonical FROM kernels WHERE hash = ?1 AND entry = ?2 AND "
+			"types = ?3 AND target = ?4 AND version = ?5 AND shapes = ?6 AND "
+			"strides = ?7");
+	if (!st)
+		return -1;
+	bind_family(st, key);
+	sqlite3_bind_text(st, 6, key->shapes, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 7, key->strides, -1, SQLITE_STATIC);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		int64_t kid = sqlite3_column_int64(st, 0);
+		if (same_kernel(c, key, col_text(st, 1), kid))
+			r = best_of(c, kid, key->shapes, hit);
+	} else if (rc != SQLITE_DONE) {
+		db_error(c, "read");
+		r = -1;
+	}
+	sqlite3_finalize(st);
+	return r;
+}
+
+/* Parse "64x32,32x48" into at most max extents; the number of extents, or
+ * -1 if malformed.  *ninputs receives the number of ','-separated parts. */
+static int parse_shapes(const char *s, int64_t *out, int max, int *ninputs)
+{
+	int n = 0;
+	*ninputs = 1;
+	while (*s) {
+		char *end;
+		long long v;
+		if (*s == ',') {
+			(*ninputs)++;
+			s++;
+			continue;
+		}
+		if (*s == 'x') {
+			s++;
+			continue;
+		}
+		errno = 0;
+		v = strtoll(s, &end, 10);
+		if (end == s || errno || v < 0 || n == max)
+			return -1;
+		out[n++] = v;
+		s = end;
+	}
+	return n;
+}
+
+/* The distance between two shape lists (see tc_cache_lookup_near), or
+ * -1 if they are not comparable. */
+static double shape_distance(const char *a, const char *b)
+{
+	int64_t x[256], y[256];
+	int na, nb, ia, ib, i;
+	double d = 0;
+	na = parse_shapes(a, x, 256, &ia);
+	nb = parse_shapes(b, y, 256, &ib);
+	if (na < 0 || na != nb || ia != ib)
+		return -1;
+	for (i = 0; i < na; i++) {
+		if (x[i] == y[i])
+			continue;
+		if (!x[i] || !y[i])
+			return -1;
+		d += fabs(log((double)x[i] / (double)y[i]));
+	}
+	return d;
+}
+
+/* Do shapes and strides texts parse, with as many inputs and extents? */
+static int same_structure(const char *shapes, const char *strides)
+{
+	int64_t x[256], y[256];
+	int ia, ib, na = parse_shapes(shapes, x, 256, &ia), nb = parse_shapes(strides, y, 256, &ib);
+	return na >= 0 && na == nb && ia == ib;
+}
+
+/* A nearby entry. */
+typedef struct near_row {
+	int64_t kid;
+	double distance, best;
+	char *shapes;
+} near_row;
+
+static int near_cmp(const void *pa, const void *pb)
+{
+	const near_row *a = pa, *b = pb;
+	if (a->distance != b->distance)
+		return a->distance < b->distance ? -1 : 1;
+	if (a->best != b->best)
+		return a->best < b->best ? -1 : 1;
+	return a->kid < b->kid ? -1 : a->kid > b->kid;
+}
+
+/* The other shapes of key's family with an ok run, nearest first. */
+static int near_rows(tc_cache *c, const tc_cache_key *key, near_row **rows, int *n)
+{
+	sqlite3_stmt *st;
+	near_row *v = NULL;
+	int cap = 0, rc;
+	*rows = NULL;
+	*n = 0;
+	st = prepare(c, "SELECT k.id, k.shapes, k.canonical, min(r.median_ms) FROM kernels k "
+			"JOIN runs r ON r.kernel_id = k.id AND r.status = 'ok' AND "
+			"r.median_ms >= 0 WHERE k.hash = ?1 AND k.entry = ?2 AND k.types = ?3 "
+			"AND k.target = ?4 AND k.version = ?5 AND k.shapes <> ?6 GROUP BY k.id");
+	if (!st)
+		return -1;
+	bind_family(st, key);
+	sqlite3_bind_text(st, 6, key->shapes, -1, SQLITE_STATIC);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		int64_t kid = sqlite3_column_int64(st, 0);
+		double dist = shape_distance(key->shapes, col_text(st, 1));
+		if (dist < 0 || !same_kernel(c, key, col_text(st, 2), kid))
+			continue;
+		if (*n == cap) {
+			near_row *w = tc_realloc(v, (size_t)(cap = cap * 2 + 8) * sizeof(*v));
+			if (!w)
+				break;
+			v = w;
+		}
+		v[*n].kid = kid;
+		v[*n].distance = dist;
+		v[*n].best = sqlite3_column_double(st, 3);
+		v[*n].shapes = tc_strdup(col_text(st, 1));
+		if (!v[*n].shapes)
+			break;
+		(*n)++;
+	}
+	sqlite3_finalize(st);
+	if (rc != SQLITE_DONE) {
+		if (rc == SQLITE_ROW)
+			set_error(c, "%s", "out of memory");
+		else
+			db_error(c, "read");
+		while (*n)
+			tc_free(v[--*n].shapes);
+		tc_free(v);
+		return -1;
+	}
+	if (*n)
+		qsort(v, (size_t)*n, sizeof(*v), near_cmp);
+	*rows = v;
+	return 0;
+}
+
+static void near_rows_free(near_row *v, int n)
+{
+	while (n)
+		tc_free(v[--n].shapes);
+	tc_free(v);
+}
+
+int tc_cache_lookup_near(__tc_keep tc_cache *c, __tc_keep const tc_cache_key *key,
+	__tc_keep tc_cache_hit *hit)
+{
+	near_row *v;
+	int n, i, r = 0;
+	if (!c || !key || !hit)
+		return -1;
+	memset(hit, 0, sizeof(*hit));
+	if (near_rows(c, key, &v, &n) < 0)
+		return -1;
+	for (i = 0; i < n && r == 0; i++) {
+		r = best_of(c, v[i].kid, v[i].shapes, hit);
+		if (r == 1)
+			hit->distance = v[i].distance;
+	}
+	near_rows_free(v, n);
+	return r;
+}
+
+/* Append the distinct valid ok options of kernel row kid, best first, to
+ * texts (at most max in all). */
+static int seeds_of(tc_cache *c, int64_t kid, int max, char **texts, int *n)
+{
+	sqlite3_stmt *st = prepare(c, "SELECT options, min(median_ms) AS m FROM runs "
+				      "WHERE kernel_id = ?1 AND status = 'ok' AND median_ms >= 0 "
+				      "GROUP BY options ORDER BY m");
+	int rc, i;
+	if (!st)
+		return -1;
+	sqlite3_bind_int64(st, 1, kid);
+	while (*n < max && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+		const char *why;
+		char *t = canonical_options(c, col_text(st, 0), &why);
+		int dup = 0;
+		if (!t) {
+			warn(c, "a run of entry %lld has invalid options; it is not a seed",
+				(long long)kid);
+			continue;
+		}
+		for (i = 0; i < *n && !dup; i++)
+			dup = !strcmp(texts[i], t);
+		if (dup)
+			tc_free(t);
+		else
+			texts[(*n)++] = t;
+	}
+	sqlite3_finalize(st);
+	return 0;
+}
+
+int tc_cache_seeds(__tc_keep tc_cache *c, __tc_keep const tc_cache_key *key, int max,
+	__tc_give char ***texts, int *n)
+{
+	tc_cache_hit hit;
+	near_row *v = NULL;
+	char **t;
+	int nv = 0, i, r;
+	*texts = NULL;
+	*n = 0;
+	if (!c || !key || max <= 0)
+		return c && key ? 0 : -1;
+	if (!(t = tc_calloc((size_t)max, sizeof(char *)))) {
+		set_error(c, "%s", "out of memory");
+		return -1;
+	}
+	/* the exact key's row */
+	r = tc_cache_lookup(c, key, &hit);
+	if (r == 1)
+		r = seeds_of(c, hit.kernel_id, max, t, n);
+	tc_cache_hit_clear(&hit);
+	if (r >= 0)
+		r = near_rows(c, key, &v, &nv);
+	for (i = 0; r >= 0 && i < nv && *n < max; i++)
+		r = seeds_of(c, v[i].kid, max, t, n);
+	near_rows_free(v, nv);
+	if (r < 0) {
+		while (*n)
+			tc_free(t[--*n]);
+		tc_free(t);
+		return -1;
+	}
+	*texts = t;
+	return 0;
+}
+
+/* ---- stored object code (not yet: nothing is stored) ---- */
+
+int tc_cache_store_object(__tc_keep tc_cache *c, __tc_keep const tc_cache_key *key,
+	__tc_keep tc_module *m, const DLTensor *const *inputs, int n_inputs, const char *options)
+{
+	return c && key && m ? 0 : -1;
+}
+
+/* ---- management ---- */
+
+/* The CPU part of a target "triple;cpu;features". */
+static void put_cpu(tc_buf *b, const char *target)
+{
+	const char *p = strchr(target, ';'), *q;
+	if (!p) {
+		tc_buf_puts(b, target);
+		return;
+	}
+	q = strchr(p + 1, ';');
+	tc_buf_putn(b, p + 1, q ? (size_t)(q - p - 1) : strlen(p + 1));
+}
+
+int tc_cache_list(__tc_keep tc_cache *c, __tc_keep tc_buf *b)
+{
+	char *def = default_options();
+	sqlite3_stmt *st;
+	int rc, n = 0;
+	if (!c || !def) {
+		tc_free(def);
+		return -1;
+	}
+	st = prepare(c,
+		"SELECT k.id, k.hash, k.entry, k.shapes, k.version, k.target,"
+		" (SELECT min(median_ms) FROM runs WHERE kernel_id = k.id AND status = 'ok'),"
+		" (SELECT min(median_ms) FROM runs WHERE kernel_id = k.id AND status = 'ok'"
+		"  AND options = ?1),"
+		" (SELECT count(*) FROM runs WHERE kernel_id = k.id),"
+		" (SELECT count(*) FROM runs WHERE kernel_id = k.id AND status = 'failed'),"
+		" (SELECT count(*) FROM objects WHERE kernel_id = k.id)"
+		" FROM kernels k ORDER BY k.entry, k.hash, k.shapes, k.id");
+	if (!st) {
+		tc_free(def);
+		return -1;
+	}
+	sqlite3_bind_text(st, 1, def, -1, SQLITE_STATIC);
+	tc_buf_printf(b, "%-16s  %-12s %-24s %10s %10s %8s %5s %6s  %s\n", "hash", "entry",
+		"shapes", "best_ms", "default_ms", "speedup", "runs", "failed", "version cpu");
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		int has_best = sqlite3_column_type(st, 6) != SQLITE_NULL;
+		int has_def = sqlite3_column_type(st, 7) != SQLITE_NULL;
+		double best = sqlite3_column_double(st, 6), dflt = sqlite3_column_double(st, 7);
+		tc_buf_printf(b, "%-16s  %-12s %-24s ", col_text(st, 1), col_text(st, 2),
+			*col_text(st, 3) ? col_text(st, 3) : "-");
+		if (has_best)
+			tc_buf_printf(b, "%10.4g ", best);
+		else
+			tc_buf_printf(b, "%10s ", "-");
+		if (has_def)
+			tc_buf_printf(b, "%10.4g ", dflt);
+		else
+			tc_buf_printf(b, "%10s ", "-");
+		if (has_best && has_def && best > 0)
+			tc_buf_printf(b, "%7.2fx ", dflt / best);
+		else
+			tc_buf_printf(b, "%8s ", "-");
+		tc_buf_printf(b, "%5d %6d  %s ", sqlite3_column_int(st, 8),
+			sqlite3_column_int(st, 9), col_text(st, 4));
+		put_cpu(b, col_text(st, 5));
+		if (sqlite3_column_int(st, 10))
+			tc_buf_puts(b, " +code");
+		tc_buf_putc(b, '\n');
+		n++;
+	}
+	sqlite3_finalize(st);
+	tc_free(def);
+	if (rc != SQLITE_DONE) {
+		db_error(c, "read");
+		return -1;
+	}
+	if (!n)
+		tc_buf_printf(b, "(no entries in %s)\n", c->path);
+	return 0;
+}
+
+int tc_cache_show(__tc_keep tc_cache *c, const char *what, __tc_keep tc_buf *b)
+{
+	char *def = default_options();
+	sqlite3_stmt *st, *rs = NULL;
+	int rc, n = 0;
+	if (!c || !def) {
+		tc_free(def);
+		return -1;
+	}
+	st = prepare(c, "SELECT id, hash, entry, types, shapes, strides, target, version, "
+			"canonical, datetime(created, 'unixepoch') FROM kernels WHERE ?1 IS NULL "
+			"OR hash = ?1 OR entry = ?1 OR entry || '@' || shapes = ?1 "
+			"ORDER BY entry, hash, shapes, id");
+	rs = prepare(c, "SELECT id, options, median_ms, min_ms, status, run_id, "
+			"datetime(at, 'unixepoch') FROM runs WHERE kernel_id = ?1 "
+			"ORDER BY status DESC, median_ms, id");
+	if (!st || !rs) {
+		sqlite3_finalize(st);
+		sqlite3_finalize(rs);
+		tc_free(def);
+		return -1;
+	}
+	if (what)
+		sqlite3_bind_text(st, 1, what, -1, SQLITE_STATIC);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		int rr;
+		tc_buf_printf(b, "%s%s %s@%s\n", n ? "\n" : "", col_text(st, 1), col_text(st, 2),
+			col_text(st, 4));
+		tc_buf_printf(b, "  inputs   %s  shapes %s  strides %s\n", col_text(st, 3),
+			col_text(st, 4), col_text(st, 5));
+		tc_buf_printf(b, "  target   %s\n", col_text(st, 6));
+		tc_buf_printf(b, "  version  tcomp %s, first recorded %s UTC\n", col_text(st, 7),
+			col_text(st, 9));
+		tc_buf_printf(b, "  kernel   ");
+		put_one_line(b, col_text(st, 8));
+		tc_buf_printf(b, "\n  runs (best first):\n");
+		sqlite3_reset(rs);
+		sqlite3_bind_int64(rs, 1, sqlite3_column_int64(st, 0));
+		while ((rr = sqlite3_step(rs)) == SQLITE_ROW) {
+			if (!strcmp(col_text(rs, 4), "ok"))
+				tc_buf_printf(b, "    #%-6lld median %10.4g ms  min %10.4g ms",
+					(long long)sqlite3_column_int64(rs, 0),
+					sqlite3_column_double(rs, 2), sqlite3_column_double(rs, 3));
+			else
+				tc_buf_printf(b, "    #%-6lld failed%37s",
+					(long long)sqlite3_column_int64(rs, 0), "");
+			tc_buf_printf(b, "  %s UTC  run %s%s\n      ", col_text(rs, 6),
+				*col_text(rs, 5) ? col_text(rs, 5) : "-",
+				!strcmp(col_text(rs, 1), def) ? "  (defaults)" : "");
+			put_one_line(b, col_text(rs, 1));
+			tc_buf_putc(b, '\n');
+		}
+		if (rr != SQLITE_DONE) {
+			rc = rr;
+			break;
+		}
+		n++;
+	}
+	sqlite3_finalize(st);
+	sqlite3_finalize(rs);
+	tc_free(def);
+	if (rc != SQLITE_DONE) {
+		db_error(c, "read");
+		return -1;
+	}
+	return n;
+}
+
+/* ---- JSON lines ---- */
+
+static void put_json_string(tc_buf *b, const char *s)
+{
+	const unsigned char *p;
+	tc_buf_putc(b, '"');
+	for (p = (const unsigned char *)s; *p; p++) {
+		if (*p == '"' || *p == '\\')
+			tc_buf_printf(b, "\\%c", *p);
+		else if (*p == '\n')
+			tc_buf_puts(b, "\\n");
+		else if (*p == '\t')
+			tc_buf_puts(b, "\\t");
+		else if (*p < 0x20)
+			tc_buf_printf(b, "\\u%04x", *p);
+		else
+			tc_buf_putc(b, (char)*p);
+	}
+	tc_buf_putc(b, '"');
+}
+
+static void put_json_double(tc_buf *b, sqlite3_stmt *st, int i)
+{
+	if (sqlite3_column_type(st, i) == SQLITE_NULL)
+		tc_buf_puts(b, "null");
+	else
+		tc_buf_printf(b, "%.17g", sqlite3_column_double(st, i));
+}
+
+/* The export's fields, in order (also what import reads). */
+static const char *const json_fields[] = {"hash", "entry", "types", "shapes", "strides",
+	"target", "version", "canonical", "options", "status", "run_id", "median_ms", "min_ms",
+	"at"};
+#define NJSON ((int)(sizeof(json_fields) / sizeof(json_fields[0])))
+
+int tc_cache_export(__tc_keep tc_cache *c, __tc_keep tc_buf *b)
+{
+	sqlite3_stmt *st;
+	int rc, i;
+	if (!c)
+		return -1;
+	st = prepare(c, "SELECT k.hash, k.entry, k.types, k.shapes, k.strides, k.target, "
+			"k.version, k.canonical, r.options, r.status, r.run_id, r.median_ms, "
+			"r.min_ms, r.at FROM runs r JOIN kernels k ON k.id = r.kernel_id "
+			"ORDER BY k.id, r.id");
+	if (!st)
+		return -1;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		tc_buf_putc(b, '{');
+		for (i = 0; i < NJSON; i++) {
+			tc_buf_printf(b, "%s\"%s\":", i ? "," : "", json_fields[i]);
+			if (i >= 11)
+				put_json_double(b, st, i);
+			else if (sqlite3_column_type(st, i) == SQLITE_NULL)
+				tc_buf_puts(b, "null");
+			else
+				put_json_string(b, col_text(st, i));
+		}
+		tc_buf_puts(b, "}\n");
+	}
+	sqlite3_finalize(st);
+	if (rc != SQLITE_DONE) {
+		db_error(c, "read");
+		return -1;
+	}
+	return 0;
+}
+
+/* A parsed JSON line: the value of each field (strings unescaped; numbers
+ * as their text; NULL for null or absent). */
+typedef struct json_line {
+	char *v[NJSON];
+} json_line;
+
+static void json_line_clear(json_line *l)
+{
+	int i;
+	for (i = 0; i < NJSON; i++)
+		tc_free(l->v[i]);
+	memset(l, 0, sizeof(*l));
+}
+
+static const char *skip_ws(const char *p, const char *end)
+{
+	while (p < end && (*p == ' ' || *p == '\t' || *p == '\r'))
+		p++;
+	return p;
+}
+
+/* A JSON string at *pp (at its opening quote) into a new string; NULL if
+ * malformed (\u escapes are accepted below 0x80 only). */
+static char *json_string(const char **pp, const char *end)
+{
+	const char *p = *pp + 1;
+	tc_buf b;
+	tc_buf_init(&b);
+	for (; p < end && *p != '"'; p++) {
+		if (*p != '\\') {
+			tc_buf_putc(&b, *p);
+			continue;
+		}
+		if (++p >= end)
+			break;
+		switch (*p) {
+		case 'n': tc_buf_putc(&b, '\n'); break;
+		case 't': tc_buf_putc(&b, '\t'); break;
+		case 'r': tc_buf_putc(&b, '\r'); break;
+		case '"': case '\\': case '/': tc_buf_putc(&b, *p); break;
+		case 'u': {
+			unsigned v = 0;
+			int k;
+			for (k = 1; k <= 4 && p + k < end; k++) {
+				char h = p[k];
+				v = v * 16 + (unsigned)(h >= '0' && h <= '9' ? h - '0'
+						: h >= 'a' && h <= 'f' ? h - 'a' + 10
+						: h >= 'A' && h <= 'F' ? h - 'A' + 10 : 99);
+			}
+			if (k != 5 || v == 0 || v >= 0x80)
+				goto bad;
+			tc_buf_putc(&b, (char)v);
+			p += 4;
+			break;
+		}
+		default: goto bad;
+		}
+	}
+	if (p >= end)
+		goto bad;
+	*pp = p + 1;
+	return tc_buf_take(&b);
+bad:
+	tc_buf_free(&b);
+	return NULL;
+}
+
+/* Parse one flat JSON object of the export's fields; 0 ok, -1 with a
+ * reason in *why.  Unknown fields are ignored. */
+static int json_parse_line(const char *p, const char *end, json_line *l, const char **why)
+{
+	memset(l, 0, sizeof(*l));
+	*why = "not a JSON object";
+	p = skip_ws(p, end);
+	if (p >= end || *p++ != '{')
+		return -1;
+	p = skip_ws(p, end);
+	if (p < end && *p == '}')
+		p++;
+	else
+		for (;;) {
+			char *name, *val = NULL;
+			int i, f = -1;
+			*why = "malformed field";
+			if (p >= end || *p != '"' || !(name = json_string(&p, end)))
+				goto bad;
+			for (i = 0; i < NJSON; i++)
+				if (!strcmp(name, json_fields[i]))
+					f = i;
+			tc_free(name);
+			p = skip_ws(p, end);
+			if (p >= end || *p++ != ':')
+				goto bad;
+			p = skip_ws(p, end);
+			if (p < end && *p == '"') {
+				if (!(val = json_string(&p, end)))
+					goto bad;
+			} else if (end - p >= 4 && !strncmp(p, "null", 4)) {
+				p += 4;
+			} else {
+				const char *q = p;
+				char *e;
+				while (q < end && strchr("+-.0123456789eE", *q))
+					q++;
+				if (q == p)
+					goto bad;
+				val = tc_strndup(p, (size_t)(q - p));
+				if (!val || (strtod(val, &e), *e)) {
+					tc_free(val);
+					goto bad;
+				}
+				p = q;
+			}
+			if (f >= 0) {
+				tc_free(l->v[f]);
+				l->v[f] = val;
+			} else
+				tc_free(val);
+			p = skip_ws(p, end);
+			if (p < end && *p == ',') {
+				p = skip_ws(p + 1, end);
+				continue;
+			}
+			if (p < end && *p == '}') {
+				p++;
+				break;
+			}
+			goto bad;
+		}
+	p = skip_ws(p, end);
+	if (p != end) {
+		*why = "text after the object";
+		goto bad;
+	}
+	return 0;
+bad:
+	json_line_clear(l);
+	return -1;
+}
+
+/* Is there a run like this one already (same key row and values)? */
+static int run_exists(tc_cache *c, int64_t kid, const char *opts, const json_line *l)
+{
+	sqlite3_stmt *st = prepare(c, "SELECT 1 FROM runs WHERE kernel_id = ?1 AND options = ?2 "
+				      "AND status = ?3 AND run_id IS ?4 AND median_ms IS ?5 AND "
+				      "min_ms IS ?6 AND at = ?7");
+	int r;
+	if (!st)
+		return -1;
+	sqlite3_bind_int64(st, 1, kid);
+	sqlite3_bind_text(st, 2, opts, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 3, l->v[9], -1, SQLITE_STATIC);
+	if (l->v[10])
+		sqlite3_bind_text(st, 4, l->v[10], -1, SQLITE_STATIC);
+	if (l->v[11] && !strcmp(l->v[9], "ok")) {
+		sqlite3_bind_double(st, 5, strtod(l->v[11], NULL));
+		sqlite3_bind_double(st, 6, l->v[12] ? strtod(l->v[12], NULL) : 0);
+	}
+	sqlite3_bind_double(st, 7, l->v[13] ? strtod(l->v[13], NULL) : 0);
+	r = sqlite3_step(st);
+	sqlite3_finalize(st);
+	if (r == SQLITE_ROW)
+		return 1;
+	if (r == SQLITE_DONE)
+		return 0;
+	db_error(c, "read");
+	return -1;
+}
+
+/* Check and add one parsed line (inside the import's transaction): 1 added,
+ * 0 skipped (warning given), -1 database error. */
+static int import_line(tc_cache *c, int lineno, json_line *l)
+{
+	tc_cache_key key;
+	const char *why;
+	char *opts = NULL, hash[17];
+	int64_t kid;
+	int i, ok, r;
+
+	for (i = 0; i < 10; i++)
+		if (!l->v[i]) {
+			warn(c, "import line %d: no \"%s\"; the line is skipped", lineno,
+				json_fields[i]);
+			return 0;
+		}
+	ok = !strcmp(l->v[9], "ok");
+	if (!ok && strcmp(l->v[9], "failed")) {
+		warn(c, "import line %d: status \"%s\" is neither ok nor failed; skipped", lineno,
+			l->v[9]);
+		return 0;
+	}
+	if (ok && (!l->v[11] || !l->v[12] || !(strtod(l->v[11], NULL) >= 0) ||
+			  !(strtod(l->v[12], NULL) >= 0))) {
+		warn(c, "import line %d: an ok run needs median_ms and min_ms >= 0; skipped",
+			lineno);
+		return 0;
+	}
+	snprintf(hash, sizeof(hash), "%016llx",
+		(unsigned long long)tc_hash_bytes(TC_HASH_INIT, l->v[7], strlen(l->v[7])));
+	if (strcmp(hash, l->v[0])) {
+		warn(c, "import line %d: hash %s does not match the kernel text (%s); skipped",
+			lineno, l->v[0], hash);
+		return 0;
+	}
+	if (!same_structure(l->v[3], l->v[4])) {
+		warn(c, "import line %d: malformed shapes or strides; skipped", lineno);
+		return 0;
+	}
+	if (!(opts = canonical_options(c, l->v[8], &why))) {
+		tc_buf b;
+		tc_buf_init(&b);
+		put_message(&b, why);
+		warn(c, "import line %d: invalid options (%s); skipped", lineno, b.s ? b.s : "?");
+		tc_buf_free(&b);
+		return 0;
+	}
+	key.canonical = l->v[7];
+	memcpy(key.hash, hash, sizeof(hash));
+	key.entry = l->v[1];
+	key.types = l->v[2];
+	key.shapes = l->v[3];
+	key.strides = l->v[4];
+	key.target = l->v[5];
+	key.version = l->v[6];
+	r = -1;
+	if ((kid = kernel_row(c, &key, key.canonical)) < 0)
+		goto done;
+	if ((r = run_exists(c, kid, opts, l)) != 0) {
+		r = r > 0 ? 0 : -1;
+		goto done;
+	}
+	r = insert_run(c, kid, opts, ok ? strtod(l->v[11], NULL) : NAN,
+		    ok ? strtod(l->v[12], NULL) : NAN, ok, l->v[10],
+		    l->v[13] ? strtod(l->v[13], NULL) : now_unix()) < 0 ? -1 : 1;
+done:
+	tc_free(opts);
+	return r;
+}
+
+int tc_cache_import(__tc_keep tc_cache *c, const char *text, int *added, int *skipped)
+{
+	const char *p = text, *end;
+	int lineno = 0, na = 0, ns = 0, r = 0;
+	if (added)
+		*added = 0;
+	if (skipped)
+		*skipped = 0;
+	if (!c || !text)
+		return -1;
+	if (c->mode != TC_CACHE_WRITE) {
+		set_error(c, "kernel cache '%s' is open for reading only", c->path);
+		return -1;
+	}
+	if (begin_write(c) < 0)
+		return -1;
+	for (; *p && r >= 0; p = *end ? end + 1 : end) {
+		json_line l;
+		const char *why, *q;
+		end = strchr(p, '\n');
+		if (!end)
+			end = p + strlen(p);
+		lineno++;
+		q = skip_ws(p, end);
+		if (q == end)
+			continue;
+		if (json_parse_line(p, end, &l, &why) < 0) {
+			warn(c, "import line %d: %s; skipped", lineno, why);
+			ns++;
+			continue;
+		}
+		r = import_line(c, lineno, &l);
+		json_line_clear(&l);
+		if (r > 0)
+			na++;
+		else if (r == 0)
+			ns++;
+	}
+	if (r < 0) {
+		rollback(c);
+		return -1;
+	}
+	if (commit(c) < 0)
+		return -1;
+	if (added)
+		*added = na;
+	if (skipped)
+		*skipped = ns;
+	return 0;
+}
+
+int tc_cache_prune(__tc_keep tc_cache *c, __tc_keep const tc_cache_prune_opts *o, int *removed)
+{
+	sqlite3_stmt *st;
+	char *def = default_options();
+	int n = 0;
+	if (removed)
+		*removed = 0;
+	if (!c || !o || !def) {
+		tc_free(def);
+		return -1;
+	}
+	if (c->mode != TC_CACHE_WRITE) {
+		tc_free(def);
+		set_error(c, "kernel cache '%s' is open for reading only", c->path);
+		return -1;
+	}
+	if (begin_write(c) < 0) {
+		tc_free(def);
+		return -1;
+	}
+	if (o->other_versions) {
+		if (!(st = prepare(c, "DELETE FROM runs WHERE kernel_id IN (SELECT id FROM kernels "
+				      "WHERE version <> ?1)")))
+			goto error;
+		sqlite3_bind_text(st, 1, TCOMP_VERSION, -1, SQLITE_STATIC);
+		if (sqlite3_step(st) != SQLITE_DONE) {
+			sqlite3_finalize(st);
+			goto write_error;
+		}
+		sqlite3_finalize(st);
+		n += sqlite3_changes(c->db);
+	}
+	if (o->failed) {
+		if (exec(c, "DELETE FROM runs WHERE status = 'failed'", "delete failed runs") < 0)
+			goto error;
+		n += sqlite3_changes(c->db);
+	}
+	if (o->older_than_s > 0) {
+		if (!(st = prepare(c, "DELETE FROM runs WHERE at < ?1")))
+			goto error;
+		sqlite3_bind_double(st, 1, now_unix() - o->older_than_s);
+		if (sqlite3_step(st) != SQLITE_DONE) {
+			sqlite3_finalize(st);
+			goto write_error;
+		}
+		sqlite3_finalize(st);
+		n += sqlite3_changes(c->db);
+	}
+	if (o->all_but_best) {
+		/* keep each key's best ok run and its fastest defaults run */
+		if (!(st = prepare(c,
+			      "DELETE FROM runs WHERE id NOT IN ("
+			      " SELECT (SELECT id FROM runs r WHERE r.kernel_id = k.id AND"
+			      "  r.status = 'ok' ORDER BY r.median_ms, r.id LIMIT 1) FROM kernels k"
+			      " UNION SELECT (SELECT id FROM runs r WHERE r.kernel_id = k.id AND"
+			      "  r.status = 'ok' AND r.options = ?1 ORDER BY r.median_ms, r.id"
+			      "  LIMIT 1) FROM kernels k)")))
+			goto error;
+		sqlite3_bind_text(st, 1, def, -1, SQLITE_STATIC);
+		if (sqlite3_step(st) != SQLITE_DONE) {
+			sqlite3_finalize(st);
+			goto write_error;
+		}
+		sqlite3_finalize(st);
+		n += sqlite3_changes(c->db);
+	}
+	if (exec(c, "DELETE FROM objects WHERE NOT EXISTS (SELECT 1 FROM runs r WHERE "
+		    "r.kernel_id = objects.kernel_id AND r.options = objects.options AND "
+		    "r.status = 'ok');"
+		    "DELETE FROM kernels WHERE id NOT IN (SELECT kernel_id FROM runs)",
+		    "delete empty entries") < 0)
+		goto error;
+	if (commit(c) < 0)
+		goto done_error;
+	exec(c, "VACUUM", "vacuum"); /* best effort: another reader may hold it */
+	tc_free(def);
+	if (removed)
+		*removed = n;
+	return 0;
+write_error:
+	db_error(c, "delete");
+error:
+	rollback(c);
+done_error:
+	tc_free(def);
+	return -1;
+}

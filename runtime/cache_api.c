@@ -1,0 +1,180 @@
+/* The kernel cache in the library: what tc_compile reads from it when it
+ * is given no options, and the public cache functions of include/tcomp.h
+ * (tc_context_set_cache, tc_kernel_options_source, tc_kernel_options).
+ *
+ * tc_compile only reads: it never creates the cache file or its directory.
+ * When there is no file at the cache's path, a lookup costs one stat().
+ * Each module remembers its lookups per (entry, input shapes), so compiling
+ * the same again neither opens the database nor changes its options while
+ * the module lives (a tuner writing meanwhile does not switch a running
+ * program's kernels under it). */
+#include "cache.h"
+
+#include "internal.h"
+#include "options.h"
+
+#include <string.h>
+#include <sys/stat.h>
+
+/* A lookup made by a module: its key (entry and shapes), the options found
+ * (NULL: the defaults) and where they came from. */
+typedef struct tc_rt_lookup {
+	char *memo;
+	tc_options *options;
+	tc_rt_source source;
+} tc_rt_lookup;
+
+int tc_context_set_cache(tc_context *ctx, const char *path)
+{
+	char *p = NULL;
+	if (!ctx)
+		return -1;
+	tc_rt_clear_error(ctx);
+	if (path && *path && !(p = tc_strdup(path))) {
+		tc_rt_set_error(ctx, "out of memory");
+		return -1;
+	}
+	pthread_mutex_lock(&ctx->lock);
+	tc_free(ctx->cache_path);
+	ctx->cache_path = p;
+	ctx->cache_off = path && !*path;
+	pthread_mutex_unlock(&ctx->lock);
+	return 0;
+}
+
+const char *tc_kernel_options_source(const tc_kernel *k)
+{
+	if (!k)
+		return NULL;
+	switch (k->source) {
+	case TC_RT_SRC_USER: return "user";
+	case TC_RT_SRC_CACHE: return "cache";
+	case TC_RT_SRC_CACHE_NEAR: return "cache-near";
+	default: return "default";
+	}
+}
+
+char *tc_kernel_options(const tc_kernel *k)
+{
+	return k && k->c->options ? tc_strdup(k->c->options) : NULL;
+}
+
+/* Add text (lines) to the context's warnings unless they are already
+ * there (a damaged cache warns once, not on every compile). */
+static void add_warning(tc_context *ctx, const char *text)
+{
+	tc_buf b;
+	if (!text || !*text || (ctx->warnings && strstr(ctx->warnings, text)))
+		return;
+	tc_buf_init(&b);
+	if (ctx->warnings)
+		tc_buf_puts(&b, ctx->warnings);
+	tc_buf_puts(&b, text);
+	if (text[strlen(text) - 1] != '\n')
+		tc_buf_putc(&b, '\n');
+	if (b.oom) {
+		tc_buf_free(&b);
+		return;
+	}
+	tc_free(ctx->warnings);
+	ctx->warnings = tc_buf_take(&b);
+}
+
+static void remember(tc_module *m, const char *memo, const tc_options *o, tc_rt_source source)
+{
+	tc_rt_lookup *l = tc_calloc(1, sizeof(*l));
+	if (!l || !(l->memo = tc_strdup(memo)) || (o && !(l->options = tc_options_copy(o))) ||
+		tc_vec_push(&m->lookups, l) < 0) {
+		if (l) {
+			tc_free(l->memo);
+			tc_options_free(l->options);
+		}
+		tc_free(l);
+		return; /* out of memory: the next compile looks again */
+	}
+	l->source = source;
+}
+
+void tc_rt_cache_lookups_free(__tc_keep tc_module *m)
+{
+	int i;
+	for (i = 0; i < m->lookups.n; i++) {
+		tc_rt_lookup *l = m->lookups.v[i];
+		tc_free(l->memo);
+		tc_options_free(l->options);
+		tc_free(l);
+	}
+	tc_vec_free(&m->lookups);
+}
+
+__tc_give tc_options *tc_rt_cache_options(__tc_keep tc_module *m, const char *entry,
+	const DLTensor *const *inputs, int n_inputs, const char *memo, tc_rt_source *source)
+{
+	tc_context *ctx = m->ctx;
+	tc_cache_key key;
+	tc_cache_hit hit;
+	tc_cache *c = NULL;
+	tc_options *o = NULL;
+	char *path = NULL, *msg = NULL;
+	struct stat sb;
+	int i, r;
+
+	*source = TC_RT_SRC_DEFAULT;
+	if (ctx->cache_off)
+		return NULL;
+	for (i = 0; i < m->lookups.n; i++) {
+		tc_rt_lookup *l = m->lookups.v[i];
+		if (!strcmp(l->memo, memo)) {
+			*source = l->source;
+			return l->options ? tc_options_copy(l->options) : NULL;
+		}
+	}
+	path = ctx->cache_path ? tc_strdup(ctx->cache_path) : tc_cache_default_path();
+	if (!path || stat(path, &sb) < 0) { /* no cache: the defaults, quickly */
+		tc_free(path);
+		remember(m, memo, NULL, TC_RT_SRC_DEFAULT);
+		return NULL;
+	}
+	memset(&hit, 0, sizeof(hit));
+	if (tc_cache_key_init(&key, m, entry, inputs, n_inputs) < 0) {
+		tc_rt_clear_error(ctx); /* tc_compile reports bad inputs itself */
+		tc_free(path);
+		return NULL;
+	}
+	c = tc_cache_open(path, TC_CACHE_READ, &msg);
+	if (msg) {
+		tc_buf b;
+		tc_buf_init(&b);
+		tc_buf_printf(&b, "warning: %s; using the default options\n", msg);
+		if (!b.oom)
+			add_warning(ctx, b.s);
+		tc_buf_free(&b);
+	}
+	if (c) {
+		r = tc_cache_lookup(c, &key, &hit);
+		if (r == 0)
+			r = tc_cache_lookup_near(c, &key, &hit);
+		if (r < 0) {
+			tc_buf b;
+			tc_buf_init(&b);
+			tc_buf_printf(&b, "warning: %s; using the default options\n",
+				tc_cache_error(c));
+			if (!b.oom)
+				add_warning(ctx, b.s);
+			tc_buf_free(&b);
+		} else if (r == 1) {
+			o = hit.options;
+			hit.options = NULL;
+			*source = hit.distance > 0 || strcmp(hit.shapes, key.shapes)
+				? TC_RT_SRC_CACHE_NEAR : TC_RT_SRC_CACHE;
+		}
+		add_warning(ctx, tc_cache_warnings(c));
+	}
+	remember(m, memo, o, *source);
+	tc_cache_hit_clear(&hit);
+	tc_cache_close(c);
+	tc_cache_key_clear(&key);
+	tc_free(msg);
+	tc_free(path);
+	return o;
+}

@@ -1,0 +1,703 @@
+/* The kernel cache (runtime/cache.c) and its use by tc_compile: round
+ * trips, nearest shapes, concurrent writers, a writer killed mid-write,
+ * damaged and foreign files, invalid options, and the `tcomp cache` and
+ * `tcomp bench` commands.  Every cache lives in a fresh folder under the
+ * build directory; nothing touches the user's ~/.cache. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <signal.h>
+#include <sqlite3.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "runtime/cache.h"
+#include "tests/testutil.h"
+
+static char dir[256];
+
+
+static const char *path(const char *name)
+{
+	static char buf[8][512];
+	static int k;
+	k = (k + 1) % 8;
+	snprintf(buf[k], sizeof(buf[k]), "%s/%s", dir, name);
+	return buf[k];
+}
+
+static int exists(const char *p)
+{
+	struct stat sb;
+	return stat(p, &sb) == 0;
+}
+
+static const char src[] =
+	"def mm(float(M,K) A, float(K,N) B) -> (C) {\n"
+	"  C(m,n) +=! A(m,r) * B(r,n)\n"
+	"}\n"
+	"def scale(float(N) X) -> (Y) { Y(i) = X(i) * 3 }\n";
+
+/* A module of src, and matmul inputs of the given sizes. */
+typedef struct fixture {
+	tc_context *ctx;
+	tc_module *m;
+	tu_tensor a, b;
+	const DLTensor *in[2];
+} fixture;
+
+static void fx_init(fixture *f, int64_t M, int64_t K, int64_t N)
+{
+	int64_t sa[2] = {M, K}, sb[2] = {K, N};
+	uint64_t rng = tu_seed("cache", (uint64_t)(M * 131 + K * 7 + N));
+	int64_t i;
+	memset(f, 0, sizeof(*f));
+	f->ctx = tc_context_new();
+	assert_non_null(f->ctx);
+	f->m = tc_module_parse(f->ctx, src, "cache.tc");
+	assert_non_null(f->m);
+	tu_tensor_init(&f->a, TU_F32, sa, 2);
+	tu_tensor_init(&f->b, TU_F32, sb, 2);
+	for (i = 0; i < f->a.numel; i++) /* non-zero, in [-1, 1) */
+		((float *)f->a.data)[i] = (float)(tu_rand_unit(&rng) * 1.98 - 0.99) + 0.005f;
+	for (i = 0; i < f->b.numel; i++)
+		((float *)f->b.data)[i] = (float)(tu_rand_unit(&rng) * 1.98 - 0.99) + 0.005f;
+	f->in[0] = &f->a.dl;
+	f->in[1] = &f->b.dl;
+}
+
+static void fx_fini(fixture *f)
+{
+	tu_tensor_fini(&f->a);
+	tu_tensor_fini(&f->b);
+	tc_module_free(f->m);
+	tc_context_free(f->ctx);
+}
+
+static void key_of(fixture *f, tc_cache_key *key)
+{
+	assert_int_equal(tc_cache_key_init(key, f->m, "mm", f->in, 2), 0);
+}
+
+static tc_cache *open_write(const char *p)
+{
+	char *msg = NULL;
+	tc_cache *c = tc_cache_open(p, TC_CACHE_WRITE, &msg);
+	if (!c)
+		fail_msg("cannot open %s: %s", p, msg ? msg : "?");
+	return c;
+}
+
+static void record(tc_cache *c, const tc_cache_key *key, const char *opts, double ms, int ok)
+{
+	tc_cache_run run = {opts, ms, ms * 0.9, "test-run", ok};
+	if (tc_cache_record(c, key, &run) < 0)
+		fail_msg("record: %s", tc_cache_error(c));
+}
+
+/* Canonical text of options text. */
+static char *canon(const char *text)
+{
+	tc_options *o = tc_options_new();
+	char *r;
+	assert_int_equal(tc_options_parse(o, text, NULL), 0);
+	r = tc_options_print(o);
+	tc_options_free(o);
+	return r;
+}
+
+#define TUNED "tile=16,16\nregtile=none\nparallel=off\n"
+#define TUNED_FAR "tile=none\nregtile=2,8\norder=off\n"
+
+/* Run kernel k on the fixture's inputs and compare with the interpreter. */
+static void check_against_interp(fixture *f, tc_kernel *k)
+{
+	tc_options *io = tc_options_new();
+	tc_kernel *ki;
+	tu_tensor c1, c2;
+	int64_t shape[8];
+	DLTensor *o1[1], *o2[1];
+	int nd, i;
+	DLDataType dt;
+	assert_int_equal(tc_options_set(io, "target", "interp", f->ctx), 0);
+	ki = tc_compile(f->m, "mm", f->in, 2, io);
+	assert_non_null(ki);
+	assert_string_equal(tc_kernel_options_source(ki), "user");
+	assert_int_equal(tc_kernel_output_shape(k, 0, &dt, &nd, shape), 0);
+	tu_tensor_init(&c1, TU_F32, shape, nd);
+	tu_tensor_init(&c2, TU_F32, shape, nd);
+	for (i = 0; i < c1.numel; i++) /* poison: every element must be written */
+		((float *)c1.data)[i] = ((float *)c2.data)[i] = NAN;
+	o1[0] = &c1.dl;
+	o2[0] = &c2.dl;
+	assert_int_equal(tc_kernel_run(k, f->in, 2, o1, 1), 0);
+	assert_int_equal(tc_kernel_run(ki, f->in, 2, o2, 1), 0);
+	for (i = 0; i < c1.numel; i++) {
+		float x = ((float *)c1.data)[i], y = ((float *)c2.data)[i];
+		if (!(fabsf(x - y) <= 1e-5f * (1 + fabsf(y))))
+			fail_msg("element %d: compiled %g, interpreter %g", i, x, y);
+	}
+	tu_tensor_fini(&c1);
+	tu_tensor_fini(&c2);
+	tc_kernel_free(ki);
+	tc_options_free(io);
+}
+
+/* ---- set-up: a fresh folder per test ---- */
+
+static int setup(void **state)
+{
+	(void)state;
+	snprintf(dir, sizeof(dir), "%s/tmp-cache-XXXXXX", TC_BINARY_DIR);
+	return mkdtemp(dir) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+	char cmd[600];
+	(void)state;
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+/* ---- the store ---- */
+
+static void record_then_lookup_exact_and_near(void **state)
+{
+	fixture f, g, h;
+	tc_cache_key k1, k2, k3;
+	tc_cache_hit hit;
+	tc_cache *c;
+	char *want = canon(TUNED), *want_far = canon(TUNED_FAR);
+	(void)state;
+	fx_init(&f, 64, 32, 48);
+	fx_init(&g, 60, 32, 48);
+	fx_init(&h, 512, 32, 48);
+	key_of(&f, &k1);
+	key_of(&g, &k2);
+	key_of(&h, &k3);
+	assert_string_equal(k1.shapes, "64x32,32x48");
+	assert_string_equal(k1.strides, "32x1,48x1");
+	assert_string_equal(k1.types, "float32/2,float32/2");
+	c = open_write(path("sub/dir/k.sqlite")); /* creates the folders */
+	record(c, &k1, "", 2.0, 1);         /* the defaults */
+	record(c, &k1, TUNED, 1.0, 1);      /* the best */
+	record(c, &k1, "tile=none", 0.5, 0); /* failed: never chosen */
+	record(c, &k1, "tile=8,8", 1.5, 1);
+	record(c, &k3, TUNED_FAR, 0.1, 1);
+	assert_int_equal(tc_cache_lookup(c, &k1, &hit), 1);
+	assert_string_equal(hit.text, want);
+	assert_true(hit.median_ms == 1.0);
+	assert_true(hit.distance == 0);
+	tc_cache_hit_clear(&hit);
+	/* 60 rows: no exact entry; 64 is nearer than 512 */
+	assert_int_equal(tc_cache_lookup(c, &k2, &hit), 0);
+	assert_int_equal(tc_cache_lookup_near(c, &k2, &hit), 1);
+	assert_string_equal(hit.text, want);
+	assert_string_equal(hit.shapes, "64x32,32x48");
+	assert_true(fabs(hit.distance - log(64.0 / 60.0)) < 1e-12);
+	tc_cache_hit_clear(&hit);
+	/* 512 itself is exact; from 512 the nearest other is 64 */
+	assert_int_equal(tc_cache_lookup(c, &k3, &hit), 1);
+	assert_string_equal(hit.text, want_far);
+	tc_cache_hit_clear(&hit);
+	{
+		char **texts;
+		int n, i;
+		assert_int_equal(tc_cache_seeds(c, &k2, 10, &texts, &n), 0);
+		assert_int_equal(n, 4); /* 64's three ok options (best first), then 512's */
+		assert_string_equal(texts[0], want);
+		assert_string_equal(texts[3], want_far);
+		for (i = 0; i < n; i++)
+			tc_free(texts[i]);
+		tc_free(texts);
+	}
+	tc_cache_close(c);
+	tc_cache_key_clear(&k1);
+	tc_cache_key_clear(&k2);
+	tc_cache_key_clear(&k3);
+	tc_string_free(want);
+	tc_string_free(want_far);
+	fx_fini(&f);
+	fx_fini(&g);
+	fx_fini(&h);
+}
+
+static void renamed_kernel_shares_entries(void **state)
+{
+	static const char renamed[] = "def mm(float(P,Q) X, float(Q,R) Y) -> (Z) {\n"
+				      "  Z(i,j) +=! X(i,k) * Y(k,j)\n}\n";
+	fixture f;
+	tc_module *m2;
+	tc_cache_key k1, k2;
+	(void)state;
+	fx_init(&f, 8, 4, 6);
+	m2 = tc_module_parse(f.ctx, renamed, "renamed.tc");
+	assert_non_null(m2);
+	key_of(&f, &k1);
+	assert_int_equal(tc_cache_key_init(&k2, m2, "mm", f.in, 2), 0);
+	assert_string_equal(k1.hash, k2.hash);
+	assert_string_equal(k1.canonical, k2.canonical);
+	tc_cache_key_clear(&k1);
+	tc_cache_key_clear(&k2);
+	tc_module_free(m2);
+	fx_fini(&f);
+}
+
+static void reading_never_creates_a_file(void **state)
+{
+	char *msg = (char *)1;
+	fixture f;
+	tc_kernel *k;
+	(void)state;
+	assert_null(tc_cache_open(path("none/k.sqlite"), TC_CACHE_READ, &msg));
+	assert_null(msg);
+	assert_false(exists(path("none")));
+	fx_init(&f, 8, 4, 6);
+	assert_int_equal(tc_context_set_cache(f.ctx, path("none/k.sqlite")), 0);
+	k = tc_compile(f.m, "mm", f.in, 2, NULL);
+	assert_non_null(k);
+	assert_string_equal(tc_kernel_options_source(k), "default");
+	assert_false(exists(path("none")));
+	assert_string_equal(tc_context_warnings(f.ctx), "");
+	tc_kernel_free(k);
+	fx_fini(&f);
+}
+
+/* ---- tc_compile ---- */
+
+static void compile_uses_exact_then_near_then_defaults(void **state)
+{
+	fixture f, g, h;
+	tc_cache_key key;
+	tc_cache *c;
+	tc_kernel *k;
+	char *want = canon(TUNED), *got, *dflt = canon("");
+	(void)state;
+	fx_init(&f, 37, 19, 23);
+	key_of(&f, &key);
+	c = open_write(path("k.sqlite"));
+	record(c, &key, "", 3.0, 1);
+	record(c, &key, TUNED, 1.0, 1);
+	tc_cache_close(c);
+	tc_cache_key_clear(&key);
+
+	assert_int_equal(tc_context_set_cache(f.ctx, path("k.sqlite")), 0);
+	k = tc_compile(f.m, "mm", f.in, 2, NULL);
+	assert_non_null(k);
+	assert_string_equal(tc_kernel_options_source(k), "cache");
+	got = tc_kernel_options(k);
+	assert_string_equal(got, want);
+	tc_string_free(got);
+	check_against_interp(&f, k);
+	tc_kernel_free(k);
+
+	/* other sizes: the nearest entry's options */
+	fx_init(&g, 41, 19, 23);
+	assert_int_equal(tc_context_set_cache(g.ctx, path("k.sqlite")), 0);
+	k = tc_compile(g.m, "mm", g.in, 2, NULL);
+	assert_non_null(k);
+	assert_string_equal(tc_kernel_options_source(k), "cache-near");
+	got = tc_kernel_options(k);
+	assert_string_equal(got, want);
+	tc_string_free(got);
+	check_against_interp(&g, k);
+	tc_kernel_free(k);
+	/* another entry of the module has no entries: the defaults */
+	{
+		int64_t sx[1] = {10};
+		tu_tensor x;
+		const DLTensor *xin[1];
+		tu_tensor_init(&x, TU_F32, sx, 1);
+		xin[0] = &x.dl;
+		k = tc_compile(g.m, "scale", xin, 1, NULL);
+		assert_non_null(k);
+		assert_string_equal(tc_kernel_options_source(k), "default");
+		got = tc_kernel_options(k);
+		assert_string_equal(got, dflt);
+		tc_string_free(got);
+		tc_kernel_free(k);
+		tu_tensor_fini(&x);
+	}
+	fx_fini(&g);
+
+	/* "" disables the cache; given options are the user's */
+	fx_init(&h, 37, 19, 23);
+	assert_int_equal(tc_context_set_cache(h.ctx, ""), 0);
+	k = tc_compile(h.m, "mm", h.in, 2, NULL);
+	assert_string_equal(tc_kernel_options_source(k), "default");
+	tc_kernel_free(k);
+	assert_int_equal(tc_context_set_cache(h.ctx, path("k.sqlite")), 0);
+	{
+		tc_options *o = tc_options_new();
+		k = tc_compile(h.m, "mm", h.in, 2, o);
+		assert_string_equal(tc_kernel_options_source(k), "user");
+		tc_kernel_free(k);
+		tc_options_free(o);
+	}
+	fx_fini(&h);
+	fx_fini(&f);
+	tc_string_free(want);
+	tc_string_free(dflt);
+}
+
+static void env_variable_gives_the_default_path(void **state)
+{
+	char *p;
+	(void)state;
+	setenv("TCOMP_CACHE", path("env.sqlite"), 1);
+	p = tc_cache_default_path();
+	assert_string_equal(p, path("env.sqlite"));
+	tc_free(p);
+	unsetenv("TCOMP_CACHE");
+	setenv("XDG_CACHE_HOME", "/xdg", 1);
+	p = tc_cache_default_path();
+	assert_string_equal(p, "/xdg/tcomp/kernels.sqlite");
+	tc_free(p);
+	unsetenv("XDG_CACHE_HOME");
+	setenv("HOME", "/home/u", 1);
+	p = tc_cache_default_path();
+	assert_string_equal(p, "/home/u/.cache/tcomp/kernels.sqlite");
+	tc_free(p);
+	setenv("TCOMP_CACHE", path("no-kernel-cache.sqlite"), 1); /* hermetic again */
+}
+
+/* ---- concurrency and crashes ---- */
+
+static int count_runs(const char *p)
+{
+	sqlite3 *db;
+	sqlite3_stmt *st;
+	int n = -1;
+	assert_int_equal(sqlite3_open_v2(p, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+	sqlite3_busy_timeout(db, 5000);
+	assert_int_equal(sqlite3_prepare_v2(db, "SELECT count(*) FROM runs", -1, &st, NULL),
+		SQLITE_OK);
+	if (sqlite3_step(st) == SQLITE_ROW)
+		n = sqlite3_column_int(st, 0);
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+	return n;
+}
+
+static void integrity_ok(const char *p)
+{
+	sqlite3 *db;
+	sqlite3_stmt *st;
+	assert_int_equal(sqlite3_open_v2(p, &db, SQLITE_OPEN_READWRITE, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_prepare_v2(db, "PRAGMA integrity_check", -1, &st, NULL),
+		SQLITE_OK);
+	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+	assert_string_equal((const char *)sqlite3_column_text(st, 0), "ok");
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+}
+
+/* A child process recording n runs (forever if n < 0) under its own key
+ * shapes; exits 0 when done. */
+static void writer_child(const char *p, int M, int n)
+{
+	fixture f;
+	tc_cache_key key;
+	tc_cache *c;
+	char id[32];
+	int i;
+	fx_init(&f, M, 4, 6);
+	key_of(&f, &key);
+	c = tc_cache_open(p, TC_CACHE_WRITE, NULL);
+	if (!c)
+		_exit(3);
+	snprintf(id, sizeof(id), "writer-%d", M);
+	for (i = 0; n < 0 || i < n; i++) {
+		char opts[64];
+		tc_cache_run run = {opts, 1.0 + i, 1.0 + i, id, 1};
+		snprintf(opts, sizeof(opts), "tile=%d,%d", 1 + i % 64, 1 + i % 7);
+		if (tc_cache_record(c, &key, &run) < 0) {
+			fprintf(stderr, "child: %s\n", tc_cache_error(c));
+			_exit(4);
+		}
+	}
+	tc_cache_close(c);
+	_exit(0);
+}
+
+static void two_processes_write_at_once(void **state)
+{
+	const char *p = path("shared.sqlite");
+	pid_t a, b;
+	int sa, sb;
+	(void)state;
+	tc_cache_close(open_write(p)); /* the schema, before the race on rows */
+	if ((a = fork()) == 0)
+		writer_child(p, 5, 150);
+	if ((b = fork()) == 0)
+		writer_child(p, 7, 150);
+	assert_true(a > 0 && b > 0);
+	assert_int_equal(waitpid(a, &sa, 0), a);
+	assert_int_equal(waitpid(b, &sb, 0), b);
+	assert_true(WIFEXITED(sa) && WEXITSTATUS(sa) == 0);
+	assert_true(WIFEXITED(sb) && WEXITSTATUS(sb) == 0);
+	assert_int_equal(count_runs(p), 300);
+	integrity_ok(p);
+}
+
+static void two_processes_create_the_file_at_once(void **state)
+{
+	const char *p = path("fresh/new.sqlite");
+	pid_t a, b;
+	int sa, sb;
+	(void)state;
+	if ((a = fork()) == 0)
+		writer_child(p, 5, 20);
+	if ((b = fork()) == 0)
+		writer_child(p, 7, 20);
+	assert_int_equal(waitpid(a, &sa, 0), a);
+	assert_int_equal(waitpid(b, &sb, 0), b);
+	assert_true(WIFEXITED(sa) && WEXITSTATUS(sa) == 0);
+	assert_true(WIFEXITED(sb) && WEXITSTATUS(sb) == 0);
+	assert_int_equal(count_runs(p), 40);
+}
+
+static void sigkill_during_writes_leaves_a_valid_database(void **state)
+{
+	const char *p = path("killed.sqlite");
+	struct timespec ts = {0, 2000000};
+	fixture f;
+	tc_cache_key key;
+	tc_cache_hit hit;
+	tc_cache *c;
+	pid_t a;
+	int st, n, i;
+	(void)state;
+	tc_cache_close(open_write(p));
+	if ((a = fork()) == 0)
+		writer_child(p, 9, -1);
+	for (i = 0; i < 2000 && count_runs(p) < 30; i++) /* well into its writes */
+		nanosleep(&ts, NULL);
+	kill(a, SIGKILL);
+	assert_int_equal(waitpid(a, &st, 0), a);
+	assert_true(WIFSIGNALED(st));
+	n = count_runs(p);
+	assert_true(n >= 30);
+	integrity_ok(p);
+	/* and it is still usable: read and write */
+	fx_init(&f, 9, 4, 6);
+	key_of(&f, &key);
+	c = open_write(p);
+	assert_int_equal(tc_cache_lookup(c, &key, &hit), 1);
+	tc_cache_hit_clear(&hit);
+	record(c, &key, "", 0.5, 1);
+	tc_cache_close(c);
+	assert_int_equal(count_runs(p), n + 1);
+	tc_cache_key_clear(&key);
+	fx_fini(&f);
+}
+
+/* ---- damaged and foreign files ---- */
+
+/* tc_compile with the cache at p: the defaults and a warning containing
+ * what (no crash, no error). */
+static void compile_falls_back(const char *p, const char *what)
+{
+	fixture f;
+	tc_kernel *k;
+	fx_init(&f, 64, 32, 48);
+	assert_int_equal(tc_context_set_cache(f.ctx, p), 0);
+	k = tc_compile(f.m, "mm", f.in, 2, NULL);
+	assert_non_null(k);
+	assert_string_equal(tc_kernel_options_source(k), "default");
+	if (!strstr(tc_context_warnings(f.ctx), what))
+		fail_msg("warnings '%s' do not say '%s'", tc_context_warnings(f.ctx), what);
+	assert_non_null(strstr(tc_context_warnings(f.ctx), "using the default options"));
+	check_against_interp(&f, k);
+	tc_kernel_free(k);
+	/* once per context, however many compiles */
+	k = tc_compile(f.m, "mm", f.in, 2, NULL);
+	tc_kernel_free(k);
+	fx_fini(&f);
+}
+
+/* A cache at p with n runs for 64x32,32x48. */
+static void make_cache(const char *p, int n)
+{
+	fixture f;
+	tc_cache_key key;
+	tc_cache *c;
+	int i;
+	fx_init(&f, 64, 32, 48);
+	key_of(&f, &key);
+	c = open_write(p);
+	for (i = 0; i < n; i++) {
+		char opts[64];
+		snprintf(opts, sizeof(opts), "tile=%d,%d\nregtile=none", 1 + i % 97, 1 + i % 89);
+		record(c, &key, opts, 1.0 + i, 1);
+	}
+	tc_cache_close(c);
+	tc_cache_key_clear(&key);
+	fx_fini(&f);
+	integrity_ok(p); /* and checkpointed: everything is in the main file */
+}
+
+static void write_bytes(const char *p, const void *data, size_t n, const char *mode)
+{
+	FILE *fp = fopen(p, mode);
+	assert_non_null(fp);
+	assert_int_equal(fwrite(data, 1, n, fp), n);
+	fclose(fp);
+}
+
+static void not_sqlite_gives_a_warning_and_defaults(void **state)
+{
+	const char *p = path("text.sqlite");
+	char *msg = NULL;
+	(void)state;
+	write_bytes(p, "this is not a database\n", 23, "wb");
+	assert_null(tc_cache_open(p, TC_CACHE_READ, &msg));
+	assert_non_null(strstr(msg, "not an SQLite database"));
+	tc_free(msg);
+	/* writers do not take it over either */
+	assert_null(tc_cache_open(p, TC_CACHE_WRITE, &msg));
+	assert_non_null(strstr(msg, "not an SQLite database"));
+	tc_free(msg);
+	compile_falls_back(p, "not an SQLite database");
+}
+
+static void corrupt_file_gives_a_warning_and_defaults(void **state)
+{
+	const char *p = path("corrupt.sqlite");
+	static char junk[8192];
+	FILE *fp;
+	(void)state;
+	make_cache(p, 400);
+	memset(junk, 0xA5, sizeof(junk));
+	fp = fopen(p, "r+b");
+	assert_non_null(fp);
+	fseek(fp, 4096, SEEK_SET); /* past the header page: the tables' pages */
+	fwrite(junk, 1, sizeof(junk), fp);
+	fclose(fp);
+	compile_falls_back(p, "corrupt.sqlite");
+}
+
+static void truncated_file_gives_a_warning_and_defaults(void **state)
+{
+	const char *p = path("truncated.sqlite");
+	struct stat sb;
+	(void)state;
+	make_cache(p, 400);
+	assert_int_equal(stat(p, &sb), 0);
+	assert_int_equal(truncate(p, sb.st_size / 3), 0);
+	compile_falls_back(p, "truncated.sqlite");
+}
+
+static void exec_sql(const char *p, const char *sql)
+{
+	sqlite3 *db;
+	char *err = NULL;
+	assert_int_equal(sqlite3_open(p, &db), SQLITE_OK);
+	if (sqlite3_exec(db, sql, NULL, NULL, &err) != SQLITE_OK)
+		fail_msg("%s: %s", sql, err);
+	sqlite3_close(db);
+}
+
+static void newer_schema_is_not_used(void **state)
+{
+	const char *p = path("newer.sqlite");
+	char *msg = NULL;
+	(void)state;
+	make_cache(p, 3);
+	exec_sql(p, "UPDATE meta SET value = '99' WHERE name = 'schema_version'");
+	assert_null(tc_cache_open(p, TC_CACHE_WRITE, &msg));
+	assert_non_null(strstr(msg, "schema version 99"));
+	assert_non_null(strstr(msg, "newer tcomp"));
+	tc_free(msg);
+	compile_falls_back(p, "schema version 99");
+}
+
+static void foreign_database_is_not_used(void **state)
+{
+	const char *p = path("foreign.sqlite");
+	char *msg = NULL;
+	(void)state;
+	exec_sql(p, "CREATE TABLE photos(id INTEGER, name TEXT); INSERT INTO photos VALUES(1, 'x')");
+	assert_null(tc_cache_open(p, TC_CACHE_WRITE, &msg));
+	assert_non_null(strstr(msg, "not a tcomp kernel cache"));
+	tc_free(msg);
+	compile_falls_back(p, "not a tcomp kernel cache");
+}
+
+static void invalid_options_in_a_row_are_skipped_with_a_warning(void **state)
+{
+	const char *p = path("bad.sqlite");
+	fixture f;
+	tc_cache_key key;
+	tc_cache *c;
+	tc_kernel *k;
+	char *got, *want = canon(TUNED);
+	(void)state;
+	fx_init(&f, 64, 32, 48);
+	key_of(&f, &key);
+	c = open_write(p);
+	record(c, &key, TUNED, 2.0, 1);
+	tc_cache_close(c);
+	/* a faster row whose options do not parse (edited by hand, or an
+	 * option this tcomp does not have) */
+	exec_sql(p, "INSERT INTO runs(kernel_id, options, median_ms, min_ms, status, at) "
+		    "SELECT kernel_id, 'tile=banana', 0.5, 0.5, 'ok', 0 FROM runs LIMIT 1;"
+		    "INSERT INTO runs(kernel_id, options, median_ms, min_ms, status, at) "
+		    "SELECT kernel_id, 'warp=9', 0.7, 0.7, 'ok', 0 FROM runs LIMIT 1");
+	assert_int_equal(tc_context_set_cache(f.ctx, p), 0);
+	k = tc_compile(f.m, "mm", f.in, 2, NULL);
+	assert_non_null(k);
+	assert_string_equal(tc_kernel_options_source(k), "cache");
+	got = tc_kernel_options(k);
+	assert_string_equal(got, want);
+	tc_string_free(got);
+	assert_non_null(strstr(tc_context_warnings(f.ctx), "tile"));
+	assert_non_null(strstr(tc_context_warnings(f.ctx), "warp"));
+	assert_non_null(strstr(tc_context_warnings(f.ctx), "ignored"));
+	tc_kernel_free(k);
+	/* recording invalid options is refused */
+	c = open_write(p);
+	{
+		tc_cache_run run = {"tile=banana", 1, 1, NULL, 1};
+		assert_int_equal(tc_cache_record(c, &key, &run), -1);
+		assert_non_null(strstr(tc_cache_error(c), "tile"));
+	}
+	tc_cache_close(c);
+	tc_cache_key_clear(&key);
+	tc_string_free(want);
+	fx_fini(&f);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(record_then_lookup_exact_and_near, setup, teardown),
+		cmocka_unit_test_setup_teardown(renamed_kernel_shares_entries, setup, teardown),
+		cmocka_unit_test_setup_teardown(reading_never_creates_a_file, setup, teardown),
+		cmocka_unit_test_setup_teardown(compile_uses_exact_then_near_then_defaults, setup,
+			teardown),
+		cmocka_unit_test_setup_teardown(env_variable_gives_the_default_path, setup, teardown),
+		cmocka_unit_test_setup_teardown(two_processes_write_at_once, setup, teardown),
+		cmocka_unit_test_setup_teardown(two_processes_create_the_file_at_once, setup,
+			teardown),
+		cmocka_unit_test_setup_teardown(sigkill_during_writes_leaves_a_valid_database, setup,
+			teardown),
+		cmocka_unit_test_setup_teardown(not_sqlite_gives_a_warning_and_defaults, setup,
+			teardown),
+		cmocka_unit_test_setup_teardown(corrupt_file_gives_a_warning_and_defaults, setup,
+			teardown),
+		cmocka_unit_test_setup_teardown(truncated_file_gives_a_warning_and_defaults, setup,
+			teardown),
+		cmocka_unit_test_setup_teardown(newer_schema_is_not_used, setup, teardown),
+		cmocka_unit_test_setup_teardown(foreign_database_is_not_used, setup, teardown),
+		cmocka_unit_test_setup_teardown(invalid_options_in_a_row_are_skipped_with_a_warning,
+			setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
