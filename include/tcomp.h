@@ -139,6 +139,11 @@ int tc_module_hash(tc_module *m, const char *entry, char out[17]);
  *                         contraction's innermost band, innermost last
  *                         (default auto: 6 rows by 4 vector registers)
  *   unroll   on|off       unroll the register tile's rows (default on)
+ *   pack     on|off       copy an input that a contraction reads with the
+ *                         reduction as its stride-1 dimension (B in
+ *                         A(m,r_k) * B(n,r_k)) into a temporary in which
+ *                         the output's stride-1 dimension is stride-1, so
+ *                         the register tile applies (default on)
  * `tcomp options` prints the full table with each option's documentation.
  * Values are words from the option's list, integers inside its range, or
  * comma-separated lists of such integers, depending on the option; they are

@@ -71,6 +71,7 @@ typedef struct tc_ir_stmt {
 	int nvars;
 	tc_ir_var *vars;
 	tc_loc loc;
+	int pack; /* a copy of an input made by tc_ir_pack: runs before the others */
 } tc_ir_stmt;
 
 typedef struct tc_ir_tensor {
@@ -112,6 +113,17 @@ __tc_give tc_ir_func *tc_ir_lower(__tc_keep tc_arena *ar, __tc_keep const tc_def
  * exactly (and range inference proves unguarded ones in bounds); others,
  * such as gathers, are over-approximated and checked at run time. */
 int tc_ir_affine(const tc_ir_expr *e);
+
+/* Operand packing (ir/pack.c): f with every input that a reduction reads
+ * with a reduction index as its last (stride-1) subscript and the output's
+ * innermost index among the others (B in A(m,r_k) * B(n,r_k)) replaced by a
+ * temporary copy whose last dimension is the one the output's innermost
+ * index walks, when a row of the copy has at least min_bytes at the bound
+ * sizes params.  The copies are statements marked pack, placed
+ * first.  Returns f itself when nothing is packed, NULL when out of memory;
+ * the new function lives in ar and shares f's unchanged parts. */
+__tc_give const tc_ir_func *tc_ir_pack(__tc_keep tc_arena *ar, __tc_keep const tc_ir_func *f,
+	__tc_keep const int64_t *params, int64_t min_bytes);
 
 /* Print the IR of a function (tcomp emit --stage ir). */
 void tc_ir_print(const tc_ir_func *f, tc_buf *b);

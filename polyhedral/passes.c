@@ -262,8 +262,17 @@ static int auto_tiles(const tc_poly *p, isl_schedule_node *node, int64_t *sizes)
 	return tiled > 0;
 }
 
+/* Whether node schedules packing copies only (left untiled). */
+static int is_pack_band(const tc_poly *p, isl_schedule_node *node)
+{
+	isl_union_set *dom = isl_schedule_node_get_domain(node);
+	int pack = tc_poly_is_pack(p, dom);
+	isl_union_set_free(dom);
+	return pack;
+}
+
 /* Find the outermost permutable band with at least one member (in tree
- * order) and tile it. */
+ * order, packing copies aside) and tile it. */
 static isl_schedule_node *tile_first_band(isl_schedule_node *node, const tc_poly *p, int *done)
 {
 	isl_size n, i;
@@ -271,7 +280,7 @@ static isl_schedule_node *tile_first_band(isl_schedule_node *node, const tc_poly
 		return node;
 	if (isl_schedule_node_get_type(node) == isl_schedule_node_band &&
 		isl_schedule_node_band_get_permutable(node) == isl_bool_true &&
-		(n = isl_schedule_node_band_n_member(node)) > 0) {
+		(n = isl_schedule_node_band_n_member(node)) > 0 && !is_pack_band(p, node)) {
 		isl_multi_val *sizes;
 		int64_t chosen[TC_POLY_MAX_TILE];
 		*done = 1;

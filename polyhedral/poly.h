@@ -30,6 +30,7 @@
 #include <isl/ast.h>
 #include <isl/ctx.h>
 #include <isl/schedule.h>
+#include <isl/space.h>
 #include <isl/set.h>
 #include <isl/union_map.h>
 #include <isl/union_set.h>
@@ -111,6 +112,10 @@ typedef struct tc_poly {
 	isl_schedule *schedule;  /* after tc_poly_schedule */
 	isl_ast_node *ast;       /* after tc_poly_ast */
 } tc_poly;
+
+/* Whether every instance in instances belongs to a packing copy (IR
+ * statements marked pack): the passes leave their loop nests alone. */
+int tc_poly_is_pack(__tc_keep const tc_poly *p, __tc_keep isl_union_set *instances);
 
 /* A schedule pass: transforms p->schedule in place (owning it); -1 on error
  * with a message in d.  Passes run in order after the isl scheduler. */

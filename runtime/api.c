@@ -480,10 +480,9 @@ char *tc_module_signature(tc_module *m, const char *entry)
 /* A stage of the polyhedral pipeline of def i ("schedule", "ast", "c",
  * "llvm", "asm"), parametric (params NULL) or for concrete sizes; NULL with
  * an error. */
-char *tc_rt_emit_poly(tc_module *m, int i, const int64_t *params, const tc_poly_opts *popts,
-	const char *stage)
+char *tc_rt_emit_poly(tc_module *m, const tc_ir_func *f, const int64_t *params,
+	const tc_poly_opts *popts, const char *stage)
 {
-	const tc_ir_func *f = tc_rt_module_func(m, i);
 	isl_ctx *ctx;
 	tc_poly *p = NULL;
 	tc_diags d;
@@ -539,7 +538,7 @@ char *tc_module_emit(tc_module *m, const char *entry, const char *stage)
 		tc_ir_canonical(m->prog->defs[i], &b);
 	} else if (stage && (!strcmp(stage, "schedule") || !strcmp(stage, "ast") ||
 				   !strcmp(stage, "c"))) {
-		return tc_rt_emit_poly(m, i, NULL, NULL, stage);
+		return tc_rt_emit_poly(m, tc_rt_module_func(m, i), NULL, NULL, stage);
 	} else if (stage && (!strcmp(stage, "llvm") || !strcmp(stage, "asm"))) {
 		tc_rt_set_error(m->ctx, "stage '%s' needs input shapes (tcomp emit --shape A=64x32 ...; tc_kernel_emit)",
 			stage);

@@ -47,9 +47,12 @@ typedef enum tc_rt_target {
  * made with the same (entry, shapes, options) from one module. */
 typedef struct tc_rt_compiled {
 	char *key;
-	const tc_ir_func *f;
+	const tc_ir_func *f;  /* the module's function (the interpreter runs it) */
+	const tc_ir_func *cf; /* what the CPU code and the emitted stages come
+			       * from: f, or f with packed operands (in ar) */
+	tc_arena *ar;
 	int64_t *params;
-	tc_tensor *shapes; /* every tensor of f: dtype, ndim, shape (no data) */
+	tc_tensor *shapes; /* every tensor of cf: dtype, ndim, shape (no data) */
 	tc_rt_target target;
 	char *options;      /* the options it was compiled with (tc_options_print) */
 	tc_poly_opts popts; /* the schedule passes' settings */
@@ -78,11 +81,11 @@ void tc_rt_clear_error(tc_context *ctx);
 void tc_rt_set_error_diags(tc_context *ctx, const tc_diags *d);
 int tc_rt_find_def(tc_module *m, const char *entry);
 const tc_ir_func *tc_rt_module_func(tc_module *m, int i);
-/* A stage of the polyhedral pipeline of def i ("schedule", "ast", "c",
- * "llvm", "asm"), parametric (params NULL) or for concrete sizes, with the
- * passes' settings popts (NULL: defaults); NULL with an error. */
-char *tc_rt_emit_poly(tc_module *m, int i, const int64_t *params, const tc_poly_opts *popts,
-	const char *stage);
+/* A stage of the polyhedral pipeline of function f ("schedule", "ast",
+ * "c", "llvm", "asm"), parametric (params NULL) or for concrete sizes, with
+ * the passes' settings popts (NULL: defaults); NULL with an error. */
+char *tc_rt_emit_poly(tc_module *m, const tc_ir_func *f, const int64_t *params,
+	const tc_poly_opts *popts, const char *stage);
 void tc_rt_compiled_free(tc_rt_compiled *c);
 
 /* The options tc_compile uses for entry at these inputs when it is given

@@ -38,6 +38,7 @@ void tc_rt_compiled_free(tc_rt_compiled *c)
 	tc_free(c->params);
 	tc_free(c->key);
 	tc_free(c->options);
+	tc_arena_free(c->ar);
 	tc_free(c);
 }
 
@@ -106,7 +107,7 @@ static int compile_cpu(tc_module *m, tc_rt_compiled *c, tc_diags *d)
 	}
 	if (!m->ctx->jit && !(m->ctx->jit = tc_cg_jit_new(d)))
 		goto done;
-	p = tc_poly_build(ictx, c->f, c->params, d);
+	p = tc_poly_build(ictx, c->cf, c->params, d);
 	if (p)
 		p->opts = c->popts;
 	if (!p || tc_poly_schedule(p, tc_poly_default_passes, tc_poly_ndefault_passes, d) < 0 ||
@@ -134,7 +135,7 @@ static size_t tensor_bytes(const tc_tensor *t)
 /* The workspace layout: each temporary at a 64-byte aligned offset. */
 static int layout_workspace(tc_rt_compiled *c)
 {
-	const tc_ir_func *f = c->f;
+	const tc_ir_func *f = c->cf;
 	int t;
 	c->ws_off = tc_calloc((size_t)f->ntensors + 1, sizeof(size_t));
 	if (!c->ws_off)
@@ -176,6 +177,16 @@ static tc_rt_compiled *compile(tc_module *m, const tc_ir_func *f, const tc_tenso
 		goto oom;
 	if (tc_ir_bind(f, in, n_inputs, c->params, &d) < 0)
 		goto error;
+	c->cf = f;
+	if (!strcmp(tc_options_get(options, "pack"), "on")) {
+		/* rows of at least one AVX-512 vector register; packed also for
+		 * the interpreter target, whose kernels emit the CPU's stages */
+		if (!(c->ar = tc_arena_new()) || !(c->cf = f = tc_ir_pack(c->ar, f, c->params, 64)))
+			goto oom;
+		tc_free(c->shapes);
+		if (!(c->shapes = tc_calloc((size_t)f->ntensors + 1, sizeof(tc_tensor))))
+			goto oom;
+	}
 	for (i = 0; i < f->ntensors; i++) {
 		tc_tensor *t = &c->shapes[i];
 		t->dtype = f->tensors[i].dtype;
@@ -360,7 +371,7 @@ static void report_check(tc_module *m, tc_rt_compiled *c, const int64_t *err)
 	else
 		tc_error(&d, site->loc,
 			"index %lld is out of bounds for dimension %d of '%s' (extent %lld)",
-			(long long)err[1], site->dim, c->f->tensors[site->tensor].name,
+			(long long)err[1], site->dim, c->cf->tensors[site->tensor].name,
 			(long long)c->shapes[site->tensor].shape[site->dim]);
 	tc_rt_set_error_diags(m->ctx, &d);
 	tc_diags_clear(&d);
@@ -401,7 +412,7 @@ static int separate(tc_context *ctx, const tc_ir_func *f, const tc_tensor *t)
 static int run_cpu(tc_module *m, tc_rt_compiled *c, const tc_tensor *t)
 {
 	tc_context *ctx = m->ctx;
-	const tc_ir_func *f = c->f;
+	const tc_ir_func *f = c->cf;
 	void **ptrs = tc_calloc((size_t)f->ntensors + 3, sizeof(void *));
 	void (*pf)(tc_rt_loop_body, void *const *, int64_t, int64_t, int64_t) = tc_rt_parallel_for;
 	int64_t err[2] = {0, 0};
@@ -481,16 +492,21 @@ done:
 
 char *tc_kernel_emit(tc_kernel *k, const char *stage)
 {
-	int def;
 	if (!k)
 		return NULL;
 	tc_rt_clear_error(k->m->ctx);
-	for (def = 0; def < k->m->prog->ndefs && k->m->funcs[def] != k->c->f; def++)
-		;
 	if (stage && (!strcmp(stage, "schedule") || !strcmp(stage, "ast") || !strcmp(stage, "c") ||
 			     !strcmp(stage, "llvm") || !strcmp(stage, "asm")))
-		return tc_rt_emit_poly(k->m, def, k->c->params, &k->c->popts, stage);
-	return tc_module_emit(k->m, k->m->prog->defs[def]->name, stage);
+		return tc_rt_emit_poly(k->m, k->c->cf, k->c->params, &k->c->popts, stage);
+	if (stage && !strcmp(stage, "ir") && k->c->cf != k->c->f) { /* packed */
+		tc_buf b;
+		tc_buf_init(&b);
+		tc_ir_print(k->c->cf, &b);
+		if (b.oom)
+			tc_rt_set_error(k->m->ctx, "out of memory");
+		return tc_buf_take(&b);
+	}
+	return tc_module_emit(k->m, k->c->f->name, stage);
 }
 
 void tc_kernel_free(tc_kernel *k)

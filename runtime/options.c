@@ -42,6 +42,8 @@ static const opt_def opt_table[] = {
 		"register tile sizes for the parallel members of a contraction's innermost band, innermost (vectorised) last; the reduction runs inside the tile with its partial sums in registers (auto: 6 rows by 4 vectors)"},
 	{"unroll", TC_OPT_ENUM, "on|off", "on",
 		"fully unroll the register tile's point loops but the innermost (at most 32 copies)"},
+	{"pack", TC_OPT_ENUM, "on|off", "on",
+		"copy an input that a contraction reads along its reduction (B in A(m,r_k) * B(n,r_k), fully connected weights) into a temporary laid out so the register tile applies; the copy runs first"},
 };
 #define NOPTS ((int)(sizeof(opt_table) / sizeof(opt_table[0])))
 

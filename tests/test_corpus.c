@@ -1579,7 +1579,8 @@ static const kernel_case cases[] = {
 	CASE("layernorm", "layernorm", build_layernorm, {1, 1}, {7, 13}, {3, 31}),
 	CASE("batchnorm", "batchnorm", build_batchnorm, {1, 1, 1, 1}, {2, 3, 7, 5}, {1, 7, 13, 1}),
 	CASE("mlp", "fc_relu", build_fc_relu, {1, 1, 1}, {7, 13, 31}, {3, 31, 1}),
-	CASE("mlp", "mlp2", build_mlp2, {1, 1, 1, 1}, {7, 13, 31, 5}, {2, 1, 7, 13}),
+	CASE("mlp", "mlp2", build_mlp2, {1, 1, 1, 1}, {7, 13, 31, 5}, {2, 1, 7, 13},
+		{3, 20, 17, 33}),
 	CASE("kronecker", "kronecker3", build_kronecker3, {1, 1, 1, 1, 1, 1, 1},
 		{2, 3, 5, 7, 4, 3, 2}, {3, 7, 1, 3, 5, 1, 7}),
 	CASE("kronecker", "kronecker3_outputs", build_kronecker3_outputs, {1, 1, 1, 1, 1, 1, 1},
@@ -1938,6 +1939,7 @@ static void draw_options(uint64_t *rng, char *buf, size_t n)
 	int len, pick;
 	len = snprintf(buf, n, "order=%s unroll=%s fusion=%s", tu_rand_int(rng, 0, 1) ? "on" : "off",
 		tu_rand_int(rng, 0, 1) ? "on" : "off", fusion[tu_rand_int(rng, 0, 2)]);
+	len += snprintf(buf + len, n - (size_t)len, " pack=%s", tu_rand_int(rng, 0, 1) ? "on" : "off");
 	pick = (int)tu_rand_int(rng, 0, 5); /* tiles: none, auto, or 1 to 4 sizes */
 	len += snprintf(buf + len, n - (size_t)len, " tile=%s", pick == 0 ? "none" : pick == 1 ? "auto" : "");
 	if (pick > 1)

@@ -15,6 +15,7 @@
 
 #include "tcomp.h"
 #include "runtime/options.h"
+#include "testutil.h"
 
 static tc_context *ctx;
 
@@ -57,8 +58,8 @@ static void defaults_print_every_option(void **state)
 	tc_options *o = tc_options_new();
 	(void)state;
 	assert_non_null(o);
-	assert_string_equal(print_of(o), "target=cpu\norder=on\ncontract=off\nparallel=on\nthreads=auto\nfusion=max\ntile=auto\nregtile=auto\nunroll=on\n");
-	assert_string_equal(print_of(NULL), "target=cpu\norder=on\ncontract=off\nparallel=on\nthreads=auto\nfusion=max\ntile=auto\nregtile=auto\nunroll=on\n"); /* NULL: the defaults */
+	assert_string_equal(print_of(o), "target=cpu\norder=on\ncontract=off\nparallel=on\nthreads=auto\nfusion=max\ntile=auto\nregtile=auto\nunroll=on\npack=on\n");
+	assert_string_equal(print_of(NULL), "target=cpu\norder=on\ncontract=off\nparallel=on\nthreads=auto\nfusion=max\ntile=auto\nregtile=auto\nunroll=on\npack=on\n"); /* NULL: the defaults */
 	assert_string_equal(tc_options_get(NULL, "target"), "cpu");
 	assert_null(tc_options_get(o, "no_such_option"));
 	tc_options_free(o);
@@ -76,7 +77,7 @@ static void parse_print_round_trip(void **state)
 	/* and so does a set value */
 	assert_int_equal(tc_options_set(o, "target", "interp", ctx), 0);
 	snprintf(text, sizeof(text), "%s", print_of(o));
-	assert_string_equal(text, "target=interp\norder=on\ncontract=off\nparallel=on\nthreads=auto\nfusion=max\ntile=auto\nregtile=auto\nunroll=on\n");
+	assert_string_equal(text, "target=interp\norder=on\ncontract=off\nparallel=on\nthreads=auto\nfusion=max\ntile=auto\nregtile=auto\nunroll=on\npack=on\n");
 	assert_int_equal(tc_options_parse(q, text, ctx), 0);
 	assert_string_equal(print_of(q), text);
 	assert_string_equal(tc_options_get(q, "target"), "interp");
@@ -129,7 +130,7 @@ static void errors_name_the_option_and_line(void **state)
 	tc_options *o = tc_options_new();
 	(void)state;
 	expect_parse_error(o, "target=cpu\n\nbogus=1\n",
-		"error: line 3: unknown option 'bogus' (options: target, order, contract, parallel, threads, fusion, tile, regtile, unroll; see tcomp options)");
+		"error: line 3: unknown option 'bogus' (options: target, order, contract, parallel, threads, fusion, tile, regtile, unroll, pack; see tcomp options)");
 	expect_parse_error(o, "\ntarget=gpu",
 		"line 2: option 'target' cannot be 'gpu' (allowed: cpu|interp)");
 	expect_parse_error(o, "target=", "line 1: option 'target' has no value (allowed: cpu|interp)");
@@ -158,7 +159,7 @@ static void errors_name_the_option_and_line(void **state)
 	/* tc_options_set says the same things, without a line */
 	assert_int_equal(tc_options_set(o, "bogus", "1", ctx), -1);
 	assert_non_null(strstr(tc_context_error(ctx),
-		"error: unknown option 'bogus' (options: target, order, contract, parallel, threads, fusion, tile, regtile, unroll; see tcomp options)"));
+		"error: unknown option 'bogus' (options: target, order, contract, parallel, threads, fusion, tile, regtile, unroll, pack; see tcomp options)"));
 	assert_int_equal(tc_options_set(o, "target", "", ctx), -1);
 	assert_non_null(strstr(tc_context_error(ctx), "option 'target' has no value"));
 	assert_null(strstr(tc_context_error(ctx), "line"));
@@ -173,14 +174,14 @@ static void failed_parse_leaves_options_unchanged(void **state)
 	/* the first pair is good and would change target; the second is not */
 	expect_parse_error(o, "target=cpu\nbogus=1\n", "line 2: unknown option 'bogus'");
 	assert_string_equal(tc_options_get(o, "target"), "interp");
-	assert_string_equal(print_of(o), "target=interp\norder=on\ncontract=off\nparallel=on\nthreads=auto\nfusion=max\ntile=auto\nregtile=auto\nunroll=on\n");
+	assert_string_equal(print_of(o), "target=interp\norder=on\ncontract=off\nparallel=on\nthreads=auto\nfusion=max\ntile=auto\nregtile=auto\nunroll=on\npack=on\n");
 	expect_parse_error(o, "target=cpu;target=gpu", "cannot be 'gpu'");
 	assert_string_equal(tc_options_get(o, "target"), "interp");
 	/* on defaults too */
 	tc_options_free(o);
 	o = tc_options_new();
 	expect_parse_error(o, "target=interp\ntarget", "line 2: expected NAME=VALUE");
-	assert_string_equal(print_of(o), "target=cpu\norder=on\ncontract=off\nparallel=on\nthreads=auto\nfusion=max\ntile=auto\nregtile=auto\nunroll=on\n");
+	assert_string_equal(print_of(o), "target=cpu\norder=on\ncontract=off\nparallel=on\nthreads=auto\nfusion=max\ntile=auto\nregtile=auto\nunroll=on\npack=on\n");
 	tc_options_free(o);
 }
 
@@ -326,7 +327,7 @@ static void schedule_options(void **state)
 	(void)state;
 	assert_non_null(o);
 	assert_int_equal(tc_options_parse(o, "order=off tile=32,008,1", ctx), 0);
-	assert_string_equal(print_of(o), "target=cpu\norder=off\ncontract=off\nparallel=on\nthreads=auto\nfusion=max\ntile=32,8,1\nregtile=auto\nunroll=on\n");
+	assert_string_equal(print_of(o), "target=cpu\norder=off\ncontract=off\nparallel=on\nthreads=auto\nfusion=max\ntile=32,8,1\nregtile=auto\nunroll=on\npack=on\n");
 	assert_int_equal(tc_options_parse(o, "regtile=6,064 unroll=off", ctx), 0);
 	assert_string_equal(tc_options_get(o, "regtile"), "6,64");
 	assert_string_equal(tc_options_get(o, "unroll"), "off");
@@ -475,6 +476,117 @@ static void register_tile_uses_vector_fmas(void **state)
 	tc_module_free(m);
 }
 
+/* Run kernel "k" of m on inputs with options text opts into out (poisoned
+ * with NaN first); the emitted IR into ir (may be NULL). */
+static void run_with(tc_module *m, const DLTensor *const *in, int nin, DLTensor *out,
+	const char *opts, char **ir)
+{
+	tc_options *o = tc_options_new();
+	tc_kernel *k;
+	int64_t i, n = 1;
+	for (i = 0; i < out->ndim; i++)
+		n *= out->shape[i];
+	for (i = 0; i < n; i++)
+		((float *)out->data)[i] = NAN;
+	assert_int_equal(tc_options_parse(o, opts, ctx), 0);
+	k = tc_compile(m, "k", in, nin, o);
+	if (!k)
+		fail_msg("%s: %s", opts, tc_context_error(ctx));
+	if (tc_kernel_run(k, in, nin, &out, 1) != 0)
+		fail_msg("%s: %s", opts, tc_context_error(ctx));
+	if (ir)
+		assert_non_null(*ir = tc_kernel_emit(k, "ir"));
+	tc_kernel_free(k);
+	tc_options_free(o);
+}
+
+/* Packing: an input read with the reduction as its stride-1 dimension (B
+ * in A(m,r_k) * B(n,r_k), a fully connected layer's weights) is copied
+ * into a temporary whose stride-1 dimension is the output's, first; its
+ * name avoids the kernel's own names; rows shorter than a vector register
+ * are left alone; results are bit-identical with and without packing and
+ * with the interpreter (contract off), and the packed contraction gets the
+ * register tile's vector FMAs. */
+static void packing_transposed_operands(void **state)
+{
+	enum { M = 37, K = 53, N = 70, NS = 10 };
+	static float a[M * K], b[N * K], bias[N], c[3][M * N];
+	int64_t sa[2] = {M, K}, sb[2] = {N, K}, sbias[1] = {N}, sc[2] = {M, N};
+	int64_t sbs[2] = {NS, K}, scs[2] = {M, NS}, sbiass[1] = {NS};
+	DLTensor A = {a, {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, sa, NULL, 0};
+	DLTensor B = {b, {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, sb, NULL, 0};
+	DLTensor Bias = {bias, {kDLCPU, 0}, 1, {kDLFloat, 32, 1}, sbias, NULL, 0};
+	DLTensor C[3];
+	const DLTensor *in[3] = {&A, &B, &Bias};
+	static const char *const opts[3] = {"pack=on", "pack=off", "target=interp"};
+	uint64_t r = 7;
+	char *ir = NULL, *asm_text;
+	int i, v;
+	tc_module *m;
+	(void)state;
+	for (i = 0; i < M * K; i++)
+		a[i] = (float)tu_rand_unit(&r) * 2 - 1;
+	for (i = 0; i < N * K; i++)
+		b[i] = (float)tu_rand_unit(&r) * 2 - 1;
+	for (i = 0; i < N; i++)
+		bias[i] = (float)tu_rand_unit(&r) - 0.5f;
+	/* fully connected + bias + ReLU, with an input already named B_packed */
+	m = tc_module_parse(ctx, "def k(float(M,K) A, float(N,K) B, float(N) B_packed) -> (C) {\n"
+				 "  T(m,n) +=! A(m,r_k) * B(n,r_k)\n"
+				 "  C(m,n) = fmax(T(m,n) + B_packed(n), 0)\n}\n", "fc.tc");
+	assert_non_null(m);
+	for (v = 0; v < 3; v++) {
+		C[v] = (DLTensor){c[v], {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, sc, NULL, 0};
+		run_with(m, in, 3, &C[v], opts[v], v ? NULL : &ir);
+		if (!v) {
+			assert_non_null(strstr(ir, "temp   B_packed1: float32(K, N)"));
+			assert_non_null(strstr(ir, "B_packed1[r_k, n] = B[n, r_k]"));
+			assert_non_null(strstr(ir, "(A[m, r_k] * B_packed1[r_k, n])"));
+			tc_string_free(ir);
+		}
+	}
+	for (i = 0; i < M * N; i++) {
+		assert_false(isnan(c[0][i]));
+		assert_memory_equal(&c[0][i], &c[1][i], sizeof(float));
+		assert_memory_equal(&c[0][i], &c[2][i], sizeof(float));
+	}
+	/* rows of 10 floats (40 bytes) are shorter than a vector: no copy */
+	B.shape = sbs;
+	Bias.shape = sbiass;
+	C[0] = (DLTensor){c[0], {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, scs, NULL, 0};
+	run_with(m, in, 3, &C[0], "pack=on", &ir);
+	assert_null(strstr(ir, "B_packed1"));
+	tc_string_free(ir);
+	tc_module_free(m);
+	if (!__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("fma"))
+		return; /* the instructions below are AVX-512's */
+	m = tc_module_parse(ctx, "def k(float(M,K) A, float(N,K) B) -> (C) {\n"
+				 "  C(m,n) +=! A(m,r_k) * B(n,r_k)\n}\n", "nt.tc");
+	assert_non_null(m);
+	for (v = 0; v < 2; v++) {
+		tc_options *o = tc_options_new();
+		tc_kernel *k;
+		int64_t sb2[2] = {128, 64}, sa2[2] = {96, 64};
+		DLTensor A2 = {a, {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, sa2, NULL, 0};
+		DLTensor B2 = {b, {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, sb2, NULL, 0};
+		const DLTensor *in2[2] = {&A2, &B2};
+		int fmas;
+		assert_int_equal(tc_options_parse(o, v ? "contract=on pack=off" : "contract=on", ctx), 0);
+		k = tc_compile(m, "k", in2, 2, o);
+		assert_non_null(k);
+		asm_text = tc_kernel_emit(k, "asm");
+		assert_non_null(asm_text);
+		fmas = count_lines_with(asm_text, "vfmadd", "zmm");
+		print_message("A*B^T, pack=%s: %d vfmadd on zmm\n", v ? "off" : "on", fmas);
+		if (!v)
+			assert_true(fmas >= 24);
+		tc_string_free(asm_text);
+		tc_kernel_free(k);
+		tc_options_free(o);
+	}
+	tc_module_free(m);
+}
+
 /* The fusion strategies give softmax's five statements (two inits, two
  * reductions, the division) one loop nest (max), several nests that are
  * all parallel (preserve3coincident) or one nest per statement (min), and
@@ -536,6 +648,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(fusion_strategies),
 		cmocka_unit_test(register_tile_uses_vector_fmas),
+		cmocka_unit_test(packing_transposed_operands),
 		cmocka_unit_test(schedule_options),
 		cmocka_unit_test(contract_option),
 		cmocka_unit_test(defaults_print_every_option),
