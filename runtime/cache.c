@@ -560,6 +560,21 @@ static void put_one_line(tc_buf *b, const char *text)
 	}
 }
 
+/* text with each line indented by ind, ending in a newline. */
+static void put_indented(tc_buf *b, const char *text, const char *ind)
+{
+	const char *p = text, *e;
+	while (*p) {
+		e = strchr(p, '\n');
+		if (!e)
+			e = p + strlen(p);
+		tc_buf_puts(b, ind);
+		tc_buf_putn(b, p, (size_t)(e - p));
+		tc_buf_putc(b, '\n');
+		p = *e ? e + 1 : e;
+	}
+}
+
 /* A message without its "error: " prefix and trailing newline. */
 static void put_message(tc_buf *b, const char *m)
 {
@@ -1138,9 +1153,9 @@ int tc_cache_show(__tc_keep tc_cache *c, const char *what, __tc_keep tc_buf *b)
 		tc_buf_printf(b, "  target   %s\n", col_text(st, 6));
 		tc_buf_printf(b, "  version  tcomp %s, first recorded %s UTC\n", col_text(st, 7),
 			col_text(st, 9));
-		tc_buf_printf(b, "  kernel   ");
-		put_one_line(b, col_text(st, 8));
-		tc_buf_printf(b, "\n  runs (best first):\n");
+		tc_buf_printf(b, "  kernel\n");
+		put_indented(b, col_text(st, 8), "    ");
+		tc_buf_printf(b, "  runs (best first):\n");
 		sqlite3_reset(rs);
 		sqlite3_bind_int64(rs, 1, sqlite3_column_int64(st, 0));
 		while ((rr = sqlite3_step(rs)) == SQLITE_ROW) {
@@ -1411,7 +1426,7 @@ static int run_exists(tc_cache *c, int64_t kid, const char *opts, const json_lin
 }
 
 /* Check and add one parsed line (inside the import's transaction): 1 added,
- * 0 skipped (warning given), -1 database error. */
+ * 2 already present, 0 skipped (warning given), -1 database error. */
 static int import_line(tc_cache *c, int lineno, json_line *l)
 {
 	tc_cache_key key;
@@ -1469,7 +1484,7 @@ static int import_line(tc_cache *c, int lineno, json_line *l)
 	if ((kid = kernel_row(c, &key, key.canonical)) < 0)
 		goto done;
 	if ((r = run_exists(c, kid, opts, l)) != 0) {
-		r = r > 0 ? 0 : -1;
+		r = r > 0 ? 2 : -1;
 		goto done;
 	}
 	r = insert_run(c, kid, opts, ok ? strtod(l->v[11], NULL) : NAN,
@@ -1480,12 +1495,15 @@ done:
 	return r;
 }
 
-int tc_cache_import(__tc_keep tc_cache *c, const char *text, int *added, int *skipped)
+int tc_cache_import(__tc_keep tc_cache *c, const char *text, int *added, int *present,
+	int *skipped)
 {
 	const char *p = text, *end;
-	int lineno = 0, na = 0, ns = 0, r = 0;
+	int lineno = 0, na = 0, np = 0, ns = 0, r = 0;
 	if (added)
 		*added = 0;
+	if (present)
+		*present = 0;
 	if (skipped)
 		*skipped = 0;
 	if (!c || !text)
@@ -1513,8 +1531,10 @@ int tc_cache_import(__tc_keep tc_cache *c, const char *text, int *added, int *sk
 		}
 		r = import_line(c, lineno, &l);
 		json_line_clear(&l);
-		if (r > 0)
+		if (r == 1)
 			na++;
+		else if (r == 2)
+			np++;
 		else if (r == 0)
 			ns++;
 	}
@@ -1526,6 +1546,8 @@ int tc_cache_import(__tc_keep tc_cache *c, const char *text, int *added, int *sk
 		return -1;
 	if (added)
 		*added = na;
+	if (present)
+		*present = np;
 	if (skipped)
 		*skipped = ns;
 	return 0;

@@ -160,12 +160,16 @@ int tc_cache_show(__tc_keep tc_cache *c, const char *what, __tc_keep tc_buf *b);
 /* Every run as one JSON object per line (keys and runs together, so a line
  * stands alone), into b.  0 ok, -1 error. */
 int tc_cache_export(__tc_keep tc_cache *c, __tc_keep tc_buf *b);
-/* Import JSON lines as written by tc_cache_export; rows already present
- * (same key, options, times, run id and status) are not duplicated.  The
- * counts of added and skipped lines go to *added and *skipped (may be
- * NULL).  A line that does not parse or whose options are invalid is
- * skipped with a warning naming its line.  0 ok, -1 database error. */
-int tc_cache_import(__tc_keep tc_cache *c, const char *text, int *added, int *skipped);
+/* Import JSON lines as written by tc_cache_export, in one transaction;
+ * runs already present (same key, options, times, status, run id and
+ * time recorded) are not added again.  The counts of runs added, runs
+ * already present and lines skipped go to *added, *present and *skipped
+ * (each may be NULL).  A line that does not parse, lacks a field, has a
+ * hash that does not match its kernel text or has invalid options is
+ * skipped with a warning naming its line.  0 ok, -1 database error
+ * (nothing imported). */
+int tc_cache_import(__tc_keep tc_cache *c, const char *text, int *added, int *present,
+	int *skipped);
 /* What prune removes. */
 typedef struct tc_cache_prune_opts {
 	int other_versions; /* keys of another tcomp version */

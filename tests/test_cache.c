@@ -31,6 +31,46 @@ static const char *path(const char *name)
 	return buf[k];
 }
 
+static char out_text[65536];
+
+/* Run "tcomp ARGS" in dir (a shell fragment); its exit status, with
+ * stdout+stderr in out_text (stderr alone in err.txt). */
+static int tcomp(const char *fmt, ...)
+{
+	char cmd[8192], args[4096];
+	va_list ap;
+	FILE *fp;
+	size_t n;
+	int st;
+	va_start(ap, fmt);
+	vsnprintf(args, sizeof(args), fmt, ap);
+	va_end(ap);
+	snprintf(cmd, sizeof(cmd), "cd %s && %s/tcomp %s > out.txt 2> err.txt; s=$?; "
+				   "cat err.txt >> out.txt; exit $s", dir, TC_BINARY_DIR, args);
+	st = system(cmd);
+	fp = fopen(path("out.txt"), "rb");
+	n = fp ? fread(out_text, 1, sizeof(out_text) - 1, fp) : 0;
+	out_text[n] = 0;
+	if (fp)
+		fclose(fp);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static char *slurp(const char *p)
+{
+	FILE *fp = fopen(p, "rb");
+	char *s;
+	long n;
+	assert_non_null(fp);
+	fseek(fp, 0, SEEK_END);
+	n = ftell(fp);
+	fseek(fp, 0, SEEK_SET);
+	s = calloc(1, (size_t)n + 1);
+	assert_int_equal(fread(s, 1, (size_t)n, fp), (size_t)n);
+	fclose(fp);
+	return s;
+}
+
 static int exists(const char *p)
 {
 	struct stat sb;
@@ -674,6 +714,127 @@ static void invalid_options_in_a_row_are_skipped_with_a_warning(void **state)
 	fx_fini(&f);
 }
 
+/* ---- the tcomp command ---- */
+
+static void cli_export_import_round_trip(void **state)
+{
+	fixture f, g;
+	tc_cache_key k1, k2;
+	tc_cache *c;
+	char *e1, *e2;
+	FILE *fp;
+	(void)state;
+	fx_init(&f, 64, 32, 48);
+	fx_init(&g, 16, 8, 4);
+	key_of(&f, &k1);
+	key_of(&g, &k2);
+	c = open_write(path("a.sqlite"));
+	record(c, &k1, "", 4.0, 1);
+	record(c, &k1, TUNED, 1.0, 1);
+	record(c, &k1, "tile=none", 0, 0);
+	record(c, &k2, TUNED_FAR, 0.25, 1);
+	tc_cache_close(c);
+	assert_int_equal(tcomp("cache export --cache a.sqlite -o a.jsonl"), 0);
+	assert_int_equal(tcomp("cache import --cache b/b.sqlite a.jsonl"), 0);
+	assert_non_null(strstr(out_text, "4 runs added, 0 already present, 0 lines skipped"));
+	/* importing again adds nothing */
+	assert_int_equal(tcomp("cache import --cache b/b.sqlite - < a.jsonl"), 0);
+	assert_non_null(strstr(out_text, "0 runs added, 4 already present, 0 lines skipped"));
+	assert_int_equal(tcomp("cache export --cache b/b.sqlite -o b.jsonl"), 0);
+	e1 = slurp(path("a.jsonl"));
+	e2 = slurp(path("b.jsonl"));
+	assert_string_equal(e1, e2);
+	assert_non_null(strstr(e1, "\"status\":\"failed\""));
+	free(e1);
+	free(e2);
+	/* list: best, defaults and speedup */
+	assert_int_equal(tcomp("cache list --cache b/b.sqlite"), 0);
+	assert_non_null(strstr(out_text, "64x32,32x48"));
+	assert_non_null(strstr(out_text, "4.00x"));
+	assert_int_equal(tcomp("cache show mm@16x8,8x4 --cache b/b.sqlite"), 0);
+	assert_non_null(strstr(out_text, "tile=none; regtile=2,8"));
+	assert_int_equal(tcomp("cache show nothing --cache b/b.sqlite"), 1);
+	/* a bad line and a line with invalid options are skipped with warnings */
+	fp = fopen(path("bad.jsonl"), "w");
+	fputs("not json\n", fp);
+	e1 = slurp(path("a.jsonl"));
+	*strchr(e1, '\n') = 0;
+	{
+		char *o = strstr(e1, "\"options\":\"");
+		assert_non_null(o);
+		memcpy(o + 11, "tile=x", 6);
+	}
+	fprintf(fp, "%s\n", e1);
+	fclose(fp);
+	free(e1);
+	assert_int_equal(tcomp("cache import --cache b/b.sqlite bad.jsonl"), 0);
+	assert_non_null(strstr(out_text, "0 runs added, 0 already present, 2 lines skipped"));
+	assert_non_null(strstr(out_text, "line 1: not a JSON object"));
+	assert_non_null(strstr(out_text, "line 2: invalid options"));
+	/* prune: failed runs and runs of other versions by default */
+	assert_int_equal(tcomp("cache prune --cache b/b.sqlite"), 0);
+	assert_non_null(strstr(out_text, "1 run removed"));
+	assert_int_equal(count_runs(path("b/b.sqlite")), 3);
+	assert_int_equal(tcomp("cache prune --keep-best --cache b/b.sqlite"), 0);
+	assert_int_equal(count_runs(path("b/b.sqlite")), 3); /* best and defaults kept */
+	/* reading commands never create a file */
+	assert_int_equal(tcomp("cache list --cache none.sqlite"), 0);
+	assert_non_null(strstr(out_text, "no kernel cache at"));
+	assert_false(exists(path("none.sqlite")));
+	assert_int_equal(tcomp("cache list --cache bad.jsonl"), 1);
+	assert_non_null(strstr(out_text, "not an SQLite database"));
+	tc_cache_key_clear(&k1);
+	tc_cache_key_clear(&k2);
+	fx_fini(&f);
+	fx_fini(&g);
+}
+
+static void cli_bench_and_run_report_the_source(void **state)
+{
+	fixture f;
+	tc_cache_key key;
+	tc_cache *c;
+	FILE *fp;
+	(void)state;
+	fx_init(&f, 64, 32, 48);
+	key_of(&f, &key);
+	c = open_write(path("k.sqlite"));
+	record(c, &key, TUNED, 1.0, 1);
+	tc_cache_close(c);
+	tc_cache_key_clear(&key);
+	fp = fopen(path("k.tc"), "w");
+	fputs(src, fp);
+	fclose(fp);
+#define BENCH "bench k.tc -e mm --runs 1 --warmup 0 --min-time 0 --json "
+	assert_int_equal(tcomp(BENCH "--shape A=64x32 --shape B=32x48 --cache k.sqlite"), 0);
+	assert_non_null(strstr(out_text, "\"source\":\"cache\""));
+	assert_non_null(strstr(out_text, "tile=16,16;"));
+	assert_int_equal(tcomp(BENCH "--shape A=50x32 --shape B=32x48 --cache k.sqlite"), 0);
+	assert_non_null(strstr(out_text, "\"source\":\"cache-near\""));
+	assert_int_equal(tcomp(BENCH "--shape A=64x32 --shape B=32x48 --no-cache"), 0);
+	assert_non_null(strstr(out_text, "\"source\":\"default\""));
+	assert_int_equal(tcomp(BENCH "--shape A=64x32 --shape B=32x48 --cache k.sqlite "
+				     "--option tile=none"), 0);
+	assert_non_null(strstr(out_text, "\"source\":\"file\""));
+	/* $TCOMP_CACHE is the default location */
+	assert_int_equal(tcomp("bench k.tc -e mm --runs 1 --warmup 0 --min-time 0 "
+			       "--shape A=64x32 --shape B=32x48 --json"), 0);
+	assert_non_null(strstr(out_text, "\"source\":\"default\""));
+	setenv("TCOMP_CACHE", path("k.sqlite"), 1);
+	assert_int_equal(tcomp("bench k.tc -e mm --runs 1 --warmup 0 --min-time 0 "
+			       "--shape A=64x32 --shape B=32x48 --json"), 0);
+	setenv("TCOMP_CACHE", path("no-kernel-cache.sqlite"), 1);
+	assert_non_null(strstr(out_text, "\"source\":\"cache\""));
+	/* a damaged cache: a warning on stderr, the defaults, exit 0 */
+	fp = fopen(path("junk.sqlite"), "w");
+	fputs("junk junk junk junk junk", fp);
+	fclose(fp);
+	assert_int_equal(tcomp(BENCH "--shape A=64x32 --shape B=32x48 --cache junk.sqlite"), 0);
+	assert_non_null(strstr(out_text, "\"source\":\"default\""));
+	assert_non_null(strstr(out_text, "warning: 'junk.sqlite' is not an SQLite database"));
+	fx_fini(&f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -698,6 +859,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(foreign_database_is_not_used, setup, teardown),
 		cmocka_unit_test_setup_teardown(invalid_options_in_a_row_are_skipped_with_a_warning,
 			setup, teardown),
+		cmocka_unit_test_setup_teardown(cli_export_import_round_trip, setup, teardown),
+		cmocka_unit_test_setup_teardown(cli_bench_and_run_report_the_source, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -7,6 +7,8 @@
 
 #include "tcomp.h"
 
+#include <stddef.h>
+
 #define EXIT_USER 1
 #define EXIT_INTERNAL 2
 
@@ -65,5 +67,20 @@ double now_s(void);
 /* The integer argument s of option opt, at least min (and at most
  * INT32_MAX); or a message with usage and exit status 1. */
 long parse_count(const char *opt, const char *s, long min, const char *usage);
+
+/* --cache PATH and --no-cache of run and bench (tools/cmd_cache.c). */
+typedef struct cache_args {
+	const char *path; /* NULL: the default location */
+	int off;
+} cache_args;
+/* Take --cache PATH or --no-cache at argv[*i]; 1 if taken. */
+int take_cache_arg(cache_args *ca, int argc, char **argv, int *i);
+/* Make ctx's compiles read the cache ca names (or none with --no-cache). */
+void apply_cache_args(const cache_args *ca, tc_context *ctx);
+/* Print to stderr what ctx's warnings gained past their first from chars
+ * (the kernel cache's warnings from tc_compile). */
+void print_new_warnings(tc_context *ctx, size_t from);
+/* tcomp cache list|show|export|import|prune|path. */
+int cmd_cache(int argc, char **argv);
 
 #endif

@@ -5,6 +5,7 @@
  *   tcomp emit  FILE.tc [-e NAME] --stage STAGE [--shape T=4x5 ...]
  *   tcomp bench FILE.tc [-e NAME] --shape T=4x5 ... [--runs R] [--json]
  *   tcomp options
+ *   tcomp cache list|show|export|import|prune|path   (tools/cmd_cache.c)
  * run, emit and bench take mapping options with --options FILE and
  * --option NAME=VALUE (see runtime/options.c).
  *
@@ -37,9 +38,13 @@ static const char *const main_usage =
 	"  bench FILE.tc [-e NAME] --shape T=1024x1024 ... [--runs R] [--json]\n"
 	"                              time a def on random inputs of those shapes\n"
 	"  options                     list the mapping options\n"
+	"  cache list|show|export|import|prune\n"
+	"                              manage the kernel cache of tuned options\n"
 	"\n"
 	"run, emit and bench take mapping options: --options FILE (name=value\n"
 	"lines) and --option NAME=VALUE (repeatable, applied after --options).\n"
+	"Without them, run and bench use the kernel cache's best options for the\n"
+	"kernel and shapes (--cache PATH, --no-cache; see tcomp cache --help).\n"
 	"\n"
 	"tcomp <command> --help shows the details of a command; tcomp --version\n"
 	"prints the version.  Exit status: 0 ok, 1 user error, 2 internal error.\n";
@@ -56,7 +61,7 @@ static const char *const check_usage =
 static const char *const run_usage =
 	"usage: tcomp run FILE.tc [-e NAME] --in T=FILE.npy ... [--out T=FILE.npy ...]\n"
 	"                 [--target cpu|interp] [--options FILE] [--option NAME=VALUE ...]\n"
-	"                 [--print]\n"
+	"                 [--print] [--cache PATH | --no-cache]\n"
 	"\n"
 	"Run the def NAME (optional when the file has one def) on inputs read from\n"
 	"NumPy .npy files (little-endian, C order; every input named once) and write\n"
@@ -74,7 +79,13 @@ static const char *const run_usage =
 	"  --option N=V        set a mapping option, after --options (repeatable);\n"
 	"                      --target T is --option target=T\n"
 	"  --threads N         threads for parallel loops (--option threads=N)\n"
-	"  --print             also print the outputs' values (at most 64 per output)\n";
+	"  --print             also print the outputs' values (at most 64 per output)\n"
+	"  --cache PATH        the kernel cache to read (default: $TCOMP_CACHE, else\n"
+	"                      ~/.cache/tcomp/kernels.sqlite; see tcomp cache --help)\n"
+	"  --no-cache          do not read the kernel cache\n"
+	"Without --options, --option, --target and --threads, the options are the\n"
+	"kernel cache's best for these shapes, else for the nearest shapes, else\n"
+	"the defaults.\n";
 
 static const char *const emit_usage =
 	"usage: tcomp emit FILE.tc [-e NAME] --stage STAGE [--shape T=4x5 ...]\n"
@@ -100,6 +111,7 @@ static const char *const bench_usage =
 	"usage: tcomp bench FILE.tc [-e NAME] --shape T=1024x1024 ... [--options FILE]\n"
 	"                   [--option NAME=VALUE ...] [--target cpu|interp] [--runs R]\n"
 	"                   [--warmup W] [--min-time SECONDS] [--json]\n"
+	"                   [--cache PATH | --no-cache]\n"
 	"\n"
 	"Time the def NAME (optional when the file has one def) compiled for inputs\n"
 	"of the given shapes (--shape for every input).  Inputs get random values\n"
@@ -118,7 +130,9 @@ static const char *const bench_usage =
 	"(the operation and byte counts of tc_kernel_stats: the domain points\n"
 	"times the + - * / and builtin calls of each statement plus 1 per\n"
 	"reduction combine; the bytes of all inputs and outputs once), and the\n"
-	"options used.\n"
+	"options used and where they came from: without --options, --option,\n"
+	"--target and --threads, the kernel cache's best for these shapes\n"
+	"(cache), else for the nearest shapes (cache-near), else the defaults.\n"
 	"\n"
 	"  -e, --entry NAME    the def to time\n"
 	"  --shape T=SHAPE     shape of input T: 1024x1024, 64, or scalar\n"
@@ -129,14 +143,17 @@ static const char *const bench_usage =
 	"  --runs R            at least R timed runs (default 10)\n"
 	"  --warmup W          W untimed runs first (default 2)\n"
 	"  --min-time S        time runs for at least S seconds in all (default 1)\n"
+	"  --cache PATH        the kernel cache to read (see tcomp cache --help)\n"
+	"  --no-cache          do not read the kernel cache\n"
 	"  --json              print one JSON object on one line instead:\n"
 	"                      {\"kernel\":..., \"shapes\":{\"A\":[1024,1024],...},\n"
 	"                      \"median_ms\":..., \"min_ms\":..., \"runs\":...,\n"
 	"                      \"compile_ms\":..., \"gflops\":..., \"gbs\":...,\n"
 	"                      \"options\":\"target=cpu;...\", \"source\":\"default\"}\n"
 	"                      (gflops and gbs are null when not computable;\n"
-	"                      source is \"file\" when --options, --option or\n"
-	"                      --target set options)\n";
+	"                      source is \"cache\", \"cache-near\", \"default\",\n"
+	"                      or \"file\" when --options, --option, --target or\n"
+	"                      --threads set options)\n";
 
 static const char *const options_usage =
 	"usage: tcomp options\n"
@@ -235,10 +252,12 @@ static int cmd_run(int argc, char **argv)
 {
 	const char *file = NULL, *entry = NULL;
 	binding ins[64], outs[64];
-	int nin = 0, nout = 0, i, j, n_in, n_out, status = 0, print = 0;
+	int nin = 0, nout = 0, i, j, n_in, n_out, status = 0, print = 0, user_options;
+	size_t nwarn;
 	tc_context *ctx;
 	tc_options *opts;
 	opt_args oa = {0};
+	cache_args ca = {0};
 	tc_module *m = NULL;
 	tc_kernel *k = NULL;
 	tc_npy *arrays = NULL;
@@ -268,7 +287,8 @@ static int cmd_run(int argc, char **argv)
 			if (nout == 64)
 				die_usage(run_usage, "%s", "too many --out");
 			outs[nout++] = parse_binding(argv[++i], run_usage);
-		} else if (take_opt_arg(&oa, argc, argv, &i, run_usage, 1))
+		} else if (take_opt_arg(&oa, argc, argv, &i, run_usage, 1) ||
+			   take_cache_arg(&ca, argc, argv, &i))
 			;
 		else if (!strcmp(a, "--print"))
 			print = 1;
@@ -281,8 +301,10 @@ static int cmd_run(int argc, char **argv)
 	}
 	if (!file)
 		die_usage(run_usage, "%s", "run needs a FILE.tc");
+	user_options = oa.nfiles || oa.nsets;
 	opts = build_options(&oa, ctx);
 	opt_args_free(&oa);
+	apply_cache_args(&ca, ctx);
 	for (i = 0; i < nin + nout; i++)
 		for (j = 0; j < i; j++) {
 			const binding *x = i < nin ? &ins[i] : &outs[i - nin];
@@ -335,7 +357,9 @@ static int cmd_run(int argc, char **argv)
 			status = EXIT_USER;
 			goto done;
 		}
-	k = tc_compile(m, entry, in_ptrs, n_in, opts);
+	nwarn = strlen(tc_context_warnings(ctx));
+	k = tc_compile(m, entry, in_ptrs, n_in, user_options ? opts : NULL);
+	print_new_warnings(ctx, nwarn);
 	if (!k) {
 		status = report(ctx);
 		goto done;
@@ -637,7 +661,10 @@ static int cmd_bench(int argc, char **argv)
 	tc_module *m = NULL;
 	tc_kernel *k = NULL;
 	char *optext = NULL, *p;
+	const char *source;
+	cache_args ca = {0};
 	int user_options;
+	size_t nwarn;
 
 	if (wants_help(argc, argv)) {
 		fputs(bench_usage, stdout);
@@ -665,7 +692,8 @@ static int cmd_bench(int argc, char **argv)
 					v);
 		} else if (!strcmp(a, "--json"))
 			json = 1;
-		else if (take_opt_arg(&oa, argc, argv, &i, bench_usage, 1))
+		else if (take_opt_arg(&oa, argc, argv, &i, bench_usage, 1) ||
+			 take_cache_arg(&ca, argc, argv, &i))
 			;
 		else if (a[0] == '-')
 			die_usage(bench_usage, "unknown or incomplete option '%s'", a);
@@ -686,6 +714,7 @@ static int cmd_bench(int argc, char **argv)
 	user_options = oa.nfiles || oa.nsets;
 	o = build_options(&oa, ctx);
 	opt_args_free(&oa);
+	apply_cache_args(&ca, ctx);
 	m = load_entry(ctx, file, &entry, bench_usage, &status);
 	if (!m)
 		goto done;
@@ -703,9 +732,11 @@ static int cmd_bench(int argc, char **argv)
 		goto done;
 	}
 	/* compile (no data is read) */
+	nwarn = strlen(tc_context_warnings(ctx));
 	t0 = now_s();
-	k = tc_compile(m, entry, in_ptrs, n_in, o);
+	k = tc_compile(m, entry, in_ptrs, n_in, user_options ? o : NULL);
 	compile_s = now_s() - t0;
+	print_new_warnings(ctx, nwarn);
 	if (!k) {
 		status = report(ctx);
 		goto done;
@@ -778,7 +809,10 @@ static int cmd_bench(int argc, char **argv)
 	best = times[0];
 	tc_kernel_stats(k, &flops, &bytes);
 	/* the options on one line */
-	optext = tc_options_print(o);
+	optext = tc_kernel_options(k);
+	source = tc_kernel_options_source(k);
+	if (!strcmp(source, "user"))
+		source = "file";
 	if (!optext) {
 		status = EXIT_INTERNAL;
 		goto done;
@@ -810,7 +844,7 @@ static int cmd_bench(int argc, char **argv)
 		put_json_number(bytes >= 0 && median > 0 ? bytes / median * 1e-9 : NAN);
 		printf(",\"options\":");
 		put_json_string(optext);
-		printf(",\"source\":\"%s\"}\n", user_options ? "file" : "default");
+		printf(",\"source\":\"%s\"}\n", source);
 	} else {
 		printf("kernel   %s (", entry);
 		for (i = 0; i < n_in; i++) {
@@ -832,7 +866,11 @@ static int cmd_bench(int argc, char **argv)
 		if (bytes >= 0 && median > 0)
 			printf("traffic  %.4g GB/s (%.0f bytes of inputs and outputs per run)\n",
 				bytes / median * 1e-9, bytes);
-		printf("options  %s (%s)\n", optext, user_options ? "given" : "defaults");
+		printf("options  %s (%s)\n", optext,
+			!strcmp(source, "file") ? "given"
+			: !strcmp(source, "cache") ? "kernel cache"
+			: !strcmp(source, "cache-near") ? "kernel cache, nearest shapes"
+							: "defaults");
 	}
 done:
 	tc_string_free(optext);
@@ -891,6 +929,8 @@ int main(int argc, char **argv)
 		return cmd_bench(argc - 2, argv + 2);
 	if (!strcmp(cmd, "options"))
 		return cmd_options(argc - 2, argv + 2);
+	if (!strcmp(cmd, "cache"))
+		return cmd_cache(argc - 2, argv + 2);
 	fprintf(stderr, "tcomp: unknown command '%s'\n\n%s", cmd, main_usage);
 	return EXIT_USER;
 }

@@ -1,0 +1,283 @@
+/* tcomp cache list|show|export|import|prune: manage the kernel cache (see
+ * runtime/cache.h), and the --cache PATH / --no-cache arguments of run and
+ * bench.
+ *
+ * The management commands use the library's internal cache module
+ * (runtime/cache.h) directly: they administer a file, and the public API
+ * only needs to read it (tc_compile).  list, show and export never create
+ * or modify the file; import creates it; prune changes it only when it
+ * exists. */
+#include "cli.h"
+
+#include "../runtime/cache.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+static const char *const cache_usage =
+	"usage: tcomp cache list   [--cache PATH]\n"
+	"       tcomp cache show   [WHAT] [--cache PATH]\n"
+	"       tcomp cache export [--cache PATH] [-o FILE]\n"
+	"       tcomp cache import FILE... [--cache PATH]\n"
+	"       tcomp cache prune  [--other-versions] [--failed] [--older-than DAYS]\n"
+	"                          [--keep-best] [--cache PATH]\n"
+	"       tcomp cache path   [--cache PATH]\n"
+	"\n"
+	"The kernel cache holds the options the autotuner measured for each kernel,\n"
+	"shape and machine; tc_compile (and tcomp run and bench) use the best\n"
+	"entry for the same shapes, else for the nearest shapes.  It is one SQLite\n"
+	"file: --cache PATH, else $TCOMP_CACHE, else\n"
+	"$XDG_CACHE_HOME/tcomp/kernels.sqlite, else ~/.cache/tcomp/kernels.sqlite.\n"
+	"\n"
+	"  list     one line per key: kernel hash, entry, input shapes, best median\n"
+	"           time, the defaults' median time and the speedup of the best over\n"
+	"           the defaults (when the defaults were measured), runs, failed\n"
+	"           runs, tcomp version and CPU\n"
+	"  show     every key (or those whose hash or entry is WHAT, or with\n"
+	"           WHAT = ENTRY@SHAPES as list prints them) with its target, kernel\n"
+	"           text and every run, best first\n"
+	"  export   every run as one JSON object per line (the key with it), to\n"
+	"           stdout or FILE: share tuned results with tcomp cache import\n"
+	"  import   add the runs of exported JSON lines ('-' reads stdin); runs\n"
+	"           already present are not added twice; lines that do not parse,\n"
+	"           whose kernel text does not match its hash or whose options are\n"
+	"           invalid are skipped with a warning\n"
+	"  prune    delete runs: --other-versions (keys of another tcomp version),\n"
+	"           --failed (failed runs), --older-than DAYS (runs recorded more\n"
+	"           than DAYS ago), --keep-best (all but each key's best run and its\n"
+	"           defaults run); without any, --other-versions --failed.  Keys left\n"
+	"           without runs go too, then the file is compacted\n"
+	"  path     print the path of the cache file\n";
+
+/* Take --cache PATH or --no-cache at argv[*i]; 1 if taken (cli.h). */
+int take_cache_arg(cache_args *ca, int argc, char **argv, int *i)
+{
+	if (!strcmp(argv[*i], "--cache") && *i + 1 < argc) {
+		ca->path = argv[++*i];
+		return 1;
+	}
+	if (!strcmp(argv[*i], "--no-cache")) {
+		ca->off = 1;
+		return 1;
+	}
+	return 0;
+}
+
+/* Point ctx's compiles at the cache of ca (cli.h). */
+void apply_cache_args(const cache_args *ca, tc_context *ctx)
+{
+	if (tc_context_set_cache(ctx, ca->off ? "" : ca->path) < 0)
+		exit(EXIT_INTERNAL);
+}
+
+/* Print what ctx's warnings gained since they were from chars long. */
+void print_new_warnings(tc_context *ctx, size_t from)
+{
+	const char *w = tc_context_warnings(ctx);
+	if (strlen(w) > from)
+		fputs(w + from, stderr);
+}
+
+/* Open the cache of path (NULL: the default) for mode; NULL when there is
+ * none to read (a note on stderr, *status 0) or it cannot be used (the
+ * message, *status 1). */
+static tc_cache *open_cache(const char *path, tc_cache_mode mode, int *status)
+{
+	char *msg = NULL, *p = path ? strdup(path) : tc_cache_default_path();
+	tc_cache *c;
+	*status = 0;
+	if (!p) {
+		fprintf(stderr, "tcomp: error: no kernel cache location: set TCOMP_CACHE or HOME, "
+				"or give --cache PATH\n");
+		*status = EXIT_USER;
+		return NULL;
+	}
+	c = tc_cache_open(p, mode, &msg);
+	if (!c && msg) {
+		fprintf(stderr, "tcomp: error: %s\n", msg);
+		*status = EXIT_USER;
+	} else if (!c)
+		fprintf(stderr, "tcomp: no kernel cache at %s\n", p);
+	tc_free(msg);
+	free(p);
+	return c;
+}
+
+static void print_warnings(tc_cache *c)
+{
+	fputs(tc_cache_warnings(c), stderr);
+}
+
+static int write_out(const char *file, const char *text)
+{
+	FILE *fp = file ? fopen(file, "w") : stdout;
+	if (!fp) {
+		fprintf(stderr, "tcomp: error: cannot write '%s': %s\n", file ? file : "-",
+			strerror(errno));
+		return EXIT_USER;
+	}
+	fputs(text, fp);
+	if (file && fclose(fp) != 0) {
+		fprintf(stderr, "tcomp: error: cannot write '%s': %s\n", file ? file : "-",
+			strerror(errno));
+		return EXIT_USER;
+	}
+	return 0;
+}
+
+/* Read FILE ('-': stdin) whole; NULL with a message. */
+static char *slurp(const char *file)
+{
+	FILE *fp = strcmp(file, "-") ? fopen(file, "rb") : stdin;
+	char *s = NULL, buf[65536];
+	size_t n, len = 0;
+	if (!fp) {
+		fprintf(stderr, "tcomp: error: cannot open '%s': %s\n", file, strerror(errno));
+		return NULL;
+	}
+	while ((n = fread(buf, 1, sizeof(buf), fp)) > 0) {
+		char *t = realloc(s, len + n + 1);
+		if (!t) {
+			free(s);
+			s = NULL;
+			break;
+		}
+		s = t;
+		memcpy(s + len, buf, n);
+		len += n;
+	}
+	if (fp != stdin)
+		fclose(fp);
+	if (!s && !(s = calloc(1, 1)))
+		return NULL;
+	s[len] = 0;
+	return s;
+}
+
+/* tcomp cache ... */
+int cmd_cache(int argc, char **argv)
+{
+	const char *sub, *out = NULL, *what = NULL, *files[64];
+	tc_cache_prune_opts po = {0};
+	cache_args ca = {0};
+	int i, nfiles = 0, status = 0, any_prune = 0;
+	tc_cache *c = NULL;
+	tc_buf b;
+
+	if (argc < 1 || wants_help(argc, argv)) {
+		fputs(cache_usage, argc < 1 ? stderr : stdout);
+		return argc < 1 ? EXIT_USER : 0;
+	}
+	sub = argv[0];
+	if (strcmp(sub, "list") && strcmp(sub, "show") && strcmp(sub, "export") &&
+		strcmp(sub, "import") && strcmp(sub, "prune") && strcmp(sub, "path"))
+		die_usage(cache_usage, "unknown cache command '%s'", sub);
+	for (i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		int more = i + 1 < argc;
+		if (take_cache_arg(&ca, argc, argv, &i)) {
+			if (ca.off)
+				die_usage(cache_usage, "%s", "--no-cache is for tcomp run and bench");
+		} else if (!strcmp(sub, "export") && !strcmp(a, "-o") && more)
+			out = argv[++i];
+		else if (!strcmp(sub, "prune") && !strcmp(a, "--other-versions"))
+			po.other_versions = any_prune = 1;
+		else if (!strcmp(sub, "prune") && !strcmp(a, "--failed"))
+			po.failed = any_prune = 1;
+		else if (!strcmp(sub, "prune") && !strcmp(a, "--keep-best"))
+			po.all_but_best = any_prune = 1;
+		else if (!strcmp(sub, "prune") && !strcmp(a, "--older-than") && more) {
+			char *end;
+			double d = strtod(argv[++i], &end);
+			if (end == argv[i] || *end || !(d >= 0) || d > 1e6)
+				die_usage(cache_usage, "--older-than needs a number of days but found '%s'",
+					argv[i]);
+			po.older_than_s = d * 86400;
+			any_prune = 1;
+		} else if (a[0] == '-' && strcmp(a, "-"))
+			die_usage(cache_usage, "unknown or incomplete option '%s'", a);
+		else if (!strcmp(sub, "import") && nfiles < 64)
+			files[nfiles++] = a;
+		else if (!strcmp(sub, "show") && !what)
+			what = a;
+		else
+			die_usage(cache_usage, "unexpected argument '%s'", a);
+	}
+	if (!strcmp(sub, "import") && !nfiles)
+		die_usage(cache_usage, "%s", "import needs a FILE (or - for stdin)");
+	if (!strcmp(sub, "path")) {
+		char *p = ca.path ? strdup(ca.path) : tc_cache_default_path();
+		if (!p) {
+			fprintf(stderr, "tcomp: error: no kernel cache location: set TCOMP_CACHE or "
+					"HOME\n");
+			return EXIT_USER;
+		}
+		printf("%s\n", p);
+		free(p);
+		return 0;
+	}
+	if (!strcmp(sub, "prune") && !any_prune)
+		po.other_versions = po.failed = 1;
+	c = open_cache(ca.path, !strcmp(sub, "import") ? TC_CACHE_WRITE
+			  : !strcmp(sub, "prune")	 ? TC_CACHE_WRITE
+							 : TC_CACHE_READ,
+		&status);
+	if (!c)
+		return status;
+	tc_buf_init(&b);
+	if (!strcmp(sub, "list")) {
+		if (tc_cache_list(c, &b) < 0)
+			goto db_error;
+		status = write_out(NULL, b.s ? b.s : "");
+	} else if (!strcmp(sub, "show")) {
+		int n = tc_cache_show(c, what, &b);
+		if (n < 0)
+			goto db_error;
+		if (n == 0) {
+			fprintf(stderr, "tcomp: error: no entry %s%s in %s\n", what ? "matches " : "",
+				what ? what : "", tc_cache_path(c));
+			status = EXIT_USER;
+		} else
+			status = write_out(NULL, b.s);
+	} else if (!strcmp(sub, "export")) {
+		if (tc_cache_export(c, &b) < 0)
+			goto db_error;
+		status = write_out(out, b.s ? b.s : "");
+	} else if (!strcmp(sub, "import")) {
+		for (i = 0; i < nfiles && !status; i++) {
+			char *text = slurp(files[i]);
+			int added, present, skipped;
+			if (!text) {
+				status = EXIT_USER;
+				break;
+			}
+			if (tc_cache_import(c, text, &added, &present, &skipped) < 0) {
+				free(text);
+				goto db_error;
+			}
+			free(text);
+			printf("%s: %d run%s added, %d already present, %d line%s skipped\n",
+				files[i], added, added == 1 ? "" : "s", present, skipped,
+				skipped == 1 ? "" : "s");
+		}
+	} else { /* prune */
+		int removed;
+		if (tc_cache_prune(c, &po, &removed) < 0)
+			goto db_error;
+		printf("%d run%s removed from %s\n", removed, removed == 1 ? "" : "s",
+			tc_cache_path(c));
+	}
+	print_warnings(c);
+	tc_buf_free(&b);
+	tc_cache_close(c);
+	return status;
+db_error:
+	print_warnings(c);
+	fprintf(stderr, "tcomp: error: %s\n", tc_cache_error(c));
+	tc_buf_free(&b);
+	tc_cache_close(c);
+	return EXIT_USER;
+}
