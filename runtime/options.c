@@ -448,3 +448,35 @@ void tc_rt_poly_opts(const tc_options *o, tc_poly_opts *out)
 	out->ntile = size_list(tile, out->tile);
 	out->nregtile = size_list(reg, out->regtile);
 }
+
+/* ---- the table, row by row ---- */
+
+int tc_rt_opt_count(void)
+{
+	return NOPTS;
+}
+
+const char *tc_rt_opt_name(int i)
+{
+	return i >= 0 && i < NOPTS ? opt_table[i].name : NULL;
+}
+
+tc_opt_type tc_rt_opt_type(int i)
+{
+	return i >= 0 && i < NOPTS ? opt_table[i].type : (tc_opt_type)-1;
+}
+
+const char *tc_rt_opt_range(int i)
+{
+	return i >= 0 && i < NOPTS ? opt_table[i].range : NULL;
+}
+
+const char *tc_rt_opt_default(int i)
+{
+	return i >= 0 && i < NOPTS ? opt_table[i].def : NULL;
+}
+
+int tc_rt_options_is_set(const tc_options *o, int i)
+{
+	return o && i >= 0 && i < NOPTS && o->value[i] != NULL;
+}

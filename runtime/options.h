@@ -44,4 +44,20 @@ void tc_rt_set_error(tc_context *ctx, const char *fmt, ...) TC_PRINTF(2, 3);
 struct tc_poly_opts;
 void tc_rt_poly_opts(const tc_options *o, struct tc_poly_opts *out);
 
+/* ---- the table, row by row (the autotuner's option space reads it) ---- */
+
+/* The number of options (rows of the table). */
+int tc_rt_opt_count(void);
+/* Column of row i (0 <= i < tc_rt_opt_count(); NULL or -1 outside): the
+ * name, the value type, the range ('|'-separated words and LO..HI
+ * intervals, see tc_opt_type) and the default in canonical form.  The
+ * strings are static. */
+const char *tc_rt_opt_name(int i);
+tc_opt_type tc_rt_opt_type(int i);
+const char *tc_rt_opt_range(int i);
+const char *tc_rt_opt_default(int i);
+/* Whether o sets option i explicitly (tc_options_set or _parse gave it a
+ * value, even the default one); 0 for a NULL o or a row outside the table. */
+int tc_rt_options_is_set(const tc_options *o, int i);
+
 #endif
