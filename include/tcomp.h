@@ -32,6 +32,7 @@
 #define TCOMP_H
 
 #include <dlpack/dlpack.h>
+#include <signal.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -242,6 +243,129 @@ int tc_context_set_cache(tc_context *ctx, const char *path);
  * cache's best for these shapes), "cache-near" (the best for the nearest
  * other shapes) or "default"; NULL if k is NULL.  Static string. */
 const char *tc_kernel_options_source(const tc_kernel *k);
+
+/* ---- autotuner ----
+ * tc_autotune searches the mapping options of one def at fixed input shapes
+ * for the fastest correct kernel with a genetic search (see
+ * autotune/README.md).  The searched options and their candidate values
+ * come from the option table: order, parallel, fusion, unroll and pack take
+ * their words; tile takes auto, none or one size per loop of the deepest
+ * statement, each a power of two or three times one (8, 16, 24, 32, 48, ...)
+ * up to the largest extent; regtile takes auto, none or R rows by V vector
+ * registers (R 1..8, V 1..4); threads takes auto or 1..the online CPUs.
+ * target and contract (which changes results) are never searched, and
+ * neither is any option the base options set explicitly: those keep the
+ * base value.  Every candidate is compiled and run in a forked child
+ * process, several compiling at once but only one timing at a time; a
+ * candidate that fails to compile, crashes, exceeds its time limit or
+ * computes a result that differs from the first correct candidate's (on
+ * the same random inputs, with a tolerance by dtype) is recorded as failed
+ * and the search goes on.  A configuration is measured at most once per
+ * run.  Do not use the module's context from other threads during a run
+ * (children are forked from the calling thread). */
+
+/* What became of one candidate. */
+typedef enum tc_tune_status {
+	TC_TUNE_OK,            /* measured and correct */
+	TC_TUNE_CUT,           /* correct, but far slower than the best: timed briefly */
+	TC_TUNE_COMPILE_ERROR, /* tc_compile refused or failed (message) */
+	TC_TUNE_RUN_ERROR,     /* tc_kernel_run returned an error (message) */
+	TC_TUNE_CRASH,         /* the child process died (signal or exit) */
+	TC_TUNE_TIMEOUT,       /* compile or timed runs exceeded their limit */
+	TC_TUNE_WRONG,         /* result differs from the reference candidate's */
+} tc_tune_status;
+
+/* One measured candidate, passed to the record callback.  Everything is
+ * borrowed for the duration of the call. */
+typedef struct tc_tune_candidate {
+	const char *options;  /* tc_options_print text of the candidate */
+	tc_tune_status status;
+	double median_s;      /* median of the timed runs (OK, CUT); else INFINITY */
+	double min_s;         /* fastest timed run (OK, CUT); else INFINITY */
+	int runs;             /* timed runs */
+	double compile_s;     /* tc_compile time in the child (0 if unknown) */
+	const char *message;  /* why it failed ("" when OK or CUT) */
+	int generation;       /* 0-based */
+	int index;            /* 0-based, in the order candidates were started */
+} tc_tune_candidate;
+
+/* Where a run stands, passed to the progress callback after each candidate. */
+typedef struct tc_tune_progress {
+	int generation, generations; /* current (0-based) and planned */
+	int done;                    /* candidates measured so far (failed included) */
+	int planned;                 /* at most this many will be measured */
+	int failed;
+	double best_s;               /* best median so far (INFINITY: none yet) */
+	double gen_median_s;         /* median of this generation's measured medians */
+	double elapsed_s, eta_s;     /* wall time so far, estimated time left */
+	const tc_tune_candidate *last; /* the candidate just measured */
+} tc_tune_progress;
+
+/* Settings of a tuning run; tc_tune_settings_init fills in the defaults
+ * (given in brackets). */
+typedef struct tc_tune_settings {
+	int generations;      /* [5] */
+	int population;       /* candidates per generation [20] */
+	int elites;           /* best candidates carried into the next generation [2] */
+	double mutation_rate; /* chance that a child's option is redrawn [0.15] */
+	int tournament;       /* candidates per selection tournament [2] */
+	uint64_t seed;        /* the search's random choices; 0: from the clock [0] */
+	int threads;          /* candidates compiling at once; 0: online CPUs [0] */
+	double timeout_s;     /* limit on one candidate's runs [10] */
+	double compile_timeout_s; /* limit on one candidate's compile [120] */
+	int warmup;           /* untimed runs after the checked first run [1] */
+	int runs;             /* at least this many timed runs [5] ... */
+	double min_time_s;    /* ... taking at least this long in all [0.1] */
+	double cutoff;        /* stop timing when a run takes > cutoff x best [3] */
+	/* Extra starting points: options texts (tc_options_parse form), e.g.
+	 * the best entries of the kernel cache; invalid ones are skipped.  The
+	 * base options are always the first candidate. */
+	const char *const *seeds;
+	int n_seeds;
+	/* The kernel cache: path of the database to take seeds from and record
+	 * every candidate in (NULL: the default path, see tcomp cache); with
+	 * use_cache 0 no cache is read or written [1]. */
+	const char *cache_path;
+	int use_cache;
+	/* Called after every measured candidate (NULL: none).  record sees
+	 * every candidate, failed ones included: the hook by which results are
+	 * stored.  progress returning non-zero stops the run after the current
+	 * candidate; the best found so far is kept. */
+	void (*record)(void *user, const tc_tune_candidate *c);
+	int (*progress)(void *user, const tc_tune_progress *p);
+	void *user;
+	/* When non-NULL and set non-zero (say by a SIGINT handler), the run
+	 * stops as soon as it can (running children are killed) and keeps the
+	 * best found so far. */
+	volatile sig_atomic_t *stop;
+} tc_tune_settings;
+
+void tc_tune_settings_init(tc_tune_settings *s);
+
+/* The outcome of a tuning run. */
+typedef struct tc_tune_report {
+	double default_s;  /* median time of the base options (INFINITY: failed) */
+	double best_s;     /* median time of the best options */
+	int measured;      /* candidates measured (each configuration once) */
+	int failed;        /* of them, failed (any status but OK and CUT) */
+	int cut;           /* of them, cut off early */
+	int generations;   /* generations completed */
+	int stopped;       /* 1 if stopped early (stop flag or progress) */
+	double elapsed_s;
+} tc_tune_report;
+
+/* Tune entry of m for the shapes and dtypes of inputs.  When every input
+ * has data it is used as the tuning input; otherwise the inputs are random
+ * (as tcomp bench makes them: non-zero floats in [-1,1), small positive
+ * integers).  base (NULL: defaults) is the first candidate; options it sets
+ * explicitly are kept fixed.  settings may be NULL (defaults).  On success
+ * returns 0 and, if best is not NULL, *best = the fastest correct options
+ * (owned by the caller), and fills *report (may be NULL).  -1 with an error
+ * in m's context when nothing could be measured (bad entry or shapes, no
+ * correct candidate, fork failure). */
+int tc_autotune(tc_module *m, const char *entry, const DLTensor *const *inputs, int n_inputs,
+	const tc_options *base, const tc_tune_settings *settings, tc_options **best,
+	tc_tune_report *report);
 
 void tc_string_free(char *s);
 

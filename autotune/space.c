@@ -1,0 +1,374 @@
+/* The autotuner's option space: for every row of the option table
+ * (runtime/options.c, read through its row accessors, never copied) a
+ * discrete set of candidate values.
+ *
+ * Generators (documented for users in tcomp.h's autotuner section):
+ *   enum options      the words of the range (order, parallel, fusion, ...)
+ *   tile              the range's words (auto, none) and lists of one size
+ *                     per loop of the deepest statement (shape->depth), each
+ *                     size a power of two from 8 or three times one from 24
+ *                     (BLIS-like blocks such as 48, 96, 192, 384) below the
+ *                     largest extent, or that extent itself (which leaves
+ *                     the member untiled: one tile covers it)
+ *   regtile           the words and R,V*lanes for R rows 1..8 and V vector
+ *                     registers 1..4 (lanes: elements per 64-byte register)
+ *   threads           the words (auto) and 1..ncpu (every count up to 8,
+ *                     then powers of two and ncpu)
+ *   other INT options the words and the powers of two in the range up to
+ *                     65536; other LIST options their words only
+ * target and contract are fixed (target chooses the machine, contract
+ * changes results), as is every option the base options set explicitly.
+ * Values outside these sets (a seed's, a fixed value) are kept as extra
+ * values of their option. */
+#include "tune.h"
+
+#include "../runtime/options.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- the PRNG ---- */
+
+void tc_tune_rng_seed(tc_tune_rng *r, uint64_t seed)
+{
+	r->s = seed;
+}
+
+/* splitmix64 (Steele, Lea and Flood): every seed, 0 included, is fine. */
+uint64_t tc_tune_rng_next(tc_tune_rng *r)
+{
+	uint64_t z = (r->s += 0x9E3779B97F4A7C15ULL);
+	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+	z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+	return z ^ (z >> 31);
+}
+
+int64_t tc_tune_rng_below(tc_tune_rng *r, int64_t n)
+{
+	uint64_t lim, x;
+	if (n <= 1)
+		return 0;
+	/* rejection keeps it uniform */
+	lim = UINT64_MAX - UINT64_MAX % (uint64_t)n;
+	do
+		x = tc_tune_rng_next(r);
+	while (x >= lim);
+	return (int64_t)(x % (uint64_t)n);
+}
+
+double tc_tune_rng_unit(tc_tune_rng *r)
+{
+	return (double)(tc_tune_rng_next(r) >> 11) * 0x1p-53;
+}
+
+/* ---- building the dims ---- */
+
+static tc_stat push_str(char ***v, int *n, const char *s, size_t len)
+{
+	char **t = tc_realloc(*v, (size_t)(*n + 1) * sizeof(char *));
+	if (!t)
+		return TC_ERR;
+	*v = t;
+	if (!(t[*n] = tc_strndup(s, len)))
+		return TC_ERR;
+	(*n)++;
+	return TC_OK;
+}
+
+/* The words of a '|'-separated range (alternatives without ".."). */
+static tc_stat range_words(tc_tune_dim *d, const char *range)
+{
+	const char *p = range;
+	while (*p) {
+		const char *bar = strchr(p, '|');
+		size_t n = bar ? (size_t)(bar - p) : strlen(p);
+		int interval = 0;
+		size_t i;
+		for (i = 0; i + 1 < n; i++)
+			interval |= p[i] == '.' && p[i + 1] == '.';
+		if (!interval && n && push_str(&d->words, &d->nwords, p, n) < 0)
+			return TC_ERR;
+		p += n + (bar ? 1 : 0);
+	}
+	return TC_OK;
+}
+
+/* Whether the single integer v is a valid value of row (inside an interval). */
+static int int_allowed(int row, int64_t v)
+{
+	char text[32], *canon = NULL;
+	int ok;
+	snprintf(text, sizeof(text), "%lld", (long long)v);
+	ok = tc_rt_opt_value(tc_rt_opt_type(row), tc_rt_opt_range(row), text, &canon) == 0;
+	tc_free(canon);
+	return ok;
+}
+
+/* Add size v to position p of d if the option allows it and it is new. */
+static tc_stat add_size(tc_tune_dim *d, int p, int64_t v)
+{
+	int64_t *t;
+	int i;
+	if (!int_allowed(d->row, v))
+		return TC_OK;
+	for (i = 0; i < d->nsizes[p]; i++)
+		if (d->sizes[p][i] == v)
+			return TC_OK;
+	if (!(t = tc_realloc(d->sizes[p], (size_t)(d->nsizes[p] + 1) * sizeof(int64_t))))
+		return TC_ERR;
+	d->sizes[p] = t;
+	t[d->nsizes[p]++] = v;
+	return TC_OK;
+}
+
+/* Tile sizes: powers of two from 8 and three times them from 24 below
+ * extent, then extent itself (one tile: untiled). */
+static tc_stat tile_sizes(tc_tune_dim *d, int p, int64_t extent)
+{
+	int64_t v;
+	for (v = 8; v < extent && v <= 65536; v *= 2)
+		if (add_size(d, p, v) < 0 || (3 * v < extent && add_size(d, p, 3 * v) < 0))
+			return TC_ERR;
+	return add_size(d, p, extent < 65536 ? extent : 65536);
+}
+
+static tc_stat build_dim(tc_tune_dim *d, const tc_options *base, const tc_tune_shape *sh)
+{
+	const char *name = d->name;
+	tc_opt_type type = tc_rt_opt_type(d->row);
+	int p, k;
+	d->searched = strcmp(name, "target") && strcmp(name, "contract") &&
+		!tc_rt_options_is_set(base, d->row);
+	if (!d->searched) {
+		const char *v = tc_options_get(base, name);
+		if (push_str(&d->extra, &d->nextra, v, strlen(v)) < 0)
+			return TC_ERR;
+		d->count = 1;
+		return TC_OK;
+	}
+	if (range_words(d, tc_rt_opt_range(d->row)) < 0)
+		return TC_ERR;
+	if (!strcmp(name, "tile")) {
+		d->npos = sh->depth < 1 ? 1 : sh->depth > TC_TUNE_MAX_POS ? TC_TUNE_MAX_POS
+									: sh->depth;
+		for (p = 0; p < d->npos; p++)
+			if (tile_sizes(d, p, sh->extent > 1 ? sh->extent : 1) < 0)
+				return TC_ERR;
+	} else if (!strcmp(name, "regtile")) {
+		d->npos = 2;
+		for (k = 1; k <= 8; k++)
+			if (add_size(d, 0, k) < 0)
+				return TC_ERR;
+		for (k = 1; k <= 4; k++)
+			if (add_size(d, 1, (int64_t)k * (sh->lanes > 0 ? sh->lanes : 1)) < 0)
+				return TC_ERR;
+	} else if (!strcmp(name, "threads")) {
+		d->npos = 1;
+		for (k = 1; k <= sh->ncpu; k = k < 8 ? k + 1 : 2 * k)
+			if (add_size(d, 0, k) < 0)
+				return TC_ERR;
+		if (sh->ncpu > 1 && add_size(d, 0, sh->ncpu) < 0)
+			return TC_ERR;
+	} else if (type == TC_OPT_INT) {
+		d->npos = 1;
+		for (k = 0; k <= 16; k++)
+			if (add_size(d, 0, (int64_t)1 << k) < 0)
+				return TC_ERR;
+	}
+	d->ngen = d->npos ? 1 : 0;
+	for (p = 0; p < d->npos; p++)
+		d->ngen *= d->nsizes[p];
+	if (d->npos && !d->ngen) /* a position without sizes: no generated values */
+		d->npos = 0;
+	d->count = d->nwords + d->ngen;
+	return TC_OK;
+}
+
+tc_tune_space *tc_tune_space_new(const tc_options *base, const tc_tune_shape *shape)
+{
+	tc_tune_space *s = tc_calloc(1, sizeof(*s));
+	int i;
+	if (!s)
+		return NULL;
+	s->n = tc_rt_opt_count();
+	if (!(s->d = tc_calloc((size_t)s->n, sizeof(tc_tune_dim))))
+		goto error;
+	for (i = 0; i < s->n; i++) {
+		s->d[i].row = i;
+		s->d[i].name = tc_rt_opt_name(i);
+		if (build_dim(&s->d[i], base, shape) < 0)
+			goto error;
+	}
+	return s;
+error:
+	tc_tune_space_free(s);
+	return NULL;
+}
+
+void tc_tune_space_free(tc_tune_space *s)
+{
+	int i, j;
+	if (!s)
+		return;
+	for (i = 0; s->d && i < s->n; i++) {
+		tc_tune_dim *d = &s->d[i];
+		for (j = 0; j < d->nwords; j++)
+			tc_free(d->words[j]);
+		for (j = 0; j < d->nextra; j++)
+			tc_free(d->extra[j]);
+		for (j = 0; j < TC_TUNE_MAX_POS; j++)
+			tc_free(d->sizes[j]);
+		tc_free(d->words);
+		tc_free(d->extra);
+	}
+	tc_free(s->d);
+	tc_free(s);
+}
+
+/* ---- values ---- */
+
+void tc_tune_space_value(const tc_tune_space *s, int i, int64_t v, tc_buf *b)
+{
+	const tc_tune_dim *d = &s->d[i];
+	int p;
+	if (v < d->nwords) {
+		tc_buf_puts(b, d->words[v]);
+		return;
+	}
+	v -= d->nwords;
+	if (v < d->ngen) {
+		for (p = 0; p < d->npos; p++) {
+			tc_buf_printf(b, "%s%lld", p ? "," : "",
+				(long long)d->sizes[p][v % d->nsizes[p]]);
+			v /= d->nsizes[p];
+		}
+		return;
+	}
+	v -= d->ngen;
+	tc_buf_puts(b, v < d->nextra ? d->extra[v] : "?");
+}
+
+tc_options *tc_tune_space_options(const tc_tune_space *s, const int64_t *g)
+{
+	tc_options *o = tc_options_new();
+	tc_buf b;
+	int i;
+	if (!o)
+		return NULL;
+	for (i = 0; i < s->n; i++) {
+		int bad;
+		tc_buf_init(&b);
+		tc_tune_space_value(s, i, g[i], &b);
+		bad = b.oom || tc_options_set(o, s->d[i].name, b.s ? b.s : "", NULL) < 0;
+		tc_buf_free(&b);
+		if (bad) {
+			tc_options_free(o);
+			return NULL;
+		}
+	}
+	return o;
+}
+
+char *tc_tune_space_key(const tc_tune_space *s, const int64_t *g)
+{
+	tc_options *o = tc_tune_space_options(s, g);
+	char *k = o ? tc_options_print(o) : NULL;
+	tc_options_free(o);
+	return k;
+}
+
+/* The index of generated value text in d, or -1. */
+static int64_t find_generated(const tc_tune_dim *d, const char *text)
+{
+	int64_t v = 0, mul = 1;
+	int p, j;
+	const char *q = text;
+	for (p = 0; p < d->npos; p++) {
+		char *end;
+		long long x = strtoll(q, &end, 10);
+		if (end == q || (p + 1 < d->npos ? *end != ',' : *end != 0))
+			return -1;
+		for (j = 0; j < d->nsizes[p] && d->sizes[p][j] != x; j++)
+			;
+		if (j == d->nsizes[p])
+			return -1;
+		v += mul * j;
+		mul *= d->nsizes[p];
+		q = end + 1;
+	}
+	return d->npos ? v : -1;
+}
+
+tc_stat tc_tune_space_genome(tc_tune_space *s, const tc_options *o, int64_t *g)
+{
+	int i, j;
+	for (i = 0; i < s->n; i++) {
+		tc_tune_dim *d = &s->d[i];
+		const char *text = tc_options_get(o, d->name);
+		int64_t v;
+		if (!d->searched) {
+			g[i] = 0;
+			continue;
+		}
+		for (j = 0; j < d->nwords && strcmp(d->words[j], text); j++)
+			;
+		if (j < d->nwords) {
+			g[i] = j;
+			continue;
+		}
+		if ((v = find_generated(d, text)) >= 0) {
+			g[i] = d->nwords + v;
+			continue;
+		}
+		for (j = 0; j < d->nextra && strcmp(d->extra[j], text); j++)
+			;
+		if (j == d->nextra) {
+			if (push_str(&d->extra, &d->nextra, text, strlen(text)) < 0)
+				return TC_ERR;
+			d->count++;
+		}
+		g[i] = d->nwords + d->ngen + j;
+	}
+	return TC_OK;
+}
+
+void tc_tune_space_random(const tc_tune_space *s, tc_tune_rng *r, int64_t *g)
+{
+	int i;
+	for (i = 0; i < s->n; i++)
+		g[i] = s->d[i].searched ? tc_tune_rng_below(r, s->d[i].count) : 0;
+}
+
+/* ---- genetic operators ---- */
+
+void tc_tune_crossover(const tc_tune_space *s, tc_tune_rng *r, const int64_t *a, const int64_t *b,
+	int64_t *child)
+{
+	int i;
+	for (i = 0; i < s->n; i++)
+		child[i] = !s->d[i].searched ? 0 : (tc_tune_rng_next(r) >> 63) ? b[i] : a[i];
+}
+
+void tc_tune_mutate(const tc_tune_space *s, tc_tune_rng *r, int64_t *g, double rate)
+{
+	int i;
+	for (i = 0; i < s->n; i++) {
+		int64_t v;
+		if (!s->d[i].searched || s->d[i].count < 2 || !(tc_tune_rng_unit(r) < rate))
+			continue;
+		v = tc_tune_rng_below(r, s->d[i].count - 1); /* any other value */
+		g[i] = v >= g[i] ? v + 1 : v;
+	}
+}
+
+int tc_tune_select(tc_tune_rng *r, const double *times, int n, int size)
+{
+	int best = (int)tc_tune_rng_below(r, n), k;
+	for (k = 1; k < size; k++) {
+		int c = (int)tc_tune_rng_below(r, n);
+		if (times[c] < times[best] || (times[c] == times[best] && c < best))
+			best = c;
+	}
+	return best;
+}

@@ -1,0 +1,636 @@
+/* The autotuner's genetic search and its public entry point tc_autotune.
+ *
+ * A generation is a population of genomes (one value index per option of
+ * the space, space.c).  Generation 0 is the seeds (the base options first,
+ * then the caller's and the cache's) filled up with random genomes.  Each
+ * later generation is built from scratch: the elites (the best few, carried
+ * over unchanged) and children, each made by uniform crossover of two
+ * parents chosen by tournament and then mutated; the children replace the
+ * previous generation (unlike Tensor Comprehensions' tuner, which only
+ * refilled the slots of dropped candidates).  A memo of canonical options
+ * texts (tc_options_print) makes sure no configuration is compiled or timed
+ * twice in a run: a child that is already in the memo or in the new
+ * generation is drawn again, up to MAX_REDRAWS times, after which a
+ * memoised child is kept (it costs nothing) and a duplicate one dropped. */
+#include "tune.h"
+
+#include "../runtime/cache.h"
+#include "../runtime/internal.h"
+#include "../runtime/options.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAX_REDRAWS 20
+
+/* ---- the memo: canonical options text -> time ---- */
+
+typedef struct memo_entry {
+	uint64_t h;
+	char *key;
+	double time;
+} memo_entry;
+
+typedef struct memo {
+	memo_entry *e;
+	int n, cap;
+} memo;
+
+static uint64_t key_hash(const char *k)
+{
+	return tc_hash_bytes(TC_HASH_INIT, k, strlen(k));
+}
+
+static int memo_find(const memo *m, const char *key)
+{
+	uint64_t h = key_hash(key);
+	int i;
+	for (i = 0; i < m->n; i++)
+		if (m->e[i].h == h && !strcmp(m->e[i].key, key))
+			return i;
+	return -1;
+}
+
+static tc_stat memo_add(memo *m, const char *key, double time)
+{
+	if (m->n == m->cap) {
+		int cap = m->cap * 2 + 64;
+		memo_entry *e = tc_realloc(m->e, (size_t)cap * sizeof(memo_entry));
+		if (!e)
+			return TC_ERR;
+		m->e = e;
+		m->cap = cap;
+	}
+	if (!(m->e[m->n].key = tc_strdup(key)))
+		return TC_ERR;
+	m->e[m->n].h = key_hash(key);
+	m->e[m->n].time = time;
+	m->n++;
+	return TC_OK;
+}
+
+static void memo_free(memo *m)
+{
+	int i;
+	for (i = 0; i < m->n; i++)
+		tc_free(m->e[i].key);
+	tc_free(m->e);
+}
+
+/* ---- a population ---- */
+
+typedef struct popu {
+	int n;
+	int64_t **g; /* genomes, room for the population */
+	char **key;
+	double *time;
+} popu;
+
+static tc_stat popu_init(popu *p, int size, int nopts)
+{
+	int i;
+	memset(p, 0, sizeof(*p));
+	p->g = tc_calloc((size_t)size, sizeof(int64_t *));
+	p->key = tc_calloc((size_t)size, sizeof(char *));
+	p->time = tc_calloc((size_t)size, sizeof(double));
+	if (!p->g || !p->key || !p->time)
+		return TC_ERR;
+	for (i = 0; i < size; i++)
+		if (!(p->g[i] = tc_calloc((size_t)nopts + 1, sizeof(int64_t))))
+			return TC_ERR;
+	return TC_OK;
+}
+
+static void popu_clear(popu *p)
+{
+	int i;
+	for (i = 0; i < p->n; i++) {
+		tc_free(p->key[i]);
+		p->key[i] = NULL;
+	}
+	p->n = 0;
+}
+
+static void popu_free(popu *p, int size)
+{
+	int i;
+	popu_clear(p);
+	for (i = 0; p->g && i < size; i++)
+		tc_free(p->g[i]);
+	tc_free(p->g);
+	tc_free(p->key);
+	tc_free(p->time);
+}
+
+static int popu_has(const popu *p, const char *key)
+{
+	int i;
+	for (i = 0; i < p->n; i++)
+		if (!strcmp(p->key[i], key))
+			return 1;
+	return 0;
+}
+
+/* Add genome g with key (taken) to p. */
+static void popu_add(popu *p, int nopts, const int64_t *g, __tc_take char *key)
+{
+	memcpy(p->g[p->n], g, (size_t)nopts * sizeof(int64_t));
+	p->key[p->n] = key;
+	p->time[p->n] = INFINITY;
+	p->n++;
+}
+
+/* Measure the members of p not in the memo, then give every member its
+ * time.  0 ok, 1 stop requested, -1 error. */
+static int measure_generation(const tc_tune_space *s, const tc_tune_search *sp, int gen, popu *p,
+	memo *mm)
+{
+	tc_options **opts = tc_calloc((size_t)p->n + 1, sizeof(tc_options *));
+	char **keys = tc_calloc((size_t)p->n + 1, sizeof(char *));
+	double *times = tc_calloc((size_t)p->n + 1, sizeof(double));
+	int i, n = 0, rc = -1, j;
+	if (!opts || !keys || !times)
+		goto done;
+	for (i = 0; i < p->n; i++)
+		if (memo_find(mm, p->key[i]) < 0) {
+			if (!(opts[n] = tc_tune_space_options(s, p->g[i])))
+				goto done;
+			keys[n++] = p->key[i];
+		}
+	for (i = 0; i < n; i++)
+		times[i] = NAN;
+	rc = n ? sp->measure(sp->user, gen, n, opts, keys, times) : 0;
+	if (rc < 0)
+		goto done;
+	for (i = 0; i < n; i++)
+		if (!isnan(times[i]) && memo_add(mm, keys[i], times[i]) < 0) {
+			rc = -1;
+			goto done;
+		}
+	for (i = 0; i < p->n; i++) {
+		j = memo_find(mm, p->key[i]);
+		p->time[i] = j >= 0 ? mm->e[j].time : INFINITY;
+	}
+done:
+	for (i = 0; opts && i < n; i++)
+		tc_options_free(opts[i]);
+	tc_free(opts);
+	tc_free(keys);
+	tc_free(times);
+	return rc;
+}
+
+/* Indices of p sorted by time (stable). */
+static int *rank(const popu *p)
+{
+	int *order = tc_malloc((size_t)(p->n + 1) * sizeof(int)), i, j;
+	if (!order)
+		return NULL;
+	for (i = 0; i < p->n; i++) { /* insertion sort: populations are small */
+		int x = i;
+		for (j = i; j > 0 && p->time[order[j - 1]] > p->time[x]; j--)
+			order[j] = order[j - 1];
+		order[j] = x;
+	}
+	return order;
+}
+
+/* Build the next generation from cur into next. */
+static tc_stat breed(const tc_tune_space *s, const tc_tune_search *sp, tc_tune_rng *r,
+	const popu *cur, popu *next, const memo *mm, int64_t *child)
+{
+	int *order = rank(cur), k, tries = 0, redraws = 0;
+	if (!order)
+		return TC_ERR;
+	popu_clear(next);
+	for (k = 0; k < sp->elites && k < cur->n && isfinite(cur->time[order[k]]); k++) {
+		char *key = tc_strdup(cur->key[order[k]]);
+		if (!key) {
+			tc_free(order);
+			return TC_ERR;
+		}
+		popu_add(next, s->n, cur->g[order[k]], key);
+		next->time[next->n - 1] = cur->time[order[k]];
+	}
+	tc_free(order);
+	while (next->n < sp->population && tries++ < 50 * sp->population) {
+		int a = tc_tune_select(r, cur->time, cur->n, sp->tournament);
+		int b = tc_tune_select(r, cur->time, cur->n, sp->tournament);
+		char *key;
+		tc_tune_crossover(s, r, cur->g[a], cur->g[b], child);
+		tc_tune_mutate(s, r, child, sp->mutation_rate);
+		if (!(key = tc_tune_space_key(s, child)))
+			return TC_ERR;
+		if (popu_has(next, key) || (memo_find(mm, key) >= 0 && redraws < MAX_REDRAWS)) {
+			redraws++;
+			tc_free(key);
+			continue;
+		}
+		popu_add(next, s->n, child, key);
+		redraws = 0;
+	}
+	return TC_OK;
+}
+
+tc_stat tc_tune_search_run(tc_tune_space *s, const tc_tune_search *sp, tc_tune_result *res)
+{
+	popu pa, pb, *cur = &pa, *next = &pb;
+	memo mm = {0};
+	tc_tune_rng r;
+	int64_t *child = NULL;
+	int i, gen, tries = 0, rc, size = sp->population > 0 ? sp->population : 1;
+	tc_stat st = TC_ERR;
+	memset(res, 0, sizeof(*res));
+	res->best_time = INFINITY;
+	tc_tune_rng_seed(&r, sp->seed);
+	if (popu_init(&pa, size, s->n) < 0 || popu_init(&pb, size, s->n) < 0 ||
+		!(child = tc_calloc((size_t)s->n + 1, sizeof(int64_t))))
+		goto done;
+	/* generation 0: the seeds, then random genomes */
+	for (i = 0; i < sp->nseeds && cur->n < size; i++) {
+		char *key = tc_tune_space_key(s, sp->seeds[i]);
+		if (!key)
+			goto done;
+		if (popu_has(cur, key))
+			tc_free(key);
+		else
+			popu_add(cur, s->n, sp->seeds[i], key);
+	}
+	while (cur->n < size && tries++ < 50 * size) {
+		char *key;
+		tc_tune_space_random(s, &r, child);
+		if (!(key = tc_tune_space_key(s, child)))
+			goto done;
+		if (popu_has(cur, key))
+			tc_free(key);
+		else
+			popu_add(cur, s->n, child, key);
+	}
+	for (gen = 0; gen < sp->generations; gen++) {
+		popu *t;
+		rc = measure_generation(s, sp, gen, cur, &mm);
+		if (rc < 0)
+			goto done;
+		for (i = 0; i < cur->n; i++)
+			if (cur->time[i] < res->best_time) {
+				res->best_time = cur->time[i];
+				if (!res->best && !(res->best = tc_calloc((size_t)s->n + 1, sizeof(int64_t))))
+					goto done;
+				memcpy(res->best, cur->g[i], (size_t)s->n * sizeof(int64_t));
+			}
+		if (sp->on_generation)
+			sp->on_generation(sp->user, gen, cur->n, cur->key, cur->time);
+		if (rc == 1) {
+			res->stopped = 1;
+			break;
+		}
+		res->generations = gen + 1;
+		if (gen + 1 == sp->generations)
+			break;
+		if (breed(s, sp, &r, cur, next, &mm, child) < 0)
+			goto done;
+		t = cur; /* the children replace the population */
+		cur = next;
+		next = t;
+	}
+	res->measured = mm.n;
+	st = TC_OK;
+done:
+	if (st < 0) {
+		tc_free(res->best);
+		res->best = NULL;
+	}
+	tc_free(child);
+	popu_free(&pa, size);
+	popu_free(&pb, size);
+	memo_free(&mm);
+	return st;
+}
+
+/* ---- tc_autotune ---- */
+
+void tc_tune_settings_init(tc_tune_settings *s)
+{
+	memset(s, 0, sizeof(*s));
+	s->generations = 5;
+	s->population = 20;
+	s->elites = 2;
+	s->mutation_rate = 0.15;
+	s->tournament = 2;
+	s->timeout_s = 10;
+	s->compile_timeout_s = 120;
+	s->warmup = 1;
+	s->runs = 5;
+	s->min_time_s = 0.1;
+	s->cutoff = 3;
+	s->use_cache = 1;
+}
+
+/* A message for settings out of range, or NULL. */
+static const char *bad_settings(const tc_tune_settings *s)
+{
+	if (s->generations < 1)
+		return "generations must be at least 1";
+	if (s->population < 1)
+		return "population must be at least 1";
+	if (s->elites < 0 || s->elites > s->population)
+		return "elites must be between 0 and the population";
+	if (!(s->mutation_rate >= 0 && s->mutation_rate <= 1))
+		return "mutation_rate must be between 0 and 1";
+	if (s->tournament < 1)
+		return "tournament must be at least 1";
+	if (s->threads < 0 || s->threads > 256)
+		return "threads must be between 0 (one per CPU) and 256";
+	if (!(s->timeout_s > 0) || !(s->compile_timeout_s > 0))
+		return "timeouts must be positive";
+	if (s->warmup < 0 || s->runs < 1 || !(s->min_time_s >= 0))
+		return "warmup must be at least 0, runs at least 1 and min_time_s at least 0";
+	if (!(s->cutoff >= 1))
+		return "cutoff must be at least 1";
+	if (s->n_seeds < 0 || (s->n_seeds > 0 && !s->seeds))
+		return "n_seeds seeds are missing";
+	return NULL;
+}
+
+/* Loops of the deepest statement of entry (the positions of tile). */
+static int loop_depth(tc_module *m, const char *entry)
+{
+	int i = tc_rt_find_def(m, entry), j, depth = 1;
+	const tc_ir_func *f = i >= 0 ? tc_rt_module_func(m, i) : NULL;
+	for (j = 0; f && j < f->nstmts; j++)
+		depth = f->stmts[j].nvars > depth ? f->stmts[j].nvars : depth;
+	return depth;
+}
+
+/* Add the genome of options text (or o) to the seeds; invalid text is skipped. */
+static tc_stat add_seed(tc_tune_space *s, tc_tune_search *sp, const tc_options *o,
+	const char *text)
+{
+	tc_options *parsed = NULL;
+	int64_t *g, **t;
+	tc_stat st = TC_ERR;
+	if (text) {
+		if (!(parsed = tc_options_new()))
+			return TC_ERR;
+		if (tc_options_parse(parsed, text, NULL) < 0) {
+			tc_options_free(parsed);
+			return TC_OK;
+		}
+		o = parsed;
+	}
+	g = tc_calloc((size_t)s->n + 1, sizeof(int64_t));
+	t = tc_realloc(sp->seeds, (size_t)(sp->nseeds + 1) * sizeof(int64_t *));
+	if (t)
+		sp->seeds = t;
+	if (!g || !t || tc_tune_space_genome(s, o, g) < 0) {
+		tc_free(g);
+		goto done;
+	}
+	sp->seeds[sp->nseeds++] = g;
+	st = TC_OK;
+done:
+	tc_options_free(parsed);
+	return st;
+}
+
+/* ---- the kernel cache: seeds in, every candidate out ---- */
+
+/* The run's link to the kernel cache and the caller's callbacks, which the
+ * evaluator reaches through it. */
+typedef struct tune_link {
+	const tc_tune_settings *caller;
+	tc_context *ctx;
+	tc_cache *cache; /* NULL: none */
+	tc_cache_key key;
+	int have_key, warned;
+	char run_id[64];
+} tune_link;
+
+/* Append a warning line to ctx's warnings (tc_context_warnings). */
+static void add_warning(tc_context *ctx, const char *fmt, const char *a, const char *b)
+{
+	tc_buf buf;
+	tc_buf_init(&buf);
+	tc_buf_puts(&buf, ctx->warnings ? ctx->warnings : "");
+	tc_buf_puts(&buf, "warning: ");
+	tc_buf_printf(&buf, fmt, a, b);
+	tc_buf_putc(&buf, '\n');
+	if (!buf.oom) {
+		tc_free(ctx->warnings);
+		ctx->warnings = tc_buf_take(&buf);
+	} else {
+		tc_buf_free(&buf);
+	}
+}
+
+static void link_record(void *user, const tc_tune_candidate *c)
+{
+	tune_link *l = user;
+	if (l->cache && l->have_key) {
+		tc_cache_run run;
+		run.options = c->options;
+		run.median_ms = c->median_s * 1e3;
+		run.min_ms = c->min_s * 1e3;
+		run.run_id = l->run_id;
+		run.ok = c->status == TC_TUNE_OK || c->status == TC_TUNE_CUT;
+		if (tc_cache_record(l->cache, &l->key, &run) < 0 && !l->warned) {
+			add_warning(l->ctx, "kernel cache %s: cannot record a candidate: %s",
+				tc_cache_path(l->cache), tc_cache_error(l->cache));
+			l->warned = 1;
+		}
+	}
+	if (l->caller->record)
+		l->caller->record(l->caller->user, c);
+}
+
+static int link_progress(void *user, const tc_tune_progress *p)
+{
+	tune_link *l = user;
+	return l->caller->progress ? l->caller->progress(l->caller->user, p) : 0;
+}
+
+/* Open the cache of settings (write mode) and make the key; problems are
+ * warnings and leave the run without a cache. */
+static void link_open(tune_link *l, tc_module *m, const char *entry, const DLTensor *const *inputs,
+	int n_inputs)
+{
+	char *msg = NULL;
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	snprintf(l->run_id, sizeof(l->run_id), "tune-%lld-%ld", (long long)ts.tv_sec,
+		(long)getpid());
+	if (!l->caller->use_cache)
+		return;
+	if (!(l->cache = tc_cache_open(l->caller->cache_path, TC_CACHE_WRITE, &msg))) {
+		add_warning(l->ctx, "kernel cache not used: %s%s", msg ? msg : "cannot open it", "");
+		tc_free(msg);
+		return;
+	}
+	if (tc_cache_key_init(&l->key, m, entry, inputs, n_inputs) < 0) {
+		add_warning(l->ctx, "kernel cache not used: %s%s", tc_context_error(l->ctx), "");
+		tc_cache_close(l->cache);
+		l->cache = NULL;
+		return;
+	}
+	l->have_key = 1;
+}
+
+static void link_close(tune_link *l)
+{
+	if (l->have_key)
+		tc_cache_key_clear(&l->key);
+	tc_cache_close(l->cache);
+}
+
+#define CACHE_SEEDS 4 /* seeds taken from the cache: this and the nearest shapes */
+
+int tc_autotune(tc_module *m, const char *entry, const DLTensor *const *inputs, int n_inputs,
+	const tc_options *base, const tc_tune_settings *settings, tc_options **best,
+	tc_tune_report *report)
+{
+	tc_tune_settings defaults, local;
+	tune_link link;
+	tc_tune_shape shape;
+	tc_tune_space *space = NULL;
+	tc_tune_eval *ev = NULL;
+	tc_tune_search sp;
+	tc_tune_result res;
+	tc_context *ctx;
+	const char *why;
+	struct timespec t0, t1;
+	int i, st = -1, planned;
+	memset(&sp, 0, sizeof(sp));
+	memset(&res, 0, sizeof(res));
+	memset(&link, 0, sizeof(link));
+	if (best)
+		*best = NULL;
+	if (report) {
+		memset(report, 0, sizeof(*report));
+		report->default_s = report->best_s = INFINITY;
+	}
+	if (!m)
+		return -1;
+	ctx = m->ctx;
+	tc_rt_clear_error(ctx);
+	if (!entry || (n_inputs > 0 && !inputs) || n_inputs < 0) {
+		tc_rt_set_error(ctx, "tc_autotune: NULL argument");
+		return -1;
+	}
+	if (!settings) {
+		tc_tune_settings_init(&defaults);
+		settings = &defaults;
+	}
+	if ((why = bad_settings(settings)) != NULL) {
+		tc_rt_set_error(ctx, "tc_autotune: %s", why);
+		return -1;
+	}
+	if (!strcmp(tc_options_get(base, "target"), "interp")) {
+		tc_rt_set_error(ctx, "tc_autotune: target=interp has nothing to tune");
+		return -1;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	link.caller = settings;
+	link.ctx = ctx;
+	local = *settings; /* the evaluator calls back through the link */
+	local.record = link_record;
+	local.progress = link_progress;
+	local.user = &link;
+	if (!(ev = tc_tune_eval_new(m, entry, inputs, n_inputs, &local)))
+		return -1;
+	link_open(&link, m, entry, inputs, n_inputs);
+	shape.depth = loop_depth(m, entry);
+	tc_tune_eval_shape(ev, &shape.extent, &shape.lanes);
+	{
+		long n = sysconf(_SC_NPROCESSORS_ONLN);
+		shape.ncpu = n < 1 ? 1 : n > 256 ? 256 : (int)n;
+	}
+	if (!(space = tc_tune_space_new(base, &shape)))
+		goto oom;
+	if (add_seed(space, &sp, base, NULL) < 0)
+		goto oom;
+	for (i = 0; i < settings->n_seeds; i++)
+		if (settings->seeds[i] && add_seed(space, &sp, NULL, settings->seeds[i]) < 0)
+			goto oom;
+	if (link.cache) {
+		char **texts = NULL;
+		int n = 0, j;
+		if (tc_cache_seeds(link.cache, &link.key, CACHE_SEEDS, &texts, &n) < 0)
+			add_warning(ctx, "kernel cache %s: no seeds: %s", tc_cache_path(link.cache),
+				tc_cache_error(link.cache));
+		for (j = 0; j < n; j++) {
+			if (add_seed(space, &sp, NULL, texts[j]) < 0)
+				n = -1;
+			tc_free(texts[j]);
+		}
+		tc_free(texts);
+		if (n < 0)
+			goto oom;
+	}
+	sp.generations = settings->generations;
+	sp.population = settings->population;
+	sp.elites = settings->elites;
+	sp.tournament = settings->tournament;
+	sp.mutation_rate = settings->mutation_rate;
+	sp.seed = settings->seed;
+	if (!sp.seed) {
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		sp.seed = (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 20) ^
+			((uint64_t)getpid() << 40);
+	}
+	sp.measure = tc_tune_eval_measure;
+	sp.user = ev;
+	planned = sp.population + (sp.generations - 1) * (sp.population - sp.elites);
+	tc_tune_eval_plan(ev, sp.generations, planned);
+	if (tc_tune_search_run(space, &sp, &res) < 0) {
+		if (!*tc_context_error(ctx))
+			tc_rt_set_error(ctx, "out of memory");
+		goto done;
+	}
+	if (!res.best) {
+		if (!*tc_context_error(ctx))
+			tc_rt_set_error(ctx, "tc_autotune: no candidate of '%s' compiled and ran "
+				"correctly (%s)", entry, res.stopped ? "stopped" : "all failed");
+		goto done;
+	}
+	if (best && !(*best = tc_tune_space_options(space, res.best)))
+		goto oom;
+	if (link.cache) { /* the best one's object code, for compiles without LLVM */
+		char *text = tc_tune_space_key(space, res.best);
+		if (text && tc_cache_store_object(link.cache, &link.key, m, inputs, n_inputs, text) < 0)
+			add_warning(ctx, "kernel cache %s: cannot store the object code: %s",
+				tc_cache_path(link.cache), tc_cache_error(link.cache));
+		tc_free(text);
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	if (report) {
+		int measured, failed, cut;
+		tc_tune_eval_counts(ev, &measured, &failed, &cut);
+		report->default_s = tc_tune_eval_first_time(ev);
+		report->best_s = res.best_time;
+		report->measured = measured;
+		report->failed = failed;
+		report->cut = cut;
+		report->generations = res.generations;
+		report->stopped = res.stopped;
+		report->elapsed_s = (double)(t1.tv_sec - t0.tv_sec) +
+			1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+	}
+	st = 0;
+	goto done;
+oom:
+	tc_rt_set_error(ctx, "out of memory");
+done:
+	for (i = 0; i < sp.nseeds; i++)
+		tc_free(sp.seeds[i]);
+	tc_free(sp.seeds);
+	tc_free(res.best);
+	tc_tune_space_free(space);
+	tc_tune_eval_free(ev);
+	link_close(&link);
+	return st;
+}

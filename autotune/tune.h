@@ -1,0 +1,188 @@
+/* The autotuner's internals: the option space (space.c), the genetic search
+ * (tune.c) and the isolated evaluation of candidates (eval.c).  The public
+ * entry point is tc_autotune in include/tcomp.h; autotune/README.md gives
+ * the design.  Exposed here for the tests (tests/test_tune.c), which drive
+ * the search with a fake fitness. */
+#ifndef TC_TUNE_H
+#define TC_TUNE_H
+
+#include "tcomp.h"
+
+#include "../lang/util.h"
+
+#include <stdint.h>
+
+/* ---- a small PRNG (splitmix64): the search's choices depend on the seed
+ * alone, never on rand() or the clock ---- */
+typedef struct tc_tune_rng {
+	uint64_t s;
+} tc_tune_rng;
+
+void tc_tune_rng_seed(tc_tune_rng *r, uint64_t seed);
+uint64_t tc_tune_rng_next(tc_tune_rng *r);
+/* Uniform in [0, n) for n >= 1. */
+int64_t tc_tune_rng_below(tc_tune_rng *r, int64_t n);
+/* Uniform in [0, 1). */
+double tc_tune_rng_unit(tc_tune_rng *r);
+
+/* ---- the option space ---- */
+
+#define TC_TUNE_MAX_POS 16 /* positions of a generated list value (TC_OPT_LIST_MAX) */
+
+/* The candidate values of one option (one row of the option table).  A
+ * value is named by an index v in [0, count):
+ *   v < nwords                   words[v]                ("auto", "on")
+ *   v < nwords + ngen            a generated value: with npos positions,
+ *                                the mixed-radix digits of v - nwords pick
+ *                                sizes[p][digit] for each position p and
+ *                                the value is their comma-separated list
+ *   otherwise                    extra[v - nwords - ngen] (a seed's or the
+ *                                fixed value outside the generated set)
+ * A fixed option has count 1 (its one value in extra). */
+typedef struct tc_tune_dim {
+	int row;          /* row of the option table */
+	const char *name; /* static */
+	int searched;
+	int nwords;
+	char **words;
+	int npos;
+	int nsizes[TC_TUNE_MAX_POS];
+	int64_t *sizes[TC_TUNE_MAX_POS];
+	int64_t ngen; /* product of nsizes (0 when npos is 0) */
+	int nextra;
+	char **extra;
+	int64_t count;
+} tc_tune_dim;
+
+/* What the generators of tile, regtile and threads need to know about the
+ * kernel and the host. */
+typedef struct tc_tune_shape {
+	int depth;      /* loops of the deepest statement: positions of tile */
+	int64_t extent; /* largest extent of any dimension of any input or output */
+	int lanes;      /* elements of the output in one vector register (16 for float32) */
+	int ncpu;       /* online CPUs */
+} tc_tune_shape;
+
+/* The option space: one dim per option, in table order. */
+typedef struct tc_tune_space {
+	int n;
+	tc_tune_dim *d;
+} tc_tune_space;
+
+/* The space for base options (NULL: defaults) and a kernel's shape: options
+ * base sets explicitly, target and contract are fixed at base's values; the
+ * others are searched with the generators of tcomp.h's autotuner section.
+ * NULL when out of memory. */
+__tc_give tc_tune_space *tc_tune_space_new(__tc_keep const tc_options *base,
+	const tc_tune_shape *shape);
+void tc_tune_space_free(__tc_take tc_tune_space *s);
+/* Append the text of value v of dim i to b. */
+void tc_tune_space_value(__tc_keep const tc_tune_space *s, int i, int64_t v, __tc_keep tc_buf *b);
+/* The options of genome g (one value index per dim); NULL when out of memory. */
+__tc_give tc_options *tc_tune_space_options(__tc_keep const tc_tune_space *s, const int64_t *g);
+/* The canonical text of genome g (tc_options_print): the memo key. */
+__tc_give char *tc_tune_space_key(__tc_keep const tc_tune_space *s, const int64_t *g);
+/* The genome of options o (NULL: defaults), fixed dims at their value; a
+ * value outside a dim's set is added to its extra values.  -1 when out of
+ * memory. */
+tc_stat tc_tune_space_genome(__tc_keep tc_tune_space *s, __tc_keep const tc_options *o,
+	int64_t *g);
+/* A uniformly random genome. */
+void tc_tune_space_random(__tc_keep const tc_tune_space *s, tc_tune_rng *r, int64_t *g);
+
+/* ---- the genetic operators (one genome = s->n value indices) ---- */
+
+/* Uniform crossover: each searched option from a or b with even odds. */
+void tc_tune_crossover(__tc_keep const tc_tune_space *s, tc_tune_rng *r, const int64_t *a,
+	const int64_t *b, int64_t *child);
+/* Redraw each searched option that has another value with probability
+ * rate, to a different value chosen uniformly. */
+void tc_tune_mutate(__tc_keep const tc_tune_space *s, tc_tune_rng *r, int64_t *g, double rate);
+/* Tournament selection: the fittest (smallest time; ties to the earlier)
+ * of size individuals drawn uniformly with replacement from times[0..n). */
+int tc_tune_select(tc_tune_rng *r, const double *times, int n, int size);
+
+/* ---- the search ---- */
+
+/* Measure n new configurations (options[i], keys[i] their canonical text,
+ * all distinct and never measured before in the run) of generation gen:
+ * times[i] = the fitness (median seconds; INFINITY for a failed one).
+ * Returns 0, or 1 to stop the search (the times written so far count; the
+ * others must be INFINITY), or -1 on an error that ends the run. */
+typedef int (*tc_tune_measure_fn)(void *user, int gen, int n, tc_options *const *options,
+	char *const *keys, double *times);
+
+/* A search's settings and hooks; the genetic parameters are those of
+ * tc_tune_settings. */
+typedef struct tc_tune_search {
+	int generations, population, elites, tournament;
+	double mutation_rate;
+	uint64_t seed;
+	int64_t **seeds; /* starting genomes (the base first), nseeds of them */
+	int nseeds;
+	tc_tune_measure_fn measure;
+	void *user;
+	/* for the tests: called with each generation's population once it is
+	 * measured (keys[i], times[i]) */
+	void (*on_generation)(void *user, int gen, int n, char *const *keys, const double *times);
+} tc_tune_search;
+
+/* The outcome of tc_tune_search_run. */
+typedef struct tc_tune_result {
+	int64_t *best;     /* the best genome (owned; NULL if none was correct) */
+	double best_time;  /* INFINITY if none */
+	int measured;      /* configurations measured */
+	int generations;   /* generations completed */
+	int stopped;
+} tc_tune_result;
+
+/* Run the genetic search over s.  Generation 0 is the seeds (duplicates
+ * dropped) filled up with random genomes; each next generation is the
+ * elites plus children of tournament-selected parents (crossover, then
+ * mutation) and replaces the previous one.  Every configuration is
+ * measured once: a memo of canonical options texts gives the time of one
+ * seen before, and children already measured or already in the generation
+ * are drawn again (a bounded number of times).  0 ok (res filled; free
+ * res->best with tc_free), -1 error (out of memory, measure failed). */
+tc_stat tc_tune_search_run(__tc_keep tc_tune_space *s, const tc_tune_search *p,
+	tc_tune_result *res);
+
+/* ---- evaluation in child processes (eval.c) ---- */
+
+/* Faults the tests plant in candidates (test-only). */
+typedef enum tc_tune_fault {
+	TC_TUNE_FAULT_NONE,
+	TC_TUNE_FAULT_CRASH, /* the child kills itself with SIGSEGV before its first run */
+	TC_TUNE_FAULT_HANG,  /* the child sleeps forever instead of running */
+	TC_TUNE_FAULT_WRONG, /* the child changes one element of its result */
+} tc_tune_fault;
+
+/* Test-only: plant faults in the candidates of the next tc_autotune runs by
+ * their index (the order in which candidates are started, from 0):
+ * "1:crash,2:hang,3:wrong".  NULL clears.  The environment variable
+ * TCOMP_TUNE_TEST_FAULTS (same syntax, also test-only) is read when no spec
+ * is set this way, so the CLI's tests can plant faults too.  -1 for a
+ * malformed spec. */
+tc_stat tc_tune_test_faults(const char *spec);
+
+typedef struct tc_tune_eval tc_tune_eval;
+
+/* An evaluator for entry of m at the inputs' shapes: makes the random (or
+ * copies the given) inputs and the shared result buffer.  NULL with an
+ * error in m's context. */
+__tc_give tc_tune_eval *tc_tune_eval_new(__tc_keep tc_module *m, const char *entry,
+	const DLTensor *const *inputs, int n_inputs, __tc_keep const tc_tune_settings *settings);
+void tc_tune_eval_free(__tc_take tc_tune_eval *ev);
+/* The measure function of a search over ev (user = ev). */
+int tc_tune_eval_measure(void *user, int gen, int n, tc_options *const *options,
+	char *const *keys, double *times);
+/* The evaluator's counts: measured, failed, cut; its planned total for ETAs. */
+void tc_tune_eval_counts(__tc_keep const tc_tune_eval *ev, int *measured, int *failed, int *cut);
+void tc_tune_eval_plan(__tc_keep tc_tune_eval *ev, int generations, int planned);
+/* The median time of the first candidate (the base options; INFINITY if
+ * it failed or was not measured). */
+double tc_tune_eval_first_time(__tc_keep const tc_tune_eval *ev);
+/* Output extents and dtype of the kernel, for the space (after _new). */
+void tc_tune_eval_shape(__tc_keep const tc_tune_eval *ev, int64_t *extent, int *lanes);
+
+#endif

@@ -1,0 +1,724 @@
+/* The autotuner: the option space read from the option table, the genetic
+ * operators and the search driven by a fake fitness (selection, crossover,
+ * mutation rate, elitism, memoisation, replacement, reproducibility), and
+ * real tuning runs in child processes: a small matmul whose tuned options
+ * give the interpreter's result, and planted crashing, hanging and wrong
+ * candidates that are recorded as failed while the run goes on. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tcomp.h"
+#include "autotune/tune.h"
+#include "runtime/cache.h"
+#include "runtime/options.h"
+
+#include <sys/wait.h>
+#include <unistd.h>
+#include "testutil.h"
+
+static tc_tune_shape matmul_shape = {3, 1024, 16, 2};
+
+static int find_dim(const tc_tune_space *s, const char *name)
+{
+	int i;
+	for (i = 0; i < s->n; i++)
+		if (!strcmp(s->d[i].name, name))
+			return i;
+	fail_msg("no option '%s' in the space", name);
+	return -1;
+}
+
+static void rng_depends_on_the_seed_alone(void **state)
+{
+	tc_tune_rng a, b, c;
+	int i, same = 1, differ = 0;
+	(void)state;
+	tc_tune_rng_seed(&a, 42);
+	tc_tune_rng_seed(&b, 42);
+	tc_tune_rng_seed(&c, 43);
+	for (i = 0; i < 100; i++) {
+		uint64_t x = tc_tune_rng_next(&a), y = tc_tune_rng_next(&b), z = tc_tune_rng_next(&c);
+		same &= x == y;
+		differ += x != z;
+	}
+	assert_true(same);
+	assert_true(differ > 90);
+	for (i = 0; i < 1000; i++) {
+		int64_t v = tc_tune_rng_below(&a, 7);
+		double u = tc_tune_rng_unit(&a);
+		assert_true(v >= 0 && v < 7);
+		assert_true(u >= 0 && u < 1);
+	}
+}
+
+static void space_is_read_from_the_option_table(void **state)
+{
+	tc_tune_space *s = tc_tune_space_new(NULL, &matmul_shape);
+	tc_buf b;
+	int i, tile, reg, thr;
+	int64_t *g;
+	char *k1, *k2;
+	tc_options *o;
+	(void)state;
+	assert_non_null(s);
+	assert_int_equal(s->n, tc_rt_opt_count());
+	for (i = 0; i < s->n; i++) {
+		assert_string_equal(s->d[i].name, tc_rt_opt_name(i));
+		if (!strcmp(s->d[i].name, "target") || !strcmp(s->d[i].name, "contract")) {
+			assert_false(s->d[i].searched);
+			assert_int_equal(s->d[i].count, 1);
+		} else {
+			assert_true(s->d[i].searched);
+			assert_true(s->d[i].count >= 2);
+		}
+	}
+	tile = find_dim(s, "tile");
+	assert_int_equal(s->d[tile].npos, 3);
+	/* 8,16,...,512 and 24,...,768 below 1024, and 1024 itself */
+	assert_int_equal(s->d[tile].nsizes[0], 14);
+	reg = find_dim(s, "regtile");
+	assert_int_equal(s->d[reg].ngen, 32);
+	tc_buf_init(&b);
+	tc_tune_space_value(s, reg, s->d[reg].count - 1, &b);
+	assert_string_equal(b.s, "8,64");
+	tc_buf_free(&b);
+	thr = find_dim(s, "threads");
+	assert_int_equal(s->d[thr].count, 3); /* auto, 1, 2 */
+	/* the defaults' genome prints as the defaults */
+	g = calloc((size_t)s->n, sizeof(int64_t));
+	assert_int_equal(tc_tune_space_genome(s, NULL, g), 0);
+	k1 = tc_tune_space_key(s, g);
+	o = tc_options_new();
+	k2 = tc_options_print(o);
+	assert_string_equal(k1, k2);
+	tc_string_free(k1);
+	tc_string_free(k2);
+	/* a value outside the generated set becomes an extra value */
+	tc_options_set(o, "tile", "100,7", NULL);
+	assert_int_equal(tc_tune_space_genome(s, o, g), 0);
+	k1 = tc_tune_space_key(s, g);
+	assert_non_null(strstr(k1, "tile=100,7\n"));
+	tc_string_free(k1);
+	tc_options_free(o);
+	free(g);
+	tc_tune_space_free(s);
+}
+
+static void options_set_by_the_base_are_fixed(void **state)
+{
+	tc_options *base = tc_options_new();
+	tc_tune_space *s;
+	tc_tune_rng r;
+	int64_t *g;
+	int i;
+	(void)state;
+	tc_options_set(base, "fusion", "min", NULL);
+	tc_options_set(base, "contract", "on", NULL);
+	s = tc_tune_space_new(base, &matmul_shape);
+	assert_non_null(s);
+	assert_false(s->d[find_dim(s, "fusion")].searched);
+	g = calloc((size_t)s->n, sizeof(int64_t));
+	tc_tune_rng_seed(&r, 7);
+	for (i = 0; i < 50; i++) {
+		char *k;
+		tc_tune_space_random(s, &r, g);
+		k = tc_tune_space_key(s, g);
+		assert_non_null(strstr(k, "fusion=min\n"));
+		assert_non_null(strstr(k, "contract=on\n"));
+		assert_non_null(strstr(k, "target=cpu\n"));
+		tc_string_free(k);
+	}
+	free(g);
+	tc_tune_space_free(s);
+	tc_options_free(base);
+}
+
+static void selection_prefers_the_fitter(void **state)
+{
+	double times[5] = {5, 1, 3, 2, INFINITY};
+	int count[5] = {0}, i;
+	tc_tune_rng r;
+	(void)state;
+	tc_tune_rng_seed(&r, 1);
+	for (i = 0; i < 20000; i++)
+		count[tc_tune_select(&r, times, 5, 2)]++;
+	/* binary tournament: the best wins 1 - (4/5)^2 = 36% of the time, the
+	 * worst (failed) only when drawn twice: 4% */
+	assert_true(count[1] > count[3] && count[3] > count[2] && count[2] > count[0] &&
+		count[0] > count[4]);
+	assert_in_range(count[1], 6800, 7600);
+	assert_in_range(count[4], 600, 1000);
+}
+
+static void crossover_takes_each_option_from_a_parent(void **state)
+{
+	tc_tune_space *s = tc_tune_space_new(NULL, &matmul_shape);
+	int64_t a[32], b[32], c[32];
+	int i, t, from_a = 0, from_b = 0;
+	tc_tune_rng r;
+	(void)state;
+	assert_non_null(s);
+	tc_tune_rng_seed(&r, 3);
+	for (t = 0; t < 500; t++) {
+		tc_tune_space_random(s, &r, a);
+		tc_tune_space_random(s, &r, b);
+		tc_tune_crossover(s, &r, a, b, c);
+		for (i = 0; i < s->n; i++) {
+			assert_true(c[i] == a[i] || c[i] == b[i]);
+			if (a[i] != b[i]) {
+				from_a += c[i] == a[i];
+				from_b += c[i] == b[i];
+			}
+		}
+	}
+	/* even odds */
+	assert_true(from_a > 0.45 * (from_a + from_b) && from_b > 0.45 * (from_a + from_b));
+	tc_tune_space_free(s);
+}
+
+static void mutation_rate_is_respected(void **state)
+{
+	tc_tune_space *s = tc_tune_space_new(NULL, &matmul_shape);
+	int64_t g[32], h[32];
+	int i, t, changed = 0, eligible = 0;
+	tc_tune_rng r;
+	(void)state;
+	assert_non_null(s);
+	tc_tune_rng_seed(&r, 5);
+	for (t = 0; t < 4000; t++) {
+		tc_tune_space_random(s, &r, g);
+		memcpy(h, g, sizeof(g));
+		tc_tune_mutate(s, &r, h, 0.25);
+		for (i = 0; i < s->n; i++) {
+			if (!s->d[i].searched) {
+				assert_true(h[i] == g[i]);
+				continue;
+			}
+			assert_true(h[i] >= 0 && h[i] < s->d[i].count);
+			eligible++;
+			changed += h[i] != g[i];
+		}
+	}
+	/* binomial: sd ~ 0.0023 for ~32000 draws */
+	assert_true(fabs((double)changed / eligible - 0.25) < 0.012);
+	tc_tune_space_free(s);
+}
+
+/* ---- the search with a fake fitness ---- */
+
+typedef struct fake {
+	int nkeys;
+	char *keys[4096]; /* every measured configuration, in order */
+	int gens;
+	int popn[16];
+	char *pop[16][64];
+	double times[16][64];
+	int stop_after;
+} fake;
+
+/* A fitness that depends on the configuration only. */
+static double fake_time(const char *key)
+{
+	return 1e-3 + (double)(tc_hash_bytes(TC_HASH_INIT, key, strlen(key)) % 100000) * 1e-6;
+}
+
+static int fake_measure(void *user, int gen, int n, tc_options *const *options, char *const *keys,
+	double *times)
+{
+	fake *f = user;
+	int i, j;
+	(void)gen;
+	for (i = 0; i < n; i++) {
+		char *k = tc_options_print(options[i]);
+		assert_string_equal(k, keys[i]); /* the key is the canonical text */
+		tc_string_free(k);
+		for (j = 0; j < f->nkeys; j++)
+			if (!strcmp(f->keys[j], keys[i]))
+				fail_msg("configuration measured twice:\n%s", keys[i]);
+		assert_true(f->nkeys < 4096);
+		f->keys[f->nkeys++] = strdup(keys[i]);
+		times[i] = fake_time(keys[i]);
+		if (f->stop_after && f->nkeys == f->stop_after)
+			return 1;
+	}
+	return 0;
+}
+
+static void fake_generation(void *user, int gen, int n, char *const *keys, const double *times)
+{
+	fake *f = user;
+	int i;
+	assert_true(gen < 16 && n <= 64);
+	f->gens = gen + 1;
+	f->popn[gen] = n;
+	for (i = 0; i < n; i++) {
+		f->pop[gen][i] = strdup(keys[i]);
+		f->times[gen][i] = times[i];
+	}
+}
+
+static void fake_free(fake *f)
+{
+	int i, j;
+	for (i = 0; i < f->nkeys; i++)
+		free(f->keys[i]);
+	for (i = 0; i < f->gens; i++)
+		for (j = 0; j < f->popn[i]; j++)
+			free(f->pop[i][j]);
+}
+
+static void run_fake(fake *f, uint64_t seed, int gens, int pop, int elites, tc_tune_result *res)
+{
+	tc_tune_space *s = tc_tune_space_new(NULL, &matmul_shape);
+	tc_tune_search sp;
+	int64_t *g0 = calloc(32, sizeof(int64_t));
+	assert_non_null(s);
+	memset(f, 0, sizeof(*f));
+	memset(&sp, 0, sizeof(sp));
+	assert_int_equal(tc_tune_space_genome(s, NULL, g0), 0);
+	sp.generations = gens;
+	sp.population = pop;
+	sp.elites = elites;
+	sp.tournament = 2;
+	sp.mutation_rate = 0.15;
+	sp.seed = seed;
+	sp.seeds = &g0;
+	sp.nseeds = 1;
+	sp.measure = fake_measure;
+	sp.user = f;
+	sp.on_generation = fake_generation;
+	assert_int_equal(tc_tune_search_run(s, &sp, res), 0);
+	free(g0);
+	tc_tune_space_free(s);
+}
+
+static int in_pop(const fake *f, int gen, const char *key)
+{
+	int i;
+	for (i = 0; i < f->popn[gen]; i++)
+		if (!strcmp(f->pop[gen][i], key))
+			return 1;
+	return 0;
+}
+
+static void search_memoises_replaces_and_keeps_elites(void **state)
+{
+	fake *f = calloc(1, sizeof(fake));
+	tc_tune_result res;
+	char *def;
+	int g, i;
+	(void)state;
+	run_fake(f, 11, 6, 12, 2, &res);
+	assert_int_equal(res.generations, 6);
+	assert_int_equal(f->gens, 6);
+	assert_int_equal(res.measured, f->nkeys); /* each configuration once (fake_measure checks) */
+	/* generation 0 starts from the seed: the defaults */
+	def = tc_options_print(NULL);
+	assert_string_equal(f->pop[0][0], def);
+	assert_string_equal(f->keys[0], def);
+	tc_string_free(def);
+	for (g = 0; g < 6; g++) {
+		double best = INFINITY;
+		int j, bi = 0, carried = 0;
+		assert_int_equal(f->popn[g], 12);
+		for (i = 0; i < 12; i++) { /* no duplicates in a generation */
+			for (j = 0; j < i; j++)
+				assert_string_not_equal(f->pop[g][i], f->pop[g][j]);
+			if (f->times[g][i] < best) {
+				best = f->times[g][i];
+				bi = i;
+			}
+		}
+		if (g + 1 < 6) {
+			/* elitism: the best survives; replacement: only the 2 elites do */
+			assert_true(in_pop(f, g + 1, f->pop[g][bi]));
+			for (i = 0; i < 12; i++)
+				carried += in_pop(f, g + 1, f->pop[g][i]);
+			assert_int_equal(carried, 2);
+		}
+		if (g > 0) { /* the best never gets worse */
+			double prev = INFINITY;
+			for (i = 0; i < 12; i++)
+				prev = f->times[g - 1][i] < prev ? f->times[g - 1][i] : prev;
+			assert_true(best <= prev);
+		}
+	}
+	assert_true(res.best_time <= f->times[0][0]);
+	free(res.best);
+	fake_free(f);
+	free(f);
+}
+
+static void search_is_reproducible_with_a_seed(void **state)
+{
+	fake *a = calloc(1, sizeof(fake)), *b = calloc(1, sizeof(fake)), *c = calloc(1, sizeof(fake));
+	tc_tune_result ra, rb, rc;
+	int i, same = 1;
+	(void)state;
+	run_fake(a, 99, 4, 10, 1, &ra);
+	run_fake(b, 99, 4, 10, 1, &rb);
+	run_fake(c, 100, 4, 10, 1, &rc);
+	assert_int_equal(a->nkeys, b->nkeys);
+	for (i = 0; i < a->nkeys; i++)
+		assert_string_equal(a->keys[i], b->keys[i]);
+	for (i = 0; i < a->nkeys && i < c->nkeys; i++)
+		same &= !strcmp(a->keys[i], c->keys[i]);
+	assert_false(same);
+	free(ra.best);
+	free(rb.best);
+	free(rc.best);
+	fake_free(a);
+	fake_free(b);
+	fake_free(c);
+	free(a);
+	free(b);
+	free(c);
+}
+
+static void search_stops_when_asked(void **state)
+{
+	fake *f = calloc(1, sizeof(fake));
+	tc_tune_result res;
+	(void)state;
+	memset(f, 0, sizeof(*f));
+	{
+		tc_tune_space *s = tc_tune_space_new(NULL, &matmul_shape);
+		tc_tune_search sp;
+		memset(&sp, 0, sizeof(sp));
+		sp.generations = 5;
+		sp.population = 10;
+		sp.elites = 1;
+		sp.tournament = 2;
+		sp.seed = 1;
+		sp.measure = fake_measure;
+		sp.user = f;
+		f->stop_after = 15;
+		assert_int_equal(tc_tune_search_run(s, &sp, &res), 0);
+		tc_tune_space_free(s);
+	}
+	assert_true(res.stopped);
+	assert_int_equal(f->nkeys, 15);
+	assert_int_equal(res.measured, 15);
+	assert_non_null(res.best);
+	free(res.best);
+	fake_free(f);
+	free(f);
+}
+
+/* ---- real runs ---- */
+
+static const char *matmul_src =
+	"def matmul(float(M,K) A, float(K,N) B) -> (C) {\n"
+	"    C(m,n) +=! A(m,r_k) * B(r_k,n)\n"
+	"}\n";
+
+typedef struct seen {
+	int n;
+	tc_tune_status status[256];
+	int index[256];
+	char msg[256][160];
+} seen;
+
+static void record(void *user, const tc_tune_candidate *c)
+{
+	seen *s = user;
+	assert_non_null(c->options);
+	if (s->n < 256) {
+		s->status[s->n] = c->status;
+		s->index[s->n] = c->index;
+		snprintf(s->msg[s->n], sizeof(s->msg[0]), "%s", c->message);
+		s->n++;
+	}
+}
+
+static tc_tune_status status_of(const seen *s, int index)
+{
+	int i;
+	for (i = 0; i < s->n; i++)
+		if (s->index[i] == index)
+			return s->status[i];
+	fail_msg("candidate %d was not recorded", index);
+	return TC_TUNE_OK;
+}
+
+static void quick_settings(tc_tune_settings *st, seen *s)
+{
+	tc_tune_settings_init(st);
+	st->generations = 2;
+	st->population = 4;
+	st->elites = 1;
+	st->seed = 7;
+	st->use_cache = 0;
+	st->runs = 3;
+	st->min_time_s = 0.001;
+	st->timeout_s = 1;
+	st->compile_timeout_s = 30;
+	st->threads = 2;
+	st->record = record;
+	st->user = s;
+}
+
+static void tuned_matmul_matches_the_interpreter(void **state)
+{
+	tc_context *ctx = tc_context_new();
+	tc_module *m = tc_module_parse(ctx, matmul_src, "mm.tc");
+	tc_tune_settings st;
+	tc_tune_report rep;
+	tc_options *best = NULL, *interp = tc_options_new();
+	seen *s = calloc(1, sizeof(seen));
+	uint64_t rng = tu_seed("tune", 1);
+	int64_t dims[2] = {32, 32};
+	tu_tensor A, B, C1, C2;
+	const DLTensor *in[2];
+	DLTensor *o1[1], *o2[1];
+	tc_kernel *k1, *k2;
+	int i;
+	(void)state;
+	assert_non_null(m);
+	tu_tensor_init(&A, TU_F32, dims, 2);
+	tu_tensor_init(&B, TU_F32, dims, 2);
+	tu_tensor_init(&C1, TU_F32, dims, 2);
+	tu_tensor_init(&C2, TU_F32, dims, 2);
+	for (i = 0; i < 32 * 32; i++) {
+		((float *)A.data)[i] = (float)(2 * tu_rand_unit(&rng) - 1);
+		((float *)B.data)[i] = (float)(2 * tu_rand_unit(&rng) - 1);
+	}
+	in[0] = &A.dl;
+	in[1] = &B.dl;
+	o1[0] = &C1.dl;
+	o2[0] = &C2.dl;
+	quick_settings(&st, s);
+	if (tc_autotune(m, "matmul", in, 2, NULL, &st, &best, &rep) < 0)
+		fail_msg("%s", tc_context_error(ctx));
+	assert_non_null(best);
+	assert_int_equal(rep.generations, 2);
+	assert_true(rep.measured >= 4 && rep.measured <= 7);
+	assert_int_equal(rep.measured, s->n);
+	assert_true(isfinite(rep.default_s) && isfinite(rep.best_s));
+	assert_true(rep.best_s <= rep.default_s);
+	for (i = 0; i < s->n; i++)
+		if (s->status[i] != TC_TUNE_OK && s->status[i] != TC_TUNE_CUT)
+			fail_msg("candidate %d failed: %s", s->index[i], s->msg[i]);
+	/* the tuned kernel computes what the interpreter computes */
+	tc_options_set(interp, "target", "interp", NULL);
+	k1 = tc_compile(m, "matmul", in, 2, best);
+	k2 = tc_compile(m, "matmul", in, 2, interp);
+	assert_non_null(k1);
+	assert_non_null(k2);
+	assert_int_equal(tc_kernel_run(k1, in, 2, o1, 1), 0);
+	assert_int_equal(tc_kernel_run(k2, in, 2, o2, 1), 0);
+	for (i = 0; i < 32 * 32; i++) {
+		float x = ((float *)C1.data)[i], y = ((float *)C2.data)[i];
+		assert_true(fabsf(x - y) <= 1e-4f * (fabsf(y) + 1));
+	}
+	tc_kernel_free(k1);
+	tc_kernel_free(k2);
+	tc_options_free(best);
+	tc_options_free(interp);
+	tu_tensor_fini(&A);
+	tu_tensor_fini(&B);
+	tu_tensor_fini(&C1);
+	tu_tensor_fini(&C2);
+	free(s);
+	tc_module_free(m);
+	tc_context_free(ctx);
+}
+
+static void planted_faults_are_recorded_and_the_run_goes_on(void **state)
+{
+	tc_context *ctx = tc_context_new();
+	tc_module *m = tc_module_parse(ctx, matmul_src, "mm.tc");
+	int64_t sa[2] = {32, 32}, sb[2] = {32, 32};
+	DLTensor A = {NULL, {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, sa, NULL, 0};
+	DLTensor B = {NULL, {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, sb, NULL, 0};
+	const DLTensor *in[2] = {&A, &B};
+	tc_tune_settings st;
+	tc_tune_report rep;
+	tc_options *best = NULL;
+	seen *s = calloc(1, sizeof(seen));
+	(void)state;
+	assert_non_null(m);
+	assert_int_equal(tc_tune_test_faults("1:crash,2:hang,3:wrong"), 0);
+	quick_settings(&st, s);
+	if (tc_autotune(m, "matmul", in, 2, NULL, &st, &best, &rep) < 0)
+		fail_msg("%s", tc_context_error(ctx));
+	assert_int_equal(tc_tune_test_faults(NULL), 0);
+	assert_int_equal(rep.generations, 2);
+	assert_int_equal(status_of(s, 0), TC_TUNE_OK);
+	assert_int_equal(status_of(s, 1), TC_TUNE_CRASH);
+	assert_int_equal(status_of(s, 2), TC_TUNE_TIMEOUT);
+	assert_int_equal(status_of(s, 3), TC_TUNE_WRONG);
+	assert_true(rep.failed >= 3);
+	assert_true(rep.measured > 4); /* the second generation ran */
+	assert_non_null(best);
+	assert_true(isfinite(rep.best_s));
+	assert_int_equal(tc_tune_test_faults("1:explode"), -1);
+	tc_options_free(best);
+	free(s);
+	tc_module_free(m);
+	tc_context_free(ctx);
+}
+
+static void bad_arguments_are_errors(void **state)
+{
+	tc_context *ctx = tc_context_new();
+	tc_module *m = tc_module_parse(ctx, matmul_src, "mm.tc");
+	int64_t sa[2] = {4, 5}, sb[2] = {6, 7};
+	DLTensor A = {NULL, {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, sa, NULL, 0};
+	DLTensor B = {NULL, {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, sb, NULL, 0};
+	const DLTensor *in[2] = {&A, &B};
+	tc_tune_settings st;
+	tc_options *best = (tc_options *)1;
+	(void)state;
+	tc_tune_settings_init(&st);
+	st.use_cache = 0;
+	st.population = 0;
+	assert_int_equal(tc_autotune(m, "matmul", in, 2, NULL, &st, &best, NULL), -1);
+	assert_null(best);
+	assert_non_null(strstr(tc_context_error(ctx), "population"));
+	st.population = 4;
+	assert_int_equal(tc_autotune(m, "matmul", in, 2, NULL, &st, &best, NULL), -1);
+	assert_non_null(strstr(tc_context_error(ctx), "size K"));
+	assert_int_equal(tc_autotune(m, "nope", in, 2, NULL, &st, &best, NULL), -1);
+	assert_int_equal(tc_autotune(m, "matmul", in, 1, NULL, &st, &best, NULL), -1);
+	tc_module_free(m);
+	tc_context_free(ctx);
+}
+
+static void tuning_records_in_the_cache_and_seeds_from_it(void **state)
+{
+	tc_context *ctx = tc_context_new();
+	tc_module *m = tc_module_parse(ctx, matmul_src, "mm.tc");
+	int64_t sa[2] = {32, 32}, sb[2] = {32, 32};
+	DLTensor A = {NULL, {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, sa, NULL, 0};
+	DLTensor B = {NULL, {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, sb, NULL, 0};
+	const DLTensor *in[2] = {&A, &B};
+	char path[256], *text, *msg = NULL;
+	tc_tune_settings st;
+	tc_tune_report rep;
+	tc_options *best = NULL, *best2 = NULL;
+	seen *s = calloc(1, sizeof(seen));
+	tc_cache *c;
+	tc_cache_key key;
+	tc_cache_hit hit;
+	(void)state;
+	snprintf(path, sizeof(path), "%s/test_tune_%ld.sqlite", TC_BINARY_DIR, (long)getpid());
+	unlink(path);
+	quick_settings(&st, s);
+	st.use_cache = 1;
+	st.cache_path = path;
+	if (tc_autotune(m, "matmul", in, 2, NULL, &st, &best, &rep) < 0)
+		fail_msg("%s", tc_context_error(ctx));
+	text = tc_options_print(best);
+	/* every candidate is in the cache; its best is the run's best */
+	c = tc_cache_open(path, TC_CACHE_READ, &msg);
+	if (!c)
+		fail_msg("%s", msg ? msg : "no cache file");
+	assert_int_equal(tc_cache_key_init(&key, m, "matmul", in, 2), 0);
+	memset(&hit, 0, sizeof(hit));
+	assert_int_equal(tc_cache_lookup(c, &key, &hit), 1);
+	assert_string_equal(hit.text, text);
+	tc_cache_hit_clear(&hit);
+	tc_cache_key_clear(&key);
+	tc_cache_close(c);
+	/* a second run starts from the cache's best: it is measured in
+	 * generation 0 (first after the base, which the defaults are) */
+	memset(s, 0, sizeof(*s));
+	st.seed = 8;
+	st.generations = 1;
+	if (tc_autotune(m, "matmul", in, 2, NULL, &st, &best2, &rep) < 0)
+		fail_msg("%s", tc_context_error(ctx));
+	assert_true(rep.best_s <= rep.default_s);
+	tc_string_free(text);
+	tc_options_free(best);
+	tc_options_free(best2);
+	free(s);
+	unlink(path);
+	tc_module_free(m);
+	tc_context_free(ctx);
+}
+
+/* Run "tcomp ARGS" with the shell; its exit status, output in out. */
+static int run_tcomp(char *out, size_t n, const char *args)
+{
+	char cmd[2048], file[256];
+	FILE *fp;
+	size_t got;
+	int st;
+	snprintf(file, sizeof(file), "%s/test_tune_%ld.out", TC_BINARY_DIR, (long)getpid());
+	snprintf(cmd, sizeof(cmd), "cd %s && %s/tcomp %s > %s 2>&1", TC_SOURCE_DIR, TC_BINARY_DIR,
+		args, file);
+	st = system(cmd);
+	fp = fopen(file, "rb");
+	got = fp ? fread(out, 1, n - 1, fp) : 0;
+	out[got] = 0;
+	if (fp)
+		fclose(fp);
+	unlink(file);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static void cli_autotune_prints_the_best_options(void **state)
+{
+	static char out1[65536], out2[65536];
+	const char *args = "autotune examples/matmul.tc -e matmul --shape A=32x32 --shape B=32x32 "
+		"--generations 2 --population 3 --seed 5 --no-cache --timeout 1 --runs 2 "
+		"--min-time 0.001";
+	char cmd[1024];
+	const char *p1, *p2;
+	(void)state;
+	assert_int_equal(run_tcomp(out1, sizeof(out1), args), 0);
+	assert_non_null(strstr(out1, "gen 1/2  candidate 1/"));
+	assert_non_null(strstr(out1, "x speedup over the defaults"));
+	assert_non_null(strstr(out1, "\ntarget=cpu\norder="));
+	/* the same seed makes the same choices: the same candidates in order */
+	assert_int_equal(run_tcomp(out2, sizeof(out2), args), 0);
+	for (p1 = out1, p2 = out2; (p1 = strstr(p1, "target=cpu;")) && (p2 = strstr(p2, "target=cpu;"));
+		p1++, p2++)
+		assert_memory_equal(p1, p2, strcspn(p1, " \n"));
+	/* a planted crash is reported and the run finishes */
+	snprintf(cmd, sizeof(cmd), "%s", args);
+	setenv("TCOMP_TUNE_TEST_FAULTS", "1:crash", 1);
+	assert_int_equal(run_tcomp(out1, sizeof(out1), cmd), 0);
+	unsetenv("TCOMP_TUNE_TEST_FAULTS");
+	assert_non_null(strstr(out1, "crashed"));
+	assert_non_null(strstr(out1, "(1 failed"));
+	/* usage errors */
+	assert_int_equal(run_tcomp(out1, sizeof(out1), "autotune examples/matmul.tc "
+		"--shape A=32x32 --shape B=32x32 --generations 0"), 1);
+	assert_non_null(strstr(out1, "--generations needs an integer of at least 1"));
+	assert_int_equal(run_tcomp(out1, sizeof(out1), "autotune examples/matmul.tc "
+		"-e matmul --shape A=32x32"), 1);
+	assert_non_null(strstr(out1, "no --shape for input 'B'"));
+	assert_int_equal(run_tcomp(out1, sizeof(out1), "autotune --help"), 0);
+	assert_non_null(strstr(out1, "usage: tcomp autotune"));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(rng_depends_on_the_seed_alone),
+		cmocka_unit_test(space_is_read_from_the_option_table),
+		cmocka_unit_test(options_set_by_the_base_are_fixed),
+		cmocka_unit_test(selection_prefers_the_fitter),
+		cmocka_unit_test(crossover_takes_each_option_from_a_parent),
+		cmocka_unit_test(mutation_rate_is_respected),
+		cmocka_unit_test(search_memoises_replaces_and_keeps_elites),
+		cmocka_unit_test(search_is_reproducible_with_a_seed),
+		cmocka_unit_test(search_stops_when_asked),
+		cmocka_unit_test(tuned_matmul_matches_the_interpreter),
+		cmocka_unit_test(planted_faults_are_recorded_and_the_run_goes_on),
+		cmocka_unit_test(bad_arguments_are_errors),
+		cmocka_unit_test(tuning_records_in_the_cache_and_seeds_from_it),
+		cmocka_unit_test(cli_autotune_prints_the_best_options),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
