@@ -83,4 +83,7 @@ void print_new_warnings(tc_context *ctx, size_t from);
 /* tcomp cache list|show|export|import|prune|path. */
 int cmd_cache(int argc, char **argv);
 
+/* tcomp autotune (tools/cmd_autotune.c). */
+int cmd_autotune(int argc, char **argv);
+
 #endif

@@ -5,6 +5,7 @@
  *   tcomp emit  FILE.tc [-e NAME] --stage STAGE [--shape T=4x5 ...]
  *   tcomp bench FILE.tc [-e NAME] --shape T=4x5 ... [--runs R] [--json]
  *   tcomp options
+ *   tcomp autotune FILE.tc [-e NAME] --shape T=4x5 ... [--generations G] ...  (tools/cmd_autotune.c)
  *   tcomp cache list|show|export|import|prune|path   (tools/cmd_cache.c)
  * run, emit and bench take mapping options with --options FILE and
  * --option NAME=VALUE (see runtime/options.c).
@@ -38,6 +39,9 @@ static const char *const main_usage =
 	"  bench FILE.tc [-e NAME] --shape T=1024x1024 ... [--runs R] [--json]\n"
 	"                              time a def on random inputs of those shapes\n"
 	"  options                     list the mapping options\n"
+	"  autotune FILE.tc [-e NAME] --shape T=1024x1024 ... [--generations G]\n"
+	"                              search the fastest mapping options for\n"
+	"                              those shapes and print them\n"
 	"  cache list|show|export|import|prune\n"
 	"                              manage the kernel cache of tuned options\n"
 	"\n"
@@ -929,6 +933,8 @@ int main(int argc, char **argv)
 		return cmd_bench(argc - 2, argv + 2);
 	if (!strcmp(cmd, "options"))
 		return cmd_options(argc - 2, argv + 2);
+	if (!strcmp(cmd, "autotune"))
+		return cmd_autotune(argc - 2, argv + 2);
 	if (!strcmp(cmd, "cache"))
 		return cmd_cache(argc - 2, argv + 2);
 	fprintf(stderr, "tcomp: unknown command '%s'\n\n%s", cmd, main_usage);

@@ -1,0 +1,323 @@
+/* tcomp autotune: tune a def's mapping options for given input shapes with
+ * tc_autotune, showing progress, and print the best options in the
+ * --options file format. */
+#include "cli.h"
+
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const char *const autotune_usage =
+	"usage: tcomp autotune FILE.tc [-e NAME] --shape T=1024x1024 ... [--generations G]\n"
+	"                      [--population P] [--elites E] [--mutation RATE] [--threads N]\n"
+	"                      [--timeout S] [--seed N] [--runs R] [--min-time S]\n"
+	"                      [--cache PATH | --no-cache] [--options FILE]\n"
+	"                      [--option NAME=VALUE ...] [--quiet]\n"
+	"\n"
+	"Search the mapping options of the def NAME (optional when the file has one\n"
+	"def) for the fastest kernel at the given input shapes, with a genetic\n"
+	"search (see autotune/README.md): every candidate is compiled and run in a\n"
+	"child process on random inputs (as tcomp bench makes them), checked\n"
+	"against the first correct candidate's result, and timed alone (median of\n"
+	"timed runs after warm-up).  A candidate that fails to compile, crashes,\n"
+	"runs past the time limit or computes a wrong result is recorded as failed\n"
+	"and the search goes on.  Progress goes to stderr: a status line on a\n"
+	"terminal, a line per candidate otherwise.  Ctrl-C stops the search and\n"
+	"keeps the best found so far.\n"
+	"\n"
+	"At the end the best options are printed to stdout in the --options file\n"
+	"format, after comment lines with the best and default times and the\n"
+	"speedup, so that\n"
+	"  tcomp autotune k.tc -e mm --shape A=512x512 --shape B=512x512 > mm.opts\n"
+	"  tcomp bench k.tc -e mm --shape A=512x512 --shape B=512x512 --options mm.opts\n"
+	"times the tuned kernel.\n"
+	"\n"
+	"  -e, --entry NAME    the def to tune\n"
+	"  --shape T=SHAPE     shape of input T: 1024x1024, 64, or scalar\n"
+	"  --generations G     generations of the search (default 5)\n"
+	"  --population P      candidates per generation (default 20)\n"
+	"  --elites E          best candidates carried into the next generation (default 2)\n"
+	"  --mutation RATE     chance that a child's option is redrawn (default 0.15)\n"
+	"  --threads N         candidates compiling at once (default: one per CPU);\n"
+	"                      the kernels' own thread count is the option threads,\n"
+	"                      searched unless --option threads=N fixes it\n"
+	"  --timeout S         limit on one candidate's runs, in seconds (default 10)\n"
+	"  --seed N            seed of the search's random choices (N >= 1; default:\n"
+	"                      from the clock): the same seed makes the same choices\n"
+	"  --runs R            at least R timed runs per candidate (default 5) ...\n"
+	"  --min-time S        ... taking at least S seconds in all (default 0.1)\n"
+	"  --cache PATH        the kernel cache to take seeds from and record every\n"
+	"                      candidate in (default: $TCOMP_CACHE, else\n"
+	"                      $XDG_CACHE_HOME/tcomp/kernels.sqlite, else\n"
+	"                      ~/.cache/tcomp/kernels.sqlite)\n"
+	"  --no-cache          neither read nor write the cache\n"
+	"  --options FILE      fixed options (see tcomp run --help): every option the\n"
+	"                      file or --option sets is kept as given, the others\n"
+	"                      are searched; target and contract are never searched\n"
+	"  --option N=V        fix one option (repeatable)\n"
+	"  --quiet             no progress output\n";
+
+static volatile sig_atomic_t interrupted;
+
+static void on_sigint(int sig)
+{
+	(void)sig;
+	interrupted = 1;
+}
+
+typedef struct view {
+	int tty, quiet;
+	int shown; /* a status line is on the terminal */
+} view;
+
+/* "1.23 ms", "45.6 us", "2.01 s". */
+static const char *fmt_time(double s, char *buf, size_t n)
+{
+	if (!isfinite(s))
+		snprintf(buf, n, "-");
+	else if (s >= 1)
+		snprintf(buf, n, "%.3g s", s);
+	else if (s >= 1e-3)
+		snprintf(buf, n, "%.3g ms", s * 1e3);
+	else
+		snprintf(buf, n, "%.3g us", s * 1e6);
+	return buf;
+}
+
+static const char *fmt_duration(double s, char *buf, size_t n)
+{
+	if (!isfinite(s) || s < 0)
+		snprintf(buf, n, "?");
+	else if (s < 60)
+		snprintf(buf, n, "%.0fs", s);
+	else
+		snprintf(buf, n, "%dm%02ds", (int)(s / 60), (int)s % 60);
+	return buf;
+}
+
+static const char *status_word(tc_tune_status st)
+{
+	switch (st) {
+	case TC_TUNE_OK: return "ok";
+	case TC_TUNE_CUT: return "cut (slow)";
+	case TC_TUNE_COMPILE_ERROR: return "compile error";
+	case TC_TUNE_RUN_ERROR: return "run error";
+	case TC_TUNE_CRASH: return "crashed";
+	case TC_TUNE_TIMEOUT: return "timed out";
+	case TC_TUNE_WRONG: return "wrong result";
+	}
+	return "?";
+}
+
+/* The options text on one line: "a=1;b=2". */
+static void one_line(const char *text, char *buf, size_t n)
+{
+	size_t i;
+	snprintf(buf, n, "%s", text);
+	for (i = 0; buf[i]; i++)
+		if (buf[i] == '\n')
+			buf[i] = buf[i + 1] ? ';' : 0;
+}
+
+static int progress(void *user, const tc_tune_progress *p)
+{
+	view *v = user;
+	char best[32], med[32], last[32], eta[32], el[32];
+	static char opts[2048];
+	if (v->quiet)
+		return 0;
+	fmt_time(p->best_s, best, sizeof(best));
+	fmt_time(p->gen_median_s, med, sizeof(med));
+	fmt_time(p->last->median_s, last, sizeof(last));
+	fmt_duration(p->eta_s, eta, sizeof(eta));
+	fmt_duration(p->elapsed_s, el, sizeof(el));
+	if (v->tty) {
+		int width = 20, filled = p->planned ? p->done * width / p->planned : 0, i;
+		fprintf(stderr, "\r\033[Kgen %d/%d [", p->generation + 1, p->generations);
+		for (i = 0; i < width; i++)
+			fputc(i < filled ? '#' : '.', stderr);
+		fprintf(stderr, "] %d/%d  best %s  gen median %s  failed %d  %s, eta %s", p->done,
+			p->planned, best, med, p->failed, el, eta);
+		v->shown = 1;
+	} else {
+		one_line(p->last->options, opts, sizeof(opts));
+		fprintf(stderr, "gen %d/%d  candidate %d/%d  %s %s  best %s  eta %s  %s%s%s\n",
+			p->generation + 1, p->generations, p->done, p->planned,
+			status_word(p->last->status), last, best, eta, opts,
+			*p->last->message ? "  # " : "", p->last->message);
+	}
+	fflush(stderr);
+	return 0;
+}
+
+/* Failed candidates get a line of their own on a terminal too. */
+static void record(void *user, const tc_tune_candidate *c)
+{
+	view *v = user;
+	char opts[2048];
+	const char *nl;
+	if (v->quiet || !v->tty || c->status == TC_TUNE_OK || c->status == TC_TUNE_CUT)
+		return;
+	one_line(c->options, opts, sizeof(opts));
+	nl = strchr(c->message, '\n');
+	fprintf(stderr, "\r\033[Kcandidate %d %s: %.*s\n  %s\n", c->index, status_word(c->status),
+		nl ? (int)(nl - c->message) : (int)strlen(c->message), c->message, opts);
+}
+
+static double parse_seconds(const char *opt, const char *s)
+{
+	char *end;
+	double v = strtod(s, &end);
+	if (end == s || *end || !(v > 0) || v > 1e6)
+		die_usage(autotune_usage, "%s needs a positive number of seconds", opt);
+	return v;
+}
+
+int cmd_autotune(int argc, char **argv)
+{
+	const char *file = NULL, *entry = NULL;
+	binding shapes[64];
+	int nshapes = 0, i, n_in = 0, n_out = 0, status = 0;
+	int64_t dims[64][8];
+	DLTensor dl[64];
+	const DLTensor *in_ptrs[64];
+	tc_tune_settings set;
+	tc_tune_report rep;
+	tc_context *ctx;
+	tc_options *base, *best = NULL;
+	opt_args oa = {0};
+	tc_module *m = NULL;
+	char *text = NULL, t1[32], t2[32], el[32];
+	view v = {0};
+	struct sigaction sa, old;
+
+	if (wants_help(argc, argv)) {
+		fputs(autotune_usage, stdout);
+		return 0;
+	}
+	tc_tune_settings_init(&set);
+	for (i = 0; i < argc; i++) {
+		const char *a = argv[i];
+		int more = i + 1 < argc;
+		if ((!strcmp(a, "-e") || !strcmp(a, "--entry")) && more)
+			entry = argv[++i];
+		else if (!strcmp(a, "--shape") && more) {
+			if (nshapes == 64)
+				die_usage(autotune_usage, "%s", "too many --shape");
+			shapes[nshapes++] = parse_binding(argv[++i], autotune_usage);
+		} else if (!strcmp(a, "--generations") && more)
+			set.generations = (int)parse_count(a, argv[++i], 1, autotune_usage);
+		else if (!strcmp(a, "--population") && more)
+			set.population = (int)parse_count(a, argv[++i], 1, autotune_usage);
+		else if (!strcmp(a, "--elites") && more)
+			set.elites = (int)parse_count(a, argv[++i], 0, autotune_usage);
+		else if (!strcmp(a, "--threads") && more)
+			set.threads = (int)parse_count(a, argv[++i], 1, autotune_usage);
+		else if (!strcmp(a, "--runs") && more)
+			set.runs = (int)parse_count(a, argv[++i], 1, autotune_usage);
+		else if (!strcmp(a, "--seed") && more)
+			set.seed = (uint64_t)parse_count(a, argv[++i], 1, autotune_usage);
+		else if (!strcmp(a, "--timeout") && more)
+			set.timeout_s = parse_seconds(a, argv[++i]);
+		else if (!strcmp(a, "--min-time") && more)
+			set.min_time_s = parse_seconds(a, argv[++i]);
+		else if (!strcmp(a, "--mutation") && more) {
+			char *end;
+			const char *s = argv[++i];
+			set.mutation_rate = strtod(s, &end);
+			if (end == s || *end || !(set.mutation_rate >= 0 && set.mutation_rate <= 1))
+				die_usage(autotune_usage, "--mutation needs a rate in [0, 1] but found '%s'",
+					s);
+		} else if (!strcmp(a, "--cache") && more)
+			set.cache_path = argv[++i];
+		else if (!strcmp(a, "--no-cache"))
+			set.use_cache = 0;
+		else if (!strcmp(a, "--quiet"))
+			v.quiet = 1;
+		else if (take_opt_arg(&oa, argc, argv, &i, autotune_usage, 0))
+			;
+		else if (a[0] == '-')
+			die_usage(autotune_usage, "unknown or incomplete option '%s'", a);
+		else if (!file)
+			file = a;
+		else
+			die_usage(autotune_usage, "unexpected argument '%s'", a);
+	}
+	if (!file)
+		die_usage(autotune_usage, "%s", "autotune needs a FILE.tc");
+	if (set.elites > set.population)
+		die_usage(autotune_usage, "%s", "--elites cannot exceed --population");
+	ctx = tc_context_new();
+	if (!ctx)
+		return EXIT_INTERNAL;
+	base = build_options(&oa, ctx);
+	opt_args_free(&oa);
+	m = load_entry(ctx, file, &entry, autotune_usage, &status);
+	if (!m)
+		goto done;
+	if (tc_module_def_arity(m, entry, &n_in, &n_out) < 0) {
+		status = report(ctx);
+		goto done;
+	}
+	if (n_in > 64) {
+		fprintf(stderr, "tcomp: error: '%s' has more than 64 inputs\n", entry);
+		status = EXIT_USER;
+		goto done;
+	}
+	if (bind_shapes(m, entry, n_in, shapes, nshapes, dl, dims, in_ptrs, autotune_usage) < 0) {
+		status = EXIT_USER;
+		goto done;
+	}
+	v.tty = isatty(2);
+	set.progress = progress;
+	set.record = record;
+	set.user = &v;
+	set.stop = &interrupted;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_sigint; /* no SA_RESTART: waits return early */
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, &old);
+	i = tc_autotune(m, entry, in_ptrs, n_in, base, &set, &best, &rep);
+	sigaction(SIGINT, &old, NULL);
+	if (v.shown)
+		fputs("\n", stderr);
+	if (i < 0) {
+		status = report(ctx);
+		goto done;
+	}
+	fputs(tc_context_warnings(ctx), stderr);
+	if (!(text = tc_options_print(best))) {
+		status = EXIT_INTERNAL;
+		goto done;
+	}
+	printf("# tcomp autotune %s -e %s", file, entry);
+	for (i = 0; i < n_in; i++) {
+		int d;
+		printf(" --shape %s=", tc_module_tensor_name(m, entry, i));
+		if (!dl[i].ndim)
+			printf("scalar");
+		for (d = 0; d < dl[i].ndim; d++)
+			printf("%s%lld", d ? "x" : "", (long long)dl[i].shape[d]);
+	}
+	printf("\n# best %s, defaults %s", fmt_time(rep.best_s, t1, sizeof(t1)),
+		fmt_time(rep.default_s, t2, sizeof(t2)));
+	if (isfinite(rep.default_s) && rep.best_s > 0)
+		printf(": %.2fx speedup over the defaults", rep.default_s / rep.best_s);
+	printf("\n# %d candidates (%d failed, %d cut short) in %d generations, %s%s\n",
+		rep.measured, rep.failed, rep.cut, rep.generations,
+		fmt_duration(rep.elapsed_s, el, sizeof(el)), rep.stopped ? "; stopped early" : "");
+	fputs(text, stdout);
+done:
+	tc_string_free(text);
+	for (i = 0; i < nshapes; i++)
+		free((char *)shapes[i].name);
+	tc_options_free(best);
+	tc_options_free(base);
+	tc_module_free(m);
+	tc_context_free(ctx);
+	return status;
+}
