@@ -2080,3 +2080,123 @@ void tc_cg_llvm_version(char *buf, size_t n)
 	LLVMGetVersion(&major, &minor, &patch);
 	snprintf(buf, n, "%u.%u.%u", major, minor, patch);
 }
+
+/* ---- object code (the kernel cache stores it; codegen does not know) ---- */
+
+/* Compile p to a relocatable object file for the host (see llvm.h):
+ * the same module and optimisation as tc_cg_llvm_compile, emitted with a
+ * position-independent small-code-model target machine so that the JIT's
+ * linker can place it anywhere. */
+__tc_give void *tc_cg_llvm_object(__tc_keep const tc_poly *p, const char *fname, size_t *size,
+	__tc_give tc_cg_site **sites, int *nsites, __tc_keep tc_diags *d)
+{
+	host h;
+	LLVMTargetMachineRef tm = NULL;
+	LLVMContextRef C = NULL;
+	LLVMModuleRef M = NULL;
+	LLVMMemoryBufferRef buf = NULL;
+	char *msg = NULL;
+	void *r = NULL;
+
+	*size = 0;
+	*sites = NULL;
+	*nsites = 0;
+	if (!p || host_init(&h, d) < 0)
+		return NULL;
+	tm = LLVMCreateTargetMachine(h.target, h.triple, h.cpu, h.features,
+		LLVMCodeGenLevelAggressive, LLVMRelocPIC, LLVMCodeModelSmall);
+	if (!tm) {
+		tc_error(d, noloc, "LLVM: cannot create a target machine for %s (%s)", h.triple,
+			h.cpu);
+		goto done;
+	}
+	C = LLVMContextCreate();
+	if (!(M = build_module(C, p, fname, &h, tm, d, sites, nsites)) || optimize(M, tm, d) < 0)
+		goto done;
+	if (LLVMTargetMachineEmitToMemoryBuffer(tm, M, LLVMObjectFile, &msg, &buf)) {
+		tc_error(d, noloc, "LLVM: cannot emit object code: %s", msg ? msg : "?");
+		LLVMDisposeMessage(msg);
+		goto done;
+	}
+	*size = LLVMGetBufferSize(buf);
+	r = tc_malloc(*size ? *size : 1);
+	if (r)
+		memcpy(r, LLVMGetBufferStart(buf), *size);
+	else
+		tc_error(d, noloc, "%s", "out of memory");
+	LLVMDisposeMemoryBuffer(buf);
+done:
+	if (!r) {
+		tc_free(*sites);
+		*sites = NULL;
+		*nsites = 0;
+		*size = 0;
+	}
+	if (M)
+		LLVMDisposeModule(M);
+	if (C)
+		LLVMContextDispose(C);
+	if (tm)
+		LLVMDisposeTargetMachine(tm);
+	host_dispose(&h);
+	return r;
+}
+
+/* Load object code made by tc_cg_llvm_object into jit under a new
+ * resource tracker and look up fname (see llvm.h). */
+__tc_give tc_cg_code *tc_cg_llvm_load(__tc_keep tc_cg_jit *jit, const void *obj, size_t size,
+	const char *fname, __tc_take tc_cg_site *sites, int nsites, __tc_keep tc_diags *d)
+{
+	LLVMOrcExecutorAddress addr = 0;
+	LLVMMemoryBufferRef mb;
+	LLVMErrorRef err;
+	tc_cg_code *code;
+
+	if (!jit || !obj || !fname) {
+		tc_free(sites);
+		return NULL;
+	}
+	code = tc_calloc(1, sizeof(*code));
+	if (!code) {
+		tc_free(sites);
+		tc_error(d, noloc, "%s", "out of memory");
+		return NULL;
+	}
+	code->jit = jit;
+	code->sites = sites;
+	code->nsites = nsites;
+	mb = LLVMCreateMemoryBufferWithMemoryRangeCopy((const char *)obj, size, fname);
+	if (!mb) {
+		tc_error(d, noloc, "%s", "out of memory");
+		tc_cg_code_free(code);
+		return NULL;
+	}
+	pthread_mutex_lock(&jit->lock);
+	/* a symbol of this name already in the JIT: the same object loaded
+	 * before (its code belongs to another kernel); the caller compiles */
+	err = LLVMOrcLLJITLookup(jit->lljit, &addr, fname);
+	if (!err) {
+		pthread_mutex_unlock(&jit->lock);
+		LLVMDisposeMemoryBuffer(mb);
+		tc_error(d, noloc, "LLVM: '%s' is already loaded", fname);
+		tc_cg_code_free(code);
+		return NULL;
+	}
+	LLVMConsumeError(err);
+	addr = 0;
+	code->rt = LLVMOrcJITDylibCreateResourceTracker(jit->jd);
+	err = LLVMOrcLLJITAddObjectFileWithRT(jit->lljit, code->rt, mb); /* owns mb */
+	if (err)
+		llvm_error(d, "add the object code to the JIT", err);
+	else if ((err = LLVMOrcLLJITLookup(jit->lljit, &addr, fname)) != NULL)
+		llvm_error(d, "link the object code", err);
+	pthread_mutex_unlock(&jit->lock);
+	if (err || !addr) {
+		if (!err)
+			tc_error(d, noloc, "%s", "LLVM: the kernel has no address");
+		tc_cg_code_free(code);
+		return NULL;
+	}
+	code->fn = (tc_cg_fn)(uintptr_t)addr;
+	return code;
+}

@@ -82,4 +82,19 @@ __tc_give char *tc_cg_llvm_host_target(void);
 /* The version of the LLVM library in use ("19.1.7") into buf[n]. */
 void tc_cg_llvm_version(char *buf, size_t n);
 
+/* Object code: p (as for tc_cg_llvm_compile) compiled to a relocatable
+ * object file for the host with its kernel function named fname (its
+ * outlined parallel bodies are local).  Returns the bytes (*size of them;
+ * the caller frees them with tc_free) and the run-time check sites (*sites,
+ * *nsites; the caller's), or NULL with a message in d.  No JIT involved. */
+__tc_give void *tc_cg_llvm_object(__tc_keep const tc_poly *p, const char *fname, size_t *size,
+	__tc_give tc_cg_site **sites, int *nsites, __tc_keep tc_diags *d);
+/* Load object code made by tc_cg_llvm_object (in this or another process,
+ * with the same LLVM and host) into jit, and find fname in it; sites are
+ * its checks (taken, even on failure).  NULL with a message in d when the
+ * object does not load or link, or when fname is already in the JIT (the
+ * same object loaded for another kernel: compile instead). */
+__tc_give tc_cg_code *tc_cg_llvm_load(__tc_keep tc_cg_jit *jit, const void *obj, size_t size,
+	const char *fname, __tc_take tc_cg_site *sites, int nsites, __tc_keep tc_diags *d);
+
 #endif

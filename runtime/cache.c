@@ -8,8 +8,13 @@
  *           version, created)           one row per key, UNIQUE over the key
  *   runs(id, kernel_id, options, median_ms, min_ms, status, run_id, at)
  *                                       every measured candidate
- *   objects(kernel_id, options, tcomp_version, llvm_version, checksum, code,
- *           at)                         compiled object code (optional)
+ *   objects(kernel_id, options, tcomp_version, llvm_version, symbol,
+ *           def_hash, sites, code, checksum, at)
+ *                                       compiled object code (optional): an
+ *                                       object file for the options of a run,
+ *                                       its kernel symbol, check sites, the
+ *                                       hash of the def text they point into,
+ *                                       and an FNV-1a checksum of it all
  * Times are milliseconds; 'at' and 'created' are Unix seconds.
  *
  * Every write is one BEGIN IMMEDIATE transaction (the writer lock is taken
@@ -146,8 +151,9 @@ static const char *const schema_sql =
 	"CREATE INDEX runs_by_kernel ON runs(kernel_id, status, median_ms);"
 	"CREATE TABLE objects("
 	" kernel_id INTEGER NOT NULL REFERENCES kernels(id), options TEXT NOT NULL,"
-	" tcomp_version TEXT NOT NULL, llvm_version TEXT NOT NULL, checksum TEXT NOT NULL,"
-	" code BLOB NOT NULL, at REAL NOT NULL, PRIMARY KEY(kernel_id, options));"
+	" tcomp_version TEXT NOT NULL, llvm_version TEXT NOT NULL, symbol TEXT NOT NULL,"
+	" def_hash TEXT NOT NULL, sites BLOB NOT NULL, code BLOB NOT NULL,"
+	" checksum TEXT NOT NULL, at REAL NOT NULL, PRIMARY KEY(kernel_id, options));"
 	"INSERT INTO meta VALUES('application', '" APPLICATION "');"
 	"INSERT INTO meta VALUES('schema_version', '1');";
 
@@ -1036,12 +1042,219 @@ int tc_cache_seeds(__tc_keep tc_cache *c, __tc_keep const tc_cache_key *key, int
 	return 0;
 }
 
-/* ---- stored object code (not yet: nothing is stored) ---- */
+/* ---- stored object code ---- */
+
+#define SITE_INTS 8 /* kind, off, len, line, col, tensor, dim, op */
+
+/* The sites as little-endian int32s (SITE_INTS per site). */
+static unsigned char *encode_sites(const tc_cg_site *s, int n, size_t *size)
+{
+	unsigned char *b = tc_malloc((size_t)n * SITE_INTS * 4 + 1), *p = b;
+	int i, k;
+	*size = (size_t)n * SITE_INTS * 4;
+	if (!b)
+		return NULL;
+	for (i = 0; i < n; i++) {
+		int32_t v[SITE_INTS] = {(int32_t)s[i].kind, s[i].loc.off, s[i].loc.len, s[i].loc.line,
+			s[i].loc.col, s[i].tensor, s[i].dim, s[i].op};
+		for (k = 0; k < SITE_INTS; k++, p += 4) {
+			uint32_t u = (uint32_t)v[k];
+			p[0] = (unsigned char)u;
+			p[1] = (unsigned char)(u >> 8);
+			p[2] = (unsigned char)(u >> 16);
+			p[3] = (unsigned char)(u >> 24);
+		}
+	}
+	return b;
+}
+
+static int decode_sites(const unsigned char *p, size_t size, tc_cg_site **out, int *n)
+{
+	size_t i, count = size / (SITE_INTS * 4);
+	int k;
+	*out = NULL;
+	*n = 0;
+	if (size % (SITE_INTS * 4) || count > 1000000)
+		return -1;
+	if (count && !(*out = tc_calloc(count, sizeof(tc_cg_site))))
+		return -1;
+	for (i = 0; i < count; i++) {
+		int32_t v[SITE_INTS];
+		for (k = 0; k < SITE_INTS; k++, p += 4)
+			v[k] = (int32_t)((uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+					 (uint32_t)p[3] << 24);
+		if (v[0] != TC_CG_CHECK_BOUNDS && v[0] != TC_CG_CHECK_DIV) {
+			tc_free(*out);
+			*out = NULL;
+			return -1;
+		}
+		(*out)[i].kind = (tc_cg_check)v[0];
+		(*out)[i].loc = (tc_loc){v[1], v[2], v[3], v[4]};
+		(*out)[i].tensor = v[5];
+		(*out)[i].dim = v[6];
+		(*out)[i].op = (char)v[7];
+	}
+	*n = (int)count;
+	return 0;
+}
+
+/* The checksum of a stored object, as 16 hex digits into out. */
+static void object_checksum(char out[17], const char *tv, const char *lv, const char *symbol,
+	const char *def_hash, const void *sites, size_t nsites, const void *code, size_t ncode)
+{
+	uint64_t h = TC_HASH_INIT;
+	h = tc_hash_bytes(h, tv, strlen(tv) + 1);
+	h = tc_hash_bytes(h, lv, strlen(lv) + 1);
+	h = tc_hash_bytes(h, symbol, strlen(symbol) + 1);
+	h = tc_hash_bytes(h, def_hash, strlen(def_hash) + 1);
+	h = tc_hash_bytes(h, sites, nsites);
+	h = tc_hash_bytes(h, code, ncode);
+	snprintf(out, 17, "%016llx", (unsigned long long)h);
+}
 
 int tc_cache_store_object(__tc_keep tc_cache *c, __tc_keep const tc_cache_key *key,
 	__tc_keep tc_module *m, const DLTensor *const *inputs, int n_inputs, const char *options)
 {
-	return c && key && m ? 0 : -1;
+	tc_rt_object o;
+	tc_options *opts = NULL;
+	sqlite3_stmt *st = NULL;
+	unsigned char *sites = NULL;
+	char *text = NULL, llvm[32], sum[17], dh[17], sym[40];
+	size_t nsites = 0;
+	uint64_t h;
+	int64_t kid;
+	int r = -1;
+
+	memset(&o, 0, sizeof(o));
+	if (!c || !key || !m)
+		return -1;
+	if (c->mode != TC_CACHE_WRITE) {
+		set_error(c, "kernel cache '%s' is open for reading only", c->path);
+		return -1;
+	}
+	if (!(opts = tc_options_new()) || tc_options_parse(opts, options ? options : "", c->vctx) < 0 ||
+		!(text = tc_options_print(opts))) {
+		tc_buf b;
+		tc_buf_init(&b);
+		tc_buf_puts(&b, "cannot store object code for options that do not parse: ");
+		put_message(&b, tc_context_error(c->vctx));
+		tc_free(c->error);
+		c->error = tc_buf_take(&b);
+		goto done;
+	}
+	if (strcmp(tc_options_get(opts, "target"), "cpu")) {
+		r = 0; /* nothing to store for the interpreter */
+		goto done;
+	}
+	/* a symbol naming the key and options, the same in every process */
+	h = tc_hash_bytes(TC_HASH_INIT, key->hash, 16);
+	h = tc_hash_bytes(h, key->entry, strlen(key->entry) + 1);
+	h = tc_hash_bytes(h, key->types, strlen(key->types) + 1);
+	h = tc_hash_bytes(h, key->shapes, strlen(key->shapes) + 1);
+	h = tc_hash_bytes(h, key->target, strlen(key->target) + 1);
+	h = tc_hash_bytes(h, text, strlen(text) + 1);
+	snprintf(sym, sizeof(sym), "tc_obj_%016llx", (unsigned long long)h);
+	if (!(o.symbol = tc_strdup(sym))) {
+		set_error(c, "%s", "out of memory");
+		goto done;
+	}
+	if (tc_rt_compile_object(m, key->entry, inputs, n_inputs, opts, &o) < 0) {
+		tc_buf b;
+		tc_buf_init(&b);
+		tc_buf_puts(&b, "cannot compile object code: ");
+		put_message(&b, tc_context_error(m->ctx));
+		tc_free(c->error);
+		c->error = tc_buf_take(&b);
+		goto done;
+	}
+	if (!(sites = encode_sites(o.sites, o.nsites, &nsites))) {
+		set_error(c, "%s", "out of memory");
+		goto done;
+	}
+	tc_cg_llvm_version(llvm, sizeof(llvm));
+	snprintf(dh, sizeof(dh), "%016llx", (unsigned long long)o.def_hash);
+	object_checksum(sum, TCOMP_VERSION, llvm, o.symbol, dh, sites, nsites, o.code, o.size);
+	if (begin_write(c) < 0)
+		goto done;
+	if ((kid = kernel_row(c, key, key->canonical)) < 0 ||
+		!(st = prepare(c, "INSERT OR REPLACE INTO objects(kernel_id, options, tcomp_version, "
+				  "llvm_version, symbol, def_hash, sites, code, checksum, at) "
+				  "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"))) {
+		rollback(c);
+		goto done;
+	}
+	sqlite3_bind_int64(st, 1, kid);
+	sqlite3_bind_text(st, 2, text, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 3, TCOMP_VERSION, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 4, llvm, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 5, o.symbol, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 6, dh, -1, SQLITE_STATIC);
+	sqlite3_bind_blob(st, 7, sites, (int)nsites, SQLITE_STATIC);
+	sqlite3_bind_blob(st, 8, o.code, (int)o.size, SQLITE_STATIC);
+	sqlite3_bind_text(st, 9, sum, -1, SQLITE_STATIC);
+	sqlite3_bind_double(st, 10, now_unix());
+	if (sqlite3_step(st) != SQLITE_DONE) {
+		db_error(c, "write");
+		rollback(c);
+		goto done;
+	}
+	r = commit(c);
+done:
+	sqlite3_finalize(st);
+	tc_free(sites);
+	tc_free(text);
+	tc_options_free(opts);
+	tc_rt_object_clear(&o);
+	return r;
+}
+
+int tc_cache_object(__tc_keep tc_cache *c, int64_t kernel_id, const char *options,
+	__tc_keep struct tc_rt_object *o)
+{
+	sqlite3_stmt *st;
+	char llvm[32], sum[17];
+	int rc, r = 0;
+	memset(o, 0, sizeof(*o));
+	if (!c || !options)
+		return -1;
+	st = prepare(c, "SELECT tcomp_version, llvm_version, symbol, def_hash, sites, code, "
+			"checksum FROM objects WHERE kernel_id = ?1 AND options = ?2");
+	if (!st)
+		return -1;
+	sqlite3_bind_int64(st, 1, kernel_id);
+	sqlite3_bind_text(st, 2, options, -1, SQLITE_STATIC);
+	tc_cg_llvm_version(llvm, sizeof(llvm));
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		const char *tv = col_text(st, 0), *lv = col_text(st, 1);
+		const void *sites = sqlite3_column_blob(st, 4), *code;
+		size_t nsites = (size_t)sqlite3_column_bytes(st, 4), ncode;
+		code = sqlite3_column_blob(st, 5);
+		ncode = (size_t)sqlite3_column_bytes(st, 5);
+		object_checksum(sum, tv, lv, col_text(st, 2), col_text(st, 3), sites ? sites : "",
+			nsites, code ? code : "", ncode);
+		if (strcmp(tv, TCOMP_VERSION) || strcmp(lv, llvm))
+			r = 0; /* made by another tcomp or LLVM: compile from the options */
+		else if (strcmp(sum, col_text(st, 6)) || !code || !ncode ||
+			 decode_sites(sites, nsites, &o->sites, &o->nsites) < 0)
+			warn(c, "the object code of entry %lld fails its checksum; compiling from "
+				"the options", (long long)kernel_id);
+		else if (!(o->code = tc_malloc(ncode)) || !(o->symbol = tc_strdup(col_text(st, 2)))) {
+			tc_rt_object_clear(o);
+			set_error(c, "%s", "out of memory");
+			r = -1;
+		} else {
+			memcpy(o->code, code, ncode);
+			o->size = ncode;
+			o->def_hash = strtoull(col_text(st, 3), NULL, 16);
+			r = 1;
+		}
+	} else if (rc != SQLITE_DONE) {
+		db_error(c, "read");
+		r = -1;
+	}
+	sqlite3_finalize(st);
+	return r;
 }
 
 /* ---- management ---- */

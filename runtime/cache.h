@@ -138,6 +138,14 @@ int tc_cache_seeds(__tc_keep tc_cache *c, __tc_keep const tc_cache_key *key, int
 
 /* ---- stored object code ---- */
 
+struct tc_rt_object; /* runtime/internal.h */
+/* The stored object code of kernel row kernel_id (tc_cache_hit) for the
+ * options text (as the hit gives it) into *o: 1 found, intact and made by
+ * this tcomp and LLVM version; 0 none usable (none stored, another
+ * version, or a checksum mismatch, which adds a warning); -1 error. */
+int tc_cache_object(__tc_keep tc_cache *c, int64_t kernel_id, const char *options,
+	__tc_keep struct tc_rt_object *o);
+
 /* Compile entry of m for inputs with the options text (as recorded) to
  * object code for the host and store it with key, next to the options, with
  * a checksum and the tcomp and LLVM versions; a later tc_compile with no

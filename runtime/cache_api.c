@@ -108,7 +108,8 @@ void tc_rt_cache_lookups_free(__tc_keep tc_module *m)
 }
 
 __tc_give tc_options *tc_rt_cache_options(__tc_keep tc_module *m, const char *entry,
-	const DLTensor *const *inputs, int n_inputs, const char *memo, tc_rt_source *source)
+	const DLTensor *const *inputs, int n_inputs, const char *memo, tc_rt_source *source,
+	__tc_keep tc_rt_object *obj)
 {
 	tc_context *ctx = m->ctx;
 	tc_cache_key key;
@@ -152,6 +153,10 @@ __tc_give tc_options *tc_rt_cache_options(__tc_keep tc_module *m, const char *en
 	}
 	if (c) {
 		r = tc_cache_lookup(c, &key, &hit);
+		/* object code only for exactly these shapes and options */
+		if (r == 1 && !strcmp(tc_options_get(hit.options, "target"), "cpu") &&
+			tc_cache_object(c, hit.kernel_id, hit.text, obj) < 0)
+			tc_rt_object_clear(obj);
 		if (r == 0)
 			r = tc_cache_lookup_near(c, &key, &hit);
 		if (r < 0) {

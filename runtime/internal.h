@@ -58,6 +58,7 @@ typedef struct tc_rt_compiled {
 	tc_poly_opts popts; /* the schedule passes' settings */
 	int threads;        /* for its parallel loops; 0: one per online CPU */
 	tc_cg_code *code;  /* TC_RT_CPU */
+	int from_object;   /* code loaded from the kernel cache's object code */
 	size_t ws_bytes;   /* workspace for the temporaries */
 	size_t *ws_off;    /* offset of each temporary in it */
 	tc_vec ws_free;    /* workspaces ready for reuse (void *) */
@@ -88,14 +89,38 @@ char *tc_rt_emit_poly(tc_module *m, const tc_ir_func *f, const int64_t *params,
 	const tc_poly_opts *popts, const char *stage);
 void tc_rt_compiled_free(tc_rt_compiled *c);
 
+/* Object code of a kernel as the kernel cache keeps it: the bytes of a
+ * relocatable object file, the name of its kernel function, its run-time
+ * check sites with locations relative to the def's start (line 0 is the
+ * def's first line, columns on it relative to the def's column), and a hash
+ * of the def's source text (the sites are valid for that text only).
+ * Every pointer is owned. */
+typedef struct tc_rt_object {
+	void *code;
+	size_t size;
+	char *symbol;
+	tc_cg_site *sites;
+	int nsites;
+	uint64_t def_hash;
+} tc_rt_object;
+void tc_rt_object_clear(__tc_keep tc_rt_object *o);
+/* Compile entry of m for inputs with options to object code into o, whose
+ * symbol the caller sets (the name of the kernel function).  0 ok; -1 with
+ * an error in m's context (also for target=interp: no object code). */
+int tc_rt_compile_object(__tc_keep tc_module *m, const char *entry, const DLTensor *const *inputs,
+	int n_inputs, __tc_keep const tc_options *options, __tc_keep tc_rt_object *o);
+
 /* The options tc_compile uses for entry at these inputs when it is given
  * none (runtime/cache_api.c): the kernel cache's best for exactly these
  * shapes, else for the nearest shapes, else NULL (the defaults), with
- * *source saying which.  Problems with the cache file become warnings of
+ * *source saying which; on an exact hit, also the entry's stored object
+ * code for those options into *obj when there is one that is intact and
+ * made by this tcomp and LLVM (else obj is left empty).  Problems with the cache file become warnings of
  * the context, never errors.  Called with ctx->lock held; the result is the
  * caller's. */
 __tc_give tc_options *tc_rt_cache_options(__tc_keep tc_module *m, const char *entry,
-	const DLTensor *const *inputs, int n_inputs, const char *memo, tc_rt_source *source);
+	const DLTensor *const *inputs, int n_inputs, const char *memo, tc_rt_source *source,
+	__tc_keep struct tc_rt_object *obj);
 /* Free the module's lookup memo (tc_module_free). */
 void tc_rt_cache_lookups_free(__tc_keep tc_module *m);
 

@@ -95,24 +95,114 @@ static char *memo_key(const char *entry, const tc_tensor *in, int n, const char 
 }
 
 /* Compile f for the bound sizes in c (CPU target). */
-static int compile_cpu(tc_module *m, tc_rt_compiled *c, tc_diags *d)
+/* ---- object code for the kernel cache ---- */
+
+/* The def of compiled function f in m. */
+static const tc_def *def_of(tc_module *m, const tc_ir_func *f)
 {
-	isl_ctx *ictx = tc_poly_ctx_new();
+	int i;
+	for (i = 0; i < m->prog->ndefs; i++)
+		if (!strcmp(m->prog->defs[i]->name, f->name))
+			return m->prog->defs[i];
+	return NULL;
+}
+
+/* Hash of the source text of def (an object's check sites point into it). */
+static uint64_t def_text_hash(tc_module *m, const tc_def *def)
+{
+	return tc_hash_bytes(TC_HASH_INIT, m->src->text + def->loc.off, (size_t)def->loc.len);
+}
+
+/* Make the locations of sites relative to def's start (dir -1), or
+ * absolute again (dir +1), so that an object stays usable when the same
+ * def text sits elsewhere in another file. */
+static void relocate_sites(tc_cg_site *s, int n, const tc_def *def, int dir)
+{
+	int i;
+	for (i = 0; i < n; i++) {
+		tc_loc *l = &s[i].loc;
+		if (dir < 0) {
+			if (l->line == def->loc.line)
+				l->col -= def->loc.col;
+			l->line -= def->loc.line;
+			l->off -= def->loc.off;
+		} else {
+			if (l->line == 0)
+				l->col += def->loc.col;
+			l->line += def->loc.line;
+			l->off += def->loc.off;
+		}
+	}
+}
+
+void tc_rt_object_clear(__tc_keep tc_rt_object *o)
+{
+	if (!o)
+		return;
+	tc_free(o->code);
+	tc_free(o->symbol);
+	tc_free(o->sites);
+	memset(o, 0, sizeof(*o));
+}
+
+/* Load the stored object o for c, when it was made from the same def text;
+ * NULL (the caller compiles) otherwise or when it does not load. */
+static tc_cg_code *load_object(tc_module *m, tc_rt_compiled *c, const tc_rt_object *o)
+{
+	const tc_def *def = def_of(m, c->f);
+	tc_cg_site *sites = NULL;
+	tc_cg_code *code;
+	tc_diags d;
+	if (!def || def_text_hash(m, def) != o->def_hash)
+		return NULL;
+	if (o->nsites && !(sites = tc_calloc((size_t)o->nsites, sizeof(*sites))))
+		return NULL;
+	if (o->nsites)
+		memcpy(sites, o->sites, (size_t)o->nsites * sizeof(*sites));
+	relocate_sites(sites, o->nsites, def, +1);
+	tc_diags_init(&d, m->src);
+	code = tc_cg_llvm_load(m->ctx->jit, o->code, o->size, o->symbol, sites, o->nsites, &d);
+	tc_diags_clear(&d); /* a failure only means compiling it */
+	return code;
+}
+
+/* Compile f for the bound sizes in c (CPU target): from the stored object
+ * obj_in when there is one that loads, else through isl and LLVM into the
+ * JIT, or (obj_out) to object code for the kernel cache. */
+static int compile_cpu(tc_module *m, tc_rt_compiled *c, tc_diags *d, const tc_rt_object *obj_in,
+	tc_rt_object *obj_out)
+{
+	isl_ctx *ictx = NULL;
 	tc_poly *p = NULL;
 	int st = -1;
 
-	if (!ictx) {
+	if (!obj_out && !m->ctx->jit && !(m->ctx->jit = tc_cg_jit_new(d)))
+		return -1;
+	if (obj_in && obj_in->code && (c->code = load_object(m, c, obj_in))) {
+		c->from_object = 1;
+		return 0;
+	}
+	if (!(ictx = tc_poly_ctx_new())) {
 		tc_rt_set_error(m->ctx, "out of memory");
 		return -1;
 	}
-	if (!m->ctx->jit && !(m->ctx->jit = tc_cg_jit_new(d)))
-		goto done;
 	p = tc_poly_build(ictx, c->cf, c->params, d);
 	if (p)
 		p->opts = c->popts;
 	if (!p || tc_poly_schedule(p, tc_poly_default_passes, tc_poly_ndefault_passes, d) < 0 ||
 		tc_poly_ast(p, d) < 0)
 		goto done;
+	if (obj_out) {
+		const tc_def *def = def_of(m, c->f);
+		obj_out->code = tc_cg_llvm_object(p, obj_out->symbol, &obj_out->size,
+			&obj_out->sites, &obj_out->nsites, d);
+		if (!obj_out->code || !def)
+			goto done;
+		relocate_sites(obj_out->sites, obj_out->nsites, def, -1);
+		obj_out->def_hash = def_text_hash(m, def);
+		st = 0;
+		goto done;
+	}
 	c->code = tc_cg_llvm_compile(m->ctx->jit, p, d);
 	st = c->code ? 0 : -1;
 done:
@@ -154,7 +244,8 @@ static int layout_workspace(tc_rt_compiled *c)
 
 /* A new compiled object for entry at these input shapes, or NULL. */
 static tc_rt_compiled *compile(tc_module *m, const tc_ir_func *f, const tc_tensor *in,
-	int n_inputs, const tc_options *options, char *key)
+	int n_inputs, const tc_options *options, char *key, const tc_rt_object *obj_in,
+	tc_rt_object *obj_out)
 {
 	tc_rt_compiled *c = tc_calloc(1, sizeof(*c));
 	tc_diags d;
@@ -200,7 +291,7 @@ static tc_rt_compiled *compile(tc_module *m, const tc_ir_func *f, const tc_tenso
 		tc_rt_set_error(m->ctx, "the temporaries of '%s' are too large for memory", f->name);
 		goto fail;
 	}
-	if (c->target == TC_RT_CPU && compile_cpu(m, c, &d) < 0)
+	if (c->target == TC_RT_CPU && compile_cpu(m, c, &d, obj_in, obj_out) < 0)
 		goto error;
 	tc_diags_clear(&d);
 	return c;
@@ -224,8 +315,11 @@ tc_kernel *tc_compile(tc_module *m, const char *entry, const DLTensor *const *in
 	tc_kernel *k = NULL;
 	tc_tensor *in = NULL;
 	tc_options *cached = NULL;
+	tc_rt_object obj;
 	char *opts = NULL, *key = NULL;
 	int i, def;
+
+	memset(&obj, 0, sizeof(obj));
 
 	if (!m)
 		return NULL;
@@ -251,7 +345,7 @@ tc_kernel *tc_compile(tc_module *m, const char *entry, const DLTensor *const *in
 			goto done;
 		}
 		options = cached = tc_rt_cache_options(m, entry, inputs, n_inputs, shapes,
-			&k->source);
+			&k->source, &obj);
 		tc_free(shapes);
 	}
 	opts = tc_rt_options_key(options);
@@ -264,7 +358,7 @@ tc_kernel *tc_compile(tc_module *m, const char *entry, const DLTensor *const *in
 		if (!strcmp(((tc_rt_compiled *)m->compiled.v[i])->key, key))
 			c = m->compiled.v[i];
 	if (!c) {
-		c = compile(m, f, in, n_inputs, options, key);
+		c = compile(m, f, in, n_inputs, options, key, obj.code ? &obj : NULL, NULL);
 		key = NULL; /* compile took it */
 		if (c && tc_vec_push(&m->compiled, c) < 0) {
 			tc_rt_compiled_free(c);
@@ -283,6 +377,7 @@ done:
 	tc_free(opts);
 	tc_free(in);
 	tc_options_free(cached);
+	tc_rt_object_clear(&obj);
 	if (k && !k->c) {
 		tc_free(k);
 		k = NULL;
@@ -515,4 +610,43 @@ void tc_kernel_free(tc_kernel *k)
 		return;
 	tc_module_free(k->m);
 	tc_free(k);
+}
+
+/* Compile entry for inputs with options to object code (see internal.h). */
+int tc_rt_compile_object(__tc_keep tc_module *m, const char *entry, const DLTensor *const *inputs,
+	int n_inputs, __tc_keep const tc_options *options, __tc_keep tc_rt_object *o)
+{
+	const tc_ir_func *f;
+	tc_rt_compiled *c = NULL;
+	tc_tensor *in = NULL;
+	char *key = NULL;
+	int def, st = -1;
+
+	if (!m || !o || !o->symbol)
+		return -1;
+	tc_rt_clear_error(m->ctx);
+	pthread_mutex_lock(&m->ctx->lock);
+	if ((def = tc_rt_find_def(m, entry)) < 0 || !(f = tc_rt_module_func(m, def)))
+		goto done;
+	if (!count_ok(m->ctx, f, "input", n_inputs, f->ninputs, 0))
+		goto done;
+	if (!(in = tc_calloc((size_t)f->ninputs + 1, sizeof(tc_tensor))) ||
+		!(key = tc_strdup("object"))) {
+		tc_rt_set_error(m->ctx, "out of memory");
+		goto done;
+	}
+	if (convert_tensors(m->ctx, f, "input", 0, inputs, n_inputs, 0, in) < 0)
+		goto done;
+	c = compile(m, f, in, n_inputs, options, key, NULL, o);
+	key = NULL; /* compile took it */
+	if (c && !o->code)
+		tc_rt_set_error(m->ctx, "options target=%s make no object code",
+			tc_options_get(options, "target"));
+	st = c && o->code ? 0 : -1;
+done:
+	pthread_mutex_unlock(&m->ctx->lock);
+	tc_rt_compiled_free(c);
+	tc_free(key);
+	tc_free(in);
+	return st;
 }

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "runtime/cache.h"
+#include "runtime/internal.h"
 #include "tests/testutil.h"
 
 static char dir[256];
@@ -714,6 +715,171 @@ static void invalid_options_in_a_row_are_skipped_with_a_warning(void **state)
 	fx_fini(&f);
 }
 
+/* ---- stored object code ---- */
+
+/* A cache at p with TUNED recorded for f's shapes, and its object code. */
+static void cache_with_object(fixture *f, const char *p)
+{
+	tc_cache_key key;
+	tc_cache *c;
+	key_of(f, &key);
+	c = open_write(p);
+	record(c, &key, "", 2.0, 1);
+	record(c, &key, TUNED, 1.0, 1);
+	if (tc_cache_store_object(c, &key, f->m, f->in, 2, TUNED) < 0)
+		fail_msg("store_object: %s", tc_cache_error(c));
+	tc_cache_close(c);
+	tc_cache_key_clear(&key);
+}
+
+/* Compile mm in a fresh context reading cache p; whether LLVM was skipped. */
+static int compile_fresh(const char *p, const char *warning)
+{
+	fixture f;
+	tc_kernel *k;
+	char *got, *want = canon(TUNED);
+	int from;
+	fx_init(&f, 64, 32, 48);
+	assert_int_equal(tc_context_set_cache(f.ctx, p), 0);
+	k = tc_compile(f.m, "mm", f.in, 2, NULL);
+	assert_non_null(k);
+	assert_string_equal(tc_kernel_options_source(k), "cache");
+	got = tc_kernel_options(k);
+	assert_string_equal(got, want);
+	from = k->c->from_object;
+	check_against_interp(&f, k);
+	if (warning && !strstr(tc_context_warnings(f.ctx), warning))
+		fail_msg("warnings '%s' do not say '%s'", tc_context_warnings(f.ctx), warning);
+	if (!warning)
+		assert_string_equal(tc_context_warnings(f.ctx), "");
+	tc_string_free(got);
+	tc_string_free(want);
+	tc_kernel_free(k);
+	fx_fini(&f);
+	return from;
+}
+
+static void stored_object_code_skips_llvm(void **state)
+{
+	const char *p = path("obj.sqlite");
+	fixture f;
+	(void)state;
+	fx_init(&f, 64, 32, 48);
+	cache_with_object(&f, p);
+	fx_fini(&f);
+	assert_int_equal(compile_fresh(p, NULL), 1);
+	/* another LLVM's or tcomp's object: compiled from the options, quietly */
+	exec_sql(p, "UPDATE objects SET llvm_version = '1.0.0'");
+	assert_int_equal(compile_fresh(p, NULL), 0);
+	exec_sql(p, "UPDATE objects SET llvm_version = '0', tcomp_version = '0.0.1'");
+	assert_int_equal(compile_fresh(p, NULL), 0);
+}
+
+static void damaged_object_code_is_compiled_again(void **state)
+{
+	const char *p = path("obj.sqlite");
+	fixture f;
+	(void)state;
+	fx_init(&f, 64, 32, 48);
+	cache_with_object(&f, p);
+	fx_fini(&f);
+	/* one byte of the code changed */
+	exec_sql(p, "UPDATE objects SET code = substr(code, 1, 100) || x'5a' || "
+		    "substr(code, 102)");
+	assert_int_equal(compile_fresh(p, "fails its checksum"), 0);
+	/* garbage that passes the checksum is not possible without the
+	 * checksum; a truncated blob fails it too */
+	exec_sql(p, "UPDATE objects SET code = substr(code, 1, 64)");
+	assert_int_equal(compile_fresh(p, "fails its checksum"), 0);
+}
+
+static void object_loaded_twice_in_a_context_compiles_the_second(void **state)
+{
+	const char *p = path("obj.sqlite");
+	fixture f;
+	tc_module *m2;
+	tc_kernel *k1, *k2;
+	(void)state;
+	fx_init(&f, 64, 32, 48);
+	cache_with_object(&f, p);
+	assert_int_equal(tc_context_set_cache(f.ctx, p), 0);
+	m2 = tc_module_parse(f.ctx, src, "again.tc");
+	assert_non_null(m2);
+	k1 = tc_compile(f.m, "mm", f.in, 2, NULL);
+	k2 = tc_compile(m2, "mm", f.in, 2, NULL);
+	assert_non_null(k1);
+	assert_non_null(k2);
+	assert_int_equal(k1->c->from_object, 1);
+	assert_int_equal(k2->c->from_object, 0);
+	check_against_interp(&f, k1);
+	check_against_interp(&f, k2);
+	tc_kernel_free(k1);
+	tc_kernel_free(k2);
+	tc_module_free(m2);
+	fx_fini(&f);
+}
+
+/* An object's run-time checks report locations in the source it is loaded
+ * for: the same def text further down another file. */
+static void object_check_sites_follow_the_def(void **state)
+{
+	static const char g1[] = "def g(float(N) X, int32(M) I) -> (Y) { Y(i) = X(I(i)) }\n";
+	static const char g2[] = "# the same gather, lower down\n\n\n"
+				 "def g(float(N) X, int32(M) I) -> (Y) { Y(i) = X(I(i)) }\n";
+	int64_t sx[1] = {5}, si[1] = {4};
+	tu_tensor x, idx, y;
+	const DLTensor *in[2];
+	DLTensor *out[1];
+	tc_context *ctx = tc_context_new();
+	tc_module *m1 = tc_module_parse(ctx, g1, "g1.tc"), *m2;
+	tc_cache_key key;
+	tc_cache *c;
+	tc_kernel *k;
+	int i;
+	(void)state;
+	assert_non_null(m1);
+	tu_tensor_init(&x, TU_F32, sx, 1);
+	tu_tensor_init(&idx, TU_I32, si, 1);
+	tu_tensor_init(&y, TU_F32, si, 1);
+	for (i = 0; i < 5; i++)
+		((float *)x.data)[i] = 0.5f + (float)i;
+	for (i = 0; i < 4; i++)
+		((int32_t *)idx.data)[i] = 4 - i;
+	in[0] = &x.dl;
+	in[1] = &idx.dl;
+	out[0] = &y.dl;
+	assert_int_equal(tc_cache_key_init(&key, m1, "g", in, 2), 0);
+	c = open_write(path("g.sqlite"));
+	record(c, &key, "", 1.0, 1);
+	if (tc_cache_store_object(c, &key, m1, in, 2, "") < 0)
+		fail_msg("%s", tc_cache_error(c));
+	tc_cache_close(c);
+	tc_cache_key_clear(&key);
+	tc_module_free(m1);
+	tc_context_free(ctx);
+
+	ctx = tc_context_new();
+	assert_int_equal(tc_context_set_cache(ctx, path("g.sqlite")), 0);
+	m2 = tc_module_parse(ctx, g2, "g2.tc");
+	k = tc_compile(m2, "g", in, 2, NULL);
+	assert_non_null(k);
+	assert_int_equal(k->c->from_object, 1);
+	assert_int_equal(tc_kernel_run(k, in, 2, out, 1), 0);
+	for (i = 0; i < 4; i++)
+		assert_true(((float *)y.data)[i] == 0.5f + (float)(4 - i));
+	((int32_t *)idx.data)[2] = 7; /* out of bounds */
+	assert_int_equal(tc_kernel_run(k, in, 2, out, 1), -1);
+	if (!strstr(tc_context_error(ctx), "g2.tc:4:47"))
+		fail_msg("error '%s' is not located at g2.tc:4:47", tc_context_error(ctx));
+	assert_non_null(strstr(tc_context_error(ctx), "index 7 is out of bounds"));
+	tc_kernel_free(k);
+	tc_module_free(m2);
+	tc_context_free(ctx);
+	tu_tensor_fini(&x);
+	tu_tensor_fini(&idx);
+	tu_tensor_fini(&y);
+}
+
 /* ---- the tcomp command ---- */
 
 static void cli_export_import_round_trip(void **state)
@@ -859,6 +1025,12 @@ int main(void)
 		cmocka_unit_test_setup_teardown(foreign_database_is_not_used, setup, teardown),
 		cmocka_unit_test_setup_teardown(invalid_options_in_a_row_are_skipped_with_a_warning,
 			setup, teardown),
+		cmocka_unit_test_setup_teardown(stored_object_code_skips_llvm, setup, teardown),
+		cmocka_unit_test_setup_teardown(damaged_object_code_is_compiled_again, setup,
+			teardown),
+		cmocka_unit_test_setup_teardown(object_loaded_twice_in_a_context_compiles_the_second,
+			setup, teardown),
+		cmocka_unit_test_setup_teardown(object_check_sites_follow_the_def, setup, teardown),
 		cmocka_unit_test_setup_teardown(cli_export_import_round_trip, setup, teardown),
 		cmocka_unit_test_setup_teardown(cli_bench_and_run_report_the_source, setup, teardown),
 	};
