@@ -326,6 +326,108 @@ static tc_stat walk_schedule(tc_poly *p, tc_diags *d,
 	return p->schedule ? TC_OK : walk_failed(p, d, what);
 }
 
+/* ---- merging band chains ---- */
+
+/* The number of coincident members of band node. */
+static int n_coincident(isl_schedule_node *node)
+{
+	isl_size n = isl_schedule_node_band_n_member(node), j;
+	int c = 0;
+	for (j = 0; j < n; j++)
+		c += isl_schedule_node_band_member_get_coincident(node, j) == isl_bool_true;
+	return c;
+}
+
+/* Merge band node with the chain of bands directly below it into one band
+ * marked permutable, members and coincidence kept in order. */
+static isl_schedule_node *merge_chain(isl_schedule_node *node, int *merged)
+{
+	isl_multi_union_pw_aff *mupa = isl_schedule_node_band_get_partial_schedule(node);
+	int coinc[TC_POLY_MAX_TILE], n = 0, j;
+	isl_size m;
+	for (;;) {
+		m = isl_schedule_node_band_n_member(node);
+		for (j = 0; j < m && n < TC_POLY_MAX_TILE; j++)
+			coinc[n++] = isl_schedule_node_band_member_get_coincident(node, j) == isl_bool_true;
+		node = isl_schedule_node_delete(node);
+		if (!node || isl_schedule_node_get_type(node) != isl_schedule_node_band)
+			break;
+		mupa = isl_multi_union_pw_aff_flat_range_product(mupa,
+			isl_schedule_node_band_get_partial_schedule(node));
+	}
+	node = isl_schedule_node_insert_partial_schedule(node, mupa);
+	node = isl_schedule_node_band_set_permutable(node, 1);
+	for (j = 0; j < n; j++)
+		node = isl_schedule_node_band_member_set_coincident(node, j, coinc[j]);
+	*merged = 1;
+	return node;
+}
+
+/* Merge the chains of nested bands that the isl scheduler splits around a
+ * reduction's later members.  A reduction over several indices keeps its
+ * order (the interpreter's, for bit-identical sums), so the scheduler puts
+ * every reduction member after the first in a band of its own, below the
+ * parallel members: conv2d's O(n,f,h,w) +=! I(n,r_c,h+r_kh,w+r_kw) *
+ * W1(f,r_c,r_kh,r_kw) gets bands (f,h,r_c,w), (r_kh), (r_kw), with the
+ * vectorisable w outside two reduction loops.  A parallel member carries no
+ * dependence, so it may move below the reduction members as long as those
+ * keep their order: the chain becomes one band marked permutable, the order
+ * pass moves w innermost and the register tile applies.  Such a band is
+ * not permutable in isl's sense (tiling two of its reduction members
+ * would reorder the sum), so tc_poly_schedule checks the final schedule
+ * against the dependences and schedules again without merging when it
+ * fails.  Merges a chain only when its upper band has both parallel and
+ * reduction members (a reduction continues below) and the chain ends in a
+ * band without parallel members. */
+static isl_schedule_node *merge_walk(isl_schedule_node *node, const tc_poly *p, int *merged)
+{
+	isl_size n, i;
+	if (!node)
+		return NULL;
+	if (isl_schedule_node_get_type(node) == isl_schedule_node_band &&
+		isl_schedule_node_band_get_permutable(node) == isl_bool_true &&
+		n_coincident(node) > 0 && n_coincident(node) < isl_schedule_node_band_n_member(node)) {
+		isl_schedule_node *last = isl_schedule_node_copy(node);
+		int depth = 0, total = isl_schedule_node_band_n_member(node);
+		while (last && isl_schedule_node_n_children(last) == 1) {
+			last = isl_schedule_node_child(last, 0);
+			if (isl_schedule_node_get_type(last) != isl_schedule_node_band) {
+				last = isl_schedule_node_parent(last);
+				break;
+			}
+			depth++;
+			total += isl_schedule_node_band_n_member(last);
+		}
+		if (depth > 0 && total <= TC_POLY_MAX_TILE && !n_coincident(last))
+			node = merge_chain(node, merged);
+		isl_schedule_node_free(last);
+	}
+	n = node ? isl_schedule_node_n_children(node) : 0;
+	for (i = 0; i < n && node; i++) {
+		node = isl_schedule_node_child(node, i);
+		node = merge_walk(node, p, merged);
+		node = isl_schedule_node_parent(node);
+	}
+	return node;
+}
+
+tc_stat tc_poly_pass_merge(tc_poly *p, tc_diags *d)
+{
+	isl_schedule_node *node;
+	p->merged = 0;
+	if (p->no_merge)
+		return TC_OK;
+	node = merge_walk(isl_schedule_get_root(p->schedule), p, &p->merged);
+	if (!node)
+		return walk_failed(p, d, "merge bands");
+	if (p->merged) { /* else the tree as the scheduler printed it */
+		isl_schedule_free(p->schedule);
+		p->schedule = isl_schedule_node_get_schedule(node);
+	}
+	isl_schedule_node_free(node);
+	return p->schedule ? TC_OK : walk_failed(p, d, "merge bands");
+}
+
 tc_stat tc_poly_pass_tile(tc_poly *p, tc_diags *d)
 {
 	int done;
@@ -468,30 +570,112 @@ static int64_t lanes(const tc_poly *p, const tc_poly_stmt *st)
 	return size > 0 && size < VECTOR_BYTES ? VECTOR_BYTES / size : 1;
 }
 
+typedef struct member_var_ctx {
+	const tc_poly_stmt *st;
+	isl_union_pw_aff *member;
+	int var;
+} member_var_ctx;
+
+static isl_stat member_var_cb(isl_set *set, void *user)
+{
+	member_var_ctx *mc = user;
+	const char *name = isl_set_get_tuple_name(set);
+	if (name && !strcmp(name, mc->st->name)) {
+		isl_space *space = isl_space_from_domain(isl_set_get_space(set));
+		isl_pw_aff *pa = isl_union_pw_aff_extract_pw_aff(mc->member,
+			isl_space_add_dims(space, isl_dim_out, 1));
+		piece_var pv = {-1, 0};
+		if (pa)
+			isl_pw_aff_foreach_piece(pa, piece_cb, &pv);
+		isl_pw_aff_free(pa);
+		mc->var = pv.var;
+	}
+	isl_set_free(set);
+	return isl_stat_ok;
+}
+
+/* The index variable of statement st that member j of band node walks, or
+ * -1 when it walks none alone. */
+static int member_var(isl_schedule_node *node, int j, const tc_poly_stmt *st)
+{
+	isl_multi_union_pw_aff *mupa = isl_schedule_node_band_get_partial_schedule(node);
+	isl_union_set *dom = isl_schedule_node_get_domain(node);
+	member_var_ctx mc = {st, isl_multi_union_pw_aff_get_union_pw_aff(mupa, j), -1};
+	isl_union_set_foreach_set(dom, member_var_cb, &mc);
+	isl_union_set_free(dom);
+	isl_union_pw_aff_free(mc.member);
+	isl_multi_union_pw_aff_free(mupa);
+	return mc.var;
+}
+
+/* The vector loads one step of the reduction shares between the rows of a
+ * register tile whose rows walk var: reads of e that use the vectorised
+ * index inner but not var. */
+static int shared_vectors(const tc_ir_expr *e, int var, int inner)
+{
+	int i, n = e->op == TC_OP_READ && uses(e, inner) && !uses(e, var);
+	if (e->op != TC_OP_READ)
+		for (i = 0; i < e->nargs; i++)
+			n += shared_vectors(e->args[i], var, inner);
+	return n;
+}
+
+/* The member of contraction band node whose values the register tile's
+ * rows take: the parallel member (the innermost aside) whose rows share
+ * the most vector loads (conv2d's output channels f: every row reads the
+ * same input vector, where rows of h each read their own), the one nearest
+ * the innermost among equals; -1 if there is none. */
+static int rows_member(isl_schedule_node *node, const tc_poly_stmt *st)
+{
+	isl_size n = isl_schedule_node_band_n_member(node);
+	int j, best = -1, best_shared = -1, inner = member_var(node, n - 1, st);
+	for (j = n - 2; j >= 0; j--) {
+		int var, shared;
+		if (isl_schedule_node_band_member_get_coincident(node, j) != isl_bool_true)
+			continue;
+		var = member_var(node, j, st);
+		shared = var >= 0 && inner >= 0 ? shared_vectors(st->ir->rhs, var, inner) : 0;
+		if (shared > best_shared) {
+			best_shared = shared;
+			best = j;
+		}
+	}
+	return best;
+}
+
 /* The register tile sizes of every member of contraction band node
  * (sizes[n]): the reduction members untiled, the parallel ones from the
  * option (innermost last; members it does not reach get 1) or, when
- * automatic, 6 x 4 vectors (24 accumulators of AVX-512's 32 registers, the
- * rest for the B row and A broadcasts), clipped to the extents. */
+ * automatic, up to 4 whole vectors of the innermost member (the rest of
+ * shorter rows in partial tiles) by rows of rows_member, 24 accumulators
+ * in all of AVX-512's 32 registers (6 x 4, 8 x 3, 12 x 2 or 1), the rest
+ * for the shared vector loads and broadcasts; clipped to the extents. */
 static void regtile_sizes(const tc_poly *p, isl_schedule_node *node, const tc_poly_stmt *st,
 	int64_t *sizes)
 {
 	isl_size n = isl_schedule_node_band_n_member(node);
-	int j, k = p->opts.nregtile, untiled = 1;
+	int64_t vl = lanes(p, st), rows = 6;
+	int j, k = p->opts.nregtile, row = p->opts.nregtile ? -1 : rows_member(node, st);
 	for (j = n - 1; j >= 0; j--) {
 		int64_t ext = member_extent(node, j), size;
 		if (isl_schedule_node_band_member_get_coincident(node, j) != isl_bool_true) {
 			sizes[j] = HUGE_TILE;
 			continue;
 		}
-		if (p->opts.nregtile)
+		if (p->opts.nregtile) {
 			size = k > 0 ? p->opts.regtile[--k] : 1;
-		else if (j == n - 1)
-			size = 4 * lanes(p, st);
-		else
-			size = untiled-- > 0 ? 6 : 1;
-		if (ext > 0 && size > ext && !p->opts.nregtile) /* round to whole vectors */
-			size = j == n - 1 ? (ext + lanes(p, st) - 1) / lanes(p, st) * lanes(p, st) : ext;
+		} else if (j == n - 1) {
+			size = 4 * vl;
+			if (ext > 0 && ext < size) /* whole vectors; the rest is a partial tile */
+				size = ext >= vl ? ext / vl * vl : ext;
+			rows = size >= vl ? 24 / (size / vl) : 12;
+			if (rows > 12)
+				rows = 12;
+		} else {
+			size = j == row ? rows : 1;
+			if (ext > 0 && size > ext)
+				size = ext;
+		}
 		sizes[j] = size;
 	}
 }
@@ -715,6 +899,6 @@ tc_stat tc_poly_pass_parallel(tc_poly *p, tc_diags *d)
 	return walk_schedule(p, d, mark_parallel, "mark parallel loops", &unused);
 }
 
-const tc_poly_pass tc_poly_default_passes[] = {tc_poly_pass_order, tc_poly_pass_tile,
-	tc_poly_pass_regtile, tc_poly_pass_parallel};
-const int tc_poly_ndefault_passes = 4;
+const tc_poly_pass tc_poly_default_passes[] = {tc_poly_pass_merge, tc_poly_pass_order,
+	tc_poly_pass_tile, tc_poly_pass_regtile, tc_poly_pass_parallel};
+const int tc_poly_ndefault_passes = 5;

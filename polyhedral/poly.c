@@ -627,6 +627,13 @@ tc_stat tc_poly_schedule(tc_poly *p, const tc_poly_pass *passes, int npasses, tc
 	for (i = 0; i < npasses; i++)
 		if (passes[i](p, d) < 0)
 			return TC_ERR;
+	if (p->merged && tc_poly_schedule_legal(p, p->schedule) != 1) {
+		/* a merged band chain was transformed illegally (see
+		 * tc_poly_pass_merge): again, without merging */
+		p->merged = 0;
+		p->no_merge = 1;
+		return tc_poly_schedule(p, passes, npasses, d);
+	}
 	/* the kernel mark below the domain node, carrying the model */
 	node = isl_schedule_get_root(p->schedule);
 	node = isl_schedule_node_child(node, 0);

@@ -110,6 +110,8 @@ typedef struct tc_poly {
 	isl_union_map *original; /* the textual-order schedule, as a map */
 	isl_union_map *deps;     /* flow | anti | output dependences */
 	isl_schedule *schedule;  /* after tc_poly_schedule */
+	int merged;              /* tc_poly_pass_merge merged a band chain */
+	int no_merge;            /* ... and the result was illegal: do not */
 	isl_ast_node *ast;       /* after tc_poly_ast */
 } tc_poly;
 
@@ -122,6 +124,12 @@ int tc_poly_is_pack(__tc_keep const tc_poly *p, __tc_keep isl_union_set *instanc
 typedef tc_stat (*tc_poly_pass)(tc_poly *p, tc_diags *d);
 
 /* Passes (polyhedral/passes.c). */
+/* Merge a band with the chain of bands below it when a reduction over
+ * several indices split them (conv2d), so that a parallel member can move
+ * below the reduction members; sets p->merged (tc_poly_schedule then checks
+ * the final schedule and schedules again without merging if it is
+ * illegal).  Nothing when p->no_merge. */
+tc_stat tc_poly_pass_merge(__tc_keep tc_poly *p, __tc_keep tc_diags *d);
 /* In every permutable band, move the member that indexes the last (stride-1)
  * dimension of the most accesses innermost, preferring a parallel one. */
 tc_stat tc_poly_pass_order(__tc_keep tc_poly *p, __tc_keep tc_diags *d);

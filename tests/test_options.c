@@ -587,6 +587,63 @@ static void packing_transposed_operands(void **state)
 	tc_module_free(m);
 }
 
+/* conv2d: the isl scheduler splits the reduction over (r_c, r_kh, r_kw)
+ * into nested bands with the stride-1 w outside two reduction loops; the
+ * merge pass joins them so the register tile applies (rows of output
+ * channels sharing each input vector), and the result stays bit-identical
+ * to the interpreter's; tile sizes that would reorder the sum (r_c in
+ * tiles of 2 outside r_kh and r_kw) make tcomp schedule again without
+ * merging, with the same result. */
+static void conv2d_merged_bands(void **state)
+{
+	enum { C = 5, H = 9, W = 40, F = 10, KH = 3, KW = 3, OH = H - KH + 1, OW = W - KW + 1 };
+	static float img[C * H * W], wt[F * C * KH * KW], out[3][F * OH * OW];
+	int64_t si[4] = {1, C, H, W}, sw[4] = {F, C, KH, KW}, so[4] = {1, F, OH, OW};
+	DLTensor I = {img, {kDLCPU, 0}, 4, {kDLFloat, 32, 1}, si, NULL, 0};
+	DLTensor W1 = {wt, {kDLCPU, 0}, 4, {kDLFloat, 32, 1}, sw, NULL, 0};
+	DLTensor O[3];
+	const DLTensor *in[2] = {&I, &W1};
+	static const char *const opts[3] = {"", "tile=4,2,2,3,2", "target=interp"};
+	uint64_t r = 11;
+	char *text;
+	int i, v;
+	tc_module *m;
+	(void)state;
+	for (i = 0; i < C * H * W; i++)
+		img[i] = (float)tu_rand_unit(&r) * 2 - 1;
+	for (i = 0; i < F * C * KH * KW; i++)
+		wt[i] = (float)tu_rand_unit(&r) * 2 - 1;
+	m = tc_module_parse(ctx, "def k(float(N,C,H,W) I, float(F,C,KH,KW) W1) -> (O) {\n"
+				 "  O(n,f,h,w) +=! I(n,r_c,h+r_kh,w+r_kw) * W1(f,r_c,r_kh,r_kw)\n}\n",
+		"conv.tc");
+	assert_non_null(m);
+	for (v = 0; v < 3; v++) {
+		O[v] = (DLTensor){out[v], {kDLCPU, 0}, 4, {kDLFloat, 32, 1}, so, NULL, 0};
+		run_with(m, in, 2, &O[v], opts[v], NULL);
+	}
+	for (i = 0; i < F * OH * OW; i++) {
+		assert_false(isnan(out[0][i]));
+		assert_memory_equal(&out[0][i], &out[2][i], sizeof(float));
+		assert_memory_equal(&out[1][i], &out[2][i], sizeof(float));
+	}
+	{ /* the default schedule: the reduction loops outside the 10 unrolled
+	   * rows of f, w innermost (S0 takes n, f, h, w, r_c, r_kh, r_kw) */
+		tc_options *o = tc_options_new();
+		tc_kernel *k = tc_compile(m, "k", in, 2, o);
+		assert_non_null(k);
+		text = tc_kernel_emit(k, "ast");
+		assert_non_null(text);
+		assert_true(tu_contains(text, "for (int c8 = 0; c8 <= 2; c8 += 1) {\n"
+					      "        for (int c11 = 0; c11 <= 31; c11 += 1)\n"
+					      "          S0(0, 0, c1, c11, c6, c7, c8);"));
+		assert_true(tu_contains(text, "S0(0, 9, c1, c11, c6, c7, c8);"));
+		tc_string_free(text);
+		tc_kernel_free(k);
+		tc_options_free(o);
+	}
+	tc_module_free(m);
+}
+
 /* The fusion strategies give softmax's five statements (two inits, two
  * reductions, the division) one loop nest (max), several nests that are
  * all parallel (preserve3coincident) or one nest per statement (min), and
@@ -649,6 +706,7 @@ int main(void)
 		cmocka_unit_test(fusion_strategies),
 		cmocka_unit_test(register_tile_uses_vector_fmas),
 		cmocka_unit_test(packing_transposed_operands),
+		cmocka_unit_test(conv2d_merged_bands),
 		cmocka_unit_test(schedule_options),
 		cmocka_unit_test(contract_option),
 		cmocka_unit_test(defaults_print_every_option),

@@ -507,8 +507,9 @@ static void test_specialised_matmul_has_constant_bounds(void **state)
 	char *text = emit_specialised(c, "ast");
 	if (!loop_bounds_are_constant(text, bad, sizeof(bad)))
 		fail_msg("the specialised AST's loops name %s:\n%s", bad, text);
-	/* register tiles of 6 rows: 60 rows in full tiles, 4 in a partial one */
-	assert_true(tu_contains(text, "c0 <= 59; c0 += 6"));
+	/* register tiles of 12 rows by 2 vectors (N = 32: 24 accumulators):
+	 * 60 rows in full tiles, 4 in a partial one */
+	assert_true(tu_contains(text, "c0 <= 59; c0 += 12"));
 	assert_true(tu_contains(text, "S0(63, "));
 	assert_true(tu_contains(text, "<= 31"));
 	assert_true(tu_contains(text, "<= 47"));
