@@ -946,6 +946,9 @@ static void cli_export_import_round_trip(void **state)
 	/* reading commands never create a file */
 	assert_int_equal(tcomp("cache list --cache none.sqlite"), 0);
 	assert_non_null(strstr(out_text, "no kernel cache at"));
+	assert_int_equal(tcomp("cache export --cache none.sqlite"), 0);
+	assert_int_equal(tcomp("cache show --cache none.sqlite"), 0);
+	assert_int_equal(tcomp("cache prune --cache none.sqlite"), 0);
 	assert_false(exists(path("none.sqlite")));
 	assert_int_equal(tcomp("cache list --cache bad.jsonl"), 1);
 	assert_non_null(strstr(out_text, "not an SQLite database"));

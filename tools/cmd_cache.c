@@ -221,6 +221,16 @@ int cmd_cache(int argc, char **argv)
 	}
 	if (!strcmp(sub, "prune") && !any_prune)
 		po.other_versions = po.failed = 1;
+	if (!strcmp(sub, "prune")) { /* only an existing file: never create one */
+		char *p = ca.path ? strdup(ca.path) : tc_cache_default_path();
+		struct stat sb;
+		int known = p != NULL, there = known && stat(p, &sb) == 0;
+		if (known && !there)
+			fprintf(stderr, "tcomp: no kernel cache at %s\n", p);
+		free(p);
+		if (!there)
+			return known ? 0 : EXIT_USER;
+	}
 	c = open_cache(ca.path, !strcmp(sub, "import") ? TC_CACHE_WRITE
 			  : !strcmp(sub, "prune")	 ? TC_CACHE_WRITE
 							 : TC_CACHE_READ,
