@@ -164,6 +164,26 @@ static double now_unix(void)
 	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+/* SQL function tc_canonical_options(text): the options text as this tcomp
+ * prints it (options the text lacks at their defaults, so a run recorded
+ * before an option was added still compares equal to the defaults), or
+ * NULL when it does not parse. */
+static void sql_canonical_options(sqlite3_context *sc, int argc, sqlite3_value **argv)
+{
+	const unsigned char *text = sqlite3_value_text(argv[0]);
+	tc_options *o = tc_options_new();
+	char *r = NULL;
+	(void)argc;
+	if (o && text && tc_options_parse(o, (const char *)text, NULL) == 0)
+		r = tc_options_print(o);
+	tc_options_free(o);
+	if (r) {
+		sqlite3_result_text(sc, r, -1, SQLITE_TRANSIENT);
+		tc_free(r);
+	} else
+		sqlite3_result_null(sc);
+}
+
 /* Run sql (no results); -1 with the error recorded as "cannot what". */
 static int exec(tc_cache *c, const char *sql, const char *what)
 {
@@ -382,6 +402,8 @@ __tc_give tc_cache *tc_cache_open(const char *path, tc_cache_mode mode, __tc_giv
 		goto error;
 	}
 	sqlite3_busy_timeout(c->db, BUSY_TIMEOUT_MS);
+	sqlite3_create_function(c->db, "tc_canonical_options", 1,
+		SQLITE_UTF8 | SQLITE_DETERMINISTIC, NULL, sql_canonical_options, NULL, NULL);
 	if (mode == TC_CACHE_WRITE &&
 		(exec(c, "PRAGMA journal_mode = WAL", "switch to WAL mode") < 0 ||
 			exec(c, "PRAGMA synchronous = NORMAL", "set synchronous mode") < 0))
@@ -1284,7 +1306,7 @@ int tc_cache_list(__tc_keep tc_cache *c, __tc_keep tc_buf *b)
 		"SELECT k.id, k.hash, k.entry, k.shapes, k.version, k.target,"
 		" (SELECT min(median_ms) FROM runs WHERE kernel_id = k.id AND status = 'ok'),"
 		" (SELECT min(median_ms) FROM runs WHERE kernel_id = k.id AND status = 'ok'"
-		"  AND options = ?1),"
+		"  AND tc_canonical_options(options) = ?1),"
 		" (SELECT count(*) FROM runs WHERE kernel_id = k.id),"
 		" (SELECT count(*) FROM runs WHERE kernel_id = k.id AND status = 'failed'),"
 		" (SELECT count(*) FROM objects WHERE kernel_id = k.id)"
@@ -1347,8 +1369,8 @@ int tc_cache_show(__tc_keep tc_cache *c, const char *what, __tc_keep tc_buf *b)
 			"OR hash = ?1 OR entry = ?1 OR entry || '@' || shapes = ?1 "
 			"ORDER BY entry, hash, shapes, id");
 	rs = prepare(c, "SELECT id, options, median_ms, min_ms, status, run_id, "
-			"datetime(at, 'unixepoch') FROM runs WHERE kernel_id = ?1 "
-			"ORDER BY status DESC, median_ms, id");
+			"datetime(at, 'unixepoch'), tc_canonical_options(options) FROM runs "
+			"WHERE kernel_id = ?1 ORDER BY status DESC, median_ms, id");
 	if (!st || !rs) {
 		sqlite3_finalize(st);
 		sqlite3_finalize(rs);
@@ -1381,7 +1403,7 @@ int tc_cache_show(__tc_keep tc_cache *c, const char *what, __tc_keep tc_buf *b)
 					(long long)sqlite3_column_int64(rs, 0), "");
 			tc_buf_printf(b, "  %s UTC  run %s%s\n      ", col_text(rs, 6),
 				*col_text(rs, 5) ? col_text(rs, 5) : "-",
-				!strcmp(col_text(rs, 1), def) ? "  (defaults)" : "");
+				!strcmp(col_text(rs, 7), def) ? "  (defaults)" : "");
 			put_one_line(b, col_text(rs, 1));
 			tc_buf_putc(b, '\n');
 		}
@@ -1821,7 +1843,8 @@ int tc_cache_prune(__tc_keep tc_cache *c, __tc_keep const tc_cache_prune_opts *o
 			      " SELECT (SELECT id FROM runs r WHERE r.kernel_id = k.id AND"
 			      "  r.status = 'ok' ORDER BY r.median_ms, r.id LIMIT 1) FROM kernels k"
 			      " UNION SELECT (SELECT id FROM runs r WHERE r.kernel_id = k.id AND"
-			      "  r.status = 'ok' AND r.options = ?1 ORDER BY r.median_ms, r.id"
+			      "  r.status = 'ok' AND tc_canonical_options(r.options) = ?1"
+			      "  ORDER BY r.median_ms, r.id"
 			      "  LIMIT 1) FROM kernels k)")))
 			goto error;
 		sqlite3_bind_text(st, 1, def, -1, SQLITE_STATIC);

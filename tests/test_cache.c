@@ -715,6 +715,34 @@ static void invalid_options_in_a_row_are_skipped_with_a_warning(void **state)
 	fx_fini(&f);
 }
 
+/* A run recorded before an option existed (its text lacks it) still
+ * counts as the defaults' run in list's speedup. */
+static void list_finds_the_defaults_in_older_texts(void **state)
+{
+	const char *p = path("old.sqlite");
+	fixture f;
+	tc_cache_key key;
+	tc_cache *c;
+	tc_buf b;
+	(void)state;
+	fx_init(&f, 64, 32, 48);
+	key_of(&f, &key);
+	c = open_write(p);
+	record(c, &key, TUNED, 1.0, 1);
+	tc_cache_close(c);
+	exec_sql(p, "INSERT INTO runs(kernel_id, options, median_ms, min_ms, status, at) "
+		    "SELECT kernel_id, 'target=cpu\norder=on', 3.0, 3.0, 'ok', 0 FROM runs LIMIT 1");
+	c = open_write(p);
+	tc_buf_init(&b);
+	assert_int_equal(tc_cache_list(c, &b), 0);
+	if (!strstr(b.s, "3.00x"))
+		fail_msg("no 3.00x speedup in:\n%s", b.s);
+	tc_buf_free(&b);
+	tc_cache_close(c);
+	tc_cache_key_clear(&key);
+	fx_fini(&f);
+}
+
 /* ---- stored object code ---- */
 
 /* A cache at p with TUNED recorded for f's shapes, and its object code. */
@@ -1028,6 +1056,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(foreign_database_is_not_used, setup, teardown),
 		cmocka_unit_test_setup_teardown(invalid_options_in_a_row_are_skipped_with_a_warning,
 			setup, teardown),
+		cmocka_unit_test_setup_teardown(list_finds_the_defaults_in_older_texts, setup,
+			teardown),
 		cmocka_unit_test_setup_teardown(stored_object_code_skips_llvm, setup, teardown),
 		cmocka_unit_test_setup_teardown(damaged_object_code_is_compiled_again, setup,
 			teardown),
