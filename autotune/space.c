@@ -16,8 +16,9 @@
  *                     then powers of two and ncpu)
  *   other INT options the words and the powers of two in the range up to
  *                     65536; other LIST options their words only
- * target and contract are fixed (target chooses the machine, contract
- * changes results), as is every option the base options set explicitly.
+ * target, contract and fastmath are fixed (target chooses the machine,
+ * contract and fastmath change results), as is every option the base
+ * options set explicitly.
  * Values outside these sets (a seed's, a fixed value) are kept as extra
  * values of their option. */
 #include "tune.h"
@@ -139,6 +140,7 @@ static tc_stat build_dim(tc_tune_dim *d, const tc_options *base, const tc_tune_s
 	tc_opt_type type = tc_rt_opt_type(d->row);
 	int p, k;
 	d->searched = strcmp(name, "target") && strcmp(name, "contract") &&
+		strcmp(name, "fastmath") &&
 		!tc_rt_options_is_set(base, d->row);
 	if (!d->searched) {
 		const char *v = tc_options_get(base, name);

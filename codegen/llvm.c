@@ -771,9 +771,12 @@ static LLVMValueRef float_arith(cg *g, tc_ir_op op, tc_dtype t, LLVMValueRef a, 
 	default: r = LLVMBuildFDiv(g->B, a, b, ""); break;
 	}
 	/* the contract option: let LLVM fuse a multiply and an add into an
-	 * FMA (one rounding instead of two); float16 keeps its exact steps */
+	 * FMA (one rounding instead of two); fastmath also lets it reorder
+	 * sums and products (vectorised reductions); float16 keeps its exact
+	 * steps */
 	if (g->p->opts.contract && t != TC_T_F16 && op != TC_OP_DIV)
-		LLVMSetFastMathFlags(r, LLVMFastMathAllowContract);
+		LLVMSetFastMathFlags(r, LLVMFastMathAllowContract |
+			(g->p->opts.fastmath ? LLVMFastMathAllowReassoc | LLVMFastMathNoSignedZeros : 0));
 	return t == TC_T_F16 ? LLVMBuildFPTrunc(g->B, r, g->f16, "") : r;
 }
 
@@ -807,6 +810,18 @@ static LLVMValueRef minmax(cg *g, tc_dtype t, LLVMValueRef a, LLVMValueRef b, in
 	LLVMValueRef c;
 	if (!a || !b)
 		return NULL;
+	if (tc_dtype_is_float(t) && t != TC_T_F16 && g->p->opts.fastmath) {
+		/* either zero of a tie, and no NaN operands assumed (what
+		 * LLVM's vectoriser needs for min/max reductions) */
+		LLVMValueRef args[2];
+		LLVMTypeRef ty = LLVMTypeOf(a);
+		args[0] = a;
+		args[1] = b;
+		c = call_intrinsic(g, is_max ? "llvm.maxnum" : "llvm.minnum", &ty, 1, args, 2);
+		if (c)
+			LLVMSetFastMathFlags(c, LLVMFastMathNoSignedZeros | LLVMFastMathNoNaNs);
+		return c;
+	}
 	if (tc_dtype_is_float(t)) {
 		c = LLVMBuildFCmp(g->B, is_max ? LLVMRealOGE : LLVMRealOLE, a, b, "");
 		c = LLVMBuildOr(g->B, c, LLVMBuildFCmp(g->B, LLVMRealUNO, b, b, ""), "");
@@ -1011,6 +1026,65 @@ static LLVMValueRef half_nextafter(cg *g, LLVMValueRef a, LLVMValueRef b)
 	return LLVMBuildSelect(g->B, nan, float_arith(g, TC_OP_ADD, TC_T_F16, a, b), r, "");
 }
 
+/* float32 exp(x) for fastmath, inline so that loops vectorise: x = n ln 2 +
+ * r with |r| <= ln 2 / 2 (Cody-Waite, ln 2 in two parts), exp(r) by the
+ * Cephes expf polynomial, times 2^n built in the exponent bits of two
+ * factors.  Within 2
+ * ulp of the correctly rounded result for x in [-87.3, 88.7]; above, +inf;
+ * below, 0 (no subnormal results); NaN stays NaN. */
+static LLVMValueRef fast_expf(cg *g, LLVMValueRef x)
+{
+	static const double poly[] = {1.9875691500e-4, 1.3981999507e-3, 8.3334519073e-3,
+		4.1665795894e-2, 1.6666665459e-1, 5.0000001201e-1};
+	LLVMTypeRef f = g->f32;
+	LLVMValueRef a[3], n, half, r, p, e, scale, res;
+	unsigned i;
+#define FC(v) LLVMConstReal(f, (v))
+	a[0] = x;
+	a[1] = FC(88.7228391116729996);
+	a[0] = call_intrinsic(g, "llvm.minnum", &f, 1, a, 2);
+	a[1] = FC(-87.3365447505531);
+	a[0] = call_intrinsic(g, "llvm.maxnum", &f, 1, a, 2);
+	r = a[0];
+	a[0] = LLVMBuildFMul(g->B, r, FC(1.44269504088896341), "");
+	n = call_intrinsic(g, "llvm.rint", &f, 1, a, 1);
+	a[0] = n;
+	a[1] = FC(-0.693359375);
+	a[2] = r;
+	r = call_intrinsic(g, "llvm.fma", &f, 1, a, 3);
+	a[1] = FC(2.12194440e-4);
+	a[2] = r;
+	r = call_intrinsic(g, "llvm.fma", &f, 1, a, 3);
+	p = FC(poly[0]);
+	for (i = 1; i < sizeof(poly) / sizeof(poly[0]); i++) {
+		a[0] = p;
+		a[1] = r;
+		a[2] = FC(poly[i]);
+		p = call_intrinsic(g, "llvm.fma", &f, 1, a, 3);
+	}
+	a[0] = p;
+	a[1] = LLVMBuildFMul(g->B, r, r, "");
+	a[2] = LLVMBuildFAdd(g->B, r, FC(1.0), "");
+	e = call_intrinsic(g, "llvm.fma", &f, 1, a, 3);
+	/* 2^n as 2^h * 2^(n-h), h = n/2, both normal for n in [-126, 128] */
+	n = LLVMBuildFPToSI(g->B, n, g->i32, "");
+	half = LLVMBuildAShr(g->B, n, LLVMConstInt(g->i32, 1, 0), "");
+	res = e;
+	for (i = 0; i < 2; i++) {
+		scale = LLVMBuildAdd(g->B, i ? LLVMBuildSub(g->B, n, half, "") : half,
+			LLVMConstInt(g->i32, 127, 0), "");
+		scale = LLVMBuildBitCast(g->B,
+			LLVMBuildShl(g->B, scale, LLVMConstInt(g->i32, 23, 0), ""), f, "");
+		res = LLVMBuildFMul(g->B, res, scale, "");
+	}
+	res = LLVMBuildSelect(g->B, LLVMBuildFCmp(g->B, LLVMRealOGT, x, FC(88.7228391116729996), ""),
+		FC(INFINITY), res, "");
+	res = LLVMBuildSelect(g->B, LLVMBuildFCmp(g->B, LLVMRealOLT, x, FC(-87.3365447505531), ""),
+		FC(0.0), res, "");
+	return LLVMBuildSelect(g->B, LLVMBuildFCmp(g->B, LLVMRealUNO, x, x, ""), x, res, "");
+#undef FC
+}
+
 /* A floating builtin (not min/max/ilogb) of float32/float64 type t on args
  * of their IR types (jn/yn: int32 n first; ldexp: int32 exponent second). */
 static LLVMValueRef float_builtin(cg *g, int id, tc_dtype t, LLVMValueRef *a, int n)
@@ -1031,6 +1105,8 @@ static LLVMValueRef float_builtin(cg *g, int id, tc_dtype t, LLVMValueRef *a, in
 		d[1] = to_double(g, a[1], t);
 		return round_double(g, call_wrapper(g, id, d, 2), t);
 	}
+	if (id == TC_BI_EXP && t == TC_T_F32 && g->p->opts.fastmath)
+		return fast_expf(g, a[0]);
 	if (bi->intr)
 		return call_intrinsic(g, bi->intr, &ft, 1, a, n);
 	if (bi->dbl && (t == TC_T_F64 || bi->flt)) {

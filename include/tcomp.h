@@ -123,6 +123,10 @@ int tc_module_hash(tc_module *m, const char *entry, char out[17]);
  *   contract off|on       let float32/float64 multiplies and adds fuse into
  *                         FMAs (default off: results bit-identical to the
  *                         interpreter's)
+ *   fastmath off|on       contract, plus reordered float sums and products
+ *                         (vectorised reductions), min/max that assume no
+ *                         NaN operands and an inline float32 exp within
+ *                         2 ulp (default off); never chosen by the autotuner
  *   parallel on|off       run the outermost parallel loop of each loop
  *                         nest on tcomp's thread pool (default on)
  *   threads  auto|N       threads for those loops (default auto: the
@@ -138,7 +142,8 @@ int tc_module_hash(tc_module *m, const char *entry, char out[17]);
  *   regtile  auto|none|N,N,...
  *                         register tile sizes for the parallel members of a
  *                         contraction's innermost band, innermost last
- *                         (default auto: 6 rows by 4 vector registers)
+ *                         (default auto: up to 4 vector registers per
+ *                         row, 24 accumulators: 6 x 4, 8 x 3, 12 x 2)
  *   unroll   on|off       unroll the register tile's rows (default on)
  *   pack     on|off       copy an input that a contraction reads with the
  *                         reduction as its stride-1 dimension (B in

@@ -85,6 +85,7 @@ typedef enum tc_poly_fusion {
 typedef struct tc_poly_opts {
 	int order;                     /* run tc_poly_pass_order */
 	int contract;                  /* backends may fuse float * and + (FMA) */
+	int fastmath;                  /* ... and reassociate, and use fast exp */
 	int parallel;                  /* run tc_poly_pass_parallel */
 	int ntile;                     /* tile the outermost permutable band ... */
 	int64_t tile[TC_POLY_MAX_TILE]; /* ... with these sizes, outermost first */

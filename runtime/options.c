@@ -39,9 +39,11 @@ static const opt_def opt_table[] = {
 	{"tile", TC_OPT_LIST, "auto|none|1..65536", "auto",
 		"cache tile sizes for the members of the outermost permutable band, outermost first (none: no tiling; missing sizes: that member is not tiled; auto: chosen for contractions from the cache sizes)"},
 	{"regtile", TC_OPT_LIST, "auto|none|1..1024", "auto",
-		"register tile sizes for the parallel members of a contraction's innermost band, innermost (vectorised) last; the reduction runs inside the tile with its partial sums in registers (auto: 6 rows by 4 vectors)"},
+		"register tile sizes for the parallel members of a contraction's innermost band, innermost (vectorised) last; the reduction runs inside the tile with its partial sums in registers (auto: up to 4 vectors per row and 24 accumulators, rows from the member whose rows share the most loads)"},
 	{"unroll", TC_OPT_ENUM, "on|off", "on",
 		"fully unroll the register tile's point loops but the innermost (at most 32 copies)"},
+	{"fastmath", TC_OPT_ENUM, "off|on", "off",
+		"trade bit-identical results for speed: contract=on, float sums and products reassociated (reductions vectorise in any order), min/max assume no NaN operands (a NaN gives an unspecified result) and either zero of a tie, float32 exp inlined as a vectorisable polynomial (within 2 ulp; results below 2^-126 flush to zero)"},
 	{"pack", TC_OPT_ENUM, "on|off", "on",
 		"copy an input that a contraction reads along its reduction (B in A(m,r_k) * B(n,r_k), fully connected weights) into a temporary laid out so the register tile applies; the copy runs first"},
 };
@@ -437,7 +439,8 @@ void tc_rt_poly_opts(const tc_options *o, tc_poly_opts *out)
 	const char *tile = tc_options_get(o, "tile"), *reg = tc_options_get(o, "regtile");
 	memset(out, 0, sizeof(*out));
 	out->order = strcmp(tc_options_get(o, "order"), "off") != 0;
-	out->contract = strcmp(tc_options_get(o, "contract"), "on") == 0;
+	out->fastmath = strcmp(tc_options_get(o, "fastmath"), "on") == 0;
+	out->contract = out->fastmath || strcmp(tc_options_get(o, "contract"), "on") == 0;
 	out->parallel = strcmp(tc_options_get(o, "parallel"), "off") != 0;
 	out->unroll = strcmp(tc_options_get(o, "unroll"), "off") != 0;
 	out->fusion = !strcmp(tc_options_get(o, "fusion"), "min") ? TC_POLY_FUSE_MIN
