@@ -344,8 +344,13 @@ static int sniff(tc_cache *c)
 	static const char magic[16] = "SQLite format 3";
 	char head[16];
 	size_t n;
-	FILE *fp = fopen(c->path, "rb");
-	if (!fp) {
+	struct stat sb;
+	FILE *fp;
+	if (stat(c->path, &sb) == 0 && !S_ISREG(sb.st_mode)) {
+		set_error(c, "kernel cache '%s' is not a regular file; it is not used", c->path);
+		return -1;
+	}
+	if (!(fp = fopen(c->path, "rb"))) {
 		if (errno == ENOENT)
 			return -2;
 		set_error(c, "cannot open kernel cache '%s': %s", c->path, strerror(errno));

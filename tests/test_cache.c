@@ -606,6 +606,9 @@ static void not_sqlite_gives_a_warning_and_defaults(void **state)
 	assert_non_null(strstr(msg, "not an SQLite database"));
 	tc_free(msg);
 	compile_falls_back(p, "not an SQLite database");
+	/* a directory where the file should be */
+	assert_int_equal(mkdir(path("dir.sqlite"), 0777), 0);
+	compile_falls_back(path("dir.sqlite"), "not a regular file");
 }
 
 static void corrupt_file_gives_a_warning_and_defaults(void **state)
