@@ -16,7 +16,12 @@
  * sends the median and minimum and _exits (no atexit handlers: nothing of
  * the parent's state is flushed or leak-checked twice).  A run that takes
  * more than cutoff times the best median so far ends the timing early (the
- * candidate is CUT: measured roughly, known to be slow).
+ * candidate is CUT: measured roughly, known to be slow): the checked run if
+ * it took ten times that, else the first two runs after it.  The parent
+ * also gives a timing child a budget of twice what a candidate within the
+ * cutoff needs (warm-up, runs, min_time_s) plus 0.5 s, and kills it past
+ * that as CUT (its result unchecked), so a candidate a thousand times
+ * slower than the best does not hold the machine until the timeout.
  *
  * The parent polls the sockets with deadlines: compile_timeout_s from the
  * fork, timeout_s from GO; a child past its deadline is killed with
@@ -467,6 +472,14 @@ static void child_main(tc_tune_eval *ev, int fd, const tc_options *o, tc_tune_fa
 		spoil(ev);
 	m.type = MSG_DONE;
 	m.status = TC_TUNE_OK;
+	/* ten times the cutoff is far beyond what first touches cost */
+	if (go.cutoff_s > 0 && t > 10 * go.cutoff_s) {
+		m.status = TC_TUNE_CUT;
+		m.median_s = m.min_s = t;
+		m.runs = 1;
+		write_all(fd, &m, sizeof(m));
+		_exit(0);
+	}
 	/* warm-up, then timed runs; when the first two runs after the checked
 	 * one (which pays for first touches) both take more than the cutoff,
 	 * the candidate is cut short */
@@ -516,6 +529,8 @@ typedef struct slot {
 	int fd;
 	int index; /* the candidate's index in the run */
 	double deadline;
+	double go_time;
+	double budget; /* timing: past this, the candidate is far slower than the best */
 	msg m;
 	size_t got;
 } slot;
@@ -755,6 +770,11 @@ int tc_tune_eval_measure(void *user, int gen, int n, tc_options *const *options,
 			memset(ev->shared, 0, ev->shared_bytes);
 			sl[ready].state = SLOT_TIMING;
 			sl[ready].deadline = now_s() + ev->set->timeout_s;
+			sl[ready].budget = INFINITY;
+			sl[ready].go_time = now_s();
+			if (isfinite(ev->best)) /* what a candidate within the cutoff needs, twice */
+				sl[ready].budget = now_s() + 0.5 + 2 * (ev->set->min_time_s +
+					(ev->set->warmup + ev->set->runs + 1) * go.cutoff_s);
 			if (write_all(sl[ready].fd, &go, sizeof(go)) < 0) {
 				death_text(sl[ready].pid, text, sizeof(text));
 				sl[ready].pid = 0;
@@ -818,6 +838,17 @@ int tc_tune_eval_measure(void *user, int gen, int n, tc_options *const *options,
 					finish(ev, s, gen, keys[j], st, &s->m, why, &times[j]);
 					done++;
 				}
+				continue;
+			}
+			if (s->state == SLOT_TIMING && now > s->budget && now <= s->deadline) {
+				msg cut;
+				memset(&cut, 0, sizeof(cut));
+				kill(s->pid, SIGKILL);
+				snprintf(text, sizeof(text), "stopped after %.3g s: far slower than the "
+					"best (unchecked)", now - s->go_time);
+				cut.median_s = cut.min_s = now - s->go_time;
+				finish(ev, s, gen, keys[j], TC_TUNE_CUT, &cut, text, &times[j]);
+				done++;
 				continue;
 			}
 			if (s->state != SLOT_READY && now > s->deadline) {

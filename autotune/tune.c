@@ -2,7 +2,10 @@
  *
  * A generation is a population of genomes (one value index per option of
  * the space, space.c).  Generation 0 is the seeds (the base options first,
- * then the caller's and the cache's) filled up with random genomes.  Each
+ * then the caller's and the cache's) filled up alternately with mutants of
+ * the seeds (each option redrawn with probability SEED_MUTATION) and
+ * uniformly random genomes: most random configurations of a big space are
+ * far slower than the defaults, and the mutants explore near them.  Each
  * later generation is built from scratch: the elites (the best few, carried
  * over unchanged) and children, each made by uniform crossover of two
  * parents chosen by tournament and then mutated; the children replace the
@@ -26,6 +29,7 @@
 #include <unistd.h>
 
 #define MAX_REDRAWS 20
+#define SEED_MUTATION 0.3 /* mutation rate of the seeds' mutants in generation 0 */
 
 /* ---- the memo: canonical options text -> time ---- */
 
@@ -262,7 +266,14 @@ tc_stat tc_tune_search_run(tc_tune_space *s, const tc_tune_search *sp, tc_tune_r
 	}
 	while (cur->n < size && tries++ < 50 * size) {
 		char *key;
-		tc_tune_space_random(s, &r, child);
+		/* every other one a mutant of a seed (local search around the
+		 * defaults and the cache's best), the rest uniformly random */
+		if (sp->nseeds && tries % 2) {
+			memcpy(child, sp->seeds[(tries / 2) % sp->nseeds], (size_t)s->n * sizeof(int64_t));
+			tc_tune_mutate(s, &r, child, SEED_MUTATION);
+		} else {
+			tc_tune_space_random(s, &r, child);
+		}
 		if (!(key = tc_tune_space_key(s, child)))
 			goto done;
 		if (popu_has(cur, key))
@@ -436,7 +447,8 @@ static void link_record(void *user, const tc_tune_candidate *c)
 		run.median_ms = c->median_s * 1e3;
 		run.min_ms = c->min_s * 1e3;
 		run.run_id = l->run_id;
-		run.ok = c->status == TC_TUNE_OK || c->status == TC_TUNE_CUT;
+		/* a candidate stopped by the budget was never checked: not ok */
+		run.ok = c->status == TC_TUNE_OK || (c->status == TC_TUNE_CUT && !*c->message);
 		if (tc_cache_record(l->cache, &l->key, &run) < 0 && !l->warned) {
 			add_warning(l->ctx, "kernel cache %s: cannot record a candidate: %s",
 				tc_cache_path(l->cache), tc_cache_error(l->cache));
