@@ -127,8 +127,9 @@ int tc_module_hash(tc_module *m, const char *entry, char out[17]);
  *                         (vectorised reductions), min/max that assume no
  *                         NaN operands and an inline float32 exp within
  *                         2 ulp (default off); never chosen by the autotuner
- *   parallel on|off       run the outermost parallel loop of each loop
- *                         nest on tcomp's thread pool (default on)
+ *   parallel auto|on|off  run the outermost parallel loop of each loop
+ *                         nest on tcomp's thread pool (default auto: only
+ *                         nests of at least 262144 statement instances)
  *   threads  auto|N       threads for those loops (default auto: the
  *                         context's setting, tc_context_set_threads, which
  *                         defaults to one per online CPU)
@@ -258,7 +259,7 @@ const char *tc_kernel_options_source(const tc_kernel *k);
  * statement, each a power of two or three times one (8, 16, 24, 32, 48, ...)
  * up to the largest extent; regtile takes auto, none or R rows by V vector
  * registers (R 1..8, V 1..4); threads takes auto or 1..the online CPUs.
- * target and contract (which changes results) are never searched, and
+ * target, contract and fastmath (which change results) are never searched, and
  * neither is any option the base options set explicitly: those keep the
  * base value.  Every candidate is compiled and run in a forked child
  * process, several compiling at once but only one timing at a time; a

@@ -86,7 +86,8 @@ typedef struct tc_poly_opts {
 	int order;                     /* run tc_poly_pass_order */
 	int contract;                  /* backends may fuse float * and + (FMA) */
 	int fastmath;                  /* ... and reassociate, and use fast exp */
-	int parallel;                  /* run tc_poly_pass_parallel */
+	int parallel;                  /* run tc_poly_pass_parallel: 1 on every
+					* nest, 2 on nests with work enough */
 	int ntile;                     /* tile the outermost permutable band ... */
 	int64_t tile[TC_POLY_MAX_TILE]; /* ... with these sizes, outermost first */
 	int tile_auto;                 /* ntile 0: choose cache tiles for contractions */

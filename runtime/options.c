@@ -30,8 +30,8 @@ static const opt_def opt_table[] = {
 		"reorder permutable bands so the loop walking the stride-1 dimension is innermost (vectorisable)"},
 	{"contract", TC_OPT_ENUM, "off|on", "off",
 		"let float32/float64 multiplies and adds fuse into FMAs (faster; results then differ from the interpreter's by rounding)"},
-	{"parallel", TC_OPT_ENUM, "on|off", "on",
-		"run the outermost parallel loop of each loop nest on tcomp's thread pool"},
+	{"parallel", TC_OPT_ENUM, "auto|on|off", "auto",
+		"run the outermost parallel loop of each loop nest on tcomp's thread pool (auto: only nests of at least 262144 statement instances, below which waking the pool costs more than it saves)"},
 	{"threads", TC_OPT_INT, "auto|1..256", "auto",
 		"how many threads run parallel loops (auto: one per online CPU)"},
 	{"fusion", TC_OPT_ENUM, "max|preserve3coincident|min", "max",
@@ -441,7 +441,8 @@ void tc_rt_poly_opts(const tc_options *o, tc_poly_opts *out)
 	out->order = strcmp(tc_options_get(o, "order"), "off") != 0;
 	out->fastmath = strcmp(tc_options_get(o, "fastmath"), "on") == 0;
 	out->contract = out->fastmath || strcmp(tc_options_get(o, "contract"), "on") == 0;
-	out->parallel = strcmp(tc_options_get(o, "parallel"), "off") != 0;
+	out->parallel = !strcmp(tc_options_get(o, "parallel"), "off") ? 0
+		: !strcmp(tc_options_get(o, "parallel"), "on") ? 1 : 2;
 	out->unroll = strcmp(tc_options_get(o, "unroll"), "off") != 0;
 	out->fusion = !strcmp(tc_options_get(o, "fusion"), "min") ? TC_POLY_FUSE_MIN
 		: !strcmp(tc_options_get(o, "fusion"), "preserve3coincident")

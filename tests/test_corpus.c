@@ -1939,7 +1939,8 @@ static void draw_options(uint64_t *rng, char *buf, size_t n)
 	int len, pick;
 	len = snprintf(buf, n, "order=%s unroll=%s fusion=%s", tu_rand_int(rng, 0, 1) ? "on" : "off",
 		tu_rand_int(rng, 0, 1) ? "on" : "off", fusion[tu_rand_int(rng, 0, 2)]);
-	len += snprintf(buf + len, n - (size_t)len, " pack=%s", tu_rand_int(rng, 0, 1) ? "on" : "off");
+	len += snprintf(buf + len, n - (size_t)len, " pack=%s parallel=%s",
+		tu_rand_int(rng, 0, 1) ? "on" : "off", tu_rand_int(rng, 0, 1) ? "on" : "auto");
 	pick = (int)tu_rand_int(rng, 0, 5); /* tiles: none, auto, or 1 to 4 sizes */
 	len += snprintf(buf + len, n - (size_t)len, " tile=%s", pick == 0 ? "none" : pick == 1 ? "auto" : "");
 	if (pick > 1)
