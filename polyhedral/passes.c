@@ -102,6 +102,20 @@ static int stmt_score(const tc_poly_stmt *st, int var)
 	return n;
 }
 
+/* The domain variable of set's statement that band member member walks
+ * (a single variable plus a constant on every piece), or -1. */
+static int set_member_var(isl_set *set, isl_union_pw_aff *member)
+{
+	isl_space *space = isl_space_from_domain(isl_set_get_space(set));
+	isl_pw_aff *pa = isl_union_pw_aff_extract_pw_aff(member,
+		isl_space_add_dims(space, isl_dim_out, 1));
+	piece_var pv = {-1, 0};
+	if (pa)
+		isl_pw_aff_foreach_piece(pa, piece_cb, &pv);
+	isl_pw_aff_free(pa);
+	return pv.var;
+}
+
 typedef struct score_ctx {
 	const tc_poly *p;
 	isl_union_pw_aff *member;
@@ -114,20 +128,11 @@ static isl_stat score_set(isl_set *set, void *user)
 {
 	score_ctx *s = user;
 	const char *name = isl_set_get_tuple_name(set);
-	isl_space *space = isl_set_get_space(set);
-	isl_pw_aff *pa;
-	piece_var pv = {-1, 0};
-	int i;
-	isl_set_free(set);
-	space = isl_space_add_dims(isl_space_from_domain(space), isl_dim_out, 1);
-	pa = isl_union_pw_aff_extract_pw_aff(s->member, space);
-	if (!pa)
-		return isl_stat_error;
-	isl_pw_aff_foreach_piece(pa, piece_cb, &pv);
-	isl_pw_aff_free(pa);
-	for (i = 0; pv.var >= 0 && name && i < s->p->nstmts; i++)
+	int i, var = set_member_var(set, s->member);
+	for (i = 0; var >= 0 && name && i < s->p->nstmts; i++)
 		if (!strcmp(s->p->stmts[i].name, name))
-			s->score += stmt_score(&s->p->stmts[i], pv.var);
+			s->score += stmt_score(&s->p->stmts[i], var);
+	isl_set_free(set);
 	return isl_stat_ok;
 }
 
@@ -580,16 +585,8 @@ static isl_stat member_var_cb(isl_set *set, void *user)
 {
 	member_var_ctx *mc = user;
 	const char *name = isl_set_get_tuple_name(set);
-	if (name && !strcmp(name, mc->st->name)) {
-		isl_space *space = isl_space_from_domain(isl_set_get_space(set));
-		isl_pw_aff *pa = isl_union_pw_aff_extract_pw_aff(mc->member,
-			isl_space_add_dims(space, isl_dim_out, 1));
-		piece_var pv = {-1, 0};
-		if (pa)
-			isl_pw_aff_foreach_piece(pa, piece_cb, &pv);
-		isl_pw_aff_free(pa);
-		mc->var = pv.var;
-	}
+	if (name && !strcmp(name, mc->st->name))
+		mc->var = set_member_var(set, mc->member);
 	isl_set_free(set);
 	return isl_stat_ok;
 }
