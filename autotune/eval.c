@@ -689,11 +689,11 @@ static void finish(tc_tune_eval *ev, slot *s, int gen, const char *key, tc_tune_
 		p.failed = ev->failed;
 		p.best_s = ev->best;
 		p.gen_median_s = INFINITY;
-		if (copy) {
+		if (copy && ev->ngen_medians) {
 			memcpy(copy, ev->gen_medians, (size_t)ev->ngen_medians * sizeof(double));
 			p.gen_median_s = median_of(copy, ev->ngen_medians);
-			tc_free(copy);
 		}
+		tc_free(copy);
 		p.elapsed_s = now_s() - ev->t_start;
 		p.eta_s = p.elapsed_s / p.done * (p.planned - p.done);
 		p.last = &c;
