@@ -177,7 +177,8 @@ class Tcomp:
             self.broken = "tcomp check bench/kernels.tc failed: " + first_line(err or out)
 
     def _opts(self):
-        return ["--options", self.options] if self.options else []
+        # --no-cache: the defaults (or the file), never a tuned kernel cache entry
+        return ["--no-cache"] + (["--options", self.options] if self.options else [])
 
     def measure(self, bench, threads):
         if self.broken:

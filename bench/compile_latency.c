@@ -67,7 +67,7 @@ int main(int argc, char **argv)
 	for (e = 0; e < 2; e++) {
 		double *t = calloc((size_t)reps, sizeof(double)), first;
 		tc_context *ctx = tc_context_new();
-		if (!t || !ctx)
+		if (!t || !ctx || tc_context_set_cache(ctx, "") < 0) /* cold: no kernel cache */
 			return 2;
 		first = compile_once(ctx, entries[e], sa, sb, e == 0); /* creates the JIT */
 		for (i = 0; i < reps; i++)

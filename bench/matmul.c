@@ -55,7 +55,8 @@ int main(int argc, char **argv)
 	tc_kernel *k;
 	size_t i;
 
-	if (!a || !b || !c || !c2 || !t || !ctx || runs < 1)
+	if (!a || !b || !c || !c2 || !t || !ctx || runs < 1 ||
+		tc_context_set_cache(ctx, "") < 0) /* the defaults, not a tuned entry */
 		return 2;
 	srand(1);
 	for (i = 0; i < nn; i++) { /* fills and faults the pages in */
