@@ -426,6 +426,7 @@ typedef struct seen {
 	tc_tune_status status[256];
 	int index[256];
 	char msg[256][160];
+	char opts[256][400];
 } seen;
 
 static void record(void *user, const tc_tune_candidate *c)
@@ -436,6 +437,7 @@ static void record(void *user, const tc_tune_candidate *c)
 		s->status[s->n] = c->status;
 		s->index[s->n] = c->index;
 		snprintf(s->msg[s->n], sizeof(s->msg[0]), "%s", c->message);
+		snprintf(s->opts[s->n], sizeof(s->opts[0]), "%s", c->options);
 		s->n++;
 	}
 }
@@ -651,6 +653,12 @@ static void tuning_records_in_the_cache_and_seeds_from_it(void **state)
 	if (tc_autotune(m, "matmul", in, 2, NULL, &st, &best2, &rep) < 0)
 		fail_msg("%s", tc_context_error(ctx));
 	assert_true(rep.best_s <= rep.default_s);
+	{
+		int i, found = 0;
+		for (i = 0; i < s->n; i++)
+			found |= !strcmp(s->opts[i], text);
+		assert_true(found); /* a single generation: the cache's best was a seed */
+	}
 	tc_string_free(text);
 	tc_options_free(best);
 	tc_options_free(best2);
