@@ -646,7 +646,9 @@ static int rows_member(isl_schedule_node *node, const tc_poly_stmt *st)
  * automatic, up to 4 whole vectors of the innermost member (the rest of
  * shorter rows in partial tiles) by rows of rows_member, 24 accumulators
  * in all of AVX-512's 32 registers (6 x 4, 8 x 3, 12 x 2 or 1), the rest
- * for the shared vector loads and broadcasts; clipped to the extents. */
+ * for the shared vector loads and broadcasts; clipped to the extents.  A
+ * row shorter than a vector gets one vector and 6 rows (fcrelu 128x128x10:
+ * 0.022 ms, against 0.029 with 12 rows of 10). */
 static void regtile_sizes(const tc_poly *p, isl_schedule_node *node, const tc_poly_stmt *st,
 	int64_t *sizes)
 {
@@ -663,11 +665,14 @@ static void regtile_sizes(const tc_poly *p, isl_schedule_node *node, const tc_po
 			size = k > 0 ? p->opts.regtile[--k] : 1;
 		} else if (j == n - 1) {
 			size = 4 * vl;
-			if (ext > 0 && ext < size) /* whole vectors; the rest is a partial tile */
-				size = ext >= vl ? ext / vl * vl : ext;
-			rows = size >= vl ? 24 / (size / vl) : 12;
-			if (rows > 12)
-				rows = 12;
+			if (ext > 0 && ext < vl) { /* one partial vector, 6 rows */
+				size = vl;
+				rows = 6;
+			} else {
+				if (ext > 0 && ext < size) /* whole vectors; the rest a partial tile */
+					size = ext / vl * vl;
+				rows = 24 / (size / vl) > 12 ? 12 : 24 / (size / vl);
+			}
 		} else {
 			size = j == row ? rows : 1;
 			if (ext > 0 && size > ext)
