@@ -693,7 +693,7 @@ static void cli_autotune_prints_the_best_options(void **state)
 	static char out1[65536], out2[65536];
 	const char *args = "autotune examples/matmul.tc -e matmul --shape A=32x32 --shape B=32x32 "
 		"--generations 2 --population 3 --seed 5 --no-cache --timeout 1 --runs 2 "
-		"--min-time 0.001";
+		"--min-time 0.001 --threads 1 --jobs 2";
 	char cmd[1024];
 	const char *p1, *p2;
 	(void)state;
@@ -701,6 +701,7 @@ static void cli_autotune_prints_the_best_options(void **state)
 	assert_non_null(strstr(out1, "gen 1/2  candidate 1/"));
 	assert_non_null(strstr(out1, "x speedup over the defaults"));
 	assert_non_null(strstr(out1, "\ntarget=cpu\norder="));
+	assert_non_null(strstr(out1, "\nthreads=1\n")); /* --threads fixes the option */
 	/* the same seed makes the same choices: the same candidates in order */
 	assert_int_equal(run_tcomp(out2, sizeof(out2), args), 0);
 	/* (generation 1 only: later ones depend on the measured times) */

@@ -14,6 +14,7 @@
 static const char *const autotune_usage =
 	"usage: tcomp autotune FILE.tc [-e NAME] --shape T=1024x1024 ... [--generations G]\n"
 	"                      [--population P] [--elites E] [--mutation RATE] [--threads N]\n"
+	"                      [--jobs J]\n"
 	"                      [--timeout S] [--seed N] [--runs R] [--min-time S]\n"
 	"                      [--cache PATH | --no-cache] [--options FILE]\n"
 	"                      [--option NAME=VALUE ...] [--quiet]\n"
@@ -42,9 +43,10 @@ static const char *const autotune_usage =
 	"  --population P      candidates per generation (default 20)\n"
 	"  --elites E          best candidates carried into the next generation (default 2)\n"
 	"  --mutation RATE     chance that a child's option is redrawn (default 0.15)\n"
-	"  --threads N         candidates compiling at once (default: one per CPU);\n"
-	"                      the kernels' own thread count is the option threads,\n"
-	"                      searched unless --option threads=N fixes it\n"
+	"  --threads N         the kernels' thread count, as in tcomp bench: the\n"
+	"                      option threads fixed to N (without it, threads is\n"
+	"                      searched)\n"
+	"  --jobs J            candidates compiling at once (default: one per CPU)\n"
 	"  --timeout S         limit on one candidate's runs, in seconds (default 10)\n"
 	"  --seed N            seed of the search's random choices (N >= 1; default:\n"
 	"                      from the clock): the same seed makes the same choices\n"
@@ -215,7 +217,7 @@ int cmd_autotune(int argc, char **argv)
 			set.population = (int)parse_count(a, argv[++i], 1, autotune_usage);
 		else if (!strcmp(a, "--elites") && more)
 			set.elites = (int)parse_count(a, argv[++i], 0, autotune_usage);
-		else if (!strcmp(a, "--threads") && more)
+		else if (!strcmp(a, "--jobs") && more)
 			set.threads = (int)parse_count(a, argv[++i], 1, autotune_usage);
 		else if (!strcmp(a, "--runs") && more)
 			set.runs = (int)parse_count(a, argv[++i], 1, autotune_usage);
@@ -238,7 +240,7 @@ int cmd_autotune(int argc, char **argv)
 			set.use_cache = 0;
 		else if (!strcmp(a, "--quiet"))
 			v.quiet = 1;
-		else if (take_opt_arg(&oa, argc, argv, &i, autotune_usage, 0))
+		else if (take_opt_arg(&oa, argc, argv, &i, autotune_usage, 1)) /* --threads too */
 			;
 		else if (a[0] == '-')
 			die_usage(autotune_usage, "unknown or incomplete option '%s'", a);
