@@ -338,7 +338,7 @@ int tc_sx_mentions(const tc_sexpr *e, tc_sx_kind kind, int id)
 tc_stat tc_sx_eval(const tc_sexpr *e, const int64_t *params, const int64_t *vars,
 	int64_t *out)
 {
-	int64_t a, b;
+	int64_t a, b = 0; /* b: only binary kinds read it (GCC -O3 cannot see that) */
 	if (!e)
 		return TC_ERR;
 	switch (e->kind) {
