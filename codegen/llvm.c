@@ -1990,6 +1990,29 @@ void tc_cg_jit_free(__tc_take tc_cg_jit *jit)
 	tc_free(jit);
 }
 
+/* The end of adding code to the JIT (called with jit->lock held, which it
+ * releases): err is the add's result; look the kernel's symbol up and set
+ * code->fn.  code, or NULL (code freed) with an error in d, where adding
+ * and linking name the steps in the message. */
+static tc_cg_code *jit_finish(tc_cg_jit *jit, tc_cg_code *code, LLVMErrorRef err,
+	const char *symbol, const char *adding, const char *linking, tc_diags *d)
+{
+	LLVMOrcExecutorAddress addr = 0;
+	if (err)
+		llvm_error(d, adding, err);
+	else if ((err = LLVMOrcLLJITLookup(jit->lljit, &addr, symbol)) != NULL)
+		llvm_error(d, linking, err);
+	pthread_mutex_unlock(&jit->lock);
+	if (err || !addr) {
+		if (!err)
+			tc_error(d, noloc, "%s", "LLVM: the kernel has no address");
+		tc_cg_code_free(code);
+		return NULL;
+	}
+	code->fn = (tc_cg_fn)(uintptr_t)addr;
+	return code;
+}
+
 /* Compile p into jit (see llvm.h): build the module in a fresh thread-safe
  * context, optimise it, add it to the JIT under a new resource tracker and
  * look up its function.  NULL with a message in d on failure.  The caller
@@ -1999,7 +2022,6 @@ __tc_give tc_cg_code *tc_cg_llvm_compile(__tc_keep tc_cg_jit *jit, __tc_keep con
 {
 	LLVMOrcThreadSafeContextRef tsc;
 	LLVMOrcThreadSafeModuleRef tsm;
-	LLVMOrcExecutorAddress addr = 0;
 	LLVMModuleRef M;
 	LLVMErrorRef err;
 	tc_cg_code *code;
@@ -2039,19 +2061,7 @@ __tc_give tc_cg_code *tc_cg_llvm_compile(__tc_keep tc_cg_jit *jit, __tc_keep con
 	tsm = LLVMOrcCreateNewThreadSafeModule(M, tsc); /* owns M now */
 	LLVMOrcDisposeThreadSafeContext(tsc);           /* the module keeps it */
 	err = LLVMOrcLLJITAddLLVMIRModuleWithRT(jit->lljit, code->rt, tsm); /* owns tsm */
-	if (err)
-		llvm_error(d, "add the kernel to the JIT", err);
-	else if ((err = LLVMOrcLLJITLookup(jit->lljit, &addr, name)) != NULL)
-		llvm_error(d, "compile the kernel", err);
-	pthread_mutex_unlock(&jit->lock);
-	if (err || !addr) {
-		if (!err)
-			tc_error(d, noloc, "%s", "LLVM: the kernel has no address");
-		tc_cg_code_free(code);
-		return NULL;
-	}
-	code->fn = (tc_cg_fn)(uintptr_t)addr;
-	return code;
+	return jit_finish(jit, code, err, name, "add the kernel to the JIT", "compile the kernel", d);
 }
 
 /* Site number i of the code's run-time checks. */
@@ -2259,20 +2269,8 @@ __tc_give tc_cg_code *tc_cg_llvm_load(__tc_keep tc_cg_jit *jit, const void *obj,
 		return NULL;
 	}
 	LLVMConsumeError(err);
-	addr = 0;
 	code->rt = LLVMOrcJITDylibCreateResourceTracker(jit->jd);
 	err = LLVMOrcLLJITAddObjectFileWithRT(jit->lljit, code->rt, mb); /* owns mb */
-	if (err)
-		llvm_error(d, "add the object code to the JIT", err);
-	else if ((err = LLVMOrcLLJITLookup(jit->lljit, &addr, fname)) != NULL)
-		llvm_error(d, "link the object code", err);
-	pthread_mutex_unlock(&jit->lock);
-	if (err || !addr) {
-		if (!err)
-			tc_error(d, noloc, "%s", "LLVM: the kernel has no address");
-		tc_cg_code_free(code);
-		return NULL;
-	}
-	code->fn = (tc_cg_fn)(uintptr_t)addr;
-	return code;
+	return jit_finish(jit, code, err, fname, "add the object code to the JIT",
+		"link the object code", d);
 }

@@ -127,11 +127,10 @@ typedef struct score_ctx {
 static isl_stat score_set(isl_set *set, void *user)
 {
 	score_ctx *s = user;
-	const char *name = isl_set_get_tuple_name(set);
-	int i, var = set_member_var(set, s->member);
-	for (i = 0; var >= 0 && name && i < s->p->nstmts; i++)
-		if (!strcmp(s->p->stmts[i].name, name))
-			s->score += stmt_score(&s->p->stmts[i], var);
+	const tc_poly_stmt *st = tc_poly_find_stmt(s->p, isl_set_get_tuple_name(set));
+	int var = set_member_var(set, s->member);
+	if (st && var >= 0)
+		s->score += stmt_score(st, var);
 	isl_set_free(set);
 	return isl_stat_ok;
 }
@@ -448,16 +447,6 @@ tc_stat tc_poly_pass_tile(tc_poly *p, tc_diags *d)
 #define VECTOR_BYTES 64
 #define MAX_UNROLL 32 /* the most copies the unrolled point loops may make */
 
-/* The statement of the model named name, or NULL. */
-static const tc_poly_stmt *find_stmt(const tc_poly *p, const char *name)
-{
-	int i;
-	for (i = 0; name && i < p->nstmts; i++)
-		if (!strcmp(p->stmts[i].name, name))
-			return &p->stmts[i];
-	return NULL;
-}
-
 /* What a band schedules: the one reduction all its instances belong to
  * (its update, possibly its init), with possibly plain statements (an
  * epilogue such as a bias and an activation), or NULL when it schedules
@@ -471,7 +460,7 @@ typedef struct band_stmts {
 static isl_stat band_stmt_cb(isl_set *set, void *user)
 {
 	band_stmts *b = user;
-	const tc_poly_stmt *st = find_stmt(b->p, isl_set_get_tuple_name(set));
+	const tc_poly_stmt *st = tc_poly_find_stmt(b->p, isl_set_get_tuple_name(set));
 	isl_set_free(set);
 	if (st && st->kind == TC_POLY_ASSIGN)
 		; /* an epilogue: regtile_band moves it after the reduction */
@@ -508,7 +497,7 @@ typedef struct kind_ctx {
 static isl_stat kind_cb(isl_set *set, void *user)
 {
 	kind_ctx *kc = user;
-	const tc_poly_stmt *st = find_stmt(kc->p, isl_set_get_tuple_name(set));
+	const tc_poly_stmt *st = tc_poly_find_stmt(kc->p, isl_set_get_tuple_name(set));
 	if (st && st->kind == kc->kind)
 		kc->found = isl_union_set_add_set(kc->found, set);
 	else

@@ -708,7 +708,7 @@ static void inst_free(void *user)
 	tc_free(inst);
 }
 
-static const tc_poly_stmt *find_stmt(const tc_poly *p, const char *name)
+const tc_poly_stmt *tc_poly_find_stmt(const tc_poly *p, const char *name)
 {
 	int i;
 	for (i = 0; name && i < p->nstmts; i++)
@@ -737,7 +737,7 @@ static isl_ast_node *at_domain(isl_ast_node *node, isl_ast_build *build, void *u
 		isl_map_free(map);
 		return isl_ast_node_free(node);
 	}
-	inst->stmt = find_stmt(p, isl_map_get_tuple_name(map, isl_dim_out));
+	inst->stmt = tc_poly_find_stmt(p, isl_map_get_tuple_name(map, isl_dim_out));
 	iter = isl_pw_multi_aff_from_map(map);
 	if (!inst->stmt || !iter)
 		goto error;

@@ -117,6 +117,9 @@ typedef struct tc_poly {
 	isl_ast_node *ast;       /* after tc_poly_ast */
 } tc_poly;
 
+/* The statement of the model whose isl tuple name is name, or NULL. */
+const tc_poly_stmt *tc_poly_find_stmt(__tc_keep const tc_poly *p, const char *name);
+
 /* Whether every instance in instances belongs to a packing copy (IR
  * statements marked pack): the passes leave their loop nests alone. */
 int tc_poly_is_pack(__tc_keep const tc_poly *p, __tc_keep isl_union_set *instances);

@@ -307,6 +307,26 @@ fail:
 	return NULL;
 }
 
+/* The function of entry with the input tensors checked and converted into
+ * *in (a new array, owned by the caller, also on failure), for tc_compile
+ * and tc_rt_compile_object; NULL with an error in the context.  Called
+ * with the context's lock held. */
+static const tc_ir_func *bind_inputs(tc_module *m, const char *entry,
+	const DLTensor *const *inputs, int n_inputs, tc_tensor **in)
+{
+	const tc_ir_func *f;
+	int def;
+	*in = NULL;
+	if ((def = tc_rt_find_def(m, entry)) < 0 || !(f = tc_rt_module_func(m, def)) ||
+		!count_ok(m->ctx, f, "input", n_inputs, f->ninputs, 0))
+		return NULL;
+	if (!(*in = tc_calloc((size_t)f->ninputs + 1, sizeof(tc_tensor)))) {
+		tc_rt_set_error(m->ctx, "out of memory");
+		return NULL;
+	}
+	return convert_tensors(m->ctx, f, "input", 0, inputs, n_inputs, 0, *in) < 0 ? NULL : f;
+}
+
 tc_kernel *tc_compile(tc_module *m, const char *entry, const DLTensor *const *inputs,
 	int n_inputs, const tc_options *options)
 {
@@ -317,7 +337,7 @@ tc_kernel *tc_compile(tc_module *m, const char *entry, const DLTensor *const *in
 	tc_options *cached = NULL;
 	tc_rt_object obj;
 	char *opts = NULL, *key = NULL;
-	int i, def;
+	int i;
 
 	memset(&obj, 0, sizeof(obj));
 
@@ -325,18 +345,12 @@ tc_kernel *tc_compile(tc_module *m, const char *entry, const DLTensor *const *in
 		return NULL;
 	tc_rt_clear_error(m->ctx);
 	pthread_mutex_lock(&m->ctx->lock);
-	if ((def = tc_rt_find_def(m, entry)) < 0 || !(f = tc_rt_module_func(m, def)))
+	if (!(f = bind_inputs(m, entry, inputs, n_inputs, &in)))
 		goto done;
-	if (!count_ok(m->ctx, f, "input", n_inputs, f->ninputs, 0))
-		goto done;
-	in = tc_calloc((size_t)f->ninputs + 1, sizeof(tc_tensor));
-	k = tc_calloc(1, sizeof(*k));
-	if (!in || !k) {
+	if (!(k = tc_calloc(1, sizeof(*k)))) {
 		tc_rt_set_error(m->ctx, "out of memory");
 		goto done;
 	}
-	if (convert_tensors(m->ctx, f, "input", 0, inputs, n_inputs, 0, in) < 0)
-		goto done;
 	k->source = TC_RT_SRC_USER;
 	if (!options) { /* the kernel cache's, or the defaults */
 		char *shapes = memo_key(entry, in, n_inputs, "");
@@ -620,23 +634,18 @@ int tc_rt_compile_object(__tc_keep tc_module *m, const char *entry, const DLTens
 	tc_rt_compiled *c = NULL;
 	tc_tensor *in = NULL;
 	char *key = NULL;
-	int def, st = -1;
+	int st = -1;
 
 	if (!m || !o || !o->symbol)
 		return -1;
 	tc_rt_clear_error(m->ctx);
 	pthread_mutex_lock(&m->ctx->lock);
-	if ((def = tc_rt_find_def(m, entry)) < 0 || !(f = tc_rt_module_func(m, def)))
+	if (!(f = bind_inputs(m, entry, inputs, n_inputs, &in)))
 		goto done;
-	if (!count_ok(m->ctx, f, "input", n_inputs, f->ninputs, 0))
-		goto done;
-	if (!(in = tc_calloc((size_t)f->ninputs + 1, sizeof(tc_tensor))) ||
-		!(key = tc_strdup("object"))) {
+	if (!(key = tc_strdup("object"))) {
 		tc_rt_set_error(m->ctx, "out of memory");
 		goto done;
 	}
-	if (convert_tensors(m->ctx, f, "input", 0, inputs, n_inputs, 0, in) < 0)
-		goto done;
 	c = compile(m, f, in, n_inputs, options, key, NULL, o);
 	key = NULL; /* compile took it */
 	if (c && !o->code)
