@@ -249,32 +249,28 @@ def first_line(text, limit=300):
     return (lines[-1] if lines else "no message")[:limit]
 
 
+def _compare():
+    """bench/compare.py as a module (its run, json_line, env_for), imported
+    without writing bench/__pycache__ into the work tree."""
+    sys.dont_write_bytecode = True
+    if BENCH not in sys.path:
+        sys.path.insert(0, BENCH)
+    import compare
+    return compare
+
+
 def run(cmd, env=None, timeout=3600):
-    try:
-        p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
-        return p.returncode, p.stdout, p.stderr
-    except subprocess.TimeoutExpired:
-        return -999, "", f"timed out after {timeout} s"
-    except OSError as e:
-        return -998, "", str(e)
+    """compare.run with a longer default timeout (pip, tuning)."""
+    return _compare().run(cmd, env=env, timeout=timeout)
 
 
 def json_line(text):
-    for line in reversed((text or "").strip().splitlines()):
-        try:
-            v = json.loads(line)
-            if isinstance(v, dict):
-                return v
-        except ValueError:
-            pass
-    return None
+    return _compare().json_line(text)
 
 
 def base_env():
-    sys.dont_write_bytecode = True   # no bench/__pycache__ in the work tree
-    sys.path.insert(0, BENCH)
-    import compare  # the same glibc malloc tunables and thread variables as compare.py
-    env = compare.env_for(1)
+    # the same glibc malloc tunables and thread variables as compare.py
+    env = _compare().env_for(1)
     env["TVM_NUM_THREADS"] = "1"
     return env
 
