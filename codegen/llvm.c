@@ -228,6 +228,7 @@ typedef struct cg {
 	const host *h;     /* for the attributes of outlined functions */
 	int nparallel;     /* outlined parallel loops so far */
 	int guarded;       /* inside a branch of ?: or the right side of && || */
+	int ordered;       /* inside a register tile: reductions keep their order */
 	tc_cg_site *sites; /* the run-time checks */
 	int nsites, capsites;
 } cg;
@@ -772,11 +773,13 @@ static LLVMValueRef float_arith(cg *g, tc_ir_op op, tc_dtype t, LLVMValueRef a, 
 	}
 	/* the contract option: let LLVM fuse a multiply and an add into an
 	 * FMA (one rounding instead of two); fastmath also lets it reorder
-	 * sums and products (vectorised reductions); float16 keeps its exact
-	 * steps */
-	if (g->p->opts.contract && t != TC_T_F16 && op != TC_OP_DIV)
-		LLVMSetFastMathFlags(r, LLVMFastMathAllowContract |
-			(g->p->opts.fastmath ? LLVMFastMathAllowReassoc | LLVMFastMathNoSignedZeros : 0));
+	 * sums and products (vectorised reductions) and divide by a
+	 * reciprocal (a / b as a * (1 / b), 1 / b hoisted out of loops);
+	 * float16 keeps its exact steps */
+	if (g->p->opts.contract && t != TC_T_F16 && LLVMIsAInstruction(r))
+		LLVMSetFastMathFlags(r, (op != TC_OP_DIV ? LLVMFastMathAllowContract : 0) |
+			(g->p->opts.fastmath ? LLVMFastMathAllowReassoc | LLVMFastMathNoSignedZeros |
+				(op == TC_OP_DIV ? LLVMFastMathAllowReciprocal : 0) : 0));
 	return t == TC_T_F16 ? LLVMBuildFPTrunc(g->B, r, g->f16, "") : r;
 }
 
@@ -1026,13 +1029,16 @@ static LLVMValueRef half_nextafter(cg *g, LLVMValueRef a, LLVMValueRef b)
 	return LLVMBuildSelect(g->B, nan, float_arith(g, TC_OP_ADD, TC_T_F16, a, b), r, "");
 }
 
-/* float32 exp(x) for fastmath, inline so that loops vectorise: x = n ln 2 +
- * r with |r| <= ln 2 / 2 (Cody-Waite, ln 2 in two parts), exp(r) by the
- * Cephes expf polynomial, times 2^n built in the exponent bits of two
- * factors.  Within 2
- * ulp of the correctly rounded result for x in [-87.3, 88.7]; above, +inf;
- * below, 0 (no subnormal results); NaN stays NaN. */
-static LLVMValueRef fast_expf(cg *g, LLVMValueRef x)
+/* float32 exp(x), inline so that loops vectorise (a call to libm's expf
+ * keeps a loop scalar): x = n ln 2 + r with |r| <= ln 2 / 2 (Cody-Waite,
+ * ln 2 in two parts), exp(r) by the Cephes expf polynomial, times 2^n
+ * built in the exponent bits of two factors, both normal for n in [-150,
+ * 128] (the first product is exact, the second rounds once, into the
+ * subnormals where the result is one).  Within 2 ulp of the correctly
+ * rounded result (1 ulp from glibc's expf at worst over the arguments
+ * test_options draws); above 88.72, +inf; below -103.97 (where the result
+ * rounds to 0), 0; NaN stays NaN. */
+static LLVMValueRef inline_expf(cg *g, LLVMValueRef x)
 {
 	static const double poly[] = {1.9875691500e-4, 1.3981999507e-3, 8.3334519073e-3,
 		4.1665795894e-2, 1.6666665459e-1, 5.0000001201e-1};
@@ -1040,12 +1046,12 @@ static LLVMValueRef fast_expf(cg *g, LLVMValueRef x)
 	LLVMValueRef a[3], n, half, r, p, e, scale, res;
 	unsigned i;
 #define FC(v) LLVMConstReal(f, (v))
-	a[0] = x;
-	a[1] = FC(88.7228391116729996);
-	a[0] = call_intrinsic(g, "llvm.minnum", &f, 1, a, 2);
-	a[1] = FC(-87.3365447505531);
-	a[0] = call_intrinsic(g, "llvm.maxnum", &f, 1, a, 2);
-	r = a[0];
+	/* clamped to [-104, 89] (compare and select: one vminps/vmaxps; a
+	 * NaN goes through as garbage, replaced at the end): beyond, the
+	 * result rounds to 0 or overflows to +inf by itself */
+	r = LLVMBuildSelect(g->B, LLVMBuildFCmp(g->B, LLVMRealOGT, x, FC(89.0), ""), FC(89.0), x, "");
+	r = LLVMBuildSelect(g->B, LLVMBuildFCmp(g->B, LLVMRealOLT, r, FC(-104.0), ""), FC(-104.0),
+		r, "");
 	a[0] = LLVMBuildFMul(g->B, r, FC(1.44269504088896341), "");
 	n = call_intrinsic(g, "llvm.rint", &f, 1, a, 1);
 	a[0] = n;
@@ -1066,7 +1072,7 @@ static LLVMValueRef fast_expf(cg *g, LLVMValueRef x)
 	a[1] = LLVMBuildFMul(g->B, r, r, "");
 	a[2] = LLVMBuildFAdd(g->B, r, FC(1.0), "");
 	e = call_intrinsic(g, "llvm.fma", &f, 1, a, 3);
-	/* 2^n as 2^h * 2^(n-h), h = n/2, both normal for n in [-126, 128] */
+	/* 2^n as 2^h * 2^(n-h), h = floor(n/2) */
 	n = LLVMBuildFPToSI(g->B, n, g->i32, "");
 	half = LLVMBuildAShr(g->B, n, LLVMConstInt(g->i32, 1, 0), "");
 	res = e;
@@ -1077,10 +1083,6 @@ static LLVMValueRef fast_expf(cg *g, LLVMValueRef x)
 			LLVMBuildShl(g->B, scale, LLVMConstInt(g->i32, 23, 0), ""), f, "");
 		res = LLVMBuildFMul(g->B, res, scale, "");
 	}
-	res = LLVMBuildSelect(g->B, LLVMBuildFCmp(g->B, LLVMRealOGT, x, FC(88.7228391116729996), ""),
-		FC(INFINITY), res, "");
-	res = LLVMBuildSelect(g->B, LLVMBuildFCmp(g->B, LLVMRealOLT, x, FC(-87.3365447505531), ""),
-		FC(0.0), res, "");
 	return LLVMBuildSelect(g->B, LLVMBuildFCmp(g->B, LLVMRealUNO, x, x, ""), x, res, "");
 #undef FC
 }
@@ -1105,8 +1107,8 @@ static LLVMValueRef float_builtin(cg *g, int id, tc_dtype t, LLVMValueRef *a, in
 		d[1] = to_double(g, a[1], t);
 		return round_double(g, call_wrapper(g, id, d, 2), t);
 	}
-	if (id == TC_BI_EXP && t == TC_T_F32 && g->p->opts.fastmath)
-		return fast_expf(g, a[0]);
+	if (id == TC_BI_EXP && t == TC_T_F32)
+		return inline_expf(g, a[0]);
 	if (bi->intr)
 		return call_intrinsic(g, bi->intr, &ft, 1, a, n);
 	if (bi->dbl && (t == TC_T_F64 || bi->flt)) {
@@ -1281,14 +1283,42 @@ static LLVMValueRef identity(cg *g, tc_red red, tc_dtype t)
 	}
 }
 
-/* acc red v in type t (the interpreter's reduce()). */
-static LLVMValueRef reduce(cg *g, tc_red red, tc_dtype t, LLVMValueRef acc, LLVMValueRef v)
+/* acc red v in type t (the interpreter's reduce()); init: the reduction
+ * starts from its identity (op=!), so acc is never NaN.
+ *
+ * vecreduce: outside register tiles, a float32/float64 reduction may run
+ * as vector partial results that LLVM's vectoriser combines at the end.
+ * A sum or product gets the reassoc flag on its accumulating operation
+ * only (the right-hand side keeps its exact steps).  max/min with init
+ * keep the interpreter's value: a NaN v is replaced by the identity, which
+ * acc (never NaN, never beyond the identity) absorbs, so llvm.maxnum may
+ * assume no NaN operands, and every order gives the same maximum (but for
+ * the sign of a zero in a tie of -0 and +0). */
+static LLVMValueRef reduce(cg *g, tc_red red, tc_dtype t, LLVMValueRef acc, LLVMValueRef v,
+	int init)
 {
+	int vec = g->p->opts.vecreduce && !g->ordered && (t == TC_T_F32 || t == TC_T_F64);
+	LLVMValueRef r, args[2];
+	LLVMTypeRef ty;
 	switch (red) {
-	case TC_RED_ADD: return arith(g, TC_OP_ADD, t, acc, v);
-	case TC_RED_MUL: return arith(g, TC_OP_MUL, t, acc, v);
-	case TC_RED_MIN: return minmax(g, t, acc, v, 0);
-	case TC_RED_MAX: return minmax(g, t, acc, v, 1);
+	case TC_RED_ADD:
+	case TC_RED_MUL:
+		r = arith(g, red == TC_RED_ADD ? TC_OP_ADD : TC_OP_MUL, t, acc, v);
+		if (vec && r && LLVMIsAInstruction(r) && LLVMCanValueUseFastMathFlags(r))
+			LLVMSetFastMathFlags(r, LLVMGetFastMathFlags(r) | LLVMFastMathAllowReassoc);
+		return r;
+	case TC_RED_MIN:
+	case TC_RED_MAX:
+		if (!vec || !init || g->p->opts.fastmath || !acc || !v)
+			return minmax(g, t, acc, v, red == TC_RED_MAX);
+		args[0] = acc;
+		args[1] = LLVMBuildSelect(g->B, LLVMBuildFCmp(g->B, LLVMRealUNO, v, v, ""),
+			identity(g, red, t), v, "");
+		ty = LLVMTypeOf(acc);
+		r = call_intrinsic(g, red == TC_RED_MAX ? "llvm.maxnum" : "llvm.minnum", &ty, 1, args, 2);
+		if (r)
+			LLVMSetFastMathFlags(r, LLVMFastMathNoSignedZeros | LLVMFastMathNoNaNs);
+		return r;
 	default: return v;
 	}
 }
@@ -1323,7 +1353,7 @@ static void statement(cg *g, const tc_poly_inst *inst)
 	default:
 		v = convert(g, expr(g, ir->rhs), ir->rhs->type, dt);
 		if (ir->red != TC_RED_ASSIGN)
-			v = reduce(g, ir->red, dt, load(g, ir->tensor, addr), v);
+			v = reduce(g, ir->red, dt, load(g, ir->tensor, addr), v, ir->init);
 		break;
 	}
 	store(g, ir->tensor, addr, v);
@@ -1663,12 +1693,15 @@ static void node(cg *g, isl_ast_node *n)
 	case isl_ast_node_mark: {
 		isl_id *mark = isl_ast_node_mark_get_id(n);
 		int par = mark && !strcmp(isl_id_get_name(mark), TC_POLY_MARK_PARALLEL);
+		int tile = mark && !strcmp(isl_id_get_name(mark), TC_POLY_MARK_REGTILE);
 		isl_id_free(mark);
 		child = isl_ast_node_mark_get_node(n);
+		g->ordered += tile;
 		if (!child)
 			fail(g, "malformed mark node", NULL);
 		else if (!(par && parallel_loop(g, child)) && !g->failed)
 			node(g, child);
+		g->ordered -= tile;
 		isl_ast_node_free(child);
 		break;
 	}

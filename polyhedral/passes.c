@@ -751,6 +751,12 @@ static isl_schedule_node *regtile_band(isl_schedule_node *node, const tc_poly *p
 	node = isl_schedule_node_band_tile(node, mv);
 	node = isolate_full_tiles(node, sizes);
 	node = isl_schedule_node_child(node, 0); /* the point band */
+	/* the mark tells code generators that the tile's reductions keep
+	 * their order (vecreduce does not apply: the accumulators are the
+	 * tile's, and a reduction loop vectorised along the reduction would
+	 * undo the tile) */
+	node = isl_schedule_node_insert_mark(node, isl_id_alloc(p->ctx, TC_POLY_MARK_REGTILE, NULL));
+	node = isl_schedule_node_child(node, 0);
 	/* the init's point loops first, then the reduction's, then those of the
 	 * epilogue (order_before/after leave node on the band of the instances
 	 * outside the filter); the pass checks the result against the

@@ -66,6 +66,7 @@ typedef struct tc_poly_inst {
 /* Mark names (isl_id names of mark nodes) that passes insert. */
 #define TC_POLY_MARK_KERNEL "tc_kernel" /* the root; user pointer: the tc_poly */
 #define TC_POLY_MARK_PARALLEL "tc_parallel" /* above a parallel (coincident) loop */
+#define TC_POLY_MARK_REGTILE "tc_regtile" /* above a register tile's point loops */
 
 /* Fusion strategies, emulated with stock isl scheduler options:
  *   MAX   isl's clustering fuses whatever it can (serialize_sccs off);
@@ -85,7 +86,9 @@ typedef enum tc_poly_fusion {
 typedef struct tc_poly_opts {
 	int order;                     /* run tc_poly_pass_order */
 	int contract;                  /* backends may fuse float * and + (FMA) */
-	int fastmath;                  /* ... and reassociate, and use fast exp */
+	int fastmath;                  /* ... and reassociate */
+	int vecreduce;                 /* float reductions outside register
+					* tiles may vectorise (any order) */
 	int parallel;                  /* run tc_poly_pass_parallel: 1 on every
 					* nest, 2 on nests with work enough */
 	int ntile;                     /* tile the outermost permutable band ... */

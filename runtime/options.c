@@ -43,7 +43,9 @@ static const opt_def opt_table[] = {
 	{"unroll", TC_OPT_ENUM, "on|off", "on",
 		"fully unroll the register tile's point loops but the innermost (at most 32 copies)"},
 	{"fastmath", TC_OPT_ENUM, "off|on", "off",
-		"trade bit-identical results for speed: contract=on, float sums and products reassociated (reductions vectorise in any order), min/max assume no NaN operands (a NaN gives an unspecified result) and either zero of a tie, float32 exp inlined as a vectorisable polynomial (within 2 ulp; results below 2^-126 flush to zero)"},
+		"trade bit-identical results for speed: contract=on, float sums and products reassociated (reductions vectorise in any order), min/max assume no NaN operands (a NaN gives an unspecified result) and either zero of a tie, arcp (a / b may become a * (1 / b))"},
+	{"vecreduce", TC_OPT_ENUM, "on|off", "on",
+		"let float reductions (+=, *=, max=, min= with !) outside register tiles run as vector partial results combined at the end: sums and products then round in another order than the interpreter's (the language allows it), max and min give the same value (off: every reduction accumulates in the interpreter's order, bit for bit)"},
 	{"pack", TC_OPT_ENUM, "on|off", "on",
 		"copy an input that a contraction reads along its reduction (B in A(m,r_k) * B(n,r_k), fully connected weights) into a temporary laid out so the register tile applies; the copy runs first"},
 };
@@ -440,6 +442,7 @@ void tc_rt_poly_opts(const tc_options *o, tc_poly_opts *out)
 	memset(out, 0, sizeof(*out));
 	out->order = strcmp(tc_options_get(o, "order"), "off") != 0;
 	out->fastmath = strcmp(tc_options_get(o, "fastmath"), "on") == 0;
+	out->vecreduce = out->fastmath || strcmp(tc_options_get(o, "vecreduce"), "off") != 0;
 	out->contract = out->fastmath || strcmp(tc_options_get(o, "contract"), "on") == 0;
 	out->parallel = !strcmp(tc_options_get(o, "parallel"), "off") ? 0
 		: !strcmp(tc_options_get(o, "parallel"), "on") ? 1 : 2;

@@ -39,11 +39,12 @@
  * double; the compiled code does the same (no contraction into fused
  * multiply-adds).  The loops below mirror that with float variables and the
  * f_* helpers (builtin in double, then rounded), so pointwise results agree
- * to ~1 ulp (tolerance: 1e-5 relative).  Reductions over one index are
- * summed in the natural order with a float accumulator, like the
- * interpreter.  Reductions over several indices have an unspecified order
- * (the language treats them as associative), so they get reduction_tol()
- * below.
+ * to ~1 ulp (tolerance: 1e-5 relative).  Reductions are summed in the
+ * natural order with a float accumulator, like the interpreter; the
+ * compiled code may sum in another order (the language treats reductions
+ * as associative: the scheduler may reorder several indices, and the
+ * vecreduce option, on by default, vectorises a float sum into partial
+ * sums), so float sums get reduction_tol() below.
  *
  * Set TC_CORPUS_FILTER to a cmocka filter pattern (e.g. "softmax*") to run a
  * subset. */
@@ -412,6 +413,7 @@ static void build_matvec(run *r, const int64_t *s)
 	float *A = in_f32(r, DIMS(M, K), -1, 1);
 	float *x = in_f32(r, DIMS(K), -1, 1);
 	float *y = out_f32(r, DIMS(M));
+	reduction_tol(r, K, 1);
 	for (int64_t m = 0; m < M; m++) {
 		float acc = 0;
 		for (int64_t k = 0; k < K; k++)
@@ -427,6 +429,7 @@ static void build_dot(run *r, const int64_t *s)
 	float *a = in_f32(r, DIMS(N), -1, 1);
 	float *b = in_f32(r, DIMS(N), -1, 1);
 	float *out = out_f32(r, SCALAR);
+	reduction_tol(r, N, 1);
 	float acc = 0;
 	for (int64_t i = 0; i < N; i++)
 		acc += a[i] * b[i];
@@ -441,6 +444,7 @@ static void build_matvec_plus(run *r, const int64_t *s)
 	float *x = in_f32(r, DIMS(K), -1, 1);
 	float *y0 = in_f32(r, DIMS(M), -1, 1);
 	float *y = out_f32(r, DIMS(M));
+	reduction_tol(r, K + 1, 1);
 	for (int64_t m = 0; m < M; m++) {
 		float acc = y0[m];
 		for (int64_t k = 0; k < K; k++)
@@ -456,6 +460,7 @@ static void build_row_sum_accumulate(run *r, const int64_t *s)
 	float *A = in_f32(r, DIMS(M, K), -1, 1);
 	float *S = out_f32(r, DIMS(M));
 	const float *S0 = out_init_f32(r);
+	reduction_tol(r, K + 1, 1);
 	for (int64_t m = 0; m < M; m++) {
 		float acc = S0[m];
 		for (int64_t k = 0; k < K; k++)
@@ -473,6 +478,7 @@ static void build_matmul(run *r, const int64_t *s)
 	float *A = in_f32(r, DIMS(M, K), -1, 1);
 	float *B = in_f32(r, DIMS(K, N), -1, 1);
 	float *C = out_f32(r, DIMS(M, N));
+	reduction_tol(r, K, 1);
 	for (int64_t m = 0; m < M; m++)
 		for (int64_t n = 0; n < N; n++) {
 			float acc = 0;
@@ -489,6 +495,7 @@ static void build_matmul_nt(run *r, const int64_t *s)
 	float *A = in_f32(r, DIMS(M, K), -1, 1);
 	float *B = in_f32(r, DIMS(N, K), -1, 1);
 	float *C = out_f32(r, DIMS(M, N));
+	reduction_tol(r, K, 1);
 	for (int64_t m = 0; m < M; m++)
 		for (int64_t n = 0; n < N; n++) {
 			float acc = 0;
@@ -505,6 +512,7 @@ static void build_batch_matmul(run *r, const int64_t *s)
 	float *X = in_f32(r, DIMS(B, N, M), -1, 1);
 	float *Y = in_f32(r, DIMS(B, M, K), -1, 1);
 	float *Z = out_f32(r, DIMS(B, N, K));
+	reduction_tol(r, M, 1);
 	for (int64_t b = 0; b < B; b++)
 		for (int64_t n = 0; n < N; n++)
 			for (int64_t k = 0; k < K; k++) {
@@ -524,6 +532,7 @@ static void build_tensordot(run *r, const int64_t *s)
 	float *I0 = in_f32(r, DIMS(N, C1, C2, H, W), -1, 1);
 	float *I1 = in_f32(r, DIMS(N, C2, C3, H, W), -1, 1);
 	float *O = out_f32(r, DIMS(N, C1, C3, H, W));
+	reduction_tol(r, C2, 1);
 	for (int64_t n = 0; n < N; n++)
 		for (int64_t c1 = 0; c1 < C1; c1++)
 			for (int64_t c3 = 0; c3 < C3; c3++)
@@ -1064,6 +1073,7 @@ static void build_let_sumsq(run *r, const int64_t *s)
 	int64_t N = s[0], M = s[1];
 	float *A = in_f32(r, DIMS(N, M), -1, 1);
 	float *O = out_f32(r, DIMS(N));
+	reduction_tol(r, M, 4);
 	for (int64_t i = 0; i < N; i++) {
 		float acc = 0;
 		for (int64_t j = 0; j < M; j++) {
@@ -1327,6 +1337,7 @@ static void build_row_mean(run *r, const int64_t *s)
 	int64_t N = s[0], M = s[1];
 	float *A = in_f32(r, DIMS(N, M), -1, 1);
 	float *O = out_f32(r, DIMS(N));
+	reduction_tol(r, M, 1);
 	for (int64_t i = 0; i < N; i++) {
 		float acc = 0;
 		for (int64_t j = 0; j < M; j++)
@@ -1372,6 +1383,7 @@ static void build_min_of_sums(run *r, const int64_t *s)
 	float *A = in_f32(r, DIMS(N, M), -1, 1);
 	float *B = in_f32(r, DIMS(N, M), -1, 1);
 	float *O = out_f32(r, DIMS(N));
+	reduction_tol(r, M, 1);
 	for (int64_t i = 0; i < N; i++) {
 		float acc = 0;
 		for (int64_t j = 0; j < M; j++)
@@ -1401,6 +1413,7 @@ static void build_sum_except_first(run *r, const int64_t *s)
 	int64_t N = s[0], M = s[1];
 	float *A = in_f32(r, DIMS(N, M), -1, 1);
 	float *O = out_f32(r, DIMS(N));
+	reduction_tol(r, M, 1);
 	for (int64_t i = 0; i < N; i++) {
 		float acc = 0;
 		for (int64_t k = 1; k < M; k++)
@@ -1449,6 +1462,7 @@ static void build_f64_matmul(run *r, const int64_t *s)
 	double *A = in_f64(r, DIMS(M, K), -1, 1);
 	double *B = in_f64(r, DIMS(K, N), -1, 1);
 	double *C = out_f64(r, DIMS(M, N));
+	out_tol(r, 1e-12, 1e-15 * (double)K);
 	for (int64_t m = 0; m < M; m++)
 		for (int64_t n = 0; n < N; n++) {
 			double acc = 0;

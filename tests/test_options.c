@@ -58,8 +58,8 @@ static void defaults_print_every_option(void **state)
 	tc_options *o = tc_options_new();
 	(void)state;
 	assert_non_null(o);
-	assert_string_equal(print_of(o), "target=cpu\norder=on\ncontract=off\nparallel=auto\nthreads=auto\nfusion=max\ntile=auto\nregtile=auto\nunroll=on\nfastmath=off\npack=on\n");
-	assert_string_equal(print_of(NULL), "target=cpu\norder=on\ncontract=off\nparallel=auto\nthreads=auto\nfusion=max\ntile=auto\nregtile=auto\nunroll=on\nfastmath=off\npack=on\n"); /* NULL: the defaults */
+	assert_string_equal(print_of(o), "target=cpu\norder=on\ncontract=off\nparallel=auto\nthreads=auto\nfusion=max\ntile=auto\nregtile=auto\nunroll=on\nfastmath=off\nvecreduce=on\npack=on\n");
+	assert_string_equal(print_of(NULL), "target=cpu\norder=on\ncontract=off\nparallel=auto\nthreads=auto\nfusion=max\ntile=auto\nregtile=auto\nunroll=on\nfastmath=off\nvecreduce=on\npack=on\n"); /* NULL: the defaults */
 	assert_string_equal(tc_options_get(NULL, "target"), "cpu");
 	assert_null(tc_options_get(o, "no_such_option"));
 	tc_options_free(o);
@@ -77,7 +77,7 @@ static void parse_print_round_trip(void **state)
 	/* and so does a set value */
 	assert_int_equal(tc_options_set(o, "target", "interp", ctx), 0);
 	snprintf(text, sizeof(text), "%s", print_of(o));
-	assert_string_equal(text, "target=interp\norder=on\ncontract=off\nparallel=auto\nthreads=auto\nfusion=max\ntile=auto\nregtile=auto\nunroll=on\nfastmath=off\npack=on\n");
+	assert_string_equal(text, "target=interp\norder=on\ncontract=off\nparallel=auto\nthreads=auto\nfusion=max\ntile=auto\nregtile=auto\nunroll=on\nfastmath=off\nvecreduce=on\npack=on\n");
 	assert_int_equal(tc_options_parse(q, text, ctx), 0);
 	assert_string_equal(print_of(q), text);
 	assert_string_equal(tc_options_get(q, "target"), "interp");
@@ -130,7 +130,7 @@ static void errors_name_the_option_and_line(void **state)
 	tc_options *o = tc_options_new();
 	(void)state;
 	expect_parse_error(o, "target=cpu\n\nbogus=1\n",
-		"error: line 3: unknown option 'bogus' (options: target, order, contract, parallel, threads, fusion, tile, regtile, unroll, fastmath, pack; see tcomp options)");
+		"error: line 3: unknown option 'bogus' (options: target, order, contract, parallel, threads, fusion, tile, regtile, unroll, fastmath, vecreduce, pack; see tcomp options)");
 	expect_parse_error(o, "\ntarget=gpu",
 		"line 2: option 'target' cannot be 'gpu' (allowed: cpu|interp)");
 	expect_parse_error(o, "target=", "line 1: option 'target' has no value (allowed: cpu|interp)");
@@ -159,7 +159,7 @@ static void errors_name_the_option_and_line(void **state)
 	/* tc_options_set says the same things, without a line */
 	assert_int_equal(tc_options_set(o, "bogus", "1", ctx), -1);
 	assert_non_null(strstr(tc_context_error(ctx),
-		"error: unknown option 'bogus' (options: target, order, contract, parallel, threads, fusion, tile, regtile, unroll, fastmath, pack; see tcomp options)"));
+		"error: unknown option 'bogus' (options: target, order, contract, parallel, threads, fusion, tile, regtile, unroll, fastmath, vecreduce, pack; see tcomp options)"));
 	assert_int_equal(tc_options_set(o, "target", "", ctx), -1);
 	assert_non_null(strstr(tc_context_error(ctx), "option 'target' has no value"));
 	assert_null(strstr(tc_context_error(ctx), "line"));
@@ -174,14 +174,14 @@ static void failed_parse_leaves_options_unchanged(void **state)
 	/* the first pair is good and would change target; the second is not */
 	expect_parse_error(o, "target=cpu\nbogus=1\n", "line 2: unknown option 'bogus'");
 	assert_string_equal(tc_options_get(o, "target"), "interp");
-	assert_string_equal(print_of(o), "target=interp\norder=on\ncontract=off\nparallel=auto\nthreads=auto\nfusion=max\ntile=auto\nregtile=auto\nunroll=on\nfastmath=off\npack=on\n");
+	assert_string_equal(print_of(o), "target=interp\norder=on\ncontract=off\nparallel=auto\nthreads=auto\nfusion=max\ntile=auto\nregtile=auto\nunroll=on\nfastmath=off\nvecreduce=on\npack=on\n");
 	expect_parse_error(o, "target=cpu;target=gpu", "cannot be 'gpu'");
 	assert_string_equal(tc_options_get(o, "target"), "interp");
 	/* on defaults too */
 	tc_options_free(o);
 	o = tc_options_new();
 	expect_parse_error(o, "target=interp\ntarget", "line 2: expected NAME=VALUE");
-	assert_string_equal(print_of(o), "target=cpu\norder=on\ncontract=off\nparallel=auto\nthreads=auto\nfusion=max\ntile=auto\nregtile=auto\nunroll=on\nfastmath=off\npack=on\n");
+	assert_string_equal(print_of(o), "target=cpu\norder=on\ncontract=off\nparallel=auto\nthreads=auto\nfusion=max\ntile=auto\nregtile=auto\nunroll=on\nfastmath=off\nvecreduce=on\npack=on\n");
 	tc_options_free(o);
 }
 
@@ -327,7 +327,7 @@ static void schedule_options(void **state)
 	(void)state;
 	assert_non_null(o);
 	assert_int_equal(tc_options_parse(o, "order=off tile=32,008,1", ctx), 0);
-	assert_string_equal(print_of(o), "target=cpu\norder=off\ncontract=off\nparallel=auto\nthreads=auto\nfusion=max\ntile=32,8,1\nregtile=auto\nunroll=on\nfastmath=off\npack=on\n");
+	assert_string_equal(print_of(o), "target=cpu\norder=off\ncontract=off\nparallel=auto\nthreads=auto\nfusion=max\ntile=32,8,1\nregtile=auto\nunroll=on\nfastmath=off\nvecreduce=on\npack=on\n");
 	assert_int_equal(tc_options_parse(o, "regtile=6,064 unroll=off", ctx), 0);
 	assert_string_equal(tc_options_get(o, "regtile"), "6,64");
 	assert_string_equal(tc_options_get(o, "unroll"), "off");
@@ -478,26 +478,38 @@ static void register_tile_uses_vector_fmas(void **state)
 
 /* Run kernel "k" of m on inputs with options text opts into out (poisoned
  * with NaN first); the emitted IR into ir (may be NULL). */
-static void run_with(tc_module *m, const DLTensor *const *in, int nin, DLTensor *out,
-	const char *opts, char **ir)
+static void run_with_outs(tc_module *m, const DLTensor *const *in, int nin, DLTensor *out,
+	int nout, const char *opts, char **ir)
 {
 	tc_options *o = tc_options_new();
 	tc_kernel *k;
-	int64_t i, n = 1;
-	for (i = 0; i < out->ndim; i++)
-		n *= out->shape[i];
-	for (i = 0; i < n; i++)
-		((float *)out->data)[i] = NAN;
+	DLTensor *outs[4];
+	int64_t i, n;
+	int j;
+	assert_true(nout >= 1 && nout <= 4);
+	for (j = 0; j < nout; j++) {
+		outs[j] = &out[j];
+		for (i = 0, n = 1; i < out[j].ndim; i++)
+			n *= out[j].shape[i];
+		for (i = 0; i < n; i++)
+			((float *)out[j].data)[i] = NAN;
+	}
 	assert_int_equal(tc_options_parse(o, opts, ctx), 0);
 	k = tc_compile(m, "k", in, nin, o);
 	if (!k)
 		fail_msg("%s: %s", opts, tc_context_error(ctx));
-	if (tc_kernel_run(k, in, nin, &out, 1) != 0)
+	if (tc_kernel_run(k, in, nin, outs, nout) != 0)
 		fail_msg("%s: %s", opts, tc_context_error(ctx));
 	if (ir)
 		assert_non_null(*ir = tc_kernel_emit(k, "ir"));
 	tc_kernel_free(k);
 	tc_options_free(o);
+}
+
+static void run_with(tc_module *m, const DLTensor *const *in, int nin, DLTensor *out,
+	const char *opts, char **ir)
+{
+	run_with_outs(m, in, nin, out, 1, opts, ir);
 }
 
 /* Packing: an input read with the reduction as its stride-1 dimension (B
@@ -633,9 +645,10 @@ static void conv2d_merged_bands(void **state)
 		assert_non_null(k);
 		text = tc_kernel_emit(k, "ast");
 		assert_non_null(text);
+		assert_true(tu_contains(text, "// tc_regtile"));
 		assert_true(tu_contains(text, "for (int c8 = 0; c8 <= 2; c8 += 1) {\n"
-					      "        for (int c11 = 0; c11 <= 31; c11 += 1)\n"
-					      "          S0(0, 0, c1, c11, c6, c7, c8);"));
+					      "          for (int c11 = 0; c11 <= 31; c11 += 1)\n"
+					      "            S0(0, 0, c1, c11, c6, c7, c8);"));
 		assert_true(tu_contains(text, "S0(0, 9, c1, c11, c6, c7, c8);"));
 		tc_string_free(text);
 		tc_kernel_free(k);
@@ -654,48 +667,63 @@ static int64_t ulps(float a, float b)
 	return ia > ib ? (int64_t)ia - ib : (int64_t)ib - ia;
 }
 
-/* fastmath=on: float32 exp is the inline polynomial, within 2 ulp of
- * libm's expf over its range on random arguments, +inf above it, 0 below
- * (no subnormals), NaN for NaN; softmax's max and sum reductions and its
- * exps vectorise (no libm call is left) and the result stays within a
- * float32 tolerance of the interpreter's. */
-static void fastmath_exp_and_reductions(void **state)
+/* float32 exp is an inline polynomial under the default options (a libm
+ * call would keep loops scalar): within 2 ulp of libm's expf on random
+ * arguments over its whole range, subnormal results included, +inf above
+ * it, 0 below, NaN for NaN.  softmax's max and sum reductions and its exps
+ * vectorise (vecreduce=on, the default; no libm call is left), the result
+ * stays within a float32 tolerance of the interpreter's, and the max is the
+ * interpreter's exactly; vecreduce=off keeps a sum's order bit for bit,
+ * and fastmath divides by a reciprocal. */
+static void inline_exp_and_vector_reductions(void **state)
 {
 	enum { N = 4000, R = 37, D = 301 };
-	static float x[N], y[N], sm_in[R * D], sm_out[2][R * D];
-	static const float edge[] = {89.0f, 1000.0f, INFINITY, -88.0f, -1000.0f, -INFINITY, NAN,
-		0.0f, -0.0f, 88.7f, -87.0f};
-	int64_t sx[1] = {N}, ss[2] = {R, D};
+	static float x[N], y[N], sm_in[R * D], sm_out[2][R * D], red[3][2 * R];
+	static const float edge[] = {89.0f, 1000.0f, INFINITY, -104.0f, -1000.0f, -INFINITY, NAN,
+		0.0f, -0.0f, 88.7f, -87.0f, -88.0f, -100.0f, -103.9f};
+	int64_t sx[1] = {N}, ss[2] = {R, D}, sr[1] = {R};
 	DLTensor X = {x, {kDLCPU, 0}, 1, {kDLFloat, 32, 1}, sx, NULL, 0};
 	DLTensor Y = {y, {kDLCPU, 0}, 1, {kDLFloat, 32, 1}, sx, NULL, 0};
 	DLTensor SI = {sm_in, {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, ss, NULL, 0};
-	DLTensor SO[2];
+	DLTensor SO[2], RO[3][2];
 	const DLTensor *in[1] = {&X}, *sin_[1] = {&SI};
+	static const char *const red_opts[3] = {"target=interp", "vecreduce=off", ""};
 	uint64_t r = 5;
 	int64_t worst = 0;
-	int i, e = (int)(sizeof(edge) / sizeof(edge[0]));
+	int i, j, e = (int)(sizeof(edge) / sizeof(edge[0])), sub = 0;
 	char *text;
 	tc_module *m;
 	tc_options *o = tc_options_new();
 	tc_kernel *k;
 	(void)state;
 	for (i = 0; i < N; i++)
-		x[i] = i < e ? edge[i] : (float)(tu_rand_unit(&r) * 175.0 - 87.0);
+		x[i] = i < e ? edge[i] : (float)(tu_rand_unit(&r) * 193.0 - 104.0);
 	m = tc_module_parse(ctx, "def k(float(N) X) -> (Y) { Y(i) = exp(X(i)) }\n", "exp.tc");
 	assert_non_null(m);
-	run_with(m, in, 1, &Y, "fastmath=on", NULL);
+	run_with(m, in, 1, &Y, "", NULL);
 	assert_true(isinf(y[0]) && y[0] > 0 && isinf(y[1]) && isinf(y[2]));
 	assert_true(y[3] == 0 && y[4] == 0 && y[5] == 0);
 	assert_true(isnan(y[6]));
 	assert_true(y[7] == 1 && y[8] == 1);
 	for (i = 9; i < N; i++) {
 		int64_t d = ulps(y[i], expf(x[i]));
+		sub += y[i] > 0 && y[i] < FLT_MIN;
 		if (d > worst)
 			worst = d;
 	}
-	print_message("fast exp: worst %lld ulp over %d arguments in [-87, 88]\n", (long long)worst,
-		N - 9);
+	print_message("inline exp: worst %lld ulp over %d arguments in [-104, 89], %d subnormal\n",
+		(long long)worst, N - 9, sub);
 	assert_true(worst <= 2);
+	assert_true(sub > 100);
+	text = NULL;
+	k = tc_compile(m, "k", in, 1, o);
+	assert_non_null(k);
+	text = tc_kernel_emit(k, "llvm");
+	assert_non_null(text);
+	assert_null(strstr(text, "@expf"));
+	assert_non_null(strstr(text, "<16 x float>"));
+	tc_string_free(text);
+	tc_kernel_free(k);
 	tc_module_free(m);
 
 	for (i = 0; i < R * D; i++)
@@ -707,11 +735,10 @@ static void fastmath_exp_and_reductions(void **state)
 	assert_non_null(m);
 	for (i = 0; i < 2; i++) {
 		SO[i] = (DLTensor){sm_out[i], {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, ss, NULL, 0};
-		run_with(m, sin_, 1, &SO[i], i ? "target=interp" : "fastmath=on", NULL);
+		run_with(m, sin_, 1, &SO[i], i ? "target=interp" : "", NULL);
 	}
 	for (i = 0; i < R * D; i++)
 		assert_true(fabsf(sm_out[0][i] - sm_out[1][i]) <= 1e-5f * sm_out[1][i] + 1e-30f);
-	assert_int_equal(tc_options_parse(o, "fastmath=on", ctx), 0);
 	k = tc_compile(m, "k", sin_, 1, o);
 	assert_non_null(k);
 	text = tc_kernel_emit(k, "llvm");
@@ -719,10 +746,44 @@ static void fastmath_exp_and_reductions(void **state)
 	assert_null(strstr(text, "@llvm.exp"));
 	assert_null(strstr(text, "@expf"));
 	assert_non_null(strstr(text, "@llvm.vector.reduce.fmax"));
-	assert_non_null(strstr(text, "@llvm.vector.reduce.fadd"));
+	assert_non_null(strstr(text, "reassoc float @llvm.vector.reduce.fadd"));
+	tc_string_free(text);
+	tc_kernel_free(k);
+	assert_int_equal(tc_options_parse(o, "fastmath=on", ctx), 0);
+	k = tc_compile(m, "k", sin_, 1, o);
+	assert_non_null(k);
+	text = tc_kernel_emit(k, "llvm");
+	assert_non_null(text);
+	assert_non_null(strstr(text, "fmul reassoc nsz arcp <16 x float>"));
 	tc_string_free(text);
 	tc_kernel_free(k);
 	tc_options_free(o);
+	tc_module_free(m);
+
+	/* the max exactly (a NaN in a row and one at a row's start ignored),
+	 * the sum in the interpreter's order with vecreduce=off and within
+	 * a reordered sum's tolerance with it on */
+	sm_in[5] = NAN;
+	sm_in[D] = NAN;
+	m = tc_module_parse(ctx, "def k(float(N,D) I) -> (mx, sm) {\n"
+				 "  mx(n) max=! I(n,r_d)\n"
+				 "  sm(n) +=! I(n,r_d) * 3\n}\n", "red.tc");
+	assert_non_null(m);
+	for (i = 0; i < 3; i++) {
+		for (j = 0; j < 2; j++)
+			RO[i][j] = (DLTensor){red[i] + j * R, {kDLCPU, 0}, 1, {kDLFloat, 32, 1}, sr,
+				NULL, 0};
+		run_with_outs(m, sin_, 1, RO[i], 2, red_opts[i], NULL);
+	}
+	for (i = 0; i < R; i++) {
+		assert_false(isnan(red[0][i]));
+		assert_memory_equal(&red[1][i], &red[0][i], sizeof(float));
+		assert_memory_equal(&red[2][i], &red[0][i], sizeof(float));
+		if (i > 1) {
+			assert_memory_equal(&red[1][R + i], &red[0][R + i], sizeof(float));
+			assert_true(fabsf(red[2][R + i] - red[0][R + i]) <= 1e-6f * 3 * 10 * D);
+		}
+	}
 	tc_module_free(m);
 }
 
@@ -791,7 +852,7 @@ int main(void)
 		cmocka_unit_test(register_tile_uses_vector_fmas),
 		cmocka_unit_test(packing_transposed_operands),
 		cmocka_unit_test(conv2d_merged_bands),
-		cmocka_unit_test(fastmath_exp_and_reductions),
+		cmocka_unit_test(inline_exp_and_vector_reductions),
 		cmocka_unit_test(schedule_options),
 		cmocka_unit_test(contract_option),
 		cmocka_unit_test(defaults_print_every_option),
