@@ -194,6 +194,27 @@ static int exec(tc_cache *c, const char *sql, const char *what)
 	return 0;
 }
 
+/* Switch to WAL mode.  SQLite does not call the busy handler when the
+ * switch meets another connection that is creating the file (two tuners
+ * starting at once on a new cache): retried every 10 ms for up to the busy
+ * timeout. */
+static int set_wal(tc_cache *c)
+{
+	struct timespec ts = {0, 10000000};
+	int tries, rc = SQLITE_BUSY;
+	for (tries = 0; tries <= BUSY_TIMEOUT_MS / 10 && (rc == SQLITE_BUSY || rc == SQLITE_LOCKED);
+		tries++) {
+		if (tries)
+			nanosleep(&ts, NULL);
+		rc = sqlite3_exec(c->db, "PRAGMA journal_mode = WAL", NULL, NULL, NULL);
+	}
+	if (rc != SQLITE_OK) {
+		db_error(c, "switch to WAL mode");
+		return -1;
+	}
+	return 0;
+}
+
 /* BEGIN IMMEDIATE, retried while another writer holds the lock beyond the
  * busy timeout (a tuner writing a long import). */
 static int begin_write(tc_cache *c)
@@ -410,7 +431,7 @@ __tc_give tc_cache *tc_cache_open(const char *path, tc_cache_mode mode, __tc_giv
 	sqlite3_create_function(c->db, "tc_canonical_options", 1,
 		SQLITE_UTF8 | SQLITE_DETERMINISTIC, NULL, sql_canonical_options, NULL, NULL);
 	if (mode == TC_CACHE_WRITE &&
-		(exec(c, "PRAGMA journal_mode = WAL", "switch to WAL mode") < 0 ||
+		(set_wal(c) < 0 ||
 			exec(c, "PRAGMA synchronous = NORMAL", "set synchronous mode") < 0))
 		goto invalid;
 	if (!(c->vctx = tc_context_new()))

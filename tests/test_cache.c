@@ -446,13 +446,15 @@ static void writer_child(const char *p, int M, int n)
 	fixture f;
 	tc_cache_key key;
 	tc_cache *c;
-	char id[32];
+	char id[32], *msg = NULL;
 	int i;
 	fx_init(&f, M, 4, 6);
 	key_of(&f, &key);
-	c = tc_cache_open(p, TC_CACHE_WRITE, NULL);
-	if (!c)
+	c = tc_cache_open(p, TC_CACHE_WRITE, &msg);
+	if (!c) {
+		fprintf(stderr, "child: %s\n", msg ? msg : "(no message)");
 		_exit(3);
+	}
 	snprintf(id, sizeof(id), "writer-%d", M);
 	for (i = 0; n < 0 || i < n; i++) {
 		char opts[64];
