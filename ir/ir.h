@@ -125,6 +125,15 @@ int tc_ir_affine(const tc_ir_expr *e);
 __tc_give const tc_ir_func *tc_ir_pack(__tc_keep tc_arena *ar, __tc_keep const tc_ir_func *f,
 	__tc_keep const int64_t *params, int64_t min_bytes);
 
+/* Inlining (ir/inline.c): f with every temporary that one pointwise
+ * statement of a few operations defines over its whole extent, and that
+ * every reader reads one element per instance, computed again at each
+ * read instead of stored (layer norm's centred input).  Results are bit
+ * for bit the same.  Returns f itself when nothing is inlined, NULL when
+ * out of memory; the new function lives in ar. */
+__tc_give const tc_ir_func *tc_ir_inline(__tc_keep tc_arena *ar, __tc_keep const tc_ir_func *f,
+	__tc_keep const int64_t *params);
+
 /* Print the IR of a function (tcomp emit --stage ir). */
 void tc_ir_print(const tc_ir_func *f, tc_buf *b);
 void tc_ir_print_expr(const tc_ir_func *f, const tc_ir_stmt *s,

@@ -269,11 +269,15 @@ static tc_rt_compiled *compile(tc_module *m, const tc_ir_func *f, const tc_tenso
 	if (tc_ir_bind(f, in, n_inputs, c->params, &d) < 0)
 		goto error;
 	c->cf = f;
-	if (!strcmp(tc_options_get(options, "pack"), "on")) {
-		/* rows of at least one AVX-512 vector register; packed also for
-		 * the interpreter target, whose kernels emit the CPU's stages */
-		if (!(c->ar = tc_arena_new()) || !(c->cf = f = tc_ir_pack(c->ar, f, c->params, 64)))
-			goto oom;
+	/* the CPU's rewrites of the IR; made also for the interpreter target,
+	 * whose kernels emit the CPU's stages */
+	if (!strcmp(tc_options_get(options, "inline"), "on") &&
+		((!c->ar && !(c->ar = tc_arena_new())) || !(c->cf = f = tc_ir_inline(c->ar, f, c->params))))
+		goto oom;
+	if (!strcmp(tc_options_get(options, "pack"), "on") &&
+		((!c->ar && !(c->ar = tc_arena_new())) || !(c->cf = f = tc_ir_pack(c->ar, f, c->params, 64))))
+		goto oom; /* rows of at least one AVX-512 vector register */
+	if (c->cf != c->f) {
 		tc_free(c->shapes);
 		if (!(c->shapes = tc_calloc((size_t)f->ntensors + 1, sizeof(tc_tensor))))
 			goto oom;
@@ -607,7 +611,7 @@ char *tc_kernel_emit(tc_kernel *k, const char *stage)
 	if (stage && (!strcmp(stage, "schedule") || !strcmp(stage, "ast") || !strcmp(stage, "c") ||
 			     !strcmp(stage, "llvm") || !strcmp(stage, "asm")))
 		return tc_rt_emit_poly(k->m, k->c->cf, k->c->params, &k->c->popts, stage);
-	if (stage && !strcmp(stage, "ir") && k->c->cf != k->c->f) { /* packed */
+	if (stage && !strcmp(stage, "ir") && k->c->cf != k->c->f) { /* inlined or packed */
 		tc_buf b;
 		tc_buf_init(&b);
 		tc_ir_print(k->c->cf, &b);

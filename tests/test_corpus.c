@@ -1955,6 +1955,8 @@ static void draw_options(uint64_t *rng, char *buf, size_t n)
 		tu_rand_int(rng, 0, 1) ? "on" : "off", fusion[tu_rand_int(rng, 0, 2)]);
 	len += snprintf(buf + len, n - (size_t)len, " pack=%s parallel=%s",
 		tu_rand_int(rng, 0, 1) ? "on" : "off", tu_rand_int(rng, 0, 1) ? "on" : "auto");
+	len += snprintf(buf + len, n - (size_t)len, " inline=%s vecreduce=%s",
+		tu_rand_int(rng, 0, 1) ? "on" : "off", tu_rand_int(rng, 0, 1) ? "on" : "off");
 	pick = (int)tu_rand_int(rng, 0, 5); /* tiles: none, auto, or 1 to 4 sizes */
 	len += snprintf(buf + len, n - (size_t)len, " tile=%s", pick == 0 ? "none" : pick == 1 ? "auto" : "");
 	if (pick > 1)

@@ -58,8 +58,8 @@ static void defaults_print_every_option(void **state)
 	tc_options *o = tc_options_new();
 	(void)state;
 	assert_non_null(o);
-	assert_string_equal(print_of(o), "target=cpu\norder=on\ncontract=off\nparallel=auto\nthreads=auto\nfusion=max\ntile=auto\nregtile=auto\nunroll=on\nfastmath=off\nvecreduce=on\npack=on\n");
-	assert_string_equal(print_of(NULL), "target=cpu\norder=on\ncontract=off\nparallel=auto\nthreads=auto\nfusion=max\ntile=auto\nregtile=auto\nunroll=on\nfastmath=off\nvecreduce=on\npack=on\n"); /* NULL: the defaults */
+	assert_string_equal(print_of(o), "target=cpu\norder=on\ncontract=off\nparallel=auto\nthreads=auto\nfusion=max\ntile=auto\nregtile=auto\nunroll=on\nfastmath=off\nvecreduce=on\ninline=on\npack=on\n");
+	assert_string_equal(print_of(NULL), "target=cpu\norder=on\ncontract=off\nparallel=auto\nthreads=auto\nfusion=max\ntile=auto\nregtile=auto\nunroll=on\nfastmath=off\nvecreduce=on\ninline=on\npack=on\n"); /* NULL: the defaults */
 	assert_string_equal(tc_options_get(NULL, "target"), "cpu");
 	assert_null(tc_options_get(o, "no_such_option"));
 	tc_options_free(o);
@@ -77,7 +77,7 @@ static void parse_print_round_trip(void **state)
 	/* and so does a set value */
 	assert_int_equal(tc_options_set(o, "target", "interp", ctx), 0);
 	snprintf(text, sizeof(text), "%s", print_of(o));
-	assert_string_equal(text, "target=interp\norder=on\ncontract=off\nparallel=auto\nthreads=auto\nfusion=max\ntile=auto\nregtile=auto\nunroll=on\nfastmath=off\nvecreduce=on\npack=on\n");
+	assert_string_equal(text, "target=interp\norder=on\ncontract=off\nparallel=auto\nthreads=auto\nfusion=max\ntile=auto\nregtile=auto\nunroll=on\nfastmath=off\nvecreduce=on\ninline=on\npack=on\n");
 	assert_int_equal(tc_options_parse(q, text, ctx), 0);
 	assert_string_equal(print_of(q), text);
 	assert_string_equal(tc_options_get(q, "target"), "interp");
@@ -130,7 +130,7 @@ static void errors_name_the_option_and_line(void **state)
 	tc_options *o = tc_options_new();
 	(void)state;
 	expect_parse_error(o, "target=cpu\n\nbogus=1\n",
-		"error: line 3: unknown option 'bogus' (options: target, order, contract, parallel, threads, fusion, tile, regtile, unroll, fastmath, vecreduce, pack; see tcomp options)");
+		"error: line 3: unknown option 'bogus' (options: target, order, contract, parallel, threads, fusion, tile, regtile, unroll, fastmath, vecreduce, inline, pack; see tcomp options)");
 	expect_parse_error(o, "\ntarget=gpu",
 		"line 2: option 'target' cannot be 'gpu' (allowed: cpu|interp)");
 	expect_parse_error(o, "target=", "line 1: option 'target' has no value (allowed: cpu|interp)");
@@ -159,7 +159,7 @@ static void errors_name_the_option_and_line(void **state)
 	/* tc_options_set says the same things, without a line */
 	assert_int_equal(tc_options_set(o, "bogus", "1", ctx), -1);
 	assert_non_null(strstr(tc_context_error(ctx),
-		"error: unknown option 'bogus' (options: target, order, contract, parallel, threads, fusion, tile, regtile, unroll, fastmath, vecreduce, pack; see tcomp options)"));
+		"error: unknown option 'bogus' (options: target, order, contract, parallel, threads, fusion, tile, regtile, unroll, fastmath, vecreduce, inline, pack; see tcomp options)"));
 	assert_int_equal(tc_options_set(o, "target", "", ctx), -1);
 	assert_non_null(strstr(tc_context_error(ctx), "option 'target' has no value"));
 	assert_null(strstr(tc_context_error(ctx), "line"));
@@ -174,14 +174,14 @@ static void failed_parse_leaves_options_unchanged(void **state)
 	/* the first pair is good and would change target; the second is not */
 	expect_parse_error(o, "target=cpu\nbogus=1\n", "line 2: unknown option 'bogus'");
 	assert_string_equal(tc_options_get(o, "target"), "interp");
-	assert_string_equal(print_of(o), "target=interp\norder=on\ncontract=off\nparallel=auto\nthreads=auto\nfusion=max\ntile=auto\nregtile=auto\nunroll=on\nfastmath=off\nvecreduce=on\npack=on\n");
+	assert_string_equal(print_of(o), "target=interp\norder=on\ncontract=off\nparallel=auto\nthreads=auto\nfusion=max\ntile=auto\nregtile=auto\nunroll=on\nfastmath=off\nvecreduce=on\ninline=on\npack=on\n");
 	expect_parse_error(o, "target=cpu;target=gpu", "cannot be 'gpu'");
 	assert_string_equal(tc_options_get(o, "target"), "interp");
 	/* on defaults too */
 	tc_options_free(o);
 	o = tc_options_new();
 	expect_parse_error(o, "target=interp\ntarget", "line 2: expected NAME=VALUE");
-	assert_string_equal(print_of(o), "target=cpu\norder=on\ncontract=off\nparallel=auto\nthreads=auto\nfusion=max\ntile=auto\nregtile=auto\nunroll=on\nfastmath=off\nvecreduce=on\npack=on\n");
+	assert_string_equal(print_of(o), "target=cpu\norder=on\ncontract=off\nparallel=auto\nthreads=auto\nfusion=max\ntile=auto\nregtile=auto\nunroll=on\nfastmath=off\nvecreduce=on\ninline=on\npack=on\n");
 	tc_options_free(o);
 }
 
@@ -327,7 +327,7 @@ static void schedule_options(void **state)
 	(void)state;
 	assert_non_null(o);
 	assert_int_equal(tc_options_parse(o, "order=off tile=32,008,1", ctx), 0);
-	assert_string_equal(print_of(o), "target=cpu\norder=off\ncontract=off\nparallel=auto\nthreads=auto\nfusion=max\ntile=32,8,1\nregtile=auto\nunroll=on\nfastmath=off\nvecreduce=on\npack=on\n");
+	assert_string_equal(print_of(o), "target=cpu\norder=off\ncontract=off\nparallel=auto\nthreads=auto\nfusion=max\ntile=32,8,1\nregtile=auto\nunroll=on\nfastmath=off\nvecreduce=on\ninline=on\npack=on\n");
 	assert_int_equal(tc_options_parse(o, "regtile=6,064 unroll=off", ctx), 0);
 	assert_string_equal(tc_options_get(o, "regtile"), "6,64");
 	assert_string_equal(tc_options_get(o, "unroll"), "off");
@@ -510,6 +510,122 @@ static void run_with(tc_module *m, const DLTensor *const *in, int nin, DLTensor 
 	const char *opts, char **ir)
 {
 	run_with_outs(m, in, nin, out, 1, opts, ir);
+}
+
+/* The IR a kernel compiles (tcomp emit --stage ir) under options opts. */
+static char *ir_of(tc_module *m, const DLTensor *const *in, int nin, const char *opts)
+{
+	tc_options *o = tc_options_new();
+	tc_kernel *k;
+	char *text;
+	assert_int_equal(tc_options_parse(o, opts, ctx), 0);
+	k = tc_compile(m, "k", in, nin, o);
+	if (!k)
+		fail_msg("%s: %s", opts, tc_context_error(ctx));
+	text = tc_kernel_emit(k, "ir");
+	assert_non_null(text);
+	tc_kernel_free(k);
+	tc_options_free(o);
+	return text;
+}
+
+/* Inlining: layer norm's centred temporary is computed again where it is
+ * read (its tensor and statement disappear from the IR), results bit for
+ * bit those of inline=off and of the interpreter; temporaries that would
+ * be recomputed per reduction step, that call a builtin, or whose operand
+ * changes before the read stay stored. */
+static void inlining_cheap_temporaries(void **state)
+{
+	enum { N = 37, D = 301 };
+	static float x[N * D], g[D], bt[D], y[3][N * D], a[N * 8], b[8 * 5], c[2][N * 5];
+	static const char *const opts[3] = {"vecreduce=off", "vecreduce=off inline=off",
+		"target=interp"};
+	int64_t sx[2] = {N, D}, sd[1] = {D}, sa[2] = {N, 8}, sb[2] = {8, 5}, sc[2] = {N, 5},
+		sn[1] = {N};
+	DLTensor X = {x, {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, sx, NULL, 0};
+	DLTensor G = {g, {kDLCPU, 0}, 1, {kDLFloat, 32, 1}, sd, NULL, 0};
+	DLTensor Bt = {bt, {kDLCPU, 0}, 1, {kDLFloat, 32, 1}, sd, NULL, 0};
+	DLTensor A = {a, {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, sa, NULL, 0};
+	DLTensor B = {b, {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, sb, NULL, 0};
+	DLTensor A1 = {a, {kDLCPU, 0}, 1, {kDLFloat, 32, 1}, sn, NULL, 0};
+	DLTensor Y, C;
+	const DLTensor *in[3] = {&X, &G, &Bt}, *ab[2] = {&A, &B}, *a1[1] = {&A1};
+	uint64_t r = 17;
+	char *text;
+	tc_module *m;
+	int i, j;
+	(void)state;
+	for (i = 0; i < N * D; i++)
+		x[i] = (float)tu_rand_unit(&r) * 4 - 1;
+	for (i = 0; i < D; i++) {
+		g[i] = (float)tu_rand_unit(&r) + 0.5f;
+		bt[i] = (float)tu_rand_unit(&r) * 2 - 1;
+	}
+	for (i = 0; i < N * 8; i++)
+		a[i] = (float)tu_rand_unit(&r) * 2 - 1;
+	for (i = 0; i < 8 * 5; i++)
+		b[i] = (float)tu_rand_unit(&r) * 2 - 1;
+	m = tc_module_parse(ctx, "def k(float(N,D) X, float(D) G, float(D) Bt) -> (Y) {\n"
+				 "  mean(n) +=! X(n,r_d)\n"
+				 "  mean(n) = mean(n) / D\n"
+				 "  xc(n,d) = X(n,d) - mean(n)\n"
+				 "  var(n) +=! xc(n,r_d) * xc(n,r_d)\n"
+				 "  var(n) = var(n) / D\n"
+				 "  Y(n,d) = xc(n,d) * rsqrt(var(n) + 0.00001) * G(d) + Bt(d)\n}\n",
+		"layernorm.tc");
+	assert_non_null(m);
+	text = ir_of(m, in, 3, "");
+	assert_null(strstr(text, "temp   xc"));
+	assert_non_null(strstr(text, "(X[n, r_d] - mean[n]) * (X[n, r_d] - mean[n])"));
+	tc_string_free(text);
+	text = ir_of(m, in, 3, "inline=off");
+	assert_non_null(strstr(text, "temp   xc"));
+	tc_string_free(text);
+	for (i = 0; i < 3; i++) {
+		Y = (DLTensor){y[i], {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, sx, NULL, 0};
+		run_with(m, in, 3, &Y, opts[i], NULL);
+	}
+	for (i = 0; i < N * D; i++) {
+		assert_false(isnan(y[0][i]));
+		assert_memory_equal(&y[0][i], &y[1][i], sizeof(float));
+		assert_memory_equal(&y[0][i], &y[2][i], sizeof(float));
+	}
+	tc_module_free(m);
+
+	/* read once per step of a reduction over j: T stays */
+	m = tc_module_parse(ctx, "def k(float(M,J) A, float(J,K) B) -> (C) {\n"
+				 "  T(i,j) = A(i,j) * 2\n"
+				 "  C(i,k) +=! T(i,r_j) * B(r_j,k)\n}\n", "t.tc");
+	assert_non_null(m);
+	text = ir_of(m, ab, 2, "");
+	assert_non_null(strstr(text, "temp   T"));
+	tc_string_free(text);
+	for (i = 0; i < 2; i++) {
+		C = (DLTensor){c[i], {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, sc, NULL, 0};
+		run_with(m, ab, 2, &C, i ? "target=interp" : "vecreduce=off", NULL);
+	}
+	assert_memory_equal(c[0], c[1], sizeof(c[0]));
+	tc_module_free(m);
+
+	/* a builtin call, and an operand written again before the read */
+	m = tc_module_parse(ctx, "def k(float(N) A) -> (O) {\n"
+				 "  E(i) = exp(A(i))\n"
+				 "  w(i) = A(i) * 3\n"
+				 "  t(i) = w(i) + 1\n"
+				 "  w(i) = w(i) * 2\n"
+				 "  O(i) = t(i) + w(i) + E(i)\n}\n", "e.tc");
+	assert_non_null(m);
+	text = ir_of(m, a1, 1, "");
+	assert_non_null(strstr(text, "temp   E"));
+	assert_non_null(strstr(text, "temp   t"));
+	tc_string_free(text);
+	for (i = 0; i < 2; i++) {
+		C = (DLTensor){c[i], {kDLCPU, 0}, 1, {kDLFloat, 32, 1}, sn, NULL, 0};
+		run_with(m, a1, 1, &C, i ? "target=interp" : "", NULL);
+	}
+	for (j = 0; j < N; j++) /* exp within 2 ulp of libm's */
+		assert_true(fabsf(c[0][j] - c[1][j]) <= 4e-7f * fabsf(c[1][j]));
+	tc_module_free(m);
 }
 
 /* Packing: an input read with the reduction as its stride-1 dimension (B
@@ -851,6 +967,7 @@ int main(void)
 		cmocka_unit_test(fusion_strategies),
 		cmocka_unit_test(register_tile_uses_vector_fmas),
 		cmocka_unit_test(packing_transposed_operands),
+		cmocka_unit_test(inlining_cheap_temporaries),
 		cmocka_unit_test(conv2d_merged_bands),
 		cmocka_unit_test(inline_exp_and_vector_reductions),
 		cmocka_unit_test(schedule_options),
