@@ -229,6 +229,8 @@ typedef struct cg {
 	int nparallel;     /* outlined parallel loops so far */
 	int guarded;       /* inside a branch of ?: or the right side of && || */
 	int ordered;       /* inside a register tile: reductions keep their order */
+	unsigned char *streamed; /* per tensor: written with streaming stores */
+	int stream;        /* emitting the copy of the code that streams */
 	tc_cg_site *sites; /* the run-time checks */
 	int nsites, capsites;
 } cg;
@@ -1479,6 +1481,164 @@ static void if_node(cg *g, isl_ast_node *n)
 
 static void add_string_attr(cg *g, LLVMValueRef f, const char *k, const char *v);
 
+/* ---- streaming stores ----
+ *
+ * An output written once per element by a single assignment and larger
+ * than STREAM_MIN_BYTES (layer norm's and softmax's results) is stored
+ * with non-temporal stores (vmovntps): they write whole cache lines to
+ * memory without first reading them, a third less memory traffic for a
+ * kernel that reads one array and writes another, and they leave the
+ * caches to the inputs.  x86 has such stores only for aligned vectors,
+ * and LLVM's vectoriser cannot make them from scalar stores, so:
+ * - the kernel tests at run time that every streamed output is 64-byte
+ *   aligned, and runs one of two copies of its loop nest: the plain one,
+ *   or one (g->stream) whose loads of those outputs' pointers carry !align
+ *   64, so that after vectorisation InstCombine knows the vector stores
+ *   to be aligned;
+ * - after the pass pipeline, mark_streaming_stores() gives every vector
+ *   store of 64 bytes or more that is 64-byte aligned and writes a
+ *   streamed output (its alias scope, listed in the module's tc.stream
+ *   metadata) the !nontemporal flag;
+ * - the streaming copy ends with an sfence (non-temporal stores are weakly
+ *   ordered), as does each of its outlined parallel loops. */
+#define STREAM_MIN_BYTES (4 << 20)
+
+static void align_64(cg *g, LLVMValueRef load)
+{
+	LLVMMetadataRef a = LLVMValueAsMetadata(LLVMConstInt(g->i64, 64, 0));
+	LLVMSetMetadata(load, LLVMGetMDKindIDInContext(g->C, "align", 5),
+		LLVMMetadataAsValue(g->C, LLVMMDNodeInContext2(g->C, &a, 1)));
+}
+
+static void sfence(cg *g)
+{
+	call_intrinsic(g, "llvm.x86.sse.sfence", NULL, 0, NULL, 0);
+}
+
+/* Which tensors get streaming stores (g->streamed); returns how many. */
+static int choose_streamed(cg *g)
+{
+	const tc_ir_func *f = g->p->f;
+	int t, i, n = 0;
+	if (!g->p->opts.stream || !g->p->params || strncmp(g->h->triple, "x86_64", 6))
+		return 0;
+	for (t = f->ninputs; t < f->ninputs + f->noutputs; t++) {
+		int64_t bytes = tc_dtype_size(f->tensors[t].dtype), k, writers = 0, ok = 1;
+		for (k = 0; k < f->tensors[t].ndim; k++)
+			bytes *= g->ext[(size_t)t * TC_MAX_RANK + k];
+		for (i = 0; i < f->nstmts; i++)
+			if (f->stmts[i].tensor == t) {
+				writers++;
+				ok &= f->stmts[i].red == TC_RED_ASSIGN &&
+					f->stmts[i].nvars == f->stmts[i].nlhs;
+			}
+		if (bytes >= STREAM_MIN_BYTES && writers == 1 && ok &&
+			f->tensors[t].dtype != TC_T_BOOL && f->tensors[t].dtype != TC_T_F16) {
+			g->streamed[t] = 1;
+			n++;
+		}
+	}
+	return n;
+}
+
+/* The loop nest twice, behind a test that the streamed outputs are 64-byte
+ * aligned (see above), or once when nothing streams. */
+static void kernel_body(cg *g, isl_ast_node *ast)
+{
+	const tc_ir_func *f = g->p->f;
+	LLVMValueRef aligned = NULL, *plain;
+	LLVMBasicBlockRef bs, bp;
+	LLVMMetadataRef *ops;
+	int t, n = choose_streamed(g);
+	if (!n) {
+		node(g, ast);
+		return;
+	}
+	plain = tc_calloc((size_t)f->ntensors, sizeof(*plain));
+	ops = tc_calloc((size_t)n, sizeof(*ops));
+	if (!plain || !ops) {
+		tc_free(plain);
+		tc_free(ops);
+		fail(g, "out of memory", NULL);
+		return;
+	}
+	for (t = n = 0; t < f->ntensors; t++)
+		if (g->streamed[t]) {
+			LLVMValueRef low = LLVMBuildAnd(g->B, LLVMBuildPtrToInt(g->B, g->base[t], g->i64, ""),
+				i64c(g, 63), "");
+			LLVMValueRef ok = LLVMBuildICmp(g->B, LLVMIntEQ, low, i64c(g, 0), "");
+			aligned = aligned ? LLVMBuildAnd(g->B, aligned, ok, "") : ok;
+			ops[n++] = LLVMValueAsMetadata(g->scope[t]);
+		}
+	LLVMAddNamedMetadataOperand(g->M, "tc.stream",
+		LLVMMetadataAsValue(g->C, LLVMMDNodeInContext2(g->C, ops, (size_t)n)));
+	tc_free(ops);
+	bs = new_block(g, "stream");
+	bp = new_block(g, "plain");
+	LLVMBuildCondBr(g->B, aligned, bs, bp);
+	LLVMPositionBuilderAtEnd(g->B, bs);
+	memcpy(plain, g->base, (size_t)f->ntensors * sizeof(*plain));
+	for (t = 0; t < f->ntensors; t++)
+		if (g->streamed[t]) { /* the pointer again, known aligned here */
+			LLVMValueRef ix = i64c(g, t);
+			LLVMValueRef slot = LLVMBuildInBoundsGEP2(g->B, g->ptr, g->tensors, &ix, 1, "");
+			g->base[t] = LLVMBuildLoad2(g->B, g->ptr, slot, f->tensors[t].name);
+			align_64(g, g->base[t]);
+		}
+	g->stream = 1;
+	node(g, ast);
+	g->stream = 0;
+	if (!g->failed) {
+		sfence(g);
+		LLVMBuildRetVoid(g->B);
+	}
+	memcpy(g->base, plain, (size_t)f->ntensors * sizeof(*plain));
+	tc_free(plain);
+	LLVMPositionBuilderAtEnd(g->B, bp);
+	node(g, ast);
+}
+
+/* After optimisation: the non-temporal flag on the aligned vector stores
+ * of streamed outputs (see above). */
+static void mark_streaming_stores(LLVMModuleRef M)
+{
+	LLVMContextRef C = LLVMGetModuleContext(M);
+	unsigned n = LLVMGetNamedMetadataNumOperands(M, "tc.stream"), k, i;
+	unsigned scope_kind = LLVMGetMDKindIDInContext(C, "alias.scope", 11);
+	unsigned nt_kind = LLVMGetMDKindIDInContext(C, "nontemporal", 11);
+	LLVMValueRef lists[1], one, fn, in, nt;
+	LLVMBasicBlockRef bb;
+	LLVMMetadataRef onem;
+	if (n != 1)
+		return;
+	LLVMGetNamedMetadataOperands(M, "tc.stream", lists);
+	one = LLVMConstInt(LLVMInt32TypeInContext(C), 1, 0);
+	onem = LLVMValueAsMetadata(one);
+	nt = LLVMMetadataAsValue(C, LLVMMDNodeInContext2(C, &onem, 1));
+	for (fn = LLVMGetFirstFunction(M); fn; fn = LLVMGetNextFunction(fn))
+		for (bb = LLVMGetFirstBasicBlock(fn); bb; bb = LLVMGetNextBasicBlock(bb))
+			for (in = LLVMGetFirstInstruction(bb); in; in = LLVMGetNextInstruction(in)) {
+				LLVMValueRef scope;
+				LLVMTypeRef ty;
+				if (LLVMGetInstructionOpcode(in) != LLVMStore || LLVMGetAlignment(in) < 64)
+					continue;
+				ty = LLVMTypeOf(LLVMGetOperand(in, 0));
+				if (LLVMGetTypeKind(ty) != LLVMVectorTypeKind ||
+					!(scope = LLVMGetMetadata(in, scope_kind)))
+					continue;
+				k = LLVMGetMDNodeNumOperands(lists[0]);
+				{
+					LLVMValueRef ops[64];
+					if (k > 64)
+						continue;
+					LLVMGetMDNodeOperands(lists[0], ops);
+					for (i = 0; i < k; i++)
+						if (ops[i] == scope)
+							LLVMSetMetadata(in, nt_kind, nt);
+				}
+			}
+}
+
 /* In the entry block (g->A): the data pointer of every tensor and the error
  * record, from the tensor array argument arg. */
 static void load_pointers(cg *g, LLVMValueRef arg)
@@ -1490,6 +1650,8 @@ static void load_pointers(cg *g, LLVMValueRef arg)
 		ix = i64c(g, t);
 		slot = LLVMBuildInBoundsGEP2(g->A, g->ptr, arg, &ix, 1, "");
 		g->base[t] = LLVMBuildLoad2(g->A, g->ptr, slot, f->tensors[t].name);
+		if (g->stream && g->streamed[t])
+			align_64(g, g->base[t]);
 	}
 	ix = i64c(g, f->ntensors); /* the error record follows the tensors */
 	slot = LLVMBuildInBoundsGEP2(g->A, g->ptr, arg, &ix, 1, "");
@@ -1620,6 +1782,8 @@ static int parallel_loop(cg *g, isl_ast_node *n)
 		LLVMBuildBr(g->B, bcond);
 	}
 	LLVMPositionBuilderAtEnd(g->B, bexit);
+	if (g->stream)
+		sfence(g);
 	LLVMBuildRetVoid(g->B);
 	LLVMBuildBr(g->A, code);
 	LLVMDisposeBuilder(g->A);
@@ -1730,6 +1894,7 @@ static void cg_clear(cg *g)
 	tc_free(g->scope);
 	tc_free(g->noalias);
 	tc_free(g->ext);
+	tc_free(g->streamed);
 	tc_free(g->iters);
 	tc_free(g->sites);
 }
@@ -1804,7 +1969,8 @@ static LLVMModuleRef build_module(LLVMContextRef C, const tc_poly *p, const char
 	g.scope = tc_calloc((size_t)f->ntensors + 1, sizeof(LLVMValueRef));
 	g.noalias = tc_calloc((size_t)f->ntensors + 1, sizeof(LLVMValueRef));
 	g.ext = tc_calloc((size_t)f->ntensors * TC_MAX_RANK + 1, sizeof(int64_t));
-	if (!g.base || !g.ext || !g.scope || !g.noalias) {
+	g.streamed = tc_calloc((size_t)f->ntensors + 1, 1);
+	if (!g.base || !g.ext || !g.scope || !g.noalias || !g.streamed) {
 		fail(&g, "out of memory", NULL);
 		goto error;
 	}
@@ -1823,7 +1989,7 @@ static LLVMModuleRef build_module(LLVMContextRef C, const tc_poly *p, const char
 	alias_scopes(&g);
 	load_pointers(&g, arg);
 	LLVMPositionBuilderAtEnd(g.B, code);
-	node(&g, p->ast);
+	kernel_body(&g, p->ast);
 	if (g.failed)
 		goto error;
 	LLVMBuildRetVoid(g.B);
@@ -1868,6 +2034,7 @@ static tc_stat optimize(LLVMModuleRef M, LLVMTargetMachineRef tm, tc_diags *d)
 		llvm_error(d, "optimise the kernel", err);
 		return TC_ERR;
 	}
+	mark_streaming_stores(M);
 	return TC_OK;
 }
 

@@ -87,6 +87,7 @@ typedef struct tc_poly_opts {
 	int order;                     /* run tc_poly_pass_order */
 	int contract;                  /* backends may fuse float * and + (FMA) */
 	int fastmath;                  /* ... and reassociate */
+	int stream;                    /* non-temporal stores for large outputs */
 	int vecreduce;                 /* float reductions outside register
 					* tiles may vectorise (any order) */
 	int parallel;                  /* run tc_poly_pass_parallel: 1 on every

@@ -58,8 +58,8 @@ static void defaults_print_every_option(void **state)
 	tc_options *o = tc_options_new();
 	(void)state;
 	assert_non_null(o);
-	assert_string_equal(print_of(o), "target=cpu\norder=on\ncontract=off\nparallel=auto\nthreads=auto\nfusion=max\ntile=auto\nregtile=auto\nunroll=on\nfastmath=off\nvecreduce=on\ninline=on\npack=on\n");
-	assert_string_equal(print_of(NULL), "target=cpu\norder=on\ncontract=off\nparallel=auto\nthreads=auto\nfusion=max\ntile=auto\nregtile=auto\nunroll=on\nfastmath=off\nvecreduce=on\ninline=on\npack=on\n"); /* NULL: the defaults */
+	assert_string_equal(print_of(o), "target=cpu\norder=on\ncontract=off\nparallel=auto\nthreads=auto\nfusion=max\ntile=auto\nregtile=auto\nunroll=on\nfastmath=off\nvecreduce=on\ninline=on\nstream=auto\npack=on\n");
+	assert_string_equal(print_of(NULL), "target=cpu\norder=on\ncontract=off\nparallel=auto\nthreads=auto\nfusion=max\ntile=auto\nregtile=auto\nunroll=on\nfastmath=off\nvecreduce=on\ninline=on\nstream=auto\npack=on\n"); /* NULL: the defaults */
 	assert_string_equal(tc_options_get(NULL, "target"), "cpu");
 	assert_null(tc_options_get(o, "no_such_option"));
 	tc_options_free(o);
@@ -77,7 +77,7 @@ static void parse_print_round_trip(void **state)
 	/* and so does a set value */
 	assert_int_equal(tc_options_set(o, "target", "interp", ctx), 0);
 	snprintf(text, sizeof(text), "%s", print_of(o));
-	assert_string_equal(text, "target=interp\norder=on\ncontract=off\nparallel=auto\nthreads=auto\nfusion=max\ntile=auto\nregtile=auto\nunroll=on\nfastmath=off\nvecreduce=on\ninline=on\npack=on\n");
+	assert_string_equal(text, "target=interp\norder=on\ncontract=off\nparallel=auto\nthreads=auto\nfusion=max\ntile=auto\nregtile=auto\nunroll=on\nfastmath=off\nvecreduce=on\ninline=on\nstream=auto\npack=on\n");
 	assert_int_equal(tc_options_parse(q, text, ctx), 0);
 	assert_string_equal(print_of(q), text);
 	assert_string_equal(tc_options_get(q, "target"), "interp");
@@ -130,7 +130,7 @@ static void errors_name_the_option_and_line(void **state)
 	tc_options *o = tc_options_new();
 	(void)state;
 	expect_parse_error(o, "target=cpu\n\nbogus=1\n",
-		"error: line 3: unknown option 'bogus' (options: target, order, contract, parallel, threads, fusion, tile, regtile, unroll, fastmath, vecreduce, inline, pack; see tcomp options)");
+		"error: line 3: unknown option 'bogus' (options: target, order, contract, parallel, threads, fusion, tile, regtile, unroll, fastmath, vecreduce, inline, stream, pack; see tcomp options)");
 	expect_parse_error(o, "\ntarget=gpu",
 		"line 2: option 'target' cannot be 'gpu' (allowed: cpu|interp)");
 	expect_parse_error(o, "target=", "line 1: option 'target' has no value (allowed: cpu|interp)");
@@ -159,7 +159,7 @@ static void errors_name_the_option_and_line(void **state)
 	/* tc_options_set says the same things, without a line */
 	assert_int_equal(tc_options_set(o, "bogus", "1", ctx), -1);
 	assert_non_null(strstr(tc_context_error(ctx),
-		"error: unknown option 'bogus' (options: target, order, contract, parallel, threads, fusion, tile, regtile, unroll, fastmath, vecreduce, inline, pack; see tcomp options)"));
+		"error: unknown option 'bogus' (options: target, order, contract, parallel, threads, fusion, tile, regtile, unroll, fastmath, vecreduce, inline, stream, pack; see tcomp options)"));
 	assert_int_equal(tc_options_set(o, "target", "", ctx), -1);
 	assert_non_null(strstr(tc_context_error(ctx), "option 'target' has no value"));
 	assert_null(strstr(tc_context_error(ctx), "line"));
@@ -174,14 +174,14 @@ static void failed_parse_leaves_options_unchanged(void **state)
 	/* the first pair is good and would change target; the second is not */
 	expect_parse_error(o, "target=cpu\nbogus=1\n", "line 2: unknown option 'bogus'");
 	assert_string_equal(tc_options_get(o, "target"), "interp");
-	assert_string_equal(print_of(o), "target=interp\norder=on\ncontract=off\nparallel=auto\nthreads=auto\nfusion=max\ntile=auto\nregtile=auto\nunroll=on\nfastmath=off\nvecreduce=on\ninline=on\npack=on\n");
+	assert_string_equal(print_of(o), "target=interp\norder=on\ncontract=off\nparallel=auto\nthreads=auto\nfusion=max\ntile=auto\nregtile=auto\nunroll=on\nfastmath=off\nvecreduce=on\ninline=on\nstream=auto\npack=on\n");
 	expect_parse_error(o, "target=cpu;target=gpu", "cannot be 'gpu'");
 	assert_string_equal(tc_options_get(o, "target"), "interp");
 	/* on defaults too */
 	tc_options_free(o);
 	o = tc_options_new();
 	expect_parse_error(o, "target=interp\ntarget", "line 2: expected NAME=VALUE");
-	assert_string_equal(print_of(o), "target=cpu\norder=on\ncontract=off\nparallel=auto\nthreads=auto\nfusion=max\ntile=auto\nregtile=auto\nunroll=on\nfastmath=off\nvecreduce=on\ninline=on\npack=on\n");
+	assert_string_equal(print_of(o), "target=cpu\norder=on\ncontract=off\nparallel=auto\nthreads=auto\nfusion=max\ntile=auto\nregtile=auto\nunroll=on\nfastmath=off\nvecreduce=on\ninline=on\nstream=auto\npack=on\n");
 	tc_options_free(o);
 }
 
@@ -327,7 +327,7 @@ static void schedule_options(void **state)
 	(void)state;
 	assert_non_null(o);
 	assert_int_equal(tc_options_parse(o, "order=off tile=32,008,1", ctx), 0);
-	assert_string_equal(print_of(o), "target=cpu\norder=off\ncontract=off\nparallel=auto\nthreads=auto\nfusion=max\ntile=32,8,1\nregtile=auto\nunroll=on\nfastmath=off\nvecreduce=on\ninline=on\npack=on\n");
+	assert_string_equal(print_of(o), "target=cpu\norder=off\ncontract=off\nparallel=auto\nthreads=auto\nfusion=max\ntile=32,8,1\nregtile=auto\nunroll=on\nfastmath=off\nvecreduce=on\ninline=on\nstream=auto\npack=on\n");
 	assert_int_equal(tc_options_parse(o, "regtile=6,064 unroll=off", ctx), 0);
 	assert_string_equal(tc_options_get(o, "regtile"), "6,64");
 	assert_string_equal(tc_options_get(o, "unroll"), "off");
@@ -626,6 +626,85 @@ static void inlining_cheap_temporaries(void **state)
 	for (j = 0; j < N; j++) /* exp within 2 ulp of libm's */
 		assert_true(fabsf(c[0][j] - c[1][j]) <= 4e-7f * fabsf(c[1][j]));
 	tc_module_free(m);
+}
+
+/* Streaming stores: a 4 MiB output written once per element gets
+ * vmovntps (and an sfence) under stream=auto, none under stream=off, and
+ * the results are right with the output 64-byte aligned (the streaming
+ * copy of the loop nest) and not (the plain copy); a reduction's output
+ * is never streamed. */
+static void streaming_stores(void **state)
+{
+	enum { N = 1024, D = 1024 };
+	float *x = aligned_alloc(64, (size_t)N * D * sizeof(float));
+	float *y = aligned_alloc(64, ((size_t)N * D + 16) * sizeof(float));
+	int64_t sx[2] = {N, D}, ss[1] = {N};
+	DLTensor X = {x, {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, sx, NULL, 0};
+	DLTensor Y, S;
+	const DLTensor *in[1] = {&X};
+	static float rs[N];
+	uint64_t r = 23;
+	char *text;
+	tc_options *o = tc_options_new();
+	tc_module *m;
+	tc_kernel *k;
+	int64_t i;
+	int off;
+	(void)state;
+	assert_non_null(x);
+	assert_non_null(y);
+	for (i = 0; i < N * D; i++)
+		x[i] = (float)tu_rand_unit(&r) * 2 - 1;
+	m = tc_module_parse(ctx, "def k(float(N,D) X) -> (Y) { Y(n,d) = X(n,d) * 3 + 1 }\n", "s.tc");
+	assert_non_null(m);
+	k = tc_compile(m, "k", in, 1, o);
+	assert_non_null(k);
+	text = tc_kernel_emit(k, "asm");
+	assert_non_null(text);
+	assert_non_null(strstr(text, "vmovntps"));
+	assert_non_null(strstr(text, "sfence"));
+	tc_string_free(text);
+	tc_kernel_free(k);
+	for (off = 0; off < 2; off++) { /* aligned, then 4 bytes off */
+		Y = (DLTensor){y + off, {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, sx, NULL, 0};
+		run_with(m, in, 1, &Y, "", NULL);
+		for (i = 0; i < N * D; i++)
+			if (y[off + i] != x[i] * 3 + 1)
+				fail_msg("element %lld (offset %d): %g, expected %g", (long long)i, off,
+					(double)y[off + i], (double)(x[i] * 3 + 1));
+	}
+	assert_int_equal(tc_options_parse(o, "stream=off", ctx), 0);
+	k = tc_compile(m, "k", in, 1, o);
+	assert_non_null(k);
+	text = tc_kernel_emit(k, "asm");
+	assert_non_null(text);
+	assert_null(strstr(text, "vmovnt"));
+	tc_string_free(text);
+	tc_kernel_free(k);
+	tc_module_free(m);
+	m = tc_module_parse(ctx, "def k(float(N,D) X) -> (S) { S(n) +=! X(n,r_d) }\n", "r.tc");
+	assert_non_null(m);
+	assert_int_equal(tc_options_parse(o, "stream=auto", ctx), 0);
+	k = tc_compile(m, "k", in, 1, o);
+	assert_non_null(k);
+	text = tc_kernel_emit(k, "asm");
+	assert_non_null(text);
+	assert_null(strstr(text, "vmovnt"));
+	tc_string_free(text);
+	tc_kernel_free(k);
+	S = (DLTensor){rs, {kDLCPU, 0}, 1, {kDLFloat, 32, 1}, ss, NULL, 0};
+	run_with(m, in, 1, &S, "", NULL);
+	for (i = 0; i < N; i++) {
+		float want = 0;
+		int64_t j;
+		for (j = 0; j < D; j++)
+			want += x[i * D + j];
+		assert_true(fabsf(rs[i] - want) <= 1e-6f * D);
+	}
+	tc_module_free(m);
+	tc_options_free(o);
+	free(x);
+	free(y);
 }
 
 /* Packing: an input read with the reduction as its stride-1 dimension (B
@@ -968,6 +1047,7 @@ int main(void)
 		cmocka_unit_test(register_tile_uses_vector_fmas),
 		cmocka_unit_test(packing_transposed_operands),
 		cmocka_unit_test(inlining_cheap_temporaries),
+		cmocka_unit_test(streaming_stores),
 		cmocka_unit_test(conv2d_merged_bands),
 		cmocka_unit_test(inline_exp_and_vector_reductions),
 		cmocka_unit_test(schedule_options),

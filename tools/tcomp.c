@@ -770,7 +770,9 @@ static int cmd_bench(int argc, char **argv)
 			status = EXIT_USER;
 			goto done;
 		}
-		bufs[i] = malloc(nb ? nb : 1);
+		/* 64-byte aligned, as framework tensors are (PyTorch's CPU
+		 * allocator; malloc gives 16 for large blocks) */
+		bufs[i] = aligned_alloc(64, nb ? (nb + 63) / 64 * 64 : 64);
 		if (!bufs[i]) {
 			fprintf(stderr, "tcomp: error: cannot allocate %zu bytes for '%s'\n", nb,
 				tc_module_tensor_name(m, entry, i));
