@@ -1089,6 +1089,25 @@ static LLVMValueRef inline_expf(cg *g, LLVMValueRef x)
 #undef FC
 }
 
+/* A subscript that is an index variable of the statement (under casts to
+ * integers of 32 bits or more) reading dimension k of tensor t, unguarded
+ * and with an extent that fits in int32: the domain value itself, as i64.
+ * It equals the int32 index converted back (the value lies in [0, extent)),
+ * and it is what stores to the statement's own tensor use, so LLVM sees
+ * that a read of an element the loop also writes is the same address
+ * (softmax's shared exponentials, written then summed in one loop).  NULL
+ * otherwise. */
+static LLVMValueRef plain_index(cg *g, const tc_ir_expr *sub, int t, int k)
+{
+	while (sub->op == TC_OP_CAST && tc_dtype_is_int(sub->type) && tc_dtype_bits(sub->type) >= 32 &&
+		tc_dtype_is_int(sub->args[0]->type))
+		sub = sub->args[0];
+	if (sub->op != TC_OP_INDEX || g->guarded || sub->id < 0 || sub->id >= g->ndom ||
+		g->ext[t * TC_MAX_RANK + k] > INT32_MAX)
+		return NULL;
+	return g->dom[sub->id];
+}
+
 /* A floating builtin (not min/max/ilogb) of float32/float64 type t on args
  * of their IR types (jn/yn: int32 n first; ldexp: int32 exponent second). */
 static LLVMValueRef float_builtin(cg *g, int id, tc_dtype t, LLVMValueRef *a, int n)
@@ -1191,6 +1210,8 @@ static LLVMValueRef expr(cg *g, const tc_ir_expr *e)
 			at = e->args[i]->type;
 			if (!tc_dtype_is_int(at))
 				return fail(g, "non-integer subscript", NULL);
+			if ((idx[i] = plain_index(g, e->args[i], e->id, i)))
+				continue;
 			/* to i64: sign-extended if signed, zero-extended if not */
 			idx[i] = convert(g, expr(g, e->args[i]), at,
 				tc_dtype_is_signed(at) ? TC_T_I64 : TC_T_U64);

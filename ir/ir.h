@@ -134,6 +134,16 @@ __tc_give const tc_ir_func *tc_ir_pack(__tc_keep tc_arena *ar, __tc_keep const t
 __tc_give const tc_ir_func *tc_ir_inline(__tc_keep tc_arena *ar, __tc_keep const tc_ir_func *f,
 	__tc_keep const int64_t *params);
 
+/* Sharing (ir/share.c): f where a statement writing its whole tensor O and
+ * an earlier statement hold the same expression with a builtin call (up to
+ * index renaming), the later statement's indices all used: the expression
+ * is computed once, into O, by a new statement before the earlier one, and
+ * both read it back (softmax's exponentials).  Bit for bit the same
+ * results.  Returns f itself when nothing is shared, NULL when out of
+ * memory; the new function lives in ar. */
+__tc_give const tc_ir_func *tc_ir_share(__tc_keep tc_arena *ar, __tc_keep const tc_ir_func *f,
+	__tc_keep const int64_t *params);
+
 /* Print the IR of a function (tcomp emit --stage ir). */
 void tc_ir_print(const tc_ir_func *f, tc_buf *b);
 void tc_ir_print_expr(const tc_ir_func *f, const tc_ir_stmt *s,

@@ -609,9 +609,13 @@ tc_stat tc_poly_schedule(tc_poly *p, const tc_poly_pass *passes, int npasses, tc
 	sc = isl_schedule_constraints_set_proximity(sc, isl_union_map_copy(deps));
 	/* so that a band member is marked coincident only if it carries no
 	 * dependence (parallel loops, later) */
-	sc = isl_schedule_constraints_set_coincidence(sc, deps);
+	sc = isl_schedule_constraints_set_coincidence(sc, isl_union_map_copy(deps));
 	isl_schedule_free(p->schedule);
 	p->schedule = isl_schedule_constraints_compute_schedule(sc);
+	/* a repair of the scheduler's tree (passes.c) */
+	if (p->schedule && p->opts.fusion == TC_POLY_FUSE_MAX)
+		p->schedule = tc_poly_fuse_nests(p->schedule, deps);
+	isl_union_map_free(deps);
 	if (p->schedule && first)
 		p->schedule = isl_schedule_sequence(first, p->schedule);
 	else
@@ -633,6 +637,12 @@ tc_stat tc_poly_schedule(tc_poly *p, const tc_poly_pass *passes, int npasses, tc
 		p->merged = 0;
 		p->no_merge = 1;
 		return tc_poly_schedule(p, passes, npasses, d);
+	}
+	/* after the passes, which place a register tile's init themselves */
+	p->schedule = tc_poly_hoist_constant(p->schedule, p->deps);
+	if (!p->schedule) {
+		isl_failed(p->ctx, d, "hoist statements out of loops");
+		return TC_ERR;
 	}
 	/* the kernel mark below the domain node, carrying the model */
 	node = isl_schedule_get_root(p->schedule);
@@ -682,6 +692,11 @@ static isl_stat pad_cb(isl_map *map, void *user)
 
 int tc_poly_schedule_legal(tc_poly *p, isl_schedule *s)
 {
+	return tc_poly_schedule_legal_for(s, p->deps);
+}
+
+int tc_poly_schedule_legal_for(isl_schedule *s, isl_union_map *deps)
+{
 	isl_union_map *map = isl_schedule_get_map(s), *before;
 	pad_ctx pc = {0, NULL};
 	isl_bool ok;
@@ -693,7 +708,7 @@ int tc_poly_schedule_legal(tc_poly *p, isl_schedule *s)
 	isl_union_map_free(map);
 	/* pairs of instances whose times are strictly ordered */
 	before = isl_union_map_lex_lt_union_map(isl_union_map_copy(pc.out), pc.out);
-	ok = isl_union_map_is_subset(p->deps, before);
+	ok = isl_union_map_is_subset(deps, before);
 	isl_union_map_free(before);
 	return ok < 0 ? -1 : ok == isl_bool_true;
 }

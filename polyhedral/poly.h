@@ -173,6 +173,22 @@ tc_stat tc_poly_schedule(__tc_keep tc_poly *p, const tc_poly_pass *passes, int n
 /* Whether schedule s runs the source of every dependence of p before its
  * target: 1 yes, 0 no, -1 on an isl error. */
 int tc_poly_schedule_legal(__tc_keep tc_poly *p, __tc_keep isl_schedule *s);
+/* The same against the dependences deps. */
+int tc_poly_schedule_legal_for(__tc_keep isl_schedule *s, __tc_keep isl_union_map *deps);
+
+/* Repairs of the isl scheduler's tree s (passes.c), each kept only when
+ * the result orders every dependence of deps: tc_poly_fuse_nests (on the
+ * scheduler's own tree, before the passes) puts nests whose outermost
+ * loops are parallel and carry no dependence between them under one such
+ * loop (the root's sequence of nests becomes one nest: softmax, layer
+ * norm); tc_poly_hoist_constant (after the passes) moves the statements
+ * a band runs once per iteration of its outer loops (the init of a sum
+ * placed in the sum's loop at its first iteration) before or after the
+ * band's loops. */
+__tc_give isl_schedule *tc_poly_fuse_nests(__tc_take isl_schedule *s,
+	__tc_keep isl_union_map *deps);
+__tc_give isl_schedule *tc_poly_hoist_constant(__tc_take isl_schedule *s,
+	__tc_keep isl_union_map *deps);
 /* Generate the AST of the schedule (p->ast). */
 tc_stat tc_poly_ast(__tc_keep tc_poly *p, __tc_keep tc_diags *d);
 void tc_poly_free(__tc_take tc_poly *p);

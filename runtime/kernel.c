@@ -271,6 +271,9 @@ static tc_rt_compiled *compile(tc_module *m, const tc_ir_func *f, const tc_tenso
 	c->cf = f;
 	/* the CPU's rewrites of the IR; made also for the interpreter target,
 	 * whose kernels emit the CPU's stages */
+	if (!strcmp(tc_options_get(options, "share"), "on") &&
+		((!c->ar && !(c->ar = tc_arena_new())) || !(c->cf = f = tc_ir_share(c->ar, f, c->params))))
+		goto oom;
 	if (!strcmp(tc_options_get(options, "inline"), "on") &&
 		((!c->ar && !(c->ar = tc_arena_new())) || !(c->cf = f = tc_ir_inline(c->ar, f, c->params))))
 		goto oom;

@@ -46,6 +46,8 @@ static const opt_def opt_table[] = {
 		"trade bit-identical results for speed: contract=on, float sums and products reassociated (reductions vectorise in any order), min/max assume no NaN operands (a NaN gives an unspecified result) and either zero of a tie, arcp (a / b may become a * (1 / b))"},
 	{"vecreduce", TC_OPT_ENUM, "on|off", "on",
 		"let float reductions (+=, *=, max=, min= with !) outside register tiles run as vector partial results combined at the end: sums and products then round in another order than the interpreter's (the language allows it), max and min give the same value (off: every reduction accumulates in the interpreter's order, bit for bit)"},
+	{"share", TC_OPT_ENUM, "on|off", "on",
+		"compute once an expression with a builtin call that a statement writing its whole output shares with an earlier statement (softmax's exp in the sum and in the division): stored into that output first, read back by both; results are bit for bit the same"},
 	{"inline", TC_OPT_ENUM, "on|off", "on",
 		"compute a temporary that one pointwise statement of at most 4 operations (no builtin calls) defines again wherever it is read, instead of storing it, when each reader instance reads its own element (layer norm's centred input); results are bit for bit the same"},
 	{"stream", TC_OPT_ENUM, "auto|off", "auto",
