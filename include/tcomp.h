@@ -228,7 +228,9 @@ char *tc_kernel_options(const tc_kernel *k);
  * imports and prunes it.
  *
  * tc_compile with options NULL looks the kernel up: the best options
- * recorded for exactly these shapes, else the best for the nearest other
+ * recorded for exactly these shapes (the autotuner's final choice when a
+ * run with a final stage recorded one, else the fastest measured), else
+ * the best for the nearest other
  * shapes of the same kernel, entry, input types and ranks, CPU and tcomp
  * version (distance: the sum over all input dimensions of |log(a/b)|),
  * else the defaults.  It only reads the cache (it never creates the file);
