@@ -197,6 +197,34 @@ binding parse_binding(const char *arg, const char *usage)
 	return b;
 }
 
+/* Take -e NAME, --entry NAME or (with shapes) --shape T=SHAPE (cli.h). */
+int take_entry_arg(const char **entry, binding *shapes, int *nshapes, int argc, char **argv,
+	int *i, const char *usage)
+{
+	const char *a = argv[*i];
+	if (*i + 1 >= argc)
+		return 0;
+	if (!strcmp(a, "-e") || !strcmp(a, "--entry")) {
+		*entry = argv[++*i];
+		return 1;
+	}
+	if (shapes && !strcmp(a, "--shape")) {
+		if (*nshapes == 64)
+			die_usage(usage, "%s", "too many --shape");
+		shapes[(*nshapes)++] = parse_binding(argv[++*i], usage);
+		return 1;
+	}
+	return 0;
+}
+
+/* Free the names of n bindings. */
+void bindings_free(binding *b, int n)
+{
+	int i;
+	for (i = 0; i < n; i++)
+		free((char *)b[i].name);
+}
+
 /* Parse "4x5" (or "scalar") into shape; the rank, or -1. */
 int parse_shape(const char *s, int64_t *shape)
 {

@@ -55,6 +55,14 @@ tc_module *load_entry(tc_context *ctx, const char *file, const char **entry, con
 	int *status);
 /* Parse "T=VALUE" (exits with usage on a malformed argument). */
 binding parse_binding(const char *arg, const char *usage);
+/* Take argv[*i] (and its value) if it is -e NAME or --entry NAME (into
+ * *entry) or, with shapes not NULL, --shape T=SHAPE (appended to
+ * shapes[*nshapes], at most 64: more is a usage error); 1 if taken.  The
+ * same for tcomp run, emit, bench and autotune. */
+int take_entry_arg(const char **entry, binding *shapes, int *nshapes, int argc, char **argv,
+	int *i, const char *usage);
+/* Free the names of n bindings. */
+void bindings_free(binding *b, int n);
 /* Parse "4x5" (or "scalar") into shape[8]; the rank, or -1. */
 int parse_shape(const char *s, int64_t *shape);
 /* Shape-only DLTensors (no data) for the inputs of entry from the --shape

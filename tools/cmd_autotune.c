@@ -265,13 +265,9 @@ int cmd_autotune(int argc, char **argv)
 	for (i = 0; i < argc; i++) {
 		const char *a = argv[i];
 		int more = i + 1 < argc;
-		if ((!strcmp(a, "-e") || !strcmp(a, "--entry")) && more)
-			entry = argv[++i];
-		else if (!strcmp(a, "--shape") && more) {
-			if (nshapes == 64)
-				die_usage(autotune_usage, "%s", "too many --shape");
-			shapes[nshapes++] = parse_binding(argv[++i], autotune_usage);
-		} else if (!strcmp(a, "--generations") && more)
+		if (take_entry_arg(&entry, shapes, &nshapes, argc, argv, &i, autotune_usage))
+			;
+		else if (!strcmp(a, "--generations") && more)
 			set.generations = (int)parse_count(a, argv[++i], 1, autotune_usage);
 		else if (!strcmp(a, "--population") && more)
 			set.population = (int)parse_count(a, argv[++i], 1, autotune_usage);
@@ -413,8 +409,7 @@ int cmd_autotune(int argc, char **argv)
 	fputs(text, stdout);
 done:
 	tc_string_free(text);
-	for (i = 0; i < nshapes; i++)
-		free((char *)shapes[i].name);
+	bindings_free(shapes, nshapes);
 	tc_options_free(best);
 	tc_options_free(base);
 	tc_module_free(m);

@@ -281,8 +281,8 @@ static int cmd_run(int argc, char **argv)
 	for (i = 0; i < argc; i++) {
 		const char *a = argv[i];
 		int more = i + 1 < argc;
-		if ((!strcmp(a, "-e") || !strcmp(a, "--entry")) && more)
-			entry = argv[++i];
+		if (take_entry_arg(&entry, NULL, NULL, argc, argv, &i, run_usage))
+			;
 		else if (!strcmp(a, "--in") && more) {
 			if (nin == 64)
 				die_usage(run_usage, "%s", "too many --in");
@@ -438,10 +438,8 @@ done:
 	free(out_ptrs);
 	free(oshape);
 	free(odata);
-	for (i = 0; i < nin; i++)
-		free((char *)ins[i].name);
-	for (i = 0; i < nout; i++)
-		free((char *)outs[i].name);
+	bindings_free(ins, nin);
+	bindings_free(outs, nout);
 	tc_options_free(opts);
 	tc_context_free(ctx);
 	return status;
@@ -466,15 +464,11 @@ static int cmd_emit(int argc, char **argv)
 	for (i = 0; i < argc; i++) {
 		const char *a = argv[i];
 		int more = i + 1 < argc;
-		if ((!strcmp(a, "-e") || !strcmp(a, "--entry")) && more)
-			entry = argv[++i];
+		if (take_entry_arg(&entry, shapes, &nshapes, argc, argv, &i, emit_usage))
+			;
 		else if (!strcmp(a, "--stage") && more)
 			stage = argv[++i];
-		else if (!strcmp(a, "--shape") && more) {
-			if (nshapes == 64)
-				die_usage(emit_usage, "%s", "too many --shape");
-			shapes[nshapes++] = parse_binding(argv[++i], emit_usage);
-		} else if (take_opt_arg(&oa, argc, argv, &i, emit_usage, 0))
+		else if (take_opt_arg(&oa, argc, argv, &i, emit_usage, 0))
 			;
 		else if (a[0] == '-')
 			die_usage(emit_usage, "unknown or incomplete option '%s'", a);
@@ -537,8 +531,7 @@ static int cmd_emit(int argc, char **argv)
 		tc_string_free(text);
 	}
 done:
-	for (i = 0; i < nshapes; i++)
-		free((char *)shapes[i].name);
+	bindings_free(shapes, nshapes);
 	tc_kernel_free(k);
 	tc_module_free(m);
 	tc_options_free(o);
@@ -677,13 +670,9 @@ static int cmd_bench(int argc, char **argv)
 	for (i = 0; i < argc; i++) {
 		const char *a = argv[i];
 		int more = i + 1 < argc;
-		if ((!strcmp(a, "-e") || !strcmp(a, "--entry")) && more)
-			entry = argv[++i];
-		else if (!strcmp(a, "--shape") && more) {
-			if (nshapes == 64)
-				die_usage(bench_usage, "%s", "too many --shape");
-			shapes[nshapes++] = parse_binding(argv[++i], bench_usage);
-		} else if (!strcmp(a, "--runs") && more)
+		if (take_entry_arg(&entry, shapes, &nshapes, argc, argv, &i, bench_usage))
+			;
+		else if (!strcmp(a, "--runs") && more)
 			runs = parse_count("--runs", argv[++i], 1, bench_usage);
 		else if (!strcmp(a, "--warmup") && more)
 			warmup = parse_count("--warmup", argv[++i], 0, bench_usage);
@@ -881,8 +870,7 @@ done:
 	free(times);
 	for (i = 0; i < n_in + n_out && i < 128; i++)
 		free(bufs[i]);
-	for (i = 0; i < nshapes; i++)
-		free((char *)shapes[i].name);
+	bindings_free(shapes, nshapes);
 	tc_kernel_free(k);
 	tc_module_free(m);
 	tc_options_free(o);
