@@ -1094,6 +1094,40 @@ static void cli_bench_and_run_report_the_source(void **state)
 	assert_int_equal(tcomp(BENCH "--shape A=64x32 --shape B=32x48 --cache k.sqlite "
 				     "--option tile=none"), 0);
 	assert_non_null(strstr(out_text, "\"source\":\"file\""));
+	/* --threads N alone still reads the cache: its entry with N threads ... */
+	assert_int_equal(tcomp(BENCH "--shape A=64x32 --shape B=32x48 --cache k.sqlite "
+				     "--threads 2"), 0);
+	assert_non_null(strstr(out_text, "\"source\":\"cache+threads\""));
+	assert_non_null(strstr(out_text, "threads=2;"));
+	assert_non_null(strstr(out_text, "tile=16,16;"));
+	assert_int_equal(tcomp(BENCH "--shape A=50x32 --shape B=32x48 --cache k.sqlite "
+				     "--threads 2"), 0);
+	assert_non_null(strstr(out_text, "\"source\":\"cache-near+threads\""));
+	assert_non_null(strstr(out_text, "tile=16,16;"));
+	assert_int_equal(tcomp(BENCH "--shape A=64x32 --shape B=32x48 --no-cache --threads 2"), 0);
+	assert_non_null(strstr(out_text, "\"source\":\"default+threads\""));
+	assert_non_null(strstr(out_text, "threads=2;"));
+	assert_int_equal(tcomp("bench k.tc -e mm --runs 1 --warmup 0 --min-time 0 --shape A=64x32 "
+			       "--shape B=32x48 --cache k.sqlite --threads 2"), 0);
+	assert_non_null(strstr(out_text, "(kernel cache, with the threads given)"));
+	/* ... as it is when tuned for N threads; --option threads=N is a file's */
+	key_of(&f, &key);
+	c = open_write(path("k.sqlite"));
+	record(c, &key, TUNED "threads=2\n", 0.5, 1);
+	tc_cache_close(c);
+	tc_cache_key_clear(&key);
+	assert_int_equal(tcomp(BENCH "--shape A=64x32 --shape B=32x48 --cache k.sqlite "
+				     "--threads 2"), 0);
+	assert_non_null(strstr(out_text, "\"source\":\"cache\""));
+	assert_non_null(strstr(out_text, "threads=2;"));
+	assert_int_equal(tcomp(BENCH "--shape A=64x32 --shape B=32x48 --cache k.sqlite "
+				     "--threads 1"), 0);
+	assert_non_null(strstr(out_text, "\"source\":\"cache+threads\""));
+	assert_non_null(strstr(out_text, "threads=1;"));
+	assert_int_equal(tcomp(BENCH "--shape A=64x32 --shape B=32x48 --cache k.sqlite "
+				     "--option threads=2"), 0);
+	assert_non_null(strstr(out_text, "\"source\":\"file\""));
+	assert_non_null(strstr(out_text, "tile=auto;")); /* no cache: the defaults */
 	/* $TCOMP_CACHE is the default location */
 	assert_int_equal(tcomp("bench k.tc -e mm --runs 1 --warmup 0 --min-time 0 "
 			       "--shape A=64x32 --shape B=32x48 --json"), 0);

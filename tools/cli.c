@@ -86,6 +86,13 @@ int take_opt_arg(opt_args *oa, int argc, char **argv, int *i, const char *usage,
 	return 0;
 }
 
+/* N when the only option of oa is --threads N (cli.h). */
+const char *threads_only(const opt_args *oa)
+{
+	return !oa->nfiles && oa->nsets == 1 && !oa->owned[0] && !strcmp(oa->names[0], "threads")
+		? oa->values[0] : NULL;
+}
+
 /* Free the names split from --option N=V. */
 void opt_args_free(opt_args *oa)
 {
