@@ -716,6 +716,8 @@ static void quick_settings(tc_tune_settings *st, seen *s)
 	st->user = s;
 }
 
+static const char *const near_defaults[2] = {"unroll=off", "regtile=auto\npack=off"};
+
 static void tuned_matmul_matches_the_interpreter(void **state)
 {
 	tc_context *ctx = tc_context_new();
@@ -746,6 +748,10 @@ static void tuned_matmul_matches_the_interpreter(void **state)
 	o1[0] = &C1.dl;
 	o2[0] = &C2.dl;
 	quick_settings(&st, s);
+	/* seeds as fast as the defaults, so that the final stage has others to
+	 * re-time (it leaves out those 3 times slower than the defaults) */
+	st.seeds = near_defaults;
+	st.n_seeds = 2;
 	if (tc_autotune(m, "matmul", in, 2, NULL, &st, &best, &rep) < 0)
 		fail_msg("%s", tc_context_error(ctx));
 	assert_non_null(best);
