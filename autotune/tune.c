@@ -273,7 +273,7 @@ static tc_stat top_offer(const tc_tune_space *s, int keep, const popu *p, int i,
 	return TC_OK;
 }
 
-void tc_tune_result_clear(tc_tune_result *res)
+void tc_tune_result_clear(__tc_keep tc_tune_result *res)
 {
 	int i;
 	for (i = 0; i < res->ntop; i++)

@@ -143,7 +143,7 @@ typedef struct tc_tune_result {
 } tc_tune_result;
 
 /* Free what res owns (best, top). */
-void tc_tune_result_clear(tc_tune_result *res);
+void tc_tune_result_clear(__tc_keep tc_tune_result *res);
 
 /* Run the genetic search over s.  Generation 0 is the seeds (duplicates
  * dropped) filled up with random genomes; each next generation is the
