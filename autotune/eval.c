@@ -22,6 +22,12 @@
  * cutoff needs (warm-up, runs, min_time_s) plus 0.5 s, and kills it past
  * that as CUT (its result unchecked), so a candidate a thousand times
  * slower than the best does not hold the machine until the timeout.
+ * Each child times at a stack offset of its own (see time_shifted).
+ *
+ * The final stage (tc_tune_eval_retime) forks one child per configuration
+ * that compiles once and then times a round per GO, until the parent is
+ * done with it; the parent hands out the GOs round robin, one child at a
+ * time, and checks the result of each one's first round.
  *
  * The parent polls the sockets with deadlines: compile_timeout_s from the
  * fork, timeout_s from GO; a child past its deadline is killed with
@@ -50,6 +56,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -67,7 +76,7 @@ typedef struct fault_plan {
 	tc_tune_fault kind[32];
 } fault_plan;
 
-/* Parse "1:crash,2:hang,3:wrong" into plan; -1 if malformed. */
+/* Parse "1:crash,2:hang,3:wrong,4:decoy" into plan; -1 if malformed. */
 static tc_stat parse_faults(const char *spec, fault_plan *plan)
 {
 	const char *p = spec;
@@ -87,6 +96,8 @@ static tc_stat parse_faults(const char *spec, fault_plan *plan)
 			k = TC_TUNE_FAULT_HANG;
 		else if (n == 5 && !strncmp(p, "wrong", 5))
 			k = TC_TUNE_FAULT_WRONG;
+		else if (n == 5 && !strncmp(p, "decoy", 5))
+			k = TC_TUNE_FAULT_DECOY;
 		else
 			return TC_ERR;
 		plan->index[plan->n] = (int)i;
@@ -140,6 +151,15 @@ struct tc_tune_eval {
 	double first_time, best, t_start;
 	double *gen_medians;
 	int ngen_medians, gen_of_medians;
+	/* every candidate started by the search: its key, index and planted
+	 * fault, for the final stage (which reports the search's index and
+	 * keeps a decoy a decoy) */
+	struct started_cand {
+		char *key;
+		int index;
+		tc_tune_fault fault;
+	} *cands;
+	int ncands, capcands;
 };
 
 static double now_s(void)
@@ -301,6 +321,9 @@ void tc_tune_eval_free(tc_tune_eval *ev)
 		munmap(ev->shared, ev->shared_bytes ? ev->shared_bytes : 64);
 	tc_free(ev->ref);
 	tc_free(ev->gen_medians);
+	for (i = 0; i < ev->ncands; i++)
+		tc_free(ev->cands[i].key);
+	tc_free(ev->cands);
 	tc_free(ev->entry);
 	tc_free(ev);
 }
@@ -346,16 +369,19 @@ typedef struct msg {
 	int type;
 	int status; /* tc_tune_status (MSG_DONE) */
 	int runs;
+	int round;  /* MSG_GO of the final stage: the round, from 0 */
+	int shift;  /* MSG_GO: bytes to move the stack down by while timing */
 	double compile_s, median_s, min_s;
 	double cutoff_s; /* MSG_GO: stop timing above this (0: none) */
 	char text[512];
 } msg;
 
+/* Write n bytes to socket fd; a closed peer is an error, not SIGPIPE. */
 static int write_all(int fd, const void *p, size_t n)
 {
 	const char *c = p;
 	while (n) {
-		ssize_t w = write(fd, c, n);
+		ssize_t w = send(fd, c, n, MSG_NOSIGNAL);
 		if (w < 0 && errno == EINTR)
 			continue;
 		if (w <= 0)
@@ -413,110 +439,234 @@ static void child_send_fail(int fd, msg *m, tc_tune_status st, const char *text)
 	_exit(0);
 }
 
-/* Compile, wait for the token, check and time one candidate; never returns. */
-static void child_main(tc_tune_eval *ev, int fd, const tc_options *o, tc_tune_fault fault)
-{
-	const tc_tune_settings *set = ev->set;
+/* A child's kernel and buffers. */
+typedef struct child {
+	tc_tune_eval *ev;
+	int fd;
+	tc_kernel *k;
 	DLTensor shared[MAX_TENSORS], priv[MAX_TENSORS];
 	DLTensor *shared_ptrs[MAX_TENSORS], *priv_ptrs[MAX_TENSORS];
-	double t0, t, total = 0, *times = NULL;
-	int i, n = 0, cap = 0, slow = 0;
+	double *times; /* the timed runs of a round */
+	int cap;
+	msg m;
+} child;
+
+/* Compile o, allocate and pre-fault the buffers, say READY and wait for the
+ * first GO into *go; exits on failure. */
+static void child_prepare(child *c, const tc_options *o, msg *go)
+{
+	tc_tune_eval *ev = c->ev;
+	double t0;
 	size_t b;
-	tc_kernel *k;
-	msg m, go;
+	int i;
 	signal(SIGINT, SIG_IGN);
 	signal(SIGPIPE, SIG_IGN);
-	memset(&m, 0, sizeof(m));
+	memset(&c->m, 0, sizeof(c->m));
 	t0 = now_s();
-	k = tc_compile(ev->m, ev->entry, ev->in_ptrs, ev->n_in, o);
-	m.compile_s = now_s() - t0;
-	if (!k)
-		child_send_fail(fd, &m, TC_TUNE_COMPILE_ERROR,
-			tc_context_error(ev->m->ctx));
+	c->k = tc_compile(ev->m, ev->entry, ev->in_ptrs, ev->n_in, o);
+	c->m.compile_s = now_s() - t0;
+	if (!c->k)
+		child_send_fail(c->fd, &c->m, TC_TUNE_COMPILE_ERROR, tc_context_error(ev->m->ctx));
 	for (i = 0; i < ev->n_out; i++) {
 		void *buf = tc_malloc(ev->out_bytes[i] ? ev->out_bytes[i] : 1);
 		if (!buf)
-			child_send_fail(fd, &m, TC_TUNE_RUN_ERROR, "out of memory");
+			child_send_fail(c->fd, &c->m, TC_TUNE_RUN_ERROR, "out of memory");
 		memset(buf, 0, ev->out_bytes[i]); /* fault the pages in before timing */
-		memset(&shared[i], 0, sizeof(DLTensor));
-		shared[i].device.device_type = kDLCPU;
-		shared[i].dtype = ev->out_dt[i];
-		shared[i].ndim = ev->out_nd[i];
-		shared[i].shape = ev->out_shape[i];
-		priv[i] = shared[i];
-		shared[i].data = ev->shared + ev->out_off[i];
-		priv[i].data = buf;
-		shared_ptrs[i] = &shared[i];
-		priv_ptrs[i] = &priv[i];
+		memset(&c->shared[i], 0, sizeof(DLTensor));
+		c->shared[i].device.device_type = kDLCPU;
+		c->shared[i].dtype = ev->out_dt[i];
+		c->shared[i].ndim = ev->out_nd[i];
+		c->shared[i].shape = ev->out_shape[i];
+		c->priv[i] = c->shared[i];
+		c->shared[i].data = ev->shared + ev->out_off[i];
+		c->priv[i].data = buf;
+		c->shared_ptrs[i] = &c->shared[i];
+		c->priv_ptrs[i] = &c->priv[i];
 	}
 	/* map the shared result's pages in (reading: another child may be
 	 * timing into them) */
 	for (b = 0; b < ev->shared_bytes; b += 4096)
 		(void)((volatile unsigned char *)ev->shared)[b];
-	m.type = MSG_READY;
-	if (write_all(fd, &m, sizeof(m)) < 0 || read_all(fd, &go, sizeof(go)) < 0)
+	c->m.type = MSG_READY;
+	if (write_all(c->fd, &c->m, sizeof(c->m)) < 0 || read_all(c->fd, go, sizeof(*go)) < 0)
 		_exit(1);
+}
+
+/* The checked run, into the shared buffers; its time.  Exits on an error. */
+static double child_checked_run(child *c)
+{
+	double t0 = now_s();
+	if (tc_kernel_run(c->k, c->ev->in_ptrs, c->ev->n_in, c->shared_ptrs, c->ev->n_out) < 0)
+		child_send_fail(c->fd, &c->m, TC_TUNE_RUN_ERROR, tc_context_error(c->ev->m->ctx));
+	return now_s() - t0;
+}
+
+/* One round of timing into the private buffers. */
+typedef struct timing {
+	child *c;
+	int warm_runs;   /* at least this many warm-up runs ... */
+	double warm_s;   /* ... taking at least this long */
+	int runs;        /* at least this many timed runs ... */
+	double min_s;    /* ... taking at least this long */
+	double cutoff_s; /* > 0: cut short when the first two runs both exceed it */
+	int decoy;       /* sleep 2 ms in every timed run (TC_TUNE_FAULT_DECOY) */
+} timing;
+
+/* Warm-up and timed runs as t says; c->m gets the median, minimum, runs
+ * and status (OK, or CUT).  Exits on a run error. */
+static void time_round(timing *t)
+{
+	child *c = t->c;
+	tc_tune_eval *ev = c->ev;
+	double t0, dt, total = 0;
+	int i, n = 0, slow = 0;
+	c->m.status = TC_TUNE_OK;
+	/* warm-up, then timed runs; when the first two runs after the checked
+	 * one (which pays for first touches) both take more than the cutoff,
+	 * the candidate is cut short */
+	for (i = 0, t0 = now_s(); i < t->warm_runs || now_s() - t0 < t->warm_s; i++) {
+		double t1 = now_s();
+		if (tc_kernel_run(c->k, ev->in_ptrs, ev->n_in, c->priv_ptrs, ev->n_out) < 0)
+			child_send_fail(c->fd, &c->m, TC_TUNE_RUN_ERROR, tc_context_error(ev->m->ctx));
+		dt = now_s() - t1;
+		slow = t->cutoff_s > 0 && dt > t->cutoff_s ? slow + 1 : 0;
+	}
+	while (n < t->runs || total < t->min_s) {
+		if (n == c->cap) {
+			double *tt = tc_realloc(c->times, (size_t)(c->cap = 2 * c->cap + 64) *
+				sizeof(double));
+			if (!tt)
+				child_send_fail(c->fd, &c->m, TC_TUNE_RUN_ERROR, "out of memory");
+			c->times = tt;
+		}
+		t0 = now_s();
+		if (tc_kernel_run(c->k, ev->in_ptrs, ev->n_in, c->priv_ptrs, ev->n_out) < 0)
+			child_send_fail(c->fd, &c->m, TC_TUNE_RUN_ERROR, tc_context_error(ev->m->ctx));
+		if (t->decoy) {
+			struct timespec ts = {0, 2000000};
+			nanosleep(&ts, NULL);
+		}
+		dt = now_s() - t0;
+		c->times[n++] = dt;
+		total += dt;
+		slow = t->cutoff_s > 0 && dt > t->cutoff_s ? slow + 1 : 0;
+		if (slow >= 2 && n <= 2) { /* only at the start: later spikes are noise */
+			c->m.status = TC_TUNE_CUT;
+			break;
+		}
+		if (n >= 1000000)
+			break;
+	}
+	qsort(c->times, (size_t)n, sizeof(double), cmp_double);
+	c->m.median_s = n % 2 ? c->times[n / 2] : (c->times[n / 2 - 1] + c->times[n / 2]) / 2;
+	c->m.min_s = c->times[0];
+	c->m.runs = n;
+}
+
+/* Run time_round(t) with the stack pointer shift bytes lower.  Why: the
+ * speed of some kernels depends on where the stack lies in its page.
+ * fcrelu 128x784x128 with tile=384,256,8 regtile=2,32 (its packing copy
+ * keeps 32 row pointers on the stack and reloads them between stores into
+ * the packed buffer) takes 0.146 ms at some offsets and 0.23 ms at most
+ * others; the kernel's layout is otherwise fixed, so the offset, which
+ * the kernel randomises per process (ASLR), decides: 4K aliasing of the
+ * reloads with the stores, we think.  Children are forked, so without
+ * this every candidate of a run would be timed at the parent's one offset
+ * and some would look faster (or slower) than a fresh process finds them
+ * on average.  So each candidate of the search is timed at an offset of
+ * its own, and each round of the final stage at another one. */
+static void __attribute__((noinline)) time_shifted(int shift, timing *t)
+{
+	volatile char pad[shift + 16];
+	pad[0] = 0;
+	time_round(t);
+	pad[shift] = pad[0]; /* pad, and so the shift, lives across the call */
+}
+
+/* The stack offset of search candidate index, or of final round r: 64
+ * offsets 64 bytes apart, over the page, visited in a scattered order. */
+static int stack_shift(int i)
+{
+	return (int)(((unsigned)i * 37u + 11u) % 64u) * 64;
+}
+
+/* A search candidate: compile, wait for the token, check and time it once;
+ * never returns. */
+static void child_main(tc_tune_eval *ev, int fd, const tc_options *o, tc_tune_fault fault)
+{
+	const tc_tune_settings *set = ev->set;
+	child c;
+	timing tm;
+	msg go;
+	double t;
+	memset(&c, 0, sizeof(c));
+	c.ev = ev;
+	c.fd = fd;
+	child_prepare(&c, o, &go);
 	if (fault == TC_TUNE_FAULT_CRASH) {
 		signal(SIGSEGV, SIG_DFL);
 		raise(SIGSEGV);
 	}
 	while (fault == TC_TUNE_FAULT_HANG)
 		pause();
-	/* the checked run, into the shared buffers */
-	t0 = now_s();
-	if (tc_kernel_run(k, ev->in_ptrs, ev->n_in, shared_ptrs, ev->n_out) < 0)
-		child_send_fail(fd, &m, TC_TUNE_RUN_ERROR,
-			tc_context_error(ev->m->ctx));
-	t = now_s() - t0;
+	if (fault == TC_TUNE_FAULT_DECOY)
+		go.cutoff_s = 0; /* it is to look fast: never cut short */
+	t = child_checked_run(&c);
 	if (fault == TC_TUNE_FAULT_WRONG)
 		spoil(ev);
-	m.type = MSG_DONE;
-	m.status = TC_TUNE_OK;
+	c.m.type = MSG_DONE;
+	c.m.status = TC_TUNE_OK;
 	/* ten times the cutoff is far beyond what first touches cost */
 	if (go.cutoff_s > 0 && t > 10 * go.cutoff_s) {
-		m.status = TC_TUNE_CUT;
-		m.median_s = m.min_s = t;
-		m.runs = 1;
-		write_all(fd, &m, sizeof(m));
+		c.m.status = TC_TUNE_CUT;
+		c.m.median_s = c.m.min_s = t;
+		c.m.runs = 1;
+		write_all(fd, &c.m, sizeof(c.m));
 		_exit(0);
 	}
-	/* warm-up, then timed runs; when the first two runs after the checked
-	 * one (which pays for first touches) both take more than the cutoff,
-	 * the candidate is cut short */
-	for (i = 0; i < set->warmup; i++) {
-		t0 = now_s();
-		if (tc_kernel_run(k, ev->in_ptrs, ev->n_in, priv_ptrs, ev->n_out) < 0)
-			child_send_fail(fd, &m, TC_TUNE_RUN_ERROR, tc_context_error(ev->m->ctx));
-		t = now_s() - t0;
-		slow = go.cutoff_s > 0 && t > go.cutoff_s ? slow + 1 : 0;
+	memset(&tm, 0, sizeof(tm));
+	tm.c = &c;
+	tm.warm_runs = set->warmup;
+	tm.runs = set->runs;
+	tm.min_s = set->min_time_s;
+	tm.cutoff_s = go.cutoff_s;
+	time_shifted(go.shift, &tm);
+	if (fault == TC_TUNE_FAULT_DECOY) {
+		c.m.median_s *= 1e-3;
+		c.m.min_s *= 1e-3;
 	}
-	while (n < set->runs || total < set->min_time_s) {
-		if (n == cap) {
-			double *tt = tc_realloc(times, (size_t)(cap = 2 * cap + 64) * sizeof(double));
-			if (!tt)
-				child_send_fail(fd, &m, TC_TUNE_RUN_ERROR, "out of memory");
-			times = tt;
-		}
-		t0 = now_s();
-		if (tc_kernel_run(k, ev->in_ptrs, ev->n_in, priv_ptrs, ev->n_out) < 0)
-			child_send_fail(fd, &m, TC_TUNE_RUN_ERROR, tc_context_error(ev->m->ctx));
-		t = now_s() - t0;
-		times[n++] = t;
-		total += t;
-		slow = go.cutoff_s > 0 && t > go.cutoff_s ? slow + 1 : 0;
-		if (slow >= 2 && n <= 2) { /* only at the start: later spikes are noise */
-			m.status = TC_TUNE_CUT;
-			break;
-		}
-		if (n >= 1000000)
-			break;
-	}
-	qsort(times, (size_t)n, sizeof(double), cmp_double);
-	m.median_s = n % 2 ? times[n / 2] : (times[n / 2 - 1] + times[n / 2]) / 2;
-	m.min_s = times[0];
-	m.runs = n;
-	write_all(fd, &m, sizeof(m));
+	write_all(fd, &c.m, sizeof(c.m));
 	_exit(0);
+}
+
+/* A configuration of the final stage: compile, then a round of timing per
+ * GO until the parent closes the socket; the first round starts with the
+ * checked run and warms up for at least final_warmup_s.  Never returns. */
+static void child_final_main(tc_tune_eval *ev, int fd, const tc_options *o, tc_tune_fault fault)
+{
+	const tc_tune_settings *set = ev->set;
+	child c;
+	timing tm;
+	msg go;
+	memset(&c, 0, sizeof(c));
+	c.ev = ev;
+	c.fd = fd;
+	child_prepare(&c, o, &go);
+	for (;;) {
+		if (go.round == 0)
+			child_checked_run(&c);
+		memset(&tm, 0, sizeof(tm));
+		tm.c = &c;
+		tm.warm_runs = set->warmup > 1 ? set->warmup : 1;
+		tm.warm_s = go.round == 0 ? set->final_warmup_s : 0;
+		tm.runs = set->runs;
+		tm.min_s = set->final_time_s;
+		tm.decoy = fault == TC_TUNE_FAULT_DECOY;
+		time_shifted(go.shift, &tm);
+		c.m.type = MSG_DONE;
+		if (write_all(fd, &c.m, sizeof(c.m)) < 0 || read_all(fd, &go, sizeof(go)) < 0)
+			_exit(0);
+	}
 }
 
 /* ---- the parent ---- */
@@ -598,10 +748,15 @@ static int check_result(tc_tune_eval *ev, char *why, size_t len)
 	return 0;
 }
 
-/* Start candidate index (options o) in slot s; -1 if it could not start. */
-static int spawn(tc_tune_eval *ev, slot *s, const tc_options *o, int index)
+/* Start candidate index (options o, planted fault) in slot s, of the
+ * final stage if final; -1 if it could not start.  The child closes the
+ * parent's ends of the sockets of the other slots (all[0..nall)), so that
+ * each child sees the end of its socket when the parent closes it or
+ * dies, and on Linux it is killed when the parent dies. */
+static int spawn(tc_tune_eval *ev, slot *s, const tc_options *o, int index, tc_tune_fault fault,
+	int final, const slot *all, int nall)
 {
-	int sv[2];
+	int sv[2], i;
 	pid_t pid;
 	if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) < 0)
 		return -1;
@@ -614,7 +769,15 @@ static int spawn(tc_tune_eval *ev, slot *s, const tc_options *o, int index)
 	}
 	if (pid == 0) {
 		close(sv[0]);
-		child_main(ev, sv[1], o, fault_of(&ev->faults, index));
+		for (i = 0; i < nall; i++)
+			if (all[i].fd >= 0)
+				close(all[i].fd);
+#ifdef __linux__
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+#endif
+		if (final)
+			child_final_main(ev, sv[1], o, fault);
+		child_main(ev, sv[1], o, fault);
 		_exit(1);
 	}
 	close(sv[1]);
@@ -625,6 +788,25 @@ static int spawn(tc_tune_eval *ev, slot *s, const tc_options *o, int index)
 	s->got = 0;
 	s->deadline = now_s() + ev->set->compile_timeout_s;
 	return 0;
+}
+
+/* Remember search candidate index (key, planted fault) for the final stage. */
+static tc_stat remember(tc_tune_eval *ev, const char *key, int index, tc_tune_fault fault)
+{
+	if (ev->ncands == ev->capcands) {
+		int cap = ev->capcands * 2 + 64;
+		struct started_cand *c = tc_realloc(ev->cands, (size_t)cap * sizeof(*c));
+		if (!c)
+			return TC_ERR;
+		ev->cands = c;
+		ev->capcands = cap;
+	}
+	if (!(ev->cands[ev->ncands].key = tc_strdup(key)))
+		return TC_ERR;
+	ev->cands[ev->ncands].index = index;
+	ev->cands[ev->ncands].fault = fault;
+	ev->ncands++;
+	return TC_OK;
 }
 
 static double median_of(double *v, int n)
@@ -749,7 +931,9 @@ int tc_tune_eval_measure(void *user, int gen, int n, tc_options *const *options,
 		/* start compiles while nobody is timing */
 		while (!timing && compiling < ev->workers && alive < 2 * ev->workers && next < n) {
 			int index = ev->started++;
-			if (spawn(ev, &sl[next], options[next], index) < 0) {
+			tc_tune_fault fault = fault_of(&ev->faults, index);
+			if (remember(ev, keys[next], index, fault) < 0 ||
+				spawn(ev, &sl[next], options[next], index, fault, 0, sl, next) < 0) {
 				snprintf(text, sizeof(text), "cannot start a process: %s", strerror(errno));
 				sl[next].index = index;
 				finish(ev, &sl[next], gen, keys[next], TC_TUNE_CRASH, NULL, text,
@@ -767,6 +951,7 @@ int tc_tune_eval_measure(void *user, int gen, int n, tc_options *const *options,
 			memset(&go, 0, sizeof(go));
 			go.type = MSG_GO;
 			go.cutoff_s = isfinite(ev->best) ? ev->best * ev->set->cutoff : 0;
+			go.shift = stack_shift(sl[ready].index);
 			memset(ev->shared, 0, ev->shared_bytes);
 			sl[ready].state = SLOT_TIMING;
 			sl[ready].deadline = now_s() + ev->set->timeout_s;
@@ -872,5 +1057,256 @@ out:
 	tc_free(sl);
 	tc_free(pf);
 	tc_free(pi);
+	return rc;
+}
+
+/* ---- the final stage ---- */
+
+/* The index and planted fault of the search candidate with key (-1, NONE
+ * if none). */
+static void recall(const tc_tune_eval *ev, const char *key, int *index, tc_tune_fault *fault)
+{
+	int i;
+	*index = -1;
+	*fault = TC_TUNE_FAULT_NONE;
+	for (i = 0; i < ev->ncands; i++)
+		if (!strcmp(ev->cands[i].key, key)) {
+			*index = ev->cands[i].index;
+			*fault = ev->cands[i].fault;
+			return;
+		}
+}
+
+/* Has the final stage been asked to stop?  A progress callback returning
+ * non-zero, or the stop flag changing from stop0, its value when the stage
+ * began (the search may have been stopped by it already). */
+static int final_stop(const tc_tune_eval *ev, sig_atomic_t stop0)
+{
+	return ev->stop || (ev->set->stop && *ev->set->stop != stop0);
+}
+
+/* Read slot s's next message into s->m, waiting until its deadline: 0
+ * got it, 1 stopped (final_stop), -1 the child died or ran past the
+ * deadline (killed; why in text). */
+static int final_wait(tc_tune_eval *ev, slot *s, sig_atomic_t stop0, char *text, size_t len)
+{
+	for (;;) {
+		struct pollfd pf;
+		double now = now_s();
+		int wait_ms;
+		ssize_t r;
+		if (final_stop(ev, stop0))
+			return 1;
+		if (now > s->deadline) {
+			kill(s->pid, SIGKILL);
+			snprintf(text, len, "%s took longer than %g s (killed)",
+				s->state == SLOT_COMPILING ? "compiling" : "a round of re-timing",
+				s->deadline - s->go_time);
+			return -1;
+		}
+		wait_ms = (int)((s->deadline - now) * 1e3) + 1;
+		pf.fd = s->fd;
+		pf.events = POLLIN;
+		pf.revents = 0;
+		if (poll(&pf, 1, wait_ms > 100 ? 100 : wait_ms) <= 0)
+			continue; /* timeout, or EINTR: look at the flags and the clock */
+		r = read(s->fd, (char *)&s->m + s->got, sizeof(msg) - s->got);
+		if (r < 0 && (errno == EINTR || errno == EAGAIN))
+			continue;
+		if (r <= 0) {
+			death_text(s->pid, text, len);
+			s->pid = 0;
+			return -1;
+		}
+		s->got += (size_t)r;
+		if (s->got == sizeof(msg)) {
+			s->got = 0;
+			s->m.text[sizeof(s->m.text) - 1] = 0;
+			return 0;
+		}
+	}
+}
+
+/* Configuration i failed: why, and the child is gone. */
+static void final_fail(slot *s, tc_tune_retimed *out, tc_tune_status st, const char *why)
+{
+	out->status = st;
+	snprintf(out->message, sizeof(out->message), "%s", why);
+	if (s->pid > 0) {
+		kill(s->pid, SIGKILL);
+		waitpid(s->pid, NULL, 0);
+	}
+	s->pid = 0;
+	if (s->fd >= 0)
+		close(s->fd);
+	s->fd = -1;
+	s->state = SLOT_DONE;
+}
+
+int tc_tune_eval_retime(void *user, int n, tc_options *const *options, char *const *keys,
+	int rounds, double *rt, tc_tune_retimed *out)
+{
+	tc_tune_eval *ev = user;
+	slot *sl = tc_calloc((size_t)n + 1, sizeof(slot));
+	tc_tune_fault *fault = tc_calloc((size_t)n + 1, sizeof(tc_tune_fault));
+	sig_atomic_t stop0 = ev->set->stop ? *ev->set->stop : 0;
+	int i, r, rc = 0, done = 0, total = n * rounds;
+	double t_stage = now_s();
+	char text[700];
+	if (!sl || !fault) {
+		tc_rt_set_error(ev->m->ctx, "out of memory");
+		tc_free(sl);
+		tc_free(fault);
+		return -1;
+	}
+	ev->stop = 0; /* a stop of the search does not stop this stage */
+	for (i = 0; i < n; i++) {
+		sl[i].fd = -1;
+		memset(&out[i], 0, sizeof(out[i]));
+		out[i].status = TC_TUNE_OK;
+		out[i].min_s = INFINITY;
+		recall(ev, keys[i], &out[i].index, &fault[i]);
+		if (fault[i] != TC_TUNE_FAULT_DECOY) /* the others were the search's */
+			fault[i] = TC_TUNE_FAULT_NONE;
+	}
+	/* compile: up to workers at a time; every child stays, ready */
+	for (i = 0; i < n && rc == 0; i++) {
+		int j, compiling = 0;
+		for (j = 0; j < i; j++)
+			compiling += sl[j].state == SLOT_COMPILING;
+		for (j = 0; compiling >= ev->workers && j < i; j++) {
+			int w;
+			if (sl[j].state != SLOT_COMPILING)
+				continue;
+			w = final_wait(ev, &sl[j], stop0, text, sizeof(text));
+			if (w == 1) {
+				rc = 1;
+				break;
+			}
+			compiling--;
+			if (w < 0)
+				final_fail(&sl[j], &out[j], sl[j].pid ? TC_TUNE_TIMEOUT : TC_TUNE_CRASH,
+					text);
+			else if (sl[j].m.type != MSG_READY)
+				final_fail(&sl[j], &out[j], (tc_tune_status)sl[j].m.status, sl[j].m.text);
+			else {
+				sl[j].state = SLOT_READY;
+				out[j].compile_s = sl[j].m.compile_s;
+			}
+		}
+		if (rc)
+			break;
+		sl[i].go_time = now_s();
+		if (spawn(ev, &sl[i], options[i], out[i].index, fault[i], 1, sl, i) < 0) {
+			snprintf(text, sizeof(text), "cannot start a process: %s", strerror(errno));
+			final_fail(&sl[i], &out[i], TC_TUNE_CRASH, text);
+		}
+	}
+	for (i = 0; i < n && rc == 0; i++) {
+		int w;
+		if (sl[i].state != SLOT_COMPILING)
+			continue;
+		w = final_wait(ev, &sl[i], stop0, text, sizeof(text));
+		if (w == 1)
+			rc = 1;
+		else if (w < 0)
+			final_fail(&sl[i], &out[i], sl[i].pid ? TC_TUNE_TIMEOUT : TC_TUNE_CRASH, text);
+		else if (sl[i].m.type != MSG_READY)
+			final_fail(&sl[i], &out[i], (tc_tune_status)sl[i].m.status, sl[i].m.text);
+		else {
+			sl[i].state = SLOT_READY;
+			out[i].compile_s = sl[i].m.compile_s;
+		}
+	}
+	/* the rounds: each configuration in turn, alone on the machine */
+	for (r = 0; r < rounds && rc == 0; r++)
+		for (i = 0; i < n && rc == 0; i++) {
+			msg go;
+			int w;
+			if (sl[i].state != SLOT_READY) {
+				done++;
+				continue;
+			}
+			if (final_stop(ev, stop0)) {
+				rc = 1;
+				break;
+			}
+			memset(&go, 0, sizeof(go));
+			go.type = MSG_GO;
+			go.round = r;
+			go.shift = stack_shift(r);
+			if (r == 0)
+				memset(ev->shared, 0, ev->shared_bytes);
+			sl[i].go_time = now_s();
+			sl[i].deadline = sl[i].go_time + ev->set->timeout_s +
+				2 * (ev->set->final_time_s + (r == 0 ? ev->set->final_warmup_s : 0));
+			sl[i].state = SLOT_TIMING;
+			if (write_all(sl[i].fd, &go, sizeof(go)) < 0) {
+				death_text(sl[i].pid, text, sizeof(text));
+				sl[i].pid = 0;
+				w = -1;
+			} else {
+				w = final_wait(ev, &sl[i], stop0, text, sizeof(text));
+			}
+			if (w == 1) {
+				rc = 1;
+				break;
+			}
+			if (w < 0) {
+				final_fail(&sl[i], &out[i], sl[i].pid ? TC_TUNE_TIMEOUT : TC_TUNE_CRASH,
+					text);
+			} else if (sl[i].m.status != TC_TUNE_OK) {
+				final_fail(&sl[i], &out[i], (tc_tune_status)sl[i].m.status, sl[i].m.text);
+			} else if (r == 0 && check_result(ev, text, sizeof(text)) < 0) {
+				final_fail(&sl[i], &out[i], TC_TUNE_WRONG, text);
+			} else {
+				sl[i].state = SLOT_READY;
+				rt[r * n + i] = sl[i].m.median_s;
+				out[i].runs += sl[i].m.runs;
+				if (sl[i].m.min_s < out[i].min_s)
+					out[i].min_s = sl[i].m.min_s;
+			}
+			done++;
+			if (ev->set->progress) {
+				tc_tune_candidate c;
+				tc_tune_progress p;
+				memset(&c, 0, sizeof(c));
+				c.options = keys[i];
+				c.status = out[i].status;
+				c.median_s = c.status == TC_TUNE_OK ? rt[r * n + i] : INFINITY;
+				c.min_s = c.status == TC_TUNE_OK ? sl[i].m.min_s : INFINITY;
+				c.runs = c.status == TC_TUNE_OK ? sl[i].m.runs : 0;
+				c.compile_s = out[i].compile_s;
+				c.message = out[i].message;
+				c.generation = ev->generations;
+				c.index = out[i].index;
+				c.final = 1;
+				memset(&p, 0, sizeof(p));
+				p.generation = ev->generations - 1;
+				p.generations = ev->generations;
+				p.done = done;
+				p.planned = total;
+				p.failed = ev->failed;
+				p.best_s = ev->best;
+				p.gen_median_s = INFINITY;
+				p.elapsed_s = now_s() - ev->t_start;
+				p.eta_s = (now_s() - t_stage) / done * (total - done);
+				p.last = &c;
+				p.final_round = r + 1;
+				p.final_rounds = rounds;
+				if (ev->set->progress(ev->set->user, &p))
+					ev->stop = 1;
+			}
+		}
+	for (i = 0; i < n; i++)
+		if (sl[i].pid > 0) { /* done with it (the socket's end would do, too) */
+			kill(sl[i].pid, SIGKILL);
+			waitpid(sl[i].pid, NULL, 0);
+		}
+	for (i = 0; i < n; i++)
+		if (sl[i].fd >= 0)
+			close(sl[i].fd);
+	tc_free(sl);
+	tc_free(fault);
 	return rc;
 }

@@ -240,10 +240,58 @@ static tc_stat breed(const tc_tune_space *s, const tc_tune_search *sp, tc_tune_r
 	return TC_OK;
 }
 
+/* Offer member i of p to res's top list (the sp->keep best distinct
+ * configurations with a finite time, best first; keys are its texts). */
+static tc_stat top_offer(const tc_tune_space *s, int keep, const popu *p, int i,
+	tc_tune_result *res, char **keys)
+{
+	int j, at;
+	if (!isfinite(p->time[i]) || keep <= 0)
+		return TC_OK;
+	for (j = 0; j < res->ntop; j++)
+		if (!strcmp(keys[j], p->key[i]))
+			return TC_OK;
+	for (at = res->ntop; at > 0 && res->top_time[at - 1] > p->time[i]; at--)
+		;
+	if (at == keep)
+		return TC_OK;
+	if (res->ntop == keep) { /* drop the last */
+		res->ntop--;
+		tc_free(res->top[res->ntop]);
+		tc_free(keys[res->ntop]);
+	}
+	memmove(&res->top[at + 1], &res->top[at], (size_t)(res->ntop - at) * sizeof(int64_t *));
+	memmove(&res->top_time[at + 1], &res->top_time[at], (size_t)(res->ntop - at) * sizeof(double));
+	memmove(&keys[at + 1], &keys[at], (size_t)(res->ntop - at) * sizeof(char *));
+	res->top[at] = tc_malloc(((size_t)s->n + 1) * sizeof(int64_t));
+	keys[at] = tc_strdup(p->key[i]);
+	res->top_time[at] = p->time[i];
+	res->ntop++;
+	if (!res->top[at] || !keys[at])
+		return TC_ERR; /* the caller clears res (and keys) */
+	memcpy(res->top[at], p->g[i], (size_t)s->n * sizeof(int64_t));
+	return TC_OK;
+}
+
+void tc_tune_result_clear(__tc_keep tc_tune_result *res)
+{
+	int i;
+	for (i = 0; i < res->ntop; i++)
+		tc_free(res->top[i]);
+	tc_free(res->top);
+	tc_free(res->top_time);
+	tc_free(res->best);
+	res->top = NULL;
+	res->top_time = NULL;
+	res->best = NULL;
+	res->ntop = 0;
+}
+
 tc_stat tc_tune_search_run(tc_tune_space *s, const tc_tune_search *sp, tc_tune_result *res)
 {
 	popu pa, pb, *cur = &pa, *next = &pb;
 	memo mm = {0};
+	char **top_keys = NULL;
 	tc_tune_rng r;
 	int64_t *child = NULL;
 	int i, gen, tries = 0, rc, size = sp->population > 0 ? sp->population : 1;
@@ -253,6 +301,10 @@ tc_stat tc_tune_search_run(tc_tune_space *s, const tc_tune_search *sp, tc_tune_r
 	tc_tune_rng_seed(&r, sp->seed);
 	if (popu_init(&pa, size, s->n) < 0 || popu_init(&pb, size, s->n) < 0 ||
 		!(child = tc_calloc((size_t)s->n + 1, sizeof(int64_t))))
+		goto done;
+	if (sp->keep > 0 && (!(res->top = tc_calloc((size_t)sp->keep, sizeof(int64_t *))) ||
+		!(res->top_time = tc_calloc((size_t)sp->keep, sizeof(double))) ||
+		!(top_keys = tc_calloc((size_t)sp->keep, sizeof(char *)))))
 		goto done;
 	/* generation 0: the seeds, then random genomes */
 	for (i = 0; i < sp->nseeds && cur->n < size; i++) {
@@ -286,13 +338,16 @@ tc_stat tc_tune_search_run(tc_tune_space *s, const tc_tune_search *sp, tc_tune_r
 		rc = measure_generation(s, sp, gen, cur, &mm);
 		if (rc < 0)
 			goto done;
-		for (i = 0; i < cur->n; i++)
+		for (i = 0; i < cur->n; i++) {
 			if (cur->time[i] < res->best_time) {
 				res->best_time = cur->time[i];
 				if (!res->best && !(res->best = tc_calloc((size_t)s->n + 1, sizeof(int64_t))))
 					goto done;
 				memcpy(res->best, cur->g[i], (size_t)s->n * sizeof(int64_t));
 			}
+			if (top_offer(s, sp->keep, cur, i, res, top_keys) < 0)
+				goto done;
+		}
 		if (sp->on_generation)
 			sp->on_generation(sp->user, gen, cur->n, cur->key, cur->time);
 		if (rc == 1) {
@@ -311,15 +366,76 @@ tc_stat tc_tune_search_run(tc_tune_space *s, const tc_tune_search *sp, tc_tune_r
 	res->measured = mm.n;
 	st = TC_OK;
 done:
-	if (st < 0) {
-		tc_free(res->best);
-		res->best = NULL;
-	}
+	if (st < 0)
+		tc_tune_result_clear(res);
+	for (i = 0; top_keys && i < sp->keep; i++)
+		tc_free(top_keys[i]);
+	tc_free(top_keys);
 	tc_free(child);
 	popu_free(&pa, size);
 	popu_free(&pb, size);
 	memo_free(&mm);
 	return st;
+}
+
+/* ---- the final stage ----
+ *
+ * The search times each configuration once, briefly (a warm-up run and a
+ * few timed runs), in whatever state of the machine it meets, so its best
+ * is partly luck: on a second look it may be no faster than the defaults,
+ * or slower (docs/design.md tells how fcrelu 784 was).  The final stage
+ * looks again at the few best and the base options, under the same
+ * conditions for all: each in its own child, compiled once, timed in turn
+ * over several rounds so that a change of machine load hits them alike. */
+
+static int cmp_time(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+int tc_tune_final_run(const tc_tune_final *f, int n, tc_options *const *options,
+	char *const *keys, int base, double *median, tc_tune_retimed *out, int *winner,
+	int *base_won)
+{
+	double *rt = tc_malloc(((size_t)n * (size_t)f->rounds + 1) * sizeof(double));
+	double *v = tc_malloc(((size_t)f->rounds + 1) * sizeof(double));
+	int i, r, rc = -1, w = -1, wins = 0;
+	*winner = -1;
+	*base_won = 0;
+	if (!rt || !v)
+		goto done;
+	for (i = 0; i < n * f->rounds; i++)
+		rt[i] = INFINITY;
+	rc = f->retime(f->user, n, options, keys, f->rounds, rt, out);
+	if (rc != 0)
+		goto done;
+	for (i = 0; i < n; i++) {
+		int ok = out[i].status == TC_TUNE_OK;
+		for (r = 0; r < f->rounds; r++) {
+			v[r] = rt[r * n + i];
+			ok &= isfinite(v[r]);
+		}
+		qsort(v, (size_t)f->rounds, sizeof(double), cmp_time);
+		median[i] = !ok ? INFINITY : f->rounds % 2 ? v[f->rounds / 2]
+			: (v[f->rounds / 2 - 1] + v[f->rounds / 2]) / 2;
+		/* the least median; ties to the base, then to the earlier */
+		if (isfinite(median[i]) && (w < 0 || median[i] < median[w] ||
+			(median[i] == median[w] && i == base)))
+			w = i;
+	}
+	if (w >= 0 && base >= 0 && w != base && isfinite(median[base])) {
+		for (r = 0; r < f->rounds; r++)
+			wins += rt[r * n + w] < rt[r * n + base];
+		if (!(median[w] < (1 - f->margin) * median[base]) || 2 * wins <= f->rounds)
+			w = base; /* not faster beyond the noise: keep the base */
+	}
+	*winner = w;
+	*base_won = w >= 0 && w == base;
+done:
+	tc_free(rt);
+	tc_free(v);
+	return rc;
 }
 
 /* ---- tc_autotune ---- */
@@ -338,6 +454,11 @@ void tc_tune_settings_init(tc_tune_settings *s)
 	s->runs = 5;
 	s->min_time_s = 0.1;
 	s->cutoff = 3;
+	s->final_candidates = 3;
+	s->final_rounds = 5;
+	s->final_time_s = 0.2;
+	s->final_warmup_s = 0.5;
+	s->final_margin = 0.02;
 	s->use_cache = 1;
 }
 
@@ -362,6 +483,13 @@ static const char *bad_settings(const tc_tune_settings *s)
 		return "warmup must be at least 0, runs at least 1 and min_time_s at least 0";
 	if (!(s->cutoff >= 1))
 		return "cutoff must be at least 1";
+	if (s->final_candidates < 0 || s->final_candidates > 64)
+		return "final_candidates must be between 0 (no final stage) and 64";
+	if (s->final_rounds < 1 || s->final_rounds > 100)
+		return "final_rounds must be between 1 and 100";
+	if (!(s->final_time_s >= 0) || !(s->final_warmup_s >= 0) ||
+		!(s->final_margin >= 0 && s->final_margin < 1))
+		return "final_time_s and final_warmup_s must be at least 0 and final_margin in [0, 1)";
 	if (s->n_seeds < 0 || (s->n_seeds > 0 && !s->seeds))
 		return "n_seeds seeds are missing";
 	return NULL;
@@ -443,10 +571,15 @@ static void link_record(void *user, const tc_tune_candidate *c)
 	tune_link *l = user;
 	if (l->cache && l->have_key) {
 		tc_cache_run run;
+		char id[80];
+		/* final re-timings are marked, the choice as chosen: the cache's
+		 * best of a key is its chosen run when it has one (runtime/cache.h) */
+		snprintf(id, sizeof(id), "%s%s", l->run_id,
+			c->chosen ? TC_CACHE_CHOSEN : c->final ? TC_CACHE_FINAL : "");
 		run.options = c->options;
 		run.median_ms = c->median_s * 1e3;
 		run.min_ms = c->min_s * 1e3;
-		run.run_id = l->run_id;
+		run.run_id = id;
 		/* a candidate stopped by the budget was never checked: not ok */
 		run.ok = c->status == TC_TUNE_OK || (c->status == TC_TUNE_CUT && !*c->message);
 		if (tc_cache_record(l->cache, &l->key, &run) < 0 && !l->warned) {
@@ -500,6 +633,107 @@ static void link_close(tune_link *l)
 
 #define CACHE_SEEDS 4 /* seeds taken from the cache: this and the nearest shapes */
 
+/* tc_autotune's final stage over the search's result res: the base (genome
+ * base_g, if the search measured it correct: it was the first candidate)
+ * and the final_candidates best others (those within cutoff times the
+ * base's search time) are re-timed (tc_tune_final_run
+ * over the evaluator) and every re-timing is recorded through link.
+ * *chosen = the genome to return (res->best when the stage is skipped,
+ * stopped or found nothing correct); rep's final fields and times are
+ * filled.  -1 when out of memory or the evaluator failed. */
+static tc_stat final_stage(tc_tune_space *space, tc_tune_eval *ev, tune_link *link,
+	const tc_tune_settings *set, const tc_tune_result *res, const int64_t *base_g,
+	const int64_t **chosen, tc_tune_report *rep)
+{
+	int cap = set->final_candidates + 1, n = 0, i, base = -1, winner = -1, base_won = 0, rc;
+	const int64_t **g = tc_calloc((size_t)cap, sizeof(int64_t *));
+	tc_options **opts = tc_calloc((size_t)cap, sizeof(tc_options *));
+	char **keys = tc_calloc((size_t)cap, sizeof(char *)), *base_key = NULL;
+	double *median = tc_calloc((size_t)cap, sizeof(double));
+	tc_tune_retimed *out = tc_calloc((size_t)cap, sizeof(tc_tune_retimed));
+	tc_tune_final f;
+	tc_stat st = TC_ERR;
+	double base_time = tc_tune_eval_first_time(ev);
+	*chosen = res->best;
+	if (!g || !opts || !keys || !median || !out || !(base_key = tc_tune_space_key(space, base_g)))
+		goto done;
+	if (isfinite(base_time)) {
+		base = n;
+		g[n++] = base_g;
+	}
+	for (i = 0; i < res->ntop && n < cap; i++) {
+		char *k;
+		int same;
+		/* cutoff times slower than the base (or, when the base failed, than
+		 * the best: a fluke of the search may be far faster than the rest)
+		 * is hopeless */
+		if (res->top_time[i] > set->cutoff * (base >= 0 ? base_time : res->best_time))
+			break;
+		if (!(k = tc_tune_space_key(space, res->top[i])))
+			goto done;
+		same = !strcmp(k, base_key);
+		tc_free(k);
+		if (!same)
+			g[n++] = res->top[i];
+	}
+	if (n < 2) { /* nothing to compare: the search's best stands */
+		st = TC_OK;
+		goto done;
+	}
+	for (i = 0; i < n; i++)
+		if (!(opts[i] = tc_tune_space_options(space, g[i])) ||
+			!(keys[i] = tc_tune_space_key(space, g[i])))
+			goto done;
+	f.rounds = set->final_rounds;
+	f.margin = set->final_margin;
+	f.retime = tc_tune_eval_retime;
+	f.user = ev;
+	rc = tc_tune_final_run(&f, n, opts, keys, base, median, out, &winner, &base_won);
+	if (rc < 0)
+		goto done;
+	st = TC_OK;
+	if (rc == 1) {
+		rep->final_stopped = 1;
+		goto done;
+	}
+	for (i = 0; i < n; i++) {
+		tc_tune_candidate c;
+		memset(&c, 0, sizeof(c));
+		c.options = keys[i];
+		c.status = out[i].status;
+		c.median_s = median[i];
+		c.min_s = c.status == TC_TUNE_OK ? out[i].min_s : INFINITY;
+		c.runs = out[i].runs;
+		c.compile_s = out[i].compile_s;
+		c.message = out[i].message;
+		c.generation = res->generations;
+		c.index = out[i].index;
+		c.final = 1;
+		c.chosen = i == winner;
+		link_record(link, &c);
+	}
+	rep->final_measured = n;
+	rep->final_rounds = set->final_rounds;
+	if (winner < 0) /* every one failed this time: the search's best stands */
+		goto done;
+	*chosen = g[winner];
+	rep->defaults_won = base_won;
+	rep->default_s = base >= 0 ? median[base] : INFINITY;
+	rep->best_s = median[winner];
+done:
+	for (i = 0; i < cap && opts && keys; i++) {
+		tc_options_free(opts[i]);
+		tc_free(keys[i]);
+	}
+	tc_free(g);
+	tc_free(opts);
+	tc_free(keys);
+	tc_free(base_key);
+	tc_free(median);
+	tc_free(out);
+	return st;
+}
+
 int tc_autotune(tc_module *m, const char *entry, const DLTensor *const *inputs, int n_inputs,
 	const tc_options *base, const tc_tune_settings *settings, tc_options **best,
 	tc_tune_report *report)
@@ -511,6 +745,8 @@ int tc_autotune(tc_module *m, const char *entry, const DLTensor *const *inputs, 
 	tc_tune_eval *ev = NULL;
 	tc_tune_search sp;
 	tc_tune_result res;
+	tc_tune_report scratch;
+	const int64_t *chosen;
 	tc_context *ctx;
 	const char *why;
 	struct timespec t0, t1;
@@ -518,11 +754,13 @@ int tc_autotune(tc_module *m, const char *entry, const DLTensor *const *inputs, 
 	memset(&sp, 0, sizeof(sp));
 	memset(&res, 0, sizeof(res));
 	memset(&link, 0, sizeof(link));
+	memset(&scratch, 0, sizeof(scratch));
 	if (best)
 		*best = NULL;
 	if (report) {
 		memset(report, 0, sizeof(*report));
 		report->default_s = report->best_s = INFINITY;
+		report->search_default_s = report->search_best_s = INFINITY;
 	}
 	if (!m)
 		return -1;
@@ -596,6 +834,7 @@ int tc_autotune(tc_module *m, const char *entry, const DLTensor *const *inputs, 
 	}
 	sp.measure = tc_tune_eval_measure;
 	sp.user = ev;
+	sp.keep = settings->final_candidates ? settings->final_candidates + 1 : 0;
 	planned = sp.population + (sp.generations - 1) * (sp.population - sp.elites);
 	tc_tune_eval_plan(ev, sp.generations, planned);
 	if (tc_tune_search_run(space, &sp, &res) < 0) {
@@ -609,10 +848,22 @@ int tc_autotune(tc_module *m, const char *entry, const DLTensor *const *inputs, 
 				"correctly (%s)", entry, res.stopped ? "stopped" : "all failed");
 		goto done;
 	}
-	if (best && !(*best = tc_tune_space_options(space, res.best)))
+	if (report) {
+		report->default_s = report->search_default_s = tc_tune_eval_first_time(ev);
+		report->best_s = report->search_best_s = res.best_time;
+	}
+	chosen = res.best;
+	if (settings->final_candidates &&
+		final_stage(space, ev, &link, settings, &res, sp.seeds[0], &chosen,
+			report ? report : &scratch) < 0) {
+		if (!*tc_context_error(ctx))
+			tc_rt_set_error(ctx, "out of memory");
+		goto done;
+	}
+	if (best && !(*best = tc_tune_space_options(space, chosen)))
 		goto oom;
-	if (link.cache) { /* the best one's object code, for compiles without LLVM */
-		char *text = tc_tune_space_key(space, res.best);
+	if (link.cache) { /* the chosen one's object code, for compiles without LLVM */
+		char *text = tc_tune_space_key(space, chosen);
 		if (text && tc_cache_store_object(link.cache, &link.key, m, inputs, n_inputs, text) < 0)
 			add_warning(ctx, "kernel cache %s: cannot store the object code: %s",
 				tc_cache_path(link.cache), tc_cache_error(link.cache));
@@ -622,8 +873,6 @@ int tc_autotune(tc_module *m, const char *entry, const DLTensor *const *inputs, 
 	if (report) {
 		int measured, failed, cut;
 		tc_tune_eval_counts(ev, &measured, &failed, &cut);
-		report->default_s = tc_tune_eval_first_time(ev);
-		report->best_s = res.best_time;
 		report->measured = measured;
 		report->failed = failed;
 		report->cut = cut;
@@ -640,7 +889,7 @@ done:
 	for (i = 0; i < sp.nseeds; i++)
 		tc_free(sp.seeds[i]);
 	tc_free(sp.seeds);
-	tc_free(res.best);
+	tc_tune_result_clear(&res);
 	tc_tune_space_free(space);
 	tc_tune_eval_free(ev);
 	link_close(&link);

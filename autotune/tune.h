@@ -120,6 +120,7 @@ typedef struct tc_tune_search {
 	uint64_t seed;
 	int64_t **seeds; /* starting genomes (the base first), nseeds of them */
 	int nseeds;
+	int keep;        /* how many best distinct correct genomes to return in top */
 	tc_tune_measure_fn measure;
 	void *user;
 	/* for the tests: called with each generation's population once it is
@@ -134,7 +135,15 @@ typedef struct tc_tune_result {
 	int measured;      /* configurations measured */
 	int generations;   /* generations completed */
 	int stopped;
+	/* the keep best distinct configurations with a finite time, best first
+	 * (ties: the one measured first); ntop of them, each genome owned */
+	int64_t **top;
+	double *top_time;
+	int ntop;
 } tc_tune_result;
+
+/* Free what res owns (best, top). */
+void tc_tune_result_clear(__tc_keep tc_tune_result *res);
 
 /* Run the genetic search over s.  Generation 0 is the seeds (duplicates
  * dropped) filled up with random genomes; each next generation is the
@@ -147,6 +156,45 @@ typedef struct tc_tune_result {
 tc_stat tc_tune_search_run(__tc_keep tc_tune_space *s, const tc_tune_search *p,
 	tc_tune_result *res);
 
+/* ---- the final stage (tune.c) ---- */
+
+/* What the final stage measured of one configuration. */
+typedef struct tc_tune_retimed {
+	tc_tune_status status; /* TC_TUNE_OK, or why it failed (then no time counts) */
+	char message[256];
+	double min_s;          /* fastest timed run of all rounds */
+	int runs;              /* timed runs of all rounds */
+	double compile_s;
+	int index;             /* the configuration's index in the search (-1: unknown) */
+} tc_tune_retimed;
+
+/* Re-time n configurations (options[i], keys[i]) round robin, rounds
+ * rounds: rt[r * n + i] = the median seconds of configuration i in round r
+ * (INFINITY once it failed); out[i] the rest.  Returns 0, 1 when stopped
+ * (the caller then ignores rt), -1 on an error that ends the run. */
+typedef int (*tc_tune_retime_fn)(void *user, int n, tc_options *const *options,
+	char *const *keys, int rounds, double *rt, tc_tune_retimed *out);
+
+/* The final stage's settings (see tc_tune_settings.final_*). */
+typedef struct tc_tune_final {
+	int rounds;
+	double margin;
+	tc_tune_retime_fn retime;
+	void *user;
+} tc_tune_final;
+
+/* Re-time n configurations (n >= 1), base the index of the base options
+ * among them (-1: not among them), and choose: median[i] = the median of
+ * i's round medians (INFINITY if it failed); *winner = the one with the
+ * least median, unless base is among them and the winner is not faster
+ * than it by more than margin (median < (1 - margin) x base's) and in more
+ * than half of the rounds: then base, and *base_won = 1 (also when base
+ * has the least median).  *winner = -1 when none succeeded.  Returns what
+ * retime returns (0, 1 stopped: winner and medians unset, -1). */
+int tc_tune_final_run(const tc_tune_final *f, int n, tc_options *const *options,
+	char *const *keys, int base, double *median, tc_tune_retimed *out, int *winner,
+	int *base_won);
+
 /* ---- evaluation in child processes (eval.c) ---- */
 
 /* Faults the tests plant in candidates (test-only). */
@@ -155,11 +203,16 @@ typedef enum tc_tune_fault {
 	TC_TUNE_FAULT_CRASH, /* the child kills itself with SIGSEGV before its first run */
 	TC_TUNE_FAULT_HANG,  /* the child sleeps forever instead of running */
 	TC_TUNE_FAULT_WRONG, /* the child changes one element of its result */
+	TC_TUNE_FAULT_DECOY, /* the child reports a thousandth of its times in the
+	                        search, and sleeps 2 ms in every timed run of the
+	                        final stage: fastest in the search, slow after */
 } tc_tune_fault;
 
 /* Test-only: plant faults in the candidates of the next tc_autotune runs by
  * their index (the order in which candidates are started, from 0):
- * "1:crash,2:hang,3:wrong".  NULL clears.  The environment variable
+ * "1:crash,2:hang,3:wrong,4:decoy".  NULL clears.  A decoy stays one in the
+ * final stage (its configuration's re-timing sleeps); the other faults
+ * only hit the search's children.  The environment variable
  * TCOMP_TUNE_TEST_FAULTS (same syntax, also test-only) is read when no spec
  * is set this way, so the CLI's tests can plant faults too.  -1 for a
  * malformed spec. */
@@ -176,6 +229,11 @@ void tc_tune_eval_free(__tc_take tc_tune_eval *ev);
 /* The measure function of a search over ev (user = ev). */
 int tc_tune_eval_measure(void *user, int gen, int n, tc_options *const *options,
 	char *const *keys, double *times);
+/* The retime function of the final stage over ev (user = ev): one child
+ * per configuration, compiled once and kept; its first round checks the
+ * result against the search's reference. */
+int tc_tune_eval_retime(void *user, int n, tc_options *const *options, char *const *keys,
+	int rounds, double *rt, tc_tune_retimed *out);
 /* The evaluator's counts: measured, failed, cut; its planned total for ETAs. */
 void tc_tune_eval_counts(__tc_keep const tc_tune_eval *ev, int *measured, int *failed, int *cut);
 void tc_tune_eval_plan(__tc_keep tc_tune_eval *ev, int generations, int planned);

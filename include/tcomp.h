@@ -228,7 +228,9 @@ char *tc_kernel_options(const tc_kernel *k);
  * imports and prunes it.
  *
  * tc_compile with options NULL looks the kernel up: the best options
- * recorded for exactly these shapes, else the best for the nearest other
+ * recorded for exactly these shapes (the autotuner's final choice when a
+ * run with a final stage recorded one, else the fastest measured), else
+ * the best for the nearest other
  * shapes of the same kernel, entry, input types and ranks, CPU and tcomp
  * version (distance: the sum over all input dimensions of |log(a/b)|),
  * else the defaults.  It only reads the cache (it never creates the file);
@@ -267,8 +269,14 @@ const char *tc_kernel_options_source(const tc_kernel *k);
  * computes a result that differs from the first correct candidate's (on
  * the same random inputs, with a tolerance by dtype) is recorded as failed
  * and the search goes on.  A configuration is measured at most once per
- * run.  Do not use the module's context from other threads during a run
- * (children are forked from the calling thread). */
+ * run.  The final stage then re-times the best few distinct correct
+ * configurations of the search and the base options together, round robin
+ * in child processes, after a long warm-up and with the stack moved to
+ * another offset each round (timings of some kernels depend on it); the
+ * lowest median of the rounds wins, and the base options are returned
+ * unless another configuration beats them by more than the noise margin
+ * (see final_candidates).  Do not use the module's context from other
+ * threads during a run (children are forked from the calling thread). */
 
 /* What became of one candidate. */
 typedef enum tc_tune_status {
@@ -291,8 +299,12 @@ typedef struct tc_tune_candidate {
 	int runs;             /* timed runs */
 	double compile_s;     /* tc_compile time in the child (0 if unknown) */
 	const char *message;  /* why it failed ("" when OK or CUT) */
-	int generation;       /* 0-based */
-	int index;            /* 0-based, in the order candidates were started */
+	int generation;       /* 0-based (a final re-timing: the number of generations) */
+	int index;            /* 0-based, in the order candidates were started (a
+	                         final re-timing: the index it had in the search) */
+	int final;            /* 1: a final-stage re-timing (median_s is the median
+	                         of its rounds' medians, runs all its timed runs) */
+	int chosen;           /* 1: the final stage's choice (final only) */
 } tc_tune_candidate;
 
 /* Where a run stands, passed to the progress callback after each candidate. */
@@ -305,6 +317,11 @@ typedef struct tc_tune_progress {
 	double gen_median_s;         /* median of this generation's measured medians */
 	double elapsed_s, eta_s;     /* wall time so far, estimated time left */
 	const tc_tune_candidate *last; /* the candidate just measured */
+	/* The final stage: 0 during the search; else the round (1-based) of
+	 * final_rounds in which last (final = 1, median_s that round's median)
+	 * was re-timed; done and planned then count re-timings (rounds x
+	 * configurations). */
+	int final_round, final_rounds;
 } tc_tune_progress;
 
 /* Settings of a tuning run; tc_tune_settings_init fills in the defaults
@@ -323,6 +340,23 @@ typedef struct tc_tune_settings {
 	int runs;             /* at least this many timed runs [5] ... */
 	double min_time_s;    /* ... taking at least this long in all [0.1] */
 	double cutoff;        /* stop timing when a run takes > cutoff x best [3] */
+	/* The final stage: the final_candidates best distinct correct
+	 * configurations of the search other than the base options, and the
+	 * base options, are compiled again in child processes and timed in
+	 * turn, final_rounds rounds (each: warm-up runs, then at least runs
+	 * timed runs taking final_time_s; the first round's warm-up lasts at
+	 * least final_warmup_s, past slow first runs); each round moves the
+	 * stack to another offset in its page.  A configuration's time is the
+	 * median of its round medians.  The base options are the result
+	 * unless the fastest other is faster by more than final_margin (a
+	 * fraction) and in more than half of the rounds.  Every re-timing is
+	 * recorded (final = 1), the choice marked chosen.  final_candidates 0
+	 * turns the stage off: the search's best is returned. */
+	int final_candidates; /* [3] */
+	int final_rounds;     /* [5] */
+	double final_time_s;  /* [0.2] */
+	double final_warmup_s; /* [0.5] */
+	double final_margin;  /* [0.02] */
 	/* Extra starting points: options texts (tc_options_parse form), e.g.
 	 * the best entries of the kernel cache; invalid ones are skipped.  The
 	 * base options are always the first candidate. */
@@ -340,24 +374,35 @@ typedef struct tc_tune_settings {
 	void (*record)(void *user, const tc_tune_candidate *c);
 	int (*progress)(void *user, const tc_tune_progress *p);
 	void *user;
-	/* When non-NULL and set non-zero (say by a SIGINT handler), the run
+	/* When non-NULL and set non-zero (say by a SIGINT handler), the search
 	 * stops as soon as it can (running children are killed) and keeps the
-	 * best found so far. */
+	 * best found so far; the final stage still runs on what was measured.
+	 * A change of the flag during the final stage (a second Ctrl-C: the
+	 * handler counts) ends that too, and the search's best is returned.
+	 * A progress callback returning non-zero does the same in either. */
 	volatile sig_atomic_t *stop;
 } tc_tune_settings;
 
 void tc_tune_settings_init(tc_tune_settings *s);
 
-/* The outcome of a tuning run. */
+/* The outcome of a tuning run.  With a final stage, default_s and best_s
+ * are its times (same rounds, so comparable); without one, the search's. */
 typedef struct tc_tune_report {
 	double default_s;  /* median time of the base options (INFINITY: failed) */
 	double best_s;     /* median time of the best options */
-	int measured;      /* candidates measured (each configuration once) */
+	int measured;      /* candidates measured by the search (each configuration once) */
 	int failed;        /* of them, failed (any status but OK and CUT) */
 	int cut;           /* of them, cut off early */
 	int generations;   /* generations completed */
-	int stopped;       /* 1 if stopped early (stop flag or progress) */
-	double elapsed_s;
+	int stopped;       /* 1 if the search stopped early (stop flag or progress) */
+	double elapsed_s;  /* the whole run, final stage included */
+	double search_default_s, search_best_s; /* the search's times of the base
+	                                          options and of its best */
+	int final_measured; /* configurations re-timed by the final stage (0: none) */
+	int final_rounds;   /* its rounds */
+	int final_stopped;  /* 1 if it was stopped: the search's best is returned */
+	int defaults_won;   /* 1 if the final stage returned the base options: they
+	                       were fastest, or no other beat them beyond the noise */
 } tc_tune_report;
 
 /* Tune entry of m for the shapes and dtypes of inputs.  When every input
@@ -366,7 +411,8 @@ typedef struct tc_tune_report {
  * integers).  base (NULL: defaults) is the first candidate; options it sets
  * explicitly are kept fixed.  settings may be NULL (defaults).  On success
  * returns 0 and, if best is not NULL, *best = the fastest correct options
- * (owned by the caller), and fills *report (may be NULL).  -1 with an error
+ * (the final stage's choice; owned by the caller), and fills *report (may
+ * be NULL).  -1 with an error
  * in m's context when nothing could be measured (bad entry or shapes, no
  * correct candidate, fork failure). */
 int tc_autotune(tc_module *m, const char *entry, const DLTensor *const *inputs, int n_inputs,

@@ -41,6 +41,12 @@
 #define APPLICATION "tcomp kernel cache"
 #define BUSY_TIMEOUT_MS 10000
 
+/* SQL: is a run of the runs table the autotuner's final choice, or one of
+ * its final re-timings (run ids ending in TC_CACHE_CHOSEN, TC_CACHE_FINAL)?
+ * Ordering by CHOSEN DESC first makes the chosen runs a key's best. */
+#define CHOSEN "(coalesce(run_id, '') LIKE '%" TC_CACHE_CHOSEN "')"
+#define RETIMED "(" CHOSEN " OR coalesce(run_id, '') LIKE '%" TC_CACHE_FINAL "')"
+
 struct tc_cache {
 	sqlite3 *db;
 	char *path;
@@ -775,7 +781,7 @@ static int best_of(tc_cache *c, int64_t kid, const char *shapes, tc_cache_hit *h
 {
 	sqlite3_stmt *st = prepare(c, "SELECT options, median_ms, min_ms, id FROM runs "
 				      "WHERE kernel_id = ?1 AND status = 'ok' AND median_ms >= 0 "
-				      "ORDER BY median_ms, id");
+				      "ORDER BY " CHOSEN " DESC, median_ms, id");
 	int rc, r = 0;
 	if (!st)
 		return -1;
@@ -1028,9 +1034,10 @@ int tc_cache_lookup_near(__tc_keep tc_cache *c, __tc_keep const tc_cache_key *ke
  * texts (at most max in all). */
 static int seeds_of(tc_cache *c, int64_t kid, int max, char **texts, int *n)
 {
-	sqlite3_stmt *st = prepare(c, "SELECT options, min(median_ms) AS m FROM runs "
+	sqlite3_stmt *st = prepare(c, "SELECT options, max(" CHOSEN ") AS ch, "
+				      "min(median_ms) AS m FROM runs "
 				      "WHERE kernel_id = ?1 AND status = 'ok' AND median_ms >= 0 "
-				      "GROUP BY options ORDER BY m");
+				      "GROUP BY options ORDER BY ch DESC, m");
 	int rc, i;
 	if (!st)
 		return -1;
@@ -1330,9 +1337,11 @@ int tc_cache_list(__tc_keep tc_cache *c, __tc_keep tc_buf *b)
 	}
 	st = prepare(c,
 		"SELECT k.id, k.hash, k.entry, k.shapes, k.version, k.target,"
-		" (SELECT min(median_ms) FROM runs WHERE kernel_id = k.id AND status = 'ok'),"
-		" (SELECT min(median_ms) FROM runs WHERE kernel_id = k.id AND status = 'ok'"
-		"  AND tc_canonical_options(options) = ?1),"
+		" (SELECT median_ms FROM runs WHERE kernel_id = k.id AND status = 'ok'"
+		"  AND median_ms >= 0 ORDER BY " CHOSEN " DESC, median_ms, id LIMIT 1),"
+		" (SELECT median_ms FROM runs WHERE kernel_id = k.id AND status = 'ok'"
+		"  AND median_ms >= 0 AND tc_canonical_options(options) = ?1"
+		"  ORDER BY " RETIMED " DESC, median_ms, id LIMIT 1),"
 		" (SELECT count(*) FROM runs WHERE kernel_id = k.id),"
 		" (SELECT count(*) FROM runs WHERE kernel_id = k.id AND status = 'failed'),"
 		" (SELECT count(*) FROM objects WHERE kernel_id = k.id)"
@@ -1396,7 +1405,7 @@ int tc_cache_show(__tc_keep tc_cache *c, const char *what, __tc_keep tc_buf *b)
 			"ORDER BY entry, hash, shapes, id");
 	rs = prepare(c, "SELECT id, options, median_ms, min_ms, status, run_id, "
 			"datetime(at, 'unixepoch'), tc_canonical_options(options) FROM runs "
-			"WHERE kernel_id = ?1 ORDER BY status DESC, median_ms, id");
+			"WHERE kernel_id = ?1 ORDER BY status DESC, " CHOSEN " DESC, median_ms, id");
 	if (!st || !rs) {
 		sqlite3_finalize(st);
 		sqlite3_finalize(rs);
@@ -1863,14 +1872,16 @@ int tc_cache_prune(__tc_keep tc_cache *c, __tc_keep const tc_cache_prune_opts *o
 		n += sqlite3_changes(c->db);
 	}
 	if (o->all_but_best) {
-		/* keep each key's best ok run and its fastest defaults run */
+		/* keep each key's best ok run and the defaults run list shows */
 		if (!(st = prepare(c,
 			      "DELETE FROM runs WHERE id NOT IN ("
 			      " SELECT (SELECT id FROM runs r WHERE r.kernel_id = k.id AND"
-			      "  r.status = 'ok' ORDER BY r.median_ms, r.id LIMIT 1) FROM kernels k"
+			      "  r.status = 'ok' AND r.median_ms >= 0"
+			      "  ORDER BY " CHOSEN " DESC, r.median_ms, r.id LIMIT 1) FROM kernels k"
 			      " UNION SELECT (SELECT id FROM runs r WHERE r.kernel_id = k.id AND"
-			      "  r.status = 'ok' AND tc_canonical_options(r.options) = ?1"
-			      "  ORDER BY r.median_ms, r.id"
+			      "  r.status = 'ok' AND r.median_ms >= 0 AND"
+			      "  tc_canonical_options(r.options) = ?1"
+			      "  ORDER BY " RETIMED " DESC, r.median_ms, r.id"
 			      "  LIMIT 1) FROM kernels k)")))
 			goto error;
 		sqlite3_bind_text(st, 1, def, -1, SQLITE_STATIC);

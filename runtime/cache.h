@@ -9,8 +9,13 @@
  * name, the input dtypes and ranks, shapes and strides, the target (LLVM
  * triple, CPU name and feature string of the host) and the tcomp version.
  * Values: every measured candidate (options text in the tc_options_print
- * form, median and minimum time, when, which tuner run, ok or failed); the
- * best entry of a key is its ok run with the smallest median.
+ * form, median and minimum time, when, which tuner run, ok or failed).  The
+ * best entry of a key is its chosen ok run with the smallest median when it
+ * has chosen runs, else its ok run with the smallest median: a run is
+ * chosen when its run id ends in TC_CACHE_CHOSEN (the autotuner's final
+ * stage marks its choice so; its other re-timings end in TC_CACHE_FINAL).
+ * So a run of the search that looked faster than it is never displaces
+ * the choice the final stage made by timing the best few again together.
  *
  * Concurrency: WAL mode, a busy timeout, and every write in one IMMEDIATE
  * transaction, so several tuners (threads or processes, each with its own
@@ -39,6 +44,11 @@
 /* Version of the database layout this tcomp reads and writes (meta table,
  * name 'schema_version').  A file with another version is not used. */
 #define TC_CACHE_SCHEMA_VERSION 1
+
+/* Suffixes of the run ids of the autotuner's final stage (see above): a
+ * re-timing, and the re-timing of the configuration it chose. */
+#define TC_CACHE_FINAL "/final"
+#define TC_CACHE_CHOSEN "/chosen"
 
 typedef struct tc_cache tc_cache;
 
@@ -115,7 +125,8 @@ typedef struct tc_cache_hit {
 } tc_cache_hit;
 void tc_cache_hit_clear(__tc_keep tc_cache_hit *hit);
 
-/* The best ok options recorded for exactly key.  1 found (hit filled), 0
+/* The best ok options recorded for exactly key (the chosen run with the
+ * least median, else the ok run with the least median).  1 found (hit filled), 0
  * none, -1 database error (tc_cache_error).  Rows whose options do not
  * parse are skipped with a warning; the next best is taken. */
 int tc_cache_lookup(__tc_keep tc_cache *c, __tc_keep const tc_cache_key *key,
@@ -159,7 +170,10 @@ int tc_cache_store_object(__tc_keep tc_cache *c, __tc_keep const tc_cache_key *k
 /* ---- management (tcomp cache) ---- */
 
 /* One line per key: "hash entry shapes best_ms default_ms speedup runs
- * options" as readable text (list) into b. 0 ok, -1 error. */
+ * options" as readable text (list) into b: best_ms is the best run's
+ * median, default_ms the defaults' least median, a final re-timing's when
+ * there is one (the best's and the defaults' then come from the same kind
+ * of timing).  0 ok, -1 error. */
 int tc_cache_list(__tc_keep tc_cache *c, __tc_keep tc_buf *b);
 /* Every key whose hash, entry or "entry@shapes" matches what (NULL: all),
  * with every recorded run, into b.  Returns the number of keys shown, -1 on

@@ -748,6 +748,84 @@ static void list_finds_the_defaults_in_older_texts(void **state)
 	fx_fini(&f);
 }
 
+static void record_id(tc_cache *c, const tc_cache_key *key, const char *opts, double ms,
+	const char *run_id)
+{
+	tc_cache_run run = {opts, ms, ms * 0.9, run_id, 1};
+	if (tc_cache_record(c, key, &run) < 0)
+		fail_msg("record: %s", tc_cache_error(c));
+}
+
+static void the_final_stages_choice_is_the_best(void **state)
+{
+	const char *p = path("chosen.sqlite");
+	fixture f;
+	tc_cache_key key;
+	tc_cache_hit hit;
+	tc_cache *c;
+	tc_buf b;
+	char **texts, *tuned = canon(TUNED), *fast = canon("tile=8,8");
+	int n, i, removed;
+	tc_cache_prune_opts po;
+	(void)state;
+	fx_init(&f, 64, 32, 48);
+	key_of(&f, &key);
+	c = open_write(p);
+	/* a search: the defaults 2 ms, a lucky 0.5 ms, TUNED 1.0 ms */
+	record_id(c, &key, "", 2.0, "tune-1-1");
+	record_id(c, &key, "tile=8,8", 0.5, "tune-1-1");
+	record_id(c, &key, TUNED, 1.0, "tune-1-1");
+	assert_int_equal(tc_cache_lookup(c, &key, &hit), 1);
+	assert_string_equal(hit.text, fast); /* no choice yet: the least median */
+	tc_cache_hit_clear(&hit);
+	/* its final stage: the lucky one is 1.6 ms now, TUNED 1.1 ms and chosen */
+	record_id(c, &key, "", 1.5, "tune-1-1" TC_CACHE_FINAL);
+	record_id(c, &key, "tile=8,8", 1.6, "tune-1-1" TC_CACHE_FINAL);
+	record_id(c, &key, TUNED, 1.1, "tune-1-1" TC_CACHE_CHOSEN);
+	/* a later search without a final stage finds something faster still */
+	record_id(c, &key, "tile=4,4", 0.3, "tune-2-2");
+	assert_int_equal(tc_cache_lookup(c, &key, &hit), 1);
+	assert_string_equal(hit.text, tuned);
+	assert_true(hit.median_ms == 1.1);
+	tc_cache_hit_clear(&hit);
+	/* the choice is the first seed */
+	assert_int_equal(tc_cache_seeds(c, &key, 10, &texts, &n), 0);
+	assert_int_equal(n, 4);
+	assert_string_equal(texts[0], tuned);
+	for (i = 0; i < n; i++)
+		tc_free(texts[i]);
+	tc_free(texts);
+	/* list: the choice's median, and the defaults' final re-timing */
+	tc_buf_init(&b);
+	assert_int_equal(tc_cache_list(c, &b), 0);
+	if (!strstr(b.s, "       1.1        1.5    1.36x"))
+		fail_msg("no 1.1 ms best, 1.5 ms defaults in:\n%s", b.s);
+	tc_buf_free(&b);
+	/* show puts it first */
+	tc_buf_init(&b);
+	assert_int_equal(tc_cache_show(c, "mm", &b), 1);
+	assert_non_null(strstr(b.s, "runs (best first):\n    #6 "));
+	assert_non_null(strstr(b.s, "run tune-1-1/chosen"));
+	tc_buf_free(&b);
+	/* prune --keep-best keeps it (and the defaults' final re-timing) */
+	memset(&po, 0, sizeof(po));
+	po.all_but_best = 1;
+	assert_int_equal(tc_cache_prune(c, &po, &removed), 0);
+	assert_int_equal(removed, 5);
+	assert_int_equal(tc_cache_lookup(c, &key, &hit), 1);
+	assert_string_equal(hit.text, tuned);
+	tc_cache_hit_clear(&hit);
+	tc_buf_init(&b);
+	assert_int_equal(tc_cache_list(c, &b), 0);
+	assert_non_null(strstr(b.s, "    1.36x     2      0"));
+	tc_buf_free(&b);
+	tc_cache_close(c);
+	tc_cache_key_clear(&key);
+	tc_string_free(tuned);
+	tc_string_free(fast);
+	fx_fini(&f);
+}
+
 /* ---- stored object code ---- */
 
 /* A cache at p with TUNED recorded for f's shapes, and its object code. */
@@ -1018,6 +1096,40 @@ static void cli_bench_and_run_report_the_source(void **state)
 	assert_int_equal(tcomp(BENCH "--shape A=64x32 --shape B=32x48 --cache k.sqlite "
 				     "--option tile=none"), 0);
 	assert_non_null(strstr(out_text, "\"source\":\"file\""));
+	/* --threads N alone still reads the cache: its entry with N threads ... */
+	assert_int_equal(tcomp(BENCH "--shape A=64x32 --shape B=32x48 --cache k.sqlite "
+				     "--threads 2"), 0);
+	assert_non_null(strstr(out_text, "\"source\":\"cache+threads\""));
+	assert_non_null(strstr(out_text, "threads=2;"));
+	assert_non_null(strstr(out_text, "tile=16,16;"));
+	assert_int_equal(tcomp(BENCH "--shape A=50x32 --shape B=32x48 --cache k.sqlite "
+				     "--threads 2"), 0);
+	assert_non_null(strstr(out_text, "\"source\":\"cache-near+threads\""));
+	assert_non_null(strstr(out_text, "tile=16,16;"));
+	assert_int_equal(tcomp(BENCH "--shape A=64x32 --shape B=32x48 --no-cache --threads 2"), 0);
+	assert_non_null(strstr(out_text, "\"source\":\"default+threads\""));
+	assert_non_null(strstr(out_text, "threads=2;"));
+	assert_int_equal(tcomp("bench k.tc -e mm --runs 1 --warmup 0 --min-time 0 --shape A=64x32 "
+			       "--shape B=32x48 --cache k.sqlite --threads 2"), 0);
+	assert_non_null(strstr(out_text, "(kernel cache, with the threads given)"));
+	/* ... as it is when tuned for N threads; --option threads=N is a file's */
+	key_of(&f, &key);
+	c = open_write(path("k.sqlite"));
+	record(c, &key, TUNED "threads=2\n", 0.5, 1);
+	tc_cache_close(c);
+	tc_cache_key_clear(&key);
+	assert_int_equal(tcomp(BENCH "--shape A=64x32 --shape B=32x48 --cache k.sqlite "
+				     "--threads 2"), 0);
+	assert_non_null(strstr(out_text, "\"source\":\"cache\""));
+	assert_non_null(strstr(out_text, "threads=2;"));
+	assert_int_equal(tcomp(BENCH "--shape A=64x32 --shape B=32x48 --cache k.sqlite "
+				     "--threads 1"), 0);
+	assert_non_null(strstr(out_text, "\"source\":\"cache+threads\""));
+	assert_non_null(strstr(out_text, "threads=1;"));
+	assert_int_equal(tcomp(BENCH "--shape A=64x32 --shape B=32x48 --cache k.sqlite "
+				     "--option threads=2"), 0);
+	assert_non_null(strstr(out_text, "\"source\":\"file\""));
+	assert_non_null(strstr(out_text, "tile=auto;")); /* no cache: the defaults */
 	/* $TCOMP_CACHE is the default location */
 	assert_int_equal(tcomp("bench k.tc -e mm --runs 1 --warmup 0 --min-time 0 "
 			       "--shape A=64x32 --shape B=32x48 --json"), 0);
@@ -1061,6 +1173,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(foreign_database_is_not_used, setup, teardown),
 		cmocka_unit_test_setup_teardown(invalid_options_in_a_row_are_skipped_with_a_warning,
 			setup, teardown),
+		cmocka_unit_test_setup_teardown(the_final_stages_choice_is_the_best, setup, teardown),
 		cmocka_unit_test_setup_teardown(list_finds_the_defaults_in_older_texts, setup,
 			teardown),
 		cmocka_unit_test_setup_teardown(stored_object_code_skips_llvm, setup, teardown),

@@ -1,9 +1,12 @@
 /* The autotuner: the option space read from the option table, the genetic
  * operators and the search driven by a fake fitness (selection, crossover,
- * mutation rate, elitism, memoisation, replacement, reproducibility), and
- * real tuning runs in child processes: a small matmul whose tuned options
- * give the interpreter's result, and planted crashing, hanging and wrong
- * candidates that are recorded as failed while the run goes on. */
+ * mutation rate, elitism, memoisation, replacement, reproducibility), the
+ * final stage's choice with a fake re-timing, and real tuning runs in
+ * child processes: a small matmul whose tuned options give the
+ * interpreter's result, planted crashing, hanging and wrong candidates
+ * that are recorded as failed while the run goes on, and planted decoys
+ * (fast in the search, slow when re-timed) that the final stage sees
+ * through. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -225,6 +228,12 @@ typedef struct fake {
 	int stop_after;
 } fake;
 
+static int cmp_dbl(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
 /* A fitness that depends on the configuration only. */
 static double fake_time(const char *key)
 {
@@ -414,6 +423,207 @@ static void search_stops_when_asked(void **state)
 	free(f);
 }
 
+static void search_keeps_the_best_distinct_configurations(void **state)
+{
+	fake *f = calloc(1, sizeof(fake));
+	tc_tune_space *s = tc_tune_space_new(NULL, &matmul_shape);
+	tc_tune_search sp;
+	tc_tune_result res;
+	int64_t *g0 = calloc(32, sizeof(int64_t));
+	double sorted[4096];
+	int i, j;
+	(void)state;
+	memset(&sp, 0, sizeof(sp));
+	assert_int_equal(tc_tune_space_genome(s, NULL, g0), 0);
+	sp.generations = 4;
+	sp.population = 10;
+	sp.elites = 2;
+	sp.tournament = 2;
+	sp.mutation_rate = 0.15;
+	sp.seed = 21;
+	sp.seeds = &g0;
+	sp.nseeds = 1;
+	sp.keep = 4;
+	sp.measure = fake_measure;
+	sp.user = f;
+	assert_int_equal(tc_tune_search_run(s, &sp, &res), 0);
+	/* the 4 least fake times of all measured, best first, each once */
+	for (i = 0; i < f->nkeys; i++)
+		sorted[i] = fake_time(f->keys[i]);
+	qsort(sorted, (size_t)f->nkeys, sizeof(double), cmp_dbl);
+	assert_int_equal(res.ntop, 4);
+	assert_true(res.top_time[0] == res.best_time);
+	for (i = 0; i < 4; i++) {
+		char *k = tc_tune_space_key(s, res.top[i]);
+		assert_true(res.top_time[i] == sorted[i]);
+		assert_true(fake_time(k) == res.top_time[i]); /* the genome goes with its time */
+		for (j = 0; j < i; j++) {
+			char *o = tc_tune_space_key(s, res.top[j]);
+			assert_string_not_equal(k, o);
+			tc_string_free(o);
+		}
+		tc_string_free(k);
+	}
+	tc_tune_result_clear(&res);
+	assert_null(res.best);
+	free(g0);
+	tc_tune_space_free(s);
+	fake_free(f);
+	free(f);
+}
+
+/* ---- the final stage with a fake re-timing ---- */
+
+typedef struct fake_rt {
+	int rounds, calls;
+	double t[8][8];        /* t[configuration][round], seconds */
+	tc_tune_status st[8];  /* each configuration's status */
+	int stop;              /* return 1 */
+} fake_rt;
+
+static int fake_retime(void *user, int n, tc_options *const *options, char *const *keys,
+	int rounds, double *rt, tc_tune_retimed *out)
+{
+	fake_rt *f = user;
+	int i, r;
+	f->calls++;
+	assert_int_equal(rounds, f->rounds);
+	for (i = 0; i < n; i++) {
+		char *k = tc_options_print(options[i]);
+		assert_string_equal(k, keys[i]);
+		tc_string_free(k);
+		memset(&out[i], 0, sizeof(out[i]));
+		out[i].status = f->st[i];
+		out[i].index = i;
+		out[i].min_s = INFINITY;
+		for (r = 0; r < rounds; r++) {
+			rt[r * n + i] = f->st[i] == TC_TUNE_OK ? f->t[i][r] : INFINITY;
+			out[i].min_s = f->t[i][r] < out[i].min_s ? f->t[i][r] : out[i].min_s;
+		}
+	}
+	return f->stop;
+}
+
+/* n configurations: the defaults and n - 1 with another tile (so the keys
+ * differ), into o[] and k[]. */
+static void final_configs(int n, tc_options **o, char **k)
+{
+	int i;
+	for (i = 0; i < n; i++) {
+		char tile[32];
+		o[i] = tc_options_new();
+		if (i) {
+			snprintf(tile, sizeof(tile), "%d,%d,%d", 8 * i, 16, 32);
+			assert_int_equal(tc_options_set(o[i], "tile", tile, NULL), 0);
+		}
+		k[i] = tc_options_print(o[i]);
+	}
+}
+
+static void final_configs_free(int n, tc_options **o, char **k)
+{
+	int i;
+	for (i = 0; i < n; i++) {
+		tc_options_free(o[i]);
+		tc_string_free(k[i]);
+	}
+}
+
+/* Run the final stage over 4 configurations (0 the base) with f's times. */
+static int run_final(fake_rt *f, int base, double *median, int *winner, int *base_won)
+{
+	tc_options *o[4];
+	char *k[4];
+	tc_tune_retimed out[4];
+	tc_tune_final fin;
+	int rc;
+	final_configs(4, o, k);
+	fin.rounds = f->rounds;
+	fin.margin = 0.02;
+	fin.retime = fake_retime;
+	fin.user = f;
+	rc = tc_tune_final_run(&fin, 4, o, k, base, median, out, winner, base_won);
+	final_configs_free(4, o, k);
+	return rc;
+}
+
+static void final_stage_returns_what_is_fastest_on_a_second_look(void **state)
+{
+	fake_rt f;
+	double med[4];
+	int w, bw, r;
+	(void)state;
+	memset(&f, 0, sizeof(f));
+	f.rounds = 5;
+	for (r = 0; r < 5; r++) {
+		f.t[0][r] = 1.0e-3;              /* the defaults */
+		f.t[1][r] = 1.3e-3;              /* the search's best: slower now */
+		f.t[2][r] = r == 3 ? 2e-3 : 0.9e-3; /* faster, one round disturbed */
+		f.t[3][r] = 0.5e-3;              /* fastest of all, but wrong this time */
+	}
+	f.st[3] = TC_TUNE_WRONG;
+	assert_int_equal(run_final(&f, 0, med, &w, &bw), 0);
+	assert_int_equal(f.calls, 1);
+	assert_int_equal(w, 2);
+	assert_false(bw);
+	assert_true(med[0] == 1.0e-3 && med[1] == 1.3e-3);
+	assert_true(med[2] == 0.9e-3); /* the median of the rounds: the spike does not count */
+	assert_false(isfinite(med[3]));
+	/* without the base among them: the least median */
+	f.t[2][0] = f.t[2][1] = f.t[2][2] = 1.1e-3;
+	assert_int_equal(run_final(&f, -1, med, &w, &bw), 0);
+	assert_int_equal(w, 0);
+	assert_false(bw);
+}
+
+static void final_stage_keeps_the_defaults_unless_beaten_beyond_noise(void **state)
+{
+	fake_rt f;
+	double med[4];
+	int w, bw, r;
+	(void)state;
+	memset(&f, 0, sizeof(f));
+	f.rounds = 4;
+	for (r = 0; r < 4; r++) {
+		f.t[0][r] = 1.0e-3;   /* the defaults */
+		f.t[1][r] = 0.99e-3;  /* 1% faster: within the 2% margin */
+		f.t[2][r] = 1.2e-3;
+		f.t[3][r] = 1.5e-3;
+	}
+	assert_int_equal(run_final(&f, 0, med, &w, &bw), 0);
+	assert_int_equal(w, 0);
+	assert_true(bw);
+	/* a far lower median that comes from half of the rounds only */
+	f.t[1][0] = f.t[1][1] = 0.3e-3;
+	f.t[1][2] = f.t[1][3] = 1.01e-3;
+	assert_int_equal(run_final(&f, 0, med, &w, &bw), 0);
+	assert_true(med[1] < 0.98 * med[0]);
+	assert_int_equal(w, 0);
+	assert_true(bw);
+	/* faster beyond the margin in three rounds of four: it wins */
+	f.t[1][2] = 0.95e-3;
+	assert_int_equal(run_final(&f, 0, med, &w, &bw), 0);
+	assert_int_equal(w, 1);
+	assert_false(bw);
+	/* the defaults fastest outright */
+	for (r = 0; r < 4; r++)
+		f.t[1][r] = 1.1e-3;
+	assert_int_equal(run_final(&f, 0, med, &w, &bw), 0);
+	assert_int_equal(w, 0);
+	assert_true(bw);
+	/* a stop request: nothing is chosen */
+	f.stop = 1;
+	assert_int_equal(run_final(&f, 0, med, &w, &bw), 1);
+	assert_int_equal(w, -1);
+	/* none correct: no winner */
+	f.stop = 0;
+	for (r = 0; r < 4; r++)
+		f.st[r] = TC_TUNE_CRASH;
+	assert_int_equal(run_final(&f, 0, med, &w, &bw), 0);
+	assert_int_equal(w, -1);
+	assert_false(bw);
+}
+
 /* ---- real runs ---- */
 
 static const char *matmul_src =
@@ -421,25 +631,59 @@ static const char *matmul_src =
 	"    C(m,n) +=! A(m,r_k) * B(r_k,n)\n"
 	"}\n";
 
+/* The candidates a run recorded: the search's (n of them), then the final
+ * stage's re-timings (nfinal). */
 typedef struct seen {
 	int n;
 	tc_tune_status status[256];
 	int index[256];
+	double median[256];
 	char msg[256][160];
 	char opts[256][400];
+	int nfinal;
+	tc_tune_status fstatus[16];
+	int findex[16], fchosen[16];
+	double fmedian[16];
+	char fopts[16][400];
 } seen;
 
 static void record(void *user, const tc_tune_candidate *c)
 {
 	seen *s = user;
 	assert_non_null(c->options);
+	if (c->final) {
+		assert_int_equal(s->n > 0, 1); /* after the search */
+		if (s->nfinal < 16) {
+			s->fstatus[s->nfinal] = c->status;
+			s->findex[s->nfinal] = c->index;
+			s->fchosen[s->nfinal] = c->chosen;
+			s->fmedian[s->nfinal] = c->median_s;
+			snprintf(s->fopts[s->nfinal], sizeof(s->fopts[0]), "%s", c->options);
+			s->nfinal++;
+		}
+		return;
+	}
+	assert_int_equal(s->nfinal, 0);
+	assert_false(c->chosen);
 	if (s->n < 256) {
 		s->status[s->n] = c->status;
 		s->index[s->n] = c->index;
+		s->median[s->n] = c->median_s;
 		snprintf(s->msg[s->n], sizeof(s->msg[0]), "%s", c->message);
 		snprintf(s->opts[s->n], sizeof(s->opts[0]), "%s", c->options);
 		s->n++;
 	}
+}
+
+/* The record of search candidate index. */
+static int record_of(const seen *s, int index)
+{
+	int i;
+	for (i = 0; i < s->n; i++)
+		if (s->index[i] == index)
+			return i;
+	fail_msg("candidate %d was not recorded", index);
+	return 0;
 }
 
 static tc_tune_status status_of(const seen *s, int index)
@@ -465,9 +709,14 @@ static void quick_settings(tc_tune_settings *st, seen *s)
 	st->timeout_s = 1;
 	st->compile_timeout_s = 30;
 	st->threads = 2;
+	st->final_rounds = 3;
+	st->final_time_s = 0.001;
+	st->final_warmup_s = 0.001;
 	st->record = record;
 	st->user = s;
 }
+
+static const char *const near_defaults[2] = {"unroll=off", "regtile=auto\npack=off"};
 
 static void tuned_matmul_matches_the_interpreter(void **state)
 {
@@ -499,6 +748,10 @@ static void tuned_matmul_matches_the_interpreter(void **state)
 	o1[0] = &C1.dl;
 	o2[0] = &C2.dl;
 	quick_settings(&st, s);
+	/* seeds as fast as the defaults, so that the final stage has others to
+	 * re-time (it leaves out those 3 times slower than the defaults) */
+	st.seeds = near_defaults;
+	st.n_seeds = 2;
 	if (tc_autotune(m, "matmul", in, 2, NULL, &st, &best, &rep) < 0)
 		fail_msg("%s", tc_context_error(ctx));
 	assert_non_null(best);
@@ -510,6 +763,29 @@ static void tuned_matmul_matches_the_interpreter(void **state)
 	for (i = 0; i < s->n; i++)
 		if (s->status[i] != TC_TUNE_OK && s->status[i] != TC_TUNE_CUT)
 			fail_msg("candidate %d failed: %s", s->index[i], s->msg[i]);
+	/* the final stage re-timed the defaults and some others; it chose one,
+	 * the one returned, and its times are the report's */
+	assert_true(rep.final_measured >= 2 && rep.final_measured <= 4);
+	assert_int_equal(rep.final_rounds, 3);
+	assert_int_equal(s->nfinal, rep.final_measured);
+	assert_int_equal(s->findex[0], 0); /* the defaults first */
+	{
+		char *text = tc_options_print(best);
+		int chosen = 0;
+		for (i = 0; i < s->nfinal; i++) {
+			assert_int_equal(s->fstatus[i], TC_TUNE_OK);
+			assert_true(s->findex[i] >= 0 && s->findex[i] < s->n);
+			if (s->fchosen[i]) {
+				chosen++;
+				assert_string_equal(s->fopts[i], text);
+				assert_true(s->fmedian[i] == rep.best_s);
+			}
+		}
+		assert_int_equal(chosen, 1);
+		assert_true(s->fmedian[0] == rep.default_s);
+		assert_int_equal(rep.defaults_won, !strcmp(s->fopts[0], text));
+		tc_string_free(text);
+	}
 	/* the tuned kernel computes what the interpreter computes */
 	tc_options_set(interp, "target", "interp", NULL);
 	k1 = tc_compile(m, "matmul", in, 2, best);
@@ -583,6 +859,128 @@ static void planted_faults_are_recorded_and_the_run_goes_on(void **state)
 	tc_context_free(ctx);
 }
 
+/* 32x32 shape-only inputs of matmul_src. */
+static int64_t sq32[2] = {32, 32};
+static DLTensor A32 = {NULL, {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, sq32, NULL, 0};
+static DLTensor B32 = {NULL, {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, sq32, NULL, 0};
+
+static void final_stage_is_not_fooled_by_a_decoy(void **state)
+{
+	tc_context *ctx = tc_context_new();
+	tc_module *m = tc_module_parse(ctx, matmul_src, "mm.tc");
+	const DLTensor *in[2] = {&A32, &B32};
+	tc_tune_settings st;
+	tc_tune_report rep;
+	tc_options *best = NULL;
+	seen *s = calloc(1, sizeof(seen));
+	char *text;
+	int i, d, fd = -1;
+	(void)state;
+	assert_non_null(m);
+	/* candidate 1 reports a thousandth of its times in the search, so it
+	 * is the search's best by far, and sleeps 2 ms a run when re-timed */
+	assert_int_equal(tc_tune_test_faults("1:decoy"), 0);
+	quick_settings(&st, s);
+	st.generations = 1;
+	if (tc_autotune(m, "matmul", in, 2, NULL, &st, &best, &rep) < 0)
+		fail_msg("%s", tc_context_error(ctx));
+	d = record_of(s, 1);
+	for (i = 0; i < s->n; i++)
+		assert_true(s->median[d] <= s->median[i]);
+	assert_true(rep.search_best_s == s->median[d]);
+	for (i = 0; i < s->nfinal; i++)
+		if (!strcmp(s->fopts[i], s->opts[d]))
+			fd = i;
+	assert_true(fd > 0); /* it was re-timed ... */
+	assert_int_equal(s->findex[fd], 1);
+	assert_true(s->fmedian[fd] >= 2e-3); /* ... as slow as it is ... */
+	assert_false(s->fchosen[fd]);        /* ... and not chosen */
+	text = tc_options_print(best);
+	assert_string_not_equal(text, s->opts[d]);
+	assert_true(rep.best_s < 2e-3 && rep.best_s <= rep.default_s);
+	tc_string_free(text);
+	tc_options_free(best);
+	best = NULL;
+	/* without the final stage the search's best is returned: the decoy */
+	memset(s, 0, sizeof(*s));
+	st.final_candidates = 0;
+	if (tc_autotune(m, "matmul", in, 2, NULL, &st, &best, &rep) < 0)
+		fail_msg("%s", tc_context_error(ctx));
+	assert_int_equal(tc_tune_test_faults(NULL), 0);
+	text = tc_options_print(best);
+	assert_string_equal(text, s->opts[record_of(s, 1)]);
+	assert_int_equal(s->nfinal, 0);
+	assert_int_equal(rep.final_measured, 0);
+	assert_false(rep.defaults_won);
+	assert_true(rep.best_s == rep.search_best_s && rep.best_s == s->median[record_of(s, 1)]);
+	tc_string_free(text);
+	tc_options_free(best);
+	free(s);
+	tc_module_free(m);
+	tc_context_free(ctx);
+}
+
+static void final_stage_returns_the_defaults_when_they_are_fastest(void **state)
+{
+	tc_context *ctx = tc_context_new();
+	tc_module *m = tc_module_parse(ctx, matmul_src, "mm.tc");
+	const DLTensor *in[2] = {&A32, &B32};
+	tc_tune_settings st;
+	tc_tune_report rep;
+	tc_options *best = NULL;
+	seen *s = calloc(1, sizeof(seen));
+	char path[256], *text, *def, *msg = NULL;
+	tc_cache *c;
+	tc_cache_key key;
+	tc_cache_hit hit;
+	int i;
+	(void)state;
+	assert_non_null(m);
+	snprintf(path, sizeof(path), "%s/test_tune_final_%ld.sqlite", TC_BINARY_DIR,
+		(long)getpid());
+	unlink(path);
+	/* every candidate but the defaults is a decoy: each looks far faster
+	 * than the defaults in the search, and is slower when re-timed */
+	assert_int_equal(tc_tune_test_faults("1:decoy,2:decoy,3:decoy"), 0);
+	quick_settings(&st, s);
+	st.generations = 1;
+	st.use_cache = 1;
+	st.cache_path = path;
+	if (tc_autotune(m, "matmul", in, 2, NULL, &st, &best, &rep) < 0)
+		fail_msg("%s", tc_context_error(ctx));
+	assert_int_equal(tc_tune_test_faults(NULL), 0);
+	assert_int_equal(s->n, 4);
+	assert_true(rep.search_best_s < rep.search_default_s);
+	assert_int_equal(rep.final_measured, 4);
+	assert_true(rep.defaults_won);
+	assert_true(rep.best_s == rep.default_s); /* a speedup of 1.00x */
+	text = tc_options_print(best);
+	def = tc_options_print(NULL);
+	assert_string_equal(text, def);
+	for (i = 0; i < s->nfinal; i++)
+		assert_int_equal(s->fchosen[i], i == 0);
+	/* the cache's best for these shapes is the choice, although the
+	 * decoys' search rows have far smaller medians */
+	c = tc_cache_open(path, TC_CACHE_READ, &msg);
+	if (!c)
+		fail_msg("%s", msg ? msg : "no cache file");
+	assert_int_equal(tc_cache_key_init(&key, m, "matmul", in, 2), 0);
+	memset(&hit, 0, sizeof(hit));
+	assert_int_equal(tc_cache_lookup(c, &key, &hit), 1);
+	assert_string_equal(hit.text, def);
+	assert_true(fabs(hit.median_ms - rep.best_s * 1e3) < 1e-9 * (1 + hit.median_ms));
+	tc_cache_hit_clear(&hit);
+	tc_cache_key_clear(&key);
+	tc_cache_close(c);
+	tc_string_free(text);
+	tc_string_free(def);
+	tc_options_free(best);
+	free(s);
+	unlink(path);
+	tc_module_free(m);
+	tc_context_free(ctx);
+}
+
 static void bad_arguments_are_errors(void **state)
 {
 	tc_context *ctx = tc_context_new();
@@ -601,6 +999,14 @@ static void bad_arguments_are_errors(void **state)
 	assert_null(best);
 	assert_non_null(strstr(tc_context_error(ctx), "population"));
 	st.population = 4;
+	st.final_candidates = -1;
+	assert_int_equal(tc_autotune(m, "matmul", in, 2, NULL, &st, &best, NULL), -1);
+	assert_non_null(strstr(tc_context_error(ctx), "final_candidates"));
+	st.final_candidates = 3;
+	st.final_rounds = 0;
+	assert_int_equal(tc_autotune(m, "matmul", in, 2, NULL, &st, &best, NULL), -1);
+	assert_non_null(strstr(tc_context_error(ctx), "final_rounds"));
+	st.final_rounds = 5;
 	assert_int_equal(tc_autotune(m, "matmul", in, 2, NULL, &st, &best, NULL), -1);
 	assert_non_null(strstr(tc_context_error(ctx), "size K"));
 	assert_int_equal(tc_autotune(m, "nope", in, 2, NULL, &st, &best, NULL), -1);
@@ -693,13 +1099,20 @@ static void cli_autotune_prints_the_best_options(void **state)
 	static char out1[65536], out2[65536];
 	const char *args = "autotune examples/matmul.tc -e matmul --shape A=32x32 --shape B=32x32 "
 		"--generations 2 --population 3 --seed 5 --no-cache --timeout 1 --runs 2 "
-		"--min-time 0.001 --threads 1 --jobs 2";
+		"--min-time 0.001 --threads 1 --jobs 2 --final-rounds 2 --final-time 0.001 "
+		"--final-warmup 0.001";
 	char cmd[1024];
 	const char *p1, *p2;
 	(void)state;
 	assert_int_equal(run_tcomp(out1, sizeof(out1), args), 0);
 	assert_non_null(strstr(out1, "gen 1/2  candidate 1/"));
 	assert_non_null(strstr(out1, "x speedup over the defaults"));
+	assert_non_null(strstr(out1, "\n# final stage: "));
+	assert_non_null(strstr(out1, " over 2 rounds"));
+	assert_non_null(strstr(out1, "\n#  * ")); /* the choice is marked */
+	assert_non_null(strstr(out1, "(defaults) target=cpu;"));
+	assert_non_null(strstr(out1, "\n# search: best "));
+	assert_non_null(strstr(out1, "final round 2/2  re-timing "));
 	assert_non_null(strstr(out1, "\ntarget=cpu\norder="));
 	assert_non_null(strstr(out1, "\nthreads=1\n")); /* --threads fixes the option */
 	/* the same seed makes the same choices: the same candidates in order */
@@ -743,8 +1156,13 @@ int main(void)
 		cmocka_unit_test(search_memoises_replaces_and_keeps_elites),
 		cmocka_unit_test(search_is_reproducible_with_a_seed),
 		cmocka_unit_test(search_stops_when_asked),
+		cmocka_unit_test(search_keeps_the_best_distinct_configurations),
+		cmocka_unit_test(final_stage_returns_what_is_fastest_on_a_second_look),
+		cmocka_unit_test(final_stage_keeps_the_defaults_unless_beaten_beyond_noise),
 		cmocka_unit_test(tuned_matmul_matches_the_interpreter),
 		cmocka_unit_test(planted_faults_are_recorded_and_the_run_goes_on),
+		cmocka_unit_test(final_stage_is_not_fooled_by_a_decoy),
+		cmocka_unit_test(final_stage_returns_the_defaults_when_they_are_fastest),
 		cmocka_unit_test(bad_arguments_are_errors),
 		cmocka_unit_test(tuning_records_in_the_cache_and_seeds_from_it),
 		cmocka_unit_test(cli_autotune_prints_the_best_options),

@@ -86,6 +86,13 @@ int take_opt_arg(opt_args *oa, int argc, char **argv, int *i, const char *usage,
 	return 0;
 }
 
+/* N when the only option of oa is --threads N (cli.h). */
+const char *threads_only(const opt_args *oa)
+{
+	return !oa->nfiles && oa->nsets == 1 && !oa->owned[0] && !strcmp(oa->names[0], "threads")
+		? oa->values[0] : NULL;
+}
+
 /* Free the names split from --option N=V. */
 void opt_args_free(opt_args *oa)
 {
@@ -195,6 +202,34 @@ binding parse_binding(const char *arg, const char *usage)
 	if (!b.name)
 		exit(EXIT_INTERNAL);
 	return b;
+}
+
+/* Take -e NAME, --entry NAME or (with shapes) --shape T=SHAPE (cli.h). */
+int take_entry_arg(const char **entry, binding *shapes, int *nshapes, int argc, char **argv,
+	int *i, const char *usage)
+{
+	const char *a = argv[*i];
+	if (*i + 1 >= argc)
+		return 0;
+	if (!strcmp(a, "-e") || !strcmp(a, "--entry")) {
+		*entry = argv[++*i];
+		return 1;
+	}
+	if (shapes && !strcmp(a, "--shape")) {
+		if (*nshapes == 64)
+			die_usage(usage, "%s", "too many --shape");
+		shapes[(*nshapes)++] = parse_binding(argv[++*i], usage);
+		return 1;
+	}
+	return 0;
+}
+
+/* Free the names of n bindings. */
+void bindings_free(binding *b, int n)
+{
+	int i;
+	for (i = 0; i < n; i++)
+		free((char *)b[i].name);
 }
 
 /* Parse "4x5" (or "scalar") into shape; the rank, or -1. */

@@ -42,6 +42,9 @@ const char *error_text(tc_context *ctx);
 /* Take argv[*i] (and its value) if it is --options, --option or (with
  * target) --target or --threads; 1 if taken. */
 int take_opt_arg(opt_args *oa, int argc, char **argv, int *i, const char *usage, int target);
+/* N when the only option of oa is --threads N (not --option threads=N),
+ * else NULL.  Borrowed from argv. */
+const char *threads_only(const opt_args *oa);
 void opt_args_free(opt_args *oa);
 /* Read a whole file as a string (malloc'd); NULL with errno. */
 char *read_text(const char *path);
@@ -55,6 +58,14 @@ tc_module *load_entry(tc_context *ctx, const char *file, const char **entry, con
 	int *status);
 /* Parse "T=VALUE" (exits with usage on a malformed argument). */
 binding parse_binding(const char *arg, const char *usage);
+/* Take argv[*i] (and its value) if it is -e NAME or --entry NAME (into
+ * *entry) or, with shapes not NULL, --shape T=SHAPE (appended to
+ * shapes[*nshapes], at most 64: more is a usage error); 1 if taken.  The
+ * same for tcomp run, emit, bench and autotune. */
+int take_entry_arg(const char **entry, binding *shapes, int *nshapes, int argc, char **argv,
+	int *i, const char *usage);
+/* Free the names of n bindings. */
+void bindings_free(binding *b, int n);
 /* Parse "4x5" (or "scalar") into shape[8]; the rank, or -1. */
 int parse_shape(const char *s, int64_t *shape);
 /* Shape-only DLTensors (no data) for the inputs of entry from the --shape
@@ -77,6 +88,16 @@ typedef struct cache_args {
 int take_cache_arg(cache_args *ca, int argc, char **argv, int *i);
 /* Make ctx's compiles read the cache ca names (or none with --no-cache). */
 void apply_cache_args(const cache_args *ca, tc_context *ctx);
+/* The options for tcomp run and bench given --threads N and no other
+ * option (given: the defaults with threads=N), from the kernel cache that
+ * ca names: its best for these shapes (else the nearest) as it is, when it
+ * was tuned for N threads (returns NULL and *source NULL: compile with no
+ * options, tc_compile looks it up and says where from); else that entry
+ * with threads=N ("cache+threads", "cache-near+threads"); with no entry,
+ * given ("default+threads").  The cache's problems are warnings on stderr.
+ * The caller owns the options returned. */
+tc_options *threads_cache_options(const cache_args *ca, tc_module *m, const char *entry,
+	const DLTensor *const *in, int n_in, const tc_options *given, const char **source);
 /* Print to stderr what ctx's warnings gained past their first from chars
  * (the kernel cache's warnings from tc_compile). */
 void print_new_warnings(tc_context *ctx, size_t from);

@@ -16,6 +16,8 @@ static const char *const autotune_usage =
 	"                      [--population P] [--elites E] [--mutation RATE] [--threads N]\n"
 	"                      [--jobs J]\n"
 	"                      [--timeout S] [--seed N] [--runs R] [--min-time S]\n"
+	"                      [--final-candidates K] [--final-rounds R]\n"
+	"                      [--final-time S] [--final-warmup S]\n"
 	"                      [--cache PATH | --no-cache] [--options FILE]\n"
 	"                      [--option NAME=VALUE ...] [--quiet]\n"
 	"\n"
@@ -29,6 +31,18 @@ static const char *const autotune_usage =
 	"and the search goes on.  Progress goes to stderr: a status line on a\n"
 	"terminal, a line per candidate otherwise.  Ctrl-C stops the search and\n"
 	"keeps the best found so far.\n"
+	"\n"
+	"Then the final stage: the K best distinct correct configurations of the\n"
+	"search and the defaults are compiled again and timed in turn, R rounds\n"
+	"(the first after a warm-up of at least --final-warmup seconds, past slow\n"
+	"first runs; each round at least --runs runs taking --final-time seconds,\n"
+	"with the stack at another offset in its page, since some kernels' speed\n"
+	"depends on it), and the one with the least median of its round medians\n"
+	"wins.  The defaults are kept unless another is faster by more than 2%\n"
+	"and in more than half of the rounds: then the speedup is 1.00x.  The\n"
+	"final stage also runs after Ctrl-C; a second Ctrl-C ends it and keeps\n"
+	"the search's best.  Every re-timing goes into the kernel cache, and the\n"
+	"choice becomes the cache's best for these shapes.\n"
 	"\n"
 	"At the end the best options are printed to stdout in the --options file\n"
 	"format, after comment lines with the best and default times and the\n"
@@ -52,6 +66,14 @@ static const char *const autotune_usage =
 	"                      from the clock): the same seed makes the same choices\n"
 	"  --runs R            at least R timed runs per candidate (default 5) ...\n"
 	"  --min-time S        ... taking at least S seconds in all (default 0.1)\n"
+	"  --final-candidates K  configurations of the search re-timed with the\n"
+	"                      defaults in the final stage (default 3; 0: no final\n"
+	"                      stage, the search's best is printed)\n"
+	"  --final-rounds R    rounds of the final stage (default 5)\n"
+	"  --final-time S      at least S seconds of timed runs per configuration\n"
+	"                      and round (default 0.2)\n"
+	"  --final-warmup S    warm-up of at least S seconds before a configuration's\n"
+	"                      first round (default 0.5)\n"
 	"  --cache PATH        the kernel cache to take seeds from and record every\n"
 	"                      candidate in (default: $TCOMP_CACHE, else\n"
 	"                      $XDG_CACHE_HOME/tcomp/kernels.sqlite, else\n"
@@ -65,15 +87,28 @@ static const char *const autotune_usage =
 
 static volatile sig_atomic_t interrupted;
 
+/* Counts: the first Ctrl-C stops the search, a second the final stage. */
 static void on_sigint(int sig)
 {
 	(void)sig;
-	interrupted = 1;
+	interrupted = interrupted + 1;
 }
+
+#define MAX_FINAL 65 /* 64 final candidates and the defaults */
+
+/* One configuration of the final stage, for the summary. */
+typedef struct final_row {
+	char opts[1024];
+	tc_tune_status status;
+	double median_s;
+	int chosen, defaults;
+} final_row;
 
 typedef struct view {
 	int tty, quiet;
 	int shown; /* a status line is on the terminal */
+	int nfinal;
+	final_row final[MAX_FINAL];
 } view;
 
 /* "1.23 ms", "45.6 us", "2.01 s". */
@@ -132,6 +167,23 @@ static int progress(void *user, const tc_tune_progress *p)
 	static char opts[2048];
 	if (v->quiet)
 		return 0;
+	if (p->final_round) {
+		fmt_time(p->last->median_s, last, sizeof(last));
+		fmt_duration(p->eta_s, eta, sizeof(eta));
+		if (v->tty) {
+			fprintf(stderr, "\r\033[Kfinal stage: round %d/%d, %d/%d re-timed, eta %s",
+				p->final_round, p->final_rounds, p->done, p->planned, eta);
+			v->shown = 1;
+		} else {
+			one_line(p->last->options, opts, sizeof(opts));
+			fprintf(stderr, "final round %d/%d  re-timing %d/%d  %s %s  eta %s  %s%s%s\n",
+				p->final_round, p->final_rounds, p->done, p->planned,
+				status_word(p->last->status), last, eta, opts,
+				*p->last->message ? "  # " : "", p->last->message);
+		}
+		fflush(stderr);
+		return 0;
+	}
 	fmt_time(p->best_s, best, sizeof(best));
 	fmt_time(p->gen_median_s, med, sizeof(med));
 	fmt_time(p->last->median_s, last, sizeof(last));
@@ -162,6 +214,14 @@ static void record(void *user, const tc_tune_candidate *c)
 	view *v = user;
 	char opts[2048];
 	const char *nl;
+	if (c->final && v->nfinal < MAX_FINAL) { /* for the summary */
+		final_row *f = &v->final[v->nfinal++];
+		one_line(c->options, f->opts, sizeof(f->opts));
+		f->status = c->status;
+		f->median_s = c->median_s;
+		f->chosen = c->chosen;
+		f->defaults = c->index == 0; /* the first candidate is the defaults */
+	}
 	if (v->quiet || !v->tty || c->status == TC_TUNE_OK || c->status == TC_TUNE_CUT)
 		return;
 	one_line(c->options, opts, sizeof(opts));
@@ -205,13 +265,9 @@ int cmd_autotune(int argc, char **argv)
 	for (i = 0; i < argc; i++) {
 		const char *a = argv[i];
 		int more = i + 1 < argc;
-		if ((!strcmp(a, "-e") || !strcmp(a, "--entry")) && more)
-			entry = argv[++i];
-		else if (!strcmp(a, "--shape") && more) {
-			if (nshapes == 64)
-				die_usage(autotune_usage, "%s", "too many --shape");
-			shapes[nshapes++] = parse_binding(argv[++i], autotune_usage);
-		} else if (!strcmp(a, "--generations") && more)
+		if (take_entry_arg(&entry, shapes, &nshapes, argc, argv, &i, autotune_usage))
+			;
+		else if (!strcmp(a, "--generations") && more)
 			set.generations = (int)parse_count(a, argv[++i], 1, autotune_usage);
 		else if (!strcmp(a, "--population") && more)
 			set.population = (int)parse_count(a, argv[++i], 1, autotune_usage);
@@ -227,6 +283,14 @@ int cmd_autotune(int argc, char **argv)
 			set.timeout_s = parse_seconds(a, argv[++i]);
 		else if (!strcmp(a, "--min-time") && more)
 			set.min_time_s = parse_seconds(a, argv[++i]);
+		else if (!strcmp(a, "--final-candidates") && more)
+			set.final_candidates = (int)parse_count(a, argv[++i], 0, autotune_usage);
+		else if (!strcmp(a, "--final-rounds") && more)
+			set.final_rounds = (int)parse_count(a, argv[++i], 1, autotune_usage);
+		else if (!strcmp(a, "--final-time") && more)
+			set.final_time_s = parse_seconds(a, argv[++i]);
+		else if (!strcmp(a, "--final-warmup") && more)
+			set.final_warmup_s = parse_seconds(a, argv[++i]);
 		else if (!strcmp(a, "--mutation") && more) {
 			char *end;
 			const char *s = argv[++i];
@@ -253,6 +317,10 @@ int cmd_autotune(int argc, char **argv)
 		die_usage(autotune_usage, "%s", "autotune needs a FILE.tc");
 	if (set.elites > set.population)
 		die_usage(autotune_usage, "%s", "--elites cannot exceed --population");
+	if (set.final_candidates > 64)
+		die_usage(autotune_usage, "%s", "--final-candidates can be at most 64");
+	if (set.final_rounds > 100)
+		die_usage(autotune_usage, "%s", "--final-rounds can be at most 100");
 	ctx = tc_context_new();
 	if (!ctx)
 		return EXIT_INTERNAL;
@@ -307,16 +375,41 @@ int cmd_autotune(int argc, char **argv)
 	}
 	printf("\n# best %s, defaults %s", fmt_time(rep.best_s, t1, sizeof(t1)),
 		fmt_time(rep.default_s, t2, sizeof(t2)));
-	if (isfinite(rep.default_s) && rep.best_s > 0)
+	if (rep.defaults_won) {
+		double other = INFINITY;
+		for (i = 0; i < v.nfinal; i++)
+			if (!v.final[i].defaults && v.final[i].status == TC_TUNE_OK &&
+				v.final[i].median_s < other)
+				other = v.final[i].median_s;
+		printf(": 1.00x speedup over the defaults (kept: %s)", other < rep.default_s
+			? "no other was faster by more than 2% in most rounds of the final stage"
+			: "they were the fastest in the final stage");
+	} else if (isfinite(rep.default_s) && rep.best_s > 0)
 		printf(": %.2fx speedup over the defaults", rep.default_s / rep.best_s);
-	printf("\n# %d candidates (%d failed, %d cut short) in %d generations, %s%s\n",
+	printf("\n");
+	if (rep.final_measured) {
+		printf("# final stage: %d configurations timed in turn over %d rounds "
+			"(median of the round medians; * the choice):\n",
+			rep.final_measured, rep.final_rounds);
+		for (i = 0; i < v.nfinal; i++)
+			printf("#  %c %-10s %s%s\n", v.final[i].chosen ? '*' : ' ',
+				v.final[i].status == TC_TUNE_OK ? fmt_time(v.final[i].median_s, t1,
+					sizeof(t1)) : status_word(v.final[i].status),
+				v.final[i].defaults ? "(defaults) " : "", v.final[i].opts);
+		printf("# search: best %s, defaults %s\n", fmt_time(rep.search_best_s, t1,
+			sizeof(t1)), fmt_time(rep.search_default_s, t2, sizeof(t2)));
+	} else if (rep.final_stopped) {
+		printf("# final stage stopped: the search's best\n");
+	} else if (set.final_candidates) {
+		printf("# no final stage: fewer than two correct configurations\n");
+	}
+	printf("# %d candidates (%d failed, %d cut short) in %d generations, %s%s\n",
 		rep.measured, rep.failed, rep.cut, rep.generations,
 		fmt_duration(rep.elapsed_s, el, sizeof(el)), rep.stopped ? "; stopped early" : "");
 	fputs(text, stdout);
 done:
 	tc_string_free(text);
-	for (i = 0; i < nshapes; i++)
-		free((char *)shapes[i].name);
+	bindings_free(shapes, nshapes);
 	tc_options_free(best);
 	tc_options_free(base);
 	tc_module_free(m);

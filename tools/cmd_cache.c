@@ -10,6 +10,7 @@
 #include "cli.h"
 
 #include "../runtime/cache.h"
+#include "../runtime/options.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -28,7 +29,9 @@ static const char *const cache_usage =
 	"\n"
 	"The kernel cache holds the options the autotuner measured for each kernel,\n"
 	"shape and machine; tc_compile (and tcomp run and bench) use the best\n"
-	"entry for the same shapes, else for the nearest shapes.  It is one SQLite\n"
+	"entry for the same shapes, else for the nearest shapes: the autotuner's\n"
+	"final choice (its run id ends in /chosen) when one was recorded, else the\n"
+	"fastest measured.  It is one SQLite\n"
 	"file: --cache PATH, else $TCOMP_CACHE, else\n"
 	"$XDG_CACHE_HOME/tcomp/kernels.sqlite, else ~/.cache/tcomp/kernels.sqlite.\n"
 	"\n"
@@ -71,6 +74,59 @@ void apply_cache_args(const cache_args *ca, tc_context *ctx)
 {
 	if (tc_context_set_cache(ctx, ca->off ? "" : ca->path) < 0)
 		exit(EXIT_INTERNAL);
+}
+
+/* The options of tcomp run or bench given --threads N alone (cli.h). */
+tc_options *threads_cache_options(const cache_args *ca, tc_module *m, const char *entry,
+	const DLTensor *const *in, int n_in, const tc_options *given, const char **source)
+{
+	const char *n = tc_options_get(given, "threads");
+	char *path = NULL, *msg = NULL;
+	tc_cache *c = NULL;
+	tc_cache_key key;
+	tc_cache_hit hit;
+	tc_options *o = NULL;
+	struct stat sb;
+	int r = 0, have_key = 0;
+	*source = "default+threads";
+	memset(&hit, 0, sizeof(hit));
+	if (ca->off)
+		goto done;
+	path = ca->path ? strdup(ca->path) : tc_cache_default_path();
+	if (!path || stat(path, &sb) < 0) /* no cache */
+		goto done;
+	if (!(c = tc_cache_open(path, TC_CACHE_READ, &msg))) {
+		if (msg) /* as tc_compile says it */
+			fprintf(stderr, "warning: %s; using the default options\n", msg);
+		goto done;
+	}
+	if (tc_cache_key_init(&key, m, entry, in, n_in) < 0) /* tc_compile will say why */
+		goto done;
+	have_key = 1;
+	r = tc_cache_lookup(c, &key, &hit);
+	if (r == 0)
+		r = tc_cache_lookup_near(c, &key, &hit);
+	if (r < 0)
+		fprintf(stderr, "warning: %s; using the default options\n", tc_cache_error(c));
+	fputs(tc_cache_warnings(c), stderr);
+	if (r == 1 && !strcmp(tc_options_get(hit.options, "threads"), n)) {
+		*source = NULL; /* tuned for N threads: tc_compile finds it itself */
+	} else if (r == 1) {
+		if (!(o = tc_options_copy(hit.options)) || tc_options_set(o, "threads", n, NULL) < 0)
+			exit(EXIT_INTERNAL);
+		*source = hit.distance > 0 || strcmp(hit.shapes, key.shapes) ? "cache-near+threads"
+									     : "cache+threads";
+	}
+done:
+	if (*source && !o && !(o = tc_options_copy(given)))
+		exit(EXIT_INTERNAL);
+	tc_cache_hit_clear(&hit);
+	if (have_key)
+		tc_cache_key_clear(&key);
+	tc_cache_close(c);
+	tc_free(msg);
+	free(path);
+	return o;
 }
 
 /* Print what ctx's warnings gained since they were from chars long. */

@@ -48,7 +48,8 @@ static const char *const main_usage =
 	"run, emit and bench take mapping options: --options FILE (name=value\n"
 	"lines) and --option NAME=VALUE (repeatable, applied after --options).\n"
 	"Without them, run and bench use the kernel cache's best options for the\n"
-	"kernel and shapes (--cache PATH, --no-cache; see tcomp cache --help).\n"
+	"kernel and shapes (--cache PATH, --no-cache; see tcomp cache --help);\n"
+	"with --threads N alone, those options with N threads.\n"
 	"\n"
 	"tcomp <command> --help shows the details of a command; tcomp --version\n"
 	"prints the version.  Exit status: 0 ok, 1 user error, 2 internal error.\n";
@@ -82,14 +83,17 @@ static const char *const run_usage =
 	"                      of tc_options_parse; see tcomp options)\n"
 	"  --option N=V        set a mapping option, after --options (repeatable);\n"
 	"                      --target T is --option target=T\n"
-	"  --threads N         threads for parallel loops (--option threads=N)\n"
+	"  --threads N         threads for parallel loops (threads=N; alone, it\n"
+	"                      keeps the kernel cache's options, see below)\n"
 	"  --print             also print the outputs' values (at most 64 per output)\n"
 	"  --cache PATH        the kernel cache to read (default: $TCOMP_CACHE, else\n"
 	"                      ~/.cache/tcomp/kernels.sqlite; see tcomp cache --help)\n"
 	"  --no-cache          do not read the kernel cache\n"
 	"Without --options, --option, --target and --threads, the options are the\n"
 	"kernel cache's best for these shapes, else for the nearest shapes, else\n"
-	"the defaults.\n";
+	"the defaults.  With --threads N alone, the same with threads=N: the\n"
+	"cache's entry as it is when it was tuned for N threads, else with\n"
+	"threads=N; the defaults with threads=N when the cache has none.\n";
 
 static const char *const emit_usage =
 	"usage: tcomp emit FILE.tc [-e NAME] --stage STAGE [--shape T=4x5 ...]\n"
@@ -137,13 +141,18 @@ static const char *const bench_usage =
 	"options used and where they came from: without --options, --option,\n"
 	"--target and --threads, the kernel cache's best for these shapes\n"
 	"(cache), else for the nearest shapes (cache-near), else the defaults.\n"
+	"--threads N alone looks the cache up too: an entry tuned for N threads\n"
+	"is used as it is (cache, cache-near), another with threads=N\n"
+	"(cache+threads, cache-near+threads); without an entry, the defaults with\n"
+	"threads=N (default+threads).\n"
 	"\n"
 	"  -e, --entry NAME    the def to time\n"
 	"  --shape T=SHAPE     shape of input T: 1024x1024, 64, or scalar\n"
 	"  --options FILE      mapping options from FILE (see tcomp run --help)\n"
 	"  --option N=V        set a mapping option, after --options (repeatable)\n"
 	"  --target T          the same as --option target=T\n"
-	"  --threads N         the same as --option threads=N\n"
+	"  --threads N         threads=N, the cache still read (see above);\n"
+	"                      --option threads=N reads no cache\n"
 	"  --runs R            at least R timed runs (default 10)\n"
 	"  --warmup W          W untimed runs first (default 2)\n"
 	"  --min-time S        time runs for at least S seconds in all (default 1)\n"
@@ -156,8 +165,10 @@ static const char *const bench_usage =
 	"                      \"options\":\"target=cpu;...\", \"source\":\"default\"}\n"
 	"                      (gflops and gbs are null when not computable;\n"
 	"                      source is \"cache\", \"cache-near\", \"default\",\n"
-	"                      or \"file\" when --options, --option, --target or\n"
-	"                      --threads set options)\n";
+	"                      \"cache+threads\", \"cache-near+threads\" or\n"
+	"                      \"default+threads\" (--threads N alone, see\n"
+	"                      above), or \"file\" when --options, --option or\n"
+	"                      --target set options)\n";
 
 static const char *const options_usage =
 	"usage: tcomp options\n"
@@ -259,7 +270,8 @@ static int cmd_run(int argc, char **argv)
 	int nin = 0, nout = 0, i, j, n_in, n_out, status = 0, print = 0, user_options;
 	size_t nwarn;
 	tc_context *ctx;
-	tc_options *opts;
+	tc_options *opts, *copts = NULL;
+	const char *threads, *source;
 	opt_args oa = {0};
 	cache_args ca = {0};
 	tc_module *m = NULL;
@@ -281,8 +293,8 @@ static int cmd_run(int argc, char **argv)
 	for (i = 0; i < argc; i++) {
 		const char *a = argv[i];
 		int more = i + 1 < argc;
-		if ((!strcmp(a, "-e") || !strcmp(a, "--entry")) && more)
-			entry = argv[++i];
+		if (take_entry_arg(&entry, NULL, NULL, argc, argv, &i, run_usage))
+			;
 		else if (!strcmp(a, "--in") && more) {
 			if (nin == 64)
 				die_usage(run_usage, "%s", "too many --in");
@@ -306,6 +318,7 @@ static int cmd_run(int argc, char **argv)
 	if (!file)
 		die_usage(run_usage, "%s", "run needs a FILE.tc");
 	user_options = oa.nfiles || oa.nsets;
+	threads = threads_only(&oa);
 	opts = build_options(&oa, ctx);
 	opt_args_free(&oa);
 	apply_cache_args(&ca, ctx);
@@ -361,8 +374,11 @@ static int cmd_run(int argc, char **argv)
 			status = EXIT_USER;
 			goto done;
 		}
+	/* --threads N alone: the cache's entry, with N threads */
+	if (threads)
+		copts = threads_cache_options(&ca, m, entry, in_ptrs, n_in, opts, &source);
 	nwarn = strlen(tc_context_warnings(ctx));
-	k = tc_compile(m, entry, in_ptrs, n_in, user_options ? opts : NULL);
+	k = tc_compile(m, entry, in_ptrs, n_in, threads ? copts : user_options ? opts : NULL);
 	print_new_warnings(ctx, nwarn);
 	if (!k) {
 		status = report(ctx);
@@ -438,11 +454,10 @@ done:
 	free(out_ptrs);
 	free(oshape);
 	free(odata);
-	for (i = 0; i < nin; i++)
-		free((char *)ins[i].name);
-	for (i = 0; i < nout; i++)
-		free((char *)outs[i].name);
+	bindings_free(ins, nin);
+	bindings_free(outs, nout);
 	tc_options_free(opts);
+	tc_options_free(copts);
 	tc_context_free(ctx);
 	return status;
 }
@@ -466,15 +481,11 @@ static int cmd_emit(int argc, char **argv)
 	for (i = 0; i < argc; i++) {
 		const char *a = argv[i];
 		int more = i + 1 < argc;
-		if ((!strcmp(a, "-e") || !strcmp(a, "--entry")) && more)
-			entry = argv[++i];
+		if (take_entry_arg(&entry, shapes, &nshapes, argc, argv, &i, emit_usage))
+			;
 		else if (!strcmp(a, "--stage") && more)
 			stage = argv[++i];
-		else if (!strcmp(a, "--shape") && more) {
-			if (nshapes == 64)
-				die_usage(emit_usage, "%s", "too many --shape");
-			shapes[nshapes++] = parse_binding(argv[++i], emit_usage);
-		} else if (take_opt_arg(&oa, argc, argv, &i, emit_usage, 0))
+		else if (take_opt_arg(&oa, argc, argv, &i, emit_usage, 0))
 			;
 		else if (a[0] == '-')
 			die_usage(emit_usage, "unknown or incomplete option '%s'", a);
@@ -537,8 +548,7 @@ static int cmd_emit(int argc, char **argv)
 		tc_string_free(text);
 	}
 done:
-	for (i = 0; i < nshapes; i++)
-		free((char *)shapes[i].name);
+	bindings_free(shapes, nshapes);
 	tc_kernel_free(k);
 	tc_module_free(m);
 	tc_options_free(o);
@@ -660,12 +670,12 @@ static int cmd_bench(int argc, char **argv)
 	double *times = NULL;
 	size_t cap = 0;
 	tc_context *ctx;
-	tc_options *o;
+	tc_options *o, *copts = NULL;
 	opt_args oa = {0};
 	tc_module *m = NULL;
 	tc_kernel *k = NULL;
 	char *optext = NULL, *p;
-	const char *source;
+	const char *source = NULL, *threads;
 	cache_args ca = {0};
 	int user_options;
 	size_t nwarn;
@@ -677,13 +687,9 @@ static int cmd_bench(int argc, char **argv)
 	for (i = 0; i < argc; i++) {
 		const char *a = argv[i];
 		int more = i + 1 < argc;
-		if ((!strcmp(a, "-e") || !strcmp(a, "--entry")) && more)
-			entry = argv[++i];
-		else if (!strcmp(a, "--shape") && more) {
-			if (nshapes == 64)
-				die_usage(bench_usage, "%s", "too many --shape");
-			shapes[nshapes++] = parse_binding(argv[++i], bench_usage);
-		} else if (!strcmp(a, "--runs") && more)
+		if (take_entry_arg(&entry, shapes, &nshapes, argc, argv, &i, bench_usage))
+			;
+		else if (!strcmp(a, "--runs") && more)
 			runs = parse_count("--runs", argv[++i], 1, bench_usage);
 		else if (!strcmp(a, "--warmup") && more)
 			warmup = parse_count("--warmup", argv[++i], 0, bench_usage);
@@ -716,6 +722,7 @@ static int cmd_bench(int argc, char **argv)
 	if (!ctx)
 		return EXIT_INTERNAL;
 	user_options = oa.nfiles || oa.nsets;
+	threads = threads_only(&oa);
 	o = build_options(&oa, ctx);
 	opt_args_free(&oa);
 	apply_cache_args(&ca, ctx);
@@ -735,10 +742,13 @@ static int cmd_bench(int argc, char **argv)
 		status = EXIT_USER;
 		goto done;
 	}
+	/* --threads N alone: the cache's entry, with N threads */
+	if (threads)
+		copts = threads_cache_options(&ca, m, entry, in_ptrs, n_in, o, &source);
 	/* compile (no data is read) */
 	nwarn = strlen(tc_context_warnings(ctx));
 	t0 = now_s();
-	k = tc_compile(m, entry, in_ptrs, n_in, user_options ? o : NULL);
+	k = tc_compile(m, entry, in_ptrs, n_in, threads ? copts : user_options ? o : NULL);
 	compile_s = now_s() - t0;
 	print_new_warnings(ctx, nwarn);
 	if (!k) {
@@ -816,7 +826,8 @@ static int cmd_bench(int argc, char **argv)
 	tc_kernel_stats(k, &flops, &bytes);
 	/* the options on one line */
 	optext = tc_kernel_options(k);
-	source = tc_kernel_options_source(k);
+	if (!source) /* else --threads N alone changed what the cache gave */
+		source = tc_kernel_options_source(k);
 	if (!strcmp(source, "user"))
 		source = "file";
 	if (!optext) {
@@ -872,22 +883,23 @@ static int cmd_bench(int argc, char **argv)
 		if (bytes >= 0 && median > 0)
 			printf("traffic  %.4g GB/s (%.0f bytes of inputs and outputs per run)\n",
 				bytes / median * 1e-9, bytes);
-		printf("options  %s (%s)\n", optext,
+		printf("options  %s (%s%s)\n", optext,
 			!strcmp(source, "file") ? "given"
-			: !strcmp(source, "cache") ? "kernel cache"
-			: !strcmp(source, "cache-near") ? "kernel cache, nearest shapes"
-							: "defaults");
+			: !strncmp(source, "cache-near", 10) ? "kernel cache, nearest shapes"
+			: !strncmp(source, "cache", 5) ? "kernel cache"
+							: "defaults",
+			strchr(source, '+') ? ", with the threads given" : "");
 	}
 done:
 	tc_string_free(optext);
 	free(times);
 	for (i = 0; i < n_in + n_out && i < 128; i++)
 		free(bufs[i]);
-	for (i = 0; i < nshapes; i++)
-		free((char *)shapes[i].name);
+	bindings_free(shapes, nshapes);
 	tc_kernel_free(k);
 	tc_module_free(m);
 	tc_options_free(o);
+	tc_options_free(copts);
 	tc_context_free(ctx);
 	return status;
 }
