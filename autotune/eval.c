@@ -1130,8 +1130,12 @@ static int final_wait(tc_tune_eval *ev, slot *s, sig_atomic_t stop0, char *text,
 /* Configuration i failed: why, and the child is gone. */
 static void final_fail(slot *s, tc_tune_retimed *out, tc_tune_status st, const char *why)
 {
+	size_t n = strlen(why);
 	out->status = st;
-	snprintf(out->message, sizeof(out->message), "%s", why);
+	if (n >= sizeof(out->message)) /* cut to fit */
+		n = sizeof(out->message) - 1;
+	memcpy(out->message, why, n);
+	out->message[n] = 0;
 	if (s->pid > 0) {
 		kill(s->pid, SIGKILL);
 		waitpid(s->pid, NULL, 0);

@@ -47,10 +47,12 @@ static const char *print_of(const tc_options *o)
 /* parse must fail with a message containing want. */
 static void expect_parse_error(tc_options *o, const char *text, const char *want)
 {
+	const char *e;
 	assert_int_equal(tc_options_parse(o, text, ctx), -1);
-	if (!strstr(tc_context_error(ctx), want))
+	e = tc_context_error(ctx);
+	if (!e || !strstr(e, want))
 		fail_msg("parsing '%s': expected a message with '%s' but got '%s'", text, want,
-			tc_context_error(ctx));
+			e ? e : "(no message)");
 }
 
 static void defaults_print_every_option(void **state)
