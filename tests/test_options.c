@@ -51,7 +51,7 @@ static void expect_parse_error(tc_options *o, const char *text, const char *want
 	assert_int_equal(tc_options_parse(o, text, ctx), -1);
 	e = tc_context_error(ctx);
 	if (!e || !strstr(e, want))
-		fail_msg("parsing '%s': expected a message with '%s' but got '%s'", text, want,
+		fail_msg("parsing '%s': expected a message with '%s' but got '%s'", text ? text : "(NULL)", want,
 			e ? e : "(no message)");
 }
 
