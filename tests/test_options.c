@@ -702,6 +702,74 @@ static void sharing_expensive_subexpressions(void **state)
 	tc_module_free(m);
 }
 
+/* Dot products: fully connected 128 -> 10 (rows of 10 outputs, shorter
+ * than a vector; both operands read along the reduction) gets the
+ * reduction innermost, alone in its loop, with the init and the bias +
+ * ReLU around it and no register tile; its sums vectorise (vecreduce);
+ * results within a reordered sum's tolerance of the interpreter's.  With
+ * vecreduce=off the register tile stays. */
+static void dot_product_contractions(void **state)
+{
+	enum { B = 37, I = 128, O = 10 };
+	static float in_[B * I], w[O * I], bias[O], out[2][B * O];
+	int64_t si[2] = {B, I}, sw[2] = {O, I}, sb[1] = {O}, so[2] = {B, O};
+	DLTensor In = {in_, {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, si, NULL, 0};
+	DLTensor W = {w, {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, sw, NULL, 0};
+	DLTensor Bs = {bias, {kDLCPU, 0}, 1, {kDLFloat, 32, 1}, sb, NULL, 0};
+	DLTensor Out;
+	const DLTensor *in[3] = {&In, &W, &Bs};
+	tc_options *o = tc_options_new();
+	uint64_t r = 41;
+	char *text;
+	tc_module *m;
+	tc_kernel *k;
+	int i, v;
+	(void)state;
+	for (i = 0; i < B * I; i++)
+		in_[i] = (float)tu_rand_unit(&r) * 2 - 1;
+	for (i = 0; i < O * I; i++)
+		w[i] = (float)tu_rand_unit(&r) * 2 - 1;
+	for (i = 0; i < O; i++)
+		bias[i] = (float)tu_rand_unit(&r) - 0.5f;
+	m = tc_module_parse(ctx, "def k(float(B,I) In, float(O,I) W, float(O) Bias) -> (Out) {\n"
+				 "  T(b,o) +=! In(b,r_i) * W(o,r_i)\n"
+				 "  Out(b,o) = fmax(T(b,o) + Bias(o), 0)\n}\n", "fc.tc");
+	assert_non_null(m);
+	k = tc_compile(m, "k", in, 3, o);
+	assert_non_null(k);
+	text = tc_kernel_emit(k, "ast");
+	assert_non_null(text);
+	assert_null(strstr(text, "tc_regtile"));
+	assert_true(tu_contains(text, "    S0_init(c0, c1);\n"
+				      "    for (int c2 = 0; c2 <= 127; c2 += 1)\n"
+				      "      S0(c0, c1, c2);\n"
+				      "    S1(c0, c1);\n"));
+	tc_string_free(text);
+	text = tc_kernel_emit(k, "llvm");
+	assert_non_null(text);
+	assert_non_null(strstr(text, "reassoc float @llvm.vector.reduce.fadd"));
+	tc_string_free(text);
+	tc_kernel_free(k);
+	assert_int_equal(tc_options_parse(o, "vecreduce=off", ctx), 0);
+	k = tc_compile(m, "k", in, 3, o);
+	assert_non_null(k);
+	text = tc_kernel_emit(k, "ast");
+	assert_non_null(text);
+	assert_non_null(strstr(text, "tc_regtile"));
+	tc_string_free(text);
+	tc_kernel_free(k);
+	for (v = 0; v < 2; v++) {
+		Out = (DLTensor){out[v], {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, so, NULL, 0};
+		run_with(m, in, 3, &Out, v ? "target=interp" : "", NULL);
+	}
+	for (i = 0; i < B * O; i++) {
+		assert_false(isnan(out[0][i]));
+		assert_true(fabsf(out[0][i] - out[1][i]) <= 1e-5f * fabsf(out[1][i]) + 1e-6f * I);
+	}
+	tc_options_free(o);
+	tc_module_free(m);
+}
+
 /* Streaming stores: a 4 MiB output written once per element gets
  * vmovntps (and an sfence) under stream=auto, none under stream=off, and
  * the results are right with the output 64-byte aligned (the streaming
@@ -1126,6 +1194,7 @@ int main(void)
 		cmocka_unit_test(packing_transposed_operands),
 		cmocka_unit_test(inlining_cheap_temporaries),
 		cmocka_unit_test(sharing_expensive_subexpressions),
+		cmocka_unit_test(dot_product_contractions),
 		cmocka_unit_test(streaming_stores),
 		cmocka_unit_test(conv2d_merged_bands),
 		cmocka_unit_test(inline_exp_and_vector_reductions),
