@@ -88,6 +88,8 @@ typedef struct tc_poly_opts {
 	int contract;                  /* backends may fuse float * and + (FMA) */
 	int fastmath;                  /* ... and reassociate */
 	int stream;                    /* non-temporal stores for large outputs */
+	int threads;                   /* threads the kernel is expected to run
+					* on (0: unknown): cache tiles split evenly */
 	int vecreduce;                 /* float reductions outside register
 					* tiles may vectorise (any order) */
 	int parallel;                  /* run tc_poly_pass_parallel: 1 on every

@@ -262,6 +262,8 @@ static tc_rt_compiled *compile(tc_module *m, const tc_ir_func *f, const tc_tenso
 	c->target = !strcmp(tc_options_get(options, "target"), "interp") ? TC_RT_INTERP : TC_RT_CPU;
 	tc_rt_poly_opts(options, &c->popts);
 	c->threads = atoi(tc_options_get(options, "threads")); /* "auto" gives 0 */
+	/* for the tile sizes: the count the kernel will most likely run with */
+	c->popts.threads = c->threads ? c->threads : __atomic_load_n(&m->ctx->threads, __ATOMIC_RELAXED);
 	c->params = tc_calloc((size_t)f->nparams + 1, sizeof(int64_t));
 	c->shapes = tc_calloc((size_t)f->ntensors + 1, sizeof(tc_tensor));
 	if (!c->params || !c->shapes)
