@@ -123,10 +123,27 @@ int tc_module_hash(tc_module *m, const char *entry, char out[17]);
  *   contract off|on       let float32/float64 multiplies and adds fuse into
  *                         FMAs (default off: results bit-identical to the
  *                         interpreter's)
- *   fastmath off|on       contract, plus reordered float sums and products
- *                         (vectorised reductions), min/max that assume no
- *                         NaN operands and an inline float32 exp within
- *                         2 ulp (default off); never chosen by the autotuner
+ *   fastmath off|on       contract, plus reordered float arithmetic
+ *                         everywhere, min/max that assume no NaN operands
+ *                         and division by a reciprocal (default off);
+ *                         never chosen by the autotuner
+ *   vecreduce on|off      float sums, products, max and min reductions
+ *                         outside register tiles may run as vector partial
+ *                         results (default on: sums and products then round
+ *                         in another order than the interpreter's, as the
+ *                         language allows; max and min are exact); off keeps
+ *                         the interpreter's order bit for bit
+ *   share    on|off       compute once an expression with a builtin call
+ *                         that a statement writing its whole output shares
+ *                         with an earlier one (softmax's exp), storing it in
+ *                         that output (default on; results unchanged)
+ *   inline   on|off       compute a temporary defined by a cheap pointwise
+ *                         statement again where it is read instead of
+ *                         storing it (layer norm's centred input; default
+ *                         on; results unchanged)
+ *   stream   auto|off     non-temporal stores for outputs of 4 MiB or more
+ *                         written once per element, when 64-byte aligned at
+ *                         run time (default auto)
  *   parallel auto|on|off  run the outermost parallel loop of each loop
  *                         nest on tcomp's thread pool (default auto: only
  *                         nests of at least 262144 statement instances)
