@@ -1926,6 +1926,22 @@ static void add_string_attr(cg *g, LLVMValueRef f, const char *k, const char *v)
 		LLVMCreateStringAttribute(g->C, k, (unsigned)strlen(k), v, (unsigned)strlen(v)));
 }
 
+/* LLVM's diagnostics about a module: remarks, notes and warnings are
+ * dropped (a loop whose llvm.loop hints the vectoriser cannot follow makes
+ * it remark and warn, which LLVM would print on stderr for every kernel
+ * compiled); an error is printed as LLVM prints it, but without LLVM's
+ * exit, which a library must not call. */
+static void diag_handler(LLVMDiagnosticInfoRef di, void *unused)
+{
+	char *msg;
+	(void)unused;
+	if (LLVMGetDiagInfoSeverity(di) != LLVMDSError)
+		return;
+	msg = LLVMGetDiagInfoDescription(di);
+	fprintf(stderr, "tcomp: LLVM error: %s\n", msg ? msg : "?");
+	LLVMDisposeMessage(msg);
+}
+
 /* Build the module of p in C with one function fname for the host h and
  * the data layout of tm, and the sites of its run-time checks (when sites
  * is not NULL; the caller frees them).  NULL with a message in d on
@@ -1952,6 +1968,7 @@ static LLVMModuleRef build_module(LLVMContextRef C, const tc_poly *p, const char
 			"LLVM code generation needs a model built with concrete sizes and its AST");
 		return NULL;
 	}
+	LLVMContextSetDiagnosticHandler(C, diag_handler, NULL);
 	g.M = LLVMModuleCreateWithNameInContext(fname, C);
 	LLVMSetTarget(g.M, h->triple);
 	td = LLVMCreateTargetDataLayout(tm);
@@ -2315,9 +2332,9 @@ void tc_cg_code_free(__tc_take tc_cg_code *c)
 	tc_free(c);
 }
 
-/* The optimised LLVM IR or host assembly of p as text (see llvm.h), from a
- * private context and target machine.  NULL with a message in d on
- * failure; the caller owns the string. */
+/* The LLVM IR (optimised or not) or host assembly of p as text (see
+ * llvm.h), from a private context and target machine.  NULL with a message
+ * in d on failure; the caller owns the string. */
 __tc_give char *tc_cg_llvm_text(__tc_keep const tc_poly *p, tc_cg_text what, __tc_keep tc_diags *d)
 {
 	host h;
@@ -2333,9 +2350,10 @@ __tc_give char *tc_cg_llvm_text(__tc_keep const tc_poly *p, tc_cg_text what, __t
 		goto done;
 	C = LLVMContextCreate();
 	kernel_name(name, sizeof(name), p, 0);
-	if (!(M = build_module(C, p, name, &h, tm, d, NULL, NULL)) || optimize(M, tm, d) < 0)
+	if (!(M = build_module(C, p, name, &h, tm, d, NULL, NULL)) ||
+		(what != TC_CG_TEXT_LLVM_RAW && optimize(M, tm, d) < 0))
 		goto done;
-	if (what == TC_CG_TEXT_LLVM) {
+	if (what != TC_CG_TEXT_ASM) {
 		msg = LLVMPrintModuleToString(M);
 		r = msg ? tc_strdup(msg) : NULL;
 		LLVMDisposeMessage(msg);
