@@ -70,8 +70,10 @@ const tc_cg_site *tc_cg_code_site(__tc_keep const tc_cg_code *c, int64_t i);
 void tc_cg_code_free(__tc_take tc_cg_code *c);
 
 /* Text of the optimised LLVM IR (stage "llvm") or of the host assembly
- * (stage "asm") of p, for tcomp emit.  No JIT involved. */
-typedef enum tc_cg_text { TC_CG_TEXT_LLVM, TC_CG_TEXT_ASM } tc_cg_text;
+ * (stage "asm") of p, for tcomp emit, or of the LLVM IR as generated,
+ * before the pass pipeline (tests read the loop metadata there).  No JIT
+ * involved. */
+typedef enum tc_cg_text { TC_CG_TEXT_LLVM, TC_CG_TEXT_ASM, TC_CG_TEXT_LLVM_RAW } tc_cg_text;
 __tc_give char *tc_cg_llvm_text(__tc_keep const tc_poly *p, tc_cg_text what,
 	__tc_keep tc_diags *d);
 

@@ -163,6 +163,24 @@ int tc_module_hash(tc_module *m, const char *entry, char out[17]);
  *                         (default auto: up to 4 vector registers per
  *                         row, 24 accumulators: 6 x 4, 8 x 3, 12 x 2)
  *   unroll   on|off       unroll the register tile's rows (default on)
+ *   vector   auto|1|2|4|8|16|32|64
+ *                         lanes of the vectors of each innermost loop
+ *                         (default auto: LLVM's loop vectoriser chooses;
+ *                         1: no vector instructions at all; N: that many
+ *                         lanes, at most the length of a loop of constant
+ *                         length; a loop that carries a float reduction
+ *                         that must keep its order (float16, register
+ *                         tiles, vecreduce=off; not under fastmath) is left
+ *                         to LLVM, since a given width would let LLVM
+ *                         reorder the sum); automatic register tiles count
+ *                         vectors of that many lanes
+ *   unroll_inner auto|1|2|4|8
+ *                         vector iterations per trip of each innermost loop,
+ *                         LLVM's interleave count (default auto: LLVM
+ *                         chooses; at most the vectors a loop of constant
+ *                         length holds; with vector=1 the unroll count);
+ *                         automatic register tiles get that many vectors
+ *                         per row
  *   pack     on|off       copy an input that a contraction reads with the
  *                         reduction as its stride-1 dimension (B in
  *                         A(m,r_k) * B(n,r_k)) into a temporary in which
@@ -273,11 +291,12 @@ const char *tc_kernel_options_source(const tc_kernel *k);
  * tc_autotune searches the mapping options of one def at fixed input shapes
  * for the fastest correct kernel with a genetic search (see
  * autotune/README.md).  The searched options and their candidate values
- * come from the option table: order, parallel, fusion, unroll and pack take
- * their words; tile takes auto, none or one size per loop of the deepest
- * statement, each a power of two or three times one (8, 16, 24, 32, 48, ...)
- * up to the largest extent; regtile takes auto, none or R rows by V vector
- * registers (R 1..8, V 1..4); threads takes auto or 1..the online CPUs.
+ * come from the option table: order, parallel, fusion, unroll, unroll_inner,
+ * vector and pack take their words; tile takes auto, none or one size per
+ * loop of the deepest statement, each a power of two or three times one
+ * (8, 16, 24, 32, 48, ...) up to the largest extent; regtile takes auto,
+ * none or R rows by V vector registers (R 1..8, V 1..4); threads takes auto
+ * or 1..the online CPUs.
  * target, contract and fastmath (which change results) are never searched, and
  * neither is any option the base options set explicitly: those keep the
  * base value.  Every candidate is compiled and run in a forked child

@@ -685,11 +685,17 @@ static const tc_poly_stmt *contraction_band(const tc_poly *p, isl_schedule_node 
 	return band_reduction(p, node, has_init);
 }
 
-/* The lanes of a vector register for elements of statement st's tensor. */
+/* The lanes of a vector for elements of statement st's tensor: those of a
+ * whole register, or fewer when the vector option asks for fewer (the loop
+ * vectoriser then uses that many, so a tile of whole registers would hold
+ * several of its vectors per register: more live values than registers).
+ * More lanes than a register holds are split over registers by LLVM, so
+ * the tile keeps counting whole registers then. */
 static int64_t lanes(const tc_poly *p, const tc_poly_stmt *st)
 {
 	int size = tc_dtype_size(p->f->tensors[st->ir->tensor].dtype);
-	return size > 0 && size < VECTOR_BYTES ? VECTOR_BYTES / size : 1;
+	int64_t reg = size > 0 && size < VECTOR_BYTES ? VECTOR_BYTES / size : 1;
+	return p->opts.vector > 0 && p->opts.vector < reg ? p->opts.vector : reg;
 }
 
 typedef struct member_var_ctx {
@@ -765,12 +771,15 @@ static int rows_member(isl_schedule_node *node, const tc_poly_stmt *st)
  * in all of AVX-512's 32 registers (6 x 4, 8 x 3, 12 x 2 or 1), the rest
  * for the shared vector loads and broadcasts; clipped to the extents.  A
  * row shorter than a vector gets one vector and 6 rows (fcrelu 128x128x10:
- * 0.022 ms, against 0.029 with 12 rows of 10). */
+ * 0.022 ms, against 0.029 with 12 rows of 10).  unroll_inner=U makes that
+ * U vectors per row (24 / U rows, at most 12), so that the innermost point
+ * loop is one trip of U interleaved vectors; vector=N makes the vectors N
+ * lanes (lanes()). */
 static void regtile_sizes(const tc_poly *p, isl_schedule_node *node, const tc_poly_stmt *st,
 	int64_t *sizes)
 {
 	isl_size n = isl_schedule_node_band_n_member(node);
-	int64_t vl = lanes(p, st), rows = 6;
+	int64_t vl = lanes(p, st), rows = 6, nvec = p->opts.unroll_inner ? p->opts.unroll_inner : 4;
 	int j, k = p->opts.nregtile, row = p->opts.nregtile ? -1 : rows_member(node, st);
 	for (j = n - 1; j >= 0; j--) {
 		int64_t ext = member_extent(node, j), size;
@@ -781,7 +790,7 @@ static void regtile_sizes(const tc_poly *p, isl_schedule_node *node, const tc_po
 		if (p->opts.nregtile) {
 			size = k > 0 ? p->opts.regtile[--k] : 1;
 		} else if (j == n - 1) {
-			size = 4 * vl;
+			size = nvec * vl;
 			if (ext > 0 && ext < vl) { /* one partial vector, 6 rows */
 				size = vl;
 				rows = 6;

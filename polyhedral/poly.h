@@ -102,6 +102,11 @@ typedef struct tc_poly_opts {
 	int regtile_auto;              /* nregtile 0: choose them for contractions */
 	int unroll;                    /* unroll the register tile's outer point loops */
 	tc_poly_fusion fusion;         /* how the isl scheduler fuses statements */
+	int vector;                    /* lanes of the innermost loops' vectors
+					* (llvm.loop.vectorize.width); 0: LLVM
+					* chooses, 1: no vectorisation */
+	int unroll_inner;              /* vector iterations per trip of the
+					* innermost loops; 0: LLVM chooses */
 } tc_poly_opts;
 
 typedef struct tc_poly {

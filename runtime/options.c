@@ -42,6 +42,10 @@ static const opt_def opt_table[] = {
 		"register tile sizes for the parallel members of a contraction's innermost band, innermost (vectorised) last; the reduction runs inside the tile with its partial sums in registers (auto: up to 4 vectors per row and 24 accumulators, rows from the member whose rows share the most loads)"},
 	{"unroll", TC_OPT_ENUM, "on|off", "on",
 		"fully unroll the register tile's point loops but the innermost (at most 32 copies)"},
+	{"unroll_inner", TC_OPT_ENUM, "auto|1|2|4|8", "auto",
+		"vector iterations (scalar ones with vector=1) per trip of each innermost loop: the loop vectoriser's interleave count, each copy with its own partial sums where a reduction may be reordered, at most the vectors a loop of constant length holds (with vector=1 the unroller's count); the register tile's automatic rows get that many vectors (auto: LLVM chooses, rows of 4 vectors)"},
+	{"vector", TC_OPT_ENUM, "auto|1|2|4|8|16|32|64", "auto",
+		"lanes of the vectors of each innermost loop (llvm.loop.vectorize.width; auto: LLVM's cost model chooses, up to a 512-bit register; 1: no vector instructions, neither loop nor SLP vectorisation); a loop of constant length gets at most its length, and the register tile's automatic sizes count vectors of this many lanes (at most a register's)"},
 	{"fastmath", TC_OPT_ENUM, "off|on", "off",
 		"trade bit-identical results for speed: contract=on, float sums and products reassociated (reductions vectorise in any order), min/max assume no NaN operands (a NaN gives an unspecified result) and either zero of a tie, arcp (a / b may become a * (1 / b))"},
 	{"vecreduce", TC_OPT_ENUM, "on|off", "on",
@@ -442,6 +446,13 @@ static int size_list(const char *s, int64_t *out)
 	return n;
 }
 
+/* An option whose words are auto and counts: the count, 0 for auto. */
+static int count_or_auto(const tc_options *o, const char *name)
+{
+	const char *v = tc_options_get(o, name);
+	return strcmp(v, "auto") ? atoi(v) : 0;
+}
+
 void tc_rt_poly_opts(const tc_options *o, tc_poly_opts *out)
 {
 	const char *tile = tc_options_get(o, "tile"), *reg = tc_options_get(o, "regtile");
@@ -454,6 +465,8 @@ void tc_rt_poly_opts(const tc_options *o, tc_poly_opts *out)
 	out->parallel = !strcmp(tc_options_get(o, "parallel"), "off") ? 0
 		: !strcmp(tc_options_get(o, "parallel"), "on") ? 1 : 2;
 	out->unroll = strcmp(tc_options_get(o, "unroll"), "off") != 0;
+	out->unroll_inner = count_or_auto(o, "unroll_inner");
+	out->vector = count_or_auto(o, "vector");
 	out->fusion = !strcmp(tc_options_get(o, "fusion"), "min") ? TC_POLY_FUSE_MIN
 		: !strcmp(tc_options_get(o, "fusion"), "preserve3coincident")
 		? TC_POLY_FUSE_PRESERVE3COINCIDENT : TC_POLY_FUSE_MAX;

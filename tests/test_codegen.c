@@ -984,6 +984,141 @@ static void test_text_stages(void **state)
 	kernel_free(&k);
 }
 
+/* The occurrences of needle in text. */
+static int count_of(const char *text, const char *needle)
+{
+	int n = 0;
+	while (text && (text = strstr(text, needle))) {
+		n++;
+		text += strlen(needle);
+	}
+	return n;
+}
+
+/* The unoptimised LLVM IR of def k of text on a 5 x 40 input A of type t
+ * (an inner loop of 40 iterations) under vector=vector and
+ * unroll_inner=unroll (0: auto) and fastmath (0: off and vecreduce off, 1:
+ * on, 2: vecreduce on only); the caller frees it. */
+static char *loop_ir(const char *text, tc_dtype t, int vector, int unroll, int fastmath)
+{
+	kernel k;
+	tc_tensor in[1];
+	int64_t params[4];
+	tc_diags d;
+	isl_ctx *ctx = tc_poly_ctx_new();
+	tc_poly *p;
+	char *ir;
+	kernel_load(&k, text, "k");
+	memset(in, 0, sizeof(in));
+	in[0].dtype = t;
+	in[0].ndim = 2;
+	in[0].shape[0] = 5;
+	in[0].shape[1] = 40;
+	tc_diags_init(&d, NULL);
+	assert_int_equal(tc_ir_bind(k.f, in, 1, params, &d), 0);
+	p = pipeline(ctx, k.f, params, &d);
+	assert_non_null(p);
+	p->opts.vector = vector;
+	p->opts.unroll_inner = unroll;
+	p->opts.fastmath = fastmath == 1;
+	p->opts.vecreduce = fastmath != 0;
+	ir = tc_cg_llvm_text(p, TC_CG_TEXT_LLVM_RAW, &d);
+	if (!ir)
+		fail_diags(&d, "tc_cg_llvm_text");
+	tc_poly_free(p);
+	isl_ctx_free(ctx);
+	tc_diags_clear(&d);
+	kernel_free(&k);
+	return ir;
+}
+
+static char *pointwise_ir(int vector, int unroll)
+{
+	return loop_ir("def k(float(M,N) A) -> (B) { B(i,j) = A(i,j) * 2 + 1 }\n", TC_T_F32, vector,
+		unroll, 0);
+}
+
+/* The vector and unroll_inner options become llvm.loop metadata on the
+ * back edge of the innermost loop only, and none with both auto (the
+ * defaults' code is what it was before the options): vector=N asks the
+ * loop vectoriser for N lanes (at most the loop's 40 iterations: 32 for
+ * 64) and keeps LLVM's early full unrolling off the loop until it is
+ * vectorised; unroll_inner=U is the interleave count, at most the 40
+ * iterations' vectors (5 of 8 lanes; 2 of a register's 16 when LLVM
+ * chooses the width); vector=1 is width 1, the unroller's count for U and
+ * functions marked noimplicitfloat (no SLP vectorisation either).  A loop
+ * carrying a float reduction gets no width unless fastmath or vecreduce
+ * allows reordering it (float32 and float64 only). */
+static void test_loop_metadata_of_vector_options(void **state)
+{
+	static const char row_sum[] = "def k(float(M,N) A) -> (S) { S(i) +=! A(i,r_j) }\n";
+	char *ir;
+	(void)state;
+	ir = pointwise_ir(0, 0);
+	assert_null(strstr(ir, "llvm.loop"));
+	assert_null(strstr(ir, "noimplicitfloat"));
+	tc_free(ir);
+
+	ir = pointwise_ir(8, 0);
+	assert_int_equal(count_of(ir, "!llvm.loop !"), 1); /* the inner loop only */
+	assert_non_null(strstr(ir, "!{!\"llvm.loop.vectorize.enable\", i1 true}"));
+	assert_non_null(strstr(ir, "!{!\"llvm.loop.vectorize.width\", i32 8}"));
+	assert_non_null(strstr(ir, "!{!\"llvm.loop.unroll.disable\"}"));
+	assert_non_null(strstr(ir, "!{!\"llvm.loop.vectorize.followup_vectorized\", !"));
+	assert_non_null(strstr(ir, "!{!\"llvm.loop.isvectorized\", i32 1}"));
+	assert_null(strstr(ir, "llvm.loop.interleave.count"));
+	assert_non_null(strstr(ir, "= distinct !{")); /* a loop ID refers to itself */
+	tc_free(ir);
+
+	ir = pointwise_ir(64, 0);
+	assert_non_null(strstr(ir, "!{!\"llvm.loop.vectorize.width\", i32 32}"));
+	tc_free(ir);
+
+	ir = pointwise_ir(8, 8);
+	assert_non_null(strstr(ir, "!{!\"llvm.loop.vectorize.width\", i32 8}"));
+	assert_non_null(strstr(ir, "!{!\"llvm.loop.interleave.count\", i32 5}"));
+	tc_free(ir);
+
+	ir = pointwise_ir(0, 2);
+	assert_int_equal(count_of(ir, "!llvm.loop !"), 1);
+	assert_non_null(strstr(ir, "!{!\"llvm.loop.interleave.count\", i32 2}"));
+	assert_null(strstr(ir, "llvm.loop.vectorize"));
+	assert_null(strstr(ir, "llvm.loop.unroll"));
+	tc_free(ir);
+
+	ir = pointwise_ir(0, 8);
+	assert_non_null(strstr(ir, "!{!\"llvm.loop.interleave.count\", i32 2}"));
+	tc_free(ir);
+
+	ir = pointwise_ir(1, 4);
+	assert_non_null(strstr(ir, "!{!\"llvm.loop.vectorize.width\", i32 1}"));
+	assert_non_null(strstr(ir, "!{!\"llvm.loop.unroll.count\", i32 4}"));
+	assert_null(strstr(ir, "llvm.loop.interleave"));
+	assert_null(strstr(ir, "llvm.loop.vectorize.enable"));
+	assert_non_null(strstr(ir, "noimplicitfloat"));
+	tc_free(ir);
+
+	/* a loop carrying a float sum keeps LLVM's choice (a width would let
+	 * the vectoriser reorder the sum), unless fastmath or vecreduce allows
+	 * reordering; integer sums have no order */
+	ir = loop_ir(row_sum, TC_T_F32, 8, 2, 0);
+	assert_null(strstr(ir, "llvm.loop.vectorize"));
+	assert_non_null(strstr(ir, "!{!\"llvm.loop.interleave.count\", i32 2}"));
+	tc_free(ir);
+	ir = loop_ir(row_sum, TC_T_F32, 8, 0, 1);
+	assert_non_null(strstr(ir, "!{!\"llvm.loop.vectorize.width\", i32 8}"));
+	tc_free(ir);
+	ir = loop_ir(row_sum, TC_T_F32, 8, 0, 2); /* vecreduce */
+	assert_non_null(strstr(ir, "!{!\"llvm.loop.vectorize.width\", i32 8}"));
+	tc_free(ir);
+	ir = loop_ir("def k(float16(M,N) A) -> (S) { S(i) +=! A(i,r_j) }\n", TC_T_F16, 8, 0, 1);
+	assert_null(strstr(ir, "llvm.loop.vectorize")); /* float16 keeps its order */
+	tc_free(ir);
+	ir = loop_ir("def k(int32(M,N) A) -> (S) { S(i) +=! A(i,r_j) }\n", TC_T_I32, 8, 0, 0);
+	assert_non_null(strstr(ir, "!{!\"llvm.loop.vectorize.width\", i32 8}"));
+	tc_free(ir);
+}
+
 /* Two compilations of one model are distinct functions; freeing one
  * leaves the other runnable; a parametric model is refused with a
  * message. */
@@ -1114,6 +1249,7 @@ int main(void)
 		cmocka_unit_test(test_nextafter_and_fma_are_exact),
 		cmocka_unit_test(test_every_builtin_every_float_type),
 		cmocka_unit_test(test_text_stages),
+		cmocka_unit_test(test_loop_metadata_of_vector_options),
 		cmocka_unit_test(test_code_lifetime_and_errors),
 		cmocka_unit_test(test_concurrent_compilation),
 	};

@@ -16,7 +16,9 @@
  *           case's seed: order on or off, and no tiling or tile sizes of 1
  *           to 7 for up to 4 band members (so the schedule passes are
  *           checked on every kernel; the drawn options are printed on a
- *           failure).  contract=on is not drawn: the tolerances here assume
+ *           failure), unroll, fusion, pack, parallel, register tiles,
+ *           vector (auto, 1, 4, 8, 16 lanes) and unroll_inner (auto, 1,
+ *           2, 4, 8).  contract=on is not drawn: the tolerances here assume
  *           the interpreter's rounding; tests/test_options.c checks it
  *           against an FMA error bound.
  *
@@ -1950,6 +1952,8 @@ static void draw_options(uint64_t *rng, char *buf, size_t n)
 	static const int tiles[] = {1, 2, 3, 4, 5, 6, 7};
 	static const int regs[] = {1, 2, 3, 4, 6, 16, 32};
 	static const char *const fusion[] = {"max", "preserve3coincident", "min"};
+	static const char *const vectors[] = {"auto", "1", "4", "8", "16"};
+	static const char *const unrolls[] = {"auto", "1", "2", "4", "8"};
 	int len, pick;
 	len = snprintf(buf, n, "order=%s unroll=%s fusion=%s", tu_rand_int(rng, 0, 1) ? "on" : "off",
 		tu_rand_int(rng, 0, 1) ? "on" : "off", fusion[tu_rand_int(rng, 0, 2)]);
@@ -1964,13 +1968,16 @@ static void draw_options(uint64_t *rng, char *buf, size_t n)
 	pick = (int)tu_rand_int(rng, 0, 3); /* register tiles: none, auto, 1 or 2 sizes */
 	len += snprintf(buf + len, n - (size_t)len, " regtile=%s", pick == 0 ? "none" : pick == 1 ? "auto" : "");
 	if (pick > 1)
-		draw_list(rng, buf, n, len, 2, regs, 7);
+		len = draw_list(rng, buf, n, len, 2, regs, 7);
+	/* drawn last, so the draws above stay what they were */
+	len += snprintf(buf + len, n - (size_t)len, " vector=%s", vectors[tu_rand_int(rng, 0, 4)]);
+	snprintf(buf + len, n - (size_t)len, " unroll_inner=%s", unrolls[tu_rand_int(rng, 0, 4)]);
 }
 
 static int check_shape_set(const kernel_case *kc, int set)
 {
 	const int64_t *sizes = kc->sizes[set];
-	char what[256], what_t[420], sz[96], path[512];
+	char what[256], what_t[480], sz[96], path[512];
 	format_sizes(sz, sizeof(sz), sizes);
 	snprintf(what, sizeof(what), "%s sizes %s", kc->name, sz);
 	snprintf(path, sizeof(path), "%s/tests/corpus/%s.tc", TC_SOURCE_DIR, kc->file);
@@ -2017,7 +2024,7 @@ static int check_shape_set(const kernel_case *kc, int set)
 	if (ok) { /* a drawn option combination, against the C loops */
 		tu_tensor got_drawn[MAX_TENSORS];
 		int ngot_drawn = 0, ran_drawn = 0;
-		char opts[128];
+		char opts[192];
 		tc_options *o = tc_options_new();
 		draw_options(&r.rng, opts, sizeof(opts));
 		snprintf(what_t, sizeof(what_t), "%s [cpu, %s]", what, opts);

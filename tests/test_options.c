@@ -60,8 +60,8 @@ static void defaults_print_every_option(void **state)
 	tc_options *o = tc_options_new();
 	(void)state;
 	assert_non_null(o);
-	assert_string_equal(print_of(o), "target=cpu\norder=on\ncontract=off\nparallel=auto\nthreads=auto\nfusion=max\ntile=auto\nregtile=auto\nunroll=on\nfastmath=off\nvecreduce=on\nshare=on\ninline=on\nstream=auto\npack=on\n");
-	assert_string_equal(print_of(NULL), "target=cpu\norder=on\ncontract=off\nparallel=auto\nthreads=auto\nfusion=max\ntile=auto\nregtile=auto\nunroll=on\nfastmath=off\nvecreduce=on\nshare=on\ninline=on\nstream=auto\npack=on\n"); /* NULL: the defaults */
+	assert_string_equal(print_of(o), "target=cpu\norder=on\ncontract=off\nparallel=auto\nthreads=auto\nfusion=max\ntile=auto\nregtile=auto\nunroll=on\nunroll_inner=auto\nvector=auto\nfastmath=off\nvecreduce=on\nshare=on\ninline=on\nstream=auto\npack=on\n");
+	assert_string_equal(print_of(NULL), "target=cpu\norder=on\ncontract=off\nparallel=auto\nthreads=auto\nfusion=max\ntile=auto\nregtile=auto\nunroll=on\nunroll_inner=auto\nvector=auto\nfastmath=off\nvecreduce=on\nshare=on\ninline=on\nstream=auto\npack=on\n"); /* NULL: the defaults */
 	assert_string_equal(tc_options_get(NULL, "target"), "cpu");
 	assert_null(tc_options_get(o, "no_such_option"));
 	tc_options_free(o);
@@ -79,7 +79,7 @@ static void parse_print_round_trip(void **state)
 	/* and so does a set value */
 	assert_int_equal(tc_options_set(o, "target", "interp", ctx), 0);
 	snprintf(text, sizeof(text), "%s", print_of(o));
-	assert_string_equal(text, "target=interp\norder=on\ncontract=off\nparallel=auto\nthreads=auto\nfusion=max\ntile=auto\nregtile=auto\nunroll=on\nfastmath=off\nvecreduce=on\nshare=on\ninline=on\nstream=auto\npack=on\n");
+	assert_string_equal(text, "target=interp\norder=on\ncontract=off\nparallel=auto\nthreads=auto\nfusion=max\ntile=auto\nregtile=auto\nunroll=on\nunroll_inner=auto\nvector=auto\nfastmath=off\nvecreduce=on\nshare=on\ninline=on\nstream=auto\npack=on\n");
 	assert_int_equal(tc_options_parse(q, text, ctx), 0);
 	assert_string_equal(print_of(q), text);
 	assert_string_equal(tc_options_get(q, "target"), "interp");
@@ -132,7 +132,7 @@ static void errors_name_the_option_and_line(void **state)
 	tc_options *o = tc_options_new();
 	(void)state;
 	expect_parse_error(o, "target=cpu\n\nbogus=1\n",
-		"error: line 3: unknown option 'bogus' (options: target, order, contract, parallel, threads, fusion, tile, regtile, unroll, fastmath, vecreduce, share, inline, stream, pack; see tcomp options)");
+		"error: line 3: unknown option 'bogus' (options: target, order, contract, parallel, threads, fusion, tile, regtile, unroll, unroll_inner, vector, fastmath, vecreduce, share, inline, stream, pack; see tcomp options)");
 	expect_parse_error(o, "\ntarget=gpu",
 		"line 2: option 'target' cannot be 'gpu' (allowed: cpu|interp)");
 	expect_parse_error(o, "target=", "line 1: option 'target' has no value (allowed: cpu|interp)");
@@ -161,7 +161,7 @@ static void errors_name_the_option_and_line(void **state)
 	/* tc_options_set says the same things, without a line */
 	assert_int_equal(tc_options_set(o, "bogus", "1", ctx), -1);
 	assert_non_null(strstr(tc_context_error(ctx),
-		"error: unknown option 'bogus' (options: target, order, contract, parallel, threads, fusion, tile, regtile, unroll, fastmath, vecreduce, share, inline, stream, pack; see tcomp options)"));
+		"error: unknown option 'bogus' (options: target, order, contract, parallel, threads, fusion, tile, regtile, unroll, unroll_inner, vector, fastmath, vecreduce, share, inline, stream, pack; see tcomp options)"));
 	assert_int_equal(tc_options_set(o, "target", "", ctx), -1);
 	assert_non_null(strstr(tc_context_error(ctx), "option 'target' has no value"));
 	assert_null(strstr(tc_context_error(ctx), "line"));
@@ -176,14 +176,14 @@ static void failed_parse_leaves_options_unchanged(void **state)
 	/* the first pair is good and would change target; the second is not */
 	expect_parse_error(o, "target=cpu\nbogus=1\n", "line 2: unknown option 'bogus'");
 	assert_string_equal(tc_options_get(o, "target"), "interp");
-	assert_string_equal(print_of(o), "target=interp\norder=on\ncontract=off\nparallel=auto\nthreads=auto\nfusion=max\ntile=auto\nregtile=auto\nunroll=on\nfastmath=off\nvecreduce=on\nshare=on\ninline=on\nstream=auto\npack=on\n");
+	assert_string_equal(print_of(o), "target=interp\norder=on\ncontract=off\nparallel=auto\nthreads=auto\nfusion=max\ntile=auto\nregtile=auto\nunroll=on\nunroll_inner=auto\nvector=auto\nfastmath=off\nvecreduce=on\nshare=on\ninline=on\nstream=auto\npack=on\n");
 	expect_parse_error(o, "target=cpu;target=gpu", "cannot be 'gpu'");
 	assert_string_equal(tc_options_get(o, "target"), "interp");
 	/* on defaults too */
 	tc_options_free(o);
 	o = tc_options_new();
 	expect_parse_error(o, "target=interp\ntarget", "line 2: expected NAME=VALUE");
-	assert_string_equal(print_of(o), "target=cpu\norder=on\ncontract=off\nparallel=auto\nthreads=auto\nfusion=max\ntile=auto\nregtile=auto\nunroll=on\nfastmath=off\nvecreduce=on\nshare=on\ninline=on\nstream=auto\npack=on\n");
+	assert_string_equal(print_of(o), "target=cpu\norder=on\ncontract=off\nparallel=auto\nthreads=auto\nfusion=max\ntile=auto\nregtile=auto\nunroll=on\nunroll_inner=auto\nvector=auto\nfastmath=off\nvecreduce=on\nshare=on\ninline=on\nstream=auto\npack=on\n");
 	tc_options_free(o);
 }
 
@@ -329,7 +329,7 @@ static void schedule_options(void **state)
 	(void)state;
 	assert_non_null(o);
 	assert_int_equal(tc_options_parse(o, "order=off tile=32,008,1", ctx), 0);
-	assert_string_equal(print_of(o), "target=cpu\norder=off\ncontract=off\nparallel=auto\nthreads=auto\nfusion=max\ntile=32,8,1\nregtile=auto\nunroll=on\nfastmath=off\nvecreduce=on\nshare=on\ninline=on\nstream=auto\npack=on\n");
+	assert_string_equal(print_of(o), "target=cpu\norder=off\ncontract=off\nparallel=auto\nthreads=auto\nfusion=max\ntile=32,8,1\nregtile=auto\nunroll=on\nunroll_inner=auto\nvector=auto\nfastmath=off\nvecreduce=on\nshare=on\ninline=on\nstream=auto\npack=on\n");
 	assert_int_equal(tc_options_parse(o, "regtile=6,064 unroll=off", ctx), 0);
 	assert_string_equal(tc_options_get(o, "regtile"), "6,64");
 	assert_string_equal(tc_options_get(o, "unroll"), "off");
@@ -994,6 +994,139 @@ static void conv2d_merged_bands(void **state)
 	tc_module_free(m);
 }
 
+/* The assembly of kernel "k" of m compiled with options text opts. */
+static char *asm_with(tc_module *m, const DLTensor *const *in, int nin, const char *opts)
+{
+	tc_options *o = tc_options_new();
+	tc_kernel *k;
+	char *text;
+	assert_int_equal(tc_options_parse(o, opts, ctx), 0);
+	k = tc_compile(m, "k", in, nin, o);
+	if (!k)
+		fail_msg("%s: %s", opts, tc_context_error(ctx));
+	text = tc_kernel_emit(k, "asm");
+	assert_non_null(text);
+	tc_kernel_free(k);
+	tc_options_free(o);
+	return text;
+}
+
+/* Lines of packed float32 multiplies on register kind reg ("" any). */
+static int packed_muls(const char *text, const char *reg)
+{
+	return count_lines_with(text, "mulps", reg);
+}
+
+/* vector and unroll_inner: with vecreduce off every value gives the
+ * interpreter's results bit for bit (contract off too: neither option may
+ * reorder a float operation) for a pointwise kernel of 1000 elements
+ * (vector remainders), a matmul with partial register tiles and a row sum
+ * (an in-order float reduction, which must not get a width); with
+ * vecreduce on (the default) the row sum is vectorised and stays within
+ * float32 rounding of the interpreter's; and the assembly has the width
+ * asked for:
+ * vector=1 no vector register at all (not even the SLP vectoriser's
+ * packing of the register tile's rows), vector=4 packed multiplies on xmm
+ * only, vector=8 on ymm (AVX2 hosts), vector=16 on zmm (AVX-512 hosts). */
+static void vector_and_unroll_inner_options(void **state)
+{
+	enum { N = 1000, M = 37, K = 53, P = 70 };
+	static float x[N], y[N], z[2][N], a[M * K], b[K * P], c[2][M * P], s[2][M];
+	static const char *const opts[] = {"vector=1", "vector=2", "vector=4", "vector=8",
+		"vector=16", "vector=64", "unroll_inner=1", "unroll_inner=2", "unroll_inner=8",
+		"vector=8 unroll_inner=4", "vector=4 unroll_inner=8", "vector=1 unroll_inner=2",
+		"vector=16 unroll_inner=2 parallel=on", "vector=8 regtile=3,24 unroll=off"};
+	int64_t sx[1] = {N}, sa[2] = {M, K}, sb[2] = {K, P}, sc[2] = {M, P}, ss[1] = {M};
+	DLTensor X = {x, {kDLCPU, 0}, 1, {kDLFloat, 32, 1}, sx, NULL, 0};
+	DLTensor Y = {y, {kDLCPU, 0}, 1, {kDLFloat, 32, 1}, sx, NULL, 0};
+	DLTensor A = {a, {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, sa, NULL, 0};
+	DLTensor B = {b, {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, sb, NULL, 0};
+	DLTensor Z[2], C[2], S[2];
+	const DLTensor *pin[2] = {&X, &Y}, *min[2] = {&A, &B}, *sin_[1] = {&A};
+	tc_module *pw, *mm, *rs;
+	uint64_t r = 21;
+	size_t i, v;
+	char *text;
+	(void)state;
+	for (i = 0; i < N; i++) {
+		x[i] = (float)tu_rand_unit(&r) * 4 - 2;
+		y[i] = (float)tu_rand_unit(&r) * 4 - 2;
+	}
+	for (i = 0; i < M * K; i++)
+		a[i] = (float)tu_rand_unit(&r) * 2 - 1;
+	for (i = 0; i < K * P; i++)
+		b[i] = (float)tu_rand_unit(&r) * 2 - 1;
+	pw = tc_module_parse(ctx, "def k(float(N) X, float(N) Y) -> (Z) { Z(i) = X(i) * Y(i) + X(i) }\n",
+		"pw.tc");
+	mm = tc_module_parse(ctx, "def k(float(M,K) A, float(K,N) B) -> (C) {\n"
+				  "  C(m,n) +=! A(m,r_k) * B(r_k,n)\n}\n", "mm.tc");
+	rs = tc_module_parse(ctx, "def k(float(M,K) A) -> (S) { S(m) +=! A(m,r_k) }\n", "rs.tc");
+	assert_true(pw && mm && rs);
+	for (v = 0; v < 2; v++) {
+		Z[v] = (DLTensor){z[v], {kDLCPU, 0}, 1, {kDLFloat, 32, 1}, sx, NULL, 0};
+		C[v] = (DLTensor){c[v], {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, sc, NULL, 0};
+		S[v] = (DLTensor){s[v], {kDLCPU, 0}, 1, {kDLFloat, 32, 1}, ss, NULL, 0};
+	}
+	run_with(pw, pin, 2, &Z[1], "target=interp", NULL);
+	run_with(mm, min, 2, &C[1], "target=interp", NULL);
+	run_with(rs, sin_, 1, &S[1], "target=interp", NULL);
+	for (v = 0; v < sizeof(opts) / sizeof(opts[0]); v++) {
+		char text[128];
+		snprintf(text, sizeof(text), "%s vecreduce=off", opts[v]);
+		run_with(rs, sin_, 1, &S[0], opts[v], NULL); /* vecreduce on */
+		for (i = 0; i < M; i++)
+			if (!(fabsf(s[0][i] - s[1][i]) <= 1e-5f * (fabsf(s[1][i]) + 1)))
+				fail_msg("%s: row sum S[%zu] = %a, the interpreter's %a", opts[v], i,
+					(double)s[0][i], (double)s[1][i]);
+		run_with(pw, pin, 2, &Z[0], text, NULL);
+		run_with(mm, min, 2, &C[0], text, NULL);
+		run_with(rs, sin_, 1, &S[0], text, NULL);
+		for (i = 0; i < N; i++)
+			if (memcmp(&z[0][i], &z[1][i], sizeof(float)))
+				fail_msg("%s: pointwise Z[%zu] = %a, the interpreter's %a", text, i,
+					(double)z[0][i], (double)z[1][i]);
+		for (i = 0; i < M * P; i++)
+			if (memcmp(&c[0][i], &c[1][i], sizeof(float)))
+				fail_msg("%s: matmul C[%zu] = %a, the interpreter's %a", text, i,
+					(double)c[0][i], (double)c[1][i]);
+		for (i = 0; i < M; i++)
+			if (memcmp(&s[0][i], &s[1][i], sizeof(float)))
+				fail_msg("%s: row sum S[%zu] = %a, the interpreter's %a", text, i,
+					(double)s[0][i], (double)s[1][i]);
+	}
+
+	text = asm_with(pw, pin, 2, "vector=1");
+	assert_int_equal(packed_muls(text, ""), 0);
+	assert_int_equal(count_lines_with(text, "ymm", ""), 0);
+	assert_int_equal(count_lines_with(text, "zmm", ""), 0);
+	tc_string_free(text);
+	text = asm_with(mm, min, 2, "vector=1");
+	assert_int_equal(packed_muls(text, ""), 0);
+	tc_string_free(text);
+	text = asm_with(pw, pin, 2, "vector=4");
+	assert_true(packed_muls(text, "xmm") > 0);
+	assert_int_equal(packed_muls(text, "ymm") + packed_muls(text, "zmm"), 0);
+	tc_string_free(text);
+	if (__builtin_cpu_supports("avx2")) {
+		text = asm_with(pw, pin, 2, "vector=8");
+		assert_true(packed_muls(text, "ymm") > 0);
+		assert_int_equal(packed_muls(text, "zmm"), 0);
+		tc_string_free(text);
+		text = asm_with(mm, min, 2, "vector=8");
+		assert_true(packed_muls(text, "ymm") >= 24); /* the register tile's 6 x 4 */
+		assert_int_equal(packed_muls(text, "zmm"), 0);
+		tc_string_free(text);
+	}
+	if (__builtin_cpu_supports("avx512f")) {
+		text = asm_with(pw, pin, 2, "vector=16");
+		assert_true(packed_muls(text, "zmm") > 0);
+		tc_string_free(text);
+	}
+	tc_module_free(pw);
+	tc_module_free(mm);
+	tc_module_free(rs);
+}
+
 /* The distance in units in the last place between floats a and b of the
  * same sign. */
 static int64_t ulps(float a, float b)
@@ -1198,6 +1331,7 @@ int main(void)
 		cmocka_unit_test(streaming_stores),
 		cmocka_unit_test(conv2d_merged_bands),
 		cmocka_unit_test(inline_exp_and_vector_reductions),
+		cmocka_unit_test(vector_and_unroll_inner_options),
 		cmocka_unit_test(schedule_options),
 		cmocka_unit_test(contract_option),
 		cmocka_unit_test(defaults_print_every_option),

@@ -96,6 +96,12 @@ static void space_is_read_from_the_option_table(void **state)
 	tc_buf_free(&b);
 	thr = find_dim(s, "threads");
 	assert_int_equal(s->d[thr].count, 3); /* auto, 1, 2 */
+	/* enum options are searched through their words: vector's lanes and
+	 * unroll_inner's counts, auto (LLVM's choice) included */
+	assert_true(s->d[find_dim(s, "vector")].searched);
+	assert_int_equal(s->d[find_dim(s, "vector")].count, 8); /* auto, 1, 2, ..., 64 */
+	assert_true(s->d[find_dim(s, "unroll_inner")].searched);
+	assert_int_equal(s->d[find_dim(s, "unroll_inner")].count, 5); /* auto, 1, 2, 4, 8 */
 	/* the defaults' genome prints as the defaults */
 	g = calloc((size_t)s->n, sizeof(int64_t));
 	assert_int_equal(tc_tune_space_genome(s, NULL, g), 0);
