@@ -1106,6 +1106,7 @@ static void cli_autotune_prints_the_best_options(void **state)
 	const char *args = "autotune examples/matmul.tc -e matmul --shape A=32x32 --shape B=32x32 "
 		"--generations 2 --population 3 --seed 5 --no-cache --timeout 1 --runs 2 "
 		"--min-time 0.001 --threads 1 --jobs 2 --final-rounds 2 --final-time 0.001 "
+		"--cutoff 1000000 "
 		"--final-warmup 0.001";
 	char cmd[1024];
 	const char *p1, *p2;

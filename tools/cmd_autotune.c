@@ -16,6 +16,7 @@ static const char *const autotune_usage =
 	"                      [--population P] [--elites E] [--mutation RATE] [--threads N]\n"
 	"                      [--jobs J]\n"
 	"                      [--timeout S] [--seed N] [--runs R] [--min-time S]\n"
+	"                      [--cutoff X]\n"
 	"                      [--final-candidates K] [--final-rounds R]\n"
 	"                      [--final-time S] [--final-warmup S]\n"
 	"                      [--cache PATH | --no-cache] [--options FILE]\n"
@@ -66,6 +67,9 @@ static const char *const autotune_usage =
 	"                      from the clock): the same seed makes the same choices\n"
 	"  --runs R            at least R timed runs per candidate (default 5) ...\n"
 	"  --min-time S        ... taking at least S seconds in all (default 0.1)\n"
+	"  --cutoff X          a candidate more than X times slower than the best so\n"
+	"                      far is cut short, and only those within X times the\n"
+	"                      defaults go to the final stage (X >= 1; default 3)\n"
 	"  --final-candidates K  configurations of the search re-timed with the\n"
 	"                      defaults in the final stage (default 3; 0: no final\n"
 	"                      stage, the search's best is printed)\n"
@@ -291,7 +295,14 @@ int cmd_autotune(int argc, char **argv)
 			set.final_time_s = parse_seconds(a, argv[++i]);
 		else if (!strcmp(a, "--final-warmup") && more)
 			set.final_warmup_s = parse_seconds(a, argv[++i]);
-		else if (!strcmp(a, "--mutation") && more) {
+		else if (!strcmp(a, "--cutoff") && more) {
+			char *end;
+			const char *s = argv[++i];
+			set.cutoff = strtod(s, &end);
+			if (end == s || *end || !(set.cutoff >= 1 && set.cutoff <= 1e9))
+				die_usage(autotune_usage, "--cutoff needs a factor of at least 1 but found '%s'",
+					s);
+		} else if (!strcmp(a, "--mutation") && more) {
 			char *end;
 			const char *s = argv[++i];
 			set.mutation_rate = strtod(s, &end);
