@@ -8,6 +8,13 @@
  * pool is busy (another thread's kernel) runs it on its own thread, so runs
  * from several threads never wait for each other or deadlock.
  *
+ * Waking a sleeping thread through a condition variable takes tens of
+ * microseconds on this kind of machine, as long as a small kernel's whole
+ * parallel loop, so both sides spin first: a worker polls for the next job
+ * for up to SPIN_NS after finishing one (kernels called in a loop find
+ * their workers awake), and the calling thread polls for the workers' end
+ * of the job for as long, before either sleeps on its condition variable.
+ *
  * fork(): a child process has only the thread that forked, so a handler
  * registered with pthread_atfork (when the first worker starts) makes the
  * child forget the parent's workers and start its own on first use; the
@@ -18,9 +25,11 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <time.h>
 #include <unistd.h>
 
 #define MAX_WORKERS 255
+#define SPIN_NS 200000 /* how long a thread polls before it sleeps */
 
 typedef struct job {
 	tc_rt_loop_body body;
@@ -28,7 +37,7 @@ typedef struct job {
 	int64_t count, lo, step, chunk;
 	atomic_int_fast64_t next;
 	int nworkers;  /* workers taking part */
-	int remaining; /* of them, not yet finished */
+	atomic_int remaining; /* of them, not yet finished */
 } job;
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -36,7 +45,7 @@ static pthread_cond_t work = PTHREAD_COND_INITIALIZER, done = PTHREAD_COND_INITI
 static pthread_t workers[MAX_WORKERS];
 static int nworkers;
 static int busy;
-static uint64_t generation;
+static atomic_uint_fast64_t generation; /* changed under the lock; polled without */
 static job current;
 static _Thread_local int wanted; /* threads for this thread's kernel runs; 0: all */
 
@@ -48,22 +57,59 @@ static void run_chunks(job *j)
 			j->step);
 }
 
+static int64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#endif
+}
+
+/* Poll until *v differs from old (or, with equal, equals it) for up to
+ * SPIN_NS; whether it did. */
+static int spin_until(const atomic_uint_fast64_t *v, uint64_t old)
+{
+	int64_t start = 0;
+	int i;
+	for (;;) {
+		for (i = 0; i < 256; i++) {
+			if (atomic_load_explicit(v, memory_order_acquire) != old)
+				return 1;
+			cpu_relax();
+		}
+		if (!start)
+			start = now_ns();
+		else if (now_ns() - start > SPIN_NS)
+			return 0;
+	}
+}
+
 static void *worker(void *arg)
 {
 	int index = (int)(intptr_t)arg;
 	uint64_t seen = 0;
-	pthread_mutex_lock(&lock);
 	for (;;) {
-		while (generation == seen)
+		spin_until(&generation, seen); /* the next job, often right away */
+		pthread_mutex_lock(&lock);
+		while (atomic_load(&generation) == seen)
 			pthread_cond_wait(&work, &lock);
-		seen = generation;
-		if (index >= current.nworkers)
+		seen = atomic_load(&generation);
+		if (index >= current.nworkers) {
+			pthread_mutex_unlock(&lock);
 			continue; /* not needed for this job */
+		}
 		pthread_mutex_unlock(&lock);
 		run_chunks(&current);
 		pthread_mutex_lock(&lock);
-		if (--current.remaining == 0)
+		if (atomic_fetch_sub(&current.remaining, 1) == 1)
 			pthread_cond_signal(&done);
+		pthread_mutex_unlock(&lock);
 	}
 	return NULL;
 }
@@ -140,13 +186,19 @@ void tc_rt_parallel_for(tc_rt_loop_body body, void *const *tensors, int64_t coun
 		current.chunk = 1;
 	atomic_store(&current.next, 0);
 	current.nworkers = helpers;
-	current.remaining = helpers;
-	generation++;
+	atomic_store(&current.remaining, helpers);
+	atomic_fetch_add(&generation, 1);
 	pthread_cond_broadcast(&work);
 	pthread_mutex_unlock(&lock);
 	run_chunks(&current);
+	{ /* the workers' end, polled for a while first */
+		int64_t start = now_ns();
+		while (atomic_load_explicit(&current.remaining, memory_order_acquire) > 0 &&
+			now_ns() - start < SPIN_NS)
+			cpu_relax();
+	}
 	pthread_mutex_lock(&lock);
-	while (current.remaining > 0)
+	while (atomic_load(&current.remaining) > 0)
 		pthread_cond_wait(&done, &lock);
 	busy = 0;
 	pthread_mutex_unlock(&lock);
