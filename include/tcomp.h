@@ -146,7 +146,7 @@ int tc_module_hash(tc_module *m, const char *entry, char out[17]);
  *                         run time (default auto)
  *   parallel auto|on|off  run the outermost parallel loop of each loop
  *                         nest on tcomp's thread pool (default auto: only
- *                         nests of at least 262144 statement instances)
+ *                         nests of at least 32768 statement instances)
  *   threads  auto|N       threads for those loops (default auto: the
  *                         context's setting, tc_context_set_threads, which
  *                         defaults to one per online CPU)

@@ -1001,9 +1001,11 @@ tc_stat tc_poly_pass_regtile(tc_poly *p, tc_diags *d)
 }
 
 /* Loop nests with fewer statement instances than this run on the calling
- * thread: waking the pool costs more than it saves (fcrelu 128x128x10,
- * 166k instances: 0.020 ms on one thread, 0.028 ms on two). */
-#define PARALLEL_MIN_INSTANCES 262144.0
+ * thread: handing the work out costs more than it saves.  (262144 while the
+ * pool's workers slept between jobs: a wake-up cost as much as fcrelu
+ * 128x128x10's whole run; with polling workers, fcrelu 784's weight copy,
+ * 100k instances, gains from two threads.) */
+#define PARALLEL_MIN_INSTANCES 32768.0
 
 static isl_stat count_box_cb(isl_set *set, void *user)
 {

@@ -31,7 +31,7 @@ static const opt_def opt_table[] = {
 	{"contract", TC_OPT_ENUM, "off|on", "off",
 		"let float32/float64 multiplies and adds fuse into FMAs (faster; results then differ from the interpreter's by rounding)"},
 	{"parallel", TC_OPT_ENUM, "auto|on|off", "auto",
-		"run the outermost parallel loop of each loop nest on tcomp's thread pool (auto: only nests of at least 262144 statement instances, below which waking the pool costs more than it saves)"},
+		"run the outermost parallel loop of each loop nest on tcomp's thread pool (auto: only nests of at least 32768 statement instances, below which handing out the work costs more than it saves)"},
 	{"threads", TC_OPT_INT, "auto|1..256", "auto",
 		"how many threads run parallel loops (auto: one per online CPU)"},
 	{"fusion", TC_OPT_ENUM, "max|preserve3coincident|min", "max",
