@@ -814,23 +814,28 @@ static LLVMValueRef arith(cg *g, tc_ir_op op, tc_dtype t, LLVMValueRef a, LLVMVa
  * leave open.  (glibc's x86-64 fmin returns the second operand of a tie,
  * but GCC may swap the operands of that commutative builtin, so the
  * interpreter's choice depends on how it was compiled.) */
+/* llvm.maxnum/minnum of floats a and b with either zero of a tie and no
+ * NaN operands assumed (what LLVM's vectoriser needs for min/max
+ * reductions). */
+static LLVMValueRef nnan_minmax(cg *g, LLVMValueRef a, LLVMValueRef b, int is_max)
+{
+	LLVMValueRef c, args[2];
+	LLVMTypeRef ty = LLVMTypeOf(a);
+	args[0] = a;
+	args[1] = b;
+	c = call_intrinsic(g, is_max ? "llvm.maxnum" : "llvm.minnum", &ty, 1, args, 2);
+	if (c)
+		LLVMSetFastMathFlags(c, LLVMFastMathNoSignedZeros | LLVMFastMathNoNaNs);
+	return c;
+}
+
 static LLVMValueRef minmax(cg *g, tc_dtype t, LLVMValueRef a, LLVMValueRef b, int is_max)
 {
 	LLVMValueRef c;
 	if (!a || !b)
 		return NULL;
-	if (tc_dtype_is_float(t) && t != TC_T_F16 && g->p->opts.fastmath) {
-		/* either zero of a tie, and no NaN operands assumed (what
-		 * LLVM's vectoriser needs for min/max reductions) */
-		LLVMValueRef args[2];
-		LLVMTypeRef ty = LLVMTypeOf(a);
-		args[0] = a;
-		args[1] = b;
-		c = call_intrinsic(g, is_max ? "llvm.maxnum" : "llvm.minnum", &ty, 1, args, 2);
-		if (c)
-			LLVMSetFastMathFlags(c, LLVMFastMathNoSignedZeros | LLVMFastMathNoNaNs);
-		return c;
-	}
+	if (tc_dtype_is_float(t) && t != TC_T_F16 && g->p->opts.fastmath)
+		return nnan_minmax(g, a, b, is_max);
 	if (tc_dtype_is_float(t)) {
 		c = LLVMBuildFCmp(g->B, is_max ? LLVMRealOGE : LLVMRealOLE, a, b, "");
 		c = LLVMBuildOr(g->B, c, LLVMBuildFCmp(g->B, LLVMRealUNO, b, b, ""), "");
@@ -1325,8 +1330,7 @@ static LLVMValueRef reduce(cg *g, tc_red red, tc_dtype t, LLVMValueRef acc, LLVM
 	int init)
 {
 	int vec = g->p->opts.vecreduce && !g->ordered && (t == TC_T_F32 || t == TC_T_F64);
-	LLVMValueRef r, args[2];
-	LLVMTypeRef ty;
+	LLVMValueRef r;
 	switch (red) {
 	case TC_RED_ADD:
 	case TC_RED_MUL:
@@ -1338,14 +1342,8 @@ static LLVMValueRef reduce(cg *g, tc_red red, tc_dtype t, LLVMValueRef acc, LLVM
 	case TC_RED_MAX:
 		if (!vec || !init || g->p->opts.fastmath || !acc || !v)
 			return minmax(g, t, acc, v, red == TC_RED_MAX);
-		args[0] = acc;
-		args[1] = LLVMBuildSelect(g->B, LLVMBuildFCmp(g->B, LLVMRealUNO, v, v, ""),
-			identity(g, red, t), v, "");
-		ty = LLVMTypeOf(acc);
-		r = call_intrinsic(g, red == TC_RED_MAX ? "llvm.maxnum" : "llvm.minnum", &ty, 1, args, 2);
-		if (r)
-			LLVMSetFastMathFlags(r, LLVMFastMathNoSignedZeros | LLVMFastMathNoNaNs);
-		return r;
+		return nnan_minmax(g, acc, LLVMBuildSelect(g->B, LLVMBuildFCmp(g->B, LLVMRealUNO, v, v, ""),
+			identity(g, red, t), v, ""), red == TC_RED_MAX);
 	default: return v;
 	}
 }
@@ -1809,6 +1807,14 @@ static void if_node(cg *g, isl_ast_node *n)
 
 static void add_string_attr(cg *g, LLVMValueRef f, const char *k, const char *v);
 
+/* Pointer k of the tensor array arr (tensors, then the error record and
+ * the pool's parallel_for), loaded with builder b. */
+static LLVMValueRef array_slot(cg *g, LLVMBuilderRef b, LLVMValueRef arr, int k, const char *name)
+{
+	LLVMValueRef ix = i64c(g, k);
+	return LLVMBuildLoad2(b, g->ptr, LLVMBuildInBoundsGEP2(b, g->ptr, arr, &ix, 1, ""), name);
+}
+
 /* ---- streaming stores ----
  *
  * An output written once per element by a single assignment and larger
@@ -1908,9 +1914,7 @@ static void kernel_body(cg *g, isl_ast_node *ast)
 	memcpy(plain, g->base, (size_t)f->ntensors * sizeof(*plain));
 	for (t = 0; t < f->ntensors; t++)
 		if (g->streamed[t]) { /* the pointer again, known aligned here */
-			LLVMValueRef ix = i64c(g, t);
-			LLVMValueRef slot = LLVMBuildInBoundsGEP2(g->B, g->ptr, g->tensors, &ix, 1, "");
-			g->base[t] = LLVMBuildLoad2(g->B, g->ptr, slot, f->tensors[t].name);
+			g->base[t] = array_slot(g, g->B, g->tensors, t, f->tensors[t].name);
 			align_64(g, g->base[t]);
 		}
 	g->stream = 1;
@@ -1972,18 +1976,13 @@ static void mark_streaming_stores(LLVMModuleRef M)
 static void load_pointers(cg *g, LLVMValueRef arg)
 {
 	const tc_ir_func *f = g->p->f;
-	LLVMValueRef ix, slot;
 	int t;
 	for (t = 0; t < f->ntensors; t++) {
-		ix = i64c(g, t);
-		slot = LLVMBuildInBoundsGEP2(g->A, g->ptr, arg, &ix, 1, "");
-		g->base[t] = LLVMBuildLoad2(g->A, g->ptr, slot, f->tensors[t].name);
+		g->base[t] = array_slot(g, g->A, arg, t, f->tensors[t].name);
 		if (g->stream && g->streamed[t])
 			align_64(g, g->base[t]);
 	}
-	ix = i64c(g, f->ntensors); /* the error record follows the tensors */
-	slot = LLVMBuildInBoundsGEP2(g->A, g->ptr, arg, &ix, 1, "");
-	g->err = LLVMBuildLoad2(g->A, g->ptr, slot, "err");
+	g->err = array_slot(g, g->A, arg, f->ntensors, "err"); /* after the tensors */
 	g->tensors = arg;
 }
 
@@ -2129,10 +2128,8 @@ static int parallel_loop(cg *g, isl_ast_node *n)
 
 	/* the call: parallel_for(body, tensors, count, lo, step) */
 	{
-		LLVMValueRef ix = i64c(g, g->p->f->ntensors + 1);
-		LLVMValueRef pslot = LLVMBuildInBoundsGEP2(g->B, g->ptr, g->tensors, &ix, 1, "");
 		LLVMTypeRef pp[5] = {g->ptr, g->ptr, g->i64, g->i64, g->i64};
-		pf = LLVMBuildLoad2(g->B, g->ptr, pslot, "parallel_for");
+		pf = array_slot(g, g->B, g->tensors, g->p->f->ntensors + 1, "parallel_for");
 		pty = LLVMFunctionType(g->vd, pp, 5, 0);
 		args[0] = fn;
 		args[1] = g->tensors;

@@ -31,19 +31,9 @@
  *   when the value is recomputed). */
 #include "ir.h"
 
-#include "../lang/sexpr.h"
-
 #include <string.h>
 
 #define MAX_OPS 4
-
-/* The index variable a subscript is (an index, possibly widened), or -1. */
-static int plain_var(const tc_ir_expr *e)
-{
-	while (e->op == TC_OP_CAST)
-		e = e->args[0];
-	return e->op == TC_OP_INDEX ? e->id : -1;
-}
 
 /* Operations in e; -1 when it calls a builtin or reads tensor t. */
 static int ops(const tc_ir_expr *e, int t)
@@ -75,18 +65,6 @@ static int ops(const tc_ir_expr *e, int t)
 	return n;
 }
 
-/* Whether e reads tensor t (anywhere, subscripts included). */
-static int reads(const tc_ir_expr *e, int t)
-{
-	int k;
-	if (e->op == TC_OP_READ && e->id == t)
-		return 1;
-	for (k = 0; k < e->nargs; k++)
-		if (reads(e->args[k], t))
-			return 1;
-	return 0;
-}
-
 /* Whether every read of t in e (of statement s) has distinct plain index
  * subscripts that cover all of s's index variables. */
 static int reads_ok(const tc_ir_stmt *s, const tc_ir_expr *e, int t)
@@ -97,7 +75,7 @@ static int reads_ok(const tc_ir_stmt *s, const tc_ir_expr *e, int t)
 		if (s->nvars > 64 || e->nargs > s->nvars)
 			return 0;
 		for (k = 0; k < e->nargs; k++) {
-			int v = plain_var(e->args[k]);
+			int v = tc_ir_plain_var(e->args[k]);
 			if (v < 0 || v >= s->nvars || seen[v])
 				return 0;
 			seen[v] = 1;
@@ -113,25 +91,6 @@ static int reads_ok(const tc_ir_stmt *s, const tc_ir_expr *e, int t)
 	return 1;
 }
 
-/* Whether statement s covers the whole extent of its tensor: every index
- * runs from 0 to the extent, at the bound sizes params. */
-static int whole_extent(const tc_ir_func *f, const tc_ir_stmt *s, const int64_t *params)
-{
-	const tc_ir_tensor *t = &f->tensors[s->tensor];
-	int k;
-	if (s->nvars != s->nlhs || s->nlhs != t->ndim)
-		return 0;
-	for (k = 0; k < s->nlhs; k++) {
-		int64_t lo, hi, ext;
-		if (tc_sx_has_var(s->vars[k].lo) || tc_sx_has_var(s->vars[k].hi) ||
-			tc_sx_eval(s->vars[k].lo, params, NULL, &lo) < 0 ||
-			tc_sx_eval(s->vars[k].hi, params, NULL, &hi) < 0 ||
-			tc_sx_eval(t->ext[k], params, NULL, &ext) < 0 || lo != 0 || hi != ext)
-			return 0;
-	}
-	return 1;
-}
-
 /* The statement defining temporary t if it can be inlined (see the top of
  * the file), or -1. */
 static int inlinable(const tc_ir_func *f, int t, const int64_t *params)
@@ -144,7 +103,7 @@ static int inlinable(const tc_ir_func *f, int t, const int64_t *params)
 				return -1;
 			def = i;
 		}
-		if (reads(s->rhs, t)) {
+		if (tc_ir_reads(s->rhs, t)) {
 			if (def < 0 || def == i || !reads_ok(s, s->rhs, t))
 				return -1;
 			last = i;
@@ -156,10 +115,10 @@ static int inlinable(const tc_ir_func *f, int t, const int64_t *params)
 		const tc_ir_stmt *s = &f->stmts[def];
 		int n = ops(s->rhs, t);
 		if (s->red != TC_RED_ASSIGN || s->pack || n < 0 || n > MAX_OPS ||
-			!whole_extent(f, s, params))
+			!tc_ir_covers_tensor(f, s, params))
 			return -1;
 		for (j = def + 1; j <= last; j++)
-			if (reads(s->rhs, f->stmts[j].tensor))
+			if (tc_ir_reads(s->rhs, f->stmts[j].tensor))
 				return -1;
 	}
 	return def;
@@ -207,7 +166,7 @@ static tc_ir_expr *copy(inliner *I, const tc_ir_expr *e, const tc_ir_expr *at)
 		return NULL;
 	*c = *e;
 	if (at && e->op == TC_OP_INDEX) { /* keep the node's type: rename only */
-		c->id = plain_var(at->args[e->id]);
+		c->id = tc_ir_plain_var(at->args[e->id]);
 		return c;
 	}
 	if (e->op == TC_OP_READ)

@@ -114,6 +114,20 @@ __tc_give tc_ir_func *tc_ir_lower(__tc_keep tc_arena *ar, __tc_keep const tc_def
  * such as gathers, are over-approximated and checked at run time. */
 int tc_ir_affine(const tc_ir_expr *e);
 
+/* ir/query.c.  The index variable subscript e is (an index under casts),
+ * or -1. */
+int tc_ir_plain_var(__tc_keep const tc_ir_expr *e);
+/* Whether e reads tensor t (anywhere, subscripts included). */
+int tc_ir_reads(__tc_keep const tc_ir_expr *e, int t);
+/* The range [*lo, *hi) of index variable v at the bound sizes params;
+ * 0 when its bounds depend on other indices or do not evaluate. */
+int tc_ir_var_range(__tc_keep const tc_ir_var *v, __tc_keep const int64_t *params, int64_t *lo,
+	int64_t *hi);
+/* Whether statement s (no reduction index) writes the whole extent of its
+ * tensor: index k from 0 to extent k, at the bound sizes params. */
+int tc_ir_covers_tensor(__tc_keep const tc_ir_func *f, __tc_keep const tc_ir_stmt *s,
+	__tc_keep const int64_t *params);
+
 /* Operand packing (ir/pack.c): f with every input that a reduction reads
  * with a reduction index as its last (stride-1) subscript and the output's
  * innermost index among the others (B in A(m,r_k) * B(n,r_k)) replaced by a

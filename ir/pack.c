@@ -25,14 +25,6 @@
 
 #include <string.h>
 
-/* The index variable a subscript is (an index, possibly widened), or -1. */
-static int plain_var(const tc_ir_expr *e)
-{
-	while (e->op == TC_OP_CAST)
-		e = e->args[0];
-	return e->op == TC_OP_INDEX ? e->id : -1;
-}
-
 /* Whether read r of statement s should be packed, and how: perm[k] is the
  * dimension of the input that becomes dimension k of the packed copy (the
  * dimension indexed by the output's innermost index moves last, the others
@@ -46,16 +38,16 @@ static int pack_plan(const tc_ir_func *f, const tc_ir_stmt *s, const tc_ir_expr 
 	if (s->nlhs < 2 || /* the register tile needs two parallel dimensions */ f->tensors[r->id].kind != TC_TENSOR_INPUT || n < 2)
 		return 0;
 	for (k = 0; k < n; k++) {
-		int v = plain_var(r->args[k]);
+		int v = tc_ir_plain_var(r->args[k]);
 		if (v < 0)
 			return 0;
 		for (j = 0; j < k; j++)
-			if (plain_var(r->args[j]) == v)
+			if (tc_ir_plain_var(r->args[j]) == v)
 				return 0;
 		if (v == inner)
 			at = k;
 	}
-	if (at < 0 || at == n - 1 || !s->vars[plain_var(r->args[n - 1])].is_reduction)
+	if (at < 0 || at == n - 1 || !s->vars[tc_ir_plain_var(r->args[n - 1])].is_reduction)
 		return 0;
 	for (k = 0, j = 0; k < n; k++)
 		if (k != at)
@@ -100,7 +92,7 @@ static int same_read(const tc_ir_expr *a, const tc_ir_expr *b)
 	if (a->id != b->id || a->nargs != b->nargs)
 		return 0;
 	for (k = 0; k < a->nargs; k++)
-		if (plain_var(a->args[k]) != plain_var(b->args[k]))
+		if (tc_ir_plain_var(a->args[k]) != tc_ir_plain_var(b->args[k]))
 			return 0;
 	return 1;
 }
@@ -233,7 +225,7 @@ static int make_copy(packer *P, const pack *pk, tc_ir_stmt *out)
 		if (!(rd->args[d] = copy_index(P, pk->read->args[d], k)) ||
 			!(out->vars[k].lo = tc_sx_const(P->ar, 0)))
 			return -1;
-		out->vars[k].name = pk->user->vars[plain_var(pk->read->args[d])].name;
+		out->vars[k].name = pk->user->vars[tc_ir_plain_var(pk->read->args[d])].name;
 		out->vars[k].hi = in->ext[d];
 	}
 	out->rhs = rd;

@@ -54,18 +54,6 @@ static void uses(const tc_ir_expr *e, int *used)
 		uses(e->args[k], used);
 }
 
-/* Whether e reads tensor t. */
-static int reads(const tc_ir_expr *e, int t)
-{
-	int k;
-	if (e->op == TC_OP_READ && e->id == t)
-		return 1;
-	for (k = 0; k < e->nargs; k++)
-		if (reads(e->args[k], t))
-			return 1;
-	return 0;
-}
-
 /* Whether a (of S) and b (of R) are the same expression with S's index
  * variable v read as R's sigma[v] (extended as needed, one to one: inv is
  * the inverse). */
@@ -133,10 +121,8 @@ static int within(const tc_ir_func *f, const tc_ir_stmt *r, int t, const int *si
 {
 	int k;
 	for (k = 0; k < n; k++) {
-		const tc_ir_var *v = &r->vars[sigma[k]];
 		int64_t lo, hi, ext;
-		if (tc_sx_has_var(v->lo) || tc_sx_has_var(v->hi) ||
-			tc_sx_eval(v->lo, params, NULL, &lo) < 0 || tc_sx_eval(v->hi, params, NULL, &hi) < 0 ||
+		if (!tc_ir_var_range(&r->vars[sigma[k]], params, &lo, &hi) ||
 			tc_sx_eval(f->tensors[t].ext[k], params, NULL, &ext) < 0 || lo < 0 || hi > ext)
 			return 0;
 	}
@@ -146,20 +132,8 @@ static int within(const tc_ir_func *f, const tc_ir_stmt *r, int t, const int *si
 /* Whether statement s writes its whole tensor: index k from 0 to extent k. */
 static int whole(const tc_ir_func *f, const tc_ir_stmt *s, const int64_t *params)
 {
-	const tc_ir_tensor *t = &f->tensors[s->tensor];
-	int k;
-	if (s->red != TC_RED_ASSIGN || s->pack || s->nvars != s->nlhs || s->nlhs != t->ndim ||
-		s->nlhs > MAX_VARS)
-		return 0;
-	for (k = 0; k < s->nlhs; k++) {
-		int64_t lo, hi, ext;
-		if (tc_sx_has_var(s->vars[k].lo) || tc_sx_has_var(s->vars[k].hi) ||
-			tc_sx_eval(s->vars[k].lo, params, NULL, &lo) < 0 ||
-			tc_sx_eval(s->vars[k].hi, params, NULL, &hi) < 0 ||
-			tc_sx_eval(t->ext[k], params, NULL, &ext) < 0 || lo != 0 || hi != ext)
-			return 0;
-	}
-	return 1;
+	return s->red == TC_RED_ASSIGN && !s->pack && s->nlhs <= MAX_VARS &&
+		tc_ir_covers_tensor(f, s, params);
 }
 
 /* Whether any statement in [from, to) writes a tensor that e reads. */
@@ -167,7 +141,7 @@ static int clobbered(const tc_ir_func *f, int from, int to, const tc_ir_expr *e)
 {
 	int i;
 	for (i = from; i < to; i++)
-		if (reads(e, f->stmts[i].tensor))
+		if (tc_ir_reads(e, f->stmts[i].tensor))
 			return 1;
 	return 0;
 }
@@ -288,11 +262,11 @@ __tc_give const tc_ir_func *tc_ir_share(__tc_keep tc_arena *ar, __tc_keep const 
 	for (s = 0; f && s < f->nstmts; s++) {
 		const tc_ir_stmt *S = &f->stmts[s];
 		int writers = 0, early = 0;
-		if (!whole(f, S, params) || reads(S->rhs, S->tensor))
+		if (!whole(f, S, params) || tc_ir_reads(S->rhs, S->tensor))
 			continue;
 		for (i = 0; i < f->nstmts; i++) {
 			writers += f->stmts[i].tensor == S->tensor;
-			early |= i < s && reads(f->stmts[i].rhs, S->tensor);
+			early |= i < s && tc_ir_reads(f->stmts[i].rhs, S->tensor);
 		}
 		if (writers != 1 || early || !find(f, s, S->rhs, params, &m, &r))
 			continue;

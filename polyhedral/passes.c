@@ -189,12 +189,9 @@ static int reads_along_reduction(const tc_ir_stmt *s, const tc_ir_expr *e, int *
 {
 	int i;
 	if (e->op == TC_OP_READ) {
-		const tc_ir_expr *last = e->nargs ? e->args[e->nargs - 1] : NULL;
-		while (last && last->op == TC_OP_CAST)
-			last = last->args[0];
+		int v = e->nargs ? tc_ir_plain_var(e->args[e->nargs - 1]) : -1;
 		++*n;
-		return last && last->op == TC_OP_INDEX && last->id >= 0 && last->id < s->nvars &&
-			s->vars[last->id].is_reduction;
+		return v >= 0 && v < s->nvars && s->vars[v].is_reduction;
 	}
 	for (i = 0; i < e->nargs; i++)
 		if (!reads_along_reduction(s, e->args[i], n))
@@ -220,12 +217,7 @@ static int dot_var(const tc_poly *p, const tc_poly_stmt *st)
 		return -1;
 	while (first->op != TC_OP_READ && first->nargs) /* the first read's reduction index */
 		first = first->args[0];
-	if (first->op != TC_OP_READ)
-		return -1;
-	first = first->args[first->nargs - 1];
-	while (first->op == TC_OP_CAST)
-		first = first->args[0];
-	return first->id;
+	return first->op == TC_OP_READ ? tc_ir_plain_var(first->args[first->nargs - 1]) : -1;
 }
 
 typedef struct dot_ctx {

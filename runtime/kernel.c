@@ -271,17 +271,16 @@ static tc_rt_compiled *compile(tc_module *m, const tc_ir_func *f, const tc_tenso
 	if (tc_ir_bind(f, in, n_inputs, c->params, &d) < 0)
 		goto error;
 	c->cf = f;
-	/* the CPU's rewrites of the IR; made also for the interpreter target,
-	 * whose kernels emit the CPU's stages */
-	if (!strcmp(tc_options_get(options, "share"), "on") &&
-		((!c->ar && !(c->ar = tc_arena_new())) || !(c->cf = f = tc_ir_share(c->ar, f, c->params))))
+	/* the CPU's rewrites of the IR, in c->ar; made also for the interpreter
+	 * target, whose kernels emit the CPU's stages */
+	if (!(c->ar = tc_arena_new()) ||
+		(!strcmp(tc_options_get(options, "share"), "on") &&
+			!(c->cf = f = tc_ir_share(c->ar, f, c->params))) ||
+		(!strcmp(tc_options_get(options, "inline"), "on") &&
+			!(c->cf = f = tc_ir_inline(c->ar, f, c->params))) ||
+		(!strcmp(tc_options_get(options, "pack"), "on") && /* rows of an AVX-512 register */
+			!(c->cf = f = tc_ir_pack(c->ar, f, c->params, 64))))
 		goto oom;
-	if (!strcmp(tc_options_get(options, "inline"), "on") &&
-		((!c->ar && !(c->ar = tc_arena_new())) || !(c->cf = f = tc_ir_inline(c->ar, f, c->params))))
-		goto oom;
-	if (!strcmp(tc_options_get(options, "pack"), "on") &&
-		((!c->ar && !(c->ar = tc_arena_new())) || !(c->cf = f = tc_ir_pack(c->ar, f, c->params, 64))))
-		goto oom; /* rows of at least one AVX-512 vector register */
 	if (c->cf != c->f) {
 		tc_free(c->shapes);
 		if (!(c->shapes = tc_calloc((size_t)f->ntensors + 1, sizeof(tc_tensor))))

@@ -515,20 +515,40 @@ static void run_with(tc_module *m, const DLTensor *const *in, int nin, DLTensor 
 }
 
 /* The IR a kernel compiles (tcomp emit --stage ir) under options opts. */
-static char *ir_of(tc_module *m, const DLTensor *const *in, int nin, const char *opts)
+static tc_kernel *kernel_with(tc_module *m, const DLTensor *const *in, int nin, const char *opts)
 {
 	tc_options *o = tc_options_new();
 	tc_kernel *k;
-	char *text;
 	assert_int_equal(tc_options_parse(o, opts, ctx), 0);
 	k = tc_compile(m, "k", in, nin, o);
 	if (!k)
 		fail_msg("%s: %s", opts, tc_context_error(ctx));
-	text = tc_kernel_emit(k, "ir");
-	assert_non_null(text);
-	tc_kernel_free(k);
 	tc_options_free(o);
+	return k;
+}
+
+/* Stage stage of kernel k (tcomp emit --stage). */
+static char *emitted(tc_kernel *k, const char *stage)
+{
+	char *text = tc_kernel_emit(k, stage);
+	if (!text)
+		fail_msg("emit %s: %s", stage, tc_context_error(ctx));
 	return text;
+}
+
+/* Stage stage of the kernel compiled under options opts. */
+static char *stage_of(tc_module *m, const DLTensor *const *in, int nin, const char *opts,
+	const char *stage)
+{
+	tc_kernel *k = kernel_with(m, in, nin, opts);
+	char *text = emitted(k, stage);
+	tc_kernel_free(k);
+	return text;
+}
+
+static char *ir_of(tc_module *m, const DLTensor *const *in, int nin, const char *opts)
+{
+	return stage_of(m, in, nin, opts, "ir");
 }
 
 /* Inlining: layer norm's centred temporary is computed again where it is
@@ -718,7 +738,6 @@ static void dot_product_contractions(void **state)
 	DLTensor Bs = {bias, {kDLCPU, 0}, 1, {kDLFloat, 32, 1}, sb, NULL, 0};
 	DLTensor Out;
 	const DLTensor *in[3] = {&In, &W, &Bs};
-	tc_options *o = tc_options_new();
 	uint64_t r = 41;
 	char *text;
 	tc_module *m;
@@ -735,29 +754,21 @@ static void dot_product_contractions(void **state)
 				 "  T(b,o) +=! In(b,r_i) * W(o,r_i)\n"
 				 "  Out(b,o) = fmax(T(b,o) + Bias(o), 0)\n}\n", "fc.tc");
 	assert_non_null(m);
-	k = tc_compile(m, "k", in, 3, o);
-	assert_non_null(k);
-	text = tc_kernel_emit(k, "ast");
-	assert_non_null(text);
+	k = kernel_with(m, in, 3, "");
+	text = emitted(k, "ast");
 	assert_null(strstr(text, "tc_regtile"));
 	assert_true(tu_contains(text, "    S0_init(c0, c1);\n"
 				      "    for (int c2 = 0; c2 <= 127; c2 += 1)\n"
 				      "      S0(c0, c1, c2);\n"
 				      "    S1(c0, c1);\n"));
 	tc_string_free(text);
-	text = tc_kernel_emit(k, "llvm");
-	assert_non_null(text);
+	text = emitted(k, "llvm");
 	assert_non_null(strstr(text, "reassoc float @llvm.vector.reduce.fadd"));
 	tc_string_free(text);
 	tc_kernel_free(k);
-	assert_int_equal(tc_options_parse(o, "vecreduce=off", ctx), 0);
-	k = tc_compile(m, "k", in, 3, o);
-	assert_non_null(k);
-	text = tc_kernel_emit(k, "ast");
-	assert_non_null(text);
+	text = stage_of(m, in, 3, "vecreduce=off", "ast");
 	assert_non_null(strstr(text, "tc_regtile"));
 	tc_string_free(text);
-	tc_kernel_free(k);
 	for (v = 0; v < 2; v++) {
 		Out = (DLTensor){out[v], {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, so, NULL, 0};
 		run_with(m, in, 3, &Out, v ? "target=interp" : "", NULL);
@@ -766,7 +777,6 @@ static void dot_product_contractions(void **state)
 		assert_false(isnan(out[0][i]));
 		assert_true(fabsf(out[0][i] - out[1][i]) <= 1e-5f * fabsf(out[1][i]) + 1e-6f * I);
 	}
-	tc_options_free(o);
 	tc_module_free(m);
 }
 
@@ -787,9 +797,7 @@ static void streaming_stores(void **state)
 	static float rs[N];
 	uint64_t r = 23;
 	char *text;
-	tc_options *o = tc_options_new();
 	tc_module *m;
-	tc_kernel *k;
 	int64_t i;
 	int off;
 	(void)state;
@@ -799,14 +807,10 @@ static void streaming_stores(void **state)
 		x[i] = (float)tu_rand_unit(&r) * 2 - 1;
 	m = tc_module_parse(ctx, "def k(float(N,D) X) -> (Y) { Y(n,d) = X(n,d) * 3 + 1 }\n", "s.tc");
 	assert_non_null(m);
-	k = tc_compile(m, "k", in, 1, o);
-	assert_non_null(k);
-	text = tc_kernel_emit(k, "asm");
-	assert_non_null(text);
+	text = stage_of(m, in, 1, "", "asm");
 	assert_non_null(strstr(text, "vmovntps"));
 	assert_non_null(strstr(text, "sfence"));
 	tc_string_free(text);
-	tc_kernel_free(k);
 	for (off = 0; off < 2; off++) { /* aligned, then 4 bytes off */
 		Y = (DLTensor){y + off, {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, sx, NULL, 0};
 		run_with(m, in, 1, &Y, "", NULL);
@@ -815,25 +819,15 @@ static void streaming_stores(void **state)
 				fail_msg("element %lld (offset %d): %g, expected %g", (long long)i, off,
 					(double)y[off + i], (double)(x[i] * 3 + 1));
 	}
-	assert_int_equal(tc_options_parse(o, "stream=off", ctx), 0);
-	k = tc_compile(m, "k", in, 1, o);
-	assert_non_null(k);
-	text = tc_kernel_emit(k, "asm");
-	assert_non_null(text);
+	text = stage_of(m, in, 1, "stream=off", "asm");
 	assert_null(strstr(text, "vmovnt"));
 	tc_string_free(text);
-	tc_kernel_free(k);
 	tc_module_free(m);
 	m = tc_module_parse(ctx, "def k(float(N,D) X) -> (S) { S(n) +=! X(n,r_d) }\n", "r.tc");
 	assert_non_null(m);
-	assert_int_equal(tc_options_parse(o, "stream=auto", ctx), 0);
-	k = tc_compile(m, "k", in, 1, o);
-	assert_non_null(k);
-	text = tc_kernel_emit(k, "asm");
-	assert_non_null(text);
+	text = stage_of(m, in, 1, "stream=auto", "asm");
 	assert_null(strstr(text, "vmovnt"));
 	tc_string_free(text);
-	tc_kernel_free(k);
 	S = (DLTensor){rs, {kDLCPU, 0}, 1, {kDLFloat, 32, 1}, ss, NULL, 0};
 	run_with(m, in, 1, &S, "", NULL);
 	for (i = 0; i < N; i++) {
@@ -844,7 +838,6 @@ static void streaming_stores(void **state)
 		assert_true(fabsf(rs[i] - want) <= 1e-6f * D);
 	}
 	tc_module_free(m);
-	tc_options_free(o);
 	free(x);
 	free(y);
 }
@@ -1163,8 +1156,6 @@ static void inline_exp_and_vector_reductions(void **state)
 	int i, j, e = (int)(sizeof(edge) / sizeof(edge[0])), sub = 0;
 	char *text;
 	tc_module *m;
-	tc_options *o = tc_options_new();
-	tc_kernel *k;
 	(void)state;
 	for (i = 0; i < N; i++)
 		x[i] = i < e ? edge[i] : (float)(tu_rand_unit(&r) * 193.0 - 104.0);
@@ -1185,15 +1176,10 @@ static void inline_exp_and_vector_reductions(void **state)
 		(long long)worst, N - 9, sub);
 	assert_true(worst <= 2);
 	assert_true(sub > 100);
-	text = NULL;
-	k = tc_compile(m, "k", in, 1, o);
-	assert_non_null(k);
-	text = tc_kernel_emit(k, "llvm");
-	assert_non_null(text);
+	text = stage_of(m, in, 1, "", "llvm");
 	assert_null(strstr(text, "@expf"));
 	assert_non_null(strstr(text, "<16 x float>"));
 	tc_string_free(text);
-	tc_kernel_free(k);
 	tc_module_free(m);
 
 	for (i = 0; i < R * D; i++)
@@ -1209,25 +1195,15 @@ static void inline_exp_and_vector_reductions(void **state)
 	}
 	for (i = 0; i < R * D; i++)
 		assert_true(fabsf(sm_out[0][i] - sm_out[1][i]) <= 1e-5f * sm_out[1][i] + 1e-30f);
-	k = tc_compile(m, "k", sin_, 1, o);
-	assert_non_null(k);
-	text = tc_kernel_emit(k, "llvm");
-	assert_non_null(text);
+	text = stage_of(m, sin_, 1, "", "llvm");
 	assert_null(strstr(text, "@llvm.exp"));
 	assert_null(strstr(text, "@expf"));
 	assert_non_null(strstr(text, "@llvm.vector.reduce.fmax"));
 	assert_non_null(strstr(text, "reassoc float @llvm.vector.reduce.fadd"));
 	tc_string_free(text);
-	tc_kernel_free(k);
-	assert_int_equal(tc_options_parse(o, "fastmath=on", ctx), 0);
-	k = tc_compile(m, "k", sin_, 1, o);
-	assert_non_null(k);
-	text = tc_kernel_emit(k, "llvm");
-	assert_non_null(text);
+	text = stage_of(m, sin_, 1, "fastmath=on", "llvm");
 	assert_non_null(strstr(text, "nsz arcp <16 x float>"));
 	tc_string_free(text);
-	tc_kernel_free(k);
-	tc_options_free(o);
 	tc_module_free(m);
 
 	/* the max exactly (a NaN in a row and one at a row's start ignored),

@@ -1,0 +1,44 @@
+/* Questions about IR functions that the IR rewrites (pack.c, inline.c,
+ * share.c) and the schedule passes ask. */
+#include "ir.h"
+
+#include "../lang/sexpr.h"
+
+int tc_ir_plain_var(const tc_ir_expr *e)
+{
+	while (e->op == TC_OP_CAST)
+		e = e->args[0];
+	return e->op == TC_OP_INDEX ? e->id : -1;
+}
+
+int tc_ir_reads(const tc_ir_expr *e, int t)
+{
+	int k;
+	if (e->op == TC_OP_READ && e->id == t)
+		return 1;
+	for (k = 0; k < e->nargs; k++)
+		if (tc_ir_reads(e->args[k], t))
+			return 1;
+	return 0;
+}
+
+int tc_ir_var_range(const tc_ir_var *v, const int64_t *params, int64_t *lo, int64_t *hi)
+{
+	return !tc_sx_has_var(v->lo) && !tc_sx_has_var(v->hi) &&
+		tc_sx_eval(v->lo, params, NULL, lo) == TC_OK && tc_sx_eval(v->hi, params, NULL, hi) == TC_OK;
+}
+
+int tc_ir_covers_tensor(const tc_ir_func *f, const tc_ir_stmt *s, const int64_t *params)
+{
+	const tc_ir_tensor *t = &f->tensors[s->tensor];
+	int k;
+	if (s->nvars != s->nlhs || s->nlhs != t->ndim)
+		return 0;
+	for (k = 0; k < s->nlhs; k++) {
+		int64_t lo, hi, ext;
+		if (!tc_ir_var_range(&s->vars[k], params, &lo, &hi) ||
+			tc_sx_eval(t->ext[k], params, NULL, &ext) < 0 || lo != 0 || hi != ext)
+			return 0;
+	}
+	return 1;
+}
