@@ -47,6 +47,7 @@
 #include "../ir/half.h"
 #include "../runtime/internal.h"
 #include "../runtime/options.h"
+#include "../runtime/pool.h"
 
 #include <errno.h>
 #include <math.h>
@@ -603,6 +604,7 @@ static void child_main(tc_tune_eval *ev, int fd, const tc_options *o, tc_tune_fa
 	c.ev = ev;
 	c.fd = fd;
 	child_prepare(&c, o, &go);
+	tc_rt_pool_set_stack_shift(go.shift); /* the workers, started by the first run */
 	if (fault == TC_TUNE_FAULT_CRASH) {
 		signal(SIGSEGV, SIG_DFL);
 		raise(SIGSEGV);
@@ -652,6 +654,8 @@ static void child_final_main(tc_tune_eval *ev, int fd, const tc_options *o, tc_t
 	c.ev = ev;
 	c.fd = fd;
 	child_prepare(&c, o, &go);
+	/* the workers, started by the checked run, keep the first round's */
+	tc_rt_pool_set_stack_shift(go.shift);
 	for (;;) {
 		if (go.round == 0)
 			child_checked_run(&c);

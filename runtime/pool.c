@@ -90,9 +90,10 @@ static int spin_until(const atomic_uint_fast64_t *v, uint64_t old)
 	}
 }
 
-static void *worker(void *arg)
+static atomic_int stack_shift; /* see tc_rt_pool_set_stack_shift */
+
+static void worker_loop(int index)
 {
-	int index = (int)(intptr_t)arg;
 	uint64_t seen = 0;
 	for (;;) {
 		spin_until(&generation, seen); /* the next job, often right away */
@@ -111,7 +112,21 @@ static void *worker(void *arg)
 			pthread_cond_signal(&done);
 		pthread_mutex_unlock(&lock);
 	}
+}
+
+static void *worker(void *arg)
+{
+	int shift = atomic_load(&stack_shift);
+	volatile char pad[shift + 16];
+	pad[0] = 0;
+	worker_loop((int)(intptr_t)arg); /* never returns */
+	pad[shift] = pad[0]; /* pad, and so the shift, lives across the call */
 	return NULL;
+}
+
+void tc_rt_pool_set_stack_shift(int bytes)
+{
+	atomic_store(&stack_shift, bytes < 0 ? 0 : bytes > 65536 ? 65536 : bytes);
 }
 
 static int online_cpus(void)

@@ -16,5 +16,11 @@ void tc_rt_parallel_for(tc_rt_loop_body body, void *const *tensors, int64_t coun
 /* How many threads the calling thread's next parallel loops use (0: one per
  * online CPU). */
 void tc_rt_pool_set_threads(int n);
+/* Workers started from now on run with their stack pointer this many bytes
+ * (at most 64 KiB) lower than they would: the autotuner times each
+ * candidate, in a forked child whose workers start afresh, at a stack
+ * offset of its own, since some kernels' speed depends on where the stack
+ * lies in its page (autotune/eval.c, time_shifted). */
+void tc_rt_pool_set_stack_shift(int bytes);
 
 #endif
