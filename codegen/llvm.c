@@ -601,6 +601,30 @@ static LLVMValueRef ast_expr(cg *g, isl_ast_expr *e)
 
 /* ---- tensor accesses ---- */
 
+/* How many leading subscripts of tensor t select a row of its row buffer
+ * (polyhedral/contract.c), or 0: t is kept whole. */
+static int row_dims(cg *g, int t)
+{
+	return g->p->rowbuf ? g->p->rowbuf[t] : 0;
+}
+
+/* The row buffer of tensor t (j leading subscripts dropped): an array on
+ * the stack of the function being generated, allocated in its entry block,
+ * so that each outlined parallel loop's activation, one per thread and
+ * chunk, has its own. */
+static LLVMValueRef row_buffer(cg *g, int t, int j)
+{
+	const tc_ir_tensor *tt = &g->p->f->tensors[t];
+	uint64_t n = 1;
+	int k;
+	LLVMValueRef a;
+	for (k = j; k < tt->ndim; k++)
+		n *= (uint64_t)g->ext[t * TC_MAX_RANK + k];
+	a = LLVMBuildAlloca(g->A, LLVMArrayType2(mem_type(g, tt->dtype), n), tt->name);
+	LLVMSetAlignment(a, 64);
+	return a;
+}
+
 /* The address of element idx[0..n) (i64 values) of tensor t: one GEP over
  * the tensor as a nested array type, one index per dimension.  Alias
  * analysis then sees rows (c0 + 1, j) and (c0 + 2, j) as constant offsets
@@ -611,15 +635,15 @@ static LLVMValueRef element(cg *g, int t, LLVMValueRef *idx, int n)
 {
 	const tc_ir_tensor *tt = &g->p->f->tensors[t];
 	LLVMTypeRef ty = mem_type(g, tt->dtype);
-	int k;
+	int k, j = row_dims(g, t); /* a row buffer: its row's subscripts only */
 	if (n != tt->ndim)
 		return fail(g, "wrong number of subscripts for ", tt->name);
 	for (k = 0; k < n; k++)
 		if (!idx[k])
 			return NULL;
-	for (k = n - 1; k >= 1; k--)
+	for (k = n - 1; k >= j + 1; k--)
 		ty = LLVMArrayType2(ty, (uint64_t)g->ext[t * TC_MAX_RANK + k]);
-	return LLVMBuildInBoundsGEP2(g->B, ty, g->base[t], idx, (unsigned)n, "");
+	return LLVMBuildInBoundsGEP2(g->B, ty, g->base[t], idx + j, (unsigned)(n - j), "");
 }
 
 /* Tensors never overlap (tc_kernel_run refuses outputs that overlap another
@@ -1042,29 +1066,40 @@ static LLVMValueRef half_nextafter(cg *g, LLVMValueRef a, LLVMValueRef b)
 
 /* float32 exp(x), inline so that loops vectorise (a call to libm's expf
  * keeps a loop scalar): x = n ln 2 + r with |r| <= ln 2 / 2 (Cody-Waite,
- * ln 2 in two parts), exp(r) by the Cephes expf polynomial, times 2^n
- * built in the exponent bits of two factors, both normal for n in [-150,
- * 128] (the first product is exact, the second rounds once, into the
- * subnormals where the result is one).  Within 2 ulp of the correctly
- * rounded result (1 ulp from glibc's expf at worst over the arguments
- * test_options draws); above 88.72, +inf; below -103.97 (where the result
- * rounds to 0), 0; NaN stays NaN. */
+ * ln 2 in two parts), exp(r) by the Cephes expf polynomial, times 2^n.
+ * n comes from one FMA: t = x log2(e) + (1.5 * 2^23 + 126) rounds to an
+ * integer, n = t - (1.5 * 2^23 + 126) exactly, and the low bits of t's
+ * encoding hold n + 126, so t's bits shifted left by 23 are those of
+ * 2^(n-1) (the bits of 1.5 * 2^23 shift out): no float-to-integer
+ * conversion, which is poison on NaN in LLVM and would need a select.  The
+ * result is exp(r) * 2^(n-1) (exact) * 2, which rounds once (to +inf
+ * where exp(x) overflows); for n <= -126, where 2^(n-1) is not a normal
+ * number, exp(r) * 2^(n+63) * 2^-63 instead, which rounds once into the
+ * subnormals.  Within 2 ulp of the correctly rounded result (1 ulp from
+ * glibc's expf at worst over the arguments test_options draws); above
+ * 88.72, +inf; below -103.97 (where the result rounds to 0), 0; NaN stays
+ * NaN (every step propagates it).  About 20 vector instructions per
+ * vector. */
 static LLVMValueRef inline_expf(cg *g, LLVMValueRef x)
 {
 	static const double poly[] = {1.9875691500e-4, 1.3981999507e-3, 8.3334519073e-3,
 		4.1665795894e-2, 1.6666665459e-1, 5.0000001201e-1};
+	const double magic = 12582912.0 + 126.0; /* 1.5 * 2^23 + 126 */
 	LLVMTypeRef f = g->f32;
-	LLVMValueRef a[3], n, half, r, p, e, scale, res;
+	LLVMValueRef a[3], t, n, r, p, e, low, bits, res;
 	unsigned i;
 #define FC(v) LLVMConstReal(f, (v))
 	/* clamped to [-104, 89] (compare and select: one vminps/vmaxps; a
-	 * NaN goes through as garbage, replaced at the end): beyond, the
-	 * result rounds to 0 or overflows to +inf by itself */
+	 * NaN goes through): beyond, the result rounds to 0 or overflows to
+	 * +inf by itself, and n stays within [-150, 129] */
 	r = LLVMBuildSelect(g->B, LLVMBuildFCmp(g->B, LLVMRealOGT, x, FC(89.0), ""), FC(89.0), x, "");
 	r = LLVMBuildSelect(g->B, LLVMBuildFCmp(g->B, LLVMRealOLT, r, FC(-104.0), ""), FC(-104.0),
 		r, "");
-	a[0] = LLVMBuildFMul(g->B, r, FC(1.44269504088896341), "");
-	n = call_intrinsic(g, "llvm.rint", &f, 1, a, 1);
+	a[0] = r;
+	a[1] = FC(1.44269504088896341);
+	a[2] = FC(magic);
+	t = call_intrinsic(g, "llvm.fma", &f, 1, a, 3);
+	n = LLVMBuildFSub(g->B, t, FC(magic), "");
 	a[0] = n;
 	a[1] = FC(-0.693359375);
 	a[2] = r;
@@ -1083,18 +1118,15 @@ static LLVMValueRef inline_expf(cg *g, LLVMValueRef x)
 	a[1] = LLVMBuildFMul(g->B, r, r, "");
 	a[2] = LLVMBuildFAdd(g->B, r, FC(1.0), "");
 	e = call_intrinsic(g, "llvm.fma", &f, 1, a, 3);
-	/* 2^n as 2^h * 2^(n-h), h = floor(n/2) */
-	n = LLVMBuildFPToSI(g->B, n, g->i32, "");
-	half = LLVMBuildAShr(g->B, n, LLVMConstInt(g->i32, 1, 0), "");
-	res = e;
-	for (i = 0; i < 2; i++) {
-		scale = LLVMBuildAdd(g->B, i ? LLVMBuildSub(g->B, n, half, "") : half,
-			LLVMConstInt(g->i32, 127, 0), "");
-		scale = LLVMBuildBitCast(g->B,
-			LLVMBuildShl(g->B, scale, LLVMConstInt(g->i32, 23, 0), ""), f, "");
-		res = LLVMBuildFMul(g->B, res, scale, "");
-	}
-	return LLVMBuildSelect(g->B, LLVMBuildFCmp(g->B, LLVMRealUNO, x, x, ""), x, res, "");
+	/* 2^(n-1), or 2^(n+63) when n <= -126 */
+	low = LLVMBuildFCmp(g->B, LLVMRealOLT, n, FC(-125.5), "");
+	bits = LLVMBuildAdd(g->B, LLVMBuildBitCast(g->B, t, g->i32, ""),
+		LLVMBuildSelect(g->B, low, LLVMConstInt(g->i32, 64, 0), LLVMConstInt(g->i32, 0, 0), ""),
+		"");
+	bits = LLVMBuildShl(g->B, bits, LLVMConstInt(g->i32, 23, 0), "");
+	res = LLVMBuildFMul(g->B, e, LLVMBuildBitCast(g->B, bits, f, ""), "");
+	return LLVMBuildFMul(g->B, res,
+		LLVMBuildSelect(g->B, low, FC(0x1p-63), FC(2.0), ""), "");
 #undef FC
 }
 
@@ -1669,6 +1701,19 @@ static LLVMMetadataRef loop_followup(cg *g, const char *name, LLVMMetadataRef *p
  * with 32 3x3 filters, whose rows of 28 leave partial register tiles of 4
  * columns: vector=8 unroll_inner=4 0.76 ms unclamped, 0.081 clamped;
  * vector=16 0.54 and 0.41 ms; defaults 0.21 ms; one thread). */
+/* The interleave count of an innermost loop with unroll_inner=auto: 2
+ * outside register tiles (whose point loops are unrolled by the tile),
+ * LLVM's choice (0) inside.  LLVM picks 4 for most loops here, and 2 is
+ * faster for the row reductions and streams around contractions: one
+ * thread, 4096 x 4096, row max 2.15 -> 1.65 ms, copy 2.92 -> 2.67,
+ * softmax 5.94 -> 5.25-5.57 (the inline exp's 18 constants and the
+ * temporaries of 4 copies do not fit in 32 vector registers: 16 register
+ * copies per 4 vectors); docs/performance.md. */
+static int64_t auto_interleave(cg *g)
+{
+	return g->ordered ? 0 : 2;
+}
+
 static void loop_hints(cg *g, LLVMValueRef br, isl_ast_node *body, isl_id *it, int64_t trips)
 {
 	const tc_poly_opts *o = &g->p->opts;
@@ -1677,6 +1722,8 @@ static void loop_hints(cg *g, LLVMValueRef br, isl_ast_node *body, isl_id *it, i
 	size_t n = 0;
 	if (width > 1 && carries_float_reduction(g, body, it))
 		width = 0; /* LLVM chooses: it keeps the order */
+	if (!ic && o->vector != 1)
+		ic = auto_interleave(g);
 	if (!br || (!width && !ic))
 		return;
 	self = LLVMTemporaryMDNode(g->C, NULL, 0);
@@ -1978,7 +2025,8 @@ static void load_pointers(cg *g, LLVMValueRef arg)
 	const tc_ir_func *f = g->p->f;
 	int t;
 	for (t = 0; t < f->ntensors; t++) {
-		g->base[t] = array_slot(g, g->A, arg, t, f->tensors[t].name);
+		g->base[t] = row_dims(g, t) ? row_buffer(g, t, row_dims(g, t))
+					    : array_slot(g, g->A, arg, t, f->tensors[t].name);
 		if (g->stream && g->streamed[t])
 			align_64(g, g->base[t]);
 	}

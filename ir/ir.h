@@ -81,6 +81,10 @@ typedef struct tc_ir_tensor {
 	int ndim;
 	const tc_sexpr **ext;
 	tc_loc loc;
+	int rowbuf; /* a temporary tc_ir_share made that is live one row at a
+		     * time when the rows' loops are fused: the schedule
+		     * decides (polyhedral/contract.c) whether it is kept in a
+		     * per-thread row buffer instead of its workspace region */
 } tc_ir_tensor;
 
 /* Where a size parameter's value comes from: dimension dim of input tensor. */
@@ -127,6 +131,10 @@ int tc_ir_var_range(__tc_keep const tc_ir_var *v, __tc_keep const int64_t *param
  * tensor: index k from 0 to extent k, at the bound sizes params. */
 int tc_ir_covers_tensor(__tc_keep const tc_ir_func *f, __tc_keep const tc_ir_stmt *s,
 	__tc_keep const int64_t *params);
+/* A name base + suffix (then a number if needed) that no tensor of f has,
+ * in ar; NULL when out of memory or after 1000 clashes. */
+const char *tc_ir_fresh_name(__tc_keep tc_arena *ar, __tc_keep const tc_ir_func *f,
+	const char *base, const char *suffix);
 
 /* Operand packing (ir/pack.c): f with every input that a reduction reads
  * with a reduction index as its last (stride-1) subscript and the output's
@@ -151,12 +159,15 @@ __tc_give const tc_ir_func *tc_ir_inline(__tc_keep tc_arena *ar, __tc_keep const
 /* Sharing (ir/share.c): f where a statement writing its whole tensor O and
  * an earlier statement hold the same expression with a builtin call (up to
  * index renaming), the later statement's indices all used: the expression
- * is computed once, into O, by a new statement before the earlier one, and
- * both read it back (softmax's exponentials).  Bit for bit the same
- * results.  Returns f itself when nothing is shared, NULL when out of
- * memory; the new function lives in ar. */
+ * is computed once by a new statement before the earlier one, and both
+ * read it back (softmax's exponentials).  It is stored into O itself,
+ * or, when row_bytes > 0 (share=row), O has two or more dimensions and a
+ * row of O (every dimension but the first) has at most row_bytes, into a
+ * new temporary marked rowbuf.  Bit for bit the same results.
+ * Returns f itself when nothing is shared, NULL when out of memory; the
+ * new function lives in ar. */
 __tc_give const tc_ir_func *tc_ir_share(__tc_keep tc_arena *ar, __tc_keep const tc_ir_func *f,
-	__tc_keep const int64_t *params);
+	__tc_keep const int64_t *params, int64_t row_bytes);
 
 /* Print the IR of a function (tcomp emit --stage ir). */
 void tc_ir_print(const tc_ir_func *f, tc_buf *b);

@@ -167,25 +167,6 @@ static tc_ir_expr *rewrite(packer *P, const tc_ir_stmt *s, const tc_ir_expr *e)
 	return c;
 }
 
-/* A name for the copy of tensor t not used by any tensor of f. */
-static const char *pack_name(packer *P, int t)
-{
-	tc_buf b;
-	const char *name = NULL;
-	int n, i, clash = 1;
-	for (n = 0; clash && n < 1000; n++) {
-		tc_buf_init(&b);
-		tc_buf_printf(&b, n ? "%s_packed%d" : "%s_packed", P->f->tensors[t].name, n);
-		name = b.oom ? NULL : tc_arena_strdup(P->ar, b.s);
-		tc_buf_free(&b);
-		if (!name)
-			return NULL;
-		for (clash = 0, i = 0; i < P->f->ntensors && !clash; i++)
-			clash = !strcmp(P->f->tensors[i].name, name);
-	}
-	return clash ? NULL : name;
-}
-
 /* A copy of subscript e (an index under widening casts) naming index id. */
 static tc_ir_expr *copy_index(packer *P, const tc_ir_expr *e, int id)
 {
@@ -267,7 +248,7 @@ __tc_give const tc_ir_func *tc_ir_pack(__tc_keep tc_arena *ar, __tc_keep const t
 		pk->tensor = f->ntensors + i;
 		*t = *in;
 		t->kind = TC_TENSOR_TEMP;
-		t->name = pack_name(&P, pk->input);
+		t->name = tc_ir_fresh_name(ar, f, in->name, "_packed");
 		t->ext = tc_arena_alloc(ar, (size_t)pk->ndim * sizeof(*t->ext));
 		if (!t->name || !t->ext)
 			return NULL;

@@ -4,6 +4,8 @@
 
 #include "../lang/sexpr.h"
 
+#include <string.h>
+
 int tc_ir_plain_var(const tc_ir_expr *e)
 {
 	while (e->op == TC_OP_CAST)
@@ -41,4 +43,22 @@ int tc_ir_covers_tensor(const tc_ir_func *f, const tc_ir_stmt *s, const int64_t 
 			return 0;
 	}
 	return 1;
+}
+
+const char *tc_ir_fresh_name(tc_arena *ar, const tc_ir_func *f, const char *base, const char *suffix)
+{
+	const char *name = NULL;
+	int n, i, clash = 1;
+	for (n = 0; clash && n < 1000; n++) {
+		tc_buf b;
+		tc_buf_init(&b);
+		tc_buf_printf(&b, n ? "%s%s%d" : "%s%s", base, suffix, n);
+		name = b.oom ? NULL : tc_arena_strdup(ar, b.s);
+		tc_buf_free(&b);
+		if (!name)
+			return NULL;
+		for (clash = 0, i = 0; i < f->ntensors && !clash; i++)
+			clash = !strcmp(f->tensors[i].name, name);
+	}
+	return clash ? NULL : name;
 }

@@ -1,6 +1,5 @@
 /* Sharing an expensive subexpression between a statement and an earlier
- * one: computed once, stored in the later statement's tensor, read back by
- * both.
+ * one: computed once, stored, read back by both.
  *
  * softmax computes every exponential twice:
  *     sm(n) +=! exp(I(n,r_d) - mx(n))
@@ -15,7 +14,15 @@
  * the expression's own, so results stay bit for bit; the scheduler fuses
  * the three per row (fusion max), so O's row is read back from cache.
  *
- * A statement S qualifies as the one to store into when it is a plain
+ * With row_bytes > 0 (option share=row) the value goes into a new
+ * temporary O_shared(n,d) marked rowbuf instead, and the division becomes
+ * O(n,d) = O_shared(n,d) / sm(n): once the rows are fused, the schedule
+ * can keep O_shared as one row per thread (polyhedral/contract.c), and O,
+ * written once, can be streamed.  Rows longer than row_bytes are stored
+ * into O as above.  (Measured slower than storing into O for softmax 4096
+ * x 4096; see docs/design.md.)
+ *
+ * A statement S qualifies as the one to share when it is a plain
  * assignment (no reduction index) over the whole extent of its tensor O,
  * the only statement writing O, not reading O, and nothing before it reads
  * O.  The shared expression e is a subexpression of S's right-hand side
@@ -222,29 +229,62 @@ static tc_ir_expr *replace(tc_arena *ar, const tc_ir_expr *e, const tc_ir_expr *
 	return c;
 }
 
+/* Whether a row of tensor t (every dimension but the first) has at most
+ * row_bytes at the bound sizes, t having two or more dimensions. */
+static int short_rows(const tc_ir_func *f, int t, const int64_t *params, int64_t row_bytes)
+{
+	const tc_ir_tensor *tt = &f->tensors[t];
+	int64_t bytes = tc_dtype_size(tt->dtype), ext;
+	int k;
+	if (tt->ndim < 2)
+		return 0;
+	for (k = 1; k < tt->ndim; k++)
+		if (tc_sx_eval(tt->ext[k], params, NULL, &ext) < 0 || ext < 0 ||
+			__builtin_mul_overflow(bytes, ext, &bytes) || bytes > row_bytes)
+			return 0;
+	return 1;
+}
+
 /* f with S (statement s) storing the shared expression of m first, before
- * statement r, as a new statement; r and s read it back. */
+ * statement r, as a new statement; r and s read it back.  It goes into a
+ * new rowbuf temporary shaped like S's tensor when rowbuf, else into S's
+ * tensor. */
 static const tc_ir_func *share_one(tc_arena *ar, const tc_ir_func *f, int s, int r,
-	const match *m)
+	const match *m, int rowbuf)
 {
 	const tc_ir_stmt *S = &f->stmts[s];
 	tc_ir_func *g = tc_arena_alloc(ar, sizeof(*g));
 	tc_ir_stmt *st;
 	tc_ir_expr *rs, *rr;
-	int own[MAX_VARS], k;
+	int own[MAX_VARS], k, t = S->tensor;
 	if (!g)
 		return NULL;
+	*g = *f;
+	if (rowbuf) {
+		tc_ir_tensor *tt;
+		t = f->ntensors;
+		g->ntensors = f->ntensors + 1;
+		if (!(g->tensors = tc_arena_alloc(ar, (size_t)g->ntensors * sizeof(*tt))))
+			return NULL;
+		memcpy(g->tensors, f->tensors, (size_t)f->ntensors * sizeof(*tt));
+		tt = &g->tensors[t];
+		*tt = f->tensors[S->tensor];
+		tt->kind = TC_TENSOR_TEMP;
+		tt->rowbuf = 1;
+		if (!(tt->name = tc_ir_fresh_name(ar, f, tt->name, "_shared")))
+			return NULL;
+	}
 	for (k = 0; k < S->nvars; k++)
 		own[k] = k;
-	rs = read_at(ar, f, S->tensor, own, S->nvars, m->es->loc);
-	rr = read_at(ar, f, S->tensor, m->sigma, S->nvars, m->er->loc);
-	*g = *f;
+	rs = read_at(ar, g, t, own, S->nvars, m->es->loc);
+	rr = read_at(ar, g, t, m->sigma, S->nvars, m->er->loc);
 	g->nstmts = f->nstmts + 1;
 	st = tc_arena_alloc(ar, (size_t)g->nstmts * sizeof(*st));
 	if (!rs || !rr || !st)
 		return NULL;
 	memcpy(st, f->stmts, (size_t)r * sizeof(*st));
-	st[r] = *S; /* O(i...) = e, over S's domain */
+	st[r] = *S; /* t(i...) = e, over S's domain */
+	st[r].tensor = t;
 	st[r].rhs = (tc_ir_expr *)m->es;
 	memcpy(st + r + 1, f->stmts + r, (size_t)(f->nstmts - r) * sizeof(*st));
 	if (!(st[r + 1].rhs = replace(ar, f->stmts[r].rhs, m->er, rr)) ||
@@ -255,7 +295,7 @@ static const tc_ir_func *share_one(tc_arena *ar, const tc_ir_func *f, int s, int
 }
 
 __tc_give const tc_ir_func *tc_ir_share(__tc_keep tc_arena *ar, __tc_keep const tc_ir_func *f,
-	__tc_keep const int64_t *params)
+	__tc_keep const int64_t *params, int64_t row_bytes)
 {
 	int s, i, r;
 	match m;
@@ -270,7 +310,8 @@ __tc_give const tc_ir_func *tc_ir_share(__tc_keep tc_arena *ar, __tc_keep const 
 		}
 		if (writers != 1 || early || !find(f, s, S->rhs, params, &m, &r))
 			continue;
-		f = share_one(ar, f, s, r, &m);
+		f = share_one(ar, f, s, r, &m,
+			row_bytes > 0 && short_rows(f, S->tensor, params, row_bytes));
 		s++; /* S moved one on */
 	}
 	return f;

@@ -1249,17 +1249,29 @@ static isl_bool hoist_cb(isl_schedule_node *node, void *user)
 {
 	hoist_ctx *hc = user;
 	isl_union_set *consts;
+	isl_schedule_node *band;
 	int side;
 	if (hc->changed || isl_schedule_node_get_type(node) != isl_schedule_node_band)
 		return isl_bool_true;
-	if (!(consts = constant_statements(node)))
+	band = isl_schedule_node_copy(node);
+	if (!(consts = constant_statements(band)) && isl_schedule_node_band_n_member(band) > 1) {
+		/* constant in the band's later members only (a row loop and
+		 * its inner loop in one band, when nothing runs in parallel):
+		 * the band split after its first member, the rest tried */
+		band = isl_schedule_node_child(isl_schedule_node_band_split(band, 1), 0);
+		consts = band ? constant_statements(band) : NULL;
+	}
+	if (!consts) {
+		isl_schedule_node_free(band);
 		return isl_bool_true;
+	}
 	if (hc->tried++ < hc->skip) {
+		isl_schedule_node_free(band);
 		isl_union_set_free(consts);
 		return isl_bool_true;
 	}
 	for (side = 0; side < 2 && !hc->changed; side++) {
-		isl_schedule_node *n = isl_schedule_node_copy(node);
+		isl_schedule_node *n = isl_schedule_node_copy(band);
 		isl_schedule *t;
 		n = side ? isl_schedule_node_order_after(n, isl_union_set_copy(consts))
 			 : isl_schedule_node_order_before(n, isl_union_set_copy(consts));
@@ -1273,6 +1285,7 @@ static isl_bool hoist_cb(isl_schedule_node *node, void *user)
 			isl_schedule_free(t);
 	}
 	isl_union_set_free(consts);
+	isl_schedule_node_free(band);
 	if (!hc->changed)
 		hc->skip++;
 	return isl_bool_false;

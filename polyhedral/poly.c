@@ -29,7 +29,7 @@ isl_ctx *tc_poly_ctx_new(void)
 }
 
 /* Words isl's parser reserves; a tcomp name equal to one gets a '_'. */
-static int isl_keyword(const char *s)
+int tc_poly_isl_keyword(const char *s)
 {
 	static const char *const kw[] = {"and", "or", "not", "implies", "exists", "floor",
 		"ceil", "mod", "min", "max", "infty", "NaN", "true", "false", "rat", "Z"};
@@ -43,7 +43,7 @@ static int isl_keyword(const char *s)
 static void put_name(tc_buf *b, const char *s)
 {
 	tc_buf_puts(b, s);
-	if (isl_keyword(s))
+	if (tc_poly_isl_keyword(s))
 		tc_buf_putc(b, '_');
 }
 
@@ -584,6 +584,32 @@ static isl_schedule *pack_schedule(const tc_poly *p)
 	return all;
 }
 
+/* isl's scheduler on sc (taken).  Fusion min schedules every strongly
+ * connected component apart (serialize_sccs).  Otherwise isl clusters
+ * components step by step (whole_component off), which fuses a
+ * contraction's init, update and epilogue into one band, except for
+ * kernels whose statements all have at most two dimensions (row
+ * reductions and their pointwise neighbours: softmax, layer norm): there
+ * the clustering spends its time on integer programs that place one
+ * statement's loop after another's within the same row loop, shifted by a
+ * size, and their constants grow with the sizes (softmax: 0.5 s at 128 x
+ * 1000, 3.5 s at 4096 x 4096), while scheduling each component whole
+ * finds the same fused rows in milliseconds.  Not for everything: whole
+ * components took 32 s on the three-factor Kronecker product. */
+static isl_schedule *compute_schedule(tc_poly *p, isl_schedule_constraints *sc)
+{
+	isl_schedule *s;
+	int i, low = 1, was = isl_options_get_schedule_whole_component(p->ctx);
+	for (i = 0; i < p->nstmts; i++)
+		low &= p->stmts[i].ndims <= 2;
+	isl_options_set_schedule_serialize_sccs(p->ctx, p->opts.fusion == TC_POLY_FUSE_MIN);
+	isl_options_set_schedule_whole_component(p->ctx,
+		low || was);
+	s = isl_schedule_constraints_compute_schedule(sc);
+	isl_options_set_schedule_whole_component(p->ctx, was);
+	return s;
+}
+
 tc_stat tc_poly_schedule(tc_poly *p, const tc_poly_pass *passes, int npasses, tc_diags *d)
 {
 	isl_schedule_constraints *sc;
@@ -600,7 +626,6 @@ tc_stat tc_poly_schedule(tc_poly *p, const tc_poly_pass *passes, int npasses, tc
 		deps = isl_union_map_intersect_range(isl_union_map_intersect_domain(deps,
 			isl_union_set_copy(rest)), isl_union_set_copy(rest));
 	}
-	isl_options_set_schedule_serialize_sccs(p->ctx, p->opts.fusion == TC_POLY_FUSE_MIN);
 	isl_options_set_schedule_maximize_coincidence(p->ctx,
 		p->opts.fusion == TC_POLY_FUSE_PRESERVE3COINCIDENT);
 	sc = isl_schedule_constraints_on_domain(rest);
@@ -611,7 +636,7 @@ tc_stat tc_poly_schedule(tc_poly *p, const tc_poly_pass *passes, int npasses, tc
 	 * dependence (parallel loops, later) */
 	sc = isl_schedule_constraints_set_coincidence(sc, isl_union_map_copy(deps));
 	isl_schedule_free(p->schedule);
-	p->schedule = isl_schedule_constraints_compute_schedule(sc);
+	p->schedule = compute_schedule(p, sc);
 	/* a repair of the scheduler's tree (passes.c) */
 	if (p->schedule && p->opts.fusion == TC_POLY_FUSE_MAX)
 		p->schedule = tc_poly_fuse_nests(p->schedule, deps);
@@ -655,7 +680,7 @@ tc_stat tc_poly_schedule(tc_poly *p, const tc_poly_pass *passes, int npasses, tc
 		isl_failed(p->ctx, d, "mark the schedule");
 		return TC_ERR;
 	}
-	return TC_OK;
+	return tc_poly_contract(p, d);
 }
 
 /* ---- legality ---- */
@@ -808,6 +833,7 @@ void tc_poly_free(tc_poly *p)
 	isl_set_free(p->context);
 	tc_free(p->stmts);
 	tc_free(p->params);
+	tc_free(p->rowbuf);
 	tc_free(p);
 }
 
@@ -826,7 +852,7 @@ int tc_poly_param_index(const tc_poly *p, const char *isl_name)
 		const char *n = p->f->params[i].name;
 		size_t len = strlen(n);
 		if (!strncmp(isl_name, n, len) &&
-			(!isl_name[len] || (isl_keyword(n) && !strcmp(isl_name + len, "_"))))
+			(!isl_name[len] || (tc_poly_isl_keyword(n) && !strcmp(isl_name + len, "_"))))
 			return i;
 	}
 	return -1;

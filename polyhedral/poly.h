@@ -126,6 +126,10 @@ typedef struct tc_poly {
 	int merged;              /* tc_poly_pass_merge merged a band chain */
 	int no_merge;            /* ... and the result was illegal: do not */
 	isl_ast_node *ast;       /* after tc_poly_ast */
+	int *rowbuf;             /* per tensor, after tc_poly_schedule: for a
+				  * row-buffered temporary (tc_poly_contract)
+				  * how many leading subscripts select its row;
+				  * 0 (or rowbuf NULL): kept whole */
 } tc_poly;
 
 /* The statement of the model whose isl tuple name is name, or NULL. */
@@ -196,6 +200,19 @@ __tc_give isl_schedule *tc_poly_fuse_nests(__tc_take isl_schedule *s,
 	__tc_keep isl_union_map *deps);
 __tc_give isl_schedule *tc_poly_hoist_constant(__tc_take isl_schedule *s,
 	__tc_keep isl_union_map *deps);
+/* Row buffers (polyhedral/contract.c): for every temporary marked rowbuf
+ * whose accesses, in the final schedule, touch one row (its first j
+ * subscripts) per iteration of the loops enclosing them all and each row
+ * in one iteration, with no parallel loop at or below those loops and
+ * rows of at most TC_POLY_ROWBUF_MAX bytes, p->rowbuf[t] = j: backends
+ * keep one row per thread (on the stack) instead of the whole tensor.
+ * Concrete sizes only.  tc_poly_schedule runs it last. */
+#define TC_POLY_ROWBUF_MAX (64 << 10)
+tc_stat tc_poly_contract(__tc_keep tc_poly *p, __tc_keep tc_diags *d);
+/* Whether s is a word isl's parser reserves (a tcomp name equal to one
+ * gets a trailing '_' in isl). */
+int tc_poly_isl_keyword(const char *s);
+
 /* Generate the AST of the schedule (p->ast). */
 tc_stat tc_poly_ast(__tc_keep tc_poly *p, __tc_keep tc_diags *d);
 void tc_poly_free(__tc_take tc_poly *p);

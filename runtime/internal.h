@@ -60,6 +60,7 @@ typedef struct tc_rt_compiled {
 	tc_cg_code *code;  /* TC_RT_CPU */
 	int from_object;   /* code loaded from the kernel cache's object code */
 	size_t ws_bytes;   /* workspace for the temporaries */
+	size_t ws_touch;   /* the part of it a new workspace has touched */
 	size_t *ws_off;    /* offset of each temporary in it */
 	tc_vec ws_free;    /* workspaces ready for reuse (void *) */
 } tc_rt_compiled;

@@ -222,22 +222,36 @@ static size_t tensor_bytes(const tc_tensor *t)
 	return n;
 }
 
-/* The workspace layout: each temporary at a 64-byte aligned offset. */
+/* The workspace layout: each temporary at a 64-byte aligned offset, those
+ * that may be row buffers (tc_ir_tensor.rowbuf) last.  When the schedule
+ * keeps such a temporary in a row buffer on the stack (polyhedral/
+ * contract.c) its region is never touched; when it does not, the kernel
+ * uses the region.  Which of the two happens is known only to the code
+ * (also code loaded from the kernel cache), so the region is there either
+ * way, but new workspaces have only the pages before it touched
+ * (ws_touch): an unused region costs address space, not memory or page
+ * faults. */
 static int layout_workspace(tc_rt_compiled *c)
 {
 	const tc_ir_func *f = c->cf;
-	int t;
+	int t, pass;
 	c->ws_off = tc_calloc((size_t)f->ntensors + 1, sizeof(size_t));
 	if (!c->ws_off)
 		return -1;
-	for (t = f->ninputs + f->noutputs; t < f->ntensors; t++) {
-		size_t n = tensor_bytes(&c->shapes[t]);
-		if (n == SIZE_MAX)
-			return -1;
-		c->ws_off[t] = c->ws_bytes;
-		n = (n + WS_ALIGN - 1) / WS_ALIGN * WS_ALIGN;
-		if (__builtin_add_overflow(c->ws_bytes, n, &c->ws_bytes))
-			return -1;
+	for (pass = 0; pass < 2; pass++) {
+		for (t = f->ninputs + f->noutputs; t < f->ntensors; t++) {
+			size_t n = tensor_bytes(&c->shapes[t]);
+			if (f->tensors[t].rowbuf != pass)
+				continue;
+			if (n == SIZE_MAX)
+				return -1;
+			c->ws_off[t] = c->ws_bytes;
+			n = (n + WS_ALIGN - 1) / WS_ALIGN * WS_ALIGN;
+			if (__builtin_add_overflow(c->ws_bytes, n, &c->ws_bytes))
+				return -1;
+		}
+		if (!pass)
+			c->ws_touch = c->ws_bytes;
 	}
 	return 0;
 }
@@ -274,8 +288,13 @@ static tc_rt_compiled *compile(tc_module *m, const tc_ir_func *f, const tc_tenso
 	/* the CPU's rewrites of the IR, in c->ar; made also for the interpreter
 	 * target, whose kernels emit the CPU's stages */
 	if (!(c->ar = tc_arena_new()) ||
-		(!strcmp(tc_options_get(options, "share"), "on") &&
-			!(c->cf = f = tc_ir_share(c->ar, f, c->params))) ||
+		(strcmp(tc_options_get(options, "share"), "off") &&
+			!(c->cf = f = tc_ir_share(c->ar, f, c->params,
+				  /* row buffers need the rows' loops fused */
+				  !strcmp(tc_options_get(options, "share"), "row") &&
+						  c->popts.fusion == TC_POLY_FUSE_MAX
+					  ? TC_POLY_ROWBUF_MAX
+					  : 0))) ||
 		(!strcmp(tc_options_get(options, "inline"), "on") &&
 			!(c->cf = f = tc_ir_inline(c->ar, f, c->params))) ||
 		(!strcmp(tc_options_get(options, "pack"), "on") && /* rows of an AVX-512 register */
@@ -459,7 +478,7 @@ static void *take_workspace(tc_context *ctx, tc_rt_compiled *c)
 		ws = c->ws_free.v[--c->ws_free.n];
 	pthread_mutex_unlock(&ctx->lock);
 	if (!ws && (ws = tc_malloc(c->ws_bytes + WS_ALIGN)))
-		memset(ws, 0, c->ws_bytes + WS_ALIGN);
+		memset(ws, 0, c->ws_touch + WS_ALIGN); /* see layout_workspace */
 	return ws;
 }
 

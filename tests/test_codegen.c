@@ -1039,8 +1039,8 @@ static char *pointwise_ir(int vector, int unroll)
 }
 
 /* The vector and unroll_inner options become llvm.loop metadata on the
- * back edge of the innermost loop only, and none with both auto (the
- * defaults' code is what it was before the options): vector=N asks the
+ * back edge of the innermost loop only; with both auto, an interleave
+ * count of 2 (outside register tiles) and no width: vector=N asks the
  * loop vectoriser for N lanes (at most the loop's 40 iterations: 32 for
  * 64) and keeps LLVM's early full unrolling off the loop until it is
  * vectorised; unroll_inner=U is the interleave count, at most the 40
@@ -1054,8 +1054,10 @@ static void test_loop_metadata_of_vector_options(void **state)
 	static const char row_sum[] = "def k(float(M,N) A) -> (S) { S(i) +=! A(i,r_j) }\n";
 	char *ir;
 	(void)state;
-	ir = pointwise_ir(0, 0);
-	assert_null(strstr(ir, "llvm.loop"));
+	ir = pointwise_ir(0, 0); /* auto: interleave 2 outside register tiles */
+	assert_int_equal(count_of(ir, "!llvm.loop !"), 1);
+	assert_non_null(strstr(ir, "!{!\"llvm.loop.interleave.count\", i32 2}"));
+	assert_null(strstr(ir, "llvm.loop.vectorize"));
 	assert_null(strstr(ir, "noimplicitfloat"));
 	tc_free(ir);
 
@@ -1066,7 +1068,7 @@ static void test_loop_metadata_of_vector_options(void **state)
 	assert_non_null(strstr(ir, "!{!\"llvm.loop.unroll.disable\"}"));
 	assert_non_null(strstr(ir, "!{!\"llvm.loop.vectorize.followup_vectorized\", !"));
 	assert_non_null(strstr(ir, "!{!\"llvm.loop.isvectorized\", i32 1}"));
-	assert_null(strstr(ir, "llvm.loop.interleave.count"));
+	assert_non_null(strstr(ir, "!{!\"llvm.loop.interleave.count\", i32 2}")); /* auto */
 	assert_non_null(strstr(ir, "= distinct !{")); /* a loop ID refers to itself */
 	tc_free(ir);
 
