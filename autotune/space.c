@@ -14,6 +14,11 @@
  *                     registers 1..4 (lanes: elements per 64-byte register)
  *   threads           the words (auto) and 1..ncpu (every count up to 8,
  *                     then powers of two and ncpu)
+ *   interchange       auto and the orders of the first 2 or 3 members of
+ *                     the tiled band other than their own (1,0 and the
+ *                     five of 3; those of 3 only for statements of 3 loops
+ *                     or more), kept as words; random genomes draw auto
+ *                     half the time, so most keep the order pass's order
  *   other INT options the words and the powers of two in the range up to
  *                     65536; other LIST options their words only
  * target, contract and fastmath are fixed (target chooses the machine,
@@ -172,6 +177,16 @@ static tc_stat build_dim(tc_tune_dim *d, const tc_options *base, const tc_tune_s
 				return TC_ERR;
 		if (sh->ncpu > 1 && add_size(d, 0, sh->ncpu) < 0)
 			return TC_ERR;
+	} else if (!strcmp(name, "interchange")) {
+		/* a word per order: 5 of them do not fit the generated values'
+		 * digits, which pick each position's value independently */
+		static const char *const perms[] = {"1,0", "0,2,1", "1,0,2", "1,2,0", "2,0,1",
+			"2,1,0"};
+		int nperm = sh->depth >= 3 ? 6 : sh->depth == 2 ? 1 : 0;
+		for (k = 0; k < nperm; k++)
+			if (push_str(&d->words, &d->nwords, perms[k], strlen(perms[k])) < 0)
+				return TC_ERR;
+		d->first = 0.5;
 	} else if (type == TC_OPT_INT) {
 		d->npos = 1;
 		for (k = 0; k <= 16; k++)
@@ -338,8 +353,15 @@ tc_stat tc_tune_space_genome(tc_tune_space *s, const tc_options *o, int64_t *g)
 void tc_tune_space_random(const tc_tune_space *s, tc_tune_rng *r, int64_t *g)
 {
 	int i;
-	for (i = 0; i < s->n; i++)
-		g[i] = s->d[i].searched ? tc_tune_rng_below(r, s->d[i].count) : 0;
+	for (i = 0; i < s->n; i++) {
+		const tc_tune_dim *d = &s->d[i];
+		if (!d->searched)
+			g[i] = 0;
+		else if (d->first > 0 && d->count > 1)
+			g[i] = tc_tune_rng_unit(r) < d->first ? 0 : 1 + tc_tune_rng_below(r, d->count - 1);
+		else
+			g[i] = tc_tune_rng_below(r, d->count);
+	}
 }
 
 /* ---- genetic operators ---- */

@@ -31,7 +31,8 @@ double tc_tune_rng_unit(tc_tune_rng *r);
 
 /* The candidate values of one option (one row of the option table).  A
  * value is named by an index v in [0, count):
- *   v < nwords                   words[v]                ("auto", "on")
+ *   v < nwords                   words[v]                ("auto", "on", and
+ *                                interchange's orders "2,0,1")
  *   v < nwords + ngen            a generated value: with npos positions,
  *                                the mixed-radix digits of v - nwords pick
  *                                sizes[p][digit] for each position p and
@@ -52,6 +53,8 @@ typedef struct tc_tune_dim {
 	int nextra;
 	char **extra;
 	int64_t count;
+	double first; /* random genomes draw value 0 with this probability, the
+		       * others uniformly (0: all uniformly) */
 } tc_tune_dim;
 
 /* What the generators of tile, regtile and threads need to know about the
@@ -87,7 +90,8 @@ __tc_give char *tc_tune_space_key(__tc_keep const tc_tune_space *s, const int64_
  * memory. */
 tc_stat tc_tune_space_genome(__tc_keep tc_tune_space *s, __tc_keep const tc_options *o,
 	int64_t *g);
-/* A uniformly random genome. */
+/* A random genome: each searched option's value uniformly, but value 0
+ * with probability first where a dim sets it (interchange's auto). */
 void tc_tune_space_random(__tc_keep const tc_tune_space *s, tc_tune_rng *r, int64_t *g);
 
 /* ---- the genetic operators (one genome = s->n value indices) ---- */

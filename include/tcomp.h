@@ -186,6 +186,20 @@ int tc_module_hash(tc_module *m, const char *entry, char out[17]);
  *                         A(m,r_k) * B(n,r_k)) into a temporary in which
  *                         the output's stride-1 dimension is stride-1, so
  *                         the register tile applies (default on)
+ *   interchange auto|N,N,...
+ *                         the order of the members of the band tile tiles
+ *                         (the outermost permutable band of the first loop
+ *                         nest, packing copies aside), after the order
+ *                         pass: entry k names the member that goes to
+ *                         position k (2,0,1: the third member outermost),
+ *                         so it orders the cache-tile loops and the loops
+ *                         within tiles, and tile's sizes follow the new
+ *                         order; N entries must be 0..N-1, each once; a
+ *                         shorter list than the band permutes its first
+ *                         members only; a longer one, or an order that
+ *                         would break a dependence (conv2d's reduction
+ *                         members), leaves the band as it is (default
+ *                         auto: the order pass's order)
  * `tcomp options` prints the full table with each option's documentation.
  * Values are words from the option's list, integers inside its range, or
  * comma-separated lists of such integers, depending on the option; they are
@@ -296,7 +310,8 @@ const char *tc_kernel_options_source(const tc_kernel *k);
  * loop of the deepest statement, each a power of two or three times one
  * (8, 16, 24, 32, 48, ...) up to the largest extent; regtile takes auto,
  * none or R rows by V vector registers (R 1..8, V 1..4); threads takes auto
- * or 1..the online CPUs.
+ * or 1..the online CPUs; interchange takes auto (half of the random draws)
+ * or an order of the first 2 or 3 members other than their own.
  * target, contract and fastmath (which change results) are never searched, and
  * neither is any option the base options set explicitly: those keep the
  * base value.  Every candidate is compiled and run in a forked child

@@ -7,7 +7,11 @@
  * innermost loop walks memory contiguously and can be vectorised.  Any order
  * of the members of a permutable band is legal.  Members keep their
  * relative order otherwise, so the reduction indices of a statement keep
- * theirs and every element accumulates in the same order as before. */
+ * theirs and every element accumulates in the same order as before.
+ *
+ * tc_poly_pass_interchange: the interchange option's explicit order of the
+ * members of the band the tile pass tiles, after the order pass, so that it
+ * sets the order of the cache-tile loops and of the loops within tiles. */
 #include "poly.h"
 
 #include "../lang/sexpr.h"
@@ -169,6 +173,20 @@ static isl_schedule_node *permute_band(isl_schedule_node *node, const int *perm)
 	return node;
 }
 
+/* Move member j of permutable band node (n members) innermost; the others
+ * keep their order. */
+static isl_schedule_node *move_innermost(isl_schedule_node *node, isl_size n, int j)
+{
+	int *perm = tc_malloc((size_t)(n > 0 ? n : 1) * sizeof(int)), k;
+	if (!perm)
+		return isl_schedule_node_free(node);
+	for (k = 0; k < n; k++)
+		perm[k] = k < j ? k : k < n - 1 ? k + 1 : j;
+	node = permute_band(node, perm);
+	tc_free(perm);
+	return node;
+}
+
 /* ---- dot products ----
  *
  * A contraction whose output rows are shorter than a vector register and
@@ -270,15 +288,9 @@ static isl_schedule_node *order_band(isl_schedule_node *node, void *user)
 	mupa = isl_schedule_node_band_get_partial_schedule(node);
 	dom = isl_schedule_node_get_domain(node);
 	if ((dot = dot_member(p, node, mupa, dom, n)) >= 0) {
-		int *perm = tc_malloc((size_t)n * sizeof(int));
 		isl_union_set_free(dom);
 		isl_multi_union_pw_aff_free(mupa);
-		if (!perm)
-			return isl_schedule_node_free(node);
-		for (j = 0; j < n; j++)
-			perm[j] = j < dot ? j : j < n - 1 ? j + 1 : dot;
-		node = permute_band(node, perm);
-		tc_free(perm);
+		node = move_innermost(node, n, dot);
 		return isl_schedule_node_band_split(node, (int)n - 1);
 	}
 	for (j = 0; j < n; j++) {
@@ -297,22 +309,10 @@ static isl_schedule_node *order_band(isl_schedule_node *node, void *user)
 		}
 	}
 	isl_union_set_free(dom);
-	if (best < 0 || best == n - 1) {
-		isl_multi_union_pw_aff_free(mupa);
-		return node;
-	}
 	isl_multi_union_pw_aff_free(mupa);
-	{
-		/* the new order: every member but best in order, then best */
-		int *perm = tc_malloc((size_t)n * sizeof(int));
-		if (!perm)
-			return isl_schedule_node_free(node);
-		for (j = 0; j < n; j++)
-			perm[j] = j < best ? j : j < n - 1 ? j + 1 : best;
-		node = permute_band(node, perm);
-		tc_free(perm);
-	}
-	return node;
+	if (best < 0 || best == n - 1)
+		return node;
+	return move_innermost(node, n, best);
 }
 
 tc_stat tc_poly_pass_order(tc_poly *p, tc_diags *d)
@@ -401,35 +401,82 @@ static int is_pack_band(const tc_poly *p, isl_schedule_node *node)
 	return pack;
 }
 
+/* What a pass does to the first band (see first_band); sets *changed
+ * when it changes the band. */
+typedef isl_schedule_node *(*band_fn)(isl_schedule_node *node, const tc_poly *p, int *changed);
+
 /* Find the outermost permutable band with at least one member (in tree
- * order, packing copies aside) and tile it. */
-static isl_schedule_node *tile_first_band(isl_schedule_node *node, const tc_poly *p, int *done)
+ * order, packing copies aside: the band the cache tiles and the
+ * interchange apply to) and apply fn to it; *found is set once it is
+ * found, *changed by fn. */
+static isl_schedule_node *first_band(isl_schedule_node *node, const tc_poly *p, band_fn fn,
+	int *found, int *changed)
 {
 	isl_size n, i;
-	if (*done || !node)
+	if (*found || !node)
 		return node;
 	if (isl_schedule_node_get_type(node) == isl_schedule_node_band &&
 		isl_schedule_node_band_get_permutable(node) == isl_bool_true &&
-		(n = isl_schedule_node_band_n_member(node)) > 0 && !is_pack_band(p, node)) {
-		isl_multi_val *sizes;
-		int64_t chosen[TC_POLY_MAX_TILE];
-		*done = 1;
-		if (!p->opts.ntile && !auto_tiles(p, node, chosen))
-			return node;
-		sizes = isl_multi_val_zero(isl_schedule_node_band_get_space(node));
-		for (i = 0; i < n; i++) /* untiled members: one tile covers them */
-			sizes = isl_multi_val_set_val(sizes, i, isl_val_int_from_si(p->ctx,
-				p->opts.ntile ? (i < p->opts.ntile ? p->opts.tile[i] : HUGE_TILE)
-					      : chosen[i]));
-		return isl_schedule_node_band_tile(node, sizes);
+		isl_schedule_node_band_n_member(node) > 0 && !is_pack_band(p, node)) {
+		*found = 1;
+		return fn(node, p, changed);
 	}
 	n = isl_schedule_node_n_children(node);
-	for (i = 0; i < n && !*done; i++) {
+	for (i = 0; i < n && !*found; i++) {
 		node = isl_schedule_node_child(node, i);
-		node = tile_first_band(node, p, done);
+		node = first_band(node, p, fn, found, changed);
 		node = isl_schedule_node_parent(node);
 	}
 	return node;
+}
+
+/* Tile band node with the option's sizes or the automatic ones. */
+static isl_schedule_node *tile_band(isl_schedule_node *node, const tc_poly *p, int *changed)
+{
+	isl_size n = isl_schedule_node_band_n_member(node), i;
+	isl_multi_val *sizes;
+	int64_t chosen[TC_POLY_MAX_TILE];
+	if (!p->opts.ntile && !auto_tiles(p, node, chosen))
+		return node;
+	sizes = isl_multi_val_zero(isl_schedule_node_band_get_space(node));
+	for (i = 0; i < n; i++) /* untiled members: one tile covers them */
+		sizes = isl_multi_val_set_val(sizes, i, isl_val_int_from_si(p->ctx,
+			p->opts.ntile ? (i < p->opts.ntile ? p->opts.tile[i] : HUGE_TILE)
+				      : chosen[i]));
+	*changed = 1;
+	return isl_schedule_node_band_tile(node, sizes);
+}
+
+static isl_schedule_node *tile_first_band(isl_schedule_node *node, const tc_poly *p, int *done)
+{
+	int changed = 0;
+	return first_band(node, p, tile_band, done, &changed);
+}
+
+/* Reorder the members of band node as p->opts.interchange says (see
+ * tc_poly_pass_interchange); a list longer than the band leaves it as is. */
+static isl_schedule_node *interchange_band(isl_schedule_node *node, const tc_poly *p,
+	int *changed)
+{
+	isl_size n = isl_schedule_node_band_n_member(node);
+	int perm[TC_POLY_MAX_TILE], k, moved = 0;
+	if (n < 0 || n > TC_POLY_MAX_TILE || p->opts.ninterchange > n)
+		return node;
+	for (k = 0; k < n; k++) {
+		perm[k] = k < p->opts.ninterchange ? p->opts.interchange[k] : k;
+		moved |= perm[k] != k;
+	}
+	if (!moved)
+		return node;
+	*changed = 1;
+	return permute_band(node, perm);
+}
+
+static isl_schedule_node *interchange_first_band(isl_schedule_node *node, const tc_poly *p,
+	int *changed)
+{
+	int found = 0;
+	return first_band(node, p, interchange_band, &found, changed);
 }
 
 static tc_stat walk_failed(tc_poly *p, tc_diags *d, const char *what)
@@ -556,6 +603,31 @@ tc_stat tc_poly_pass_merge(tc_poly *p, tc_diags *d)
 	}
 	isl_schedule_node_free(node);
 	return p->schedule ? TC_OK : walk_failed(p, d, "merge bands");
+}
+
+/* Any order of a permutable band's members is legal, but the merge pass
+ * marks bands permutable that are not in isl's sense (a reduction over
+ * several indices, whose members must keep their order), so the result is
+ * checked against the dependences and dropped when it breaks one.  The
+ * check costs compile time, so it runs only when a band changed. */
+tc_stat tc_poly_pass_interchange(tc_poly *p, tc_diags *d)
+{
+	isl_schedule *before;
+	int changed, legal;
+	if (!p->opts.ninterchange)
+		return TC_OK;
+	before = isl_schedule_copy(p->schedule);
+	if (walk_schedule(p, d, interchange_first_band, "interchange a band", &changed) < 0) {
+		isl_schedule_free(before);
+		return TC_ERR;
+	}
+	legal = changed ? tc_poly_schedule_legal(p, p->schedule) : 1;
+	if (legal == 0) {
+		isl_schedule_free(p->schedule);
+		p->schedule = isl_schedule_copy(before);
+	}
+	isl_schedule_free(before);
+	return legal < 0 ? walk_failed(p, d, "check an interchange") : TC_OK;
 }
 
 tc_stat tc_poly_pass_tile(tc_poly *p, tc_diags *d)
@@ -1073,8 +1145,8 @@ tc_stat tc_poly_pass_parallel(tc_poly *p, tc_diags *d)
 }
 
 const tc_poly_pass tc_poly_default_passes[] = {tc_poly_pass_merge, tc_poly_pass_order,
-	tc_poly_pass_tile, tc_poly_pass_regtile, tc_poly_pass_parallel};
-const int tc_poly_ndefault_passes = 5;
+	tc_poly_pass_interchange, tc_poly_pass_tile, tc_poly_pass_regtile, tc_poly_pass_parallel};
+const int tc_poly_ndefault_passes = 6;
 
 /* ---- fusing the scheduler's nests, hoisting per-row statements ----
  *

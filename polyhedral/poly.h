@@ -94,6 +94,11 @@ typedef struct tc_poly_opts {
 					* tiles may vectorise (any order) */
 	int parallel;                  /* run tc_poly_pass_parallel: 1 on every
 					* nest, 2 on nests with work enough */
+	int ninterchange;              /* tc_poly_pass_interchange: members of
+					* the band tc_poly_pass_tile tiles go to
+					* positions 0..ninterchange-1 ... */
+	int interchange[TC_POLY_MAX_TILE]; /* ... member interchange[k] to k
+					* (a permutation; 0 members: as is) */
 	int ntile;                     /* tile the outermost permutable band ... */
 	int64_t tile[TC_POLY_MAX_TILE]; /* ... with these sizes, outermost first */
 	int tile_auto;                 /* ntile 0: choose cache tiles for contractions */
@@ -153,6 +158,13 @@ tc_stat tc_poly_pass_merge(__tc_keep tc_poly *p, __tc_keep tc_diags *d);
 /* In every permutable band, move the member that indexes the last (stride-1)
  * dimension of the most accesses innermost, preferring a parallel one. */
 tc_stat tc_poly_pass_order(__tc_keep tc_poly *p, __tc_keep tc_diags *d);
+/* Put the members of the band tc_poly_pass_tile tiles (the outermost
+ * permutable band, packing copies aside) in the order p->opts.interchange
+ * gives: member interchange[k] goes to position k, members beyond the list
+ * keep their place.  Nothing when ninterchange is 0, when the list is
+ * longer than the band, or when the result breaks a dependence (a merged
+ * band's reduction members: tc_poly_pass_merge). */
+tc_stat tc_poly_pass_interchange(__tc_keep tc_poly *p, __tc_keep tc_diags *d);
 /* Tile the outermost permutable band with p->opts.tile (members beyond
  * the sizes given are not tiled); nothing when ntile is 0. */
 tc_stat tc_poly_pass_tile(__tc_keep tc_poly *p, __tc_keep tc_diags *d);

@@ -58,6 +58,8 @@ static const opt_def opt_table[] = {
 		"write large outputs (4 MiB or more) that one assignment writes once per element with non-temporal vector stores when they are 64-byte aligned at run time: no read of the lines before they are written (a third less traffic for a kernel reading one array and writing another)"},
 	{"pack", TC_OPT_ENUM, "on|off", "on",
 		"copy an input that a contraction reads along its reduction (B in A(m,r_k) * B(n,r_k), fully connected weights) into a temporary laid out so the register tile applies; the copy runs first"},
+	{"interchange", TC_OPT_PERM, "auto|0..15", "auto",
+		"the order of the members of the band that tile tiles (the outermost permutable band of the first loop nest, packing copies aside), after order: entry k says which member goes to position k (2,0,1: the third loop outermost), so it orders the cache-tile loops and the loops within tiles; a shorter list permutes the first members only; a list longer than the band, or an order that would break a dependence, leaves the band as it is; tile sizes follow the new order (auto: the order option's order)"},
 };
 #define NOPTS ((int)(sizeof(opt_table) / sizeof(opt_table[0])))
 
@@ -170,6 +172,41 @@ static int range_has_int(const char *range, int64_t v)
 	return 0;
 }
 
+/* Whether the canonical list s (integers in 0..TC_OPT_LIST_MAX-1) is not a
+ * permutation of 0..n-1 for its n entries: 1 with the reason in why[size]
+ * (when why is non-NULL), else 0.  Without repeats, n values below n are
+ * every one of them. */
+static int perm_problem(const char *s, char *why, size_t size)
+{
+	int seen[TC_OPT_LIST_MAX] = {0}, n = 0, big = -1;
+	const char *p;
+	for (p = s; p && *p; n++) {
+		char *end;
+		long v = strtol(p, &end, 10);
+		if (end == p)
+			break; /* a word: no list */
+		if (v < 0 || v >= TC_OPT_LIST_MAX) {
+			if (why)
+				snprintf(why, size, "%ld is no position of a list", v);
+			return 1;
+		}
+		if (seen[v]++) {
+			if (why)
+				snprintf(why, size, "%ld appears twice", v);
+			return 1;
+		}
+		big = (int)v > big ? (int)v : big;
+		p = *end == ',' ? end + 1 : end;
+	}
+	if (big >= n) {
+		if (why)
+			snprintf(why, size, "%d is beyond 0..%d, the positions of %d entries", big,
+				n - 1, n);
+		return 1;
+	}
+	return 0;
+}
+
 int tc_rt_opt_value(tc_opt_type type, const char *range, const char *value, char **canon)
 {
 	size_t n = strlen(value);
@@ -190,7 +227,8 @@ int tc_rt_opt_value(tc_opt_type type, const char *range, const char *value, char
 		const char *comma = strchr(p, ',');
 		size_t len = comma ? (size_t)(comma - p) : strlen(p);
 		int64_t v;
-		if ((comma && type != TC_OPT_LIST) || ++count > TC_OPT_LIST_MAX ||
+		if ((comma && type != TC_OPT_LIST && type != TC_OPT_PERM) ||
+			++count > TC_OPT_LIST_MAX ||
 			parse_int(p, len, &v) < 0 || !range_has_int(range, v)) {
 			tc_buf_free(&b);
 			return -1;
@@ -199,6 +237,10 @@ int tc_rt_opt_value(tc_opt_type type, const char *range, const char *value, char
 		if (!comma)
 			break;
 		p = comma;
+	}
+	if (type == TC_OPT_PERM && perm_problem(b.s, NULL, 0)) {
+		tc_buf_free(&b);
+		return -1;
 	}
 	*canon = tc_buf_take(&b);
 	return 0;
@@ -217,6 +259,9 @@ static void put_allowed(tc_buf *b, const opt_def *d)
 	}
 	if (d->type == TC_OPT_INT)
 		tc_buf_puts(b, "an integer in ");
+	else if (d->type == TC_OPT_PERM)
+		tc_buf_printf(b, "a permutation of 0..N-1 as N comma-separated integers (N 1 to %d) in ",
+			TC_OPT_LIST_MAX);
 	else
 		tc_buf_printf(b, "1 to %d comma-separated integers in ", TC_OPT_LIST_MAX);
 	while (next_alt(&p, &a))
@@ -235,7 +280,7 @@ static void put_allowed(tc_buf *b, const opt_def *d)
 static void put_values(tc_buf *b, const opt_def *d)
 {
 	tc_buf_puts(b, d->range);
-	if (d->type == TC_OPT_LIST)
+	if (d->type == TC_OPT_LIST || d->type == TC_OPT_PERM)
 		tc_buf_puts(b, ",...");
 }
 
@@ -259,11 +304,21 @@ static int check_pair(const char *name, const char *value, tc_context *ctx, cons
 		return -1;
 	}
 	if (tc_rt_opt_value(opt_table[i].type, opt_table[i].range, value, canon) < 0) {
+		char why[96] = "", *list = NULL;
 		tc_buf_init(&b);
 		put_allowed(&b, &opt_table[i]);
+		/* a list that is merely no permutation: say why */
+		if (opt_table[i].type == TC_OPT_PERM &&
+			tc_rt_opt_value(TC_OPT_LIST, opt_table[i].range, value, &list) == 0 && list)
+			perm_problem(list, why, sizeof(why));
+		tc_free(list);
 		if (!*value)
 			tc_rt_set_error(ctx, "%soption '%s' has no value (allowed: %s)", prefix, name,
 				b.s ? b.s : "?");
+		else if (*why)
+			tc_rt_set_error(ctx,
+				"%soption '%s' cannot be '%s': not a permutation (%s; allowed: %s)",
+				prefix, name, value, why, b.s ? b.s : "?");
 		else
 			tc_rt_set_error(ctx, "%soption '%s' cannot be '%s' (allowed: %s)", prefix, name,
 				value, b.s ? b.s : "?");
@@ -408,7 +463,8 @@ char *tc_options_describe(void)
 	int i, wn = 4, wv = 6;
 	for (i = 0; i < NOPTS; i++) {
 		int n = (int)strlen(opt_table[i].name);
-		int nv = (int)strlen(opt_table[i].range) + (opt_table[i].type == TC_OPT_LIST ? 4 : 0);
+		int nv = (int)strlen(opt_table[i].range) +
+			(opt_table[i].type == TC_OPT_LIST || opt_table[i].type == TC_OPT_PERM ? 4 : 0);
 		wn = n > wn ? n : wn;
 		wv = nv > wv ? nv : wv;
 	}
@@ -456,7 +512,13 @@ static int count_or_auto(const tc_options *o, const char *name)
 void tc_rt_poly_opts(const tc_options *o, tc_poly_opts *out)
 {
 	const char *tile = tc_options_get(o, "tile"), *reg = tc_options_get(o, "regtile");
+	int64_t perm[TC_POLY_MAX_TILE];
+	int k;
 	memset(out, 0, sizeof(*out));
+	/* a permutation (checked when set) or auto: no list */
+	out->ninterchange = size_list(tc_options_get(o, "interchange"), perm);
+	for (k = 0; k < out->ninterchange; k++)
+		out->interchange[k] = (int)perm[k];
 	out->order = strcmp(tc_options_get(o, "order"), "off") != 0;
 	out->fastmath = strcmp(tc_options_get(o, "fastmath"), "on") == 0;
 	out->stream = strcmp(tc_options_get(o, "stream"), "off") != 0;

@@ -15,12 +15,15 @@
  *                the words
  *   TC_OPT_LIST  1 to TC_OPT_LIST_MAX comma-separated integers, each inside
  *                one of the intervals ("32,32,8"), or one of the words alone
+ *   TC_OPT_PERM  a TC_OPT_LIST whose n integers are 0..n-1, each once (a
+ *                permutation: "2,0,1"), or one of the words alone
  * Values are stored in a canonical form (integers without leading zeros or
  * '+'), so equal settings give equal memo keys and print the same. */
 typedef enum tc_opt_type {
 	TC_OPT_ENUM,
 	TC_OPT_INT,
 	TC_OPT_LIST,
+	TC_OPT_PERM,
 } tc_opt_type;
 
 #define TC_OPT_LIST_MAX 16

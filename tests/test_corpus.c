@@ -1954,6 +1954,8 @@ static void draw_options(uint64_t *rng, char *buf, size_t n)
 	static const char *const fusion[] = {"max", "preserve3coincident", "min"};
 	static const char *const vectors[] = {"auto", "1", "4", "8", "16"};
 	static const char *const unrolls[] = {"auto", "1", "2", "4", "8"};
+	static const char *const orders[] = {"1,0", "0,2,1", "1,0,2", "1,2,0", "2,0,1", "2,1,0",
+		"3,2,1,0", "0,3,1,2"};
 	int len, pick;
 	len = snprintf(buf, n, "order=%s unroll=%s fusion=%s", tu_rand_int(rng, 0, 1) ? "on" : "off",
 		tu_rand_int(rng, 0, 1) ? "on" : "off", fusion[tu_rand_int(rng, 0, 2)]);
@@ -1971,13 +1973,17 @@ static void draw_options(uint64_t *rng, char *buf, size_t n)
 		len = draw_list(rng, buf, n, len, 2, regs, 7);
 	/* drawn last, so the draws above stay what they were */
 	len += snprintf(buf + len, n - (size_t)len, " vector=%s", vectors[tu_rand_int(rng, 0, 4)]);
-	snprintf(buf + len, n - (size_t)len, " unroll_inner=%s", unrolls[tu_rand_int(rng, 0, 4)]);
+	len += snprintf(buf + len, n - (size_t)len, " unroll_inner=%s", unrolls[tu_rand_int(rng, 0, 4)]);
+	/* loop orders: auto half the time; orders of 2, 3 and 4 members (the
+	 * last longer than many bands: then nothing changes) */
+	snprintf(buf + len, n - (size_t)len, " interchange=%s",
+		tu_rand_int(rng, 0, 1) ? "auto" : orders[tu_rand_int(rng, 0, 7)]);
 }
 
 static int check_shape_set(const kernel_case *kc, int set)
 {
 	const int64_t *sizes = kc->sizes[set];
-	char what[256], what_t[480], sz[96], path[512];
+	char what[256], what_t[544], sz[96], path[512];
 	format_sizes(sz, sizeof(sz), sizes);
 	snprintf(what, sizeof(what), "%s sizes %s", kc->name, sz);
 	snprintf(path, sizeof(path), "%s/tests/corpus/%s.tc", TC_SOURCE_DIR, kc->file);
@@ -2024,7 +2030,7 @@ static int check_shape_set(const kernel_case *kc, int set)
 	if (ok) { /* a drawn option combination, against the C loops */
 		tu_tensor got_drawn[MAX_TENSORS];
 		int ngot_drawn = 0, ran_drawn = 0;
-		char opts[192];
+		char opts[256];
 		tc_options *o = tc_options_new();
 		draw_options(&r.rng, opts, sizeof(opts));
 		snprintf(what_t, sizeof(what_t), "%s [cpu, %s]", what, opts);

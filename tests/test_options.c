@@ -60,8 +60,8 @@ static void defaults_print_every_option(void **state)
 	tc_options *o = tc_options_new();
 	(void)state;
 	assert_non_null(o);
-	assert_string_equal(print_of(o), "target=cpu\norder=on\ncontract=off\nparallel=auto\nthreads=auto\nfusion=max\ntile=auto\nregtile=auto\nunroll=on\nunroll_inner=auto\nvector=auto\nfastmath=off\nvecreduce=on\nshare=on\ninline=on\nstream=auto\npack=on\n");
-	assert_string_equal(print_of(NULL), "target=cpu\norder=on\ncontract=off\nparallel=auto\nthreads=auto\nfusion=max\ntile=auto\nregtile=auto\nunroll=on\nunroll_inner=auto\nvector=auto\nfastmath=off\nvecreduce=on\nshare=on\ninline=on\nstream=auto\npack=on\n"); /* NULL: the defaults */
+	assert_string_equal(print_of(o), "target=cpu\norder=on\ncontract=off\nparallel=auto\nthreads=auto\nfusion=max\ntile=auto\nregtile=auto\nunroll=on\nunroll_inner=auto\nvector=auto\nfastmath=off\nvecreduce=on\nshare=on\ninline=on\nstream=auto\npack=on\ninterchange=auto\n");
+	assert_string_equal(print_of(NULL), "target=cpu\norder=on\ncontract=off\nparallel=auto\nthreads=auto\nfusion=max\ntile=auto\nregtile=auto\nunroll=on\nunroll_inner=auto\nvector=auto\nfastmath=off\nvecreduce=on\nshare=on\ninline=on\nstream=auto\npack=on\ninterchange=auto\n"); /* NULL: the defaults */
 	assert_string_equal(tc_options_get(NULL, "target"), "cpu");
 	assert_null(tc_options_get(o, "no_such_option"));
 	tc_options_free(o);
@@ -79,7 +79,7 @@ static void parse_print_round_trip(void **state)
 	/* and so does a set value */
 	assert_int_equal(tc_options_set(o, "target", "interp", ctx), 0);
 	snprintf(text, sizeof(text), "%s", print_of(o));
-	assert_string_equal(text, "target=interp\norder=on\ncontract=off\nparallel=auto\nthreads=auto\nfusion=max\ntile=auto\nregtile=auto\nunroll=on\nunroll_inner=auto\nvector=auto\nfastmath=off\nvecreduce=on\nshare=on\ninline=on\nstream=auto\npack=on\n");
+	assert_string_equal(text, "target=interp\norder=on\ncontract=off\nparallel=auto\nthreads=auto\nfusion=max\ntile=auto\nregtile=auto\nunroll=on\nunroll_inner=auto\nvector=auto\nfastmath=off\nvecreduce=on\nshare=on\ninline=on\nstream=auto\npack=on\ninterchange=auto\n");
 	assert_int_equal(tc_options_parse(q, text, ctx), 0);
 	assert_string_equal(print_of(q), text);
 	assert_string_equal(tc_options_get(q, "target"), "interp");
@@ -132,7 +132,7 @@ static void errors_name_the_option_and_line(void **state)
 	tc_options *o = tc_options_new();
 	(void)state;
 	expect_parse_error(o, "target=cpu\n\nbogus=1\n",
-		"error: line 3: unknown option 'bogus' (options: target, order, contract, parallel, threads, fusion, tile, regtile, unroll, unroll_inner, vector, fastmath, vecreduce, share, inline, stream, pack; see tcomp options)");
+		"error: line 3: unknown option 'bogus' (options: target, order, contract, parallel, threads, fusion, tile, regtile, unroll, unroll_inner, vector, fastmath, vecreduce, share, inline, stream, pack, interchange; see tcomp options)");
 	expect_parse_error(o, "\ntarget=gpu",
 		"line 2: option 'target' cannot be 'gpu' (allowed: cpu|interp)");
 	expect_parse_error(o, "target=", "line 1: option 'target' has no value (allowed: cpu|interp)");
@@ -161,7 +161,7 @@ static void errors_name_the_option_and_line(void **state)
 	/* tc_options_set says the same things, without a line */
 	assert_int_equal(tc_options_set(o, "bogus", "1", ctx), -1);
 	assert_non_null(strstr(tc_context_error(ctx),
-		"error: unknown option 'bogus' (options: target, order, contract, parallel, threads, fusion, tile, regtile, unroll, unroll_inner, vector, fastmath, vecreduce, share, inline, stream, pack; see tcomp options)"));
+		"error: unknown option 'bogus' (options: target, order, contract, parallel, threads, fusion, tile, regtile, unroll, unroll_inner, vector, fastmath, vecreduce, share, inline, stream, pack, interchange; see tcomp options)"));
 	assert_int_equal(tc_options_set(o, "target", "", ctx), -1);
 	assert_non_null(strstr(tc_context_error(ctx), "option 'target' has no value"));
 	assert_null(strstr(tc_context_error(ctx), "line"));
@@ -176,14 +176,14 @@ static void failed_parse_leaves_options_unchanged(void **state)
 	/* the first pair is good and would change target; the second is not */
 	expect_parse_error(o, "target=cpu\nbogus=1\n", "line 2: unknown option 'bogus'");
 	assert_string_equal(tc_options_get(o, "target"), "interp");
-	assert_string_equal(print_of(o), "target=interp\norder=on\ncontract=off\nparallel=auto\nthreads=auto\nfusion=max\ntile=auto\nregtile=auto\nunroll=on\nunroll_inner=auto\nvector=auto\nfastmath=off\nvecreduce=on\nshare=on\ninline=on\nstream=auto\npack=on\n");
+	assert_string_equal(print_of(o), "target=interp\norder=on\ncontract=off\nparallel=auto\nthreads=auto\nfusion=max\ntile=auto\nregtile=auto\nunroll=on\nunroll_inner=auto\nvector=auto\nfastmath=off\nvecreduce=on\nshare=on\ninline=on\nstream=auto\npack=on\ninterchange=auto\n");
 	expect_parse_error(o, "target=cpu;target=gpu", "cannot be 'gpu'");
 	assert_string_equal(tc_options_get(o, "target"), "interp");
 	/* on defaults too */
 	tc_options_free(o);
 	o = tc_options_new();
 	expect_parse_error(o, "target=interp\ntarget", "line 2: expected NAME=VALUE");
-	assert_string_equal(print_of(o), "target=cpu\norder=on\ncontract=off\nparallel=auto\nthreads=auto\nfusion=max\ntile=auto\nregtile=auto\nunroll=on\nunroll_inner=auto\nvector=auto\nfastmath=off\nvecreduce=on\nshare=on\ninline=on\nstream=auto\npack=on\n");
+	assert_string_equal(print_of(o), "target=cpu\norder=on\ncontract=off\nparallel=auto\nthreads=auto\nfusion=max\ntile=auto\nregtile=auto\nunroll=on\nunroll_inner=auto\nvector=auto\nfastmath=off\nvecreduce=on\nshare=on\ninline=on\nstream=auto\npack=on\ninterchange=auto\n");
 	tc_options_free(o);
 }
 
@@ -310,6 +310,20 @@ static void value_kinds(void **state)
 	strcpy(list17, list16);
 	strcat(list17, ",1");
 	check_value(TC_OPT_LIST, "1..64", list17, NULL);
+	/* permutations: lists of 0..n-1, each once */
+	check_value(TC_OPT_PERM, "auto|0..15", "auto", "auto");
+	check_value(TC_OPT_PERM, "auto|0..15", "0", "0");
+	check_value(TC_OPT_PERM, "auto|0..15", "2,0,01", "2,0,1");
+	check_value(TC_OPT_PERM, "auto|0..15", "1,1", NULL);
+	check_value(TC_OPT_PERM, "auto|0..15", "0,2", NULL);
+	check_value(TC_OPT_PERM, "auto|0..15", "1", NULL);
+	check_value(TC_OPT_PERM, "auto|0..15", "16", NULL);
+	check_value(TC_OPT_PERM, "auto|0..15", "-1,0", NULL);
+	check_value(TC_OPT_PERM, "auto|0..15", "auto,0", NULL);
+	check_value(TC_OPT_PERM, "auto|0..15", "1,0,", NULL);
+	check_value(TC_OPT_PERM, "auto|0..15", "15,14,13,12,11,10,9,8,7,6,5,4,3,2,1,0",
+		"15,14,13,12,11,10,9,8,7,6,5,4,3,2,1,0");
+	check_value(TC_OPT_PERM, "auto|0..15", "0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16", NULL);
 }
 
 /* tc_kernel_stats refuses NULL (tests/test_cli.c checks its counts through
@@ -329,7 +343,7 @@ static void schedule_options(void **state)
 	(void)state;
 	assert_non_null(o);
 	assert_int_equal(tc_options_parse(o, "order=off tile=32,008,1", ctx), 0);
-	assert_string_equal(print_of(o), "target=cpu\norder=off\ncontract=off\nparallel=auto\nthreads=auto\nfusion=max\ntile=32,8,1\nregtile=auto\nunroll=on\nunroll_inner=auto\nvector=auto\nfastmath=off\nvecreduce=on\nshare=on\ninline=on\nstream=auto\npack=on\n");
+	assert_string_equal(print_of(o), "target=cpu\norder=off\ncontract=off\nparallel=auto\nthreads=auto\nfusion=max\ntile=32,8,1\nregtile=auto\nunroll=on\nunroll_inner=auto\nvector=auto\nfastmath=off\nvecreduce=on\nshare=on\ninline=on\nstream=auto\npack=on\ninterchange=auto\n");
 	assert_int_equal(tc_options_parse(o, "regtile=6,064 unroll=off", ctx), 0);
 	assert_string_equal(tc_options_get(o, "regtile"), "6,64");
 	assert_string_equal(tc_options_get(o, "unroll"), "off");
@@ -352,6 +366,33 @@ static void schedule_options(void **state)
 		"option 'tile' cannot be");
 	expect_parse_error(o, "tile=none,4", "option 'tile' cannot be 'none,4'");
 	assert_string_equal(tc_options_get(o, "tile"), "none"); /* unchanged */
+	/* interchange: auto or a permutation, and a message that says what is
+	 * wrong with a list that is none */
+	assert_int_equal(tc_options_parse(o, "interchange=02,0,1", ctx), 0);
+	assert_string_equal(tc_options_get(o, "interchange"), "2,0,1");
+	assert_int_equal(tc_options_parse(o, "interchange=0", ctx), 0);
+	assert_string_equal(tc_options_get(o, "interchange"), "0");
+	expect_parse_error(o, "interchange=1,1",
+		"line 1: option 'interchange' cannot be '1,1': not a permutation (1 appears twice; "
+		"allowed: a permutation of 0..N-1 as N comma-separated integers (N 1 to 16) in 0..15, "
+		"or auto)");
+	expect_parse_error(o, "interchange=0,2",
+		"option 'interchange' cannot be '0,2': not a permutation (2 is beyond 0..1, the "
+		"positions of 2 entries;");
+	expect_parse_error(o, "interchange=3", "option 'interchange' cannot be '3': not a permutation");
+	expect_parse_error(o, "interchange=16", "option 'interchange' cannot be '16' (allowed: a permutation");
+	expect_parse_error(o, "interchange=-1", "option 'interchange' cannot be '-1' (allowed:");
+	expect_parse_error(o, "interchange=1,x", "option 'interchange' cannot be '1,x' (allowed:");
+	expect_parse_error(o, "interchange=auto,1", "option 'interchange' cannot be 'auto,1' (allowed:");
+	expect_parse_error(o, "interchange=on", "option 'interchange' cannot be 'on' (allowed:");
+	expect_parse_error(o, "interchange=1,,0", "option 'interchange' cannot be '1,,0' (allowed:");
+	expect_parse_error(o, "interchange=", "option 'interchange' has no value");
+	expect_parse_error(o, "interchange=0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16",
+		"option 'interchange' cannot be '0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16' (allowed:");
+	assert_int_equal(tc_options_set(o, "interchange", "2,2,0", ctx), -1);
+	assert_non_null(strstr(tc_context_error(ctx),
+		"option 'interchange' cannot be '2,2,0': not a permutation (2 appears twice"));
+	assert_string_equal(tc_options_get(o, "interchange"), "0"); /* unchanged */
 	tc_options_free(o);
 }
 
@@ -1088,6 +1129,135 @@ static void conv2d_merged_bands(void **state)
 	tc_module_free(m);
 }
 
+/* interchange: matmul's band, (m, r_k, n) after the order pass, in every
+ * order, with cache tiles (given, automatic, none) and register tiles
+ * (given, automatic, none; they apply when the innermost member stays
+ * parallel) in five combinations, computes the interpreter's result bit for bit (vecreduce off:
+ * each element still sums in k order, since the reduction is the band's
+ * only non-parallel member) and within a reordered sum's tolerance with
+ * vecreduce on; the AST has the loops in the order asked for, cache-tile
+ * loops included; a list longer than the band changes nothing; and in
+ * conv2d's merged band, an order that would reorder the sum (r_c and r_kh
+ * swapped) is refused by the dependence check while one that moves a
+ * parallel member applies, both with the interpreter's result. */
+static void interchange_orders_the_tiled_band(void **state)
+{
+	enum { M = 37, K = 53, N = 70 };
+	enum { C = 5, H = 9, W = 40, F = 10, KH = 3, KW = 3, OH = H - KH + 1, OW = W - KW + 1 };
+	static float a[M * K], b[K * N], c[2][M * N];
+	static float img[C * H * W], wt[F * C * KH * KW], out[2][F * OH * OW];
+	static const char *const perms[] = {"auto", "0", "1,0", "0,2,1", "1,0,2", "1,2,0", "2,0,1",
+		"2,1,0", "0,1,2,3"};
+	static const char *const tiles[] = {"tile=auto regtile=auto", "tile=none regtile=none",
+		"tile=16,8,32 regtile=3,16", "tile=none regtile=auto", "tile=16,8,32 regtile=none"};
+	int64_t sa[2] = {M, K}, sb[2] = {K, N}, sc[2] = {M, N};
+	int64_t si[4] = {1, C, H, W}, sw[4] = {F, C, KH, KW}, so[4] = {1, F, OH, OW};
+	DLTensor A = {a, {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, sa, NULL, 0};
+	DLTensor B = {b, {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, sb, NULL, 0};
+	DLTensor I = {img, {kDLCPU, 0}, 4, {kDLFloat, 32, 1}, si, NULL, 0};
+	DLTensor W1 = {wt, {kDLCPU, 0}, 4, {kDLFloat, 32, 1}, sw, NULL, 0};
+	DLTensor Cr, Ct, Or, Ot;
+	const DLTensor *in[2] = {&A, &B}, *cin[2] = {&I, &W1};
+	char opts[160], *text, *base;
+	uint64_t r = 13;
+	size_t p, t, i;
+	tc_module *m;
+	(void)state;
+	for (i = 0; i < M * K; i++)
+		a[i] = (float)tu_rand_unit(&r) * 2 - 1;
+	for (i = 0; i < K * N; i++)
+		b[i] = (float)tu_rand_unit(&r) * 2 - 1;
+	m = tc_module_parse(ctx, "def k(float(M,K) A, float(K,N) B) -> (C) {\n"
+				 "  C(m,n) +=! A(m,r_k) * B(r_k,n)\n}\n", "mm.tc");
+	assert_non_null(m);
+	Cr = (DLTensor){c[1], {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, sc, NULL, 0};
+	Ct = (DLTensor){c[0], {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, sc, NULL, 0};
+	run_with(m, in, 2, &Cr, "target=interp", NULL);
+	for (p = 0; p < sizeof(perms) / sizeof(perms[0]); p++)
+		for (t = 0; t < sizeof(tiles) / sizeof(tiles[0]); t++) {
+			snprintf(opts, sizeof(opts), "interchange=%s %s vecreduce=off", perms[p],
+				tiles[t]);
+			run_with(m, in, 2, &Ct, opts, NULL);
+			for (i = 0; i < M * N; i++)
+				if (memcmp(&c[0][i], &c[1][i], sizeof(float)))
+					fail_msg("%s: C[%zu] = %a, the interpreter's %a", opts, i,
+						(double)c[0][i], (double)c[1][i]);
+		}
+	for (p = 0; p < sizeof(perms) / sizeof(perms[0]); p++) {
+		snprintf(opts, sizeof(opts), "interchange=%s tile=auto regtile=none", perms[p]);
+		run_with(m, in, 2, &Ct, opts, NULL);
+		for (i = 0; i < M * N; i++)
+			if (!(fabsf(c[0][i] - c[1][i]) <= 1e-5f * K))
+				fail_msg("%s: C[%zu] = %a, the interpreter's %a", opts, i,
+					(double)c[0][i], (double)c[1][i]);
+	}
+
+	/* the loops in the order asked for: S0 takes (m, n, r_k) */
+	base = stage_of(m, in, 2, "tile=none regtile=none", "ast");
+	assert_true(tu_contains(base, "for (int c0 = 0; c0 <= 36; c0 += 1)\n"
+				      "  for (int c1 = 0; c1 <= 52; c1 += 1)\n"
+				      "    for (int c2 = 0; c2 <= 69; c2 += 1) {"));
+	assert_true(tu_contains(base, "S0(c0, c2, c1);"));
+	text = stage_of(m, in, 2, "tile=none regtile=none interchange=2,0,1", "ast");
+	assert_true(tu_contains(text, "for (int c0 = 0; c0 <= 69; c0 += 1)\n"
+				      "  for (int c1 = 0; c1 <= 36; c1 += 1) {"));
+	assert_true(tu_contains(text, "for (int c2 = 0; c2 <= 52; c2 += 1)\n"
+				      "      S0(c1, c0, c2);"));
+	tc_string_free(text);
+	text = stage_of(m, in, 2, "tile=none regtile=none interchange=1,0", "ast");
+	assert_true(tu_contains(text, "for (int c0 = 0; c0 <= 52; c0 += 1)\n"
+				      "  for (int c1 = 0; c1 <= 36; c1 += 1)\n"
+				      "    for (int c2 = 0; c2 <= 69; c2 += 1) {"));
+	assert_true(tu_contains(text, "S0(c1, c2, c0);"));
+	tc_string_free(text);
+	text = stage_of(m, in, 2, "tile=none regtile=none interchange=0,1,2,3", "ast");
+	assert_string_equal(text, base); /* longer than the band: as is */
+	tc_string_free(text);
+	tc_string_free(base);
+	/* cache-tile loops follow: sizes 16, 8, 32 for (n, r_k, m) */
+	text = stage_of(m, in, 2, "tile=16,8,32 regtile=none interchange=2,1,0", "ast");
+	assert_true(tu_contains(text, "for (int c0 = 0; c0 <= 69; c0 += 16)\n"
+				      "  for (int c1 = 0; c1 <= 52; c1 += 8)\n"
+				      "    for (int c2 = 0; c2 <= 36; c2 += 32)"));
+	tc_string_free(text);
+	tc_module_free(m);
+
+	/* conv2d's merged band (f, h, r_c, r_kh, r_kw, w) */
+	for (i = 0; i < C * H * W; i++)
+		img[i] = (float)tu_rand_unit(&r) * 2 - 1;
+	for (i = 0; i < F * C * KH * KW; i++)
+		wt[i] = (float)tu_rand_unit(&r) * 2 - 1;
+	m = tc_module_parse(ctx, "def k(float(N,C,H,W) I, float(F,C,KH,KW) W1) -> (O) {\n"
+				 "  O(n,f,h,w) +=! I(n,r_c,h+r_kh,w+r_kw) * W1(f,r_c,r_kh,r_kw)\n}\n",
+		"conv.tc");
+	assert_non_null(m);
+	Or = (DLTensor){out[1], {kDLCPU, 0}, 4, {kDLFloat, 32, 1}, so, NULL, 0};
+	Ot = (DLTensor){out[0], {kDLCPU, 0}, 4, {kDLFloat, 32, 1}, so, NULL, 0};
+	run_with(m, cin, 2, &Or, "target=interp", NULL);
+	base = stage_of(m, cin, 2, "tile=none regtile=none", "ast");
+	text = stage_of(m, cin, 2, "tile=none regtile=none interchange=0,1,3,2", "ast");
+	assert_string_equal(text, base); /* r_kh before r_c: refused */
+	tc_string_free(text);
+	text = stage_of(m, cin, 2, "tile=none regtile=none interchange=0,1,2,3,5,4", "ast");
+	assert_string_not_equal(text, base); /* w before r_kw */
+	assert_true(tu_contains(text, "for (int c5 = 0; c5 <= 2; c5 += 1)\n"
+				      "            S0(0, c0, c1, c4, c2, c3, c5);"));
+	tc_string_free(text);
+	tc_string_free(base);
+	for (p = 0; p < 4; p++) {
+		static const char *const conv_opts[4] = {"interchange=0,1,3,2",
+			"interchange=0,1,2,3,5,4 regtile=none", "interchange=2,0,1",
+			"interchange=1,0 tile=4,2,2,3,2"};
+		snprintf(opts, sizeof(opts), "%s vecreduce=off", conv_opts[p]);
+		run_with(m, cin, 2, &Ot, opts, NULL);
+		for (i = 0; i < F * OH * OW; i++)
+			if (memcmp(&out[0][i], &out[1][i], sizeof(float)))
+				fail_msg("%s: O[%zu] = %a, the interpreter's %a", opts, i,
+					(double)out[0][i], (double)out[1][i]);
+	}
+	tc_module_free(m);
+}
+
 /* The assembly of kernel "k" of m compiled with options text opts. */
 static char *asm_with(tc_module *m, const DLTensor *const *in, int nin, const char *opts)
 {
@@ -1413,6 +1583,7 @@ int main(void)
 		cmocka_unit_test(dot_product_contractions),
 		cmocka_unit_test(streaming_stores),
 		cmocka_unit_test(conv2d_merged_bands),
+		cmocka_unit_test(interchange_orders_the_tiled_band),
 		cmocka_unit_test(inline_exp_and_vector_reductions),
 		cmocka_unit_test(vector_and_unroll_inner_options),
 		cmocka_unit_test(schedule_options),
