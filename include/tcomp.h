@@ -311,7 +311,7 @@ const char *tc_kernel_options_source(const tc_kernel *k);
  * (8, 16, 24, 32, 48, ...) up to the largest extent; regtile takes auto,
  * none or R rows by V vector registers (R 1..8, V 1..4); threads takes auto
  * or 1..the online CPUs; interchange takes auto (half of the random draws)
- * or an order of the first 2 or 3 members other than their own.
+ * or an order of the first 2 or 3 members that keeps the innermost loop.
  * target, contract and fastmath (which change results) are never searched, and
  * neither is any option the base options set explicitly: those keep the
  * base value.  Every candidate is compiled and run in a forked child
