@@ -133,10 +133,13 @@ int tc_module_hash(tc_module *m, const char *entry, char out[17]);
  *                         in another order than the interpreter's, as the
  *                         language allows; max and min are exact); off keeps
  *                         the interpreter's order bit for bit
- *   share    on|off       compute once an expression with a builtin call
+ *   share    on|off|row   compute once an expression with a builtin call
  *                         that a statement writing its whole output shares
  *                         with an earlier one (softmax's exp), storing it in
- *                         that output (default on; results unchanged)
+ *                         that output (default on; results unchanged); row:
+ *                         in a temporary kept as one row per thread on the
+ *                         stack when the rows' loops are fused, so that the
+ *                         output is written once and can be streamed
  *   inline   on|off       compute a temporary defined by a cheap pointwise
  *                         statement again where it is read instead of
  *                         storing it (layer norm's centred input; default
@@ -176,8 +179,9 @@ int tc_module_hash(tc_module *m, const char *entry, char out[17]);
  *                         vectors of that many lanes
  *   unroll_inner auto|1|2|4|8
  *                         vector iterations per trip of each innermost loop,
- *                         LLVM's interleave count (default auto: LLVM
- *                         chooses; at most the vectors a loop of constant
+ *                         LLVM's interleave count (default auto: 2
+ *                         outside register tiles, LLVM's choice inside;
+ *                         at most the vectors a loop of constant
  *                         length holds; with vector=1 the unroll count);
  *                         automatic register tiles get that many vectors
  *                         per row
