@@ -464,7 +464,8 @@ typedef struct child {
 } child;
 
 /* Compile o, allocate and pre-fault the buffers, say READY and wait for the
- * first GO into *go; exits on failure. */
+ * first GO into *go, whose stack offset the pool's workers get; exits on
+ * failure. */
 static void child_prepare(child *c, const tc_options *o, msg *go)
 {
 	tc_tune_eval *ev = c->ev;
@@ -503,6 +504,9 @@ static void child_prepare(child *c, const tc_options *o, msg *go)
 	c->m.type = MSG_READY;
 	if (write_all(c->fd, &c->m, sizeof(c->m)) < 0 || read_all(c->fd, go, sizeof(*go)) < 0)
 		_exit(1);
+	/* pool workers, started by the first run, at the same offset (in the
+	 * final stage they keep the first round's) */
+	tc_rt_pool_set_stack_shift(go->shift);
 }
 
 /* The checked run, into the shared buffers; its time.  Exits on an error. */
@@ -616,7 +620,6 @@ static void child_main(tc_tune_eval *ev, int fd, const tc_options *o, tc_tune_fa
 	c.ev = ev;
 	c.fd = fd;
 	child_prepare(&c, o, &go);
-	tc_rt_pool_set_stack_shift(go.shift); /* the workers, started by the first run */
 	if (fault == TC_TUNE_FAULT_CRASH) {
 		signal(SIGSEGV, SIG_DFL);
 		raise(SIGSEGV);
@@ -666,8 +669,6 @@ static void child_final_main(tc_tune_eval *ev, int fd, const tc_options *o, tc_t
 	c.ev = ev;
 	c.fd = fd;
 	child_prepare(&c, o, &go);
-	/* the workers, started by the checked run, keep the first round's */
-	tc_rt_pool_set_stack_shift(go.shift);
 	for (;;) {
 		if (go.round == 0)
 			child_checked_run(&c);
