@@ -592,22 +592,29 @@ static char *ir_of(tc_module *m, const DLTensor *const *in, int nin, const char 
 	return stage_of(m, in, nin, opts, "ir");
 }
 
-/* Run m's k under each of the nv option sets opts into y[v] (shape sx): the
- * results of all but the last bit for bit those of the first, the last's
- * (the interpreter's) within rel. */
-static void row_buffer_results(tc_module *m, const DLTensor *const *in, int64_t *sx,
-	float (*y)[300 * 200], const char *const *opts, int nv, float rel)
+/* Run m's k on in (nin inputs) under each of the nv option sets opts, its
+ * float32 output of shape shape[0..ndim) into row v of y (rows of the
+ * output's size): no NaN in row 0, rows 1 .. nexact-1 bit for bit row 0,
+ * the others (the interpreter's, whose sums run in another order) within
+ * rel of row 0. */
+static void run_variants(tc_module *m, const DLTensor *const *in, int nin, int ndim,
+	int64_t *shape, float *y, const char *const *opts, int nv, int nexact, float rel)
 {
-	int i, v;
+	int64_t n = 1, i;
+	int v;
+	for (v = 0; v < ndim; v++)
+		n *= shape[v];
 	for (v = 0; v < nv; v++) {
-		DLTensor Y = {y[v], {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, sx, NULL, 0};
-		run_with(m, in, 1, &Y, opts[v], NULL);
+		DLTensor Y = {y + v * n, {kDLCPU, 0}, ndim, {kDLFloat, 32, 1}, shape, NULL, 0};
+		run_with(m, in, nin, &Y, opts[v], NULL);
 	}
-	for (i = 0; i < sx[0] * sx[1]; i++) {
-		assert_false(isnan(y[0][i]));
-		for (v = 1; v < nv - 1; v++)
-			assert_memory_equal(&y[0][i], &y[v][i], sizeof(float));
-		assert_true(fabsf(y[0][i] - y[nv - 1][i]) <= rel * fabsf(y[nv - 1][i]) + 1e-30f);
+	for (i = 0; i < n; i++) {
+		assert_false(isnan(y[i]));
+		for (v = 1; v < nv; v++)
+			if (v < nexact)
+				assert_memory_equal(&y[i], &y[v * n + i], sizeof(float));
+			else
+				assert_true(fabsf(y[i] - y[v * n + i]) <= rel * fabsf(y[v * n + i]) + 1e-30f);
 	}
 }
 
@@ -659,7 +666,7 @@ static void row_buffers(void **state)
 	text = stage_of(m, in, 1, "", "llvm"); /* share=on: into O */
 	assert_null(strstr(text, "alloca ["));
 	tc_string_free(text);
-	row_buffer_results(m, in, sx, y, opts, V, 1e-6f);
+	run_variants(m, in, 1, 2, sx, y[0], opts, V, V - 1, 1e-6f);
 	tc_module_free(m);
 
 	/* every row's exponentials are read again after the total over all
@@ -676,7 +683,7 @@ static void row_buffers(void **state)
 	text = stage_of(m, in, 1, opts[0], "llvm");
 	assert_null(strstr(text, "alloca ["));
 	tc_string_free(text);
-	row_buffer_results(m, in, sx, y, opts, V, 1e-5f);
+	run_variants(m, in, 1, 2, sx, y[0], opts, V, V - 1, 1e-5f);
 	tc_module_free(m);
 }
 
@@ -699,7 +706,7 @@ static void inlining_cheap_temporaries(void **state)
 	DLTensor A = {a, {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, sa, NULL, 0};
 	DLTensor B = {b, {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, sb, NULL, 0};
 	DLTensor A1 = {a, {kDLCPU, 0}, 1, {kDLFloat, 32, 1}, sn, NULL, 0};
-	DLTensor Y, C;
+	DLTensor C;
 	const DLTensor *in[3] = {&X, &G, &Bt}, *ab[2] = {&A, &B}, *a1[1] = {&A1};
 	uint64_t r = 17;
 	char *text;
@@ -732,15 +739,7 @@ static void inlining_cheap_temporaries(void **state)
 	text = ir_of(m, in, 3, "inline=off");
 	assert_non_null(strstr(text, "temp   xc"));
 	tc_string_free(text);
-	for (i = 0; i < 3; i++) {
-		Y = (DLTensor){y[i], {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, sx, NULL, 0};
-		run_with(m, in, 3, &Y, opts[i], NULL);
-	}
-	for (i = 0; i < N * D; i++) {
-		assert_false(isnan(y[0][i]));
-		assert_memory_equal(&y[0][i], &y[1][i], sizeof(float));
-		assert_memory_equal(&y[0][i], &y[2][i], sizeof(float));
-	}
+	run_variants(m, in, 3, 2, sx, y[0], opts, 3, 3, 0);
 	tc_module_free(m);
 
 	/* read once per step of a reduction over j: T stays */
@@ -792,7 +791,7 @@ static void sharing_expensive_subexpressions(void **state)
 	DLTensor Y;
 	const DLTensor *in[1] = {&X};
 	static const char *const opts[4] = {"vecreduce=off", "vecreduce=off share=off",
-		"target=interp", "vecreduce=off share=row"};
+		"vecreduce=off share=row", "target=interp"};
 	uint64_t r = 31;
 	char *text;
 	tc_module *m;
@@ -825,16 +824,7 @@ static void sharing_expensive_subexpressions(void **state)
 	text = ir_of(m, in, 1, "share=off");
 	assert_null(strstr(text, "+=! O["));
 	tc_string_free(text);
-	for (v = 0; v < 4; v++) {
-		Y = (DLTensor){y[v], {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, sx, NULL, 0};
-		run_with(m, in, 1, &Y, opts[v], NULL);
-	}
-	for (i = 0; i < N * D; i++) {
-		assert_false(isnan(y[0][i]));
-		assert_memory_equal(&y[0][i], &y[1][i], sizeof(float));
-		assert_memory_equal(&y[0][i], &y[3][i], sizeof(float));
-		assert_true(fabsf(y[0][i] - y[2][i]) <= 1e-6f * fabsf(y[2][i]) + 1e-30f);
-	}
+	run_variants(m, in, 1, 2, sx, y[0], opts, 4, 3, 1e-6f);
 	tc_module_free(m);
 
 	m = tc_module_parse(ctx, "def k(float(N,D) I) -> (O) {\n"
@@ -1085,12 +1075,11 @@ static void conv2d_merged_bands(void **state)
 	int64_t si[4] = {1, C, H, W}, sw[4] = {F, C, KH, KW}, so[4] = {1, F, OH, OW};
 	DLTensor I = {img, {kDLCPU, 0}, 4, {kDLFloat, 32, 1}, si, NULL, 0};
 	DLTensor W1 = {wt, {kDLCPU, 0}, 4, {kDLFloat, 32, 1}, sw, NULL, 0};
-	DLTensor O[3];
 	const DLTensor *in[2] = {&I, &W1};
 	static const char *const opts[3] = {"", "tile=4,2,2,3,2", "target=interp"};
 	uint64_t r = 11;
 	char *text;
-	int i, v;
+	int i;
 	tc_module *m;
 	(void)state;
 	for (i = 0; i < C * H * W; i++)
@@ -1101,15 +1090,7 @@ static void conv2d_merged_bands(void **state)
 				 "  O(n,f,h,w) +=! I(n,r_c,h+r_kh,w+r_kw) * W1(f,r_c,r_kh,r_kw)\n}\n",
 		"conv.tc");
 	assert_non_null(m);
-	for (v = 0; v < 3; v++) {
-		O[v] = (DLTensor){out[v], {kDLCPU, 0}, 4, {kDLFloat, 32, 1}, so, NULL, 0};
-		run_with(m, in, 2, &O[v], opts[v], NULL);
-	}
-	for (i = 0; i < F * OH * OW; i++) {
-		assert_false(isnan(out[0][i]));
-		assert_memory_equal(&out[0][i], &out[2][i], sizeof(float));
-		assert_memory_equal(&out[1][i], &out[2][i], sizeof(float));
-	}
+	run_variants(m, in, 2, 4, so, out[0], opts, 3, 3, 0);
 	{ /* the default schedule: the reduction loops outside the 10 unrolled
 	   * rows of f, w innermost (S0 takes n, f, h, w, r_c, r_kh, r_kw) */
 		tc_options *o = tc_options_new();
