@@ -131,6 +131,11 @@ int tc_ir_var_range(__tc_keep const tc_ir_var *v, __tc_keep const int64_t *param
  * tensor: index k from 0 to extent k, at the bound sizes params. */
 int tc_ir_covers_tensor(__tc_keep const tc_ir_func *f, __tc_keep const tc_ir_stmt *s,
 	__tc_keep const int64_t *params);
+/* The bytes of dimensions from .. ndim-1 of tensor t at the bound sizes
+ * params (one row of its first `from` subscripts), or -1 when a size does
+ * not evaluate or is negative, or the product overflows. */
+int64_t tc_ir_tail_bytes(__tc_keep const tc_ir_func *f, int t, int from,
+	__tc_keep const int64_t *params);
 /* A name base + suffix (then a number if needed) that no tensor of f has,
  * in ar; NULL when out of memory or after 1000 clashes. */
 const char *tc_ir_fresh_name(__tc_keep tc_arena *ar, __tc_keep const tc_ir_func *f,

@@ -62,3 +62,15 @@ const char *tc_ir_fresh_name(tc_arena *ar, const tc_ir_func *f, const char *base
 	}
 	return clash ? NULL : name;
 }
+
+int64_t tc_ir_tail_bytes(const tc_ir_func *f, int t, int from, const int64_t *params)
+{
+	const tc_ir_tensor *tt = &f->tensors[t];
+	int64_t bytes = tc_dtype_size(tt->dtype), ext;
+	int k;
+	for (k = from; k < tt->ndim; k++)
+		if (tc_sx_eval(tt->ext[k], params, NULL, &ext) < 0 || ext < 0 ||
+			__builtin_mul_overflow(bytes, ext, &bytes))
+			return -1;
+	return bytes;
+}

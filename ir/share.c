@@ -233,16 +233,8 @@ static tc_ir_expr *replace(tc_arena *ar, const tc_ir_expr *e, const tc_ir_expr *
  * row_bytes at the bound sizes, t having two or more dimensions. */
 static int short_rows(const tc_ir_func *f, int t, const int64_t *params, int64_t row_bytes)
 {
-	const tc_ir_tensor *tt = &f->tensors[t];
-	int64_t bytes = tc_dtype_size(tt->dtype), ext;
-	int k;
-	if (tt->ndim < 2)
-		return 0;
-	for (k = 1; k < tt->ndim; k++)
-		if (tc_sx_eval(tt->ext[k], params, NULL, &ext) < 0 || ext < 0 ||
-			__builtin_mul_overflow(bytes, ext, &bytes) || bytes > row_bytes)
-			return 0;
-	return 1;
+	int64_t bytes = f->tensors[t].ndim < 2 ? -1 : tc_ir_tail_bytes(f, t, 1, params);
+	return bytes >= 0 && bytes <= row_bytes;
 }
 
 /* f with S (statement s) storing the shared expression of m first, before

@@ -34,8 +34,6 @@
  * whose pages are only touched when used). */
 #include "poly.h"
 
-#include "../lang/sexpr.h"
-
 #include <isl/id.h>
 #include <isl/map.h>
 #include <isl/schedule_node.h>
@@ -178,12 +176,9 @@ static int contract_one(tc_poly *p, int t)
 	isl_union_set_free(inst);
 	isl_union_map_free(a.acc);
 	if (j) { /* the buffer's size */
-		int64_t bytes = tc_dtype_size(tt->dtype), ext;
-		int k;
-		for (k = j; k < tt->ndim; k++)
-			if (tc_sx_eval(tt->ext[k], p->params, NULL, &ext) < 0 || ext < 1 ||
-				__builtin_mul_overflow(bytes, ext, &bytes) || bytes > TC_POLY_ROWBUF_MAX)
-				return 0;
+		int64_t bytes = tc_ir_tail_bytes(p->f, t, j, p->params);
+		if (bytes < 1 || bytes > TC_POLY_ROWBUF_MAX)
+			return 0;
 	}
 	isl_ctx_reset_error(p->ctx);
 	return j;
