@@ -463,18 +463,19 @@ typedef struct child {
 	msg m;
 } child;
 
-/* Compile o, allocate and pre-fault the buffers, say READY and wait for the
- * first GO into *go, whose stack offset the pool's workers get; exits on
- * failure. */
-static void child_prepare(child *c, const tc_options *o, msg *go)
+/* Set c up for ev, talking on fd; compile o, allocate and pre-fault the
+ * buffers, say READY and wait for the first GO into *go, whose stack
+ * offset the pool's workers get; exits on failure. */
+static void child_prepare(child *c, tc_tune_eval *ev, int fd, const tc_options *o, msg *go)
 {
-	tc_tune_eval *ev = c->ev;
 	double t0;
 	size_t b;
 	int i;
+	memset(c, 0, sizeof(*c));
+	c->ev = ev;
+	c->fd = fd;
 	signal(SIGINT, SIG_IGN);
 	signal(SIGPIPE, SIG_IGN);
-	memset(&c->m, 0, sizeof(c->m));
 	t0 = now_s();
 	c->k = tc_compile(ev->m, ev->entry, ev->in_ptrs, ev->n_in, o);
 	c->m.compile_s = now_s() - t0;
@@ -616,10 +617,7 @@ static void child_main(tc_tune_eval *ev, int fd, const tc_options *o, tc_tune_fa
 	timing tm;
 	msg go;
 	double t;
-	memset(&c, 0, sizeof(c));
-	c.ev = ev;
-	c.fd = fd;
-	child_prepare(&c, o, &go);
+	child_prepare(&c, ev, fd, o, &go);
 	if (fault == TC_TUNE_FAULT_CRASH) {
 		signal(SIGSEGV, SIG_DFL);
 		raise(SIGSEGV);
@@ -665,10 +663,7 @@ static void child_final_main(tc_tune_eval *ev, int fd, const tc_options *o, tc_t
 	child c;
 	timing tm;
 	msg go;
-	memset(&c, 0, sizeof(c));
-	c.ev = ev;
-	c.fd = fd;
-	child_prepare(&c, o, &go);
+	child_prepare(&c, ev, fd, o, &go);
 	for (;;) {
 		if (go.round == 0)
 			child_checked_run(&c);

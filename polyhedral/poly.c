@@ -603,8 +603,7 @@ static isl_schedule *compute_schedule(tc_poly *p, isl_schedule_constraints *sc)
 	for (i = 0; i < p->nstmts; i++)
 		low &= p->stmts[i].ndims <= 2;
 	isl_options_set_schedule_serialize_sccs(p->ctx, p->opts.fusion == TC_POLY_FUSE_MIN);
-	isl_options_set_schedule_whole_component(p->ctx,
-		low || was);
+	isl_options_set_schedule_whole_component(p->ctx, low || was);
 	s = isl_schedule_constraints_compute_schedule(sc);
 	isl_options_set_schedule_whole_component(p->ctx, was);
 	return s;
