@@ -160,18 +160,20 @@ def emit_all(tcomp, out_dir, files, jobs_n, quick):
 
 
 def diff_dirs(old, new):
-    """Print every output of old that new lacks or has otherwise; 1 if any."""
+    """Print every output of new that old has otherwise (new may be a
+    subset: a run on some files, or --quick); 1 if any differs or is
+    missing from old."""
     differ = total = 0
-    for root, _, names in sorted(os.walk(old)):
+    for root, _, names in sorted(os.walk(new)):
         for nm in sorted(names):
             if nm.endswith(".sqlite"):
                 continue
             total += 1
-            a = os.path.join(root, nm)
-            rel = os.path.relpath(a, old)
-            b = os.path.join(new, rel)
-            ta = open(a).read().splitlines()
-            tb = open(b).read().splitlines() if os.path.exists(b) else ["<missing>"]
+            b = os.path.join(root, nm)
+            rel = os.path.relpath(b, new)
+            a = os.path.join(old, rel)
+            ta = open(a).read().splitlines() if os.path.exists(a) else ["<missing>"]
+            tb = open(b).read().splitlines()
             if ta != tb:
                 differ += 1
                 print(f"DIFFERS {rel}")
@@ -179,7 +181,7 @@ def diff_dirs(old, new):
                                                       lineterm=""))[:12]:
                     print("    " + line)
     print(f"{differ} of {total} output(s) differ", file=sys.stderr)
-    return 1 if differ else 0
+    return 1 if differ or not total else 0
 
 
 def compare(old, new, files, jobs_n, quick):
