@@ -53,7 +53,7 @@ struct tc_cache {
 	tc_cache_mode mode;
 	char *error;
 	tc_buf warnings;
-	tc_context *vctx; /* for the messages of tc_options_parse */
+	char *opt_msg;    /* why the last options text checked did not parse */
 };
 
 /* ---- messages ---- */
@@ -178,10 +178,11 @@ static void sql_canonical_options(sqlite3_context *sc, int argc, sqlite3_value *
 {
 	const unsigned char *text = sqlite3_value_text(argv[0]);
 	tc_options *o = tc_options_new();
-	char *r = NULL;
+	char *r = NULL, *msg = NULL;
 	(void)argc;
-	if (o && text && tc_options_parse(o, (const char *)text, NULL) == 0)
+	if (o && text && tc_rt_options_parse(o, (const char *)text, &msg) == 0)
 		r = tc_options_print(o);
+	tc_free(msg);
 	tc_options_free(o);
 	if (r) {
 		sqlite3_result_text(sc, r, -1, SQLITE_TRANSIENT);
@@ -440,8 +441,6 @@ __tc_give tc_cache *tc_cache_open(const char *path, tc_cache_mode mode, __tc_giv
 		(set_wal(c) < 0 ||
 			exec(c, "PRAGMA synchronous = NORMAL", "set synchronous mode") < 0))
 		goto invalid;
-	if (!(c->vctx = tc_context_new()))
-		goto oom;
 	rc = setup_schema(c);
 	if (rc == 1)
 		goto quiet;
@@ -479,7 +478,7 @@ void tc_cache_close(__tc_take tc_cache *c)
 		return;
 	if (c->db)
 		sqlite3_close_v2(c->db);
-	tc_context_free(c->vctx);
+	tc_free(c->opt_msg);
 	tc_buf_free(&c->warnings);
 	tc_free(c->error);
 	tc_free(c->path);
@@ -581,6 +580,18 @@ void tc_cache_key_clear(__tc_keep tc_cache_key *key)
 
 /* ---- options ---- */
 
+/* Parse text into o as user input is; 0, or -1 with the reason in *why
+ * (borrowed from c, valid until the next call). */
+static int parse_options(tc_cache *c, tc_options *o, const char *text, const char **why)
+{
+	tc_free(c->opt_msg);
+	c->opt_msg = NULL;
+	if (tc_rt_options_parse(o, text, &c->opt_msg) == 0)
+		return 0;
+	*why = c->opt_msg ? c->opt_msg : "out of memory";
+	return -1;
+}
+
 /* text checked as user input and in canonical print form, or NULL with the
  * reason in *why (borrowed from c). */
 static char *canonical_options(tc_cache *c, const char *text, const char **why)
@@ -590,9 +601,7 @@ static char *canonical_options(tc_cache *c, const char *text, const char **why)
 	*why = "out of memory";
 	if (!o)
 		return NULL;
-	if (tc_options_parse(o, text ? text : "", c->vctx) < 0)
-		*why = tc_context_error(c->vctx);
-	else
+	if (parse_options(c, o, text ? text : "", why) == 0)
 		r = tc_options_print(o);
 	tc_options_free(o);
 	return r;
@@ -787,20 +796,16 @@ static int best_of(tc_cache *c, int64_t kid, const char *shapes, tc_cache_hit *h
 		return -1;
 	sqlite3_bind_int64(st, 1, kid);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		const char *text = col_text(st, 0);
+		const char *text = col_text(st, 0), *why;
 		tc_options *o = tc_options_new();
 		if (!o) {
 			set_error(c, "%s", "out of memory");
 			r = -1;
 			break;
 		}
-		if (tc_options_parse(o, text, c->vctx) < 0) {
-			tc_buf b;
-			tc_buf_init(&b);
-			put_message(&b, tc_context_error(c->vctx));
+		if (parse_options(c, o, text, &why) < 0) {
 			warn(c, "run %lld has invalid options (%s); it is ignored",
-				(long long)sqlite3_column_int64(st, 3), b.s ? b.s : "?");
-			tc_buf_free(&b);
+				(long long)sqlite3_column_int64(st, 3), why);
 			tc_options_free(o);
 			continue;
 		}
@@ -1175,6 +1180,7 @@ int tc_cache_store_object(__tc_keep tc_cache *c, __tc_keep const tc_cache_key *k
 	sqlite3_stmt *st = NULL;
 	unsigned char *sites = NULL;
 	char *text = NULL, llvm[32], sum[17], dh[17], sym[40];
+	const char *why = "out of memory";
 	size_t nsites = 0;
 	uint64_t h;
 	int64_t kid;
@@ -1187,14 +1193,10 @@ int tc_cache_store_object(__tc_keep tc_cache *c, __tc_keep const tc_cache_key *k
 		set_error(c, "kernel cache '%s' is open for reading only", c->path);
 		return -1;
 	}
-	if (!(opts = tc_options_new()) || tc_options_parse(opts, options ? options : "", c->vctx) < 0 ||
+	if (!(opts = tc_options_new()) || parse_options(c, opts, options ? options : "", &why) < 0 ||
 		!(text = tc_options_print(opts))) {
-		tc_buf b;
-		tc_buf_init(&b);
-		tc_buf_puts(&b, "cannot store object code for options that do not parse: ");
-		put_message(&b, tc_context_error(c->vctx));
-		tc_free(c->error);
-		c->error = tc_buf_take(&b);
+		set_error(c, "cannot store object code for options that do not parse: %s",
+			why);
 		goto done;
 	}
 	if (strcmp(tc_options_get(opts, "target"), "cpu")) {

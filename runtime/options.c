@@ -286,9 +286,23 @@ static void put_values(tc_buf *b, const opt_def *d)
 
 /* ---- set, get ---- */
 
+/* A message made with printf's rules (owned; NULL when out of memory). */
+static char *message(const char *fmt, ...) TC_PRINTF(1, 2);
+static char *message(const char *fmt, ...)
+{
+	tc_buf b;
+	va_list ap;
+	tc_buf_init(&b);
+	va_start(ap, fmt);
+	tc_buf_vprintf(&b, fmt, ap);
+	va_end(ap);
+	return tc_buf_take(&b);
+}
+
 /* Check name=value; 0 with the option's index and canonical value (owned),
- * or -1 with a message in ctx after prefix ("" or "line 3: "). */
-static int check_pair(const char *name, const char *value, tc_context *ctx, const char *prefix,
+ * or -1 with a message after prefix ("" or "line 3: ") in *msg (owned; NULL
+ * when out of memory). */
+static int check_pair(const char *name, const char *value, char **msg, const char *prefix,
 	int *index, char **canon)
 {
 	int i = find_opt(name), j;
@@ -298,8 +312,8 @@ static int check_pair(const char *name, const char *value, tc_context *ctx, cons
 		tc_buf_init(&b);
 		for (j = 0; j < NOPTS; j++)
 			tc_buf_printf(&b, "%s%s", j ? ", " : "", opt_table[j].name);
-		tc_rt_set_error(ctx, "%sunknown option '%s' (options: %s; see tcomp options)", prefix,
-			name, b.s ? b.s : "?");
+		*msg = message("%sunknown option '%s' (options: %s; see tcomp options)", prefix, name,
+			b.s ? b.s : "?");
 		tc_buf_free(&b);
 		return -1;
 	}
@@ -313,39 +327,53 @@ static int check_pair(const char *name, const char *value, tc_context *ctx, cons
 			perm_problem(list, why, sizeof(why));
 		tc_free(list);
 		if (!*value)
-			tc_rt_set_error(ctx, "%soption '%s' has no value (allowed: %s)", prefix, name,
+			*msg = message("%soption '%s' has no value (allowed: %s)", prefix, name,
 				b.s ? b.s : "?");
 		else if (*why)
-			tc_rt_set_error(ctx,
-				"%soption '%s' cannot be '%s': not a permutation (%s; allowed: %s)",
+			*msg = message("%soption '%s' cannot be '%s': not a permutation (%s; allowed: %s)",
 				prefix, name, value, why, b.s ? b.s : "?");
 		else
-			tc_rt_set_error(ctx, "%soption '%s' cannot be '%s' (allowed: %s)", prefix, name,
-				value, b.s ? b.s : "?");
+			*msg = message("%soption '%s' cannot be '%s' (allowed: %s)", prefix, name, value,
+				b.s ? b.s : "?");
 		tc_buf_free(&b);
 		return -1;
 	}
 	if (!*canon) {
-		tc_rt_set_error(ctx, "out of memory");
+		*msg = message("out of memory");
 		return -1;
 	}
 	*index = i;
 	return 0;
 }
 
-int tc_options_set(tc_options *o, const char *name, const char *value, tc_context *ctx)
+/* Record the message of a failed call (NULL: out of memory) in ctx. */
+static int fail_with(tc_context *ctx, char *msg)
+{
+	tc_rt_set_error(ctx, "%s", msg ? msg : "out of memory");
+	tc_free(msg);
+	return -1;
+}
+
+int tc_rt_options_set(tc_options *o, const char *name, const char *value, char **msg)
 {
 	int i;
 	char *v;
+	*msg = NULL;
 	if (!o || !name || !value) {
-		tc_rt_set_error(ctx, "tc_options_set: NULL argument");
+		*msg = message("tc_options_set: NULL argument");
 		return -1;
 	}
-	if (check_pair(name, value, ctx, "", &i, &v) < 0)
+	if (check_pair(name, value, msg, "", &i, &v) < 0)
 		return -1;
 	tc_free(o->value[i]);
 	o->value[i] = v;
 	return 0;
+}
+
+int tc_options_set(tc_options *o, const char *name, const char *value, tc_context *ctx)
+{
+	char *msg;
+	return tc_rt_options_set(o, name, value, &msg) < 0 ? fail_with(ctx, msg) : 0;
 }
 
 const char *tc_options_get(const tc_options *o, const char *name)
@@ -369,18 +397,19 @@ static int is_stop(char c)
 	return !c || is_blank(c) || c == '\n' || c == ';' || c == '#';
 }
 
-int tc_options_parse(tc_options *o, const char *text, tc_context *ctx)
+int tc_rt_options_parse(tc_options *o, const char *text, char **msg)
 {
 	tc_options *t;
 	const char *p;
 	int line = 1, i, st = -1;
 	char prefix[32];
+	*msg = NULL;
 	if (!o || !text) {
-		tc_rt_set_error(ctx, "tc_options_parse: NULL argument");
+		*msg = message("tc_options_parse: NULL argument");
 		return -1;
 	}
 	if (!(t = tc_options_copy(o))) {
-		tc_rt_set_error(ctx, "out of memory");
+		*msg = message("out of memory");
 		return -1;
 	}
 	for (p = text;;) {
@@ -407,7 +436,7 @@ int tc_options_parse(tc_options *o, const char *text, tc_context *ctx)
 			const char *e = name;
 			while (!is_stop(*e))
 				e++;
-			tc_rt_set_error(ctx, "%sexpected NAME=VALUE but found '%.*s'", prefix,
+			*msg = message("%sexpected NAME=VALUE but found '%.*s'", prefix,
 				(int)(e - name), name);
 			goto done;
 		}
@@ -421,14 +450,14 @@ int tc_options_parse(tc_options *o, const char *text, tc_context *ctx)
 		if (!n || !v) {
 			tc_free(n);
 			tc_free(v);
-			tc_rt_set_error(ctx, "out of memory");
+			*msg = message("out of memory");
 			goto done;
 		}
 		memcpy(n, name, nn);
 		n[nn] = 0;
 		memcpy(v, value, nv);
 		v[nv] = 0;
-		bad = check_pair(n, v, ctx, prefix, &idx, &canon) < 0;
+		bad = check_pair(n, v, msg, prefix, &idx, &canon) < 0;
 		tc_free(n);
 		tc_free(v);
 		if (bad)
@@ -445,6 +474,12 @@ int tc_options_parse(tc_options *o, const char *text, tc_context *ctx)
 done:
 	tc_options_free(t);
 	return st;
+}
+
+int tc_options_parse(tc_options *o, const char *text, tc_context *ctx)
+{
+	char *msg;
+	return tc_rt_options_parse(o, text, &msg) < 0 ? fail_with(ctx, msg) : 0;
 }
 
 char *tc_options_print(const tc_options *o)

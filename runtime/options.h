@@ -33,6 +33,14 @@ typedef enum tc_opt_type {
  * allowed.  Exposed for the tests of the value kinds. */
 int tc_rt_opt_value(tc_opt_type type, const char *range, const char *value, char **canon);
 
+/* tc_options_set and tc_options_parse without a context: 0, or -1 with
+ * the message in *msg ("line 3: unknown option 'x' (...)": no "error: "
+ * prefix, no newline; owned by the caller, NULL when out of memory), for
+ * callers that report it their own way (the kernel cache). */
+int tc_rt_options_set(__tc_keep tc_options *o, const char *name, const char *value,
+	__tc_give char **msg);
+int tc_rt_options_parse(__tc_keep tc_options *o, const char *text, __tc_give char **msg);
+
 /* A copy of o (NULL when out of memory). */
 tc_options *tc_options_copy(const tc_options *o);
 
