@@ -19,6 +19,7 @@
 
 #include "../runtime/cache.h"
 #include "../runtime/internal.h"
+#include "../runtime/module.h"
 #include "../runtime/options.h"
 
 #include <math.h>

@@ -37,6 +37,7 @@
 #define TC_CG_LLVM_H
 
 #include "../polyhedral/poly.h"
+#include "check.h"
 
 /* A JIT: the host target machine and an ORC LLJIT instance.  One per
  * tc_context; compiling into it and looking up symbols is thread-safe. */
@@ -54,17 +55,6 @@ __tc_give tc_cg_code *tc_cg_llvm_compile(__tc_keep tc_cg_jit *jit, __tc_keep con
 	__tc_keep tc_diags *d);
 tc_cg_fn tc_cg_code_fn(__tc_keep const tc_cg_code *c);
 
-/* A run-time check of the generated code (see above). */
-typedef enum tc_cg_check {
-	TC_CG_CHECK_BOUNDS, /* dimension dim of tensor read out of bounds */
-	TC_CG_CHECK_DIV,    /* integer division (op '/') or modulo ('%') by zero */
-} tc_cg_check;
-typedef struct tc_cg_site {
-	tc_cg_check kind;
-	tc_loc loc; /* of the read or the division */
-	int tensor, dim;
-	char op; /* '/' or '%' */
-} tc_cg_site;
 /* Site number i of c's checks (NULL if there is none). */
 const tc_cg_site *tc_cg_code_site(__tc_keep const tc_cg_code *c, int64_t i);
 void tc_cg_code_free(__tc_take tc_cg_code *c);

@@ -148,3 +148,13 @@ tc_stat tc_ir_shape(const tc_ir_func *f, int t, const int64_t *params, int64_t *
 	}
 	return TC_OK;
 }
+
+size_t tc_ir_tensor_bytes(__tc_keep const tc_tensor *t)
+{
+	size_t n = (size_t)tc_dtype_size(t->dtype);
+	int k;
+	for (k = 0; k < t->ndim; k++)
+		if (__builtin_mul_overflow(n, (size_t)t->shape[k], &n))
+			return SIZE_MAX;
+	return n;
+}

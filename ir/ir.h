@@ -206,5 +206,7 @@ tc_stat tc_ir_bind(const tc_ir_func *f, const tc_tensor *inputs, int ninputs,
 /* Shape of tensor t for bound parameters (shape has t's rank entries). */
 tc_stat tc_ir_shape(const tc_ir_func *f, int t, const int64_t *params,
 	int64_t *shape, tc_diags *d);
+/* The bytes of t's elements, or SIZE_MAX if that overflows. */
+size_t tc_ir_tensor_bytes(__tc_keep const tc_tensor *t);
 
 #endif

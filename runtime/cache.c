@@ -22,7 +22,11 @@
  * while the database is busy beyond the busy timeout. */
 #include "cache.h"
 
+#include "../codegen/llvm.h"
 #include "internal.h"
+#include "kernel.h"
+#include "module.h"
+#include "object.h"
 #include "options.h"
 #include "tensor.h"
 

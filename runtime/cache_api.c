@@ -11,6 +11,7 @@
 #include "cache.h"
 
 #include "internal.h"
+#include "object.h"
 #include "options.h"
 
 #include <string.h>

@@ -2,8 +2,6 @@
  * text, describe. */
 #include "options.h"
 
-#include "../polyhedral/poly.h"
-
 #include "../lang/util.h"
 
 #include <stdarg.h>
@@ -544,7 +542,8 @@ static int count_or_auto(const tc_options *o, const char *name)
 	return strcmp(v, "auto") ? atoi(v) : 0;
 }
 
-void tc_rt_poly_opts(const tc_options *o, tc_poly_opts *out)
+/* The schedule-pass settings of o. */
+static void poly_opts(const tc_options *o, tc_poly_opts *out)
 {
 	const char *tile = tc_options_get(o, "tile"), *reg = tc_options_get(o, "regtile");
 	int64_t perm[TC_POLY_MAX_TILE];
@@ -571,6 +570,19 @@ void tc_rt_poly_opts(const tc_options *o, tc_poly_opts *out)
 	out->regtile_auto = !strcmp(reg, "auto");
 	out->ntile = size_list(tile, out->tile);
 	out->nregtile = size_list(reg, out->regtile);
+}
+
+void tc_rt_opts_decode(__tc_keep const tc_options *o, __tc_keep tc_rt_opts *out)
+{
+	const char *share = tc_options_get(o, "share");
+	memset(out, 0, sizeof(*out));
+	snprintf(out->backend, sizeof(out->backend), "%s", tc_options_get(o, "target"));
+	out->threads = count_or_auto(o, "threads");
+	out->share = !strcmp(share, "off") ? TC_RT_SHARE_OFF
+		: !strcmp(share, "row") ? TC_RT_SHARE_ROW : TC_RT_SHARE_ON;
+	out->inline_temps = !strcmp(tc_options_get(o, "inline"), "on");
+	out->pack = !strcmp(tc_options_get(o, "pack"), "on");
+	poly_opts(o, &out->sched);
 }
 
 /* ---- the table, row by row ---- */

@@ -1,6 +1,8 @@
 /* DLPack tensors at the API boundary. */
 #include "tensor.h"
 
+#include "backend.h"
+
 #include <stdio.h>
 #include <string.h>
 
@@ -52,7 +54,7 @@ tc_stat tc_rt_tensor_from_dl(const DLTensor *x, int need_data, tc_tensor *out, c
 		snprintf(err, n, "the tensor pointer is NULL");
 		return TC_ERR;
 	}
-	if (x->device.device_type != kDLCPU) {
+	if (!tc_rt_backend_serves(x->device.device_type)) {
 		snprintf(err, n, "tensor is on device type %d; this release runs on the CPU (kDLCPU) only",
 			(int)x->device.device_type);
 		return TC_ERR;

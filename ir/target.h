@@ -1,0 +1,54 @@
+/* The target description: what the IR rewrites, the schedule passes and the
+ * code generators may know of the machine a kernel is compiled for, so that
+ * none of them names a machine constant.  Plain data: a backend fills it
+ * (runtime/backend*.c: the host CPU for the LLVM backend) and the pipeline
+ * (runtime/pipeline.c) hands it down; passes read it and never change it.
+ * It lives in ir/, the lowest layer every compilation stage shares.
+ *
+ * The block sizes are part of the description, as in BLIS's per-
+ * architecture contexts: they are measured, not derived from the cache
+ * sizes a machine reports (a virtual machine's reports are unreliable: the
+ * 2-core Zen 5 machines this project measures on report 32 KiB of L1d per
+ * core where Zen 5 has 48, and getconf says 320 MiB of L3 where lscpu says
+ * 32).  A GPU backend adds its own fields (warp size,
+ * multiprocessors, shared memory per block, threads per block) when it
+ * exists.
+ *
+ * Owner: the caller that fills it; every consumer borrows it (__tc_keep)
+ * for the duration of one compilation. */
+#ifndef TC_IR_TARGET_H
+#define TC_IR_TARGET_H
+
+#include <stdint.h>
+
+typedef struct tc_target {
+	const char *name; /* the backend's name ("cpu"); static */
+
+	/* vectors and registers */
+	int vector_bytes; /* bytes of one vector register (64 with AVX-512) */
+	int accumulators; /* vector registers a register tile's partial sums may
+			   * hold (24 of AVX-512's 32: the rest for the shared
+			   * loads and the broadcasts) */
+
+	/* cache blocking of contractions (BLIS's MC, KC, NC), in elements */
+	int64_t block_rows;      /* MC: rows of the left operand per block */
+	int64_t block_rows_long; /* MC for row members of long_rows or more */
+	int64_t long_rows;
+	int64_t block_depth;     /* KC: the reduction's block */
+	int64_t block_cols;      /* NC: the innermost (vector) member's block */
+	int64_t transpose_tile;  /* packing copies that transpose: square tiles
+				  * of this side (both tiles stay in L1) */
+
+	/* threads and memory */
+	int threads;            /* threads the kernel is expected to run on (the
+				 * threads option or the context's count; 0:
+				 * unknown): cache tiles are split evenly */
+	double parallel_min_instances; /* loop nests with fewer statement
+				 * instances run on the calling thread:
+				 * handing work out costs more than it saves */
+	int64_t rowbuf_bytes;   /* the largest row of a temporary kept as a row
+				 * buffer on the stack (ir/share.c,
+				 * polyhedral/contract.c) */
+} tc_target;
+
+#endif

@@ -1,0 +1,191 @@
+/* The cpu backend (backend.h): the host CPU through LLVM (codegen/llvm.h),
+ * the only file of runtime/ that includes it.
+ *
+ * Its code is JIT-compiled into the context's JIT (its state) or compiled
+ * to object code for the kernel cache.  A kernel's function takes one
+ * array (codegen/llvm.h): the data of every tensor (inputs, outputs, then
+ * the temporaries in the workspace), the error record of run-time checks,
+ * and tcomp's parallel_for, through which its parallel loops run on the
+ * thread pool (runtime/pool.c). */
+#include "backend.h"
+
+#include "../codegen/llvm.h"
+#include "compiled.h"
+#include "object.h"
+#include "pool.h"
+
+#include <pthread.h>
+#include <string.h>
+
+/* ---- the machine ---- */
+
+static pthread_once_t host_once = PTHREAD_ONCE_INIT;
+static char *host_target; /* "triple;cpu;features", NULL if unknown */
+
+static void host_init(void)
+{
+	host_target = tc_cg_llvm_host_target();
+}
+
+/* Whether the host's LLVM feature string enables feature ("+avx512f"). */
+static int has_feature(const char *feature)
+{
+	const char *p = host_target ? strchr(host_target, ';') : NULL;
+	size_t n = strlen(feature);
+	for (p = p ? strchr(p + 1, ';') : NULL; p && (p = strstr(p, feature)); p += n)
+		if ((p[-1] == ';' || p[-1] == ',') && (p[n] == ',' || !p[n]))
+			return 1;
+	return 0;
+}
+
+/* The host CPU.  Vectors from its features: 64 bytes and 32 registers with
+ * AVX-512, 32 bytes and 16 registers with AVX, else 16 bytes (SSE: 16
+ * registers; AArch64's NEON: 32); three quarters of the registers hold a
+ * register tile's partial sums.  The block sizes were measured on the
+ * Zen 5 cores of docs/performance.md (48 KiB L1d, 1 MiB L2): KC x NC of the
+ * right operand (512 KiB) stays in L2 while MC / 6 row panels of the left
+ * one stream through L1; 192-row blocks for rows of 1536 or more (sgemm
+ * 2048: 107.6 ms with 48-row blocks, 87.9 with 192); 32 x 32 tiles for
+ * transposing copies (matmul_nt 1024: the untiled copy took 3 of 14.5 ms).
+ * Loop nests of fewer than 32768 statement instances stay on the calling
+ * thread (a parallel loop's hand-out cost more than fcrelu 128x128x10's
+ * whole run).  Row buffers up to 64 KiB live on the stack. */
+static void describe(__tc_keep tc_target *t)
+{
+	int regs;
+	pthread_once(&host_once, host_init);
+	memset(t, 0, sizeof(*t));
+	t->name = "cpu";
+	if (has_feature("+avx512f")) {
+		t->vector_bytes = 64;
+		regs = 32;
+	} else if (has_feature("+avx")) {
+		t->vector_bytes = 32;
+		regs = 16;
+	} else {
+		t->vector_bytes = 16;
+		regs = host_target && !strncmp(host_target, "aarch64", 7) ? 32 : 16;
+	}
+	t->accumulators = regs * 3 / 4;
+	t->block_rows = 48;
+	t->block_rows_long = 192;
+	t->long_rows = 1536;
+	t->block_depth = 256;
+	t->block_cols = 512;
+	t->transpose_tile = 32;
+	t->parallel_min_instances = 32768;
+	t->rowbuf_bytes = 64 << 10;
+}
+
+static __tc_give char *key_target(void)
+{
+	pthread_once(&host_once, host_init);
+	return tc_strdup(host_target ? host_target : "unknown");
+}
+
+/* ---- compiling and loading ---- */
+
+static void *state_new(__tc_keep tc_diags *d)
+{
+	return tc_cg_jit_new(d);
+}
+
+static void state_free(__tc_take void *state)
+{
+	tc_cg_jit_free(state);
+}
+
+static tc_stat compile(__tc_keep void *state, __tc_keep tc_rt_compiled *c,
+	__tc_keep const tc_poly *p, __tc_keep tc_diags *d)
+{
+	c->code = tc_cg_llvm_compile(state, p, d);
+	return c->code ? TC_OK : TC_ERR;
+}
+
+static tc_stat object(__tc_keep tc_rt_compiled *c, __tc_keep const tc_poly *p,
+	__tc_keep tc_rt_object *o, __tc_keep tc_diags *d)
+{
+	(void)c;
+	o->code = tc_cg_llvm_object(p, o->symbol, &o->size, &o->sites, &o->nsites, d);
+	return o->code ? TC_OK : TC_ERR;
+}
+
+static tc_stat load(__tc_keep void *state, __tc_keep tc_rt_compiled *c,
+	__tc_keep const tc_rt_object *o, __tc_take tc_cg_site *sites, __tc_keep tc_diags *d)
+{
+	c->code = tc_cg_llvm_load(state, o->code, o->size, o->symbol, sites, o->nsites, d);
+	return c->code ? TC_OK : TC_ERR;
+}
+
+static void code_free(__tc_take void *code)
+{
+	tc_cg_code_free(code);
+}
+
+/* ---- running ---- */
+
+static tc_stat run(__tc_keep tc_module *m, __tc_keep tc_rt_compiled *c, __tc_keep const tc_tensor *t)
+{
+	tc_context *ctx = m->ctx;
+	const tc_ir_func *f = c->cf;
+	void **ptrs = tc_calloc((size_t)f->ntensors + 3, sizeof(void *));
+	void (*pf)(tc_rt_loop_body, void *const *, int64_t, int64_t, int64_t) = tc_rt_parallel_for;
+	int64_t err[2] = {0, 0};
+	void *ws = NULL;
+	char *base;
+	int i;
+	if (!ptrs || (c->ws_bytes && !(ws = tc_rt_workspace_take(ctx, c)))) {
+		tc_free(ptrs);
+		tc_rt_set_error(ctx, "out of memory for the workspace of '%s' (%zu bytes)", f->name,
+			c->ws_bytes);
+		return TC_ERR;
+	}
+	base = tc_rt_workspace_base(ws);
+	for (i = 0; i < f->ninputs + f->noutputs; i++)
+		ptrs[i] = t[i].data;
+	for (; i < f->ntensors; i++)
+		ptrs[i] = base + c->ws_off[i];
+	ptrs[f->ntensors] = err;
+	memcpy(&ptrs[f->ntensors + 1], &pf, sizeof(pf)); /* the pool, for parallel loops */
+	tc_rt_pool_set_threads(c->opts.threads ? c->opts.threads
+					       : __atomic_load_n(&ctx->threads, __ATOMIC_RELAXED));
+	tc_cg_code_fn(c->code)(ptrs);
+	tc_rt_workspace_give(ctx, c, ws);
+	tc_free(ptrs);
+	if (err[0]) {
+		tc_rt_report_check(m, c, tc_cg_code_site(c->code, err[0] - 1), err);
+		return TC_ERR;
+	}
+	return TC_OK;
+}
+
+/* ---- text stages ---- */
+
+static const char *const stages[] = {"llvm", "asm", NULL};
+
+static __tc_give char *emit(__tc_keep const tc_poly *p, __tc_keep const tc_rt_opts *o,
+	const char *stage, __tc_keep tc_diags *d)
+{
+	(void)o;
+	return tc_cg_llvm_text(p, !strcmp(stage, "llvm") ? TC_CG_TEXT_LLVM : TC_CG_TEXT_ASM, d);
+}
+
+const tc_rt_backend tc_rt_backend_cpu = {
+	.name = "cpu",
+	.device = kDLCPU,
+	.pipeline = &tc_rt_backend_cpu,
+	.passes = tc_poly_default_passes,
+	.npasses = 6,
+	.describe = describe,
+	.state_new = state_new,
+	.state_free = state_free,
+	.compile = compile,
+	.object = object,
+	.load = load,
+	.code_free = code_free,
+	.run = run,
+	.stages = stages,
+	.emit = emit,
+	.key_target = key_target,
+	.object_version = tc_cg_llvm_version,
+};

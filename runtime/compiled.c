@@ -1,0 +1,95 @@
+/* Compiled kernels (tc_rt_compiled, internal.h): freeing them, and the
+ * workspace pool each keeps for its temporaries, so that repeated runs
+ * reuse memory whose pages are already mapped (page faults are expensive
+ * on the machines tcomp is measured on). */
+#include "compiled.h"
+
+#include "backend.h"
+
+#include <stdint.h>
+#include <string.h>
+
+#define WS_ALIGN 64
+
+void tc_rt_compiled_free(__tc_take tc_rt_compiled *c)
+{
+	int i;
+	if (!c)
+		return;
+	if (c->code)
+		c->backend->code_free(c->code);
+	for (i = 0; i < c->ws_free.n; i++)
+		tc_free(c->ws_free.v[i]);
+	tc_vec_free(&c->ws_free);
+	tc_free(c->ws_off);
+	tc_free(c->shapes);
+	tc_free(c->params);
+	tc_free(c->key);
+	tc_free(c->options);
+	tc_arena_free(c->ar);
+	tc_free(c);
+}
+
+/* The workspace layout: each temporary at a 64-byte aligned offset, those
+ * that may be row buffers (tc_ir_tensor.rowbuf) last.  When the schedule
+ * keeps such a temporary in a row buffer on the stack (polyhedral/
+ * contract.c) its region is never touched; when it does not, the kernel
+ * uses the region.  Which of the two happens is known only to the code
+ * (also code loaded from the kernel cache), so the region is there either
+ * way, but new workspaces have only the pages before it touched
+ * (ws_touch): an unused region costs address space, not memory or page
+ * faults. */
+tc_stat tc_rt_workspace_layout(__tc_keep tc_rt_compiled *c)
+{
+	const tc_ir_func *f = c->cf;
+	int t, pass;
+	c->ws_off = tc_calloc((size_t)f->ntensors + 1, sizeof(size_t));
+	if (!c->ws_off)
+		return TC_ERR;
+	for (pass = 0; pass < 2; pass++) {
+		for (t = f->ninputs + f->noutputs; t < f->ntensors; t++) {
+			size_t n = tc_ir_tensor_bytes(&c->shapes[t]);
+			if (f->tensors[t].rowbuf != pass)
+				continue;
+			if (n == SIZE_MAX)
+				return TC_ERR;
+			c->ws_off[t] = c->ws_bytes;
+			n = (n + WS_ALIGN - 1) / WS_ALIGN * WS_ALIGN;
+			if (__builtin_add_overflow(c->ws_bytes, n, &c->ws_bytes))
+				return TC_ERR;
+		}
+		if (!pass)
+			c->ws_touch = c->ws_bytes;
+	}
+	return TC_OK;
+}
+
+__tc_give void *tc_rt_workspace_take(__tc_keep tc_context *ctx, __tc_keep tc_rt_compiled *c)
+{
+	void *ws = NULL;
+	if (!c->ws_bytes)
+		return NULL;
+	pthread_mutex_lock(&ctx->lock);
+	if (c->ws_free.n)
+		ws = c->ws_free.v[--c->ws_free.n];
+	pthread_mutex_unlock(&ctx->lock);
+	if (!ws && (ws = tc_malloc(c->ws_bytes + WS_ALIGN)))
+		memset(ws, 0, c->ws_touch + WS_ALIGN); /* see tc_rt_workspace_layout */
+	return ws;
+}
+
+char *tc_rt_workspace_base(__tc_keep void *ws)
+{
+	return ws ? (char *)(((uintptr_t)ws + WS_ALIGN - 1) / WS_ALIGN * WS_ALIGN) : NULL;
+}
+
+void tc_rt_workspace_give(__tc_keep tc_context *ctx, __tc_keep tc_rt_compiled *c,
+	__tc_take void *ws)
+{
+	if (!ws)
+		return;
+	pthread_mutex_lock(&ctx->lock);
+	if (tc_vec_push(&c->ws_free, ws) < 0)
+		tc_free(ws);
+	pthread_mutex_unlock(&ctx->lock);
+}

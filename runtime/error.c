@@ -1,0 +1,149 @@
+/* Errors of the library (error.h): each thread keeps a list of (context,
+ * message) for the contexts whose last call on that thread failed. */
+#include "error.h"
+
+#include "internal.h"
+
+#include <pthread.h>
+#include <stdarg.h>
+
+/* Errors are kept per thread and per context: each thread has a list of
+ * (context, message) for the contexts whose last call on that thread failed.
+ * A context is identified by its address and a serial number, so a new
+ * context at the address of a freed one does not see the old messages. */
+typedef struct error_entry {
+	const tc_context *ctx;
+	uint64_t serial;
+	char *msg;
+	struct error_entry *next;
+} error_entry;
+
+static pthread_key_t error_key;
+static pthread_once_t error_once = PTHREAD_ONCE_INIT;
+static int error_key_ok;
+static uint64_t context_serial;
+static pthread_mutex_t serial_lock = PTHREAD_MUTEX_INITIALIZER;
+
+uint64_t tc_rt_error_serial(void)
+{
+	uint64_t s;
+	pthread_mutex_lock(&serial_lock);
+	s = ++context_serial;
+	pthread_mutex_unlock(&serial_lock);
+	return s;
+}
+
+static void error_list_free(void *p)
+{
+	error_entry *e = p, *next;
+	for (; e; e = next) {
+		next = e->next;
+		tc_free(e->msg);
+		tc_free(e);
+	}
+}
+
+static void error_key_init(void)
+{
+	error_key_ok = pthread_key_create(&error_key, error_list_free) == 0;
+}
+
+/* The calling thread's entry for ctx (NULL if it has none). */
+static error_entry *thread_err(const tc_context *ctx)
+{
+	error_entry *e;
+	pthread_once(&error_once, error_key_init);
+	if (!error_key_ok)
+		return NULL;
+	for (e = pthread_getspecific(error_key); e; e = e->next)
+		if (e->ctx == ctx && e->serial == ctx->serial)
+			return e;
+	return NULL;
+}
+
+void tc_rt_error_forget(__tc_keep const tc_context *ctx)
+{
+	error_entry **pe, *e;
+	pthread_once(&error_once, error_key_init);
+	if (!error_key_ok)
+		return;
+	e = pthread_getspecific(error_key);
+	for (pe = &e; *pe; pe = &(*pe)->next)
+		if ((*pe)->ctx == ctx && (*pe)->serial == ctx->serial) {
+			error_entry *dead = *pe;
+			*pe = dead->next;
+			tc_free(dead->msg);
+			tc_free(dead);
+			break;
+		}
+	pthread_setspecific(error_key, e);
+}
+
+/* ---- errors ---- */
+
+/* Make msg (owned) the calling thread's error for ctx; NULL clears it. */
+static void set_error_str(tc_context *ctx, char *msg)
+{
+	error_entry *e;
+	if (!msg) {
+		tc_rt_error_forget(ctx);
+		return;
+	}
+	e = thread_err(ctx);
+	if (!e && error_key_ok && (e = tc_calloc(1, sizeof(*e)))) {
+		e->ctx = ctx;
+		e->serial = ctx->serial;
+		e->next = pthread_getspecific(error_key);
+		if (pthread_setspecific(error_key, e) != 0) {
+			tc_free(e);
+			e = NULL;
+		}
+	}
+	if (!e) { /* out of memory: the message is lost */
+		tc_free(msg);
+		return;
+	}
+	tc_free(e->msg);
+	e->msg = msg;
+}
+
+void tc_rt_clear_error(tc_context *ctx)
+{
+	set_error_str(ctx, NULL);
+}
+
+void tc_rt_set_error(tc_context *ctx, const char *fmt, ...)
+{
+	tc_buf b;
+	va_list ap;
+	if (!ctx)
+		return;
+	tc_buf_init(&b);
+	tc_buf_puts(&b, "error: ");
+	va_start(ap, fmt);
+	tc_buf_vprintf(&b, fmt, ap);
+	va_end(ap);
+	tc_buf_putc(&b, '\n');
+	set_error_str(ctx, tc_buf_take(&b));
+}
+
+/* Record rendered diagnostics as the context's error. */
+void tc_rt_set_error_diags(tc_context *ctx, const tc_diags *d)
+{
+	tc_buf b;
+	tc_buf_init(&b);
+	tc_diags_render(d, 1u << TC_SEV_ERROR | 1u << TC_SEV_WARNING, &b);
+	if (!d->nerrors && !d->oom)
+		tc_buf_puts(&b, "error: out of memory\n");
+	set_error_str(ctx, tc_buf_take(&b));
+}
+
+const char *tc_context_error(const tc_context *ctx)
+{
+	const error_entry *e;
+	if (!ctx)
+		return "error: no context (NULL)\n";
+	e = thread_err(ctx);
+	return e && e->msg ? e->msg : "";
+}
+

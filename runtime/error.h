@@ -1,0 +1,27 @@
+/* Errors of the library: one message per (thread, context), as
+ * include/tcomp.h promises (tc_context_error).  A leaf of runtime/: every
+ * other file reports through it.
+ *
+ * Messages are whole lines: "error: " + text + "\n", or rendered
+ * diagnostics (file:line:col, the source line and a caret). */
+#ifndef TC_RT_ERROR_H
+#define TC_RT_ERROR_H
+
+#include "tcomp.h"
+
+#include "../lang/diag.h"
+
+/* Record an error message in ctx (which may be NULL: then nothing). */
+void tc_rt_set_error(__tc_keep tc_context *ctx, const char *fmt, ...) TC_PRINTF(2, 3);
+/* Record rendered diagnostics (errors and warnings of d) as ctx's error;
+ * "out of memory" when d holds no error. */
+void tc_rt_set_error_diags(__tc_keep tc_context *ctx, __tc_keep const tc_diags *d);
+/* Forget the calling thread's error for ctx. */
+void tc_rt_clear_error(__tc_keep tc_context *ctx);
+/* The same for a context being freed (tc_context_free). */
+void tc_rt_error_forget(__tc_keep const tc_context *ctx);
+/* A number for a new context, unique in the process: a context made at a
+ * freed one's address does not see the old one's messages. */
+uint64_t tc_rt_error_serial(void);
+
+#endif

@@ -1,0 +1,20 @@
+/* Modules (runtime/module.c): the public tc_module_* functions and what the
+ * rest of runtime/ asks of a module. */
+#ifndef TC_RT_MODULE_H
+#define TC_RT_MODULE_H
+
+#include "internal.h"
+
+/* The number of the def called entry, or -1 with an error in m's context
+ * listing the defs. */
+int tc_rt_find_def(__tc_keep tc_module *m, const char *entry);
+/* The IR of def i, lowered on first use (owned by m); NULL with an error. */
+const tc_ir_func *tc_rt_module_func(__tc_keep tc_module *m, int i);
+/* The def whose IR is f (tc_rt_module_func's result, or a function with its
+ * name), or NULL. */
+const tc_def *tc_rt_module_def_of(__tc_keep const tc_module *m, __tc_keep const tc_ir_func *f);
+/* A hash of the source text of def (the locations of an object's run-time
+ * checks are valid for that text only). */
+uint64_t tc_rt_module_def_hash(__tc_keep const tc_module *m, __tc_keep const tc_def *def);
+
+#endif
