@@ -9,6 +9,7 @@
  * thread pool (runtime/pool.c). */
 #include "backend.h"
 
+#include "error.h"
 #include "../codegen/llvm.h"
 #include "compiled.h"
 #include "object.h"

@@ -5,6 +5,7 @@
  * without a JIT. */
 #include "backend.h"
 
+#include "error.h"
 #include "../ir/interp.h"
 
 static tc_stat run(__tc_keep tc_module *m, __tc_keep tc_rt_compiled *c, __tc_keep const tc_tensor *t)

@@ -6,7 +6,9 @@
 #include "tcomp.h"
 
 #include "backend.h"
+#include "error.h"
 #include "module.h"
+#include "options.h"
 #include "pipeline.h"
 
 #include <string.h>

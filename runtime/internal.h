@@ -17,10 +17,30 @@
 #include "../ir/ir.h"
 #include "../ir/target.h"
 #include "../lang/ast.h"
-#include "error.h"
-#include "options.h"
+#include "../polyhedral/poly.h"
 
 #include <pthread.h>
+
+/* What share= does (ir/share.c). */
+typedef enum tc_rt_share {
+	TC_RT_SHARE_OFF, /* no sharing */
+	TC_RT_SHARE_ON,  /* shared expressions stored into the output */
+	TC_RT_SHARE_ROW, /* ... into a row-buffered temporary when the rows' loops fuse */
+} tc_rt_share;
+
+#define TC_RT_BACKEND_NAME_MAX 16
+
+/* Every option of a tc_options, decoded once into typed fields: what the
+ * pipeline (runtime/pipeline.c) and the backends read.  Nothing else
+ * compares option strings. */
+typedef struct tc_rt_opts {
+	char backend[TC_RT_BACKEND_NAME_MAX]; /* target: the backend's name (runtime/backend.c) */
+	int threads;         /* threads: how many run parallel loops; 0 for auto */
+	tc_rt_share share;   /* share */
+	int inline_temps;    /* inline=on: ir/inline.c */
+	int pack;            /* pack=on: ir/pack.c */
+	tc_poly_opts sched;  /* the schedule passes' settings */
+} tc_rt_opts;
 
 /* The most backends the table holds (runtime/backend.c). */
 #define TC_RT_MAX_BACKENDS 8

@@ -14,9 +14,11 @@
  * own workspace).  Compiling and freeing take the context's lock. */
 #include "kernel.h"
 
+#include "error.h"
 #include "compiled.h"
 #include "module.h"
 #include "object.h"
+#include "options.h"
 #include "pipeline.h"
 #include "tensor.h"
 

@@ -4,6 +4,7 @@
  * valid wherever the def's text sits. */
 #include "object.h"
 
+#include "error.h"
 #include "module.h"
 
 #include <string.h>

@@ -6,7 +6,8 @@
 #include "tcomp.h"
 
 #include "../lang/util.h"
-#include "../polyhedral/poly.h"
+#include "error.h"
+#include "internal.h"
 
 /* The kinds of option values (the table's type column).  The range column
  * is a '|'-separated list of alternatives, each a word ("auto") or an
@@ -48,30 +49,6 @@ tc_options *tc_options_copy(const tc_options *o);
 /* "name=value;..." for every option in table order (defaults filled in):
  * the options' part of a kernel's memo key.  NULL when out of memory. */
 char *tc_rt_options_key(const tc_options *o);
-
-/* Record an error message in ctx (which may be NULL: then nothing). */
-void tc_rt_set_error(tc_context *ctx, const char *fmt, ...) TC_PRINTF(2, 3);
-
-/* What share= does (ir/share.c). */
-typedef enum tc_rt_share {
-	TC_RT_SHARE_OFF, /* no sharing */
-	TC_RT_SHARE_ON,  /* shared expressions stored into the output */
-	TC_RT_SHARE_ROW, /* ... into a row-buffered temporary when the rows' loops fuse */
-} tc_rt_share;
-
-#define TC_RT_BACKEND_NAME_MAX 16
-
-/* Every option of a tc_options, decoded once into typed fields: what the
- * pipeline (runtime/pipeline.c) and the backends read.  Nothing else
- * compares option strings. */
-typedef struct tc_rt_opts {
-	char backend[TC_RT_BACKEND_NAME_MAX]; /* target: the backend's name (runtime/backend.c) */
-	int threads;         /* threads: how many run parallel loops; 0 for auto */
-	tc_rt_share share;   /* share */
-	int inline_temps;    /* inline=on: ir/inline.c */
-	int pack;            /* pack=on: ir/pack.c */
-	tc_poly_opts sched;  /* the schedule passes' settings */
-} tc_rt_opts;
 
 /* Decode o (NULL: the defaults) into out.  Values were checked when set. */
 void tc_rt_opts_decode(__tc_keep const tc_options *o, __tc_keep tc_rt_opts *out);
