@@ -1,5 +1,6 @@
 /* The autotuner's internals: the option space (space.c), the genetic search
- * (tune.c) and the isolated evaluation of candidates (eval.c).  The public
+ * (tune.c) and the isolated evaluation of candidates (eval.c, eval_slots.c,
+ * eval_child.c; their internals in eval.h).  The public
  * entry point is tc_autotune in include/tcomp.h; autotune/README.md gives
  * the design.  Exposed here for the tests (tests/test_tune.c), which drive
  * the search with a fake fitness. */
@@ -199,7 +200,7 @@ int tc_tune_final_run(const tc_tune_final *f, int n, tc_options *const *options,
 	char *const *keys, int base, double *median, tc_tune_retimed *out, int *winner,
 	int *base_won);
 
-/* ---- evaluation in child processes (eval.c) ---- */
+/* ---- evaluation in child processes (eval.c; eval.h has the rest) ---- */
 
 /* Faults the tests plant in candidates (test-only). */
 typedef enum tc_tune_fault {
