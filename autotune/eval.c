@@ -105,32 +105,6 @@ static tc_tune_fault fault_of(const tc_tune_fault_plan *plan, int index)
 	return TC_TUNE_FAULT_NONE;
 }
 
-/* ---- helpers of the evaluator's files ---- */
-
-double tc_tune_now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
-}
-
-double tc_tune_median(double *v, int n)
-{
-	qsort(v, (size_t)n, sizeof(double), cmp_double);
-	return n == 0 ? INFINITY : n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
-void *tc_tune_align(void *p)
-{
-	return (void *)(((uintptr_t)p + TC_TUNE_ALIGN - 1) / TC_TUNE_ALIGN * TC_TUNE_ALIGN);
-}
-
 /* ---- the evaluator ---- */
 
 /* Random values as tcomp bench makes them: floats uniform in [-1,1)

@@ -36,39 +36,8 @@
 #endif
 #include <sys/socket.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
-
-tc_stat tc_tune_msg_send(int fd, const tc_tune_msg *m)
-{
-	const char *c = (const char *)m;
-	size_t n = sizeof(*m);
-	while (n) {
-		ssize_t w = send(fd, c, n, MSG_NOSIGNAL);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return TC_ERR;
-		c += w;
-		n -= (size_t)w;
-	}
-	return TC_OK;
-}
-
-tc_stat tc_tune_msg_recv(int fd, tc_tune_msg *m)
-{
-	char *c = (char *)m;
-	size_t n = sizeof(*m);
-	while (n) {
-		ssize_t r = read(fd, c, n);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			return TC_ERR;
-		c += r;
-		n -= (size_t)r;
-	}
-	return TC_OK;
-}
 
 tc_stat tc_tune_slots_init(tc_tune_slots *S, tc_tune_eval *ev, int n, int watch_ready,
 	sig_atomic_t stop0, const char *timing_what)

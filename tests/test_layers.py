@@ -129,8 +129,9 @@ def nm(path, *flags):
     return r.stdout
 
 
-def symbol_graph(objdir):
-    """file -> files whose symbols it uses; file -> undefined symbols."""
+def symbol_graph(src, objdir):
+    """file -> files whose symbols it uses; file -> undefined symbols
+    (object files whose source is gone, left by an earlier build, aside)."""
     defined, undefined = {}, {}
     for root, _, names in os.walk(objdir):
         for name in names:
@@ -138,7 +139,7 @@ def symbol_graph(objdir):
                 continue
             path = os.path.join(root, name)
             rel = os.path.relpath(path, objdir)[:-2]  # runtime/kernel.c
-            if folder(rel) not in RANK:
+            if folder(rel) not in RANK or not os.path.exists(os.path.join(src, rel)):
                 continue
             for line in nm(path, "--defined-only", "-g").splitlines():
                 parts = line.split()
@@ -169,7 +170,7 @@ def main():
             if a in RANK and b in RANK and RANK[b] > RANK[a]:
                 problems.append(f"{mod} includes {t}: {a}/ must not know {b}/")
 
-    syms, undefined, defined = symbol_graph(objdir)
+    syms, undefined, defined = symbol_graph(src, objdir)
     if not syms:
         problems.append(f"no object files of the library under {objdir}")
     for comp in sccs(syms):
