@@ -1,6 +1,8 @@
-/* Canonical form of a def: every identifier renamed in order of first
- * appearance, types spelled canonically (float -> float32), layout and
- * parentheses normalised.  Two defs that differ only in names (and
+/* Canonical form of a def: the .tc printer (tc_ast_print_source) with a
+ * renamer that names the def f and every size, tensor, index and let v0, v1,
+ * ... in order of first appearance (indices and lets are local to their
+ * statement).  With the printer's fixed spelling of types and numbers and its
+ * fixed layout and parentheses, two defs that differ only in names (and
  * whitespace, comments, redundant parentheses) have the same canonical text
  * and hash, which is what the kernel cache keys on. */
 #include "ir.h"
@@ -15,9 +17,8 @@ typedef struct renamer {
 	int oom;
 } renamer;
 
-static const char *rename_name(void *ud, const char *name)
+static const char *rename_name(renamer *r, const char *name)
 {
-	renamer *r = ud;
 	char tmp[24];
 	char *to;
 	int i;
@@ -40,105 +41,37 @@ static const char *rename_name(void *ud, const char *name)
 	return to;
 }
 
-/* Forget the names after the first n (a statement's indices and lets). */
-static void forget(renamer *r, int n)
+/* The tc_rename_fn of the canonical form.  A statement's first global name
+ * (its left-hand tensor: a temporary gets a global name) ends the previous
+ * statement, whose indices and lets are forgotten. */
+static const char *canonical_name(void *ud, tc_name_kind kind, const char *name)
 {
-	r->from.n = r->to.n = n;
-}
-
-static void print_decl(renamer *r, const tc_decl *d, tc_buf *b)
-{
-	int i;
-	if (d->dtype != TC_T_NONE)
-		tc_buf_printf(b, "%s", tc_dtype_name(d->dtype));
-	if (d->has_shape) {
-		tc_buf_putc(b, '(');
-		for (i = 0; i < d->ndims; i++) {
-			if (i)
-				tc_buf_putc(b, ',');
-			if (d->dims[i].name)
-				tc_buf_puts(b, rename_name(r, d->dims[i].name));
-			else
-				tc_buf_printf(b, "%lld", (long long)d->dims[i].value);
-		}
-		tc_buf_putc(b, ')');
-	}
-	if (d->dtype != TC_T_NONE)
-		tc_buf_putc(b, ' ');
-	tc_buf_puts(b, rename_name(r, d->name));
+	renamer *r = ud;
+	const char *to;
+	if (kind == TC_NAME_DEF)
+		return "f";
+	if (kind == TC_NAME_GLOBAL)
+		r->from.n = r->to.n = r->nglobal;
+	to = rename_name(r, name);
+	if (kind == TC_NAME_GLOBAL)
+		r->nglobal = r->from.n;
+	return to;
 }
 
 void tc_ir_canonical(const tc_def *def, tc_buf *b)
 {
-	renamer *r = tc_calloc(1, sizeof(*r));
-	int i, j;
-
-	if (!r || !(r->ar = tc_arena_new())) {
-		tc_free(r);
+	renamer r;
+	memset(&r, 0, sizeof(r));
+	if (!(r.ar = tc_arena_new())) {
 		b->oom = 1;
 		return;
 	}
-	tc_buf_puts(b, "def f(");
-	for (i = 0; i < def->nparams; i++) {
-		if (i)
-			tc_buf_puts(b, ", ");
-		print_decl(r, &def->params[i], b);
-	}
-	tc_buf_puts(b, ") -> (");
-	for (i = 0; i < def->nrets; i++) {
-		if (i)
-			tc_buf_puts(b, ", ");
-		print_decl(r, &def->rets[i], b);
-	}
-	tc_buf_puts(b, ") {\n");
-	for (i = 0; i < def->nstmts; i++) {
-		const tc_stmt *s = def->stmts[i];
-		/* temporaries get global names; indices and lets are statement-local */
-		rename_name(r, s->lhs);
-		r->nglobal = r->from.n;
-		tc_buf_printf(b, "  %s", rename_name(r, s->lhs));
-		if (s->nidx) {
-			tc_buf_putc(b, '(');
-			for (j = 0; j < s->nidx; j++)
-				tc_buf_printf(b, "%s%s", j ? "," : "", rename_name(r, s->idx[j]));
-			tc_buf_putc(b, ')');
-		}
-		tc_buf_printf(b, " %s ", tc_red_name(s->red, s->init));
-		/* lets first get names so uses print the same wherever they are */
-		for (j = 0; j < s->nwhere; j++)
-			if (s->where[j].kind == TC_WHERE_LET)
-				rename_name(r, s->where[j].name);
-		tc_ast_print_expr_renamed(s->rhs, rename_name, r, b);
-		for (j = 0; j < s->nwhere; j++) {
-			const tc_where *w = &s->where[j];
-			tc_buf_puts(b, j ? ", " : " where ");
-			switch (w->kind) {
-			case TC_WHERE_RANGE:
-				tc_buf_printf(b, "%s in ", rename_name(r, w->name));
-				tc_ast_print_expr_renamed(w->lo, rename_name, r, b);
-				tc_buf_putc(b, ':');
-				tc_ast_print_expr_renamed(w->hi, rename_name, r, b);
-				break;
-			case TC_WHERE_LET:
-				tc_buf_printf(b, "%s = ", rename_name(r, w->name));
-				tc_ast_print_expr_renamed(w->val, rename_name, r, b);
-				break;
-			case TC_WHERE_EXISTS:
-				tc_buf_puts(b, "exists ");
-				tc_ast_print_expr_renamed(w->val, rename_name, r, b);
-				break;
-			}
-		}
-		tc_buf_putc(b, '\n');
-		forget(r, r->nglobal); /* the statement's local names */
-	}
-	tc_buf_puts(b, "}\n");
-	if (r->oom)
+	tc_ast_print_source(def, canonical_name, &r, b);
+	if (r.oom)
 		b->oom = 1;
-	tc_vec_free(&r->from);
-	tc_vec_free(&r->to);
-	tc_arena_free(r->ar);
-	tc_free(r);
+	tc_vec_free(&r.from);
+	tc_vec_free(&r.to);
+	tc_arena_free(r.ar);
 }
 
 uint64_t tc_ir_hash(const tc_def *def)

@@ -179,12 +179,15 @@ void tc_ir_print(const tc_ir_func *f, tc_buf *b);
 void tc_ir_print_expr(const tc_ir_func *f, const tc_ir_stmt *s,
 	const tc_ir_expr *e, tc_buf *b);
 
-/* The canonical text of a def: every identifier renamed in order of first
- * appearance (sizes, tensors, indices), builtins and types kept, layout and
- * parentheses normalised.  Kernels that differ only in names share it. */
-void tc_ir_canonical(const tc_def *def, tc_buf *b);
-/* Stable 64-bit hash of the canonical text. */
-uint64_t tc_ir_hash(const tc_def *def);
+/* The canonical text of a def (ir/canon.c): the .tc printer,
+ * tc_ast_print_source, with every identifier renamed in order of first
+ * appearance (the def f; sizes, tensors, indices and lets v0, v1, ...),
+ * builtins kept.  Kernels that differ only in names share it; it is the
+ * kernel cache's key, so its bytes must not change.  Appended to b (b->oom
+ * when out of memory). */
+void tc_ir_canonical(__tc_keep const tc_def *def, __tc_keep tc_buf *b);
+/* Stable 64-bit hash (FNV-1a) of the canonical text. */
+uint64_t tc_ir_hash(__tc_keep const tc_def *def);
 
 /* ---- binding to concrete shapes ---- */
 

@@ -213,16 +213,68 @@ tc_stat tc_sema_check(__tc_keep tc_program *p, __tc_keep tc_diags *d);
 tc_def *tc_program_find(const tc_program *p, const char *name);
 
 /* Print the AST of a def in a readable, fully parenthesised form, with the
- * results of sema (types, ranges) when available. */
-void tc_ast_print_def(const tc_def *def, tc_buf *b);
-/* Print an expression as source text (fully parenthesised). */
-void tc_ast_print_expr(const tc_expr *e, tc_buf *b);
-/* The same with every identifier name passed through rn (names of builtins
- * too: rn returns them unchanged). */
-typedef const char *(*tc_rename_fn)(void *ud, const char *name);
-void tc_ast_print_expr_renamed(const tc_expr *e, tc_rename_fn rn, void *ud, tc_buf *b);
+ * results of sema (types, ranges) when available (tcomp emit --stage
+ * syntax: a tree dump, not .tc text). */
+void tc_ast_print_def(__tc_keep const tc_def *def, __tc_keep tc_buf *b);
+/* Print an expression as source text, parenthesised as by tc_ast_print_source,
+ * names as written. */
+void tc_ast_print_expr(__tc_keep const tc_expr *e, __tc_keep tc_buf *b);
+
+/* What a name passed to a tc_rename_fn stands for. */
+typedef enum tc_name_kind {
+	TC_NAME_DEF,    /* the def's name (passed first, once) */
+	TC_NAME_GLOBAL, /* a size or tensor in the signature, or the tensor a
+	                 * statement writes: that statement starts here */
+	TC_NAME_LOCAL,  /* a statement's left-hand index, let name or where-range name */
+	TC_NAME_USE,    /* an identifier or the name of a call in an expression:
+	                 * any of the above, or a builtin function */
+} tc_name_kind;
+
+/* A renamer: the spelling of name (of the given kind) in the printed text.
+ * ud is the caller's state.  The result is borrowed: the printer copies it
+ * at once, so it need only live until the renamer is called again.  Within
+ * a statement, a renamer should spell one name the same way every time. */
+typedef const char *(*tc_rename_fn)(void *ud, tc_name_kind kind, const char *name);
+
+/* Print def as .tc text that tc_parse reads back (the one printer of .tc
+ * syntax; the canonical form, tc_ir_canonical, is this printer with a
+ * renaming renamer):
+ *
+ *   def NAME(float32(M,K) A, float32(K,N) B) -> (C) {
+ *     C(m,n) +=! A(m, r_k) * B(r_k, n) where r_k in 0:K, x = ..., exists ...
+ *   }
+ *
+ * The signature and statements as written (every statement with its
+ * reduction operator, where ranges, lets and exists clauses, in their
+ * order), one statement a line indented by two spaces, the text ending with
+ * a newline.  Not kept: comments, layout, the spelling of types (printed
+ * float32, float64, ...: tc_dtype_name), of numbers (integers in decimal,
+ * floats with 9 significant digits and a '.' or an exponent: exact for
+ * float32, rounded for a literal used as float64 with more digits) and
+ * parentheses: every binary or conditional operand of a binary operator,
+ * every conditional operand of a conditional, and every operand of a unary
+ * operator that is not a leaf, call or cast is parenthesised, and no other
+ * expression is.  The '<=>' annotation is dropped (it has no meaning).
+ * Limit: a chain a + b + ... prints with one level of parentheses per
+ * operator, and the parser rejects 200 levels, so the text of a chain of
+ * 200 or more operators does not parse back.  Sema need not have run;
+ * nothing of its results is printed.
+ *
+ * rn NULL prints every name as written.  Otherwise every identifier goes
+ * through rn(ud, kind, name), builtin names included (a renamer should
+ * return those unchanged), in the order of the text, with one addition:
+ * before a statement's right-hand side, each of its let names is passed
+ * (TC_NAME_LOCAL), so that a renamer numbering names by first appearance
+ * numbers lets before the right side's other names.  A statement's first
+ * name is its left-hand tensor, its only TC_NAME_GLOBAL: a renamer can
+ * scope local names to their statement by forgetting them there.  ud is
+ * the renamer's, borrowed.  Out of memory is recorded in b (b->oom); a
+ * renamer that fails records that itself. */
+void tc_ast_print_source(__tc_keep const tc_def *def, tc_rename_fn rn, void *ud,
+	__tc_keep tc_buf *b);
+
 /* The def's signature with inferred output types and shapes, e.g.
  * "def mm(float32(M,K) A, float32(K,N) B) -> (float32(M,N) C)". */
-void tc_def_signature(const tc_def *def, tc_buf *b);
+void tc_def_signature(__tc_keep const tc_def *def, __tc_keep tc_buf *b);
 
 #endif

@@ -1,9 +1,17 @@
-/* Printing the AST: expressions as source text, defs as an indented tree with
- * the results of semantic analysis, and signatures with inferred shapes. */
+/* Printing the AST: defs and expressions as .tc source text (the one printer
+ * of .tc syntax: plain, or through a renamer such as the canonical form's),
+ * defs as an indented tree with the results of semantic analysis, and
+ * signatures with inferred shapes. */
 #include "ast.h"
 
 #include <stdio.h>
 #include <string.h>
+
+/* name as the renamer spells it, or as written without one */
+static const char *spell(tc_rename_fn rn, void *ud, tc_name_kind kind, const char *name)
+{
+	return rn ? rn(ud, kind, name) : name;
+}
 
 static void print_expr(const tc_expr *e, tc_rename_fn rn, void *ud, tc_buf *b)
 {
@@ -22,10 +30,10 @@ static void print_expr(const tc_expr *e, tc_rename_fn rn, void *ud, tc_buf *b)
 		break;
 	}
 	case TC_AST_IDENT:
-		tc_buf_puts(b, rn ? rn(ud, e->name) : e->name);
+		tc_buf_puts(b, spell(rn, ud, TC_NAME_USE, e->name));
 		break;
 	case TC_AST_CALL:
-		tc_buf_puts(b, rn ? rn(ud, e->name) : e->name);
+		tc_buf_puts(b, spell(rn, ud, TC_NAME_USE, e->name));
 		tc_buf_putc(b, '(');
 		for (i = 0; i < e->nargs; i++) {
 			if (i)
@@ -84,11 +92,6 @@ void tc_ast_print_expr(const tc_expr *e, tc_buf *b)
 	print_expr(e, NULL, NULL, b);
 }
 
-void tc_ast_print_expr_renamed(const tc_expr *e, tc_rename_fn rn, void *ud, tc_buf *b)
-{
-	print_expr(e, rn, ud, b);
-}
-
 static const char *const ref_names[] = {
 	[TC_REF_NONE] = "", [TC_REF_INDEX] = "index", [TC_REF_SIZE] = "size",
 	[TC_REF_TENSOR] = "read", [TC_REF_BUILTIN] = "builtin", [TC_REF_LET] = "let",
@@ -127,7 +130,8 @@ static void print_tree(const tc_expr *e, int depth, tc_buf *b)
 		print_tree(e->args[i], depth + 1, b);
 }
 
-static void print_decl(const tc_decl *d, tc_buf *b)
+/* A parameter or return value as written, e.g. "float32(M,K) A" or "C". */
+static void print_decl(const tc_decl *d, tc_rename_fn rn, void *ud, tc_buf *b)
 {
 	int i;
 	if (d->dtype != TC_T_NONE)
@@ -138,13 +142,78 @@ static void print_decl(const tc_decl *d, tc_buf *b)
 			if (i)
 				tc_buf_putc(b, ',');
 			if (d->dims[i].name)
-				tc_buf_puts(b, d->dims[i].name);
+				tc_buf_puts(b, spell(rn, ud, TC_NAME_GLOBAL, d->dims[i].name));
 			else
 				tc_buf_printf(b, "%lld", (long long)d->dims[i].value);
 		}
 		tc_buf_putc(b, ')');
 	}
-	tc_buf_printf(b, "%s%s", d->dtype != TC_T_NONE ? " " : "", d->name);
+	if (d->dtype != TC_T_NONE)
+		tc_buf_putc(b, ' ');
+	tc_buf_puts(b, spell(rn, ud, TC_NAME_GLOBAL, d->name));
+}
+
+/* One statement on a line of its own: "  O(i,j) +=! rhs where clause, ...". */
+static void print_stmt(const tc_stmt *s, tc_rename_fn rn, void *ud, tc_buf *b)
+{
+	int j;
+	tc_buf_printf(b, "  %s", spell(rn, ud, TC_NAME_GLOBAL, s->lhs));
+	if (s->nidx) {
+		tc_buf_putc(b, '(');
+		for (j = 0; j < s->nidx; j++)
+			tc_buf_printf(b, "%s%s", j ? "," : "", spell(rn, ud, TC_NAME_LOCAL, s->idx[j]));
+		tc_buf_putc(b, ')');
+	}
+	tc_buf_printf(b, " %s ", tc_red_name(s->red, s->init));
+	/* lets are announced before the right side, whose uses of them come
+	 * first in the text (see tc_ast_print_source) */
+	if (rn)
+		for (j = 0; j < s->nwhere; j++)
+			if (s->where[j].kind == TC_WHERE_LET)
+				rn(ud, TC_NAME_LOCAL, s->where[j].name);
+	print_expr(s->rhs, rn, ud, b);
+	for (j = 0; j < s->nwhere; j++) {
+		const tc_where *w = &s->where[j];
+		tc_buf_puts(b, j ? ", " : " where ");
+		switch (w->kind) {
+		case TC_WHERE_RANGE:
+			tc_buf_printf(b, "%s in ", spell(rn, ud, TC_NAME_LOCAL, w->name));
+			print_expr(w->lo, rn, ud, b);
+			tc_buf_putc(b, ':');
+			print_expr(w->hi, rn, ud, b);
+			break;
+		case TC_WHERE_LET:
+			tc_buf_printf(b, "%s = ", spell(rn, ud, TC_NAME_LOCAL, w->name));
+			print_expr(w->val, rn, ud, b);
+			break;
+		case TC_WHERE_EXISTS:
+			tc_buf_puts(b, "exists ");
+			print_expr(w->val, rn, ud, b);
+			break;
+		}
+	}
+	tc_buf_putc(b, '\n');
+}
+
+void tc_ast_print_source(const tc_def *def, tc_rename_fn rn, void *ud, tc_buf *b)
+{
+	int i;
+	tc_buf_printf(b, "def %s(", spell(rn, ud, TC_NAME_DEF, def->name));
+	for (i = 0; i < def->nparams; i++) {
+		if (i)
+			tc_buf_puts(b, ", ");
+		print_decl(&def->params[i], rn, ud, b);
+	}
+	tc_buf_puts(b, ") -> (");
+	for (i = 0; i < def->nrets; i++) {
+		if (i)
+			tc_buf_puts(b, ", ");
+		print_decl(&def->rets[i], rn, ud, b);
+	}
+	tc_buf_puts(b, ") {\n");
+	for (i = 0; i < def->nstmts; i++)
+		print_stmt(def->stmts[i], rn, ud, b);
+	tc_buf_puts(b, "}\n");
 }
 
 void tc_ast_print_def(const tc_def *def, tc_buf *b)
@@ -153,12 +222,12 @@ void tc_ast_print_def(const tc_def *def, tc_buf *b)
 	tc_buf_printf(b, "Def %s @%d:%d\n", def->name, def->loc.line, def->loc.col);
 	for (i = 0; i < def->nparams; i++) {
 		tc_buf_puts(b, "  Param ");
-		print_decl(&def->params[i], b);
+		print_decl(&def->params[i], NULL, NULL, b);
 		tc_buf_putc(b, '\n');
 	}
 	for (i = 0; i < def->nrets; i++) {
 		tc_buf_puts(b, "  Return ");
-		print_decl(&def->rets[i], b);
+		print_decl(&def->rets[i], NULL, NULL, b);
 		tc_buf_putc(b, '\n');
 	}
 	for (i = 0; i < def->nstmts; i++) {
