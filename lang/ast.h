@@ -249,8 +249,8 @@ typedef const char *(*tc_rename_fn)(void *ud, tc_name_kind kind, const char *nam
  * order), one statement a line indented by two spaces, the text ending with
  * a newline.  Not kept: comments, layout, the spelling of types (printed
  * float32, float64, ...: tc_dtype_name), of numbers (integers in decimal,
- * floats with 9 significant digits and a '.' or an exponent: exact for
- * float32, rounded for a literal used as float64 with more digits) and
+ * floats with the fewest significant digits, at least 9, that read back
+ * as the same double, and a '.' or an exponent) and
  * parentheses: every binary or conditional operand of a binary operator,
  * every conditional operand of a conditional, and every operand of a unary
  * operator that is not a leaf, call or cast is parenthesised, and no other

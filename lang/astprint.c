@@ -5,9 +5,24 @@
 #include "ast.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* name as the renamer spells it, or as written without one */
+/* The shortest decimal text of v (%.Ng with the least N that reads back as
+ * v, at least 9: a literal written with up to 15 significant digits prints
+ * as written, and a float64 constant keeps every digit it needs). */
+static void shortest(char *buf, size_t n, double v)
+{
+	int p;
+	for (p = 9; p < 17; p++) {
+		snprintf(buf, n, "%.*g", p, v);
+		if (strtod(buf, NULL) == v)
+			return;
+	}
+	snprintf(buf, n, "%.17g", v);
+}
+
 static const char *spell(tc_rename_fn rn, void *ud, tc_name_kind kind, const char *name)
 {
 	return rn ? rn(ud, kind, name) : name;
@@ -22,10 +37,10 @@ static void print_expr(const tc_expr *e, tc_rename_fn rn, void *ud, tc_buf *b)
 		break;
 	case TC_AST_FLOAT: {
 		char tmp[64];
-		int n = snprintf(tmp, sizeof(tmp), "%.9g", e->fval);
+		shortest(tmp, sizeof(tmp), e->fval);
 		tc_buf_puts(b, tmp);
 		/* keep it a float literal when it prints like an integer */
-		if (n > 0 && !strpbrk(tmp, ".eEn"))
+		if (!strpbrk(tmp, ".eEn"))
 			tc_buf_puts(b, ".0");
 		break;
 	}
@@ -110,7 +125,12 @@ static void print_tree(const tc_expr *e, int depth, tc_buf *b)
 	tc_buf_printf(b, "%*s%s", 2 * depth, "", kind_names[e->kind]);
 	switch (e->kind) {
 	case TC_AST_INT: tc_buf_printf(b, " %lld", (long long)e->ival); break;
-	case TC_AST_FLOAT: tc_buf_printf(b, " %.9g", e->fval); break;
+	case TC_AST_FLOAT: {
+		char tmp[64];
+		shortest(tmp, sizeof(tmp), e->fval);
+		tc_buf_printf(b, " %s", tmp);
+		break;
+	}
 	case TC_AST_IDENT:
 	case TC_AST_CALL:
 		tc_buf_printf(b, " %s", e->name);

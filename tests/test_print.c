@@ -99,8 +99,8 @@ static int has_warning(const tc_diags *d, const char *msg)
 	return 0;
 }
 
-/* Are a and b the same tree?  Float literals are compared as float32
- * values: the printer writes 9 significant digits. */
+/* Are a and b the same tree?  Float literals must read back as the same
+ * double: the printer writes as many digits as that takes. */
 static int same_expr(const tc_expr *a, const tc_expr *b)
 {
 	int i;
@@ -112,7 +112,7 @@ static int same_expr(const tc_expr *a, const tc_expr *b)
 			return 0;
 		break;
 	case TC_AST_FLOAT:
-		if ((float)a->fval < (float)b->fval || (float)a->fval > (float)b->fval)
+		if (a->fval < b->fval || a->fval > b->fval)
 			return 0;
 		break;
 	case TC_AST_IDENT:
@@ -422,6 +422,37 @@ static void test_clauses_and_declarations_print_back(void **state)
 	text_prints_back(fc_tc);
 }
 
+/* A float64 constant keeps every digit it needs: the plain text and the
+ * canonical form of two defs whose constants differ in the 10th digit
+ * differ, so the kernel cache keys them apart; a constant written with
+ * fewer digits prints as written. */
+static void test_float64_constants_keep_their_digits(void **state)
+{
+	static const char *text =
+		"def a(double(N) X) -> (Y) { Y(i) = X(i) * 0.1234567891 + 0.25 }\n"
+		"def b(double(N) X) -> (Y) { Y(i) = X(i) * 0.1234567892 + 0.25 }\n";
+	char *pa, *pb, *ca, *cb;
+	checked c;
+	(void)state;
+	check_text(&c, "t.tc", text);
+	assert_int_equal(c.d.n, 0);
+	pa = print_def(c.prog->defs[0], NULL, NULL);
+	pb = print_def(c.prog->defs[1], NULL, NULL);
+	assert_non_null(strstr(pa, "0.1234567891"));
+	assert_non_null(strstr(pb, "0.1234567892"));
+	assert_non_null(strstr(pa, "0.25"));
+	ca = canonical(c.prog->defs[0]);
+	cb = canonical(c.prog->defs[1]);
+	assert_string_not_equal(ca, cb);
+	assert_true(tc_ir_hash(c.prog->defs[0]) != tc_ir_hash(c.prog->defs[1]));
+	text_prints_back(text);
+	tc_free(pa);
+	tc_free(pb);
+	tc_free(ca);
+	tc_free(cb);
+	checked_free(&c);
+}
+
 /* ---- layout ---- */
 
 /* The plain printer: names as written, types spelled canonically, one
@@ -631,6 +662,7 @@ int main(void)
 		cmocka_unit_test(test_reduction_operators_print_back),
 		cmocka_unit_test(test_expressions_print_back),
 		cmocka_unit_test(test_clauses_and_declarations_print_back),
+		cmocka_unit_test(test_float64_constants_keep_their_digits),
 		cmocka_unit_test(test_plain_print_layout),
 		cmocka_unit_test(test_renamer_gets_every_name_in_order),
 		cmocka_unit_test(test_renamed_print_has_the_same_canonical_form),
