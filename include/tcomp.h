@@ -48,7 +48,10 @@ extern "C" {
 #define TC_VISIBILITY_PUSHED_
 #endif
 
-#define TCOMP_VERSION "0.1.0"
+/* The version of tcomp: the library, the tcomp command and the kernel
+ * cache's keys (entries tuned by another version are not used).  The one
+ * place it is written: CMakeLists.txt reads it from here. */
+#define TCOMP_VERSION "0.3.0"
 
 /* DLPack 0.6 has no bool code; tcomp uses the code later DLPack versions
  * define (kDLBool = 6) with 8 bits per element. */
