@@ -78,7 +78,8 @@ const char *tc_cache_path(__tc_keep const tc_cache *c);
 const char *tc_cache_error(__tc_keep const tc_cache *c);
 const char *tc_cache_warnings(__tc_keep const tc_cache *c);
 
-/* What an entry is for.  Every string is owned by the key. */
+/* What an entry is for.  Every string is owned by the key (the layer above
+ * fills one from a module: tc_cache_key_init in runtime/cache_ops.h). */
 typedef struct tc_cache_key {
 	char hash[17];   /* tc_module_hash of the entry: 16 hex digits */
 	char *canonical; /* canonical text of the def */
@@ -90,11 +91,7 @@ typedef struct tc_cache_key {
 	char *version;   /* TCOMP_VERSION */
 } tc_cache_key;
 
-/* Fill key for entry of m compiled for inputs (only dtype, shape and
- * strides are read) on the host CPU.  0 ok; -1 with an error in m's context
- * (unknown entry, wrong input count, out of memory). */
-int tc_cache_key_init(__tc_keep tc_cache_key *key, __tc_keep tc_module *m, const char *entry,
-	const DLTensor *const *inputs, int n_inputs);
+/* Free the strings of key and zero it (NULL: nothing). */
 void tc_cache_key_clear(__tc_keep tc_cache_key *key);
 
 /* One measured candidate, as the autotuner records it. */

@@ -8,7 +8,7 @@
  * the same again neither opens the database nor changes its options while
  * the module lives (a tuner writing meanwhile does not switch a running
  * program's kernels under it). */
-#include "cache.h"
+#include "cache_ops.h"
 
 #include "internal.h"
 #include "options.h"
