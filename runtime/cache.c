@@ -10,11 +10,11 @@
  *                                       every measured candidate
  *   objects(kernel_id, options, tcomp_version, llvm_version, symbol,
  *           def_hash, sites, code, checksum, at)
- *                                       compiled object code (optional): an
- *                                       object file for the options of a run,
- *                                       its kernel symbol, check sites, the
- *                                       hash of the def text they point into,
- *                                       and an FNV-1a checksum of it all
+ *                                       object rows (optional): bytes for
+ *                                       the options of a run, their symbol
+ *                                       and def hash, and an FNV-1a checksum
+ *                                       of it all; llvm_version holds the
+ *                                       caller's object version
  * Times are milliseconds; 'at' and 'created' are Unix seconds.
  *
  * Every write is one BEGIN IMMEDIATE transaction (the writer lock is taken
@@ -22,7 +22,6 @@
  * while the database is busy beyond the busy timeout. */
 #include "cache.h"
 
-#include "internal.h"
 #include "options.h"
 
 #include <errno.h>
@@ -56,26 +55,54 @@ struct tc_cache {
 
 /* ---- messages ---- */
 
-static void set_error(tc_cache *c, const char *fmt, ...) TC_PRINTF(2, 3);
-static void set_error(tc_cache *c, const char *fmt, ...)
+/* Replace *slot by a message made with printf's rules (NULL when out of
+ * memory). */
+static void set_message(char **slot, const char *fmt, va_list ap)
 {
 	tc_buf b;
-	va_list ap;
 	tc_buf_init(&b);
-	va_start(ap, fmt);
 	tc_buf_vprintf(&b, fmt, ap);
+	tc_free(*slot);
+	*slot = tc_buf_take(&b);
+}
+
+void tc_cache_set_error(__tc_keep tc_cache *c, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	set_message(&c->error, fmt, ap);
 	va_end(ap);
+}
+
+/* A message without its "error: " prefix and trailing newline. */
+static void put_message(tc_buf *b, const char *m)
+{
+	size_t n;
+	if (!strncmp(m, "error: ", 7))
+		m += 7;
+	n = strlen(m);
+	while (n && m[n - 1] == '\n')
+		n--;
+	tc_buf_putn(b, m, n);
+}
+
+void tc_cache_set_error_msg(__tc_keep tc_cache *c, const char *prefix, const char *message)
+{
+	tc_buf b;
+	tc_buf_init(&b);
+	tc_buf_puts(&b, prefix);
+	put_message(&b, message);
 	tc_free(c->error);
 	c->error = tc_buf_take(&b);
 }
 
 static void db_error(tc_cache *c, const char *what)
 {
-	set_error(c, "kernel cache '%s': cannot %s: %s", c->path, what, sqlite3_errmsg(c->db));
+	tc_cache_set_error(c, "kernel cache '%s': cannot %s: %s", c->path, what,
+		sqlite3_errmsg(c->db));
 }
 
-static void warn(tc_cache *c, const char *fmt, ...) TC_PRINTF(2, 3);
-static void warn(tc_cache *c, const char *fmt, ...)
+void tc_cache_warn(__tc_keep tc_cache *c, const char *fmt, ...)
 {
 	va_list ap;
 	tc_buf_printf(&c->warnings, "warning: kernel cache '%s': ", c->path);
@@ -83,6 +110,14 @@ static void warn(tc_cache *c, const char *fmt, ...)
 	tc_buf_vprintf(&c->warnings, fmt, ap);
 	va_end(ap);
 	tc_buf_putc(&c->warnings, '\n');
+}
+
+int tc_cache_writable(__tc_keep tc_cache *c)
+{
+	if (c->mode == TC_CACHE_WRITE)
+		return 0;
+	tc_cache_set_error(c, "kernel cache '%s' is open for reading only", c->path);
+	return -1;
 }
 
 const char *tc_cache_error(__tc_keep const tc_cache *c)
@@ -308,11 +343,13 @@ static int check_meta(tc_cache *c)
 	if (rc != SQLITE_DONE)
 		db_error(c, "read");
 	else if (!app || strcmp(app, APPLICATION))
-		set_error(c, "'%s' is an SQLite database but not a tcomp kernel cache; it is not used",
+		tc_cache_set_error(c,
+			"'%s' is an SQLite database but not a tcomp kernel cache; it is not used",
 			c->path);
 	else if (!ver || strcmp(ver, "1"))
-		set_error(c, "kernel cache '%s' has schema version %s but this tcomp (%s) reads "
-			     "version %d (%s); it is not used: use another --cache or TCOMP_CACHE",
+		tc_cache_set_error(c,
+			"kernel cache '%s' has schema version %s but this tcomp (%s) reads "
+			"version %d (%s); it is not used: use another --cache or TCOMP_CACHE",
 			c->path, ver ? ver : "(none)", TCOMP_VERSION, TC_CACHE_SCHEMA_VERSION,
 			ver && atoi(ver) > TC_CACHE_SCHEMA_VERSION ? "written by a newer tcomp"
 								  : "not readable here");
@@ -336,7 +373,8 @@ static int setup_schema(tc_cache *c)
 	if ((n = count_tables(c)) < 0)
 		return -1;
 	if (n > 0) {
-		set_error(c, "'%s' is an SQLite database but not a tcomp kernel cache; it is not used",
+		tc_cache_set_error(c,
+			"'%s' is an SQLite database but not a tcomp kernel cache; it is not used",
 			c->path);
 		return -1;
 	}
@@ -351,8 +389,8 @@ static int setup_schema(tc_cache *c)
 	}
 	if (m < 0 || (n = count_tables(c)) != 0) {
 		if (n > 0)
-			set_error(c, "'%s' is an SQLite database but not a tcomp kernel cache; "
-				     "it is not used", c->path);
+			tc_cache_set_error(c, "'%s' is an SQLite database but not a tcomp kernel "
+					      "cache; it is not used", c->path);
 		rollback(c);
 		return -1;
 	}
@@ -373,13 +411,15 @@ static int sniff(tc_cache *c)
 	struct stat sb;
 	FILE *fp;
 	if (stat(c->path, &sb) == 0 && !S_ISREG(sb.st_mode)) {
-		set_error(c, "kernel cache '%s' is not a regular file; it is not used", c->path);
+		tc_cache_set_error(c, "kernel cache '%s' is not a regular file; it is not used",
+			c->path);
 		return -1;
 	}
 	if (!(fp = fopen(c->path, "rb"))) {
 		if (errno == ENOENT)
 			return -2;
-		set_error(c, "cannot open kernel cache '%s': %s", c->path, strerror(errno));
+		tc_cache_set_error(c, "cannot open kernel cache '%s': %s", c->path,
+			strerror(errno));
 		return -1;
 	}
 	n = fread(head, 1, sizeof(head), fp);
@@ -387,8 +427,8 @@ static int sniff(tc_cache *c)
 	if (n == 0)
 		return 0;
 	if (n < sizeof(head) || memcmp(head, magic, sizeof(head))) {
-		set_error(c, "'%s' is not an SQLite database (not a tcomp kernel cache); it is not "
-			     "used", c->path);
+		tc_cache_set_error(c, "'%s' is not an SQLite database (not a tcomp kernel cache); "
+				      "it is not used", c->path);
 		return -1;
 	}
 	return 1;
@@ -409,7 +449,7 @@ __tc_give tc_cache *tc_cache_open(const char *path, tc_cache_mode mode, __tc_giv
 	if (!c->path) {
 		if (path)
 			goto oom;
-		set_error(c, "%s", "no kernel cache location: set TCOMP_CACHE or HOME");
+		tc_cache_set_error(c, "%s", "no kernel cache location: set TCOMP_CACHE or HOME");
 		goto error;
 	}
 	s = sniff(c);
@@ -420,15 +460,15 @@ __tc_give tc_cache *tc_cache_open(const char *path, tc_cache_mode mode, __tc_giv
 	if (s == 0 && mode == TC_CACHE_READ)
 		goto quiet; /* empty: nothing to read (or a writer is creating it) */
 	if (mode == TC_CACHE_WRITE && make_parent_dirs(c->path) < 0) {
-		set_error(c, "cannot create the directory of kernel cache '%s': %s", c->path,
-			strerror(errno));
+		tc_cache_set_error(c, "cannot create the directory of kernel cache '%s': %s",
+			c->path, strerror(errno));
 		goto error;
 	}
 	flags = mode == TC_CACHE_READ ? SQLITE_OPEN_READONLY
 				      : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
 	rc = sqlite3_open_v2(c->path, &c->db, flags | SQLITE_OPEN_FULLMUTEX, NULL);
 	if (rc != SQLITE_OK) {
-		set_error(c, "cannot open kernel cache '%s': %s", c->path,
+		tc_cache_set_error(c, "cannot open kernel cache '%s': %s", c->path,
 			c->db ? sqlite3_errmsg(c->db) : sqlite3_errstr(rc));
 		goto error;
 	}
@@ -450,8 +490,8 @@ invalid:
 	if (c->error && !strstr(c->error, "it is not used")) {
 		char *e = c->error;
 		c->error = NULL;
-		set_error(c, "%s; the file is damaged or not a tcomp kernel cache and is not used",
-			e);
+		tc_cache_set_error(c,
+			"%s; the file is damaged or not a tcomp kernel cache and is not used", e);
 		tc_free(e);
 	}
 	goto error;
@@ -565,18 +605,6 @@ static void put_indented(tc_buf *b, const char *text, const char *ind)
 	}
 }
 
-/* A message without its "error: " prefix and trailing newline. */
-static void put_message(tc_buf *b, const char *m)
-{
-	size_t n;
-	if (!strncmp(m, "error: ", 7))
-		m += 7;
-	n = strlen(m);
-	while (n && m[n - 1] == '\n')
-		n--;
-	tc_buf_putn(b, m, n);
-}
-
 /* ---- recording ---- */
 
 /* The id of key's row, created when absent (inside a write transaction);
@@ -661,22 +689,15 @@ int tc_cache_record(__tc_keep tc_cache *c, __tc_keep const tc_cache_key *key,
 
 	if (!c || !key || !run)
 		return -1;
-	if (c->mode != TC_CACHE_WRITE) {
-		set_error(c, "kernel cache '%s' is open for reading only", c->path);
+	if (tc_cache_writable(c) < 0)
 		return -1;
-	}
 	if (run->ok && !(run->median_ms >= 0 && run->min_ms >= 0 && isfinite(run->median_ms))) {
-		set_error(c, "a measured run needs finite non-negative times (median %g ms, "
-			     "min %g ms)", run->median_ms, run->min_ms);
+		tc_cache_set_error(c, "a measured run needs finite non-negative times "
+				      "(median %g ms, min %g ms)", run->median_ms, run->min_ms);
 		return -1;
 	}
 	if (!(opts = canonical_options(c, run->options, &why))) {
-		tc_buf b;
-		tc_buf_init(&b);
-		tc_buf_puts(&b, "cannot record options that do not parse: ");
-		put_message(&b, why);
-		tc_free(c->error);
-		c->error = tc_buf_take(&b);
+		tc_cache_set_error_msg(c, "cannot record options that do not parse: ", why);
 		return -1;
 	}
 	if (begin_write(c) < 0)
@@ -720,12 +741,12 @@ static int best_of(tc_cache *c, int64_t kid, const char *shapes, tc_cache_hit *h
 		const char *text = col_text(st, 0), *why;
 		tc_options *o = tc_options_new();
 		if (!o) {
-			set_error(c, "%s", "out of memory");
+			tc_cache_set_error(c, "%s", "out of memory");
 			r = -1;
 			break;
 		}
 		if (parse_options(c, o, text, &why) < 0) {
-			warn(c, "run %lld has invalid options (%s); it is ignored",
+			tc_cache_warn(c, "run %lld has invalid options (%s); it is ignored",
 				(long long)sqlite3_column_int64(st, 3), why);
 			tc_options_free(o);
 			continue;
@@ -739,7 +760,7 @@ static int best_of(tc_cache *c, int64_t kid, const char *shapes, tc_cache_hit *h
 		hit->kernel_id = kid;
 		if (!hit->text || !hit->shapes) {
 			tc_cache_hit_clear(hit);
-			set_error(c, "%s", "out of memory");
+			tc_cache_set_error(c, "%s", "out of memory");
 			r = -1;
 		} else
 			r = 1;
@@ -770,8 +791,8 @@ static int same_kernel(tc_cache *c, const tc_cache_key *key, const char *canonic
 {
 	if (!strcmp(canonical, key->canonical))
 		return 1;
-	warn(c, "entry %lld has hash %s but another kernel text; it is ignored", (long long)kid,
-		key->hash);
+	tc_cache_warn(c, "entry %lld has hash %s but another kernel text; it is ignored",
+		(long long)kid, key->hash);
 	return 0;
 }
 
@@ -916,7 +937,7 @@ static int near_rows(tc_cache *c, const tc_cache_key *key, near_row **rows, int 
 	sqlite3_finalize(st);
 	if (rc != SQLITE_DONE) {
 		if (rc == SQLITE_ROW)
-			set_error(c, "%s", "out of memory");
+			tc_cache_set_error(c, "%s", "out of memory");
 		else
 			db_error(c, "read");
 		while (*n)
@@ -973,7 +994,8 @@ static int seeds_of(tc_cache *c, int64_t kid, int max, char **texts, int *n)
 		char *t = canonical_options(c, col_text(st, 0), &why);
 		int dup = 0;
 		if (!t) {
-			warn(c, "a run of entry %lld has invalid options; it is not a seed",
+			tc_cache_warn(c,
+				"a run of entry %lld has invalid options; it is not a seed",
 				(long long)kid);
 			continue;
 		}
@@ -1000,7 +1022,7 @@ int tc_cache_seeds(__tc_keep tc_cache *c, __tc_keep const tc_cache_key *key, int
 	if (!c || !key || max <= 0)
 		return c && key ? 0 : -1;
 	if (!(t = tc_calloc((size_t)max, sizeof(char *)))) {
-		set_error(c, "%s", "out of memory");
+		tc_cache_set_error(c, "%s", "out of memory");
 		return -1;
 	}
 	/* the exact key's row */
@@ -1023,63 +1045,20 @@ int tc_cache_seeds(__tc_keep tc_cache *c, __tc_keep const tc_cache_key *key, int
 	return 0;
 }
 
-/* ---- stored object code ---- */
+/* ---- object rows ---- */
 
-#define SITE_INTS 8 /* kind, off, len, line, col, tensor, dim, op */
-
-/* The sites as little-endian int32s (SITE_INTS per site). */
-static unsigned char *encode_sites(const tc_cg_site *s, int n, size_t *size)
+void tc_cache_object_row_clear(__tc_keep tc_cache_object_row *row)
 {
-	unsigned char *b = tc_malloc((size_t)n * SITE_INTS * 4 + 1), *p = b;
-	int i, k;
-	*size = (size_t)n * SITE_INTS * 4;
-	if (!b)
-		return NULL;
-	for (i = 0; i < n; i++) {
-		int32_t v[SITE_INTS] = {(int32_t)s[i].kind, s[i].loc.off, s[i].loc.len, s[i].loc.line,
-			s[i].loc.col, s[i].tensor, s[i].dim, s[i].op};
-		for (k = 0; k < SITE_INTS; k++, p += 4) {
-			uint32_t u = (uint32_t)v[k];
-			p[0] = (unsigned char)u;
-			p[1] = (unsigned char)(u >> 8);
-			p[2] = (unsigned char)(u >> 16);
-			p[3] = (unsigned char)(u >> 24);
-		}
-	}
-	return b;
+	if (!row)
+		return;
+	tc_free(row->symbol);
+	tc_free(row->def_hash);
+	tc_free(row->sites);
+	tc_free(row->code);
+	memset(row, 0, sizeof(*row));
 }
 
-static int decode_sites(const unsigned char *p, size_t size, tc_cg_site **out, int *n)
-{
-	size_t i, count = size / (SITE_INTS * 4);
-	int k;
-	*out = NULL;
-	*n = 0;
-	if (size % (SITE_INTS * 4) || count > 1000000)
-		return -1;
-	if (count && !(*out = tc_calloc(count, sizeof(tc_cg_site))))
-		return -1;
-	for (i = 0; i < count; i++) {
-		int32_t v[SITE_INTS];
-		for (k = 0; k < SITE_INTS; k++, p += 4)
-			v[k] = (int32_t)((uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-					 (uint32_t)p[3] << 24);
-		if (v[0] != TC_CG_CHECK_BOUNDS && v[0] != TC_CG_CHECK_DIV) {
-			tc_free(*out);
-			*out = NULL;
-			return -1;
-		}
-		(*out)[i].kind = (tc_cg_check)v[0];
-		(*out)[i].loc = (tc_loc){v[1], v[2], v[3], v[4]};
-		(*out)[i].tensor = v[5];
-		(*out)[i].dim = v[6];
-		(*out)[i].op = (char)v[7];
-	}
-	*n = (int)count;
-	return 0;
-}
-
-/* The checksum of a stored object, as 16 hex digits into out. */
+/* The checksum of an object row, as 16 hex digits into out. */
 static void object_checksum(char out[17], const char *tv, const char *lv, const char *symbol,
 	const char *def_hash, const void *sites, size_t nsites, const void *code, size_t ncode)
 {
@@ -1093,107 +1072,66 @@ static void object_checksum(char out[17], const char *tv, const char *lv, const 
 	snprintf(out, 17, "%016llx", (unsigned long long)h);
 }
 
-int tc_cache_store_object(__tc_keep tc_cache *c, __tc_keep const tc_cache_key *key,
-	__tc_keep tc_module *m, const DLTensor *const *inputs, int n_inputs, const char *options)
+int tc_cache_object_put(__tc_keep tc_cache *c, __tc_keep const tc_cache_key *key,
+	const char *options, const char *object_version, __tc_keep const tc_cache_object_row *row)
 {
-	tc_rt_object o;
-	tc_options *opts = NULL;
 	sqlite3_stmt *st = NULL;
-	unsigned char *sites = NULL;
-	char *text = NULL, llvm[32], sum[17], dh[17], sym[40];
-	const char *why = "out of memory";
-	size_t nsites = 0;
-	uint64_t h;
+	char sum[17];
 	int64_t kid;
 	int r = -1;
 
-	memset(&o, 0, sizeof(o));
-	if (!c || !key || !m)
+	if (!c || !key || !options || !object_version || !row)
 		return -1;
-	if (c->mode != TC_CACHE_WRITE) {
-		set_error(c, "kernel cache '%s' is open for reading only", c->path);
+	if (tc_cache_writable(c) < 0)
 		return -1;
-	}
-	if (!(opts = tc_options_new()) || parse_options(c, opts, options ? options : "", &why) < 0 ||
-		!(text = tc_options_print(opts))) {
-		set_error(c, "cannot store object code for options that do not parse: %s",
-			why);
-		goto done;
-	}
-	if (strcmp(tc_options_get(opts, "target"), "cpu")) {
-		r = 0; /* nothing to store for the interpreter */
-		goto done;
-	}
-	/* a symbol naming the key and options, the same in every process */
-	h = tc_hash_bytes(TC_HASH_INIT, key->hash, 16);
-	h = tc_hash_bytes(h, key->entry, strlen(key->entry) + 1);
-	h = tc_hash_bytes(h, key->types, strlen(key->types) + 1);
-	h = tc_hash_bytes(h, key->shapes, strlen(key->shapes) + 1);
-	h = tc_hash_bytes(h, key->target, strlen(key->target) + 1);
-	h = tc_hash_bytes(h, text, strlen(text) + 1);
-	snprintf(sym, sizeof(sym), "tc_obj_%016llx", (unsigned long long)h);
-	if (!(o.symbol = tc_strdup(sym))) {
-		set_error(c, "%s", "out of memory");
-		goto done;
-	}
-	if (tc_rt_compile_object(m, key->entry, inputs, n_inputs, opts, &o) < 0) {
-		tc_buf b;
-		tc_buf_init(&b);
-		tc_buf_puts(&b, "cannot compile object code: ");
-		put_message(&b, tc_context_error(m->ctx));
-		tc_free(c->error);
-		c->error = tc_buf_take(&b);
-		goto done;
-	}
-	if (!(sites = encode_sites(o.sites, o.nsites, &nsites))) {
-		set_error(c, "%s", "out of memory");
-		goto done;
-	}
-	tc_cg_llvm_version(llvm, sizeof(llvm));
-	snprintf(dh, sizeof(dh), "%016llx", (unsigned long long)o.def_hash);
-	object_checksum(sum, TCOMP_VERSION, llvm, o.symbol, dh, sites, nsites, o.code, o.size);
+	object_checksum(sum, TCOMP_VERSION, object_version, row->symbol, row->def_hash,
+		row->sites, row->sites_size, row->code, row->code_size);
 	if (begin_write(c) < 0)
-		goto done;
+		return -1;
 	if ((kid = kernel_row(c, key, key->canonical)) < 0 ||
 		!(st = prepare(c, "INSERT OR REPLACE INTO objects(kernel_id, options, tcomp_version, "
 				  "llvm_version, symbol, def_hash, sites, code, checksum, at) "
 				  "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"))) {
 		rollback(c);
-		goto done;
+		return -1;
 	}
 	sqlite3_bind_int64(st, 1, kid);
-	sqlite3_bind_text(st, 2, text, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, options, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 3, TCOMP_VERSION, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 4, llvm, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 5, o.symbol, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 6, dh, -1, SQLITE_STATIC);
-	sqlite3_bind_blob(st, 7, sites, (int)nsites, SQLITE_STATIC);
-	sqlite3_bind_blob(st, 8, o.code, (int)o.size, SQLITE_STATIC);
+	sqlite3_bind_text(st, 4, object_version, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 5, row->symbol, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 6, row->def_hash, -1, SQLITE_STATIC);
+	sqlite3_bind_blob(st, 7, row->sites, (int)row->sites_size, SQLITE_STATIC);
+	sqlite3_bind_blob(st, 8, row->code, (int)row->code_size, SQLITE_STATIC);
 	sqlite3_bind_text(st, 9, sum, -1, SQLITE_STATIC);
 	sqlite3_bind_double(st, 10, now_unix());
 	if (sqlite3_step(st) != SQLITE_DONE) {
 		db_error(c, "write");
 		rollback(c);
-		goto done;
-	}
-	r = commit(c);
-done:
+	} else
+		r = commit(c);
 	sqlite3_finalize(st);
-	tc_free(sites);
-	tc_free(text);
-	tc_options_free(opts);
-	tc_rt_object_clear(&o);
 	return r;
 }
 
-int tc_cache_object(__tc_keep tc_cache *c, int64_t kernel_id, const char *options,
-	__tc_keep struct tc_rt_object *o)
+/* A copy of n bytes (at least one byte allocated, so an empty blob is not
+ * NULL), or NULL when out of memory. */
+static void *copy_bytes(const void *p, size_t n)
+{
+	void *q = tc_malloc(n ? n : 1);
+	if (q && n)
+		memcpy(q, p, n);
+	return q;
+}
+
+int tc_cache_object_get(__tc_keep tc_cache *c, int64_t kernel_id, const char *options,
+	const char *object_version, __tc_keep tc_cache_object_row *row)
 {
 	sqlite3_stmt *st;
-	char llvm[32], sum[17];
+	char sum[17];
 	int rc, r = 0;
-	memset(o, 0, sizeof(*o));
-	if (!c || !options)
+	memset(row, 0, sizeof(*row));
+	if (!c || !options || !object_version)
 		return -1;
 	st = prepare(c, "SELECT tcomp_version, llvm_version, symbol, def_hash, sites, code, "
 			"checksum FROM objects WHERE kernel_id = ?1 AND options = ?2");
@@ -1201,7 +1139,6 @@ int tc_cache_object(__tc_keep tc_cache *c, int64_t kernel_id, const char *option
 		return -1;
 	sqlite3_bind_int64(st, 1, kernel_id);
 	sqlite3_bind_text(st, 2, options, -1, SQLITE_STATIC);
-	tc_cg_llvm_version(llvm, sizeof(llvm));
 	rc = sqlite3_step(st);
 	if (rc == SQLITE_ROW) {
 		const char *tv = col_text(st, 0), *lv = col_text(st, 1);
@@ -1211,20 +1148,21 @@ int tc_cache_object(__tc_keep tc_cache *c, int64_t kernel_id, const char *option
 		ncode = (size_t)sqlite3_column_bytes(st, 5);
 		object_checksum(sum, tv, lv, col_text(st, 2), col_text(st, 3), sites ? sites : "",
 			nsites, code ? code : "", ncode);
-		if (strcmp(tv, TCOMP_VERSION) || strcmp(lv, llvm))
-			r = 0; /* made by another tcomp or LLVM: compile from the options */
-		else if (strcmp(sum, col_text(st, 6)) || !code || !ncode ||
-			 decode_sites(sites, nsites, &o->sites, &o->nsites) < 0)
-			warn(c, "the object code of entry %lld fails its checksum; compiling from "
-				"the options", (long long)kernel_id);
-		else if (!(o->code = tc_malloc(ncode)) || !(o->symbol = tc_strdup(col_text(st, 2)))) {
-			tc_rt_object_clear(o);
-			set_error(c, "%s", "out of memory");
+		if (strcmp(tv, TCOMP_VERSION) || strcmp(lv, object_version))
+			r = 0; /* another tcomp's or another object version's: none usable */
+		else if (strcmp(sum, col_text(st, 6)) || !code || !ncode)
+			tc_cache_warn(c, "the object code of entry %lld fails its checksum; "
+					 "compiling from the options", (long long)kernel_id);
+		else if (!(row->code = copy_bytes(code, ncode)) ||
+			 !(row->sites = copy_bytes(sites, nsites)) ||
+			 !(row->symbol = tc_strdup(col_text(st, 2))) ||
+			 !(row->def_hash = tc_strdup(col_text(st, 3)))) {
+			tc_cache_object_row_clear(row);
+			tc_cache_set_error(c, "%s", "out of memory");
 			r = -1;
 		} else {
-			memcpy(o->code, code, ncode);
-			o->size = ncode;
-			o->def_hash = strtoull(col_text(st, 3), NULL, 16);
+			row->code_size = ncode;
+			row->sites_size = nsites;
 			r = 1;
 		}
 	} else if (rc != SQLITE_DONE) {
@@ -1630,38 +1568,38 @@ static int import_line(tc_cache *c, int lineno, json_line *l)
 
 	for (i = 0; i < 10; i++)
 		if (!l->v[i]) {
-			warn(c, "import line %d: no \"%s\"; the line is skipped", lineno,
+			tc_cache_warn(c, "import line %d: no \"%s\"; the line is skipped", lineno,
 				json_fields[i]);
 			return 0;
 		}
 	ok = !strcmp(l->v[9], "ok");
 	if (!ok && strcmp(l->v[9], "failed")) {
-		warn(c, "import line %d: status \"%s\" is neither ok nor failed; skipped", lineno,
+		tc_cache_warn(c, "import line %d: status \"%s\" is neither ok nor failed; skipped", lineno,
 			l->v[9]);
 		return 0;
 	}
 	if (ok && (!l->v[11] || !l->v[12] || !(strtod(l->v[11], NULL) >= 0) ||
 			  !(strtod(l->v[12], NULL) >= 0))) {
-		warn(c, "import line %d: an ok run needs median_ms and min_ms >= 0; skipped",
+		tc_cache_warn(c, "import line %d: an ok run needs median_ms and min_ms >= 0; skipped",
 			lineno);
 		return 0;
 	}
 	snprintf(hash, sizeof(hash), "%016llx",
 		(unsigned long long)tc_hash_bytes(TC_HASH_INIT, l->v[7], strlen(l->v[7])));
 	if (strcmp(hash, l->v[0])) {
-		warn(c, "import line %d: hash %s does not match the kernel text (%s); skipped",
+		tc_cache_warn(c, "import line %d: hash %s does not match the kernel text (%s); skipped",
 			lineno, l->v[0], hash);
 		return 0;
 	}
 	if (!same_structure(l->v[3], l->v[4])) {
-		warn(c, "import line %d: malformed shapes or strides; skipped", lineno);
+		tc_cache_warn(c, "import line %d: malformed shapes or strides; skipped", lineno);
 		return 0;
 	}
 	if (!(opts = canonical_options(c, l->v[8], &why))) {
 		tc_buf b;
 		tc_buf_init(&b);
 		put_message(&b, why);
-		warn(c, "import line %d: invalid options (%s); skipped", lineno, b.s ? b.s : "?");
+		tc_cache_warn(c, "import line %d: invalid options (%s); skipped", lineno, b.s ? b.s : "?");
 		tc_buf_free(&b);
 		return 0;
 	}
@@ -1701,10 +1639,8 @@ int tc_cache_import(__tc_keep tc_cache *c, const char *text, int *added, int *pr
 		*skipped = 0;
 	if (!c || !text)
 		return -1;
-	if (c->mode != TC_CACHE_WRITE) {
-		set_error(c, "kernel cache '%s' is open for reading only", c->path);
+	if (tc_cache_writable(c) < 0)
 		return -1;
-	}
 	if (begin_write(c) < 0)
 		return -1;
 	for (; *p && r >= 0; p = *end ? end + 1 : end) {
@@ -1718,7 +1654,7 @@ int tc_cache_import(__tc_keep tc_cache *c, const char *text, int *added, int *pr
 		if (q == end)
 			continue;
 		if (json_parse_line(p, end, &l, &why) < 0) {
-			warn(c, "import line %d: %s; skipped", lineno, why);
+			tc_cache_warn(c, "import line %d: %s; skipped", lineno, why);
 			ns++;
 			continue;
 		}
@@ -1757,9 +1693,8 @@ int tc_cache_prune(__tc_keep tc_cache *c, __tc_keep const tc_cache_prune_opts *o
 		tc_free(def);
 		return -1;
 	}
-	if (c->mode != TC_CACHE_WRITE) {
+	if (tc_cache_writable(c) < 0) {
 		tc_free(def);
-		set_error(c, "kernel cache '%s' is open for reading only", c->path);
 		return -1;
 	}
 	if (begin_write(c) < 0) {

@@ -39,6 +39,7 @@
 
 #include "../lang/util.h"
 
+#include <stddef.h>
 #include <stdint.h>
 
 /* Version of the database layout this tcomp reads and writes (meta table,
@@ -69,6 +70,7 @@ typedef enum tc_cache_mode {
  * owned by the caller.  The schema is checked (and, in TC_CACHE_WRITE mode,
  * created) here. */
 __tc_give tc_cache *tc_cache_open(const char *path, tc_cache_mode mode, __tc_give char **msg);
+/* Close c (NULL: nothing). */
 void tc_cache_close(__tc_take tc_cache *c);
 /* The path of the open cache (borrowed). */
 const char *tc_cache_path(__tc_keep const tc_cache *c);
@@ -77,6 +79,18 @@ const char *tc_cache_path(__tc_keep const tc_cache *c);
  * borrowed, newline-separated lines. */
 const char *tc_cache_error(__tc_keep const tc_cache *c);
 const char *tc_cache_warnings(__tc_keep const tc_cache *c);
+
+/* For the layers above, which report through c as storage does: set c's
+ * error (tc_cache_error); set it to prefix followed by message, a
+ * context's message (tc_context_error) without its "error: " and its
+ * trailing newlines; add a warning line "warning: kernel cache 'PATH':
+ * ..." (tc_cache_warnings). */
+void tc_cache_set_error(__tc_keep tc_cache *c, const char *fmt, ...) TC_PRINTF(2, 3);
+void tc_cache_set_error_msg(__tc_keep tc_cache *c, const char *prefix, const char *message);
+void tc_cache_warn(__tc_keep tc_cache *c, const char *fmt, ...) TC_PRINTF(2, 3);
+/* 0 when c was opened TC_CACHE_WRITE, else -1 with the error "kernel cache
+ * 'PATH' is open for reading only". */
+int tc_cache_writable(__tc_keep tc_cache *c);
 
 /* What an entry is for.  Every string is owned by the key (the layer above
  * fills one from a module: tc_cache_key_init in runtime/cache_ops.h). */
@@ -90,7 +104,6 @@ typedef struct tc_cache_key {
 	char *target;    /* "x86_64-pc-linux-gnu;znver4;+avx2,+fma,..." */
 	char *version;   /* TCOMP_VERSION */
 } tc_cache_key;
-
 /* Free the strings of key and zero it (NULL: nothing). */
 void tc_cache_key_clear(__tc_keep tc_cache_key *key);
 
@@ -118,8 +131,9 @@ typedef struct tc_cache_hit {
 	double median_ms, min_ms;
 	char *shapes;        /* the shapes of the entry found */
 	double distance;     /* 0 for an exact hit; see tc_cache_lookup_near */
-	int64_t kernel_id;   /* the entry's row, for tc_cache_object_* */
+	int64_t kernel_id;   /* the entry's row, for tc_cache_object_get */
 } tc_cache_hit;
+/* Free what hit owns and zero it (NULL: nothing). */
 void tc_cache_hit_clear(__tc_keep tc_cache_hit *hit);
 
 /* The best ok options recorded for exactly key (the chosen run with the
@@ -144,25 +158,39 @@ int tc_cache_lookup_near(__tc_keep tc_cache *c, __tc_keep const tc_cache_key *ke
 int tc_cache_seeds(__tc_keep tc_cache *c, __tc_keep const tc_cache_key *key, int max,
 	__tc_give char ***texts, int *n);
 
-/* ---- stored object code ---- */
+/* ---- stored object code: opaque bytes with their metadata ---- */
 
-struct tc_rt_object; /* runtime/internal.h */
-/* The stored object code of kernel row kernel_id (tc_cache_hit) for the
- * options text (as the hit gives it) into *o: 1 found, intact and made by
- * this tcomp and LLVM version; 0 none usable (none stored, another
- * version, or a checksum mismatch, which adds a warning); -1 error. */
-int tc_cache_object(__tc_keep tc_cache *c, int64_t kernel_id, const char *options,
-	__tc_keep struct tc_rt_object *o);
+/* An object row: what the layer above stores next to a run's options
+ * (runtime/cache_object.c gives it meaning).  Filled by
+ * tc_cache_object_get, every pointer is owned by the row
+ * (tc_cache_object_row_clear); given to tc_cache_object_put, it is
+ * borrowed. */
+typedef struct tc_cache_object_row {
+	char *symbol;      /* the name of the kernel function in code */
+	char *def_hash;    /* the hash of the def text the sites point into */
+	void *sites;       /* the run-time check sites, encoded (may be NULL if 0 bytes) */
+	size_t sites_size;
+	void *code;        /* the object file */
+	size_t code_size;
+} tc_cache_object_row;
+/* Free what row owns and zero it (NULL: nothing). */
+void tc_cache_object_row_clear(__tc_keep tc_cache_object_row *row);
 
-/* Compile entry of m for inputs with the options text (as recorded) to
- * object code for the host and store it with key, next to the options, with
- * a checksum and the tcomp and LLVM versions; a later tc_compile with no
- * options that hits this key and options loads the object instead of
- * running LLVM.  The autotuner calls it for the best options it found.
- * 0 ok (also when this build cannot emit object code: nothing is stored);
- * -1 with tc_cache_error. */
-int tc_cache_store_object(__tc_keep tc_cache *c, __tc_keep const tc_cache_key *key,
-	__tc_keep tc_module *m, const DLTensor *const *inputs, int n_inputs, const char *options);
+/* Store row for key and the options text (the canonical tc_options_print
+ * form, as lookups give it in tc_cache_hit.text), replacing the one
+ * stored before, in one transaction, stamped with this tcomp's version,
+ * object_version (what else the bytes depend on: the LLVM version) and a
+ * checksum of it all.  0 ok; -1 with tc_cache_error.  Needs a
+ * TC_CACHE_WRITE cache. */
+int tc_cache_object_put(__tc_keep tc_cache *c, __tc_keep const tc_cache_key *key,
+	const char *options, const char *object_version, __tc_keep const tc_cache_object_row *row);
+/* The object row of kernel row kernel_id (tc_cache_hit) for the options
+ * text into *row: 1 found, intact (checksum, non-empty code) and stamped
+ * with this tcomp's version and object_version; 0 none usable (none
+ * stored, other versions, or a checksum mismatch, which adds a warning);
+ * -1 error.  *row is left empty unless 1. */
+int tc_cache_object_get(__tc_keep tc_cache *c, int64_t kernel_id, const char *options,
+	const char *object_version, __tc_keep tc_cache_object_row *row);
 
 /* ---- management (tcomp cache) ---- */
 

@@ -2,6 +2,13 @@
  * is given no options, and the public cache functions of include/tcomp.h
  * (tc_context_set_cache, tc_kernel_options_source, tc_kernel_options).
  *
+ * Owns: tc_rt_cache_options (the lookup, declared in internal.h), each
+ * module's memo of its lookups, and turning the cache's problems into the
+ * context's warnings.
+ * Calls down only: the storage (runtime/cache.h), keys and object code
+ * (runtime/cache_ops.h).
+ * Must not know: SQL, the object format.
+ *
  * tc_compile only reads: it never creates the cache file or its directory.
  * When there is no file at the cache's path, a lookup costs one stat().
  * Each module remembers its lookups per (entry, input shapes), so compiling
@@ -153,10 +160,10 @@ __tc_give tc_options *tc_rt_cache_options(__tc_keep tc_module *m, const char *en
 	}
 	if (c) {
 		r = tc_cache_lookup(c, &key, &hit);
-		/* object code only for exactly these shapes and options */
-		if (r == 1 && !strcmp(tc_options_get(hit.options, "target"), "cpu") &&
-			tc_cache_object(c, hit.kernel_id, hit.text, obj) < 0)
-			tc_rt_object_clear(obj);
+		/* object code only for exactly these shapes and options (obj
+		 * stays empty when there is none usable) */
+		if (r == 1 && !strcmp(tc_options_get(hit.options, "target"), "cpu"))
+			tc_cache_load_object(c, hit.kernel_id, hit.text, obj);
 		if (r == 0)
 			r = tc_cache_lookup_near(c, &key, &hit);
 		if (r < 0) {

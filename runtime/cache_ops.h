@@ -4,6 +4,8 @@
  * code); storage calls none of them.
  *
  *   runtime/cache_key.c     a key from a module, an entry and its inputs
+ *   runtime/cache_object.c  object code: compiled for the host and stored,
+ *                           loaded back (its format: symbol, check sites)
  *   runtime/cache_api.c     tc_compile's lookup and the public cache API
  *                           (declared in internal.h and tcomp.h) */
 #ifndef TC_RT_CACHE_OPS_H
@@ -19,5 +21,26 @@
  * key's (tc_cache_key_clear). */
 int tc_cache_key_init(__tc_keep tc_cache_key *key, __tc_keep tc_module *m, const char *entry,
 	const DLTensor *const *inputs, int n_inputs);
+
+/* ---- runtime/cache_object.c ---- */
+
+struct tc_rt_object; /* runtime/internal.h */
+/* Compile entry of m for inputs with the options text (as recorded) to
+ * object code for the host and store it with key, next to the options, with
+ * its check sites, the tcomp and LLVM versions and a checksum; a later
+ * tc_compile with no options that hits this key and options loads the
+ * object instead of running LLVM.  The autotuner calls it for the best
+ * options it found.  0 ok (also for options that make no object code, the
+ * interpreter's: nothing is stored); -1 with tc_cache_error. */
+int tc_cache_store_object(__tc_keep tc_cache *c, __tc_keep const tc_cache_key *key,
+	__tc_keep tc_module *m, const DLTensor *const *inputs, int n_inputs, const char *options);
+/* The stored object code of kernel row kernel_id (tc_cache_hit) for the
+ * options text (as the hit gives it) into *o: 1 found, intact and made by
+ * this tcomp and LLVM version; 0 none usable (none stored, another
+ * version, a checksum mismatch or malformed sites, which add a warning);
+ * -1 error.  *o is left empty unless 1; then its pointers are the
+ * caller's (tc_rt_object_clear). */
+int tc_cache_load_object(__tc_keep tc_cache *c, int64_t kernel_id, const char *options,
+	__tc_keep struct tc_rt_object *o);
 
 #endif
