@@ -577,34 +577,6 @@ static char *default_options(void)
 	return r;
 }
 
-/* text on one line: newlines become "; " (for list and show). */
-static void put_one_line(tc_buf *b, const char *text)
-{
-	const char *p;
-	for (p = text; *p; p++) {
-		if (*p == '\n') {
-			if (p[1])
-				tc_buf_puts(b, "; ");
-		} else
-			tc_buf_putc(b, *p);
-	}
-}
-
-/* text with each line indented by ind, ending in a newline. */
-static void put_indented(tc_buf *b, const char *text, const char *ind)
-{
-	const char *p = text, *e;
-	while (*p) {
-		e = strchr(p, '\n');
-		if (!e)
-			e = p + strlen(p);
-		tc_buf_puts(b, ind);
-		tc_buf_putn(b, p, (size_t)(e - p));
-		tc_buf_putc(b, '\n');
-		p = *e ? e + 1 : e;
-	}
-}
-
 /* ---- recording ---- */
 
 /* The id of key's row, created when absent (inside a write transaction);
@@ -1173,31 +1145,82 @@ int tc_cache_object_get(__tc_keep tc_cache *c, int64_t kernel_id, const char *op
 	return r;
 }
 
-/* ---- management ---- */
+/* ---- management: rows to iterate ---- */
 
-/* The CPU part of a target "triple;cpu;features". */
-static void put_cpu(tc_buf *b, const char *target)
+/* Step st to its end, handing each row to fill(c, st, user) (which calls
+ * the caller's callback); the number of rows, or -1 (a database error is
+ * recorded as "cannot read"; a callback's stop keeps its error).  st is
+ * finalized. */
+static int each(tc_cache *c, sqlite3_stmt *st, int (*fill)(sqlite3_stmt *, void *), void *user)
 {
-	const char *p = strchr(target, ';'), *q;
-	if (!p) {
-		tc_buf_puts(b, target);
-		return;
+	int rc, n = 0;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		if (fill(st, user) < 0) {
+			sqlite3_finalize(st);
+			return -1;
+		}
+		n++;
 	}
-	q = strchr(p + 1, ';');
-	tc_buf_putn(b, p + 1, q ? (size_t)(q - p - 1) : strlen(p + 1));
+	sqlite3_finalize(st);
+	if (rc != SQLITE_DONE) {
+		db_error(c, "read");
+		return -1;
+	}
+	return n;
 }
 
-int tc_cache_list(__tc_keep tc_cache *c, __tc_keep tc_buf *b)
+/* The caller's callback (the one its iterator takes) and its argument, as
+ * the fill functions below receive them, with the defaults' options text
+ * for tc_cache_run_row.is_default. */
+typedef struct each_call {
+	tc_cache_entry_fn entry;
+	tc_cache_run_fn run;
+	void *user;
+	const char *def;
+} each_call;
+
+/* A key's row from st's columns: id, hash, entry, types, shapes, strides,
+ * target, version, canonical, created, and for tc_cache_each_summary then
+ * best, default, runs, failed and objects. */
+static int fill_entry(sqlite3_stmt *st, void *call)
+{
+	each_call *ec = call;
+	tc_cache_entry e;
+	memset(&e, 0, sizeof(e));
+	e.id = sqlite3_column_int64(st, 0);
+	e.hash = col_text(st, 1);
+	e.entry = col_text(st, 2);
+	e.types = col_text(st, 3);
+	e.shapes = col_text(st, 4);
+	e.strides = col_text(st, 5);
+	e.target = col_text(st, 6);
+	e.version = col_text(st, 7);
+	e.canonical = col_text(st, 8);
+	e.created = col_text(st, 9);
+	if (sqlite3_column_count(st) > 10) {
+		e.has_best = sqlite3_column_type(st, 10) != SQLITE_NULL;
+		e.best_ms = sqlite3_column_double(st, 10);
+		e.has_default = sqlite3_column_type(st, 11) != SQLITE_NULL;
+		e.default_ms = sqlite3_column_double(st, 11);
+		e.runs = sqlite3_column_int(st, 12);
+		e.failed = sqlite3_column_int(st, 13);
+		e.objects = sqlite3_column_int(st, 14);
+	}
+	return ec->entry(ec->user, &e);
+}
+
+int tc_cache_each_summary(__tc_keep tc_cache *c, tc_cache_entry_fn fn, void *user)
 {
 	char *def = default_options();
+	each_call ec = {.entry = fn, .user = user};
 	sqlite3_stmt *st;
-	int rc, n = 0;
+	int n;
 	if (!c || !def) {
 		tc_free(def);
 		return -1;
 	}
 	st = prepare(c,
-		"SELECT k.id, k.hash, k.entry, k.shapes, k.version, k.target,"
+		"SELECT k.id, k.hash, k.entry, '', k.shapes, '', k.target, k.version, '', '',"
 		" (SELECT median_ms FROM runs WHERE kernel_id = k.id AND status = 'ok'"
 		"  AND median_ms >= 0 ORDER BY " CHOSEN " DESC, median_ms, id LIMIT 1),"
 		" (SELECT median_ms FROM runs WHERE kernel_id = k.id AND status = 'ok'"
@@ -1212,110 +1235,64 @@ int tc_cache_list(__tc_keep tc_cache *c, __tc_keep tc_buf *b)
 		return -1;
 	}
 	sqlite3_bind_text(st, 1, def, -1, SQLITE_STATIC);
-	tc_buf_printf(b, "%-16s  %-12s %-24s %10s %10s %8s %5s %6s  %s\n", "hash", "entry",
-		"shapes", "best_ms", "default_ms", "speedup", "runs", "failed", "version cpu");
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		int has_best = sqlite3_column_type(st, 6) != SQLITE_NULL;
-		int has_def = sqlite3_column_type(st, 7) != SQLITE_NULL;
-		double best = sqlite3_column_double(st, 6), dflt = sqlite3_column_double(st, 7);
-		tc_buf_printf(b, "%-16s  %-12s %-24s ", col_text(st, 1), col_text(st, 2),
-			*col_text(st, 3) ? col_text(st, 3) : "-");
-		if (has_best)
-			tc_buf_printf(b, "%10.4g ", best);
-		else
-			tc_buf_printf(b, "%10s ", "-");
-		if (has_def)
-			tc_buf_printf(b, "%10.4g ", dflt);
-		else
-			tc_buf_printf(b, "%10s ", "-");
-		if (has_best && has_def && best > 0)
-			tc_buf_printf(b, "%7.2fx ", dflt / best);
-		else
-			tc_buf_printf(b, "%8s ", "-");
-		tc_buf_printf(b, "%5d %6d  %s ", sqlite3_column_int(st, 8),
-			sqlite3_column_int(st, 9), col_text(st, 4));
-		put_cpu(b, col_text(st, 5));
-		if (sqlite3_column_int(st, 10))
-			tc_buf_puts(b, " +code");
-		tc_buf_putc(b, '\n');
-		n++;
-	}
-	sqlite3_finalize(st);
+	n = each(c, st, fill_entry, &ec);
 	tc_free(def);
-	if (rc != SQLITE_DONE) {
-		db_error(c, "read");
-		return -1;
-	}
-	if (!n)
-		tc_buf_printf(b, "(no entries in %s)\n", c->path);
-	return 0;
+	return n;
 }
 
-int tc_cache_show(__tc_keep tc_cache *c, const char *what, __tc_keep tc_buf *b)
+int tc_cache_each_entry(__tc_keep tc_cache *c, const char *what, tc_cache_entry_fn fn,
+	void *user)
 {
-	char *def = default_options();
-	sqlite3_stmt *st, *rs = NULL;
-	int rc, n = 0;
-	if (!c || !def) {
-		tc_free(def);
+	each_call ec = {.entry = fn, .user = user};
+	sqlite3_stmt *st;
+	if (!c)
 		return -1;
-	}
 	st = prepare(c, "SELECT id, hash, entry, types, shapes, strides, target, version, "
 			"canonical, datetime(created, 'unixepoch') FROM kernels WHERE ?1 IS NULL "
 			"OR hash = ?1 OR entry = ?1 OR entry || '@' || shapes = ?1 "
 			"ORDER BY entry, hash, shapes, id");
-	rs = prepare(c, "SELECT id, options, median_ms, min_ms, status, run_id, "
-			"datetime(at, 'unixepoch'), tc_canonical_options(options) FROM runs "
-			"WHERE kernel_id = ?1 ORDER BY status DESC, " CHOSEN " DESC, median_ms, id");
-	if (!st || !rs) {
-		sqlite3_finalize(st);
-		sqlite3_finalize(rs);
+	if (!st)
+		return -1;
+	if (what)
+		sqlite3_bind_text(st, 1, what, -1, SQLITE_STATIC);
+	return each(c, st, fill_entry, &ec);
+}
+
+static int fill_run(sqlite3_stmt *st, void *call)
+{
+	each_call *ec = call;
+	tc_cache_run_row r;
+	r.id = sqlite3_column_int64(st, 0);
+	r.options = col_text(st, 1);
+	r.median_ms = sqlite3_column_double(st, 2);
+	r.min_ms = sqlite3_column_double(st, 3);
+	r.status = col_text(st, 4);
+	r.run_id = col_text(st, 5);
+	r.at = col_text(st, 6);
+	r.is_default = !strcmp(col_text(st, 7), ec->def);
+	return ec->run(ec->user, &r);
+}
+
+int tc_cache_each_run(__tc_keep tc_cache *c, int64_t kernel_id, tc_cache_run_fn fn, void *user)
+{
+	char *def = default_options();
+	each_call ec = {.run = fn, .user = user, .def = def};
+	sqlite3_stmt *st;
+	int n;
+	if (!c || !def) {
 		tc_free(def);
 		return -1;
 	}
-	if (what)
-		sqlite3_bind_text(st, 1, what, -1, SQLITE_STATIC);
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		int rr;
-		tc_buf_printf(b, "%s%s %s@%s\n", n ? "\n" : "", col_text(st, 1), col_text(st, 2),
-			col_text(st, 4));
-		tc_buf_printf(b, "  inputs   %s  shapes %s  strides %s\n", col_text(st, 3),
-			col_text(st, 4), col_text(st, 5));
-		tc_buf_printf(b, "  target   %s\n", col_text(st, 6));
-		tc_buf_printf(b, "  version  tcomp %s, first recorded %s UTC\n", col_text(st, 7),
-			col_text(st, 9));
-		tc_buf_printf(b, "  kernel\n");
-		put_indented(b, col_text(st, 8), "    ");
-		tc_buf_printf(b, "  runs (best first):\n");
-		sqlite3_reset(rs);
-		sqlite3_bind_int64(rs, 1, sqlite3_column_int64(st, 0));
-		while ((rr = sqlite3_step(rs)) == SQLITE_ROW) {
-			if (!strcmp(col_text(rs, 4), "ok"))
-				tc_buf_printf(b, "    #%-6lld median %10.4g ms  min %10.4g ms",
-					(long long)sqlite3_column_int64(rs, 0),
-					sqlite3_column_double(rs, 2), sqlite3_column_double(rs, 3));
-			else
-				tc_buf_printf(b, "    #%-6lld failed%37s",
-					(long long)sqlite3_column_int64(rs, 0), "");
-			tc_buf_printf(b, "  %s UTC  run %s%s\n      ", col_text(rs, 6),
-				*col_text(rs, 5) ? col_text(rs, 5) : "-",
-				!strcmp(col_text(rs, 7), def) ? "  (defaults)" : "");
-			put_one_line(b, col_text(rs, 1));
-			tc_buf_putc(b, '\n');
-		}
-		if (rr != SQLITE_DONE) {
-			rc = rr;
-			break;
-		}
-		n++;
-	}
-	sqlite3_finalize(st);
-	sqlite3_finalize(rs);
-	tc_free(def);
-	if (rc != SQLITE_DONE) {
-		db_error(c, "read");
+	st = prepare(c, "SELECT id, options, median_ms, min_ms, status, run_id, "
+			"datetime(at, 'unixepoch'), tc_canonical_options(options) FROM runs "
+			"WHERE kernel_id = ?1 ORDER BY status DESC, " CHOSEN " DESC, median_ms, id");
+	if (!st) {
+		tc_free(def);
 		return -1;
 	}
+	sqlite3_bind_int64(st, 1, kernel_id);
+	n = each(c, st, fill_run, &ec);
+	tc_free(def);
 	return n;
 }
 

@@ -194,16 +194,49 @@ int tc_cache_object_get(__tc_keep tc_cache *c, int64_t kernel_id, const char *op
 
 /* ---- management (tcomp cache) ---- */
 
-/* One line per key: "hash entry shapes best_ms default_ms speedup runs
- * options" as readable text (list) into b: best_ms is the best run's
- * median, default_ms the defaults' least median, a final re-timing's when
- * there is one (the best's and the defaults' then come from the same kind
- * of timing).  0 ok, -1 error. */
-int tc_cache_list(__tc_keep tc_cache *c, __tc_keep tc_buf *b);
-/* Every key whose hash, entry or "entry@shapes" matches what (NULL: all),
- * with every recorded run, into b.  Returns the number of keys shown, -1 on
- * error. */
-int tc_cache_show(__tc_keep tc_cache *c, const char *what, __tc_keep tc_buf *b);
+/* A key's row as management reads it.  Strings are borrowed, valid during
+ * the callback only, never NULL ("" for a NULL column or a field the
+ * iterator does not fill: see each). */
+typedef struct tc_cache_entry {
+	int64_t id;
+	const char *hash, *entry, *types, *shapes, *strides, *target, *version, *canonical;
+	const char *created; /* first recorded: "YYYY-MM-DD HH:MM:SS", UTC */
+	int has_best;        /* best_ms is set: the key has a best ok run */
+	double best_ms;      /* the best run's median (see above) */
+	int has_default;     /* default_ms is set: the defaults were measured */
+	double default_ms;   /* the defaults' least median, a final re-timing's
+			      * when there is one */
+	int runs, failed;    /* runs recorded; of them failed */
+	int objects;         /* object rows stored */
+} tc_cache_entry;
+/* A run as management reads it (borrowed strings, as tc_cache_entry). */
+typedef struct tc_cache_run_row {
+	int64_t id;
+	const char *options; /* as stored */
+	const char *status;  /* "ok" or "failed" */
+	const char *run_id;  /* "": none */
+	double median_ms, min_ms;
+	const char *at;      /* when recorded: "YYYY-MM-DD HH:MM:SS", UTC */
+	int is_default;      /* its options are the defaults (however old its text) */
+} tc_cache_run_row;
+/* Callbacks of the iterators below: 0 to go on, -1 to stop (with the
+ * error recorded in c by the callback, or by a nested call). */
+typedef int (*tc_cache_entry_fn)(void *user, __tc_keep const tc_cache_entry *e);
+typedef int (*tc_cache_run_fn)(void *user, __tc_keep const tc_cache_run_row *r);
+
+/* Each key with id, hash, entry, shapes, target, version and the summary
+ * fields (has_best to objects), ordered by entry, hash, shapes, id.  The
+ * number of keys, or -1 (database error, or a callback stopped). */
+int tc_cache_each_summary(__tc_keep tc_cache *c, tc_cache_entry_fn fn, void *user);
+/* Each key whose hash, entry or "entry@shapes" is what (NULL: every key),
+ * with id, hash, entry, types, shapes, strides, target, version, canonical
+ * and created, in the same order.  The number of keys, or -1. */
+int tc_cache_each_entry(__tc_keep tc_cache *c, const char *what, tc_cache_entry_fn fn,
+	void *user);
+/* Each run of key row kernel_id, best first (ok before failed, chosen runs
+ * first, least median first).  The number of runs, or -1. */
+int tc_cache_each_run(__tc_keep tc_cache *c, int64_t kernel_id, tc_cache_run_fn fn, void *user);
+
 /* Every run as one JSON object per line (keys and runs together, so a line
  * stands alone), into b.  0 ok, -1 error. */
 int tc_cache_export(__tc_keep tc_cache *c, __tc_keep tc_buf *b);

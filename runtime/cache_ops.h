@@ -6,6 +6,7 @@
  *   runtime/cache_key.c     a key from a module, an entry and its inputs
  *   runtime/cache_object.c  object code: compiled for the host and stored,
  *                           loaded back (its format: symbol, check sites)
+ *   runtime/cache_admin.c   the text of tcomp cache list and show
  *   runtime/cache_api.c     tc_compile's lookup and the public cache API
  *                           (declared in internal.h and tcomp.h) */
 #ifndef TC_RT_CACHE_OPS_H
@@ -42,5 +43,18 @@ int tc_cache_store_object(__tc_keep tc_cache *c, __tc_keep const tc_cache_key *k
  * caller's (tc_rt_object_clear). */
 int tc_cache_load_object(__tc_keep tc_cache *c, int64_t kernel_id, const char *options,
 	__tc_keep struct tc_rt_object *o);
+
+/* ---- runtime/cache_admin.c ---- */
+
+/* One line per key: "hash entry shapes best_ms default_ms speedup runs
+ * options" as readable text (list) into b: best_ms is the best run's
+ * median, default_ms the defaults' least median, a final re-timing's when
+ * there is one (the best's and the defaults' then come from the same kind
+ * of timing).  0 ok, -1 error. */
+int tc_cache_list(__tc_keep tc_cache *c, __tc_keep tc_buf *b);
+/* Every key whose hash, entry or "entry@shapes" matches what (NULL: all),
+ * with every recorded run, into b.  Returns the number of keys shown, -1 on
+ * error. */
+int tc_cache_show(__tc_keep tc_cache *c, const char *what, __tc_keep tc_buf *b);
 
 #endif
