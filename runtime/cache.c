@@ -1,5 +1,15 @@
-/* The kernel cache (see cache.h): an SQLite database of measured mapping
- * options per kernel specialisation.
+/* The kernel cache's storage (see cache.h): an SQLite database of measured
+ * mapping options per kernel specialisation, and opaque object rows.
+ *
+ * Owns: the file (location, opening, the schema and its checks, WAL and
+ * transactions), recording runs under a key, the best/near/seed lookups,
+ * object rows (stored with a checksum, returned only intact), the rows
+ * management iterates and imports, pruning, and c's error and warnings.
+ * Entry points: everything declared in cache.h.
+ * Must not know: modules and contexts (runtime/internal.h), the IR,
+ * code generation, LLVM, JSON, or how text is presented; it compiles
+ * nothing.  It reads the option table (runtime/options.h) only to check
+ * options text and put it in canonical form.
  *
  * Schema (TC_CACHE_SCHEMA_VERSION 1):
  *   meta(name PRIMARY KEY, value)       application = 'tcomp kernel cache',
@@ -51,6 +61,7 @@ struct tc_cache {
 	char *error;
 	tc_buf warnings;
 	char *opt_msg;    /* why the last options text checked did not parse */
+	char *why;        /* why tc_cache_import_row refused its last row */
 };
 
 /* ---- messages ---- */
@@ -302,6 +313,12 @@ static const char *col_text(sqlite3_stmt *st, int i)
 	return s ? (const char *)s : "";
 }
 
+/* Column i as text; NULL for NULL. */
+static const char *col_text_or_null(sqlite3_stmt *st, int i)
+{
+	return (const char *)sqlite3_column_text(st, i);
+}
+
 /* The number of tables in the database, or -1 (a file that is not a
  * database, or corrupt: the error is recorded). */
 static int count_tables(tc_cache *c)
@@ -517,6 +534,7 @@ void tc_cache_close(__tc_take tc_cache *c)
 	if (c->db)
 		sqlite3_close_v2(c->db);
 	tc_free(c->opt_msg);
+	tc_free(c->why);
 	tc_buf_free(&c->warnings);
 	tc_free(c->error);
 	tc_free(c->path);
@@ -1145,7 +1163,7 @@ int tc_cache_object_get(__tc_keep tc_cache *c, int64_t kernel_id, const char *op
 	return r;
 }
 
-/* ---- management: rows to iterate ---- */
+/* ---- management: rows to iterate, rows to import ---- */
 
 /* Step st to its end, handing each row to fill(c, st, user) (which calls
  * the caller's callback); the number of rows, or -1 (a database error is
@@ -1175,6 +1193,7 @@ static int each(tc_cache *c, sqlite3_stmt *st, int (*fill)(sqlite3_stmt *, void 
 typedef struct each_call {
 	tc_cache_entry_fn entry;
 	tc_cache_run_fn run;
+	tc_cache_row_fn row;
 	void *user;
 	const char *def;
 } each_call;
@@ -1296,45 +1315,34 @@ int tc_cache_each_run(__tc_keep tc_cache *c, int64_t kernel_id, tc_cache_run_fn 
 	return n;
 }
 
-/* ---- JSON lines ---- */
-
-static void put_json_string(tc_buf *b, const char *s)
+static int fill_row(sqlite3_stmt *st, void *call)
 {
-	const unsigned char *p;
-	tc_buf_putc(b, '"');
-	for (p = (const unsigned char *)s; *p; p++) {
-		if (*p == '"' || *p == '\\')
-			tc_buf_printf(b, "\\%c", *p);
-		else if (*p == '\n')
-			tc_buf_puts(b, "\\n");
-		else if (*p == '\t')
-			tc_buf_puts(b, "\\t");
-		else if (*p < 0x20)
-			tc_buf_printf(b, "\\u%04x", *p);
-		else
-			tc_buf_putc(b, (char)*p);
-	}
-	tc_buf_putc(b, '"');
+	each_call *ec = call;
+	tc_cache_row r;
+	r.hash = col_text_or_null(st, 0);
+	r.entry = col_text_or_null(st, 1);
+	r.types = col_text_or_null(st, 2);
+	r.shapes = col_text_or_null(st, 3);
+	r.strides = col_text_or_null(st, 4);
+	r.target = col_text_or_null(st, 5);
+	r.version = col_text_or_null(st, 6);
+	r.canonical = col_text_or_null(st, 7);
+	r.options = col_text_or_null(st, 8);
+	r.status = col_text_or_null(st, 9);
+	r.run_id = col_text_or_null(st, 10);
+	r.has_median = sqlite3_column_type(st, 11) != SQLITE_NULL;
+	r.median_ms = sqlite3_column_double(st, 11);
+	r.has_min = sqlite3_column_type(st, 12) != SQLITE_NULL;
+	r.min_ms = sqlite3_column_double(st, 12);
+	r.has_at = sqlite3_column_type(st, 13) != SQLITE_NULL;
+	r.at = sqlite3_column_double(st, 13);
+	return ec->row(ec->user, &r);
 }
 
-static void put_json_double(tc_buf *b, sqlite3_stmt *st, int i)
+int tc_cache_each_row(__tc_keep tc_cache *c, tc_cache_row_fn fn, void *user)
 {
-	if (sqlite3_column_type(st, i) == SQLITE_NULL)
-		tc_buf_puts(b, "null");
-	else
-		tc_buf_printf(b, "%.17g", sqlite3_column_double(st, i));
-}
-
-/* The export's fields, in order (also what import reads). */
-static const char *const json_fields[] = {"hash", "entry", "types", "shapes", "strides",
-	"target", "version", "canonical", "options", "status", "run_id", "median_ms", "min_ms",
-	"at"};
-#define NJSON ((int)(sizeof(json_fields) / sizeof(json_fields[0])))
-
-int tc_cache_export(__tc_keep tc_cache *c, __tc_keep tc_buf *b)
-{
+	each_call ec = {.row = fn, .user = user};
 	sqlite3_stmt *st;
-	int rc, i;
 	if (!c)
 		return -1;
 	st = prepare(c, "SELECT k.hash, k.entry, k.types, k.shapes, k.strides, k.target, "
@@ -1343,169 +1351,30 @@ int tc_cache_export(__tc_keep tc_cache *c, __tc_keep tc_buf *b)
 			"ORDER BY k.id, r.id");
 	if (!st)
 		return -1;
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		tc_buf_putc(b, '{');
-		for (i = 0; i < NJSON; i++) {
-			tc_buf_printf(b, "%s\"%s\":", i ? "," : "", json_fields[i]);
-			if (i >= 11)
-				put_json_double(b, st, i);
-			else if (sqlite3_column_type(st, i) == SQLITE_NULL)
-				tc_buf_puts(b, "null");
-			else
-				put_json_string(b, col_text(st, i));
-		}
-		tc_buf_puts(b, "}\n");
-	}
-	sqlite3_finalize(st);
-	if (rc != SQLITE_DONE) {
-		db_error(c, "read");
+	return each(c, st, fill_row, &ec);
+}
+
+int tc_cache_import_begin(__tc_keep tc_cache *c)
+{
+	if (!c || tc_cache_writable(c) < 0)
 		return -1;
-	}
+	return begin_write(c);
+}
+
+int tc_cache_import_end(__tc_keep tc_cache *c, int commit_it)
+{
+	if (!c)
+		return -1;
+	if (commit_it)
+		return commit(c);
+	rollback(c);
 	return 0;
 }
 
-/* A parsed JSON line: the value of each field (strings unescaped; numbers
- * as their text; NULL for null or absent). */
-typedef struct json_line {
-	char *v[NJSON];
-} json_line;
-
-static void json_line_clear(json_line *l)
-{
-	int i;
-	for (i = 0; i < NJSON; i++)
-		tc_free(l->v[i]);
-	memset(l, 0, sizeof(*l));
-}
-
-static const char *skip_ws(const char *p, const char *end)
-{
-	while (p < end && (*p == ' ' || *p == '\t' || *p == '\r'))
-		p++;
-	return p;
-}
-
-/* A JSON string at *pp (at its opening quote) into a new string; NULL if
- * malformed (\u escapes are accepted below 0x80 only). */
-static char *json_string(const char **pp, const char *end)
-{
-	const char *p = *pp + 1;
-	tc_buf b;
-	tc_buf_init(&b);
-	for (; p < end && *p != '"'; p++) {
-		if (*p != '\\') {
-			tc_buf_putc(&b, *p);
-			continue;
-		}
-		if (++p >= end)
-			break;
-		switch (*p) {
-		case 'n': tc_buf_putc(&b, '\n'); break;
-		case 't': tc_buf_putc(&b, '\t'); break;
-		case 'r': tc_buf_putc(&b, '\r'); break;
-		case '"': case '\\': case '/': tc_buf_putc(&b, *p); break;
-		case 'u': {
-			unsigned v = 0;
-			int k;
-			for (k = 1; k <= 4 && p + k < end; k++) {
-				char h = p[k];
-				v = v * 16 + (unsigned)(h >= '0' && h <= '9' ? h - '0'
-						: h >= 'a' && h <= 'f' ? h - 'a' + 10
-						: h >= 'A' && h <= 'F' ? h - 'A' + 10 : 99);
-			}
-			if (k != 5 || v == 0 || v >= 0x80)
-				goto bad;
-			tc_buf_putc(&b, (char)v);
-			p += 4;
-			break;
-		}
-		default: goto bad;
-		}
-	}
-	if (p >= end)
-		goto bad;
-	*pp = p + 1;
-	return tc_buf_take(&b);
-bad:
-	tc_buf_free(&b);
-	return NULL;
-}
-
-/* Parse one flat JSON object of the export's fields; 0 ok, -1 with a
- * reason in *why.  Unknown fields are ignored. */
-static int json_parse_line(const char *p, const char *end, json_line *l, const char **why)
-{
-	memset(l, 0, sizeof(*l));
-	*why = "not a JSON object";
-	p = skip_ws(p, end);
-	if (p >= end || *p++ != '{')
-		return -1;
-	p = skip_ws(p, end);
-	if (p < end && *p == '}')
-		p++;
-	else
-		for (;;) {
-			char *name, *val = NULL;
-			int i, f = -1;
-			*why = "malformed field";
-			if (p >= end || *p != '"' || !(name = json_string(&p, end)))
-				goto bad;
-			for (i = 0; i < NJSON; i++)
-				if (!strcmp(name, json_fields[i]))
-					f = i;
-			tc_free(name);
-			p = skip_ws(p, end);
-			if (p >= end || *p++ != ':')
-				goto bad;
-			p = skip_ws(p, end);
-			if (p < end && *p == '"') {
-				if (!(val = json_string(&p, end)))
-					goto bad;
-			} else if (end - p >= 4 && !strncmp(p, "null", 4)) {
-				p += 4;
-			} else {
-				const char *q = p;
-				char *e;
-				while (q < end && strchr("+-.0123456789eE", *q))
-					q++;
-				if (q == p)
-					goto bad;
-				val = tc_strndup(p, (size_t)(q - p));
-				if (!val || (strtod(val, &e), *e)) {
-					tc_free(val);
-					goto bad;
-				}
-				p = q;
-			}
-			if (f >= 0) {
-				tc_free(l->v[f]);
-				l->v[f] = val;
-			} else
-				tc_free(val);
-			p = skip_ws(p, end);
-			if (p < end && *p == ',') {
-				p = skip_ws(p + 1, end);
-				continue;
-			}
-			if (p < end && *p == '}') {
-				p++;
-				break;
-			}
-			goto bad;
-		}
-	p = skip_ws(p, end);
-	if (p != end) {
-		*why = "text after the object";
-		goto bad;
-	}
-	return 0;
-bad:
-	json_line_clear(l);
-	return -1;
-}
-
-/* Is there a run like this one already (same key row and values)? */
-static int run_exists(tc_cache *c, int64_t kid, const char *opts, const json_line *l)
+/* Is there a run like row already under key row kid (opts: row's options
+ * in canonical form)? */
+static int run_exists(tc_cache *c, int64_t kid, const char *opts, const tc_cache_row *row,
+	int ok)
 {
 	sqlite3_stmt *st = prepare(c, "SELECT 1 FROM runs WHERE kernel_id = ?1 AND options = ?2 "
 				      "AND status = ?3 AND run_id IS ?4 AND median_ms IS ?5 AND "
@@ -1515,14 +1384,14 @@ static int run_exists(tc_cache *c, int64_t kid, const char *opts, const json_lin
 		return -1;
 	sqlite3_bind_int64(st, 1, kid);
 	sqlite3_bind_text(st, 2, opts, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 3, l->v[9], -1, SQLITE_STATIC);
-	if (l->v[10])
-		sqlite3_bind_text(st, 4, l->v[10], -1, SQLITE_STATIC);
-	if (l->v[11] && !strcmp(l->v[9], "ok")) {
-		sqlite3_bind_double(st, 5, strtod(l->v[11], NULL));
-		sqlite3_bind_double(st, 6, l->v[12] ? strtod(l->v[12], NULL) : 0);
+	sqlite3_bind_text(st, 3, row->status, -1, SQLITE_STATIC);
+	if (row->run_id)
+		sqlite3_bind_text(st, 4, row->run_id, -1, SQLITE_STATIC);
+	if (ok) {
+		sqlite3_bind_double(st, 5, row->median_ms);
+		sqlite3_bind_double(st, 6, row->min_ms);
 	}
-	sqlite3_bind_double(st, 7, l->v[13] ? strtod(l->v[13], NULL) : 0);
+	sqlite3_bind_double(st, 7, row->has_at ? row->at : 0);
 	r = sqlite3_step(st);
 	sqlite3_finalize(st);
 	if (r == SQLITE_ROW)
@@ -1533,131 +1402,77 @@ static int run_exists(tc_cache *c, int64_t kid, const char *opts, const json_lin
 	return -1;
 }
 
-/* Check and add one parsed line (inside the import's transaction): 1 added,
- * 2 already present, 0 skipped (warning given), -1 database error. */
-static int import_line(tc_cache *c, int lineno, json_line *l)
+/* Refuse a row: *why = the message (borrowed from c); returns 0. */
+static int refuse(tc_cache *c, const char **why, const char *fmt, ...) TC_PRINTF(3, 4);
+static int refuse(tc_cache *c, const char **why, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	set_message(&c->why, fmt, ap);
+	va_end(ap);
+	*why = c->why ? c->why : "out of memory";
+	return 0;
+}
+
+int tc_cache_import_row(__tc_keep tc_cache *c, __tc_keep const tc_cache_row *row,
+	const char **why)
 {
 	tc_cache_key key;
-	const char *why;
+	const char *msg;
 	char *opts = NULL, hash[17];
 	int64_t kid;
-	int i, ok, r;
+	int ok, r;
 
-	for (i = 0; i < 10; i++)
-		if (!l->v[i]) {
-			tc_cache_warn(c, "import line %d: no \"%s\"; the line is skipped", lineno,
-				json_fields[i]);
-			return 0;
-		}
-	ok = !strcmp(l->v[9], "ok");
-	if (!ok && strcmp(l->v[9], "failed")) {
-		tc_cache_warn(c, "import line %d: status \"%s\" is neither ok nor failed; skipped", lineno,
-			l->v[9]);
-		return 0;
-	}
-	if (ok && (!l->v[11] || !l->v[12] || !(strtod(l->v[11], NULL) >= 0) ||
-			  !(strtod(l->v[12], NULL) >= 0))) {
-		tc_cache_warn(c, "import line %d: an ok run needs median_ms and min_ms >= 0; skipped",
-			lineno);
-		return 0;
-	}
+	if (!c || !row)
+		return -1;
+	if (!row->hash || !row->entry || !row->types || !row->shapes || !row->strides ||
+		!row->target || !row->version || !row->canonical || !row->options || !row->status)
+		return refuse(c, why, "%s", "a field of the key or run is missing");
+	ok = !strcmp(row->status, "ok");
+	if (!ok && strcmp(row->status, "failed"))
+		return refuse(c, why, "status \"%s\" is neither ok nor failed", row->status);
+	if (ok && (!row->has_median || !row->has_min || !(row->median_ms >= 0) ||
+			  !(row->min_ms >= 0)))
+		return refuse(c, why, "%s", "an ok run needs median_ms and min_ms >= 0");
 	snprintf(hash, sizeof(hash), "%016llx",
-		(unsigned long long)tc_hash_bytes(TC_HASH_INIT, l->v[7], strlen(l->v[7])));
-	if (strcmp(hash, l->v[0])) {
-		tc_cache_warn(c, "import line %d: hash %s does not match the kernel text (%s); skipped",
-			lineno, l->v[0], hash);
-		return 0;
-	}
-	if (!same_structure(l->v[3], l->v[4])) {
-		tc_cache_warn(c, "import line %d: malformed shapes or strides; skipped", lineno);
-		return 0;
-	}
-	if (!(opts = canonical_options(c, l->v[8], &why))) {
+		(unsigned long long)tc_hash_bytes(TC_HASH_INIT, row->canonical,
+			strlen(row->canonical)));
+	if (strcmp(hash, row->hash))
+		return refuse(c, why, "hash %s does not match the kernel text (%s)", row->hash,
+			hash);
+	if (!same_structure(row->shapes, row->strides))
+		return refuse(c, why, "%s", "malformed shapes or strides");
+	if (!(opts = canonical_options(c, row->options, &msg))) {
 		tc_buf b;
 		tc_buf_init(&b);
-		put_message(&b, why);
-		tc_cache_warn(c, "import line %d: invalid options (%s); skipped", lineno, b.s ? b.s : "?");
+		put_message(&b, msg);
+		refuse(c, why, "invalid options (%s)", b.s ? b.s : "?");
 		tc_buf_free(&b);
 		return 0;
 	}
-	key.canonical = l->v[7];
 	memcpy(key.hash, hash, sizeof(hash));
-	key.entry = l->v[1];
-	key.types = l->v[2];
-	key.shapes = l->v[3];
-	key.strides = l->v[4];
-	key.target = l->v[5];
-	key.version = l->v[6];
+	key.canonical = (char *)row->canonical;
+	key.entry = (char *)row->entry;
+	key.types = (char *)row->types;
+	key.shapes = (char *)row->shapes;
+	key.strides = (char *)row->strides;
+	key.target = (char *)row->target;
+	key.version = (char *)row->version;
 	r = -1;
 	if ((kid = kernel_row(c, &key, key.canonical)) < 0)
 		goto done;
-	if ((r = run_exists(c, kid, opts, l)) != 0) {
+	if ((r = run_exists(c, kid, opts, row, ok)) != 0) {
 		r = r > 0 ? 2 : -1;
 		goto done;
 	}
-	r = insert_run(c, kid, opts, ok ? strtod(l->v[11], NULL) : NAN,
-		    ok ? strtod(l->v[12], NULL) : NAN, ok, l->v[10],
-		    l->v[13] ? strtod(l->v[13], NULL) : now_unix()) < 0 ? -1 : 1;
+	r = insert_run(c, kid, opts, ok ? row->median_ms : NAN, ok ? row->min_ms : NAN, ok,
+		    row->run_id, row->has_at ? row->at : now_unix()) < 0 ? -1 : 1;
 done:
 	tc_free(opts);
 	return r;
 }
 
-int tc_cache_import(__tc_keep tc_cache *c, const char *text, int *added, int *present,
-	int *skipped)
-{
-	const char *p = text, *end;
-	int lineno = 0, na = 0, np = 0, ns = 0, r = 0;
-	if (added)
-		*added = 0;
-	if (present)
-		*present = 0;
-	if (skipped)
-		*skipped = 0;
-	if (!c || !text)
-		return -1;
-	if (tc_cache_writable(c) < 0)
-		return -1;
-	if (begin_write(c) < 0)
-		return -1;
-	for (; *p && r >= 0; p = *end ? end + 1 : end) {
-		json_line l;
-		const char *why, *q;
-		end = strchr(p, '\n');
-		if (!end)
-			end = p + strlen(p);
-		lineno++;
-		q = skip_ws(p, end);
-		if (q == end)
-			continue;
-		if (json_parse_line(p, end, &l, &why) < 0) {
-			tc_cache_warn(c, "import line %d: %s; skipped", lineno, why);
-			ns++;
-			continue;
-		}
-		r = import_line(c, lineno, &l);
-		json_line_clear(&l);
-		if (r == 1)
-			na++;
-		else if (r == 2)
-			np++;
-		else if (r == 0)
-			ns++;
-	}
-	if (r < 0) {
-		rollback(c);
-		return -1;
-	}
-	if (commit(c) < 0)
-		return -1;
-	if (added)
-		*added = na;
-	if (present)
-		*present = np;
-	if (skipped)
-		*skipped = ns;
-	return 0;
-}
+/* ---- pruning ---- */
 
 int tc_cache_prune(__tc_keep tc_cache *c, __tc_keep const tc_cache_prune_opts *o, int *removed)
 {

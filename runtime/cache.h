@@ -1,5 +1,9 @@
-/* The kernel cache: one SQLite database of measured mapping options (and,
- * optionally, compiled object code) per kernel specialisation.
+/* The kernel cache's storage (runtime/cache.c): one SQLite database of
+ * measured mapping options (and, optionally, compiled object code) per
+ * kernel specialisation.  It stores and returns strings, numbers and
+ * opaque bytes; what they mean to a module, to LLVM or to a reader is the
+ * business of the layer above (runtime/cache_ops.h: keys from modules,
+ * object code, the text of tcomp cache, JSON lines, tc_compile's lookup).
  *
  * Where: tc_cache_default_path() -- $TCOMP_CACHE, else
  * $XDG_CACHE_HOME/tcomp/kernels.sqlite, else ~/.cache/tcomp/kernels.sqlite.
@@ -31,7 +35,11 @@
  * warning (tc_cache_warnings).
  *
  * Errors: functions return -1 (or NULL) and leave a message for
- * tc_cache_error; messages never contain a trailing newline. */
+ * tc_cache_error; messages never contain a trailing newline.
+ *
+ * Storage knows SQLite, the option table (runtime/options.h, to check and
+ * canonicalise options text) and lang/util.h; it knows nothing of modules,
+ * contexts, the IR, code generation or JSON, and compiles nothing. */
 #ifndef TC_RT_CACHE_H
 #define TC_RT_CACHE_H
 
@@ -219,10 +227,22 @@ typedef struct tc_cache_run_row {
 	const char *at;      /* when recorded: "YYYY-MM-DD HH:MM:SS", UTC */
 	int is_default;      /* its options are the defaults (however old its text) */
 } tc_cache_run_row;
+/* A run with its key, as exported and imported (tcomp cache export and
+ * import): strings borrowed (from tc_cache_each_row: valid during the
+ * callback), NULL for a NULL column or none; has_X says whether X is set. */
+typedef struct tc_cache_row {
+	const char *hash, *entry, *types, *shapes, *strides, *target, *version, *canonical;
+	const char *options, *status, *run_id;
+	int has_median, has_min, has_at;
+	double median_ms, min_ms; /* milliseconds */
+	double at;                /* Unix seconds */
+} tc_cache_row;
+
 /* Callbacks of the iterators below: 0 to go on, -1 to stop (with the
  * error recorded in c by the callback, or by a nested call). */
 typedef int (*tc_cache_entry_fn)(void *user, __tc_keep const tc_cache_entry *e);
 typedef int (*tc_cache_run_fn)(void *user, __tc_keep const tc_cache_run_row *r);
+typedef int (*tc_cache_row_fn)(void *user, __tc_keep const tc_cache_row *r);
 
 /* Each key with id, hash, entry, shapes, target, version and the summary
  * fields (has_best to objects), ordered by entry, hash, shapes, id.  The
@@ -236,20 +256,26 @@ int tc_cache_each_entry(__tc_keep tc_cache *c, const char *what, tc_cache_entry_
 /* Each run of key row kernel_id, best first (ok before failed, chosen runs
  * first, least median first).  The number of runs, or -1. */
 int tc_cache_each_run(__tc_keep tc_cache *c, int64_t kernel_id, tc_cache_run_fn fn, void *user);
+/* Each run with its key, in the order keys and runs were recorded.  The
+ * number of runs, or -1. */
+int tc_cache_each_row(__tc_keep tc_cache *c, tc_cache_row_fn fn, void *user);
 
-/* Every run as one JSON object per line (keys and runs together, so a line
- * stands alone), into b.  0 ok, -1 error. */
-int tc_cache_export(__tc_keep tc_cache *c, __tc_keep tc_buf *b);
-/* Import JSON lines as written by tc_cache_export, in one transaction;
- * runs already present (same key, options, times, status, run id and
- * time recorded) are not added again.  The counts of runs added, runs
- * already present and lines skipped go to *added, *present and *skipped
- * (each may be NULL).  A line that does not parse, lacks a field, has a
- * hash that does not match its kernel text or has invalid options is
- * skipped with a warning naming its line.  0 ok, -1 database error
- * (nothing imported). */
-int tc_cache_import(__tc_keep tc_cache *c, const char *text, int *added, int *present,
-	int *skipped);
+/* Importing rows: tc_cache_import_begin starts one transaction (needs a
+ * TC_CACHE_WRITE cache); tc_cache_import_row checks row and adds it unless
+ * the same run is present (same key, options, status, run id, times and
+ * time recorded); tc_cache_import_end commits it (commit nonzero) or
+ * rolls it back.  A row is checked as a recorded run is (status, times,
+ * options, which are stored canonical) and its key too: the hash must be
+ * that of the canonical text, and shapes and strides well formed.
+ * tc_cache_import_row returns 1 added, 2 already present, 0 refused (*why,
+ * borrowed from c until the next call, says why: "malformed shapes or
+ * strides"...), -1 database error.  begin and end: 0 ok, -1 error (end
+ * with commit 0 returns 0). */
+int tc_cache_import_begin(__tc_keep tc_cache *c);
+int tc_cache_import_row(__tc_keep tc_cache *c, __tc_keep const tc_cache_row *row,
+	const char **why);
+int tc_cache_import_end(__tc_keep tc_cache *c, int commit);
+
 /* What prune removes. */
 typedef struct tc_cache_prune_opts {
 	int other_versions; /* keys of another tcomp version */

@@ -7,6 +7,7 @@
  *   runtime/cache_object.c  object code: compiled for the host and stored,
  *                           loaded back (its format: symbol, check sites)
  *   runtime/cache_admin.c   the text of tcomp cache list and show
+ *   runtime/cache_json.c    tcomp cache export and import: JSON lines
  *   runtime/cache_api.c     tc_compile's lookup and the public cache API
  *                           (declared in internal.h and tcomp.h) */
 #ifndef TC_RT_CACHE_OPS_H
@@ -56,5 +57,21 @@ int tc_cache_list(__tc_keep tc_cache *c, __tc_keep tc_buf *b);
  * with every recorded run, into b.  Returns the number of keys shown, -1 on
  * error. */
 int tc_cache_show(__tc_keep tc_cache *c, const char *what, __tc_keep tc_buf *b);
+
+/* ---- runtime/cache_json.c ---- */
+
+/* Every run as one JSON object per line (keys and runs together, so a line
+ * stands alone), into b.  0 ok, -1 error. */
+int tc_cache_export(__tc_keep tc_cache *c, __tc_keep tc_buf *b);
+/* Import JSON lines as written by tc_cache_export, in one transaction;
+ * runs already present (same key, options, times, status, run id and
+ * time recorded) are not added again.  The counts of runs added, runs
+ * already present and lines skipped go to *added, *present and *skipped
+ * (each may be NULL).  A line that does not parse, lacks a field, has a
+ * hash that does not match its kernel text or has invalid options is
+ * skipped with a warning naming its line.  0 ok, -1 database error
+ * (nothing imported). */
+int tc_cache_import(__tc_keep tc_cache *c, const char *text, int *added, int *present,
+	int *skipped);
 
 #endif
