@@ -17,7 +17,7 @@
  * memoised child is kept (it costs nothing) and a duplicate one dropped. */
 #include "tune.h"
 
-#include "../runtime/cache.h"
+#include "../runtime/cache_ops.h"
 #include "../runtime/internal.h"
 #include "../runtime/module.h"
 #include "../runtime/options.h"

@@ -13,7 +13,7 @@
  * cache is not touched. */
 #include "tcomp.h"
 
-#include "../runtime/cache.h"
+#include "../runtime/cache_ops.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,6 +1,8 @@
 /* The backend table (backend.h) and the backends' per-context states. */
 #include "backend.h"
 
+#include "options.h"
+
 #include <string.h>
 
 /* Every backend, in the order their states sit in tc_context. */
@@ -16,6 +18,22 @@ const tc_rt_backend *tc_rt_backend_find(const char *name)
 	int i;
 	for (i = 0; name && i < NBACKENDS; i++)
 		if (!strcmp(table[i]->name, name))
+			return table[i];
+	return NULL;
+}
+
+const tc_rt_backend *tc_rt_backend_of(__tc_keep const tc_options *o)
+{
+	tc_rt_opts d;
+	tc_rt_opts_decode(o, &d);
+	return tc_rt_backend_find(d.backend);
+}
+
+const tc_rt_backend *tc_rt_backend_for_device(DLDeviceType dev)
+{
+	int i;
+	for (i = 0; i < NBACKENDS; i++)
+		if (table[i]->device == dev && table[i]->key_target)
 			return table[i];
 	return NULL;
 }

@@ -81,6 +81,11 @@ struct tc_rt_backend {
 const tc_rt_backend *tc_rt_backend_find(const char *name);
 /* The number of entry b in the table (its slot in tc_context.backend_state). */
 int tc_rt_backend_index(__tc_keep const tc_rt_backend *b);
+/* The backend the target option of o (NULL: the defaults) names. */
+const tc_rt_backend *tc_rt_backend_of(__tc_keep const tc_options *o);
+/* The backend that keys the kernel cache's entries for tensors of device
+ * type dev (the first in the table with a key_target), or NULL. */
+const tc_rt_backend *tc_rt_backend_for_device(DLDeviceType dev);
 /* Whether some backend runs kernels on tensors of device type dev. */
 int tc_rt_backend_serves(DLDeviceType dev);
 /* The state of b in ctx, made on first use (NULL with a message in d).

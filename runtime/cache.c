@@ -1,5 +1,15 @@
-/* The kernel cache (see cache.h): an SQLite database of measured mapping
- * options per kernel specialisation.
+/* The kernel cache's storage (see cache.h): an SQLite database of measured
+ * mapping options per kernel specialisation, and opaque object rows.
+ *
+ * Owns: the file (location, opening, the schema and its checks, WAL and
+ * transactions), recording runs under a key, the best/near/seed lookups,
+ * object rows (stored with a checksum, returned only intact), the rows
+ * management iterates and imports, pruning, and c's error and warnings.
+ * Entry points: everything declared in cache.h.
+ * Must not know: modules and contexts (runtime/internal.h), the IR,
+ * code generation, LLVM, JSON, or how text is presented; it compiles
+ * nothing.  It reads the option table (runtime/options.h) only to check
+ * options text and put it in canonical form.
  *
  * Schema (TC_CACHE_SCHEMA_VERSION 1):
  *   meta(name PRIMARY KEY, value)       application = 'tcomp kernel cache',
@@ -10,11 +20,11 @@
  *                                       every measured candidate
  *   objects(kernel_id, options, tcomp_version, llvm_version, symbol,
  *           def_hash, sites, code, checksum, at)
- *                                       compiled object code (optional): an
- *                                       object file for the options of a run,
- *                                       its kernel symbol, check sites, the
- *                                       hash of the def text they point into,
- *                                       and an FNV-1a checksum of it all
+ *                                       object rows (optional): bytes for
+ *                                       the options of a run, their symbol
+ *                                       and def hash, and an FNV-1a checksum
+ *                                       of it all; llvm_version holds the
+ *                                       caller's object version
  * Times are milliseconds; 'at' and 'created' are Unix seconds.
  *
  * Every write is one BEGIN IMMEDIATE transaction (the writer lock is taken
@@ -22,17 +32,10 @@
  * while the database is busy beyond the busy timeout. */
 #include "cache.h"
 
-#include "../codegen/llvm.h"
-#include "internal.h"
-#include "kernel.h"
-#include "module.h"
-#include "object.h"
 #include "options.h"
-#include "tensor.h"
 
 #include <errno.h>
 #include <math.h>
-#include <pthread.h>
 #include <sqlite3.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -58,30 +61,59 @@ struct tc_cache {
 	char *error;
 	tc_buf warnings;
 	char *opt_msg;    /* why the last options text checked did not parse */
+	char *why;        /* why tc_cache_import_row refused its last row */
 };
 
 /* ---- messages ---- */
 
-static void set_error(tc_cache *c, const char *fmt, ...) TC_PRINTF(2, 3);
-static void set_error(tc_cache *c, const char *fmt, ...)
+/* Replace *slot by a message made with printf's rules (NULL when out of
+ * memory). */
+static void set_message(char **slot, const char *fmt, va_list ap)
 {
 	tc_buf b;
-	va_list ap;
 	tc_buf_init(&b);
-	va_start(ap, fmt);
 	tc_buf_vprintf(&b, fmt, ap);
+	tc_free(*slot);
+	*slot = tc_buf_take(&b);
+}
+
+void tc_cache_set_error(__tc_keep tc_cache *c, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	set_message(&c->error, fmt, ap);
 	va_end(ap);
+}
+
+/* A message without its "error: " prefix and trailing newline. */
+static void put_message(tc_buf *b, const char *m)
+{
+	size_t n;
+	if (!strncmp(m, "error: ", 7))
+		m += 7;
+	n = strlen(m);
+	while (n && m[n - 1] == '\n')
+		n--;
+	tc_buf_putn(b, m, n);
+}
+
+void tc_cache_set_error_msg(__tc_keep tc_cache *c, const char *prefix, const char *message)
+{
+	tc_buf b;
+	tc_buf_init(&b);
+	tc_buf_puts(&b, prefix);
+	put_message(&b, message);
 	tc_free(c->error);
 	c->error = tc_buf_take(&b);
 }
 
 static void db_error(tc_cache *c, const char *what)
 {
-	set_error(c, "kernel cache '%s': cannot %s: %s", c->path, what, sqlite3_errmsg(c->db));
+	tc_cache_set_error(c, "kernel cache '%s': cannot %s: %s", c->path, what,
+		sqlite3_errmsg(c->db));
 }
 
-static void warn(tc_cache *c, const char *fmt, ...) TC_PRINTF(2, 3);
-static void warn(tc_cache *c, const char *fmt, ...)
+void tc_cache_warn(__tc_keep tc_cache *c, const char *fmt, ...)
 {
 	va_list ap;
 	tc_buf_printf(&c->warnings, "warning: kernel cache '%s': ", c->path);
@@ -89,6 +121,14 @@ static void warn(tc_cache *c, const char *fmt, ...)
 	tc_buf_vprintf(&c->warnings, fmt, ap);
 	va_end(ap);
 	tc_buf_putc(&c->warnings, '\n');
+}
+
+int tc_cache_writable(__tc_keep tc_cache *c)
+{
+	if (c->mode == TC_CACHE_WRITE)
+		return 0;
+	tc_cache_set_error(c, "kernel cache '%s' is open for reading only", c->path);
+	return -1;
 }
 
 const char *tc_cache_error(__tc_keep const tc_cache *c)
@@ -273,6 +313,12 @@ static const char *col_text(sqlite3_stmt *st, int i)
 	return s ? (const char *)s : "";
 }
 
+/* Column i as text; NULL for NULL. */
+static const char *col_text_or_null(sqlite3_stmt *st, int i)
+{
+	return (const char *)sqlite3_column_text(st, i);
+}
+
 /* The number of tables in the database, or -1 (a file that is not a
  * database, or corrupt: the error is recorded). */
 static int count_tables(tc_cache *c)
@@ -314,11 +360,13 @@ static int check_meta(tc_cache *c)
 	if (rc != SQLITE_DONE)
 		db_error(c, "read");
 	else if (!app || strcmp(app, APPLICATION))
-		set_error(c, "'%s' is an SQLite database but not a tcomp kernel cache; it is not used",
+		tc_cache_set_error(c,
+			"'%s' is an SQLite database but not a tcomp kernel cache; it is not used",
 			c->path);
 	else if (!ver || strcmp(ver, "1"))
-		set_error(c, "kernel cache '%s' has schema version %s but this tcomp (%s) reads "
-			     "version %d (%s); it is not used: use another --cache or TCOMP_CACHE",
+		tc_cache_set_error(c,
+			"kernel cache '%s' has schema version %s but this tcomp (%s) reads "
+			"version %d (%s); it is not used: use another --cache or TCOMP_CACHE",
 			c->path, ver ? ver : "(none)", TCOMP_VERSION, TC_CACHE_SCHEMA_VERSION,
 			ver && atoi(ver) > TC_CACHE_SCHEMA_VERSION ? "written by a newer tcomp"
 								  : "not readable here");
@@ -342,7 +390,8 @@ static int setup_schema(tc_cache *c)
 	if ((n = count_tables(c)) < 0)
 		return -1;
 	if (n > 0) {
-		set_error(c, "'%s' is an SQLite database but not a tcomp kernel cache; it is not used",
+		tc_cache_set_error(c,
+			"'%s' is an SQLite database but not a tcomp kernel cache; it is not used",
 			c->path);
 		return -1;
 	}
@@ -357,8 +406,8 @@ static int setup_schema(tc_cache *c)
 	}
 	if (m < 0 || (n = count_tables(c)) != 0) {
 		if (n > 0)
-			set_error(c, "'%s' is an SQLite database but not a tcomp kernel cache; "
-				     "it is not used", c->path);
+			tc_cache_set_error(c, "'%s' is an SQLite database but not a tcomp kernel "
+					      "cache; it is not used", c->path);
 		rollback(c);
 		return -1;
 	}
@@ -379,13 +428,15 @@ static int sniff(tc_cache *c)
 	struct stat sb;
 	FILE *fp;
 	if (stat(c->path, &sb) == 0 && !S_ISREG(sb.st_mode)) {
-		set_error(c, "kernel cache '%s' is not a regular file; it is not used", c->path);
+		tc_cache_set_error(c, "kernel cache '%s' is not a regular file; it is not used",
+			c->path);
 		return -1;
 	}
 	if (!(fp = fopen(c->path, "rb"))) {
 		if (errno == ENOENT)
 			return -2;
-		set_error(c, "cannot open kernel cache '%s': %s", c->path, strerror(errno));
+		tc_cache_set_error(c, "cannot open kernel cache '%s': %s", c->path,
+			strerror(errno));
 		return -1;
 	}
 	n = fread(head, 1, sizeof(head), fp);
@@ -393,8 +444,8 @@ static int sniff(tc_cache *c)
 	if (n == 0)
 		return 0;
 	if (n < sizeof(head) || memcmp(head, magic, sizeof(head))) {
-		set_error(c, "'%s' is not an SQLite database (not a tcomp kernel cache); it is not "
-			     "used", c->path);
+		tc_cache_set_error(c, "'%s' is not an SQLite database (not a tcomp kernel cache); "
+				      "it is not used", c->path);
 		return -1;
 	}
 	return 1;
@@ -415,7 +466,7 @@ __tc_give tc_cache *tc_cache_open(const char *path, tc_cache_mode mode, __tc_giv
 	if (!c->path) {
 		if (path)
 			goto oom;
-		set_error(c, "%s", "no kernel cache location: set TCOMP_CACHE or HOME");
+		tc_cache_set_error(c, "%s", "no kernel cache location: set TCOMP_CACHE or HOME");
 		goto error;
 	}
 	s = sniff(c);
@@ -426,15 +477,15 @@ __tc_give tc_cache *tc_cache_open(const char *path, tc_cache_mode mode, __tc_giv
 	if (s == 0 && mode == TC_CACHE_READ)
 		goto quiet; /* empty: nothing to read (or a writer is creating it) */
 	if (mode == TC_CACHE_WRITE && make_parent_dirs(c->path) < 0) {
-		set_error(c, "cannot create the directory of kernel cache '%s': %s", c->path,
-			strerror(errno));
+		tc_cache_set_error(c, "cannot create the directory of kernel cache '%s': %s",
+			c->path, strerror(errno));
 		goto error;
 	}
 	flags = mode == TC_CACHE_READ ? SQLITE_OPEN_READONLY
 				      : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
 	rc = sqlite3_open_v2(c->path, &c->db, flags | SQLITE_OPEN_FULLMUTEX, NULL);
 	if (rc != SQLITE_OK) {
-		set_error(c, "cannot open kernel cache '%s': %s", c->path,
+		tc_cache_set_error(c, "cannot open kernel cache '%s': %s", c->path,
 			c->db ? sqlite3_errmsg(c->db) : sqlite3_errstr(rc));
 		goto error;
 	}
@@ -456,8 +507,8 @@ invalid:
 	if (c->error && !strstr(c->error, "it is not used")) {
 		char *e = c->error;
 		c->error = NULL;
-		set_error(c, "%s; the file is damaged or not a tcomp kernel cache and is not used",
-			e);
+		tc_cache_set_error(c,
+			"%s; the file is damaged or not a tcomp kernel cache and is not used", e);
 		tc_free(e);
 	}
 	goto error;
@@ -483,6 +534,7 @@ void tc_cache_close(__tc_take tc_cache *c)
 	if (c->db)
 		sqlite3_close_v2(c->db);
 	tc_free(c->opt_msg);
+	tc_free(c->why);
 	tc_buf_free(&c->warnings);
 	tc_free(c->error);
 	tc_free(c->path);
@@ -490,83 +542,6 @@ void tc_cache_close(__tc_take tc_cache *c)
 }
 
 /* ---- keys ---- */
-
-static pthread_once_t target_once = PTHREAD_ONCE_INIT;
-static char *host_target;
-
-static void target_init(void)
-{
-	host_target = tc_cg_llvm_host_target();
-}
-
-int tc_cache_key_init(__tc_keep tc_cache_key *key, __tc_keep tc_module *m, const char *entry,
-	const DLTensor *const *inputs, int n_inputs)
-{
-	tc_buf canon, types, shapes, strides;
-	const tc_def *def;
-	char err[512];
-	int i, k, d;
-
-	memset(key, 0, sizeof(*key));
-	if (!m)
-		return -1;
-	if ((d = tc_rt_find_def(m, entry)) < 0)
-		return -1;
-	def = m->prog->defs[d];
-	if (n_inputs != def->ninputs || (n_inputs && !inputs)) {
-		tc_rt_set_error(m->ctx, "'%s' takes %d inputs but %d were given", entry,
-			def->ninputs, n_inputs);
-		return -1;
-	}
-	pthread_once(&target_once, target_init);
-	tc_buf_init(&canon);
-	tc_buf_init(&types);
-	tc_buf_init(&shapes);
-	tc_buf_init(&strides);
-	tc_ir_canonical(def, &canon);
-	snprintf(key->hash, sizeof(key->hash), "%016llx", (unsigned long long)tc_ir_hash(def));
-	for (i = 0; i < n_inputs; i++) {
-		tc_tensor t;
-		int64_t stride = 1, st[TC_MAX_RANK];
-		if (tc_rt_tensor_from_dl(inputs[i], 0, &t, err, sizeof(err)) < 0) {
-			tc_rt_set_error(m->ctx, "input %d ('%s'): %s", i, def->tensors[i].name, err);
-			goto error;
-		}
-		tc_buf_printf(&types, "%s%s/%d", i ? "," : "", tc_dtype_name(t.dtype), t.ndim);
-		if (i) {
-			tc_buf_putc(&shapes, ',');
-			tc_buf_putc(&strides, ',');
-		}
-		for (k = t.ndim - 1; k >= 0; k--) {
-			st[k] = stride;
-			stride *= t.shape[k];
-		}
-		for (k = 0; k < t.ndim; k++) {
-			tc_buf_printf(&shapes, "%s%lld", k ? "x" : "", (long long)t.shape[k]);
-			tc_buf_printf(&strides, "%s%lld", k ? "x" : "", (long long)st[k]);
-		}
-	}
-	key->canonical = tc_buf_take(&canon);
-	key->types = tc_buf_take(&types);
-	key->shapes = tc_buf_take(&shapes);
-	key->strides = tc_buf_take(&strides);
-	key->entry = tc_strdup(entry);
-	key->target = tc_strdup(host_target ? host_target : "unknown");
-	key->version = tc_strdup(TCOMP_VERSION);
-	if (!key->canonical || !key->types || !key->shapes || !key->strides || !key->entry ||
-		!key->target || !key->version) {
-		tc_rt_set_error(m->ctx, "out of memory");
-		tc_cache_key_clear(key);
-		return -1;
-	}
-	return 0;
-error:
-	tc_buf_free(&canon);
-	tc_buf_free(&types);
-	tc_buf_free(&shapes);
-	tc_buf_free(&strides);
-	return -1;
-}
 
 void tc_cache_key_clear(__tc_keep tc_cache_key *key)
 {
@@ -618,46 +593,6 @@ static char *default_options(void)
 	char *r = o ? tc_options_print(o) : NULL;
 	tc_options_free(o);
 	return r;
-}
-
-/* text on one line: newlines become "; " (for list and show). */
-static void put_one_line(tc_buf *b, const char *text)
-{
-	const char *p;
-	for (p = text; *p; p++) {
-		if (*p == '\n') {
-			if (p[1])
-				tc_buf_puts(b, "; ");
-		} else
-			tc_buf_putc(b, *p);
-	}
-}
-
-/* text with each line indented by ind, ending in a newline. */
-static void put_indented(tc_buf *b, const char *text, const char *ind)
-{
-	const char *p = text, *e;
-	while (*p) {
-		e = strchr(p, '\n');
-		if (!e)
-			e = p + strlen(p);
-		tc_buf_puts(b, ind);
-		tc_buf_putn(b, p, (size_t)(e - p));
-		tc_buf_putc(b, '\n');
-		p = *e ? e + 1 : e;
-	}
-}
-
-/* A message without its "error: " prefix and trailing newline. */
-static void put_message(tc_buf *b, const char *m)
-{
-	size_t n;
-	if (!strncmp(m, "error: ", 7))
-		m += 7;
-	n = strlen(m);
-	while (n && m[n - 1] == '\n')
-		n--;
-	tc_buf_putn(b, m, n);
 }
 
 /* ---- recording ---- */
@@ -744,22 +679,15 @@ int tc_cache_record(__tc_keep tc_cache *c, __tc_keep const tc_cache_key *key,
 
 	if (!c || !key || !run)
 		return -1;
-	if (c->mode != TC_CACHE_WRITE) {
-		set_error(c, "kernel cache '%s' is open for reading only", c->path);
+	if (tc_cache_writable(c) < 0)
 		return -1;
-	}
 	if (run->ok && !(run->median_ms >= 0 && run->min_ms >= 0 && isfinite(run->median_ms))) {
-		set_error(c, "a measured run needs finite non-negative times (median %g ms, "
-			     "min %g ms)", run->median_ms, run->min_ms);
+		tc_cache_set_error(c, "a measured run needs finite non-negative times "
+				      "(median %g ms, min %g ms)", run->median_ms, run->min_ms);
 		return -1;
 	}
 	if (!(opts = canonical_options(c, run->options, &why))) {
-		tc_buf b;
-		tc_buf_init(&b);
-		tc_buf_puts(&b, "cannot record options that do not parse: ");
-		put_message(&b, why);
-		tc_free(c->error);
-		c->error = tc_buf_take(&b);
+		tc_cache_set_error_msg(c, "cannot record options that do not parse: ", why);
 		return -1;
 	}
 	if (begin_write(c) < 0)
@@ -803,12 +731,12 @@ static int best_of(tc_cache *c, int64_t kid, const char *shapes, tc_cache_hit *h
 		const char *text = col_text(st, 0), *why;
 		tc_options *o = tc_options_new();
 		if (!o) {
-			set_error(c, "%s", "out of memory");
+			tc_cache_set_error(c, "%s", "out of memory");
 			r = -1;
 			break;
 		}
 		if (parse_options(c, o, text, &why) < 0) {
-			warn(c, "run %lld has invalid options (%s); it is ignored",
+			tc_cache_warn(c, "run %lld has invalid options (%s); it is ignored",
 				(long long)sqlite3_column_int64(st, 3), why);
 			tc_options_free(o);
 			continue;
@@ -822,7 +750,7 @@ static int best_of(tc_cache *c, int64_t kid, const char *shapes, tc_cache_hit *h
 		hit->kernel_id = kid;
 		if (!hit->text || !hit->shapes) {
 			tc_cache_hit_clear(hit);
-			set_error(c, "%s", "out of memory");
+			tc_cache_set_error(c, "%s", "out of memory");
 			r = -1;
 		} else
 			r = 1;
@@ -853,8 +781,8 @@ static int same_kernel(tc_cache *c, const tc_cache_key *key, const char *canonic
 {
 	if (!strcmp(canonical, key->canonical))
 		return 1;
-	warn(c, "entry %lld has hash %s but another kernel text; it is ignored", (long long)kid,
-		key->hash);
+	tc_cache_warn(c, "entry %lld has hash %s but another kernel text; it is ignored",
+		(long long)kid, key->hash);
 	return 0;
 }
 
@@ -999,7 +927,7 @@ static int near_rows(tc_cache *c, const tc_cache_key *key, near_row **rows, int 
 	sqlite3_finalize(st);
 	if (rc != SQLITE_DONE) {
 		if (rc == SQLITE_ROW)
-			set_error(c, "%s", "out of memory");
+			tc_cache_set_error(c, "%s", "out of memory");
 		else
 			db_error(c, "read");
 		while (*n)
@@ -1056,7 +984,8 @@ static int seeds_of(tc_cache *c, int64_t kid, int max, char **texts, int *n)
 		char *t = canonical_options(c, col_text(st, 0), &why);
 		int dup = 0;
 		if (!t) {
-			warn(c, "a run of entry %lld has invalid options; it is not a seed",
+			tc_cache_warn(c,
+				"a run of entry %lld has invalid options; it is not a seed",
 				(long long)kid);
 			continue;
 		}
@@ -1083,7 +1012,7 @@ int tc_cache_seeds(__tc_keep tc_cache *c, __tc_keep const tc_cache_key *key, int
 	if (!c || !key || max <= 0)
 		return c && key ? 0 : -1;
 	if (!(t = tc_calloc((size_t)max, sizeof(char *)))) {
-		set_error(c, "%s", "out of memory");
+		tc_cache_set_error(c, "%s", "out of memory");
 		return -1;
 	}
 	/* the exact key's row */
@@ -1106,63 +1035,20 @@ int tc_cache_seeds(__tc_keep tc_cache *c, __tc_keep const tc_cache_key *key, int
 	return 0;
 }
 
-/* ---- stored object code ---- */
+/* ---- object rows ---- */
 
-#define SITE_INTS 8 /* kind, off, len, line, col, tensor, dim, op */
-
-/* The sites as little-endian int32s (SITE_INTS per site). */
-static unsigned char *encode_sites(const tc_cg_site *s, int n, size_t *size)
+void tc_cache_object_row_clear(__tc_keep tc_cache_object_row *row)
 {
-	unsigned char *b = tc_malloc((size_t)n * SITE_INTS * 4 + 1), *p = b;
-	int i, k;
-	*size = (size_t)n * SITE_INTS * 4;
-	if (!b)
-		return NULL;
-	for (i = 0; i < n; i++) {
-		int32_t v[SITE_INTS] = {(int32_t)s[i].kind, s[i].loc.off, s[i].loc.len, s[i].loc.line,
-			s[i].loc.col, s[i].tensor, s[i].dim, s[i].op};
-		for (k = 0; k < SITE_INTS; k++, p += 4) {
-			uint32_t u = (uint32_t)v[k];
-			p[0] = (unsigned char)u;
-			p[1] = (unsigned char)(u >> 8);
-			p[2] = (unsigned char)(u >> 16);
-			p[3] = (unsigned char)(u >> 24);
-		}
-	}
-	return b;
+	if (!row)
+		return;
+	tc_free(row->symbol);
+	tc_free(row->def_hash);
+	tc_free(row->sites);
+	tc_free(row->code);
+	memset(row, 0, sizeof(*row));
 }
 
-static int decode_sites(const unsigned char *p, size_t size, tc_cg_site **out, int *n)
-{
-	size_t i, count = size / (SITE_INTS * 4);
-	int k;
-	*out = NULL;
-	*n = 0;
-	if (size % (SITE_INTS * 4) || count > 1000000)
-		return -1;
-	if (count && !(*out = tc_calloc(count, sizeof(tc_cg_site))))
-		return -1;
-	for (i = 0; i < count; i++) {
-		int32_t v[SITE_INTS];
-		for (k = 0; k < SITE_INTS; k++, p += 4)
-			v[k] = (int32_t)((uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-					 (uint32_t)p[3] << 24);
-		if (v[0] != TC_CG_CHECK_BOUNDS && v[0] != TC_CG_CHECK_DIV) {
-			tc_free(*out);
-			*out = NULL;
-			return -1;
-		}
-		(*out)[i].kind = (tc_cg_check)v[0];
-		(*out)[i].loc = (tc_loc){v[1], v[2], v[3], v[4]};
-		(*out)[i].tensor = v[5];
-		(*out)[i].dim = v[6];
-		(*out)[i].op = (char)v[7];
-	}
-	*n = (int)count;
-	return 0;
-}
-
-/* The checksum of a stored object, as 16 hex digits into out. */
+/* The checksum of an object row, as 16 hex digits into out. */
 static void object_checksum(char out[17], const char *tv, const char *lv, const char *symbol,
 	const char *def_hash, const void *sites, size_t nsites, const void *code, size_t ncode)
 {
@@ -1176,107 +1062,66 @@ static void object_checksum(char out[17], const char *tv, const char *lv, const 
 	snprintf(out, 17, "%016llx", (unsigned long long)h);
 }
 
-int tc_cache_store_object(__tc_keep tc_cache *c, __tc_keep const tc_cache_key *key,
-	__tc_keep tc_module *m, const DLTensor *const *inputs, int n_inputs, const char *options)
+int tc_cache_object_put(__tc_keep tc_cache *c, __tc_keep const tc_cache_key *key,
+	const char *options, const char *object_version, __tc_keep const tc_cache_object_row *row)
 {
-	tc_rt_object o;
-	tc_options *opts = NULL;
 	sqlite3_stmt *st = NULL;
-	unsigned char *sites = NULL;
-	char *text = NULL, llvm[32], sum[17], dh[17], sym[40];
-	const char *why = "out of memory";
-	size_t nsites = 0;
-	uint64_t h;
+	char sum[17];
 	int64_t kid;
 	int r = -1;
 
-	memset(&o, 0, sizeof(o));
-	if (!c || !key || !m)
+	if (!c || !key || !options || !object_version || !row)
 		return -1;
-	if (c->mode != TC_CACHE_WRITE) {
-		set_error(c, "kernel cache '%s' is open for reading only", c->path);
+	if (tc_cache_writable(c) < 0)
 		return -1;
-	}
-	if (!(opts = tc_options_new()) || parse_options(c, opts, options ? options : "", &why) < 0 ||
-		!(text = tc_options_print(opts))) {
-		set_error(c, "cannot store object code for options that do not parse: %s",
-			why);
-		goto done;
-	}
-	if (strcmp(tc_options_get(opts, "target"), "cpu")) {
-		r = 0; /* nothing to store for the interpreter */
-		goto done;
-	}
-	/* a symbol naming the key and options, the same in every process */
-	h = tc_hash_bytes(TC_HASH_INIT, key->hash, 16);
-	h = tc_hash_bytes(h, key->entry, strlen(key->entry) + 1);
-	h = tc_hash_bytes(h, key->types, strlen(key->types) + 1);
-	h = tc_hash_bytes(h, key->shapes, strlen(key->shapes) + 1);
-	h = tc_hash_bytes(h, key->target, strlen(key->target) + 1);
-	h = tc_hash_bytes(h, text, strlen(text) + 1);
-	snprintf(sym, sizeof(sym), "tc_obj_%016llx", (unsigned long long)h);
-	if (!(o.symbol = tc_strdup(sym))) {
-		set_error(c, "%s", "out of memory");
-		goto done;
-	}
-	if (tc_rt_compile_object(m, key->entry, inputs, n_inputs, opts, &o) < 0) {
-		tc_buf b;
-		tc_buf_init(&b);
-		tc_buf_puts(&b, "cannot compile object code: ");
-		put_message(&b, tc_context_error(m->ctx));
-		tc_free(c->error);
-		c->error = tc_buf_take(&b);
-		goto done;
-	}
-	if (!(sites = encode_sites(o.sites, o.nsites, &nsites))) {
-		set_error(c, "%s", "out of memory");
-		goto done;
-	}
-	tc_cg_llvm_version(llvm, sizeof(llvm));
-	snprintf(dh, sizeof(dh), "%016llx", (unsigned long long)o.def_hash);
-	object_checksum(sum, TCOMP_VERSION, llvm, o.symbol, dh, sites, nsites, o.code, o.size);
+	object_checksum(sum, TCOMP_VERSION, object_version, row->symbol, row->def_hash,
+		row->sites, row->sites_size, row->code, row->code_size);
 	if (begin_write(c) < 0)
-		goto done;
+		return -1;
 	if ((kid = kernel_row(c, key, key->canonical)) < 0 ||
 		!(st = prepare(c, "INSERT OR REPLACE INTO objects(kernel_id, options, tcomp_version, "
 				  "llvm_version, symbol, def_hash, sites, code, checksum, at) "
 				  "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"))) {
 		rollback(c);
-		goto done;
+		return -1;
 	}
 	sqlite3_bind_int64(st, 1, kid);
-	sqlite3_bind_text(st, 2, text, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, options, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 3, TCOMP_VERSION, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 4, llvm, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 5, o.symbol, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 6, dh, -1, SQLITE_STATIC);
-	sqlite3_bind_blob(st, 7, sites, (int)nsites, SQLITE_STATIC);
-	sqlite3_bind_blob(st, 8, o.code, (int)o.size, SQLITE_STATIC);
+	sqlite3_bind_text(st, 4, object_version, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 5, row->symbol, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 6, row->def_hash, -1, SQLITE_STATIC);
+	sqlite3_bind_blob(st, 7, row->sites, (int)row->sites_size, SQLITE_STATIC);
+	sqlite3_bind_blob(st, 8, row->code, (int)row->code_size, SQLITE_STATIC);
 	sqlite3_bind_text(st, 9, sum, -1, SQLITE_STATIC);
 	sqlite3_bind_double(st, 10, now_unix());
 	if (sqlite3_step(st) != SQLITE_DONE) {
 		db_error(c, "write");
 		rollback(c);
-		goto done;
-	}
-	r = commit(c);
-done:
+	} else
+		r = commit(c);
 	sqlite3_finalize(st);
-	tc_free(sites);
-	tc_free(text);
-	tc_options_free(opts);
-	tc_rt_object_clear(&o);
 	return r;
 }
 
-int tc_cache_object(__tc_keep tc_cache *c, int64_t kernel_id, const char *options,
-	__tc_keep struct tc_rt_object *o)
+/* A copy of n bytes (at least one byte allocated, so an empty blob is not
+ * NULL), or NULL when out of memory. */
+static void *copy_bytes(const void *p, size_t n)
+{
+	void *q = tc_malloc(n ? n : 1);
+	if (q && n)
+		memcpy(q, p, n);
+	return q;
+}
+
+int tc_cache_object_get(__tc_keep tc_cache *c, int64_t kernel_id, const char *options,
+	const char *object_version, __tc_keep tc_cache_object_row *row)
 {
 	sqlite3_stmt *st;
-	char llvm[32], sum[17];
+	char sum[17];
 	int rc, r = 0;
-	memset(o, 0, sizeof(*o));
-	if (!c || !options)
+	memset(row, 0, sizeof(*row));
+	if (!c || !options || !object_version)
 		return -1;
 	st = prepare(c, "SELECT tcomp_version, llvm_version, symbol, def_hash, sites, code, "
 			"checksum FROM objects WHERE kernel_id = ?1 AND options = ?2");
@@ -1284,7 +1129,6 @@ int tc_cache_object(__tc_keep tc_cache *c, int64_t kernel_id, const char *option
 		return -1;
 	sqlite3_bind_int64(st, 1, kernel_id);
 	sqlite3_bind_text(st, 2, options, -1, SQLITE_STATIC);
-	tc_cg_llvm_version(llvm, sizeof(llvm));
 	rc = sqlite3_step(st);
 	if (rc == SQLITE_ROW) {
 		const char *tv = col_text(st, 0), *lv = col_text(st, 1);
@@ -1294,20 +1138,21 @@ int tc_cache_object(__tc_keep tc_cache *c, int64_t kernel_id, const char *option
 		ncode = (size_t)sqlite3_column_bytes(st, 5);
 		object_checksum(sum, tv, lv, col_text(st, 2), col_text(st, 3), sites ? sites : "",
 			nsites, code ? code : "", ncode);
-		if (strcmp(tv, TCOMP_VERSION) || strcmp(lv, llvm))
-			r = 0; /* made by another tcomp or LLVM: compile from the options */
-		else if (strcmp(sum, col_text(st, 6)) || !code || !ncode ||
-			 decode_sites(sites, nsites, &o->sites, &o->nsites) < 0)
-			warn(c, "the object code of entry %lld fails its checksum; compiling from "
-				"the options", (long long)kernel_id);
-		else if (!(o->code = tc_malloc(ncode)) || !(o->symbol = tc_strdup(col_text(st, 2)))) {
-			tc_rt_object_clear(o);
-			set_error(c, "%s", "out of memory");
+		if (strcmp(tv, TCOMP_VERSION) || strcmp(lv, object_version))
+			r = 0; /* another tcomp's or another object version's: none usable */
+		else if (strcmp(sum, col_text(st, 6)) || !code || !ncode)
+			tc_cache_warn(c, "the object code of entry %lld fails its checksum; "
+					 "compiling from the options", (long long)kernel_id);
+		else if (!(row->code = copy_bytes(code, ncode)) ||
+			 !(row->sites = copy_bytes(sites, nsites)) ||
+			 !(row->symbol = tc_strdup(col_text(st, 2))) ||
+			 !(row->def_hash = tc_strdup(col_text(st, 3)))) {
+			tc_cache_object_row_clear(row);
+			tc_cache_set_error(c, "%s", "out of memory");
 			r = -1;
 		} else {
-			memcpy(o->code, code, ncode);
-			o->size = ncode;
-			o->def_hash = strtoull(col_text(st, 3), NULL, 16);
+			row->code_size = ncode;
+			row->sites_size = nsites;
 			r = 1;
 		}
 	} else if (rc != SQLITE_DONE) {
@@ -1318,31 +1163,83 @@ int tc_cache_object(__tc_keep tc_cache *c, int64_t kernel_id, const char *option
 	return r;
 }
 
-/* ---- management ---- */
+/* ---- management: rows to iterate, rows to import ---- */
 
-/* The CPU part of a target "triple;cpu;features". */
-static void put_cpu(tc_buf *b, const char *target)
+/* Step st to its end, handing each row to fill(c, st, user) (which calls
+ * the caller's callback); the number of rows, or -1 (a database error is
+ * recorded as "cannot read"; a callback's stop keeps its error).  st is
+ * finalized. */
+static int each(tc_cache *c, sqlite3_stmt *st, int (*fill)(sqlite3_stmt *, void *), void *user)
 {
-	const char *p = strchr(target, ';'), *q;
-	if (!p) {
-		tc_buf_puts(b, target);
-		return;
+	int rc, n = 0;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		if (fill(st, user) < 0) {
+			sqlite3_finalize(st);
+			return -1;
+		}
+		n++;
 	}
-	q = strchr(p + 1, ';');
-	tc_buf_putn(b, p + 1, q ? (size_t)(q - p - 1) : strlen(p + 1));
+	sqlite3_finalize(st);
+	if (rc != SQLITE_DONE) {
+		db_error(c, "read");
+		return -1;
+	}
+	return n;
 }
 
-int tc_cache_list(__tc_keep tc_cache *c, __tc_keep tc_buf *b)
+/* The caller's callback (the one its iterator takes) and its argument, as
+ * the fill functions below receive them, with the defaults' options text
+ * for tc_cache_run_row.is_default. */
+typedef struct each_call {
+	tc_cache_entry_fn entry;
+	tc_cache_run_fn run;
+	tc_cache_row_fn row;
+	void *user;
+	const char *def;
+} each_call;
+
+/* A key's row from st's columns: id, hash, entry, types, shapes, strides,
+ * target, version, canonical, created, and for tc_cache_each_summary then
+ * best, default, runs, failed and objects. */
+static int fill_entry(sqlite3_stmt *st, void *call)
+{
+	each_call *ec = call;
+	tc_cache_entry e;
+	memset(&e, 0, sizeof(e));
+	e.id = sqlite3_column_int64(st, 0);
+	e.hash = col_text(st, 1);
+	e.entry = col_text(st, 2);
+	e.types = col_text(st, 3);
+	e.shapes = col_text(st, 4);
+	e.strides = col_text(st, 5);
+	e.target = col_text(st, 6);
+	e.version = col_text(st, 7);
+	e.canonical = col_text(st, 8);
+	e.created = col_text(st, 9);
+	if (sqlite3_column_count(st) > 10) {
+		e.has_best = sqlite3_column_type(st, 10) != SQLITE_NULL;
+		e.best_ms = sqlite3_column_double(st, 10);
+		e.has_default = sqlite3_column_type(st, 11) != SQLITE_NULL;
+		e.default_ms = sqlite3_column_double(st, 11);
+		e.runs = sqlite3_column_int(st, 12);
+		e.failed = sqlite3_column_int(st, 13);
+		e.objects = sqlite3_column_int(st, 14);
+	}
+	return ec->entry(ec->user, &e);
+}
+
+int tc_cache_each_summary(__tc_keep tc_cache *c, tc_cache_entry_fn fn, void *user)
 {
 	char *def = default_options();
+	each_call ec = {.entry = fn, .user = user};
 	sqlite3_stmt *st;
-	int rc, n = 0;
+	int n;
 	if (!c || !def) {
 		tc_free(def);
 		return -1;
 	}
 	st = prepare(c,
-		"SELECT k.id, k.hash, k.entry, k.shapes, k.version, k.target,"
+		"SELECT k.id, k.hash, k.entry, '', k.shapes, '', k.target, k.version, '', '',"
 		" (SELECT median_ms FROM runs WHERE kernel_id = k.id AND status = 'ok'"
 		"  AND median_ms >= 0 ORDER BY " CHOSEN " DESC, median_ms, id LIMIT 1),"
 		" (SELECT median_ms FROM runs WHERE kernel_id = k.id AND status = 'ok'"
@@ -1357,152 +1254,95 @@ int tc_cache_list(__tc_keep tc_cache *c, __tc_keep tc_buf *b)
 		return -1;
 	}
 	sqlite3_bind_text(st, 1, def, -1, SQLITE_STATIC);
-	tc_buf_printf(b, "%-16s  %-12s %-24s %10s %10s %8s %5s %6s  %s\n", "hash", "entry",
-		"shapes", "best_ms", "default_ms", "speedup", "runs", "failed", "version cpu");
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		int has_best = sqlite3_column_type(st, 6) != SQLITE_NULL;
-		int has_def = sqlite3_column_type(st, 7) != SQLITE_NULL;
-		double best = sqlite3_column_double(st, 6), dflt = sqlite3_column_double(st, 7);
-		tc_buf_printf(b, "%-16s  %-12s %-24s ", col_text(st, 1), col_text(st, 2),
-			*col_text(st, 3) ? col_text(st, 3) : "-");
-		if (has_best)
-			tc_buf_printf(b, "%10.4g ", best);
-		else
-			tc_buf_printf(b, "%10s ", "-");
-		if (has_def)
-			tc_buf_printf(b, "%10.4g ", dflt);
-		else
-			tc_buf_printf(b, "%10s ", "-");
-		if (has_best && has_def && best > 0)
-			tc_buf_printf(b, "%7.2fx ", dflt / best);
-		else
-			tc_buf_printf(b, "%8s ", "-");
-		tc_buf_printf(b, "%5d %6d  %s ", sqlite3_column_int(st, 8),
-			sqlite3_column_int(st, 9), col_text(st, 4));
-		put_cpu(b, col_text(st, 5));
-		if (sqlite3_column_int(st, 10))
-			tc_buf_puts(b, " +code");
-		tc_buf_putc(b, '\n');
-		n++;
-	}
-	sqlite3_finalize(st);
+	n = each(c, st, fill_entry, &ec);
 	tc_free(def);
-	if (rc != SQLITE_DONE) {
-		db_error(c, "read");
-		return -1;
-	}
-	if (!n)
-		tc_buf_printf(b, "(no entries in %s)\n", c->path);
-	return 0;
+	return n;
 }
 
-int tc_cache_show(__tc_keep tc_cache *c, const char *what, __tc_keep tc_buf *b)
+int tc_cache_each_entry(__tc_keep tc_cache *c, const char *what, tc_cache_entry_fn fn,
+	void *user)
 {
-	char *def = default_options();
-	sqlite3_stmt *st, *rs = NULL;
-	int rc, n = 0;
-	if (!c || !def) {
-		tc_free(def);
+	each_call ec = {.entry = fn, .user = user};
+	sqlite3_stmt *st;
+	if (!c)
 		return -1;
-	}
 	st = prepare(c, "SELECT id, hash, entry, types, shapes, strides, target, version, "
 			"canonical, datetime(created, 'unixepoch') FROM kernels WHERE ?1 IS NULL "
 			"OR hash = ?1 OR entry = ?1 OR entry || '@' || shapes = ?1 "
 			"ORDER BY entry, hash, shapes, id");
-	rs = prepare(c, "SELECT id, options, median_ms, min_ms, status, run_id, "
-			"datetime(at, 'unixepoch'), tc_canonical_options(options) FROM runs "
-			"WHERE kernel_id = ?1 ORDER BY status DESC, " CHOSEN " DESC, median_ms, id");
-	if (!st || !rs) {
-		sqlite3_finalize(st);
-		sqlite3_finalize(rs);
+	if (!st)
+		return -1;
+	if (what)
+		sqlite3_bind_text(st, 1, what, -1, SQLITE_STATIC);
+	return each(c, st, fill_entry, &ec);
+}
+
+static int fill_run(sqlite3_stmt *st, void *call)
+{
+	each_call *ec = call;
+	tc_cache_run_row r;
+	r.id = sqlite3_column_int64(st, 0);
+	r.options = col_text(st, 1);
+	r.median_ms = sqlite3_column_double(st, 2);
+	r.min_ms = sqlite3_column_double(st, 3);
+	r.status = col_text(st, 4);
+	r.run_id = col_text(st, 5);
+	r.at = col_text(st, 6);
+	r.is_default = !strcmp(col_text(st, 7), ec->def);
+	return ec->run(ec->user, &r);
+}
+
+int tc_cache_each_run(__tc_keep tc_cache *c, int64_t kernel_id, tc_cache_run_fn fn, void *user)
+{
+	char *def = default_options();
+	each_call ec = {.run = fn, .user = user, .def = def};
+	sqlite3_stmt *st;
+	int n;
+	if (!c || !def) {
 		tc_free(def);
 		return -1;
 	}
-	if (what)
-		sqlite3_bind_text(st, 1, what, -1, SQLITE_STATIC);
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		int rr;
-		tc_buf_printf(b, "%s%s %s@%s\n", n ? "\n" : "", col_text(st, 1), col_text(st, 2),
-			col_text(st, 4));
-		tc_buf_printf(b, "  inputs   %s  shapes %s  strides %s\n", col_text(st, 3),
-			col_text(st, 4), col_text(st, 5));
-		tc_buf_printf(b, "  target   %s\n", col_text(st, 6));
-		tc_buf_printf(b, "  version  tcomp %s, first recorded %s UTC\n", col_text(st, 7),
-			col_text(st, 9));
-		tc_buf_printf(b, "  kernel\n");
-		put_indented(b, col_text(st, 8), "    ");
-		tc_buf_printf(b, "  runs (best first):\n");
-		sqlite3_reset(rs);
-		sqlite3_bind_int64(rs, 1, sqlite3_column_int64(st, 0));
-		while ((rr = sqlite3_step(rs)) == SQLITE_ROW) {
-			if (!strcmp(col_text(rs, 4), "ok"))
-				tc_buf_printf(b, "    #%-6lld median %10.4g ms  min %10.4g ms",
-					(long long)sqlite3_column_int64(rs, 0),
-					sqlite3_column_double(rs, 2), sqlite3_column_double(rs, 3));
-			else
-				tc_buf_printf(b, "    #%-6lld failed%37s",
-					(long long)sqlite3_column_int64(rs, 0), "");
-			tc_buf_printf(b, "  %s UTC  run %s%s\n      ", col_text(rs, 6),
-				*col_text(rs, 5) ? col_text(rs, 5) : "-",
-				!strcmp(col_text(rs, 7), def) ? "  (defaults)" : "");
-			put_one_line(b, col_text(rs, 1));
-			tc_buf_putc(b, '\n');
-		}
-		if (rr != SQLITE_DONE) {
-			rc = rr;
-			break;
-		}
-		n++;
-	}
-	sqlite3_finalize(st);
-	sqlite3_finalize(rs);
-	tc_free(def);
-	if (rc != SQLITE_DONE) {
-		db_error(c, "read");
+	st = prepare(c, "SELECT id, options, median_ms, min_ms, status, run_id, "
+			"datetime(at, 'unixepoch'), tc_canonical_options(options) FROM runs "
+			"WHERE kernel_id = ?1 ORDER BY status DESC, " CHOSEN " DESC, median_ms, id");
+	if (!st) {
+		tc_free(def);
 		return -1;
 	}
+	sqlite3_bind_int64(st, 1, kernel_id);
+	n = each(c, st, fill_run, &ec);
+	tc_free(def);
 	return n;
 }
 
-/* ---- JSON lines ---- */
-
-static void put_json_string(tc_buf *b, const char *s)
+static int fill_row(sqlite3_stmt *st, void *call)
 {
-	const unsigned char *p;
-	tc_buf_putc(b, '"');
-	for (p = (const unsigned char *)s; *p; p++) {
-		if (*p == '"' || *p == '\\')
-			tc_buf_printf(b, "\\%c", *p);
-		else if (*p == '\n')
-			tc_buf_puts(b, "\\n");
-		else if (*p == '\t')
-			tc_buf_puts(b, "\\t");
-		else if (*p < 0x20)
-			tc_buf_printf(b, "\\u%04x", *p);
-		else
-			tc_buf_putc(b, (char)*p);
-	}
-	tc_buf_putc(b, '"');
+	each_call *ec = call;
+	tc_cache_row r;
+	r.hash = col_text_or_null(st, 0);
+	r.entry = col_text_or_null(st, 1);
+	r.types = col_text_or_null(st, 2);
+	r.shapes = col_text_or_null(st, 3);
+	r.strides = col_text_or_null(st, 4);
+	r.target = col_text_or_null(st, 5);
+	r.version = col_text_or_null(st, 6);
+	r.canonical = col_text_or_null(st, 7);
+	r.options = col_text_or_null(st, 8);
+	r.status = col_text_or_null(st, 9);
+	r.run_id = col_text_or_null(st, 10);
+	r.has_median = sqlite3_column_type(st, 11) != SQLITE_NULL;
+	r.median_ms = sqlite3_column_double(st, 11);
+	r.has_min = sqlite3_column_type(st, 12) != SQLITE_NULL;
+	r.min_ms = sqlite3_column_double(st, 12);
+	r.has_at = sqlite3_column_type(st, 13) != SQLITE_NULL;
+	r.at = sqlite3_column_double(st, 13);
+	return ec->row(ec->user, &r);
 }
 
-static void put_json_double(tc_buf *b, sqlite3_stmt *st, int i)
+int tc_cache_each_row(__tc_keep tc_cache *c, tc_cache_row_fn fn, void *user)
 {
-	if (sqlite3_column_type(st, i) == SQLITE_NULL)
-		tc_buf_puts(b, "null");
-	else
-		tc_buf_printf(b, "%.17g", sqlite3_column_double(st, i));
-}
-
-/* The export's fields, in order (also what import reads). */
-static const char *const json_fields[] = {"hash", "entry", "types", "shapes", "strides",
-	"target", "version", "canonical", "options", "status", "run_id", "median_ms", "min_ms",
-	"at"};
-#define NJSON ((int)(sizeof(json_fields) / sizeof(json_fields[0])))
-
-int tc_cache_export(__tc_keep tc_cache *c, __tc_keep tc_buf *b)
-{
+	each_call ec = {.row = fn, .user = user};
 	sqlite3_stmt *st;
-	int rc, i;
 	if (!c)
 		return -1;
 	st = prepare(c, "SELECT k.hash, k.entry, k.types, k.shapes, k.strides, k.target, "
@@ -1511,169 +1351,30 @@ int tc_cache_export(__tc_keep tc_cache *c, __tc_keep tc_buf *b)
 			"ORDER BY k.id, r.id");
 	if (!st)
 		return -1;
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		tc_buf_putc(b, '{');
-		for (i = 0; i < NJSON; i++) {
-			tc_buf_printf(b, "%s\"%s\":", i ? "," : "", json_fields[i]);
-			if (i >= 11)
-				put_json_double(b, st, i);
-			else if (sqlite3_column_type(st, i) == SQLITE_NULL)
-				tc_buf_puts(b, "null");
-			else
-				put_json_string(b, col_text(st, i));
-		}
-		tc_buf_puts(b, "}\n");
-	}
-	sqlite3_finalize(st);
-	if (rc != SQLITE_DONE) {
-		db_error(c, "read");
+	return each(c, st, fill_row, &ec);
+}
+
+int tc_cache_import_begin(__tc_keep tc_cache *c)
+{
+	if (!c || tc_cache_writable(c) < 0)
 		return -1;
-	}
+	return begin_write(c);
+}
+
+int tc_cache_import_end(__tc_keep tc_cache *c, int commit_it)
+{
+	if (!c)
+		return -1;
+	if (commit_it)
+		return commit(c);
+	rollback(c);
 	return 0;
 }
 
-/* A parsed JSON line: the value of each field (strings unescaped; numbers
- * as their text; NULL for null or absent). */
-typedef struct json_line {
-	char *v[NJSON];
-} json_line;
-
-static void json_line_clear(json_line *l)
-{
-	int i;
-	for (i = 0; i < NJSON; i++)
-		tc_free(l->v[i]);
-	memset(l, 0, sizeof(*l));
-}
-
-static const char *skip_ws(const char *p, const char *end)
-{
-	while (p < end && (*p == ' ' || *p == '\t' || *p == '\r'))
-		p++;
-	return p;
-}
-
-/* A JSON string at *pp (at its opening quote) into a new string; NULL if
- * malformed (\u escapes are accepted below 0x80 only). */
-static char *json_string(const char **pp, const char *end)
-{
-	const char *p = *pp + 1;
-	tc_buf b;
-	tc_buf_init(&b);
-	for (; p < end && *p != '"'; p++) {
-		if (*p != '\\') {
-			tc_buf_putc(&b, *p);
-			continue;
-		}
-		if (++p >= end)
-			break;
-		switch (*p) {
-		case 'n': tc_buf_putc(&b, '\n'); break;
-		case 't': tc_buf_putc(&b, '\t'); break;
-		case 'r': tc_buf_putc(&b, '\r'); break;
-		case '"': case '\\': case '/': tc_buf_putc(&b, *p); break;
-		case 'u': {
-			unsigned v = 0;
-			int k;
-			for (k = 1; k <= 4 && p + k < end; k++) {
-				char h = p[k];
-				v = v * 16 + (unsigned)(h >= '0' && h <= '9' ? h - '0'
-						: h >= 'a' && h <= 'f' ? h - 'a' + 10
-						: h >= 'A' && h <= 'F' ? h - 'A' + 10 : 99);
-			}
-			if (k != 5 || v == 0 || v >= 0x80)
-				goto bad;
-			tc_buf_putc(&b, (char)v);
-			p += 4;
-			break;
-		}
-		default: goto bad;
-		}
-	}
-	if (p >= end)
-		goto bad;
-	*pp = p + 1;
-	return tc_buf_take(&b);
-bad:
-	tc_buf_free(&b);
-	return NULL;
-}
-
-/* Parse one flat JSON object of the export's fields; 0 ok, -1 with a
- * reason in *why.  Unknown fields are ignored. */
-static int json_parse_line(const char *p, const char *end, json_line *l, const char **why)
-{
-	memset(l, 0, sizeof(*l));
-	*why = "not a JSON object";
-	p = skip_ws(p, end);
-	if (p >= end || *p++ != '{')
-		return -1;
-	p = skip_ws(p, end);
-	if (p < end && *p == '}')
-		p++;
-	else
-		for (;;) {
-			char *name, *val = NULL;
-			int i, f = -1;
-			*why = "malformed field";
-			if (p >= end || *p != '"' || !(name = json_string(&p, end)))
-				goto bad;
-			for (i = 0; i < NJSON; i++)
-				if (!strcmp(name, json_fields[i]))
-					f = i;
-			tc_free(name);
-			p = skip_ws(p, end);
-			if (p >= end || *p++ != ':')
-				goto bad;
-			p = skip_ws(p, end);
-			if (p < end && *p == '"') {
-				if (!(val = json_string(&p, end)))
-					goto bad;
-			} else if (end - p >= 4 && !strncmp(p, "null", 4)) {
-				p += 4;
-			} else {
-				const char *q = p;
-				char *e;
-				while (q < end && strchr("+-.0123456789eE", *q))
-					q++;
-				if (q == p)
-					goto bad;
-				val = tc_strndup(p, (size_t)(q - p));
-				if (!val || (strtod(val, &e), *e)) {
-					tc_free(val);
-					goto bad;
-				}
-				p = q;
-			}
-			if (f >= 0) {
-				tc_free(l->v[f]);
-				l->v[f] = val;
-			} else
-				tc_free(val);
-			p = skip_ws(p, end);
-			if (p < end && *p == ',') {
-				p = skip_ws(p + 1, end);
-				continue;
-			}
-			if (p < end && *p == '}') {
-				p++;
-				break;
-			}
-			goto bad;
-		}
-	p = skip_ws(p, end);
-	if (p != end) {
-		*why = "text after the object";
-		goto bad;
-	}
-	return 0;
-bad:
-	json_line_clear(l);
-	return -1;
-}
-
-/* Is there a run like this one already (same key row and values)? */
-static int run_exists(tc_cache *c, int64_t kid, const char *opts, const json_line *l)
+/* Is there a run like row already under key row kid (opts: row's options
+ * in canonical form)? */
+static int run_exists(tc_cache *c, int64_t kid, const char *opts, const tc_cache_row *row,
+	int ok)
 {
 	sqlite3_stmt *st = prepare(c, "SELECT 1 FROM runs WHERE kernel_id = ?1 AND options = ?2 "
 				      "AND status = ?3 AND run_id IS ?4 AND median_ms IS ?5 AND "
@@ -1683,14 +1384,14 @@ static int run_exists(tc_cache *c, int64_t kid, const char *opts, const json_lin
 		return -1;
 	sqlite3_bind_int64(st, 1, kid);
 	sqlite3_bind_text(st, 2, opts, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 3, l->v[9], -1, SQLITE_STATIC);
-	if (l->v[10])
-		sqlite3_bind_text(st, 4, l->v[10], -1, SQLITE_STATIC);
-	if (l->v[11] && !strcmp(l->v[9], "ok")) {
-		sqlite3_bind_double(st, 5, strtod(l->v[11], NULL));
-		sqlite3_bind_double(st, 6, l->v[12] ? strtod(l->v[12], NULL) : 0);
+	sqlite3_bind_text(st, 3, row->status, -1, SQLITE_STATIC);
+	if (row->run_id)
+		sqlite3_bind_text(st, 4, row->run_id, -1, SQLITE_STATIC);
+	if (ok) {
+		sqlite3_bind_double(st, 5, row->median_ms);
+		sqlite3_bind_double(st, 6, row->min_ms);
 	}
-	sqlite3_bind_double(st, 7, l->v[13] ? strtod(l->v[13], NULL) : 0);
+	sqlite3_bind_double(st, 7, row->has_at ? row->at : 0);
 	r = sqlite3_step(st);
 	sqlite3_finalize(st);
 	if (r == SQLITE_ROW)
@@ -1701,133 +1402,77 @@ static int run_exists(tc_cache *c, int64_t kid, const char *opts, const json_lin
 	return -1;
 }
 
-/* Check and add one parsed line (inside the import's transaction): 1 added,
- * 2 already present, 0 skipped (warning given), -1 database error. */
-static int import_line(tc_cache *c, int lineno, json_line *l)
+/* Refuse a row: *why = the message (borrowed from c); returns 0. */
+static int refuse(tc_cache *c, const char **why, const char *fmt, ...) TC_PRINTF(3, 4);
+static int refuse(tc_cache *c, const char **why, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	set_message(&c->why, fmt, ap);
+	va_end(ap);
+	*why = c->why ? c->why : "out of memory";
+	return 0;
+}
+
+int tc_cache_import_row(__tc_keep tc_cache *c, __tc_keep const tc_cache_row *row,
+	const char **why)
 {
 	tc_cache_key key;
-	const char *why;
+	const char *msg;
 	char *opts = NULL, hash[17];
 	int64_t kid;
-	int i, ok, r;
+	int ok, r;
 
-	for (i = 0; i < 10; i++)
-		if (!l->v[i]) {
-			warn(c, "import line %d: no \"%s\"; the line is skipped", lineno,
-				json_fields[i]);
-			return 0;
-		}
-	ok = !strcmp(l->v[9], "ok");
-	if (!ok && strcmp(l->v[9], "failed")) {
-		warn(c, "import line %d: status \"%s\" is neither ok nor failed; skipped", lineno,
-			l->v[9]);
-		return 0;
-	}
-	if (ok && (!l->v[11] || !l->v[12] || !(strtod(l->v[11], NULL) >= 0) ||
-			  !(strtod(l->v[12], NULL) >= 0))) {
-		warn(c, "import line %d: an ok run needs median_ms and min_ms >= 0; skipped",
-			lineno);
-		return 0;
-	}
+	if (!c || !row)
+		return -1;
+	if (!row->hash || !row->entry || !row->types || !row->shapes || !row->strides ||
+		!row->target || !row->version || !row->canonical || !row->options || !row->status)
+		return refuse(c, why, "%s", "a field of the key or run is missing");
+	ok = !strcmp(row->status, "ok");
+	if (!ok && strcmp(row->status, "failed"))
+		return refuse(c, why, "status \"%s\" is neither ok nor failed", row->status);
+	if (ok && (!row->has_median || !row->has_min || !(row->median_ms >= 0) ||
+			  !(row->min_ms >= 0)))
+		return refuse(c, why, "%s", "an ok run needs median_ms and min_ms >= 0");
 	snprintf(hash, sizeof(hash), "%016llx",
-		(unsigned long long)tc_hash_bytes(TC_HASH_INIT, l->v[7], strlen(l->v[7])));
-	if (strcmp(hash, l->v[0])) {
-		warn(c, "import line %d: hash %s does not match the kernel text (%s); skipped",
-			lineno, l->v[0], hash);
-		return 0;
-	}
-	if (!same_structure(l->v[3], l->v[4])) {
-		warn(c, "import line %d: malformed shapes or strides; skipped", lineno);
-		return 0;
-	}
-	if (!(opts = canonical_options(c, l->v[8], &why))) {
+		(unsigned long long)tc_hash_bytes(TC_HASH_INIT, row->canonical,
+			strlen(row->canonical)));
+	if (strcmp(hash, row->hash))
+		return refuse(c, why, "hash %s does not match the kernel text (%s)", row->hash,
+			hash);
+	if (!same_structure(row->shapes, row->strides))
+		return refuse(c, why, "%s", "malformed shapes or strides");
+	if (!(opts = canonical_options(c, row->options, &msg))) {
 		tc_buf b;
 		tc_buf_init(&b);
-		put_message(&b, why);
-		warn(c, "import line %d: invalid options (%s); skipped", lineno, b.s ? b.s : "?");
+		put_message(&b, msg);
+		refuse(c, why, "invalid options (%s)", b.s ? b.s : "?");
 		tc_buf_free(&b);
 		return 0;
 	}
-	key.canonical = l->v[7];
 	memcpy(key.hash, hash, sizeof(hash));
-	key.entry = l->v[1];
-	key.types = l->v[2];
-	key.shapes = l->v[3];
-	key.strides = l->v[4];
-	key.target = l->v[5];
-	key.version = l->v[6];
+	key.canonical = (char *)row->canonical;
+	key.entry = (char *)row->entry;
+	key.types = (char *)row->types;
+	key.shapes = (char *)row->shapes;
+	key.strides = (char *)row->strides;
+	key.target = (char *)row->target;
+	key.version = (char *)row->version;
 	r = -1;
 	if ((kid = kernel_row(c, &key, key.canonical)) < 0)
 		goto done;
-	if ((r = run_exists(c, kid, opts, l)) != 0) {
+	if ((r = run_exists(c, kid, opts, row, ok)) != 0) {
 		r = r > 0 ? 2 : -1;
 		goto done;
 	}
-	r = insert_run(c, kid, opts, ok ? strtod(l->v[11], NULL) : NAN,
-		    ok ? strtod(l->v[12], NULL) : NAN, ok, l->v[10],
-		    l->v[13] ? strtod(l->v[13], NULL) : now_unix()) < 0 ? -1 : 1;
+	r = insert_run(c, kid, opts, ok ? row->median_ms : NAN, ok ? row->min_ms : NAN, ok,
+		    row->run_id, row->has_at ? row->at : now_unix()) < 0 ? -1 : 1;
 done:
 	tc_free(opts);
 	return r;
 }
 
-int tc_cache_import(__tc_keep tc_cache *c, const char *text, int *added, int *present,
-	int *skipped)
-{
-	const char *p = text, *end;
-	int lineno = 0, na = 0, np = 0, ns = 0, r = 0;
-	if (added)
-		*added = 0;
-	if (present)
-		*present = 0;
-	if (skipped)
-		*skipped = 0;
-	if (!c || !text)
-		return -1;
-	if (c->mode != TC_CACHE_WRITE) {
-		set_error(c, "kernel cache '%s' is open for reading only", c->path);
-		return -1;
-	}
-	if (begin_write(c) < 0)
-		return -1;
-	for (; *p && r >= 0; p = *end ? end + 1 : end) {
-		json_line l;
-		const char *why, *q;
-		end = strchr(p, '\n');
-		if (!end)
-			end = p + strlen(p);
-		lineno++;
-		q = skip_ws(p, end);
-		if (q == end)
-			continue;
-		if (json_parse_line(p, end, &l, &why) < 0) {
-			warn(c, "import line %d: %s; skipped", lineno, why);
-			ns++;
-			continue;
-		}
-		r = import_line(c, lineno, &l);
-		json_line_clear(&l);
-		if (r == 1)
-			na++;
-		else if (r == 2)
-			np++;
-		else if (r == 0)
-			ns++;
-	}
-	if (r < 0) {
-		rollback(c);
-		return -1;
-	}
-	if (commit(c) < 0)
-		return -1;
-	if (added)
-		*added = na;
-	if (present)
-		*present = np;
-	if (skipped)
-		*skipped = ns;
-	return 0;
-}
+/* ---- pruning ---- */
 
 int tc_cache_prune(__tc_keep tc_cache *c, __tc_keep const tc_cache_prune_opts *o, int *removed)
 {
@@ -1840,9 +1485,8 @@ int tc_cache_prune(__tc_keep tc_cache *c, __tc_keep const tc_cache_prune_opts *o
 		tc_free(def);
 		return -1;
 	}
-	if (c->mode != TC_CACHE_WRITE) {
+	if (tc_cache_writable(c) < 0) {
 		tc_free(def);
-		set_error(c, "kernel cache '%s' is open for reading only", c->path);
 		return -1;
 	}
 	if (begin_write(c) < 0) {

@@ -1,5 +1,9 @@
-/* The kernel cache: one SQLite database of measured mapping options (and,
- * optionally, compiled object code) per kernel specialisation.
+/* The kernel cache's storage (runtime/cache.c): one SQLite database of
+ * measured mapping options (and, optionally, compiled object code) per
+ * kernel specialisation.  It stores and returns strings, numbers and
+ * opaque bytes; what they mean to a module, to LLVM or to a reader is the
+ * business of the layer above (runtime/cache_ops.h: keys from modules,
+ * object code, the text of tcomp cache, JSON lines, tc_compile's lookup).
  *
  * Where: tc_cache_default_path() -- $TCOMP_CACHE, else
  * $XDG_CACHE_HOME/tcomp/kernels.sqlite, else ~/.cache/tcomp/kernels.sqlite.
@@ -31,7 +35,11 @@
  * warning (tc_cache_warnings).
  *
  * Errors: functions return -1 (or NULL) and leave a message for
- * tc_cache_error; messages never contain a trailing newline. */
+ * tc_cache_error; messages never contain a trailing newline.
+ *
+ * Storage knows SQLite, the option table (runtime/options.h, to check and
+ * canonicalise options text) and lang/util.h; it knows nothing of modules,
+ * contexts, the IR, code generation or JSON, and compiles nothing. */
 #ifndef TC_RT_CACHE_H
 #define TC_RT_CACHE_H
 
@@ -39,6 +47,7 @@
 
 #include "../lang/util.h"
 
+#include <stddef.h>
 #include <stdint.h>
 
 /* Version of the database layout this tcomp reads and writes (meta table,
@@ -69,6 +78,7 @@ typedef enum tc_cache_mode {
  * owned by the caller.  The schema is checked (and, in TC_CACHE_WRITE mode,
  * created) here. */
 __tc_give tc_cache *tc_cache_open(const char *path, tc_cache_mode mode, __tc_give char **msg);
+/* Close c (NULL: nothing). */
 void tc_cache_close(__tc_take tc_cache *c);
 /* The path of the open cache (borrowed). */
 const char *tc_cache_path(__tc_keep const tc_cache *c);
@@ -78,7 +88,20 @@ const char *tc_cache_path(__tc_keep const tc_cache *c);
 const char *tc_cache_error(__tc_keep const tc_cache *c);
 const char *tc_cache_warnings(__tc_keep const tc_cache *c);
 
-/* What an entry is for.  Every string is owned by the key. */
+/* For the layers above, which report through c as storage does: set c's
+ * error (tc_cache_error); set it to prefix followed by message, a
+ * context's message (tc_context_error) without its "error: " and its
+ * trailing newlines; add a warning line "warning: kernel cache 'PATH':
+ * ..." (tc_cache_warnings). */
+void tc_cache_set_error(__tc_keep tc_cache *c, const char *fmt, ...) TC_PRINTF(2, 3);
+void tc_cache_set_error_msg(__tc_keep tc_cache *c, const char *prefix, const char *message);
+void tc_cache_warn(__tc_keep tc_cache *c, const char *fmt, ...) TC_PRINTF(2, 3);
+/* 0 when c was opened TC_CACHE_WRITE, else -1 with the error "kernel cache
+ * 'PATH' is open for reading only". */
+int tc_cache_writable(__tc_keep tc_cache *c);
+
+/* What an entry is for.  Every string is owned by the key (the layer above
+ * fills one from a module: tc_cache_key_init in runtime/cache_ops.h). */
 typedef struct tc_cache_key {
 	char hash[17];   /* tc_module_hash of the entry: 16 hex digits */
 	char *canonical; /* canonical text of the def */
@@ -89,12 +112,7 @@ typedef struct tc_cache_key {
 	char *target;    /* "x86_64-pc-linux-gnu;znver4;+avx2,+fma,..." */
 	char *version;   /* TCOMP_VERSION */
 } tc_cache_key;
-
-/* Fill key for entry of m compiled for inputs (only dtype, shape and
- * strides are read) on the host CPU.  0 ok; -1 with an error in m's context
- * (unknown entry, wrong input count, out of memory). */
-int tc_cache_key_init(__tc_keep tc_cache_key *key, __tc_keep tc_module *m, const char *entry,
-	const DLTensor *const *inputs, int n_inputs);
+/* Free the strings of key and zero it (NULL: nothing). */
 void tc_cache_key_clear(__tc_keep tc_cache_key *key);
 
 /* One measured candidate, as the autotuner records it. */
@@ -121,8 +139,9 @@ typedef struct tc_cache_hit {
 	double median_ms, min_ms;
 	char *shapes;        /* the shapes of the entry found */
 	double distance;     /* 0 for an exact hit; see tc_cache_lookup_near */
-	int64_t kernel_id;   /* the entry's row, for tc_cache_object_* */
+	int64_t kernel_id;   /* the entry's row, for tc_cache_object_get */
 } tc_cache_hit;
+/* Free what hit owns and zero it (NULL: nothing). */
 void tc_cache_hit_clear(__tc_keep tc_cache_hit *hit);
 
 /* The best ok options recorded for exactly key (the chosen run with the
@@ -147,51 +166,116 @@ int tc_cache_lookup_near(__tc_keep tc_cache *c, __tc_keep const tc_cache_key *ke
 int tc_cache_seeds(__tc_keep tc_cache *c, __tc_keep const tc_cache_key *key, int max,
 	__tc_give char ***texts, int *n);
 
-/* ---- stored object code ---- */
+/* ---- stored object code: opaque bytes with their metadata ---- */
 
-struct tc_rt_object; /* runtime/internal.h */
-/* The stored object code of kernel row kernel_id (tc_cache_hit) for the
- * options text (as the hit gives it) into *o: 1 found, intact and made by
- * this tcomp and LLVM version; 0 none usable (none stored, another
- * version, or a checksum mismatch, which adds a warning); -1 error. */
-int tc_cache_object(__tc_keep tc_cache *c, int64_t kernel_id, const char *options,
-	__tc_keep struct tc_rt_object *o);
+/* An object row: what the layer above stores next to a run's options
+ * (runtime/cache_object.c gives it meaning).  Filled by
+ * tc_cache_object_get, every pointer is owned by the row
+ * (tc_cache_object_row_clear); given to tc_cache_object_put, it is
+ * borrowed. */
+typedef struct tc_cache_object_row {
+	char *symbol;      /* the name of the kernel function in code */
+	char *def_hash;    /* the hash of the def text the sites point into */
+	void *sites;       /* the run-time check sites, encoded (may be NULL if 0 bytes) */
+	size_t sites_size;
+	void *code;        /* the object file */
+	size_t code_size;
+} tc_cache_object_row;
+/* Free what row owns and zero it (NULL: nothing). */
+void tc_cache_object_row_clear(__tc_keep tc_cache_object_row *row);
 
-/* Compile entry of m for inputs with the options text (as recorded) to
- * object code for the host and store it with key, next to the options, with
- * a checksum and the tcomp and LLVM versions; a later tc_compile with no
- * options that hits this key and options loads the object instead of
- * running LLVM.  The autotuner calls it for the best options it found.
- * 0 ok (also when this build cannot emit object code: nothing is stored);
- * -1 with tc_cache_error. */
-int tc_cache_store_object(__tc_keep tc_cache *c, __tc_keep const tc_cache_key *key,
-	__tc_keep tc_module *m, const DLTensor *const *inputs, int n_inputs, const char *options);
+/* Store row for key and the options text (the canonical tc_options_print
+ * form, as lookups give it in tc_cache_hit.text), replacing the one
+ * stored before, in one transaction, stamped with this tcomp's version,
+ * object_version (what else the bytes depend on: the LLVM version) and a
+ * checksum of it all.  0 ok; -1 with tc_cache_error.  Needs a
+ * TC_CACHE_WRITE cache. */
+int tc_cache_object_put(__tc_keep tc_cache *c, __tc_keep const tc_cache_key *key,
+	const char *options, const char *object_version, __tc_keep const tc_cache_object_row *row);
+/* The object row of kernel row kernel_id (tc_cache_hit) for the options
+ * text into *row: 1 found, intact (checksum, non-empty code) and stamped
+ * with this tcomp's version and object_version; 0 none usable (none
+ * stored, other versions, or a checksum mismatch, which adds a warning);
+ * -1 error.  *row is left empty unless 1. */
+int tc_cache_object_get(__tc_keep tc_cache *c, int64_t kernel_id, const char *options,
+	const char *object_version, __tc_keep tc_cache_object_row *row);
 
 /* ---- management (tcomp cache) ---- */
 
-/* One line per key: "hash entry shapes best_ms default_ms speedup runs
- * options" as readable text (list) into b: best_ms is the best run's
- * median, default_ms the defaults' least median, a final re-timing's when
- * there is one (the best's and the defaults' then come from the same kind
- * of timing).  0 ok, -1 error. */
-int tc_cache_list(__tc_keep tc_cache *c, __tc_keep tc_buf *b);
-/* Every key whose hash, entry or "entry@shapes" matches what (NULL: all),
- * with every recorded run, into b.  Returns the number of keys shown, -1 on
- * error. */
-int tc_cache_show(__tc_keep tc_cache *c, const char *what, __tc_keep tc_buf *b);
-/* Every run as one JSON object per line (keys and runs together, so a line
- * stands alone), into b.  0 ok, -1 error. */
-int tc_cache_export(__tc_keep tc_cache *c, __tc_keep tc_buf *b);
-/* Import JSON lines as written by tc_cache_export, in one transaction;
- * runs already present (same key, options, times, status, run id and
- * time recorded) are not added again.  The counts of runs added, runs
- * already present and lines skipped go to *added, *present and *skipped
- * (each may be NULL).  A line that does not parse, lacks a field, has a
- * hash that does not match its kernel text or has invalid options is
- * skipped with a warning naming its line.  0 ok, -1 database error
- * (nothing imported). */
-int tc_cache_import(__tc_keep tc_cache *c, const char *text, int *added, int *present,
-	int *skipped);
+/* A key's row as management reads it.  Strings are borrowed, valid during
+ * the callback only, never NULL ("" for a NULL column or a field the
+ * iterator does not fill: see each). */
+typedef struct tc_cache_entry {
+	int64_t id;
+	const char *hash, *entry, *types, *shapes, *strides, *target, *version, *canonical;
+	const char *created; /* first recorded: "YYYY-MM-DD HH:MM:SS", UTC */
+	int has_best;        /* best_ms is set: the key has a best ok run */
+	double best_ms;      /* the best run's median (see above) */
+	int has_default;     /* default_ms is set: the defaults were measured */
+	double default_ms;   /* the defaults' least median, a final re-timing's
+			      * when there is one */
+	int runs, failed;    /* runs recorded; of them failed */
+	int objects;         /* object rows stored */
+} tc_cache_entry;
+/* A run as management reads it (borrowed strings, as tc_cache_entry). */
+typedef struct tc_cache_run_row {
+	int64_t id;
+	const char *options; /* as stored */
+	const char *status;  /* "ok" or "failed" */
+	const char *run_id;  /* "": none */
+	double median_ms, min_ms;
+	const char *at;      /* when recorded: "YYYY-MM-DD HH:MM:SS", UTC */
+	int is_default;      /* its options are the defaults (however old its text) */
+} tc_cache_run_row;
+/* A run with its key, as exported and imported (tcomp cache export and
+ * import): strings borrowed (from tc_cache_each_row: valid during the
+ * callback), NULL for a NULL column or none; has_X says whether X is set. */
+typedef struct tc_cache_row {
+	const char *hash, *entry, *types, *shapes, *strides, *target, *version, *canonical;
+	const char *options, *status, *run_id;
+	int has_median, has_min, has_at;
+	double median_ms, min_ms; /* milliseconds */
+	double at;                /* Unix seconds */
+} tc_cache_row;
+
+/* Callbacks of the iterators below: 0 to go on, -1 to stop (with the
+ * error recorded in c by the callback, or by a nested call). */
+typedef int (*tc_cache_entry_fn)(void *user, __tc_keep const tc_cache_entry *e);
+typedef int (*tc_cache_run_fn)(void *user, __tc_keep const tc_cache_run_row *r);
+typedef int (*tc_cache_row_fn)(void *user, __tc_keep const tc_cache_row *r);
+
+/* Each key with id, hash, entry, shapes, target, version and the summary
+ * fields (has_best to objects), ordered by entry, hash, shapes, id.  The
+ * number of keys, or -1 (database error, or a callback stopped). */
+int tc_cache_each_summary(__tc_keep tc_cache *c, tc_cache_entry_fn fn, void *user);
+/* Each key whose hash, entry or "entry@shapes" is what (NULL: every key),
+ * with id, hash, entry, types, shapes, strides, target, version, canonical
+ * and created, in the same order.  The number of keys, or -1. */
+int tc_cache_each_entry(__tc_keep tc_cache *c, const char *what, tc_cache_entry_fn fn,
+	void *user);
+/* Each run of key row kernel_id, best first (ok before failed, chosen runs
+ * first, least median first).  The number of runs, or -1. */
+int tc_cache_each_run(__tc_keep tc_cache *c, int64_t kernel_id, tc_cache_run_fn fn, void *user);
+/* Each run with its key, in the order keys and runs were recorded.  The
+ * number of runs, or -1. */
+int tc_cache_each_row(__tc_keep tc_cache *c, tc_cache_row_fn fn, void *user);
+
+/* Importing rows: tc_cache_import_begin starts one transaction (needs a
+ * TC_CACHE_WRITE cache); tc_cache_import_row checks row and adds it unless
+ * the same run is present (same key, options, status, run id, times and
+ * time recorded); tc_cache_import_end commits it (commit nonzero) or
+ * rolls it back.  A row is checked as a recorded run is (status, times,
+ * options, which are stored canonical) and its key too: the hash must be
+ * that of the canonical text, and shapes and strides well formed.
+ * tc_cache_import_row returns 1 added, 2 already present, 0 refused (*why,
+ * borrowed from c until the next call, says why: "malformed shapes or
+ * strides"...), -1 database error.  begin and end: 0 ok, -1 error (end
+ * with commit 0 returns 0). */
+int tc_cache_import_begin(__tc_keep tc_cache *c);
+int tc_cache_import_row(__tc_keep tc_cache *c, __tc_keep const tc_cache_row *row,
+	const char **why);
+int tc_cache_import_end(__tc_keep tc_cache *c, int commit);
+
 /* What prune removes. */
 typedef struct tc_cache_prune_opts {
 	int other_versions; /* keys of another tcomp version */

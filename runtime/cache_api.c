@@ -2,28 +2,31 @@
  * is given no options, and the public cache functions of include/tcomp.h
  * (tc_context_set_cache, tc_kernel_options_source, tc_kernel_options).
  *
+ * Owns: tc_rt_cache_options (the lookup, declared in internal.h), each
+ * module's memo of its lookups, and turning the cache's problems into the
+ * context's warnings.
+ * Calls down only: the storage (runtime/cache.h), keys and object code
+ * (runtime/cache_ops.h).
+ * Must not know: SQL, the object format.
+ *
  * tc_compile only reads: it never creates the cache file or its directory.
  * When there is no file at the cache's path, a lookup costs one stat().
  * Each module remembers its lookups per (entry, input shapes), so compiling
  * the same again neither opens the database nor changes its options while
  * the module lives (a tuner writing meanwhile does not switch a running
  * program's kernels under it). */
-#include "cache.h"
+#include "cache_api.h"
 
+#include "cache_ops.h"
+
+#include "backend.h"
+#include "error.h"
 #include "internal.h"
 #include "object.h"
 #include "options.h"
 
 #include <string.h>
 #include <sys/stat.h>
-
-/* A lookup made by a module: its key (entry and shapes), the options found
- * (NULL: the defaults) and where they came from. */
-typedef struct tc_rt_lookup {
-	char *memo;
-	tc_options *options;
-	tc_rt_source source;
-} tc_rt_lookup;
 
 int tc_context_set_cache(tc_context *ctx, const char *path)
 {
@@ -96,17 +99,6 @@ static void remember(tc_module *m, const char *memo, const tc_options *o, tc_rt_
 	l->source = source;
 }
 
-void tc_rt_cache_lookups_free(__tc_keep tc_module *m)
-{
-	int i;
-	for (i = 0; i < m->lookups.n; i++) {
-		tc_rt_lookup *l = m->lookups.v[i];
-		tc_free(l->memo);
-		tc_options_free(l->options);
-		tc_free(l);
-	}
-	tc_vec_free(&m->lookups);
-}
 
 __tc_give tc_options *tc_rt_cache_options(__tc_keep tc_module *m, const char *entry,
 	const DLTensor *const *inputs, int n_inputs, const char *memo, tc_rt_source *source,
@@ -118,6 +110,7 @@ __tc_give tc_options *tc_rt_cache_options(__tc_keep tc_module *m, const char *en
 	tc_cache *c = NULL;
 	tc_options *o = NULL;
 	char *path = NULL, *msg = NULL;
+	const tc_rt_backend *b;
 	struct stat sb;
 	int i, r;
 
@@ -154,10 +147,10 @@ __tc_give tc_options *tc_rt_cache_options(__tc_keep tc_module *m, const char *en
 	}
 	if (c) {
 		r = tc_cache_lookup(c, &key, &hit);
-		/* object code only for exactly these shapes and options */
-		if (r == 1 && !strcmp(tc_options_get(hit.options, "target"), "cpu") &&
-			tc_cache_object(c, hit.kernel_id, hit.text, obj) < 0)
-			tc_rt_object_clear(obj);
+		/* object code only for exactly these shapes and options (obj
+		 * stays empty when there is none usable) */
+		if (r == 1 && (b = tc_rt_backend_of(hit.options)) && b->load)
+			tc_cache_load_object(c, b, hit.kernel_id, hit.text, obj);
 		if (r == 0)
 			r = tc_cache_lookup_near(c, &key, &hit);
 		if (r < 0) {

@@ -102,6 +102,15 @@ typedef enum tc_rt_source {
 	TC_RT_SRC_CACHE_NEAR, /* the cache's best for the nearest other shapes */
 } tc_rt_source;
 
+/* A kernel cache lookup a module made (runtime/cache_api.c): its key
+ * (entry and input shapes), the options found (NULL: the defaults) and
+ * where they came from.  Owned by the module, freed with it. */
+typedef struct tc_rt_lookup {
+	char *memo;
+	tc_options *options;
+	tc_rt_source source;
+} tc_rt_lookup;
+
 struct tc_kernel {
 	tc_module *m;
 	tc_rt_compiled *c;
@@ -122,19 +131,5 @@ typedef struct tc_rt_object {
 	int nsites;
 	uint64_t def_hash;
 } tc_rt_object;
-
-/* The options tc_compile uses for entry at these inputs when it is given
- * none (runtime/cache_api.c): the kernel cache's best for exactly these
- * shapes, else for the nearest shapes, else NULL (the defaults), with
- * *source saying which; on an exact hit, also the entry's stored object
- * code for those options into *obj when there is one that is intact and
- * made by this tcomp and LLVM (else obj is left empty).  Problems with the cache file become warnings of
- * the context, never errors.  Called with ctx->lock held; the result is the
- * caller's. */
-__tc_give tc_options *tc_rt_cache_options(__tc_keep tc_module *m, const char *entry,
-	const DLTensor *const *inputs, int n_inputs, const char *memo, tc_rt_source *source,
-	__tc_keep struct tc_rt_object *obj);
-/* Free the module's lookup memo (tc_module_free). */
-void tc_rt_cache_lookups_free(__tc_keep tc_module *m);
 
 #endif

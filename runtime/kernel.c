@@ -14,6 +14,7 @@
  * own workspace).  Compiling and freeing take the context's lock. */
 #include "kernel.h"
 
+#include "cache_api.h"
 #include "error.h"
 #include "compiled.h"
 #include "module.h"

@@ -146,7 +146,13 @@ void tc_module_free(tc_module *m)
 	for (i = 0; i < m->compiled.n; i++)
 		tc_rt_compiled_free(m->compiled.v[i]);
 	tc_vec_free(&m->compiled);
-	tc_rt_cache_lookups_free(m);
+	for (i = 0; i < m->lookups.n; i++) {
+		tc_rt_lookup *l = m->lookups.v[i];
+		tc_free(l->memo);
+		tc_options_free(l->options);
+		tc_free(l);
+	}
+	tc_vec_free(&m->lookups);
 	tc_free(m->funcs);
 	tc_arena_free(m->ar);
 	tc_source_free(m->src);
@@ -215,11 +221,6 @@ const tc_def *tc_rt_module_def_of(__tc_keep const tc_module *m, __tc_keep const 
 		if (!strcmp(m->prog->defs[i]->name, f->name))
 			return m->prog->defs[i];
 	return NULL;
-}
-
-uint64_t tc_rt_module_def_hash(__tc_keep const tc_module *m, __tc_keep const tc_def *def)
-{
-	return tc_hash_bytes(TC_HASH_INIT, m->src->text + def->loc.off, (size_t)def->loc.len);
 }
 
 int tc_module_def_arity(tc_module *m, const char *entry, int *n_inputs, int *n_outputs)

@@ -13,8 +13,5 @@ const tc_ir_func *tc_rt_module_func(__tc_keep tc_module *m, int i);
 /* The def whose IR is f (tc_rt_module_func's result, or a function with its
  * name), or NULL. */
 const tc_def *tc_rt_module_def_of(__tc_keep const tc_module *m, __tc_keep const tc_ir_func *f);
-/* A hash of the source text of def (the locations of an object's run-time
- * checks are valid for that text only). */
-uint64_t tc_rt_module_def_hash(__tc_keep const tc_module *m, __tc_keep const tc_def *def);
 
 #endif

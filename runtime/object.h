@@ -21,6 +21,16 @@ void tc_rt_object_detach(__tc_keep tc_rt_object *o, __tc_keep const tc_module *m
 __tc_give tc_cg_site *tc_rt_object_attach(__tc_keep const tc_rt_object *o,
 	__tc_keep const tc_module *m, __tc_keep const tc_def *def, int *n);
 
+/* The sites' serial form in the kernel cache: 8 little-endian int32s per
+ * site (kind, offset, length, line, column, tensor, dimension, operator).
+ * encode: the bytes (*size of them; the caller's), NULL when out of
+ * memory; decode: the sites of size bytes at p into *out (the caller's)
+ * and *n, -1 if malformed (not whole sites, too many, an unknown kind) or
+ * out of memory. */
+__tc_give unsigned char *tc_rt_sites_encode(__tc_keep const tc_cg_site *s, int n, size_t *size);
+tc_stat tc_rt_sites_decode(const unsigned char *p, size_t size, __tc_give tc_cg_site **out,
+	int *n);
+
 /* Report the failed run-time check site (NULL: unknown) of c, with err the
  * kernel's error record (err[0]: site + 1, err[1]: the offending index), as
  * the interpreter words it, at the site's location: the error of m's

@@ -16,7 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "runtime/cache.h"
+#include "runtime/cache_ops.h"
 #include "runtime/internal.h"
 #include "tests/testutil.h"
 

@@ -20,7 +20,7 @@
 
 #include "tcomp.h"
 #include "autotune/tune.h"
-#include "runtime/cache.h"
+#include "runtime/cache_ops.h"
 #include "runtime/options.h"
 
 #include <sys/wait.h>

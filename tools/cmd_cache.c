@@ -2,14 +2,14 @@
  * runtime/cache.h), and the --cache PATH / --no-cache arguments of run and
  * bench.
  *
- * The management commands use the library's internal cache module
- * (runtime/cache.h) directly: they administer a file, and the public API
- * only needs to read it (tc_compile).  list, show and export never create
- * or modify the file; import creates it; prune changes it only when it
- * exists. */
+ * The management commands use the library's internal cache modules
+ * (runtime/cache_ops.h over the storage of runtime/cache.h) directly: they
+ * administer a file, and the public API only needs to read it
+ * (tc_compile).  list, show and export never create or modify the file;
+ * import creates it; prune changes it only when it exists. */
 #include "cli.h"
 
-#include "../runtime/cache.h"
+#include "../runtime/cache_ops.h"
 #include "../runtime/options.h"
 
 #include <errno.h>
