@@ -214,6 +214,9 @@ int tc_module_hash(tc_module *m, const char *entry, char out[17]);
  * tc_options_get and tc_options_print return. */
 tc_options *tc_options_new(void);
 void tc_options_free(tc_options *o);
+/* A new tc_options with the same settings as o (o NULL: the defaults);
+ * NULL when out of memory. */
+tc_options *tc_options_copy(const tc_options *o);
 /* -1 (with a message in ctx, which may be NULL) for an unknown name or a
  * value out of range; the message names the option and what it allows. */
 int tc_options_set(tc_options *o, const char *name, const char *value, tc_context *ctx);

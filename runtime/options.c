@@ -84,7 +84,7 @@ tc_options *tc_options_copy(const tc_options *o)
 {
 	tc_options *c = tc_options_new();
 	int i;
-	for (i = 0; c && i < NOPTS; i++)
+	for (i = 0; c && o && i < NOPTS; i++)
 		if (o->value[i] && !(c->value[i] = tc_strdup(o->value[i]))) {
 			tc_options_free(c);
 			return NULL;

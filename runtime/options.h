@@ -43,8 +43,6 @@ int tc_rt_options_set(__tc_keep tc_options *o, const char *name, const char *val
 	__tc_give char **msg);
 int tc_rt_options_parse(__tc_keep tc_options *o, const char *text, __tc_give char **msg);
 
-/* A copy of o (NULL when out of memory). */
-tc_options *tc_options_copy(const tc_options *o);
 
 /* "name=value;..." for every option in table order (defaults filled in):
  * the options' part of a kernel's memo key.  NULL when out of memory. */

@@ -19,7 +19,12 @@ This test fails, listing every offence, when
      polyhedral/: no LLVM; autotune/: no LLVM or isl);
   4. a file of runtime/ other than a backend's own file calls a code
      generator (tc_cg_llvm_*, tc_cg_jit_*, tc_cg_code_*): runtime dispatches
-     on the backend table (runtime/backend.h) alone.
+     on the backend table (runtime/backend.h) alone;
+  5. a file of tools/ includes a library header other than include/tcomp.h
+     and the few design.md allows it: lang/util.h and lang/types.h (the
+     allocation hooks and dtype names tools/npy.c shares), ir/half.h (float16
+     conversions for .npy), runtime/cache_ops.h (the kernel cache's
+     management layer behind `tcomp cache`).
 """
 
 import os
@@ -39,6 +44,7 @@ FORBIDDEN_EXTERNAL = {
 # runtime files allowed to call code generators directly (the backends)
 BACKEND_FILES = re.compile(r"^runtime/backend_\w+\.c$")
 CODEGEN_CALL = re.compile(r"^tc_cg_(llvm|jit|code)_")
+TOOLS_ALLOWED = {"lang/util.h", "lang/types.h", "ir/half.h", "runtime/cache_ops.h"}
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
 
@@ -169,6 +175,16 @@ def main():
             a, b = folder(mod), folder(t)
             if a in RANK and b in RANK and RANK[b] > RANK[a]:
                 problems.append(f"{mod} includes {t}: {a}/ must not know {b}/")
+
+    for name in sorted(os.listdir(os.path.join(src, "tools"))):
+        if not name.endswith((".c", ".h")):
+            continue
+        text = open(os.path.join(src, "tools", name), encoding="utf-8").read()
+        for written in INCLUDE.findall(text):
+            target = os.path.normpath(os.path.join("tools", written))
+            if folder(target) in RANK and target not in TOOLS_ALLOWED:
+                problems.append(f"tools/{name} includes {target}: tools/ uses include/tcomp.h "
+                                "and " + ", ".join(sorted(TOOLS_ALLOWED)) + " only")
 
     syms, undefined, defined = symbol_graph(src, objdir)
     if not syms:

@@ -95,6 +95,28 @@ static void parse_print_round_trip(void **state)
 	tc_options_free(q);
 }
 
+/* tc_options_copy: the same settings, independent of the original;
+ * NULL copies the defaults. */
+static void copy_keeps_settings_and_is_independent(void **state)
+{
+	tc_options *o = tc_options_new(), *c, *d;
+	char text[4096];
+	(void)state;
+	assert_int_equal(tc_options_parse(o, "target=interp tile=32,16 interchange=1,0", ctx), 0);
+	assert_non_null(c = tc_options_copy(o));
+	snprintf(text, sizeof(text), "%s", print_of(o));
+	assert_string_equal(print_of(c), text);
+	assert_int_equal(tc_options_set(o, "tile", "none", ctx), 0);
+	assert_string_equal(tc_options_get(c, "tile"), "32,16");
+	assert_string_equal(tc_options_get(o, "tile"), "none");
+	assert_non_null(d = tc_options_copy(NULL));
+	snprintf(text, sizeof(text), "%s", print_of(NULL));
+	assert_string_equal(print_of(d), text);
+	tc_options_free(o);
+	tc_options_free(c);
+	tc_options_free(d);
+}
+
 static void comments_and_separators(void **state)
 {
 	static const struct {
@@ -1571,6 +1593,7 @@ int main(void)
 		cmocka_unit_test(contract_option),
 		cmocka_unit_test(defaults_print_every_option),
 		cmocka_unit_test(parse_print_round_trip),
+		cmocka_unit_test(copy_keeps_settings_and_is_independent),
 		cmocka_unit_test(comments_and_separators),
 		cmocka_unit_test(errors_name_the_option_and_line),
 		cmocka_unit_test(failed_parse_leaves_options_unchanged),

@@ -10,7 +10,6 @@
 #include "cli.h"
 
 #include "../runtime/cache_ops.h"
-#include "../runtime/options.h"
 
 #include <errno.h>
 #include <stdio.h>
