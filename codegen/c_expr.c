@@ -146,13 +146,6 @@ static void put_plus(tc_buf *b, const tc_buf *x, int q)
 		tc_buf_printf(b, " + (%s)", s);
 }
 
-/* "-x" for x (printed at level q): "-(-y)", never "--y". */
-static void put_neg(tc_buf *b, const tc_buf *x, int q)
-{
-	tc_buf_putc(b, '-');
-	put_at(b, x, q, x->s && x->s[0] == '-' ? P_PRIMARY : P_UNARY);
-}
-
 /* ---- isl expressions ---- */
 
 /* Mark the sizes e mentions as used. */
@@ -337,17 +330,39 @@ typedef struct site {
 	const tc_ir_expr *unrounded; /* a float16 value the store rounds anyway */
 } site;
 
-static int put_bare(const site *s, tc_buf *b, const tc_ir_expr *e);
+/* A printer of IR expressions: appends e to b, returns its level. */
+typedef int put_fn(const site *s, tc_buf *b, const tc_ir_expr *e);
 
-/* e as C text for a context of level prec. */
-static void put_expr(const site *s, tc_buf *b, const tc_ir_expr *e, int prec)
+static put_fn put_bare, put_affine;
+
+/* e printed by put for a context of level prec. */
+static void put_in(put_fn *put, const site *s, tc_buf *b, const tc_ir_expr *e, int prec)
 {
 	tc_buf t;
 	int q;
 	tc_buf_init(&t);
-	q = put_bare(s, &t, e);
+	q = put(s, &t, e);
 	put_at(b, &t, q, prec);
 	tc_buf_free(&t);
+}
+
+/* "-e", e printed by put: "-(-y)", never "--y"; returns its level. */
+static int put_neg(put_fn *put, const site *s, tc_buf *b, const tc_ir_expr *e)
+{
+	tc_buf t;
+	int q;
+	tc_buf_init(&t);
+	q = put(s, &t, e);
+	tc_buf_putc(b, '-');
+	put_at(b, &t, q, t.s && t.s[0] == '-' ? P_PRIMARY : P_UNARY);
+	tc_buf_free(&t);
+	return P_UNARY;
+}
+
+/* e as C text for a context of level prec. */
+static void put_expr(const site *s, tc_buf *b, const tc_ir_expr *e, int prec)
+{
+	put_in(put_bare, s, b, e, prec);
 }
 
 /* An integer constant of type t (normalised to t as the interpreter does). */
@@ -429,18 +444,6 @@ static int put_const(tc_buf *b, const tc_ir_expr *e)
 	}
 }
 
-static int put_affine(const site *s, tc_buf *b, const tc_ir_expr *e);
-
-static void put_affine_at(const site *s, tc_buf *b, const tc_ir_expr *e, int prec)
-{
-	tc_buf t;
-	int q;
-	tc_buf_init(&t);
-	q = put_affine(s, &t, e);
-	put_at(b, &t, q, prec);
-	tc_buf_free(&t);
-}
-
 /* An affine subscript as int64_t arithmetic; returns its level. */
 static int put_affine(const site *s, tc_buf *b, const tc_ir_expr *e)
 {
@@ -457,22 +460,18 @@ static int put_affine(const site *s, tc_buf *b, const tc_ir_expr *e)
 	case TC_OP_CAST:
 		return put_affine(s, b, e->args[0]);
 	case TC_OP_NEG:
-		tc_buf_init(&t);
-		q = put_affine(s, &t, e->args[0]);
-		put_neg(b, &t, q);
-		tc_buf_free(&t);
-		return P_UNARY;
+		return put_neg(put_affine, s, b, e->args[0]);
 	case TC_OP_ADD: /* int64 sums reassociate: a + (b + c) is a + b + c */
-		put_affine_at(s, b, e->args[0], P_ADD);
+		put_in(put_affine, s, b, e->args[0], P_ADD);
 		tc_buf_init(&t);
 		q = put_affine(s, &t, e->args[1]);
 		put_plus(b, &t, q);
 		tc_buf_free(&t);
 		return P_ADD;
 	case TC_OP_SUB:
-		put_affine_at(s, b, e->args[0], P_ADD);
+		put_in(put_affine, s, b, e->args[0], P_ADD);
 		tc_buf_puts(b, " - ");
-		put_affine_at(s, b, e->args[1], P_MUL);
+		put_in(put_affine, s, b, e->args[1], P_MUL);
 		return P_ADD;
 	case TC_OP_MUL:
 		x = e->args[0];
@@ -482,7 +481,7 @@ static int put_affine(const site *s, tc_buf *b, const tc_ir_expr *e)
 			y = e->args[0];
 		}
 		tc_buf_printf(b, "%lld * ", (long long)x->c.i);
-		put_affine_at(s, b, y, P_UNARY);
+		put_in(put_affine, s, b, y, P_UNARY);
 		return P_MUL;
 	case TC_OP_DIV:
 	case TC_OP_MOD:
@@ -870,8 +869,6 @@ static int put_bare(const site *s, tc_buf *b, const tc_ir_expr *e)
 	tc_cg_cexpr *pr = s->pr;
 	static const char *const cmp[] = {[TC_OP_LT] = "<", [TC_OP_GT] = ">",
 		[TC_OP_LE] = "<=", [TC_OP_GE] = ">=", [TC_OP_EQ] = "==", [TC_OP_NE] = "!="};
-	tc_buf t;
-	int q;
 
 	if (pr->failed)
 		return P_PRIMARY;
@@ -906,11 +903,7 @@ static int put_bare(const site *s, tc_buf *b, const tc_ir_expr *e)
 			tc_buf_puts(b, same ? "" : ")");
 			return same ? P_ADD : P_UNARY;
 		}
-		tc_buf_init(&t);
-		q = put_bare(s, &t, e->args[0]);
-		put_neg(b, &t, q);
-		tc_buf_free(&t);
-		return P_UNARY;
+		return put_neg(put_bare, s, b, e->args[0]);
 	case TC_OP_NOT:
 		tc_buf_putc(b, '!');
 		put_expr(s, b, e->args[0], P_UNARY);
