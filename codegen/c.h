@@ -1,6 +1,7 @@
 /* The isl AST of a tc_poly printed as readable C (tcomp emit --stage c):
  * loops and guards from isl, statement bodies from the IR expressions with
- * the interpreter's semantics spelled out (casts, floor division helpers),
+ * the interpreter's semantics spelled out (casts, floor division helpers:
+ * the shared C-expression printer, c_expr.h, in its host C dialect),
  * a function  void NAME(void *const *tensors)  like the LLVM backend's.
  * For inspection: the text compiles with a C compiler, but the LLVM
  * backend is what runs. */

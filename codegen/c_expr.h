@@ -1,0 +1,167 @@
+/* The C-expression printer shared by the C-text backends: the statement of
+ * one instance of the isl AST (tc_poly_inst), with its IR expressions,
+ * printed as C with the reference interpreter's semantics (ir/interp.c).
+ *
+ * Owns: C precedence, integer wrap-around through unsigned types, casts,
+ * float16 held in doubles, floor division and modulo, saturating
+ * float-to-integer conversion, min/max rules, builtin calls, reduction
+ * identities and updates, row-major element offsets (from the subscripts
+ * and the tensors' extents), and the isl printer settings for isl's
+ * expressions (index values and, for the frame, loop bounds).
+ *
+ * Must not know: the frame around the statements (the function, its
+ * signature, how the tensor pointers and sizes are set up, the includes,
+ * the loop structure and marks), nor anything that differs between host C
+ * and CUDA C: that comes from a dialect (tc_cg_cexpr_dialect).  Host C is
+ * the only dialect today (codegen/c.c); a CUDA dialect will live with the
+ * CUDA frame.
+ *
+ * Use: the frame chooses the names of the sizes and tensors, sets up a
+ * tc_cg_cexpr with tc_cg_cexpr_init, prints isl's loops with a printer from
+ * tc_cg_cexpr_isl_printer, calls tc_cg_cexpr_put_stmt for every user node,
+ * then reads what the text uses (sizes, tensors, helpers, extern builtins)
+ * to print the frame around it. */
+#ifndef TC_CG_C_EXPR_H
+#define TC_CG_C_EXPR_H
+
+#include "../polyhedral/poly.h"
+
+#include <isl/printer.h>
+
+/* The helper functions the printed expressions call, by role.  Integer
+ * helpers take and return int64_t or uint64_t; float16 values are held in
+ * doubles in every dialect (every float16 value is a double, and the
+ * interpreter computes on exact values, rounding once per operation). */
+typedef enum tc_cg_cexpr_helper {
+	TC_CG_CEXPR_FLOORD,      /* floor(n / d) for d > 0 (isl's floord) */
+	TC_CG_CEXPR_FLOORMOD,    /* n - d floor(n / d) for d > 0 */
+	TC_CG_CEXPR_MIN,         /* int64 minimum (also isl's min) */
+	TC_CG_CEXPR_MAX,         /* int64 maximum (also isl's max) */
+	TC_CG_CEXPR_UMIN,        /* uint64 minimum */
+	TC_CG_CEXPR_UMAX,        /* uint64 maximum */
+	TC_CG_CEXPR_DIVS,        /* int64 floor division, 0 for a zero divisor */
+	TC_CG_CEXPR_MODS,        /* int64 floor modulo, 0 for a zero divisor */
+	TC_CG_CEXPR_DIVU,        /* uint64 division, 0 for a zero divisor */
+	TC_CG_CEXPR_MODU,        /* uint64 modulo, 0 for a zero divisor */
+	TC_CG_CEXPR_FMODFLOOR,   /* float %: a - b floor(a / b) in double */
+	TC_CG_CEXPR_F2S,         /* (double x, int bits) to signed: truncate, saturate, NaN 0 */
+	TC_CG_CEXPR_F2U,         /* (double x, int bits) to unsigned: the same */
+	TC_CG_CEXPR_D2H,         /* double to a stored float16 (nearest, ties to even) */
+	TC_CG_CEXPR_H2D,         /* a stored float16 to double */
+	TC_CG_CEXPR_H,           /* double rounded to float16, as a double */
+	TC_CG_CEXPR_H_NEXTAFTER, /* nextafter in float16, on doubles */
+	TC_CG_CEXPR_NHELPERS
+} tc_cg_cexpr_helper;
+
+/* A helper of a dialect: the name the expressions call it by, and the
+ * definition the frame prints when the text calls it (static text). */
+typedef struct tc_cg_cexpr_helper_def {
+	const char *name;
+	const char *text;
+} tc_cg_cexpr_helper_def;
+
+/* How a dialect writes a builtin (lang/types.h, tc_builtins). */
+typedef enum tc_cg_cexpr_bi_form {
+	TC_CG_CEXPR_BI_C99,    /* NAME(...) on doubles, NAMEf(...) on float32 */
+	TC_CG_CEXPR_BI_DOUBLE, /* NAME(...) on doubles only */
+	TC_CG_CEXPR_BI_INLINE, /* a short expression in double: exp10 as pow;
+				* rsqrt, rcbrt, rhypot and rnorm3d as 1 / the
+				* call of sqrt, cbrt, hypot or norm3d (in the
+				* form the dialect gives those; not INLINE) */
+	TC_CG_CEXPR_BI_EXTERN, /* extern_prefix NAME(...) on doubles, defined elsewhere */
+} tc_cg_cexpr_bi_form;
+
+typedef struct tc_cg_cexpr tc_cg_cexpr;
+
+/* What differs between the C dialects the printer writes (host C for
+ * inspection, CUDA C for NVRTC).  Static data, borrowed by the printer.
+ *
+ * The host C dialect (codegen/c.c) stores float16 as uint16_t bits,
+ * defines its helpers as static inline C functions, calls libm (float
+ * versions of the C99 functions, X/Open Bessel functions, CUDA-only
+ * functions inline or extern) and addresses NAME[offset] through the
+ * typed pointers its function sets up.  A CUDA dialect will set:
+ *   type         [TC_T_F16] = "__half" (cuda_fp16.h); the integer types
+ *                as the CUDA prelude defines them (NVRTC has no stdint.h);
+ *   helper       __device__ definitions of the same roles (D2H and H2D
+ *                through __double2half and __half2float, say);
+ *   builtin_form TC_CG_CEXPR_BI_C99 for every builtin: CUDA's math library
+ *                has all of them in float and double (fast-math device
+ *                intrinsics such as __expf would be a new form here);
+ *   extern_prefix unused (NULL);
+ *   put_access   NAME[offset] on the kernel's pointer parameters, or a
+ *                shared-memory copy for a promoted tensor.
+ * Constants are written with the C macros NAN, INFINITY, FLT_MAX, DBL_MAX,
+ * INT64_C, UINT64_C and INTn_MIN/INTn_MAX/UINTn_MAX: the frame provides
+ * them (host C: its includes; CUDA: its prelude). */
+typedef struct tc_cg_cexpr_dialect {
+	/* TC_T_COUNT entries: the C type an element of each dtype is stored
+	 * in (TC_T_NONE: "void"). */
+	const char *const *type;
+	/* TC_CG_CEXPR_NHELPERS entries, by role, in the order the frame
+	 * prints their definitions (a helper after those it calls). */
+	const tc_cg_cexpr_helper_def *helper;
+	/* How builtin id is written. */
+	tc_cg_cexpr_bi_form (*builtin_form)(tc_builtin_id id);
+	/* The name of a TC_CG_CEXPR_BI_EXTERN builtin: this prefix, then the
+	 * builtin's name. */
+	const char *extern_prefix;
+	/* Append the element of tensor at the row-major element offset (a
+	 * C expression of type int64_t) to b.  The extension point for
+	 * row buffers (p->rowbuf) and promoted copies; such a dialect will
+	 * also need the offset of the row's trailing dimensions. */
+	void (*put_access)(__tc_keep const tc_cg_cexpr *pr, __tc_keep tc_buf *b, int tensor,
+		__tc_keep const char *offset);
+} tc_cg_cexpr_dialect;
+
+/* The state of one printing: the model, the names the frame chose, and
+ * what the printed statements use, which the frame reads to print what
+ * they need.  The frame owns the struct (on its stack, say); the first
+ * failure (a static message) is recorded here, for the frame too. */
+struct tc_cg_cexpr {
+	const tc_cg_cexpr_dialect *dl; /* borrowed */
+	const tc_poly *p;              /* borrowed: the model with its AST */
+	char *const *size;   /* borrowed: the sizes' names in the text, by size */
+	char *const *tensor; /* borrowed: the tensors' names in the text, by tensor */
+	unsigned char *size_used;   /* owned: per size, the text mentions it */
+	unsigned char *tensor_used; /* owned: per tensor, the text accesses it */
+	/* per builtin, the text calls it (rnorm3d written as 1 / norm3d
+	 * calls both) */
+	unsigned char builtin_used[TC_BI_COUNT];
+	int failed;
+	const char *why; /* the first failure, for the message */
+};
+
+/* Set pr up for printing statements of p (which must have its function)
+ * in dialect dl with the names size and tensor (the frame keeps them
+ * alive while pr is used); every use starts unset.  TC_ERR (and pr failed)
+ * when out of memory.  pr is cleared with tc_cg_cexpr_clear either way. */
+tc_stat tc_cg_cexpr_init(__tc_keep tc_cg_cexpr *pr, __tc_keep const tc_cg_cexpr_dialect *dl,
+	__tc_keep const tc_poly *p, __tc_keep char *const *size, __tc_keep char *const *tensor);
+/* Free what pr owns (pr zeroed, or set up by tc_cg_cexpr_init). */
+void tc_cg_cexpr_clear(__tc_keep tc_cg_cexpr *pr);
+
+/* Record a failure (why: static text); the first one is kept. */
+void tc_cg_cexpr_fail(__tc_keep tc_cg_cexpr *pr, const char *why);
+
+/* prn set to print isl expressions in C, with isl's floord, min and max
+ * called by the dialect's helper names. */
+__tc_give isl_printer *tc_cg_cexpr_isl_printer(__tc_keep const tc_cg_cexpr_dialect *dl,
+	__tc_take isl_printer *prn);
+
+/* Mark the sizes an isl expression mentions as used (the frame calls this
+ * for the loop bounds and guards isl prints; statements note their own). */
+void tc_cg_cexpr_note_ids(__tc_keep tc_cg_cexpr *pr, __tc_keep isl_ast_expr *e);
+
+/* Append the C statement of instance inst to b: an assignment, a
+ * reduction's init or update, ending in ';'.  A failure is recorded in pr;
+ * an allocation failure in b. */
+void tc_cg_cexpr_put_stmt(__tc_keep tc_cg_cexpr *pr, __tc_keep tc_buf *b,
+	__tc_keep const tc_poly_inst *inst);
+
+/* Which of dl's helpers text calls, directly or through other helpers
+ * (a name followed by '(' in text or in the definitions). */
+void tc_cg_cexpr_helpers_called(__tc_keep const tc_cg_cexpr_dialect *dl,
+	__tc_keep const char *text, int used[TC_CG_CEXPR_NHELPERS]);
+
+#endif
