@@ -131,6 +131,9 @@ static LLVMTargetMachineRef host_tm(const cg_host *h, LLVMCodeModel cm, tc_diags
 			h->triple, h->cpu);
 	return tm;
 }
+
+/* ---- the pass pipeline ---- */
+
 /* The O3 pipeline for the host, with loop and SLP vectorisation. */
 static tc_stat optimize(LLVMModuleRef M, LLVMTargetMachineRef tm, tc_diags *d)
 {
