@@ -1,0 +1,1257 @@
+/* Values of the LLVM back end: the code-generation state's helpers for
+ * types, constants, calls, conversions, integer division, isl AST
+ * expressions, tensor accesses (addresses, alias scopes, row buffers),
+ * run-time checks, IR expressions, builtins, reductions and statement
+ * bodies.  Each function emits at g->B, in the function being generated.
+ *
+ * It knows the code-generation state (struct cg, llvm_internal.h) but not
+ * how the AST walk fills it: it reads the iterators in scope, the domain
+ * values of the statement and the flags (guarded, ordered) and calls
+ * nothing in llvm_loop.c or llvm_jit.c; it knows nothing of the pass
+ * pipeline, the JIT or object files.  The two helpers generated code
+ * calls by name (tc_cg_builtin_call, tc_cg_half_from_double) are defined
+ * in llvm_jit.c, which gives the JIT their addresses.
+ *
+ * isl expressions are computed in i64 (conditions in i1); their divisions
+ * have constant positive divisors, and any other divisor is guarded as the
+ * IR's integer divisions are (below).
+ *
+ * Values follow the reference interpreter (ir/interp.c) bit for bit:
+ *   - registers hold the static type: i1 for bool (i8 0/1 in memory), iN
+ *     for both signednesses (the operations pick signed or unsigned
+ *     forms), half/float/double;
+ *   - integer + - * wrap (no nsw/nuw on values); / and % round toward
+ *     negative infinity for signed types, are udiv/urem for unsigned ones.
+ *     Division by zero, which the interpreter reports as an error, gives 0
+ *     here: the divisor is replaced by 1 through a select first, so the
+ *     LLVM division is never undefined behaviour.  x / -1 is computed as
+ *     -x (wrapping) and x % -1 as 0, so INT_MIN / -1 is no trap either;
+ *   - float16 operations extend to float, operate and truncate: float's
+ *     24-bit significand is more than 2 * 11 + 2 bits, so + - * / are
+ *     correctly rounded (no double-rounding error);
+ *   - float '%' is a - b * floor(a / b) computed in double and rounded
+ *     once to the type, as the interpreter does;
+ *   - float to integer conversion is llvm.fpto[su]i.sat (truncation,
+ *     saturation, NaN -> 0); integer to float32 is one sitofp/uitofp;
+ *     integer to float16 goes through float (exact below 2^24; anything
+ *     larger is infinite in half anyway); float64 to float16 calls
+ *     tc_cg_half_from_double, the interpreter's own correctly rounded
+ *     conversion, so no libgcc helper (__truncdfhf2) is needed;
+ *   - comparisons of floats are ordered except != (unordered or not
+ *     equal); min/max, fmin/fmax and min=/max= ignore a NaN operand,
+ *     and between equal operands (-0 and +0) take the first, the
+ *     interpreter's rule for integers (llvm.minnum/maxnum, like C's
+ *     fmin/fmax, leave that choice open, so results could differ between
+ *     builds);
+ *   - && and || short-circuit and ?: evaluates only the chosen branch,
+ *     with basic blocks and phis (LLVM if-converts where it is safe).
+ *
+ * Builtins: LLVM intrinsics where LLVM has one (llvm.sin, llvm.fma,
+ * llvm.ldexp, ...), libm for the rest (the float version for float32 where
+ * glibc's is accurate; the double version rounded once where it is not, as
+ * the Bessel and gamma functions), and tc_cg_builtin_call, a wrapper over
+ * the interpreter's tc_interp_builtin, for CUDA-only functions (rsqrt,
+ * sinpi, erfinv, normcdf, norm3d, exp10 = pow(10, x), ...) and the ones with
+ * integer arguments or results (ilogb, jn, yn): computed in double and
+ * rounded once, exactly as the interpreter does.  float16 builtins are
+ * computed in double and rounded once (so they match the interpreter too);
+ * float32 nextafter and fma are nextafterf and llvm.fma.f32 (exact), and
+ * float16 nextafter is built from the bits like the interpreter's. */
+
+#include "llvm_internal.h"
+
+#include <llvm-c/Core.h>
+
+#include <isl/ast.h>
+#include <isl/id.h>
+#include <isl/val.h>
+
+#include <float.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+
+/* Record the failure (the first only) and return NULL. */
+LLVMValueRef tc_cg_llvm_fail(__tc_keep cg *g, const char *what, const char *detail)
+{
+	if (!g->failed)
+		tc_error(g->d, noloc, "LLVM code generation: %s%s", what, detail ? detail : "");
+	g->failed = 1;
+	return NULL;
+}
+
+/* The register type of values of type t. */
+static LLVMTypeRef reg_type(cg *g, tc_dtype t)
+{
+	switch (t) {
+	case TC_T_BOOL: return g->i1;
+	case TC_T_I8:
+	case TC_T_U8: return g->i8;
+	case TC_T_I16:
+	case TC_T_U16: return g->i16;
+	case TC_T_I32:
+	case TC_T_U32: return g->i32;
+	case TC_T_I64:
+	case TC_T_U64: return g->i64;
+	case TC_T_F16: return g->f16;
+	case TC_T_F32: return g->f32;
+	case TC_T_F64: return g->f64;
+	default: return NULL;
+	}
+}
+
+/* The memory type of elements of type t (bool is a byte). */
+static LLVMTypeRef mem_type(cg *g, tc_dtype t)
+{
+	return t == TC_T_BOOL ? g->i8 : reg_type(g, t);
+}
+
+/* The i64 constant v. */
+LLVMValueRef tc_cg_llvm_i64c(__tc_keep cg *g, int64_t v)
+{
+	return LLVMConstInt(g->i64, (unsigned long long)v, 1);
+}
+
+/* ---- calls ---- */
+
+/* Call intrinsic name (base name, e.g. "llvm.sin") overloaded on types. */
+LLVMValueRef tc_cg_llvm_call_intrinsic(__tc_keep cg *g, const char *name,
+	__tc_keep LLVMTypeRef *over, int nover, __tc_keep LLVMValueRef *args, int nargs)
+{
+	unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
+	LLVMValueRef f;
+	if (!id)
+		return tc_cg_llvm_fail(g, "unknown intrinsic ", name);
+	f = LLVMGetIntrinsicDeclaration(g->M, id, over, (size_t)nover);
+	return LLVMBuildCall2(g->B, LLVMIntrinsicGetType(g->C, id, over, (size_t)nover), f, args,
+		(unsigned)nargs, "");
+}
+
+/* The enum attribute name = val on function f (none if LLVM does not know
+ * the name). */
+void tc_cg_llvm_add_fn_attr(__tc_keep cg *g, LLVMValueRef f, const char *name, uint64_t val)
+{
+	unsigned kind = LLVMGetEnumAttributeKindForName(name, strlen(name));
+	if (kind)
+		LLVMAddAttributeAtIndex(f, LLVMAttributeFunctionIndex,
+			LLVMCreateEnumAttribute(g->C, kind, val));
+}
+
+/* Call the external function name (libm or a helper above).  pure: it
+ * reads and writes no memory the kernel can see, so LLVM may move, merge or
+ * drop calls.  libm functions count as pure although they may set errno,
+ * as clang treats them under -fno-math-errno: generated code never reads
+ * errno.  lgamma is not pure: it writes the global signgam. */
+static LLVMValueRef call_extern(cg *g, const char *name, LLVMTypeRef ret, LLVMTypeRef *params,
+	int n, LLVMValueRef *args, int pure)
+{
+	LLVMTypeRef ft = LLVMFunctionType(ret, params, (unsigned)n, 0);
+	LLVMValueRef f = LLVMGetNamedFunction(g->M, name);
+	if (!f) {
+		f = LLVMAddFunction(g->M, name, ft);
+		tc_cg_llvm_add_fn_attr(g, f, "nounwind", 0);
+		tc_cg_llvm_add_fn_attr(g, f, "willreturn", 0);
+		if (pure)
+			tc_cg_llvm_add_fn_attr(g, f, "memory", 0); /* memory(none) */
+	}
+	return LLVMBuildCall2(g->B, ft, f, args, (unsigned)n, "");
+}
+
+/* ---- conversions ---- */
+
+static LLVMValueRef half_from_double(cg *g, LLVMValueRef v)
+{
+	LLVMTypeRef dt = g->f64;
+	LLVMValueRef bits = call_extern(g, "tc_cg_half_from_double", g->i16, &dt, 1, &v, 1);
+	return bits ? LLVMBuildBitCast(g->B, bits, g->f16, "") : NULL;
+}
+
+/* A double computed exactly or by a builtin, rounded once to float type t. */
+static LLVMValueRef round_double(cg *g, LLVMValueRef v, tc_dtype t)
+{
+	if (!v)
+		return NULL;
+	if (t == TC_T_F32)
+		return LLVMBuildFPTrunc(g->B, v, g->f32, "");
+	if (t == TC_T_F16)
+		return half_from_double(g, v);
+	return v;
+}
+
+static LLVMValueRef to_double(cg *g, LLVMValueRef v, tc_dtype t)
+{
+	return t == TC_T_F64 ? v : LLVMBuildFPExt(g->B, v, g->f64, "");
+}
+
+/* Convert v from type from to type to (the interpreter's convert()). */
+static LLVMValueRef convert(cg *g, LLVMValueRef v, tc_dtype from, tc_dtype to)
+{
+	LLVMTypeRef tt = reg_type(g, to);
+	if (!v || from == to)
+		return v;
+	if (!tt || !reg_type(g, from))
+		return tc_cg_llvm_fail(g, "conversion between unknown types", NULL);
+	if (to == TC_T_BOOL) {
+		if (tc_dtype_is_float(from)) /* NaN is true, as in C */
+			return LLVMBuildFCmp(g->B, LLVMRealUNE, v, LLVMConstReal(reg_type(g, from), 0),
+				"");
+		return LLVMBuildICmp(g->B, LLVMIntNE, v, LLVMConstInt(reg_type(g, from), 0, 0), "");
+	}
+	if (tc_dtype_is_float(to)) {
+		if (tc_dtype_is_float(from)) {
+			if (tc_dtype_bits(from) < tc_dtype_bits(to))
+				return LLVMBuildFPExt(g->B, v, tt, "");
+			if (from == TC_T_F64 && to == TC_T_F16)
+				return half_from_double(g, v);
+			return LLVMBuildFPTrunc(g->B, v, tt, "");
+		}
+		/* integers (bool as unsigned): one rounding; to float16 through
+		 * float, exact wherever the half result is finite */
+		if (to == TC_T_F16) {
+			v = tc_dtype_is_signed(from) ? LLVMBuildSIToFP(g->B, v, g->f32, "")
+						     : LLVMBuildUIToFP(g->B, v, g->f32, "");
+			return LLVMBuildFPTrunc(g->B, v, g->f16, "");
+		}
+		return tc_dtype_is_signed(from) ? LLVMBuildSIToFP(g->B, v, tt, "")
+						: LLVMBuildUIToFP(g->B, v, tt, "");
+	}
+	if (tc_dtype_is_float(from)) { /* saturating, NaN -> 0 */
+		LLVMTypeRef over[2];
+		if (from == TC_T_F16)
+			v = LLVMBuildFPExt(g->B, v, g->f32, "");
+		over[0] = tt;
+		over[1] = LLVMTypeOf(v);
+		return tc_cg_llvm_call_intrinsic(g,
+			tc_dtype_is_signed(to) ? "llvm.fptosi.sat" : "llvm.fptoui.sat", over, 2, &v, 1);
+	}
+	/* integer to integer: wrap */
+	if (tc_dtype_bits(to) < (from == TC_T_BOOL ? 1 : tc_dtype_bits(from)))
+		return LLVMBuildTrunc(g->B, v, tt, "");
+	if (LLVMTypeOf(v) == tt)
+		return v;
+	return tc_dtype_is_signed(from) ? LLVMBuildSExt(g->B, v, tt, "") : LLVMBuildZExt(g->B, v, tt, "");
+}
+
+/* ---- integer division ---- */
+
+/* a / b (rem = 0) or a % b (rem = 1) in a's integer type, defined for every
+ * b: signed with floor rounding (fl = 1, the IR's) or truncation (fl = 0,
+ * isl's exact division), or unsigned.  b == 0 gives 0; signed b == -1 gives
+ * -a (wrapping) and 0.  Constant divisors other than 0 and -1 skip the
+ * guards. */
+static LLVMValueRef int_divmod(cg *g, LLVMValueRef a, LLVMValueRef b, int is_signed, int fl,
+	int rem)
+{
+	LLVMTypeRef t = LLVMTypeOf(a);
+	LLVMValueRef zero = LLVMConstInt(t, 0, 0), one = LLVMConstInt(t, 1, 0);
+	LLVMValueRef bz = NULL, bm1 = NULL, bad = NULL, bs = b, q, r;
+	int known = 0;
+
+	if (LLVMIsAConstantInt(b)) {
+		long long v = LLVMConstIntGetSExtValue(b);
+		known = v != 0 && (!is_signed || v != -1);
+	}
+	if (!known) {
+		bz = LLVMBuildICmp(g->B, LLVMIntEQ, b, zero, "");
+		bad = bz;
+		if (is_signed) {
+			bm1 = LLVMBuildICmp(g->B, LLVMIntEQ, b, LLVMConstAllOnes(t), "");
+			bad = LLVMBuildOr(g->B, bz, bm1, "");
+		}
+		bs = LLVMBuildSelect(g->B, bad, one, b, "");
+	}
+	if (!is_signed) {
+		q = rem ? LLVMBuildURem(g->B, a, bs, "") : LLVMBuildUDiv(g->B, a, bs, "");
+		return known ? q : LLVMBuildSelect(g->B, bad, zero, q, "");
+	}
+	q = LLVMBuildSDiv(g->B, a, bs, "");
+	r = LLVMBuildSRem(g->B, a, bs, "");
+	if (fl) { /* r != 0 and r, b of opposite signs: step toward -inf */
+		LLVMValueRef fix = LLVMBuildAnd(g->B, LLVMBuildICmp(g->B, LLVMIntNE, r, zero, ""),
+			LLVMBuildICmp(g->B, LLVMIntSLT, LLVMBuildXor(g->B, r, bs, ""), zero, ""), "");
+		q = LLVMBuildSub(g->B, q, LLVMBuildZExt(g->B, fix, t, ""), "");
+		r = LLVMBuildSelect(g->B, fix, LLVMBuildAdd(g->B, r, bs, ""), r, "");
+	}
+	if (known)
+		return rem ? r : q;
+	if (rem)
+		return LLVMBuildSelect(g->B, bad, zero, r, "");
+	q = LLVMBuildSelect(g->B, bz, zero, q, "");
+	return LLVMBuildSelect(g->B, bm1, LLVMBuildNeg(g->B, a, ""), q, "");
+}
+
+/* ---- isl AST expressions ---- */
+
+/* v (i1 or i64) as i64. */
+LLVMValueRef tc_cg_llvm_as_i64(__tc_keep cg *g, LLVMValueRef v)
+{
+	if (v && LLVMTypeOf(v) == g->i1)
+		return LLVMBuildZExt(g->B, v, g->i64, "");
+	return v;
+}
+
+/* v (i1 or i64) as i1. */
+LLVMValueRef tc_cg_llvm_as_i1(__tc_keep cg *g, LLVMValueRef v)
+{
+	if (v && LLVMTypeOf(v) != g->i1)
+		return LLVMBuildICmp(g->B, LLVMIntNE, v, tc_cg_llvm_i64c(g, 0), "");
+	return v;
+}
+
+static LLVMValueRef ast_int(cg *g, isl_ast_expr *e)
+{
+	isl_val *v = isl_ast_expr_get_val(e);
+	LLVMValueRef r = NULL;
+	if (!v || isl_val_is_int(v) != isl_bool_true || isl_val_cmp_si(v, LONG_MAX) > 0 ||
+		isl_val_cmp_si(v, LONG_MIN) < 0)
+		tc_cg_llvm_fail(g, "an integer of the AST does not fit in 64 bits", NULL);
+	else
+		r = tc_cg_llvm_i64c(g, isl_val_get_num_si(v));
+	isl_val_free(v);
+	return r;
+}
+
+static LLVMValueRef ast_id(cg *g, isl_ast_expr *e)
+{
+	isl_id *id = isl_ast_expr_get_id(e);
+	const char *name = id ? isl_id_get_name(id) : NULL;
+	LLVMValueRef r = NULL;
+	int i, k;
+
+	for (i = g->niters - 1; i >= 0; i--)
+		if (g->iters[i].id == id)
+			break;
+	if (i >= 0) {
+		r = LLVMBuildLoad2(g->B, g->i64, g->iters[i].slot, name ? name : "");
+	} else if ((k = tc_poly_param_index(g->p, name)) >= 0 && g->p->params) {
+		r = tc_cg_llvm_i64c(g, g->p->params[k]);
+	} else {
+		tc_cg_llvm_fail(g, "unknown identifier in the AST: ", name ? name : "?");
+	}
+	isl_id_free(id);
+	return r;
+}
+
+static LLVMValueRef ast_arg(cg *g, isl_ast_expr *e, int i)
+{
+	isl_ast_expr *a = isl_ast_expr_op_get_arg(e, i);
+	LLVMValueRef r = a ? tc_cg_llvm_ast_expr(g, a)
+			   : tc_cg_llvm_fail(g, "malformed AST expression", NULL);
+	isl_ast_expr_free(a);
+	return r;
+}
+
+static LLVMValueRef ast_op(cg *g, isl_ast_expr *e)
+{
+	enum isl_ast_expr_op_type op = isl_ast_expr_op_get_type(e);
+	isl_size n = isl_ast_expr_op_get_n_arg(e);
+	LLVMValueRef a, b, c, r;
+	int i;
+
+	if (n < 1)
+		return tc_cg_llvm_fail(g, "malformed AST expression", NULL);
+	switch (op) {
+	case isl_ast_expr_op_minus:
+		a = tc_cg_llvm_as_i64(g, ast_arg(g, e, 0));
+		return a ? LLVMBuildNSWNeg(g->B, a, "") : NULL;
+	case isl_ast_expr_op_min:
+	case isl_ast_expr_op_max:
+		r = tc_cg_llvm_as_i64(g, ast_arg(g, e, 0));
+		for (i = 1; i < n && r; i++) {
+			b = tc_cg_llvm_as_i64(g, ast_arg(g, e, i));
+			if (!b)
+				return NULL;
+			c = LLVMBuildICmp(g->B, op == isl_ast_expr_op_min ? LLVMIntSLT : LLVMIntSGT, r, b,
+				"");
+			r = LLVMBuildSelect(g->B, c, r, b, "");
+		}
+		return r;
+	case isl_ast_expr_op_select:
+	case isl_ast_expr_op_cond:
+		/* both arms are side-effect free and cannot trap: a select */
+		if (n != 3)
+			return tc_cg_llvm_fail(g, "malformed AST conditional", NULL);
+		c = tc_cg_llvm_as_i1(g, ast_arg(g, e, 0));
+		a = ast_arg(g, e, 1);
+		b = ast_arg(g, e, 2);
+		if (!c || !a || !b)
+			return NULL;
+		if (LLVMTypeOf(a) != LLVMTypeOf(b)) {
+			a = tc_cg_llvm_as_i64(g, a);
+			b = tc_cg_llvm_as_i64(g, b);
+		}
+		return LLVMBuildSelect(g->B, c, a, b, "");
+	default:
+		break;
+	}
+	if (n != 2)
+		return tc_cg_llvm_fail(g, "unsupported AST operation", NULL);
+	a = ast_arg(g, e, 0);
+	b = ast_arg(g, e, 1);
+	if (!a || !b)
+		return NULL;
+	switch (op) {
+	case isl_ast_expr_op_and:
+	case isl_ast_expr_op_and_then: /* no side effects: no need to branch */
+		return LLVMBuildAnd(g->B, tc_cg_llvm_as_i1(g, a), tc_cg_llvm_as_i1(g, b), "");
+	case isl_ast_expr_op_or:
+	case isl_ast_expr_op_or_else:
+		return LLVMBuildOr(g->B, tc_cg_llvm_as_i1(g, a), tc_cg_llvm_as_i1(g, b), "");
+	default:
+		break;
+	}
+	a = tc_cg_llvm_as_i64(g, a);
+	b = tc_cg_llvm_as_i64(g, b);
+	switch (op) {
+	case isl_ast_expr_op_add: return LLVMBuildNSWAdd(g->B, a, b, "");
+	case isl_ast_expr_op_sub: return LLVMBuildNSWSub(g->B, a, b, "");
+	case isl_ast_expr_op_mul: return LLVMBuildNSWMul(g->B, a, b, "");
+	case isl_ast_expr_op_div: /* exact */
+		if (LLVMIsAConstantInt(b) && LLVMConstIntGetSExtValue(b) > 0)
+			return LLVMBuildExactSDiv(g->B, a, b, "");
+		return int_divmod(g, a, b, 1, 0, 0);
+	case isl_ast_expr_op_fdiv_q: return int_divmod(g, a, b, 1, 1, 0);
+	case isl_ast_expr_op_pdiv_q: return int_divmod(g, a, b, 1, 0, 0);
+	case isl_ast_expr_op_pdiv_r:
+	case isl_ast_expr_op_zdiv_r: return int_divmod(g, a, b, 1, 0, 1);
+	case isl_ast_expr_op_eq: return LLVMBuildICmp(g->B, LLVMIntEQ, a, b, "");
+	case isl_ast_expr_op_le: return LLVMBuildICmp(g->B, LLVMIntSLE, a, b, "");
+	case isl_ast_expr_op_lt: return LLVMBuildICmp(g->B, LLVMIntSLT, a, b, "");
+	case isl_ast_expr_op_ge: return LLVMBuildICmp(g->B, LLVMIntSGE, a, b, "");
+	case isl_ast_expr_op_gt: return LLVMBuildICmp(g->B, LLVMIntSGT, a, b, "");
+	default: return tc_cg_llvm_fail(g, "unsupported AST operation", NULL);
+	}
+}
+
+/* An isl AST expression: i64, or i1 for conditions. */
+LLVMValueRef tc_cg_llvm_ast_expr(__tc_keep cg *g, __tc_keep isl_ast_expr *e)
+{
+	if (g->failed)
+		return NULL;
+	switch (isl_ast_expr_get_type(e)) {
+	case isl_ast_expr_int: return ast_int(g, e);
+	case isl_ast_expr_id: return ast_id(g, e);
+	case isl_ast_expr_op: return ast_op(g, e);
+	default: return tc_cg_llvm_fail(g, "malformed AST expression", NULL);
+	}
+}
+
+/* ---- tensor accesses ---- */
+
+/* How many leading subscripts of tensor t select a row of its row buffer
+ * (polyhedral/contract.c), or 0: t is kept whole. */
+int tc_cg_llvm_row_dims(__tc_keep cg *g, int t)
+{
+	return g->p->rowbuf ? g->p->rowbuf[t] : 0;
+}
+
+/* The row buffer of tensor t (j leading subscripts dropped): an array on
+ * the stack of the function being generated, allocated in its entry block,
+ * so that each outlined parallel loop's activation, one per thread and
+ * chunk, has its own. */
+LLVMValueRef tc_cg_llvm_row_buffer(__tc_keep cg *g, int t, int j)
+{
+	const tc_ir_tensor *tt = &g->p->f->tensors[t];
+	uint64_t n = 1;
+	int k;
+	LLVMValueRef a;
+	for (k = j; k < tt->ndim; k++)
+		n *= (uint64_t)g->ext[t * TC_MAX_RANK + k];
+	a = LLVMBuildAlloca(g->A, LLVMArrayType2(mem_type(g, tt->dtype), n), tt->name);
+	LLVMSetAlignment(a, 64);
+	return a;
+}
+
+/* The address of element idx[0..n) (i64 values) of tensor t: one GEP over
+ * the tensor as a nested array type, one index per dimension.  Alias
+ * analysis then sees rows (c0 + 1, j) and (c0 + 2, j) as constant offsets
+ * apart; a flattened index, which instcombine turns into or-disjoint
+ * chains, hides that, and the accumulators of a register tile could not
+ * stay in registers. */
+static LLVMValueRef element(cg *g, int t, LLVMValueRef *idx, int n)
+{
+	const tc_ir_tensor *tt = &g->p->f->tensors[t];
+	LLVMTypeRef ty = mem_type(g, tt->dtype);
+	int k, j = tc_cg_llvm_row_dims(g, t); /* a row buffer: its row's subscripts only */
+	if (n != tt->ndim)
+		return tc_cg_llvm_fail(g, "wrong number of subscripts for ", tt->name);
+	for (k = 0; k < n; k++)
+		if (!idx[k])
+			return NULL;
+	for (k = n - 1; k >= j + 1; k--)
+		ty = LLVMArrayType2(ty, (uint64_t)g->ext[t * TC_MAX_RANK + k]);
+	return LLVMBuildInBoundsGEP2(g->B, ty, g->base[t], idx + j, (unsigned)(n - j), "");
+}
+
+/* Tensors never overlap (tc_kernel_run refuses outputs that overlap another
+ * tensor; the workspace gives each intermediate its own region), so every
+ * access says which tensor it touches: scoped noalias metadata, one scope
+ * per tensor.  Without it LLVM must assume a store to C may change A or B,
+ * and can neither keep C's accumulators in registers across a reduction
+ * loop nor vectorise without run-time overlap checks. */
+void tc_cg_llvm_alias_scopes(__tc_keep cg *g)
+{
+	const tc_ir_func *f = g->p->f;
+	LLVMMetadataRef dom, *scopes, one;
+	int t, u, n;
+	char name[64];
+	g->md_scope = LLVMGetMDKindIDInContext(g->C, "alias.scope", 11);
+	g->md_noalias = LLVMGetMDKindIDInContext(g->C, "noalias", 7);
+	/* scopes[0..n): one per tensor; scopes[n..2n): scratch for the lists */
+	scopes = tc_calloc(2 * (size_t)f->ntensors + 1, sizeof(LLVMMetadataRef));
+	if (!scopes) {
+		tc_cg_llvm_fail(g, "out of memory", NULL);
+		return;
+	}
+	one = LLVMMDStringInContext2(g->C, "tcomp tensors", 13);
+	dom = LLVMMDNodeInContext2(g->C, &one, 1);
+	for (t = 0; t < f->ntensors; t++) {
+		LLVMMetadataRef ops[2];
+		snprintf(name, sizeof(name), "tcomp tensor %d", t);
+		ops[0] = LLVMMDStringInContext2(g->C, name, strlen(name));
+		ops[1] = dom;
+		scopes[t] = LLVMMDNodeInContext2(g->C, ops, 2);
+	}
+	for (t = 0; t < f->ntensors; t++) {
+		LLVMMetadataRef *list = scopes + f->ntensors;
+		g->scope[t] = LLVMMetadataAsValue(g->C, LLVMMDNodeInContext2(g->C, &scopes[t], 1));
+		for (u = n = 0; u < f->ntensors; u++)
+			if (u != t)
+				list[n++] = scopes[u];
+		g->noalias[t] = LLVMMetadataAsValue(g->C, LLVMMDNodeInContext2(g->C, list, (size_t)n));
+	}
+	tc_free(scopes);
+}
+
+static void tag_access(cg *g, int t, LLVMValueRef inst)
+{
+	if (!g->scope || !g->scope[t])
+		return;
+	LLVMSetMetadata(inst, g->md_scope, g->scope[t]);
+	LLVMSetMetadata(inst, g->md_noalias, g->noalias[t]);
+}
+
+static LLVMValueRef load(cg *g, int t, LLVMValueRef addr)
+{
+	tc_dtype dt = g->p->f->tensors[t].dtype;
+	LLVMValueRef v;
+	if (!addr)
+		return NULL;
+	v = LLVMBuildLoad2(g->B, mem_type(g, dt), addr, "");
+	tag_access(g, t, v);
+	if (dt == TC_T_BOOL)
+		v = LLVMBuildICmp(g->B, LLVMIntNE, v, LLVMConstInt(g->i8, 0, 0), "");
+	return v;
+}
+
+static void store(cg *g, int t, LLVMValueRef addr, LLVMValueRef v)
+{
+	if (!addr || !v)
+		return;
+	if (g->p->f->tensors[t].dtype == TC_T_BOOL)
+		v = LLVMBuildZExt(g->B, v, g->i8, "");
+	tag_access(g, t, LLVMBuildStore(g->B, v, addr));
+}
+
+/* ---- run-time checks ---- */
+
+/* A new check site: its number, or -1 (failure recorded). */
+static int add_site(cg *g, tc_cg_site site)
+{
+	if (g->nsites == g->capsites) {
+		int cap = g->capsites ? 2 * g->capsites : 8;
+		tc_cg_site *v = tc_realloc(g->sites, (size_t)cap * sizeof(*v));
+		if (!v) {
+			tc_cg_llvm_fail(g, "out of memory", NULL);
+			return -1;
+		}
+		g->sites = v;
+		g->capsites = cap;
+	}
+	g->sites[g->nsites] = site;
+	return g->nsites++;
+}
+
+/* If bad: record the site (unless an error is recorded already: an atomic
+ * compare-and-swap on err[0]) with the value v; code goes on after the
+ * check. */
+static void check(cg *g, LLVMValueRef bad, int site, LLVMValueRef v)
+{
+	LLVMBasicBlockRef fail_b = tc_cg_llvm_new_block(g, "check.fail");
+	LLVMBasicBlockRef rec = tc_cg_llvm_new_block(g, "check.record");
+	LLVMBasicBlockRef cont = tc_cg_llvm_new_block(g, "check.ok");
+	LLVMValueRef one = tc_cg_llvm_i64c(g, 1), first, slot1;
+	LLVMBuildCondBr(g->B, bad, fail_b, cont);
+	LLVMPositionBuilderAtEnd(g->B, fail_b);
+	/* the first failure wins, also between the threads of a parallel loop */
+	first = LLVMBuildAtomicCmpXchg(g->B, g->err, tc_cg_llvm_i64c(g, 0),
+		tc_cg_llvm_i64c(g, site + 1), LLVMAtomicOrderingSequentiallyConsistent,
+		LLVMAtomicOrderingMonotonic, 0);
+	LLVMBuildCondBr(g->B, LLVMBuildExtractValue(g->B, first, 1, ""), rec, cont);
+	LLVMPositionBuilderAtEnd(g->B, rec);
+	slot1 = LLVMBuildInBoundsGEP2(g->B, g->i64, g->err, &one, 1, "");
+	LLVMBuildStore(g->B, v, slot1);
+	LLVMBuildBr(g->B, cont);
+	LLVMPositionBuilderAtEnd(g->B, cont);
+}
+
+/* ---- IR expressions ---- */
+
+static LLVMValueRef expr(cg *g, const tc_ir_expr *e);
+
+static LLVMValueRef constant(cg *g, tc_dtype t, int64_t i, double f)
+{
+	LLVMTypeRef ty = reg_type(g, t);
+	if (!ty)
+		return tc_cg_llvm_fail(g, "constant of unknown type", NULL);
+	if (tc_dtype_is_float(t))
+		return LLVMConstReal(ty, f);
+	if (t == TC_T_BOOL)
+		return LLVMConstInt(ty, i != 0, 0);
+	return LLVMConstInt(ty, (unsigned long long)i, 0);
+}
+
+/* a op b on floats of type t (op: ADD SUB MUL DIV MOD). */
+static LLVMValueRef float_arith(cg *g, tc_ir_op op, tc_dtype t, LLVMValueRef a, LLVMValueRef b)
+{
+	LLVMValueRef r;
+	if (op == TC_OP_MOD) { /* a - b * floor(a / b) in double, one rounding */
+		LLVMValueRef q;
+		LLVMTypeRef dt = g->f64;
+		a = to_double(g, a, t);
+		b = to_double(g, b, t);
+		q = LLVMBuildFDiv(g->B, a, b, "");
+		q = tc_cg_llvm_call_intrinsic(g, "llvm.floor", &dt, 1, &q, 1);
+		if (!q)
+			return NULL;
+		r = LLVMBuildFSub(g->B, a, LLVMBuildFMul(g->B, b, q, ""), "");
+		return round_double(g, r, t);
+	}
+	if (t == TC_T_F16) { /* in float, correctly rounded back */
+		a = LLVMBuildFPExt(g->B, a, g->f32, "");
+		b = LLVMBuildFPExt(g->B, b, g->f32, "");
+	}
+	switch (op) {
+	case TC_OP_ADD: r = LLVMBuildFAdd(g->B, a, b, ""); break;
+	case TC_OP_SUB: r = LLVMBuildFSub(g->B, a, b, ""); break;
+	case TC_OP_MUL: r = LLVMBuildFMul(g->B, a, b, ""); break;
+	default: r = LLVMBuildFDiv(g->B, a, b, ""); break;
+	}
+	/* the contract option: let LLVM fuse a multiply and an add into an
+	 * FMA (one rounding instead of two); fastmath also lets it reorder
+	 * sums and products (vectorised reductions) and divide by a
+	 * reciprocal (a / b as a * (1 / b), 1 / b hoisted out of loops);
+	 * float16 keeps its exact steps */
+	if (g->p->opts.contract && t != TC_T_F16 && LLVMIsAInstruction(r))
+		LLVMSetFastMathFlags(r, (op != TC_OP_DIV ? LLVMFastMathAllowContract : 0) |
+			(g->p->opts.fastmath ? LLVMFastMathAllowReassoc | LLVMFastMathNoSignedZeros |
+				(op == TC_OP_DIV ? LLVMFastMathAllowReciprocal : 0) : 0));
+	return t == TC_T_F16 ? LLVMBuildFPTrunc(g->B, r, g->f16, "") : r;
+}
+
+static LLVMValueRef arith(cg *g, tc_ir_op op, tc_dtype t, LLVMValueRef a, LLVMValueRef b)
+{
+	if (!a || !b)
+		return NULL;
+	if (tc_dtype_is_float(t))
+		return float_arith(g, op, t, a, b);
+	switch (op) {
+	case TC_OP_ADD: return LLVMBuildAdd(g->B, a, b, "");
+	case TC_OP_SUB: return LLVMBuildSub(g->B, a, b, "");
+	case TC_OP_MUL: return LLVMBuildMul(g->B, a, b, "");
+	case TC_OP_DIV:
+	case TC_OP_MOD:
+		return int_divmod(g, a, b, tc_dtype_is_signed(t), 1, op == TC_OP_MOD);
+	default: return tc_cg_llvm_fail(g, "bad arithmetic operation", NULL);
+	}
+}
+
+/* min or max of a and b of type t.  The interpreter's rule for integers,
+ * a <= b ? a : b (max: a >= b ? a : b), and for floats the same with a NaN
+ * b ignored: (a <= b || b is NaN) ? a : b.  That is NaN-ignoring like
+ * llvm.minnum, and also fixes the choice between -0 and +0 (the first
+ * operand), which llvm.minnum and C's fmin (what the interpreter calls)
+ * leave open.  (glibc's x86-64 fmin returns the second operand of a tie,
+ * but GCC may swap the operands of that commutative builtin, so the
+ * interpreter's choice depends on how it was compiled.) */
+/* llvm.maxnum/minnum of floats a and b with either zero of a tie and no
+ * NaN operands assumed (what LLVM's vectoriser needs for min/max
+ * reductions). */
+static LLVMValueRef nnan_minmax(cg *g, LLVMValueRef a, LLVMValueRef b, int is_max)
+{
+	LLVMValueRef c, args[2];
+	LLVMTypeRef ty = LLVMTypeOf(a);
+	args[0] = a;
+	args[1] = b;
+	c = tc_cg_llvm_call_intrinsic(g, is_max ? "llvm.maxnum" : "llvm.minnum", &ty, 1, args, 2);
+	if (c)
+		LLVMSetFastMathFlags(c, LLVMFastMathNoSignedZeros | LLVMFastMathNoNaNs);
+	return c;
+}
+
+static LLVMValueRef minmax(cg *g, tc_dtype t, LLVMValueRef a, LLVMValueRef b, int is_max)
+{
+	LLVMValueRef c;
+	if (!a || !b)
+		return NULL;
+	if (tc_dtype_is_float(t) && t != TC_T_F16 && g->p->opts.fastmath)
+		return nnan_minmax(g, a, b, is_max);
+	if (tc_dtype_is_float(t)) {
+		c = LLVMBuildFCmp(g->B, is_max ? LLVMRealOGE : LLVMRealOLE, a, b, "");
+		c = LLVMBuildOr(g->B, c, LLVMBuildFCmp(g->B, LLVMRealUNO, b, b, ""), "");
+	} else if (tc_dtype_is_signed(t)) {
+		c = LLVMBuildICmp(g->B, is_max ? LLVMIntSGE : LLVMIntSLE, a, b, "");
+	} else {
+		c = LLVMBuildICmp(g->B, is_max ? LLVMIntUGE : LLVMIntULE, a, b, "");
+	}
+	return LLVMBuildSelect(g->B, c, a, b, is_max ? "max" : "min");
+}
+
+static LLVMValueRef compare(cg *g, tc_ir_op op, tc_dtype t, LLVMValueRef a, LLVMValueRef b)
+{
+	if (!a || !b)
+		return NULL;
+	if (tc_dtype_is_float(t)) {
+		LLVMRealPredicate pr;
+		switch (op) {
+		case TC_OP_LT: pr = LLVMRealOLT; break;
+		case TC_OP_GT: pr = LLVMRealOGT; break;
+		case TC_OP_LE: pr = LLVMRealOLE; break;
+		case TC_OP_GE: pr = LLVMRealOGE; break;
+		case TC_OP_EQ: pr = LLVMRealOEQ; break;
+		default: pr = LLVMRealUNE; break; /* NaN != anything */
+		}
+		return LLVMBuildFCmp(g->B, pr, a, b, "");
+	} else {
+		int s = tc_dtype_is_signed(t); /* bool compares as unsigned 0/1 */
+		LLVMIntPredicate pr;
+		switch (op) {
+		case TC_OP_LT: pr = s ? LLVMIntSLT : LLVMIntULT; break;
+		case TC_OP_GT: pr = s ? LLVMIntSGT : LLVMIntUGT; break;
+		case TC_OP_LE: pr = s ? LLVMIntSLE : LLVMIntULE; break;
+		case TC_OP_GE: pr = s ? LLVMIntSGE : LLVMIntUGE; break;
+		case TC_OP_EQ: pr = LLVMIntEQ; break;
+		default: pr = LLVMIntNE; break;
+		}
+		return LLVMBuildICmp(g->B, pr, a, b, "");
+	}
+}
+
+/* A new block at the end of the function being generated. */
+LLVMBasicBlockRef tc_cg_llvm_new_block(__tc_keep cg *g, const char *name)
+{
+	return LLVMAppendBasicBlockInContext(g->C, g->fn, name);
+}
+
+/* a && b, a || b: b is evaluated only when it decides. */
+static LLVMValueRef short_circuit(cg *g, const tc_ir_expr *e)
+{
+	int is_and = e->op == TC_OP_AND;
+	LLVMValueRef a = expr(g, e->args[0]), b, phi, vals[2];
+	LLVMBasicBlockRef from, rhs, join, blocks[2];
+	if (!a)
+		return NULL;
+	from = LLVMGetInsertBlock(g->B);
+	rhs = tc_cg_llvm_new_block(g, is_and ? "and.rhs" : "or.rhs");
+	join = tc_cg_llvm_new_block(g, is_and ? "and.end" : "or.end");
+	if (is_and)
+		LLVMBuildCondBr(g->B, a, rhs, join);
+	else
+		LLVMBuildCondBr(g->B, a, join, rhs);
+	LLVMPositionBuilderAtEnd(g->B, rhs);
+	g->guarded++;
+	b = expr(g, e->args[1]);
+	g->guarded--;
+	if (!b)
+		return NULL;
+	blocks[1] = LLVMGetInsertBlock(g->B);
+	LLVMBuildBr(g->B, join);
+	LLVMPositionBuilderAtEnd(g->B, join);
+	phi = LLVMBuildPhi(g->B, g->i1, "");
+	vals[0] = LLVMConstInt(g->i1, !is_and, 0);
+	blocks[0] = from;
+	vals[1] = b;
+	LLVMAddIncoming(phi, vals, blocks, 2);
+	return phi;
+}
+
+/* a ? b : c with only the chosen branch evaluated. */
+static LLVMValueRef select_expr(cg *g, const tc_ir_expr *e)
+{
+	LLVMValueRef c = expr(g, e->args[0]), vals[2], phi;
+	LLVMBasicBlockRef yes, no, join, blocks[2];
+	if (!c)
+		return NULL;
+	yes = tc_cg_llvm_new_block(g, "sel.then");
+	no = tc_cg_llvm_new_block(g, "sel.else");
+	join = tc_cg_llvm_new_block(g, "sel.end");
+	LLVMBuildCondBr(g->B, c, yes, no);
+	LLVMPositionBuilderAtEnd(g->B, yes);
+	g->guarded++;
+	vals[0] = expr(g, e->args[1]);
+	g->guarded--;
+	if (!vals[0])
+		return NULL;
+	blocks[0] = LLVMGetInsertBlock(g->B);
+	LLVMBuildBr(g->B, join);
+	LLVMPositionBuilderAtEnd(g->B, no);
+	g->guarded++;
+	vals[1] = expr(g, e->args[2]);
+	g->guarded--;
+	if (!vals[1])
+		return NULL;
+	blocks[1] = LLVMGetInsertBlock(g->B);
+	LLVMBuildBr(g->B, join);
+	LLVMPositionBuilderAtEnd(g->B, join);
+	phi = LLVMBuildPhi(g->B, reg_type(g, e->type), "");
+	LLVMAddIncoming(phi, vals, blocks, 2);
+	return phi;
+}
+
+/* ---- builtins ---- */
+
+/* How a floating builtin is computed for float32/float64: an LLVM
+ * intrinsic (intr), else libm (dbl, and flt for float32 where glibc's float
+ * version is accurate; without flt float32 calls dbl and rounds once), else
+ * (all NULL) tc_cg_builtin_call.  min/max, ldexp, ilogb, jn, yn are
+ * handled apart. */
+typedef struct cg_bi {
+	const char *intr, *dbl, *flt;
+} cg_bi;
+
+static const cg_bi cg_bis[TC_BI_COUNT] = {
+	[TC_BI_ACOS] = {NULL, "acos", "acosf"},
+	[TC_BI_ACOSH] = {NULL, "acosh", "acoshf"},
+	[TC_BI_ASIN] = {NULL, "asin", "asinf"},
+	[TC_BI_ASINH] = {NULL, "asinh", "asinhf"},
+	[TC_BI_ATAN] = {NULL, "atan", "atanf"},
+	[TC_BI_ATANH] = {NULL, "atanh", "atanhf"},
+	[TC_BI_CBRT] = {NULL, "cbrt", "cbrtf"},
+	[TC_BI_CEIL] = {"llvm.ceil", NULL, NULL},
+	[TC_BI_COS] = {"llvm.cos", NULL, NULL},
+	[TC_BI_COSH] = {NULL, "cosh", "coshf"},
+	[TC_BI_ERF] = {NULL, "erf", "erff"},
+	[TC_BI_ERFC] = {NULL, "erfc", "erfcf"},
+	[TC_BI_EXP] = {"llvm.exp", NULL, NULL},
+	[TC_BI_EXP2] = {"llvm.exp2", NULL, NULL},
+	[TC_BI_EXPM1] = {NULL, "expm1", "expm1f"},
+	[TC_BI_FABS] = {"llvm.fabs", NULL, NULL},
+	[TC_BI_FLOOR] = {"llvm.floor", NULL, NULL},
+	[TC_BI_J0] = {NULL, "j0", NULL},
+	[TC_BI_J1] = {NULL, "j1", NULL},
+	[TC_BI_LGAMMA] = {NULL, "lgamma", NULL},
+	[TC_BI_LOG] = {"llvm.log", NULL, NULL},
+	[TC_BI_LOG10] = {"llvm.log10", NULL, NULL},
+	[TC_BI_LOG1P] = {NULL, "log1p", "log1pf"},
+	[TC_BI_LOG2] = {"llvm.log2", NULL, NULL},
+	[TC_BI_LOGB] = {NULL, "logb", "logbf"},
+	[TC_BI_NEARBYINT] = {"llvm.nearbyint", NULL, NULL},
+	[TC_BI_RINT] = {"llvm.rint", NULL, NULL},
+	[TC_BI_ROUND] = {"llvm.round", NULL, NULL},
+	[TC_BI_SIN] = {"llvm.sin", NULL, NULL},
+	[TC_BI_SINH] = {NULL, "sinh", "sinhf"},
+	[TC_BI_SQRT] = {"llvm.sqrt", NULL, NULL},
+	[TC_BI_TAN] = {NULL, "tan", "tanf"},
+	[TC_BI_TANH] = {NULL, "tanh", "tanhf"},
+	[TC_BI_TGAMMA] = {NULL, "tgamma", NULL},
+	[TC_BI_TRUNC] = {"llvm.trunc", NULL, NULL},
+	[TC_BI_Y0] = {NULL, "y0", NULL},
+	[TC_BI_Y1] = {NULL, "y1", NULL},
+	[TC_BI_ATAN2] = {NULL, "atan2", "atan2f"},
+	[TC_BI_COPYSIGN] = {"llvm.copysign", NULL, NULL},
+	[TC_BI_FDIM] = {NULL, "fdim", "fdimf"},
+	[TC_BI_FMOD] = {NULL, "fmod", "fmodf"},
+	[TC_BI_HYPOT] = {NULL, "hypot", "hypotf"},
+	[TC_BI_NEXTAFTER] = {NULL, "nextafter", "nextafterf"},
+	[TC_BI_POW] = {"llvm.pow", NULL, NULL},
+	[TC_BI_REMAINDER] = {NULL, "remainder", "remainderf"},
+	[TC_BI_FMA] = {"llvm.fma", NULL, NULL},
+	/* everything else: tc_cg_builtin_call */
+};
+
+/* tc_cg_builtin_call(id, args...) on double arguments. */
+static LLVMValueRef call_wrapper(cg *g, int id, LLVMValueRef *dargs, int n)
+{
+	LLVMTypeRef pt[4] = {g->i32, g->f64, g->f64, g->f64};
+	LLVMValueRef a[4];
+	int i;
+	a[0] = LLVMConstInt(g->i32, (unsigned long long)id, 0);
+	for (i = 0; i < 3; i++)
+		a[i + 1] = i < n ? dargs[i] : LLVMConstReal(g->f64, 0);
+	return call_extern(g, "tc_cg_builtin_call", g->f64, pt, 4, a, 1);
+}
+
+/* float16 nextafter from the bits, as the interpreter's half_nextafter. */
+static LLVMValueRef half_nextafter(cg *g, LLVMValueRef a, LLVMValueRef b)
+{
+	LLVMValueRef h = LLVMBuildBitCast(g->B, a, g->i16, "");
+	LLVMValueRef zero = LLVMConstReal(g->f16, 0);
+	LLVMValueRef nan = LLVMBuildFCmp(g->B, LLVMRealUNO, a, b, "");
+	LLVMValueRef eq = LLVMBuildFCmp(g->B, LLVMRealOEQ, a, b, "");
+	LLVMValueRef az = LLVMBuildFCmp(g->B, LLVMRealOEQ, a, zero, "");
+	LLVMValueRef up = LLVMBuildICmp(g->B, LLVMIntEQ, LLVMBuildFCmp(g->B, LLVMRealOGT, b, a, ""),
+		LLVMBuildFCmp(g->B, LLVMRealOGT, a, zero, ""), "");
+	LLVMValueRef step = LLVMBuildSelect(g->B, up,
+		LLVMBuildAdd(g->B, h, LLVMConstInt(g->i16, 1, 0), ""),
+		LLVMBuildSub(g->B, h, LLVMConstInt(g->i16, 1, 0), ""), "");
+	LLVMValueRef tiny = LLVMBuildSelect(g->B, LLVMBuildFCmp(g->B, LLVMRealOGT, b, zero, ""),
+		LLVMConstInt(g->i16, 0x0001, 0), LLVMConstInt(g->i16, 0x8001, 0), "");
+	LLVMValueRef r = LLVMBuildBitCast(g->B, LLVMBuildSelect(g->B, az, tiny, step, ""), g->f16, "");
+	r = LLVMBuildSelect(g->B, eq, b, r, "");
+	return LLVMBuildSelect(g->B, nan, float_arith(g, TC_OP_ADD, TC_T_F16, a, b), r, "");
+}
+
+/* float32 exp(x), inline so that loops vectorise (a call to libm's expf
+ * keeps a loop scalar): x = n ln 2 + r with |r| <= ln 2 / 2 (Cody-Waite,
+ * ln 2 in two parts), exp(r) by the Cephes expf polynomial, times 2^n.
+ * n comes from one FMA: t = x log2(e) + (1.5 * 2^23 + 126) rounds to an
+ * integer, n = t - (1.5 * 2^23 + 126) exactly, and the low bits of t's
+ * encoding hold n + 126, so t's bits shifted left by 23 are those of
+ * 2^(n-1) (the bits of 1.5 * 2^23 shift out): no float-to-integer
+ * conversion, which is poison on NaN in LLVM and would need a select.  The
+ * result is exp(r) * 2^(n-1) (exact) * 2, which rounds once (to +inf
+ * where exp(x) overflows); for n <= -126, where 2^(n-1) is not a normal
+ * number, exp(r) * 2^(n+63) * 2^-63 instead, which rounds once into the
+ * subnormals.  Within 2 ulp of the correctly rounded result (1 ulp from
+ * glibc's expf at worst over the arguments test_options draws); above
+ * 88.72, +inf; below -103.97 (where the result rounds to 0), 0; NaN stays
+ * NaN (every step propagates it).  About 20 vector instructions per
+ * vector. */
+static LLVMValueRef inline_expf(cg *g, LLVMValueRef x)
+{
+	static const double poly[] = {1.9875691500e-4, 1.3981999507e-3, 8.3334519073e-3,
+		4.1665795894e-2, 1.6666665459e-1, 5.0000001201e-1};
+	const double magic = 12582912.0 + 126.0; /* 1.5 * 2^23 + 126 */
+	LLVMTypeRef f = g->f32;
+	LLVMValueRef a[3], t, n, r, p, e, low, bits, res;
+	unsigned i;
+#define FC(v) LLVMConstReal(f, (v))
+	/* clamped to [-104, 89] (compare and select: one vminps/vmaxps; a
+	 * NaN goes through): beyond, the result rounds to 0 or overflows to
+	 * +inf by itself, and n stays within [-150, 129] */
+	r = LLVMBuildSelect(g->B, LLVMBuildFCmp(g->B, LLVMRealOGT, x, FC(89.0), ""), FC(89.0), x, "");
+	r = LLVMBuildSelect(g->B, LLVMBuildFCmp(g->B, LLVMRealOLT, r, FC(-104.0), ""), FC(-104.0),
+		r, "");
+	a[0] = r;
+	a[1] = FC(1.44269504088896341);
+	a[2] = FC(magic);
+	t = tc_cg_llvm_call_intrinsic(g, "llvm.fma", &f, 1, a, 3);
+	n = LLVMBuildFSub(g->B, t, FC(magic), "");
+	a[0] = n;
+	a[1] = FC(-0.693359375);
+	a[2] = r;
+	r = tc_cg_llvm_call_intrinsic(g, "llvm.fma", &f, 1, a, 3);
+	a[1] = FC(2.12194440e-4);
+	a[2] = r;
+	r = tc_cg_llvm_call_intrinsic(g, "llvm.fma", &f, 1, a, 3);
+	p = FC(poly[0]);
+	for (i = 1; i < sizeof(poly) / sizeof(poly[0]); i++) {
+		a[0] = p;
+		a[1] = r;
+		a[2] = FC(poly[i]);
+		p = tc_cg_llvm_call_intrinsic(g, "llvm.fma", &f, 1, a, 3);
+	}
+	a[0] = p;
+	a[1] = LLVMBuildFMul(g->B, r, r, "");
+	a[2] = LLVMBuildFAdd(g->B, r, FC(1.0), "");
+	e = tc_cg_llvm_call_intrinsic(g, "llvm.fma", &f, 1, a, 3);
+	/* 2^(n-1), or 2^(n+63) when n <= -126 */
+	low = LLVMBuildFCmp(g->B, LLVMRealOLT, n, FC(-125.5), "");
+	bits = LLVMBuildAdd(g->B, LLVMBuildBitCast(g->B, t, g->i32, ""),
+		LLVMBuildSelect(g->B, low, LLVMConstInt(g->i32, 64, 0), LLVMConstInt(g->i32, 0, 0), ""),
+		"");
+	bits = LLVMBuildShl(g->B, bits, LLVMConstInt(g->i32, 23, 0), "");
+	res = LLVMBuildFMul(g->B, e, LLVMBuildBitCast(g->B, bits, f, ""), "");
+	return LLVMBuildFMul(g->B, res,
+		LLVMBuildSelect(g->B, low, FC(0x1p-63), FC(2.0), ""), "");
+#undef FC
+}
+
+/* A subscript that is an index variable of the statement (under casts to
+ * integers of 32 bits or more) reading dimension k of tensor t, unguarded
+ * and with an extent that fits in int32: the domain value itself, as i64.
+ * It equals the int32 index converted back (the value lies in [0, extent)),
+ * and it is what stores to the statement's own tensor use, so LLVM sees
+ * that a read of an element the loop also writes is the same address
+ * (softmax's shared exponentials, written then summed in one loop).  NULL
+ * otherwise. */
+static LLVMValueRef plain_index(cg *g, const tc_ir_expr *sub, int t, int k)
+{
+	while (sub->op == TC_OP_CAST && tc_dtype_is_int(sub->type) && tc_dtype_bits(sub->type) >= 32 &&
+		tc_dtype_is_int(sub->args[0]->type))
+		sub = sub->args[0];
+	if (sub->op != TC_OP_INDEX || g->guarded || sub->id < 0 || sub->id >= g->ndom ||
+		g->ext[t * TC_MAX_RANK + k] > INT32_MAX)
+		return NULL;
+	return g->dom[sub->id];
+}
+
+/* A floating builtin (not min/max/ilogb) of float32/float64 type t on args
+ * of their IR types (jn/yn: int32 n first; ldexp: int32 exponent second). */
+static LLVMValueRef float_builtin(cg *g, int id, tc_dtype t, LLVMValueRef *a, int n)
+{
+	LLVMTypeRef ft = reg_type(g, t), pt[3];
+	LLVMValueRef d[3];
+	const cg_bi *bi = &cg_bis[id];
+	int i;
+
+	if (id == TC_BI_LDEXP) {
+		LLVMTypeRef over[2];
+		over[0] = ft;
+		over[1] = g->i32;
+		return tc_cg_llvm_call_intrinsic(g, "llvm.ldexp", over, 2, a, 2);
+	}
+	if (id == TC_BI_JN || id == TC_BI_YN) {
+		d[0] = LLVMBuildSIToFP(g->B, a[0], g->f64, "");
+		d[1] = to_double(g, a[1], t);
+		return round_double(g, call_wrapper(g, id, d, 2), t);
+	}
+	if (id == TC_BI_EXP && t == TC_T_F32)
+		return inline_expf(g, a[0]);
+	if (bi->intr)
+		return tc_cg_llvm_call_intrinsic(g, bi->intr, &ft, 1, a, n);
+	if (bi->dbl && (t == TC_T_F64 || bi->flt)) {
+		for (i = 0; i < n; i++)
+			pt[i] = ft;
+		return call_extern(g, t == TC_T_F64 ? bi->dbl : bi->flt, ft, pt, n, a,
+			id != TC_BI_LGAMMA);
+	}
+	for (i = 0; i < n; i++)
+		d[i] = to_double(g, a[i], t);
+	if (bi->dbl) {
+		for (i = 0; i < n; i++)
+			pt[i] = g->f64;
+		return round_double(g, call_extern(g, bi->dbl, g->f64, pt, n, d, id != TC_BI_LGAMMA),
+			t);
+	}
+	return round_double(g, call_wrapper(g, id, d, n), t);
+}
+
+static LLVMValueRef builtin(cg *g, const tc_ir_expr *e)
+{
+	LLVMValueRef a[3], r;
+	tc_dtype t = e->type;
+	int i, n = e->nargs, id = e->id;
+
+	if (n < 1 || n > 3 || id < 0 || id >= TC_BI_COUNT)
+		return tc_cg_llvm_fail(g, "malformed builtin call", NULL);
+	for (i = 0; i < n; i++) /* every argument is evaluated, as in the interpreter */
+		if (!(a[i] = expr(g, e->args[i])))
+			return NULL;
+	if (id == TC_BI_MIN || id == TC_BI_MAX || id == TC_BI_FMIN || id == TC_BI_FMAX) {
+		if (n != 2)
+			return tc_cg_llvm_fail(g, "malformed builtin call", NULL);
+		return minmax(g, t, a[0], a[1], id == TC_BI_MAX || id == TC_BI_FMAX);
+	}
+	if (id == TC_BI_ILOGB) { /* int result of the double computation */
+		LLVMValueRef x = to_double(g, a[0], e->args[0]->type);
+		r = call_wrapper(g, id, &x, 1);
+		return r ? LLVMBuildFPToSI(g->B, r, reg_type(g, t), "") : NULL;
+	}
+	if (!tc_dtype_is_float(t))
+		return tc_cg_llvm_fail(g, "builtin of non-float type", NULL);
+	if (t != TC_T_F16)
+		return float_builtin(g, id, t, a, n);
+	if (id == TC_BI_NEXTAFTER)
+		return half_nextafter(g, a[0], a[1]);
+	/* float16: in double, rounded once (as the interpreter) */
+	for (i = 0; i < n; i++)
+		if (e->args[i]->type == TC_T_F16)
+			a[i] = LLVMBuildFPExt(g->B, a[i], g->f64, "");
+	return round_double(g, float_builtin(g, id, TC_T_F64, a, n), TC_T_F16);
+}
+
+/* The value of IR expression e, in its register type. */
+static LLVMValueRef expr(cg *g, const tc_ir_expr *e)
+{
+	LLVMValueRef a, b, idx[TC_MAX_RANK];
+	tc_dtype at;
+	int i;
+
+	if (g->failed)
+		return NULL;
+	switch (e->op) {
+	case TC_OP_CONST:
+		return constant(g, e->type, e->c.i, e->c.f);
+	case TC_OP_INDEX:
+		if (e->id < 0 || e->id >= g->ndom)
+			return tc_cg_llvm_fail(g, "index variable outside the statement's domain", NULL);
+		return convert(g, g->dom[e->id], TC_T_I64, e->type);
+	case TC_OP_SIZE:
+		if (!g->p->params || e->id < 0 || e->id >= g->p->f->nparams)
+			return tc_cg_llvm_fail(g, "unknown size", NULL);
+		return constant(g, e->type, g->p->params[e->id], 0);
+	case TC_OP_READ:
+		if (e->nargs > TC_MAX_RANK || e->id < 0 || e->id >= g->p->f->ntensors)
+			return tc_cg_llvm_fail(g, "malformed tensor read", NULL);
+		for (i = 0; i < e->nargs; i++) {
+			at = e->args[i]->type;
+			if (!tc_dtype_is_int(at))
+				return tc_cg_llvm_fail(g, "non-integer subscript", NULL);
+			if ((idx[i] = plain_index(g, e->args[i], e->id, i)))
+				continue;
+			/* to i64: sign-extended if signed, zero-extended if not */
+			idx[i] = convert(g, expr(g, e->args[i]), at,
+				tc_dtype_is_signed(at) ? TC_T_I64 : TC_T_U64);
+			if (!idx[i])
+				return NULL;
+			if (g->guarded || !tc_ir_affine(e->args[i])) { /* not proven in bounds */
+				tc_cg_site site = {TC_CG_CHECK_BOUNDS, e->loc, e->id, i, 0};
+				int n = add_site(g, site);
+				LLVMValueRef bad;
+				if (n < 0)
+					return NULL;
+				bad = LLVMBuildICmp(g->B, LLVMIntUGE, idx[i],
+					tc_cg_llvm_i64c(g, g->ext[e->id * TC_MAX_RANK + i]), "");
+				check(g, bad, n, idx[i]);
+				idx[i] = LLVMBuildSelect(g->B, bad, tc_cg_llvm_i64c(g, 0), idx[i], "");
+			}
+		}
+		return load(g, e->id, element(g, e->id, idx, e->nargs));
+	case TC_OP_CAST:
+		return convert(g, expr(g, e->args[0]), e->args[0]->type, e->type);
+	case TC_OP_NEG:
+		a = expr(g, e->args[0]);
+		if (!a)
+			return NULL;
+		return tc_dtype_is_float(e->type) ? LLVMBuildFNeg(g->B, a, "") : LLVMBuildNeg(g->B, a, "");
+	case TC_OP_NOT:
+		a = expr(g, e->args[0]);
+		return a ? LLVMBuildNot(g->B, a, "") : NULL;
+	case TC_OP_ADD:
+	case TC_OP_SUB:
+	case TC_OP_MUL:
+	case TC_OP_DIV:
+	case TC_OP_MOD:
+		a = expr(g, e->args[0]);
+		b = expr(g, e->args[1]);
+		if (a && b && (e->op == TC_OP_DIV || e->op == TC_OP_MOD) &&
+			!tc_dtype_is_float(e->type) && !LLVMIsAConstantInt(b)) {
+			tc_cg_site site = {TC_CG_CHECK_DIV, e->loc, -1, -1,
+				e->op == TC_OP_DIV ? '/' : '%'};
+			int n = add_site(g, site);
+			if (n < 0)
+				return NULL;
+			check(g, LLVMBuildICmp(g->B, LLVMIntEQ, b, LLVMConstInt(LLVMTypeOf(b), 0, 0), ""),
+				n, tc_cg_llvm_i64c(g, 0));
+		}
+		return arith(g, e->op, e->type, a, b);
+	case TC_OP_LT:
+	case TC_OP_GT:
+	case TC_OP_LE:
+	case TC_OP_GE:
+	case TC_OP_EQ:
+	case TC_OP_NE:
+		a = expr(g, e->args[0]);
+		b = expr(g, e->args[1]);
+		return compare(g, e->op, e->args[0]->type, a, b);
+	case TC_OP_AND:
+	case TC_OP_OR:
+		return short_circuit(g, e);
+	case TC_OP_SELECT:
+		return select_expr(g, e);
+	case TC_OP_CALL:
+		return builtin(g, e);
+	}
+	return tc_cg_llvm_fail(g, "unknown IR operation", NULL);
+}
+
+/* ---- statements ---- */
+
+/* The identity of reduction red in type t (the interpreter's identity()). */
+static LLVMValueRef identity(cg *g, tc_red red, tc_dtype t)
+{
+	int bits = tc_dtype_bits(t);
+	int fl = tc_dtype_is_float(t);
+	switch (red) {
+	case TC_RED_MUL:
+		return constant(g, t, 1, 1.0);
+	case TC_RED_MIN: /* the largest value */
+		if (fl)
+			return constant(g, t, 0, t == TC_T_F16 ? 65504.0 : t == TC_T_F32 ? FLT_MAX : DBL_MAX);
+		if (t == TC_T_BOOL || tc_dtype_is_unsigned(t))
+			return LLVMConstAllOnes(reg_type(g, t));
+		return constant(g, t, bits == 64 ? INT64_MAX : (INT64_C(1) << (bits - 1)) - 1, 0);
+	case TC_RED_MAX: /* the lowest value */
+		if (fl)
+			return constant(g, t, 0,
+				t == TC_T_F16 ? -65504.0 : t == TC_T_F32 ? -FLT_MAX : -DBL_MAX);
+		if (tc_dtype_is_signed(t))
+			return constant(g, t, bits == 64 ? INT64_MIN : -(INT64_C(1) << (bits - 1)), 0);
+		return constant(g, t, 0, 0);
+	default:
+		return constant(g, t, 0, 0.0);
+	}
+}
+
+/* acc red v in type t (the interpreter's reduce()); init: the reduction
+ * starts from its identity (op=!), so acc is never NaN.
+ *
+ * vecreduce: outside register tiles, a float32/float64 reduction may run
+ * as vector partial results that LLVM's vectoriser combines at the end.
+ * A sum or product gets the reassoc flag on its accumulating operation
+ * only (the right-hand side keeps its exact steps).  max/min with init
+ * keep the interpreter's value: a NaN v is replaced by the identity, which
+ * acc (never NaN, never beyond the identity) absorbs, so llvm.maxnum may
+ * assume no NaN operands, and every order gives the same maximum (but for
+ * the sign of a zero in a tie of -0 and +0). */
+static LLVMValueRef reduce(cg *g, tc_red red, tc_dtype t, LLVMValueRef acc, LLVMValueRef v,
+	int init)
+{
+	int vec = g->p->opts.vecreduce && !g->ordered && (t == TC_T_F32 || t == TC_T_F64);
+	LLVMValueRef r;
+	switch (red) {
+	case TC_RED_ADD:
+	case TC_RED_MUL:
+		r = arith(g, red == TC_RED_ADD ? TC_OP_ADD : TC_OP_MUL, t, acc, v);
+		if (vec && r && LLVMIsAInstruction(r) && LLVMCanValueUseFastMathFlags(r))
+			LLVMSetFastMathFlags(r, LLVMGetFastMathFlags(r) | LLVMFastMathAllowReassoc);
+		return r;
+	case TC_RED_MIN:
+	case TC_RED_MAX:
+		if (!vec || !init || g->p->opts.fastmath || !acc || !v)
+			return minmax(g, t, acc, v, red == TC_RED_MAX);
+		return nnan_minmax(g, acc, LLVMBuildSelect(g->B, LLVMBuildFCmp(g->B, LLVMRealUNO, v, v, ""),
+			identity(g, red, t), v, ""), red == TC_RED_MAX);
+	default: return v;
+	}
+}
+
+/* The code of statement instance inst: its domain values, then the store
+ * of its value. */
+void tc_cg_llvm_statement(__tc_keep cg *g, __tc_keep const tc_poly_inst *inst)
+{
+	const tc_poly_stmt *s = inst->stmt;
+	const tc_ir_stmt *ir = s ? s->ir : NULL;
+	tc_dtype dt;
+	LLVMValueRef addr, v;
+	int k;
+
+	if (!ir || inst->n != s->ndims || inst->n > CG_MAX_DIMS || ir->nlhs > inst->n) {
+		tc_cg_llvm_fail(g, "malformed statement instance", NULL);
+		return;
+	}
+	for (k = 0; k < inst->n; k++)
+		if (!(g->dom[k] = tc_cg_llvm_as_i64(g, tc_cg_llvm_ast_expr(g, inst->index[k]))))
+			return;
+	g->ndom = inst->n;
+	dt = g->p->f->tensors[ir->tensor].dtype;
+	addr = element(g, ir->tensor, g->dom, ir->nlhs);
+	if (!addr)
+		return;
+	switch (s->kind) {
+	case TC_POLY_INIT:
+		v = identity(g, ir->red, dt);
+		break;
+	case TC_POLY_ASSIGN:
+		v = convert(g, expr(g, ir->rhs), ir->rhs->type, dt);
+		break;
+	default:
+		v = convert(g, expr(g, ir->rhs), ir->rhs->type, dt);
+		if (ir->red != TC_RED_ASSIGN)
+			v = reduce(g, ir->red, dt, load(g, ir->tensor, addr), v, ir->init);
+		break;
+	}
+	store(g, ir->tensor, addr, v);
+	g->ndom = 0;
+}

@@ -1,0 +1,1037 @@
+/* The walk over the isl AST of the LLVM back end, and the module of a
+ * kernel: AST nodes (for, if, block, mark, user), loop metadata (the
+ * vector and unroll_inner options), parallel loops and their outlining,
+ * streaming stores, the kernel body, and tc_cg_llvm_build_module, which
+ * makes the module of a tc_poly.
+ *
+ * It owns the control flow: which function and block code goes to, the
+ * iterators in scope and the flags the expressions read (ordered,
+ * stream).  Values (isl AST expressions, tensor accesses, statement
+ * bodies) it asks of llvm_expr.c; it knows nothing of the pass pipeline,
+ * the JIT or object files (llvm_jit.c), but for the host record it is
+ * given.
+ *
+ * One kernel is one LLVM function  void tc_NAME_K(ptr tensors)  built by a
+ * walk over the isl AST of a tc_poly:
+ *
+ *   for    an i64 stack slot for the iterator (alloca in the entry block;
+ *          O3's SROA/mem2reg turns it into a phi), a condition block, the
+ *          body and the increment; a degenerate loop runs its body once.
+ *          The back edge of an innermost loop carries the vector and
+ *          unroll_inner options as llvm.loop metadata (loop_hints).
+ *   if     a conditional branch; block: the children in order; mark: its
+ *          child (marks carry nothing the sequential CPU code needs yet).
+ *   user   the tc_poly_inst annotation: each domain dimension of the
+ *          statement is evaluated from its isl expression, then the
+ *          statement body is generated from the IR expression tree. */
+
+#include "llvm_internal.h"
+
+#include <llvm-c/Analysis.h>
+#include <llvm-c/Core.h>
+#include <llvm-c/DebugInfo.h> /* LLVMTemporaryMDNode: the loop IDs */
+
+#include <isl/ast.h>
+#include <isl/id.h>
+#include <isl/val.h>
+
+#include <stdio.h>
+#include <string.h>
+
+/* ---- AST nodes ---- */
+
+static void node(cg *g, isl_ast_node *n);
+
+static LLVMValueRef iter_slot(cg *g, const char *name)
+{
+	return LLVMBuildAlloca(g->A, g->i64, name ? name : "it");
+}
+
+/* Room for one more iterator binding in g->iters; 0 (failure recorded) if
+ * out of memory. */
+static int room_for_iter(cg *g)
+{
+	if (g->niters == g->cap) {
+		int cap = g->cap ? 2 * g->cap : 16;
+		cg_iter *ni = tc_realloc(g->iters, (size_t)cap * sizeof(*ni));
+		if (!ni) {
+			tc_cg_llvm_fail(g, "out of memory", NULL);
+			return 0;
+		}
+		g->iters = ni;
+		g->cap = cap;
+	}
+	return 1;
+}
+
+/* ---- loop metadata: the vector and unroll_inner options ---- */
+
+/* The bytes of a vector register the hints assume when LLVM chooses the
+ * width (AVX-512, as the register tile's sizes do). */
+#define HINT_VECTOR_BYTES 64
+
+/* Whether n is a non-degenerate for node (*user set, and the walk skips
+ * what lies below). */
+static isl_bool loop_below_cb(isl_ast_node *n, void *user)
+{
+	int *found = user;
+	if (*found)
+		return isl_bool_false;
+	if (isl_ast_node_get_type(n) == isl_ast_node_for &&
+		isl_ast_node_for_is_degenerate(n) == isl_bool_false) {
+		*found = 1;
+		return isl_bool_false;
+	}
+	return isl_bool_true;
+}
+
+/* Whether body (of a for node) holds no loop: a degenerate for runs once
+ * and is none; neither is a loop isl unrolled. */
+static int is_innermost(isl_ast_node *body)
+{
+	int found = 0;
+	if (isl_ast_node_foreach_descendant_top_down(body, loop_below_cb, &found) < 0)
+		return 0;
+	return !found;
+}
+
+/* The integer value of AST expression e, or 0 (with *ok cleared) if it is
+ * not an integer. */
+static int64_t ast_const(isl_ast_expr *e, int *ok)
+{
+	isl_val *v = e && isl_ast_expr_get_type(e) == isl_ast_expr_int ? isl_ast_expr_get_val(e) : NULL;
+	int64_t r = 0;
+	if (v && isl_val_is_int(v) == isl_bool_true)
+		r = isl_val_get_num_si(v);
+	else
+		*ok = 0;
+	isl_val_free(v);
+	return r;
+}
+
+/* The number of iterations of for node n when its bounds and step are
+ * constants ("for (i = LO; i <= HI; i += S)", or "<"), else 0. */
+static int64_t trip_count(isl_ast_node *n)
+{
+	isl_ast_expr *init = isl_ast_node_for_get_init(n), *cond = isl_ast_node_for_get_cond(n);
+	isl_ast_expr *inc = isl_ast_node_for_get_inc(n), *hi = NULL;
+	int ok = init && cond && inc && isl_ast_expr_get_type(cond) == isl_ast_expr_op;
+	int64_t lo = 0, ub = 0, step = 0, n_it = 0;
+	enum isl_ast_expr_op_type op = ok ? isl_ast_expr_op_get_type(cond) : isl_ast_expr_op_error;
+	if (op == isl_ast_expr_op_le || op == isl_ast_expr_op_lt) {
+		hi = isl_ast_expr_op_get_arg(cond, 1);
+		lo = ast_const(init, &ok);
+		ub = ast_const(hi, &ok) - (op == isl_ast_expr_op_lt);
+		step = ast_const(inc, &ok);
+		if (ok && step > 0 && ub >= lo)
+			n_it = (ub - lo) / step + 1;
+	}
+	isl_ast_expr_free(hi);
+	isl_ast_expr_free(inc);
+	isl_ast_expr_free(cond);
+	isl_ast_expr_free(init);
+	return n_it;
+}
+
+typedef struct widest_ctx {
+	const tc_poly *p;
+	int size;
+} widest_ctx;
+
+static void widest_read(const tc_ir_expr *e, int *size)
+{
+	int i, s;
+	if (e->op == TC_OP_READ && (s = tc_dtype_size(e->type)) > *size)
+		*size = s;
+	for (i = 0; i < e->nargs; i++)
+		widest_read(e->args[i], size);
+}
+
+static isl_bool widest_cb(isl_ast_node *n, void *user)
+{
+	widest_ctx *w = user;
+	const tc_poly_inst *inst;
+	int s;
+	if (isl_ast_node_get_type(n) != isl_ast_node_user || !(inst = tc_poly_node_inst(n)))
+		return isl_bool_true;
+	s = tc_dtype_size(w->p->f->tensors[inst->stmt->ir->tensor].dtype);
+	w->size = s > w->size ? s : w->size;
+	widest_read(inst->stmt->ir->rhs, &w->size);
+	return isl_bool_true;
+}
+
+/* The lanes the loop vectoriser gives loop body when it chooses: a
+ * register of the widest element the body reads or writes (its rule). */
+static int64_t auto_lanes(cg *g, isl_ast_node *body)
+{
+	widest_ctx w = {g->p, 0};
+	isl_ast_node_foreach_descendant_top_down(body, widest_cb, &w);
+	return w.size > 0 && w.size < HINT_VECTOR_BYTES ? HINT_VECTOR_BYTES / w.size : 1;
+}
+
+/* Whether AST expression e mentions the iterator id. */
+static int expr_uses(isl_ast_expr *e, isl_id *id)
+{
+	isl_size i, n;
+	int found = 0;
+	if (isl_ast_expr_get_type(e) == isl_ast_expr_id) {
+		isl_id *x = isl_ast_expr_get_id(e);
+		found = x == id;
+		isl_id_free(x);
+		return found;
+	}
+	if (isl_ast_expr_get_type(e) != isl_ast_expr_op)
+		return 0;
+	n = isl_ast_expr_op_get_n_arg(e);
+	for (i = 0; i < n && !found; i++) {
+		isl_ast_expr *a = isl_ast_expr_op_get_arg(e, i);
+		found = a && expr_uses(a, id);
+		isl_ast_expr_free(a);
+	}
+	return found;
+}
+
+typedef struct carried_ctx {
+	cg *g;
+	isl_id *id;
+	int ordered; /* inside a register tile (as g->ordered) */
+	int found;
+} carried_ctx;
+
+/* Whether the reductions of statement st may run in another order than
+ * the interpreter's: what reduce() and the float arithmetic allow (float32
+ * and float64 only; fastmath, or vecreduce outside register tiles for sums,
+ * products and max/min with init). */
+static int reorderable(cg *g, const tc_poly_stmt *st, int ordered)
+{
+	tc_dtype t = g->p->f->tensors[st->ir->tensor].dtype;
+	if (t != TC_T_F32 && t != TC_T_F64)
+		return 0;
+	if (g->p->opts.fastmath)
+		return 1;
+	return g->p->opts.vecreduce && !ordered &&
+		(st->ir->red == TC_RED_ADD || st->ir->red == TC_RED_MUL || st->ir->init);
+}
+
+static isl_bool carried_cb(isl_ast_node *n, void *user)
+{
+	carried_ctx *c = user;
+	const tc_poly_inst *inst;
+	const tc_poly_stmt *st;
+	int j, uses = 0;
+	if (c->found)
+		return isl_bool_false;
+	if (isl_ast_node_get_type(n) == isl_ast_node_mark) {
+		isl_id *mark = isl_ast_node_mark_get_id(n);
+		c->ordered |= mark && !strcmp(isl_id_get_name(mark), TC_POLY_MARK_REGTILE);
+		isl_id_free(mark);
+		return isl_bool_true;
+	}
+	if (isl_ast_node_get_type(n) != isl_ast_node_user || !(inst = tc_poly_node_inst(n)))
+		return isl_bool_true;
+	st = inst->stmt;
+	if (st->kind != TC_POLY_UPDATE ||
+		!tc_dtype_is_float(c->g->p->f->tensors[st->ir->tensor].dtype) ||
+		reorderable(c->g, st, c->ordered))
+		return isl_bool_true;
+	for (j = 0; j < st->ir->nlhs && j < inst->n && !uses; j++)
+		uses = expr_uses(inst->index[j], c->id);
+	c->found = !uses;
+	return isl_bool_true;
+}
+
+/* Whether the loop over iterator id with body body carries a float
+ * reduction that must keep the interpreter's order: an update of one
+ * element (its left-hand indices independent of id) on every iteration
+ * that reorderable() does not release.  A vectorisation width in the
+ * loop's metadata lets the vectoriser reorder it all the same (LLVM's
+ * hints-allow-reordering): a row sum under vector=2 came out 1 ulp off. */
+static int carries_float_reduction(cg *g, isl_ast_node *body, isl_id *id)
+{
+	carried_ctx c = {g, id, g->ordered, 0};
+	isl_ast_node_foreach_descendant_top_down(body, carried_cb, &c);
+	return c.found;
+}
+
+/* One loop property {!"name", i32 v} (i1 when is_bool). */
+static LLVMMetadataRef loop_prop(cg *g, const char *name, int64_t v, int is_bool)
+{
+	LLVMMetadataRef ops[2];
+	ops[0] = LLVMMDStringInContext2(g->C, name, strlen(name));
+	ops[1] = LLVMValueAsMetadata(LLVMConstInt(is_bool ? g->i1 : g->i32, (unsigned long long)v, 0));
+	return LLVMMDNodeInContext2(g->C, ops, 2);
+}
+
+/* A loop property without a value, {!"name"}. */
+static LLVMMetadataRef loop_flag(cg *g, const char *name)
+{
+	LLVMMetadataRef s = LLVMMDStringInContext2(g->C, name, strlen(name));
+	return LLVMMDNodeInContext2(g->C, &s, 1);
+}
+
+/* A followup property {!"name", props[0..n)}: the properties of the loops
+ * a transformation leaves (n <= 2). */
+static LLVMMetadataRef loop_followup(cg *g, const char *name, LLVMMetadataRef *props, size_t n)
+{
+	LLVMMetadataRef ops[3];
+	size_t i;
+	ops[0] = LLVMMDStringInContext2(g->C, name, strlen(name));
+	for (i = 0; i < n && i < 2; i++)
+		ops[i + 1] = props[i];
+	return LLVMMDNodeInContext2(g->C, ops, i + 1);
+}
+
+/* Put the vector and unroll_inner options on the back edge br of an
+ * innermost loop (body its body, it its iterator, trips its constant trip
+ * count or 0) as its loop ID: a node whose first operand is itself, built
+ * around a temporary node that is then replaced.  Nothing with both
+ * options auto: LLVM decides, as before the options existed.
+ *
+ * vector=1: llvm.loop.vectorize.width 1, and unroll_inner=U becomes
+ * llvm.loop.unroll.count U (the unroller's factor).  build_module marks the
+ * functions noimplicitfloat, which keeps the loop and SLP vectorisers out
+ * altogether: the SLP vectoriser would pack the scalar copies of unrolled
+ * loops (a register tile's rows) into vectors, and the pass builder's
+ * option to turn it off is overridden by default<O3>.
+ *
+ * Otherwise the loop vectoriser does the work:
+ *   vector=N       llvm.loop.vectorize.enable true and .width N: N lanes,
+ *                  whatever the cost model prefers, where the loop can be
+ *                  vectorised; and llvm.loop.unroll.disable, with followups
+ *                  that give the loops the vectoriser leaves only
+ *                  llvm.loop.isvectorized (and the scalar remainder no
+ *                  runtime unrolling, the vectoriser's default).  LLVM
+ *                  fully unrolls short loops before it vectorises, and
+ *                  the SLP vectoriser then chooses the width (a register
+ *                  tile's row of 4 vectors of 4 lanes became one zmm);
+ *                  after the vectoriser the unroller is free again, which
+ *                  a register tile needs: its vector loop must be fully
+ *                  unrolled to keep the sums in registers.  A loop that
+ *                  cannot be vectorised is then not unrolled at all.  A
+ *                  loop that carries a float reduction which must keep
+ *                  its order gets no width (carries_float_reduction).
+ *   unroll_inner=U llvm.loop.interleave.count U: U vector iterations per
+ *                  trip, each with its own partial sums where a reduction
+ *                  may be reordered.  Without vector=N a short loop may
+ *                  still be fully unrolled first, as by default.
+ * A loop of a known trip count gets no more lanes than it has iterations
+ * (the largest power of two below) and no more vector iterations per trip
+ * than it has vectors (lanes as above, or a register's worth of its widest
+ * element when LLVM chooses): beyond that the vector loop would never run
+ * and every iteration would take the scalar remainder (conv2d 1x16x30x30
+ * with 32 3x3 filters, whose rows of 28 leave partial register tiles of 4
+ * columns: vector=8 unroll_inner=4 0.76 ms unclamped, 0.081 clamped;
+ * vector=16 0.54 and 0.41 ms; defaults 0.21 ms; one thread). */
+/* The interleave count of an innermost loop with unroll_inner=auto: 2
+ * outside register tiles (whose point loops are unrolled by the tile),
+ * LLVM's choice (0) inside.  LLVM picks 4 for most loops here, and 2 is
+ * faster for the row reductions and streams around contractions: one
+ * thread, 4096 x 4096, row max 2.15 -> 1.65 ms, copy 2.92 -> 2.67,
+ * softmax 5.94 -> 5.25-5.57 (the inline exp's 18 constants and the
+ * temporaries of 4 copies do not fit in 32 vector registers: 16 register
+ * copies per 4 vectors); docs/performance.md. */
+static int64_t auto_interleave(cg *g)
+{
+	return g->ordered ? 0 : 2;
+}
+
+static void loop_hints(cg *g, LLVMValueRef br, isl_ast_node *body, isl_id *it, int64_t trips)
+{
+	const tc_poly_opts *o = &g->p->opts;
+	LLVMMetadataRef props[8], after[2], self, id;
+	int64_t width = o->vector, ic = o->unroll_inner;
+	size_t n = 0;
+	if (width > 1 && carries_float_reduction(g, body, it))
+		width = 0; /* LLVM chooses: it keeps the order */
+	if (!ic && o->vector != 1)
+		ic = auto_interleave(g);
+	if (!br || (!width && !ic))
+		return;
+	self = LLVMTemporaryMDNode(g->C, NULL, 0);
+	props[n++] = self;
+	if (o->vector == 1) {
+		props[n++] = loop_prop(g, "llvm.loop.vectorize.width", 1, 0);
+		if (ic)
+			props[n++] = loop_prop(g, "llvm.loop.unroll.count", ic, 0);
+	} else {
+		if (width) {
+			while (trips > 1 && width > trips)
+				width /= 2;
+			props[n++] = loop_prop(g, "llvm.loop.vectorize.enable", 1, 1);
+			props[n++] = loop_prop(g, "llvm.loop.vectorize.width", width, 0);
+		}
+		if (ic) {
+			int64_t vf = width ? width : auto_lanes(g, body);
+			if (trips > 0 && ic > trips / vf)
+				ic = trips / vf > 1 ? trips / vf : 1;
+			props[n++] = loop_prop(g, "llvm.loop.interleave.count", ic, 0);
+		}
+		if (width) {
+			after[0] = loop_prop(g, "llvm.loop.isvectorized", 1, 0);
+			after[1] = loop_flag(g, "llvm.loop.unroll.runtime.disable");
+			props[n++] = loop_flag(g, "llvm.loop.unroll.disable");
+			props[n++] = loop_followup(g, "llvm.loop.vectorize.followup_vectorized", after, 1);
+			props[n++] = loop_followup(g, "llvm.loop.vectorize.followup_epilogue", after, 2);
+		}
+	}
+	id = LLVMMDNodeInContext2(g->C, props, n);
+	LLVMMetadataReplaceAllUsesWith(self, id);
+	LLVMSetMetadata(br, g->md_loop, LLVMMetadataAsValue(g->C, id));
+}
+
+static void for_node(cg *g, isl_ast_node *n)
+{
+	isl_ast_expr *it = isl_ast_node_for_get_iterator(n);
+	isl_id *id = it ? isl_ast_expr_get_id(it) : NULL;
+	isl_ast_expr *init = isl_ast_node_for_get_init(n);
+	isl_ast_node *body = isl_ast_node_for_get_body(n);
+	isl_ast_expr *cond = NULL, *inc = NULL;
+	LLVMValueRef slot, v, c;
+	LLVMBasicBlockRef bcond, bbody, bexit;
+	isl_bool degenerate = isl_ast_node_for_is_degenerate(n);
+
+	if (!id || !init || !body || degenerate < 0) {
+		tc_cg_llvm_fail(g, "malformed for node", NULL);
+		goto done;
+	}
+	if (!room_for_iter(g))
+		goto done;
+	slot = iter_slot(g, isl_id_get_name(id));
+	if (!(v = tc_cg_llvm_as_i64(g, tc_cg_llvm_ast_expr(g, init))))
+		goto done;
+	LLVMBuildStore(g->B, v, slot);
+	g->iters[g->niters].id = id;
+	g->iters[g->niters].slot = slot;
+	g->niters++;
+	if (degenerate) {
+		node(g, body);
+		g->niters--;
+		goto done;
+	}
+	cond = isl_ast_node_for_get_cond(n);
+	inc = isl_ast_node_for_get_inc(n);
+	bcond = tc_cg_llvm_new_block(g, "for.cond");
+	bbody = tc_cg_llvm_new_block(g, "for.body");
+	bexit = tc_cg_llvm_new_block(g, "for.end");
+	LLVMBuildBr(g->B, bcond);
+	LLVMPositionBuilderAtEnd(g->B, bcond);
+	c = cond ? tc_cg_llvm_as_i1(g, tc_cg_llvm_ast_expr(g, cond))
+		 : tc_cg_llvm_fail(g, "malformed for node", NULL);
+	if (c) {
+		LLVMBuildCondBr(g->B, c, bbody, bexit);
+		LLVMPositionBuilderAtEnd(g->B, bbody);
+		node(g, body);
+		v = inc ? tc_cg_llvm_as_i64(g, tc_cg_llvm_ast_expr(g, inc))
+			: tc_cg_llvm_fail(g, "malformed for node", NULL);
+		if (v) {
+			LLVMValueRef latch;
+			v = LLVMBuildNSWAdd(g->B, LLVMBuildLoad2(g->B, g->i64, slot, ""), v, "");
+			LLVMBuildStore(g->B, v, slot);
+			latch = LLVMBuildBr(g->B, bcond);
+			if (is_innermost(body))
+				loop_hints(g, latch, body, id, trip_count(n));
+		}
+		LLVMPositionBuilderAtEnd(g->B, bexit);
+	}
+	g->niters--;
+done:
+	isl_ast_expr_free(cond);
+	isl_ast_expr_free(inc);
+	isl_ast_node_free(body);
+	isl_ast_expr_free(init);
+	isl_id_free(id);
+	isl_ast_expr_free(it);
+}
+
+static void if_node(cg *g, isl_ast_node *n)
+{
+	isl_ast_expr *cond = isl_ast_node_if_get_cond(n);
+	isl_ast_node *then = isl_ast_node_if_get_then_node(n);
+	isl_ast_node *els = isl_ast_node_if_has_else_node(n) == isl_bool_true
+				    ? isl_ast_node_if_get_else_node(n) : NULL;
+	LLVMValueRef c = cond && then ? tc_cg_llvm_as_i1(g, tc_cg_llvm_ast_expr(g, cond))
+				      : tc_cg_llvm_fail(g, "malformed if node", NULL);
+	LLVMBasicBlockRef bthen, belse, bend;
+
+	if (c) {
+		bthen = tc_cg_llvm_new_block(g, "if.then");
+		belse = els ? tc_cg_llvm_new_block(g, "if.else") : NULL;
+		bend = tc_cg_llvm_new_block(g, "if.end");
+		LLVMBuildCondBr(g->B, c, bthen, belse ? belse : bend);
+		LLVMPositionBuilderAtEnd(g->B, bthen);
+		node(g, then);
+		if (!g->failed)
+			LLVMBuildBr(g->B, bend);
+		if (els) {
+			LLVMPositionBuilderAtEnd(g->B, belse);
+			node(g, els);
+			if (!g->failed)
+				LLVMBuildBr(g->B, bend);
+		}
+		LLVMPositionBuilderAtEnd(g->B, bend);
+	}
+	isl_ast_node_free(els);
+	isl_ast_node_free(then);
+	isl_ast_expr_free(cond);
+}
+
+static void add_string_attr(cg *g, LLVMValueRef f, const char *k, const char *v)
+{
+	LLVMAddAttributeAtIndex(f, LLVMAttributeFunctionIndex,
+		LLVMCreateStringAttribute(g->C, k, (unsigned)strlen(k), v, (unsigned)strlen(v)));
+}
+
+/* Pointer k of the tensor array arr (tensors, then the error record and
+ * the pool's parallel_for), loaded with builder b. */
+static LLVMValueRef array_slot(cg *g, LLVMBuilderRef b, LLVMValueRef arr, int k, const char *name)
+{
+	LLVMValueRef ix = tc_cg_llvm_i64c(g, k);
+	return LLVMBuildLoad2(b, g->ptr, LLVMBuildInBoundsGEP2(b, g->ptr, arr, &ix, 1, ""), name);
+}
+
+/* ---- streaming stores ----
+ *
+ * An output written once per element by a single assignment and larger
+ * than STREAM_MIN_BYTES (layer norm's and softmax's results) is stored
+ * with non-temporal stores (vmovntps): they write whole cache lines to
+ * memory without first reading them, a third less memory traffic for a
+ * kernel that reads one array and writes another, and they leave the
+ * caches to the inputs.  x86 has such stores only for aligned vectors,
+ * and LLVM's vectoriser cannot make them from scalar stores, so:
+ * - the kernel tests at run time that every streamed output is 64-byte
+ *   aligned, and runs one of two copies of its loop nest: the plain one,
+ *   or one (g->stream) whose loads of those outputs' pointers carry !align
+ *   64, so that after vectorisation InstCombine knows the vector stores
+ *   to be aligned;
+ * - after the pass pipeline (llvm_jit.c's optimize),
+ *   tc_cg_llvm_mark_streaming_stores() gives every vector store of 64
+ *   bytes or more that is 64-byte aligned and writes a streamed output
+ *   (its alias scope, listed in the module's tc.stream metadata) the
+ *   !nontemporal flag;
+ * - the streaming copy ends with an sfence (non-temporal stores are weakly
+ *   ordered), as does each of its outlined parallel loops. */
+#define STREAM_MIN_BYTES (4 << 20)
+
+static void align_64(cg *g, LLVMValueRef load)
+{
+	LLVMMetadataRef a = LLVMValueAsMetadata(LLVMConstInt(g->i64, 64, 0));
+	LLVMSetMetadata(load, LLVMGetMDKindIDInContext(g->C, "align", 5),
+		LLVMMetadataAsValue(g->C, LLVMMDNodeInContext2(g->C, &a, 1)));
+}
+
+static void sfence(cg *g)
+{
+	tc_cg_llvm_call_intrinsic(g, "llvm.x86.sse.sfence", NULL, 0, NULL, 0);
+}
+
+/* Which tensors get streaming stores (g->streamed); returns how many. */
+static int choose_streamed(cg *g)
+{
+	const tc_ir_func *f = g->p->f;
+	int t, i, n = 0;
+	if (!g->p->opts.stream || !g->p->params || strncmp(g->h->triple, "x86_64", 6))
+		return 0;
+	for (t = f->ninputs; t < f->ninputs + f->noutputs; t++) {
+		int64_t bytes = tc_dtype_size(f->tensors[t].dtype), k, writers = 0, ok = 1;
+		for (k = 0; k < f->tensors[t].ndim; k++)
+			bytes *= g->ext[(size_t)t * TC_MAX_RANK + k];
+		for (i = 0; i < f->nstmts; i++)
+			if (f->stmts[i].tensor == t) {
+				writers++;
+				ok &= f->stmts[i].red == TC_RED_ASSIGN &&
+					f->stmts[i].nvars == f->stmts[i].nlhs;
+			}
+		if (bytes >= STREAM_MIN_BYTES && writers == 1 && ok &&
+			f->tensors[t].dtype != TC_T_BOOL && f->tensors[t].dtype != TC_T_F16) {
+			g->streamed[t] = 1;
+			n++;
+		}
+	}
+	return n;
+}
+
+/* The loop nest twice, behind a test that the streamed outputs are 64-byte
+ * aligned (see above), or once when nothing streams. */
+static void kernel_body(cg *g, isl_ast_node *ast)
+{
+	const tc_ir_func *f = g->p->f;
+	LLVMValueRef aligned = NULL, *plain;
+	LLVMBasicBlockRef bs, bp;
+	LLVMMetadataRef *ops;
+	int t, n = choose_streamed(g);
+	if (!n) {
+		node(g, ast);
+		return;
+	}
+	plain = tc_calloc((size_t)f->ntensors, sizeof(*plain));
+	ops = tc_calloc((size_t)n, sizeof(*ops));
+	if (!plain || !ops) {
+		tc_free(plain);
+		tc_free(ops);
+		tc_cg_llvm_fail(g, "out of memory", NULL);
+		return;
+	}
+	for (t = n = 0; t < f->ntensors; t++)
+		if (g->streamed[t]) {
+			LLVMValueRef low = LLVMBuildAnd(g->B, LLVMBuildPtrToInt(g->B, g->base[t], g->i64, ""),
+				tc_cg_llvm_i64c(g, 63), "");
+			LLVMValueRef ok = LLVMBuildICmp(g->B, LLVMIntEQ, low, tc_cg_llvm_i64c(g, 0), "");
+			aligned = aligned ? LLVMBuildAnd(g->B, aligned, ok, "") : ok;
+			ops[n++] = LLVMValueAsMetadata(g->scope[t]);
+		}
+	LLVMAddNamedMetadataOperand(g->M, "tc.stream",
+		LLVMMetadataAsValue(g->C, LLVMMDNodeInContext2(g->C, ops, (size_t)n)));
+	tc_free(ops);
+	bs = tc_cg_llvm_new_block(g, "stream");
+	bp = tc_cg_llvm_new_block(g, "plain");
+	LLVMBuildCondBr(g->B, aligned, bs, bp);
+	LLVMPositionBuilderAtEnd(g->B, bs);
+	memcpy(plain, g->base, (size_t)f->ntensors * sizeof(*plain));
+	for (t = 0; t < f->ntensors; t++)
+		if (g->streamed[t]) { /* the pointer again, known aligned here */
+			g->base[t] = array_slot(g, g->B, g->tensors, t, f->tensors[t].name);
+			align_64(g, g->base[t]);
+		}
+	g->stream = 1;
+	node(g, ast);
+	g->stream = 0;
+	if (!g->failed) {
+		sfence(g);
+		LLVMBuildRetVoid(g->B);
+	}
+	memcpy(g->base, plain, (size_t)f->ntensors * sizeof(*plain));
+	tc_free(plain);
+	LLVMPositionBuilderAtEnd(g->B, bp);
+	node(g, ast);
+}
+
+/* After optimisation: the non-temporal flag on the aligned vector stores
+ * of streamed outputs (see above). */
+void tc_cg_llvm_mark_streaming_stores(__tc_keep LLVMModuleRef M)
+{
+	LLVMContextRef C = LLVMGetModuleContext(M);
+	unsigned n = LLVMGetNamedMetadataNumOperands(M, "tc.stream"), k, i;
+	unsigned scope_kind = LLVMGetMDKindIDInContext(C, "alias.scope", 11);
+	unsigned nt_kind = LLVMGetMDKindIDInContext(C, "nontemporal", 11);
+	LLVMValueRef lists[1], one, fn, in, nt;
+	LLVMBasicBlockRef bb;
+	LLVMMetadataRef onem;
+	if (n != 1)
+		return;
+	LLVMGetNamedMetadataOperands(M, "tc.stream", lists);
+	one = LLVMConstInt(LLVMInt32TypeInContext(C), 1, 0);
+	onem = LLVMValueAsMetadata(one);
+	nt = LLVMMetadataAsValue(C, LLVMMDNodeInContext2(C, &onem, 1));
+	for (fn = LLVMGetFirstFunction(M); fn; fn = LLVMGetNextFunction(fn))
+		for (bb = LLVMGetFirstBasicBlock(fn); bb; bb = LLVMGetNextBasicBlock(bb))
+			for (in = LLVMGetFirstInstruction(bb); in; in = LLVMGetNextInstruction(in)) {
+				LLVMValueRef scope;
+				LLVMTypeRef ty;
+				if (LLVMGetInstructionOpcode(in) != LLVMStore || LLVMGetAlignment(in) < 64)
+					continue;
+				ty = LLVMTypeOf(LLVMGetOperand(in, 0));
+				if (LLVMGetTypeKind(ty) != LLVMVectorTypeKind ||
+					!(scope = LLVMGetMetadata(in, scope_kind)))
+					continue;
+				k = LLVMGetMDNodeNumOperands(lists[0]);
+				{
+					LLVMValueRef ops[64];
+					if (k > 64)
+						continue;
+					LLVMGetMDNodeOperands(lists[0], ops);
+					for (i = 0; i < k; i++)
+						if (ops[i] == scope)
+							LLVMSetMetadata(in, nt_kind, nt);
+				}
+			}
+}
+
+/* In the entry block (g->A): the data pointer of every tensor and the error
+ * record, from the tensor array argument arg. */
+static void load_pointers(cg *g, LLVMValueRef arg)
+{
+	const tc_ir_func *f = g->p->f;
+	int t;
+	for (t = 0; t < f->ntensors; t++) {
+		g->base[t] = tc_cg_llvm_row_dims(g, t)
+			? tc_cg_llvm_row_buffer(g, t, tc_cg_llvm_row_dims(g, t))
+			: array_slot(g, g->A, arg, t, f->tensors[t].name);
+		if (g->stream && g->streamed[t])
+			align_64(g, g->base[t]);
+	}
+	g->err = array_slot(g, g->A, arg, f->ntensors, "err"); /* after the tensors */
+	g->tensors = arg;
+}
+
+/* A loop under a TC_POLY_MARK_PARALLEL mark: its body becomes a function
+ *     void body(void *const *tensors, int64_t begin, int64_t end, int64_t lo, int64_t step)
+ * running iterations begin..end-1 (iterator lo + k * step), and the loop
+ * becomes a call of the runtime's parallel_for (a pointer in the tensor array
+ * after the error record):
+ *     parallel_for(body, tensors, count, lo, step)
+ * which runs the iterations on its threads.  Only loops with no enclosing
+ * loop are outlined (nothing else to capture); others run sequentially. */
+static int parallel_loop(cg *g, isl_ast_node *n)
+{
+	isl_ast_expr *cond = NULL, *inc = NULL, *init = NULL, *it = NULL, *bound = NULL;
+	isl_ast_node *body = NULL;
+	isl_id *id = NULL;
+	isl_val *stepv = NULL;
+	LLVMValueRef lo, ub, count, pf, args[5], fn, saved_fn, saved_tensors, saved_err;
+	LLVMValueRef *saved_base = NULL, slot, k, v, latch;
+	LLVMBuilderRef saved_A, saved_B;
+	LLVMBasicBlockRef entry, code, bcond, bbody, bexit;
+	LLVMTypeRef params[5], bty, pty;
+	enum isl_ast_expr_op_type op;
+	int64_t step;
+	char name[64];
+	int ok = 0;
+
+	if (g->niters || isl_ast_node_get_type(n) != isl_ast_node_for ||
+		isl_ast_node_for_is_degenerate(n) != isl_bool_false)
+		return 0;
+	cond = isl_ast_node_for_get_cond(n);
+	inc = isl_ast_node_for_get_inc(n);
+	init = isl_ast_node_for_get_init(n);
+	it = isl_ast_node_for_get_iterator(n);
+	body = isl_ast_node_for_get_body(n);
+	id = it ? isl_ast_expr_get_id(it) : NULL;
+	if (!cond || !inc || !init || !id || !body ||
+		isl_ast_expr_get_type(cond) != isl_ast_expr_op ||
+		isl_ast_expr_get_type(inc) != isl_ast_expr_int)
+		goto done;
+	op = isl_ast_expr_op_get_type(cond);
+	if (op != isl_ast_expr_op_le && op != isl_ast_expr_op_lt)
+		goto done;
+	{ /* the condition must be "iterator < bound" or "iterator <= bound" */
+		isl_ast_expr *lhs = isl_ast_expr_op_get_arg(cond, 0);
+		isl_id *lid = lhs && isl_ast_expr_get_type(lhs) == isl_ast_expr_id
+			? isl_ast_expr_get_id(lhs) : NULL;
+		int same = lid == id;
+		isl_id_free(lid);
+		isl_ast_expr_free(lhs);
+		if (!same)
+			goto done;
+	}
+	stepv = isl_ast_expr_get_val(inc);
+	if (!stepv || !isl_val_is_int(stepv) || isl_val_cmp_si(stepv, 1) < 0)
+		goto done;
+	step = isl_val_get_num_si(stepv);
+	bound = isl_ast_expr_op_get_arg(cond, 1);
+	/* in the caller: lo, the last value ub, and the number of iterations */
+	lo = tc_cg_llvm_as_i64(g, tc_cg_llvm_ast_expr(g, init));
+	ub = tc_cg_llvm_as_i64(g, tc_cg_llvm_ast_expr(g, bound));
+	if (!lo || !ub)
+		goto done;
+	if (op == isl_ast_expr_op_lt)
+		ub = LLVMBuildSub(g->B, ub, tc_cg_llvm_i64c(g, 1), "");
+	count = LLVMBuildAdd(g->B, LLVMBuildSDiv(g->B, LLVMBuildSub(g->B, ub, lo, ""),
+		tc_cg_llvm_i64c(g, step), ""), tc_cg_llvm_i64c(g, 1), "");
+	count = LLVMBuildSelect(g->B, LLVMBuildICmp(g->B, LLVMIntSLT, ub, lo, ""),
+		tc_cg_llvm_i64c(g, 0), count, "");
+
+	/* the body function */
+	params[0] = g->ptr;
+	params[1] = params[2] = params[3] = params[4] = g->i64;
+	bty = LLVMFunctionType(g->vd, params, 5, 0);
+	snprintf(name, sizeof(name), "%s.par%d", LLVMGetValueName(g->fn), g->nparallel++);
+	fn = LLVMAddFunction(g->M, name, bty);
+	LLVMSetLinkage(fn, LLVMInternalLinkage);
+	add_string_attr(g, fn, "target-cpu", g->h->cpu);
+	add_string_attr(g, fn, "target-features", g->h->features);
+	tc_cg_llvm_add_fn_attr(g, fn, "nounwind", 0);
+	if (g->p->opts.vector == 1)
+		tc_cg_llvm_add_fn_attr(g, fn, "noimplicitfloat", 0);
+	saved_base = tc_malloc((size_t)(g->p->f->ntensors + 1) * sizeof(LLVMValueRef));
+	if (!saved_base) {
+		tc_cg_llvm_fail(g, "out of memory", NULL);
+		goto done;
+	}
+	memcpy(saved_base, g->base, (size_t)g->p->f->ntensors * sizeof(LLVMValueRef));
+	saved_fn = g->fn;
+	saved_A = g->A;
+	saved_B = g->B;
+	saved_err = g->err;
+	saved_tensors = g->tensors;
+	g->fn = fn;
+	g->A = LLVMCreateBuilderInContext(g->C);
+	g->B = LLVMCreateBuilderInContext(g->C);
+	entry = LLVMAppendBasicBlockInContext(g->C, fn, "entry");
+	code = LLVMAppendBasicBlockInContext(g->C, fn, "code");
+	LLVMPositionBuilderAtEnd(g->A, entry);
+	load_pointers(g, LLVMGetParam(fn, 0));
+	LLVMPositionBuilderAtEnd(g->B, code);
+	/* for (k = begin; k < end; k++) { iterator = lo + k * step; body } */
+	slot = LLVMBuildAlloca(g->A, g->i64, "k");
+	LLVMBuildStore(g->B, LLVMGetParam(fn, 1), slot);
+	room_for_iter(g);
+	bcond = tc_cg_llvm_new_block(g, "par.cond");
+	bbody = tc_cg_llvm_new_block(g, "par.body");
+	bexit = tc_cg_llvm_new_block(g, "par.end");
+	LLVMBuildBr(g->B, bcond);
+	LLVMPositionBuilderAtEnd(g->B, bcond);
+	k = LLVMBuildLoad2(g->B, g->i64, slot, "");
+	LLVMBuildCondBr(g->B, LLVMBuildICmp(g->B, LLVMIntSLT, k, LLVMGetParam(fn, 2), ""), bbody,
+		bexit);
+	LLVMPositionBuilderAtEnd(g->B, bbody);
+	if (!g->failed) {
+		LLVMValueRef itslot = iter_slot(g, isl_id_get_name(id));
+		v = LLVMBuildNSWAdd(g->B, LLVMGetParam(fn, 3),
+			LLVMBuildNSWMul(g->B, k, LLVMGetParam(fn, 4), ""), "");
+		LLVMBuildStore(g->B, v, itslot);
+		g->iters[g->niters].id = id;
+		g->iters[g->niters].slot = itslot;
+		g->niters++;
+		node(g, body);
+		g->niters--;
+		LLVMBuildStore(g->B, LLVMBuildNSWAdd(g->B, k, tc_cg_llvm_i64c(g, 1), ""), slot);
+		latch = LLVMBuildBr(g->B, bcond); /* a chunk: no trip count known */
+		if (is_innermost(body))
+			loop_hints(g, latch, body, id, 0);
+	}
+	LLVMPositionBuilderAtEnd(g->B, bexit);
+	if (g->stream)
+		sfence(g);
+	LLVMBuildRetVoid(g->B);
+	LLVMBuildBr(g->A, code);
+	LLVMDisposeBuilder(g->A);
+	LLVMDisposeBuilder(g->B);
+	g->fn = saved_fn;
+	g->A = saved_A;
+	g->B = saved_B;
+	g->err = saved_err;
+	g->tensors = saved_tensors;
+	memcpy(g->base, saved_base, (size_t)g->p->f->ntensors * sizeof(LLVMValueRef));
+
+	/* the call: parallel_for(body, tensors, count, lo, step) */
+	{
+		LLVMTypeRef pp[5] = {g->ptr, g->ptr, g->i64, g->i64, g->i64};
+		pf = array_slot(g, g->B, g->tensors, g->p->f->ntensors + 1, "parallel_for");
+		pty = LLVMFunctionType(g->vd, pp, 5, 0);
+		args[0] = fn;
+		args[1] = g->tensors;
+		args[2] = count;
+		args[3] = lo;
+		args[4] = tc_cg_llvm_i64c(g, step);
+		LLVMBuildCall2(g->B, pty, pf, args, 5, "");
+	}
+	ok = !g->failed;
+done:
+	tc_free(saved_base);
+	isl_val_free(stepv);
+	isl_ast_expr_free(bound);
+	isl_id_free(id);
+	isl_ast_expr_free(it);
+	isl_ast_expr_free(init);
+	isl_ast_expr_free(inc);
+	isl_ast_expr_free(cond);
+	isl_ast_node_free(body);
+	return ok;
+}
+
+static void node(cg *g, isl_ast_node *n)
+{
+	isl_ast_node_list *list;
+	isl_ast_node *child;
+	const tc_poly_inst *inst;
+	isl_size i, k;
+
+	if (g->failed)
+		return;
+	switch (isl_ast_node_get_type(n)) {
+	case isl_ast_node_for:
+		for_node(g, n);
+		break;
+	case isl_ast_node_if:
+		if_node(g, n);
+		break;
+	case isl_ast_node_block:
+		list = isl_ast_node_block_get_children(n);
+		k = isl_ast_node_list_n_ast_node(list);
+		if (k < 0)
+			tc_cg_llvm_fail(g, "malformed block node", NULL);
+		for (i = 0; i < k && !g->failed; i++) {
+			child = isl_ast_node_list_get_at(list, i);
+			if (child)
+				node(g, child);
+			else
+				tc_cg_llvm_fail(g, "malformed block node", NULL);
+			isl_ast_node_free(child);
+		}
+		isl_ast_node_list_free(list);
+		break;
+	case isl_ast_node_mark: {
+		isl_id *mark = isl_ast_node_mark_get_id(n);
+		int par = mark && !strcmp(isl_id_get_name(mark), TC_POLY_MARK_PARALLEL);
+		int tile = mark && !strcmp(isl_id_get_name(mark), TC_POLY_MARK_REGTILE);
+		isl_id_free(mark);
+		child = isl_ast_node_mark_get_node(n);
+		g->ordered += tile;
+		if (!child)
+			tc_cg_llvm_fail(g, "malformed mark node", NULL);
+		else if (!(par && parallel_loop(g, child)) && !g->failed)
+			node(g, child);
+		g->ordered -= tile;
+		isl_ast_node_free(child);
+		break;
+	}
+	case isl_ast_node_user:
+		inst = tc_poly_node_inst(n);
+		if (inst)
+			tc_cg_llvm_statement(g, inst);
+		else
+			tc_cg_llvm_fail(g, "a statement without its annotation", NULL);
+		break;
+	default:
+		tc_cg_llvm_fail(g, "malformed AST node", NULL);
+		break;
+	}
+}
+
+/* ---- modules ---- */
+
+static void cg_clear(cg *g)
+{
+	if (g->B)
+		LLVMDisposeBuilder(g->B);
+	if (g->A)
+		LLVMDisposeBuilder(g->A);
+	tc_free(g->base);
+	tc_free(g->scope);
+	tc_free(g->noalias);
+	tc_free(g->ext);
+	tc_free(g->streamed);
+	tc_free(g->iters);
+	tc_free(g->sites);
+}
+
+/* LLVM's diagnostics about a module: remarks, notes and warnings are
+ * dropped (a loop whose llvm.loop hints the vectoriser cannot follow makes
+ * it remark and warn, which LLVM would print on stderr for every kernel
+ * compiled); an error is printed as LLVM prints it, but without LLVM's
+ * exit, which a library must not call. */
+static void diag_handler(LLVMDiagnosticInfoRef di, void *unused)
+{
+	char *msg;
+	(void)unused;
+	if (LLVMGetDiagInfoSeverity(di) != LLVMDSError)
+		return;
+	msg = LLVMGetDiagInfoDescription(di);
+	fprintf(stderr, "tcomp: LLVM error: %s\n", msg ? msg : "?");
+	LLVMDisposeMessage(msg);
+}
+
+/* Build the module of p in C with one function fname for the host h and
+ * the data layout of tm, and the sites of its run-time checks (when sites
+ * is not NULL; the caller frees them).  NULL with a message in d on
+ * failure; the caller owns the module (it lives in C). */
+__tc_give LLVMModuleRef tc_cg_llvm_build_module(__tc_keep LLVMContextRef C,
+	__tc_keep const tc_poly *p, const char *fname, __tc_keep const cg_host *h,
+	__tc_keep LLVMTargetMachineRef tm, __tc_keep tc_diags *d, __tc_give tc_cg_site **sites,
+	int *nsites)
+{
+	cg g;
+	LLVMTypeRef fty;
+	LLVMTargetDataRef td;
+	LLVMBasicBlockRef entry, code;
+	LLVMValueRef arg;
+	char *layout, *msg = NULL;
+	const tc_ir_func *f = p->f;
+	int t;
+	unsigned kind;
+
+	memset(&g, 0, sizeof(g));
+	g.p = p;
+	g.d = d;
+	g.C = C;
+	if (!p->ast || !p->params) {
+		tc_error(d, noloc, "%s",
+			"LLVM code generation needs a model built with concrete sizes and its AST");
+		return NULL;
+	}
+	LLVMContextSetDiagnosticHandler(C, diag_handler, NULL);
+	g.M = LLVMModuleCreateWithNameInContext(fname, C);
+	LLVMSetTarget(g.M, h->triple);
+	td = LLVMCreateTargetDataLayout(tm);
+	layout = LLVMCopyStringRepOfTargetData(td);
+	LLVMSetDataLayout(g.M, layout);
+	LLVMDisposeMessage(layout);
+	LLVMDisposeTargetData(td);
+
+	g.i1 = LLVMInt1TypeInContext(C);
+	g.i8 = LLVMInt8TypeInContext(C);
+	g.i16 = LLVMInt16TypeInContext(C);
+	g.i32 = LLVMInt32TypeInContext(C);
+	g.i64 = LLVMInt64TypeInContext(C);
+	g.f16 = LLVMHalfTypeInContext(C);
+	g.f32 = LLVMFloatTypeInContext(C);
+	g.f64 = LLVMDoubleTypeInContext(C);
+	g.ptr = LLVMPointerTypeInContext(C, 0);
+	g.vd = LLVMVoidTypeInContext(C);
+
+	fty = LLVMFunctionType(g.vd, &g.ptr, 1, 0);
+	g.fn = LLVMAddFunction(g.M, fname, fty);
+	add_string_attr(&g, g.fn, "target-cpu", h->cpu);
+	add_string_attr(&g, g.fn, "target-features", h->features);
+	tc_cg_llvm_add_fn_attr(&g, g.fn, "nounwind", 0);
+	if (p->opts.vector == 1)
+		tc_cg_llvm_add_fn_attr(&g, g.fn, "noimplicitfloat", 0);
+	arg = LLVMGetParam(g.fn, 0);
+	LLVMSetValueName2(arg, "tensors", 7);
+	/* the pointer array is only read, and nothing else reaches it */
+	kind = LLVMGetEnumAttributeKindForName("readonly", 8);
+	LLVMAddAttributeAtIndex(g.fn, 1, LLVMCreateEnumAttribute(C, kind, 0));
+	kind = LLVMGetEnumAttributeKindForName("noalias", 7);
+	LLVMAddAttributeAtIndex(g.fn, 1, LLVMCreateEnumAttribute(C, kind, 0));
+	kind = LLVMGetEnumAttributeKindForName("nocapture", 9);
+	LLVMAddAttributeAtIndex(g.fn, 1, LLVMCreateEnumAttribute(C, kind, 0));
+
+	g.base = tc_calloc((size_t)f->ntensors + 1, sizeof(LLVMValueRef));
+	g.scope = tc_calloc((size_t)f->ntensors + 1, sizeof(LLVMValueRef));
+	g.noalias = tc_calloc((size_t)f->ntensors + 1, sizeof(LLVMValueRef));
+	g.ext = tc_calloc((size_t)f->ntensors * TC_MAX_RANK + 1, sizeof(int64_t));
+	g.streamed = tc_calloc((size_t)f->ntensors + 1, 1);
+	if (!g.base || !g.ext || !g.scope || !g.noalias || !g.streamed) {
+		tc_cg_llvm_fail(&g, "out of memory", NULL);
+		goto error;
+	}
+	g.A = LLVMCreateBuilderInContext(C);
+	g.B = LLVMCreateBuilderInContext(C);
+	entry = LLVMAppendBasicBlockInContext(C, g.fn, "entry");
+	code = LLVMAppendBasicBlockInContext(C, g.fn, "code");
+	LLVMPositionBuilderAtEnd(g.A, entry);
+	for (t = 0; t < f->ntensors; t++)
+		if (f->tensors[t].ndim > TC_MAX_RANK ||
+			tc_ir_shape(f, t, p->params, g.ext + (size_t)t * TC_MAX_RANK, d) < 0) {
+			tc_cg_llvm_fail(&g, "cannot compute the shape of ", f->tensors[t].name);
+			goto error;
+		}
+	g.h = h;
+	g.md_loop = LLVMGetMDKindIDInContext(C, "llvm.loop", 9);
+	tc_cg_llvm_alias_scopes(&g);
+	load_pointers(&g, arg);
+	LLVMPositionBuilderAtEnd(g.B, code);
+	kernel_body(&g, p->ast);
+	if (g.failed)
+		goto error;
+	LLVMBuildRetVoid(g.B);
+	LLVMBuildBr(g.A, code);
+	if (LLVMVerifyModule(g.M, LLVMReturnStatusAction, &msg)) {
+		tc_error(d, noloc, "LLVM code generation: internal error, invalid module: %s",
+			msg ? msg : "?");
+		LLVMDisposeMessage(msg);
+		goto error;
+	}
+	LLVMDisposeMessage(msg);
+	if (sites) {
+		*sites = g.sites;
+		*nsites = g.nsites;
+		g.sites = NULL;
+	}
+	cg_clear(&g);
+	return g.M;
+error:
+	cg_clear(&g);
+	LLVMDisposeModule(g.M);
+	return NULL;
+}
