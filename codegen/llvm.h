@@ -38,6 +38,7 @@
 
 #include "../polyhedral/poly.h"
 #include "check.h"
+#include "opts.h"
 
 /* A JIT: the host target machine and an ORC LLJIT instance.  One per
  * tc_context; compiling into it and looking up symbols is thread-safe. */
@@ -50,9 +51,10 @@ typedef void (*tc_cg_fn)(void *const *tensors);
 
 /* The compiled code of one kernel; freeing it removes the code from the JIT. */
 typedef struct tc_cg_code tc_cg_code;
-/* Compile p (built with concrete sizes, scheduled, with its AST). */
+/* Compile p (built with concrete sizes, scheduled, with its AST) with the
+ * options o (NULL: the conservative ones, codegen/opts.h). */
 __tc_give tc_cg_code *tc_cg_llvm_compile(__tc_keep tc_cg_jit *jit, __tc_keep const tc_poly *p,
-	__tc_keep tc_diags *d);
+	__tc_keep const tc_cg_opts *o, __tc_keep tc_diags *d);
 tc_cg_fn tc_cg_code_fn(__tc_keep const tc_cg_code *c);
 
 /* Site number i of c's checks (NULL if there is none). */
@@ -64,8 +66,8 @@ void tc_cg_code_free(__tc_take tc_cg_code *c);
  * before the pass pipeline (tests read the loop metadata there).  No JIT
  * involved. */
 typedef enum tc_cg_text { TC_CG_TEXT_LLVM, TC_CG_TEXT_ASM, TC_CG_TEXT_LLVM_RAW } tc_cg_text;
-__tc_give char *tc_cg_llvm_text(__tc_keep const tc_poly *p, tc_cg_text what,
-	__tc_keep tc_diags *d);
+__tc_give char *tc_cg_llvm_text(__tc_keep const tc_poly *p, __tc_keep const tc_cg_opts *o,
+	tc_cg_text what, __tc_keep tc_diags *d);
 
 /* The host target as "triple;cpu;features": what the JIT compiles for (the
  * kernel cache keys entries by it).  NULL if LLVM cannot describe the host
@@ -74,13 +76,14 @@ __tc_give char *tc_cg_llvm_host_target(void);
 /* The version of the LLVM library in use ("19.1.7") into buf[n]. */
 void tc_cg_llvm_version(char *buf, size_t n);
 
-/* Object code: p (as for tc_cg_llvm_compile) compiled to a relocatable
+/* Object code: p with o (as for tc_cg_llvm_compile) compiled to a relocatable
  * object file for the host with its kernel function named fname (its
  * outlined parallel bodies are local).  Returns the bytes (*size of them;
  * the caller frees them with tc_free) and the run-time check sites (*sites,
  * *nsites; the caller's), or NULL with a message in d.  No JIT involved. */
-__tc_give void *tc_cg_llvm_object(__tc_keep const tc_poly *p, const char *fname, size_t *size,
-	__tc_give tc_cg_site **sites, int *nsites, __tc_keep tc_diags *d);
+__tc_give void *tc_cg_llvm_object(__tc_keep const tc_poly *p, __tc_keep const tc_cg_opts *o,
+	const char *fname, size_t *size, __tc_give tc_cg_site **sites, int *nsites,
+	__tc_keep tc_diags *d);
 /* Load object code made by tc_cg_llvm_object (in this or another process,
  * with the same LLVM and host) into jit, and find fname in it; sites are
  * its checks (taken, even on failure).  NULL with a message in d when the

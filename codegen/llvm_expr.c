@@ -642,9 +642,9 @@ static LLVMValueRef float_arith(cg *g, tc_ir_op op, tc_dtype t, LLVMValueRef a, 
 	 * sums and products (vectorised reductions) and divide by a
 	 * reciprocal (a / b as a * (1 / b), 1 / b hoisted out of loops);
 	 * float16 keeps its exact steps */
-	if (g->p->opts.contract && t != TC_T_F16 && LLVMIsAInstruction(r))
+	if (g->opts.contract && t != TC_T_F16 && LLVMIsAInstruction(r))
 		LLVMSetFastMathFlags(r, (op != TC_OP_DIV ? LLVMFastMathAllowContract : 0) |
-			(g->p->opts.fastmath ? LLVMFastMathAllowReassoc | LLVMFastMathNoSignedZeros |
+			(g->opts.fastmath ? LLVMFastMathAllowReassoc | LLVMFastMathNoSignedZeros |
 				(op == TC_OP_DIV ? LLVMFastMathAllowReciprocal : 0) : 0));
 	return t == TC_T_F16 ? LLVMBuildFPTrunc(g->B, r, g->f16, "") : r;
 }
@@ -694,7 +694,7 @@ static LLVMValueRef minmax(cg *g, tc_dtype t, LLVMValueRef a, LLVMValueRef b, in
 	LLVMValueRef c;
 	if (!a || !b)
 		return NULL;
-	if (tc_dtype_is_float(t) && t != TC_T_F16 && g->p->opts.fastmath)
+	if (tc_dtype_is_float(t) && t != TC_T_F16 && g->opts.fastmath)
 		return nnan_minmax(g, a, b, is_max);
 	if (tc_dtype_is_float(t)) {
 		c = LLVMBuildFCmp(g->B, is_max ? LLVMRealOGE : LLVMRealOLE, a, b, "");
@@ -1198,7 +1198,7 @@ static LLVMValueRef identity(cg *g, tc_red red, tc_dtype t)
 static LLVMValueRef reduce(cg *g, tc_red red, tc_dtype t, LLVMValueRef acc, LLVMValueRef v,
 	int init)
 {
-	int vec = g->p->opts.vecreduce && !g->ordered && (t == TC_T_F32 || t == TC_T_F64);
+	int vec = g->opts.vecreduce && !g->ordered && (t == TC_T_F32 || t == TC_T_F64);
 	LLVMValueRef r;
 	switch (red) {
 	case TC_RED_ADD:
@@ -1209,7 +1209,7 @@ static LLVMValueRef reduce(cg *g, tc_red red, tc_dtype t, LLVMValueRef acc, LLVM
 		return r;
 	case TC_RED_MIN:
 	case TC_RED_MAX:
-		if (!vec || !init || g->p->opts.fastmath || !acc || !v)
+		if (!vec || !init || g->opts.fastmath || !acc || !v)
 			return minmax(g, t, acc, v, red == TC_RED_MAX);
 		return nnan_minmax(g, acc, LLVMBuildSelect(g->B, LLVMBuildFCmp(g->B, LLVMRealUNO, v, v, ""),
 			identity(g, red, t), v, ""), red == TC_RED_MAX);

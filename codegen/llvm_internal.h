@@ -61,6 +61,7 @@ typedef struct cg_iter {
  * message is in d, and every function returns at once. */
 typedef struct cg {
 	const tc_poly *p;
+	tc_cg_opts opts; /* the code-generation options (codegen/opts.h) */
 	tc_diags *d;
 	int failed;
 	LLVMContextRef C;
@@ -148,7 +149,8 @@ void tc_cg_llvm_statement(__tc_keep cg *g, __tc_keep const tc_poly_inst *inst);
  * is not NULL; the caller frees them).  NULL with a message in d on
  * failure; the caller owns the module (it lives in C). */
 __tc_give LLVMModuleRef tc_cg_llvm_build_module(__tc_keep LLVMContextRef C,
-	__tc_keep const tc_poly *p, const char *fname, __tc_keep const cg_host *h,
+	__tc_keep const tc_poly *p, __tc_keep const tc_cg_opts *o, const char *fname,
+	__tc_keep const cg_host *h,
 	__tc_keep LLVMTargetMachineRef tm, __tc_keep tc_diags *d, __tc_give tc_cg_site **sites,
 	int *nsites);
 

@@ -338,7 +338,7 @@ static tc_cg_code *jit_finish(tc_cg_jit *jit, tc_cg_code *code, LLVMErrorRef err
  * look up its function.  NULL with a message in d on failure.  The caller
  * owns the result, which must be freed before the JIT. */
 __tc_give tc_cg_code *tc_cg_llvm_compile(__tc_keep tc_cg_jit *jit, __tc_keep const tc_poly *p,
-	__tc_keep tc_diags *d)
+	__tc_keep const tc_cg_opts *o, __tc_keep tc_diags *d)
 {
 	LLVMOrcThreadSafeContextRef tsc;
 	LLVMOrcThreadSafeModuleRef tsm;
@@ -362,7 +362,7 @@ __tc_give tc_cg_code *tc_cg_llvm_compile(__tc_keep tc_cg_jit *jit, __tc_keep con
 	kernel_name(name, sizeof(name), p, k);
 
 	tsc = LLVMOrcCreateNewThreadSafeContext();
-	M = tc_cg_llvm_build_module(LLVMOrcThreadSafeContextGetContext(tsc), p, name, &jit->h,
+	M = tc_cg_llvm_build_module(LLVMOrcThreadSafeContextGetContext(tsc), p, o, name, &jit->h,
 		jit->tm, d, &code->sites, &code->nsites);
 	if (!M) {
 		LLVMOrcDisposeThreadSafeContext(tsc);
@@ -417,7 +417,8 @@ void tc_cg_code_free(__tc_take tc_cg_code *c)
 /* The LLVM IR (optimised or not) or host assembly of p as text (see
  * llvm.h), from a private context and target machine.  NULL with a message
  * in d on failure; the caller owns the string. */
-__tc_give char *tc_cg_llvm_text(__tc_keep const tc_poly *p, tc_cg_text what, __tc_keep tc_diags *d)
+__tc_give char *tc_cg_llvm_text(__tc_keep const tc_poly *p, __tc_keep const tc_cg_opts *o,
+	tc_cg_text what, __tc_keep tc_diags *d)
 {
 	cg_host h;
 	LLVMTargetMachineRef tm = NULL;
@@ -432,7 +433,7 @@ __tc_give char *tc_cg_llvm_text(__tc_keep const tc_poly *p, tc_cg_text what, __t
 		goto done;
 	C = LLVMContextCreate();
 	kernel_name(name, sizeof(name), p, 0);
-	if (!(M = tc_cg_llvm_build_module(C, p, name, &h, tm, d, NULL, NULL)) ||
+	if (!(M = tc_cg_llvm_build_module(C, p, o, name, &h, tm, d, NULL, NULL)) ||
 		(what != TC_CG_TEXT_LLVM_RAW && optimize(M, tm, d) < 0))
 		goto done;
 	if (what != TC_CG_TEXT_ASM) {
@@ -494,8 +495,9 @@ void tc_cg_llvm_version(char *buf, size_t n)
  * the same module and optimisation as tc_cg_llvm_compile, emitted with a
  * position-independent small-code-model target machine so that the JIT's
  * linker can place it anywhere. */
-__tc_give void *tc_cg_llvm_object(__tc_keep const tc_poly *p, const char *fname, size_t *size,
-	__tc_give tc_cg_site **sites, int *nsites, __tc_keep tc_diags *d)
+__tc_give void *tc_cg_llvm_object(__tc_keep const tc_poly *p, __tc_keep const tc_cg_opts *o,
+	const char *fname, size_t *size, __tc_give tc_cg_site **sites, int *nsites,
+	__tc_keep tc_diags *d)
 {
 	cg_host h;
 	LLVMTargetMachineRef tm = NULL;
@@ -518,7 +520,7 @@ __tc_give void *tc_cg_llvm_object(__tc_keep const tc_poly *p, const char *fname,
 		goto done;
 	}
 	C = LLVMContextCreate();
-	if (!(M = tc_cg_llvm_build_module(C, p, fname, &h, tm, d, sites, nsites)) ||
+	if (!(M = tc_cg_llvm_build_module(C, p, o, fname, &h, tm, d, sites, nsites)) ||
 		optimize(M, tm, d) < 0)
 		goto done;
 	if (LLVMTargetMachineEmitToMemoryBuffer(tm, M, LLVMObjectFile, &msg, &buf)) {

@@ -207,9 +207,9 @@ static int reorderable(cg *g, const tc_poly_stmt *st, int ordered)
 	tc_dtype t = g->p->f->tensors[st->ir->tensor].dtype;
 	if (t != TC_T_F32 && t != TC_T_F64)
 		return 0;
-	if (g->p->opts.fastmath)
+	if (g->opts.fastmath)
 		return 1;
-	return g->p->opts.vecreduce && !ordered &&
+	return g->opts.vecreduce && !ordered &&
 		(st->ir->red == TC_RED_ADD || st->ir->red == TC_RED_MUL || st->ir->init);
 }
 
@@ -337,7 +337,7 @@ static int64_t auto_interleave(cg *g)
 
 static void loop_hints(cg *g, LLVMValueRef br, isl_ast_node *body, isl_id *it, int64_t trips)
 {
-	const tc_poly_opts *o = &g->p->opts;
+	const tc_cg_opts *o = &g->opts;
 	LLVMMetadataRef props[8], after[2], self, id;
 	int64_t width = o->vector, ic = o->unroll_inner;
 	size_t n = 0;
@@ -529,7 +529,7 @@ static int choose_streamed(cg *g)
 {
 	const tc_ir_func *f = g->p->f;
 	int t, i, n = 0;
-	if (!g->p->opts.stream || !g->p->params || strncmp(g->h->triple, "x86_64", 6))
+	if (!g->opts.stream || !g->p->params || strncmp(g->h->triple, "x86_64", 6))
 		return 0;
 	for (t = f->ninputs; t < f->ninputs + f->noutputs; t++) {
 		int64_t bytes = tc_dtype_size(f->tensors[t].dtype), k, writers = 0, ok = 1;
@@ -740,7 +740,7 @@ static int parallel_loop(cg *g, isl_ast_node *n)
 	add_string_attr(g, fn, "target-cpu", g->h->cpu);
 	add_string_attr(g, fn, "target-features", g->h->features);
 	tc_cg_llvm_add_fn_attr(g, fn, "nounwind", 0);
-	if (g->p->opts.vector == 1)
+	if (g->opts.vector == 1)
 		tc_cg_llvm_add_fn_attr(g, fn, "noimplicitfloat", 0);
 	saved_base = tc_malloc((size_t)(g->p->f->ntensors + 1) * sizeof(LLVMValueRef));
 	if (!saved_base) {
@@ -926,7 +926,8 @@ static void diag_handler(LLVMDiagnosticInfoRef di, void *unused)
  * is not NULL; the caller frees them).  NULL with a message in d on
  * failure; the caller owns the module (it lives in C). */
 __tc_give LLVMModuleRef tc_cg_llvm_build_module(__tc_keep LLVMContextRef C,
-	__tc_keep const tc_poly *p, const char *fname, __tc_keep const cg_host *h,
+	__tc_keep const tc_poly *p, __tc_keep const tc_cg_opts *o, const char *fname,
+	__tc_keep const cg_host *h,
 	__tc_keep LLVMTargetMachineRef tm, __tc_keep tc_diags *d, __tc_give tc_cg_site **sites,
 	int *nsites)
 {
@@ -942,6 +943,8 @@ __tc_give LLVMModuleRef tc_cg_llvm_build_module(__tc_keep LLVMContextRef C,
 
 	memset(&g, 0, sizeof(g));
 	g.p = p;
+	if (o)
+		g.opts = *o;
 	g.d = d;
 	g.C = C;
 	if (!p->ast || !p->params) {
@@ -974,7 +977,7 @@ __tc_give LLVMModuleRef tc_cg_llvm_build_module(__tc_keep LLVMContextRef C,
 	add_string_attr(&g, g.fn, "target-cpu", h->cpu);
 	add_string_attr(&g, g.fn, "target-features", h->features);
 	tc_cg_llvm_add_fn_attr(&g, g.fn, "nounwind", 0);
-	if (p->opts.vector == 1)
+	if (g.opts.vector == 1)
 		tc_cg_llvm_add_fn_attr(&g, g.fn, "noimplicitfloat", 0);
 	arg = LLVMGetParam(g.fn, 0);
 	LLVMSetValueName2(arg, "tensors", 7);

@@ -99,15 +99,14 @@ static void state_free(__tc_take void *state)
 static tc_stat compile(__tc_keep void *state, __tc_keep tc_rt_compiled *c,
 	__tc_keep const tc_poly *p, __tc_keep tc_diags *d)
 {
-	c->code = tc_cg_llvm_compile(state, p, d);
+	c->code = tc_cg_llvm_compile(state, p, &c->opts.cg, d);
 	return c->code ? TC_OK : TC_ERR;
 }
 
 static tc_stat object(__tc_keep tc_rt_compiled *c, __tc_keep const tc_poly *p,
 	__tc_keep tc_rt_object *o, __tc_keep tc_diags *d)
 {
-	(void)c;
-	o->code = tc_cg_llvm_object(p, o->symbol, &o->size, &o->sites, &o->nsites, d);
+	o->code = tc_cg_llvm_object(p, &c->opts.cg, o->symbol, &o->size, &o->sites, &o->nsites, d);
 	return o->code ? TC_OK : TC_ERR;
 }
 
@@ -167,8 +166,8 @@ static const char *const stages[] = {"llvm", "asm", NULL};
 static __tc_give char *emit(__tc_keep const tc_poly *p, __tc_keep const tc_rt_opts *o,
 	const char *stage, __tc_keep tc_diags *d)
 {
-	(void)o;
-	return tc_cg_llvm_text(p, !strcmp(stage, "llvm") ? TC_CG_TEXT_LLVM : TC_CG_TEXT_ASM, d);
+	return tc_cg_llvm_text(p, o ? &o->cg : NULL,
+		!strcmp(stage, "llvm") ? TC_CG_TEXT_LLVM : TC_CG_TEXT_ASM, d);
 }
 
 const tc_rt_backend tc_rt_backend_cpu = {

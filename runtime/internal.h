@@ -14,6 +14,7 @@
 #include "tcomp.h"
 
 #include "../codegen/check.h"
+#include "../codegen/opts.h"
 #include "../ir/ir.h"
 #include "../ir/target.h"
 #include "../lang/ast.h"
@@ -40,6 +41,7 @@ typedef struct tc_rt_opts {
 	int inline_temps;    /* inline=on: ir/inline.c */
 	int pack;            /* pack=on: ir/pack.c */
 	tc_poly_opts sched;  /* the schedule passes' settings */
+	tc_cg_opts cg;       /* the code generators' settings */
 } tc_rt_opts;
 
 /* The most backends the table holds (runtime/backend.c). */

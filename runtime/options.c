@@ -583,6 +583,12 @@ void tc_rt_opts_decode(__tc_keep const tc_options *o, __tc_keep tc_rt_opts *out)
 	out->inline_temps = !strcmp(tc_options_get(o, "inline"), "on");
 	out->pack = !strcmp(tc_options_get(o, "pack"), "on");
 	poly_opts(o, &out->sched);
+	out->cg.fastmath = strcmp(tc_options_get(o, "fastmath"), "on") == 0;
+	out->cg.contract = out->cg.fastmath || strcmp(tc_options_get(o, "contract"), "on") == 0;
+	out->cg.vecreduce = out->cg.fastmath || strcmp(tc_options_get(o, "vecreduce"), "off") != 0;
+	out->cg.stream = strcmp(tc_options_get(o, "stream"), "off") != 0;
+	out->cg.vector = count_or_auto(o, "vector");
+	out->cg.unroll_inner = count_or_auto(o, "unroll_inner");
 }
 
 /* ---- the table, row by row ---- */

@@ -400,7 +400,7 @@ static tc_cg_code *run_compile(run *r, isl_ctx *ctx)
 	p = pipeline(ctx, r->k.f, r->params, &d);
 	if (!p)
 		fail_diags(&d, "the polyhedral pipeline");
-	code = tc_cg_llvm_compile(jit, p, &d);
+	code = tc_cg_llvm_compile(jit, p, NULL, &d);
 	if (!code)
 		fail_diags(&d, "tc_cg_llvm_compile");
 	tc_poly_free(p);
@@ -966,8 +966,8 @@ static void test_text_stages(void **state)
 	assert_int_equal(tc_ir_bind(k.f, in, 2, params, &d), 0);
 	p = pipeline(ctx, k.f, params, &d);
 	assert_non_null(p);
-	ir = tc_cg_llvm_text(p, TC_CG_TEXT_LLVM, &d);
-	as = tc_cg_llvm_text(p, TC_CG_TEXT_ASM, &d);
+	ir = tc_cg_llvm_text(p, NULL, TC_CG_TEXT_LLVM, &d);
+	as = tc_cg_llvm_text(p, NULL, TC_CG_TEXT_ASM, &d);
 	if (!ir || !as)
 		fail_diags(&d, "tc_cg_llvm_text");
 	assert_non_null(strstr(ir, "\"target-cpu\""));
@@ -1006,6 +1006,7 @@ static char *loop_ir(const char *text, tc_dtype t, int vector, int unroll, int f
 	int64_t params[4];
 	tc_diags d;
 	isl_ctx *ctx = tc_poly_ctx_new();
+	tc_cg_opts o;
 	tc_poly *p;
 	char *ir;
 	kernel_load(&k, text, "k");
@@ -1018,11 +1019,12 @@ static char *loop_ir(const char *text, tc_dtype t, int vector, int unroll, int f
 	assert_int_equal(tc_ir_bind(k.f, in, 1, params, &d), 0);
 	p = pipeline(ctx, k.f, params, &d);
 	assert_non_null(p);
-	p->opts.vector = vector;
-	p->opts.unroll_inner = unroll;
-	p->opts.fastmath = fastmath == 1;
-	p->opts.vecreduce = fastmath != 0;
-	ir = tc_cg_llvm_text(p, TC_CG_TEXT_LLVM_RAW, &d);
+	memset(&o, 0, sizeof(o));
+	o.vector = vector;
+	o.unroll_inner = unroll;
+	o.fastmath = fastmath == 1;
+	o.vecreduce = fastmath != 0;
+	ir = tc_cg_llvm_text(p, &o, TC_CG_TEXT_LLVM_RAW, &d);
 	if (!ir)
 		fail_diags(&d, "tc_cg_llvm_text");
 	tc_poly_free(p);
@@ -1146,7 +1148,7 @@ static void test_code_lifetime_and_errors(void **state)
 	tc_diags_init(&d, NULL);
 	p = pipeline(ctx, r.k.f, NULL, &d);
 	assert_non_null(p);
-	assert_null(tc_cg_llvm_compile(jit, p, &d));
+	assert_null(tc_cg_llvm_compile(jit, p, NULL, &d));
 	assert_true(d.nerrors > 0);
 	tc_poly_free(p);
 	tc_diags_clear(&d);
@@ -1175,7 +1177,7 @@ static void *compile_thread(void *arg)
 		run_setup(&r, matmul_text, "matmul", shapes, FILL_NICE, NULL, (uint64_t)job->seed * 10 + i);
 		tc_diags_init(&d, NULL);
 		p = pipeline(ctx, r.k.f, r.params, &d);
-		code = p ? tc_cg_llvm_compile(jit, p, &d) : NULL;
+		code = p ? tc_cg_llvm_compile(jit, p, NULL, &d) : NULL;
 		if (!code) {
 			job->bad++;
 		} else {

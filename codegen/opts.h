@@ -1,0 +1,25 @@
+/* The options code generators read: the backend half of the option table
+ * (runtime/options.c decodes the user's options into it; the schedule
+ * passes read theirs from tc_poly_opts).  How arithmetic may be rewritten
+ * and how loops are vectorised.
+ *
+ * All zeroes (also what a NULL pointer to it means) are the conservative
+ * settings: no FMA contraction, no fast-math, float reductions in the
+ * interpreter's order, no streaming stores, the backend's own vector widths
+ * and unroll counts. */
+#ifndef TC_CG_OPTS_H
+#define TC_CG_OPTS_H
+
+typedef struct tc_cg_opts {
+	int contract;     /* float32/float64 multiplies and adds may fuse (FMA) */
+	int fastmath;     /* ... and reassociate; min/max assume no NaN; arcp */
+	int vecreduce;    /* float reductions outside register tiles may run as
+			   * vector partial results (any order) */
+	int stream;       /* non-temporal stores for large outputs written once */
+	int vector;       /* lanes of the innermost loops' vectors; 0: the
+			   * backend chooses, 1: no vector instructions */
+	int unroll_inner; /* vector iterations per trip of the innermost loops;
+			   * 0: the backend chooses */
+} tc_cg_opts;
+
+#endif
