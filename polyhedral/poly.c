@@ -609,6 +609,10 @@ static isl_schedule *compute_schedule(tc_poly *p, isl_schedule_constraints *sc)
 	return s;
 }
 
+const tc_poly_pass tc_poly_default_passes[] = {tc_poly_pass_merge, tc_poly_pass_order,
+	tc_poly_pass_interchange, tc_poly_pass_tile, tc_poly_pass_regtile, tc_poly_pass_parallel};
+const int tc_poly_ndefault_passes = 6;
+
 tc_stat tc_poly_schedule(tc_poly *p, const tc_poly_pass *passes, int npasses, tc_diags *d)
 {
 	isl_schedule_constraints *sc;
@@ -636,7 +640,7 @@ tc_stat tc_poly_schedule(tc_poly *p, const tc_poly_pass *passes, int npasses, tc
 	sc = isl_schedule_constraints_set_coincidence(sc, isl_union_map_copy(deps));
 	isl_schedule_free(p->schedule);
 	p->schedule = compute_schedule(p, sc);
-	/* a repair of the scheduler's tree (passes.c) */
+	/* a repair of the scheduler's tree (repair.c) */
 	if (p->schedule && p->opts.fusion == TC_POLY_FUSE_MAX)
 		p->schedule = tc_poly_fuse_nests(p->schedule, deps);
 	isl_union_map_free(deps);

@@ -148,7 +148,7 @@ int tc_poly_is_pack(__tc_keep const tc_poly *p, __tc_keep isl_union_set *instanc
  * with a message in d.  Passes run in order after the isl scheduler. */
 typedef tc_stat (*tc_poly_pass)(tc_poly *p, tc_diags *d);
 
-/* Passes (polyhedral/passes.c). */
+/* Passes (merge.c, order.c, tile.c, regtile.c, parallel.c). */
 /* Merge a band with the chain of bands below it when a reduction over
  * several indices split them (conv2d), so that a parallel member can move
  * below the reduction members; sets p->merged (tc_poly_schedule then checks
@@ -199,7 +199,7 @@ int tc_poly_schedule_legal(__tc_keep tc_poly *p, __tc_keep isl_schedule *s);
 /* The same against the dependences deps. */
 int tc_poly_schedule_legal_for(__tc_keep isl_schedule *s, __tc_keep isl_union_map *deps);
 
-/* Repairs of the isl scheduler's tree s (passes.c), each kept only when
+/* Repairs of the isl scheduler's tree s (repair.c), each kept only when
  * the result orders every dependence of deps: tc_poly_fuse_nests (on the
  * scheduler's own tree, before the passes) puts nests whose outermost
  * loops are parallel and carry no dependence between them under one such
