@@ -12,7 +12,7 @@
  * Uses the model (poly.h) and the band helpers (band.h); must not know the
  * other passes or the order they run in. */
 #include "band.h"
-#include "poly.h"
+#include "passes.h"
 
 #include <isl/schedule_node.h>
 

@@ -17,7 +17,7 @@
  * Uses the model's queries (poly.h) and the band helpers (band.h); must not
  * know the other passes or the order they run in (schedule.c). */
 #include "band.h"
-#include "poly.h"
+#include "passes.h"
 
 #include "../lang/sexpr.h"
 

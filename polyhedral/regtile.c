@@ -13,7 +13,7 @@
  * (poly.h) and the band helpers (band.h); must not know the other passes or
  * the order they run in (schedule.c). */
 #include "band.h"
-#include "poly.h"
+#include "passes.h"
 
 #include <isl/id.h>
 #include <isl/map.h>

@@ -16,7 +16,7 @@
  * Both work on a schedule and a set of dependences alone: they use the
  * model's legality check (poly.h) and must not know the model's options,
  * the passes or when the driver (schedule.c) runs them. */
-#include "poly.h"
+#include "passes.h"
 
 #include <isl/aff.h>
 #include <isl/schedule_node.h>

@@ -10,7 +10,7 @@
  * (band.h); must not know the other passes or the order they run in
  * (schedule.c). */
 #include "band.h"
-#include "poly.h"
+#include "passes.h"
 
 #include <isl/schedule_node.h>
 #include <isl/val.h>

@@ -11,6 +11,7 @@
 #include "internal.h"
 
 #include "../codegen/c.h"
+#include "../polyhedral/passes.h"
 #include "options.h"
 #include "tensor.h"
 
@@ -498,7 +499,7 @@ char *tc_rt_emit_poly(tc_module *m, const tc_ir_func *f, const int64_t *params,
 	p = tc_poly_build(ctx, f, params, &d);
 	if (p && popts)
 		p->opts = *popts;
-	if (p && tc_poly_schedule(p, tc_poly_default_passes, tc_poly_ndefault_passes, &d) == 0) {
+	if (p && tc_poly_schedule_cpu(p, &d) == 0) {
 		if (!strcmp(stage, "schedule"))
 			text = tc_poly_schedule_str(p);
 		else if (tc_poly_ast(p, &d) == 0)

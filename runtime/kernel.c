@@ -13,6 +13,7 @@
 #include "internal.h"
 
 #include "../ir/interp.h"
+#include "../polyhedral/passes.h"
 #include "options.h"
 #include "pool.h"
 #include "tensor.h"
@@ -189,7 +190,7 @@ static int compile_cpu(tc_module *m, tc_rt_compiled *c, tc_diags *d, const tc_rt
 	p = tc_poly_build(ictx, c->cf, c->params, d);
 	if (p)
 		p->opts = c->popts;
-	if (!p || tc_poly_schedule(p, tc_poly_default_passes, tc_poly_ndefault_passes, d) < 0 ||
+	if (!p || tc_poly_schedule_cpu(p, d) < 0 ||
 		tc_poly_ast(p, d) < 0)
 		goto done;
 	if (obj_out) {
