@@ -5,7 +5,7 @@
  * members (tc_poly_band_permute), recognising a contraction band
  * (tc_poly_contraction_band), finding the first permutable band
  * (tc_poly_first_band) and walking the tree with the passes' error message
- * (tc_poly_walk_schedule, tc_poly_walk_failed).
+ * (tc_poly_walk_schedule, tc_poly_walk_schedule_legal, tc_poly_walk_failed).
  *
  * Uses the model's queries (poly.h) only: it must not know any pass, their
  * order or the driver (schedule.c). */
@@ -261,9 +261,8 @@ tc_stat tc_poly_walk_failed(tc_poly *p, tc_diags *d, const char *what)
 	return TC_ERR;
 }
 
-tc_stat tc_poly_walk_schedule(tc_poly *p, tc_diags *d,
-	isl_schedule_node *(*walk)(isl_schedule_node *node, const tc_poly *p, int *flag),
-	const char *what, int *flag)
+tc_stat tc_poly_walk_schedule(tc_poly *p, tc_diags *d, tc_poly_walk_fn walk, const char *what,
+	int *flag)
 {
 	isl_schedule_node *node;
 	*flag = 0;
@@ -272,4 +271,22 @@ tc_stat tc_poly_walk_schedule(tc_poly *p, tc_diags *d,
 	p->schedule = node ? isl_schedule_node_get_schedule(node) : NULL;
 	isl_schedule_node_free(node);
 	return p->schedule ? TC_OK : tc_poly_walk_failed(p, d, what);
+}
+
+tc_stat tc_poly_walk_schedule_legal(tc_poly *p, tc_diags *d, tc_poly_walk_fn walk,
+	const char *what, const char *check)
+{
+	isl_schedule *before = isl_schedule_copy(p->schedule);
+	int changed, legal;
+	if (tc_poly_walk_schedule(p, d, walk, what, &changed) < 0) {
+		isl_schedule_free(before);
+		return TC_ERR;
+	}
+	legal = changed ? tc_poly_schedule_legal(p, p->schedule) : 1;
+	if (legal == 0) {
+		isl_schedule_free(p->schedule);
+		p->schedule = isl_schedule_copy(before);
+	}
+	isl_schedule_free(before);
+	return legal < 0 ? tc_poly_walk_failed(p, d, check) : TC_OK;
 }

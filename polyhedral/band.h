@@ -71,11 +71,23 @@ __tc_give isl_schedule_node *tc_poly_first_band(__tc_take isl_schedule_node *nod
  * in d; returns TC_ERR. */
 tc_stat tc_poly_walk_failed(__tc_keep tc_poly *p, __tc_keep tc_diags *d, const char *what);
 
+/* A walk of the schedule tree from node (taken), returning the node it
+ * ends on (the same position); sets *flag as its pass says. */
+typedef isl_schedule_node *(*tc_poly_walk_fn)(__tc_take isl_schedule_node *node,
+	__tc_keep const tc_poly *p, int *flag);
+
 /* Apply walk to p->schedule from its root, with *flag (cleared first) for
  * the walk to set, and make the result p->schedule; what names the work in
  * the error message when isl fails. */
-tc_stat tc_poly_walk_schedule(__tc_keep tc_poly *p, __tc_keep tc_diags *d,
-	isl_schedule_node *(*walk)(isl_schedule_node *node, const tc_poly *p, int *flag),
+tc_stat tc_poly_walk_schedule(__tc_keep tc_poly *p, __tc_keep tc_diags *d, tc_poly_walk_fn walk,
 	const char *what, int *flag);
+
+/* tc_poly_walk_schedule, kept only when the result still orders every
+ * dependence: the walk sets its flag when it changed something that may
+ * break one (the check costs compile time, so only then), and a schedule
+ * that breaks one goes back to what it was.  check names the check in the
+ * error message when isl fails. */
+tc_stat tc_poly_walk_schedule_legal(__tc_keep tc_poly *p, __tc_keep tc_diags *d,
+	tc_poly_walk_fn walk, const char *what, const char *check);
 
 #endif

@@ -256,21 +256,8 @@ static isl_schedule_node *interchange_first_band(isl_schedule_node *node, const 
  * check costs compile time, so it runs only when a band changed. */
 tc_stat tc_poly_pass_interchange(tc_poly *p, tc_diags *d)
 {
-	isl_schedule *before;
-	int changed, legal;
 	if (!p->opts.ninterchange)
 		return TC_OK;
-	before = isl_schedule_copy(p->schedule);
-	if (tc_poly_walk_schedule(p, d, interchange_first_band, "interchange a band",
-		&changed) < 0) {
-		isl_schedule_free(before);
-		return TC_ERR;
-	}
-	legal = changed ? tc_poly_schedule_legal(p, p->schedule) : 1;
-	if (legal == 0) {
-		isl_schedule_free(p->schedule);
-		p->schedule = isl_schedule_copy(before);
-	}
-	isl_schedule_free(before);
-	return legal < 0 ? tc_poly_walk_failed(p, d, "check an interchange") : TC_OK;
+	return tc_poly_walk_schedule_legal(p, d, interchange_first_band, "interchange a band",
+		"check an interchange");
 }

@@ -307,28 +307,16 @@ static isl_schedule_node *regtile_walk(isl_schedule_node *node, const tc_poly *p
 	return node;
 }
 
+/* Running each element's init before its reduction is what TC's
+ * semantics say; an epilogue (statements after the reduction in the same
+ * band) moved after the tile's reduction is checked against the
+ * dependences (the check costs compile time, so only then: regtile_walk's
+ * flag), and a kernel it would break keeps the schedule it had. */
 tc_stat tc_poly_pass_regtile(tc_poly *p, tc_diags *d)
 {
-	isl_schedule *before;
-	int legal, moved;
 	if (!p->opts.nregtile && !p->opts.regtile_auto)
 		return TC_OK;
-	before = isl_schedule_copy(p->schedule);
-	if (tc_poly_walk_schedule(p, d, regtile_walk, "tile for registers", &moved) < 0) {
-		isl_schedule_free(before);
-		return TC_ERR;
-	}
-	/* Running each element's init before its reduction is what TC's
-	 * semantics say; an epilogue (statements after the reduction in the
-	 * same band) moved after the tile's reduction is checked against the
-	 * dependences (the check costs compile time, so only then), and a
-	 * kernel it would break keeps the schedule it had. */
-	legal = moved ? tc_poly_schedule_legal(p, p->schedule) : 1;
-	if (legal == 0) {
-		isl_schedule_free(p->schedule);
-		p->schedule = isl_schedule_copy(before);
-	}
-	isl_schedule_free(before);
-	return legal < 0 ? tc_poly_walk_failed(p, d, "check a register tiling") : TC_OK;
+	return tc_poly_walk_schedule_legal(p, d, regtile_walk, "tile for registers",
+		"check a register tiling");
 }
 
