@@ -9,8 +9,13 @@
  * list without the transformations), when each repair runs (fusing nests
  * only under fusion max, on the scheduler's own tree; hoisting after the
  * passes), and the restart without merging when a merged band chain broke
- * a dependence.  Uses everything in polyhedral/; nothing in polyhedral/
- * uses it.  A GPU backend supplies its own list to tc_poly_schedule. */
+ * a dependence.  Entry points (passes.h): tc_poly_schedule,
+ * tc_poly_schedule_cpu, tc_poly_pass_names, tc_poly_cpu_passes,
+ * tc_poly_plain_passes.
+ *
+ * Uses everything in polyhedral/ through its entry points; nothing in
+ * polyhedral/ uses it.  Must not know the passes' internals, the backends
+ * or the runtime: a GPU backend supplies its own list to tc_poly_schedule. */
 #include "passes.h"
 
 #include <isl/aff.h>
