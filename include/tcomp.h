@@ -105,9 +105,13 @@ const char *tc_module_tensor_name(tc_module *m, const char *entry, int i);
 char *tc_module_signature(tc_module *m, const char *entry);
 /* Text of a compilation stage of entry, for any sizes: "syntax" (the
  * checked syntax tree), "ir" (tensor IR), "canonical" (renamed text),
- * "schedule" (isl schedule tree), "ast" (isl AST: the loop nest), "c"
- * (readable C).  "llvm" and "asm" need shapes: tc_kernel_emit.  NULL with an
- * error for an unknown entry or stage. */
+ * "schedule" (isl schedule tree), "schedule:PASS" (the tree after the
+ * schedule pass named PASS: scheduler, fuse-nests, pack, merge, order,
+ * interchange, tile, regtile, parallel, check, hoist, mark, rowbuf),
+ * "schedule:all" (the tree after every pass in turn, each under a line
+ * "# after PASS"), "ast" (isl AST: the loop nest), "c" (readable C).
+ * "llvm" and "asm" need shapes: tc_kernel_emit.  NULL with an error for an
+ * unknown entry, stage or pass. */
 char *tc_module_emit(tc_module *m, const char *entry, const char *stage);
 /* Stable hash of the canonical (identifier-renamed) text of entry, as 16 hex
  * digits, written into out[17]; -1 if entry is absent. */

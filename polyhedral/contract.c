@@ -31,8 +31,12 @@
  * Reads with non-affine subscripts are over-approximated by the whole
  * extent, so they never pass the test.  A temporary that fails it keeps
  * its workspace region (runtime/kernel.c gives rowbuf temporaries regions
- * whose pages are only touched when used). */
-#include "poly.h"
+ * whose pages are only touched when used).
+ *
+ * Entry point: tc_poly_contract (passes.h), which the driver runs last on
+ * the final schedule.  Uses the model (poly.h) only; must not know the
+ * passes that made the schedule or the driver. */
+#include "passes.h"
 
 #include <isl/id.h>
 #include <isl/map.h>

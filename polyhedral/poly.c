@@ -1,9 +1,18 @@
-/* The polyhedral model, schedule and AST of an IR function (see poly.h).
+/* The polyhedral model of an IR function and its AST (see poly.h).
+ *
+ * Owns: building the model (statements, context, domains, accesses, the
+ * original schedule, dependences), its queries (statements by name, their
+ * instances, the packing copies'), the legality check of a schedule
+ * against the dependences, and the AST with its user-node annotations.
+ * Entry points: poly.h.
  *
  * The model is written as isl text and parsed: domains, access relations
  * and the original schedule are plain quasi-affine descriptions, and the
  * text form is easy to read back in `tcomp emit --stage schedule` and in
- * errors.  Everything after parsing uses isl objects. */
+ * errors.  Everything after parsing uses isl objects.
+ *
+ * Must not know the schedule passes or the driver (passes.h): they use the
+ * model, never the other way round. */
 #include "poly.h"
 
 #include <isl/aff.h>
@@ -13,8 +22,6 @@
 #include <isl/map.h>
 #include <isl/options.h>
 #include <isl/printer.h>
-#include <isl/schedule_node.h>
-#include <isl/val.h>
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -185,7 +192,7 @@ static void put_tuple(tc_buf *b, const tc_poly_stmt *st, const names *n)
 	tc_buf_putc(b, ']');
 }
 
-static void isl_failed(isl_ctx *ctx, tc_diags *d, const char *what)
+void tc_poly_isl_failed(isl_ctx *ctx, tc_diags *d, const char *what)
 {
 	tc_loc none;
 	const char *msg = isl_ctx_last_error_msg(ctx);
@@ -215,7 +222,7 @@ static void *add_text(tc_poly *p, void *acc, tc_buf *b, int is_set, tc_diags *d)
 	tc_buf_free(b);
 	return x;
 fail_isl:
-	isl_failed(p->ctx, d, "read the model");
+	tc_poly_isl_failed(p->ctx, d, "read the model");
 	tc_buf_free(b);
 	return NULL;
 fail:
@@ -286,7 +293,7 @@ static int build_context(tc_poly *p, tc_diags *d)
 	p->context = isl_set_read_from_str(p->ctx, b.s);
 	tc_buf_free(&b);
 	if (!p->context) {
-		isl_failed(p->ctx, d, "read the context");
+		tc_poly_isl_failed(p->ctx, d, "read the context");
 		return -1;
 	}
 	return 0;
@@ -424,7 +431,7 @@ static int compute_deps(tc_poly *p, tc_diags *d)
 	p->deps = isl_union_map_union(isl_union_map_union(dep[0], dep[1]), dep[2]);
 	p->deps = isl_union_map_coalesce(p->deps);
 	if (!p->deps) {
-		isl_failed(p->ctx, d, "compute dependences");
+		tc_poly_isl_failed(p->ctx, d, "compute dependences");
 		return -1;
 	}
 	return 0;
@@ -485,7 +492,7 @@ tc_poly *tc_poly_build(isl_ctx *ctx, const tc_ir_func *f, const int64_t *params,
 	p->writes = isl_union_map_intersect_domain(p->writes, isl_union_set_copy(p->domain));
 	p->original = isl_union_map_intersect_domain(p->original, isl_union_set_copy(p->domain));
 	if (!p->domain || !p->reads || !p->writes || !p->original) {
-		isl_failed(ctx, d, "build the model");
+		tc_poly_isl_failed(ctx, d, "build the model");
 		goto error;
 	}
 	if (compute_deps(p, d) < 0)
@@ -502,17 +509,7 @@ error:
 	return NULL;
 }
 
-/* The original schedule as a schedule tree (when the scheduler fails). */
-static isl_schedule *original_tree(tc_poly *p)
-{
-	isl_schedule *s = isl_schedule_from_domain(isl_union_set_copy(p->domain));
-	isl_multi_union_pw_aff *m =
-		isl_multi_union_pw_aff_from_union_map(isl_union_map_copy(p->original));
-	return isl_schedule_insert_partial_schedule(s, m);
-}
-
-/* The instances of statement st. */
-static isl_union_set *stmt_instances(const tc_poly *p, const tc_poly_stmt *st)
+isl_union_set *tc_poly_stmt_instances(const tc_poly *p, const tc_poly_stmt *st)
 {
 	isl_space *sp = isl_union_set_get_space(p->domain);
 	sp = isl_space_add_dims(sp, isl_dim_set, (unsigned)st->ndims);
@@ -521,165 +518,22 @@ static isl_union_set *stmt_instances(const tc_poly *p, const tc_poly_stmt *st)
 		isl_union_set_copy(p->domain));
 }
 
-/* The instances of the packing statements (tc_ir_pack). */
-static isl_union_set *pack_instances(const tc_poly *p)
+isl_union_set *tc_poly_pack_instances(const tc_poly *p)
 {
 	isl_union_set *packs = isl_union_set_empty(isl_union_set_get_space(p->domain));
 	int i;
 	for (i = 0; i < p->nstmts; i++)
 		if (p->stmts[i].ir->pack)
-			packs = isl_union_set_union(packs, stmt_instances(p, &p->stmts[i]));
+			packs = isl_union_set_union(packs, tc_poly_stmt_instances(p, &p->stmts[i]));
 	return packs;
 }
 
 int tc_poly_is_pack(const tc_poly *p, isl_union_set *instances)
 {
-	isl_union_set *packs = pack_instances(p);
+	isl_union_set *packs = tc_poly_pack_instances(p);
 	isl_bool sub = isl_union_set_is_subset(instances, packs);
 	isl_union_set_free(packs);
 	return sub == isl_bool_true;
-}
-
-/* Schedules for the packing copies: each in its own loop nest over the
- * copy's dimensions in order (so its writes are stride-1), its last two in
- * PACK_TILE x PACK_TILE tiles (a transpose: the reads of a tile walk
- * PACK_TILE rows, and its 2 x 4 KiB stay in L1), one after the other.
- * NULL when there are none.  Measured on matmul_nt 1024: the untiled
- * copy took about 3 ms of the kernel's 14.5. */
-#define PACK_TILE 32
-static isl_schedule *pack_schedule(const tc_poly *p)
-{
-	isl_schedule *all = NULL;
-	int i, k;
-	for (i = 0; i < p->nstmts; i++) {
-		isl_schedule *one;
-		isl_schedule_node *node;
-		isl_union_set *dom;
-		isl_union_map *id;
-		const tc_poly_stmt *st = &p->stmts[i];
-		if (!st->ir->pack)
-			continue;
-		dom = stmt_instances(p, st);
-		id = isl_union_set_identity(isl_union_set_copy(dom));
-		id = isl_union_map_from_map(isl_map_reset_tuple_id(isl_map_from_union_map(id),
-			isl_dim_out));
-		one = isl_schedule_insert_partial_schedule(isl_schedule_from_domain(dom),
-			isl_multi_union_pw_aff_from_union_map(id));
-		node = isl_schedule_node_child(isl_schedule_get_root(one), 0);
-		node = isl_schedule_node_band_set_permutable(node, 1);
-		for (k = 0; k < st->ndims; k++) /* a copy: no dependences among its instances */
-			node = isl_schedule_node_band_member_set_coincident(node, k, 1);
-		if (st->ndims >= 2) { /* a transpose: in tiles that fit in L1 */
-			isl_multi_val *sizes = isl_multi_val_zero(isl_schedule_node_band_get_space(node));
-			for (k = 0; k < st->ndims; k++)
-				sizes = isl_multi_val_set_val(sizes, k, isl_val_int_from_si(p->ctx,
-					k < st->ndims - 2 ? 1 : PACK_TILE));
-			node = isl_schedule_node_band_tile(node, sizes);
-		}
-		isl_schedule_free(one);
-		one = isl_schedule_node_get_schedule(node);
-		isl_schedule_node_free(node);
-		all = all ? isl_schedule_sequence(all, one) : one;
-	}
-	return all;
-}
-
-/* isl's scheduler on sc (taken).  Fusion min schedules every strongly
- * connected component apart (serialize_sccs).  Otherwise isl clusters
- * components step by step (whole_component off), which fuses a
- * contraction's init, update and epilogue into one band, except for
- * kernels whose statements all have at most two dimensions (row
- * reductions and their pointwise neighbours: softmax, layer norm): there
- * the clustering spends its time on integer programs that place one
- * statement's loop after another's within the same row loop, shifted by a
- * size, and their constants grow with the sizes (softmax: 0.5 s at 128 x
- * 1000, 3.5 s at 4096 x 4096), while scheduling each component whole
- * finds the same fused rows in milliseconds.  Not for everything: whole
- * components took 32 s on the three-factor Kronecker product. */
-static isl_schedule *compute_schedule(tc_poly *p, isl_schedule_constraints *sc)
-{
-	isl_schedule *s;
-	int i, low = 1, was = isl_options_get_schedule_whole_component(p->ctx);
-	for (i = 0; i < p->nstmts; i++)
-		low &= p->stmts[i].ndims <= 2;
-	isl_options_set_schedule_serialize_sccs(p->ctx, p->opts.fusion == TC_POLY_FUSE_MIN);
-	isl_options_set_schedule_whole_component(p->ctx, low || was);
-	s = isl_schedule_constraints_compute_schedule(sc);
-	isl_options_set_schedule_whole_component(p->ctx, was);
-	return s;
-}
-
-tc_stat tc_poly_schedule(tc_poly *p, const tc_poly_pass *passes, int npasses, tc_diags *d)
-{
-	isl_schedule_constraints *sc;
-	isl_schedule_node *node;
-	isl_schedule *first = pack_schedule(p);
-	isl_union_set *rest = isl_union_set_copy(p->domain);
-	isl_union_map *deps = isl_union_map_copy(p->deps);
-	int i;
-
-	/* The packing copies read inputs only, so they run first, on their
-	 * own; the scheduler sees the other statements. */
-	if (first) {
-		rest = isl_union_set_subtract(rest, pack_instances(p));
-		deps = isl_union_map_intersect_range(isl_union_map_intersect_domain(deps,
-			isl_union_set_copy(rest)), isl_union_set_copy(rest));
-	}
-	isl_options_set_schedule_maximize_coincidence(p->ctx,
-		p->opts.fusion == TC_POLY_FUSE_PRESERVE3COINCIDENT);
-	sc = isl_schedule_constraints_on_domain(rest);
-	sc = isl_schedule_constraints_set_context(sc, isl_set_copy(p->context));
-	sc = isl_schedule_constraints_set_validity(sc, isl_union_map_copy(deps));
-	sc = isl_schedule_constraints_set_proximity(sc, isl_union_map_copy(deps));
-	/* so that a band member is marked coincident only if it carries no
-	 * dependence (parallel loops, later) */
-	sc = isl_schedule_constraints_set_coincidence(sc, isl_union_map_copy(deps));
-	isl_schedule_free(p->schedule);
-	p->schedule = compute_schedule(p, sc);
-	/* a repair of the scheduler's tree (passes.c) */
-	if (p->schedule && p->opts.fusion == TC_POLY_FUSE_MAX)
-		p->schedule = tc_poly_fuse_nests(p->schedule, deps);
-	isl_union_map_free(deps);
-	if (p->schedule && first)
-		p->schedule = isl_schedule_sequence(first, p->schedule);
-	else
-		isl_schedule_free(first);
-	if (!p->schedule) { /* the original order is always legal */
-		isl_ctx_reset_error(p->ctx);
-		p->schedule = original_tree(p);
-	}
-	if (!p->schedule) {
-		isl_failed(p->ctx, d, "compute a schedule");
-		return TC_ERR;
-	}
-	for (i = 0; i < npasses; i++)
-		if (passes[i](p, d) < 0)
-			return TC_ERR;
-	if (p->merged && tc_poly_schedule_legal(p, p->schedule) != 1) {
-		/* a merged band chain was transformed illegally (see
-		 * tc_poly_pass_merge): again, without merging */
-		p->merged = 0;
-		p->no_merge = 1;
-		return tc_poly_schedule(p, passes, npasses, d);
-	}
-	/* after the passes, which place a register tile's init themselves */
-	p->schedule = tc_poly_hoist_constant(p->schedule, p->deps);
-	if (!p->schedule) {
-		isl_failed(p->ctx, d, "hoist statements out of loops");
-		return TC_ERR;
-	}
-	/* the kernel mark below the domain node, carrying the model */
-	node = isl_schedule_get_root(p->schedule);
-	node = isl_schedule_node_child(node, 0);
-	node = isl_schedule_node_insert_mark(node, isl_id_alloc(p->ctx, TC_POLY_MARK_KERNEL, p));
-	isl_schedule_free(p->schedule);
-	p->schedule = isl_schedule_node_get_schedule(node);
-	isl_schedule_node_free(node);
-	if (!p->schedule) {
-		isl_failed(p->ctx, d, "mark the schedule");
-		return TC_ERR;
-	}
-	return tc_poly_contract(p, d);
 }
 
 /* ---- legality ---- */
@@ -812,7 +666,7 @@ tc_stat tc_poly_ast(tc_poly *p, tc_diags *d)
 	p->ast = isl_ast_build_node_from_schedule(build, isl_schedule_copy(p->schedule));
 	isl_ast_build_free(build);
 	if (!p->ast) {
-		isl_failed(p->ctx, d, "generate the AST");
+		tc_poly_isl_failed(p->ctx, d, "generate the AST");
 		return TC_ERR;
 	}
 	return TC_OK;

@@ -1,19 +1,25 @@
-/* The polyhedral model of an IR function, its schedule and its AST, built
- * with stock isl.
+/* The polyhedral model of an IR function and its AST, built with stock
+ * isl (poly.c).  The schedule passes and the driver that computes
+ * p->schedule are declared in passes.h.
  *
- * Pipeline (tc_poly_build, then tc_poly_schedule, then tc_poly_ast):
- *   IR function -> statement instances (a reduction with '!' becomes an init
- *   statement over its left-hand indices plus an update statement over all
- *   its indices) -> domains, read and write access relations (non-affine
- *   subscripts such as gathers over-approximated by the whole extent), the
- *   original textual-order schedule -> dependences (flow, anti, output with
- *   isl_union_access_info_compute_flow) -> a schedule tree from the isl
- *   scheduler (validity = all dependences), then the schedule passes ->
- *   an isl AST whose user nodes carry a tc_poly_inst annotation.
+ * Pipeline (tc_poly_build, then tc_poly_schedule (passes.h), then
+ * tc_poly_ast):
+ *   IR function -> statement instances (a reduction with '!' becomes an
+ *   init statement over its left-hand indices plus an update statement
+ *   over all its indices) -> domains, read and write access relations
+ *   (non-affine subscripts such as gathers over-approximated by the whole
+ *   extent), the original textual-order schedule -> dependences (flow,
+ *   anti, output with isl_union_access_info_compute_flow) -> a schedule
+ *   tree from the isl scheduler (validity = all dependences), then the
+ *   schedule passes -> an isl AST whose user nodes carry a tc_poly_inst
+ *   annotation.
  *
- * Schedule passes work on the schedule tree; a pass may insert mark nodes
- * whose isl_id names a tcomp mark and carries a tcomp object as its user
- * pointer.  Backends walk the AST and see the marks as AST mark nodes.
+ * This header is what backends and the runtime see of the polyhedral
+ * stage: the model, its queries, the legality check, the marks passes
+ * leave in the tree, the options passes read, and the AST.  Schedule
+ * passes may insert mark nodes whose isl_id names a tcomp mark and carries
+ * a tcomp object as its user pointer.  Backends walk the AST and see the
+ * marks as AST mark nodes.
  *
  * Naming in isl: parameters are the size names, statement tuples are "S<k>"
  * (the update or only statement of IR statement k) and "S<k>_init", arrays
@@ -114,6 +120,12 @@ typedef struct tc_poly_opts {
 					* innermost loops; 0: LLVM chooses */
 } tc_poly_opts;
 
+/* The polyhedral model of one IR function (tc_poly_build), the schedule
+ * the driver computes for it (tc_poly_schedule, passes.h) and its AST
+ * (tc_poly_ast).  It owns its isl objects, stmts, params and rowbuf
+ * (tc_poly_free frees them); ctx and f are borrowed and must outlive it.
+ * merged and no_merge are the merge pass's and the driver's record of a
+ * merged band chain (see passes.h). */
 typedef struct tc_poly {
 	isl_ctx *ctx; /* borrowed */
 	tc_poly_opts opts;
@@ -129,7 +141,8 @@ typedef struct tc_poly {
 	isl_union_map *deps;     /* flow | anti | output dependences */
 	isl_schedule *schedule;  /* after tc_poly_schedule */
 	int merged;              /* tc_poly_pass_merge merged a band chain */
-	int no_merge;            /* ... and the result was illegal: do not */
+	int no_merge;            /* ... and the result was illegal: do not
+				  * (set by the driver's check) */
 	isl_ast_node *ast;       /* after tc_poly_ast */
 	int *rowbuf;             /* per tensor, after tc_poly_schedule: for a
 				  * row-buffered temporary (tc_poly_contract)
@@ -137,96 +150,44 @@ typedef struct tc_poly {
 				  * 0 (or rowbuf NULL): kept whole */
 } tc_poly;
 
+/* The most bytes a row buffer (tc_poly.rowbuf) may hold: backends keep one
+ * row per thread on the stack. */
+#define TC_POLY_ROWBUF_MAX (64 << 10)
+
 /* The statement of the model whose isl tuple name is name, or NULL. */
 const tc_poly_stmt *tc_poly_find_stmt(__tc_keep const tc_poly *p, const char *name);
 
-/* Whether every instance in instances belongs to a packing copy (IR
- * statements marked pack): the passes leave their loop nests alone. */
+/* The instances of statement st of p. */
+__tc_give isl_union_set *tc_poly_stmt_instances(__tc_keep const tc_poly *p,
+	__tc_keep const tc_poly_stmt *st);
+/* The instances of the packing copies (IR statements marked pack, see
+ * tc_ir_pack); empty when there are none. */
+__tc_give isl_union_set *tc_poly_pack_instances(__tc_keep const tc_poly *p);
+/* Whether every instance in instances belongs to a packing copy: the
+ * passes leave their loop nests alone. */
 int tc_poly_is_pack(__tc_keep const tc_poly *p, __tc_keep isl_union_set *instances);
-
-/* A schedule pass: transforms p->schedule in place (owning it); -1 on error
- * with a message in d.  Passes run in order after the isl scheduler. */
-typedef tc_stat (*tc_poly_pass)(tc_poly *p, tc_diags *d);
-
-/* Passes (polyhedral/passes.c). */
-/* Merge a band with the chain of bands below it when a reduction over
- * several indices split them (conv2d), so that a parallel member can move
- * below the reduction members; sets p->merged (tc_poly_schedule then checks
- * the final schedule and schedules again without merging if it is
- * illegal).  Nothing when p->no_merge. */
-tc_stat tc_poly_pass_merge(__tc_keep tc_poly *p, __tc_keep tc_diags *d);
-/* In every permutable band, move the member that indexes the last (stride-1)
- * dimension of the most accesses innermost, preferring a parallel one. */
-tc_stat tc_poly_pass_order(__tc_keep tc_poly *p, __tc_keep tc_diags *d);
-/* Put the members of the band tc_poly_pass_tile tiles (the outermost
- * permutable band, packing copies aside) in the order p->opts.interchange
- * gives: member interchange[k] goes to position k, members beyond the list
- * keep their place.  Nothing when ninterchange is 0, when the list is
- * longer than the band, or when the result breaks a dependence (a merged
- * band's reduction members: tc_poly_pass_merge). */
-tc_stat tc_poly_pass_interchange(__tc_keep tc_poly *p, __tc_keep tc_diags *d);
-/* Tile the outermost permutable band with p->opts.tile (members beyond
- * the sizes given are not tiled); nothing when ntile is 0. */
-tc_stat tc_poly_pass_tile(__tc_keep tc_poly *p, __tc_keep tc_diags *d);
-/* Register tiling of contractions: in every innermost permutable band of a
- * single reduction (its update, with its init) whose innermost member is
- * parallel, tile the parallel members by p->opts.regtile (innermost last),
- * move the reduction members between the tile loops and the point loops,
- * give the init its own point loops before the reduction, and unroll the
- * point loops but the innermost (vectorised) one: a micro-kernel whose
- * partial sums stay in registers for the whole reduction. */
-tc_stat tc_poly_pass_regtile(__tc_keep tc_poly *p, __tc_keep tc_diags *d);
-/* Mark the outermost parallel loop of every top-level loop nest
- * (TC_POLY_MARK_PARALLEL), when p->opts.parallel. */
-tc_stat tc_poly_pass_parallel(__tc_keep tc_poly *p, __tc_keep tc_diags *d);
-/* The passes every compilation runs, in order (each reads p->opts). */
-extern const tc_poly_pass tc_poly_default_passes[];
-extern const int tc_poly_ndefault_passes;
 
 /* Build the model of f (sizes params[f->nparams], or NULL for a parametric
  * model) in ctx.  NULL with a message in d on failure.  The ctx should have
  * isl's on_error set to ISL_ON_ERROR_CONTINUE (tc_poly_ctx_new does). */
 __tc_give tc_poly *tc_poly_build(__tc_keep isl_ctx *ctx, __tc_keep const tc_ir_func *f,
 	__tc_keep const int64_t *params, __tc_keep tc_diags *d);
-/* Compute the schedule: the isl scheduler with every dependence as a
- * validity constraint (falling back to the original schedule if it fails),
- * then the passes (npasses may be 0), then the kernel mark at the root. */
-tc_stat tc_poly_schedule(__tc_keep tc_poly *p, const tc_poly_pass *passes, int npasses,
-	__tc_keep tc_diags *d);
 /* Whether schedule s runs the source of every dependence of p before its
  * target: 1 yes, 0 no, -1 on an isl error. */
 int tc_poly_schedule_legal(__tc_keep tc_poly *p, __tc_keep isl_schedule *s);
 /* The same against the dependences deps. */
 int tc_poly_schedule_legal_for(__tc_keep isl_schedule *s, __tc_keep isl_union_map *deps);
 
-/* Repairs of the isl scheduler's tree s (passes.c), each kept only when
- * the result orders every dependence of deps: tc_poly_fuse_nests (on the
- * scheduler's own tree, before the passes) puts nests whose outermost
- * loops are parallel and carry no dependence between them under one such
- * loop (the root's sequence of nests becomes one nest: softmax, layer
- * norm); tc_poly_hoist_constant (after the passes) moves the statements
- * a band runs once per iteration of its outer loops (the init of a sum
- * placed in the sum's loop at its first iteration) before or after the
- * band's loops. */
-__tc_give isl_schedule *tc_poly_fuse_nests(__tc_take isl_schedule *s,
-	__tc_keep isl_union_map *deps);
-__tc_give isl_schedule *tc_poly_hoist_constant(__tc_take isl_schedule *s,
-	__tc_keep isl_union_map *deps);
-/* Row buffers (polyhedral/contract.c): for every temporary marked rowbuf
- * whose accesses, in the final schedule, touch one row (its first j
- * subscripts) per iteration of the loops enclosing them all and each row
- * in one iteration, with no parallel loop at or below those loops and
- * rows of at most TC_POLY_ROWBUF_MAX bytes, p->rowbuf[t] = j: backends
- * keep one row per thread (on the stack) instead of the whole tensor.
- * Concrete sizes only.  tc_poly_schedule runs it last. */
-#define TC_POLY_ROWBUF_MAX (64 << 10)
-tc_stat tc_poly_contract(__tc_keep tc_poly *p, __tc_keep tc_diags *d);
 /* Whether s is a word isl's parser reserves (a tcomp name equal to one
  * gets a trailing '_' in isl). */
 int tc_poly_isl_keyword(const char *s);
+/* Record in d that isl could not do what, with isl's last error message
+ * when it has one, and clear the error in ctx. */
+void tc_poly_isl_failed(__tc_keep isl_ctx *ctx, __tc_keep tc_diags *d, const char *what);
 
 /* Generate the AST of the schedule (p->ast). */
 tc_stat tc_poly_ast(__tc_keep tc_poly *p, __tc_keep tc_diags *d);
+/* Free p and everything it owns (NULL: nothing). */
 void tc_poly_free(__tc_take tc_poly *p);
 
 /* The annotation of a user node (NULL if it has none). */

@@ -19,7 +19,7 @@
 
 #include "internal.h"
 
-#include "../polyhedral/poly.h"
+#include "../polyhedral/passes.h"
 
 typedef struct tc_rt_backend tc_rt_backend;
 
@@ -29,9 +29,10 @@ struct tc_rt_backend {
 	/* Whose IR rewrites, schedule passes and text stages its kernels use:
 	 * the entry itself, or (the interpreter, which has none) another. */
 	const tc_rt_backend *pipeline;
-	/* The schedule passes in order; NULL when it schedules nothing. */
-	const tc_poly_pass *passes;
-	int npasses;
+	/* The schedule passes in order (polyhedral/passes.h), *npasses of
+	 * them; NULL when it schedules nothing. */
+	const tc_poly_pass_def *passes;
+	const int *npasses;
 	/* Fill t with the machine it compiles for (t->threads is the caller's). */
 	void (*describe)(__tc_keep tc_target *t);
 

@@ -82,9 +82,11 @@ const tc_ir_func *tc_rt_pipeline_rewrite(__tc_keep tc_arena *ar, __tc_keep const
 
 /* The model of cf (concrete sizes params, or NULL) in ictx, scheduled by
  * the passes of backend b's pipeline with o's settings (NULL: the model's
- * defaults), and with its AST when ast is set; NULL with a message in d. */
+ * defaults), up to the pass named stop_after (NULL: all), and with its AST
+ * when ast is set; NULL with a message in d. */
 static tc_poly *schedule(isl_ctx *ictx, const tc_rt_backend *b, const tc_ir_func *cf,
-	const int64_t *params, const tc_rt_opts *o, const tc_target *t, int ast, tc_diags *d)
+	const int64_t *params, const tc_rt_opts *o, const tc_target *t, const char *stop_after,
+	int ast, tc_diags *d)
 {
 	tc_poly *p = tc_poly_build(ictx, cf, params, d);
 	(void)t;
@@ -92,7 +94,7 @@ static tc_poly *schedule(isl_ctx *ictx, const tc_rt_backend *b, const tc_ir_func
 		return NULL;
 	if (o)
 		p->opts = o->sched;
-	if (tc_poly_schedule(p, b->pipeline->passes, b->pipeline->npasses, d) < 0 ||
+	if (tc_poly_schedule(p, b->pipeline->passes, *b->pipeline->npasses, stop_after, d) < 0 ||
 		(ast && tc_poly_ast(p, d) < 0)) {
 		tc_poly_free(p);
 		return NULL;
@@ -136,7 +138,7 @@ tc_stat tc_rt_pipeline_compile(__tc_keep tc_module *m, __tc_keep tc_rt_compiled 
 	}
 	if (!(ictx = tc_poly_ctx_new()))
 		return TC_ERR; /* out of memory: d says nothing */
-	if (!(p = schedule(ictx, b, c->cf, c->params, &c->opts, &c->target, 1, d)))
+	if (!(p = schedule(ictx, b, c->cf, c->params, &c->opts, &c->target, NULL, 1, d)))
 		goto done;
 	if (obj_out) {
 		const tc_def *def = tc_rt_module_def_of(m, c->f);
@@ -155,11 +157,42 @@ done:
 
 /* ---- stages ---- */
 
+/* The pass a stage "schedule:NAME" names (NAME, or "all"), or NULL. */
+static const char *stage_pass(const char *stage)
+{
+	return !strncmp(stage, "schedule:", 9) && stage[9] ? stage + 9 : NULL;
+}
+
 int tc_rt_pipeline_stage_ok(__tc_keep const tc_rt_backend *b, const char *stage)
 {
-	if (!strcmp(stage, "schedule") || !strcmp(stage, "ast") || !strcmp(stage, "c"))
+	if (!strcmp(stage, "schedule") || stage_pass(stage) || !strcmp(stage, "ast") ||
+		!strcmp(stage, "c"))
 		return 1;
 	return tc_rt_backend_has_stage(b->pipeline, stage) ? 2 : 0;
+}
+
+/* "schedule:all": the schedule tree after every pass of b's list, each
+ * under a line "# after NAME" (the passes run again from the start for
+ * each, as in Halide's lowering log). */
+static char *lowering_log(isl_ctx *ictx, const tc_rt_backend *b, const tc_ir_func *cf,
+	const int64_t *params, const tc_rt_opts *o, const tc_target *t, tc_diags *d)
+{
+	tc_buf log;
+	int i;
+	tc_buf_init(&log);
+	for (i = 0; i < *b->npasses; i++) {
+		const char *name = b->passes[i].name;
+		tc_poly *p = schedule(ictx, b, cf, params, o, t, name, 0, d);
+		char *tree = p ? tc_poly_schedule_str(p) : NULL;
+		tc_poly_free(p);
+		if (!tree) {
+			tc_buf_free(&log);
+			return NULL;
+		}
+		tc_buf_printf(&log, "%s# after %s\n%s\n", i ? "\n" : "", name, tree);
+		tc_free(tree);
+	}
+	return tc_buf_take(&log);
 }
 
 __tc_give char *tc_rt_pipeline_emit(__tc_keep const tc_rt_backend *b,
@@ -178,10 +211,16 @@ __tc_give char *tc_rt_pipeline_emit(__tc_keep const tc_rt_backend *b,
 	}
 	if (!ictx)
 		return NULL;
-	p = schedule(ictx, b, cf, params, o, t, strcmp(stage, "schedule") != 0, d);
+	if (stage_pass(stage) && !strcmp(stage_pass(stage), "all")) {
+		text = lowering_log(ictx, b, cf, params, o, t, d);
+		isl_ctx_free(ictx);
+		return text;
+	}
+	p = schedule(ictx, b, cf, params, o, t, stage_pass(stage),
+		strcmp(stage, "schedule") && !stage_pass(stage), d);
 	if (!p)
 		;
-	else if (!strcmp(stage, "schedule"))
+	else if (!strcmp(stage, "schedule") || stage_pass(stage))
 		text = tc_poly_schedule_str(p);
 	else if (!strcmp(stage, "ast"))
 		text = tc_poly_ast_str(p);

@@ -3,7 +3,7 @@
  * End to end: a def (from tests/corpus or written here) is parsed, checked
  * and lowered through the library internals, bound to input shapes
  * (tc_ir_bind gives the sizes), modelled with concrete sizes
- * (tc_poly_build, tc_poly_schedule with no passes, tc_poly_ast), and
+ * (tc_poly_build, tc_poly_schedule with tc_poly_plain_passes, tc_poly_ast), and
  * printed with tc_cg_c_text.  The text is compiled by the system C compiler
  * ($CC, else cc) into a shared object with -Wall -Wextra -Werror (the text
  * must compile cleanly) and -ffp-contract=off (no fused multiply-adds the
@@ -39,6 +39,7 @@
 #include "ir/interp.h"
 #include "lang/ast.h"
 #include "lang/diag.h"
+#include "polyhedral/passes.h"
 
 #define CORPUS_DIR TC_SOURCE_DIR "/tests/corpus"
 #define GOLDEN_DIR TC_SOURCE_DIR "/tests/golden"
@@ -158,7 +159,8 @@ static char *c_text(const tc_ir_func *f, const int64_t *params)
 	assert_non_null(ctx);
 	tc_diags_init(&d, NULL);
 	p = tc_poly_build(ctx, f, params, &d);
-	if (p && tc_poly_schedule(p, NULL, 0, &d) == TC_OK && tc_poly_ast(p, &d) == TC_OK)
+	if (p && tc_poly_schedule(p, tc_poly_plain_passes, tc_poly_nplain_passes, NULL, &d) == TC_OK &&
+		tc_poly_ast(p, &d) == TC_OK)
 		text = tc_cg_c_text(p, &d);
 	/* printing leaves isl's iterator type as it was */
 	assert_string_equal(isl_options_get_ast_iterator_type(ctx), "int");
@@ -786,7 +788,8 @@ static void test_size_named_like_a_c_keyword_warns(void **state)
 	tc_diags_init(&d, NULL);
 	p = tc_poly_build(ctx, l.f, NULL, &d);
 	assert_non_null(p);
-	assert_int_equal(tc_poly_schedule(p, NULL, 0, &d), TC_OK);
+	assert_int_equal(tc_poly_schedule(p, tc_poly_plain_passes, tc_poly_nplain_passes, NULL, &d),
+		TC_OK);
 	assert_int_equal(tc_poly_ast(p, &d), TC_OK);
 	text = tc_cg_c_text(p, &d);
 	assert_non_null(text); /* the text is still there to look at */
@@ -879,7 +882,8 @@ static void test_allocation_failures_fail_cleanly(void **state)
 	tc_diags_init(&d, NULL);
 	p = tc_poly_build(ctx, l.f, params, &d);
 	assert_non_null(p);
-	assert_int_equal(tc_poly_schedule(p, NULL, 0, &d), TC_OK);
+	assert_int_equal(tc_poly_schedule(p, tc_poly_plain_passes, tc_poly_nplain_passes, NULL, &d),
+		TC_OK);
 	assert_int_equal(tc_poly_ast(p, &d), TC_OK);
 	for (n = 0;; n++) {
 		alloc_fault a = {n, 0};

@@ -298,6 +298,50 @@ static void emit_stages(void **state)
 	assert_non_null(strstr(out_text, "# hash "));
 }
 
+/* --stage schedule:PASS: the passes the help lists are the library's (an
+ * unknown name is an error that lists them), in the same order, and each
+ * gives a schedule. */
+static void emit_schedule_after_pass(void **state)
+{
+	char listed[512], help[1024], *p, *q, name[64];
+	size_t n;
+	(void)state;
+	write_text("mm.tc", "def mm(float(M,K) A, float(K,N) B) -> (C) {\n"
+			    "  C(m,n) +=! A(m,r) * B(r,n)\n}\n");
+	assert_int_equal(tcomp("emit mm.tc --stage schedule:nonsense"), 1);
+	p = strstr(out_text, "schedule pass (");
+	assert_non_null(p);
+	p += strlen("schedule pass (");
+	q = strchr(p, ')');
+	assert_non_null(q);
+	snprintf(listed, sizeof(listed), "%.*s", (int)(q - p), p);
+	assert_int_equal(tcomp("emit --help"), 0);
+	p = strstr(out_text, "schedule:PASS");
+	assert_non_null(p);
+	p = strstr(p, "order: ");
+	assert_non_null(p);
+	p += strlen("order: ");
+	q = strstr(p, " (polyhedral");
+	assert_non_null(q);
+	/* the help's list without its line breaks and indentation */
+	for (n = 0; p < q && n + 1 < sizeof(help); p++)
+		if (*p != '\n' && !(*p == ' ' && n && help[n - 1] == ' '))
+			help[n++] = *p;
+	help[n] = 0;
+	assert_string_equal(help, listed);
+	for (p = listed; *p; p = *q ? q + 2 : q) {
+		q = strchr(p, ',');
+		q = q ? q : p + strlen(p);
+		snprintf(name, sizeof(name), "%.*s", (int)(q - p), p);
+		assert_int_equal(tcomp("emit mm.tc --stage schedule:%s --shape A=8x4 --shape B=4x16",
+					 name), 0);
+		assert_non_null(strstr(out_text, "domain"));
+	}
+	assert_int_equal(tcomp("emit mm.tc --stage schedule:all"), 0);
+	assert_non_null(strstr(out_text, "# after scheduler\n"));
+	assert_non_null(strstr(out_text, "# after rowbuf\n"));
+}
+
 /* A gather with an index out of range is a run-time error with a location. */
 static void gather_out_of_bounds_is_located(void **state)
 {
@@ -580,6 +624,7 @@ int main(void)
 		cmocka_unit_test(help_for_each_command),
 		cmocka_unit_test(check_prints_signatures_and_located_errors),
 		cmocka_unit_test(emit_stages),
+		cmocka_unit_test(emit_schedule_after_pass),
 		cmocka_unit_test(gather_out_of_bounds_is_located),
 		cmocka_unit_test(threads_option),
 		cmocka_unit_test(options_on_run_and_emit),

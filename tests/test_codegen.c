@@ -2,7 +2,7 @@
  *
  * Each test builds the CPU pipeline by hand through the library internals
  * (parse + check + lower, tc_ir_bind, tc_poly_build with the concrete sizes,
- * tc_poly_schedule without passes, tc_poly_ast, tc_cg_llvm_compile), runs
+ * tc_poly_schedule with tc_poly_plain_passes, tc_poly_ast, tc_cg_llvm_compile), runs
  * the JIT-compiled function on random inputs with NaN-poisoned outputs and
  * temporaries, runs tc_interp_run on the same inputs, and compares every
  * output element:
@@ -43,6 +43,7 @@
 #include "ir/ir.h"
 #include "lang/ast.h"
 #include "lang/diag.h"
+#include "polyhedral/passes.h"
 #include "polyhedral/poly.h"
 
 static tc_cg_jit *jit;
@@ -114,13 +115,14 @@ static void fail_diags(tc_diags *d, const char *what)
 	fail_msg("%s failed:\n%s", what, b.s ? b.s : "(no message)");
 }
 
-/* The model of f at sizes params, scheduled without passes, with its AST. */
+/* The model of f at sizes params, scheduled by the plain pass list, with its AST. */
 static tc_poly *pipeline(isl_ctx *ctx, const tc_ir_func *f, const int64_t *params, tc_diags *d)
 {
 	tc_poly *p = tc_poly_build(ctx, f, params, d);
 	if (!p)
 		return NULL;
-	if (tc_poly_schedule(p, NULL, 0, d) < 0 || tc_poly_ast(p, d) < 0) {
+	if (tc_poly_schedule(p, tc_poly_plain_passes, tc_poly_nplain_passes, NULL, d) < 0 ||
+		tc_poly_ast(p, d) < 0) {
 		tc_poly_free(p);
 		return NULL;
 	}

@@ -26,7 +26,10 @@
  * under its domain, matmul's band (read by isl) is coincident on m and n
  * but not on the reduction dimension, conv2d's bias statement S1 is inside the loop
  * nest of the reduction S0 (fused), and the specialised matmul AST has
- * constant loop bounds. */
+ * constant loop bounds.  The stages "schedule:PASS" and "schedule:all"
+ * (the tree after each named pass) are checked on matmul: each pass's
+ * marks appear from that pass on, the last pass's tree is the whole
+ * schedule, and an unknown pass is an error listing the passes. */
 #include <ctype.h>
 #include <dirent.h>
 #include <setjmp.h>
@@ -521,6 +524,59 @@ static void test_specialised_matmul_has_constant_bounds(void **state)
 	tc_string_free(text);
 }
 
+/* tcomp emit --stage schedule:PASS: the tree after each named pass of the
+ * CPU list, as the same kernel's full schedule would be built.  matmul 64
+ * (specialised): no mark before "regtile" puts the register tile's, no
+ * parallel mark before "parallel", no kernel mark before "mark", and the
+ * tree after the last pass is the whole schedule. */
+static void test_schedule_after_each_pass(void **state)
+{
+	static const char *const passes[] = {"scheduler", "fuse-nests", "pack", "merge", "order",
+		"interchange", "tile", "regtile", "parallel", "check", "hoist", "mark", "rowbuf"};
+	const poly_case *c = find_case("matmul");
+	char *full = emit_specialised(c, "schedule"), *all = emit_specialised(c, "schedule:all");
+	const char *at = all;
+	(void)state;
+	for (size_t i = 0; i < sizeof(passes) / sizeof(passes[0]); i++) {
+		char stage[64], head[64];
+		char *text;
+		snprintf(stage, sizeof(stage), "schedule:%s", passes[i]);
+		text = emit_specialised(c, stage);
+		assert_int_equal(strstr(text, "tc_regtile") != NULL, i >= 7);
+		assert_int_equal(strstr(text, "tc_parallel") != NULL, i >= 8);
+		assert_int_equal(strstr(text, "tc_kernel") != NULL, i >= 11);
+		/* schedule:all: every pass's tree under its name, in order */
+		snprintf(head, sizeof(head), "# after %s\n", passes[i]);
+		assert_non_null(at = strstr(at, head));
+		at += strlen(head);
+		assert_int_equal(strncmp(at, text, strlen(text)), 0);
+		if (i == sizeof(passes) / sizeof(passes[0]) - 1)
+			assert_string_equal(text, full);
+		tc_string_free(text);
+	}
+	tc_string_free(full);
+	tc_string_free(all);
+}
+
+/* schedule:NAME also without shapes; a name of no pass is an error that
+ * lists the passes. */
+static void test_schedule_after_pass_parametric_and_unknown(void **state)
+{
+	const poly_case *c = find_case("matmul");
+	char *text = emit(c, "schedule:order");
+	loaded l;
+	(void)state;
+	assert_true(tu_contains(text, "domain"));
+	assert_null(strstr(text, "tc_kernel"));
+	tc_string_free(text);
+	load(&l, c);
+	assert_null(tc_module_emit(l.m, c->entry, "schedule:tiles"));
+	assert_true(tu_contains(tc_context_error(l.ctx),
+		"expected the name of a schedule pass (scheduler, fuse-nests, pack, merge, order, "
+		"interchange, tile, regtile, parallel, check, hoist, mark, rowbuf) but found 'tiles'"));
+	unload(&l);
+}
+
 int main(void)
 {
 	struct CMUnitTest tests[4 * NCASES + 8];
@@ -545,5 +601,8 @@ int main(void)
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(
 		test_conv2d_bias_is_fused_into_the_reduction_nest);
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_specialised_matmul_has_constant_bounds);
+	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_schedule_after_each_pass);
+	tests[n++] = (struct CMUnitTest)cmocka_unit_test(
+		test_schedule_after_pass_parametric_and_unknown);
 	return _cmocka_run_group_tests("poly", tests, (size_t)n, NULL, NULL);
 }

@@ -1,0 +1,292 @@
+/* Band helpers of the schedule passes (see band.h).
+ *
+ * Owns: what a band member walks (tc_poly_set_member_var,
+ * tc_poly_band_member_var, tc_poly_band_member_extent), permuting a band's
+ * members (tc_poly_band_permute), recognising a contraction band
+ * (tc_poly_contraction_band), finding the first permutable band
+ * (tc_poly_first_band) and walking the tree with the passes' error message
+ * (tc_poly_walk_schedule, tc_poly_walk_schedule_legal, tc_poly_walk_failed).
+ *
+ * Uses the model's queries (poly.h) only: it must not know any pass, their
+ * order or the driver (schedule.c). */
+#include "band.h"
+
+#include <isl/id.h>
+#include <isl/ilp.h>
+#include <isl/map.h>
+#include <isl/space.h>
+#include <isl/val.h>
+
+#include <string.h>
+
+/* The domain variable that piece aff of a statement's schedule is (a single
+ * variable with coefficient 1 plus a constant), or -1. */
+static int single_var(isl_aff *aff)
+{
+	isl_size n = isl_aff_dim(aff, isl_dim_in);
+	int i, var = -1;
+	for (i = 0; i < n; i++) {
+		isl_val *v = isl_aff_get_coefficient_val(aff, isl_dim_in, i);
+		int zero = isl_val_is_zero(v), one = isl_val_is_one(v);
+		isl_val_free(v);
+		if (zero)
+			continue;
+		if (!one || var >= 0)
+			return -1;
+		var = i;
+	}
+	for (i = 0; i < isl_aff_dim(aff, isl_dim_div); i++) {
+		isl_val *v = isl_aff_get_coefficient_val(aff, isl_dim_div, i);
+		int zero = isl_val_is_zero(v);
+		isl_val_free(v);
+		if (!zero)
+			return -1;
+	}
+	return var;
+}
+
+typedef struct piece_var {
+	int var;
+	int n;
+} piece_var;
+
+static isl_stat piece_cb(isl_set *set, isl_aff *aff, void *user)
+{
+	piece_var *pv = user;
+	int v = single_var(aff);
+	pv->var = pv->n++ ? (pv->var == v ? v : -1) : v;
+	isl_set_free(set);
+	isl_aff_free(aff);
+	return isl_stat_ok;
+}
+
+int tc_poly_expr_uses(const tc_ir_expr *e, int var)
+{
+	int i;
+	if (e->op == TC_OP_INDEX)
+		return e->id == var;
+	for (i = 0; i < e->nargs; i++)
+		if (tc_poly_expr_uses(e->args[i], var))
+			return 1;
+	return 0;
+}
+
+int tc_poly_set_member_var(isl_set *set, isl_union_pw_aff *member)
+{
+	isl_space *space = isl_space_from_domain(isl_set_get_space(set));
+	isl_pw_aff *pa = isl_union_pw_aff_extract_pw_aff(member,
+		isl_space_add_dims(space, isl_dim_out, 1));
+	piece_var pv = {-1, 0};
+	if (pa)
+		isl_pw_aff_foreach_piece(pa, piece_cb, &pv);
+	isl_pw_aff_free(pa);
+	return pv.var;
+}
+
+typedef struct member_var_ctx {
+	const tc_poly_stmt *st;
+	isl_union_pw_aff *member;
+	int var;
+} member_var_ctx;
+
+static isl_stat member_var_cb(isl_set *set, void *user)
+{
+	member_var_ctx *mc = user;
+	const char *name = isl_set_get_tuple_name(set);
+	if (name && !strcmp(name, mc->st->name))
+		mc->var = tc_poly_set_member_var(set, mc->member);
+	isl_set_free(set);
+	return isl_stat_ok;
+}
+
+int tc_poly_band_member_var(isl_schedule_node *node, int j, const tc_poly_stmt *st)
+{
+	isl_multi_union_pw_aff *mupa = isl_schedule_node_band_get_partial_schedule(node);
+	isl_union_set *dom = isl_schedule_node_get_domain(node);
+	member_var_ctx mc = {st, isl_multi_union_pw_aff_get_union_pw_aff(mupa, j), -1};
+	isl_union_set_foreach_set(dom, member_var_cb, &mc);
+	isl_union_set_free(dom);
+	isl_union_pw_aff_free(mc.member);
+	isl_multi_union_pw_aff_free(mupa);
+	return mc.var;
+}
+
+int64_t tc_poly_band_member_extent(isl_schedule_node *node, int j)
+{
+	isl_multi_union_pw_aff *mupa = isl_schedule_node_band_get_partial_schedule(node);
+	isl_union_pw_aff *upa = isl_multi_union_pw_aff_get_union_pw_aff(mupa, j);
+	isl_union_set *img = isl_union_set_apply(isl_schedule_node_get_domain(node),
+		isl_union_map_from_union_pw_aff(upa));
+	isl_set *set = isl_set_from_union_set(img);
+	isl_val *lo = isl_set_dim_min_val(isl_set_copy(set), 0);
+	isl_val *hi = isl_set_dim_max_val(set, 0);
+	int64_t n = 0;
+	isl_multi_union_pw_aff_free(mupa);
+	if (lo && hi && isl_val_is_int(lo) && isl_val_is_int(hi))
+		n = isl_val_get_num_si(hi) - isl_val_get_num_si(lo) + 1;
+	isl_val_free(lo);
+	isl_val_free(hi);
+	return n;
+}
+
+int tc_poly_band_n_coincident(isl_schedule_node *node)
+{
+	isl_size n = isl_schedule_node_band_n_member(node), j;
+	int c = 0;
+	for (j = 0; j < n; j++)
+		c += isl_schedule_node_band_member_get_coincident(node, j) == isl_bool_true;
+	return c;
+}
+
+isl_schedule_node *tc_poly_band_permute(isl_schedule_node *node, const int *perm)
+{
+	isl_multi_union_pw_aff *mupa = isl_schedule_node_band_get_partial_schedule(node), *out;
+	isl_size n = isl_schedule_node_band_n_member(node);
+	int j, *coinc = tc_malloc((size_t)(n > 0 ? n : 1) * sizeof(int));
+	if (!coinc || n < 0) {
+		tc_free(coinc);
+		isl_multi_union_pw_aff_free(mupa);
+		return isl_schedule_node_free(node);
+	}
+	out = isl_multi_union_pw_aff_copy(mupa);
+	for (j = 0; j < n; j++) {
+		out = isl_multi_union_pw_aff_set_union_pw_aff(out, j,
+			isl_multi_union_pw_aff_get_union_pw_aff(mupa, perm[j]));
+		coinc[j] = isl_schedule_node_band_member_get_coincident(node, perm[j]) == isl_bool_true;
+	}
+	isl_multi_union_pw_aff_free(mupa);
+	node = isl_schedule_node_delete(node);
+	node = isl_schedule_node_insert_partial_schedule(node, out);
+	node = isl_schedule_node_band_set_permutable(node, 1);
+	for (j = 0; j < n; j++)
+		node = isl_schedule_node_band_member_set_coincident(node, j, coinc[j]);
+	tc_free(coinc);
+	return node;
+}
+
+/* What a band schedules: the one reduction all its instances belong to
+ * (its update, possibly its init), with possibly plain statements (an
+ * epilogue such as a bias and an activation), or NULL when it schedules
+ * parts of several reductions or none. */
+typedef struct band_stmts {
+	const tc_poly *p;
+	const tc_poly_stmt *update;
+	int ir_index, mixed, has_init;
+} band_stmts;
+
+static isl_stat band_stmt_cb(isl_set *set, void *user)
+{
+	band_stmts *b = user;
+	const tc_poly_stmt *st = tc_poly_find_stmt(b->p, isl_set_get_tuple_name(set));
+	isl_set_free(set);
+	if (st && st->kind == TC_POLY_ASSIGN)
+		; /* an epilogue: the register tiling moves it after the reduction */
+	else if (!st || (b->ir_index >= 0 && b->ir_index != st->ir_index))
+		b->mixed = 1;
+	else {
+		b->ir_index = st->ir_index;
+		if (st->kind == TC_POLY_UPDATE)
+			b->update = st;
+		else if (st->kind == TC_POLY_INIT)
+			b->has_init = 1;
+		else
+			b->mixed = 1;
+	}
+	return isl_stat_ok;
+}
+
+static const tc_poly_stmt *band_reduction(const tc_poly *p, isl_schedule_node *node, int *has_init)
+{
+	band_stmts b = {p, NULL, -1, 0, 0};
+	isl_union_set *dom = isl_schedule_node_get_domain(node);
+	isl_union_set_foreach_set(dom, band_stmt_cb, &b);
+	isl_union_set_free(dom);
+	*has_init = b.has_init;
+	return b.mixed ? NULL : b.update;
+}
+
+const tc_poly_stmt *tc_poly_contraction_band(const tc_poly *p, isl_schedule_node *node,
+	int *has_init)
+{
+	isl_size n;
+	int ncoinc;
+	if (isl_schedule_node_get_type(node) != isl_schedule_node_band ||
+		isl_schedule_node_band_get_permutable(node) != isl_bool_true)
+		return NULL;
+	n = isl_schedule_node_band_n_member(node);
+	if (n < 3 || isl_schedule_node_band_member_get_coincident(node, n - 1) != isl_bool_true)
+		return NULL;
+	ncoinc = tc_poly_band_n_coincident(node);
+	if (ncoinc < 2 || ncoinc == n)
+		return NULL;
+	return band_reduction(p, node, has_init);
+}
+
+/* Whether node schedules packing copies only (left untiled). */
+static int is_pack_band(const tc_poly *p, isl_schedule_node *node)
+{
+	isl_union_set *dom = isl_schedule_node_get_domain(node);
+	int pack = tc_poly_is_pack(p, dom);
+	isl_union_set_free(dom);
+	return pack;
+}
+
+isl_schedule_node *tc_poly_first_band(isl_schedule_node *node, const tc_poly *p,
+	tc_poly_band_fn fn, int *found, int *changed)
+{
+	isl_size n, i;
+	if (*found || !node)
+		return node;
+	if (isl_schedule_node_get_type(node) == isl_schedule_node_band &&
+		isl_schedule_node_band_get_permutable(node) == isl_bool_true &&
+		isl_schedule_node_band_n_member(node) > 0 && !is_pack_band(p, node)) {
+		*found = 1;
+		return fn(node, p, changed);
+	}
+	n = isl_schedule_node_n_children(node);
+	for (i = 0; i < n && !*found; i++) {
+		node = isl_schedule_node_child(node, i);
+		node = tc_poly_first_band(node, p, fn, found, changed);
+		node = isl_schedule_node_parent(node);
+	}
+	return node;
+}
+
+tc_stat tc_poly_walk_failed(tc_poly *p, tc_diags *d, const char *what)
+{
+	tc_loc none;
+	memset(&none, 0, sizeof(none));
+	tc_error(d, none, "internal error: isl could not %s: %s", what,
+		isl_ctx_last_error_msg(p->ctx) ? isl_ctx_last_error_msg(p->ctx) : "?");
+	return TC_ERR;
+}
+
+tc_stat tc_poly_walk_schedule(tc_poly *p, tc_diags *d, tc_poly_walk_fn walk, const char *what,
+	int *flag)
+{
+	isl_schedule_node *node;
+	*flag = 0;
+	node = walk(isl_schedule_get_root(p->schedule), p, flag);
+	isl_schedule_free(p->schedule);
+	p->schedule = node ? isl_schedule_node_get_schedule(node) : NULL;
+	isl_schedule_node_free(node);
+	return p->schedule ? TC_OK : tc_poly_walk_failed(p, d, what);
+}
+
+tc_stat tc_poly_walk_schedule_legal(tc_poly *p, tc_diags *d, tc_poly_walk_fn walk,
+	const char *what, const char *check)
+{
+	isl_schedule *before = isl_schedule_copy(p->schedule);
+	int changed, legal;
+	if (tc_poly_walk_schedule(p, d, walk, what, &changed) < 0) {
+		isl_schedule_free(before);
+		return TC_ERR;
+	}
+	legal = changed ? tc_poly_schedule_legal(p, p->schedule) : 1;
+	if (legal == 0) {
+		isl_schedule_free(p->schedule);
+		p->schedule = isl_schedule_copy(before);
+	}
+	isl_schedule_free(before);
+	return legal < 0 ? tc_poly_walk_failed(p, d, check) : TC_OK;
+}

@@ -1,0 +1,93 @@
+/* Band helpers shared by the schedule passes (band.c): queries on the band
+ * nodes of a schedule tree and on their members, the walks the passes are
+ * built from, and the constants several passes size their tiles with.
+ *
+ * Internal to polyhedral/: the pass files (merge.c, order.c, tile.c,
+ * regtile.c, parallel.c) include it; backends and the runtime do not.
+ * Nothing here transforms a schedule beyond one band (tc_poly_band_permute)
+ * or knows the order the passes run in (passes.h, schedule.c). */
+#ifndef TC_POLY_BAND_H
+#define TC_POLY_BAND_H
+
+#include "poly.h"
+
+#include <isl/aff.h>
+#include <isl/schedule_node.h>
+
+/* The bytes of one vector register of the hosts tcomp tunes for (AVX-512);
+ * the register tile's innermost size is a multiple of its lanes, and a dot
+ * product's output rows are shorter than one register. */
+#define VECTOR_BYTES 64
+
+#define HUGE_TILE (INT64_C(1) << 40) /* a tile size that leaves a member untiled */
+
+/* Whether e mentions index variable var. */
+int tc_poly_expr_uses(__tc_keep const tc_ir_expr *e, int var);
+
+/* The domain variable of set's statement that band member member walks
+ * (a single variable plus a constant on every piece), or -1. */
+int tc_poly_set_member_var(__tc_keep isl_set *set, __tc_keep isl_union_pw_aff *member);
+
+/* The index variable of statement st that member j of band node walks, or
+ * -1 when it walks none alone. */
+int tc_poly_band_member_var(__tc_keep isl_schedule_node *node, int j,
+	__tc_keep const tc_poly_stmt *st);
+
+/* The number of values member j of a band takes over the band's domain, or
+ * 0 when that is not a known constant (a parametric model). */
+int64_t tc_poly_band_member_extent(__tc_keep isl_schedule_node *node, int j);
+
+/* The number of coincident members of band node. */
+int tc_poly_band_n_coincident(__tc_keep isl_schedule_node *node);
+
+/* Reorder the members of permutable band node: member perm[j] becomes
+ * member j; permutability and coincidence go with the members. */
+__tc_give isl_schedule_node *tc_poly_band_permute(__tc_take isl_schedule_node *node,
+	const int *perm);
+
+/* A band the register tiling (and the automatic cache tiles) apply to: a
+ * permutable band of one reduction whose innermost member is parallel
+ * (vectorisable) and which has a reduction (non-coincident) member and at
+ * least two parallel ones.  Returns the update statement or NULL; *has_init
+ * tells whether the band schedules the reduction's init too.  The band may
+ * also schedule plain statements (an epilogue such as a bias and an
+ * activation). */
+const tc_poly_stmt *tc_poly_contraction_band(__tc_keep const tc_poly *p,
+	__tc_keep isl_schedule_node *node, int *has_init);
+
+/* What a pass does to the first band (see tc_poly_first_band); sets
+ * *changed when it changes the band. */
+typedef isl_schedule_node *(*tc_poly_band_fn)(__tc_take isl_schedule_node *node,
+	__tc_keep const tc_poly *p, int *changed);
+
+/* Find the outermost permutable band with at least one member (in tree
+ * order, packing copies aside: the band the cache tiles and the
+ * interchange apply to) and apply fn to it; *found is set once it is
+ * found, *changed by fn. */
+__tc_give isl_schedule_node *tc_poly_first_band(__tc_take isl_schedule_node *node,
+	__tc_keep const tc_poly *p, tc_poly_band_fn fn, int *found, int *changed);
+
+/* Record that isl could not do what (from the ctx's last error message)
+ * in d; returns TC_ERR. */
+tc_stat tc_poly_walk_failed(__tc_keep tc_poly *p, __tc_keep tc_diags *d, const char *what);
+
+/* A walk of the schedule tree from node (taken), returning the node it
+ * ends on (the same position); sets *flag as its pass says. */
+typedef isl_schedule_node *(*tc_poly_walk_fn)(__tc_take isl_schedule_node *node,
+	__tc_keep const tc_poly *p, int *flag);
+
+/* Apply walk to p->schedule from its root, with *flag (cleared first) for
+ * the walk to set, and make the result p->schedule; what names the work in
+ * the error message when isl fails. */
+tc_stat tc_poly_walk_schedule(__tc_keep tc_poly *p, __tc_keep tc_diags *d, tc_poly_walk_fn walk,
+	const char *what, int *flag);
+
+/* tc_poly_walk_schedule, kept only when the result still orders every
+ * dependence: the walk sets its flag when it changed something that may
+ * break one (the check costs compile time, so only then), and a schedule
+ * that breaks one goes back to what it was.  check names the check in the
+ * error message when isl fails. */
+tc_stat tc_poly_walk_schedule_legal(__tc_keep tc_poly *p, __tc_keep tc_diags *d,
+	tc_poly_walk_fn walk, const char *what, const char *check);
+
+#endif

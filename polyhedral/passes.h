@@ -1,0 +1,130 @@
+/* Schedule passes and the driver that runs them (polyhedral/).
+ *
+ * A schedule is computed by running a named pass list over a model
+ * (tc_poly_schedule, schedule.c): every step, from the isl scheduler to
+ * the row buffers, is one entry, so that a backend supplies its own list
+ * (the CPU one is tc_poly_cpu_passes) and `tcomp emit` can show the
+ * schedule after any entry.  A pass transforms p->schedule in place and
+ * reads p->opts; it uses the model (poly.h) and the band helpers (band.h),
+ * never another pass.
+ *
+ * Files: merge.c, order.c (order, interchange, dot products), tile.c,
+ * regtile.c, parallel.c (the transformations), repair.c (repairs of the
+ * scheduler's tree), contract.c (row buffers), schedule.c (the scheduler
+ * step, the driver and the pass lists); polyhedral/README.md lists the
+ * CPU passes in order. */
+#ifndef TC_POLY_PASSES_H
+#define TC_POLY_PASSES_H
+
+#include "poly.h"
+
+/* A schedule pass: transforms p->schedule in place (owning it); TC_ERR
+ * with a message in d on error, TC_OK, or TC_POLY_RESCHEDULE. */
+typedef tc_stat (*tc_poly_pass)(tc_poly *p, tc_diags *d);
+
+/* What a pass returns when the schedule must be computed again under
+ * settings it changed in p: the driver then runs its list again from the
+ * first entry.  The CPU list's "check" entry does, after a merged band
+ * chain broke a dependence (it sets p->no_merge, so the merge pass does
+ * nothing the second time). */
+#define TC_POLY_RESCHEDULE 1
+
+/* An entry of a pass list: its name (for stop_after and `tcomp emit`), the
+ * pass, and one line saying what it does (help text, docs). */
+typedef struct tc_poly_pass_def {
+	const char *name;
+	tc_poly_pass run;
+	const char *doc;
+} tc_poly_pass_def;
+
+/* ---- transformations (one file each) ---- */
+
+/* Merge a band with the chain of bands below it when a reduction over
+ * several indices split them (conv2d), so that a parallel member can move
+ * below the reduction members; sets p->merged (the driver's check then
+ * tests the final schedule and schedules again without merging if it is
+ * illegal).  Nothing when p->no_merge.  merge.c. */
+tc_stat tc_poly_pass_merge(__tc_keep tc_poly *p, __tc_keep tc_diags *d);
+/* In every permutable band, move the member that indexes the last (stride-1)
+ * dimension of the most accesses innermost, preferring a parallel one; a
+ * dot product's reduction goes innermost, alone in its band.  order.c. */
+tc_stat tc_poly_pass_order(__tc_keep tc_poly *p, __tc_keep tc_diags *d);
+/* Put the members of the band tc_poly_pass_tile tiles (the outermost
+ * permutable band, packing copies aside) in the order p->opts.interchange
+ * gives: member interchange[k] goes to position k, members beyond the list
+ * keep their place.  Nothing when ninterchange is 0, when the list is
+ * longer than the band, or when the result breaks a dependence (a merged
+ * band's reduction members: tc_poly_pass_merge).  order.c. */
+tc_stat tc_poly_pass_interchange(__tc_keep tc_poly *p, __tc_keep tc_diags *d);
+/* Tile the outermost permutable band with p->opts.tile (members beyond
+ * the sizes given are not tiled), or a contraction band with automatic
+ * cache blocks when tile_auto; nothing otherwise.  tile.c. */
+tc_stat tc_poly_pass_tile(__tc_keep tc_poly *p, __tc_keep tc_diags *d);
+/* Register tiling of contractions: in every innermost permutable band of a
+ * single reduction (its update, with its init) whose innermost member is
+ * parallel, tile the parallel members by p->opts.regtile (innermost last),
+ * move the reduction members between the tile loops and the point loops,
+ * give the init its own point loops before the reduction, and unroll the
+ * point loops but the innermost (vectorised) one: a micro-kernel whose
+ * partial sums stay in registers for the whole reduction.  regtile.c. */
+tc_stat tc_poly_pass_regtile(__tc_keep tc_poly *p, __tc_keep tc_diags *d);
+/* Mark the outermost parallel loop of every top-level loop nest
+ * (TC_POLY_MARK_PARALLEL), when p->opts.parallel.  parallel.c. */
+tc_stat tc_poly_pass_parallel(__tc_keep tc_poly *p, __tc_keep tc_diags *d);
+
+/* ---- repairs of the isl scheduler's tree (repair.c) ----
+ *
+ * Each is kept only when the result orders every dependence of deps:
+ * tc_poly_fuse_nests (on the scheduler's own tree, before the passes) puts
+ * nests whose outermost loops are parallel and carry no dependence between
+ * them under one such loop (the root's sequence of nests becomes one nest:
+ * softmax, layer norm); tc_poly_hoist_constant (after the passes) moves
+ * the statements a band runs once per iteration of its outer loops (the
+ * init of a sum placed in the sum's loop at its first iteration) before or
+ * after the band's loops.  The driver decides when they run. */
+__tc_give isl_schedule *tc_poly_fuse_nests(__tc_take isl_schedule *s,
+	__tc_keep isl_union_map *deps);
+__tc_give isl_schedule *tc_poly_hoist_constant(__tc_take isl_schedule *s,
+	__tc_keep isl_union_map *deps);
+
+/* ---- row buffers (contract.c) ----
+ *
+ * For every temporary marked rowbuf whose accesses, in the final schedule,
+ * touch one row (its first j subscripts) per iteration of the loops
+ * enclosing them all and each row in one iteration, with no parallel loop
+ * at or below those loops and rows of at most TC_POLY_ROWBUF_MAX bytes,
+ * p->rowbuf[t] = j: backends keep one row per thread (on the stack)
+ * instead of the whole tensor.  Concrete sizes only.  The CPU list runs it
+ * last. */
+tc_stat tc_poly_contract(__tc_keep tc_poly *p, __tc_keep tc_diags *d);
+
+/* ---- the driver (schedule.c) ---- */
+
+/* The CPU pass list, in order (polyhedral/README.md lists it): the isl
+ * scheduler and its repairs, the packing copies, the transformations, the
+ * check that schedules again without merging, hoisting, the kernel mark
+ * and the row buffers. */
+extern const tc_poly_pass_def tc_poly_cpu_passes[];
+extern const int tc_poly_ncpu_passes;
+/* The CPU list without its transformations (merge, order, interchange,
+ * tile, regtile, parallel) and the check that only merging needs: the
+ * scheduler's tree with its repairs, marked, with its row buffers.  For
+ * tests of code generation that want the plain schedule. */
+extern const tc_poly_pass_def tc_poly_plain_passes[];
+extern const int tc_poly_nplain_passes;
+
+/* Compute p->schedule by running passes[0..npasses-1] in order (the first
+ * entry computes a schedule, as the CPU lists' "scheduler" does; the
+ * others transform it): stop after the entry named stop_after (NULL: run
+ * them all), leaving p->schedule as it stands then.  An entry returning
+ * TC_POLY_RESCHEDULE starts the list again from its first entry.  TC_ERR
+ * with a message in d when a pass fails or stop_after names no entry of
+ * the list (the message lists the names; nothing runs then). */
+tc_stat tc_poly_schedule(__tc_keep tc_poly *p, const tc_poly_pass_def *passes, int npasses,
+	const char *stop_after, __tc_keep tc_diags *d);
+/* tc_poly_schedule with the whole CPU list. */
+tc_stat tc_poly_schedule_cpu(__tc_keep tc_poly *p, __tc_keep tc_diags *d);
+/* Append the names of passes[0..npasses-1] to b, separated by ", ". */
+void tc_poly_pass_names(__tc_keep tc_buf *b, const tc_poly_pass_def *passes, int npasses);
+
+#endif

@@ -1,0 +1,322 @@
+/* Register tiles: the register tiling pass (tc_poly_pass_regtile).
+ *
+ * In every innermost band that is a contraction band
+ * (tc_poly_contraction_band, possibly with an epilogue), the parallel members are tiled by the
+ * register tile, the reduction members move between the tile loops and the
+ * point loops, the init gets its own point loops before the reduction and
+ * the epilogue its own after it, and the row loop is unrolled: a
+ * micro-kernel whose partial sums stay in registers for the whole
+ * reduction.  Full tiles are isolated from partial ones.
+ *
+ * Owns the register tile's sizes (lanes of a vector, rows of the tile,
+ * MAX_UNROLL) and the TC_POLY_MARK_REGTILE mark.  Uses the model's queries
+ * (poly.h) and the band helpers (band.h); must not know the other passes or
+ * the order they run in (schedule.c). */
+#include "band.h"
+#include "passes.h"
+
+#include <isl/id.h>
+#include <isl/map.h>
+#include <isl/schedule_node.h>
+#include <isl/space.h>
+#include <isl/val.h>
+
+#define MAX_UNROLL 32 /* the most copies the unrolled point loops may make */
+
+typedef struct kind_ctx {
+	const tc_poly *p;
+	tc_poly_kind kind;
+	isl_union_set *found;
+} kind_ctx;
+
+static isl_stat kind_cb(isl_set *set, void *user)
+{
+	kind_ctx *kc = user;
+	const tc_poly_stmt *st = tc_poly_find_stmt(kc->p, isl_set_get_tuple_name(set));
+	if (st && st->kind == kc->kind)
+		kc->found = isl_union_set_add_set(kc->found, set);
+	else
+		isl_set_free(set);
+	return isl_stat_ok;
+}
+
+/* The instances of node's domain whose statements are of kind kind. */
+static isl_union_set *instances_of(const tc_poly *p, isl_schedule_node *node, tc_poly_kind kind)
+{
+	isl_union_set *dom = isl_schedule_node_get_domain(node);
+	kind_ctx kc = {p, kind, isl_union_set_empty(isl_union_set_get_space(dom))};
+	isl_union_set_foreach_set(dom, kind_cb, &kc);
+	isl_union_set_free(dom);
+	return kc.found;
+}
+
+/* The lanes of a vector for elements of statement st's tensor: those of a
+ * whole register, or fewer when the vector option asks for fewer (the loop
+ * vectoriser then uses that many, so a tile of whole registers would hold
+ * several of its vectors per register: more live values than registers).
+ * More lanes than a register holds are split over registers by LLVM, so
+ * the tile keeps counting whole registers then. */
+static int64_t lanes(const tc_poly *p, const tc_poly_stmt *st)
+{
+	int size = tc_dtype_size(p->f->tensors[st->ir->tensor].dtype);
+	int64_t reg = size > 0 && size < VECTOR_BYTES ? VECTOR_BYTES / size : 1;
+	return p->opts.vector > 0 && p->opts.vector < reg ? p->opts.vector : reg;
+}
+
+/* The vector loads one step of the reduction shares between the rows of a
+ * register tile whose rows walk var: reads of e that use the vectorised
+ * index inner but not var. */
+static int shared_vectors(const tc_ir_expr *e, int var, int inner)
+{
+	int i, n = e->op == TC_OP_READ && tc_poly_expr_uses(e, inner) && !tc_poly_expr_uses(e, var);
+	if (e->op != TC_OP_READ)
+		for (i = 0; i < e->nargs; i++)
+			n += shared_vectors(e->args[i], var, inner);
+	return n;
+}
+
+/* The member of contraction band node whose values the register tile's
+ * rows take: the parallel member (the innermost aside) whose rows share
+ * the most vector loads (conv2d's output channels f: every row reads the
+ * same input vector, where rows of h each read their own), the one nearest
+ * the innermost among equals; -1 if there is none. */
+static int rows_member(isl_schedule_node *node, const tc_poly_stmt *st)
+{
+	isl_size n = isl_schedule_node_band_n_member(node);
+	int j, best = -1, best_shared = -1, inner = tc_poly_band_member_var(node, n - 1, st);
+	for (j = n - 2; j >= 0; j--) {
+		int var, shared;
+		if (isl_schedule_node_band_member_get_coincident(node, j) != isl_bool_true)
+			continue;
+		var = tc_poly_band_member_var(node, j, st);
+		shared = var >= 0 && inner >= 0 ? shared_vectors(st->ir->rhs, var, inner) : 0;
+		if (shared > best_shared) {
+			best_shared = shared;
+			best = j;
+		}
+	}
+	return best;
+}
+
+/* The register tile sizes of every member of contraction band node
+ * (sizes[n]): the reduction members untiled, the parallel ones from the
+ * option (innermost last; members it does not reach get 1) or, when
+ * automatic, up to 4 whole vectors of the innermost member (the rest of
+ * shorter rows in partial tiles) by rows of rows_member, 24 accumulators
+ * in all of AVX-512's 32 registers (6 x 4, 8 x 3, 12 x 2 or 1), the rest
+ * for the shared vector loads and broadcasts; clipped to the extents.  A
+ * row shorter than a vector gets one vector and 6 rows (fcrelu 128x128x10:
+ * 0.022 ms, against 0.029 with 12 rows of 10).  unroll_inner=U makes that
+ * U vectors per row (24 / U rows, at most 12), so that the innermost point
+ * loop is one trip of U interleaved vectors; vector=N makes the vectors N
+ * lanes (lanes()). */
+static void regtile_sizes(const tc_poly *p, isl_schedule_node *node, const tc_poly_stmt *st,
+	int64_t *sizes)
+{
+	isl_size n = isl_schedule_node_band_n_member(node);
+	int64_t vl = lanes(p, st), rows = 6, nvec = p->opts.unroll_inner ? p->opts.unroll_inner : 4;
+	int j, k = p->opts.nregtile, row = p->opts.nregtile ? -1 : rows_member(node, st);
+	for (j = n - 1; j >= 0; j--) {
+		int64_t ext = tc_poly_band_member_extent(node, j), size;
+		if (isl_schedule_node_band_member_get_coincident(node, j) != isl_bool_true) {
+			sizes[j] = HUGE_TILE;
+			continue;
+		}
+		if (p->opts.nregtile) {
+			size = k > 0 ? p->opts.regtile[--k] : 1;
+		} else if (j == n - 1) {
+			size = nvec * vl;
+			if (ext > 0 && ext < vl) { /* one partial vector, 6 rows */
+				size = vl;
+				rows = 6;
+			} else {
+				if (ext > 0 && ext < size) /* whole vectors; the rest a partial tile */
+					size = ext / vl * vl;
+				rows = 24 / (size / vl) > 12 ? 12 : 24 / (size / vl);
+			}
+		} else {
+			size = j == row ? rows : 1;
+			if (ext > 0 && size > ext)
+				size = ext;
+		}
+		sizes[j] = size;
+	}
+}
+
+/* Tell the AST generator to generate the full tiles of tile band node
+ * (its child the point band, sizes[] the tile sizes) apart from the partial
+ * ones (isl's "isolate" option), so that the unrolled point loops of full
+ * tiles have constant bounds and no guards.  A tile counts as full when,
+ * for every tiled member, some instance of it sits at the tile's last
+ * position: exact for box domains (every TC domain without a where); for
+ * others the isolated part is merely generated separately, still
+ * correctly. */
+static isl_schedule_node *isolate_full_tiles(isl_schedule_node *node, const int64_t *sizes)
+{
+	isl_union_map *pt, *q;
+	isl_union_set *full = NULL;
+	isl_size n = isl_schedule_node_band_n_member(node), depth;
+	isl_ctx *ctx = isl_schedule_node_get_ctx(node);
+	isl_schedule_node *child;
+	isl_set *set;
+	isl_map *rel;
+	int j;
+	if (!node || n < 0)
+		return node;
+	depth = isl_schedule_node_get_schedule_depth(node);
+	pt = isl_union_map_flat_range_product(isl_schedule_node_get_prefix_schedule_union_map(node),
+		isl_schedule_node_band_get_partial_schedule_union_map(node));
+	child = isl_schedule_node_get_child(node, 0);
+	q = isl_union_map_intersect_domain(isl_schedule_node_band_get_partial_schedule_union_map(child),
+		isl_schedule_node_get_domain(node));
+	for (j = 0; j < n; j++) {
+		isl_set *last;
+		isl_union_set *at;
+		if (sizes[j] <= 1 || sizes[j] >= HUGE_TILE)
+			continue;
+		last = isl_set_universe(isl_schedule_node_band_get_space(child));
+		last = isl_set_fix_si(last, isl_dim_set, (unsigned)j, (int)(sizes[j] - 1));
+		at = isl_union_map_domain(isl_union_map_intersect_range(isl_union_map_copy(q),
+			isl_union_set_from_set(last)));
+		at = isl_union_set_apply(at, isl_union_map_copy(pt));
+		full = full ? isl_union_set_intersect(full, at) : at;
+	}
+	isl_schedule_node_free(child);
+	isl_union_map_free(q);
+	isl_union_map_free(pt);
+	/* no full tile (a member shorter than its tile) leaves the union empty,
+	 * with no space to convert */
+	if (!full || isl_union_set_n_set(full) != 1) {
+		isl_union_set_free(full);
+		return node;
+	}
+	set = isl_set_from_union_set(full);
+	if (!set || isl_set_is_empty(set) == isl_bool_true) {
+		isl_set_free(set);
+		return node;
+	}
+	set = isl_set_reset_tuple_id(set);
+	rel = isl_map_from_domain(set);
+	rel = isl_map_move_dims(rel, isl_dim_out, 0, isl_dim_in, (unsigned)depth, (unsigned)n);
+	set = isl_map_wrap(rel);
+	set = isl_set_set_tuple_id(set, isl_id_alloc(ctx, "isolate", NULL));
+	return isl_schedule_node_band_set_ast_build_options(node, isl_union_set_from_set(set));
+}
+
+/* The register tiling of one contraction band (see above). */
+static isl_schedule_node *regtile_band(isl_schedule_node *node, const tc_poly *p, int *moved)
+{
+	isl_size n = isl_schedule_node_band_n_member(node);
+	int64_t sizes[TC_POLY_MAX_TILE * 2];
+	int perm[TC_POLY_MAX_TILE * 2] = {0};
+	int has_init, j, k, nred = 0, unrolled = 1;
+	const tc_poly_stmt *st = tc_poly_contraction_band(p, node, &has_init);
+	isl_size depth = isl_schedule_node_get_tree_depth(node);
+	isl_union_set *epilogue;
+	isl_multi_val *mv;
+	if (!st || n > TC_POLY_MAX_TILE * 2 || depth < 0)
+		return node;
+	regtile_sizes(p, node, st, sizes);
+	mv = isl_multi_val_zero(isl_schedule_node_band_get_space(node));
+	for (j = 0; j < n; j++)
+		mv = isl_multi_val_set_val(mv, j, isl_val_int_from_si(p->ctx, sizes[j]));
+	node = isl_schedule_node_band_tile(node, mv);
+	node = isolate_full_tiles(node, sizes);
+	node = isl_schedule_node_child(node, 0); /* the point band */
+	/* the mark tells code generators that the tile's reductions keep
+	 * their order (vecreduce does not apply: the accumulators are the
+	 * tile's, and a reduction loop vectorised along the reduction would
+	 * undo the tile) */
+	node = isl_schedule_node_insert_mark(node, isl_id_alloc(p->ctx, TC_POLY_MARK_REGTILE, NULL));
+	node = isl_schedule_node_child(node, 0);
+	/* the init's point loops first, then the reduction's, then those of the
+	 * epilogue (order_before/after leave node on the band of the instances
+	 * outside the filter); the pass checks the result against the
+	 * dependences */
+	if (has_init)
+		node = isl_schedule_node_order_before(node, instances_of(p, node, TC_POLY_INIT));
+	epilogue = instances_of(p, node, TC_POLY_ASSIGN);
+	if (epilogue && isl_union_set_is_empty(epilogue) == isl_bool_false) {
+		node = isl_schedule_node_order_after(node, epilogue);
+		*moved = 1;
+	} else
+		isl_union_set_free(epilogue);
+	/* reduction members first, then the parallel ones */
+	for (j = k = 0; j < n; j++)
+		if (isl_schedule_node_band_member_get_coincident(node, j) != isl_bool_true)
+			perm[k++] = j;
+	nred = k;
+	for (j = 0; j < n; j++)
+		if (isl_schedule_node_band_member_get_coincident(node, j) == isl_bool_true)
+			perm[k++] = j;
+	node = tc_poly_band_permute(node, perm);
+	node = isl_schedule_node_band_split(node, nred);
+	node = isl_schedule_node_child(node, 0); /* the parallel point loops */
+	for (j = 0; j < n - nred - 1; j++)
+		unrolled *= (int)sizes[perm[nred + j]];
+	for (j = 0; p->opts.unroll && unrolled <= MAX_UNROLL && j < n - nred - 1; j++)
+		if (sizes[perm[nred + j]] > 1)
+			node = isl_schedule_node_band_member_set_ast_loop_type(node, j,
+				isl_ast_loop_unroll);
+	/* back to the position node had (now the tile band): the init and
+	 * epilogue put a sequence and filters between it and the point loops */
+	return isl_schedule_node_ancestor(node, isl_schedule_node_get_tree_depth(node) - depth);
+}
+
+static isl_bool band_below_cb(isl_schedule_node *node, void *user)
+{
+	int *found = user;
+	if (*found)
+		return isl_bool_false;
+	if (isl_schedule_node_get_type(node) == isl_schedule_node_band) {
+		*found = 1;
+		return isl_bool_false;
+	}
+	return isl_bool_true;
+}
+
+/* Whether a band node lies below node. */
+static int has_band_below(isl_schedule_node *node)
+{
+	int found = 0, i;
+	isl_size n = isl_schedule_node_n_children(node);
+	for (i = 0; i < n && !found; i++) {
+		isl_schedule_node *c = isl_schedule_node_get_child(node, i);
+		isl_schedule_node_foreach_descendant_top_down(c, band_below_cb, &found);
+		isl_schedule_node_free(c);
+	}
+	return found;
+}
+
+/* Apply regtile_band to every innermost band (one without a band below);
+ * *moved is set when an epilogue moved. */
+static isl_schedule_node *regtile_walk(isl_schedule_node *node, const tc_poly *p, int *moved)
+{
+	isl_size n, i;
+	if (!node)
+		return NULL;
+	n = isl_schedule_node_n_children(node);
+	for (i = 0; node && i < n; i++) {
+		node = isl_schedule_node_child(node, i);
+		node = regtile_walk(node, p, moved);
+		node = isl_schedule_node_parent(node);
+	}
+	if (node && isl_schedule_node_get_type(node) == isl_schedule_node_band &&
+		!has_band_below(node))
+		node = regtile_band(node, p, moved);
+	return node;
+}
+
+/* Running each element's init before its reduction is what TC's
+ * semantics say; an epilogue (statements after the reduction in the same
+ * band) moved after the tile's reduction is checked against the
+ * dependences (the check costs compile time, so only then: regtile_walk's
+ * flag), and a kernel it would break keeps the schedule it had. */
+tc_stat tc_poly_pass_regtile(tc_poly *p, tc_diags *d)
+{
+	if (!p->opts.nregtile && !p->opts.regtile_auto)
+		return TC_OK;
+	return tc_poly_walk_schedule_legal(p, d, regtile_walk, "tile for registers",
+		"check a register tiling");
+}
+

@@ -1,0 +1,242 @@
+/* Repairs of the isl scheduler's tree: tc_poly_fuse_nests and
+ * tc_poly_hoist_constant.
+ *
+ * isl's scheduler sometimes leaves statements that share an outer parallel
+ * loop in separate nests (softmax's division, layer norm's last two
+ * statements: after the first nest's inner band it found no way to place
+ * them in the same band), and sometimes places a statement that runs once
+ * per row inside the row's loop at the loop's first iteration (the init
+ * of a sum: "if (c1 == 999) sm = 0" in the loop, which keeps LLVM from
+ * vectorising it).  tc_poly_fuse_nests repairs the first on the
+ * scheduler's own tree, before the passes and before the packing copies
+ * join it; tc_poly_hoist_constant the second, after the passes (which place
+ * a register tile's init themselves).  Each change is kept only when the
+ * schedule still respects the dependences.
+ *
+ * Both work on a schedule and a set of dependences alone: they use the
+ * model's legality check (poly.h) and must not know the model's options,
+ * the passes or when the driver (schedule.c) runs them. */
+#include "passes.h"
+
+#include <isl/aff.h>
+#include <isl/schedule_node.h>
+#include <isl/set.h>
+
+/* The first member of band node's partial schedule. */
+static isl_union_pw_aff *first_member(isl_schedule_node *node)
+{
+	isl_multi_union_pw_aff *mupa = isl_schedule_node_band_get_partial_schedule(node);
+	isl_union_pw_aff *upa = isl_multi_union_pw_aff_get_union_pw_aff(mupa, 0);
+	isl_multi_union_pw_aff_free(mupa);
+	return upa;
+}
+
+/* Whether the dependences deps between instances of dom all have equal
+ * values of upa (the fused loop carries none: it stays parallel). */
+static int carries_none(isl_union_pw_aff *upa, isl_union_set *dom, isl_union_map *deps)
+{
+	isl_union_map *s = isl_union_map_from_union_pw_aff(isl_union_pw_aff_copy(upa));
+	isl_union_map *d = isl_union_map_intersect_range(
+		isl_union_map_intersect_domain(isl_union_map_copy(deps), isl_union_set_copy(dom)),
+		isl_union_set_copy(dom));
+	isl_union_set *delta;
+	isl_bool zero;
+	d = isl_union_map_apply_domain(d, isl_union_map_copy(s));
+	d = isl_union_map_apply_range(d, s);
+	delta = isl_union_map_deltas(d);
+	zero = isl_union_set_is_empty(delta);
+	if (zero == isl_bool_false) {
+		isl_set *set = isl_set_from_union_set(isl_union_set_copy(delta));
+		isl_set *origin = isl_set_universe(isl_set_get_space(set));
+		origin = isl_set_fix_si(origin, isl_dim_set, 0, 0);
+		zero = isl_set_is_subset(set, origin);
+		isl_set_free(set);
+		isl_set_free(origin);
+	}
+	isl_union_set_free(delta);
+	return zero == isl_bool_true;
+}
+
+/* Whether schedule s orders every dependence of deps. */
+static int respects(isl_schedule *s, isl_union_map *deps)
+{
+	return tc_poly_schedule_legal_for(s, deps) == 1;
+}
+
+isl_schedule *tc_poly_fuse_nests(isl_schedule *s, isl_union_map *deps)
+{
+	isl_schedule_node *seq, *node;
+	isl_union_pw_aff *fused = NULL;
+	isl_union_set *dom;
+	isl_schedule *t;
+	isl_size n, i;
+	int ok = 1;
+	if (!s)
+		return NULL;
+	seq = isl_schedule_node_child(isl_schedule_get_root(s), 0);
+	if (!seq || isl_schedule_node_get_type(seq) != isl_schedule_node_sequence) {
+		isl_schedule_node_free(seq);
+		return s;
+	}
+	n = isl_schedule_node_n_children(seq);
+	/* every nest a band whose outermost member is parallel */
+	for (i = 0; ok && i < n; i++) {
+		node = isl_schedule_node_child(isl_schedule_node_get_child(seq, i), 0);
+		ok = node && isl_schedule_node_get_type(node) == isl_schedule_node_band &&
+			isl_schedule_node_band_member_get_coincident(node, 0) == isl_bool_true;
+		if (ok) {
+			isl_union_pw_aff *upa = first_member(node);
+			fused = fused ? isl_union_pw_aff_union_add(fused, upa) : upa;
+		}
+		isl_schedule_node_free(node);
+	}
+	dom = isl_schedule_get_domain(s);
+	ok = ok && n >= 2 && fused && carries_none(fused, dom, deps);
+	isl_union_set_free(dom);
+	if (!ok) {
+		isl_union_pw_aff_free(fused);
+		isl_schedule_node_free(seq);
+		return s;
+	}
+	/* the fused loop above the sequence; each nest loses its outermost
+	 * member (the whole band when it had one) */
+	seq = isl_schedule_node_insert_partial_schedule(seq,
+		isl_multi_union_pw_aff_from_union_pw_aff(fused));
+	seq = isl_schedule_node_band_set_permutable(seq, 1);
+	seq = isl_schedule_node_band_member_set_coincident(seq, 0, 1);
+	seq = isl_schedule_node_child(seq, 0);
+	for (i = 0; seq && i < n; i++) {
+		seq = isl_schedule_node_child(isl_schedule_node_child(seq, i), 0);
+		if (isl_schedule_node_band_n_member(seq) > 1)
+			seq = isl_schedule_node_band_split(seq, 1);
+		seq = isl_schedule_node_delete(seq);
+		seq = isl_schedule_node_parent(isl_schedule_node_parent(seq));
+	}
+	t = seq ? isl_schedule_node_get_schedule(seq) : NULL;
+	isl_schedule_node_free(seq);
+	if (!t || !respects(t, deps)) {
+		isl_schedule_free(t);
+		return s;
+	}
+	isl_schedule_free(s);
+	return t;
+}
+
+typedef struct const_ctx {
+	isl_union_map *prefix, *part; /* of the band */
+	isl_union_set *consts;        /* the statements constant in it */
+	int nconst, nother;
+} const_ctx;
+
+static isl_stat const_cb(isl_set *set, void *user)
+{
+	const_ctx *cc = user;
+	isl_union_set *us = isl_union_set_from_set(set);
+	isl_union_map *rel = isl_union_map_apply_range(
+		isl_union_map_reverse(isl_union_map_intersect_domain(isl_union_map_copy(cc->prefix),
+			isl_union_set_copy(us))),
+		isl_union_map_intersect_domain(isl_union_map_copy(cc->part), isl_union_set_copy(us)));
+	isl_bool single = isl_union_map_is_single_valued(rel);
+	isl_union_map_free(rel);
+	if (single == isl_bool_true) {
+		cc->consts = isl_union_set_union(cc->consts, us);
+		cc->nconst++;
+	} else {
+		isl_union_set_free(us);
+		cc->nother++;
+	}
+	return single < 0 ? isl_stat_error : isl_stat_ok;
+}
+
+/* The statements of band node whose band values are a function of the outer
+ * loops' (run once per iteration of them), when some but not all are;
+ * NULL otherwise. */
+static isl_union_set *constant_statements(isl_schedule_node *node)
+{
+	isl_union_set *dom = isl_schedule_node_get_domain(node);
+	const_ctx cc;
+	cc.prefix = isl_schedule_node_get_prefix_schedule_union_map(node);
+	cc.part = isl_schedule_node_band_get_partial_schedule_union_map(node);
+	cc.consts = isl_union_set_empty(isl_union_set_get_space(dom));
+	cc.nconst = cc.nother = 0;
+	if (isl_union_set_foreach_set(dom, const_cb, &cc) < 0)
+		cc.nconst = 0;
+	isl_union_set_free(dom);
+	isl_union_map_free(cc.prefix);
+	isl_union_map_free(cc.part);
+	if (cc.nconst && cc.nother)
+		return cc.consts;
+	isl_union_set_free(cc.consts);
+	return NULL;
+}
+
+typedef struct hoist_ctx {
+	isl_schedule *s;       /* the schedule being repaired */
+	isl_union_map *deps;
+	int changed;
+	int tried, skip;       /* bands seen in this walk; bands to pass over */
+} hoist_ctx;
+
+/* Find the skip-th band (top-down) with constant statements and move them
+ * before (or, if that breaks a dependence, after) the band's loops. */
+static isl_bool hoist_cb(isl_schedule_node *node, void *user)
+{
+	hoist_ctx *hc = user;
+	isl_union_set *consts;
+	isl_schedule_node *band;
+	int side;
+	if (hc->changed || isl_schedule_node_get_type(node) != isl_schedule_node_band)
+		return isl_bool_true;
+	band = isl_schedule_node_copy(node);
+	if (!(consts = constant_statements(band)) && isl_schedule_node_band_n_member(band) > 1) {
+		/* constant in the band's later members only (a row loop and
+		 * its inner loop in one band, when nothing runs in parallel):
+		 * the band split after its first member, the rest tried */
+		band = isl_schedule_node_child(isl_schedule_node_band_split(band, 1), 0);
+		consts = band ? constant_statements(band) : NULL;
+	}
+	if (!consts) {
+		isl_schedule_node_free(band);
+		return isl_bool_true;
+	}
+	if (hc->tried++ < hc->skip) {
+		isl_schedule_node_free(band);
+		isl_union_set_free(consts);
+		return isl_bool_true;
+	}
+	for (side = 0; side < 2 && !hc->changed; side++) {
+		isl_schedule_node *n = isl_schedule_node_copy(band);
+		isl_schedule *t;
+		n = side ? isl_schedule_node_order_after(n, isl_union_set_copy(consts))
+			 : isl_schedule_node_order_before(n, isl_union_set_copy(consts));
+		t = n ? isl_schedule_node_get_schedule(n) : NULL;
+		isl_schedule_node_free(n);
+		if (t && respects(t, hc->deps)) {
+			isl_schedule_free(hc->s);
+			hc->s = t;
+			hc->changed = 1;
+		} else
+			isl_schedule_free(t);
+	}
+	isl_union_set_free(consts);
+	isl_schedule_node_free(band);
+	if (!hc->changed)
+		hc->skip++;
+	return isl_bool_false;
+}
+
+isl_schedule *tc_poly_hoist_constant(isl_schedule *s, isl_union_map *deps)
+{
+	hoist_ctx hc = {s, deps, 0, 0, 0};
+	int round;
+	for (round = 0; hc.s && round < 32; round++) {
+		isl_schedule_node *root = isl_schedule_get_root(hc.s);
+		hc.changed = 0;
+		hc.tried = 0;
+		isl_schedule_node_foreach_descendant_top_down(root, hoist_cb, &hc);
+		isl_schedule_node_free(root);
+		if (!hc.changed && hc.tried <= hc.skip)
+			break; /* every candidate band tried */
+	}
+	return hc.s;
+}

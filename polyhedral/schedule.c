@@ -1,0 +1,354 @@
+/* The schedule driver: runs a named pass list over a model
+ * (tc_poly_schedule), and the steps of the CPU list that are no
+ * transformation of their own: the isl scheduler with its fusion settings,
+ * the packing copies' schedule, the check that schedules again without
+ * merging, the kernel mark; the repairs (repair.c) and the row buffers
+ * (contract.c) run from here too.
+ *
+ * Owns: the order of the CPU passes (tc_poly_cpu_passes, and the plain
+ * list without the transformations), when each repair runs (fusing nests
+ * only under fusion max, on the scheduler's own tree; hoisting after the
+ * passes), and the restart without merging when a merged band chain broke
+ * a dependence.  Entry points (passes.h): tc_poly_schedule,
+ * tc_poly_schedule_cpu, tc_poly_pass_names, tc_poly_cpu_passes,
+ * tc_poly_plain_passes.
+ *
+ * Uses everything in polyhedral/ through its entry points; nothing in
+ * polyhedral/ uses it.  Must not know the passes' internals, the backends
+ * or the runtime: a GPU backend supplies its own list to tc_poly_schedule. */
+#include "passes.h"
+
+#include <isl/aff.h>
+#include <isl/id.h>
+#include <isl/map.h>
+#include <isl/options.h>
+#include <isl/schedule_node.h>
+#include <isl/val.h>
+
+#include <string.h>
+
+/* ---- the scheduler ---- */
+
+/* Whether p has packing copies (IR statements marked pack). */
+static int has_packs(const tc_poly *p)
+{
+	int i;
+	for (i = 0; i < p->nstmts; i++)
+		if (p->stmts[i].ir->pack)
+			return 1;
+	return 0;
+}
+
+/* The dependences among the statements the isl scheduler schedules: the
+ * packing copies read inputs only, so they run first, on their own, and
+ * the scheduler sees the other statements, whose instances go to *rest
+ * (when rest is not NULL). */
+static isl_union_map *scheduled_deps(const tc_poly *p, isl_union_set **rest)
+{
+	isl_union_set *r = isl_union_set_copy(p->domain);
+	isl_union_map *deps = isl_union_map_copy(p->deps);
+	if (has_packs(p)) {
+		r = isl_union_set_subtract(r, tc_poly_pack_instances(p));
+		deps = isl_union_map_intersect_range(isl_union_map_intersect_domain(deps,
+			isl_union_set_copy(r)), isl_union_set_copy(r));
+	}
+	if (rest)
+		*rest = r;
+	else
+		isl_union_set_free(r);
+	return deps;
+}
+
+/* The original schedule as a schedule tree (when the scheduler fails). */
+static isl_schedule *original_tree(tc_poly *p)
+{
+	isl_schedule *s = isl_schedule_from_domain(isl_union_set_copy(p->domain));
+	isl_multi_union_pw_aff *m =
+		isl_multi_union_pw_aff_from_union_map(isl_union_map_copy(p->original));
+	return isl_schedule_insert_partial_schedule(s, m);
+}
+
+/* p->schedule failed: the original order, which is always legal, over
+ * every statement (the packing copies included). */
+static tc_stat fall_back(tc_poly *p, tc_diags *d)
+{
+	isl_ctx_reset_error(p->ctx);
+	p->schedule = original_tree(p);
+	if (!p->schedule) {
+		tc_poly_isl_failed(p->ctx, d, "compute a schedule");
+		return TC_ERR;
+	}
+	return TC_OK;
+}
+
+/* isl's scheduler on sc (taken).  Fusion min schedules every strongly
+ * connected component apart (serialize_sccs).  Otherwise isl clusters
+ * components step by step (whole_component off), which fuses a
+ * contraction's init, update and epilogue into one band, except for
+ * kernels whose statements all have at most two dimensions (row
+ * reductions and their pointwise neighbours: softmax, layer norm): there
+ * the clustering spends its time on integer programs that place one
+ * statement's loop after another's within the same row loop, shifted by a
+ * size, and their constants grow with the sizes (softmax: 0.5 s at 128 x
+ * 1000, 3.5 s at 4096 x 4096), while scheduling each component whole
+ * finds the same fused rows in milliseconds.  Not for everything: whole
+ * components took 32 s on the three-factor Kronecker product. */
+static isl_schedule *compute_schedule(tc_poly *p, isl_schedule_constraints *sc)
+{
+	isl_schedule *s;
+	int i, low = 1, was = isl_options_get_schedule_whole_component(p->ctx);
+	for (i = 0; i < p->nstmts; i++)
+		low &= p->stmts[i].ndims <= 2;
+	isl_options_set_schedule_serialize_sccs(p->ctx, p->opts.fusion == TC_POLY_FUSE_MIN);
+	isl_options_set_schedule_whole_component(p->ctx, low || was);
+	s = isl_schedule_constraints_compute_schedule(sc);
+	isl_options_set_schedule_whole_component(p->ctx, was);
+	return s;
+}
+
+/* "scheduler": the isl scheduler on every statement but the packing
+ * copies, with every dependence as a validity constraint and the fusion
+ * option's settings, or the original schedule of every statement if it
+ * fails. */
+static tc_stat schedule_pass(tc_poly *p, tc_diags *d)
+{
+	isl_schedule_constraints *sc;
+	isl_union_set *rest;
+	isl_union_map *deps = scheduled_deps(p, &rest);
+
+	isl_options_set_schedule_maximize_coincidence(p->ctx,
+		p->opts.fusion == TC_POLY_FUSE_PRESERVE3COINCIDENT);
+	sc = isl_schedule_constraints_on_domain(rest);
+	sc = isl_schedule_constraints_set_context(sc, isl_set_copy(p->context));
+	sc = isl_schedule_constraints_set_validity(sc, isl_union_map_copy(deps));
+	sc = isl_schedule_constraints_set_proximity(sc, isl_union_map_copy(deps));
+	/* so that a band member is marked coincident only if it carries no
+	 * dependence (parallel loops, later) */
+	sc = isl_schedule_constraints_set_coincidence(sc, deps);
+	isl_schedule_free(p->schedule);
+	p->schedule = compute_schedule(p, sc);
+	return p->schedule ? TC_OK : fall_back(p, d);
+}
+
+/* "fuse-nests": under fusion max, the repair tc_poly_fuse_nests of the
+ * scheduler's own tree, against the dependences the scheduler saw (before
+ * the packing copies join it; the original schedule it may have fallen
+ * back to is one band, which the repair leaves alone). */
+static tc_stat fuse_nests_pass(tc_poly *p, tc_diags *d)
+{
+	isl_union_map *deps;
+	if (p->opts.fusion != TC_POLY_FUSE_MAX)
+		return TC_OK;
+	deps = scheduled_deps(p, NULL);
+	p->schedule = tc_poly_fuse_nests(p->schedule, deps);
+	isl_union_map_free(deps);
+	return p->schedule ? TC_OK : fall_back(p, d);
+}
+
+/* Schedules for the packing copies: each in its own loop nest over the
+ * copy's dimensions in order (so its writes are stride-1), its last two in
+ * PACK_TILE x PACK_TILE tiles (a transpose: the reads of a tile walk
+ * PACK_TILE rows, and its 2 x 4 KiB stay in L1), one after the other.
+ * NULL when there are none.  Measured on matmul_nt 1024: the untiled
+ * copy took about 3 ms of the kernel's 14.5. */
+#define PACK_TILE 32
+static isl_schedule *pack_schedule(const tc_poly *p)
+{
+	isl_schedule *all = NULL;
+	int i, k;
+	for (i = 0; i < p->nstmts; i++) {
+		isl_schedule *one;
+		isl_schedule_node *node;
+		isl_union_set *dom;
+		isl_union_map *id;
+		const tc_poly_stmt *st = &p->stmts[i];
+		if (!st->ir->pack)
+			continue;
+		dom = tc_poly_stmt_instances(p, st);
+		id = isl_union_set_identity(isl_union_set_copy(dom));
+		id = isl_union_map_from_map(isl_map_reset_tuple_id(isl_map_from_union_map(id),
+			isl_dim_out));
+		one = isl_schedule_insert_partial_schedule(isl_schedule_from_domain(dom),
+			isl_multi_union_pw_aff_from_union_map(id));
+		node = isl_schedule_node_child(isl_schedule_get_root(one), 0);
+		node = isl_schedule_node_band_set_permutable(node, 1);
+		for (k = 0; k < st->ndims; k++) /* a copy: no dependences among its instances */
+			node = isl_schedule_node_band_member_set_coincident(node, k, 1);
+		if (st->ndims >= 2) { /* a transpose: in tiles that fit in L1 */
+			isl_multi_val *sizes = isl_multi_val_zero(isl_schedule_node_band_get_space(node));
+			for (k = 0; k < st->ndims; k++)
+				sizes = isl_multi_val_set_val(sizes, k, isl_val_int_from_si(p->ctx,
+					k < st->ndims - 2 ? 1 : PACK_TILE));
+			node = isl_schedule_node_band_tile(node, sizes);
+		}
+		isl_schedule_free(one);
+		one = isl_schedule_node_get_schedule(node);
+		isl_schedule_node_free(node);
+		all = all ? isl_schedule_sequence(all, one) : one;
+	}
+	return all;
+}
+
+/* "pack": the packing copies' schedule (pack_schedule) before the
+ * scheduler's tree, unless that already holds them (the original schedule
+ * the scheduler fell back to). */
+static tc_stat pack_pass(tc_poly *p, tc_diags *d)
+{
+	isl_union_set *dom, *packs;
+	isl_bool apart;
+	if (!has_packs(p))
+		return TC_OK;
+	dom = isl_schedule_get_domain(p->schedule);
+	packs = tc_poly_pack_instances(p);
+	apart = isl_union_set_is_disjoint(dom, packs);
+	isl_union_set_free(dom);
+	isl_union_set_free(packs);
+	if (apart < 0) {
+		tc_poly_isl_failed(p->ctx, d, "compute a schedule");
+		return TC_ERR;
+	}
+	if (!apart)
+		return TC_OK;
+	p->schedule = isl_schedule_sequence(pack_schedule(p), p->schedule);
+	return p->schedule ? TC_OK : fall_back(p, d);
+}
+
+/* ---- after the transformations ---- */
+
+/* "check": a merged band chain (tc_poly_pass_merge) is marked permutable
+ * without being so for its reduction members, so the transformed schedule
+ * is checked against the dependences; when it breaks one (or the check
+ * fails), the driver schedules again from the first entry without
+ * merging. */
+static tc_stat check_pass(tc_poly *p, tc_diags *d)
+{
+	if (p->merged && tc_poly_schedule_legal(p, p->schedule) != 1) {
+		p->merged = 0;
+		p->no_merge = 1;
+		return TC_POLY_RESCHEDULE;
+	}
+	return TC_OK;
+}
+
+/* "hoist": the repair tc_poly_hoist_constant, after the transformations
+ * (which place a register tile's init themselves). */
+static tc_stat hoist_pass(tc_poly *p, tc_diags *d)
+{
+	p->schedule = tc_poly_hoist_constant(p->schedule, p->deps);
+	if (!p->schedule) {
+		tc_poly_isl_failed(p->ctx, d, "hoist statements out of loops");
+		return TC_ERR;
+	}
+	return TC_OK;
+}
+
+/* "mark": the kernel mark below the domain node, carrying the model. */
+static tc_stat mark_pass(tc_poly *p, tc_diags *d)
+{
+	isl_schedule_node *node = isl_schedule_get_root(p->schedule);
+	node = isl_schedule_node_child(node, 0);
+	node = isl_schedule_node_insert_mark(node, isl_id_alloc(p->ctx, TC_POLY_MARK_KERNEL, p));
+	isl_schedule_free(p->schedule);
+	p->schedule = isl_schedule_node_get_schedule(node);
+	isl_schedule_node_free(node);
+	if (!p->schedule) {
+		tc_poly_isl_failed(p->ctx, d, "mark the schedule");
+		return TC_ERR;
+	}
+	return TC_OK;
+}
+
+/* ---- the lists ---- */
+
+/* Entries that both CPU lists hold. */
+#define SCHEDULER {"scheduler", schedule_pass, \
+	"the isl scheduler on all but the packing copies (fusion option; else textual order)"}
+#define FUSE_NESTS {"fuse-nests", fuse_nests_pass, \
+	"fusion max: the scheduler's parallel nests under one loop when it carries no dependence"}
+#define PACK {"pack", pack_pass, \
+	"the packing copies first, each in its own nest (a transpose in 32 x 32 tiles)"}
+#define HOIST {"hoist", hoist_pass, \
+	"statements a band runs once per outer iteration before (or after) its loops"}
+#define MARK {"mark", mark_pass, "the tc_kernel mark at the root, carrying the model"}
+#define ROWBUF {"rowbuf", tc_poly_contract, \
+	"row buffers for rowbuf temporaries that one iteration writes and reads (sizes known)"}
+
+const tc_poly_pass_def tc_poly_cpu_passes[] = {
+	SCHEDULER,
+	FUSE_NESTS,
+	PACK,
+	{"merge", tc_poly_pass_merge,
+		"merge a band with the chain of bands a reduction over several indices split"},
+	{"order", tc_poly_pass_order,
+		"the stride-1 member innermost in permutable bands; a dot product's reduction alone"},
+	{"interchange", tc_poly_pass_interchange,
+		"the interchange option's member order for the band the tile pass tiles"},
+	{"tile", tc_poly_pass_tile,
+		"cache tiles of the outermost permutable band (tile option, or contraction blocks)"},
+	{"regtile", tc_poly_pass_regtile,
+		"register tiles of contraction bands: init before, epilogue after, rows unrolled"},
+	{"parallel", tc_poly_pass_parallel,
+		"the tc_parallel mark above the outermost parallel loop of each nest"},
+	{"check", check_pass,
+		"a merged band chain that breaks a dependence: schedule again without merging"},
+	HOIST,
+	MARK,
+	ROWBUF,
+};
+const int tc_poly_ncpu_passes = sizeof(tc_poly_cpu_passes) / sizeof(tc_poly_cpu_passes[0]);
+
+const tc_poly_pass_def tc_poly_plain_passes[] = {SCHEDULER, FUSE_NESTS, PACK, HOIST, MARK, ROWBUF};
+const int tc_poly_nplain_passes = sizeof(tc_poly_plain_passes) / sizeof(tc_poly_plain_passes[0]);
+
+/* ---- the driver ---- */
+
+void tc_poly_pass_names(tc_buf *b, const tc_poly_pass_def *passes, int npasses)
+{
+	int i;
+	for (i = 0; i < npasses; i++) {
+		if (i)
+			tc_buf_puts(b, ", ");
+		tc_buf_puts(b, passes[i].name);
+	}
+}
+
+/* The index of the entry of passes named name, or -1. */
+static int find_pass(const tc_poly_pass_def *passes, int npasses, const char *name)
+{
+	int i;
+	for (i = 0; i < npasses; i++)
+		if (!strcmp(passes[i].name, name))
+			return i;
+	return -1;
+}
+
+tc_stat tc_poly_schedule(tc_poly *p, const tc_poly_pass_def *passes, int npasses,
+	const char *stop_after, tc_diags *d)
+{
+	int i, last = npasses - 1;
+	tc_stat st;
+	if (stop_after && (last = find_pass(passes, npasses, stop_after)) < 0) {
+		tc_loc none;
+		tc_buf b;
+		memset(&none, 0, sizeof(none));
+		tc_buf_init(&b);
+		tc_poly_pass_names(&b, passes, npasses);
+		tc_error(d, none, "expected the name of a schedule pass (%s) but found '%s'",
+			b.oom || !b.s ? "?" : b.s, stop_after);
+		tc_buf_free(&b);
+		return TC_ERR;
+	}
+	for (i = 0; i <= last; i++) {
+		st = passes[i].run(p, d);
+		if (st < 0)
+			return TC_ERR;
+		if (st == TC_POLY_RESCHEDULE)
+			i = -1; /* the whole list again (the entry that asked changed p) */
+	}
+	return TC_OK;
+}
+
+tc_stat tc_poly_schedule_cpu(tc_poly *p, tc_diags *d)
+{
+	return tc_poly_schedule(p, tc_poly_cpu_passes, tc_poly_ncpu_passes, NULL, d);
+}

@@ -1,0 +1,103 @@
+/* Cache tiles: the tile pass (tc_poly_pass_tile).
+ *
+ * Tiles the outermost permutable band (packing copies aside: the band
+ * tc_poly_first_band finds) with the tile option's sizes or, for a
+ * contraction band, BLIS-style blocks (below).  Tile loops run in
+ * increasing order, so each element still accumulates in the same order.
+ *
+ * Owns the cache blocking constants (TILE_MC, TILE_MC_LONG, TILE_KC,
+ * TILE_NC).  Uses the model's queries (poly.h) and the band helpers
+ * (band.h); must not know the other passes or the order they run in
+ * (schedule.c). */
+#include "band.h"
+#include "passes.h"
+
+#include <isl/schedule_node.h>
+#include <isl/val.h>
+
+/* Cache tiles for a contraction band (BLIS-style blocking, sizes[n]): the
+ * reduction member in blocks of KC, the innermost (vectorised) member in
+ * blocks of NC and the parallel member the register tile's rows come from
+ * in blocks of MC, so that a KC x NC block of the right operand stays in
+ * the 1 MiB L2 cache while MC / 6 row panels of the left one stream
+ * through L1; members shorter than 1.5 blocks are not tiled.  Measured on
+ * matmul 1024 (docs/performance.md).  0 when node is no contraction or no
+ * member is long enough to tile. */
+#define TILE_MC 48
+#define TILE_MC_LONG 192 /* rows of 1536 or more: B's blocks reloaded 4x less */
+#define TILE_KC 256
+#define TILE_NC 512
+/* The row blocks' size: TILE_MC, or TILE_MC_LONG for long rows members
+ * (sgemm 2048: 107.6 ms with 48-row blocks, 91.5 with 96, 87.9 with 192;
+ * 1024 is the same with 48 or 96), or, when the outermost band's row member
+ * (the parallel loop) would split into a number of blocks the threads do
+ * not share evenly, blocks of whole register tiles (6 rows) as even as
+ * the threads allow (fully connected 784 -> 128 at 2 threads: 3 blocks of
+ * 48 rows left one thread idle a third of the time; now 66 + 62). */
+static int64_t rows_tile(const tc_poly *p, isl_schedule_node *node, int j, int64_t ext)
+{
+	int64_t mc = ext >= 1536 ? TILE_MC_LONG : TILE_MC, blocks, per, size, t = p->opts.threads;
+	if (t < 2 || j != 0 || ext <= 0 || isl_schedule_node_get_tree_depth(node) > 3)
+		return mc;
+	blocks = (ext + mc - 1) / mc;
+	if (blocks % t == 0)
+		return mc;
+	per = blocks / t > 0 ? blocks / t : 1;
+	size = (ext + per * t - 1) / (per * t);
+	size = (size + 5) / 6 * 6;
+	return size >= 6 ? size : mc;
+}
+
+static int auto_tiles(const tc_poly *p, isl_schedule_node *node, int64_t *sizes)
+{
+	int has_init, j, rows = 0, tiled = 0;
+	isl_size n = isl_schedule_node_band_n_member(node);
+	if (!tc_poly_contraction_band(p, node, &has_init) || n > TC_POLY_MAX_TILE)
+		return 0;
+	for (j = n - 1; j >= 0; j--) {
+		int coinc = isl_schedule_node_band_member_get_coincident(node, j) == isl_bool_true;
+		int64_t ext = tc_poly_band_member_extent(node, j), size;
+		if (!coinc)
+			size = TILE_KC;
+		else if (j == n - 1)
+			size = TILE_NC;
+		else if (!rows++)
+			size = rows_tile(p, node, j, ext);
+		else
+			size = 0;
+		sizes[j] = size && ext > 0 && 2 * ext >= 3 * size ? size : HUGE_TILE;
+		tiled += sizes[j] == size;
+	}
+	return tiled > 0;
+}
+
+/* Tile band node with the option's sizes or the automatic ones. */
+static isl_schedule_node *tile_band(isl_schedule_node *node, const tc_poly *p, int *changed)
+{
+	isl_size n = isl_schedule_node_band_n_member(node), i;
+	isl_multi_val *sizes;
+	int64_t chosen[TC_POLY_MAX_TILE];
+	if (!p->opts.ntile && !auto_tiles(p, node, chosen))
+		return node;
+	sizes = isl_multi_val_zero(isl_schedule_node_band_get_space(node));
+	for (i = 0; i < n; i++) /* untiled members: one tile covers them */
+		sizes = isl_multi_val_set_val(sizes, i, isl_val_int_from_si(p->ctx,
+			p->opts.ntile ? (i < p->opts.ntile ? p->opts.tile[i] : HUGE_TILE)
+				      : chosen[i]));
+	*changed = 1;
+	return isl_schedule_node_band_tile(node, sizes);
+}
+
+static isl_schedule_node *tile_first_band(isl_schedule_node *node, const tc_poly *p, int *done)
+{
+	int changed = 0;
+	return tc_poly_first_band(node, p, tile_band, done, &changed);
+}
+
+tc_stat tc_poly_pass_tile(tc_poly *p, tc_diags *d)
+{
+	int done;
+	if (!p->opts.ntile && !p->opts.tile_auto)
+		return TC_OK;
+	return tc_poly_walk_schedule(p, d, tile_first_band, "tile a band", &done);
+}
