@@ -66,10 +66,6 @@ static int room_for_iter(cg *g)
 
 /* ---- loop metadata: the vector and unroll_inner options ---- */
 
-/* The bytes of a vector register the hints assume when LLVM chooses the
- * width (AVX-512, as the register tile's sizes do). */
-#define HINT_VECTOR_BYTES 64
-
 /* Whether n is a non-degenerate for node (*user set, and the walk skips
  * what lies below). */
 static isl_bool loop_below_cb(isl_ast_node *n, void *user)
@@ -166,7 +162,8 @@ static int64_t auto_lanes(cg *g, isl_ast_node *body)
 {
 	widest_ctx w = {g->p, 0};
 	isl_ast_node_foreach_descendant_top_down(body, widest_cb, &w);
-	return w.size > 0 && w.size < HINT_VECTOR_BYTES ? HINT_VECTOR_BYTES / w.size : 1;
+	int vb = g->p->target->vector_bytes; /* as the register tile's sizes count */
+	return w.size > 0 && w.size < vb ? vb / w.size : 1;
 }
 
 /* Whether AST expression e mentions the iterator id. */

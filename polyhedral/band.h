@@ -1,6 +1,7 @@
 /* Band helpers shared by the schedule passes (band.c): queries on the band
- * nodes of a schedule tree and on their members, the walks the passes are
- * built from, and the constants several passes size their tiles with.
+ * nodes of a schedule tree and on their members, and the walks the passes
+ * are built from.  The machine's numbers (vector width, block sizes) come
+ * from the model's target description (p->target, ir/target.h).
  *
  * Internal to polyhedral/: the pass files (merge.c, order.c, tile.c,
  * regtile.c, parallel.c) include it; backends and the runtime do not.
@@ -13,11 +14,6 @@
 
 #include <isl/aff.h>
 #include <isl/schedule_node.h>
-
-/* The bytes of one vector register of the hosts tcomp tunes for (AVX-512);
- * the register tile's innermost size is a multiple of its lanes, and a dot
- * product's output rows are shorter than one register. */
-#define VECTOR_BYTES 64
 
 #define HUGE_TILE (INT64_C(1) << 40) /* a tile size that leaves a member untiled */
 

@@ -26,7 +26,7 @@
  *   stack of the function the accesses are in, so all of one row's
  *   accesses must be in one function's activation (a parallel loop above
  *   B is fine: each thread's chunk of iterations has its own buffer);
- * - the buffer has at most TC_POLY_ROWBUF_MAX bytes (it lives on the
+ * - the buffer has at most the target's rowbuf_bytes (it lives on the
  *   stack of the kernel or of a pool thread).
  * Reads with non-affine subscripts are over-approximated by the whole
  * extent, so they never pass the test.  A temporary that fails it keeps
@@ -181,7 +181,7 @@ static int contract_one(tc_poly *p, int t)
 	isl_union_map_free(a.acc);
 	if (j) { /* the buffer's size */
 		int64_t bytes = tc_ir_tail_bytes(p->f, t, j, p->params);
-		if (bytes < 1 || bytes > TC_POLY_ROWBUF_MAX)
+		if (bytes < 1 || bytes > p->target->rowbuf_bytes)
 			return 0;
 	}
 	isl_ctx_reset_error(p->ctx);

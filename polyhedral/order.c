@@ -127,7 +127,7 @@ static int dot_var(const tc_poly *p, const tc_poly_stmt *st)
 	if (!p->opts.vecreduce || !p->params || st->kind != TC_POLY_UPDATE || ir->red != TC_RED_ADD ||
 		(t->dtype != TC_T_F32 && t->dtype != TC_T_F64) || ir->nlhs < 1 || ir->nvars <= ir->nlhs)
 		return -1;
-	lanes_ = VECTOR_BYTES / size;
+	lanes_ = p->target->vector_bytes / size;
 	if (tc_sx_eval(t->ext[ir->nlhs - 1], p->params, NULL, &ext) < 0 || ext >= lanes_ ||
 		!reads_along_reduction(ir, ir->rhs, &n) || n < 2)
 		return -1;

@@ -6,9 +6,9 @@
  * Code generators outline the marked loop and hand its iterations to the
  * runtime's pool.
  *
- * Owns the work threshold (PARALLEL_MIN_INSTANCES).  Uses the model (poly.h)
- * and the band helpers (band.h); must not know the other passes or the
- * order they run in (schedule.c). */
+ * The work threshold is the target's (parallel_min_instances, ir/target.h).
+ * Uses the model (poly.h) and the band helpers (band.h); must not know the
+ * other passes or the order they run in (schedule.c). */
 #include "band.h"
 #include "passes.h"
 
@@ -17,16 +17,16 @@
 #include <isl/schedule_node.h>
 #include <isl/val.h>
 
-/* Loop nests with fewer statement instances than this run on the calling
- * thread: handing the work out costs more than it saves.  (262144 while the
- * pool's workers slept between jobs: a wake-up cost as much as fcrelu
- * 128x128x10's whole run; with polling workers, fcrelu 784's weight copy,
- * 100k instances, gains from two threads.) */
-#define PARALLEL_MIN_INSTANCES 32768.0
+/* The statement instances of each set's bounding box, added to
+ * *bc->count; an unbounded or unknown box counts as bc->enough. */
+typedef struct box_count {
+	double count, enough;
+} box_count;
 
 static isl_stat count_box_cb(isl_set *set, void *user)
 {
-	double *count = user, pts = 1;
+	box_count *bc = user;
+	double pts = 1;
 	isl_size n = isl_set_dim(set, isl_dim_set), j;
 	for (j = 0; j < n && pts > 0; j++) {
 		isl_val *lo = isl_set_dim_min_val(isl_set_copy(set), (int)j);
@@ -34,29 +34,33 @@ static isl_stat count_box_cb(isl_set *set, void *user)
 		if (lo && hi && isl_val_is_int(lo) == isl_bool_true && isl_val_is_int(hi) == isl_bool_true)
 			pts *= (double)(isl_val_get_num_si(hi) - isl_val_get_num_si(lo) + 1);
 		else
-			pts = PARALLEL_MIN_INSTANCES; /* unbounded or unknown: parallel */
+			pts = bc->enough; /* unbounded or unknown: parallel */
 		isl_val_free(lo);
 		isl_val_free(hi);
 	}
-	*count += pts;
+	bc->count += pts;
 	isl_set_free(set);
 	return isl_stat_ok;
 }
 
 /* Whether the loop nest at node has too little work to share: fewer
  * statement instances (counted over each statement's bounding box) than
- * PARALLEL_MIN_INSTANCES, when the parallel option is auto.  Parametric
+ * the target's parallel_min_instances (on the CPU 32768: handing the work
+ * out costs more than it saves; 262144 while the pool's workers slept
+ * between jobs, when a wake-up cost as much as fcrelu 128x128x10's whole
+ * run; with polling workers, fcrelu 784's weight copy, 100k instances,
+ * gains from two threads), when the parallel option is auto.  Parametric
  * models (no sizes) always share. */
 static int too_small_to_share(const tc_poly *p, isl_schedule_node *node)
 {
 	isl_union_set *dom;
-	double count = 0;
+	box_count bc = {0, p->target->parallel_min_instances};
 	if (!p->params || p->opts.parallel != 2)
 		return 0;
 	dom = isl_schedule_node_get_domain(node);
-	isl_union_set_foreach_set(dom, count_box_cb, &count);
+	isl_union_set_foreach_set(dom, count_box_cb, &bc);
 	isl_union_set_free(dom);
-	return count < PARALLEL_MIN_INSTANCES;
+	return bc.count < bc.enough;
 }
 
 /* Mark the outermost band of every top-level loop nest whose first member

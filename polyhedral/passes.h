@@ -92,7 +92,7 @@ __tc_give isl_schedule *tc_poly_hoist_constant(__tc_take isl_schedule *s,
  * For every temporary marked rowbuf whose accesses, in the final schedule,
  * touch one row (its first j subscripts) per iteration of the loops
  * enclosing them all and each row in one iteration, with no parallel loop
- * at or below those loops and rows of at most TC_POLY_ROWBUF_MAX bytes,
+ * at or below those loops and rows of at most the target's rowbuf_bytes,
  * p->rowbuf[t] = j: backends keep one row per thread (on the stack)
  * instead of the whole tensor.  Concrete sizes only.  The CPU list runs it
  * last. */

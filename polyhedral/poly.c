@@ -437,7 +437,8 @@ static int compute_deps(tc_poly *p, tc_diags *d)
 	return 0;
 }
 
-tc_poly *tc_poly_build(isl_ctx *ctx, const tc_ir_func *f, const int64_t *params, tc_diags *d)
+tc_poly *tc_poly_build(isl_ctx *ctx, const tc_ir_func *f, const int64_t *params,
+	const tc_target *target, tc_diags *d)
 {
 	tc_poly *p = tc_calloc(1, sizeof(*p));
 	int i, width = 0;
@@ -446,6 +447,7 @@ tc_poly *tc_poly_build(isl_ctx *ctx, const tc_ir_func *f, const int64_t *params,
 		goto oom;
 	p->ctx = ctx;
 	p->f = f;
+	p->target = target;
 	p->opts.order = 1;
 	p->opts.parallel = 1;
 	if (params) {

@@ -42,6 +42,7 @@
 #include <isl/union_set.h>
 
 #include "../ir/ir.h"
+#include "../ir/target.h"
 
 /* What a statement instance does. */
 typedef enum tc_poly_kind {
@@ -87,17 +88,17 @@ typedef enum tc_poly_fusion {
 } tc_poly_fusion;
 
 /* What the schedule passes do (set by the caller before tc_poly_schedule;
- * tc_poly_build sets the defaults: order on, no tiling). */
+ * tc_poly_build sets the defaults: order on, no tiling).  The schedule's
+ * half of the options (runtime/options.c decodes both halves); the code
+ * generators read theirs (codegen/opts.h).  vecreduce, vector and
+ * unroll_inner are in both: here they say what the backend will do, which
+ * the passes plan for. */
 #define TC_POLY_MAX_TILE 16
 typedef struct tc_poly_opts {
 	int order;                     /* run tc_poly_pass_order */
-	int contract;                  /* backends may fuse float * and + (FMA) */
-	int fastmath;                  /* ... and reassociate */
-	int stream;                    /* non-temporal stores for large outputs */
-	int threads;                   /* threads the kernel is expected to run
-					* on (0: unknown): cache tiles split evenly */
-	int vecreduce;                 /* float reductions outside register
-					* tiles may vectorise (any order) */
+	int vecreduce;                 /* the backend may vectorise float
+					* reductions outside register tiles: a
+					* dot product's sum goes innermost */
 	int parallel;                  /* run tc_poly_pass_parallel: 1 on every
 					* nest, 2 on nests with work enough */
 	int ninterchange;              /* tc_poly_pass_interchange: members of
@@ -113,11 +114,14 @@ typedef struct tc_poly_opts {
 	int regtile_auto;              /* nregtile 0: choose them for contractions */
 	int unroll;                    /* unroll the register tile's outer point loops */
 	tc_poly_fusion fusion;         /* how the isl scheduler fuses statements */
-	int vector;                    /* lanes of the innermost loops' vectors
-					* (llvm.loop.vectorize.width); 0: LLVM
-					* chooses, 1: no vectorisation */
+	int vector;                    /* lanes of the backend's vectors in
+					* innermost loops (0: a register's): the
+					* register tile counts vectors of this
+					* many lanes, at most a register's */
 	int unroll_inner;              /* vector iterations per trip of the
-					* innermost loops; 0: LLVM chooses */
+					* innermost loops (0: the backend
+					* chooses): the register tile's rows
+					* get that many vectors */
 } tc_poly_opts;
 
 /* The polyhedral model of one IR function (tc_poly_build), the schedule
@@ -129,6 +133,8 @@ typedef struct tc_poly_opts {
 typedef struct tc_poly {
 	isl_ctx *ctx; /* borrowed */
 	tc_poly_opts opts;
+	const tc_target *target; /* the machine (borrowed): vector width, block
+				  * sizes, threads, row-buffer budget */
 	const tc_ir_func *f;
 	int64_t *params;    /* concrete sizes, or NULL: parametric */
 	int nstmts;
@@ -150,10 +156,6 @@ typedef struct tc_poly {
 				  * 0 (or rowbuf NULL): kept whole */
 } tc_poly;
 
-/* The most bytes a row buffer (tc_poly.rowbuf) may hold: backends keep one
- * row per thread on the stack. */
-#define TC_POLY_ROWBUF_MAX (64 << 10)
-
 /* The statement of the model whose isl tuple name is name, or NULL. */
 const tc_poly_stmt *tc_poly_find_stmt(__tc_keep const tc_poly *p, const char *name);
 
@@ -168,10 +170,13 @@ __tc_give isl_union_set *tc_poly_pack_instances(__tc_keep const tc_poly *p);
 int tc_poly_is_pack(__tc_keep const tc_poly *p, __tc_keep isl_union_set *instances);
 
 /* Build the model of f (sizes params[f->nparams], or NULL for a parametric
- * model) in ctx.  NULL with a message in d on failure.  The ctx should have
- * isl's on_error set to ISL_ON_ERROR_CONTINUE (tc_poly_ctx_new does). */
+ * model) in ctx, for the machine target (ir/target.h; borrowed, it must
+ * outlive the model).  NULL with a message in d on failure.  The ctx
+ * should have isl's on_error set to ISL_ON_ERROR_CONTINUE (tc_poly_ctx_new
+ * does). */
 __tc_give tc_poly *tc_poly_build(__tc_keep isl_ctx *ctx, __tc_keep const tc_ir_func *f,
-	__tc_keep const int64_t *params, __tc_keep tc_diags *d);
+	__tc_keep const int64_t *params, __tc_keep const tc_target *target,
+	__tc_keep tc_diags *d);
 /* Whether schedule s runs the source of every dependence of p before its
  * target: 1 yes, 0 no, -1 on an isl error. */
 int tc_poly_schedule_legal(__tc_keep tc_poly *p, __tc_keep isl_schedule *s);

@@ -59,7 +59,8 @@ static isl_union_set *instances_of(const tc_poly *p, isl_schedule_node *node, tc
 static int64_t lanes(const tc_poly *p, const tc_poly_stmt *st)
 {
 	int size = tc_dtype_size(p->f->tensors[st->ir->tensor].dtype);
-	int64_t reg = size > 0 && size < VECTOR_BYTES ? VECTOR_BYTES / size : 1;
+	int vb = p->target->vector_bytes;
+	int64_t reg = size > 0 && size < vb ? vb / size : 1;
 	return p->opts.vector > 0 && p->opts.vector < reg ? p->opts.vector : reg;
 }
 
@@ -102,12 +103,13 @@ static int rows_member(isl_schedule_node *node, const tc_poly_stmt *st)
  * (sizes[n]): the reduction members untiled, the parallel ones from the
  * option (innermost last; members it does not reach get 1) or, when
  * automatic, up to 4 whole vectors of the innermost member (the rest of
- * shorter rows in partial tiles) by rows of rows_member, 24 accumulators
- * in all of AVX-512's 32 registers (6 x 4, 8 x 3, 12 x 2 or 1), the rest
- * for the shared vector loads and broadcasts; clipped to the extents.  A
- * row shorter than a vector gets one vector and 6 rows (fcrelu 128x128x10:
- * 0.022 ms, against 0.029 with 12 rows of 10).  unroll_inner=U makes that
- * U vectors per row (24 / U rows, at most 12), so that the innermost point
+ * shorter rows in partial tiles) by rows of rows_member, as many
+ * accumulators in all as the target gives a register tile (24 of 32 vector
+ * registers: 6 x 4, 8 x 3, 12 x 2 or 1; runtime/backend_cpu.c says the
+ * host's), the rest for the shared vector loads and broadcasts; clipped to the extents.  A row shorter than
+ * a vector gets one vector and 6 rows (fcrelu 128x128x10: 0.022 ms,
+ * against 0.029 with 12 rows of 10).  unroll_inner=U makes that U vectors
+ * per row (accumulators / U rows, at most 12), so that the innermost point
  * loop is one trip of U interleaved vectors; vector=N makes the vectors N
  * lanes (lanes()). */
 static void regtile_sizes(const tc_poly *p, isl_schedule_node *node, const tc_poly_stmt *st,
@@ -115,6 +117,7 @@ static void regtile_sizes(const tc_poly *p, isl_schedule_node *node, const tc_po
 {
 	isl_size n = isl_schedule_node_band_n_member(node);
 	int64_t vl = lanes(p, st), rows = 6, nvec = p->opts.unroll_inner ? p->opts.unroll_inner : 4;
+	int64_t acc = p->target->accumulators;
 	int j, k = p->opts.nregtile, row = p->opts.nregtile ? -1 : rows_member(node, st);
 	for (j = n - 1; j >= 0; j--) {
 		int64_t ext = tc_poly_band_member_extent(node, j), size;
@@ -132,7 +135,7 @@ static void regtile_sizes(const tc_poly *p, isl_schedule_node *node, const tc_po
 			} else {
 				if (ext > 0 && ext < size) /* whole vectors; the rest a partial tile */
 					size = ext / vl * vl;
-				rows = 24 / (size / vl) > 12 ? 12 : 24 / (size / vl);
+				rows = acc / (size / vl) > 12 ? 12 : acc / (size / vl);
 			}
 		} else {
 			size = j == row ? rows : 1;

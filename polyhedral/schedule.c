@@ -147,11 +147,10 @@ static tc_stat fuse_nests_pass(tc_poly *p, tc_diags *d)
 
 /* Schedules for the packing copies: each in its own loop nest over the
  * copy's dimensions in order (so its writes are stride-1), its last two in
- * PACK_TILE x PACK_TILE tiles (a transpose: the reads of a tile walk
- * PACK_TILE rows, and its 2 x 4 KiB stay in L1), one after the other.
- * NULL when there are none.  Measured on matmul_nt 1024: the untiled
- * copy took about 3 ms of the kernel's 14.5. */
-#define PACK_TILE 32
+ * square tiles of the target's transpose_tile (a transpose: the reads of a
+ * tile walk that many rows; on the CPU 32 x 32, whose 2 x 4 KiB stay in
+ * L1), one after the other.  NULL when there are none.  Measured on
+ * matmul_nt 1024: the untiled copy took about 3 ms of the kernel's 14.5. */
 static isl_schedule *pack_schedule(const tc_poly *p)
 {
 	isl_schedule *all = NULL;
@@ -178,7 +177,7 @@ static isl_schedule *pack_schedule(const tc_poly *p)
 			isl_multi_val *sizes = isl_multi_val_zero(isl_schedule_node_band_get_space(node));
 			for (k = 0; k < st->ndims; k++)
 				sizes = isl_multi_val_set_val(sizes, k, isl_val_int_from_si(p->ctx,
-					k < st->ndims - 2 ? 1 : PACK_TILE));
+					k < st->ndims - 2 ? 1 : p->target->transpose_tile));
 			node = isl_schedule_node_band_tile(node, sizes);
 		}
 		isl_schedule_free(one);
@@ -266,7 +265,7 @@ static tc_stat mark_pass(tc_poly *p, tc_diags *d)
 #define FUSE_NESTS {"fuse-nests", fuse_nests_pass, \
 	"fusion max: the scheduler's parallel nests under one loop when it carries no dependence"}
 #define PACK {"pack", pack_pass, \
-	"the packing copies first, each in its own nest (a transpose in 32 x 32 tiles)"}
+	"the packing copies first, each in its own nest (a transpose in square tiles)"}
 #define HOIST {"hoist", hoist_pass, \
 	"statements a band runs once per outer iteration before (or after) its loops"}
 #define MARK {"mark", mark_pass, "the tc_kernel mark at the root, carrying the model"}

@@ -5,38 +5,30 @@
  * contraction band, BLIS-style blocks (below).  Tile loops run in
  * increasing order, so each element still accumulates in the same order.
  *
- * Owns the cache blocking constants (TILE_MC, TILE_MC_LONG, TILE_KC,
- * TILE_NC).  Uses the model's queries (poly.h) and the band helpers
- * (band.h); must not know the other passes or the order they run in
- * (schedule.c). */
+ * The block sizes come from the target description (p->target: MC, KC,
+ * NC and the long-row MC, ir/target.h).  Uses the model's queries (poly.h)
+ * and the band helpers (band.h); must not know the other passes or the
+ * order they run in (schedule.c). */
 #include "band.h"
 #include "passes.h"
 
 #include <isl/schedule_node.h>
 #include <isl/val.h>
 
-/* Cache tiles for a contraction band (BLIS-style blocking, sizes[n]): the
- * reduction member in blocks of KC, the innermost (vectorised) member in
- * blocks of NC and the parallel member the register tile's rows come from
- * in blocks of MC, so that a KC x NC block of the right operand stays in
- * the 1 MiB L2 cache while MC / 6 row panels of the left one stream
- * through L1; members shorter than 1.5 blocks are not tiled.  Measured on
- * matmul 1024 (docs/performance.md).  0 when node is no contraction or no
- * member is long enough to tile. */
-#define TILE_MC 48
-#define TILE_MC_LONG 192 /* rows of 1536 or more: B's blocks reloaded 4x less */
-#define TILE_KC 256
-#define TILE_NC 512
-/* The row blocks' size: TILE_MC, or TILE_MC_LONG for long rows members
- * (sgemm 2048: 107.6 ms with 48-row blocks, 91.5 with 96, 87.9 with 192;
- * 1024 is the same with 48 or 96), or, when the outermost band's row member
+/* The row blocks' size: the target's MC (block_rows), or the long-row MC
+ * (block_rows_long) for row members of long_rows or more (on the CPU 192
+ * rows from 1536: B's blocks reloaded 4x less; sgemm 2048: 107.6 ms with
+ * 48-row blocks, 91.5 with 96, 87.9 with 192; 1024 is the same with 48 or
+ * 96), or, when the outermost band's row member
  * (the parallel loop) would split into a number of blocks the threads do
  * not share evenly, blocks of whole register tiles (6 rows) as even as
  * the threads allow (fully connected 784 -> 128 at 2 threads: 3 blocks of
  * 48 rows left one thread idle a third of the time; now 66 + 62). */
 static int64_t rows_tile(const tc_poly *p, isl_schedule_node *node, int j, int64_t ext)
 {
-	int64_t mc = ext >= 1536 ? TILE_MC_LONG : TILE_MC, blocks, per, size, t = p->opts.threads;
+	const tc_target *tg = p->target;
+	int64_t mc = ext >= tg->long_rows ? tg->block_rows_long : tg->block_rows, blocks, per, size;
+	int64_t t = tg->threads;
 	if (t < 2 || j != 0 || ext <= 0 || isl_schedule_node_get_tree_depth(node) > 3)
 		return mc;
 	blocks = (ext + mc - 1) / mc;
@@ -48,6 +40,14 @@ static int64_t rows_tile(const tc_poly *p, isl_schedule_node *node, int j, int64
 	return size >= 6 ? size : mc;
 }
 
+/* Cache tiles for a contraction band (BLIS-style blocking, sizes[n]): the
+ * reduction member in blocks of KC, the innermost (vectorised) member in
+ * blocks of NC and the parallel member the register tile's rows come from
+ * in blocks of MC, so that a KC x NC block of the right operand stays in
+ * L2 while MC / 6 row panels of the left one stream through L1 (the
+ * target's block sizes: runtime/backend_cpu.c gives the host's and where
+ * they were measured); members shorter than 1.5 blocks are not tiled.  0 when node is no contraction or no member is
+ * long enough to tile. */
 static int auto_tiles(const tc_poly *p, isl_schedule_node *node, int64_t *sizes)
 {
 	int has_init, j, rows = 0, tiled = 0;
@@ -58,9 +58,9 @@ static int auto_tiles(const tc_poly *p, isl_schedule_node *node, int64_t *sizes)
 		int coinc = isl_schedule_node_band_member_get_coincident(node, j) == isl_bool_true;
 		int64_t ext = tc_poly_band_member_extent(node, j), size;
 		if (!coinc)
-			size = TILE_KC;
+			size = p->target->block_depth;
 		else if (j == n - 1)
-			size = TILE_NC;
+			size = p->target->block_cols;
 		else if (!rows++)
 			size = rows_tile(p, node, j, ext);
 		else

@@ -106,7 +106,6 @@ static tc_rt_compiled *compile(tc_module *m, const tc_ir_func *f, const tc_tenso
 	/* for the tile sizes: the count the kernel will most likely run with */
 	c->target.threads = c->opts.threads ? c->opts.threads
 					    : __atomic_load_n(&m->ctx->threads, __ATOMIC_RELAXED);
-	c->opts.sched.threads = c->target.threads;
 	c->params = tc_calloc((size_t)f->nparams + 1, sizeof(int64_t));
 	c->shapes = tc_calloc((size_t)f->ntensors + 1, sizeof(tc_tensor));
 	if (!c->params || !c->shapes)

@@ -554,10 +554,8 @@ static void poly_opts(const tc_options *o, tc_poly_opts *out)
 	for (k = 0; k < out->ninterchange; k++)
 		out->interchange[k] = (int)perm[k];
 	out->order = strcmp(tc_options_get(o, "order"), "off") != 0;
-	out->fastmath = strcmp(tc_options_get(o, "fastmath"), "on") == 0;
-	out->stream = strcmp(tc_options_get(o, "stream"), "off") != 0;
-	out->vecreduce = out->fastmath || strcmp(tc_options_get(o, "vecreduce"), "off") != 0;
-	out->contract = out->fastmath || strcmp(tc_options_get(o, "contract"), "on") == 0;
+	out->vecreduce = strcmp(tc_options_get(o, "fastmath"), "on") == 0 ||
+		strcmp(tc_options_get(o, "vecreduce"), "off") != 0;
 	out->parallel = !strcmp(tc_options_get(o, "parallel"), "off") ? 0
 		: !strcmp(tc_options_get(o, "parallel"), "on") ? 1 : 2;
 	out->unroll = strcmp(tc_options_get(o, "unroll"), "off") != 0;

@@ -88,8 +88,7 @@ static tc_poly *schedule(isl_ctx *ictx, const tc_rt_backend *b, const tc_ir_func
 	const int64_t *params, const tc_rt_opts *o, const tc_target *t, const char *stop_after,
 	int ast, tc_diags *d)
 {
-	tc_poly *p = tc_poly_build(ictx, cf, params, d);
-	(void)t;
+	tc_poly *p = tc_poly_build(ictx, cf, params, t, d);
 	if (!p)
 		return NULL;
 	if (o)

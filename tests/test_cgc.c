@@ -40,6 +40,17 @@
 #include "lang/ast.h"
 #include "lang/diag.h"
 #include "polyhedral/passes.h"
+#include "runtime/backend.h"
+
+/* The host CPU as the cpu backend describes it (runtime/backend_cpu.c):
+ * the target the models below are built for, as tc_compile builds them. */
+static const tc_target *host_target(void)
+{
+	static tc_target t;
+	if (!t.name)
+		tc_rt_backend_cpu.describe(&t);
+	return &t;
+}
 
 #define CORPUS_DIR TC_SOURCE_DIR "/tests/corpus"
 #define GOLDEN_DIR TC_SOURCE_DIR "/tests/golden"
@@ -158,7 +169,7 @@ static char *c_text(const tc_ir_func *f, const int64_t *params)
 
 	assert_non_null(ctx);
 	tc_diags_init(&d, NULL);
-	p = tc_poly_build(ctx, f, params, &d);
+	p = tc_poly_build(ctx, f, params, host_target(), &d);
 	if (p && tc_poly_schedule(p, tc_poly_plain_passes, tc_poly_nplain_passes, NULL, &d) == TC_OK &&
 		tc_poly_ast(p, &d) == TC_OK)
 		text = tc_cg_c_text(p, &d);
@@ -786,7 +797,7 @@ static void test_size_named_like_a_c_keyword_warns(void **state)
 	(void)state;
 	load(&l, NULL, "def k(float(int) A) -> (O) {\n  O(i) = A(i) * int\n}\n", "k");
 	tc_diags_init(&d, NULL);
-	p = tc_poly_build(ctx, l.f, NULL, &d);
+	p = tc_poly_build(ctx, l.f, NULL, host_target(), &d);
 	assert_non_null(p);
 	assert_int_equal(tc_poly_schedule(p, tc_poly_plain_passes, tc_poly_nplain_passes, NULL, &d),
 		TC_OK);
@@ -880,7 +891,7 @@ static void test_allocation_failures_fail_cleanly(void **state)
 	(void)state;
 	load(&l, "argmin", NULL, "argmin");
 	tc_diags_init(&d, NULL);
-	p = tc_poly_build(ctx, l.f, params, &d);
+	p = tc_poly_build(ctx, l.f, params, host_target(), &d);
 	assert_non_null(p);
 	assert_int_equal(tc_poly_schedule(p, tc_poly_plain_passes, tc_poly_nplain_passes, NULL, &d),
 		TC_OK);

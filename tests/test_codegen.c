@@ -44,7 +44,18 @@
 #include "lang/ast.h"
 #include "lang/diag.h"
 #include "polyhedral/passes.h"
+#include "runtime/backend.h"
 #include "polyhedral/poly.h"
+
+/* The host CPU as the cpu backend describes it (runtime/backend_cpu.c):
+ * the target the models below are built for, as tc_compile builds them. */
+static const tc_target *host_target(void)
+{
+	static tc_target t;
+	if (!t.name)
+		tc_rt_backend_cpu.describe(&t);
+	return &t;
+}
 
 static tc_cg_jit *jit;
 
@@ -118,7 +129,7 @@ static void fail_diags(tc_diags *d, const char *what)
 /* The model of f at sizes params, scheduled by the plain pass list, with its AST. */
 static tc_poly *pipeline(isl_ctx *ctx, const tc_ir_func *f, const int64_t *params, tc_diags *d)
 {
-	tc_poly *p = tc_poly_build(ctx, f, params, d);
+	tc_poly *p = tc_poly_build(ctx, f, params, host_target(), d);
 	if (!p)
 		return NULL;
 	if (tc_poly_schedule(p, tc_poly_plain_passes, tc_poly_nplain_passes, NULL, d) < 0 ||
