@@ -18,6 +18,7 @@
 #include "tune.h"
 
 #include "../runtime/cache_ops.h"
+#include "../runtime/backend.h"
 #include "../runtime/internal.h"
 #include "../runtime/module.h"
 #include "../runtime/options.h"
@@ -747,6 +748,7 @@ int tc_autotune(tc_module *m, const char *entry, const DLTensor *const *inputs, 
 	tc_tune_search sp;
 	tc_tune_result res;
 	tc_tune_report scratch;
+	const tc_rt_backend *backend;
 	const int64_t *chosen;
 	tc_context *ctx;
 	const char *why;
@@ -779,8 +781,10 @@ int tc_autotune(tc_module *m, const char *entry, const DLTensor *const *inputs, 
 		tc_rt_set_error(ctx, "tc_autotune: %s", why);
 		return -1;
 	}
-	if (!strcmp(tc_options_get(base, "target"), "interp")) {
-		tc_rt_set_error(ctx, "tc_autotune: target=interp has nothing to tune");
+	if (!(backend = tc_rt_backend_of(base)) || !backend->compile) {
+		/* the interpreter runs the IR as it is: no mapping to search */
+		tc_rt_set_error(ctx, "tc_autotune: target=%s has nothing to tune",
+			tc_options_get(base, "target"));
 		return -1;
 	}
 	clock_gettime(CLOCK_MONOTONIC, &t0);

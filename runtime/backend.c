@@ -13,6 +13,16 @@ static const tc_rt_backend *const table[] = {
 #define NBACKENDS ((int)(sizeof(table) / sizeof(table[0])))
 _Static_assert(NBACKENDS <= TC_RT_MAX_BACKENDS, "tc_context has a state slot per backend");
 
+int tc_rt_backend_count(void)
+{
+	return NBACKENDS;
+}
+
+const tc_rt_backend *tc_rt_backend_at(int i)
+{
+	return i >= 0 && i < NBACKENDS ? table[i] : NULL;
+}
+
 const tc_rt_backend *tc_rt_backend_find(const char *name)
 {
 	int i;

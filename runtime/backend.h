@@ -78,6 +78,9 @@ struct tc_rt_backend {
 	void (*object_version)(char *buf, size_t n);
 };
 
+/* The number of entries, and entry i (NULL outside 0..count-1). */
+int tc_rt_backend_count(void);
+const tc_rt_backend *tc_rt_backend_at(int i);
 /* The entry named name, or NULL. */
 const tc_rt_backend *tc_rt_backend_find(const char *name);
 /* The number of entry b in the table (its slot in tc_context.backend_state). */

@@ -14,6 +14,7 @@
 #include <math.h>
 
 #include "tcomp.h"
+#include "runtime/backend.h"
 #include "runtime/options.h"
 #include "testutil.h"
 
@@ -93,6 +94,26 @@ static void parse_print_round_trip(void **state)
 	tc_options_free(o);
 	tc_options_free(p);
 	tc_options_free(q);
+}
+
+/* The target option's values are the backend table's names, in its order,
+ * and its default names the first backend. */
+static void target_values_are_the_backends(void **state)
+{
+	char range[256] = "";
+	int i, row = -1;
+	(void)state;
+	for (i = 0; i < tc_rt_opt_count(); i++)
+		if (!strcmp(tc_rt_opt_name(i), "target"))
+			row = i;
+	assert_true(row >= 0);
+	for (i = 0; i < tc_rt_backend_count(); i++) {
+		size_t n = strlen(range);
+		snprintf(range + n, sizeof(range) - n, "%s%s", i ? "|" : "", tc_rt_backend_at(i)->name);
+	}
+	assert_string_equal(tc_rt_opt_range(row), range);
+	assert_string_equal(tc_rt_opt_default(row), tc_rt_backend_at(0)->name);
+	assert_null(tc_rt_backend_at(tc_rt_backend_count()));
 }
 
 /* tc_options_copy: the same settings, independent of the original;
@@ -1594,6 +1615,7 @@ int main(void)
 		cmocka_unit_test(defaults_print_every_option),
 		cmocka_unit_test(parse_print_round_trip),
 		cmocka_unit_test(copy_keeps_settings_and_is_independent),
+		cmocka_unit_test(target_values_are_the_backends),
 		cmocka_unit_test(comments_and_separators),
 		cmocka_unit_test(errors_name_the_option_and_line),
 		cmocka_unit_test(failed_parse_leaves_options_unchanged),
