@@ -666,14 +666,6 @@ static LLVMValueRef arith(cg *g, tc_ir_op op, tc_dtype t, LLVMValueRef a, LLVMVa
 	}
 }
 
-/* min or max of a and b of type t.  The interpreter's rule for integers,
- * a <= b ? a : b (max: a >= b ? a : b), and for floats the same with a NaN
- * b ignored: (a <= b || b is NaN) ? a : b.  That is NaN-ignoring like
- * llvm.minnum, and also fixes the choice between -0 and +0 (the first
- * operand), which llvm.minnum and C's fmin (what the interpreter calls)
- * leave open.  (glibc's x86-64 fmin returns the second operand of a tie,
- * but GCC may swap the operands of that commutative builtin, so the
- * interpreter's choice depends on how it was compiled.) */
 /* llvm.maxnum/minnum of floats a and b with either zero of a tie and no
  * NaN operands assumed (what LLVM's vectoriser needs for min/max
  * reductions). */
@@ -689,6 +681,14 @@ static LLVMValueRef nnan_minmax(cg *g, LLVMValueRef a, LLVMValueRef b, int is_ma
 	return c;
 }
 
+/* min or max of a and b of type t.  The interpreter's rule for integers,
+ * a <= b ? a : b (max: a >= b ? a : b), and for floats the same with a NaN
+ * b ignored: (a <= b || b is NaN) ? a : b.  That is NaN-ignoring like
+ * llvm.minnum, and also fixes the choice between -0 and +0 (the first
+ * operand), which llvm.minnum and C's fmin leave open (glibc's x86-64 fmin
+ * returns the second operand of a tie, but GCC may swap the operands of
+ * that commutative builtin; the interpreter spells the rule out instead).
+ * Under fastmath: nnan_minmax. */
 static LLVMValueRef minmax(cg *g, tc_dtype t, LLVMValueRef a, LLVMValueRef b, int is_max)
 {
 	LLVMValueRef c;

@@ -1,7 +1,7 @@
 /* Operand packing: copy an input that a contraction reads along the wrong
  * dimension into a temporary laid out for the contraction.
  *
- * The register tile (polyhedral/passes.c) vectorises the output's stride-1
+ * The register tile (polyhedral/regtile.c) vectorises the output's stride-1
  * dimension: every operand must be either stride-1 in that dimension or
  * constant along it (a broadcast).  An operand whose stride-1 dimension is
  * the reduction instead, such as B in C(m,n) +=! A(m,r_k) * B(n,r_k) or the

@@ -20,7 +20,7 @@
  * can keep O_shared as one row per thread (polyhedral/contract.c), and O,
  * written once, can be streamed.  Rows longer than row_bytes are stored
  * into O as above.  (Measured slower than storing into O for softmax 4096
- * x 4096; see docs/design.md.)
+ * x 4096; see ir/README.md.)
  *
  * A statement S qualifies as the one to share when it is a plain
  * assignment (no reduction index) over the whole extent of its tensor O,

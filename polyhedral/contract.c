@@ -30,7 +30,7 @@
  *   stack of the kernel or of a pool thread).
  * Reads with non-affine subscripts are over-approximated by the whole
  * extent, so they never pass the test.  A temporary that fails it keeps
- * its workspace region (runtime/kernel.c gives rowbuf temporaries regions
+ * its workspace region (runtime/compiled.c gives rowbuf temporaries regions
  * whose pages are only touched when used).
  *
  * Entry point: tc_poly_contract (passes.h), which the driver runs last on

@@ -129,6 +129,8 @@ tc_stat tc_rt_pipeline_compile(__tc_keep tc_module *m, __tc_keep tc_rt_compiled 
 	void *state = NULL;
 	tc_stat st = TC_ERR;
 
+	if (obj_out && !b->object)
+		return TC_OK; /* no object code from this backend: obj_out stays empty */
 	if (!obj_out && b->state_new && !(state = tc_rt_backend_state(m->ctx, b, d)))
 		return TC_ERR;
 	if (obj_in && obj_in->code && b->load && load(m, c, state, obj_in)) {

@@ -23,8 +23,8 @@ const tc_ir_func *tc_rt_pipeline_rewrite(__tc_keep tc_arena *ar, __tc_keep const
  * load obj_in (NULL: none) when it is object code of c's def that loads;
  * else build, schedule and generate the AST of c->cf and hand it to the
  * backend, which compiles it into c->code or, with obj_out, into object
- * code there (obj_out->symbol set by the caller).  -1 with a message in
- * d. */
+ * code there (obj_out->symbol set by the caller; left empty when the
+ * backend makes no object code).  -1 with a message in d. */
 tc_stat tc_rt_pipeline_compile(__tc_keep tc_module *m, __tc_keep tc_rt_compiled *c,
 	__tc_keep const tc_rt_object *obj_in, __tc_keep tc_rt_object *obj_out,
 	__tc_keep tc_diags *d);

@@ -1,4 +1,4 @@
-/* The LLVM backend (codegen/llvm.c) against the reference interpreter.
+/* The LLVM backend (codegen/llvm_*.c) against the reference interpreter.
  *
  * Each test builds the CPU pipeline by hand through the library internals
  * (parse + check + lower, tc_ir_bind, tc_poly_build with the concrete sizes,

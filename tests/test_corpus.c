@@ -4,7 +4,7 @@
  * Every corpus kernel is compiled for several shape sets, including sizes
  * of 1 and odd/prime sizes, run on fresh seeded random inputs, and compared
  * element by element against plain C loops written here independently of
- * the library.  Each shape set is checked three ways:
+ * the library.  Each shape set is checked four ways:
  *
  *   cpu     tc_compile(..., NULL): the default options, i.e. compiled for
  *           the host CPU through isl and LLVM and JIT-ed;
