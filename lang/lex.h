@@ -49,7 +49,8 @@ typedef struct tc_token {
  * skipped.  *ntoks receives the count.  NULL only when out of memory. */
 __tc_give tc_token *tc_lex(__tc_keep const tc_source *src, __tc_keep tc_diags *d,
 	int *ntoks);
-/* Spelling of a token kind for messages: "'+=!'", "identifier", ... */
+/* Spelling of a token kind for messages: "'+=!'", "identifier", ...
+ * (static). */
 const char *tc_tok_kind_name(tc_tok_kind k);
 
 #endif

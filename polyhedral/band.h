@@ -49,7 +49,7 @@ __tc_give isl_schedule_node *tc_poly_band_permute(__tc_take isl_schedule_node *n
 /* A band the register tiling (and the automatic cache tiles) apply to: a
  * permutable band of one reduction whose innermost member is parallel
  * (vectorisable) and which has a reduction (non-coincident) member and at
- * least two parallel ones.  Returns the update statement or NULL; *has_init
+ * least two parallel ones.  Returns the update statement (p's) or NULL; *has_init
  * tells whether the band schedules the reduction's init too.  The band may
  * also schedule plain statements (an epilogue such as a bias and an
  * activation). */
