@@ -149,8 +149,9 @@ static int64_t elements(int nd, const int64_t *shape)
 	return n;
 }
 
-tc_tune_eval *tc_tune_eval_new(tc_module *m, const char *entry, const DLTensor *const *inputs,
-	int n_inputs, const tc_tune_settings *settings)
+__tc_give tc_tune_eval *tc_tune_eval_new(__tc_keep tc_module *m, const char *entry,
+	__tc_keep const DLTensor *const *inputs, int n_inputs,
+	__tc_keep const tc_tune_settings *settings)
 {
 	tc_tune_eval *ev = tc_calloc(1, sizeof(*ev));
 	tc_options *interp = NULL;
@@ -248,7 +249,7 @@ error:
 	return NULL;
 }
 
-void tc_tune_eval_free(tc_tune_eval *ev)
+void tc_tune_eval_free(__tc_take tc_tune_eval *ev)
 {
 	int i;
 	if (!ev)
@@ -266,20 +267,20 @@ void tc_tune_eval_free(tc_tune_eval *ev)
 	tc_free(ev);
 }
 
-void tc_tune_eval_counts(const tc_tune_eval *ev, int *measured, int *failed, int *cut)
+void tc_tune_eval_counts(__tc_keep const tc_tune_eval *ev, int *measured, int *failed, int *cut)
 {
 	*measured = ev->measured;
 	*failed = ev->failed;
 	*cut = ev->cut;
 }
 
-void tc_tune_eval_plan(tc_tune_eval *ev, int generations, int planned)
+void tc_tune_eval_plan(__tc_keep tc_tune_eval *ev, int generations, int planned)
 {
 	ev->generations = generations;
 	ev->planned = planned;
 }
 
-void tc_tune_eval_shape(const tc_tune_eval *ev, int64_t *extent, int *lanes)
+void tc_tune_eval_shape(__tc_keep const tc_tune_eval *ev, int64_t *extent, int *lanes)
 {
 	int i, d, bytes;
 	*extent = 1;
@@ -293,7 +294,7 @@ void tc_tune_eval_shape(const tc_tune_eval *ev, int64_t *extent, int *lanes)
 	*lanes = bytes > 0 && bytes < 64 ? 64 / bytes : 1;
 }
 
-double tc_tune_eval_first_time(const tc_tune_eval *ev)
+double tc_tune_eval_first_time(__tc_keep const tc_tune_eval *ev)
 {
 	return ev->first_time;
 }
@@ -489,8 +490,8 @@ static int measure_event(tc_tune_eval *ev, tc_tune_slots *S, tc_tune_slot_event 
 	return 1;
 }
 
-int tc_tune_eval_measure(void *user, int gen, int n, tc_options *const *options,
-	char *const *keys, double *times)
+int tc_tune_eval_measure(__tc_keep void *user, int gen, int n, __tc_keep tc_options *const *options,
+	__tc_keep char *const *keys, __tc_keep double *times)
 {
 	tc_tune_eval *ev = user;
 	tc_tune_slots S;
@@ -668,8 +669,9 @@ static void final_progress(tc_tune_eval *ev, tc_tune_slots *S, int i, int r, int
 		ev->stop = 1;
 }
 
-int tc_tune_eval_retime(void *user, int n, tc_options *const *options, char *const *keys,
-	int rounds, double *rt, tc_tune_retimed *out)
+int tc_tune_eval_retime(__tc_keep void *user, int n, __tc_keep tc_options *const *options,
+	__tc_keep char *const *keys, int rounds, __tc_keep double *rt,
+	__tc_keep tc_tune_retimed *out)
 {
 	tc_tune_eval *ev = user;
 	tc_tune_slots S;

@@ -13,7 +13,12 @@
  *   eval_child.c  the child side: compile, pre-fault, wait for GO, run,
  *                 check, time, send the result
  *
- * The design and its measurements: autotune/README.md. */
+ * The design and its measurements: autotune/README.md.
+ *
+ * Ownership: the evaluator owns what its struct says; slots are the
+ * caller's struct (on the stack), owning their arrays, children and
+ * sockets until tc_tune_slots_clear; messages and events are plain values
+ * in the caller's structs.  Everything else passed in is borrowed. */
 #ifndef TC_TUNE_EVAL_H
 #define TC_TUNE_EVAL_H
 
@@ -34,7 +39,8 @@
  * with tc_tune_align. */
 #define TC_TUNE_ALIGN 64
 
-/* Faults planted in candidates by their start index (tc_tune_test_faults). */
+/* Faults planted in candidates by their start index (tc_tune_test_faults);
+ * plain values. */
 typedef struct tc_tune_fault_plan {
 	int n;
 	int index[32];
@@ -43,8 +49,9 @@ typedef struct tc_tune_fault_plan {
 
 /* The evaluator of one tuning run.  Made in the parent before any fork;
  * children read it (copy-on-write) and never write its inputs.  It owns
- * entry, in_data, the shared mapping, ref, gen_medians and cands; m and
- * set are borrowed from tc_autotune. */
+ * entry, in_data, the shared mapping, ref, gen_medians and cands (and
+ * their keys); m and set are borrowed from tc_autotune, and so are the
+ * shapes, strides and data of in[] when the caller's inputs had data. */
 struct tc_tune_eval {
 	tc_module *m;
 	char *entry;
@@ -81,9 +88,10 @@ struct tc_tune_eval {
 /* Seconds on the monotonic clock. */
 double tc_tune_now(void);
 /* The median of v[0..n) (sorted in place); INFINITY when n is 0. */
-double tc_tune_median(double *v, int n);
-/* p rounded up to a multiple of TC_TUNE_ALIGN. */
-void *tc_tune_align(void *p);
+double tc_tune_median(__tc_keep double *v, int n);
+/* p rounded up to a multiple of TC_TUNE_ALIGN: a pointer into p's block
+ * (allocated TC_TUNE_ALIGN bytes larger), not a block of its own. */
+void *tc_tune_align(__tc_keep void *p);
 
 /* ---- messages between a child and the parent ---- */
 
@@ -108,7 +116,7 @@ typedef struct tc_tune_msg {
 /* Write message m whole to socket fd; a closed peer is -1, not SIGPIPE. */
 tc_stat tc_tune_msg_send(int fd, __tc_keep const tc_tune_msg *m);
 /* Read a whole message from fd into m, blocking; -1 at the end or an error. */
-tc_stat tc_tune_msg_recv(int fd, tc_tune_msg *m);
+tc_stat tc_tune_msg_recv(int fd, __tc_keep tc_tune_msg *m);
 
 /* ---- the child side (eval_child.c) ---- */
 
@@ -190,10 +198,11 @@ typedef struct tc_tune_slots {
 } tc_tune_slots;
 
 /* Set S up with n IDLE slots for ev's children; watch_ready, stop0 and
- * timing_what (static) as in tc_tune_slots.  -1 when out of memory (error
- * in ev's context; nothing to clear). */
+ * timing_what (static) as in tc_tune_slots.  S keeps ev and timing_what
+ * (borrowed: they must outlive S).  -1 when out of memory (error in ev's
+ * context; nothing to clear). */
 tc_stat tc_tune_slots_init(__tc_keep tc_tune_slots *S, __tc_keep tc_tune_eval *ev, int n,
-	int watch_ready, sig_atomic_t stop0, const char *timing_what);
+	int watch_ready, sig_atomic_t stop0, __tc_keep const char *timing_what);
 /* Kill and reap every child still in S, close the sockets, free S's arrays
  * (S itself is the caller's). */
 void tc_tune_slots_clear(__tc_keep tc_tune_slots *S);
@@ -209,8 +218,8 @@ tc_stat tc_tune_slots_spawn(__tc_keep tc_tune_slots *S, int i, __tc_keep const t
  * limit seconds and a budget budget seconds (INFINITY: none) from now:
  * TIMING.  -1 if the child is gone: reaped, why in text; the caller ends
  * the slot. */
-tc_stat tc_tune_slots_go(__tc_keep tc_tune_slots *S, int i, __tc_keep tc_tune_msg *go, double limit,
-	double budget, char *text, size_t len);
+tc_stat tc_tune_slots_go(__tc_keep tc_tune_slots *S, int i, __tc_keep tc_tune_msg *go,
+	double limit, double budget, __tc_keep char *text, size_t len);
 /* Poll the watched children (COMPILING, TIMING, and READY if
  * watch_ready) for at most 100 ms, less when a deadline comes sooner.
  * Nothing watched: returns at once.  -1 if poll failed (error in ev's
@@ -218,7 +227,7 @@ tc_stat tc_tune_slots_go(__tc_keep tc_tune_slots *S, int i, __tc_keep tc_tune_ms
 tc_stat tc_tune_slots_poll(__tc_keep tc_tune_slots *S);
 /* The next event of the last poll, in slot order: 1 with *e filled, 0
  * when there is none left. */
-int tc_tune_slots_event(__tc_keep tc_tune_slots *S, tc_tune_slot_event *e);
+int tc_tune_slots_event(__tc_keep tc_tune_slots *S, __tc_keep tc_tune_slot_event *e);
 /* Slot i is finished with: its child killed if alive and reaped, its
  * socket closed: DONE. */
 void tc_tune_slots_end(__tc_keep tc_tune_slots *S, int i);

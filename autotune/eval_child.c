@@ -277,8 +277,8 @@ static void child_final_main(tc_tune_eval *ev, int fd, const tc_options *o, tc_t
 	}
 }
 
-void tc_tune_child_main(tc_tune_eval *ev, int fd, const tc_options *o, tc_tune_fault fault,
-	int final)
+void tc_tune_child_main(__tc_keep tc_tune_eval *ev, int fd, __tc_keep const tc_options *o,
+	tc_tune_fault fault, int final)
 {
 	if (final)
 		child_final_main(ev, fd, o, fault);

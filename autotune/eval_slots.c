@@ -39,8 +39,8 @@
 #include <time.h>
 #include <unistd.h>
 
-tc_stat tc_tune_slots_init(tc_tune_slots *S, tc_tune_eval *ev, int n, int watch_ready,
-	sig_atomic_t stop0, const char *timing_what)
+tc_stat tc_tune_slots_init(__tc_keep tc_tune_slots *S, __tc_keep tc_tune_eval *ev, int n,
+	int watch_ready, sig_atomic_t stop0, __tc_keep const char *timing_what)
 {
 	int i;
 	memset(S, 0, sizeof(*S));
@@ -62,7 +62,7 @@ tc_stat tc_tune_slots_init(tc_tune_slots *S, tc_tune_eval *ev, int n, int watch_
 	return TC_OK;
 }
 
-void tc_tune_slots_end(tc_tune_slots *S, int i)
+void tc_tune_slots_end(__tc_keep tc_tune_slots *S, int i)
 {
 	tc_tune_slot *s = &S->sl[i];
 	if (s->pid > 0) {
@@ -76,7 +76,7 @@ void tc_tune_slots_end(tc_tune_slots *S, int i)
 	s->state = TC_TUNE_SLOT_DONE;
 }
 
-void tc_tune_slots_clear(tc_tune_slots *S)
+void tc_tune_slots_clear(__tc_keep tc_tune_slots *S)
 {
 	int i;
 	for (i = 0; S->sl && i < S->n; i++)
@@ -90,14 +90,14 @@ void tc_tune_slots_clear(tc_tune_slots *S)
 	S->pi = NULL;
 }
 
-int tc_tune_slots_stopped(const tc_tune_slots *S)
+int tc_tune_slots_stopped(__tc_keep const tc_tune_slots *S)
 {
 	const tc_tune_eval *ev = S->ev;
 	return ev->stop || (ev->set->stop && *ev->set->stop != S->stop0);
 }
 
-tc_stat tc_tune_slots_spawn(tc_tune_slots *S, int i, const tc_options *o, int index,
-	tc_tune_fault fault, int final)
+tc_stat tc_tune_slots_spawn(__tc_keep tc_tune_slots *S, int i, __tc_keep const tc_options *o,
+	int index, tc_tune_fault fault, int final)
 {
 	tc_tune_slot *s = &S->sl[i];
 	int sv[2], j;
@@ -148,8 +148,8 @@ static void death_text(tc_tune_slot *s, char *buf, size_t len)
 	s->pid = 0;
 }
 
-tc_stat tc_tune_slots_go(tc_tune_slots *S, int i, tc_tune_msg *go, double limit, double budget,
-	char *text, size_t len)
+tc_stat tc_tune_slots_go(__tc_keep tc_tune_slots *S, int i, __tc_keep tc_tune_msg *go, double limit,
+	double budget, __tc_keep char *text, size_t len)
 {
 	tc_tune_slot *s = &S->sl[i];
 	go->type = TC_TUNE_MSG_GO;
@@ -172,7 +172,7 @@ static int watched(const tc_tune_slots *S, const tc_tune_slot *s)
 		(s->state == TC_TUNE_SLOT_READY && S->watch_ready);
 }
 
-tc_stat tc_tune_slots_poll(tc_tune_slots *S)
+tc_stat tc_tune_slots_poll(__tc_keep tc_tune_slots *S)
 {
 	double first = INFINITY, now = tc_tune_now();
 	int i, wait_ms;
@@ -201,7 +201,7 @@ tc_stat tc_tune_slots_poll(tc_tune_slots *S)
 	return TC_OK;
 }
 
-int tc_tune_slots_event(tc_tune_slots *S, tc_tune_slot_event *e)
+int tc_tune_slots_event(__tc_keep tc_tune_slots *S, __tc_keep tc_tune_slot_event *e)
 {
 	while (S->cur < S->np) {
 		const struct pollfd *p = &S->pf[S->cur];

@@ -20,13 +20,13 @@ static int cmp_double(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-double tc_tune_median(double *v, int n)
+double tc_tune_median(__tc_keep double *v, int n)
 {
 	qsort(v, (size_t)n, sizeof(double), cmp_double);
 	return n == 0 ? INFINITY : n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-void *tc_tune_align(void *p)
+void *tc_tune_align(__tc_keep void *p)
 {
 	return (void *)(((uintptr_t)p + TC_TUNE_ALIGN - 1) / TC_TUNE_ALIGN * TC_TUNE_ALIGN);
 }
@@ -39,7 +39,7 @@ double tc_tune_now(void)
 	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-tc_stat tc_tune_msg_send(int fd, const tc_tune_msg *m)
+tc_stat tc_tune_msg_send(int fd, __tc_keep const tc_tune_msg *m)
 {
 	const char *c = (const char *)m;
 	size_t n = sizeof(*m);
@@ -55,7 +55,7 @@ tc_stat tc_tune_msg_send(int fd, const tc_tune_msg *m)
 	return TC_OK;
 }
 
-tc_stat tc_tune_msg_recv(int fd, tc_tune_msg *m)
+tc_stat tc_tune_msg_recv(int fd, __tc_keep tc_tune_msg *m)
 {
 	char *c = (char *)m;
 	size_t n = sizeof(*m);

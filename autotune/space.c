@@ -205,7 +205,8 @@ static tc_stat build_dim(tc_tune_dim *d, const tc_options *base, const tc_tune_s
 	return TC_OK;
 }
 
-tc_tune_space *tc_tune_space_new(const tc_options *base, const tc_tune_shape *shape)
+__tc_give tc_tune_space *tc_tune_space_new(__tc_keep const tc_options *base,
+	const tc_tune_shape *shape)
 {
 	tc_tune_space *s = tc_calloc(1, sizeof(*s));
 	int i;
@@ -226,7 +227,7 @@ error:
 	return NULL;
 }
 
-void tc_tune_space_free(tc_tune_space *s)
+void tc_tune_space_free(__tc_take tc_tune_space *s)
 {
 	int i, j;
 	if (!s)
@@ -248,7 +249,7 @@ void tc_tune_space_free(tc_tune_space *s)
 
 /* ---- values ---- */
 
-void tc_tune_space_value(const tc_tune_space *s, int i, int64_t v, tc_buf *b)
+void tc_tune_space_value(__tc_keep const tc_tune_space *s, int i, int64_t v, __tc_keep tc_buf *b)
 {
 	const tc_tune_dim *d = &s->d[i];
 	int p;
@@ -269,7 +270,8 @@ void tc_tune_space_value(const tc_tune_space *s, int i, int64_t v, tc_buf *b)
 	tc_buf_puts(b, v < d->nextra ? d->extra[v] : "?");
 }
 
-tc_options *tc_tune_space_options(const tc_tune_space *s, const int64_t *g)
+__tc_give tc_options *tc_tune_space_options(__tc_keep const tc_tune_space *s,
+	__tc_keep const int64_t *g)
 {
 	tc_options *o = tc_options_new();
 	tc_buf b;
@@ -290,7 +292,7 @@ tc_options *tc_tune_space_options(const tc_tune_space *s, const int64_t *g)
 	return o;
 }
 
-char *tc_tune_space_key(const tc_tune_space *s, const int64_t *g)
+__tc_give char *tc_tune_space_key(__tc_keep const tc_tune_space *s, __tc_keep const int64_t *g)
 {
 	tc_options *o = tc_tune_space_options(s, g);
 	char *k = o ? tc_options_print(o) : NULL;
@@ -320,7 +322,8 @@ static int64_t find_generated(const tc_tune_dim *d, const char *text)
 	return d->npos ? v : -1;
 }
 
-tc_stat tc_tune_space_genome(tc_tune_space *s, const tc_options *o, int64_t *g)
+tc_stat tc_tune_space_genome(__tc_keep tc_tune_space *s, __tc_keep const tc_options *o,
+	__tc_keep int64_t *g)
 {
 	int i, j;
 	for (i = 0; i < s->n; i++) {
@@ -353,7 +356,7 @@ tc_stat tc_tune_space_genome(tc_tune_space *s, const tc_options *o, int64_t *g)
 	return TC_OK;
 }
 
-void tc_tune_space_random(const tc_tune_space *s, tc_tune_rng *r, int64_t *g)
+void tc_tune_space_random(__tc_keep const tc_tune_space *s, tc_tune_rng *r, __tc_keep int64_t *g)
 {
 	int i;
 	for (i = 0; i < s->n; i++) {
@@ -369,15 +372,16 @@ void tc_tune_space_random(const tc_tune_space *s, tc_tune_rng *r, int64_t *g)
 
 /* ---- genetic operators ---- */
 
-void tc_tune_crossover(const tc_tune_space *s, tc_tune_rng *r, const int64_t *a, const int64_t *b,
-	int64_t *child)
+void tc_tune_crossover(__tc_keep const tc_tune_space *s, tc_tune_rng *r, __tc_keep const int64_t *a,
+	__tc_keep const int64_t *b, __tc_keep int64_t *child)
 {
 	int i;
 	for (i = 0; i < s->n; i++)
 		child[i] = !s->d[i].searched ? 0 : (tc_tune_rng_next(r) >> 63) ? b[i] : a[i];
 }
 
-void tc_tune_mutate(const tc_tune_space *s, tc_tune_rng *r, int64_t *g, double rate)
+void tc_tune_mutate(__tc_keep const tc_tune_space *s, tc_tune_rng *r, __tc_keep int64_t *g,
+	double rate)
 {
 	int i;
 	for (i = 0; i < s->n; i++) {
@@ -389,7 +393,7 @@ void tc_tune_mutate(const tc_tune_space *s, tc_tune_rng *r, int64_t *g, double r
 	}
 }
 
-int tc_tune_select(tc_tune_rng *r, const double *times, int n, int size)
+int tc_tune_select(tc_tune_rng *r, __tc_keep const double *times, int n, int size)
 {
 	int best = (int)tc_tune_rng_below(r, n), k;
 	for (k = 1; k < size; k++) {

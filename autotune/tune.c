@@ -289,7 +289,8 @@ void tc_tune_result_clear(__tc_keep tc_tune_result *res)
 	res->ntop = 0;
 }
 
-tc_stat tc_tune_search_run(tc_tune_space *s, const tc_tune_search *sp, tc_tune_result *res)
+tc_stat tc_tune_search_run(__tc_keep tc_tune_space *s, __tc_keep const tc_tune_search *sp,
+	__tc_keep tc_tune_result *res)
 {
 	popu pa, pb, *cur = &pa, *next = &pb;
 	memo mm = {0};
@@ -396,9 +397,9 @@ static int cmp_time(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-int tc_tune_final_run(const tc_tune_final *f, int n, tc_options *const *options,
-	char *const *keys, int base, double *median, tc_tune_retimed *out, int *winner,
-	int *base_won)
+int tc_tune_final_run(__tc_keep const tc_tune_final *f, int n, __tc_keep tc_options *const *options,
+	__tc_keep char *const *keys, int base, __tc_keep double *median,
+	__tc_keep tc_tune_retimed *out, int *winner, int *base_won)
 {
 	double *rt = tc_malloc(((size_t)n * (size_t)f->rounds + 1) * sizeof(double));
 	double *v = tc_malloc(((size_t)f->rounds + 1) * sizeof(double));

@@ -3,7 +3,13 @@
  * eval_child.c; their internals in eval.h).  The public
  * entry point is tc_autotune in include/tcomp.h; autotune/README.md gives
  * the design.  Exposed here for the tests (tests/test_tune.c), which drive
- * the search with a fake fitness. */
+ * the search with a fake fitness.
+ *
+ * Ownership: spaces, evaluators, options and keys made here are the
+ * caller's (their _free, tc_options_free, tc_free); a result struct is the
+ * caller's and owns its genomes (tc_tune_result_clear).  Arrays passed in
+ * (genomes, options, keys, times) are borrowed for the call; the PRNG is a
+ * plain value the caller keeps. */
 #ifndef TC_TUNE_H
 #define TC_TUNE_H
 
@@ -19,7 +25,9 @@ typedef struct tc_tune_rng {
 	uint64_t s;
 } tc_tune_rng;
 
+/* Start r from seed. */
 void tc_tune_rng_seed(tc_tune_rng *r, uint64_t seed);
+/* The next 64 random bits of r. */
 uint64_t tc_tune_rng_next(tc_tune_rng *r);
 /* Uniform in [0, n) for n >= 1. */
 int64_t tc_tune_rng_below(tc_tune_rng *r, int64_t n);
@@ -42,6 +50,7 @@ double tc_tune_rng_unit(tc_tune_rng *r);
  *                                fixed value outside the generated set)
  * A fixed option has count 1 (its one value in extra). */
 typedef struct tc_tune_dim {
+	/* words, extra (and their strings) and sizes are owned by the space */
 	int row;          /* row of the option table */
 	const char *name; /* static */
 	int searched;
@@ -83,29 +92,33 @@ void tc_tune_space_free(__tc_take tc_tune_space *s);
 /* Append the text of value v of dim i to b. */
 void tc_tune_space_value(__tc_keep const tc_tune_space *s, int i, int64_t v, __tc_keep tc_buf *b);
 /* The options of genome g (one value index per dim); NULL when out of memory. */
-__tc_give tc_options *tc_tune_space_options(__tc_keep const tc_tune_space *s, const int64_t *g);
-/* The canonical text of genome g (tc_options_print): the memo key. */
-__tc_give char *tc_tune_space_key(__tc_keep const tc_tune_space *s, const int64_t *g);
+__tc_give tc_options *tc_tune_space_options(__tc_keep const tc_tune_space *s,
+	__tc_keep const int64_t *g);
+/* The canonical text of genome g (tc_options_print): the memo key; NULL
+ * when out of memory. */
+__tc_give char *tc_tune_space_key(__tc_keep const tc_tune_space *s, __tc_keep const int64_t *g);
 /* The genome of options o (NULL: defaults), fixed dims at their value; a
  * value outside a dim's set is added to its extra values.  -1 when out of
  * memory. */
 tc_stat tc_tune_space_genome(__tc_keep tc_tune_space *s, __tc_keep const tc_options *o,
-	int64_t *g);
+	__tc_keep int64_t *g);
 /* A random genome: each searched option's value uniformly, but value 0
  * with probability first where a dim sets it (interchange's auto). */
-void tc_tune_space_random(__tc_keep const tc_tune_space *s, tc_tune_rng *r, int64_t *g);
+void tc_tune_space_random(__tc_keep const tc_tune_space *s, tc_tune_rng *r,
+	__tc_keep int64_t *g);
 
 /* ---- the genetic operators (one genome = s->n value indices) ---- */
 
 /* Uniform crossover: each searched option from a or b with even odds. */
-void tc_tune_crossover(__tc_keep const tc_tune_space *s, tc_tune_rng *r, const int64_t *a,
-	const int64_t *b, int64_t *child);
+void tc_tune_crossover(__tc_keep const tc_tune_space *s, tc_tune_rng *r,
+	__tc_keep const int64_t *a, __tc_keep const int64_t *b, __tc_keep int64_t *child);
 /* Redraw each searched option that has another value with probability
  * rate, to a different value chosen uniformly. */
-void tc_tune_mutate(__tc_keep const tc_tune_space *s, tc_tune_rng *r, int64_t *g, double rate);
+void tc_tune_mutate(__tc_keep const tc_tune_space *s, tc_tune_rng *r, __tc_keep int64_t *g,
+	double rate);
 /* Tournament selection: the fittest (smallest time; ties to the earlier)
  * of size individuals drawn uniformly with replacement from times[0..n). */
-int tc_tune_select(tc_tune_rng *r, const double *times, int n, int size);
+int tc_tune_select(tc_tune_rng *r, __tc_keep const double *times, int n, int size);
 
 /* ---- the search ---- */
 
@@ -114,11 +127,12 @@ int tc_tune_select(tc_tune_rng *r, const double *times, int n, int size);
  * times[i] = the fitness (median seconds; INFINITY for a failed one).
  * Returns 0, or 1 to stop the search (the times written so far count; the
  * others must be INFINITY), or -1 on an error that ends the run. */
-typedef int (*tc_tune_measure_fn)(void *user, int gen, int n, tc_options *const *options,
-	char *const *keys, double *times);
+typedef int (*tc_tune_measure_fn)(void *user, int gen, int n,
+	__tc_keep tc_options *const *options, __tc_keep char *const *keys, __tc_keep double *times);
 
 /* A search's settings and hooks; the genetic parameters are those of
- * tc_tune_settings. */
+ * tc_tune_settings.  Everything in it is the caller's, borrowed by the
+ * search. */
 typedef struct tc_tune_search {
 	int generations, population, elites, tournament;
 	double mutation_rate;
@@ -156,10 +170,11 @@ void tc_tune_result_clear(__tc_keep tc_tune_result *res);
  * mutation) and replaces the previous one.  Every configuration is
  * measured once: a memo of canonical options texts gives the time of one
  * seen before, and children already measured or already in the generation
- * are drawn again (a bounded number of times).  0 ok (res filled; free
- * res->best with tc_free), -1 error (out of memory, measure failed). */
-tc_stat tc_tune_search_run(__tc_keep tc_tune_space *s, const tc_tune_search *p,
-	tc_tune_result *res);
+ * are drawn again (a bounded number of times).  0 ok (res filled: what it
+ * owns is the caller's, freed with tc_tune_result_clear), -1 error (out of
+ * memory, measure failed; res left empty). */
+tc_stat tc_tune_search_run(__tc_keep tc_tune_space *s, __tc_keep const tc_tune_search *p,
+	__tc_keep tc_tune_result *res);
 
 /* ---- the final stage (tune.c) ---- */
 
@@ -177,8 +192,9 @@ typedef struct tc_tune_retimed {
  * rounds: rt[r * n + i] = the median seconds of configuration i in round r
  * (INFINITY once it failed); out[i] the rest.  Returns 0, 1 when stopped
  * (the caller then ignores rt), -1 on an error that ends the run. */
-typedef int (*tc_tune_retime_fn)(void *user, int n, tc_options *const *options,
-	char *const *keys, int rounds, double *rt, tc_tune_retimed *out);
+typedef int (*tc_tune_retime_fn)(void *user, int n, __tc_keep tc_options *const *options,
+	__tc_keep char *const *keys, int rounds, __tc_keep double *rt,
+	__tc_keep tc_tune_retimed *out);
 
 /* The final stage's settings (see tc_tune_settings.final_*). */
 typedef struct tc_tune_final {
@@ -196,9 +212,9 @@ typedef struct tc_tune_final {
  * than half of the rounds: then base, and *base_won = 1 (also when base
  * has the least median).  *winner = -1 when none succeeded.  Returns what
  * retime returns (0, 1 stopped: winner and medians unset, -1). */
-int tc_tune_final_run(const tc_tune_final *f, int n, tc_options *const *options,
-	char *const *keys, int base, double *median, tc_tune_retimed *out, int *winner,
-	int *base_won);
+int tc_tune_final_run(__tc_keep const tc_tune_final *f, int n,
+	__tc_keep tc_options *const *options, __tc_keep char *const *keys, int base,
+	__tc_keep double *median, __tc_keep tc_tune_retimed *out, int *winner, int *base_won);
 
 /* ---- evaluation in child processes (eval.c; eval.h has the rest) ---- */
 
@@ -225,21 +241,28 @@ tc_stat tc_tune_test_faults(const char *spec);
 
 typedef struct tc_tune_eval tc_tune_eval;
 
-/* An evaluator for entry of m at the inputs' shapes: makes the random (or
- * copies the given) inputs and the shared result buffer.  NULL with an
- * error in m's context. */
+/* An evaluator for entry of m at the inputs' shapes: makes random inputs
+ * when the inputs have no data, else uses the given ones, and the shared
+ * result buffer.  m, settings and inputs with data are borrowed and must
+ * outlive the evaluator (it keeps their pointers: the inputs' shapes,
+ * strides and data are not copied); entry is copied.  NULL with an error
+ * in m's context. */
 __tc_give tc_tune_eval *tc_tune_eval_new(__tc_keep tc_module *m, const char *entry,
-	const DLTensor *const *inputs, int n_inputs, __tc_keep const tc_tune_settings *settings);
+	__tc_keep const DLTensor *const *inputs, int n_inputs,
+	__tc_keep const tc_tune_settings *settings);
+/* Free ev, its inputs and buffers (NULL: nothing). */
 void tc_tune_eval_free(__tc_take tc_tune_eval *ev);
 /* The measure function of a search over ev (user = ev). */
-int tc_tune_eval_measure(void *user, int gen, int n, tc_options *const *options,
-	char *const *keys, double *times);
+int tc_tune_eval_measure(__tc_keep void *user, int gen, int n,
+	__tc_keep tc_options *const *options, __tc_keep char *const *keys, __tc_keep double *times);
 /* The retime function of the final stage over ev (user = ev): one child
  * per configuration, compiled once and kept; its first round checks the
  * result against the search's reference. */
-int tc_tune_eval_retime(void *user, int n, tc_options *const *options, char *const *keys,
-	int rounds, double *rt, tc_tune_retimed *out);
-/* The evaluator's counts: measured, failed, cut; its planned total for ETAs. */
+int tc_tune_eval_retime(__tc_keep void *user, int n, __tc_keep tc_options *const *options,
+	__tc_keep char *const *keys, int rounds, __tc_keep double *rt,
+	__tc_keep tc_tune_retimed *out);
+/* The evaluator's counts: measured, failed, cut; set its planned
+ * generations and total for ETAs. */
 void tc_tune_eval_counts(__tc_keep const tc_tune_eval *ev, int *measured, int *failed, int *cut);
 void tc_tune_eval_plan(__tc_keep tc_tune_eval *ev, int generations, int planned);
 /* The median time of the first candidate (the base options; INFINITY if

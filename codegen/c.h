@@ -4,12 +4,16 @@
  * the shared C-expression printer, c_expr.h, in its host C dialect),
  * a function  void NAME(void *const *tensors)  like the LLVM backend's.
  * For inspection: the text compiles with a C compiler, but the LLVM
- * backend is what runs. */
+ * backend is what runs.
+ *
+ * Ownership: the model is borrowed; the text returned is the caller's. */
 #ifndef TC_CG_C_H
 #define TC_CG_C_H
 
 #include "../polyhedral/poly.h"
 
+/* The C text of p (scheduled, with its AST), which the caller frees with
+ * tc_free; NULL with a message in d when it cannot be printed. */
 __tc_give char *tc_cg_c_text(__tc_keep const tc_poly *p, __tc_keep tc_diags *d);
 
 #endif

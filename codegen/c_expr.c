@@ -64,7 +64,7 @@ void tc_cg_cexpr_clear(__tc_keep tc_cg_cexpr *pr)
 }
 
 /* Record a failure; the first message is the one reported. */
-void tc_cg_cexpr_fail(__tc_keep tc_cg_cexpr *pr, const char *why)
+void tc_cg_cexpr_fail(__tc_keep tc_cg_cexpr *pr, __tc_keep const char *why)
 {
 	if (!pr->failed)
 		pr->why = why;
@@ -1078,7 +1078,7 @@ static int calls(const char *text, const char *name)
 
 /* Which helpers text needs, directly or through other helpers. */
 void tc_cg_cexpr_helpers_called(__tc_keep const tc_cg_cexpr_dialect *dl,
-	__tc_keep const char *text, int used[TC_CG_CEXPR_NHELPERS])
+	__tc_keep const char *text, __tc_keep int used[TC_CG_CEXPR_NHELPERS])
 {
 	const tc_cg_cexpr_helper_def *h = dl->helper;
 	int i, j, more = 1;

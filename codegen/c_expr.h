@@ -20,7 +20,13 @@
  * tc_cg_cexpr with tc_cg_cexpr_init, prints isl's loops with a printer from
  * tc_cg_cexpr_isl_printer, calls tc_cg_cexpr_put_stmt for every user node,
  * then reads what the text uses (sizes, tensors, helpers, extern builtins)
- * to print the frame around it. */
+ * to print the frame around it.
+ *
+ * Ownership: the frame owns the tc_cg_cexpr struct, the model and the
+ * names, which the printer borrows; the printer owns only its use records,
+ * freed by tc_cg_cexpr_clear.  Dialects and failure messages are static
+ * text.  Text goes to the caller's tc_buf; isl printers follow isl's rules
+ * as marked. */
 #ifndef TC_CG_C_EXPR_H
 #define TC_CG_C_EXPR_H
 
@@ -141,8 +147,9 @@ tc_stat tc_cg_cexpr_init(__tc_keep tc_cg_cexpr *pr, __tc_keep const tc_cg_cexpr_
 /* Free what pr owns (pr zeroed, or set up by tc_cg_cexpr_init). */
 void tc_cg_cexpr_clear(__tc_keep tc_cg_cexpr *pr);
 
-/* Record a failure (why: static text); the first one is kept. */
-void tc_cg_cexpr_fail(__tc_keep tc_cg_cexpr *pr, const char *why);
+/* Record a failure (why: static text); the first one is kept.  pr keeps
+ * the pointer why, not a copy. */
+void tc_cg_cexpr_fail(__tc_keep tc_cg_cexpr *pr, __tc_keep const char *why);
 
 /* prn set to print isl expressions in C, with isl's floord, min and max
  * called by the dialect's helper names. */
@@ -160,8 +167,9 @@ void tc_cg_cexpr_put_stmt(__tc_keep tc_cg_cexpr *pr, __tc_keep tc_buf *b,
 	__tc_keep const tc_poly_inst *inst);
 
 /* Which of dl's helpers text calls, directly or through other helpers
- * (a name followed by '(' in text or in the definitions). */
+ * (a name followed by '(' in text or in the definitions), into used[] (the
+ * caller's array: 1 called, 0 not, by role). */
 void tc_cg_cexpr_helpers_called(__tc_keep const tc_cg_cexpr_dialect *dl,
-	__tc_keep const char *text, int used[TC_CG_CEXPR_NHELPERS]);
+	__tc_keep const char *text, __tc_keep int used[TC_CG_CEXPR_NHELPERS]);
 
 #endif

@@ -8,7 +8,11 @@
  * code generator made them; the first failing check of a run stores its
  * site number + 1 and the offending index in an error record the runtime
  * passes to the kernel (int64_t err[2], zero on entry), and the runtime
- * reports it with the interpreter's message at the site's location. */
+ * reports it with the interpreter's message at the site's location.
+ *
+ * Ownership: a site is plain data (no pointers); an array of sites belongs
+ * to whatever the function that made it says (compiled code, an object,
+ * or the caller). */
 #ifndef TC_CG_CHECK_H
 #define TC_CG_CHECK_H
 

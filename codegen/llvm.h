@@ -32,7 +32,12 @@
  * modulo by a divisor that is not a constant are checked at run time.  The
  * first failing check stores its site number + 1 in err[0] and the offending
  * index in err[1]; the kernel goes on with a safe value (index 0, a divisor
- * giving 0) and the runtime reports the error (tc_cg_code_site). */
+ * giving 0) and the runtime reports the error (tc_cg_code_site).
+ *
+ * Ownership: a JIT and the compiled code made in it are the caller's; code
+ * must be freed before its JIT.  Models, options and object bytes passed in
+ * are borrowed for the call; texts, object bytes and site arrays returned
+ * are the caller's (tc_free).  LLVM's own objects never leave codegen/. */
 #ifndef TC_CG_LLVM_H
 #define TC_CG_LLVM_H
 
@@ -43,28 +48,36 @@
 /* A JIT: the host target machine and an ORC LLJIT instance.  One per
  * tc_context; compiling into it and looking up symbols is thread-safe. */
 typedef struct tc_cg_jit tc_cg_jit;
-/* NULL with a message in d if LLVM cannot target the host. */
+/* A new JIT for the host; NULL with a message in d if LLVM cannot target
+ * the host. */
 __tc_give tc_cg_jit *tc_cg_jit_new(__tc_keep tc_diags *d);
+/* Free jit and the code still in it (NULL: nothing); free every
+ * tc_cg_code of it first: their functions become invalid here. */
 void tc_cg_jit_free(__tc_take tc_cg_jit *jit);
 
+/* A kernel function (the signature above). */
 typedef void (*tc_cg_fn)(void *const *tensors);
 
 /* The compiled code of one kernel; freeing it removes the code from the JIT. */
 typedef struct tc_cg_code tc_cg_code;
 /* Compile p (built with concrete sizes, scheduled, with its AST) with the
- * options o (NULL: the conservative ones, codegen/opts.h). */
+ * options o (NULL: the conservative ones, codegen/opts.h) into jit.  NULL
+ * with a message in d on failure.  The code is the caller's, to be freed
+ * before jit. */
 __tc_give tc_cg_code *tc_cg_llvm_compile(__tc_keep tc_cg_jit *jit, __tc_keep const tc_poly *p,
 	__tc_keep const tc_cg_opts *o, __tc_keep tc_diags *d);
+/* The kernel function of c (valid until c is freed). */
 tc_cg_fn tc_cg_code_fn(__tc_keep const tc_cg_code *c);
 
-/* Site number i of c's checks (NULL if there is none). */
+/* Site number i of c's checks (NULL if there is none), borrowed from c. */
 const tc_cg_site *tc_cg_code_site(__tc_keep const tc_cg_code *c, int64_t i);
+/* Remove c's code from its JIT and free c (NULL: nothing). */
 void tc_cg_code_free(__tc_take tc_cg_code *c);
 
 /* Text of the optimised LLVM IR (stage "llvm") or of the host assembly
  * (stage "asm") of p, for tcomp emit, or of the LLVM IR as generated,
  * before the pass pipeline (tests read the loop metadata there).  No JIT
- * involved. */
+ * involved.  The text is the caller's (tc_free); NULL with a message in d. */
 typedef enum tc_cg_text { TC_CG_TEXT_LLVM, TC_CG_TEXT_ASM, TC_CG_TEXT_LLVM_RAW } tc_cg_text;
 __tc_give char *tc_cg_llvm_text(__tc_keep const tc_poly *p, __tc_keep const tc_cg_opts *o,
 	tc_cg_text what, __tc_keep tc_diags *d);
@@ -74,7 +87,7 @@ __tc_give char *tc_cg_llvm_text(__tc_keep const tc_poly *p, __tc_keep const tc_c
  * or out of memory; the caller owns the string. */
 __tc_give char *tc_cg_llvm_host_target(void);
 /* The version of the LLVM library in use ("19.1.7") into buf[n]. */
-void tc_cg_llvm_version(char *buf, size_t n);
+void tc_cg_llvm_version(__tc_keep char *buf, size_t n);
 
 /* Object code: p with o (as for tc_cg_llvm_compile) compiled to a relocatable
  * object file for the host with its kernel function named fname (its
@@ -85,11 +98,13 @@ __tc_give void *tc_cg_llvm_object(__tc_keep const tc_poly *p, __tc_keep const tc
 	const char *fname, size_t *size, __tc_give tc_cg_site **sites, int *nsites,
 	__tc_keep tc_diags *d);
 /* Load object code made by tc_cg_llvm_object (in this or another process,
- * with the same LLVM and host) into jit, and find fname in it; sites are
- * its checks (taken, even on failure).  NULL with a message in d when the
- * object does not load or link, or when fname is already in the JIT (the
- * same object loaded for another kernel: compile instead). */
-__tc_give tc_cg_code *tc_cg_llvm_load(__tc_keep tc_cg_jit *jit, const void *obj, size_t size,
-	const char *fname, __tc_take tc_cg_site *sites, int nsites, __tc_keep tc_diags *d);
+ * with the same LLVM and host) into jit, and find fname in it; obj[0..size)
+ * is copied; sites are its checks (taken, even on failure).  NULL with a
+ * message in d when the object does not load or link, or when fname is
+ * already in the JIT (the same object loaded for another kernel: compile
+ * instead). */
+__tc_give tc_cg_code *tc_cg_llvm_load(__tc_keep tc_cg_jit *jit, __tc_keep const void *obj,
+	size_t size, const char *fname, __tc_take tc_cg_site *sites, int nsites,
+	__tc_keep tc_diags *d);
 
 #endif

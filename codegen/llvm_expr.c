@@ -129,7 +129,8 @@ LLVMValueRef tc_cg_llvm_call_intrinsic(__tc_keep cg *g, const char *name,
 
 /* The enum attribute name = val on function f (none if LLVM does not know
  * the name). */
-void tc_cg_llvm_add_fn_attr(__tc_keep cg *g, LLVMValueRef f, const char *name, uint64_t val)
+void tc_cg_llvm_add_fn_attr(__tc_keep cg *g, __tc_keep LLVMValueRef f, const char *name,
+	uint64_t val)
 {
 	unsigned kind = LLVMGetEnumAttributeKindForName(name, strlen(name));
 	if (kind)
@@ -283,7 +284,7 @@ static LLVMValueRef int_divmod(cg *g, LLVMValueRef a, LLVMValueRef b, int is_sig
 /* ---- isl AST expressions ---- */
 
 /* v (i1 or i64) as i64. */
-LLVMValueRef tc_cg_llvm_as_i64(__tc_keep cg *g, LLVMValueRef v)
+LLVMValueRef tc_cg_llvm_as_i64(__tc_keep cg *g, __tc_keep LLVMValueRef v)
 {
 	if (v && LLVMTypeOf(v) == g->i1)
 		return LLVMBuildZExt(g->B, v, g->i64, "");
@@ -291,7 +292,7 @@ LLVMValueRef tc_cg_llvm_as_i64(__tc_keep cg *g, LLVMValueRef v)
 }
 
 /* v (i1 or i64) as i1. */
-LLVMValueRef tc_cg_llvm_as_i1(__tc_keep cg *g, LLVMValueRef v)
+LLVMValueRef tc_cg_llvm_as_i1(__tc_keep cg *g, __tc_keep LLVMValueRef v)
 {
 	if (v && LLVMTypeOf(v) != g->i1)
 		return LLVMBuildICmp(g->B, LLVMIntNE, v, tc_cg_llvm_i64c(g, 0), "");

@@ -112,13 +112,14 @@ LLVMValueRef tc_cg_llvm_call_intrinsic(__tc_keep cg *g, const char *name,
 
 /* Add the enum attribute name (with value val) to function f; nothing if
  * LLVM does not know the name. */
-void tc_cg_llvm_add_fn_attr(__tc_keep cg *g, LLVMValueRef f, const char *name, uint64_t val);
+void tc_cg_llvm_add_fn_attr(__tc_keep cg *g, __tc_keep LLVMValueRef f, const char *name,
+	uint64_t val);
 
 /* v (i1 or i64) as i64, zero-extended; NULL stays NULL. */
-LLVMValueRef tc_cg_llvm_as_i64(__tc_keep cg *g, LLVMValueRef v);
+LLVMValueRef tc_cg_llvm_as_i64(__tc_keep cg *g, __tc_keep LLVMValueRef v);
 
 /* v (i1 or i64) as i1, true where it is not 0; NULL stays NULL. */
-LLVMValueRef tc_cg_llvm_as_i1(__tc_keep cg *g, LLVMValueRef v);
+LLVMValueRef tc_cg_llvm_as_i1(__tc_keep cg *g, __tc_keep LLVMValueRef v);
 
 /* The value of isl AST expression e: i64, or i1 for conditions.  Its
  * identifiers are the iterators in g->iters and the size parameters.

@@ -385,7 +385,7 @@ __tc_give tc_cg_code *tc_cg_llvm_compile(__tc_keep tc_cg_jit *jit, __tc_keep con
 }
 
 /* Site number i of the code's run-time checks. */
-const tc_cg_site *tc_cg_code_site(const tc_cg_code *c, int64_t i)
+const tc_cg_site *tc_cg_code_site(__tc_keep const tc_cg_code *c, int64_t i)
 {
 	return c && i >= 0 && i < c->nsites ? &c->sites[i] : NULL;
 }
@@ -482,7 +482,7 @@ __tc_give char *tc_cg_llvm_host_target(void)
 }
 
 /* The version of the LLVM library in use, e.g. "19.1.7", into buf. */
-void tc_cg_llvm_version(char *buf, size_t n)
+void tc_cg_llvm_version(__tc_keep char *buf, size_t n)
 {
 	unsigned major = 0, minor = 0, patch = 0;
 	LLVMGetVersion(&major, &minor, &patch);
@@ -554,8 +554,9 @@ done:
 
 /* Load object code made by tc_cg_llvm_object into jit under a new
  * resource tracker and look up fname (see llvm.h). */
-__tc_give tc_cg_code *tc_cg_llvm_load(__tc_keep tc_cg_jit *jit, const void *obj, size_t size,
-	const char *fname, __tc_take tc_cg_site *sites, int nsites, __tc_keep tc_diags *d)
+__tc_give tc_cg_code *tc_cg_llvm_load(__tc_keep tc_cg_jit *jit, __tc_keep const void *obj,
+	size_t size, const char *fname, __tc_take tc_cg_site *sites, int nsites,
+	__tc_keep tc_diags *d)
 {
 	LLVMOrcExecutorAddress addr = 0;
 	LLVMMemoryBufferRef mb;

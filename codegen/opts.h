@@ -6,10 +6,14 @@
  * All zeroes (also what a NULL pointer to it means) are the conservative
  * settings: no FMA contraction, no fast-math, float reductions in the
  * interpreter's order, no streaming stores, the backend's own vector widths
- * and unroll counts. */
+ * and unroll counts.
+ *
+ * Ownership: none.  Plain values, no pointers: code generators borrow the
+ * caller's struct for the call. */
 #ifndef TC_CG_OPTS_H
 #define TC_CG_OPTS_H
 
+/* The code generators' options (see above). */
 typedef struct tc_cg_opts {
 	int contract;     /* float32/float64 multiplies and adds may fuse (FMA) */
 	int fastmath;     /* ... and reassociate; min/max assume no NaN; arcp */

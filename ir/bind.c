@@ -32,8 +32,8 @@ static void describe_decl(const tc_ir_func *f, const tc_ir_tensor *t, tc_buf *b)
 	tc_free(pn);
 }
 
-tc_stat tc_ir_bind(const tc_ir_func *f, const tc_tensor *inputs, int ninputs,
-	int64_t *params, tc_diags *d)
+tc_stat tc_ir_bind(__tc_keep const tc_ir_func *f, __tc_keep const tc_tensor *inputs, int ninputs,
+	__tc_keep int64_t *params, __tc_keep tc_diags *d)
 {
 	int i, k, ok = 1;
 	int *from = tc_malloc((size_t)(f->nparams + 1) * 2 * sizeof(int));
@@ -132,8 +132,8 @@ tc_stat tc_ir_bind(const tc_ir_func *f, const tc_tensor *inputs, int ninputs,
 	return ok ? TC_OK : TC_ERR;
 }
 
-tc_stat tc_ir_shape(const tc_ir_func *f, int t, const int64_t *params, int64_t *shape,
-	tc_diags *d)
+tc_stat tc_ir_shape(__tc_keep const tc_ir_func *f, int t, __tc_keep const int64_t *params,
+	__tc_keep int64_t *shape, __tc_keep tc_diags *d)
 {
 	const tc_ir_tensor *x = &f->tensors[t];
 	int k;

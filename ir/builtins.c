@@ -325,7 +325,7 @@ static double bi_ilogb(double x)
 	return ilogb(x);
 }
 
-double tc_interp_builtin(tc_builtin_id id, const double *args)
+double tc_interp_builtin(tc_builtin_id id, __tc_keep const double *args)
 {
 	double x = args[0];
 

@@ -58,7 +58,7 @@ static const char *canonical_name(void *ud, tc_name_kind kind, const char *name)
 	return to;
 }
 
-void tc_ir_canonical(const tc_def *def, tc_buf *b)
+void tc_ir_canonical(__tc_keep const tc_def *def, __tc_keep tc_buf *b)
 {
 	renamer r;
 	memset(&r, 0, sizeof(r));
@@ -74,7 +74,7 @@ void tc_ir_canonical(const tc_def *def, tc_buf *b)
 	tc_arena_free(r.ar);
 }
 
-uint64_t tc_ir_hash(const tc_def *def)
+uint64_t tc_ir_hash(__tc_keep const tc_def *def)
 {
 	tc_buf b;
 	uint64_t h = TC_HASH_INIT;

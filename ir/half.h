@@ -1,5 +1,7 @@
 /* IEEE 754 binary16 conversions (round to nearest even, with subnormals,
- * infinities and NaN). */
+ * infinities and NaN).
+ *
+ * Ownership: none.  Pure functions on values: nothing here allocates. */
 #ifndef TC_HALF_H
 #define TC_HALF_H
 

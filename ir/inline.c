@@ -217,7 +217,7 @@ static const tc_ir_func *inline_one(tc_arena *ar, const tc_ir_func *f, int t, in
 	return g;
 }
 
-__tc_give const tc_ir_func *tc_ir_inline(__tc_keep tc_arena *ar, __tc_keep const tc_ir_func *f,
+const tc_ir_func *tc_ir_inline(__tc_keep tc_arena *ar, __tc_keep const tc_ir_func *f,
 	__tc_keep const int64_t *params)
 {
 	int t, def;

@@ -509,8 +509,9 @@ static int64_t nelems(const tc_tensor *t)
 	return n;
 }
 
-tc_stat tc_interp_run(const tc_ir_func *f, const int64_t *params, const tc_tensor *inputs,
-	const tc_tensor *outputs, tc_diags *d)
+tc_stat tc_interp_run(__tc_keep const tc_ir_func *f, __tc_keep const int64_t *params,
+	__tc_keep const tc_tensor *inputs, __tc_keep const tc_tensor *outputs,
+	__tc_keep tc_diags *d)
 {
 	interp I;
 	int i, j;

@@ -4,7 +4,11 @@
  * point by point over its domain in textual order, every value is computed
  * in its static type (integers wrap in their width, float16 results are
  * rounded to binary16, float32 results to binary32), and every tensor access
- * is bounds-checked (the "checked mode"). */
+ * is bounds-checked (the "checked mode").
+ *
+ * Ownership: everything passed in is borrowed (the outputs' data is written,
+ * never freed); the temporaries are allocated and freed inside
+ * tc_interp_run, and nothing is left for the caller to free. */
 #ifndef TC_INTERP_H
 #define TC_INTERP_H
 
@@ -16,13 +20,14 @@
  * Temporaries are allocated and freed here.  Run-time errors (out-of-bounds
  * gathers, sizes that make a range empty) go to d with the location of the
  * culprit in f->src. */
-tc_stat tc_interp_run(const tc_ir_func *f, const int64_t *params,
-	const tc_tensor *inputs, const tc_tensor *outputs, tc_diags *d);
+tc_stat tc_interp_run(__tc_keep const tc_ir_func *f, __tc_keep const int64_t *params,
+	__tc_keep const tc_tensor *inputs, __tc_keep const tc_tensor *outputs,
+	__tc_keep tc_diags *d);
 
 /* Evaluate builtin id on double arguments (the interpreter computes every
  * floating builtin in double and rounds to the result type).  Integer
  * arguments (n of jn/yn, exponent of ldexp) are passed as doubles holding
  * integers.  ilogb returns its int result as a double. */
-double tc_interp_builtin(tc_builtin_id id, const double *args);
+double tc_interp_builtin(tc_builtin_id id, __tc_keep const double *args);
 
 #endif

@@ -6,7 +6,15 @@
  * explicit TC_OP_CAST, so backends never re-derive type rules.  Statement
  * domains are given as index variables with half-open bounds that are size
  * expressions (over size parameters and, in general, outer index variables),
- * which map directly onto isl sets. */
+ * which map directly onto isl sets.
+ *
+ * Ownership: IR functions, their expressions and names live in the arena
+ * passed in and are freed with it; nothing here is freed by the caller.  A
+ * function shares the AST's names, size expressions and checks and borrows
+ * its source, so the program's arena and source must outlive it.  The
+ * rewrites (pack, inline, share) return their argument itself or a new
+ * function in ar sharing its unchanged parts.  A tc_tensor is the caller's
+ * struct and borrows its data. */
 #ifndef TC_IR_H
 #define TC_IR_H
 
@@ -38,6 +46,8 @@ typedef enum tc_ir_op {
 	TC_OP_CALL,   /* builtin id (tc_builtin_id) on args */
 } tc_ir_op;
 
+/* An IR expression node: op on args (nargs of them) computing a value of
+ * type; c holds a constant, id the variable, size, tensor or builtin. */
 typedef struct tc_ir_expr {
 	tc_ir_op op;
 	tc_dtype type;
@@ -74,6 +84,7 @@ typedef struct tc_ir_stmt {
 	int pack; /* a copy of an input made by tc_ir_pack: runs before the others */
 } tc_ir_stmt;
 
+/* A tensor of an IR function: name, role, element type and extents. */
 typedef struct tc_ir_tensor {
 	const char *name;
 	tc_tensor_kind kind;
@@ -93,6 +104,8 @@ typedef struct tc_ir_param {
 	int tensor, dim;
 } tc_ir_param;
 
+/* An IR function: sizes, tensors, statements in order, and the conditions
+ * on the sizes. */
 typedef struct tc_ir_func {
 	const char *name;
 	const tc_source *src;
@@ -106,8 +119,10 @@ typedef struct tc_ir_func {
 	tc_check *checks; /* conditions on sizes checked when binding */
 } tc_ir_func;
 
-/* Lower a checked def (def->ok) into an IR function allocated in ar. */
-__tc_give tc_ir_func *tc_ir_lower(__tc_keep tc_arena *ar, __tc_keep const tc_def *def,
+/* Lower a checked def (def->ok) into an IR function allocated in ar (the
+ * arena's, not the caller's); it shares def's names, extents and checks and
+ * keeps src (borrowed).  NULL when out of memory. */
+tc_ir_func *tc_ir_lower(__tc_keep tc_arena *ar, __tc_keep const tc_def *def,
 	__tc_keep const tc_source *src);
 
 /* Whether an integer expression is quasi-affine in the index variables and
@@ -116,7 +131,7 @@ __tc_give tc_ir_func *tc_ir_lower(__tc_keep tc_arena *ar, __tc_keep const tc_def
  * constant, min and max.  The polyhedral model represents such subscripts
  * exactly (and range inference proves unguarded ones in bounds); others,
  * such as gathers, are over-approximated and checked at run time. */
-int tc_ir_affine(const tc_ir_expr *e);
+int tc_ir_affine(__tc_keep const tc_ir_expr *e);
 
 /* ir/query.c.  The index variable subscript e is (an index under casts),
  * or -1. */
@@ -149,7 +164,7 @@ const char *tc_ir_fresh_name(__tc_keep tc_arena *ar, __tc_keep const tc_ir_func 
  * sizes params.  The copies are statements marked pack, placed
  * first.  Returns f itself when nothing is packed, NULL when out of memory;
  * the new function lives in ar and shares f's unchanged parts. */
-__tc_give const tc_ir_func *tc_ir_pack(__tc_keep tc_arena *ar, __tc_keep const tc_ir_func *f,
+const tc_ir_func *tc_ir_pack(__tc_keep tc_arena *ar, __tc_keep const tc_ir_func *f,
 	__tc_keep const int64_t *params, int64_t min_bytes);
 
 /* Inlining (ir/inline.c): f with every temporary that one pointwise
@@ -158,7 +173,7 @@ __tc_give const tc_ir_func *tc_ir_pack(__tc_keep tc_arena *ar, __tc_keep const t
  * read instead of stored (layer norm's centred input).  Results are bit
  * for bit the same.  Returns f itself when nothing is inlined, NULL when
  * out of memory; the new function lives in ar. */
-__tc_give const tc_ir_func *tc_ir_inline(__tc_keep tc_arena *ar, __tc_keep const tc_ir_func *f,
+const tc_ir_func *tc_ir_inline(__tc_keep tc_arena *ar, __tc_keep const tc_ir_func *f,
 	__tc_keep const int64_t *params);
 
 /* Sharing (ir/share.c): f where a statement writing its whole tensor O and
@@ -171,13 +186,14 @@ __tc_give const tc_ir_func *tc_ir_inline(__tc_keep tc_arena *ar, __tc_keep const
  * new temporary marked rowbuf.  Bit for bit the same results.
  * Returns f itself when nothing is shared, NULL when out of memory; the
  * new function lives in ar. */
-__tc_give const tc_ir_func *tc_ir_share(__tc_keep tc_arena *ar, __tc_keep const tc_ir_func *f,
+const tc_ir_func *tc_ir_share(__tc_keep tc_arena *ar, __tc_keep const tc_ir_func *f,
 	__tc_keep const int64_t *params, int64_t row_bytes);
 
-/* Print the IR of a function (tcomp emit --stage ir). */
-void tc_ir_print(const tc_ir_func *f, tc_buf *b);
-void tc_ir_print_expr(const tc_ir_func *f, const tc_ir_stmt *s,
-	const tc_ir_expr *e, tc_buf *b);
+/* Print the IR of a function (tcomp emit --stage ir) to b. */
+void tc_ir_print(__tc_keep const tc_ir_func *f, __tc_keep tc_buf *b);
+/* Print expression e of statement s of f (names from f and s) to b. */
+void tc_ir_print_expr(__tc_keep const tc_ir_func *f, __tc_keep const tc_ir_stmt *s,
+	__tc_keep const tc_ir_expr *e, __tc_keep tc_buf *b);
 
 /* The canonical text of a def (ir/canon.c): the .tc printer,
  * tc_ast_print_source, with every identifier renamed in order of first
@@ -191,7 +207,8 @@ uint64_t tc_ir_hash(__tc_keep const tc_def *def);
 
 /* ---- binding to concrete shapes ---- */
 
-/* A dense row-major tensor in memory (the interpreter's view). */
+/* A dense row-major tensor in memory (the interpreter's view).  data is
+ * borrowed: the struct never owns it. */
 typedef struct tc_tensor {
 	tc_dtype dtype;
 	int ndim;
@@ -204,11 +221,11 @@ typedef struct tc_tensor {
  * a size has one value across inputs ("size K is 45 from A but 46 from B"),
  * constant dimensions match, and the def's size conditions hold.  Errors go
  * to d without a source location (they are about the call). */
-tc_stat tc_ir_bind(const tc_ir_func *f, const tc_tensor *inputs, int ninputs,
-	int64_t *params, tc_diags *d);
+tc_stat tc_ir_bind(__tc_keep const tc_ir_func *f, __tc_keep const tc_tensor *inputs,
+	int ninputs, __tc_keep int64_t *params, __tc_keep tc_diags *d);
 /* Shape of tensor t for bound parameters (shape has t's rank entries). */
-tc_stat tc_ir_shape(const tc_ir_func *f, int t, const int64_t *params,
-	int64_t *shape, tc_diags *d);
+tc_stat tc_ir_shape(__tc_keep const tc_ir_func *f, int t, __tc_keep const int64_t *params,
+	__tc_keep int64_t *shape, __tc_keep tc_diags *d);
 /* The bytes of t's elements, or SIZE_MAX if that overflows. */
 size_t tc_ir_tensor_bytes(__tc_keep const tc_tensor *t);
 

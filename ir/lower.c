@@ -218,7 +218,8 @@ static int bind_params(lower *L, tc_ir_func *f)
 	return 0;
 }
 
-tc_ir_func *tc_ir_lower(tc_arena *ar, const tc_def *def, const tc_source *src)
+tc_ir_func *tc_ir_lower(__tc_keep tc_arena *ar, __tc_keep const tc_def *def,
+	__tc_keep const tc_source *src)
 {
 	lower L;
 	tc_ir_func *f = tc_arena_alloc(ar, sizeof(*f));
@@ -285,7 +286,7 @@ static int is_int_const(const tc_ir_expr *e)
 	return e->op == TC_OP_CONST && tc_dtype_is_int(e->type);
 }
 
-int tc_ir_affine(const tc_ir_expr *e)
+int tc_ir_affine(__tc_keep const tc_ir_expr *e)
 {
 	switch (e->op) {
 	case TC_OP_CONST:

@@ -213,7 +213,7 @@ static int make_copy(packer *P, const pack *pk, tc_ir_stmt *out)
 	return 0;
 }
 
-__tc_give const tc_ir_func *tc_ir_pack(__tc_keep tc_arena *ar, __tc_keep const tc_ir_func *f,
+const tc_ir_func *tc_ir_pack(__tc_keep tc_arena *ar, __tc_keep const tc_ir_func *f,
 	__tc_keep const int64_t *params, int64_t min_bytes)
 {
 	packer P;

@@ -87,8 +87,8 @@ static void print_expr(const tc_ir_func *f, const tc_ir_stmt *s, const tc_ir_exp
 	}
 }
 
-void tc_ir_print_expr(const tc_ir_func *f, const tc_ir_stmt *s, const tc_ir_expr *e,
-	tc_buf *b)
+void tc_ir_print_expr(__tc_keep const tc_ir_func *f, __tc_keep const tc_ir_stmt *s,
+	__tc_keep const tc_ir_expr *e, __tc_keep tc_buf *b)
 {
 	print_expr(f, s, e, b);
 }
@@ -107,7 +107,7 @@ static void print_tensor(const tc_ir_func *f, const tc_ir_tensor *t, const char 
 	tc_buf_puts(b, ")\n");
 }
 
-void tc_ir_print(const tc_ir_func *f, tc_buf *b)
+void tc_ir_print(__tc_keep const tc_ir_func *f, __tc_keep tc_buf *b)
 {
 	tc_arena *ar = tc_arena_new();
 	const char **pn;

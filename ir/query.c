@@ -6,14 +6,14 @@
 
 #include <string.h>
 
-int tc_ir_plain_var(const tc_ir_expr *e)
+int tc_ir_plain_var(__tc_keep const tc_ir_expr *e)
 {
 	while (e->op == TC_OP_CAST)
 		e = e->args[0];
 	return e->op == TC_OP_INDEX ? e->id : -1;
 }
 
-int tc_ir_reads(const tc_ir_expr *e, int t)
+int tc_ir_reads(__tc_keep const tc_ir_expr *e, int t)
 {
 	int k;
 	if (e->op == TC_OP_READ && e->id == t)
@@ -24,13 +24,15 @@ int tc_ir_reads(const tc_ir_expr *e, int t)
 	return 0;
 }
 
-int tc_ir_var_range(const tc_ir_var *v, const int64_t *params, int64_t *lo, int64_t *hi)
+int tc_ir_var_range(__tc_keep const tc_ir_var *v, __tc_keep const int64_t *params, int64_t *lo,
+	int64_t *hi)
 {
 	return !tc_sx_has_var(v->lo) && !tc_sx_has_var(v->hi) &&
 		tc_sx_eval(v->lo, params, NULL, lo) == TC_OK && tc_sx_eval(v->hi, params, NULL, hi) == TC_OK;
 }
 
-int tc_ir_covers_tensor(const tc_ir_func *f, const tc_ir_stmt *s, const int64_t *params)
+int tc_ir_covers_tensor(__tc_keep const tc_ir_func *f, __tc_keep const tc_ir_stmt *s,
+	__tc_keep const int64_t *params)
 {
 	const tc_ir_tensor *t = &f->tensors[s->tensor];
 	int k;
@@ -45,7 +47,8 @@ int tc_ir_covers_tensor(const tc_ir_func *f, const tc_ir_stmt *s, const int64_t 
 	return 1;
 }
 
-const char *tc_ir_fresh_name(tc_arena *ar, const tc_ir_func *f, const char *base, const char *suffix)
+const char *tc_ir_fresh_name(__tc_keep tc_arena *ar, __tc_keep const tc_ir_func *f,
+	const char *base, const char *suffix)
 {
 	const char *name = NULL;
 	int n, i, clash = 1;
@@ -63,7 +66,8 @@ const char *tc_ir_fresh_name(tc_arena *ar, const tc_ir_func *f, const char *base
 	return clash ? NULL : name;
 }
 
-int64_t tc_ir_tail_bytes(const tc_ir_func *f, int t, int from, const int64_t *params)
+int64_t tc_ir_tail_bytes(__tc_keep const tc_ir_func *f, int t, int from,
+	__tc_keep const int64_t *params)
 {
 	const tc_ir_tensor *tt = &f->tensors[t];
 	int64_t bytes = tc_dtype_size(tt->dtype), ext;

@@ -286,7 +286,7 @@ static const tc_ir_func *share_one(tc_arena *ar, const tc_ir_func *f, int s, int
 	return g;
 }
 
-__tc_give const tc_ir_func *tc_ir_share(__tc_keep tc_arena *ar, __tc_keep const tc_ir_func *f,
+const tc_ir_func *tc_ir_share(__tc_keep tc_arena *ar, __tc_keep const tc_ir_func *f,
 	__tc_keep const int64_t *params, int64_t row_bytes)
 {
 	int s, i, r;

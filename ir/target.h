@@ -21,6 +21,7 @@
 
 #include <stdint.h>
 
+/* The description of one machine (see above). */
 typedef struct tc_target {
 	const char *name; /* the backend's name ("cpu"); static */
 

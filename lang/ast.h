@@ -3,7 +3,12 @@
  * Every node carries its source location.  The parser fills the syntactic
  * fields; tc_sema_check fills the fields marked "sema" (resolved names,
  * types, tensors of the def, inferred ranges and shapes).  All nodes live in
- * the program's arena. */
+ * the program's arena.
+ *
+ * Ownership: every node, name and array of the AST (and what sema adds)
+ * lives in the arena passed to tc_parse and is freed with it; nothing here
+ * is freed by the caller.  A program borrows its source (src), which must
+ * outlive it. */
 #ifndef TC_AST_H
 #define TC_AST_H
 
@@ -13,6 +18,7 @@
 
 #define TC_MAX_RANK 8
 
+/* Kinds of expression nodes. */
 typedef enum tc_ast_kind {
 	TC_AST_INT,     /* integer literal (ival), int32 */
 	TC_AST_FLOAT,   /* floating literal (fval), float32 */
@@ -53,6 +59,8 @@ typedef enum tc_ref_kind {
 	TC_REF_LET,     /* let name: ref_id = where-clause number */
 } tc_ref_kind;
 
+/* An expression node: the fields its kind uses (see tc_ast_kind), its
+ * operands (args), and what sema infers. */
 typedef struct tc_expr {
 	tc_ast_kind kind;
 	tc_loc loc; /* the whole expression */
@@ -83,12 +91,14 @@ typedef enum tc_red {
 	TC_RED_MAX,    /* max= */
 } tc_red;
 
+/* Kinds of where clauses. */
 typedef enum tc_where_kind {
 	TC_WHERE_RANGE,  /* name in lo:hi */
 	TC_WHERE_LET,    /* name = val */
 	TC_WHERE_EXISTS, /* exists val */
 } tc_where_kind;
 
+/* A where clause of a statement. */
 typedef struct tc_where {
 	tc_where_kind kind;
 	tc_loc loc;
@@ -106,6 +116,7 @@ typedef struct tc_stmt_var {
 	const tc_sexpr *lo, *hi;
 } tc_stmt_var;
 
+/* A statement: lhs(idx...) red rhs where ..., and what sema infers. */
 typedef struct tc_stmt {
 	tc_loc loc; /* the whole statement */
 	const char *lhs;
@@ -144,6 +155,7 @@ typedef struct tc_decl {
 	tc_dim *dims;
 } tc_decl;
 
+/* The role of a tensor in a def. */
 typedef enum tc_tensor_kind {
 	TC_TENSOR_INPUT,
 	TC_TENSOR_OUTPUT,
@@ -172,6 +184,8 @@ typedef struct tc_check {
 	tc_loc loc;
 } tc_check;
 
+/* A def: its signature and statements as parsed, and what sema infers
+ * (sizes, tensors, conditions on the sizes). */
 typedef struct tc_def {
 	const char *name;
 	tc_loc loc, name_loc;
@@ -189,6 +203,7 @@ typedef struct tc_def {
 	tc_check *checks;
 } tc_def;
 
+/* A parsed file: its defs, in the arena they live in (source borrowed). */
 typedef struct tc_program {
 	const tc_source *src;
 	tc_arena *arena;
@@ -196,21 +211,25 @@ typedef struct tc_program {
 	tc_def **defs;
 } tc_program;
 
-const char *tc_red_name(tc_red red, int init); /* "+=!", "=", ... */
-const char *tc_ast_op_name(tc_ast_op op);       /* "+", "&&", ... */
+/* The spelling of a reduction operator ("+=!", "=", ...) and of an
+ * operator ("+", "&&", ...); static strings. */
+const char *tc_red_name(tc_red red, int init);
+const char *tc_ast_op_name(tc_ast_op op);
 
-/* Parse src into a program allocated in ar.  Syntax errors go to d; the
- * parser recovers at the next 'def'.  Returns NULL only when out of memory. */
-__tc_give tc_program *tc_parse(__tc_keep tc_arena *ar, __tc_keep const tc_source *src,
+/* Parse src into a program allocated in ar (the arena's, not the
+ * caller's); the program keeps src, borrowed, which must outlive it.
+ * Syntax errors go to d; the parser recovers at the next 'def'.  Returns
+ * NULL only when out of memory. */
+tc_program *tc_parse(__tc_keep tc_arena *ar, __tc_keep const tc_source *src,
 	__tc_keep tc_diags *d);
 
-/* Check every def of p: names, types, range inference.  Errors and warnings
- * go to d; each def's ok field says whether it passed.  Returns -1 if any
- * def has an error. */
+/* Check every def of p: names, types, range inference; what it infers is
+ * allocated in p's arena.  Errors and warnings go to d; each def's ok field
+ * says whether it passed.  Returns -1 if any def has an error. */
 tc_stat tc_sema_check(__tc_keep tc_program *p, __tc_keep tc_diags *d);
 
-/* Find a def by name, NULL if absent. */
-tc_def *tc_program_find(const tc_program *p, const char *name);
+/* Find a def by name (p's), NULL if absent. */
+tc_def *tc_program_find(__tc_keep const tc_program *p, const char *name);
 
 /* Print the AST of a def in a readable, fully parenthesised form, with the
  * results of sema (types, ranges) when available (tcomp emit --stage
@@ -270,7 +289,7 @@ typedef const char *(*tc_rename_fn)(void *ud, tc_name_kind kind, const char *nam
  * scope local names to their statement by forgetting them there.  ud is
  * the renamer's, borrowed.  Out of memory is recorded in b (b->oom); a
  * renamer that fails records that itself. */
-void tc_ast_print_source(__tc_keep const tc_def *def, tc_rename_fn rn, void *ud,
+void tc_ast_print_source(__tc_keep const tc_def *def, tc_rename_fn rn, __tc_keep void *ud,
 	__tc_keep tc_buf *b);
 
 /* The def's signature with inferred output types and shapes, e.g.

@@ -102,7 +102,7 @@ static void print_expr(const tc_expr *e, tc_rename_fn rn, void *ud, tc_buf *b)
 	}
 }
 
-void tc_ast_print_expr(const tc_expr *e, tc_buf *b)
+void tc_ast_print_expr(__tc_keep const tc_expr *e, __tc_keep tc_buf *b)
 {
 	print_expr(e, NULL, NULL, b);
 }
@@ -215,7 +215,8 @@ static void print_stmt(const tc_stmt *s, tc_rename_fn rn, void *ud, tc_buf *b)
 	tc_buf_putc(b, '\n');
 }
 
-void tc_ast_print_source(const tc_def *def, tc_rename_fn rn, void *ud, tc_buf *b)
+void tc_ast_print_source(__tc_keep const tc_def *def, tc_rename_fn rn, __tc_keep void *ud,
+	__tc_keep tc_buf *b)
 {
 	int i;
 	tc_buf_printf(b, "def %s(", spell(rn, ud, TC_NAME_DEF, def->name));
@@ -236,7 +237,7 @@ void tc_ast_print_source(const tc_def *def, tc_rename_fn rn, void *ud, tc_buf *b
 	tc_buf_puts(b, "}\n");
 }
 
-void tc_ast_print_def(const tc_def *def, tc_buf *b)
+void tc_ast_print_def(__tc_keep const tc_def *def, __tc_keep tc_buf *b)
 {
 	int i, j;
 	tc_buf_printf(b, "Def %s @%d:%d\n", def->name, def->loc.line, def->loc.col);
@@ -308,7 +309,7 @@ static void print_tensor_type(const tc_def *def, const tc_tensor_info *t, tc_buf
 	tc_buf_printf(b, " %s", t->name);
 }
 
-void tc_def_signature(const tc_def *def, tc_buf *b)
+void tc_def_signature(__tc_keep const tc_def *def, __tc_keep tc_buf *b)
 {
 	int i;
 	tc_buf_printf(b, "def %s(", def->name);

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-tc_source *tc_source_new(const char *name, const char *text, size_t size)
+__tc_give tc_source *tc_source_new(const char *name, __tc_keep const char *text, size_t size)
 {
 	tc_source *src = tc_calloc(1, sizeof(*src));
 	size_t i;
@@ -32,7 +32,7 @@ tc_source *tc_source_new(const char *name, const char *text, size_t size)
 	return src;
 }
 
-void tc_source_free(tc_source *src)
+void tc_source_free(__tc_take tc_source *src)
 {
 	if (!src)
 		return;
@@ -42,7 +42,7 @@ void tc_source_free(tc_source *src)
 	tc_free(src);
 }
 
-tc_loc tc_source_loc(const tc_source *src, int off, int len)
+tc_loc tc_source_loc(__tc_keep const tc_source *src, int off, int len)
 {
 	tc_loc loc;
 	int lo = 0, hi = src->nlines - 1;
@@ -75,13 +75,13 @@ tc_loc tc_loc_join(tc_loc a, tc_loc b)
 	return r;
 }
 
-void tc_diags_init(tc_diags *d, const tc_source *src)
+void tc_diags_init(__tc_keep tc_diags *d, __tc_keep const tc_source *src)
 {
 	memset(d, 0, sizeof(*d));
 	d->src = src;
 }
 
-void tc_diags_clear(tc_diags *d)
+void tc_diags_clear(__tc_keep tc_diags *d)
 {
 	int i;
 	for (i = 0; i < d->n; i++)
@@ -91,7 +91,7 @@ void tc_diags_clear(tc_diags *d)
 	d->n = d->cap = d->nerrors = d->nwarnings = d->oom = 0;
 }
 
-void tc_diag_vadd(tc_diags *d, tc_severity sev, tc_loc loc, const char *fmt,
+void tc_diag_vadd(__tc_keep tc_diags *d, tc_severity sev, tc_loc loc, const char *fmt,
 	va_list ap)
 {
 	tc_buf b;
@@ -125,7 +125,7 @@ void tc_diag_vadd(tc_diags *d, tc_severity sev, tc_loc loc, const char *fmt,
 	d->n++;
 }
 
-void tc_diag_add(tc_diags *d, tc_severity sev, tc_loc loc, const char *fmt, ...)
+void tc_diag_add(__tc_keep tc_diags *d, tc_severity sev, tc_loc loc, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
@@ -178,8 +178,8 @@ static void render_line(const tc_source *src, tc_loc loc, tc_buf *b)
 	tc_buf_putc(b, '\n');
 }
 
-void tc_diag_render_one(const tc_source *src, tc_severity sev, tc_loc loc,
-	const char *msg, tc_buf *b)
+void tc_diag_render_one(__tc_keep const tc_source *src, tc_severity sev, tc_loc loc,
+	const char *msg, __tc_keep tc_buf *b)
 {
 	if (src && loc.line)
 		tc_buf_printf(b, "%s:%d:%d: %s: %s\n", src->name, loc.line,
@@ -209,7 +209,7 @@ static int group_cmp(const void *pa, const void *pb)
 	return a->index - b->index;
 }
 
-void tc_diags_render(const tc_diags *d, unsigned sev_mask, tc_buf *b)
+void tc_diags_render(__tc_keep const tc_diags *d, unsigned sev_mask, __tc_keep tc_buf *b)
 {
 	int i, k, n = 0;
 	group *groups = tc_malloc((size_t)(d->n + 1) * sizeof(group));
@@ -239,7 +239,7 @@ void tc_diags_render(const tc_diags *d, unsigned sev_mask, tc_buf *b)
 		tc_buf_puts(b, "error: out of memory while reporting errors\n");
 }
 
-void tc_buf_free_diag(tc_buf *b, tc_diags *d)
+void tc_buf_free_diag(__tc_keep tc_buf *b, __tc_keep tc_diags *d)
 {
 	if (b->oom)
 		d->oom = 1;

@@ -158,7 +158,7 @@ bad:
 	return i - off;
 }
 
-tc_token *tc_lex(const tc_source *src, tc_diags *d, int *ntoks)
+__tc_give tc_token *tc_lex(__tc_keep const tc_source *src, __tc_keep tc_diags *d, int *ntoks)
 {
 	const char *s = src->text;
 	int n = 0, cap = 64, i = 0, size = (int)src->size;

@@ -1,10 +1,14 @@
-/* The lexer: .tc text to tokens (docs/language.md, "Lexical"). */
+/* The lexer: .tc text to tokens (docs/language.md, "Lexical").
+ *
+ * Ownership: the token array is the caller's (tc_free); tokens hold offsets
+ * into the source, not pointers, so they do not depend on it. */
 #ifndef TC_LEX_H
 #define TC_LEX_H
 
 #include "diag.h"
 #include "types.h"
 
+/* Kinds of tokens. */
 typedef enum tc_tok_kind {
 	TK_EOF,
 	TK_IDENT,
@@ -31,6 +35,7 @@ typedef enum tc_tok_kind {
 	TK_QUESTION, TK_COLON, TK_LBRACKET, TK_RBRACKET,
 } tc_tok_kind;
 
+/* A token: its kind, where it is in the source text, and its value. */
 typedef struct tc_token {
 	tc_tok_kind kind;
 	int off, len;
@@ -39,12 +44,13 @@ typedef struct tc_token {
 	double fval;    /* TK_FLOAT */
 } tc_token;
 
-/* Split src into tokens (ending with TK_EOF).  Lexical errors go to d and the
- * offending characters are skipped.  *ntoks receives the count.  NULL only
- * when out of memory. */
+/* Split src into tokens (ending with TK_EOF), an array the caller frees
+ * with tc_free.  Lexical errors go to d and the offending characters are
+ * skipped.  *ntoks receives the count.  NULL only when out of memory. */
 __tc_give tc_token *tc_lex(__tc_keep const tc_source *src, __tc_keep tc_diags *d,
 	int *ntoks);
-/* Spelling of a token kind for messages: "'+=!'", "identifier", ... */
+/* Spelling of a token kind for messages: "'+=!'", "identifier", ...
+ * (static). */
 const char *tc_tok_kind_name(tc_tok_kind k);
 
 #endif

@@ -660,7 +660,7 @@ static int lex_error_in(const tc_diags *d, int nlex, int a, int b)
 	return 0;
 }
 
-tc_program *tc_parse(tc_arena *ar, const tc_source *src, tc_diags *d)
+tc_program *tc_parse(__tc_keep tc_arena *ar, __tc_keep const tc_source *src, __tc_keep tc_diags *d)
 {
 	parser p;
 	int nlex;
@@ -715,7 +715,7 @@ tc_program *tc_parse(tc_arena *ar, const tc_source *src, tc_diags *d)
 	return prog;
 }
 
-tc_def *tc_program_find(const tc_program *p, const char *name)
+tc_def *tc_program_find(__tc_keep const tc_program *p, const char *name)
 {
 	int i;
 	for (i = 0; i < p->ndefs; i++)

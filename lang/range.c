@@ -44,7 +44,7 @@ typedef struct rctx {
 	int *let_walked;
 } rctx;
 
-const tc_sexpr *tc_range_sexpr(tc_arena *ar, const tc_expr *e)
+const tc_sexpr *tc_range_sexpr(__tc_keep tc_arena *ar, __tc_keep const tc_expr *e)
 {
 	const tc_sexpr *a, *b;
 	int64_t c;
@@ -491,8 +491,8 @@ static void unsolved_error(rctx *R, int v)
 			? " or declare the output's shape in the -> list" : "");
 }
 
-tc_stat tc_range_infer(tc_arena *ar, tc_diags *d, const tc_def *def,
-	tc_tensor_info *const *tensors, tc_stmt *s, tc_vec *checks)
+tc_stat tc_range_infer(__tc_keep tc_arena *ar, __tc_keep tc_diags *d, __tc_keep const tc_def *def,
+	__tc_keep tc_tensor_info *const *tensors, __tc_keep tc_stmt *s, __tc_keep tc_vec *checks)
 {
 	rctx R;
 	tc_tensor_info *lhs = tensors[s->tensor];

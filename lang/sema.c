@@ -1133,7 +1133,7 @@ static int check_def(sema *S, tc_def *def)
 	return def->ok ? 0 : -1;
 }
 
-tc_stat tc_sema_check(tc_program *p, tc_diags *d)
+tc_stat tc_sema_check(__tc_keep tc_program *p, __tc_keep tc_diags *d)
 {
 	sema S;
 	int i, j, ok = 1;

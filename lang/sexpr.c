@@ -49,7 +49,7 @@ static int cmp(const tc_sexpr *a, const tc_sexpr *b)
 	}
 }
 
-int tc_sx_equal(const tc_sexpr *a, const tc_sexpr *b)
+int tc_sx_equal(__tc_keep const tc_sexpr *a, __tc_keep const tc_sexpr *b)
 {
 	return cmp(a, b) == 0;
 }
@@ -147,17 +147,17 @@ static const tc_sexpr *from_aff(tc_arena *ar, const aff *f)
 	return r;
 }
 
-const tc_sexpr *tc_sx_const(tc_arena *ar, int64_t c)
+const tc_sexpr *tc_sx_const(__tc_keep tc_arena *ar, int64_t c)
 {
 	return mk(ar, TC_SX_CONST, c, 0, NULL, NULL);
 }
 
-const tc_sexpr *tc_sx_param(tc_arena *ar, int id)
+const tc_sexpr *tc_sx_param(__tc_keep tc_arena *ar, int id)
 {
 	return mk(ar, TC_SX_PARAM, 0, id, NULL, NULL);
 }
 
-const tc_sexpr *tc_sx_var(tc_arena *ar, int id)
+const tc_sexpr *tc_sx_var(__tc_keep tc_arena *ar, int id)
 {
 	return mk(ar, TC_SX_VAR, 0, id, NULL, NULL);
 }
@@ -181,17 +181,19 @@ static const tc_sexpr *lin2(tc_arena *ar, int64_t k1, const tc_sexpr *a,
 	return from_aff(ar, &f);
 }
 
-const tc_sexpr *tc_sx_add(tc_arena *ar, const tc_sexpr *a, const tc_sexpr *b)
+const tc_sexpr *tc_sx_add(__tc_keep tc_arena *ar, __tc_keep const tc_sexpr *a,
+	__tc_keep const tc_sexpr *b)
 {
 	return lin2(ar, 1, a, 1, b);
 }
 
-const tc_sexpr *tc_sx_sub(tc_arena *ar, const tc_sexpr *a, const tc_sexpr *b)
+const tc_sexpr *tc_sx_sub(__tc_keep tc_arena *ar, __tc_keep const tc_sexpr *a,
+	__tc_keep const tc_sexpr *b)
 {
 	return lin2(ar, 1, a, -1, b);
 }
 
-const tc_sexpr *tc_sx_scale(tc_arena *ar, int64_t c, const tc_sexpr *a)
+const tc_sexpr *tc_sx_scale(__tc_keep tc_arena *ar, int64_t c, __tc_keep const tc_sexpr *a)
 {
 	return lin2(ar, c, a, 0, NULL);
 }
@@ -223,7 +225,7 @@ static int divisible(const tc_sexpr *a, int64_t c, aff *f)
 	return 1;
 }
 
-const tc_sexpr *tc_sx_floordiv(tc_arena *ar, const tc_sexpr *a, int64_t c)
+const tc_sexpr *tc_sx_floordiv(__tc_keep tc_arena *ar, __tc_keep const tc_sexpr *a, int64_t c)
 {
 	aff f;
 	int i;
@@ -247,12 +249,12 @@ const tc_sexpr *tc_sx_floordiv(tc_arena *ar, const tc_sexpr *a, int64_t c)
 	return mk(ar, TC_SX_FLOORDIV, c, 0, a, NULL);
 }
 
-const tc_sexpr *tc_sx_ceildiv(tc_arena *ar, const tc_sexpr *a, int64_t c)
+const tc_sexpr *tc_sx_ceildiv(__tc_keep tc_arena *ar, __tc_keep const tc_sexpr *a, int64_t c)
 {
 	return tc_sx_scale(ar, -1, tc_sx_floordiv(ar, tc_sx_scale(ar, -1, a), c));
 }
 
-const tc_sexpr *tc_sx_mod(tc_arena *ar, const tc_sexpr *a, int64_t c)
+const tc_sexpr *tc_sx_mod(__tc_keep tc_arena *ar, __tc_keep const tc_sexpr *a, int64_t c)
 {
 	aff f;
 	if (!a || c <= 0)
@@ -286,17 +288,19 @@ static const tc_sexpr *minmax(tc_arena *ar, tc_sx_kind kind, const tc_sexpr *a,
 	return mk(ar, kind, 0, 0, a, b);
 }
 
-const tc_sexpr *tc_sx_min(tc_arena *ar, const tc_sexpr *a, const tc_sexpr *b)
+const tc_sexpr *tc_sx_min(__tc_keep tc_arena *ar, __tc_keep const tc_sexpr *a,
+	__tc_keep const tc_sexpr *b)
 {
 	return minmax(ar, TC_SX_MIN, a, b);
 }
 
-const tc_sexpr *tc_sx_max(tc_arena *ar, const tc_sexpr *a, const tc_sexpr *b)
+const tc_sexpr *tc_sx_max(__tc_keep tc_arena *ar, __tc_keep const tc_sexpr *a,
+	__tc_keep const tc_sexpr *b)
 {
 	return minmax(ar, TC_SX_MAX, a, b);
 }
 
-int tc_sx_is_const(const tc_sexpr *e, int64_t *c)
+int tc_sx_is_const(__tc_keep const tc_sexpr *e, int64_t *c)
 {
 	if (!e || e->kind != TC_SX_CONST)
 		return 0;
@@ -305,7 +309,7 @@ int tc_sx_is_const(const tc_sexpr *e, int64_t *c)
 	return 1;
 }
 
-int tc_sx_const_diff(const tc_sexpr *a, const tc_sexpr *b, int64_t *d)
+int tc_sx_const_diff(__tc_keep const tc_sexpr *a, __tc_keep const tc_sexpr *b, int64_t *d)
 {
 	aff f;
 	memset(&f, 0, sizeof(f));
@@ -317,7 +321,7 @@ int tc_sx_const_diff(const tc_sexpr *a, const tc_sexpr *b, int64_t *d)
 	return 1;
 }
 
-int tc_sx_has_var(const tc_sexpr *e)
+int tc_sx_has_var(__tc_keep const tc_sexpr *e)
 {
 	if (!e)
 		return 0;
@@ -326,7 +330,7 @@ int tc_sx_has_var(const tc_sexpr *e)
 	return tc_sx_has_var(e->a) || tc_sx_has_var(e->b);
 }
 
-int tc_sx_mentions(const tc_sexpr *e, tc_sx_kind kind, int id)
+int tc_sx_mentions(__tc_keep const tc_sexpr *e, tc_sx_kind kind, int id)
 {
 	if (!e)
 		return 0;
@@ -335,8 +339,8 @@ int tc_sx_mentions(const tc_sexpr *e, tc_sx_kind kind, int id)
 	return tc_sx_mentions(e->a, kind, id) || tc_sx_mentions(e->b, kind, id);
 }
 
-tc_stat tc_sx_eval(const tc_sexpr *e, const int64_t *params, const int64_t *vars,
-	int64_t *out)
+tc_stat tc_sx_eval(__tc_keep const tc_sexpr *e, __tc_keep const int64_t *params,
+	__tc_keep const int64_t *vars, int64_t *out)
 {
 	int64_t a, b = 0; /* b: only binary kinds read it (GCC -O3 cannot see that) */
 	if (!e)
@@ -469,8 +473,8 @@ static void print_atom(const tc_sexpr *e, const char *const *params,
 	}
 }
 
-void tc_sx_print(const tc_sexpr *e, const char *const *params,
-	const char *const *vars, tc_buf *b)
+void tc_sx_print(__tc_keep const tc_sexpr *e, __tc_keep const char *const *params,
+	__tc_keep const char *const *vars, __tc_keep tc_buf *b)
 {
 	if (!e) {
 		b->oom = 1; /* only NULL after an allocation failed */
@@ -598,7 +602,7 @@ static int nonneg_by_cases(const tc_sexpr *e)
 	return 0;
 }
 
-int tc_sx_sign(const tc_sexpr *e)
+int tc_sx_sign(__tc_keep const tc_sexpr *e)
 {
 	bnd b = bounds(e);
 	if (b.has_lo && b.lo >= 0)

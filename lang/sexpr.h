@@ -6,12 +6,18 @@
  *
  * Nodes live in an arena and are immutable; constructors simplify eagerly
  * (constant folding, affine normal form, min/max of comparable operands), so
- * structurally equal results mean equal expressions in the common cases. */
+ * structurally equal results mean equal expressions in the common cases.
+ *
+ * Ownership: every node lives in the arena passed to its constructor and is
+ * freed with it; nothing here is freed by the caller.  A result may be one
+ * of its operands or share their nodes, so operands must live at least as
+ * long as the result (in practice: one arena per compilation). */
 #ifndef TC_SEXPR_H
 #define TC_SEXPR_H
 
 #include "util.h"
 
+/* Kinds of size expression nodes. */
 typedef enum tc_sx_kind {
 	TC_SX_CONST,    /* c */
 	TC_SX_PARAM,    /* size parameter number id */
@@ -24,6 +30,8 @@ typedef enum tc_sx_kind {
 	TC_SX_MAX,      /* max(a, b) */
 } tc_sx_kind;
 
+/* A size expression node (immutable, in an arena): c and id as the kind
+ * says, operands a and b. */
 typedef struct tc_sexpr {
 	tc_sx_kind kind;
 	int64_t c;
@@ -31,41 +39,48 @@ typedef struct tc_sexpr {
 	const struct tc_sexpr *a, *b;
 } tc_sexpr;
 
-/* Constructors: NULL when the arena runs out of memory or an operand is NULL. */
-const tc_sexpr *tc_sx_const(tc_arena *ar, int64_t c);
-const tc_sexpr *tc_sx_param(tc_arena *ar, int id);
-const tc_sexpr *tc_sx_var(tc_arena *ar, int id);
-const tc_sexpr *tc_sx_add(tc_arena *ar, const tc_sexpr *a, const tc_sexpr *b);
-const tc_sexpr *tc_sx_sub(tc_arena *ar, const tc_sexpr *a, const tc_sexpr *b);
-const tc_sexpr *tc_sx_scale(tc_arena *ar, int64_t c, const tc_sexpr *a);
-const tc_sexpr *tc_sx_floordiv(tc_arena *ar, const tc_sexpr *a, int64_t c);
-const tc_sexpr *tc_sx_ceildiv(tc_arena *ar, const tc_sexpr *a, int64_t c);
-const tc_sexpr *tc_sx_mod(tc_arena *ar, const tc_sexpr *a, int64_t c);
-const tc_sexpr *tc_sx_min(tc_arena *ar, const tc_sexpr *a, const tc_sexpr *b);
-const tc_sexpr *tc_sx_max(tc_arena *ar, const tc_sexpr *a, const tc_sexpr *b);
+/* Constructors: the result in ar (or an operand itself, when it
+ * simplifies to one); NULL when the arena runs out of memory or an operand
+ * is NULL. */
+const tc_sexpr *tc_sx_const(__tc_keep tc_arena *ar, int64_t c);
+const tc_sexpr *tc_sx_param(__tc_keep tc_arena *ar, int id);
+const tc_sexpr *tc_sx_var(__tc_keep tc_arena *ar, int id);
+const tc_sexpr *tc_sx_add(__tc_keep tc_arena *ar, __tc_keep const tc_sexpr *a,
+	__tc_keep const tc_sexpr *b);
+const tc_sexpr *tc_sx_sub(__tc_keep tc_arena *ar, __tc_keep const tc_sexpr *a,
+	__tc_keep const tc_sexpr *b);
+const tc_sexpr *tc_sx_scale(__tc_keep tc_arena *ar, int64_t c, __tc_keep const tc_sexpr *a);
+const tc_sexpr *tc_sx_floordiv(__tc_keep tc_arena *ar, __tc_keep const tc_sexpr *a, int64_t c);
+const tc_sexpr *tc_sx_ceildiv(__tc_keep tc_arena *ar, __tc_keep const tc_sexpr *a, int64_t c);
+const tc_sexpr *tc_sx_mod(__tc_keep tc_arena *ar, __tc_keep const tc_sexpr *a, int64_t c);
+const tc_sexpr *tc_sx_min(__tc_keep tc_arena *ar, __tc_keep const tc_sexpr *a,
+	__tc_keep const tc_sexpr *b);
+const tc_sexpr *tc_sx_max(__tc_keep tc_arena *ar, __tc_keep const tc_sexpr *a,
+	__tc_keep const tc_sexpr *b);
 
-/* Whether e is the constant c. */
-int tc_sx_is_const(const tc_sexpr *e, int64_t *c);
+/* Whether e is a constant; if so, it goes to *c (c may be NULL). */
+int tc_sx_is_const(__tc_keep const tc_sexpr *e, int64_t *c);
 /* If a - b simplifies to a constant, store it in *d and return 1. */
-int tc_sx_const_diff(const tc_sexpr *a, const tc_sexpr *b, int64_t *d);
-int tc_sx_equal(const tc_sexpr *a, const tc_sexpr *b);
+int tc_sx_const_diff(__tc_keep const tc_sexpr *a, __tc_keep const tc_sexpr *b, int64_t *d);
+/* Whether a and b are structurally equal. */
+int tc_sx_equal(__tc_keep const tc_sexpr *a, __tc_keep const tc_sexpr *b);
 /* The sign of e over all parameter values of at least 1 (sizes always are),
  * by interval bounds: 1 when e >= 0 always, -1 when e < 0 always, 0 when
  * it depends on the sizes (or cannot be shown). */
-int tc_sx_sign(const tc_sexpr *e);
+int tc_sx_sign(__tc_keep const tc_sexpr *e);
 /* Whether e mentions an index variable. */
-int tc_sx_has_var(const tc_sexpr *e);
+int tc_sx_has_var(__tc_keep const tc_sexpr *e);
 /* Whether e mentions parameter (kind TC_SX_PARAM) or variable (TC_SX_VAR)
  * number id. */
-int tc_sx_mentions(const tc_sexpr *e, tc_sx_kind kind, int id);
+int tc_sx_mentions(__tc_keep const tc_sexpr *e, tc_sx_kind kind, int id);
 
 /* Evaluate with the given parameter and variable values.  Returns -1 (and
  * leaves *out alone) on overflow. */
-tc_stat tc_sx_eval(const tc_sexpr *e, const int64_t *params, const int64_t *vars,
-	int64_t *out);
+tc_stat tc_sx_eval(__tc_keep const tc_sexpr *e, __tc_keep const int64_t *params,
+	__tc_keep const int64_t *vars, int64_t *out);
 
 /* Print e with the given names (names of params and vars; vars may be NULL). */
-void tc_sx_print(const tc_sexpr *e, const char *const *params,
-	const char *const *vars, tc_buf *b);
+void tc_sx_print(__tc_keep const tc_sexpr *e, __tc_keep const char *const *params,
+	__tc_keep const char *const *vars, __tc_keep tc_buf *b);
 
 #endif

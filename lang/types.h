@@ -1,4 +1,7 @@
-/* Element types, promotion rules and the builtin function table. */
+/* Element types, promotion rules and the builtin function table.
+ *
+ * Ownership: none to speak of.  Pure functions on values and static
+ * tables: nothing here allocates, and every string returned is static. */
 #ifndef TC_TYPES_H
 #define TC_TYPES_H
 
@@ -22,11 +25,15 @@ typedef enum tc_dtype {
 	TC_T_COUNT
 } tc_dtype;
 
-const char *tc_dtype_name(tc_dtype t); /* "float32", "int8", ... */
-/* Parse a scalar type name (also "float" and "double"); TC_T_NONE if not one. */
+/* The name of t: "float32", "int8", ... ("?" for none); static. */
+const char *tc_dtype_name(tc_dtype t);
+/* Parse a scalar type name s[0..len) (also "float" and "double");
+ * TC_T_NONE if not one. */
 tc_dtype tc_dtype_from_name(const char *s, int len);
-int tc_dtype_size(tc_dtype t); /* bytes per element */
+/* Bytes per element, and bits per element (bool: 8). */
+int tc_dtype_size(tc_dtype t);
 int tc_dtype_bits(tc_dtype t);
+/* Whether t is a floating type (float16, float32, float64). */
 int tc_dtype_is_float(tc_dtype t);
 int tc_dtype_is_int(tc_dtype t); /* signed or unsigned integer, not bool */
 int tc_dtype_is_signed(tc_dtype t); /* signed integers */
@@ -129,15 +136,18 @@ typedef enum tc_builtin_id {
 	TC_BI_COUNT
 } tc_builtin_id;
 
+/* A row of the builtin table: the name (static), the number of arguments
+ * and how their types are treated. */
 typedef struct tc_builtin {
 	const char *name;
 	int arity;
 	tc_builtin_kind kind;
 } tc_builtin;
 
+/* The builtin table, indexed by tc_builtin_id, tc_nbuiltins rows. */
 extern const tc_builtin tc_builtins[];
 extern const int tc_nbuiltins;
-/* Index of the builtin with this name, or -1. */
+/* Index of the builtin named name[0..len), or -1. */
 int tc_builtin_lookup(const char *name, int len);
 
 #endif

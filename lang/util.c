@@ -20,18 +20,18 @@ static void *alloc_ud;
 
 /* Install an allocation hook (NULL restores the C library).  Not thread-safe:
  * meant for tests and for embedding programs at start-up. */
-void tc_set_alloc(tc_alloc_fn fn, void *ud)
+void tc_set_alloc(tc_alloc_fn fn, __tc_keep void *ud)
 {
 	alloc_fn = fn ? fn : default_alloc;
 	alloc_ud = fn ? ud : NULL;
 }
 
-void *tc_malloc(size_t n)
+__tc_give void *tc_malloc(size_t n)
 {
 	return alloc_fn(alloc_ud, NULL, n ? n : 1);
 }
 
-void *tc_calloc(size_t n, size_t size)
+__tc_give void *tc_calloc(size_t n, size_t size)
 {
 	void *p;
 	if (size && n > SIZE_MAX / size)
@@ -42,18 +42,18 @@ void *tc_calloc(size_t n, size_t size)
 	return p;
 }
 
-void *tc_realloc(void *p, size_t n)
+__tc_give void *tc_realloc(__tc_take void *p, size_t n)
 {
 	return alloc_fn(alloc_ud, p, n ? n : 1);
 }
 
-void tc_free(void *p)
+void tc_free(__tc_take void *p)
 {
 	if (p)
 		alloc_fn(alloc_ud, p, 0);
 }
 
-char *tc_strndup(const char *s, size_t n)
+__tc_give char *tc_strndup(const char *s, size_t n)
 {
 	char *r = tc_malloc(n + 1);
 	if (!r)
@@ -63,7 +63,7 @@ char *tc_strndup(const char *s, size_t n)
 	return r;
 }
 
-char *tc_strdup(const char *s)
+__tc_give char *tc_strdup(const char *s)
 {
 	return s ? tc_strndup(s, strlen(s)) : NULL;
 }
@@ -96,12 +96,12 @@ struct tc_arena {
 	int failed;
 };
 
-tc_arena *tc_arena_new(void)
+__tc_give tc_arena *tc_arena_new(void)
 {
 	return tc_calloc(1, sizeof(tc_arena));
 }
 
-void tc_arena_free(tc_arena *a)
+void tc_arena_free(__tc_take tc_arena *a)
 {
 	struct tc_arena_chunk *c, *next;
 	if (!a)
@@ -113,7 +113,7 @@ void tc_arena_free(tc_arena *a)
 	tc_free(a);
 }
 
-void *tc_arena_alloc(tc_arena *a, size_t n)
+void *tc_arena_alloc(__tc_keep tc_arena *a, size_t n)
 {
 	struct tc_arena_chunk *c = a->head;
 	size_t align = sizeof(max_align_t);
@@ -138,7 +138,7 @@ void *tc_arena_alloc(tc_arena *a, size_t n)
 	return p;
 }
 
-char *tc_arena_strndup(tc_arena *a, const char *s, size_t n)
+char *tc_arena_strndup(__tc_keep tc_arena *a, const char *s, size_t n)
 {
 	char *r = tc_arena_alloc(a, n + 1);
 	if (!r)
@@ -148,19 +148,19 @@ char *tc_arena_strndup(tc_arena *a, const char *s, size_t n)
 	return r;
 }
 
-char *tc_arena_strdup(tc_arena *a, const char *s)
+char *tc_arena_strdup(__tc_keep tc_arena *a, const char *s)
 {
 	return tc_arena_strndup(a, s, strlen(s));
 }
 
-int tc_arena_failed(const tc_arena *a)
+int tc_arena_failed(__tc_keep const tc_arena *a)
 {
 	return a->failed;
 }
 
 /* ---- growable strings ---- */
 
-void tc_buf_init(tc_buf *b)
+void tc_buf_init(__tc_keep tc_buf *b)
 {
 	b->s = NULL;
 	b->len = b->cap = 0;
@@ -188,7 +188,7 @@ static int buf_reserve(tc_buf *b, size_t extra)
 	return 1;
 }
 
-void tc_buf_putn(tc_buf *b, const char *s, size_t n)
+void tc_buf_putn(__tc_keep tc_buf *b, const char *s, size_t n)
 {
 	if (!buf_reserve(b, n))
 		return;
@@ -197,17 +197,17 @@ void tc_buf_putn(tc_buf *b, const char *s, size_t n)
 	b->s[b->len] = 0;
 }
 
-void tc_buf_puts(tc_buf *b, const char *s)
+void tc_buf_puts(__tc_keep tc_buf *b, const char *s)
 {
 	tc_buf_putn(b, s, strlen(s));
 }
 
-void tc_buf_putc(tc_buf *b, char c)
+void tc_buf_putc(__tc_keep tc_buf *b, char c)
 {
 	tc_buf_putn(b, &c, 1);
 }
 
-void tc_buf_vprintf(tc_buf *b, const char *fmt, va_list ap)
+void tc_buf_vprintf(__tc_keep tc_buf *b, const char *fmt, va_list ap)
 {
 	va_list ap2;
 	int n;
@@ -220,7 +220,7 @@ void tc_buf_vprintf(tc_buf *b, const char *fmt, va_list ap)
 	b->len += (size_t)n;
 }
 
-void tc_buf_printf(tc_buf *b, const char *fmt, ...)
+void tc_buf_printf(__tc_keep tc_buf *b, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
@@ -228,7 +228,7 @@ void tc_buf_printf(tc_buf *b, const char *fmt, ...)
 	va_end(ap);
 }
 
-char *tc_buf_take(tc_buf *b)
+__tc_give char *tc_buf_take(__tc_keep tc_buf *b)
 {
 	char *s;
 	if (b->oom) {
@@ -245,7 +245,7 @@ char *tc_buf_take(tc_buf *b)
 	return s;
 }
 
-void tc_buf_free(tc_buf *b)
+void tc_buf_free(__tc_keep tc_buf *b)
 {
 	tc_free(b->s);
 	tc_buf_init(b);
@@ -253,7 +253,7 @@ void tc_buf_free(tc_buf *b)
 
 /* ---- vectors ---- */
 
-tc_stat tc_vec_push(tc_vec *vec, void *p)
+tc_stat tc_vec_push(__tc_keep tc_vec *vec, __tc_keep void *p)
 {
 	if (vec->n == vec->cap) {
 		int cap = vec->cap ? vec->cap * 2 : 8;
@@ -267,14 +267,14 @@ tc_stat tc_vec_push(tc_vec *vec, void *p)
 	return TC_OK;
 }
 
-void tc_vec_free(tc_vec *vec)
+void tc_vec_free(__tc_keep tc_vec *vec)
 {
 	tc_free(vec->v);
 	vec->v = NULL;
 	vec->n = vec->cap = 0;
 }
 
-uint64_t tc_hash_bytes(uint64_t h, const void *p, size_t n)
+uint64_t tc_hash_bytes(uint64_t h, __tc_keep const void *p, size_t n)
 {
 	const unsigned char *s = p;
 	size_t i;

@@ -60,7 +60,7 @@ static isl_stat piece_cb(isl_set *set, isl_aff *aff, void *user)
 	return isl_stat_ok;
 }
 
-int tc_poly_expr_uses(const tc_ir_expr *e, int var)
+int tc_poly_expr_uses(__tc_keep const tc_ir_expr *e, int var)
 {
 	int i;
 	if (e->op == TC_OP_INDEX)
@@ -71,7 +71,7 @@ int tc_poly_expr_uses(const tc_ir_expr *e, int var)
 	return 0;
 }
 
-int tc_poly_set_member_var(isl_set *set, isl_union_pw_aff *member)
+int tc_poly_set_member_var(__tc_keep isl_set *set, __tc_keep isl_union_pw_aff *member)
 {
 	isl_space *space = isl_space_from_domain(isl_set_get_space(set));
 	isl_pw_aff *pa = isl_union_pw_aff_extract_pw_aff(member,
@@ -99,7 +99,8 @@ static isl_stat member_var_cb(isl_set *set, void *user)
 	return isl_stat_ok;
 }
 
-int tc_poly_band_member_var(isl_schedule_node *node, int j, const tc_poly_stmt *st)
+int tc_poly_band_member_var(__tc_keep isl_schedule_node *node, int j,
+	__tc_keep const tc_poly_stmt *st)
 {
 	isl_multi_union_pw_aff *mupa = isl_schedule_node_band_get_partial_schedule(node);
 	isl_union_set *dom = isl_schedule_node_get_domain(node);
@@ -111,7 +112,7 @@ int tc_poly_band_member_var(isl_schedule_node *node, int j, const tc_poly_stmt *
 	return mc.var;
 }
 
-int64_t tc_poly_band_member_extent(isl_schedule_node *node, int j)
+int64_t tc_poly_band_member_extent(__tc_keep isl_schedule_node *node, int j)
 {
 	isl_multi_union_pw_aff *mupa = isl_schedule_node_band_get_partial_schedule(node);
 	isl_union_pw_aff *upa = isl_multi_union_pw_aff_get_union_pw_aff(mupa, j);
@@ -129,7 +130,7 @@ int64_t tc_poly_band_member_extent(isl_schedule_node *node, int j)
 	return n;
 }
 
-int tc_poly_band_n_coincident(isl_schedule_node *node)
+int tc_poly_band_n_coincident(__tc_keep isl_schedule_node *node)
 {
 	isl_size n = isl_schedule_node_band_n_member(node), j;
 	int c = 0;
@@ -138,7 +139,8 @@ int tc_poly_band_n_coincident(isl_schedule_node *node)
 	return c;
 }
 
-isl_schedule_node *tc_poly_band_permute(isl_schedule_node *node, const int *perm)
+__tc_give isl_schedule_node *tc_poly_band_permute(__tc_take isl_schedule_node *node,
+	__tc_keep const int *perm)
 {
 	isl_multi_union_pw_aff *mupa = isl_schedule_node_band_get_partial_schedule(node), *out;
 	isl_size n = isl_schedule_node_band_n_member(node);
@@ -205,8 +207,8 @@ static const tc_poly_stmt *band_reduction(const tc_poly *p, isl_schedule_node *n
 	return b.mixed ? NULL : b.update;
 }
 
-const tc_poly_stmt *tc_poly_contraction_band(const tc_poly *p, isl_schedule_node *node,
-	int *has_init)
+const tc_poly_stmt *tc_poly_contraction_band(__tc_keep const tc_poly *p,
+	__tc_keep isl_schedule_node *node, int *has_init)
 {
 	isl_size n;
 	int ncoinc;
@@ -231,8 +233,8 @@ static int is_pack_band(const tc_poly *p, isl_schedule_node *node)
 	return pack;
 }
 
-isl_schedule_node *tc_poly_first_band(isl_schedule_node *node, const tc_poly *p,
-	tc_poly_band_fn fn, int *found, int *changed)
+__tc_give isl_schedule_node *tc_poly_first_band(__tc_take isl_schedule_node *node,
+	__tc_keep const tc_poly *p, tc_poly_band_fn fn, int *found, int *changed)
 {
 	isl_size n, i;
 	if (*found || !node)
@@ -252,7 +254,7 @@ isl_schedule_node *tc_poly_first_band(isl_schedule_node *node, const tc_poly *p,
 	return node;
 }
 
-tc_stat tc_poly_walk_failed(tc_poly *p, tc_diags *d, const char *what)
+tc_stat tc_poly_walk_failed(__tc_keep tc_poly *p, __tc_keep tc_diags *d, const char *what)
 {
 	tc_loc none;
 	memset(&none, 0, sizeof(none));
@@ -261,8 +263,8 @@ tc_stat tc_poly_walk_failed(tc_poly *p, tc_diags *d, const char *what)
 	return TC_ERR;
 }
 
-tc_stat tc_poly_walk_schedule(tc_poly *p, tc_diags *d, tc_poly_walk_fn walk, const char *what,
-	int *flag)
+tc_stat tc_poly_walk_schedule(__tc_keep tc_poly *p, __tc_keep tc_diags *d, tc_poly_walk_fn walk,
+	const char *what, int *flag)
 {
 	isl_schedule_node *node;
 	*flag = 0;
@@ -273,8 +275,8 @@ tc_stat tc_poly_walk_schedule(tc_poly *p, tc_diags *d, tc_poly_walk_fn walk, con
 	return p->schedule ? TC_OK : tc_poly_walk_failed(p, d, what);
 }
 
-tc_stat tc_poly_walk_schedule_legal(tc_poly *p, tc_diags *d, tc_poly_walk_fn walk,
-	const char *what, const char *check)
+tc_stat tc_poly_walk_schedule_legal(__tc_keep tc_poly *p, __tc_keep tc_diags *d,
+	tc_poly_walk_fn walk, const char *what, const char *check)
 {
 	isl_schedule *before = isl_schedule_copy(p->schedule);
 	int changed, legal;

@@ -6,7 +6,12 @@
  * Internal to polyhedral/: the pass files (merge.c, order.c, tile.c,
  * regtile.c, parallel.c) include it; backends and the runtime do not.
  * Nothing here transforms a schedule beyond one band (tc_poly_band_permute)
- * or knows the order the passes run in (passes.h, schedule.c). */
+ * or knows the order the passes run in (passes.h, schedule.c).
+ *
+ * Ownership: isl objects follow isl's rules as marked: a schedule node
+ * passed __tc_take is consumed and the node returned is the caller's
+ * (NULL on an isl error); the model and everything else is borrowed, and
+ * the walks replace p->schedule, which p owns. */
 #ifndef TC_POLY_BAND_H
 #define TC_POLY_BAND_H
 
@@ -39,12 +44,12 @@ int tc_poly_band_n_coincident(__tc_keep isl_schedule_node *node);
 /* Reorder the members of permutable band node: member perm[j] becomes
  * member j; permutability and coincidence go with the members. */
 __tc_give isl_schedule_node *tc_poly_band_permute(__tc_take isl_schedule_node *node,
-	const int *perm);
+	__tc_keep const int *perm);
 
 /* A band the register tiling (and the automatic cache tiles) apply to: a
  * permutable band of one reduction whose innermost member is parallel
  * (vectorisable) and which has a reduction (non-coincident) member and at
- * least two parallel ones.  Returns the update statement or NULL; *has_init
+ * least two parallel ones.  Returns the update statement (p's) or NULL; *has_init
  * tells whether the band schedules the reduction's init too.  The band may
  * also schedule plain statements (an epilogue such as a bias and an
  * activation). */

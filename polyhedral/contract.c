@@ -188,7 +188,7 @@ static int contract_one(tc_poly *p, int t)
 	return j;
 }
 
-tc_stat tc_poly_contract(tc_poly *p, tc_diags *d)
+tc_stat tc_poly_contract(__tc_keep tc_poly *p, __tc_keep tc_diags *d)
 {
 	int t;
 	if (!p->params) /* sizes unknown: the buffers' sizes too */

@@ -90,7 +90,7 @@ static isl_schedule_node *merge_walk(isl_schedule_node *node, const tc_poly *p, 
 	return node;
 }
 
-tc_stat tc_poly_pass_merge(tc_poly *p, tc_diags *d)
+tc_stat tc_poly_pass_merge(__tc_keep tc_poly *p, __tc_keep tc_diags *d)
 {
 	isl_schedule_node *node;
 	p->merged = 0;

@@ -213,7 +213,7 @@ static isl_schedule_node *order_band(isl_schedule_node *node, void *user)
 	return move_innermost(node, n, best);
 }
 
-tc_stat tc_poly_pass_order(tc_poly *p, tc_diags *d)
+tc_stat tc_poly_pass_order(__tc_keep tc_poly *p, __tc_keep tc_diags *d)
 {
 	if (!p->opts.order)
 		return TC_OK;
@@ -254,7 +254,7 @@ static isl_schedule_node *interchange_first_band(isl_schedule_node *node, const 
  * several indices, whose members must keep their order), so the result is
  * checked against the dependences and dropped when it breaks one.  The
  * check costs compile time, so it runs only when a band changed. */
-tc_stat tc_poly_pass_interchange(tc_poly *p, tc_diags *d)
+tc_stat tc_poly_pass_interchange(__tc_keep tc_poly *p, __tc_keep tc_diags *d)
 {
 	if (!p->opts.ninterchange)
 		return TC_OK;

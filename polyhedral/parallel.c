@@ -93,7 +93,7 @@ static isl_schedule_node *mark_parallel(isl_schedule_node *node, const tc_poly *
 	return node;
 }
 
-tc_stat tc_poly_pass_parallel(tc_poly *p, tc_diags *d)
+tc_stat tc_poly_pass_parallel(__tc_keep tc_poly *p, __tc_keep tc_diags *d)
 {
 	int unused;
 	if (!p->opts.parallel)

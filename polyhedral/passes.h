@@ -12,7 +12,12 @@
  * regtile.c, parallel.c (the transformations), repair.c (repairs of the
  * scheduler's tree), contract.c (row buffers), schedule.c (the scheduler
  * step, the driver and the pass lists); polyhedral/README.md lists the
- * CPU passes in order. */
+ * CPU passes in order.
+ *
+ * Ownership: passes change the caller's model in place: p->schedule is
+ * p's, and a pass that replaces it frees the old one.  The repairs take a
+ * schedule and give one back (NULL on an isl error), as isl functions do.
+ * The pass lists are static tables. */
 #ifndef TC_POLY_PASSES_H
 #define TC_POLY_PASSES_H
 
@@ -20,7 +25,7 @@
 
 /* A schedule pass: transforms p->schedule in place (owning it); TC_ERR
  * with a message in d on error, TC_OK, or TC_POLY_RESCHEDULE. */
-typedef tc_stat (*tc_poly_pass)(tc_poly *p, tc_diags *d);
+typedef tc_stat (*tc_poly_pass)(__tc_keep tc_poly *p, __tc_keep tc_diags *d);
 
 /* What a pass returns when the schedule must be computed again under
  * settings it changed in p: the driver then runs its list again from the
@@ -30,7 +35,8 @@ typedef tc_stat (*tc_poly_pass)(tc_poly *p, tc_diags *d);
 #define TC_POLY_RESCHEDULE 1
 
 /* An entry of a pass list: its name (for stop_after and `tcomp emit`), the
- * pass, and one line saying what it does (help text, docs). */
+ * pass, and one line saying what it does (help text, docs); static
+ * strings. */
 typedef struct tc_poly_pass_def {
 	const char *name;
 	tc_poly_pass run;
@@ -120,11 +126,12 @@ extern const int tc_poly_nplain_passes;
  * TC_POLY_RESCHEDULE starts the list again from its first entry.  TC_ERR
  * with a message in d when a pass fails or stop_after names no entry of
  * the list (the message lists the names; nothing runs then). */
-tc_stat tc_poly_schedule(__tc_keep tc_poly *p, const tc_poly_pass_def *passes, int npasses,
-	const char *stop_after, __tc_keep tc_diags *d);
+tc_stat tc_poly_schedule(__tc_keep tc_poly *p, __tc_keep const tc_poly_pass_def *passes,
+	int npasses, const char *stop_after, __tc_keep tc_diags *d);
 /* tc_poly_schedule with the whole CPU list. */
 tc_stat tc_poly_schedule_cpu(__tc_keep tc_poly *p, __tc_keep tc_diags *d);
 /* Append the names of passes[0..npasses-1] to b, separated by ", ". */
-void tc_poly_pass_names(__tc_keep tc_buf *b, const tc_poly_pass_def *passes, int npasses);
+void tc_poly_pass_names(__tc_keep tc_buf *b, __tc_keep const tc_poly_pass_def *passes,
+	int npasses);
 
 #endif

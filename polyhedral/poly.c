@@ -27,7 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-isl_ctx *tc_poly_ctx_new(void)
+__tc_give isl_ctx *tc_poly_ctx_new(void)
 {
 	isl_ctx *ctx = isl_ctx_alloc();
 	if (ctx)
@@ -192,7 +192,7 @@ static void put_tuple(tc_buf *b, const tc_poly_stmt *st, const names *n)
 	tc_buf_putc(b, ']');
 }
 
-void tc_poly_isl_failed(isl_ctx *ctx, tc_diags *d, const char *what)
+void tc_poly_isl_failed(__tc_keep isl_ctx *ctx, __tc_keep tc_diags *d, const char *what)
 {
 	tc_loc none;
 	const char *msg = isl_ctx_last_error_msg(ctx);
@@ -437,8 +437,8 @@ static int compute_deps(tc_poly *p, tc_diags *d)
 	return 0;
 }
 
-tc_poly *tc_poly_build(isl_ctx *ctx, const tc_ir_func *f, const int64_t *params,
-	const tc_target *target, tc_diags *d)
+__tc_give tc_poly *tc_poly_build(__tc_keep isl_ctx *ctx, __tc_keep const tc_ir_func *f,
+	__tc_keep const int64_t *params, __tc_keep const tc_target *target, __tc_keep tc_diags *d)
 {
 	tc_poly *p = tc_calloc(1, sizeof(*p));
 	int i, width = 0;
@@ -511,7 +511,8 @@ error:
 	return NULL;
 }
 
-isl_union_set *tc_poly_stmt_instances(const tc_poly *p, const tc_poly_stmt *st)
+__tc_give isl_union_set *tc_poly_stmt_instances(__tc_keep const tc_poly *p,
+	__tc_keep const tc_poly_stmt *st)
 {
 	isl_space *sp = isl_union_set_get_space(p->domain);
 	sp = isl_space_add_dims(sp, isl_dim_set, (unsigned)st->ndims);
@@ -520,7 +521,7 @@ isl_union_set *tc_poly_stmt_instances(const tc_poly *p, const tc_poly_stmt *st)
 		isl_union_set_copy(p->domain));
 }
 
-isl_union_set *tc_poly_pack_instances(const tc_poly *p)
+__tc_give isl_union_set *tc_poly_pack_instances(__tc_keep const tc_poly *p)
 {
 	isl_union_set *packs = isl_union_set_empty(isl_union_set_get_space(p->domain));
 	int i;
@@ -530,7 +531,7 @@ isl_union_set *tc_poly_pack_instances(const tc_poly *p)
 	return packs;
 }
 
-int tc_poly_is_pack(const tc_poly *p, isl_union_set *instances)
+int tc_poly_is_pack(__tc_keep const tc_poly *p, __tc_keep isl_union_set *instances)
 {
 	isl_union_set *packs = tc_poly_pack_instances(p);
 	isl_bool sub = isl_union_set_is_subset(instances, packs);
@@ -570,12 +571,12 @@ static isl_stat pad_cb(isl_map *map, void *user)
 	return isl_stat_ok;
 }
 
-int tc_poly_schedule_legal(tc_poly *p, isl_schedule *s)
+int tc_poly_schedule_legal(__tc_keep tc_poly *p, __tc_keep isl_schedule *s)
 {
 	return tc_poly_schedule_legal_for(s, p->deps);
 }
 
-int tc_poly_schedule_legal_for(isl_schedule *s, isl_union_map *deps)
+int tc_poly_schedule_legal_for(__tc_keep isl_schedule *s, __tc_keep isl_union_map *deps)
 {
 	isl_union_map *map = isl_schedule_get_map(s), *before;
 	pad_ctx pc = {0, NULL};
@@ -603,7 +604,7 @@ static void inst_free(void *user)
 	tc_free(inst);
 }
 
-const tc_poly_stmt *tc_poly_find_stmt(const tc_poly *p, const char *name)
+const tc_poly_stmt *tc_poly_find_stmt(__tc_keep const tc_poly *p, const char *name)
 {
 	int i;
 	for (i = 0; name && i < p->nstmts; i++)
@@ -660,7 +661,7 @@ error:
 	return isl_ast_node_free(node);
 }
 
-tc_stat tc_poly_ast(tc_poly *p, tc_diags *d)
+tc_stat tc_poly_ast(__tc_keep tc_poly *p, __tc_keep tc_diags *d)
 {
 	isl_ast_build *build = isl_ast_build_from_context(isl_set_copy(p->context));
 	build = isl_ast_build_set_at_each_domain(build, at_domain, p);
@@ -674,7 +675,7 @@ tc_stat tc_poly_ast(tc_poly *p, tc_diags *d)
 	return TC_OK;
 }
 
-void tc_poly_free(tc_poly *p)
+void tc_poly_free(__tc_take tc_poly *p)
 {
 	if (!p)
 		return;
@@ -692,7 +693,7 @@ void tc_poly_free(tc_poly *p)
 	tc_free(p);
 }
 
-const tc_poly_inst *tc_poly_node_inst(isl_ast_node *node)
+const tc_poly_inst *tc_poly_node_inst(__tc_keep isl_ast_node *node)
 {
 	isl_id *id = isl_ast_node_get_annotation(node);
 	const tc_poly_inst *inst = id ? isl_id_get_user(id) : NULL;
@@ -700,7 +701,7 @@ const tc_poly_inst *tc_poly_node_inst(isl_ast_node *node)
 	return inst;
 }
 
-int tc_poly_param_index(const tc_poly *p, const char *isl_name)
+int tc_poly_param_index(__tc_keep const tc_poly *p, const char *isl_name)
 {
 	int i;
 	for (i = 0; isl_name && i < p->f->nparams; i++) {
@@ -713,7 +714,7 @@ int tc_poly_param_index(const tc_poly *p, const char *isl_name)
 	return -1;
 }
 
-char *tc_poly_schedule_str(const tc_poly *p)
+__tc_give char *tc_poly_schedule_str(__tc_keep const tc_poly *p)
 {
 	char *s = isl_schedule_to_str(p->schedule);
 	char *r = s ? tc_strdup(s) : NULL;
@@ -721,7 +722,7 @@ char *tc_poly_schedule_str(const tc_poly *p)
 	return r;
 }
 
-char *tc_poly_ast_str(const tc_poly *p)
+__tc_give char *tc_poly_ast_str(__tc_keep const tc_poly *p)
 {
 	char *s = isl_ast_node_to_C_str(p->ast);
 	char *r = s ? tc_strdup(s) : NULL;

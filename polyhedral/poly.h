@@ -29,7 +29,14 @@
  * Specialisation: built with concrete sizes (params non-NULL), the AST
  * context fixes every size, so loop bounds are constants; without (params
  * NULL) the model is parametric with the context "every size >= 1 and the
- * def's size conditions hold" (for printing and golden tests). */
+ * def's size conditions hold" (for printing and golden tests).
+ *
+ * Ownership: a tc_poly is the caller's (tc_poly_build, tc_poly_free) and
+ * owns its isl objects and arrays; it borrows the isl_ctx, the IR function
+ * and the target, which must outlive it.  isl objects passed to and from
+ * the functions below follow isl's rules, marked with tcomp's annotations;
+ * a statement's annotation in the AST (tc_poly_inst) belongs to its AST
+ * node and goes with p->ast. */
 #ifndef TC_POLY_H
 #define TC_POLY_H
 
@@ -156,7 +163,8 @@ typedef struct tc_poly {
 				  * 0 (or rowbuf NULL): kept whole */
 } tc_poly;
 
-/* The statement of the model whose isl tuple name is name, or NULL. */
+/* The statement of the model whose isl tuple name is name (one of p's), or
+ * NULL. */
 const tc_poly_stmt *tc_poly_find_stmt(__tc_keep const tc_poly *p, const char *name);
 
 /* The instances of statement st of p. */
@@ -165,8 +173,8 @@ __tc_give isl_union_set *tc_poly_stmt_instances(__tc_keep const tc_poly *p,
 /* The instances of the packing copies (IR statements marked pack, see
  * tc_ir_pack); empty when there are none. */
 __tc_give isl_union_set *tc_poly_pack_instances(__tc_keep const tc_poly *p);
-/* Whether every instance in instances belongs to a packing copy: the
- * passes leave their loop nests alone. */
+/* Whether every instance in instances (borrowed) belongs to a packing
+ * copy: the passes leave their loop nests alone. */
 int tc_poly_is_pack(__tc_keep const tc_poly *p, __tc_keep isl_union_set *instances);
 
 /* Build the model of f (sizes params[f->nparams], or NULL for a parametric
@@ -195,18 +203,21 @@ tc_stat tc_poly_ast(__tc_keep tc_poly *p, __tc_keep tc_diags *d);
 /* Free p and everything it owns (NULL: nothing). */
 void tc_poly_free(__tc_take tc_poly *p);
 
-/* The annotation of a user node (NULL if it has none). */
+/* The annotation of a user node (NULL if it has none), borrowed from the
+ * node: valid while the AST it belongs to lives. */
 const tc_poly_inst *tc_poly_node_inst(__tc_keep isl_ast_node *user_node);
 /* The number of the size named by an isl id in the AST or schedule (its
  * index in p->f->params and p->params), or -1 if the name is not a size.
  * The isl parameters are declared in that same order. */
-int tc_poly_param_index(const tc_poly *p, const char *isl_name);
+int tc_poly_param_index(__tc_keep const tc_poly *p, const char *isl_name);
 
-/* Text for `tcomp emit`: the schedule tree, the AST as C-like text. */
+/* Text for `tcomp emit`: the schedule tree, the AST as C-like text; the
+ * caller frees it with tc_free (NULL when out of memory). */
 __tc_give char *tc_poly_schedule_str(__tc_keep const tc_poly *p);
 __tc_give char *tc_poly_ast_str(__tc_keep const tc_poly *p);
 
-/* A new isl context set up for tcomp (errors do not abort). */
+/* A new isl context set up for tcomp (errors do not abort); the caller
+ * frees it with isl_ctx_free once every model built in it is freed. */
 __tc_give isl_ctx *tc_poly_ctx_new(void);
 
 #endif

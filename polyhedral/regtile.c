@@ -315,7 +315,7 @@ static isl_schedule_node *regtile_walk(isl_schedule_node *node, const tc_poly *p
  * band) moved after the tile's reduction is checked against the
  * dependences (the check costs compile time, so only then: regtile_walk's
  * flag), and a kernel it would break keeps the schedule it had. */
-tc_stat tc_poly_pass_regtile(tc_poly *p, tc_diags *d)
+tc_stat tc_poly_pass_regtile(__tc_keep tc_poly *p, __tc_keep tc_diags *d)
 {
 	if (!p->opts.nregtile && !p->opts.regtile_auto)
 		return TC_OK;

@@ -63,7 +63,7 @@ static int respects(isl_schedule *s, isl_union_map *deps)
 	return tc_poly_schedule_legal_for(s, deps) == 1;
 }
 
-isl_schedule *tc_poly_fuse_nests(isl_schedule *s, isl_union_map *deps)
+__tc_give isl_schedule *tc_poly_fuse_nests(__tc_take isl_schedule *s, __tc_keep isl_union_map *deps)
 {
 	isl_schedule_node *seq, *node;
 	isl_union_pw_aff *fused = NULL;
@@ -225,7 +225,8 @@ static isl_bool hoist_cb(isl_schedule_node *node, void *user)
 	return isl_bool_false;
 }
 
-isl_schedule *tc_poly_hoist_constant(isl_schedule *s, isl_union_map *deps)
+__tc_give isl_schedule *tc_poly_hoist_constant(__tc_take isl_schedule *s,
+	__tc_keep isl_union_map *deps)
 {
 	hoist_ctx hc = {s, deps, 0, 0, 0};
 	int round;

@@ -301,7 +301,7 @@ const int tc_poly_nplain_passes = sizeof(tc_poly_plain_passes) / sizeof(tc_poly_
 
 /* ---- the driver ---- */
 
-void tc_poly_pass_names(tc_buf *b, const tc_poly_pass_def *passes, int npasses)
+void tc_poly_pass_names(__tc_keep tc_buf *b, __tc_keep const tc_poly_pass_def *passes, int npasses)
 {
 	int i;
 	for (i = 0; i < npasses; i++) {
@@ -321,8 +321,8 @@ static int find_pass(const tc_poly_pass_def *passes, int npasses, const char *na
 	return -1;
 }
 
-tc_stat tc_poly_schedule(tc_poly *p, const tc_poly_pass_def *passes, int npasses,
-	const char *stop_after, tc_diags *d)
+tc_stat tc_poly_schedule(__tc_keep tc_poly *p, __tc_keep const tc_poly_pass_def *passes,
+	int npasses, const char *stop_after, __tc_keep tc_diags *d)
 {
 	int i, last = npasses - 1;
 	tc_stat st;
@@ -347,7 +347,7 @@ tc_stat tc_poly_schedule(tc_poly *p, const tc_poly_pass_def *passes, int npasses
 	return TC_OK;
 }
 
-tc_stat tc_poly_schedule_cpu(tc_poly *p, tc_diags *d)
+tc_stat tc_poly_schedule_cpu(__tc_keep tc_poly *p, __tc_keep tc_diags *d)
 {
 	return tc_poly_schedule(p, tc_poly_cpu_passes, tc_poly_ncpu_passes, NULL, d);
 }

@@ -94,7 +94,7 @@ static isl_schedule_node *tile_first_band(isl_schedule_node *node, const tc_poly
 	return tc_poly_first_band(node, p, tile_band, done, &changed);
 }
 
-tc_stat tc_poly_pass_tile(tc_poly *p, tc_diags *d)
+tc_stat tc_poly_pass_tile(__tc_keep tc_poly *p, __tc_keep tc_diags *d)
 {
 	int done;
 	if (!p->opts.ntile && !p->opts.tile_auto)

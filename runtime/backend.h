@@ -13,7 +13,12 @@
  *           its kernels show the cpu backend's stages
  *           (runtime/backend_interp.c).
  *
- * Functions an entry lacks are NULL; the comments say what that means. */
+ * Functions an entry lacks are NULL; the comments say what that means.
+ *
+ * Ownership: the table and its entries are static.  A backend's state is
+ * owned by the context it was made for (state_new, freed by state_free
+ * with the context); compiled code by the tc_rt_compiled holding it
+ * (code_free); texts and key strings returned are the caller's. */
 #ifndef TC_RT_BACKEND_H
 #define TC_RT_BACKEND_H
 
@@ -23,6 +28,7 @@
 
 typedef struct tc_rt_backend tc_rt_backend;
 
+/* An entry of the table: a backend's name, device, passes and functions. */
 struct tc_rt_backend {
 	const char *name;    /* the value of the target option that selects it */
 	DLDeviceType device; /* where its kernels' tensors live */
@@ -38,7 +44,7 @@ struct tc_rt_backend {
 
 	/* Per-context state (the JIT), made on first use by state_new (NULL
 	 * with a message in d) and freed with the context; NULL: none. */
-	void *(*state_new)(__tc_keep tc_diags *d);
+	__tc_give void *(*state_new)(__tc_keep tc_diags *d);
 	void (*state_free)(__tc_take void *state);
 
 	/* Compile the scheduled model p (concrete sizes, with its AST) into
@@ -75,25 +81,25 @@ struct tc_rt_backend {
 	 * owned by the caller, NULL when unknown; the version of its object
 	 * code ("19.1.7"), into buf[n]. */
 	__tc_give char *(*key_target)(void);
-	void (*object_version)(char *buf, size_t n);
+	void (*object_version)(__tc_keep char *buf, size_t n);
 };
 
-/* The number of entries, and entry i (NULL outside 0..count-1). */
+/* The number of entries, and entry i (static; NULL outside 0..count-1). */
 int tc_rt_backend_count(void);
 const tc_rt_backend *tc_rt_backend_at(int i);
-/* The entry named name, or NULL. */
+/* The entry named name (static), or NULL. */
 const tc_rt_backend *tc_rt_backend_find(const char *name);
 /* The number of entry b in the table (its slot in tc_context.backend_state). */
 int tc_rt_backend_index(__tc_keep const tc_rt_backend *b);
-/* The backend the target option of o (NULL: the defaults) names. */
+/* The backend the target option of o (NULL: the defaults) names (static). */
 const tc_rt_backend *tc_rt_backend_of(__tc_keep const tc_options *o);
 /* The backend that keys the kernel cache's entries for tensors of device
  * type dev (the first in the table with a key_target), or NULL. */
 const tc_rt_backend *tc_rt_backend_for_device(DLDeviceType dev);
 /* Whether some backend runs kernels on tensors of device type dev. */
 int tc_rt_backend_serves(DLDeviceType dev);
-/* The state of b in ctx, made on first use (NULL with a message in d).
- * Called with ctx->lock held. */
+/* The state of b in ctx, made on first use (NULL with a message in d);
+ * owned by ctx, freed with it.  Called with ctx->lock held. */
 void *tc_rt_backend_state(__tc_keep tc_context *ctx, __tc_keep const tc_rt_backend *b,
 	__tc_keep tc_diags *d);
 /* Free every backend state of ctx (tc_context_free). */

@@ -86,7 +86,7 @@ static __tc_give char *key_target(void)
 
 /* ---- compiling and loading ---- */
 
-static void *state_new(__tc_keep tc_diags *d)
+static __tc_give void *state_new(__tc_keep tc_diags *d)
 {
 	return tc_cg_jit_new(d);
 }

@@ -1228,7 +1228,7 @@ static int fill_entry(sqlite3_stmt *st, void *call)
 	return ec->entry(ec->user, &e);
 }
 
-int tc_cache_each_summary(__tc_keep tc_cache *c, tc_cache_entry_fn fn, void *user)
+int tc_cache_each_summary(__tc_keep tc_cache *c, tc_cache_entry_fn fn, __tc_keep void *user)
 {
 	char *def = default_options();
 	each_call ec = {.entry = fn, .user = user};
@@ -1260,7 +1260,7 @@ int tc_cache_each_summary(__tc_keep tc_cache *c, tc_cache_entry_fn fn, void *use
 }
 
 int tc_cache_each_entry(__tc_keep tc_cache *c, const char *what, tc_cache_entry_fn fn,
-	void *user)
+	__tc_keep void *user)
 {
 	each_call ec = {.entry = fn, .user = user};
 	sqlite3_stmt *st;
@@ -1292,7 +1292,8 @@ static int fill_run(sqlite3_stmt *st, void *call)
 	return ec->run(ec->user, &r);
 }
 
-int tc_cache_each_run(__tc_keep tc_cache *c, int64_t kernel_id, tc_cache_run_fn fn, void *user)
+int tc_cache_each_run(__tc_keep tc_cache *c, int64_t kernel_id, tc_cache_run_fn fn,
+	__tc_keep void *user)
 {
 	char *def = default_options();
 	each_call ec = {.run = fn, .user = user, .def = def};
@@ -1339,7 +1340,7 @@ static int fill_row(sqlite3_stmt *st, void *call)
 	return ec->row(ec->user, &r);
 }
 
-int tc_cache_each_row(__tc_keep tc_cache *c, tc_cache_row_fn fn, void *user)
+int tc_cache_each_row(__tc_keep tc_cache *c, tc_cache_row_fn fn, __tc_keep void *user)
 {
 	each_call ec = {.row = fn, .user = user};
 	sqlite3_stmt *st;

@@ -37,6 +37,12 @@
  * Errors: functions return -1 (or NULL) and leave a message for
  * tc_cache_error; messages never contain a trailing newline.
  *
+ * Ownership: a tc_cache is the caller's (tc_cache_open, tc_cache_close).
+ * Keys, hits and object rows are the caller's structs, which own the
+ * strings and bytes the cache fills in (their _clear functions free them);
+ * what the caller passes in (keys, runs, rows) is borrowed for the call.
+ * Messages, and the strings handed to callbacks, are borrowed from c.
+ *
  * Storage knows SQLite, the option table (runtime/options.h, to check and
  * canonicalise options text) and lang/util.h; it knows nothing of modules,
  * contexts, the IR, code generation or JSON, and compiles nothing. */
@@ -115,7 +121,7 @@ typedef struct tc_cache_key {
 /* Free the strings of key and zero it (NULL: nothing). */
 void tc_cache_key_clear(__tc_keep tc_cache_key *key);
 
-/* One measured candidate, as the autotuner records it. */
+/* One measured candidate, as the autotuner records it (strings borrowed). */
 typedef struct tc_cache_run {
 	const char *options; /* tc_options_print text (or any tc_options_parse text) */
 	double median_ms;    /* median time of the timed runs (ignored if failed) */
@@ -247,18 +253,19 @@ typedef int (*tc_cache_row_fn)(void *user, __tc_keep const tc_cache_row *r);
 /* Each key with id, hash, entry, shapes, target, version and the summary
  * fields (has_best to objects), ordered by entry, hash, shapes, id.  The
  * number of keys, or -1 (database error, or a callback stopped). */
-int tc_cache_each_summary(__tc_keep tc_cache *c, tc_cache_entry_fn fn, void *user);
+int tc_cache_each_summary(__tc_keep tc_cache *c, tc_cache_entry_fn fn, __tc_keep void *user);
 /* Each key whose hash, entry or "entry@shapes" is what (NULL: every key),
  * with id, hash, entry, types, shapes, strides, target, version, canonical
  * and created, in the same order.  The number of keys, or -1. */
 int tc_cache_each_entry(__tc_keep tc_cache *c, const char *what, tc_cache_entry_fn fn,
-	void *user);
+	__tc_keep void *user);
 /* Each run of key row kernel_id, best first (ok before failed, chosen runs
  * first, least median first).  The number of runs, or -1. */
-int tc_cache_each_run(__tc_keep tc_cache *c, int64_t kernel_id, tc_cache_run_fn fn, void *user);
+int tc_cache_each_run(__tc_keep tc_cache *c, int64_t kernel_id, tc_cache_run_fn fn,
+	__tc_keep void *user);
 /* Each run with its key, in the order keys and runs were recorded.  The
  * number of runs, or -1. */
-int tc_cache_each_row(__tc_keep tc_cache *c, tc_cache_row_fn fn, void *user);
+int tc_cache_each_row(__tc_keep tc_cache *c, tc_cache_row_fn fn, __tc_keep void *user);
 
 /* Importing rows: tc_cache_import_begin starts one transaction (needs a
  * TC_CACHE_WRITE cache); tc_cache_import_row checks row and adds it unless

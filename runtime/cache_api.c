@@ -101,8 +101,8 @@ static void remember(tc_module *m, const char *memo, const tc_options *o, tc_rt_
 
 
 __tc_give tc_options *tc_rt_cache_options(__tc_keep tc_module *m, const char *entry,
-	const DLTensor *const *inputs, int n_inputs, const char *memo, tc_rt_source *source,
-	__tc_keep tc_rt_object *obj)
+	__tc_keep const DLTensor *const *inputs, int n_inputs, const char *memo,
+	tc_rt_source *source, __tc_keep tc_rt_object *obj)
 {
 	tc_context *ctx = m->ctx;
 	tc_cache_key key;

@@ -19,7 +19,7 @@
 #include <string.h>
 
 int tc_cache_key_init(__tc_keep tc_cache_key *key, __tc_keep tc_module *m, const char *entry,
-	const DLTensor *const *inputs, int n_inputs)
+	__tc_keep const DLTensor *const *inputs, int n_inputs)
 {
 	tc_buf canon, types, shapes, strides;
 	const tc_def *def;

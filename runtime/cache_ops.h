@@ -11,7 +11,11 @@
  *   runtime/cache_api.c     tc_compile's lookup (runtime/cache_api.h) and
  *                           the public cache API (tcomp.h)
  * tc_compile (runtime/kernel.c) calls cache_api.c; cache_store.c calls
- * kernel.c to compile: so cache_api.c and cache_object.c never do. */
+ * kernel.c to compile: so cache_api.c and cache_object.c never do.
+ *
+ * Ownership: as in runtime/cache.h: the cache, modules and inputs are
+ * borrowed; keys and objects are the caller's structs, owning what is
+ * filled in; text goes to the caller's tc_buf. */
 #ifndef TC_RT_CACHE_OPS_H
 #define TC_RT_CACHE_OPS_H
 
@@ -22,9 +26,9 @@
 /* Fill key for entry of m compiled for inputs (only dtype, shape and
  * strides are read) on the host CPU.  0 ok; -1 with an error in m's context
  * (unknown entry, wrong input count, out of memory).  The strings are the
- * key's (tc_cache_key_clear). */
+ * key's (tc_cache_key_clear); on failure key is left empty. */
 int tc_cache_key_init(__tc_keep tc_cache_key *key, __tc_keep tc_module *m, const char *entry,
-	const DLTensor *const *inputs, int n_inputs);
+	__tc_keep const DLTensor *const *inputs, int n_inputs);
 
 /* ---- runtime/cache_store.c, runtime/cache_object.c ---- */
 
@@ -39,7 +43,8 @@ struct tc_rt_backend; /* runtime/backend.h */
  * options it found.  0 ok (also for options that make no object code, the
  * interpreter's: nothing is stored); -1 with tc_cache_error. */
 int tc_cache_store_object(__tc_keep tc_cache *c, __tc_keep const tc_cache_key *key,
-	__tc_keep tc_module *m, const DLTensor *const *inputs, int n_inputs, const char *options);
+	__tc_keep tc_module *m, __tc_keep const DLTensor *const *inputs, int n_inputs,
+	const char *options);
 /* The stored object code of kernel row kernel_id (tc_cache_hit) for the
  * options text (as the hit gives it), made by backend b, into *o: 1 found,
  * intact and made by this tcomp and b's object version (the LLVM version); 0 none usable (none stored, another

@@ -19,7 +19,8 @@
 #include <string.h>
 
 int tc_cache_store_object(__tc_keep tc_cache *c, __tc_keep const tc_cache_key *key,
-	__tc_keep tc_module *m, const DLTensor *const *inputs, int n_inputs, const char *options)
+	__tc_keep tc_module *m, __tc_keep const DLTensor *const *inputs, int n_inputs,
+	const char *options)
 {
 	tc_rt_object o;
 	tc_cache_object_row row;

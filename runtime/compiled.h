@@ -1,4 +1,9 @@
-/* Compiled kernels' lifetime and workspaces (runtime/compiled.c). */
+/* Compiled kernels' lifetime and workspaces (runtime/compiled.c).
+ *
+ * Ownership: a tc_rt_compiled is owned by its module's memo (freed with
+ * the module, or by whoever made it when it never got there) and owns its
+ * code, arena, arrays and pooled workspaces.  A workspace taken is the
+ * caller's until given back. */
 #ifndef TC_RT_COMPILED_H
 #define TC_RT_COMPILED_H
 
@@ -15,8 +20,11 @@ tc_stat tc_rt_workspace_layout(__tc_keep tc_rt_compiled *c);
  * touched; NULL when c needs none (c->ws_bytes 0) or out of memory.  The
  * temporaries lie at tc_rt_workspace_base(ws) + c->ws_off[t]. */
 __tc_give void *tc_rt_workspace_take(__tc_keep tc_context *ctx, __tc_keep tc_rt_compiled *c);
+/* The 64-byte aligned start of ws: a pointer into ws, not an object of its
+ * own (NULL for a NULL ws). */
 char *tc_rt_workspace_base(__tc_keep void *ws);
-/* Return ws (NULL: nothing) to c's pool. */
+/* Return ws (NULL: nothing) to c's pool, which then owns it (freed at once
+ * when the pool cannot grow). */
 void tc_rt_workspace_give(__tc_keep tc_context *ctx, __tc_keep tc_rt_compiled *c,
 	__tc_take void *ws);
 

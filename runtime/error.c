@@ -107,12 +107,12 @@ static void set_error_str(tc_context *ctx, char *msg)
 	e->msg = msg;
 }
 
-void tc_rt_clear_error(tc_context *ctx)
+void tc_rt_clear_error(__tc_keep tc_context *ctx)
 {
 	set_error_str(ctx, NULL);
 }
 
-void tc_rt_set_error(tc_context *ctx, const char *fmt, ...)
+void tc_rt_set_error(__tc_keep tc_context *ctx, const char *fmt, ...)
 {
 	tc_buf b;
 	va_list ap;
@@ -128,7 +128,7 @@ void tc_rt_set_error(tc_context *ctx, const char *fmt, ...)
 }
 
 /* Record rendered diagnostics as the context's error. */
-void tc_rt_set_error_diags(tc_context *ctx, const tc_diags *d)
+void tc_rt_set_error_diags(__tc_keep tc_context *ctx, __tc_keep const tc_diags *d)
 {
 	tc_buf b;
 	tc_buf_init(&b);

@@ -3,7 +3,11 @@
  * other file reports through it.
  *
  * Messages are whole lines: "error: " + text + "\n", or rendered
- * diagnostics (file:line:col, the source line and a caret). */
+ * diagnostics (file:line:col, the source line and a caret).
+ *
+ * Ownership: messages belong to the library (kept per thread and context,
+ * freed when replaced or cleared, when the context is freed or when the
+ * thread exits); contexts and diagnostics passed in are borrowed. */
 #ifndef TC_RT_ERROR_H
 #define TC_RT_ERROR_H
 

@@ -7,7 +7,9 @@
  * it last).  A module is reference counted: the caller's reference plus one
  * per live kernel.  A module owns the compiled objects of its kernels (the
  * memo of tc_compile), freed with it.  ctx->lock guards the reference
- * counts, the memo, the backends' states and the workspace pools. */
+ * counts, the memo, the backends' states and the workspace pools.
+ * Each struct below says what its pointers own; a pointer it does not
+ * own is marked borrowed or shared. */
 #ifndef TC_RT_INTERNAL_H
 #define TC_RT_INTERNAL_H
 
@@ -47,6 +49,7 @@ typedef struct tc_rt_opts {
 /* The most backends the table holds (runtime/backend.c). */
 #define TC_RT_MAX_BACKENDS 8
 
+/* A context: owns its warnings, cache path and backends' states. */
 struct tc_context {
 	char *warnings;
 	uint64_t serial;      /* unique among the contexts of the process */
@@ -59,6 +62,8 @@ struct tc_context {
 	int cache_off;    /* tc_context_set_cache(ctx, "") */
 };
 
+/* A module: borrows its context; owns its arena (AST and IR), source,
+ * per-def IR table, compiled kernels and lookups. */
 struct tc_module {
 	tc_context *ctx;
 	int refs;
@@ -73,7 +78,9 @@ struct tc_module {
 struct tc_rt_backend; /* runtime/backend.h */
 
 /* A def compiled for input shapes and options: shared by every tc_kernel
- * made with the same (entry, shapes, options) from one module. */
+ * made with the same (entry, shapes, options) from one module, which owns
+ * it.  It owns key, ar, params, shapes, options, code, ws_off and the
+ * workspaces in ws_free; f and backend are borrowed. */
 typedef struct tc_rt_compiled {
 	char *key;
 	const tc_ir_func *f;  /* the module's function (the interpreter runs it) */
@@ -113,6 +120,7 @@ typedef struct tc_rt_lookup {
 	tc_rt_source source;
 } tc_rt_lookup;
 
+/* A kernel: holds a reference to its module; c is owned by the module. */
 struct tc_kernel {
 	tc_module *m;
 	tc_rt_compiled *c;

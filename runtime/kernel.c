@@ -362,8 +362,9 @@ void tc_kernel_free(tc_kernel *k)
 	tc_free(k);
 }
 
-int tc_rt_compile_object(__tc_keep tc_module *m, const char *entry, const DLTensor *const *inputs,
-	int n_inputs, __tc_keep const tc_options *options, __tc_keep tc_rt_object *o)
+int tc_rt_compile_object(__tc_keep tc_module *m, const char *entry,
+	__tc_keep const DLTensor *const *inputs, int n_inputs, __tc_keep const tc_options *options,
+	__tc_keep tc_rt_object *o)
 {
 	const tc_ir_func *f;
 	tc_rt_compiled *c = NULL;

@@ -169,7 +169,7 @@ const char *tc_module_def_name(const tc_module *m, int i)
 	return m && i >= 0 && i < m->prog->ndefs ? m->prog->defs[i]->name : NULL;
 }
 
-int tc_rt_find_def(tc_module *m, const char *entry)
+int tc_rt_find_def(__tc_keep tc_module *m, const char *entry)
 {
 	tc_buf b;
 	int i;
@@ -191,7 +191,7 @@ int tc_rt_find_def(tc_module *m, const char *entry)
 
 static const tc_ir_func *module_func_locked(tc_module *m, int i);
 
-const tc_ir_func *tc_rt_module_func(tc_module *m, int i)
+const tc_ir_func *tc_rt_module_func(__tc_keep tc_module *m, int i)
 {
 	const tc_ir_func *f;
 	pthread_mutex_lock(&m->ctx->lock); /* lowering allocates in the module */

@@ -43,8 +43,8 @@ __tc_give unsigned char *tc_rt_sites_encode(__tc_keep const tc_cg_site *s, int n
 	return b;
 }
 
-tc_stat tc_rt_sites_decode(const unsigned char *p, size_t size, __tc_give tc_cg_site **out,
-	int *n)
+tc_stat tc_rt_sites_decode(__tc_keep const unsigned char *p, size_t size,
+	__tc_give tc_cg_site **out, int *n)
 {
 	size_t i, count = size / (SITE_INTS * 4);
 	int k;
@@ -128,7 +128,7 @@ __tc_give tc_cg_site *tc_rt_object_attach(__tc_keep const tc_rt_object *o,
 }
 
 void tc_rt_report_check(__tc_keep tc_module *m, __tc_keep const tc_rt_compiled *c,
-	__tc_keep const tc_cg_site *site, const int64_t *err)
+	__tc_keep const tc_cg_site *site, __tc_keep const int64_t *err)
 {
 	tc_diags d;
 	tc_diags_init(&d, m->src);

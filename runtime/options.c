@@ -205,7 +205,7 @@ static int perm_problem(const char *s, char *why, size_t size)
 	return 0;
 }
 
-int tc_rt_opt_value(tc_opt_type type, const char *range, const char *value, char **canon)
+int tc_rt_opt_value(tc_opt_type type, const char *range, const char *value, __tc_give char **canon)
 {
 	size_t n = strlen(value);
 	tc_buf b;
@@ -352,7 +352,8 @@ static int fail_with(tc_context *ctx, char *msg)
 	return -1;
 }
 
-int tc_rt_options_set(tc_options *o, const char *name, const char *value, char **msg)
+int tc_rt_options_set(__tc_keep tc_options *o, const char *name, const char *value,
+	__tc_give char **msg)
 {
 	int i;
 	char *v;
@@ -395,7 +396,7 @@ static int is_stop(char c)
 	return !c || is_blank(c) || c == '\n' || c == ';' || c == '#';
 }
 
-int tc_rt_options_parse(tc_options *o, const char *text, char **msg)
+int tc_rt_options_parse(__tc_keep tc_options *o, const char *text, __tc_give char **msg)
 {
 	tc_options *t;
 	const char *p;
@@ -512,7 +513,7 @@ char *tc_options_describe(void)
 	return tc_buf_take(&b);
 }
 
-char *tc_rt_options_key(const tc_options *o)
+__tc_give char *tc_rt_options_key(__tc_keep const tc_options *o)
 {
 	tc_buf b;
 	int i;
@@ -616,7 +617,7 @@ const char *tc_rt_opt_default(int i)
 	return i >= 0 && i < NOPTS ? opt_table[i].def : NULL;
 }
 
-int tc_rt_options_is_set(const tc_options *o, int i)
+int tc_rt_options_is_set(__tc_keep const tc_options *o, int i)
 {
 	return o && i >= 0 && i < NOPTS && o->value[i] != NULL;
 }

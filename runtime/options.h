@@ -1,5 +1,9 @@
 /* Mapping options: one declarative table (name, type, range, default, doc)
- * read by the API, the CLI and, later, the autotuner and the kernel cache. */
+ * read by the API, the CLI and, later, the autotuner and the kernel cache.
+ *
+ * Ownership: the table and its strings are static; a tc_options owns its
+ * values; strings returned through a char * or char ** are the caller's
+ * (tc_free). */
 #ifndef TC_RT_OPTIONS_H
 #define TC_RT_OPTIONS_H
 
@@ -33,7 +37,8 @@ typedef enum tc_opt_type {
 /* Check value against a type and range; 0 with its canonical form in *canon
  * (owned by the caller; NULL when out of memory), or -1 if it is not
  * allowed.  Exposed for the tests of the value kinds. */
-int tc_rt_opt_value(tc_opt_type type, const char *range, const char *value, char **canon);
+int tc_rt_opt_value(tc_opt_type type, const char *range, const char *value,
+	__tc_give char **canon);
 
 /* tc_options_set and tc_options_parse without a context: 0, or -1 with
  * the message in *msg ("line 3: unknown option 'x' (...)": no "error: "
@@ -45,8 +50,9 @@ int tc_rt_options_parse(__tc_keep tc_options *o, const char *text, __tc_give cha
 
 
 /* "name=value;..." for every option in table order (defaults filled in):
- * the options' part of a kernel's memo key.  NULL when out of memory. */
-char *tc_rt_options_key(const tc_options *o);
+ * the options' part of a kernel's memo key, owned by the caller.  NULL
+ * when out of memory. */
+__tc_give char *tc_rt_options_key(__tc_keep const tc_options *o);
 
 /* Decode o (NULL: the defaults) into out.  Values were checked when set. */
 void tc_rt_opts_decode(__tc_keep const tc_options *o, __tc_keep tc_rt_opts *out);
@@ -65,6 +71,6 @@ const char *tc_rt_opt_range(int i);
 const char *tc_rt_opt_default(int i);
 /* Whether o sets option i explicitly (tc_options_set or _parse gave it a
  * value, even the default one); 0 for a NULL o or a row outside the table. */
-int tc_rt_options_is_set(const tc_options *o, int i);
+int tc_rt_options_is_set(__tc_keep const tc_options *o, int i);
 
 #endif

@@ -6,7 +6,11 @@
  *     schedule tree --> AST --backend--> code, object code or text.
  *
  * Every setting comes from the typed options (tc_rt_opts) and the target
- * description (tc_target); no stage reads an option string. */
+ * description (tc_target); no stage reads an option string.
+ *
+ * Ownership: everything passed in is borrowed; rewritten IR lives in the
+ * arena passed in; code goes into the tc_rt_compiled (which owns it),
+ * object code into the caller's tc_rt_object, text to the caller. */
 #ifndef TC_RT_PIPELINE_H
 #define TC_RT_PIPELINE_H
 

@@ -171,8 +171,8 @@ static int ensure_workers(int n)
 	return nworkers < n ? nworkers : n;
 }
 
-void tc_rt_parallel_for(tc_rt_loop_body body, void *const *tensors, int64_t count, int64_t lo,
-	int64_t step)
+void tc_rt_parallel_for(tc_rt_loop_body body, __tc_keep void *const *tensors, int64_t count,
+	int64_t lo, int64_t step)
 {
 	int threads = wanted > 0 ? wanted : online_cpus(), helpers;
 	if (count <= 0)

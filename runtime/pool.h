@@ -1,6 +1,11 @@
-/* The thread pool that runs parallel loops of compiled kernels. */
+/* The thread pool that runs parallel loops of compiled kernels.
+ *
+ * Ownership: the pool and its workers are process-wide and never freed;
+ * the tensors array is borrowed for the duration of one loop. */
 #ifndef TC_RT_POOL_H
 #define TC_RT_POOL_H
+
+#include "../lang/util.h"
 
 #include <stdint.h>
 
@@ -11,8 +16,8 @@ typedef void (*tc_rt_loop_body)(void *const *tensors, int64_t begin, int64_t end
 
 /* Run iterations 0..count-1 of body on the pool (the caller takes part).
  * Thread-safe; reentrant calls while the pool is busy run on the caller. */
-void tc_rt_parallel_for(tc_rt_loop_body body, void *const *tensors, int64_t count, int64_t lo,
-	int64_t step);
+void tc_rt_parallel_for(tc_rt_loop_body body, __tc_keep void *const *tensors, int64_t count,
+	int64_t lo, int64_t step);
 /* How many threads the calling thread's next parallel loops use (0: one per
  * online CPU). */
 void tc_rt_pool_set_threads(int n);

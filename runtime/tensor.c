@@ -35,7 +35,7 @@ tc_dtype tc_rt_dtype_from_dl(DLDataType dt)
 	return TC_T_NONE;
 }
 
-void tc_rt_describe(const tc_tensor *t, tc_buf *b)
+void tc_rt_describe(__tc_keep const tc_tensor *t, __tc_keep tc_buf *b)
 {
 	int i;
 	tc_buf_printf(b, "%s[", tc_dtype_name(t->dtype));
@@ -44,8 +44,8 @@ void tc_rt_describe(const tc_tensor *t, tc_buf *b)
 	tc_buf_putc(b, ']');
 }
 
-tc_stat tc_rt_tensor_from_dl(const DLTensor *x, int need_data, tc_tensor *out, char *err,
-	size_t n)
+tc_stat tc_rt_tensor_from_dl(__tc_keep const DLTensor *x, int need_data, __tc_keep tc_tensor *out,
+	__tc_keep char *err, size_t n)
 {
 	int i;
 	int64_t stride = 1;

@@ -18,7 +18,7 @@ void die_usage(const char *usage, const char *fmt, const char *arg)
 }
 
 /* Exit status for a failed library call: internal errors are 2. */
-int fail_status(tc_context *ctx)
+int fail_status(__tc_keep tc_context *ctx)
 {
 	const char *e = tc_context_error(ctx);
 	return strstr(e, "internal error") || strstr(e, "out of memory") ? EXIT_INTERNAL
@@ -26,14 +26,14 @@ int fail_status(tc_context *ctx)
 }
 
 /* Print ctx's error; its exit status. */
-int report(tc_context *ctx)
+int report(__tc_keep tc_context *ctx)
 {
 	fputs(tc_context_error(ctx), stderr);
 	return fail_status(ctx);
 }
 
 /* Whether --help or -h is among the arguments. */
-int wants_help(int argc, char **argv)
+int wants_help(int argc, __tc_keep char **argv)
 {
 	int i;
 	for (i = 0; i < argc; i++)
@@ -43,7 +43,7 @@ int wants_help(int argc, char **argv)
 }
 
 /* The message of the last error on ctx without its "error: " prefix. */
-const char *error_text(tc_context *ctx)
+const char *error_text(__tc_keep tc_context *ctx)
 {
 	const char *e = tc_context_error(ctx);
 	return strncmp(e, "error: ", 7) ? e : e + 7;
@@ -51,7 +51,7 @@ const char *error_text(tc_context *ctx)
 
 /* Take argv[*i] (and its value) if it is --options, --option or (with
  * target) --target or --threads; 1 if taken. */
-int take_opt_arg(opt_args *oa, int argc, char **argv, int *i, const char *usage,
+int take_opt_arg(__tc_keep opt_args *oa, int argc, __tc_keep char **argv, int *i, const char *usage,
 	int target)
 {
 	const char *a = argv[*i];
@@ -87,14 +87,14 @@ int take_opt_arg(opt_args *oa, int argc, char **argv, int *i, const char *usage,
 }
 
 /* N when the only option of oa is --threads N (cli.h). */
-const char *threads_only(const opt_args *oa)
+const char *threads_only(__tc_keep const opt_args *oa)
 {
 	return !oa->nfiles && oa->nsets == 1 && !oa->owned[0] && !strcmp(oa->names[0], "threads")
 		? oa->values[0] : NULL;
 }
 
 /* Free the names split from --option N=V. */
-void opt_args_free(opt_args *oa)
+void opt_args_free(__tc_keep opt_args *oa)
 {
 	int i;
 	for (i = 0; i < oa->nsets; i++)
@@ -102,7 +102,7 @@ void opt_args_free(opt_args *oa)
 }
 
 /* Read a whole file as a string (malloc'd); NULL with errno. */
-char *read_text(const char *path)
+__tc_give char *read_text(const char *path)
 {
 	FILE *fp = fopen(path, "rb");
 	char *s = NULL;
@@ -142,7 +142,7 @@ char *read_text(const char *path)
 
 /* The options of oa (defaults for what they do not set); on an error, a
  * message and exit status 1. */
-tc_options *build_options(const opt_args *oa, tc_context *ctx)
+__tc_give tc_options *build_options(__tc_keep const opt_args *oa, __tc_keep tc_context *ctx)
 {
 	tc_options *o = tc_options_new();
 	int i;
@@ -172,7 +172,7 @@ tc_options *build_options(const opt_args *oa, tc_context *ctx)
 /* Load file and choose the def to use (*entry: -e NAME, or the only def of
  * the module), printing the module's warnings.  NULL (and *status the exit
  * status, the error printed) if the file does not load. */
-tc_module *load_entry(tc_context *ctx, const char *file, const char **entry,
+__tc_give tc_module *load_entry(__tc_keep tc_context *ctx, const char *file, const char **entry,
 	const char *usage, int *status)
 {
 	tc_module *m = tc_module_load(ctx, file);
@@ -190,7 +190,7 @@ tc_module *load_entry(tc_context *ctx, const char *file, const char **entry,
 }
 
 /* Parse "T=FILE". */
-binding parse_binding(const char *arg, const char *usage)
+binding parse_binding(__tc_keep const char *arg, const char *usage)
 {
 	binding b;
 	const char *eq = strchr(arg, '=');
@@ -205,8 +205,8 @@ binding parse_binding(const char *arg, const char *usage)
 }
 
 /* Take -e NAME, --entry NAME or (with shapes) --shape T=SHAPE (cli.h). */
-int take_entry_arg(const char **entry, binding *shapes, int *nshapes, int argc, char **argv,
-	int *i, const char *usage)
+int take_entry_arg(const char **entry, __tc_keep binding *shapes, int *nshapes, int argc,
+	__tc_keep char **argv, int *i, const char *usage)
 {
 	const char *a = argv[*i];
 	if (*i + 1 >= argc)
@@ -225,7 +225,7 @@ int take_entry_arg(const char **entry, binding *shapes, int *nshapes, int argc, 
 }
 
 /* Free the names of n bindings. */
-void bindings_free(binding *b, int n)
+void bindings_free(__tc_keep binding *b, int n)
 {
 	int i;
 	for (i = 0; i < n; i++)
@@ -233,7 +233,7 @@ void bindings_free(binding *b, int n)
 }
 
 /* Parse "4x5" (or "scalar") into shape; the rank, or -1. */
-int parse_shape(const char *s, int64_t *shape)
+int parse_shape(const char *s, __tc_keep int64_t *shape)
 {
 	int n = 0;
 	char *end;
@@ -255,8 +255,9 @@ int parse_shape(const char *s, int64_t *shape)
 /* Shape-only DLTensors (no data) for the inputs of entry from the --shape
  * arguments: every input named exactly once.  0 ok; -1 after printing the
  * error; exits on shape text that does not parse. */
-int bind_shapes(tc_module *m, const char *entry, int n_in, binding *shapes, int nshapes,
-	DLTensor *dl, int64_t (*dims)[8], const DLTensor **ptrs, const char *usage)
+int bind_shapes(__tc_keep tc_module *m, const char *entry, int n_in, __tc_keep binding *shapes,
+	int nshapes, __tc_keep DLTensor *dl, __tc_keep int64_t (*dims)[8],
+	__tc_keep const DLTensor **ptrs, const char *usage)
 {
 	int i, j, nd;
 	for (i = 0; i < n_in; i++) {

@@ -1,11 +1,19 @@
 /* Helpers shared by the commands of the tcomp tool (tools/tcomp.c and the
  * tools/cmd_*.c files): usage errors, exit statuses, mapping-option
  * arguments, loading a def, --shape arguments, the clock.  Functions here
- * may exit() (tools/ is the only place allowed to). */
+ * may exit() (tools/ is the only place allowed to).
+ *
+ * Ownership: the tool allocates its own strings with the C library (free
+ * them with free()); what the library returns is freed with the library's
+ * functions (tc_options_free, tc_module_free, tc_free).  The argument
+ * structs keep pointers into argv, which outlives them; the names they own
+ * are freed by opt_args_free and bindings_free. */
 #ifndef TC_TOOLS_CLI_H
 #define TC_TOOLS_CLI_H
 
 #include "tcomp.h"
+
+#include "../lang/util.h"
 
 #include <stddef.h>
 
@@ -13,7 +21,8 @@
 #define EXIT_INTERNAL 2
 
 /* Mapping options of a command: --options FILE (several are applied in
- * order), then --option NAME=VALUE and --target T in command-line order. */
+ * order), then --option NAME=VALUE and --target T in command-line order.
+ * files and values point into argv; owned[] holds the names it owns. */
 typedef struct opt_args {
 	const char *files[16];
 	int nfiles;
@@ -32,62 +41,72 @@ typedef struct binding {
 /* Print "tcomp: " fmt (with arg) and usage to stderr; exit with status 1. */
 void die_usage(const char *usage, const char *fmt, const char *arg);
 /* Exit status for a failed library call: internal errors are 2, others 1. */
-int fail_status(tc_context *ctx);
+int fail_status(__tc_keep tc_context *ctx);
 /* Print ctx's error to stderr; its exit status. */
-int report(tc_context *ctx);
+int report(__tc_keep tc_context *ctx);
 /* Whether --help or -h is among the arguments. */
-int wants_help(int argc, char **argv);
-/* The message of the last error on ctx without its "error: " prefix. */
-const char *error_text(tc_context *ctx);
+int wants_help(int argc, __tc_keep char **argv);
+/* The message of the last error on ctx without its "error: " prefix
+ * (borrowed from ctx: valid until its next error). */
+const char *error_text(__tc_keep tc_context *ctx);
 /* Take argv[*i] (and its value) if it is --options, --option or (with
- * target) --target or --threads; 1 if taken. */
-int take_opt_arg(opt_args *oa, int argc, char **argv, int *i, const char *usage, int target);
+ * target) --target or --threads; 1 if taken.  oa keeps pointers into
+ * argv; a name split from --option N=V is oa's (opt_args_free). */
+int take_opt_arg(__tc_keep opt_args *oa, int argc, __tc_keep char **argv, int *i,
+	const char *usage, int target);
 /* N when the only option of oa is --threads N (not --option threads=N),
  * else NULL.  Borrowed from argv. */
-const char *threads_only(const opt_args *oa);
-void opt_args_free(opt_args *oa);
-/* Read a whole file as a string (malloc'd); NULL with errno. */
-char *read_text(const char *path);
-/* The options of oa (defaults for what they do not set); on an error, a
- * message and exit status 1. */
-tc_options *build_options(const opt_args *oa, tc_context *ctx);
+const char *threads_only(__tc_keep const opt_args *oa);
+/* Free the names oa owns (oa itself is the caller's). */
+void opt_args_free(__tc_keep opt_args *oa);
+/* Read a whole file as a string, which the caller frees with free() (it is
+ * malloc'd, not tc_malloc'd); NULL with errno. */
+__tc_give char *read_text(const char *path);
+/* The options of oa (defaults for what they do not set), which the caller
+ * frees with tc_options_free; on an error, a message and exit status 1. */
+__tc_give tc_options *build_options(__tc_keep const opt_args *oa, __tc_keep tc_context *ctx);
 /* Load file and choose the def to use (*entry: -e NAME, or the only def of
- * the module), printing the module's warnings.  NULL (and *status the exit
- * status, the error printed) if the file does not load. */
-tc_module *load_entry(tc_context *ctx, const char *file, const char **entry, const char *usage,
-	int *status);
-/* Parse "T=VALUE" (exits with usage on a malformed argument). */
-binding parse_binding(const char *arg, const char *usage);
+ * the module, a name borrowed from the module), printing the module's
+ * warnings.  The module is the caller's (tc_module_free).  NULL (and
+ * *status the exit status, the error printed) if the file does not load. */
+__tc_give tc_module *load_entry(__tc_keep tc_context *ctx, const char *file, const char **entry,
+	const char *usage, int *status);
+/* Parse "T=VALUE" (exits with usage on a malformed argument): the name a
+ * copy (the binding's: bindings_free), the value borrowed from arg. */
+binding parse_binding(__tc_keep const char *arg, const char *usage);
 /* Take argv[*i] (and its value) if it is -e NAME or --entry NAME (into
- * *entry) or, with shapes not NULL, --shape T=SHAPE (appended to
- * shapes[*nshapes], at most 64: more is a usage error); 1 if taken.  The
- * same for tcomp run, emit, bench and autotune. */
-int take_entry_arg(const char **entry, binding *shapes, int *nshapes, int argc, char **argv,
-	int *i, const char *usage);
-/* Free the names of n bindings. */
-void bindings_free(binding *b, int n);
+ * *entry, borrowed from argv) or, with shapes not NULL, --shape T=SHAPE
+ * (appended to shapes[*nshapes], at most 64: more is a usage error); 1 if
+ * taken.  The same for tcomp run, emit, bench and autotune. */
+int take_entry_arg(const char **entry, __tc_keep binding *shapes, int *nshapes, int argc,
+	__tc_keep char **argv, int *i, const char *usage);
+/* Free the names of n bindings (the array is the caller's). */
+void bindings_free(__tc_keep binding *b, int n);
 /* Parse "4x5" (or "scalar") into shape[8]; the rank, or -1. */
-int parse_shape(const char *s, int64_t *shape);
+int parse_shape(const char *s, __tc_keep int64_t *shape);
 /* Shape-only DLTensors (no data) for the inputs of entry from the --shape
- * arguments: every input named exactly once.  0 ok; -1 after printing the
- * error; exits on shape text that does not parse. */
-int bind_shapes(tc_module *m, const char *entry, int n_in, binding *shapes, int nshapes,
-	DLTensor *dl, int64_t (*dims)[8], const DLTensor **ptrs, const char *usage);
+ * arguments: every input named exactly once.  The caller's arrays are
+ * linked: dl[i].shape points into dims[i] and ptrs[i] to dl[i].  0 ok; -1
+ * after printing the error; exits on shape text that does not parse. */
+int bind_shapes(__tc_keep tc_module *m, const char *entry, int n_in, __tc_keep binding *shapes,
+	int nshapes, __tc_keep DLTensor *dl, __tc_keep int64_t (*dims)[8],
+	__tc_keep const DLTensor **ptrs, const char *usage);
 /* Seconds on the monotonic clock. */
 double now_s(void);
 /* The integer argument s of option opt, at least min (and at most
  * INT32_MAX); or a message with usage and exit status 1. */
 long parse_count(const char *opt, const char *s, long min, const char *usage);
 
-/* --cache PATH and --no-cache of run and bench (tools/cmd_cache.c). */
+/* --cache PATH and --no-cache of run and bench (tools/cmd_cache.c); path
+ * borrowed from argv. */
 typedef struct cache_args {
 	const char *path; /* NULL: the default location */
 	int off;
 } cache_args;
 /* Take --cache PATH or --no-cache at argv[*i]; 1 if taken. */
-int take_cache_arg(cache_args *ca, int argc, char **argv, int *i);
+int take_cache_arg(__tc_keep cache_args *ca, int argc, __tc_keep char **argv, int *i);
 /* Make ctx's compiles read the cache ca names (or none with --no-cache). */
-void apply_cache_args(const cache_args *ca, tc_context *ctx);
+void apply_cache_args(__tc_keep const cache_args *ca, __tc_keep tc_context *ctx);
 /* The options for tcomp run and bench given --threads N and no other
  * option (given: the defaults with threads=N), from the kernel cache that
  * ca names: its best for these shapes (else the nearest) as it is, when it
@@ -95,16 +114,18 @@ void apply_cache_args(const cache_args *ca, tc_context *ctx);
  * options, tc_compile looks it up and says where from); else that entry
  * with threads=N ("cache+threads", "cache-near+threads"); with no entry,
  * given ("default+threads").  The cache's problems are warnings on stderr.
- * The caller owns the options returned. */
-tc_options *threads_cache_options(const cache_args *ca, tc_module *m, const char *entry,
-	const DLTensor *const *in, int n_in, const tc_options *given, const char **source);
+ * The caller owns the options returned (tc_options_free); *source is
+ * static text. */
+__tc_give tc_options *threads_cache_options(__tc_keep const cache_args *ca,
+	__tc_keep tc_module *m, const char *entry, __tc_keep const DLTensor *const *in, int n_in,
+	__tc_keep const tc_options *given, const char **source);
 /* Print to stderr what ctx's warnings gained past their first from chars
  * (the kernel cache's warnings from tc_compile). */
-void print_new_warnings(tc_context *ctx, size_t from);
+void print_new_warnings(__tc_keep tc_context *ctx, size_t from);
 /* tcomp cache list|show|export|import|prune|path. */
-int cmd_cache(int argc, char **argv);
+int cmd_cache(int argc, __tc_keep char **argv);
 
 /* tcomp autotune (tools/cmd_autotune.c). */
-int cmd_autotune(int argc, char **argv);
+int cmd_autotune(int argc, __tc_keep char **argv);
 
 #endif

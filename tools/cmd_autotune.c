@@ -243,7 +243,7 @@ static double parse_seconds(const char *opt, const char *s)
 	return v;
 }
 
-int cmd_autotune(int argc, char **argv)
+int cmd_autotune(int argc, __tc_keep char **argv)
 {
 	const char *file = NULL, *entry = NULL;
 	binding shapes[64];

@@ -55,7 +55,7 @@ static const char *const cache_usage =
 	"  path     print the path of the cache file\n";
 
 /* Take --cache PATH or --no-cache at argv[*i]; 1 if taken (cli.h). */
-int take_cache_arg(cache_args *ca, int argc, char **argv, int *i)
+int take_cache_arg(__tc_keep cache_args *ca, int argc, __tc_keep char **argv, int *i)
 {
 	if (!strcmp(argv[*i], "--cache") && *i + 1 < argc) {
 		ca->path = argv[++*i];
@@ -69,15 +69,16 @@ int take_cache_arg(cache_args *ca, int argc, char **argv, int *i)
 }
 
 /* Point ctx's compiles at the cache of ca (cli.h). */
-void apply_cache_args(const cache_args *ca, tc_context *ctx)
+void apply_cache_args(__tc_keep const cache_args *ca, __tc_keep tc_context *ctx)
 {
 	if (tc_context_set_cache(ctx, ca->off ? "" : ca->path) < 0)
 		exit(EXIT_INTERNAL);
 }
 
 /* The options of tcomp run or bench given --threads N alone (cli.h). */
-tc_options *threads_cache_options(const cache_args *ca, tc_module *m, const char *entry,
-	const DLTensor *const *in, int n_in, const tc_options *given, const char **source)
+__tc_give tc_options *threads_cache_options(__tc_keep const cache_args *ca, __tc_keep tc_module *m,
+	const char *entry, __tc_keep const DLTensor *const *in, int n_in,
+	__tc_keep const tc_options *given, const char **source)
 {
 	const char *n = tc_options_get(given, "threads");
 	char *path = NULL, *msg = NULL;
@@ -129,7 +130,7 @@ done:
 }
 
 /* Print what ctx's warnings gained since they were from chars long. */
-void print_new_warnings(tc_context *ctx, size_t from)
+void print_new_warnings(__tc_keep tc_context *ctx, size_t from)
 {
 	const char *w = tc_context_warnings(ctx);
 	if (strlen(w) > from)
@@ -213,7 +214,7 @@ static char *slurp(const char *file)
 }
 
 /* tcomp cache ... */
-int cmd_cache(int argc, char **argv)
+int cmd_cache(int argc, __tc_keep char **argv)
 {
 	const char *sub, *out = NULL, *what = NULL, *files[64];
 	tc_cache_prune_opts po = {0};

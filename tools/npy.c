@@ -843,7 +843,7 @@ tc_stat tc_npy_write(__tc_keep const char *path, tc_dtype dtype, int ndim,
 }
 
 /* Release the data of a (see npy.h). */
-void tc_npy_free(tc_npy *a)
+void tc_npy_free(__tc_keep tc_npy *a)
 {
 	if (!a)
 		return;

@@ -27,7 +27,11 @@
  * to a message allocated with tc_malloc (free it with tc_free) that starts
  * with the file name, e.g. "x.npy: big-endian data not supported ..."; *err
  * is NULL if even the message could not be allocated.  The reader never
- * crashes or reads out of bounds on any input (it is fuzzed). */
+ * crashes or reads out of bounds on any input (it is fuzzed).
+ *
+ * Ownership: a tc_npy struct is the caller's and owns its data (tc_malloc,
+ * released by tc_npy_free); messages are the caller's (tc_free); paths,
+ * names, bytes and arrays passed in are borrowed for the call. */
 #ifndef TC_NPY_H
 #define TC_NPY_H
 
@@ -72,6 +76,6 @@ tc_stat tc_npy_write(__tc_keep const char *path, tc_dtype dtype, int ndim,
 
 /* Release the data of a (the struct itself is the caller's) and zero it.
  * Accepts NULL and zeroed structs. */
-void tc_npy_free(tc_npy *a);
+void tc_npy_free(__tc_keep tc_npy *a);
 
 #endif
