@@ -292,7 +292,7 @@ void tc_tune_result_clear(__tc_keep tc_tune_result *res)
 tc_stat tc_tune_search_run(__tc_keep tc_tune_space *s, __tc_keep const tc_tune_search *sp,
 	__tc_keep tc_tune_result *res)
 {
-	popu pa, pb, *cur = &pa, *next = &pb;
+	popu pa = {0}, pb = {0}, *cur = &pa, *next = &pb; /* zeroed: popu_free of either is safe */
 	memo mm = {0};
 	char **top_keys = NULL;
 	tc_tune_rng r;

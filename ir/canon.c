@@ -80,7 +80,7 @@ uint64_t tc_ir_hash(__tc_keep const tc_def *def)
 	uint64_t h = TC_HASH_INIT;
 	tc_buf_init(&b);
 	tc_ir_canonical(def, &b);
-	if (b.s)
+	if (b.s && !b.oom) /* out of memory: the empty text's hash, never a partial one's */
 		h = tc_hash_bytes(h, b.s, b.len);
 	tc_buf_free(&b);
 	return h;

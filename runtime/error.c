@@ -131,6 +131,8 @@ void tc_rt_set_error(__tc_keep tc_context *ctx, const char *fmt, ...)
 void tc_rt_set_error_diags(__tc_keep tc_context *ctx, __tc_keep const tc_diags *d)
 {
 	tc_buf b;
+	if (!ctx)
+		return;
 	tc_buf_init(&b);
 	tc_diags_render(d, 1u << TC_SEV_ERROR | 1u << TC_SEV_WARNING, &b);
 	if (!d->nerrors && !d->oom)

@@ -17,8 +17,8 @@
 
 /* Record an error message in ctx (which may be NULL: then nothing). */
 void tc_rt_set_error(__tc_keep tc_context *ctx, const char *fmt, ...) TC_PRINTF(2, 3);
-/* Record rendered diagnostics (errors and warnings of d) as ctx's error;
- * "out of memory" when d holds no error. */
+/* Record rendered diagnostics (errors and warnings of d) as ctx's error
+ * (ctx NULL: nothing); "out of memory" when d holds no error. */
 void tc_rt_set_error_diags(__tc_keep tc_context *ctx, __tc_keep const tc_diags *d);
 /* Forget the calling thread's error for ctx. */
 void tc_rt_clear_error(__tc_keep tc_context *ctx);

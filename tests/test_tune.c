@@ -434,7 +434,7 @@ static void search_memoises_replaces_and_keeps_elites(void **state)
 		}
 	}
 	assert_true(res.best_time <= f->times[0][0]);
-	free(res.best);
+	tc_tune_result_clear(&res);
 	fake_free(f);
 	free(f);
 }
@@ -490,7 +490,7 @@ static void search_stops_when_asked(void **state)
 	assert_int_equal(f->nkeys, 15);
 	assert_int_equal(res.measured, 15);
 	assert_non_null(res.best);
-	free(res.best);
+	tc_tune_result_clear(&res);
 	fake_free(f);
 	free(f);
 }

@@ -92,7 +92,7 @@ __tc_give tc_options *threads_cache_options(__tc_keep const cache_args *ca, __tc
 	memset(&hit, 0, sizeof(hit));
 	if (ca->off)
 		goto done;
-	path = ca->path ? strdup(ca->path) : tc_cache_default_path();
+	path = ca->path ? tc_strdup(ca->path) : tc_cache_default_path();
 	if (!path || stat(path, &sb) < 0) /* no cache */
 		goto done;
 	if (!(c = tc_cache_open(path, TC_CACHE_READ, &msg))) {
@@ -125,7 +125,7 @@ done:
 		tc_cache_key_clear(&key);
 	tc_cache_close(c);
 	tc_free(msg);
-	free(path);
+	tc_free(path);
 	return o;
 }
 
@@ -142,7 +142,7 @@ void print_new_warnings(__tc_keep tc_context *ctx, size_t from)
  * message, *status 1). */
 static tc_cache *open_cache(const char *path, tc_cache_mode mode, int *status)
 {
-	char *msg = NULL, *p = path ? strdup(path) : tc_cache_default_path();
+	char *msg = NULL, *p = path ? tc_strdup(path) : tc_cache_default_path();
 	tc_cache *c;
 	*status = 0;
 	if (!p) {
@@ -158,7 +158,7 @@ static tc_cache *open_cache(const char *path, tc_cache_mode mode, int *status)
 	} else if (!c)
 		fprintf(stderr, "tcomp: no kernel cache at %s\n", p);
 	tc_free(msg);
-	free(p);
+	tc_free(p);
 	return c;
 }
 
@@ -265,25 +265,25 @@ int cmd_cache(int argc, __tc_keep char **argv)
 	if (!strcmp(sub, "import") && !nfiles)
 		die_usage(cache_usage, "%s", "import needs a FILE (or - for stdin)");
 	if (!strcmp(sub, "path")) {
-		char *p = ca.path ? strdup(ca.path) : tc_cache_default_path();
+		char *p = ca.path ? tc_strdup(ca.path) : tc_cache_default_path();
 		if (!p) {
 			fprintf(stderr, "tcomp: error: no kernel cache location: set TCOMP_CACHE or "
 					"HOME\n");
 			return EXIT_USER;
 		}
 		printf("%s\n", p);
-		free(p);
+		tc_free(p);
 		return 0;
 	}
 	if (!strcmp(sub, "prune") && !any_prune)
 		po.other_versions = po.failed = 1;
 	if (!strcmp(sub, "prune")) { /* only an existing file: never create one */
-		char *p = ca.path ? strdup(ca.path) : tc_cache_default_path();
+		char *p = ca.path ? tc_strdup(ca.path) : tc_cache_default_path();
 		struct stat sb;
 		int known = p != NULL, there = known && stat(p, &sb) == 0;
 		if (known && !there)
 			fprintf(stderr, "tcomp: no kernel cache at %s\n", p);
-		free(p);
+		tc_free(p);
 		if (!there)
 			return known ? 0 : EXIT_USER;
 	}
