@@ -1,14 +1,18 @@
 /* Range inference (docs/language.md, "Range inference").
  *
- * Every unguarded read T(e0, ..., ek) gives constraints 0 <= e_d < ext_d.  A
- * subscript that is affine in the index variables, a*v + sum(c_w * w) + rest
- * with rest over sizes, can solve v once the other variables have ranges.
- * In rounds, each unsolved variable that is the only unknown of some
- * constraints gets the intersection of the intervals they allow, for all
- * values of the solved variables; where-ranges are fixed before the first
- * round.  Constraints from the left-hand side of a tensor that already has a
- * shape are used only when nothing else solves a variable.  Conditions that
- * are left over and cannot be proven become run-time checks on the sizes. */
+ * Every read T(e0, ..., ek) gives constraints 0 <= e_d < ext_d.  A subscript
+ * that is affine in the index variables, a*v + sum(c_w * w) + rest with rest
+ * over sizes, can solve v once the other variables have ranges.  In rounds,
+ * each unsolved variable that is the only unknown of some constraints gets
+ * the intersection of the intervals they allow, for all values of the solved
+ * variables; where-ranges are fixed before the first round.  Constraints come
+ * in three kinds, tried in order in each round: reads that are always
+ * evaluated, then the left-hand side of a tensor that already has a shape,
+ * then reads inside a branch of ?: (TC's rule: they bound like any other
+ * read, but here only an index that nothing else bounds, so a where range or
+ * an unguarded read keeps the say).  Conditions that are left over and
+ * cannot be proven become run-time checks on the sizes, except those of
+ * reads under ?:, which the generated code checks where the branch runs. */
 #include "range.h"
 
 #include <string.h>
@@ -20,12 +24,15 @@ typedef struct lin {
 	int64_t *coef;
 } lin;
 
+/* The kinds of constraints, in the order rounds try them. */
+enum { CONS_READ, CONS_LHS, CONS_GUARDED, CONS_NKINDS };
+
 typedef struct cons {
 	lin l;
 	const tc_sexpr *ext; /* 0 <= l < ext */
 	const tc_expr *read; /* NULL for the left-hand side */
 	int tensor, dim;
-	int is_lhs;
+	int kind; /* CONS_READ, CONS_LHS or CONS_GUARDED: the order they are tried in */
 	int used; /* solved a variable (holds by construction) */
 } cons;
 
@@ -39,8 +46,9 @@ typedef struct rctx {
 	tc_vec cons; /* cons * */
 	int *solved;
 	int *fixed; /* by a where clause */
+	int *by_guarded; /* solved from reads under ?: (for messages) */
 	/* where each variable occurs, for messages */
-	int *in_affine, *in_guarded, *in_nonaffine;
+	int *in_affine, *in_nonaffine;
 	int *let_walked;
 } rctx;
 
@@ -225,7 +233,8 @@ static int lin_of(rctx *R, const tc_expr *e, lin *out)
 	}
 }
 
-static int add_cons(rctx *R, const tc_expr *read, int tensor, int dim, const tc_expr *sub)
+static int add_cons(rctx *R, const tc_expr *read, int tensor, int dim, const tc_expr *sub,
+	int kind)
 {
 	cons *c = tc_arena_alloc(R->ar, sizeof(*c));
 	if (!c || tc_vec_push(&R->cons, c) < 0) {
@@ -235,6 +244,7 @@ static int add_cons(rctx *R, const tc_expr *read, int tensor, int dim, const tc_
 	c->read = read;
 	c->tensor = tensor;
 	c->dim = dim;
+	c->kind = kind;
 	c->ext = R->tensors[tensor]->ext[dim];
 	if (lin_of(R, sub, &c->l) < 0)
 		return -1;
@@ -249,9 +259,10 @@ static int add_cons(rctx *R, const tc_expr *read, int tensor, int dim, const tc_
 	return 0;
 }
 
-/* Collect the constraints of every unguarded read in e.  guarded: e is
- * inside a branch of ?: (lets are inlined, so a let used only there is
- * guarded too).  let_walked[i] bit 1: walked unguarded, bit 2: guarded. */
+/* Collect the constraints of every read in e.  guarded: e is inside a
+ * branch of ?: (lets are inlined, so a let used only there is guarded too);
+ * its reads give CONS_GUARDED constraints.  let_walked[i] bit 1: walked
+ * unguarded, bit 2: guarded. */
 static int walk(rctx *R, const tc_expr *e, int guarded)
 {
 	int i;
@@ -263,14 +274,11 @@ static int walk(rctx *R, const tc_expr *e, int guarded)
 		R->let_walked[e->ref_id] |= bit;
 		return walk(R, R->s->where[e->ref_id].val, guarded);
 	}
-	if (e->kind == TC_AST_CALL && e->ref == TC_REF_TENSOR) {
-		if (guarded)
-			mark_vars(R, e, R->in_guarded);
-		else
-			for (i = 0; i < e->nargs; i++)
-				if (add_cons(R, e, e->ref_id, i, e->args[i]) < 0)
-					return -1;
-	}
+	if (e->kind == TC_AST_CALL && e->ref == TC_REF_TENSOR)
+		for (i = 0; i < e->nargs; i++)
+			if (add_cons(R, e, e->ref_id, i, e->args[i],
+				    guarded ? CONS_GUARDED : CONS_READ) < 0)
+				return -1;
 	for (i = 0; i < e->nargs; i++)
 		if (walk(R, e->args[i], guarded) < 0)
 			return -1;
@@ -326,8 +334,8 @@ static int nunknowns(rctx *R, const cons *c, int *which)
 }
 
 /* One round: solve every variable that is the only unknown of some
- * constraint (of the given kind).  Returns the number solved. */
-static int round_(rctx *R, int lhs_kind)
+ * constraint of the given kind.  Returns the number solved. */
+static int round_(rctx *R, int kind)
 {
 	int *cand = tc_arena_alloc(R->ar, (size_t)(R->nv + 1) * sizeof(int));
 	int i, v, n = 0;
@@ -335,7 +343,7 @@ static int round_(rctx *R, int lhs_kind)
 		return -1;
 	for (i = 0; i < R->cons.n; i++) {
 		cons *c = R->cons.v[i];
-		if (c->l.ok && !c->used && c->is_lhs == lhs_kind && nunknowns(R, c, &v) == 1)
+		if (c->l.ok && !c->used && c->kind == kind && nunknowns(R, c, &v) == 1)
 			cand[v] = 1;
 	}
 	for (v = 0; v < R->nv; v++) {
@@ -346,7 +354,7 @@ static int round_(rctx *R, int lhs_kind)
 			cons *c = R->cons.v[i];
 			const tc_sexpr *lo, *hi;
 			int w;
-			if (!c->l.ok || c->used || c->is_lhs != lhs_kind || !c->l.coef[v] ||
+			if (!c->l.ok || c->used || c->kind != kind || !c->l.coef[v] ||
 				nunknowns(R, c, &w) != 1)
 				continue;
 			solve_one(R, c, v, &lo, &hi);
@@ -357,8 +365,10 @@ static int round_(rctx *R, int lhs_kind)
 		n++;
 	}
 	for (v = 0; v < R->nv; v++)
-		if (cand[v])
+		if (cand[v]) {
 			R->solved[v] = 1;
+			R->by_guarded[v] = kind == CONS_GUARDED;
+		}
 	return n;
 }
 
@@ -470,6 +480,17 @@ static int check_leftover(rctx *R, tc_vec *checks, const cons *c)
 	return r;
 }
 
+/* Advice for an index whose range comes from reads under ?: and is wrong
+ * (empty, or not starting at 0): those reads usually cover only part of the
+ * range each (a concatenation, a shift with a test), so say where the
+ * range came from and how to give it. */
+static void guarded_hint(rctx *R, int v, tc_buf *b)
+{
+	const char *name = R->s->vars[v].name;
+	tc_buf_printf(b, "; this range comes from reads under ?: (they bound an index that nothing else bounds): give '%s' its range with a where clause such as 'where %s in 0:%s'",
+		name, name, R->def->nsizes ? R->def->sizes[0] : "10");
+}
+
 static void unsolved_error(rctx *R, int v)
 {
 	const tc_stmt_var *sv = &R->s->vars[v];
@@ -478,8 +499,6 @@ static void unsolved_error(rctx *R, int v)
 		why = "it appears only together with other indices whose ranges are unknown";
 	else if (R->in_nonaffine[v])
 		why = "it appears only in subscripts that are not affine (such as gathers or products of indices)";
-	else if (R->in_guarded[v])
-		why = "it is only read under a branch of ?:, and such reads do not constrain ranges";
 	else if (!sv->is_reduction)
 		why = "it does not appear in any read on the right-hand side";
 	else
@@ -510,10 +529,10 @@ tc_stat tc_range_infer(__tc_keep tc_arena *ar, __tc_keep tc_diags *d, __tc_keep 
 	R.solved = tc_arena_alloc(ar, (size_t)(R.nv + 1) * sizeof(int));
 	R.fixed = tc_arena_alloc(ar, (size_t)(R.nv + 1) * sizeof(int));
 	R.in_affine = tc_arena_alloc(ar, (size_t)(R.nv + 1) * sizeof(int));
-	R.in_guarded = tc_arena_alloc(ar, (size_t)(R.nv + 1) * sizeof(int));
+	R.by_guarded = tc_arena_alloc(ar, (size_t)(R.nv + 1) * sizeof(int));
 	R.in_nonaffine = tc_arena_alloc(ar, (size_t)(R.nv + 1) * sizeof(int));
 	R.let_walked = tc_arena_alloc(ar, (size_t)(s->nwhere + 1) * sizeof(int));
-	if (!R.solved || !R.fixed || !R.in_affine || !R.in_guarded || !R.in_nonaffine || !R.let_walked)
+	if (!R.solved || !R.fixed || !R.in_affine || !R.by_guarded || !R.in_nonaffine || !R.let_walked)
 		return TC_ERR;
 
 	/* constraints from reads */
@@ -540,7 +559,7 @@ tc_stat tc_range_infer(__tc_keep tc_arena *ar, __tc_keep tc_diags *d, __tc_keep 
 			c->ext = lhs->ext[i];
 			c->tensor = s->tensor;
 			c->dim = i;
-			c->is_lhs = 1;
+			c->kind = CONS_LHS;
 		}
 	}
 	/* where ranges are fixed first */
@@ -555,10 +574,11 @@ tc_stat tc_range_infer(__tc_keep tc_arena *ar, __tc_keep tc_diags *d, __tc_keep 
 		s->vars[v].hi = tc_range_sexpr(ar, w->hi);
 		R.solved[v] = R.fixed[v] = 1;
 	}
-	do {
-		progress = round_(&R, 0);
-		if (progress == 0)
-			progress = round_(&R, 1);
+	do { /* each round with the first kind of constraints that solves something */
+		int kind;
+		progress = 0;
+		for (kind = 0; kind < CONS_NKINDS && !progress; kind++)
+			progress = round_(&R, kind);
 		if (progress < 0)
 			goto error;
 	} while (progress);
@@ -574,6 +594,7 @@ tc_stat tc_range_infer(__tc_keep tc_arena *ar, __tc_keep tc_diags *d, __tc_keep 
 	/* ranges must be non-empty; output ranges must start at 0 */
 	for (v = 0; v < R.nv; v++) {
 		tc_stmt_var *sv = &s->vars[v];
+		const tc_sexpr *cond;
 		int64_t c;
 		tc_buf_init(&b);
 		tc_buf_printf(&b, "the range of '%s' is empty: [", sv->name);
@@ -581,8 +602,10 @@ tc_stat tc_range_infer(__tc_keep tc_arena *ar, __tc_keep tc_diags *d, __tc_keep 
 		tc_buf_puts(&b, ", ");
 		tc_sx_print(sv->hi, def->sizes, NULL, &b);
 		tc_buf_puts(&b, ")");
-		if (!b.s || require(&R, checks, tc_sx_sub(ar, tc_sx_sub(ar, sv->hi, sv->lo),
-						 tc_sx_const(ar, 1)), sv->loc, b.s, 1) < 0) {
+		cond = tc_sx_sub(ar, tc_sx_sub(ar, sv->hi, sv->lo), tc_sx_const(ar, 1));
+		if (R.by_guarded[v] && cond && tc_sx_sign(cond) < 0)
+			guarded_hint(&R, v, &b);
+		if (!b.s || require(&R, checks, cond, sv->loc, b.s, 1) < 0) {
 			ok = 0;
 			tc_buf_free_diag(&b, d);
 			continue; /* one error per index */
@@ -596,7 +619,15 @@ tc_stat tc_range_infer(__tc_keep tc_arena *ar, __tc_keep tc_diags *d, __tc_keep 
 			tc_sx_print(sv->lo, def->sizes, NULL, &b);
 			tc_buf_puts(&b, ", ");
 			tc_sx_print(sv->hi, def->sizes, NULL, &b);
-			if (R.fixed[v])
+			if (R.by_guarded[v]) {
+				tc_buf h;
+				tc_buf_init(&h);
+				guarded_hint(&R, v, &h);
+				tc_error(d, sv->loc,
+					"the inferred range of '%s' is [%s), but ranges of left-hand indices must start at 0%s",
+					sv->name, b.s ? b.s : "?", h.s ? h.s : "");
+				tc_buf_free_diag(&h, d);
+			} else if (R.fixed[v])
 				tc_error(d, sv->loc,
 					"the where clause gives '%s' the range [%s), but the left-hand indices of the first statement writing '%s' must start at 0 (they define its shape); write it from 0 first%s",
 					sv->name, b.s ? b.s : "?", s->lhs, lhs->kind == TC_TENSOR_OUTPUT
@@ -635,7 +666,7 @@ tc_stat tc_range_infer(__tc_keep tc_arena *ar, __tc_keep tc_diags *d, __tc_keep 
 		for (i = 0; i < R.cons.n; i++) {
 			cons *c = R.cons.v[i];
 			int64_t diff;
-			if (!c->is_lhs || c->used)
+			if (c->kind != CONS_LHS || c->used)
 				continue;
 			c->used = 1;
 			if (tc_sx_const_diff(s->vars[c->dim].hi, c->ext, &diff)) {
@@ -664,10 +695,12 @@ tc_stat tc_range_infer(__tc_keep tc_arena *ar, __tc_keep tc_diags *d, __tc_keep 
 			tc_buf_free_diag(&b, d);
 		}
 	}
-	/* leftover constraints become checks */
+	/* leftover constraints become checks; a read under ?: need not be in
+	 * bounds where its branch does not run (the generated code checks it
+	 * where it does) */
 	for (i = 0; i < R.cons.n; i++) {
 		cons *c = R.cons.v[i];
-		if (c->l.ok && !c->used && check_leftover(&R, checks, c) < 0)
+		if (c->l.ok && !c->used && c->kind != CONS_GUARDED && check_leftover(&R, checks, c) < 0)
 			ok = 0;
 	}
 	tc_vec_free(&R.cons);

@@ -997,6 +997,130 @@ static void build_concat_cols(run *r, const int64_t *s)
 			O[IX2(n, j, D1 + D2)] = j < D1 ? A[IX2(n, j, D1)] : B[IX2(n, j - D1, D2)];
 }
 
+/* ---- guarded.tc: TC programs whose reads under ?: bound indices ---- */
+
+/* s = {M, N} */
+static void build_concat_tc(run *r, const int64_t *s)
+{
+	int64_t M = s[0], N = s[1];
+	float *A = in_f32(r, DIMS(M, N), -1, 1);
+	float *B = in_f32(r, DIMS(M, N), -1, 1);
+	float *O = out_f32(r, DIMS(N, 2, M));
+	for (int64_t n = 0; n < N; n++)
+		for (int64_t m = 0; m < M; m++) {
+			O[IX3(n, 0, m, 2, M)] = A[IX2(m, n, N)];
+			O[IX3(n, 1, m, 2, M)] = B[IX2(m, n, N)];
+		}
+}
+
+/* s = {B, C, H, W, F, K} */
+static void build_masked_convolve(run *r, const int64_t *s)
+{
+	int64_t B = s[0], C = s[1], H = s[2], W = s[3], F = s[4], K = s[5];
+	int64_t HO = H - K + 1, WO = W - K + 1;
+	float *I = in_f32(r, DIMS(B, C, H, W), -1, 1);
+	float *Wt = in_f32(r, DIMS(F, C, K, K), -1, 1);
+	uint8_t *Mask = in_u8(r, DIMS(F, C), 0, 2);
+	float *O = out_f32(r, DIMS(B, F, HO, WO));
+	reduction_tol(r, C * K * K, 1);
+	for (int64_t b = 0; b < B; b++)
+		for (int64_t f = 0; f < F; f++)
+			for (int64_t h = 0; h < HO; h++)
+				for (int64_t w = 0; w < WO; w++) {
+					float acc = 0;
+					for (int64_t c = 0; c < C; c++)
+						for (int64_t k1 = 0; k1 < K; k1++)
+							for (int64_t k2 = 0; k2 < K; k2++)
+								acc += Mask[IX2(f, c, C)] == 1
+									? f_fmax(0.0f, I[IX4(b, c, h + k1, w + k2, C, H, W)]) *
+										Wt[IX4(f, c, k1, k2, C, K, K)]
+									: 0.0f;
+					O[IX4(b, f, h, w, F, HO, WO)] = acc;
+				}
+}
+
+/* s = {M, K} */
+static void build_tri_matmul(run *r, const int64_t *s)
+{
+	int64_t M = s[0], K = s[1];
+	float *L = in_f32(r, DIMS(M, K), -1, 1);
+	float *U = in_f32(r, DIMS(K, M), -1, 1);
+	float *LU = out_f32(r, DIMS(M, M));
+	reduction_tol(r, K, 1);
+	for (int64_t m1 = 0; m1 < M; m1++)
+		for (int64_t m2 = 0; m2 < M; m2++) {
+			float acc = 0;
+			for (int64_t k = 0; k < K; k++)
+				acc += k >= m1 && k <= m2 ? L[IX2(m1, k, K)] * U[IX2(k, m2, M)] : 0.0f;
+			LU[IX2(m1, m2, M)] = acc;
+		}
+}
+
+/* s = {K} */
+static void build_make_idx(run *r, const int64_t *s)
+{
+	int64_t K = s[0];
+	int32_t *Seg = in_i32(r, DIMS(K), 0, 9);
+	int32_t *Idx = out_i32(r, DIMS(K + 1));
+	for (int64_t k = 0; k < K + 1; k++) {
+		int32_t acc = 0;
+		for (int64_t j = 0; j < k; j++)
+			acc += Seg[j];
+		Idx[k] = acc;
+	}
+}
+
+/* s = {N, C, K, MAX_L}: K segments of at most MAX_L + 1 rows of N, their
+ * starts in Idx (non-decreasing, at most N). */
+static void build_dots(run *r, const int64_t *s)
+{
+	int64_t N = s[0], C = s[1], K = s[2], L = s[3];
+	float *ND = in_f32(r, DIMS(N, C), -1, 1);
+	int32_t *Idx = in_i32(r, DIMS(K + 1), 0, 0);
+	float *Beta = in_f32(r, DIMS(K, L, L), -1, 1);
+	float *D = out_f32(r, DIMS(K, L, L));
+	(void)Beta;
+	reduction_tol(r, C, 1);
+	Idx[0] = (int32_t)tu_rand_int(&r->rng, 0, N);
+	for (int64_t k = 1; k <= K; k++) {
+		int64_t next = Idx[k - 1] + tu_rand_int(&r->rng, 0, L + 1);
+		Idx[k] = (int32_t)(next < N ? next : N);
+	}
+	for (int64_t k = 0; k < K; k++)
+		for (int64_t l1 = 0; l1 < L; l1++)
+			for (int64_t l2 = 0; l2 < L; l2++) {
+				float acc = 0;
+				for (int64_t c = 0; c < C; c++)
+					acc += l1 >= l2 ? 0.0f :
+						Idx[k] + l1 >= Idx[k + 1] || Idx[k] + l2 >= Idx[k + 1] ? 0.0f :
+						ND[IX2(Idx[k] + l1, c, C)] * ND[IX2(Idx[k] + l2, c, C)];
+				D[IX3(k, l1, l2, L, L)] = acc;
+			}
+}
+
+/* s = {K, MAX_L} */
+static void build_result(run *r, const int64_t *s)
+{
+	int64_t K = s[0], L = s[1];
+	float *Beta = in_f32(r, DIMS(K, L, L), -1, 1);
+	float *Dots = in_f32(r, DIMS(K, L, L), -1, 1);
+	float *O = out_f32(r, DIMS(K));
+	reduction_tol(r, L * L, 1);
+	float *tmpO = out_f32(r, DIMS(K, L));
+	reduction_tol(r, L, 1);
+	for (int64_t k = 0; k < K; k++) {
+		float sum = 0;
+		for (int64_t l1 = 0; l1 < L; l1++) {
+			float acc = 0;
+			for (int64_t l2 = 0; l2 < L; l2++)
+				acc += l1 >= l2 ? 0.0f : Dots[IX3(k, l1, l2, L, L)] * Beta[IX3(k, l1, l2, L, L)];
+			tmpO[IX2(k, l1, L)] = acc;
+			sum += acc;
+		}
+		O[k] = sum;
+	}
+}
+
 /* ---- argmin.tc ---- */
 
 /* s = {N, M} */
@@ -1611,6 +1735,13 @@ static const kernel_case cases[] = {
 	CASE("embedding", "gather2d", build_gather2d, {1, 1, 1}, {13, 7, 31}, {1, 5, 3}),
 	CASE("concat", "concat_rows", build_concat_rows, {1, 1, 1}, {7, 13, 3}, {31, 1, 5}),
 	CASE("concat", "concat_cols", build_concat_cols, {1, 1, 1}, {7, 13, 3}, {3, 1, 31}),
+	CASE("guarded", "concat_tc", build_concat_tc, {1, 1}, {24, 16}, {7, 3}),
+	CASE("guarded", "masked_convolve", build_masked_convolve, {1, 1, 1, 1, 1, 1},
+		{2, 3, 7, 6, 3, 3}, {1, 4, 5, 9, 2, 2}),
+	CASE("guarded", "tri_matmul", build_tri_matmul, {1, 1}, {7, 5}, {13, 31}),
+	CASE("guarded", "make_idx", build_make_idx, {1}, {7}, {31}),
+	CASE("guarded", "dots", build_dots, {1, 1, 1, 1}, {13, 5, 3, 4}, {40, 3, 7, 6}),
+	CASE("guarded", "result", build_result, {1, 1}, {3, 7}, {5, 1}),
 	CASE("argmin", "argmin", build_argmin, {1, 1}, {7, 13}, {31, 1}, {2, 31}),
 	CASE("argmin", "argmax_int", build_argmax_int, {1, 1}, {7, 13}, {31, 1}, {5, 31}),
 	CASE("argmin", "minmax_int8", build_minmax_int8, {1, 1}, {31, 1}, {7, 13}),

@@ -478,7 +478,98 @@ static void test_intersection_of_constraints(void **state)
 	checked_free(&c);
 }
 
-/* Concatenation: reads under ?: do not constrain, a where range does. */
+/* Reads under ?: bound an index that nothing else bounds (TC's rule):
+ * every index of a statement may come from them, from the condition's reads
+ * and from where ranges together, and reads under ?: that were not needed
+ * leave no run-time check (the generated code checks them where they run). */
+static void test_reads_under_ternary_bound_free_indices(void **state)
+{
+	checked c;
+	const tc_def *def;
+	(void)state;
+	check_ok(&c, "def concat_tc(float(M, N) A, float(M, N) B) -> (O1) {\n"
+		     "  O1(n, i, m) = i == 0 ? A(m, n) : B(m, n) where i in 0:2\n"
+		     "}\n"
+		     "def masked(float(B,C,H,W) I, float(F,C,K,K) Wt, uint8(F,C) Mask) -> (O) {\n"
+		     "  O(b,f,h,w) +=! Mask(f,r_c) == 1 ? I(b,r_c,h+r_k1,w+r_k2) * Wt(f,r_c,r_k1,r_k2) : 0.0\n"
+		     "}\n"
+		     "def tri(float(M,K) L, float(K,M) U) -> (LU) {\n"
+		     "  LU(m1,m2) +=! r_k >= m1 && r_k <= m2 ? L(m1,r_k) * U(r_k,m2) : 0\n"
+		     "}\n"
+		     "def let_in_branch(float(N) A) -> (O) {\n"
+		     "  O(i) = i > 1 ? a : 0.0 where a = A(i)\n"
+		     "}\n");
+	def = def_named(&c, "concat_tc");
+	assert_extent(def, "O1", 0, "N");
+	assert_extent(def, "O1", 1, "2");
+	assert_extent(def, "O1", 2, "M");
+	assert_int_equal(def->nchecks, 0);
+	def = def_named(&c, "masked");
+	assert_extent(def, "O", 0, "B");
+	assert_extent(def, "O", 1, "F");
+	assert_extent(def, "O", 2, "H - K + 1");
+	assert_extent(def, "O", 3, "W - K + 1");
+	assert_range(def, 0, "r_c", "[0, C)");
+	assert_range(def, 0, "r_k1", "[0, K)");
+	def = def_named(&c, "tri");
+	assert_extent(def, "LU", 0, "M");
+	assert_extent(def, "LU", 1, "M");
+	assert_range(def, 0, "r_k", "[0, K)");
+	assert_extent(def_named(&c, "let_in_branch"), "O", 0, "N");
+	checked_free(&c);
+}
+
+/* Reads under ?: come last: a where range, an unguarded read (the
+ * condition's included) or the declared shape of the tensor written bound
+ * the index instead, and the read under ?: bounds nothing. */
+static void test_reads_under_ternary_come_last(void **state)
+{
+	checked c;
+	const tc_def *def;
+	(void)state;
+	check_ok(&c, "def shifted_add(float(N) A, float(M) B) -> (O) {\n"
+		     "  O(i) = A(i) + (i > 0 ? B(i - 1) : 0.0)\n"
+		     "}\n"
+		     "def by_condition(float(N) A, float(M) B) -> (O) {\n"
+		     "  O(i) = A(i) > 0.0 ? B(i + 3) : 1.0\n"
+		     "}\n"
+		     "def declared(float(N) A, float(M) B, float(K) C) -> (float(K) O) {\n"
+		     "  O(i) = i < N ? A(i) : B(i - N)\n"
+		     "}\n"
+		     "def later(float(N) A, float(M) B) -> (O) {\n"
+		     "  O(i) = A(i)\n"
+		     "  O(i) = i < M ? B(i) : O(i)\n"
+		     "}\n");
+	def = def_named(&c, "shifted_add");
+	assert_extent(def, "O", 0, "N");
+	assert_int_equal(def->nchecks, 0);
+	def = def_named(&c, "by_condition");
+	assert_extent(def, "O", 0, "N");
+	assert_int_equal(def->nchecks, 0);
+	def = def_named(&c, "declared");
+	assert_range(def, 0, "i", "[0, K)");
+	def = def_named(&c, "later");
+	assert_range(def, 1, "i", "[0, N)");
+	checked_free(&c);
+}
+
+/* Where reads under ?: each cover their part of the range (a concatenation,
+ * a shift behind a test), the range they give is wrong; the error says where
+ * it came from and suggests a where clause. */
+static void test_reads_under_ternary_wrong_range_advice(void **state)
+{
+	checked c;
+	(void)state;
+	check_error(&c, "def f(float(N) A, float(M) B) -> (O) { O(i) = i < N ? A(i) : B(i - N) }\n",
+		"the range of 'i' is empty: [N, N); this range comes from reads under ?: (they bound an index that nothing else bounds): give 'i' its range with a where clause such as 'where i in 0:N'");
+	checked_free(&c);
+	check_error(&c, "def f(float(N) A) -> (O) { O(i) = i > 0 ? A(i - 1) : 0.0 }\n",
+		"the inferred range of 'i' is [1, N + 1), but ranges of left-hand indices must start at 0; this range comes from reads under ?:");
+	checked_free(&c);
+}
+
+/* Concatenation: a where range fixes the index, and the reads under ?:
+ * bound nothing. */
 static void test_concat_with_ternary_and_where(void **state)
 {
 	checked c;
@@ -583,8 +674,8 @@ static void test_unsolvable_index_is_an_error(void **state)
 	check_error(&c, "def f(float(N) A) -> (O) { O(i) +=! A(i+j) }\n",
 		"could not infer the range of 'i': it appears only together with other indices");
 	checked_free(&c);
-	check_error(&c, "def f(float(N) A) -> (O) { O(i) = i > 0 ? A(i) : 0.0 }\n",
-		"it is only read under a branch of ?:");
+	check_error(&c, "def f(float(N) A) -> (O) { O(i) = i > 0 ? A(i*i) : 0.0 }\n",
+		"it appears only in subscripts that are not affine");
 	checked_free(&c);
 	check_error(&c, "def f(float(N) A) -> (O) { O(i) = A(i*i) }\n",
 		"it appears only in subscripts that are not affine");
@@ -736,6 +827,9 @@ int main(void)
 		cmocka_unit_test(test_exists_gives_the_extent),
 		cmocka_unit_test(test_intersection_of_constraints),
 		cmocka_unit_test(test_concat_with_ternary_and_where),
+		cmocka_unit_test(test_reads_under_ternary_bound_free_indices),
+		cmocka_unit_test(test_reads_under_ternary_come_last),
+		cmocka_unit_test(test_reads_under_ternary_wrong_range_advice),
 		cmocka_unit_test(test_reduction_index_ranges),
 		cmocka_unit_test(test_gather_embedding_lookup),
 		cmocka_unit_test(test_in_place_statements_reuse_extents),
