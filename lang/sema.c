@@ -1008,6 +1008,123 @@ static void warn_order(sema *S, tc_stmt *s, const tc_expr *e)
 			s->lhs);
 }
 
+/* Whether two index names look like one typo apart: one starts the other
+ * (k, kk), or they are one insertion, deletion or substitution apart and
+ * have at least two other characters in common (r_k, r_j; not k, j or
+ * kh, kw, where one character is all that differs). */
+static int similar_names(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b), i = 0;
+	if (la > lb) {
+		const char *t = a;
+		a = b;
+		b = t;
+		la = lb;
+		lb = strlen(b);
+	}
+	if (!strncmp(a, b, la))
+		return 1;
+	while (i < la && a[i] == b[i])
+		i++;
+	if (la == lb) /* one substitution at i */
+		return la >= 3 && !strcmp(a + i + 1, b + i + 1);
+	return la >= 2 && lb == la + 1 && !strcmp(a + i, b + i + 1); /* one insertion at i */
+}
+
+#define SPLIT_MAX_FACTORS 64
+
+/* The factors of a product, through lets: A * (B * C) is A, B, C. */
+static void product_factors(sema *S, const tc_expr *e, const tc_expr **f, int *n)
+{
+	if (e->kind == TC_AST_IDENT && e->ref == TC_REF_LET) {
+		product_factors(S, S->s->where[e->ref_id].val, f, n);
+		return;
+	}
+	if (e->kind == TC_AST_BINARY && e->op == TC_AOP_MUL) {
+		product_factors(S, e->args[0], f, n);
+		product_factors(S, e->args[1], f, n);
+		return;
+	}
+	if (*n < SPLIT_MAX_FACTORS)
+		f[*n] = e;
+	(*n)++;
+}
+
+/* The first occurrence of index v in e, through lets, or NULL. */
+static const tc_expr *find_index(sema *S, const tc_expr *e, int v)
+{
+	const tc_expr *r;
+	int i;
+	if (e->kind == TC_AST_IDENT && e->ref == TC_REF_INDEX && e->ref_id == v)
+		return e;
+	if (e->kind == TC_AST_IDENT && e->ref == TC_REF_LET)
+		return find_index(S, S->s->where[e->ref_id].val, v);
+	for (i = 0; i < e->nargs; i++)
+		if ((r = find_index(S, e->args[i], v)))
+			return r;
+	return NULL;
+}
+
+/* The one factor in which index v occurs (*at: its first occurrence), or
+ * -1 when it occurs in none or several. */
+static int only_factor(sema *S, const tc_expr **f, int n, int v, const tc_expr **at)
+{
+	int i, which = -1;
+	for (i = 0; i < n; i++) {
+		const tc_expr *e = find_index(S, f[i], v);
+		if (!e)
+			continue;
+		if (which >= 0)
+			return -1;
+		which = i;
+		*at = e;
+	}
+	return which;
+}
+
+/* A likely typo that silently changes the maths: in C(m,n) +=! A(m,k) *
+ * B(kk,n), the reduction indices k and kk are each read in one factor of
+ * the product only, so the statement multiplies a reduction of A over k by
+ * a reduction of B over kk.  Warn when two reduction indices with similar
+ * names (similar_names) each occur in a different single factor of the
+ * right-hand side's top-level product; renaming one index to a name that is
+ * not similar says that separate reductions are meant
+ * (docs/language.md, section 10). */
+static void warn_split_product(sema *S, tc_stmt *s)
+{
+	const tc_expr *f[SPLIT_MAX_FACTORS];
+	int n = 0, a, b;
+
+	product_factors(S, s->rhs, f, &n);
+	if (n < 2 || n > SPLIT_MAX_FACTORS)
+		return;
+	for (a = s->nidx; a < S->vars.n; a++)
+		for (b = a + 1; b < S->vars.n; b++) {
+			const tc_stmt_var *va = S->vars.v[a], *vb = S->vars.v[b];
+			const tc_expr *at_a = NULL, *at_b = NULL, *first, *second;
+			int fa, fb;
+			tc_buf fs;
+			if (!similar_names(va->name, vb->name))
+				continue;
+			fa = only_factor(S, f, n, a, &at_a);
+			fb = only_factor(S, f, n, b, &at_b);
+			if (fa < 0 || fb < 0 || fa == fb)
+				continue;
+			/* the later occurrence is the suspect, the earlier the suggestion */
+			first = at_a->loc.off <= at_b->loc.off ? at_a : at_b;
+			second = first == at_a ? at_b : at_a;
+			tc_buf_init(&fs);
+			tc_ast_print_expr(f[first == at_a ? fa : fb], &fs);
+			tc_buf_puts(&fs, " and ");
+			tc_ast_print_expr(f[first == at_a ? fb : fa], &fs);
+			tc_warning(S->d, second->loc,
+				"reduction indices '%s' and '%s' are each read in only one factor of this product (%s), so each factor is reduced on its own and the results are multiplied; if '%s' is a typo for '%s', write '%s'; if separate reductions are meant, rename one index so that neither name starts the other and they differ in more than one character",
+				first->name, second->name, fs.s ? fs.s : "?", second->name,
+				first->name, first->name);
+			tc_buf_free_diag(&fs, S->d);
+		}
+}
+
 static int check_stmt(sema *S, tc_stmt *s, int idx)
 {
 	int i, ok = 1;
@@ -1067,6 +1184,7 @@ static int check_stmt(sema *S, tc_stmt *s, int idx)
 	for (i = 0; i < s->nwhere; i++)
 		if (s->where[i].kind == TC_WHERE_LET)
 			warn_order(S, s, s->where[i].val);
+	warn_split_product(S, s);
 	s->nvars = S->vars.n;
 	s->vars = tc_arena_alloc(S->ar, (size_t)(s->nvars + 1) * sizeof(tc_stmt_var));
 	if (!s->vars)

@@ -665,6 +665,67 @@ static void test_types_counting_bools(void **state)
 	parsed_free(&p);
 }
 
+/* The rendered warnings of a def that checks without errors. */
+static char *warnings_of(const char *text)
+{
+	parsed p;
+	tc_buf b;
+	parse_text(&p, text, 1);
+	tc_buf_init(&b);
+	tc_diags_render(&p.d, 1u << TC_SEV_WARNING, &b);
+	tc_buf_puts(&b, ""); /* "" when there are none */
+	parsed_free(&p);
+	assert_non_null(b.s);
+	return tc_buf_take(&b);
+}
+
+/* Reduction indices with similar names, each read in one factor of a
+ * product: a likely typo (k for kk) that turns C = A*B into a product of a
+ * row sum and a column sum.  Warned at the later index, with the
+ * suggestion; not for legitimate sums, nor for names that are not similar. */
+static void test_warn_split_product_typo(void **state)
+{
+	static const char *warned[][2] = {
+		{"def f(float(M,K) A, float(K,N) B) -> (C) { C(m,n) +=! A(m,k) * B(kk,n) }",
+			"t.tc:1:66: warning: reduction indices 'k' and 'kk' are each read in only one factor of this product (A(m, k) and B(kk, n)), so each factor is reduced on its own and the results are multiplied; if 'kk' is a typo for 'k', write 'k'; if separate reductions are meant, rename one index so that neither name starts the other and they differ in more than one character\n"},
+		{"def f(float(M,K) A, float(K,N) B) -> (C) { C(m,n) +=! A(m,r_k) * 2.0 * B(r_j,n) }",
+			"'r_j' is a typo for 'r_k'"},
+		{"def f(float(M,K) A, float(K,N) B) -> (C) { C(m,n) max=! B(k_1,n) * A(m,k) }",
+			"'k' is a typo for 'k_1'"},
+		{"def f(float(M,K) A, float(K,N) B) -> (C) { C(m,n) +=! a * B(kk,n) where a = A(m,k) }",
+			"'k' is a typo for 'kk'"},
+		{"def f(float(M,K) A, float(K,N) B) -> (C) { C(m,n) +=! A(m,rk) * B(r_k,n) }",
+			"'r_k' is a typo for 'rk'"},
+	};
+	static const char *quiet[] = {
+		"def f(float(N,J) A, float(N) s) -> (O) { O(i) +=! A(i,r_j) * s(i) }",
+		"def f(float(B,K) dL) -> (dB) { dB(k) +=! dL(b,k) }",
+		"def f(float(M,K) A, float(K,N) B) -> (C) { C(m,n) +=! A(m,k) * B(k,n) }",
+		"def f(float(M,K) A, float(K,N) B) -> (C) { C(m,n) +=! A(m,k) * B(j,n) }",
+		"def f(float(M,K) A, float(K,N) B) -> (C) { C(m,n) +=! A(m,kh) * B(kw,n) }",
+		"def f(float(M,K) A, float(K,N) B) -> (C) { C(m,n) +=! A(m,r_k) * B(r_n,n) + A(m,r_n) }",
+		"def f(float(M,K) A, float(K,N) B) -> (C) { C(m,n) +=! A(m,k) + B(kk,n) }",
+		"def f(float(M,K) A, float(K,N) B) -> (C) { C(m,n) +=! A(m,k) * B(kk,n) * A(m,kk) }",
+		"def f(float(N,C,H,W) I, float(M,C,KH,KW) W1) -> (O) {\n"
+		"  O(n,m,h,w) +=! I(n,r_c,h+r_kh,w+r_kw) * W1(m,r_c,r_kh,r_kw)\n}",
+	};
+	size_t i;
+	(void)state;
+	for (i = 0; i < sizeof(warned) / sizeof(warned[0]); i++) {
+		char *w = warnings_of(warned[i][0]);
+		if (!strstr(w, warned[i][1]))
+			fail_msg("%s\nwarned\n%s\nexpected a warning containing \"%s\"", warned[i][0], w,
+				warned[i][1]);
+		tc_free(w);
+	}
+	for (i = 0; i < sizeof(quiet) / sizeof(quiet[0]); i++) {
+		char *w = warnings_of(quiet[i]);
+		if (*w)
+			fail_msg("%s\nwarned\n%s\nexpected no warning", quiet[i], w);
+		tc_free(w);
+	}
+}
+
 static void test_promote_table(void **state)
 {
 	(void)state;
@@ -1208,6 +1269,7 @@ int main(void)
 		cmocka_unit_test(test_types_casts_builtins_indices),
 		cmocka_unit_test(test_types_comparison_operand_type),
 		cmocka_unit_test(test_types_counting_bools),
+		cmocka_unit_test(test_warn_split_product_typo),
 		cmocka_unit_test(test_promote_table),
 		cmocka_unit_test(test_canonical_form_ignores_names_and_layout),
 		cmocka_unit_test(test_module_hash_of_renamed_kernels),
