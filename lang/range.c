@@ -491,6 +491,42 @@ static void guarded_hint(rctx *R, int v, tc_buf *b)
 		name, name, R->def->nsizes ? R->def->sizes[0] : "10");
 }
 
+/* Indices are int32 values: the range of v must lie in [INT32_MIN,
+ * INT32_MAX].  An error when it never does (where i in 0:3000000000), a
+ * run-time check when that depends on the sizes (j in 0:N+M for a reduction
+ * index), except for a range that becomes an extent (is_extent): binding
+ * checks every extent already. */
+static int int32_range(rctx *R, tc_vec *checks, int v, int is_extent)
+{
+	tc_stmt_var *sv = &R->s->vars[v];
+	tc_arena *ar = R->ar;
+	const tc_sexpr *cond[2];
+	tc_buf b;
+	int i, r = 0;
+
+	cond[0] = tc_sx_sub(ar, tc_sx_const(ar, TC_SX_SIZE_MAX), sv->hi);
+	cond[1] = tc_sx_add(ar, sv->lo, tc_sx_const(ar, TC_SX_SIZE_MAX + 1));
+	if (!cond[0] || !cond[1])
+		return -1;
+	for (i = 0; i < 2 && r == 0; i++) {
+		if (tc_sx_sign(cond[i]) > 0 || (is_extent && tc_sx_sign(cond[i]) == 0))
+			continue;
+		tc_buf_init(&b);
+		tc_buf_printf(&b, "the range of '%s', [", sv->name);
+		tc_sx_print(sv->lo, R->def->sizes, NULL, &b);
+		tc_buf_puts(&b, ", ");
+		tc_sx_print(sv->hi, R->def->sizes, NULL, &b);
+		tc_buf_puts(&b, "), does not fit in int32 (indices are int32 values, from -2147483648 to 2147483647)");
+		if (!b.s) {
+			R->d->oom = 1;
+			return -1;
+		}
+		r = require(R, checks, cond[i], sv->loc, b.s, 1);
+		tc_buf_free_diag(&b, R->d);
+	}
+	return r;
+}
+
 static void unsolved_error(rctx *R, int v)
 {
 	const tc_stmt_var *sv = &R->s->vars[v];
@@ -611,6 +647,10 @@ tc_stat tc_range_infer(__tc_keep tc_arena *ar, __tc_keep tc_diags *d, __tc_keep 
 			continue; /* one error per index */
 		}
 		tc_buf_free_diag(&b, d);
+		if (int32_range(&R, checks, v, first && !lhs->declared_shape && v < s->nidx) < 0) {
+			ok = 0;
+			continue;
+		}
 		/* the first write of a tensor without a declared shape defines it: its
 		 * ranges start at 0 */
 		if (first && !lhs->declared_shape && v < s->nidx &&

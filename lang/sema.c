@@ -170,8 +170,9 @@ static int decl_shape(sema *S, const tc_decl *decl, tc_tensor_info *t, int add)
 			}
 			t->ext[i] = tc_sx_param(S->ar, k);
 		} else {
-			if (dm->value < 1) {
-				tc_error(S->d, dm->loc, "a constant extent must be at least 1 but is %lld",
+			if (dm->value < 1 || dm->value > TC_SX_SIZE_MAX) {
+				tc_error(S->d, dm->loc, "a constant extent must be %s but is %lld",
+					dm->value < 1 ? "at least 1" : "at most 2147483647 (extents are int32 values)",
 					(long long)dm->value);
 				ok = 0;
 				continue;
@@ -350,21 +351,38 @@ static int const_int(const tc_expr *e, int64_t *v)
 	}
 }
 
-/* Whether e is made of integer literals and + - * only, and overflows. */
+/* Whether e contains a constant integer expression of literals (unary -,
+ * + - * / %) whose evaluation in int64 overflows: -(-9223372036854775807-1),
+ * 4611686018427387904*2, (-9223372036854775807-1)/-1.  A division by zero
+ * is not an overflow (it has its own error). */
 static int const_overflows(const tc_expr *e)
 {
-	int64_t v;
-	if (e->kind == TC_AST_INT || const_int(e, &v))
+	int64_t a, b, v;
+	switch (e->kind) {
+	case TC_AST_UNARY:
+		if (e->op != TC_AOP_NEG)
+			return 0;
+		if (const_overflows(e->args[0]))
+			return 1;
+		return const_int(e->args[0], &a) && a == INT64_MIN;
+	case TC_AST_BINARY:
+		if (e->op != TC_AOP_ADD && e->op != TC_AOP_SUB && e->op != TC_AOP_MUL &&
+			e->op != TC_AOP_DIV && e->op != TC_AOP_MOD)
+			return 0;
+		if (const_overflows(e->args[0]) || const_overflows(e->args[1]))
+			return 1;
+		if (!const_int(e->args[0], &a) || !const_int(e->args[1], &b))
+			return 0;
+		switch (e->op) {
+		case TC_AOP_ADD: return __builtin_add_overflow(a, b, &v);
+		case TC_AOP_SUB: return __builtin_sub_overflow(a, b, &v);
+		case TC_AOP_MUL: return __builtin_mul_overflow(a, b, &v);
+		case TC_AOP_DIV: return a == INT64_MIN && b == -1;
+		default: return 0; /* INT64_MIN % -1 is 0 */
+		}
+	default:
 		return 0;
-	if (e->kind == TC_AST_UNARY)
-		return e->op == TC_AOP_NEG && (e->args[0]->kind == TC_AST_INT ||
-			const_overflows(e->args[0]));
-	if (e->kind != TC_AST_BINARY || e->op > TC_AOP_MUL)
-		return 0;
-	return (e->args[0]->kind == TC_AST_INT || const_int(e->args[0], &v) ||
-		       const_overflows(e->args[0])) &&
-		(e->args[1]->kind == TC_AST_INT || const_int(e->args[1], &v) ||
-			const_overflows(e->args[1]));
+	}
 }
 
 /* Give a weak expression the type t of its context (the top of a subtree of
@@ -375,12 +393,13 @@ static int settle(sema *S, tc_expr *e, tc_dtype t, int negated)
 	int64_t v;
 	if (!e->weak || !settle_rec(S, e, t, negated))
 		return !e->weak;
-	if (tc_dtype_is_int(e->type) && e->kind == TC_AST_BINARY && const_overflows(e)) {
+	if (tc_dtype_is_int(e->type) && const_overflows(e)) {
 		tc_error(S->d, e->loc, "the constant expression overflows int64");
 		return 0;
 	}
-	if (tc_dtype_is_int(e->type) && e->kind != TC_AST_INT && e->kind != TC_AST_UNARY &&
-		const_int(e, &v)) {
+	/* a literal, negated or not, was checked by settle_rec */
+	if (tc_dtype_is_int(e->type) && e->kind != TC_AST_INT &&
+		!(e->kind == TC_AST_UNARY && e->args[0]->kind == TC_AST_INT) && const_int(e, &v)) {
 		int bits = tc_dtype_bits(e->type);
 		int fits = tc_dtype_is_signed(e->type)
 			? bits == 64 || (v >= -(INT64_C(1) << (bits - 1)) && v < (INT64_C(1) << (bits - 1)))
@@ -857,6 +876,7 @@ static int check_where_names(sema *S, tc_stmt *s)
 /* where i in lo:hi: bounds over sizes and constants. */
 static int check_where_ranges(sema *S, tc_stmt *s)
 {
+	const tc_sexpr *e;
 	int i, j, ok = 1;
 	for (i = 0; i < s->nwhere; i++) {
 		tc_where *w = &s->where[i];
@@ -882,9 +902,13 @@ static int check_where_ranges(sema *S, tc_stmt *s)
 				ok = 0;
 				continue;
 			}
-			if (!tc_dtype_is_int(bnd[j]->type) || !tc_range_sexpr(S->ar, bnd[j])) {
+			if (!tc_dtype_is_int(bnd[j]->type) || !(e = tc_range_sexpr(S->ar, bnd[j]))) {
 				tc_error(S->d, bnd[j]->loc,
 					"a range bound must be an integer expression of sizes and constants (+, -, * by a constant, / and %% by a positive constant, min, max)");
+				ok = 0;
+			} else if (tc_sx_overflows(e)) {
+				tc_error(S->d, bnd[j]->loc,
+					"this range bound overflows int64 (size expressions are computed in int64, and a bound must fit in int32)");
 				ok = 0;
 			}
 		}

@@ -20,6 +20,7 @@ typedef struct aff {
 	int64_t c;
 	int n;
 	int overflow; /* a coefficient overflowed or too many terms */
+	int many; /* too many terms (no overflow of a value) */
 	term t[MAX_TERMS];
 } aff;
 
@@ -74,7 +75,7 @@ static void aff_add_term(aff *f, int64_t coef, const tc_sexpr *atom)
 	if (coef == 0)
 		return;
 	if (f->n == MAX_TERMS) {
-		f->overflow = 1;
+		f->overflow = f->many = 1;
 		return;
 	}
 	for (j = f->n; j > i; j--)
@@ -483,8 +484,8 @@ void tc_sx_print(__tc_keep const tc_sexpr *e, __tc_keep const char *const *param
 	print_sum(e, params, vars, b);
 }
 
-/* Bounds of e when every parameter is at least 1: *lo / *hi with flags
- * saying whether each is known (a parameter has no upper bound). */
+/* Bounds of e when every parameter is from 1 to TC_SX_SIZE_MAX: *lo / *hi
+ * with flags saying whether each is known. */
 typedef struct bnd {
 	int has_lo, has_hi;
 	int64_t lo, hi;
@@ -501,8 +502,9 @@ static bnd bounds(const tc_sexpr *e)
 		r.lo = r.hi = e->c;
 		return r;
 	case TC_SX_PARAM:
-		r.has_lo = 1;
+		r.has_lo = r.has_hi = 1;
 		r.lo = 1;
+		r.hi = TC_SX_SIZE_MAX;
 		return r;
 	case TC_SX_VAR:
 		return r;
@@ -600,6 +602,32 @@ static int nonneg_by_cases(const tc_sexpr *e)
 		}
 	}
 	return 0;
+}
+
+int tc_sx_overflows(__tc_keep const tc_sexpr *e)
+{
+	aff f;
+	int i;
+	if (!e)
+		return 0;
+	switch (e->kind) {
+	case TC_SX_CONST:
+	case TC_SX_PARAM:
+	case TC_SX_VAR:
+		return 0;
+	case TC_SX_ADD:
+	case TC_SX_MUL: /* an unfolded sum overflows again when refolded */
+		memset(&f, 0, sizeof(f));
+		to_aff(e, 1, &f);
+		if (f.overflow && !f.many)
+			return 1;
+		for (i = 0; i < f.n; i++)
+			if (tc_sx_overflows(f.t[i].atom))
+				return 1;
+		return 0;
+	default:
+		return tc_sx_overflows(e->a) || tc_sx_overflows(e->b);
+	}
 }
 
 int tc_sx_sign(__tc_keep const tc_sexpr *e)

@@ -58,16 +58,23 @@ const tc_sexpr *tc_sx_min(__tc_keep tc_arena *ar, __tc_keep const tc_sexpr *a,
 const tc_sexpr *tc_sx_max(__tc_keep tc_arena *ar, __tc_keep const tc_sexpr *a,
 	__tc_keep const tc_sexpr *b);
 
+/* The largest size (sizes and extents are int32 values). */
+#define TC_SX_SIZE_MAX INT64_C(2147483647)
+
 /* Whether e is a constant; if so, it goes to *c (c may be NULL). */
 int tc_sx_is_const(__tc_keep const tc_sexpr *e, int64_t *c);
 /* If a - b simplifies to a constant, store it in *d and return 1. */
 int tc_sx_const_diff(__tc_keep const tc_sexpr *a, __tc_keep const tc_sexpr *b, int64_t *d);
 /* Whether a and b are structurally equal. */
 int tc_sx_equal(__tc_keep const tc_sexpr *a, __tc_keep const tc_sexpr *b);
-/* The sign of e over all parameter values of at least 1 (sizes always are),
- * by interval bounds: 1 when e >= 0 always, -1 when e < 0 always, 0 when
- * it depends on the sizes (or cannot be shown). */
+/* The sign of e over all parameter values from 1 to TC_SX_SIZE_MAX (sizes
+ * always are), by interval bounds: 1 when e >= 0 always, -1 when e < 0
+ * always, 0 when it depends on the sizes (or cannot be shown). */
 int tc_sx_sign(__tc_keep const tc_sexpr *e);
+/* Whether building e overflowed int64 somewhere: a constant, coefficient or
+ * constant term that a constructor could not fold (4611686018427387904*4)
+ * and kept as an unfolded node, whose value is then undefined. */
+int tc_sx_overflows(__tc_keep const tc_sexpr *e);
 /* Whether e mentions an index variable. */
 int tc_sx_has_var(__tc_keep const tc_sexpr *e);
 /* Whether e mentions parameter (kind TC_SX_PARAM) or variable (TC_SX_VAR)

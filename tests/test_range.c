@@ -682,6 +682,69 @@ static void test_unsolvable_index_is_an_error(void **state)
 	checked_free(&c);
 }
 
+/* Size expressions and ranges at the limits (docs/language.md, section 12):
+ * folding that overflows int64 is an error at the bound, a range beyond
+ * int32 is an error when it is for every size and a run-time check when it
+ * depends on them, and so is a constant extent above 2^31 - 1. */
+static void test_size_expression_limits(void **state)
+{
+	static const char *bad[][2] = {
+		{"O(i) = 1.0 where i in 0:4611686018427387904*4", "t.tc:1:52: error: this range bound overflows int64"},
+		{"O(i) = 1.0 where i in 0:-(-9223372036854775807-1)", "this range bound overflows int64"},
+		{"O(i) = 1.0 where i in 0:9223372036854775807+1-1", "this range bound overflows int64"},
+		{"O(i) = 1.0 where i in 0:min(9223372036854775807+1, 4)", "this range bound overflows int64"},
+		{"O(i) = 1.0 where i in 0:(9223372036854775807+1)/2", "this range bound overflows int64"},
+		{"O(i) = 1.0 where i in 0:3000000000",
+			"the range of 'i', [0, 3000000000), does not fit in int32 (indices are int32 values, from -2147483648 to 2147483647)"},
+		{"O(i) = 1.0 where i in 0:9223372036854775807/2", "does not fit in int32"},
+		{"O(i) = 1.0 where i in 0:N+2147483647", "the range of 'i', [0, N + 2147483647), does not fit in int32"},
+		{"O(i) +=! A(i) * j where j in 0:4294967297", "the range of 'j', [0, 4294967297), does not fit in int32"},
+		{"O(i) +=! A(i) * j where j in 4294967296:4294967297", "does not fit in int32"},
+		{"O(i) +=! A(i) * j where j in -2147483649:0", "the range of 'j', [-2147483649, 0), does not fit"},
+	};
+	static const char *fine[] = {
+		"O(i) +=! A(i) * j where j in 0:2147483647",
+		"O(i) +=! A(i) * j where j in -2147483648:0",
+		"O(i) = 1.0 where i in 0:9223372036854775807-9223372036854775806",
+		"O(i) = 1.0 where i in 0:(4611686018427387903*2+1)/4294967296",
+	};
+	static const int64_t small[][4] = {{1000}}, large[][4] = {{1500000000}};
+	checked c;
+	const tc_def *def;
+	char text[256], *msg;
+	int64_t params[4];
+	size_t i;
+	(void)state;
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(text, sizeof(text), "def f(float(N) A) -> (O) { %s }\n", bad[i][0]);
+		check_error(&c, text, bad[i][1]);
+		checked_free(&c);
+	}
+	for (i = 0; i < sizeof(fine) / sizeof(fine[0]); i++) {
+		snprintf(text, sizeof(text), "def f(float(N) A) -> (O) { %s }\n", fine[i]);
+		check_ok(&c, text);
+		assert_int_equal(def_named(&c, "f")->nchecks, 0);
+		checked_free(&c);
+	}
+	check_error(&c, "def f(float(4294967297) A) -> (O) { O(i) = A(i) }\n",
+		"t.tc:1:13: error: a constant extent must be at most 2147483647 (extents are int32 values) but is 4294967297");
+	checked_free(&c);
+	check_error(&c, "def f(float(N) A) -> (float(N,3000000000) O) { O(i,j) = A(i) }\n",
+		"a constant extent must be at most 2147483647");
+	checked_free(&c);
+	/* 2*N fits for small sizes: a run-time check */
+	check_ok(&c, "def f(float(N) A) -> (O) { O(i) +=! A(i) * j where j in 0:2*N }\n");
+	def = def_named(&c, "f");
+	assert_int_equal(def->nchecks, 1);
+	assert_int_equal(bind_shapes(&c, def, small, params, &msg), TC_OK);
+	tc_free(msg);
+	assert_int_equal(bind_shapes(&c, def, large, params, &msg), TC_ERR);
+	if (!strstr(msg, "for these input sizes, the range of 'j', [0, 2*N), does not fit in int32 (indices are int32 values, from -2147483648 to 2147483647): needs 2147483647 - 2*N >= 0 (here N = 1500000000)"))
+		fail_msg("unexpected message: %s", msg);
+	tc_free(msg);
+	checked_free(&c);
+}
+
 static void test_empty_range_is_an_error(void **state)
 {
 	checked c;
@@ -835,6 +898,7 @@ int main(void)
 		cmocka_unit_test(test_in_place_statements_reuse_extents),
 		cmocka_unit_test(test_declared_shape_solves_unread_index),
 		cmocka_unit_test(test_unsolvable_index_is_an_error),
+		cmocka_unit_test(test_size_expression_limits),
 		cmocka_unit_test(test_empty_range_is_an_error),
 		cmocka_unit_test(test_nonzero_origin_is_an_error),
 		cmocka_unit_test(test_bind_reports_inconsistent_sizes),
