@@ -68,7 +68,7 @@ static int is_ident_char(int c)
 	return isalnum(c) || c == '_';
 }
 
-/* number ::= digits ['.' digits*] [('e'|'E') ['+'|'-'] digits]
+/* number ::= (digits ['.' digits*] | '.' digits) [('e'|'E') ['+'|'-'] digits]
  * Returns the length; fills t.  A malformed number is reported and becomes
  * the number 0, so the parser sees a well-formed token. */
 static int lex_number(const tc_source *src, tc_diags *d, int off, tc_token *t)
@@ -222,7 +222,9 @@ __tc_give tc_token *tc_lex(__tc_keep const tc_source *src, __tc_keep tc_diags *d
 			toks[n++] = t;
 			continue;
 		}
-		if (isdigit(c)) {
+		/* a leading dot starts a number, as in TC (whose lexer reads numbers
+		 * with strtod): .5 is 0.5 */
+		if (isdigit(c) || (c == '.' && i + 1 < size && isdigit((unsigned char)s[i + 1]))) {
 			i += lex_number(src, d, i, &t);
 			toks[n++] = t;
 			continue;
@@ -240,10 +242,7 @@ __tc_give tc_token *tc_lex(__tc_keep const tc_source *src, __tc_keep tc_diags *d
 			toks[n++] = t;
 			continue;
 		}
-		if (c == '.' && i + 1 < size && isdigit((unsigned char)s[i + 1]))
-			tc_error(d, tc_source_loc(src, i, 1),
-				"a number must start with a digit: write 0.5, not .5");
-		else if (c == ';')
+		if (c == ';')
 			tc_error(d, tc_source_loc(src, i, 1),
 				"unexpected ';': statements have no terminator");
 		else if (c >= 32 && c < 127)

@@ -247,6 +247,8 @@ static void test_lex_numbers(void **state)
 		{"007", TK_INT, 7}, {"1e5", TK_FLOAT, 1e5}, {"1E5", TK_FLOAT, 1e5},
 		{"1.5e-3", TK_FLOAT, 1.5e-3}, {"1.5E+3", TK_FLOAT, 1.5e3}, {"2.", TK_FLOAT, 2.0},
 		{"0.25", TK_FLOAT, 0.25}, {"3e0", TK_FLOAT, 3.0}, {"3.4e38", TK_FLOAT, 3.4e38},
+		{".5", TK_FLOAT, 0.5}, {".25e1", TK_FLOAT, 2.5}, {".0", TK_FLOAT, 0.0}, /* as TC */
+		{"1e-310", TK_FLOAT, 1e-310}, /* subnormal: kept */
 	};
 	size_t i;
 	(void)state;
@@ -279,7 +281,8 @@ static void test_lex_number_errors(void **state)
 		{"x 1.5f", "numbers have no suffixes", 3, 4},
 		{"x 10u", "numbers have no suffixes", 3, 3},
 		{"x 1e", "expected digits in the exponent", 3, 2},
-		{"x .5", "a number must start with a digit", 3, 1},
+		{"x .5.5", "malformed number '.5.5'", 3, 4},
+		{"x .5f", "numbers have no suffixes", 3, 3},
 		{"x 1e400", "too large for float64", 3, 5},
 		{"x 1.2.3", "malformed number '1.2.3'", 3, 5},
 	};
@@ -796,6 +799,13 @@ static void test_canonical_form_ignores_names_and_layout(void **state)
 	tc_free(cb);
 	tc_free(cc);
 	tc_free(cd);
+	/* a leading-dot literal is the same number */
+	canonical_of("def f(float(N) A) -> (O) { O(i) = A(i) * .5 + .25e1 }", &ca, &ha);
+	canonical_of("def f(float(N) A) -> (O) { O(i) = A(i) * 0.5 + 2.5 }", &cb, &hb);
+	assert_string_equal(ca, cb);
+	assert_true(ha == hb);
+	tc_free(ca);
+	tc_free(cb);
 }
 
 /* The public hash agrees: equal for renamed kernels, 16 hex digits. */
