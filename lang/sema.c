@@ -1057,9 +1057,12 @@ static int similar_names(const char *a, const char *b)
 
 #define SPLIT_MAX_FACTORS 64
 
-/* The factors of a product, through lets: A * (B * C) is A, B, C. */
+/* The factors of a product, through lets: A * (B * C) is A, B, C.  Stops
+ * counting past SPLIT_MAX_FACTORS (then *n is SPLIT_MAX_FACTORS + 1). */
 static void product_factors(sema *S, const tc_expr *e, const tc_expr **f, int *n)
 {
+	if (*n > SPLIT_MAX_FACTORS)
+		return;
 	if (e->kind == TC_AST_IDENT && e->ref == TC_REF_LET) {
 		product_factors(S, S->s->where[e->ref_id].val, f, n);
 		return;
@@ -1074,34 +1077,32 @@ static void product_factors(sema *S, const tc_expr *e, const tc_expr **f, int *n
 	(*n)++;
 }
 
-/* The first occurrence of index v in e, through lets, or NULL. */
-static const tc_expr *find_index(sema *S, const tc_expr *e, int v)
+/* Record in occ[v] the first occurrence of each index v in e, through lets
+ * (check_inlined_size bounds the walk). */
+static void index_occurrences(sema *S, const tc_expr *e, const tc_expr **occ)
 {
-	const tc_expr *r;
 	int i;
-	if (e->kind == TC_AST_IDENT && e->ref == TC_REF_INDEX && e->ref_id == v)
-		return e;
+	if (e->kind == TC_AST_IDENT && e->ref == TC_REF_INDEX && !occ[e->ref_id])
+		occ[e->ref_id] = e;
 	if (e->kind == TC_AST_IDENT && e->ref == TC_REF_LET)
-		return find_index(S, S->s->where[e->ref_id].val, v);
+		index_occurrences(S, S->s->where[e->ref_id].val, occ);
 	for (i = 0; i < e->nargs; i++)
-		if ((r = find_index(S, e->args[i], v)))
-			return r;
-	return NULL;
+		index_occurrences(S, e->args[i], occ);
 }
 
 /* The one factor in which index v occurs (*at: its first occurrence), or
- * -1 when it occurs in none or several. */
-static int only_factor(sema *S, const tc_expr **f, int n, int v, const tc_expr **at)
+ * -1 when it occurs in none or several; occ[f * nv + v] as filled by
+ * index_occurrences. */
+static int only_factor(const tc_expr **occ, int n, int nv, int v, const tc_expr **at)
 {
 	int i, which = -1;
 	for (i = 0; i < n; i++) {
-		const tc_expr *e = find_index(S, f[i], v);
-		if (!e)
+		if (!occ[i * nv + v])
 			continue;
 		if (which >= 0)
 			return -1;
 		which = i;
-		*at = e;
+		*at = occ[i * nv + v];
 	}
 	return which;
 }
@@ -1116,12 +1117,22 @@ static int only_factor(sema *S, const tc_expr **f, int n, int v, const tc_expr *
  * (docs/language.md, section 10). */
 static void warn_split_product(sema *S, tc_stmt *s)
 {
-	const tc_expr *f[SPLIT_MAX_FACTORS];
-	int n = 0, a, b;
+	const tc_expr *f[SPLIT_MAX_FACTORS], **occ;
+	int n = 0, nv = S->vars.n, a, b;
 
+	if (nv - s->nidx < 2)
+		return;
 	product_factors(S, s->rhs, f, &n);
 	if (n < 2 || n > SPLIT_MAX_FACTORS)
 		return;
+	occ = tc_arena_alloc(S->ar, (size_t)(n * nv) * sizeof(*occ));
+	if (!occ) {
+		S->d->oom = 1;
+		return;
+	}
+	memset(occ, 0, (size_t)(n * nv) * sizeof(*occ));
+	for (a = 0; a < n; a++)
+		index_occurrences(S, f[a], occ + a * nv);
 	for (a = s->nidx; a < S->vars.n; a++)
 		for (b = a + 1; b < S->vars.n; b++) {
 			const tc_stmt_var *va = S->vars.v[a], *vb = S->vars.v[b];
@@ -1130,8 +1141,8 @@ static void warn_split_product(sema *S, tc_stmt *s)
 			tc_buf fs;
 			if (!similar_names(va->name, vb->name))
 				continue;
-			fa = only_factor(S, f, n, a, &at_a);
-			fb = only_factor(S, f, n, b, &at_b);
+			fa = only_factor(occ, n, nv, a, &at_a);
+			fb = only_factor(occ, n, nv, b, &at_b);
 			if (fa < 0 || fb < 0 || fa == fb)
 				continue;
 			/* the later occurrence is the suspect, the earlier the suggestion */
