@@ -243,7 +243,7 @@ const tc_sexpr *tc_sx_floordiv(__tc_keep tc_arena *ar, __tc_keep const tc_sexpr 
 	if (!f.overflow && (f.c < 0 || f.c >= c)) {
 		/* floor((x + q*c + r) / c) = floor((x + r) / c) + q, 0 <= r < c */
 		int64_t q = fdiv(f.c, c);
-		f.c -= q * c;
+		f.c = fmod_(f.c, c); /* f.c - q*c, which q*c could overflow near INT64_MIN */
 		return tc_sx_add(ar, mk(ar, TC_SX_FLOORDIV, c, 0, from_aff(ar, &f), NULL),
 			tc_sx_const(ar, q));
 	}
