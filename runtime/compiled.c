@@ -61,7 +61,8 @@ tc_stat tc_rt_workspace_layout(__tc_keep tc_rt_compiled *c)
 		if (!pass)
 			c->ws_touch = c->ws_bytes;
 	}
-	return TC_OK;
+	/* tc_rt_workspace_take allocates WS_ALIGN more */
+	return c->ws_bytes > SIZE_MAX - WS_ALIGN ? TC_ERR : TC_OK;
 }
 
 __tc_give void *tc_rt_workspace_take(__tc_keep tc_context *ctx, __tc_keep tc_rt_compiled *c)

@@ -3,7 +3,9 @@
 
 #include "backend.h"
 
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 DLDataType tc_rt_dl_dtype(tc_dtype t)
@@ -45,9 +47,9 @@ void tc_rt_describe(__tc_keep const tc_tensor *t, __tc_keep tc_buf *b)
 }
 
 tc_stat tc_rt_tensor_from_dl(__tc_keep const DLTensor *x, int need_data, __tc_keep tc_tensor *out,
-	__tc_keep char *err, size_t n)
+	__tc_keep tc_rt_layout *layout, __tc_keep char *err, size_t n)
 {
-	int i;
+	int i, empty = 0;
 	int64_t stride = 1;
 
 	if (!x) {
@@ -81,23 +83,142 @@ tc_stat tc_rt_tensor_from_dl(__tc_keep const DLTensor *x, int need_data, __tc_ke
 			return TC_ERR;
 		}
 		out->shape[i] = x->shape[i];
+		empty |= x->shape[i] == 0;
 	}
-	if (x->strides)
+	if (layout) {
+		layout->compact = 1;
 		for (i = x->ndim - 1; i >= 0; i--) {
-			if (x->shape[i] != 1 && x->strides[i] != stride) {
-				snprintf(err, n,
-					"strides are not compact row-major (dimension %d has stride %lld, expected %lld); pass a contiguous copy",
-					i, (long long)x->strides[i], (long long)stride);
-				return TC_ERR;
-			}
-			stride *= x->shape[i];
+			layout->strides[i] = x->strides ? x->strides[i] : stride;
+			if (x->shape[i] != 1 && layout->strides[i] != stride)
+				layout->compact = 0;
+			/* the compact strides of a huge tensor may overflow; the
+			 * shape check against the kernel's refuses it later */
+			if (__builtin_mul_overflow(stride, x->shape[i], &stride))
+				stride = INT64_MAX;
 		}
-	if (need_data && !x->data) {
+		if (empty)
+			layout->compact = 1; /* nothing to copy */
+	}
+	if (need_data && !x->data && !empty) {
 		snprintf(err, n, "data pointer is NULL");
 		return TC_ERR;
 	}
 	out->data = x->data ? (char *)x->data + x->byte_offset : NULL;
 	return TC_OK;
+}
+
+tc_stat tc_rt_tensor_span(__tc_keep const tc_tensor *x, __tc_keep const tc_rt_layout *l,
+	int64_t *lo, int64_t *hi)
+{
+	int64_t size = tc_dtype_size(x->dtype), a = 0, b = 0;
+	int i;
+	*lo = *hi = 0;
+	for (i = 0; i < x->ndim; i++)
+		if (x->shape[i] == 0)
+			return TC_OK;
+	for (i = 0; i < x->ndim; i++) {
+		int64_t reach; /* bytes from the first to the last element of dimension i */
+		if (__builtin_mul_overflow(x->shape[i] - 1, l->strides[i], &reach) ||
+			__builtin_mul_overflow(reach, size, &reach))
+			return TC_ERR;
+		if (__builtin_add_overflow(reach < 0 ? a : b, reach, reach < 0 ? &a : &b))
+			return TC_ERR;
+	}
+	if (__builtin_add_overflow(b, size, &b))
+		return TC_ERR;
+	*lo = a;
+	*hi = b;
+	return TC_OK;
+}
+
+int tc_rt_tensor_self_overlap(__tc_keep const tc_tensor *x, __tc_keep const tc_rt_layout *l,
+	int *dim)
+{
+	int order[TC_MAX_RANK], n = 0, i, j;
+	int64_t reach = 0; /* elements spanned by the dimensions seen so far */
+	for (i = 0; i < x->ndim; i++) {
+		if (x->shape[i] == 0)
+			return 0;
+		if (x->shape[i] > 1)
+			order[n++] = i;
+	}
+	for (i = 1; i < n; i++) /* by |stride|, insertion sort of at most 8 */
+		for (j = i; j > 0 && llabs(l->strides[order[j]]) < llabs(l->strides[order[j - 1]]);
+			j--) {
+			int t = order[j];
+			order[j] = order[j - 1];
+			order[j - 1] = t;
+		}
+	for (i = 0; i < n; i++) {
+		int d = order[i];
+		int64_t s = llabs(l->strides[d]), r;
+		if (s <= reach || __builtin_mul_overflow(s, x->shape[d] - 1, &r) ||
+			__builtin_add_overflow(reach, r, &reach)) {
+			*dim = d;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/* The strided copy both directions share: dimension d of the strided side
+ * (element pointer p, strides in bytes) against the dense side q. */
+static void copy_dim(const tc_tensor *x, const int64_t *bstrides, int d, char *p, char *q,
+	size_t esize, int to_dense, size_t *dense_off)
+{
+	int64_t i, n = x->shape[d];
+	if (d == x->ndim - 1 || x->ndim == 0) {
+		int64_t s = x->ndim ? bstrides[d] : 0;
+		char *dq = q + *dense_off;
+		if (x->ndim == 0)
+			n = 1;
+		if (s == (int64_t)esize) {
+			memcpy(to_dense ? dq : p, to_dense ? p : dq, (size_t)n * esize);
+		} else if (to_dense) {
+			switch (esize) {
+			case 4: for (i = 0; i < n; i++) memcpy(dq + i * 4, p + i * s, 4); break;
+			case 8: for (i = 0; i < n; i++) memcpy(dq + i * 8, p + i * s, 8); break;
+			case 2: for (i = 0; i < n; i++) memcpy(dq + i * 2, p + i * s, 2); break;
+			default: for (i = 0; i < n; i++) memcpy(dq + i * (int64_t)esize, p + i * s, esize);
+			}
+		} else {
+			switch (esize) {
+			case 4: for (i = 0; i < n; i++) memcpy(p + i * s, dq + i * 4, 4); break;
+			case 8: for (i = 0; i < n; i++) memcpy(p + i * s, dq + i * 8, 8); break;
+			case 2: for (i = 0; i < n; i++) memcpy(p + i * s, dq + i * 2, 2); break;
+			default: for (i = 0; i < n; i++) memcpy(p + i * s, dq + i * (int64_t)esize, esize);
+			}
+		}
+		*dense_off += (size_t)n * esize;
+		return;
+	}
+	for (i = 0; i < n; i++)
+		copy_dim(x, bstrides, d + 1, p + i * bstrides[d], q, esize, to_dense, dense_off);
+}
+
+static void copy(const tc_tensor *x, const tc_rt_layout *l, char *dense, int to_dense)
+{
+	int64_t bstrides[TC_MAX_RANK];
+	size_t esize = (size_t)tc_dtype_size(x->dtype), off = 0;
+	int i;
+	for (i = 0; i < x->ndim; i++) {
+		if (x->shape[i] == 0)
+			return;
+		bstrides[i] = l->strides[i] * (int64_t)esize; /* fits: the span was checked */
+	}
+	copy_dim(x, bstrides, 0, x->data, dense, esize, to_dense, &off);
+}
+
+void tc_rt_tensor_gather(__tc_keep const tc_tensor *src, __tc_keep const tc_rt_layout *l,
+	__tc_keep void *dense)
+{
+	copy(src, l, dense, 1);
+}
+
+void tc_rt_tensor_scatter(__tc_keep const void *dense, __tc_keep const tc_tensor *dst,
+	__tc_keep const tc_rt_layout *l)
+{
+	copy(dst, l, (char *)(uintptr_t)dense, 0);
 }
 
 int tc_dtype_parse(const char *name, DLDataType *out)
