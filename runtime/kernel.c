@@ -348,35 +348,36 @@ static int separate(tc_context *ctx, const tc_ir_func *f, const tc_tensor *t,
 	return 1;
 }
 
-/* The 64-byte aligned start of a copy's allocation (rows on cache lines,
- * as aligned_alloc gives). */
-static void *aligned(void *p)
-{
-	return (char *)p + (64 - (uintptr_t)p % 64) % 64;
-}
-
 /* Strided tensors are copied at the boundary: the compiled code (and the
  * interpreter) sees compact row-major tensors only, so a kernel compiled
  * once serves every layout.  An input that is not compact is gathered into
- * a new compact buffer before the run; an output that is not compact is
- * computed into one and scattered back through its strides after a
- * successful run.  bufs[i] is tensor i's allocation, NULL when it needs
- * none; t[i].data is pointed at it.  -1 when out of memory. */
-static int pack(const tc_ir_func *f, tc_tensor *t, const tc_rt_layout *l, void **bufs)
+ * a compact copy before the run; an output that is not compact is computed
+ * into one and scattered back through its strides after a successful run.
+ * The copies lie in one room of the kernel's pool (runtime/compiled.c),
+ * taken into *room when some tensor needs one (else left NULL); t[i].data
+ * is pointed at tensor i's copy.  -1 when out of memory. */
+static int pack(tc_context *ctx, tc_rt_compiled *c, const tc_ir_func *f, tc_tensor *t,
+	const tc_rt_layout *l, void **room)
 {
+	size_t off = 0;
+	char *base;
 	int i;
+	for (i = 0; i < f->ninputs + f->noutputs && l[i].compact; i++)
+		;
+	if (i == f->ninputs + f->noutputs)
+		return 0;
+	if (!(*room = tc_rt_copies_take(ctx, c)))
+		return -1;
+	base = tc_rt_workspace_base(*room);
 	for (i = 0; i < f->ninputs + f->noutputs; i++) {
+		size_t n = tc_ir_tensor_bytes(&t[i]); /* fits: the shape is the compiled one */
 		if (l[i].compact)
 			continue;
-		/* the bytes fit in int64: the shape is the compiled one */
-		if (!(bufs[i] = tc_malloc(tc_ir_tensor_bytes(&t[i]) + 64)))
-			return -1;
 		if (i < f->ninputs)
-			tc_rt_tensor_gather(&t[i], &l[i], aligned(bufs[i]));
+			tc_rt_tensor_gather(&t[i], &l[i], base + off);
+		t[i].data = base + off;
+		off += (n + 63) / 64 * 64;
 	}
-	for (i = 0; i < f->ninputs + f->noutputs; i++)
-		if (bufs[i])
-			t[i].data = aligned(bufs[i]);
 	return 0;
 }
 
@@ -387,7 +388,7 @@ int tc_kernel_run(tc_kernel *k, const DLTensor *const *inputs, int n_inputs,
 	tc_context *ctx;
 	tc_tensor *t = NULL, *user = NULL;
 	tc_rt_layout *l = NULL;
-	void **bufs = NULL;
+	void *room = NULL;
 	int i, n, st = -1;
 
 	if (!k)
@@ -402,8 +403,7 @@ int tc_kernel_run(tc_kernel *k, const DLTensor *const *inputs, int n_inputs,
 	t = tc_calloc((size_t)n + 1, sizeof(tc_tensor));
 	user = tc_calloc((size_t)n + 1, sizeof(tc_tensor));
 	l = tc_calloc((size_t)n + 1, sizeof(tc_rt_layout));
-	bufs = tc_calloc((size_t)n + 1, sizeof(void *));
-	if (!t || !user || !l || !bufs) {
+	if (!t || !user || !l) {
 		tc_rt_set_error(ctx, "out of memory");
 		goto done;
 	}
@@ -418,18 +418,16 @@ int tc_kernel_run(tc_kernel *k, const DLTensor *const *inputs, int n_inputs,
 	if (!separate(ctx, f, t, l))
 		goto done;
 	memcpy(user, t, (size_t)n * sizeof(tc_tensor));
-	if (pack(f, t, l, bufs) < 0) {
+	if (pack(ctx, k->c, f, t, l, &room) < 0) {
 		tc_rt_set_error(ctx, "out of memory for the compact copies of strided tensors");
 		goto done;
 	}
 	st = k->c->backend->run(k->m, k->c, t);
 	for (i = f->ninputs; st == TC_OK && i < n; i++)
-		if (bufs[i])
+		if (!l[i].compact)
 			tc_rt_tensor_scatter(t[i].data, &user[i], &l[i]);
 done:
-	for (i = 0; bufs && i < n; i++)
-		tc_free(bufs[i]);
-	tc_free(bufs);
+	tc_rt_copies_give(ctx, k->c, room);
 	tc_free(l);
 	tc_free(user);
 	tc_free(t);
