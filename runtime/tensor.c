@@ -161,52 +161,75 @@ int tc_rt_tensor_self_overlap(__tc_keep const tc_tensor *x, __tc_keep const tc_r
 	return 0;
 }
 
-/* The strided copy both directions share: dimension d of the strided side
- * (element pointer p, strides in bytes) against the dense side q. */
-static void copy_dim(const tc_tensor *x, const int64_t *bstrides, int d, char *p, char *q,
-	size_t esize, int to_dense, size_t *dense_off)
+/* One element of esize bytes (fixed-size copies the compiler inlines). */
+static inline void copy_elt(char *dst, const char *src, size_t esize)
 {
-	int64_t i, n = x->shape[d];
-	if (d == x->ndim - 1 || x->ndim == 0) {
-		int64_t s = x->ndim ? bstrides[d] : 0;
-		char *dq = q + *dense_off;
-		if (x->ndim == 0)
-			n = 1;
-		if (s == (int64_t)esize) {
-			memcpy(to_dense ? dq : p, to_dense ? p : dq, (size_t)n * esize);
-		} else if (to_dense) {
-			switch (esize) {
-			case 4: for (i = 0; i < n; i++) memcpy(dq + i * 4, p + i * s, 4); break;
-			case 8: for (i = 0; i < n; i++) memcpy(dq + i * 8, p + i * s, 8); break;
-			case 2: for (i = 0; i < n; i++) memcpy(dq + i * 2, p + i * s, 2); break;
-			default: for (i = 0; i < n; i++) memcpy(dq + i * (int64_t)esize, p + i * s, esize);
-			}
-		} else {
-			switch (esize) {
-			case 4: for (i = 0; i < n; i++) memcpy(p + i * s, dq + i * 4, 4); break;
-			case 8: for (i = 0; i < n; i++) memcpy(p + i * s, dq + i * 8, 8); break;
-			case 2: for (i = 0; i < n; i++) memcpy(p + i * s, dq + i * 2, 2); break;
-			default: for (i = 0; i < n; i++) memcpy(p + i * s, dq + i * (int64_t)esize, esize);
-			}
-		}
-		*dense_off += (size_t)n * esize;
-		return;
+	switch (esize) {
+	case 1: *dst = *src; break;
+	case 2: memcpy(dst, src, 2); break;
+	case 4: memcpy(dst, src, 4); break;
+	case 8: memcpy(dst, src, 8); break;
+	default: memcpy(dst, src, esize);
 	}
-	for (i = 0; i < n; i++)
-		copy_dim(x, bstrides, d + 1, p + i * bstrides[d], q, esize, to_dense, dense_off);
 }
 
+#define COPY_TILE 32 /* elements per side of the tiles of a transposing copy */
+
+/* The strided copy both directions share: dimensions d.. of the strided
+ * side (element pointer p, strides bs in bytes) against the compact block
+ * q of those dimensions.  Rows whose last stride is the element size are
+ * one memcpy; when it is not (a transposed view), the last two dimensions
+ * are walked in COPY_TILE x COPY_TILE tiles, so neither side strides
+ * through memory a cache line per element for long. */
+static void copy_dim(const tc_tensor *x, const int64_t *bs, int d, char *p, char *q, size_t esize,
+	int to_dense)
+{
+	int64_t i, j, n = x->shape[d];
+	size_t inner = esize; /* bytes of the compact block of dimensions d+1.. */
+	for (i = d + 1; i < x->ndim; i++)
+		inner *= (size_t)x->shape[i];
+	if (d == x->ndim - 1 && bs[d] == (int64_t)esize) {
+		memcpy(to_dense ? q : p, to_dense ? p : q, (size_t)n * esize);
+	} else if (d == x->ndim - 1) {
+		for (i = 0; i < n; i++)
+			if (to_dense)
+				copy_elt(q + i * (int64_t)esize, p + i * bs[d], esize);
+			else
+				copy_elt(p + i * bs[d], q + i * (int64_t)esize, esize);
+	} else if (d == x->ndim - 2 && bs[d + 1] != (int64_t)esize) {
+		int64_t m = x->shape[d + 1], i0, j0;
+		for (i0 = 0; i0 < n; i0 += COPY_TILE)
+			for (j0 = 0; j0 < m; j0 += COPY_TILE)
+				for (i = i0; i < n && i < i0 + COPY_TILE; i++)
+					for (j = j0; j < m && j < j0 + COPY_TILE; j++) {
+						char *s = p + i * bs[d] + j * bs[d + 1];
+						char *c = q + (i * m + j) * (int64_t)esize;
+						if (to_dense)
+							copy_elt(c, s, esize);
+						else
+							copy_elt(s, c, esize);
+					}
+	} else {
+		for (i = 0; i < n; i++)
+			copy_dim(x, bs, d + 1, p + i * bs[d], q + (size_t)i * inner, esize, to_dense);
+	}
+}
+
+/* Copy x (strided, layout l) to or from the compact buffer dense.  A
+ * tensor of rank 0 or without elements is always compact: never here. */
 static void copy(const tc_tensor *x, const tc_rt_layout *l, char *dense, int to_dense)
 {
-	int64_t bstrides[TC_MAX_RANK];
-	size_t esize = (size_t)tc_dtype_size(x->dtype), off = 0;
+	int64_t bs[TC_MAX_RANK];
+	size_t esize = (size_t)tc_dtype_size(x->dtype);
 	int i;
+	if (x->ndim == 0)
+		return;
 	for (i = 0; i < x->ndim; i++) {
 		if (x->shape[i] == 0)
 			return;
-		bstrides[i] = l->strides[i] * (int64_t)esize; /* fits: the span was checked */
+		bs[i] = l->strides[i] * (int64_t)esize; /* fits: the span was checked */
 	}
-	copy_dim(x, bstrides, 0, x->data, dense, esize, to_dense, &off);
+	copy_dim(x, bs, 0, x->data, dense, esize, to_dense);
 }
 
 void tc_rt_tensor_gather(__tc_keep const tc_tensor *src, __tc_keep const tc_rt_layout *l,

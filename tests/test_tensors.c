@@ -50,6 +50,9 @@ static const char source[] =
 	"}\n"
 	"def sum4(float(A,B,C,D) X) -> (O) {\n"
 	"    O(i) +=! X(i,j,k,l)\n"
+	"}\n"
+	"def scale3(float(P,Q,R) X) -> (O) {\n"
+	"    O(i,j,k) = X(i,j,k) * 3.0\n"
 	"}\n";
 
 static const char *const targets[] = {"cpu", "interp"};
@@ -417,6 +420,49 @@ static void test_broadcast_and_reversed_inputs(void **state)
 	}
 }
 
+/* Rank 3: X a permuted view (its buffer holds X by (k, i, j): strides
+ * {Q, 1, P Q}), O with padded rows in both outer dimensions; the padding is
+ * left untouched. */
+static void test_rank3_permuted_and_padded(void **state)
+{
+	fixture *f = *state;
+	enum { P = 5, Q = 33, R = 7 };
+	int t;
+	for (t = 0; t < 2; t++) {
+		uint64_t rng = tu_seed("rank3", (uint64_t)t);
+		int64_t xs[3] = {Q, 1, P * Q}, os[3] = {(R + 2) * (Q + 1), R + 2, 1};
+		int64_t nbo = P * (R + 2) * (Q + 1);
+		view X, O;
+		view_init(&X, 3, (int64_t[]){P, Q, R}, xs, P * Q * R, 0);
+		view_init(&O, 3, (int64_t[]){P, Q, R}, os, nbo, 0);
+		for (int64_t i = 0; i < X.nbuf; i++)
+			X.buf[i] = (float)(2 * tu_rand_unit(&rng) - 1);
+		for (int64_t i = 0; i < nbo; i++)
+			O.buf[i] = 1234.5f;
+		const DLTensor *in[1] = {&X.dl};
+		DLTensor *out[1] = {&O.dl};
+		tc_kernel *k = compile(f, "scale3", in, 1, t);
+		run_ok(f, k, in, 1, out, 1, targets[t]);
+		int64_t written = 0;
+		for (int64_t i = 0; i < P; i++)
+			for (int64_t j = 0; j < Q; j++)
+				for (int64_t l = 0; l < R; l++) {
+					float x = X.buf[i * xs[0] + j * xs[1] + l * xs[2]];
+					float o = O.buf[i * os[0] + j * os[1] + l * os[2]];
+					if (o != x * 3.0f)
+						fail_msg("%s: O(%lld,%lld,%lld) is %g, expected %g", targets[t],
+							(long long)i, (long long)j, (long long)l, o, x * 3.0f);
+					written++;
+				}
+		for (int64_t i = 0; i < nbo; i++) /* everything else untouched */
+			written -= O.buf[i] != 1234.5f;
+		assert_int_equal(written, 0);
+		tc_kernel_free(k);
+		view_fini(&X);
+		view_fini(&O);
+	}
+}
+
 /* Kernels are compiled for compact tensors whatever the layout of the
  * tensors given to tc_compile, and tc_kernel_run copies strided ones: one
  * kernel, compiled with a transposed A, runs compact, strided and compact
@@ -679,6 +725,7 @@ int main(void)
 		T(test_zero_size_range_conditions_still_checked),
 		T(test_strided_matmul_operands),
 		T(test_broadcast_and_reversed_inputs),
+		T(test_rank3_permuted_and_padded),
 		T(test_one_kernel_serves_every_layout),
 		T(test_overlapping_output_views_refused),
 		T(test_strides_beyond_the_address_space_refused),
