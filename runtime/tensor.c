@@ -124,7 +124,7 @@ tc_stat tc_rt_tensor_span(__tc_keep const tc_tensor *x, __tc_keep const tc_rt_la
 		if (__builtin_add_overflow(reach < 0 ? a : b, reach, reach < 0 ? &a : &b))
 			return TC_ERR;
 	}
-	if (__builtin_add_overflow(b, size, &b))
+	if (__builtin_add_overflow(b, size, &b) || a == INT64_MIN) /* -a must fit */
 		return TC_ERR;
 	*lo = a;
 	*hi = b;
@@ -175,6 +175,28 @@ static inline void copy_elt(char *dst, const char *src, size_t esize)
 
 #define COPY_TILE 32 /* elements per side of the tiles of a transposing copy */
 
+/* The last two dimensions of copy_dim in tiles, elements of type T: the
+ * strided side at p (byte strides bs[d], bs[d + 1]), the compact side at q
+ * (n x m). */
+#define COPY_TILES(T)                                                                    \
+	do {                                                                             \
+		int64_t m = x->shape[d + 1], i0, j0, s0 = bs[d], s1 = bs[d + 1];         \
+		for (i0 = 0; i0 < n; i0 += COPY_TILE)                                    \
+			for (j0 = 0; j0 < m; j0 += COPY_TILE) {                          \
+				int64_t ie = i0 + COPY_TILE < n ? i0 + COPY_TILE : n;    \
+				int64_t je = j0 + COPY_TILE < m ? j0 + COPY_TILE : m;    \
+				for (i = i0; i < ie; i++)                                \
+					for (j = j0; j < je; j++) {                      \
+						char *e = p + i * s0 + j * s1;           \
+						char *f = q + (i * m + j) * (int64_t)sizeof(T); \
+						if (to_dense) /* memcpy: alignment */    \
+							memcpy(f, e, sizeof(T));         \
+						else                                     \
+							memcpy(e, f, sizeof(T));         \
+					}                                                \
+			}                                                                \
+	} while (0)
+
 /* The strided copy both directions share: dimensions d.. of the strided
  * side (element pointer p, strides bs in bytes) against the compact block
  * q of those dimensions.  Rows whose last stride is the element size are
@@ -197,18 +219,12 @@ static void copy_dim(const tc_tensor *x, const int64_t *bs, int d, char *p, char
 			else
 				copy_elt(p + i * bs[d], q + i * (int64_t)esize, esize);
 	} else if (d == x->ndim - 2 && bs[d + 1] != (int64_t)esize) {
-		int64_t m = x->shape[d + 1], i0, j0;
-		for (i0 = 0; i0 < n; i0 += COPY_TILE)
-			for (j0 = 0; j0 < m; j0 += COPY_TILE)
-				for (i = i0; i < n && i < i0 + COPY_TILE; i++)
-					for (j = j0; j < m && j < j0 + COPY_TILE; j++) {
-						char *s = p + i * bs[d] + j * bs[d + 1];
-						char *c = q + (i * m + j) * (int64_t)esize;
-						if (to_dense)
-							copy_elt(c, s, esize);
-						else
-							copy_elt(s, c, esize);
-					}
+		switch (esize) {
+		case 1: COPY_TILES(uint8_t); break;
+		case 2: COPY_TILES(uint16_t); break;
+		case 4: COPY_TILES(uint32_t); break;
+		default: COPY_TILES(uint64_t); break;
+		}
 	} else {
 		for (i = 0; i < n; i++)
 			copy_dim(x, bs, d + 1, p + i * bs[d], q + (size_t)i * inner, esize, to_dense);

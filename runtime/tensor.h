@@ -33,7 +33,7 @@ tc_stat tc_rt_tensor_from_dl(__tc_keep const DLTensor *x, int need_data,
 	__tc_keep tc_tensor *out, __tc_keep tc_rt_layout *layout, __tc_keep char *err, size_t n);
 /* The bytes x spans in memory: [*lo, *hi) relative to x's element 0 (lo <=
  * 0 with negative strides); both 0 when x has no elements.  -1 when the
- * span does not fit in int64. */
+ * span does not fit in int64 (nor -lo). */
 tc_stat tc_rt_tensor_span(__tc_keep const tc_tensor *x, __tc_keep const tc_rt_layout *l,
 	int64_t *lo, int64_t *hi);
 /* Whether two distinct elements of x may share memory (a stride of 0 on a
