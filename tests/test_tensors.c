@@ -22,6 +22,7 @@
 #include <cmocka.h>
 
 #include "tcomp.h"
+#include "autotune/tune.h"
 #include "npy.h"
 #include "tests/testutil.h"
 
@@ -589,6 +590,38 @@ static void test_size_products_overflow_refused(void **state)
 	}
 }
 
+/* The autotuner's tile space is a product of per-position size counts: a
+ * 16-deep nest over extents of 2^31 - 1 (27 sizes a position) would
+ * overflow int64; the positions that do not fit are dropped, and every
+ * value of the space still prints as a tile list the option table takes. */
+static void test_tune_space_product_does_not_overflow(void **state)
+{
+	tc_tune_shape sh = {16, INT32_MAX, 16, 2};
+	tc_tune_space *sp = tc_tune_space_new(NULL, &sh);
+	uint64_t rng = tu_seed("space", 0);
+	int i, r;
+	(void)state;
+	assert_non_null(sp);
+	for (i = 0; i < sp->n && strcmp(sp->d[i].name, "tile"); i++)
+		;
+	assert_true(i < sp->n);
+	tc_tune_dim *d = &sp->d[i];
+	assert_true(d->npos >= 1 && d->npos < 16);
+	assert_true(d->ngen > 0 && d->count > d->ngen);
+	for (r = 0; r < 100; r++) {
+		int64_t v = d->nwords + (int64_t)(tu_rand_unit(&rng) * (double)d->ngen);
+		tc_buf b;
+		tc_options *o = tc_options_new();
+		tc_buf_init(&b);
+		tc_tune_space_value(sp, i, v < d->nwords + d->ngen ? v : d->nwords, &b);
+		assert_non_null(b.s);
+		assert_int_equal(tc_options_set(o, "tile", b.s, NULL), 0);
+		tc_buf_free(&b);
+		tc_options_free(o);
+	}
+	tc_tune_space_free(sp);
+}
+
 /* ---- the command ---- */
 
 static char dir[256];
@@ -730,6 +763,7 @@ int main(void)
 		T(test_overlapping_output_views_refused),
 		T(test_strides_beyond_the_address_space_refused),
 		T(test_size_products_overflow_refused),
+		T(test_tune_space_product_does_not_overflow),
 		TC(test_cli_run_zero_size),
 		TC(test_cli_size_overflow_and_bench_zero),
 	};
