@@ -205,17 +205,24 @@ __tc_give tc_tune_eval *tc_tune_eval_new(__tc_keep tc_module *m, const char *ent
 		goto error;
 	for (i = 0; i < n_out; i++) {
 		tc_kernel_output_shape(k, i, &ev->out_dt[i], &ev->out_nd[i], ev->out_shape[i]);
+		/* each tensor's bytes fit in int64 (tc_compile checks); their sum
+		 * may not */
 		ev->out_bytes[i] = (size_t)elements(ev->out_nd[i], ev->out_shape[i]) *
 			(size_t)((ev->out_dt[i].bits + 7) / 8);
 		ev->out_off[i] = ev->shared_bytes;
-		ev->shared_bytes += (ev->out_bytes[i] + 63) / 64 * 64;
+		if (__builtin_add_overflow(ev->shared_bytes, (ev->out_bytes[i] + 63) / 64 * 64,
+			    &ev->shared_bytes)) {
+			tc_rt_set_error(m->ctx, "tc_autotune: the outputs of '%s' are too large for memory",
+				entry);
+			goto error;
+		}
 		for (d = 0; d < ev->out_nd[i]; d++)
 			min_ext = ev->out_shape[i][d] < min_ext ? ev->out_shape[i][d] : min_ext;
 	}
 	for (i = 0; i < n_in; i++)
 		for (d = 0; d < ev->in[i].ndim; d++)
 			min_ext = ev->in[i].shape[d] < min_ext ? ev->in[i].shape[d] : min_ext;
-	ihi = min_ext == INT64_MAX ? 16 : min_ext - 1 < 16 ? min_ext - 1 : 16;
+	ihi = min_ext == INT64_MAX ? 16 : min_ext < 1 ? 0 : min_ext - 1 < 16 ? min_ext - 1 : 16;
 	tc_tune_rng_seed(&r, 0x2545F4914F6CDD1DULL);
 	for (i = 0; i < n_in && !have_data; i++) {
 		int64_t n = elements(ev->in[i].ndim, ev->in[i].shape);

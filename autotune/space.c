@@ -196,9 +196,20 @@ static tc_stat build_dim(tc_tune_dim *d, const tc_options *base, const tc_tune_s
 			if (add_size(d, 0, (int64_t)1 << k) < 0)
 				return TC_ERR;
 	}
+	/* the product of the positions' size counts, checked: a deep nest of
+	 * large extents (27 tile sizes at each of 14 positions) would overflow
+	 * int64, so the positions from the first that does not fit (with room
+	 * for the words and extras) on are not searched: the generated lists
+	 * end before them */
 	d->ngen = d->npos ? 1 : 0;
-	for (p = 0; p < d->npos; p++)
-		d->ngen *= d->nsizes[p];
+	for (p = 0; p < d->npos; p++) {
+		int64_t n;
+		if (__builtin_mul_overflow(d->ngen, (int64_t)d->nsizes[p], &n) || n > INT64_MAX / 4) {
+			d->npos = p;
+			break;
+		}
+		d->ngen = n;
+	}
 	if (d->npos && !d->ngen) /* a position without sizes: no generated values */
 		d->npos = 0;
 	d->count = d->nwords + d->ngen;

@@ -6,8 +6,14 @@
  *   tc_kernel_output_shape(k, 0, &dtype, &ndim, shape);     // allocate the output
  *   tc_kernel_run(k, inputs, 2, outputs, 1);
  *
- * Tensors are DLPack DLTensors on the CPU, dense row-major (strides NULL or
- * the compact row-major strides); other strides are refused with an error.
+ * Tensors are DLPack DLTensors on the CPU with any strides (NULL: compact
+ * row-major).  Kernels are compiled for compact tensors; tc_kernel_run
+ * copies a strided input (a transposed or sliced view, a broadcast with
+ * stride 0, negative strides) into a compact buffer, and computes a strided
+ * output into one and copies it back through its strides.  Extents may be 0:
+ * an output with a zero extent is empty, a reduction over an empty range
+ * gives the operator's identity; data may be NULL for a tensor without
+ * elements.
  *
  * Errors: functions return NULL or -1 and record a message in the context,
  * read with tc_context_error().  Messages about .tc text carry
@@ -245,8 +251,10 @@ char *tc_options_print(const tc_options *o);
 char *tc_options_describe(void);
 
 /* ---- kernels: a def specialised to input shapes ---- */
-/* Bind entry to the shapes and dtypes of inputs (data is not read).
- * options may be NULL (defaults). */
+/* Bind entry to the shapes and dtypes of inputs (data and strides are not
+ * read: the kernel serves every layout).  options may be NULL (defaults).
+ * Refused: sizes the def's conditions reject, a tensor whose bytes exceed
+ * 2^63 - 1, a statement that runs but reads a tensor without elements. */
 tc_kernel *tc_compile(tc_module *m, const char *entry, const DLTensor *const *inputs,
 	int n_inputs, const tc_options *options);
 int tc_kernel_num_outputs(const tc_kernel *k);
@@ -255,7 +263,10 @@ int tc_kernel_output_shape(const tc_kernel *k, int i, DLDataType *dtype, int *nd
 	int64_t *shape);
 /* Run on inputs of exactly the compiled shapes; outputs must have the shapes
  * tc_kernel_output_shape gives.  Reductions without '!' accumulate into the
- * outputs' previous contents.  0 ok, -1 error. */
+ * outputs' previous contents.  Strided tensors are copied (see the top of
+ * this file); an output that may overlap itself (a stride of 0, interleaved
+ * strides) or whose bytes, first to last element, overlap another tensor's
+ * is refused.  0 ok, -1 error (a strided output is then left as it was). */
 int tc_kernel_run(tc_kernel *k, const DLTensor *const *inputs, int n_inputs,
 	DLTensor *const *outputs, int n_outputs);
 /* Text of a compilation stage of the kernel, specialised to its shapes:

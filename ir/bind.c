@@ -32,10 +32,74 @@ static void describe_decl(const tc_ir_func *f, const tc_ir_tensor *t, tc_buf *b)
 	tc_free(pn);
 }
 
+/* Whether tensor t of f has no elements at the bound sizes (a zero extent);
+ * inputs' shapes come from inputs. */
+static int no_elements(const tc_ir_func *f, int t, const tc_tensor *inputs, int ninputs,
+	const int64_t *params, int *dim)
+{
+	int k;
+	for (k = 0; k < f->tensors[t].ndim; k++) {
+		int64_t v = -1;
+		if (t < ninputs)
+			v = inputs[t].shape[k];
+		else if (tc_sx_eval(f->tensors[t].ext[k], params, NULL, &v) < 0)
+			continue;
+		if (v == 0) {
+			*dim = k;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/* The first read in e of a tensor with no elements, or NULL. */
+static const tc_ir_expr *empty_read(const tc_ir_func *f, const tc_ir_expr *e,
+	const tc_tensor *inputs, int ninputs, const int64_t *params, int *dim)
+{
+	int i;
+	if (e->op == TC_OP_READ && no_elements(f, e->id, inputs, ninputs, params, dim))
+		return e;
+	for (i = 0; i < e->nargs; i++) {
+		const tc_ir_expr *r = empty_read(f, e->args[i], inputs, ninputs, params, dim);
+		if (r)
+			return r;
+	}
+	return NULL;
+}
+
+/* With a size of 0, ranges bounded by it are empty and so are the tensors
+ * whose extents it gives.  Range inference proved reads in bounds assuming
+ * sizes of at least 1, so a statement that still runs (every index range
+ * non-empty, or not evaluable here) must read no tensor without elements:
+ * O(i) = A(i) + B(0) with B empty and A not.  Such a read is an error at
+ * its location. */
+static tc_stat empty_reads(const tc_ir_func *f, const tc_tensor *inputs, int ninputs,
+	const int64_t *params, tc_diags *d)
+{
+	int s, v, st = TC_OK;
+	for (s = 0; s < f->nstmts; s++) {
+		const tc_ir_stmt *x = &f->stmts[s];
+		const tc_ir_expr *r;
+		int runs = 1, dim = 0;
+		for (v = 0; v < x->nvars && runs; v++) {
+			int64_t lo, hi;
+			if (tc_ir_var_range(&x->vars[v], params, &lo, &hi) && hi <= lo)
+				runs = 0;
+		}
+		if (!runs || !(r = empty_read(f, x->rhs, inputs, ninputs, params, &dim)))
+			continue;
+		tc_error(d, r->loc,
+			"for these input sizes, '%s' has no elements (dimension %d is 0) but this statement reads it for a non-empty range of its indices",
+			f->tensors[r->id].name, dim);
+		st = TC_ERR;
+	}
+	return st;
+}
+
 tc_stat tc_ir_bind(__tc_keep const tc_ir_func *f, __tc_keep const tc_tensor *inputs, int ninputs,
 	__tc_keep int64_t *params, __tc_keep tc_diags *d)
 {
-	int i, k, ok = 1;
+	int i, k, ok = 1, zero = 0;
 	int *from = tc_malloc((size_t)(f->nparams + 1) * 2 * sizeof(int));
 
 	if (!from)
@@ -70,9 +134,9 @@ tc_stat tc_ir_bind(__tc_keep const tc_ir_func *f, __tc_keep const tc_tensor *inp
 		for (k = 0; k < t->ndim; k++) {
 			const tc_sexpr *e = t->ext[k];
 			int64_t v = x->shape[k];
-			if (v < 1) {
+			if (v < 0) {
 				tc_error(d, noloc(),
-					"dimension %d of input '%s' is %lld; sizes must be at least 1",
+					"dimension %d of input '%s' is %lld; sizes must not be negative",
 					k, t->name, (long long)v);
 				ok = 0;
 			} else if (v > INT32_MAX) {
@@ -123,12 +187,34 @@ tc_stat tc_ir_bind(__tc_keep const tc_ir_func *f, __tc_keep const tc_tensor *inp
 			ok = 0;
 		}
 	}
-	/* every extent of every tensor must be a valid size */
-	for (i = f->ninputs; ok && i < f->ntensors; i++) {
-		int64_t shape[TC_MAX_RANK];
-		if (tc_ir_shape(f, i, params, shape, d) < 0)
+	/* every extent of every tensor must be a valid size, and every tensor's
+	 * bytes must be countable in int64 (generated code and the interpreter
+	 * compute element offsets in int64) */
+	for (i = 0; ok && i < f->ntensors; i++) {
+		tc_tensor t;
+		t.dtype = f->tensors[i].dtype;
+		t.ndim = f->tensors[i].ndim;
+		if (i < ninputs)
+			memcpy(t.shape, inputs[i].shape, sizeof(t.shape));
+		else if (tc_ir_shape(f, i, params, t.shape, d) < 0) {
 			ok = 0;
+			break;
+		}
+		if (tc_ir_tensor_bytes(&t) > (size_t)INT64_MAX) {
+			tc_buf b;
+			tc_buf_init(&b);
+			for (k = 0; k < t.ndim; k++)
+				tc_buf_printf(&b, "%s%lld", k ? " x " : "", (long long)t.shape[k]);
+			tc_error(d, i < ninputs ? noloc() : f->tensors[i].loc,
+				"for these input sizes, '%s' would have %s elements of %d bytes, more than 2^63 - 1 bytes in all",
+				f->tensors[i].name, b.s ? b.s : "?", tc_dtype_size(t.dtype));
+			tc_buf_free_diag(&b, d);
+			ok = 0;
+		}
+		zero |= tc_ir_tensor_bytes(&t) == 0;
 	}
+	if (ok && zero && empty_reads(f, inputs, ninputs, params, d) < 0)
+		ok = 0;
 	return ok ? TC_OK : TC_ERR;
 }
 
@@ -139,7 +225,7 @@ tc_stat tc_ir_shape(__tc_keep const tc_ir_func *f, int t, __tc_keep const int64_
 	int k;
 	for (k = 0; k < x->ndim; k++) {
 		shape[k] = 0;
-		if (tc_sx_eval(x->ext[k], params, NULL, &shape[k]) < 0 || shape[k] < 1 ||
+		if (tc_sx_eval(x->ext[k], params, NULL, &shape[k]) < 0 || shape[k] < 0 ||
 			shape[k] > INT32_MAX) {
 			tc_error(d, x->loc, "for these input sizes, dimension %d of '%s' would have extent %lld",
 				k, x->name, (long long)shape[k]);

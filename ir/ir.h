@@ -219,8 +219,12 @@ typedef struct tc_tensor {
 /* Derive the size parameters from the input shapes (params has f->nparams
  * entries), checking that every input has the declared rank and dtype, that
  * a size has one value across inputs ("size K is 45 from A but 46 from B"),
- * constant dimensions match, and the def's size conditions hold.  Errors go
- * to d without a source location (they are about the call). */
+ * constant dimensions match, and the def's size conditions hold; every
+ * extent is 0 to INT32_MAX and every tensor's bytes fit in int64; with a
+ * tensor without elements, no statement that runs reads one (range
+ * inference assumed sizes of at least 1).  Errors about the inputs go to d
+ * without a source location (they are about the call), the others at the
+ * condition, tensor or read. */
 tc_stat tc_ir_bind(__tc_keep const tc_ir_func *f, __tc_keep const tc_tensor *inputs,
 	int ninputs, __tc_keep int64_t *params, __tc_keep tc_diags *d);
 /* Shape of tensor t for bound parameters (shape has t's rank entries). */

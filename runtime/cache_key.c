@@ -47,7 +47,7 @@ int tc_cache_key_init(__tc_keep tc_cache_key *key, __tc_keep tc_module *m, const
 	for (i = 0; i < n_inputs; i++) {
 		tc_tensor t;
 		int64_t stride = 1, st[TC_MAX_RANK];
-		if (tc_rt_tensor_from_dl(inputs[i], 0, &t, err, sizeof(err)) < 0) {
+		if (tc_rt_tensor_from_dl(inputs[i], 0, &t, NULL, err, sizeof(err)) < 0) {
 			tc_rt_set_error(m->ctx, "input %d ('%s'): %s", i, def->tensors[i].name, err);
 			goto error;
 		}
@@ -56,9 +56,13 @@ int tc_cache_key_init(__tc_keep tc_cache_key *key, __tc_keep tc_module *m, const
 			tc_buf_putc(&shapes, ',');
 			tc_buf_putc(&strides, ',');
 		}
+		/* the compact strides: kernels are compiled for compact tensors
+		 * (tc_kernel_run copies strided ones); -1 once the product
+		 * overflows (binding refuses such a tensor) */
 		for (k = t.ndim - 1; k >= 0; k--) {
 			st[k] = stride;
-			stride *= t.shape[k];
+			if (stride >= 0 && __builtin_mul_overflow(stride, t.shape[k], &stride))
+				stride = -1;
 		}
 		for (k = 0; k < t.ndim; k++) {
 			tc_buf_printf(&shapes, "%s%lld", k ? "x" : "", (long long)t.shape[k]);

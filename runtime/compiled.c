@@ -1,5 +1,6 @@
 /* Compiled kernels (tc_rt_compiled, internal.h): freeing them, and the
- * workspace pool each keeps for its temporaries, so that repeated runs
+ * workspace pool each keeps for its temporaries (and another for compact
+ * copies of strided tensors, runtime/kernel.c), so that repeated runs
  * reuse memory whose pages are already mapped (page faults are expensive
  * on the machines tcomp is measured on). */
 #include "compiled.h"
@@ -21,6 +22,9 @@ void tc_rt_compiled_free(__tc_take tc_rt_compiled *c)
 	for (i = 0; i < c->ws_free.n; i++)
 		tc_free(c->ws_free.v[i]);
 	tc_vec_free(&c->ws_free);
+	for (i = 0; i < c->copy_free.n; i++)
+		tc_free(c->copy_free.v[i]);
+	tc_vec_free(&c->copy_free);
 	tc_free(c->ws_off);
 	tc_free(c->shapes);
 	tc_free(c->params);
@@ -61,7 +65,18 @@ tc_stat tc_rt_workspace_layout(__tc_keep tc_rt_compiled *c)
 		if (!pass)
 			c->ws_touch = c->ws_bytes;
 	}
-	return TC_OK;
+	/* room for compact copies of the inputs and outputs */
+	for (t = 0; t < f->ninputs + f->noutputs; t++) {
+		size_t n = tc_ir_tensor_bytes(&c->shapes[t]);
+		if (n == SIZE_MAX)
+			return TC_ERR;
+		n = (n + WS_ALIGN - 1) / WS_ALIGN * WS_ALIGN;
+		if (__builtin_add_overflow(c->copy_bytes, n, &c->copy_bytes))
+			return TC_ERR;
+	}
+	/* tc_rt_workspace_take and tc_rt_copies_take allocate WS_ALIGN more */
+	return c->ws_bytes > SIZE_MAX - WS_ALIGN || c->copy_bytes > SIZE_MAX - WS_ALIGN ? TC_ERR
+											: TC_OK;
 }
 
 __tc_give void *tc_rt_workspace_take(__tc_keep tc_context *ctx, __tc_keep tc_rt_compiled *c)
@@ -76,6 +91,26 @@ __tc_give void *tc_rt_workspace_take(__tc_keep tc_context *ctx, __tc_keep tc_rt_
 	if (!ws && (ws = tc_malloc(c->ws_bytes + WS_ALIGN)))
 		memset(ws, 0, c->ws_touch + WS_ALIGN); /* see tc_rt_workspace_layout */
 	return ws;
+}
+
+__tc_give void *tc_rt_copies_take(__tc_keep tc_context *ctx, __tc_keep tc_rt_compiled *c)
+{
+	void *p = NULL;
+	pthread_mutex_lock(&ctx->lock);
+	if (c->copy_free.n)
+		p = c->copy_free.v[--c->copy_free.n];
+	pthread_mutex_unlock(&ctx->lock);
+	return p ? p : tc_malloc(c->copy_bytes + WS_ALIGN);
+}
+
+void tc_rt_copies_give(__tc_keep tc_context *ctx, __tc_keep tc_rt_compiled *c, __tc_take void *p)
+{
+	if (!p)
+		return;
+	pthread_mutex_lock(&ctx->lock);
+	if (tc_vec_push(&c->copy_free, p) < 0)
+		tc_free(p);
+	pthread_mutex_unlock(&ctx->lock);
 }
 
 char *tc_rt_workspace_base(__tc_keep void *ws)

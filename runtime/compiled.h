@@ -20,6 +20,15 @@ tc_stat tc_rt_workspace_layout(__tc_keep tc_rt_compiled *c);
  * touched; NULL when c needs none (c->ws_bytes 0) or out of memory.  The
  * temporaries lie at tc_rt_workspace_base(ws) + c->ws_off[t]. */
 __tc_give void *tc_rt_workspace_take(__tc_keep tc_context *ctx, __tc_keep tc_rt_compiled *c);
+/* Room for compact copies of c's strided inputs and outputs for one run
+ * (c->copy_bytes, the inputs' and outputs' bytes each rounded up to 64,
+ * from tc_rt_workspace_base of it), from c's pool, else new (pages not
+ * touched); NULL when out of memory.  Kept like workspaces: the pages of a
+ * copy are faulted in once, not on every run. */
+__tc_give void *tc_rt_copies_take(__tc_keep tc_context *ctx, __tc_keep tc_rt_compiled *c);
+/* Return p (NULL: nothing) to c's pool of copy rooms, which then owns it. */
+void tc_rt_copies_give(__tc_keep tc_context *ctx, __tc_keep tc_rt_compiled *c,
+	__tc_take void *p);
 /* The 64-byte aligned start of ws: a pointer into ws, not an object of its
  * own (NULL for a NULL ws). */
 char *tc_rt_workspace_base(__tc_keep void *ws);

@@ -80,7 +80,7 @@ struct tc_rt_backend; /* runtime/backend.h */
 /* A def compiled for input shapes and options: shared by every tc_kernel
  * made with the same (entry, shapes, options) from one module, which owns
  * it.  It owns key, ar, params, shapes, options, code, ws_off and the
- * workspaces in ws_free; f and backend are borrowed. */
+ * workspaces in ws_free and copy_free; f and backend are borrowed. */
 typedef struct tc_rt_compiled {
 	char *key;
 	const tc_ir_func *f;  /* the module's function (the interpreter runs it) */
@@ -101,6 +101,9 @@ typedef struct tc_rt_compiled {
 	size_t ws_touch;   /* the part of it a new workspace has touched */
 	size_t *ws_off;    /* offset of each temporary in it */
 	tc_vec ws_free;    /* workspaces ready for reuse (void *) */
+	size_t copy_bytes; /* room for compact copies of every input and output
+			    * (each 64-byte aligned), for strided tensors */
+	tc_vec copy_free;  /* such rooms ready for reuse (void *) */
 } tc_rt_compiled;
 
 /* Where a kernel's options came from (tc_kernel_options_source). */

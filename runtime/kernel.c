@@ -30,7 +30,7 @@
 
 /* Convert the DLTensors of one side of a call, checking them. */
 static int convert_tensors(tc_context *ctx, const tc_ir_func *f, const char *side, int first,
-	const DLTensor *const *ts, int n, int need_data, tc_tensor *out)
+	const DLTensor *const *ts, int n, int need_data, tc_tensor *out, tc_rt_layout *layout)
 {
 	int i;
 	char err[512];
@@ -40,7 +40,8 @@ static int convert_tensors(tc_context *ctx, const tc_ir_func *f, const char *sid
 	}
 	for (i = 0; i < n; i++) {
 		const char *name = f->tensors[first + i].name;
-		if (tc_rt_tensor_from_dl(ts[i], need_data, &out[i], err, sizeof(err)) < 0) {
+		if (tc_rt_tensor_from_dl(ts[i], need_data, &out[i], layout ? &layout[i] : NULL, err,
+			    sizeof(err)) < 0) {
 			tc_rt_set_error(ctx, "%s %d ('%s'): %s", side, i, name, err);
 			return -1;
 		}
@@ -169,7 +170,7 @@ static const tc_ir_func *bind_inputs(tc_module *m, const char *entry,
 		tc_rt_set_error(m->ctx, "out of memory");
 		return NULL;
 	}
-	return convert_tensors(m->ctx, f, "input", 0, inputs, n_inputs, 0, *in) < 0 ? NULL : f;
+	return convert_tensors(m->ctx, f, "input", 0, inputs, n_inputs, 0, *in, NULL) < 0 ? NULL : f;
 }
 
 tc_kernel *tc_compile(tc_module *m, const char *entry, const DLTensor *const *inputs,
@@ -285,26 +286,55 @@ static int same_shape(tc_context *ctx, const char *side, const char *name, const
 	return 0;
 }
 
-/* The bytes tensor t covers: [*lo, *hi), empty when it has no elements. */
-static void extent_of(const tc_tensor *t, uintptr_t *lo, uintptr_t *hi)
+/* The bytes tensor t covers in memory through its strides: [*lo, *hi),
+ * empty when it has no elements.  0 when that overflows (the address
+ * space cannot hold such a tensor). */
+static int extent_of(const tc_tensor *t, const tc_rt_layout *l, uintptr_t *lo, uintptr_t *hi)
 {
-	size_t n = tc_ir_tensor_bytes(t);
-	*lo = (uintptr_t)t->data;
-	*hi = n > UINTPTR_MAX - *lo ? UINTPTR_MAX : *lo + n;
+	int64_t a, b;
+	uintptr_t p = (uintptr_t)t->data;
+	if (tc_rt_tensor_span(t, l, &a, &b) < 0 || (a < 0 && (uintptr_t)-a > p) ||
+		(uintptr_t)b > UINTPTR_MAX - p)
+		return 0;
+	*lo = p - (uintptr_t)-a;
+	*hi = a == b ? *lo : p + (uintptr_t)b;
+	return 1;
 }
 
 /* Generated code assumes that no output shares memory with another tensor
  * (it keeps partial results in registers and reorders accesses), so an
- * output overlapping an input or another output is refused.  Each pair is
- * looked at once: output i against every tensor before it. */
-static int separate(tc_context *ctx, const tc_ir_func *f, const tc_tensor *t)
+ * output overlapping an input or another output is refused, as is an
+ * output two of whose elements may share memory (a stride of 0, say).  The
+ * test is on the bytes each tensor spans, first to last element: views
+ * whose elements interleave without sharing any (two column blocks of one
+ * matrix) are refused too.  Each pair is looked at once: output i against
+ * every tensor before it. */
+static int separate(tc_context *ctx, const tc_ir_func *f, const tc_tensor *t,
+	const tc_rt_layout *l)
 {
-	int i, j, n = f->ninputs + f->noutputs;
-	for (i = f->ninputs; i < n; i++)
+	int i, j, d, n = f->ninputs + f->noutputs;
+	for (i = 0; i < n; i++) {
+		uintptr_t a0, a1;
+		if (!extent_of(&t[i], &l[i], &a0, &a1)) {
+			tc_rt_set_error(ctx, "%s '%s': its strides reach beyond the address space",
+				i < f->ninputs ? "input" : "output", f->tensors[i].name);
+			return 0;
+		}
+	}
+	for (i = f->ninputs; i < n; i++) {
+		if (tc_rt_tensor_self_overlap(&t[i], &l[i], &d)) {
+			tc_rt_set_error(ctx,
+				"output '%s' overlaps itself: dimension %d has stride %lld (extent %lld), so "
+				"two of its elements may share memory; pass an output whose elements "
+				"each have their own memory",
+				f->tensors[i].name, d, (long long)l[i].strides[d],
+				(long long)t[i].shape[d]);
+			return 0;
+		}
 		for (j = 0; j < i; j++) {
 			uintptr_t a0, a1, b0, b1;
-			extent_of(&t[i], &a0, &a1);
-			extent_of(&t[j], &b0, &b1);
+			extent_of(&t[i], &l[i], &a0, &a1);
+			extent_of(&t[j], &l[j], &b0, &b1);
 			if (a0 < a1 && b0 < b1 && a0 < b1 && b0 < a1) {
 				tc_rt_set_error(ctx,
 					"output '%s' shares memory with %s '%s'; every output needs "
@@ -314,7 +344,41 @@ static int separate(tc_context *ctx, const tc_ir_func *f, const tc_tensor *t)
 				return 0;
 			}
 		}
+	}
 	return 1;
+}
+
+/* Strided tensors are copied at the boundary: the compiled code (and the
+ * interpreter) sees compact row-major tensors only, so a kernel compiled
+ * once serves every layout.  An input that is not compact is gathered into
+ * a compact copy before the run; an output that is not compact is computed
+ * into one and scattered back through its strides after a successful run.
+ * The copies lie in one room of the kernel's pool (runtime/compiled.c),
+ * taken into *room when some tensor needs one (else left NULL); t[i].data
+ * is pointed at tensor i's copy.  -1 when out of memory. */
+static int pack(tc_context *ctx, tc_rt_compiled *c, const tc_ir_func *f, tc_tensor *t,
+	const tc_rt_layout *l, void **room)
+{
+	size_t off = 0;
+	char *base;
+	int i;
+	for (i = 0; i < f->ninputs + f->noutputs && l[i].compact; i++)
+		;
+	if (i == f->ninputs + f->noutputs)
+		return 0;
+	if (!(*room = tc_rt_copies_take(ctx, c)))
+		return -1;
+	base = tc_rt_workspace_base(*room);
+	for (i = 0; i < f->ninputs + f->noutputs; i++) {
+		size_t n = tc_ir_tensor_bytes(&t[i]); /* fits: the shape is the compiled one */
+		if (l[i].compact)
+			continue;
+		if (i < f->ninputs)
+			tc_rt_tensor_gather(&t[i], &l[i], base + off);
+		t[i].data = base + off;
+		off += (n + 63) / 64 * 64;
+	}
+	return 0;
 }
 
 int tc_kernel_run(tc_kernel *k, const DLTensor *const *inputs, int n_inputs,
@@ -322,34 +386,50 @@ int tc_kernel_run(tc_kernel *k, const DLTensor *const *inputs, int n_inputs,
 {
 	const tc_ir_func *f;
 	tc_context *ctx;
-	tc_tensor *t = NULL;
-	int i, st = -1;
+	tc_tensor *t = NULL, *user = NULL;
+	tc_rt_layout *l = NULL;
+	void *room = NULL;
+	int i, n, st = -1;
 
 	if (!k)
 		return -1;
 	f = k->c->f;
 	ctx = k->m->ctx;
+	n = f->ninputs + f->noutputs;
 	tc_rt_clear_error(ctx);
 	if (!count_ok(ctx, f, "input", n_inputs, f->ninputs, 0) ||
 		!count_ok(ctx, f, "output", n_outputs, f->noutputs, f->ninputs))
 		return -1;
-	t = tc_calloc((size_t)(f->ninputs + f->noutputs) + 1, sizeof(tc_tensor));
-	if (!t) {
+	t = tc_calloc((size_t)n + 1, sizeof(tc_tensor));
+	user = tc_calloc((size_t)n + 1, sizeof(tc_tensor));
+	l = tc_calloc((size_t)n + 1, sizeof(tc_rt_layout));
+	if (!t || !user || !l) {
 		tc_rt_set_error(ctx, "out of memory");
-		return -1;
-	}
-	if (convert_tensors(ctx, f, "input", 0, inputs, n_inputs, 1, t) < 0 ||
-		convert_tensors(ctx, f, "output", f->ninputs, (const DLTensor *const *)outputs,
-			n_outputs, 1, t + f->ninputs) < 0)
 		goto done;
-	for (i = 0; i < f->ninputs + f->noutputs; i++)
+	}
+	if (convert_tensors(ctx, f, "input", 0, inputs, n_inputs, 1, t, l) < 0 ||
+		convert_tensors(ctx, f, "output", f->ninputs, (const DLTensor *const *)outputs,
+			n_outputs, 1, t + f->ninputs, l + f->ninputs) < 0)
+		goto done;
+	for (i = 0; i < n; i++)
 		if (!same_shape(ctx, i < f->ninputs ? "input" : "output", f->tensors[i].name,
 			    &k->c->shapes[i], &t[i]))
 			goto done;
-	if (!separate(ctx, f, t))
+	if (!separate(ctx, f, t, l))
 		goto done;
+	memcpy(user, t, (size_t)n * sizeof(tc_tensor));
+	if (pack(ctx, k->c, f, t, l, &room) < 0) {
+		tc_rt_set_error(ctx, "out of memory for the compact copies of strided tensors");
+		goto done;
+	}
 	st = k->c->backend->run(k->m, k->c, t);
+	for (i = f->ninputs; st == TC_OK && i < n; i++)
+		if (!l[i].compact)
+			tc_rt_tensor_scatter(t[i].data, &user[i], &l[i]);
 done:
+	tc_rt_copies_give(ctx, k->c, room);
+	tc_free(l);
+	tc_free(user);
 	tc_free(t);
 	return st;
 }

@@ -232,7 +232,8 @@ void bindings_free(__tc_keep binding *b, int n)
 		free((char *)b[i].name);
 }
 
-/* Parse "4x5" (or "scalar") into shape; the rank, or -1. */
+/* Parse "4x5" (or "scalar") into shape; the rank, or -1.  Extents may be 0
+ * (an empty tensor). */
 int parse_shape(const char *s, __tc_keep int64_t *shape)
 {
 	int n = 0;
@@ -241,7 +242,7 @@ int parse_shape(const char *s, __tc_keep int64_t *shape)
 		return 0;
 	for (;;) {
 		long long v = strtoll(s, &end, 10);
-		if (end == s || v < 1 || n == 8)
+		if (end == s || v < 0 || n == 8)
 			return -1;
 		shape[n++] = v;
 		if (!*end)

@@ -133,7 +133,7 @@ static const char *const bench_usage =
 	"with H = min(16, E - 1), where E is the smallest extent of any dimension\n"
 	"of any input or output, so that the values are non-zero and in bounds\n"
 	"when a kernel uses them as gather indices into any dimension (all 0 when\n"
-	"E is 1); bools 0 or 1.  Outputs are allocated; every buffer is touched\n"
+	"E is 0 or 1); bools 0 or 1.  Outputs are allocated; every buffer is touched\n"
 	"once before timing and reused by every run (outputs are not reset\n"
 	"between runs).  Then W warm-up runs, and timed runs until there have been\n"
 	"at least R and they took at least SECONDS in all.\n"
@@ -153,7 +153,7 @@ static const char *const bench_usage =
 	"threads=N (default+threads).\n"
 	"\n"
 	"  -e, --entry NAME    the def to time\n"
-	"  --shape T=SHAPE     shape of input T: 1024x1024, 64, or scalar\n"
+	"  --shape T=SHAPE     shape of input T: 1024x1024, 64, 3x0, or scalar\n"
 	"  --options FILE      mapping options from FILE (see tcomp run --help)\n"
 	"  --option N=V        set a mapping option, after --options (repeatable)\n"
 	"  --target T          the same as --option target=T\n"
@@ -222,6 +222,8 @@ static int cmd_check(int argc, char **argv)
 	return status;
 }
 
+static int tensor_size(int ndim, const int64_t *shape, DLDataType dt, int64_t *n, size_t *bytes);
+
 static DLTensor make_dl(const char *dtype_name, int ndim, int64_t *shape, void *data)
 {
 	DLTensor t;
@@ -241,8 +243,10 @@ static void print_values(const DLTensor *t)
 	int64_t n = 1, i, row = t->ndim ? t->shape[t->ndim - 1] : 1;
 	int d;
 	const char *tn = tc_dtype_str(t->dtype);
+	for (d = 0; d < t->ndim; d++) /* at most 64 printed: stop counting there */
+		n = t->shape[d] == 0 ? 0 : n > 64 ? n : n * t->shape[d];
 	for (d = 0; d < t->ndim; d++)
-		n *= t->shape[d];
+		n = t->shape[d] == 0 ? 0 : n;
 	printf("  ");
 	for (i = 0; i < n && i < 64; i++) {
 		const char *p = (const char *)t->data + i * (t->dtype.bits / 8);
@@ -390,15 +394,22 @@ static int cmd_run(int argc, char **argv)
 		status = report(ctx);
 		goto done;
 	}
-	/* outputs: zeroed buffers of the inferred shapes */
+	/* outputs: zeroed buffers of the inferred shapes (tc_compile refuses
+	 * shapes whose bytes overflow; checked again here, as every size
+	 * product is) */
 	for (i = 0; i < n_out; i++) {
 		DLDataType dt;
-		int nd, e;
-		int64_t n = 1;
+		int nd;
+		int64_t n;
+		size_t nb;
 		tc_kernel_output_shape(k, i, &dt, &nd, oshape[i]);
-		for (e = 0; e < nd; e++)
-			n *= oshape[i][e];
-		odata[i] = calloc((size_t)n, (size_t)(dt.bits / 8));
+		if (tensor_size(nd, oshape[i], dt, &n, &nb) < 0) {
+			fprintf(stderr, "tcomp: error: output '%s' is too large\n",
+				tc_module_tensor_name(m, entry, n_in + i));
+			status = EXIT_USER;
+			goto done;
+		}
+		odata[i] = calloc(nb ? nb : 1, 1); /* an empty output too */
 		if (!odata[i]) {
 			fprintf(stderr, "tcomp: error: cannot allocate output %d\n", i);
 			status = EXIT_INTERNAL;
@@ -776,7 +787,8 @@ static int cmd_bench(int argc, char **argv)
 	for (i = 0; i < n_in + n_out; i++)
 		for (j = 0; j < dl[i].ndim; j++)
 			min_ext = dl[i].shape[j] < min_ext ? dl[i].shape[j] : min_ext;
-	ihi = min_ext == INT64_MAX ? 16 : min_ext - 1 < 16 ? min_ext - 1 : 16;
+	/* an empty tensor (min_ext 0) leaves nothing to index: 0 as for 1 */
+	ihi = min_ext == INT64_MAX ? 16 : min_ext < 1 ? 0 : min_ext - 1 < 16 ? min_ext - 1 : 16;
 	for (i = 0; i < n_in + n_out; i++) {
 		int64_t n;
 		size_t nb;
@@ -788,7 +800,7 @@ static int cmd_bench(int argc, char **argv)
 		}
 		/* 64-byte aligned, as framework tensors are (PyTorch's CPU
 		 * allocator; malloc gives 16 for large blocks) */
-		bufs[i] = aligned_alloc(64, nb ? (nb + 63) / 64 * 64 : 64);
+		bufs[i] = nb > SIZE_MAX - 63 ? NULL : aligned_alloc(64, nb ? (nb + 63) / 64 * 64 : 64);
 		if (!bufs[i]) {
 			fprintf(stderr, "tcomp: error: cannot allocate %zu bytes for '%s'\n", nb,
 				tc_module_tensor_name(m, entry, i));
