@@ -1,9 +1,10 @@
 /* libFuzzer target for the kernel cache's import (runtime/cache_json.c,
  * tc_cache_import: what `tcomp cache import` reads).
  *
- * Each input is the text of an export (JSON lines).  It is imported into one
- * cache file per fuzzing process (under $TMPDIR, removed at exit), which
- * then must still answer a listing and an export.  The target aborts when
+ * Each input is the text of an export (JSON lines).  It is imported into a
+ * cache file of the fuzzing process (under $TMPDIR, removed at exit, and
+ * made afresh every 32 inputs so that listing it stays fast), which then
+ * must still answer a listing and an export.  The target aborts when
  * the documented contract breaks: a database error on text (malformed lines
  * are skipped with a warning, never an error), counts that do not add up. */
 #include <stdint.h>
@@ -43,7 +44,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	char *text, *msg = NULL;
 	int added = -1, present = -1, skipped = -1;
+	static int uses, registered;
 	tc_buf b;
+	if (cache && ++uses % 32 == 0)
+		remove_cache(); /* afresh, so that listing stays fast */
 	if (!cache) {
 		const char *tmp = getenv("TMPDIR");
 		snprintf(path, sizeof path, "%s/fuzz_cache_import-%d.sqlite", tmp ? tmp : "/tmp",
@@ -51,7 +55,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		cache = tc_cache_open(path, TC_CACHE_WRITE, &msg);
 		if (!cache)
 			contract_failed("cannot open a fresh cache", msg);
-		atexit(remove_cache);
+		if (!registered)
+			atexit(remove_cache);
+		registered = 1;
 	}
 	text = malloc(size + 1);
 	if (!text)

@@ -1081,6 +1081,16 @@ static void mark_used(const prog *p, int i, int *used)
 		mark_used(p, n->a[k], used);
 }
 
+/* The variables that occur in statement s. */
+static void stmt_used_vars(const prog *p, const stmt *s, int *used)
+{
+	mark_used(p, s->root, used);
+	for (int v = 0; v < s->nlets; v++)
+		mark_used(p, s->let_root[v], used);
+	if (s->exists_root >= 0)
+		mark_used(p, s->exists_root, used);
+}
+
 static void print_prog(sbuf *b, const prog *p)
 {
 	int t, k, v, first = 1;
@@ -1113,11 +1123,7 @@ static void print_prog(sbuf *b, const prog *p)
 			continue;
 		/* a reduction index whose reads were dropped (by the generator
 		 * or the minimiser) gets no range clause */
-		mark_used(p, s->root, used);
-		for (v = 0; v < s->nlets; v++)
-			mark_used(p, s->let_root[v], used);
-		if (s->exists_root >= 0)
-			mark_used(p, s->exists_root, used);
+		stmt_used_vars(p, s, used);
 		sb_printf(b, "    %s", p->t[s->tensor].name);
 		if (s->nlhs || s->rank0_parens) {
 			sb_printf(b, "(");
@@ -1203,10 +1209,13 @@ static void prog_to_case(const prog *p, rcase *c)
 	c->reduced = 0;
 	for (k = 0; k < p->nstmts; k++) {
 		double r = 1;
+		int used[MAXV] = {0};
 		if (p->s[k].dead)
 			continue;
+		stmt_used_vars(p, &p->s[k], used);
 		for (v = p->s[k].nlhs; v < p->s[k].nvars; v++)
-			r *= p->size_val[p->s[k].var_size[v]];
+			if (used[v])
+				r *= p->size_val[p->s[k].var_size[v]];
 		c->reduced += r;
 	}
 	c->data_seed = p->data_seed;

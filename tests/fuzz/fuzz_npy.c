@@ -44,9 +44,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		int64_t numel = 1;
 		if (!p)
 			contract_failed("a successful parse without a buffer");
+		int overflow = 0;
+		if (a.ndim < 0 || a.ndim > TC_NPY_MAX_RANK)
+			contract_failed("a rank out of range");
+		/* a zero extent anywhere gives 0, whatever the others hold */
 		for (int d = 0; d < a.ndim; d++)
-			numel *= a.shape[d];
-		if (a.ndim < 0 || a.ndim > TC_NPY_MAX_RANK || numel != a.numel)
+			if (a.shape[d] == 0)
+				numel = 0;
+		for (int d = 0; d < a.ndim && numel; d++)
+			overflow |= __builtin_mul_overflow(numel, a.shape[d], &numel);
+		if (overflow || numel != a.numel)
 			contract_failed("the element count is not the shape's");
 		for (size_t i = 0; i < n; i++)
 			fuzz_sink += p[i];
