@@ -1204,6 +1204,10 @@ static LLVMValueRef reduce(cg *g, tc_red red, tc_dtype t, LLVMValueRef acc, LLVM
 	switch (red) {
 	case TC_RED_ADD:
 	case TC_RED_MUL:
+		/* bool is i1 in registers, where add is xor: += on bool is or
+		 * (any), as in the interpreter; mul is and (all) already */
+		if (t == TC_T_BOOL && red == TC_RED_ADD)
+			return acc && v ? LLVMBuildOr(g->B, acc, v, "") : NULL;
 		r = arith(g, red == TC_RED_ADD ? TC_OP_ADD : TC_OP_MUL, t, acc, v);
 		if (vec && r && LLVMIsAInstruction(r) && LLVMCanValueUseFastMathFlags(r))
 			LLVMSetFastMathFlags(r, LLVMGetFastMathFlags(r) | LLVMFastMathAllowReassoc);
