@@ -58,6 +58,8 @@ struct tc_cache {
 	sqlite3 *db;
 	char *path;
 	tc_cache_mode mode;
+	int read_only;    /* TC_CACHE_WRITE asked, but the file is read-only:
+			   * opened for reading, writes refused (tc_cache_writable) */
 	char *error;
 	tc_buf warnings;
 	char *opt_msg;    /* why the last options text checked did not parse */
@@ -127,8 +129,17 @@ int tc_cache_writable(__tc_keep tc_cache *c)
 {
 	if (c->mode == TC_CACHE_WRITE)
 		return 0;
-	tc_cache_set_error(c, "kernel cache '%s' is open for reading only", c->path);
+	if (c->read_only)
+		tc_cache_set_error(c, "kernel cache '%s' is read-only (the file cannot be "
+				      "written); lookups work, nothing is recorded", c->path);
+	else
+		tc_cache_set_error(c, "kernel cache '%s' is open for reading only", c->path);
 	return -1;
+}
+
+int tc_cache_is_read_only(__tc_keep const tc_cache *c)
+{
+	return c && c->read_only;
 }
 
 const char *tc_cache_error(__tc_keep const tc_cache *c)
@@ -418,6 +429,36 @@ static int setup_schema(tc_cache *c)
 	return commit(c);
 }
 
+/* Can this process write the file at path?  A file without any write
+ * permission bit counts as read-only even for root (who could write it):
+ * its owner made it read-only, and tcomp honours that. */
+static int file_writable(const char *path)
+{
+	struct stat sb;
+	if (stat(path, &sb) < 0)
+		return 1; /* absent: created */
+	return (sb.st_mode & 0222) && access(path, W_OK) == 0;
+}
+
+/* Before a writer touches an existing file: 0 when it is a current tcomp
+ * kernel cache or an empty database, -1 (error recorded) when it is
+ * another program's database, a newer schema or unreadable.  Reads only. */
+static int check_foreign(tc_cache *c)
+{
+	int m = check_meta(c), n;
+	if (m == 1)
+		return 0;
+	if (m < 0 || (n = count_tables(c)) < 0)
+		return -1;
+	if (n > 0) {
+		tc_cache_set_error(c,
+			"'%s' is an SQLite database but not a tcomp kernel cache; it is not used",
+			c->path);
+		return -1;
+	}
+	return 0;
+}
+
 /* Does the file start like an SQLite database?  1 yes, 0 empty, -1 no
  * (error recorded), -2 absent. */
 static int sniff(tc_cache *c)
@@ -481,6 +522,11 @@ __tc_give tc_cache *tc_cache_open(const char *path, tc_cache_mode mode, __tc_giv
 			c->path, strerror(errno));
 		goto error;
 	}
+	if (mode == TC_CACHE_WRITE && s == 1 && !file_writable(c->path)) {
+		/* a read-only file: read it, refuse writes (tc_cache_writable) */
+		c->mode = mode = TC_CACHE_READ;
+		c->read_only = 1;
+	}
 	flags = mode == TC_CACHE_READ ? SQLITE_OPEN_READONLY
 				      : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
 	rc = sqlite3_open_v2(c->path, &c->db, flags | SQLITE_OPEN_FULLMUTEX, NULL);
@@ -489,14 +535,28 @@ __tc_give tc_cache *tc_cache_open(const char *path, tc_cache_mode mode, __tc_giv
 			c->db ? sqlite3_errmsg(c->db) : sqlite3_errstr(rc));
 		goto error;
 	}
+	if (mode == TC_CACHE_WRITE && sqlite3_db_readonly(c->db, "main") == 1) {
+		/* SQLite could only open it for reading (permissions) */
+		c->mode = mode = TC_CACHE_READ;
+		c->read_only = 1;
+	}
 	sqlite3_busy_timeout(c->db, BUSY_TIMEOUT_MS);
 	sqlite3_create_function(c->db, "tc_canonical_options", 1,
 		SQLITE_UTF8 | SQLITE_DETERMINISTIC, NULL, sql_canonical_options, NULL, NULL);
+	/* The file is checked before anything is written to it (WAL mode is a
+	 * write): another program's database is refused untouched. */
+	if (mode == TC_CACHE_WRITE && s == 1 && check_foreign(c) < 0)
+		goto invalid;
 	if (mode == TC_CACHE_WRITE &&
 		(set_wal(c) < 0 ||
 			exec(c, "PRAGMA synchronous = NORMAL", "set synchronous mode") < 0))
 		goto invalid;
 	rc = setup_schema(c);
+	if (rc == 1 && c->read_only) {
+		tc_cache_set_error(c, "kernel cache '%s' is empty and read-only; it is not used",
+			c->path);
+		goto error;
+	}
 	if (rc == 1)
 		goto quiet;
 	if (rc < 0)

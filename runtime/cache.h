@@ -82,7 +82,12 @@ typedef enum tc_cache_mode {
  * simply no file to read (TC_CACHE_READ), and otherwise a message saying
  * why (not SQLite, corrupt, foreign or newer schema, cannot create...),
  * owned by the caller.  The schema is checked (and, in TC_CACHE_WRITE mode,
- * created) here. */
+ * created) here; an existing file is checked before anything is written to
+ * it (WAL mode included), so a file that is not a tcomp kernel cache is
+ * never modified.  TC_CACHE_WRITE on a read-only file (no write permission
+ * bit, even for root, or not writable by this process) opens it for
+ * reading: lookups work, writes fail with a clear error
+ * (tc_cache_is_read_only). */
 __tc_give tc_cache *tc_cache_open(const char *path, tc_cache_mode mode, __tc_give char **msg);
 /* Close c (NULL: nothing). */
 void tc_cache_close(__tc_take tc_cache *c);
@@ -103,8 +108,14 @@ void tc_cache_set_error(__tc_keep tc_cache *c, const char *fmt, ...) TC_PRINTF(2
 void tc_cache_set_error_msg(__tc_keep tc_cache *c, const char *prefix, const char *message);
 void tc_cache_warn(__tc_keep tc_cache *c, const char *fmt, ...) TC_PRINTF(2, 3);
 /* 0 when c was opened TC_CACHE_WRITE, else -1 with the error "kernel cache
- * 'PATH' is open for reading only". */
+ * 'PATH' is open for reading only" (or, for a read-only file, "... is
+ * read-only (the file cannot be written); lookups work, nothing is
+ * recorded"). */
 int tc_cache_writable(__tc_keep tc_cache *c);
+/* 1 when c was asked for TC_CACHE_WRITE but its file is read-only (no write
+ * permission bit, or not writable by this process): it was opened for
+ * reading, and every write fails (tc_cache_writable); else 0. */
+int tc_cache_is_read_only(__tc_keep const tc_cache *c);
 
 /* What an entry is for.  Every string is owned by the key (the layer above
  * fills one from a module: tc_cache_key_init in runtime/cache_ops.h). */

@@ -676,6 +676,118 @@ static void foreign_database_is_not_used(void **state)
 	compile_falls_back(p, "not a tcomp kernel cache");
 }
 
+/* Whether the file at p holds exactly the bytes of want (size n). */
+static int same_bytes(const char *p, const char *want, long n)
+{
+	FILE *fp = fopen(p, "rb");
+	char *got;
+	long m;
+	int same;
+	assert_non_null(fp);
+	fseek(fp, 0, SEEK_END);
+	m = ftell(fp);
+	fclose(fp);
+	if (m != n)
+		return 0;
+	got = slurp(p);
+	same = memcmp(got, want, (size_t)n) == 0;
+	free(got);
+	return same;
+}
+
+/* Another program's SQLite file (in rollback-journal mode, as SQLite makes
+ * it) is refused by every command that writes, before anything is written:
+ * its bytes stay the same and no WAL file appears. */
+static void foreign_sqlite_file_is_never_modified(void **state)
+{
+	const char *p = path("photos.sqlite");
+	char *before;
+	long n;
+	FILE *fp;
+	(void)state;
+	exec_sql(p, "CREATE TABLE photos(id INTEGER, name TEXT); INSERT INTO photos VALUES(1, 'x')");
+	before = slurp(p);
+	fp = fopen(p, "rb");
+	fseek(fp, 0, SEEK_END);
+	n = ftell(fp);
+	fclose(fp);
+	fp = fopen(path("mm.tc"), "w");
+	fputs(src, fp);
+	fclose(fp);
+	assert_int_equal(tcomp("cache import --cache photos.sqlite /dev/null"), 1);
+	assert_non_null(strstr(out_text, "not a tcomp kernel cache"));
+	assert_true(same_bytes(p, before, n));
+	assert_int_equal(tcomp("cache prune --cache photos.sqlite"), 1);
+	assert_non_null(strstr(out_text, "not a tcomp kernel cache"));
+	assert_true(same_bytes(p, before, n));
+	assert_int_equal(tcomp("autotune mm.tc -e scale --shape X=64 --generations 1 "
+			       "--population 2 --final-candidates 0 --quiet --cache photos.sqlite"), 0);
+	assert_non_null(strstr(out_text, "not a tcomp kernel cache"));
+	assert_true(same_bytes(p, before, n));
+	assert_false(exists(path("photos.sqlite-wal")));
+	free(before);
+}
+
+/* A read-only cache file (chmod 0444; root honours it too) is read:
+ * lookups and tc_compile use it, writes fail saying so, and its bytes stay
+ * the same. */
+static void read_only_cache_is_read(void **state)
+{
+	const char *p = path("ro.sqlite");
+	fixture f;
+	tc_cache_key key;
+	tc_cache_hit hit;
+	tc_cache *c;
+	tc_kernel *k;
+	char *before;
+	long n;
+	FILE *fp;
+	(void)state;
+	fx_init(&f, 64, 32, 48);
+	key_of(&f, &key);
+	c = open_write(p);
+	record(c, &key, TUNED, 1.0, 1);
+	tc_cache_close(c);
+	integrity_ok(p);
+	assert_int_equal(chmod(p, 0444), 0);
+	before = slurp(p);
+	fp = fopen(p, "rb");
+	fseek(fp, 0, SEEK_END);
+	n = ftell(fp);
+	fclose(fp);
+	/* a writer opens it for reading */
+	c = open_write(p);
+	assert_int_equal(tc_cache_is_read_only(c), 1);
+	memset(&hit, 0, sizeof(hit));
+	assert_int_equal(tc_cache_lookup(c, &key, &hit), 1);
+	assert_string_equal(tc_options_get(hit.options, "tile"), "16,16");
+	tc_cache_hit_clear(&hit);
+	{
+		tc_cache_run run = {TUNED_FAR, 2.0, 1.9, "ro", 1};
+		assert_int_equal(tc_cache_record(c, &key, &run), -1);
+		assert_non_null(strstr(tc_cache_error(c), "read-only"));
+	}
+	tc_cache_close(c);
+	/* tc_compile reads it */
+	assert_int_equal(tc_context_set_cache(f.ctx, p), 0);
+	k = tc_compile(f.m, "mm", f.in, 2, NULL);
+	assert_non_null(k);
+	assert_string_equal(tc_kernel_options_source(k), "cache");
+	assert_string_equal(tc_context_warnings(f.ctx), "");
+	check_against_interp(&f, k);
+	tc_kernel_free(k);
+	/* the commands: reading works, writing says why it cannot */
+	assert_int_equal(tcomp("cache list --cache ro.sqlite"), 0);
+	assert_non_null(strstr(out_text, "64x32,32x48"));
+	assert_int_equal(tcomp("cache import --cache ro.sqlite /dev/null"), 1);
+	assert_non_null(strstr(out_text, "read-only"));
+	assert_null(strstr(out_text, "damaged"));
+	assert_true(same_bytes(p, before, n));
+	free(before);
+	tc_cache_key_clear(&key);
+	fx_fini(&f);
+}
+
 static void invalid_options_in_a_row_are_skipped_with_a_warning(void **state)
 {
 	const char *p = path("bad.sqlite");
@@ -1171,6 +1283,9 @@ int main(void)
 			teardown),
 		cmocka_unit_test_setup_teardown(newer_schema_is_not_used, setup, teardown),
 		cmocka_unit_test_setup_teardown(foreign_database_is_not_used, setup, teardown),
+		cmocka_unit_test_setup_teardown(foreign_sqlite_file_is_never_modified, setup,
+			teardown),
+		cmocka_unit_test_setup_teardown(read_only_cache_is_read, setup, teardown),
 		cmocka_unit_test_setup_teardown(invalid_options_in_a_row_are_skipped_with_a_warning,
 			setup, teardown),
 		cmocka_unit_test_setup_teardown(the_final_stages_choice_is_the_best, setup, teardown),
