@@ -1156,7 +1156,8 @@ static void cli_export_import_round_trip(void **state)
 	fprintf(fp, "%s\n", e1);
 	fclose(fp);
 	free(e1);
-	assert_int_equal(tcomp("cache import --cache b/b.sqlite bad.jsonl"), 0);
+	assert_int_equal(tcomp("cache import --cache b/b.sqlite bad.jsonl"), 1);
+	assert_non_null(strstr(out_text, "tcomp: error: 2 lines were skipped"));
 	assert_non_null(strstr(out_text, "0 runs added, 0 already present, 2 lines skipped"));
 	assert_non_null(strstr(out_text, "line 1: not a JSON object"));
 	assert_non_null(strstr(out_text, "line 2: invalid options"));
@@ -1179,6 +1180,89 @@ static void cli_export_import_round_trip(void **state)
 	tc_cache_key_clear(&k2);
 	fx_fini(&f);
 	fx_fini(&g);
+}
+
+/* line with the value of "field" (a string, or with num a number)
+ * replaced by value, into out. */
+static void with_field(char *out, size_t size, const char *line, const char *field,
+	const char *value, int num)
+{
+	char pat[64];
+	const char *a, *e;
+	snprintf(pat, sizeof(pat), "\"%s\":", field);
+	a = strstr(line, pat);
+	assert_non_null(a);
+	a += strlen(pat);
+	if (*a == '"') {
+		for (e = a + 1; *e != '"'; e++)
+			if (*e == '\\')
+				e++;
+		e++;
+	} else
+		e = a + strcspn(a, ",}");
+	snprintf(out, size, "%.*s%s%s%s%s", (int)(a - line), line, num ? "" : "\"", value,
+		num ? "" : "\"", e);
+}
+
+/* tcomp cache import checks every field of the key and the run: each
+ * malformed field skips its line with a warning that says what is wrong,
+ * the exit status is 1 and the summary counts the skipped lines; nothing
+ * of them reaches the file. */
+static void import_refuses_malformed_fields(void **state)
+{
+	static const struct {
+		const char *field, *value, *says;
+		int num;
+	} bad[] = {
+		{"shapes", "0x0,0x0", "extents of at least 1", 0},
+		{"shapes", "64x32,32x48x2", "rank 3", 0},
+		{"shapes", "64x32", "as many shapes", 0},
+		{"shapes", "64x032,32x48", "extents of at least 1", 0},
+		{"types", "float99/2,float32/2", "unknown dtype \"float99\"", 0},
+		{"types", "float/2,float32/2", "unknown dtype", 0},
+		{"types", "float32/9,float32/2", "DTYPE/RANK", 0},
+		{"strides", "1x64,48x1", "compact row-major", 0},
+		{"entry", "mm; drop", "not a def name", 0},
+		{"target", "x86_64", "TRIPLE;CPU;FEATURES", 0},
+		{"version", "latest", "N.N.N", 0},
+		{"median_ms", "-1", "median_ms", 1},
+		{"min_ms", "5", "min_ms at most median_ms", 1},
+		{"at", "-5", "Unix seconds", 1},
+		{"status", "great", "neither ok nor failed", 0},
+	};
+	fixture f;
+	tc_cache_key key;
+	tc_cache *c;
+	char *good, line[16384];
+	FILE *fp;
+	size_t i;
+	(void)state;
+	fx_init(&f, 64, 32, 48);
+	key_of(&f, &key);
+	c = open_write(path("src.sqlite"));
+	record(c, &key, TUNED, 2.0, 1);
+	tc_cache_close(c);
+	assert_int_equal(tcomp("cache export --cache src.sqlite -o good.jsonl"), 0);
+	good = slurp(path("good.jsonl"));
+	*strchr(good, '\n') = 0;
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		with_field(line, sizeof(line), good, bad[i].field, bad[i].value, bad[i].num);
+		fp = fopen(path("bad.jsonl"), "w");
+		fprintf(fp, "%s\n", line);
+		fclose(fp);
+		assert_int_equal(tcomp("cache import --cache dst.sqlite bad.jsonl"), 1);
+		if (!strstr(out_text, "0 runs added, 0 already present, 1 line skipped") ||
+			!strstr(out_text, "line 1: ") || !strstr(out_text, bad[i].says))
+			fail_msg("%s=%s: %s", bad[i].field, bad[i].value, out_text);
+	}
+	assert_int_equal(count_runs(path("dst.sqlite")), 0);
+	/* the line itself is accepted */
+	assert_int_equal(tcomp("cache import --cache dst.sqlite good.jsonl"), 0);
+	assert_non_null(strstr(out_text, "1 run added"));
+	assert_int_equal(count_runs(path("dst.sqlite")), 1);
+	free(good);
+	tc_cache_key_clear(&key);
+	fx_fini(&f);
 }
 
 static void cli_bench_and_run_report_the_source(void **state)
@@ -1298,6 +1382,7 @@ int main(void)
 			setup, teardown),
 		cmocka_unit_test_setup_teardown(object_check_sites_follow_the_def, setup, teardown),
 		cmocka_unit_test_setup_teardown(cli_export_import_round_trip, setup, teardown),
+		cmocka_unit_test_setup_teardown(import_refuses_malformed_fields, setup, teardown),
 		cmocka_unit_test_setup_teardown(cli_bench_and_run_report_the_source, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -313,6 +313,7 @@ int cmd_cache(int argc, __tc_keep char **argv)
 			goto db_error;
 		status = write_out(out, b.s ? b.s : "");
 	} else if (!strcmp(sub, "import")) {
+		int all_skipped = 0;
 		for (i = 0; i < nfiles && !status; i++) {
 			char *text = slurp(files[i]);
 			int added, present, skipped;
@@ -328,6 +329,15 @@ int cmd_cache(int argc, __tc_keep char **argv)
 			printf("%s: %d run%s added, %d already present, %d line%s skipped\n",
 				files[i], added, added == 1 ? "" : "s", present, skipped,
 				skipped == 1 ? "" : "s");
+			all_skipped += skipped;
+		}
+		if (all_skipped) { /* the warnings below say which and why */
+			print_warnings(c);
+			fprintf(stderr, "tcomp: error: %d line%s skipped (the others were imported)\n",
+				all_skipped, all_skipped == 1 ? " was" : "s were");
+			tc_buf_free(&b);
+			tc_cache_close(c);
+			return EXIT_USER;
 		}
 	} else { /* prune */
 		int removed;
