@@ -296,7 +296,15 @@ char *tc_kernel_options(const tc_kernel *k);
  * the best for the nearest other
  * shapes of the same kernel, entry, input types and ranks, CPU and tcomp
  * version (distance: the sum over all input dimensions of |log(a/b)|),
- * else the defaults.  It only reads the cache (it never creates the file);
+ * else the best for the same kernel, entry, input types and tcomp version
+ * tuned on another CPU of the same architecture (the same LLVM triple,
+ * another CPU name or feature string: the options are portable, the
+ * object code is not, so none is loaded; a note in tc_context_warnings
+ * says so), else the defaults.  Options that change results rather than
+ * speed (target, contract, fastmath, vecreduce) are not taken from the
+ * cache: an entry's other values for them are reset to the defaults, with
+ * a note in tc_context_warnings, unless tc_context_set_cache_result_options
+ * allows them.  It only reads the cache (it never creates the file);
  * without a cache file the lookup costs one stat().  A module remembers its
  * lookups: compiling the same entry and shapes again gives the same options
  * while the module lives.  Options read from the cache are checked as
@@ -310,9 +318,15 @@ char *tc_kernel_options(const tc_kernel *k);
  * 0 ok, -1 if ctx is NULL or out of memory.  Takes effect for kernels not
  * yet looked up by their module. */
 int tc_context_set_cache(tc_context *ctx, const char *path);
+/* allow non-zero: ctx's compiles take every option of a kernel cache entry
+ * as it is, the result-changing ones too (target, contract, fastmath,
+ * vecreduce); 0 (the initial setting): those keep their defaults.  0 ok, -1
+ * if ctx is NULL.  Takes effect for kernels not yet looked up. */
+int tc_context_set_cache_result_options(tc_context *ctx, int allow);
 /* Where k's options came from: "user" (given to tc_compile), "cache" (the
  * cache's best for these shapes), "cache-near" (the best for the nearest
- * other shapes) or "default"; NULL if k is NULL.  Static string. */
+ * other shapes), "cache-other-cpu" (tuned on another CPU of the same
+ * architecture) or "default"; NULL if k is NULL.  Static string. */
 const char *tc_kernel_options_source(const tc_kernel *k);
 
 /* ---- autotuner ----

@@ -773,6 +773,7 @@ void tc_cache_hit_clear(__tc_keep tc_cache_hit *hit)
 	tc_options_free(hit->options);
 	tc_free(hit->text);
 	tc_free(hit->shapes);
+	tc_free(hit->target);
 	memset(hit, 0, sizeof(*hit));
 }
 
@@ -936,7 +937,7 @@ static int same_structure(const char *shapes, const char *strides)
 typedef struct near_row {
 	int64_t kid;
 	double distance, best;
-	char *shapes;
+	char *shapes, *target;
 } near_row;
 
 static int near_cmp(const void *pa, const void *pb)
@@ -949,18 +950,39 @@ static int near_cmp(const void *pa, const void *pb)
 	return a->kid < b->kid ? -1 : a->kid > b->kid;
 }
 
-/* The other shapes of key's family with an ok run, nearest first. */
-static int near_rows(tc_cache *c, const tc_cache_key *key, near_row **rows, int *n)
+static void near_rows_free(near_row *v, int n)
+{
+	while (n) {
+		n--;
+		tc_free(v[n].shapes);
+		tc_free(v[n].target);
+	}
+	tc_free(v);
+}
+
+/* The other shapes of key's family with an ok run, nearest first; with
+ * other_cpu, instead every shape (the same ones too) of the family on
+ * another target of the same triple: the same architecture, another CPU
+ * name or feature string. */
+static int near_rows(tc_cache *c, const tc_cache_key *key, int other_cpu, near_row **rows,
+	int *n)
 {
 	sqlite3_stmt *st;
 	near_row *v = NULL;
 	int cap = 0, rc;
 	*rows = NULL;
 	*n = 0;
-	st = prepare(c, "SELECT k.id, k.shapes, k.canonical, min(r.median_ms) FROM kernels k "
-			"JOIN runs r ON r.kernel_id = k.id AND r.status = 'ok' AND "
-			"r.median_ms >= 0 WHERE k.hash = ?1 AND k.entry = ?2 AND k.types = ?3 "
-			"AND k.target = ?4 AND k.version = ?5 AND k.shapes <> ?6 GROUP BY k.id");
+	st = prepare(c, other_cpu
+		? "SELECT k.id, k.shapes, k.canonical, min(r.median_ms), k.target FROM kernels k "
+		  "JOIN runs r ON r.kernel_id = k.id AND r.status = 'ok' AND "
+		  "r.median_ms >= 0 WHERE k.hash = ?1 AND k.entry = ?2 AND k.types = ?3 "
+		  "AND k.target <> ?4 AND instr(?4, ';') > 1 AND "
+		  "substr(k.target, 1, instr(?4, ';')) = substr(?4, 1, instr(?4, ';')) "
+		  "AND k.version = ?5 AND ?6 = ?6 GROUP BY k.id"
+		: "SELECT k.id, k.shapes, k.canonical, min(r.median_ms), k.target FROM kernels k "
+		  "JOIN runs r ON r.kernel_id = k.id AND r.status = 'ok' AND "
+		  "r.median_ms >= 0 WHERE k.hash = ?1 AND k.entry = ?2 AND k.types = ?3 "
+		  "AND k.target = ?4 AND k.version = ?5 AND k.shapes <> ?6 GROUP BY k.id");
 	if (!st)
 		return -1;
 	bind_family(st, key);
@@ -980,8 +1002,12 @@ static int near_rows(tc_cache *c, const tc_cache_key *key, near_row **rows, int 
 		v[*n].distance = dist;
 		v[*n].best = sqlite3_column_double(st, 3);
 		v[*n].shapes = tc_strdup(col_text(st, 1));
-		if (!v[*n].shapes)
+		v[*n].target = tc_strdup(col_text(st, 4));
+		if (!v[*n].shapes || !v[*n].target) {
+			tc_free(v[*n].shapes);
+			tc_free(v[*n].target);
 			break;
+		}
 		(*n)++;
 	}
 	sqlite3_finalize(st);
@@ -990,9 +1016,8 @@ static int near_rows(tc_cache *c, const tc_cache_key *key, near_row **rows, int 
 			tc_cache_set_error(c, "%s", "out of memory");
 		else
 			db_error(c, "read");
-		while (*n)
-			tc_free(v[--*n].shapes);
-		tc_free(v);
+		near_rows_free(v, *n);
+		*n = 0;
 		return -1;
 	}
 	if (*n)
@@ -1001,12 +1026,6 @@ static int near_rows(tc_cache *c, const tc_cache_key *key, near_row **rows, int 
 	return 0;
 }
 
-static void near_rows_free(near_row *v, int n)
-{
-	while (n)
-		tc_free(v[--n].shapes);
-	tc_free(v);
-}
 
 int tc_cache_lookup_near(__tc_keep tc_cache *c, __tc_keep const tc_cache_key *key,
 	__tc_keep tc_cache_hit *hit)
@@ -1016,12 +1035,37 @@ int tc_cache_lookup_near(__tc_keep tc_cache *c, __tc_keep const tc_cache_key *ke
 	if (!c || !key || !hit)
 		return -1;
 	memset(hit, 0, sizeof(*hit));
-	if (near_rows(c, key, &v, &n) < 0)
+	if (near_rows(c, key, 0, &v, &n) < 0)
 		return -1;
 	for (i = 0; i < n && r == 0; i++) {
 		r = best_of(c, v[i].kid, v[i].shapes, hit);
 		if (r == 1)
 			hit->distance = v[i].distance;
+	}
+	near_rows_free(v, n);
+	return r;
+}
+
+int tc_cache_lookup_other_cpu(__tc_keep tc_cache *c, __tc_keep const tc_cache_key *key,
+	__tc_keep tc_cache_hit *hit)
+{
+	near_row *v;
+	int n, i, r = 0;
+	if (!c || !key || !hit)
+		return -1;
+	memset(hit, 0, sizeof(*hit));
+	if (near_rows(c, key, 1, &v, &n) < 0)
+		return -1;
+	for (i = 0; i < n && r == 0; i++) {
+		r = best_of(c, v[i].kid, v[i].shapes, hit);
+		if (r == 1) {
+			hit->distance = v[i].distance;
+			if (!(hit->target = tc_strdup(v[i].target))) {
+				tc_cache_hit_clear(hit);
+				tc_cache_set_error(c, "%s", "out of memory");
+				r = -1;
+			}
+		}
 	}
 	near_rows_free(v, n);
 	return r;
@@ -1066,7 +1110,7 @@ int tc_cache_seeds(__tc_keep tc_cache *c, __tc_keep const tc_cache_key *key, int
 	tc_cache_hit hit;
 	near_row *v = NULL;
 	char **t;
-	int nv = 0, i, r;
+	int nv = 0, i, r, other;
 	*texts = NULL;
 	*n = 0;
 	if (!c || !key || max <= 0)
@@ -1080,11 +1124,15 @@ int tc_cache_seeds(__tc_keep tc_cache *c, __tc_keep const tc_cache_key *key, int
 	if (r == 1)
 		r = seeds_of(c, hit.kernel_id, max, t, n);
 	tc_cache_hit_clear(&hit);
-	if (r >= 0)
-		r = near_rows(c, key, &v, &nv);
-	for (i = 0; r >= 0 && i < nv && *n < max; i++)
-		r = seeds_of(c, v[i].kid, max, t, n);
-	near_rows_free(v, nv);
+	/* then the nearest shapes, then other CPUs of the same architecture */
+	for (other = 0; other < 2 && r >= 0; other++) {
+		r = near_rows(c, key, other, &v, &nv);
+		for (i = 0; r >= 0 && i < nv && *n < max; i++)
+			r = seeds_of(c, v[i].kid, max, t, n);
+		near_rows_free(v, nv);
+		v = NULL;
+		nv = 0;
+	}
 	if (r < 0) {
 		while (*n)
 			tc_free(t[--*n]);

@@ -157,6 +157,8 @@ typedef struct tc_cache_hit {
 	char *shapes;        /* the shapes of the entry found */
 	double distance;     /* 0 for an exact hit; see tc_cache_lookup_near */
 	int64_t kernel_id;   /* the entry's row, for tc_cache_object_get */
+	char *target;        /* tc_cache_lookup_other_cpu: the target of the entry
+	                        found; otherwise NULL (the key's) */
 } tc_cache_hit;
 /* Free what hit owns and zero it (NULL: nothing). */
 void tc_cache_hit_clear(__tc_keep tc_cache_hit *hit);
@@ -176,8 +178,18 @@ int tc_cache_lookup(__tc_keep tc_cache *c, __tc_keep const tc_cache_key *key,
  * tc_cache_lookup, with hit->distance set. */
 int tc_cache_lookup_near(__tc_keep tc_cache *c, __tc_keep const tc_cache_key *key,
 	__tc_keep tc_cache_hit *hit);
+/* The best ok options recorded for the same kernel, entry, input types
+ * and ranks and tcomp version on another CPU of the same architecture: a
+ * target with the key's triple but another CPU name or feature string
+ * (the options are portable between them, object code is not).  The
+ * nearest shapes first, the same shapes (distance 0) nearest of all; ties
+ * go to the faster entry.  Same return values as tc_cache_lookup, with
+ * hit->distance and hit->target (the entry's target) set. */
+int tc_cache_lookup_other_cpu(__tc_keep tc_cache *c, __tc_keep const tc_cache_key *key,
+	__tc_keep tc_cache_hit *hit);
 /* Seeds for a tuner: up to max distinct ok options texts, best first, from
- * key itself and then from the nearest shapes (as tc_cache_lookup_near).
+ * key itself, then from the nearest shapes (as tc_cache_lookup_near), then
+ * from other CPUs of the same architecture (tc_cache_lookup_other_cpu).
  * *n receives the count and *texts an array of strings, each (and the
  * array) owned by the caller (free with tc_free).  0 ok, -1 error. */
 int tc_cache_seeds(__tc_keep tc_cache *c, __tc_keep const tc_cache_key *key, int max,

@@ -1103,6 +1103,132 @@ static void object_check_sites_follow_the_def(void **state)
 	tu_tensor_fini(&y);
 }
 
+/* An entry that sets options changing results (fastmath=on, target=interp)
+ * gives tc_compile its speed options only, with a note, unless the context
+ * allows them; tcomp bench says the same and takes them with
+ * --cache-result-options. */
+static void cached_result_changing_options_need_consent(void **state)
+{
+	fixture f, g;
+	tc_cache_key key;
+	tc_cache *c;
+	tc_kernel *k;
+	char *got;
+	const char *w;
+	FILE *fp;
+	(void)state;
+	fx_init(&f, 64, 32, 48);
+	key_of(&f, &key);
+	c = open_write(path("r.sqlite"));
+	record(c, &key, TUNED "fastmath=on\ntarget=interp\n", 1.0, 1);
+	tc_cache_close(c);
+	assert_int_equal(tc_context_set_cache(f.ctx, path("r.sqlite")), 0);
+	k = tc_compile(f.m, "mm", f.in, 2, NULL);
+	assert_non_null(k);
+	assert_string_equal(tc_kernel_options_source(k), "cache");
+	got = tc_kernel_options(k);
+	assert_non_null(strstr(got, "tile=16,16\n"));      /* the speed options are taken */
+	assert_non_null(strstr(got, "fastmath=off\n"));    /* the others are not */
+	assert_non_null(strstr(got, "target=cpu\n"));
+	tc_string_free(got);
+	w = tc_context_warnings(f.ctx);
+	if (!strstr(w, "sets target=interp, fastmath=on, which change results: not applied"))
+		fail_msg("warnings: %s", w);
+	check_against_interp(&f, k);
+	tc_kernel_free(k);
+	/* allowed: taken as they are */
+	fx_init(&g, 64, 32, 48);
+	assert_int_equal(tc_context_set_cache(g.ctx, path("r.sqlite")), 0);
+	assert_int_equal(tc_context_set_cache_result_options(g.ctx, 1), 0);
+	k = tc_compile(g.m, "mm", g.in, 2, NULL);
+	assert_non_null(k);
+	got = tc_kernel_options(k);
+	assert_non_null(strstr(got, "fastmath=on\n"));
+	assert_non_null(strstr(got, "target=interp\n"));
+	tc_string_free(got);
+	assert_string_equal(tc_context_warnings(g.ctx), "");
+	check_against_interp(&g, k);
+	tc_kernel_free(k);
+	/* the command line */
+	fp = fopen(path("k.tc"), "w");
+	fputs(src, fp);
+	fclose(fp);
+	assert_int_equal(tcomp("bench k.tc -e mm --shape A=64x32 --shape B=32x48 --runs 1 "
+			       "--warmup 0 --min-time 0 --cache r.sqlite"), 0);
+	assert_non_null(strstr(out_text, "which change results: not applied"));
+	assert_non_null(strstr(out_text, "fastmath=off"));
+	assert_int_equal(tcomp("bench k.tc -e mm --shape A=64x32 --shape B=32x48 --runs 1 "
+			       "--warmup 0 --min-time 0 --cache r.sqlite --threads 1"), 0);
+	assert_non_null(strstr(out_text, "which change results: not applied"));
+	assert_non_null(strstr(out_text, "fastmath=off"));
+	assert_int_equal(tcomp("bench k.tc -e mm --shape A=64x32 --shape B=32x48 --runs 1 "
+			       "--warmup 0 --min-time 0 --cache r.sqlite --cache-result-options"), 0);
+	assert_null(strstr(out_text, "not applied"));
+	assert_non_null(strstr(out_text, "fastmath=on"));
+	tc_cache_key_clear(&key);
+	fx_fini(&f);
+	fx_fini(&g);
+}
+
+/* An entry tuned on another CPU of the same architecture (same triple,
+ * another CPU name and features) is used when this CPU has none, as a
+ * nearest entry with a note (source cache-other-cpu, no object code); one
+ * of another architecture is not. */
+static void entry_of_another_cpu_is_shared(void **state)
+{
+	fixture f, g;
+	tc_cache_key key;
+	tc_cache *c;
+	tc_kernel *k;
+	char *got, *want = canon(TUNED), *triple_end, other[256];
+	char *mine;
+	(void)state;
+	fx_init(&f, 64, 32, 48);
+	key_of(&f, &key);
+	mine = key.target;
+	triple_end = strchr(mine, ';');
+	assert_non_null(triple_end);
+	snprintf(other, sizeof(other), "%.*s;othercpu;+sse2,-avx512f", (int)(triple_end - mine),
+		mine);
+	key.target = other;
+	c = open_write(path("o.sqlite"));
+	record(c, &key, TUNED, 1.0, 1);
+	key.target = (char *)"riscv64-unknown-linux-gnu;generic;+m"; /* another architecture */
+	record(c, &key, TUNED_FAR, 0.5, 1);
+	tc_cache_close(c);
+	key.target = mine;
+	assert_int_equal(tc_context_set_cache(f.ctx, path("o.sqlite")), 0);
+	k = tc_compile(f.m, "mm", f.in, 2, NULL);
+	assert_non_null(k);
+	assert_string_equal(tc_kernel_options_source(k), "cache-other-cpu");
+	got = tc_kernel_options(k);
+	assert_string_equal(got, want);
+	tc_string_free(got);
+	if (!strstr(tc_context_warnings(f.ctx), "tuned on another CPU of this architecture "
+						 "(othercpu)"))
+		fail_msg("warnings: %s", tc_context_warnings(f.ctx));
+	check_against_interp(&f, k);
+	tc_kernel_free(k);
+	/* other shapes of it too; an entry of this CPU wins over it */
+	fx_init(&g, 16, 8, 4);
+	assert_int_equal(tc_context_set_cache(g.ctx, path("o.sqlite")), 0);
+	k = tc_compile(g.m, "mm", g.in, 2, NULL);
+	assert_string_equal(tc_kernel_options_source(k), "cache-other-cpu");
+	tc_kernel_free(k);
+	c = open_write(path("o.sqlite"));
+	record(c, &key, "", 3.0, 1);
+	tc_cache_close(c);
+	tc_module_free(g.m);
+	g.m = tc_module_parse(g.ctx, src, "cache.tc");
+	k = tc_compile(g.m, "mm", g.in, 2, NULL);
+	assert_string_equal(tc_kernel_options_source(k), "cache-near");
+	tc_kernel_free(k);
+	tc_free(want);
+	tc_cache_key_clear(&key);
+	fx_fini(&f);
+	fx_fini(&g);
+}
+
 /* ---- the tcomp command ---- */
 
 static void cli_export_import_round_trip(void **state)
@@ -1383,6 +1509,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(object_check_sites_follow_the_def, setup, teardown),
 		cmocka_unit_test_setup_teardown(cli_export_import_round_trip, setup, teardown),
 		cmocka_unit_test_setup_teardown(import_refuses_malformed_fields, setup, teardown),
+		cmocka_unit_test_setup_teardown(cached_result_changing_options_need_consent, setup,
+			teardown),
+		cmocka_unit_test_setup_teardown(entry_of_another_cpu_is_shared, setup, teardown),
 		cmocka_unit_test_setup_teardown(cli_bench_and_run_report_the_source, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -102,10 +102,14 @@ long parse_count(const char *opt, const char *s, long min, const char *usage);
 typedef struct cache_args {
 	const char *path; /* NULL: the default location */
 	int off;
+	int result_options; /* --cache-result-options: take target, contract,
+			     * fastmath and vecreduce from the cache too */
 } cache_args;
-/* Take --cache PATH or --no-cache at argv[*i]; 1 if taken. */
+/* Take --cache PATH, --no-cache or --cache-result-options at argv[*i]; 1 if
+ * taken. */
 int take_cache_arg(__tc_keep cache_args *ca, int argc, __tc_keep char **argv, int *i);
-/* Make ctx's compiles read the cache ca names (or none with --no-cache). */
+/* Make ctx's compiles read the cache ca names (or none with --no-cache),
+ * taking the result-changing options from it with --cache-result-options. */
 void apply_cache_args(__tc_keep const cache_args *ca, __tc_keep tc_context *ctx);
 /* The options for tcomp run and bench given --threads N and no other
  * option (given: the defaults with threads=N), from the kernel cache that

@@ -65,13 +65,18 @@ int take_cache_arg(__tc_keep cache_args *ca, int argc, __tc_keep char **argv, in
 		ca->off = 1;
 		return 1;
 	}
+	if (!strcmp(argv[*i], "--cache-result-options")) {
+		ca->result_options = 1;
+		return 1;
+	}
 	return 0;
 }
 
 /* Point ctx's compiles at the cache of ca (cli.h). */
 void apply_cache_args(__tc_keep const cache_args *ca, __tc_keep tc_context *ctx)
 {
-	if (tc_context_set_cache(ctx, ca->off ? "" : ca->path) < 0)
+	if (tc_context_set_cache(ctx, ca->off ? "" : ca->path) < 0 ||
+		tc_context_set_cache_result_options(ctx, ca->result_options) < 0)
 		exit(EXIT_INTERNAL);
 }
 
@@ -106,15 +111,27 @@ __tc_give tc_options *threads_cache_options(__tc_keep const cache_args *ca, __tc
 	r = tc_cache_lookup(c, &key, &hit);
 	if (r == 0)
 		r = tc_cache_lookup_near(c, &key, &hit);
+	if (r == 0)
+		r = tc_cache_lookup_other_cpu(c, &key, &hit);
 	if (r < 0)
 		fprintf(stderr, "warning: %s; using the default options\n", tc_cache_error(c));
 	fputs(tc_cache_warnings(c), stderr);
 	if (r == 1 && !strcmp(tc_options_get(hit.options, "threads"), n)) {
 		*source = NULL; /* tuned for N threads: tc_compile finds it itself */
 	} else if (r == 1) {
-		if (!(o = tc_options_copy(hit.options)) || tc_options_set(o, "threads", n, NULL) < 0)
+		tc_buf what;
+		int kept = 0;
+		tc_buf_init(&what);
+		if (!(o = tc_options_copy(hit.options)) || tc_options_set(o, "threads", n, NULL) < 0 ||
+			(!ca->result_options && (kept = tc_cache_keep_results(o, &what)) < 0))
 			exit(EXIT_INTERNAL);
-		*source = hit.distance > 0 || strcmp(hit.shapes, key.shapes) ? "cache-near+threads"
+		if (kept) /* as tc_compile says it */
+			fprintf(stderr, "note: kernel cache '%s': the entry for '%s' (%s) sets %s, "
+					"which change%s results: not applied (--cache-result-options)\n",
+				path, entry, hit.shapes, what.s, kept == 1 ? "s" : "");
+		tc_buf_free(&what);
+		*source = hit.target ? "cache-other-cpu+threads"
+			: hit.distance > 0 || strcmp(hit.shapes, key.shapes) ? "cache-near+threads"
 									     : "cache+threads";
 	}
 done:
