@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "tcomp.h"
+#include "lang/util.h"
 #include "tests/testutil.h"
 
 static const char src[] = "def mm(float(M,K) A, float(K,N) B) -> (C) {\n"
@@ -218,6 +219,58 @@ static void autotuner(void **state)
 	tc_context_free(ctx);
 }
 
+/* An allocation hook that fails the n-th allocation from now on. */
+typedef struct fail_nth {
+	int n;
+} fail_nth;
+
+static void *fail_alloc(void *ud, void *ptr, size_t size)
+{
+	fail_nth *f = ud;
+	if (!size) {
+		free(ptr);
+		return NULL;
+	}
+	if (f->n-- == 0)
+		return NULL;
+	return realloc(ptr, size);
+}
+
+/* tc_context_error_kind: none after a success, user for bad text, out of
+ * memory for every failed allocation of a parse (each in turn), as the
+ * tcomp command's exit status reads it. */
+static void error_kinds(void **state)
+{
+	tc_context *ctx = tc_context_new();
+	tc_module *m;
+	fail_nth f;
+	int n, nomem = 0;
+	(void)state;
+	assert_int_equal(tc_context_error_kind(NULL), TC_ERROR_USER);
+	m = tc_module_parse(ctx, src, "t.tc");
+	assert_non_null(m);
+	assert_int_equal(tc_context_error_kind(ctx), TC_ERROR_NONE);
+	tc_module_free(m);
+	assert_null(tc_module_parse(ctx, "def f(float(N) A) -> (B) { B(i) = C(i) }", "bad.tc"));
+	assert_int_equal(tc_context_error_kind(ctx), TC_ERROR_USER);
+	for (n = 0;; n++) {
+		f.n = n;
+		tc_set_alloc(fail_alloc, &f);
+		m = tc_module_parse(ctx, src, "t.tc");
+		tc_set_alloc(NULL, NULL);
+		if (m) {
+			tc_module_free(m);
+			break;
+		}
+		if (tc_context_error_kind(ctx) != TC_ERROR_NOMEM)
+			fail_msg("allocation %d failed: kind %d, error %s", n,
+				(int)tc_context_error_kind(ctx), tc_context_error(ctx));
+		nomem++;
+	}
+	assert_true(nomem > 10);
+	tc_context_free(ctx);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -226,6 +279,7 @@ int main(void)
 		cmocka_unit_test(options),
 		cmocka_unit_test(kernels),
 		cmocka_unit_test(autotuner),
+		cmocka_unit_test(error_kinds),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

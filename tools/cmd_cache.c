@@ -54,22 +54,18 @@ static const char *const cache_usage =
 	"           without runs go too, then the file is compacted\n"
 	"  path     print the path of the cache file\n";
 
-/* Take --cache PATH or --no-cache at argv[*i]; 1 if taken (cli.h). */
-int take_cache_arg(__tc_keep cache_args *ca, int argc, __tc_keep char **argv, int *i)
+/* Take --cache PATH, --no-cache or --cache-result-options (cli.h). */
+int take_cache_arg(__tc_keep cache_args *ca, int code, const char *arg)
 {
-	if (!strcmp(argv[*i], "--cache") && *i + 1 < argc) {
-		ca->path = argv[++*i];
-		return 1;
-	}
-	if (!strcmp(argv[*i], "--no-cache")) {
+	if (code == OPT_CACHE)
+		ca->path = arg;
+	else if (code == OPT_NO_CACHE)
 		ca->off = 1;
-		return 1;
-	}
-	if (!strcmp(argv[*i], "--cache-result-options")) {
+	else if (code == OPT_CACHE_RESULT_OPTIONS)
 		ca->result_options = 1;
-		return 1;
-	}
-	return 0;
+	else
+		return 0;
+	return 1;
 }
 
 /* Point ctx's compiles at the cache of ca (cli.h). */
@@ -173,7 +169,7 @@ static tc_cache *open_cache(const char *path, tc_cache_mode mode, int *status)
 		fprintf(stderr, "tcomp: error: %s\n", msg);
 		*status = EXIT_USER;
 	} else if (!c)
-		fprintf(stderr, "tcomp: no kernel cache at %s\n", p);
+		fprintf(stderr, "tcomp: note: no kernel cache at %s\n", p);
 	tc_free(msg);
 	tc_free(p);
 	return c;
@@ -240,39 +236,57 @@ int cmd_cache(int argc, __tc_keep char **argv)
 	tc_cache *c = NULL;
 	tc_buf b;
 
-	if (argc < 1 || wants_help(argc, argv)) {
-		fputs(cache_usage, argc < 1 ? stderr : stdout);
-		return argc < 1 ? EXIT_USER : 0;
+	enum { OPT_OTHER_VERSIONS = OPT_COMMAND, OPT_FAILED, OPT_KEEP_BEST, OPT_OLDER_THAN };
+	static const struct option longopts[] = {CLI_HELP, CLI_CACHE,
+		{"other-versions", no_argument, NULL, OPT_OTHER_VERSIONS},
+		{"failed", no_argument, NULL, OPT_FAILED},
+		{"keep-best", no_argument, NULL, OPT_KEEP_BEST},
+		{"older-than", required_argument, NULL, OPT_OLDER_THAN}, CLI_END};
+	int opt, prune_opt = 0;
+
+	if (argc < 2 || wants_help(argc, argv)) {
+		fputs(cache_usage, argc < 2 ? stderr : stdout);
+		return argc < 2 ? EXIT_USER : 0;
 	}
-	sub = argv[0];
+	while ((opt = cli_next_opt(argc, argv, "ho:", longopts, cache_usage)) != -1) {
+		if (take_cache_arg(&ca, opt, optarg)) {
+			if (ca.off || ca.result_options)
+				die_usage(cache_usage, "%s", "--no-cache and --cache-result-options are "
+							     "for tcomp run and bench");
+		} else if (opt == OPT_OUTPUT)
+			out = optarg;
+		else if (opt == OPT_OTHER_VERSIONS)
+			po.other_versions = prune_opt = 1;
+		else if (opt == OPT_FAILED)
+			po.failed = prune_opt = 1;
+		else if (opt == OPT_KEEP_BEST)
+			po.all_but_best = prune_opt = 1;
+		else if (opt == OPT_OLDER_THAN) {
+			char *end;
+			double d = strtod(optarg, &end);
+			if (end == optarg || *end || !(d >= 0) || d > 1e6)
+				die_usage(cache_usage, "--older-than needs a number of days but found '%s'",
+					optarg);
+			po.older_than_s = d * 86400;
+			prune_opt = 1;
+		}
+	}
+	if (optind >= argc)
+		die_usage(cache_usage, "%s", "cache needs a command: list, show, export, import, "
+					     "prune or path");
+	sub = argv[optind];
 	if (strcmp(sub, "list") && strcmp(sub, "show") && strcmp(sub, "export") &&
 		strcmp(sub, "import") && strcmp(sub, "prune") && strcmp(sub, "path"))
 		die_usage(cache_usage, "unknown cache command '%s'", sub);
-	for (i = 1; i < argc; i++) {
+	if (out && strcmp(sub, "export"))
+		die_usage(cache_usage, "%s", "-o is for tcomp cache export");
+	if (prune_opt && strcmp(sub, "prune"))
+		die_usage(cache_usage, "%s", "--other-versions, --failed, --keep-best and "
+					     "--older-than are for tcomp cache prune");
+	any_prune = prune_opt;
+	for (i = optind + 1; i < argc; i++) {
 		const char *a = argv[i];
-		int more = i + 1 < argc;
-		if (take_cache_arg(&ca, argc, argv, &i)) {
-			if (ca.off)
-				die_usage(cache_usage, "%s", "--no-cache is for tcomp run and bench");
-		} else if (!strcmp(sub, "export") && !strcmp(a, "-o") && more)
-			out = argv[++i];
-		else if (!strcmp(sub, "prune") && !strcmp(a, "--other-versions"))
-			po.other_versions = any_prune = 1;
-		else if (!strcmp(sub, "prune") && !strcmp(a, "--failed"))
-			po.failed = any_prune = 1;
-		else if (!strcmp(sub, "prune") && !strcmp(a, "--keep-best"))
-			po.all_but_best = any_prune = 1;
-		else if (!strcmp(sub, "prune") && !strcmp(a, "--older-than") && more) {
-			char *end;
-			double d = strtod(argv[++i], &end);
-			if (end == argv[i] || *end || !(d >= 0) || d > 1e6)
-				die_usage(cache_usage, "--older-than needs a number of days but found '%s'",
-					argv[i]);
-			po.older_than_s = d * 86400;
-			any_prune = 1;
-		} else if (a[0] == '-' && strcmp(a, "-"))
-			die_usage(cache_usage, "unknown or incomplete option '%s'", a);
-		else if (!strcmp(sub, "import") && nfiles < 64)
+		if (!strcmp(sub, "import") && nfiles < 64)
 			files[nfiles++] = a;
 		else if (!strcmp(sub, "show") && !what)
 			what = a;
@@ -299,7 +313,7 @@ int cmd_cache(int argc, __tc_keep char **argv)
 		struct stat sb;
 		int known = p != NULL, there = known && stat(p, &sb) == 0;
 		if (known && !there)
-			fprintf(stderr, "tcomp: no kernel cache at %s\n", p);
+			fprintf(stderr, "tcomp: note: no kernel cache at %s\n", p);
 		tc_free(p);
 		if (!there)
 			return known ? 0 : EXIT_USER;

@@ -186,20 +186,17 @@ static const char *const options_usage =
 
 static int cmd_check(int argc, char **argv)
 {
+	static const struct option longopts[] = {CLI_HELP, CLI_END};
 	int i, j, status = 0;
-	if (wants_help(argc, argv)) {
-		fputs(check_usage, stdout);
-		return 0;
-	}
-	if (argc == 0)
+	while (cli_next_opt(argc, argv, "h", longopts, check_usage) != -1)
+		; /* no options but --help */
+	if (optind >= argc)
 		die_usage(check_usage, "%s", "check needs at least one FILE.tc");
-	for (i = 0; i < argc; i++) {
+	for (i = optind; i < argc; i++) {
 		tc_context *ctx = tc_context_new();
 		tc_module *m;
 		if (!ctx)
 			return EXIT_INTERNAL;
-		if (argv[i][0] == '-')
-			die_usage(check_usage, "unknown option '%s'", argv[i]);
 		m = tc_module_load(ctx, argv[i]);
 		if (!m) {
 			int st = report(ctx);
@@ -289,6 +286,13 @@ static int cmd_run(int argc, char **argv)
 	int64_t(*oshape)[8] = NULL;
 	void **odata = NULL;
 
+	enum { OPT_IN = OPT_COMMAND, OPT_OUT, OPT_PRINT };
+	static const struct option longopts[] = {CLI_HELP, CLI_ENTRY, CLI_MAPPING, CLI_TARGET,
+		CLI_CACHE, {"in", required_argument, NULL, OPT_IN},
+		{"out", required_argument, NULL, OPT_OUT}, {"print", no_argument, NULL, OPT_PRINT},
+		CLI_END};
+	int c;
+
 	if (wants_help(argc, argv)) {
 		fputs(run_usage, stdout);
 		return 0;
@@ -296,27 +300,26 @@ static int cmd_run(int argc, char **argv)
 	ctx = tc_context_new();
 	if (!ctx)
 		return EXIT_INTERNAL;
-	for (i = 0; i < argc; i++) {
-		const char *a = argv[i];
-		int more = i + 1 < argc;
-		if (take_entry_arg(&entry, NULL, NULL, argc, argv, &i, run_usage))
+	while ((c = cli_next_opt(argc, argv, "he:", longopts, run_usage)) != -1) {
+		if (take_entry_arg(&entry, NULL, NULL, c, optarg, run_usage))
 			;
-		else if (!strcmp(a, "--in") && more) {
+		else if (c == OPT_IN) {
 			if (nin == 64)
 				die_usage(run_usage, "%s", "too many --in");
-			ins[nin++] = parse_binding(argv[++i], run_usage);
-		} else if (!strcmp(a, "--out") && more) {
+			ins[nin++] = parse_binding(optarg, run_usage);
+		} else if (c == OPT_OUT) {
 			if (nout == 64)
 				die_usage(run_usage, "%s", "too many --out");
-			outs[nout++] = parse_binding(argv[++i], run_usage);
-		} else if (take_opt_arg(&oa, argc, argv, &i, run_usage, 1) ||
-			   take_cache_arg(&ca, argc, argv, &i))
+			outs[nout++] = parse_binding(optarg, run_usage);
+		} else if (take_opt_arg(&oa, c, optarg, run_usage) ||
+			   take_cache_arg(&ca, c, optarg))
 			;
-		else if (!strcmp(a, "--print"))
+		else if (c == OPT_PRINT)
 			print = 1;
-		else if (a[0] == '-')
-			die_usage(run_usage, "unknown or incomplete option '%s'", a);
-		else if (!file)
+	}
+	for (i = optind; i < argc; i++) {
+		const char *a = argv[i];
+		if (!file)
 			file = a;
 		else
 			die_usage(run_usage, "unexpected argument '%s'", a);
@@ -480,25 +483,27 @@ static int cmd_emit(int argc, char **argv)
 	tc_kernel *k = NULL;
 	char *text;
 
+	enum { OPT_STAGE = OPT_COMMAND };
+	static const struct option longopts[] = {CLI_HELP, CLI_ENTRY, CLI_SHAPE, CLI_MAPPING,
+		{"stage", required_argument, NULL, OPT_STAGE}, CLI_END};
+	int c;
+
 	if (wants_help(argc, argv)) {
 		fputs(emit_usage, stdout);
 		return 0;
 	}
-	for (i = 0; i < argc; i++) {
-		const char *a = argv[i];
-		int more = i + 1 < argc;
-		if (take_entry_arg(&entry, shapes, &nshapes, argc, argv, &i, emit_usage))
+	while ((c = cli_next_opt(argc, argv, "he:", longopts, emit_usage)) != -1) {
+		if (take_entry_arg(&entry, shapes, &nshapes, c, optarg, emit_usage) ||
+			take_opt_arg(&oa, c, optarg, emit_usage))
 			;
-		else if (!strcmp(a, "--stage") && more)
-			stage = argv[++i];
-		else if (take_opt_arg(&oa, argc, argv, &i, emit_usage, 0))
-			;
-		else if (a[0] == '-')
-			die_usage(emit_usage, "unknown or incomplete option '%s'", a);
-		else if (!file)
-			file = a;
+		else if (c == OPT_STAGE)
+			stage = optarg;
+	}
+	for (i = optind; i < argc; i++) {
+		if (!file)
+			file = argv[i];
 		else
-			die_usage(emit_usage, "unexpected argument '%s'", a);
+			die_usage(emit_usage, "unexpected argument '%s'", argv[i]);
 	}
 	if (!file)
 		die_usage(emit_usage, "%s", "emit needs a FILE.tc");
@@ -686,37 +691,40 @@ static int cmd_bench(int argc, char **argv)
 	int user_options;
 	size_t nwarn;
 
+	enum { OPT_RUNS = OPT_COMMAND, OPT_WARMUP, OPT_MIN_TIME, OPT_JSON };
+	static const struct option longopts[] = {CLI_HELP, CLI_ENTRY, CLI_SHAPE, CLI_MAPPING,
+		CLI_TARGET, CLI_CACHE, {"runs", required_argument, NULL, OPT_RUNS},
+		{"warmup", required_argument, NULL, OPT_WARMUP},
+		{"min-time", required_argument, NULL, OPT_MIN_TIME},
+		{"json", no_argument, NULL, OPT_JSON}, CLI_END};
+	int c;
+
 	if (wants_help(argc, argv)) {
 		fputs(bench_usage, stdout);
 		return 0;
 	}
-	for (i = 0; i < argc; i++) {
-		const char *a = argv[i];
-		int more = i + 1 < argc;
-		if (take_entry_arg(&entry, shapes, &nshapes, argc, argv, &i, bench_usage))
+	while ((c = cli_next_opt(argc, argv, "he:", longopts, bench_usage)) != -1) {
+		if (take_entry_arg(&entry, shapes, &nshapes, c, optarg, bench_usage) ||
+			take_opt_arg(&oa, c, optarg, bench_usage) || take_cache_arg(&ca, c, optarg))
 			;
-		else if (!strcmp(a, "--runs") && more)
-			runs = parse_count("--runs", argv[++i], 1, bench_usage);
-		else if (!strcmp(a, "--warmup") && more)
-			warmup = parse_count("--warmup", argv[++i], 0, bench_usage);
-		else if (!strcmp(a, "--min-time") && more) {
+		else if (c == OPT_RUNS)
+			runs = parse_count("--runs", optarg, 1, bench_usage);
+		else if (c == OPT_WARMUP)
+			warmup = parse_count("--warmup", optarg, 0, bench_usage);
+		else if (c == OPT_MIN_TIME) {
 			char *end;
-			const char *v = argv[++i];
-			min_time = strtod(v, &end);
-			if (end == v || *end || !(min_time >= 0) || min_time > 1e6)
+			min_time = strtod(optarg, &end);
+			if (end == optarg || *end || !(min_time >= 0) || min_time > 1e6)
 				die_usage(bench_usage, "--min-time needs a number of seconds but found '%s'",
-					v);
-		} else if (!strcmp(a, "--json"))
+					optarg);
+		} else if (c == OPT_JSON)
 			json = 1;
-		else if (take_opt_arg(&oa, argc, argv, &i, bench_usage, 1) ||
-			 take_cache_arg(&ca, argc, argv, &i))
-			;
-		else if (a[0] == '-')
-			die_usage(bench_usage, "unknown or incomplete option '%s'", a);
-		else if (!file)
-			file = a;
+	}
+	for (i = optind; i < argc; i++) {
+		if (!file)
+			file = argv[i];
 		else
-			die_usage(bench_usage, "unexpected argument '%s'", a);
+			die_usage(bench_usage, "unexpected argument '%s'", argv[i]);
 	}
 	if (!file)
 		die_usage(bench_usage, "%s", "bench needs a FILE.tc");
@@ -912,13 +920,12 @@ done:
 
 static int cmd_options(int argc, char **argv)
 {
+	static const struct option longopts[] = {CLI_HELP, CLI_END};
 	char *text;
-	if (wants_help(argc, argv)) {
-		fputs(options_usage, stdout);
-		return 0;
-	}
-	if (argc)
-		die_usage(options_usage, "unexpected argument '%s'", argv[0]);
+	while (cli_next_opt(argc, argv, "h", longopts, options_usage) != -1)
+		;
+	if (optind < argc)
+		die_usage(options_usage, "unexpected argument '%s'", argv[optind]);
 	text = tc_options_describe();
 	if (!text)
 		return EXIT_INTERNAL;
@@ -944,19 +951,19 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	if (!strcmp(cmd, "check"))
-		return cmd_check(argc - 2, argv + 2);
+		return cmd_check(argc - 1, argv + 1);
 	if (!strcmp(cmd, "run"))
-		return cmd_run(argc - 2, argv + 2);
+		return cmd_run(argc - 1, argv + 1);
 	if (!strcmp(cmd, "emit"))
-		return cmd_emit(argc - 2, argv + 2);
+		return cmd_emit(argc - 1, argv + 1);
 	if (!strcmp(cmd, "bench"))
-		return cmd_bench(argc - 2, argv + 2);
+		return cmd_bench(argc - 1, argv + 1);
 	if (!strcmp(cmd, "options"))
-		return cmd_options(argc - 2, argv + 2);
+		return cmd_options(argc - 1, argv + 1);
 	if (!strcmp(cmd, "autotune"))
-		return cmd_autotune(argc - 2, argv + 2);
+		return cmd_autotune(argc - 1, argv + 1);
 	if (!strcmp(cmd, "cache"))
-		return cmd_cache(argc - 2, argv + 2);
-	fprintf(stderr, "tcomp: unknown command '%s'\n\n%s", cmd, main_usage);
+		return cmd_cache(argc - 1, argv + 1);
+	fprintf(stderr, "tcomp: error: unknown command '%s'\n\n%s", cmd, main_usage);
 	return EXIT_USER;
 }
