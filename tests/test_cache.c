@@ -1355,6 +1355,8 @@ static void import_refuses_malformed_fields(void **state)
 		{"min_ms", "5", "min_ms at most median_ms", 1},
 		{"at", "-5", "Unix seconds", 1},
 		{"status", "great", "neither ok nor failed", 0},
+		{"median_ms", "\"1.5abc\"", "\"median_ms\" is not a number", 1},
+		{"at", "\"nan\"", "Unix seconds", 1},
 	};
 	fixture f;
 	tc_cache_key key;
