@@ -346,8 +346,8 @@ char *tc_kernel_options(const tc_kernel *k);
  * another CPU name or feature string: the options are portable, the
  * object code is not, so none is loaded; a note in tc_context_warnings
  * says so), else the defaults.  Options that change results rather than
- * speed (target, contract, fastmath, vecreduce) are not taken from the
- * cache: an entry's other values for them are reset to the defaults, with
+ * speed (target, contract, fastmath: those the autotuner never searches)
+ * are not taken from the cache: an entry's other values for them are reset to the defaults, with
  * a note in tc_context_warnings, unless tc_context_set_cache_result_options
  * allows them.  It only reads the cache (it never creates the file);
  * without a cache file the lookup costs one stat().  A module remembers its
@@ -364,8 +364,8 @@ char *tc_kernel_options(const tc_kernel *k);
  * yet looked up by their module. */
 int tc_context_set_cache(tc_context *ctx, const char *path);
 /* allow non-zero: ctx's compiles take every option of a kernel cache entry
- * as it is, the result-changing ones too (target, contract, fastmath,
- * vecreduce); 0 (the initial setting): those keep their defaults.  0 ok, -1
+ * as it is, the result-changing ones too (target, contract, fastmath as
+ * recorded); 0 (the initial setting): those keep their defaults.  0 ok, -1
  * if ctx is NULL.  Takes effect for kernels not yet looked up. */
 int tc_context_set_cache_result_options(tc_context *ctx, int allow);
 /* Where k's options came from: "user" (given to tc_compile), "cache" (the

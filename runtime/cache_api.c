@@ -70,14 +70,15 @@ const char *tc_kernel_options_source(const tc_kernel *k)
 	}
 }
 
-/* The options that change a kernel's results (not only its speed): where
- * it runs, FMA contraction, fast math, and the vector reductions' order of
- * rounding.  The autotuner never searches the first three; vecreduce it
- * does not search either.  An entry of the kernel cache may hold other
- * values (a tuning run given them as base options, or an imported file):
- * tc_compile does not take them from the cache unless the context allows
- * it (tc_context_set_cache_result_options). */
-static const char *const result_options[] = {"target", "contract", "fastmath", "vecreduce"};
+/* The options that change a kernel's results, not only its speed: where
+ * it runs, FMA contraction and fast math, the options the autotuner never
+ * searches.  (vecreduce, which only lets float sums round in another
+ * order, as the language allows, is searched: a speed option.)  An entry
+ * of the kernel cache may hold other values for them (a tuning run given
+ * them as base options, or an imported file): tc_compile does not take
+ * them from the cache unless the context allows it
+ * (tc_context_set_cache_result_options). */
+static const char *const result_options[] = {"target", "contract", "fastmath"};
 
 int tc_cache_keep_results(__tc_keep tc_options *o, __tc_keep tc_buf *what)
 {

@@ -86,7 +86,7 @@ int tc_cache_import(__tc_keep tc_cache *c, const char *text, int *added, int *pr
 /* ---- runtime/cache_api.c ---- */
 
 /* Reset in o the options that change results rather than speed (target,
- * contract, fastmath, vecreduce) to their defaults, appending "name=value"
+ * contract, fastmath) to their defaults, appending "name=value"
  * of each one changed (its old value, ", " between them) to what (may be
  * NULL).  The number reset, or -1 when out of memory.  tc_compile applies
  * it to the kernel cache's options unless the context allows them
