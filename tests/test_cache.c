@@ -1182,6 +1182,7 @@ static void entry_of_another_cpu_is_shared(void **state)
 	tc_kernel *k;
 	char *got, *want = canon(TUNED), *triple_end, other[256];
 	char *mine;
+	FILE *fp;
 	(void)state;
 	fx_init(&f, 64, 32, 48);
 	key_of(&f, &key);
@@ -1209,6 +1210,15 @@ static void entry_of_another_cpu_is_shared(void **state)
 		fail_msg("warnings: %s", tc_context_warnings(f.ctx));
 	check_against_interp(&f, k);
 	tc_kernel_free(k);
+	/* the command says so */
+	fp = fopen(path("k.tc"), "w");
+	fputs(src, fp);
+	fclose(fp);
+	assert_int_equal(tcomp("bench k.tc -e mm --shape A=64x32 --shape B=32x48 --runs 1 "
+			       "--warmup 0 --min-time 0 --cache o.sqlite --json"), 0);
+	assert_non_null(strstr(out_text, "\"source\":\"cache-other-cpu\""));
+	assert_non_null(strstr(out_text, "note: kernel cache"));
+	assert_non_null(strstr(out_text, "tuned on another CPU of this architecture (othercpu)"));
 	/* other shapes of it too; an entry of this CPU wins over it */
 	fx_init(&g, 16, 8, 4);
 	assert_int_equal(tc_context_set_cache(g.ctx, path("o.sqlite")), 0);

@@ -184,9 +184,9 @@ static const char *const bench_usage =
 	"                      \"compile_ms\":..., \"gflops\":..., \"gbs\":...,\n"
 	"                      \"options\":\"target=cpu;...\", \"source\":\"default\"}\n"
 	"                      (gflops and gbs are null when not computable;\n"
-	"                      source is \"cache\", \"cache-near\", \"default\",\n"
-	"                      \"cache+threads\", \"cache-near+threads\" or\n"
-	"                      \"default+threads\" (--threads N alone, see\n"
+	"                      source is \"cache\", \"cache-near\",\n"
+	"                      \"cache-other-cpu\", \"default\", the same with\n"
+	"                      \"+threads\" (--threads N alone, see\n"
 	"                      above), or \"file\" when --options, --option or\n"
 	"                      --target set options)\n";
 
@@ -914,6 +914,7 @@ static int cmd_bench(int argc, char **argv)
 		printf("options  %s (%s%s)\n", optext,
 			!strcmp(source, "file") ? "given"
 			: !strncmp(source, "cache-near", 10) ? "kernel cache, nearest shapes"
+			: !strncmp(source, "cache-other-cpu", 15) ? "kernel cache, another CPU"
 			: !strncmp(source, "cache", 5) ? "kernel cache"
 							: "defaults",
 			strchr(source, '+') ? ", with the threads given" : "");
