@@ -268,6 +268,8 @@ static void long_options_and_one_error_format(void **state)
 		"autotune k.tc -e k --shape A=2x3 --generations=none",
 		"options --verbose",
 		"run k.tc -e nope --in A=a.npy",
+		"cache",
+		"",
 	};
 	(void)state;
 	for (i = 0; i < 6; i++)

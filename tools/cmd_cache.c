@@ -250,9 +250,9 @@ int cmd_cache(int argc, __tc_keep char **argv)
 		{"older-than", required_argument, NULL, OPT_OLDER_THAN}, CLI_END};
 	int opt, prune_opt = 0;
 
-	if (argc < 2 || wants_help(argc, argv)) {
-		fputs(cache_usage, argc < 2 ? stderr : stdout);
-		return argc < 2 ? EXIT_USER : 0;
+	if (wants_help(argc, argv)) {
+		fputs(cache_usage, stdout);
+		return 0;
 	}
 	while ((opt = cli_next_opt(argc, argv, "ho:", longopts, cache_usage)) != -1) {
 		if (take_cache_arg(&ca, opt, optarg)) {

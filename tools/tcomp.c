@@ -952,10 +952,8 @@ static int cmd_options(int argc, char **argv)
 int main(int argc, char **argv)
 {
 	const char *cmd;
-	if (argc < 2) {
-		fputs(main_usage, stderr);
-		return EXIT_USER;
-	}
+	if (argc < 2)
+		die_usage(main_usage, "%s", "a command is needed");
 	cmd = argv[1];
 	if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) {
 		fputs(main_usage, stdout);
