@@ -9,7 +9,8 @@
  * Must not know: modules and contexts (runtime/internal.h), the IR,
  * code generation, LLVM, JSON, or how text is presented; it compiles
  * nothing.  It reads the option table (runtime/options.h) only to check
- * options text and put it in canonical form.
+ * options text and put it in canonical form; runtime/cache_check.c checks
+ * an imported row's key.
  *
  * Schema (TC_CACHE_SCHEMA_VERSION 1):
  *   meta(name PRIMARY KEY, value)       application = 'tcomp kernel cache',
@@ -32,6 +33,7 @@
  * while the database is busy beyond the busy timeout. */
 #include "cache.h"
 
+#include "cache_check.h"
 #include "options.h"
 
 #include <errno.h>
@@ -1523,159 +1525,6 @@ static int refuse(tc_cache *c, const char **why, const char *fmt, ...)
 	return 0;
 }
 
-/* Is s a decimal integer without sign or leading zeros (up to 2^62)?  Its
- * value into *v. */
-static int plain_int(const char *s, const char *end, int64_t *v)
-{
-	int64_t x = 0;
-	if (s == end || (*s == '0' && end - s > 1))
-		return 0;
-	for (; s < end; s++) {
-		if (*s < '0' || *s > '9' || x > ((int64_t)1 << 62) / 10)
-			return 0;
-		x = x * 10 + (*s - '0');
-	}
-	*v = x;
-	return 1;
-}
-
-/* The number of commas in s. */
-static int commas(const char *s)
-{
-	int n = 0;
-	for (; *s; s++)
-		n += *s == ',';
-	return n;
-}
-
-/* The next comma-separated item of *p (which moves past it): [*b, *e). */
-static void next_item(const char **p, const char **b, const char **e)
-{
-	const char *c = strchr(*p, ',');
-	*b = *p;
-	*e = c ? c : *p + strlen(*p);
-	*p = c ? c + 1 : *e;
-}
-
-/* Why the key fields of an imported row are malformed, or NULL when they
- * are a key tc_cache_key_init could have made: entry an identifier; types
- * "dtype/rank,..." with tcomp's dtype names and ranks 0..8; as many shapes
- * as types, each with rank extents, every one at least 1 (an empty tensor
- * has nothing to tune), their product at most 2^62; strides the compact
- * row-major strides of the shapes; target "triple;cpu;features" with a
- * triple; version N.N.N.  A message in c->why, returned. */
-static const char *bad_key(tc_cache *c, const tc_cache_row *row)
-{
-	const char *t = row->types, *sh = row->shapes, *sd = row->strides, *p;
-	int n = 0;
-	char msg[256];
-	msg[0] = 0;
-	for (p = row->entry; *p; p++)
-		if (!(*p == '_' || (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
-			    (p > row->entry && *p >= '0' && *p <= '9')))
-			break;
-	if (!*row->entry || *p) {
-		snprintf(msg, sizeof(msg), "entry \"%.64s\" is not a def name", row->entry);
-		goto bad;
-	}
-	if (commas(t) != commas(sh) || commas(t) != commas(sd) || (!*t && (*sh || *sd))) {
-		snprintf(msg, sizeof(msg), "%s", "not as many shapes and strides as types");
-		goto bad;
-	}
-	while (*t) {
-		const char *tb, *te, *sb, *se, *db, *de, *slash;
-		char name[32];
-		int64_t rank, ext[8], str[8], stride = 1;
-		int k, ne = 0, ns = 0;
-		DLDataType dt;
-		const char *canon;
-		n++;
-		next_item(&t, &tb, &te);
-		slash = memchr(tb, '/', (size_t)(te - tb));
-		if (!slash || slash - tb >= (long)sizeof(name) || !plain_int(slash + 1, te, &rank) ||
-			rank > 8) {
-			snprintf(msg, sizeof(msg), "input %d: type \"%.*s\" is not DTYPE/RANK", n,
-				(int)(te - tb > 64 ? 64 : te - tb), tb);
-			goto bad;
-		}
-		memcpy(name, tb, (size_t)(slash - tb));
-		name[slash - tb] = 0;
-		if (tc_dtype_parse(name, &dt) < 0 || !(canon = tc_dtype_str(dt)) ||
-			strcmp(canon, name)) {
-			snprintf(msg, sizeof(msg), "input %d: unknown dtype \"%s\"", n, name);
-			goto bad;
-		}
-		next_item(&sh, &sb, &se);
-		next_item(&sd, &db, &de);
-		while (sb < se) {
-			const char *x = memchr(sb, 'x', (size_t)(se - sb));
-			if (!x)
-				x = se;
-			if (ne == 8 || !plain_int(sb, x, &ext[ne]) || ext[ne] < 1) {
-				snprintf(msg, sizeof(msg), "input %d: shape \"%.*s\" is not "
-							   "extents of at least 1 joined by x", n,
-					(int)(se - sb > 64 ? 64 : se - sb), sb);
-				goto bad;
-			}
-			ne++;
-			sb = x < se ? x + 1 : se;
-			if (x < se && sb == se)
-				ne = 9; /* a trailing x */
-		}
-		while (db < de) {
-			const char *x = memchr(db, 'x', (size_t)(de - db));
-			if (!x)
-				x = de;
-			if (ns == 8 || !plain_int(db, x, &str[ns])) {
-				ns = 9;
-				break;
-			}
-			ns++;
-			db = x < de ? x + 1 : de;
-		}
-		if (ne != rank) {
-			snprintf(msg, sizeof(msg), "input %d: a shape of rank %d for type %s/%d", n,
-				ne, name, (int)rank);
-			goto bad;
-		}
-		for (k = ne - 1; k >= 0 && ns == ne; k--) {
-			if (str[k] != stride)
-				ns = -1;
-			if (stride > ((int64_t)1 << 62) / ext[k]) {
-				snprintf(msg, sizeof(msg), "input %d: the shape has too many elements", n);
-				goto bad;
-			}
-			stride *= ext[k];
-		}
-		if (ns != ne) {
-			snprintf(msg, sizeof(msg), "input %d: strides are not the compact row-major "
-						   "strides of the shape", n);
-			goto bad;
-		}
-	}
-	p = strchr(row->target, ';');
-	if (!p || p == row->target || !strchr(p + 1, ';') || strchr(strchr(p + 1, ';') + 1, ';')) {
-		snprintf(msg, sizeof(msg), "target \"%.64s\" is not TRIPLE;CPU;FEATURES", row->target);
-		goto bad;
-	}
-	{
-		int a, b, d, len = -1;
-		if (sscanf(row->version, "%d.%d.%d%n", &a, &b, &d, &len) != 3 ||
-			len != (int)strlen(row->version) || row->version[0] < '0' ||
-			row->version[0] > '9') {
-			snprintf(msg, sizeof(msg), "version \"%.32s\" is not N.N.N", row->version);
-			goto bad;
-		}
-	}
-	return NULL;
-bad:
-	{
-		const char *why = NULL;
-		refuse(c, &why, "%s", msg);
-		return why;
-	}
-}
-
 int tc_cache_import_row(__tc_keep tc_cache *c, __tc_keep const tc_cache_row *row,
 	const char **why)
 {
@@ -1702,9 +1551,11 @@ int tc_cache_import_row(__tc_keep tc_cache *c, __tc_keep const tc_cache_row *row
 	if (strcmp(hash, row->hash))
 		return refuse(c, why, "hash %s does not match the kernel text (%s)", row->hash,
 			hash);
-	if ((msg = bad_key(c, row)) != NULL) {
-		*why = msg;
-		return 0;
+	{
+		char bad[256];
+		if (tc_cache_check_key(row->entry, row->types, row->shapes, row->strides,
+			    row->target, row->version, bad, sizeof(bad)) < 0)
+			return refuse(c, why, "%s", bad);
 	}
 	if (!same_structure(row->shapes, row->strides))
 		return refuse(c, why, "%s", "malformed shapes or strides");
