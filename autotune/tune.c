@@ -445,6 +445,8 @@ done:
 
 void tc_tune_settings_init(tc_tune_settings *s)
 {
+	if (!s)
+		return; /* documented as a no-op */
 	memset(s, 0, sizeof(*s));
 	s->generations = 5;
 	s->population = 20;

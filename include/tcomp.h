@@ -33,7 +33,17 @@
  * Ownership: objects returned by *_new, *_parse, *_load and tc_compile
  * belong to the caller and are freed with the matching *_free; strings
  * returned as char * are freed with tc_string_free; const char * results
- * are borrowed and valid until the next call on the same object. */
+ * are borrowed and valid until the next call on the same object.
+ *
+ * NULL pointers: every function accepts NULL for each of its pointer
+ * parameters without crashing; the comment of each function says what it
+ * does then ("NULL:" notes).  In short: *_free(NULL) and tc_string_free(NULL)
+ * do nothing; a NULL object (context, module, kernel, options to change)
+ * gives the failure value (NULL, -1) without a message, since there is no
+ * context to hold one; a NULL name, text, entry, stage or input/output
+ * array (or a NULL element of one) gives the failure value with a message
+ * in the context; out-parameters documented as optional may be NULL.
+ * tests/test_null.c calls every function so under ASan and UBSan. */
 #ifndef TCOMP_H
 #define TCOMP_H
 
@@ -64,8 +74,8 @@ extern "C" {
 #define TC_DL_BOOL 6
 
 /* Element types by name: "float32", "float" (= float32), "int8", "bool", ...
- * tc_dtype_parse returns -1 for an unknown name; tc_dtype_str returns NULL
- * for a DLPack type tcomp does not support. */
+ * tc_dtype_parse returns -1 for an unknown name (NULL: name or out NULL);
+ * tc_dtype_str returns NULL for a DLPack type tcomp does not support. */
 int tc_dtype_parse(const char *name, DLDataType *out);
 const char *tc_dtype_str(DLDataType dtype);
 
@@ -75,35 +85,58 @@ typedef struct tc_kernel tc_kernel;
 typedef struct tc_options tc_options;
 
 /* ---- contexts ---- */
+/* A new context; NULL when out of memory.  tc_context_free(NULL) does
+ * nothing. */
 tc_context *tc_context_new(void);
 void tc_context_free(tc_context *ctx);
 /* The calling thread's last error about ctx (rendered diagnostics), or ""
  * when its last call on ctx succeeded.  Valid until that thread's next call
  * on ctx.  Errors are per thread, so threads running kernels at once each
- * see their own. */
+ * see their own.  NULL ctx: "error: no context (NULL)\n". */
 const char *tc_context_error(const tc_context *ctx);
+/* What kind of error tc_context_error holds, for callers that act on it
+ * (the tcomp command's exit status) without reading the message. */
+typedef enum tc_error_kind {
+	TC_ERROR_NONE,     /* the calling thread's last call on ctx succeeded */
+	TC_ERROR_USER,     /* bad input: .tc text, entry, shapes, options, files,
+	                      arguments (also a NULL ctx) */
+	TC_ERROR_NOMEM,    /* an allocation failed */
+	TC_ERROR_INTERNAL, /* a bug in tcomp: a broken invariant, a failed
+	                      isl or LLVM step that should not fail */
+} tc_error_kind;
+tc_error_kind tc_context_error_kind(const tc_context *ctx);
 /* Warnings of the last tc_module_parse/load (rendered), and those of the
- * kernel cache from tc_compile since (see "kernel cache"), or "". */
+ * kernel cache from tc_compile since (see "kernel cache"), or "" (also for
+ * a NULL ctx). */
 const char *tc_context_warnings(const tc_context *ctx);
 /* How many threads run the parallel loops of ctx's kernels whose "threads"
  * option is auto: 1 to 256, or 0 for one per online CPU (the default).  A
  * kernel's own threads=N wins.  Takes effect on the next tc_kernel_run; -1
- * with an error for a count out of range. */
+ * with an error for a count out of range, -1 for a NULL ctx.
+ * tc_context_threads: the setting, -1 for a NULL ctx. */
 int tc_context_set_threads(tc_context *ctx, int threads);
 int tc_context_threads(const tc_context *ctx);
 
 /* ---- modules: parsed and checked .tc text ---- */
 /* Parse and check source; NULL if any def has an error (all errors are
- * reported, several per def).  filename is used in messages. */
+ * reported, several per def).  filename is used in messages (NULL:
+ * "<string>").  NULL ctx: NULL; NULL source or path: NULL with an error. */
 tc_module *tc_module_parse(tc_context *ctx, const char *source, const char *filename);
 tc_module *tc_module_load(tc_context *ctx, const char *path);
+/* NULL: nothing. */
 void tc_module_free(tc_module *m);
+/* The number of defs (0 for a NULL m) and the name of def i (NULL when i
+ * is out of range or m is NULL). */
 int tc_module_num_defs(const tc_module *m);
 const char *tc_module_def_name(const tc_module *m, int i);
 /* Number of inputs and outputs of entry (-1 if absent), and the name of
- * tensor i (inputs first, then outputs). */
+ * tensor i (inputs first, then outputs).  n_inputs and n_outputs may be
+ * NULL (not wanted).  For these and the functions below taking an entry:
+ * a NULL m gives -1 or NULL; a NULL or unknown entry the same with an
+ * error naming the module's defs. */
 int tc_module_def_arity(tc_module *m, const char *entry, int *n_inputs, int *n_outputs);
-/* Declared dtype and rank of input i of entry (-1 if absent). */
+/* Declared dtype and rank of input i of entry (-1 if absent); dtype and
+ * ndim may be NULL. */
 int tc_module_input_type(tc_module *m, const char *entry, int i, DLDataType *dtype, int *ndim);
 const char *tc_module_tensor_name(tc_module *m, const char *entry, int i);
 /* "def mm(float32(M,K) A, float32(K,N) B) -> (float32(M,N) C)" with the
@@ -117,10 +150,11 @@ char *tc_module_signature(tc_module *m, const char *entry);
  * "schedule:all" (the tree after every pass in turn, each under a line
  * "# after PASS"), "ast" (isl AST: the loop nest), "c" (readable C).
  * "llvm" and "asm" need shapes: tc_kernel_emit.  NULL with an error for an
- * unknown entry, stage or pass. */
+ * unknown (or NULL) entry, stage or pass; NULL for a NULL m. */
 char *tc_module_emit(tc_module *m, const char *entry, const char *stage);
 /* Stable hash of the canonical (identifier-renamed) text of entry, as 16 hex
- * digits, written into out[17]; -1 if entry is absent. */
+ * digits, written into out[17]; -1 if entry is absent (or NULL), or m or
+ * out is NULL. */
 int tc_module_hash(tc_module *m, const char *entry, char out[17]);
 
 /* ---- options ---- */
@@ -222,16 +256,19 @@ int tc_module_hash(tc_module *m, const char *entry, char out[17]);
  * comma-separated lists of such integers, depending on the option; they are
  * kept in a canonical form (integers without leading zeros), which
  * tc_options_get and tc_options_print return. */
+/* New options at their defaults (NULL when out of memory); free with
+ * tc_options_free (NULL: nothing). */
 tc_options *tc_options_new(void);
 void tc_options_free(tc_options *o);
 /* A new tc_options with the same settings as o (o NULL: the defaults);
  * NULL when out of memory. */
 tc_options *tc_options_copy(const tc_options *o);
 /* -1 (with a message in ctx, which may be NULL) for an unknown name or a
- * value out of range; the message names the option and what it allows. */
+ * value out of range; the message names the option and what it allows.
+ * -1 for a NULL o, name or value (a message in ctx for the latter two). */
 int tc_options_set(tc_options *o, const char *name, const char *value, tc_context *ctx);
 /* The value of an option (its default unless set; o may be NULL for the
- * defaults); NULL for an unknown name.  Borrowed from o. */
+ * defaults); NULL for an unknown (or NULL) name.  Borrowed from o. */
 const char *tc_options_get(const tc_options *o, const char *name);
 /* Set options from text: name=value pairs separated by newlines, ';' or
  * blanks, with '#' starting a comment that runs to the end of the line;
@@ -239,13 +276,13 @@ const char *tc_options_get(const tc_options *o, const char *name);
  * Every pair is checked as tc_options_set checks it.  0 ok; -1 with a
  * message in ctx (which may be NULL) that starts with "line N: " (N counted
  * from 1) and names the option for an unknown name, a bad value or a pair
- * without '='; o is then left unchanged.  Example:
+ * without '='; o is then left unchanged; -1 for a NULL o or text.  Example:
  *   # options for matmul
  *   target=cpu */
 int tc_options_parse(tc_options *o, const char *text, tc_context *ctx);
 /* Every option in table order as "name=value\n", defaults included, so that
- * tc_options_parse of the text gives the same options.  NULL when out of
- * memory; free with tc_string_free. */
+ * tc_options_parse of the text gives the same options (o NULL: the
+ * defaults).  NULL when out of memory; free with tc_string_free. */
 char *tc_options_print(const tc_options *o);
 /* The option table: one line per option with name, values, default, doc. */
 char *tc_options_describe(void);
@@ -254,11 +291,16 @@ char *tc_options_describe(void);
 /* Bind entry to the shapes and dtypes of inputs (data and strides are not
  * read: the kernel serves every layout).  options may be NULL (defaults).
  * Refused: sizes the def's conditions reject, a tensor whose bytes exceed
- * 2^63 - 1, a statement that runs but reads a tensor without elements. */
+ * 2^63 - 1, a statement that runs but reads a tensor without elements.
+ * NULL m: NULL; a NULL entry, a NULL inputs array (with n_inputs > 0) or a
+ * NULL element of it: NULL with an error. */
 tc_kernel *tc_compile(tc_module *m, const char *entry, const DLTensor *const *inputs,
 	int n_inputs, const tc_options *options);
+/* -1 for a NULL k. */
 int tc_kernel_num_outputs(const tc_kernel *k);
-/* dtype, rank and shape of output i (shape needs room for the rank; at most 8). */
+/* dtype, rank and shape of output i (shape needs room for the rank; at most
+ * 8); each of the three may be NULL (not wanted).  -1 for a NULL k or an i
+ * out of range. */
 int tc_kernel_output_shape(const tc_kernel *k, int i, DLDataType *dtype, int *ndim,
 	int64_t *shape);
 /* Run on inputs of exactly the compiled shapes; outputs must have the shapes
@@ -266,12 +308,15 @@ int tc_kernel_output_shape(const tc_kernel *k, int i, DLDataType *dtype, int *nd
  * outputs' previous contents.  Strided tensors are copied (see the top of
  * this file); an output that may overlap itself (a stride of 0, interleaved
  * strides) or whose bytes, first to last element, overlap another tensor's
- * is refused.  0 ok, -1 error (a strided output is then left as it was). */
+ * is refused.  0 ok, -1 error (a NULL k; with a message: a NULL inputs or
+ * outputs array or element, nothing written then; a strided output is left
+ * as it was on any error). */
 int tc_kernel_run(tc_kernel *k, const DLTensor *const *inputs, int n_inputs,
 	DLTensor *const *outputs, int n_outputs);
 /* Text of a compilation stage of the kernel, specialised to its shapes:
  * the stages of tc_module_emit plus "llvm" (optimised LLVM IR) and "asm"
- * (host assembly).  NULL with an error for an unknown stage. */
+ * (host assembly).  NULL with an error for an unknown (or NULL) stage;
+ * NULL for a NULL k. */
 char *tc_kernel_emit(tc_kernel *k, const char *stage);
 /* Work of one run of the kernel at its shapes, for rates such as GFLOP/s
  * and GB/s (tcomp bench).  Either pointer may be NULL.
@@ -287,6 +332,7 @@ char *tc_kernel_emit(tc_kernel *k, const char *stage);
  *     the least memory traffic of a run (temporaries are not counted).
  * 0 ok, -1 if k is NULL. */
 int tc_kernel_stats(const tc_kernel *k, double *flops, double *bytes);
+/* NULL: nothing. */
 void tc_kernel_free(tc_kernel *k);
 /* The options k was compiled with, as tc_options_print writes them (free
  * with tc_string_free); NULL if k is NULL or out of memory. */
@@ -307,7 +353,15 @@ char *tc_kernel_options(const tc_kernel *k);
  * the best for the nearest other
  * shapes of the same kernel, entry, input types and ranks, CPU and tcomp
  * version (distance: the sum over all input dimensions of |log(a/b)|),
- * else the defaults.  It only reads the cache (it never creates the file);
+ * else the best for the same kernel, entry, input types and tcomp version
+ * tuned on another CPU of the same architecture (the same LLVM triple,
+ * another CPU name or feature string: the options are portable, the
+ * object code is not, so none is loaded; a note in tc_context_warnings
+ * says so), else the defaults.  Options that change results rather than
+ * speed (target, contract, fastmath: those the autotuner never searches)
+ * are not taken from the cache: an entry's other values for them are reset to the defaults, with
+ * a note in tc_context_warnings, unless tc_context_set_cache_result_options
+ * allows them.  It only reads the cache (it never creates the file);
  * without a cache file the lookup costs one stat().  A module remembers its
  * lookups: compiling the same entry and shapes again gives the same options
  * while the module lives.  Options read from the cache are checked as
@@ -321,9 +375,15 @@ char *tc_kernel_options(const tc_kernel *k);
  * 0 ok, -1 if ctx is NULL or out of memory.  Takes effect for kernels not
  * yet looked up by their module. */
 int tc_context_set_cache(tc_context *ctx, const char *path);
+/* allow non-zero: ctx's compiles take every option of a kernel cache entry
+ * as it is, the result-changing ones too (target, contract, fastmath as
+ * recorded); 0 (the initial setting): those keep their defaults.  0 ok, -1
+ * if ctx is NULL.  Takes effect for kernels not yet looked up. */
+int tc_context_set_cache_result_options(tc_context *ctx, int allow);
 /* Where k's options came from: "user" (given to tc_compile), "cache" (the
  * cache's best for these shapes), "cache-near" (the best for the nearest
- * other shapes) or "default"; NULL if k is NULL.  Static string. */
+ * other shapes), "cache-other-cpu" (tuned on another CPU of the same
+ * architecture) or "default"; NULL if k is NULL.  Static string. */
 const char *tc_kernel_options_source(const tc_kernel *k);
 
 /* ---- autotuner ----
@@ -459,6 +519,7 @@ typedef struct tc_tune_settings {
 	volatile sig_atomic_t *stop;
 } tc_tune_settings;
 
+/* Fill s with the defaults; NULL s: nothing. */
 void tc_tune_settings_init(tc_tune_settings *s);
 
 /* The outcome of a tuning run.  With a final stage, default_s and best_s
@@ -490,11 +551,13 @@ typedef struct tc_tune_report {
  * (the final stage's choice; owned by the caller), and fills *report (may
  * be NULL).  -1 with an error
  * in m's context when nothing could be measured (bad entry or shapes, no
- * correct candidate, fork failure). */
+ * correct candidate, fork failure), or when entry, inputs (n_inputs > 0)
+ * or an element of inputs is NULL; -1 without a message for a NULL m. */
 int tc_autotune(tc_module *m, const char *entry, const DLTensor *const *inputs, int n_inputs,
 	const tc_options *base, const tc_tune_settings *settings, tc_options **best,
 	tc_tune_report *report);
 
+/* Free a string the library returned (NULL: nothing). */
 void tc_string_free(char *s);
 
 #ifdef TC_VISIBILITY_PUSHED_

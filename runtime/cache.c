@@ -9,7 +9,8 @@
  * Must not know: modules and contexts (runtime/internal.h), the IR,
  * code generation, LLVM, JSON, or how text is presented; it compiles
  * nothing.  It reads the option table (runtime/options.h) only to check
- * options text and put it in canonical form.
+ * options text and put it in canonical form; runtime/cache_check.c checks
+ * an imported row's key.
  *
  * Schema (TC_CACHE_SCHEMA_VERSION 1):
  *   meta(name PRIMARY KEY, value)       application = 'tcomp kernel cache',
@@ -32,6 +33,7 @@
  * while the database is busy beyond the busy timeout. */
 #include "cache.h"
 
+#include "cache_check.h"
 #include "options.h"
 
 #include <errno.h>
@@ -58,6 +60,8 @@ struct tc_cache {
 	sqlite3 *db;
 	char *path;
 	tc_cache_mode mode;
+	int read_only;    /* TC_CACHE_WRITE asked, but the file is read-only:
+			   * opened for reading, writes refused (tc_cache_writable) */
 	char *error;
 	tc_buf warnings;
 	char *opt_msg;    /* why the last options text checked did not parse */
@@ -127,8 +131,17 @@ int tc_cache_writable(__tc_keep tc_cache *c)
 {
 	if (c->mode == TC_CACHE_WRITE)
 		return 0;
-	tc_cache_set_error(c, "kernel cache '%s' is open for reading only", c->path);
+	if (c->read_only)
+		tc_cache_set_error(c, "kernel cache '%s' is read-only (the file cannot be "
+				      "written); lookups work, nothing is recorded", c->path);
+	else
+		tc_cache_set_error(c, "kernel cache '%s' is open for reading only", c->path);
 	return -1;
+}
+
+int tc_cache_is_read_only(__tc_keep const tc_cache *c)
+{
+	return c && c->read_only;
 }
 
 const char *tc_cache_error(__tc_keep const tc_cache *c)
@@ -418,6 +431,36 @@ static int setup_schema(tc_cache *c)
 	return commit(c);
 }
 
+/* Can this process write the file at path?  A file without any write
+ * permission bit counts as read-only even for root (who could write it):
+ * its owner made it read-only, and tcomp honours that. */
+static int file_writable(const char *path)
+{
+	struct stat sb;
+	if (stat(path, &sb) < 0)
+		return 1; /* absent: created */
+	return (sb.st_mode & 0222) && access(path, W_OK) == 0;
+}
+
+/* Before a writer touches an existing file: 0 when it is a current tcomp
+ * kernel cache or an empty database, -1 (error recorded) when it is
+ * another program's database, a newer schema or unreadable.  Reads only. */
+static int check_foreign(tc_cache *c)
+{
+	int m = check_meta(c), n;
+	if (m == 1)
+		return 0;
+	if (m < 0 || (n = count_tables(c)) < 0)
+		return -1;
+	if (n > 0) {
+		tc_cache_set_error(c,
+			"'%s' is an SQLite database but not a tcomp kernel cache; it is not used",
+			c->path);
+		return -1;
+	}
+	return 0;
+}
+
 /* Does the file start like an SQLite database?  1 yes, 0 empty, -1 no
  * (error recorded), -2 absent. */
 static int sniff(tc_cache *c)
@@ -481,6 +524,11 @@ __tc_give tc_cache *tc_cache_open(const char *path, tc_cache_mode mode, __tc_giv
 			c->path, strerror(errno));
 		goto error;
 	}
+	if (mode == TC_CACHE_WRITE && s == 1 && !file_writable(c->path)) {
+		/* a read-only file: read it, refuse writes (tc_cache_writable) */
+		c->mode = mode = TC_CACHE_READ;
+		c->read_only = 1;
+	}
 	flags = mode == TC_CACHE_READ ? SQLITE_OPEN_READONLY
 				      : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
 	rc = sqlite3_open_v2(c->path, &c->db, flags | SQLITE_OPEN_FULLMUTEX, NULL);
@@ -489,14 +537,28 @@ __tc_give tc_cache *tc_cache_open(const char *path, tc_cache_mode mode, __tc_giv
 			c->db ? sqlite3_errmsg(c->db) : sqlite3_errstr(rc));
 		goto error;
 	}
+	if (mode == TC_CACHE_WRITE && sqlite3_db_readonly(c->db, "main") == 1) {
+		/* SQLite could only open it for reading (permissions) */
+		c->mode = mode = TC_CACHE_READ;
+		c->read_only = 1;
+	}
 	sqlite3_busy_timeout(c->db, BUSY_TIMEOUT_MS);
 	sqlite3_create_function(c->db, "tc_canonical_options", 1,
 		SQLITE_UTF8 | SQLITE_DETERMINISTIC, NULL, sql_canonical_options, NULL, NULL);
+	/* The file is checked before anything is written to it (WAL mode is a
+	 * write): another program's database is refused untouched. */
+	if (mode == TC_CACHE_WRITE && s == 1 && check_foreign(c) < 0)
+		goto invalid;
 	if (mode == TC_CACHE_WRITE &&
 		(set_wal(c) < 0 ||
 			exec(c, "PRAGMA synchronous = NORMAL", "set synchronous mode") < 0))
 		goto invalid;
 	rc = setup_schema(c);
+	if (rc == 1 && c->read_only) {
+		tc_cache_set_error(c, "kernel cache '%s' is empty and read-only; it is not used",
+			c->path);
+		goto error;
+	}
 	if (rc == 1)
 		goto quiet;
 	if (rc < 0)
@@ -713,6 +775,7 @@ void tc_cache_hit_clear(__tc_keep tc_cache_hit *hit)
 	tc_options_free(hit->options);
 	tc_free(hit->text);
 	tc_free(hit->shapes);
+	tc_free(hit->target);
 	memset(hit, 0, sizeof(*hit));
 }
 
@@ -876,7 +939,7 @@ static int same_structure(const char *shapes, const char *strides)
 typedef struct near_row {
 	int64_t kid;
 	double distance, best;
-	char *shapes;
+	char *shapes, *target;
 } near_row;
 
 static int near_cmp(const void *pa, const void *pb)
@@ -889,18 +952,39 @@ static int near_cmp(const void *pa, const void *pb)
 	return a->kid < b->kid ? -1 : a->kid > b->kid;
 }
 
-/* The other shapes of key's family with an ok run, nearest first. */
-static int near_rows(tc_cache *c, const tc_cache_key *key, near_row **rows, int *n)
+static void near_rows_free(near_row *v, int n)
+{
+	while (n) {
+		n--;
+		tc_free(v[n].shapes);
+		tc_free(v[n].target);
+	}
+	tc_free(v);
+}
+
+/* The other shapes of key's family with an ok run, nearest first; with
+ * other_cpu, instead every shape (the same ones too) of the family on
+ * another target of the same triple: the same architecture, another CPU
+ * name or feature string. */
+static int near_rows(tc_cache *c, const tc_cache_key *key, int other_cpu, near_row **rows,
+	int *n)
 {
 	sqlite3_stmt *st;
 	near_row *v = NULL;
 	int cap = 0, rc;
 	*rows = NULL;
 	*n = 0;
-	st = prepare(c, "SELECT k.id, k.shapes, k.canonical, min(r.median_ms) FROM kernels k "
-			"JOIN runs r ON r.kernel_id = k.id AND r.status = 'ok' AND "
-			"r.median_ms >= 0 WHERE k.hash = ?1 AND k.entry = ?2 AND k.types = ?3 "
-			"AND k.target = ?4 AND k.version = ?5 AND k.shapes <> ?6 GROUP BY k.id");
+	st = prepare(c, other_cpu
+		? "SELECT k.id, k.shapes, k.canonical, min(r.median_ms), k.target FROM kernels k "
+		  "JOIN runs r ON r.kernel_id = k.id AND r.status = 'ok' AND "
+		  "r.median_ms >= 0 WHERE k.hash = ?1 AND k.entry = ?2 AND k.types = ?3 "
+		  "AND k.target <> ?4 AND instr(?4, ';') > 1 AND "
+		  "substr(k.target, 1, instr(?4, ';')) = substr(?4, 1, instr(?4, ';')) "
+		  "AND k.version = ?5 AND ?6 = ?6 GROUP BY k.id"
+		: "SELECT k.id, k.shapes, k.canonical, min(r.median_ms), k.target FROM kernels k "
+		  "JOIN runs r ON r.kernel_id = k.id AND r.status = 'ok' AND "
+		  "r.median_ms >= 0 WHERE k.hash = ?1 AND k.entry = ?2 AND k.types = ?3 "
+		  "AND k.target = ?4 AND k.version = ?5 AND k.shapes <> ?6 GROUP BY k.id");
 	if (!st)
 		return -1;
 	bind_family(st, key);
@@ -920,8 +1004,12 @@ static int near_rows(tc_cache *c, const tc_cache_key *key, near_row **rows, int 
 		v[*n].distance = dist;
 		v[*n].best = sqlite3_column_double(st, 3);
 		v[*n].shapes = tc_strdup(col_text(st, 1));
-		if (!v[*n].shapes)
+		v[*n].target = tc_strdup(col_text(st, 4));
+		if (!v[*n].shapes || !v[*n].target) {
+			tc_free(v[*n].shapes);
+			tc_free(v[*n].target);
 			break;
+		}
 		(*n)++;
 	}
 	sqlite3_finalize(st);
@@ -930,9 +1018,8 @@ static int near_rows(tc_cache *c, const tc_cache_key *key, near_row **rows, int 
 			tc_cache_set_error(c, "%s", "out of memory");
 		else
 			db_error(c, "read");
-		while (*n)
-			tc_free(v[--*n].shapes);
-		tc_free(v);
+		near_rows_free(v, *n);
+		*n = 0;
 		return -1;
 	}
 	if (*n)
@@ -941,12 +1028,6 @@ static int near_rows(tc_cache *c, const tc_cache_key *key, near_row **rows, int 
 	return 0;
 }
 
-static void near_rows_free(near_row *v, int n)
-{
-	while (n)
-		tc_free(v[--n].shapes);
-	tc_free(v);
-}
 
 int tc_cache_lookup_near(__tc_keep tc_cache *c, __tc_keep const tc_cache_key *key,
 	__tc_keep tc_cache_hit *hit)
@@ -956,12 +1037,37 @@ int tc_cache_lookup_near(__tc_keep tc_cache *c, __tc_keep const tc_cache_key *ke
 	if (!c || !key || !hit)
 		return -1;
 	memset(hit, 0, sizeof(*hit));
-	if (near_rows(c, key, &v, &n) < 0)
+	if (near_rows(c, key, 0, &v, &n) < 0)
 		return -1;
 	for (i = 0; i < n && r == 0; i++) {
 		r = best_of(c, v[i].kid, v[i].shapes, hit);
 		if (r == 1)
 			hit->distance = v[i].distance;
+	}
+	near_rows_free(v, n);
+	return r;
+}
+
+int tc_cache_lookup_other_cpu(__tc_keep tc_cache *c, __tc_keep const tc_cache_key *key,
+	__tc_keep tc_cache_hit *hit)
+{
+	near_row *v;
+	int n, i, r = 0;
+	if (!c || !key || !hit)
+		return -1;
+	memset(hit, 0, sizeof(*hit));
+	if (near_rows(c, key, 1, &v, &n) < 0)
+		return -1;
+	for (i = 0; i < n && r == 0; i++) {
+		r = best_of(c, v[i].kid, v[i].shapes, hit);
+		if (r == 1) {
+			hit->distance = v[i].distance;
+			if (!(hit->target = tc_strdup(v[i].target))) {
+				tc_cache_hit_clear(hit);
+				tc_cache_set_error(c, "%s", "out of memory");
+				r = -1;
+			}
+		}
 	}
 	near_rows_free(v, n);
 	return r;
@@ -1006,7 +1112,7 @@ int tc_cache_seeds(__tc_keep tc_cache *c, __tc_keep const tc_cache_key *key, int
 	tc_cache_hit hit;
 	near_row *v = NULL;
 	char **t;
-	int nv = 0, i, r;
+	int nv = 0, i, r, other;
 	*texts = NULL;
 	*n = 0;
 	if (!c || !key || max <= 0)
@@ -1020,11 +1126,15 @@ int tc_cache_seeds(__tc_keep tc_cache *c, __tc_keep const tc_cache_key *key, int
 	if (r == 1)
 		r = seeds_of(c, hit.kernel_id, max, t, n);
 	tc_cache_hit_clear(&hit);
-	if (r >= 0)
-		r = near_rows(c, key, &v, &nv);
-	for (i = 0; r >= 0 && i < nv && *n < max; i++)
-		r = seeds_of(c, v[i].kid, max, t, n);
-	near_rows_free(v, nv);
+	/* then the nearest shapes, then other CPUs of the same architecture */
+	for (other = 0; other < 2 && r >= 0; other++) {
+		r = near_rows(c, key, other, &v, &nv);
+		for (i = 0; r >= 0 && i < nv && *n < max; i++)
+			r = seeds_of(c, v[i].kid, max, t, n);
+		near_rows_free(v, nv);
+		v = NULL;
+		nv = 0;
+	}
 	if (r < 0) {
 		while (*n)
 			tc_free(t[--*n]);
@@ -1441,8 +1551,19 @@ int tc_cache_import_row(__tc_keep tc_cache *c, __tc_keep const tc_cache_row *row
 	if (strcmp(hash, row->hash))
 		return refuse(c, why, "hash %s does not match the kernel text (%s)", row->hash,
 			hash);
+	{
+		char bad[256];
+		if (tc_cache_check_key(row->entry, row->types, row->shapes, row->strides,
+			    row->target, row->version, bad, sizeof(bad)) < 0)
+			return refuse(c, why, "%s", bad);
+	}
 	if (!same_structure(row->shapes, row->strides))
 		return refuse(c, why, "%s", "malformed shapes or strides");
+	if ((row->has_median && !isfinite(row->median_ms)) ||
+		(row->has_min && !isfinite(row->min_ms)) || (ok && row->min_ms > row->median_ms))
+		return refuse(c, why, "%s", "times must be finite, min_ms at most median_ms");
+	if (row->has_at && !(row->at >= 0 && row->at < 1e11))
+		return refuse(c, why, "%s", "\"at\" is not a time (Unix seconds)");
 	if (!(opts = canonical_options(c, row->options, &msg))) {
 		tc_buf b;
 		tc_buf_init(&b);

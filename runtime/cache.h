@@ -82,7 +82,12 @@ typedef enum tc_cache_mode {
  * simply no file to read (TC_CACHE_READ), and otherwise a message saying
  * why (not SQLite, corrupt, foreign or newer schema, cannot create...),
  * owned by the caller.  The schema is checked (and, in TC_CACHE_WRITE mode,
- * created) here. */
+ * created) here; an existing file is checked before anything is written to
+ * it (WAL mode included), so a file that is not a tcomp kernel cache is
+ * never modified.  TC_CACHE_WRITE on a read-only file (no write permission
+ * bit, even for root, or not writable by this process) opens it for
+ * reading: lookups work, writes fail with a clear error
+ * (tc_cache_is_read_only). */
 __tc_give tc_cache *tc_cache_open(const char *path, tc_cache_mode mode, __tc_give char **msg);
 /* Close c (NULL: nothing). */
 void tc_cache_close(__tc_take tc_cache *c);
@@ -103,8 +108,14 @@ void tc_cache_set_error(__tc_keep tc_cache *c, const char *fmt, ...) TC_PRINTF(2
 void tc_cache_set_error_msg(__tc_keep tc_cache *c, const char *prefix, const char *message);
 void tc_cache_warn(__tc_keep tc_cache *c, const char *fmt, ...) TC_PRINTF(2, 3);
 /* 0 when c was opened TC_CACHE_WRITE, else -1 with the error "kernel cache
- * 'PATH' is open for reading only". */
+ * 'PATH' is open for reading only" (or, for a read-only file, "... is
+ * read-only (the file cannot be written); lookups work, nothing is
+ * recorded"). */
 int tc_cache_writable(__tc_keep tc_cache *c);
+/* 1 when c was asked for TC_CACHE_WRITE but its file is read-only (no write
+ * permission bit, or not writable by this process): it was opened for
+ * reading, and every write fails (tc_cache_writable); else 0. */
+int tc_cache_is_read_only(__tc_keep const tc_cache *c);
 
 /* What an entry is for.  Every string is owned by the key (the layer above
  * fills one from a module: tc_cache_key_init in runtime/cache_ops.h). */
@@ -146,6 +157,8 @@ typedef struct tc_cache_hit {
 	char *shapes;        /* the shapes of the entry found */
 	double distance;     /* 0 for an exact hit; see tc_cache_lookup_near */
 	int64_t kernel_id;   /* the entry's row, for tc_cache_object_get */
+	char *target;        /* tc_cache_lookup_other_cpu: the target of the entry
+	                        found; otherwise NULL (the key's) */
 } tc_cache_hit;
 /* Free what hit owns and zero it (NULL: nothing). */
 void tc_cache_hit_clear(__tc_keep tc_cache_hit *hit);
@@ -165,8 +178,18 @@ int tc_cache_lookup(__tc_keep tc_cache *c, __tc_keep const tc_cache_key *key,
  * tc_cache_lookup, with hit->distance set. */
 int tc_cache_lookup_near(__tc_keep tc_cache *c, __tc_keep const tc_cache_key *key,
 	__tc_keep tc_cache_hit *hit);
+/* The best ok options recorded for the same kernel, entry, input types
+ * and ranks and tcomp version on another CPU of the same architecture: a
+ * target with the key's triple but another CPU name or feature string
+ * (the options are portable between them, object code is not).  The
+ * nearest shapes first, the same shapes (distance 0) nearest of all; ties
+ * go to the faster entry.  Same return values as tc_cache_lookup, with
+ * hit->distance and hit->target (the entry's target) set. */
+int tc_cache_lookup_other_cpu(__tc_keep tc_cache *c, __tc_keep const tc_cache_key *key,
+	__tc_keep tc_cache_hit *hit);
 /* Seeds for a tuner: up to max distinct ok options texts, best first, from
- * key itself and then from the nearest shapes (as tc_cache_lookup_near).
+ * key itself, then from the nearest shapes (as tc_cache_lookup_near), then
+ * from other CPUs of the same architecture (tc_cache_lookup_other_cpu).
  * *n receives the count and *texts an array of strings, each (and the
  * array) owned by the caller (free with tc_free).  0 ok, -1 error. */
 int tc_cache_seeds(__tc_keep tc_cache *c, __tc_keep const tc_cache_key *key, int max,

@@ -46,6 +46,17 @@ int tc_context_set_cache(tc_context *ctx, const char *path)
 	return 0;
 }
 
+int tc_context_set_cache_result_options(tc_context *ctx, int allow)
+{
+	if (!ctx)
+		return -1;
+	tc_rt_clear_error(ctx);
+	pthread_mutex_lock(&ctx->lock);
+	ctx->cache_result_options = allow != 0;
+	pthread_mutex_unlock(&ctx->lock);
+	return 0;
+}
+
 const char *tc_kernel_options_source(const tc_kernel *k)
 {
 	if (!k)
@@ -54,8 +65,47 @@ const char *tc_kernel_options_source(const tc_kernel *k)
 	case TC_RT_SRC_USER: return "user";
 	case TC_RT_SRC_CACHE: return "cache";
 	case TC_RT_SRC_CACHE_NEAR: return "cache-near";
+	case TC_RT_SRC_CACHE_OTHER_CPU: return "cache-other-cpu";
 	default: return "default";
 	}
+}
+
+/* The options that change a kernel's results, not only its speed: where
+ * it runs, FMA contraction and fast math, the options the autotuner never
+ * searches.  (vecreduce, which only lets float sums round in another
+ * order, as the language allows, is searched: a speed option.)  An entry
+ * of the kernel cache may hold other values for them (a tuning run given
+ * them as base options, or an imported file): tc_compile does not take
+ * them from the cache unless the context allows it
+ * (tc_context_set_cache_result_options). */
+static const char *const result_options[] = {"target", "contract", "fastmath"};
+
+int tc_cache_keep_results(__tc_keep tc_options *o, __tc_keep tc_buf *what)
+{
+	size_t i;
+	int n = 0;
+	for (i = 0; i < sizeof(result_options) / sizeof(result_options[0]); i++) {
+		const char *name = result_options[i], *v = tc_options_get(o, name);
+		const char *d = tc_options_get(NULL, name);
+		if (!v || !d || !strcmp(v, d))
+			continue;
+		if (what)
+			tc_buf_printf(what, "%s%s=%s", n ? ", " : "", name, v);
+		if (tc_options_set(o, name, d, NULL) < 0)
+			return -1;
+		n++;
+	}
+	return n;
+}
+
+/* The CPU name of a cache target "triple;cpu;features" (into out). */
+static void target_cpu(const char *target, char *out, size_t size)
+{
+	const char *a = strchr(target, ';'), *b = a ? strchr(a + 1, ';') : NULL;
+	if (!a || !b)
+		snprintf(out, size, "%s", target);
+	else
+		snprintf(out, size, "%.*s", (int)(b - a - 1), a + 1);
 }
 
 char *tc_kernel_options(const tc_kernel *k)
@@ -146,13 +196,57 @@ __tc_give tc_options *tc_rt_cache_options(__tc_keep tc_module *m, const char *en
 		tc_buf_free(&b);
 	}
 	if (c) {
+		tc_rt_source found = TC_RT_SRC_CACHE;
+		int kept = 0;
 		r = tc_cache_lookup(c, &key, &hit);
-		/* object code only for exactly these shapes and options (obj
-		 * stays empty when there is none usable) */
-		if (r == 1 && (b = tc_rt_backend_of(hit.options)) && b->load)
-			tc_cache_load_object(c, b, hit.kernel_id, hit.text, obj);
-		if (r == 0)
+		if (r == 0) {
 			r = tc_cache_lookup_near(c, &key, &hit);
+			found = TC_RT_SRC_CACHE_NEAR;
+		}
+		if (r == 0) {
+			r = tc_cache_lookup_other_cpu(c, &key, &hit);
+			found = TC_RT_SRC_CACHE_OTHER_CPU;
+		}
+		if (r == 1 && !ctx->cache_result_options) {
+			tc_buf what, note;
+			tc_buf_init(&what);
+			tc_buf_init(&note);
+			kept = tc_cache_keep_results(hit.options, &what);
+			if (kept > 0)
+				tc_buf_printf(&note, "note: kernel cache '%s': the entry for '%s' (%s) "
+						     "sets %s, which change%s results: not applied "
+						     "(tc_context_set_cache_result_options, "
+						     "tcomp --cache-result-options)\n",
+					path, entry, hit.shapes, what.s, kept == 1 ? "s" : "");
+			if (!note.oom && note.s)
+				add_warning(ctx, note.s);
+			tc_buf_free(&what);
+			tc_buf_free(&note);
+		}
+		if (r == 1 && found == TC_RT_SRC_CACHE_OTHER_CPU) {
+			char cpu[128], here[128];
+			tc_buf note;
+			tc_buf_init(&note);
+			target_cpu(hit.target, cpu, sizeof(cpu));
+			target_cpu(key.target, here, sizeof(here));
+			tc_buf_printf(&note, "note: kernel cache '%s': the options for '%s' (%s) "
+					     "were tuned on another CPU of this architecture (%s%s); "
+					     "they are used, its object code is not\n",
+				path, entry, hit.shapes, cpu,
+				strcmp(cpu, here) ? "" : " with other features");
+			if (!note.oom)
+				add_warning(ctx, note.s);
+			tc_buf_free(&note);
+		}
+		/* object code only for exactly these shapes and options, as
+		 * stored (obj stays empty when there is none usable) */
+		if (r == 1 && found == TC_RT_SRC_CACHE && !kept &&
+			(b = tc_rt_backend_of(hit.options)) && b->load)
+			tc_cache_load_object(c, b, hit.kernel_id, hit.text, obj);
+		if (r == 1 && kept < 0) {
+			tc_cache_set_error(c, "%s", "out of memory");
+			r = -1;
+		}
 		if (r < 0) {
 			tc_buf b;
 			tc_buf_init(&b);
@@ -164,8 +258,9 @@ __tc_give tc_options *tc_rt_cache_options(__tc_keep tc_module *m, const char *en
 		} else if (r == 1) {
 			o = hit.options;
 			hit.options = NULL;
-			*source = hit.distance > 0 || strcmp(hit.shapes, key.shapes)
-				? TC_RT_SRC_CACHE_NEAR : TC_RT_SRC_CACHE;
+			*source = found != TC_RT_SRC_CACHE_OTHER_CPU &&
+					(hit.distance > 0 || strcmp(hit.shapes, key.shapes))
+				? TC_RT_SRC_CACHE_NEAR : found;
 		}
 		add_warning(ctx, tc_cache_warnings(c));
 	}

@@ -256,6 +256,17 @@ static int import_line(tc_cache *c, json_reader *jr, int lineno, const char *p,
 				json_fields[i]);
 			r = 0;
 		}
+	for (i = NTEXT; r == 1 && i < NJSON; i++) {
+		char *end;
+		if (!v[i])
+			continue;
+		strtod(v[i], &end);
+		if (end == v[i] || *end) { /* "1.5abc", "", "fast" */
+			tc_cache_warn(c, "import line %d: \"%s\" is not a number; skipped", lineno,
+				json_fields[i]);
+			r = 0;
+		}
+	}
 	if (r == 1) {
 		row_of(v, &row);
 		r = tc_cache_import_row(c, &row, &why);

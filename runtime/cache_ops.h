@@ -83,4 +83,15 @@ int tc_cache_export(__tc_keep tc_cache *c, __tc_keep tc_buf *b);
 int tc_cache_import(__tc_keep tc_cache *c, const char *text, int *added, int *present,
 	int *skipped);
 
+/* ---- runtime/cache_api.c ---- */
+
+/* Reset in o the options that change results rather than speed (target,
+ * contract, fastmath) to their defaults, appending "name=value"
+ * of each one changed (its old value, ", " between them) to what (may be
+ * NULL).  The number reset, or -1 when out of memory.  tc_compile applies
+ * it to the kernel cache's options unless the context allows them
+ * (tc_context_set_cache_result_options), and so does tcomp run and bench's
+ * --threads N lookup. */
+int tc_cache_keep_results(__tc_keep tc_options *o, __tc_keep tc_buf *what);
+
 #endif

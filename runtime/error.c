@@ -6,6 +6,7 @@
 
 #include <pthread.h>
 #include <stdarg.h>
+#include <string.h>
 
 /* Errors are kept per thread and per context: each thread has a list of
  * (context, message) for the contexts whose last call on that thread failed.
@@ -15,6 +16,7 @@ typedef struct error_entry {
 	const tc_context *ctx;
 	uint64_t serial;
 	char *msg;
+	tc_error_kind kind;
 	struct error_entry *next;
 } error_entry;
 
@@ -81,8 +83,9 @@ void tc_rt_error_forget(__tc_keep const tc_context *ctx)
 
 /* ---- errors ---- */
 
-/* Make msg (owned) the calling thread's error for ctx; NULL clears it. */
-static void set_error_str(tc_context *ctx, char *msg)
+/* Make msg (owned) of kind the calling thread's error for ctx; NULL
+ * clears it. */
+static void set_error_str(tc_context *ctx, char *msg, tc_error_kind kind)
 {
 	error_entry *e;
 	if (!msg) {
@@ -105,39 +108,88 @@ static void set_error_str(tc_context *ctx, char *msg)
 	}
 	tc_free(e->msg);
 	e->msg = msg;
+	e->kind = kind;
 }
 
 void tc_rt_clear_error(__tc_keep tc_context *ctx)
 {
-	set_error_str(ctx, NULL);
+	set_error_str(ctx, NULL, TC_ERROR_NONE);
+}
+
+/* The kind of an error recorded by tc_rt_set_error from its format (the
+ * literal text of the call site, not the message made from it): the
+ * library's convention is that a failed allocation reports "out of memory"
+ * and a broken invariant "internal error: ...", so the kind is decided
+ * here, once, where the message is recorded. */
+static tc_error_kind kind_of_format(const char *fmt)
+{
+	if (!strncmp(fmt, "out of memory", 13))
+		return TC_ERROR_NOMEM;
+	if (strstr(fmt, "internal error"))
+		return TC_ERROR_INTERNAL;
+	return TC_ERROR_USER;
+}
+
+static void set_error_va(tc_context *ctx, tc_error_kind kind, const char *fmt, va_list ap)
+{
+	tc_buf b;
+	tc_buf_init(&b);
+	tc_buf_puts(&b, "error: ");
+	tc_buf_vprintf(&b, fmt, ap);
+	tc_buf_putc(&b, '\n');
+	if (b.oom)
+		kind = TC_ERROR_NOMEM;
+	set_error_str(ctx, tc_buf_take(&b), kind);
 }
 
 void tc_rt_set_error(__tc_keep tc_context *ctx, const char *fmt, ...)
 {
-	tc_buf b;
 	va_list ap;
 	if (!ctx)
 		return;
-	tc_buf_init(&b);
-	tc_buf_puts(&b, "error: ");
 	va_start(ap, fmt);
-	tc_buf_vprintf(&b, fmt, ap);
+	set_error_va(ctx, kind_of_format(fmt), fmt, ap);
 	va_end(ap);
-	tc_buf_putc(&b, '\n');
-	set_error_str(ctx, tc_buf_take(&b));
+}
+
+void tc_rt_set_error_kind(__tc_keep tc_context *ctx, tc_error_kind kind, const char *fmt, ...)
+{
+	va_list ap;
+	if (!ctx)
+		return;
+	va_start(ap, fmt);
+	set_error_va(ctx, kind, fmt, ap);
+	va_end(ap);
+}
+
+tc_error_kind tc_context_error_kind(const tc_context *ctx)
+{
+	const error_entry *e;
+	if (!ctx)
+		return TC_ERROR_USER;
+	e = thread_err(ctx);
+	return e && e->msg ? e->kind : TC_ERROR_NONE;
 }
 
 /* Record rendered diagnostics as the context's error. */
 void tc_rt_set_error_diags(__tc_keep tc_context *ctx, __tc_keep const tc_diags *d)
 {
 	tc_buf b;
+	tc_error_kind kind = TC_ERROR_USER;
+	int i;
 	if (!ctx)
 		return;
 	tc_buf_init(&b);
 	tc_diags_render(d, 1u << TC_SEV_ERROR | 1u << TC_SEV_WARNING, &b);
 	if (!d->nerrors && !d->oom)
 		tc_buf_puts(&b, "error: out of memory\n");
-	set_error_str(ctx, tc_buf_take(&b));
+	if (!d->nerrors || d->oom || b.oom)
+		kind = TC_ERROR_NOMEM;
+	for (i = 0; i < d->n && kind == TC_ERROR_USER; i++)
+		if (d->v[i].sev == TC_SEV_ERROR && d->v[i].msg &&
+			strstr(d->v[i].msg, "internal error"))
+			kind = TC_ERROR_INTERNAL; /* the convention of kind_of_format */
+	set_error_str(ctx, tc_buf_take(&b), kind);
 }
 
 const char *tc_context_error(const tc_context *ctx)

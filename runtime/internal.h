@@ -60,6 +60,7 @@ struct tc_context {
 	int threads;    /* for kernels with threads=auto; 0: one per online CPU */
 	char *cache_path; /* tc_context_set_cache: NULL default location */
 	int cache_off;    /* tc_context_set_cache(ctx, "") */
+	int cache_result_options; /* tc_context_set_cache_result_options */
 };
 
 /* A module: borrows its context; owns its arena (AST and IR), source,
@@ -112,6 +113,8 @@ typedef enum tc_rt_source {
 	TC_RT_SRC_USER,       /* given to tc_compile */
 	TC_RT_SRC_CACHE,      /* the cache's best for exactly these shapes */
 	TC_RT_SRC_CACHE_NEAR, /* the cache's best for the nearest other shapes */
+	TC_RT_SRC_CACHE_OTHER_CPU, /* the best of another CPU of the same
+				   * architecture (another feature string) */
 } tc_rt_source;
 
 /* A kernel cache lookup a module made (runtime/cache_api.c): its key

@@ -676,6 +676,118 @@ static void foreign_database_is_not_used(void **state)
 	compile_falls_back(p, "not a tcomp kernel cache");
 }
 
+/* Whether the file at p holds exactly the bytes of want (size n). */
+static int same_bytes(const char *p, const char *want, long n)
+{
+	FILE *fp = fopen(p, "rb");
+	char *got;
+	long m;
+	int same;
+	assert_non_null(fp);
+	fseek(fp, 0, SEEK_END);
+	m = ftell(fp);
+	fclose(fp);
+	if (m != n)
+		return 0;
+	got = slurp(p);
+	same = memcmp(got, want, (size_t)n) == 0;
+	free(got);
+	return same;
+}
+
+/* Another program's SQLite file (in rollback-journal mode, as SQLite makes
+ * it) is refused by every command that writes, before anything is written:
+ * its bytes stay the same and no WAL file appears. */
+static void foreign_sqlite_file_is_never_modified(void **state)
+{
+	const char *p = path("photos.sqlite");
+	char *before;
+	long n;
+	FILE *fp;
+	(void)state;
+	exec_sql(p, "CREATE TABLE photos(id INTEGER, name TEXT); INSERT INTO photos VALUES(1, 'x')");
+	before = slurp(p);
+	fp = fopen(p, "rb");
+	fseek(fp, 0, SEEK_END);
+	n = ftell(fp);
+	fclose(fp);
+	fp = fopen(path("mm.tc"), "w");
+	fputs(src, fp);
+	fclose(fp);
+	assert_int_equal(tcomp("cache import --cache photos.sqlite /dev/null"), 1);
+	assert_non_null(strstr(out_text, "not a tcomp kernel cache"));
+	assert_true(same_bytes(p, before, n));
+	assert_int_equal(tcomp("cache prune --cache photos.sqlite"), 1);
+	assert_non_null(strstr(out_text, "not a tcomp kernel cache"));
+	assert_true(same_bytes(p, before, n));
+	assert_int_equal(tcomp("autotune mm.tc -e scale --shape X=64 --generations 1 "
+			       "--population 2 --final-candidates 0 --quiet --cache photos.sqlite"), 0);
+	assert_non_null(strstr(out_text, "not a tcomp kernel cache"));
+	assert_true(same_bytes(p, before, n));
+	assert_false(exists(path("photos.sqlite-wal")));
+	free(before);
+}
+
+/* A read-only cache file (chmod 0444; root honours it too) is read:
+ * lookups and tc_compile use it, writes fail saying so, and its bytes stay
+ * the same. */
+static void read_only_cache_is_read(void **state)
+{
+	const char *p = path("ro.sqlite");
+	fixture f;
+	tc_cache_key key;
+	tc_cache_hit hit;
+	tc_cache *c;
+	tc_kernel *k;
+	char *before;
+	long n;
+	FILE *fp;
+	(void)state;
+	fx_init(&f, 64, 32, 48);
+	key_of(&f, &key);
+	c = open_write(p);
+	record(c, &key, TUNED, 1.0, 1);
+	tc_cache_close(c);
+	integrity_ok(p);
+	assert_int_equal(chmod(p, 0444), 0);
+	before = slurp(p);
+	fp = fopen(p, "rb");
+	fseek(fp, 0, SEEK_END);
+	n = ftell(fp);
+	fclose(fp);
+	/* a writer opens it for reading */
+	c = open_write(p);
+	assert_int_equal(tc_cache_is_read_only(c), 1);
+	memset(&hit, 0, sizeof(hit));
+	assert_int_equal(tc_cache_lookup(c, &key, &hit), 1);
+	assert_string_equal(tc_options_get(hit.options, "tile"), "16,16");
+	tc_cache_hit_clear(&hit);
+	{
+		tc_cache_run run = {TUNED_FAR, 2.0, 1.9, "ro", 1};
+		assert_int_equal(tc_cache_record(c, &key, &run), -1);
+		assert_non_null(strstr(tc_cache_error(c), "read-only"));
+	}
+	tc_cache_close(c);
+	/* tc_compile reads it */
+	assert_int_equal(tc_context_set_cache(f.ctx, p), 0);
+	k = tc_compile(f.m, "mm", f.in, 2, NULL);
+	assert_non_null(k);
+	assert_string_equal(tc_kernel_options_source(k), "cache");
+	assert_string_equal(tc_context_warnings(f.ctx), "");
+	check_against_interp(&f, k);
+	tc_kernel_free(k);
+	/* the commands: reading works, writing says why it cannot */
+	assert_int_equal(tcomp("cache list --cache ro.sqlite"), 0);
+	assert_non_null(strstr(out_text, "64x32,32x48"));
+	assert_int_equal(tcomp("cache import --cache ro.sqlite /dev/null"), 1);
+	assert_non_null(strstr(out_text, "read-only"));
+	assert_null(strstr(out_text, "damaged"));
+	assert_true(same_bytes(p, before, n));
+	free(before);
+	tc_cache_key_clear(&key);
+	fx_fini(&f);
+}
+
 static void invalid_options_in_a_row_are_skipped_with_a_warning(void **state)
 {
 	const char *p = path("bad.sqlite");
@@ -991,6 +1103,142 @@ static void object_check_sites_follow_the_def(void **state)
 	tu_tensor_fini(&y);
 }
 
+/* An entry that sets options changing results (fastmath=on, target=interp)
+ * gives tc_compile its speed options only, with a note, unless the context
+ * allows them; tcomp bench says the same and takes them with
+ * --cache-result-options. */
+static void cached_result_changing_options_need_consent(void **state)
+{
+	fixture f, g;
+	tc_cache_key key;
+	tc_cache *c;
+	tc_kernel *k;
+	char *got;
+	const char *w;
+	FILE *fp;
+	(void)state;
+	fx_init(&f, 64, 32, 48);
+	key_of(&f, &key);
+	c = open_write(path("r.sqlite"));
+	record(c, &key, TUNED "fastmath=on\ntarget=interp\n", 1.0, 1);
+	tc_cache_close(c);
+	assert_int_equal(tc_context_set_cache(f.ctx, path("r.sqlite")), 0);
+	k = tc_compile(f.m, "mm", f.in, 2, NULL);
+	assert_non_null(k);
+	assert_string_equal(tc_kernel_options_source(k), "cache");
+	got = tc_kernel_options(k);
+	assert_non_null(strstr(got, "tile=16,16\n"));      /* the speed options are taken */
+	assert_non_null(strstr(got, "fastmath=off\n"));    /* the others are not */
+	assert_non_null(strstr(got, "target=cpu\n"));
+	tc_string_free(got);
+	w = tc_context_warnings(f.ctx);
+	if (!strstr(w, "sets target=interp, fastmath=on, which change results: not applied"))
+		fail_msg("warnings: %s", w);
+	check_against_interp(&f, k);
+	tc_kernel_free(k);
+	/* allowed: taken as they are */
+	fx_init(&g, 64, 32, 48);
+	assert_int_equal(tc_context_set_cache(g.ctx, path("r.sqlite")), 0);
+	assert_int_equal(tc_context_set_cache_result_options(g.ctx, 1), 0);
+	k = tc_compile(g.m, "mm", g.in, 2, NULL);
+	assert_non_null(k);
+	got = tc_kernel_options(k);
+	assert_non_null(strstr(got, "fastmath=on\n"));
+	assert_non_null(strstr(got, "target=interp\n"));
+	tc_string_free(got);
+	assert_string_equal(tc_context_warnings(g.ctx), "");
+	check_against_interp(&g, k);
+	tc_kernel_free(k);
+	/* the command line */
+	fp = fopen(path("k.tc"), "w");
+	fputs(src, fp);
+	fclose(fp);
+	assert_int_equal(tcomp("bench k.tc -e mm --shape A=64x32 --shape B=32x48 --runs 1 "
+			       "--warmup 0 --min-time 0 --cache r.sqlite"), 0);
+	assert_non_null(strstr(out_text, "which change results: not applied"));
+	assert_non_null(strstr(out_text, "fastmath=off"));
+	assert_int_equal(tcomp("bench k.tc -e mm --shape A=64x32 --shape B=32x48 --runs 1 "
+			       "--warmup 0 --min-time 0 --cache r.sqlite --threads 1"), 0);
+	assert_non_null(strstr(out_text, "which change results: not applied"));
+	assert_non_null(strstr(out_text, "fastmath=off"));
+	assert_int_equal(tcomp("bench k.tc -e mm --shape A=64x32 --shape B=32x48 --runs 1 "
+			       "--warmup 0 --min-time 0 --cache r.sqlite --cache-result-options"), 0);
+	assert_null(strstr(out_text, "not applied"));
+	assert_non_null(strstr(out_text, "fastmath=on"));
+	tc_cache_key_clear(&key);
+	fx_fini(&f);
+	fx_fini(&g);
+}
+
+/* An entry tuned on another CPU of the same architecture (same triple,
+ * another CPU name and features) is used when this CPU has none, as a
+ * nearest entry with a note (source cache-other-cpu, no object code); one
+ * of another architecture is not. */
+static void entry_of_another_cpu_is_shared(void **state)
+{
+	fixture f, g;
+	tc_cache_key key;
+	tc_cache *c;
+	tc_kernel *k;
+	char *got, *want = canon(TUNED), *triple_end, other[256];
+	char *mine;
+	FILE *fp;
+	(void)state;
+	fx_init(&f, 64, 32, 48);
+	key_of(&f, &key);
+	mine = key.target;
+	triple_end = strchr(mine, ';');
+	assert_non_null(triple_end);
+	snprintf(other, sizeof(other), "%.*s;othercpu;+sse2,-avx512f", (int)(triple_end - mine),
+		mine);
+	key.target = other;
+	c = open_write(path("o.sqlite"));
+	record(c, &key, TUNED, 1.0, 1);
+	key.target = (char *)"riscv64-unknown-linux-gnu;generic;+m"; /* another architecture */
+	record(c, &key, TUNED_FAR, 0.5, 1);
+	tc_cache_close(c);
+	key.target = mine;
+	assert_int_equal(tc_context_set_cache(f.ctx, path("o.sqlite")), 0);
+	k = tc_compile(f.m, "mm", f.in, 2, NULL);
+	assert_non_null(k);
+	assert_string_equal(tc_kernel_options_source(k), "cache-other-cpu");
+	got = tc_kernel_options(k);
+	assert_string_equal(got, want);
+	tc_string_free(got);
+	if (!strstr(tc_context_warnings(f.ctx), "tuned on another CPU of this architecture "
+						 "(othercpu)"))
+		fail_msg("warnings: %s", tc_context_warnings(f.ctx));
+	check_against_interp(&f, k);
+	tc_kernel_free(k);
+	/* the command says so */
+	fp = fopen(path("k.tc"), "w");
+	fputs(src, fp);
+	fclose(fp);
+	assert_int_equal(tcomp("bench k.tc -e mm --shape A=64x32 --shape B=32x48 --runs 1 "
+			       "--warmup 0 --min-time 0 --cache o.sqlite --json"), 0);
+	assert_non_null(strstr(out_text, "\"source\":\"cache-other-cpu\""));
+	assert_non_null(strstr(out_text, "note: kernel cache"));
+	assert_non_null(strstr(out_text, "tuned on another CPU of this architecture (othercpu)"));
+	/* other shapes of it too; an entry of this CPU wins over it */
+	fx_init(&g, 16, 8, 4);
+	assert_int_equal(tc_context_set_cache(g.ctx, path("o.sqlite")), 0);
+	k = tc_compile(g.m, "mm", g.in, 2, NULL);
+	assert_string_equal(tc_kernel_options_source(k), "cache-other-cpu");
+	tc_kernel_free(k);
+	c = open_write(path("o.sqlite"));
+	record(c, &key, "", 3.0, 1);
+	tc_cache_close(c);
+	tc_module_free(g.m);
+	g.m = tc_module_parse(g.ctx, src, "cache.tc");
+	k = tc_compile(g.m, "mm", g.in, 2, NULL);
+	assert_string_equal(tc_kernel_options_source(k), "cache-near");
+	tc_kernel_free(k);
+	tc_free(want);
+	tc_cache_key_clear(&key);
+	fx_fini(&f);
+	fx_fini(&g);
+}
+
 /* ---- the tcomp command ---- */
 
 static void cli_export_import_round_trip(void **state)
@@ -1044,7 +1292,8 @@ static void cli_export_import_round_trip(void **state)
 	fprintf(fp, "%s\n", e1);
 	fclose(fp);
 	free(e1);
-	assert_int_equal(tcomp("cache import --cache b/b.sqlite bad.jsonl"), 0);
+	assert_int_equal(tcomp("cache import --cache b/b.sqlite bad.jsonl"), 1);
+	assert_non_null(strstr(out_text, "tcomp: error: 2 lines were skipped"));
 	assert_non_null(strstr(out_text, "0 runs added, 0 already present, 2 lines skipped"));
 	assert_non_null(strstr(out_text, "line 1: not a JSON object"));
 	assert_non_null(strstr(out_text, "line 2: invalid options"));
@@ -1067,6 +1316,91 @@ static void cli_export_import_round_trip(void **state)
 	tc_cache_key_clear(&k2);
 	fx_fini(&f);
 	fx_fini(&g);
+}
+
+/* line with the value of "field" (a string, or with num a number)
+ * replaced by value, into out. */
+static void with_field(char *out, size_t size, const char *line, const char *field,
+	const char *value, int num)
+{
+	char pat[64];
+	const char *a, *e;
+	snprintf(pat, sizeof(pat), "\"%s\":", field);
+	a = strstr(line, pat);
+	assert_non_null(a);
+	a += strlen(pat);
+	if (*a == '"') {
+		for (e = a + 1; *e != '"'; e++)
+			if (*e == '\\')
+				e++;
+		e++;
+	} else
+		e = a + strcspn(a, ",}");
+	snprintf(out, size, "%.*s%s%s%s%s", (int)(a - line), line, num ? "" : "\"", value,
+		num ? "" : "\"", e);
+}
+
+/* tcomp cache import checks every field of the key and the run: each
+ * malformed field skips its line with a warning that says what is wrong,
+ * the exit status is 1 and the summary counts the skipped lines; nothing
+ * of them reaches the file. */
+static void import_refuses_malformed_fields(void **state)
+{
+	static const struct {
+		const char *field, *value, *says;
+		int num;
+	} bad[] = {
+		{"shapes", "0x0,0x0", "extents of at least 1", 0},
+		{"shapes", "64x32,32x48x2", "rank 3", 0},
+		{"shapes", "64x32", "as many shapes", 0},
+		{"shapes", "64x032,32x48", "extents of at least 1", 0},
+		{"types", "float99/2,float32/2", "unknown dtype \"float99\"", 0},
+		{"types", "float/2,float32/2", "unknown dtype", 0},
+		{"types", "float32/9,float32/2", "DTYPE/RANK", 0},
+		{"strides", "1x64,48x1", "compact row-major", 0},
+		{"entry", "mm; drop", "not a def name", 0},
+		{"target", "x86_64", "TRIPLE;CPU;FEATURES", 0},
+		{"version", "latest", "N.N.N", 0},
+		{"median_ms", "-1", "median_ms", 1},
+		{"min_ms", "5", "min_ms at most median_ms", 1},
+		{"at", "-5", "Unix seconds", 1},
+		{"status", "great", "neither ok nor failed", 0},
+		{"median_ms", "\"1.5abc\"", "\"median_ms\" is not a number", 1},
+		{"at", "\"nan\"", "Unix seconds", 1},
+	};
+	fixture f;
+	tc_cache_key key;
+	tc_cache *c;
+	char *good, line[16384];
+	FILE *fp;
+	size_t i;
+	(void)state;
+	fx_init(&f, 64, 32, 48);
+	key_of(&f, &key);
+	c = open_write(path("src.sqlite"));
+	record(c, &key, TUNED, 2.0, 1);
+	tc_cache_close(c);
+	assert_int_equal(tcomp("cache export --cache src.sqlite -o good.jsonl"), 0);
+	good = slurp(path("good.jsonl"));
+	*strchr(good, '\n') = 0;
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		with_field(line, sizeof(line), good, bad[i].field, bad[i].value, bad[i].num);
+		fp = fopen(path("bad.jsonl"), "w");
+		fprintf(fp, "%s\n", line);
+		fclose(fp);
+		assert_int_equal(tcomp("cache import --cache dst.sqlite bad.jsonl"), 1);
+		if (!strstr(out_text, "0 runs added, 0 already present, 1 line skipped") ||
+			!strstr(out_text, "line 1: ") || !strstr(out_text, bad[i].says))
+			fail_msg("%s=%s: %s", bad[i].field, bad[i].value, out_text);
+	}
+	assert_int_equal(count_runs(path("dst.sqlite")), 0);
+	/* the line itself is accepted */
+	assert_int_equal(tcomp("cache import --cache dst.sqlite good.jsonl"), 0);
+	assert_non_null(strstr(out_text, "1 run added"));
+	assert_int_equal(count_runs(path("dst.sqlite")), 1);
+	free(good);
+	tc_cache_key_clear(&key);
+	fx_fini(&f);
 }
 
 static void cli_bench_and_run_report_the_source(void **state)
@@ -1171,6 +1505,9 @@ int main(void)
 			teardown),
 		cmocka_unit_test_setup_teardown(newer_schema_is_not_used, setup, teardown),
 		cmocka_unit_test_setup_teardown(foreign_database_is_not_used, setup, teardown),
+		cmocka_unit_test_setup_teardown(foreign_sqlite_file_is_never_modified, setup,
+			teardown),
+		cmocka_unit_test_setup_teardown(read_only_cache_is_read, setup, teardown),
 		cmocka_unit_test_setup_teardown(invalid_options_in_a_row_are_skipped_with_a_warning,
 			setup, teardown),
 		cmocka_unit_test_setup_teardown(the_final_stages_choice_is_the_best, setup, teardown),
@@ -1183,6 +1520,10 @@ int main(void)
 			setup, teardown),
 		cmocka_unit_test_setup_teardown(object_check_sites_follow_the_def, setup, teardown),
 		cmocka_unit_test_setup_teardown(cli_export_import_round_trip, setup, teardown),
+		cmocka_unit_test_setup_teardown(import_refuses_malformed_fields, setup, teardown),
+		cmocka_unit_test_setup_teardown(cached_result_changing_options_need_consent, setup,
+			teardown),
+		cmocka_unit_test_setup_teardown(entry_of_another_cpu_is_shared, setup, teardown),
 		cmocka_unit_test_setup_teardown(cli_bench_and_run_report_the_source, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

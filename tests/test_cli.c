@@ -237,12 +237,73 @@ static void bad_arguments_are_clear_errors(void **state)
 	assert_int_equal(tcomp("run k.tc -e k --in A=a.npy --target gpu"), 1);
 	assert_non_null(strstr(out_text, "cannot be 'gpu'"));
 	assert_int_equal(tcomp("run k.tc -e k --in A=a.npy --bogus"), 1);
-	assert_non_null(strstr(out_text, "unknown or incomplete option '--bogus'"));
+	assert_non_null(strstr(out_text, "tcomp: error: unknown option '--bogus'"));
 	assert_int_equal(tcomp("frobnicate"), 1);
 	assert_non_null(strstr(out_text, "unknown command"));
 	assert_int_equal(tcomp(""), 1);
 	assert_int_equal(tcomp("emit k.tc -e k --stage nonsense"), 1);
 	assert_non_null(strstr(out_text, "unknown stage 'nonsense'"));
+}
+
+/* getopt_long: --name=value as well as --name value, -eNAME, options after
+ * the operands; errors in one format ("tcomp: error: ..."), exit status 1;
+ * a file of several defs without -e lists them. */
+static void long_options_and_one_error_format(void **state)
+{
+	float a[6];
+	int64_t s2[2] = {2, 3};
+	tc_npy o;
+	char *err = NULL;
+	int i;
+	static const char *const bad[] = {
+		"run k.tc --entry=k --in=A=a.npy --bogus=1",
+		"run k.tc -e k --in A=a.npy --print=yes",
+		"run k.tc -e k --in A=a.npy -q",
+		"run k.tc -e k --in",
+		"bench k.tc -e k --shape=A=2x3 --runs=0",
+		"emit k.tc -e k --stage",
+		"check --frob k.tc",
+		"cache list --failed",
+		"cache export -o",
+		"autotune k.tc -e k --shape A=2x3 --generations=none",
+		"options --verbose",
+		"run k.tc -e nope --in A=a.npy",
+		"cache",
+		"",
+	};
+	(void)state;
+	for (i = 0; i < 6; i++)
+		a[i] = frand();
+	write_text("k.tc", "def k(float(N,M) A) -> (O) { O(i,j) = A(i,j) * 2 }\n"
+			   "def k2(float(N) A) -> (O) { O(i) = A(i) }\n");
+	write_npy("a.npy", TC_T_F32, 2, s2, a);
+	assert_int_equal(tcomp("run --entry=k --in=A=a.npy --out=O=o.npy k.tc"), 0);
+	assert_int_equal(tc_npy_read(path("o.npy"), &o, &err), 0);
+	for (i = 0; i < 6; i++)
+		assert_true(((float *)o.data)[i] == 2 * a[i]);
+	tc_npy_free(&o);
+	remove(path("o.npy"));
+	assert_int_equal(tcomp("run k.tc -ek --in A=a.npy --out O=o.npy --target=interp"), 0);
+	assert_int_equal(tc_npy_read(path("o.npy"), &o, &err), 0);
+	for (i = 0; i < 6; i++)
+		assert_true(((float *)o.data)[i] == 2 * a[i]);
+	tc_npy_free(&o);
+	assert_int_equal(tcomp("emit k.tc --entry=k --stage=ir"), 0);
+	assert_non_null(strstr(out_text, "O"));
+	for (i = 0; i < (int)(sizeof(bad) / sizeof(bad[0])); i++) {
+		assert_int_equal(tcomp("%s", bad[i]), 1);
+		if (strncmp(out_text, "tcomp: error: ", 14))
+			fail_msg("'%s' printed: %s", bad[i], out_text);
+	}
+	assert_int_equal(tcomp("run k.tc -e k --in A=a.npy --print=yes"), 1);
+	assert_non_null(strstr(out_text, "option '--print=yes' takes no value"));
+	assert_int_equal(tcomp("bench k.tc -e k --shape=A=2x3 --runs=0"), 1);
+	assert_non_null(strstr(out_text, "--runs needs an integer of at least 1 but found '0'"));
+	assert_int_equal(tcomp("run k.tc -e k --in A=a.npy -q"), 1);
+	assert_non_null(strstr(out_text, "unknown option '-q'"));
+	assert_int_equal(tcomp("run k.tc --in A=a.npy"), 1);
+	assert_non_null(strstr(out_text, "tcomp: error: 'k.tc' has several defs: choose one with "
+					 "-e NAME: k, k2"));
 }
 
 static void help_for_each_command(void **state)
@@ -399,7 +460,7 @@ static void options_on_run_and_emit(void **state)
 	assert_int_equal(tcomp("run k.tc --in A=a.npy --option target"), 1);
 	assert_non_null(strstr(out_text, "expected NAME=VALUE after --option but found 'target'"));
 	assert_int_equal(tcomp("run k.tc --in A=a.npy --option"), 1);
-	assert_non_null(strstr(out_text, "unknown or incomplete option '--option'"));
+	assert_non_null(strstr(out_text, "tcomp: error: option '--option' needs a value"));
 	/* --option is applied after --options, whatever the order on the line */
 	assert_int_equal(tcomp("run k.tc --in A=a.npy --option target=interp --options bad.opts"), 1);
 	assert_non_null(strstr(out_text, "bad.opts: line 3"));
@@ -564,7 +625,7 @@ static void bench_matmul(void **state)
 	assert_int_equal(tcomp("bench mm.tc --shape A=4x4 --shape B=4x4 --min-time soon"), 1);
 	assert_non_null(strstr(out_text, "--min-time needs a number of seconds"));
 	assert_int_equal(tcomp("bench mm.tc --shape A=4x4 --shape B=4x4 --frob"), 1);
-	assert_non_null(strstr(out_text, "unknown or incomplete option '--frob'"));
+	assert_non_null(strstr(out_text, "tcomp: error: unknown option '--frob'"));
 	assert_int_equal(tcomp("bench --shape A=4x4"), 1);
 	assert_non_null(strstr(out_text, "bench needs a FILE.tc"));
 	assert_int_equal(tcomp("bench nothere.tc --shape A=4x4"), 1);
@@ -621,6 +682,7 @@ int main(void)
 		cmocka_unit_test(every_dtype_round_trips),
 		cmocka_unit_test(bad_npy_inputs_are_clear_errors),
 		cmocka_unit_test(bad_arguments_are_clear_errors),
+		cmocka_unit_test(long_options_and_one_error_format),
 		cmocka_unit_test(help_for_each_command),
 		cmocka_unit_test(check_prints_signatures_and_located_errors),
 		cmocka_unit_test(emit_stages),

@@ -148,6 +148,64 @@ if [ -x "$BUILD/host" ] && [ -s "$WORK/dynamic.out" ]; then
 	fi
 fi
 
+echo "== CMake: find_package(tcomp) in a consumer project"
+# Only the prefix is known to the consumer (CMAKE_PREFIX_PATH); it asks for
+# this version, links the shared and the static imported target, and gets
+# the same numbers.  A version this tcomp is not compatible with is refused.
+VERSION=$(sed -n 's/^#define TCOMP_VERSION "\(.*\)"/\1/p' "$INCDIR/tcomp.h")
+mkdir -p "$WORK/consumer"
+{
+	echo 'cmake_minimum_required(VERSION 3.20)'
+	echo 'project(consumer C)'
+	echo 'find_package(tcomp ${WANT} REQUIRED CONFIG)'
+	echo 'message(STATUS "found tcomp ${tcomp_VERSION}")'
+	echo 'add_executable(host-cmake ${CMAKE_SOURCE_DIR}/../host.c)'
+	echo 'target_link_libraries(host-cmake PRIVATE tcomp::tcomp m)'
+	echo 'add_executable(host-cmake-static ${CMAKE_SOURCE_DIR}/../host.c)'
+	echo 'target_link_libraries(host-cmake-static PRIVATE tcomp::tcomp_static m)'
+} >"$WORK/consumer/CMakeLists.txt"
+if run cmake-configure cmake -S "$WORK/consumer" -B "$WORK/consumer/build" \
+	-DCMAKE_PREFIX_PATH="$PREFIX" -DCMAKE_C_COMPILER="$CC" -DWANT="$VERSION" &&
+	run cmake-build cmake --build "$WORK/consumer/build"; then
+	grep -q "found tcomp $VERSION" "$WORK/cmake-configure.out" ||
+		fail "find_package(tcomp) did not report version $VERSION"
+	if readelf -d "$WORK/consumer/build/host-cmake-static" | grep -q 'NEEDED.*libtcomp'; then
+		fail "host-cmake-static depends on libtcomp.so"
+	fi
+	check cmake-dynamic "$WORK/consumer/build/host-cmake"
+	check cmake-static "$WORK/consumer/build/host-cmake-static"
+	for o in cmake-dynamic cmake-static; do
+		if [ -s "$WORK/dynamic.out" ] && ! cmp -s "$WORK/dynamic.out" "$WORK/$o.out"; then
+			fail "$o prints something else than the pkg-config program"
+		fi
+	done
+else
+	fail "CMake consumer: configuring or building against the installed package"
+fi
+if cmake -S "$WORK/consumer" -B "$WORK/consumer/build99" -DCMAKE_PREFIX_PATH="$PREFIX" \
+	-DCMAKE_C_COMPILER="$CC" -DWANT=99.0 >"$WORK/cmake99.log" 2>&1; then
+	fail "find_package(tcomp 99.0) accepted tcomp $VERSION"
+fi
+
+echo "== one version number: tcomp.h, tcomp.pc, the soname, tcomp --version, README"
+MAJMIN=$(echo "$VERSION" | sed 's/^\([0-9]*\.[0-9]*\)\..*/\1/')
+SONAME=$(readelf -d "$LIBDIR/libtcomp.so" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
+[ "$SONAME" = "libtcomp.so.$MAJMIN" ] || fail "soname '$SONAME' is not libtcomp.so.$MAJMIN"
+[ -e "$LIBDIR/libtcomp.so.$VERSION" ] || fail "no $LIBDIR/libtcomp.so.$VERSION"
+[ "$("$PREFIX/bin/tcomp" --version)" = "tcomp $VERSION" ] ||
+	fail "tcomp --version says '$("$PREFIX/bin/tcomp" --version)', not 'tcomp $VERSION'"
+grep -q "release $MAJMIN)" "$SRC/README.md" || fail "README.md does not say release $MAJMIN"
+echo "  $VERSION (soname $SONAME)"
+
+echo "== the installed npygen and tcomp run (docs/language.md's example)"
+if run npygen-a "$PREFIX/bin/npygen" a.npy float32 3x4 --seed 1 &&
+	run npygen-b "$PREFIX/bin/npygen" b.npy float32 4x5 --seed 2 &&
+	run cli-run "$PREFIX/bin/tcomp" run matmul.tc -e matmul --in A=a.npy --in B=b.npy; then
+	grep -q 'C: float32\[3x5\]' "$WORK/cli-run.out" || fail "tcomp run: no C float32[3x5]"
+else
+	fail "installed npygen or tcomp run"
+fi
+
 echo "== the installed tcomp command"
 if run cli "$PREFIX/bin/tcomp" check matmul.tc; then
 	sed 's/^/  /' "$WORK/cli.out"

@@ -11,24 +11,65 @@
 /* Print the usage error and exit with status 1 (cli.h). */
 void die_usage(const char *usage, const char *fmt, const char *arg)
 {
-	fprintf(stderr, "tcomp: ");
+	fprintf(stderr, "tcomp: error: ");
 	fprintf(stderr, fmt, arg);
 	fprintf(stderr, "\n\n%s", usage);
 	exit(EXIT_USER);
 }
 
-/* Exit status for a failed library call: internal errors are 2. */
-int fail_status(__tc_keep tc_context *ctx)
+/* The next option of a command's arguments (cli.h). */
+int cli_next_opt(int argc, __tc_keep char **argv, const char *shortopts,
+	__tc_keep const struct option *longopts, const char *usage)
 {
-	const char *e = tc_context_error(ctx);
-	return strstr(e, "internal error") || strstr(e, "out of memory") ? EXIT_INTERNAL
-									  : EXIT_USER;
+	static int started;
+	char opts[64];
+	const char *bad;
+	int c;
+	if (!started) { /* a fresh scan (glibc: optind 0 re-initialises) */
+		optind = 0;
+		started = 1;
+	}
+	opterr = 0; /* the messages below instead of getopt's */
+	snprintf(opts, sizeof(opts), ":%s", shortopts); /* ':' for a missing value */
+	c = getopt_long(argc, argv, opts, longopts, NULL);
+	if (c == OPT_HELP) {
+		fputs(usage, stdout);
+		exit(0);
+	}
+	if (c != '?' && c != ':')
+		return c;
+	bad = optind > 0 && optind <= argc ? argv[optind - 1] : "?";
+	if (c == ':')
+		die_usage(usage, "option '%s' needs a value", bad);
+	if (optopt && strncmp(bad, "--", 2)) { /* an unknown short option */
+		char s[3] = {'-', (char)optopt, 0};
+		die_usage(usage, "unknown option '%s'", s);
+	}
+	if (optopt) /* a value given to a flag: --print=1 */
+		die_usage(usage, "option '%s' takes no value", bad);
+	die_usage(usage, "unknown option '%s'", bad);
+	return -1;
 }
 
-/* Print ctx's error; its exit status. */
+/* Exit status for a failed library call, from the error's kind. */
+int fail_status(__tc_keep tc_context *ctx)
+{
+	switch (tc_context_error_kind(ctx)) {
+	case TC_ERROR_NOMEM:
+	case TC_ERROR_INTERNAL: return EXIT_INTERNAL;
+	default: return EXIT_USER;
+	}
+}
+
+/* Print ctx's error; its exit status.  A message without a location
+ * ("error: ...") gets the command's prefix, "tcomp: error: ..."; located
+ * diagnostics ("file:line:col: error: ...") are printed as they are. */
 int report(__tc_keep tc_context *ctx)
 {
-	fputs(tc_context_error(ctx), stderr);
+	const char *e = tc_context_error(ctx);
+	if (!strncmp(e, "error: ", 7))
+		fputs("tcomp: ", stderr);
+	fputs(e, stderr);
 	return fail_status(ctx);
 }
 
@@ -49,28 +90,22 @@ const char *error_text(__tc_keep tc_context *ctx)
 	return strncmp(e, "error: ", 7) ? e : e + 7;
 }
 
-/* Take argv[*i] (and its value) if it is --options, --option or (with
- * target) --target or --threads; 1 if taken. */
-int take_opt_arg(__tc_keep opt_args *oa, int argc, __tc_keep char **argv, int *i, const char *usage,
-	int target)
+/* Take --options, --option, --target or --threads; 1 if taken (cli.h). */
+int take_opt_arg(__tc_keep opt_args *oa, int code, const char *arg, const char *usage)
 {
-	const char *a = argv[*i];
-	if (*i + 1 >= argc)
-		return 0;
-	if (!strcmp(a, "--options")) {
+	if (code == OPT_OPTIONS) {
 		if (oa->nfiles == 16)
 			die_usage(usage, "%s", "too many --options");
-		oa->files[oa->nfiles++] = argv[++*i];
+		oa->files[oa->nfiles++] = arg;
 		return 1;
 	}
-	if (!strcmp(a, "--option") ||
-		(target && (!strcmp(a, "--target") || !strcmp(a, "--threads")))) {
-		const char *v = argv[++*i], *eq = strchr(v, '=');
+	if (code == OPT_OPTION || code == OPT_TARGET || code == OPT_THREADS) {
+		const char *v = arg, *eq = strchr(v, '=');
 		if (oa->nsets == 64)
 			die_usage(usage, "%s", "too many --option");
 		oa->owned[oa->nsets] = NULL;
-		if (a[2] == 't') { /* --target T, --threads N */
-			oa->names[oa->nsets] = a[3] == 'a' ? "target" : "threads";
+		if (code != OPT_OPTION) { /* --target T, --threads N */
+			oa->names[oa->nsets] = code == OPT_TARGET ? "target" : "threads";
 			oa->values[oa->nsets] = v;
 		} else {
 			if (!eq || eq == v)
@@ -183,8 +218,15 @@ __tc_give tc_module *load_entry(__tc_keep tc_context *ctx, const char *file, con
 	fputs(tc_context_warnings(ctx), stderr);
 	if (*entry)
 		return m;
-	if (tc_module_num_defs(m) != 1)
-		die_usage(usage, "%s", "the file has several defs: choose one with -e NAME");
+	if (tc_module_num_defs(m) != 1) {
+		int i;
+		fprintf(stderr, "tcomp: error: '%s' has several defs: choose one with -e NAME:",
+			file);
+		for (i = 0; i < tc_module_num_defs(m); i++)
+			fprintf(stderr, "%s %s", i ? "," : "", tc_module_def_name(m, i));
+		fprintf(stderr, "\n\n%s", usage);
+		exit(EXIT_USER);
+	}
 	*entry = tc_module_def_name(m, 0);
 	return m;
 }
@@ -205,20 +247,17 @@ binding parse_binding(__tc_keep const char *arg, const char *usage)
 }
 
 /* Take -e NAME, --entry NAME or (with shapes) --shape T=SHAPE (cli.h). */
-int take_entry_arg(const char **entry, __tc_keep binding *shapes, int *nshapes, int argc,
-	__tc_keep char **argv, int *i, const char *usage)
+int take_entry_arg(const char **entry, __tc_keep binding *shapes, int *nshapes, int code,
+	const char *arg, const char *usage)
 {
-	const char *a = argv[*i];
-	if (*i + 1 >= argc)
-		return 0;
-	if (!strcmp(a, "-e") || !strcmp(a, "--entry")) {
-		*entry = argv[++*i];
+	if (code == OPT_ENTRY) {
+		*entry = arg;
 		return 1;
 	}
-	if (shapes && !strcmp(a, "--shape")) {
+	if (shapes && code == OPT_SHAPE) {
 		if (*nshapes == 64)
 			die_usage(usage, "%s", "too many --shape");
-		shapes[(*nshapes)++] = parse_binding(argv[++*i], usage);
+		shapes[(*nshapes)++] = parse_binding(arg, usage);
 		return 1;
 	}
 	return 0;
@@ -305,7 +344,8 @@ long parse_count(const char *opt, const char *s, long min, const char *usage)
 	errno = 0;
 	v = strtol(s, &end, 10);
 	if (end == s || *end || errno || v < min || v > INT32_MAX) {
-		fprintf(stderr, "tcomp: %s needs an integer of at least %ld but found '%s'\n\n%s",
+		fprintf(stderr,
+			"tcomp: error: %s needs an integer of at least %ld but found '%s'\n\n%s",
 			opt, min, s, usage);
 		exit(EXIT_USER);
 	}

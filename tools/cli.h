@@ -15,10 +15,51 @@
 
 #include "../lang/util.h"
 
+#include <getopt.h>
 #include <stddef.h>
 
 #define EXIT_USER 1
 #define EXIT_INTERNAL 2
+
+/* Command-line options are parsed by glibc's getopt_long: --name value and
+ * --name=value alike, -e NAME and -eNAME, options and operands in any
+ * order, "--" ending the options.  Each command lists its options in a
+ * struct option table from the pieces below and reads them with
+ * cli_next_opt; the codes are getopt_long's values. */
+enum {
+	OPT_ENTRY = 'e', /* -e, --entry NAME */
+	OPT_HELP = 'h',  /* -h, --help */
+	OPT_OUTPUT = 'o', /* -o FILE (tcomp cache export) */
+	OPT_SHAPE = 256, /* --shape T=SHAPE */
+	OPT_OPTIONS,     /* --options FILE */
+	OPT_OPTION,      /* --option NAME=VALUE */
+	OPT_TARGET,      /* --target T */
+	OPT_THREADS,     /* --threads N */
+	OPT_CACHE,       /* --cache PATH */
+	OPT_NO_CACHE,    /* --no-cache */
+	OPT_CACHE_RESULT_OPTIONS, /* --cache-result-options */
+	OPT_COMMAND = 320, /* a command's own options from here on */
+};
+#define CLI_HELP {"help", no_argument, NULL, OPT_HELP}
+#define CLI_ENTRY {"entry", required_argument, NULL, OPT_ENTRY}
+#define CLI_SHAPE {"shape", required_argument, NULL, OPT_SHAPE}
+#define CLI_MAPPING {"options", required_argument, NULL, OPT_OPTIONS}, \
+	{"option", required_argument, NULL, OPT_OPTION}
+#define CLI_TARGET {"target", required_argument, NULL, OPT_TARGET}, \
+	{"threads", required_argument, NULL, OPT_THREADS}
+#define CLI_CACHE {"cache", required_argument, NULL, OPT_CACHE}, \
+	{"no-cache", no_argument, NULL, OPT_NO_CACHE}, \
+	{"cache-result-options", no_argument, NULL, OPT_CACHE_RESULT_OPTIONS}
+#define CLI_END {NULL, 0, NULL, 0}
+
+/* The next option of a command's arguments (argv[0] is the command's name,
+ * "run"; glibc moves the operands behind the options): its code, with its
+ * value in optarg; -1 after the last one, the operands then being
+ * argv[optind] to argv[argc - 1].  shortopts: the short options ("e:h").
+ * -h and --help print usage to stdout and exit 0; an unknown option, one
+ * without its value or a value given to a flag are usage errors (exit 1). */
+int cli_next_opt(int argc, __tc_keep char **argv, const char *shortopts,
+	__tc_keep const struct option *longopts, const char *usage);
 
 /* Mapping options of a command: --options FILE (several are applied in
  * order), then --option NAME=VALUE and --target T in command-line order.
@@ -38,9 +79,12 @@ typedef struct binding {
 	int used;
 } binding;
 
-/* Print "tcomp: " fmt (with arg) and usage to stderr; exit with status 1. */
+/* Print "tcomp: error: " fmt (with arg) and usage to stderr; exit with
+ * status 1. */
 void die_usage(const char *usage, const char *fmt, const char *arg);
-/* Exit status for a failed library call: internal errors are 2, others 1. */
+/* Exit status for a failed library call, from the error's kind
+ * (tc_context_error_kind): out of memory and internal errors are 2, others
+ * 1. */
 int fail_status(__tc_keep tc_context *ctx);
 /* Print ctx's error to stderr; its exit status. */
 int report(__tc_keep tc_context *ctx);
@@ -49,11 +93,10 @@ int wants_help(int argc, __tc_keep char **argv);
 /* The message of the last error on ctx without its "error: " prefix
  * (borrowed from ctx: valid until its next error). */
 const char *error_text(__tc_keep tc_context *ctx);
-/* Take argv[*i] (and its value) if it is --options, --option or (with
- * target) --target or --threads; 1 if taken.  oa keeps pointers into
- * argv; a name split from --option N=V is oa's (opt_args_free). */
-int take_opt_arg(__tc_keep opt_args *oa, int argc, __tc_keep char **argv, int *i,
-	const char *usage, int target);
+/* Take option code (value arg) if it is --options, --option, --target or
+ * --threads; 1 if taken.  oa keeps pointers into argv; a name split from
+ * --option N=V is oa's (opt_args_free). */
+int take_opt_arg(__tc_keep opt_args *oa, int code, const char *arg, const char *usage);
 /* N when the only option of oa is --threads N (not --option threads=N),
  * else NULL.  Borrowed from argv. */
 const char *threads_only(__tc_keep const opt_args *oa);
@@ -68,18 +111,19 @@ __tc_give tc_options *build_options(__tc_keep const opt_args *oa, __tc_keep tc_c
 /* Load file and choose the def to use (*entry: -e NAME, or the only def of
  * the module, a name borrowed from the module), printing the module's
  * warnings.  The module is the caller's (tc_module_free).  NULL (and
- * *status the exit status, the error printed) if the file does not load. */
+ * *status the exit status, the error printed) if the file does not load.
+ * A file of several defs without -e is a usage error that lists them. */
 __tc_give tc_module *load_entry(__tc_keep tc_context *ctx, const char *file, const char **entry,
 	const char *usage, int *status);
 /* Parse "T=VALUE" (exits with usage on a malformed argument): the name a
  * copy (the binding's: bindings_free), the value borrowed from arg. */
 binding parse_binding(__tc_keep const char *arg, const char *usage);
-/* Take argv[*i] (and its value) if it is -e NAME or --entry NAME (into
+/* Take option code (value arg) if it is -e NAME or --entry NAME (into
  * *entry, borrowed from argv) or, with shapes not NULL, --shape T=SHAPE
  * (appended to shapes[*nshapes], at most 64: more is a usage error); 1 if
  * taken.  The same for tcomp run, emit, bench and autotune. */
-int take_entry_arg(const char **entry, __tc_keep binding *shapes, int *nshapes, int argc,
-	__tc_keep char **argv, int *i, const char *usage);
+int take_entry_arg(const char **entry, __tc_keep binding *shapes, int *nshapes, int code,
+	const char *arg, const char *usage);
 /* Free the names of n bindings (the array is the caller's). */
 void bindings_free(__tc_keep binding *b, int n);
 /* Parse "4x5" (or "scalar") into shape[8]; the rank, or -1. */
@@ -102,10 +146,14 @@ long parse_count(const char *opt, const char *s, long min, const char *usage);
 typedef struct cache_args {
 	const char *path; /* NULL: the default location */
 	int off;
+	int result_options; /* --cache-result-options: take target, contract,
+			     * fastmath and vecreduce from the cache too */
 } cache_args;
-/* Take --cache PATH or --no-cache at argv[*i]; 1 if taken. */
-int take_cache_arg(__tc_keep cache_args *ca, int argc, __tc_keep char **argv, int *i);
-/* Make ctx's compiles read the cache ca names (or none with --no-cache). */
+/* Take option code (value arg) if it is --cache PATH, --no-cache or
+ * --cache-result-options; 1 if taken. */
+int take_cache_arg(__tc_keep cache_args *ca, int code, const char *arg);
+/* Make ctx's compiles read the cache ca names (or none with --no-cache),
+ * taking the result-changing options from it with --cache-result-options. */
 void apply_cache_args(__tc_keep const cache_args *ca, __tc_keep tc_context *ctx);
 /* The options for tcomp run and bench given --threads N and no other
  * option (given: the defaults with threads=N), from the kernel cache that

@@ -261,68 +261,85 @@ int cmd_autotune(int argc, __tc_keep char **argv)
 	view v = {0};
 	struct sigaction sa, old;
 
+	enum { OPT_GENERATIONS = OPT_COMMAND, OPT_POPULATION, OPT_ELITES, OPT_JOBS, OPT_RUNS,
+		OPT_SEED, OPT_TIMEOUT, OPT_MIN_TIME, OPT_FINAL_CANDIDATES, OPT_FINAL_ROUNDS,
+		OPT_FINAL_TIME, OPT_FINAL_WARMUP, OPT_CUTOFF, OPT_MUTATION, OPT_QUIET };
+	static const struct option longopts[] = {CLI_HELP, CLI_ENTRY, CLI_SHAPE, CLI_MAPPING,
+		CLI_TARGET, {"cache", required_argument, NULL, OPT_CACHE},
+		{"no-cache", no_argument, NULL, OPT_NO_CACHE},
+		{"generations", required_argument, NULL, OPT_GENERATIONS},
+		{"population", required_argument, NULL, OPT_POPULATION},
+		{"elites", required_argument, NULL, OPT_ELITES},
+		{"jobs", required_argument, NULL, OPT_JOBS},
+		{"runs", required_argument, NULL, OPT_RUNS},
+		{"seed", required_argument, NULL, OPT_SEED},
+		{"timeout", required_argument, NULL, OPT_TIMEOUT},
+		{"min-time", required_argument, NULL, OPT_MIN_TIME},
+		{"final-candidates", required_argument, NULL, OPT_FINAL_CANDIDATES},
+		{"final-rounds", required_argument, NULL, OPT_FINAL_ROUNDS},
+		{"final-time", required_argument, NULL, OPT_FINAL_TIME},
+		{"final-warmup", required_argument, NULL, OPT_FINAL_WARMUP},
+		{"cutoff", required_argument, NULL, OPT_CUTOFF},
+		{"mutation", required_argument, NULL, OPT_MUTATION},
+		{"quiet", no_argument, NULL, OPT_QUIET}, CLI_END};
+	int c;
+
 	if (wants_help(argc, argv)) {
 		fputs(autotune_usage, stdout);
 		return 0;
 	}
 	tc_tune_settings_init(&set);
-	for (i = 0; i < argc; i++) {
-		const char *a = argv[i];
-		int more = i + 1 < argc;
-		if (take_entry_arg(&entry, shapes, &nshapes, argc, argv, &i, autotune_usage))
-			;
-		else if (!strcmp(a, "--generations") && more)
-			set.generations = (int)parse_count(a, argv[++i], 1, autotune_usage);
-		else if (!strcmp(a, "--population") && more)
-			set.population = (int)parse_count(a, argv[++i], 1, autotune_usage);
-		else if (!strcmp(a, "--elites") && more)
-			set.elites = (int)parse_count(a, argv[++i], 0, autotune_usage);
-		else if (!strcmp(a, "--jobs") && more)
-			set.threads = (int)parse_count(a, argv[++i], 1, autotune_usage);
-		else if (!strcmp(a, "--runs") && more)
-			set.runs = (int)parse_count(a, argv[++i], 1, autotune_usage);
-		else if (!strcmp(a, "--seed") && more)
-			set.seed = (uint64_t)parse_count(a, argv[++i], 1, autotune_usage);
-		else if (!strcmp(a, "--timeout") && more)
-			set.timeout_s = parse_seconds(a, argv[++i]);
-		else if (!strcmp(a, "--min-time") && more)
-			set.min_time_s = parse_seconds(a, argv[++i]);
-		else if (!strcmp(a, "--final-candidates") && more)
-			set.final_candidates = (int)parse_count(a, argv[++i], 0, autotune_usage);
-		else if (!strcmp(a, "--final-rounds") && more)
-			set.final_rounds = (int)parse_count(a, argv[++i], 1, autotune_usage);
-		else if (!strcmp(a, "--final-time") && more)
-			set.final_time_s = parse_seconds(a, argv[++i]);
-		else if (!strcmp(a, "--final-warmup") && more)
-			set.final_warmup_s = parse_seconds(a, argv[++i]);
-		else if (!strcmp(a, "--cutoff") && more) {
-			char *end;
-			const char *s = argv[++i];
-			set.cutoff = strtod(s, &end);
-			if (end == s || *end || !(set.cutoff >= 1 && set.cutoff <= 1e9))
+	while ((c = cli_next_opt(argc, argv, "he:", longopts, autotune_usage)) != -1) {
+		const char *val = optarg;
+		char name[32] = "";
+		char *end;
+		int k;
+		/* the option's name for messages: --runs */
+		for (k = 0; longopts[k].name; k++)
+			if (longopts[k].val == c)
+				snprintf(name, sizeof(name), "--%s", longopts[k].name);
+		if (take_entry_arg(&entry, shapes, &nshapes, c, val, autotune_usage) ||
+			take_opt_arg(&oa, c, val, autotune_usage)) /* --threads too */
+			continue;
+		switch (c) {
+		case OPT_GENERATIONS: set.generations = (int)parse_count(name, val, 1, autotune_usage); break;
+		case OPT_POPULATION: set.population = (int)parse_count(name, val, 1, autotune_usage); break;
+		case OPT_ELITES: set.elites = (int)parse_count(name, val, 0, autotune_usage); break;
+		case OPT_JOBS: set.threads = (int)parse_count(name, val, 1, autotune_usage); break;
+		case OPT_RUNS: set.runs = (int)parse_count(name, val, 1, autotune_usage); break;
+		case OPT_SEED: set.seed = (uint64_t)parse_count(name, val, 1, autotune_usage); break;
+		case OPT_TIMEOUT: set.timeout_s = parse_seconds(name, val); break;
+		case OPT_MIN_TIME: set.min_time_s = parse_seconds(name, val); break;
+		case OPT_FINAL_CANDIDATES:
+			set.final_candidates = (int)parse_count(name, val, 0, autotune_usage);
+			break;
+		case OPT_FINAL_ROUNDS:
+			set.final_rounds = (int)parse_count(name, val, 1, autotune_usage);
+			break;
+		case OPT_FINAL_TIME: set.final_time_s = parse_seconds(name, val); break;
+		case OPT_FINAL_WARMUP: set.final_warmup_s = parse_seconds(name, val); break;
+		case OPT_CUTOFF:
+			set.cutoff = strtod(val, &end);
+			if (end == val || *end || !(set.cutoff >= 1 && set.cutoff <= 1e9))
 				die_usage(autotune_usage, "--cutoff needs a factor of at least 1 but found '%s'",
-					s);
-		} else if (!strcmp(a, "--mutation") && more) {
-			char *end;
-			const char *s = argv[++i];
-			set.mutation_rate = strtod(s, &end);
-			if (end == s || *end || !(set.mutation_rate >= 0 && set.mutation_rate <= 1))
+					val);
+			break;
+		case OPT_MUTATION:
+			set.mutation_rate = strtod(val, &end);
+			if (end == val || *end || !(set.mutation_rate >= 0 && set.mutation_rate <= 1))
 				die_usage(autotune_usage, "--mutation needs a rate in [0, 1] but found '%s'",
-					s);
-		} else if (!strcmp(a, "--cache") && more)
-			set.cache_path = argv[++i];
-		else if (!strcmp(a, "--no-cache"))
-			set.use_cache = 0;
-		else if (!strcmp(a, "--quiet"))
-			v.quiet = 1;
-		else if (take_opt_arg(&oa, argc, argv, &i, autotune_usage, 1)) /* --threads too */
-			;
-		else if (a[0] == '-')
-			die_usage(autotune_usage, "unknown or incomplete option '%s'", a);
-		else if (!file)
-			file = a;
+					val);
+			break;
+		case OPT_CACHE: set.cache_path = val; break;
+		case OPT_NO_CACHE: set.use_cache = 0; break;
+		case OPT_QUIET: v.quiet = 1; break;
+		}
+	}
+	for (i = optind; i < argc; i++) {
+		if (!file)
+			file = argv[i];
 		else
-			die_usage(autotune_usage, "unexpected argument '%s'", a);
+			die_usage(autotune_usage, "unexpected argument '%s'", argv[i]);
 	}
 	if (!file)
 		die_usage(autotune_usage, "%s", "autotune needs a FILE.tc");

@@ -33,6 +33,9 @@ static const char *const cache_usage =
 	"fastest measured.  It is one SQLite\n"
 	"file: --cache PATH, else $TCOMP_CACHE, else\n"
 	"$XDG_CACHE_HOME/tcomp/kernels.sqlite, else ~/.cache/tcomp/kernels.sqlite.\n"
+	"A read-only file is read: list, show and export work, import and prune\n"
+	"say it is read-only.  A file that is not a tcomp kernel cache is never\n"
+	"modified.\n"
 	"\n"
 	"  list     one line per key: kernel hash, entry, input shapes, best median\n"
 	"           time, the defaults' median time and the speedup of the best over\n"
@@ -44,9 +47,12 @@ static const char *const cache_usage =
 	"  export   every run as one JSON object per line (the key with it), to\n"
 	"           stdout or FILE: share tuned results with tcomp cache import\n"
 	"  import   add the runs of exported JSON lines ('-' reads stdin); runs\n"
-	"           already present are not added twice; lines that do not parse,\n"
-	"           whose kernel text does not match its hash or whose options are\n"
-	"           invalid are skipped with a warning\n"
+	"           already present are not added twice; every field is checked:\n"
+	"           lines that do not parse, with a malformed key (entry, types,\n"
+	"           shapes, strides, target, version), whose kernel text does not\n"
+	"           match its hash, whose options are invalid or whose times are\n"
+	"           not finite are skipped with a warning, and the exit status is\n"
+	"           then 1 (the other lines are imported)\n"
 	"  prune    delete runs: --other-versions (keys of another tcomp version),\n"
 	"           --failed (failed runs), --older-than DAYS (runs recorded more\n"
 	"           than DAYS ago), --keep-best (all but each key's best run and its\n"
@@ -54,24 +60,25 @@ static const char *const cache_usage =
 	"           without runs go too, then the file is compacted\n"
 	"  path     print the path of the cache file\n";
 
-/* Take --cache PATH or --no-cache at argv[*i]; 1 if taken (cli.h). */
-int take_cache_arg(__tc_keep cache_args *ca, int argc, __tc_keep char **argv, int *i)
+/* Take --cache PATH, --no-cache or --cache-result-options (cli.h). */
+int take_cache_arg(__tc_keep cache_args *ca, int code, const char *arg)
 {
-	if (!strcmp(argv[*i], "--cache") && *i + 1 < argc) {
-		ca->path = argv[++*i];
-		return 1;
-	}
-	if (!strcmp(argv[*i], "--no-cache")) {
+	if (code == OPT_CACHE)
+		ca->path = arg;
+	else if (code == OPT_NO_CACHE)
 		ca->off = 1;
-		return 1;
-	}
-	return 0;
+	else if (code == OPT_CACHE_RESULT_OPTIONS)
+		ca->result_options = 1;
+	else
+		return 0;
+	return 1;
 }
 
 /* Point ctx's compiles at the cache of ca (cli.h). */
 void apply_cache_args(__tc_keep const cache_args *ca, __tc_keep tc_context *ctx)
 {
-	if (tc_context_set_cache(ctx, ca->off ? "" : ca->path) < 0)
+	if (tc_context_set_cache(ctx, ca->off ? "" : ca->path) < 0 ||
+		tc_context_set_cache_result_options(ctx, ca->result_options) < 0)
 		exit(EXIT_INTERNAL);
 }
 
@@ -106,15 +113,27 @@ __tc_give tc_options *threads_cache_options(__tc_keep const cache_args *ca, __tc
 	r = tc_cache_lookup(c, &key, &hit);
 	if (r == 0)
 		r = tc_cache_lookup_near(c, &key, &hit);
+	if (r == 0)
+		r = tc_cache_lookup_other_cpu(c, &key, &hit);
 	if (r < 0)
 		fprintf(stderr, "warning: %s; using the default options\n", tc_cache_error(c));
 	fputs(tc_cache_warnings(c), stderr);
 	if (r == 1 && !strcmp(tc_options_get(hit.options, "threads"), n)) {
 		*source = NULL; /* tuned for N threads: tc_compile finds it itself */
 	} else if (r == 1) {
-		if (!(o = tc_options_copy(hit.options)) || tc_options_set(o, "threads", n, NULL) < 0)
+		tc_buf what;
+		int kept = 0;
+		tc_buf_init(&what);
+		if (!(o = tc_options_copy(hit.options)) || tc_options_set(o, "threads", n, NULL) < 0 ||
+			(!ca->result_options && (kept = tc_cache_keep_results(o, &what)) < 0))
 			exit(EXIT_INTERNAL);
-		*source = hit.distance > 0 || strcmp(hit.shapes, key.shapes) ? "cache-near+threads"
+		if (kept) /* as tc_compile says it */
+			fprintf(stderr, "note: kernel cache '%s': the entry for '%s' (%s) sets %s, "
+					"which change%s results: not applied (--cache-result-options)\n",
+				path, entry, hit.shapes, what.s, kept == 1 ? "s" : "");
+		tc_buf_free(&what);
+		*source = hit.target ? "cache-other-cpu+threads"
+			: hit.distance > 0 || strcmp(hit.shapes, key.shapes) ? "cache-near+threads"
 									     : "cache+threads";
 	}
 done:
@@ -156,7 +175,7 @@ static tc_cache *open_cache(const char *path, tc_cache_mode mode, int *status)
 		fprintf(stderr, "tcomp: error: %s\n", msg);
 		*status = EXIT_USER;
 	} else if (!c)
-		fprintf(stderr, "tcomp: no kernel cache at %s\n", p);
+		fprintf(stderr, "tcomp: note: no kernel cache at %s\n", p);
 	tc_free(msg);
 	tc_free(p);
 	return c;
@@ -223,39 +242,57 @@ int cmd_cache(int argc, __tc_keep char **argv)
 	tc_cache *c = NULL;
 	tc_buf b;
 
-	if (argc < 1 || wants_help(argc, argv)) {
-		fputs(cache_usage, argc < 1 ? stderr : stdout);
-		return argc < 1 ? EXIT_USER : 0;
+	enum { OPT_OTHER_VERSIONS = OPT_COMMAND, OPT_FAILED, OPT_KEEP_BEST, OPT_OLDER_THAN };
+	static const struct option longopts[] = {CLI_HELP, CLI_CACHE,
+		{"other-versions", no_argument, NULL, OPT_OTHER_VERSIONS},
+		{"failed", no_argument, NULL, OPT_FAILED},
+		{"keep-best", no_argument, NULL, OPT_KEEP_BEST},
+		{"older-than", required_argument, NULL, OPT_OLDER_THAN}, CLI_END};
+	int opt, prune_opt = 0;
+
+	if (wants_help(argc, argv)) {
+		fputs(cache_usage, stdout);
+		return 0;
 	}
-	sub = argv[0];
+	while ((opt = cli_next_opt(argc, argv, "ho:", longopts, cache_usage)) != -1) {
+		if (take_cache_arg(&ca, opt, optarg)) {
+			if (ca.off || ca.result_options)
+				die_usage(cache_usage, "%s", "--no-cache and --cache-result-options are "
+							     "for tcomp run and bench");
+		} else if (opt == OPT_OUTPUT)
+			out = optarg;
+		else if (opt == OPT_OTHER_VERSIONS)
+			po.other_versions = prune_opt = 1;
+		else if (opt == OPT_FAILED)
+			po.failed = prune_opt = 1;
+		else if (opt == OPT_KEEP_BEST)
+			po.all_but_best = prune_opt = 1;
+		else if (opt == OPT_OLDER_THAN) {
+			char *end;
+			double d = strtod(optarg, &end);
+			if (end == optarg || *end || !(d >= 0) || d > 1e6)
+				die_usage(cache_usage, "--older-than needs a number of days but found '%s'",
+					optarg);
+			po.older_than_s = d * 86400;
+			prune_opt = 1;
+		}
+	}
+	if (optind >= argc)
+		die_usage(cache_usage, "%s", "cache needs a command: list, show, export, import, "
+					     "prune or path");
+	sub = argv[optind];
 	if (strcmp(sub, "list") && strcmp(sub, "show") && strcmp(sub, "export") &&
 		strcmp(sub, "import") && strcmp(sub, "prune") && strcmp(sub, "path"))
 		die_usage(cache_usage, "unknown cache command '%s'", sub);
-	for (i = 1; i < argc; i++) {
+	if (out && strcmp(sub, "export"))
+		die_usage(cache_usage, "%s", "-o is for tcomp cache export");
+	if (prune_opt && strcmp(sub, "prune"))
+		die_usage(cache_usage, "%s", "--other-versions, --failed, --keep-best and "
+					     "--older-than are for tcomp cache prune");
+	any_prune = prune_opt;
+	for (i = optind + 1; i < argc; i++) {
 		const char *a = argv[i];
-		int more = i + 1 < argc;
-		if (take_cache_arg(&ca, argc, argv, &i)) {
-			if (ca.off)
-				die_usage(cache_usage, "%s", "--no-cache is for tcomp run and bench");
-		} else if (!strcmp(sub, "export") && !strcmp(a, "-o") && more)
-			out = argv[++i];
-		else if (!strcmp(sub, "prune") && !strcmp(a, "--other-versions"))
-			po.other_versions = any_prune = 1;
-		else if (!strcmp(sub, "prune") && !strcmp(a, "--failed"))
-			po.failed = any_prune = 1;
-		else if (!strcmp(sub, "prune") && !strcmp(a, "--keep-best"))
-			po.all_but_best = any_prune = 1;
-		else if (!strcmp(sub, "prune") && !strcmp(a, "--older-than") && more) {
-			char *end;
-			double d = strtod(argv[++i], &end);
-			if (end == argv[i] || *end || !(d >= 0) || d > 1e6)
-				die_usage(cache_usage, "--older-than needs a number of days but found '%s'",
-					argv[i]);
-			po.older_than_s = d * 86400;
-			any_prune = 1;
-		} else if (a[0] == '-' && strcmp(a, "-"))
-			die_usage(cache_usage, "unknown or incomplete option '%s'", a);
-		else if (!strcmp(sub, "import") && nfiles < 64)
+		if (!strcmp(sub, "import") && nfiles < 64)
 			files[nfiles++] = a;
 		else if (!strcmp(sub, "show") && !what)
 			what = a;
@@ -282,7 +319,7 @@ int cmd_cache(int argc, __tc_keep char **argv)
 		struct stat sb;
 		int known = p != NULL, there = known && stat(p, &sb) == 0;
 		if (known && !there)
-			fprintf(stderr, "tcomp: no kernel cache at %s\n", p);
+			fprintf(stderr, "tcomp: note: no kernel cache at %s\n", p);
 		tc_free(p);
 		if (!there)
 			return known ? 0 : EXIT_USER;
@@ -313,6 +350,7 @@ int cmd_cache(int argc, __tc_keep char **argv)
 			goto db_error;
 		status = write_out(out, b.s ? b.s : "");
 	} else if (!strcmp(sub, "import")) {
+		int all_skipped = 0;
 		for (i = 0; i < nfiles && !status; i++) {
 			char *text = slurp(files[i]);
 			int added, present, skipped;
@@ -328,6 +366,15 @@ int cmd_cache(int argc, __tc_keep char **argv)
 			printf("%s: %d run%s added, %d already present, %d line%s skipped\n",
 				files[i], added, added == 1 ? "" : "s", present, skipped,
 				skipped == 1 ? "" : "s");
+			all_skipped += skipped;
+		}
+		if (all_skipped) { /* the warnings below say which and why */
+			print_warnings(c);
+			fprintf(stderr, "tcomp: error: %d line%s skipped (the others were imported)\n",
+				all_skipped, all_skipped == 1 ? " was" : "s were");
+			tc_buf_free(&b);
+			tc_cache_close(c);
+			return EXIT_USER;
 		}
 	} else { /* prune */
 		int removed;

@@ -51,8 +51,11 @@ static const char *const main_usage =
 	"kernel and shapes (--cache PATH, --no-cache; see tcomp cache --help);\n"
 	"with --threads N alone, those options with N threads.\n"
 	"\n"
-	"tcomp <command> --help shows the details of a command; tcomp --version\n"
-	"prints the version.  Exit status: 0 ok, 1 user error, 2 internal error.\n";
+	"Options take their value as --name VALUE or --name=VALUE, before or after\n"
+	"the file.  tcomp <command> --help shows the details of a command; tcomp\n"
+	"--version prints the version.  Errors are printed as 'tcomp: error: ...'\n"
+	"(located ones as FILE:LINE:COL: error: ...).  Exit status: 0 ok, 1 user\n"
+	"error, 2 out of memory or internal error.\n";
 
 static const char *const check_usage =
 	"usage: tcomp check FILE.tc...\n"
@@ -66,7 +69,7 @@ static const char *const check_usage =
 static const char *const run_usage =
 	"usage: tcomp run FILE.tc [-e NAME] --in T=FILE.npy ... [--out T=FILE.npy ...]\n"
 	"                 [--target cpu|interp] [--options FILE] [--option NAME=VALUE ...]\n"
-	"                 [--print] [--cache PATH | --no-cache]\n"
+	"                 [--print] [--cache PATH | --no-cache] [--cache-result-options]\n"
 	"\n"
 	"Run the def NAME (optional when the file has one def) on inputs read from\n"
 	"NumPy .npy files (little-endian, C order; every input named once) and write\n"
@@ -89,8 +92,14 @@ static const char *const run_usage =
 	"  --cache PATH        the kernel cache to read (default: $TCOMP_CACHE, else\n"
 	"                      ~/.cache/tcomp/kernels.sqlite; see tcomp cache --help)\n"
 	"  --no-cache          do not read the kernel cache\n"
+	"  --cache-result-options  also take the options that change results\n"
+	"                      (target, contract, fastmath) from the\n"
+	"                      kernel cache; without it they keep their defaults\n"
+	"                      (a note says which an entry set)\n"
+	"Options take their value as --name VALUE or --name=VALUE.\n"
 	"Without --options, --option, --target and --threads, the options are the\n"
 	"kernel cache's best for these shapes, else for the nearest shapes, else\n"
+	"the best tuned on another CPU of this architecture (a note says so), else\n"
 	"the defaults.  With --threads N alone, the same with threads=N: the\n"
 	"cache's entry as it is when it was tuned for N threads, else with\n"
 	"threads=N; the defaults with threads=N when the cache has none.\n";
@@ -125,7 +134,7 @@ static const char *const bench_usage =
 	"usage: tcomp bench FILE.tc [-e NAME] --shape T=1024x1024 ... [--options FILE]\n"
 	"                   [--option NAME=VALUE ...] [--target cpu|interp] [--runs R]\n"
 	"                   [--warmup W] [--min-time SECONDS] [--json]\n"
-	"                   [--cache PATH | --no-cache]\n"
+	"                   [--cache PATH | --no-cache] [--cache-result-options]\n"
 	"\n"
 	"Time the def NAME (optional when the file has one def) compiled for inputs\n"
 	"of the given shapes (--shape for every input).  Inputs get random values\n"
@@ -146,7 +155,10 @@ static const char *const bench_usage =
 	"reduction combine; the bytes of all inputs and outputs once), and the\n"
 	"options used and where they came from: without --options, --option,\n"
 	"--target and --threads, the kernel cache's best for these shapes\n"
-	"(cache), else for the nearest shapes (cache-near), else the defaults.\n"
+	"(cache), else for the nearest shapes (cache-near), else the best tuned on\n"
+	"another CPU of this architecture (cache-other-cpu), else the defaults;\n"
+	"target, contract and fastmath keep their defaults unless\n"
+	"--cache-result-options is given.\n"
 	"--threads N alone looks the cache up too: an entry tuned for N threads\n"
 	"is used as it is (cache, cache-near), another with threads=N\n"
 	"(cache+threads, cache-near+threads); without an entry, the defaults with\n"
@@ -164,15 +176,17 @@ static const char *const bench_usage =
 	"  --min-time S        time runs for at least S seconds in all (default 1)\n"
 	"  --cache PATH        the kernel cache to read (see tcomp cache --help)\n"
 	"  --no-cache          do not read the kernel cache\n"
+	"  --cache-result-options  take target, contract and fastmath\n"
+	"                      from the kernel cache too\n"
 	"  --json              print one JSON object on one line instead:\n"
 	"                      {\"kernel\":..., \"shapes\":{\"A\":[1024,1024],...},\n"
 	"                      \"median_ms\":..., \"min_ms\":..., \"runs\":...,\n"
 	"                      \"compile_ms\":..., \"gflops\":..., \"gbs\":...,\n"
 	"                      \"options\":\"target=cpu;...\", \"source\":\"default\"}\n"
 	"                      (gflops and gbs are null when not computable;\n"
-	"                      source is \"cache\", \"cache-near\", \"default\",\n"
-	"                      \"cache+threads\", \"cache-near+threads\" or\n"
-	"                      \"default+threads\" (--threads N alone, see\n"
+	"                      source is \"cache\", \"cache-near\",\n"
+	"                      \"cache-other-cpu\", \"default\", the same with\n"
+	"                      \"+threads\" (--threads N alone, see\n"
 	"                      above), or \"file\" when --options, --option or\n"
 	"                      --target set options)\n";
 
@@ -186,20 +200,17 @@ static const char *const options_usage =
 
 static int cmd_check(int argc, char **argv)
 {
+	static const struct option longopts[] = {CLI_HELP, CLI_END};
 	int i, j, status = 0;
-	if (wants_help(argc, argv)) {
-		fputs(check_usage, stdout);
-		return 0;
-	}
-	if (argc == 0)
+	while (cli_next_opt(argc, argv, "h", longopts, check_usage) != -1)
+		; /* no options but --help */
+	if (optind >= argc)
 		die_usage(check_usage, "%s", "check needs at least one FILE.tc");
-	for (i = 0; i < argc; i++) {
+	for (i = optind; i < argc; i++) {
 		tc_context *ctx = tc_context_new();
 		tc_module *m;
 		if (!ctx)
 			return EXIT_INTERNAL;
-		if (argv[i][0] == '-')
-			die_usage(check_usage, "unknown option '%s'", argv[i]);
 		m = tc_module_load(ctx, argv[i]);
 		if (!m) {
 			int st = report(ctx);
@@ -293,6 +304,13 @@ static int cmd_run(int argc, char **argv)
 	int64_t(*oshape)[8] = NULL;
 	void **odata = NULL;
 
+	enum { OPT_IN = OPT_COMMAND, OPT_OUT, OPT_PRINT };
+	static const struct option longopts[] = {CLI_HELP, CLI_ENTRY, CLI_MAPPING, CLI_TARGET,
+		CLI_CACHE, {"in", required_argument, NULL, OPT_IN},
+		{"out", required_argument, NULL, OPT_OUT}, {"print", no_argument, NULL, OPT_PRINT},
+		CLI_END};
+	int c;
+
 	if (wants_help(argc, argv)) {
 		fputs(run_usage, stdout);
 		return 0;
@@ -300,27 +318,26 @@ static int cmd_run(int argc, char **argv)
 	ctx = tc_context_new();
 	if (!ctx)
 		return EXIT_INTERNAL;
-	for (i = 0; i < argc; i++) {
-		const char *a = argv[i];
-		int more = i + 1 < argc;
-		if (take_entry_arg(&entry, NULL, NULL, argc, argv, &i, run_usage))
+	while ((c = cli_next_opt(argc, argv, "he:", longopts, run_usage)) != -1) {
+		if (take_entry_arg(&entry, NULL, NULL, c, optarg, run_usage))
 			;
-		else if (!strcmp(a, "--in") && more) {
+		else if (c == OPT_IN) {
 			if (nin == 64)
 				die_usage(run_usage, "%s", "too many --in");
-			ins[nin++] = parse_binding(argv[++i], run_usage);
-		} else if (!strcmp(a, "--out") && more) {
+			ins[nin++] = parse_binding(optarg, run_usage);
+		} else if (c == OPT_OUT) {
 			if (nout == 64)
 				die_usage(run_usage, "%s", "too many --out");
-			outs[nout++] = parse_binding(argv[++i], run_usage);
-		} else if (take_opt_arg(&oa, argc, argv, &i, run_usage, 1) ||
-			   take_cache_arg(&ca, argc, argv, &i))
+			outs[nout++] = parse_binding(optarg, run_usage);
+		} else if (take_opt_arg(&oa, c, optarg, run_usage) ||
+			   take_cache_arg(&ca, c, optarg))
 			;
-		else if (!strcmp(a, "--print"))
+		else if (c == OPT_PRINT)
 			print = 1;
-		else if (a[0] == '-')
-			die_usage(run_usage, "unknown or incomplete option '%s'", a);
-		else if (!file)
+	}
+	for (i = optind; i < argc; i++) {
+		const char *a = argv[i];
+		if (!file)
 			file = a;
 		else
 			die_usage(run_usage, "unexpected argument '%s'", a);
@@ -491,25 +508,27 @@ static int cmd_emit(int argc, char **argv)
 	tc_kernel *k = NULL;
 	char *text;
 
+	enum { OPT_STAGE = OPT_COMMAND };
+	static const struct option longopts[] = {CLI_HELP, CLI_ENTRY, CLI_SHAPE, CLI_MAPPING,
+		{"stage", required_argument, NULL, OPT_STAGE}, CLI_END};
+	int c;
+
 	if (wants_help(argc, argv)) {
 		fputs(emit_usage, stdout);
 		return 0;
 	}
-	for (i = 0; i < argc; i++) {
-		const char *a = argv[i];
-		int more = i + 1 < argc;
-		if (take_entry_arg(&entry, shapes, &nshapes, argc, argv, &i, emit_usage))
+	while ((c = cli_next_opt(argc, argv, "he:", longopts, emit_usage)) != -1) {
+		if (take_entry_arg(&entry, shapes, &nshapes, c, optarg, emit_usage) ||
+			take_opt_arg(&oa, c, optarg, emit_usage))
 			;
-		else if (!strcmp(a, "--stage") && more)
-			stage = argv[++i];
-		else if (take_opt_arg(&oa, argc, argv, &i, emit_usage, 0))
-			;
-		else if (a[0] == '-')
-			die_usage(emit_usage, "unknown or incomplete option '%s'", a);
-		else if (!file)
-			file = a;
+		else if (c == OPT_STAGE)
+			stage = optarg;
+	}
+	for (i = optind; i < argc; i++) {
+		if (!file)
+			file = argv[i];
 		else
-			die_usage(emit_usage, "unexpected argument '%s'", a);
+			die_usage(emit_usage, "unexpected argument '%s'", argv[i]);
 	}
 	if (!file)
 		die_usage(emit_usage, "%s", "emit needs a FILE.tc");
@@ -697,37 +716,40 @@ static int cmd_bench(int argc, char **argv)
 	int user_options;
 	size_t nwarn;
 
+	enum { OPT_RUNS = OPT_COMMAND, OPT_WARMUP, OPT_MIN_TIME, OPT_JSON };
+	static const struct option longopts[] = {CLI_HELP, CLI_ENTRY, CLI_SHAPE, CLI_MAPPING,
+		CLI_TARGET, CLI_CACHE, {"runs", required_argument, NULL, OPT_RUNS},
+		{"warmup", required_argument, NULL, OPT_WARMUP},
+		{"min-time", required_argument, NULL, OPT_MIN_TIME},
+		{"json", no_argument, NULL, OPT_JSON}, CLI_END};
+	int c;
+
 	if (wants_help(argc, argv)) {
 		fputs(bench_usage, stdout);
 		return 0;
 	}
-	for (i = 0; i < argc; i++) {
-		const char *a = argv[i];
-		int more = i + 1 < argc;
-		if (take_entry_arg(&entry, shapes, &nshapes, argc, argv, &i, bench_usage))
+	while ((c = cli_next_opt(argc, argv, "he:", longopts, bench_usage)) != -1) {
+		if (take_entry_arg(&entry, shapes, &nshapes, c, optarg, bench_usage) ||
+			take_opt_arg(&oa, c, optarg, bench_usage) || take_cache_arg(&ca, c, optarg))
 			;
-		else if (!strcmp(a, "--runs") && more)
-			runs = parse_count("--runs", argv[++i], 1, bench_usage);
-		else if (!strcmp(a, "--warmup") && more)
-			warmup = parse_count("--warmup", argv[++i], 0, bench_usage);
-		else if (!strcmp(a, "--min-time") && more) {
+		else if (c == OPT_RUNS)
+			runs = parse_count("--runs", optarg, 1, bench_usage);
+		else if (c == OPT_WARMUP)
+			warmup = parse_count("--warmup", optarg, 0, bench_usage);
+		else if (c == OPT_MIN_TIME) {
 			char *end;
-			const char *v = argv[++i];
-			min_time = strtod(v, &end);
-			if (end == v || *end || !(min_time >= 0) || min_time > 1e6)
+			min_time = strtod(optarg, &end);
+			if (end == optarg || *end || !(min_time >= 0) || min_time > 1e6)
 				die_usage(bench_usage, "--min-time needs a number of seconds but found '%s'",
-					v);
-		} else if (!strcmp(a, "--json"))
+					optarg);
+		} else if (c == OPT_JSON)
 			json = 1;
-		else if (take_opt_arg(&oa, argc, argv, &i, bench_usage, 1) ||
-			 take_cache_arg(&ca, argc, argv, &i))
-			;
-		else if (a[0] == '-')
-			die_usage(bench_usage, "unknown or incomplete option '%s'", a);
-		else if (!file)
-			file = a;
+	}
+	for (i = optind; i < argc; i++) {
+		if (!file)
+			file = argv[i];
 		else
-			die_usage(bench_usage, "unexpected argument '%s'", a);
+			die_usage(bench_usage, "unexpected argument '%s'", argv[i]);
 	}
 	if (!file)
 		die_usage(bench_usage, "%s", "bench needs a FILE.tc");
@@ -904,6 +926,7 @@ static int cmd_bench(int argc, char **argv)
 		printf("options  %s (%s%s)\n", optext,
 			!strcmp(source, "file") ? "given"
 			: !strncmp(source, "cache-near", 10) ? "kernel cache, nearest shapes"
+			: !strncmp(source, "cache-other-cpu", 15) ? "kernel cache, another CPU"
 			: !strncmp(source, "cache", 5) ? "kernel cache"
 							: "defaults",
 			strchr(source, '+') ? ", with the threads given" : "");
@@ -924,13 +947,12 @@ done:
 
 static int cmd_options(int argc, char **argv)
 {
+	static const struct option longopts[] = {CLI_HELP, CLI_END};
 	char *text;
-	if (wants_help(argc, argv)) {
-		fputs(options_usage, stdout);
-		return 0;
-	}
-	if (argc)
-		die_usage(options_usage, "unexpected argument '%s'", argv[0]);
+	while (cli_next_opt(argc, argv, "h", longopts, options_usage) != -1)
+		;
+	if (optind < argc)
+		die_usage(options_usage, "unexpected argument '%s'", argv[optind]);
 	text = tc_options_describe();
 	if (!text)
 		return EXIT_INTERNAL;
@@ -942,10 +964,8 @@ static int cmd_options(int argc, char **argv)
 int main(int argc, char **argv)
 {
 	const char *cmd;
-	if (argc < 2) {
-		fputs(main_usage, stderr);
-		return EXIT_USER;
-	}
+	if (argc < 2)
+		die_usage(main_usage, "%s", "a command is needed");
 	cmd = argv[1];
 	if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) {
 		fputs(main_usage, stdout);
@@ -956,19 +976,19 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	if (!strcmp(cmd, "check"))
-		return cmd_check(argc - 2, argv + 2);
+		return cmd_check(argc - 1, argv + 1);
 	if (!strcmp(cmd, "run"))
-		return cmd_run(argc - 2, argv + 2);
+		return cmd_run(argc - 1, argv + 1);
 	if (!strcmp(cmd, "emit"))
-		return cmd_emit(argc - 2, argv + 2);
+		return cmd_emit(argc - 1, argv + 1);
 	if (!strcmp(cmd, "bench"))
-		return cmd_bench(argc - 2, argv + 2);
+		return cmd_bench(argc - 1, argv + 1);
 	if (!strcmp(cmd, "options"))
-		return cmd_options(argc - 2, argv + 2);
+		return cmd_options(argc - 1, argv + 1);
 	if (!strcmp(cmd, "autotune"))
-		return cmd_autotune(argc - 2, argv + 2);
+		return cmd_autotune(argc - 1, argv + 1);
 	if (!strcmp(cmd, "cache"))
-		return cmd_cache(argc - 2, argv + 2);
-	fprintf(stderr, "tcomp: unknown command '%s'\n\n%s", cmd, main_usage);
+		return cmd_cache(argc - 1, argv + 1);
+	fprintf(stderr, "tcomp: error: unknown command '%s'\n\n%s", cmd, main_usage);
 	return EXIT_USER;
 }
