@@ -81,10 +81,23 @@ void tc_rt_error_forget(__tc_keep const tc_context *ctx)
 
 /* ---- errors ---- */
 
+/* The context (and its serial) whose last error on this thread could not
+ * be stored for want of memory: tc_context_error then says "out of
+ * memory" (a static text), as SQLite's sqlite3_errmsg does, rather than
+ * nothing or an older message. */
+static _Thread_local const tc_context *oom_ctx;
+static _Thread_local uint64_t oom_serial;
+
+static const char oom_message[] = "error: out of memory\n";
+
+static void set_error_oom(tc_context *ctx);
+
 /* Make msg (owned) the calling thread's error for ctx; NULL clears it. */
 static void set_error_str(tc_context *ctx, char *msg)
 {
 	error_entry *e;
+	if (oom_ctx == ctx)
+		oom_ctx = NULL;
 	if (!msg) {
 		tc_rt_error_forget(ctx);
 		return;
@@ -101,10 +114,20 @@ static void set_error_str(tc_context *ctx, char *msg)
 	}
 	if (!e) { /* out of memory: the message is lost */
 		tc_free(msg);
+		set_error_oom(ctx);
 		return;
 	}
 	tc_free(e->msg);
 	e->msg = msg;
+}
+
+/* The message for ctx could not be made: forget the older one and say
+ * "out of memory". */
+static void set_error_oom(tc_context *ctx)
+{
+	tc_rt_error_forget(ctx);
+	oom_ctx = ctx;
+	oom_serial = ctx->serial;
 }
 
 void tc_rt_clear_error(__tc_keep tc_context *ctx)
@@ -116,6 +139,7 @@ void tc_rt_set_error(__tc_keep tc_context *ctx, const char *fmt, ...)
 {
 	tc_buf b;
 	va_list ap;
+	char *msg;
 	if (!ctx)
 		return;
 	tc_buf_init(&b);
@@ -124,20 +148,29 @@ void tc_rt_set_error(__tc_keep tc_context *ctx, const char *fmt, ...)
 	tc_buf_vprintf(&b, fmt, ap);
 	va_end(ap);
 	tc_buf_putc(&b, '\n');
-	set_error_str(ctx, tc_buf_take(&b));
+	msg = tc_buf_take(&b);
+	if (msg)
+		set_error_str(ctx, msg);
+	else
+		set_error_oom(ctx);
 }
 
 /* Record rendered diagnostics as the context's error. */
 void tc_rt_set_error_diags(__tc_keep tc_context *ctx, __tc_keep const tc_diags *d)
 {
 	tc_buf b;
+	char *msg;
 	if (!ctx)
 		return;
 	tc_buf_init(&b);
 	tc_diags_render(d, 1u << TC_SEV_ERROR | 1u << TC_SEV_WARNING, &b);
 	if (!d->nerrors && !d->oom)
 		tc_buf_puts(&b, "error: out of memory\n");
-	set_error_str(ctx, tc_buf_take(&b));
+	msg = tc_buf_take(&b);
+	if (msg)
+		set_error_str(ctx, msg);
+	else
+		set_error_oom(ctx);
 }
 
 const char *tc_context_error(const tc_context *ctx)
@@ -146,6 +179,8 @@ const char *tc_context_error(const tc_context *ctx)
 	if (!ctx)
 		return "error: no context (NULL)\n";
 	e = thread_err(ctx);
-	return e && e->msg ? e->msg : "";
+	if (e && e->msg)
+		return e->msg;
+	return oom_ctx == ctx && oom_serial == ctx->serial ? oom_message : "";
 }
 
