@@ -210,6 +210,10 @@ static int json_read_line(tc_cache *c, json_reader *jr, const char *p, const cha
 		return 0;
 	for (i = 0; i < NJSON; i++) {
 		v[i] = (const char *)sqlite3_column_text(jr->read, 2 + i);
+		if (!v[i] && sqlite3_errcode(jr->db) == SQLITE_NOMEM) { /* not the line's fault */
+			tc_cache_set_error(c, "cannot read JSON lines: out of memory");
+			return -1;
+		}
 		/* a NUL inside, should an SQLite keep what \u0000 decodes to */
 		if (v[i] && (size_t)sqlite3_column_bytes(jr->read, 2 + i) != strlen(v[i]))
 			return 0;
