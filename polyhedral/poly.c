@@ -197,8 +197,13 @@ void tc_poly_isl_failed(__tc_keep isl_ctx *ctx, __tc_keep tc_diags *d, const cha
 	tc_loc none;
 	const char *msg = isl_ctx_last_error_msg(ctx);
 	memset(&none, 0, sizeof(none));
-	tc_error(d, none, "internal error: isl could not %s%s%s", what, msg ? ": " : "",
-		msg ? msg : "");
+	/* isl reports nothing when one of our callbacks gave up, which they do
+	 * only when an allocation (tc_malloc) failed */
+	if (isl_ctx_last_error(ctx) == isl_error_none)
+		tc_error(d, none, "out of memory (%s)", what);
+	else
+		tc_error(d, none, "internal error: isl could not %s%s%s", what, msg ? ": " : "",
+			msg ? msg : "");
 	isl_ctx_reset_error(ctx);
 }
 
