@@ -215,11 +215,15 @@ static void *add_text(tc_poly *p, void *acc, tc_buf *b, int is_set, tc_diags *d)
 		goto fail;
 	if (is_set) {
 		x = isl_union_set_read_from_str(p->ctx, b->s);
+		if (!x)
+			isl_union_set_free(acc); /* consumed, even on failure */
 		x = x ? isl_union_set_union(acc, x) : NULL;
 		if (!x)
 			goto fail_isl;
 	} else {
 		x = isl_union_map_read_from_str(p->ctx, b->s);
+		if (!x)
+			isl_union_map_free(acc);
 		x = x ? isl_union_map_union(acc, x) : NULL;
 		if (!x)
 			goto fail_isl;
