@@ -9,8 +9,8 @@
  * installed by this program before SQLite starts), so SQLite's own
  * allocations inside the cache are failure sites too.  isl and LLVM
  * allocate with malloc and C++ new: their allocations are not sites; what
- * our code does with their failures is covered where isl can be made to
- * fail (isl's operation quota, see test_isl_quota_failures_are_handled).
+ * our code does with isl's failures is covered by making isl fail through
+ * its operation quota (test_isl_quota_failures_are_handled).
  *
  * Each run is a forked child (a crash is observed, not suffered): it
  * prepares its objects with the hook counting nothing, arms it, performs
@@ -27,9 +27,10 @@
  *
  * Sites: a run without failures counts N allocations; the sweep fails
  * sites 1, 1 + s, 1 + 2s, ... and N with the stride s = ceil(N / samples).
- * samples is each scenario's own (its table below: every site of the
- * interp compiles, 8 of each cache operation, 3 of a cpu compile, 1 of the
- * tuning run, so the program takes a few seconds); $TC_FAULT_SAMPLES sets
+ * samples is each scenario's own (its table below: 8 of an interp compile
+ * and of each cache operation, 3 of a cpu compile, 2 of storing object
+ * code, 1 of the tuning run: sites 1 and N), so the program takes a few
+ * seconds (about a minute in the sanitizer build); $TC_FAULT_SAMPLES sets
  * it for all, and TC_FAULT_SAMPLES=0 fails every site (minutes: every run
  * of a cpu compile spends tens of milliseconds in LLVM, every tuning run
  * most of a second).  $TC_FAULT_ONLY (a substring of the
@@ -52,7 +53,15 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <isl/ctx.h>
+
+#include "ir/ir.h"
+#include "lang/ast.h"
+#include "lang/diag.h"
 #include "lang/util.h"
+#include "polyhedral/passes.h"
+#include "polyhedral/poly.h"
+#include "runtime/backend.h"
 #include "runtime/cache.h"
 #include "runtime/cache_ops.h"
 #include "testutil.h"
@@ -720,7 +729,7 @@ static int child_run(const scenario *sc, long fail_at, int sticky)
 	/* usable afterwards: the same operation, without failures */
 	f.why[0] = 0;
 	if (sc->again ? sc->again(&f) < 0 : sc->verify(&f, sc->op(&f)) != OP_OK) {
-		snprintf(shared_report->why, sizeof(shared_report->why), "afterwards: %s", f.why);
+		snprintf(shared_report->why, sizeof(shared_report->why), "afterwards: %.480s", f.why);
 		return RUN_UNUSABLE;
 	}
 	child_fini(&f);
@@ -833,8 +842,8 @@ static void sweep(const scenario *sc)
 static const scenario scenarios[] = {
 	{"compile-run matmul cpu", 0, 1, op_matmul, verify_matmul, NULL, 3},
 	{"compile-run softmax cpu", 0, 1, op_softmax, verify_softmax, NULL, 3},
-	{"compile-run matmul interp", 0, 0, op_matmul, verify_matmul, NULL, 0},
-	{"compile-run softmax interp", 0, 0, op_softmax, verify_softmax, NULL, 0},
+	{"compile-run matmul interp", 0, 0, op_matmul, verify_matmul, NULL, 8},
+	{"compile-run softmax interp", 0, 0, op_softmax, verify_softmax, NULL, 8},
 	{"cache store", 1, 1, op_store, verify_store, NULL, 2},
 	{"cache lookup", 1, 1, op_lookup, verify_lookup, NULL, 4},
 	{"cache list", 1, 1, op_list, verify_list, NULL, 8},
@@ -914,6 +923,145 @@ static void test_tune_under_failures(void **state)
 {
 	(void)state;
 	sweep(find("tune"));
+}
+
+/* ---- isl failing: its operation quota ---- */
+
+/* Build, schedule (the cpu pass list) and generate the AST of entry of src
+ * at the shapes of in, with isl allowed quota operations (0: no limit):
+ * 1 done, 0 failed with a message in the diagnostics, -1 failed without
+ * one (why says so). */
+static int quota_run(const tc_ir_func *f, const int64_t *params, unsigned long quota,
+	char *why, size_t nwhy)
+{
+	static tc_target t;
+	isl_ctx *ctx = tc_poly_ctx_new();
+	tc_diags d;
+	tc_poly *p;
+	int r;
+	if (!t.name)
+		tc_rt_backend_cpu.describe(&t);
+	if (!ctx)
+		return -1;
+	tc_diags_init(&d, NULL);
+	isl_ctx_set_max_operations(ctx, quota);
+	p = tc_poly_build(ctx, f, params, &t, &d);
+	r = p && tc_poly_schedule_cpu(p, &d) == 0 && tc_poly_ast(p, &d) == 0;
+	if (!r && !d.nerrors) {
+		snprintf(why, nwhy, "an isl failure at quota %lu without a message", quota);
+		r = -1;
+	}
+	if (!r && getenv("TC_FAULT_VERBOSE")) {
+		tc_buf b;
+		tc_buf_init(&b);
+		tc_diags_render(&d, 1u << TC_SEV_ERROR, &b);
+		fprintf(stderr, "test_fault: isl quota %lu: %s", quota, b.s ? b.s : "?\n");
+		tc_buf_free(&b);
+	}
+	tc_poly_free(p);
+	isl_ctx_free(ctx);
+	tc_diags_clear(&d);
+	return r;
+}
+
+/* Quotas 1, 2, ... growing by an eighth until the whole pipeline fits in
+ * the quota, for entry of src at one shape each input (float32, rank 2);
+ * in a child (isl says each error on stderr).  Returns the number of
+ * quotas that failed, or -1 with report->why. */
+static long quota_sweep(const char *entry, const int64_t (*shapes)[2], int n_in)
+{
+	pid_t pid;
+	int status;
+	memset(shared_report, 0, sizeof(*shared_report));
+	fflush(NULL);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		tc_arena *ar = tc_arena_new();
+		tc_source *s = tc_source_new("fault.tc", src, strlen(src));
+		tc_diags d;
+		tc_program *prog;
+		const tc_def *def;
+		const tc_ir_func *f;
+		tc_tensor in[2];
+		int64_t params[8];
+		unsigned long q;
+		int i, r = 0, fd = open("/dev/null", O_WRONLY);
+		long failed = 0;
+		if (fd >= 0 && !getenv("TC_FAULT_VERBOSE")) {
+			dup2(fd, 2);
+			close(fd);
+		}
+		tc_diags_init(&d, s);
+		prog = tc_parse(ar, s, &d);
+		if (!prog || tc_sema_check(prog, &d) < 0 || !(def = tc_program_find(prog, entry)) ||
+			!(f = tc_ir_lower(ar, def, s)))
+			_exit(RUN_PREP);
+		memset(in, 0, sizeof(in));
+		for (i = 0; i < n_in; i++) {
+			in[i].dtype = TC_T_F32;
+			in[i].ndim = 2;
+			in[i].shape[0] = shapes[i][0];
+			in[i].shape[1] = shapes[i][1];
+		}
+		if (tc_ir_bind(f, in, n_in, params, &d) < 0)
+			_exit(RUN_PREP);
+		for (q = 1; q < 100000000 && (r = quota_run(f, params, q, shared_report->why,
+							 sizeof(shared_report->why))) == 0;
+			q += q / 8 + 1) {
+			failed++;
+#ifdef TC_FAULT_LSAN
+			/* verbose: which quota leaks */
+			if (getenv("TC_FAULT_VERBOSE") && __lsan_do_recoverable_leak_check()) {
+				fprintf(stderr, "test_fault: the leak above: %s at isl quota %lu\n",
+					entry, q);
+				break;
+			}
+#endif
+		}
+		shared_report->count = failed;
+		tc_diags_clear(&d);
+		tc_arena_free(ar);
+		tc_source_free(s);
+		if (r < 0)
+			_exit(RUN_BAD);
+		if (r == 0)
+			_exit(RUN_INCOMPLETE); /* never fitted */
+#ifdef TC_FAULT_LSAN
+		if (__lsan_do_recoverable_leak_check()) {
+			snprintf(shared_report->why, sizeof(shared_report->why),
+				"LeakSanitizer found a leak (run with TC_FAULT_VERBOSE=1 to see it)");
+			_exit(RUN_LEAK);
+		}
+#endif
+		_exit(RUN_COMPLETE);
+	}
+	assert_true(waitpid(pid, &status, 0) == pid);
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != RUN_COMPLETE)
+		fail_msg("isl quota sweep of %s: %s: %s", entry,
+			WIFEXITED(status) ? run_name(WEXITSTATUS(status)) : "a crash",
+			shared_report->why);
+	return shared_report->count;
+}
+
+/* isl failing (its operation quota exceeded) at every point of building
+ * the model, the cpu pass list and the AST of matmul and softmax: each
+ * failure an error with a message, never a crash (and, in the sanitizer
+ * build, never a leak of isl objects: isl_ctx_free would keep the context). */
+static void test_isl_quota_failures_are_handled(void **state)
+{
+	static const int64_t mm[2][2] = {{7, 13}, {13, 10}}, sm[1][2] = {{5, 11}};
+	const char *only = getenv("TC_FAULT_ONLY");
+	long n;
+	(void)state;
+	if (only && *only && !strstr("isl quota", only))
+		return;
+	n = quota_sweep("mm", mm, 2);
+	printf("isl quota, mm: %ld quotas failed cleanly\n", n);
+	assert_true(n > 5);
+	n = quota_sweep("softmax", sm, 1);
+	printf("isl quota, softmax: %ld quotas failed cleanly\n", n);
+	assert_true(n > 5);
 }
 
 /* ---- set-up: inputs, references, the template cache ---- */
@@ -1130,6 +1278,7 @@ int main(void)
 		cmocka_unit_test(test_cache_list_export_under_failures),
 		cmocka_unit_test(test_cache_import_prune_under_failures),
 		cmocka_unit_test(test_tune_under_failures),
+		cmocka_unit_test(test_isl_quota_failures_are_handled),
 	};
 	/* SQLite's allocations through the fault counter: before SQLite starts */
 	if (sqlite3_config(SQLITE_CONFIG_MALLOC, &mem) != SQLITE_OK) {
