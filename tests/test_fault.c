@@ -775,6 +775,15 @@ static int run_forked(const scenario *sc, long fail_at, int sticky, int verbose)
 		_exit(child_run(sc, fail_at, sticky));
 	}
 	assert_true(waitpid(pid, &status, 0) == pid);
+	if (sc->cache) { /* the child's cache copy, should it have stopped early */
+		static const char *const ext[] = {"", "-wal", "-shm"};
+		char p[1300];
+		size_t i;
+		for (i = 0; i < 3; i++) {
+			snprintf(p, sizeof(p), "%s/run-%ld.sqlite%s", dir, (long)pid, ext[i]);
+			unlink(p);
+		}
+	}
 	if (WIFEXITED(status) && WEXITSTATUS(status) >= RUN_COMPLETE &&
 		WEXITSTATUS(status) < RUN_CRASH)
 		return WEXITSTATUS(status);
