@@ -1266,9 +1266,16 @@ static int teardown(void **state)
 	tc_free(import_text);
 	tc_free(imported_export);
 	tc_free(pruned_export);
-	unlink(tmpl_path);
-	snprintf(p, sizeof(p), "%s/expected.sqlite", dir);
-	unlink(p);
+	{ /* the databases and what SQLite keeps beside them */
+		static const char *const name[] = {"template", "expected", "other"};
+		static const char *const ext[] = {"", "-wal", "-shm"};
+		int i, j;
+		for (i = 0; i < 3; i++)
+			for (j = 0; j < 3; j++) {
+				snprintf(p, sizeof(p), "%s/%s.sqlite%s", dir, name[i], ext[j]);
+				unlink(p);
+			}
+	}
 	rmdir(dir);
 	munmap(shared_report, sizeof(report));
 	return 0;
