@@ -161,8 +161,10 @@ __tc_give tc_tune_eval *tc_tune_eval_new(__tc_keep tc_module *m, const char *ent
 	int64_t min_ext = INT64_MAX, ihi;
 	tc_tune_rng r;
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-	if (!ev)
+	if (!ev) {
+		tc_rt_set_error(m->ctx, "out of memory");
 		return NULL;
+	}
 	ev->m = m;
 	ev->set = settings;
 	ev->first_time = ev->best = INFINITY;

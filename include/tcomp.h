@@ -90,7 +90,8 @@ typedef struct tc_options tc_options;
 tc_context *tc_context_new(void);
 void tc_context_free(tc_context *ctx);
 /* The calling thread's last error about ctx (rendered diagnostics), or ""
- * when its last call on ctx succeeded.  Valid until that thread's next call
+ * when its last call on ctx succeeded ("error: out of memory" when the
+ * message itself could not be made).  Valid until that thread's next call
  * on ctx.  Errors are per thread, so threads running kernels at once each
  * see their own.  NULL ctx: "error: no context (NULL)\n". */
 const char *tc_context_error(const tc_context *ctx);

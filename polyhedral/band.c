@@ -258,8 +258,13 @@ tc_stat tc_poly_walk_failed(__tc_keep tc_poly *p, __tc_keep tc_diags *d, const c
 {
 	tc_loc none;
 	memset(&none, 0, sizeof(none));
-	tc_error(d, none, "internal error: isl could not %s: %s", what,
-		isl_ctx_last_error_msg(p->ctx) ? isl_ctx_last_error_msg(p->ctx) : "?");
+	/* isl reports nothing when one of our callbacks gave up, which they do
+	 * only when an allocation (tc_malloc) failed */
+	if (isl_ctx_last_error(p->ctx) == isl_error_none)
+		tc_error(d, none, "out of memory (%s)", what);
+	else
+		tc_error(d, none, "internal error: isl could not %s: %s", what,
+			isl_ctx_last_error_msg(p->ctx) ? isl_ctx_last_error_msg(p->ctx) : "?");
 	return TC_ERR;
 }
 

@@ -69,7 +69,8 @@ __tc_give isl_schedule_node *tc_poly_first_band(__tc_take isl_schedule_node *nod
 	__tc_keep const tc_poly *p, tc_poly_band_fn fn, int *found, int *changed);
 
 /* Record that isl could not do what (from the ctx's last error message)
- * in d; returns TC_ERR. */
+ * in d, or "out of memory" when isl recorded no error (a callback of ours
+ * failed to allocate); returns TC_ERR. */
 tc_stat tc_poly_walk_failed(__tc_keep tc_poly *p, __tc_keep tc_diags *d, const char *what);
 
 /* A walk of the schedule tree from node (taken), returning the node it

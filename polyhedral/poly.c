@@ -197,8 +197,13 @@ void tc_poly_isl_failed(__tc_keep isl_ctx *ctx, __tc_keep tc_diags *d, const cha
 	tc_loc none;
 	const char *msg = isl_ctx_last_error_msg(ctx);
 	memset(&none, 0, sizeof(none));
-	tc_error(d, none, "internal error: isl could not %s%s%s", what, msg ? ": " : "",
-		msg ? msg : "");
+	/* isl reports nothing when one of our callbacks gave up, which they do
+	 * only when an allocation (tc_malloc) failed */
+	if (isl_ctx_last_error(ctx) == isl_error_none)
+		tc_error(d, none, "out of memory (%s)", what);
+	else
+		tc_error(d, none, "internal error: isl could not %s%s%s", what, msg ? ": " : "",
+			msg ? msg : "");
 	isl_ctx_reset_error(ctx);
 }
 
@@ -210,11 +215,15 @@ static void *add_text(tc_poly *p, void *acc, tc_buf *b, int is_set, tc_diags *d)
 		goto fail;
 	if (is_set) {
 		x = isl_union_set_read_from_str(p->ctx, b->s);
+		if (!x)
+			isl_union_set_free(acc); /* consumed, even on failure */
 		x = x ? isl_union_set_union(acc, x) : NULL;
 		if (!x)
 			goto fail_isl;
 	} else {
 		x = isl_union_map_read_from_str(p->ctx, b->s);
+		if (!x)
+			isl_union_map_free(acc);
 		x = x ? isl_union_map_union(acc, x) : NULL;
 		if (!x)
 			goto fail_isl;

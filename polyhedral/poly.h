@@ -195,7 +195,8 @@ int tc_poly_schedule_legal_for(__tc_keep isl_schedule *s, __tc_keep isl_union_ma
  * gets a trailing '_' in isl). */
 int tc_poly_isl_keyword(const char *s);
 /* Record in d that isl could not do what, with isl's last error message
- * when it has one, and clear the error in ctx. */
+ * when it has one, and clear the error in ctx; "out of memory" when isl
+ * recorded no error (a callback of ours failed to allocate). */
 void tc_poly_isl_failed(__tc_keep isl_ctx *ctx, __tc_keep tc_diags *d, const char *what);
 
 /* Generate the AST of the schedule (p->ast). */

@@ -63,6 +63,8 @@ struct tc_cache {
 	int read_only;    /* TC_CACHE_WRITE asked, but the file is read-only:
 			   * opened for reading, writes refused (tc_cache_writable) */
 	char *error;
+	int error_lost;   /* the last error's text could not be made (memory) */
+	int in_write;     /* between begin_write and commit or rollback */
 	tc_buf warnings;
 	char *opt_msg;    /* why the last options text checked did not parse */
 	char *why;        /* why tc_cache_import_row refused its last row */
@@ -87,6 +89,7 @@ void tc_cache_set_error(__tc_keep tc_cache *c, const char *fmt, ...)
 	va_start(ap, fmt);
 	set_message(&c->error, fmt, ap);
 	va_end(ap);
+	c->error_lost = !c->error;
 }
 
 /* A message without its "error: " prefix and trailing newline. */
@@ -109,6 +112,7 @@ void tc_cache_set_error_msg(__tc_keep tc_cache *c, const char *prefix, const cha
 	put_message(&b, message);
 	tc_free(c->error);
 	c->error = tc_buf_take(&b);
+	c->error_lost = !c->error;
 }
 
 static void db_error(tc_cache *c, const char *what)
@@ -146,6 +150,8 @@ int tc_cache_is_read_only(__tc_keep const tc_cache *c)
 
 const char *tc_cache_error(__tc_keep const tc_cache *c)
 {
+	if (c && c->error_lost)
+		return "out of memory";
 	return c && c->error ? c->error : "";
 }
 
@@ -279,22 +285,34 @@ static int set_wal(tc_cache *c)
 	return 0;
 }
 
+/* A write whose COMMIT and then ROLLBACK failed (out of memory: SQLite
+ * could not even prepare them) leaves its transaction open, and later reads
+ * would see its rows: end it before anything else reads or writes. */
+static void settle(tc_cache *c)
+{
+	if (!c->in_write && !sqlite3_get_autocommit(c->db))
+		sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
+}
+
 /* BEGIN IMMEDIATE, retried while another writer holds the lock beyond the
  * busy timeout (a tuner writing a long import). */
 static int begin_write(tc_cache *c)
 {
 	int tries, rc = SQLITE_BUSY;
+	settle(c);
 	for (tries = 0; tries < 5 && (rc == SQLITE_BUSY || rc == SQLITE_LOCKED); tries++)
 		rc = sqlite3_exec(c->db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
 	if (rc != SQLITE_OK) {
 		db_error(c, "start a write");
 		return -1;
 	}
+	c->in_write = 1;
 	return 0;
 }
 
 static int commit(tc_cache *c)
 {
+	c->in_write = 0;
 	if (sqlite3_exec(c->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
 		db_error(c, "commit");
 		sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
@@ -305,6 +323,7 @@ static int commit(tc_cache *c)
 
 static void rollback(tc_cache *c)
 {
+	c->in_write = 0;
 	sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
 }
 
@@ -312,6 +331,7 @@ static void rollback(tc_cache *c)
 static sqlite3_stmt *prepare(tc_cache *c, const char *sql)
 {
 	sqlite3_stmt *st = NULL;
+	settle(c);
 	if (sqlite3_prepare_v2(c->db, sql, -1, &st, NULL) != SQLITE_OK) {
 		db_error(c, "read");
 		sqlite3_finalize(st);
@@ -1345,6 +1365,8 @@ int tc_cache_each_summary(__tc_keep tc_cache *c, tc_cache_entry_fn fn, __tc_keep
 	sqlite3_stmt *st;
 	int n;
 	if (!c || !def) {
+		if (c)
+			tc_cache_set_error(c, "out of memory");
 		tc_free(def);
 		return -1;
 	}
@@ -1410,6 +1432,8 @@ int tc_cache_each_run(__tc_keep tc_cache *c, int64_t kernel_id, tc_cache_run_fn 
 	sqlite3_stmt *st;
 	int n;
 	if (!c || !def) {
+		if (c)
+			tc_cache_set_error(c, "out of memory");
 		tc_free(def);
 		return -1;
 	}
@@ -1566,6 +1590,10 @@ int tc_cache_import_row(__tc_keep tc_cache *c, __tc_keep const tc_cache_row *row
 		return refuse(c, why, "%s", "\"at\" is not a time (Unix seconds)");
 	if (!(opts = canonical_options(c, row->options, &msg))) {
 		tc_buf b;
+		if (!strcmp(msg, "out of memory")) { /* not the row's fault: an error */
+			tc_cache_set_error(c, "out of memory");
+			return -1;
+		}
 		tc_buf_init(&b);
 		put_message(&b, msg);
 		refuse(c, why, "invalid options (%s)", b.s ? b.s : "?");
@@ -1604,6 +1632,8 @@ int tc_cache_prune(__tc_keep tc_cache *c, __tc_keep const tc_cache_prune_opts *o
 	if (removed)
 		*removed = 0;
 	if (!c || !o || !def) {
+		if (c && o)
+			tc_cache_set_error(c, "out of memory");
 		tc_free(def);
 		return -1;
 	}

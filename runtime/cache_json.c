@@ -191,10 +191,23 @@ static const char *why_invalid(json_reader *jr, const char *p, const char *end)
 static int json_read_line(tc_cache *c, json_reader *jr, const char *p, const char *end,
 	const char *v[NJSON], const char **why)
 {
-	int i, r = is_json(jr, p, (size_t)(end - p));
+	int i, rc, r = is_json(jr, p, (size_t)(end - p));
 	if (r == 0) {
-		*why = why_invalid(jr, p, end);
-		return 0;
+		/* json_valid also says 0 when it runs out of memory (SQLite 3.40
+		 * swallows that); json_type fails on malformed JSON and reports
+		 * a memory failure as SQLITE_NOMEM */
+		sqlite3_bind_text(jr->read, 1, p, (int)(end - p), SQLITE_STATIC);
+		rc = sqlite3_step(jr->read);
+		sqlite3_reset(jr->read);
+		if (rc == SQLITE_NOMEM) {
+			tc_cache_set_error(c, "cannot read JSON lines: out of memory");
+			return -1;
+		}
+		if (rc != SQLITE_ROW) {
+			*why = why_invalid(jr, p, end);
+			return 0;
+		}
+		r = 1; /* valid after all: json_valid's memory failed */
 	}
 	sqlite3_bind_text(jr->read, 1, p, (int)(end - p), SQLITE_STATIC);
 	if (r < 0 || sqlite3_step(jr->read) != SQLITE_ROW) {
@@ -210,6 +223,10 @@ static int json_read_line(tc_cache *c, json_reader *jr, const char *p, const cha
 		return 0;
 	for (i = 0; i < NJSON; i++) {
 		v[i] = (const char *)sqlite3_column_text(jr->read, 2 + i);
+		if (!v[i] && sqlite3_errcode(jr->db) == SQLITE_NOMEM) { /* not the line's fault */
+			tc_cache_set_error(c, "cannot read JSON lines: out of memory");
+			return -1;
+		}
 		/* a NUL inside, should an SQLite keep what \u0000 decodes to */
 		if (v[i] && (size_t)sqlite3_column_bytes(jr->read, 2 + i) != strlen(v[i]))
 			return 0;

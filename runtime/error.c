@@ -83,11 +83,24 @@ void tc_rt_error_forget(__tc_keep const tc_context *ctx)
 
 /* ---- errors ---- */
 
+/* The context (and its serial) whose last error on this thread could not
+ * be stored for want of memory: tc_context_error then says "out of
+ * memory" (a static text), as SQLite's sqlite3_errmsg does, rather than
+ * nothing or an older message. */
+static _Thread_local const tc_context *oom_ctx;
+static _Thread_local uint64_t oom_serial;
+
+static const char oom_message[] = "error: out of memory\n";
+
+static void set_error_oom(tc_context *ctx);
+
 /* Make msg (owned) of kind the calling thread's error for ctx; NULL
  * clears it. */
 static void set_error_str(tc_context *ctx, char *msg, tc_error_kind kind)
 {
 	error_entry *e;
+	if (oom_ctx == ctx)
+		oom_ctx = NULL;
 	if (!msg) {
 		tc_rt_error_forget(ctx);
 		return;
@@ -104,11 +117,21 @@ static void set_error_str(tc_context *ctx, char *msg, tc_error_kind kind)
 	}
 	if (!e) { /* out of memory: the message is lost */
 		tc_free(msg);
+		set_error_oom(ctx);
 		return;
 	}
 	tc_free(e->msg);
 	e->msg = msg;
 	e->kind = kind;
+}
+
+/* The message for ctx could not be made: forget the older one and say
+ * "out of memory". */
+static void set_error_oom(tc_context *ctx)
+{
+	tc_rt_error_forget(ctx);
+	oom_ctx = ctx;
+	oom_serial = ctx->serial;
 }
 
 void tc_rt_clear_error(__tc_keep tc_context *ctx)
@@ -133,13 +156,18 @@ static tc_error_kind kind_of_format(const char *fmt)
 static void set_error_va(tc_context *ctx, tc_error_kind kind, const char *fmt, va_list ap)
 {
 	tc_buf b;
+	char *msg;
 	tc_buf_init(&b);
 	tc_buf_puts(&b, "error: ");
 	tc_buf_vprintf(&b, fmt, ap);
 	tc_buf_putc(&b, '\n');
 	if (b.oom)
 		kind = TC_ERROR_NOMEM;
-	set_error_str(ctx, tc_buf_take(&b), kind);
+	msg = tc_buf_take(&b);
+	if (msg)
+		set_error_str(ctx, msg, kind);
+	else
+		set_error_oom(ctx);
 }
 
 void tc_rt_set_error(__tc_keep tc_context *ctx, const char *fmt, ...)
@@ -167,6 +195,8 @@ tc_error_kind tc_context_error_kind(const tc_context *ctx)
 	const error_entry *e;
 	if (!ctx)
 		return TC_ERROR_USER;
+	if (oom_ctx == ctx && oom_serial == ctx->serial)
+		return TC_ERROR_NOMEM;
 	e = thread_err(ctx);
 	return e && e->msg ? e->kind : TC_ERROR_NONE;
 }
@@ -176,6 +206,7 @@ void tc_rt_set_error_diags(__tc_keep tc_context *ctx, __tc_keep const tc_diags *
 {
 	tc_buf b;
 	tc_error_kind kind = TC_ERROR_USER;
+	char *msg;
 	int i;
 	if (!ctx)
 		return;
@@ -189,7 +220,11 @@ void tc_rt_set_error_diags(__tc_keep tc_context *ctx, __tc_keep const tc_diags *
 		if (d->v[i].sev == TC_SEV_ERROR && d->v[i].msg &&
 			strstr(d->v[i].msg, "internal error"))
 			kind = TC_ERROR_INTERNAL; /* the convention of kind_of_format */
-	set_error_str(ctx, tc_buf_take(&b), kind);
+	msg = tc_buf_take(&b);
+	if (msg)
+		set_error_str(ctx, msg, kind);
+	else
+		set_error_oom(ctx);
 }
 
 const char *tc_context_error(const tc_context *ctx)
@@ -198,6 +233,8 @@ const char *tc_context_error(const tc_context *ctx)
 	if (!ctx)
 		return "error: no context (NULL)\n";
 	e = thread_err(ctx);
-	return e && e->msg ? e->msg : "";
+	if (e && e->msg)
+		return e->msg;
+	return oom_ctx == ctx && oom_serial == ctx->serial ? oom_message : "";
 }
 
