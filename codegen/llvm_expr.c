@@ -479,6 +479,14 @@ static LLVMValueRef element(cg *g, int t, LLVMValueRef *idx, int n)
 	for (k = 0; k < n; k++)
 		if (!idx[k])
 			return NULL;
+	/* a rank-0 tensor (or a row buffer of one element) is its pointer:
+	 * a GEP without indices is valid IR, but LLVM 19's fast path for
+	 * "getelementptr i8" (GEPOperator::accumulateConstantOffset) reads
+	 * the first index of the empty list, so SimplifyCFG crashed the host
+	 * when it tried to speculate such a load of an int8, uint8 or bool
+	 * rank-0 temporary out of a branch of ?: */
+	if (n == j)
+		return g->base[t];
 	for (k = n - 1; k >= j + 1; k--)
 		ty = LLVMArrayType2(ty, (uint64_t)g->ext[t * TC_MAX_RANK + k]);
 	return LLVMBuildInBoundsGEP2(g->B, ty, g->base[t], idx + j, (unsigned)(n - j), "");

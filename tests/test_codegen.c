@@ -888,6 +888,34 @@ static void test_select_evaluates_one_branch(void **state)
 	check_kernel(text, "guarded", shapes, FILL_ANY, wild_indices, exact);
 }
 
+/* Rank-0 temporaries and outputs of every type read under a branch of ?:
+ * (and on the right of &&): their address is the tensor's pointer.  A GEP
+ * without indices there made LLVM 19's SimplifyCFG crash the process for
+ * the 8-bit types (int8, uint8, bool), whose "getelementptr i8" fast path
+ * reads a first index that is not there. */
+static void test_rank0_tensors_under_branches(void **state)
+{
+	static const char *const types[] = {"int8", "uint8", "bool", "int16", "uint64", "float16",
+		"float", "float64"};
+	static const int64_t shapes[][TC_MAX_RANK] = {{37}, {37}};
+	size_t i;
+	(void)state;
+	for (i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
+		char text[1024], name[32];
+		const char *T = types[i];
+		snprintf(name, sizeof(name), "r0_%s", T);
+		snprintf(text, sizeof(text),
+			"def %s(%s(N) A, %s(N) B) -> (O, P, Z) {\n"
+			"    Tm = A(0)\n"
+			"    Z = A(1)\n"
+			"    O(i) = B(i) > B(2) ? Tm : A(i)\n"
+			"    P(i) = B(i) < B(3) ? A(i) : B(i) == B(4) ? Z : Tm\n"
+			"}\n",
+			name, T, T);
+		check_kernel(text, name, shapes, FILL_ANY, NULL, exact);
+	}
+}
+
 /* nextafter and fma are exact in every float type (float32: nextafterf
  * and a fused fmaf; float16: the bit step and one rounding). */
 static void test_nextafter_and_fma_are_exact(void **state)
@@ -1263,6 +1291,7 @@ int main(void)
 		cmocka_unit_test(test_gathers),
 		cmocka_unit_test(test_argmin),
 		cmocka_unit_test(test_select_evaluates_one_branch),
+		cmocka_unit_test(test_rank0_tensors_under_branches),
 		cmocka_unit_test(test_nextafter_and_fma_are_exact),
 		cmocka_unit_test(test_every_builtin_every_float_type),
 		cmocka_unit_test(test_text_stages),
