@@ -22,10 +22,13 @@
  *     forms), half/float/double;
  *   - integer + - * wrap (no nsw/nuw on values); / and % round toward
  *     negative infinity for signed types, are udiv/urem for unsigned ones.
- *     Division by zero, which the interpreter reports as an error, gives 0
- *     here: the divisor is replaced by 1 through a select first, so the
- *     LLVM division is never undefined behaviour.  x / -1 is computed as
- *     -x (wrapping) and x % -1 as 0, so INT_MIN / -1 is no trap either;
+ *     Division by zero is reported as the interpreter reports it (a
+ *     run-time check, also when the sizes make the divisor a constant 0)
+ *     and gives 0, computing on: the divisor is replaced by 1 through a
+ *     select first, so the LLVM division is never undefined behaviour.
+ *     x / -1 is computed as -x (wrapping) and x % -1 as 0, so INT_MIN / -1
+ *     wraps to INT_MIN, as in the interpreter, and never traps (x86's
+ *     idiv raises SIGFPE on it);
  *   - float16 operations extend to float, operate and truncate: float's
  *     24-bit significand is more than 2 * 11 + 2 bits, so + - * / are
  *     correctly rounded (no double-rounding error);
@@ -604,6 +607,27 @@ static void check(cg *g, LLVMValueRef bad, int site, LLVMValueRef v)
 	LLVMPositionBuilderAtEnd(g->B, cont);
 }
 
+/* The check of integer division or modulo e by b: a zero divisor is
+ * reported where the code runs, as the interpreter reports it when it
+ * evaluates e.  A constant divisor other than 0 needs none; a constant 0
+ * (a size expression such as N - 5 once the sizes are known) is reported
+ * every time the code reaches it, so a division the kernel never evaluates
+ * (under the other branch of ?:, in a statement with no instances at these
+ * sizes) is no error, as in the interpreter.  0 on failure. */
+static int div_check(cg *g, const tc_ir_expr *e, LLVMValueRef b)
+{
+	tc_cg_site site = {TC_CG_CHECK_DIV, e->loc, -1, -1, e->op == TC_OP_DIV ? '/' : '%'};
+	LLVMValueRef bad;
+	int n;
+	if (LLVMIsAConstantInt(b) && LLVMConstIntGetZExtValue(b) != 0)
+		return 1;
+	if ((n = add_site(g, site)) < 0)
+		return 0;
+	bad = LLVMBuildICmp(g->B, LLVMIntEQ, b, LLVMConstInt(LLVMTypeOf(b), 0, 0), "");
+	check(g, bad, n, tc_cg_llvm_i64c(g, 0));
+	return 1;
+}
+
 /* ---- IR expressions ---- */
 
 static LLVMValueRef expr(cg *g, const tc_ir_expr *e);
@@ -1135,15 +1159,8 @@ static LLVMValueRef expr(cg *g, const tc_ir_expr *e)
 		a = expr(g, e->args[0]);
 		b = expr(g, e->args[1]);
 		if (a && b && (e->op == TC_OP_DIV || e->op == TC_OP_MOD) &&
-			!tc_dtype_is_float(e->type) && !LLVMIsAConstantInt(b)) {
-			tc_cg_site site = {TC_CG_CHECK_DIV, e->loc, -1, -1,
-				e->op == TC_OP_DIV ? '/' : '%'};
-			int n = add_site(g, site);
-			if (n < 0)
-				return NULL;
-			check(g, LLVMBuildICmp(g->B, LLVMIntEQ, b, LLVMConstInt(LLVMTypeOf(b), 0, 0), ""),
-				n, tc_cg_llvm_i64c(g, 0));
-		}
+			!tc_dtype_is_float(e->type) && !div_check(g, e, b))
+			return NULL;
 		return arith(g, e->op, e->type, a, b);
 	case TC_OP_LT:
 	case TC_OP_GT:

@@ -670,6 +670,73 @@ static void test_integer_floor_division(void **state)
 	isl_ctx_free(ctx);
 }
 
+/* Integer division and modulo by a divisor that only the sizes make zero
+ * (N - 37 at N = 37): once the sizes are known it is an LLVM constant, and
+ * compiled code must still report the interpreter's error at the same
+ * location, for every integer type, '/' and '%', in values and in
+ * subscripts.  The same zero under the branch of ?: that is not taken is
+ * no error, and a divisor the sizes make -1 wraps INT_MIN / -1 as the
+ * interpreter does, without a trap. */
+static void test_division_by_zero_size_expressions(void **state)
+{
+	static const char *const types[] = {"int8", "int16", "int32", "int64", "uint8", "uint16",
+		"uint32", "uint64"};
+	static const char *const cases[] = {
+		"    Q(i) = A(i) / %s(N - 37)\n",
+		"    Q(i) = A(i) %% %s(N - 37)\n",
+		"    Q(i) = A(int64(%s(i) / %s(N - 37))) where i in 0:N\n",
+	};
+	static const int64_t shapes[][TC_MAX_RANK] = {{37}};
+	size_t i, c;
+	(void)state;
+	for (i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
+		const char *T = types[i];
+		char text[1024], name[32], line[256];
+		for (c = 0; c < 3; c++) {
+			run r;
+			isl_ctx *ctx = tc_poly_ctx_new();
+			tc_cg_code *code;
+			const tc_cg_site *site;
+			int64_t err[2];
+			tc_diags d;
+			assert_non_null(ctx);
+			snprintf(name, sizeof(name), "dz%zu_%s", c, T);
+			snprintf(line, sizeof(line), cases[c], T, T);
+			snprintf(text, sizeof(text), "def %s(%s(N) A) -> (Q) {\n%s}\n", name, T, line);
+			run_setup(&r, text, name, shapes, FILL_ANY, NULL, 7 + i);
+			code = run_compile(&r, ctx);
+			run_compiled_err(&r, code, err);
+			site = tc_cg_code_site(code, err[0] - 1);
+			if (!site)
+				fail_msg("%s: no division by zero reported\n%s", name, text);
+			assert_int_equal(site->kind, TC_CG_CHECK_DIV);
+			assert_int_equal(site->op, c == 1 ? '%' : '/');
+			tc_diags_init(&d, r.k.src);
+			assert_int_equal(tc_interp_run(r.k.f, r.params, r.t, r.ref, &d), -1);
+			assert_true(d.nerrors == 1);
+			assert_string_equal(d.v[0].msg, c == 1 ? "division by zero in '%'"
+							       : "division by zero in '/'");
+			assert_int_equal(site->loc.line, d.v[0].loc.line);
+			assert_int_equal(site->loc.col, d.v[0].loc.col);
+			assert_int_equal(site->loc.len, d.v[0].loc.len);
+			tc_diags_clear(&d);
+			tc_cg_code_free(code);
+			run_free(&r);
+			isl_ctx_free(ctx);
+		}
+		snprintf(name, sizeof(name), "dm1_%s", T);
+		snprintf(text, sizeof(text),
+			"def %s(%s(N) A) -> (Q, R, S, U) {\n"
+			"    Q(i) = N == 37 ? A(i) : A(i) / %s(N - 37) where i in 0:N\n"
+			"    R(i) = N != 37 && A(i) %% %s(N - 37) == 0 where i in 0:N\n"
+			"    S(i) = A(i) / %s(N - 38)\n"
+			"    U(i) = A(i) %% %s(N - 38)\n"
+			"}\n",
+			name, T, T, T, T, T);
+		check_kernel(text, name, shapes, FILL_ANY, NULL, exact);
+	}
+}
+
 /* Every conversion between the numeric types and bool: float to integer
  * truncates and saturates with NaN -> 0, integer to float32 rounds once,
  * float64 to float16 rounds once, integers wrap. */
@@ -1283,6 +1350,7 @@ int main(void)
 		cmocka_unit_test(test_pointwise_every_numeric_type),
 		cmocka_unit_test(test_pointwise_bool),
 		cmocka_unit_test(test_integer_floor_division),
+		cmocka_unit_test(test_division_by_zero_size_expressions),
 		cmocka_unit_test(test_casts_between_every_type),
 		cmocka_unit_test(test_reductions_every_numeric_type),
 		cmocka_unit_test(test_matmul),
