@@ -1215,8 +1215,14 @@ static LLVMValueRef identity(cg *g, tc_red red, tc_dtype t)
  *
  * vecreduce: outside register tiles, a float32/float64 reduction may run
  * as vector partial results that LLVM's vectoriser combines at the end.
- * A sum or product gets the reassoc flag on its accumulating operation
- * only (the right-hand side keeps its exact steps).  max/min with init
+ * A sum gets the reassoc flag on its accumulating add only (the
+ * right-hand side keeps its exact steps): another order changes the
+ * rounding, and the result only where partial sums overflow, which needs
+ * terms near the largest finite value.  A product keeps the interpreter's
+ * order (only fastmath reorders it): its partial products overflow and
+ * underflow on ordinary data (the product of (r0 + r1) over 69 x 69 terms
+ * is 0 in order, from its first term, but lanes without that term reach
+ * +inf, and 0 * inf is NaN).  max/min with init
  * keep the interpreter's value: a NaN v is replaced by the identity, which
  * acc (never NaN, never beyond the identity) absorbs, so llvm.maxnum may
  * assume no NaN operands, and every order gives the same maximum (but for
@@ -1230,7 +1236,8 @@ static LLVMValueRef reduce(cg *g, tc_red red, tc_dtype t, LLVMValueRef acc, LLVM
 	case TC_RED_ADD:
 	case TC_RED_MUL:
 		r = arith(g, red == TC_RED_ADD ? TC_OP_ADD : TC_OP_MUL, t, acc, v);
-		if (vec && r && LLVMIsAInstruction(r) && LLVMCanValueUseFastMathFlags(r))
+		if (vec && red == TC_RED_ADD && r && LLVMIsAInstruction(r) &&
+			LLVMCanValueUseFastMathFlags(r))
 			LLVMSetFastMathFlags(r, LLVMGetFastMathFlags(r) | LLVMFastMathAllowReassoc);
 		return r;
 	case TC_RED_MIN:

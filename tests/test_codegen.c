@@ -403,8 +403,9 @@ static void run_setup(run *r, const char *text, const char *entry,
 	tc_diags_clear(&d);
 }
 
-/* Compile the run's kernel (at its bound sizes) into the test JIT. */
-static tc_cg_code *run_compile(run *r, isl_ctx *ctx)
+/* Compile the run's kernel (at its bound sizes) into the test JIT with
+ * the code-generation options o (NULL: the conservative ones). */
+static tc_cg_code *run_compile_with(run *r, isl_ctx *ctx, const tc_cg_opts *o)
 {
 	tc_diags d;
 	tc_poly *p;
@@ -413,12 +414,18 @@ static tc_cg_code *run_compile(run *r, isl_ctx *ctx)
 	p = pipeline(ctx, r->k.f, r->params, &d);
 	if (!p)
 		fail_diags(&d, "the polyhedral pipeline");
-	code = tc_cg_llvm_compile(jit, p, NULL, &d);
+	code = tc_cg_llvm_compile(jit, p, o, &d);
 	if (!code)
 		fail_diags(&d, "tc_cg_llvm_compile");
 	tc_poly_free(p);
 	tc_diags_clear(&d);
 	return code;
+}
+
+/* Compile the run's kernel with the conservative options. */
+static tc_cg_code *run_compile(run *r, isl_ctx *ctx)
+{
+	return run_compile_with(r, ctx, NULL);
 }
 
 /* Run the compiled code; err receives its error record (codegen/llvm.h). */
@@ -804,6 +811,88 @@ static void test_reductions_every_numeric_type(void **state)
 			"}\n",
 			name, T, T);
 		check_kernel_with(text, name, shapes, FILL_ANY, NULL, reduction_tol, exact);
+	}
+}
+
+/* Rows whose product depends on the order of its factors: by row, a 0
+ * then factors near 2^(emax/8) (0 in order; lanes without the 0 overflow
+ * to inf, and 0 * inf is NaN), large then tiny factors (inf in order,
+ * finite in other orders), tiny then large ones (0 in order), and random
+ * values with the specials.  Also: no -0 in the input (see below). */
+static void order_sensitive_rows(run *r, uint64_t *seed)
+{
+	tc_tensor *a = &r->t[0];
+	int64_t i, j, rows = a->shape[0], cols = a->shape[1];
+	int big = a->dtype == TC_T_F32 ? 16 : 128;
+	for (i = 0; i < rows; i++)
+		for (j = 0; j < cols; j++) {
+			double m = (1 + rnd_unit(seed)) * ((rnd(seed) & 1) ? 1 : -1), x;
+			int first = j < cols / 2;
+			switch (i % 4) {
+			case 0: x = j == 0 ? 0.0 : ldexp(m, big); break;
+			case 1: x = ldexp(m, first ? big : -big); break;
+			case 2: x = ldexp(m, first ? -big : big); break;
+			default: x = get(a, i * cols + j); break;
+			}
+			/* max=! and min=! may take either zero of a -0/+0 tie once
+			 * vectorised (docs/language.md 6.8): no ties to break */
+			if (x == 0)
+				x = 0.0;
+			put_float(a, i * cols + j, x);
+		}
+}
+
+/* vecreduce (on by default) reorders float sums only: products keep the
+ * interpreter's order, since their partial products overflow and underflow
+ * on ordinary data (T0 below is 0 in order, and was NaN vectorised: lanes
+ * without the first factor 0 reach inf); max=! and min=! vectorise and
+ * give the interpreter's value whatever the NaNs and infinities. */
+static void test_vecreduce_keeps_products_in_order(void **state)
+{
+	static const char *const types[] = {"float", "float64"};
+	static const int64_t shapes[][TC_MAX_RANK] = {{8, 257}};
+	static const int64_t shape69[][TC_MAX_RANK] = {{69}};
+	static const char p69[] = "def p69(float(M) A) -> (T0) {\n"
+				  "    T0 *=! float32(r0 + r1) where r0 in 0:M, r1 in 0:M\n"
+				  "}\n";
+	const size_t nt = sizeof(types) / sizeof(types[0]);
+	tc_cg_opts o;
+	size_t i;
+	(void)state;
+	memset(&o, 0, sizeof(o));
+	o.vecreduce = 1;
+	for (i = 0; i <= 2 * nt; i++) {
+		char text[1024], name[32];
+		run r;
+		isl_ctx *ctx = tc_poly_ctx_new();
+		tc_cg_code *code;
+		assert_non_null(ctx);
+		if (i < 2 * nt) { /* each in a loop of its own, vectorised alone */
+			snprintf(name, sizeof(name), "vr%zu_%s", i / nt, types[i % nt]);
+			snprintf(text, sizeof(text),
+				i < nt ? "def %s(%s(N,M) A) -> (Pr) {\n"
+					 "    Pr(i) *=! A(i,j)\n"
+					 "}\n"
+				       : "def %s(%s(N,M) A) -> (Lo, Hi) {\n"
+					 "    Lo(i) min=! A(i,j)\n"
+					 "    Hi(i) max=! A(i,j)\n"
+					 "}\n",
+				name, types[i % nt]);
+			run_setup(&r, text, name, shapes, FILL_ANY, order_sensitive_rows, 99 + i);
+		} else {
+			snprintf(name, sizeof(name), "p69");
+			run_setup(&r, p69, name, shape69, FILL_NICE, NULL, 5);
+		}
+		code = run_compile_with(&r, ctx, &o);
+		run_compiled(&r, code);
+		run_interp(&r);
+		if (run_compare(&r, NULL, exact, name))
+			fail_msg("%s: vecreduce changed a product, min or max", name);
+		if (i == 2 * nt) /* the product is 0: (0 + 0) first */
+			assert_true(((float *)r.t[1].data)[0] == 0);
+		tc_cg_code_free(code);
+		run_free(&r);
+		isl_ctx_free(ctx);
 	}
 }
 
@@ -1353,6 +1442,7 @@ int main(void)
 		cmocka_unit_test(test_division_by_zero_size_expressions),
 		cmocka_unit_test(test_casts_between_every_type),
 		cmocka_unit_test(test_reductions_every_numeric_type),
+		cmocka_unit_test(test_vecreduce_keeps_products_in_order),
 		cmocka_unit_test(test_matmul),
 		cmocka_unit_test(test_convolutions_with_where),
 		cmocka_unit_test(test_softmax_with_temporaries),
