@@ -138,10 +138,12 @@ static LLVMTargetMachineRef host_tm(const cg_host *h, LLVMCodeModel cm, tc_diags
 /* Check that M is valid LLVM IR before any pass sees it: LLVM's passes
  * assume valid input, and a module that is not (a phi whose incoming
  * values differ in type, say) crashes the host process inside them
- * (SIGSEGV in SimplifyCFG) instead of failing.  Always on: the verifier is
- * linear in the module, well under a millisecond for a kernel (O3 takes
- * tens), and it turns a code-generation bug into an internal error with
- * LLVM's description of the bad instruction. */
+ * instead of failing.  Always on, in every build and for every module
+ * compiled, emitted or made into object code (so every test runs it): the
+ * verifier is linear in the module, 0.44 ms on the optimised 256 x 256
+ * matmul (1000 lines of IR; the unoptimised module it checks is smaller)
+ * whose compile takes over 100 ms, and it turns a code-generation bug
+ * into an internal error with LLVM's description of the bad instruction. */
 static tc_stat verify(LLVMModuleRef M, tc_diags *d)
 {
 	char *msg = NULL;
