@@ -896,6 +896,78 @@ static void test_vecreduce_keeps_products_in_order(void **state)
 	}
 }
 
+/* Whether compiled sum c of row (a[0..n), type t) obeys the rule of
+ * docs/language.md 6.8 against the interpreter's in-order sum r: a NaN
+ * term, or infinities of both signs, give NaN; an infinity of one sign
+ * gives it; finite terms whose magnitudes sum to S below the largest
+ * finite value give r within rounding, n eps S (with a factor 2 of
+ * margin); beyond, where partial sums may overflow, any result goes. */
+static int sum_obeys_rule(const tc_tensor *a, int64_t row, int64_t n, double c, double r)
+{
+	long double S = 0;
+	int nan = 0, pinf = 0, ninf = 0;
+	double eps = a->dtype == TC_T_F32 ? 0x1p-24 : 0x1p-53;
+	double big = a->dtype == TC_T_F32 ? FLT_MAX : DBL_MAX;
+	int64_t j;
+	for (j = 0; j < n; j++) {
+		double x = get(a, row * n + j);
+		nan |= isnan(x);
+		pinf |= x == INFINITY;
+		ninf |= x == -INFINITY;
+		S += fabsl((long double)x);
+	}
+	if (nan || (pinf && ninf))
+		return isnan(c) && isnan(r);
+	if (pinf || ninf)
+		return c == r && isinf(c);
+	if (S >= big)
+		return 1;
+	return !isnan(c) && !isnan(r) && fabsl((long double)c - r) <= 2 * n * eps * S;
+}
+
+/* vecreduce reorders float sums (which is what makes them fast): every
+ * row of random values with the specials obeys the rule above. */
+static void test_vecreduce_sums_obey_the_rule(void **state)
+{
+	static const char *const types[] = {"float", "float64"};
+	static const int64_t shapes[][TC_MAX_RANK] = {{64, 257}};
+	tc_cg_opts o;
+	size_t i;
+	(void)state;
+	memset(&o, 0, sizeof(o));
+	o.vecreduce = 1;
+	for (i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
+		char text[256], name[32];
+		run r;
+		isl_ctx *ctx = tc_poly_ctx_new();
+		tc_cg_code *code;
+		int64_t k, rows = shapes[0][0], n = shapes[0][1], bad = 0;
+		assert_non_null(ctx);
+		snprintf(name, sizeof(name), "vs_%s", types[i]);
+		snprintf(text, sizeof(text), "def %s(%s(N,M) A) -> (Sm) {\n    Sm(i) +=! A(i,j)\n}\n",
+			name, types[i]);
+		run_setup(&r, text, name, shapes, FILL_ANY, NULL, 31 + i);
+		for (k = 0; k < rows * n; k++) /* every other row finite: the rounding bound */
+			if ((k / n) % 2 && !isfinite(get(&r.t[0], k)))
+				put_float(&r.t[0], k, 1.5);
+		code = run_compile_with(&r, ctx, &o);
+		run_compiled(&r, code);
+		run_interp(&r);
+		for (k = 0; k < rows; k++) {
+			double c = get(&r.t[1], k), ref = get(&r.ref[0], k);
+			if (!sum_obeys_rule(&r.t[0], k, n, c, ref) && bad++ < 4)
+				print_message("%s: row %lld: compiled %.17g, interpreter %.17g\n", name,
+					(long long)k, c, ref);
+		}
+		tc_cg_code_free(code);
+		run_free(&r);
+		isl_ctx_free(ctx);
+		if (bad)
+			fail_msg("%s: %lld sums break the rule of docs/language.md 6.8", name,
+				(long long)bad);
+	}
+}
+
 static const char matmul_text[] = "def matmul(float(M,K) A, float(K,N) B) -> (C) {\n"
 				  "    C(m,n) +=! A(m,k) * B(k,n)\n"
 				  "}\n";
@@ -1443,6 +1515,7 @@ int main(void)
 		cmocka_unit_test(test_casts_between_every_type),
 		cmocka_unit_test(test_reductions_every_numeric_type),
 		cmocka_unit_test(test_vecreduce_keeps_products_in_order),
+		cmocka_unit_test(test_vecreduce_sums_obey_the_rule),
 		cmocka_unit_test(test_matmul),
 		cmocka_unit_test(test_convolutions_with_where),
 		cmocka_unit_test(test_softmax_with_temporaries),
