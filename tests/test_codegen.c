@@ -609,7 +609,8 @@ static void test_pointwise_bool(void **state)
 
 /* Floor division and modulo with negative operands, checked against
  * known values as well as the interpreter; x / -1 wraps; a zero divisor
- * gives 0 in compiled code (the interpreter reports an error instead). */
+ * is reported, as the interpreter reports it, and gives 0 in compiled
+ * code, which computes on. */
 static void test_integer_floor_division(void **state)
 {
 	static const char text[] = "def dm(int32(N) A, int32(N) B, int8(N) C, int8(N) D, uint32(N) U,"
