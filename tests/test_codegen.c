@@ -897,12 +897,12 @@ static void test_vecreduce_keeps_products_in_order(void **state)
 	}
 }
 
-/* Whether compiled sum c of row (a[0..n), type t) obeys the rule of
+/* Whether compiled sum c of row `row` of a (n terms) obeys the rule of
  * docs/language.md 6.8 against the interpreter's in-order sum r: a NaN
- * term, or infinities of both signs, give NaN; an infinity of one sign
- * gives it; finite terms whose magnitudes sum to S below the largest
- * finite value give r within rounding, n eps S (with a factor 2 of
- * margin); beyond, where partial sums may overflow, any result goes. */
+ * term, or infinities of both signs, give NaN; otherwise, where the
+ * finite terms' magnitudes sum to S below the largest finite value, an
+ * infinity of one sign gives it, and without one c and r lie within
+ * 2 n eps S; beyond, where partial sums may overflow, any result goes. */
 static int sum_obeys_rule(const tc_tensor *a, int64_t row, int64_t n, double c, double r)
 {
 	long double S = 0;
@@ -915,14 +915,15 @@ static int sum_obeys_rule(const tc_tensor *a, int64_t row, int64_t n, double c, 
 		nan |= isnan(x);
 		pinf |= x == INFINITY;
 		ninf |= x == -INFINITY;
-		S += fabsl((long double)x);
+		if (isfinite(x))
+			S += fabsl((long double)x);
 	}
 	if (nan || (pinf && ninf))
 		return isnan(c) && isnan(r);
-	if (pinf || ninf)
-		return c == r && isinf(c);
 	if (S >= big)
 		return 1;
+	if (pinf || ninf)
+		return c == r && c == (pinf ? INFINITY : -INFINITY);
 	return !isnan(c) && !isnan(r) && fabsl((long double)c - r) <= 2 * n * eps * S;
 }
 
