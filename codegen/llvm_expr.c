@@ -22,10 +22,13 @@
  *     forms), half/float/double;
  *   - integer + - * wrap (no nsw/nuw on values); / and % round toward
  *     negative infinity for signed types, are udiv/urem for unsigned ones.
- *     Division by zero, which the interpreter reports as an error, gives 0
- *     here: the divisor is replaced by 1 through a select first, so the
- *     LLVM division is never undefined behaviour.  x / -1 is computed as
- *     -x (wrapping) and x % -1 as 0, so INT_MIN / -1 is no trap either;
+ *     Division by zero is reported as the interpreter reports it (a
+ *     run-time check, also when the sizes make the divisor a constant 0)
+ *     and gives 0, computing on: the divisor is replaced by 1 through a
+ *     select first, so the LLVM division is never undefined behaviour.
+ *     x / -1 is computed as -x (wrapping) and x % -1 as 0, so INT_MIN / -1
+ *     wraps to INT_MIN, as in the interpreter, and never traps (x86's
+ *     idiv raises SIGFPE on it);
  *   - float16 operations extend to float, operate and truncate: float's
  *     24-bit significand is more than 2 * 11 + 2 bits, so + - * / are
  *     correctly rounded (no double-rounding error);
@@ -479,6 +482,14 @@ static LLVMValueRef element(cg *g, int t, LLVMValueRef *idx, int n)
 	for (k = 0; k < n; k++)
 		if (!idx[k])
 			return NULL;
+	/* a rank-0 tensor (or a row buffer of one element) is its pointer:
+	 * a GEP without indices is valid IR, but LLVM 19's fast path for
+	 * "getelementptr i8" (GEPOperator::accumulateConstantOffset) reads
+	 * the first index of the empty list, so SimplifyCFG crashed the host
+	 * when it tried to speculate such a load of an int8, uint8 or bool
+	 * rank-0 temporary out of a branch of ?: */
+	if (n == j)
+		return g->base[t];
 	for (k = n - 1; k >= j + 1; k--)
 		ty = LLVMArrayType2(ty, (uint64_t)g->ext[t * TC_MAX_RANK + k]);
 	return LLVMBuildInBoundsGEP2(g->B, ty, g->base[t], idx + j, (unsigned)(n - j), "");
@@ -594,6 +605,27 @@ static void check(cg *g, LLVMValueRef bad, int site, LLVMValueRef v)
 	LLVMBuildStore(g->B, v, slot1);
 	LLVMBuildBr(g->B, cont);
 	LLVMPositionBuilderAtEnd(g->B, cont);
+}
+
+/* The check of integer division or modulo e by b: a zero divisor is
+ * reported where the code runs, as the interpreter reports it when it
+ * evaluates e.  A constant divisor other than 0 needs none; a constant 0
+ * (a size expression such as N - 5 once the sizes are known) is reported
+ * every time the code reaches it, so a division the kernel never evaluates
+ * (under the other branch of ?:, in a statement with no instances at these
+ * sizes) is no error, as in the interpreter.  0 on failure. */
+static int div_check(cg *g, const tc_ir_expr *e, LLVMValueRef b)
+{
+	tc_cg_site site = {TC_CG_CHECK_DIV, e->loc, -1, -1, e->op == TC_OP_DIV ? '/' : '%'};
+	LLVMValueRef bad;
+	int n;
+	if (LLVMIsAConstantInt(b) && LLVMConstIntGetZExtValue(b) != 0)
+		return 1;
+	if ((n = add_site(g, site)) < 0)
+		return 0;
+	bad = LLVMBuildICmp(g->B, LLVMIntEQ, b, LLVMConstInt(LLVMTypeOf(b), 0, 0), "");
+	check(g, bad, n, tc_cg_llvm_i64c(g, 0));
+	return 1;
 }
 
 /* ---- IR expressions ---- */
@@ -1127,15 +1159,8 @@ static LLVMValueRef expr(cg *g, const tc_ir_expr *e)
 		a = expr(g, e->args[0]);
 		b = expr(g, e->args[1]);
 		if (a && b && (e->op == TC_OP_DIV || e->op == TC_OP_MOD) &&
-			!tc_dtype_is_float(e->type) && !LLVMIsAConstantInt(b)) {
-			tc_cg_site site = {TC_CG_CHECK_DIV, e->loc, -1, -1,
-				e->op == TC_OP_DIV ? '/' : '%'};
-			int n = add_site(g, site);
-			if (n < 0)
-				return NULL;
-			check(g, LLVMBuildICmp(g->B, LLVMIntEQ, b, LLVMConstInt(LLVMTypeOf(b), 0, 0), ""),
-				n, tc_cg_llvm_i64c(g, 0));
-		}
+			!tc_dtype_is_float(e->type) && !div_check(g, e, b))
+			return NULL;
 		return arith(g, e->op, e->type, a, b);
 	case TC_OP_LT:
 	case TC_OP_GT:
@@ -1190,8 +1215,14 @@ static LLVMValueRef identity(cg *g, tc_red red, tc_dtype t)
  *
  * vecreduce: outside register tiles, a float32/float64 reduction may run
  * as vector partial results that LLVM's vectoriser combines at the end.
- * A sum or product gets the reassoc flag on its accumulating operation
- * only (the right-hand side keeps its exact steps).  max/min with init
+ * A sum gets the reassoc flag on its accumulating add only (the
+ * right-hand side keeps its exact steps): another order changes the
+ * rounding, and the result only where partial sums overflow, which needs
+ * terms near the largest finite value.  A product keeps the interpreter's
+ * order (only fastmath reorders it): its partial products overflow and
+ * underflow on ordinary data (the product of (r0 + r1) over 69 x 69 terms
+ * is 0 in order, from its first term, but lanes without that term reach
+ * +inf, and 0 * inf is NaN).  max/min with init
  * keep the interpreter's value: a NaN v is replaced by the identity, which
  * acc (never NaN, never beyond the identity) absorbs, so llvm.maxnum may
  * assume no NaN operands, and every order gives the same maximum (but for
@@ -1209,7 +1240,8 @@ static LLVMValueRef reduce(cg *g, tc_red red, tc_dtype t, LLVMValueRef acc, LLVM
 		if (t == TC_T_BOOL && red == TC_RED_ADD)
 			return acc && v ? LLVMBuildOr(g->B, acc, v, "") : NULL;
 		r = arith(g, red == TC_RED_ADD ? TC_OP_ADD : TC_OP_MUL, t, acc, v);
-		if (vec && r && LLVMIsAInstruction(r) && LLVMCanValueUseFastMathFlags(r))
+		if (vec && red == TC_RED_ADD && r && LLVMIsAInstruction(r) &&
+			LLVMCanValueUseFastMathFlags(r))
 			LLVMSetFastMathFlags(r, LLVMGetFastMathFlags(r) | LLVMFastMathAllowReassoc);
 		return r;
 	case TC_RED_MIN:

@@ -197,17 +197,18 @@ typedef struct carried_ctx {
 
 /* Whether the reductions of statement st may run in another order than
  * the interpreter's: what reduce() and the float arithmetic allow (float32
- * and float64 only; fastmath, or vecreduce outside register tiles for sums,
- * products and max/min with init). */
+ * and float64 only; fastmath, or vecreduce outside register tiles for sums
+ * and max/min with init; products keep their order without fastmath). */
 static int reorderable(cg *g, const tc_poly_stmt *st, int ordered)
 {
 	tc_dtype t = g->p->f->tensors[st->ir->tensor].dtype;
+	tc_red red = st->ir->red;
 	if (t != TC_T_F32 && t != TC_T_F64)
 		return 0;
 	if (g->opts.fastmath)
 		return 1;
 	return g->opts.vecreduce && !ordered &&
-		(st->ir->red == TC_RED_ADD || st->ir->red == TC_RED_MUL || st->ir->init);
+		(red == TC_RED_ADD || ((red == TC_RED_MIN || red == TC_RED_MAX) && st->ir->init));
 }
 
 static isl_bool carried_cb(isl_ast_node *n, void *user)

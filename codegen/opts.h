@@ -17,8 +17,9 @@
 typedef struct tc_cg_opts {
 	int contract;     /* float32/float64 multiplies and adds may fuse (FMA) */
 	int fastmath;     /* ... and reassociate; min/max assume no NaN; arcp */
-	int vecreduce;    /* float reductions outside register tiles may run as
-			   * vector partial results (any order) */
+	int vecreduce;    /* float sums and max=!/min=! outside register tiles
+			   * may run as vector partial results (any order);
+			   * products keep their order */
 	int stream;       /* non-temporal stores for large outputs written once */
 	int vector;       /* lanes of the innermost loops' vectors; 0: the
 			   * backend chooses, 1: no vector instructions */

@@ -47,7 +47,7 @@ static const opt_def opt_table[] = {
 	{"fastmath", TC_OPT_ENUM, "off|on", "off",
 		"trade bit-identical results for speed: contract=on, float sums and products reassociated (reductions vectorise in any order), min/max assume no NaN operands (a NaN gives an unspecified result) and either zero of a tie, arcp (a / b may become a * (1 / b))"},
 	{"vecreduce", TC_OPT_ENUM, "on|off", "on",
-		"let float reductions (+=, *=, max=, min= with !) outside register tiles run as vector partial results combined at the end: sums and products then round in another order than the interpreter's (the language allows it), max and min give the same value (off: every reduction accumulates in the interpreter's order, bit for bit)"},
+		"let float sums (+=) and max=!/min=! reductions outside register tiles run as vector partial results combined at the end: sums then round in another order than the interpreter's (the language allows it), max and min give the same value; products (*=) keep the interpreter's order (their partial products overflow and underflow in other orders: 0 became NaN) (off: every reduction accumulates in the interpreter's order, bit for bit)"},
 	{"share", TC_OPT_ENUM, "on|off|row", "on",
 		"compute once an expression with a builtin call that a statement writing its whole output shares with an earlier statement (softmax's exp in the sum and in the division): stored into that output first, read back by both; row: stored into a temporary that is kept as one row per thread on the stack when the rows' loops are fused (fusion max, rows of at most 64 KiB), so the output is written once and can be streamed (into the output otherwise); results are bit for bit the same"},
 	{"inline", TC_OPT_ENUM, "on|off", "on",

@@ -403,8 +403,9 @@ static void run_setup(run *r, const char *text, const char *entry,
 	tc_diags_clear(&d);
 }
 
-/* Compile the run's kernel (at its bound sizes) into the test JIT. */
-static tc_cg_code *run_compile(run *r, isl_ctx *ctx)
+/* Compile the run's kernel (at its bound sizes) into the test JIT with
+ * the code-generation options o (NULL: the conservative ones). */
+static tc_cg_code *run_compile_with(run *r, isl_ctx *ctx, const tc_cg_opts *o)
 {
 	tc_diags d;
 	tc_poly *p;
@@ -413,12 +414,18 @@ static tc_cg_code *run_compile(run *r, isl_ctx *ctx)
 	p = pipeline(ctx, r->k.f, r->params, &d);
 	if (!p)
 		fail_diags(&d, "the polyhedral pipeline");
-	code = tc_cg_llvm_compile(jit, p, NULL, &d);
+	code = tc_cg_llvm_compile(jit, p, o, &d);
 	if (!code)
 		fail_diags(&d, "tc_cg_llvm_compile");
 	tc_poly_free(p);
 	tc_diags_clear(&d);
 	return code;
+}
+
+/* Compile the run's kernel with the conservative options. */
+static tc_cg_code *run_compile(run *r, isl_ctx *ctx)
+{
+	return run_compile_with(r, ctx, NULL);
 }
 
 /* Run the compiled code; err receives its error record (codegen/llvm.h). */
@@ -602,7 +609,8 @@ static void test_pointwise_bool(void **state)
 
 /* Floor division and modulo with negative operands, checked against
  * known values as well as the interpreter; x / -1 wraps; a zero divisor
- * gives 0 in compiled code (the interpreter reports an error instead). */
+ * is reported, as the interpreter reports it, and gives 0 in compiled
+ * code, which computes on. */
 static void test_integer_floor_division(void **state)
 {
 	static const char text[] = "def dm(int32(N) A, int32(N) B, int8(N) C, int8(N) D, uint32(N) U,"
@@ -668,6 +676,73 @@ static void test_integer_floor_division(void **state)
 	tc_cg_code_free(code);
 	run_free(&r);
 	isl_ctx_free(ctx);
+}
+
+/* Integer division and modulo by a divisor that only the sizes make zero
+ * (N - 37 at N = 37): once the sizes are known it is an LLVM constant, and
+ * compiled code must still report the interpreter's error at the same
+ * location, for every integer type, '/' and '%', in values and in
+ * subscripts.  The same zero under the branch of ?: that is not taken is
+ * no error, and a divisor the sizes make -1 wraps INT_MIN / -1 as the
+ * interpreter does, without a trap. */
+static void test_division_by_zero_size_expressions(void **state)
+{
+	static const char *const types[] = {"int8", "int16", "int32", "int64", "uint8", "uint16",
+		"uint32", "uint64"};
+	static const char *const cases[] = {
+		"    Q(i) = A(i) / %s(N - 37)\n",
+		"    Q(i) = A(i) %% %s(N - 37)\n",
+		"    Q(i) = A(int64(%s(i) / %s(N - 37))) where i in 0:N\n",
+	};
+	static const int64_t shapes[][TC_MAX_RANK] = {{37}};
+	size_t i, c;
+	(void)state;
+	for (i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
+		const char *T = types[i];
+		char text[1024], name[32], line[256];
+		for (c = 0; c < 3; c++) {
+			run r;
+			isl_ctx *ctx = tc_poly_ctx_new();
+			tc_cg_code *code;
+			const tc_cg_site *site;
+			int64_t err[2];
+			tc_diags d;
+			assert_non_null(ctx);
+			snprintf(name, sizeof(name), "dz%zu_%s", c, T);
+			snprintf(line, sizeof(line), cases[c], T, T);
+			snprintf(text, sizeof(text), "def %s(%s(N) A) -> (Q) {\n%s}\n", name, T, line);
+			run_setup(&r, text, name, shapes, FILL_ANY, NULL, 7 + i);
+			code = run_compile(&r, ctx);
+			run_compiled_err(&r, code, err);
+			site = tc_cg_code_site(code, err[0] - 1);
+			if (!site)
+				fail_msg("%s: no division by zero reported\n%s", name, text);
+			assert_int_equal(site->kind, TC_CG_CHECK_DIV);
+			assert_int_equal(site->op, c == 1 ? '%' : '/');
+			tc_diags_init(&d, r.k.src);
+			assert_int_equal(tc_interp_run(r.k.f, r.params, r.t, r.ref, &d), -1);
+			assert_true(d.nerrors == 1);
+			assert_string_equal(d.v[0].msg, c == 1 ? "division by zero in '%'"
+							       : "division by zero in '/'");
+			assert_int_equal(site->loc.line, d.v[0].loc.line);
+			assert_int_equal(site->loc.col, d.v[0].loc.col);
+			assert_int_equal(site->loc.len, d.v[0].loc.len);
+			tc_diags_clear(&d);
+			tc_cg_code_free(code);
+			run_free(&r);
+			isl_ctx_free(ctx);
+		}
+		snprintf(name, sizeof(name), "dm1_%s", T);
+		snprintf(text, sizeof(text),
+			"def %s(%s(N) A) -> (Q, R, S, U) {\n"
+			"    Q(i) = N == 37 ? A(i) : A(i) / %s(N - 37) where i in 0:N\n"
+			"    R(i) = N != 37 && A(i) %% %s(N - 37) == 0 where i in 0:N\n"
+			"    S(i) = A(i) / %s(N - 38)\n"
+			"    U(i) = A(i) %% %s(N - 38)\n"
+			"}\n",
+			name, T, T, T, T, T);
+		check_kernel(text, name, shapes, FILL_ANY, NULL, exact);
+	}
 }
 
 /* Every conversion between the numeric types and bool: float to integer
@@ -737,6 +812,161 @@ static void test_reductions_every_numeric_type(void **state)
 			"}\n",
 			name, T, T);
 		check_kernel_with(text, name, shapes, FILL_ANY, NULL, reduction_tol, exact);
+	}
+}
+
+/* Rows whose product depends on the order of its factors: by row, a 0
+ * then factors near 2^(emax/8) (0 in order; lanes without the 0 overflow
+ * to inf, and 0 * inf is NaN), large then tiny factors (inf in order,
+ * finite in other orders), tiny then large ones (0 in order), and random
+ * values with the specials.  Also: no -0 in the input (see below). */
+static void order_sensitive_rows(run *r, uint64_t *seed)
+{
+	tc_tensor *a = &r->t[0];
+	int64_t i, j, rows = a->shape[0], cols = a->shape[1];
+	int big = a->dtype == TC_T_F32 ? 16 : 128;
+	for (i = 0; i < rows; i++)
+		for (j = 0; j < cols; j++) {
+			double m = (1 + rnd_unit(seed)) * ((rnd(seed) & 1) ? 1 : -1), x;
+			int first = j < cols / 2;
+			switch (i % 4) {
+			case 0: x = j == 0 ? 0.0 : ldexp(m, big); break;
+			case 1: x = ldexp(m, first ? big : -big); break;
+			case 2: x = ldexp(m, first ? -big : big); break;
+			default: x = get(a, i * cols + j); break;
+			}
+			/* max=! and min=! may take either zero of a -0/+0 tie once
+			 * vectorised (docs/language.md 6.8): no ties to break */
+			if (x == 0)
+				x = 0.0;
+			put_float(a, i * cols + j, x);
+		}
+}
+
+/* vecreduce (on by default) reorders float sums only: products keep the
+ * interpreter's order, since their partial products overflow and underflow
+ * on ordinary data (T0 below is 0 in order, and was NaN vectorised: lanes
+ * without the first factor 0 reach inf); max=! and min=! vectorise and
+ * give the interpreter's value whatever the NaNs and infinities. */
+static void test_vecreduce_keeps_products_in_order(void **state)
+{
+	static const char *const types[] = {"float", "float64"};
+	static const int64_t shapes[][TC_MAX_RANK] = {{8, 257}};
+	static const int64_t shape69[][TC_MAX_RANK] = {{69}};
+	static const char p69[] = "def p69(float(M) A) -> (T0) {\n"
+				  "    T0 *=! float32(r0 + r1) where r0 in 0:M, r1 in 0:M\n"
+				  "}\n";
+	const size_t nt = sizeof(types) / sizeof(types[0]);
+	tc_cg_opts o;
+	size_t i;
+	(void)state;
+	memset(&o, 0, sizeof(o));
+	o.vecreduce = 1;
+	for (i = 0; i <= 2 * nt; i++) {
+		char text[1024], name[32];
+		run r;
+		isl_ctx *ctx = tc_poly_ctx_new();
+		tc_cg_code *code;
+		assert_non_null(ctx);
+		if (i < 2 * nt) { /* each in a loop of its own, vectorised alone */
+			snprintf(name, sizeof(name), "vr%zu_%s", i / nt, types[i % nt]);
+			snprintf(text, sizeof(text),
+				i < nt ? "def %s(%s(N,M) A) -> (Pr) {\n"
+					 "    Pr(i) *=! A(i,j)\n"
+					 "}\n"
+				       : "def %s(%s(N,M) A) -> (Lo, Hi) {\n"
+					 "    Lo(i) min=! A(i,j)\n"
+					 "    Hi(i) max=! A(i,j)\n"
+					 "}\n",
+				name, types[i % nt]);
+			run_setup(&r, text, name, shapes, FILL_ANY, order_sensitive_rows, 99 + i);
+		} else {
+			snprintf(name, sizeof(name), "p69");
+			run_setup(&r, p69, name, shape69, FILL_NICE, NULL, 5);
+		}
+		code = run_compile_with(&r, ctx, &o);
+		run_compiled(&r, code);
+		run_interp(&r);
+		if (run_compare(&r, NULL, exact, name))
+			fail_msg("%s: vecreduce changed a product, min or max", name);
+		if (i == 2 * nt) /* the product is 0: (0 + 0) first */
+			assert_true(((float *)r.t[1].data)[0] == 0);
+		tc_cg_code_free(code);
+		run_free(&r);
+		isl_ctx_free(ctx);
+	}
+}
+
+/* Whether compiled sum c of row `row` of a (n terms) obeys the rule of
+ * docs/language.md 6.8 against the interpreter's in-order sum r: a NaN
+ * term, or infinities of both signs, give NaN; otherwise, where the
+ * finite terms' magnitudes sum to S below the largest finite value, an
+ * infinity of one sign gives it, and without one c and r lie within
+ * 2 n eps S; beyond, where partial sums may overflow, any result goes. */
+static int sum_obeys_rule(const tc_tensor *a, int64_t row, int64_t n, double c, double r)
+{
+	long double S = 0;
+	int nan = 0, pinf = 0, ninf = 0;
+	double eps = a->dtype == TC_T_F32 ? 0x1p-24 : 0x1p-53;
+	double big = a->dtype == TC_T_F32 ? FLT_MAX : DBL_MAX;
+	int64_t j;
+	for (j = 0; j < n; j++) {
+		double x = get(a, row * n + j);
+		nan |= isnan(x);
+		pinf |= x == INFINITY;
+		ninf |= x == -INFINITY;
+		if (isfinite(x))
+			S += fabsl((long double)x);
+	}
+	if (nan || (pinf && ninf))
+		return isnan(c) && isnan(r);
+	if (S >= big)
+		return 1;
+	if (pinf || ninf)
+		return c == r && c == (pinf ? INFINITY : -INFINITY);
+	return !isnan(c) && !isnan(r) && fabsl((long double)c - r) <= 2 * n * eps * S;
+}
+
+/* vecreduce reorders float sums (which is what makes them fast): every
+ * row of random values with the specials obeys the rule above. */
+static void test_vecreduce_sums_obey_the_rule(void **state)
+{
+	static const char *const types[] = {"float", "float64"};
+	static const int64_t shapes[][TC_MAX_RANK] = {{64, 257}};
+	tc_cg_opts o;
+	size_t i;
+	(void)state;
+	memset(&o, 0, sizeof(o));
+	o.vecreduce = 1;
+	for (i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
+		char text[256], name[32];
+		run r;
+		isl_ctx *ctx = tc_poly_ctx_new();
+		tc_cg_code *code;
+		int64_t k, rows = shapes[0][0], n = shapes[0][1], bad = 0;
+		assert_non_null(ctx);
+		snprintf(name, sizeof(name), "vs_%s", types[i]);
+		snprintf(text, sizeof(text), "def %s(%s(N,M) A) -> (Sm) {\n    Sm(i) +=! A(i,j)\n}\n",
+			name, types[i]);
+		run_setup(&r, text, name, shapes, FILL_ANY, NULL, 31 + i);
+		for (k = 0; k < rows * n; k++) /* every other row finite: the rounding bound */
+			if ((k / n) % 2 && !isfinite(get(&r.t[0], k)))
+				put_float(&r.t[0], k, 1.5);
+		code = run_compile_with(&r, ctx, &o);
+		run_compiled(&r, code);
+		run_interp(&r);
+		for (k = 0; k < rows; k++) {
+			double c = get(&r.t[1], k), ref = get(&r.ref[0], k);
+			if (!sum_obeys_rule(&r.t[0], k, n, c, ref) && bad++ < 4)
+				print_message("%s: row %lld: compiled %.17g, interpreter %.17g\n", name,
+					(long long)k, c, ref);
+		}
+		tc_cg_code_free(code);
+		run_free(&r);
+		isl_ctx_free(ctx);
+		if (bad)
+			fail_msg("%s: %lld sums break the rule of docs/language.md 6.8", name,
+				(long long)bad);
 	}
 }
 
@@ -886,6 +1116,34 @@ static void test_select_evaluates_one_branch(void **state)
 	static const int64_t shapes[][TC_MAX_RANK] = {{31}, {200}};
 	(void)state;
 	check_kernel(text, "guarded", shapes, FILL_ANY, wild_indices, exact);
+}
+
+/* Rank-0 temporaries and outputs of every type read under a branch of ?:
+ * (and on the right of &&): their address is the tensor's pointer.  A GEP
+ * without indices there made LLVM 19's SimplifyCFG crash the process for
+ * the 8-bit types (int8, uint8, bool), whose "getelementptr i8" fast path
+ * reads a first index that is not there. */
+static void test_rank0_tensors_under_branches(void **state)
+{
+	static const char *const types[] = {"int8", "uint8", "bool", "int16", "uint64", "float16",
+		"float", "float64"};
+	static const int64_t shapes[][TC_MAX_RANK] = {{37}, {37}};
+	size_t i;
+	(void)state;
+	for (i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
+		char text[1024], name[32];
+		const char *T = types[i];
+		snprintf(name, sizeof(name), "r0_%s", T);
+		snprintf(text, sizeof(text),
+			"def %s(%s(N) A, %s(N) B) -> (O, P, Z) {\n"
+			"    Tm = A(0)\n"
+			"    Z = A(1)\n"
+			"    O(i) = B(i) > B(2) ? Tm : A(i)\n"
+			"    P(i) = B(i) < B(3) ? A(i) : B(i) == B(4) ? Z : Tm\n"
+			"}\n",
+			name, T, T);
+		check_kernel(text, name, shapes, FILL_ANY, NULL, exact);
+	}
 }
 
 /* nextafter and fma are exact in every float type (float32: nextafterf
@@ -1255,14 +1513,18 @@ int main(void)
 		cmocka_unit_test(test_pointwise_every_numeric_type),
 		cmocka_unit_test(test_pointwise_bool),
 		cmocka_unit_test(test_integer_floor_division),
+		cmocka_unit_test(test_division_by_zero_size_expressions),
 		cmocka_unit_test(test_casts_between_every_type),
 		cmocka_unit_test(test_reductions_every_numeric_type),
+		cmocka_unit_test(test_vecreduce_keeps_products_in_order),
+		cmocka_unit_test(test_vecreduce_sums_obey_the_rule),
 		cmocka_unit_test(test_matmul),
 		cmocka_unit_test(test_convolutions_with_where),
 		cmocka_unit_test(test_softmax_with_temporaries),
 		cmocka_unit_test(test_gathers),
 		cmocka_unit_test(test_argmin),
 		cmocka_unit_test(test_select_evaluates_one_branch),
+		cmocka_unit_test(test_rank0_tensors_under_branches),
 		cmocka_unit_test(test_nextafter_and_fma_are_exact),
 		cmocka_unit_test(test_every_builtin_every_float_type),
 		cmocka_unit_test(test_text_stages),
