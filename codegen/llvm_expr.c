@@ -1195,15 +1195,21 @@ static LLVMValueRef identity(cg *g, tc_red red, tc_dtype t)
  * keep the interpreter's value: a NaN v is replaced by the identity, which
  * acc (never NaN, never beyond the identity) absorbs, so llvm.maxnum may
  * assume no NaN operands, and every order gives the same maximum (but for
- * the sign of a zero in a tie of -0 and +0). */
+ * the sign of a zero in a tie of -0 and +0).
+ *
+ * widened: the float32 accumulator of a 16-bit float (ir/widen.c) keeps
+ * the interpreter's order and exact steps whatever the options. */
 static LLVMValueRef reduce(cg *g, tc_red red, tc_dtype t, LLVMValueRef acc, LLVMValueRef v,
-	int init)
+	int init, int widened)
 {
-	int vec = g->opts.vecreduce && !g->ordered && (t == TC_T_F32 || t == TC_T_F64);
+	int vec = g->opts.vecreduce && !g->ordered && (t == TC_T_F32 || t == TC_T_F64) && !widened;
 	LLVMValueRef r;
 	switch (red) {
 	case TC_RED_ADD:
 	case TC_RED_MUL:
+		if (widened && acc && v) /* plain IEEE steps, no fast-math flags */
+			return red == TC_RED_ADD ? LLVMBuildFAdd(g->B, acc, v, "")
+						 : LLVMBuildFMul(g->B, acc, v, "");
 		r = arith(g, red == TC_RED_ADD ? TC_OP_ADD : TC_OP_MUL, t, acc, v);
 		if (vec && r && LLVMIsAInstruction(r) && LLVMCanValueUseFastMathFlags(r))
 			LLVMSetFastMathFlags(r, LLVMGetFastMathFlags(r) | LLVMFastMathAllowReassoc);
@@ -1250,7 +1256,8 @@ void tc_cg_llvm_statement(__tc_keep cg *g, __tc_keep const tc_poly_inst *inst)
 	default:
 		v = convert(g, expr(g, ir->rhs), ir->rhs->type, dt);
 		if (ir->red != TC_RED_ASSIGN)
-			v = reduce(g, ir->red, dt, load(g, ir->tensor, addr), v, ir->init);
+			v = reduce(g, ir->red, dt, load(g, ir->tensor, addr), v, ir->init,
+				g->p->f->tensors[ir->tensor].widened);
 		break;
 	}
 	store(g, ir->tensor, addr, v);

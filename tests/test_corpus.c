@@ -1450,9 +1450,9 @@ static void build_f16_row_sum(run *r, const int64_t *s)
 	uint16_t *A = in_f16(r, DIMS(N, M), -1, 1);
 	uint16_t *S = out_f16(r, DIMS(N));
 	for (int64_t i = 0; i < N; i++) {
-		double acc = 0;
-		for (int64_t j = 0; j < M; j++) /* each sum is exact in double, then rounded */
-			acc = tu_round_half(acc + tu_half_to_double(A[IX2(i, j, M)]));
+		float acc = 0; /* float16 sums accumulate in float32, rounded once */
+		for (int64_t j = 0; j < M; j++)
+			acc += (float)tu_half_to_double(A[IX2(i, j, M)]);
 		S[i] = tu_half_from_double(acc);
 	}
 }
