@@ -540,7 +540,7 @@ static int choose_streamed(cg *g)
 					f->stmts[i].nvars == f->stmts[i].nlhs;
 			}
 		if (bytes >= STREAM_MIN_BYTES && writers == 1 && ok &&
-			f->tensors[t].dtype != TC_T_BOOL && f->tensors[t].dtype != TC_T_F16) {
+			f->tensors[t].dtype != TC_T_BOOL && !tc_dtype_is_half(f->tensors[t].dtype)) {
 			g->streamed[t] = 1;
 			n++;
 		}

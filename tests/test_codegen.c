@@ -151,12 +151,14 @@ typedef enum fill_kind {
 static const double float_specials[] = {NAN, -NAN, INFINITY, -INFINITY, 0.0, -0.0, 1.9, -1.9,
 	0.5, -0.5, 2.5, -2.5, 1.0, -1.0, 3e9, -3e9, 300.7, 65504, 65519.99, 65520, -65520, 1e-8,
 	0x1p63, -0x1p63, 0x1p64, 0x1p32, -0x1p31, 1e30, -1e30, 1e-40, 1e-310, 127.9, 128.0, -128.9,
-	-129.0, 255.5, 256.0, 0x1p-24, 6e-8, 3.0, 7.0, -7.0};
+	-129.0, 255.5, 256.0, 0x1p-24, 6e-8, 3.0, 7.0, -7.0, 0x1.fep127, -0x1.fep127, 0x1p-133,
+	1e-39, 3.4e38};
 
 static void put_float(tc_tensor *t, int64_t i, double x)
 {
 	switch (t->dtype) {
 	case TC_T_F16: ((uint16_t *)t->data)[i] = tc_half_from_double(x); break;
+	case TC_T_BF16: ((uint16_t *)t->data)[i] = tc_bf16_from_double(x); break;
 	case TC_T_F32: ((float *)t->data)[i] = (float)x; break;
 	default: ((double *)t->data)[i] = x; break;
 	}
@@ -169,6 +171,11 @@ static void put_float_bits(tc_tensor *t, int64_t i, uint64_t r)
 		uint16_t h = (uint16_t)r;
 		if ((h & 0x7c00) == 0x7c00 && (h & 0x3ff))
 			h |= 0x200;
+		((uint16_t *)t->data)[i] = h;
+	} else if (t->dtype == TC_T_BF16) {
+		uint16_t h = (uint16_t)r;
+		if ((h & 0x7f80) == 0x7f80 && (h & 0x7f))
+			h |= 0x40;
 		((uint16_t *)t->data)[i] = h;
 	} else if (t->dtype == TC_T_F32) {
 		uint32_t u = (uint32_t)r;
@@ -251,6 +258,7 @@ static double get(const tc_tensor *t, int64_t i)
 {
 	switch (t->dtype) {
 	case TC_T_F16: return tc_half_to_double(((const uint16_t *)t->data)[i]);
+	case TC_T_BF16: return tc_bf16_to_double(((const uint16_t *)t->data)[i]);
 	case TC_T_F32: return ((const float *)t->data)[i];
 	case TC_T_F64: return ((const double *)t->data)[i];
 	default: return 0;
@@ -294,12 +302,12 @@ static int agree(const tc_tensor *a, const tc_tensor *b, int64_t i, tol tl, int 
 	y = get(b, i);
 	if ((isnan(x) && isnan(y)) || (zero_sign_loose && x == 0 && y == 0))
 		return 1;
-	r = a->dtype == TC_T_F16 ? tl.f16 : a->dtype == TC_T_F32 ? tl.f32 : tl.f64;
+	r = tc_dtype_is_half(a->dtype) ? tl.f16 : a->dtype == TC_T_F32 ? tl.f32 : tl.f64;
 	if (r == 0 || exact_mode() || isnan(x) || isnan(y) || isinf(x) || isinf(y))
 		return 0;
 	/* below the least normal value, compare absolutely */
 	return fabs(x - y) <= r * fmax(fabs(x), fabs(y)) ||
-	       fabs(x - y) <= (a->dtype == TC_T_F16 ? 0x1p-14 : a->dtype == TC_T_F32 ? FLT_MIN
+	       fabs(x - y) <= (a->dtype == TC_T_F16 ? 0x1p-14 : a->dtype != TC_T_F64 ? FLT_MIN
 										: DBL_MIN);
 }
 
@@ -512,7 +520,7 @@ static void check_kernel(const char *text, const char *entry,
 }
 
 static const char *const numeric_types[] = {"int8", "int16", "int32", "int64", "uint8", "uint16",
-	"uint32", "uint64", "float16", "float", "float64"};
+	"uint32", "uint64", "float16", "float", "float64", "bfloat16"};
 #define NNUMERIC (int)(sizeof(numeric_types) / sizeof(numeric_types[0]))
 
 /* ---- fix-ups of random inputs ---- */
@@ -672,30 +680,32 @@ static void test_integer_floor_division(void **state)
 
 /* Every conversion between the numeric types and bool: float to integer
  * truncates and saturates with NaN -> 0, integer to float32 rounds once,
- * float64 to float16 rounds once, integers wrap. */
+ * float64 to float16 and bfloat16 and int64 to bfloat16 round once,
+ * integers wrap. */
 static void test_casts_between_every_type(void **state)
 {
 	static const char *const src[] = {"float", "float64", "float16", "int64", "uint64", "int8",
-		"int32", "uint32", "bool", "uint16"};
+		"int32", "uint32", "bool", "uint16", "bfloat16"};
 	static const char *const dst[] = {"bool", "int8", "int16", "int32", "int64", "uint8", "uint16",
-		"uint32", "uint64", "float16", "float", "float64"};
-	int64_t shapes[10][TC_MAX_RANK];
+		"uint32", "uint64", "float16", "float", "float64", "bfloat16"};
+	enum { NSRC = sizeof(src) / sizeof(src[0]), NDST = sizeof(dst) / sizeof(dst[0]) };
+	int64_t shapes[NSRC][TC_MAX_RANK];
 	char text[16384], *p = text;
 	size_t i, j;
 	(void)state;
 	memset(shapes, 0, sizeof(shapes));
 	p += sprintf(p, "def casts(");
-	for (i = 0; i < 10; i++) {
+	for (i = 0; i < NSRC; i++) {
 		shapes[i][0] = 97;
 		p += sprintf(p, "%s%s(N) X%zu", i ? ", " : "", src[i], i);
 	}
 	p += sprintf(p, ") -> (");
-	for (i = 0; i < 10; i++)
-		for (j = 0; j < 12; j++)
+	for (i = 0; i < NSRC; i++)
+		for (j = 0; j < NDST; j++)
 			p += sprintf(p, "%sO%zu_%zu", i || j ? ", " : "", i, j);
 	p += sprintf(p, ") {\n");
-	for (i = 0; i < 10; i++)
-		for (j = 0; j < 12; j++)
+	for (i = 0; i < NSRC; i++)
+		for (j = 0; j < NDST; j++)
 			p += sprintf(p, "    O%zu_%zu(i) = %s(X%zu(i))\n", i, j, dst[j], i);
 	p += sprintf(p, "}\n");
 	check_kernel(text, "casts", (const int64_t(*)[TC_MAX_RANK])shapes, FILL_ANY, NULL, exact);
@@ -911,7 +921,7 @@ static void test_nextafter_and_fma_are_exact(void **state)
 	}
 }
 
-/* Every builtin on float16, float32 and float64 arguments. */
+/* Every builtin on float16, float32, float64 and bfloat16 arguments. */
 static void small_ints(run *r, uint64_t *seed)
 {
 	tc_tensor *t = &r->t[3];
