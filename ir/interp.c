@@ -3,7 +3,7 @@
  * Values are held in a union: signed integers and bool sign-extended in i,
  * unsigned integers in u, floats in f (a double holding a value exactly
  * representable in the static type).  Every operation computes exactly (in
- * 64-bit integers or double, where float32/float16 +-*÷ of representable
+ * 64-bit integers or double, where float32/float16/bfloat16 +-*÷ of representable
  * operands are exact before one final rounding) and then rounds or wraps to
  * its static type, which gives IEEE results for floats and two's-complement
  * wrap-around for integers.
