@@ -145,6 +145,8 @@ uint16_t tc_bf16_from_double(double x)
 	return tc_bf16_from_float(f);
 }
 
+/* The exact value of h: a float whose top 16 bits are h (NaNs keep their
+ * payload). */
 float tc_bf16_to_float(uint16_t h)
 {
 	uint32_t u = (uint32_t)h << 16;
@@ -153,6 +155,7 @@ float tc_bf16_to_float(uint16_t h)
 	return f;
 }
 
+/* The exact value of h as a double (through the float, exactly). */
 double tc_bf16_to_double(uint16_t h)
 {
 	return (double)tc_bf16_to_float(h);
@@ -168,11 +171,14 @@ static double tc_bf16_u64_odd(uint64_t m)
 	return (double)((m >> 11) | ((m & 0x7ffu) != 0)) * 2048.0;
 }
 
+/* The bfloat16 nearest v, in one rounding (through tc_bf16_u64_odd). */
 uint16_t tc_bf16_from_u64(uint64_t v)
 {
 	return tc_bf16_from_double(tc_bf16_u64_odd(v));
 }
 
+/* The bfloat16 nearest v, in one rounding: the magnitude as for uint64,
+ * then the sign (rounding to nearest even is symmetric). */
 uint16_t tc_bf16_from_i64(int64_t v)
 {
 	uint64_t m = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;

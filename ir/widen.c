@@ -90,6 +90,10 @@ static void pointwise(const tc_ir_stmt *s, int tensor, tc_ir_expr *rhs, tc_ir_st
 	out->loc = s->loc;
 }
 
+/* Rewrite every widened statement of f into its float32 reduction and the
+ * statements around it (see the top of the file), in place: new tensor and
+ * statement arrays in ar, one float32 temporary per widened statement.
+ * Returns f (unchanged when nothing is widened), NULL when out of memory. */
 tc_ir_func *tc_ir_widen(__tc_keep tc_arena *ar, __tc_keep tc_ir_func *f)
 {
 	tc_ir_tensor *tensors;
