@@ -113,12 +113,15 @@ static void fill_random(tc_tune_rng *r, void *data, int64_t n, DLDataType dt, in
 {
 	int64_t i;
 	for (i = 0; i < n; i++) {
-		if (dt.code == kDLFloat) {
+		if (dt.code == kDLFloat || dt.code == kDLBfloat) {
 			double x;
 			do
 				x = 2 * tc_tune_rng_unit(r) - 1;
 			while (x == 0 || (dt.bits == 32 && (float)x == 0));
-			if (dt.bits == 16) {
+			if (dt.code == kDLBfloat) {
+				uint16_t h = tc_bf16_from_double(x);
+				((uint16_t *)data)[i] = h & 0x7fff ? h : tc_bf16_from_double(0.5);
+			} else if (dt.bits == 16) {
 				uint16_t h = tc_half_from_double(x);
 				((uint16_t *)data)[i] = h & 0x7fff ? h : tc_half_from_double(0.5);
 			} else if (dt.bits == 32) {
@@ -310,6 +313,16 @@ double tc_tune_eval_first_time(__tc_keep const tc_tune_eval *ev)
 
 /* ---- shared by the search and the final stage ---- */
 
+/* Element i of float data p of type dt (float16, bfloat16, float32 or
+ * float64) as a double. */
+static double float_at(DLDataType dt, const unsigned char *p, int64_t i)
+{
+	if (dt.code == kDLBfloat)
+		return tc_bf16_to_double(((const uint16_t *)p)[i]);
+	return dt.bits == 32 ? ((const float *)p)[i] : dt.bits == 64 ? ((const double *)p)[i]
+		: tc_half_to_double(((const uint16_t *)p)[i]);
+}
+
 /* Compare the shared result with the reference (or make it the reference);
  * 0 equal, -1 different (why filled). */
 static int check_result(tc_tune_eval *ev, char *why, size_t len)
@@ -324,10 +337,8 @@ static int check_result(tc_tune_eval *ev, char *why, size_t len)
 			DLDataType dt = ev->out_dt[o];
 			double sum = 0;
 			n = elements(ev->out_nd[o], ev->out_shape[o]);
-			for (i = 0; dt.code == kDLFloat && i < n; i++) {
-				const unsigned char *p = ev->ref + ev->out_off[o];
-				double x = dt.bits == 32 ? ((const float *)p)[i] : dt.bits == 64
-					? ((const double *)p)[i] : tc_half_to_double(((const uint16_t *)p)[i]);
+			for (i = 0; (dt.code == kDLFloat || dt.code == kDLBfloat) && i < n; i++) {
+				double x = float_at(dt, ev->ref + ev->out_off[o], i);
 				sum += isfinite(x) ? fabs(x) : 0;
 			}
 			ev->ref_scale[o] = n ? sum / (double)n : 0;
@@ -339,7 +350,7 @@ static int check_result(tc_tune_eval *ev, char *why, size_t len)
 		const unsigned char *got = ev->shared + ev->out_off[o], *ref = ev->ref + ev->out_off[o];
 		double rtol = dt.bits == 16 ? 1e-2 : dt.bits == 32 ? 1e-4 : 1e-10;
 		n = elements(ev->out_nd[o], ev->out_shape[o]);
-		if (dt.code != kDLFloat) {
+		if (dt.code != kDLFloat && dt.code != kDLBfloat) {
 			if (memcmp(got, ref, ev->out_bytes[o])) {
 				for (i = 0; i < (int64_t)ev->out_bytes[o] && got[i] == ref[i]; i++)
 					;
@@ -350,17 +361,7 @@ static int check_result(tc_tune_eval *ev, char *why, size_t len)
 			continue;
 		}
 		for (i = 0; i < n; i++) {
-			double x, y;
-			if (dt.bits == 32) {
-				x = ((const float *)got)[i];
-				y = ((const float *)ref)[i];
-			} else if (dt.bits == 64) {
-				x = ((const double *)got)[i];
-				y = ((const double *)ref)[i];
-			} else {
-				x = tc_half_to_double(((const uint16_t *)got)[i]);
-				y = tc_half_to_double(((const uint16_t *)ref)[i]);
-			}
+			double x = float_at(dt, got, i), y = float_at(dt, ref, i);
 			if (x == y || (isnan(x) && isnan(y)))
 				continue;
 			if (fabs(x - y) <= rtol * (fabs(y) + ev->ref_scale[o]))

@@ -39,7 +39,7 @@ static void spoil(tc_tune_eval *ev)
 		*(float *)p = *(float *)p * -2 + 7;
 	else if (dt.code == kDLFloat && dt.bits == 64)
 		*(double *)p = *(double *)p * -2 + 7;
-	else if (dt.code == kDLFloat)
+	else if (dt.code == kDLFloat || dt.code == kDLBfloat) /* 16 bits */
 		*(uint16_t *)p ^= 0x4000;
 	else
 		*p ^= 1;

@@ -55,6 +55,7 @@ static const char *const host_types[TC_T_COUNT] = {
 	[TC_T_F16] = "uint16_t",
 	[TC_T_F32] = "float",
 	[TC_T_F64] = "double",
+	[TC_T_BF16] = "uint16_t",
 };
 
 /* The helpers, in the order they are printed (a helper after those it
@@ -196,6 +197,63 @@ static const tc_cg_cexpr_helper_def host_helpers[TC_CG_CEXPR_NHELPERS] = {
 		"    return b > 0 ? 0x1p-24 : -0x1p-24;\n"
 		"  h = (uint16_t)((b > a) == (a > 0) ? h + 1 : h - 1);\n"
 		"  return tc_h2d(h);\n"
+		"}\n"},
+	[TC_CG_CEXPR_D2B] = {"tc_d2b",
+		"/* bfloat16 is stored as its 16 bits (the top half of a float) and computed\n"
+		"   in double: the nearest bfloat16, ties to even, in one rounding (to float\n"
+		"   rounding to odd, then to nearest even); a NaN made quiet */\n"
+		"static inline uint16_t tc_d2b(double x)\n"
+		"{\n"
+		"  float f = (float)x;\n"
+		"  uint32_t u;\n"
+		"  memcpy(&u, &f, sizeof(u));\n"
+		"  if (x != x)\n"
+		"    return (uint16_t)((u >> 16) | 0x40u);\n"
+		"  if ((double)f != x)\n"
+		"    u = (u - (fabs((double)f) > fabs(x))) | 1u;\n"
+		"  return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);\n"
+		"}\n"},
+	[TC_CG_CEXPR_B2D] = {"tc_b2d",
+		"/* the value of bfloat16 bits h */\n"
+		"static inline double tc_b2d(uint16_t h)\n"
+		"{\n"
+		"  uint32_t u = (uint32_t)h << 16;\n"
+		"  float f;\n"
+		"  memcpy(&f, &u, sizeof(f));\n"
+		"  return f;\n"
+		"}\n"},
+	[TC_CG_CEXPR_B] = {"tc_b",
+		"/* x rounded to bfloat16 */\n"
+		"static inline double tc_b(double x) { return tc_b2d(tc_d2b(x)); }\n"},
+	[TC_CG_CEXPR_B_NEXTAFTER] = {"tc_b_nextafter",
+		"/* the bfloat16 value after a in the direction of b */\n"
+		"static inline double tc_b_nextafter(double a, double b)\n"
+		"{\n"
+		"  uint16_t h = tc_d2b(a);\n"
+		"  if (isnan(a) || isnan(b))\n"
+		"    return a + b;\n"
+		"  if (a == b)\n"
+		"    return b;\n"
+		"  if (a == 0)\n"
+		"    return b > 0 ? 0x1p-133 : -0x1p-133;\n"
+		"  h = (uint16_t)((b > a) == (a > 0) ? h + 1 : h - 1);\n"
+		"  return tc_b2d(h);\n"
+		"}\n"},
+	[TC_CG_CEXPR_U2D_ODD] = {"tc_u2d_odd",
+		"/* m as a double, exact below 2^53, else rounded to odd (the bits shifted\n"
+		"   out kept as a sticky bit), so that a later rounding to bfloat16 is the\n"
+		"   correct one */\n"
+		"static inline double tc_u2d_odd(uint64_t m)\n"
+		"{\n"
+		"  if (m < (UINT64_C(1) << 53))\n"
+		"    return (double)m;\n"
+		"  return (double)((m >> 11) | ((m & 0x7ffu) != 0)) * 2048.0;\n"
+		"}\n"},
+	[TC_CG_CEXPR_L2D_ODD] = {"tc_l2d_odd",
+		"/* v as a double rounded to odd, as tc_u2d_odd */\n"
+		"static inline double tc_l2d_odd(int64_t v)\n"
+		"{\n"
+		"  return v < 0 ? -tc_u2d_odd(0 - (uint64_t)v) : tc_u2d_odd((uint64_t)v);\n"
 		"}\n"},
 };
 

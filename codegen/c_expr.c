@@ -6,8 +6,10 @@
  *     wrap-around, and converted back to the static type;
  *   - integer / and % are floor division and modulo (helpers), float % is
  *     a - b floor(a / b) computed in double, as the interpreter does;
- *   - float16 values are held in doubles, rounded to float16 (helper H)
- *     after every operation and stored as the dialect stores them (D2H);
+ *   - float16 and bfloat16 values are held in doubles, rounded to their type
+ *     (helper H, B) after every operation and stored as the dialect stores
+ *     them (D2H, D2B); a 64-bit integer converted to bfloat16 goes through
+ *     a double rounded to odd (U2D_ODD, L2D_ODD), so it rounds once;
  *   - float to integer conversions truncate and saturate, NaN giving 0;
  *   - min and max are fmin/fmax on floats (a NaN operand is ignored);
  *   - reductions: an init statement stores the operator's identity, an
@@ -79,19 +81,33 @@ static const char *hname(const tc_cg_cexpr *pr, tc_cg_cexpr_helper h)
 	return pr->dl->helper[h].name;
 }
 
+/* Helper h (a float16 role: D2H, H2D, H, H_NEXTAFTER) for the 16-bit float
+ * type t: the bfloat16 one when t is bfloat16. */
+static tc_cg_cexpr_helper hh(tc_dtype t, tc_cg_cexpr_helper h)
+{
+	if (t != TC_T_BF16)
+		return h;
+	switch (h) {
+	case TC_CG_CEXPR_D2H: return TC_CG_CEXPR_D2B;
+	case TC_CG_CEXPR_H2D: return TC_CG_CEXPR_B2D;
+	case TC_CG_CEXPR_H: return TC_CG_CEXPR_B;
+	default: return TC_CG_CEXPR_B_NEXTAFTER;
+	}
+}
+
 /* The C type that stores an element of t. */
 static const char *store_type(const tc_cg_cexpr *pr, tc_dtype t)
 {
 	return pr->dl->type[t];
 }
 
-/* The C type a value of t is computed in (bool: int 0 or 1; float16: a
- * double holding a float16 value). */
+/* The C type a value of t is computed in (bool: int 0 or 1; float16 and
+ * bfloat16: a double holding the value). */
 static const char *value_type(const tc_cg_cexpr *pr, tc_dtype t)
 {
 	if (t == TC_T_BOOL)
 		return "int";
-	if (t == TC_T_F16)
+	if (tc_dtype_is_half(t))
 		return "double";
 	return store_type(pr, t);
 }
@@ -435,6 +451,8 @@ static int put_const(tc_buf *b, const tc_ir_expr *e)
 	switch (e->type) {
 	case TC_T_F16: /* a double holding the float16 value */
 		return put_float_literal(b, tc_half_to_double(tc_half_from_double(e->c.f)), 0);
+	case TC_T_BF16: /* a double holding the bfloat16 value */
+		return put_float_literal(b, tc_bf16_to_double(tc_bf16_from_double(e->c.f)), 0);
 	case TC_T_F32:
 		return put_float_literal(b, (double)(float)e->c.f, 1);
 	case TC_T_F64:
@@ -586,8 +604,8 @@ static void put_element(const site *s, tc_buf *b, int tensor, tc_ir_expr *const 
 static int put_read(const site *s, tc_buf *b, int tensor, tc_ir_expr *const *sub)
 {
 	tc_dtype t = s->pr->p->f->tensors[tensor].dtype;
-	if (t == TC_T_F16) {
-		tc_buf_printf(b, "%s(", hname(s->pr, TC_CG_CEXPR_H2D));
+	if (tc_dtype_is_half(t)) {
+		tc_buf_printf(b, "%s(", hname(s->pr, hh(t, TC_CG_CEXPR_H2D)));
 		put_element(s, b, tensor, sub);
 		tc_buf_putc(b, ')');
 		return P_PRIMARY;
@@ -619,21 +637,28 @@ static int put_cast(const site *s, tc_buf *b, const tc_ir_expr *e)
 		tc_buf_puts(b, " != 0");
 		return P_EQ;
 	}
-	if (to == TC_T_F16) { /* to double (exact, or one rounding), then to float16 */
+	if (tc_dtype_is_half(to)) { /* to double (exact, or one rounding), then to 16 bits */
 		int r = rounds(s, e);
 		if (r)
-			tc_buf_printf(b, "%s(", hname(s->pr, TC_CG_CEXPR_H));
-		if (from == TC_T_F64 || from == TC_T_F16) {
+			tc_buf_printf(b, "%s(", hname(s->pr, hh(to, TC_CG_CEXPR_H)));
+		if (from == TC_T_F64 || tc_dtype_is_half(from)) {
 			put_expr(s, b, a, r ? P_TOP : P_PRIMARY);
+		} else if (to == TC_T_BF16 && tc_dtype_bits(from) == 64) { /* one rounding */
+			tc_buf_printf(b, "%s(", hname(s->pr, tc_dtype_is_signed(from)
+				? TC_CG_CEXPR_L2D_ODD : TC_CG_CEXPR_U2D_ODD));
+			put_expr(s, b, a, P_TOP);
+			tc_buf_putc(b, ')');
 		} else {
 			tc_buf_puts(b, "(double)");
 			put_expr(s, b, a, P_UNARY);
 		}
 		tc_buf_puts(b, r ? ")" : "");
-		return r || from == TC_T_F64 || from == TC_T_F16 ? P_PRIMARY : P_UNARY;
+		return r || from == TC_T_F64 || tc_dtype_is_half(from) ||
+				(to == TC_T_BF16 && tc_dtype_bits(from) == 64)
+			? P_PRIMARY : P_UNARY;
 	}
 	if (tc_dtype_is_float(to)) {
-		if (from == TC_T_F16 && to == TC_T_F64)
+		if (tc_dtype_is_half(from) && to == TC_T_F64)
 			return put_bare(s, b, a); /* already a double */
 		/* one rounding from an integer; exact, or one rounding, from a float */
 		tc_buf_printf(b, "(%s)", value_type(s->pr, to));
@@ -703,9 +728,9 @@ static int put_arith(const site *s, tc_buf *b, const tc_ir_expr *e)
 	int q = e->op == TC_OP_ADD || e->op == TC_OP_SUB ? P_ADD : P_MUL;
 
 	if (tc_dtype_is_float(t)) {
-		int r = t == TC_T_F16 && rounds(s, e);
+		int r = tc_dtype_is_half(t) && rounds(s, e);
 		if (r)
-			tc_buf_printf(b, "%s(", hname(s->pr, TC_CG_CEXPR_H));
+			tc_buf_printf(b, "%s(", hname(s->pr, hh(t, TC_CG_CEXPR_H)));
 		if (e->op == TC_OP_MOD) { /* a - b floor(a / b) in double */
 			tc_buf_printf(b, "%s%s(", t == TC_T_F32 ? "(float)" : "",
 				hname(s->pr, TC_CG_CEXPR_FMODFLOOR));
@@ -831,8 +856,8 @@ static int put_call(const site *s, tc_buf *b, const tc_ir_expr *e)
 		tc_buf_putc(b, ')');
 		return P_UNARY;
 	}
-	if (t == TC_T_F16 && e->id == TC_BI_NEXTAFTER) { /* steps in float16 */
-		tc_buf_printf(b, "%s(", hname(pr, TC_CG_CEXPR_H_NEXTAFTER));
+	if (tc_dtype_is_half(t) && e->id == TC_BI_NEXTAFTER) { /* steps in the type */
+		tc_buf_printf(b, "%s(", hname(pr, hh(t, TC_CG_CEXPR_H_NEXTAFTER)));
 		put_args(s, b, e);
 		tc_buf_putc(b, ')');
 		return P_PRIMARY;
@@ -846,8 +871,8 @@ static int put_call(const site *s, tc_buf *b, const tc_ir_expr *e)
 	/* in double; float16 and float32 results rounded once */
 	tc_buf_init(&d);
 	q = put_double_call(s, &d, e, e->id);
-	if (t == TC_T_F16 && rounds(s, e)) {
-		tc_buf_printf(b, "%s(", hname(pr, TC_CG_CEXPR_H));
+	if (tc_dtype_is_half(t) && rounds(s, e)) {
+		tc_buf_printf(b, "%s(", hname(pr, hh(t, TC_CG_CEXPR_H)));
 		put_at(b, &d, q, P_TOP);
 		tc_buf_putc(b, ')');
 		q = P_PRIMARY;
@@ -960,9 +985,10 @@ static void put_identity(const tc_cg_cexpr *pr, tc_buf *b, tc_red red, tc_dtype 
 	int w = bits == 8 ? 0 : bits == 16 ? 1 : bits == 32 ? 2 : 3;
 	int is_min = red == TC_RED_MIN;
 
-	if (t == TC_T_F16) {
-		tc_buf_printf(b, "%s(%s)", hname(pr, TC_CG_CEXPR_D2H),
+	if (tc_dtype_is_half(t)) {
+		tc_buf_printf(b, "%s(%s)", hname(pr, hh(t, TC_CG_CEXPR_D2H)),
 			red == TC_RED_ADD ? "0.0" : red == TC_RED_MUL ? "1.0"
+			: t == TC_T_BF16 ? (is_min ? "0x1.fep127" : "-0x1.fep127")
 			: is_min ? "65504.0" : "-65504.0");
 	} else if (tc_dtype_is_float(t)) {
 		if (red == TC_RED_ADD || red == TC_RED_MUL) {
@@ -998,9 +1024,9 @@ static void put_update(const site *s, tc_buf *b, const tc_ir_stmt *st, tc_dtype 
 		return;
 	}
 	if (st->red == TC_RED_MIN || st->red == TC_RED_MAX) {
-		if (t == TC_T_F16) {
-			tc_buf_printf(b, "%s = %s(%s(%s(%s), ", lhs.s, hname(pr, TC_CG_CEXPR_D2H),
-				mx ? "fmax" : "fmin", hname(pr, TC_CG_CEXPR_H2D), lhs.s);
+		if (tc_dtype_is_half(t)) {
+			tc_buf_printf(b, "%s = %s(%s(%s(%s), ", lhs.s, hname(pr, hh(t, TC_CG_CEXPR_D2H)),
+				mx ? "fmax" : "fmin", hname(pr, hh(t, TC_CG_CEXPR_H2D)), lhs.s);
 		} else if (tc_dtype_is_float(t)) {
 			tc_buf_printf(b, "%s = %s%s(%s, ", lhs.s, mx ? "fmax" : "fmin",
 				t == TC_T_F32 ? "f" : "", lhs.s);
@@ -1013,14 +1039,14 @@ static void put_update(const site *s, tc_buf *b, const tc_ir_stmt *st, tc_dtype 
 				t == TC_T_BOOL ? " != 0" : "");
 		}
 		put_expr(s, b, st->rhs, P_TOP);
-		tc_buf_puts(b, t == TC_T_F16 ? "));" : ");");
+		tc_buf_puts(b, tc_dtype_is_half(t) ? "));" : ");");
 	} else if (t == TC_T_F32 || t == TC_T_F64) { /* lhs = lhs op (rhs) */
 		tc_buf_printf(b, "%s %s= ", lhs.s, op);
 		put_expr(s, b, st->rhs, P_TOP);
 		tc_buf_putc(b, ';');
-	} else if (t == TC_T_F16) { /* one rounding of the exact result */
-		tc_buf_printf(b, "%s = %s(%s(%s) %s ", lhs.s, hname(pr, TC_CG_CEXPR_D2H),
-			hname(pr, TC_CG_CEXPR_H2D), lhs.s, op);
+	} else if (tc_dtype_is_half(t)) { /* one rounding of the exact result */
+		tc_buf_printf(b, "%s = %s(%s(%s) %s ", lhs.s, hname(pr, hh(t, TC_CG_CEXPR_D2H)),
+			hname(pr, hh(t, TC_CG_CEXPR_H2D)), lhs.s, op);
 		put_expr(s, b, st->rhs, P_MUL + 1);
 		tc_buf_puts(b, ");");
 	} else { /* wraps in the unsigned type; the store converts back */
@@ -1049,9 +1075,9 @@ void tc_cg_cexpr_put_stmt(__tc_keep tc_cg_cexpr *pr, __tc_keep tc_buf *b,
 	tc_buf_puts(b, " = ");
 	if (ps->kind == TC_POLY_INIT) {
 		put_identity(pr, b, st->red, t);
-	} else if (t == TC_T_F16) { /* D2H rounds: the value need not be */
+	} else if (tc_dtype_is_half(t)) { /* D2H rounds: the value need not be */
 		s->unrounded = st->rhs;
-		tc_buf_printf(b, "%s(", hname(pr, TC_CG_CEXPR_D2H));
+		tc_buf_printf(b, "%s(", hname(pr, hh(t, TC_CG_CEXPR_D2H)));
 		put_expr(s, b, st->rhs, P_TOP);
 		tc_buf_putc(b, ')');
 	} else {

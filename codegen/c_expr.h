@@ -56,6 +56,12 @@ typedef enum tc_cg_cexpr_helper {
 	TC_CG_CEXPR_H2D,         /* a stored float16 to double */
 	TC_CG_CEXPR_H,           /* double rounded to float16, as a double */
 	TC_CG_CEXPR_H_NEXTAFTER, /* nextafter in float16, on doubles */
+	TC_CG_CEXPR_D2B,         /* double to a stored bfloat16 (nearest, ties to even) */
+	TC_CG_CEXPR_B2D,         /* a stored bfloat16 to double */
+	TC_CG_CEXPR_B,           /* double rounded to bfloat16, as a double */
+	TC_CG_CEXPR_B_NEXTAFTER, /* nextafter in bfloat16, on doubles */
+	TC_CG_CEXPR_U2D_ODD,     /* uint64 to double rounded to odd (for bfloat16) */
+	TC_CG_CEXPR_L2D_ODD,     /* int64 to double rounded to odd (for bfloat16) */
 	TC_CG_CEXPR_NHELPERS
 } tc_cg_cexpr_helper;
 

@@ -32,6 +32,13 @@
  *   - float16 operations extend to float, operate and truncate: float's
  *     24-bit significand is more than 2 * 11 + 2 bits, so + - * / are
  *     correctly rounded (no double-rounding error);
+ *   - bfloat16 values are held in float registers (their values are
+ *     exactly floats) and stored as the top 16 bits of the float; each
+ *     operation computes in float and rounds to nearest even with integer
+ *     operations on the bits (bf16_round: add 0x7fff plus the kept lowest
+ *     bit, clear the low half; a NaN gets its quiet bit), which vectorise;
+ *     from double, a round to odd into float first (bf16_from_double) and
+ *     from 64-bit integers a sticky bit beyond 2^53, as ir/half.c does;
  *   - float '%' is a - b * floor(a / b) computed in double and rounded
  *     once to the type, as the interpreter does;
  *   - float to integer conversion is llvm.fpto[su]i.sat (truncation,
@@ -97,16 +104,18 @@ static LLVMTypeRef reg_type(cg *g, tc_dtype t)
 	case TC_T_I64:
 	case TC_T_U64: return g->i64;
 	case TC_T_F16: return g->f16;
+	case TC_T_BF16: /* held as the float of the same value */
 	case TC_T_F32: return g->f32;
 	case TC_T_F64: return g->f64;
 	default: return NULL;
 	}
 }
 
-/* The memory type of elements of type t (bool is a byte). */
+/* The memory type of elements of type t (bool is a byte, bfloat16 its 16
+ * bits). */
 static LLVMTypeRef mem_type(cg *g, tc_dtype t)
 {
-	return t == TC_T_BOOL ? g->i8 : reg_type(g, t);
+	return t == TC_T_BOOL ? g->i8 : t == TC_T_BF16 ? g->i16 : reg_type(g, t);
 }
 
 /* The i64 constant v. */
@@ -170,6 +179,72 @@ static LLVMValueRef half_from_double(cg *g, LLVMValueRef v)
 	return bits ? LLVMBuildBitCast(g->B, bits, g->f16, "") : NULL;
 }
 
+/* Float v rounded to the nearest bfloat16 (ties to even), as a float:
+ * ir/half.c's tc_bf16_from_float on the bits. */
+static LLVMValueRef bf16_round(cg *g, LLVMValueRef v)
+{
+	LLVMValueRef u, r, n, nan;
+	if (!v)
+		return NULL;
+	u = LLVMBuildBitCast(g->B, v, g->i32, "");
+	r = LLVMBuildAnd(g->B, LLVMBuildLShr(g->B, u, LLVMConstInt(g->i32, 16, 0), ""),
+		LLVMConstInt(g->i32, 1, 0), "");
+	r = LLVMBuildAdd(g->B, u, LLVMBuildAdd(g->B, r, LLVMConstInt(g->i32, 0x7fff, 0), ""), "");
+	n = LLVMBuildOr(g->B, u, LLVMConstInt(g->i32, 0x400000, 0), ""); /* quiet NaN */
+	nan = LLVMBuildFCmp(g->B, LLVMRealUNO, v, v, "");
+	r = LLVMBuildSelect(g->B, nan, n, r, "");
+	r = LLVMBuildAnd(g->B, r, LLVMConstInt(g->i32, 0xffff0000u, 0), "");
+	return LLVMBuildBitCast(g->B, r, g->f32, "");
+}
+
+/* Double v rounded once to bfloat16 (as a float): to float rounding to
+ * odd (the float toward zero, lowest bit set when inexact), then
+ * bf16_round; tc_bf16_from_double's steps. */
+static LLVMValueRef bf16_from_double(cg *g, LLVMValueRef v)
+{
+	LLVMTypeRef dt = g->f64;
+	LLVMValueRef f, back, inexact, away, u, ad, ab;
+	if (!v)
+		return NULL;
+	f = LLVMBuildFPTrunc(g->B, v, g->f32, "");
+	back = LLVMBuildFPExt(g->B, f, g->f64, "");
+	inexact = LLVMBuildFCmp(g->B, LLVMRealONE, back, v, ""); /* false for NaN */
+	ad = tc_cg_llvm_call_intrinsic(g, "llvm.fabs", &dt, 1, &v, 1);
+	ab = tc_cg_llvm_call_intrinsic(g, "llvm.fabs", &dt, 1, &back, 1);
+	if (!ad || !ab)
+		return NULL;
+	away = LLVMBuildFCmp(g->B, LLVMRealOGT, ab, ad, "");
+	u = LLVMBuildBitCast(g->B, f, g->i32, "");
+	u = LLVMBuildSub(g->B, u, LLVMBuildZExt(g->B, away, g->i32, ""), "");
+	u = LLVMBuildOr(g->B, u, LLVMConstInt(g->i32, 1, 0), "");
+	f = LLVMBuildSelect(g->B, inexact, LLVMBuildBitCast(g->B, u, g->f32, ""), f, "");
+	return bf16_round(g, f);
+}
+
+/* Integer v of type from rounded once to bfloat16 (as a float): through
+ * double, exact for 32 bits or fewer; a 64-bit magnitude at or above 2^53
+ * keeps its top bits with the others as a sticky bit (ir/half.c). */
+static LLVMValueRef bf16_from_int(cg *g, LLVMValueRef v, tc_dtype from)
+{
+	LLVMValueRef neg, m, big, small, d;
+	if (tc_dtype_bits(from) < 64)
+		return bf16_from_double(g, tc_dtype_is_signed(from) ? LLVMBuildSIToFP(g->B, v, g->f64, "")
+								    : LLVMBuildUIToFP(g->B, v, g->f64, ""));
+	neg = tc_dtype_is_signed(from) ? LLVMBuildICmp(g->B, LLVMIntSLT, v, tc_cg_llvm_i64c(g, 0), "")
+				       : LLVMConstInt(g->i1, 0, 0);
+	m = LLVMBuildSelect(g->B, neg, LLVMBuildNeg(g->B, v, ""), v, "");
+	big = LLVMBuildICmp(g->B, LLVMIntUGE, m, tc_cg_llvm_i64c(g, INT64_C(1) << 53), "");
+	small = LLVMBuildOr(g->B, LLVMBuildLShr(g->B, m, tc_cg_llvm_i64c(g, 11), ""),
+		LLVMBuildZExt(g->B, LLVMBuildICmp(g->B, LLVMIntNE,
+			LLVMBuildAnd(g->B, m, tc_cg_llvm_i64c(g, 0x7ff), ""), tc_cg_llvm_i64c(g, 0), ""),
+			g->i64, ""), "");
+	d = LLVMBuildUIToFP(g->B, LLVMBuildSelect(g->B, big, small, m, ""), g->f64, "");
+	d = LLVMBuildFMul(g->B, d, LLVMBuildSelect(g->B, big, LLVMConstReal(g->f64, 2048.0),
+		LLVMConstReal(g->f64, 1.0), ""), "");
+	d = LLVMBuildSelect(g->B, neg, LLVMBuildFNeg(g->B, d, ""), d, "");
+	return bf16_from_double(g, d);
+}
+
 /* A double computed exactly or by a builtin, rounded once to float type t. */
 static LLVMValueRef round_double(cg *g, LLVMValueRef v, tc_dtype t)
 {
@@ -179,6 +254,8 @@ static LLVMValueRef round_double(cg *g, LLVMValueRef v, tc_dtype t)
 		return LLVMBuildFPTrunc(g->B, v, g->f32, "");
 	if (t == TC_T_F16)
 		return half_from_double(g, v);
+	if (t == TC_T_BF16)
+		return bf16_from_double(g, v);
 	return v;
 }
 
@@ -201,6 +278,18 @@ static LLVMValueRef convert(cg *g, LLVMValueRef v, tc_dtype from, tc_dtype to)
 				"");
 		return LLVMBuildICmp(g->B, LLVMIntNE, v, LLVMConstInt(reg_type(g, from), 0, 0), "");
 	}
+	if (to == TC_T_BF16) {
+		if (from == TC_T_F64)
+			return bf16_from_double(g, v);
+		if (from == TC_T_F16)
+			return bf16_round(g, LLVMBuildFPExt(g->B, v, g->f32, "")); /* exact, then once */
+		if (from == TC_T_F32)
+			return bf16_round(g, v);
+		return bf16_from_int(g, v, from); /* integers, bool as unsigned */
+	}
+	if (from == TC_T_BF16 && tc_dtype_is_float(to)) /* v is a float */
+		return to == TC_T_F32 ? v : to == TC_T_F64 ? LLVMBuildFPExt(g->B, v, g->f64, "")
+							   : LLVMBuildFPTrunc(g->B, v, g->f16, "");
 	if (tc_dtype_is_float(to)) {
 		if (tc_dtype_is_float(from)) {
 			if (tc_dtype_bits(from) < tc_dtype_bits(to))
@@ -553,6 +642,9 @@ static LLVMValueRef load(cg *g, int t, LLVMValueRef addr)
 	tag_access(g, t, v);
 	if (dt == TC_T_BOOL)
 		v = LLVMBuildICmp(g->B, LLVMIntNE, v, LLVMConstInt(g->i8, 0, 0), "");
+	if (dt == TC_T_BF16) /* the top 16 bits of a float */
+		v = LLVMBuildBitCast(g->B, LLVMBuildShl(g->B, LLVMBuildZExt(g->B, v, g->i32, ""),
+			LLVMConstInt(g->i32, 16, 0), ""), g->f32, "");
 	return v;
 }
 
@@ -562,6 +654,9 @@ static void store(cg *g, int t, LLVMValueRef addr, LLVMValueRef v)
 		return;
 	if (g->p->f->tensors[t].dtype == TC_T_BOOL)
 		v = LLVMBuildZExt(g->B, v, g->i8, "");
+	if (g->p->f->tensors[t].dtype == TC_T_BF16) /* a bfloat16 value: its top half */
+		v = LLVMBuildTrunc(g->B, LLVMBuildLShr(g->B, LLVMBuildBitCast(g->B, v, g->i32, ""),
+			LLVMConstInt(g->i32, 16, 0), ""), g->i16, "");
 	tag_access(g, t, LLVMBuildStore(g->B, v, addr));
 }
 
@@ -675,10 +770,12 @@ static LLVMValueRef float_arith(cg *g, tc_ir_op op, tc_dtype t, LLVMValueRef a, 
 	 * sums and products (vectorised reductions) and divide by a
 	 * reciprocal (a / b as a * (1 / b), 1 / b hoisted out of loops);
 	 * float16 keeps its exact steps */
-	if (g->opts.contract && t != TC_T_F16 && LLVMIsAInstruction(r))
+	if (g->opts.contract && !tc_dtype_is_half(t) && LLVMIsAInstruction(r))
 		LLVMSetFastMathFlags(r, (op != TC_OP_DIV ? LLVMFastMathAllowContract : 0) |
 			(g->opts.fastmath ? LLVMFastMathAllowReassoc | LLVMFastMathNoSignedZeros |
 				(op == TC_OP_DIV ? LLVMFastMathAllowReciprocal : 0) : 0));
+	if (t == TC_T_BF16) /* in float (exact operands), correctly rounded back */
+		return bf16_round(g, r);
 	return t == TC_T_F16 ? LLVMBuildFPTrunc(g->B, r, g->f16, "") : r;
 }
 
@@ -727,7 +824,7 @@ static LLVMValueRef minmax(cg *g, tc_dtype t, LLVMValueRef a, LLVMValueRef b, in
 	LLVMValueRef c;
 	if (!a || !b)
 		return NULL;
-	if (tc_dtype_is_float(t) && t != TC_T_F16 && g->opts.fastmath)
+	if (tc_dtype_is_float(t) && !tc_dtype_is_half(t) && g->opts.fastmath)
 		return nnan_minmax(g, a, b, is_max);
 	if (tc_dtype_is_float(t)) {
 		c = LLVMBuildFCmp(g->B, is_max ? LLVMRealOGE : LLVMRealOLE, a, b, "");
@@ -914,24 +1011,30 @@ static LLVMValueRef call_wrapper(cg *g, int id, LLVMValueRef *dargs, int n)
 	return call_extern(g, "tc_cg_builtin_call", g->f64, pt, 4, a, 1);
 }
 
-/* float16 nextafter from the bits, as the interpreter's half_nextafter. */
-static LLVMValueRef half_nextafter(cg *g, LLVMValueRef a, LLVMValueRef b)
+/* float16 (or bfloat16, t) nextafter from the bits, as the interpreter's
+ * half_nextafter (bf16_nextafter): bfloat16 steps by 2^16 on the bits of
+ * its float. */
+static LLVMValueRef half_nextafter(cg *g, tc_dtype t, LLVMValueRef a, LLVMValueRef b)
 {
-	LLVMValueRef h = LLVMBuildBitCast(g->B, a, g->i16, "");
-	LLVMValueRef zero = LLVMConstReal(g->f16, 0);
+	int bf = t == TC_T_BF16;
+	LLVMTypeRef it = bf ? g->i32 : g->i16, ft = bf ? g->f32 : g->f16;
+	unsigned long long one = bf ? 0x10000u : 1u, tp = bf ? 0x00010000u : 0x0001u,
+			   tn = bf ? 0x80010000u : 0x8001u;
+	LLVMValueRef h = LLVMBuildBitCast(g->B, a, it, "");
+	LLVMValueRef zero = LLVMConstReal(ft, 0);
 	LLVMValueRef nan = LLVMBuildFCmp(g->B, LLVMRealUNO, a, b, "");
 	LLVMValueRef eq = LLVMBuildFCmp(g->B, LLVMRealOEQ, a, b, "");
 	LLVMValueRef az = LLVMBuildFCmp(g->B, LLVMRealOEQ, a, zero, "");
 	LLVMValueRef up = LLVMBuildICmp(g->B, LLVMIntEQ, LLVMBuildFCmp(g->B, LLVMRealOGT, b, a, ""),
 		LLVMBuildFCmp(g->B, LLVMRealOGT, a, zero, ""), "");
 	LLVMValueRef step = LLVMBuildSelect(g->B, up,
-		LLVMBuildAdd(g->B, h, LLVMConstInt(g->i16, 1, 0), ""),
-		LLVMBuildSub(g->B, h, LLVMConstInt(g->i16, 1, 0), ""), "");
+		LLVMBuildAdd(g->B, h, LLVMConstInt(it, one, 0), ""),
+		LLVMBuildSub(g->B, h, LLVMConstInt(it, one, 0), ""), "");
 	LLVMValueRef tiny = LLVMBuildSelect(g->B, LLVMBuildFCmp(g->B, LLVMRealOGT, b, zero, ""),
-		LLVMConstInt(g->i16, 0x0001, 0), LLVMConstInt(g->i16, 0x8001, 0), "");
-	LLVMValueRef r = LLVMBuildBitCast(g->B, LLVMBuildSelect(g->B, az, tiny, step, ""), g->f16, "");
+		LLVMConstInt(it, tp, 0), LLVMConstInt(it, tn, 0), "");
+	LLVMValueRef r = LLVMBuildBitCast(g->B, LLVMBuildSelect(g->B, az, tiny, step, ""), ft, "");
 	r = LLVMBuildSelect(g->B, eq, b, r, "");
-	return LLVMBuildSelect(g->B, nan, float_arith(g, TC_OP_ADD, TC_T_F16, a, b), r, "");
+	return LLVMBuildSelect(g->B, nan, float_arith(g, TC_OP_ADD, t, a, b), r, "");
 }
 
 /* float32 exp(x), inline so that loops vectorise (a call to libm's expf
@@ -1083,15 +1186,15 @@ static LLVMValueRef builtin(cg *g, const tc_ir_expr *e)
 	}
 	if (!tc_dtype_is_float(t))
 		return tc_cg_llvm_fail(g, "builtin of non-float type", NULL);
-	if (t != TC_T_F16)
+	if (!tc_dtype_is_half(t))
 		return float_builtin(g, id, t, a, n);
 	if (id == TC_BI_NEXTAFTER)
-		return half_nextafter(g, a[0], a[1]);
-	/* float16: in double, rounded once (as the interpreter) */
+		return half_nextafter(g, t, a[0], a[1]);
+	/* float16 and bfloat16: in double, rounded once (as the interpreter) */
 	for (i = 0; i < n; i++)
-		if (e->args[i]->type == TC_T_F16)
+		if (tc_dtype_is_half(e->args[i]->type))
 			a[i] = LLVMBuildFPExt(g->B, a[i], g->f64, "");
-	return round_double(g, float_builtin(g, id, TC_T_F64, a, n), TC_T_F16);
+	return round_double(g, float_builtin(g, id, TC_T_F64, a, n), t);
 }
 
 /* The value of IR expression e, in its register type. */
@@ -1194,14 +1297,16 @@ static LLVMValueRef identity(cg *g, tc_red red, tc_dtype t)
 		return constant(g, t, 1, 1.0);
 	case TC_RED_MIN: /* the largest value */
 		if (fl)
-			return constant(g, t, 0, t == TC_T_F16 ? 65504.0 : t == TC_T_F32 ? FLT_MAX : DBL_MAX);
+			return constant(g, t, 0, t == TC_T_F16 ? 65504.0 : t == TC_T_BF16 ? 0x1.fep127
+				: t == TC_T_F32 ? FLT_MAX : DBL_MAX);
 		if (t == TC_T_BOOL || tc_dtype_is_unsigned(t))
 			return LLVMConstAllOnes(reg_type(g, t));
 		return constant(g, t, bits == 64 ? INT64_MAX : (INT64_C(1) << (bits - 1)) - 1, 0);
 	case TC_RED_MAX: /* the lowest value */
 		if (fl)
 			return constant(g, t, 0,
-				t == TC_T_F16 ? -65504.0 : t == TC_T_F32 ? -FLT_MAX : -DBL_MAX);
+				t == TC_T_F16 ? -65504.0 : t == TC_T_BF16 ? -0x1.fep127
+				: t == TC_T_F32 ? -FLT_MAX : -DBL_MAX);
 		if (tc_dtype_is_signed(t))
 			return constant(g, t, bits == 64 ? INT64_MIN : -(INT64_C(1) << (bits - 1)), 0);
 		return constant(g, t, 0, 0);
@@ -1226,11 +1331,14 @@ static LLVMValueRef identity(cg *g, tc_red red, tc_dtype t)
  * keep the interpreter's value: a NaN v is replaced by the identity, which
  * acc (never NaN, never beyond the identity) absorbs, so llvm.maxnum may
  * assume no NaN operands, and every order gives the same maximum (but for
- * the sign of a zero in a tie of -0 and +0). */
+ * the sign of a zero in a tie of -0 and +0).
+ *
+ * widened: the float32 accumulator of a 16-bit float (ir/widen.c) keeps
+ * the interpreter's order and exact steps whatever the options. */
 static LLVMValueRef reduce(cg *g, tc_red red, tc_dtype t, LLVMValueRef acc, LLVMValueRef v,
-	int init)
+	int init, int widened)
 {
-	int vec = g->opts.vecreduce && !g->ordered && (t == TC_T_F32 || t == TC_T_F64);
+	int vec = g->opts.vecreduce && !g->ordered && (t == TC_T_F32 || t == TC_T_F64) && !widened;
 	LLVMValueRef r;
 	switch (red) {
 	case TC_RED_ADD:
@@ -1239,6 +1347,9 @@ static LLVMValueRef reduce(cg *g, tc_red red, tc_dtype t, LLVMValueRef acc, LLVM
 		 * (any), as in the interpreter; mul is and (all) already */
 		if (t == TC_T_BOOL && red == TC_RED_ADD)
 			return acc && v ? LLVMBuildOr(g->B, acc, v, "") : NULL;
+		if (widened && acc && v) /* plain IEEE steps, no fast-math flags */
+			return red == TC_RED_ADD ? LLVMBuildFAdd(g->B, acc, v, "")
+						 : LLVMBuildFMul(g->B, acc, v, "");
 		r = arith(g, red == TC_RED_ADD ? TC_OP_ADD : TC_OP_MUL, t, acc, v);
 		if (vec && red == TC_RED_ADD && r && LLVMIsAInstruction(r) &&
 			LLVMCanValueUseFastMathFlags(r))
@@ -1286,7 +1397,8 @@ void tc_cg_llvm_statement(__tc_keep cg *g, __tc_keep const tc_poly_inst *inst)
 	default:
 		v = convert(g, expr(g, ir->rhs), ir->rhs->type, dt);
 		if (ir->red != TC_RED_ASSIGN)
-			v = reduce(g, ir->red, dt, load(g, ir->tensor, addr), v, ir->init);
+			v = reduce(g, ir->red, dt, load(g, ir->tensor, addr), v, ir->init,
+				g->p->f->tensors[ir->tensor].widened);
 		break;
 	}
 	store(g, ir->tensor, addr, v);

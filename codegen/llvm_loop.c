@@ -197,14 +197,15 @@ typedef struct carried_ctx {
 
 /* Whether the reductions of statement st may run in another order than
  * the interpreter's: what reduce() and the float arithmetic allow (float32
- * and float64 only; fastmath, or vecreduce outside register tiles for sums
- * and max/min with init; products keep their order without fastmath). */
+ * and float64 only, but not the float32 accumulators of 16-bit floats;
+ * fastmath, or vecreduce outside register tiles for sums and max/min with
+ * init; products keep their order without fastmath). */
 static int reorderable(cg *g, const tc_poly_stmt *st, int ordered)
 {
 	tc_dtype t = g->p->f->tensors[st->ir->tensor].dtype;
 	tc_red red = st->ir->red;
-	if (t != TC_T_F32 && t != TC_T_F64)
-		return 0;
+	if ((t != TC_T_F32 && t != TC_T_F64) || g->p->f->tensors[st->ir->tensor].widened)
+		return 0; /* a 16-bit float's accumulator keeps the interpreter's order */
 	if (g->opts.fastmath)
 		return 1;
 	return g->opts.vecreduce && !ordered &&
@@ -540,7 +541,7 @@ static int choose_streamed(cg *g)
 					f->stmts[i].nvars == f->stmts[i].nlhs;
 			}
 		if (bytes >= STREAM_MIN_BYTES && writers == 1 && ok &&
-			f->tensors[t].dtype != TC_T_BOOL && f->tensors[t].dtype != TC_T_F16) {
+			f->tensors[t].dtype != TC_T_BOOL && !tc_dtype_is_half(f->tensors[t].dtype)) {
 			g->streamed[t] = 1;
 			n++;
 		}

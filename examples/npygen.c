@@ -214,6 +214,11 @@ static int npygen_draw(const npygen_spec *spec, uint64_t *state, void *dst, int 
 			x = tc_half_to_double(h);
 			memcpy(dst, &h, 2);
 			break;
+		case TC_T_BF16:
+			h = tc_bf16_from_double(v);
+			x = tc_bf16_to_double(h);
+			memcpy(dst, &h, 2);
+			break;
 		case TC_T_F32:
 			f = (float)v;
 			x = f;

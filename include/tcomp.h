@@ -73,7 +73,8 @@ extern "C" {
  * define (kDLBool = 6) with 8 bits per element. */
 #define TC_DL_BOOL 6
 
-/* Element types by name: "float32", "float" (= float32), "int8", "bool", ...
+/* Element types by name: "float32", "float" (= float32), "int8", "bool",
+ * "bfloat16" (DLPack's kDLBfloat with 16 bits, as PyTorch and JAX use), ...
  * tc_dtype_parse returns -1 for an unknown name (NULL: name or out NULL);
  * tc_dtype_str returns NULL for a DLPack type tcomp does not support. */
 int tc_dtype_parse(const char *name, DLDataType *out);
@@ -220,7 +221,8 @@ int tc_module_hash(tc_module *m, const char *entry, char out[17]);
  *                         1: no vector instructions at all; N: that many
  *                         lanes, at most the length of a loop of constant
  *                         length; a loop that carries a float reduction
- *                         that must keep its order (float16, register
+ *                         that must keep its order (float16 and
+ *                         bfloat16 sums' float32 accumulators, register
  *                         tiles, vecreduce=off; not under fastmath) is left
  *                         to LLVM, since a given width would let LLVM
  *                         reorder the sum); automatic register tiles count

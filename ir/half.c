@@ -1,13 +1,17 @@
-/* IEEE 754 binary16 <-> double, in portable C on the bit patterns.
+/* IEEE 754 binary16 <-> double and bfloat16 <-> float/double, in portable
+ * C on the bit patterns.
  *
  * The compiler's _Float16 is not used: it is missing on some targets and its
  * conversions go through float on others (double rounding).  Working on the
  * integer bits gives one correctly rounded step and keeps NaN payloads.
  *
  * binary16: 1 sign bit, 5 exponent bits (bias 15), 10 fraction bits.
- * binary64: 1 sign bit, 11 exponent bits (bias 1023), 52 fraction bits. */
+ * binary64: 1 sign bit, 11 exponent bits (bias 1023), 52 fraction bits.
+ * bfloat16: binary32's top 16 bits: 1 sign bit, 8 exponent bits (bias 127),
+ * 7 fraction bits; float32's range with 8 significant bits. */
 #include "half.h"
 
+#include <math.h>
 #include <string.h>
 
 #define TC_HALF_SIGN 0x8000u
@@ -97,4 +101,87 @@ double tc_half_to_double(uint16_t h)
 		return sign ? -v : v;
 	}
 	return tc_half_bits_double(sign | ((uint64_t)(exp - 15 + 1023) << 52) | (frac << 42));
+}
+
+#define TC_BF16_QUIET 0x0040u /* the quiet bit, top of the fraction */
+
+static uint32_t tc_bf16_float_bits(float x)
+{
+	uint32_t u;
+	memcpy(&u, &x, sizeof(u));
+	return u;
+}
+
+/* Round to nearest even on the float's bits: adding 0x7fff plus the kept
+ * part's lowest bit carries into the kept part exactly when the dropped
+ * half is above the midpoint, or at it with an odd kept part; a carry out
+ * of the fraction bumps the exponent, up to infinity (0x7f80). */
+uint16_t tc_bf16_from_float(float x)
+{
+	uint32_t u = tc_bf16_float_bits(x);
+	if ((u & 0x7fffffffu) > 0x7f800000u) /* NaN */
+		return (uint16_t)((u >> 16) | TC_BF16_QUIET);
+	return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1)) >> 16);
+}
+
+/* One correct rounding from double: round to float32 *to odd* first (the
+ * float nearest x toward zero, with its lowest bit set when x is not
+ * exactly a float), then to nearest even in bfloat16.  Round to odd keeps
+ * the information of every dropped bit in the lowest one, so the second
+ * rounding is the correct one from x itself (float's 24 bits are more
+ * than bfloat16's 8 + 2).  The same steps are what the LLVM back end emits
+ * (codegen/llvm_expr.c), so compiled code and the interpreter agree. */
+uint16_t tc_bf16_from_double(double x)
+{
+	float f = (float)x;
+	uint32_t u;
+	if (x != x || (double)f == x) /* NaN, or exactly a float */
+		return tc_bf16_from_float(f);
+	u = tc_bf16_float_bits(f);
+	if (fabs((double)f) > fabs(x)) /* rounded away from zero: step back */
+		u--;
+	u |= 1;
+	memcpy(&f, &u, sizeof(f));
+	return tc_bf16_from_float(f);
+}
+
+/* The exact value of h: a float whose top 16 bits are h (NaNs keep their
+ * payload). */
+float tc_bf16_to_float(uint16_t h)
+{
+	uint32_t u = (uint32_t)h << 16;
+	float f;
+	memcpy(&f, &u, sizeof(f));
+	return f;
+}
+
+/* The exact value of h as a double (through the float, exactly). */
+double tc_bf16_to_double(uint16_t h)
+{
+	return (double)tc_bf16_to_float(h);
+}
+
+/* The double nearest v rounded to odd: exact below 2^53, else the top bits
+ * with the dropped ones or-ed into the lowest (round to odd at 43 or more
+ * bits), times the power of two shifted out (exact). */
+static double tc_bf16_u64_odd(uint64_t m)
+{
+	if (m < (UINT64_C(1) << 53))
+		return (double)m;
+	return (double)((m >> 11) | ((m & 0x7ffu) != 0)) * 2048.0;
+}
+
+/* The bfloat16 nearest v, in one rounding (through tc_bf16_u64_odd). */
+uint16_t tc_bf16_from_u64(uint64_t v)
+{
+	return tc_bf16_from_double(tc_bf16_u64_odd(v));
+}
+
+/* The bfloat16 nearest v, in one rounding: the magnitude as for uint64,
+ * then the sign (rounding to nearest even is symmetric). */
+uint16_t tc_bf16_from_i64(int64_t v)
+{
+	uint64_t m = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
+	double d = tc_bf16_u64_odd(m);
+	return tc_bf16_from_double(v < 0 ? -d : d);
 }

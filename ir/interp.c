@@ -3,7 +3,7 @@
  * Values are held in a union: signed integers and bool sign-extended in i,
  * unsigned integers in u, floats in f (a double holding a value exactly
  * representable in the static type).  Every operation computes exactly (in
- * 64-bit integers or double, where float32/float16 +-*÷ of representable
+ * 64-bit integers or double, where float32/float16/bfloat16 +-*÷ of representable
  * operands are exact before one final rounding) and then rounds or wraps to
  * its static type, which gives IEEE results for floats and two's-complement
  * wrap-around for integers.
@@ -48,6 +48,7 @@ static val normalize(val v, tc_dtype t)
 	case TC_T_U32: v.u = (uint32_t)v.u; break;
 	case TC_T_U64: break;
 	case TC_T_F16: v.f = tc_half_to_double(tc_half_from_double(v.f)); break;
+	case TC_T_BF16: v.f = tc_bf16_to_double(tc_bf16_from_double(v.f)); break;
 	case TC_T_F32: v.f = (double)(float)v.f; break;
 	case TC_T_F64: break;
 	default: break;
@@ -96,6 +97,11 @@ static val convert(val v, tc_dtype from, tc_dtype to)
 		r.f = tc_dtype_is_unsigned(from) ? (double)(float)v.u : (double)(float)v.i;
 		return r;
 	}
+	if (to == TC_T_BF16 && !tc_dtype_is_float(from)) { /* one rounding */
+		r.f = tc_bf16_to_double(tc_dtype_is_unsigned(from) ? tc_bf16_from_u64(v.u)
+								   : tc_bf16_from_i64(v.i));
+		return r;
+	}
 	if (tc_dtype_is_float(to)) {
 		r.f = to_double(v, from);
 		return normalize(r, to);
@@ -120,6 +126,7 @@ static val load(const tc_tensor *t, int64_t off)
 	case TC_T_U32: v.u = ((const uint32_t *)p)[off]; break;
 	case TC_T_U64: v.u = ((const uint64_t *)p)[off]; break;
 	case TC_T_F16: v.f = tc_half_to_double(((const uint16_t *)p)[off]); break;
+	case TC_T_BF16: v.f = tc_bf16_to_double(((const uint16_t *)p)[off]); break;
 	case TC_T_F32: v.f = ((const float *)p)[off]; break;
 	case TC_T_F64: v.f = ((const double *)p)[off]; break;
 	default: v.i = 0; break;
@@ -141,6 +148,7 @@ static void store(const tc_tensor *t, int64_t off, val v)
 	case TC_T_U32: ((uint32_t *)p)[off] = (uint32_t)v.u; break;
 	case TC_T_U64: ((uint64_t *)p)[off] = v.u; break;
 	case TC_T_F16: ((uint16_t *)p)[off] = tc_half_from_double(v.f); break;
+	case TC_T_BF16: ((uint16_t *)p)[off] = tc_bf16_from_double(v.f); break;
 	case TC_T_F32: ((float *)p)[off] = (float)v.f; break;
 	case TC_T_F64: ((double *)p)[off] = v.f; break;
 	default: break;
@@ -167,6 +175,8 @@ static val identity(tc_red red, tc_dtype t)
 	case TC_RED_MIN: /* the largest value */
 		if (t == TC_T_F16)
 			v.f = 65504;
+		else if (t == TC_T_BF16)
+			v.f = TC_BF16_MAX;
 		else if (t == TC_T_F32)
 			v.f = FLT_MAX;
 		else if (t == TC_T_F64)
@@ -181,6 +191,8 @@ static val identity(tc_red red, tc_dtype t)
 	case TC_RED_MAX: /* the lowest value */
 		if (t == TC_T_F16)
 			v.f = -65504;
+		else if (t == TC_T_BF16)
+			v.f = -TC_BF16_MAX;
 		else if (t == TC_T_F32)
 			v.f = -FLT_MAX;
 		else if (t == TC_T_F64)
@@ -301,6 +313,21 @@ static double half_nextafter(double a, double b)
 	return tc_half_to_double(h);
 }
 
+/* The bfloat16 value after a in the direction of b (a is a bfloat16
+ * value), as half_nextafter. */
+static double bf16_nextafter(double a, double b)
+{
+	uint16_t h = tc_bf16_from_double(a);
+	if (isnan(a) || isnan(b))
+		return a + b;
+	if (a == b)
+		return b;
+	if (a == 0) /* the smallest subnormal, with the sign of the direction */
+		return b > 0 ? ldexp(1, -133) : -ldexp(1, -133);
+	h = (uint16_t)((b > a) == (a > 0) ? h + 1 : h - 1);
+	return tc_bf16_to_double(h);
+}
+
 static val call(interp *I, const tc_ir_expr *e)
 {
 	double args[4];
@@ -321,6 +348,10 @@ static val call(interp *I, const tc_ir_expr *e)
 	}
 	if (e->id == TC_BI_NEXTAFTER && e->type == TC_T_F16) {
 		r.f = half_nextafter(args[0], args[1]);
+		return r;
+	}
+	if (e->id == TC_BI_NEXTAFTER && e->type == TC_T_BF16) {
+		r.f = bf16_nextafter(args[0], args[1]);
 		return r;
 	}
 	if (e->id == TC_BI_FMA && e->type == TC_T_F32) {

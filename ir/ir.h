@@ -96,6 +96,10 @@ typedef struct tc_ir_tensor {
 		     * time when the rows' loops are fused: the schedule
 		     * decides (polyhedral/contract.c) whether it is kept in a
 		     * per-thread row buffer instead of its workspace region */
+	int widened; /* a float32 accumulator tc_ir_widen made for a 16-bit
+		      * float tensor: its reductions run in the interpreter's
+		      * order (no vecreduce, no fastmath), so that the 16-bit
+		      * result rounded from it is the interpreter's, bit for bit */
 } tc_ir_tensor;
 
 /* Where a size parameter's value comes from: dimension dim of input tensor. */
@@ -124,6 +128,15 @@ typedef struct tc_ir_func {
  * keeps src (borrowed).  NULL when out of memory. */
 tc_ir_func *tc_ir_lower(__tc_keep tc_arena *ar, __tc_keep const tc_def *def,
 	__tc_keep const tc_source *src);
+
+/* Float32 accumulators (ir/widen.c), run by tc_ir_lower: every sum or
+ * product over reduction indices into a float16 or bfloat16 tensor
+ * becomes a reduction into a new float32 temporary of the tensor's shape
+ * (named <tensor>_acc; started from the element's value without '!'),
+ * followed by a pointwise statement that rounds it once into the tensor.
+ * f is changed in place (its arrays replaced by new ones in ar) and
+ * returned; NULL when out of memory or f is NULL. */
+tc_ir_func *tc_ir_widen(__tc_keep tc_arena *ar, __tc_keep tc_ir_func *f);
 
 /* Whether an integer expression is quasi-affine in the index variables and
  * sizes: constants, indices, sizes, widening integer casts, + -, products

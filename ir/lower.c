@@ -49,6 +49,8 @@ static double round_float(double x, tc_dtype t)
 		return (double)(float)x;
 	if (t == TC_T_F16)
 		return tc_half_to_double(tc_half_from_double(x));
+	if (t == TC_T_BF16)
+		return tc_bf16_to_double(tc_bf16_from_double(x));
 	return x;
 }
 
@@ -63,7 +65,11 @@ static tc_ir_expr *cast(lower *L, tc_ir_expr *e, tc_dtype t)
 		c = node(L, TC_OP_CONST, t, e->loc, 0);
 		if (!c)
 			return NULL;
-		if (tc_dtype_is_float(t))
+		if (t == TC_T_BF16) /* one rounding, as the interpreter's convert() */
+			c->c.f = tc_bf16_to_double(tc_dtype_is_unsigned(e->type)
+					? tc_bf16_from_u64((uint64_t)e->c.i)
+					: tc_bf16_from_i64(e->c.i));
+		else if (tc_dtype_is_float(t))
 			c->c.f = round_float(tc_dtype_is_unsigned(e->type) ? (double)(uint64_t)e->c.i
 								   : (double)e->c.i, t);
 		else
@@ -278,7 +284,7 @@ tc_ir_func *tc_ir_lower(__tc_keep tc_arena *ar, __tc_keep const tc_def *def,
 	}
 	f->nchecks = def->nchecks;
 	f->checks = def->checks;
-	return f;
+	return tc_ir_widen(ar, f);
 }
 
 static int is_int_const(const tc_ir_expr *e)

@@ -274,6 +274,11 @@ static int literal_fits(sema *S, const tc_expr *e, tc_dtype t, int negated, tc_l
 			text);
 		return 0;
 	}
+	if (t == TC_T_BF16 && fabs(v) > 0x1.fep127) {
+		tc_error(S->d, loc, "literal %.*s does not fit in bfloat16 (at most 3.3895314e38)",
+			loc.len, text);
+		return 0;
+	}
 	if (t == TC_T_F32 && fabs(v) > FLT_MAX) {
 		tc_error(S->d, loc, "literal %.*s does not fit in float32 (at most 3.4028235e38)",
 			loc.len, text);
@@ -738,6 +743,7 @@ static int check_expr(sema *S, tc_expr *e, int guarded)
 		 * type directly (float64(0.1)). */
 		if (tc_dtype_is_float(e->cast_type) && e->args[0]->kind == TC_AST_FLOAT &&
 			(e->cast_type != TC_T_F16 || fabs(e->args[0]->fval) <= 65504) &&
+			(e->cast_type != TC_T_BF16 || fabs(e->args[0]->fval) <= 0x1.fep127) &&
 			(e->cast_type != TC_T_F32 || fabs(e->args[0]->fval) <= FLT_MAX))
 			return settle(S, e->args[0], e->cast_type, 0) ? 0 : -1;
 		return 0;

@@ -20,6 +20,7 @@ static const struct {
 	[TC_T_F16] = {"float16", 16},
 	[TC_T_F32] = {"float32", 32},
 	[TC_T_F64] = {"float64", 64},
+	[TC_T_BF16] = {"bfloat16", 16},
 };
 
 const char *tc_dtype_name(tc_dtype t)
@@ -53,7 +54,12 @@ int tc_dtype_size(tc_dtype t)
 
 int tc_dtype_is_float(tc_dtype t)
 {
-	return t == TC_T_F16 || t == TC_T_F32 || t == TC_T_F64;
+	return t == TC_T_F16 || t == TC_T_BF16 || t == TC_T_F32 || t == TC_T_F64;
+}
+
+int tc_dtype_is_half(tc_dtype t)
+{
+	return t == TC_T_F16 || t == TC_T_BF16;
 }
 
 int tc_dtype_is_signed(tc_dtype t)
@@ -81,7 +87,8 @@ static tc_dtype signed_of_bits(int bits)
  * - a weak (literal) operand takes the other operand's type when that is in
  *   the same family or wider (an integer literal with any numeric type, a
  *   float literal with any float type);
- * - int (or bool) with float gives the float; floats widen;
+ * - int (or bool) with float gives the float; floats widen; float16 with
+ *   bfloat16 gives float32, the narrowest type holding both exactly;
  * - unsigned with unsigned gives the wider; signed with any integer gives a
  *   signed integer of the wider width; bool with an integer gives the integer;
  *   bool with bool stays bool (arithmetic callers turn that into int32). */
@@ -104,7 +111,9 @@ tc_dtype tc_dtype_promote(tc_dtype a, int a_weak, tc_dtype b, int b_weak)
 			return b;
 		if (!tc_dtype_is_float(b))
 			return a;
-		return a > b ? a : b;
+		if (tc_dtype_is_half(a) && tc_dtype_is_half(b))
+			return TC_T_F32; /* float16 with bfloat16 (a != b) */
+		return tc_dtype_bits(a) > tc_dtype_bits(b) ? a : b;
 	}
 	if (a == TC_T_BOOL)
 		return b;
@@ -118,7 +127,8 @@ tc_dtype tc_dtype_promote(tc_dtype a, int a_weak, tc_dtype b, int b_weak)
 
 /* Implicit stores must not lose information beyond C's int-to-float
  * rounding: bool to anything; integers into integers that hold all their
- * values; any integer into any float; floats into floats at least as wide.
+ * values; any integer into any float; floats into strictly wider floats
+ * (float16 and bfloat16 each hold values the other does not).
  * Untyped literals are checked for range where they are settled. */
 int tc_dtype_implicit_ok(tc_dtype from, int from_weak, tc_dtype to)
 {
@@ -129,7 +139,7 @@ int tc_dtype_implicit_ok(tc_dtype from, int from_weak, tc_dtype to)
 	if (from_weak)
 		return tc_dtype_promote(from, 1, to, 0) == to;
 	if (tc_dtype_is_float(to))
-		return !tc_dtype_is_float(from) || tc_dtype_bits(from) <= tc_dtype_bits(to);
+		return !tc_dtype_is_float(from) || tc_dtype_bits(from) < tc_dtype_bits(to);
 	if (tc_dtype_is_float(from))
 		return 0;
 	if (tc_dtype_is_unsigned(to))

@@ -22,6 +22,8 @@ typedef enum tc_dtype {
 	TC_T_F16, /* IEEE binary16, stored as its 16 bits */
 	TC_T_F32,
 	TC_T_F64,
+	TC_T_BF16, /* bfloat16: float32's top 16 bits, stored as those bits;
+		    * last so that the numbers of the others stay put */
 	TC_T_COUNT
 } tc_dtype;
 
@@ -33,8 +35,12 @@ tc_dtype tc_dtype_from_name(const char *s, int len);
 /* Bytes per element, and bits per element (bool: 8). */
 int tc_dtype_size(tc_dtype t);
 int tc_dtype_bits(tc_dtype t);
-/* Whether t is a floating type (float16, float32, float64). */
+/* Whether t is a floating type (float16, bfloat16, float32, float64). */
 int tc_dtype_is_float(tc_dtype t);
+/* Whether t is a 16-bit float (float16 or bfloat16): stored in 16 bits,
+ * each operation computed in float32 and rounded back, reductions
+ * accumulated in float32 (docs/language.md, 6.1 and 6.8). */
+int tc_dtype_is_half(tc_dtype t);
 int tc_dtype_is_int(tc_dtype t); /* signed or unsigned integer, not bool */
 int tc_dtype_is_signed(tc_dtype t); /* signed integers */
 int tc_dtype_is_unsigned(tc_dtype t); /* unsigned integers */

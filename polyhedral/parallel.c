@@ -14,7 +14,10 @@
 
 #include <isl/id.h>
 #include <isl/ilp.h>
+#include <isl/aff.h>
 #include <isl/schedule_node.h>
+#include <isl/union_map.h>
+#include <isl/union_set.h>
 #include <isl/val.h>
 
 /* The statement instances of each set's bounding box, added to
@@ -63,6 +66,27 @@ static int too_small_to_share(const tc_poly *p, isl_schedule_node *node)
 	return bc.count < bc.enough;
 }
 
+/* Whether the first member of band node takes one value over the band's
+ * domain (a tile loop over a dimension shorter than the tile, at bound
+ * sizes): isl's AST leaves such a loop out, and a mark above it would
+ * stand over the next loop down instead, which may carry a dependence (a
+ * reduction's loop, with its init and final statements fused into it). */
+static int single_iteration(isl_schedule_node *node)
+{
+	isl_multi_union_pw_aff *mupa = isl_schedule_node_band_get_partial_schedule(node);
+	isl_union_pw_aff *upa = isl_multi_union_pw_aff_get_union_pw_aff(mupa, 0);
+	isl_union_set *range;
+	isl_set *values;
+	int single;
+	isl_multi_union_pw_aff_free(mupa);
+	upa = isl_union_pw_aff_intersect_domain_union_set(upa, isl_schedule_node_get_domain(node));
+	range = isl_union_map_range(isl_union_map_from_union_pw_aff(upa));
+	values = range ? isl_set_from_union_set(range) : NULL;
+	single = values && isl_set_is_singleton(values) == isl_bool_true;
+	isl_set_free(values);
+	return single;
+}
+
 /* Mark the outermost band of every top-level loop nest whose first member
  * is coincident (carries no dependence) and that has work enough to share
  * (too_small_to_share): split it after that member and put a
@@ -77,7 +101,7 @@ static isl_schedule_node *mark_parallel(isl_schedule_node *node, const tc_poly *
 	if (isl_schedule_node_get_type(node) == isl_schedule_node_band) {
 		if (isl_schedule_node_band_n_member(node) < 1 ||
 			isl_schedule_node_band_member_get_coincident(node, 0) != isl_bool_true ||
-			too_small_to_share(p, node))
+			too_small_to_share(p, node) || single_iteration(node))
 			return node;
 		if (isl_schedule_node_band_n_member(node) > 1)
 			node = isl_schedule_node_band_split(node, 1);

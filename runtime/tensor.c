@@ -15,6 +15,8 @@ DLDataType tc_rt_dl_dtype(tc_dtype t)
 	dt.bits = (uint8_t)tc_dtype_bits(t);
 	if (t == TC_T_BOOL)
 		dt.code = TC_DL_BOOL;
+	else if (t == TC_T_BF16) /* DLPack's own code, as torch and JAX use */
+		dt.code = kDLBfloat;
 	else if (tc_dtype_is_float(t))
 		dt.code = kDLFloat;
 	else if (tc_dtype_is_unsigned(t))

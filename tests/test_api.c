@@ -266,6 +266,37 @@ static void test_compile_wrong_dtype(void **state)
 	tu_tensor_fini(&Ai);
 }
 
+/* bfloat16 is DLPack's kDLBfloat with 16 bits: named by tc_dtype_parse and
+ * tc_dtype_str, and not confused with float16 (kDLFloat, 16 bits) either
+ * way when a kernel is compiled. */
+static void test_bfloat16_is_kDLBfloat(void **state)
+{
+	fixture *f = *state;
+	DLDataType dt = {0, 0, 0};
+	tu_tensor H, B;
+	tc_module *m;
+	assert_int_equal(tc_dtype_parse("bfloat16", &dt), 0);
+	assert_int_equal(dt.code, kDLBfloat);
+	assert_int_equal(dt.bits, 16);
+	assert_int_equal(dt.lanes, 1);
+	assert_string_equal(tc_dtype_str(dt), "bfloat16");
+	dt.code = kDLFloat;
+	assert_string_equal(tc_dtype_str(dt), "float16");
+	m = tc_module_parse(f->ctx, "def h(bfloat16(N) X) -> (O) { O(i) = X(i) * 2 }\n"
+				    "def g(float16(N) X) -> (O) { O(i) = X(i) * 2 }\n", "bf.tc");
+	assert_non_null(m);
+	tu_tensor_init(&H, TU_F16, (int64_t[]){4}, 1);
+	tu_tensor_init(&B, TU_BF16, (int64_t[]){4}, 1);
+	const DLTensor *hin[1] = {&H.dl}, *bin[1] = {&B.dl};
+	assert_null(tc_compile(m, "h", hin, 1, NULL));
+	expect_message(f->ctx, "X", "bfloat16", "float16");
+	assert_null(tc_compile(m, "g", bin, 1, NULL));
+	expect_message(f->ctx, "X", "float16", "bfloat16");
+	tu_tensor_fini(&H);
+	tu_tensor_fini(&B);
+	tc_module_free(m);
+}
+
 static void test_compile_wrong_rank(void **state)
 {
 	fixture *f = *state;
@@ -966,6 +997,7 @@ int main(void)
 		T(test_hash_ignores_names),
 		T(test_emit_unknown_stage_or_entry),
 		T(test_success_clears_error),
+		T(test_bfloat16_is_kDLBfloat),
 		T(test_compile_wrong_dtype),
 		T(test_compile_wrong_rank),
 		T(test_compile_mismatched_sizes),

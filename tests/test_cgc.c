@@ -293,6 +293,7 @@ static void fill(const tc_tensor *t, range r, int specials, uint64_t *rng)
 		case TC_T_U32: ((uint32_t *)t->data)[i] = (uint32_t)v; break;
 		case TC_T_U64: ((uint64_t *)t->data)[i] = (uint64_t)v; break;
 		case TC_T_F16: ((uint16_t *)t->data)[i] = tc_half_from_double(x); break;
+		case TC_T_BF16: ((uint16_t *)t->data)[i] = tc_bf16_from_double(x); break;
 		case TC_T_F32: ((float *)t->data)[i] = (float)x; break;
 		case TC_T_F64: ((double *)t->data)[i] = x; break;
 		default: fail_msg("no data of this type");
@@ -313,6 +314,7 @@ static double elem(tc_dtype t, const void *p, int64_t i)
 	case TC_T_U32: return ((const uint32_t *)p)[i];
 	case TC_T_U64: return (double)((const uint64_t *)p)[i];
 	case TC_T_F16: return tc_half_to_double(((const uint16_t *)p)[i]);
+	case TC_T_BF16: return tc_bf16_to_double(((const uint16_t *)p)[i]);
 	case TC_T_F32: return ((const float *)p)[i];
 	case TC_T_F64: return ((const double *)p)[i];
 	default: return 0;
@@ -600,6 +602,35 @@ static const cgc_case cases[] = {
 		.in = {R(-100, 100)}, .specials = 1},
 	{.name = "f32_to_f16", .file = "casts", .entry = "f32_to_f16", .shapes = {{17}},
 		.in = {R(-30000, 30000)}, .specials = 1},
+	{.name = "bf16_fma", .file = "casts", .entry = "bf16_fma", .shapes = {{17}, {17}},
+		.in = {R(-1e30, 1e30), R(-100, 100)}, .specials = 1},
+	{.name = "bf16_to_f32", .file = "casts", .entry = "bf16_to_f32", .shapes = {{17}},
+		.in = {R(-100, 100)}, .specials = 1},
+	{.name = "f32_to_bf16", .file = "casts", .entry = "f32_to_bf16", .shapes = {{17}},
+		.in = {R(-3e38, 3e38)}, .specials = 1},
+	{.name = "bf16_row_sum", .file = "reductions", .entry = "bf16_row_sum",
+		.shapes = {{5, 37}}, .specials = 1},
+	/* bfloat16 casts from every kind of source, one rounding each, and
+	 * min=/max=, nextafter and a builtin in bfloat16 */
+	{.name = "bf16_casts",
+		.src = "def bc(int64(N) I, uint64(N) U, int32(N) J, float64(N) D, float16(N) H,\n"
+		       "       bfloat16(N) B)\n"
+		"    -> (O1, O2, O3, O4, O5, O6, O7, O8, O9, O10) {\n"
+		"  O1(i) = bfloat16(I(i))\n"
+		"  O2(i) = bfloat16(U(i))\n"
+		"  O3(i) = bfloat16(J(i))\n"
+		"  O4(i) = bfloat16(D(i))\n"
+		"  O5(i) = bfloat16(H(i))\n"
+		"  O6(i) = float16(B(i)) + float16(1)\n"
+		"  O7(i) = int8(B(i))\n"
+		"  O8(i) max=! B(i) * 2 where i in 0:N\n"
+		"  O9(i) = nextafter(B(i), D(i) > 0 ? B(i) + 1 : B(i) - 1)\n"
+		"  O10(i) = exp(B(i)) + 1.1\n"
+		"}\n",
+		.entry = "bc", .shapes = {{17}, {17}, {17}, {17}, {17}, {17}},
+		.in = {R(-4e18, 4e18), R(0, 9e18), R(-2147483648.0, 2147483647.0), R(-1e39, 1e39),
+			R(-60000, 60000), R(-200, 200)},
+		.specials = 1},
 	{.name = "greater", .file = "casts", .entry = "greater",
 		.shapes = {{17}, {17}}, .specials = 1},
 	{.name = "bool_logic", .file = "casts", .entry = "bool_logic", .shapes = {{17}, {17}}},

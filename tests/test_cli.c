@@ -134,7 +134,7 @@ static void matmul_matches_loops(void **state)
 static void every_dtype_round_trips(void **state)
 {
 	static const char *const names[] = {"bool", "int8", "int16", "int32", "int64", "uint8",
-		"uint16", "uint32", "uint64", "float16", "float32", "float64"};
+		"uint16", "uint32", "uint64", "float16", "float32", "float64", "bfloat16"};
 	unsigned char data[6 * 8];
 	int64_t shape[2] = {2, 3};
 	size_t t;
@@ -152,6 +152,9 @@ static void every_dtype_round_trips(void **state)
 		if (dt == TC_T_F16) /* finite halves only, so bits compare exactly */
 			for (i = 0; i < 6; i++)
 				((uint16_t *)data)[i] = tc_half_from_double(0.25 * (double)i - 0.6);
+		if (dt == TC_T_BF16) /* finite and not NaN, so bits compare exactly */
+			for (i = 0; i < 6; i++)
+				((uint16_t *)data)[i] = tc_bf16_from_double(frand());
 		if (dt == TC_T_F32)
 			for (i = 0; i < 6; i++)
 				((float *)data)[i] = frand();

@@ -151,12 +151,14 @@ typedef enum fill_kind {
 static const double float_specials[] = {NAN, -NAN, INFINITY, -INFINITY, 0.0, -0.0, 1.9, -1.9,
 	0.5, -0.5, 2.5, -2.5, 1.0, -1.0, 3e9, -3e9, 300.7, 65504, 65519.99, 65520, -65520, 1e-8,
 	0x1p63, -0x1p63, 0x1p64, 0x1p32, -0x1p31, 1e30, -1e30, 1e-40, 1e-310, 127.9, 128.0, -128.9,
-	-129.0, 255.5, 256.0, 0x1p-24, 6e-8, 3.0, 7.0, -7.0};
+	-129.0, 255.5, 256.0, 0x1p-24, 6e-8, 3.0, 7.0, -7.0, 0x1.fep127, -0x1.fep127, 0x1p-133,
+	1e-39, 3.4e38};
 
 static void put_float(tc_tensor *t, int64_t i, double x)
 {
 	switch (t->dtype) {
 	case TC_T_F16: ((uint16_t *)t->data)[i] = tc_half_from_double(x); break;
+	case TC_T_BF16: ((uint16_t *)t->data)[i] = tc_bf16_from_double(x); break;
 	case TC_T_F32: ((float *)t->data)[i] = (float)x; break;
 	default: ((double *)t->data)[i] = x; break;
 	}
@@ -169,6 +171,11 @@ static void put_float_bits(tc_tensor *t, int64_t i, uint64_t r)
 		uint16_t h = (uint16_t)r;
 		if ((h & 0x7c00) == 0x7c00 && (h & 0x3ff))
 			h |= 0x200;
+		((uint16_t *)t->data)[i] = h;
+	} else if (t->dtype == TC_T_BF16) {
+		uint16_t h = (uint16_t)r;
+		if ((h & 0x7f80) == 0x7f80 && (h & 0x7f))
+			h |= 0x40;
 		((uint16_t *)t->data)[i] = h;
 	} else if (t->dtype == TC_T_F32) {
 		uint32_t u = (uint32_t)r;
@@ -251,6 +258,7 @@ static double get(const tc_tensor *t, int64_t i)
 {
 	switch (t->dtype) {
 	case TC_T_F16: return tc_half_to_double(((const uint16_t *)t->data)[i]);
+	case TC_T_BF16: return tc_bf16_to_double(((const uint16_t *)t->data)[i]);
 	case TC_T_F32: return ((const float *)t->data)[i];
 	case TC_T_F64: return ((const double *)t->data)[i];
 	default: return 0;
@@ -294,12 +302,12 @@ static int agree(const tc_tensor *a, const tc_tensor *b, int64_t i, tol tl, int 
 	y = get(b, i);
 	if ((isnan(x) && isnan(y)) || (zero_sign_loose && x == 0 && y == 0))
 		return 1;
-	r = a->dtype == TC_T_F16 ? tl.f16 : a->dtype == TC_T_F32 ? tl.f32 : tl.f64;
+	r = tc_dtype_is_half(a->dtype) ? tl.f16 : a->dtype == TC_T_F32 ? tl.f32 : tl.f64;
 	if (r == 0 || exact_mode() || isnan(x) || isnan(y) || isinf(x) || isinf(y))
 		return 0;
 	/* below the least normal value, compare absolutely */
 	return fabs(x - y) <= r * fmax(fabs(x), fabs(y)) ||
-	       fabs(x - y) <= (a->dtype == TC_T_F16 ? 0x1p-14 : a->dtype == TC_T_F32 ? FLT_MIN
+	       fabs(x - y) <= (a->dtype == TC_T_F16 ? 0x1p-14 : a->dtype != TC_T_F64 ? FLT_MIN
 										: DBL_MIN);
 }
 
@@ -519,7 +527,7 @@ static void check_kernel(const char *text, const char *entry,
 }
 
 static const char *const numeric_types[] = {"int8", "int16", "int32", "int64", "uint8", "uint16",
-	"uint32", "uint64", "float16", "float", "float64"};
+	"uint32", "uint64", "float16", "float", "float64", "bfloat16"};
 #define NNUMERIC (int)(sizeof(numeric_types) / sizeof(numeric_types[0]))
 
 /* ---- fix-ups of random inputs ---- */
@@ -747,30 +755,32 @@ static void test_division_by_zero_size_expressions(void **state)
 
 /* Every conversion between the numeric types and bool: float to integer
  * truncates and saturates with NaN -> 0, integer to float32 rounds once,
- * float64 to float16 rounds once, integers wrap. */
+ * float64 to float16 and bfloat16 and int64 to bfloat16 round once,
+ * integers wrap. */
 static void test_casts_between_every_type(void **state)
 {
 	static const char *const src[] = {"float", "float64", "float16", "int64", "uint64", "int8",
-		"int32", "uint32", "bool", "uint16"};
+		"int32", "uint32", "bool", "uint16", "bfloat16"};
 	static const char *const dst[] = {"bool", "int8", "int16", "int32", "int64", "uint8", "uint16",
-		"uint32", "uint64", "float16", "float", "float64"};
-	int64_t shapes[10][TC_MAX_RANK];
+		"uint32", "uint64", "float16", "float", "float64", "bfloat16"};
+	enum { NSRC = sizeof(src) / sizeof(src[0]), NDST = sizeof(dst) / sizeof(dst[0]) };
+	int64_t shapes[NSRC][TC_MAX_RANK];
 	char text[16384], *p = text;
 	size_t i, j;
 	(void)state;
 	memset(shapes, 0, sizeof(shapes));
 	p += sprintf(p, "def casts(");
-	for (i = 0; i < 10; i++) {
+	for (i = 0; i < NSRC; i++) {
 		shapes[i][0] = 97;
 		p += sprintf(p, "%s%s(N) X%zu", i ? ", " : "", src[i], i);
 	}
 	p += sprintf(p, ") -> (");
-	for (i = 0; i < 10; i++)
-		for (j = 0; j < 12; j++)
+	for (i = 0; i < NSRC; i++)
+		for (j = 0; j < NDST; j++)
 			p += sprintf(p, "%sO%zu_%zu", i || j ? ", " : "", i, j);
 	p += sprintf(p, ") {\n");
-	for (i = 0; i < 10; i++)
-		for (j = 0; j < 12; j++)
+	for (i = 0; i < NSRC; i++)
+		for (j = 0; j < NDST; j++)
 			p += sprintf(p, "    O%zu_%zu(i) = %s(X%zu(i))\n", i, j, dst[j], i);
 	p += sprintf(p, "}\n");
 	check_kernel(text, "casts", (const int64_t(*)[TC_MAX_RANK])shapes, FILL_ANY, NULL, exact);
@@ -781,11 +791,12 @@ static void test_casts_between_every_type(void **state)
 static tol reduction_tol(const run *r, int o)
 {
 	/* outputs Sm, Pr: the order of floating sums and products may change
-	 * with the schedule; Lo, Hi (min, max) are order-independent */
+	 * with the schedule; Lo, Hi (min, max) are order-independent; float16
+	 * and bfloat16 sums and products accumulate in float32 in the
+	 * interpreter's order, so they are exact (tolerance 0) */
 	tol t = {0, 0, 0};
 	(void)r;
 	if (o < 2) {
-		t.f16 = 1e-2;
 		t.f32 = 1e-5;
 		t.f64 = 1e-5;
 	}
@@ -968,6 +979,61 @@ static void test_vecreduce_sums_obey_the_rule(void **state)
 			fail_msg("%s: %lld sums break the rule of docs/language.md 6.8", name,
 				(long long)bad);
 	}
+}
+
+/* 16-bit float sums and products accumulate in float32 and round once, in
+ * the compiled code exactly as in the interpreter: every reduction
+ * operator, with and without '!', on random data compared bit for bit, and
+ * known answers: 3000 ones sum to 3000 in float16 (accumulating in float16
+ * it would stop at 2048, where 2048 + 1 rounds back to 2048) and to 3008
+ * in bfloat16 (3000 rounded once; accumulating in bfloat16 it would stop at
+ * 256).  A statement reading what it reduces into keeps the element type
+ * (sema warns about it; R below, compared with the interpreter). */
+static void test_half_reductions_accumulate_in_float32(void **state)
+{
+	static const char text[] =
+		"def k(float16(N,M) A, bfloat16(N,M) B, float16(N) C) -> (S, P, T, Q, X, Y, U, R) {\n"
+		"    S(i) +=! A(i,j)\n"
+		"    P(i) *=! A(i,j) * 0.25 + 1\n"
+		"    T(i) = C(i)\n"
+		"    T(i) += A(i,j)\n"
+		"    T(i) *= 0.5 + A(i,j) * 0.01\n"
+		"    Q(i) +=! B(i,j)\n"
+		"    X(i) max=! A(i,j)\n"
+		"    Y(i) min=! B(i,j)\n"
+		"    U(i) = B(i,0)\n"
+		"    U(i) max= B(i,j)\n"
+		"    U(i) += B(i,j) * B(i,j)\n"
+		"    R(i) +=! A(i,j)\n"
+		"    R(i) += A(i,j) * R(i) * 0.001\n"
+		"}\n";
+	static const int64_t shapes[][TC_MAX_RANK] = {{5, 3000}, {5, 3000}, {5}};
+	isl_ctx *ctx = tc_poly_ctx_new();
+	tc_cg_code *code;
+	run r;
+	int64_t i;
+	int pass;
+	(void)state;
+	run_setup(&r, text, "k", shapes, FILL_NICE, NULL, 7);
+	code = run_compile(&r, ctx);
+	for (pass = 0; pass < 2; pass++) { /* random data, then all ones */
+		if (pass == 1)
+			for (i = 0; i < 5 * 3000; i++) {
+				((uint16_t *)r.t[0].data)[i] = 0x3c00;
+				((uint16_t *)r.t[1].data)[i] = 0x3f80;
+			}
+		run_compiled(&r, code);
+		run_interp(&r);
+		assert_int_equal(run_compare(&r, NULL, exact, "half reductions"), 0);
+		if (pass == 1)
+			for (i = 0; i < 5; i++) {
+				assert_true(tc_half_to_double(((uint16_t *)r.t[3].data)[i]) == 3000.0);
+				assert_true(tc_bf16_to_double(((uint16_t *)r.t[6].data)[i]) == 3008.0);
+			}
+	}
+	tc_cg_code_free(code);
+	run_free(&r);
+	isl_ctx_free(ctx);
 }
 
 static const char matmul_text[] = "def matmul(float(M,K) A, float(K,N) B) -> (C) {\n"
@@ -1169,7 +1235,7 @@ static void test_nextafter_and_fma_are_exact(void **state)
 	}
 }
 
-/* Every builtin on float16, float32 and float64 arguments. */
+/* Every builtin on float16, float32, float64 and bfloat16 arguments. */
 static void small_ints(run *r, uint64_t *seed)
 {
 	tc_tensor *t = &r->t[3];
@@ -1518,6 +1584,7 @@ int main(void)
 		cmocka_unit_test(test_reductions_every_numeric_type),
 		cmocka_unit_test(test_vecreduce_keeps_products_in_order),
 		cmocka_unit_test(test_vecreduce_sums_obey_the_rule),
+		cmocka_unit_test(test_half_reductions_accumulate_in_float32),
 		cmocka_unit_test(test_matmul),
 		cmocka_unit_test(test_convolutions_with_where),
 		cmocka_unit_test(test_softmax_with_temporaries),

@@ -1389,6 +1389,54 @@ static void build_f32_to_f16(run *r, const int64_t *s)
 		O[i] = tu_half_from_double(A[i] * 3); /* float product (exact ops), then to half */
 }
 
+/* Uniform values in [lo, hi) rounded to bfloat16; returns the bits. */
+static uint16_t *in_bf16(run *r, const int64_t *dims, int ndim, double lo, double hi)
+{
+	tu_tensor *t = new_input(r, TU_BF16, dims, ndim);
+	uint16_t *p = t->data;
+	for (int64_t i = 0; i < t->numel; i++)
+		p[i] = tu_bf16_from_double(lo + (hi - lo) * tu_rand_unit(&r->rng));
+	return p;
+}
+
+static uint16_t *out_bf16(run *r, const int64_t *dims, int ndim)
+{
+	return new_output(r, TU_BF16, dims, ndim);
+}
+
+/* s = {N} */
+static void build_bf16_fma(run *r, const int64_t *s)
+{
+	int64_t N = s[0];
+	uint16_t *A = in_bf16(r, DIMS(N), -4, 4);
+	uint16_t *B = in_bf16(r, DIMS(N), -4, 4);
+	uint16_t *O = out_bf16(r, DIMS(N));
+	for (int64_t i = 0; i < N; i++) {
+		double t = tu_bf16_to_double(tu_bf16_from_double(tu_bf16_to_double(A[i]) * 0.5));
+		O[i] = tu_bf16_from_double(t + tu_bf16_to_double(B[i])); /* exact, one rounding */
+	}
+}
+
+/* s = {N} */
+static void build_bf16_to_f32(run *r, const int64_t *s)
+{
+	int64_t N = s[0];
+	uint16_t *A = in_bf16(r, DIMS(N), -4, 4);
+	float *O = out_f32(r, DIMS(N));
+	for (int64_t i = 0; i < N; i++)
+		O[i] = (float)tu_bf16_to_double(A[i]) * 3;
+}
+
+/* s = {N} */
+static void build_f32_to_bf16(run *r, const int64_t *s)
+{
+	int64_t N = s[0];
+	float *A = in_f32(r, DIMS(N), -4, 4);
+	uint16_t *O = out_bf16(r, DIMS(N));
+	for (int64_t i = 0; i < N; i++)
+		O[i] = tu_bf16_from_double((float)(A[i] * 3)); /* float product, then bfloat16 */
+}
+
 /* s = {N} */
 static void build_greater(run *r, const int64_t *s)
 {
@@ -1574,11 +1622,42 @@ static void build_f16_row_sum(run *r, const int64_t *s)
 	uint16_t *A = in_f16(r, DIMS(N, M), -1, 1);
 	uint16_t *S = out_f16(r, DIMS(N));
 	for (int64_t i = 0; i < N; i++) {
-		double acc = 0;
-		for (int64_t j = 0; j < M; j++) /* each sum is exact in double, then rounded */
-			acc = tu_round_half(acc + tu_half_to_double(A[IX2(i, j, M)]));
+		float acc = 0; /* float16 sums accumulate in float32, rounded once */
+		for (int64_t j = 0; j < M; j++)
+			acc += (float)tu_half_to_double(A[IX2(i, j, M)]);
 		S[i] = tu_half_from_double(acc);
 	}
+}
+
+/* s = {N, M} */
+static void build_bf16_row_sum(run *r, const int64_t *s)
+{
+	int64_t N = s[0], M = s[1];
+	uint16_t *A = in_bf16(r, DIMS(N, M), -1, 1);
+	uint16_t *S = out_bf16(r, DIMS(N));
+	for (int64_t i = 0; i < N; i++) {
+		float acc = 0; /* in float32, in index order, rounded once */
+		for (int64_t j = 0; j < M; j++)
+			acc += (float)tu_bf16_to_double(A[IX2(i, j, M)]);
+		S[i] = tu_bf16_from_double(acc);
+	}
+}
+
+/* s = {M, K, N} */
+static void build_bf16_matmul(run *r, const int64_t *s)
+{
+	int64_t M = s[0], K = s[1], N = s[2];
+	uint16_t *A = in_bf16(r, DIMS(M, K), -1, 1);
+	uint16_t *B = in_bf16(r, DIMS(K, N), -1, 1);
+	uint16_t *C = out_bf16(r, DIMS(M, N));
+	for (int64_t m = 0; m < M; m++)
+		for (int64_t n = 0; n < N; n++) {
+			float acc = 0; /* each product rounded to bfloat16, summed in float32 */
+			for (int64_t k = 0; k < K; k++)
+				acc += (float)tu_bf16_to_double(tu_bf16_from_double(
+					tu_bf16_to_double(A[IX2(m, k, K)]) * tu_bf16_to_double(B[IX2(k, n, N)])));
+			C[IX2(m, n, N)] = tu_bf16_from_double(acc);
+		}
 }
 
 /* s = {M, K, N} */
@@ -1763,6 +1842,9 @@ static const kernel_case cases[] = {
 	CASE("casts", "f16_fma", build_f16_fma, {1}, {13}, {257}),
 	CASE("casts", "f16_to_f32", build_f16_to_f32, {1}, {13}, {31}),
 	CASE("casts", "f32_to_f16", build_f32_to_f16, {1}, {13}, {257}),
+	CASE("casts", "bf16_fma", build_bf16_fma, {1}, {13}, {257}),
+	CASE("casts", "bf16_to_f32", build_bf16_to_f32, {1}, {13}, {31}),
+	CASE("casts", "f32_to_bf16", build_f32_to_bf16, {1}, {13}, {257}),
 	CASE("casts", "greater", build_greater, {1}, {13}, {31}),
 	CASE("casts", "bool_logic", build_bool_logic, {1}, {13}, {31}),
 	CASE("casts", "bool_select", build_bool_select, {1}, {13}, {31}),
@@ -1777,6 +1859,8 @@ static const kernel_case cases[] = {
 	CASE("reductions", "sum_except_first", build_sum_except_first, {1, 2}, {7, 13}, {31, 2}),
 	CASE("reductions", "int8_sum", build_int8_sum, {1, 1}, {7, 13}, {3, 31}),
 	CASE("reductions", "f16_row_sum", build_f16_row_sum, {1, 1}, {7, 13}, {3, 31}),
+	CASE("reductions", "bf16_row_sum", build_bf16_row_sum, {1, 1}, {7, 13}, {3, 300}),
+	CASE("reductions", "bf16_matmul", build_bf16_matmul, {1, 1, 1}, {7, 13, 31}, {40, 67, 70}),
 	CASE("reductions", "f64_matmul", build_f64_matmul, {1, 1, 1}, {7, 13, 31}, {5, 1, 3}),
 	CASE("indexing", "reverse", build_reverse, {1}, {7}, {31}),
 	CASE("indexing", "tile2", build_tile2, {1}, {7}, {31}),

@@ -173,7 +173,7 @@ static void test_lex_type_names(void **state)
 		{"int64", TC_T_I64}, {"uint8", TC_T_U8}, {"uint16", TC_T_U16},
 		{"uint32", TC_T_U32}, {"uint64", TC_T_U64}, {"float16", TC_T_F16},
 		{"float32", TC_T_F32}, {"float64", TC_T_F64}, {"float", TC_T_F32},
-		{"double", TC_T_F64},
+		{"double", TC_T_F64}, {"bfloat16", TC_T_BF16},
 	};
 	size_t i;
 	(void)state;
@@ -548,7 +548,7 @@ static void test_parse_recovers_at_next_def(void **state)
 #define TYPED_PARAMS                                                                    \
 	"int8(N) I8, int16(N) I16, int32(N) I32, int64(N) I64, uint8(N) U8, uint16(N) U16, " \
 	"uint32(N) U32, uint64(N) U64, float16(N) F16, float32(N) F32, float64(N) F64, "   \
-	"bool(N) B"
+	"bfloat16(N) BF, bool(N) B"
 
 /* The type of EXPR in "O(i) = EXPR" with tensors of every type, and the
  * type O takes. */
@@ -613,6 +613,16 @@ static void test_types_promotion(void **state)
 	ASSERT_TYPE("I8(i) + I16(i)", TC_T_I16);
 	ASSERT_TYPE("I8(i) * 2 + I16(i)", TC_T_I16);
 	ASSERT_TYPE("max(U8(i), I16(i))", TC_T_I16);
+	/* bfloat16: like float16, but with float16 the common type is float32 */
+	ASSERT_TYPE("BF(i) + F16(i)", TC_T_F32);
+	ASSERT_TYPE("F16(i) * BF(i)", TC_T_F32);
+	ASSERT_TYPE("BF(i) + F32(i)", TC_T_F32);
+	ASSERT_TYPE("BF(i) + F64(i)", TC_T_F64);
+	ASSERT_TYPE("BF(i) + I64(i)", TC_T_BF16);
+	ASSERT_TYPE("BF(i) * 0.5 + 1", TC_T_BF16); /* weak literals take bfloat16 */
+	ASSERT_TYPE("B(i) ? BF(i) : 0", TC_T_BF16);
+	ASSERT_TYPE("exp(BF(i))", TC_T_BF16);
+	ASSERT_TYPE("bfloat16(I32(i))", TC_T_BF16);
 }
 
 static void test_types_bool_and_comparisons(void **state)
@@ -740,6 +750,15 @@ static void test_promote_table(void **state)
 	assert_true(tc_dtype_implicit_ok(TC_T_I8, 0, TC_T_I32));
 	assert_false(tc_dtype_implicit_ok(TC_T_F32, 0, TC_T_I32));
 	assert_false(tc_dtype_implicit_ok(TC_T_F64, 0, TC_T_F32));
+	/* float16 and bfloat16 each hold values the other does not */
+	assert_false(tc_dtype_implicit_ok(TC_T_F16, 0, TC_T_BF16));
+	assert_false(tc_dtype_implicit_ok(TC_T_BF16, 0, TC_T_F16));
+	assert_true(tc_dtype_implicit_ok(TC_T_BF16, 0, TC_T_F32));
+	assert_true(tc_dtype_implicit_ok(TC_T_I64, 0, TC_T_BF16));
+	assert_true(tc_dtype_implicit_ok(TC_T_F64, 1, TC_T_BF16)); /* a literal */
+	assert_false(tc_dtype_implicit_ok(TC_T_F32, 0, TC_T_BF16));
+	assert_int_equal(tc_dtype_promote(TC_T_F32, 1, TC_T_BF16, 0), TC_T_BF16);
+	assert_int_equal(tc_dtype_promote(TC_T_BF16, 0, TC_T_F16, 0), TC_T_F32);
 	assert_true(tc_dtype_implicit_ok(TC_T_I32, 1, TC_T_I8)); /* a literal */
 	assert_false(tc_dtype_implicit_ok(TC_T_I32, 0, TC_T_BOOL));
 }

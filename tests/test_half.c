@@ -1,4 +1,5 @@
-/* Unit tests of ir/half.c: IEEE binary16 <-> double conversions. */
+/* Unit tests of ir/half.c: IEEE binary16 <-> double and bfloat16 <->
+ * float/double/integer conversions. */
 #include <float.h>
 #include <math.h>
 #include <setjmp.h>
@@ -169,6 +170,148 @@ static void test_half_rounding_at_every_midpoint(void **state)
 	}
 }
 
+/* ---- bfloat16 ---- */
+
+static int bf16_is_nan(uint16_t h)
+{
+	return (h & 0x7f80) == 0x7f80 && (h & 0x007f) != 0;
+}
+
+static uint32_t fbits_of(float x)
+{
+	uint32_t u;
+	memcpy(&u, &x, sizeof(u));
+	return u;
+}
+
+/* Known encodings: the edges of the normal, subnormal and overflow ranges
+ * (bfloat16 has float32's exponent range), and NaNs made quiet with their
+ * sign and top payload bits kept. */
+static void test_bf16_known_values(void **state)
+{
+	(void)state;
+	assert_int_equal(tc_bf16_from_double(1.0), 0x3f80);
+	assert_int_equal(tc_bf16_from_double(-2.0), 0xc000);
+	assert_int_equal(tc_bf16_from_double(0.1), 0x3dcd); /* 0x3dcccccd rounds up */
+	assert_int_equal(tc_bf16_from_double(3.140625), 0x4049);
+	assert_int_equal(tc_bf16_from_double(-0.0), 0x8000);
+	assert_int_equal(tc_bf16_from_double(0x1.fep127), 0x7f7f); /* largest finite */
+	assert_true(tc_bf16_to_double(0x7f7f) == 0x1.fep127);
+	assert_int_equal(tc_bf16_from_double(0x1.ffp127), 0x7f80); /* the midpoint: even is inf */
+	assert_int_equal(tc_bf16_from_double(nextafter(0x1.ffp127, 0)), 0x7f7f);
+	assert_int_equal(tc_bf16_from_double(FLT_MAX), 0x7f80);
+	assert_int_equal(tc_bf16_from_double(1e300), 0x7f80);
+	assert_int_equal(tc_bf16_from_double(-INFINITY), 0xff80);
+	assert_int_equal(tc_bf16_from_double(0x1p-126), 0x0080); /* smallest normal */
+	assert_int_equal(tc_bf16_from_double(0x1p-133), 0x0001); /* smallest subnormal */
+	assert_int_equal(tc_bf16_from_double(0x1p-134), 0x0000); /* the midpoint: even is 0 */
+	assert_int_equal(tc_bf16_from_double(nextafter(0x1p-134, 1)), 0x0001);
+	assert_int_equal(tc_bf16_from_double(-1e-300), 0x8000);
+	assert_int_equal(tc_bf16_from_double(NAN) & 0x7fc0, 0x7fc0);
+	assert_int_equal(tc_bf16_from_double(double_of(UINT64_C(0xfff8000000000000))), 0xffc0);
+	assert_int_equal(tc_bf16_from_float(tc_bf16_to_float(0x7f81)), 0x7fc1); /* made quiet */
+	assert_int_equal(tc_bf16_from_double(double_of(UINT64_C(0x7ff0000000000001))) & 0x7fc0,
+		0x7fc0);
+}
+
+/* Every pattern: to_float puts it in the top half of a float (so the
+ * value is exact), and back again it is the identity, but for signalling
+ * NaNs, which come back quiet (the quiet bit set, the rest kept). */
+static void test_bf16_round_trip_for_all_patterns(void **state)
+{
+	uint32_t h;
+	(void)state;
+	for (h = 0; h < 0x10000; h++) {
+		float f = tc_bf16_to_float((uint16_t)h);
+		double d = tc_bf16_to_double((uint16_t)h);
+		uint16_t want = bf16_is_nan((uint16_t)h) ? (uint16_t)(h | 0x40) : (uint16_t)h;
+		assert_int_equal(fbits_of(f), h << 16);
+		assert_true(bf16_is_nan((uint16_t)h) ? isnan(d) : d == (double)f);
+		assert_int_equal(tc_bf16_from_float(f), want);
+		assert_int_equal(tc_bf16_from_double(d), want);
+	}
+}
+
+/* For every pair of adjacent finite positive bfloat16 values, the exact
+ * midpoint rounds to the even one and the doubles next to it (which are
+ * not floats: they take the round-to-odd path) to the nearer one; the
+ * same for negatives; and every float next to the midpoint too. */
+static void test_bf16_rounding_at_every_midpoint(void **state)
+{
+	uint32_t h;
+	(void)state;
+	for (h = 0; h < 0x7f80; h++) {
+		double a = tc_bf16_to_double((uint16_t)h);
+		double b = h + 1 == 0x7f80 ? 0x1p128 : tc_bf16_to_double((uint16_t)(h + 1));
+		double mid = (a + b) / 2; /* exact */
+		uint16_t even = (h & 1) ? (uint16_t)(h + 1) : (uint16_t)h;
+		assert_int_equal(tc_bf16_from_double(mid), even);
+		assert_int_equal(tc_bf16_from_double(nextafter(mid, 0.0)), h);
+		assert_int_equal(tc_bf16_from_double(nextafter(mid, INFINITY)), h + 1);
+		assert_int_equal(tc_bf16_from_double(-mid), even | 0x8000);
+		assert_int_equal(tc_bf16_from_double(-nextafter(mid, 0.0)), h | 0x8000);
+		assert_int_equal(tc_bf16_from_double(-nextafter(mid, INFINITY)), (h + 1) | 0x8000);
+		if (h + 1 < 0x7f80) { /* the floats around the midpoint */
+			assert_int_equal(tc_bf16_from_float(nextafterf((float)mid, 0.0f)), h);
+			assert_int_equal(tc_bf16_from_float(nextafterf((float)mid, INFINITY)), h + 1);
+		}
+	}
+}
+
+/* The bfloat16 nearest m (ties to even), by integer arithmetic alone. */
+static double bf16_of_u64_reference(uint64_t m)
+{
+	int p = 63, sh;
+	uint64_t keep, rem, half;
+	if (m < 256)
+		return (double)m;
+	while (!(m >> p))
+		p--;
+	sh = p - 7; /* keep 8 significant bits */
+	keep = m >> sh;
+	rem = m & ((UINT64_C(1) << sh) - 1);
+	half = UINT64_C(1) << (sh - 1);
+	if (rem > half || (rem == half && (keep & 1)))
+		keep++;
+	return ldexp((double)keep, sh);
+}
+
+/* Integers round once, also beyond 2^53 where going through double would
+ * round twice: 2^60 + 2^52 + 1 is just above a midpoint (a double would
+ * round it onto the midpoint, and then to even, down). */
+static void test_bf16_from_integers_round_once(void **state)
+{
+	static const uint64_t hard[] = {0, 1, 255, 256, 257, 383, 384, 385, UINT64_C(1) << 24,
+		(UINT64_C(1) << 24) + 1,
+		(UINT64_C(1) << 60) + (UINT64_C(1) << 52) + 1, (UINT64_C(1) << 60) + (UINT64_C(1) << 52),
+		(UINT64_C(1) << 53) + 1, UINT64_MAX, UINT64_MAX >> 1, (UINT64_C(1) << 63) + 1,
+		(UINT64_C(3) << 61) + (UINT64_C(1) << 54) + 1};
+	uint64_t s = 0x9e3779b97f4a7c15u;
+	size_t i;
+	(void)state;
+	for (i = 0; i < sizeof(hard) / sizeof(hard[0]) + 20000; i++) {
+		uint64_t m;
+		int64_t v;
+		if (i < sizeof(hard) / sizeof(hard[0])) {
+			m = hard[i];
+		} else { /* random magnitudes of every length */
+			s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+			m = s >> (s % 64);
+		}
+		assert_true(tc_bf16_to_double(tc_bf16_from_u64(m)) == bf16_of_u64_reference(m));
+		v = (int64_t)m;
+		if (v == INT64_MIN)
+			assert_true(tc_bf16_to_double(tc_bf16_from_i64(v)) == -0x1p63);
+		else if (v < 0)
+			assert_true(tc_bf16_to_double(tc_bf16_from_i64(v)) ==
+				-bf16_of_u64_reference(0 - (uint64_t)v));
+		else
+			assert_true(tc_bf16_to_double(tc_bf16_from_i64(v)) == bf16_of_u64_reference(m));
+	}
+	assert_true(tc_bf16_to_double(tc_bf16_from_u64((UINT64_C(1) << 60) + (UINT64_C(1) << 52) + 1)) ==
+		0x1p60 + 0x1p53);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -179,6 +322,10 @@ int main(void)
 		cmocka_unit_test(test_half_to_double_known_values),
 		cmocka_unit_test(test_half_round_trip_is_identity_for_all_patterns),
 		cmocka_unit_test(test_half_rounding_at_every_midpoint),
+		cmocka_unit_test(test_bf16_known_values),
+		cmocka_unit_test(test_bf16_round_trip_for_all_patterns),
+		cmocka_unit_test(test_bf16_rounding_at_every_midpoint),
+		cmocka_unit_test(test_bf16_from_integers_round_once),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -214,6 +214,7 @@ static void test_npy_write_produces_numpy_layout(void **state)
 		{TC_T_BOOL, 0, {0}, "{'descr': '|b1', 'fortran_order': False, 'shape': (), }"},
 		{TC_T_F16, 1, {2}, "{'descr': '<f2', 'fortran_order': False, 'shape': (2,), }"},
 		{TC_T_U64, 1, {1}, "{'descr': '<u8', 'fortran_order': False, 'shape': (1,), }"},
+		{TC_T_BF16, 1, {2}, "{'descr': '<V2', 'fortran_order': False, 'shape': (2,), }"},
 	};
 	const char *path = tmp_path("layout");
 	unsigned char data[64] = {1, 0, 1, 1, 0};
@@ -268,7 +269,8 @@ static void test_npy_reads_versions_2_and_3(void **state)
 
 /* Header spellings other writers (and Python 2 NumPy) produce: other key
  * order, double quotes, no trailing comma, no padding, extra white space,
- * 2L longs, byte-order prefixes '=', '<' on one-byte types, none. */
+ * 2L longs, byte-order prefixes '=', '<' on one-byte types, none; the void
+ * descr of ml_dtypes' bfloat16. */
 static void test_npy_accepts_header_variants(void **state)
 {
 	static const int64_t s23[] = {2, 3}, s4[] = {4}, s3[] = {3};
@@ -293,6 +295,13 @@ static void test_npy_accepts_header_variants(void **state)
 		sizeof(u8), TC_T_U8, 1, s4);
 	expect_header_ok("{'descr': '<f8', 'fortran_order': False, 'shape': (3,), }", f8,
 		sizeof(f8), TC_T_F64, 1, s3);
+	/* bfloat16: the bytes np.save writes for an ml_dtypes.bfloat16 array
+	 * [1.0, -2.5, 3.140625] (NumPy 2.4, ml_dtypes 0.6), and '|V2', the
+	 * dtype.str np.load gives it back as */
+	expect_header_ok("{'descr': '<V2', 'fortran_order': False, 'shape': (3,), }",
+		"\x80\x3f\x20\xc0\x49\x40", 6, TC_T_BF16, 1, s3);
+	expect_header_ok("{'descr': '|V2', 'fortran_order': False, 'shape': (3,), }",
+		"\x80\x3f\x20\xc0\x49\x40", 6, TC_T_BF16, 1, s3);
 	expect_header_ok("{'descr': '<f8', 'fortran_order': False, 'shape': (-0,), }", NULL,
 		0, TC_T_F64, 1, (const int64_t[]){0});
 	/* Fortran order is harmless when only one dimension exceeds 1. */

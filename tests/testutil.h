@@ -29,12 +29,13 @@ typedef enum tu_elt {
 	TU_F16, /* stored as its 16 bits */
 	TU_F32,
 	TU_F64,
+	TU_BF16, /* bfloat16, stored as its 16 bits (the top half of a float) */
 } tu_elt;
 
 static inline const char *tu_elt_name(tu_elt e)
 {
 	static const char *names[] = {"bool", "int8", "uint8", "int32", "int64", "float16",
-		"float32", "float64"};
+		"float32", "float64", "bfloat16"};
 	return names[e];
 }
 
@@ -50,6 +51,7 @@ static inline DLDataType tu_dltype(tu_elt e)
 	case TU_F16: t.code = kDLFloat; t.bits = 16; break;
 	case TU_F32: t.code = kDLFloat; t.bits = 32; break;
 	case TU_F64: t.code = kDLFloat; t.bits = 64; break;
+	case TU_BF16: t.code = kDLBfloat; t.bits = 16; break;
 	}
 	return t;
 }
@@ -61,7 +63,7 @@ static inline size_t tu_elt_size(tu_elt e)
 
 static inline int tu_elt_is_float(tu_elt e)
 {
-	return e == TU_F16 || e == TU_F32 || e == TU_F64;
+	return e == TU_F16 || e == TU_F32 || e == TU_F64 || e == TU_BF16;
 }
 
 /* ---- PRNG: xorshift64*, seeded; deterministic across platforms ---- */
@@ -137,6 +139,39 @@ static inline double tu_half_to_double(uint16_t h)
 	return (h & 0x8000) ? -v : v;
 }
 
+/* ---- bfloat16, round to nearest even (independent of ir/half.c) ---- */
+
+/* The value of bfloat16 h: a float with h as its top 16 bits. */
+static inline double tu_bf16_to_double(uint16_t h)
+{
+	uint32_t u = (uint32_t)h << 16;
+	float f;
+	memcpy(&f, &u, sizeof(f));
+	return f;
+}
+
+/* x rounded once to 8 significant bits (quantum 2^-133 below 2^-126, the
+ * subnormals), with the overflow threshold halfway between the largest
+ * finite value and 2^128. */
+static inline uint16_t tu_bf16_from_double(double x)
+{
+	uint16_t sign = signbit(x) ? 0x8000 : 0;
+	double a = fabs(x), q, v;
+	float f;
+	uint32_t u;
+	int e;
+	if (isnan(x))
+		return sign | 0x7fc0;
+	if (a >= 0x1.ffp127)
+		return sign | 0x7f80;
+	frexp(a, &e); /* a in [2^(e-1), 2^e) */
+	q = e - 1 < -126 ? 0x1p-133 : ldexp(1, e - 8);
+	v = nearbyint(a / q) * q; /* exact steps; the default rounding is to even */
+	f = (float)v;
+	memcpy(&u, &f, sizeof(u));
+	return sign | (uint16_t)(u >> 16);
+}
+
 /* x rounded to the nearest binary16 value, as a double. */
 static inline double tu_round_half(double x)
 {
@@ -194,6 +229,7 @@ static inline double tu_get(const tu_tensor *t, int64_t i)
 	case TU_F16: return tu_half_to_double(((const uint16_t *)p)[i]);
 	case TU_F32: return ((const float *)p)[i];
 	case TU_F64: return ((const double *)p)[i];
+	case TU_BF16: return tu_bf16_to_double(((const uint16_t *)p)[i]);
 	}
 	return 0;
 }
@@ -206,6 +242,7 @@ static inline void tu_poison(tu_tensor *t)
 	for (int64_t i = 0; i < t->numel; i++) {
 		switch (t->elt) {
 		case TU_F16: ((uint16_t *)t->data)[i] = 0x7e00; break;
+		case TU_BF16: ((uint16_t *)t->data)[i] = 0x7fc0; break;
 		case TU_F32: ((float *)t->data)[i] = NAN; break;
 		case TU_F64: ((double *)t->data)[i] = NAN; break;
 		default: memset((char *)t->data + i * tu_elt_size(t->elt), 0x5A, tu_elt_size(t->elt));

@@ -107,6 +107,7 @@ static const char *tc_npy_descr_of(tc_dtype t)
 	case TC_T_F16: return "<f2";
 	case TC_T_F32: return "<f4";
 	case TC_T_F64: return "<f8";
+	case TC_T_BF16: return "<V2"; /* what np.save writes for ml_dtypes.bfloat16 */
 	default: return NULL;
 	}
 }
@@ -151,6 +152,8 @@ static tc_stat tc_npy_dtype_of_descr(const char *d, size_t n, tc_dtype *out,
 		{"b1", TC_T_BOOL}, {"i1", TC_T_I8}, {"i2", TC_T_I16}, {"i4", TC_T_I32},
 		{"i8", TC_T_I64}, {"u1", TC_T_U8}, {"u2", TC_T_U16}, {"u4", TC_T_U32},
 		{"u8", TC_T_U64}, {"f2", TC_T_F16}, {"f4", TC_T_F32}, {"f8", TC_T_F64},
+		/* NumPy has no bfloat16; ml_dtypes' is saved as 2-byte void */
+		{"V2", TC_T_BF16},
 	};
 	char q[80], kb[32];
 	const char *spec = d;
@@ -186,7 +189,7 @@ static tc_stat tc_npy_dtype_of_descr(const char *d, size_t n, tc_dtype *out,
 	}
 	return tc_npy_fail(err, name,
 		"unsupported dtype %s (%s); tcomp reads bool, int8/16/32/64, "
-		"uint8/16/32/64, float16, float32 and float64",
+		"uint8/16/32/64, float16, float32, float64 and bfloat16 (as '<V2')",
 		q, tc_npy_kind_name(spec[0], bits, kb, sizeof(kb)));
 }
 

@@ -1,13 +1,18 @@
 /* NumPy .npy files: reading and writing dense arrays of tcomp's element types.
  *
  * Read: format versions 1.0, 2.0 and 3.0, descr strings '|b1', '|i1' '<i2'
- * '<i4' '<i8', '|u1' '<u2' '<u4' '<u8', '<f2' '<f4' '<f8' (with any of the
- * byte-order prefixes '<', '|', '=' or none, and '>' for one-byte types), C
- * order, rank 0 to 8.  Write: version 1.0, the header padded with spaces so
+ * '<i4' '<i8', '|u1' '<u2' '<u4' '<u8', '<f2' '<f4' '<f8', and '<V2' for
+ * bfloat16 (with any of the byte-order prefixes '<', '|', '=' or none, and
+ * '>' for one-byte types), C order, rank 0 to 8.  NumPy has no bfloat16:
+ * np.save writes an ml_dtypes.bfloat16 array with descr '<V2' (2-byte void,
+ * checked with NumPy 2.4 and ml_dtypes 0.6), np.load reads it back as void
+ * ('|V2'), and .view(ml_dtypes.bfloat16) restores it; tcomp writes
+ * bfloat16 the same way and reads any 2-byte void as bfloat16.  Write: version 1.0, the header padded with spaces so
  * the data starts at a multiple of 64 bytes, as NumPy does.
  *
  * In memory, elements use the layout of lang/types.h: bool one byte 0 or 1,
- * integers and floats native little-endian, float16 as its 16 bits.  The host
+ * integers and floats native little-endian, float16 and bfloat16 as their
+ * 16 bits.  The host
  * must be little-endian (the build refuses otherwise).
  *
  * Decisions where NumPy leaves room:

@@ -267,6 +267,8 @@ static void print_values(const DLTensor *t)
 			printf("%.6g ", *(const float *)p);
 		else if (!strcmp(tn, "float64"))
 			printf("%.9g ", *(const double *)p);
+		else if (!strcmp(tn, "bfloat16"))
+			printf("%.4g ", tc_bf16_to_double(*(const uint16_t *)p));
 		else if (t->dtype.code == kDLInt || !strcmp(tn, "bool")) {
 			int64_t v = t->dtype.bits == 8 ? *(const int8_t *)p : t->dtype.bits == 16
 				? *(const int16_t *)p : t->dtype.bits == 32 ? *(const int32_t *)p
@@ -619,7 +621,12 @@ static void fill_random(void *data, int64_t n, DLDataType dt, int64_t ihi)
 {
 	int64_t i;
 	for (i = 0; i < n; i++) {
-		if (dt.code == kDLFloat) {
+		if (dt.code == kDLBfloat) {
+			uint16_t h = tc_bf16_from_double(rand_float());
+			if (!(h & 0x7fff)) /* rounded to zero (cannot happen: |r| >= 2^-52) */
+				h = tc_bf16_from_double(0.5);
+			((uint16_t *)data)[i] = h;
+		} else if (dt.code == kDLFloat) {
 			double r = rand_float();
 			if (dt.bits == 16) {
 				uint16_t h = tc_half_from_double(r);
