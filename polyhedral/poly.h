@@ -151,7 +151,12 @@ typedef struct tc_poly {
 	isl_union_map *writes;   /* must-writes */
 	isl_union_map *reads;    /* may-reads (every read, over-approximated) */
 	isl_union_map *original; /* the textual-order schedule, as a map */
-	isl_union_map *deps;     /* flow | anti | output dependences */
+	isl_union_map *deps;     /* flow | anti | output dependences, each
+				  * to the last write only (writes kill):
+				  * the rest follow by transitivity */
+	isl_union_map *near;     /* deps and, within each reduction, every
+				  * pair without kills: the proximity the
+				  * isl scheduler is given */
 	isl_schedule *schedule;  /* after tc_poly_schedule */
 	int merged;              /* tc_poly_pass_merge merged a band chain */
 	int no_merge;            /* ... and the result was illegal: do not

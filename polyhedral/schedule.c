@@ -39,14 +39,15 @@ static int has_packs(const tc_poly *p)
 	return 0;
 }
 
-/* The dependences among the statements the isl scheduler schedules: the
+/* deps (borrowed) among the statements the isl scheduler schedules: the
  * packing copies read inputs only, so they run first, on their own, and
  * the scheduler sees the other statements, whose instances go to *rest
  * (when rest is not NULL). */
-static isl_union_map *scheduled_deps(const tc_poly *p, isl_union_set **rest)
+static isl_union_map *scheduled(const tc_poly *p, isl_union_map *deps,
+	isl_union_set **rest)
 {
 	isl_union_set *r = isl_union_set_copy(p->domain);
-	isl_union_map *deps = isl_union_map_copy(p->deps);
+	deps = isl_union_map_copy(deps);
 	if (has_packs(p)) {
 		r = isl_union_set_subtract(r, tc_poly_pack_instances(p));
 		deps = isl_union_map_intersect_range(isl_union_map_intersect_domain(deps,
@@ -57,6 +58,13 @@ static isl_union_map *scheduled_deps(const tc_poly *p, isl_union_set **rest)
 	else
 		isl_union_set_free(r);
 	return deps;
+}
+
+/* The dependences (p->deps) among the statements the isl scheduler
+ * schedules. */
+static isl_union_map *scheduled_deps(const tc_poly *p, isl_union_set **rest)
+{
+	return scheduled(p, p->deps, rest);
 }
 
 /* The original schedule as a schedule tree (when the scheduler fails). */
@@ -114,7 +122,7 @@ static tc_stat schedule_pass(tc_poly *p, tc_diags *d)
 {
 	isl_schedule_constraints *sc;
 	isl_union_set *rest;
-	isl_union_map *deps = scheduled_deps(p, &rest);
+	isl_union_map *deps = scheduled(p, p->near, &rest);
 
 	isl_options_set_schedule_maximize_coincidence(p->ctx,
 		p->opts.fusion == TC_POLY_FUSE_PRESERVE3COINCIDENT);
