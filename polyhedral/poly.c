@@ -23,9 +23,12 @@
 #include <isl/options.h>
 #include <isl/printer.h>
 
+#include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 __tc_give isl_ctx *tc_poly_ctx_new(void)
 {
@@ -197,9 +200,116 @@ void tc_poly_isl_failed(__tc_keep isl_ctx *ctx, __tc_keep tc_diags *d, const cha
 	tc_loc none;
 	const char *msg = isl_ctx_last_error_msg(ctx);
 	memset(&none, 0, sizeof(none));
+	if (tc_poly_over_budget(ctx)) { /* kept for the schedule driver to see */
+		tc_error(d, none, "the def is too large to compile: isl ran past its budget of "
+			"operations or seconds trying to %s (docs/language.md, Limits)", what);
+		return;
+	}
 	tc_error(d, none, "internal error: isl could not %s%s%s", what, msg ? ": " : "",
 		msg ? msg : "");
 	isl_ctx_reset_error(ctx);
+}
+
+/* The watchdog of a model's budget: a thread that aborts isl's work in
+ * ctx when the deadline of an armed step passes. */
+struct tc_poly_watch {
+	pthread_t thread;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	struct timespec deadline; /* CLOCK_MONOTONIC */
+	int armed, stop;
+	isl_ctx *ctx;
+};
+
+static void *watch_main(void *arg)
+{
+	struct tc_poly_watch *w = arg;
+	pthread_mutex_lock(&w->mu);
+	while (!w->stop) {
+		if (!w->armed)
+			pthread_cond_wait(&w->cv, &w->mu);
+		else if (pthread_cond_timedwait(&w->cv, &w->mu, &w->deadline) == ETIMEDOUT &&
+			w->armed) {
+			isl_ctx_abort(w->ctx);
+			w->armed = 0;
+		}
+	}
+	pthread_mutex_unlock(&w->mu);
+	return NULL;
+}
+
+/* A started watchdog for ctx, or NULL (the budget then has no seconds). */
+static struct tc_poly_watch *watch_new(isl_ctx *ctx)
+{
+	struct tc_poly_watch *w = tc_calloc(1, sizeof(*w));
+	pthread_condattr_t ca;
+	if (!w)
+		return NULL;
+	w->ctx = ctx;
+	pthread_mutex_init(&w->mu, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&w->cv, &ca);
+	pthread_condattr_destroy(&ca);
+	if (pthread_create(&w->thread, NULL, watch_main, w)) {
+		pthread_cond_destroy(&w->cv);
+		pthread_mutex_destroy(&w->mu);
+		tc_free(w);
+		return NULL;
+	}
+	return w;
+}
+
+static void watch_free(struct tc_poly_watch *w)
+{
+	if (!w)
+		return;
+	pthread_mutex_lock(&w->mu);
+	w->stop = 1;
+	pthread_cond_signal(&w->cv);
+	pthread_mutex_unlock(&w->mu);
+	pthread_join(w->thread, NULL);
+	pthread_cond_destroy(&w->cv);
+	pthread_mutex_destroy(&w->mu);
+	tc_free(w);
+}
+
+void tc_poly_budget(__tc_keep tc_poly *p)
+{
+	double secs = p->opts.max_seconds > 0 ? p->opts.max_seconds : TC_POLY_MAX_SECONDS;
+	isl_ctx_resume(p->ctx);
+	isl_ctx_reset_error(p->ctx);
+	isl_ctx_set_max_operations(p->ctx, p->opts.max_ops ? p->opts.max_ops : TC_POLY_MAX_OPS);
+	isl_ctx_reset_operations(p->ctx);
+	if (!p->watch && !(p->watch = watch_new(p->ctx)))
+		return;
+	pthread_mutex_lock(&p->watch->mu);
+	clock_gettime(CLOCK_MONOTONIC, &p->watch->deadline);
+	p->watch->deadline.tv_sec += (time_t)secs;
+	p->watch->deadline.tv_nsec += (long)((secs - (double)(time_t)secs) * 1e9);
+	if (p->watch->deadline.tv_nsec >= 1000000000L) {
+		p->watch->deadline.tv_sec++;
+		p->watch->deadline.tv_nsec -= 1000000000L;
+	}
+	p->watch->armed = 1;
+	pthread_cond_signal(&p->watch->cv);
+	pthread_mutex_unlock(&p->watch->mu);
+}
+
+void tc_poly_budget_done(__tc_keep tc_poly *p)
+{
+	if (!p->watch)
+		return;
+	pthread_mutex_lock(&p->watch->mu);
+	p->watch->armed = 0;
+	pthread_cond_signal(&p->watch->cv);
+	pthread_mutex_unlock(&p->watch->mu);
+}
+
+int tc_poly_over_budget(__tc_keep isl_ctx *ctx)
+{
+	enum isl_error e = isl_ctx_last_error(ctx);
+	return e == isl_error_quota || e == isl_error_abort;
 }
 
 /* Parse text into acc (a union map or set, by is_set), consuming acc. */
@@ -564,6 +674,7 @@ __tc_give tc_poly *tc_poly_build(__tc_keep isl_ctx *ctx, __tc_keep const tc_ir_f
 	}
 	if (make_stmts(p) < 0)
 		goto oom;
+	tc_poly_budget(p);
 	if (build_context(p, d) < 0)
 		goto error;
 	p->domain = isl_union_set_empty(isl_set_get_space(p->context));
@@ -608,6 +719,7 @@ __tc_give tc_poly *tc_poly_build(__tc_keep isl_ctx *ctx, __tc_keep const tc_ir_f
 		tc_poly_isl_failed(ctx, d, "compute dependences");
 		goto error;
 	}
+	tc_poly_budget_done(p);
 	return p;
 oom:
 	{
@@ -774,11 +886,14 @@ error:
 
 tc_stat tc_poly_ast(__tc_keep tc_poly *p, __tc_keep tc_diags *d)
 {
-	isl_ast_build *build = isl_ast_build_from_context(isl_set_copy(p->context));
+	isl_ast_build *build;
+	tc_poly_budget(p);
+	build = isl_ast_build_from_context(isl_set_copy(p->context));
 	build = isl_ast_build_set_at_each_domain(build, at_domain, p);
 	isl_ast_node_free(p->ast);
 	p->ast = isl_ast_build_node_from_schedule(build, isl_schedule_copy(p->schedule));
 	isl_ast_build_free(build);
+	tc_poly_budget_done(p);
 	if (!p->ast) {
 		tc_poly_isl_failed(p->ctx, d, "generate the AST");
 		return TC_ERR;
@@ -790,6 +905,7 @@ void tc_poly_free(__tc_take tc_poly *p)
 {
 	if (!p)
 		return;
+	watch_free(p->watch);
 	isl_ast_node_free(p->ast);
 	isl_schedule_free(p->schedule);
 	isl_union_map_free(p->deps);
