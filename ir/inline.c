@@ -19,8 +19,9 @@
  * - one statement S writes it, a plain assignment (no reduction index, not
  *   a packing copy) over T's whole extent (so every element a reader may
  *   read is one S defined, and S's own reads are in bounds there), whose
- *   right-hand side has at most MAX_OPS operations, no builtin calls (exp
- *   and the like cost more than a load) and does not read T;
+ *   right-hand side has at most MAX_OPS operations and MAX_NODES nodes, no
+ *   builtin calls (exp and the like cost more than a load) and does not
+ *   read T;
  * - every read of T subscripts it with distinct plain index variables, and
  *   every index variable of the reading statement is among them (each
  *   instance of the reader reads its own element, so nothing is computed
@@ -28,7 +29,14 @@
  *   recompute T K times over, and is left alone);
  * - no statement before S reads T, and no statement after S, up to the
  *   last reader, writes a tensor that S reads (the operands are unchanged
- *   when the value is recomputed). */
+ *   when the value is recomputed).
+ *
+ * The temporaries are looked at once each, in order, against the function
+ * as rewritten so far; the pass keeps each tensor's writers and readers so
+ * that it looks at and rewrites the readers of one temporary only, and
+ * renumbers the tensors once at the end: its cost follows the statements
+ * it rewrites (copying the whole function at every inlining took 24 GB on
+ * 10,000 chained temporaries). */
 #include "ir.h"
 
 #include <string.h>
