@@ -629,6 +629,52 @@ static void test_long_chain_of_updates(void **state)
 	tc_buf_free(&b);
 }
 
+/* 400 chained temporaries, inlined (tc_ir_inline) where each definition
+ * stays small: the pass rewrites only each temporary's readers (copying the
+ * whole function at every inlining took 24 GB on 10,000), and the compiled
+ * code of the inlined function computes what the interpreter computes on
+ * the original one. */
+static void test_inline_long_chain_of_temporaries(void **state)
+{
+	static const int64_t shapes[][TC_MAX_RANK] = {{29}};
+	const tc_ir_func *g;
+	isl_ctx *ctx = tc_poly_ctx_new();
+	tc_cg_code *code;
+	tc_diags d;
+	tc_buf b;
+	run r;
+	int i;
+	(void)state;
+	assert_non_null(ctx);
+	tc_buf_init(&b);
+	tc_buf_puts(&b, "def temps(float(N) I) -> (O) {\n    T1(i) = I(i) * 0.5 + 1.0\n");
+	for (i = 2; i <= 400; i++)
+		tc_buf_printf(&b, "    T%d(i) = T%d(i) * 0.5 + I(i)\n", i, i - 1);
+	tc_buf_puts(&b, "    O(i) = T400(i) - 1.0\n}\n");
+	assert_false(b.oom);
+	run_setup(&r, b.s, "temps", shapes, FILL_NICE, NULL, 31337);
+	run_interp(&r); /* the original function */
+	g = tc_ir_inline(r.k.ar, r.k.f, r.params);
+	assert_non_null(g);
+	assert_true(g->ntensors < r.k.f->ntensors);
+	assert_int_equal(g->ninputs + g->noutputs, r.k.f->ninputs + r.k.f->noutputs);
+	for (i = g->ntensors; i < r.ntensors; i++) { /* the inlined temporaries: the last */
+		free(r.t[i].data);
+		r.t[i].data = NULL;
+	}
+	r.ntensors = g->ntensors;
+	r.k.f = g;
+	tc_diags_init(&d, r.k.src);
+	code = compile_budget(&r, ctx, 0, 0, &d);
+	run_compiled(&r, code);
+	assert_int_equal(run_compare(&r, NULL, exact, "temps"), 0);
+	tc_cg_code_free(code);
+	tc_diags_clear(&d);
+	run_free(&r);
+	tc_buf_free(&b);
+	isl_ctx_free(ctx);
+}
+
 static const char *const numeric_types[] = {"int8", "int16", "int32", "int64", "uint8", "uint16",
 	"uint32", "uint64", "float16", "float", "float64"};
 #define NNUMERIC (int)(sizeof(numeric_types) / sizeof(numeric_types[0]))
@@ -1390,6 +1436,7 @@ int main(void)
 		cmocka_unit_test(test_budget_scheduler_tries_again),
 		cmocka_unit_test(test_budget_exhausted_keeps_a_legal_schedule),
 		cmocka_unit_test(test_long_chain_of_updates),
+		cmocka_unit_test(test_inline_long_chain_of_temporaries),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
