@@ -31,6 +31,15 @@
 #include <unistd.h>
 
 #define MAX_REDRAWS 20
+/* Limits of the settings (include/tcomp.h, docs/language.md section 12):
+ * a generation's members are compiled and timed one by one, so a larger
+ * population only exhausts memory and time before anything is measured
+ * (100,000,000 took 4.8 GB); 10,000 candidates take hours already. */
+#define TC_TUNE_MAX_POPULATION 10000
+#define TC_TUNE_MAX_GENERATIONS 10000
+#define TC_TUNE_MAX_TOURNAMENT 10000 /* draws per selection */
+#define STR_(x) #x
+#define TC_STR(x) STR_(x)
 #define SEED_MUTATION 0.3 /* mutation rate of the seeds' mutants in generation 0 */
 
 /* ---- the memo: canonical options text -> time ---- */
@@ -96,18 +105,16 @@ typedef struct popu {
 	double *time;
 } popu;
 
-static tc_stat popu_init(popu *p, int size, int nopts)
+/* Room for size members; their genomes are allocated as they are added
+ * (popu_add), so a population the search cannot fill costs little. */
+static tc_stat popu_init(popu *p, int size)
 {
-	int i;
 	memset(p, 0, sizeof(*p));
 	p->g = tc_calloc((size_t)size, sizeof(int64_t *));
 	p->key = tc_calloc((size_t)size, sizeof(char *));
 	p->time = tc_calloc((size_t)size, sizeof(double));
 	if (!p->g || !p->key || !p->time)
 		return TC_ERR;
-	for (i = 0; i < size; i++)
-		if (!(p->g[i] = tc_calloc((size_t)nopts + 1, sizeof(int64_t))))
-			return TC_ERR;
 	return TC_OK;
 }
 
@@ -142,12 +149,17 @@ static int popu_has(const popu *p, const char *key)
 }
 
 /* Add genome g with key (taken) to p. */
-static void popu_add(popu *p, int nopts, const int64_t *g, __tc_take char *key)
+static tc_stat popu_add(popu *p, int nopts, const int64_t *g, __tc_take char *key)
 {
+	if (!p->g[p->n] && !(p->g[p->n] = tc_calloc((size_t)nopts + 1, sizeof(int64_t)))) {
+		tc_free(key);
+		return TC_ERR;
+	}
 	memcpy(p->g[p->n], g, (size_t)nopts * sizeof(int64_t));
 	p->key[p->n] = key;
 	p->time[p->n] = INFINITY;
 	p->n++;
+	return TC_OK;
 }
 
 /* Measure the members of p not in the memo, then give every member its
@@ -219,7 +231,10 @@ static tc_stat breed(const tc_tune_space *s, const tc_tune_search *sp, tc_tune_r
 			tc_free(order);
 			return TC_ERR;
 		}
-		popu_add(next, s->n, cur->g[order[k]], key);
+		if (popu_add(next, s->n, cur->g[order[k]], key) < 0) {
+			tc_free(order);
+			return TC_ERR;
+		}
 		next->time[next->n - 1] = cur->time[order[k]];
 	}
 	tc_free(order);
@@ -236,7 +251,8 @@ static tc_stat breed(const tc_tune_space *s, const tc_tune_search *sp, tc_tune_r
 			tc_free(key);
 			continue;
 		}
-		popu_add(next, s->n, child, key);
+		if (popu_add(next, s->n, child, key) < 0)
+			return TC_ERR;
 		redraws = 0;
 	}
 	return TC_OK;
@@ -302,7 +318,7 @@ tc_stat tc_tune_search_run(__tc_keep tc_tune_space *s, __tc_keep const tc_tune_s
 	memset(res, 0, sizeof(*res));
 	res->best_time = INFINITY;
 	tc_tune_rng_seed(&r, sp->seed);
-	if (popu_init(&pa, size, s->n) < 0 || popu_init(&pb, size, s->n) < 0 ||
+	if (popu_init(&pa, size) < 0 || popu_init(&pb, size) < 0 ||
 		!(child = tc_calloc((size_t)s->n + 1, sizeof(int64_t))))
 		goto done;
 	if (sp->keep > 0 && (!(res->top = tc_calloc((size_t)sp->keep, sizeof(int64_t *))) ||
@@ -316,8 +332,8 @@ tc_stat tc_tune_search_run(__tc_keep tc_tune_space *s, __tc_keep const tc_tune_s
 			goto done;
 		if (popu_has(cur, key))
 			tc_free(key);
-		else
-			popu_add(cur, s->n, sp->seeds[i], key);
+		else if (popu_add(cur, s->n, sp->seeds[i], key) < 0)
+			goto done;
 	}
 	while (cur->n < size && tries++ < 50 * size) {
 		char *key;
@@ -333,8 +349,8 @@ tc_stat tc_tune_search_run(__tc_keep tc_tune_space *s, __tc_keep const tc_tune_s
 			goto done;
 		if (popu_has(cur, key))
 			tc_free(key);
-		else
-			popu_add(cur, s->n, child, key);
+		else if (popu_add(cur, s->n, child, key) < 0)
+			goto done;
 	}
 	for (gen = 0; gen < sp->generations; gen++) {
 		popu *t;
@@ -470,16 +486,16 @@ void tc_tune_settings_init(tc_tune_settings *s)
 /* A message for settings out of range, or NULL. */
 static const char *bad_settings(const tc_tune_settings *s)
 {
-	if (s->generations < 1)
-		return "generations must be at least 1";
-	if (s->population < 1)
-		return "population must be at least 1";
+	if (s->generations < 1 || s->generations > TC_TUNE_MAX_GENERATIONS)
+		return "generations must be between 1 and " TC_STR(TC_TUNE_MAX_GENERATIONS);
+	if (s->population < 1 || s->population > TC_TUNE_MAX_POPULATION)
+		return "population must be between 1 and " TC_STR(TC_TUNE_MAX_POPULATION);
 	if (s->elites < 0 || s->elites > s->population)
 		return "elites must be between 0 and the population";
 	if (!(s->mutation_rate >= 0 && s->mutation_rate <= 1))
 		return "mutation_rate must be between 0 and 1";
-	if (s->tournament < 1)
-		return "tournament must be at least 1";
+	if (s->tournament < 1 || s->tournament > TC_TUNE_MAX_TOURNAMENT)
+		return "tournament must be between 1 and " TC_STR(TC_TUNE_MAX_TOURNAMENT);
 	if (s->threads < 0 || s->threads > 256)
 		return "threads must be between 0 (one per CPU) and 256";
 	if (!(s->timeout_s > 0) || !(s->compile_timeout_s > 0))

@@ -466,11 +466,11 @@ typedef struct tc_tune_progress {
 /* Settings of a tuning run; tc_tune_settings_init fills in the defaults
  * (given in brackets). */
 typedef struct tc_tune_settings {
-	int generations;      /* [5] */
-	int population;       /* candidates per generation [20] */
+	int generations;      /* [5], at most 10000 */
+	int population;       /* candidates per generation [20], at most 10000 */
 	int elites;           /* best candidates carried into the next generation [2] */
 	double mutation_rate; /* chance that a child's option is redrawn [0.15] */
-	int tournament;       /* candidates per selection tournament [2] */
+	int tournament;       /* candidates per selection tournament [2], at most 10000 */
 	uint64_t seed;        /* the search's random choices; 0: from the clock [0] */
 	int threads;          /* candidates compiling at once; 0: online CPUs [0] */
 	double timeout_s;     /* limit on one candidate's runs [10] */

@@ -23,9 +23,12 @@
 #include <isl/options.h>
 #include <isl/printer.h>
 
+#include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 __tc_give isl_ctx *tc_poly_ctx_new(void)
 {
@@ -197,6 +200,11 @@ void tc_poly_isl_failed(__tc_keep isl_ctx *ctx, __tc_keep tc_diags *d, const cha
 	tc_loc none;
 	const char *msg = isl_ctx_last_error_msg(ctx);
 	memset(&none, 0, sizeof(none));
+	if (tc_poly_over_budget(ctx)) { /* kept for the schedule driver to see */
+		tc_error(d, none, "the def is too large to compile: isl ran past its budget of "
+			"operations or seconds trying to %s (docs/language.md, Limits)", what);
+		return;
+	}
 	/* isl reports nothing when one of our callbacks gave up, which they do
 	 * only when an allocation (tc_malloc) failed */
 	if (isl_ctx_last_error(ctx) == isl_error_none)
@@ -205,6 +213,108 @@ void tc_poly_isl_failed(__tc_keep isl_ctx *ctx, __tc_keep tc_diags *d, const cha
 		tc_error(d, none, "internal error: isl could not %s%s%s", what, msg ? ": " : "",
 			msg ? msg : "");
 	isl_ctx_reset_error(ctx);
+}
+
+/* The watchdog of a model's budget: a thread that aborts isl's work in
+ * ctx when the deadline of an armed step passes. */
+struct tc_poly_watch {
+	pthread_t thread;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	struct timespec deadline; /* CLOCK_MONOTONIC */
+	int armed, stop;
+	isl_ctx *ctx;
+};
+
+static void *watch_main(void *arg)
+{
+	struct tc_poly_watch *w = arg;
+	pthread_mutex_lock(&w->mu);
+	while (!w->stop) {
+		if (!w->armed)
+			pthread_cond_wait(&w->cv, &w->mu);
+		else if (pthread_cond_timedwait(&w->cv, &w->mu, &w->deadline) == ETIMEDOUT &&
+			w->armed) {
+			isl_ctx_abort(w->ctx);
+			w->armed = 0;
+		}
+	}
+	pthread_mutex_unlock(&w->mu);
+	return NULL;
+}
+
+/* A started watchdog for ctx, or NULL (the budget then has no seconds). */
+static struct tc_poly_watch *watch_new(isl_ctx *ctx)
+{
+	struct tc_poly_watch *w = tc_calloc(1, sizeof(*w));
+	pthread_condattr_t ca;
+	if (!w)
+		return NULL;
+	w->ctx = ctx;
+	pthread_mutex_init(&w->mu, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&w->cv, &ca);
+	pthread_condattr_destroy(&ca);
+	if (pthread_create(&w->thread, NULL, watch_main, w)) {
+		pthread_cond_destroy(&w->cv);
+		pthread_mutex_destroy(&w->mu);
+		tc_free(w);
+		return NULL;
+	}
+	return w;
+}
+
+static void watch_free(struct tc_poly_watch *w)
+{
+	if (!w)
+		return;
+	pthread_mutex_lock(&w->mu);
+	w->stop = 1;
+	pthread_cond_signal(&w->cv);
+	pthread_mutex_unlock(&w->mu);
+	pthread_join(w->thread, NULL);
+	pthread_cond_destroy(&w->cv);
+	pthread_mutex_destroy(&w->mu);
+	tc_free(w);
+}
+
+void tc_poly_budget(__tc_keep tc_poly *p)
+{
+	double secs = p->opts.max_seconds > 0 ? p->opts.max_seconds : TC_POLY_MAX_SECONDS;
+	isl_ctx_resume(p->ctx);
+	isl_ctx_reset_error(p->ctx);
+	isl_ctx_set_max_operations(p->ctx, p->opts.max_ops ? p->opts.max_ops : TC_POLY_MAX_OPS);
+	isl_ctx_reset_operations(p->ctx);
+	if (!p->watch && !(p->watch = watch_new(p->ctx)))
+		return;
+	pthread_mutex_lock(&p->watch->mu);
+	clock_gettime(CLOCK_MONOTONIC, &p->watch->deadline);
+	p->watch->deadline.tv_sec += (time_t)secs;
+	p->watch->deadline.tv_nsec += (long)((secs - (double)(time_t)secs) * 1e9);
+	if (p->watch->deadline.tv_nsec >= 1000000000L) {
+		p->watch->deadline.tv_sec++;
+		p->watch->deadline.tv_nsec -= 1000000000L;
+	}
+	p->watch->armed = 1;
+	pthread_cond_signal(&p->watch->cv);
+	pthread_mutex_unlock(&p->watch->mu);
+}
+
+void tc_poly_budget_done(__tc_keep tc_poly *p)
+{
+	if (!p->watch)
+		return;
+	pthread_mutex_lock(&p->watch->mu);
+	p->watch->armed = 0;
+	pthread_cond_signal(&p->watch->cv);
+	pthread_mutex_unlock(&p->watch->mu);
+}
+
+int tc_poly_over_budget(__tc_keep isl_ctx *ctx)
+{
+	enum isl_error e = isl_ctx_last_error(ctx);
+	return e == isl_error_quota || e == isl_error_abort;
 }
 
 /* Parse text into acc (a union map or set, by is_set), consuming acc. */
@@ -373,18 +483,18 @@ static void add_read(tc_buf *b, const tc_poly *p, const tc_poly_stmt *st, const 
 	tc_buf_puts(b, " }");
 }
 
-static int add_reads(tc_poly *p, const tc_poly_stmt *st, const names *n, const tc_ir_expr *e,
-	tc_diags *d)
+static int add_reads(tc_poly *p, isl_union_map **acc, const tc_poly_stmt *st, const names *n,
+	const tc_ir_expr *e, tc_diags *d)
 {
 	int i;
 	for (i = 0; i < e->nargs; i++)
-		if (add_reads(p, st, n, e->args[i], d) < 0)
+		if (add_reads(p, acc, st, n, e->args[i], d) < 0)
 			return -1;
 	if (e->op == TC_OP_READ) {
 		tc_buf b;
 		tc_buf_init(&b);
 		add_read(&b, p, st, n, e);
-		if (!(p->reads = add_text(p, p->reads, &b, 0, d)))
+		if (!(*acc = add_text(p, *acc, &b, 0, d)))
 			return -1;
 	}
 	return 0;
@@ -415,8 +525,57 @@ static void add_original(tc_buf *b, const tc_poly *p, const tc_poly_stmt *st, co
 	tc_buf_puts(b, "] }");
 }
 
-/* flow | anti | output dependences in the original schedule. */
-static int compute_deps(tc_poly *p, tc_diags *d)
+/* The accesses and the original schedule of some statements: the whole
+ * model's, or one IR statement's (its init and update). */
+typedef struct parts {
+	isl_union_set *domain;
+	isl_union_map *writes, *reads, *original;
+} parts;
+
+static void parts_init(parts *q, const tc_poly *p)
+{
+	q->domain = isl_union_set_empty(isl_set_get_space(p->context));
+	q->writes = isl_union_map_empty(isl_set_get_space(p->context));
+	q->reads = isl_union_map_empty(isl_set_get_space(p->context));
+	q->original = isl_union_map_empty(isl_set_get_space(p->context));
+}
+
+static void parts_clear(parts *q)
+{
+	isl_union_set_free(q->domain);
+	isl_union_map_free(q->writes);
+	isl_union_map_free(q->reads);
+	isl_union_map_free(q->original);
+	memset(q, 0, sizeof(*q));
+}
+
+/* Restrict q's accesses and schedule to its domain within p's context;
+ * -1 on an isl error. */
+static int parts_restrict(parts *q, const tc_poly *p)
+{
+	q->domain = isl_union_set_intersect_params(q->domain, isl_set_copy(p->context));
+	q->reads = isl_union_map_intersect_domain(q->reads, isl_union_set_copy(q->domain));
+	q->writes = isl_union_map_intersect_domain(q->writes, isl_union_set_copy(q->domain));
+	q->original = isl_union_map_intersect_domain(q->original, isl_union_set_copy(q->domain));
+	return q->domain && q->reads && q->writes && q->original ? 0 : -1;
+}
+
+/* flow | anti | output dependences among q's accesses in its original
+ * schedule, coalesced (NULL on an isl error).
+ *
+ * With kill set, writes kill: every write is a must-write of one element,
+ * so a read depends on the last write before it only (flow), a write on
+ * the reads since the last write before it (anti) and on that write alone
+ * (output).  Earlier pairs follow by transitivity (a read, a later write,
+ * then this one), which is all that validity, coincidence and the legality
+ * check need: a schedule orders a chain when it orders each link, and a
+ * loop carries a dependence of the chain only if it carries a link.
+ * Without the kills the anti and output dependences of n statements that
+ * update one tensor are n^2 / 2 pairs, and the isl scheduler's time grew
+ * with them (80 in-place updates of O(i): more than 2 minutes).  Without
+ * kill, anti and output dependences reach every earlier access (flow
+ * dependences always stop at the last write). */
+static isl_union_map *deps_of(const parts *q, int kill)
 {
 	isl_union_access_info *ai;
 	isl_union_flow *flow;
@@ -426,30 +585,87 @@ static int compute_deps(tc_poly *p, tc_diags *d)
 	for (i = 0; i < 3; i++) {
 		/* 0 flow: reads after writes; 1 anti: writes after reads;
 		 * 2 output: writes after writes */
-		ai = isl_union_access_info_from_sink(isl_union_map_copy(i == 0 ? p->reads : p->writes));
-		if (i == 0)
-			ai = isl_union_access_info_set_must_source(ai, isl_union_map_copy(p->writes));
+		ai = isl_union_access_info_from_sink(isl_union_map_copy(i == 0 ? q->reads : q->writes));
+		if (i == 0 || (kill && i == 2))
+			ai = isl_union_access_info_set_must_source(ai, isl_union_map_copy(q->writes));
 		else
 			ai = isl_union_access_info_set_may_source(ai,
-				isl_union_map_copy(i == 1 ? p->reads : p->writes));
-		ai = isl_union_access_info_set_schedule_map(ai, isl_union_map_copy(p->original));
+				isl_union_map_copy(i == 1 ? q->reads : q->writes));
+		if (kill)
+			ai = isl_union_access_info_set_kill(ai, isl_union_map_copy(q->writes));
+		ai = isl_union_access_info_set_schedule_map(ai, isl_union_map_copy(q->original));
 		flow = isl_union_access_info_compute_flow(ai);
 		dep[i] = isl_union_flow_get_may_dependence(flow);
 		isl_union_flow_free(flow);
 	}
-	p->deps = isl_union_map_union(isl_union_map_union(dep[0], dep[1]), dep[2]);
-	p->deps = isl_union_map_coalesce(p->deps);
-	if (!p->deps) {
-		tc_poly_isl_failed(p->ctx, d, "compute dependences");
+	return isl_union_map_coalesce(isl_union_map_union(isl_union_map_union(dep[0], dep[1]),
+		dep[2]));
+}
+
+/* Add the model of statement st (its domain, accesses and original
+ * schedule, width dimensions) to q; -1 with a message in d on error. */
+static int add_stmt(tc_poly *p, parts *q, const tc_poly_stmt *st, int width, tc_diags *d)
+{
+	names n = {p->f, st->ir};
+	tc_buf b;
+	tc_buf_init(&b);
+	add_domain(&b, p, st, &n);
+	if (!(q->domain = add_text(p, q->domain, &b, 1, d)))
 		return -1;
+	add_lhs_access(&b, p, st, &n);
+	if (!(q->writes = add_text(p, q->writes, &b, 0, d)))
+		return -1;
+	if (st->kind == TC_POLY_UPDATE) { /* the accumulator is read too */
+		add_lhs_access(&b, p, st, &n);
+		if (!(q->reads = add_text(p, q->reads, &b, 0, d)))
+			return -1;
 	}
+	if (st->kind != TC_POLY_INIT && add_reads(p, &q->reads, st, &n, st->ir->rhs, d) < 0)
+		return -1;
+	add_original(&b, p, st, &n, width);
+	if (!(q->original = add_text(p, q->original, &b, 0, d)))
+		return -1;
 	return 0;
+}
+
+/* one, one statement's parts, added to p's and to g's (unless g is
+ * NULL); one is cleared.  -1 on an isl error. */
+static int add_parts(tc_poly *p, parts *g, parts *one)
+{
+	p->domain = isl_union_set_union(p->domain, isl_union_set_copy(one->domain));
+	p->writes = isl_union_map_union(p->writes, isl_union_map_copy(one->writes));
+	p->reads = isl_union_map_union(p->reads, isl_union_map_copy(one->reads));
+	p->original = isl_union_map_union(p->original, isl_union_map_copy(one->original));
+	if (!g) {
+		parts_clear(one);
+		return p->domain && p->writes && p->reads && p->original ? 0 : -1;
+	}
+	g->domain = isl_union_set_union(g->domain, one->domain);
+	g->writes = isl_union_map_union(g->writes, one->writes);
+	g->reads = isl_union_map_union(g->reads, one->reads);
+	g->original = isl_union_map_union(g->original, one->original);
+	memset(one, 0, sizeof(*one));
+	return p->domain && p->writes && p->reads && p->original && g->domain && g->writes &&
+		g->reads && g->original ? 0 : -1;
+}
+
+/* g, the parts of a reduction (its init and update), restricted to the
+ * context: its dependences without kills go to p->near, and g is cleared;
+ * -1 on an isl error. */
+static int add_near(tc_poly *p, parts *g)
+{
+	if (parts_restrict(g, p) < 0)
+		return -1;
+	p->near = isl_union_map_union(p->near, deps_of(g, 0));
+	parts_clear(g);
+	return p->near ? 0 : -1;
 }
 
 __tc_give tc_poly *tc_poly_build(__tc_keep isl_ctx *ctx, __tc_keep const tc_ir_func *f,
 	__tc_keep const int64_t *params, __tc_keep const tc_target *target, __tc_keep tc_diags *d)
 {
 	tc_poly *p = tc_calloc(1, sizeof(*p));
+	parts one = {NULL, NULL, NULL, NULL}, g = {NULL, NULL, NULL, NULL}, all;
 	int i, width = 0;
 
 	if (!p)
@@ -467,36 +683,32 @@ __tc_give tc_poly *tc_poly_build(__tc_keep isl_ctx *ctx, __tc_keep const tc_ir_f
 	}
 	if (make_stmts(p) < 0)
 		goto oom;
+	tc_poly_budget(p);
 	if (build_context(p, d) < 0)
 		goto error;
 	p->domain = isl_union_set_empty(isl_set_get_space(p->context));
 	p->writes = isl_union_map_empty(isl_set_get_space(p->context));
 	p->reads = isl_union_map_empty(isl_set_get_space(p->context));
 	p->original = isl_union_map_empty(isl_set_get_space(p->context));
+	p->near = isl_union_map_empty(isl_set_get_space(p->context));
 	for (i = 0; i < p->nstmts; i++)
 		if (p->stmts[i].ir->nvars + 2 > width)
 			width = p->stmts[i].ir->nvars + 2;
+	/* a statement at a time, the parts of a reduction's (its init and
+	 * update) also in g */
 	for (i = 0; i < p->nstmts; i++) {
 		const tc_poly_stmt *st = &p->stmts[i];
-		names n = {f, st->ir};
-		tc_buf b;
-		tc_buf_init(&b);
-		add_domain(&b, p, st, &n);
-		if (!(p->domain = add_text(p, p->domain, &b, 1, d)))
+		parts_init(&one, p);
+		if (st->kind == TC_POLY_INIT ||
+			(st->kind == TC_POLY_UPDATE && (!i || p->stmts[i - 1].kind != TC_POLY_INIT)))
+			parts_init(&g, p);
+		if (add_stmt(p, &one, st, width, d) < 0)
 			goto error;
-		add_lhs_access(&b, p, st, &n);
-		if (!(p->writes = add_text(p, p->writes, &b, 0, d)))
+		if (add_parts(p, st->kind == TC_POLY_ASSIGN ? NULL : &g, &one) < 0 ||
+			(st->kind == TC_POLY_UPDATE && add_near(p, &g) < 0)) {
+			tc_poly_isl_failed(ctx, d, "build the model");
 			goto error;
-		if (st->kind == TC_POLY_UPDATE) { /* the accumulator is read too */
-			add_lhs_access(&b, p, st, &n);
-			if (!(p->reads = add_text(p, p->reads, &b, 0, d)))
-				goto error;
 		}
-		if (st->kind != TC_POLY_INIT && add_reads(p, st, &n, st->ir->rhs, d) < 0)
-			goto error;
-		add_original(&b, p, st, &n, width);
-		if (!(p->original = add_text(p, p->original, &b, 0, d)))
-			goto error;
 	}
 	p->domain = isl_union_set_intersect_params(p->domain, isl_set_copy(p->context));
 	p->reads = isl_union_map_intersect_domain(p->reads, isl_union_set_copy(p->domain));
@@ -506,8 +718,17 @@ __tc_give tc_poly *tc_poly_build(__tc_keep isl_ctx *ctx, __tc_keep const tc_ir_f
 		tc_poly_isl_failed(ctx, d, "build the model");
 		goto error;
 	}
-	if (compute_deps(p, d) < 0)
+	all.domain = p->domain;
+	all.writes = p->writes;
+	all.reads = p->reads;
+	all.original = p->original;
+	p->deps = deps_of(&all, 1);
+	p->near = isl_union_map_coalesce(isl_union_map_union(p->near, isl_union_map_copy(p->deps)));
+	if (!p->deps || !p->near) {
+		tc_poly_isl_failed(ctx, d, "compute dependences");
 		goto error;
+	}
+	tc_poly_budget_done(p);
 	return p;
 oom:
 	{
@@ -516,6 +737,8 @@ oom:
 		tc_error(d, none, "out of memory building the polyhedral model");
 	}
 error:
+	parts_clear(&one);
+	parts_clear(&g);
 	tc_poly_free(p);
 	return NULL;
 }
@@ -672,11 +895,14 @@ error:
 
 tc_stat tc_poly_ast(__tc_keep tc_poly *p, __tc_keep tc_diags *d)
 {
-	isl_ast_build *build = isl_ast_build_from_context(isl_set_copy(p->context));
+	isl_ast_build *build;
+	tc_poly_budget(p);
+	build = isl_ast_build_from_context(isl_set_copy(p->context));
 	build = isl_ast_build_set_at_each_domain(build, at_domain, p);
 	isl_ast_node_free(p->ast);
 	p->ast = isl_ast_build_node_from_schedule(build, isl_schedule_copy(p->schedule));
 	isl_ast_build_free(build);
+	tc_poly_budget_done(p);
 	if (!p->ast) {
 		tc_poly_isl_failed(p->ctx, d, "generate the AST");
 		return TC_ERR;
@@ -688,9 +914,11 @@ void tc_poly_free(__tc_take tc_poly *p)
 {
 	if (!p)
 		return;
+	watch_free(p->watch);
 	isl_ast_node_free(p->ast);
 	isl_schedule_free(p->schedule);
 	isl_union_map_free(p->deps);
+	isl_union_map_free(p->near);
 	isl_union_map_free(p->original);
 	isl_union_map_free(p->reads);
 	isl_union_map_free(p->writes);

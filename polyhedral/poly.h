@@ -129,7 +129,22 @@ typedef struct tc_poly_opts {
 					* innermost loops (0: the backend
 					* chooses): the register tile's rows
 					* get that many vectors */
+	unsigned long max_ops;         /* isl's budget per step: operations
+					* (0: TC_POLY_MAX_OPS) ... */
+	double max_seconds;            /* ... and seconds (0:
+					* TC_POLY_MAX_SECONDS); tc_poly_budget */
 } tc_poly_opts;
+
+/* What one step of a compilation (building the model and its
+ * dependences, the isl scheduler, each schedule pass, the AST build) may
+ * take before isl gives up on it: isl operations (simplex pivots,
+ * isl_ctx_set_max_operations) and seconds (a watchdog thread calls
+ * isl_ctx_abort; pivots on numbers that keep growing can take seconds
+ * each, so operations alone bound no time).  The scheduler and the passes
+ * then fall back with a warning; building the model and the AST fail with
+ * an error saying the def is too large (polyhedral/README.md, Budgets). */
+#define TC_POLY_MAX_OPS 20000000ul
+#define TC_POLY_MAX_SECONDS 10.0
 
 /* The polyhedral model of one IR function (tc_poly_build), the schedule
  * the driver computes for it (tc_poly_schedule, passes.h) and its AST
@@ -151,12 +166,18 @@ typedef struct tc_poly {
 	isl_union_map *writes;   /* must-writes */
 	isl_union_map *reads;    /* may-reads (every read, over-approximated) */
 	isl_union_map *original; /* the textual-order schedule, as a map */
-	isl_union_map *deps;     /* flow | anti | output dependences */
+	isl_union_map *deps;     /* flow | anti | output dependences, each
+				  * to the last write only (writes kill):
+				  * the rest follow by transitivity */
+	isl_union_map *near;     /* deps and, within each reduction, every
+				  * pair without kills: the proximity the
+				  * isl scheduler is given */
 	isl_schedule *schedule;  /* after tc_poly_schedule */
 	int merged;              /* tc_poly_pass_merge merged a band chain */
 	int no_merge;            /* ... and the result was illegal: do not
 				  * (set by the driver's check) */
 	isl_ast_node *ast;       /* after tc_poly_ast */
+	struct tc_poly_watch *watch; /* the budget's watchdog (tc_poly_budget) */
 	int *rowbuf;             /* per tensor, after tc_poly_schedule: for a
 				  * row-buffered temporary (tc_poly_contract)
 				  * how many leading subscripts select its row;
@@ -196,8 +217,22 @@ int tc_poly_schedule_legal_for(__tc_keep isl_schedule *s, __tc_keep isl_union_ma
 int tc_poly_isl_keyword(const char *s);
 /* Record in d that isl could not do what, with isl's last error message
  * when it has one, and clear the error in ctx; "out of memory" when isl
- * recorded no error (a callback of ours failed to allocate). */
+ * recorded no error (a callback of ours failed to allocate).  When isl ran
+ * past its budget (tc_poly_budget) the message says so instead, and the
+ * error stays (for the schedule driver, which undoes a pass that ran past
+ * it). */
 void tc_poly_isl_failed(__tc_keep isl_ctx *ctx, __tc_keep tc_diags *d, const char *what);
+/* Start a step of p's compilation with isl's budget: p->opts.max_ops
+ * operations and p->opts.max_seconds seconds from now (TC_POLY_MAX_OPS
+ * and TC_POLY_MAX_SECONDS when 0), and no error recorded in p->ctx.  The
+ * watchdog thread that enforces the seconds starts with the first budget
+ * and ends with tc_poly_free. */
+void tc_poly_budget(__tc_keep tc_poly *p);
+/* End the step tc_poly_budget started: the watchdog no longer aborts. */
+void tc_poly_budget_done(__tc_keep tc_poly *p);
+/* Whether the last isl error of ctx is running past the budget (the
+ * operations, or the watchdog's abort). */
+int tc_poly_over_budget(__tc_keep isl_ctx *ctx);
 
 /* Generate the AST of the schedule (p->ast). */
 tc_stat tc_poly_ast(__tc_keep tc_poly *p, __tc_keep tc_diags *d);

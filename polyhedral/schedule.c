@@ -25,6 +25,7 @@
 #include <isl/schedule_node.h>
 #include <isl/val.h>
 
+#include <stdio.h>
 #include <string.h>
 
 /* ---- the scheduler ---- */
@@ -39,14 +40,15 @@ static int has_packs(const tc_poly *p)
 	return 0;
 }
 
-/* The dependences among the statements the isl scheduler schedules: the
+/* deps (borrowed) among the statements the isl scheduler schedules: the
  * packing copies read inputs only, so they run first, on their own, and
  * the scheduler sees the other statements, whose instances go to *rest
  * (when rest is not NULL). */
-static isl_union_map *scheduled_deps(const tc_poly *p, isl_union_set **rest)
+static isl_union_map *scheduled(const tc_poly *p, isl_union_map *deps,
+	isl_union_set **rest)
 {
 	isl_union_set *r = isl_union_set_copy(p->domain);
-	isl_union_map *deps = isl_union_map_copy(p->deps);
+	deps = isl_union_map_copy(deps);
 	if (has_packs(p)) {
 		r = isl_union_set_subtract(r, tc_poly_pack_instances(p));
 		deps = isl_union_map_intersect_range(isl_union_map_intersect_domain(deps,
@@ -59,6 +61,23 @@ static isl_union_map *scheduled_deps(const tc_poly *p, isl_union_set **rest)
 	return deps;
 }
 
+/* The dependences (p->deps) among the statements the isl scheduler
+ * schedules. */
+static isl_union_map *scheduled_deps(const tc_poly *p, isl_union_set **rest)
+{
+	return scheduled(p, p->deps, rest);
+}
+
+/* Warn in d that step (of p's def) ran past isl's budget and what
+ * happens instead. */
+static void warn_budget(tc_poly *p, tc_diags *d, const char *step, const char *instead)
+{
+	tc_loc none;
+	memset(&none, 0, sizeof(none));
+	tc_warning(d, none, "def '%s': %s ran past isl's budget of operations or seconds; %s "
+		"(docs/language.md, Limits)", p->f->name, step, instead);
+}
+
 /* The original schedule as a schedule tree (when the scheduler fails). */
 static isl_schedule *original_tree(tc_poly *p)
 {
@@ -69,10 +88,16 @@ static isl_schedule *original_tree(tc_poly *p)
 }
 
 /* p->schedule failed: the original order, which is always legal, over
- * every statement (the packing copies included). */
+ * every statement (the packing copies included), with a warning when isl
+ * ran past its budget. */
 static tc_stat fall_back(tc_poly *p, tc_diags *d)
 {
-	isl_ctx_reset_error(p->ctx);
+	if (tc_poly_over_budget(p->ctx))
+		warn_budget(p, d, "the isl scheduler", "the statements run in textual order");
+	/* no budget: the original tree costs little, and is the last resort */
+	tc_poly_budget(p);
+	tc_poly_budget_done(p);
+	isl_ctx_set_max_operations(p->ctx, 0);
 	p->schedule = original_tree(p);
 	if (!p->schedule) {
 		tc_poly_isl_failed(p->ctx, d, "compute a schedule");
@@ -92,15 +117,20 @@ static tc_stat fall_back(tc_poly *p, tc_diags *d)
  * size, and their constants grow with the sizes (softmax: 0.5 s at 128 x
  * 1000, 3.5 s at 4096 x 4096), while scheduling each component whole
  * finds the same fused rows in milliseconds.  Not for everything: whole
- * components took 32 s on the three-factor Kronecker product. */
-static isl_schedule *compute_schedule(tc_poly *p, isl_schedule_constraints *sc)
+ * components took 32 s on the three-factor Kronecker product.  With other
+ * set, the opposite choice: the scheduler's second try when the first ran
+ * past its budget (clustering on a def of a max-reduction, a product
+ * reduction and two statements reading single elements of them pivoted
+ * on ever larger numbers for minutes, where the whole component took
+ * 0.1 s: docs/language.md, Limits). */
+static isl_schedule *compute_schedule(tc_poly *p, isl_schedule_constraints *sc, int other)
 {
 	isl_schedule *s;
 	int i, low = 1, was = isl_options_get_schedule_whole_component(p->ctx);
 	for (i = 0; i < p->nstmts; i++)
 		low &= p->stmts[i].ndims <= 2;
 	isl_options_set_schedule_serialize_sccs(p->ctx, p->opts.fusion == TC_POLY_FUSE_MIN);
-	isl_options_set_schedule_whole_component(p->ctx, low || was);
+	isl_options_set_schedule_whole_component(p->ctx, (low || was) != other);
 	s = isl_schedule_constraints_compute_schedule(sc);
 	isl_options_set_schedule_whole_component(p->ctx, was);
 	return s;
@@ -114,7 +144,7 @@ static tc_stat schedule_pass(tc_poly *p, tc_diags *d)
 {
 	isl_schedule_constraints *sc;
 	isl_union_set *rest;
-	isl_union_map *deps = scheduled_deps(p, &rest);
+	isl_union_map *deps = scheduled(p, p->near, &rest);
 
 	isl_options_set_schedule_maximize_coincidence(p->ctx,
 		p->opts.fusion == TC_POLY_FUSE_PRESERVE3COINCIDENT);
@@ -126,7 +156,18 @@ static tc_stat schedule_pass(tc_poly *p, tc_diags *d)
 	 * dependence (parallel loops, later) */
 	sc = isl_schedule_constraints_set_coincidence(sc, deps);
 	isl_schedule_free(p->schedule);
-	p->schedule = compute_schedule(p, sc);
+	p->schedule = NULL;
+	if (!sc)
+		return fall_back(p, d);
+	p->schedule = compute_schedule(p, isl_schedule_constraints_copy(sc), 0);
+	if (!p->schedule && tc_poly_over_budget(p->ctx)) {
+		/* the other way of clustering, with a budget of its own */
+		warn_budget(p, d, "the isl scheduler",
+			"scheduling again with the other clustering (whole components or not)");
+		tc_poly_budget(p);
+		p->schedule = compute_schedule(p, isl_schedule_constraints_copy(sc), 1);
+	}
+	isl_schedule_constraints_free(sc);
 	return p->schedule ? TC_OK : fall_back(p, d);
 }
 
@@ -142,7 +183,8 @@ static tc_stat fuse_nests_pass(tc_poly *p, tc_diags *d)
 	deps = scheduled_deps(p, NULL);
 	p->schedule = tc_poly_fuse_nests(p->schedule, deps);
 	isl_union_map_free(deps);
-	return p->schedule ? TC_OK : fall_back(p, d);
+	/* past the budget: the driver restores the scheduler's tree */
+	return p->schedule || tc_poly_over_budget(p->ctx) ? TC_OK : fall_back(p, d);
 }
 
 /* Schedules for the packing copies: each in its own loop nest over the
@@ -209,7 +251,7 @@ static tc_stat pack_pass(tc_poly *p, tc_diags *d)
 	if (!apart)
 		return TC_OK;
 	p->schedule = isl_schedule_sequence(pack_schedule(p), p->schedule);
-	return p->schedule ? TC_OK : fall_back(p, d);
+	return p->schedule || tc_poly_over_budget(p->ctx) ? TC_OK : fall_back(p, d);
 }
 
 /* ---- after the transformations ---- */
@@ -321,6 +363,58 @@ static int find_pass(const tc_poly_pass_def *passes, int npasses, const char *na
 	return -1;
 }
 
+/* Forget the diagnostics of d from the n-th on (a pass's error about a
+ * budget it ran past, which the driver turns into a warning). */
+static void drop_diags(tc_diags *d, int n)
+{
+	while (d->n > n) {
+		tc_diag *g = &d->v[--d->n];
+		if (g->sev == TC_SEV_ERROR)
+			d->nerrors--;
+		else if (g->sev == TC_SEV_WARNING)
+			d->nwarnings--;
+		tc_free(g->msg);
+	}
+}
+
+/* Run pass def over p with a budget of its own (tc_poly_budget).  A pass
+ * other than the first (the scheduler, which falls back itself) that runs
+ * past it, failing or not (a legality check that failed reads as
+ * "illegal"), is undone: the schedule and what the pass records in p as
+ * they were before it, with a warning instead of its error.  Passes
+ * transform a legal schedule into a legal one, so skipping one keeps the
+ * schedule legal. */
+static tc_stat run_pass(tc_poly *p, const tc_poly_pass_def *def, int first, tc_diags *d)
+{
+	isl_schedule *before = isl_schedule_copy(p->schedule);
+	int merged = p->merged, n = d->n;
+	int *rowbuf = p->rowbuf;
+	tc_stat st;
+	char what[64];
+
+	p->rowbuf = NULL;
+	tc_poly_budget(p);
+	st = def->run(p, d);
+	if (first || !tc_poly_over_budget(p->ctx)) {
+		isl_schedule_free(before);
+		if (p->rowbuf)
+			tc_free(rowbuf);
+		else
+			p->rowbuf = rowbuf;
+		return st;
+	}
+	drop_diags(d, n);
+	snprintf(what, sizeof(what), "the schedule pass '%s'", def->name);
+	warn_budget(p, d, what, "the schedule stays as it was before it");
+	isl_ctx_reset_error(p->ctx);
+	isl_schedule_free(p->schedule);
+	p->schedule = before;
+	p->merged = merged;
+	tc_free(p->rowbuf);
+	p->rowbuf = rowbuf;
+	return p->schedule ? TC_OK : TC_ERR;
+}
+
 tc_stat tc_poly_schedule(__tc_keep tc_poly *p, __tc_keep const tc_poly_pass_def *passes,
 	int npasses, const char *stop_after, __tc_keep tc_diags *d)
 {
@@ -338,12 +432,15 @@ tc_stat tc_poly_schedule(__tc_keep tc_poly *p, __tc_keep const tc_poly_pass_def 
 		return TC_ERR;
 	}
 	for (i = 0; i <= last; i++) {
-		st = passes[i].run(p, d);
-		if (st < 0)
+		st = run_pass(p, &passes[i], i == 0, d);
+		if (st < 0) {
+			tc_poly_budget_done(p);
 			return TC_ERR;
+		}
 		if (st == TC_POLY_RESCHEDULE)
 			i = -1; /* the whole list again (the entry that asked changed p) */
 	}
+	tc_poly_budget_done(p);
 	return TC_OK;
 }
 

@@ -103,6 +103,31 @@ static tc_poly *schedule(isl_ctx *ictx, const tc_rt_backend *b, const tc_ir_func
 
 /* ---- compiling ---- */
 
+/* Add the warnings of d (a schedule that fell back because isl ran past
+ * its budget) to ctx's warnings, each message once. */
+static void context_warnings(tc_context *ctx, const tc_diags *d)
+{
+	tc_buf b, all;
+	if (!d->nwarnings)
+		return;
+	tc_buf_init(&b);
+	tc_diags_render(d, 1u << TC_SEV_WARNING, &b);
+	if (b.oom || !b.s || (ctx->warnings && strstr(ctx->warnings, b.s))) {
+		tc_buf_free(&b);
+		return;
+	}
+	tc_buf_init(&all);
+	tc_buf_puts(&all, ctx->warnings ? ctx->warnings : "");
+	tc_buf_puts(&all, b.s);
+	tc_buf_free(&b);
+	if (all.oom) {
+		tc_buf_free(&all);
+		return;
+	}
+	tc_free(ctx->warnings);
+	ctx->warnings = tc_buf_take(&all);
+}
+
 /* Load the stored object o for c when it was made from the same def text;
  * 0 (the caller compiles) when it was not or does not load. */
 static int load(tc_module *m, tc_rt_compiled *c, void *state, const tc_rt_object *o)
@@ -141,6 +166,7 @@ tc_stat tc_rt_pipeline_compile(__tc_keep tc_module *m, __tc_keep tc_rt_compiled 
 		return TC_ERR; /* out of memory: d says nothing */
 	if (!(p = schedule(ictx, b, c->cf, c->params, &c->opts, &c->target, NULL, 1, d)))
 		goto done;
+	context_warnings(m->ctx, d);
 	if (obj_out) {
 		const tc_def *def = tc_rt_module_def_of(m, c->f);
 		if (b->object(c, p, obj_out, d) < 0 || !def)

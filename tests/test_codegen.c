@@ -526,6 +526,170 @@ static void check_kernel(const char *text, const char *entry,
 	check_kernel_with(text, entry, shapes, kind, fix, NULL, tl);
 }
 
+/* ---- budgets of isl's work (polyhedral/README.md, Budgets) ---- */
+
+/* The kernel of r compiled with the CPU pass list under the budget
+ * (max_ops, max_seconds) for the schedule, the AST with the default one;
+ * the diagnostics go to d (the caller's), and a failure fails the test. */
+static tc_cg_code *compile_budget(run *r, isl_ctx *ctx, unsigned long max_ops, double max_seconds,
+	tc_diags *d)
+{
+	tc_poly *p = tc_poly_build(ctx, r->k.f, r->params, host_target(), d);
+	tc_cg_code *code;
+	if (!p)
+		fail_diags(d, "tc_poly_build");
+	p->opts.parallel = 0; /* the test's code runs on this thread alone */
+	p->opts.max_ops = max_ops;
+	p->opts.max_seconds = max_seconds;
+	if (tc_poly_schedule(p, tc_poly_cpu_passes, tc_poly_ncpu_passes, NULL, d) < 0)
+		fail_diags(d, "tc_poly_schedule");
+	p->opts.max_ops = 0;
+	p->opts.max_seconds = 0;
+	if (tc_poly_ast(p, d) < 0 || !(code = tc_cg_llvm_compile(jit, p, NULL, d)))
+		fail_diags(d, "the AST or the code");
+	tc_poly_free(p);
+	return code;
+}
+
+/* Whether d holds a warning containing text. */
+static int has_warning(const tc_diags *d, const char *text)
+{
+	int i;
+	for (i = 0; i < d->n; i++)
+		if (d->v[i].sev == TC_SEV_WARNING && strstr(d->v[i].msg, text))
+			return 1;
+	return 0;
+}
+
+/* Compile r's kernel under the budget, run it and the interpreter, and
+ * compare; returns the number of warnings about the budget. */
+static int check_budget(run *r, unsigned long max_ops, double max_seconds)
+{
+	isl_ctx *ctx = tc_poly_ctx_new();
+	tc_cg_code *code;
+	tc_diags d;
+	int n;
+	assert_non_null(ctx);
+	tc_diags_init(&d, r->k.src);
+	code = compile_budget(r, ctx, max_ops, max_seconds, &d);
+	assert_int_equal(d.nerrors, 0);
+	run_compiled(r, code);
+	run_interp(r);
+	assert_int_equal(run_compare(r, NULL, exact, r->k.f->name), 0);
+	n = has_warning(&d, "budget");
+	tc_cg_code_free(code);
+	tc_diags_clear(&d);
+	isl_ctx_free(ctx);
+	return n;
+}
+
+/* The isl scheduler's clustering on this def pivots on ever larger numbers
+ * for minutes (issue 14): with a budget of 0.3 s it gives up, the second
+ * try (whole components) schedules it, a warning says so, and the code
+ * computes what the interpreter does. */
+static void test_budget_scheduler_tries_again(void **state)
+{
+	static const char text[] =
+		"def k(float(K,K) I1, float(N,M) I2) -> (O0, O1) {\n"
+		"    T0(i0) max=! I2(i0, r0)\n"
+		"    T2(i0, i1) *=! I1(i0, r0) where i1 in 0:N\n"
+		"    O0 +=! T0(0) + T2(r0, 0)\n"
+		"    O1(i0, i1) = T0(i1) - O0 where i0 in 0:K\n"
+		"}\n";
+	static const int64_t shapes[][TC_MAX_RANK] = {{5, 5}, {8, 8}};
+	run r;
+	(void)state;
+	run_setup(&r, text, "k", shapes, FILL_NICE, NULL, 777);
+	assert_true(check_budget(&r, 0, 0.3));
+	run_free(&r);
+}
+
+/* A budget of one isl operation: the scheduler's two tries fail and the
+ * statements run in textual order; every pass that runs past it is undone
+ * with a warning; the result is still the interpreter's. */
+static void test_budget_exhausted_keeps_a_legal_schedule(void **state)
+{
+	static const char text[] = "def mm(float(M,K) A, float(K,N) B) -> (C, D) {\n"
+				   "    C(m,n) +=! A(m,r_k) * B(r_k,n)\n"
+				   "    D(m,n) = C(m,n) + A(m,0)\n"
+				   "}\n";
+	static const int64_t shapes[][TC_MAX_RANK] = {{9, 7}, {7, 11}};
+	run r;
+	(void)state;
+	run_setup(&r, text, "mm", shapes, FILL_NICE, NULL, 99);
+	assert_true(check_budget(&r, 1, 0));
+	run_free(&r);
+}
+
+/* 120 statements updating one tensor in place compile in well under a
+ * second: the dependences go to the last write only (writes kill), where
+ * every earlier access made the scheduler's work grow as n^2 (80 took
+ * over 2 minutes); the result is the interpreter's, with no warning. */
+static void test_long_chain_of_updates(void **state)
+{
+	tc_buf b;
+	run r;
+	int i;
+	static const int64_t shapes[][TC_MAX_RANK] = {{37}};
+	(void)state;
+	tc_buf_init(&b);
+	tc_buf_puts(&b, "def chain(float(N) I) -> (O) {\n    O(i) = I(i)\n");
+	for (i = 0; i < 120; i++)
+		tc_buf_printf(&b, "    O(i) = O(i) * 0.5 + I(i)\n");
+	tc_buf_puts(&b, "}\n");
+	assert_false(b.oom);
+	run_setup(&r, b.s, "chain", shapes, FILL_NICE, NULL, 4242);
+	assert_false(check_budget(&r, 0, 0));
+	run_free(&r);
+	tc_buf_free(&b);
+}
+
+/* 400 chained temporaries, inlined (tc_ir_inline) where each definition
+ * stays small: the pass rewrites only each temporary's readers (copying the
+ * whole function at every inlining took 24 GB on 10,000), and the compiled
+ * code of the inlined function computes what the interpreter computes on
+ * the original one. */
+static void test_inline_long_chain_of_temporaries(void **state)
+{
+	static const int64_t shapes[][TC_MAX_RANK] = {{29}};
+	const tc_ir_func *g;
+	isl_ctx *ctx = tc_poly_ctx_new();
+	tc_cg_code *code;
+	tc_diags d;
+	tc_buf b;
+	run r;
+	int i;
+	(void)state;
+	assert_non_null(ctx);
+	tc_buf_init(&b);
+	tc_buf_puts(&b, "def temps(float(N) I) -> (O) {\n    T1(i) = I(i) * 0.5 + 1.0\n");
+	for (i = 2; i <= 400; i++)
+		tc_buf_printf(&b, "    T%d(i) = T%d(i) * 0.5 + I(i)\n", i, i - 1);
+	tc_buf_puts(&b, "    O(i) = T400(i) - 1.0\n}\n");
+	assert_false(b.oom);
+	run_setup(&r, b.s, "temps", shapes, FILL_NICE, NULL, 31337);
+	run_interp(&r); /* the original function */
+	g = tc_ir_inline(r.k.ar, r.k.f, r.params);
+	assert_non_null(g);
+	assert_true(g->ntensors < r.k.f->ntensors);
+	assert_int_equal(g->ninputs + g->noutputs, r.k.f->ninputs + r.k.f->noutputs);
+	for (i = g->ntensors; i < r.ntensors; i++) { /* the inlined temporaries: the last */
+		free(r.t[i].data);
+		r.t[i].data = NULL;
+	}
+	r.ntensors = g->ntensors;
+	r.k.f = g;
+	tc_diags_init(&d, r.k.src);
+	code = compile_budget(&r, ctx, 0, 0, &d);
+	run_compiled(&r, code);
+	assert_int_equal(run_compare(&r, NULL, exact, "temps"), 0);
+	tc_cg_code_free(code);
+	tc_diags_clear(&d);
+	run_free(&r);
+	tc_buf_free(&b);
+	isl_ctx_free(ctx);
+}
+
 static const char *const numeric_types[] = {"int8", "int16", "int32", "int64", "uint8", "uint16",
 	"uint32", "uint64", "float16", "float", "float64", "bfloat16"};
 #define NNUMERIC (int)(sizeof(numeric_types) / sizeof(numeric_types[0]))
@@ -1598,6 +1762,10 @@ int main(void)
 		cmocka_unit_test(test_loop_metadata_of_vector_options),
 		cmocka_unit_test(test_code_lifetime_and_errors),
 		cmocka_unit_test(test_concurrent_compilation),
+		cmocka_unit_test(test_budget_scheduler_tries_again),
+		cmocka_unit_test(test_budget_exhausted_keeps_a_legal_schedule),
+		cmocka_unit_test(test_long_chain_of_updates),
+		cmocka_unit_test(test_inline_long_chain_of_temporaries),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

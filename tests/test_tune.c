@@ -1073,7 +1073,20 @@ static void bad_arguments_are_errors(void **state)
 	assert_int_equal(tc_autotune(m, "matmul", in, 2, NULL, &st, &best, NULL), -1);
 	assert_null(best);
 	assert_non_null(strstr(tc_context_error(ctx), "population"));
+	/* limits, checked before anything is allocated (100,000,000 took
+	 * 4.8 GB before measuring anything) */
+	st.population = 100000000;
+	assert_int_equal(tc_autotune(m, "matmul", in, 2, NULL, &st, &best, NULL), -1);
+	assert_non_null(strstr(tc_context_error(ctx), "population must be between 1 and 10000"));
 	st.population = 4;
+	st.generations = 10001;
+	assert_int_equal(tc_autotune(m, "matmul", in, 2, NULL, &st, &best, NULL), -1);
+	assert_non_null(strstr(tc_context_error(ctx), "generations must be between 1 and 10000"));
+	st.generations = 5;
+	st.tournament = 1000000;
+	assert_int_equal(tc_autotune(m, "matmul", in, 2, NULL, &st, &best, NULL), -1);
+	assert_non_null(strstr(tc_context_error(ctx), "tournament"));
+	st.tournament = 2;
 	st.final_candidates = -1;
 	assert_int_equal(tc_autotune(m, "matmul", in, 2, NULL, &st, &best, NULL), -1);
 	assert_non_null(strstr(tc_context_error(ctx), "final_candidates"));
