@@ -282,9 +282,13 @@ static void watch_free(struct tc_poly_watch *w)
 void tc_poly_budget(__tc_keep tc_poly *p)
 {
 	double secs = p->opts.max_seconds > 0 ? p->opts.max_seconds : TC_POLY_MAX_SECONDS;
+	unsigned long ops;
 	isl_ctx_resume(p->ctx);
 	isl_ctx_reset_error(p->ctx);
-	isl_ctx_set_max_operations(p->ctx, p->opts.max_ops ? p->opts.max_ops : TC_POLY_MAX_OPS);
+	ops = p->opts.max_ops ? p->opts.max_ops : TC_POLY_MAX_OPS;
+	if (p->ctx_max_ops && p->ctx_max_ops < ops)
+		ops = p->ctx_max_ops;
+	isl_ctx_set_max_operations(p->ctx, ops);
 	isl_ctx_reset_operations(p->ctx);
 	if (!p->watch && !(p->watch = watch_new(p->ctx)))
 		return;
@@ -671,6 +675,7 @@ __tc_give tc_poly *tc_poly_build(__tc_keep isl_ctx *ctx, __tc_keep const tc_ir_f
 	if (!p)
 		goto oom;
 	p->ctx = ctx;
+	p->ctx_max_ops = isl_ctx_get_max_operations(ctx);
 	p->f = f;
 	p->target = target;
 	p->opts.order = 1;
@@ -915,6 +920,7 @@ void tc_poly_free(__tc_take tc_poly *p)
 	if (!p)
 		return;
 	watch_free(p->watch);
+	isl_ctx_set_max_operations(p->ctx, p->ctx_max_ops); /* the caller's quota back */
 	isl_ast_node_free(p->ast);
 	isl_schedule_free(p->schedule);
 	isl_union_map_free(p->deps);

@@ -178,6 +178,9 @@ typedef struct tc_poly {
 				  * (set by the driver's check) */
 	isl_ast_node *ast;       /* after tc_poly_ast */
 	struct tc_poly_watch *watch; /* the budget's watchdog (tc_poly_budget) */
+	unsigned long ctx_max_ops;   /* a quota the caller set on ctx before
+					* tc_poly_build (0: none): it caps every
+					* step's budget (tests fail isl with it) */
 	int *rowbuf;             /* per tensor, after tc_poly_schedule: for a
 				  * row-buffered temporary (tc_poly_contract)
 				  * how many leading subscripts select its row;
