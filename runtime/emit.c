@@ -11,6 +11,7 @@
 #include "options.h"
 #include "pipeline.h"
 
+#include <pthread.h>
 #include <string.h>
 
 /* The backend of the default options (the target option's default). */
@@ -30,8 +31,13 @@ static char *pipeline_text(tc_module *m, const tc_rt_backend *b, const tc_ir_fun
 	if (!f)
 		return NULL;
 	tc_diags_init(&d, m->src);
-	if (!(text = tc_rt_pipeline_emit(b, f, params, o, t, stage, &d)))
+	if (!(text = tc_rt_pipeline_emit(b, f, params, o, t, stage, &d))) {
 		tc_rt_set_error_diags(m->ctx, &d);
+	} else if (d.nwarnings) {
+		pthread_mutex_lock(&m->ctx->lock);
+		tc_rt_context_add_warnings(m->ctx, &d);
+		pthread_mutex_unlock(&m->ctx->lock);
+	}
 	tc_diags_clear(&d);
 	return text;
 }

@@ -103,9 +103,7 @@ static tc_poly *schedule(isl_ctx *ictx, const tc_rt_backend *b, const tc_ir_func
 
 /* ---- compiling ---- */
 
-/* Add the warnings of d (a schedule that fell back because isl ran past
- * its budget) to ctx's warnings, each message once. */
-static void context_warnings(tc_context *ctx, const tc_diags *d)
+void tc_rt_context_add_warnings(__tc_keep tc_context *ctx, __tc_keep const tc_diags *d)
 {
 	tc_buf b, all;
 	if (!d->nwarnings)
@@ -166,7 +164,7 @@ tc_stat tc_rt_pipeline_compile(__tc_keep tc_module *m, __tc_keep tc_rt_compiled 
 		return TC_ERR; /* out of memory: d says nothing */
 	if (!(p = schedule(ictx, b, c->cf, c->params, &c->opts, &c->target, NULL, 1, d)))
 		goto done;
-	context_warnings(m->ctx, d);
+	tc_rt_context_add_warnings(m->ctx, d);
 	if (obj_out) {
 		const tc_def *def = tc_rt_module_def_of(m, c->f);
 		if (b->object(c, p, obj_out, d) < 0 || !def)

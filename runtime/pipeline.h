@@ -23,6 +23,11 @@ const tc_ir_func *tc_rt_pipeline_rewrite(__tc_keep tc_arena *ar, __tc_keep const
 	__tc_keep const int64_t *params, __tc_keep const tc_rt_opts *o,
 	__tc_keep const tc_target *t);
 
+/* Add the warnings of d (a schedule that fell back because isl ran past
+ * its budget) to ctx's warnings, each message once; the caller holds
+ * ctx's lock (or is its one thread). */
+void tc_rt_context_add_warnings(__tc_keep tc_context *ctx, __tc_keep const tc_diags *d);
+
 /* Compile c (bound, rewritten, with its backend, options and target set):
  * load obj_in (NULL: none) when it is object code of c's def that loads;
  * else build, schedule and generate the AST of c->cf and hand it to the

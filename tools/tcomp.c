@@ -509,6 +509,7 @@ static int cmd_emit(int argc, char **argv)
 	tc_module *m;
 	tc_kernel *k = NULL;
 	char *text;
+	size_t nwarn;
 
 	enum { OPT_STAGE = OPT_COMMAND };
 	static const struct option longopts[] = {CLI_HELP, CLI_ENTRY, CLI_SHAPE, CLI_MAPPING,
@@ -553,6 +554,7 @@ static int cmd_emit(int argc, char **argv)
 		tc_context_free(ctx);
 		return status;
 	}
+	nwarn = strlen(tc_context_warnings(ctx)); /* the check's were printed */
 	if (nshapes) { /* specialise: bind the shapes (no data is read) */
 		int64_t dims[64][8];
 		DLTensor dl[64];
@@ -574,6 +576,7 @@ static int cmd_emit(int argc, char **argv)
 	} else {
 		text = tc_module_emit(m, entry, stage);
 	}
+	print_new_warnings(ctx, nwarn); /* e.g. a schedule past isl's budget */
 	if (!text) {
 		status = report(ctx);
 	} else {
