@@ -67,7 +67,7 @@ extern "C" {
 /* The version of tcomp: the library, the tcomp command and the kernel
  * cache's keys (entries tuned by another version are not used).  The one
  * place it is written: CMakeLists.txt reads it from here. */
-#define TCOMP_VERSION "0.3.0"
+#define TCOMP_VERSION "0.4.0"
 
 /* DLPack 0.6 has no bool code; tcomp uses the code later DLPack versions
  * define (kDLBool = 6) with 8 bits per element. */
