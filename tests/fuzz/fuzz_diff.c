@@ -20,7 +20,9 @@
  * never feeds an inexact value to a discontinuous operation (comparisons,
  * casts and stores to integer or bool, floor-like builtins, %, a divisor),
  * so integer and bool outputs and exact float outputs must agree bit for
- * bit (NaN matching NaN, -0 matching +0).  An inexact float output may
+ * bit (NaN matching NaN, -0 matching +0; a value whose zero may have either
+ * sign, from a float max/min reduction, reaches a divisor or a builtin that
+ * tells the zeros apart through fabs).  An inexact float output may
  * differ by  2 * eps(dtype) * (R + 2) * scale,  R the number of values the
  * case reduces per element (summed over its statements), scale the largest
  * finite magnitude among the case's float inputs and outputs (at least 1);
@@ -200,6 +202,7 @@ typedef struct node {
 	short n;            /* children */
 	short a[4];         /* children (N_READ: the subscripts) */
 	short kind, inexact, weak, conditional;
+	short zsign;        /* a zero of this value may be -0 or +0 (see fix_zsign) */
 	double v;           /* N_INT, N_FLOAT */
 	short rev;          /* N_READ on a subscript position: N-1-v form is built as N_BIN */
 } node;
@@ -215,6 +218,7 @@ typedef struct tensor {
 	int rank, dim[3];
 	int dst;         /* T_INDEX: the size whose range its values index */
 	int kind, inexact, written, dead;
+	int zsign;       /* a zero in it may have either sign (a float max/min reduction) */
 } tensor;
 
 enum { OP_SET, OP_ADD_B, OP_MUL_B, OP_MAX_B, OP_MIN_B, OP_ADD, OP_MUL, OP_MAX, OP_MIN };
@@ -410,6 +414,7 @@ static int gen_read(gen *g, int notaint, int depth)
 	p->nd[i].op = (short)t;
 	p->nd[i].kind = (short)p->t[t].kind;
 	p->nd[i].inexact = (short)p->t[t].inexact;
+	p->nd[i].zsign = (short)p->t[t].zsign;
 	p->nd[i].n = (short)p->t[t].rank;
 	for (d = 0; d < p->t[t].rank; d++) {
 		int sub;
@@ -446,6 +451,7 @@ static int leaf(gen *g, int want, int notaint)
 			p->nd[i].op = (short)l;
 			p->nd[i].kind = p->nd[root].kind;
 			p->nd[i].inexact = p->nd[root].inexact;
+			p->nd[i].zsign = p->nd[root].zsign;
 		} else if (r == 6) {
 			i = new_node(g, N_SIZE);
 			p->nd[i].op = (short)rnd(g, p->nsizes);
@@ -531,6 +537,30 @@ static int safe_divisor(gen *g, int depth)
 	return i;
 }
 
+/* Node a, or fabs(a) where a's zeros may have either sign: compiled max=!
+ * and min=! reductions may give either zero of a tie of -0 and +0
+ * (docs/language.md 6.8), which a divisor or a builtin that tells the
+ * zeros apart (atan2, copysign, rsqrt, pow, ...) turns into different
+ * values.  fabs is exact and makes every zero +0. */
+static int fix_zsign(gen *g, int a)
+{
+	prog *p = g->p;
+	int i, b;
+	if (!p->nd[a].zsign)
+		return a;
+	for (b = 0; strcmp(builtins[b].name, "fabs"); b++)
+		;
+	i = new_node(g, N_CALL);
+	if (!i) /* out of nodes: the literal 1 */
+		return 0;
+	p->nd[i].op = (short)b;
+	p->nd[i].n = 1;
+	p->nd[i].a[0] = (short)a;
+	p->nd[i].kind = K_FLOAT;
+	p->nd[i].inexact = p->nd[a].inexact;
+	return i;
+}
+
 /* An expression of the wanted kind; notaint: no inexact value in it. */
 static int gen_expr(gen *g, int depth, int want, int notaint)
 {
@@ -596,6 +626,7 @@ static int gen_expr(gen *g, int depth, int want, int notaint)
 		} else if (op >= B_DIV) { /* float: no inexact divisor, no inexact % */
 			if (p->nd[b].inexact)
 				b = lit_int(g, 1 + rnd(g, 7));
+			b = fix_zsign(g, b);
 			if (op == B_MOD && p->nd[a].inexact)
 				op = B_ADD;
 		}
@@ -608,6 +639,7 @@ static int gen_expr(gen *g, int depth, int want, int notaint)
 		p->nd[i].a[1] = (short)b;
 		p->nd[i].kind = (short)common_kind(p->nd[a].kind, p->nd[b].kind, 1);
 		p->nd[i].inexact = p->nd[a].inexact | p->nd[b].inexact;
+		p->nd[i].zsign = p->nd[i].kind == K_FLOAT && (p->nd[a].zsign | p->nd[b].zsign);
 		return i;
 	}
 	if (r < 8) { /* negation of a non-literal number */
@@ -619,6 +651,7 @@ static int gen_expr(gen *g, int depth, int want, int notaint)
 		p->nd[i].a[0] = (short)a;
 		p->nd[i].kind = p->nd[a].kind;
 		p->nd[i].inexact = p->nd[a].inexact;
+		p->nd[i].zsign = p->nd[a].zsign;
 		return i;
 	}
 	if (r < 11) { /* c ? a : b */
@@ -633,6 +666,7 @@ static int gen_expr(gen *g, int depth, int want, int notaint)
 		p->nd[a].conditional = p->nd[b].conditional = 1;
 		p->nd[i].kind = (short)common_kind(p->nd[a].kind, p->nd[b].kind, 0);
 		p->nd[i].inexact = p->nd[a].inexact | p->nd[b].inexact;
+		p->nd[i].zsign = p->nd[i].kind == K_FLOAT && (p->nd[a].zsign | p->nd[b].zsign);
 		p->nd[i].weak = p->nd[a].weak && p->nd[b].weak;
 		return i;
 	}
@@ -648,6 +682,7 @@ static int gen_expr(gen *g, int depth, int want, int notaint)
 		p->nd[i].a[0] = (short)a;
 		p->nd[i].kind = (short)dtypes[d].kind;
 		p->nd[i].inexact = exact ? 0 : p->nd[a].inexact;
+		p->nd[i].zsign = exact ? 0 : p->nd[a].zsign;
 		return i;
 	}
 	if (r < 17 && !notaint && want != W_INT) { /* a builtin */
@@ -664,13 +699,17 @@ static int gen_expr(gen *g, int depth, int want, int notaint)
 				a = gen_expr(g, depth + 1, W_INT, 1);
 			else
 				a = gen_expr(g, depth + 1, W_NUM, !br->continuous);
+			if (!br->continuous)
+				a = fix_zsign(g, a);
+			p->nd[i].zsign |= p->nd[a].zsign;
 			p->nd[i].a[k] = (short)a;
 		}
 		/* all-literal arguments: make the first a read or size */
 		if (p->nd[p->nd[i].a[br->arity - 1]].weak && p->nd[p->nd[i].a[0]].weak)
 			p->nd[i].a[br->kind == B_INT_FIRST ? 1 : 0] =
-				(short)leaf(g, br->kind == B_INT_FIRST ? W_NUM : W_NUM, !br->continuous);
+				(short)fix_zsign(g, leaf(g, W_NUM, !br->continuous));
 		p->nd[i].kind = br->kind == B_INT_RESULT ? K_INT : K_FLOAT;
+		p->nd[i].zsign = p->nd[i].kind == K_FLOAT && p->nd[i].zsign;
 		p->nd[i].inexact = br->kind != B_INT_RESULT;
 		return i;
 	}
@@ -686,6 +725,7 @@ static int gen_expr(gen *g, int depth, int want, int notaint)
 		p->nd[i].a[1] = (short)b;
 		p->nd[i].kind = (short)common_kind(p->nd[a].kind, p->nd[b].kind, 0);
 		p->nd[i].inexact = p->nd[a].inexact | p->nd[b].inexact;
+		p->nd[i].zsign = p->nd[i].kind == K_FLOAT && (p->nd[a].zsign | p->nd[b].zsign);
 		return i;
 	}
 	return leaf(g, want, notaint);
@@ -713,7 +753,7 @@ static void gen_stmt(gen *g)
 {
 	prog *p = g->p;
 	stmt *s = &p->s[p->nstmts];
-	int cand[MAXT], n = 0, t, v, inplace, notaint, red_len_float;
+	int cand[MAXT], n = 0, t, v, inplace, notaint, red_len_float, zsign;
 	int sizes_used[MAXSIZES] = {0}, nsz = 0, szl[MAXSIZES];
 	memset(s, 0, sizeof *s);
 	s->exists_root = -1;
@@ -811,6 +851,7 @@ static void gen_stmt(gen *g)
 			p->nd[c].a[0] = (short)s->root;
 			p->nd[c].kind = (short)dtypes[p->t[t].dtype].kind;
 			p->nd[c].inexact = p->nd[s->root].inexact;
+			p->nd[c].zsign = p->nd[c].kind == K_FLOAT && p->nd[s->root].zsign;
 			s->root = c;
 		}
 		/* float sums over reduction indices may be reordered (vecreduce);
@@ -819,6 +860,13 @@ static void gen_stmt(gen *g)
 			(s->op == OP_ADD_B || s->op == OP_ADD);
 		if (p->t[t].kind == K_FLOAT && (inexact || red_len_float))
 			p->t[t].inexact = 1;
+		/* a float max/min reduction may keep either zero of a tie */
+		zsign = p->nd[s->root].zsign;
+		for (v = 0; v < s->nlets; v++)
+			zsign |= p->nd[s->let_root[v]].zsign;
+		if (p->t[t].kind == K_FLOAT && (zsign || (s->nvars > s->nlhs &&
+			(s->op == OP_MAX_B || s->op == OP_MIN_B || s->op == OP_MAX || s->op == OP_MIN))))
+			p->t[t].zsign = 1;
 	}
 	s->rank0_parens = chance(g, 0.3);
 	p->nstmts++;
