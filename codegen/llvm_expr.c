@@ -188,13 +188,17 @@ static LLVMValueRef to_double(cg *g, LLVMValueRef v, tc_dtype t)
 }
 
 /* The unsigned integer v (i1 to i64) as float type ft, rounded once,
- * without uitofp: LLVM 19's SLP vectoriser narrows uitofp(sext i16 x to
- * i64) to a uitofp of the i16 (65531 for -5 instead of 2^64 - 5; fuzz_diff
- * seed 4 case 1043).  Below 64 bits, zero extension to i64 and sitofp;
- * at 64 bits, sitofp when the sign bit is clear, else the halved value with
- * its lost bit kept as a sticky bit, (v >> 1) | (v & 1), converted and
- * doubled (exact): the rounding is the one of v, as the lost bit lies far
- * below the last place of float64.  x86 lowers uitofp i64 this way too. */
+ * without uitofp: LLVM 19's SLP vectoriser narrows uitofp of a sign
+ * extension (or of arithmetic on one) to a uitofp of the narrow type:
+ * uitofp(sext i16 x to i64) gave 65531 for -5 instead of 2^64 - 5
+ * (fuzz_diff seed 4 case 1043), uitofp(sext i8 x to i32) 251 for -5.
+ * Below 64 bits, zero extension to i64 and sitofp (instcombine may turn it
+ * back into a uitofp of the narrow value, but after SLP has run).  At 64
+ * bits, sitofp when the sign bit is clear, else the halved value with its
+ * lost bit kept as a sticky bit, (v >> 1) | (v & 1), converted and doubled
+ * (exact): the rounding is the one of v, as the lost bit lies far below
+ * the last place of float64.  x86 without AVX-512 lowers uitofp i64 this
+ * way too.  tests/test_codegen.c pins both at vector lengths 1 to 17. */
 static LLVMValueRef unsigned_to_float(cg *g, LLVMValueRef v, LLVMTypeRef ft)
 {
 	LLVMValueRef neg, half, f;

@@ -800,9 +800,11 @@ static void negative_integers_first(run *r, uint64_t *seed)
  * SLP vectoriser narrowed uitofp(sext i16 x to i64) to uitofp of the i16
  * (65531 for -5 instead of 1.8446744e19; fuzz_diff seed 4 case 1043,
  * tests/fuzz/regress/uitofp-of-sext.tc), so the code generator converts
- * unsigned integers to floats without uitofp.  Every integer type through
- * uint64 to every float type at every length; through the narrower
- * unsigned types, and floats to unsigned and back, at length 2. */
+ * unsigned integers to floats without uitofp (uint32 was narrowed too, as
+ * in float64(uint32(A(i))) with int8 A).  Every integer type through uint64
+ * to every float type at every length; through uint32 too, and the signed
+ * ones less 7 in uint64 and uint32, at lengths 2, 3, 8 and 13; through the
+ * narrower unsigned types, and floats to unsigned and back, at length 2. */
 static void test_unsigned_float_conversions_every_width(void **state)
 {
 	static const char *const src[] = {"int8", "int16", "int32", "int64", "uint8", "uint16",
@@ -816,8 +818,8 @@ static void test_unsigned_float_conversions_every_width(void **state)
 	(void)state;
 	for (n = 1; n <= 17; n++) {
 		char *p = text;
-		int all = n == 2;
-		size_t i, j, k, nin = 0, nmid = all ? 4 : 1;
+		int all = n == 2, wide = all || n == 3 || n == 8 || n == 13;
+		size_t i, j, k, nin = 0, nmid = all ? 4 : wide ? 2 : 1;
 		memset(shapes, 0, sizeof(shapes));
 		p += sprintf(p, "def uf(");
 		for (i = 0; i < 9; i++, nin++)
@@ -835,6 +837,9 @@ static void test_unsigned_float_conversions_every_width(void **state)
 			for (j = 0; j < nmid; j++)
 				for (i = 0; i < 3; i++)
 					p += sprintf(p, ", B%zu_%zu_%zu", k, j, i);
+		for (i = 0; i < 4 && wide; i++)
+			for (j = 0; j < 2; j++)
+				p += sprintf(p, ", D%zu_%zu", i, j);
 		p += sprintf(p, ") {\n");
 		for (i = 0; i < 9; i++)
 			for (j = 0; j < nmid; j++)
@@ -846,6 +851,10 @@ static void test_unsigned_float_conversions_every_width(void **state)
 				for (i = 0; i < 3; i++)
 					p += sprintf(p, "    B%zu_%zu_%zu(i) = %s(%s(F%zu(i)))\n", k, j, i,
 						back[i], mid[j], k);
+		for (i = 0; i < 4 && wide; i++) /* arithmetic on the extension */
+			for (j = 0; j < 2; j++)
+				p += sprintf(p, "    D%zu_%zu(i) = float(%s(X%zu(i)) - %s(7))\n", i, j,
+					mid[j], i, mid[j]);
 		p += sprintf(p, "}\n");
 		check_kernel(text, "uf", (const int64_t(*)[TC_MAX_RANK])shapes, FILL_ANY,
 			negative_integers_first, exact);
