@@ -838,6 +838,14 @@ static void gen_stmt(gen *g)
 				kind = dtypes[d].kind;
 				p->t[t].decl = p->t[t].role == T_OUT && r < 8;
 				p->t[t].decl_shape = p->t[t].decl && chance(g, 0.5);
+				/* a +=! or *=! of bool values is int32 unless declared:
+				 * the cast alone does not make the target bool */
+				if (kind == K_BOOL && !p->t[t].decl &&
+					(s->op == OP_ADD_B || s->op == OP_MUL_B)) {
+					d = dtype_find("int32");
+					p->t[t].dtype = d;
+					kind = K_INT;
+				}
 			}
 			p->t[t].kind = kind;
 			p->t[t].written = 1;
