@@ -264,6 +264,31 @@ static LLVMValueRef to_double(cg *g, LLVMValueRef v, tc_dtype t)
 	return t == TC_T_F64 ? v : LLVMBuildFPExt(g->B, v, g->f64, "");
 }
 
+/* The unsigned integer v (i1 to i64) as float type ft, rounded once,
+ * without uitofp: LLVM 19's SLP vectoriser narrows uitofp of a sign
+ * extension (or of arithmetic on one) to a uitofp of the narrow type:
+ * uitofp(sext i16 x to i64) gave 65531 for -5 instead of 2^64 - 5
+ * (fuzz_diff seed 4 case 1043), uitofp(sext i8 x to i32) 251 for -5.
+ * Below 64 bits, zero extension to i64 and sitofp (instcombine may turn it
+ * back into a uitofp of the narrow value, but after SLP has run).  At 64
+ * bits, sitofp when the sign bit is clear, else the halved value with its
+ * lost bit kept as a sticky bit, (v >> 1) | (v & 1), converted and doubled
+ * (exact): the rounding is the one of v, as the lost bit lies far below
+ * the last place of float64.  x86 without AVX-512 lowers uitofp i64 this
+ * way too.  tests/test_codegen.c pins both at vector lengths 1 to 17. */
+static LLVMValueRef unsigned_to_float(cg *g, LLVMValueRef v, LLVMTypeRef ft)
+{
+	LLVMValueRef neg, half, f;
+	if (LLVMTypeOf(v) != g->i64)
+		return LLVMBuildSIToFP(g->B, LLVMBuildZExt(g->B, v, g->i64, ""), ft, "");
+	neg = LLVMBuildICmp(g->B, LLVMIntSLT, v, tc_cg_llvm_i64c(g, 0), "");
+	half = LLVMBuildOr(g->B, LLVMBuildLShr(g->B, v, tc_cg_llvm_i64c(g, 1), ""),
+		LLVMBuildAnd(g->B, v, tc_cg_llvm_i64c(g, 1), ""), "");
+	f = LLVMBuildSIToFP(g->B, half, ft, "");
+	f = LLVMBuildFAdd(g->B, f, f, "");
+	return LLVMBuildSelect(g->B, neg, f, LLVMBuildSIToFP(g->B, v, ft, ""), "");
+}
+
 /* Convert v from type from to type to (the interpreter's convert()). */
 static LLVMValueRef convert(cg *g, LLVMValueRef v, tc_dtype from, tc_dtype to)
 {
@@ -302,11 +327,11 @@ static LLVMValueRef convert(cg *g, LLVMValueRef v, tc_dtype from, tc_dtype to)
 		 * float, exact wherever the half result is finite */
 		if (to == TC_T_F16) {
 			v = tc_dtype_is_signed(from) ? LLVMBuildSIToFP(g->B, v, g->f32, "")
-						     : LLVMBuildUIToFP(g->B, v, g->f32, "");
+						     : unsigned_to_float(g, v, g->f32);
 			return LLVMBuildFPTrunc(g->B, v, g->f16, "");
 		}
 		return tc_dtype_is_signed(from) ? LLVMBuildSIToFP(g->B, v, tt, "")
-						: LLVMBuildUIToFP(g->B, v, tt, "");
+						: unsigned_to_float(g, v, tt);
 	}
 	if (tc_dtype_is_float(from)) { /* saturating, NaN -> 0 */
 		LLVMTypeRef over[2];

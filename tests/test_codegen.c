@@ -950,6 +950,91 @@ static void test_casts_between_every_type(void **state)
 	check_kernel(text, "casts", (const int64_t(*)[TC_MAX_RANK])shapes, FILL_ANY, NULL, exact);
 }
 
+/* The first elements of every integer input are negative (or, unsigned,
+ * the patterns of negative values): -5, the least value, -1; then random. */
+static void negative_integers_first(run *r, uint64_t *seed)
+{
+	static const int64_t firsts[] = {-5, 0, -1};
+	int k;
+	(void)seed;
+	for (k = 0; k < r->k.f->ninputs; k++) {
+		tc_tensor *t = &r->t[k];
+		int64_t i, n = numel(t);
+		int bits = tc_dtype_bits(t->dtype);
+		if (tc_dtype_is_float(t->dtype) || t->dtype == TC_T_BOOL)
+			continue;
+		for (i = 0; i < 3 && i < n; i++)
+			put_int(t, i, i == 1 ? (uint64_t)1 << (bits - 1) : (uint64_t)firsts[i]);
+	}
+}
+
+/* Integer to unsigned to float, and float to unsigned to integer, at every
+ * length 1 to 17 (so LLVM's SLP vectoriser meets vectors of every width,
+ * whole and with a remainder): bit for bit with the interpreter.  LLVM 19's
+ * SLP vectoriser narrowed uitofp(sext i16 x to i64) to uitofp of the i16
+ * (65531 for -5 instead of 1.8446744e19; fuzz_diff seed 4 case 1043,
+ * tests/fuzz/regress/uitofp-of-sext.tc), so the code generator converts
+ * unsigned integers to floats without uitofp (uint32 was narrowed too, as
+ * in float64(uint32(A(i))) with int8 A).  Every integer type through uint64
+ * to every float type at every length; through uint32 too, and the signed
+ * ones less 7 in uint64 and uint32, at lengths 2, 3, 8 and 13; through the
+ * narrower unsigned types, and floats to unsigned and back, at length 2. */
+static void test_unsigned_float_conversions_every_width(void **state)
+{
+	static const char *const src[] = {"int8", "int16", "int32", "int64", "uint8", "uint16",
+		"uint32", "uint64", "bool"};
+	static const char *const mid[] = {"uint64", "uint32", "uint16", "uint8"};
+	static const char *const flt[] = {"float16", "float", "float64"};
+	static const char *const back[] = {"int8", "int32", "int64"};
+	int64_t shapes[12][TC_MAX_RANK];
+	char text[16384];
+	int n;
+	(void)state;
+	for (n = 1; n <= 17; n++) {
+		char *p = text;
+		int all = n == 2, wide = all || n == 3 || n == 8 || n == 13;
+		size_t i, j, k, nin = 0, nmid = all ? 4 : wide ? 2 : 1;
+		memset(shapes, 0, sizeof(shapes));
+		p += sprintf(p, "def uf(");
+		for (i = 0; i < 9; i++, nin++)
+			p += sprintf(p, "%s%s(N) X%zu", i ? ", " : "", src[i], i);
+		for (k = 0; k < 3 && all; k++, nin++)
+			p += sprintf(p, ", %s(N) F%zu", flt[k], k);
+		for (i = 0; i < nin; i++)
+			shapes[i][0] = n;
+		p += sprintf(p, ") -> (");
+		for (i = 0; i < 9; i++)
+			for (j = 0; j < nmid; j++)
+				for (k = 0; k < 3; k++)
+					p += sprintf(p, "%sO%zu_%zu_%zu", i || j || k ? ", " : "", i, j, k);
+		for (k = 0; k < 3 && all; k++)
+			for (j = 0; j < nmid; j++)
+				for (i = 0; i < 3; i++)
+					p += sprintf(p, ", B%zu_%zu_%zu", k, j, i);
+		for (i = 0; i < 4 && wide; i++)
+			for (j = 0; j < 2; j++)
+				p += sprintf(p, ", D%zu_%zu", i, j);
+		p += sprintf(p, ") {\n");
+		for (i = 0; i < 9; i++)
+			for (j = 0; j < nmid; j++)
+				for (k = 0; k < 3; k++)
+					p += sprintf(p, "    O%zu_%zu_%zu(i) = %s(%s(X%zu(i)))\n", i, j, k,
+						flt[k], mid[j], i);
+		for (k = 0; k < 3 && all; k++)
+			for (j = 0; j < nmid; j++)
+				for (i = 0; i < 3; i++)
+					p += sprintf(p, "    B%zu_%zu_%zu(i) = %s(%s(F%zu(i)))\n", k, j, i,
+						back[i], mid[j], k);
+		for (i = 0; i < 4 && wide; i++) /* arithmetic on the extension */
+			for (j = 0; j < 2; j++)
+				p += sprintf(p, "    D%zu_%zu(i) = float(%s(X%zu(i)) - %s(7))\n", i, j,
+					mid[j], i, mid[j]);
+		p += sprintf(p, "}\n");
+		check_kernel(text, "uf", (const int64_t(*)[TC_MAX_RANK])shapes, FILL_ANY,
+			negative_integers_first, exact);
+	}
+}
+
 /* Sums and products wrap on integers; min=! and max=! start from the
  * largest and lowest values of the type and ignore NaN. */
 static tol reduction_tol(const run *r, int o)
@@ -1745,6 +1830,7 @@ int main(void)
 		cmocka_unit_test(test_integer_floor_division),
 		cmocka_unit_test(test_division_by_zero_size_expressions),
 		cmocka_unit_test(test_casts_between_every_type),
+		cmocka_unit_test(test_unsigned_float_conversions_every_width),
 		cmocka_unit_test(test_reductions_every_numeric_type),
 		cmocka_unit_test(test_vecreduce_keeps_products_in_order),
 		cmocka_unit_test(test_vecreduce_sums_obey_the_rule),

@@ -13,16 +13,20 @@
  * the child is a failure of that case, not the end of the run.
  *
  * Exactness by construction.  A float value is "inexact" when the two
- * backends may legally compute it differently: a float sum or product over
- * reduction indices (reassociated), a builtin call (float32 builtins are
+ * backends may legally compute it differently: a float sum over reduction
+ * indices (reassociated under vecreduce; products keep the interpreter's
+ * order, docs/language.md 6.8 "Reduction order"), a builtin call (float32 builtins are
  * within a few ulp), or anything computed from such a value.  The generator
  * never feeds an inexact value to a discontinuous operation (comparisons,
  * casts and stores to integer or bool, floor-like builtins, %, a divisor),
  * so integer and bool outputs and exact float outputs must agree bit for
- * bit (NaN matching NaN, -0 matching +0).  An inexact float output may
+ * bit (NaN matching NaN, -0 matching +0; a value whose zero may have either
+ * sign, from a float max/min reduction, reaches a divisor or a builtin that
+ * tells the zeros apart through fabs).  An inexact float output may
  * differ by  2 * eps(dtype) * (R + 2) * scale,  R the number of values the
  * case reduces per element (summed over its statements), scale the largest
- * finite magnitude among the case's float inputs and outputs (at least 1);
+ * finite magnitude among the case's inputs and outputs, integers included
+ * (at least 1);
  * infinities and NaN must match exactly.
  *
  * Failures are minimised (statements, outputs, where/let/exists clauses,
@@ -199,6 +203,7 @@ typedef struct node {
 	short n;            /* children */
 	short a[4];         /* children (N_READ: the subscripts) */
 	short kind, inexact, weak, conditional;
+	short zsign;        /* a zero of this value may be -0 or +0 (see fix_zsign) */
 	double v;           /* N_INT, N_FLOAT */
 	short rev;          /* N_READ on a subscript position: N-1-v form is built as N_BIN */
 } node;
@@ -214,6 +219,7 @@ typedef struct tensor {
 	int rank, dim[3];
 	int dst;         /* T_INDEX: the size whose range its values index */
 	int kind, inexact, written, dead;
+	int zsign;       /* a zero in it may have either sign (a float max/min reduction) */
 } tensor;
 
 enum { OP_SET, OP_ADD_B, OP_MUL_B, OP_MAX_B, OP_MIN_B, OP_ADD, OP_MUL, OP_MAX, OP_MIN };
@@ -409,6 +415,7 @@ static int gen_read(gen *g, int notaint, int depth)
 	p->nd[i].op = (short)t;
 	p->nd[i].kind = (short)p->t[t].kind;
 	p->nd[i].inexact = (short)p->t[t].inexact;
+	p->nd[i].zsign = (short)p->t[t].zsign;
 	p->nd[i].n = (short)p->t[t].rank;
 	for (d = 0; d < p->t[t].rank; d++) {
 		int sub;
@@ -445,6 +452,7 @@ static int leaf(gen *g, int want, int notaint)
 			p->nd[i].op = (short)l;
 			p->nd[i].kind = p->nd[root].kind;
 			p->nd[i].inexact = p->nd[root].inexact;
+			p->nd[i].zsign = p->nd[root].zsign;
 		} else if (r == 6) {
 			i = new_node(g, N_SIZE);
 			p->nd[i].op = (short)rnd(g, p->nsizes);
@@ -530,6 +538,30 @@ static int safe_divisor(gen *g, int depth)
 	return i;
 }
 
+/* Node a, or fabs(a) where a's zeros may have either sign: compiled max=!
+ * and min=! reductions may give either zero of a tie of -0 and +0
+ * (docs/language.md 6.8), which a divisor or a builtin that tells the
+ * zeros apart (atan2, copysign, rsqrt, pow, ...) turns into different
+ * values.  fabs is exact and makes every zero +0. */
+static int fix_zsign(gen *g, int a)
+{
+	prog *p = g->p;
+	int i, b;
+	if (!p->nd[a].zsign)
+		return a;
+	for (b = 0; strcmp(builtins[b].name, "fabs"); b++)
+		;
+	i = new_node(g, N_CALL);
+	if (!i) /* out of nodes: the literal 1 */
+		return 0;
+	p->nd[i].op = (short)b;
+	p->nd[i].n = 1;
+	p->nd[i].a[0] = (short)a;
+	p->nd[i].kind = K_FLOAT;
+	p->nd[i].inexact = p->nd[a].inexact;
+	return i;
+}
+
 /* An expression of the wanted kind; notaint: no inexact value in it. */
 static int gen_expr(gen *g, int depth, int want, int notaint)
 {
@@ -595,6 +627,7 @@ static int gen_expr(gen *g, int depth, int want, int notaint)
 		} else if (op >= B_DIV) { /* float: no inexact divisor, no inexact % */
 			if (p->nd[b].inexact)
 				b = lit_int(g, 1 + rnd(g, 7));
+			b = fix_zsign(g, b);
 			if (op == B_MOD && p->nd[a].inexact)
 				op = B_ADD;
 		}
@@ -607,6 +640,7 @@ static int gen_expr(gen *g, int depth, int want, int notaint)
 		p->nd[i].a[1] = (short)b;
 		p->nd[i].kind = (short)common_kind(p->nd[a].kind, p->nd[b].kind, 1);
 		p->nd[i].inexact = p->nd[a].inexact | p->nd[b].inexact;
+		p->nd[i].zsign = p->nd[i].kind == K_FLOAT && (p->nd[a].zsign | p->nd[b].zsign);
 		return i;
 	}
 	if (r < 8) { /* negation of a non-literal number */
@@ -618,6 +652,7 @@ static int gen_expr(gen *g, int depth, int want, int notaint)
 		p->nd[i].a[0] = (short)a;
 		p->nd[i].kind = p->nd[a].kind;
 		p->nd[i].inexact = p->nd[a].inexact;
+		p->nd[i].zsign = p->nd[a].zsign;
 		return i;
 	}
 	if (r < 11) { /* c ? a : b */
@@ -632,6 +667,7 @@ static int gen_expr(gen *g, int depth, int want, int notaint)
 		p->nd[a].conditional = p->nd[b].conditional = 1;
 		p->nd[i].kind = (short)common_kind(p->nd[a].kind, p->nd[b].kind, 0);
 		p->nd[i].inexact = p->nd[a].inexact | p->nd[b].inexact;
+		p->nd[i].zsign = p->nd[i].kind == K_FLOAT && (p->nd[a].zsign | p->nd[b].zsign);
 		p->nd[i].weak = p->nd[a].weak && p->nd[b].weak;
 		return i;
 	}
@@ -647,6 +683,7 @@ static int gen_expr(gen *g, int depth, int want, int notaint)
 		p->nd[i].a[0] = (short)a;
 		p->nd[i].kind = (short)dtypes[d].kind;
 		p->nd[i].inexact = exact ? 0 : p->nd[a].inexact;
+		p->nd[i].zsign = exact ? 0 : p->nd[a].zsign;
 		return i;
 	}
 	if (r < 17 && !notaint && want != W_INT) { /* a builtin */
@@ -663,13 +700,17 @@ static int gen_expr(gen *g, int depth, int want, int notaint)
 				a = gen_expr(g, depth + 1, W_INT, 1);
 			else
 				a = gen_expr(g, depth + 1, W_NUM, !br->continuous);
+			if (!br->continuous)
+				a = fix_zsign(g, a);
+			p->nd[i].zsign |= p->nd[a].zsign;
 			p->nd[i].a[k] = (short)a;
 		}
 		/* all-literal arguments: make the first a read or size */
 		if (p->nd[p->nd[i].a[br->arity - 1]].weak && p->nd[p->nd[i].a[0]].weak)
 			p->nd[i].a[br->kind == B_INT_FIRST ? 1 : 0] =
-				(short)leaf(g, br->kind == B_INT_FIRST ? W_NUM : W_NUM, !br->continuous);
+				(short)fix_zsign(g, leaf(g, W_NUM, !br->continuous));
 		p->nd[i].kind = br->kind == B_INT_RESULT ? K_INT : K_FLOAT;
+		p->nd[i].zsign = p->nd[i].kind == K_FLOAT && p->nd[i].zsign;
 		p->nd[i].inexact = br->kind != B_INT_RESULT;
 		return i;
 	}
@@ -685,6 +726,7 @@ static int gen_expr(gen *g, int depth, int want, int notaint)
 		p->nd[i].a[1] = (short)b;
 		p->nd[i].kind = (short)common_kind(p->nd[a].kind, p->nd[b].kind, 0);
 		p->nd[i].inexact = p->nd[a].inexact | p->nd[b].inexact;
+		p->nd[i].zsign = p->nd[i].kind == K_FLOAT && (p->nd[a].zsign | p->nd[b].zsign);
 		return i;
 	}
 	return leaf(g, want, notaint);
@@ -712,7 +754,7 @@ static void gen_stmt(gen *g)
 {
 	prog *p = g->p;
 	stmt *s = &p->s[p->nstmts];
-	int cand[MAXT], n = 0, t, v, inplace, notaint, red_len_float;
+	int cand[MAXT], n = 0, t, v, inplace, notaint, red_len_float, zsign;
 	int sizes_used[MAXSIZES] = {0}, nsz = 0, szl[MAXSIZES];
 	memset(s, 0, sizeof *s);
 	s->exists_root = -1;
@@ -797,6 +839,14 @@ static void gen_stmt(gen *g)
 				kind = dtypes[d].kind;
 				p->t[t].decl = p->t[t].role == T_OUT && r < 8;
 				p->t[t].decl_shape = p->t[t].decl && chance(g, 0.5);
+				/* a +=! or *=! of bool values is int32 unless declared:
+				 * the cast alone does not make the target bool */
+				if (kind == K_BOOL && !p->t[t].decl &&
+					(s->op == OP_ADD_B || s->op == OP_MUL_B)) {
+					d = dtype_find("int32");
+					p->t[t].dtype = d;
+					kind = K_INT;
+				}
 			}
 			p->t[t].kind = kind;
 			p->t[t].written = 1;
@@ -810,12 +860,22 @@ static void gen_stmt(gen *g)
 			p->nd[c].a[0] = (short)s->root;
 			p->nd[c].kind = (short)dtypes[p->t[t].dtype].kind;
 			p->nd[c].inexact = p->nd[s->root].inexact;
+			p->nd[c].zsign = p->nd[c].kind == K_FLOAT && p->nd[s->root].zsign;
 			s->root = c;
 		}
+		/* float sums over reduction indices may be reordered (vecreduce);
+		 * products keep the interpreter's order (docs/language.md 6.8) */
 		red_len_float = s->nvars > s->nlhs && p->t[t].kind == K_FLOAT &&
-			(s->op == OP_ADD_B || s->op == OP_MUL_B || s->op == OP_ADD || s->op == OP_MUL);
+			(s->op == OP_ADD_B || s->op == OP_ADD);
 		if (p->t[t].kind == K_FLOAT && (inexact || red_len_float))
 			p->t[t].inexact = 1;
+		/* a float max/min reduction may keep either zero of a tie */
+		zsign = p->nd[s->root].zsign;
+		for (v = 0; v < s->nlets; v++)
+			zsign |= p->nd[s->let_root[v]].zsign;
+		if (p->t[t].kind == K_FLOAT && (zsign || (s->nvars > s->nlhs &&
+			(s->op == OP_MAX_B || s->op == OP_MIN_B || s->op == OP_MAX || s->op == OP_MIN))))
+			p->t[t].zsign = 1;
 	}
 	s->rank0_parens = chance(g, 0.3);
 	p->nstmts++;
@@ -1536,9 +1596,11 @@ static void run_case(const rcase *c, result *r)
 	}
 	stage(r, "compare");
 	for (i = 0; i < c->nin + nout; i++) { /* the magnitudes of the case */
+		/* integers too: converted, they are terms of float sums
+		 * (seed 103 case 1632: 3.25 + int32 extremes summed) */
 		const buf_tensor *b = i < c->nin ? &ins[i] : &outi[i - c->nin];
 		int d = dtype_of(b->dl.dtype);
-		if (d < 0 || dtypes[d].kind != K_FLOAT)
+		if (d < 0 || dtypes[d].kind == K_BOOL)
 			continue;
 		for (int64_t e = 0; e < numel(&b->dl); e++) {
 			double v = fabs(dtypes[d].load((char *)b->dl.data + e * dtype_size(d)));
@@ -1671,8 +1733,10 @@ static int is_failure(int cls)
 /* Known, filed differences.  A failure that one of these matches is   */
 /* counted as excluded, not as a failure: keep each entry narrow (the  */
 /* class, text the message must contain, a test of the program) and   */
-/* give its reason.  Remove an entry when its issue is    */
-/* fixed: the bounded run then checks the fix.                        */
+/* give its reason.  Remove an entry when its issue is fixed: the     */
+/* bounded run then checks the fix.  Empty today: the three entries of */
+/* issue 14 (a rank-0 byte read under a branch, a division by a size   */
+/* expression that is 0, a product reassociated) went with their fixes.*/
 
 typedef struct exclusion {
 	const char *name;
@@ -1682,67 +1746,7 @@ typedef struct exclusion {
 	int (*match)(const rcase *c, const result *r); /* NULL: anything */
 } exclusion;
 
-/* A rank-0 tensor (an input of rank 0, or a statement writing a name with
- * no or empty parentheses) of a one-byte type, and a branch (?:, &&, ||). */
-static int rank0_byte_in_branch(const rcase *c, const result *r)
-{
-	(void)r;
-	int rank0 = 0, byte = 0;
-	for (int i = 0; i < c->nin; i++)
-		rank0 |= c->in[i].ndim == 0;
-	for (const char *l = strchr(c->text, '\n'); l && !rank0; l = strchr(l + 1, '\n')) {
-		const char *q = l + 1;
-		while (*q == ' ')
-			q++;
-		while ((*q >= 'A' && *q <= 'Z') || (*q >= 'a' && *q <= 'z') || (*q >= '0' && *q <= '9'))
-			q++;
-		rank0 |= q != l + 1 && (!strncmp(q, "()", 2) || (*q == ' ' && strchr("+*=mi", q[1])));
-	}
-	byte = strstr(c->text, "bool") || strstr(c->text, "int8");
-	return rank0 && byte &&
-		(strchr(c->text, '?') || strstr(c->text, "&&") || strstr(c->text, "||"));
-}
-
-/* An integer division or modulo by a size less a constant. */
-static int divides_by_size_expression(const rcase *c, const result *r)
-{
-	(void)r;
-	char key[16];
-	for (int k = 0; k < MAXSIZES; k++)
-		for (int op = 0; op < 2; op++) {
-			snprintf(key, sizeof key, "%c (%s - ", op ? '%' : '/', size_names[k]);
-			if (strstr(c->text, key))
-				return 1;
-		}
-	return 0;
-}
-
-/* A float product reduction, and a NaN on one side only. */
-static int product_nan(const rcase *c, const result *r)
-{
-	const char *cpu = strstr(r->msg, ": cpu "), *interp = strstr(r->msg, " interp ");
-	int nan_c, nan_i;
-	if (!strstr(c->text, "*=") || !cpu || !interp)
-		return 0;
-	nan_c = !strncmp(cpu + 6, "nan", 3) || !strncmp(cpu + 6, "-nan", 4);
-	nan_i = !strncmp(interp + 8, "nan", 3) || !strncmp(interp + 8, "-nan", 4);
-	return nan_c != nan_i;
-}
-
 static const exclusion exclusions[] = {
-	{"product-reassociated-nan", "known (issue 14): a float product reduction reassociated "
-				     "(vecreduce, or the scheduler's order) can meet 0 * inf where "
-				     "the interpreter's order does not (or the reverse): NaN on one "
-				     "side only",
-		RES_MISMATCH, "(beyond the bound)", product_nan},
-	{"idiv-size-expression-zero", "known (issue 14, fixed in parallel): compiled code does not "
-				      "report an integer division or modulo by a size expression "
-				      "that is zero at run time (the interpreter does)",
-		RES_RUN_DIFF, "interp fails, cpu runs", divides_by_size_expression},
-	{"rank0-byte-branch", "known (issue 14, fixed in parallel): compiling a read of a rank-0 "
-			      "int8 or bool tensor under a branch of ?:, && or || crashes in "
-			      "LLVM's simplifycfg (GEPOperator::accumulateConstantOffset)",
-		RES_CRASH, "in stage compile-cpu", rank0_byte_in_branch},
 	{NULL, NULL, 0, NULL, NULL},
 };
 
