@@ -107,6 +107,19 @@ static void store_f16(void *p, double v)
 	memcpy(p, &h, 2);
 }
 
+static double load_bf16(const void *p)
+{
+	uint16_t h;
+	memcpy(&h, p, 2);
+	return tu_bf16_to_double(h);
+}
+
+static void store_bf16(void *p, double v)
+{
+	uint16_t h = tu_bf16_from_double(v);
+	memcpy(p, &h, 2);
+}
+
 static const dtype_row dtypes[] = {
 	{"bool", K_BOOL, 0, 2, load_u8, store_u8},
 	{"int8", K_INT, 0, 2, load_i8, store_i8},
@@ -118,6 +131,7 @@ static const dtype_row dtypes[] = {
 	{"uint32", K_INT, 0, 1, load_u32, store_u32},
 	{"uint64", K_INT, 0, 1, load_u64, store_u64},
 	{"float16", K_FLOAT, 0x1p-11, 2, load_f16, store_f16},
+	{"bfloat16", K_FLOAT, 0x1p-8, 2, load_bf16, store_bf16},
 	{"float32", K_FLOAT, 0x1p-24, 5, load_f32, store_f32},
 	{"float64", K_FLOAT, 0x1p-53, 3, load_f64, store_f64},
 };
