@@ -169,13 +169,16 @@ typedef struct builtin_row {
 	const char *name;
 	int arity;
 	int kind;       /* B_* */
-	int continuous; /* may take an inexact argument */
+	int continuous; /* may take an inexact argument: its error stays within
+			   the bound's scale (not exp, whose relative error grows
+			   with |x|: seed 1414 case 2261, exp(expm1(i)) differed by
+			   32 ulp; not cbrt, steep at 0) */
 } builtin_row;
 
 static const builtin_row builtins[] = {
 	{"sin", 1, B_FLOAT, 1}, {"cos", 1, B_FLOAT, 1}, {"tanh", 1, B_FLOAT, 1},
 	{"atan", 1, B_FLOAT, 1}, {"fabs", 1, B_FLOAT, 1}, {"erf", 1, B_FLOAT, 1},
-	{"cbrt", 1, B_FLOAT, 1}, {"exp", 1, B_FLOAT, 1}, {"asinh", 1, B_FLOAT, 1},
+	{"cbrt", 1, B_FLOAT, 0}, {"exp", 1, B_FLOAT, 0}, {"asinh", 1, B_FLOAT, 1},
 	{"sqrt", 1, B_FLOAT, 0}, {"log", 1, B_FLOAT, 0}, {"log2", 1, B_FLOAT, 0},
 	{"log1p", 1, B_FLOAT, 0}, {"expm1", 1, B_FLOAT, 0}, {"exp2", 1, B_FLOAT, 0},
 	{"floor", 1, B_FLOAT, 0}, {"ceil", 1, B_FLOAT, 0}, {"round", 1, B_FLOAT, 0},
