@@ -1048,49 +1048,43 @@ static int near_rows(tc_cache *c, const tc_cache_key *key, int other_cpu, near_r
 	return 0;
 }
 
-
-int tc_cache_lookup_near(__tc_keep tc_cache *c, __tc_keep const tc_cache_key *key,
-	__tc_keep tc_cache_hit *hit)
+/* The best entry of the nearest kernel row of key: of this CPU, or
+ * (other_cpu) of another CPU of the same triple, whose target then goes
+ * into hit->target.  1 found, 0 none, -1 error. */
+static int lookup_nearest(tc_cache *c, const tc_cache_key *key, int other_cpu, tc_cache_hit *hit)
 {
 	near_row *v;
 	int n, i, r = 0;
 	if (!c || !key || !hit)
 		return -1;
 	memset(hit, 0, sizeof(*hit));
-	if (near_rows(c, key, 0, &v, &n) < 0)
+	if (near_rows(c, key, other_cpu, &v, &n) < 0)
 		return -1;
 	for (i = 0; i < n && r == 0; i++) {
 		r = best_of(c, v[i].kid, v[i].shapes, hit);
-		if (r == 1)
-			hit->distance = v[i].distance;
+		if (r != 1)
+			continue;
+		hit->distance = v[i].distance;
+		if (other_cpu && !(hit->target = tc_strdup(v[i].target))) {
+			tc_cache_hit_clear(hit);
+			tc_cache_set_error(c, "%s", "out of memory");
+			r = -1;
+		}
 	}
 	near_rows_free(v, n);
 	return r;
 }
 
+int tc_cache_lookup_near(__tc_keep tc_cache *c, __tc_keep const tc_cache_key *key,
+	__tc_keep tc_cache_hit *hit)
+{
+	return lookup_nearest(c, key, 0, hit);
+}
+
 int tc_cache_lookup_other_cpu(__tc_keep tc_cache *c, __tc_keep const tc_cache_key *key,
 	__tc_keep tc_cache_hit *hit)
 {
-	near_row *v;
-	int n, i, r = 0;
-	if (!c || !key || !hit)
-		return -1;
-	memset(hit, 0, sizeof(*hit));
-	if (near_rows(c, key, 1, &v, &n) < 0)
-		return -1;
-	for (i = 0; i < n && r == 0; i++) {
-		r = best_of(c, v[i].kid, v[i].shapes, hit);
-		if (r == 1) {
-			hit->distance = v[i].distance;
-			if (!(hit->target = tc_strdup(v[i].target))) {
-				tc_cache_hit_clear(hit);
-				tc_cache_set_error(c, "%s", "out of memory");
-				r = -1;
-			}
-		}
-	}
-	near_rows_free(v, n);
-	return r;
+	return lookup_nearest(c, key, 1, hit);
 }
 
 /* Append the distinct valid ok options of kernel row kid, best first, to
