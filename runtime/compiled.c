@@ -12,19 +12,49 @@
 
 #define WS_ALIGN 64
 
-void tc_rt_compiled_free(__tc_take tc_rt_compiled *c)
+/* A pool (of workspaces or of copy rooms) is a vector of free blocks,
+ * guarded by the context's lock. */
+
+/* A free block of pool, or NULL when it has none. */
+static void *pool_pop(tc_context *ctx, tc_vec *pool)
+{
+	void *p = NULL;
+	pthread_mutex_lock(&ctx->lock);
+	if (pool->n)
+		p = pool->v[--pool->n];
+	pthread_mutex_unlock(&ctx->lock);
+	return p;
+}
+
+/* Give p (NULL: nothing) back to pool, which then owns it (freed when the
+ * pool cannot grow). */
+static void pool_push(tc_context *ctx, tc_vec *pool, void *p)
+{
+	if (!p)
+		return;
+	pthread_mutex_lock(&ctx->lock);
+	if (tc_vec_push(pool, p) < 0)
+		tc_free(p);
+	pthread_mutex_unlock(&ctx->lock);
+}
+
+/* Free pool's blocks and the pool. */
+static void pool_free(tc_vec *pool)
 {
 	int i;
+	for (i = 0; i < pool->n; i++)
+		tc_free(pool->v[i]);
+	tc_vec_free(pool);
+}
+
+void tc_rt_compiled_free(__tc_take tc_rt_compiled *c)
+{
 	if (!c)
 		return;
 	if (c->code)
 		c->backend->code_free(c->code);
-	for (i = 0; i < c->ws_free.n; i++)
-		tc_free(c->ws_free.v[i]);
-	tc_vec_free(&c->ws_free);
-	for (i = 0; i < c->copy_free.n; i++)
-		tc_free(c->copy_free.v[i]);
-	tc_vec_free(&c->copy_free);
+	pool_free(&c->ws_free);
+	pool_free(&c->copy_free);
 	tc_free(c->ws_off);
 	tc_free(c->shapes);
 	tc_free(c->params);
@@ -81,13 +111,10 @@ tc_stat tc_rt_workspace_layout(__tc_keep tc_rt_compiled *c)
 
 __tc_give void *tc_rt_workspace_take(__tc_keep tc_context *ctx, __tc_keep tc_rt_compiled *c)
 {
-	void *ws = NULL;
+	void *ws;
 	if (!c->ws_bytes)
 		return NULL;
-	pthread_mutex_lock(&ctx->lock);
-	if (c->ws_free.n)
-		ws = c->ws_free.v[--c->ws_free.n];
-	pthread_mutex_unlock(&ctx->lock);
+	ws = pool_pop(ctx, &c->ws_free);
 	if (!ws && (ws = tc_malloc(c->ws_bytes + WS_ALIGN)))
 		memset(ws, 0, c->ws_touch + WS_ALIGN); /* see tc_rt_workspace_layout */
 	return ws;
@@ -95,22 +122,13 @@ __tc_give void *tc_rt_workspace_take(__tc_keep tc_context *ctx, __tc_keep tc_rt_
 
 __tc_give void *tc_rt_copies_take(__tc_keep tc_context *ctx, __tc_keep tc_rt_compiled *c)
 {
-	void *p = NULL;
-	pthread_mutex_lock(&ctx->lock);
-	if (c->copy_free.n)
-		p = c->copy_free.v[--c->copy_free.n];
-	pthread_mutex_unlock(&ctx->lock);
+	void *p = pool_pop(ctx, &c->copy_free);
 	return p ? p : tc_malloc(c->copy_bytes + WS_ALIGN);
 }
 
 void tc_rt_copies_give(__tc_keep tc_context *ctx, __tc_keep tc_rt_compiled *c, __tc_take void *p)
 {
-	if (!p)
-		return;
-	pthread_mutex_lock(&ctx->lock);
-	if (tc_vec_push(&c->copy_free, p) < 0)
-		tc_free(p);
-	pthread_mutex_unlock(&ctx->lock);
+	pool_push(ctx, &c->copy_free, p);
 }
 
 char *tc_rt_workspace_base(__tc_keep void *ws)
@@ -121,10 +139,5 @@ char *tc_rt_workspace_base(__tc_keep void *ws)
 void tc_rt_workspace_give(__tc_keep tc_context *ctx, __tc_keep tc_rt_compiled *c,
 	__tc_take void *ws)
 {
-	if (!ws)
-		return;
-	pthread_mutex_lock(&ctx->lock);
-	if (tc_vec_push(&c->ws_free, ws) < 0)
-		tc_free(ws);
-	pthread_mutex_unlock(&ctx->lock);
+	pool_push(ctx, &c->ws_free, ws);
 }
