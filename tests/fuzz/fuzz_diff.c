@@ -94,31 +94,22 @@ LOADSTORE(u64, uint64_t)
 LOADSTORE(f32, float)
 LOADSTORE(f64, double)
 
-static double load_f16(const void *p)
-{
-	uint16_t h;
-	memcpy(&h, p, 2);
-	return tu_half_to_double(h);
-}
-
-static void store_f16(void *p, double v)
-{
-	uint16_t h = tu_half_from_double(v);
-	memcpy(p, &h, 2);
-}
-
-static double load_bf16(const void *p)
-{
-	uint16_t h;
-	memcpy(&h, p, 2);
-	return tu_bf16_to_double(h);
-}
-
-static void store_bf16(void *p, double v)
-{
-	uint16_t h = tu_bf16_from_double(v);
-	memcpy(p, &h, 2);
-}
+/* 16-bit floats: their bits converted (testutil.h's conversions, written
+ * independently of ir/half.c). */
+#define LOADSTORE16(suffix, to_double, from_double)                             \
+	static double load_##suffix(const void *p)                              \
+	{                                                                       \
+		uint16_t h;                                                     \
+		memcpy(&h, p, 2);                                               \
+		return to_double(h);                                            \
+	}                                                                       \
+	static void store_##suffix(void *p, double v)                           \
+	{                                                                       \
+		uint16_t h = from_double(v);                                    \
+		memcpy(p, &h, 2);                                               \
+	}
+LOADSTORE16(f16, tu_half_to_double, tu_half_from_double)
+LOADSTORE16(bf16, tu_bf16_to_double, tu_bf16_from_double)
 
 static const dtype_row dtypes[] = {
 	{"bool", K_BOOL, 0, 2, load_u8, store_u8},
