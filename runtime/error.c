@@ -180,16 +180,6 @@ void tc_rt_set_error(__tc_keep tc_context *ctx, const char *fmt, ...)
 	va_end(ap);
 }
 
-void tc_rt_set_error_kind(__tc_keep tc_context *ctx, tc_error_kind kind, const char *fmt, ...)
-{
-	va_list ap;
-	if (!ctx)
-		return;
-	va_start(ap, fmt);
-	set_error_va(ctx, kind, fmt, ap);
-	va_end(ap);
-}
-
 tc_error_kind tc_context_error_kind(const tc_context *ctx)
 {
 	const error_entry *e;

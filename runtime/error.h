@@ -20,9 +20,6 @@
  * format: "out of memory..." TC_ERROR_NOMEM, "...internal error..."
  * TC_ERROR_INTERNAL, anything else TC_ERROR_USER. */
 void tc_rt_set_error(__tc_keep tc_context *ctx, const char *fmt, ...) TC_PRINTF(2, 3);
-/* The same with the kind given. */
-void tc_rt_set_error_kind(__tc_keep tc_context *ctx, tc_error_kind kind, const char *fmt, ...)
-	TC_PRINTF(3, 4);
 /* Record rendered diagnostics (errors and warnings of d) as ctx's error
  * (ctx NULL: nothing); "out of memory" when d holds no error.  Kind:
  * TC_ERROR_NOMEM when an allocation failed or d holds no error,
