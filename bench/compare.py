@@ -196,17 +196,18 @@ class Tcomp:
         return NA(f"tcomp bench exit {rc}: {first_line(err or out)}")
 
     def output(self, bench, threads, d):
-        """Run the def once on the dumped inputs; the output file or NA."""
+        """Run the def once on the dumped inputs, writing every output as
+        out_path(d, "tcomp", ...); None, or NA when it failed."""
         if self.broken:
             return NA(self.broken)
-        out = os.path.join(d, "out_tcomp.npy")
         cmd = [self.exe, "run", self.kernels, "-e", bench["entry"]]
         for t in bench["inputs"]:
             cmd += ["--in", f"{t['name']}={os.path.join(d, 'in_' + t['name'] + '.npy')}"]
-        cmd += ["--out", f"{bench['output']['name']}={out}", *self._opts(),
-                "--threads", str(threads)]
+        for t in outputs(bench):
+            cmd += ["--out", f"{t['name']}={out_path(d, 'tcomp', t)}"]
+        cmd += [*self._opts(), "--threads", str(threads)]
         rc, _, err = run(cmd, env=env_for(threads))
-        return out if rc == 0 else NA(f"tcomp run exit {rc}: {first_line(err)}")
+        return None if rc == 0 else NA(f"tcomp run exit {rc}: {first_line(err)}")
 
 
 class TorchServer:
@@ -389,37 +390,55 @@ def select(benches, only, quick):
     return [b for b in benches if b in chosen]
 
 
+def outputs(bench):
+    """The output tensors of a benchmark, in the def's order."""
+    return bench.get("outputs") or [bench["output"]]
+
+
+# The file prefix of each contender's dumped outputs in the work folder.
+OUT_PREFIX = {"tcomp": "tcomp", "openblas": "openblas", "naive": "naive",
+              "eager": "torch_eager", "compile": "torch_compile"}
+
+
+def out_path(d, contender, tensor):
+    """Where a contender's output tensor goes: d/out_<contender>_<name>.npy."""
+    return os.path.join(d, f"out_{OUT_PREFIX[contender]}_{tensor['name']}.npy")
+
+
 def verify(bl, tc, bench, threads, d, have):
-    """Compare every output in d with the naive C one; a list of problems
-    (empty when all agree) and a dict contender -> rel error."""
-    files = {"naive": "out_naive.npy", "openblas": "out_openblas.npy",
-             "eager": "out_torch_eager.npy", "compile": "out_torch_compile.npy"}
+    """Compare every output of every contender in d with the naive C one; a
+    list of problems (empty when all agree) and a dict contender -> the
+    largest rel error over the outputs."""
     tout = tc.output(bench, threads, d)
-    paths = {c: os.path.join(d, f) for c, f in files.items()}
-    if not isinstance(tout, NA):
-        paths["tcomp"] = tout
-    ref_name = "naive" if os.path.exists(paths["naive"]) else "openblas"
-    ref = paths[ref_name]
+    outs = outputs(bench)
+    ref_name = "naive" if all(os.path.exists(out_path(d, "naive", t)) for t in outs) \
+        else "openblas"
     problems, rel = [], {}
     if isinstance(tout, NA) and have.get("tcomp"):
         problems.append(f"tcomp: {tout.reason}")
-    if not os.path.exists(ref):
+    if not all(os.path.exists(out_path(d, ref_name, t)) for t in outs):
         return ["no reference output (naive C and OpenBLAS both missing)"], rel
     for c in CONTENDERS:
-        if c == ref_name or c not in paths or not os.path.exists(paths[c]) or not have.get(c):
+        if c == ref_name or not have.get(c) or (c == "tcomp" and isinstance(tout, NA)):
             continue
-        r = bl.compare(ref, paths[c])
-        if "error" in r:
-            problems.append(f"{TITLES[c]}: {r['error']}")
-            continue
-        rel[c] = r["rel"]
-        if not r["shape_ok"]:
-            problems.append(f"{TITLES[c]}: shape ({r['out_shape']}) differs from "
-                            f"{TITLES[ref_name]}'s ({r['ref_shape']})")
-        elif r["nonfinite"] or r["rel"] > REL_TOL:
-            problems.append(f"{TITLES[c]} differs from {TITLES[ref_name]}: max abs diff "
-                            f"{r['max_abs_diff']:.3g} (max |ref| {r['max_abs_ref']:.3g}, rel "
-                            f"{r['rel']:.2g}), {r['nonfinite']} non-finite values")
+        for t in outs:
+            name = TITLES[c] + (f" {t['name']}" if len(outs) > 1 else "")
+            path = out_path(d, c, t)
+            if not os.path.exists(path):
+                problems.append(f"{name}: no output written")
+                continue
+            r = bl.compare(out_path(d, ref_name, t), path)
+            if "error" in r:
+                problems.append(f"{name}: {r['error']}")
+                continue
+            rel[c] = max(rel.get(c, 0.0), r["rel"])
+            if not r["shape_ok"]:
+                problems.append(f"{name}: shape ({r['out_shape']}) differs from "
+                                f"{TITLES[ref_name]}'s ({r['ref_shape']})")
+            elif r["nonfinite"] or r["rel"] > REL_TOL:
+                problems.append(f"{name} differs from {TITLES[ref_name]}: max abs diff "
+                                f"{r['max_abs_diff']:.3g} (max |ref| {r['max_abs_ref']:.3g}, "
+                                f"rel {r['rel']:.2g}), {r['nonfinite']} non-finite values")
     return problems, rel
 
 

@@ -13,10 +13,16 @@ is compiled once and the rounds can alternate with the other contenders:
         -> {"ok": true, "median_ms": .., "min_ms": .., "runs": ..,
             "warmup": .., "first_call_s": ..}  or  {"ok": false, "error": ".."}
 
-The inputs are read from DIR/in_<name>.npy (written by `baselines NAME inputs`),
-so every contender sees the same numbers; with "dump" the output of the last
-timed run goes to DIR/out_torch_<mode>.npy for the cross-check.  No NumPy is
+The inputs are read from DIR/in_<name>.npy (written by `baselines NAME inputs`;
+float32, or int64 for class labels), so every contender sees the same numbers;
+with "dump" each output of the last timed run goes to
+DIR/out_torch_<mode>_<output name>.npy for the cross-check.  No NumPy is
 needed: .npy files are parsed here.
+
+A def with several outputs is a function returning a tuple in the def's
+order.  Eager versions are the operations one by one, as a user would write
+them in PyTorch (the library's own fused call where one exists, as
+F.layer_norm or F.conv2d with groups).
 
 Timing mirrors baselines.c: warm-up (torch.compile: the first call compiles,
 then 3 more calls), then at least R runs and 0.2 s of runs timed with
@@ -27,6 +33,7 @@ failing torch.compile is reported as {"ok": false, "error": ...}, never a crash.
 import argparse
 import ast
 import json
+import math
 import os
 import re
 import statistics
@@ -38,8 +45,11 @@ MIN_TIME = 0.2  # seconds: time at least R runs and at least this long ...
 MAX_TIME = 3.0  # ... but no more once the timed runs passed this
 
 
+NPY_TYPES = {"<f4": "float32", "<i8": "int64"}
+
+
 def npy_read(torch, path):
-    """A float32 C-order .npy file as a torch tensor."""
+    """A float32 or int64 C-order .npy file as a torch tensor."""
     with open(path, "rb") as f:
         data = f.read()
     if data[:6] != b"\x93NUMPY":
@@ -49,11 +59,12 @@ def npy_read(torch, path):
     else:
         hlen, start = int.from_bytes(data[8:10], "little"), 10
     header = ast.literal_eval(data[start:start + hlen].decode("latin1"))
-    if header["descr"] != "<f4" or header["fortran_order"]:
-        raise ValueError(f"{path}: expected little-endian float32 in C order")
+    if header["descr"] not in NPY_TYPES or header["fortran_order"]:
+        raise ValueError(f"{path}: expected little-endian float32 or int64 in C order")
+    dtype = getattr(torch, NPY_TYPES[header["descr"]])
     body = bytearray(data[start + hlen:])
     # clone: torch-allocated (aligned) memory, as a model's tensors would be
-    return torch.frombuffer(body, dtype=torch.float32).reshape(header["shape"]).clone()
+    return torch.frombuffer(body, dtype=dtype).reshape(header["shape"]).clone()
 
 
 def npy_write(path, t):
@@ -93,6 +104,68 @@ def kernel(torch, entry):
             xw1 = torch.einsum("mbcd,eb->mcde", xw0, W1)    # (m, n2, d0, d1)
             return torch.einsum("mcde,fc->mdef", xw1, W2)   # (m, d0, d1, d2)
         return kron3
+    if entry == "mlp_fwd":
+        def mlp_fwd(X, W1, B1, W2, B2):
+            hd = torch.relu(X @ W1 + B1)
+            p = torch.softmax(hd @ W2 + B2, dim=1)
+            return hd, p
+        return mlp_fwd
+    if entry == "mlp_bwd":
+        def mlp_bwd(X, Hd, P, Y, W2):
+            dl = (P - F.one_hot(Y, P.shape[1]).to(P.dtype)) / P.shape[0]
+            dw2 = Hd.t() @ dl
+            db2 = dl.sum(0)
+            dh = dl @ W2.t()
+            dh = torch.where(Hd > 0, dh, 0.0)
+            dw1 = X.t() @ dh
+            db1 = dh.sum(0)
+            return dw1, db1, dw2, db2
+        return mlp_bwd
+    if entry == "sgd":
+        def sgd(W1, B1, W2, B2, dW1, dB1, dW2, dB2):
+            lr = 0.01
+            return W1 - lr * dW1, B1 - lr * dB1, W2 - lr * dW2, B2 - lr * dB2
+        return sgd
+    if entry == "wgrad":
+        return lambda X, dH: X.t() @ dH
+    if entry == "biasgrad":
+        return lambda dH: dH.sum(0)
+    if entry == "group_conv":
+        def group_conv(I, W1, B):
+            n, g, c, h, w = I.shape
+            f = W1.shape[1]
+            o = F.conv2d(I.view(n, g * c, h, w), W1.view(g * f, c, *W1.shape[3:]),
+                         B.view(g * f), groups=g)
+            return o.view(n, g, f, *o.shape[2:])
+        return group_conv
+    if entry == "depthwise":
+        return lambda I, W1, B: F.conv2d(I, W1.unsqueeze(1), B, groups=I.shape[1])
+    if entry == "attention":
+        def attention(Q, K, V):
+            s = Q @ K.transpose(-1, -2) / math.sqrt(Q.shape[-1])
+            p = torch.softmax(s, dim=-1)
+            return p @ V
+        return attention
+    if entry == "rmsnorm_res":
+        def rmsnorm_res(X, R, G):
+            hs = X + R
+            y = hs * torch.rsqrt(hs.pow(2).mean(-1, keepdim=True) + 1e-6) * G
+            return hs, y
+        return rmsnorm_res
+    if entry == "layernorm_bwd":
+        def layernorm_bwd(X, dY, G):
+            d = X.shape[-1]
+            mean = X.mean(-1, keepdim=True)
+            rstd = torch.rsqrt(((X - mean) ** 2).mean(-1, keepdim=True) + 1e-5)
+            xh = (X - mean) * rstd
+            dbt = dY.sum(0)
+            dg = (dY * xh).sum(0)
+            g = dY * G
+            s1 = g.sum(-1, keepdim=True)
+            s2 = (g * xh).sum(-1, keepdim=True)
+            dx = rstd * (g - s1 / d - xh * s2 / d)
+            return dx, dg, dbt
+        return layernorm_bwd
     raise ValueError(f"no PyTorch version of '{entry}'")
 
 
@@ -154,7 +227,12 @@ class Server:
                 samples.append(dt)
                 total += dt
         if req.get("dump"):
-            npy_write(os.path.join(req["dir"], f"out_torch_{mode}.npy"), out)
+            outs = out if isinstance(out, tuple) else (out,)
+            specs = b.get("outputs") or [b["output"]]
+            if len(outs) != len(specs):
+                raise ValueError(f"{b['entry']}: {len(outs)} outputs, the def has {len(specs)}")
+            for t, spec in zip(outs, specs):
+                npy_write(os.path.join(req["dir"], f"out_torch_{mode}_{spec['name']}.npy"), t)
         return {"ok": True, "median_ms": 1e3 * statistics.median(samples),
                 "min_ms": 1e3 * min(samples), "runs": len(samples), "warmup": w,
                 "first_call_s": first_call}
