@@ -11,10 +11,11 @@
  *   baselines list                        one JSON object per benchmark
  *   baselines info                        OpenBLAS build and core (JSON)
  *   baselines NAME inputs 1 0 DIR         write the inputs as DIR/in_<T>.npy
+ *                                         (float32; int64 for class labels)
  *   baselines NAME IMPL THREADS REPS [DIR]
  *       IMPL naive|openblas; time REPS runs after a warm-up and print
  *       {"median_ms":..,"min_ms":..,"runs":..,"warmup":..}; with DIR also
- *       write the output of the last run to DIR/out_<IMPL>.npy
+  *       write each output of the last run to DIR/out_<IMPL>_<T>.npy
  *   baselines cmp REF.npy OUT.npy        compare two float32 .npy files (JSON)
  *
  * Timing: one warm-up run; when it took at least 1 s it is kept as the first

@@ -722,8 +722,9 @@ def report(results, meta, a):
         + (", ".join(f"`{o}`" for o in sorted(options)) or "?")
         + (f" (from `{meta['options']}`)" if meta["options"] else " (defaults)")
         + f"; `tcomp bench --runs {tc_runs} --min-time {tc_min} --json`.",
-        f"- OpenBLAS: {blas_text}; for the batch matmul, conv2d (im2col + sgemm per image) and "
-        "Kronecker loops OpenBLAS runs on one thread and a pthread pool splits the loop.",
+        f"- OpenBLAS: {blas_text}; for the batch matmul, conv2d and group convolution (im2col + "
+        "sgemm per image or group), Kronecker and attention loops OpenBLAS runs on one thread "
+        "and a pthread pool splits the loop.",
         f"- naive C: `bench/baselines.c`, {bl.gcc}, `{' '.join(bl.flags)}`; at N > 1 threads "
         "the outermost loop is split into N equal chunks over pthreads.",
         f"- PyTorch: {torch_text}.",
@@ -733,14 +734,15 @@ def report(results, meta, a):
         "(each contender once per round, the order rotated); each cell is the median over the "
         "rounds of that contender's median time of a run: tcomp as `tcomp bench` times it, the "
         f"others after a warm-up over at least {meta['reps']} runs and 0.2 s, no more runs once "
-        "3 s have passed (a single run over 1 s is its own sample). A benchmark during which "
+        "3 s have passed (a single run over 1 s is its own sample; a first run of 0.25 s or more "
+        "caps the timed runs at 2). A benchmark during which "
         f"other processes used more than {BUSY} cores on average (from /proc) is measured again "
         "once, and marked \"busy\" if it still was. "
         "\"vs X\" is the tcomp speed-up, X's time / tcomp's time (above 1: tcomp is faster). "
         "The rate is tcomp's: GFLOP/s counting a multiply-add as 2 (bias, ReLU not counted), or "
         "GB/s of inputs read plus outputs written once. \"check\": every output on the same inputs "
-        f"against the naive C one, max |diff| / max |naive| (tolerance {REL_TOL:g}), "
-        "with the largest of these shown.",
+        f"against the naive C one (each output of a def with several), max |diff| / max |naive| "
+        f"(tolerance {REL_TOL:g}), with the largest of these shown.",
         "",
         "| " + " | ".join(head) + " |",
         "|" + "|".join("---" for _ in head) + "|",
