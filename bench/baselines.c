@@ -15,7 +15,7 @@
  *   baselines NAME IMPL THREADS REPS [DIR]
  *       IMPL naive|openblas; time REPS runs after a warm-up and print
  *       {"median_ms":..,"min_ms":..,"runs":..,"warmup":..}; with DIR also
-  *       write each output of the last run to DIR/out_<IMPL>_<T>.npy
+ *       write each output of the last run to DIR/out_<IMPL>_<T>.npy
  *   baselines cmp REF.npy OUT.npy        compare two float32 .npy files (JSON)
  *
  * Timing: one warm-up run; when it took at least 1 s it is kept as the first
