@@ -1019,8 +1019,7 @@ static void naive_run(struct problem *p)
 		[K_BMM] = naive_bmm, [K_CONV2D] = naive_conv2d,
 		[K_SOFTMAX] = naive_softmax, [K_LAYERNORM] = naive_layernorm,
 		[K_FCRELU] = naive_fcrelu, [K_KRON3] = naive_kron3,
-		[K_MLP_FWD] = naive_mlp_fwd, [K_WGRAD] = naive_wgrad,
-		[K_BIASGRAD] = naive_biasgrad, [K_GCONV] = naive_gconv,
+		[K_MLP_FWD] = naive_mlp_fwd, [K_GCONV] = naive_gconv,
 		[K_DWCONV] = naive_dwconv, [K_ATTN] = naive_attn, [K_RMSNORM] = naive_rmsnorm,
 	};
 	switch (b->kind) {
