@@ -213,6 +213,296 @@ static int make_copy(packer *P, const pack *pk, tc_ir_stmt *out)
 	return 0;
 }
 
+/* ---- channels last ----
+ *
+ * A convolution O(n,f,h,w) +=! I(n,r_c,h+r_kh,w+r_kw) * W1(f,r_c,r_kh,r_kw)
+ * vectorised along its output's stride-1 dimension w puts output rows of
+ * W - KW + 1 points in vectors (54 = 48 + 6 at 56 x 56: a 6-wide tail per
+ * row; 5 of 16 lanes at 7 x 7) and broadcasts a weight per row.  Moved
+ * last, the output channels f fill whole vectors and the register tile's
+ * rows become output points, each broadcasting one input element: oneDNN's
+ * direct convolution.  So the reduction writes a temporary with f last,
+ *     O_cl(n,h,w,f) +=! I(n,r_c,h+r_kh,w+r_kw) * W1(f,r_c,r_kh,r_kw)
+ *     O(n,f,h,w) = O_cl(n,h,w,f)
+ * and the packing below then copies W1 with f last, as it does for any
+ * contraction whose output's innermost index is not its operand's last.
+ * Every element accumulates the same terms in the same order, so results
+ * are bit for bit the same; the copy back costs one pass over the output,
+ * which the scheduler fuses with the reduction's tiles. */
+
+/* Whether e uses index variable v. */
+static int expr_uses(const tc_ir_expr *e, int v)
+{
+	int k;
+	if (e->op == TC_OP_INDEX)
+		return e->id == v;
+	for (k = 0; k < e->nargs; k++)
+		if (expr_uses(e->args[k], v))
+			return 1;
+	return 0;
+}
+
+/* A read in e whose last subscript uses index v but is not v alone (a
+ * sliding window: w + r_kw, 2 * w + r_kw), or NULL. */
+static const tc_ir_expr *window_read(const tc_ir_expr *e, int v)
+{
+	int k;
+	if (e->op == TC_OP_READ && e->nargs &&
+		tc_ir_plain_var(e->args[e->nargs - 1]) < 0 && expr_uses(e->args[e->nargs - 1], v))
+		return e;
+	for (k = 0; k < e->nargs; k++) {
+		const tc_ir_expr *r = window_read(e->args[k], v);
+		if (r)
+			return r;
+	}
+	return NULL;
+}
+
+/* The left-hand index of s that a filter read in e walks and window read
+ * x does not: e reads an input with distinct plain indices, not the
+ * output's innermost one, its last a reduction index (W1(f,r_c,r_kh,r_kw):
+ * f; W1(g,f,r_c,r_kh,r_kw) in a grouped convolution: f, since the input
+ * read uses g); the last such index of the first such read, or -1. */
+static int channel_var(const tc_ir_func *f, const tc_ir_stmt *s, const tc_ir_expr *e,
+	const tc_ir_expr *x)
+{
+	int k, j, v, found = -1, inner = s->nlhs - 1;
+	if (e->op == TC_OP_READ && e != x && f->tensors[e->id].kind == TC_TENSOR_INPUT &&
+		e->nargs >= 2) {
+		int last = tc_ir_plain_var(e->args[e->nargs - 1]);
+		if (last < 0 || !s->vars[last].is_reduction || expr_uses(e, inner))
+			return -1;
+		for (k = 0; k < e->nargs; k++) {
+			v = tc_ir_plain_var(e->args[k]);
+			if (v < 0)
+				return -1;
+			for (j = 0; j < k; j++)
+				if (tc_ir_plain_var(e->args[j]) == v)
+					return -1;
+			if (v < s->nlhs && !expr_uses(x, v))
+				found = v;
+		}
+		return found;
+	}
+	for (k = 0; k < e->nargs && found < 0; k++)
+		found = channel_var(f, s, e->args[k], x);
+	return found;
+}
+
+/* The output channel index of statement s when s is a convolution whose
+ * output should be written channels last (see above), else -1: a reduction
+ * with init over the whole extent of its output (rank 3 or more, not read
+ * by s, not a widened accumulator), index bounds free of other indices, a
+ * window read along the output's innermost index, a filter read, and a
+ * row of channels of at least min_bytes at the bound sizes params. */
+static int conv_channel(const tc_ir_func *f, const tc_ir_stmt *s, const int64_t *params,
+	int64_t min_bytes)
+{
+	const tc_ir_tensor *o = &f->tensors[s->tensor];
+	const tc_ir_expr *x;
+	int64_t lo, hi, ext;
+	int k, c;
+	if (s->red == TC_RED_ASSIGN || !s->init || s->pack || s->nlhs < 3 || s->nvars <= s->nlhs ||
+		o->ndim != s->nlhs || o->widened || o->rowbuf || tc_ir_reads(s->rhs, s->tensor))
+		return -1;
+	for (k = 0; k < s->nvars; k++)
+		if (!tc_ir_var_range(&s->vars[k], params, &lo, &hi) ||
+			(k < s->nlhs && (tc_sx_eval(o->ext[k], params, NULL, &ext) < 0 || lo != 0 ||
+				hi != ext)))
+			return -1;
+	if (!(x = window_read(s->rhs, s->nlhs - 1)) || (c = channel_var(f, s, s->rhs, x)) < 0 ||
+		c == s->nlhs - 1)
+		return -1;
+	if (tc_sx_eval(o->ext[c], params, NULL, &ext) < 0 ||
+		ext * tc_dtype_size(o->dtype) < min_bytes)
+		return -1;
+	return c;
+}
+
+/* Whether every read of tensor o in e has the plain subscripts 0 .. n-1,
+ * in order (the element the statement writes). */
+static int reads_own_element(const tc_ir_expr *e, int o, int n)
+{
+	int k;
+	if (e->op == TC_OP_READ && e->id == o) {
+		if (e->nargs != n)
+			return 0;
+		for (k = 0; k < n; k++)
+			if (tc_ir_plain_var(e->args[k]) != k)
+				return 0;
+		return 1;
+	}
+	for (k = 0; k < e->nargs; k++)
+		if (!reads_own_element(e->args[k], o, n))
+			return 0;
+	return 1;
+}
+
+/* Whether statement t, right after convolution s, is an epilogue the copy
+ * back can take (the bias of O(n,f,h,w) = O(n,f,h,w) + B(f)): a plain
+ * assignment to s's output over its whole extent, reading it only at the
+ * element it writes.  Folded, the copy is one statement that the
+ * scheduler fuses with the reduction's band, where a copy and an epilogue
+ * apart made it leave the reduction members in bands of their own. */
+static int foldable(const tc_ir_func *f, const tc_ir_stmt *s, const tc_ir_stmt *t,
+	const int64_t *params)
+{
+	return t->tensor == s->tensor && t->red == TC_RED_ASSIGN && !t->pack &&
+		t->nvars == t->nlhs && tc_ir_covers_tensor(f, t, params) &&
+		reads_own_element(t->rhs, t->tensor, t->nlhs);
+}
+
+/* A copy of e (in ar) reading tensor tmp, with subscript k moved to at[k],
+ * where e reads tensor o; NULL when out of memory. */
+static tc_ir_expr *reread(tc_arena *ar, const tc_ir_expr *e, int o, int tmp, const int *at)
+{
+	tc_ir_expr *c = tc_arena_alloc(ar, sizeof(*c));
+	int k, is = e->op == TC_OP_READ && e->id == o;
+	if (!c)
+		return NULL;
+	*c = *e;
+	if (is)
+		c->id = tmp;
+	if (e->nargs && !(c->args = tc_arena_alloc(ar, (size_t)e->nargs * sizeof(*c->args))))
+		return NULL;
+	for (k = 0; k < e->nargs; k++)
+		if (is)
+			c->args[at[k]] = e->args[k];
+		else if (!(c->args[k] = reread(ar, e->args[k], o, tmp, at)))
+			return NULL;
+	return c;
+}
+
+/* A copy of e (in ar) with index variable k renamed to at[k]; NULL when
+ * out of memory. */
+static tc_ir_expr *renumber(tc_arena *ar, const tc_ir_expr *e, const int *at)
+{
+	tc_ir_expr *c = tc_arena_alloc(ar, sizeof(*c));
+	int k;
+	if (!c)
+		return NULL;
+	*c = *e;
+	if (e->op == TC_OP_INDEX)
+		c->id = at[e->id];
+	if (e->nargs && !(c->args = tc_arena_alloc(ar, (size_t)e->nargs * sizeof(*c->args))))
+		return NULL;
+	for (k = 0; k < e->nargs; k++)
+		if (!(c->args[k] = renumber(ar, e->args[k], at)))
+			return NULL;
+	return c;
+}
+
+/* Write statement s (whose output channel index is ch) into out[0] and
+ * out[1] as the reduction into a channels-last temporary, tensor number
+ * tmp of g (filled here), and the copy back into s's output: epilogue
+ * reading the temporary when there is one to fold (foldable), else a
+ * plain copy. */
+static int split_conv(tc_arena *ar, tc_ir_func *g, const tc_ir_stmt *s, int ch, int tmp,
+	const tc_ir_stmt *epilogue, tc_ir_stmt *out)
+{
+	const tc_ir_tensor *o = &g->tensors[s->tensor];
+	tc_ir_tensor *t = &g->tensors[tmp];
+	tc_ir_expr *rd = tc_arena_alloc(ar, sizeof(*rd));
+	int at[TC_MAX_RANK * 2], k, j, n = s->nlhs;
+	if (s->nvars > TC_MAX_RANK * 2 || !rd)
+		return -1;
+	/* index k of s becomes at[k]: the channel last of the left-hand ones */
+	for (k = j = 0; k < n; k++)
+		if (k != ch)
+			at[k] = j++;
+	at[ch] = n - 1;
+	for (k = n; k < s->nvars; k++)
+		at[k] = k;
+	*t = *o;
+	t->kind = TC_TENSOR_TEMP;
+	t->name = tc_ir_fresh_name(ar, g, o->name, "_cl");
+	t->ext = tc_arena_alloc(ar, (size_t)n * sizeof(*t->ext));
+	out[0] = *s;
+	out[0].tensor = tmp;
+	out[0].vars = tc_arena_alloc(ar, (size_t)s->nvars * sizeof(*out[0].vars));
+	if (!t->name || !t->ext || !out[0].vars || !(out[0].rhs = renumber(ar, s->rhs, at)))
+		return -1;
+	for (k = 0; k < s->nvars; k++)
+		out[0].vars[at[k]] = s->vars[k];
+	for (k = 0; k < n; k++)
+		t->ext[at[k]] = o->ext[k];
+	if (epilogue) { /* the epilogue reading O_cl in place of O */
+		out[1] = *epilogue;
+		return (out[1].rhs = reread(ar, epilogue->rhs, s->tensor, tmp, at)) ? 0 : -1;
+	}
+	/* O(lhs) = O_cl(lhs with the channel last) */
+	memset(&out[1], 0, sizeof(out[1]));
+	out[1].tensor = s->tensor;
+	out[1].nlhs = out[1].nvars = n;
+	out[1].red = TC_RED_ASSIGN;
+	out[1].loc = s->loc;
+	out[1].vars = s->vars; /* its left-hand ones, in order */
+	memset(rd, 0, sizeof(*rd));
+	rd->op = TC_OP_READ;
+	rd->type = o->dtype;
+	rd->loc = s->loc;
+	rd->id = tmp;
+	rd->nargs = n;
+	if (!(rd->args = tc_arena_alloc(ar, (size_t)n * sizeof(*rd->args))))
+		return -1;
+	for (k = 0; k < n; k++) {
+		tc_ir_expr *ix = tc_arena_alloc(ar, sizeof(*ix));
+		if (!ix)
+			return -1;
+		memset(ix, 0, sizeof(*ix));
+		ix->op = TC_OP_INDEX;
+		ix->type = TC_T_I32;
+		ix->loc = s->loc;
+		ix->id = k;
+		rd->args[at[k]] = ix;
+	}
+	out[1].rhs = rd;
+	return 0;
+}
+
+/* f with every convolution whose output channels fill a vector (min_bytes)
+ * written channels last (see above); f itself when there is none, NULL when
+ * out of memory. */
+static const tc_ir_func *channels_last(tc_arena *ar, const tc_ir_func *f, const int64_t *params,
+	int64_t min_bytes)
+{
+	tc_ir_func *g;
+	int i, j, n = 0, *ch = tc_arena_alloc(ar, (size_t)(f->nstmts ? f->nstmts : 1) * sizeof(int));
+	if (!ch)
+		return NULL;
+	for (i = 0; i < f->nstmts; i++)
+		n += (ch[i] = conv_channel(f, &f->stmts[i], params, min_bytes)) >= 0;
+	if (!n)
+		return f;
+	g = tc_arena_alloc(ar, sizeof(*g));
+	if (!g)
+		return NULL;
+	*g = *f;
+	g->ntensors = f->ntensors + n;
+	g->nstmts = f->nstmts + n;
+	g->tensors = tc_arena_alloc(ar, (size_t)g->ntensors * sizeof(*g->tensors));
+	g->stmts = tc_arena_alloc(ar, (size_t)g->nstmts * sizeof(*g->stmts));
+	if (!g->tensors || !g->stmts)
+		return NULL;
+	memcpy(g->tensors, f->tensors, (size_t)f->ntensors * sizeof(*g->tensors));
+	g->ntensors = f->ntensors; /* grows as the temporaries are named */
+	for (i = j = 0; i < f->nstmts; i++) {
+		const tc_ir_stmt *epi = i + 1 < f->nstmts && ch[i + 1] < 0 &&
+			foldable(f, &f->stmts[i], &f->stmts[i + 1], params) ? &f->stmts[i + 1] : NULL;
+		if (ch[i] < 0) {
+			g->stmts[j++] = f->stmts[i];
+			continue;
+		}
+		if (split_conv(ar, g, &f->stmts[i], ch[i], g->ntensors, epi, &g->stmts[j]) < 0)
+			return NULL;
+		g->ntensors++;
+		j += 2;
+		i += epi != NULL;
+	}
+	g->nstmts = j;
+	return g;
+}
+
 const tc_ir_func *tc_ir_pack(__tc_keep tc_arena *ar, __tc_keep const tc_ir_func *f,
 	__tc_keep const int64_t *params, int64_t min_bytes)
 {
@@ -220,6 +510,8 @@ const tc_ir_func *tc_ir_pack(__tc_keep tc_arena *ar, __tc_keep const tc_ir_func 
 	tc_ir_func *g;
 	int i, k;
 
+	if (!(f = channels_last(ar, f, params, min_bytes)))
+		return NULL;
 	memset(&P, 0, sizeof(P));
 	P.ar = ar;
 	P.f = f;

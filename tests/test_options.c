@@ -1017,6 +1017,98 @@ static void streaming_stores(void **state)
 	free(y);
 }
 
+/* A convolution written channels last (ir/pack.c): one whose output
+ * channels fill a vector reduces into a temporary O_cl with the channels
+ * last and copies it back, folded into a following epilogue on the same
+ * output (the bias); the weights are packed with the channels last.  Strided
+ * windows, grouped convolutions with two epilogue statements, a copy read
+ * by another output, and 4 channels (left alone).  Results are
+ * bit-identical with pack=off and with the interpreter, on random inputs
+ * and poisoned outputs. */
+static void packing_convolutions_channels_last(void **state)
+{
+	static const struct conv_case {
+		const char *text;
+		int nin, nout;
+		int64_t shapes[5][5]; /* inputs, then outputs */
+		int ranks[5];
+		const char *want[3]; /* in the IR under pack=on ("!x": not) */
+	} cases[] = {
+		{"def k(float(N,C,H,W) I, float(F,C,KH,KW) W1, float(F) B) -> (O) {\n"
+		 "  O(n,f,h,w) +=! I(n,r_c,2*h+r_kh,2*w+r_kw) * W1(f,r_c,r_kh,r_kw)\n"
+		 "  O(n,f,h,w) = O(n,f,h,w) + B(f)\n}\n",
+			3, 1, {{2, 3, 11, 21}, {19, 3, 3, 3}, {19}, {2, 19, 5, 10}}, {4, 4, 1, 4},
+			{"temp   O_cl: float32(N, floor((H - KH) / 2) + 1, floor((W - KW) / 2) + 1, F)",
+				"O[n, f, h, w] = (O_cl[n, h, w, f] + B[f])",
+				"W1_packed[r_c, r_kh, r_kw, f] = W1[f, r_c, r_kh, r_kw]"}},
+		{"def k(float(N,G,C,H,W) I, float(G,F,C,KH,KW) W1, float(G,F) B) -> (O) {\n"
+		 "  O(n,g,f,h,w) +=! I(n,g,r_c,h+r_kh,w+r_kw) * W1(g,f,r_c,r_kh,r_kw)\n"
+		 "  O(n,g,f,h,w) = O(n,g,f,h,w) + B(g,f)\n"
+		 "  O(n,g,f,h,w) = fmax(O(n,g,f,h,w), 0)\n}\n",
+			3, 1, {{1, 2, 3, 6, 10}, {2, 16, 3, 3, 3}, {2, 16}, {1, 2, 16, 4, 8}},
+			{5, 5, 2, 5},
+			{"O[n, g, f, h, w] = (O_cl[n, g, h, w, f] + B[g, f])",
+				"O[n, g, f, h, w] = fmax(O[n, g, f, h, w], 0",
+				"W1_packed[g, r_c, r_kh, r_kw, f] = W1[g, f, r_c, r_kh, r_kw]"}},
+		{"def k(float(N,C,H,W) I, float(F,C,KH,KW) W1, float(F) B) -> (O, P) {\n"
+		 "  O(n,f,h,w) +=! I(n,r_c,h+r_kh,w+r_kw) * W1(f,r_c,r_kh,r_kw)\n"
+		 "  P(n,f,h,w) = O(n,f,h,w) * B(f)\n}\n",
+			3, 2, {{1, 4, 5, 18}, {32, 4, 2, 3}, {32}, {1, 32, 4, 16}, {1, 32, 4, 16}},
+			{4, 4, 1, 4, 4}, {"O[n, f, h, w] = O_cl[n, h, w, f]", "P[n, f, h, w] = (O[n, f, h, w]"}},
+		{"def k(float(N,C,H,W) I, float(F,C,KH,KW) W1, float(F) B) -> (O) {\n"
+		 "  O(n,f,h,w) +=! I(n,r_c,h+r_kh,w+r_kw) * W1(f,r_c,r_kh,r_kw)\n"
+		 "  O(n,f,h,w) = O(n,f,h,w) + B(f)\n}\n",
+			3, 1, {{1, 3, 6, 9}, {4, 3, 3, 3}, {4}, {1, 4, 4, 7}}, {4, 4, 1, 4},
+			{"!O_cl", "!W1_packed"}},
+	};
+	static const char *const opts[3] = {"pack=on", "pack=off", "target=interp"};
+	uint64_t r = 11;
+	size_t c;
+	(void)state;
+	for (c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		const struct conv_case *cc = &cases[c];
+		DLTensor t[3][5];
+		const DLTensor *in[3];
+		float *data[3][5];
+		int64_t n[5];
+		char *ir = NULL;
+		int i, j, v;
+		tc_module *m = tc_module_parse(ctx, cc->text, "conv.tc");
+		assert_non_null(m);
+		for (j = 0; j < cc->nin + cc->nout; j++) {
+			for (i = 0, n[j] = 1; i < cc->ranks[j]; i++)
+				n[j] *= cc->shapes[j][i];
+			for (v = 0; v < 3; v++) {
+				data[v][j] = malloc((size_t)n[j] * sizeof(float));
+				assert_non_null(data[v][j]);
+				t[v][j] = (DLTensor){data[v][j], {kDLCPU, 0}, cc->ranks[j],
+					{kDLFloat, 32, 1}, (int64_t *)cc->shapes[j], NULL, 0};
+			}
+			if (j < cc->nin) {
+				for (i = 0; i < n[j]; i++)
+					data[0][j][i] = (float)tu_rand_unit(&r) * 2 - 1;
+				in[j] = &t[0][j];
+			}
+		}
+		for (v = 0; v < 3; v++)
+			run_with_outs(m, in, cc->nin, &t[v][cc->nin], cc->nout, opts[v], v ? NULL : &ir);
+		for (i = 0; i < 3 && cc->want[i]; i++)
+			if ((cc->want[i][0] == '!') != !strstr(ir, cc->want[i] + (cc->want[i][0] == '!')))
+				fail_msg("case %d: %s expected in the IR:\n%s", (int)c, cc->want[i], ir);
+		tc_string_free(ir);
+		for (j = cc->nin; j < cc->nin + cc->nout; j++)
+			for (i = 0; i < n[j]; i++) {
+				assert_false(isnan(data[0][j][i]));
+				assert_memory_equal(&data[0][j][i], &data[1][j][i], sizeof(float));
+				assert_memory_equal(&data[0][j][i], &data[2][j][i], sizeof(float));
+			}
+		for (j = 0; j < cc->nin + cc->nout; j++)
+			for (v = 0; v < 3; v++)
+				free(data[v][j]);
+		tc_module_free(m);
+	}
+}
+
 /* Packing: an input read with the reduction as its stride-1 dimension (B
  * in A(m,r_k) * B(n,r_k), a fully connected layer's weights) is copied
  * into a temporary whose stride-1 dimension is the output's, first; its
@@ -1601,6 +1693,7 @@ int main(void)
 		cmocka_unit_test(fusion_strategies),
 		cmocka_unit_test(register_tile_uses_vector_fmas),
 		cmocka_unit_test(packing_transposed_operands),
+		cmocka_unit_test(packing_convolutions_channels_last),
 		cmocka_unit_test(inlining_cheap_temporaries),
 		cmocka_unit_test(sharing_expensive_subexpressions),
 		cmocka_unit_test(row_buffers),
