@@ -87,11 +87,16 @@ typedef struct tc_poly_inst {
  *   PRESERVE3COINCIDENT  fuses, but maximises coincidence first, so no
  *         fusion costs a parallel loop (schedule_maximize_coincidence);
  *   MIN   every strongly connected component of the dependence graph is
- *         scheduled on its own (serialize_sccs): no fusion. */
+ *         scheduled on its own (serialize_sccs): no fusion;
+ *   AUTO  chosen per nest: MAX, then each nest that lost its outer
+ *         parallel loop or skewed a loop scheduled again with
+ *         PRESERVE3COINCIDENT, then MIN, keeping what costs least
+ *         (tc_poly_nest_measure, passes.h).  The runtime's default. */
 typedef enum tc_poly_fusion {
 	TC_POLY_FUSE_MAX,
 	TC_POLY_FUSE_PRESERVE3COINCIDENT,
 	TC_POLY_FUSE_MIN,
+	TC_POLY_FUSE_AUTO,
 } tc_poly_fusion;
 
 /* What the schedule passes do (set by the caller before tc_poly_schedule;
@@ -176,6 +181,8 @@ typedef struct tc_poly {
 	int merged;              /* tc_poly_pass_merge merged a band chain */
 	int no_merge;            /* ... and the result was illegal: do not
 				  * (set by the driver's check) */
+	int textual;             /* the scheduler fell back to the textual
+				  * order (fusion auto leaves it alone) */
 	isl_ast_node *ast;       /* after tc_poly_ast */
 	struct tc_poly_watch *watch; /* the budget's watchdog (tc_poly_budget) */
 	unsigned long ctx_max_ops;   /* a quota the caller set on ctx before
