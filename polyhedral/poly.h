@@ -177,6 +177,15 @@ typedef struct tc_poly {
 	isl_union_map *near;     /* deps and, within each reduction, every
 				  * pair without kills: the proximity the
 				  * isl scheduler is given */
+	isl_set *gcontext;       /* with sizes, after tc_poly_build_generic:
+				  * the context of a model without them
+				  * (every size >= 1, or >= 0 where it is 0;
+				  * the size conditions) ... */
+	isl_union_set *gdomain;  /* ... the domain and ... */
+	isl_union_map *gnear;    /* ... near within it: what the isl
+				  * scheduler's fallback schedules for every
+				  * size (NULL until then, and for a
+				  * parametric model) */
 	isl_schedule *schedule;  /* after tc_poly_schedule */
 	int merged;              /* tc_poly_pass_merge merged a band chain */
 	int no_merge;            /* ... and the result was illegal: do not
@@ -193,6 +202,15 @@ typedef struct tc_poly {
 				  * how many leading subscripts select its row;
 				  * 0 (or rowbuf NULL): kept whole */
 } tc_poly;
+
+/* With sizes: build p->gcontext, p->gdomain and p->gnear, the model of
+ * the same statements for every size (once; nothing for a parametric
+ * model).  The scheduler falls back to it when scheduling at the sizes
+ * runs past isl's budget: the sizes' constants can make the integer
+ * programs of isl's clustering grow (a layer norm's backward pass ran past
+ * the budget twice, 20 s, where scheduling for every size took 0.1 s).
+ * TC_ERR with a message in d on an isl error. */
+tc_stat tc_poly_build_generic(__tc_keep tc_poly *p, __tc_keep tc_diags *d);
 
 /* The statement of the model whose isl tuple name is name (one of p's), or
  * NULL. */

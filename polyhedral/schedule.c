@@ -141,47 +141,90 @@ static isl_schedule *compute_schedule(tc_poly *p, isl_schedule_constraints *sc, 
 }
 
 /* The constraints of the isl scheduler on the instances dom (taken) with
- * the dependences deps (taken) among them: every dependence as validity,
+ * the dependences deps (taken) among them, in p's context (generic: that
+ * of every size): every dependence as validity,
  * proximity and coincidence, so that a band member is marked coincident
  * only if it carries no dependence (parallel loops, later). */
 static isl_schedule_constraints *constraints(tc_poly *p, isl_union_set *dom,
-	isl_union_map *deps)
+	isl_union_map *deps, int generic)
 {
 	isl_schedule_constraints *sc = isl_schedule_constraints_on_domain(dom);
-	sc = isl_schedule_constraints_set_context(sc, isl_set_copy(p->context));
+	sc = isl_schedule_constraints_set_context(sc,
+		isl_set_copy(generic ? p->gcontext : p->context));
 	sc = isl_schedule_constraints_set_validity(sc, isl_union_map_copy(deps));
 	sc = isl_schedule_constraints_set_proximity(sc, isl_union_map_copy(deps));
 	return isl_schedule_constraints_set_coincidence(sc, deps);
+}
+
+/* What the isl scheduler schedules of the instances dom (kept): with
+ * generic set (after tc_poly_build_generic), the same statements for
+ * every size (p->gdomain) and the dependences among them (p->gnear);
+ * else dom and p->near. */
+static isl_schedule_constraints *constraints_for(tc_poly *p, isl_union_set *dom, int generic)
+{
+	isl_union_set *at = isl_union_set_copy(dom);
+	isl_union_map *near = generic ? p->gnear : p->near;
+	if (generic)
+		at = isl_union_set_intersect(isl_union_set_universe(at),
+			isl_union_set_copy(p->gdomain));
+	return constraints(p, at, isl_union_map_intersect_range(
+		isl_union_map_intersect_domain(isl_union_map_copy(near), isl_union_set_copy(at)),
+		isl_union_set_copy(at)), generic);
+}
+
+/* A schedule of the instances dom (kept) with fusion strategy fusion, or
+ * NULL: at p's sizes, or, past isl's budget there (with a warning in d),
+ * for every size, restricted to dom afterwards (legal at the sizes since
+ * it is at every size).  Once scheduling at the sizes ran past the budget,
+ * later calls (the fusion entry's) schedule for every size at once. */
+static isl_schedule *schedule_instances(tc_poly *p, isl_union_set *dom, tc_poly_fusion fusion,
+	tc_diags *d)
+{
+	isl_schedule *s = NULL;
+	if (!p->gdomain) { /* at the sizes, until that ran past the budget once */
+		s = compute_schedule(p, constraints_for(p, dom, 0), 0, fusion);
+		if (s || !tc_poly_over_budget(p->ctx) || !p->params)
+			return s;
+		tc_diags quiet;
+		tc_stat st;
+		warn_budget(p, d, "the isl scheduler", "scheduling again for every size");
+		tc_poly_budget(p);
+		/* failing, the caller's fallbacks go on (the textual order last) */
+		tc_diags_init(&quiet, NULL);
+		st = tc_poly_build_generic(p, &quiet);
+		tc_diags_clear(&quiet);
+		if (st < 0)
+			return NULL;
+	}
+	s = compute_schedule(p, constraints_for(p, dom, 1), 0, fusion);
+	return s ? isl_schedule_intersect_domain(s, isl_union_set_copy(dom)) : NULL;
 }
 
 /* "scheduler": the isl scheduler on every statement but the packing
  * copies, with every dependence as a validity constraint and the fusion
  * option's settings (fusion auto starts from max: the "fusion" entry
  * revisits its nests), or the original schedule of every statement if it
- * fails. */
+ * fails.  Past isl's budget at the sizes, for every size
+ * (schedule_instances), then with the other clustering, then the textual
+ * order. */
 static tc_stat schedule_pass(tc_poly *p, tc_diags *d)
 {
-	isl_schedule_constraints *sc;
 	isl_union_set *rest;
-	isl_union_map *deps = scheduled(p, p->near, &rest);
 	tc_poly_fusion fusion = p->opts.fusion == TC_POLY_FUSE_AUTO ? TC_POLY_FUSE_MAX
 		: p->opts.fusion;
 
-	sc = constraints(p, rest, deps);
+	isl_union_map_free(scheduled(p, p->near, &rest));
 	isl_schedule_free(p->schedule);
-	p->schedule = NULL;
 	p->textual = 0;
-	if (!sc)
-		return fall_back(p, d);
-	p->schedule = compute_schedule(p, isl_schedule_constraints_copy(sc), 0, fusion);
+	p->schedule = schedule_instances(p, rest, fusion, d);
 	if (!p->schedule && tc_poly_over_budget(p->ctx)) {
 		/* the other way of clustering, with a budget of its own */
 		warn_budget(p, d, "the isl scheduler",
 			"scheduling again with the other clustering (whole components or not)");
 		tc_poly_budget(p);
-		p->schedule = compute_schedule(p, isl_schedule_constraints_copy(sc), 1, fusion);
+		p->schedule = compute_schedule(p, constraints_for(p, rest, 0), 1, fusion);
 	}
-	isl_schedule_constraints_free(sc);
+	isl_union_set_free(rest);
 	return p->schedule ? TC_OK : fall_back(p, d);
 }
 
@@ -190,20 +233,21 @@ static tc_stat schedule_pass(tc_poly *p, tc_diags *d)
 /* A schedule of the instances of the nest at node alone (its statements'
  * dependences among themselves: the nests around it are ordered by the
  * sequence above) with fusion strategy fusion, or NULL. */
-static isl_schedule *schedule_nest(tc_poly *p, isl_schedule_node *node, tc_poly_fusion fusion)
+static isl_schedule *schedule_nest(tc_poly *p, isl_schedule_node *node, tc_poly_fusion fusion,
+	tc_diags *d)
 {
 	isl_union_set *dom = isl_schedule_node_get_domain(node);
-	isl_union_map *deps = isl_union_map_intersect_range(
-		isl_union_map_intersect_domain(isl_union_map_copy(p->near), isl_union_set_copy(dom)),
-		isl_union_set_copy(dom));
-	return compute_schedule(p, constraints(p, dom, deps), 0, fusion);
+	isl_schedule *s = schedule_instances(p, dom, fusion, d);
+	isl_union_set_free(dom);
+	return s;
 }
 
 /* The nest at node (taken), or another schedule of its statements in its
  * place when isl's clustering cost it something (tc_poly_nest_cost: a
  * serial outermost loop or a skewed one) and preserve3coincident or, after
  * it, min costs less.  Sets *over when isl ran past the budget. */
-static isl_schedule_node *refit_nest(tc_poly *p, isl_schedule_node *node, int *over)
+static isl_schedule_node *refit_nest(tc_poly *p, isl_schedule_node *node, int *over,
+	tc_diags *d)
 {
 	static const tc_poly_fusion tries[] = {TC_POLY_FUSE_PRESERVE3COINCIDENT, TC_POLY_FUSE_MIN};
 	tc_poly_nest_cost best, c;
@@ -213,7 +257,7 @@ static isl_schedule_node *refit_nest(tc_poly *p, isl_schedule_node *node, int *o
 	if (best.statements < 2 || (best.serial == 0 && !best.skewed))
 		return node;
 	for (k = 0; k < sizeof(tries) / sizeof(tries[0]); k++) {
-		isl_schedule *s = schedule_nest(p, node, tries[k]);
+		isl_schedule *s = schedule_nest(p, node, tries[k], d);
 		isl_schedule_node *root = s ? isl_schedule_get_root(s) : NULL;
 		if (!s) {
 			*over = tc_poly_over_budget(p->ctx);
@@ -257,7 +301,7 @@ static tc_stat fusion_pass(tc_poly *p, tc_diags *d)
 		for (i = 0; node && !over && i < n; i++) {
 			isl_size m = 1;
 			node = isl_schedule_node_child(isl_schedule_node_child(node, (int)i), 0);
-			node = refit_nest(p, node, &over);
+			node = refit_nest(p, node, &over, d);
 			if (node && isl_schedule_node_get_type(node) == isl_schedule_node_sequence)
 				m = isl_schedule_node_n_children(node);
 			node = isl_schedule_node_parent(isl_schedule_node_parent(node));
@@ -268,7 +312,7 @@ static tc_stat fusion_pass(tc_poly *p, tc_diags *d)
 			}
 		}
 	} else if (node) {
-		node = refit_nest(p, node, &over);
+		node = refit_nest(p, node, &over, d);
 	}
 	s = node ? isl_schedule_node_get_schedule(node) : NULL;
 	isl_schedule_node_free(node);
