@@ -81,6 +81,92 @@ static void count_skew(isl_schedule_node *node, tc_poly_nest_cost *c)
 	}
 }
 
+/* Whether statement st is a contraction (an update over two or more
+ * left-hand indices and one or more reduction indices: a matmul, a
+ * convolution), the kind of statement a register tile makes fast. */
+static int contraction(const tc_poly_stmt *st)
+{
+	return st->kind == TC_POLY_UPDATE && st->ir->nlhs >= 2 && st->ir->nvars > st->ir->nlhs;
+}
+
+/* Whether band node can hold a register tile of contraction st: it is
+ * permutable, and its members walk two of st's left-hand indices as
+ * parallel (coincident) members and one of its reduction indices. */
+static int tileable(isl_schedule_node *node, const tc_poly_stmt *st)
+{
+	isl_size n = isl_schedule_node_band_n_member(node), j;
+	int par = 0, red = 0;
+	if (isl_schedule_node_band_get_permutable(node) != isl_bool_true)
+		return 0;
+	for (j = 0; j < n; j++) {
+		int v = tc_poly_band_member_var(node, (int)j, st);
+		if (v < 0)
+			continue;
+		if (v < st->ir->nlhs)
+			par += isl_schedule_node_band_member_get_coincident(node, (int)j) ==
+				isl_bool_true;
+		else
+			red++;
+	}
+	return par >= 2 && red >= 1;
+}
+
+typedef struct tile_ctx {
+	const tc_poly *p;
+	isl_schedule_node *band;
+	isl_union_set *tiled; /* instances of contractions (in a tileable band) */
+} tile_ctx;
+
+static isl_stat tiled_cb(isl_set *set, void *user)
+{
+	tile_ctx *tc = user;
+	const tc_poly_stmt *st = tc_poly_find_stmt(tc->p, isl_set_get_tuple_name(set));
+	if (st && contraction(st) && (!tc->band || tileable(tc->band, st)))
+		tc->tiled = isl_union_set_union(tc->tiled, isl_union_set_from_set(set));
+	else
+		isl_set_free(set);
+	return isl_stat_ok;
+}
+
+/* Add to tc->tiled the contraction instances of the bands at and below
+ * node that can hold their register tiles. */
+static void find_tiled(isl_schedule_node *node, tile_ctx *tc)
+{
+	isl_size n, i;
+	if (isl_schedule_node_get_type(node) == isl_schedule_node_band &&
+		isl_schedule_node_band_n_member(node) > 0) {
+		isl_union_set *dom = isl_schedule_node_get_domain(node);
+		tc->band = node;
+		isl_union_set_foreach_set(dom, tiled_cb, tc);
+		isl_union_set_free(dom);
+	}
+	n = isl_schedule_node_n_children(node);
+	for (i = 0; i < n; i++) {
+		isl_schedule_node *child = isl_schedule_node_get_child(node, (int)i);
+		if (child)
+			find_tiled(child, tc);
+		isl_schedule_node_free(child);
+	}
+}
+
+/* The contraction instances at and below node that no band there can
+ * hold in a register tile. */
+static double count_untiled(const tc_poly *p, isl_schedule_node *node)
+{
+	isl_union_set *dom = isl_schedule_node_get_domain(node), *all;
+	tile_ctx tc = {p, NULL, isl_union_set_empty(isl_union_set_get_space(dom))};
+	double n;
+	isl_union_set_foreach_set(dom, tiled_cb, &tc); /* band NULL: every contraction */
+	isl_union_set_free(dom);
+	all = tc.tiled;
+	tc.tiled = isl_union_set_empty(isl_union_set_get_space(all));
+	find_tiled(node, &tc);
+	all = isl_union_set_subtract(all, tc.tiled);
+	n = all ? tc_poly_box_instances(all, 1e6) : 0;
+	isl_union_set_free(all);
+	return n;
+}
+
 /* Add to c the instances of the top-level loop nests at node: a band
  * starts a nest (serial unless its first member is coincident); a
  * sequence or set holds several, each below a filter. */
@@ -112,11 +198,18 @@ static void count_serial(isl_schedule_node *node, tc_poly_nest_cost *c)
 	}
 }
 
-void tc_poly_nest_measure(__tc_keep isl_schedule_node *node, __tc_keep tc_poly_nest_cost *c)
+void tc_poly_nest_measure(__tc_keep const tc_poly *p, __tc_keep isl_schedule_node *node,
+	__tc_keep tc_poly_nest_cost *c)
 {
-	c->instances = c->serial = 0;
+	isl_schedule_node *below = NULL;
+	c->instances = c->serial = c->untiled = 0;
 	c->skewed = 0;
 	c->statements = 0;
+	if (!node)
+		return;
+	/* a domain node: the instances that reach it are its child's */
+	if (isl_schedule_node_get_type(node) == isl_schedule_node_domain)
+		node = below = isl_schedule_node_get_child(node, 0);
 	if (!node)
 		return;
 	{
@@ -127,13 +220,16 @@ void tc_poly_nest_measure(__tc_keep isl_schedule_node *node, __tc_keep tc_poly_n
 	}
 	count_serial(node, c);
 	count_skew(node, c);
+	c->untiled = count_untiled(p, node);
+	isl_schedule_node_free(below);
 }
 
 int tc_poly_nest_cost_less(__tc_keep const tc_poly_nest_cost *a,
 	__tc_keep const tc_poly_nest_cost *b)
 {
-	if (a->serial != b->serial)
-		return a->serial < b->serial;
+	double ca = a->serial + a->untiled, cb = b->serial + b->untiled;
+	if (ca != cb)
+		return ca < cb;
 	return a->skewed < b->skewed;
 }
 

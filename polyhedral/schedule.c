@@ -253,8 +253,8 @@ static isl_schedule_node *refit_nest(tc_poly *p, isl_schedule_node *node, int *o
 	tc_poly_nest_cost best, c;
 	isl_schedule *choice = NULL;
 	size_t k;
-	tc_poly_nest_measure(node, &best);
-	if (best.statements < 2 || (best.serial == 0 && !best.skewed))
+	tc_poly_nest_measure(p, node, &best);
+	if (best.statements < 2 || (best.serial == 0 && best.untiled == 0 && !best.skewed))
 		return node;
 	for (k = 0; k < sizeof(tries) / sizeof(tries[0]); k++) {
 		isl_schedule *s = schedule_nest(p, node, tries[k], d);
@@ -263,7 +263,7 @@ static isl_schedule_node *refit_nest(tc_poly *p, isl_schedule_node *node, int *o
 			*over = tc_poly_over_budget(p->ctx);
 			break;
 		}
-		tc_poly_nest_measure(root, &c);
+		tc_poly_nest_measure(p, root, &c);
 		isl_schedule_node_free(root);
 		if (tc_poly_nest_cost_less(&c, &best)) {
 			best = c;
@@ -272,7 +272,7 @@ static isl_schedule_node *refit_nest(tc_poly *p, isl_schedule_node *node, int *o
 		} else {
 			isl_schedule_free(s);
 		}
-		if (best.serial == 0 && !best.skewed)
+		if (best.serial == 0 && best.untiled == 0 && !best.skewed)
 			break;
 	}
 	if (choice && !*over)
@@ -327,6 +327,19 @@ static tc_stat fusion_pass(tc_poly *p, tc_diags *d)
 	return TC_OK;
 }
 
+/* Whether schedule a costs more than b (tc_poly_nest_cost of their
+ * whole trees). */
+static int costlier(tc_poly *p, isl_schedule *a, isl_schedule *b)
+{
+	isl_schedule_node *ra = isl_schedule_get_root(a), *rb = isl_schedule_get_root(b);
+	tc_poly_nest_cost ca, cb;
+	tc_poly_nest_measure(p, ra, &ca);
+	tc_poly_nest_measure(p, rb, &cb);
+	isl_schedule_node_free(ra);
+	isl_schedule_node_free(rb);
+	return tc_poly_nest_cost_less(&cb, &ca);
+}
+
 /* "fuse-nests": under fusion max, the repair tc_poly_fuse_nests of the
  * scheduler's own tree, against the dependences the scheduler saw (before
  * the packing copies join it; the original schedule it may have fallen
@@ -337,7 +350,18 @@ static tc_stat fuse_nests_pass(tc_poly *p, tc_diags *d)
 	if (p->opts.fusion != TC_POLY_FUSE_MAX && p->opts.fusion != TC_POLY_FUSE_AUTO)
 		return TC_OK;
 	deps = scheduled_deps(p, NULL);
-	p->schedule = tc_poly_fuse_nests(p->schedule, deps);
+	if (p->opts.fusion == TC_POLY_FUSE_AUTO) { /* only where it costs nothing */
+		isl_schedule *before = isl_schedule_copy(p->schedule);
+		p->schedule = tc_poly_fuse_nests(p->schedule, deps);
+		if (p->schedule && costlier(p, p->schedule, before)) {
+			isl_schedule_free(p->schedule);
+			p->schedule = before;
+		} else {
+			isl_schedule_free(before);
+		}
+	} else {
+		p->schedule = tc_poly_fuse_nests(p->schedule, deps);
+	}
 	isl_union_map_free(deps);
 	/* past the budget: the driver restores the scheduler's tree */
 	return p->schedule || tc_poly_over_budget(p->ctx) ? TC_OK : fall_back(p, d);
