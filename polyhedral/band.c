@@ -297,3 +297,36 @@ tc_stat tc_poly_walk_schedule_legal(__tc_keep tc_poly *p, __tc_keep tc_diags *d,
 	isl_schedule_free(before);
 	return legal < 0 ? tc_poly_walk_failed(p, d, check) : TC_OK;
 }
+
+/* The points of set's bounding box, added to *bc->count; an unbounded or
+ * unknown box counts as bc->unknown points. */
+typedef struct box_count {
+	double count, unknown;
+} box_count;
+
+static isl_stat count_box_cb(isl_set *set, void *user)
+{
+	box_count *bc = user;
+	double pts = 1;
+	isl_size n = isl_set_dim(set, isl_dim_set), j;
+	for (j = 0; j < n && pts > 0; j++) {
+		isl_val *lo = isl_set_dim_min_val(isl_set_copy(set), (int)j);
+		isl_val *hi = isl_set_dim_max_val(isl_set_copy(set), (int)j);
+		if (lo && hi && isl_val_is_int(lo) == isl_bool_true && isl_val_is_int(hi) == isl_bool_true)
+			pts *= (double)(isl_val_get_num_si(hi) - isl_val_get_num_si(lo) + 1);
+		else
+			pts = bc->unknown;
+		isl_val_free(lo);
+		isl_val_free(hi);
+	}
+	bc->count += pts;
+	isl_set_free(set);
+	return isl_stat_ok;
+}
+
+double tc_poly_box_instances(__tc_keep isl_union_set *dom, double unknown)
+{
+	box_count bc = {0, unknown};
+	isl_union_set_foreach_set(dom, count_box_cb, &bc);
+	return bc.count;
+}

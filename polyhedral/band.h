@@ -38,6 +38,11 @@ int tc_poly_band_member_var(__tc_keep isl_schedule_node *node, int j,
  * 0 when that is not a known constant (a parametric model). */
 int64_t tc_poly_band_member_extent(__tc_keep isl_schedule_node *node, int j);
 
+/* The statement instances of dom, each statement's counted over its
+ * bounding box; a statement whose box is unbounded or not constant (a
+ * parametric model) counts as unknown instances. */
+double tc_poly_box_instances(__tc_keep isl_union_set *dom, double unknown);
+
 /* The number of coincident members of band node. */
 int tc_poly_band_n_coincident(__tc_keep isl_schedule_node *node);
 

@@ -20,32 +20,6 @@
 #include <isl/union_set.h>
 #include <isl/val.h>
 
-/* The statement instances of each set's bounding box, added to
- * *bc->count; an unbounded or unknown box counts as bc->enough. */
-typedef struct box_count {
-	double count, enough;
-} box_count;
-
-static isl_stat count_box_cb(isl_set *set, void *user)
-{
-	box_count *bc = user;
-	double pts = 1;
-	isl_size n = isl_set_dim(set, isl_dim_set), j;
-	for (j = 0; j < n && pts > 0; j++) {
-		isl_val *lo = isl_set_dim_min_val(isl_set_copy(set), (int)j);
-		isl_val *hi = isl_set_dim_max_val(isl_set_copy(set), (int)j);
-		if (lo && hi && isl_val_is_int(lo) == isl_bool_true && isl_val_is_int(hi) == isl_bool_true)
-			pts *= (double)(isl_val_get_num_si(hi) - isl_val_get_num_si(lo) + 1);
-		else
-			pts = bc->enough; /* unbounded or unknown: parallel */
-		isl_val_free(lo);
-		isl_val_free(hi);
-	}
-	bc->count += pts;
-	isl_set_free(set);
-	return isl_stat_ok;
-}
-
 /* Whether the loop nest at node has too little work to share: fewer
  * statement instances (counted over each statement's bounding box) than
  * the target's parallel_min_instances (on the CPU 32768: handing the work
@@ -57,13 +31,13 @@ static isl_stat count_box_cb(isl_set *set, void *user)
 static int too_small_to_share(const tc_poly *p, isl_schedule_node *node)
 {
 	isl_union_set *dom;
-	box_count bc = {0, p->target->parallel_min_instances};
+	double enough = p->target->parallel_min_instances, count;
 	if (!p->params || p->opts.parallel != 2)
 		return 0;
 	dom = isl_schedule_node_get_domain(node);
-	isl_union_set_foreach_set(dom, count_box_cb, &bc);
+	count = tc_poly_box_instances(dom, enough);
 	isl_union_set_free(dom);
-	return bc.count < bc.enough;
+	return count < enough;
 }
 
 /* Whether the first member of band node takes one value over the band's

@@ -93,6 +93,32 @@ __tc_give isl_schedule *tc_poly_fuse_nests(__tc_take isl_schedule *s,
 __tc_give isl_schedule *tc_poly_hoist_constant(__tc_take isl_schedule *s,
 	__tc_keep isl_union_map *deps);
 
+/* ---- fusion per nest (fusion.c) ----
+ *
+ * What a nest of a schedule tree costs, for the scheduler's choice of
+ * fusion per nest (fusion auto), from the statement instances at and
+ * below node (each statement over its bounding box): those in a top-level
+ * loop nest whose outermost loop is not parallel (serial: no thread can
+ * share them), those of contractions (matmul, convolution) that no band
+ * can hold in a register tile (untiled: a band with two of its parallel
+ * left-hand indices and a reduction index), the bands with a skewed member
+ * (one walking a combination of two of a statement's dimensions) and the
+ * statements.  tc_poly_nest_cost_less: a costs less than b (fewer serial
+ * and untiled instances; then fewer skewed bands).  tc_poly_graft
+ * replaces the subtree at node (taken) by a copy of the tree of s, a
+ * schedule of the same instances (its bands, sequences, sets and
+ * filters), returning the node at the same position, or NULL. */
+typedef struct tc_poly_nest_cost {
+	double instances, serial, untiled;
+	int skewed, statements;
+} tc_poly_nest_cost;
+void tc_poly_nest_measure(__tc_keep const tc_poly *p, __tc_keep isl_schedule_node *node,
+	__tc_keep tc_poly_nest_cost *c);
+int tc_poly_nest_cost_less(__tc_keep const tc_poly_nest_cost *a,
+	__tc_keep const tc_poly_nest_cost *b);
+__tc_give isl_schedule_node *tc_poly_graft(__tc_take isl_schedule_node *node,
+	__tc_keep isl_schedule *s);
+
 /* ---- row buffers (contract.c) ----
  *
  * For every temporary marked rowbuf whose accesses, in the final schedule,

@@ -386,10 +386,14 @@ static int make_stmts(tc_poly *p)
 	return 0;
 }
 
-static int build_context(tc_poly *p, tc_diags *d)
+/* The context of p's sizes, as isl reads it: every size equal to its
+ * value (concrete, and p has sizes), else every size >= 1 and the def's
+ * size conditions hold; NULL with a message in d on error. */
+static isl_set *context_of(tc_poly *p, int concrete, tc_diags *d)
 {
 	const tc_ir_func *f = p->f;
 	names n = {f, NULL};
+	isl_set *set;
 	tc_buf b;
 	int i;
 	tc_buf_init(&b);
@@ -398,12 +402,13 @@ static int build_context(tc_poly *p, tc_diags *d)
 	for (i = 0; i < f->nparams; i++) {
 		tc_buf_puts(&b, i ? " and " : "");
 		put_param(&b, &n, i);
-		if (p->params)
+		if (concrete)
 			tc_buf_printf(&b, " = %lld", (long long)p->params[i]);
-		else
-			tc_buf_puts(&b, " >= 1");
+		else /* a model of sizes holding a zero-size dimension: the
+		      * generic context still holds them */
+			tc_buf_puts(&b, p->params && p->params[i] < 1 ? " >= 0" : " >= 1");
 	}
-	for (i = 0; !p->params && i < f->nchecks; i++) {
+	for (i = 0; !concrete && i < f->nchecks; i++) {
 		tc_buf_puts(&b, f->nparams || i ? " and " : "");
 		sx_isl(&b, f->checks[i].e, &n);
 		tc_buf_puts(&b, f->checks[i].eq ? " = 0" : " >= 0");
@@ -411,15 +416,19 @@ static int build_context(tc_poly *p, tc_diags *d)
 	tc_buf_puts(&b, " }");
 	if (b.oom || !b.s) {
 		tc_buf_free(&b);
-		return -1;
+		return NULL;
 	}
-	p->context = isl_set_read_from_str(p->ctx, b.s);
+	set = isl_set_read_from_str(p->ctx, b.s);
 	tc_buf_free(&b);
-	if (!p->context) {
+	if (!set)
 		tc_poly_isl_failed(p->ctx, d, "read the context");
-		return -1;
-	}
-	return 0;
+	return set;
+}
+
+static int build_context(tc_poly *p, tc_diags *d)
+{
+	p->context = context_of(p, p->params != NULL, d);
+	return p->context ? 0 : -1;
 }
 
 /* Domains, accesses and the original schedule, one statement at a time. */
@@ -553,11 +562,11 @@ static void parts_clear(parts *q)
 	memset(q, 0, sizeof(*q));
 }
 
-/* Restrict q's accesses and schedule to its domain within p's context;
+/* Restrict q's accesses and schedule to its domain within context;
  * -1 on an isl error. */
-static int parts_restrict(parts *q, const tc_poly *p)
+static int parts_restrict(parts *q, isl_set *context)
 {
-	q->domain = isl_union_set_intersect_params(q->domain, isl_set_copy(p->context));
+	q->domain = isl_union_set_intersect_params(q->domain, isl_set_copy(context));
 	q->reads = isl_union_map_intersect_domain(q->reads, isl_union_set_copy(q->domain));
 	q->writes = isl_union_map_intersect_domain(q->writes, isl_union_set_copy(q->domain));
 	q->original = isl_union_map_intersect_domain(q->original, isl_union_set_copy(q->domain));
@@ -632,45 +641,97 @@ static int add_stmt(tc_poly *p, parts *q, const tc_poly_stmt *st, int width, tc_
 	return 0;
 }
 
-/* one, one statement's parts, added to p's and to g's (unless g is
+/* one, one statement's parts, added to all's and to g's (unless g is
  * NULL); one is cleared.  -1 on an isl error. */
-static int add_parts(tc_poly *p, parts *g, parts *one)
+static int add_parts(parts *all, parts *g, parts *one)
 {
-	p->domain = isl_union_set_union(p->domain, isl_union_set_copy(one->domain));
-	p->writes = isl_union_map_union(p->writes, isl_union_map_copy(one->writes));
-	p->reads = isl_union_map_union(p->reads, isl_union_map_copy(one->reads));
-	p->original = isl_union_map_union(p->original, isl_union_map_copy(one->original));
+	all->domain = isl_union_set_union(all->domain, isl_union_set_copy(one->domain));
+	all->writes = isl_union_map_union(all->writes, isl_union_map_copy(one->writes));
+	all->reads = isl_union_map_union(all->reads, isl_union_map_copy(one->reads));
+	all->original = isl_union_map_union(all->original, isl_union_map_copy(one->original));
 	if (!g) {
 		parts_clear(one);
-		return p->domain && p->writes && p->reads && p->original ? 0 : -1;
+		return all->domain && all->writes && all->reads && all->original ? 0 : -1;
 	}
 	g->domain = isl_union_set_union(g->domain, one->domain);
 	g->writes = isl_union_map_union(g->writes, one->writes);
 	g->reads = isl_union_map_union(g->reads, one->reads);
 	g->original = isl_union_map_union(g->original, one->original);
 	memset(one, 0, sizeof(*one));
-	return p->domain && p->writes && p->reads && p->original && g->domain && g->writes &&
-		g->reads && g->original ? 0 : -1;
+	return all->domain && all->writes && all->reads && all->original && g->domain &&
+		g->writes && g->reads && g->original ? 0 : -1;
 }
 
-/* g, the parts of a reduction (its init and update), restricted to the
- * context: its dependences without kills go to p->near, and g is cleared;
+/* g, the parts of a reduction (its init and update), restricted to
+ * context: its dependences without kills go to *near, and g is cleared;
  * -1 on an isl error. */
-static int add_near(tc_poly *p, parts *g)
+static int add_near(isl_union_map **near, parts *g, isl_set *context)
 {
-	if (parts_restrict(g, p) < 0)
+	if (parts_restrict(g, context) < 0)
 		return -1;
-	p->near = isl_union_map_union(p->near, deps_of(g, 0));
+	*near = isl_union_map_union(*near, deps_of(g, 0));
 	parts_clear(g);
-	return p->near ? 0 : -1;
+	return *near ? 0 : -1;
+}
+
+/* The model of p's statements within context: their domains, accesses
+ * and original schedule into *all, their dependences into *deps and what
+ * the scheduler is given into *near (see tc_poly); -1 with a message in d
+ * (nothing to free) on error. */
+static int build_parts(tc_poly *p, isl_set *context, parts *all, isl_union_map **deps,
+	isl_union_map **near, tc_diags *d)
+{
+	parts one = {NULL, NULL, NULL, NULL}, g = {NULL, NULL, NULL, NULL};
+	int i, width = 0;
+	parts_init(all, p);
+	*deps = NULL;
+	*near = isl_union_map_empty(isl_set_get_space(p->context));
+	for (i = 0; i < p->nstmts; i++)
+		if (p->stmts[i].ir->nvars + 2 > width)
+			width = p->stmts[i].ir->nvars + 2;
+	/* a statement at a time, the parts of a reduction's (its init and
+	 * update) also in g */
+	for (i = 0; i < p->nstmts; i++) {
+		const tc_poly_stmt *st = &p->stmts[i];
+		parts_init(&one, p);
+		if (st->kind == TC_POLY_INIT ||
+			(st->kind == TC_POLY_UPDATE && (!i || p->stmts[i - 1].kind != TC_POLY_INIT)))
+			parts_init(&g, p);
+		if (add_stmt(p, &one, st, width, d) < 0)
+			goto error;
+		if (add_parts(all, st->kind == TC_POLY_ASSIGN ? NULL : &g, &one) < 0 ||
+			(st->kind == TC_POLY_UPDATE && add_near(near, &g, context) < 0)) {
+			tc_poly_isl_failed(p->ctx, d, "build the model");
+			goto error;
+		}
+	}
+	parts_clear(&g);
+	if (parts_restrict(all, context) < 0) {
+		tc_poly_isl_failed(p->ctx, d, "build the model");
+		goto error;
+	}
+	*deps = deps_of(all, 1);
+	*near = isl_union_map_coalesce(isl_union_map_union(*near, isl_union_map_copy(*deps)));
+	if (!*deps || !*near) {
+		tc_poly_isl_failed(p->ctx, d, "compute dependences");
+		goto error;
+	}
+	return 0;
+error:
+	parts_clear(&one);
+	parts_clear(&g);
+	parts_clear(all);
+	isl_union_map_free(*deps);
+	isl_union_map_free(*near);
+	*deps = *near = NULL;
+	return -1;
 }
 
 __tc_give tc_poly *tc_poly_build(__tc_keep isl_ctx *ctx, __tc_keep const tc_ir_func *f,
 	__tc_keep const int64_t *params, __tc_keep const tc_target *target, __tc_keep tc_diags *d)
 {
 	tc_poly *p = tc_calloc(1, sizeof(*p));
-	parts one = {NULL, NULL, NULL, NULL}, g = {NULL, NULL, NULL, NULL}, all;
-	int i, width = 0;
+	parts all;
 
 	if (!p)
 		goto oom;
@@ -691,48 +752,12 @@ __tc_give tc_poly *tc_poly_build(__tc_keep isl_ctx *ctx, __tc_keep const tc_ir_f
 	tc_poly_budget(p);
 	if (build_context(p, d) < 0)
 		goto error;
-	p->domain = isl_union_set_empty(isl_set_get_space(p->context));
-	p->writes = isl_union_map_empty(isl_set_get_space(p->context));
-	p->reads = isl_union_map_empty(isl_set_get_space(p->context));
-	p->original = isl_union_map_empty(isl_set_get_space(p->context));
-	p->near = isl_union_map_empty(isl_set_get_space(p->context));
-	for (i = 0; i < p->nstmts; i++)
-		if (p->stmts[i].ir->nvars + 2 > width)
-			width = p->stmts[i].ir->nvars + 2;
-	/* a statement at a time, the parts of a reduction's (its init and
-	 * update) also in g */
-	for (i = 0; i < p->nstmts; i++) {
-		const tc_poly_stmt *st = &p->stmts[i];
-		parts_init(&one, p);
-		if (st->kind == TC_POLY_INIT ||
-			(st->kind == TC_POLY_UPDATE && (!i || p->stmts[i - 1].kind != TC_POLY_INIT)))
-			parts_init(&g, p);
-		if (add_stmt(p, &one, st, width, d) < 0)
-			goto error;
-		if (add_parts(p, st->kind == TC_POLY_ASSIGN ? NULL : &g, &one) < 0 ||
-			(st->kind == TC_POLY_UPDATE && add_near(p, &g) < 0)) {
-			tc_poly_isl_failed(ctx, d, "build the model");
-			goto error;
-		}
-	}
-	p->domain = isl_union_set_intersect_params(p->domain, isl_set_copy(p->context));
-	p->reads = isl_union_map_intersect_domain(p->reads, isl_union_set_copy(p->domain));
-	p->writes = isl_union_map_intersect_domain(p->writes, isl_union_set_copy(p->domain));
-	p->original = isl_union_map_intersect_domain(p->original, isl_union_set_copy(p->domain));
-	if (!p->domain || !p->reads || !p->writes || !p->original) {
-		tc_poly_isl_failed(ctx, d, "build the model");
+	if (build_parts(p, p->context, &all, &p->deps, &p->near, d) < 0)
 		goto error;
-	}
-	all.domain = p->domain;
-	all.writes = p->writes;
-	all.reads = p->reads;
-	all.original = p->original;
-	p->deps = deps_of(&all, 1);
-	p->near = isl_union_map_coalesce(isl_union_map_union(p->near, isl_union_map_copy(p->deps)));
-	if (!p->deps || !p->near) {
-		tc_poly_isl_failed(ctx, d, "compute dependences");
-		goto error;
-	}
+	p->domain = all.domain;
+	p->writes = all.writes;
+	p->reads = all.reads;
+	p->original = all.original;
 	tc_poly_budget_done(p);
 	return p;
 oom:
@@ -742,10 +767,25 @@ oom:
 		tc_error(d, none, "out of memory building the polyhedral model");
 	}
 error:
-	parts_clear(&one);
-	parts_clear(&g);
 	tc_poly_free(p);
 	return NULL;
+}
+
+tc_stat tc_poly_build_generic(__tc_keep tc_poly *p, __tc_keep tc_diags *d)
+{
+	parts gen;
+	isl_union_map *gdeps = NULL;
+	if (!p->params || p->gdomain)
+		return TC_OK;
+	if (!p->gcontext && !(p->gcontext = context_of(p, 0, d)))
+		return TC_ERR;
+	if (build_parts(p, p->gcontext, &gen, &gdeps, &p->gnear, d) < 0)
+		return TC_ERR;
+	p->gdomain = gen.domain;
+	gen.domain = NULL;
+	parts_clear(&gen);
+	isl_union_map_free(gdeps);
+	return TC_OK;
 }
 
 __tc_give isl_union_set *tc_poly_stmt_instances(__tc_keep const tc_poly *p,
@@ -930,6 +970,9 @@ void tc_poly_free(__tc_take tc_poly *p)
 	isl_union_map_free(p->writes);
 	isl_union_set_free(p->domain);
 	isl_set_free(p->context);
+	isl_union_map_free(p->gnear);
+	isl_union_set_free(p->gdomain);
+	isl_set_free(p->gcontext);
 	tc_free(p->stmts);
 	tc_free(p->params);
 	tc_free(p->rowbuf);

@@ -87,11 +87,16 @@ typedef struct tc_poly_inst {
  *   PRESERVE3COINCIDENT  fuses, but maximises coincidence first, so no
  *         fusion costs a parallel loop (schedule_maximize_coincidence);
  *   MIN   every strongly connected component of the dependence graph is
- *         scheduled on its own (serialize_sccs): no fusion. */
+ *         scheduled on its own (serialize_sccs): no fusion;
+ *   AUTO  chosen per nest: MAX, then each nest that lost its outer
+ *         parallel loop or skewed a loop scheduled again with
+ *         PRESERVE3COINCIDENT, then MIN, keeping what costs least
+ *         (tc_poly_nest_measure, passes.h).  The runtime's default. */
 typedef enum tc_poly_fusion {
 	TC_POLY_FUSE_MAX,
 	TC_POLY_FUSE_PRESERVE3COINCIDENT,
 	TC_POLY_FUSE_MIN,
+	TC_POLY_FUSE_AUTO,
 } tc_poly_fusion;
 
 /* What the schedule passes do (set by the caller before tc_poly_schedule;
@@ -172,10 +177,21 @@ typedef struct tc_poly {
 	isl_union_map *near;     /* deps and, within each reduction, every
 				  * pair without kills: the proximity the
 				  * isl scheduler is given */
+	isl_set *gcontext;       /* with sizes, after tc_poly_build_generic:
+				  * the context of a model without them
+				  * (every size >= 1, or >= 0 where it is 0;
+				  * the size conditions) ... */
+	isl_union_set *gdomain;  /* ... the domain and ... */
+	isl_union_map *gnear;    /* ... near within it: what the isl
+				  * scheduler's fallback schedules for every
+				  * size (NULL until then, and for a
+				  * parametric model) */
 	isl_schedule *schedule;  /* after tc_poly_schedule */
 	int merged;              /* tc_poly_pass_merge merged a band chain */
 	int no_merge;            /* ... and the result was illegal: do not
 				  * (set by the driver's check) */
+	int textual;             /* the scheduler fell back to the textual
+				  * order (fusion auto leaves it alone) */
 	isl_ast_node *ast;       /* after tc_poly_ast */
 	struct tc_poly_watch *watch; /* the budget's watchdog (tc_poly_budget) */
 	unsigned long ctx_max_ops;   /* a quota the caller set on ctx before
@@ -186,6 +202,15 @@ typedef struct tc_poly {
 				  * how many leading subscripts select its row;
 				  * 0 (or rowbuf NULL): kept whole */
 } tc_poly;
+
+/* With sizes: build p->gcontext, p->gdomain and p->gnear, the model of
+ * the same statements for every size (once; nothing for a parametric
+ * model).  The scheduler falls back to it when scheduling at the sizes
+ * runs past isl's budget: the sizes' constants can make the integer
+ * programs of isl's clustering grow (a layer norm's backward pass ran past
+ * the budget twice, 20 s, where scheduling for every size took 0.1 s).
+ * TC_ERR with a message in d on an isl error. */
+tc_stat tc_poly_build_generic(__tc_keep tc_poly *p, __tc_keep tc_diags *d);
 
 /* The statement of the model whose isl tuple name is name (one of p's), or
  * NULL. */

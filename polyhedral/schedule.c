@@ -99,6 +99,7 @@ static tc_stat fall_back(tc_poly *p, tc_diags *d)
 	tc_poly_budget_done(p);
 	isl_ctx_set_max_operations(p->ctx, 0);
 	p->schedule = original_tree(p);
+	p->textual = 1;
 	if (!p->schedule) {
 		tc_poly_isl_failed(p->ctx, d, "compute a schedule");
 		return TC_ERR;
@@ -123,52 +124,220 @@ static tc_stat fall_back(tc_poly *p, tc_diags *d)
  * reduction and two statements reading single elements of them pivoted
  * on ever larger numbers for minutes, where the whole component took
  * 0.1 s: docs/language.md, Limits). */
-static isl_schedule *compute_schedule(tc_poly *p, isl_schedule_constraints *sc, int other)
+static isl_schedule *compute_schedule(tc_poly *p, isl_schedule_constraints *sc, int other,
+	tc_poly_fusion fusion)
 {
 	isl_schedule *s;
 	int i, low = 1, was = isl_options_get_schedule_whole_component(p->ctx);
 	for (i = 0; i < p->nstmts; i++)
 		low &= p->stmts[i].ndims <= 2;
-	isl_options_set_schedule_serialize_sccs(p->ctx, p->opts.fusion == TC_POLY_FUSE_MIN);
+	isl_options_set_schedule_serialize_sccs(p->ctx, fusion == TC_POLY_FUSE_MIN);
+	isl_options_set_schedule_maximize_coincidence(p->ctx,
+		fusion == TC_POLY_FUSE_PRESERVE3COINCIDENT);
 	isl_options_set_schedule_whole_component(p->ctx, (low || was) != other);
 	s = isl_schedule_constraints_compute_schedule(sc);
 	isl_options_set_schedule_whole_component(p->ctx, was);
 	return s;
 }
 
-/* "scheduler": the isl scheduler on every statement but the packing
- * copies, with every dependence as a validity constraint and the fusion
- * option's settings, or the original schedule of every statement if it
- * fails. */
-static tc_stat schedule_pass(tc_poly *p, tc_diags *d)
+/* The constraints of the isl scheduler on the instances dom (taken) with
+ * the dependences deps (taken) among them, in p's context (generic: that
+ * of every size): every dependence as validity,
+ * proximity and coincidence, so that a band member is marked coincident
+ * only if it carries no dependence (parallel loops, later). */
+static isl_schedule_constraints *constraints(tc_poly *p, isl_union_set *dom,
+	isl_union_map *deps, int generic)
 {
-	isl_schedule_constraints *sc;
-	isl_union_set *rest;
-	isl_union_map *deps = scheduled(p, p->near, &rest);
-
-	isl_options_set_schedule_maximize_coincidence(p->ctx,
-		p->opts.fusion == TC_POLY_FUSE_PRESERVE3COINCIDENT);
-	sc = isl_schedule_constraints_on_domain(rest);
-	sc = isl_schedule_constraints_set_context(sc, isl_set_copy(p->context));
+	isl_schedule_constraints *sc = isl_schedule_constraints_on_domain(dom);
+	sc = isl_schedule_constraints_set_context(sc,
+		isl_set_copy(generic ? p->gcontext : p->context));
 	sc = isl_schedule_constraints_set_validity(sc, isl_union_map_copy(deps));
 	sc = isl_schedule_constraints_set_proximity(sc, isl_union_map_copy(deps));
-	/* so that a band member is marked coincident only if it carries no
-	 * dependence (parallel loops, later) */
-	sc = isl_schedule_constraints_set_coincidence(sc, deps);
+	return isl_schedule_constraints_set_coincidence(sc, deps);
+}
+
+/* What the isl scheduler schedules of the instances dom (kept): with
+ * generic set (after tc_poly_build_generic), the same statements for
+ * every size (p->gdomain) and the dependences among them (p->gnear);
+ * else dom and p->near. */
+static isl_schedule_constraints *constraints_for(tc_poly *p, isl_union_set *dom, int generic)
+{
+	isl_union_set *at = isl_union_set_copy(dom);
+	isl_union_map *near = generic ? p->gnear : p->near;
+	if (generic)
+		at = isl_union_set_intersect(isl_union_set_universe(at),
+			isl_union_set_copy(p->gdomain));
+	return constraints(p, at, isl_union_map_intersect_range(
+		isl_union_map_intersect_domain(isl_union_map_copy(near), isl_union_set_copy(at)),
+		isl_union_set_copy(at)), generic);
+}
+
+/* A schedule of the instances dom (kept) with fusion strategy fusion, or
+ * NULL: at p's sizes, or, past isl's budget there (with a warning in d),
+ * for every size, restricted to dom afterwards (legal at the sizes since
+ * it is at every size).  Once scheduling at the sizes ran past the budget,
+ * later calls (the fusion entry's) schedule for every size at once. */
+static isl_schedule *schedule_instances(tc_poly *p, isl_union_set *dom, tc_poly_fusion fusion,
+	tc_diags *d)
+{
+	isl_schedule *s = NULL;
+	if (!p->gdomain) { /* at the sizes, until that ran past the budget once */
+		s = compute_schedule(p, constraints_for(p, dom, 0), 0, fusion);
+		if (s || !tc_poly_over_budget(p->ctx) || !p->params)
+			return s;
+		tc_diags quiet;
+		tc_stat st;
+		warn_budget(p, d, "the isl scheduler", "scheduling again for every size");
+		tc_poly_budget(p);
+		/* failing, the caller's fallbacks go on (the textual order last) */
+		tc_diags_init(&quiet, NULL);
+		st = tc_poly_build_generic(p, &quiet);
+		tc_diags_clear(&quiet);
+		if (st < 0)
+			return NULL;
+	}
+	s = compute_schedule(p, constraints_for(p, dom, 1), 0, fusion);
+	return s ? isl_schedule_intersect_domain(s, isl_union_set_copy(dom)) : NULL;
+}
+
+/* "scheduler": the isl scheduler on every statement but the packing
+ * copies, with every dependence as a validity constraint and the fusion
+ * option's settings (fusion auto starts from max: the "fusion" entry
+ * revisits its nests), or the original schedule of every statement if it
+ * fails.  Past isl's budget at the sizes, for every size
+ * (schedule_instances), then with the other clustering, then the textual
+ * order. */
+static tc_stat schedule_pass(tc_poly *p, tc_diags *d)
+{
+	isl_union_set *rest;
+	tc_poly_fusion fusion = p->opts.fusion == TC_POLY_FUSE_AUTO ? TC_POLY_FUSE_MAX
+		: p->opts.fusion;
+
+	isl_union_map_free(scheduled(p, p->near, &rest));
 	isl_schedule_free(p->schedule);
-	p->schedule = NULL;
-	if (!sc)
-		return fall_back(p, d);
-	p->schedule = compute_schedule(p, isl_schedule_constraints_copy(sc), 0);
+	p->textual = 0;
+	p->schedule = schedule_instances(p, rest, fusion, d);
 	if (!p->schedule && tc_poly_over_budget(p->ctx)) {
 		/* the other way of clustering, with a budget of its own */
 		warn_budget(p, d, "the isl scheduler",
 			"scheduling again with the other clustering (whole components or not)");
 		tc_poly_budget(p);
-		p->schedule = compute_schedule(p, isl_schedule_constraints_copy(sc), 1);
+		p->schedule = compute_schedule(p, constraints_for(p, rest, 0), 1, fusion);
 	}
-	isl_schedule_constraints_free(sc);
+	isl_union_set_free(rest);
 	return p->schedule ? TC_OK : fall_back(p, d);
+}
+
+/* ---- fusion per nest ---- */
+
+/* A schedule of the instances of the nest at node alone (its statements'
+ * dependences among themselves: the nests around it are ordered by the
+ * sequence above) with fusion strategy fusion, or NULL. */
+static isl_schedule *schedule_nest(tc_poly *p, isl_schedule_node *node, tc_poly_fusion fusion,
+	tc_diags *d)
+{
+	isl_union_set *dom = isl_schedule_node_get_domain(node);
+	isl_schedule *s = schedule_instances(p, dom, fusion, d);
+	isl_union_set_free(dom);
+	return s;
+}
+
+/* The nest at node (taken), or another schedule of its statements in its
+ * place when isl's clustering cost it something (tc_poly_nest_cost: a
+ * serial outermost loop or a skewed one) and preserve3coincident or, after
+ * it, min costs less.  Sets *over when isl ran past the budget. */
+static isl_schedule_node *refit_nest(tc_poly *p, isl_schedule_node *node, int *over,
+	tc_diags *d)
+{
+	static const tc_poly_fusion tries[] = {TC_POLY_FUSE_PRESERVE3COINCIDENT, TC_POLY_FUSE_MIN};
+	tc_poly_nest_cost best, c;
+	isl_schedule *choice = NULL;
+	size_t k;
+	tc_poly_nest_measure(p, node, &best);
+	if (best.statements < 2 || (best.serial == 0 && best.untiled == 0 && !best.skewed))
+		return node;
+	for (k = 0; k < sizeof(tries) / sizeof(tries[0]); k++) {
+		isl_schedule *s = schedule_nest(p, node, tries[k], d);
+		isl_schedule_node *root = s ? isl_schedule_get_root(s) : NULL;
+		if (!s) {
+			*over = tc_poly_over_budget(p->ctx);
+			break;
+		}
+		tc_poly_nest_measure(p, root, &c);
+		isl_schedule_node_free(root);
+		if (tc_poly_nest_cost_less(&c, &best)) {
+			best = c;
+			isl_schedule_free(choice);
+			choice = s;
+		} else {
+			isl_schedule_free(s);
+		}
+		if (best.serial == 0 && best.untiled == 0 && !best.skewed)
+			break;
+	}
+	if (choice && !*over)
+		node = tc_poly_graft(node, choice);
+	isl_schedule_free(choice);
+	return node;
+}
+
+/* "fusion": under fusion auto, each nest of the scheduler's tree that
+ * isl's clustering made serial or skewed (refit_nest) scheduled again
+ * without that fusion, its nests taking its place in the root's sequence.
+ * Legal by construction: the isl scheduler orders each nest's own
+ * dependences, the sequence those between nests.  Past the budget the
+ * driver restores the scheduler's tree. */
+static tc_stat fusion_pass(tc_poly *p, tc_diags *d)
+{
+	isl_schedule_node *node;
+	isl_schedule *s;
+	isl_size n, i;
+	int over = 0;
+	if (p->opts.fusion != TC_POLY_FUSE_AUTO || p->textual)
+		return TC_OK;
+	node = isl_schedule_node_child(isl_schedule_get_root(p->schedule), 0);
+	if (node && isl_schedule_node_get_type(node) == isl_schedule_node_sequence) {
+		n = isl_schedule_node_n_children(node);
+		for (i = 0; node && !over && i < n; i++) {
+			isl_size m = 1;
+			node = isl_schedule_node_child(isl_schedule_node_child(node, (int)i), 0);
+			node = refit_nest(p, node, &over, d);
+			if (node && isl_schedule_node_get_type(node) == isl_schedule_node_sequence)
+				m = isl_schedule_node_n_children(node);
+			node = isl_schedule_node_parent(isl_schedule_node_parent(node));
+			if (m > 1) { /* its nests in the root's sequence */
+				node = isl_schedule_node_sequence_splice_child(node, (int)i);
+				i += m - 1;
+				n += m - 1;
+			}
+		}
+	} else if (node) {
+		node = refit_nest(p, node, &over, d);
+	}
+	s = node ? isl_schedule_node_get_schedule(node) : NULL;
+	isl_schedule_node_free(node);
+	if (!s) {
+		if (over || tc_poly_over_budget(p->ctx))
+			return TC_OK; /* the driver restores the scheduler's tree */
+		tc_poly_isl_failed(p->ctx, d, "choose the fusion of loop nests");
+		return TC_ERR;
+	}
+	isl_schedule_free(p->schedule);
+	p->schedule = s;
+	return TC_OK;
+}
+
+/* Whether schedule a costs more than b (tc_poly_nest_cost of their
+ * whole trees). */
+static int costlier(tc_poly *p, isl_schedule *a, isl_schedule *b)
+{
+	isl_schedule_node *ra = isl_schedule_get_root(a), *rb = isl_schedule_get_root(b);
+	tc_poly_nest_cost ca, cb;
+	tc_poly_nest_measure(p, ra, &ca);
+	tc_poly_nest_measure(p, rb, &cb);
+	isl_schedule_node_free(ra);
+	isl_schedule_node_free(rb);
+	return tc_poly_nest_cost_less(&cb, &ca);
 }
 
 /* "fuse-nests": under fusion max, the repair tc_poly_fuse_nests of the
@@ -178,10 +347,21 @@ static tc_stat schedule_pass(tc_poly *p, tc_diags *d)
 static tc_stat fuse_nests_pass(tc_poly *p, tc_diags *d)
 {
 	isl_union_map *deps;
-	if (p->opts.fusion != TC_POLY_FUSE_MAX)
+	if (p->opts.fusion != TC_POLY_FUSE_MAX && p->opts.fusion != TC_POLY_FUSE_AUTO)
 		return TC_OK;
 	deps = scheduled_deps(p, NULL);
-	p->schedule = tc_poly_fuse_nests(p->schedule, deps);
+	if (p->opts.fusion == TC_POLY_FUSE_AUTO) { /* only where it costs nothing */
+		isl_schedule *before = isl_schedule_copy(p->schedule);
+		p->schedule = tc_poly_fuse_nests(p->schedule, deps);
+		if (p->schedule && costlier(p, p->schedule, before)) {
+			isl_schedule_free(p->schedule);
+			p->schedule = before;
+		} else {
+			isl_schedule_free(before);
+		}
+	} else {
+		p->schedule = tc_poly_fuse_nests(p->schedule, deps);
+	}
 	isl_union_map_free(deps);
 	/* past the budget: the driver restores the scheduler's tree */
 	return p->schedule || tc_poly_over_budget(p->ctx) ? TC_OK : fall_back(p, d);
@@ -304,6 +484,8 @@ static tc_stat mark_pass(tc_poly *p, tc_diags *d)
 /* Entries that both CPU lists hold. */
 #define SCHEDULER {"scheduler", schedule_pass, \
 	"the isl scheduler on all but the packing copies (fusion option; else textual order)"}
+#define FUSION {"fusion", fusion_pass, \
+	"fusion auto: each nest that fusing made serial or skewed scheduled again without it"}
 #define FUSE_NESTS {"fuse-nests", fuse_nests_pass, \
 	"fusion max: the scheduler's parallel nests under one loop when it carries no dependence"}
 #define PACK {"pack", pack_pass, \
@@ -316,6 +498,7 @@ static tc_stat mark_pass(tc_poly *p, tc_diags *d)
 
 const tc_poly_pass_def tc_poly_cpu_passes[] = {
 	SCHEDULER,
+	FUSION,
 	FUSE_NESTS,
 	PACK,
 	{"merge", tc_poly_pass_merge,
@@ -338,7 +521,7 @@ const tc_poly_pass_def tc_poly_cpu_passes[] = {
 };
 const int tc_poly_ncpu_passes = sizeof(tc_poly_cpu_passes) / sizeof(tc_poly_cpu_passes[0]);
 
-const tc_poly_pass_def tc_poly_plain_passes[] = {SCHEDULER, FUSE_NESTS, PACK, HOIST, MARK, ROWBUF};
+const tc_poly_pass_def tc_poly_plain_passes[] = {SCHEDULER, FUSION, FUSE_NESTS, PACK, HOIST, MARK, ROWBUF};
 const int tc_poly_nplain_passes = sizeof(tc_poly_plain_passes) / sizeof(tc_poly_plain_passes[0]);
 
 /* ---- the driver ---- */

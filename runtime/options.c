@@ -32,8 +32,8 @@ static const opt_def opt_table[] = {
 		"run the outermost parallel loop of each loop nest on tcomp's thread pool (auto: only nests of at least 32768 statement instances, below which handing out the work costs more than it saves)"},
 	{"threads", TC_OPT_INT, "auto|1..256", "auto",
 		"how many threads run parallel loops (auto: one per online CPU)"},
-	{"fusion", TC_OPT_ENUM, "max|preserve3coincident|min", "max",
-		"how the isl scheduler fuses statements into loop nests: max fuses whatever it can (softmax and a layer's bias and activation run in one pass), preserve3coincident never gives up a parallel loop for fusion, min schedules every dependence component apart"},
+	{"fusion", TC_OPT_ENUM, "auto|max|preserve3coincident|min", "auto",
+		"how the isl scheduler fuses statements into loop nests: auto fuses as max does, then schedules again each nest that fusing made serial (its outer loop no longer parallel) or skewed, keeping the cheaper of preserve3coincident and min for it; max fuses whatever it can (softmax and a layer's bias and activation run in one pass), preserve3coincident never gives up a parallel loop for fusion, min schedules every dependence component apart"},
 	{"tile", TC_OPT_LIST, "auto|none|1..65536", "auto",
 		"cache tile sizes for the members of the outermost permutable band, outermost first (none: no tiling; missing sizes: that member is not tiled; auto: BLIS-style blocks for contractions, the target's measured block sizes)"},
 	{"regtile", TC_OPT_LIST, "auto|none|1..1024", "auto",
@@ -562,7 +562,8 @@ static void poly_opts(const tc_options *o, tc_poly_opts *out)
 	out->unroll = strcmp(tc_options_get(o, "unroll"), "off") != 0;
 	out->unroll_inner = count_or_auto(o, "unroll_inner");
 	out->vector = count_or_auto(o, "vector");
-	out->fusion = !strcmp(tc_options_get(o, "fusion"), "min") ? TC_POLY_FUSE_MIN
+	out->fusion = !strcmp(tc_options_get(o, "fusion"), "auto") ? TC_POLY_FUSE_AUTO
+		: !strcmp(tc_options_get(o, "fusion"), "min") ? TC_POLY_FUSE_MIN
 		: !strcmp(tc_options_get(o, "fusion"), "preserve3coincident")
 		? TC_POLY_FUSE_PRESERVE3COINCIDENT : TC_POLY_FUSE_MAX;
 	out->tile_auto = !strcmp(tile, "auto");

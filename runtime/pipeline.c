@@ -26,13 +26,13 @@ static int share_wanted(const tc_rt_opts *o)
 	return o->share != TC_RT_SHARE_OFF;
 }
 
-/* Row buffers need the rows' loops fused (fusion max). */
+/* Row buffers need the rows' loops fused (fusion max or auto). */
 static const tc_ir_func *share_apply(tc_arena *ar, const tc_ir_func *f, const int64_t *params,
 	const tc_rt_opts *o, const tc_target *t)
 {
 	return tc_ir_share(ar, f, params,
-		o->share == TC_RT_SHARE_ROW && o->sched.fusion == TC_POLY_FUSE_MAX ? t->rowbuf_bytes
-										     : 0);
+		o->share == TC_RT_SHARE_ROW && (o->sched.fusion == TC_POLY_FUSE_MAX ||
+			o->sched.fusion == TC_POLY_FUSE_AUTO) ? t->rowbuf_bytes : 0);
 }
 
 static int inline_wanted(const tc_rt_opts *o)

@@ -2166,14 +2166,14 @@ static void draw_options(uint64_t *rng, char *buf, size_t n)
 {
 	static const int tiles[] = {1, 2, 3, 4, 5, 6, 7};
 	static const int regs[] = {1, 2, 3, 4, 6, 16, 32};
-	static const char *const fusion[] = {"max", "preserve3coincident", "min"};
+	static const char *const fusion[] = {"max", "preserve3coincident", "min", "auto"};
 	static const char *const vectors[] = {"auto", "1", "4", "8", "16"};
 	static const char *const unrolls[] = {"auto", "1", "2", "4", "8"};
 	static const char *const orders[] = {"1,0", "0,2,1", "1,0,2", "1,2,0", "2,0,1", "2,1,0",
 		"3,2,1,0", "0,3,1,2"};
 	int len, pick;
 	len = snprintf(buf, n, "order=%s unroll=%s fusion=%s", tu_rand_int(rng, 0, 1) ? "on" : "off",
-		tu_rand_int(rng, 0, 1) ? "on" : "off", fusion[tu_rand_int(rng, 0, 2)]);
+		tu_rand_int(rng, 0, 1) ? "on" : "off", fusion[tu_rand_int(rng, 0, 3)]);
 	len += snprintf(buf + len, n - (size_t)len, " pack=%s parallel=%s",
 		tu_rand_int(rng, 0, 1) ? "on" : "off", tu_rand_int(rng, 0, 1) ? "on" : "auto");
 	len += snprintf(buf + len, n - (size_t)len, " inline=%s vecreduce=%s",

@@ -61,8 +61,8 @@ static void defaults_print_every_option(void **state)
 	tc_options *o = tc_options_new();
 	(void)state;
 	assert_non_null(o);
-	assert_string_equal(print_of(o), "target=cpu\norder=on\ncontract=off\nparallel=auto\nthreads=auto\nfusion=max\ntile=auto\nregtile=auto\nunroll=on\nunroll_inner=auto\nvector=auto\nfastmath=off\nvecreduce=on\nshare=on\ninline=on\nstream=auto\npack=on\ninterchange=auto\n");
-	assert_string_equal(print_of(NULL), "target=cpu\norder=on\ncontract=off\nparallel=auto\nthreads=auto\nfusion=max\ntile=auto\nregtile=auto\nunroll=on\nunroll_inner=auto\nvector=auto\nfastmath=off\nvecreduce=on\nshare=on\ninline=on\nstream=auto\npack=on\ninterchange=auto\n"); /* NULL: the defaults */
+	assert_string_equal(print_of(o), "target=cpu\norder=on\ncontract=off\nparallel=auto\nthreads=auto\nfusion=auto\ntile=auto\nregtile=auto\nunroll=on\nunroll_inner=auto\nvector=auto\nfastmath=off\nvecreduce=on\nshare=on\ninline=on\nstream=auto\npack=on\ninterchange=auto\n");
+	assert_string_equal(print_of(NULL), "target=cpu\norder=on\ncontract=off\nparallel=auto\nthreads=auto\nfusion=auto\ntile=auto\nregtile=auto\nunroll=on\nunroll_inner=auto\nvector=auto\nfastmath=off\nvecreduce=on\nshare=on\ninline=on\nstream=auto\npack=on\ninterchange=auto\n"); /* NULL: the defaults */
 	assert_string_equal(tc_options_get(NULL, "target"), "cpu");
 	assert_null(tc_options_get(o, "no_such_option"));
 	tc_options_free(o);
@@ -80,7 +80,7 @@ static void parse_print_round_trip(void **state)
 	/* and so does a set value */
 	assert_int_equal(tc_options_set(o, "target", "interp", ctx), 0);
 	snprintf(text, sizeof(text), "%s", print_of(o));
-	assert_string_equal(text, "target=interp\norder=on\ncontract=off\nparallel=auto\nthreads=auto\nfusion=max\ntile=auto\nregtile=auto\nunroll=on\nunroll_inner=auto\nvector=auto\nfastmath=off\nvecreduce=on\nshare=on\ninline=on\nstream=auto\npack=on\ninterchange=auto\n");
+	assert_string_equal(text, "target=interp\norder=on\ncontract=off\nparallel=auto\nthreads=auto\nfusion=auto\ntile=auto\nregtile=auto\nunroll=on\nunroll_inner=auto\nvector=auto\nfastmath=off\nvecreduce=on\nshare=on\ninline=on\nstream=auto\npack=on\ninterchange=auto\n");
 	assert_int_equal(tc_options_parse(q, text, ctx), 0);
 	assert_string_equal(print_of(q), text);
 	assert_string_equal(tc_options_get(q, "target"), "interp");
@@ -219,14 +219,14 @@ static void failed_parse_leaves_options_unchanged(void **state)
 	/* the first pair is good and would change target; the second is not */
 	expect_parse_error(o, "target=cpu\nbogus=1\n", "line 2: unknown option 'bogus'");
 	assert_string_equal(tc_options_get(o, "target"), "interp");
-	assert_string_equal(print_of(o), "target=interp\norder=on\ncontract=off\nparallel=auto\nthreads=auto\nfusion=max\ntile=auto\nregtile=auto\nunroll=on\nunroll_inner=auto\nvector=auto\nfastmath=off\nvecreduce=on\nshare=on\ninline=on\nstream=auto\npack=on\ninterchange=auto\n");
+	assert_string_equal(print_of(o), "target=interp\norder=on\ncontract=off\nparallel=auto\nthreads=auto\nfusion=auto\ntile=auto\nregtile=auto\nunroll=on\nunroll_inner=auto\nvector=auto\nfastmath=off\nvecreduce=on\nshare=on\ninline=on\nstream=auto\npack=on\ninterchange=auto\n");
 	expect_parse_error(o, "target=cpu;target=gpu", "cannot be 'gpu'");
 	assert_string_equal(tc_options_get(o, "target"), "interp");
 	/* on defaults too */
 	tc_options_free(o);
 	o = tc_options_new();
 	expect_parse_error(o, "target=interp\ntarget", "line 2: expected NAME=VALUE");
-	assert_string_equal(print_of(o), "target=cpu\norder=on\ncontract=off\nparallel=auto\nthreads=auto\nfusion=max\ntile=auto\nregtile=auto\nunroll=on\nunroll_inner=auto\nvector=auto\nfastmath=off\nvecreduce=on\nshare=on\ninline=on\nstream=auto\npack=on\ninterchange=auto\n");
+	assert_string_equal(print_of(o), "target=cpu\norder=on\ncontract=off\nparallel=auto\nthreads=auto\nfusion=auto\ntile=auto\nregtile=auto\nunroll=on\nunroll_inner=auto\nvector=auto\nfastmath=off\nvecreduce=on\nshare=on\ninline=on\nstream=auto\npack=on\ninterchange=auto\n");
 	tc_options_free(o);
 }
 
@@ -386,7 +386,7 @@ static void schedule_options(void **state)
 	(void)state;
 	assert_non_null(o);
 	assert_int_equal(tc_options_parse(o, "order=off tile=32,008,1", ctx), 0);
-	assert_string_equal(print_of(o), "target=cpu\norder=off\ncontract=off\nparallel=auto\nthreads=auto\nfusion=max\ntile=32,8,1\nregtile=auto\nunroll=on\nunroll_inner=auto\nvector=auto\nfastmath=off\nvecreduce=on\nshare=on\ninline=on\nstream=auto\npack=on\ninterchange=auto\n");
+	assert_string_equal(print_of(o), "target=cpu\norder=off\ncontract=off\nparallel=auto\nthreads=auto\nfusion=auto\ntile=32,8,1\nregtile=auto\nunroll=on\nunroll_inner=auto\nvector=auto\nfastmath=off\nvecreduce=on\nshare=on\ninline=on\nstream=auto\npack=on\ninterchange=auto\n");
 	assert_int_equal(tc_options_parse(o, "regtile=6,064 unroll=off", ctx), 0);
 	assert_string_equal(tc_options_get(o, "regtile"), "6,64");
 	assert_string_equal(tc_options_get(o, "unroll"), "off");
@@ -1624,19 +1624,19 @@ static void inline_exp_and_vector_reductions(void **state)
 
 /* The fusion strategies give softmax's six statements (two inits, two
  * reductions, the shared exponentials, the division: see ir/share.c) one
- * loop nest (max), several nests that are
+ * loop nest (max, and auto, which keeps it), several nests that are
  * all parallel (preserve3coincident) or one nest per statement (min), and
  * the same results: the division's exp and quotient are computed the same
  * way in every schedule. */
 static void fusion_strategies(void **state)
 {
 	enum { N = 23, D = 37 };
-	static float in_[N * D], out_[3][N * D];
+	static float in_[N * D], out_[4][N * D];
 	int64_t si[2] = {N, D};
 	DLTensor I = {in_, {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, si, NULL, 0};
 	const DLTensor *in[1] = {&I};
-	static const char *const kinds[] = {"max", "preserve3coincident", "min"};
-	int nests[3], i;
+	static const char *const kinds[] = {"max", "preserve3coincident", "min", "auto"};
+	int nests[4], i;
 	uint64_t r = 99;
 	tc_module *m;
 	(void)state;
@@ -1647,7 +1647,7 @@ static void fusion_strategies(void **state)
 				 "  sm(n) +=! exp(I(n,r_d) - mx(n))\n"
 				 "  O(n,d) = exp(I(n,d) - mx(n)) / sm(n)\n}\n", "sm.tc");
 	assert_non_null(m);
-	for (int k = 0; k < 3; k++) {
+	for (int k = 0; k < 4; k++) {
 		DLTensor O = {out_[k], {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, si, NULL, 0};
 		DLTensor *out[1] = {&O};
 		tc_options *o = tc_options_new();
@@ -1680,9 +1680,95 @@ static void fusion_strategies(void **state)
 	assert_int_equal(nests[0], 1);
 	assert_true(nests[1] >= 1 && nests[1] < 6);
 	assert_int_equal(nests[2], 6);
+	/* auto keeps max's nest: fusing cost no parallel loop and skewed none */
+	assert_int_equal(nests[3], 1);
 	for (i = 0; i < N * D; i++) {
 		assert_false(isnan(out_[0][i]));
-		assert_true(out_[0][i] == out_[1][i] && out_[0][i] == out_[2][i]);
+		assert_true(out_[0][i] == out_[1][i] && out_[0][i] == out_[2][i] &&
+			out_[0][i] == out_[3][i]);
+	}
+	tc_module_free(m);
+}
+
+/* Fusion auto (the default): isl's clustering fuses the seven statements
+ * of a small network's backward pass into nests whose loops walk b + h and
+ * h + k, none of them parallel; auto schedules that nest's statements
+ * again (preserve3coincident), so that no loop is skewed and every nest
+ * with loops starts with a parallel one, and leaves the nests fusion cost
+ * nothing alone.  The four outputs agree with the interpreter's on random
+ * data under max and auto (int64 labels in range). */
+static void fusion_auto_refits_costly_nests(void **state)
+{
+	enum { B = 32, I = 40, H = 24, K = 10 };
+	static float x[B * I], hd[B * H], pr[B * K], w2[H * K];
+	static float outs[3][I * H + H + H * K + K];
+	static int64_t y[B];
+	int64_t sx[2] = {B, I}, sh[2] = {B, H}, sp[2] = {B, K}, sy[1] = {B}, sw[2] = {H, K};
+	int64_t s1[2] = {I, H}, s2[1] = {H}, s3[2] = {H, K}, s4[1] = {K};
+	DLTensor X = {x, {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, sx, NULL, 0};
+	DLTensor Hd = {hd, {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, sh, NULL, 0};
+	DLTensor P = {pr, {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, sp, NULL, 0};
+	DLTensor Y = {y, {kDLCPU, 0}, 1, {kDLInt, 64, 1}, sy, NULL, 0};
+	DLTensor W2 = {w2, {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, sw, NULL, 0};
+	const DLTensor *in[5] = {&X, &Hd, &P, &Y, &W2};
+	static const char *const opts[] = {"target=interp", "fusion=max", "fusion=auto"};
+	const size_t n = sizeof(outs[0]) / sizeof(float);
+	uint64_t r = 7;
+	size_t i;
+	int v;
+	char *text;
+	tc_module *m;
+	(void)state;
+	for (i = 0; i < sizeof(x) / sizeof(float); i++, r = r * 6364136223846793005ULL + 1)
+		x[i] = (float)((double)(r >> 11) / 9007199254740992.0 * 2 - 1);
+	for (i = 0; i < sizeof(hd) / sizeof(float); i++, r = r * 6364136223846793005ULL + 1)
+		hd[i] = (float)((double)(r >> 11) / 9007199254740992.0 * 2 - 1);
+	for (i = 0; i < sizeof(pr) / sizeof(float); i++, r = r * 6364136223846793005ULL + 1)
+		pr[i] = (float)((double)(r >> 11) / 9007199254740992.0);
+	for (i = 0; i < sizeof(w2) / sizeof(float); i++, r = r * 6364136223846793005ULL + 1)
+		w2[i] = (float)((double)(r >> 11) / 9007199254740992.0 * 2 - 1);
+	for (i = 0; i < B; i++, r = r * 6364136223846793005ULL + 1)
+		y[i] = (int64_t)((r >> 33) % K);
+	m = tc_module_parse(ctx,
+		"def k(float(B,I) X, float(B,H) Hd, float(B,K) P, int64(B) Y, float(H,K) W2)"
+		" -> (dW1, dB1, dW2, dB2) {\n"
+		"  dL(b,k) = (P(b,k) - (Y(b) == k ? 1.0 : 0.0)) / B\n"
+		"  dW2(h,k) +=! Hd(b,h) * dL(b,k)\n"
+		"  dB2(k) +=! dL(b,k)\n"
+		"  dH(b,h) +=! dL(b,k) * W2(h,k)\n"
+		"  dH(b,h) = Hd(b,h) > 0 ? dH(b,h) : 0.0\n"
+		"  dW1(i,h) +=! X(b,i) * dH(b,h)\n"
+		"  dB1(h) +=! dH(b,h)\n}\n", "bwd.tc");
+	assert_non_null(m);
+	/* the pathology auto repairs: max's loops over b + h and h + k */
+	text = stage_of(m, in, 5, "fusion=max", "schedule");
+	assert_non_null(strstr(text, "(h + k)"));
+	tc_string_free(text);
+	text = stage_of(m, in, 5, "fusion=auto", "schedule");
+	assert_null(strstr(text, "(h + k)"));
+	assert_null(strstr(text, "(b + h)"));
+	tc_string_free(text);
+	/* with parallel=on, the nests auto scheduled again start with parallel
+	 * loops (dL's, dW2's, dH's), where max's fused nest had none */
+	text = stage_of(m, in, 5, "fusion=max parallel=on", "ast");
+	v = count_lines_with(text, "// tc_parallel", "");
+	tc_string_free(text);
+	text = stage_of(m, in, 5, "fusion=auto parallel=on", "ast");
+	assert_true(count_lines_with(text, "// tc_parallel", "") >= v + 3);
+	tc_string_free(text);
+	for (v = 0; v < 3; v++) {
+		DLTensor o[4] = {
+			{outs[v], {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, s1, NULL, 0},
+			{outs[v] + I * H, {kDLCPU, 0}, 1, {kDLFloat, 32, 1}, s2, NULL, 0},
+			{outs[v] + I * H + H, {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, s3, NULL, 0},
+			{outs[v] + I * H + H + H * K, {kDLCPU, 0}, 1, {kDLFloat, 32, 1}, s4, NULL, 0},
+		};
+		run_with_outs(m, in, 5, o, 4, opts[v], NULL);
+	}
+	for (i = 0; i < n; i++) {
+		assert_false(isnan(outs[0][i]));
+		for (v = 1; v < 3; v++)
+			assert_true(fabsf(outs[v][i] - outs[0][i]) <= 1e-5f * (1 + fabsf(outs[0][i])));
 	}
 	tc_module_free(m);
 }
@@ -1691,6 +1777,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(fusion_strategies),
+		cmocka_unit_test(fusion_auto_refits_costly_nests),
 		cmocka_unit_test(register_tile_uses_vector_fmas),
 		cmocka_unit_test(packing_transposed_operands),
 		cmocka_unit_test(packing_convolutions_channels_last),

@@ -120,7 +120,7 @@ static const char *const emit_usage =
 	"             kernel cache's key)\n"
 	"  schedule   the isl schedule tree\n"
 	"  schedule:PASS  the schedule tree after the schedule pass PASS, in\n"
-	"             order: scheduler, fuse-nests, pack, merge, order,\n"
+	"             order: scheduler, fusion, fuse-nests, pack, merge, order,\n"
 	"             interchange, tile, regtile, parallel, check, hoist, mark,\n"
 	"             rowbuf (polyhedral/README.md says what each does)\n"
 	"  schedule:all   the tree after every pass in turn, each under a line\n"

@@ -1,0 +1,320 @@
+/* Fusion chosen per nest: what a nest of the isl scheduler's tree costs
+ * (tc_poly_nest_cost) and the surgery that puts another schedule of its
+ * statements in its place (tc_poly_graft).
+ *
+ * isl's clustering (fusion max) fuses whatever it can, and sometimes pays
+ * for it with every parallel loop of the nest or with skewed loops: the
+ * seven statements of a small network's backward pass became one nest of
+ * loops over b + h and h + k, serial and unvectorisable, 2.4x slower than
+ * the same statements unfused (polyhedral/README.md, "fusion").  The
+ * scheduler pass (schedule.c) measures each nest of the tree with
+ * tc_poly_nest_cost, schedules the statements of a nest that lost
+ * something again without that fusion, and keeps whichever costs less;
+ * the choice of strategy and the calls to the isl scheduler stay in
+ * schedule.c.
+ *
+ * Uses the model (poly.h) and isl only; must not know the passes, the
+ * options or the order the driver runs things in. */
+#include "band.h"
+#include "passes.h"
+
+#include <isl/aff.h>
+#include <isl/schedule_node.h>
+#include <isl/set.h>
+#include <isl/union_set.h>
+#include <isl/val.h>
+
+/* Whether aff depends on two or more of its input dimensions. */
+static isl_stat skew_piece_cb(isl_set *set, isl_aff *aff, void *user)
+{
+	int *skewed = user;
+	isl_size n = isl_aff_dim(aff, isl_dim_in), j;
+	int used = 0;
+	for (j = 0; j < n; j++) {
+		isl_val *v = isl_aff_get_coefficient_val(aff, isl_dim_in, (int)j);
+		used += v && isl_val_is_zero(v) == isl_bool_false;
+		isl_val_free(v);
+	}
+	*skewed |= used >= 2;
+	isl_set_free(set);
+	isl_aff_free(aff);
+	return isl_stat_ok;
+}
+
+static isl_stat skew_pa_cb(isl_pw_aff *pa, void *user)
+{
+	isl_stat st = isl_pw_aff_foreach_piece(pa, skew_piece_cb, user);
+	isl_pw_aff_free(pa);
+	return st;
+}
+
+/* Whether a member of band node walks a combination of two dimensions of
+ * some statement (a skewed loop: b + h). */
+static int band_skewed(isl_schedule_node *node)
+{
+	isl_multi_union_pw_aff *mupa = isl_schedule_node_band_get_partial_schedule(node);
+	isl_size n = isl_multi_union_pw_aff_size(mupa), j;
+	int skewed = 0;
+	for (j = 0; j < n && !skewed; j++) {
+		isl_union_pw_aff *upa = isl_multi_union_pw_aff_get_union_pw_aff(mupa, (int)j);
+		if (isl_union_pw_aff_foreach_pw_aff(upa, skew_pa_cb, &skewed) < 0)
+			skewed = 1; /* unknown: as bad as the worst */
+		isl_union_pw_aff_free(upa);
+	}
+	isl_multi_union_pw_aff_free(mupa);
+	return skewed;
+}
+
+/* Add to c the skewed bands at and below node. */
+static void count_skew(isl_schedule_node *node, tc_poly_nest_cost *c)
+{
+	isl_size n, i;
+	if (isl_schedule_node_get_type(node) == isl_schedule_node_band &&
+		isl_schedule_node_band_n_member(node) > 0 && band_skewed(node))
+		c->skewed++;
+	n = isl_schedule_node_n_children(node);
+	for (i = 0; i < n; i++) {
+		isl_schedule_node *child = isl_schedule_node_get_child(node, (int)i);
+		if (child)
+			count_skew(child, c);
+		isl_schedule_node_free(child);
+	}
+}
+
+/* Whether statement st is a contraction (an update over two or more
+ * left-hand indices and one or more reduction indices: a matmul, a
+ * convolution), the kind of statement a register tile makes fast. */
+static int contraction(const tc_poly_stmt *st)
+{
+	return st->kind == TC_POLY_UPDATE && st->ir->nlhs >= 2 && st->ir->nvars > st->ir->nlhs;
+}
+
+/* Whether band node can hold a register tile of contraction st: it is
+ * permutable, and its members walk two of st's left-hand indices as
+ * parallel (coincident) members and one of its reduction indices. */
+static int tileable(isl_schedule_node *node, const tc_poly_stmt *st)
+{
+	isl_size n = isl_schedule_node_band_n_member(node), j;
+	int par = 0, red = 0;
+	if (isl_schedule_node_band_get_permutable(node) != isl_bool_true)
+		return 0;
+	for (j = 0; j < n; j++) {
+		int v = tc_poly_band_member_var(node, (int)j, st);
+		if (v < 0)
+			continue;
+		if (v < st->ir->nlhs)
+			par += isl_schedule_node_band_member_get_coincident(node, (int)j) ==
+				isl_bool_true;
+		else
+			red++;
+	}
+	return par >= 2 && red >= 1;
+}
+
+typedef struct tile_ctx {
+	const tc_poly *p;
+	isl_schedule_node *band;
+	isl_union_set *tiled; /* instances of contractions (in a tileable band) */
+} tile_ctx;
+
+static isl_stat tiled_cb(isl_set *set, void *user)
+{
+	tile_ctx *tc = user;
+	const tc_poly_stmt *st = tc_poly_find_stmt(tc->p, isl_set_get_tuple_name(set));
+	if (st && contraction(st) && (!tc->band || tileable(tc->band, st)))
+		tc->tiled = isl_union_set_union(tc->tiled, isl_union_set_from_set(set));
+	else
+		isl_set_free(set);
+	return isl_stat_ok;
+}
+
+/* Add to tc->tiled the contraction instances of the bands at and below
+ * node that can hold their register tiles. */
+static void find_tiled(isl_schedule_node *node, tile_ctx *tc)
+{
+	isl_size n, i;
+	if (isl_schedule_node_get_type(node) == isl_schedule_node_band &&
+		isl_schedule_node_band_n_member(node) > 0) {
+		isl_union_set *dom = isl_schedule_node_get_domain(node);
+		tc->band = node;
+		isl_union_set_foreach_set(dom, tiled_cb, tc);
+		isl_union_set_free(dom);
+	}
+	n = isl_schedule_node_n_children(node);
+	for (i = 0; i < n; i++) {
+		isl_schedule_node *child = isl_schedule_node_get_child(node, (int)i);
+		if (child)
+			find_tiled(child, tc);
+		isl_schedule_node_free(child);
+	}
+}
+
+/* The contraction instances at and below node that no band there can
+ * hold in a register tile. */
+static double count_untiled(const tc_poly *p, isl_schedule_node *node)
+{
+	isl_union_set *dom = isl_schedule_node_get_domain(node), *all;
+	tile_ctx tc = {p, NULL, isl_union_set_empty(isl_union_set_get_space(dom))};
+	double n;
+	isl_union_set_foreach_set(dom, tiled_cb, &tc); /* band NULL: every contraction */
+	isl_union_set_free(dom);
+	all = tc.tiled;
+	tc.tiled = isl_union_set_empty(isl_union_set_get_space(all));
+	find_tiled(node, &tc);
+	all = isl_union_set_subtract(all, tc.tiled);
+	n = all ? tc_poly_box_instances(all, 1e6) : 0;
+	isl_union_set_free(all);
+	return n;
+}
+
+/* Add to c the instances of the top-level loop nests at node: a band
+ * starts a nest (serial unless its first member is coincident); a
+ * sequence or set holds several, each below a filter. */
+static void count_serial(isl_schedule_node *node, tc_poly_nest_cost *c)
+{
+	enum isl_schedule_node_type t = isl_schedule_node_get_type(node);
+	isl_size n, i;
+	if (t == isl_schedule_node_band && isl_schedule_node_band_n_member(node) > 0) {
+		isl_union_set *dom = isl_schedule_node_get_domain(node);
+		double pts = tc_poly_box_instances(dom, 1e6);
+		isl_union_set_free(dom);
+		c->instances += pts;
+		if (isl_schedule_node_band_member_get_coincident(node, 0) != isl_bool_true)
+			c->serial += pts;
+		return;
+	}
+	if (t == isl_schedule_node_leaf) {
+		isl_union_set *dom = isl_schedule_node_get_domain(node);
+		c->instances += tc_poly_box_instances(dom, 1e6);
+		isl_union_set_free(dom);
+		return; /* statements without loops: no loop to share */
+	}
+	n = isl_schedule_node_n_children(node);
+	for (i = 0; i < n; i++) {
+		isl_schedule_node *child = isl_schedule_node_get_child(node, (int)i);
+		if (child)
+			count_serial(child, c);
+		isl_schedule_node_free(child);
+	}
+}
+
+void tc_poly_nest_measure(__tc_keep const tc_poly *p, __tc_keep isl_schedule_node *node,
+	__tc_keep tc_poly_nest_cost *c)
+{
+	isl_schedule_node *below = NULL;
+	c->instances = c->serial = c->untiled = 0;
+	c->skewed = 0;
+	c->statements = 0;
+	if (!node)
+		return;
+	/* a domain node: the instances that reach it are its child's */
+	if (isl_schedule_node_get_type(node) == isl_schedule_node_domain)
+		node = below = isl_schedule_node_get_child(node, 0);
+	if (!node)
+		return;
+	{
+		isl_union_set *dom = isl_schedule_node_get_domain(node);
+		isl_size ns = isl_union_set_n_set(dom);
+		c->statements = ns < 0 ? 0 : (int)ns;
+		isl_union_set_free(dom);
+	}
+	count_serial(node, c);
+	count_skew(node, c);
+	c->untiled = count_untiled(p, node);
+	isl_schedule_node_free(below);
+}
+
+int tc_poly_nest_cost_less(__tc_keep const tc_poly_nest_cost *a,
+	__tc_keep const tc_poly_nest_cost *b)
+{
+	double ca = a->serial + a->untiled, cb = b->serial + b->untiled;
+	if (ca != cb)
+		return ca < cb;
+	return a->skewed < b->skewed;
+}
+
+/* The filters of the children of sequence or set node src, as a list. */
+static isl_union_set_list *child_filters(isl_schedule_node *src)
+{
+	isl_size n = isl_schedule_node_n_children(src), i;
+	isl_union_set_list *l;
+	if (n < 0)
+		return NULL;
+	l = isl_union_set_list_alloc(isl_schedule_node_get_ctx(src), n);
+	for (i = 0; l && i < n; i++) {
+		isl_schedule_node *f = isl_schedule_node_get_child(src, (int)i);
+		l = isl_union_set_list_add(l, isl_schedule_node_filter_get_filter(f));
+		isl_schedule_node_free(f);
+	}
+	return l;
+}
+
+/* Copy the tree below src (kept) to leaf node dst (taken): the same
+ * bands (permutability and coincidence included), sequences, sets and
+ * filters.  Returns the node at dst's position, or NULL (an isl error, or
+ * a node type the scheduler does not make). */
+static isl_schedule_node *replay(isl_schedule_node *dst, isl_schedule_node *src)
+{
+	enum isl_schedule_node_type t;
+	isl_schedule_node *child;
+	isl_size n, i;
+	if (!dst || !src) {
+		isl_schedule_node_free(dst);
+		return NULL;
+	}
+	t = isl_schedule_node_get_type(src);
+	switch (t) {
+	case isl_schedule_node_leaf:
+		return dst;
+	case isl_schedule_node_domain:
+	case isl_schedule_node_filter:
+		/* a filter's instances are the dst leaf's already (its parent
+		 * inserted it), and the domain is the group's */
+		child = isl_schedule_node_get_child(src, 0);
+		dst = replay(dst, child);
+		isl_schedule_node_free(child);
+		return dst;
+	case isl_schedule_node_band:
+		n = isl_schedule_node_band_n_member(src);
+		dst = isl_schedule_node_insert_partial_schedule(dst,
+			isl_schedule_node_band_get_partial_schedule(src));
+		dst = isl_schedule_node_band_set_permutable(dst,
+			isl_schedule_node_band_get_permutable(src) == isl_bool_true);
+		for (i = 0; dst && i < n; i++)
+			dst = isl_schedule_node_band_member_set_coincident(dst, (int)i,
+				isl_schedule_node_band_member_get_coincident(src, (int)i) ==
+				isl_bool_true);
+		child = isl_schedule_node_get_child(src, 0);
+		dst = replay(isl_schedule_node_child(dst, 0), child);
+		isl_schedule_node_free(child);
+		return isl_schedule_node_parent(dst);
+	case isl_schedule_node_sequence:
+	case isl_schedule_node_set:
+		n = isl_schedule_node_n_children(src);
+		dst = t == isl_schedule_node_sequence
+			? isl_schedule_node_insert_sequence(dst, child_filters(src))
+			: isl_schedule_node_insert_set(dst, child_filters(src));
+		for (i = 0; dst && i < n; i++) {
+			/* below the i-th filter, the i-th subtree */
+			child = isl_schedule_node_get_child(src, (int)i);
+			dst = isl_schedule_node_child(isl_schedule_node_child(dst, (int)i), 0);
+			dst = replay(dst, child);
+			isl_schedule_node_free(child);
+			dst = isl_schedule_node_parent(isl_schedule_node_parent(dst));
+		}
+		return dst;
+	default:
+		isl_schedule_node_free(dst);
+		return NULL;
+	}
+}
+
+__tc_give isl_schedule_node *tc_poly_graft(__tc_take isl_schedule_node *node,
+	__tc_keep isl_schedule *s)
+{
+	isl_schedule_node *root = isl_schedule_get_root(s);
+	node = isl_schedule_node_cut(node);
+	node = replay(node, root);
+	isl_schedule_node_free(root);
+	return node;
+}
