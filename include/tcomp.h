@@ -202,7 +202,7 @@ int tc_module_hash(tc_module *m, const char *entry, char out[17]);
  *   threads  auto|N       threads for those loops (default auto: the
  *                         context's setting, tc_context_set_threads, which
  *                         defaults to one per online CPU)
- *   fusion   max|preserve3coincident|min
+ *   fusion   auto|max|preserve3coincident|min
  *                         how statements fuse into loop nests (default max)
  *   tile     auto|none|N,N,...
  *                         cache tile sizes for the outermost permutable
