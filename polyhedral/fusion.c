@@ -91,24 +91,29 @@ static int contraction(const tc_poly_stmt *st)
 
 /* Whether band node can hold a register tile of contraction st: it is
  * permutable, and its members walk two of st's left-hand indices as
- * parallel (coincident) members and one of its reduction indices. */
+ * parallel (coincident) members, the last one (the output's stride-1
+ * dimension, the tile's vectors) among them, and one of its reduction
+ * indices. */
 static int tileable(isl_schedule_node *node, const tc_poly_stmt *st)
 {
 	isl_size n = isl_schedule_node_band_n_member(node), j;
-	int par = 0, red = 0;
+	int par = 0, red = 0, last = 0;
 	if (isl_schedule_node_band_get_permutable(node) != isl_bool_true)
 		return 0;
 	for (j = 0; j < n; j++) {
 		int v = tc_poly_band_member_var(node, (int)j, st);
+		int coincident = isl_schedule_node_band_member_get_coincident(node, (int)j) ==
+			isl_bool_true;
 		if (v < 0)
 			continue;
-		if (v < st->ir->nlhs)
-			par += isl_schedule_node_band_member_get_coincident(node, (int)j) ==
-				isl_bool_true;
-		else
+		if (v >= st->ir->nlhs)
 			red++;
+		else if (coincident) {
+			par++;
+			last |= v == st->ir->nlhs - 1;
+		}
 	}
-	return par >= 2 && red >= 1;
+	return par >= 2 && last && red >= 1;
 }
 
 typedef struct tile_ctx {
