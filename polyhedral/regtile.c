@@ -222,7 +222,8 @@ static isl_schedule_node *regtile_band(isl_schedule_node *node, const tc_poly *p
 	regtile_sizes(p, node, st, sizes);
 	mv = isl_multi_val_zero(isl_schedule_node_band_get_space(node));
 	for (j = 0; j < n; j++)
-		mv = isl_multi_val_set_val(mv, j, isl_val_int_from_si(p->ctx, sizes[j]));
+		mv = isl_multi_val_set_val(mv, j, isl_val_int_from_si(p->ctx,
+			sizes[j] >= HUGE_TILE ? tc_poly_band_member_one_tile(node, j) : sizes[j]));
 	node = isl_schedule_node_band_tile(node, mv);
 	node = isolate_full_tiles(node, sizes);
 	node = isl_schedule_node_child(node, 0); /* the point band */
