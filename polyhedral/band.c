@@ -112,22 +112,42 @@ int tc_poly_band_member_var(__tc_keep isl_schedule_node *node, int j,
 	return mc.var;
 }
 
-int64_t tc_poly_band_member_extent(__tc_keep isl_schedule_node *node, int j)
+/* The least and greatest value member j of band node takes over the
+ * band's domain in *lo and *hi: 0, or -1 when they are no known constants
+ * (a parametric model). */
+static int member_bounds(isl_schedule_node *node, int j, int64_t *lo, int64_t *hi)
 {
 	isl_multi_union_pw_aff *mupa = isl_schedule_node_band_get_partial_schedule(node);
 	isl_union_pw_aff *upa = isl_multi_union_pw_aff_get_union_pw_aff(mupa, j);
 	isl_union_set *img = isl_union_set_apply(isl_schedule_node_get_domain(node),
 		isl_union_map_from_union_pw_aff(upa));
 	isl_set *set = isl_set_from_union_set(img);
-	isl_val *lo = isl_set_dim_min_val(isl_set_copy(set), 0);
-	isl_val *hi = isl_set_dim_max_val(set, 0);
-	int64_t n = 0;
+	isl_val *vlo = isl_set_dim_min_val(isl_set_copy(set), 0);
+	isl_val *vhi = isl_set_dim_max_val(set, 0);
+	int r = -1;
 	isl_multi_union_pw_aff_free(mupa);
-	if (lo && hi && isl_val_is_int(lo) && isl_val_is_int(hi))
-		n = isl_val_get_num_si(hi) - isl_val_get_num_si(lo) + 1;
-	isl_val_free(lo);
-	isl_val_free(hi);
-	return n;
+	if (vlo && vhi && isl_val_is_int(vlo) && isl_val_is_int(vhi)) {
+		*lo = isl_val_get_num_si(vlo);
+		*hi = isl_val_get_num_si(vhi);
+		r = 0;
+	}
+	isl_val_free(vlo);
+	isl_val_free(vhi);
+	return r;
+}
+
+int64_t tc_poly_band_member_extent(__tc_keep isl_schedule_node *node, int j)
+{
+	int64_t lo, hi;
+	return member_bounds(node, j, &lo, &hi) < 0 ? 0 : hi - lo + 1;
+}
+
+int64_t tc_poly_band_member_one_tile(__tc_keep isl_schedule_node *node, int j)
+{
+	int64_t lo, hi;
+	if (member_bounds(node, j, &lo, &hi) < 0 || lo < 0 || hi >= HUGE_TILE - 1)
+		return HUGE_TILE;
+	return hi + 1;
 }
 
 int tc_poly_band_n_coincident(__tc_keep isl_schedule_node *node)

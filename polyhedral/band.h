@@ -20,7 +20,7 @@
 #include <isl/aff.h>
 #include <isl/schedule_node.h>
 
-#define HUGE_TILE (INT64_C(1) << 40) /* a tile size that leaves a member untiled */
+#define HUGE_TILE (INT64_C(1) << 40) /* a tile size that leaves a member untiled (any sizes) */
 
 /* Whether e mentions index variable var. */
 int tc_poly_expr_uses(__tc_keep const tc_ir_expr *e, int var);
@@ -42,6 +42,16 @@ int64_t tc_poly_band_member_extent(__tc_keep isl_schedule_node *node, int j);
  * bounding box; a statement whose box is unbounded or not constant (a
  * parametric model) counts as unknown instances. */
 double tc_poly_box_instances(__tc_keep isl_union_set *dom, double unknown);
+
+/* The tile size that leaves member j of band node untiled, one tile
+ * covering all its values: one more than its greatest value when its
+ * values are known constants from 0 up, else HUGE_TILE.  Tiling by
+ * HUGE_TILE means the same, but its constants (2^40) are past isl's small
+ * integers, and every set operation on the tiled schedule (the passes' own,
+ * the legality checks, the AST build) then computes with big integers:
+ * the register tiling pass of matmul 256 ran 122 million instructions
+ * with it against 34 million (callgrind), the hoist pass 307 against 203. */
+int64_t tc_poly_band_member_one_tile(__tc_keep isl_schedule_node *node, int j);
 
 /* The number of coincident members of band node. */
 int tc_poly_band_n_coincident(__tc_keep isl_schedule_node *node);

@@ -891,40 +891,41 @@ const tc_poly_stmt *tc_poly_find_stmt(__tc_keep const tc_poly *p, const char *na
 }
 
 /* at_each_domain: annotate the user node with its statement and the value
- * of each domain dimension as an expression of the AST iterators (the
- * inverse of the schedule at this point of the build). */
+ * of each domain dimension as an expression of the AST iterators.  Those
+ * are the arguments of the node's call expression, which isl has just
+ * built from the inverse of the schedule at this point of the build
+ * (isl_ast_build_call_from_executed): computing that inverse again here
+ * took a tenth of the AST build of a matmul. */
 static isl_ast_node *at_domain(isl_ast_node *node, isl_ast_build *build, void *user)
 {
 	tc_poly *p = user;
-	isl_union_map *sched = isl_ast_build_get_schedule(build);
-	isl_map *map = isl_map_reverse(isl_map_from_union_map(sched));
-	isl_pw_multi_aff *iter;
+	isl_ast_expr *call = isl_ast_node_user_get_expr(node);
+	isl_ast_expr *fn = call ? isl_ast_expr_get_op_arg(call, 0) : NULL;
+	isl_id *id = fn ? isl_ast_expr_get_id(fn) : NULL;
+	isl_size nargs = call ? isl_ast_expr_op_get_n_arg(call) : isl_size_error;
 	tc_poly_inst *inst;
-	isl_id *id;
 	int i;
 
-	if (!map)
-		return isl_ast_node_free(node);
+	(void)build;
+	isl_ast_expr_free(fn);
+	if (!id || nargs < 1)
+		goto error_isl;
 	inst = tc_calloc(1, sizeof(*inst));
-	if (!inst) {
-		isl_map_free(map);
-		return isl_ast_node_free(node);
-	}
-	inst->stmt = tc_poly_find_stmt(p, isl_map_get_tuple_name(map, isl_dim_out));
-	iter = isl_pw_multi_aff_from_map(map);
-	if (!inst->stmt || !iter)
+	if (!inst)
+		goto error_isl;
+	inst->stmt = tc_poly_find_stmt(p, isl_id_get_name(id));
+	isl_id_free(id);
+	id = NULL;
+	if (!inst->stmt || nargs - 1 != inst->stmt->ndims)
 		goto error;
 	inst->index = tc_calloc((size_t)inst->stmt->ndims + 1, sizeof(isl_ast_expr *));
 	if (!inst->index)
 		goto error;
 	inst->n = inst->stmt->ndims;
-	for (i = 0; i < inst->n; i++) {
-		inst->index[i] = isl_ast_build_expr_from_pw_aff(build,
-			isl_pw_multi_aff_get_pw_aff(iter, i));
-		if (!inst->index[i])
+	for (i = 0; i < inst->n; i++)
+		if (!(inst->index[i] = isl_ast_expr_get_op_arg(call, i + 1)))
 			goto error;
-	}
-	isl_pw_multi_aff_free(iter);
+	isl_ast_expr_free(call);
 	id = isl_id_alloc(p->ctx, inst->stmt->name, inst);
 	id = isl_id_set_free_user(id, inst_free);
 	if (!id) {
@@ -933,8 +934,10 @@ static isl_ast_node *at_domain(isl_ast_node *node, isl_ast_build *build, void *u
 	}
 	return isl_ast_node_set_annotation(node, id);
 error:
-	isl_pw_multi_aff_free(iter);
 	inst_free(inst);
+error_isl:
+	isl_id_free(id);
+	isl_ast_expr_free(call);
 	return isl_ast_node_free(node);
 }
 

@@ -18,6 +18,7 @@
 #include <isl/id.h>
 #include <isl/map.h>
 #include <isl/schedule_node.h>
+#include <isl/set.h>
 #include <isl/space.h>
 #include <isl/val.h>
 
@@ -186,6 +187,15 @@ static isl_schedule_node *isolate_full_tiles(isl_schedule_node *node, const int6
 	}
 	isl_schedule_node_free(child);
 	isl_union_map_free(q);
+	/* only the constraints the schedule's own values do not imply: the
+	 * exact set carries the tiles' divisibility and the domain's bounds
+	 * as existentials and unions (a third of the AST build's time at
+	 * matmul 1024), where the full tiles are a few inequalities on the
+	 * tile loops */
+	if (full)
+		full = isl_union_set_coalesce(isl_union_set_gist(full, isl_union_set_coalesce(
+			isl_union_set_apply(isl_schedule_node_get_domain(node),
+				isl_union_map_copy(pt)))));
 	isl_union_map_free(pt);
 	/* no full tile (a member shorter than its tile) leaves the union empty,
 	 * with no space to convert */
@@ -222,7 +232,8 @@ static isl_schedule_node *regtile_band(isl_schedule_node *node, const tc_poly *p
 	regtile_sizes(p, node, st, sizes);
 	mv = isl_multi_val_zero(isl_schedule_node_band_get_space(node));
 	for (j = 0; j < n; j++)
-		mv = isl_multi_val_set_val(mv, j, isl_val_int_from_si(p->ctx, sizes[j]));
+		mv = isl_multi_val_set_val(mv, j, isl_val_int_from_si(p->ctx,
+			sizes[j] >= HUGE_TILE ? tc_poly_band_member_one_tile(node, j) : sizes[j]));
 	node = isl_schedule_node_band_tile(node, mv);
 	node = isolate_full_tiles(node, sizes);
 	node = isl_schedule_node_child(node, 0); /* the point band */

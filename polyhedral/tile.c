@@ -147,10 +147,13 @@ static isl_schedule_node *tile_band(isl_schedule_node *node, const tc_poly *p, i
 	if (!p->opts.ntile && !auto_tiles(p, node, chosen))
 		return node;
 	sizes = isl_multi_val_zero(isl_schedule_node_band_get_space(node));
-	for (i = 0; i < n; i++) /* untiled members: one tile covers them */
-		sizes = isl_multi_val_set_val(sizes, i, isl_val_int_from_si(p->ctx,
-			p->opts.ntile ? (i < p->opts.ntile ? p->opts.tile[i] : HUGE_TILE)
-				      : chosen[i]));
+	for (i = 0; i < n; i++) { /* untiled members: one tile covers them */
+		int64_t size = p->opts.ntile ? (i < p->opts.ntile ? p->opts.tile[i] : HUGE_TILE)
+					     : chosen[i];
+		if (size >= HUGE_TILE)
+			size = tc_poly_band_member_one_tile(node, i);
+		sizes = isl_multi_val_set_val(sizes, i, isl_val_int_from_si(p->ctx, size));
+	}
 	*changed = 1;
 	return isl_schedule_node_band_tile(node, sizes);
 }
