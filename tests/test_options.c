@@ -1773,11 +1773,70 @@ static void fusion_auto_refits_costly_nests(void **state)
 	tc_module_free(m);
 }
 
+/* A parallel mark above a block (codegen/llvm_loop.c, parallel_block):
+ * the weight gradient's 50 rows are 4 register tiles of 12 and a tile of
+ * 2, the full tiles isolated in a loop of their own, so the marked loop is
+ * a block of two pieces; the loop piece runs on the pool (an outlined
+ * body), where the whole block ran on the calling thread.  The results are
+ * the interpreter's. */
+static void parallel_mark_above_a_block(void **state)
+{
+	enum { B = 16, I = 50, H = 24, K = 10 };
+	static float x[B * I], hd[B * H], dl[B * K], w2[H * K], outs[2][I * H + B * H];
+	int64_t sx[2] = {B, I}, sh[2] = {B, H}, sl[2] = {B, K}, sw[2] = {H, K};
+	int64_t s1[2] = {I, H}, s2[2] = {B, H};
+	DLTensor X = {x, {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, sx, NULL, 0};
+	DLTensor Hd = {hd, {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, sh, NULL, 0};
+	DLTensor dL = {dl, {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, sl, NULL, 0};
+	DLTensor W2 = {w2, {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, sw, NULL, 0};
+	const DLTensor *in[4] = {&X, &Hd, &dL, &W2};
+	static const char *const opts[] = {"target=interp", "threads=2 parallel=on"};
+	uint64_t r = 11;
+	size_t i;
+	int v;
+	char *text;
+	tc_module *m;
+	(void)state;
+	for (i = 0; i < sizeof(x) / sizeof(float); i++, r = r * 6364136223846793005ULL + 1)
+		x[i] = (float)((double)(r >> 11) / 9007199254740992.0 * 2 - 1);
+	for (i = 0; i < sizeof(hd) / sizeof(float); i++, r = r * 6364136223846793005ULL + 1)
+		hd[i] = (float)((double)(r >> 11) / 9007199254740992.0 * 2 - 1);
+	for (i = 0; i < sizeof(dl) / sizeof(float); i++, r = r * 6364136223846793005ULL + 1)
+		dl[i] = (float)((double)(r >> 11) / 9007199254740992.0 * 2 - 1);
+	for (i = 0; i < sizeof(w2) / sizeof(float); i++, r = r * 6364136223846793005ULL + 1)
+		w2[i] = (float)((double)(r >> 11) / 9007199254740992.0 * 2 - 1);
+	m = tc_module_parse(ctx,
+		"def k(float(B,I) X, float(B,H) Hd, float(B,K) dL, float(H,K) W2) -> (dW1, dH) {\n"
+		"  dH(b,h) +=! dL(b,k) * W2(h,k)\n"
+		"  dH(b,h) = Hd(b,h) > 0 ? dH(b,h) : 0.0\n"
+		"  dW1(i,h) +=! X(b,i) * dH(b,h)\n}\n", "dw1.tc");
+	assert_non_null(m);
+	text = stage_of(m, in, 4, opts[1], "ast");
+	assert_non_null(strstr(text, "// tc_parallel\n  {\n    for (int c0 = 0;"));
+	tc_string_free(text);
+	text = stage_of(m, in, 4, opts[1], "llvm");
+	assert_non_null(strstr(text, "define internal void @tc_k.par0("));
+	tc_string_free(text);
+	for (v = 0; v < 2; v++) {
+		DLTensor o[2] = {
+			{outs[v], {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, s1, NULL, 0},
+			{outs[v] + I * H, {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, s2, NULL, 0},
+		};
+		run_with_outs(m, in, 4, o, 2, opts[v], NULL);
+	}
+	for (i = 0; i < sizeof(outs[0]) / sizeof(float); i++) {
+		assert_false(isnan(outs[0][i]));
+		assert_true(fabsf(outs[1][i] - outs[0][i]) <= 1e-5f * (1 + fabsf(outs[0][i])));
+	}
+	tc_module_free(m);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(fusion_strategies),
 		cmocka_unit_test(fusion_auto_refits_costly_nests),
+		cmocka_unit_test(parallel_mark_above_a_block),
 		cmocka_unit_test(register_tile_uses_vector_fmas),
 		cmocka_unit_test(packing_transposed_operands),
 		cmocka_unit_test(packing_convolutions_channels_last),
