@@ -75,8 +75,19 @@ static isl_schedule_node *mark_parallel(isl_schedule_node *node, const tc_poly *
 	if (isl_schedule_node_get_type(node) == isl_schedule_node_band) {
 		if (isl_schedule_node_band_n_member(node) < 1 ||
 			isl_schedule_node_band_member_get_coincident(node, 0) != isl_bool_true ||
-			too_small_to_share(p, node) || single_iteration(node))
+			too_small_to_share(p, node))
 			return node;
+		if (single_iteration(node)) {
+			/* no loop in the AST: the next member's loop is the
+			 * outermost one (an attention head's scores: the
+			 * batch of 8 heads in one tile of 8 above the rows'
+			 * blocks had left the nest on one thread) */
+			if (isl_schedule_node_band_n_member(node) < 2 ||
+				isl_schedule_node_band_member_get_coincident(node, 1) != isl_bool_true)
+				return node;
+			node = isl_schedule_node_child(isl_schedule_node_band_split(node, 1), 0);
+			return isl_schedule_node_parent(mark_parallel(node, p, done));
+		}
 		if (isl_schedule_node_band_n_member(node) > 1)
 			node = isl_schedule_node_band_split(node, 1);
 		return isl_schedule_node_insert_mark(node,

@@ -1831,12 +1831,62 @@ static void parallel_mark_above_a_block(void **state)
 	tc_module_free(m);
 }
 
+/* A parallel band whose first member takes one value (the batch of 4
+ * heads in one cache tile of 4): isl's AST has no loop for it, and the
+ * parallel pass marks the next member's loop instead (polyhedral/
+ * parallel.c), where the nest had run on one thread.  The results are the
+ * interpreter's. */
+static void parallel_past_a_single_iteration(void **state)
+{
+	enum { Z = 4, S = 100, D = 16 };
+	static float q[Z * S * D], k[Z * S * D], vv[Z * S * D], outs[2][Z * S * D];
+	int64_t sh[3] = {Z, S, D};
+	DLTensor Q = {q, {kDLCPU, 0}, 3, {kDLFloat, 32, 1}, sh, NULL, 0};
+	DLTensor K = {k, {kDLCPU, 0}, 3, {kDLFloat, 32, 1}, sh, NULL, 0};
+	DLTensor V = {vv, {kDLCPU, 0}, 3, {kDLFloat, 32, 1}, sh, NULL, 0};
+	const DLTensor *in[3] = {&Q, &K, &V};
+	static const char *const opts[] = {"target=interp", "threads=2 parallel=on"};
+	uint64_t r = 5;
+	size_t i;
+	int v;
+	char *text;
+	tc_module *m;
+	(void)state;
+	for (i = 0; i < Z * S * D; i++, r = r * 6364136223846793005ULL + 1) {
+		q[i] = (float)((double)(r >> 11) / 9007199254740992.0 * 2 - 1);
+		k[i] = (float)((double)((r * 31) >> 11) / 9007199254740992.0 * 2 - 1);
+		vv[i] = (float)((double)((r * 77) >> 11) / 9007199254740992.0 * 2 - 1);
+	}
+	m = tc_module_parse(ctx,
+		"def k(float(Z,S,D) Q, float(Z,S,D) K, float(Z,S,D) V) -> (O) {\n"
+		"  Sc(z,i,j) +=! Q(z,i,r_d) * K(z,j,r_d)\n"
+		"  Sc(z,i,j) = Sc(z,i,j) / sqrt(D)\n"
+		"  mx(z,i) max=! Sc(z,i,r_j)\n"
+		"  sm(z,i) +=! exp(Sc(z,i,r_j) - mx(z,i))\n"
+		"  P(z,i,j) = exp(Sc(z,i,j) - mx(z,i)) / sm(z,i)\n"
+		"  O(z,i,d) +=! P(z,i,r_j) * V(z,r_j,d)\n}\n", "att.tc");
+	assert_non_null(m);
+	text = stage_of(m, in, 3, opts[1], "ast");
+	assert_non_null(strstr(text, "// tc_parallel\n  for (int c1 = 0;"));
+	tc_string_free(text);
+	for (v = 0; v < 2; v++) {
+		DLTensor O = {outs[v], {kDLCPU, 0}, 3, {kDLFloat, 32, 1}, sh, NULL, 0};
+		run_with_outs(m, in, 3, &O, 1, opts[v], NULL);
+	}
+	for (i = 0; i < Z * S * D; i++) {
+		assert_false(isnan(outs[0][i]));
+		assert_true(fabsf(outs[1][i] - outs[0][i]) <= 1e-5f * (1 + fabsf(outs[0][i])));
+	}
+	tc_module_free(m);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(fusion_strategies),
 		cmocka_unit_test(fusion_auto_refits_costly_nests),
 		cmocka_unit_test(parallel_mark_above_a_block),
+		cmocka_unit_test(parallel_past_a_single_iteration),
 		cmocka_unit_test(register_tile_uses_vector_fmas),
 		cmocka_unit_test(packing_transposed_operands),
 		cmocka_unit_test(packing_convolutions_channels_last),
