@@ -1,5 +1,5 @@
 /* Fusion chosen per nest: what a nest of the isl scheduler's tree costs
- * (tc_poly_nest_cost) and the surgery that puts another schedule of its
+ * (tc_poly_nest_measure) and the surgery that puts another schedule of its
  * statements in its place (tc_poly_graft).
  *
  * isl's clustering (fusion max) fuses whatever it can, and sometimes pays
@@ -7,8 +7,8 @@
  * seven statements of a small network's backward pass became one nest of
  * loops over b + h and h + k, serial and unvectorisable, 2.4x slower than
  * the same statements unfused (polyhedral/README.md, "fusion").  The
- * scheduler pass (schedule.c) measures each nest of the tree with
- * tc_poly_nest_cost, schedules the statements of a nest that lost
+ * "fusion" entry (schedule.c) measures each nest of the tree with
+ * tc_poly_nest_measure, schedules the statements of a nest that lost
  * something again without that fusion, and keeps whichever costs less;
  * the choice of strategy and the calls to the isl scheduler stay in
  * schedule.c.
@@ -65,22 +65,6 @@ static int band_skewed(isl_schedule_node *node)
 	return skewed;
 }
 
-/* Add to c the skewed bands at and below node. */
-static void count_skew(isl_schedule_node *node, tc_poly_nest_cost *c)
-{
-	isl_size n, i;
-	if (isl_schedule_node_get_type(node) == isl_schedule_node_band &&
-		isl_schedule_node_band_n_member(node) > 0 && band_skewed(node))
-		c->skewed++;
-	n = isl_schedule_node_n_children(node);
-	for (i = 0; i < n; i++) {
-		isl_schedule_node *child = isl_schedule_node_get_child(node, (int)i);
-		if (child)
-			count_skew(child, c);
-		isl_schedule_node_free(child);
-	}
-}
-
 /* Whether statement st is a contraction (an update over two or more
  * left-hand indices and one or more reduction indices: a matmul, a
  * convolution), the kind of statement a register tile makes fast. */
@@ -116,98 +100,67 @@ static int tileable(isl_schedule_node *node, const tc_poly_stmt *st)
 	return par >= 2 && last && red >= 1;
 }
 
-typedef struct tile_ctx {
+typedef struct measure_ctx {
 	const tc_poly *p;
+	tc_poly_nest_cost *c;
 	isl_schedule_node *band;
 	isl_union_set *tiled; /* instances of contractions (in a tileable band) */
-} tile_ctx;
+} measure_ctx;
 
 static isl_stat tiled_cb(isl_set *set, void *user)
 {
-	tile_ctx *tc = user;
-	const tc_poly_stmt *st = tc_poly_find_stmt(tc->p, isl_set_get_tuple_name(set));
-	if (st && contraction(st) && (!tc->band || tileable(tc->band, st)))
-		tc->tiled = isl_union_set_union(tc->tiled, isl_union_set_from_set(set));
+	measure_ctx *mc = user;
+	const tc_poly_stmt *st = tc_poly_find_stmt(mc->p, isl_set_get_tuple_name(set));
+	if (st && contraction(st) && (!mc->band || tileable(mc->band, st)))
+		mc->tiled = isl_union_set_union(mc->tiled, isl_union_set_from_set(set));
 	else
 		isl_set_free(set);
 	return isl_stat_ok;
 }
 
-/* Add to tc->tiled the contraction instances of the bands at and below
- * node that can hold their register tiles. */
-static void find_tiled(isl_schedule_node *node, tile_ctx *tc)
+/* At every band: count it when skewed, and add to mc->tiled the
+ * contraction instances it can hold in register tiles. */
+static isl_bool band_cb(isl_schedule_node *node, void *user)
 {
-	isl_size n, i;
-	if (isl_schedule_node_get_type(node) == isl_schedule_node_band &&
-		isl_schedule_node_band_n_member(node) > 0) {
-		isl_union_set *dom = isl_schedule_node_get_domain(node);
-		tc->band = node;
-		isl_union_set_foreach_set(dom, tiled_cb, tc);
-		isl_union_set_free(dom);
-	}
-	n = isl_schedule_node_n_children(node);
-	for (i = 0; i < n; i++) {
-		isl_schedule_node *child = isl_schedule_node_get_child(node, (int)i);
-		if (child)
-			find_tiled(child, tc);
-		isl_schedule_node_free(child);
-	}
-}
-
-/* The contraction instances at and below node that no band there can
- * hold in a register tile. */
-static double count_untiled(const tc_poly *p, isl_schedule_node *node)
-{
-	isl_union_set *dom = isl_schedule_node_get_domain(node), *all;
-	tile_ctx tc = {p, NULL, isl_union_set_empty(isl_union_set_get_space(dom))};
-	double n;
-	isl_union_set_foreach_set(dom, tiled_cb, &tc); /* band NULL: every contraction */
+	measure_ctx *mc = user;
+	isl_union_set *dom;
+	if (isl_schedule_node_get_type(node) != isl_schedule_node_band ||
+		isl_schedule_node_band_n_member(node) <= 0)
+		return isl_bool_true;
+	mc->c->skewed += band_skewed(node);
+	dom = isl_schedule_node_get_domain(node);
+	mc->band = node;
+	isl_union_set_foreach_set(dom, tiled_cb, mc);
 	isl_union_set_free(dom);
-	all = tc.tiled;
-	tc.tiled = isl_union_set_empty(isl_union_set_get_space(all));
-	find_tiled(node, &tc);
-	all = isl_union_set_subtract(all, tc.tiled);
-	n = all ? tc_poly_box_instances(all, 1e6) : 0;
-	isl_union_set_free(all);
-	return n;
+	return isl_bool_true;
 }
 
-/* Add to c the instances of the top-level loop nests at node: a band
- * starts a nest (serial unless its first member is coincident); a
- * sequence or set holds several, each below a filter. */
-static void count_serial(isl_schedule_node *node, tc_poly_nest_cost *c)
+/* At the band that starts each top-level loop nest: add its instances
+ * to the serial ones unless its first member is coincident; nothing below
+ * it (statements without loops have no loop to share either). */
+static isl_bool nest_cb(isl_schedule_node *node, void *user)
 {
-	enum isl_schedule_node_type t = isl_schedule_node_get_type(node);
-	isl_size n, i;
-	if (t == isl_schedule_node_band && isl_schedule_node_band_n_member(node) > 0) {
-		isl_union_set *dom = isl_schedule_node_get_domain(node);
-		double pts = tc_poly_box_instances(dom, 1e6);
+	measure_ctx *mc = user;
+	isl_union_set *dom;
+	if (isl_schedule_node_get_type(node) != isl_schedule_node_band ||
+		isl_schedule_node_band_n_member(node) <= 0)
+		return isl_bool_true;
+	if (isl_schedule_node_band_member_get_coincident(node, 0) != isl_bool_true) {
+		dom = isl_schedule_node_get_domain(node);
+		mc->c->serial += tc_poly_box_instances(dom, 1e6);
 		isl_union_set_free(dom);
-		c->instances += pts;
-		if (isl_schedule_node_band_member_get_coincident(node, 0) != isl_bool_true)
-			c->serial += pts;
-		return;
 	}
-	if (t == isl_schedule_node_leaf) {
-		isl_union_set *dom = isl_schedule_node_get_domain(node);
-		c->instances += tc_poly_box_instances(dom, 1e6);
-		isl_union_set_free(dom);
-		return; /* statements without loops: no loop to share */
-	}
-	n = isl_schedule_node_n_children(node);
-	for (i = 0; i < n; i++) {
-		isl_schedule_node *child = isl_schedule_node_get_child(node, (int)i);
-		if (child)
-			count_serial(child, c);
-		isl_schedule_node_free(child);
-	}
+	return isl_bool_false;
 }
 
 void tc_poly_nest_measure(__tc_keep const tc_poly *p, __tc_keep isl_schedule_node *node,
 	__tc_keep tc_poly_nest_cost *c)
 {
 	isl_schedule_node *below = NULL;
-	c->instances = c->serial = c->untiled = 0;
+	isl_union_set *dom, *all;
+	measure_ctx mc = {p, c, NULL, NULL};
+	isl_size ns;
+	c->serial = c->untiled = 0;
 	c->skewed = 0;
 	c->statements = 0;
 	if (!node)
@@ -217,15 +170,20 @@ void tc_poly_nest_measure(__tc_keep const tc_poly *p, __tc_keep isl_schedule_nod
 		node = below = isl_schedule_node_get_child(node, 0);
 	if (!node)
 		return;
-	{
-		isl_union_set *dom = isl_schedule_node_get_domain(node);
-		isl_size ns = isl_union_set_n_set(dom);
-		c->statements = ns < 0 ? 0 : (int)ns;
-		isl_union_set_free(dom);
-	}
-	count_serial(node, c);
-	count_skew(node, c);
-	c->untiled = count_untiled(p, node);
+	dom = isl_schedule_node_get_domain(node);
+	ns = isl_union_set_n_set(dom);
+	c->statements = ns < 0 ? 0 : (int)ns;
+	isl_schedule_node_foreach_descendant_top_down(node, nest_cb, &mc);
+	/* the untiled contractions: all of them (band NULL) but the tiled */
+	mc.tiled = isl_union_set_empty(isl_union_set_get_space(dom));
+	isl_union_set_foreach_set(dom, tiled_cb, &mc);
+	all = mc.tiled;
+	mc.tiled = isl_union_set_empty(isl_union_set_get_space(dom));
+	isl_union_set_free(dom);
+	isl_schedule_node_foreach_descendant_top_down(node, band_cb, &mc);
+	all = isl_union_set_subtract(all, mc.tiled);
+	c->untiled = all ? tc_poly_box_instances(all, 1e6) : 0;
+	isl_union_set_free(all);
 	isl_schedule_node_free(below);
 }
 

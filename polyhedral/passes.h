@@ -109,7 +109,7 @@ __tc_give isl_schedule *tc_poly_hoist_constant(__tc_take isl_schedule *s,
  * schedule of the same instances (its bands, sequences, sets and
  * filters), returning the node at the same position, or NULL. */
 typedef struct tc_poly_nest_cost {
-	double instances, serial, untiled;
+	double serial, untiled;
 	int skewed, statements;
 } tc_poly_nest_cost;
 void tc_poly_nest_measure(__tc_keep const tc_poly *p, __tc_keep isl_schedule_node *node,
