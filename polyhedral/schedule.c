@@ -40,32 +40,25 @@ static int has_packs(const tc_poly *p)
 	return 0;
 }
 
-/* deps (borrowed) among the statements the isl scheduler schedules: the
- * packing copies read inputs only, so they run first, on their own, and
- * the scheduler sees the other statements, whose instances go to *rest
- * (when rest is not NULL). */
-static isl_union_map *scheduled(const tc_poly *p, isl_union_map *deps,
-	isl_union_set **rest)
+/* The instances the isl scheduler schedules: the packing copies read
+ * inputs only, so they run first, on their own, and the scheduler sees
+ * the other statements. */
+static isl_union_set *scheduled_instances(const tc_poly *p)
 {
 	isl_union_set *r = isl_union_set_copy(p->domain);
-	deps = isl_union_map_copy(deps);
-	if (has_packs(p)) {
-		r = isl_union_set_subtract(r, tc_poly_pack_instances(p));
-		deps = isl_union_map_intersect_range(isl_union_map_intersect_domain(deps,
-			isl_union_set_copy(r)), isl_union_set_copy(r));
-	}
-	if (rest)
-		*rest = r;
-	else
-		isl_union_set_free(r);
-	return deps;
+	return has_packs(p) ? isl_union_set_subtract(r, tc_poly_pack_instances(p)) : r;
 }
 
-/* The dependences (p->deps) among the statements the isl scheduler
- * schedules. */
-static isl_union_map *scheduled_deps(const tc_poly *p, isl_union_set **rest)
+/* The dependences (p->deps) among the instances the isl scheduler
+ * schedules (scheduled_instances). */
+static isl_union_map *scheduled_deps(const tc_poly *p)
 {
-	return scheduled(p, p->deps, rest);
+	isl_union_set *r;
+	if (!has_packs(p))
+		return isl_union_map_copy(p->deps);
+	r = scheduled_instances(p);
+	return isl_union_map_intersect_range(isl_union_map_intersect_domain(
+		isl_union_map_copy(p->deps), isl_union_set_copy(r)), r);
 }
 
 /* Warn in d that step (of p's def) ran past isl's budget and what
@@ -182,11 +175,11 @@ static isl_schedule *schedule_instances(tc_poly *p, isl_union_set *dom, tc_poly_
 {
 	isl_schedule *s = NULL;
 	if (!p->gdomain) { /* at the sizes, until that ran past the budget once */
+		tc_diags quiet;
+		tc_stat st;
 		s = compute_schedule(p, constraints_for(p, dom, 0), 0, fusion);
 		if (s || !tc_poly_over_budget(p->ctx) || !p->params)
 			return s;
-		tc_diags quiet;
-		tc_stat st;
 		warn_budget(p, d, "the isl scheduler", "scheduling again for every size");
 		tc_poly_budget(p);
 		/* failing, the caller's fallbacks go on (the textual order last) */
@@ -213,7 +206,7 @@ static tc_stat schedule_pass(tc_poly *p, tc_diags *d)
 	tc_poly_fusion fusion = p->opts.fusion == TC_POLY_FUSE_AUTO ? TC_POLY_FUSE_MAX
 		: p->opts.fusion;
 
-	isl_union_map_free(scheduled(p, p->near, &rest));
+	rest = scheduled_instances(p);
 	isl_schedule_free(p->schedule);
 	p->textual = 0;
 	p->schedule = schedule_instances(p, rest, fusion, d);
@@ -242,10 +235,18 @@ static isl_schedule *schedule_nest(tc_poly *p, isl_schedule_node *node, tc_poly_
 	return s;
 }
 
+/* Whether a nest measured c costs nothing: no serial or untiled
+ * instances, no skewed band. */
+static int costs_nothing(const tc_poly_nest_cost *c)
+{
+	return c->serial == 0 && c->untiled == 0 && !c->skewed;
+}
+
 /* The nest at node (taken), or another schedule of its statements in its
- * place when isl's clustering cost it something (tc_poly_nest_cost: a
- * serial outermost loop or a skewed one) and preserve3coincident or, after
- * it, min costs less.  Sets *over when isl ran past the budget. */
+ * place when isl's clustering cost it something (tc_poly_nest_measure: a
+ * serial outermost loop, a contraction no band can register-tile, a
+ * skewed loop) and preserve3coincident or, after it, min costs less.  Sets
+ * *over when isl ran past the budget. */
 static isl_schedule_node *refit_nest(tc_poly *p, isl_schedule_node *node, int *over,
 	tc_diags *d)
 {
@@ -254,7 +255,7 @@ static isl_schedule_node *refit_nest(tc_poly *p, isl_schedule_node *node, int *o
 	isl_schedule *choice = NULL;
 	size_t k;
 	tc_poly_nest_measure(p, node, &best);
-	if (best.statements < 2 || (best.serial == 0 && best.untiled == 0 && !best.skewed))
+	if (best.statements < 2 || costs_nothing(&best))
 		return node;
 	for (k = 0; k < sizeof(tries) / sizeof(tries[0]); k++) {
 		isl_schedule *s = schedule_nest(p, node, tries[k], d);
@@ -272,7 +273,7 @@ static isl_schedule_node *refit_nest(tc_poly *p, isl_schedule_node *node, int *o
 		} else {
 			isl_schedule_free(s);
 		}
-		if (best.serial == 0 && best.untiled == 0 && !best.skewed)
+		if (costs_nothing(&best))
 			break;
 	}
 	if (choice && !*over)
@@ -282,7 +283,7 @@ static isl_schedule_node *refit_nest(tc_poly *p, isl_schedule_node *node, int *o
 }
 
 /* "fusion": under fusion auto, each nest of the scheduler's tree that
- * isl's clustering made serial or skewed (refit_nest) scheduled again
+ * isl's clustering made costly (refit_nest) scheduled again
  * without that fusion, its nests taking its place in the root's sequence.
  * Legal by construction: the isl scheduler orders each nest's own
  * dependences, the sequence those between nests.  Past the budget the
@@ -327,7 +328,7 @@ static tc_stat fusion_pass(tc_poly *p, tc_diags *d)
 	return TC_OK;
 }
 
-/* Whether schedule a costs more than b (tc_poly_nest_cost of their
+/* Whether schedule a costs more than b (tc_poly_nest_measure of their
  * whole trees). */
 static int costlier(tc_poly *p, isl_schedule *a, isl_schedule *b)
 {
@@ -340,28 +341,26 @@ static int costlier(tc_poly *p, isl_schedule *a, isl_schedule *b)
 	return tc_poly_nest_cost_less(&cb, &ca);
 }
 
-/* "fuse-nests": under fusion max, the repair tc_poly_fuse_nests of the
+/* "fuse-nests": under fusion max (and auto), the repair tc_poly_fuse_nests of the
  * scheduler's own tree, against the dependences the scheduler saw (before
  * the packing copies join it; the original schedule it may have fallen
  * back to is one band, which the repair leaves alone). */
 static tc_stat fuse_nests_pass(tc_poly *p, tc_diags *d)
 {
 	isl_union_map *deps;
+	isl_schedule *before;
 	if (p->opts.fusion != TC_POLY_FUSE_MAX && p->opts.fusion != TC_POLY_FUSE_AUTO)
 		return TC_OK;
-	deps = scheduled_deps(p, NULL);
-	if (p->opts.fusion == TC_POLY_FUSE_AUTO) { /* only where it costs nothing */
-		isl_schedule *before = isl_schedule_copy(p->schedule);
-		p->schedule = tc_poly_fuse_nests(p->schedule, deps);
-		if (p->schedule && costlier(p, p->schedule, before)) {
-			isl_schedule_free(p->schedule);
-			p->schedule = before;
-		} else {
-			isl_schedule_free(before);
-		}
-	} else {
-		p->schedule = tc_poly_fuse_nests(p->schedule, deps);
+	deps = scheduled_deps(p);
+	/* under auto, only where it costs nothing */
+	before = p->opts.fusion == TC_POLY_FUSE_AUTO ? isl_schedule_copy(p->schedule) : NULL;
+	p->schedule = tc_poly_fuse_nests(p->schedule, deps);
+	if (before && p->schedule && costlier(p, p->schedule, before)) {
+		isl_schedule_free(p->schedule);
+		p->schedule = before;
+		before = NULL;
 	}
+	isl_schedule_free(before);
 	isl_union_map_free(deps);
 	/* past the budget: the driver restores the scheduler's tree */
 	return p->schedule || tc_poly_over_budget(p->ctx) ? TC_OK : fall_back(p, d);
