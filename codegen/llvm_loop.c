@@ -842,23 +842,26 @@ static int walks_first_dimension(isl_ast_node *n)
 	return first;
 }
 
-/* A block under a TC_POLY_MARK_PARALLEL mark: the marked member's loop
- * split into pieces (the register tile's full tiles isolated from the
- * rest: 784 rows as 130 tiles of 6 and a tile of 4).  Each piece that is a
- * loop over the marked member runs on the pool (parallel_loop); the rest
- * (the partial tile, at one value of the member) runs here.  Before, the
- * whole block ran on the calling thread: the weight gradient of a small
- * network's backward pass (784 x 128 over a batch of 128) took as long on
- * two threads as on one. */
-static void parallel_block(cg *g, isl_ast_node *block)
+/* The children of block node n, in order.  Under a TC_POLY_MARK_PARALLEL
+ * mark (par), the block is the marked member's loop split into pieces (the
+ * register tile's full tiles isolated from the rest: 784 rows as 130 tiles
+ * of 6 and a tile of 4): each piece that is a loop over the marked member
+ * runs on the pool (parallel_loop), the rest (the partial tile, at one
+ * value of the member) here.  Before, the whole block ran on the calling
+ * thread: the weight gradient of a small network's backward pass (784 x
+ * 128 over a batch of 128) took as long on two threads as on one. */
+static void block_node(cg *g, isl_ast_node *n, int par)
 {
-	isl_ast_node_list *list = isl_ast_node_block_get_children(block);
-	isl_size n = isl_ast_node_list_n_ast_node(list), i;
-	for (i = 0; i < n && !g->failed; i++) {
-		isl_ast_node *child = isl_ast_node_list_get_ast_node(list, (int)i);
+	isl_ast_node_list *list = isl_ast_node_block_get_children(n);
+	isl_size k = isl_ast_node_list_n_ast_node(list), i;
+	if (k < 0)
+		tc_cg_llvm_fail(g, "malformed block node", NULL);
+	for (i = 0; i < k && !g->failed; i++) {
+		isl_ast_node *child = isl_ast_node_list_get_at(list, i);
 		if (!child)
 			tc_cg_llvm_fail(g, "malformed block node", NULL);
-		else if (!(walks_first_dimension(child) && parallel_loop(g, child)) && !g->failed)
+		else if (!(par && walks_first_dimension(child) && parallel_loop(g, child)) &&
+			!g->failed)
 			node(g, child);
 		isl_ast_node_free(child);
 	}
@@ -867,10 +870,8 @@ static void parallel_block(cg *g, isl_ast_node *block)
 
 static void node(cg *g, isl_ast_node *n)
 {
-	isl_ast_node_list *list;
 	isl_ast_node *child;
 	const tc_poly_inst *inst;
-	isl_size i, k;
 
 	if (g->failed)
 		return;
@@ -882,19 +883,7 @@ static void node(cg *g, isl_ast_node *n)
 		if_node(g, n);
 		break;
 	case isl_ast_node_block:
-		list = isl_ast_node_block_get_children(n);
-		k = isl_ast_node_list_n_ast_node(list);
-		if (k < 0)
-			tc_cg_llvm_fail(g, "malformed block node", NULL);
-		for (i = 0; i < k && !g->failed; i++) {
-			child = isl_ast_node_list_get_at(list, i);
-			if (child)
-				node(g, child);
-			else
-				tc_cg_llvm_fail(g, "malformed block node", NULL);
-			isl_ast_node_free(child);
-		}
-		isl_ast_node_list_free(list);
+		block_node(g, n, 0);
 		break;
 	case isl_ast_node_mark: {
 		isl_id *mark = isl_ast_node_mark_get_id(n);
@@ -906,7 +895,7 @@ static void node(cg *g, isl_ast_node *n)
 		if (!child)
 			tc_cg_llvm_fail(g, "malformed mark node", NULL);
 		else if (par && isl_ast_node_get_type(child) == isl_ast_node_block)
-			parallel_block(g, child);
+			block_node(g, child, 1);
 		else if (!(par && parallel_loop(g, child)) && !g->failed)
 			node(g, child);
 		g->ordered -= tile;

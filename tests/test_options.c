@@ -1690,6 +1690,15 @@ static void fusion_strategies(void **state)
 	tc_module_free(m);
 }
 
+/* Fill v[0..n) with values uniform in [lo, hi) from the generator *r
+ * (the linear congruential one of the tests above). */
+static void fill_uniform(float *v, size_t n, uint64_t *r, double lo, double hi)
+{
+	size_t i;
+	for (i = 0; i < n; i++, *r = *r * 6364136223846793005ULL + 1)
+		v[i] = (float)(lo + (double)(*r >> 11) / 9007199254740992.0 * (hi - lo));
+}
+
 /* Fusion auto (the default): isl's clustering fuses the seven statements
  * of a small network's backward pass into nests whose loops walk b + h and
  * h + k, none of them parallel; auto schedules that nest's statements
@@ -1719,14 +1728,10 @@ static void fusion_auto_refits_costly_nests(void **state)
 	char *text;
 	tc_module *m;
 	(void)state;
-	for (i = 0; i < sizeof(x) / sizeof(float); i++, r = r * 6364136223846793005ULL + 1)
-		x[i] = (float)((double)(r >> 11) / 9007199254740992.0 * 2 - 1);
-	for (i = 0; i < sizeof(hd) / sizeof(float); i++, r = r * 6364136223846793005ULL + 1)
-		hd[i] = (float)((double)(r >> 11) / 9007199254740992.0 * 2 - 1);
-	for (i = 0; i < sizeof(pr) / sizeof(float); i++, r = r * 6364136223846793005ULL + 1)
-		pr[i] = (float)((double)(r >> 11) / 9007199254740992.0);
-	for (i = 0; i < sizeof(w2) / sizeof(float); i++, r = r * 6364136223846793005ULL + 1)
-		w2[i] = (float)((double)(r >> 11) / 9007199254740992.0 * 2 - 1);
+	fill_uniform(x, sizeof(x) / sizeof(float), &r, -1, 1);
+	fill_uniform(hd, sizeof(hd) / sizeof(float), &r, -1, 1);
+	fill_uniform(pr, sizeof(pr) / sizeof(float), &r, 0, 1);
+	fill_uniform(w2, sizeof(w2) / sizeof(float), &r, -1, 1);
 	for (i = 0; i < B; i++, r = r * 6364136223846793005ULL + 1)
 		y[i] = (int64_t)((r >> 33) % K);
 	m = tc_module_parse(ctx,
@@ -1773,7 +1778,7 @@ static void fusion_auto_refits_costly_nests(void **state)
 	tc_module_free(m);
 }
 
-/* A parallel mark above a block (codegen/llvm_loop.c, parallel_block):
+/* A parallel mark above a block (codegen/llvm_loop.c, block_node):
  * the weight gradient's 50 rows are 4 register tiles of 12 and a tile of
  * 2, the full tiles isolated in a loop of their own, so the marked loop is
  * a block of two pieces; the loop piece runs on the pool (an outlined
@@ -1797,14 +1802,10 @@ static void parallel_mark_above_a_block(void **state)
 	char *text;
 	tc_module *m;
 	(void)state;
-	for (i = 0; i < sizeof(x) / sizeof(float); i++, r = r * 6364136223846793005ULL + 1)
-		x[i] = (float)((double)(r >> 11) / 9007199254740992.0 * 2 - 1);
-	for (i = 0; i < sizeof(hd) / sizeof(float); i++, r = r * 6364136223846793005ULL + 1)
-		hd[i] = (float)((double)(r >> 11) / 9007199254740992.0 * 2 - 1);
-	for (i = 0; i < sizeof(dl) / sizeof(float); i++, r = r * 6364136223846793005ULL + 1)
-		dl[i] = (float)((double)(r >> 11) / 9007199254740992.0 * 2 - 1);
-	for (i = 0; i < sizeof(w2) / sizeof(float); i++, r = r * 6364136223846793005ULL + 1)
-		w2[i] = (float)((double)(r >> 11) / 9007199254740992.0 * 2 - 1);
+	fill_uniform(x, sizeof(x) / sizeof(float), &r, -1, 1);
+	fill_uniform(hd, sizeof(hd) / sizeof(float), &r, -1, 1);
+	fill_uniform(dl, sizeof(dl) / sizeof(float), &r, -1, 1);
+	fill_uniform(w2, sizeof(w2) / sizeof(float), &r, -1, 1);
 	m = tc_module_parse(ctx,
 		"def k(float(B,I) X, float(B,H) Hd, float(B,K) dL, float(H,K) W2) -> (dW1, dH) {\n"
 		"  dH(b,h) +=! dL(b,k) * W2(h,k)\n"
@@ -1852,11 +1853,9 @@ static void parallel_past_a_single_iteration(void **state)
 	char *text;
 	tc_module *m;
 	(void)state;
-	for (i = 0; i < Z * S * D; i++, r = r * 6364136223846793005ULL + 1) {
-		q[i] = (float)((double)(r >> 11) / 9007199254740992.0 * 2 - 1);
-		k[i] = (float)((double)((r * 31) >> 11) / 9007199254740992.0 * 2 - 1);
-		vv[i] = (float)((double)((r * 77) >> 11) / 9007199254740992.0 * 2 - 1);
-	}
+	fill_uniform(q, Z * S * D, &r, -1, 1);
+	fill_uniform(k, Z * S * D, &r, -1, 1);
+	fill_uniform(vv, Z * S * D, &r, -1, 1);
 	m = tc_module_parse(ctx,
 		"def k(float(Z,S,D) Q, float(Z,S,D) K, float(Z,S,D) V) -> (O) {\n"
 		"  Sc(z,i,j) +=! Q(z,i,r_d) * K(z,j,r_d)\n"
