@@ -145,7 +145,7 @@ static tc_stat build_dim(tc_tune_dim *d, const tc_options *base, const tc_tune_s
 	tc_opt_type type = tc_rt_opt_type(d->row);
 	int p, k;
 	d->searched = strcmp(name, "target") && strcmp(name, "contract") &&
-		strcmp(name, "fastmath") &&
+		strcmp(name, "fastmath") && strcmp(name, "sizes") &&
 		!tc_rt_options_is_set(base, d->row);
 	if (!d->searched) {
 		const char *v = tc_options_get(base, name);

@@ -589,6 +589,13 @@ static void put_helpers(cg *g, tc_buf *b, const int used[TC_CG_CEXPR_NHELPERS])
 	}
 }
 
+/* Whether size i is an argument of the function: every size of a
+ * parametric model, the free ones of a model with sizes (p->free). */
+static int is_free(const cg *g, int i)
+{
+	return !g->p->params || (g->p->free && g->p->free[i]);
+}
+
 /* The header comment and the includes (and the feature macro) the text
  * needs. */
 static void put_header(cg *g, tc_buf *b, const char *loops,
@@ -604,8 +611,10 @@ static void put_header(cg *g, tc_buf *b, const char *loops,
 		tc_buf_puts(b, g->p->params ? "specialised to sizes " : "parametric in ");
 	for (i = 0; i < f->nparams; i++) {
 		tc_buf_printf(b, "%s%s", i ? ", " : "", g->size[i]);
-		if (g->p->params)
+		if (g->p->params && !is_free(g, i))
 			tc_buf_printf(b, "=%lld", (long long)g->p->params[i]);
+		else if (g->p->params)
+			tc_buf_puts(b, " (free)");
 	}
 	tc_buf_puts(b, "\n * tensors[t] is the data of tensor t, dense and row-major: inputs, outputs,\n"
 		       " * then temporaries (workspace the caller provides).  Float operations round\n"
@@ -633,8 +642,9 @@ static void put_function(cg *g, tc_buf *b, const char *loops)
 	int i;
 
 	tc_buf_printf(b, "\nvoid %s(void *const *%s", g->fname, g->targ);
-	for (i = 0; !g->p->params && i < f->nparams; i++)
-		tc_buf_printf(b, ", int64_t %s", g->size[i]);
+	for (i = 0; i < f->nparams; i++)
+		if (is_free(g, i))
+			tc_buf_printf(b, ", int64_t %s", g->size[i]);
 	tc_buf_puts(b, ")\n{\n");
 	for (i = 0; i < f->ntensors; i++) {
 		const char *q = f->tensors[i].kind == TC_TENSOR_INPUT ? "const " : "";
@@ -648,10 +658,10 @@ static void put_function(cg *g, tc_buf *b, const char *loops)
 			g->targ, i);
 	}
 	for (i = 0; i < f->nparams; i++) {
-		if (g->p->params && g->pr.size_used[i])
+		if (!is_free(g, i) && g->pr.size_used[i])
 			tc_buf_printf(b, "  const int64_t %s = %lld;\n", g->size[i],
 				(long long)g->p->params[i]);
-		else if (!g->p->params && !g->pr.size_used[i])
+		else if (is_free(g, i) && !g->pr.size_used[i])
 			tc_buf_printf(b, "  (void)%s;\n", g->size[i]);
 	}
 	tc_buf_puts(b, loops);

@@ -14,7 +14,9 @@
  * which loops under a TC_POLY_MARK_PARALLEL mark call with their outlined
  * body (iterations begin..end-1, iterator lo + k * step).  Tensors are dense
  * row-major with the extents of the concrete sizes the tc_poly was built
- * with.
+ * with; when it left some sizes free (p->free, tc_poly_build_free), their
+ * values come from tensors[ntensors + 2], an int64_t array of every size
+ * in the def's order (the others are constants of the code).
  *
  * The code computes exactly what the reference interpreter (ir/interp.c)
  * computes: values in their static types (integers wrap, float16 rounded

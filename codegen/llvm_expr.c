@@ -398,6 +398,52 @@ static LLVMValueRef int_divmod(cg *g, LLVMValueRef a, LLVMValueRef b, int is_sig
 	return LLVMBuildSelect(g->B, bm1, LLVMBuildNeg(g->B, a, ""), q, "");
 }
 
+int tc_cg_llvm_size_free(__tc_keep cg *g, int k)
+{
+	return g->p->free && k >= 0 && k < g->p->f->nparams && g->p->free[k] && g->size &&
+		g->size[k];
+}
+
+/* Size expression e as an i64 value (extents: no index variables). */
+static LLVMValueRef size_value(cg *g, const tc_sexpr *e)
+{
+	LLVMValueRef a, b;
+	if (e->kind == TC_SX_CONST)
+		return tc_cg_llvm_i64c(g, e->c);
+	if (e->kind == TC_SX_PARAM)
+		return tc_cg_llvm_size_free(g, e->id) ? g->size[e->id]
+						      : tc_cg_llvm_i64c(g, g->p->params[e->id]);
+	if (e->kind == TC_SX_VAR || !(a = size_value(g, e->a)))
+		return tc_cg_llvm_fail(g, "an extent that depends on an index", NULL);
+	switch (e->kind) {
+	case TC_SX_ADD:
+		return (b = size_value(g, e->b)) ? LLVMBuildAdd(g->B, a, b, "") : NULL;
+	case TC_SX_MUL:
+		return LLVMBuildMul(g->B, tc_cg_llvm_i64c(g, e->c), a, "");
+	case TC_SX_FLOORDIV:
+	case TC_SX_MOD:
+		return int_divmod(g, a, tc_cg_llvm_i64c(g, e->c), 1, 1, e->kind == TC_SX_MOD);
+	case TC_SX_MIN:
+	case TC_SX_MAX:
+		if (!(b = size_value(g, e->b)))
+			return NULL;
+		return LLVMBuildSelect(g->B, LLVMBuildICmp(g->B, LLVMIntSLT, a, b, ""),
+			e->kind == TC_SX_MIN ? a : b, e->kind == TC_SX_MIN ? b : a, "");
+	default:
+		return tc_cg_llvm_fail(g, "unknown size expression", NULL);
+	}
+}
+
+LLVMValueRef tc_cg_llvm_extent(__tc_keep cg *g, int t, int k)
+{
+	const tc_sexpr *e = g->p->f->tensors[t].ext[k];
+	int i;
+	for (i = 0; i < g->p->f->nparams; i++)
+		if (tc_cg_llvm_size_free(g, i) && tc_sx_mentions(e, TC_SX_PARAM, i))
+			return size_value(g, e);
+	return tc_cg_llvm_i64c(g, g->ext[t * TC_MAX_RANK + k]);
+}
+
 /* ---- isl AST expressions ---- */
 
 /* v (i1 or i64) as i64. */
@@ -441,7 +487,9 @@ static LLVMValueRef ast_id(cg *g, isl_ast_expr *e)
 			break;
 	if (i >= 0) {
 		r = LLVMBuildLoad2(g->B, g->i64, g->iters[i].slot, name ? name : "");
-	} else if ((k = tc_poly_param_index(g->p, name)) >= 0 && g->p->params) {
+	} else if ((k = tc_poly_param_index(g->p, name)) >= 0 && tc_cg_llvm_size_free(g, k)) {
+		r = g->size[k];
+	} else if (k >= 0 && g->p->params) {
 		r = tc_cg_llvm_i64c(g, g->p->params[k]);
 	} else {
 		tc_cg_llvm_fail(g, "unknown identifier in the AST: ", name ? name : "?");
@@ -1241,6 +1289,8 @@ static LLVMValueRef expr(cg *g, const tc_ir_expr *e)
 	case TC_OP_SIZE:
 		if (!g->p->params || e->id < 0 || e->id >= g->p->f->nparams)
 			return tc_cg_llvm_fail(g, "unknown size", NULL);
+		if (tc_cg_llvm_size_free(g, e->id))
+			return convert(g, g->size[e->id], TC_T_I64, e->type);
 		return constant(g, e->type, g->p->params[e->id], 0);
 	case TC_OP_READ:
 		if (e->nargs > TC_MAX_RANK || e->id < 0 || e->id >= g->p->f->ntensors)
@@ -1263,7 +1313,7 @@ static LLVMValueRef expr(cg *g, const tc_ir_expr *e)
 				if (n < 0)
 					return NULL;
 				bad = LLVMBuildICmp(g->B, LLVMIntUGE, idx[i],
-					tc_cg_llvm_i64c(g, g->ext[e->id * TC_MAX_RANK + i]), "");
+					tc_cg_llvm_extent(g, e->id, i), "");
 				check(g, bad, n, idx[i]);
 				idx[i] = LLVMBuildSelect(g->B, bad, tc_cg_llvm_i64c(g, 0), idx[i], "");
 			}

@@ -74,7 +74,11 @@ typedef struct cg {
 	LLVMValueRef *scope;  /* per tensor: its alias scope list, then ... */
 	LLVMValueRef *noalias; /* ... the list of every other tensor's scope */
 	unsigned md_scope, md_noalias; /* metadata kinds alias.scope and noalias */
-	int64_t *ext;         /* extents: ext[t * TC_MAX_RANK + k] */
+	int64_t *ext;         /* extents: ext[t * TC_MAX_RANK + k] at the model's
+			       * sizes (a free size's, p->free: its value
+			       * at those sizes, for choices only) */
+	LLVMValueRef *size;   /* per size left free (p->free): its run-time
+			       * value in the current function (i64) */
 	cg_iter *iters;
 	int niters, cap;
 	LLVMValueRef dom[CG_MAX_DIMS]; /* domain values of the current statement */
@@ -93,6 +97,14 @@ typedef struct cg {
 } cg;
 
 /* ---- llvm_expr.c: values ---- */
+
+/* Whether size parameter k is a run-time value of the code (left free:
+ * sizes=parametric, tc_poly_build_free). */
+int tc_cg_llvm_size_free(__tc_keep cg *g, int k);
+
+/* The extent of dimension k of tensor t as an i64 value: a constant, or
+ * computed from the free sizes' run-time values. */
+LLVMValueRef tc_cg_llvm_extent(__tc_keep cg *g, int t, int k);
 
 /* Record "LLVM code generation: what detail" in g->d (the first failure
  * only) and set g->failed.  Returns NULL, for "return fail(...)". */

@@ -645,8 +645,8 @@ void tc_cg_llvm_mark_streaming_stores(__tc_keep LLVMModuleRef M)
 			}
 }
 
-/* In the entry block (g->A): the data pointer of every tensor and the error
- * record, from the tensor array argument arg. */
+/* In the entry block (g->A): the data pointer of every tensor, the error
+ * record and the free sizes' values, from the tensor array argument arg. */
 static void load_pointers(cg *g, LLVMValueRef arg)
 {
 	const tc_ir_func *f = g->p->f;
@@ -660,6 +660,16 @@ static void load_pointers(cg *g, LLVMValueRef arg)
 	}
 	g->err = array_slot(g, g->A, arg, f->ntensors, "err"); /* after the tensors */
 	g->tensors = arg;
+	if (g->p->free) { /* the free sizes: int64_t sizes[nparams], after parallel_for */
+		LLVMValueRef sizes = array_slot(g, g->A, arg, f->ntensors + 2, "sizes");
+		for (t = 0; t < f->nparams; t++) {
+			LLVMValueRef ix = tc_cg_llvm_i64c(g, t);
+			g->size[t] = !g->p->free[t] ? NULL
+				: LLVMBuildLoad2(g->A, g->i64,
+					  LLVMBuildInBoundsGEP2(g->A, g->i64, sizes, &ix, 1, ""),
+					  f->params[t].name);
+		}
+	}
 }
 
 /* A loop under a TC_POLY_MARK_PARALLEL mark: its body becomes a function
@@ -741,12 +751,16 @@ static int parallel_loop(cg *g, isl_ast_node *n)
 	tc_cg_llvm_add_fn_attr(g, fn, "nounwind", 0);
 	if (g->opts.vector == 1)
 		tc_cg_llvm_add_fn_attr(g, fn, "noimplicitfloat", 0);
-	saved_base = tc_malloc((size_t)(g->p->f->ntensors + 1) * sizeof(LLVMValueRef));
+	/* the caller's tensor pointers, then its free sizes' values */
+	saved_base = tc_malloc((size_t)(g->p->f->ntensors + g->p->f->nparams + 1) *
+		sizeof(LLVMValueRef));
 	if (!saved_base) {
 		tc_cg_llvm_fail(g, "out of memory", NULL);
 		goto done;
 	}
 	memcpy(saved_base, g->base, (size_t)g->p->f->ntensors * sizeof(LLVMValueRef));
+	memcpy(saved_base + g->p->f->ntensors, g->size,
+		(size_t)g->p->f->nparams * sizeof(LLVMValueRef));
 	saved_fn = g->fn;
 	saved_A = g->A;
 	saved_B = g->B;
@@ -801,6 +815,8 @@ static int parallel_loop(cg *g, isl_ast_node *n)
 	g->err = saved_err;
 	g->tensors = saved_tensors;
 	memcpy(g->base, saved_base, (size_t)g->p->f->ntensors * sizeof(LLVMValueRef));
+	memcpy(g->size, saved_base + g->p->f->ntensors,
+		(size_t)g->p->f->nparams * sizeof(LLVMValueRef));
 
 	/* the call: parallel_for(body, tensors, count, lo, step) */
 	{
@@ -927,6 +943,7 @@ static void cg_clear(cg *g)
 	tc_free(g->scope);
 	tc_free(g->noalias);
 	tc_free(g->ext);
+	tc_free(g->size);
 	tc_free(g->streamed);
 	tc_free(g->iters);
 	tc_free(g->sites);
@@ -1021,7 +1038,8 @@ __tc_give LLVMModuleRef tc_cg_llvm_build_module(__tc_keep LLVMContextRef C,
 	g.noalias = tc_calloc((size_t)f->ntensors + 1, sizeof(LLVMValueRef));
 	g.ext = tc_calloc((size_t)f->ntensors * TC_MAX_RANK + 1, sizeof(int64_t));
 	g.streamed = tc_calloc((size_t)f->ntensors + 1, 1);
-	if (!g.base || !g.ext || !g.scope || !g.noalias || !g.streamed) {
+	g.size = tc_calloc((size_t)f->nparams + 1, sizeof(LLVMValueRef));
+	if (!g.base || !g.ext || !g.scope || !g.noalias || !g.streamed || !g.size) {
 		tc_cg_llvm_fail(&g, "out of memory", NULL);
 		goto error;
 	}

@@ -151,6 +151,13 @@ int tc_ir_affine(__tc_keep const tc_ir_expr *e);
 int tc_ir_plain_var(__tc_keep const tc_ir_expr *e);
 /* Whether e reads tensor t (anywhere, subscripts included). */
 int tc_ir_reads(__tc_keep const tc_ir_expr *e, int t);
+/* The free sizes of f: free[i] (f->nparams entries) is set to 1 for each
+ * size that no extent of a tensor's dimension other than its first
+ * mentions, else 0; returns how many are free.  Row-major strides are
+ * made of the other dimensions' extents, so code that keeps the other
+ * sizes constant and reads the free ones at run time addresses every
+ * tensor with constant strides (sizes=parametric). */
+int tc_ir_free_sizes(__tc_keep const tc_ir_func *f, unsigned char *free);
 /* The range [*lo, *hi) of index variable v at the bound sizes params;
  * 0 when its bounds depend on other indices or do not evaluate. */
 int tc_ir_var_range(__tc_keep const tc_ir_var *v, __tc_keep const int64_t *params, int64_t *lo,

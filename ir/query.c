@@ -78,3 +78,16 @@ int64_t tc_ir_tail_bytes(__tc_keep const tc_ir_func *f, int t, int from,
 			return -1;
 	return bytes;
 }
+
+int tc_ir_free_sizes(__tc_keep const tc_ir_func *f, unsigned char *free)
+{
+	int i, t, k, n = 0;
+	for (i = 0; i < f->nparams; i++) {
+		free[i] = 1;
+		for (t = 0; t < f->ntensors && free[i]; t++)
+			for (k = 1; k < f->tensors[t].ndim && free[i]; k++)
+				free[i] = !tc_sx_mentions(f->tensors[t].ext[k], TC_SX_PARAM, i);
+		n += free[i];
+	}
+	return n;
+}

@@ -115,11 +115,13 @@ int tc_poly_band_member_var(__tc_keep isl_schedule_node *node, int j,
 /* The least and greatest value member j of band node takes over the
  * band's domain in *lo and *hi: 0, or -1 when they are no known constants
  * (a parametric model). */
-static int member_bounds(isl_schedule_node *node, int j, int64_t *lo, int64_t *hi)
+static int member_bounds(const tc_poly *p, isl_schedule_node *node, int j, int64_t *lo,
+	int64_t *hi)
 {
 	isl_multi_union_pw_aff *mupa = isl_schedule_node_band_get_partial_schedule(node);
 	isl_union_pw_aff *upa = isl_multi_union_pw_aff_get_union_pw_aff(mupa, j);
-	isl_union_set *img = isl_union_set_apply(isl_schedule_node_get_domain(node),
+	isl_union_set *dom = isl_schedule_node_get_domain(node);
+	isl_union_set *img = isl_union_set_apply(p ? tc_poly_at(p, dom) : dom,
 		isl_union_map_from_union_pw_aff(upa));
 	isl_set *set = isl_set_from_union_set(img);
 	isl_val *vlo = isl_set_dim_min_val(isl_set_copy(set), 0);
@@ -136,16 +138,17 @@ static int member_bounds(isl_schedule_node *node, int j, int64_t *lo, int64_t *h
 	return r;
 }
 
-int64_t tc_poly_band_member_extent(__tc_keep isl_schedule_node *node, int j)
+int64_t tc_poly_band_member_extent(__tc_keep const tc_poly *p, __tc_keep isl_schedule_node *node,
+	int j)
 {
 	int64_t lo, hi;
-	return member_bounds(node, j, &lo, &hi) < 0 ? 0 : hi - lo + 1;
+	return member_bounds(p, node, j, &lo, &hi) < 0 ? 0 : hi - lo + 1;
 }
 
 int64_t tc_poly_band_member_one_tile(__tc_keep isl_schedule_node *node, int j)
 {
 	int64_t lo, hi;
-	if (member_bounds(node, j, &lo, &hi) < 0 || lo < 0 || hi >= HUGE_TILE - 1)
+	if (member_bounds(NULL, node, j, &lo, &hi) < 0 || lo < 0 || hi >= HUGE_TILE - 1)
 		return HUGE_TILE;
 	return hi + 1;
 }
@@ -344,9 +347,12 @@ static isl_stat count_box_cb(isl_set *set, void *user)
 	return isl_stat_ok;
 }
 
-double tc_poly_box_instances(__tc_keep isl_union_set *dom, double unknown)
+double tc_poly_box_instances(__tc_keep const tc_poly *p, __tc_keep isl_union_set *dom,
+	double unknown)
 {
 	box_count bc = {0, unknown};
-	isl_union_set_foreach_set(dom, count_box_cb, &bc);
+	isl_union_set *at = tc_poly_at(p, isl_union_set_copy(dom));
+	isl_union_set_foreach_set(at, count_box_cb, &bc);
+	isl_union_set_free(at);
 	return bc.count;
 }

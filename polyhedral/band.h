@@ -34,18 +34,23 @@ int tc_poly_set_member_var(__tc_keep isl_set *set, __tc_keep isl_union_pw_aff *m
 int tc_poly_band_member_var(__tc_keep isl_schedule_node *node, int j,
 	__tc_keep const tc_poly_stmt *st);
 
-/* The number of values member j of a band takes over the band's domain, or
- * 0 when that is not a known constant (a parametric model). */
-int64_t tc_poly_band_member_extent(__tc_keep isl_schedule_node *node, int j);
+/* The number of values member j of a band takes over the band's domain at
+ * p's sizes (tc_poly_at), or 0 when that is not a known constant (a
+ * parametric model). */
+int64_t tc_poly_band_member_extent(__tc_keep const tc_poly *p, __tc_keep isl_schedule_node *node,
+	int j);
 
-/* The statement instances of dom, each statement's counted over its
- * bounding box; a statement whose box is unbounded or not constant (a
- * parametric model) counts as unknown instances. */
-double tc_poly_box_instances(__tc_keep isl_union_set *dom, double unknown);
+/* The statement instances of dom at p's sizes (tc_poly_at), each
+ * statement's counted over its bounding box; a statement whose box is
+ * unbounded or not constant (a parametric model) counts as unknown
+ * instances. */
+double tc_poly_box_instances(__tc_keep const tc_poly *p, __tc_keep isl_union_set *dom,
+	double unknown);
 
 /* The tile size that leaves member j of band node untiled, one tile
  * covering all its values: one more than its greatest value when its
- * values are known constants from 0 up, else HUGE_TILE.  Tiling by
+ * values are known constants from 0 up for every size (a free size's
+ * member is never tiled by its extent at one size), else HUGE_TILE.  Tiling by
  * HUGE_TILE means the same, but its constants (2^40) are past isl's small
  * integers, and every set operation on the tiled schedule (the passes' own,
  * the legality checks, the AST build) then computes with big integers:

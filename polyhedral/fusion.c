@@ -147,7 +147,7 @@ static isl_bool nest_cb(isl_schedule_node *node, void *user)
 		return isl_bool_true;
 	if (isl_schedule_node_band_member_get_coincident(node, 0) != isl_bool_true) {
 		dom = isl_schedule_node_get_domain(node);
-		mc->c->serial += tc_poly_box_instances(dom, 1e6);
+		mc->c->serial += tc_poly_box_instances(mc->p, dom, 1e6);
 		isl_union_set_free(dom);
 	}
 	return isl_bool_false;
@@ -182,7 +182,7 @@ void tc_poly_nest_measure(__tc_keep const tc_poly *p, __tc_keep isl_schedule_nod
 	isl_union_set_free(dom);
 	isl_schedule_node_foreach_descendant_top_down(node, band_cb, &mc);
 	all = isl_union_set_subtract(all, mc.tiled);
-	c->untiled = all ? tc_poly_box_instances(all, 1e6) : 0;
+	c->untiled = all ? tc_poly_box_instances(p, all, 1e6) : 0;
 	isl_union_set_free(all);
 	isl_schedule_node_free(below);
 }

@@ -35,7 +35,7 @@ static int too_small_to_share(const tc_poly *p, isl_schedule_node *node)
 	if (!p->params || p->opts.parallel != 2)
 		return 0;
 	dom = isl_schedule_node_get_domain(node);
-	count = tc_poly_box_instances(dom, enough);
+	count = tc_poly_box_instances(p, dom, enough);
 	isl_union_set_free(dom);
 	return count < enough;
 }

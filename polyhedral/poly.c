@@ -402,13 +402,13 @@ static isl_set *context_of(tc_poly *p, int concrete, tc_diags *d)
 	for (i = 0; i < f->nparams; i++) {
 		tc_buf_puts(&b, i ? " and " : "");
 		put_param(&b, &n, i);
-		if (concrete)
+		if (concrete && !(p->free && p->free[i]))
 			tc_buf_printf(&b, " = %lld", (long long)p->params[i]);
 		else /* a model of sizes holding a zero-size dimension: the
 		      * generic context still holds them */
 			tc_buf_puts(&b, p->params && p->params[i] < 1 ? " >= 0" : " >= 1");
 	}
-	for (i = 0; !concrete && i < f->nchecks; i++) {
+	for (i = 0; (!concrete || p->free) && i < f->nchecks; i++) {
 		tc_buf_puts(&b, f->nparams || i ? " and " : "");
 		sx_isl(&b, f->checks[i].e, &n);
 		tc_buf_puts(&b, f->checks[i].eq ? " = 0" : " >= 0");
@@ -428,7 +428,20 @@ static isl_set *context_of(tc_poly *p, int concrete, tc_diags *d)
 static int build_context(tc_poly *p, tc_diags *d)
 {
 	p->context = context_of(p, p->params != NULL, d);
+	if (p->context && p->free) { /* where the passes measure: every size fixed */
+		unsigned char *free = p->free;
+		p->free = NULL;
+		p->at = context_of(p, 1, d);
+		p->free = free;
+		if (!p->at)
+			return -1;
+	}
 	return p->context ? 0 : -1;
+}
+
+__tc_give isl_union_set *tc_poly_at(__tc_keep const tc_poly *p, __tc_take isl_union_set *set)
+{
+	return p->at ? isl_union_set_intersect_params(set, isl_set_copy(p->at)) : set;
 }
 
 /* Domains, accesses and the original schedule, one statement at a time. */
@@ -730,8 +743,16 @@ error:
 __tc_give tc_poly *tc_poly_build(__tc_keep isl_ctx *ctx, __tc_keep const tc_ir_func *f,
 	__tc_keep const int64_t *params, __tc_keep const tc_target *target, __tc_keep tc_diags *d)
 {
+	return tc_poly_build_free(ctx, f, params, NULL, target, d);
+}
+
+__tc_give tc_poly *tc_poly_build_free(__tc_keep isl_ctx *ctx, __tc_keep const tc_ir_func *f,
+	__tc_keep const int64_t *params, __tc_keep const unsigned char *free,
+	__tc_keep const tc_target *target, __tc_keep tc_diags *d)
+{
 	tc_poly *p = tc_calloc(1, sizeof(*p));
 	parts all;
+	int i;
 
 	if (!p)
 		goto oom;
@@ -746,6 +767,11 @@ __tc_give tc_poly *tc_poly_build(__tc_keep isl_ctx *ctx, __tc_keep const tc_ir_f
 		if (!p->params)
 			goto oom;
 		memcpy(p->params, params, (size_t)f->nparams * sizeof(int64_t));
+		for (i = 0; free && i < f->nparams && !p->free; i++)
+			if (free[i] && !(p->free = tc_malloc((size_t)f->nparams)))
+				goto oom;
+		if (p->free)
+			memcpy(p->free, free, (size_t)f->nparams);
 	}
 	if (make_stmts(p) < 0)
 		goto oom;
@@ -973,6 +999,8 @@ void tc_poly_free(__tc_take tc_poly *p)
 	isl_union_map_free(p->writes);
 	isl_union_set_free(p->domain);
 	isl_set_free(p->context);
+	isl_set_free(p->at);
+	tc_free(p->free);
 	isl_union_map_free(p->gnear);
 	isl_union_set_free(p->gdomain);
 	isl_set_free(p->gcontext);

@@ -29,7 +29,11 @@
  * Specialisation: built with concrete sizes (params non-NULL), the AST
  * context fixes every size, so loop bounds are constants; without (params
  * NULL) the model is parametric with the context "every size >= 1 and the
- * def's size conditions hold" (for printing and golden tests).
+ * def's size conditions hold" (for printing and golden tests).  Between
+ * the two (tc_poly_build_free): concrete sizes, some of them left free;
+ * the context fixes the others only, so the schedule and the AST hold for
+ * every value >= 1 of the free ones, while the passes make their choices
+ * (tile sizes, what is worth a thread) at the given values (p->at).
  *
  * Ownership: a tc_poly is the caller's (tc_poly_build, tc_poly_free) and
  * owns its isl objects and arrays; it borrows the isl_ctx, the IR function
@@ -164,6 +168,12 @@ typedef struct tc_poly {
 				  * sizes, threads, row-buffer budget */
 	const tc_ir_func *f;
 	int64_t *params;    /* concrete sizes, or NULL: parametric */
+	unsigned char *free; /* with params: free[i] set for each size the
+			      * context leaves free (tc_poly_build_free),
+			      * or NULL: none */
+	isl_set *at;        /* with free sizes: the context fixing every
+			     * size at params, where the passes measure
+			     * (tc_poly_at); NULL otherwise */
 	int nstmts;
 	tc_poly_stmt *stmts;
 	isl_set *context;        /* constraints on the sizes */
@@ -234,6 +244,19 @@ int tc_poly_is_pack(__tc_keep const tc_poly *p, __tc_keep isl_union_set *instanc
 __tc_give tc_poly *tc_poly_build(__tc_keep isl_ctx *ctx, __tc_keep const tc_ir_func *f,
 	__tc_keep const int64_t *params, __tc_keep const tc_target *target,
 	__tc_keep tc_diags *d);
+/* tc_poly_build with sizes params of which those with free[i] set (free
+ * has f->nparams entries; NULL: none) stay parameters of the schedule and
+ * the AST: the context says only that they are >= 1 and that the def's
+ * size conditions hold, and p->at fixes them at params for the passes'
+ * measures. */
+__tc_give tc_poly *tc_poly_build_free(__tc_keep isl_ctx *ctx, __tc_keep const tc_ir_func *f,
+	__tc_keep const int64_t *params, __tc_keep const unsigned char *free,
+	__tc_keep const tc_target *target, __tc_keep tc_diags *d);
+
+/* set (taken) where the passes measure it: at p's sizes when some are
+ * free (intersected with p->at), else set itself. */
+__tc_give isl_union_set *tc_poly_at(__tc_keep const tc_poly *p, __tc_take isl_union_set *set);
+
 /* Whether schedule s runs the source of every dependence of p before its
  * target: 1 yes, 0 no, -1 on an isl error. */
 int tc_poly_schedule_legal(__tc_keep tc_poly *p, __tc_keep isl_schedule *s);

@@ -121,7 +121,7 @@ static void regtile_sizes(const tc_poly *p, isl_schedule_node *node, const tc_po
 	int64_t acc = p->target->accumulators;
 	int j, k = p->opts.nregtile, row = p->opts.nregtile ? -1 : rows_member(node, st);
 	for (j = n - 1; j >= 0; j--) {
-		int64_t ext = tc_poly_band_member_extent(node, j), size;
+		int64_t ext = tc_poly_band_member_extent(p, node, j), size;
 		if (isl_schedule_node_band_member_get_coincident(node, j) != isl_bool_true) {
 			sizes[j] = HUGE_TILE;
 			continue;

@@ -79,7 +79,7 @@ static int conv_tiles(const tc_poly *p, isl_schedule_node *node, const tc_poly_s
 		if (red < 0)
 			red = j;
 		else
-			window *= tc_poly_band_member_extent(node, j);
+			window *= tc_poly_band_member_extent(p, node, j);
 		for (k = 0; k < n; k++) {
 			int vk = tc_poly_band_member_var(node, k, st);
 			if (vk >= 0 && isl_schedule_node_band_member_get_coincident(node, k) ==
@@ -89,7 +89,7 @@ static int conv_tiles(const tc_poly *p, isl_schedule_node *node, const tc_poly_s
 	}
 	if (!window_member || red < 0 || window <= 0 || n < 3)
 		return 0;
-	ext = tc_poly_band_member_extent(node, red);
+	ext = tc_poly_band_member_extent(p, node, red);
 	sizes[red] = p->target->block_depth / window > 0 ? p->target->block_depth / window : 1;
 	if (ext <= 0 || 2 * ext < 3 * sizes[red])
 		return 0;
@@ -123,7 +123,7 @@ static int auto_tiles(const tc_poly *p, isl_schedule_node *node, int64_t *sizes)
 		return 1;
 	for (j = n - 1; j >= 0; j--) {
 		int coinc = isl_schedule_node_band_member_get_coincident(node, j) == isl_bool_true;
-		int64_t ext = tc_poly_band_member_extent(node, j), size;
+		int64_t ext = tc_poly_band_member_extent(p, node, j), size;
 		if (!coinc)
 			size = p->target->block_depth;
 		else if (j == n - 1)

@@ -5,8 +5,9 @@
  * to object code for the kernel cache.  A kernel's function takes one
  * array (codegen/llvm.h): the data of every tensor (inputs, outputs, then
  * the temporaries in the workspace), the error record of run-time checks,
- * and tcomp's parallel_for, through which its parallel loops run on the
- * thread pool (runtime/pool.c). */
+ * tcomp's parallel_for, through which its parallel loops run on the
+ * thread pool (runtime/pool.c), and the sizes (which code compiled with
+ * sizes=parametric reads). */
 #include "backend.h"
 
 #include "error.h"
@@ -128,7 +129,7 @@ static tc_stat run(__tc_keep tc_module *m, __tc_keep tc_rt_compiled *c, __tc_kee
 {
 	tc_context *ctx = m->ctx;
 	const tc_ir_func *f = c->cf;
-	void **ptrs = tc_calloc((size_t)f->ntensors + 3, sizeof(void *));
+	void **ptrs = tc_calloc((size_t)f->ntensors + 4, sizeof(void *));
 	void (*pf)(tc_rt_loop_body, void *const *, int64_t, int64_t, int64_t) = tc_rt_parallel_for;
 	int64_t err[2] = {0, 0};
 	void *ws = NULL;
@@ -147,6 +148,7 @@ static tc_stat run(__tc_keep tc_module *m, __tc_keep tc_rt_compiled *c, __tc_kee
 		ptrs[i] = base + c->ws_off[i];
 	ptrs[f->ntensors] = err;
 	memcpy(&ptrs[f->ntensors + 1], &pf, sizeof(pf)); /* the pool, for parallel loops */
+	ptrs[f->ntensors + 2] = c->params; /* the free sizes' values (sizes=parametric) */
 	tc_rt_pool_set_threads(c->opts.threads ? c->opts.threads
 					       : __atomic_load_n(&ctx->threads, __ATOMIC_RELAXED));
 	tc_cg_code_fn(c->code)(ptrs);

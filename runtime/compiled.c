@@ -51,8 +51,10 @@ void tc_rt_compiled_free(__tc_take tc_rt_compiled *c)
 {
 	if (!c)
 		return;
-	if (c->code)
+	if (c->code && !c->code_of)
 		c->backend->code_free(c->code);
+	if (!c->code_of)
+		tc_free(c->free);
 	pool_free(&c->ws_free);
 	pool_free(&c->copy_free);
 	tc_free(c->ws_off);

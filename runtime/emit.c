@@ -95,11 +95,13 @@ char *tc_module_emit(tc_module *m, const char *entry, const char *stage)
 
 char *tc_kernel_emit(tc_kernel *k, const char *stage)
 {
-	tc_rt_compiled *c;
+	const tc_rt_compiled *c;
 	if (!k)
 		return NULL;
 	c = k->c;
 	tc_rt_clear_error(k->m->ctx);
+	if (c->code_of) /* code compiled for other free sizes: show that code */
+		c = c->code_of;
 	if (stage && tc_rt_pipeline_stage_ok(c->backend, stage))
 		return pipeline_text(k->m, c->backend, c->cf, c->params, &c->opts, &c->target, stage);
 	if (stage && !strcmp(stage, "ir") && c->cf != c->f) { /* rewritten */

@@ -42,6 +42,8 @@ typedef struct tc_rt_opts {
 	tc_rt_share share;   /* share */
 	int inline_temps;    /* inline=on: ir/inline.c */
 	int pack;            /* pack=on: ir/pack.c */
+	int parametric;      /* sizes=parametric: the free sizes of the code
+			      * (tc_ir_free_sizes) are run-time values */
 	tc_poly_opts sched;  /* the schedule passes' settings */
 	tc_cg_opts cg;       /* the code generators' settings */
 } tc_rt_opts;
@@ -97,6 +99,13 @@ typedef struct tc_rt_compiled {
 	tc_target target;   /* the machine it was compiled for (with opts.threads
 			     * or the context's count as the expected threads) */
 	void *code;        /* the backend's compiled code (NULL: none) */
+	unsigned char *free; /* sizes=parametric: per size, whether the code
+			      * reads it at run time (tc_ir_free_sizes of cf);
+			      * NULL otherwise */
+	const struct tc_rt_compiled *code_of; /* code, cf and free borrowed from
+			      * this one of the module's (sizes=parametric:
+			      * compiled for other values of the free sizes),
+			      * or NULL: its own */
 	int from_object;   /* code loaded from the kernel cache's object code */
 	size_t ws_bytes;   /* workspace for the temporaries */
 	size_t ws_touch;   /* the part of it a new workspace has touched */

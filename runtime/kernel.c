@@ -81,6 +81,34 @@ static char *memo_key(const char *entry, const tc_tensor *in, int n, const char 
 	return tc_buf_take(&b);
 }
 
+/* The shapes of every tensor of c->cf at c->params (the inputs' from in)
+ * and the workspace layout: 0; -1 with a message in d; 1 with an error
+ * already in m's context. */
+static int size_up(tc_module *m, tc_rt_compiled *c, const tc_tensor *in, tc_diags *d)
+{
+	const tc_ir_func *f = c->cf;
+	int i;
+	tc_free(c->shapes);
+	if (!(c->shapes = tc_calloc((size_t)f->ntensors + 1, sizeof(tc_tensor)))) {
+		tc_rt_set_error(m->ctx, "out of memory");
+		return 1;
+	}
+	for (i = 0; i < f->ntensors; i++) {
+		tc_tensor *t = &c->shapes[i];
+		t->dtype = f->tensors[i].dtype;
+		t->ndim = f->tensors[i].ndim;
+		if (i < f->ninputs)
+			memcpy(t->shape, in[i].shape, sizeof(t->shape));
+		else if (tc_ir_shape(f, i, c->params, t->shape, d) < 0)
+			return -1;
+	}
+	if (tc_rt_workspace_layout(c) < 0) {
+		tc_rt_set_error(m->ctx, "the temporaries of '%s' are too large for memory", f->name);
+		return 1;
+	}
+	return 0;
+}
+
 /* A new compiled object for entry at these input shapes, or NULL. */
 static tc_rt_compiled *compile(tc_module *m, const tc_ir_func *f, const tc_tensor *in,
 	int n_inputs, const tc_options *options, char *key, const tc_rt_object *obj_in,
@@ -119,24 +147,13 @@ static tc_rt_compiled *compile(tc_module *m, const tc_ir_func *f, const tc_tenso
 	if (!(c->ar = tc_arena_new()) ||
 		!(c->cf = f = tc_rt_pipeline_rewrite(c->ar, f, c->params, &c->opts, &c->target)))
 		goto oom;
-	if (c->cf != c->f) {
-		tc_free(c->shapes);
-		if (!(c->shapes = tc_calloc((size_t)f->ntensors + 1, sizeof(tc_tensor))))
+	if (c->opts.parametric && c->backend->compile) {
+		if (!(c->free = tc_calloc((size_t)f->nparams + 1, 1)))
 			goto oom;
+		tc_ir_free_sizes(c->cf, c->free);
 	}
-	for (i = 0; i < f->ntensors; i++) {
-		tc_tensor *t = &c->shapes[i];
-		t->dtype = f->tensors[i].dtype;
-		t->ndim = f->tensors[i].ndim;
-		if (i < f->ninputs)
-			memcpy(t->shape, in[i].shape, sizeof(t->shape));
-		else if (tc_ir_shape(f, i, c->params, t->shape, &d) < 0)
-			goto error;
-	}
-	if (tc_rt_workspace_layout(c) < 0) {
-		tc_rt_set_error(m->ctx, "the temporaries of '%s' are too large for memory", f->name);
-		goto fail;
-	}
+	if ((i = size_up(m, c, in, &d)) != 0)
+		goto fail_or_error;
 	if (c->backend->compile && tc_rt_pipeline_compile(m, c, obj_in, obj_out, &d) < 0)
 		goto error;
 	tc_diags_clear(&d);
@@ -145,12 +162,129 @@ oom:
 	tc_free(key);
 	tc_rt_set_error(m->ctx, "out of memory");
 	goto fail;
+fail_or_error:
+	if (i > 0)
+		goto fail;
 error:
 	tc_rt_set_error_diags(m->ctx, &d);
 fail:
 	tc_diags_clear(&d);
 	tc_rt_compiled_free(c);
 	return NULL;
+}
+
+/* The memo key's options part: what follows its second '|'. */
+static const char *key_options(const char *key)
+{
+	const char *p = strchr(key, '|');
+	p = p ? strchr(p + 1, '|') : NULL;
+	return p ? p + 1 : "";
+}
+
+/* Whether a and b are the same IR, their printed form and the flags the
+ * printer leaves out. */
+static int same_ir(const tc_ir_func *a, const tc_ir_func *b)
+{
+	tc_buf x, y;
+	int i, same = a->ntensors == b->ntensors && a->nstmts == b->nstmts;
+	for (i = 0; same && i < a->ntensors; i++)
+		same = a->tensors[i].rowbuf == b->tensors[i].rowbuf &&
+			a->tensors[i].widened == b->tensors[i].widened;
+	for (i = 0; same && i < a->nstmts; i++)
+		same = a->stmts[i].pack == b->stmts[i].pack;
+	if (!same || a == b)
+		return same;
+	tc_buf_init(&x);
+	tc_buf_init(&y);
+	tc_ir_print(a, &x);
+	tc_ir_print(b, &y);
+	same = !x.oom && !y.oom && x.s && y.s && !strcmp(x.s, y.s);
+	tc_buf_free(&x);
+	tc_buf_free(&y);
+	return same;
+}
+
+/* sizes=parametric: a new compiled object for entry at the input shapes in
+ * that runs the code of one compiled before for other values of its free
+ * sizes (tc_ir_free_sizes): same def, options and input types and ranks,
+ * the same value of every other size, each free size >= 1, and the IR
+ * rewrites at the new sizes giving the same function as at the old ones
+ * (their choices, such as whether a statement covers its whole output,
+ * are made at the sizes; the same result means the code's function holds
+ * at the new sizes too).  0 with *out NULL when none serves; -1 with an
+ * error in the context when out of memory. */
+static int share_code(tc_module *m, const tc_ir_func *f, const tc_tensor *in, int n_inputs,
+	char **key, tc_rt_compiled **out)
+{
+	tc_rt_compiled *c = NULL;
+	const tc_rt_compiled *o;
+	const tc_ir_func *rf;
+	tc_arena *ar = NULL;
+	int64_t *params = NULL;
+	tc_diags d;
+	int i, j, ok;
+
+	*out = NULL;
+	tc_diags_init(&d, m->src);
+	for (i = 0; i < m->compiled.n && !c; i++) {
+		o = m->compiled.v[i];
+		if (o->code_of || !o->free || !o->code || o->f != f ||
+			strcmp(key_options(o->key), key_options(*key)))
+			continue;
+		for (j = 0, ok = 1; j < n_inputs && ok; j++)
+			ok = in[j].dtype == o->shapes[j].dtype && in[j].ndim == o->shapes[j].ndim;
+		tc_free(params);
+		if (!ok || !(params = tc_calloc((size_t)f->nparams + 1, sizeof(int64_t))))
+			goto next;
+		if (tc_ir_bind(f, in, n_inputs, params, &d) < 0) { /* compiling says why */
+			tc_diags_clear(&d);
+			tc_diags_init(&d, m->src);
+			goto next;
+		}
+		for (j = 0; j < f->nparams && ok; j++)
+			ok = o->free[j] ? params[j] >= 1 : params[j] == o->params[j];
+		tc_arena_free(ar);
+		if (!ok || !(ar = tc_arena_new()) ||
+			!(rf = tc_rt_pipeline_rewrite(ar, f, params, &o->opts, &o->target)) ||
+			!same_ir(rf, o->cf))
+			goto next;
+		if (!(c = tc_calloc(1, sizeof(*c))))
+			goto oom;
+		c->key = *key;
+		*key = NULL;
+		c->f = f;
+		c->cf = o->cf;
+		c->params = params;
+		params = NULL;
+		c->backend = o->backend;
+		c->opts = o->opts;
+		c->target = o->target;
+		c->code = o->code;
+		c->free = o->free;
+		c->code_of = o;
+		c->from_object = o->from_object;
+		if (!(c->options = tc_strdup(o->options)))
+			goto oom;
+		if ((j = size_up(m, c, in, &d)) != 0) {
+			if (j < 0)
+				tc_rt_set_error_diags(m->ctx, &d);
+			goto fail;
+		}
+	next:;
+	}
+	tc_arena_free(ar);
+	tc_free(params);
+	tc_diags_clear(&d);
+	*out = c;
+	return 0;
+oom:
+	tc_rt_set_error(m->ctx, "out of memory");
+fail:
+	tc_arena_free(ar);
+	tc_free(params);
+	tc_diags_clear(&d);
+	tc_rt_compiled_free(c);
+	return -1;
 }
 
 /* The function of entry with the input tensors checked and converted into
@@ -218,8 +352,12 @@ tc_kernel *tc_compile(tc_module *m, const char *entry, const DLTensor *const *in
 		if (!strcmp(((tc_rt_compiled *)m->compiled.v[i])->key, key))
 			c = m->compiled.v[i];
 	if (!c) {
-		c = compile(m, f, in, n_inputs, options, key, obj.code ? &obj : NULL, NULL);
-		key = NULL; /* compile took it */
+		/* sizes=parametric: code compiled for other free sizes, else compile */
+		if (share_code(m, f, in, n_inputs, &key, &c) < 0)
+			goto done;
+		if (!c)
+			c = compile(m, f, in, n_inputs, options, key, obj.code ? &obj : NULL, NULL);
+		key = NULL; /* taken */
 		if (c && tc_vec_push(&m->compiled, c) < 0) {
 			tc_rt_compiled_free(c);
 			c = NULL;
@@ -432,6 +570,11 @@ done:
 	tc_free(user);
 	tc_free(t);
 	return st;
+}
+
+int tc_kernel_reuses_code(const tc_kernel *k)
+{
+	return k ? k->c->code_of != NULL : -1;
 }
 
 void tc_kernel_free(tc_kernel *k)

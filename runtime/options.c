@@ -58,6 +58,8 @@ static const opt_def opt_table[] = {
 		"copy an input that a contraction reads along its reduction (B in A(m,r_k) * B(n,r_k), fully connected weights) into a temporary laid out so the register tile applies; the copy runs first"},
 	{"interchange", TC_OPT_PERM, "auto|0..15", "auto",
 		"the order of the members of the band that tile tiles (the outermost permutable band of the first loop nest, packing copies aside), after order: entry k says which member goes to position k (2,0,1: the third loop outermost), so it orders the cache-tile loops and the loops within tiles; a shorter list permutes the first members only; a list longer than the band, or an order that would break a dependence, leaves the band as it is; tile sizes follow the new order (auto: the order option's order)"},
+	{"sizes", TC_OPT_ENUM, "concrete|parametric", "concrete",
+		"concrete: every size is a constant of the generated code, and each new shape compiles again; parametric: the sizes that only the first dimension of tensors has (a batch, the rows of a matmul) are run-time values of the code, so a kernel compiled for one shape serves every shape that differs from it in those sizes only, without compiling again (decisions such as tile sizes are made for the first shape; the code may run somewhat slower than concrete code, see docs/performance.md)"},
 };
 #define NOPTS ((int)(sizeof(opt_table) / sizeof(opt_table[0])))
 
@@ -582,6 +584,7 @@ void tc_rt_opts_decode(__tc_keep const tc_options *o, __tc_keep tc_rt_opts *out)
 		: !strcmp(share, "row") ? TC_RT_SHARE_ROW : TC_RT_SHARE_ON;
 	out->inline_temps = !strcmp(tc_options_get(o, "inline"), "on");
 	out->pack = !strcmp(tc_options_get(o, "pack"), "on");
+	out->parametric = !strcmp(tc_options_get(o, "sizes"), "parametric");
 	poly_opts(o, &out->sched);
 	out->cg.fastmath = strcmp(tc_options_get(o, "fastmath"), "on") == 0;
 	out->cg.contract = out->cg.fastmath || strcmp(tc_options_get(o, "contract"), "on") == 0;

@@ -88,7 +88,17 @@ static tc_poly *schedule(isl_ctx *ictx, const tc_rt_backend *b, const tc_ir_func
 	const int64_t *params, const tc_rt_opts *o, const tc_target *t, const char *stop_after,
 	int ast, tc_diags *d)
 {
-	tc_poly *p = tc_poly_build(ictx, cf, params, t, d);
+	unsigned char *free = NULL;
+	tc_poly *p;
+	if (params && o && o->parametric) { /* sizes=parametric: leave the free sizes free */
+		if (!(free = tc_malloc((size_t)cf->nparams + 1))) {
+			tc_error(d, (tc_loc){0}, "out of memory");
+			return NULL;
+		}
+		tc_ir_free_sizes(cf, free);
+	}
+	p = tc_poly_build_free(ictx, cf, params, free, t, d);
+	tc_free(free);
 	if (!p)
 		return NULL;
 	if (o)

@@ -181,6 +181,8 @@ static void kernels(void **state)
 	assert_int_equal(tc_kernel_stats(k, NULL, NULL), 0);
 	assert_null(tc_kernel_options(NULL));
 	assert_null(tc_kernel_options_source(NULL));
+	assert_int_equal(tc_kernel_reuses_code(NULL), -1);
+	assert_int_equal(tc_kernel_reuses_code(k), 0);
 	tc_kernel_free(NULL);
 	tc_kernel_free(k);
 	tu_tensor_fini(&out);

@@ -1,0 +1,267 @@
+/* Option sizes=parametric: code that reads the free sizes (those only
+ * first dimensions have) at run time, and tc_compile giving a kernel for
+ * other values of them the code compiled before (tc_kernel_reuses_code).
+ * Every kernel's results are compared with the reference interpreter's
+ * on fresh random inputs, outputs poisoned first. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tcomp.h"
+#include "testutil.h"
+
+static tc_context *ctx;
+
+static int setup(void **state)
+{
+	(void)state;
+	ctx = tc_context_new();
+	return ctx ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	tc_context_free(ctx);
+	return 0;
+}
+
+#define MAX_IN 5
+#define MAX_OUT 4
+
+/* One call: the inputs' types and shapes; an integer input holds values
+ * in [0, lim). */
+typedef struct input {
+	tu_elt elt;
+	int ndim;
+	int64_t dims[4];
+	int64_t lim;
+} input;
+
+static tc_kernel *compile_with(tc_module *m, const char *entry, const DLTensor *const *in,
+	int nin, const char *opts)
+{
+	tc_options *o = tc_options_new();
+	tc_kernel *k;
+	assert_int_equal(tc_options_parse(o, opts, ctx), 0);
+	k = tc_compile(m, entry, in, nin, o);
+	tc_options_free(o);
+	if (!k)
+		fail_msg("%s: %s", opts, tc_context_error(ctx));
+	return k;
+}
+
+/* Run entry of m on random inputs of the shapes ins[0..nin) with options
+ * opts and with the interpreter; every float32 output within rel of the
+ * interpreter's.  Returns tc_kernel_reuses_code of the compiled kernel. */
+static int check(tc_module *m, const char *entry, const input *ins, int nin, const char *opts,
+	uint64_t seed, float rel)
+{
+	tu_tensor in[MAX_IN], out[2][MAX_OUT];
+	const DLTensor *inp[MAX_IN];
+	DLTensor *outp[MAX_OUT];
+	tc_kernel *k[2];
+	int i, v, nout, reuses;
+	int64_t j;
+	for (i = 0; i < nin; i++) {
+		tu_tensor_init(&in[i], ins[i].elt, ins[i].dims, ins[i].ndim);
+		for (j = 0; j < in[i].numel; j++)
+			if (ins[i].elt == TU_F32)
+				((float *)in[i].data)[j] = (float)(2 * tu_rand_unit(&seed) - 1);
+			else
+				((int64_t *)in[i].data)[j] = tu_rand_int(&seed, 0, ins[i].lim - 1);
+		inp[i] = &in[i].dl;
+	}
+	k[0] = compile_with(m, entry, inp, nin, opts);
+	k[1] = compile_with(m, entry, inp, nin, "target=interp");
+	reuses = tc_kernel_reuses_code(k[0]);
+	nout = tc_kernel_num_outputs(k[0]);
+	assert_true(nout >= 1 && nout <= MAX_OUT);
+	for (v = 0; v < 2; v++) {
+		for (i = 0; i < nout; i++) {
+			int64_t shape[8];
+			int nd;
+			assert_int_equal(tc_kernel_output_shape(k[v], i, NULL, &nd, shape), 0);
+			tu_tensor_init(&out[v][i], TU_F32, shape, nd);
+			tu_poison(&out[v][i]);
+			outp[i] = &out[v][i].dl;
+		}
+		if (tc_kernel_run(k[v], inp, nin, outp, nout) != 0)
+			fail_msg("%s: %s", v ? "interp" : opts, tc_context_error(ctx));
+	}
+	for (i = 0; i < nout; i++) {
+		for (j = 0; j < out[0][i].numel; j++) {
+			float a = ((float *)out[0][i].data)[j], b = ((float *)out[1][i].data)[j];
+			if (!(fabsf(a - b) <= rel * (1 + fabsf(b))))
+				fail_msg("%s, output %d element %lld: %g, the interpreter %g", opts, i,
+					(long long)j, a, b);
+		}
+		tu_tensor_fini(&out[0][i]);
+		tu_tensor_fini(&out[1][i]);
+	}
+	for (i = 0; i < nin; i++)
+		tu_tensor_fini(&in[i]);
+	tc_kernel_free(k[0]);
+	tc_kernel_free(k[1]);
+	return reuses;
+}
+
+/* The MLP's backward pass (the batch size B is also a value: / B): the
+ * code compiled at B = 32 serves B = 7, 1, 50 and 129; another hidden
+ * width (H, a second dimension) compiles again. */
+static void batch_sizes_share_code(void **state)
+{
+	static const int64_t batches[] = {32, 7, 1, 50, 129};
+	tc_module *m = tc_module_parse(ctx,
+		"def k(float(B,I) X, float(B,H) Hd, float(B,K) P, int64(B) Y, float(H,K) W2)"
+		" -> (dW1, dB1, dW2, dB2) {\n"
+		"  dL(b,k) = (P(b,k) - (Y(b) == k ? 1.0 : 0.0)) / B\n"
+		"  dW2(h,k) +=! Hd(b,h) * dL(b,k)\n"
+		"  dB2(k) +=! dL(b,k)\n"
+		"  dH(b,h) +=! dL(b,k) * W2(h,k)\n"
+		"  dH(b,h) = Hd(b,h) > 0 ? dH(b,h) : 0.0\n"
+		"  dW1(i,h) +=! X(b,i) * dH(b,h)\n"
+		"  dB1(h) +=! dH(b,h)\n}\n", "bwd.tc");
+	size_t n;
+	(void)state;
+	assert_non_null(m);
+	for (n = 0; n < sizeof(batches) / sizeof(batches[0]); n++) {
+		int64_t b = batches[n];
+		input ins[5] = {
+			{TU_F32, 2, {b, 40}, 0}, {TU_F32, 2, {b, 24}, 0}, {TU_F32, 2, {b, 10}, 0},
+			{TU_I64, 1, {b}, 10}, {TU_F32, 2, {24, 10}, 0},
+		};
+		assert_int_equal(check(m, "k", ins, 5, "sizes=parametric", 100 + n, 1e-4f), n > 0);
+	}
+	{
+		input ins[5] = {
+			{TU_F32, 2, {16, 40}, 0}, {TU_F32, 2, {16, 20}, 0}, {TU_F32, 2, {16, 10}, 0},
+			{TU_I64, 1, {16}, 10}, {TU_F32, 2, {20, 10}, 0},
+		};
+		assert_int_equal(check(m, "k", ins, 5, "sizes=parametric", 9, 1e-4f), 0);
+	}
+	tc_module_free(m);
+}
+
+/* Matmul's rows M on two threads (parallel loops outlined, each reading
+ * the sizes): compiled at M = 96, shared with M = 1, 37 and 200 (full and
+ * partial register tiles); its C text takes M as an argument.  Other K
+ * or N compile again. */
+static void matmul_rows_share_code(void **state)
+{
+	static const int64_t rows[] = {96, 1, 37, 200};
+	const char *opts = "sizes=parametric threads=2 parallel=on";
+	tc_module *m = tc_module_parse(ctx,
+		"def k(float(M,K) A, float(K,N) B) -> (C) { C(m,n) +=! A(m,r_k) * B(r_k,n) }\n",
+		"mm.tc");
+	size_t n;
+	(void)state;
+	assert_non_null(m);
+	for (n = 0; n < sizeof(rows) / sizeof(rows[0]); n++) {
+		input ins[2] = {{TU_F32, 2, {rows[n], 64}, 0}, {TU_F32, 2, {64, 72}, 0}};
+		assert_int_equal(check(m, "k", ins, 2, opts, 200 + n, 1e-5f), n > 0);
+	}
+	{
+		input a[2] = {{TU_F32, 2, {37, 48}, 0}, {TU_F32, 2, {48, 72}, 0}};
+		input b[2] = {{TU_F32, 2, {37, 64}, 0}, {TU_F32, 2, {64, 80}, 0}};
+		assert_int_equal(check(m, "k", a, 2, opts, 300, 1e-5f), 0);
+		assert_int_equal(check(m, "k", b, 2, opts, 301, 1e-5f), 0);
+	}
+	{
+		tu_tensor a, b;
+		int64_t sa[2] = {5, 64}, sb[2] = {64, 72};
+		const DLTensor *in[2];
+		tc_kernel *k;
+		char *c;
+		tu_tensor_init(&a, TU_F32, sa, 2);
+		tu_tensor_init(&b, TU_F32, sb, 2);
+		in[0] = &a.dl;
+		in[1] = &b.dl;
+		k = compile_with(m, "k", in, 2, opts);
+		assert_int_equal(tc_kernel_reuses_code(k), 1);
+		c = tc_kernel_emit(k, "c");
+		assert_non_null(c);
+		assert_true(tu_contains(c, "sizes M (free), K=64, N=72"));
+		assert_true(tu_contains(c, "void k(void *const *tensors, int64_t M)"));
+		tc_string_free(c);
+		tc_kernel_free(k);
+		tu_tensor_fini(&a);
+		tu_tensor_fini(&b);
+	}
+	tc_module_free(m);
+}
+
+/* Without sizes=parametric each shape compiles again; with it, only
+ * kernels of the same options share code. */
+static void sharing_needs_the_option_and_the_same_options(void **state)
+{
+	tc_module *m = tc_module_parse(ctx,
+		"def k(float(N,D) I) -> (O) {\n"
+		"  mx(n) max=! I(n,r_d)\n"
+		"  O(n,d) = exp(I(n,d) - mx(n))\n"
+		"  sm(n) +=! O(n,r_d)\n"
+		"  O(n,d) = O(n,d) / sm(n)\n}\n",
+		"softmax.tc");
+	input a[1] = {{TU_F32, 2, {20, 100}, 0}}, b[1] = {{TU_F32, 2, {3, 100}, 0}};
+	input c[1] = {{TU_F32, 2, {41, 100}, 0}};
+	(void)state;
+	assert_non_null(m);
+	assert_int_equal(check(m, "k", a, 1, "", 1, 1e-5f), 0);
+	assert_int_equal(check(m, "k", b, 1, "", 2, 1e-5f), 0);
+	assert_int_equal(check(m, "k", a, 1, "sizes=parametric fusion=min", 3, 1e-5f), 0);
+	assert_int_equal(check(m, "k", b, 1, "sizes=parametric", 4, 1e-5f), 0);
+	assert_int_equal(check(m, "k", c, 1, "sizes=parametric", 5, 1e-5f), 1);
+	assert_int_equal(check(m, "k", c, 1, "sizes=parametric fusion=min", 6, 1e-5f), 1);
+	tc_module_free(m);
+}
+
+/* A convolution rewritten channels last (16 output channels, ir/pack.c)
+ * shares its code across batch sizes: the rewrite at the new batch is
+ * the same function. */
+static void convolution_batches_share_code(void **state)
+{
+	static const int64_t batches[] = {2, 1, 3};
+	tc_module *m = tc_module_parse(ctx,
+		"def k(float(N,C,H,W) I, float(F,C,KH,KW) W1) -> (O) {\n"
+		"  O(n,f,h,w) +=! I(n,r_c,h + r_kh,w + r_kw) * W1(f,r_c,r_kh,r_kw)\n}\n",
+		"conv.tc");
+	size_t n;
+	(void)state;
+	assert_non_null(m);
+	for (n = 0; n < sizeof(batches) / sizeof(batches[0]); n++) {
+		input ins[2] = {{TU_F32, 4, {batches[n], 4, 10, 12}, 0},
+			{TU_F32, 4, {16, 4, 3, 3}, 0}};
+		assert_int_equal(check(m, "k", ins, 2, "sizes=parametric", 400 + n, 1e-5f), n > 0);
+	}
+	tc_module_free(m);
+}
+
+/* A value the option does not take is refused with the values it does. */
+static void option_values(void **state)
+{
+	tc_options *o = tc_options_new();
+	(void)state;
+	assert_int_equal(tc_options_parse(o, "sizes=parametric", ctx), 0);
+	assert_int_not_equal(tc_options_parse(o, "sizes=sometimes", ctx), 0);
+	assert_true(tu_contains(tc_context_error(ctx), "concrete|parametric"));
+	tc_options_free(o);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(batch_sizes_share_code),
+		cmocka_unit_test(matmul_rows_share_code),
+		cmocka_unit_test(sharing_needs_the_option_and_the_same_options),
+		cmocka_unit_test(convolution_batches_share_code),
+		cmocka_unit_test(option_values),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
