@@ -79,6 +79,16 @@ else
 	echo "$(wc -l <"$WORK/declared") functions"
 fi
 
+echo "== libtcomp.so calls libisl, not the isl inside libLLVM"
+# libLLVM-19 exports Polly's copy of isl (another version, versioned
+# LLVM_19.1); linked against it, libtcomp.so would schedule with another isl
+# than the headers', the tcomp command and libtcomp.a
+readelf -d "$LIBDIR/libtcomp.so" | grep -q 'NEEDED.*\[libisl\.so' ||
+	fail "libtcomp.so does not need libisl"
+if objdump -T "$LIBDIR/libtcomp.so" | grep -q 'LLVM_[0-9.]*) *isl_'; then
+	fail "libtcomp.so binds isl functions to libLLVM's copy"
+fi
+
 # A user's copy of the example, outside the source tree.
 cp "$SRC/examples/host.c" "$SRC/examples/matmul.tc" "$SRC/examples/softmax.tc" "$WORK/"
 cd "$WORK" || exit 1
