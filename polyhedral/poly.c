@@ -348,7 +348,8 @@ fail_isl:
 	tc_poly_isl_failed(p->ctx, d, "read the model");
 	tc_buf_free(b);
 	return NULL;
-fail:
+fail: /* the text ran out of memory, or isl failed making acc */
+	tc_poly_isl_failed(p->ctx, d, "build the model");
 	if (is_set)
 		isl_union_set_free(acc);
 	else
