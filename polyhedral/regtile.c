@@ -278,10 +278,13 @@ static isl_schedule_node *regtile_band(isl_schedule_node *node, const tc_poly *p
 	node = isl_schedule_node_child(node, 0); /* the parallel point loops */
 	for (j = 0; j < n - nred - 1; j++)
 		unrolled *= (int)sizes[perm[nred + j]];
-	for (j = 0; p->opts.unroll && unrolled <= MAX_UNROLL && j < n - nred - 1; j++)
-		if (sizes[perm[nred + j]] > 1)
-			node = isl_schedule_node_band_member_set_ast_loop_type(node, j,
-				isl_ast_loop_unroll);
+	/* the rows are unrolled by the code generator, not by isl: a mark
+	 * above the point loops rather than isl_ast_loop_unroll on their
+	 * members, whose copies isl's AST build made one by one (a third of
+	 * a matmul's compile: docs/performance.md, Compile latency) */
+	if (p->opts.unroll && unrolled > 1 && unrolled <= MAX_UNROLL)
+		node = isl_schedule_node_insert_mark(node,
+			isl_id_alloc(p->ctx, TC_POLY_MARK_UNROLL, NULL));
 	/* back to the position node had (now the tile band): the init and
 	 * epilogue put a sequence and filters between it and the point loops */
 	return isl_schedule_node_ancestor(node, isl_schedule_node_get_tree_depth(node) - depth);
