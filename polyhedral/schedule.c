@@ -165,9 +165,18 @@ static isl_schedule_constraints *constraints_for(tc_poly *p, isl_union_set *dom,
 		isl_union_set_copy(at)), generic);
 }
 
+/* The seconds the isl scheduler may take at a model's sizes when it can
+ * schedule for every size instead (schedule_instances).  Scheduling whole
+ * components at the sizes ran for the whole budget (10 s, few pivots:
+ * the operations never ran out) on layernorm_bwd of bench/kernels.tc at
+ * any size, from 64 x 32 to 4096 x 1024, where it takes 0.03 s for every
+ * size; the kernels of bench/ schedule at their sizes in 0.1 s at most. */
+#define CONCRETE_SECONDS 0.5
+
 /* A schedule of the instances dom (kept) with fusion strategy fusion, or
- * NULL: at p's sizes, or, past isl's budget there (with a warning in d),
- * for every size, restricted to dom afterwards (legal at the sizes since
+ * NULL: at p's sizes, or, past isl's budget there (with a warning in d;
+ * a budget of CONCRETE_SECONDS at most while the fallback exists), for
+ * every size, restricted to dom afterwards (legal at the sizes since
  * it is at every size).  Once scheduling at the sizes ran past the budget,
  * later calls (the fusion entry's) schedule for every size at once. */
 static isl_schedule *schedule_instances(tc_poly *p, isl_union_set *dom, tc_poly_fusion fusion,
@@ -177,7 +186,16 @@ static isl_schedule *schedule_instances(tc_poly *p, isl_union_set *dom, tc_poly_
 	if (!p->gdomain) { /* at the sizes, until that ran past the budget once */
 		tc_diags quiet;
 		tc_stat st;
+		double secs = p->opts.max_seconds;
+		int short_budget = p->params && (secs <= 0 || secs > CONCRETE_SECONDS);
+		if (short_budget) {
+			p->opts.max_seconds = CONCRETE_SECONDS;
+			tc_poly_budget(p);
+			p->opts.max_seconds = secs;
+		}
 		s = compute_schedule(p, constraints_for(p, dom, 0), 0, fusion);
+		if (s && short_budget)
+			tc_poly_budget(p); /* the rest of the pass: the full budget again */
 		if (s || !tc_poly_over_budget(p->ctx) || !p->params)
 			return s;
 		warn_budget(p, d, "the isl scheduler", "scheduling again for every size");
