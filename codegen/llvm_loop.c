@@ -417,7 +417,8 @@ static int64_t bound_const(isl_ast_expr *e, enum isl_ast_expr_op_type op, int *o
  * value, the iterator a constant there (SROA makes it one), each copy
  * under the loop's own bounds as a guard unless they are constants.  The
  * copies are the AST's own loop, so isl need not generate them one by one
- * (TC_POLY_MARK_UNROLL: a register tile's rows).  Returns 0, emitting
+ * (the loops between TC_POLY_MARK_UNROLL and _UNROLLED: a register tile's
+ * rows).  Returns 0, emitting
  * nothing, if the bounds are not such (the caller then emits a loop). */
 static int unrolled_for(cg *g, isl_ast_node *n, isl_ast_node *body, isl_ast_expr *init,
 	LLVMValueRef slot)
@@ -500,7 +501,7 @@ static void for_node(cg *g, isl_ast_node *n)
 		g->niters--;
 		goto done;
 	}
-	if (g->unroll && !is_innermost(body) && unrolled_for(g, n, body, init, slot)) {
+	if (g->unroll && unrolled_for(g, n, body, init, slot)) {
 		g->niters--;
 		goto done;
 	}
@@ -986,11 +987,16 @@ static void node(cg *g, isl_ast_node *n)
 		isl_id *mark = isl_ast_node_mark_get_id(n);
 		int par = mark && !strcmp(isl_id_get_name(mark), TC_POLY_MARK_PARALLEL);
 		int tile = mark && !strcmp(isl_id_get_name(mark), TC_POLY_MARK_REGTILE);
-		int unroll = mark && !strcmp(isl_id_get_name(mark), TC_POLY_MARK_UNROLL);
+		int was_unroll = g->unroll;
+		/* the loops between the two marks are unrolled (a register
+		 * tile's rows), those below the second are the copies' own */
+		if (mark && !strcmp(isl_id_get_name(mark), TC_POLY_MARK_UNROLL))
+			g->unroll = 1;
+		else if (mark && !strcmp(isl_id_get_name(mark), TC_POLY_MARK_UNROLLED))
+			g->unroll = 0;
 		isl_id_free(mark);
 		child = isl_ast_node_mark_get_node(n);
 		g->ordered += tile;
-		g->unroll += unroll;
 		if (!child)
 			tc_cg_llvm_fail(g, "malformed mark node", NULL);
 		else if (par && isl_ast_node_get_type(child) == isl_ast_node_block)
@@ -998,7 +1004,7 @@ static void node(cg *g, isl_ast_node *n)
 		else if (!(par && parallel_loop(g, child)) && !g->failed)
 			node(g, child);
 		g->ordered -= tile;
-		g->unroll -= unroll;
+		g->unroll = was_unroll;
 		isl_ast_node_free(child);
 		break;
 	}

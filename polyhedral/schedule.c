@@ -100,6 +100,16 @@ static tc_stat fall_back(tc_poly *p, tc_diags *d)
 	return TC_OK;
 }
 
+/* Whether every statement of p has at most two dimensions (row
+ * reductions and their pointwise neighbours: softmax, layer norm). */
+static int all_low(const tc_poly *p)
+{
+	int i, low = 1;
+	for (i = 0; i < p->nstmts; i++)
+		low &= p->stmts[i].ndims <= 2;
+	return low;
+}
+
 /* isl's scheduler on sc (taken).  Fusion min schedules every strongly
  * connected component apart (serialize_sccs).  Otherwise isl clusters
  * components step by step (whole_component off), which fuses a
@@ -121,9 +131,7 @@ static isl_schedule *compute_schedule(tc_poly *p, isl_schedule_constraints *sc, 
 	tc_poly_fusion fusion)
 {
 	isl_schedule *s;
-	int i, low = 1, was = isl_options_get_schedule_whole_component(p->ctx);
-	for (i = 0; i < p->nstmts; i++)
-		low &= p->stmts[i].ndims <= 2;
+	int low = all_low(p), was = isl_options_get_schedule_whole_component(p->ctx);
 	isl_options_set_schedule_serialize_sccs(p->ctx, fusion == TC_POLY_FUSE_MIN);
 	isl_options_set_schedule_maximize_coincidence(p->ctx,
 		fusion == TC_POLY_FUSE_PRESERVE3COINCIDENT);
@@ -165,20 +173,21 @@ static isl_schedule_constraints *constraints_for(tc_poly *p, isl_union_set *dom,
 		isl_union_set_copy(at)), generic);
 }
 
-/* The seconds the isl scheduler may take at a model's sizes when it can
- * schedule for every size instead (schedule_instances).  Scheduling whole
- * components at the sizes ran for the whole budget (10 s, few pivots:
- * the operations never ran out) on layernorm_bwd of bench/kernels.tc at
- * any size, from 64 x 32 to 4096 x 1024, where it takes 0.03 s for every
- * size; the kernels of bench/ schedule at their sizes in 0.1 s at most. */
-#define CONCRETE_SECONDS 0.5
-
 /* A schedule of the instances dom (kept) with fusion strategy fusion, or
- * NULL: at p's sizes, or, past isl's budget there (with a warning in d;
- * a budget of CONCRETE_SECONDS at most while the fallback exists), for
- * every size, restricted to dom afterwards (legal at the sizes since
+ * NULL: at p's sizes, or, past isl's budget there (with a warning in d),
+ * for every size, restricted to dom afterwards (legal at the sizes since
  * it is at every size).  Once scheduling at the sizes ran past the budget,
- * later calls (the fusion entry's) schedule for every size at once. */
+ * later calls (the fusion entry's) schedule for every size at once.
+ *
+ * Kernels whose statements all have at most two dimensions (all_low: isl
+ * schedules their components whole) are scheduled for every size from
+ * the start: at the sizes, whole components ran for the whole budget (10
+ * s, on a few pivots of ever larger numbers, so the operations never ran
+ * out) on layernorm_bwd of bench/kernels.tc at every size tried, from 64
+ * x 32 to 4096 x 1024, where scheduling for every size takes 0.03 s; for
+ * softmax, layer norm and rmsnorm_res the two schedules differ only in
+ * constant shifts (a fused row loop from D instead of D - 1), and their
+ * optimised LLVM IR is the same, in 5% fewer instructions to the AST. */
 static isl_schedule *schedule_instances(tc_poly *p, isl_union_set *dom, tc_poly_fusion fusion,
 	tc_diags *d)
 {
@@ -186,20 +195,14 @@ static isl_schedule *schedule_instances(tc_poly *p, isl_union_set *dom, tc_poly_
 	if (!p->gdomain) { /* at the sizes, until that ran past the budget once */
 		tc_diags quiet;
 		tc_stat st;
-		double secs = p->opts.max_seconds;
-		int short_budget = p->params && (secs <= 0 || secs > CONCRETE_SECONDS);
-		if (short_budget) {
-			p->opts.max_seconds = CONCRETE_SECONDS;
+		int low = all_low(p);
+		if (!low || !p->params) {
+			s = compute_schedule(p, constraints_for(p, dom, 0), 0, fusion);
+			if (s || !tc_poly_over_budget(p->ctx) || !p->params)
+				return s;
+			warn_budget(p, d, "the isl scheduler", "scheduling again for every size");
 			tc_poly_budget(p);
-			p->opts.max_seconds = secs;
 		}
-		s = compute_schedule(p, constraints_for(p, dom, 0), 0, fusion);
-		if (s && short_budget)
-			tc_poly_budget(p); /* the rest of the pass: the full budget again */
-		if (s || !tc_poly_over_budget(p->ctx) || !p->params)
-			return s;
-		warn_budget(p, d, "the isl scheduler", "scheduling again for every size");
-		tc_poly_budget(p);
 		/* failing, the caller's fallbacks go on (the textual order last) */
 		tc_diags_init(&quiet, NULL);
 		st = tc_poly_build_generic(p, &quiet);
