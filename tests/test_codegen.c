@@ -622,10 +622,10 @@ static void test_budget_exhausted_keeps_a_legal_schedule(void **state)
 }
 
 /* layernorm_bwd of bench/kernels.tc (statements of at most two
- * dimensions) is scheduled for every size at once: at its sizes, isl's
- * whole-component scheduling ran for the whole budget (10 s) at any size
- * before giving up with a warning; the result is the interpreter's, with
- * no warning. */
+ * dimensions): at its sizes, isl's whole-component scheduling ran for the
+ * whole budget (10 s) at any size before scheduling for every size with a
+ * warning; now it gives up after a quarter of a second (schedule.c,
+ * LOW_SECONDS) without one, and the result is the interpreter's. */
 static void test_low_kernel_schedules_for_every_size(void **state)
 {
 	static const char text[] =
