@@ -20,7 +20,9 @@
  *          The back edge of an innermost loop carries the vector and
  *          unroll_inner options as llvm.loop metadata (loop_hints).
  *   if     a conditional branch; block: the children in order; mark: its
- *          child (marks carry nothing the sequential CPU code needs yet).
+ *          child, with the flags the mark sets (tc_regtile: ordered;
+ *          tc_unroll down to tc_unrolled: the loops there are unrolled,
+ *          unrolled_for) or run in parallel (tc_parallel).
  *   user   the tc_poly_inst annotation: each domain dimension of the
  *          statement is evaluated from its isl expression, then the
  *          statement body is generated from the IR expression tree. */
@@ -418,8 +420,8 @@ static int64_t bound_const(isl_ast_expr *e, enum isl_ast_expr_op_type op, int *o
  * under the loop's own bounds as a guard unless they are constants.  The
  * copies are the AST's own loop, so isl need not generate them one by one
  * (the loops between TC_POLY_MARK_UNROLL and _UNROLLED: a register tile's
- * rows).  Returns 0, emitting
- * nothing, if the bounds are not such (the caller then emits a loop). */
+ * rows).  Returns 0, emitting nothing, if the bounds are not such (the
+ * caller then emits a loop). */
 static int unrolled_for(cg *g, isl_ast_node *n, isl_ast_node *body, isl_ast_expr *init,
 	LLVMValueRef slot)
 {

@@ -5,14 +5,14 @@
  * register tile, the reduction members move between the tile loops and the
  * point loops, the init gets its own point loops before the reduction and
  * the epilogue its own after it, and the row loop is marked for unrolling
- * (TC_POLY_MARK_UNROLL and _UNROLLED: the code generator makes the copies): a
- * micro-kernel whose partial sums stay in registers for the whole
- * reduction.  Full tiles are isolated from partial ones.
+ * (TC_POLY_MARK_UNROLL and _UNROLLED: the code generator makes the
+ * copies): a micro-kernel whose partial sums stay in registers for the
+ * whole reduction.  Full tiles are isolated from partial ones.
  *
  * Owns the register tile's sizes (lanes of a vector, rows of the tile,
- * MAX_UNROLL) and the TC_POLY_MARK_REGTILE, _UNROLL and _UNROLLED marks.  Uses the model's queries
- * (poly.h) and the band helpers (band.h); must not know the other passes or
- * the order they run in (schedule.c). */
+ * MAX_UNROLL) and the TC_POLY_MARK_REGTILE, _UNROLL and _UNROLLED marks.
+ * Uses the model's queries (poly.h) and the band helpers (band.h); must
+ * not know the other passes or the order they run in (schedule.c). */
 #include "band.h"
 #include "passes.h"
 
