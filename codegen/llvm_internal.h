@@ -89,6 +89,7 @@ typedef struct cg {
 	int nparallel;     /* outlined parallel loops so far */
 	int guarded;       /* inside a branch of ?: or the right side of && || */
 	int ordered;       /* inside a register tile: reductions keep their order */
+	int unroll;        /* between TC_POLY_MARK_UNROLL and _UNROLLED: loops unrolled */
 	unsigned char *streamed; /* per tensor: written with streaming stores */
 	int stream;        /* emitting the copy of the code that streams */
 	unsigned md_loop;  /* metadata kind llvm.loop */

@@ -20,7 +20,9 @@
  *          The back edge of an innermost loop carries the vector and
  *          unroll_inner options as llvm.loop metadata (loop_hints).
  *   if     a conditional branch; block: the children in order; mark: its
- *          child (marks carry nothing the sequential CPU code needs yet).
+ *          child, with the flags the mark sets (tc_regtile: ordered;
+ *          tc_unroll down to tc_unrolled: the loops there are unrolled,
+ *          unrolled_for) or run in parallel (tc_parallel).
  *   user   the tc_poly_inst annotation: each domain dimension of the
  *          statement is evaluated from its isl expression, then the
  *          statement body is generated from the IR expression tree. */
@@ -378,6 +380,100 @@ static void loop_hints(cg *g, LLVMValueRef br, isl_ast_node *body, isl_id *it, i
 	LLVMSetMetadata(br, g->md_loop, LLVMMetadataAsValue(g->C, id));
 }
 
+/* The constant that bounds AST expression e on the side of op (min for
+ * an upper bound, max for a lower one): e itself when an integer, the
+ * tightest integer argument of a min (max); 0 with *ok cleared if none. */
+static int64_t bound_const(isl_ast_expr *e, enum isl_ast_expr_op_type op, int *ok)
+{
+	isl_size i, n;
+	int64_t r = 0;
+	int found = 0;
+	if (e && isl_ast_expr_get_type(e) == isl_ast_expr_int)
+		return ast_const(e, ok);
+	if (!e || isl_ast_expr_get_type(e) != isl_ast_expr_op || isl_ast_expr_op_get_type(e) != op) {
+		*ok = 0;
+		return 0;
+	}
+	n = isl_ast_expr_op_get_n_arg(e);
+	for (i = 0; i < n; i++) {
+		isl_ast_expr *a = isl_ast_expr_op_get_arg(e, i);
+		int aok = a && isl_ast_expr_get_type(a) == isl_ast_expr_int;
+		int64_t v = aok ? ast_const(a, &aok) : 0;
+		isl_ast_expr_free(a);
+		if (aok && (!found || (op == isl_ast_expr_op_min ? v < r : v > r))) {
+			r = v;
+			found = 1;
+		}
+	}
+	*ok &= found;
+	return r;
+}
+
+/* The most copies one unrolled loop may make (regtile.c's MAX_UNROLL
+ * bounds the product of a register tile's rows; this bounds a loop whose
+ * constant bounds are far apart, which the mark does not expect). */
+#define MAX_COPIES 64
+
+/* Unroll for node n (iterator slot slot, bound to its iterator by the
+ * caller) if its iterations lie between constants: its body once per
+ * value, the iterator a constant there (SROA makes it one), each copy
+ * under the loop's own bounds as a guard unless they are constants.  The
+ * copies are the AST's own loop, so isl need not generate them one by one
+ * (the loops between TC_POLY_MARK_UNROLL and _UNROLLED: a register tile's
+ * rows).  Returns 0, emitting nothing, if the bounds are not such (the
+ * caller then emits a loop). */
+static int unrolled_for(cg *g, isl_ast_node *n, isl_ast_node *body, isl_ast_expr *init,
+	LLVMValueRef slot)
+{
+	isl_ast_expr *cond = isl_ast_node_for_get_cond(n), *inc = isl_ast_node_for_get_inc(n);
+	isl_ast_expr *hi = NULL;
+	enum isl_ast_expr_op_type op = cond && isl_ast_expr_get_type(cond) == isl_ast_expr_op
+		? isl_ast_expr_op_get_type(cond) : isl_ast_expr_op_error;
+	int ok = inc && (op == isl_ast_expr_op_le || op == isl_ast_expr_op_lt), lo_exact = 1,
+		hi_exact = 1, done = 0;
+	int64_t lo = 0, ub = 0, step = 0, v;
+	if (ok) {
+		hi = isl_ast_expr_op_get_arg(cond, 1);
+		step = ast_const(inc, &ok);
+		lo = ast_const(init, &lo_exact);
+		if (!lo_exact && step == 1) /* a lower bound max(C, e): the copies from C */
+			lo = bound_const(init, isl_ast_expr_op_max, &ok);
+		ub = ast_const(hi, &hi_exact);
+		if (!hi_exact)
+			ub = bound_const(hi, isl_ast_expr_op_min, &ok);
+		ub -= op == isl_ast_expr_op_lt;
+		ok = ok && (lo_exact || step == 1) && step > 0 && ub >= lo &&
+			(ub - lo) / step < MAX_COPIES;
+	}
+	for (v = lo; ok && v <= ub && !g->failed; v += step) {
+		LLVMBasicBlockRef bthen = NULL, bend = NULL;
+		LLVMBuildStore(g->B, LLVMConstInt(g->i64, (unsigned long long)v, 1), slot);
+		if (!lo_exact || !hi_exact) {
+			LLVMValueRef c = tc_cg_llvm_as_i1(g, tc_cg_llvm_ast_expr(g, cond));
+			if (c && !lo_exact)
+				c = LLVMBuildAnd(g->B, c, LLVMBuildICmp(g->B, LLVMIntSLE,
+					tc_cg_llvm_as_i64(g, tc_cg_llvm_ast_expr(g, init)),
+					LLVMConstInt(g->i64, (unsigned long long)v, 1), ""), "");
+			if (!c)
+				break;
+			bthen = tc_cg_llvm_new_block(g, "unroll.then");
+			bend = tc_cg_llvm_new_block(g, "unroll.end");
+			LLVMBuildCondBr(g->B, c, bthen, bend);
+			LLVMPositionBuilderAtEnd(g->B, bthen);
+		}
+		node(g, body);
+		if (bend && !g->failed) {
+			LLVMBuildBr(g->B, bend);
+			LLVMPositionBuilderAtEnd(g->B, bend);
+		}
+		done = 1;
+	}
+	isl_ast_expr_free(hi);
+	isl_ast_expr_free(inc);
+	isl_ast_expr_free(cond);
+	return done || g->failed;
+}
+
 static void for_node(cg *g, isl_ast_node *n)
 {
 	isl_ast_expr *it = isl_ast_node_for_get_iterator(n);
@@ -404,6 +500,10 @@ static void for_node(cg *g, isl_ast_node *n)
 	g->niters++;
 	if (degenerate) {
 		node(g, body);
+		g->niters--;
+		goto done;
+	}
+	if (g->unroll && unrolled_for(g, n, body, init, slot)) {
 		g->niters--;
 		goto done;
 	}
@@ -905,6 +1005,13 @@ static void node(cg *g, isl_ast_node *n)
 		isl_id *mark = isl_ast_node_mark_get_id(n);
 		int par = mark && !strcmp(isl_id_get_name(mark), TC_POLY_MARK_PARALLEL);
 		int tile = mark && !strcmp(isl_id_get_name(mark), TC_POLY_MARK_REGTILE);
+		int was_unroll = g->unroll;
+		/* the loops between the two marks are unrolled (a register
+		 * tile's rows), those below the second are the copies' own */
+		if (mark && !strcmp(isl_id_get_name(mark), TC_POLY_MARK_UNROLL))
+			g->unroll = 1;
+		else if (mark && !strcmp(isl_id_get_name(mark), TC_POLY_MARK_UNROLLED))
+			g->unroll = 0;
 		isl_id_free(mark);
 		child = isl_ast_node_mark_get_node(n);
 		g->ordered += tile;
@@ -915,6 +1022,7 @@ static void node(cg *g, isl_ast_node *n)
 		else if (!(par && parallel_loop(g, child)) && !g->failed)
 			node(g, child);
 		g->ordered -= tile;
+		g->unroll = was_unroll;
 		isl_ast_node_free(child);
 		break;
 	}

@@ -85,6 +85,10 @@ typedef struct tc_poly_inst {
 #define TC_POLY_MARK_KERNEL "tc_kernel" /* the root; user pointer: the tc_poly */
 #define TC_POLY_MARK_PARALLEL "tc_parallel" /* above a parallel (coincident) loop */
 #define TC_POLY_MARK_REGTILE "tc_regtile" /* above a register tile's point loops */
+#define TC_POLY_MARK_UNROLL "tc_unroll" /* above point loops the code generator
+					  * unrolls: every loop down to ... */
+#define TC_POLY_MARK_UNROLLED "tc_unrolled" /* ... this mark (a register tile's
+					      * rows between them) */
 
 /* Fusion strategies, emulated with stock isl scheduler options:
  *   MAX   isl's clustering fuses whatever it can (serialize_sccs off);

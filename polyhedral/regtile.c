@@ -4,14 +4,15 @@
  * (tc_poly_contraction_band, possibly with an epilogue), the parallel members are tiled by the
  * register tile, the reduction members move between the tile loops and the
  * point loops, the init gets its own point loops before the reduction and
- * the epilogue its own after it, and the row loop is unrolled: a
- * micro-kernel whose partial sums stay in registers for the whole
- * reduction.  Full tiles are isolated from partial ones.
+ * the epilogue its own after it, and the row loop is marked for unrolling
+ * (TC_POLY_MARK_UNROLL and _UNROLLED: the code generator makes the
+ * copies): a micro-kernel whose partial sums stay in registers for the
+ * whole reduction.  Full tiles are isolated from partial ones.
  *
  * Owns the register tile's sizes (lanes of a vector, rows of the tile,
- * MAX_UNROLL) and the TC_POLY_MARK_REGTILE mark.  Uses the model's queries
- * (poly.h) and the band helpers (band.h); must not know the other passes or
- * the order they run in (schedule.c). */
+ * MAX_UNROLL) and the TC_POLY_MARK_REGTILE, _UNROLL and _UNROLLED marks.
+ * Uses the model's queries (poly.h) and the band helpers (band.h); must
+ * not know the other passes or the order they run in (schedule.c). */
 #include "band.h"
 #include "passes.h"
 
@@ -278,10 +279,22 @@ static isl_schedule_node *regtile_band(isl_schedule_node *node, const tc_poly *p
 	node = isl_schedule_node_child(node, 0); /* the parallel point loops */
 	for (j = 0; j < n - nred - 1; j++)
 		unrolled *= (int)sizes[perm[nred + j]];
-	for (j = 0; p->opts.unroll && unrolled <= MAX_UNROLL && j < n - nred - 1; j++)
-		if (sizes[perm[nred + j]] > 1)
-			node = isl_schedule_node_band_member_set_ast_loop_type(node, j,
-				isl_ast_loop_unroll);
+	/* the rows are unrolled by the code generator, not by isl: a mark
+	 * above the point loops rather than isl_ast_loop_unroll on their
+	 * members, whose copies isl's AST build made one by one (a third of
+	 * a matmul's compile: docs/performance.md, Compile latency) */
+	if (p->opts.unroll && unrolled > 1 && unrolled <= MAX_UNROLL) {
+		/* the rows in a band of their own between the two marks: the
+		 * copies are the loops between them, whether or not isl
+		 * leaves a loop for the innermost member (a partial tile one
+		 * column wide has none) */
+		node = isl_schedule_node_band_split(node, n - nred - 1);
+		node = isl_schedule_node_insert_mark(node,
+			isl_id_alloc(p->ctx, TC_POLY_MARK_UNROLL, NULL));
+		node = isl_schedule_node_child(isl_schedule_node_child(node, 0), 0);
+		node = isl_schedule_node_insert_mark(node,
+			isl_id_alloc(p->ctx, TC_POLY_MARK_UNROLLED, NULL));
+	}
 	/* back to the position node had (now the tile band): the init and
 	 * epilogue put a sequence and filters between it and the point loops */
 	return isl_schedule_node_ancestor(node, isl_schedule_node_get_tree_depth(node) - depth);

@@ -100,6 +100,16 @@ static tc_stat fall_back(tc_poly *p, tc_diags *d)
 	return TC_OK;
 }
 
+/* Whether every statement of p has at most two dimensions (row
+ * reductions and their pointwise neighbours: softmax, layer norm). */
+static int all_low(const tc_poly *p)
+{
+	int i, low = 1;
+	for (i = 0; i < p->nstmts; i++)
+		low &= p->stmts[i].ndims <= 2;
+	return low;
+}
+
 /* isl's scheduler on sc (taken).  Fusion min schedules every strongly
  * connected component apart (serialize_sccs).  Otherwise isl clusters
  * components step by step (whole_component off), which fuses a
@@ -121,9 +131,7 @@ static isl_schedule *compute_schedule(tc_poly *p, isl_schedule_constraints *sc, 
 	tc_poly_fusion fusion)
 {
 	isl_schedule *s;
-	int i, low = 1, was = isl_options_get_schedule_whole_component(p->ctx);
-	for (i = 0; i < p->nstmts; i++)
-		low &= p->stmts[i].ndims <= 2;
+	int low = all_low(p), was = isl_options_get_schedule_whole_component(p->ctx);
 	isl_options_set_schedule_serialize_sccs(p->ctx, fusion == TC_POLY_FUSE_MIN);
 	isl_options_set_schedule_maximize_coincidence(p->ctx,
 		fusion == TC_POLY_FUSE_PRESERVE3COINCIDENT);
@@ -165,11 +173,28 @@ static isl_schedule_constraints *constraints_for(tc_poly *p, isl_union_set *dom,
 		isl_union_set_copy(at)), generic);
 }
 
+/* The seconds the isl scheduler may take at the sizes of a kernel whose
+ * statements all have at most two dimensions (all_low: isl schedules its
+ * components whole) before it schedules for every size instead
+ * (schedule_instances).  At the sizes, whole components ran for the whole
+ * budget (10 s, on a few pivots of ever larger numbers, so the operations
+ * never ran out) on layernorm_bwd of bench/kernels.tc at every size
+ * tried, from 64 x 32 to 4096 x 1024, where scheduling for every size
+ * takes 0.04 s; softmax and layer norm take 5 ms at their sizes.
+ * Scheduling such kernels for every size from the start gives the same
+ * code (softmax, layer norm, rmsnorm_res: schedules that differ in
+ * constant shifts, the same optimised LLVM IR) but costs building the
+ * model again (softmax 1024 x 1024: 4 -> 43 ms), so the sizes come first. */
+#define LOW_SECONDS 0.25
+
 /* A schedule of the instances dom (kept) with fusion strategy fusion, or
  * NULL: at p's sizes, or, past isl's budget there (with a warning in d),
  * for every size, restricted to dom afterwards (legal at the sizes since
  * it is at every size).  Once scheduling at the sizes ran past the budget,
- * later calls (the fusion entry's) schedule for every size at once. */
+ * later calls (the fusion entry's) schedule for every size at once.  For
+ * a kernel of all_low statements the attempt at the sizes has
+ * LOW_SECONDS, and running past them needs no warning (the code is the
+ * same); the rest of the step then has a budget of its own. */
 static isl_schedule *schedule_instances(tc_poly *p, isl_union_set *dom, tc_poly_fusion fusion,
 	tc_diags *d)
 {
@@ -177,11 +202,23 @@ static isl_schedule *schedule_instances(tc_poly *p, isl_union_set *dom, tc_poly_
 	if (!p->gdomain) { /* at the sizes, until that ran past the budget once */
 		tc_diags quiet;
 		tc_stat st;
+		double secs = p->opts.max_seconds;
+		int over, brief = p->params && all_low(p) && (secs <= 0 || secs > LOW_SECONDS);
+		if (brief) {
+			p->opts.max_seconds = LOW_SECONDS;
+			tc_poly_budget(p);
+			p->opts.max_seconds = secs;
+		}
 		s = compute_schedule(p, constraints_for(p, dom, 0), 0, fusion);
-		if (s || !tc_poly_over_budget(p->ctx) || !p->params)
+		over = !s && tc_poly_over_budget(p->ctx);
+		if (brief && (s || over))
+			tc_poly_budget(p); /* the rest of the step: a budget of its own */
+		if (s || !over || !p->params)
 			return s;
-		warn_budget(p, d, "the isl scheduler", "scheduling again for every size");
-		tc_poly_budget(p);
+		if (!brief) {
+			warn_budget(p, d, "the isl scheduler", "scheduling again for every size");
+			tc_poly_budget(p);
+		}
 		/* failing, the caller's fallbacks go on (the textual order last) */
 		tc_diags_init(&quiet, NULL);
 		st = tc_poly_build_generic(p, &quiet);

@@ -621,6 +621,35 @@ static void test_budget_exhausted_keeps_a_legal_schedule(void **state)
 	run_free(&r);
 }
 
+/* layernorm_bwd of bench/kernels.tc (statements of at most two
+ * dimensions): at its sizes, isl's whole-component scheduling ran for the
+ * whole budget (10 s) at any size before scheduling for every size with a
+ * warning; now it gives up after a quarter of a second (schedule.c,
+ * LOW_SECONDS) without one, and the result is the interpreter's. */
+static void test_low_kernel_schedules_for_every_size(void **state)
+{
+	static const char text[] =
+		"def layernorm_bwd(float(N,D) X, float(N,D) dY, float(D) G) -> (dX, dG, dBt) {\n"
+		"    mean(n) +=! X(n,r_d)\n"
+		"    mean(n) = mean(n) / D\n"
+		"    var(n) +=! (X(n,r_d) - mean(n)) * (X(n,r_d) - mean(n))\n"
+		"    rstd(n) = rsqrt(var(n) / D + 0.00001)\n"
+		"    xh(n,d) = (X(n,d) - mean(n)) * rstd(n)\n"
+		"    dBt(d) +=! dY(r_n,d)\n"
+		"    dG(d) +=! dY(r_n,d) * xh(r_n,d)\n"
+		"    g(n,d) = dY(n,d) * G(d)\n"
+		"    s1(n) +=! g(n,r_d)\n"
+		"    s2(n) +=! g(n,r_d) * xh(n,r_d)\n"
+		"    dX(n,d) = rstd(n) * (g(n,d) - s1(n) / D - xh(n,d) * s2(n) / D)\n"
+		"}\n";
+	static const int64_t shapes[][TC_MAX_RANK] = {{13, 21}, {13, 21}, {21}};
+	run r;
+	(void)state;
+	run_setup(&r, text, "layernorm_bwd", shapes, FILL_NICE, NULL, 515);
+	assert_false(check_budget(&r, 0, 0));
+	run_free(&r);
+}
+
 /* 120 statements updating one tensor in place compile in well under a
  * second: the dependences go to the last write only (writes kill), where
  * every earlier access made the scheduler's work grow as n^2 (80 took
@@ -1620,6 +1649,68 @@ static char *loop_ir(const char *text, tc_dtype t, int vector, int unroll, int f
 	return ir;
 }
 
+/* The unoptimised LLVM IR of an 8 x 32 x 32 float matmul in register
+ * tiles of 4 rows by 16 columns, the rows unrolled or not (option
+ * unroll); the caller frees it. */
+static char *regtile_ir(int unroll)
+{
+	kernel k;
+	tc_tensor in[2];
+	int64_t params[4];
+	tc_diags d;
+	isl_ctx *ctx = tc_poly_ctx_new();
+	tc_cg_opts o;
+	tc_poly *p;
+	char *ir;
+	int i;
+	kernel_load(&k, "def k(float(M,K) A, float(K,N) B) -> (C) { C(m,n) +=! A(m,r_k) * B(r_k,n) }\n",
+		"k");
+	memset(in, 0, sizeof(in));
+	for (i = 0; i < 2; i++) {
+		in[i].dtype = TC_T_F32;
+		in[i].ndim = 2;
+		in[i].shape[0] = i ? 32 : 8;
+		in[i].shape[1] = 32;
+	}
+	tc_diags_init(&d, NULL);
+	assert_int_equal(tc_ir_bind(k.f, in, 2, params, &d), 0);
+	p = tc_poly_build(ctx, k.f, params, host_target(), &d);
+	assert_non_null(p);
+	p->opts.order = 1;
+	p->opts.unroll = unroll;
+	p->opts.nregtile = 2;
+	p->opts.regtile[0] = 4;
+	p->opts.regtile[1] = 16;
+	assert_int_equal(tc_poly_schedule(p, tc_poly_cpu_passes, tc_poly_ncpu_passes, NULL, &d), 0);
+	assert_int_equal(tc_poly_ast(p, &d), 0);
+	memset(&o, 0, sizeof(o));
+	ir = tc_cg_llvm_text(p, &o, TC_CG_TEXT_LLVM_RAW, &d);
+	if (!ir)
+		fail_diags(&d, "tc_cg_llvm_text");
+	tc_poly_free(p);
+	isl_ctx_free(ctx);
+	tc_diags_clear(&d);
+	kernel_free(&k);
+	return ir;
+}
+
+/* A register tile's rows are a loop in the AST (between the tc_unroll and
+ * tc_unrolled marks) that the code generator unrolls: 4 copies of the
+ * update (4 multiplications) where unroll=off leaves one in a loop; the
+ * kernels' results are checked against the interpreter by the option
+ * tests (tests/test_options.c) and the corpus. */
+static void test_regtile_rows_unrolled_by_codegen(void **state)
+{
+	char *on = regtile_ir(1), *off = regtile_ir(0);
+	(void)state;
+	assert_int_equal(count_of(on, "fmul float"), 4);
+	assert_int_equal(count_of(off, "fmul float"), 1);
+	/* the row loop gone, the column loop in each of the 4 copies */
+	assert_int_equal(count_of(on, "\nfor.cond"), count_of(off, "\nfor.cond") + 2);
+	tc_free(on);
+	tc_free(off);
+}
+
 static char *pointwise_ir(int vector, int unroll)
 {
 	return loop_ir("def k(float(M,N) A) -> (B) { B(i,j) = A(i,j) * 2 + 1 }\n", TC_T_F32, vector,
@@ -1846,11 +1937,13 @@ int main(void)
 		cmocka_unit_test(test_every_builtin_every_float_type),
 		cmocka_unit_test(test_text_stages),
 		cmocka_unit_test(test_loop_metadata_of_vector_options),
+		cmocka_unit_test(test_regtile_rows_unrolled_by_codegen),
 		cmocka_unit_test(test_code_lifetime_and_errors),
 		cmocka_unit_test(test_concurrent_compilation),
 		cmocka_unit_test(test_budget_scheduler_tries_again),
 		cmocka_unit_test(test_budget_exhausted_keeps_a_legal_schedule),
 		cmocka_unit_test(test_long_chain_of_updates),
+		cmocka_unit_test(test_low_kernel_schedules_for_every_size),
 		cmocka_unit_test(test_inline_long_chain_of_temporaries),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);

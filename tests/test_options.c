@@ -1226,8 +1226,10 @@ static void conv2d_merged_bands(void **state)
 		"conv.tc");
 	assert_non_null(m);
 	run_variants(m, in, 2, 4, so, out[0], opts, 3, 3, 0);
-	{ /* the default schedule: the reduction loops outside the 10 unrolled
-	   * rows of f, w innermost (S0 takes n, f, h, w, r_c, r_kh, r_kw) */
+	{ /* the default schedule: the reduction loops outside the 10 rows of
+	   * f, a loop between the tc_unroll and tc_unrolled marks (the code
+	   * generator unrolls it),
+	   * w innermost (S0 takes n, f, h, w, r_c, r_kh, r_kw) */
 		tc_options *o = tc_options_new();
 		tc_kernel *k = tc_compile(m, "k", in, 2, o);
 		assert_non_null(k);
@@ -1235,9 +1237,11 @@ static void conv2d_merged_bands(void **state)
 		assert_non_null(text);
 		assert_true(tu_contains(text, "// tc_regtile"));
 		assert_true(tu_contains(text, "for (int c8 = 0; c8 <= 2; c8 += 1) {\n"
-					      "          for (int c11 = 0; c11 <= 31; c11 += 1)\n"
-					      "            S0(0, 0, c1, c11, c6, c7, c8);"));
-		assert_true(tu_contains(text, "S0(0, 9, c1, c11, c6, c7, c8);"));
+					      "          // tc_unroll\n"
+					      "          for (int c9 = 0; c9 <= 9; c9 += 1) {\n"
+					      "            // tc_unrolled\n"
+					      "            for (int c11 = 0; c11 <= 31; c11 += 1)\n"
+					      "              S0(0, c9, c1, c11, c6, c7, c8);"));
 		tc_string_free(text);
 		tc_kernel_free(k);
 		tc_options_free(o);

@@ -511,9 +511,14 @@ static void test_specialised_matmul_has_constant_bounds(void **state)
 	if (!loop_bounds_are_constant(text, bad, sizeof(bad)))
 		fail_msg("the specialised AST's loops name %s:\n%s", bad, text);
 	/* register tiles of 12 rows by 2 vectors (N = 32: 24 accumulators):
-	 * 60 rows in full tiles (c0 = 0, 12, ..., 48), 4 in a partial one */
+	 * 60 rows in full tiles (c0 = 0, 12, ..., 48), 4 in a partial one;
+	 * the rows are loops the code generator unrolls (between the marks) */
 	assert_true(tu_contains(text, "c0 <= 48; c0 += 12"));
-	assert_true(tu_contains(text, "S0(63, "));
+	assert_true(tu_contains(text, "// tc_unroll\n      for (int c4 = 0; c4 <= 11; c4 += 1) {\n"
+				      "        // tc_unrolled\n"));
+	assert_true(tu_contains(text, "// tc_unroll\n    for (int c4 = 0; c4 <= 3; c4 += 1) {\n"
+				      "      // tc_unrolled\n"));
+	assert_true(tu_contains(text, "S0(c4 + 60, "));
 	assert_true(tu_contains(text, "<= 31"));
 	assert_true(tu_contains(text, "<= 47"));
 	tc_string_free(text);
