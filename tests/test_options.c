@@ -1013,6 +1013,32 @@ static void streaming_stores(void **state)
 		assert_true(fabsf(rs[i] - want) <= 1e-6f * D);
 	}
 	tc_module_free(m);
+	/* an output the kernel reads back (a residual stream read by its
+	 * norm): left in the caches for its reader, not streamed */
+	m = tc_module_parse(ctx, "def k(float(N,D) X) -> (H, S) {\n"
+		"  H(n,d) = X(n,d) * 3 + 1\n  S(n) +=! H(n,r_d) * H(n,r_d)\n}\n", "h.tc");
+	assert_non_null(m);
+	text = stage_of(m, in, 1, "stream=auto", "asm");
+	assert_null(strstr(text, "vmovnt"));
+	tc_string_free(text);
+	{
+		DLTensor HS[2] = {{y, {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, sx, NULL, 0},
+			{rs, {kDLCPU, 0}, 1, {kDLFloat, 32, 1}, ss, NULL, 0}};
+		run_with_outs(m, in, 1, HS, 2, "", NULL);
+	}
+	for (i = 0; i < N; i++) {
+		double want = 0;
+		int64_t j;
+		for (j = 0; j < D; j++) {
+			float h = x[i * D + j] * 3 + 1;
+			if (y[i * D + j] != h)
+				fail_msg("H element %lld: %g, expected %g", (long long)(i * D + j),
+					(double)y[i * D + j], (double)h);
+			want += (double)h * h;
+		}
+		assert_true(fabs(rs[i] - want) <= 1e-5 * want);
+	}
+	tc_module_free(m);
 	free(x);
 	free(y);
 }
