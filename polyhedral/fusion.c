@@ -75,6 +75,52 @@ static int contraction(const tc_poly_stmt *st)
 	return st->kind == TC_POLY_UPDATE && st->ir->nlhs >= 2 && st->ir->nvars > st->ir->nlhs;
 }
 
+/* The index variables (a bit each, below 64) that expression e uses. */
+static uint64_t vars_used(const tc_ir_expr *e)
+{
+	uint64_t m = 0;
+	int i;
+	if (!e)
+		return 0;
+	if (e->op == TC_OP_INDEX && e->id >= 0 && e->id < 64)
+		m |= (uint64_t)1 << e->id;
+	for (i = 0; i < e->nargs; i++)
+		m |= vars_used(e->args[i]);
+	return m;
+}
+
+/* Whether e reads an element that instances differing in one of the
+ * left-hand indices (the bits of lhs) share: a read whose subscripts miss
+ * one of them (W0(d0,r_n0) in XW0(m,n1,n2,d0) +=! X(m,r_n0,n1,n2) *
+ * W0(d0,r_n0)). */
+static int reused_read(const tc_ir_expr *e, uint64_t lhs)
+{
+	int i;
+	if (!e)
+		return 0;
+	if (e->op == TC_OP_READ) {
+		uint64_t m = 0;
+		for (i = 0; i < e->nargs; i++)
+			m |= vars_used(e->args[i]);
+		if ((m & lhs) != lhs)
+			return 1;
+	}
+	for (i = 0; i < e->nargs; i++)
+		if (reused_read(e->args[i], lhs))
+			return 1;
+	return 0;
+}
+
+/* Whether contraction st reuses an operand element across its outputs
+ * (a matmul's, a convolution's), which is what lets a contraction feed on
+ * registers and cache; a row reduction (mx(z,i) max=! Sc(z,i,r_j)) reads
+ * each element once. */
+static int reusing(const tc_poly_stmt *st)
+{
+	uint64_t lhs = st->ir->nlhs >= 64 ? ~(uint64_t)0 : ((uint64_t)1 << st->ir->nlhs) - 1;
+	return contraction(st) && reused_read(st->ir->rhs, lhs);
+}
+
 /* Whether band node can hold a register tile of contraction st: it is
  * permutable, and its members walk two of st's left-hand indices as
  * parallel (coincident) members, the last one (the output's stride-1
@@ -137,20 +183,21 @@ static isl_bool band_cb(isl_schedule_node *node, void *user)
 	return isl_bool_true;
 }
 
-/* The contractions among the statements of a nest: how many, and their
- * instances (chain_cb collects them). */
+/* The contractions among the statements of a nest that reuse an operand
+ * (reusing): how many, and their instances (chain_cb collects them). */
 typedef struct chain_ctx {
 	const tc_poly *p;
 	int n;              /* contractions seen */
 	isl_union_set *dom; /* their instances */
 } chain_ctx;
 
-/* Add the instances set (taken) to cc when they are a contraction's. */
+/* Add the instances set (taken) to cc when they are a reusing
+ * contraction's. */
 static isl_stat chain_cb(isl_set *set, void *user)
 {
 	chain_ctx *cc = user;
 	const tc_poly_stmt *st = tc_poly_find_stmt(cc->p, isl_set_get_tuple_name(set));
-	if (st && contraction(st)) {
+	if (st && reusing(st)) {
 		cc->n++;
 		cc->dom = isl_union_set_union(cc->dom, isl_union_set_from_set(set));
 	} else {

@@ -101,8 +101,9 @@ __tc_give isl_schedule *tc_poly_hoist_constant(__tc_take isl_schedule *s,
  * loop nest whose outermost loop is not parallel (serial: no thread can
  * share them), those of contractions (matmul, convolution) that no band
  * can hold in a register tile (untiled: a band with two of its parallel
- * left-hand indices and a reduction index), those of contractions that
- * share a top-level loop nest with another contraction (chained: little
+ * left-hand indices and a reduction index), those of contractions with
+ * an operand reused across the outputs (a read missing a left-hand index)
+ * that share a top-level loop nest with another such (chained: little
  * reuse to gain, each contraction's sweep of its operands cut short), the
  * bands with a skewed member (one walking a combination of two of a
  * statement's dimensions) and the statements.  tc_poly_nest_cost_less: a

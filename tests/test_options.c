@@ -1860,6 +1860,32 @@ static void fusion_auto_splits_chained_contractions(void **state)
 			assert_true(fabsf(outs[v][i] - outs[0][i]) <= 1e-5f * (1 + fabsf(outs[0][i])));
 	}
 	tc_module_free(m);
+	/* row reductions over a batch of rows (softmax's max and sum, two
+	 * left-hand indices each) read every element once: not chained, so
+	 * auto keeps their fused row loop (counted as chained, they were split
+	 * into 4 parallel nests; min makes 6) */
+	m = tc_module_parse(ctx, "def k(float(Z,S,T) X) -> (P) {\n"
+		"  mx(z,i) max=! X(z,i,r_j)\n  sm(z,i) +=! exp(X(z,i,r_j) - mx(z,i))\n"
+		"  P(z,i,j) = exp(X(z,i,j) - mx(z,i)) / sm(z,i)\n}\n", "sm.tc");
+	assert_non_null(m);
+	{
+		int64_t sxs[3] = {M, N1, N0 * N2}; /* x's elements */
+		DLTensor Xs = {x, {kDLCPU, 0}, 3, {kDLFloat, 32, 1}, sxs, NULL, 0};
+		const DLTensor *ins[1] = {&Xs};
+		text = stage_of(m, ins, 1, "fusion=auto parallel=on", "ast");
+		assert_true(count_lines_with(text, "// tc_parallel", "") <= 3);
+		tc_string_free(text);
+		for (v = 0; v < 3; v++) {
+			DLTensor Ps = {outs[v], {kDLCPU, 0}, 3, {kDLFloat, 32, 1}, sxs, NULL, 0};
+			run_with(m, ins, 1, &Ps, opts[v], NULL);
+		}
+		for (i = 0; i < (size_t)(M * N1 * N0 * N2); i++) {
+			assert_false(isnan(outs[0][i]));
+			for (v = 1; v < 3; v++)
+				assert_true(fabsf(outs[v][i] - outs[0][i]) <= 1e-5f * (1 + fabsf(outs[0][i])));
+		}
+	}
+	tc_module_free(m);
 }
 
 /* A parallel mark above a block (codegen/llvm_loop.c, block_node):
