@@ -591,7 +591,9 @@ static LLVMValueRef array_slot(cg *g, LLVMBuilderRef b, LLVMValueRef arr, int k,
 /* ---- streaming stores ----
  *
  * An output written once per element by a single assignment and larger
- * than STREAM_MIN_BYTES (layer norm's and softmax's results) is stored
+ * than STREAM_MIN_BYTES (layer norm's and softmax's results), which no
+ * statement reads back (rmsnorm_res's Hs, read again in the same row
+ * iteration, came back from memory), is stored
  * with non-temporal stores (vmovntps): they write whole cache lines to
  * memory without first reading them, a third less memory traffic for a
  * kernel that reads one array and writes another, and they leave the
@@ -634,12 +636,15 @@ static int choose_streamed(cg *g)
 		int64_t bytes = tc_dtype_size(f->tensors[t].dtype), k, writers = 0, ok = 1;
 		for (k = 0; k < f->tensors[t].ndim; k++)
 			bytes *= g->ext[(size_t)t * TC_MAX_RANK + k];
-		for (i = 0; i < f->nstmts; i++)
+		for (i = 0; i < f->nstmts; i++) {
 			if (f->stmts[i].tensor == t) {
 				writers++;
 				ok &= f->stmts[i].red == TC_RED_ASSIGN &&
 					f->stmts[i].nvars == f->stmts[i].nlhs;
 			}
+			/* read back by the kernel: left in the caches for its readers */
+			ok &= !tc_ir_reads(f->stmts[i].rhs, t);
+		}
 		if (bytes >= STREAM_MIN_BYTES && writers == 1 && ok &&
 			f->tensors[t].dtype != TC_T_BOOL && !tc_dtype_is_half(f->tensors[t].dtype)) {
 			g->streamed[t] = 1;

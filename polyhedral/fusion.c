@@ -6,7 +6,9 @@
  * for it with every parallel loop of the nest or with skewed loops: the
  * seven statements of a small network's backward pass became one nest of
  * loops over b + h and h + k, serial and unvectorisable, 2.4x slower than
- * the same statements unfused (polyhedral/README.md, "fusion").  The
+ * the same statements unfused (polyhedral/README.md, "fusion"); the three
+ * contractions of a Kronecker product shared one loop, 1.7x slower than one
+ * nest each.  The
  * "fusion" entry (schedule.c) measures each nest of the tree with
  * tc_poly_nest_measure, schedules the statements of a nest that lost
  * something again without that fusion, and keeps whichever costs less;
@@ -73,6 +75,52 @@ static int contraction(const tc_poly_stmt *st)
 	return st->kind == TC_POLY_UPDATE && st->ir->nlhs >= 2 && st->ir->nvars > st->ir->nlhs;
 }
 
+/* The index variables (a bit each, below 64) that expression e uses. */
+static uint64_t vars_used(const tc_ir_expr *e)
+{
+	uint64_t m = 0;
+	int i;
+	if (!e)
+		return 0;
+	if (e->op == TC_OP_INDEX && e->id >= 0 && e->id < 64)
+		m |= (uint64_t)1 << e->id;
+	for (i = 0; i < e->nargs; i++)
+		m |= vars_used(e->args[i]);
+	return m;
+}
+
+/* Whether e reads an element that instances differing in one of the
+ * left-hand indices (the bits of lhs) share: a read whose subscripts miss
+ * one of them (W0(d0,r_n0) in XW0(m,n1,n2,d0) +=! X(m,r_n0,n1,n2) *
+ * W0(d0,r_n0)). */
+static int reused_read(const tc_ir_expr *e, uint64_t lhs)
+{
+	int i;
+	if (!e)
+		return 0;
+	if (e->op == TC_OP_READ) {
+		uint64_t m = 0;
+		for (i = 0; i < e->nargs; i++)
+			m |= vars_used(e->args[i]);
+		if ((m & lhs) != lhs)
+			return 1;
+	}
+	for (i = 0; i < e->nargs; i++)
+		if (reused_read(e->args[i], lhs))
+			return 1;
+	return 0;
+}
+
+/* Whether contraction st reuses an operand element across its outputs
+ * (a matmul's, a convolution's), which is what lets a contraction feed on
+ * registers and cache; a row reduction (mx(z,i) max=! Sc(z,i,r_j)) reads
+ * each element once. */
+static int reusing(const tc_poly_stmt *st)
+{
+	uint64_t lhs = st->ir->nlhs >= 64 ? ~(uint64_t)0 : ((uint64_t)1 << st->ir->nlhs) - 1;
+	return contraction(st) && reused_read(st->ir->rhs, lhs);
+}
+
 /* Whether band node can hold a register tile of contraction st: it is
  * permutable, and its members walk two of st's left-hand indices as
  * parallel (coincident) members, the last one (the output's stride-1
@@ -135,21 +183,50 @@ static isl_bool band_cb(isl_schedule_node *node, void *user)
 	return isl_bool_true;
 }
 
+/* The contractions among the statements of a nest that reuse an operand
+ * (reusing): how many, and their instances (chain_cb collects them). */
+typedef struct chain_ctx {
+	const tc_poly *p;
+	int n;              /* contractions seen */
+	isl_union_set *dom; /* their instances */
+} chain_ctx;
+
+/* Add the instances set (taken) to cc when they are a reusing
+ * contraction's. */
+static isl_stat chain_cb(isl_set *set, void *user)
+{
+	chain_ctx *cc = user;
+	const tc_poly_stmt *st = tc_poly_find_stmt(cc->p, isl_set_get_tuple_name(set));
+	if (st && reusing(st)) {
+		cc->n++;
+		cc->dom = isl_union_set_union(cc->dom, isl_union_set_from_set(set));
+	} else {
+		isl_set_free(set);
+	}
+	return isl_stat_ok;
+}
+
 /* At the band that starts each top-level loop nest: add its instances
- * to the serial ones unless its first member is coincident; nothing below
- * it (statements without loops have no loop to share either). */
+ * to the serial ones unless its first member is coincident, and those of
+ * its contractions to the chained ones when it holds two or more; nothing
+ * below it (statements without loops have no loop to share either). */
 static isl_bool nest_cb(isl_schedule_node *node, void *user)
 {
 	measure_ctx *mc = user;
 	isl_union_set *dom;
+	chain_ctx cc = {mc->p, 0, NULL};
 	if (isl_schedule_node_get_type(node) != isl_schedule_node_band ||
 		isl_schedule_node_band_n_member(node) <= 0)
 		return isl_bool_true;
-	if (isl_schedule_node_band_member_get_coincident(node, 0) != isl_bool_true) {
-		dom = isl_schedule_node_get_domain(node);
+	dom = isl_schedule_node_get_domain(node);
+	if (isl_schedule_node_band_member_get_coincident(node, 0) != isl_bool_true)
 		mc->c->serial += tc_poly_box_instances(mc->p, dom, 1e6);
-		isl_union_set_free(dom);
-	}
+	cc.dom = isl_union_set_empty(isl_union_set_get_space(dom));
+	isl_union_set_foreach_set(dom, chain_cb, &cc);
+	if (cc.n >= 2 && cc.dom)
+		mc->c->chained += tc_poly_box_instances(mc->p, cc.dom, 1e6);
+	isl_union_set_free(cc.dom);
+	isl_union_set_free(dom);
 	return isl_bool_false;
 }
 
@@ -160,7 +237,7 @@ void tc_poly_nest_measure(__tc_keep const tc_poly *p, __tc_keep isl_schedule_nod
 	isl_union_set *dom, *all;
 	measure_ctx mc = {p, c, NULL, NULL};
 	isl_size ns;
-	c->serial = c->untiled = 0;
+	c->serial = c->untiled = c->chained = 0;
 	c->skewed = 0;
 	c->statements = 0;
 	if (!node)
@@ -190,7 +267,7 @@ void tc_poly_nest_measure(__tc_keep const tc_poly *p, __tc_keep isl_schedule_nod
 int tc_poly_nest_cost_less(__tc_keep const tc_poly_nest_cost *a,
 	__tc_keep const tc_poly_nest_cost *b)
 {
-	double ca = a->serial + a->untiled, cb = b->serial + b->untiled;
+	double ca = a->serial + a->untiled + a->chained, cb = b->serial + b->untiled + b->chained;
 	if (ca != cb)
 		return ca < cb;
 	return a->skewed < b->skewed;

@@ -272,17 +272,17 @@ static isl_schedule *schedule_nest(tc_poly *p, isl_schedule_node *node, tc_poly_
 	return s;
 }
 
-/* Whether a nest measured c costs nothing: no serial or untiled
+/* Whether a nest measured c costs nothing: no serial, untiled or chained
  * instances, no skewed band. */
 static int costs_nothing(const tc_poly_nest_cost *c)
 {
-	return c->serial == 0 && c->untiled == 0 && !c->skewed;
+	return c->serial == 0 && c->untiled == 0 && c->chained == 0 && !c->skewed;
 }
 
 /* The nest at node (taken), or another schedule of its statements in its
  * place when isl's clustering cost it something (tc_poly_nest_measure: a
- * serial outermost loop, a contraction no band can register-tile, a
- * skewed loop) and preserve3coincident or, after it, min costs less.  Sets
+ * serial outermost loop, a contraction no band can register-tile,
+ * contractions sharing a nest, a skewed loop) and preserve3coincident or, after it, min costs less.  Sets
  * *over when isl ran past the budget. */
 static isl_schedule_node *refit_nest(tc_poly *p, isl_schedule_node *node, int *over,
 	tc_diags *d)
