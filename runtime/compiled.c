@@ -53,8 +53,6 @@ void tc_rt_compiled_free(__tc_take tc_rt_compiled *c)
 		return;
 	if (c->code && !c->code_of)
 		c->backend->code_free(c->code);
-	if (!c->code_of)
-		tc_free(c->free);
 	pool_free(&c->ws_free);
 	pool_free(&c->copy_free);
 	tc_free(c->ws_off);

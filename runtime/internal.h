@@ -99,10 +99,7 @@ typedef struct tc_rt_compiled {
 	tc_target target;   /* the machine it was compiled for (with opts.threads
 			     * or the context's count as the expected threads) */
 	void *code;        /* the backend's compiled code (NULL: none) */
-	unsigned char *free; /* sizes=parametric: per size, whether the code
-			      * reads it at run time (tc_ir_free_sizes of cf);
-			      * NULL otherwise */
-	const struct tc_rt_compiled *code_of; /* code, cf and free borrowed from
+	const struct tc_rt_compiled *code_of; /* code and cf borrowed from
 			      * this one of the module's (sizes=parametric:
 			      * compiled for other values of the free sizes),
 			      * or NULL: its own */

@@ -147,11 +147,6 @@ static tc_rt_compiled *compile(tc_module *m, const tc_ir_func *f, const tc_tenso
 	if (!(c->ar = tc_arena_new()) ||
 		!(c->cf = f = tc_rt_pipeline_rewrite(c->ar, f, c->params, &c->opts, &c->target)))
 		goto oom;
-	if (c->opts.parametric && c->backend->compile) {
-		if (!(c->free = tc_calloc((size_t)f->nparams + 1, 1)))
-			goto oom;
-		tc_ir_free_sizes(c->cf, c->free);
-	}
 	if ((i = size_up(m, c, in, &d)) != 0)
 		goto fail_or_error;
 	if (c->backend->compile && tc_rt_pipeline_compile(m, c, obj_in, obj_out, &d) < 0)
@@ -204,87 +199,108 @@ static int same_ir(const tc_ir_func *a, const tc_ir_func *b)
 	return same;
 }
 
+/* Whether compiled object o, parametric code of f under the options of
+ * memo key key, serves the inputs in (their sizes params, bound): the same
+ * input types and ranks, the same value of every size but the free ones
+ * (tc_ir_free_sizes of o->cf), each free one >= 1, and the IR rewrites at
+ * params giving o's function (their choices, such as whether a statement
+ * covers its whole output, are made at the sizes; the same result means
+ * the code's function holds at the new sizes too).  -1 when out of
+ * memory. */
+static int serves(const tc_rt_compiled *o, const tc_ir_func *f, const char *key,
+	const tc_tensor *in, int n_inputs, const int64_t *params)
+{
+	unsigned char *free;
+	const tc_ir_func *rf;
+	tc_arena *ar;
+	int j, ok = !o->code_of && o->code && o->opts.parametric && o->f == f &&
+		!strcmp(key_options(o->key), key_options(key));
+	for (j = 0; j < n_inputs && ok; j++)
+		ok = in[j].dtype == o->shapes[j].dtype && in[j].ndim == o->shapes[j].ndim;
+	if (!ok)
+		return 0;
+	if (!(free = tc_malloc((size_t)f->nparams + 1)))
+		return -1;
+	tc_ir_free_sizes(o->cf, free);
+	for (j = 0; j < f->nparams && ok; j++)
+		ok = free[j] ? params[j] >= 1 : params[j] == o->params[j];
+	tc_free(free);
+	if (!ok)
+		return 0;
+	if (!(ar = tc_arena_new()) ||
+		!(rf = tc_rt_pipeline_rewrite(ar, f, params, &o->opts, &o->target))) {
+		tc_arena_free(ar);
+		return -1;
+	}
+	ok = same_ir(rf, o->cf);
+	tc_arena_free(ar);
+	return ok;
+}
+
 /* sizes=parametric: a new compiled object for entry at the input shapes in
- * that runs the code of one compiled before for other values of its free
- * sizes (tc_ir_free_sizes): same def, options and input types and ranks,
- * the same value of every other size, each free size >= 1, and the IR
- * rewrites at the new sizes giving the same function as at the old ones
- * (their choices, such as whether a statement covers its whole output,
- * are made at the sizes; the same result means the code's function holds
- * at the new sizes too).  0 with *out NULL when none serves; -1 with an
- * error in the context when out of memory. */
+ * (memo key *key, taken when one is made) that runs the code of one
+ * compiled before for other values of its free sizes (see serves).  0
+ * with *out NULL when none serves; -1 with an error in the context. */
 static int share_code(tc_module *m, const tc_ir_func *f, const tc_tensor *in, int n_inputs,
 	char **key, tc_rt_compiled **out)
 {
-	tc_rt_compiled *c = NULL;
-	const tc_rt_compiled *o;
-	const tc_ir_func *rf;
-	tc_arena *ar = NULL;
+	const tc_rt_compiled *o = NULL;
+	tc_rt_compiled *c;
 	int64_t *params = NULL;
 	tc_diags d;
-	int i, j, ok;
+	int i, r = 0, any = 0;
 
 	*out = NULL;
+	for (i = 0; i < m->compiled.n && !any; i++)
+		any = ((const tc_rt_compiled *)m->compiled.v[i])->opts.parametric;
+	if (!any)
+		return 0;
 	tc_diags_init(&d, m->src);
-	for (i = 0; i < m->compiled.n && !c; i++) {
-		o = m->compiled.v[i];
-		if (o->code_of || !o->free || !o->code || o->f != f ||
-			strcmp(key_options(o->key), key_options(*key)))
-			continue;
-		for (j = 0, ok = 1; j < n_inputs && ok; j++)
-			ok = in[j].dtype == o->shapes[j].dtype && in[j].ndim == o->shapes[j].ndim;
-		tc_free(params);
-		if (!ok || !(params = tc_calloc((size_t)f->nparams + 1, sizeof(int64_t))))
-			goto next;
-		if (tc_ir_bind(f, in, n_inputs, params, &d) < 0) { /* compiling says why */
-			tc_diags_clear(&d);
-			tc_diags_init(&d, m->src);
-			goto next;
-		}
-		for (j = 0; j < f->nparams && ok; j++)
-			ok = o->free[j] ? params[j] >= 1 : params[j] == o->params[j];
-		tc_arena_free(ar);
-		if (!ok || !(ar = tc_arena_new()) ||
-			!(rf = tc_rt_pipeline_rewrite(ar, f, params, &o->opts, &o->target)) ||
-			!same_ir(rf, o->cf))
-			goto next;
-		if (!(c = tc_calloc(1, sizeof(*c))))
+	if (!(params = tc_calloc((size_t)f->nparams + 1, sizeof(int64_t))))
+		goto oom;
+	if (tc_ir_bind(f, in, n_inputs, params, &d) < 0) /* compiling says why */
+		goto done;
+	for (i = 0; i < m->compiled.n && !r; i++)
+		if ((r = serves(m->compiled.v[i], f, *key, in, n_inputs, params)) < 0)
 			goto oom;
-		c->key = *key;
-		*key = NULL;
-		c->f = f;
-		c->cf = o->cf;
-		c->params = params;
-		params = NULL;
-		c->backend = o->backend;
-		c->opts = o->opts;
-		c->target = o->target;
-		c->code = o->code;
-		c->free = o->free;
-		c->code_of = o;
-		c->from_object = o->from_object;
-		if (!(c->options = tc_strdup(o->options)))
-			goto oom;
-		if ((j = size_up(m, c, in, &d)) != 0) {
-			if (j < 0)
-				tc_rt_set_error_diags(m->ctx, &d);
-			goto fail;
-		}
-	next:;
+		else if (r)
+			o = m->compiled.v[i];
+	if (!o)
+		goto done;
+	if (!(c = tc_calloc(1, sizeof(*c))))
+		goto oom;
+	c->key = *key;
+	*key = NULL;
+	c->f = f;
+	c->cf = o->cf;
+	c->params = params;
+	params = NULL;
+	c->backend = o->backend;
+	c->opts = o->opts;
+	c->target = o->target;
+	c->code = o->code;
+	c->code_of = o;
+	c->from_object = o->from_object;
+	if (!(c->options = tc_strdup(o->options))) {
+		tc_rt_compiled_free(c);
+		goto oom;
 	}
-	tc_arena_free(ar);
-	tc_free(params);
-	tc_diags_clear(&d);
+	if ((r = size_up(m, c, in, &d)) != 0) {
+		if (r < 0)
+			tc_rt_set_error_diags(m->ctx, &d);
+		tc_rt_compiled_free(c);
+		r = -1;
+		goto done;
+	}
 	*out = c;
-	return 0;
+	goto done;
 oom:
 	tc_rt_set_error(m->ctx, "out of memory");
-fail:
-	tc_arena_free(ar);
+	r = -1;
+done:
 	tc_free(params);
 	tc_diags_clear(&d);
-	tc_rt_compiled_free(c);
-	return -1;
+	return r < 0 ? -1 : 0;
 }
 
 /* The function of entry with the input tensors checked and converted into
