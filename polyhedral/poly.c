@@ -388,9 +388,11 @@ static int make_stmts(tc_poly *p)
 }
 
 /* The context of p's sizes, as isl reads it: every size equal to its
- * value (concrete, and p has sizes), else every size >= 1 and the def's
- * size conditions hold; NULL with a message in d on error. */
-static isl_set *context_of(tc_poly *p, int concrete, tc_diags *d)
+ * value (concrete, and p has sizes) but those with free[i] set (free
+ * NULL: none), else every size >= 1; and, unless every size is equal to
+ * its value, the def's size conditions hold.  NULL with a message in d on
+ * error. */
+static isl_set *context_of(tc_poly *p, int concrete, const unsigned char *free, tc_diags *d)
 {
 	const tc_ir_func *f = p->f;
 	names n = {f, NULL};
@@ -403,41 +405,31 @@ static isl_set *context_of(tc_poly *p, int concrete, tc_diags *d)
 	for (i = 0; i < f->nparams; i++) {
 		tc_buf_puts(&b, i ? " and " : "");
 		put_param(&b, &n, i);
-		if (concrete && !(p->free && p->free[i]))
+		if (concrete && !(free && free[i]))
 			tc_buf_printf(&b, " = %lld", (long long)p->params[i]);
 		else /* a model of sizes holding a zero-size dimension: the
 		      * generic context still holds them */
 			tc_buf_puts(&b, p->params && p->params[i] < 1 ? " >= 0" : " >= 1");
 	}
-	for (i = 0; (!concrete || p->free) && i < f->nchecks; i++) {
+	for (i = 0; (!concrete || free) && i < f->nchecks; i++) {
 		tc_buf_puts(&b, f->nparams || i ? " and " : "");
 		sx_isl(&b, f->checks[i].e, &n);
 		tc_buf_puts(&b, f->checks[i].eq ? " = 0" : " >= 0");
 	}
 	tc_buf_puts(&b, " }");
-	if (b.oom || !b.s) {
-		tc_buf_free(&b);
-		return NULL;
-	}
-	set = isl_set_read_from_str(p->ctx, b.s);
+	set = b.oom || !b.s ? NULL : isl_set_read_from_str(p->ctx, b.s);
 	tc_buf_free(&b);
-	if (!set)
+	if (!set) /* the text out of memory, or isl failed */
 		tc_poly_isl_failed(p->ctx, d, "read the context");
 	return set;
 }
 
 static int build_context(tc_poly *p, tc_diags *d)
 {
-	p->context = context_of(p, p->params != NULL, d);
-	if (p->context && p->free) { /* where the passes measure: every size fixed */
-		unsigned char *free = p->free;
-		p->free = NULL;
-		p->at = context_of(p, 1, d);
-		p->free = free;
-		if (!p->at)
-			return -1;
-	}
-	return p->context ? 0 : -1;
+	p->context = context_of(p, p->params != NULL, p->free, d);
+	if (p->context && p->free) /* where the passes measure: every size fixed */
+		p->at = context_of(p, 1, NULL, d);
+	return p->context && (!p->free || p->at) ? 0 : -1;
 }
 
 __tc_give isl_union_set *tc_poly_at(__tc_keep const tc_poly *p, __tc_take isl_union_set *set)
@@ -804,7 +796,7 @@ tc_stat tc_poly_build_generic(__tc_keep tc_poly *p, __tc_keep tc_diags *d)
 	isl_union_map *gdeps = NULL;
 	if (!p->params || p->gdomain)
 		return TC_OK;
-	if (!p->gcontext && !(p->gcontext = context_of(p, 0, d)))
+	if (!p->gcontext && !(p->gcontext = context_of(p, 0, NULL, d)))
 		return TC_ERR;
 	if (build_parts(p, p->gcontext, &gen, &gdeps, &p->gnear, d) < 0)
 		return TC_ERR;
