@@ -1729,6 +1729,20 @@ static void fill_uniform(float *v, size_t n, uint64_t *r, double lo, double hi)
 		v[i] = (float)(lo + (double)(*r >> 11) / 9007199254740992.0 * (hi - lo));
 }
 
+/* Rows 0 .. nv-1 of y (stride floats apart), n elements each: no NaN in
+ * row 0 (the interpreter's), every other row within 1e-5 (relative, plus
+ * 1e-5 absolute) of it. */
+static void expect_rows_near(const float *y, size_t stride, size_t n, int nv)
+{
+	size_t i;
+	int v;
+	for (i = 0; i < n; i++) {
+		assert_false(isnan(y[i]));
+		for (v = 1; v < nv; v++)
+			assert_true(fabsf(y[v * stride + i] - y[i]) <= 1e-5f * (1 + fabsf(y[i])));
+	}
+}
+
 /* Fusion auto (the default): isl's clustering fuses the seven statements
  * of a small network's backward pass into nests whose loops walk b + h and
  * h + k, none of them parallel; auto schedules that nest's statements
@@ -1764,16 +1778,7 @@ static void fusion_auto_refits_costly_nests(void **state)
 	fill_uniform(w2, sizeof(w2) / sizeof(float), &r, -1, 1);
 	for (i = 0; i < B; i++, r = r * 6364136223846793005ULL + 1)
 		y[i] = (int64_t)((r >> 33) % K);
-	m = tc_module_parse(ctx,
-		"def k(float(B,I) X, float(B,H) Hd, float(B,K) P, int64(B) Y, float(H,K) W2)"
-		" -> (dW1, dB1, dW2, dB2) {\n"
-		"  dL(b,k) = (P(b,k) - (Y(b) == k ? 1.0 : 0.0)) / B\n"
-		"  dW2(h,k) +=! Hd(b,h) * dL(b,k)\n"
-		"  dB2(k) +=! dL(b,k)\n"
-		"  dH(b,h) +=! dL(b,k) * W2(h,k)\n"
-		"  dH(b,h) = Hd(b,h) > 0 ? dH(b,h) : 0.0\n"
-		"  dW1(i,h) +=! X(b,i) * dH(b,h)\n"
-		"  dB1(h) +=! dH(b,h)\n}\n", "bwd.tc");
+	m = tc_module_parse(ctx, TU_MLP_BWD, "bwd.tc");
 	assert_non_null(m);
 	/* the pathology auto repairs: max's loops over b + h and h + k */
 	text = stage_of(m, in, 5, "fusion=max", "schedule");
@@ -1800,11 +1805,7 @@ static void fusion_auto_refits_costly_nests(void **state)
 		};
 		run_with_outs(m, in, 5, o, 4, opts[v], NULL);
 	}
-	for (i = 0; i < n; i++) {
-		assert_false(isnan(outs[0][i]));
-		for (v = 1; v < 3; v++)
-			assert_true(fabsf(outs[v][i] - outs[0][i]) <= 1e-5f * (1 + fabsf(outs[0][i])));
-	}
+	expect_rows_near(outs[0], n, n, 3);
 	tc_module_free(m);
 }
 
@@ -1830,7 +1831,6 @@ static void fusion_auto_splits_chained_contractions(void **state)
 	static const char *const opts[] = {"target=interp", "fusion=max", "fusion=auto"};
 	const size_t n = sizeof(outs[0]) / sizeof(float);
 	uint64_t r = 19;
-	size_t i;
 	int v;
 	char *text;
 	tc_module *m;
@@ -1858,11 +1858,7 @@ static void fusion_auto_splits_chained_contractions(void **state)
 		DLTensor Y = {outs[v], {kDLCPU, 0}, 4, {kDLFloat, 32, 1}, sy, NULL, 0};
 		run_with(m, in, 4, &Y, opts[v], NULL);
 	}
-	for (i = 0; i < n; i++) {
-		assert_false(isnan(outs[0][i]));
-		for (v = 1; v < 3; v++)
-			assert_true(fabsf(outs[v][i] - outs[0][i]) <= 1e-5f * (1 + fabsf(outs[0][i])));
-	}
+	expect_rows_near(outs[0], n, n, 3);
 	tc_module_free(m);
 	/* row reductions over a batch of rows (softmax's max and sum, two
 	 * left-hand indices each) read every element once: not chained, so
@@ -1883,11 +1879,7 @@ static void fusion_auto_splits_chained_contractions(void **state)
 			DLTensor Ps = {outs[v], {kDLCPU, 0}, 3, {kDLFloat, 32, 1}, sxs, NULL, 0};
 			run_with(m, ins, 1, &Ps, opts[v], NULL);
 		}
-		for (i = 0; i < (size_t)(M * N1 * N0 * N2); i++) {
-			assert_false(isnan(outs[0][i]));
-			for (v = 1; v < 3; v++)
-				assert_true(fabsf(outs[v][i] - outs[0][i]) <= 1e-5f * (1 + fabsf(outs[0][i])));
-		}
+		expect_rows_near(outs[0], n, (size_t)(M * N1 * N0 * N2), 3);
 	}
 	tc_module_free(m);
 }
@@ -1911,7 +1903,6 @@ static void parallel_mark_above_a_block(void **state)
 	const DLTensor *in[4] = {&X, &Hd, &dL, &W2};
 	static const char *const opts[] = {"target=interp", "threads=2 parallel=on"};
 	uint64_t r = 11;
-	size_t i;
 	int v;
 	char *text;
 	tc_module *m;
@@ -1939,10 +1930,7 @@ static void parallel_mark_above_a_block(void **state)
 		};
 		run_with_outs(m, in, 4, o, 2, opts[v], NULL);
 	}
-	for (i = 0; i < sizeof(outs[0]) / sizeof(float); i++) {
-		assert_false(isnan(outs[0][i]));
-		assert_true(fabsf(outs[1][i] - outs[0][i]) <= 1e-5f * (1 + fabsf(outs[0][i])));
-	}
+	expect_rows_near(outs[0], sizeof(outs[0]) / sizeof(float), sizeof(outs[0]) / sizeof(float), 2);
 	tc_module_free(m);
 }
 
@@ -1962,7 +1950,6 @@ static void parallel_past_a_single_iteration(void **state)
 	const DLTensor *in[3] = {&Q, &K, &V};
 	static const char *const opts[] = {"target=interp", "threads=2 parallel=on"};
 	uint64_t r = 5;
-	size_t i;
 	int v;
 	char *text;
 	tc_module *m;
@@ -1986,10 +1973,7 @@ static void parallel_past_a_single_iteration(void **state)
 		DLTensor O = {outs[v], {kDLCPU, 0}, 3, {kDLFloat, 32, 1}, sh, NULL, 0};
 		run_with_outs(m, in, 3, &O, 1, opts[v], NULL);
 	}
-	for (i = 0; i < Z * S * D; i++) {
-		assert_false(isnan(outs[0][i]));
-		assert_true(fabsf(outs[1][i] - outs[0][i]) <= 1e-5f * (1 + fabsf(outs[0][i])));
-	}
+	expect_rows_near(outs[0], sizeof(outs[0]) / sizeof(float), Z * S * D, 2);
 	tc_module_free(m);
 }
 

@@ -119,16 +119,7 @@ static int check(tc_module *m, const char *entry, const input *ins, int nin, con
 static void batch_sizes_share_code(void **state)
 {
 	static const int64_t batches[] = {32, 7, 1, 50, 129};
-	tc_module *m = tc_module_parse(ctx,
-		"def k(float(B,I) X, float(B,H) Hd, float(B,K) P, int64(B) Y, float(H,K) W2)"
-		" -> (dW1, dB1, dW2, dB2) {\n"
-		"  dL(b,k) = (P(b,k) - (Y(b) == k ? 1.0 : 0.0)) / B\n"
-		"  dW2(h,k) +=! Hd(b,h) * dL(b,k)\n"
-		"  dB2(k) +=! dL(b,k)\n"
-		"  dH(b,h) +=! dL(b,k) * W2(h,k)\n"
-		"  dH(b,h) = Hd(b,h) > 0 ? dH(b,h) : 0.0\n"
-		"  dW1(i,h) +=! X(b,i) * dH(b,h)\n"
-		"  dB1(h) +=! dH(b,h)\n}\n", "bwd.tc");
+	tc_module *m = tc_module_parse(ctx, TU_MLP_BWD, "bwd.tc");
 	size_t n;
 	(void)state;
 	assert_non_null(m);

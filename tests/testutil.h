@@ -261,4 +261,18 @@ static inline int tu_contains(const char *message, const char *needle)
 	return 0;
 }
 
+/* The backward pass of a small network as issue 15 gives it (seven
+ * statements, the batch size B also a value), as def k: the text of
+ * bench/kernels.tc's mlp_bwd. */
+#define TU_MLP_BWD                                                                         \
+	"def k(float(B,I) X, float(B,H) Hd, float(B,K) P, int64(B) Y, float(H,K) W2)"     \
+	" -> (dW1, dB1, dW2, dB2) {\n"                                                     \
+	"  dL(b,k) = (P(b,k) - (Y(b) == k ? 1.0 : 0.0)) / B\n"                              \
+	"  dW2(h,k) +=! Hd(b,h) * dL(b,k)\n"                                                \
+	"  dB2(k) +=! dL(b,k)\n"                                                            \
+	"  dH(b,h) +=! dL(b,k) * W2(h,k)\n"                                                 \
+	"  dH(b,h) = Hd(b,h) > 0 ? dH(b,h) : 0.0\n"                                         \
+	"  dW1(i,h) +=! X(b,i) * dH(b,h)\n"                                                 \
+	"  dB1(h) +=! dH(b,h)\n}\n"
+
 #endif
