@@ -1610,6 +1610,21 @@ static int count_of(const char *text, const char *needle)
 	return n;
 }
 
+/* The unoptimised LLVM IR of p (scheduled, with its AST) under o; frees
+ * p, ctx, d's messages and k (what loop_ir and regtile_ir made it from).
+ * The caller frees the text. */
+static char *raw_ir(isl_ctx *ctx, tc_poly *p, const tc_cg_opts *o, tc_diags *d, kernel *k)
+{
+	char *ir = tc_cg_llvm_text(p, o, TC_CG_TEXT_LLVM_RAW, d);
+	if (!ir)
+		fail_diags(d, "tc_cg_llvm_text");
+	tc_poly_free(p);
+	isl_ctx_free(ctx);
+	tc_diags_clear(d);
+	kernel_free(k);
+	return ir;
+}
+
 /* The unoptimised LLVM IR of def k of text on a 5 x 40 input A of type t
  * (an inner loop of 40 iterations) under vector=vector and
  * unroll_inner=unroll (0: auto) and fastmath (0: off and vecreduce off, 1:
@@ -1623,7 +1638,6 @@ static char *loop_ir(const char *text, tc_dtype t, int vector, int unroll, int f
 	isl_ctx *ctx = tc_poly_ctx_new();
 	tc_cg_opts o;
 	tc_poly *p;
-	char *ir;
 	kernel_load(&k, text, "k");
 	memset(in, 0, sizeof(in));
 	in[0].dtype = t;
@@ -1639,14 +1653,7 @@ static char *loop_ir(const char *text, tc_dtype t, int vector, int unroll, int f
 	o.unroll_inner = unroll;
 	o.fastmath = fastmath == 1;
 	o.vecreduce = fastmath != 0;
-	ir = tc_cg_llvm_text(p, &o, TC_CG_TEXT_LLVM_RAW, &d);
-	if (!ir)
-		fail_diags(&d, "tc_cg_llvm_text");
-	tc_poly_free(p);
-	isl_ctx_free(ctx);
-	tc_diags_clear(&d);
-	kernel_free(&k);
-	return ir;
+	return raw_ir(ctx, p, &o, &d, &k);
 }
 
 /* The unoptimised LLVM IR of an 8 x 32 x 32 float matmul in register
@@ -1661,7 +1668,6 @@ static char *regtile_ir(int unroll)
 	isl_ctx *ctx = tc_poly_ctx_new();
 	tc_cg_opts o;
 	tc_poly *p;
-	char *ir;
 	int i;
 	kernel_load(&k, "def k(float(M,K) A, float(K,N) B) -> (C) { C(m,n) +=! A(m,r_k) * B(r_k,n) }\n",
 		"k");
@@ -1684,14 +1690,7 @@ static char *regtile_ir(int unroll)
 	assert_int_equal(tc_poly_schedule(p, tc_poly_cpu_passes, tc_poly_ncpu_passes, NULL, &d), 0);
 	assert_int_equal(tc_poly_ast(p, &d), 0);
 	memset(&o, 0, sizeof(o));
-	ir = tc_cg_llvm_text(p, &o, TC_CG_TEXT_LLVM_RAW, &d);
-	if (!ir)
-		fail_diags(&d, "tc_cg_llvm_text");
-	tc_poly_free(p);
-	isl_ctx_free(ctx);
-	tc_diags_clear(&d);
-	kernel_free(&k);
-	return ir;
+	return raw_ir(ctx, p, &o, &d, &k);
 }
 
 /* A register tile's rows are a loop in the AST (between the tc_unroll and
