@@ -613,8 +613,8 @@ static void put_header(cg *g, tc_buf *b, const char *loops,
 		tc_buf_printf(b, "%s%s", i ? ", " : "", g->size[i]);
 		if (g->p->params && !is_free(g, i))
 			tc_buf_printf(b, "=%lld", (long long)g->p->params[i]);
-		else if (g->p->params)
-			tc_buf_puts(b, " (free)");
+		else if (g->p->params) /* the passes measured at params */
+			tc_buf_printf(b, " (free; choices made at %lld)", (long long)g->p->params[i]);
 	}
 	tc_buf_puts(b, "\n * tensors[t] is the data of tensor t, dense and row-major: inputs, outputs,\n"
 		       " * then temporaries (workspace the caller provides).  Float operations round\n"

@@ -335,14 +335,16 @@ char *tc_kernel_emit(tc_kernel *k, const char *stage);
  *     the least memory traffic of a run (temporaries are not counted).
  * 0 ok, -1 if k is NULL. */
 int tc_kernel_stats(const tc_kernel *k, double *flops, double *bytes);
-/* Whether k runs code compiled for other shapes: with option
- * sizes=parametric, tc_compile gives a kernel for new input shapes the
- * code of one it compiled before in the same module (same def, options,
- * input types and ranks) when the shapes differ only in the sizes that
- * only first dimensions have (a batch), each of them >= 1: no schedule,
- * no LLVM, microseconds instead of a compile.  1 then, 0 for a kernel
- * with code of its own (compiled, or loaded from the kernel cache), -1
- * for a NULL k. */
+/* Whether k runs code compiled for other shapes: tc_compile gives a
+ * kernel for new input shapes the parametric code of one it compiled
+ * before in the same module (same def, options, input types and ranks)
+ * when the shapes differ only in the sizes that only first dimensions
+ * have (a batch), each of them >= 1: no schedule, no LLVM, microseconds
+ * instead of a compile.  Option sizes: parametric makes parametric code
+ * from the first shape on; auto, the default, from a def's second shape
+ * on (its choices made at the largest sizes seen, serving no larger
+ * ones); concrete never.  1 then, 0 for a kernel with code of its own
+ * (compiled, or loaded from the kernel cache), -1 for a NULL k. */
 int tc_kernel_reuses_code(const tc_kernel *k);
 /* NULL: nothing. */
 void tc_kernel_free(tc_kernel *k);

@@ -58,6 +58,7 @@ void tc_rt_compiled_free(__tc_take tc_rt_compiled *c)
 	tc_free(c->ws_off);
 	tc_free(c->shapes);
 	tc_free(c->params);
+	tc_free(c->at);
 	tc_free(c->key);
 	tc_free(c->options);
 	tc_arena_free(c->ar);

@@ -42,8 +42,10 @@ typedef struct tc_rt_opts {
 	tc_rt_share share;   /* share */
 	int inline_temps;    /* inline=on: ir/inline.c */
 	int pack;            /* pack=on: ir/pack.c */
-	int parametric;      /* sizes=parametric: the free sizes of the code
-			      * (tc_ir_free_sizes) are run-time values */
+	int parametric;      /* the free sizes of the code (tc_ir_free_sizes)
+			      * are run-time values: sizes=parametric, or
+			      * sizes=auto for a def's second shape (kernel.c) */
+	int sizes_auto;      /* sizes=auto */
 	tc_poly_opts sched;  /* the schedule passes' settings */
 	tc_cg_opts cg;       /* the code generators' settings */
 } tc_rt_opts;
@@ -93,6 +95,10 @@ typedef struct tc_rt_compiled {
 	tc_arena *ar;
 	int64_t *params;
 	tc_tensor *shapes; /* every tensor of cf: dtype, ndim, shape (no data) */
+	int64_t *at;       /* parametric code compiled under sizes=auto: the
+			    * sizes its choices (tile sizes, ...) were made
+			    * at, the free ones the largest seen; it serves
+			    * no larger ones.  NULL: params */
 	const struct tc_rt_backend *backend; /* where it runs (the target option) */
 	char *options;      /* the options it was compiled with (tc_options_print) */
 	tc_rt_opts opts;    /* the same, decoded */

@@ -112,7 +112,7 @@ static int size_up(tc_module *m, tc_rt_compiled *c, const tc_tensor *in, tc_diag
 /* A new compiled object for entry at these input shapes, or NULL. */
 static tc_rt_compiled *compile(tc_module *m, const tc_ir_func *f, const tc_tensor *in,
 	int n_inputs, const tc_options *options, char *key, const tc_rt_object *obj_in,
-	tc_rt_object *obj_out)
+	tc_rt_object *obj_out, __tc_take int64_t *at)
 {
 	tc_rt_compiled *c = tc_calloc(1, sizeof(*c));
 	tc_diags d;
@@ -123,10 +123,13 @@ static tc_rt_compiled *compile(tc_module *m, const tc_ir_func *f, const tc_tenso
 		goto oom;
 	c->key = key;
 	key = NULL;
+	c->at = at; /* parametric code made at these sizes */
+	at = NULL;
 	c->f = f;
 	if (!(c->options = tc_options_print(options)))
 		goto oom;
 	tc_rt_opts_decode(options, &c->opts);
+	c->opts.parametric |= c->at != NULL;
 	if (!(c->backend = tc_rt_backend_find(c->opts.backend))) {
 		tc_rt_set_error(m->ctx, "internal error: no backend '%s'", c->opts.backend);
 		goto fail;
@@ -155,6 +158,7 @@ static tc_rt_compiled *compile(tc_module *m, const tc_ir_func *f, const tc_tenso
 	return c;
 oom:
 	tc_free(key);
+	tc_free(at);
 	tc_rt_set_error(m->ctx, "out of memory");
 	goto fail;
 fail_or_error:
@@ -199,22 +203,16 @@ static int same_ir(const tc_ir_func *a, const tc_ir_func *b)
 	return same;
 }
 
-/* Whether compiled object o, parametric code of f under the options of
- * memo key key, serves the inputs in (their sizes params, bound): the same
- * input types and ranks, the same value of every size but the free ones
- * (tc_ir_free_sizes of o->cf), each free one >= 1, and the IR rewrites at
- * params giving o's function (their choices, such as whether a statement
- * covers its whole output, are made at the sizes; the same result means
- * the code's function holds at the new sizes too).  -1 when out of
- * memory. */
-static int serves(const tc_rt_compiled *o, const tc_ir_func *f, const char *key,
+/* Whether compiled object o of f, under the options of memo key key, was
+ * compiled for the inputs in (their sizes params, bound) but for its free
+ * sizes: the same input types and ranks, the same value of every size but
+ * the free ones (tc_ir_free_sizes of o->cf), each free one >= 1.  -1 when
+ * out of memory. */
+static int same_but_free(const tc_rt_compiled *o, const tc_ir_func *f, const char *key,
 	const tc_tensor *in, int n_inputs, const int64_t *params)
 {
 	unsigned char *free;
-	const tc_ir_func *rf;
-	tc_arena *ar;
-	int j, ok = !o->code_of && o->code && o->opts.parametric && o->f == f &&
-		!strcmp(key_options(o->key), key_options(key));
+	int j, ok = !o->code_of && o->f == f && !strcmp(key_options(o->key), key_options(key));
 	for (j = 0; j < n_inputs && ok; j++)
 		ok = in[j].dtype == o->shapes[j].dtype && in[j].ndim == o->shapes[j].ndim;
 	if (!ok)
@@ -225,8 +223,32 @@ static int serves(const tc_rt_compiled *o, const tc_ir_func *f, const char *key,
 	for (j = 0; j < f->nparams && ok; j++)
 		ok = free[j] ? params[j] >= 1 : params[j] == o->params[j];
 	tc_free(free);
-	if (!ok)
-		return 0;
+	return ok;
+}
+
+/* The sizes compiled object o's choices were made at. */
+static const int64_t *made_at(const tc_rt_compiled *o)
+{
+	return o->at ? o->at : o->params;
+}
+
+/* Whether compiled object o, parametric code, serves the inputs in (see
+ * same_but_free; under sizes=auto, no free size larger than those its
+ * choices were made at) and the IR rewrites at params give o's function
+ * (their choices, such as whether a statement covers its whole output,
+ * are made at the sizes; the same result means the code's function holds
+ * at the new sizes too).  -1 when out of memory. */
+static int serves(const tc_rt_compiled *o, const tc_ir_func *f, const char *key,
+	const tc_tensor *in, int n_inputs, const int64_t *params)
+{
+	const tc_ir_func *rf;
+	tc_arena *ar;
+	int j, ok = o->code && o->opts.parametric ?
+		same_but_free(o, f, key, in, n_inputs, params) : 0;
+	for (j = 0; ok > 0 && o->opts.sizes_auto && j < f->nparams; j++)
+		ok = params[j] <= made_at(o)[j];
+	if (ok <= 0)
+		return ok;
 	if (!(ar = tc_arena_new()) ||
 		!(rf = tc_rt_pipeline_rewrite(ar, f, params, &o->opts, &o->target))) {
 		tc_arena_free(ar);
@@ -237,22 +259,43 @@ static int serves(const tc_rt_compiled *o, const tc_ir_func *f, const char *key,
 	return ok;
 }
 
-/* sizes=parametric: a new compiled object for entry at the input shapes in
- * (memo key *key, taken when one is made) that runs the code of one
- * compiled before for other values of its free sizes (see serves).  0
- * with *out NULL when none serves; -1 with an error in the context. */
+/* The sum of the sizes of o's choices (made_at), to prefer the code made
+ * at the sizes nearest the inputs'. */
+static int64_t at_sum(const tc_rt_compiled *o)
+{
+	int64_t sum = 0;
+	int j;
+	for (j = 0; j < o->f->nparams; j++)
+		sum += made_at(o)[j];
+	return sum;
+}
+
+/* Code compiled before for other values of the free sizes of the inputs
+ * in (memo key *key, taken when a compiled object is made): under
+ * sizes=parametric, and sizes=auto from a def's second shape on.  *out is
+ * a new compiled object that runs the code of one that serves the inputs
+ * (see serves; the one made at the smallest sizes), else NULL, and then
+ * *at the sizes the inputs' own code should make its choices at when it
+ * should be parametric (else NULL): under sizes=auto, when code compiled
+ * before for other values of the free sizes is there (same_but_free), each
+ * free size the largest of the inputs' and that code's, so that the new
+ * code serves the shapes seen so far.  0, or -1 with an error in the
+ * context. */
 static int share_code(tc_module *m, const tc_ir_func *f, const tc_tensor *in, int n_inputs,
-	char **key, tc_rt_compiled **out)
+	char **key, tc_rt_compiled **out, int64_t **at)
 {
 	const tc_rt_compiled *o = NULL;
 	tc_rt_compiled *c;
 	int64_t *params = NULL;
 	tc_diags d;
-	int i, r = 0, any = 0;
+	int i, j, r = 0, any = 0;
 
 	*out = NULL;
-	for (i = 0; i < m->compiled.n && !any; i++)
-		any = ((const tc_rt_compiled *)m->compiled.v[i])->opts.parametric;
+	*at = NULL;
+	for (i = 0; i < m->compiled.n && !any; i++) {
+		const tc_rt_compiled *e = m->compiled.v[i];
+		any = e->opts.parametric || e->opts.sizes_auto;
+	}
 	if (!any)
 		return 0;
 	tc_diags_init(&d, m->src);
@@ -260,11 +303,29 @@ static int share_code(tc_module *m, const tc_ir_func *f, const tc_tensor *in, in
 		goto oom;
 	if (tc_ir_bind(f, in, n_inputs, params, &d) < 0) /* compiling says why */
 		goto done;
-	for (i = 0; i < m->compiled.n && !r; i++)
-		if ((r = serves(m->compiled.v[i], f, *key, in, n_inputs, params)) < 0)
+	for (i = 0; i < m->compiled.n; i++) {
+		const tc_rt_compiled *e = m->compiled.v[i];
+		if ((r = serves(e, f, *key, in, n_inputs, params)) < 0)
 			goto oom;
-		else if (r)
-			o = m->compiled.v[i];
+		if (r && (!o || at_sum(e) < at_sum(o)))
+			o = e;
+	}
+	for (i = 0; i < m->compiled.n && !o; i++) {
+		const tc_rt_compiled *e = m->compiled.v[i];
+		if (!e->code || !e->opts.sizes_auto)
+			continue;
+		if ((r = same_but_free(e, f, *key, in, n_inputs, params)) < 0)
+			goto oom;
+		if (r && !*at) {
+			if (!(*at = tc_malloc(((size_t)f->nparams + 1) * sizeof(int64_t))))
+				goto oom;
+			memcpy(*at, params, ((size_t)f->nparams + 1) * sizeof(int64_t));
+		}
+		for (j = 0; r && j < f->nparams; j++)
+			if (made_at(e)[j] > (*at)[j])
+				(*at)[j] = made_at(e)[j];
+	}
+	r = 0;
 	if (!o)
 		goto done;
 	if (!(c = tc_calloc(1, sizeof(*c))))
@@ -295,6 +356,8 @@ static int share_code(tc_module *m, const tc_ir_func *f, const tc_tensor *in, in
 	*out = c;
 	goto done;
 oom:
+	tc_free(*at);
+	*at = NULL;
 	tc_rt_set_error(m->ctx, "out of memory");
 	r = -1;
 done:
@@ -333,6 +396,7 @@ tc_kernel *tc_compile(tc_module *m, const char *entry, const DLTensor *const *in
 	tc_options *cached = NULL;
 	tc_rt_object obj;
 	char *opts = NULL, *key = NULL;
+	int64_t *at = NULL;
 	int i;
 
 	memset(&obj, 0, sizeof(obj));
@@ -369,10 +433,15 @@ tc_kernel *tc_compile(tc_module *m, const char *entry, const DLTensor *const *in
 			c = m->compiled.v[i];
 	if (!c) {
 		/* sizes=parametric: code compiled for other free sizes, else compile */
-		if (share_code(m, f, in, n_inputs, &key, &c) < 0)
+		if (share_code(m, f, in, n_inputs, &key, &c, &at) < 0)
 			goto done;
+		if (!c && obj.code) { /* object code from the kernel cache is the code it is */
+			tc_free(at);
+			at = NULL;
+		}
 		if (!c)
-			c = compile(m, f, in, n_inputs, options, key, obj.code ? &obj : NULL, NULL);
+			c = compile(m, f, in, n_inputs, options, key, obj.code ? &obj : NULL, NULL, at);
+		at = NULL; /* taken */
 		key = NULL; /* taken */
 		if (c && tc_vec_push(&m->compiled, c) < 0) {
 			tc_rt_compiled_free(c);
@@ -621,7 +690,7 @@ int tc_rt_compile_object(__tc_keep tc_module *m, const char *entry,
 		tc_rt_set_error(m->ctx, "out of memory");
 		goto done;
 	}
-	c = compile(m, f, in, n_inputs, options, key, NULL, o);
+	c = compile(m, f, in, n_inputs, options, key, NULL, o, NULL);
 	key = NULL; /* compile took it */
 	if (c && !c->backend->object)
 		tc_rt_set_error(m->ctx, "options target=%s make no object code", c->opts.backend);

@@ -58,8 +58,8 @@ static const opt_def opt_table[] = {
 		"copy an input that a contraction reads along its reduction (B in A(m,r_k) * B(n,r_k), fully connected weights) into a temporary laid out so the register tile applies; the copy runs first"},
 	{"interchange", TC_OPT_PERM, "auto|0..15", "auto",
 		"the order of the members of the band that tile tiles (the outermost permutable band of the first loop nest, packing copies aside), after order: entry k says which member goes to position k (2,0,1: the third loop outermost), so it orders the cache-tile loops and the loops within tiles; a shorter list permutes the first members only; a list longer than the band, or an order that would break a dependence, leaves the band as it is; tile sizes follow the new order (auto: the order option's order)"},
-	{"sizes", TC_OPT_ENUM, "concrete|parametric", "concrete",
-		"concrete: every size is a constant of the generated code, and each new shape compiles again; parametric: the sizes that only the first dimension of tensors has (a batch, the rows of a matmul) are run-time values of the code, so a kernel compiled for one shape serves every shape that differs from it in those sizes only, without compiling again (decisions such as tile sizes are made for the first shape; the code may run somewhat slower than concrete code, see docs/performance.md)"},
+	{"sizes", TC_OPT_ENUM, "auto|concrete|parametric", "auto",
+		"concrete: every size is a constant of the generated code, and each new shape compiles again; parametric: the sizes that only the first dimension of tensors has (a batch, the rows of a matmul) are run-time values of the code, so a kernel compiled for one shape serves every shape that differs from it in those sizes only, without compiling again (decisions such as tile sizes are made for the first shape; the code may run somewhat slower than concrete code, see docs/performance.md); auto: the first shape of a def in a module compiles concrete, a second shape that differs from it only in those sizes compiles parametric, and every later such shape reuses that code"},
 };
 #define NOPTS ((int)(sizeof(opt_table) / sizeof(opt_table[0])))
 
@@ -585,6 +585,7 @@ void tc_rt_opts_decode(__tc_keep const tc_options *o, __tc_keep tc_rt_opts *out)
 	out->inline_temps = !strcmp(tc_options_get(o, "inline"), "on");
 	out->pack = !strcmp(tc_options_get(o, "pack"), "on");
 	out->parametric = !strcmp(tc_options_get(o, "sizes"), "parametric");
+	out->sizes_auto = !strcmp(tc_options_get(o, "sizes"), "auto");
 	poly_opts(o, &out->sched);
 	out->cg.fastmath = strcmp(tc_options_get(o, "fastmath"), "on") == 0;
 	out->cg.contract = out->cg.fastmath || strcmp(tc_options_get(o, "contract"), "on") == 0;

@@ -1,6 +1,7 @@
-/* Option sizes=parametric: code that reads the free sizes (those only
- * first dimensions have) at run time, and tc_compile giving a kernel for
- * other values of them the code compiled before (tc_kernel_reuses_code).
+/* Option sizes: code that reads the free sizes (those only first
+ * dimensions have) at run time (parametric, and auto from a def's second
+ * shape on), and tc_compile giving a kernel for other values of them the
+ * code compiled before (tc_kernel_reuses_code).
  * Every kernel's results are compared with the reference interpreter's
  * on fresh random inputs, outputs poisoned first. */
 #include <setjmp.h>
@@ -179,7 +180,7 @@ static void matmul_rows_share_code(void **state)
 		assert_int_equal(tc_kernel_reuses_code(k), 1);
 		c = tc_kernel_emit(k, "c");
 		assert_non_null(c);
-		assert_true(tu_contains(c, "sizes M (free), K=64, N=72"));
+		assert_true(tu_contains(c, "sizes M (free; choices made at 96), K=64, N=72"));
 		assert_true(tu_contains(c, "void k(void *const *tensors, int64_t M)"));
 		tc_string_free(c);
 		tc_kernel_free(k);
@@ -189,27 +190,89 @@ static void matmul_rows_share_code(void **state)
 	tc_module_free(m);
 }
 
-/* Without sizes=parametric each shape compiles again; with it, only
+#define SOFTMAX_TC \
+	"def k(float(N,D) I) -> (O) {\n" \
+	"  mx(n) max=! I(n,r_d)\n" \
+	"  O(n,d) = exp(I(n,d) - mx(n))\n" \
+	"  sm(n) +=! O(n,r_d)\n" \
+	"  O(n,d) = O(n,d) / sm(n)\n}\n"
+
+/* With sizes=concrete each shape compiles again; with parametric, only
  * kernels of the same options share code. */
 static void sharing_needs_the_option_and_the_same_options(void **state)
 {
-	tc_module *m = tc_module_parse(ctx,
-		"def k(float(N,D) I) -> (O) {\n"
-		"  mx(n) max=! I(n,r_d)\n"
-		"  O(n,d) = exp(I(n,d) - mx(n))\n"
-		"  sm(n) +=! O(n,r_d)\n"
-		"  O(n,d) = O(n,d) / sm(n)\n}\n",
-		"softmax.tc");
+	tc_module *m = tc_module_parse(ctx, SOFTMAX_TC, "softmax.tc");
 	input a[1] = {{TU_F32, 2, {20, 100}, 0}}, b[1] = {{TU_F32, 2, {3, 100}, 0}};
 	input c[1] = {{TU_F32, 2, {41, 100}, 0}};
 	(void)state;
 	assert_non_null(m);
-	assert_int_equal(check(m, "k", a, 1, "", 1, 1e-5f), 0);
-	assert_int_equal(check(m, "k", b, 1, "", 2, 1e-5f), 0);
+	assert_int_equal(check(m, "k", a, 1, "sizes=concrete", 1, 1e-5f), 0);
+	assert_int_equal(check(m, "k", b, 1, "sizes=concrete", 2, 1e-5f), 0);
+	assert_int_equal(check(m, "k", c, 1, "sizes=concrete", 7, 1e-5f), 0);
 	assert_int_equal(check(m, "k", a, 1, "sizes=parametric fusion=min", 3, 1e-5f), 0);
 	assert_int_equal(check(m, "k", b, 1, "sizes=parametric", 4, 1e-5f), 0);
 	assert_int_equal(check(m, "k", c, 1, "sizes=parametric", 5, 1e-5f), 1);
 	assert_int_equal(check(m, "k", c, 1, "sizes=parametric fusion=min", 6, 1e-5f), 1);
+	tc_module_free(m);
+}
+
+/* The row count N the choices of the code of entry k of m at inputs in
+ * under options opts were made at, as its C stage says, when N is a free
+ * size of the code (parametric code), else 0. */
+static long long made_at(tc_module *m, const input *in, const char *opts)
+{
+	const char *s;
+	long long at = 0;
+	tu_tensor t;
+	const DLTensor *p[1];
+	tc_kernel *k;
+	char *text;
+	tu_tensor_init(&t, in->elt, in->dims, in->ndim);
+	p[0] = &t.dl;
+	k = compile_with(m, "k", p, 1, opts);
+	text = tc_kernel_emit(k, "c");
+	if (!text)
+		fail_msg("emit: %s", tc_context_error(ctx));
+	if ((s = strstr(text, "sizes N (free; choices made at ")) != NULL)
+		assert_int_equal(sscanf(s, "sizes N (free; choices made at %lld)", &at), 1);
+	tc_string_free(text);
+	tc_kernel_free(k);
+	tu_tensor_fini(&t);
+	return at;
+}
+
+/* The default, sizes=auto: the first shape of a def compiles concrete
+ * code; the second (other rows only) parametric code, its choices made at
+ * the larger row count, which serves every shape up to it; a larger one
+ * compiles parametric code again.  Another column count compiles concrete
+ * code again, and other options are kept apart. */
+static void auto_sizes_go_parametric_at_the_second_shape(void **state)
+{
+	tc_module *m = tc_module_parse(ctx, SOFTMAX_TC, "softmax.tc");
+	input a[1] = {{TU_F32, 2, {20, 100}, 0}}, b[1] = {{TU_F32, 2, {3, 100}, 0}};
+	input c[1] = {{TU_F32, 2, {41, 100}, 0}}, d[1] = {{TU_F32, 2, {1, 100}, 0}};
+	input e[1] = {{TU_F32, 2, {20, 33}, 0}}, g[1] = {{TU_F32, 2, {17, 100}, 0}};
+	input h[1] = {{TU_F32, 2, {30, 100}, 0}};
+	(void)state;
+	assert_non_null(m);
+	assert_int_equal(check(m, "k", a, 1, "", 11, 1e-5f), 0);
+	assert_int_equal(made_at(m, a, ""), 0);
+	assert_int_equal(check(m, "k", b, 1, "", 12, 1e-5f), 0);
+	assert_int_equal(made_at(m, b, ""), 20);
+	assert_int_equal(check(m, "k", d, 1, "", 13, 1e-5f), 1);
+	assert_int_equal(check(m, "k", g, 1, "", 14, 1e-5f), 1);
+	assert_int_equal(check(m, "k", c, 1, "", 15, 1e-5f), 0); /* above 20 */
+	assert_int_equal(made_at(m, c, ""), 41);
+	assert_int_equal(check(m, "k", h, 1, "", 16, 1e-5f), 1);
+	assert_int_equal(made_at(m, h, ""), 41);
+	assert_int_equal(check(m, "k", e, 1, "", 17, 1e-5f), 0);
+	assert_int_equal(made_at(m, e, ""), 0);
+	/* other options: a first shape of their own */
+	assert_int_equal(check(m, "k", c, 1, "fusion=min", 18, 1e-5f), 0);
+	assert_int_equal(made_at(m, c, "fusion=min"), 0);
+	assert_int_equal(check(m, "k", a, 1, "fusion=min", 19, 1e-5f), 0);
+	assert_int_equal(made_at(m, a, "fusion=min"), 41);
+	assert_int_equal(check(m, "k", h, 1, "fusion=min", 20, 1e-5f), 1); /* made at 41 */
 	tc_module_free(m);
 }
 
@@ -241,7 +304,7 @@ static void option_values(void **state)
 	(void)state;
 	assert_int_equal(tc_options_parse(o, "sizes=parametric", ctx), 0);
 	assert_int_not_equal(tc_options_parse(o, "sizes=sometimes", ctx), 0);
-	assert_true(tu_contains(tc_context_error(ctx), "concrete|parametric"));
+	assert_true(tu_contains(tc_context_error(ctx), "auto|concrete|parametric"));
 	tc_options_free(o);
 }
 
@@ -251,6 +314,7 @@ int main(void)
 		cmocka_unit_test(batch_sizes_share_code),
 		cmocka_unit_test(matmul_rows_share_code),
 		cmocka_unit_test(sharing_needs_the_option_and_the_same_options),
+		cmocka_unit_test(auto_sizes_go_parametric_at_the_second_shape),
 		cmocka_unit_test(convolution_batches_share_code),
 		cmocka_unit_test(option_values),
 	};
