@@ -31,18 +31,7 @@
 #include <string.h>
 #include <time.h>
 
-static double cpu_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-static int cmp(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
-}
+#include "timing.h"
 
 /* The whole of file path as a string (the caller frees it), or NULL. */
 static char *slurp(const char *path)
@@ -135,12 +124,12 @@ int main(int argc, char **argv)
 		}
 		if (s.isolate || s.marks)
 			sched = isl_schedule_map_schedule_node_bottom_up(sched, strip_node, &s);
-		t0 = cpu_ms();
+		t0 = bench_cpu_ms();
 		/* the context tc_poly_ast builds from: the sizes the domain fixes */
 		build = isl_ast_build_from_context(
 			isl_union_set_params(isl_schedule_get_domain(sched)));
 		ast = isl_ast_build_node_from_schedule(build, sched);
-		t[i] = cpu_ms() - t0;
+		t[i] = bench_cpu_ms() - t0;
 		isl_ast_build_free(build);
 		if (!ast) {
 			fprintf(stderr, "bench_ast: isl cannot build the AST\n");
@@ -154,7 +143,7 @@ int main(int argc, char **argv)
 		isl_ast_node_free(ast);
 	}
 	if (!st) {
-		qsort(t, (size_t)reps, sizeof(*t), cmp);
+		bench_sort(t, reps);
 		printf("isl AST build: median %.2f ms  min %.2f ms  max %.2f ms (%d builds, "
 			"thread CPU time)\n", t[reps / 2], t[0], t[reps - 1], reps);
 	}

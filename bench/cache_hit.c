@@ -12,6 +12,7 @@
  * The cache is a temporary file in $TMPDIR (removed at the end); the user's
  * cache is not touched. */
 #include "tcomp.h"
+#include "timing.h"
 
 #include "../runtime/cache_ops.h"
 
@@ -27,19 +28,6 @@ static const char *const source =
 	"}\n";
 
 static const char *const tuned = "tile=64,64\nregtile=6,2\n";
-
-static double now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-static int cmp(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
-}
 
 static int64_t sa[2], sb[2];
 
@@ -64,10 +52,10 @@ static double compile_once(tc_context *ctx, const char **src)
 	tc_module *m;
 	tc_kernel *k;
 	inputs(&a, &b, in);
-	t0 = now_ms();
+	t0 = bench_wall_ms();
 	m = tc_module_parse(ctx, source, "bench.tc");
 	k = m ? tc_compile(m, "matmul", in, 2, NULL) : NULL;
-	t = now_ms() - t0;
+	t = bench_wall_ms() - t0;
 	if (!k) {
 		fprintf(stderr, "%s", tc_context_error(ctx));
 		t = -1;
@@ -97,7 +85,7 @@ static void measure(const char *label, const char *cache, int fresh, int reps)
 		if (t[i] < 0)
 			exit(1);
 	}
-	qsort(t, (size_t)reps, sizeof(double), cmp);
+	bench_sort(t, (size_t)reps);
 	printf("%-34s %-8s median %8.3f ms  min %8.3f ms", label, src, t[reps / 2], t[0]);
 	if (!fresh)
 		printf("  (first, creating the JIT: %.3f ms)", first);

@@ -14,6 +14,7 @@
  * NAMEs pick cases by name (matmul_256, matmul_1024, softmax, ...); the
  * names are the first word of each line, which bench/ab.py --compile reads. */
 #include "tcomp.h"
+#include "timing.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -64,19 +65,6 @@ static const bench_case cases[] = {
 	{"layernorm", "layernorm", 3, {2, 1, 1}, {{4096, 1024}, {1024}, {1024}}},
 };
 
-static double now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-static int cmp(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
-}
-
 /* One cold compile of case c in ctx: milliseconds, or -1. */
 static double compile_once(tc_context *ctx, const bench_case *c)
 {
@@ -92,10 +80,10 @@ static double compile_once(tc_context *ctx, const bench_case *c)
 		t[i] = x;
 		in[i] = &t[i];
 	}
-	t0 = now_ms();
+	t0 = bench_wall_ms();
 	m = tc_module_parse(ctx, source, "bench.tc");
 	k = m ? tc_compile(m, c->entry, in, c->nin, NULL) : NULL;
-	ms = now_ms() - t0;
+	ms = bench_wall_ms() - t0;
 	if (!k) {
 		fprintf(stderr, "%s: %s", c->name, tc_context_error(ctx));
 		ms = -1;
@@ -138,7 +126,7 @@ int main(int argc, char **argv)
 		for (i = 0; i < reps; i++)
 			if ((t[i] = compile_once(ctx, &cases[e])) < 0)
 				return 1;
-		qsort(t, (size_t)reps, sizeof(double), cmp);
+		bench_sort(t, (size_t)reps);
 		printf("%-12s median %7.2f ms  min %7.2f ms  first in a new context %7.2f ms\n",
 			cases[e].name, t[reps / 2], t[0], first);
 		fflush(stdout);

@@ -14,6 +14,7 @@
  * Compiles are medians over ROUNDS fresh modules; inputs are random,
  * outputs reused (pre-faulted by the first run). */
 #include "tcomp.h"
+#include "timing.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -80,25 +81,6 @@ static const bench_case cases[] = {
 		{{{4, {8, 64, 56, 56}, 0}, {4, {64, 64, 3, 3}, 0}},
 			{{4, {4, 64, 56, 56}, 0}, {4, {64, 64, 3, 3}, 0}}}},
 };
-
-static double now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-static int cmp(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n)
-{
-	qsort(v, (size_t)n, sizeof(double), cmp);
-	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 /* Inputs of one shape: DLTensors over random data (owned by the caller). */
 typedef struct inputs {
@@ -200,9 +182,9 @@ static tc_kernel *compile(tc_module *m, const inputs *in, const char *opts, int 
 		tc_options_free(o);
 		return NULL;
 	}
-	t0 = now_ms();
+	t0 = bench_wall_ms();
 	k = tc_compile(m, "k", in->p, in->n, o);
-	*ms = now_ms() - t0;
+	*ms = bench_wall_ms() - t0;
 	tc_options_free(o);
 	if (!k)
 		fprintf(stderr, "bench_sizes: %s\n", tc_context_error(ctx));
@@ -215,20 +197,20 @@ static double run_ms(tc_kernel *k, const inputs *in, outputs *o)
 	double t[7], t0;
 	int i, n = 1, j;
 	for (;;) { /* how many runs fill 10 ms */
-		t0 = now_ms();
+		t0 = bench_wall_ms();
 		for (j = 0; j < n; j++)
 			tc_kernel_run(k, in->p, in->n, o->p, o->n);
-		if (now_ms() - t0 >= 10 || n >= 1 << 20)
+		if (bench_wall_ms() - t0 >= 10 || n >= 1 << 20)
 			break;
 		n *= 2;
 	}
 	for (i = 0; i < 7; i++) {
-		t0 = now_ms();
+		t0 = bench_wall_ms();
 		for (j = 0; j < n; j++)
 			tc_kernel_run(k, in->p, in->n, o->p, o->n);
-		t[i] = (now_ms() - t0) / n;
+		t[i] = (bench_wall_ms() - t0) / n;
 	}
-	return median(t, 7);
+	return bench_median(t, 7);
 }
 
 int main(int argc, char **argv)
@@ -289,9 +271,9 @@ int main(int argc, char **argv)
 			}
 		}
 		{
-			double mc = median(rc, rounds), mp = median(rp, rounds);
+			double mc = bench_median(rc, rounds), mp = bench_median(rp, rounds);
 			printf("| %s | %.1f | %.1f | %.3f | %.4f | %.4f | %.3f |\n", cases[c].name,
-				median(cc, rounds), median(cp, rounds), median(ru, rounds), mc, mp,
+				bench_median(cc, rounds), bench_median(cp, rounds), bench_median(ru, rounds), mc, mp,
 				mp / mc);
 			fflush(stdout);
 		}

@@ -16,6 +16,7 @@
  * loaded machine the less disturbed figure).  Results are checked against
  * the compact run. */
 #include "tcomp.h"
+#include "timing.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -40,19 +41,6 @@ static const char *const names[NCASES] = {
 	"C transposed view (copied back)",
 	"kernel for transposed A, compact",
 };
-
-static double now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-static int cmp(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
-}
 
 static DLTensor tensor(float *data, int64_t *shape, int64_t *strides)
 {
@@ -134,15 +122,15 @@ int main(int argc, char **argv)
 			const DLTensor *in[2] = {&ta, &tb};
 			DLTensor *out[1] = {&tc};
 			for (i = -1; i < RUNS; i++) {
-				double t0 = now_ms();
+				double t0 = bench_wall_ms();
 				if (tc_kernel_run(kk, in, 2, out, 1) < 0) {
 					fprintf(stderr, "%s\n", tc_context_error(ctx));
 					return 1;
 				}
 				if (i >= 0)
-					t[i] = now_ms() - t0;
+					t[i] = bench_wall_ms() - t0;
 			}
-			qsort(t, RUNS, sizeof(double), cmp);
+			bench_sort(t, RUNS);
 			ms[cse][r] = t[RUNS / 2];
 			if (r == 0 || t[0] < best[cse])
 				best[cse] = t[0];
@@ -163,7 +151,7 @@ int main(int argc, char **argv)
 		(long long)n, threads, rounds, RUNS);
 	for (cse = 0; cse < NCASES; cse++) {
 		double med;
-		qsort(ms[cse], (size_t)rounds, sizeof(double), cmp);
+		bench_sort(ms[cse], (size_t)rounds);
 		med = ms[cse][rounds / 2];
 		if (cse == 0) {
 			base = med;
