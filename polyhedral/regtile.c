@@ -126,8 +126,13 @@ static int rows_member(isl_schedule_node *node, const tc_poly_stmt *st)
  * thread: 12 rows of h x 8 lanes (+ 4) took 0.6x the time of channels last
  * and 0.2x that of 12 + 4 rows of f; 28 x 28: 8 rows of f 0.25-0.4x that
  * of 12 + 4 (docs/performance.md, Convolutions).  Bands without a window
- * read, or with fewer than two members whose rows share a load, keep
- * rows_member's choice. */
+ * read keep rows_member's choice; with one member whose rows share a load,
+ * only its count of rows changes (whole tiles).  A row of one vector and a
+ * rest of half a vector or more takes vectors of half the lanes instead
+ * (regtile_sizes): grouped, 8 channels per group at 28 x 28, 8 rows of f
+ * x 8 lanes (26 = 3 x 8 + 2) took 0.74x the time of 8 x 16 lanes (+ 10),
+ * whose partial tile's epilogue LLVM vectorised across the rows, with
+ * gathers and scatters. */
 
 /* The reads in e, in *n, and those that do not use index var, returned:
  * the loads a step of the reduction shares between rows of var. */
@@ -178,25 +183,31 @@ static int64_t window_slice(const tc_poly *p, const tc_poly_stmt *st, const tc_i
 	return bytes;
 }
 
-/* The rows of a convolution's register tile (see above): sets *row to the
- * member and *rows to its rows (max at most) when band node is a
- * convolution with two members or more to choose from, else leaves them. */
-static void conv_rows(const tc_poly *p, isl_schedule_node *node, const tc_poly_stmt *st,
-	int64_t max, int *row, int64_t *rows)
+/* The read of contraction band node's statement st through a window along
+ * the innermost member (I(n,r_c,h+r_kh,w+r_kw) with w innermost, r_kw a
+ * reduction member): node is a convolution; or NULL. */
+static const tc_ir_expr *conv_window(isl_schedule_node *node, const tc_poly_stmt *st)
 {
 	isl_size n = isl_schedule_node_band_n_member(node);
-	int j, k, inner = tc_poly_band_member_var(node, n - 1, st), best = -1, cands = 0;
+	int k, inner = n > 0 ? tc_poly_band_member_var(node, n - 1, st) : -1;
 	const tc_ir_expr *x = NULL;
-	int64_t best_r = 0, best_loads = 0, best_whole = 0;
-	if (inner < 0)
-		return;
-	for (k = 0; k < n && !x; k++) {
+	for (k = 0; k < n && inner >= 0 && !x; k++) {
 		int vk = tc_poly_band_member_var(node, k, st);
 		if (vk >= 0 && isl_schedule_node_band_member_get_coincident(node, k) != isl_bool_true)
 			x = tc_poly_window_read(st->ir->rhs, inner, vk);
 	}
-	if (!x)
-		return;
+	return x;
+}
+
+/* The rows of the register tile of convolution band node, x its window
+ * read (see above): sets *row to the member and *rows to its rows (max at
+ * most) when two members or more are to choose from, else leaves them. */
+static void conv_rows(const tc_poly *p, isl_schedule_node *node, const tc_poly_stmt *st,
+	const tc_ir_expr *x, int64_t max, int *row, int64_t *rows)
+{
+	isl_size n = isl_schedule_node_band_n_member(node);
+	int j, inner = tc_poly_band_member_var(node, n - 1, st), best = -1, cands = 0;
+	int64_t best_r = 0, best_loads = 0, best_whole = 0;
 	for (j = n - 2; j >= 0; j--) {
 		int var = tc_poly_band_member_var(node, j, st), nreads = 0, shared;
 		int64_t ext = tc_poly_band_member_extent(p, node, j), r, loads, whole, slice;
@@ -221,7 +232,7 @@ static void conv_rows(const tc_poly *p, isl_schedule_node *node, const tc_poly_s
 			best_whole = whole;
 		}
 	}
-	if (cands < 2)
+	if (best < 0 || (cands < 2 && best != *row)) /* one: only its rows' count */
 		return;
 	*row = best;
 	*rows = best_r;
@@ -247,6 +258,7 @@ static void regtile_sizes(const tc_poly *p, isl_schedule_node *node, const tc_po
 	int64_t vl = lanes(p, st), rows = 6, nvec = p->opts.unroll_inner ? p->opts.unroll_inner : 4;
 	int64_t acc = p->target->accumulators;
 	int j, k = p->opts.nregtile, row = p->opts.nregtile ? -1 : rows_member(node, st);
+	const tc_ir_expr *x = p->opts.nregtile ? NULL : conv_window(node, st);
 	for (j = n - 1; j >= 0; j--) {
 		int64_t ext = tc_poly_band_member_extent(p, node, j), size;
 		if (isl_schedule_node_band_member_get_coincident(node, j) != isl_bool_true) {
@@ -274,9 +286,17 @@ static void regtile_sizes(const tc_poly *p, isl_schedule_node *node, const tc_po
 				if (ext > 0 && ext < size) /* whole vectors; the rest a partial tile */
 					size = ext / vl * vl;
 				rows = acc / (size / vl) > 12 ? 12 : acc / (size / vl);
+				/* a convolution's row of one vector and a rest of
+				 * half a vector or more: vectors of half the lanes
+				 * (26 = 3 x 8 + 2, not 16 + 10; see conv_rows) */
+				if (x && !p->opts.unroll_inner && size == vl && vl >= 8 &&
+					2 * (ext % vl) >= vl) {
+					size = vl / 2;
+					rows = acc > 12 ? 12 : acc;
+				}
 			}
-			if (!p->opts.nregtile)
-				conv_rows(p, node, st, rows, &row, &rows);
+			if (x)
+				conv_rows(p, node, st, x, rows, &row, &rows);
 		} else {
 			size = j == row ? rows : 1;
 			if (ext > 0 && size > ext)

@@ -1050,7 +1050,8 @@ static void streaming_stores(void **state)
  * windows, grouped convolutions with two epilogue statements and rows of 7
  * (under half a vector), a copy read by another output; left alone: 4
  * channels, and 16 channels per group (one vector) with rows of 13, which
- * keep their rows as vectors.  Results are
+ * keep their rows as vectors (the register tile's rows then 11 of h), and
+ * 8 channels with rows of 26 (8 rows of f by vectors of 8).  Results are
  * bit-identical with pack=off and with the interpreter, on random inputs
  * and poisoned outputs. */
 static void packing_convolutions_channels_last(void **state)
@@ -1096,6 +1097,14 @@ static void packing_convolutions_channels_last(void **state)
 			{5, 5, 2, 5}, {"!O_cl", "!W1_packed"},
 			/* 11 rows of h (8 of f: regtile.c, rows of a convolution) */
 			"// tc_unroll\n              for (int c14 = 0; c14 <= 10; c14 += 1) {"},
+		{"def k(float(N,G,C,H,W) I, float(G,F,C,KH,KW) W1, float(G,F) B) -> (O) {\n"
+		 "  O(n,g,f,h,w) +=! I(n,g,r_c,h+r_kh,w+r_kw) * W1(g,f,r_c,r_kh,r_kw)\n"
+		 "  O(n,g,f,h,w) = O(n,g,f,h,w) + B(g,f)\n}\n",
+			3, 1, {{1, 2, 3, 28, 28}, {2, 8, 3, 3, 3}, {2, 8}, {1, 2, 8, 26, 26}},
+			{5, 5, 2, 5}, {"!O_cl", "!W1_packed"},
+			/* 8 rows of f by 8 lanes (26 = 3 x 8 + 2, not 16 + 10) */
+			"// tc_unroll\n              for (int c11 = 0; c11 <= 7; c11 += 1) {\n"
+			"                // tc_unrolled\n                for (int c13 = 0; c13 <= 7; c13 += 1)"},
 	};
 	static const char *const opts[3] = {"pack=on", "pack=off", "target=interp"};
 	uint64_t r = 11;
