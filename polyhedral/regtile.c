@@ -124,8 +124,8 @@ static int rows_member(isl_schedule_node *node, const tc_poly_stmt *st)
  *   - among equals, the member nearest the innermost (rows_member's rule).
  * Grouped 3 x 3 convolution, 16 channels per group, 14 x 14 images, one
  * thread: 12 rows of h x 8 lanes (+ 4) took 0.6x the time of channels last
- * and 0.2x that of 12 + 4 rows of f; 28 x 28: 8 rows of f 0.25-0.4x that
- * of 12 + 4 (docs/performance.md, Convolutions).  Bands without a window
+ * and 0.2x that of 12 + 4 rows of f; 28 x 28: 8 rows of f 0.25x that of
+ * 12 + 4 (docs/performance.md, Convolutions).  Bands without a window
  * read keep rows_member's choice; with one member whose rows share a load,
  * only its count of rows changes (whole tiles).  A row of one vector and a
  * rest of half a vector or more takes vectors of half the lanes instead
@@ -201,7 +201,8 @@ static const tc_ir_expr *conv_window(isl_schedule_node *node, const tc_poly_stmt
 
 /* The rows of the register tile of convolution band node, x its window
  * read (see above): sets *row to the member and *rows to its rows (max at
- * most) when two members or more are to choose from, else leaves them. */
+ * most) when two members or more are to choose from; with one that is
+ * already *row, only *rows; else leaves them. */
 static void conv_rows(const tc_poly *p, isl_schedule_node *node, const tc_poly_stmt *st,
 	const tc_ir_expr *x, int64_t max, int *row, int64_t *rows)
 {
