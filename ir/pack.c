@@ -491,8 +491,9 @@ static int split_conv(tc_arena *ar, tc_ir_func *g, const tc_ir_stmt *s, int ch, 
 	return 0;
 }
 
-/* f with every convolution whose output channels fill a vector (min_bytes)
- * written channels last (see above); f itself when there is none, NULL when
+/* f with every convolution that conv_channel takes (its output channels
+ * fill a vector of min_bytes, and channels last pays) written channels
+ * last (see above); f itself when there is none, NULL when
  * out of memory. */
 static const tc_ir_func *channels_last(tc_arena *ar, const tc_ir_func *f, const int64_t *params,
 	int64_t min_bytes)

@@ -1044,9 +1044,9 @@ static void streaming_stores(void **state)
 }
 
 /* A convolution written channels last (ir/pack.c): one whose output
- * channels fill a vector reduces into a temporary O_cl with the channels
- * last and copies it back, folded into a following epilogue on the same
- * output (the bias); the weights are packed with the channels last.  Strided
+ * channels fill two vectors (or one, with short rows or a strided window)
+ * reduces into a temporary O_cl with the channels last and copies it
+ * back, folded into a following epilogue on the same output (the bias); the weights are packed with the channels last.  Strided
  * windows, grouped convolutions with two epilogue statements and rows of 7
  * (under half a vector), a copy read by another output; left alone: 4
  * channels, and 16 channels per group (one vector) with rows of 13, which
