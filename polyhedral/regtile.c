@@ -289,9 +289,10 @@ static void regtile_sizes(const tc_poly *p, isl_schedule_node *node, const tc_po
 				rows = acc / (size / vl) > 12 ? 12 : acc / (size / vl);
 				/* a convolution's row of one vector and a rest of
 				 * half a vector or more: vectors of half the lanes
-				 * (26 = 3 x 8 + 2, not 16 + 10; see conv_rows) */
-				if (x && !p->opts.unroll_inner && size == vl && vl >= 8 &&
-					2 * (ext % vl) >= vl) {
+				 * (26 = 3 x 8 + 2, not 16 + 10; see conv_rows),
+				 * unless the options set the vectors */
+				if (x && !p->opts.unroll_inner && p->opts.vector <= 0 && size == vl &&
+					vl >= 8 && 2 * (ext % vl) >= vl) {
 					size = vl / 2;
 					rows = acc > 12 ? 12 : acc;
 				}
