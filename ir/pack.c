@@ -241,8 +241,8 @@ static int make_copy(packer *P, const pack *pk, tc_ir_stmt *out)
  * r_kw: row vectors of the input would be gathers).  Grouped 3 x 3
  * convolutions with 16 channels per group, one thread: 14 x 14 images
  * 0.6x the time of channels last with rows of h kept (regtile.c), 28 x 28
- * and 56 x 56 0.85-0.9x; 7 x 7 images 12x the time (rows of 5), so those
- * stay channels last (docs/performance.md, Convolutions). */
+ * about the same (0.96x), 56 x 56 0.86x; 7 x 7 images 12x the time (rows
+ * of 5), so those stay channels last (docs/performance.md, Convolutions). */
 
 /* Whether e uses index variable v. */
 static int expr_uses(const tc_ir_expr *e, int v)
