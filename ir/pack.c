@@ -228,7 +228,21 @@ static int make_copy(packer *P, const pack *pk, tc_ir_stmt *out)
  * contraction whose output's innermost index is not its operand's last.
  * Every element accumulates the same terms in the same order, so results
  * are bit for bit the same; the copy back costs one pass over the output,
- * which the scheduler fuses with the reduction's tiles. */
+ * which the scheduler fuses with the reduction's tiles.
+ *
+ * When it pays (conv_channel): a channels-last tile needs a broadcast of
+ * an input element per point and vector of channels, a row-vector tile a
+ * load per row and vector of points (the shared operand aside), so with
+ * one vector of channels per point the two take as many loads per multiply
+ * and channels last adds the copy back and the packing.  It is chosen when
+ * the channels fill two vectors or more (a broadcast then feeds two
+ * multiplies or more), or when the output's rows would fill less than half
+ * a vector (5 of 16 lanes at 7 x 7), or when the window strides (2 * w +
+ * r_kw: row vectors of the input would be gathers).  Grouped 3 x 3
+ * convolutions with 16 channels per group, one thread: 14 x 14 images
+ * 0.6x the time of channels last with rows of h kept (regtile.c), 28 x 28
+ * about the same (0.96x), 56 x 56 0.86x; 7 x 7 images 12x the time (rows
+ * of 5), so those stay channels last (docs/performance.md, Convolutions). */
 
 /* Whether e uses index variable v. */
 static int expr_uses(const tc_ir_expr *e, int v)
@@ -289,18 +303,30 @@ static int channel_var(const tc_ir_func *f, const tc_ir_stmt *s, const tc_ir_exp
 	return found;
 }
 
+/* Whether the window subscript e walks index v with stride 1: v itself or
+ * a sum with v as one term (w + r_kw, not 2 * w + r_kw). */
+static int unit_window(const tc_ir_expr *e, int v)
+{
+	while (e->op == TC_OP_CAST)
+		e = e->args[0];
+	return tc_ir_plain_var(e) == v || (e->op == TC_OP_ADD && e->nargs == 2 &&
+		(tc_ir_plain_var(e->args[0]) == v || tc_ir_plain_var(e->args[1]) == v));
+}
+
 /* The output channel index of statement s when s is a convolution whose
  * output should be written channels last (see above), else -1: a reduction
  * with init over the whole extent of its output (rank 3 or more, not read
  * by s, not a widened accumulator), index bounds free of other indices, a
  * window read along the output's innermost index, a filter read, and a
- * row of channels of at least min_bytes at the bound sizes params. */
+ * row of channels of at least min_bytes (a vector) at the bound sizes
+ * params; with fewer than two vectors of channels, only a strided window
+ * or output rows shorter than half a vector (see above). */
 static int conv_channel(const tc_ir_func *f, const tc_ir_stmt *s, const int64_t *params,
 	int64_t min_bytes)
 {
 	const tc_ir_tensor *o = &f->tensors[s->tensor];
 	const tc_ir_expr *x;
-	int64_t lo, hi, ext;
+	int64_t lo, hi, ext, row;
 	int k, c;
 	if (s->red == TC_RED_ASSIGN || !s->init || s->pack || s->nlhs < 3 || s->nvars <= s->nlhs ||
 		o->ndim != s->nlhs || o->widened || o->rowbuf || tc_ir_reads(s->rhs, s->tensor))
@@ -315,6 +341,11 @@ static int conv_channel(const tc_ir_func *f, const tc_ir_stmt *s, const int64_t 
 		return -1;
 	if (tc_sx_eval(o->ext[c], params, NULL, &ext) < 0 ||
 		ext * tc_dtype_size(o->dtype) < min_bytes)
+		return -1;
+	if (ext * tc_dtype_size(o->dtype) < 2 * min_bytes &&
+		unit_window(x->args[x->nargs - 1], s->nlhs - 1) &&
+		(tc_sx_eval(o->ext[s->nlhs - 1], params, NULL, &row) < 0 ||
+			2 * row * tc_dtype_size(o->dtype) >= min_bytes))
 		return -1;
 	return c;
 }
@@ -460,8 +491,9 @@ static int split_conv(tc_arena *ar, tc_ir_func *g, const tc_ir_stmt *s, int ch, 
 	return 0;
 }
 
-/* f with every convolution whose output channels fill a vector (min_bytes)
- * written channels last (see above); f itself when there is none, NULL when
+/* f with every convolution that conv_channel takes (its output channels
+ * fill a vector of min_bytes, and channels last pays) written channels
+ * last (see above); f itself when there is none, NULL when
  * out of memory. */
 static const tc_ir_func *channels_last(tc_arena *ar, const tc_ir_func *f, const int64_t *params,
 	int64_t min_bytes)

@@ -39,6 +39,9 @@ typedef struct tc_target {
 	int64_t block_cols;      /* NC: the innermost (vector) member's block */
 	int64_t transpose_tile;  /* packing copies that transpose: square tiles
 				  * of this side (both tiles stay in L1) */
+	int64_t l1_bytes;        /* the level-1 data cache (0: unknown): what a
+				  * convolution's register tile may sweep again
+				  * per output channel (polyhedral/regtile.c) */
 
 	/* threads and memory */
 	int threads;            /* threads the kernel is expected to run on (the

@@ -71,6 +71,20 @@ int tc_poly_expr_uses(__tc_keep const tc_ir_expr *e, int var)
 	return 0;
 }
 
+const tc_ir_expr *tc_poly_window_read(__tc_keep const tc_ir_expr *e, int a, int b)
+{
+	const tc_ir_expr *r;
+	int k;
+	for (k = 0; k < e->nargs; k++)
+		if (e->op == TC_OP_READ && tc_poly_expr_uses(e->args[k], a) &&
+			tc_poly_expr_uses(e->args[k], b))
+			return e;
+	for (k = 0; k < e->nargs; k++)
+		if ((r = tc_poly_window_read(e->args[k], a, b)))
+			return r;
+	return NULL;
+}
+
 int tc_poly_set_member_var(__tc_keep isl_set *set, __tc_keep isl_union_pw_aff *member)
 {
 	isl_space *space = isl_space_from_domain(isl_set_get_space(set));

@@ -25,6 +25,11 @@
 /* Whether e mentions index variable var. */
 int tc_poly_expr_uses(__tc_keep const tc_ir_expr *e, int var);
 
+/* The first read in e through a window: a subscript that uses both index
+ * a and index b (I(n,r_c,h+r_kh,w+r_kw): a = w, b = r_kw), or NULL.  The
+ * result is borrowed from e. */
+const tc_ir_expr *tc_poly_window_read(__tc_keep const tc_ir_expr *e, int a, int b);
+
 /* The domain variable of set's statement that band member member walks
  * (a single variable plus a constant on every piece), or -1. */
 int tc_poly_set_member_var(__tc_keep isl_set *set, __tc_keep isl_union_pw_aff *member);

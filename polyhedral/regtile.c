@@ -16,6 +16,8 @@
 #include "band.h"
 #include "passes.h"
 
+#include "../lang/sexpr.h"
+
 #include <isl/id.h>
 #include <isl/map.h>
 #include <isl/schedule_node.h>
@@ -101,6 +103,142 @@ static int rows_member(isl_schedule_node *node, const tc_poly_stmt *st)
 	return best;
 }
 
+/* ---- rows of a convolution ----
+ *
+ * In a convolution written with its output rows as vectors
+ * (O(n,g,f,h,w) +=! I(n,g,r_c,h+r_kh,w+r_kw) * W1(g,f,r_c,r_kh,r_kw), the
+ * channels-last rewrite of ir/pack.c left out) two members can give the
+ * tile's rows: the output channels f, whose rows share the input vector
+ * and each broadcast a weight, and the output rows h, whose rows share the
+ * weight's broadcast and each load an input vector.  Both take one load
+ * per row and step, so what decides is (conv_rows):
+ *   - whole tiles: rows that divide the member's extent (the largest
+ *     divisor from half the rows up: 16 channels in 2 tiles of 8, not
+ *     12 + 4), since a partial tile's point loops keep bounds that are no
+ *     constants (a min) and run several times slower;
+ *   - then fewer loads per multiply: more rows (12 rows of h against 8 of
+ *     f at 14 x 14);
+ *   - rows of h read a slice of the input per output channel (C x H x W of
+ *     one image and group): only when it fits the L1 (at 56 x 56 with 16
+ *     channels, 200 KiB, 12 rows of h took 1.8x the time of 12 of f);
+ *   - among equals, the member nearest the innermost (rows_member's rule).
+ * Grouped 3 x 3 convolution, 16 channels per group, 14 x 14 images, one
+ * thread: 12 rows of h x 8 lanes (+ 4) took 0.6x the time of channels last
+ * and 0.2x that of 12 + 4 rows of f; 28 x 28: 8 rows of f 0.25x that of
+ * 12 + 4 (docs/performance.md, Convolutions).  Bands without a window
+ * read keep rows_member's choice; with one member whose rows share a load,
+ * only its count of rows changes (whole tiles).  A row of one vector and a
+ * rest of half a vector or more takes vectors of half the lanes instead
+ * (regtile_sizes): grouped, 8 channels per group at 28 x 28, 8 rows of f
+ * x 8 lanes (26 = 3 x 8 + 2) took 0.74x the time of 8 x 16 lanes (+ 10),
+ * whose partial tile's epilogue LLVM vectorised across the rows, with
+ * gathers and scatters. */
+
+/* The reads in e, in *n, and those that do not use index var, returned:
+ * the loads a step of the reduction shares between rows of var. */
+static int shared_reads(const tc_ir_expr *e, int var, int *n)
+{
+	int i, shared = 0;
+	if (e->op == TC_OP_READ) {
+		++*n;
+		return !tc_poly_expr_uses(e, var);
+	}
+	for (i = 0; i < e->nargs; i++)
+		shared += shared_reads(e->args[i], var, n);
+	return shared;
+}
+
+/* The rows a tile takes of a member of ext values, at most max: all of
+ * them when they fit, else the largest divisor of ext from max / 2 up
+ * (whole tiles), else max. */
+static int64_t whole_rows(int64_t ext, int64_t max)
+{
+	int64_t r;
+	if (ext <= max)
+		return ext;
+	for (r = max; 2 * r >= max; r--)
+		if (ext % r == 0)
+			return r;
+	return max;
+}
+
+/* Bytes of window read x that rows of var read per value of the other
+ * parallel members (the dimensions whose subscripts use var, the innermost
+ * index inner or a reduction index), or -1 when unknown. */
+static int64_t window_slice(const tc_poly *p, const tc_poly_stmt *st, const tc_ir_expr *x,
+	int var, int inner)
+{
+	const tc_ir_tensor *t = &p->f->tensors[x->id];
+	int64_t bytes = tc_dtype_size(t->dtype), ext;
+	int k, v;
+	for (k = 0; k < x->nargs; k++)
+		for (v = 0; v < st->ir->nvars; v++)
+			if (tc_poly_expr_uses(x->args[k], v) &&
+				(v == var || v == inner || st->ir->vars[v].is_reduction)) {
+				if (!p->params || tc_sx_eval(t->ext[k], p->params, NULL, &ext) < 0)
+					return -1;
+				bytes *= ext;
+				break;
+			}
+	return bytes;
+}
+
+/* The read of contraction band node's statement st through a window along
+ * the innermost member (I(n,r_c,h+r_kh,w+r_kw) with w innermost, r_kw a
+ * reduction member): node is a convolution; or NULL. */
+static const tc_ir_expr *conv_window(isl_schedule_node *node, const tc_poly_stmt *st)
+{
+	isl_size n = isl_schedule_node_band_n_member(node);
+	int k, inner = n > 0 ? tc_poly_band_member_var(node, n - 1, st) : -1;
+	const tc_ir_expr *x = NULL;
+	for (k = 0; k < n && inner >= 0 && !x; k++) {
+		int vk = tc_poly_band_member_var(node, k, st);
+		if (vk >= 0 && isl_schedule_node_band_member_get_coincident(node, k) != isl_bool_true)
+			x = tc_poly_window_read(st->ir->rhs, inner, vk);
+	}
+	return x;
+}
+
+/* The rows of the register tile of convolution band node, x its window
+ * read (see above): sets *row to the member and *rows to its rows (max at
+ * most) when two members or more are to choose from; with one that is
+ * already *row, only *rows; else leaves them. */
+static void conv_rows(const tc_poly *p, isl_schedule_node *node, const tc_poly_stmt *st,
+	const tc_ir_expr *x, int64_t max, int *row, int64_t *rows)
+{
+	isl_size n = isl_schedule_node_band_n_member(node);
+	int j, inner = tc_poly_band_member_var(node, n - 1, st), best = -1, cands = 0;
+	int64_t best_r = 0, best_loads = 0, best_whole = 0;
+	for (j = n - 2; j >= 0; j--) {
+		int var = tc_poly_band_member_var(node, j, st), nreads = 0, shared;
+		int64_t ext = tc_poly_band_member_extent(p, node, j), r, loads, whole, slice;
+		if (var < 0 || ext <= 1 ||
+			isl_schedule_node_band_member_get_coincident(node, j) != isl_bool_true)
+			continue;
+		if (!(shared = shared_reads(st->ir->rhs, var, &nreads)))
+			continue;
+		if (tc_poly_expr_uses(x, var) && ((slice = window_slice(p, st, x, var, inner)) < 0 ||
+			slice > p->target->l1_bytes))
+			continue;
+		cands++;
+		r = whole_rows(ext, max);
+		whole = ext % r == 0;
+		loads = shared + (nreads - shared) * r; /* per step, for r multiplies */
+		/* whole tiles first, then fewer loads per multiply */
+		if (best < 0 || whole > best_whole ||
+			(whole == best_whole && loads * best_r < best_loads * r)) {
+			best = j;
+			best_r = r;
+			best_loads = loads;
+			best_whole = whole;
+		}
+	}
+	if (best < 0 || (cands < 2 && best != *row)) /* one: only its rows' count */
+		return;
+	*row = best;
+	*rows = best_r;
+}
+
 /* The register tile sizes of every member of contraction band node
  * (sizes[n]): the reduction members untiled, the parallel ones from the
  * option (innermost last; members it does not reach get 1) or, when
@@ -121,6 +259,7 @@ static void regtile_sizes(const tc_poly *p, isl_schedule_node *node, const tc_po
 	int64_t vl = lanes(p, st), rows = 6, nvec = p->opts.unroll_inner ? p->opts.unroll_inner : 4;
 	int64_t acc = p->target->accumulators;
 	int j, k = p->opts.nregtile, row = p->opts.nregtile ? -1 : rows_member(node, st);
+	const tc_ir_expr *x = p->opts.nregtile ? NULL : conv_window(node, st);
 	for (j = n - 1; j >= 0; j--) {
 		int64_t ext = tc_poly_band_member_extent(p, node, j), size;
 		if (isl_schedule_node_band_member_get_coincident(node, j) != isl_bool_true) {
@@ -148,7 +287,18 @@ static void regtile_sizes(const tc_poly *p, isl_schedule_node *node, const tc_po
 				if (ext > 0 && ext < size) /* whole vectors; the rest a partial tile */
 					size = ext / vl * vl;
 				rows = acc / (size / vl) > 12 ? 12 : acc / (size / vl);
+				/* a convolution's row of one vector and a rest of
+				 * half a vector or more: vectors of half the lanes
+				 * (26 = 3 x 8 + 2, not 16 + 10; see conv_rows),
+				 * unless the options set the vectors */
+				if (x && !p->opts.unroll_inner && p->opts.vector <= 0 && size == vl &&
+					vl >= 8 && 2 * (ext % vl) >= vl) {
+					size = vl / 2;
+					rows = acc > 12 ? 12 : acc;
+				}
 			}
+			if (x)
+				conv_rows(p, node, st, x, rows, &row, &rows);
 		} else {
 			size = j == row ? rows : 1;
 			if (ext > 0 && size > ext)

@@ -40,19 +40,6 @@ static int64_t rows_tile(const tc_poly *p, isl_schedule_node *node, int j, int64
 	return size >= 6 ? size : mc;
 }
 
-/* Whether e reads through a window: a subscript that uses both index a
- * and index b (I(n,r_c,h+r_kh,w+r_kw): a = w, b = r_kw). */
-static int window_read(const tc_ir_expr *e, int a, int b)
-{
-	int k;
-	for (k = 0; k < e->nargs; k++)
-		if ((e->op == TC_OP_READ && tc_poly_expr_uses(e->args[k], a) &&
-			    tc_poly_expr_uses(e->args[k], b)) ||
-			window_read(e->args[k], a, b))
-			return 1;
-	return 0;
-}
-
 /* Cache tiles for a convolution's contraction band (sizes[n]; st its
  * reduction): a band with a parallel member and a reduction member that one
  * subscript of a read combines (w + r_kw).  Its weights' block for the
@@ -83,7 +70,7 @@ static int conv_tiles(const tc_poly *p, isl_schedule_node *node, const tc_poly_s
 		for (k = 0; k < n; k++) {
 			int vk = tc_poly_band_member_var(node, k, st);
 			if (vk >= 0 && isl_schedule_node_band_member_get_coincident(node, k) ==
-				isl_bool_true && window_read(st->ir->rhs, vk, vj))
+				isl_bool_true && tc_poly_window_read(st->ir->rhs, vk, vj))
 				window_member = 1;
 		}
 	}

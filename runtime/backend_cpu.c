@@ -48,7 +48,8 @@ static int has_feature(const char *feature)
  * right operand (512 KiB) stays in L2 while MC / 6 row panels of the left
  * one stream through L1; 192-row blocks for rows of 1536 or more (sgemm
  * 2048: 107.6 ms with 48-row blocks, 87.9 with 192); 32 x 32 tiles for
- * transposing copies (matmul_nt 1024: the untiled copy took 3 of 14.5 ms).
+ * transposing copies (matmul_nt 1024: the untiled copy took 3 of 14.5 ms);
+ * the L1d's 48 KiB.
  * Loop nests of fewer than 32768 statement instances stay on the calling
  * thread (a parallel loop's hand-out cost more than fcrelu 128x128x10's
  * whole run).  Row buffers up to 64 KiB live on the stack. */
@@ -75,6 +76,7 @@ static void describe(__tc_keep tc_target *t)
 	t->block_depth = 256;
 	t->block_cols = 512;
 	t->transpose_tile = 32;
+	t->l1_bytes = 48 << 10;
 	t->parallel_min_instances = 32768;
 	t->rowbuf_bytes = 64 << 10;
 }

@@ -1044,11 +1044,14 @@ static void streaming_stores(void **state)
 }
 
 /* A convolution written channels last (ir/pack.c): one whose output
- * channels fill a vector reduces into a temporary O_cl with the channels
- * last and copies it back, folded into a following epilogue on the same
- * output (the bias); the weights are packed with the channels last.  Strided
- * windows, grouped convolutions with two epilogue statements, a copy read
- * by another output, and 4 channels (left alone).  Results are
+ * channels fill two vectors (or one, with short rows or a strided window)
+ * reduces into a temporary O_cl with the channels last and copies it
+ * back, folded into a following epilogue on the same output (the bias); the weights are packed with the channels last.  Strided
+ * windows, grouped convolutions with two epilogue statements and rows of 7
+ * (under half a vector), a copy read by another output; left alone: 4
+ * channels, and 16 channels per group (one vector) with rows of 13, which
+ * keep their rows as vectors (the register tile's rows then 11 of h), and
+ * 8 channels with rows of 26 (8 rows of f by vectors of 8).  Results are
  * bit-identical with pack=off and with the interpreter, on random inputs
  * and poisoned outputs. */
 static void packing_convolutions_channels_last(void **state)
@@ -1059,6 +1062,7 @@ static void packing_convolutions_channels_last(void **state)
 		int64_t shapes[5][5]; /* inputs, then outputs */
 		int ranks[5];
 		const char *want[3]; /* in the IR under pack=on ("!x": not) */
+		const char *rows;    /* the register tile's rows loop (after tc_unroll) */
 	} cases[] = {
 		{"def k(float(N,C,H,W) I, float(F,C,KH,KW) W1, float(F) B) -> (O) {\n"
 		 "  O(n,f,h,w) +=! I(n,r_c,2*h+r_kh,2*w+r_kw) * W1(f,r_c,r_kh,r_kw)\n"
@@ -1066,26 +1070,41 @@ static void packing_convolutions_channels_last(void **state)
 			3, 1, {{2, 3, 11, 21}, {19, 3, 3, 3}, {19}, {2, 19, 5, 10}}, {4, 4, 1, 4},
 			{"temp   O_cl: float32(N, floor((H - KH) / 2) + 1, floor((W - KW) / 2) + 1, F)",
 				"O[n, f, h, w] = (O_cl[n, h, w, f] + B[f])",
-				"W1_packed[r_c, r_kh, r_kw, f] = W1[f, r_c, r_kh, r_kw]"}},
+				"W1_packed[r_c, r_kh, r_kw, f] = W1[f, r_c, r_kh, r_kw]"}, NULL},
 		{"def k(float(N,G,C,H,W) I, float(G,F,C,KH,KW) W1, float(G,F) B) -> (O) {\n"
 		 "  O(n,g,f,h,w) +=! I(n,g,r_c,h+r_kh,w+r_kw) * W1(g,f,r_c,r_kh,r_kw)\n"
 		 "  O(n,g,f,h,w) = O(n,g,f,h,w) + B(g,f)\n"
 		 "  O(n,g,f,h,w) = fmax(O(n,g,f,h,w), 0)\n}\n",
-			3, 1, {{1, 2, 3, 6, 10}, {2, 16, 3, 3, 3}, {2, 16}, {1, 2, 16, 4, 8}},
+			3, 1, {{1, 2, 3, 6, 9}, {2, 16, 3, 3, 3}, {2, 16}, {1, 2, 16, 4, 7}},
 			{5, 5, 2, 5},
 			{"O[n, g, f, h, w] = (O_cl[n, g, h, w, f] + B[g, f])",
 				"O[n, g, f, h, w] = fmax(O[n, g, f, h, w], 0",
-				"W1_packed[g, r_c, r_kh, r_kw, f] = W1[g, f, r_c, r_kh, r_kw]"}},
+				"W1_packed[g, r_c, r_kh, r_kw, f] = W1[g, f, r_c, r_kh, r_kw]"}, NULL},
 		{"def k(float(N,C,H,W) I, float(F,C,KH,KW) W1, float(F) B) -> (O, P) {\n"
 		 "  O(n,f,h,w) +=! I(n,r_c,h+r_kh,w+r_kw) * W1(f,r_c,r_kh,r_kw)\n"
 		 "  P(n,f,h,w) = O(n,f,h,w) * B(f)\n}\n",
 			3, 2, {{1, 4, 5, 18}, {32, 4, 2, 3}, {32}, {1, 32, 4, 16}, {1, 32, 4, 16}},
-			{4, 4, 1, 4, 4}, {"O[n, f, h, w] = O_cl[n, h, w, f]", "P[n, f, h, w] = (O[n, f, h, w]"}},
+			{4, 4, 1, 4, 4}, {"O[n, f, h, w] = O_cl[n, h, w, f]", "P[n, f, h, w] = (O[n, f, h, w]"}, NULL},
 		{"def k(float(N,C,H,W) I, float(F,C,KH,KW) W1, float(F) B) -> (O) {\n"
 		 "  O(n,f,h,w) +=! I(n,r_c,h+r_kh,w+r_kw) * W1(f,r_c,r_kh,r_kw)\n"
 		 "  O(n,f,h,w) = O(n,f,h,w) + B(f)\n}\n",
 			3, 1, {{1, 3, 6, 9}, {4, 3, 3, 3}, {4}, {1, 4, 4, 7}}, {4, 4, 1, 4},
-			{"!O_cl", "!W1_packed"}},
+			{"!O_cl", "!W1_packed"}, NULL},
+		{"def k(float(N,G,C,H,W) I, float(G,F,C,KH,KW) W1, float(G,F) B) -> (O) {\n"
+		 "  O(n,g,f,h,w) +=! I(n,g,r_c,h+r_kh,w+r_kw) * W1(g,f,r_c,r_kh,r_kw)\n"
+		 "  O(n,g,f,h,w) = O(n,g,f,h,w) + B(g,f)\n}\n",
+			3, 1, {{2, 3, 5, 13, 15}, {3, 16, 5, 3, 3}, {3, 16}, {2, 3, 16, 11, 13}},
+			{5, 5, 2, 5}, {"!O_cl", "!W1_packed"},
+			/* 11 rows of h (8 of f: regtile.c, rows of a convolution) */
+			"// tc_unroll\n              for (int c14 = 0; c14 <= 10; c14 += 1) {"},
+		{"def k(float(N,G,C,H,W) I, float(G,F,C,KH,KW) W1, float(G,F) B) -> (O) {\n"
+		 "  O(n,g,f,h,w) +=! I(n,g,r_c,h+r_kh,w+r_kw) * W1(g,f,r_c,r_kh,r_kw)\n"
+		 "  O(n,g,f,h,w) = O(n,g,f,h,w) + B(g,f)\n}\n",
+			3, 1, {{1, 2, 3, 28, 28}, {2, 8, 3, 3, 3}, {2, 8}, {1, 2, 8, 26, 26}},
+			{5, 5, 2, 5}, {"!O_cl", "!W1_packed"},
+			/* 8 rows of f by 8 lanes (26 = 3 x 8 + 2, not 16 + 10) */
+			"// tc_unroll\n              for (int c11 = 0; c11 <= 7; c11 += 1) {\n"
+			"                // tc_unrolled\n                for (int c13 = 0; c13 <= 7; c13 += 1)"},
 	};
 	static const char *const opts[3] = {"pack=on", "pack=off", "target=interp"};
 	uint64_t r = 11;
@@ -1118,6 +1137,12 @@ static void packing_convolutions_channels_last(void **state)
 		}
 		for (v = 0; v < 3; v++)
 			run_with_outs(m, in, cc->nin, &t[v][cc->nin], cc->nout, opts[v], v ? NULL : &ir);
+		if (cc->rows) {
+			char *ast = stage_of(m, in, cc->nin, "", "ast");
+			if (!strstr(ast, cc->rows))
+				fail_msg("case %d: %s expected in the AST:\n%s", (int)c, cc->rows, ast);
+			tc_string_free(ast);
+		}
 		for (i = 0; i < 3 && cc->want[i]; i++)
 			if ((cc->want[i][0] == '!') != !strstr(ir, cc->want[i] + (cc->want[i][0] == '!')))
 				fail_msg("case %d: %s expected in the IR:\n%s", (int)c, cc->want[i], ir);
