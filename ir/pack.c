@@ -536,7 +536,9 @@ static int walks_last(const tc_ir_expr *e, int v)
  * is a reduction with init over the whole extent of its output (not read
  * by s, not a widened accumulator or a row buffer), with index bounds free
  * of other indices; its output's rows (the innermost extent) are shorter
- * than min_bytes; and the left-hand index is the last one that some read
+ * than min_bytes; each element sums at least a vector's lanes of terms
+ * (min_bytes / the dtype's size: with fewer, the copy back would be a
+ * large share of the work); and the left-hand index is the last one that some read
  * walks as its last subscript and whose extent has twice min_bytes or more
  * (at least two vectors, so that the register tiles along it make a loop
  * that threads can share: at 24 the rewritten nest of a network's
@@ -545,18 +547,22 @@ static int short_row_var(const tc_ir_func *f, const tc_ir_stmt *s, const int64_t
 	int64_t min_bytes)
 {
 	const tc_ir_tensor *o = &f->tensors[s->tensor];
-	int64_t lo, hi, ext[TC_MAX_RANK];
+	int64_t lo, hi, ext[TC_MAX_RANK], terms = 1;
 	int k, size = tc_dtype_size(o->dtype), found = -1;
 	if (s->red == TC_RED_ASSIGN || !s->init || s->pack || s->nlhs < 2 ||
 		s->nlhs > TC_MAX_RANK || s->nvars <= s->nlhs || o->ndim != s->nlhs || o->widened ||
 		o->rowbuf || tc_ir_reads(s->rhs, s->tensor))
 		return -1;
-	for (k = 0; k < s->nvars; k++)
+	for (k = 0; k < s->nvars; k++) {
 		if (!tc_ir_var_range(&s->vars[k], params, &lo, &hi) ||
 			(k < s->nlhs && (tc_sx_eval(o->ext[k], params, NULL, &ext[k]) < 0 || lo != 0 ||
 				hi != ext[k])))
 			return -1;
-	if (ext[s->nlhs - 1] * size >= min_bytes)
+		if (k >= s->nlhs) /* at most min_bytes: no overflow */
+			terms = hi - lo >= min_bytes || terms * (hi - lo) >= min_bytes
+				? min_bytes : terms * (hi - lo);
+	}
+	if (ext[s->nlhs - 1] * size >= min_bytes || terms * size < min_bytes)
 		return -1;
 	for (k = 0; k < s->nlhs - 1; k++)
 		if (ext[k] * size >= 2 * min_bytes && walks_last(s->rhs, k))

@@ -955,6 +955,54 @@ static void dot_product_contractions(void **state)
 	tc_module_free(m);
 }
 
+/* Operand panels in registers (polyhedral/order.c): a contraction over 13
+ * terms into rows of one vector (a Kronecker factor's shape) gets its
+ * reduction innermost, alone in its loop, and no register tile; rows of
+ * two vectors (a panel of 26 vectors, more than the accumulators) keep the
+ * register tile.  Results bit-identical with the interpreter's, on random
+ * inputs and poisoned outputs (the terms keep their order). */
+static void operand_panels_in_registers(void **state)
+{
+	enum { M = 7, N = 13, N1 = 5, DMAX = 32 };
+	static float x[M * N * N1], w[DMAX * N], y[2][M * N1 * DMAX];
+	int64_t sx[3] = {M, N, N1}, sw[2][2] = {{16, N}, {DMAX, N}};
+	int64_t sy[2][3] = {{M, N1, 16}, {M, N1, DMAX}};
+	DLTensor X = {x, {kDLCPU, 0}, 3, {kDLFloat, 32, 1}, sx, NULL, 0};
+	DLTensor W, Y;
+	const DLTensor *in[2] = {&X, &W};
+	uint64_t r = 43;
+	char *text;
+	tc_module *m;
+	int c, i, v;
+	(void)state;
+	for (i = 0; i < M * N * N1; i++)
+		x[i] = (float)tu_rand_unit(&r) * 2 - 1;
+	for (i = 0; i < DMAX * N; i++)
+		w[i] = (float)tu_rand_unit(&r) * 2 - 1;
+	m = tc_module_parse(ctx, "def k(float(M,N,N1) X, float(D,N) W) -> (Y) {\n"
+				 "  Y(m,n1,d) +=! X(m,r_n,n1) * W(d,r_n)\n}\n", "panel.tc");
+	assert_non_null(m);
+	for (c = 0; c < 2; c++) {
+		W = (DLTensor){w, {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, sw[c], NULL, 0};
+		text = stage_of(m, in, 2, "", "ast");
+		if (c == 0) {
+			assert_null(strstr(text, "tc_regtile"));
+			assert_non_null(strstr(text, "for (int c3 = 0; c3 <= 12; c3 += 1)\n"));
+		} else
+			assert_non_null(strstr(text, "tc_regtile"));
+		tc_string_free(text);
+		for (v = 0; v < 2; v++) {
+			Y = (DLTensor){y[v], {kDLCPU, 0}, 3, {kDLFloat, 32, 1}, sy[c], NULL, 0};
+			run_with(m, in, 2, &Y, v ? "target=interp" : "", NULL);
+		}
+		for (i = 0; i < M * N1 * (int)sy[c][2]; i++) {
+			assert_false(isnan(y[0][i]));
+			assert_memory_equal(&y[0][i], &y[1][i], sizeof(float));
+		}
+	}
+	tc_module_free(m);
+}
+
 /* Streaming stores: a 4 MiB output written once per element gets
  * vmovntps (and an sfence) under stream=auto, none under stream=off, and
  * the results are right with the output 64-byte aligned (the streaming
@@ -2071,6 +2119,7 @@ int main(void)
 		cmocka_unit_test(sharing_expensive_subexpressions),
 		cmocka_unit_test(row_buffers),
 		cmocka_unit_test(dot_product_contractions),
+		cmocka_unit_test(operand_panels_in_registers),
 		cmocka_unit_test(streaming_stores),
 		cmocka_unit_test(conv2d_merged_bands),
 		cmocka_unit_test(interchange_orders_the_tiled_band),
