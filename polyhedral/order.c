@@ -159,12 +159,14 @@ static int dot_var(const tc_poly *p, const tc_poly_stmt *st)
 /* The reduction index of statement st when its operand panel fits in
  * registers (see above), or -1: a float sum over one reduction index of at
  * most lanes terms whose output rows are a whole number of vectors, lanes
- * x vectors per row at most the target's accumulators. */
+ * x vectors per row at most the target's accumulators; neither measured
+ * at a free size (sizes=parametric: the code serves every value of it). */
 static int panel_var(const tc_poly *p, const tc_poly_stmt *st)
 {
 	const tc_ir_stmt *ir = st->ir;
 	const tc_ir_tensor *t = &p->f->tensors[ir->tensor];
 	int64_t ext, lo, hi, lanes_;
+	int i;
 	if (!p->params || st->kind != TC_POLY_UPDATE || ir->red != TC_RED_ADD ||
 		(t->dtype != TC_T_F32 && t->dtype != TC_T_F64) || ir->nlhs < 2 ||
 		ir->nvars != ir->nlhs + 1 || !ir->vars[ir->nlhs].is_reduction)
@@ -174,6 +176,11 @@ static int panel_var(const tc_poly *p, const tc_poly_stmt *st)
 		ext <= 0 || ext % lanes_ || !tc_ir_var_range(&ir->vars[ir->nlhs], p->params, &lo, &hi) ||
 		hi - lo < 2 || hi - lo > lanes_ || (hi - lo) * (ext / lanes_) > p->target->accumulators)
 		return -1;
+	for (i = 0; p->free && i < p->f->nparams; i++) /* code for every value of a free size */
+		if (p->free[i] && (tc_sx_mentions(t->ext[ir->nlhs - 1], TC_SX_PARAM, i) ||
+			tc_sx_mentions(ir->vars[ir->nlhs].lo, TC_SX_PARAM, i) ||
+			tc_sx_mentions(ir->vars[ir->nlhs].hi, TC_SX_PARAM, i)))
+			return -1;
 	return ir->nlhs;
 }
 
