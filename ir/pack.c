@@ -538,8 +538,9 @@ static int walks_last(const tc_ir_expr *e, int v)
  * of other indices; its output's rows (the innermost extent) are shorter
  * than min_bytes; each element sums at least a vector's lanes of terms
  * (min_bytes / the dtype's size: with fewer, the copy back would be a
- * large share of the work); and the left-hand index is the last one that some read
- * walks as its last subscript and whose extent has twice min_bytes or more
+ * large share of the work); and the left-hand index is the last one that
+ * some read walks as its last subscript and whose extent has twice
+ * min_bytes or more
  * (at least two vectors, so that the register tiles along it make a loop
  * that threads can share: at 24 the rewritten nest of a network's
  * backward pass had no parallel loop), at the bound sizes params. */
