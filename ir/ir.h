@@ -182,7 +182,11 @@ const char *tc_ir_fresh_name(__tc_keep tc_arena *ar, __tc_keep const tc_ir_func 
  * temporary copy whose last dimension is the one the output's innermost
  * index walks, when a row of the copy has at least min_bytes at the bound
  * sizes params.  The copies are statements marked pack, placed
- * first.  Returns f itself when nothing is packed, NULL when out of memory;
+ * first.  Before that, convolutions whose output channels fill min_bytes
+ * are written channels last, and contractions whose output rows are
+ * shorter than min_bytes with another left-hand index last (into a
+ * temporary, copied back: pack.c says when).  Results are bit for bit the
+ * same.  Returns f itself when nothing is packed, NULL when out of memory;
  * the new function lives in ar and shares f's unchanged parts. */
 const tc_ir_func *tc_ir_pack(__tc_keep tc_arena *ar, __tc_keep const tc_ir_func *f,
 	__tc_keep const int64_t *params, int64_t min_bytes);

@@ -535,6 +535,112 @@ static const tc_ir_func *channels_last(tc_arena *ar, const tc_ir_func *f, const 
 	return g;
 }
 
+/* ---- short rows ----
+ *
+ * A contraction whose output rows are shorter than a vector, such as the
+ * weight gradient dW(i,h) +=! X(r_b,i) * dH(r_b,h) of a layer of 10 units,
+ * leaves the register tile a fraction of a vector per row (8 + 2 lanes of
+ * 10) and a broadcast for every multiply.  When another left-hand index
+ * walks the last dimension of an operand (i in X(r_b,i)) and its extent
+ * fills two vectors, the reduction writes a temporary with that index last,
+ *     dW_cl(h,i) +=! X(r_b,i) * dH(r_b,h)
+ *     dW(i,h) = dW_cl(h,i)
+ * which is a plain matmul: whole vectors of X's rows and a broadcast of
+ * dH per row of the tile (the 10 rows in tiles of 6 and 4).  The copy back
+ * touches each output element once, against the reduction's extent of
+ * terms per element.  Every element accumulates the same terms in the same
+ * order, so results are bit for bit the same (split_conv makes both
+ * statements, as for a convolution written channels last). */
+
+/* Whether a read in e has index v alone as its last subscript. */
+static int walks_last(const tc_ir_expr *e, int v)
+{
+	int k;
+	if (e->op == TC_OP_READ && e->nargs && tc_ir_plain_var(e->args[e->nargs - 1]) == v)
+		return 1;
+	for (k = 0; k < e->nargs; k++)
+		if (walks_last(e->args[k], v))
+			return 1;
+	return 0;
+}
+
+/* The left-hand index of statement s to move last (see above), else -1: s
+ * is a reduction with init over the whole extent of its output (not read
+ * by s, not a widened accumulator or a row buffer), with index bounds free
+ * of other indices; its output's rows (the innermost extent) are shorter
+ * than min_bytes; each element sums at least a vector's lanes of terms
+ * (min_bytes / the dtype's size: with fewer, the copy back would be a
+ * large share of the work); and the left-hand index is the last one that
+ * some read walks as its last subscript and whose extent has twice
+ * min_bytes or more
+ * (at least two vectors, so that the register tiles along it make a loop
+ * that threads can share: at 24 the rewritten nest of a network's
+ * backward pass had no parallel loop), at the bound sizes params. */
+static int short_row_var(const tc_ir_func *f, const tc_ir_stmt *s, const int64_t *params,
+	int64_t min_bytes)
+{
+	const tc_ir_tensor *o = &f->tensors[s->tensor];
+	int64_t lo, hi, ext[TC_MAX_RANK], terms = 1;
+	int k, size = tc_dtype_size(o->dtype), found = -1;
+	if (s->red == TC_RED_ASSIGN || !s->init || s->pack || s->nlhs < 2 ||
+		s->nlhs > TC_MAX_RANK || s->nvars <= s->nlhs || o->ndim != s->nlhs || o->widened ||
+		o->rowbuf || tc_ir_reads(s->rhs, s->tensor))
+		return -1;
+	for (k = 0; k < s->nvars; k++) {
+		if (!tc_ir_var_range(&s->vars[k], params, &lo, &hi) ||
+			(k < s->nlhs && (tc_sx_eval(o->ext[k], params, NULL, &ext[k]) < 0 || lo != 0 ||
+				hi != ext[k])))
+			return -1;
+		if (k >= s->nlhs) /* at most min_bytes: no overflow */
+			terms = hi - lo >= min_bytes || terms * (hi - lo) >= min_bytes
+				? min_bytes : terms * (hi - lo);
+	}
+	if (ext[s->nlhs - 1] * size >= min_bytes || terms * size < min_bytes)
+		return -1;
+	for (k = 0; k < s->nlhs - 1; k++)
+		if (ext[k] * size >= 2 * min_bytes && walks_last(s->rhs, k))
+			found = k;
+	return found;
+}
+
+/* f with every contraction of short output rows written with another
+ * left-hand index last (see above); f itself when there is none, NULL
+ * when out of memory. */
+static const tc_ir_func *short_rows(tc_arena *ar, const tc_ir_func *f, const int64_t *params,
+	int64_t min_bytes)
+{
+	tc_ir_func *g;
+	int i, j, n = 0, *ch = tc_arena_alloc(ar, (size_t)(f->nstmts ? f->nstmts : 1) * sizeof(int));
+	if (!ch)
+		return NULL;
+	for (i = 0; i < f->nstmts; i++)
+		n += (ch[i] = short_row_var(f, &f->stmts[i], params, min_bytes)) >= 0;
+	if (!n)
+		return f;
+	g = tc_arena_alloc(ar, sizeof(*g));
+	if (!g)
+		return NULL;
+	*g = *f;
+	g->tensors = tc_arena_alloc(ar, (size_t)(f->ntensors + n) * sizeof(*g->tensors));
+	g->stmts = tc_arena_alloc(ar, (size_t)(f->nstmts + n) * sizeof(*g->stmts));
+	if (!g->tensors || !g->stmts)
+		return NULL;
+	memcpy(g->tensors, f->tensors, (size_t)f->ntensors * sizeof(*g->tensors));
+	g->ntensors = f->ntensors; /* grows as the temporaries are named */
+	for (i = j = 0; i < f->nstmts; i++) {
+		if (ch[i] < 0) {
+			g->stmts[j++] = f->stmts[i];
+			continue;
+		}
+		if (split_conv(ar, g, &f->stmts[i], ch[i], g->ntensors, NULL, &g->stmts[j]) < 0)
+			return NULL;
+		g->ntensors++;
+		j += 2;
+	}
+	g->nstmts = j;
+	return g;
+}
+
 const tc_ir_func *tc_ir_pack(__tc_keep tc_arena *ar, __tc_keep const tc_ir_func *f,
 	__tc_keep const int64_t *params, int64_t min_bytes)
 {
@@ -542,7 +648,8 @@ const tc_ir_func *tc_ir_pack(__tc_keep tc_arena *ar, __tc_keep const tc_ir_func 
 	tc_ir_func *g;
 	int i, k;
 
-	if (!(f = channels_last(ar, f, params, min_bytes)))
+	if (!(f = channels_last(ar, f, params, min_bytes)) ||
+		!(f = short_rows(ar, f, params, min_bytes)))
 		return NULL;
 	memset(&P, 0, sizeof(P));
 	P.ar = ar;

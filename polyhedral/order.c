@@ -8,7 +8,8 @@
  * of the members of a permutable band is legal.  Members keep their
  * relative order otherwise, so the reduction indices of a statement keep
  * theirs and every element accumulates in the same order as before.  A dot
- * product's reduction goes innermost, alone in its band (below).
+ * product's reduction goes innermost, alone in its band (below), and so
+ * does a short reduction whose operand panel fits in registers (below).
  *
  * tc_poly_pass_interchange: the interchange option's explicit order of the
  * members of the band the tile pass tiles, after the order pass, so that it
@@ -136,9 +137,61 @@ static int dot_var(const tc_poly *p, const tc_poly_stmt *st)
 	return first->op == TC_OP_READ ? tc_ir_plain_var(first->args[first->nargs - 1]) : -1;
 }
 
+/* ---- operand panels held in registers ----
+ *
+ * A contraction over a short reduction whose output rows are whole vectors
+ * (each factor of the Kronecker product 256 x 16^3: XW0(m,n1,n2,d0) +=!
+ * X(m,r_n0,n1,n2) * W0(d0,r_n0), 16 terms into rows of 16) needs the
+ * operand walked along the rows (W0's packed copy: 16 vectors) at every
+ * step of every register tile, and each tile runs only 16 steps between
+ * its init and its stores.  With the reduction innermost, alone in its
+ * band, below the rows' member, LLVM unrolls the 16 terms and vectorises
+ * the row: the whole panel stays in 16 registers for the nest and each
+ * output vector is 16 broadcast multiplies and adds, in the terms' order.
+ * Kronecker 256 x 16^3 on a Zen 4: 0.90x the time by minima, 0.5x by
+ * medians (one and two threads; docs/performance.md, "Training
+ * contractions").  Only where it was measured to gain: the reduction at
+ * most a vector's lanes, the rows whole vectors, the panel at most the
+ * target's accumulators (8 x 8 factors, half a vector, took 1.10x; 16 x 32,
+ * 32 terms, 3.7x; 12 x 12 1.06x; 32 x 16, a panel of 32 vectors, 0.94x,
+ * left out). */
+
+/* The reduction index of statement st when its operand panel fits in
+ * registers (see above), or -1: a float sum over one reduction index of at
+ * most lanes terms whose output rows are a whole number of vectors, lanes
+ * x vectors per row at most the target's accumulators; neither measured
+ * at a free size (sizes=parametric: the code serves every value of it). */
+static int panel_var(const tc_poly *p, const tc_poly_stmt *st)
+{
+	const tc_ir_stmt *ir = st->ir;
+	const tc_ir_tensor *t = &p->f->tensors[ir->tensor];
+	int64_t ext, lo, hi, lanes_;
+	int i;
+	if (!p->params || st->kind != TC_POLY_UPDATE || ir->red != TC_RED_ADD ||
+		(t->dtype != TC_T_F32 && t->dtype != TC_T_F64) || ir->nlhs < 2 ||
+		ir->nvars != ir->nlhs + 1 || !ir->vars[ir->nlhs].is_reduction)
+		return -1;
+	lanes_ = p->target->vector_bytes / tc_dtype_size(t->dtype);
+	if (lanes_ < 2 || tc_sx_eval(t->ext[ir->nlhs - 1], p->params, NULL, &ext) < 0 ||
+		ext <= 0 || ext % lanes_ || !tc_ir_var_range(&ir->vars[ir->nlhs], p->params, &lo, &hi) ||
+		hi - lo < 2 || hi - lo > lanes_ || (hi - lo) * (ext / lanes_) > p->target->accumulators)
+		return -1;
+	for (i = 0; p->free && i < p->f->nparams; i++) /* code for every value of a free size */
+		if (p->free[i] && (tc_sx_mentions(t->ext[ir->nlhs - 1], TC_SX_PARAM, i) ||
+			tc_sx_mentions(ir->vars[ir->nlhs].lo, TC_SX_PARAM, i) ||
+			tc_sx_mentions(ir->vars[ir->nlhs].hi, TC_SX_PARAM, i)))
+			return -1;
+	return ir->nlhs;
+}
+
+/* The reduction index a band member should walk innermost, alone, for a
+ * statement (dot_var or panel_var). */
+typedef int (*inner_var_fn)(const tc_poly *p, const tc_poly_stmt *st);
+
 typedef struct dot_ctx {
 	const tc_poly *p;
 	isl_union_pw_aff *member;
+	inner_var_fn var;
 	int found;
 } dot_ctx;
 
@@ -146,20 +199,21 @@ static isl_stat dot_cb(isl_set *set, void *user)
 {
 	dot_ctx *dc = user;
 	const tc_poly_stmt *st = tc_poly_find_stmt(dc->p, isl_set_get_tuple_name(set));
-	int v = st ? dot_var(dc->p, st) : -1;
+	int v = st ? dc->var(dc->p, st) : -1;
 	if (v >= 0 && tc_poly_set_member_var(set, dc->member) == v)
 		dc->found = 1;
 	isl_set_free(set);
 	return isl_stat_ok;
 }
 
-/* The member of band node that walks a dot product's reduction, or -1. */
+/* The member of band node that walks a reduction var says goes innermost
+ * (a dot product's, an operand panel's), or -1. */
 static int dot_member(const tc_poly *p, isl_schedule_node *node, isl_multi_union_pw_aff *mupa,
-	isl_union_set *dom, isl_size n)
+	isl_union_set *dom, isl_size n, inner_var_fn var)
 {
 	int j;
 	for (j = 0; j < n; j++) {
-		dot_ctx dc = {p, isl_multi_union_pw_aff_get_union_pw_aff(mupa, j), 0};
+		dot_ctx dc = {p, isl_multi_union_pw_aff_get_union_pw_aff(mupa, j), var, 0};
 		if (isl_schedule_node_band_member_get_coincident(node, j) != isl_bool_true)
 			isl_union_set_foreach_set(dom, dot_cb, &dc);
 		isl_union_pw_aff_free(dc.member);
@@ -175,7 +229,7 @@ static isl_schedule_node *order_band(isl_schedule_node *node, void *user)
 	isl_multi_union_pw_aff *mupa;
 	isl_union_set *dom;
 	isl_size n;
-	int j, best = -1, best_score = 0, dot;
+	int j, best = -1, best_score = 0, dot, panel;
 
 	if (isl_schedule_node_get_type(node) != isl_schedule_node_band ||
 		isl_schedule_node_band_get_permutable(node) != isl_bool_true)
@@ -185,7 +239,7 @@ static isl_schedule_node *order_band(isl_schedule_node *node, void *user)
 		return node;
 	mupa = isl_schedule_node_band_get_partial_schedule(node);
 	dom = isl_schedule_node_get_domain(node);
-	if ((dot = dot_member(p, node, mupa, dom, n)) >= 0) {
+	if ((dot = dot_member(p, node, mupa, dom, n, dot_var)) >= 0) {
 		isl_union_set_free(dom);
 		isl_multi_union_pw_aff_free(mupa);
 		node = move_innermost(node, n, dot);
@@ -206,11 +260,21 @@ static isl_schedule_node *order_band(isl_schedule_node *node, void *user)
 			best = j;
 		}
 	}
+	panel = dot_member(p, node, mupa, dom, n, panel_var);
 	isl_union_set_free(dom);
 	isl_multi_union_pw_aff_free(mupa);
-	if (best < 0 || best == n - 1)
+	if (best >= 0 && best != n - 1) {
+		node = move_innermost(node, n, best);
+		if (panel == best)
+			panel = (int)n - 1;
+		else if (panel > best) /* the members after best moved up by one */
+			panel--;
+	}
+	if (panel < 0)
 		return node;
-	return move_innermost(node, n, best);
+	if (panel != n - 1)
+		node = move_innermost(node, n, panel);
+	return isl_schedule_node_band_split(node, (int)n - 1);
 }
 
 tc_stat tc_poly_pass_order(__tc_keep tc_poly *p, __tc_keep tc_diags *d)

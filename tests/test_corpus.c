@@ -507,6 +507,23 @@ static void build_matmul_nt(run *r, const int64_t *s)
 		}
 }
 
+/* s = {M, K, N} */
+static void build_matmul_tn(run *r, const int64_t *s)
+{
+	int64_t M = s[0], K = s[1], N = s[2];
+	float *A = in_f32(r, DIMS(K, M), -1, 1);
+	float *B = in_f32(r, DIMS(K, N), -1, 1);
+	float *C = out_f32(r, DIMS(M, N));
+	reduction_tol(r, K, 1);
+	for (int64_t m = 0; m < M; m++)
+		for (int64_t n = 0; n < N; n++) {
+			float acc = 0;
+			for (int64_t k = 0; k < K; k++)
+				acc += A[IX2(k, m, M)] * B[IX2(k, n, N)];
+			C[IX2(m, n, N)] = acc;
+		}
+}
+
 /* s = {B, N, M, K} */
 static void build_batch_matmul(run *r, const int64_t *s)
 {
@@ -1774,6 +1791,7 @@ static const kernel_case cases[] = {
 	CASE("matvec", "row_sum_accumulate", build_row_sum_accumulate, {1, 1}, {7, 13}, {3, 1}),
 	CASE("matmul", "matmul", build_matmul, {1, 1, 1}, {7, 13, 31}, {13, 1, 7}, {1, 31, 1}),
 	CASE("matmul", "matmul_nt", build_matmul_nt, {1, 1, 1}, {7, 13, 31}, {31, 7, 1}),
+	CASE("matmul", "matmul_tn", build_matmul_tn, {1, 1, 1}, {45, 17, 7}, {7, 13, 31}, {33, 20, 10}),
 	CASE("matmul", "matmul_declared", build_matmul, {1, 1, 1}, {7, 13, 31}, {5, 2, 3}),
 	CASE("matmul", "batch_matmul", build_batch_matmul, {1, 1, 1, 1}, {3, 7, 13, 5},
 		{1, 31, 2, 7}),
@@ -1801,7 +1819,7 @@ static const kernel_case cases[] = {
 	CASE("mlp", "mlp2", build_mlp2, {1, 1, 1, 1}, {7, 13, 31, 5}, {2, 1, 7, 13},
 		{3, 20, 17, 33}),
 	CASE("kronecker", "kronecker3", build_kronecker3, {1, 1, 1, 1, 1, 1, 1},
-		{2, 3, 5, 7, 4, 3, 2}, {3, 7, 1, 3, 5, 1, 7}),
+		{2, 3, 5, 7, 4, 3, 2}, {3, 7, 1, 3, 5, 1, 7}, {3, 13, 5, 16, 16, 16, 16}),
 	CASE("kronecker", "kronecker3_outputs", build_kronecker3_outputs, {1, 1, 1, 1, 1, 1, 1},
 		{2, 3, 5, 7, 4, 3, 2}, {1, 2, 3, 1, 7, 5, 1}),
 	CASE("embedding", "lookup_sum_i32", build_lookup_sum_i32, {1, 1, 1, 1}, {13, 7, 5, 3},

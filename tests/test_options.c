@@ -955,6 +955,54 @@ static void dot_product_contractions(void **state)
 	tc_module_free(m);
 }
 
+/* Operand panels in registers (polyhedral/order.c): a contraction over 13
+ * terms into rows of one vector (a Kronecker factor's shape) gets its
+ * reduction innermost, alone in its loop, and no register tile; rows of
+ * two vectors (a panel of 26 vectors, more than the accumulators) keep the
+ * register tile.  Results bit-identical with the interpreter's, on random
+ * inputs and poisoned outputs (the terms keep their order). */
+static void operand_panels_in_registers(void **state)
+{
+	enum { M = 7, N = 13, N1 = 5, DMAX = 32 };
+	static float x[M * N * N1], w[DMAX * N], y[2][M * N1 * DMAX];
+	int64_t sx[3] = {M, N, N1}, sw[2][2] = {{16, N}, {DMAX, N}};
+	int64_t sy[2][3] = {{M, N1, 16}, {M, N1, DMAX}};
+	DLTensor X = {x, {kDLCPU, 0}, 3, {kDLFloat, 32, 1}, sx, NULL, 0};
+	DLTensor W, Y;
+	const DLTensor *in[2] = {&X, &W};
+	uint64_t r = 43;
+	char *text;
+	tc_module *m;
+	int c, i, v;
+	(void)state;
+	for (i = 0; i < M * N * N1; i++)
+		x[i] = (float)tu_rand_unit(&r) * 2 - 1;
+	for (i = 0; i < DMAX * N; i++)
+		w[i] = (float)tu_rand_unit(&r) * 2 - 1;
+	m = tc_module_parse(ctx, "def k(float(M,N,N1) X, float(D,N) W) -> (Y) {\n"
+				 "  Y(m,n1,d) +=! X(m,r_n,n1) * W(d,r_n)\n}\n", "panel.tc");
+	assert_non_null(m);
+	for (c = 0; c < 2; c++) {
+		W = (DLTensor){w, {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, sw[c], NULL, 0};
+		text = stage_of(m, in, 2, "", "ast");
+		if (c == 0) {
+			assert_null(strstr(text, "tc_regtile"));
+			assert_non_null(strstr(text, "for (int c3 = 0; c3 <= 12; c3 += 1)\n"));
+		} else
+			assert_non_null(strstr(text, "tc_regtile"));
+		tc_string_free(text);
+		for (v = 0; v < 2; v++) {
+			Y = (DLTensor){y[v], {kDLCPU, 0}, 3, {kDLFloat, 32, 1}, sy[c], NULL, 0};
+			run_with(m, in, 2, &Y, v ? "target=interp" : "", NULL);
+		}
+		for (i = 0; i < M * N1 * (int)sy[c][2]; i++) {
+			assert_false(isnan(y[0][i]));
+			assert_memory_equal(&y[0][i], &y[1][i], sizeof(float));
+		}
+	}
+	tc_module_free(m);
+}
+
 /* Streaming stores: a 4 MiB output written once per element gets
  * vmovntps (and an sfence) under stream=auto, none under stream=off, and
  * the results are right with the output 64-byte aligned (the streaming
@@ -1154,6 +1202,84 @@ static void packing_convolutions_channels_last(void **state)
 				assert_memory_equal(&data[0][j][i], &data[2][j][i], sizeof(float));
 			}
 		for (j = 0; j < cc->nin + cc->nout; j++)
+			for (v = 0; v < 3; v++)
+				free(data[v][j]);
+		tc_module_free(m);
+	}
+}
+
+/* Short output rows (ir/pack.c): a contraction whose output rows are
+ * shorter than a vector, with another left-hand index walking an operand's
+ * last dimension (the weight gradient dW(i,h) +=! X(r_b,i) * dH(r_b,h) of
+ * 7 or 10 units), reduces into a temporary with that index last and copies
+ * it back; a batched one, one whose output an epilogue reads, odd sizes
+ * (partial register tiles) and two left alone (rows a vector long; no
+ * operand walking another index last: a fully connected layer of 10
+ * units).  Results are bit-identical with pack=off and with the
+ * interpreter, on random inputs and poisoned outputs. */
+static void packing_short_rows_last(void **state)
+{
+	static const struct short_case {
+		const char *text;
+		int64_t shapes[3][3]; /* two inputs, then the output */
+		int ranks[3];
+		const char *want[2]; /* in the IR under pack=on ("!x": not) */
+	} cases[] = {
+		{"def k(float(B,I) X, float(B,H) dH) -> (dW) { dW(i,h) +=! X(r_b,i) * dH(r_b,h) }\n",
+			{{37, 53}, {37, 7}, {53, 7}}, {2, 2, 2},
+			{"temp   dW_cl: float32(H, I)", "dW[i, h] = dW_cl[h, i]"}},
+		{"def k(float(B,I) X, float(B,H) dH) -> (dW) { dW(i,h) +=! X(r_b,i) * dH(r_b,h) }\n",
+			{{128, 128}, {128, 10}, {128, 10}}, {2, 2, 2}, {"dW[i, h] = dW_cl[h, i]"}},
+		{"def k(float(G,B,I) X, float(G,B,H) dH) -> (dW) {\n"
+		 "  dW(g,i,h) +=! X(g,r_b,i) * dH(g,r_b,h)\n  dW(g,i,h) = dW(g,i,h) * 0.5\n}\n",
+			{{3, 19, 41}, {3, 19, 5}, {3, 41, 5}}, {3, 3, 3},
+			{"dW[g, i, h] = dW_cl[g, h, i]", "temp   dW_cl: float32(G, H, I)"}},
+		{"def k(float(B,I) X, float(B,H) dH) -> (dW) { dW(i,h) +=! X(r_b,i) * dH(r_b,h) }\n",
+			{{9, 20}, {9, 16}, {20, 16}}, {2, 2, 2}, {"!dW_cl"}},
+		{"def k(float(B,I) X, float(H,I) W) -> (T) { T(b,h) +=! X(b,r_i) * W(h,r_i) }\n",
+			{{30, 40}, {10, 40}, {30, 10}}, {2, 2, 2}, {"!T_cl"}},
+	};
+	static const char *const opts[3] = {"pack=on", "pack=off", "target=interp"};
+	uint64_t r = 29;
+	size_t c;
+	(void)state;
+	for (c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		const struct short_case *sc = &cases[c];
+		DLTensor t[3][3];
+		const DLTensor *in[2];
+		float *data[3][3];
+		int64_t n[3];
+		char *ir = NULL;
+		int i, j, v;
+		tc_module *m = tc_module_parse(ctx, sc->text, "short.tc");
+		assert_non_null(m);
+		for (j = 0; j < 3; j++) {
+			for (i = 0, n[j] = 1; i < sc->ranks[j]; i++)
+				n[j] *= sc->shapes[j][i];
+			for (v = 0; v < 3; v++) {
+				data[v][j] = malloc((size_t)n[j] * sizeof(float));
+				assert_non_null(data[v][j]);
+				t[v][j] = (DLTensor){data[v][j], {kDLCPU, 0}, sc->ranks[j],
+					{kDLFloat, 32, 1}, (int64_t *)sc->shapes[j], NULL, 0};
+			}
+			if (j < 2) {
+				for (i = 0; i < n[j]; i++)
+					data[0][j][i] = (float)tu_rand_unit(&r) * 2 - 1;
+				in[j] = &t[0][j];
+			}
+		}
+		for (v = 0; v < 3; v++)
+			run_with(m, in, 2, &t[v][2], opts[v], v ? NULL : &ir);
+		for (i = 0; i < 2 && sc->want[i]; i++)
+			if ((sc->want[i][0] == '!') != !strstr(ir, sc->want[i] + (sc->want[i][0] == '!')))
+				fail_msg("case %d: %s expected in the IR:\n%s", (int)c, sc->want[i], ir);
+		tc_string_free(ir);
+		for (i = 0; i < n[2]; i++) {
+			assert_false(isnan(data[0][2][i]));
+			assert_memory_equal(&data[0][2][i], &data[1][2][i], sizeof(float));
+			assert_memory_equal(&data[0][2][i], &data[2][2][i], sizeof(float));
+		}
+		for (j = 0; j < 3; j++)
 			for (v = 0; v < 3; v++)
 				free(data[v][j]);
 		tc_module_free(m);
@@ -2013,10 +2139,12 @@ int main(void)
 		cmocka_unit_test(register_tile_uses_vector_fmas),
 		cmocka_unit_test(packing_transposed_operands),
 		cmocka_unit_test(packing_convolutions_channels_last),
+		cmocka_unit_test(packing_short_rows_last),
 		cmocka_unit_test(inlining_cheap_temporaries),
 		cmocka_unit_test(sharing_expensive_subexpressions),
 		cmocka_unit_test(row_buffers),
 		cmocka_unit_test(dot_product_contractions),
+		cmocka_unit_test(operand_panels_in_registers),
 		cmocka_unit_test(streaming_stores),
 		cmocka_unit_test(conv2d_merged_bands),
 		cmocka_unit_test(interchange_orders_the_tiled_band),
