@@ -75,8 +75,11 @@ static isl_bool loop_below_cb(isl_ast_node *n, void *user)
 	int *found = user;
 	if (*found)
 		return isl_bool_false;
-	if (isl_ast_node_get_type(n) == isl_ast_node_for &&
-		isl_ast_node_for_is_degenerate(n) == isl_bool_false) {
+	const tc_poly_inst *inst = isl_ast_node_get_type(n) == isl_ast_node_user
+		? tc_poly_node_inst(n) : NULL;
+	if ((isl_ast_node_get_type(n) == isl_ast_node_for &&
+		    isl_ast_node_for_is_degenerate(n) == isl_bool_false) ||
+		(inst && inst->points)) { /* a register tile's point loops */
 		*found = 1;
 		return isl_bool_false;
 	}
@@ -971,6 +974,70 @@ static int walks_first_dimension(isl_ast_node *n)
  * value of the member) here.  Before, the whole block ran on the calling
  * thread: the weight gradient of a small network's backward pass (784 x
  * 128 over a batch of 128) took as long on two threads as on one. */
+/* Bind id to value v (a slot of its own) in g->iters; 0 on failure. */
+static int bind_value(cg *g, isl_id *id, LLVMValueRef v)
+{
+	LLVMValueRef slot;
+	if (!v || !room_for_iter(g))
+		return 0;
+	slot = iter_slot(g, isl_id_get_name(id));
+	LLVMBuildStore(g->B, v, slot);
+	g->iters[g->niters].id = id;
+	g->iters[g->niters].slot = slot;
+	g->niters++;
+	return 1;
+}
+
+/* A user node that stands for a register tile's point loops (inst->points,
+ * polyhedral/ast.c): the tile's origin (the node's index expressions) and
+ * its extents bound to the ids the point loops read, then the full tile's
+ * loops (constant bounds: the vectorised, unrolled micro-kernel) when no
+ * extent is short of the tile's size, else the partial tile's. */
+static void points_node(cg *g, const tc_poly_inst *inst)
+{
+	const tc_poly_points *pt = inst->points;
+	LLVMValueRef full = NULL;
+	int v, bound = 0;
+	for (v = 0; v < pt->n && !g->failed; v++) {
+		LLVMValueRef o = tc_cg_llvm_as_i64(g, tc_cg_llvm_ast_expr(g, inst->index[v])), end, e;
+		if (!bind_value(g, pt->origin[v], o))
+			break;
+		bound++;
+		if (!pt->extent[v] || !pt->partial)
+			continue;
+		end = tc_cg_llvm_as_i64(g, tc_cg_llvm_ast_expr(g, pt->end[v]));
+		e = end ? LLVMBuildNSWSub(g->B, end, o, "") : NULL;
+		if (!bind_value(g, pt->extent[v], e))
+			break;
+		bound++;
+		e = LLVMBuildICmp(g->B, LLVMIntSGE, e, tc_cg_llvm_i64c(g, pt->size[v]), "");
+		full = full ? LLVMBuildAnd(g->B, full, e, "") : e;
+	}
+	if (g->failed) {
+	} else if (!pt->partial || !pt->full) {
+		node(g, pt->full ? pt->full : pt->partial);
+	} else if (!full) {
+		tc_cg_llvm_fail(g, "a register tile without the extents of its partial tiles", NULL);
+	} else {
+		LLVMBasicBlockRef bfull = tc_cg_llvm_new_block(g, "tile.full");
+		LLVMBasicBlockRef bpart = tc_cg_llvm_new_block(g, "tile.partial");
+		LLVMBasicBlockRef bend = tc_cg_llvm_new_block(g, "tile.end");
+		LLVMBuildCondBr(g->B, full, bfull, bpart);
+		LLVMPositionBuilderAtEnd(g->B, bfull);
+		node(g, pt->full);
+		if (!g->failed) {
+			LLVMBuildBr(g->B, bend);
+			LLVMPositionBuilderAtEnd(g->B, bpart);
+			node(g, pt->partial);
+		}
+		if (!g->failed) {
+			LLVMBuildBr(g->B, bend);
+			LLVMPositionBuilderAtEnd(g->B, bend);
+		}
+	}
+	g->niters -= bound;
+}
+
 static void block_node(cg *g, isl_ast_node *n, int par)
 {
 	isl_ast_node_list *list = isl_ast_node_block_get_children(n);
@@ -1033,7 +1100,9 @@ static void node(cg *g, isl_ast_node *n)
 	}
 	case isl_ast_node_user:
 		inst = tc_poly_node_inst(n);
-		if (inst)
+		if (inst && inst->points)
+			points_node(g, inst);
+		else if (inst)
 			tc_cg_llvm_statement(g, inst);
 		else
 			tc_cg_llvm_fail(g, "a statement without its annotation", NULL);

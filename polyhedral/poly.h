@@ -79,7 +79,35 @@ typedef struct tc_poly_inst {
 	const tc_poly_stmt *stmt;
 	int n;
 	isl_ast_expr **index; /* n expressions, owned */
+	struct tc_poly_points *points; /* NULL, or the point loops this node
+					* stands for (a reference, owned) */
 } tc_poly_inst;
+
+/* The point loops of a register tile, generated apart from the AST of the
+ * tile loops (polyhedral/ast.c, tc_poly_ast).  The tile loops' AST runs
+ * one user node per tile and statement, at the tile's origin (inst->index:
+ * the origin's value in each dimension); such a node stands for the whole
+ * tile of its statement: dimension v from the origin o[v] over
+ * min(size[v], end[v] - o[v]) values.  A code generator binds origin[v] to
+ * o[v] (and, for the partial tile, extent[v] to end[v] - o[v]) and emits
+ * full, the point loops with constant bounds, when end[v] - o[v] >=
+ * size[v] for every dimension with may_partial[v], else partial, the same
+ * loops bounded by the extents.  full or partial is NULL when no tile is
+ * of that kind (sizes known at compile time).  The user nodes of full and
+ * partial carry their own tc_poly_inst, whose index expressions read the
+ * origin ids and the point loops' iterators.  Reference counted: every
+ * annotation holds one reference (freed with the AST). */
+typedef struct tc_poly_points {
+	int refs;
+	int n;                 /* the statement's domain dimensions */
+	int64_t *size;         /* per dimension: the tile's size (1: untiled) */
+	int *may_partial;      /* per dimension: whether some tile is shorter */
+	isl_id **origin;       /* per dimension: the origin's id in full and partial */
+	isl_id **extent;       /* per dimension: the extent's id in partial (or NULL) */
+	isl_ast_expr **end;    /* per tiled dimension: one past its last value,
+				* an expression of the sizes (else NULL) */
+	isl_ast_node *full, *partial;
+} tc_poly_points;
 
 /* Mark names (isl_id names of mark nodes) that passes insert. */
 #define TC_POLY_MARK_KERNEL "tc_kernel" /* the root; user pointer: the tc_poly */
@@ -306,6 +334,14 @@ int tc_poly_param_index(__tc_keep const tc_poly *p, const char *isl_name);
  * caller frees it with tc_free (NULL when out of memory). */
 __tc_give char *tc_poly_schedule_str(__tc_keep const tc_poly *p);
 __tc_give char *tc_poly_ast_str(__tc_keep const tc_poly *p);
+/* Print the point loops of inst (a user node of a tile's origin:
+ * inst->points non-NULL) with prn and options (isl's C output), each
+ * headed by a line of the comment string comment saying which tile it is
+ * and how its ids are bound.  The print_user callback of options prints
+ * the point loops' own statements. */
+__tc_give isl_printer *tc_poly_print_points(__tc_take isl_printer *prn,
+	__tc_keep const tc_poly_inst *inst, __tc_keep isl_ast_print_options *options,
+	const char *comment);
 
 /* A new isl context set up for tcomp (errors do not abort); the caller
  * frees it with isl_ctx_free once every model built in it is freed. */
