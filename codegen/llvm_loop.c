@@ -989,51 +989,69 @@ static int bind_value(cg *g, isl_id *id, LLVMValueRef v)
 }
 
 /* A user node that stands for a register tile's point loops (inst->points,
- * polyhedral/ast.c): the tile's origin (the node's index expressions) and
- * its extents bound to the ids the point loops read, then the full tile's
- * loops (constant bounds: the vectorised, unrolled micro-kernel) when no
- * extent is short of the tile's size, else the partial tile's. */
+ * polyhedral/ast.c): the tile's origin (the node's index expressions)
+ * bound to the ids the point loops read, then the piece of the tile's
+ * kind: which dimensions are short of the tile (end - origin < size) picks
+ * it, piece[0] (every dimension whole: constant bounds, the vectorised and
+ * unrolled micro-kernel) or a partial one. */
 static void points_node(cg *g, const tc_poly_inst *inst)
 {
 	const tc_poly_points *pt = inst->points;
-	LLVMValueRef full = NULL;
-	int v, bound = 0;
-	for (v = 0; v < pt->n && !g->failed; v++) {
+	LLVMValueRef mask = NULL, shortv[CG_MAX_DIMS] = {NULL};
+	int v, k, bound = 0, pieces = 0;
+	for (k = 0; k < 1 << TC_POLY_MAX_PART; k++)
+		pieces += pt->piece[k] != NULL;
+	pieces += pt->partial != NULL;
+	for (v = 0; v < pt->n && v < CG_MAX_DIMS && !g->failed; v++) {
 		LLVMValueRef o = tc_cg_llvm_as_i64(g, tc_cg_llvm_ast_expr(g, inst->index[v])), end, e;
 		if (!bind_value(g, pt->origin[v], o))
 			break;
 		bound++;
-		if (!pt->extent[v] || !pt->partial)
+		if (!pt->may_partial[v] || pieces < 2)
 			continue;
 		end = tc_cg_llvm_as_i64(g, tc_cg_llvm_ast_expr(g, pt->end[v]));
-		e = end ? LLVMBuildNSWSub(g->B, end, o, "") : NULL;
-		if (!bind_value(g, pt->extent[v], e))
+		if (!(e = end ? LLVMBuildNSWSub(g->B, end, o, "") : NULL))
 			break;
-		bound++;
-		e = LLVMBuildICmp(g->B, LLVMIntSGE, e, tc_cg_llvm_i64c(g, pt->size[v]), "");
-		full = full ? LLVMBuildAnd(g->B, full, e, "") : e;
+		if (pt->extent[v] && !bind_value(g, pt->extent[v], e))
+			break;
+		bound += pt->extent[v] != NULL;
+		shortv[v] = LLVMBuildICmp(g->B, LLVMIntSLT, e, tc_cg_llvm_i64c(g, pt->size[v]), "");
 	}
+	if (pt->n > CG_MAX_DIMS)
+		tc_cg_llvm_fail(g, "a register tile of too many dimensions", NULL);
+	for (k = 0; k < pt->npart && !g->failed; k++) { /* the pieces' number */
+		LLVMValueRef b = shortv[pt->part[k]] ? LLVMBuildZExt(g->B, shortv[pt->part[k]],
+			g->i64, "") : tc_cg_llvm_i64c(g, 0);
+		b = LLVMBuildShl(g->B, b, tc_cg_llvm_i64c(g, k), "");
+		mask = mask ? LLVMBuildOr(g->B, mask, b, "") : b;
+	}
+	for (v = 0; !pt->npart && v < pt->n && !g->failed; v++) /* whole, or partial */
+		if (shortv[v])
+			mask = mask ? LLVMBuildOr(g->B, mask, shortv[v], "") : shortv[v];
 	if (g->failed) {
-	} else if (!pt->partial || !pt->full) {
-		node(g, pt->full ? pt->full : pt->partial);
-	} else if (!full) {
-		tc_cg_llvm_fail(g, "a register tile without the extents of its partial tiles", NULL);
+	} else if (pieces == 1 || !mask) {
+		for (k = 0; k < 1 << TC_POLY_MAX_PART && !pt->piece[k]; k++)
+			;
+		node(g, k < 1 << TC_POLY_MAX_PART ? pt->piece[k] : pt->partial);
 	} else {
-		LLVMBasicBlockRef bfull = tc_cg_llvm_new_block(g, "tile.full");
-		LLVMBasicBlockRef bpart = tc_cg_llvm_new_block(g, "tile.partial");
 		LLVMBasicBlockRef bend = tc_cg_llvm_new_block(g, "tile.end");
-		LLVMBuildCondBr(g->B, full, bfull, bpart);
-		LLVMPositionBuilderAtEnd(g->B, bfull);
-		node(g, pt->full);
-		if (!g->failed) {
-			LLVMBuildBr(g->B, bend);
-			LLVMPositionBuilderAtEnd(g->B, bpart);
-			node(g, pt->partial);
+		LLVMValueRef sw;
+		if (!pt->npart)
+			mask = LLVMBuildZExt(g->B, mask, g->i64, "");
+		sw = LLVMBuildSwitch(g->B, mask, bend, (unsigned)pieces);
+		for (k = 0; k <= 1 << TC_POLY_MAX_PART && !g->failed; k++) {
+			isl_ast_node *a = k < 1 << TC_POLY_MAX_PART ? pt->piece[k] : pt->partial;
+			LLVMBasicBlockRef bk;
+			if (!a)
+				continue;
+			bk = tc_cg_llvm_new_block(g, "tile.piece");
+			LLVMAddCase(sw, tc_cg_llvm_i64c(g, k < 1 << TC_POLY_MAX_PART ? k : 1), bk);
+			LLVMPositionBuilderAtEnd(g->B, bk);
+			node(g, a);
+			if (!g->failed)
+				LLVMBuildBr(g->B, bend);
 		}
-		if (!g->failed) {
-			LLVMBuildBr(g->B, bend);
-			LLVMPositionBuilderAtEnd(g->B, bend);
-		}
+		LLVMPositionBuilderAtEnd(g->B, bend);
 	}
 	g->niters -= bound;
 }

@@ -39,6 +39,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <stdio.h>
 
 #define MAX_PATH 16 /* the most bands and marks below a mark */
 
@@ -60,7 +61,8 @@ static void points_free(tc_poly_points *pt)
 	tc_free(pt->origin);
 	tc_free(pt->extent);
 	tc_free(pt->end);
-	isl_ast_node_free(pt->full);
+	for (v = 0; v < 1 << TC_POLY_MAX_PART; v++)
+		isl_ast_node_free(pt->piece[v]);
 	isl_ast_node_free(pt->partial);
 	tc_free(pt);
 }
@@ -213,9 +215,11 @@ static void path_clear(path *pa)
 }
 
 /* The path from node (taken; the mark's child) to the leaf of the
- * statement of space sp: 0 when it passes a sequence or set below a band,
- * a filter of more than this statement, or a node of another kind. */
-static int path_of(isl_schedule_node *node, isl_space *sp, path *pa)
+ * statement of space sp: 0 when it passes a sequence or set below a band
+ * (unless loose: the regtile pass asks before it moves its sequence
+ * above its bands), a filter of more than this statement, or a node of
+ * another kind. */
+static int path_of(isl_schedule_node *node, isl_space *sp, path *pa, int loose)
 {
 	int band_seen = 0;
 	while (node) {
@@ -231,7 +235,7 @@ static int path_of(isl_schedule_node *node, isl_space *sp, path *pa)
 			pa->node[pa->n++] = isl_schedule_node_copy(node);
 			node = isl_schedule_node_child(node, 0);
 		} else if ((t == isl_schedule_node_sequence || t == isl_schedule_node_set) &&
-			   !band_seen) {
+			   (!band_seen || loose)) {
 			isl_size n = isl_schedule_node_n_children(node), i, found = -1;
 			for (i = 0; i < n; i++) {
 				isl_schedule_node *c = isl_schedule_node_get_child(node, i);
@@ -251,7 +255,7 @@ static int path_of(isl_schedule_node *node, isl_space *sp, path *pa)
 			if (found < 0)
 				break;
 			node = isl_schedule_node_child(node, found);
-		} else if (t == isl_schedule_node_filter && !band_seen) {
+		} else if (t == isl_schedule_node_filter && (!band_seen || loose)) {
 			node = isl_schedule_node_child(node, 0);
 		} else {
 			break;
@@ -263,40 +267,48 @@ static int path_of(isl_schedule_node *node, isl_space *sp, path *pa)
 
 /* The dimension v of dom's space that member pa (taken, on dom) is
  * `x_v mod *size` of, with *size its largest value plus one; -2 if pa is
- * 0 on dom, -1 if neither. */
+ * a constant on dom (then *size is its value), -1 if neither. */
 static int member_dim(isl_pw_aff *pa, isl_set *dom, int64_t *size)
 {
-	isl_val *max;
+	isl_val *max, *min;
 	isl_size n = isl_set_dim(dom, isl_dim_set);
-	int v, found = -1;
+	int v, found = -1, cst;
 	pa = isl_pw_aff_intersect_domain(pa, isl_set_copy(dom));
 	max = isl_pw_aff_max_val(isl_pw_aff_copy(pa));
-	if (!max || !isl_val_is_int(max) || isl_val_is_neg(max) == isl_bool_true ||
-		isl_val_cmp_si(max, 1L << 30) > 0) {
+	min = isl_pw_aff_min_val(isl_pw_aff_copy(pa));
+	if (!max || !min || !isl_val_is_int(max) || !isl_val_is_int(min) ||
+		isl_val_is_neg(min) == isl_bool_true || isl_val_cmp_si(max, 1L << 30) > 0) {
 		isl_val_free(max);
+		isl_val_free(min);
 		isl_pw_aff_free(pa);
 		return -1;
 	}
-	*size = isl_val_get_num_si(max) + 1;
+	cst = isl_val_eq(min, max) == isl_bool_true;
+	*size = isl_val_get_num_si(max) + !cst;
 	isl_val_free(max);
-	for (v = *size == 1 ? -2 : 0; v < n && found == -1; v++) {
+	isl_val_free(min);
+	for (v = cst ? -2 : 0; v < n && found == -1; v++) {
 		isl_local_space *ls = isl_local_space_from_space(isl_set_get_space(dom));
-		isl_pw_aff *cand = v == -2 ? isl_pw_aff_zero_on_domain(ls) :
+		isl_pw_aff *cand = cst ? isl_pw_aff_val_on_domain(isl_set_copy(dom),
+			isl_val_int_from_si(isl_set_get_ctx(dom), *size)) :
 			isl_pw_aff_mod_val(isl_pw_aff_var_on_domain(ls, isl_dim_set, (unsigned)v),
 				isl_val_int_from_si(isl_set_get_ctx(dom), *size));
 		isl_set *eq = isl_pw_aff_eq_set(isl_pw_aff_copy(pa), cand);
 		if (isl_set_is_subset(dom, eq) == isl_bool_true)
 			found = v;
 		isl_set_free(eq);
-		if (v == -2)
-			v = n; /* the only candidate */
+		if (cst) {
+			isl_local_space_free(ls);
+			break; /* the only candidate */
+		}
 	}
 	isl_pw_aff_free(pa);
 	return found;
 }
 
-/* The statement's map { S[x] -> S[x - x mod size] } (size 1: x) on dom. */
-static isl_map *origin_map(isl_set *dom, const int64_t *size)
+/* The statement's origins { S[x] -> S[x - x mod size] } (size 1: x) on
+ * dom. */
+static isl_pw_multi_aff *origin_of(isl_set *dom, const int64_t *size)
 {
 	isl_space *sp = isl_set_get_space(dom);
 	isl_size n = isl_space_dim(sp, isl_dim_set);
@@ -316,7 +328,7 @@ static isl_map *origin_map(isl_set *dom, const int64_t *size)
 	}
 	isl_local_space_free(ls);
 	isl_space_free(sp);
-	return isl_map_intersect_domain(isl_map_from_pw_multi_aff(pma), isl_set_copy(dom));
+	return isl_pw_multi_aff_intersect_domain(pma, isl_set_copy(dom));
 }
 
 /* Whether dom is the product of its dimensions' ranges. */
@@ -342,17 +354,18 @@ static isl_bool is_box(isl_set *dom)
 
 /* The schedule tree text of the point loops of the statement named name
  * with dimensions p0 ... p<n-1> (path pa, tiled dimensions `dim[k]` of each
- * member k in order, -2 for a member 0): over [0, size) in each dimension,
- * and below the extents tc_e<v> where partial and may_partial[v]. */
-static char *point_tree(const char *name, int n, const int64_t *size, const int *may_partial,
-	const path *pa, const int *dim, int partial)
+ * member k in order, -2 for a constant member cst[k]): over [0, size) in
+ * each dimension, and below bound[v] where that is positive, below the
+ * extent tc_e<v> (a parameter) where it is negative. */
+static char *point_tree(const char *name, int n, const int64_t *size, const int64_t *bound,
+	const path *pa, const int *dim, const int64_t *cst)
 {
 	tc_buf b;
 	int v, k, m = 0, nparams = 0, depth = 0;
 	tc_buf_init(&b);
 	tc_buf_puts(&b, "{ domain: \"[");
-	for (v = 0; partial && v < n; v++)
-		if (size[v] > 1 && may_partial[v])
+	for (v = 0; v < n; v++)
+		if (size[v] > 1 && bound[v] < 0)
 			tc_buf_printf(&b, "%stc_e%d", nparams++ ? ", " : "", v);
 	tc_buf_printf(&b, "] -> { %s[", name);
 	for (v = 0; v < n; v++)
@@ -365,7 +378,9 @@ static char *point_tree(const char *name, int n, const int64_t *size, const int 
 			tc_buf_printf(&b, "p%d = 0", v);
 		else
 			tc_buf_printf(&b, "0 <= p%d <= %lld", v, (long long)size[v] - 1);
-		if (partial && size[v] > 1 && may_partial[v])
+		if (size[v] > 1 && bound[v] > 0)
+			tc_buf_printf(&b, " and p%d < %lld", v, (long long)bound[v]);
+		else if (size[v] > 1 && bound[v] < 0)
 			tc_buf_printf(&b, " and p%d < tc_e%d", v, v);
 	}
 	tc_buf_puts(&b, " }\"");
@@ -391,7 +406,7 @@ static char *point_tree(const char *name, int n, const int64_t *size, const int 
 				if (dim[m] >= 0)
 					tc_buf_printf(&b, "] -> [(p%d)] }", dim[m]);
 				else
-					tc_buf_puts(&b, "] -> [(0)] }");
+					tc_buf_printf(&b, "] -> [(%lld)] }", (long long)cst[m]);
 			}
 			tc_buf_puts(&b, "]\"");
 			depth++;
@@ -437,6 +452,102 @@ static isl_ast_node *point_ast(const tc_poly *p, char *text, const tc_poly_point
 	return ast;
 }
 
+/* The tiles of the statement whose instances in the subtree top are dom:
+ * size[] (1 where untiled) and the path of bands and marks from top (pa;
+ * dim[] the dimension each band member walks, -2 for a constant member,
+ * its value in cst[]) when
+ * they are exact (see the top of the file; 0 otherwise), and then the
+ * tiles' origins (*origins). */
+static int analyse(const tc_poly *p, isl_schedule_node *top, isl_set *dom, int64_t *size,
+	path *pa, int *dim, int64_t *cst, int maxdim, isl_set **origins, int loose)
+{
+	const tc_poly_stmt *st = tc_poly_find_stmt(p, isl_set_get_tuple_name(dom));
+	isl_space *sp = isl_set_get_space(dom);
+	isl_pw_multi_aff *org = NULL, *pre = NULL;
+	int nmem = 0, k, v, ok = st && isl_set_dim(dom, isl_dim_set) == st->ndims;
+	for (v = 0; st && v < st->ndims; v++)
+		size[v] = 1;
+	ok = ok && path_of(isl_schedule_node_copy(top), sp, pa, loose);
+	for (k = 0; ok && k < pa->n; k++) {
+		isl_multi_union_pw_aff *mupa;
+		isl_size nm, j;
+		if (isl_schedule_node_get_type(pa->node[k]) != isl_schedule_node_band)
+			continue;
+		mupa = isl_schedule_node_band_get_partial_schedule(pa->node[k]);
+		nm = isl_multi_union_pw_aff_size(mupa);
+		for (j = 0; ok && j < nm; j++) {
+			isl_union_pw_aff *upa = isl_multi_union_pw_aff_get_union_pw_aff(mupa, j);
+			isl_pw_aff *pw = isl_union_pw_aff_extract_pw_aff(upa, isl_space_add_dims(
+				isl_space_from_domain(isl_space_copy(sp)), isl_dim_out, 1));
+			int64_t t = 1;
+			int d = member_dim(pw, dom, &t);
+			if (d == -1 || nmem == maxdim)
+				ok = 0;
+			else if (d >= 0 && size[d] > 1 && size[d] != t)
+				ok = 0;
+			else if (d >= 0)
+				size[d] = t;
+			if (ok) {
+				cst[nmem] = d == -2 ? t : 0;
+				dim[nmem++] = d;
+			}
+		}
+		isl_multi_union_pw_aff_free(mupa);
+	}
+	/* the origins are instances, the tiles boxes, and top's prefix
+	 * schedule maps each instance where it maps its origin (one to one on
+	 * the origins: there the point members are 0, so it is as injective
+	 * as the schedule was; where it was not, instances at one point of
+	 * the schedule had no order before either) */
+	if (ok) {
+		org = origin_of(dom, size);
+		*origins = isl_set_coalesce(isl_map_range(isl_map_from_pw_multi_aff(
+			isl_pw_multi_aff_copy(org))));
+		ok = isl_set_is_subset(*origins, dom) == isl_bool_true &&
+			is_box(dom) == isl_bool_true;
+	}
+	if (ok) {
+		isl_union_pw_multi_aff *u = isl_union_pw_multi_aff_intersect_domain(
+			isl_schedule_node_get_prefix_schedule_union_pw_multi_aff(top),
+			isl_union_set_from_set(isl_set_copy(dom)));
+		isl_pw_multi_aff *moved;
+		pre = isl_union_pw_multi_aff_as_pw_multi_aff(u);
+		moved = isl_pw_multi_aff_pullback_pw_multi_aff(isl_pw_multi_aff_copy(pre),
+			isl_pw_multi_aff_copy(org));
+		ok = isl_pw_multi_aff_is_equal(moved, pre) == isl_bool_true;
+		isl_pw_multi_aff_free(moved);
+	}
+	isl_pw_multi_aff_free(pre);
+	isl_pw_multi_aff_free(org);
+	isl_space_free(sp);
+	return ok;
+}
+
+int tc_poly_points_exact(__tc_keep const tc_poly *p, __tc_keep isl_schedule_node *top)
+{
+	isl_union_set *dom = p->params ? isl_schedule_node_get_domain(top) : NULL;
+	isl_set_list *list = dom ? isl_union_set_get_set_list(dom) : NULL;
+	isl_size n = list ? isl_set_list_size(list) : isl_size_error, i;
+	int ok = n > 0;
+	for (i = 0; ok && i < n; i++) {
+		isl_set *s = isl_set_list_get_at(list, i), *origins = NULL;
+		isl_size nd = isl_set_dim(s, isl_dim_set);
+		int64_t *size = nd >= 0 ? tc_calloc((size_t)nd + 1, sizeof(*size)) : NULL;
+		int dim[MAX_PATH * TC_POLY_MAX_TILE * 2];
+		int64_t cst[MAX_PATH * TC_POLY_MAX_TILE * 2];
+		path pa = {{NULL}, 0};
+		ok = size && analyse(p, top, s, size, &pa, dim, cst,
+			(int)(sizeof(dim) / sizeof(dim[0])), &origins, 1);
+		path_clear(&pa);
+		isl_set_free(origins);
+		isl_set_free(s);
+		tc_free(size);
+	}
+	isl_set_list_free(list);
+	isl_union_set_free(dom);
+	return ok;
+}
+
 /* The points of the statement whose instances at mark are dom (taken), or
  * NULL (not exact: see the top of the file; or an error).  restrict_to
  * collects the tiles' origins. */
@@ -444,62 +555,23 @@ static tc_poly_points *stmt_points(const tc_poly *p, isl_schedule_node *mark, is
 	isl_ast_build *pbuild, isl_union_set **restrict_to)
 {
 	const tc_poly_stmt *st = tc_poly_find_stmt(p, isl_set_get_tuple_name(dom));
-	isl_space *sp = isl_set_get_space(dom);
 	tc_poly_points *pt = st ? points_alloc(p->ctx, st->ndims) : NULL;
 	path pa = {{NULL}, 0};
-	int dim[MAX_PATH * TC_POLY_MAX_TILE * 2], nmem = 0, k, v, ok = pt != NULL;
-	isl_map *org = NULL, *pre = NULL;
+	int dim[MAX_PATH * TC_POLY_MAX_TILE * 2], v, ok = pt != NULL;
+	int64_t cst[MAX_PATH * TC_POLY_MAX_TILE * 2];
+	int nvar = 0, mask;
+	int64_t *rest = tc_calloc(3 * ((size_t)(st ? st->ndims : 0) + 1), sizeof(*rest));
+	int64_t *bound = rest ? rest + (st ? st->ndims : 0) + 1 : NULL;
+	int64_t *full_in = bound ? bound + (st ? st->ndims : 0) + 1 : NULL;
 	isl_set *origins = NULL;
-	if (ok && isl_set_dim(dom, isl_dim_set) != st->ndims)
-		ok = 0;
-	ok = ok && path_of(isl_schedule_node_get_child(mark, 0), sp, &pa);
-	for (k = 0; ok && k < pa.n; k++) {
-		isl_multi_union_pw_aff *mupa;
-		isl_size nm, j;
-		if (isl_schedule_node_get_type(pa.node[k]) != isl_schedule_node_band)
-			continue;
-		mupa = isl_schedule_node_band_get_partial_schedule(pa.node[k]);
-		nm = isl_multi_union_pw_aff_size(mupa);
-		for (j = 0; ok && j < nm; j++) {
-			isl_union_pw_aff *upa = isl_multi_union_pw_aff_get_union_pw_aff(mupa, j);
-			isl_pw_aff *pw = isl_union_pw_aff_extract_pw_aff(upa, isl_space_add_dims(
-				isl_space_from_domain(isl_space_copy(sp)), isl_dim_out, 1));
-			int64_t size = 1;
-			int d = member_dim(pw, dom, &size);
-			if (d == -1 || nmem == (int)(sizeof(dim) / sizeof(dim[0])))
-				ok = 0;
-			else if (d >= 0 && pt->size[d] > 1 && pt->size[d] != size)
-				ok = 0;
-			else if (d >= 0)
-				pt->size[d] = size;
-			dim[nmem++] = d;
-		}
-		isl_multi_union_pw_aff_free(mupa);
-	}
-	/* the origins are instances, the tiles boxes, and the mark's prefix
-	 * schedule maps each tile where it maps its origin, one to one */
-	if (ok) {
-		org = origin_map(dom, pt->size);
-		origins = isl_map_range(isl_map_copy(org));
-		ok = isl_set_is_subset(origins, dom) == isl_bool_true && is_box(dom) == isl_bool_true;
-	}
-	if (ok) {
-		isl_union_map *u = isl_union_map_intersect_domain(
-			isl_schedule_node_get_prefix_schedule_union_map(mark),
-			isl_union_set_from_set(isl_set_copy(dom)));
-		isl_map *moved, *at_origins;
-		pre = isl_map_from_union_map(u);
-		moved = isl_map_apply_range(isl_map_copy(org), isl_map_copy(pre));
-		at_origins = isl_map_intersect_domain(isl_map_copy(pre), isl_set_copy(origins));
-		ok = isl_map_is_equal(moved, pre) == isl_bool_true &&
-			isl_map_is_injective(at_origins) == isl_bool_true;
-		isl_map_free(moved);
-		isl_map_free(at_origins);
-	}
+	isl_schedule_node *top = isl_schedule_node_get_child(mark, 0);
+	ok = ok && rest && analyse(p, top, dom, pt->size, &pa, dim, cst,
+		(int)(sizeof(dim) / sizeof(dim[0])), &origins, 0);
+	isl_schedule_node_free(top);
 	for (v = 0; ok && v < pt->n; v++) {
 		isl_pw_aff *end;
 		isl_val *c;
-		char name[24];
+		rest[v] = 0;
 		if (pt->size[v] <= 1)
 			continue;
 		end = isl_pw_aff_add(isl_set_dim_max(isl_set_copy(dom), v),
@@ -510,36 +582,57 @@ static tc_poly_points *stmt_points(const tc_poly *p, isl_schedule_node *mark, is
 		c = pt->end[v] && isl_ast_expr_get_type(pt->end[v]) == isl_ast_expr_int
 			? isl_ast_expr_get_val(pt->end[v]) : NULL;
 		pt->may_partial[v] = !c || isl_val_get_num_si(c) % pt->size[v] != 0;
-		isl_val_free(c);
-		snprintf(name, sizeof(name), "tc_e%d", v);
-		pt->extent[v] = pt->may_partial[v] ? isl_id_alloc(p->ctx, name, NULL) : NULL;
-		ok = pt->end[v] && (!pt->may_partial[v] || pt->extent[v]);
-	}
-	if (ok) {
-		int any_partial = 0, any_full = 1;
-		for (v = 0; v < pt->n; v++) {
-			isl_val *c;
-			any_partial |= pt->size[v] > 1 && pt->may_partial[v];
-			c = pt->end[v] && isl_ast_expr_get_type(pt->end[v]) == isl_ast_expr_int
-				? isl_ast_expr_get_val(pt->end[v]) : NULL;
-			if (c && isl_val_get_num_si(c) < pt->size[v])
-				any_full = 0;
-			isl_val_free(c);
+		if (c) { /* the origins are multiples of the size: one partial extent */
+			rest[v] = isl_val_get_num_si(c) % pt->size[v];
+			full_in[v] = isl_val_get_num_si(c) >= pt->size[v];
+		} else {
+			full_in[v] = 1;
 		}
-		if (any_full)
-			ok = (pt->full = point_ast(p, point_tree(st->name, pt->n, pt->size,
-				pt->may_partial, &pa, dim, 0), pt)) != NULL;
-		if (ok && any_partial)
-			ok = (pt->partial = point_ast(p, point_tree(st->name, pt->n, pt->size,
-				pt->may_partial, &pa, dim, 1), pt)) != NULL;
+		isl_val_free(c);
+		nvar += pt->may_partial[v] && rest[v] <= 0;
+		if (pt->may_partial[v] && pt->npart < TC_POLY_MAX_PART)
+			pt->part[pt->npart] = v;
+		pt->npart += pt->may_partial[v];
+		ok = pt->end[v] != NULL;
 	}
+	/* constant bounds for every combination of short dimensions (as isl's
+	 * isolated tiles had, the pieces of a combination that occurs) when
+	 * each has one partial extent and there are few; else one partial tile
+	 * bounded by the extents */
+	if (nvar || pt->npart > TC_POLY_MAX_PART)
+		pt->npart = 0;
+	for (v = 0; ok && v < pt->n; v++) {
+		char name[24];
+		bound[v] = pt->may_partial[v] && !pt->npart ? -1 : 0;
+		if (bound[v] >= 0)
+			continue;
+		snprintf(name, sizeof(name), "tc_e%d", v);
+		ok = (pt->extent[v] = isl_id_alloc(p->ctx, name, NULL)) != NULL;
+	}
+	for (mask = 0; ok && mask < 1 << pt->npart; mask++) {
+		int k, occurs = 1;
+		for (v = 0; v < pt->n; v++)
+			bound[v] = 0;
+		for (k = 0; k < pt->npart; k++)
+			bound[pt->part[k]] = mask & 1 << k ? rest[pt->part[k]] : 0;
+		for (v = 0; v < pt->n; v++)
+			occurs &= pt->size[v] <= 1 || bound[v] != 0 || full_in[v];
+		if (occurs)
+			ok = (pt->piece[mask] = point_ast(p, point_tree(st->name, pt->n, pt->size,
+				bound, &pa, dim, cst), pt)) != NULL;
+	}
+	for (v = 0, mask = 0; ok && v < pt->n; v++) {
+		bound[v] = pt->extent[v] ? -1 : 0;
+		mask |= pt->extent[v] != NULL;
+	}
+	if (ok && mask)
+		ok = (pt->partial = point_ast(p, point_tree(st->name, pt->n, pt->size, bound, &pa,
+			dim, cst), pt)) != NULL;
 	if (ok)
 		*restrict_to = isl_union_set_add_set(*restrict_to, isl_set_copy(origins));
-	isl_map_free(pre);
-	isl_map_free(org);
 	isl_set_free(origins);
 	path_clear(&pa);
-	isl_space_free(sp);
+	tc_free(rest);
 	isl_set_free(dom);
 	if (!ok) {
 		points_free(pt);
@@ -738,15 +831,28 @@ __tc_give isl_printer *tc_poly_print_points(__tc_take isl_printer *prn,
 {
 	const tc_poly_points *pt = inst->points;
 	int v, k;
-	for (k = 0; k < 2; k++) {
-		isl_ast_node *a = k ? pt->partial : pt->full;
+	for (k = 0; k <= 1 << TC_POLY_MAX_PART; k++) {
+		isl_ast_node *a = k < 1 << TC_POLY_MAX_PART ? pt->piece[k] : pt->partial;
+		int j, any = 0;
 		if (!a)
 			continue;
 		prn = isl_printer_start_line(prn);
 		prn = isl_printer_print_str(prn, comment);
-		prn = isl_printer_print_str(prn, k ? " partial tile" : " full tile");
-		prn = isl_printer_print_str(prn, " at the call's arguments tc_o0 ...");
-		for (v = 0; k && v < pt->n; v++)
+		prn = isl_printer_print_str(prn, " its tile from tc_o0 ... (the arguments above)");
+		for (j = 0; k < 1 << TC_POLY_MAX_PART && j < pt->npart; j++) {
+			char buf[64];
+			snprintf(buf, sizeof(buf), "%s dimension %d %s %lld", any++ ? "," : ":",
+				pt->part[j], k & 1 << j ? "short of" : "whole,", (long long)pt->size[pt->part[j]]);
+			prn = isl_printer_print_str(prn, buf);
+		}
+		for (v = 0; v < pt->n; v++)
+			if (!pt->npart && pt->may_partial[v]) {
+				char buf[64];
+				snprintf(buf, sizeof(buf), "%s dimension %d %s %lld", any++ ? "," : ":",
+					v, k ? "maybe short of" : "whole,", (long long)pt->size[v]);
+				prn = isl_printer_print_str(prn, buf);
+			}
+		for (v = 0; k == 1 << TC_POLY_MAX_PART && v < pt->n; v++)
 			if (pt->extent[v]) {
 				prn = isl_printer_print_str(prn, ", ");
 				prn = isl_printer_print_str(prn, isl_id_get_name(pt->extent[v]));

@@ -89,24 +89,31 @@ typedef struct tc_poly_inst {
  * the origin's value in each dimension); such a node stands for the whole
  * tile of its statement: dimension v from the origin o[v] over
  * min(size[v], end[v] - o[v]) values.  A code generator binds origin[v] to
- * o[v] (and, for the partial tile, extent[v] to end[v] - o[v]) and emits
- * full, the point loops with constant bounds, when end[v] - o[v] >=
- * size[v] for every dimension with may_partial[v], else partial, the same
- * loops bounded by the extents.  full or partial is NULL when no tile is
- * of that kind (sizes known at compile time).  The user nodes of full and
- * partial carry their own tc_poly_inst, whose index expressions read the
- * origin ids and the point loops' iterators.  Reference counted: every
+ * o[v] and finds which of the dimensions part[0 .. npart) are short (end -
+ * o < size): with npart > 0 it emits piece[mask], bit k of mask set when
+ * part[k] is short (piece[0]: every dimension whole, constant bounds: the
+ * vectorised, unrolled micro-kernel; the others of constant bounds too,
+ * NULL for combinations that never occur).  With npart 0 it emits
+ * piece[0] when no dimension with may_partial is short, else partial,
+ * whose bounds read the ids extent[v] (bound to end[v] - o[v]); either
+ * may be NULL when no tile is of that kind.  The user nodes of the pieces
+ * carry their own tc_poly_inst, whose index expressions read the origin
+ * ids and the point loops' iterators.  Reference counted: every
  * annotation holds one reference (freed with the AST). */
+#define TC_POLY_MAX_PART 3
 typedef struct tc_poly_points {
 	int refs;
 	int n;                 /* the statement's domain dimensions */
 	int64_t *size;         /* per dimension: the tile's size (1: untiled) */
 	int *may_partial;      /* per dimension: whether some tile is shorter */
-	isl_id **origin;       /* per dimension: the origin's id in full and partial */
+	isl_id **origin;       /* per dimension: the origin's id in the pieces */
 	isl_id **extent;       /* per dimension: the extent's id in partial (or NULL) */
 	isl_ast_expr **end;    /* per tiled dimension: one past its last value,
 				* an expression of the sizes (else NULL) */
-	isl_ast_node *full, *partial;
+	int npart;             /* the dimensions whose short tiles have pieces ... */
+	int part[TC_POLY_MAX_PART]; /* ... of their own */
+	isl_ast_node *piece[1 << TC_POLY_MAX_PART];
+	isl_ast_node *partial;
 } tc_poly_points;
 
 /* Mark names (isl_id names of mark nodes) that passes insert. */
@@ -334,6 +341,13 @@ int tc_poly_param_index(__tc_keep const tc_poly *p, const char *isl_name);
  * caller frees it with tc_free (NULL when out of memory). */
 __tc_give char *tc_poly_schedule_str(__tc_keep const tc_poly *p);
 __tc_give char *tc_poly_ast_str(__tc_keep const tc_poly *p);
+/* Whether tc_poly_ast builds the point loops of the subtree top (a
+ * register tile's: below a TC_POLY_MARK_REGTILE mark, or the point band
+ * the mark will go above) apart from isl's AST of the tile loops, given
+ * the tree above it as it stands (polyhedral/ast.c says when): 1 yes, 0
+ * no (also for a model without sizes).  The regtile pass isolates the full
+ * tiles for isl only where not. */
+int tc_poly_points_exact(__tc_keep const tc_poly *p, __tc_keep isl_schedule_node *top);
 /* Print the point loops of inst (a user node of a tile's origin:
  * inst->points non-NULL) with prn and options (isl's C output), each
  * headed by a line of the comment string comment saying which tile it is

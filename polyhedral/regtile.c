@@ -246,8 +246,14 @@ static isl_schedule_node *regtile_band(isl_schedule_node *node, const tc_poly *p
 		mv = isl_multi_val_set_val(mv, j, isl_val_int_from_si(p->ctx,
 			sizes[j] >= HUGE_TILE ? tc_poly_band_member_one_tile(node, j) : sizes[j]));
 	node = isl_schedule_node_band_tile(node, mv);
-	node = isolate_full_tiles(node, sizes);
 	node = isl_schedule_node_child(node, 0); /* the point band */
+	/* isl's AST build needs the full tiles isolated where it builds the
+	 * point loops; where polyhedral/ast.c builds them from the tile sizes
+	 * (box domains: most contractions) it tests the extents itself, and
+	 * computing the isolated set cost a tenth of a matmul's compile */
+	if (!tc_poly_points_exact(p, node))
+		node = isl_schedule_node_child(isolate_full_tiles(isl_schedule_node_parent(node),
+			sizes), 0);
 	/* the mark tells code generators that the tile's reductions keep
 	 * their order (vecreduce does not apply: the accumulators are the
 	 * tile's, and a reduction loop vectorised along the reduction would
