@@ -501,7 +501,7 @@ static isl_printer *print_points(cg *g, isl_printer *prn, isl_ast_print_options 
 		prn = isl_printer_print_str(prn, ";");
 		prn = isl_printer_end_line(prn);
 		tc_cg_cexpr_note_ids(&g->pr, inst->index[v]);
-		if (!pt->may_partial[v] || pieces < 2)
+		if (!pt->extent[v] && (pt->may_partial[v] != 1 || pieces < 2))
 			continue;
 		tc_cg_cexpr_note_ids(&g->pr, pt->end[v]);
 		snprintf(buf, sizeof(buf), "const int64_t tc_%c%d = ", pt->extent[v] ? 'e' : 'x', v);
@@ -511,6 +511,8 @@ static isl_printer *print_points(cg *g, isl_printer *prn, isl_ast_print_options 
 		snprintf(buf, sizeof(buf), " - tc_o%d;", v);
 		prn = isl_printer_print_str(prn, buf);
 		prn = isl_printer_end_line(prn);
+		if (pt->may_partial[v] != 1 || pieces < 2)
+			continue;
 		snprintf(buf, sizeof(buf), "const int tc_s%d = tc_%c%d < %lld;", v,
 			pt->extent[v] ? 'e' : 'x', v, (long long)pt->size[v]);
 		prn = print_line(prn, buf);
@@ -523,7 +525,7 @@ static isl_printer *print_points(cg *g, isl_printer *prn, isl_ast_print_options 
 			prn = isl_printer_print_str(prn, buf);
 		}
 		for (v = 0, k = 0; !pt->npart && v < pt->n; v++)
-			if (pt->may_partial[v]) {
+			if (pt->may_partial[v] == 1) {
 				snprintf(buf, sizeof(buf), "%stc_s%d", k++ ? " | " : "", v);
 				prn = isl_printer_print_str(prn, buf);
 			}

@@ -1007,7 +1007,7 @@ static void points_node(cg *g, const tc_poly_inst *inst)
 		if (!bind_value(g, pt->origin[v], o))
 			break;
 		bound++;
-		if (!pt->may_partial[v] || pieces < 2)
+		if (!pt->extent[v] && (pt->may_partial[v] != 1 || pieces < 2))
 			continue;
 		end = tc_cg_llvm_as_i64(g, tc_cg_llvm_ast_expr(g, pt->end[v]));
 		if (!(e = end ? LLVMBuildNSWSub(g->B, end, o, "") : NULL))
@@ -1015,7 +1015,9 @@ static void points_node(cg *g, const tc_poly_inst *inst)
 		if (pt->extent[v] && !bind_value(g, pt->extent[v], e))
 			break;
 		bound += pt->extent[v] != NULL;
-		shortv[v] = LLVMBuildICmp(g->B, LLVMIntSLT, e, tc_cg_llvm_i64c(g, pt->size[v]), "");
+		if (pt->may_partial[v] == 1 && pieces > 1)
+			shortv[v] = LLVMBuildICmp(g->B, LLVMIntSLT, e,
+				tc_cg_llvm_i64c(g, pt->size[v]), "");
 	}
 	if (pt->n > CG_MAX_DIMS)
 		tc_cg_llvm_fail(g, "a register tile of too many dimensions", NULL);

@@ -568,8 +568,30 @@ static tc_poly_points *stmt_points(const tc_poly *p, isl_schedule_node *mark, is
 	ok = ok && rest && analyse(p, top, dom, pt->size, &pa, dim, cst,
 		(int)(sizeof(dim) / sizeof(dim[0])), &origins, 0);
 	isl_schedule_node_free(top);
+	/* the dimensions of members above the unrolled rows: their loops hold
+	 * the micro-kernel, a trip count read at run time costs nothing there */
+	for (v = 0; ok && v < pt->n; v++)
+		full_in[v] = 0;
+	{
+		int k, j, m = 0, unroll = 0;
+		for (k = 0; ok && k < pa.n; k++) {
+			isl_schedule_node *nd = pa.node[k];
+			if (isl_schedule_node_get_type(nd) == isl_schedule_node_mark) {
+				isl_id *id = isl_schedule_node_mark_get_id(nd);
+				unroll |= id && !strcmp(isl_id_get_name(id), TC_POLY_MARK_UNROLL);
+				isl_id_free(id);
+				continue;
+			}
+			for (j = 0; j < isl_schedule_node_band_n_member(nd); j++, m++)
+				if (!unroll && dim[m] >= 0)
+					full_in[dim[m]] = -1; /* outer, if a tc_unroll follows */
+		}
+		for (v = 0; ok && v < pt->n; v++)
+			full_in[v] = unroll && full_in[v] < 0 ? -1 : 0;
+	}
 	for (v = 0; ok && v < pt->n; v++) {
 		isl_pw_aff *end;
+		int outer = full_in[v] < 0;
 		isl_val *c;
 		rest[v] = 0;
 		if (pt->size[v] <= 1)
@@ -582,6 +604,7 @@ static tc_poly_points *stmt_points(const tc_poly *p, isl_schedule_node *mark, is
 		c = pt->end[v] && isl_ast_expr_get_type(pt->end[v]) == isl_ast_expr_int
 			? isl_ast_expr_get_val(pt->end[v]) : NULL;
 		pt->may_partial[v] = !c || isl_val_get_num_si(c) % pt->size[v] != 0;
+		pt->may_partial[v] *= outer ? 2 : 1;
 		if (c) { /* the origins are multiples of the size: one partial extent */
 			rest[v] = isl_val_get_num_si(c) % pt->size[v];
 			full_in[v] = isl_val_get_num_si(c) >= pt->size[v];
@@ -589,10 +612,12 @@ static tc_poly_points *stmt_points(const tc_poly *p, isl_schedule_node *mark, is
 			full_in[v] = 1;
 		}
 		isl_val_free(c);
-		nvar += pt->may_partial[v] && rest[v] <= 0;
-		if (pt->may_partial[v] && pt->npart < TC_POLY_MAX_PART)
+		if (pt->may_partial[v] != 1)
+			continue;
+		nvar += rest[v] <= 0;
+		if (pt->npart < TC_POLY_MAX_PART)
 			pt->part[pt->npart] = v;
-		pt->npart += pt->may_partial[v];
+		pt->npart++;
 		ok = pt->end[v] != NULL;
 	}
 	/* constant bounds for every combination of short dimensions (as isl's
@@ -603,7 +628,7 @@ static tc_poly_points *stmt_points(const tc_poly *p, isl_schedule_node *mark, is
 		pt->npart = 0;
 	for (v = 0; ok && v < pt->n; v++) {
 		char name[24];
-		bound[v] = pt->may_partial[v] && !pt->npart ? -1 : 0;
+		bound[v] = pt->may_partial[v] == 2 || (pt->may_partial[v] && !pt->npart) ? -1 : 0;
 		if (bound[v] >= 0)
 			continue;
 		snprintf(name, sizeof(name), "tc_e%d", v);
@@ -612,7 +637,7 @@ static tc_poly_points *stmt_points(const tc_poly *p, isl_schedule_node *mark, is
 	for (mask = 0; ok && mask < 1 << pt->npart; mask++) {
 		int k, occurs = 1;
 		for (v = 0; v < pt->n; v++)
-			bound[v] = 0;
+			bound[v] = pt->may_partial[v] == 2 ? -1 : 0;
 		for (k = 0; k < pt->npart; k++)
 			bound[pt->part[k]] = mask & 1 << k ? rest[pt->part[k]] : 0;
 		for (v = 0; v < pt->n; v++)
@@ -623,9 +648,9 @@ static tc_poly_points *stmt_points(const tc_poly *p, isl_schedule_node *mark, is
 	}
 	for (v = 0, mask = 0; ok && v < pt->n; v++) {
 		bound[v] = pt->extent[v] ? -1 : 0;
-		mask |= pt->extent[v] != NULL;
+		mask |= pt->may_partial[v] == 1;
 	}
-	if (ok && mask)
+	if (ok && mask && !pt->npart)
 		ok = (pt->partial = point_ast(p, point_tree(st->name, pt->n, pt->size, bound, &pa,
 			dim, cst), pt)) != NULL;
 	if (ok)
@@ -795,6 +820,52 @@ tc_stat tc_poly_ast(__tc_keep tc_poly *p, __tc_keep tc_diags *d)
 
 /* ---- printing ---- */
 
+/* Print the point loops of inst (a tile's origin) with prn and options,
+ * each piece headed by a line of the comment string comment saying which
+ * dimensions are short in it. */
+static isl_printer *print_points(isl_printer *prn, const tc_poly_inst *inst,
+	isl_ast_print_options *options, const char *comment)
+{
+	const tc_poly_points *pt = inst->points;
+	int v, k;
+	for (k = 0; k <= 1 << TC_POLY_MAX_PART; k++) {
+		isl_ast_node *a = k < 1 << TC_POLY_MAX_PART ? pt->piece[k] : pt->partial;
+		int j, any = 0;
+		if (!a)
+			continue;
+		prn = isl_printer_start_line(prn);
+		prn = isl_printer_print_str(prn, comment);
+		prn = isl_printer_print_str(prn, " its tile from tc_o0 ... (the arguments above)");
+		for (j = 0; k < 1 << TC_POLY_MAX_PART && j < pt->npart; j++) {
+			char buf[64];
+			snprintf(buf, sizeof(buf), "%s dimension %d %s %lld", any++ ? "," : ":",
+				pt->part[j], k & 1 << j ? "short of" : "whole,", (long long)pt->size[pt->part[j]]);
+			prn = isl_printer_print_str(prn, buf);
+		}
+		for (v = 0; v < pt->n; v++)
+			if (!pt->npart && pt->may_partial[v] == 1) {
+				char buf[64];
+				snprintf(buf, sizeof(buf), "%s dimension %d %s %lld", any++ ? "," : ":",
+					v, k ? "maybe short of" : "whole,", (long long)pt->size[v]);
+				prn = isl_printer_print_str(prn, buf);
+			}
+		for (v = 0; v < pt->n; v++)
+			if (pt->extent[v] && (k == 1 << TC_POLY_MAX_PART || pt->may_partial[v] == 2)) {
+				prn = isl_printer_print_str(prn, ", ");
+				prn = isl_printer_print_str(prn, isl_id_get_name(pt->extent[v]));
+				prn = isl_printer_print_str(prn, " = ");
+				prn = isl_printer_print_ast_expr(prn, pt->end[v]);
+				prn = isl_printer_print_str(prn, " - ");
+				prn = isl_printer_print_str(prn, isl_id_get_name(pt->origin[v]));
+			}
+		prn = isl_printer_end_line(prn);
+		prn = isl_printer_indent(prn, 2);
+		prn = isl_ast_node_print(a, prn, isl_ast_print_options_copy(options));
+		prn = isl_printer_indent(prn, -2);
+	}
+	return prn;
+}
+
 /* isl's print_user callback for tc_poly_ast_str: the statement's call and,
  * for a tile's origin, its point loops below it. */
 static isl_printer *print_user(isl_printer *prn, isl_ast_print_options *options,
@@ -820,52 +891,8 @@ static isl_printer *print_user(isl_printer *prn, isl_ast_print_options *options,
 	prn = isl_printer_end_line(prn);
 	isl_ast_expr_free(call);
 	if (inst && inst->points)
-		prn = tc_poly_print_points(prn, inst, options, "//");
+		prn = print_points(prn, inst, options, "//");
 	isl_ast_print_options_free(options);
-	return prn;
-}
-
-__tc_give isl_printer *tc_poly_print_points(__tc_take isl_printer *prn,
-	__tc_keep const tc_poly_inst *inst, __tc_keep isl_ast_print_options *options,
-	const char *comment)
-{
-	const tc_poly_points *pt = inst->points;
-	int v, k;
-	for (k = 0; k <= 1 << TC_POLY_MAX_PART; k++) {
-		isl_ast_node *a = k < 1 << TC_POLY_MAX_PART ? pt->piece[k] : pt->partial;
-		int j, any = 0;
-		if (!a)
-			continue;
-		prn = isl_printer_start_line(prn);
-		prn = isl_printer_print_str(prn, comment);
-		prn = isl_printer_print_str(prn, " its tile from tc_o0 ... (the arguments above)");
-		for (j = 0; k < 1 << TC_POLY_MAX_PART && j < pt->npart; j++) {
-			char buf[64];
-			snprintf(buf, sizeof(buf), "%s dimension %d %s %lld", any++ ? "," : ":",
-				pt->part[j], k & 1 << j ? "short of" : "whole,", (long long)pt->size[pt->part[j]]);
-			prn = isl_printer_print_str(prn, buf);
-		}
-		for (v = 0; v < pt->n; v++)
-			if (!pt->npart && pt->may_partial[v]) {
-				char buf[64];
-				snprintf(buf, sizeof(buf), "%s dimension %d %s %lld", any++ ? "," : ":",
-					v, k ? "maybe short of" : "whole,", (long long)pt->size[v]);
-				prn = isl_printer_print_str(prn, buf);
-			}
-		for (v = 0; k == 1 << TC_POLY_MAX_PART && v < pt->n; v++)
-			if (pt->extent[v]) {
-				prn = isl_printer_print_str(prn, ", ");
-				prn = isl_printer_print_str(prn, isl_id_get_name(pt->extent[v]));
-				prn = isl_printer_print_str(prn, " = ");
-				prn = isl_printer_print_ast_expr(prn, pt->end[v]);
-				prn = isl_printer_print_str(prn, " - ");
-				prn = isl_printer_print_str(prn, isl_id_get_name(pt->origin[v]));
-			}
-		prn = isl_printer_end_line(prn);
-		prn = isl_printer_indent(prn, 2);
-		prn = isl_ast_node_print(a, prn, isl_ast_print_options_copy(options));
-		prn = isl_printer_indent(prn, -2);
-	}
 	return prn;
 }
 

@@ -3,8 +3,8 @@
  * Owns: building the model (statements, context, domains, accesses, the
  * original schedule, dependences), its queries (statements by name, their
  * instances, the packing copies'), the legality check of a schedule
- * against the dependences, and the AST with its user-node annotations.
- * Entry points: poly.h.
+ * against the dependences.  The AST and its user-node annotations are
+ * ast.c's.  Entry points: poly.h.
  *
  * The model is written as isl text and parsed: domains, access relations
  * and the original schedule are plain quasi-affine descriptions, and the

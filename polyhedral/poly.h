@@ -1,5 +1,5 @@
 /* The polyhedral model of an IR function and its AST, built with stock
- * isl (poly.c).  The schedule passes and the driver that computes
+ * isl (poly.c; the AST: ast.c).  The schedule passes and the driver that computes
  * p->schedule are declared in passes.h.
  *
  * Pipeline (tc_poly_build, then tc_poly_schedule (passes.h), then
@@ -12,7 +12,8 @@
  *   anti, output with isl_union_access_info_compute_flow) -> a schedule
  *   tree from the isl scheduler (validity = all dependences), then the
  *   schedule passes -> an isl AST whose user nodes carry a tc_poly_inst
- *   annotation.
+ *   annotation (a register tile's point loops built apart, from the tile
+ *   sizes: tc_poly_points).
  *
  * This header is what backends and the runtime see of the polyhedral
  * stage: the model, its queries, the legality check, the marks passes
@@ -95,7 +96,8 @@ typedef struct tc_poly_inst {
  * vectorised, unrolled micro-kernel; the others of constant bounds too,
  * NULL for combinations that never occur).  With npart 0 it emits
  * piece[0] when no dimension with may_partial is short, else partial,
- * whose bounds read the ids extent[v] (bound to end[v] - o[v]); either
+ * whose bounds read the ids extent[v] (bound to end[v] - o[v], as in
+ * every piece where may_partial[v] is 2); either
  * may be NULL when no tile is of that kind.  The user nodes of the pieces
  * carry their own tc_poly_inst, whose index expressions read the origin
  * ids and the point loops' iterators.  Reference counted: every
@@ -105,7 +107,10 @@ typedef struct tc_poly_points {
 	int refs;
 	int n;                 /* the statement's domain dimensions */
 	int64_t *size;         /* per dimension: the tile's size (1: untiled) */
-	int *may_partial;      /* per dimension: whether some tile is shorter */
+	int *may_partial;      /* per dimension: 0 no tile is short, 1 some
+				* are (the pieces differ), 2 some are, and
+				* every piece reads the extent (a loop
+				* outside the unrolled rows) */
 	isl_id **origin;       /* per dimension: the origin's id in the pieces */
 	isl_id **extent;       /* per dimension: the extent's id in partial (or NULL) */
 	isl_ast_expr **end;    /* per tiled dimension: one past its last value,
@@ -348,14 +353,7 @@ __tc_give char *tc_poly_ast_str(__tc_keep const tc_poly *p);
  * no (also for a model without sizes).  The regtile pass isolates the full
  * tiles for isl only where not. */
 int tc_poly_points_exact(__tc_keep const tc_poly *p, __tc_keep isl_schedule_node *top);
-/* Print the point loops of inst (a user node of a tile's origin:
- * inst->points non-NULL) with prn and options (isl's C output), each
- * headed by a line of the comment string comment saying which tile it is
- * and how its ids are bound.  The print_user callback of options prints
- * the point loops' own statements. */
-__tc_give isl_printer *tc_poly_print_points(__tc_take isl_printer *prn,
-	__tc_keep const tc_poly_inst *inst, __tc_keep isl_ast_print_options *options,
-	const char *comment);
+
 
 /* A new isl context set up for tcomp (errors do not abort); the caller
  * frees it with isl_ctx_free once every model built in it is freed. */

@@ -7,7 +7,10 @@
  * the epilogue its own after it, and the row loop is marked for unrolling
  * (TC_POLY_MARK_UNROLL and _UNROLLED: the code generator makes the
  * copies): a micro-kernel whose partial sums stay in registers for the
- * whole reduction.  Full tiles are isolated from partial ones.
+ * whole reduction.  Full tiles are isolated from partial ones where the
+ * AST build leaves the point loops to isl (tc_poly_points_exact: elsewhere
+ * polyhedral/ast.c builds them from the tile sizes, whole and partial
+ * tiles apart).
  *
  * Owns the register tile's sizes (lanes of a vector, rows of the tile,
  * MAX_UNROLL) and the TC_POLY_MARK_REGTILE, _UNROLL and _UNROLLED marks.
