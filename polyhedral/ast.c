@@ -479,6 +479,7 @@ static int analyse(const tc_poly *p, isl_schedule_node *top, isl_set *dom, int64
 			isl_union_pw_aff *upa = isl_multi_union_pw_aff_get_union_pw_aff(mupa, j);
 			isl_pw_aff *pw = isl_union_pw_aff_extract_pw_aff(upa, isl_space_add_dims(
 				isl_space_from_domain(isl_space_copy(sp)), isl_dim_out, 1));
+			isl_union_pw_aff_free(upa);
 			int64_t t = 1;
 			int d = member_dim(pw, dom, &t);
 			if (d == -1 || nmem == maxdim)
