@@ -7,25 +7,34 @@
  * isolated full tiles cost most of a matmul's AST build (docs/performance.md,
  * Compile latency).  For each statement below such a mark:
  *
- * - every member of a band below the mark is 0 or `x mod T` for one of the
- *   statement's dimensions x (T, the tile's size in x, is the member's
- *   largest value plus one), and no sequence or set lies below a band;
+ * - every member of a band below the mark is a constant or `x mod T` for
+ *   one of the statement's dimensions x (T, the tile's size in x, is the
+ *   member's largest value plus one, the same in every band), and no
+ *   sequence or set lies below a band;
  * - the statement's domain at the mark is a box whose tiles' origins
  *   (x - x mod T in every tiled dimension) are instances, and the mark's
- *   prefix schedule maps every instance where it maps its origin and the
- *   origins one to one.
+ *   prefix schedule maps every instance where it maps its origin (it is
+ *   then one to one on the origins whenever the schedule was: the point
+ *   members are 0 there).
  *
  * Then the tree isl builds keeps, below the mark, only the sequences and
  * filters (one statement each) and no band; its domain is the tiles'
  * origins; the band above the mark loses its isolate option.  Each user
- * node of the statement stands for its tile (tc_poly_points, poly.h): two
- * small ASTs of the point loops over p in [0, T) per dimension, built from
- * the mark's subtree with `x mod T` read as p: the full tile with constant
- * bounds, the partial one bounded by the extents (parameters).  A mark
- * where any statement fails a test is built by isl as before.
+ * node of the statement stands for its tile (tc_poly_points, poly.h):
+ * small ASTs of the point loops over p in [0, T) per dimension, built by
+ * isl from the mark's subtree with `x mod T` read as p.  With the sizes
+ * known, the only short extent of a dimension is end mod T, so there is a
+ * piece of constant bounds per combination of short dimensions that
+ * occurs (up to TC_POLY_MAX_PART of them); else a whole tile and one
+ * partial tile bounded by the extents (parameters tc_e<v>).  A dimension
+ * whose loop lies above the unrolled rows (TC_POLY_MARK_UNROLL) reads its
+ * extent in every piece instead: a run-time trip count costs nothing
+ * there.  A mark where any statement fails a test is built by isl as
+ * before.
  *
- * Uses the model (poly.h); nothing in polyhedral/ calls it but the
- * runtime's pipeline through tc_poly_ast. */
+ * Uses the model (poly.h).  The runtime's pipeline calls tc_poly_ast; the
+ * regtile pass asks tc_poly_points_exact whether to isolate full tiles
+ * for isl; nothing else here calls it. */
 #include "poly.h"
 
 #include <isl/aff.h>
