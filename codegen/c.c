@@ -468,7 +468,95 @@ oom:
 
 /* ---- the loops ---- */
 
-/* isl's print_user callback: the statement of a user node. */
+static isl_bool visit_node(isl_ast_node *node, void *user);
+
+static isl_printer *print_line(isl_printer *prn, const char *s)
+{
+	prn = isl_printer_start_line(prn);
+	prn = isl_printer_print_str(prn, s);
+	return isl_printer_end_line(prn);
+}
+
+/* A register tile's point loops (inst->points, polyhedral/ast.c) in a
+ * block: the origin tc_o<v> from the node's index expressions, whether
+ * each dimension that may be short is (tc_s<v>), then the piece of the
+ * tile's kind (a switch on the short dimensions, or whole against
+ * partial, the partial tile's extents tc_e<v>). */
+static isl_printer *print_points(cg *g, isl_printer *prn, isl_ast_print_options *options,
+	const tc_poly_inst *inst)
+{
+	const tc_poly_points *pt = inst->points;
+	char buf[96];
+	int v, k, pieces = 0;
+	for (k = 0; k < 1 << TC_POLY_MAX_PART; k++)
+		pieces += pt->piece[k] != NULL;
+	pieces += pt->partial != NULL;
+	prn = print_line(prn, "{");
+	prn = isl_printer_indent(prn, 2);
+	for (v = 0; v < pt->n; v++) {
+		snprintf(buf, sizeof(buf), "const int64_t tc_o%d = ", v);
+		prn = isl_printer_start_line(prn);
+		prn = isl_printer_print_str(prn, buf);
+		prn = isl_printer_print_ast_expr(prn, inst->index[v]);
+		prn = isl_printer_print_str(prn, ";");
+		prn = isl_printer_end_line(prn);
+		tc_cg_cexpr_note_ids(&g->pr, inst->index[v]);
+		if (!pt->extent[v] && (pt->may_partial[v] != 1 || pieces < 2))
+			continue;
+		tc_cg_cexpr_note_ids(&g->pr, pt->end[v]);
+		snprintf(buf, sizeof(buf), "const int64_t tc_%c%d = ", pt->extent[v] ? 'e' : 'x', v);
+		prn = isl_printer_start_line(prn);
+		prn = isl_printer_print_str(prn, buf);
+		prn = isl_printer_print_ast_expr(prn, pt->end[v]);
+		snprintf(buf, sizeof(buf), " - tc_o%d;", v);
+		prn = isl_printer_print_str(prn, buf);
+		prn = isl_printer_end_line(prn);
+		if (pt->may_partial[v] != 1 || pieces < 2)
+			continue;
+		snprintf(buf, sizeof(buf), "const int tc_s%d = tc_%c%d < %lld;", v,
+			pt->extent[v] ? 'e' : 'x', v, (long long)pt->size[v]);
+		prn = print_line(prn, buf);
+	}
+	if (pieces > 1) {
+		prn = isl_printer_start_line(prn);
+		prn = isl_printer_print_str(prn, "switch (");
+		for (k = 0; k < pt->npart; k++) {
+			snprintf(buf, sizeof(buf), "%s(tc_s%d << %d)", k ? " | " : "", pt->part[k], k);
+			prn = isl_printer_print_str(prn, buf);
+		}
+		for (v = 0, k = 0; !pt->npart && v < pt->n; v++)
+			if (pt->may_partial[v] == 1) {
+				snprintf(buf, sizeof(buf), "%stc_s%d", k++ ? " | " : "", v);
+				prn = isl_printer_print_str(prn, buf);
+			}
+		prn = isl_printer_print_str(prn, ") {");
+		prn = isl_printer_end_line(prn);
+	}
+	for (k = 0; k <= 1 << TC_POLY_MAX_PART; k++) {
+		isl_ast_node *a = k < 1 << TC_POLY_MAX_PART ? pt->piece[k] : pt->partial;
+		if (!a)
+			continue;
+		if (pieces > 1) {
+			snprintf(buf, sizeof(buf), "case %d: {", k < 1 << TC_POLY_MAX_PART ? k : 1);
+			prn = print_line(prn, buf);
+			prn = isl_printer_indent(prn, 2);
+		}
+		isl_ast_node_foreach_descendant_top_down(a, visit_node, g);
+		prn = isl_ast_node_print(a, prn, isl_ast_print_options_copy(options));
+		if (pieces > 1) {
+			prn = print_line(prn, "break;");
+			prn = isl_printer_indent(prn, -2);
+			prn = print_line(prn, "}");
+		}
+	}
+	if (pieces > 1)
+		prn = print_line(prn, "}");
+	prn = isl_printer_indent(prn, -2);
+	return print_line(prn, "}");
+}
+
+/* isl's print_user callback: the statement of a user node (or, for a
+ * register tile's origin, the tile's point loops). */
 static isl_printer *print_user(isl_printer *prn, isl_ast_print_options *options,
 	isl_ast_node *node, void *user)
 {
@@ -476,6 +564,11 @@ static isl_printer *print_user(isl_printer *prn, isl_ast_print_options *options,
 	const tc_poly_inst *inst = tc_poly_node_inst(node);
 	tc_buf b;
 
+	if (inst && inst->points) {
+		prn = print_points(g, prn, options, inst);
+		isl_ast_print_options_free(options);
+		return prn;
+	}
 	isl_ast_print_options_free(options);
 	tc_buf_init(&b);
 	if (!inst || !inst->stmt) {

@@ -75,8 +75,11 @@ static isl_bool loop_below_cb(isl_ast_node *n, void *user)
 	int *found = user;
 	if (*found)
 		return isl_bool_false;
-	if (isl_ast_node_get_type(n) == isl_ast_node_for &&
-		isl_ast_node_for_is_degenerate(n) == isl_bool_false) {
+	const tc_poly_inst *inst = isl_ast_node_get_type(n) == isl_ast_node_user
+		? tc_poly_node_inst(n) : NULL;
+	if ((isl_ast_node_get_type(n) == isl_ast_node_for &&
+		    isl_ast_node_for_is_degenerate(n) == isl_bool_false) ||
+		(inst && inst->points)) { /* a register tile's point loops */
 		*found = 1;
 		return isl_bool_false;
 	}
@@ -971,6 +974,90 @@ static int walks_first_dimension(isl_ast_node *n)
  * value of the member) here.  Before, the whole block ran on the calling
  * thread: the weight gradient of a small network's backward pass (784 x
  * 128 over a batch of 128) took as long on two threads as on one. */
+/* Bind id to value v (a slot of its own) in g->iters; 0 on failure. */
+static int bind_value(cg *g, isl_id *id, LLVMValueRef v)
+{
+	LLVMValueRef slot;
+	if (!v || !room_for_iter(g))
+		return 0;
+	slot = iter_slot(g, isl_id_get_name(id));
+	LLVMBuildStore(g->B, v, slot);
+	g->iters[g->niters].id = id;
+	g->iters[g->niters].slot = slot;
+	g->niters++;
+	return 1;
+}
+
+/* A user node that stands for a register tile's point loops (inst->points,
+ * polyhedral/ast.c): the tile's origin (the node's index expressions)
+ * bound to the ids the point loops read, then the piece of the tile's
+ * kind: which dimensions are short of the tile (end - origin < size) picks
+ * it, piece[0] (every dimension whole: constant bounds, the vectorised and
+ * unrolled micro-kernel) or a partial one. */
+static void points_node(cg *g, const tc_poly_inst *inst)
+{
+	const tc_poly_points *pt = inst->points;
+	LLVMValueRef mask = NULL, shortv[CG_MAX_DIMS] = {NULL};
+	int v, k, bound = 0, pieces = 0;
+	for (k = 0; k < 1 << TC_POLY_MAX_PART; k++)
+		pieces += pt->piece[k] != NULL;
+	pieces += pt->partial != NULL;
+	for (v = 0; v < pt->n && v < CG_MAX_DIMS && !g->failed; v++) {
+		LLVMValueRef o = tc_cg_llvm_as_i64(g, tc_cg_llvm_ast_expr(g, inst->index[v])), end, e;
+		if (!bind_value(g, pt->origin[v], o))
+			break;
+		bound++;
+		if (!pt->extent[v] && (pt->may_partial[v] != 1 || pieces < 2))
+			continue;
+		end = tc_cg_llvm_as_i64(g, tc_cg_llvm_ast_expr(g, pt->end[v]));
+		if (!(e = end ? LLVMBuildNSWSub(g->B, end, o, "") : NULL))
+			break;
+		if (pt->extent[v] && !bind_value(g, pt->extent[v], e))
+			break;
+		bound += pt->extent[v] != NULL;
+		if (pt->may_partial[v] == 1 && pieces > 1)
+			shortv[v] = LLVMBuildICmp(g->B, LLVMIntSLT, e,
+				tc_cg_llvm_i64c(g, pt->size[v]), "");
+	}
+	if (pt->n > CG_MAX_DIMS)
+		tc_cg_llvm_fail(g, "a register tile of too many dimensions", NULL);
+	for (k = 0; k < pt->npart && !g->failed; k++) { /* the pieces' number */
+		LLVMValueRef b = shortv[pt->part[k]] ? LLVMBuildZExt(g->B, shortv[pt->part[k]],
+			g->i64, "") : tc_cg_llvm_i64c(g, 0);
+		b = LLVMBuildShl(g->B, b, tc_cg_llvm_i64c(g, k), "");
+		mask = mask ? LLVMBuildOr(g->B, mask, b, "") : b;
+	}
+	for (v = 0; !pt->npart && v < pt->n && !g->failed; v++) /* whole, or partial */
+		if (shortv[v])
+			mask = mask ? LLVMBuildOr(g->B, mask, shortv[v], "") : shortv[v];
+	if (g->failed) {
+	} else if (pieces == 1 || !mask) {
+		for (k = 0; k < 1 << TC_POLY_MAX_PART && !pt->piece[k]; k++)
+			;
+		node(g, k < 1 << TC_POLY_MAX_PART ? pt->piece[k] : pt->partial);
+	} else {
+		LLVMBasicBlockRef bend = tc_cg_llvm_new_block(g, "tile.end");
+		LLVMValueRef sw;
+		if (!pt->npart)
+			mask = LLVMBuildZExt(g->B, mask, g->i64, "");
+		sw = LLVMBuildSwitch(g->B, mask, bend, (unsigned)pieces);
+		for (k = 0; k <= 1 << TC_POLY_MAX_PART && !g->failed; k++) {
+			isl_ast_node *a = k < 1 << TC_POLY_MAX_PART ? pt->piece[k] : pt->partial;
+			LLVMBasicBlockRef bk;
+			if (!a)
+				continue;
+			bk = tc_cg_llvm_new_block(g, "tile.piece");
+			LLVMAddCase(sw, tc_cg_llvm_i64c(g, k < 1 << TC_POLY_MAX_PART ? k : 1), bk);
+			LLVMPositionBuilderAtEnd(g->B, bk);
+			node(g, a);
+			if (!g->failed)
+				LLVMBuildBr(g->B, bend);
+		}
+		LLVMPositionBuilderAtEnd(g->B, bend);
+	}
+	g->niters -= bound;
+}
+
 static void block_node(cg *g, isl_ast_node *n, int par)
 {
 	isl_ast_node_list *list = isl_ast_node_block_get_children(n);
@@ -1033,7 +1120,9 @@ static void node(cg *g, isl_ast_node *n)
 	}
 	case isl_ast_node_user:
 		inst = tc_poly_node_inst(n);
-		if (inst)
+		if (inst && inst->points)
+			points_node(g, inst);
+		else if (inst)
 			tc_cg_llvm_statement(g, inst);
 		else
 			tc_cg_llvm_fail(g, "a statement without its annotation", NULL);

@@ -3,8 +3,8 @@
  * Owns: building the model (statements, context, domains, accesses, the
  * original schedule, dependences), its queries (statements by name, their
  * instances, the packing copies'), the legality check of a schedule
- * against the dependences, and the AST with its user-node annotations.
- * Entry points: poly.h.
+ * against the dependences.  The AST and its user-node annotations are
+ * ast.c's.  Entry points: poly.h.
  *
  * The model is written as isl text and parsed: domains, access relations
  * and the original schedule are plain quasi-affine descriptions, and the
@@ -890,16 +890,6 @@ int tc_poly_schedule_legal_for(__tc_keep isl_schedule *s, __tc_keep isl_union_ma
 	return ok < 0 ? -1 : ok == isl_bool_true;
 }
 
-static void inst_free(void *user)
-{
-	tc_poly_inst *inst = user;
-	int i;
-	for (i = 0; i < inst->n; i++)
-		isl_ast_expr_free(inst->index[i]);
-	tc_free(inst->index);
-	tc_free(inst);
-}
-
 const tc_poly_stmt *tc_poly_find_stmt(__tc_keep const tc_poly *p, const char *name)
 {
 	int i;
@@ -907,74 +897,6 @@ const tc_poly_stmt *tc_poly_find_stmt(__tc_keep const tc_poly *p, const char *na
 		if (!strcmp(p->stmts[i].name, name))
 			return &p->stmts[i];
 	return NULL;
-}
-
-/* at_each_domain: annotate the user node with its statement and the value
- * of each domain dimension as an expression of the AST iterators.  Those
- * are the arguments of the node's call expression, which isl has just
- * built from the inverse of the schedule at this point of the build
- * (isl_ast_build_call_from_executed): computing that inverse again here
- * took a tenth of the AST build of a matmul. */
-static isl_ast_node *at_domain(isl_ast_node *node, isl_ast_build *build, void *user)
-{
-	tc_poly *p = user;
-	isl_ast_expr *call = isl_ast_node_user_get_expr(node);
-	isl_ast_expr *fn = call ? isl_ast_expr_get_op_arg(call, 0) : NULL;
-	isl_id *id = fn ? isl_ast_expr_get_id(fn) : NULL;
-	isl_size nargs = call ? isl_ast_expr_op_get_n_arg(call) : isl_size_error;
-	tc_poly_inst *inst;
-	int i;
-
-	(void)build;
-	isl_ast_expr_free(fn);
-	if (!id || nargs < 1)
-		goto error_isl;
-	inst = tc_calloc(1, sizeof(*inst));
-	if (!inst)
-		goto error_isl;
-	inst->stmt = tc_poly_find_stmt(p, isl_id_get_name(id));
-	isl_id_free(id);
-	id = NULL;
-	if (!inst->stmt || nargs - 1 != inst->stmt->ndims)
-		goto error;
-	inst->index = tc_calloc((size_t)inst->stmt->ndims + 1, sizeof(isl_ast_expr *));
-	if (!inst->index)
-		goto error;
-	inst->n = inst->stmt->ndims;
-	for (i = 0; i < inst->n; i++)
-		if (!(inst->index[i] = isl_ast_expr_get_op_arg(call, i + 1)))
-			goto error;
-	isl_ast_expr_free(call);
-	id = isl_id_alloc(p->ctx, inst->stmt->name, inst);
-	id = isl_id_set_free_user(id, inst_free);
-	if (!id) {
-		inst_free(inst);
-		return isl_ast_node_free(node);
-	}
-	return isl_ast_node_set_annotation(node, id);
-error:
-	inst_free(inst);
-error_isl:
-	isl_id_free(id);
-	isl_ast_expr_free(call);
-	return isl_ast_node_free(node);
-}
-
-tc_stat tc_poly_ast(__tc_keep tc_poly *p, __tc_keep tc_diags *d)
-{
-	isl_ast_build *build;
-	tc_poly_budget(p);
-	build = isl_ast_build_from_context(isl_set_copy(p->context));
-	build = isl_ast_build_set_at_each_domain(build, at_domain, p);
-	isl_ast_node_free(p->ast);
-	p->ast = isl_ast_build_node_from_schedule(build, isl_schedule_copy(p->schedule));
-	isl_ast_build_free(build);
-	tc_poly_budget_done(p);
-	if (!p->ast) {
-		tc_poly_isl_failed(p->ctx, d, "generate the AST");
-		return TC_ERR;
-	}
-	return TC_OK;
 }
 
 void tc_poly_free(__tc_take tc_poly *p)
@@ -1003,14 +925,6 @@ void tc_poly_free(__tc_take tc_poly *p)
 	tc_free(p);
 }
 
-const tc_poly_inst *tc_poly_node_inst(__tc_keep isl_ast_node *node)
-{
-	isl_id *id = isl_ast_node_get_annotation(node);
-	const tc_poly_inst *inst = id ? isl_id_get_user(id) : NULL;
-	isl_id_free(id); /* the node keeps its reference */
-	return inst;
-}
-
 int tc_poly_param_index(__tc_keep const tc_poly *p, const char *isl_name)
 {
 	int i;
@@ -1027,14 +941,6 @@ int tc_poly_param_index(__tc_keep const tc_poly *p, const char *isl_name)
 __tc_give char *tc_poly_schedule_str(__tc_keep const tc_poly *p)
 {
 	char *s = isl_schedule_to_str(p->schedule);
-	char *r = s ? tc_strdup(s) : NULL;
-	free(s);
-	return r;
-}
-
-__tc_give char *tc_poly_ast_str(__tc_keep const tc_poly *p)
-{
-	char *s = isl_ast_node_to_C_str(p->ast);
 	char *r = s ? tc_strdup(s) : NULL;
 	free(s);
 	return r;

@@ -1,5 +1,5 @@
 /* The polyhedral model of an IR function and its AST, built with stock
- * isl (poly.c).  The schedule passes and the driver that computes
+ * isl (poly.c; the AST: ast.c).  The schedule passes and the driver that computes
  * p->schedule are declared in passes.h.
  *
  * Pipeline (tc_poly_build, then tc_poly_schedule (passes.h), then
@@ -12,7 +12,8 @@
  *   anti, output with isl_union_access_info_compute_flow) -> a schedule
  *   tree from the isl scheduler (validity = all dependences), then the
  *   schedule passes -> an isl AST whose user nodes carry a tc_poly_inst
- *   annotation.
+ *   annotation (a register tile's point loops built apart, from the tile
+ *   sizes: tc_poly_points).
  *
  * This header is what backends and the runtime see of the polyhedral
  * stage: the model, its queries, the legality check, the marks passes
@@ -79,7 +80,46 @@ typedef struct tc_poly_inst {
 	const tc_poly_stmt *stmt;
 	int n;
 	isl_ast_expr **index; /* n expressions, owned */
+	struct tc_poly_points *points; /* NULL, or the point loops this node
+					* stands for (a reference, owned) */
 } tc_poly_inst;
+
+/* The point loops of a register tile, generated apart from the AST of the
+ * tile loops (polyhedral/ast.c, tc_poly_ast).  The tile loops' AST runs
+ * one user node per tile and statement, at the tile's origin (inst->index:
+ * the origin's value in each dimension); such a node stands for the whole
+ * tile of its statement: dimension v from the origin o[v] over
+ * min(size[v], end[v] - o[v]) values.  A code generator binds origin[v] to
+ * o[v] and finds which of the dimensions part[0 .. npart) are short (end -
+ * o < size): with npart > 0 it emits piece[mask], bit k of mask set when
+ * part[k] is short (piece[0]: every dimension whole, constant bounds: the
+ * vectorised, unrolled micro-kernel; the others of constant bounds too,
+ * NULL for combinations that never occur).  With npart 0 it emits
+ * piece[0] when no dimension with may_partial is short, else partial,
+ * whose bounds read the ids extent[v] (bound to end[v] - o[v], as in
+ * every piece where may_partial[v] is 2); either
+ * may be NULL when no tile is of that kind.  The user nodes of the pieces
+ * carry their own tc_poly_inst, whose index expressions read the origin
+ * ids and the point loops' iterators.  Reference counted: every
+ * annotation holds one reference (freed with the AST). */
+#define TC_POLY_MAX_PART 3
+typedef struct tc_poly_points {
+	int refs;
+	int n;                 /* the statement's domain dimensions */
+	int64_t *size;         /* per dimension: the tile's size (1: untiled) */
+	int *may_partial;      /* per dimension: 0 no tile is short, 1 some
+				* are (the pieces differ), 2 some are, and
+				* every piece reads the extent (a loop
+				* outside the unrolled rows) */
+	isl_id **origin;       /* per dimension: the origin's id in the pieces */
+	isl_id **extent;       /* per dimension: the extent's id in partial (or NULL) */
+	isl_ast_expr **end;    /* per tiled dimension: one past its last value,
+				* an expression of the sizes (else NULL) */
+	int npart;             /* the dimensions whose short tiles have pieces ... */
+	int part[TC_POLY_MAX_PART]; /* ... of their own */
+	isl_ast_node *piece[1 << TC_POLY_MAX_PART];
+	isl_ast_node *partial;
+} tc_poly_points;
 
 /* Mark names (isl_id names of mark nodes) that passes insert. */
 #define TC_POLY_MARK_KERNEL "tc_kernel" /* the root; user pointer: the tc_poly */
@@ -306,6 +346,14 @@ int tc_poly_param_index(__tc_keep const tc_poly *p, const char *isl_name);
  * caller frees it with tc_free (NULL when out of memory). */
 __tc_give char *tc_poly_schedule_str(__tc_keep const tc_poly *p);
 __tc_give char *tc_poly_ast_str(__tc_keep const tc_poly *p);
+/* Whether tc_poly_ast builds the point loops of the subtree top (a
+ * register tile's: below a TC_POLY_MARK_REGTILE mark, or the point band
+ * the mark will go above) apart from isl's AST of the tile loops, given
+ * the tree above it as it stands (polyhedral/ast.c says when): 1 yes, 0
+ * no (also for a model without sizes).  The regtile pass isolates the full
+ * tiles for isl only where not. */
+int tc_poly_points_exact(__tc_keep const tc_poly *p, __tc_keep isl_schedule_node *top);
+
 
 /* A new isl context set up for tcomp (errors do not abort); the caller
  * frees it with isl_ctx_free once every model built in it is freed. */

@@ -7,7 +7,10 @@
  * the epilogue its own after it, and the row loop is marked for unrolling
  * (TC_POLY_MARK_UNROLL and _UNROLLED: the code generator makes the
  * copies): a micro-kernel whose partial sums stay in registers for the
- * whole reduction.  Full tiles are isolated from partial ones.
+ * whole reduction.  Full tiles are isolated from partial ones where the
+ * AST build leaves the point loops to isl (tc_poly_points_exact: elsewhere
+ * polyhedral/ast.c builds them from the tile sizes, whole and partial
+ * tiles apart).
  *
  * Owns the register tile's sizes (lanes of a vector, rows of the tile,
  * MAX_UNROLL) and the TC_POLY_MARK_REGTILE, _UNROLL and _UNROLLED marks.
@@ -396,8 +399,14 @@ static isl_schedule_node *regtile_band(isl_schedule_node *node, const tc_poly *p
 		mv = isl_multi_val_set_val(mv, j, isl_val_int_from_si(p->ctx,
 			sizes[j] >= HUGE_TILE ? tc_poly_band_member_one_tile(node, j) : sizes[j]));
 	node = isl_schedule_node_band_tile(node, mv);
-	node = isolate_full_tiles(node, sizes);
 	node = isl_schedule_node_child(node, 0); /* the point band */
+	/* isl's AST build needs the full tiles isolated where it builds the
+	 * point loops; where polyhedral/ast.c builds them from the tile sizes
+	 * (box domains: most contractions) it tests the extents itself, and
+	 * computing the isolated set cost a tenth of a matmul's compile */
+	if (!tc_poly_points_exact(p, node))
+		node = isl_schedule_node_child(isolate_full_tiles(isl_schedule_node_parent(node),
+			sizes), 0);
 	/* the mark tells code generators that the tile's reductions keep
 	 * their order (vecreduce does not apply: the accumulators are the
 	 * tile's, and a reduction loop vectorised along the reduction would

@@ -1406,19 +1406,22 @@ static void conv2d_merged_bands(void **state)
 	{ /* the default schedule: the reduction loops outside the 10 rows of
 	   * f, a loop between the tc_unroll and tc_unrolled marks (the code
 	   * generator unrolls it),
-	   * w innermost (S0 takes n, f, h, w, r_c, r_kh, r_kw) */
+	   * w innermost (S0 takes n, f, h, w, r_c, r_kh, r_kw); the register
+	   * tile's point loops as polyhedral/ast.c builds them (offsets from
+	   * the tile's origin tc_o0 ...) */
 		tc_options *o = tc_options_new();
 		tc_kernel *k = tc_compile(m, "k", in, 2, o);
 		assert_non_null(k);
 		text = tc_kernel_emit(k, "ast");
 		assert_non_null(text);
 		assert_true(tu_contains(text, "// tc_regtile"));
-		assert_true(tu_contains(text, "for (int c8 = 0; c8 <= 2; c8 += 1) {\n"
-					      "          // tc_unroll\n"
-					      "          for (int c9 = 0; c9 <= 9; c9 += 1) {\n"
-					      "            // tc_unrolled\n"
-					      "            for (int c11 = 0; c11 <= 31; c11 += 1)\n"
-					      "              S0(0, c9, c1, c11, c6, c7, c8);"));
+		assert_true(tu_contains(text, "for (int tc_p2 = 0; tc_p2 <= 2; tc_p2 += 1) {\n"
+					      "              // tc_unroll\n"
+					      "              for (int tc_p3 = 0; tc_p3 <= 9; tc_p3 += 1) {\n"
+					      "                // tc_unrolled\n"
+					      "                for (int tc_p5 = 0; tc_p5 <= 31; tc_p5 += 1)\n"
+					      "                  S0(tc_o0, tc_o1 + tc_p3, tc_o2, tc_o3 + tc_p5, "
+					      "tc_o4 + tc_p0, tc_o5 + tc_p1, tc_o6 + tc_p2);"));
 		tc_string_free(text);
 		tc_kernel_free(k);
 		tc_options_free(o);
@@ -2035,12 +2038,14 @@ static void fusion_auto_splits_chained_contractions(void **state)
 	tc_module_free(m);
 }
 
-/* A parallel mark above a block (codegen/llvm_loop.c, block_node):
- * the weight gradient's 50 rows are 4 register tiles of 12 and a tile of
- * 2, the full tiles isolated in a loop of their own, so the marked loop is
- * a block of two pieces; the loop piece runs on the pool (an outlined
- * body), where the whole block ran on the calling thread.  The results are
- * the interpreter's. */
+/* A parallel mark above the weight gradient's register tiles: its 50
+ * rows are 4 register tiles of 12 and a tile of 2.  When isl isolated the
+ * full tiles, the marked loop was a block of two pieces, whose loop piece
+ * runs on the pool (codegen/llvm_loop.c, block_node), where the whole
+ * block ran on the calling thread; now the tile's point loops are built
+ * apart (polyhedral/ast.c) and the marked loop steps over every tile, full
+ * or partial, on the pool (an outlined body).  The results are the
+ * interpreter's. */
 static void parallel_mark_above_a_block(void **state)
 {
 	enum { B = 16, I = 50, H = 24, K = 10 };
@@ -2069,7 +2074,7 @@ static void parallel_mark_above_a_block(void **state)
 		"  dW1(i,h) +=! X(b,i) * dH(b,h)\n}\n", "dw1.tc");
 	assert_non_null(m);
 	text = stage_of(m, in, 4, opts[1], "ast");
-	assert_non_null(strstr(text, "// tc_parallel\n  {\n    for (int c0 = 0;"));
+	assert_non_null(strstr(text, "// tc_parallel\n  for (int c0 = 0; c0 <= 49; c0 += 12)"));
 	tc_string_free(text);
 	text = stage_of(m, in, 4, opts[1], "llvm");
 	assert_non_null(strstr(text, "define internal void @tc_k.par0("));

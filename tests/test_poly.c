@@ -460,9 +460,9 @@ static void test_conv2d_bias_is_fused_into_the_reduction_nest(void **state)
 	tc_string_free(text);
 }
 
-/* Whether the "for" headers of text name only iterators (c0, c1, ...):
- * numbers and operators otherwise, no size parameters.  The names found
- * otherwise go to bad. */
+/* Whether the "for" headers of text name only iterators (c0, c1, ...,
+ * and tc_p0, ... of a register tile's point loops): numbers and operators
+ * otherwise, no size parameters.  The names found otherwise go to bad. */
 static int loop_bounds_are_constant(const char *text, char *bad, size_t n)
 {
 	lines l;
@@ -483,8 +483,9 @@ static int loop_bounds_are_constant(const char *text, char *bad, size_t n)
 			while (isalnum((unsigned char)*p) || *p == '_')
 				p++;
 			size_t len = (size_t)(p - b);
-			int iterator = b[0] == 'c' && len > 1;
-			for (size_t k = 1; iterator && k < len; k++)
+			size_t at = len > 4 && !strncmp(b, "tc_p", 4) ? 4 : 1;
+			int iterator = (b[0] == 'c' || at == 4) && len > at;
+			for (size_t k = at; iterator && k < len; k++)
 				iterator = isdigit((unsigned char)b[k]);
 			if (iterator || (len == 3 && !strncmp(b, "for", 3)) ||
 				(len == 3 && !strncmp(b, "int", 3)))
@@ -511,14 +512,16 @@ static void test_specialised_matmul_has_constant_bounds(void **state)
 	if (!loop_bounds_are_constant(text, bad, sizeof(bad)))
 		fail_msg("the specialised AST's loops name %s:\n%s", bad, text);
 	/* register tiles of 12 rows by 2 vectors (N = 32: 24 accumulators):
-	 * 60 rows in full tiles (c0 = 0, 12, ..., 48), 4 in a partial one;
-	 * the rows are loops the code generator unrolls (between the marks) */
-	assert_true(tu_contains(text, "c0 <= 48; c0 += 12"));
-	assert_true(tu_contains(text, "// tc_unroll\n      for (int c4 = 0; c4 <= 11; c4 += 1) {\n"
-				      "        // tc_unrolled\n"));
-	assert_true(tu_contains(text, "// tc_unroll\n    for (int c4 = 0; c4 <= 3; c4 += 1) {\n"
-				      "      // tc_unrolled\n"));
-	assert_true(tu_contains(text, "S0(c4 + 60, "));
+	 * a tile at every 12th row (c0 = 0, 12, ..., 60), its point loops
+	 * built apart (polyhedral/ast.c): 12 rows where the tile is whole, 4
+	 * in the partial one at 60; the rows are loops the code generator
+	 * unrolls (between the marks) */
+	assert_true(tu_contains(text, "c0 <= 63; c0 += 12"));
+	assert_true(tu_contains(text, "// tc_unroll\n      for (int tc_p1 = 0; tc_p1 <= 11; "
+				      "tc_p1 += 1) {\n        // tc_unrolled\n"));
+	assert_true(tu_contains(text, "// tc_unroll\n      for (int tc_p1 = 0; tc_p1 <= 3; "
+				      "tc_p1 += 1) {\n        // tc_unrolled\n"));
+	assert_true(tu_contains(text, "S0(tc_o0 + tc_p1, "));
 	assert_true(tu_contains(text, "<= 31"));
 	assert_true(tu_contains(text, "<= 47"));
 	tc_string_free(text);

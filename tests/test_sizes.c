@@ -190,6 +190,87 @@ static void matmul_rows_share_code(void **state)
 	tc_module_free(m);
 }
 
+/* The stage text of entry of m compiled for ins with opts. */
+static char *stage_for(tc_module *m, const char *entry, const input *ins, int nin,
+	const char *opts, const char *stage)
+{
+	tu_tensor in[MAX_IN];
+	const DLTensor *inp[MAX_IN];
+	tc_kernel *k;
+	char *text;
+	int i;
+	for (i = 0; i < nin; i++) {
+		tu_tensor_init(&in[i], ins[i].elt, ins[i].dims, ins[i].ndim);
+		inp[i] = &in[i].dl;
+	}
+	k = compile_with(m, entry, inp, nin, opts);
+	text = tc_kernel_emit(k, stage);
+	assert_non_null(text);
+	tc_kernel_free(k);
+	for (i = 0; i < nin; i++)
+		tu_tensor_fini(&in[i]);
+	return text;
+}
+
+/* Register tiles whose point loops polyhedral/ast.c builds from the tile
+ * sizes (the tile loops' AST runs each statement at its tiles' origins):
+ * matmul and a fully connected layer with its bias and ReLU epilogue at
+ * sizes with short tiles in the rows, the columns or both (every
+ * combination a piece of constant bounds), sizes smaller than one tile
+ * (no whole tile at all), and the rows free at run time (sizes=parametric:
+ * one partial tile bounded by the extents, M from 1 to 50 through code
+ * compiled at 40), on one thread and, once, two; each against the
+ * interpreter. */
+static void register_tile_pieces_match_the_interpreter(void **state)
+{
+	static const int64_t mm[][3] = {{13, 7, 37}, {3, 5, 5}, {101, 27, 131}};
+	static const int64_t rows[] = {40, 1, 7, 50};
+	tc_module *m = tc_module_parse(ctx,
+		"def k(float(M,K) A, float(K,N) B) -> (C) { C(m,n) +=! A(m,r_k) * B(r_k,n) }\n"
+		"def fc(float(B,I) X, float(O,I) W, float(O) b) -> (Y) {\n"
+		"  Y(n,o) +=! X(n,r_i) * W(o,r_i)\n"
+		"  Y(n,o) = fmax(Y(n,o) + b(o), 0.0)\n}\n",
+		"pieces.tc");
+	size_t n;
+	char *text;
+	(void)state;
+	assert_non_null(m);
+	for (n = 0; n < sizeof(mm) / sizeof(mm[0]); n++) {
+		input ins[2] = {{TU_F32, 2, {mm[n][0], mm[n][1]}, 0},
+			{TU_F32, 2, {mm[n][1], mm[n][2]}, 0}};
+		input fc[3] = {{TU_F32, 2, {mm[n][0], mm[n][1]}, 0},
+			{TU_F32, 2, {mm[n][2], mm[n][1]}, 0}, {TU_F32, 1, {mm[n][2]}, 0}};
+		check(m, "k", ins, 2, n ? "" : "threads=2 parallel=on", 400 + n, 1e-5f);
+		check(m, "fc", fc, 3, "", 420 + n, 1e-5f);
+	}
+	for (n = 0; n < sizeof(rows) / sizeof(rows[0]); n++) {
+		input ins[2] = {{TU_F32, 2, {rows[n], 19}, 0}, {TU_F32, 2, {19, 37}, 0}};
+		input fc[3] = {{TU_F32, 2, {rows[n], 19}, 0}, {TU_F32, 2, {37, 19}, 0},
+			{TU_F32, 1, {37}, 0}};
+		assert_int_equal(check(m, "k", ins, 2, "sizes=parametric", 430 + n, 1e-5f), n > 0);
+		if (n % 2 == 0)
+			assert_int_equal(check(m, "fc", fc, 3, "sizes=parametric", 440 + n, 1e-5f),
+				n > 0);
+	}
+	{ /* the tiles are the code generator's: rows and columns short of a
+	   * tile at 13 x 37, the rows maybe short with the rows free */
+		input ins[2] = {{TU_F32, 2, {13, 7}, 0}, {TU_F32, 2, {7, 37}, 0}};
+		text = stage_for(m, "k", ins, 2, "", "ast");
+		assert_true(tu_contains(text, "its tile from tc_o0"));
+		assert_true(tu_contains(text, "dimension 0 short of"));
+		assert_true(tu_contains(text, "dimension 1 short of"));
+		tc_string_free(text);
+		text = stage_for(m, "k", ins, 2, "sizes=parametric", "ast");
+		assert_true(tu_contains(text, "dimension 0 maybe short of"));
+		assert_true(tu_contains(text, "tc_e0 = M - tc_o0"));
+		tc_string_free(text);
+		text = stage_for(m, "k", ins, 2, "", "schedule");
+		assert_null(strstr(text, "isolate")); /* no full tiles for isl to isolate */
+		tc_string_free(text);
+	}
+	tc_module_free(m);
+}
+
 #define SOFTMAX_TC \
 	"def k(float(N,D) I) -> (O) {\n" \
 	"  mx(n) max=! I(n,r_d)\n" \
@@ -313,6 +394,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(batch_sizes_share_code),
 		cmocka_unit_test(matmul_rows_share_code),
+		cmocka_unit_test(register_tile_pieces_match_the_interpreter),
 		cmocka_unit_test(sharing_needs_the_option_and_the_same_options),
 		cmocka_unit_test(auto_sizes_go_parametric_at_the_second_shape),
 		cmocka_unit_test(convolution_batches_share_code),
