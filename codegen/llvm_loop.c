@@ -325,7 +325,11 @@ static LLVMMetadataRef loop_followup(cg *g, const char *name, LLVMMetadataRef *p
  * and every iteration would take the scalar remainder (conv2d 1x16x30x30
  * with 32 3x3 filters, whose rows of 28 leave partial register tiles of 4
  * columns: vector=8 unroll_inner=4 0.76 ms unclamped, 0.081 clamped;
- * vector=16 0.54 and 0.41 ms; defaults 0.21 ms; one thread). */
+ * vector=16 0.54 and 0.41 ms; defaults 0.21 ms; one thread).  No tail
+ * folding (llvm.loop.vectorize.predicate.enable): a register tile's row of
+ * 12 as one masked 16-lane vector leaves masked loads and stores of the
+ * sums, which LICM does not keep in registers (grouped conv 16 x 16 at
+ * 14 x 14: 17x the time of 8 + 4 lanes; docs/performance.md, Masked rows). */
 /* The interleave count of an innermost loop with unroll_inner=auto: 2
  * outside register tiles (whose point loops are unrolled by the tile),
  * LLVM's choice (0) inside.  LLVM picks 4 for most loops here, and 2 is
