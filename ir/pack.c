@@ -491,35 +491,39 @@ static int split_conv(tc_arena *ar, tc_ir_func *g, const tc_ir_stmt *s, int ch, 
 	return 0;
 }
 
-/* f with every convolution that conv_channel takes (its output channels
- * fill a vector of min_bytes, and channels last pays) written channels
- * last (see above); f itself when there is none, NULL when
- * out of memory. */
-static const tc_ir_func *channels_last(tc_arena *ar, const tc_ir_func *f, const int64_t *params,
-	int64_t min_bytes)
+/* The index a statement's reduction should write last (split_conv), or
+ * -1: conv_channel, short_row_var. */
+typedef int (*split_choice)(const tc_ir_func *f, const tc_ir_stmt *s, const int64_t *params,
+	int64_t min_bytes);
+
+/* f with every statement for which choose gives an index split by
+ * split_conv into a reduction into a temporary with that index last and
+ * the copy back, into which the next statement is folded when fold is set
+ * and it is foldable; f itself when there is none, NULL when out of
+ * memory. */
+static const tc_ir_func *split_each(tc_arena *ar, const tc_ir_func *f, const int64_t *params,
+	int64_t min_bytes, split_choice choose, int fold)
 {
 	tc_ir_func *g;
 	int i, j, n = 0, *ch = tc_arena_alloc(ar, (size_t)(f->nstmts ? f->nstmts : 1) * sizeof(int));
 	if (!ch)
 		return NULL;
 	for (i = 0; i < f->nstmts; i++)
-		n += (ch[i] = conv_channel(f, &f->stmts[i], params, min_bytes)) >= 0;
+		n += (ch[i] = choose(f, &f->stmts[i], params, min_bytes)) >= 0;
 	if (!n)
 		return f;
 	g = tc_arena_alloc(ar, sizeof(*g));
 	if (!g)
 		return NULL;
 	*g = *f;
-	g->ntensors = f->ntensors + n;
-	g->nstmts = f->nstmts + n;
-	g->tensors = tc_arena_alloc(ar, (size_t)g->ntensors * sizeof(*g->tensors));
-	g->stmts = tc_arena_alloc(ar, (size_t)g->nstmts * sizeof(*g->stmts));
+	g->tensors = tc_arena_alloc(ar, (size_t)(f->ntensors + n) * sizeof(*g->tensors));
+	g->stmts = tc_arena_alloc(ar, (size_t)(f->nstmts + n) * sizeof(*g->stmts));
 	if (!g->tensors || !g->stmts)
 		return NULL;
 	memcpy(g->tensors, f->tensors, (size_t)f->ntensors * sizeof(*g->tensors));
 	g->ntensors = f->ntensors; /* grows as the temporaries are named */
 	for (i = j = 0; i < f->nstmts; i++) {
-		const tc_ir_stmt *epi = i + 1 < f->nstmts && ch[i + 1] < 0 &&
+		const tc_ir_stmt *epi = fold && i + 1 < f->nstmts && ch[i + 1] < 0 &&
 			foldable(f, &f->stmts[i], &f->stmts[i + 1], params) ? &f->stmts[i + 1] : NULL;
 		if (ch[i] < 0) {
 			g->stmts[j++] = f->stmts[i];
@@ -533,6 +537,16 @@ static const tc_ir_func *channels_last(tc_arena *ar, const tc_ir_func *f, const 
 	}
 	g->nstmts = j;
 	return g;
+}
+
+/* f with every convolution that conv_channel takes (its output channels
+ * fill a vector of min_bytes, and channels last pays) written channels
+ * last (see above), its epilogue folded into the copy back; f itself when
+ * there is none, NULL when out of memory. */
+static const tc_ir_func *channels_last(tc_arena *ar, const tc_ir_func *f, const int64_t *params,
+	int64_t min_bytes)
+{
+	return split_each(ar, f, params, min_bytes, conv_channel, 1);
 }
 
 /* ---- short rows ----
@@ -609,36 +623,7 @@ static int short_row_var(const tc_ir_func *f, const tc_ir_stmt *s, const int64_t
 static const tc_ir_func *short_rows(tc_arena *ar, const tc_ir_func *f, const int64_t *params,
 	int64_t min_bytes)
 {
-	tc_ir_func *g;
-	int i, j, n = 0, *ch = tc_arena_alloc(ar, (size_t)(f->nstmts ? f->nstmts : 1) * sizeof(int));
-	if (!ch)
-		return NULL;
-	for (i = 0; i < f->nstmts; i++)
-		n += (ch[i] = short_row_var(f, &f->stmts[i], params, min_bytes)) >= 0;
-	if (!n)
-		return f;
-	g = tc_arena_alloc(ar, sizeof(*g));
-	if (!g)
-		return NULL;
-	*g = *f;
-	g->tensors = tc_arena_alloc(ar, (size_t)(f->ntensors + n) * sizeof(*g->tensors));
-	g->stmts = tc_arena_alloc(ar, (size_t)(f->nstmts + n) * sizeof(*g->stmts));
-	if (!g->tensors || !g->stmts)
-		return NULL;
-	memcpy(g->tensors, f->tensors, (size_t)f->ntensors * sizeof(*g->tensors));
-	g->ntensors = f->ntensors; /* grows as the temporaries are named */
-	for (i = j = 0; i < f->nstmts; i++) {
-		if (ch[i] < 0) {
-			g->stmts[j++] = f->stmts[i];
-			continue;
-		}
-		if (split_conv(ar, g, &f->stmts[i], ch[i], g->ntensors, NULL, &g->stmts[j]) < 0)
-			return NULL;
-		g->ntensors++;
-		j += 2;
-	}
-	g->nstmts = j;
-	return g;
+	return split_each(ar, f, params, min_bytes, short_row_var, 0);
 }
 
 const tc_ir_func *tc_ir_pack(__tc_keep tc_arena *ar, __tc_keep const tc_ir_func *f,
