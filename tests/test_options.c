@@ -1091,6 +1091,70 @@ static void streaming_stores(void **state)
 	free(y);
 }
 
+/* A rewrite of ir/pack.c checked on one def: its inputs random, each
+ * output compiled under pack=on and pack=off and run with the interpreter
+ * (outputs poisoned first), all three bit-identical; the IR under pack=on
+ * has (or, "!x", lacks) each of want, and the AST has rows. */
+typedef struct pack_case {
+	const char *text;
+	int nin, nout;
+	int64_t shapes[5][5]; /* inputs, then outputs */
+	int ranks[5];
+	const char *want[3]; /* in the IR under pack=on ("!x": not) */
+	const char *rows;    /* the register tile's rows loop (after tc_unroll) and
+			      * its lanes (polyhedral/ast.c's point loops), or NULL */
+} pack_case;
+
+static void check_pack_case(const pack_case *cc, int c, uint64_t *r)
+{
+	static const char *const opts[3] = {"pack=on", "pack=off", "target=interp"};
+	DLTensor t[3][5];
+	const DLTensor *in[3];
+	float *data[3][5];
+	int64_t n[5];
+	char *ir = NULL;
+	int i, j, v;
+	tc_module *m = tc_module_parse(ctx, cc->text, "pack.tc");
+	assert_non_null(m);
+	for (j = 0; j < cc->nin + cc->nout; j++) {
+		for (i = 0, n[j] = 1; i < cc->ranks[j]; i++)
+			n[j] *= cc->shapes[j][i];
+		for (v = 0; v < 3; v++) {
+			data[v][j] = malloc((size_t)n[j] * sizeof(float));
+			assert_non_null(data[v][j]);
+			t[v][j] = (DLTensor){data[v][j], {kDLCPU, 0}, cc->ranks[j],
+				{kDLFloat, 32, 1}, (int64_t *)cc->shapes[j], NULL, 0};
+		}
+		if (j < cc->nin) {
+			for (i = 0; i < n[j]; i++)
+				data[0][j][i] = (float)tu_rand_unit(r) * 2 - 1;
+			in[j] = &t[0][j];
+		}
+	}
+	for (v = 0; v < 3; v++)
+		run_with_outs(m, in, cc->nin, &t[v][cc->nin], cc->nout, opts[v], v ? NULL : &ir);
+	if (cc->rows) {
+		char *ast = stage_of(m, in, cc->nin, "", "ast");
+		if (!strstr(ast, cc->rows))
+			fail_msg("case %d: %s expected in the AST:\n%s", (int)c, cc->rows, ast);
+		tc_string_free(ast);
+	}
+	for (i = 0; i < 3 && cc->want[i]; i++)
+		if ((cc->want[i][0] == '!') != !strstr(ir, cc->want[i] + (cc->want[i][0] == '!')))
+			fail_msg("case %d: %s expected in the IR:\n%s", (int)c, cc->want[i], ir);
+	tc_string_free(ir);
+	for (j = cc->nin; j < cc->nin + cc->nout; j++)
+		for (i = 0; i < n[j]; i++) {
+			assert_false(isnan(data[0][j][i]));
+			assert_memory_equal(&data[0][j][i], &data[1][j][i], sizeof(float));
+			assert_memory_equal(&data[0][j][i], &data[2][j][i], sizeof(float));
+		}
+	for (j = 0; j < cc->nin + cc->nout; j++)
+		for (v = 0; v < 3; v++)
+			free(data[v][j]);
+	tc_module_free(m);
+}
+
 /* A convolution written channels last (ir/pack.c): one whose output
  * channels fill two vectors (or one, with short rows or a strided window)
  * reduces into a temporary O_cl with the channels last and copies it
@@ -1104,15 +1168,7 @@ static void streaming_stores(void **state)
  * and poisoned outputs. */
 static void packing_convolutions_channels_last(void **state)
 {
-	static const struct conv_case {
-		const char *text;
-		int nin, nout;
-		int64_t shapes[5][5]; /* inputs, then outputs */
-		int ranks[5];
-		const char *want[3]; /* in the IR under pack=on ("!x": not) */
-		const char *rows;    /* the register tile's rows loop (after tc_unroll) and
-				      * its lanes (polyhedral/ast.c's point loops) */
-	} cases[] = {
+	static const pack_case cases[] = {
 		{"def k(float(N,C,H,W) I, float(F,C,KH,KW) W1, float(F) B) -> (O) {\n"
 		 "  O(n,f,h,w) +=! I(n,r_c,2*h+r_kh,2*w+r_kw) * W1(f,r_c,r_kh,r_kw)\n"
 		 "  O(n,f,h,w) = O(n,f,h,w) + B(f)\n}\n",
@@ -1158,58 +1214,11 @@ static void packing_convolutions_channels_last(void **state)
 			"                  // tc_unrolled\n"
 			"                  for (int tc_p6 = 0; tc_p6 <= 7; tc_p6 += 1)"},
 	};
-	static const char *const opts[3] = {"pack=on", "pack=off", "target=interp"};
 	uint64_t r = 11;
 	size_t c;
 	(void)state;
-	for (c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
-		const struct conv_case *cc = &cases[c];
-		DLTensor t[3][5];
-		const DLTensor *in[3];
-		float *data[3][5];
-		int64_t n[5];
-		char *ir = NULL;
-		int i, j, v;
-		tc_module *m = tc_module_parse(ctx, cc->text, "conv.tc");
-		assert_non_null(m);
-		for (j = 0; j < cc->nin + cc->nout; j++) {
-			for (i = 0, n[j] = 1; i < cc->ranks[j]; i++)
-				n[j] *= cc->shapes[j][i];
-			for (v = 0; v < 3; v++) {
-				data[v][j] = malloc((size_t)n[j] * sizeof(float));
-				assert_non_null(data[v][j]);
-				t[v][j] = (DLTensor){data[v][j], {kDLCPU, 0}, cc->ranks[j],
-					{kDLFloat, 32, 1}, (int64_t *)cc->shapes[j], NULL, 0};
-			}
-			if (j < cc->nin) {
-				for (i = 0; i < n[j]; i++)
-					data[0][j][i] = (float)tu_rand_unit(&r) * 2 - 1;
-				in[j] = &t[0][j];
-			}
-		}
-		for (v = 0; v < 3; v++)
-			run_with_outs(m, in, cc->nin, &t[v][cc->nin], cc->nout, opts[v], v ? NULL : &ir);
-		if (cc->rows) {
-			char *ast = stage_of(m, in, cc->nin, "", "ast");
-			if (!strstr(ast, cc->rows))
-				fail_msg("case %d: %s expected in the AST:\n%s", (int)c, cc->rows, ast);
-			tc_string_free(ast);
-		}
-		for (i = 0; i < 3 && cc->want[i]; i++)
-			if ((cc->want[i][0] == '!') != !strstr(ir, cc->want[i] + (cc->want[i][0] == '!')))
-				fail_msg("case %d: %s expected in the IR:\n%s", (int)c, cc->want[i], ir);
-		tc_string_free(ir);
-		for (j = cc->nin; j < cc->nin + cc->nout; j++)
-			for (i = 0; i < n[j]; i++) {
-				assert_false(isnan(data[0][j][i]));
-				assert_memory_equal(&data[0][j][i], &data[1][j][i], sizeof(float));
-				assert_memory_equal(&data[0][j][i], &data[2][j][i], sizeof(float));
-			}
-		for (j = 0; j < cc->nin + cc->nout; j++)
-			for (v = 0; v < 3; v++)
-				free(data[v][j]);
-		tc_module_free(m);
-	}
+	for (c = 0; c < sizeof(cases) / sizeof(cases[0]); c++)
+		check_pack_case(&cases[c], (int)c, &r);
 }
 
 /* Short output rows (ir/pack.c): a contraction whose output rows are
@@ -1223,71 +1232,26 @@ static void packing_convolutions_channels_last(void **state)
  * interpreter, on random inputs and poisoned outputs. */
 static void packing_short_rows_last(void **state)
 {
-	static const struct short_case {
-		const char *text;
-		int64_t shapes[3][3]; /* two inputs, then the output */
-		int ranks[3];
-		const char *want[2]; /* in the IR under pack=on ("!x": not) */
-	} cases[] = {
+	static const pack_case cases[] = {
 		{"def k(float(B,I) X, float(B,H) dH) -> (dW) { dW(i,h) +=! X(r_b,i) * dH(r_b,h) }\n",
-			{{37, 53}, {37, 7}, {53, 7}}, {2, 2, 2},
-			{"temp   dW_cl: float32(H, I)", "dW[i, h] = dW_cl[h, i]"}},
+			2, 1, {{37, 53}, {37, 7}, {53, 7}}, {2, 2, 2},
+			{"temp   dW_cl: float32(H, I)", "dW[i, h] = dW_cl[h, i]"}, NULL},
 		{"def k(float(B,I) X, float(B,H) dH) -> (dW) { dW(i,h) +=! X(r_b,i) * dH(r_b,h) }\n",
-			{{128, 128}, {128, 10}, {128, 10}}, {2, 2, 2}, {"dW[i, h] = dW_cl[h, i]"}},
+			2, 1, {{128, 128}, {128, 10}, {128, 10}}, {2, 2, 2}, {"dW[i, h] = dW_cl[h, i]"}, NULL},
 		{"def k(float(G,B,I) X, float(G,B,H) dH) -> (dW) {\n"
 		 "  dW(g,i,h) +=! X(g,r_b,i) * dH(g,r_b,h)\n  dW(g,i,h) = dW(g,i,h) * 0.5\n}\n",
-			{{3, 19, 41}, {3, 19, 5}, {3, 41, 5}}, {3, 3, 3},
-			{"dW[g, i, h] = dW_cl[g, h, i]", "temp   dW_cl: float32(G, H, I)"}},
+			2, 1, {{3, 19, 41}, {3, 19, 5}, {3, 41, 5}}, {3, 3, 3},
+			{"dW[g, i, h] = dW_cl[g, h, i]", "temp   dW_cl: float32(G, H, I)"}, NULL},
 		{"def k(float(B,I) X, float(B,H) dH) -> (dW) { dW(i,h) +=! X(r_b,i) * dH(r_b,h) }\n",
-			{{9, 20}, {9, 16}, {20, 16}}, {2, 2, 2}, {"!dW_cl"}},
+			2, 1, {{9, 20}, {9, 16}, {20, 16}}, {2, 2, 2}, {"!dW_cl"}, NULL},
 		{"def k(float(B,I) X, float(H,I) W) -> (T) { T(b,h) +=! X(b,r_i) * W(h,r_i) }\n",
-			{{30, 40}, {10, 40}, {30, 10}}, {2, 2, 2}, {"!T_cl"}},
+			2, 1, {{30, 40}, {10, 40}, {30, 10}}, {2, 2, 2}, {"!T_cl"}, NULL},
 	};
-	static const char *const opts[3] = {"pack=on", "pack=off", "target=interp"};
 	uint64_t r = 29;
 	size_t c;
 	(void)state;
-	for (c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
-		const struct short_case *sc = &cases[c];
-		DLTensor t[3][3];
-		const DLTensor *in[2];
-		float *data[3][3];
-		int64_t n[3];
-		char *ir = NULL;
-		int i, j, v;
-		tc_module *m = tc_module_parse(ctx, sc->text, "short.tc");
-		assert_non_null(m);
-		for (j = 0; j < 3; j++) {
-			for (i = 0, n[j] = 1; i < sc->ranks[j]; i++)
-				n[j] *= sc->shapes[j][i];
-			for (v = 0; v < 3; v++) {
-				data[v][j] = malloc((size_t)n[j] * sizeof(float));
-				assert_non_null(data[v][j]);
-				t[v][j] = (DLTensor){data[v][j], {kDLCPU, 0}, sc->ranks[j],
-					{kDLFloat, 32, 1}, (int64_t *)sc->shapes[j], NULL, 0};
-			}
-			if (j < 2) {
-				for (i = 0; i < n[j]; i++)
-					data[0][j][i] = (float)tu_rand_unit(&r) * 2 - 1;
-				in[j] = &t[0][j];
-			}
-		}
-		for (v = 0; v < 3; v++)
-			run_with(m, in, 2, &t[v][2], opts[v], v ? NULL : &ir);
-		for (i = 0; i < 2 && sc->want[i]; i++)
-			if ((sc->want[i][0] == '!') != !strstr(ir, sc->want[i] + (sc->want[i][0] == '!')))
-				fail_msg("case %d: %s expected in the IR:\n%s", (int)c, sc->want[i], ir);
-		tc_string_free(ir);
-		for (i = 0; i < n[2]; i++) {
-			assert_false(isnan(data[0][2][i]));
-			assert_memory_equal(&data[0][2][i], &data[1][2][i], sizeof(float));
-			assert_memory_equal(&data[0][2][i], &data[2][2][i], sizeof(float));
-		}
-		for (j = 0; j < 3; j++)
-			for (v = 0; v < 3; v++)
-				free(data[v][j]);
-		tc_module_free(m);
-	}
+	for (c = 0; c < sizeof(cases) / sizeof(cases[0]); c++)
+		check_pack_case(&cases[c], (int)c, &r);
 }
 
 /* Packing: an input read with the reduction as its stride-1 dimension (B
