@@ -47,6 +47,11 @@ static void pool_free(tc_vec *pool)
 	tc_vec_free(pool);
 }
 
+const int64_t *tc_rt_compiled_at(__tc_keep const tc_rt_compiled *c)
+{
+	return c->at ? c->at : c->params;
+}
+
 void tc_rt_compiled_free(__tc_take tc_rt_compiled *c)
 {
 	if (!c)

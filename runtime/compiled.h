@@ -9,6 +9,10 @@
 
 #include "internal.h"
 
+/* The sizes c's schedule passes made their choices (tile sizes, ...) at:
+ * c->at for parametric code compiled under sizes=auto, else c->params. */
+const int64_t *tc_rt_compiled_at(__tc_keep const tc_rt_compiled *c);
+
 /* Free c: its code (through its backend), workspaces, shapes and arena. */
 void tc_rt_compiled_free(__tc_take tc_rt_compiled *c);
 

@@ -6,6 +6,7 @@
 #include "tcomp.h"
 
 #include "backend.h"
+#include "compiled.h"
 #include "error.h"
 #include "module.h"
 #include "options.h"
@@ -103,7 +104,7 @@ char *tc_kernel_emit(tc_kernel *k, const char *stage)
 	if (c->code_of) /* code compiled for other free sizes: show that code */
 		c = c->code_of;
 	if (stage && tc_rt_pipeline_stage_ok(c->backend, stage))
-		return pipeline_text(k->m, c->backend, c->cf, c->at ? c->at : c->params, &c->opts,
+		return pipeline_text(k->m, c->backend, c->cf, tc_rt_compiled_at(c), &c->opts,
 			&c->target, stage);
 	if (stage && !strcmp(stage, "ir") && c->cf != c->f) { /* rewritten */
 		tc_buf b;

@@ -226,12 +226,6 @@ static int same_but_free(const tc_rt_compiled *o, const tc_ir_func *f, const cha
 	return ok;
 }
 
-/* The sizes compiled object o's choices were made at. */
-static const int64_t *made_at(const tc_rt_compiled *o)
-{
-	return o->at ? o->at : o->params;
-}
-
 /* Whether compiled object o, parametric code, serves the inputs in (see
  * same_but_free; under sizes=auto, no free size larger than those its
  * choices were made at) and the IR rewrites at params give o's function
@@ -246,7 +240,7 @@ static int serves(const tc_rt_compiled *o, const tc_ir_func *f, const char *key,
 	int j, ok = o->code && o->opts.parametric ?
 		same_but_free(o, f, key, in, n_inputs, params) : 0;
 	for (j = 0; ok > 0 && o->opts.sizes_auto && j < f->nparams; j++)
-		ok = params[j] <= made_at(o)[j];
+		ok = params[j] <= tc_rt_compiled_at(o)[j];
 	if (ok <= 0)
 		return ok;
 	if (!(ar = tc_arena_new()) ||
@@ -259,14 +253,14 @@ static int serves(const tc_rt_compiled *o, const tc_ir_func *f, const char *key,
 	return ok;
 }
 
-/* The sum of the sizes of o's choices (made_at), to prefer the code made
+/* The sum of the sizes of o's choices (tc_rt_compiled_at), to prefer the code made
  * at the sizes nearest the inputs'. */
 static int64_t at_sum(const tc_rt_compiled *o)
 {
 	int64_t sum = 0;
 	int j;
 	for (j = 0; j < o->f->nparams; j++)
-		sum += made_at(o)[j];
+		sum += tc_rt_compiled_at(o)[j];
 	return sum;
 }
 
@@ -322,8 +316,8 @@ static int share_code(tc_module *m, const tc_ir_func *f, const tc_tensor *in, in
 			memcpy(*at, params, ((size_t)f->nparams + 1) * sizeof(int64_t));
 		}
 		for (j = 0; r && j < f->nparams; j++)
-			if (made_at(e)[j] > (*at)[j])
-				(*at)[j] = made_at(e)[j];
+			if (tc_rt_compiled_at(e)[j] > (*at)[j])
+				(*at)[j] = tc_rt_compiled_at(e)[j];
 	}
 	r = 0;
 	if (!o)

@@ -5,6 +5,7 @@
 #include "pipeline.h"
 
 #include "../codegen/c.h"
+#include "compiled.h"
 #include "module.h"
 #include "object.h"
 
@@ -172,7 +173,7 @@ tc_stat tc_rt_pipeline_compile(__tc_keep tc_module *m, __tc_keep tc_rt_compiled 
 	}
 	if (!(ictx = tc_poly_ctx_new()))
 		return TC_ERR; /* out of memory: d says nothing */
-	if (!(p = schedule(ictx, b, c->cf, c->at ? c->at : c->params, &c->opts, &c->target, NULL, 1, d)))
+	if (!(p = schedule(ictx, b, c->cf, tc_rt_compiled_at(c), &c->opts, &c->target, NULL, 1, d)))
 		goto done;
 	tc_rt_context_add_warnings(m->ctx, d);
 	if (obj_out) {
