@@ -778,7 +778,7 @@ static void cg_clear(cg *g)
 /* The C text of p: the loops come first (they decide which helpers, sizes
  * and tensors the text needs), then the text is put together in order.
  * NULL with a message in d on failure; the caller owns the string. */
-__tc_give char *tc_cg_c_text(__tc_keep const tc_poly *p, __tc_keep tc_diags *d)
+__tc_give char *tc_cg_c_text(__tc_keep const tc_poly *p, int contract, __tc_keep tc_diags *d)
 {
 	cg g;
 	tc_buf b;
@@ -795,6 +795,7 @@ __tc_give char *tc_cg_c_text(__tc_keep const tc_poly *p, __tc_keep tc_diags *d)
 	}
 	if (make_names(&g) < 0 || tc_cg_cexpr_init(&g.pr, &host_c, p, g.size, g.tensor) < 0)
 		goto done;
+	g.pr.contract = contract;
 	loops = loops_text(&g);
 	if (!loops || g.pr.failed)
 		goto done;

@@ -13,7 +13,9 @@
 #include "../polyhedral/poly.h"
 
 /* The C text of p (scheduled, with its AST), which the caller frees with
- * tc_free; NULL with a message in d when it cannot be printed. */
-__tc_give char *tc_cg_c_text(__tc_keep const tc_poly *p, __tc_keep tc_diags *d);
+ * tc_free; NULL with a message in d when it cannot be printed.  contract:
+ * the contract option (sums with a product written as fma/fmaf calls, as
+ * the compiled code rounds them). */
+__tc_give char *tc_cg_c_text(__tc_keep const tc_poly *p, int contract, __tc_keep tc_diags *d);
 
 #endif

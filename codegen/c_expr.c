@@ -726,7 +726,19 @@ static int put_arith(const site *s, tc_buf *b, const tc_ir_expr *e)
 	tc_dtype t = e->type;
 	const tc_ir_expr *x = e->args[0], *y = e->args[1];
 	int q = e->op == TC_OP_ADD || e->op == TC_OP_SUB ? P_ADD : P_MUL;
+	tc_ir_fma m;
 
+	if (s->pr->contract && tc_ir_fma_of(e, &m)) { /* rounded once */
+		tc_buf_puts(b, t == TC_T_F32 ? "fmaf(" : "fma(");
+		tc_buf_puts(b, m.neg_xy ? "-" : "");
+		put_expr(s, b, m.x, m.neg_xy ? P_UNARY : P_TOP);
+		tc_buf_puts(b, ", ");
+		put_expr(s, b, m.y, P_TOP);
+		tc_buf_puts(b, m.neg_z ? ", -" : ", ");
+		put_expr(s, b, m.z, m.neg_z ? P_UNARY : P_TOP);
+		tc_buf_putc(b, ')');
+		return P_PRIMARY;
+	}
 	if (tc_dtype_is_float(t)) {
 		int r = tc_dtype_is_half(t) && rounds(s, e);
 		if (r)
@@ -1014,6 +1026,7 @@ static void put_update(const site *s, tc_buf *b, const tc_ir_stmt *st, tc_dtype 
 	tc_cg_cexpr *pr = s->pr;
 	const char *op = st->red == TC_RED_ADD ? "+" : "*";
 	int mx = st->red == TC_RED_MAX;
+	const tc_ir_expr *fx, *fy;
 	tc_buf lhs;
 
 	tc_buf_init(&lhs);
@@ -1040,6 +1053,13 @@ static void put_update(const site *s, tc_buf *b, const tc_ir_stmt *st, tc_dtype 
 		}
 		put_expr(s, b, st->rhs, P_TOP);
 		tc_buf_puts(b, tc_dtype_is_half(t) ? "));" : ");");
+	} else if (pr->contract && tc_ir_fma_reduction(st, t, s->pr->p->f->tensors[st->tensor].widened,
+			&fx, &fy)) { /* lhs = fma(x, y, lhs) */
+		tc_buf_printf(b, "%s = %s(", lhs.s, t == TC_T_F32 ? "fmaf" : "fma");
+		put_expr(s, b, fx, P_TOP);
+		tc_buf_puts(b, ", ");
+		put_expr(s, b, fy, P_TOP);
+		tc_buf_printf(b, ", %s);", lhs.s);
 	} else if (t == TC_T_F32 || t == TC_T_F64) { /* lhs = lhs op (rhs) */
 		tc_buf_printf(b, "%s %s= ", lhs.s, op);
 		put_expr(s, b, st->rhs, P_TOP);

@@ -140,6 +140,9 @@ struct tc_cg_cexpr {
 	/* per builtin, the text calls it (rnorm3d written as 1 / norm3d
 	 * calls both) */
 	unsigned char builtin_used[TC_BI_COUNT];
+	int contract; /* set by the frame: sums with a product printed as
+		       * fma/fmaf calls (the contract option's rule,
+		       * tc_ir_fma_of); 0 after tc_cg_cexpr_init */
 	int failed;
 	const char *why; /* the first failure, for the message */
 };

@@ -838,18 +838,53 @@ static LLVMValueRef float_arith(cg *g, tc_ir_op op, tc_dtype t, LLVMValueRef a, 
 	case TC_OP_MUL: r = LLVMBuildFMul(g->B, a, b, ""); break;
 	default: r = LLVMBuildFDiv(g->B, a, b, ""); break;
 	}
-	/* the contract option: let LLVM fuse a multiply and an add into an
-	 * FMA (one rounding instead of two); fastmath also lets it reorder
-	 * sums and products (vectorised reductions) and divide by a
+	/* fastmath: let LLVM fuse multiplies and adds wherever it likes,
+	 * reorder sums and products (vectorised reductions) and divide by a
 	 * reciprocal (a / b as a * (1 / b), 1 / b hoisted out of loops);
-	 * float16 keeps its exact steps */
-	if (g->opts.contract && !tc_dtype_is_half(t) && LLVMIsAInstruction(r))
+	 * float16 keeps its exact steps.  (contract alone fuses by the IR's
+	 * rule only: fused() below.) */
+	if (g->opts.fastmath && !tc_dtype_is_half(t) && LLVMIsAInstruction(r))
 		LLVMSetFastMathFlags(r, (op != TC_OP_DIV ? LLVMFastMathAllowContract : 0) |
-			(g->opts.fastmath ? LLVMFastMathAllowReassoc | LLVMFastMathNoSignedZeros |
-				(op == TC_OP_DIV ? LLVMFastMathAllowReciprocal : 0) : 0));
+			LLVMFastMathAllowReassoc | LLVMFastMathNoSignedZeros |
+			(op == TC_OP_DIV ? LLVMFastMathAllowReciprocal : 0));
 	if (t == TC_T_BF16) /* in float (exact operands), correctly rounded back */
 		return bf16_round(g, r);
 	return t == TC_T_F16 ? LLVMBuildFPTrunc(g->B, r, g->f16, "") : r;
+}
+
+/* Whether the host has fused multiply-add instructions: not an x86-64
+ * without the FMA extension (other 64-bit targets LLVM runs on have them). */
+static int native_fma(cg *g)
+{
+	const char *f = g->h ? g->h->features : NULL, *p;
+	if (!g->h || strncmp(g->h->triple, "x86_64", 6))
+		return 1;
+	for (p = f; p && (p = strstr(p, "+fma")); p += 4)
+		if ((p == f || p[-1] == ',') && (p[4] == ',' || !p[4]))
+			return 1;
+	return 0;
+}
+
+/* fma(x, y, z) in type t (float32 or float64), rounded once: the contract
+ * option's rule (tc_ir_fma_of).  llvm.fmuladd is one FMA instruction on a
+ * CPU that has them (LLVM fuses it whenever that is faster, which it is
+ * on every CPU with FMA), and the loop vectoriser knows it as a
+ * reduction; elsewhere llvm.fma, a library call with the same bits.
+ * reassoc: the accumulating call of a sum reduction that may run as
+ * vector partial sums (vecreduce).  NULL stays NULL. */
+static LLVMValueRef fused(cg *g, tc_dtype t, LLVMValueRef x, LLVMValueRef y, LLVMValueRef z,
+	int reassoc)
+{
+	LLVMTypeRef ty = reg_type(g, t);
+	LLVMValueRef args[3] = {x, y, z}, r;
+	if (!x || !y || !z)
+		return NULL;
+	r = tc_cg_llvm_call_intrinsic(g, native_fma(g) ? "llvm.fmuladd" : "llvm.fma", &ty, 1,
+		args, 3);
+	if (r && (reassoc || g->opts.fastmath))
+		LLVMSetFastMathFlags(r, LLVMFastMathAllowReassoc |
+			(g->opts.fastmath ? LLVMFastMathAllowContract | LLVMFastMathNoSignedZeros : 0));
+	return r;
 }
 
 static LLVMValueRef arith(cg *g, tc_ir_op op, tc_dtype t, LLVMValueRef a, LLVMValueRef b)
@@ -1274,6 +1309,7 @@ static LLVMValueRef builtin(cg *g, const tc_ir_expr *e)
 static LLVMValueRef expr(cg *g, const tc_ir_expr *e)
 {
 	LLVMValueRef a, b, idx[TC_MAX_RANK];
+	tc_ir_fma m;
 	tc_dtype at;
 	int i;
 
@@ -1334,6 +1370,17 @@ static LLVMValueRef expr(cg *g, const tc_ir_expr *e)
 	case TC_OP_MUL:
 	case TC_OP_DIV:
 	case TC_OP_MOD:
+		if (g->opts.contract && tc_ir_fma_of(e, &m)) {
+			LLVMValueRef v[3], x = NULL, y = NULL, z = NULL;
+			const tc_ir_expr *in[3] = {m.first, m.second, m.third};
+			for (i = 0; i < 3; i++) /* in the order written */
+				if (!(v[i] = expr(g, in[i])))
+					return NULL;
+			for (i = 0; i < 3; i++)
+				*(in[i] == m.x ? &x : in[i] == m.y ? &y : &z) = v[i];
+			return fused(g, e->type, m.neg_xy ? LLVMBuildFNeg(g->B, x, "") : x, y,
+				m.neg_z ? LLVMBuildFNeg(g->B, z, "") : z, 0);
+		}
 		a = expr(g, e->args[0]);
 		b = expr(g, e->args[1]);
 		if (a && b && (e->op == TC_OP_DIV || e->op == TC_OP_MOD) &&
@@ -1446,6 +1493,7 @@ void tc_cg_llvm_statement(__tc_keep cg *g, __tc_keep const tc_poly_inst *inst)
 {
 	const tc_poly_stmt *s = inst->stmt;
 	const tc_ir_stmt *ir = s ? s->ir : NULL;
+	const tc_ir_expr *fx, *fy;
 	tc_dtype dt;
 	LLVMValueRef addr, v;
 	int k;
@@ -1470,6 +1518,13 @@ void tc_cg_llvm_statement(__tc_keep cg *g, __tc_keep const tc_poly_inst *inst)
 		v = convert(g, expr(g, ir->rhs), ir->rhs->type, dt);
 		break;
 	default:
+		if (g->opts.contract && tc_ir_fma_reduction(ir, dt, g->p->f->tensors[ir->tensor].widened,
+			&fx, &fy)) { /* acc = fma(x, y, acc) */
+			LLVMValueRef x = expr(g, fx), y = x ? expr(g, fy) : NULL;
+			v = fused(g, dt, x, y, y ? load(g, ir->tensor, addr) : NULL,
+				g->opts.vecreduce && !g->ordered);
+			break;
+		}
 		v = convert(g, expr(g, ir->rhs), ir->rhs->type, dt);
 		if (ir->red != TC_RED_ASSIGN)
 			v = reduce(g, ir->red, dt, load(g, ir->tensor, addr), v, ir->init,

@@ -169,9 +169,12 @@ int tc_module_hash(tc_module *m, const char *entry, char out[17]);
  *                         interpreter
  *   order    on|off       move the loop walking the stride-1 dimension
  *                         innermost in each permutable band (default on)
- *   contract off|on       let float32/float64 multiplies and adds fuse into
- *                         FMAs (default off: results bit-identical to the
- *                         interpreter's)
+ *   contract on|off       a float32/float64 sum or difference with a product
+ *                         operand, and each step of a sum reduction of
+ *                         products, is one fused multiply-add (default on;
+ *                         the rule is docs/language.md's, the same in every
+ *                         schedule and in the interpreter; off: every
+ *                         operation rounds)
  *   fastmath off|on       contract, plus reordered float arithmetic
  *                         everywhere, min/max that assume no NaN operands
  *                         and division by a reciprocal (default off);

@@ -13,7 +13,8 @@
  *     Y(n,d) = (X(n,d) - mean(n)) * rsqrt(var(n) + eps) * G(d) + Bt(d)
  * and the temporary disappears.  The value read is the value that was
  * stored: the same operations on the same operands, rounded to the
- * temporary's type by an explicit cast, so results stay bit for bit.
+ * temporary's type by an explicit cast (also a product's, of its own type:
+ * see expand), so results stay bit for bit.
  *
  * A temporary T is inlined when
  * - one statement S writes it, a plain assignment (no reduction index, not
@@ -112,11 +113,15 @@ typedef struct inliner {
 static tc_ir_expr *copy(inliner *I, const tc_ir_expr *e, const tc_ir_expr *at);
 
 /* A copy of the definition's right-hand side for the read at (its index
- * variables become the read's subscripts), cast to the temporary's type. */
+ * variables become the read's subscripts), cast to the temporary's type.
+ * A float product is cast even to its own type: the value stored was
+ * rounded, and under contract=on a product that is an operand of a sum
+ * fuses with it (tc_ir_fma_of), a cast does not, so the value read stays
+ * the value that was stored. */
 static tc_ir_expr *expand(inliner *I, const tc_ir_expr *at)
 {
 	tc_ir_expr *v = copy(I, I->def->rhs, at), *c;
-	if (!v || v->type == at->type)
+	if (!v || (v->type == at->type && !(v->op == TC_OP_MUL && tc_dtype_is_float(v->type))))
 		return v;
 	if (!(c = tc_arena_alloc(I->ar, sizeof(*c))))
 		return NULL;

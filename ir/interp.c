@@ -31,6 +31,7 @@ typedef struct interp {
 	tc_diags *d;
 	const tc_ir_stmt *s;
 	int64_t *vars;
+	int contract; /* fused multiply-adds (tc_ir_fma_of) */
 	int failed;
 } interp;
 
@@ -264,6 +265,38 @@ static void runtime_error(interp *I, tc_loc loc, const char *fmt, const char *de
 
 static val eval(interp *I, const tc_ir_expr *e);
 
+/* fma(x, y, z) in type t (float32 or float64), rounded once. */
+static val fused(tc_dtype t, double x, double y, double z)
+{
+	val r;
+	r.u = 0;
+	if (t == TC_T_F32)
+		r.f = fmaf((float)x, (float)y, (float)z);
+	else
+		r.f = fma(x, y, z);
+	return r;
+}
+
+/* A sum or difference with a product under the contract option. */
+static val eval_fma(interp *I, const tc_ir_expr *e, const tc_ir_fma *m)
+{
+	double v[3];
+	const tc_ir_expr *in[3] = {m->first, m->second, m->third};
+	double x = 0, y = 0, z = 0;
+	int k;
+	for (k = 0; k < 3; k++) /* in the order written */
+		v[k] = eval(I, in[k]).f;
+	for (k = 0; k < 3; k++) {
+		if (in[k] == m->x)
+			x = v[k];
+		else if (in[k] == m->y)
+			y = v[k];
+		else
+			z = v[k];
+	}
+	return fused(e->type, m->neg_xy ? -x : x, y, m->neg_z ? -z : z);
+}
+
 static val arith(interp *I, const tc_ir_expr *e, val a, val b)
 {
 	val r;
@@ -436,10 +469,14 @@ static val eval(interp *I, const tc_ir_expr *e)
 	case TC_OP_SUB:
 	case TC_OP_MUL:
 	case TC_OP_DIV:
-	case TC_OP_MOD:
+	case TC_OP_MOD: {
+		tc_ir_fma m;
+		if (I->contract && tc_ir_fma_of(e, &m))
+			return eval_fma(I, e, &m);
 		a = eval(I, e->args[0]);
 		b = eval(I, e->args[1]);
 		return arith(I, e, a, b);
+	}
 	case TC_OP_LT:
 	case TC_OP_GT:
 	case TC_OP_LE:
@@ -513,7 +550,15 @@ static void run_loops(interp *I, int k, int64_t off)
 			store(t, off, identity(s->red, t->dtype));
 	}
 	if (k == s->nvars) {
-		val x = eval(I, s->rhs);
+		const tc_ir_expr *fx, *fy;
+		val x;
+		if (I->contract && tc_ir_fma_reduction(s, t->dtype, I->f->tensors[s->tensor].widened, &fx, &fy)) {
+			double a = eval(I, fx).f, b = eval(I, fy).f;
+			if (!I->failed)
+				store(t, off, fused(t->dtype, a, b, load(t, off).f));
+			return;
+		}
+		x = eval(I, s->rhs);
 		if (I->failed)
 			return;
 		store(t, off, s->red == TC_RED_ASSIGN ? x : reduce(s->red, t->dtype, load(t, off), x));
@@ -542,7 +587,7 @@ static int64_t nelems(const tc_tensor *t)
 
 tc_stat tc_interp_run(__tc_keep const tc_ir_func *f, __tc_keep const int64_t *params,
 	__tc_keep const tc_tensor *inputs, __tc_keep const tc_tensor *outputs,
-	__tc_keep tc_diags *d)
+	int contract, __tc_keep tc_diags *d)
 {
 	interp I;
 	int i, j;
@@ -551,6 +596,7 @@ tc_stat tc_interp_run(__tc_keep const tc_ir_func *f, __tc_keep const int64_t *pa
 	memset(&I, 0, sizeof(I));
 	I.f = f;
 	I.params = params;
+	I.contract = contract;
 	I.d = d;
 	I.t = tc_calloc((size_t)f->ntensors + 1, sizeof(tc_tensor));
 	I.vars = tc_calloc(64, sizeof(int64_t));

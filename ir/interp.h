@@ -19,10 +19,13 @@
  * previous contents are what reductions without '!' accumulate into).
  * Temporaries are allocated and freed here.  Run-time errors (out-of-bounds
  * gathers, sizes that make a range empty) go to d with the location of the
- * culprit in f->src. */
+ * culprit in f->src.  contract: sums and differences with a product, and
+ * sum reductions of products, round once (the rule of tc_ir_fma_of and
+ * tc_ir_fma_reduction, which the compiled code follows under the contract
+ * option); 0: every operation rounds. */
 tc_stat tc_interp_run(__tc_keep const tc_ir_func *f, __tc_keep const int64_t *params,
 	__tc_keep const tc_tensor *inputs, __tc_keep const tc_tensor *outputs,
-	__tc_keep tc_diags *d);
+	int contract, __tc_keep tc_diags *d);
 
 /* Evaluate builtin id on double arguments (the interpreter computes every
  * floating builtin in double and rounds to the result type).  Integer

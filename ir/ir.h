@@ -151,6 +151,32 @@ int tc_ir_affine(__tc_keep const tc_ir_expr *e);
 int tc_ir_plain_var(__tc_keep const tc_ir_expr *e);
 /* Whether e reads tensor t (anywhere, subscripts included). */
 int tc_ir_reads(__tc_keep const tc_ir_expr *e, int t);
+/* Fused multiply-adds (the contract option): the one rule that the
+ * interpreter and every code generator follow, so that contract=on gives
+ * the same bits whatever the schedule, as contract=off does.  A float32 or
+ * float64 sum or difference one of whose operands is a product of its own
+ * type rounds once: x * y + z, z + x * y, x * y - z and z - x * y are
+ * fma(x, y, z), fma(x, y, z), fma(x, y, -z) and fma(-x, y, z); the left
+ * operand is taken when both are products.  Nothing else fuses: not a
+ * product read back from a temporary (it was rounded when stored), not
+ * 16-bit floats (their exact steps), not across statements.  A sum
+ * reduction of a product of the accumulator's type (acc += x * y, the
+ * contractions) is acc = fma(x, y, acc).  The operands are evaluated in
+ * the order they are written (first, second, third), so that the first
+ * failing run-time check is the same. */
+typedef struct tc_ir_fma {
+	const tc_ir_expr *x, *y, *z; /* fma(x, y, z), negated as below */
+	const tc_ir_expr *first, *second, *third; /* x, y, z in written order */
+	int neg_xy, neg_z;           /* -x * y, -z */
+} tc_ir_fma;
+/* ir/query.c.  Whether e is such a sum or difference (1, with its parts
+ * in *m) or not (0). */
+int tc_ir_fma_of(__tc_keep const tc_ir_expr *e, tc_ir_fma *m);
+/* Whether statement s (a reduction into a tensor of type acc, not the
+ * widened accumulator of a 16-bit float) is acc = fma(x, y, acc) with x
+ * and y the operands of its product (in *x, *y), or not (0). */
+int tc_ir_fma_reduction(__tc_keep const tc_ir_stmt *s, tc_dtype acc, int widened,
+	const tc_ir_expr **x, const tc_ir_expr **y);
 /* The free sizes of f: free[i] (f->nparams entries) is set to 1 for each
  * size that no extent of a tensor's dimension other than its first
  * mentions, else 0; returns how many are free.  Row-major strides are

@@ -13,6 +13,50 @@ int tc_ir_plain_var(__tc_keep const tc_ir_expr *e)
 	return e->op == TC_OP_INDEX ? e->id : -1;
 }
 
+static int fusable(tc_dtype t)
+{
+	return t == TC_T_F32 || t == TC_T_F64;
+}
+
+/* Whether e is a product of type t. */
+static int product_of(const tc_ir_expr *e, tc_dtype t)
+{
+	return e->op == TC_OP_MUL && e->nargs == 2 && e->type == t &&
+		e->args[0]->type == t && e->args[1]->type == t;
+}
+
+int tc_ir_fma_of(__tc_keep const tc_ir_expr *e, tc_ir_fma *m)
+{
+	const tc_ir_expr *p;
+	int left;
+	if ((e->op != TC_OP_ADD && e->op != TC_OP_SUB) || e->nargs != 2 || !fusable(e->type) ||
+		e->args[0]->type != e->type || e->args[1]->type != e->type)
+		return 0;
+	left = product_of(e->args[0], e->type);
+	if (!left && !product_of(e->args[1], e->type))
+		return 0;
+	p = e->args[!left];
+	m->x = p->args[0];
+	m->y = p->args[1];
+	m->z = e->args[left];
+	m->neg_xy = !left && e->op == TC_OP_SUB;
+	m->neg_z = left && e->op == TC_OP_SUB;
+	m->first = left ? m->x : m->z;
+	m->second = left ? m->y : m->x;
+	m->third = left ? m->z : m->y;
+	return 1;
+}
+
+int tc_ir_fma_reduction(__tc_keep const tc_ir_stmt *s, tc_dtype acc, int widened,
+	const tc_ir_expr **x, const tc_ir_expr **y)
+{
+	if (s->red != TC_RED_ADD || widened || !fusable(acc) || !product_of(s->rhs, acc))
+		return 0;
+	*x = s->rhs->args[0];
+	*y = s->rhs->args[1];
+	return 1;
+}
+
 int tc_ir_reads(__tc_keep const tc_ir_expr *e, int t)
 {
 	int k;

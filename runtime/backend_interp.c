@@ -14,7 +14,7 @@ static tc_stat run(__tc_keep tc_module *m, __tc_keep tc_rt_compiled *c, __tc_kee
 	tc_stat st = TC_OK;
 	tc_diags d;
 	tc_diags_init(&d, m->src);
-	if (tc_interp_run(f, c->params, t, t + f->ninputs, &d) < 0) {
+	if (tc_interp_run(f, c->params, t, t + f->ninputs, c->opts.cg.contract, &d) < 0) {
 		tc_rt_set_error_diags(m->ctx, &d);
 		st = TC_ERR;
 	}

@@ -261,7 +261,7 @@ __tc_give char *tc_rt_pipeline_emit(__tc_keep const tc_rt_backend *b,
 	else if (!strcmp(stage, "ast"))
 		text = tc_poly_ast_str(p);
 	else if (!strcmp(stage, "c"))
-		text = tc_cg_c_text(p, d);
+		text = tc_cg_c_text(p, o ? o->cg.contract : 0, d);
 	else if (tc_rt_backend_has_stage(b, stage))
 		text = b->emit(p, o, stage, d);
 	tc_poly_free(p);

@@ -160,7 +160,7 @@ static void loaded_free(loaded *l)
 
 /* The C text of f with sizes params (NULL: parametric); fails the test on
  * an error.  The caller frees the text with tc_free. */
-static char *c_text(const tc_ir_func *f, const int64_t *params)
+static char *c_text(const tc_ir_func *f, const int64_t *params, int contract)
 {
 	isl_ctx *ctx = tc_poly_ctx_new();
 	tc_diags d;
@@ -172,7 +172,7 @@ static char *c_text(const tc_ir_func *f, const int64_t *params)
 	p = tc_poly_build(ctx, f, params, host_target(), &d);
 	if (p && tc_poly_schedule(p, tc_poly_plain_passes, tc_poly_nplain_passes, NULL, &d) == TC_OK &&
 		tc_poly_ast(p, &d) == TC_OK)
-		text = tc_cg_c_text(p, &d);
+		text = tc_cg_c_text(p, contract, &d);
 	/* printing leaves isl's iterator type as it was */
 	assert_string_equal(isl_options_get_ast_iterator_type(ctx), "int");
 	tc_poly_free(p);
@@ -356,6 +356,8 @@ typedef struct cgc_case {
 	double rtol;              /* 0: bit for bit */
 	int specials;             /* NaN, infinities, ... among float inputs */
 	const char *sym;          /* the function's name in C, if not the def's */
+	int contract;             /* the contract option: fma calls in the text,
+				   * the interpreter's fused rounding */
 } cgc_case;
 
 static void *xcalloc(int64_t n, int size)
@@ -415,9 +417,11 @@ static void run_case(const cgc_case *c)
 	for (i = 0; i < f->ntensors; i++)
 		ptrs[i] = t[i].data;
 
-	text = c_text(f, params);
+	text = c_text(f, params, c->contract);
 	*(void **)&fn = compile(c->name, text, c->sym ? c->sym : f->name, &handle);
-	if (tc_interp_run(f, params, t, ref + f->ninputs, &l.d) < 0)
+	if (c->contract && !strstr(text, "fmaf("))
+		fail_msg("%s: contract=on, and the text has no fmaf call", c->name);
+	if (tc_interp_run(f, params, t, ref + f->ninputs, c->contract, &l.d) < 0)
 		fail_msg("%s: the interpreter fails: %s", c->name, render(&l.d));
 	fn(ptrs);
 	for (i = f->ninputs; i < f->ninputs + f->noutputs; i++)
@@ -488,6 +492,16 @@ static const cgc_case cases[] = {
 	/* reductions and temporaries */
 	{.name = "matmul", .file = "matmul", .entry = "matmul",
 		.shapes = {{13, 7}, {7, 5}}, .rtol = 1e-5},
+	{.name = "matmul_fma", .file = "matmul", .entry = "matmul",
+		.shapes = {{13, 7}, {7, 5}}, .contract = 1}, /* in k order: bit for bit */
+	{.name = "fc_relu_fma", .file = "mlp", .entry = "fc_relu", .shapes = {{3, 4}, {5, 4}, {5}},
+		.contract = 1},
+	{.name = "fma_rule", .entry = "k", .contract = 1,
+		.src = "def k(float(N) X, double(N) Y, float(N) Z) -> (P, Q, R) {\n"
+		       "  P(i) = X(i) * Z(i) - X(i)\n"
+		       "  Q(i) = Y(i) - Y(i) * Y(i)\n"
+		       "  R(i) = X(i) * X(i) + Z(i) * X(i)\n}\n",
+		.shapes = {{17}, {17}, {17}}},
 	{.name = "matmul_nt", .file = "matmul", .entry = "matmul_nt",
 		.shapes = {{6, 9}, {4, 9}}, .rtol = 1e-5},
 	{.name = "batch_matmul", .file = "matmul", .entry = "batch_matmul",
@@ -681,7 +695,7 @@ static void test_parametric_matmul_matches_golden(void **state)
 	char path[512];
 	(void)state;
 	load(&l, "matmul", NULL, "matmul");
-	text = c_text(l.f, NULL);
+	text = c_text(l.f, NULL, 0);
 	snprintf(path, sizeof(path), "%s/matmul.c", GOLDEN_DIR);
 	if (env_flag("TC_UPDATE_GOLDEN")) {
 		spit(path, text);
@@ -723,7 +737,7 @@ static void test_parametric_matmul_runs_with_sizes_as_arguments(void **state)
 	assert_string_equal(f->params[0].name, "M");
 	assert_string_equal(f->params[1].name, "K");
 	assert_string_equal(f->params[2].name, "N");
-	text = c_text(f, NULL);
+	text = c_text(f, NULL, 0);
 	assert_non_null(strstr(text, "parametric in M, K, N"));
 	assert_non_null(strstr(text,
 		"void matmul(void *const *tensors, int64_t M, int64_t K, int64_t N)"));
@@ -745,7 +759,7 @@ static void test_parametric_matmul_runs_with_sizes_as_arguments(void **state)
 	t[2].data = xcalloc(numel(&t[2]), 4);
 	ref = t[2];
 	ref.data = xcalloc(numel(&t[2]), 4);
-	assert_int_equal(tc_interp_run(f, params, t, &ref, &l.d), TC_OK);
+	assert_int_equal(tc_interp_run(f, params, t, &ref, 0, &l.d), TC_OK);
 	for (i = 0; i < 3; i++)
 		ptrs[i] = t[i].data;
 	fn(ptrs, params[0], params[1], params[2]);
@@ -767,7 +781,7 @@ static void test_specialised_text_declares_used_sizes_and_typed_tensors(void **s
 	char *text;
 	(void)state;
 	load(&l, "softmax", NULL, "softmax");
-	text = c_text(l.f, params);
+	text = c_text(l.f, params, 0);
 	assert_non_null(strstr(text, "/* tcomp: def softmax specialised to sizes N=5, D=7\n"));
 	assert_non_null(strstr(text, "void softmax(void *const *tensors)\n{\n"));
 	assert_non_null(strstr(text, "  const float *I = (const float *)tensors[0];\n"));
@@ -804,7 +818,7 @@ static void test_names_that_clash_with_c_are_renamed(void **state)
 	char *text;
 	(void)state;
 	load(&l, NULL, clash_src, "memcpy");
-	text = c_text(l.f, params);
+	text = c_text(l.f, params, 0);
 	assert_non_null(strstr(text, "void memcpy_(void *const *tensors)"));
 	assert_non_null(strstr(text, "const float *c1_ = (const float *)tensors[0];"));
 	assert_non_null(strstr(text, "const float *tc_h_ = (const float *)tensors[1];"));
@@ -833,7 +847,7 @@ static void test_size_named_like_a_c_keyword_warns(void **state)
 	assert_int_equal(tc_poly_schedule(p, tc_poly_plain_passes, tc_poly_nplain_passes, NULL, &d),
 		TC_OK);
 	assert_int_equal(tc_poly_ast(p, &d), TC_OK);
-	text = tc_cg_c_text(p, &d);
+	text = tc_cg_c_text(p, 0, &d);
 	assert_non_null(text); /* the text is still there to look at */
 	assert_int_equal(d.nerrors, 0);
 	assert_int_equal(d.nwarnings, 1);
@@ -861,7 +875,7 @@ static void test_cuda_only_builtins_are_declared_extern(void **state)
 		"  P(i) = erfinv(H(i))\n"
 		"}\n",
 		"k");
-	text = c_text(l.f, params);
+	text = c_text(l.f, params, 0);
 	assert_non_null(strstr(text, "extern double tc_cuda_sinpi(double);\n"));
 	assert_non_null(strstr(text, "extern double tc_cuda_normcdfinv(double);\n"));
 	assert_non_null(strstr(text, "extern double tc_cuda_norm3d(double, double, double);\n"));
@@ -933,7 +947,7 @@ static void test_allocation_failures_fail_cleanly(void **state)
 		tc_diags dd;
 		tc_diags_init(&dd, NULL);
 		tc_set_alloc(failing_alloc, &a);
-		text = tc_cg_c_text(p, &dd);
+		text = tc_cg_c_text(p, 0, &dd);
 		tc_set_alloc(NULL, NULL);
 		if (!a.failed) {
 			assert_non_null(text);

@@ -463,7 +463,7 @@ static void run_interp(run *r)
 	tc_diags d;
 	const tc_ir_func *f = r->k.f;
 	tc_diags_init(&d, r->k.src);
-	if (tc_interp_run(f, r->params, r->t, r->ref, &d) < 0)
+	if (tc_interp_run(f, r->params, r->t, r->ref, 0, &d) < 0)
 		fail_diags(&d, "the interpreter");
 	tc_diags_clear(&d);
 }
@@ -921,7 +921,7 @@ static void test_division_by_zero_size_expressions(void **state)
 			assert_int_equal(site->kind, TC_CG_CHECK_DIV);
 			assert_int_equal(site->op, c == 1 ? '%' : '/');
 			tc_diags_init(&d, r.k.src);
-			assert_int_equal(tc_interp_run(r.k.f, r.params, r.t, r.ref, &d), -1);
+			assert_int_equal(tc_interp_run(r.k.f, r.params, r.t, r.ref, 0, &d), -1);
 			assert_true(d.nerrors == 1);
 			assert_string_equal(d.v[0].msg, c == 1 ? "division by zero in '%'"
 							       : "division by zero in '/'");

@@ -18,9 +18,10 @@
  *           checked on every kernel; the drawn options are printed on a
  *           failure), unroll, fusion, pack, parallel, register tiles,
  *           vector (auto, 1, 4, 8, 16 lanes) and unroll_inner (auto, 1,
- *           2, 4, 8).  contract=on is not drawn: the tolerances here assume
- *           the interpreter's rounding; tests/test_options.c checks it
- *           against an FMA error bound.
+ *           2, 4, 8).  contract is not drawn: it keeps its default (on)
+ *           for both targets, which follow one rule (ir/ir.h,
+ *           tc_ir_fma_of); tests/test_options.c and test_cgc.c check
+ *           that rule bit for bit.
  *
  * The cpu and interp outputs are each compared with the C loops, and then
  * with each other directly (integers and bools exactly, floats within the
@@ -38,10 +39,13 @@
  *
  * Floating point: the interpreter computes each float32 operation exactly
  * and rounds to float32 after every operation, and computes builtins in
- * double; the compiled code does the same (no contraction into fused
- * multiply-adds).  The loops below mirror that with float variables and the
- * f_* helpers (builtin in double, then rounded), so pointwise results agree
- * to ~1 ulp (tolerance: 1e-5 relative).  Reductions are summed in the
+ * double; the compiled code does the same, and both fuse a product into
+ * the sum it feeds (contract=on, the default: one rounding instead of
+ * two).  The loops below mirror that with float variables and the f_*
+ * helpers (builtin in double, then rounded) but round every product, so
+ * pointwise results agree to ~1 ulp of the operands (tolerance: 1e-5
+ * relative), and cpu and interp with each other to the bit where the
+ * schedule keeps the order.  Reductions are summed in the
  * natural order with a float accumulator, like the interpreter; the
  * compiled code may sum in another order (the language treats reductions
  * as associative: the scheduler may reorder several indices, and the

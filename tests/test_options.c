@@ -61,8 +61,8 @@ static void defaults_print_every_option(void **state)
 	tc_options *o = tc_options_new();
 	(void)state;
 	assert_non_null(o);
-	assert_string_equal(print_of(o), "target=cpu\norder=on\ncontract=off\nparallel=auto\nthreads=auto\nfusion=auto\ntile=auto\nregtile=auto\nunroll=on\nunroll_inner=auto\nvector=auto\nfastmath=off\nvecreduce=on\nshare=on\ninline=on\nstream=auto\npack=on\ninterchange=auto\nsizes=auto\n");
-	assert_string_equal(print_of(NULL), "target=cpu\norder=on\ncontract=off\nparallel=auto\nthreads=auto\nfusion=auto\ntile=auto\nregtile=auto\nunroll=on\nunroll_inner=auto\nvector=auto\nfastmath=off\nvecreduce=on\nshare=on\ninline=on\nstream=auto\npack=on\ninterchange=auto\nsizes=auto\n"); /* NULL: the defaults */
+	assert_string_equal(print_of(o), "target=cpu\norder=on\ncontract=on\nparallel=auto\nthreads=auto\nfusion=auto\ntile=auto\nregtile=auto\nunroll=on\nunroll_inner=auto\nvector=auto\nfastmath=off\nvecreduce=on\nshare=on\ninline=on\nstream=auto\npack=on\ninterchange=auto\nsizes=auto\n");
+	assert_string_equal(print_of(NULL), "target=cpu\norder=on\ncontract=on\nparallel=auto\nthreads=auto\nfusion=auto\ntile=auto\nregtile=auto\nunroll=on\nunroll_inner=auto\nvector=auto\nfastmath=off\nvecreduce=on\nshare=on\ninline=on\nstream=auto\npack=on\ninterchange=auto\nsizes=auto\n"); /* NULL: the defaults */
 	assert_string_equal(tc_options_get(NULL, "target"), "cpu");
 	assert_null(tc_options_get(o, "no_such_option"));
 	tc_options_free(o);
@@ -80,7 +80,7 @@ static void parse_print_round_trip(void **state)
 	/* and so does a set value */
 	assert_int_equal(tc_options_set(o, "target", "interp", ctx), 0);
 	snprintf(text, sizeof(text), "%s", print_of(o));
-	assert_string_equal(text, "target=interp\norder=on\ncontract=off\nparallel=auto\nthreads=auto\nfusion=auto\ntile=auto\nregtile=auto\nunroll=on\nunroll_inner=auto\nvector=auto\nfastmath=off\nvecreduce=on\nshare=on\ninline=on\nstream=auto\npack=on\ninterchange=auto\nsizes=auto\n");
+	assert_string_equal(text, "target=interp\norder=on\ncontract=on\nparallel=auto\nthreads=auto\nfusion=auto\ntile=auto\nregtile=auto\nunroll=on\nunroll_inner=auto\nvector=auto\nfastmath=off\nvecreduce=on\nshare=on\ninline=on\nstream=auto\npack=on\ninterchange=auto\nsizes=auto\n");
 	assert_int_equal(tc_options_parse(q, text, ctx), 0);
 	assert_string_equal(print_of(q), text);
 	assert_string_equal(tc_options_get(q, "target"), "interp");
@@ -219,14 +219,14 @@ static void failed_parse_leaves_options_unchanged(void **state)
 	/* the first pair is good and would change target; the second is not */
 	expect_parse_error(o, "target=cpu\nbogus=1\n", "line 2: unknown option 'bogus'");
 	assert_string_equal(tc_options_get(o, "target"), "interp");
-	assert_string_equal(print_of(o), "target=interp\norder=on\ncontract=off\nparallel=auto\nthreads=auto\nfusion=auto\ntile=auto\nregtile=auto\nunroll=on\nunroll_inner=auto\nvector=auto\nfastmath=off\nvecreduce=on\nshare=on\ninline=on\nstream=auto\npack=on\ninterchange=auto\nsizes=auto\n");
+	assert_string_equal(print_of(o), "target=interp\norder=on\ncontract=on\nparallel=auto\nthreads=auto\nfusion=auto\ntile=auto\nregtile=auto\nunroll=on\nunroll_inner=auto\nvector=auto\nfastmath=off\nvecreduce=on\nshare=on\ninline=on\nstream=auto\npack=on\ninterchange=auto\nsizes=auto\n");
 	expect_parse_error(o, "target=cpu;target=gpu", "cannot be 'gpu'");
 	assert_string_equal(tc_options_get(o, "target"), "interp");
 	/* on defaults too */
 	tc_options_free(o);
 	o = tc_options_new();
 	expect_parse_error(o, "target=interp\ntarget", "line 2: expected NAME=VALUE");
-	assert_string_equal(print_of(o), "target=cpu\norder=on\ncontract=off\nparallel=auto\nthreads=auto\nfusion=auto\ntile=auto\nregtile=auto\nunroll=on\nunroll_inner=auto\nvector=auto\nfastmath=off\nvecreduce=on\nshare=on\ninline=on\nstream=auto\npack=on\ninterchange=auto\nsizes=auto\n");
+	assert_string_equal(print_of(o), "target=cpu\norder=on\ncontract=on\nparallel=auto\nthreads=auto\nfusion=auto\ntile=auto\nregtile=auto\nunroll=on\nunroll_inner=auto\nvector=auto\nfastmath=off\nvecreduce=on\nshare=on\ninline=on\nstream=auto\npack=on\ninterchange=auto\nsizes=auto\n");
 	tc_options_free(o);
 }
 
@@ -386,7 +386,7 @@ static void schedule_options(void **state)
 	(void)state;
 	assert_non_null(o);
 	assert_int_equal(tc_options_parse(o, "order=off tile=32,008,1", ctx), 0);
-	assert_string_equal(print_of(o), "target=cpu\norder=off\ncontract=off\nparallel=auto\nthreads=auto\nfusion=auto\ntile=32,8,1\nregtile=auto\nunroll=on\nunroll_inner=auto\nvector=auto\nfastmath=off\nvecreduce=on\nshare=on\ninline=on\nstream=auto\npack=on\ninterchange=auto\nsizes=auto\n");
+	assert_string_equal(print_of(o), "target=cpu\norder=off\ncontract=on\nparallel=auto\nthreads=auto\nfusion=auto\ntile=32,8,1\nregtile=auto\nunroll=on\nunroll_inner=auto\nvector=auto\nfastmath=off\nvecreduce=on\nshare=on\ninline=on\nstream=auto\npack=on\ninterchange=auto\nsizes=auto\n");
 	assert_int_equal(tc_options_parse(o, "regtile=6,064 unroll=off", ctx), 0);
 	assert_string_equal(tc_options_get(o, "regtile"), "6,64");
 	assert_string_equal(tc_options_get(o, "unroll"), "off");
@@ -439,11 +439,11 @@ static void schedule_options(void **state)
 	tc_options_free(o);
 }
 
-/* contract=on lets LLVM fuse multiplies and adds: matmul then uses FMAs
- * and each element is within the FMA error bound of the sum (each of the K
- * fused steps skips one rounding of a product: |error| <= K * eps * sum of
- * |a*b|); contract=off (the default) has no FMA and is bit-identical to the
- * sum in k order. */
+/* contract=on (the default) fuses each step of a sum reduction of
+ * products: matmul then uses FMAs and is bit-identical to the sum in k
+ * order with one rounding per step (s = fmaf(a, b, s)); contract=off has
+ * no FMA and is bit-identical to the sum in k order with two roundings per
+ * step. */
 static void contract_option(void **state)
 {
 	enum { M = 37, K = 53, N = 29 };
@@ -479,15 +479,12 @@ static void contract_option(void **state)
 		for (i = 0; i < M; i++)
 			for (j = 0; j < N; j++) {
 				float s = 0;
-				double mag = 0;
-				for (k = 0; k < K; k++) {
-					s += a[i * K + k] * b[k * N + j];
-					mag += fabs((double)a[i * K + k] * b[k * N + j]);
-				}
-				if (on)
-					assert_true(fabs(c[i * N + j] - s) <= K * FLT_EPSILON * mag);
-				else
-					assert_true(c[i * N + j] == s);
+				for (k = 0; k < K; k++)
+					s = on ? fmaf(a[i * K + k], b[k * N + j], s)
+					       : s + a[i * K + k] * b[k * N + j];
+				if (memcmp(&c[i * N + j], &s, sizeof(s)))
+					fail_msg("contract=%s: C[%d,%d] = %a, expected %a", on ? "on" : "off",
+						i, j, (double)c[i * N + j], (double)s);
 			}
 		text = tc_kernel_emit(kr, "asm");
 		assert_non_null(text);
@@ -628,6 +625,69 @@ static char *stage_of(tc_module *m, const DLTensor *const *in, int nin, const ch
 	char *text = emitted(k, stage);
 	tc_kernel_free(k);
 	return text;
+}
+
+/* The contract option's rule (ir/ir.h, tc_ir_fma_of): x * y - z,
+ * z - x * y and x * y + z * x round once, the left product fused when
+ * both sides are products, and a product read back from a temporary does
+ * not fuse (it was rounded when stored).  The compiled code (also without
+ * vector instructions, and with the temporary inlined or not), the
+ * interpreter under the same option and the C stage agree bit for bit with
+ * fmaf; contract=off rounds every operation. */
+static void contract_rule_is_the_same_everywhere(void **state)
+{
+	enum { N = 203 };
+	static float x[N], y[N], z[N], out[4][N];
+	static const char *const opts[] = {"", "vector=1", "inline=off", "target=interp",
+		"contract=off", "contract=off target=interp"};
+	int64_t sn[1] = {N};
+	DLTensor X = {x, {kDLCPU, 0}, 1, {kDLFloat, 32, 1}, sn, NULL, 0};
+	DLTensor Y = {y, {kDLCPU, 0}, 1, {kDLFloat, 32, 1}, sn, NULL, 0};
+	DLTensor Z = {z, {kDLCPU, 0}, 1, {kDLFloat, 32, 1}, sn, NULL, 0};
+	DLTensor O[4];
+	const DLTensor *in[3] = {&X, &Y, &Z};
+	uint64_t r = 77;
+	tc_module *m;
+	char *text;
+	size_t v;
+	int i, j;
+	(void)state;
+	for (i = 0; i < N; i++) {
+		x[i] = (float)tu_rand_unit(&r) * 2 - 1;
+		y[i] = (float)tu_rand_unit(&r) * 2 - 1;
+		z[i] = (float)tu_rand_unit(&r) * 2 - 1;
+	}
+	for (j = 0; j < 4; j++)
+		O[j] = (DLTensor){out[j], {kDLCPU, 0}, 1, {kDLFloat, 32, 1}, sn, NULL, 0};
+	m = tc_module_parse(ctx, "def k(float(N) X, float(N) Y, float(N) Z) -> (P, Q, R, S) {\n"
+				 "  P(i) = X(i) * Y(i) - Z(i)\n"
+				 "  Q(i) = Z(i) - X(i) * Y(i)\n"
+				 "  R(i) = X(i) * Y(i) + Z(i) * X(i)\n"
+				 "  T(i) = X(i) * Z(i)\n"
+				 "  S(i) = T(i) + Y(i)\n}\n", "fma.tc");
+	assert_non_null(m);
+	for (v = 0; v < sizeof(opts) / sizeof(opts[0]); v++) {
+		int on = !strstr(opts[v], "contract=off");
+		run_with_outs(m, in, 3, O, 4, opts[v], NULL);
+		for (i = 0; i < N; i++) {
+			float want[4], p = x[i] * z[i];
+			want[0] = on ? fmaf(x[i], y[i], -z[i]) : x[i] * y[i] - z[i];
+			want[1] = on ? fmaf(-x[i], y[i], z[i]) : z[i] - x[i] * y[i];
+			want[2] = on ? fmaf(x[i], y[i], z[i] * x[i]) : x[i] * y[i] + z[i] * x[i];
+			want[3] = p + y[i];
+			for (j = 0; j < 4; j++)
+				if (memcmp(&out[j][i], &want[j], sizeof(float)))
+					fail_msg("%s: output %d [%d] = %a, expected %a", opts[v], j, i,
+						(double)out[j][i], (double)want[j]);
+		}
+	}
+	text = stage_of(m, in, 3, "", "c");
+	assert_non_null(strstr(text, "fmaf("));
+	tc_string_free(text);
+	text = stage_of(m, in, 3, "contract=off", "c");
+	assert_null(strstr(text, "fmaf("));
+	tc_string_free(text);
+	tc_module_free(m);
 }
 
 static char *ir_of(tc_module *m, const DLTensor *const *in, int nin, const char *opts)
@@ -1038,9 +1098,9 @@ static void streaming_stores(void **state)
 		Y = (DLTensor){y + off, {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, sx, NULL, 0};
 		run_with(m, in, 1, &Y, "", NULL);
 		for (i = 0; i < N * D; i++)
-			if (y[off + i] != x[i] * 3 + 1)
+			if (y[off + i] != fmaf(x[i], 3, 1)) /* contract=on: one rounding */
 				fail_msg("element %lld (offset %d): %g, expected %g", (long long)i, off,
-					(double)y[off + i], (double)(x[i] * 3 + 1));
+					(double)y[off + i], (double)fmaf(x[i], 3, 1));
 	}
 	text = stage_of(m, in, 1, "stream=off", "asm");
 	assert_null(strstr(text, "vmovnt"));
@@ -1078,7 +1138,7 @@ static void streaming_stores(void **state)
 		double want = 0;
 		int64_t j;
 		for (j = 0; j < D; j++) {
-			float h = x[i * D + j] * 3 + 1;
+			float h = fmaf(x[i * D + j], 3, 1); /* contract=on */
 			if (y[i * D + j] != h)
 				fail_msg("H element %lld: %g, expected %g", (long long)(i * D + j),
 					(double)y[i * D + j], (double)h);
@@ -1543,10 +1603,12 @@ static char *asm_with(tc_module *m, const DLTensor *const *in, int nin, const ch
 	return text;
 }
 
-/* Lines of packed float32 multiplies on register kind reg ("" any). */
+/* Lines of packed float32 multiplies (vmulps, or an FMA: contract=on,
+ * the default) on register kind reg ("" any). */
 static int packed_muls(const char *text, const char *reg)
 {
-	return count_lines_with(text, "mulps", reg);
+	return count_lines_with(text, "mulps", reg) + count_lines_with(text, "madd132ps", reg) +
+		count_lines_with(text, "madd213ps", reg) + count_lines_with(text, "madd231ps", reg);
 }
 
 /* vector and unroll_inner: with vecreduce off every value gives the
@@ -2127,6 +2189,7 @@ int main(void)
 		cmocka_unit_test(vector_and_unroll_inner_options),
 		cmocka_unit_test(schedule_options),
 		cmocka_unit_test(contract_option),
+		cmocka_unit_test(contract_rule_is_the_same_everywhere),
 		cmocka_unit_test(defaults_print_every_option),
 		cmocka_unit_test(parse_print_round_trip),
 		cmocka_unit_test(copy_keeps_settings_and_is_independent),
