@@ -2,7 +2,10 @@
  *
  * Marks the outermost band of every top-level loop nest whose first member
  * is coincident (carries no dependence) with TC_POLY_MARK_PARALLEL, split
- * after that member, when the nest has work enough to share among threads.
+ * after that member, when the nest has work enough to share among threads;
+ * a permutable band whose first member carries a dependence but a later
+ * one does not gets a loop over chunks of that member above it, one per
+ * thread, marked instead (strip_parallel).
  * Code generators outline the marked loop and hand its iterations to the
  * runtime's pool.
  *
@@ -61,6 +64,50 @@ static int single_iteration(isl_schedule_node *node)
 	return single;
 }
 
+/* Band node's first member carries a dependence (a column sum, dB(h) +=!
+ * dH(r_b,h): the reduction's loop outermost, the columns inner and
+ * stride-1, where the order pass puts them), but the band is permutable
+ * and a later member j is coincident: with sizes known and more than one
+ * thread expected, strip member j into one chunk per thread (whole
+ * vectors of float32 each) and put the chunks' loop above the band,
+ * coincident (every dependence stays within one value of member j, so
+ * within one chunk) and marked parallel.  Without it such a nest ran on
+ * one thread at any thread count.  NULL on an isl error; node itself when
+ * the band does not qualify (*stripped stays 0). */
+static isl_schedule_node *strip_parallel(isl_schedule_node *node, const tc_poly *p, int *stripped)
+{
+	isl_multi_union_pw_aff *mupa;
+	isl_union_pw_aff *upa;
+	isl_size n = isl_schedule_node_band_n_member(node);
+	int64_t ext, chunk, lanes = p->target->vector_bytes / 4;
+	int threads = p->target->threads, j;
+	*stripped = 0;
+	if (!p->params || threads < 2 || n < 2 || isl_schedule_node_band_get_permutable(node) != isl_bool_true)
+		return node;
+	for (j = 1; j < n && isl_schedule_node_band_member_get_coincident(node, j) != isl_bool_true; j++)
+		;
+	if (j >= n || (ext = tc_poly_band_member_extent(p, node, j)) <= 0)
+		return node;
+	if (lanes < 1)
+		lanes = 1;
+	chunk = (ext + threads - 1) / threads;
+	chunk = (chunk + lanes - 1) / lanes * lanes;
+	if (chunk >= ext)
+		return node;
+	mupa = isl_schedule_node_band_get_partial_schedule(node);
+	upa = isl_multi_union_pw_aff_get_union_pw_aff(mupa, j);
+	isl_multi_union_pw_aff_free(mupa);
+	mupa = isl_multi_union_pw_aff_from_union_pw_aff(upa);
+	mupa = isl_multi_union_pw_aff_scale_down_val(mupa,
+		isl_val_int_from_si(isl_schedule_node_get_ctx(node), chunk));
+	mupa = isl_multi_union_pw_aff_floor(mupa);
+	node = isl_schedule_node_insert_partial_schedule(node, mupa);
+	node = isl_schedule_node_band_member_set_coincident(node, 0, 1);
+	node = isl_schedule_node_band_set_permutable(node, 1);
+	*stripped = node != NULL;
+	return node;
+}
+
 /* Mark the outermost band of every top-level loop nest whose first member
  * is coincident (carries no dependence) and that has work enough to share
  * (too_small_to_share): split it after that member and put a
@@ -73,10 +120,14 @@ static isl_schedule_node *mark_parallel(isl_schedule_node *node, const tc_poly *
 	if (!node)
 		return NULL;
 	if (isl_schedule_node_get_type(node) == isl_schedule_node_band) {
-		if (isl_schedule_node_band_n_member(node) < 1 ||
-			isl_schedule_node_band_member_get_coincident(node, 0) != isl_bool_true ||
-			too_small_to_share(p, node))
+		int stripped;
+		if (isl_schedule_node_band_n_member(node) < 1 || too_small_to_share(p, node))
 			return node;
+		if (isl_schedule_node_band_member_get_coincident(node, 0) != isl_bool_true) {
+			node = strip_parallel(node, p, &stripped);
+			if (!node || !stripped)
+				return node;
+		}
 		if (single_iteration(node)) {
 			/* no loop in the AST: the next member's loop is the
 			 * outermost one (an attention head's scores: the

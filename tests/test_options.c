@@ -2165,6 +2165,50 @@ static void parallel_past_a_single_iteration(void **state)
 	tc_module_free(m);
 }
 
+/* A column sum (the bias gradient, dB(h) +=! dH(r_b,h)) runs its
+ * reduction's loop outermost and the columns inner; its band's first
+ * member carries the sum, so no loop of it was parallel, and it ran on one
+ * thread at any thread count.  With more than one thread the parallel pass
+ * puts a loop over one chunk of columns per thread above it (whole
+ * vectors: 203 columns at 2 threads are 112 + 91, at 3 threads 80 + 80 +
+ * 43), marked parallel; each column still sums in the interpreter's order,
+ * so the results are its own bit for bit. */
+static void parallel_chunks_of_a_column_sum(void **state)
+{
+	enum { B = 301, H = 203 };
+	static float dh[B * H], outs[4][H];
+	static const char *const opts[] = {"target=interp", "threads=1", "threads=2 parallel=on",
+		"threads=3 parallel=on"};
+	int64_t sh[2] = {B, H}, so[1] = {H};
+	DLTensor DH = {dh, {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, sh, NULL, 0};
+	const DLTensor *in[1] = {&DH};
+	uint64_t r = 9;
+	size_t v;
+	char *text;
+	tc_module *m;
+	(void)state;
+	fill_uniform(dh, B * H, &r, -1, 1);
+	m = tc_module_parse(ctx, "def k(float(B,H) dH) -> (dB) { dB(h) +=! dH(r_b,h) }\n", "bg.tc");
+	assert_non_null(m);
+	text = stage_of(m, in, 1, "threads=1", "ast");
+	assert_null(strstr(text, "tc_parallel"));
+	tc_string_free(text);
+	text = stage_of(m, in, 1, opts[2], "ast");
+	assert_non_null(strstr(text, "// tc_parallel\nfor (int c0 = 0; c0 <= 1; c0 += 1)\n"));
+	assert_non_null(strstr(text, "c2 <= min(202, 112 * c0 + 111)"));
+	tc_string_free(text);
+	text = stage_of(m, in, 1, opts[3], "ast");
+	assert_non_null(strstr(text, "// tc_parallel\nfor (int c0 = 0; c0 <= 2; c0 += 1)\n"));
+	tc_string_free(text);
+	for (v = 0; v < 4; v++) {
+		DLTensor O = {outs[v], {kDLCPU, 0}, 1, {kDLFloat, 32, 1}, so, NULL, 0};
+		run_with_outs(m, in, 1, &O, 1, opts[v], NULL);
+		if (v && memcmp(outs[v], outs[0], sizeof(outs[0])))
+			fail_msg("%s: the column sums differ from the interpreter's", opts[v]);
+	}
+	tc_module_free(m);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -2173,6 +2217,7 @@ int main(void)
 		cmocka_unit_test(fusion_auto_splits_chained_contractions),
 		cmocka_unit_test(parallel_mark_above_a_block),
 		cmocka_unit_test(parallel_past_a_single_iteration),
+		cmocka_unit_test(parallel_chunks_of_a_column_sum),
 		cmocka_unit_test(register_tile_uses_vector_fmas),
 		cmocka_unit_test(packing_transposed_operands),
 		cmocka_unit_test(packing_convolutions_channels_last),
