@@ -71,9 +71,32 @@ static int single_iteration(isl_schedule_node *node)
  * thread expected, strip member j into one chunk per thread (whole
  * vectors of float32 each) and put the chunks' loop above the band,
  * coincident (every dependence stays within one value of member j, so
- * within one chunk) and marked parallel.  Without it such a nest ran on
+ * within one chunk; checked against the dependences, within_chunks) and
+ * marked parallel.  Without it such a nest ran on
  * one thread at any thread count.  NULL on an isl error; node itself when
  * the band does not qualify (*stripped stays 0). */
+/* Whether every dependence between instances under node (the outermost
+ * band of a top-level nest: nothing above it carries one) joins two
+ * instances of the same chunk: 1, 0, or -1 on an isl error. */
+static int within_chunks(const tc_poly *p, isl_schedule_node *node,
+	isl_multi_union_pw_aff *chunks)
+{
+	isl_union_set *dom = isl_schedule_node_get_domain(node), *delta, *zero;
+	isl_union_map *dep = isl_union_map_copy(p->deps), *c;
+	isl_bool ok;
+	dep = isl_union_map_intersect_domain(dep, isl_union_set_copy(dom));
+	dep = isl_union_map_intersect_range(dep, dom);
+	c = isl_union_map_from_multi_union_pw_aff(isl_multi_union_pw_aff_copy(chunks));
+	dep = isl_union_map_apply_domain(dep, isl_union_map_copy(c));
+	dep = isl_union_map_apply_range(dep, c);
+	delta = isl_union_map_deltas(dep);
+	zero = isl_union_set_read_from_str(isl_schedule_node_get_ctx(node), "{ [0] }");
+	ok = isl_union_set_is_subset(delta, zero);
+	isl_union_set_free(delta);
+	isl_union_set_free(zero);
+	return ok < 0 ? -1 : ok == isl_bool_true;
+}
+
 static isl_schedule_node *strip_parallel(isl_schedule_node *node, const tc_poly *p, int *stripped)
 {
 	isl_multi_union_pw_aff *mupa;
@@ -101,6 +124,16 @@ static isl_schedule_node *strip_parallel(isl_schedule_node *node, const tc_poly 
 	mupa = isl_multi_union_pw_aff_scale_down_val(mupa,
 		isl_val_int_from_si(isl_schedule_node_get_ctx(node), chunk));
 	mupa = isl_multi_union_pw_aff_floor(mupa);
+	switch (within_chunks(p, node, mupa)) {
+	case 1:
+		break;
+	case 0: /* a dependence across chunks: the coincidence was not ours to trust */
+		isl_multi_union_pw_aff_free(mupa);
+		return node;
+	default:
+		isl_multi_union_pw_aff_free(mupa);
+		return isl_schedule_node_free(node);
+	}
 	node = isl_schedule_node_insert_partial_schedule(node, mupa);
 	node = isl_schedule_node_band_member_set_coincident(node, 0, 1);
 	node = isl_schedule_node_band_set_permutable(node, 1);
