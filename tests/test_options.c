@@ -1223,7 +1223,9 @@ static void check_pack_case(const pack_case *cc, int c, uint64_t *r)
  * (under half a vector), a copy read by another output; left alone: 4
  * channels, and 16 channels per group (one vector) with rows of 13, which
  * keep their rows as vectors (the register tile's rows then 11 of h), and
- * 8 channels with rows of 26 (8 rows of f by vectors of 8).  Results are
+ * 8 channels with rows of 26 (8 rows of f by vectors of 8), and 16
+ * channels per group with 12 rows of h, split into 2 rows of f by 6 of h.
+ * Results are
  * bit-identical with pack=off and with the interpreter, on random inputs
  * and poisoned outputs. */
 static void packing_convolutions_channels_last(void **state)
@@ -1273,6 +1275,16 @@ static void packing_convolutions_channels_last(void **state)
 			"// tc_unroll\n                for (int tc_p4 = 0; tc_p4 <= 7; tc_p4 += 1) {\n"
 			"                  // tc_unrolled\n"
 			"                  for (int tc_p6 = 0; tc_p6 <= 7; tc_p6 += 1)"},
+		{"def k(float(N,G,C,H,W) I, float(G,F,C,KH,KW) W1, float(G,F) B) -> (O) {\n"
+		 "  O(n,g,f,h,w) +=! I(n,g,r_c,h+r_kh,w+r_kw) * W1(g,f,r_c,r_kh,r_kw)\n"
+		 "  O(n,g,f,h,w) = O(n,g,f,h,w) + B(g,f)\n}\n",
+			3, 1, {{2, 3, 5, 14, 15}, {3, 16, 5, 3, 3}, {3, 16}, {2, 3, 16, 12, 13}},
+			{5, 5, 2, 5}, {"!O_cl", "!W1_packed"},
+			/* 2 rows of f by 6 of h (12 rows of h split), by 8 lanes */
+			"// tc_unroll\n                    for (int tc_p5 = 0; tc_p5 <= 1; tc_p5 += 1)\n"
+			"                      for (int tc_p6 = 0; tc_p6 <= 5; tc_p6 += 1) {\n"
+			"                        // tc_unrolled\n"
+			"                        for (int tc_p7 = 0; tc_p7 <= 7; tc_p7 += 1)"},
 	};
 	uint64_t r = 11;
 	size_t c;
