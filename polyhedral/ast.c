@@ -555,9 +555,11 @@ static isl_ast_node *point_ast(const tc_poly *p, char *text, const tc_poly_point
  * dim[] the dimension each band member walks, -2 for a constant member,
  * its value in cst[]) when
  * they are exact (see the top of the file; 0 otherwise), and then the
- * tiles' origins (*origins). */
-static int analyse(const tc_poly *p, isl_schedule_node *top, isl_set *dom, int64_t *size,
-	path *pa, int *dim, int64_t *cst, int maxdim, isl_set **origins, int loose)
+ * tiles' origins (*origins).  prefix (kept): top's prefix schedule, which
+ * the caller computes once for all the statements below top. */
+static int analyse(const tc_poly *p, isl_schedule_node *top, isl_union_pw_multi_aff *prefix,
+	isl_set *dom, int64_t *size, path *pa, int *dim, int64_t *cst, int maxdim,
+	isl_set **origins, int loose)
 {
 	const tc_poly_stmt *st = tc_poly_find_stmt(p, isl_set_get_tuple_name(dom));
 	isl_space *sp = isl_set_get_space(dom);
@@ -610,7 +612,7 @@ static int analyse(const tc_poly *p, isl_schedule_node *top, isl_set *dom, int64
 	}
 	if (ok) {
 		isl_union_pw_multi_aff *u = isl_union_pw_multi_aff_intersect_domain(
-			isl_schedule_node_get_prefix_schedule_union_pw_multi_aff(top),
+			isl_union_pw_multi_aff_copy(prefix),
 			isl_union_set_from_set(isl_set_copy(dom)));
 		isl_pw_multi_aff *moved;
 		pre = isl_union_pw_multi_aff_as_pw_multi_aff(u);
@@ -631,7 +633,9 @@ int tc_poly_points_exact(__tc_keep const tc_poly *p, __tc_keep isl_schedule_node
 	isl_union_set *dom = p->params ? isl_schedule_node_get_domain(top) : NULL;
 	isl_set_list *list = dom ? isl_union_set_get_set_list(dom) : NULL;
 	isl_size n = list ? isl_set_list_size(list) : isl_size_error, i;
-	int ok = n > 0;
+	isl_union_pw_multi_aff *prefix = n > 0 ?
+		isl_schedule_node_get_prefix_schedule_union_pw_multi_aff(top) : NULL;
+	int ok = n > 0 && prefix;
 	for (i = 0; ok && i < n; i++) {
 		isl_set *s = isl_set_list_get_at(list, i), *origins = NULL;
 		isl_size nd = isl_set_dim(s, isl_dim_set);
@@ -639,13 +643,14 @@ int tc_poly_points_exact(__tc_keep const tc_poly *p, __tc_keep isl_schedule_node
 		int dim[MAX_PATH * TC_POLY_MAX_TILE * 2];
 		int64_t cst[MAX_PATH * TC_POLY_MAX_TILE * 2];
 		path pa = {{NULL}, 0};
-		ok = size && analyse(p, top, s, size, &pa, dim, cst,
+		ok = size && analyse(p, top, prefix, s, size, &pa, dim, cst,
 			(int)(sizeof(dim) / sizeof(dim[0])), &origins, 1);
 		path_clear(&pa);
 		isl_set_free(origins);
 		isl_set_free(s);
 		tc_free(size);
 	}
+	isl_union_pw_multi_aff_free(prefix);
 	isl_set_list_free(list);
 	isl_union_set_free(dom);
 	return ok;
@@ -653,9 +658,11 @@ int tc_poly_points_exact(__tc_keep const tc_poly *p, __tc_keep isl_schedule_node
 
 /* The points of the statement whose instances at mark are dom (taken), or
  * NULL (not exact: see the top of the file; or an error).  restrict_to
- * collects the tiles' origins. */
-static tc_poly_points *stmt_points(const tc_poly *p, isl_schedule_node *mark, isl_set *dom,
-	isl_ast_build *pbuild, isl_union_set **restrict_to)
+ * collects the tiles' origins; prefix (kept) is the prefix schedule of
+ * mark's child. */
+static tc_poly_points *stmt_points(const tc_poly *p, isl_schedule_node *mark,
+	isl_union_pw_multi_aff *prefix, isl_set *dom, isl_ast_build *pbuild,
+	isl_union_set **restrict_to)
 {
 	const tc_poly_stmt *st = tc_poly_find_stmt(p, isl_set_get_tuple_name(dom));
 	tc_poly_points *pt = st ? points_alloc(p->ctx, st->ndims) : NULL;
@@ -668,7 +675,7 @@ static tc_poly_points *stmt_points(const tc_poly *p, isl_schedule_node *mark, is
 	int64_t *full_in = bound ? bound + (st ? st->ndims : 0) + 1 : NULL;
 	isl_set *origins = NULL;
 	isl_schedule_node *top = isl_schedule_node_get_child(mark, 0);
-	ok = ok && rest && analyse(p, top, dom, pt->size, &pa, dim, cst,
+	ok = ok && rest && analyse(p, top, prefix, dom, pt->size, &pa, dim, cst,
 		(int)(sizeof(dim) / sizeof(dim[0])), &origins, 0);
 	isl_schedule_node_free(top);
 	/* the dimensions of members above the unrolled rows: their loops hold
@@ -802,7 +809,11 @@ static isl_schedule_node *convert_mark(isl_schedule_node *mark, convert_ctx *cc)
 	isl_size n = isl_set_list_size(list), i;
 	isl_union_set *origins = isl_union_set_empty(isl_union_set_get_space(dom));
 	tc_poly_points *got[64] = {NULL};
-	int ok = n > 0 && n <= 64;
+	isl_schedule_node *top = isl_schedule_node_get_child(mark, 0);
+	isl_union_pw_multi_aff *prefix =
+		isl_schedule_node_get_prefix_schedule_union_pw_multi_aff(top);
+	int ok = n > 0 && n <= 64 && prefix;
+	isl_schedule_node_free(top);
 	for (i = 0; ok && i < n; i++) {
 		isl_set *s = isl_set_list_get_at(list, i);
 		const tc_poly_stmt *st = tc_poly_find_stmt(cc->p, isl_set_get_tuple_name(s));
@@ -810,7 +821,8 @@ static isl_schedule_node *convert_mark(isl_schedule_node *mark, convert_ctx *cc)
 			isl_set_free(s);
 			ok = 0;
 		} else {
-			ok = (got[i] = stmt_points(cc->p, mark, s, cc->pbuild, &origins)) != NULL;
+			ok = (got[i] = stmt_points(cc->p, mark, prefix, s, cc->pbuild,
+				&origins)) != NULL;
 		}
 	}
 	if (ok) {
@@ -836,6 +848,7 @@ static isl_schedule_node *convert_mark(isl_schedule_node *mark, convert_ctx *cc)
 			points_free(got[i]);
 		isl_union_set_free(origins);
 	}
+	isl_union_pw_multi_aff_free(prefix);
 	isl_set_list_free(list);
 	isl_union_set_free(dom);
 	return mark;
