@@ -42,6 +42,7 @@
 #include <isl/id.h>
 #include <isl/ilp.h>
 #include <isl/map.h>
+#include <isl/point.h>
 #include <isl/printer.h>
 #include <isl/schedule_node.h>
 #include <isl/val.h>
@@ -274,10 +275,93 @@ static int path_of(isl_schedule_node *node, isl_space *sp, path *pa, int loose)
 	return 0;
 }
 
+/* Points of a statement's domain at which member_dim evaluates a member
+ * before its exact test: a sample point of the domain and the points one
+ * step up from it in each dimension (NULL where that is outside the
+ * domain).  A candidate `x_v mod T` that differs from the member at one of
+ * them is not the member, and needs no set comparison (the most costly
+ * part of the test: a tile band's members are tried against every
+ * dimension in turn).  The probes only rule candidates out, so the
+ * dimension found is the one the exact test alone would find. */
+typedef struct probes {
+	isl_point **pt;
+	int n;
+} probes;
+
+static void probes_clear(probes *pr)
+{
+	int i;
+	for (i = 0; i < pr->n; i++)
+		isl_point_free(pr->pt[i]);
+	tc_free(pr->pt);
+	pr->pt = NULL;
+	pr->n = 0;
+}
+
+/* The probes of dom (kept); none (n 0) if dom is empty or on failure. */
+static probes probes_of(isl_set *dom)
+{
+	probes pr = {NULL, 0};
+	isl_size n = isl_set_dim(dom, isl_dim_set);
+	isl_point *q = n >= 0 ? isl_set_sample_point(isl_set_copy(dom)) : NULL;
+	int v;
+	if (!q || isl_point_is_void(q) != isl_bool_false ||
+		!(pr.pt = tc_calloc((size_t)n + 1, sizeof(*pr.pt)))) {
+		isl_point_free(q);
+		return pr;
+	}
+	for (v = 0; v < n; v++) {
+		isl_point *up = isl_point_add_ui(isl_point_copy(q), isl_dim_set, v, 1);
+		isl_set *one = isl_set_from_point(isl_point_copy(up));
+		if (isl_set_is_subset(one, dom) == isl_bool_true)
+			pr.pt[pr.n++] = up;
+		else
+			isl_point_free(up);
+		isl_set_free(one);
+	}
+	pr.pt[pr.n++] = q;
+	return pr;
+}
+
+/* The value of pa (kept) at pt (kept) as an integer in *x: 0 where it has
+ * none there (outside its domain, or not an integer). */
+static int value_at(isl_pw_aff *pa, isl_point *pt, int64_t *x)
+{
+	isl_val *val = isl_pw_aff_eval(isl_pw_aff_copy(pa), isl_point_copy(pt));
+	int ok = val && isl_val_is_int(val) == isl_bool_true;
+	if (ok)
+		*x = isl_val_get_num_si(val);
+	isl_val_free(val);
+	return ok;
+}
+
+/* Whether `x_v mod t` differs from pa (kept, on the domain) at one of the
+ * probes pr. */
+static int refuted(isl_pw_aff *pa, int v, int64_t t, const probes *pr)
+{
+	isl_space *sp = pr->n ? isl_pw_aff_get_domain_space(pa) : NULL;
+	isl_space *at = pr->n ? isl_point_get_space(pr->pt[0]) : NULL;
+	int i, same = sp && at && isl_space_is_equal(sp, at) == isl_bool_true;
+	isl_space_free(sp);
+	isl_space_free(at);
+	for (i = 0; same && i < pr->n; i++) {
+		isl_val *c = isl_point_get_coordinate_val(pr->pt[i], isl_dim_set, v);
+		int64_t x, want;
+		int known = c && isl_val_is_int(c) == isl_bool_true;
+		want = known ? isl_val_get_num_si(c) % t : 0;
+		isl_val_free(c);
+		want += want < 0 ? t : 0;
+		if (known && value_at(pa, pr->pt[i], &x) && x != want)
+			return 1;
+	}
+	return 0;
+}
+
 /* The dimension v of dom's space that member pa (taken, on dom) is
  * `x_v mod *size` of, with *size its largest value plus one; -2 if pa is
- * a constant on dom (then *size is its value), -1 if neither. */
-static int member_dim(isl_pw_aff *pa, isl_set *dom, int64_t *size)
+ * a constant on dom (then *size is its value), -1 if neither.  pr: probes
+ * of dom (probes_of) that rule candidates out first. */
+static int member_dim(isl_pw_aff *pa, isl_set *dom, int64_t *size, const probes *pr)
 {
 	isl_val *max, *min;
 	isl_size n = isl_set_dim(dom, isl_dim_set);
@@ -297,12 +381,17 @@ static int member_dim(isl_pw_aff *pa, isl_set *dom, int64_t *size)
 	isl_val_free(max);
 	isl_val_free(min);
 	for (v = cst ? -2 : 0; v < n && found == -1; v++) {
-		isl_local_space *ls = isl_local_space_from_space(isl_set_get_space(dom));
-		isl_pw_aff *cand = cst ? isl_pw_aff_val_on_domain(isl_set_copy(dom),
+		isl_local_space *ls;
+		isl_pw_aff *cand;
+		isl_set *eq;
+		if (!cst && refuted(pa, v, *size, pr))
+			continue;
+		ls = isl_local_space_from_space(isl_set_get_space(dom));
+		cand = cst ? isl_pw_aff_val_on_domain(isl_set_copy(dom),
 			isl_val_int_from_si(isl_set_get_ctx(dom), *size)) :
 			isl_pw_aff_mod_val(isl_pw_aff_var_on_domain(ls, isl_dim_set, (unsigned)v),
 				isl_val_int_from_si(isl_set_get_ctx(dom), *size));
-		isl_set *eq = isl_pw_aff_eq_set(isl_pw_aff_copy(pa), cand);
+		eq = isl_pw_aff_eq_set(isl_pw_aff_copy(pa), cand);
 		if (isl_set_is_subset(dom, eq) == isl_bool_true)
 			found = v;
 		isl_set_free(eq);
@@ -466,17 +555,22 @@ static isl_ast_node *point_ast(const tc_poly *p, char *text, const tc_poly_point
  * dim[] the dimension each band member walks, -2 for a constant member,
  * its value in cst[]) when
  * they are exact (see the top of the file; 0 otherwise), and then the
- * tiles' origins (*origins). */
-static int analyse(const tc_poly *p, isl_schedule_node *top, isl_set *dom, int64_t *size,
-	path *pa, int *dim, int64_t *cst, int maxdim, isl_set **origins, int loose)
+ * tiles' origins (*origins).  prefix (kept): top's prefix schedule, which
+ * the caller computes once for all the statements below top. */
+static int analyse(const tc_poly *p, isl_schedule_node *top, isl_union_pw_multi_aff *prefix,
+	isl_set *dom, int64_t *size, path *pa, int *dim, int64_t *cst, int maxdim,
+	isl_set **origins, int loose)
 {
 	const tc_poly_stmt *st = tc_poly_find_stmt(p, isl_set_get_tuple_name(dom));
 	isl_space *sp = isl_set_get_space(dom);
 	isl_pw_multi_aff *org = NULL, *pre = NULL;
 	int nmem = 0, k, v, ok = st && isl_set_dim(dom, isl_dim_set) == st->ndims;
+	probes pr = {NULL, 0};
 	for (v = 0; st && v < st->ndims; v++)
 		size[v] = 1;
 	ok = ok && path_of(isl_schedule_node_copy(top), sp, pa, loose);
+	if (ok)
+		pr = probes_of(dom);
 	for (k = 0; ok && k < pa->n; k++) {
 		isl_multi_union_pw_aff *mupa;
 		isl_size nm, j;
@@ -490,7 +584,7 @@ static int analyse(const tc_poly *p, isl_schedule_node *top, isl_set *dom, int64
 				isl_space_from_domain(isl_space_copy(sp)), isl_dim_out, 1));
 			isl_union_pw_aff_free(upa);
 			int64_t t = 1;
-			int d = member_dim(pw, dom, &t);
+			int d = member_dim(pw, dom, &t, &pr);
 			if (d == -1 || nmem == maxdim)
 				ok = 0;
 			else if (d >= 0 && size[d] > 1 && size[d] != t)
@@ -518,7 +612,7 @@ static int analyse(const tc_poly *p, isl_schedule_node *top, isl_set *dom, int64
 	}
 	if (ok) {
 		isl_union_pw_multi_aff *u = isl_union_pw_multi_aff_intersect_domain(
-			isl_schedule_node_get_prefix_schedule_union_pw_multi_aff(top),
+			isl_union_pw_multi_aff_copy(prefix),
 			isl_union_set_from_set(isl_set_copy(dom)));
 		isl_pw_multi_aff *moved;
 		pre = isl_union_pw_multi_aff_as_pw_multi_aff(u);
@@ -527,6 +621,7 @@ static int analyse(const tc_poly *p, isl_schedule_node *top, isl_set *dom, int64
 		ok = isl_pw_multi_aff_is_equal(moved, pre) == isl_bool_true;
 		isl_pw_multi_aff_free(moved);
 	}
+	probes_clear(&pr);
 	isl_pw_multi_aff_free(pre);
 	isl_pw_multi_aff_free(org);
 	isl_space_free(sp);
@@ -538,7 +633,9 @@ int tc_poly_points_exact(__tc_keep const tc_poly *p, __tc_keep isl_schedule_node
 	isl_union_set *dom = p->params ? isl_schedule_node_get_domain(top) : NULL;
 	isl_set_list *list = dom ? isl_union_set_get_set_list(dom) : NULL;
 	isl_size n = list ? isl_set_list_size(list) : isl_size_error, i;
-	int ok = n > 0;
+	isl_union_pw_multi_aff *prefix = n > 0 ?
+		isl_schedule_node_get_prefix_schedule_union_pw_multi_aff(top) : NULL;
+	int ok = n > 0 && prefix;
 	for (i = 0; ok && i < n; i++) {
 		isl_set *s = isl_set_list_get_at(list, i), *origins = NULL;
 		isl_size nd = isl_set_dim(s, isl_dim_set);
@@ -546,13 +643,14 @@ int tc_poly_points_exact(__tc_keep const tc_poly *p, __tc_keep isl_schedule_node
 		int dim[MAX_PATH * TC_POLY_MAX_TILE * 2];
 		int64_t cst[MAX_PATH * TC_POLY_MAX_TILE * 2];
 		path pa = {{NULL}, 0};
-		ok = size && analyse(p, top, s, size, &pa, dim, cst,
+		ok = size && analyse(p, top, prefix, s, size, &pa, dim, cst,
 			(int)(sizeof(dim) / sizeof(dim[0])), &origins, 1);
 		path_clear(&pa);
 		isl_set_free(origins);
 		isl_set_free(s);
 		tc_free(size);
 	}
+	isl_union_pw_multi_aff_free(prefix);
 	isl_set_list_free(list);
 	isl_union_set_free(dom);
 	return ok;
@@ -560,9 +658,11 @@ int tc_poly_points_exact(__tc_keep const tc_poly *p, __tc_keep isl_schedule_node
 
 /* The points of the statement whose instances at mark are dom (taken), or
  * NULL (not exact: see the top of the file; or an error).  restrict_to
- * collects the tiles' origins. */
-static tc_poly_points *stmt_points(const tc_poly *p, isl_schedule_node *mark, isl_set *dom,
-	isl_ast_build *pbuild, isl_union_set **restrict_to)
+ * collects the tiles' origins; prefix (kept) is the prefix schedule of
+ * mark's child. */
+static tc_poly_points *stmt_points(const tc_poly *p, isl_schedule_node *mark,
+	isl_union_pw_multi_aff *prefix, isl_set *dom, isl_ast_build *pbuild,
+	isl_union_set **restrict_to)
 {
 	const tc_poly_stmt *st = tc_poly_find_stmt(p, isl_set_get_tuple_name(dom));
 	tc_poly_points *pt = st ? points_alloc(p->ctx, st->ndims) : NULL;
@@ -575,7 +675,7 @@ static tc_poly_points *stmt_points(const tc_poly *p, isl_schedule_node *mark, is
 	int64_t *full_in = bound ? bound + (st ? st->ndims : 0) + 1 : NULL;
 	isl_set *origins = NULL;
 	isl_schedule_node *top = isl_schedule_node_get_child(mark, 0);
-	ok = ok && rest && analyse(p, top, dom, pt->size, &pa, dim, cst,
+	ok = ok && rest && analyse(p, top, prefix, dom, pt->size, &pa, dim, cst,
 		(int)(sizeof(dim) / sizeof(dim[0])), &origins, 0);
 	isl_schedule_node_free(top);
 	/* the dimensions of members above the unrolled rows: their loops hold
@@ -709,7 +809,11 @@ static isl_schedule_node *convert_mark(isl_schedule_node *mark, convert_ctx *cc)
 	isl_size n = isl_set_list_size(list), i;
 	isl_union_set *origins = isl_union_set_empty(isl_union_set_get_space(dom));
 	tc_poly_points *got[64] = {NULL};
-	int ok = n > 0 && n <= 64;
+	isl_schedule_node *top = isl_schedule_node_get_child(mark, 0);
+	isl_union_pw_multi_aff *prefix =
+		isl_schedule_node_get_prefix_schedule_union_pw_multi_aff(top);
+	int ok = n > 0 && n <= 64 && prefix;
+	isl_schedule_node_free(top);
 	for (i = 0; ok && i < n; i++) {
 		isl_set *s = isl_set_list_get_at(list, i);
 		const tc_poly_stmt *st = tc_poly_find_stmt(cc->p, isl_set_get_tuple_name(s));
@@ -717,7 +821,8 @@ static isl_schedule_node *convert_mark(isl_schedule_node *mark, convert_ctx *cc)
 			isl_set_free(s);
 			ok = 0;
 		} else {
-			ok = (got[i] = stmt_points(cc->p, mark, s, cc->pbuild, &origins)) != NULL;
+			ok = (got[i] = stmt_points(cc->p, mark, prefix, s, cc->pbuild,
+				&origins)) != NULL;
 		}
 	}
 	if (ok) {
@@ -743,6 +848,7 @@ static isl_schedule_node *convert_mark(isl_schedule_node *mark, convert_ctx *cc)
 			points_free(got[i]);
 		isl_union_set_free(origins);
 	}
+	isl_union_pw_multi_aff_free(prefix);
 	isl_set_list_free(list);
 	isl_union_set_free(dom);
 	return mark;
