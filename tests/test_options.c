@@ -2118,7 +2118,9 @@ static void parallel_mark_above_a_block(void **state)
 		"  dW1(i,h) +=! X(b,i) * dH(b,h)\n}\n", "dw1.tc");
 	assert_non_null(m);
 	text = stage_of(m, in, 4, opts[1], "ast");
-	assert_non_null(strstr(text, "// tc_parallel\n  for (int c0 = 0; c0 <= 49; c0 += 12)"));
+	/* the tile loops run over the 5 tiles' indices, origins 12 * c0 */
+	assert_non_null(strstr(text, "// tc_parallel\n  for (int c0 = 0; c0 <= 4; c0 += 1)"));
+	assert_non_null(strstr(text, "S3_init(12 * c0, 16 * c2);"));
 	tc_string_free(text);
 	text = stage_of(m, in, 4, opts[1], "llvm");
 	assert_non_null(strstr(text, "define internal void @tc_k.par0("));

@@ -512,11 +512,12 @@ static void test_specialised_matmul_has_constant_bounds(void **state)
 	if (!loop_bounds_are_constant(text, bad, sizeof(bad)))
 		fail_msg("the specialised AST's loops name %s:\n%s", bad, text);
 	/* register tiles of 12 rows by 2 vectors (N = 32: 24 accumulators):
-	 * a tile at every 12th row (c0 = 0, 12, ..., 60), its point loops
-	 * built apart (polyhedral/ast.c): 12 rows where the tile is whole, 4
-	 * in the partial one at 60; the rows are loops the code generator
-	 * unrolls (between the marks) */
-	assert_true(tu_contains(text, "c0 <= 63; c0 += 12"));
+	 * a tile at every 12th row (tile indices c0 = 0, ..., 5: origins 0,
+	 * 12, ..., 60), its point loops built apart (polyhedral/ast.c): 12
+	 * rows where the tile is whole, 4 in the partial one at 60; the rows
+	 * are loops the code generator unrolls (between the marks) */
+	assert_true(tu_contains(text, "c0 <= 5; c0 += 1"));
+	assert_true(tu_contains(text, "S0(12 * c0, 0, 0);"));
 	assert_true(tu_contains(text, "// tc_unroll\n      for (int tc_p1 = 0; tc_p1 <= 11; "
 				      "tc_p1 += 1) {\n        // tc_unrolled\n"));
 	assert_true(tu_contains(text, "// tc_unroll\n      for (int tc_p1 = 0; tc_p1 <= 3; "
