@@ -19,7 +19,11 @@
  *
  * Then the tree isl builds keeps, below the mark, only the sequences and
  * filters (one statement each) and no band; its domain is the tiles'
- * origins; the band above the mark loses its isolate option.  Each user
+ * origins, renamed by their tile indices (x = T t), with the bands of
+ * those statements divided by their members' strides, so that isl builds
+ * over boxes without `x mod T = 0` existentials (over_indices; the call's
+ * arguments are T times the indices); the band above the mark loses its
+ * isolate option.  Each user
  * node of the statement stands for its tile (tc_poly_points, poly.h):
  * small ASTs of the point loops over p in [0, T) per dimension, built by
  * isl from the mark's subtree with `x mod T` read as p.  With the sizes
@@ -913,19 +917,39 @@ static int64_t member_stride(isl_union_pw_aff *upa, isl_union_set *dom)
 	return stride;
 }
 
+/* Whether every statement of dom (kept) has its register tile's points
+ * in cc (their instances are tile indices in over_indices' tree). */
+static int all_converted(const convert_ctx *cc, isl_union_set *dom)
+{
+	isl_set_list *list = dom ? isl_union_set_get_set_list(dom) : NULL;
+	isl_size n = list ? isl_set_list_size(list) : isl_size_error, i;
+	int ok = n > 0;
+	for (i = 0; ok && i < n; i++) {
+		isl_set *set = isl_set_list_get_at(list, i);
+		const tc_poly_stmt *st = set ? tc_poly_find_stmt(cc->p,
+			isl_set_get_tuple_name(set)) : NULL;
+		ok = st && cc->pts[st - cc->p->stmts];
+		isl_set_free(set);
+	}
+	isl_set_list_free(list);
+	return ok;
+}
+
 /* isl_schedule_map_schedule_node_bottom_up callback of over_indices: a
- * band without AST build options, each member divided by the stride of
- * its values (a tile band over tile indices: `48 floor(t/8)` becomes
- * `floor(t/8)`, `6 (t mod 8)` becomes `t mod 8`).  Dividing a member by a
- * positive constant keeps the order it gives. */
+ * band of converted statements only (convert_ctx user) without AST build
+ * options, each member divided by the stride of its values (a tile band
+ * over tile indices: `48 floor(t/8)` becomes `floor(t/8)`, `6 (t mod 8)`
+ * becomes `t mod 8`).  Dividing a member by a positive constant keeps the
+ * order it gives; the other bands (a packing copy's tiles) are left as
+ * they were, so that their code stays the same. */
 static isl_schedule_node *scale_band(isl_schedule_node *node, void *user)
 {
+	const convert_ctx *cc = user;
 	isl_union_set *opts, *dom;
 	isl_multi_union_pw_aff *mupa;
 	isl_multi_val *mv;
 	isl_size n, j;
 	int any = 0, empty;
-	(void)user;
 	if (isl_schedule_node_get_type(node) != isl_schedule_node_band)
 		return node;
 	opts = isl_schedule_node_band_get_ast_build_options(node);
@@ -934,6 +958,10 @@ static isl_schedule_node *scale_band(isl_schedule_node *node, void *user)
 	if (!empty)
 		return node;
 	dom = isl_schedule_node_get_domain(node);
+	if (!all_converted(cc, dom)) {
+		isl_union_set_free(dom);
+		return node;
+	}
 	mupa = isl_schedule_node_band_get_partial_schedule(node);
 	n = isl_multi_union_pw_aff_size(mupa);
 	mv = isl_multi_val_zero(isl_multi_union_pw_aff_get_space(mupa));
@@ -997,7 +1025,7 @@ static isl_schedule *over_indices(const tc_poly *p, convert_ctx *cc, isl_schedul
 		return isl_schedule_free(s);
 	}
 	s = isl_schedule_pullback_union_pw_multi_aff(s, up);
-	return isl_schedule_map_schedule_node_bottom_up(s, scale_band, NULL);
+	return isl_schedule_map_schedule_node_bottom_up(s, scale_band, cc);
 }
 
 /* The tree isl builds: p's schedule with the register tiles' point loops
