@@ -19,6 +19,8 @@
 #ifndef TC_IR_TARGET_H
 #define TC_IR_TARGET_H
 
+#include "../lang/util.h"
+
 #include <stdint.h>
 
 /* The description of one machine (see above). */
@@ -36,6 +38,10 @@ typedef struct tc_target {
 	int64_t block_rows_long; /* MC for row members of long_rows or more */
 	int64_t long_rows;
 	int64_t block_depth;     /* KC: the reduction's block */
+	int64_t conv_depth;      /* a convolution's KC: its weights' block,
+				  * input channels times the window's points
+				  * (polyhedral/tile.c; measured, not derived
+				  * from the caches) */
 	int64_t block_cols;      /* NC: the innermost (vector) member's block */
 	int64_t transpose_tile;  /* packing copies that transpose: square tiles
 				  * of this side (both tiles stay in L1) */
@@ -54,5 +60,12 @@ typedef struct tc_target {
 				 * buffer on the stack (ir/share.c,
 				 * polyhedral/contract.c) */
 } tc_target;
+
+/* Set t's l1_bytes and its contraction blocks KC (block_depth) and NC
+ * (block_cols) from the sizes in bytes of the L1 data cache l1d and the L2
+ * cache l2 (ir/target.c says the rules), for t's vector_bytes; a size of 0
+ * (unknown) leaves the fields it sets as they are (the caller's fallback).
+ * NC follows the final KC. */
+void tc_target_cache_blocks(__tc_keep tc_target *t, int64_t l1d, int64_t l2);
 
 #endif

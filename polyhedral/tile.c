@@ -45,8 +45,8 @@ static int64_t rows_tile(const tc_poly *p, isl_schedule_node *node, int j, int64
  * subscript of a read combines (w + r_kw).  Its weights' block for the
  * outermost reduction member (input channels) and the inner reduction
  * members whole (the kernel window) is the depth of a contraction: the
- * outermost reduction member goes in blocks of KC over the window's points,
- * evened out, so that the weights of a block (22 of 64 channels x 3 x 3 x
+ * outermost reduction member goes in blocks of the target's conv_depth
+ * over the window's points, evened out, so that the weights of a block (22 of 64 channels x 3 x 3 x
  * 64 output channels: 50 KiB) stay in L1 while the register tiles of a row
  * of outputs sweep them; the parallel members outside the register tile's
  * (all but the innermost two) in tiles of 1, so that the row's partial sums
@@ -77,7 +77,7 @@ static int conv_tiles(const tc_poly *p, isl_schedule_node *node, const tc_poly_s
 	if (!window_member || red < 0 || window <= 0 || n < 3)
 		return 0;
 	ext = tc_poly_band_member_extent(p, node, red);
-	sizes[red] = p->target->block_depth / window > 0 ? p->target->block_depth / window : 1;
+	sizes[red] = p->target->conv_depth / window > 0 ? p->target->conv_depth / window : 1;
 	if (ext <= 0 || 2 * ext < 3 * sizes[red])
 		return 0;
 	blocks = (ext + sizes[red] - 1) / sizes[red];
