@@ -35,6 +35,7 @@ void tc_target_cache_blocks(__tc_keep tc_target *t, int64_t l1d, int64_t l2)
 		t->block_depth = kc < 64 ? 64 : kc > 256 ? 256 : kc;
 	}
 	if (l2 > 0) {
+		t->l2_bytes = l2;
 		nc = l2 / 4 / (t->block_depth * 4) / (nr / 4) * (nr / 4);
 		t->block_cols = nc < nr / 4 ? nr / 4 : nc > 4096 ? 4096 : nc;
 	}

@@ -45,6 +45,9 @@ typedef struct tc_target {
 	int64_t block_cols;      /* NC: the innermost (vector) member's block */
 	int64_t transpose_tile;  /* packing copies that transpose: square tiles
 				  * of this side (both tiles stay in L1) */
+	int64_t l2_bytes;        /* the level-2 cache (0: unknown): whether a
+				  * contraction's right operand stays in it
+				  * unblocked (polyhedral/tile.c) */
 	int64_t l1_bytes;        /* the level-1 data cache (0: unknown): what a
 				  * convolution's register tile may sweep again
 				  * per output channel (polyhedral/regtile.c) */

@@ -97,6 +97,7 @@ static void describe(__tc_keep tc_target *t)
 	t->block_cols = 512;
 	t->transpose_tile = 32;
 	t->l1_bytes = 48 << 10;
+	t->l2_bytes = 1 << 20;
 	tc_target_cache_blocks(t, cache_bytes(CACHE_L1D), cache_bytes(CACHE_L2));
 	t->parallel_min_instances = 32768;
 	t->rowbuf_bytes = 64 << 10;
