@@ -242,6 +242,25 @@ static void conv_rows(const tc_poly *p, isl_schedule_node *node, const tc_poly_s
 	*rows = best_r;
 }
 
+/* The rows of a contraction's register tile (not a convolution's) of a
+ * member of ext values that the tile pass leaves whole (shorter than 1.5
+ * of the target's MC), rows chosen so far, at most max by the
+ * accumulators: fewer tiles of equal rows (up to 16) where they divide
+ * ext, so that no tile is a partial one.  Batch matmul 500 x 26 x 72 x
+ * 26, one thread: 2 tiles of 13 rows (of 16 and of 10 lanes) took 0.95x
+ * the time of 12 + 12 + 2, whose tile of 2 rows waits on its 2 chains of
+ * multiply-adds. */
+static int64_t even_rows(const tc_poly *p, int64_t ext, int64_t rows, int64_t max)
+{
+	int64_t t;
+	if (max > 16)
+		max = 16;
+	if (ext <= rows || rows < 1 || max < 1 || 2 * ext >= 3 * p->target->block_rows)
+		return rows;
+	t = (ext + max - 1) / max;
+	return t < (ext + rows - 1) / rows && ext % t == 0 ? ext / t : rows;
+}
+
 /* The register tile sizes of every member of contraction band node
  * (sizes[n]): the reduction members untiled, the parallel ones from the
  * option (innermost last; members it does not reach get 1) or, when
@@ -304,6 +323,9 @@ static void regtile_sizes(const tc_poly *p, isl_schedule_node *node, const tc_po
 				conv_rows(p, node, st, x, rows, &row, &rows);
 		} else {
 			size = j == row ? rows : 1;
+			if (j == row && !x && !p->opts.nregtile)
+				size = even_rows(p, ext, size,
+					acc / ((sizes[n - 1] + vl - 1) / vl));
 			if (ext > 0 && size > ext)
 				size = ext;
 		}
