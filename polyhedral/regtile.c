@@ -245,8 +245,9 @@ static void conv_rows(const tc_poly *p, isl_schedule_node *node, const tc_poly_s
 /* The rows of a contraction's register tile (not a convolution's) of a
  * member of ext values that the tile pass leaves whole (shorter than 1.5
  * of the target's MC), rows chosen so far, at most max by the
- * accumulators: fewer tiles of equal rows (up to 16) where they divide
- * ext, so that no tile is a partial one.  Batch matmul 500 x 26 x 72 x
+ * accumulators: as few tiles as rows allow, or fewer, of equal rows (up
+ * to 16) where they divide ext, so that no tile is a partial one (27 rows
+ * of 2 vectors: 9 + 9 + 9, not 12 + 12 + 3).  Batch matmul 500 x 26 x 72 x
  * 26, one thread: 2 tiles of 13 rows (of 16 and of 10 lanes) took 0.95x
  * the time of 12 + 12 + 2, whose tile of 2 rows waits on its 2 chains of
  * multiply-adds. */
@@ -257,8 +258,10 @@ static int64_t even_rows(const tc_poly *p, int64_t ext, int64_t rows, int64_t ma
 		max = 16;
 	if (ext <= rows || rows < 1 || max < 1 || 2 * ext >= 3 * p->target->block_rows)
 		return rows;
-	t = (ext + max - 1) / max;
-	return t < (ext + rows - 1) / rows && ext % t == 0 ? ext / t : rows;
+	for (t = (ext + max - 1) / max; t <= (ext + rows - 1) / rows; t++)
+		if (ext % t == 0)
+			return ext / t;
+	return rows;
 }
 
 /* The register tile sizes of every member of contraction band node
