@@ -6,13 +6,15 @@
  * It lives in ir/, the lowest layer every compilation stage shares.
  *
  * The block sizes are part of the description, as in BLIS's per-
- * architecture contexts: they are measured, not derived from the cache
- * sizes a machine reports (a virtual machine's reports are unreliable: the
- * 2-core Zen 5 machines this project measures on report 32 KiB of L1d per
- * core where Zen 5 has 48, and getconf says 320 MiB of L3 where lscpu says
- * 32).  A GPU backend adds its own fields (warp size,
- * multiprocessors, shared memory per block, threads per block) when it
- * exists.
+ * architecture contexts.  MC and a convolution's KC are measured; KC and
+ * NC of other contractions are derived from the L1d's and L2's sizes the
+ * host reports (tc_target_cache_blocks, ir/target.c), read for those two
+ * levels only: a virtual machine's reports can be off (getconf says 320
+ * MiB of L3 where lscpu says 32; the Zen 5 machines of earlier sessions
+ * reported 32 KiB of L1d where Zen 5 has 48, which gives KC 128 there,
+ * not the 256 measured on them: unmeasured since, as no session has had
+ * one).  A GPU backend adds its own fields (warp size, multiprocessors,
+ * shared memory per block, threads per block) when it exists.
  *
  * Owner: the caller that fills it; every consumer borrows it (__tc_keep)
  * for the duration of one compilation. */
@@ -64,8 +66,8 @@ typedef struct tc_target {
 				 * polyhedral/contract.c) */
 } tc_target;
 
-/* Set t's l1_bytes and its contraction blocks KC (block_depth) and NC
- * (block_cols) from the sizes in bytes of the L1 data cache l1d and the L2
+/* Set t's l1_bytes, l2_bytes and its contraction blocks KC (block_depth)
+ * and NC (block_cols) from the sizes in bytes of the L1 data cache l1d and the L2
  * cache l2 (ir/target.c says the rules), for t's vector_bytes; a size of 0
  * (unknown) leaves the fields it sets as they are (the caller's fallback).
  * NC follows the final KC. */

@@ -46,11 +46,11 @@ static int64_t rows_tile(const tc_poly *p, isl_schedule_node *node, int j, int64
  * outermost reduction member (input channels) and the inner reduction
  * members whole (the kernel window) is the depth of a contraction: the
  * outermost reduction member goes in blocks of the target's conv_depth
- * over the window's points, evened out, so that the weights of a block (22 of 64 channels x 3 x 3 x
- * 64 output channels: 50 KiB) stay in L1 while the register tiles of a row
- * of outputs sweep them; the parallel members outside the register tile's
- * (all but the innermost two) in tiles of 1, so that the row's partial sums
- * stay in cache between blocks.  conv2d 8x64x56x56 channels last: 0.7x the
+ * over the window's points, evened out, so that the weights of a block
+ * (22 of 64 channels x 3 x 3 x 64 output channels: 50 KiB) stay in L1
+ * while the register tiles of a row of outputs sweep them; the parallel
+ * members outside the register tile's (all but the innermost two) in tiles
+ * of 1, so that the row's partial sums stay in cache between blocks.  conv2d 8x64x56x56 channels last: 0.7x the
  * time with the weights (147 KiB) swept from L2 by every register tile.  0
  * when node is no convolution or its channels fit one block. */
 static int conv_tiles(const tc_poly *p, isl_schedule_node *node, const tc_poly_stmt *st,
@@ -92,12 +92,11 @@ static int conv_tiles(const tc_poly *p, isl_schedule_node *node, const tc_poly_s
 }
 
 /* The reduction's block (KC) of contraction statement st whose innermost
- * member is cut into blocks of cols (at most: the extent when shorter):
- * none when the right operand's whole depth ext of those
- * columns takes less than half of the L2, where it stays as it is read
- * (fully connected 784 -> 128: its 392 KiB in 7 blocks of 128 took 1.01x
- * the time of 4 of 256, and unblocked 0.99x), else the target's KC; 0
- * when unblocked. */
+ * member is cut into blocks of cols (the extent when shorter): 0, no
+ * blocks, when the right operand's whole depth ext of those columns takes
+ * less than half of the L2, where it stays as it is read (fully connected
+ * 784 -> 128 with KC 128: its 392 KiB in 7 blocks took 1.01x the time of
+ * 4 of 256, and unblocked 0.99x), else the target's KC. */
 static int64_t depth_tile(const tc_poly *p, const tc_poly_stmt *st, int64_t ext, int64_t cols)
 {
 	int64_t bytes = tc_dtype_size(p->f->tensors[st->ir->tensor].dtype);
