@@ -1746,6 +1746,8 @@ static void test_reduction_blocks_from_the_caches(void **state)
 	char *s;
 	(void)state;
 	t.threads = 1;
+	t.vector_bytes = 64; /* AVX-512's, whatever the host: NR of 64 floats */
+	t.accumulators = 24;
 	tc_target_cache_blocks(&t, 32 << 10, 1 << 20);
 	s = schedule_for(mm, big, &t);
 	assert_non_null(strstr(s, "(r_k - (r_k) mod 128)"));

@@ -1276,8 +1276,12 @@ static void regtile_even_rows_of_short_members(void **state)
 	uint64_t r = 31;
 	size_t c;
 	(void)state;
-	for (c = 0; c < sizeof(cases) / sizeof(cases[0]); c++)
-		check_pack_case(&cases[c], (int)c, &r);
+	for (c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		pack_case cc = cases[c];
+		if (!__builtin_cpu_supports("avx512f"))
+			cc.rows = NULL; /* the rows are AVX-512's (16 lanes, 24 accumulators) */
+		check_pack_case(&cc, (int)c, &r);
+	}
 }
 
 /* Packing: an input read with the reduction as its stride-1 dimension (B
