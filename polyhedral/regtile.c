@@ -242,6 +242,21 @@ static void conv_rows(const tc_poly *p, isl_schedule_node *node, const tc_poly_s
 	*rows = best_r;
 }
 
+/* Whether a read of contraction statement st combines an index of its
+ * output and a reduction index in one subscript (a window: w + r_kw): a
+ * convolution, also one written channels last, whose window runs along
+ * another member than the innermost (conv_window's). */
+static int any_window(const tc_poly_stmt *st)
+{
+	int a, b;
+	for (a = 0; a < st->ir->nvars; a++)
+		for (b = 0; b < st->ir->nvars; b++)
+			if (!st->ir->vars[a].is_reduction && st->ir->vars[b].is_reduction &&
+				tc_poly_window_read(st->ir->rhs, a, b))
+				return 1;
+	return 0;
+}
+
 /* The rows of a contraction's register tile (not a convolution's) of a
  * member of ext values that the tile pass leaves whole (shorter than 1.5
  * of the target's MC), rows chosen so far, at most max by the
@@ -326,7 +341,7 @@ static void regtile_sizes(const tc_poly *p, isl_schedule_node *node, const tc_po
 				conv_rows(p, node, st, x, rows, &row, &rows);
 		} else {
 			size = j == row ? rows : 1;
-			if (j == row && !x && !p->opts.nregtile)
+			if (j == row && !x && !p->opts.nregtile && !any_window(st))
 				size = even_rows(p, ext, size,
 					acc / ((sizes[n - 1] + vl - 1) / vl));
 			if (ext > 0 && size > ext)
