@@ -6,18 +6,22 @@
  * It lives in ir/, the lowest layer every compilation stage shares.
  *
  * The block sizes are part of the description, as in BLIS's per-
- * architecture contexts: they are measured, not derived from the cache
- * sizes a machine reports (a virtual machine's reports are unreliable: the
- * 2-core Zen 5 machines this project measures on report 32 KiB of L1d per
- * core where Zen 5 has 48, and getconf says 320 MiB of L3 where lscpu says
- * 32).  A GPU backend adds its own fields (warp size,
- * multiprocessors, shared memory per block, threads per block) when it
- * exists.
+ * architecture contexts.  MC and a convolution's KC are measured; KC and
+ * NC of other contractions are derived from the L1d's and L2's sizes the
+ * host reports (tc_target_cache_blocks, ir/target.c), read for those two
+ * levels only: a virtual machine's reports can be off (getconf says 320
+ * MiB of L3 where lscpu says 32; the Zen 5 machines of earlier sessions
+ * reported 32 KiB of L1d where Zen 5 has 48, which gives KC 128 there,
+ * not the 256 measured on them: unmeasured since, as no session has had
+ * one).  A GPU backend adds its own fields (warp size, multiprocessors,
+ * shared memory per block, threads per block) when it exists.
  *
  * Owner: the caller that fills it; every consumer borrows it (__tc_keep)
  * for the duration of one compilation. */
 #ifndef TC_IR_TARGET_H
 #define TC_IR_TARGET_H
+
+#include "../lang/util.h"
 
 #include <stdint.h>
 
@@ -36,9 +40,16 @@ typedef struct tc_target {
 	int64_t block_rows_long; /* MC for row members of long_rows or more */
 	int64_t long_rows;
 	int64_t block_depth;     /* KC: the reduction's block */
+	int64_t conv_depth;      /* a convolution's KC: its weights' block,
+				  * input channels times the window's points
+				  * (polyhedral/tile.c; measured, not derived
+				  * from the caches) */
 	int64_t block_cols;      /* NC: the innermost (vector) member's block */
 	int64_t transpose_tile;  /* packing copies that transpose: square tiles
 				  * of this side (both tiles stay in L1) */
+	int64_t l2_bytes;        /* the level-2 cache (0: unknown): whether a
+				  * contraction's right operand stays in it
+				  * unblocked (polyhedral/tile.c) */
 	int64_t l1_bytes;        /* the level-1 data cache (0: unknown): what a
 				  * convolution's register tile may sweep again
 				  * per output channel (polyhedral/regtile.c) */
@@ -54,5 +65,12 @@ typedef struct tc_target {
 				 * buffer on the stack (ir/share.c,
 				 * polyhedral/contract.c) */
 } tc_target;
+
+/* Set t's l1_bytes, l2_bytes and its contraction blocks KC (block_depth)
+ * and NC (block_cols) from the sizes in bytes of the L1 data cache l1d and the L2
+ * cache l2 (ir/target.c says the rules), for t's vector_bytes; a size of 0
+ * (unknown) leaves the fields it sets as they are (the caller's fallback).
+ * NC follows the final KC. */
+void tc_target_cache_blocks(__tc_keep tc_target *t, int64_t l1d, int64_t l2);
 
 #endif

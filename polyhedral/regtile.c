@@ -261,6 +261,43 @@ static void conv_rows(const tc_poly *p, isl_schedule_node *node, const tc_poly_s
 	}
 }
 
+/* Whether a read of contraction statement st combines an index of its
+ * output and a reduction index in one subscript (a window: w + r_kw): a
+ * convolution, also one written channels last, whose window runs along
+ * another member than the innermost (conv_window's). */
+static int any_window(const tc_poly_stmt *st)
+{
+	int a, b;
+	for (a = 0; a < st->ir->nvars; a++)
+		for (b = 0; b < st->ir->nvars; b++)
+			if (!st->ir->vars[a].is_reduction && st->ir->vars[b].is_reduction &&
+				tc_poly_window_read(st->ir->rhs, a, b))
+				return 1;
+	return 0;
+}
+
+/* The rows of a contraction's register tile (not a convolution's) of a
+ * member of ext values that the tile pass leaves whole (shorter than 1.5
+ * of the target's MC), rows chosen so far, at most max by the
+ * accumulators: as few tiles as rows allow, or fewer, of equal rows (up
+ * to 16) where they divide ext, so that no tile is a partial one (27 rows
+ * of 2 vectors: 9 + 9 + 9, not 12 + 12 + 3).  Batch matmul 500 x 26 x 72 x
+ * 26, one thread: 2 tiles of 13 rows (of 16 and of 10 lanes) took 0.95x
+ * the time of 12 + 12 + 2, whose tile of 2 rows waits on its 2 chains of
+ * multiply-adds. */
+static int64_t even_rows(const tc_poly *p, int64_t ext, int64_t rows, int64_t max)
+{
+	int64_t t;
+	if (max > 16)
+		max = 16;
+	if (ext <= rows || rows < 1 || max < 1 || 2 * ext >= 3 * p->target->block_rows)
+		return rows;
+	for (t = (ext + max - 1) / max; t <= (ext + rows - 1) / rows; t++)
+		if (ext % t == 0)
+			return ext / t;
+	return rows;
+}
+
 /* The register tile sizes of every member of contraction band node
  * (sizes[n]): the reduction members untiled, the parallel ones from the
  * option (innermost last; members it does not reach get 1) or, when
@@ -324,6 +361,9 @@ static void regtile_sizes(const tc_poly *p, isl_schedule_node *node, const tc_po
 				conv_rows(p, node, st, x, rows, &row, &rows, &row2, &rows2);
 		} else {
 			size = j == row ? rows : j == row2 ? rows2 : 1;
+			if (j == row && !x && !p->opts.nregtile && !any_window(st))
+				size = even_rows(p, ext, size,
+					acc / ((sizes[n - 1] + vl - 1) / vl));
 			if (ext > 0 && size > ext)
 				size = ext;
 		}

@@ -45,12 +45,12 @@ static int64_t rows_tile(const tc_poly *p, isl_schedule_node *node, int j, int64
  * subscript of a read combines (w + r_kw).  Its weights' block for the
  * outermost reduction member (input channels) and the inner reduction
  * members whole (the kernel window) is the depth of a contraction: the
- * outermost reduction member goes in blocks of KC over the window's points,
- * evened out, so that the weights of a block (22 of 64 channels x 3 x 3 x
- * 64 output channels: 50 KiB) stay in L1 while the register tiles of a row
- * of outputs sweep them; the parallel members outside the register tile's
- * (all but the innermost two) in tiles of 1, so that the row's partial sums
- * stay in cache between blocks.  conv2d 8x64x56x56 channels last: 0.7x the
+ * outermost reduction member goes in blocks of the target's conv_depth
+ * over the window's points, evened out, so that the weights of a block
+ * (22 of 64 channels x 3 x 3 x 64 output channels: 50 KiB) stay in L1
+ * while the register tiles of a row of outputs sweep them; the parallel
+ * members outside the register tile's (all but the innermost two) in tiles
+ * of 1, so that the row's partial sums stay in cache between blocks.  conv2d 8x64x56x56 channels last: 0.7x the
  * time with the weights (147 KiB) swept from L2 by every register tile.  0
  * when node is no convolution or its channels fit one block. */
 static int conv_tiles(const tc_poly *p, isl_schedule_node *node, const tc_poly_stmt *st,
@@ -77,7 +77,7 @@ static int conv_tiles(const tc_poly *p, isl_schedule_node *node, const tc_poly_s
 	if (!window_member || red < 0 || window <= 0 || n < 3)
 		return 0;
 	ext = tc_poly_band_member_extent(p, node, red);
-	sizes[red] = p->target->block_depth / window > 0 ? p->target->block_depth / window : 1;
+	sizes[red] = p->target->conv_depth / window > 0 ? p->target->conv_depth / window : 1;
 	if (ext <= 0 || 2 * ext < 3 * sizes[red])
 		return 0;
 	blocks = (ext + sizes[red] - 1) / sizes[red];
@@ -91,17 +91,34 @@ static int conv_tiles(const tc_poly *p, isl_schedule_node *node, const tc_poly_s
 	return 1;
 }
 
+/* The reduction's block (KC) of contraction statement st whose innermost
+ * member is cut into blocks of cols (the extent when shorter): 0, no
+ * blocks, when the right operand's whole depth ext of those columns takes
+ * less than half of the L2, where it stays as it is read (fully connected
+ * 784 -> 128 with KC 128: its 392 KiB in 7 blocks took 1.01x the time of
+ * 4 of 256, and unblocked 0.99x), else the target's KC. */
+static int64_t depth_tile(const tc_poly *p, const tc_poly_stmt *st, int64_t ext, int64_t cols)
+{
+	int64_t bytes = tc_dtype_size(p->f->tensors[st->ir->tensor].dtype);
+	if (p->target->l2_bytes > 0 && ext > 0 && cols > 0 &&
+		2 * ext * cols * bytes < p->target->l2_bytes)
+		return 0;
+	return p->target->block_depth;
+}
+
 /* Cache tiles for a contraction band (BLIS-style blocking, sizes[n]): the
  * reduction member in blocks of KC, the innermost (vectorised) member in
  * blocks of NC and the parallel member the register tile's rows come from
  * in blocks of MC, so that a KC x NC block of the right operand stays in
  * L2 while MC / 6 row panels of the left one stream through L1 (the
  * target's block sizes: runtime/backend_cpu.c gives the host's and where
- * they were measured); members shorter than 1.5 blocks are not tiled.  0 when node is no contraction or no member is
- * long enough to tile. */
+ * they were measured; the reduction's: depth_tile); members shorter than
+ * 1.5 blocks are not tiled.  0 when node is no contraction or no member
+ * is long enough to tile. */
 static int auto_tiles(const tc_poly *p, isl_schedule_node *node, int64_t *sizes)
 {
 	int has_init, j, rows = 0, tiled = 0;
+	int64_t cols = 0; /* the innermost member's block */
 	isl_size n = isl_schedule_node_band_n_member(node);
 	const tc_poly_stmt *st = tc_poly_contraction_band(p, node, &has_init);
 	if (!st || n > TC_POLY_MAX_TILE)
@@ -112,7 +129,7 @@ static int auto_tiles(const tc_poly *p, isl_schedule_node *node, int64_t *sizes)
 		int coinc = isl_schedule_node_band_member_get_coincident(node, j) == isl_bool_true;
 		int64_t ext = tc_poly_band_member_extent(p, node, j), size;
 		if (!coinc)
-			size = p->target->block_depth;
+			size = depth_tile(p, st, ext, cols);
 		else if (j == n - 1)
 			size = p->target->block_cols;
 		else if (!rows++)
@@ -121,6 +138,8 @@ static int auto_tiles(const tc_poly *p, isl_schedule_node *node, int64_t *sizes)
 			size = 0;
 		sizes[j] = size && ext > 0 && 2 * ext >= 3 * size ? size : HUGE_TILE;
 		tiled += sizes[j] == size;
+		if (j == n - 1)
+			cols = sizes[j] < HUGE_TILE ? sizes[j] : ext;
 	}
 	return tiled > 0;
 }

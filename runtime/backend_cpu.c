@@ -18,6 +18,7 @@
 
 #include <pthread.h>
 #include <string.h>
+#include <unistd.h>
 
 /* ---- the machine ---- */
 
@@ -40,16 +41,34 @@ static int has_feature(const char *feature)
 	return 0;
 }
 
+enum { CACHE_L1D, CACHE_L2 };
+
+/* The size in bytes of the host's L1 data cache or L2 cache, 0 if unknown
+ * (or implausible: under 4 KiB or over 64 MiB). */
+static int64_t cache_bytes(int which)
+{
+	long v = -1;
+#if defined(_SC_LEVEL1_DCACHE_SIZE) && defined(_SC_LEVEL2_CACHE_SIZE)
+	v = sysconf(which == CACHE_L1D ? _SC_LEVEL1_DCACHE_SIZE : _SC_LEVEL2_CACHE_SIZE);
+#else
+	(void)which;
+#endif
+	return v >= (4 << 10) && v <= (64L << 20) ? (int64_t)v : 0;
+}
+
 /* The host CPU.  Vectors from its features: 64 bytes and 32 registers with
  * AVX-512, 32 bytes and 16 registers with AVX, else 16 bytes (SSE: 16
  * registers; AArch64's NEON: 32); three quarters of the registers hold a
- * register tile's partial sums.  The block sizes were measured on the
- * Zen 5 cores of docs/performance.md (48 KiB L1d, 1 MiB L2): KC x NC of the
- * right operand (512 KiB) stays in L2 while MC / 6 row panels of the left
- * one stream through L1; 192-row blocks for rows of 1536 or more (sgemm
- * 2048: 107.6 ms with 48-row blocks, 87.9 with 192); 32 x 32 tiles for
- * transposing copies (matmul_nt 1024: the untiled copy took 3 of 14.5 ms);
- * the L1d's 48 KiB.
+ * register tile's partial sums.  KC, NC and the L1's size come from the
+ * host's L1d and L2 as the C library reports them (sysconf; Linux reads
+ * the kernel's cache description) through tc_target_cache_blocks
+ * (ir/target.c: a KC x NR panel of the right operand in L1, a KC x NC
+ * block in a quarter of L2; the Zen 4 host, 32 KiB and 1 MiB: KC 128, NC
+ * 512).  Where it reports none, the blocks measured on the Zen 5 cores of
+ * docs/performance.md (48 KiB L1d, 1 MiB L2): KC 256, NC 512, 48 KiB.  MC
+ * is measured: 48 rows, 192 for rows of 1536 or more (sgemm 2048: 107.6 ms
+ * with 48-row blocks, 87.9 with 192); 32 x 32 tiles for transposing copies
+ * (matmul_nt 1024: the untiled copy took 3 of 14.5 ms).
  * Loop nests of fewer than 32768 statement instances stay on the calling
  * thread (a parallel loop's hand-out cost more than fcrelu 128x128x10's
  * whole run).  Row buffers up to 64 KiB live on the stack. */
@@ -74,9 +93,12 @@ static void describe(__tc_keep tc_target *t)
 	t->block_rows_long = 192;
 	t->long_rows = 1536;
 	t->block_depth = 256;
+	t->conv_depth = 256;
 	t->block_cols = 512;
 	t->transpose_tile = 32;
 	t->l1_bytes = 48 << 10;
+	t->l2_bytes = 1 << 20;
+	tc_target_cache_blocks(t, cache_bytes(CACHE_L1D), cache_bytes(CACHE_L2));
 	t->parallel_min_instances = 32768;
 	t->rowbuf_bytes = 64 << 10;
 }

@@ -37,6 +37,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <isl/schedule.h>
+
 #include "codegen/llvm.h"
 #include "ir/half.h"
 #include "ir/interp.h"
@@ -1656,6 +1658,110 @@ static char *loop_ir(const char *text, tc_dtype t, int vector, int unroll, int f
 	return raw_ir(ctx, p, &o, &d, &k);
 }
 
+/* tc_target_cache_blocks (ir/target.c): KC fills the L1d with a KC x NR
+ * panel (NR: 4 vectors), NC a quarter of the L2 with the KC x NC block,
+ * clamped and rounded; an unknown size (0) keeps the caller's values. */
+static void test_target_cache_blocks(void **state)
+{
+	tc_target t;
+	(void)state;
+	memset(&t, 0, sizeof(t));
+	t.vector_bytes = 64;
+	t.block_depth = 256;
+	t.block_cols = 512;
+	t.l1_bytes = 48 << 10;
+	tc_target_cache_blocks(&t, 0, 0);
+	assert_int_equal(t.block_depth, 256);
+	assert_int_equal(t.block_cols, 512);
+	assert_int_equal(t.l1_bytes, 48 << 10);
+	assert_int_equal(t.l2_bytes, 0);
+	tc_target_cache_blocks(&t, 32 << 10, 1 << 20); /* the Zen 4 host */
+	assert_int_equal(t.block_depth, 128);
+	assert_int_equal(t.block_cols, 512);
+	assert_int_equal(t.l1_bytes, 32 << 10);
+	assert_int_equal(t.l2_bytes, 1 << 20);
+	tc_target_cache_blocks(&t, 48 << 10, 1 << 20); /* 192 x 320 */
+	assert_int_equal(t.block_depth, 192);
+	assert_int_equal(t.block_cols, 320);
+	tc_target_cache_blocks(&t, 4 << 20, 64 << 20); /* clamped */
+	assert_int_equal(t.block_depth, 256);
+	assert_int_equal(t.block_cols, 4096);
+	t.vector_bytes = 32; /* AVX2: NR of 32 floats */
+	tc_target_cache_blocks(&t, 32 << 10, 512 << 10);
+	assert_int_equal(t.block_depth, 256);
+	assert_int_equal(t.block_cols, 128);
+}
+
+/* The schedule of def text (inputs of rank 2, shapes[2][2]) for target t
+ * with the default options' passes (automatic cache and register tiles),
+ * as isl prints it; the caller frees it. */
+static char *schedule_for(const char *text, const int64_t shapes[2][2], const tc_target *t)
+{
+	kernel k;
+	tc_tensor in[2];
+	int64_t params[4];
+	tc_diags d;
+	isl_ctx *ctx = tc_poly_ctx_new();
+	tc_poly *p;
+	char *s, *out;
+	int i;
+	kernel_load(&k, text, "k");
+	memset(in, 0, sizeof(in));
+	for (i = 0; i < 2; i++) {
+		in[i].dtype = TC_T_F32;
+		in[i].ndim = 2;
+		in[i].shape[0] = shapes[i][0];
+		in[i].shape[1] = shapes[i][1];
+	}
+	tc_diags_init(&d, NULL);
+	assert_int_equal(tc_ir_bind(k.f, in, 2, params, &d), 0);
+	p = tc_poly_build(ctx, k.f, params, t, &d);
+	assert_non_null(p);
+	p->opts.order = 1; /* the defaults' passes */
+	p->opts.tile_auto = 1;
+	p->opts.regtile_auto = 1;
+	assert_int_equal(tc_poly_schedule(p, tc_poly_cpu_passes, tc_poly_ncpu_passes, NULL, &d), 0);
+	s = isl_schedule_to_str(p->schedule);
+	assert_non_null(s);
+	out = tc_strdup(s);
+	free(s);
+	tc_poly_free(p);
+	tc_diags_clear(&d);
+	isl_ctx_free(ctx);
+	kernel_free(&k);
+	return out;
+}
+
+/* The reduction's cache blocks (polyhedral/tile.c, depth_tile): a matmul
+ * of 1024 in blocks of the target's KC (128 from a 32 KiB L1d); one of
+ * 128 x 784 x 128, whose right operand (392 KiB) takes less than half of
+ * a 1 MiB L2, unblocked, and in blocks of 128 with a 512 KiB L2.  The
+ * results of such kernels are checked against the interpreter by the
+ * corpus and the option tests. */
+static void test_reduction_blocks_from_the_caches(void **state)
+{
+	static const char mm[] = "def k(float(M,K) A, float(K,N) B) -> (C) { C(m,n) +=! A(m,r_k) * B(r_k,n) }\n";
+	static const int64_t big[2][2] = {{1024, 1024}, {1024, 1024}}, fc[2][2] = {{128, 784}, {784, 128}};
+	tc_target t = *host_target();
+	char *s;
+	(void)state;
+	t.threads = 1;
+	t.vector_bytes = 64; /* AVX-512's, whatever the host: NR of 64 floats */
+	t.accumulators = 24;
+	tc_target_cache_blocks(&t, 32 << 10, 1 << 20);
+	s = schedule_for(mm, big, &t);
+	assert_non_null(strstr(s, "(r_k - (r_k) mod 128)"));
+	tc_free(s);
+	s = schedule_for(mm, fc, &t);
+	assert_non_null(strstr(s, "(r_k - (r_k) mod 784)")); /* one block */
+	assert_non_null(strstr(s, "(m - (m) mod 48)"));
+	tc_free(s);
+	t.l2_bytes = 512 << 10; /* 392 KiB: more than half of it */
+	s = schedule_for(mm, fc, &t);
+	assert_non_null(strstr(s, "(r_k - (r_k) mod 128)"));
+	tc_free(s);
+}
+
 /* The unoptimised LLVM IR of an 8 x 32 x 32 float matmul in register
  * tiles of 4 rows by 16 columns, the rows unrolled or not (option
  * unroll); the caller frees it. */
@@ -1937,6 +2043,8 @@ int main(void)
 		cmocka_unit_test(test_text_stages),
 		cmocka_unit_test(test_loop_metadata_of_vector_options),
 		cmocka_unit_test(test_regtile_rows_unrolled_by_codegen),
+		cmocka_unit_test(test_target_cache_blocks),
+		cmocka_unit_test(test_reduction_blocks_from_the_caches),
 		cmocka_unit_test(test_code_lifetime_and_errors),
 		cmocka_unit_test(test_concurrent_compilation),
 		cmocka_unit_test(test_budget_scheduler_tries_again),

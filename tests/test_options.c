@@ -1326,6 +1326,36 @@ static void packing_short_rows_last(void **state)
 		check_pack_case(&cases[c], (int)c, &r);
 }
 
+/* Register tile rows of a contraction's short row member
+ * (polyhedral/regtile.c, even_rows): batch matmul's 26 rows in two tiles
+ * of 13, not 12 + 12 + 2, with a partial column tile (21 = 16 + 5 lanes);
+ * 27 rows of 2 vectors in three of 9; 25 rows (no even split in three or
+ * fewer) keep 12 + 12 + 1.  Results bit-identical with pack=off and with the interpreter
+ * on random inputs and poisoned outputs. */
+static void regtile_even_rows_of_short_members(void **state)
+{
+	static const pack_case cases[] = {
+		{"def k(float(B,N,M) X, float(B,M,K) Y) -> (Z) { Z(b,n,k) +=! X(b,n,r_m) * Y(b,r_m,k) }\n",
+			2, 1, {{3, 26, 19}, {3, 19, 21}, {3, 26, 21}}, {3, 3, 3}, {"!Y_"},
+			"// tc_unroll\n            for (int tc_p2 = 0; tc_p2 <= 12; tc_p2 += 1) {\n"},
+		{"def k(float(N,M) X, float(M,K) Y) -> (Z) { Z(n,k) +=! X(n,r_m) * Y(r_m,k) }\n",
+			2, 1, {{27, 33}, {33, 40}, {27, 40}}, {2, 2, 2}, {NULL},
+			"for (int tc_p1 = 0; tc_p1 <= 8; tc_p1 += 1) {\n"},
+		{"def k(float(N,M) X, float(M,K) Y) -> (Z) { Z(n,k) +=! X(n,r_m) * Y(r_m,k) }\n",
+			2, 1, {{25, 33}, {33, 40}, {25, 40}}, {2, 2, 2}, {NULL},
+			"for (int tc_p1 = 0; tc_p1 <= 11; tc_p1 += 1) {\n"},
+	};
+	uint64_t r = 31;
+	size_t c;
+	(void)state;
+	for (c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		pack_case cc = cases[c];
+		if (!__builtin_cpu_supports("avx512f"))
+			cc.rows = NULL; /* the rows are AVX-512's (16 lanes, 24 accumulators) */
+		check_pack_case(&cc, (int)c, &r);
+	}
+}
+
 /* Packing: an input read with the reduction as its stride-1 dimension (B
  * in A(m,r_k) * B(n,r_k), a fully connected layer's weights) is copied
  * into a temporary whose stride-1 dimension is the output's, first; its
@@ -2082,8 +2112,9 @@ static void fusion_auto_splits_chained_contractions(void **state)
 	tc_module_free(m);
 }
 
-/* A parallel mark above the weight gradient's register tiles: its 50
- * rows are 4 register tiles of 12 and a tile of 2.  When isl isolated the
+/* A parallel mark above the weight gradient's register tiles: its 51
+ * rows are 4 register tiles of 12 and a tile of 3 (51 has no even split
+ * in 4 or 5 tiles: polyhedral/regtile.c, even_rows).  When isl isolated the
  * full tiles, the marked loop was a block of two pieces, whose loop piece
  * runs on the pool (codegen/llvm_loop.c, block_node), where the whole
  * block ran on the calling thread; now the tile's point loops are built
@@ -2092,7 +2123,7 @@ static void fusion_auto_splits_chained_contractions(void **state)
  * interpreter's. */
 static void parallel_mark_above_a_block(void **state)
 {
-	enum { B = 16, I = 50, H = 24, K = 10 };
+	enum { B = 16, I = 51, H = 24, K = 10 };
 	static float x[B * I], hd[B * H], dl[B * K], w2[H * K], outs[2][I * H + B * H];
 	int64_t sx[2] = {B, I}, sh[2] = {B, H}, sl[2] = {B, K}, sw[2] = {H, K};
 	int64_t s1[2] = {I, H}, s2[2] = {B, H};
@@ -2236,6 +2267,7 @@ int main(void)
 		cmocka_unit_test(packing_transposed_operands),
 		cmocka_unit_test(packing_convolutions_channels_last),
 		cmocka_unit_test(packing_short_rows_last),
+		cmocka_unit_test(regtile_even_rows_of_short_members),
 		cmocka_unit_test(inlining_cheap_temporaries),
 		cmocka_unit_test(sharing_expensive_subexpressions),
 		cmocka_unit_test(row_buffers),
