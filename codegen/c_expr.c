@@ -1053,7 +1053,7 @@ static void put_update(const site *s, tc_buf *b, const tc_ir_stmt *st, tc_dtype 
 		}
 		put_expr(s, b, st->rhs, P_TOP);
 		tc_buf_puts(b, tc_dtype_is_half(t) ? "));" : ");");
-	} else if (pr->contract && tc_ir_fma_reduction(st, t, s->pr->p->f->tensors[st->tensor].widened,
+	} else if (pr->contract && tc_ir_fma_reduction(st, t, pr->p->f->tensors[st->tensor].widened,
 			&fx, &fy)) { /* lhs = fma(x, y, lhs) */
 		tc_buf_printf(b, "%s = %s(", lhs.s, t == TC_T_F32 ? "fmaf" : "fma");
 		put_expr(s, b, fx, P_TOP);

@@ -88,6 +88,9 @@ __tc_give char *tc_cg_llvm_text(__tc_keep const tc_poly *p, __tc_keep const tc_c
  * kernel cache keys entries by it).  NULL if LLVM cannot describe the host
  * or out of memory; the caller owns the string. */
 __tc_give char *tc_cg_llvm_host_target(void);
+/* Whether the comma-separated LLVM feature list features (the last part
+ * of tc_cg_llvm_host_target's text) enables feature ("+avx512f"). */
+int tc_cg_llvm_has_feature(__tc_keep const char *features, __tc_keep const char *feature);
 /* The version of the LLVM library in use ("19.1.7") into buf[n]. */
 void tc_cg_llvm_version(__tc_keep char *buf, size_t n);
 

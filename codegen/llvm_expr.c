@@ -852,19 +852,6 @@ static LLVMValueRef float_arith(cg *g, tc_ir_op op, tc_dtype t, LLVMValueRef a, 
 	return t == TC_T_F16 ? LLVMBuildFPTrunc(g->B, r, g->f16, "") : r;
 }
 
-/* Whether the host has fused multiply-add instructions: not an x86-64
- * without the FMA extension (other 64-bit targets LLVM runs on have them). */
-static int native_fma(cg *g)
-{
-	const char *f = g->h ? g->h->features : NULL, *p;
-	if (!g->h || strncmp(g->h->triple, "x86_64", 6))
-		return 1;
-	for (p = f; p && (p = strstr(p, "+fma")); p += 4)
-		if ((p == f || p[-1] == ',') && (p[4] == ',' || !p[4]))
-			return 1;
-	return 0;
-}
-
 /* fma(x, y, z) in type t (float32 or float64), rounded once: the contract
  * option's rule (tc_ir_fma_of).  llvm.fmuladd is one FMA instruction on a
  * CPU that has them (LLVM fuses it whenever that is faster, which it is
@@ -879,7 +866,7 @@ static LLVMValueRef fused(cg *g, tc_dtype t, LLVMValueRef x, LLVMValueRef y, LLV
 	LLVMValueRef args[3] = {x, y, z}, r;
 	if (!x || !y || !z)
 		return NULL;
-	r = tc_cg_llvm_call_intrinsic(g, native_fma(g) ? "llvm.fmuladd" : "llvm.fma", &ty, 1,
+	r = tc_cg_llvm_call_intrinsic(g, !g->h || g->h->fma ? "llvm.fmuladd" : "llvm.fma", &ty, 1,
 		args, 3);
 	if (r && (reassoc || g->opts.fastmath))
 		LLVMSetFastMathFlags(r, LLVMFastMathAllowReassoc |
@@ -1371,13 +1358,11 @@ static LLVMValueRef expr(cg *g, const tc_ir_expr *e)
 	case TC_OP_DIV:
 	case TC_OP_MOD:
 		if (g->opts.contract && tc_ir_fma_of(e, &m)) {
-			LLVMValueRef v[3], x = NULL, y = NULL, z = NULL;
-			const tc_ir_expr *in[3] = {m.first, m.second, m.third};
-			for (i = 0; i < 3; i++) /* in the order written */
-				if (!(v[i] = expr(g, in[i])))
-					return NULL;
-			for (i = 0; i < 3; i++)
-				*(in[i] == m.x ? &x : in[i] == m.y ? &y : &z) = v[i];
+			LLVMValueRef x, y, z = NULL;
+			if (!m.product_first && !(z = expr(g, m.z))) /* in the order written */
+				return NULL;
+			if (!(x = expr(g, m.x)) || !(y = expr(g, m.y)) || (!z && !(z = expr(g, m.z))))
+				return NULL;
 			return fused(g, e->type, m.neg_xy ? LLVMBuildFNeg(g->B, x, "") : x, y,
 				m.neg_z ? LLVMBuildFNeg(g->B, z, "") : z, 0);
 		}

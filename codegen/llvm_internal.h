@@ -40,6 +40,7 @@ static const tc_loc noloc = {0, 0, 0, 0};
  * and to choose streaming stores (x86-64 only). */
 typedef struct cg_host {
 	char *triple, *cpu, *features;
+	int fma; /* the CPU has fused multiply-add instructions */
 	LLVMTargetRef target;
 } cg_host;
 

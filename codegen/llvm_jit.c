@@ -97,6 +97,16 @@ static void host_dispose(cg_host *h)
 	memset(h, 0, sizeof(*h));
 }
 
+int tc_cg_llvm_has_feature(__tc_keep const char *features, __tc_keep const char *feature)
+{
+	size_t n = strlen(feature);
+	const char *p;
+	for (p = features; p && (p = strstr(p, feature)); p += n)
+		if ((p == features || p[-1] == ',') && (p[n] == ',' || !p[n]))
+			return 1;
+	return 0;
+}
+
 static tc_stat host_init(cg_host *h, tc_diags *d)
 {
 	char *err = NULL;
@@ -114,6 +124,8 @@ static tc_stat host_init(cg_host *h, tc_diags *d)
 		host_dispose(h);
 		return TC_ERR;
 	}
+	/* every 64-bit target LLVM runs on but x86-64 has FMA instructions */
+	h->fma = strncmp(h->triple, "x86_64", 6) || tc_cg_llvm_has_feature(h->features, "+fma");
 	if (LLVMGetTargetFromTriple(h->triple, &h->target, &err)) {
 		tc_error(d, noloc, "LLVM: cannot target %s: %s", h->triple, err ? err : "?");
 		LLVMDisposeMessage(err);

@@ -280,20 +280,13 @@ static val fused(tc_dtype t, double x, double y, double z)
 /* A sum or difference with a product under the contract option. */
 static val eval_fma(interp *I, const tc_ir_expr *e, const tc_ir_fma *m)
 {
-	double v[3];
-	const tc_ir_expr *in[3] = {m->first, m->second, m->third};
-	double x = 0, y = 0, z = 0;
-	int k;
-	for (k = 0; k < 3; k++) /* in the order written */
-		v[k] = eval(I, in[k]).f;
-	for (k = 0; k < 3; k++) {
-		if (in[k] == m->x)
-			x = v[k];
-		else if (in[k] == m->y)
-			y = v[k];
-		else
-			z = v[k];
-	}
+	double x, y, z = 0;
+	if (!m->product_first) /* in the order written */
+		z = eval(I, m->z).f;
+	x = eval(I, m->x).f;
+	y = eval(I, m->y).f;
+	if (m->product_first)
+		z = eval(I, m->z).f;
 	return fused(e->type, m->neg_xy ? -x : x, y, m->neg_z ? -z : z);
 }
 

@@ -162,11 +162,11 @@ int tc_ir_reads(__tc_keep const tc_ir_expr *e, int t);
  * 16-bit floats (their exact steps), not across statements.  A sum
  * reduction of a product of the accumulator's type (acc += x * y, the
  * contractions) is acc = fma(x, y, acc).  The operands are evaluated in
- * the order they are written (first, second, third), so that the first
- * failing run-time check is the same. */
+ * the order they are written (product_first), so that the first failing
+ * run-time check is the same. */
 typedef struct tc_ir_fma {
 	const tc_ir_expr *x, *y, *z; /* fma(x, y, z), negated as below */
-	const tc_ir_expr *first, *second, *third; /* x, y, z in written order */
+	int product_first;           /* written x, y, z (else z, x, y) */
 	int neg_xy, neg_z;           /* -x * y, -z */
 } tc_ir_fma;
 /* ir/query.c.  Whether e is such a sum or difference (1, with its parts

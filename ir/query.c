@@ -41,9 +41,7 @@ int tc_ir_fma_of(__tc_keep const tc_ir_expr *e, tc_ir_fma *m)
 	m->z = e->args[left];
 	m->neg_xy = !left && e->op == TC_OP_SUB;
 	m->neg_z = left && e->op == TC_OP_SUB;
-	m->first = left ? m->x : m->z;
-	m->second = left ? m->y : m->x;
-	m->third = left ? m->z : m->y;
+	m->product_first = left;
 	return 1;
 }
 

@@ -64,17 +64,6 @@ static int single_iteration(isl_schedule_node *node)
 	return single;
 }
 
-/* Band node's first member carries a dependence (a column sum, dB(h) +=!
- * dH(r_b,h): the reduction's loop outermost, the columns inner and
- * stride-1, where the order pass puts them), but the band is permutable
- * and a later member j is coincident: with sizes known and more than one
- * thread expected, strip member j into one chunk per thread (whole
- * vectors of float32 each) and put the chunks' loop above the band,
- * coincident (every dependence stays within one value of member j, so
- * within one chunk; checked against the dependences, within_chunks) and
- * marked parallel.  Without it such a nest ran on
- * one thread at any thread count.  NULL on an isl error; node itself when
- * the band does not qualify (*stripped stays 0). */
 /* Whether every dependence between instances under node (the outermost
  * band of a top-level nest: nothing above it carries one) joins two
  * instances of the same chunk: 1, 0, or -1 on an isl error. */
@@ -97,6 +86,17 @@ static int within_chunks(const tc_poly *p, isl_schedule_node *node,
 	return ok < 0 ? -1 : ok == isl_bool_true;
 }
 
+/* Band node's first member carries a dependence (a column sum, dB(h) +=!
+ * dH(r_b,h): the reduction's loop outermost, the columns inner and
+ * stride-1, where the order pass puts them), but the band is permutable
+ * and a later member j is coincident: with sizes known and more than one
+ * thread expected, strip member j into one chunk per thread (whole
+ * vectors of float32 each) and put the chunks' loop above the band,
+ * coincident (every dependence stays within one value of member j, so
+ * within one chunk; checked against the dependences, within_chunks) and
+ * marked parallel.  Without it such a nest ran on one thread at any
+ * thread count.  NULL on an isl error; node itself when
+ * the band does not qualify (*stripped stays 0). */
 static isl_schedule_node *strip_parallel(isl_schedule_node *node, const tc_poly *p, int *stripped)
 {
 	isl_multi_union_pw_aff *mupa;

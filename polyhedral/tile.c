@@ -50,8 +50,9 @@ static int64_t rows_tile(const tc_poly *p, isl_schedule_node *node, int j, int64
  * (22 of 64 channels x 3 x 3 x 64 output channels: 50 KiB) stay in L1
  * while the register tiles of a row of outputs sweep them; the parallel
  * members outside the register tile's (all but the innermost two) in tiles
- * of 1, so that the row's partial sums stay in cache between blocks.  conv2d 8x64x56x56 channels last: 0.7x the
- * time with the weights (147 KiB) swept from L2 by every register tile.  0
+ * of 1, so that the row's partial sums stay in cache between blocks.
+ * conv2d 8x64x56x56 channels last: 0.7x the time with the weights (147
+ * KiB) swept from L2 by every register tile.  0
  * when node is no convolution or its channels fit one block. */
 static int conv_tiles(const tc_poly *p, isl_schedule_node *node, const tc_poly_stmt *st,
 	int64_t *sizes)

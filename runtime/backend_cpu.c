@@ -24,22 +24,7 @@
 
 static pthread_once_t host_once = PTHREAD_ONCE_INIT;
 static char *host_target; /* "triple;cpu;features", NULL if unknown */
-
-static void host_init(void)
-{
-	host_target = tc_cg_llvm_host_target();
-}
-
-/* Whether the host's LLVM feature string enables feature ("+avx512f"). */
-static int has_feature(const char *feature)
-{
-	const char *p = host_target ? strchr(host_target, ';') : NULL;
-	size_t n = strlen(feature);
-	for (p = p ? strchr(p + 1, ';') : NULL; p && (p = strstr(p, feature)); p += n)
-		if ((p[-1] == ';' || p[-1] == ',') && (p[n] == ',' || !p[n]))
-			return 1;
-	return 0;
-}
+static int64_t host_l1d, host_l2; /* cache sizes in bytes, 0 if unknown */
 
 enum { CACHE_L1D, CACHE_L2 };
 
@@ -54,6 +39,21 @@ static int64_t cache_bytes(int which)
 	(void)which;
 #endif
 	return v >= (4 << 10) && v <= (64L << 20) ? (int64_t)v : 0;
+}
+
+static void host_init(void)
+{
+	host_target = tc_cg_llvm_host_target();
+	host_l1d = cache_bytes(CACHE_L1D);
+	host_l2 = cache_bytes(CACHE_L2);
+}
+
+/* Whether the host's LLVM feature string enables feature ("+avx512f"). */
+static int has_feature(const char *feature)
+{
+	const char *p = host_target ? strchr(host_target, ';') : NULL;
+	p = p ? strchr(p + 1, ';') : NULL;
+	return p && tc_cg_llvm_has_feature(p + 1, feature);
 }
 
 /* The host CPU.  Vectors from its features: 64 bytes and 32 registers with
@@ -98,7 +98,7 @@ static void describe(__tc_keep tc_target *t)
 	t->transpose_tile = 32;
 	t->l1_bytes = 48 << 10;
 	t->l2_bytes = 1 << 20;
-	tc_target_cache_blocks(t, cache_bytes(CACHE_L1D), cache_bytes(CACHE_L2));
+	tc_target_cache_blocks(t, host_l1d, host_l2);
 	t->parallel_min_instances = 32768;
 	t->rowbuf_bytes = 64 << 10;
 }
