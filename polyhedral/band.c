@@ -261,6 +261,20 @@ const tc_poly_stmt *tc_poly_contraction_band(__tc_keep const tc_poly *p,
 	return band_reduction(p, node, has_init);
 }
 
+const tc_poly_stmt *tc_poly_column_band(__tc_keep const tc_poly *p,
+	__tc_keep isl_schedule_node *node, int *has_init)
+{
+	isl_size n;
+	if (isl_schedule_node_get_type(node) != isl_schedule_node_band ||
+		isl_schedule_node_band_get_permutable(node) != isl_bool_true)
+		return NULL;
+	n = isl_schedule_node_band_n_member(node);
+	if (n < 2 || isl_schedule_node_band_member_get_coincident(node, n - 1) != isl_bool_true ||
+		tc_poly_band_n_coincident(node) != 1)
+		return NULL;
+	return band_reduction(p, node, has_init);
+}
+
 /* Whether node schedules packing copies only (left untiled). */
 static int is_pack_band(const tc_poly *p, isl_schedule_node *node)
 {

@@ -81,6 +81,14 @@ __tc_give isl_schedule_node *tc_poly_band_permute(__tc_take isl_schedule_node *n
 const tc_poly_stmt *tc_poly_contraction_band(__tc_keep const tc_poly *p,
 	__tc_keep isl_schedule_node *node, int *has_init);
 
+/* A band of one reduction whose only parallel member is its innermost
+ * (column sums dB(h) +=! dH(r_b,h), a vector times a matrix): the
+ * register tiling keeps a strip of the innermost member's vectors in
+ * registers while the reduction members run.  Returns the update
+ * statement or NULL; *has_init as for tc_poly_contraction_band. */
+const tc_poly_stmt *tc_poly_column_band(__tc_keep const tc_poly *p,
+	__tc_keep isl_schedule_node *node, int *has_init);
+
 /* What a pass does to the first band (see tc_poly_first_band); sets
  * *changed when it changes the band. */
 typedef isl_schedule_node *(*tc_poly_band_fn)(__tc_take isl_schedule_node *node,

@@ -10,7 +10,9 @@
  * whole reduction.  Full tiles are isolated from partial ones where the
  * AST build leaves the point loops to isl (tc_poly_points_exact: elsewhere
  * polyhedral/ast.c builds them from the tile sizes, whole and partial
- * tiles apart).
+ * tiles apart).  A band whose only parallel member is the innermost
+ * (tc_poly_column_band: column sums) gets a strip of vectors in registers
+ * the same way where its input is small (column_sizes).
  *
  * Owns the register tile's sizes (lanes of a vector, rows of the tile,
  * MAX_UNROLL) and the TC_POLY_MARK_REGTILE, _UNROLL and _UNROLLED marks.
@@ -371,6 +373,37 @@ static void regtile_sizes(const tc_poly *p, isl_schedule_node *node, const tc_po
 	}
 }
 
+/* The register tile of a column band (tc_poly_column_band): a strip of
+ * whole vectors of the innermost member, 8 of them (no rows: each step
+ * loads one vector per accumulator, and 8 adds in flight cover their
+ * latency), the reduction members untiled.  Only where the band's
+ * instances span at most half the L2 (the bias gradient of a 128 x 128
+ * layer): over bigger inputs a strip's reads, one short piece per row,
+ * ran slower than the plain nest streaming whole rows with its
+ * accumulators in the L1 (docs/performance.md, Training contractions).
+ * Returns 0 to leave the band alone; the regtile option's sizes apply
+ * as they are. */
+static int column_sizes(const tc_poly *p, isl_schedule_node *node, const tc_poly_stmt *st,
+	int64_t *sizes)
+{
+	isl_size n = isl_schedule_node_band_n_member(node);
+	int64_t vl = lanes(p, st), ext = tc_poly_band_member_extent(p, node, n - 1), bytes;
+	int j, size = tc_dtype_size(p->f->tensors[st->ir->tensor].dtype);
+	if (p->opts.nregtile)
+		return 1;
+	bytes = size;
+	for (j = 0; j < n && bytes > 0; j++) {
+		int64_t e = tc_poly_band_member_extent(p, node, j);
+		bytes = e > 0 && bytes <= p->target->l2_bytes ? bytes * e : -1;
+	}
+	if (bytes <= 0 || p->target->l2_bytes <= 0 || 2 * bytes > p->target->l2_bytes)
+		return 0;
+	sizes[n - 1] = (p->opts.unroll_inner ? p->opts.unroll_inner : 8) * vl;
+	if (ext < sizes[n - 1])
+		sizes[n - 1] = ext >= vl ? ext / vl * vl : vl;
+	return 1;
+}
+
 /* Tell the AST generator to generate the full tiles of tile band node
  * (its child the point band, sizes[] the tile sizes) apart from the partial
  * ones (isl's "isolate" option), so that the unrolled point loops of full
@@ -447,13 +480,18 @@ static isl_schedule_node *regtile_band(isl_schedule_node *node, const tc_poly *p
 	int64_t sizes[TC_POLY_MAX_TILE * 2];
 	int perm[TC_POLY_MAX_TILE * 2] = {0};
 	int has_init, j, k, nred = 0, unrolled = 1;
+	int column = 0;
 	const tc_poly_stmt *st = tc_poly_contraction_band(p, node, &has_init);
 	isl_size depth = isl_schedule_node_get_tree_depth(node);
 	isl_union_set *epilogue;
 	isl_multi_val *mv;
+	if (!st && (st = tc_poly_column_band(p, node, &has_init)))
+		column = 1;
 	if (!st || n > TC_POLY_MAX_TILE * 2 || depth < 0)
 		return node;
 	regtile_sizes(p, node, st, sizes);
+	if (column && !column_sizes(p, node, st, sizes))
+		return node;
 	mv = isl_multi_val_zero(isl_schedule_node_band_get_space(node));
 	for (j = 0; j < n; j++)
 		mv = isl_multi_val_set_val(mv, j, isl_val_int_from_si(p->ctx,

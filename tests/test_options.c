@@ -2220,7 +2220,9 @@ static void parallel_past_a_single_iteration(void **state)
  * so the results are its own bit for bit. */
 static void parallel_chunks_of_a_column_sum(void **state)
 {
-	enum { B = 301, H = 203 };
+	/* 1.9 MB of input: more than half of any L2, so no column register
+	 * tile (column_register_tile below) */
+	enum { B = 2301, H = 203 };
 	static float dh[B * H], outs[4][H];
 	static const char *const opts[] = {"target=interp", "threads=1", "threads=2 parallel=on",
 		"threads=3 parallel=on"};
@@ -2254,6 +2256,48 @@ static void parallel_chunks_of_a_column_sum(void **state)
 	tc_module_free(m);
 }
 
+/* A column sum and a vector times a matrix whose input fits half the L2
+ * (41 x 203 floats, 33 kB) keep a strip of 8 vectors of sums in registers
+ * while the reduction runs (regtile.c, column_sizes); the results are the
+ * interpreter's, bit for bit, at 1 to 3 threads, partial strip included. */
+static void column_register_tile(void **state)
+{
+	enum { B = 41, H = 203 };
+	static float dh[B * H], x[B], outs[4][H];
+	static const char *const opts[] = {"target=interp", "threads=1", "threads=2 parallel=on",
+		"threads=3 parallel=on"};
+	static const char *const defs[] = {"def k(float(B,H) dH) -> (dB) { dB(h) +=! dH(r_b,h) }\n",
+		"def k(float(B,H) dH, float(B) X) -> (dB) { dB(h) +=! X(r_b) * dH(r_b,h) }\n"};
+	int64_t sh[2] = {B, H}, sx[1] = {B}, so[1] = {H};
+	DLTensor DH = {dh, {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, sh, NULL, 0};
+	DLTensor X = {x, {kDLCPU, 0}, 1, {kDLFloat, 32, 1}, sx, NULL, 0};
+	const DLTensor *in[2] = {&DH, &X};
+	uint64_t r = 13;
+	size_t v, d;
+	char *text;
+	tc_module *m;
+	(void)state;
+	fill_uniform(dh, B * H, &r, -1, 1);
+	fill_uniform(x, B, &r, -1, 1);
+	for (d = 0; d < 2; d++) {
+		m = tc_module_parse(ctx, defs[d], "col.tc");
+		assert_non_null(m);
+		text = stage_of(m, in, (int)d + 1, "threads=1", "ast");
+		assert_non_null(strstr(text, "// tc_regtile"));
+		assert_non_null(strstr(text, "for (int tc_p1 = 0; tc_p1 <= 127; tc_p1 += 1)"));
+		tc_string_free(text);
+		for (v = 0; v < 4; v++) {
+			DLTensor O = {outs[v], {kDLCPU, 0}, 1, {kDLFloat, 32, 1}, so, NULL, 0};
+			memset(outs[v], 0xff, sizeof(outs[v]));
+			run_with_outs(m, in, (int)d + 1, &O, 1, opts[v], NULL);
+			if (v && memcmp(outs[v], outs[0], sizeof(outs[0])))
+				fail_msg("%s, %s: the sums differ from the interpreter's", defs[d],
+					opts[v]);
+		}
+		tc_module_free(m);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -2263,6 +2307,7 @@ int main(void)
 		cmocka_unit_test(parallel_mark_above_a_block),
 		cmocka_unit_test(parallel_past_a_single_iteration),
 		cmocka_unit_test(parallel_chunks_of_a_column_sum),
+		cmocka_unit_test(column_register_tile),
 		cmocka_unit_test(register_tile_uses_vector_fmas),
 		cmocka_unit_test(packing_transposed_operands),
 		cmocka_unit_test(packing_convolutions_channels_last),
