@@ -149,18 +149,24 @@ static void code_free(__tc_take void *code)
 
 /* ---- running ---- */
 
+#define FEW_ARGS 24 /* a kernel argument array this long or shorter lives on run's stack */
+
 static tc_stat run(__tc_keep tc_module *m, __tc_keep tc_rt_compiled *c, __tc_keep const tc_tensor *t)
 {
 	tc_context *ctx = m->ctx;
 	const tc_ir_func *f = c->cf;
-	void **ptrs = tc_calloc((size_t)f->ntensors + 4, sizeof(void *));
+	/* the kernel's argument array on the stack for a kernel with few
+	 * tensors (temporaries included): no allocation per call */
+	void *few[FEW_ARGS], **ptrs = f->ntensors + 4 <= FEW_ARGS ? few
+				    : tc_calloc((size_t)f->ntensors + 4, sizeof(void *));
 	void (*pf)(tc_rt_loop_body, void *const *, int64_t, int64_t, int64_t) = tc_rt_parallel_for;
 	int64_t err[2] = {0, 0};
 	void *ws = NULL;
 	char *base;
 	int i;
 	if (!ptrs || (c->ws_bytes && !(ws = tc_rt_workspace_take(ctx, c)))) {
-		tc_free(ptrs);
+		if (ptrs != few)
+			tc_free(ptrs);
 		tc_rt_set_error(ctx, "out of memory for the workspace of '%s' (%zu bytes)", f->name,
 			c->ws_bytes);
 		return TC_ERR;
@@ -177,7 +183,8 @@ static tc_stat run(__tc_keep tc_module *m, __tc_keep tc_rt_compiled *c, __tc_kee
 					       : __atomic_load_n(&ctx->threads, __ATOMIC_RELAXED));
 	tc_cg_code_fn(c->code)(ptrs);
 	tc_rt_workspace_give(ctx, c, ws);
-	tc_free(ptrs);
+	if (ptrs != few)
+		tc_free(ptrs);
 	if (err[0]) {
 		tc_rt_report_check(m, c, tc_cg_code_site(c->code, err[0] - 1), err);
 		return TC_ERR;

@@ -297,6 +297,29 @@ static void test_bfloat16_is_kDLBfloat(void **state)
 	tc_module_free(m);
 }
 
+/* Every type name parses to a DLPack type that tc_dtype_str names back,
+ * and DLPack types tcomp has no type for (odd widths, vector lanes,
+ * 8-bit floats, unknown codes) have no name. */
+static void test_every_dtype_round_trips(void **state)
+{
+	static const char *names[] = {"bool", "int8", "int16", "int32", "int64", "uint8",
+		"uint16", "uint32", "uint64", "float16", "float32", "float64", "bfloat16"};
+	static const DLDataType none[] = {{kDLInt, 24, 1}, {kDLInt, 12, 1}, {kDLUInt, 128, 1},
+		{kDLFloat, 8, 1}, {kDLFloat, 24, 1}, {kDLBfloat, 32, 1}, {TC_DL_BOOL, 16, 1},
+		{kDLFloat, 32, 4}, {kDLInt, 0, 1}, {kDLComplex, 64, 1}, {99, 32, 1}};
+	DLDataType dt;
+	size_t i;
+	(void)state;
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		assert_int_equal(tc_dtype_parse(names[i], &dt), 0);
+		assert_int_equal(dt.lanes, 1);
+		assert_non_null(tc_dtype_str(dt));
+		assert_string_equal(tc_dtype_str(dt), names[i]);
+	}
+	for (i = 0; i < sizeof(none) / sizeof(none[0]); i++)
+		assert_null(tc_dtype_str(none[i]));
+}
+
 static void test_compile_wrong_rank(void **state)
 {
 	fixture *f = *state;
@@ -998,6 +1021,7 @@ int main(void)
 		T(test_emit_unknown_stage_or_entry),
 		T(test_success_clears_error),
 		T(test_bfloat16_is_kDLBfloat),
+		T(test_every_dtype_round_trips),
 		T(test_compile_wrong_dtype),
 		T(test_compile_wrong_rank),
 		T(test_compile_mismatched_sizes),
