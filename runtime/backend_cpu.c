@@ -149,7 +149,7 @@ static void code_free(__tc_take void *code)
 
 /* ---- running ---- */
 
-#define FEW_ARGS 24 /* a kernel argument array this long or shorter lives on run's stack */
+#define FEW_ARGS 32 /* a kernel argument array this long or shorter lives on run's stack */
 
 static tc_stat run(__tc_keep tc_module *m, __tc_keep tc_rt_compiled *c, __tc_keep const tc_tensor *t)
 {

@@ -598,7 +598,7 @@ static int pack(tc_context *ctx, tc_rt_compiled *c, const tc_ir_func *f, tc_tens
 	return 0;
 }
 
-#define FEW_TENSORS 8 /* tensors of a call whose views tc_kernel_run keeps on the stack */
+#define FEW_TENSORS 16 /* tensors of a call whose views tc_kernel_run keeps on the stack */
 
 int tc_kernel_run(tc_kernel *k, const DLTensor *const *inputs, int n_inputs,
 	DLTensor *const *outputs, int n_outputs)
