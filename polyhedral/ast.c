@@ -719,24 +719,20 @@ static int reads_own_element(const tc_ir_expr *e, int t, int n)
 #define FMA_CHAINS 8
 
 /* The register tile's row dimension of statement st on path pa (members'
- * dimensions dim, tile sizes size) when a piece short of its rows may run
- * them in chunks (point_tree's chunk), else -1; *vectors gets the vectors
- * of one row (the members below tc_unrolled: the tile's columns).  It may
- * when the tile has one row member, between the marks tc_unroll and
- * tc_unrolled (the only marks on the path), that is a left-hand variable,
- * and st reads the tensor it writes at the element it writes only: then
- * instances of different rows touch no common element that st writes, and
- * moving a loop over the rows outward keeps the order of every instance
- * that shares one (a reduction's order included). */
-static int short_rows_dim(const tc_poly *p, const tc_poly_stmt *st, const path *pa,
-	const int *dim, const int64_t *size, int64_t *vectors)
+ * dimensions dim) when a piece short of its rows may run them in chunks
+ * (point_tree's chunk), else -1; *cols gets a bit for each dimension of
+ * the members below tc_unrolled (the tile's columns).  It may when the
+ * tile has one row member, between the marks tc_unroll and tc_unrolled
+ * (the only marks on the path), that is a left-hand variable, and st reads
+ * the tensor it writes at the element it writes only: then instances of
+ * different rows touch no common element that st writes, and moving a loop
+ * over the rows outward keeps the order of every instance that shares one
+ * (a reduction's order included). */
+static int short_rows_dim(const tc_poly_stmt *st, const path *pa, const int *dim,
+	uint64_t *cols)
 {
 	int k, j, m = 0, in_rows = 0, after = 0, ok = 1, row = -1, nrow = 0;
-	int bytes = tc_dtype_size(p->f->tensors[st->ir->tensor].dtype);
-	int64_t lanes = bytes > 0 && bytes < p->target->vector_bytes
-		? p->target->vector_bytes / bytes : 1, cols = 1;
-	if (p->opts.vector > 0 && p->opts.vector < lanes)
-		lanes = p->opts.vector;
+	*cols = 0;
 	for (k = 0; k < pa->n && ok; k++) {
 		isl_schedule_node *nd = pa->node[k];
 		if (isl_schedule_node_get_type(nd) == isl_schedule_node_mark) {
@@ -755,28 +751,38 @@ static int short_rows_dim(const tc_poly *p, const tc_poly_stmt *st, const path *
 			if (in_rows) {
 				row = dim[m];
 				nrow++;
-			} else if (after && dim[m] >= 0) {
-				cols *= size[dim[m]];
+			} else if (after && dim[m] >= 0 && dim[m] < 64) {
+				*cols |= (uint64_t)1 << dim[m];
 			}
 		}
 	}
 	ok = ok && nrow == 1 && row >= 0 && row < st->ir->nlhs && (st->kind == TC_POLY_INIT ||
 		reads_own_element(st->ir->rhs, st->ir->tensor, st->ir->nlhs));
-	*vectors = (cols + lanes - 1) / lanes;
 	return ok ? row : -1;
 }
 
-/* The chunk of rows (see point_tree) for a piece of rest rows (short of
- * the tile's) of vectors vectors each: the fewest rows that divide rest and
- * keep FMA_CHAINS sums in flight, or 0 (the piece as the whole tile's, its
- * rows unrolled) if only all of them do.  Matmul at 256 with AVX-512 (rows
- * of 4 vectors, 6 rows a tile): the 4 rows left run as 2 chunks of 2 rows,
- * 8 vector FMAs of code instead of 16. */
-static int64_t short_rows_chunk(int64_t rest, int64_t vectors)
+/* The chunk of rows (see point_tree) for a piece whose row dimension row
+ * has bound[row] rows (short of the tile's; the columns, dimensions cols,
+ * size[v] or bound[v] where positive): the fewest rows that divide them
+ * and keep FMA_CHAINS vector sums in flight, or 0 (the piece as the whole
+ * tile's, its rows unrolled) if only all of them do.  Matmul at 256 with
+ * AVX-512 (rows of 4 vectors, 6 rows a tile): the 4 rows left run as 2
+ * chunks of 2 rows, 8 vector FMAs of code instead of 16. */
+static int64_t short_rows_chunk(const tc_poly *p, const tc_poly_stmt *st, int row,
+	uint64_t cols, const int64_t *size, const int64_t *bound)
 {
-	int64_t d;
-	for (d = 1; d < rest; d++)
-		if (rest % d == 0 && d * vectors >= FMA_CHAINS)
+	int bytes = tc_dtype_size(p->f->tensors[st->ir->tensor].dtype);
+	int64_t lanes = bytes > 0 && bytes < p->target->vector_bytes
+		? p->target->vector_bytes / bytes : 1, n = 1, vectors, d;
+	int v;
+	if (p->opts.vector > 0 && p->opts.vector < lanes)
+		lanes = p->opts.vector;
+	for (v = 0; v < 64 && v < st->ndims; v++)
+		if (cols >> v & 1)
+			n *= bound[v] > 0 ? bound[v] : size[v];
+	vectors = (n + lanes - 1) / lanes;
+	for (d = 1; d < bound[row]; d++)
+		if (bound[row] % d == 0 && d * vectors >= FMA_CHAINS)
 			return d;
 	return 0;
 }
@@ -795,7 +801,7 @@ static tc_poly_points *stmt_points(const tc_poly *p, isl_schedule_node *mark,
 	int dim[MAX_PATH * TC_POLY_MAX_TILE * 2], v, ok = pt != NULL;
 	int64_t cst[MAX_PATH * TC_POLY_MAX_TILE * 2];
 	int nvar = 0, mask, row;
-	int64_t vectors = 0;
+	uint64_t cols = 0;
 	int64_t *rest = tc_calloc(3 * ((size_t)(st ? st->ndims : 0) + 1), sizeof(*rest));
 	int64_t *bound = rest ? rest + (st ? st->ndims : 0) + 1 : NULL;
 	int64_t *full_in = bound ? bound + (st ? st->ndims : 0) + 1 : NULL;
@@ -870,7 +876,7 @@ static tc_poly_points *stmt_points(const tc_poly *p, isl_schedule_node *mark,
 		snprintf(name, sizeof(name), "tc_e%d", v);
 		ok = (pt->extent[v] = isl_id_alloc(p->ctx, name, NULL)) != NULL;
 	}
-	row = ok ? short_rows_dim(p, st, &pa, dim, pt->size, &vectors) : -1;
+	row = ok ? short_rows_dim(st, &pa, dim, &cols) : -1;
 	for (mask = 0; ok && mask < 1 << pt->npart; mask++) {
 		int k, occurs = 1;
 		int64_t chunk;
@@ -880,7 +886,8 @@ static tc_poly_points *stmt_points(const tc_poly *p, isl_schedule_node *mark,
 			bound[pt->part[k]] = mask & 1 << k ? rest[pt->part[k]] : 0;
 		for (v = 0; v < pt->n; v++)
 			occurs &= pt->size[v] <= 1 || bound[v] != 0 || full_in[v];
-		chunk = row >= 0 && bound[row] > 0 ? short_rows_chunk(bound[row], vectors) : 0;
+		chunk = row >= 0 && bound[row] > 0
+			? short_rows_chunk(p, st, row, cols, pt->size, bound) : 0;
 		if (occurs)
 			ok = (pt->piece[mask] = point_ast(p, point_tree(st->name, pt->n, pt->size,
 				bound, &pa, dim, cst, row, chunk), pt)) != NULL;
