@@ -91,6 +91,8 @@ typedef struct cg {
 	int guarded;       /* inside a branch of ?: or the right side of && || */
 	int ordered;       /* inside a register tile: reductions keep their order */
 	int unroll;        /* between TC_POLY_MARK_UNROLL and _UNROLLED: loops unrolled */
+	int rolled;        /* below TC_POLY_MARK_ROLLED: outer loops kept rolled */
+	int rolled_seen;   /* the current loop's body holds TC_POLY_MARK_ROLLED */
 	unsigned char *streamed; /* per tensor: written with streaming stores */
 	int stream;        /* emitting the copy of the code that streams */
 	unsigned md_loop;  /* metadata kind llvm.loop */

@@ -416,6 +416,22 @@ static int64_t bound_const(isl_ast_expr *e, enum isl_ast_expr_op_type op, int *o
 	return r;
 }
 
+/* Keep the loop of back edge br rolled (llvm.loop.unroll.disable): an
+ * outer loop below TC_POLY_MARK_ROLLED, the rows of a tile piece short of
+ * them and the reduction loop inside each row, which LLVM would otherwise
+ * unroll into as much code as the unrolled rows made; and the loops around
+ * such a piece (the tile loops), which LLVM unrolled once the piece was
+ * small (matmul 256: the four column tiles of the last row of tiles). */
+static void keep_rolled(cg *g, LLVMValueRef br)
+{
+	LLVMMetadataRef props[2], id;
+	props[0] = LLVMTemporaryMDNode(g->C, NULL, 0);
+	props[1] = loop_flag(g, "llvm.loop.unroll.disable");
+	id = LLVMMDNodeInContext2(g->C, props, 2);
+	LLVMMetadataReplaceAllUsesWith(props[0], id);
+	LLVMSetMetadata(br, g->md_loop, LLVMMetadataAsValue(g->C, id));
+}
+
 /* The most copies one unrolled loop may make (regtile.c's MAX_UNROLL
  * bounds the product of a register tile's rows; this bounds a loop whose
  * constant bounds are far apart, which the mark does not expect). */
@@ -524,6 +540,8 @@ static void for_node(cg *g, isl_ast_node *n)
 	c = cond ? tc_cg_llvm_as_i1(g, tc_cg_llvm_ast_expr(g, cond))
 		 : tc_cg_llvm_fail(g, "malformed for node", NULL);
 	if (c) {
+		int rolled_seen = g->rolled_seen;
+		g->rolled_seen = 0;
 		LLVMBuildCondBr(g->B, c, bbody, bexit);
 		LLVMPositionBuilderAtEnd(g->B, bbody);
 		node(g, body);
@@ -536,7 +554,10 @@ static void for_node(cg *g, isl_ast_node *n)
 			latch = LLVMBuildBr(g->B, bcond);
 			if (is_innermost(body))
 				loop_hints(g, latch, body, id, trip_count(n));
+			else if (g->rolled || g->rolled_seen)
+				keep_rolled(g, latch);
 		}
+		g->rolled_seen |= rolled_seen;
 		LLVMPositionBuilderAtEnd(g->B, bexit);
 	}
 	g->niters--;
@@ -1101,16 +1122,19 @@ static void node(cg *g, isl_ast_node *n)
 		isl_id *mark = isl_ast_node_mark_get_id(n);
 		int par = mark && !strcmp(isl_id_get_name(mark), TC_POLY_MARK_PARALLEL);
 		int tile = mark && !strcmp(isl_id_get_name(mark), TC_POLY_MARK_REGTILE);
-		int was_unroll = g->unroll;
+		int was_unroll = g->unroll, rolled;
 		/* the loops between the two marks are unrolled (a register
 		 * tile's rows), those below the second are the copies' own */
 		if (mark && !strcmp(isl_id_get_name(mark), TC_POLY_MARK_UNROLL))
 			g->unroll = 1;
 		else if (mark && !strcmp(isl_id_get_name(mark), TC_POLY_MARK_UNROLLED))
 			g->unroll = 0;
+		rolled = mark && !strcmp(isl_id_get_name(mark), TC_POLY_MARK_ROLLED);
 		isl_id_free(mark);
 		child = isl_ast_node_mark_get_node(n);
 		g->ordered += tile;
+		g->rolled += rolled;
+		g->rolled_seen |= rolled;
 		if (!child)
 			tc_cg_llvm_fail(g, "malformed mark node", NULL);
 		else if (par && isl_ast_node_get_type(child) == isl_ast_node_block)
@@ -1118,6 +1142,7 @@ static void node(cg *g, isl_ast_node *n)
 		else if (!(par && parallel_loop(g, child)) && !g->failed)
 			node(g, child);
 		g->ordered -= tile;
+		g->rolled -= rolled;
 		g->unroll = was_unroll;
 		isl_ast_node_free(child);
 		break;

@@ -475,9 +475,16 @@ static isl_bool is_box(isl_set *dom)
  * with dimensions p0 ... p<n-1> (path pa, tiled dimensions `dim[k]` of each
  * member k in order, -2 for a constant member cst[k]): over [0, size) in
  * each dimension, and below bound[v] where that is positive, below the
- * extent tc_e<v> (a parameter) where it is negative. */
+ * extent tc_e<v> (a parameter) where it is negative.
+ *
+ * With chunk > 0 (a piece short of the register tile's rows, whose one row
+ * member is dimension row): the rows run in chunks of chunk rows, a loop
+ * over the chunks outermost (floor(p/chunk)) and the unrolled rows the
+ * chunk's (p mod chunk), under a mark tc_rolled that tells the code
+ * generator to keep the loops above the unrolled rows rolled
+ * (short_rows_chunk says when and how large). */
 static char *point_tree(const char *name, int n, const int64_t *size, const int64_t *bound,
-	const path *pa, const int *dim, const int64_t *cst)
+	const path *pa, const int *dim, const int64_t *cst, int row, int64_t chunk)
 {
 	tc_buf b;
 	int v, k, m = 0, nparams = 0, depth = 0;
@@ -503,6 +510,14 @@ static char *point_tree(const char *name, int n, const int64_t *size, const int6
 			tc_buf_printf(&b, " and p%d < tc_e%d", v, v);
 	}
 	tc_buf_puts(&b, " }\"");
+	if (chunk > 0) {
+		tc_buf_printf(&b, ", child: { mark: \"%s\", child: { schedule: \"[{ %s[",
+			TC_POLY_MARK_ROLLED, name);
+		for (v = 0; v < n; v++)
+			tc_buf_printf(&b, "%sp%d", v ? ", " : "", v);
+		tc_buf_printf(&b, "] -> [(floor((p%d)/%lld))] }]\"", row, (long long)chunk);
+		depth += 2;
+	}
 	for (k = 0; k < pa->n; k++) {
 		isl_schedule_node *node = pa->node[k];
 		if (isl_schedule_node_get_type(node) == isl_schedule_node_mark) {
@@ -522,7 +537,10 @@ static char *point_tree(const char *name, int n, const int64_t *size, const int6
 				tc_buf_printf(&b, "%s{ %s[", j ? ", " : "", name);
 				for (v = 0; v < n; v++)
 					tc_buf_printf(&b, "%sp%d", v ? ", " : "", v);
-				if (dim[m] >= 0)
+				if (dim[m] >= 0 && chunk > 0 && dim[m] == row)
+					tc_buf_printf(&b, "] -> [((p%d) mod %lld)] }", dim[m],
+						(long long)chunk);
+				else if (dim[m] >= 0)
 					tc_buf_printf(&b, "] -> [(p%d)] }", dim[m]);
 				else
 					tc_buf_printf(&b, "] -> [(%lld)] }", (long long)cst[m]);
@@ -677,6 +695,98 @@ int tc_poly_points_exact(__tc_keep const tc_poly *p, __tc_keep isl_schedule_node
 	return ok;
 }
 
+/* Whether e reads tensor t only at the element (vars 0 .. n-1). */
+static int reads_own_element(const tc_ir_expr *e, int t, int n)
+{
+	int i;
+	if (e->op == TC_OP_READ && e->id == t) {
+		if (e->nargs != n)
+			return 0;
+		for (i = 0; i < n; i++)
+			if (e->args[i]->op != TC_OP_INDEX || e->args[i]->id != i)
+				return 0;
+	}
+	for (i = 0; i < e->nargs; i++)
+		if (!reads_own_element(e->args[i], t, n))
+			return 0;
+	return 1;
+}
+
+/* Independent sums a piece's rows must keep in flight to fill the vector
+ * FMA units: two pipes with a latency of four (Zen 4, and Intel's cores
+ * since Skylake).  A piece short of its rows runs chunks of at least this
+ * many vectors (short_rows_chunk). */
+#define FMA_CHAINS 8
+
+/* The register tile's row dimension of statement st on path pa (members'
+ * dimensions dim) when a piece short of its rows may run them in chunks
+ * (point_tree's chunk), else -1; *cols gets a bit for each dimension of
+ * the members below tc_unrolled (the tile's columns).  It may when the
+ * tile has one row member, between the marks tc_unroll and tc_unrolled
+ * (the only marks on the path), that is a left-hand variable, and st reads
+ * the tensor it writes at the element it writes only: then instances of
+ * different rows touch no common element that st writes, and moving a loop
+ * over the rows outward keeps the order of every instance that shares one
+ * (a reduction's order included). */
+static int short_rows_dim(const tc_poly_stmt *st, const path *pa, const int *dim,
+	uint64_t *cols)
+{
+	int k, j, m = 0, in_rows = 0, after = 0, ok = 1, row = -1, nrow = 0;
+	*cols = 0;
+	for (k = 0; k < pa->n && ok; k++) {
+		isl_schedule_node *nd = pa->node[k];
+		if (isl_schedule_node_get_type(nd) == isl_schedule_node_mark) {
+			isl_id *id = isl_schedule_node_mark_get_id(nd);
+			const char *mk = id ? isl_id_get_name(id) : "";
+			if (!strcmp(mk, TC_POLY_MARK_UNROLL))
+				in_rows = 1;
+			else if (!strcmp(mk, TC_POLY_MARK_UNROLLED))
+				in_rows = 0, after = 1;
+			else
+				ok = 0;
+			isl_id_free(id);
+			continue;
+		}
+		for (j = 0; j < isl_schedule_node_band_n_member(nd); j++, m++) {
+			if (in_rows) {
+				row = dim[m];
+				nrow++;
+			} else if (after && dim[m] >= 0 && dim[m] < 64) {
+				*cols |= (uint64_t)1 << dim[m];
+			}
+		}
+	}
+	ok = ok && nrow == 1 && row >= 0 && row < st->ir->nlhs && (st->kind == TC_POLY_INIT ||
+		reads_own_element(st->ir->rhs, st->ir->tensor, st->ir->nlhs));
+	return ok ? row : -1;
+}
+
+/* The chunk of rows (see point_tree) for a piece whose row dimension row
+ * has bound[row] rows (short of the tile's; the columns, dimensions cols,
+ * size[v] or bound[v] where positive): the fewest rows that divide them
+ * and keep FMA_CHAINS vector sums in flight, or 0 (the piece as the whole
+ * tile's, its rows unrolled) if only all of them do.  Matmul at 256 with
+ * AVX-512 (rows of 4 vectors, 6 rows a tile): the 4 rows left run as 2
+ * chunks of 2 rows, 8 vector FMAs of code instead of 16. */
+static int64_t short_rows_chunk(const tc_poly *p, const tc_poly_stmt *st, int row,
+	uint64_t cols, const int64_t *size, const int64_t *bound)
+{
+	int bytes = tc_dtype_size(p->f->tensors[st->ir->tensor].dtype);
+	int64_t lanes = bytes > 0 && bytes < p->target->vector_bytes
+		? p->target->vector_bytes / bytes : 1, n = 1, vectors, d;
+	int v;
+	if (p->opts.vector > 0 && p->opts.vector < lanes)
+		lanes = p->opts.vector;
+	for (v = 0; v < 64 && v < st->ndims; v++)
+		if (cols >> v & 1)
+			n *= bound[v] > 0 ? bound[v] : size[v];
+	vectors = (n + lanes - 1) / lanes;
+	for (d = 1; d < bound[row]; d++)
+		if (bound[row] % d == 0 && d * vectors >= FMA_CHAINS)
+			return d;
+	return 0;
+}
+
 /* The points of the statement whose instances at mark are dom (taken), or
  * NULL (not exact: see the top of the file; or an error).  restrict_to
  * collects the tiles' origins; prefix (kept) is the prefix schedule of
@@ -690,7 +800,8 @@ static tc_poly_points *stmt_points(const tc_poly *p, isl_schedule_node *mark,
 	path pa = {{NULL}, 0};
 	int dim[MAX_PATH * TC_POLY_MAX_TILE * 2], v, ok = pt != NULL;
 	int64_t cst[MAX_PATH * TC_POLY_MAX_TILE * 2];
-	int nvar = 0, mask;
+	int nvar = 0, mask, row;
+	uint64_t cols = 0;
 	int64_t *rest = tc_calloc(3 * ((size_t)(st ? st->ndims : 0) + 1), sizeof(*rest));
 	int64_t *bound = rest ? rest + (st ? st->ndims : 0) + 1 : NULL;
 	int64_t *full_in = bound ? bound + (st ? st->ndims : 0) + 1 : NULL;
@@ -765,17 +876,21 @@ static tc_poly_points *stmt_points(const tc_poly *p, isl_schedule_node *mark,
 		snprintf(name, sizeof(name), "tc_e%d", v);
 		ok = (pt->extent[v] = isl_id_alloc(p->ctx, name, NULL)) != NULL;
 	}
+	row = ok ? short_rows_dim(st, &pa, dim, &cols) : -1;
 	for (mask = 0; ok && mask < 1 << pt->npart; mask++) {
 		int k, occurs = 1;
+		int64_t chunk;
 		for (v = 0; v < pt->n; v++)
 			bound[v] = pt->may_partial[v] == 2 ? -1 : 0;
 		for (k = 0; k < pt->npart; k++)
 			bound[pt->part[k]] = mask & 1 << k ? rest[pt->part[k]] : 0;
 		for (v = 0; v < pt->n; v++)
 			occurs &= pt->size[v] <= 1 || bound[v] != 0 || full_in[v];
+		chunk = row >= 0 && bound[row] > 0
+			? short_rows_chunk(p, st, row, cols, pt->size, bound) : 0;
 		if (occurs)
 			ok = (pt->piece[mask] = point_ast(p, point_tree(st->name, pt->n, pt->size,
-				bound, &pa, dim, cst), pt)) != NULL;
+				bound, &pa, dim, cst, row, chunk), pt)) != NULL;
 	}
 	for (v = 0, mask = 0; ok && v < pt->n; v++) {
 		bound[v] = pt->extent[v] ? -1 : 0;
@@ -783,7 +898,7 @@ static tc_poly_points *stmt_points(const tc_poly *p, isl_schedule_node *mark,
 	}
 	if (ok && mask && !pt->npart)
 		ok = (pt->partial = point_ast(p, point_tree(st->name, pt->n, pt->size, bound, &pa,
-			dim, cst), pt)) != NULL;
+			dim, cst, -1, 0), pt)) != NULL;
 	if (ok)
 		*restrict_to = isl_union_set_add_set(*restrict_to, isl_set_copy(origins));
 	isl_set_free(origins);

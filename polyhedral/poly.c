@@ -598,18 +598,29 @@ static isl_union_map *deps_of(const parts *q, int kill)
 {
 	isl_union_access_info *ai;
 	isl_union_flow *flow;
-	isl_union_map *dep[3];
+	isl_union_map *dep[2];
 	int i;
 
-	for (i = 0; i < 3; i++) {
-		/* 0 flow: reads after writes; 1 anti: writes after reads;
-		 * 2 output: writes after writes */
-		ai = isl_union_access_info_from_sink(isl_union_map_copy(i == 0 ? q->reads : q->writes));
-		if (i == 0 || (kill && i == 2))
+	/* two computations rather than three: the dependences of a sink
+	 * access depend only on the elements it touches and the sources,
+	 * so sinks with the same sources and kills are one computation.
+	 * With kills: 0 flow and output (reads and writes after the last
+	 * write), 1 anti (writes after reads).  Without: 0 flow (reads
+	 * after the last write), 1 anti and output (writes after every
+	 * earlier read or write). */
+	for (i = 0; i < 2; i++) {
+		isl_union_map *sink = i == 0 ? isl_union_map_copy(q->reads)
+					     : isl_union_map_copy(q->writes);
+		if (i == 0 && kill)
+			sink = isl_union_map_union(sink, isl_union_map_copy(q->writes));
+		ai = isl_union_access_info_from_sink(sink);
+		if (i == 0)
 			ai = isl_union_access_info_set_must_source(ai, isl_union_map_copy(q->writes));
 		else
-			ai = isl_union_access_info_set_may_source(ai,
-				isl_union_map_copy(i == 1 ? q->reads : q->writes));
+			ai = isl_union_access_info_set_may_source(ai, kill
+				? isl_union_map_copy(q->reads)
+				: isl_union_map_union(isl_union_map_copy(q->reads),
+					isl_union_map_copy(q->writes)));
 		if (kill)
 			ai = isl_union_access_info_set_kill(ai, isl_union_map_copy(q->writes));
 		ai = isl_union_access_info_set_schedule_map(ai, isl_union_map_copy(q->original));
@@ -617,8 +628,7 @@ static isl_union_map *deps_of(const parts *q, int kill)
 		dep[i] = isl_union_flow_get_may_dependence(flow);
 		isl_union_flow_free(flow);
 	}
-	return isl_union_map_coalesce(isl_union_map_union(isl_union_map_union(dep[0], dep[1]),
-		dep[2]));
+	return isl_union_map_coalesce(isl_union_map_union(dep[0], dep[1]));
 }
 
 /* Add the model of statement st (its domain, accesses and original

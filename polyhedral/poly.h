@@ -129,6 +129,10 @@ typedef struct tc_poly_points {
 					  * unrolls: every loop down to ... */
 #define TC_POLY_MARK_UNROLLED "tc_unrolled" /* ... this mark (a register tile's
 					      * rows between them) */
+#define TC_POLY_MARK_ROLLED "tc_rolled" /* above the point loops of a tile piece
+					  * short of its rows, run one row at a time
+					  * (polyhedral/ast.c): the loops below it but
+					  * the innermost are kept as loops */
 
 /* Fusion strategies, emulated with stock isl scheduler options:
  *   MAX   isl's clustering fuses whatever it can (serialize_sccs off);

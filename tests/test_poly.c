@@ -500,6 +500,34 @@ static int loop_bounds_are_constant(const char *text, char *bad, size_t n)
 	return constant;
 }
 
+/* A tile piece short of its rows runs them in chunks that keep enough
+ * sums in flight (polyhedral/ast.c, short_rows_chunk): at 64x48x64 the
+ * tiles are 6 rows of 4 vectors (N = 64), and the 4 rows left at 60 run as
+ * 2 chunks of 2 rows, the loop over the chunks outermost under tc_rolled;
+ * at 64x48x32 (rows of 2 vectors) only all 4 rows keep 8 sums in flight,
+ * and that piece stays as it was (the golden AST above). */
+static void test_short_rows_run_in_chunks(void **state)
+{
+	(void)state;
+	poly_case c = *find_case("matmul");
+	char *text;
+	c.shapes[1][1] = 64;
+	text = emit_specialised(&c, "ast");
+	assert_true(tu_contains(text, "// tc_unroll\n      for (int tc_p1 = 0; tc_p1 <= 5; "
+				      "tc_p1 += 1) {\n        // tc_unrolled\n"));
+	assert_true(tu_contains(text, "dimension 0 short of 6\n    // tc_rolled\n"
+				      "    for (int tc_p0 = 0; tc_p0 <= 1; tc_p0 += 1)\n"
+				      "      for (int tc_p1 = 0; tc_p1 <= 47; tc_p1 += 1) {\n"
+				      "        // tc_unroll\n"
+				      "        for (int tc_p2 = 0; tc_p2 <= 1; tc_p2 += 1) {\n"));
+	assert_true(tu_contains(text, "S0(tc_o0 + (2 * tc_p0 + tc_p2), tc_o1 + tc_p3, "
+				      "tc_o2 + tc_p1);"));
+	tc_string_free(text);
+	text = emit_specialised(find_case("matmul"), "ast");
+	assert_null(strstr(text, "tc_rolled"));
+	tc_string_free(text);
+}
+
 /* Specialised to 64x48x32, matmul's loops have numbers for bounds; the
  * parametric ones name M, K and N, in loop order (m, r_k, n) (so the check
  * can see names at all). */
@@ -610,6 +638,7 @@ int main(void)
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(
 		test_conv2d_bias_is_fused_into_the_reduction_nest);
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_specialised_matmul_has_constant_bounds);
+	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_short_rows_run_in_chunks);
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_schedule_after_each_pass);
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(
 		test_schedule_after_pass_parametric_and_unknown);
