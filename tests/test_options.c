@@ -12,6 +12,7 @@
 #include <string.h>
 #include <float.h>
 #include <math.h>
+#include <unistd.h>
 
 #include "tcomp.h"
 #include "runtime/backend.h"
@@ -2254,6 +2255,80 @@ static void parallel_chunks_of_a_column_sum(void **state)
 	tc_module_free(m);
 }
 
+/* The right operand's blocks outside the row blocks (polyhedral/tile.c,
+ * block_outer): a contraction whose columns the tile pass cuts into blocks
+ * that the threads share evenly runs the column blocks outermost (the
+ * parallel loop), then the reduction's blocks, and A * B^T packs each
+ * KC x NC block of B there, right before the row blocks sweep it.  At odd
+ * sizes (partial blocks and register tiles everywhere) on 1 to 3 threads
+ * both products are the sums in k order with one rounding per step (fmaf,
+ * contract=on), bit for bit. */
+static void packing_blocks_inside_the_tiles(void **state)
+{
+	enum { M = 37, K = 301, N = 1601 };
+	static float a[M * K], b[N * K], c[M * N], want[2][M * N];
+	static const char *const opts[3] = {"threads=1", "threads=2 parallel=on",
+		"threads=3 parallel=on"};
+	static const char *const defs[2] = {
+		"def k(float(M,K) A, float(N,K) B) -> (C) { C(m,n) +=! A(m,r_k) * B(n,r_k) }\n",
+		"def k(float(M,K) A, float(K,N) B) -> (C) { C(m,n) +=! A(m,r_k) * B(r_k,n) }\n"};
+	int64_t sa[2] = {M, K}, sbt[2] = {N, K}, sb[2] = {K, N}, sc[2] = {M, N};
+	DLTensor A = {a, {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, sa, NULL, 0};
+	DLTensor B = {b, {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, sbt, NULL, 0};
+	DLTensor C = {c, {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, sc, NULL, 0};
+	const DLTensor *in[2] = {&A, &B};
+	uint64_t r = 15;
+#ifdef _SC_LEVEL2_CACHE_SIZE
+	long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+#else
+	long l2 = 0; /* unknown: the target's fallback NC, 512 */
+#endif
+	int d, v, i, j, k;
+	char *text;
+	tc_module *m;
+	(void)state;
+	fill_uniform(a, M * K, &r, -1, 1);
+	fill_uniform(b, N * K, &r, -1, 1);
+	for (i = 0; i < M; i++)
+		for (j = 0; j < N; j++) {
+			float nt = 0, nn = 0;
+			for (k = 0; k < K; k++) {
+				nt = fmaf(a[i * K + k], b[j * K + k], nt);
+				nn = fmaf(a[i * K + k], b[k * N + j], nn);
+			}
+			want[0][i * N + j] = nt;
+			want[1][i * N + j] = nn;
+		}
+	for (d = 0; d < 2; d++) {
+		B.shape = d ? sb : sbt;
+		m = tc_module_parse(ctx, defs[d], "blocks.tc");
+		assert_non_null(m);
+		/* one thread: the outermost loop is the column blocks', and the
+		 * copy of B runs inside it; where the L2 is 2 MiB or less (or
+		 * unknown), which makes the blocks 1024 columns or fewer
+		 * (ir/target.c) */
+		text = stage_of(m, in, 2, opts[0], "c");
+		if (!d && l2 <= 2 << 20) {
+			const char *copy = strstr(text, "B_packed[");
+			const char *line = copy;
+			assert_non_null(copy);
+			while (line > text && line[-1] == ' ')
+				line--;
+			print_message("the copy is indented %d spaces\n", (int)(copy - line));
+			assert_true(copy - line > 12); /* inside the block loops */
+		}
+		tc_string_free(text);
+		for (v = 0; v < 3; v++) {
+			run_with(m, in, 2, &C, opts[v], NULL);
+			for (i = 0; i < M * N; i++)
+				if (memcmp(&c[i], &want[d][i], sizeof(float)))
+					fail_msg("%s, %s: C[%d] = %a, expected %a", d ? "A * B" : "A * B^T",
+						opts[v], i, (double)c[i], (double)want[d][i]);
+		}
+		tc_module_free(m);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -2265,6 +2340,7 @@ int main(void)
 		cmocka_unit_test(parallel_chunks_of_a_column_sum),
 		cmocka_unit_test(register_tile_uses_vector_fmas),
 		cmocka_unit_test(packing_transposed_operands),
+		cmocka_unit_test(packing_blocks_inside_the_tiles),
 		cmocka_unit_test(packing_convolutions_channels_last),
 		cmocka_unit_test(packing_short_rows_last),
 		cmocka_unit_test(regtile_even_rows_of_short_members),
