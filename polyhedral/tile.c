@@ -13,8 +13,6 @@
 #include "passes.h"
 
 #include <isl/schedule_node.h>
-#include <isl/union_map.h>
-#include <isl/union_set.h>
 #include <isl/val.h>
 
 /* The row blocks' size: the target's MC (block_rows), or the long-row MC
@@ -147,183 +145,14 @@ static int auto_tiles(const tc_poly *p, isl_schedule_node *node, int64_t *sizes)
 	return tiled > 0;
 }
 
-/* ---- The right operand's blocks outside the row blocks ----
- *
- * The tiles above run the row blocks (MC) outermost, then the reduction's
- * (KC), then the column blocks (NC): each MC block of the left operand
- * sweeps every KC x NC block of the right one, which comes from L3 (or
- * memory) again for every row block, and a packing copy of the right
- * operand (ir/pack.c: B of C(m,n) +=! A(m,r_k) * B(n,r_k)) runs over the
- * whole of it before the nest.  BLIS and OpenBLAS run the column blocks
- * outermost, then the reduction's, and pack the KC x NC block there, once,
- * into a buffer every MC block of the left operand then sweeps from L2.
- * block_outer does that to a contraction's tile band: the column and
- * reduction blocks go into a band of their own above the rest, and the
- * packing copies the contraction reads (the only other statements before
- * it) move under that band, in a sequence before the contraction, each
- * instance in the block whose instances read what it writes: the copy of
- * a block runs right before the block is used (the transpose then costs a
- * pass over a block that stays in L2).  The column blocks' loop is the
- * parallel one (the parallel pass marks the band's first member): each
- * thread packs and sweeps its own columns, so the pass applies only where
- * the column blocks divide evenly among the expected threads (one thread:
- * two blocks or more).  Each element still accumulates its terms in order
- * (the reduction's blocks in increasing order), so results are the same
- * bits. */
-
-/* Whether node is a sequence whose children are filters of packing copies
- * but child at, and every copy is read by the statements of child at
- * only (nothing else is under the sequence). */
-static int packs_around(const tc_poly *p, isl_schedule_node *seq, int at)
-{
-	isl_size n = isl_schedule_node_n_children(seq), i;
-	int ok = n >= 2;
-	for (i = 0; ok && i < n; i++) {
-		isl_schedule_node *c = isl_schedule_node_get_child(seq, i);
-		isl_union_set *dom = isl_union_set_intersect(isl_schedule_node_get_domain(c),
-			isl_schedule_node_filter_get_filter(c));
-		if (i != at)
-			ok = isl_schedule_node_get_type(c) == isl_schedule_node_filter &&
-				tc_poly_is_pack(p, dom);
-		isl_union_set_free(dom);
-		isl_schedule_node_free(c);
-	}
-	return ok;
-}
-
-/* The block schedule of the packing copies under sequence seq (all of its
- * children but at): each copy instance to the value of outer (the
- * contraction's block schedule) at the instances that read what it writes;
- * NULL when some instance would have none or several values. */
-static isl_multi_union_pw_aff *pack_blocks(const tc_poly *p, isl_schedule_node *seq, int at,
-	isl_multi_union_pw_aff *outer)
-{
-	isl_union_set *packs = tc_poly_pack_instances(p), *users;
-	isl_schedule_node *c = isl_schedule_node_get_child(seq, at);
-	isl_union_map *map, *readers;
-	isl_bool ok;
-	users = isl_union_set_intersect(isl_schedule_node_get_domain(c),
-		isl_schedule_node_filter_get_filter(c));
-	isl_schedule_node_free(c);
-	readers = isl_union_map_intersect_domain(isl_union_map_copy(p->reads), users);
-	map = isl_union_map_intersect_domain(isl_union_map_copy(p->writes),
-		isl_union_set_copy(packs));
-	map = isl_union_map_apply_range(map, isl_union_map_reverse(readers));
-	map = isl_union_map_apply_range(map,
-		isl_union_map_from_multi_union_pw_aff(isl_multi_union_pw_aff_copy(outer)));
-	ok = isl_union_map_is_single_valued(map);
-	if (ok == isl_bool_true) {
-		isl_union_set *dom = isl_union_map_domain(isl_union_map_copy(map));
-		ok = isl_union_set_is_equal(dom, packs);
-		isl_union_set_free(dom);
-	}
-	isl_union_set_free(packs);
-	if (ok != isl_bool_true) {
-		isl_union_map_free(map);
-		return NULL;
-	}
-	return isl_multi_union_pw_aff_from_union_map(map);
-}
-
-/* The reduction member of contraction band node (of statement st, not yet
- * tiled; sizes[] its tiles) when block_outer applies to it, else -1: sizes
- * known, the column member cut into blocks that the expected threads
- * share evenly (two or more), one reduction member, no read through a
- * window (a convolution's bands keep their tiles), and the band at the top
- * of the tree or, under a sequence, after packing copies only. */
-static int outer_blocks_member(const tc_poly *p, isl_schedule_node *node, const tc_poly_stmt *st,
-	const int64_t *sizes)
-{
-	isl_size n = isl_schedule_node_band_n_member(node);
-	int j, k, red = -1, depth = isl_schedule_node_get_tree_depth(node);
-	int threads = p->target->threads;
-	int64_t ext = tc_poly_band_member_extent(p, node, n - 1), blocks;
-	if (!p->params || threads < 1 || n < 3 || sizes[n - 1] >= HUGE_TILE || ext <= 0)
-		return -1;
-	blocks = (ext + sizes[n - 1] - 1) / sizes[n - 1];
-	if (blocks < 2 || blocks % threads)
-		return -1;
-	for (j = 0; j < n; j++)
-		if (isl_schedule_node_band_member_get_coincident(node, j) != isl_bool_true) {
-			if (red >= 0)
-				return -1;
-			red = j;
-		}
-	if (red < 0 || tc_poly_band_member_var(node, red, st) < 0)
-		return -1;
-	for (k = 0; k < n; k++) {
-		int v = tc_poly_band_member_var(node, k, st);
-		if (v >= 0 && k != red &&
-			tc_poly_window_read(st->ir->rhs, v, tc_poly_band_member_var(node, red, st)))
-			return -1;
-	}
-	if (depth == 3) { /* domain, sequence, filter: packing copies before it */
-		isl_schedule_node *f = isl_schedule_node_parent(isl_schedule_node_copy(node));
-		int at = isl_schedule_node_get_child_position(f), ok;
-		isl_schedule_node *seq = isl_schedule_node_parent(f);
-		ok = seq && isl_schedule_node_get_type(seq) == isl_schedule_node_sequence &&
-			packs_around(p, seq, at);
-		isl_schedule_node_free(seq);
-		return ok ? red : -1;
-	}
-	return depth == 1 ? red : -1;
-}
-
-/* Tile band node of contraction st, just tiled, whose reduction member is
- * red (outer_blocks_member), with its column and reduction blocks in a
- * band of their own above the rest and the packing copies the contraction
- * reads moved under it (see above).  Returns the node at node's depth. */
-static isl_schedule_node *block_outer(isl_schedule_node *node, const tc_poly *p, int red)
-{
-	isl_size n = isl_schedule_node_band_n_member(node);
-	int perm[TC_POLY_MAX_TILE], j, k, at = -1;
-	isl_schedule_node *seq = NULL;
-	isl_multi_union_pw_aff *outer, *packs = NULL;
-	if (isl_schedule_node_get_tree_depth(node) == 3) {
-		isl_schedule_node *f = isl_schedule_node_parent(isl_schedule_node_copy(node));
-		at = isl_schedule_node_get_child_position(f);
-		seq = isl_schedule_node_parent(f);
-	}
-	perm[0] = n - 1;
-	perm[1] = red;
-	for (j = 0, k = 2; j < n - 1; j++)
-		if (j != red)
-			perm[k++] = j;
-	node = tc_poly_band_permute(node, perm);
-	node = isl_schedule_node_band_split(node, 2);
-	if (!seq || !node)
-		goto done;
-	outer = isl_schedule_node_band_get_partial_schedule(node);
-	packs = pack_blocks(p, seq, at, outer);
-	if (!packs) { /* the copies stay first; the blocks reordered all the same */
-		isl_multi_union_pw_aff_free(outer);
-		goto done;
-	}
-	outer = isl_multi_union_pw_aff_union_add(outer, packs);
-	node = isl_schedule_node_delete(node);
-	node = isl_schedule_node_parent(isl_schedule_node_parent(node));
-	node = isl_schedule_node_insert_partial_schedule(node, outer);
-	node = isl_schedule_node_band_set_permutable(node, 1);
-	node = isl_schedule_node_band_member_set_coincident(node, 0, 1);
-	node = isl_schedule_node_band_member_set_coincident(node, 1, 0);
-	node = isl_schedule_node_child(isl_schedule_node_child(node, 0), at);
-done:
-	isl_schedule_node_free(seq);
-	return node;
-}
-
 /* Tile band node with the option's sizes or the automatic ones. */
 static isl_schedule_node *tile_band(isl_schedule_node *node, const tc_poly *p, int *changed)
 {
 	isl_size n = isl_schedule_node_band_n_member(node), i;
 	isl_multi_val *sizes;
 	int64_t chosen[TC_POLY_MAX_TILE];
-	const tc_poly_stmt *st;
-	int has_init, red = -1;
 	if (!p->opts.ntile && !auto_tiles(p, node, chosen))
 		return node;
-	if (!p->opts.ntile && (st = tc_poly_contraction_band(p, node, &has_init)))
-		red = outer_blocks_member(p, node, st, chosen);
 	sizes = isl_multi_val_zero(isl_schedule_node_band_get_space(node));
 	for (i = 0; i < n; i++) { /* untiled members: one tile covers them */
 		int64_t size = p->opts.ntile ? (i < p->opts.ntile ? p->opts.tile[i] : HUGE_TILE)
@@ -333,8 +162,7 @@ static isl_schedule_node *tile_band(isl_schedule_node *node, const tc_poly *p, i
 		sizes = isl_multi_val_set_val(sizes, i, isl_val_int_from_si(p->ctx, size));
 	}
 	*changed = 1;
-	node = isl_schedule_node_band_tile(node, sizes);
-	return red >= 0 ? block_outer(node, p, red) : node;
+	return isl_schedule_node_band_tile(node, sizes);
 }
 
 static isl_schedule_node *tile_first_band(isl_schedule_node *node, const tc_poly *p, int *done)

@@ -12,7 +12,6 @@
 #include <string.h>
 #include <float.h>
 #include <math.h>
-#include <unistd.h>
 
 #include "tcomp.h"
 #include "runtime/backend.h"
@@ -2255,15 +2254,13 @@ static void parallel_chunks_of_a_column_sum(void **state)
 	tc_module_free(m);
 }
 
-/* The right operand's blocks outside the row blocks (polyhedral/tile.c,
- * block_outer): a contraction whose columns the tile pass cuts into blocks
- * that the threads share evenly runs the column blocks outermost (the
- * parallel loop), then the reduction's blocks, and A * B^T packs each
- * KC x NC block of B there, right before the row blocks sweep it.  At odd
- * sizes (partial blocks and register tiles everywhere) on 1 to 3 threads
- * both products are the sums in k order with one rounding per step (fmaf,
- * contract=on), bit for bit. */
-static void packing_blocks_inside_the_tiles(void **state)
+/* Contractions whose columns the tile pass cuts into blocks, at odd sizes
+ * (partial column, reduction and row blocks, partial register tiles) on 1
+ * to 3 threads: A * B^T (B packed first) and A * B are the fmaf sums in k
+ * order (contract=on), bit for bit.  (Packing B per KC x NC block inside
+ * the column blocks, OpenBLAS's order, was measured and not kept:
+ * docs/performance.md, "B's blocks packed inside the cache tiles".) */
+static void column_blocks_at_odd_sizes(void **state)
 {
 	enum { M = 37, K = 301, N = 1601 };
 	static float a[M * K], b[N * K], c[M * N], want[2][M * N];
@@ -2278,13 +2275,7 @@ static void packing_blocks_inside_the_tiles(void **state)
 	DLTensor C = {c, {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, sc, NULL, 0};
 	const DLTensor *in[2] = {&A, &B};
 	uint64_t r = 15;
-#ifdef _SC_LEVEL2_CACHE_SIZE
-	long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
-#else
-	long l2 = 0; /* unknown: the target's fallback NC, 512 */
-#endif
 	int d, v, i, j, k;
-	char *text;
 	tc_module *m;
 	(void)state;
 	fill_uniform(a, M * K, &r, -1, 1);
@@ -2303,21 +2294,6 @@ static void packing_blocks_inside_the_tiles(void **state)
 		B.shape = d ? sb : sbt;
 		m = tc_module_parse(ctx, defs[d], "blocks.tc");
 		assert_non_null(m);
-		/* one thread: the outermost loop is the column blocks', and the
-		 * copy of B runs inside it; where the L2 is 2 MiB or less (or
-		 * unknown), which makes the blocks 1024 columns or fewer
-		 * (ir/target.c) */
-		text = stage_of(m, in, 2, opts[0], "c");
-		if (!d && l2 <= 2 << 20) {
-			const char *copy = strstr(text, "B_packed[");
-			const char *line = copy;
-			assert_non_null(copy);
-			while (line > text && line[-1] == ' ')
-				line--;
-			print_message("the copy is indented %d spaces\n", (int)(copy - line));
-			assert_true(copy - line > 12); /* inside the block loops */
-		}
-		tc_string_free(text);
 		for (v = 0; v < 3; v++) {
 			run_with(m, in, 2, &C, opts[v], NULL);
 			for (i = 0; i < M * N; i++)
@@ -2340,7 +2316,7 @@ int main(void)
 		cmocka_unit_test(parallel_chunks_of_a_column_sum),
 		cmocka_unit_test(register_tile_uses_vector_fmas),
 		cmocka_unit_test(packing_transposed_operands),
-		cmocka_unit_test(packing_blocks_inside_the_tiles),
+		cmocka_unit_test(column_blocks_at_odd_sizes),
 		cmocka_unit_test(packing_convolutions_channels_last),
 		cmocka_unit_test(packing_short_rows_last),
 		cmocka_unit_test(regtile_even_rows_of_short_members),
