@@ -46,7 +46,14 @@ typedef struct tc_target {
 				  * from the caches) */
 	int64_t block_cols;      /* NC: the innermost (vector) member's block */
 	int64_t transpose_tile;  /* packing copies that transpose: square tiles
-				  * of this side (both tiles stay in L1) */
+				  * of this side, one 64-byte cache line of
+				  * 4-byte elements per row of a tile (16 on
+				  * the CPU): a row stride of a power of two
+				  * puts the tile's rows in one L1 set, and
+				  * each row then costs one line (32: two;
+				  * sgemm_nt 1024 took 0.93-0.96x the time
+				  * with 16 on the Zen 4 host, 8 1.05-1.09x,
+				  * docs/performance.md) */
 	int64_t l2_bytes;        /* the level-2 cache (0: unknown): whether a
 				  * contraction's right operand stays in it
 				  * unblocked (polyhedral/tile.c) */

@@ -406,8 +406,8 @@ static tc_stat fuse_nests_pass(tc_poly *p, tc_diags *d)
 /* Schedules for the packing copies: each in its own loop nest over the
  * copy's dimensions in order (so its writes are stride-1), its last two in
  * square tiles of the target's transpose_tile (a transpose: the reads of a
- * tile walk that many rows; on the CPU 32 x 32, whose 2 x 4 KiB stay in
- * L1), one after the other.  NULL when there are none.  Measured on
+ * tile walk that many rows; on the CPU 16 x 16, a cache line per row:
+ * ir/target.h), one after the other.  NULL when there are none.  Measured on
  * matmul_nt 1024: the untiled copy took about 3 ms of the kernel's 14.5. */
 static isl_schedule *pack_schedule(const tc_poly *p)
 {

@@ -67,8 +67,10 @@ static int has_feature(const char *feature)
  * 512).  Where it reports none, the blocks measured on the Zen 5 cores of
  * docs/performance.md (48 KiB L1d, 1 MiB L2): KC 256, NC 512, 48 KiB.  MC
  * is measured: 48 rows, 192 for rows of 1536 or more (sgemm 2048: 107.6 ms
- * with 48-row blocks, 87.9 with 192); 32 x 32 tiles for transposing copies
- * (matmul_nt 1024: the untiled copy took 3 of 14.5 ms).
+ * with 48-row blocks, 87.9 with 192); transposing copies in 16 x 16 tiles,
+ * a cache line per row (matmul_nt 1024: the untiled copy took 3 of 14.5
+ * ms on the Zen 5; on the Zen 4 host 16 x 16 took 0.93-0.96x the time of
+ * 32 x 32, ir/target.h).
  * Loop nests of fewer than 32768 statement instances stay on the calling
  * thread (a parallel loop's hand-out cost more than fcrelu 128x128x10's
  * whole run).  Row buffers up to 64 KiB live on the stack. */
@@ -95,7 +97,7 @@ static void describe(__tc_keep tc_target *t)
 	t->block_depth = 256;
 	t->conv_depth = 256;
 	t->block_cols = 512;
-	t->transpose_tile = 32;
+	t->transpose_tile = 16; /* ir/target.h: one cache line of floats per row */
 	t->l1_bytes = 48 << 10;
 	t->l2_bytes = 1 << 20;
 	tc_target_cache_blocks(t, host_l1d, host_l2);
