@@ -1293,6 +1293,90 @@ static void packing_convolutions_channels_last(void **state)
 		check_pack_case(&cases[c], (int)c, &r);
 }
 
+/* The channels-last temporary of a convolution (ir/pack.c) as a row
+ * buffer (polyhedral/contract.c): its copy back reads each output row
+ * right after the register tiles wrote it, so O_cl lives one row (W' x F)
+ * per thread on the stack: an alloca in the kernel at one thread, in the
+ * outlined parallel loop at two.  Odd sizes (partial register tiles: 37
+ * channels, rows of 27), a grouped one, and rows too long for the
+ * target's rowbuf_bytes (260 x 64 floats: 65 KiB), which keep the
+ * workspace region; at 1, 2 and 3 threads bit for bit pack=off's results
+ * (O_cl neither made nor kept), and within rounding of the interpreter's
+ * (whose sums run in another order), on random inputs and poisoned
+ * outputs. */
+static void conv_channels_last_row_buffer(void **state)
+{
+	static const struct {
+		const char *text;
+		int rank;
+		int64_t in[3][5], out[5];
+		const char *alloca1; /* in the LLVM IR at one thread, or NULL: none */
+	} cases[] = {
+		{"def k(float(N,C,H,W) I, float(F,C,KH,KW) W1, float(F) B) -> (O) {\n"
+		 "  O(n,f,h,w) +=! I(n,r_c,h+r_kh,w+r_kw) * W1(f,r_c,r_kh,r_kw)\n"
+		 "  O(n,f,h,w) = O(n,f,h,w) + B(f)\n}\n",
+			4, {{3, 5, 7, 29}, {37, 5, 3, 3}, {37}}, {3, 37, 5, 27},
+			"%O_cl = alloca [999 x float], align 64"},
+		{"def k(float(N,G,C,H,W) I, float(G,F,C,KH,KW) W1, float(G,F) B) -> (O) {\n"
+		 "  O(n,g,f,h,w) +=! I(n,g,r_c,h+r_kh,w+r_kw) * W1(g,f,r_c,r_kh,r_kw)\n"
+		 "  O(n,g,f,h,w) = O(n,g,f,h,w) + B(g,f)\n}\n",
+			5, {{3, 2, 32, 7, 7}, {2, 32, 32, 3, 3}, {2, 32}}, {3, 2, 32, 5, 5},
+			"%O_cl = alloca [160 x float], align 64"},
+		{"def k(float(N,C,H,W) I, float(F,C,KH,KW) W1, float(F) B) -> (O) {\n"
+		 "  O(n,f,h,w) +=! I(n,r_c,h+r_kh,w+r_kw) * W1(f,r_c,r_kh,r_kw)\n"
+		 "  O(n,f,h,w) = O(n,f,h,w) + B(f)\n}\n",
+			4, {{2, 3, 4, 262}, {64, 3, 3, 3}, {64}}, {2, 64, 2, 260}, NULL},
+	};
+	static const char *const opts[] = {"threads=1", "pack=off threads=1", "threads=2",
+		"threads=3", "target=interp"};
+	enum { NV = sizeof(opts) / sizeof(opts[0]) };
+	uint64_t r = 23;
+	size_t c;
+	(void)state;
+	for (c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		DLTensor t[3];
+		const DLTensor *in[3];
+		float *data[3], *y;
+		int64_t n, i, no = 1;
+		int j, ranks[3] = {cases[c].rank, cases[c].rank, cases[c].rank - 3};
+		char *text;
+		tc_module *m = tc_module_parse(ctx, cases[c].text, "conv.tc");
+		assert_non_null(m);
+		for (j = 0; j < 3; j++) {
+			for (i = 0, n = 1; i < ranks[j]; i++)
+				n *= cases[c].in[j][i];
+			assert_non_null(data[j] = malloc((size_t)n * sizeof(float)));
+			for (i = 0; i < n; i++)
+				data[j][i] = (float)tu_rand_unit(&r) * 2 - 1;
+			t[j] = (DLTensor){data[j], {kDLCPU, 0}, ranks[j], {kDLFloat, 32, 1},
+				(int64_t *)cases[c].in[j], NULL, 0};
+			in[j] = &t[j];
+		}
+		for (i = 0; i < cases[c].rank; i++)
+			no *= cases[c].out[i];
+		assert_non_null(y = malloc((size_t)(no * NV) * sizeof(float)));
+		text = stage_of(m, in, 3, opts[0], "llvm");
+		if (cases[c].alloca1 && !strstr(text, cases[c].alloca1))
+			fail_msg("case %d: %s expected in the LLVM IR", (int)c, cases[c].alloca1);
+		if (!cases[c].alloca1)
+			assert_null(strstr(text, "%O_cl = alloca"));
+		tc_string_free(text);
+		text = stage_of(m, in, 3, opts[2], "llvm");
+		if (cases[c].alloca1) { /* in the outlined loop */
+			const char *par = strstr(text, "define internal void @tc_k.par");
+			assert_non_null(par);
+			assert_true(strstr(text, "%O_cl = alloca") > par);
+		}
+		tc_string_free(text);
+		run_variants(m, in, 3, cases[c].rank, (int64_t *)cases[c].out, y, opts, NV,
+			NV - 1, 1e-4f);
+		free(y);
+		for (j = 0; j < 3; j++)
+			free(data[j]);
+		tc_module_free(m);
+	}
+}
+
 /* Short output rows (ir/pack.c): a contraction whose output rows are
  * shorter than a vector, with another left-hand index walking an operand's
  * last dimension (the weight gradient dW(i,h) +=! X(r_b,i) * dH(r_b,h) of
@@ -2266,6 +2350,7 @@ int main(void)
 		cmocka_unit_test(register_tile_uses_vector_fmas),
 		cmocka_unit_test(packing_transposed_operands),
 		cmocka_unit_test(packing_convolutions_channels_last),
+		cmocka_unit_test(conv_channels_last_row_buffer),
 		cmocka_unit_test(packing_short_rows_last),
 		cmocka_unit_test(regtile_even_rows_of_short_members),
 		cmocka_unit_test(inlining_cheap_temporaries),
