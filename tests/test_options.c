@@ -1300,32 +1300,42 @@ static void packing_convolutions_channels_last(void **state)
  * outlined parallel loop at two.  Odd sizes (partial register tiles: 37
  * channels, rows of 27), a grouped one, and rows too long for the
  * target's rowbuf_bytes (260 x 64 floats: 65 KiB), which keep the
- * workspace region; at 1, 2 and 3 threads bit for bit pack=off's results
- * (O_cl neither made nor kept), and within rounding of the interpreter's
- * (whose sums run in another order), on random inputs and poisoned
- * outputs. */
+ * workspace region; one image (the rows' own loop parallel), also without
+ * a bias (a plain copy back); at 1, 2 and 3 threads bit for bit
+ * pack=off's results (O_cl neither made nor kept), and within rounding of
+ * the interpreter's (whose sums run in another order), on random inputs
+ * and poisoned outputs. */
 static void conv_channels_last_row_buffer(void **state)
 {
 	static const struct {
 		const char *text;
-		int rank;
+		int rank, nin;
 		int64_t in[3][5], out[5];
 		const char *alloca1; /* in the LLVM IR at one thread, or NULL: none */
 	} cases[] = {
 		{"def k(float(N,C,H,W) I, float(F,C,KH,KW) W1, float(F) B) -> (O) {\n"
 		 "  O(n,f,h,w) +=! I(n,r_c,h+r_kh,w+r_kw) * W1(f,r_c,r_kh,r_kw)\n"
 		 "  O(n,f,h,w) = O(n,f,h,w) + B(f)\n}\n",
-			4, {{3, 5, 7, 29}, {37, 5, 3, 3}, {37}}, {3, 37, 5, 27},
+			4, 3, {{3, 5, 7, 29}, {37, 5, 3, 3}, {37}}, {3, 37, 5, 27},
 			"%O_cl = alloca [999 x float], align 64"},
 		{"def k(float(N,G,C,H,W) I, float(G,F,C,KH,KW) W1, float(G,F) B) -> (O) {\n"
 		 "  O(n,g,f,h,w) +=! I(n,g,r_c,h+r_kh,w+r_kw) * W1(g,f,r_c,r_kh,r_kw)\n"
 		 "  O(n,g,f,h,w) = O(n,g,f,h,w) + B(g,f)\n}\n",
-			5, {{3, 2, 32, 7, 7}, {2, 32, 32, 3, 3}, {2, 32}}, {3, 2, 32, 5, 5},
+			5, 3, {{3, 2, 32, 7, 7}, {2, 32, 32, 3, 3}, {2, 32}}, {3, 2, 32, 5, 5},
 			"%O_cl = alloca [160 x float], align 64"},
 		{"def k(float(N,C,H,W) I, float(F,C,KH,KW) W1, float(F) B) -> (O) {\n"
 		 "  O(n,f,h,w) +=! I(n,r_c,h+r_kh,w+r_kw) * W1(f,r_c,r_kh,r_kw)\n"
 		 "  O(n,f,h,w) = O(n,f,h,w) + B(f)\n}\n",
-			4, {{2, 3, 4, 262}, {64, 3, 3, 3}, {64}}, {2, 64, 2, 260}, NULL},
+			4, 3, {{2, 3, 4, 262}, {64, 3, 3, 3}, {64}}, {2, 64, 2, 260}, NULL},
+		{"def k(float(N,C,H,W) I, float(F,C,KH,KW) W1, float(F) B) -> (O) {\n"
+		 "  O(n,f,h,w) +=! I(n,r_c,h+r_kh,w+r_kw) * W1(f,r_c,r_kh,r_kw)\n"
+		 "  O(n,f,h,w) = O(n,f,h,w) + B(f)\n}\n",
+			4, 3, {{1, 5, 8, 30}, {40, 5, 3, 3}, {40}}, {1, 40, 6, 28},
+			"%O_cl = alloca [1120 x float], align 64"},
+		{"def k(float(N,C,H,W) I, float(F,C,KH,KW) W1) -> (O) {\n"
+		 "  O(n,f,h,w) +=! I(n,r_c,h+r_kh,w+r_kw) * W1(f,r_c,r_kh,r_kw)\n}\n",
+			4, 2, {{1, 5, 8, 30}, {40, 5, 3, 3}}, {1, 40, 6, 28},
+			"%O_cl = alloca [1120 x float], align 64"},
 	};
 	static const char *const opts[] = {"threads=1", "pack=off threads=1", "threads=2",
 		"threads=3", "target=interp"};
@@ -1342,7 +1352,7 @@ static void conv_channels_last_row_buffer(void **state)
 		char *text;
 		tc_module *m = tc_module_parse(ctx, cases[c].text, "conv.tc");
 		assert_non_null(m);
-		for (j = 0; j < 3; j++) {
+		for (j = 0; j < cases[c].nin; j++) {
 			for (i = 0, n = 1; i < ranks[j]; i++)
 				n *= cases[c].in[j][i];
 			assert_non_null(data[j] = malloc((size_t)n * sizeof(float)));
@@ -1355,23 +1365,23 @@ static void conv_channels_last_row_buffer(void **state)
 		for (i = 0; i < cases[c].rank; i++)
 			no *= cases[c].out[i];
 		assert_non_null(y = malloc((size_t)(no * NV) * sizeof(float)));
-		text = stage_of(m, in, 3, opts[0], "llvm");
+		text = stage_of(m, in, cases[c].nin, opts[0], "llvm");
 		if (cases[c].alloca1 && !strstr(text, cases[c].alloca1))
 			fail_msg("case %d: %s expected in the LLVM IR", (int)c, cases[c].alloca1);
 		if (!cases[c].alloca1)
 			assert_null(strstr(text, "%O_cl = alloca"));
 		tc_string_free(text);
-		text = stage_of(m, in, 3, opts[2], "llvm");
+		text = stage_of(m, in, cases[c].nin, opts[2], "llvm");
 		if (cases[c].alloca1) { /* in the outlined loop */
 			const char *par = strstr(text, "define internal void @tc_k.par");
 			assert_non_null(par);
 			assert_true(strstr(text, "%O_cl = alloca") > par);
 		}
 		tc_string_free(text);
-		run_variants(m, in, 3, cases[c].rank, (int64_t *)cases[c].out, y, opts, NV,
+		run_variants(m, in, cases[c].nin, cases[c].rank, (int64_t *)cases[c].out, y, opts, NV,
 			NV - 1, 1e-4f);
 		free(y);
-		for (j = 0; j < 3; j++)
+		for (j = 0; j < cases[c].nin; j++)
 			free(data[j]);
 		tc_module_free(m);
 	}
