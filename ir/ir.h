@@ -92,8 +92,9 @@ typedef struct tc_ir_tensor {
 	int ndim;
 	const tc_sexpr **ext;
 	tc_loc loc;
-	int rowbuf; /* a temporary tc_ir_share made that is live one row at a
-		     * time when the rows' loops are fused: the schedule
+	int rowbuf; /* a temporary tc_ir_share made (or a convolution's
+		     * channels-last output, ir/pack.c) that is live one row
+		     * at a time when the rows' loops are fused: the schedule
 		     * decides (polyhedral/contract.c) whether it is kept in a
 		     * per-thread row buffer instead of its workspace region */
 	int widened; /* a float32 accumulator tc_ir_widen made for a 16-bit

@@ -447,6 +447,14 @@ static int split_conv(tc_arena *ar, tc_ir_func *g, const tc_ir_stmt *s, int ch, 
 	*t = *o;
 	t->kind = TC_TENSOR_TEMP;
 	t->name = tc_ir_fresh_name(ar, g, o->name, "_cl");
+	/* a row buffer where the rowbuf pass finds one (polyhedral/contract.c):
+	 * the copy back reads each row of O_cl right after the register tiles
+	 * of that row wrote it, so one row (54 x 64 floats for conv2d
+	 * 8x64x56x56) on the stack replaces a 6 MiB workspace region, whose
+	 * pages made conv2d's time swing from process to process (17 to 24 ms
+	 * of thread CPU time, docs/performance.md, Convolutions, The
+	 * channels-last temporary as a row buffer); else the workspace */
+	t->rowbuf = 1;
 	t->ext = tc_arena_alloc(ar, (size_t)n * sizeof(*t->ext));
 	out[0] = *s;
 	out[0].tensor = tmp;

@@ -1293,6 +1293,112 @@ static void packing_convolutions_channels_last(void **state)
 		check_pack_case(&cases[c], (int)c, &r);
 }
 
+/* The channels-last temporary of a convolution (ir/pack.c) as a row
+ * buffer (polyhedral/contract.c): its copy back reads each output row
+ * right after the register tiles wrote it, so O_cl lives one row (W' x F)
+ * per thread on the stack, an alloca in the outlined parallel loop.  Odd
+ * sizes (partial register tiles: 37 channels, rows of 27) at 3 threads,
+ * rows too long for the target's rowbuf_bytes (260 x 64 floats: 65 KiB)
+ * at one, which keep the workspace region, and one image without a bias
+ * at 2 (the rows' own loop parallel; a plain copy back), each within
+ * rounding of the interpreter's results (whose sums run in another
+ * order), on random inputs and poisoned outputs
+ * (packing_convolutions_channels_last compares the row buffer at one
+ * thread with pack=off, bit for bit).  One compile a case: a
+ * convolution's takes a second or two. */
+static void conv_channels_last_row_buffer(void **state)
+{
+	static const struct {
+		const char *text;
+		int rank, nin;
+		int64_t in[3][5], out[5];
+		const char *alloca; /* in the LLVM IR, or NULL: none */
+		const char *opts[2]; /* compiled code under each; then the interpreter */
+	} cases[] = {
+		{"def k(float(N,C,H,W) I, float(F,C,KH,KW) W1, float(F) B) -> (O) {\n"
+		 "  O(n,f,h,w) +=! I(n,r_c,h+r_kh,w+r_kw) * W1(f,r_c,r_kh,r_kw)\n"
+		 "  O(n,f,h,w) = O(n,f,h,w) + B(f)\n}\n",
+			4, 3, {{3, 5, 7, 29}, {37, 5, 3, 3}, {37}}, {3, 37, 5, 27},
+			"%O_cl = alloca [999 x float], align 64", {"threads=3", NULL}},
+		{"def k(float(N,C,H,W) I, float(F,C,KH,KW) W1, float(F) B) -> (O) {\n"
+		 "  O(n,f,h,w) +=! I(n,r_c,h+r_kh,w+r_kw) * W1(f,r_c,r_kh,r_kw)\n"
+		 "  O(n,f,h,w) = O(n,f,h,w) + B(f)\n}\n",
+			4, 3, {{2, 3, 4, 262}, {64, 3, 3, 3}, {64}}, {2, 64, 2, 260}, NULL,
+			{"threads=1", NULL}},
+		{"def k(float(N,C,H,W) I, float(F,C,KH,KW) W1) -> (O) {\n"
+		 "  O(n,f,h,w) +=! I(n,r_c,h+r_kh,w+r_kw) * W1(f,r_c,r_kh,r_kw)\n}\n",
+			4, 2, {{1, 5, 8, 30}, {40, 5, 3, 3}}, {1, 40, 6, 28},
+			"%O_cl = alloca [1120 x float], align 64", {"threads=2", NULL}},
+	};
+	enum { NV = 3 };
+	uint64_t r = 23;
+	size_t c;
+	(void)state;
+	for (c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		DLTensor t[3], Y;
+		const DLTensor *in[3];
+		DLTensor *out[1] = {&Y};
+		float *data[3], *y;
+		int64_t n, i, no = 1;
+		int j, v, ranks[3] = {cases[c].rank, cases[c].rank, cases[c].rank - 3};
+		tc_module *m = tc_module_parse(ctx, cases[c].text, "conv.tc");
+		assert_non_null(m);
+		for (j = 0; j < cases[c].nin; j++) {
+			for (i = 0, n = 1; i < ranks[j]; i++)
+				n *= cases[c].in[j][i];
+			assert_non_null(data[j] = malloc((size_t)n * sizeof(float)));
+			for (i = 0; i < n; i++)
+				data[j][i] = (float)tu_rand_unit(&r) * 2 - 1;
+			t[j] = (DLTensor){data[j], {kDLCPU, 0}, ranks[j], {kDLFloat, 32, 1},
+				(int64_t *)cases[c].in[j], NULL, 0};
+			in[j] = &t[j];
+		}
+		for (i = 0; i < cases[c].rank; i++)
+			no *= cases[c].out[i];
+		assert_non_null(y = malloc((size_t)(no * NV) * sizeof(float)));
+		for (v = 0; v < NV; v++) {
+			const char *o = v < 2 ? cases[c].opts[v] : "target=interp";
+			tc_kernel *k;
+			if (!o)
+				continue;
+			k = kernel_with(m, in, cases[c].nin, o);
+			if (v < 2) { /* the row buffer, with threads in the outlined loop */
+				char *text = emitted(k, "llvm");
+				const char *at = cases[c].alloca ? strstr(text, cases[c].alloca) : NULL;
+				if (cases[c].alloca && !at)
+					fail_msg("case %d, %s: %s expected in the LLVM IR", (int)c, o,
+						cases[c].alloca);
+				if (!cases[c].alloca)
+					assert_null(strstr(text, "%O_cl = alloca"));
+				if (at && strcmp(o, "threads=1")) {
+					const char *par = strstr(text, "define internal void @tc_k.par");
+					assert_non_null(par);
+					assert_true(at > par);
+				}
+				tc_string_free(text);
+			}
+			Y = (DLTensor){y + v * no, {kDLCPU, 0}, cases[c].rank, {kDLFloat, 32, 1},
+				(int64_t *)cases[c].out, NULL, 0};
+			for (i = 0; i < no; i++)
+				y[v * no + i] = NAN;
+			if (tc_kernel_run(k, in, cases[c].nin, out, 1) != 0)
+				fail_msg("%s: %s", o, tc_context_error(ctx));
+			tc_kernel_free(k);
+		}
+		for (i = 0; i < no; i++) {
+			assert_false(isnan(y[i]));
+			if (cases[c].opts[1])
+				assert_memory_equal(&y[i], &y[no + i], sizeof(float));
+			assert_true(fabsf(y[i] - y[(NV - 1) * no + i]) <=
+				1e-4f * (fabsf(y[(NV - 1) * no + i]) + 1));
+		}
+		free(y);
+		for (j = 0; j < cases[c].nin; j++)
+			free(data[j]);
+		tc_module_free(m);
+	}
+}
+
 /* Short output rows (ir/pack.c): a contraction whose output rows are
  * shorter than a vector, with another left-hand index walking an operand's
  * last dimension (the weight gradient dW(i,h) +=! X(r_b,i) * dH(r_b,h) of
@@ -2387,6 +2493,7 @@ int main(void)
 		cmocka_unit_test(packing_transposed_operands),
 		cmocka_unit_test(column_blocks_at_odd_sizes),
 		cmocka_unit_test(packing_convolutions_channels_last),
+		cmocka_unit_test(conv_channels_last_row_buffer),
 		cmocka_unit_test(packing_short_rows_last),
 		cmocka_unit_test(regtile_even_rows_of_short_members),
 		cmocka_unit_test(inlining_cheap_temporaries),
