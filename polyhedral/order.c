@@ -9,7 +9,8 @@
  * relative order otherwise, so the reduction indices of a statement keep
  * theirs and every element accumulates in the same order as before.  A dot
  * product's reduction goes innermost, alone in its band (below), and so
- * does a short reduction whose operand panel fits in registers (below).
+ * does a short reduction whose operand panel fits in registers (below); a
+ * band with a short sum over a window alone is left as it is (below).
  *
  * tc_poly_pass_interchange: the interchange option's explicit order of the
  * members of the band the tile pass tiles, after the order pass, so that it
@@ -156,6 +157,103 @@ static int dot_var(const tc_poly *p, const tc_poly_stmt *st)
  * 32 terms, 3.7x; 12 x 12 1.06x; 32 x 16, a panel of 32 vectors, 0.94x,
  * left out). */
 
+/* ---- short window sums ----
+ *
+ * A sum over a kernel window alone (a depthwise convolution:
+ * O(n,c,h,w) +=! I(n,c,h+r_kh,w+r_kw) * W1(c,r_kh,r_kw), no reduction over
+ * channels) runs best with its few taps innermost, as the scheduler
+ * leaves them: LLVM unrolls the taps and vectorises the output row above
+ * them, each output vector one load and one multiply-add per tap, its
+ * weights broadcast once per row.  The order pass would move the row
+ * innermost and make it a register tile of 6 rows, which over 9 taps took
+ * 1.35x to 5x the time (one thread, Zen 4: 8x256x56x56 3.09 against 2.28
+ * ms, 8x64x112x112 10.8 against 2.19, 32x128x28x28 3.38 against 0.93,
+ * 8x512x14x14 0.29 against 0.19; 5 x 5 taps, 8x128x56x56, 2.63 against
+ * 2.09), but less time from 7 x 7 taps (4.57 against 6.02): so up to
+ * MAX_TAPS taps.  docs/performance.md, Convolutions. */
+#define MAX_TAPS 25
+
+/* Whether e reads a tensor. */
+static int has_read(const tc_ir_expr *e)
+{
+	int i;
+	if (e->op == TC_OP_READ)
+		return 1;
+	for (i = 0; i < e->nargs; i++)
+		if (has_read(e->args[i]))
+			return 1;
+	return 0;
+}
+
+/* The reduction indices of ir that a subscript of a read in e uses
+ * together with a left-hand index (h + r_kh: a window's taps; not a
+ * gather's index, LUT(I(i,r_k),j)), a bit each, into *taps. */
+static void window_taps(const tc_ir_stmt *ir, const tc_ir_expr *e, unsigned *taps)
+{
+	int i, k;
+	if (e->op != TC_OP_READ) {
+		for (i = 0; i < e->nargs; i++)
+			window_taps(ir, e->args[i], taps);
+		return;
+	}
+	for (i = 0; i < e->nargs; i++) {
+		unsigned red = 0;
+		int lhs = 0;
+		if (has_read(e->args[i])) { /* a gather's index: no window */
+			window_taps(ir, e->args[i], taps);
+			continue;
+		}
+		for (k = 0; k < ir->nvars && k < 32; k++)
+			if (tc_poly_expr_uses(e->args[i], k)) {
+				if (k < ir->nlhs)
+					lhs = 1;
+				else
+					red |= 1u << k;
+			}
+		if (lhs)
+			*taps |= red;
+	}
+}
+
+/* Whether statement st sums over window taps only (every reduction index
+ * shifts a left-hand index in some read; a channel's r_c, which none
+ * shifts, makes it no window sum), at most MAX_TAPS of them (see above),
+ * at the bound sizes. */
+static int window_sum(const tc_poly *p, const tc_poly_stmt *st)
+{
+	const tc_ir_stmt *ir = st->ir;
+	unsigned used = 0;
+	int64_t taps = 1, lo, hi;
+	int k;
+	if (!p->params || st->kind != TC_POLY_UPDATE || ir->red != TC_RED_ADD ||
+		ir->nvars <= ir->nlhs || ir->nvars > 32)
+		return 0;
+	window_taps(ir, ir->rhs, &used);
+	for (k = ir->nlhs; k < ir->nvars; k++) {
+		if (!(used & (1u << k)) || !tc_ir_var_range(&ir->vars[k], p->params, &lo, &hi) ||
+			hi - lo < 1)
+			return 0;
+		taps *= hi - lo;
+		if (taps > MAX_TAPS)
+			return 0;
+	}
+	return 1;
+}
+
+typedef struct window_ctx {
+	const tc_poly *p;
+	int found;
+} window_ctx;
+
+static isl_stat window_cb(isl_set *set, void *user)
+{
+	window_ctx *wc = user;
+	const tc_poly_stmt *st = tc_poly_find_stmt(wc->p, isl_set_get_tuple_name(set));
+	wc->found |= st && window_sum(wc->p, st);
+	isl_set_free(set);
+	return isl_stat_ok;
+}
+
 /* The reduction index of statement st when its operand panel fits in
  * registers (see above), or -1: a float sum over one reduction index of at
  * most lanes terms whose output rows are a whole number of vectors, lanes
@@ -231,14 +329,21 @@ static isl_schedule_node *order_band(isl_schedule_node *node, void *user)
 	isl_size n;
 	int j, best = -1, best_score = 0, dot, panel;
 
+	window_ctx wc = {p, 0};
+
 	if (isl_schedule_node_get_type(node) != isl_schedule_node_band ||
 		isl_schedule_node_band_get_permutable(node) != isl_bool_true)
 		return node;
 	n = isl_schedule_node_band_n_member(node);
 	if (n < 2)
 		return node;
-	mupa = isl_schedule_node_band_get_partial_schedule(node);
 	dom = isl_schedule_node_get_domain(node);
+	isl_union_set_foreach_set(dom, window_cb, &wc);
+	if (wc.found) { /* the taps stay innermost, as the scheduler put them */
+		isl_union_set_free(dom);
+		return node;
+	}
+	mupa = isl_schedule_node_band_get_partial_schedule(node);
 	if ((dot = dot_member(p, node, mupa, dom, n, dot_var)) >= 0) {
 		isl_union_set_free(dom);
 		isl_multi_union_pw_aff_free(mupa);

@@ -2479,6 +2479,60 @@ static void column_blocks_at_odd_sizes(void **state)
 	}
 }
 
+/* A depthwise convolution of 3 x 3 taps keeps its taps innermost and no
+ * register tile (order.c, window_sum); one of 7 x 7 (49 taps, past
+ * MAX_TAPS) gets the register tile; both give the interpreter's bits at 1
+ * and 2 threads, odd sizes. */
+static void depthwise_taps_innermost(void **state)
+{
+	enum { N = 2, C = 5, H = 19, W = 23 };
+	static float in[N * C * H * W], w3[C * 9], w7[C * 49], b[C], outs[3][N * C * H * W];
+	static const char *const opts[] = {"target=interp", "threads=1", "threads=2 parallel=on"};
+	int64_t si[4] = {N, C, H, W}, sb[1] = {C}, s3[3] = {C, 3, 3}, s7[3] = {C, 7, 7};
+	DLTensor I = {in, {kDLCPU, 0}, 4, {kDLFloat, 32, 1}, si, NULL, 0};
+	DLTensor W3 = {w3, {kDLCPU, 0}, 3, {kDLFloat, 32, 1}, s3, NULL, 0};
+	DLTensor W7 = {w7, {kDLCPU, 0}, 3, {kDLFloat, 32, 1}, s7, NULL, 0};
+	DLTensor B = {b, {kDLCPU, 0}, 1, {kDLFloat, 32, 1}, sb, NULL, 0};
+	uint64_t r = 21;
+	int k, v;
+	tc_module *m;
+	(void)state;
+	fill_uniform(in, N * C * H * W, &r, -1, 1);
+	fill_uniform(w3, C * 9, &r, -1, 1);
+	fill_uniform(w7, C * 49, &r, -1, 1);
+	fill_uniform(b, C, &r, -1, 1);
+	m = tc_module_parse(ctx,
+		"def k(float(N,C,H,W) I, float(C,KH,KW) W1, float(C) B) -> (O) {\n"
+		"    O(n,c,h,w) +=! I(n,c,h+r_kh,w+r_kw) * W1(c,r_kh,r_kw)\n"
+		"    O(n,c,h,w) = O(n,c,h,w) + B(c)\n"
+		"}\n", "dw.tc");
+	assert_non_null(m);
+	for (k = 0; k < 2; k++) {
+		const DLTensor *ins[3] = {&I, k ? &W7 : &W3, &B};
+		int64_t so[4] = {N, C, H - (k ? 6 : 2), W - (k ? 6 : 2)};
+		size_t n = (size_t)(so[0] * so[1] * so[2] * so[3]) * sizeof(float);
+		char *text = stage_of(m, ins, 3, "threads=1", "ast");
+		if (k)
+			assert_non_null(strstr(text, "// tc_regtile"));
+		else {
+			assert_null(strstr(text, "// tc_regtile"));
+			assert_non_null(strstr(text, "for (int c4 = 0; c4 <= 2; c4 += 1)\n"
+						     "          for (int c5 = 0; c5 <= 2; c5 += 1)\n"
+						     "            S0(c0, c1, c2, c3, c4, c5);"));
+		}
+		tc_string_free(text);
+		for (v = 0; v < 3; v++) {
+			DLTensor O = {outs[v], {kDLCPU, 0}, 4, {kDLFloat, 32, 1}, so, NULL, 0};
+			memset(outs[v], 0xff, sizeof(outs[v]));
+			run_with(m, ins, 3, &O, opts[v], NULL);
+			if (v && memcmp(outs[v], outs[0], n))
+				fail_msg("%d x %d taps, %s: differs from the interpreter", k ? 7 : 3,
+					k ? 7 : 3, opts[v]);
+		}
+	}
+	tc_module_free(m);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -2503,6 +2557,7 @@ int main(void)
 		cmocka_unit_test(operand_panels_in_registers),
 		cmocka_unit_test(streaming_stores),
 		cmocka_unit_test(conv2d_merged_bands),
+		cmocka_unit_test(depthwise_taps_innermost),
 		cmocka_unit_test(interchange_orders_the_tiled_band),
 		cmocka_unit_test(inline_exp_and_vector_reductions),
 		cmocka_unit_test(vector_and_unroll_inner_options),
