@@ -78,6 +78,18 @@ static const char *bind(void *lib)
 	return NULL;
 }
 
+/* Append one reason (a failed name) to api.why, "; " between reasons,
+ * truncated at its size. */
+static void add_why(size_t *at, const char *name, const char *what, const char *detail)
+{
+	if (*at + 1 >= sizeof(api.why))
+		return;
+	*at += (size_t)snprintf(api.why + *at, sizeof(api.why) - *at, "%s%s%s%s",
+		*at ? "; " : "", name, what, detail);
+	if (*at >= sizeof(api.why))
+		*at = sizeof(api.why) - 1;
+}
+
 static void open_once(void)
 {
 	const char *env = getenv("TCOMP_NVRTC"), *missing;
@@ -88,17 +100,11 @@ static void open_once(void)
 		void *lib = dlopen(name, RTLD_NOW | RTLD_LOCAL);
 		if (!lib) {
 			const char *e = dlerror();
-			at += (size_t)snprintf(api.why + at, at < sizeof(api.why) ? sizeof(api.why) - at : 0,
-				"%s%s", at ? "; " : "", e ? e : name);
-			if (at >= sizeof(api.why))
-				at = sizeof(api.why) - 1;
+			add_why(&at, e ? e : name, "", "");
 			continue;
 		}
 		if ((missing = bind(lib))) {
-			at += (size_t)snprintf(api.why + at, at < sizeof(api.why) ? sizeof(api.why) - at : 0,
-				"%s%s has no %s", at ? "; " : "", name, missing);
-			if (at >= sizeof(api.why))
-				at = sizeof(api.why) - 1;
+			add_why(&at, name, " has no ", missing);
 			dlclose(lib);
 			continue;
 		}
@@ -162,18 +168,18 @@ int tc_cg_nvrtc_supports(__tc_keep const char *arch, __tc_keep tc_diags *d)
 			arch ? arch : "(null)");
 		return 0;
 	}
-	if (api.num_archs(&n) || n <= 0 || !(archs = calloc((size_t)n, sizeof(int)))) {
+	if (api.num_archs(&n) || n <= 0 || !(archs = tc_calloc((size_t)n, sizeof(int)))) {
 		tc_error(d, noloc, "NVRTC: cannot list the architectures it compiles for");
 		return 0;
 	}
 	if (api.archs(archs)) {
-		free(archs);
+		tc_free(archs);
 		tc_error(d, noloc, "NVRTC: cannot list the architectures it compiles for");
 		return 0;
 	}
 	for (i = 0; i < n; i++)
 		if (archs[i] == want) {
-			free(archs);
+			tc_free(archs);
 			return 1;
 		}
 	tc_buf_init(&b);
@@ -182,7 +188,7 @@ int tc_cg_nvrtc_supports(__tc_keep const char *arch, __tc_keep tc_diags *d)
 	tc_error(d, noloc, "NVRTC cannot compile for %s (it compiles for architectures %s)", arch,
 		b.s ? b.s : "");
 	tc_buf_free_diag(&b, d);
-	free(archs);
+	tc_free(archs);
 	return 0;
 }
 

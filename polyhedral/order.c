@@ -173,21 +173,10 @@ static int dot_var(const tc_poly *p, const tc_poly_stmt *st)
  * MAX_TAPS taps.  docs/performance.md, Convolutions. */
 #define MAX_TAPS 25
 
-/* Whether e reads a tensor. */
-static int has_read(const tc_ir_expr *e)
-{
-	int i;
-	if (e->op == TC_OP_READ)
-		return 1;
-	for (i = 0; i < e->nargs; i++)
-		if (has_read(e->args[i]))
-			return 1;
-	return 0;
-}
-
 /* The reduction indices of ir that a subscript of a read in e uses
- * together with a left-hand index (h + r_kh: a window's taps; not a
- * gather's index, LUT(I(i,r_k),j)), a bit each, into *taps. */
+ * together with a left-hand index in an affine subscript (h + r_kh: a
+ * window's taps; not a gather's index, LUT(I(i,r_k),j)), a bit each, into
+ * *taps. */
 static void window_taps(const tc_ir_stmt *ir, const tc_ir_expr *e, unsigned *taps)
 {
 	int i, k;
@@ -199,7 +188,7 @@ static void window_taps(const tc_ir_stmt *ir, const tc_ir_expr *e, unsigned *tap
 	for (i = 0; i < e->nargs; i++) {
 		unsigned red = 0;
 		int lhs = 0;
-		if (has_read(e->args[i])) { /* a gather's index: no window */
+		if (!tc_ir_affine(e->args[i])) { /* a gather's index: no window */
 			window_taps(ir, e->args[i], taps);
 			continue;
 		}
@@ -328,7 +317,6 @@ static isl_schedule_node *order_band(isl_schedule_node *node, void *user)
 	isl_union_set *dom;
 	isl_size n;
 	int j, best = -1, best_score = 0, dot, panel;
-
 	window_ctx wc = {p, 0};
 
 	if (isl_schedule_node_get_type(node) != isl_schedule_node_band ||

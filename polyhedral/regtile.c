@@ -473,7 +473,6 @@ static isl_schedule_node *isolate_full_tiles(isl_schedule_node *node, const int6
 	return isl_schedule_node_band_set_ast_build_options(node, isl_union_set_from_set(set));
 }
 
-/* The register tiling of one contraction band (see above). */
 /* Whether moving the epilogue's instances after every reduction instance
  * of their tile keeps every dependence, known without the schedule: no
  * dependence runs from an epilogue instance to an instance of the band's
@@ -497,6 +496,7 @@ static int epilogue_may_move(const tc_poly *p, isl_union_set *epilogue,
 	return none == isl_bool_true;
 }
 
+/* The register tiling of one contraction or column band (see above). */
 static isl_schedule_node *regtile_band(isl_schedule_node *node, const tc_poly *p, int *moved)
 {
 	isl_size n = isl_schedule_node_band_n_member(node);
