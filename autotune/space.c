@@ -21,9 +21,11 @@
  *                     half the time, so most keep the order pass's order
  *   other INT options the words and the powers of two in the range up to
  *                     65536; other LIST options their words only
- * target, contract and fastmath are fixed (target chooses the machine,
- * contract and fastmath change results), as is every option the base
- * options set explicitly.
+ * target, gpu_arch, contract and fastmath are fixed (target and gpu_arch
+ * choose the machine, contract and fastmath change results), as is every
+ * option the base options set explicitly.  The GPU's mapping options
+ * (block, grid) are fixed too: the CPU ignores them, and the CUDA
+ * backend's search space is not built yet (docs/design.md).
  * Values outside these sets (a seed's, a fixed value) are kept as extra
  * values of their option. */
 #include "tune.h"
@@ -145,7 +147,8 @@ static tc_stat build_dim(tc_tune_dim *d, const tc_options *base, const tc_tune_s
 	tc_opt_type type = tc_rt_opt_type(d->row);
 	int p, k;
 	d->searched = strcmp(name, "target") && strcmp(name, "contract") &&
-		strcmp(name, "fastmath") && strcmp(name, "sizes") &&
+		strcmp(name, "fastmath") && strcmp(name, "sizes") && strcmp(name, "gpu_arch") &&
+		strcmp(name, "block") && strcmp(name, "grid") &&
 		!tc_rt_options_is_set(base, d->row);
 	if (!d->searched) {
 		const char *v = tc_options_get(base, name);

@@ -25,6 +25,8 @@ typedef struct tc_cg_opts {
 			   * backend chooses, 1: no vector instructions */
 	int unroll_inner; /* vector iterations per trip of the innermost loops;
 			   * 0: the backend chooses */
+	int gpu_arch;     /* GPU: the compute capability compiled for, as
+			   * major * 10 + minor (90: sm_90); 0: the device's */
 } tc_cg_opts;
 
 #endif

@@ -71,6 +71,15 @@ typedef struct tc_target {
 	int64_t rowbuf_bytes;   /* the largest row of a temporary kept as a row
 				 * buffer on the stack (ir/share.c,
 				 * polyhedral/contract.c) */
+
+	/* GPUs (0 on a CPU) */
+	int warp_size;          /* threads of a warp (32) */
+	int max_block_threads;  /* threads of a block at most (1024) */
+	int64_t max_block[3];   /* a block's extent in x, y, z at most (1024, 1024, 64) */
+	int64_t max_grid[3];    /* a grid's extent in x, y, z at most (2^31 - 1, 65535, 65535) */
+	int block_threads;      /* threads per block the mapping aims at (256) */
+	int64_t shared_bytes;   /* shared memory per block (48 KiB static) */
+	int multiprocessors;    /* streaming multiprocessors (0: unknown, offline) */
 } tc_target;
 
 /* Set t's l1_bytes, l2_bytes and its contraction blocks KC (block_depth)

@@ -77,6 +77,10 @@ tc_stat tc_poly_pass_regtile(__tc_keep tc_poly *p, __tc_keep tc_diags *d);
 /* Mark the outermost parallel loop of every top-level loop nest
  * (TC_POLY_MARK_PARALLEL), when p->opts.parallel.  parallel.c. */
 tc_stat tc_poly_pass_parallel(__tc_keep tc_poly *p, __tc_keep tc_diags *d);
+/* Map each top-level nest to a GPU kernel (TC_POLY_MARK_GPU_KERNEL, poly.h):
+ * the outer coincident members of its outermost band to blocks and
+ * threads, through a filter on the block and thread parameters.  gpu.c. */
+tc_stat tc_poly_pass_gpu(__tc_keep tc_poly *p, __tc_keep tc_diags *d);
 
 /* ---- repairs of the isl scheduler's tree (repair.c) ----
  *
@@ -148,6 +152,10 @@ extern const int tc_poly_ncpu_passes;
  * tests of code generation that want the plain schedule. */
 extern const tc_poly_pass_def tc_poly_plain_passes[];
 extern const int tc_poly_nplain_passes;
+/* The GPU pass list: the isl scheduler and its repairs, the order pass,
+ * the GPU mapping (one kernel per top-level nest) and the kernel mark. */
+extern const tc_poly_pass_def tc_poly_gpu_passes[];
+extern const int tc_poly_ngpu_passes;
 
 /* Compute p->schedule by running passes[0..npasses-1] in order (the first
  * entry computes a schedule, as the CPU lists' "scheduler" does; the

@@ -134,6 +134,24 @@ typedef struct tc_poly_points {
 					  * (polyhedral/ast.c): the loops below it but
 					  * the innermost are kept as loops */
 
+/* A GPU kernel (polyhedral/gpu.c, tc_poly_pass_gpu): a subtree of the
+ * schedule below a TC_POLY_MARK_GPU_KERNEL mark, whose isl id carries this
+ * record (owned by the id, freed with it).  Its outer coincident band
+ * members are mapped to blocks and threads through a filter on the
+ * parameters TC_POLY_GPU_BLOCK[d] and TC_POLY_GPU_THREAD[d] (d = 0, 1, 2:
+ * x, y, z), which the AST reads as the block and thread indices; a code
+ * generator defines them in the kernel (blockIdx.x, threadIdx.x, ...).
+ * A kernel with nothing mapped runs on one thread. */
+typedef struct tc_poly_gpu_kernel {
+	int index;         /* launch order: 0, 1, ... */
+	int nmapped;       /* band members mapped (0 to 3) */
+	unsigned grid[3];  /* blocks in x, y, z */
+	unsigned block[3]; /* threads per block in x, y, z */
+} tc_poly_gpu_kernel;
+#define TC_POLY_MARK_GPU_KERNEL "tc_gpu_kernel" /* above a GPU kernel's subtree */
+extern const char *const TC_POLY_GPU_BLOCK[3];  /* "tc_bx", "tc_by", "tc_bz" */
+extern const char *const TC_POLY_GPU_THREAD[3]; /* "tc_tx", "tc_ty", "tc_tz" */
+
 /* Fusion strategies, emulated with stock isl scheduler options:
  *   MAX   isl's clustering fuses whatever it can (serialize_sccs off);
  *   PRESERVE3COINCIDENT  fuses, but maximises coincidence first, so no
@@ -186,6 +204,10 @@ typedef struct tc_poly_opts {
 					* innermost loops (0: the backend
 					* chooses): the register tile's rows
 					* get that many vectors */
+	int nblock;                    /* GPU: threads per block in x, y, z ... */
+	int64_t block[3];              /* ... (nblock 0: chosen per kernel) */
+	int ngrid;                     /* GPU: at most this many blocks in x, y, z ... */
+	int64_t grid[3];               /* ... (ngrid 0: the device's limits) */
 	unsigned long max_ops;         /* isl's budget per step: operations
 					* (0: TC_POLY_MAX_OPS) ... */
 	double max_seconds;            /* ... and seconds (0:

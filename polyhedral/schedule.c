@@ -560,6 +560,18 @@ const int tc_poly_ncpu_passes = sizeof(tc_poly_cpu_passes) / sizeof(tc_poly_cpu_
 const tc_poly_pass_def tc_poly_plain_passes[] = {SCHEDULER, FUSION, FUSE_NESTS, PACK, HOIST, MARK, ROWBUF};
 const int tc_poly_nplain_passes = sizeof(tc_poly_plain_passes) / sizeof(tc_poly_plain_passes[0]);
 
+const tc_poly_pass_def tc_poly_gpu_passes[] = {
+	SCHEDULER,
+	FUSION,
+	FUSE_NESTS,
+	{"order", tc_poly_pass_order,
+		"the stride-1 member innermost in permutable bands (the GPU's thread x)"},
+	{"gpu", tc_poly_pass_gpu,
+		"each top-level nest a kernel: outer coincident members to blocks and threads"},
+	MARK,
+};
+const int tc_poly_ngpu_passes = sizeof(tc_poly_gpu_passes) / sizeof(tc_poly_gpu_passes[0]);
+
 /* ---- the driver ---- */
 
 void tc_poly_pass_names(__tc_keep tc_buf *b, __tc_keep const tc_poly_pass_def *passes, int npasses)

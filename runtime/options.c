@@ -22,8 +22,8 @@ typedef struct opt_def {
  * (set/get/parse/print/describe), the CLI, the memo key and, later, the
  * autotuner's search space and the cache read it. */
 static const opt_def opt_table[] = {
-	{"target", TC_OPT_ENUM, "cpu|interp", "cpu",
-		"where kernels run: cpu compiles through isl and LLVM; interp is the reference interpreter (bounds-checked)"},
+	{"target", TC_OPT_ENUM, "cpu|interp|cuda|cuda-emu", "cpu",
+		"where kernels run: cpu compiles through isl and LLVM; interp is the reference interpreter (bounds-checked); cuda maps the schedule to GPU blocks and threads, compiles CUDA C with NVRTC and runs it through the CUDA driver on kDLCUDA tensors; cuda-emu runs that same CUDA C on the CPU through tcomp's emulator, which reports out-of-bounds accesses and races (slow: for checking a mapping without a GPU)"},
 	{"order", TC_OPT_ENUM, "on|off", "on",
 		"reorder permutable bands so the loop walking the stride-1 dimension is innermost (vectorisable)"},
 	{"contract", TC_OPT_ENUM, "on|off", "on",
@@ -58,6 +58,12 @@ static const opt_def opt_table[] = {
 		"copy an input that a contraction reads along its reduction (B in A(m,r_k) * B(n,r_k), fully connected weights) into a temporary laid out so the register tile applies; the copy runs first"},
 	{"interchange", TC_OPT_PERM, "auto|0..15", "auto",
 		"the order of the members of the band that tile tiles (the outermost permutable band of the first loop nest, packing copies aside), after order: entry k says which member goes to position k (2,0,1: the third loop outermost), so it orders the cache-tile loops and the loops within tiles; a shorter list permutes the first members only; a list longer than the band, or an order that would break a dependence, leaves the band as it is; tile sizes follow the new order (auto: the order option's order)"},
+	{"block", TC_OPT_LIST, "auto|1..1024", "auto",
+		"GPU: threads per block in x, y, z for the mapped loops of every kernel (x: the innermost mapped loop, its stride-1 accesses coalesced); at most 1024 threads in all and 64 in z (auto: 256 threads, x up to 32 when more than one loop is mapped)"},
+	{"grid", TC_OPT_LIST, "auto|1..2147483647", "auto",
+		"GPU: at most this many blocks in x, y, z; fewer blocks than tiles make each block take several tiles in turn (auto: one block per tile, up to the device's limits)"},
+	{"gpu_arch", TC_OPT_ENUM, "auto|sm_70|sm_75|sm_80|sm_86|sm_87|sm_89|sm_90|sm_100|sm_120", "auto",
+		"GPU: the architecture NVRTC compiles for (auto: the device's compute capability; sm_90 where there is no device, as when compiling offline)"},
 	{"sizes", TC_OPT_ENUM, "auto|concrete|parametric", "auto",
 		"concrete: every size is a constant of the generated code, and each new shape compiles again; parametric: the sizes that only the first dimension of tensors has (a batch, the rows of a matmul) are run-time values of the code, so a kernel compiled for one shape serves every shape that differs from it in those sizes only, without compiling again (decisions such as tile sizes are made for the first shape; the code may run somewhat slower than concrete code, see docs/performance.md); auto: the first shape of a def in a module compiles concrete, a second shape that differs from it only in those sizes compiles parametric, and every later such shape reuses that code"},
 };
@@ -526,13 +532,18 @@ __tc_give char *tc_rt_options_key(__tc_keep const tc_options *o)
 	return tc_buf_take(&b);
 }
 
-/* The sizes of a list option's value (validated when set); 0 for a word. */
-static int size_list(const char *s, int64_t *out)
+/* The sizes of a list option's value (validated when set), the first max
+ * of them into out; their count (more than max when there are more), 0
+ * for a word. */
+static int size_list(const char *s, int64_t *out, int max)
 {
 	int n = 0;
-	while (s && *s >= '0' && *s <= '9' && n < TC_POLY_MAX_TILE) {
+	while (s && *s >= '0' && *s <= '9' && n < TC_OPT_LIST_MAX) {
 		char *end;
-		out[n++] = strtoll(s, &end, 10);
+		int64_t v = strtoll(s, &end, 10);
+		if (n < max)
+			out[n] = v;
+		n++;
 		s = *end == ',' ? end + 1 : end;
 	}
 	return n;
@@ -553,7 +564,7 @@ static void poly_opts(const tc_options *o, tc_poly_opts *out)
 	int k;
 	memset(out, 0, sizeof(*out));
 	/* a permutation (checked when set) or auto: no list */
-	out->ninterchange = size_list(tc_options_get(o, "interchange"), perm);
+	out->ninterchange = size_list(tc_options_get(o, "interchange"), perm, TC_POLY_MAX_TILE);
 	for (k = 0; k < out->ninterchange; k++)
 		out->interchange[k] = (int)perm[k];
 	out->order = strcmp(tc_options_get(o, "order"), "off") != 0;
@@ -570,8 +581,10 @@ static void poly_opts(const tc_options *o, tc_poly_opts *out)
 		? TC_POLY_FUSE_PRESERVE3COINCIDENT : TC_POLY_FUSE_MAX;
 	out->tile_auto = !strcmp(tile, "auto");
 	out->regtile_auto = !strcmp(reg, "auto");
-	out->ntile = size_list(tile, out->tile);
-	out->nregtile = size_list(reg, out->regtile);
+	out->ntile = size_list(tile, out->tile, TC_POLY_MAX_TILE);
+	out->nregtile = size_list(reg, out->regtile, TC_POLY_MAX_TILE);
+	out->nblock = size_list(tc_options_get(o, "block"), out->block, 3); /* more: an error of the gpu pass */
+	out->ngrid = size_list(tc_options_get(o, "grid"), out->grid, 3);
 }
 
 void tc_rt_opts_decode(__tc_keep const tc_options *o, __tc_keep tc_rt_opts *out)
@@ -593,6 +606,8 @@ void tc_rt_opts_decode(__tc_keep const tc_options *o, __tc_keep tc_rt_opts *out)
 	out->cg.stream = strcmp(tc_options_get(o, "stream"), "off") != 0;
 	out->cg.vector = count_or_auto(o, "vector");
 	out->cg.unroll_inner = count_or_auto(o, "unroll_inner");
+	out->cg.gpu_arch = !strncmp(tc_options_get(o, "gpu_arch"), "sm_", 3)
+		? atoi(tc_options_get(o, "gpu_arch") + 3) : 0;
 }
 
 /* ---- the table, row by row ---- */

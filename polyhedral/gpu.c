@@ -1,0 +1,346 @@
+/* GPU mapping: the gpu pass (tc_poly_pass_gpu).
+ *
+ * Each top-level nest of the schedule (a child of the root's sequence or
+ * set, or the whole tree) becomes one kernel, launched in the order of
+ * the nests, under a TC_POLY_MARK_GPU_KERNEL mark carrying its launch
+ * configuration (tc_poly_gpu_kernel).  In the nest's outermost band, the
+ * coincident members (moved first where the band is permutable) are
+ * mapped, the innermost three of them: the innermost to x (the order pass
+ * put the member walking the stride-1 dimension of most accesses
+ * innermost, so a warp's threads touch consecutive elements: coalescing),
+ * the next to y, then z.  Member j with values from lo, mapped to
+ * dimension d with T threads per block and G blocks, runs instance i on
+ * block b and thread t of d where
+ *
+ *     (value_j(i) - lo) mod (T G) = T b + t,
+ *
+ * a filter on the parameters tc_b<d> and tc_t<d> (0 <= b < G,
+ * 0 <= t < T, a context node), from which isl's AST generator makes
+ * grid-stride loops (or, where T G covers the values, one guarded
+ * iteration).  Every block size and grid is valid: a grid capped below
+ * the values' count makes each block take several tiles in turn.  The
+ * mapped members carry no dependence (coincident, outermost), so threads
+ * never share one; the rest of the nest runs in each thread in order.
+ * A nest with no coincident outer member runs on one thread (a later
+ * mapping maps reductions to threads).
+ *
+ * Block sizes: the block option, else block_threads of the target (256)
+ * shared out from x: x gets the values' count rounded up to a power of
+ * two, at most 32 when y or z is mapped (at most block_threads alone), y
+ * what x leaves, z the rest (at most 64).  The grid: enough blocks for
+ * every value, capped by the grid option and the device's limits.
+ *
+ * Uses the model (poly.h) and the band helpers (band.h); must not know the
+ * other passes or the order they run in (schedule.c), nor CUDA. */
+#include "band.h"
+#include "passes.h"
+
+#include <isl/aff.h>
+#include <isl/id.h>
+#include <isl/ilp.h>
+#include <isl/schedule_node.h>
+#include <isl/set.h>
+#include <isl/union_map.h>
+#include <isl/union_set.h>
+#include <isl/val.h>
+
+#include <string.h>
+
+const char *const TC_POLY_GPU_BLOCK[3] = {"tc_bx", "tc_by", "tc_bz"};
+const char *const TC_POLY_GPU_THREAD[3] = {"tc_tx", "tc_ty", "tc_tz"};
+
+/* The state of one run of the pass. */
+typedef struct gpu_map {
+	const tc_poly *p;
+	int nkernels; /* kernels marked so far */
+} gpu_map;
+
+static void kernel_free(void *user)
+{
+	tc_free(user);
+}
+
+/* node with a kernel mark above it carrying k (taken). */
+static isl_schedule_node *mark_kernel(isl_schedule_node *node, tc_poly_gpu_kernel *k)
+{
+	isl_id *id = isl_id_alloc(isl_schedule_node_get_ctx(node), TC_POLY_MARK_GPU_KERNEL, k);
+	id = isl_id_set_free_user(id, kernel_free);
+	if (!id)
+		return isl_schedule_node_free(node);
+	return isl_schedule_node_insert_mark(node, id);
+}
+
+/* The least and greatest value of member j of band node over its domain,
+ * in *lo and *hi: 1, or 0 when they are not known constants (a
+ * parametric model). */
+static int member_range(isl_schedule_node *node, int j, int64_t *lo, int64_t *hi)
+{
+	isl_multi_union_pw_aff *mupa = isl_schedule_node_band_get_partial_schedule(node);
+	isl_union_pw_aff *upa = isl_multi_union_pw_aff_get_union_pw_aff(mupa, j);
+	isl_union_set *range;
+	isl_set *values;
+	isl_val *vlo, *vhi;
+	int ok;
+	isl_multi_union_pw_aff_free(mupa);
+	upa = isl_union_pw_aff_intersect_domain_union_set(upa, isl_schedule_node_get_domain(node));
+	range = isl_union_map_range(isl_union_map_from_union_pw_aff(upa));
+	values = range ? isl_set_from_union_set(range) : NULL;
+	vlo = values ? isl_set_dim_min_val(isl_set_copy(values), 0) : NULL;
+	vhi = values ? isl_set_dim_max_val(values, 0) : NULL;
+	ok = vlo && vhi && isl_val_is_int(vlo) && isl_val_is_int(vhi);
+	if (ok) {
+		*lo = isl_val_get_num_si(vlo);
+		*hi = isl_val_get_num_si(vhi);
+	}
+	isl_val_free(vlo);
+	isl_val_free(vhi);
+	return ok;
+}
+
+static int64_t pow2_at_least(int64_t n)
+{
+	int64_t r = 1;
+	while (r < n && r < (INT64_C(1) << 30))
+		r <<= 1;
+	return r;
+}
+
+/* The threads per block of each mapped dimension (d = 0: x) for values'
+ * counts count[d] (0: unknown), n dimensions mapped. */
+static void block_sizes(const tc_poly *p, int n, const int64_t *count, int64_t *block)
+{
+	const tc_target *t = p->target;
+	int64_t budget = t->block_threads > 0 ? t->block_threads : 256;
+	int d;
+	for (d = 0; d < 3; d++)
+		block[d] = 1;
+	if (p->opts.nblock > 0) {
+		for (d = 0; d < n && d < p->opts.nblock; d++)
+			block[d] = p->opts.block[d];
+		return;
+	}
+	for (d = 0; d < n; d++) {
+		int64_t want = count[d] > 0 ? pow2_at_least(count[d]) : budget;
+		int64_t cap = budget;
+		if (d == 0 && n > 1)
+			cap = t->warp_size > 0 ? t->warp_size : 32;
+		if (d == 2 && cap > 64)
+			cap = 64;
+		if (t->max_block[d] > 0 && cap > t->max_block[d])
+			cap = t->max_block[d];
+		block[d] = want < cap ? want : cap;
+		budget /= block[d];
+		if (budget < 1)
+			budget = 1;
+	}
+}
+
+/* The set of instances of band node that block b<d> and thread t<d> run
+ * for member j mapped to dimension d (see the top of the file), or NULL. */
+static isl_union_set *member_filter(isl_schedule_node *node, int j, int d, int64_t lo,
+	int64_t threads, int64_t blocks, int wraps)
+{
+	isl_ctx *ctx = isl_schedule_node_get_ctx(node);
+	isl_union_set *dom = isl_schedule_node_get_domain(node);
+	isl_multi_union_pw_aff *mupa = isl_schedule_node_band_get_partial_schedule(node);
+	isl_union_pw_aff *v = isl_multi_union_pw_aff_get_union_pw_aff(mupa, j), *b, *t;
+	isl_multi_union_pw_aff_free(mupa);
+	v = isl_union_pw_aff_intersect_domain_union_set(v, isl_union_set_copy(dom));
+	v = isl_union_pw_aff_sub(v, isl_union_pw_aff_val_on_domain(isl_union_set_copy(dom),
+					    isl_val_int_from_si(ctx, lo)));
+	if (wraps)
+		v = isl_union_pw_aff_mod_val(v, isl_val_int_from_si(ctx, threads * blocks));
+	b = isl_union_pw_aff_param_on_domain_id(isl_union_set_copy(dom),
+		isl_id_alloc(ctx, TC_POLY_GPU_BLOCK[d], NULL));
+	b = isl_union_pw_aff_scale_val(b, isl_val_int_from_si(ctx, threads));
+	t = isl_union_pw_aff_param_on_domain_id(dom, isl_id_alloc(ctx, TC_POLY_GPU_THREAD[d], NULL));
+	v = isl_union_pw_aff_sub(v, isl_union_pw_aff_add(b, t));
+	return isl_union_pw_aff_zero_union_set(v);
+}
+
+/* The context of a kernel: 0 <= tc_b<d> < grid[d], 0 <= tc_t<d> <
+ * block[d] for the n mapped dimensions. */
+static isl_set *kernel_context(isl_ctx *ctx, int n, const tc_poly_gpu_kernel *k)
+{
+	isl_space *space = isl_space_params_alloc(ctx, 2 * n);
+	isl_set *s;
+	int d;
+	for (d = 0; d < n; d++) {
+		space = isl_space_set_dim_id(space, isl_dim_param, (unsigned)(2 * d),
+			isl_id_alloc(ctx, TC_POLY_GPU_BLOCK[d], NULL));
+		space = isl_space_set_dim_id(space, isl_dim_param, (unsigned)(2 * d + 1),
+			isl_id_alloc(ctx, TC_POLY_GPU_THREAD[d], NULL));
+	}
+	s = isl_set_universe(space);
+	for (d = 0; d < n; d++) {
+		s = isl_set_lower_bound_si(s, isl_dim_param, (unsigned)(2 * d), 0);
+		s = isl_set_upper_bound_si(s, isl_dim_param, (unsigned)(2 * d), (long)k->grid[d] - 1);
+		s = isl_set_lower_bound_si(s, isl_dim_param, (unsigned)(2 * d + 1), 0);
+		s = isl_set_upper_bound_si(s, isl_dim_param, (unsigned)(2 * d + 1), (long)k->block[d] - 1);
+	}
+	return s;
+}
+
+/* Move the coincident members of permutable band node first, keeping
+ * the order within both groups. */
+static isl_schedule_node *coincident_first(isl_schedule_node *node)
+{
+	isl_size n = isl_schedule_node_band_n_member(node);
+	int perm[64], j, k = 0, moved = 0;
+	if (n < 2 || n > 64 || isl_schedule_node_band_get_permutable(node) != isl_bool_true)
+		return node;
+	for (j = 0; j < n; j++)
+		if (isl_schedule_node_band_member_get_coincident(node, j) == isl_bool_true)
+			perm[k++] = j;
+	for (j = 0; j < n; j++)
+		if (isl_schedule_node_band_member_get_coincident(node, j) != isl_bool_true)
+			perm[k++] = j;
+	for (j = 0; j < n; j++)
+		moved |= perm[j] != j;
+	return moved ? tc_poly_band_permute(node, perm) : node;
+}
+
+/* Map the nest at node (its top: a band, or anything else, which then
+ * runs on one thread) as kernel number g->nkernels; returns the node at
+ * the same position (the kernel's mark), NULL on an isl error. */
+static isl_schedule_node *map_nest(isl_schedule_node *node, gpu_map *g)
+{
+	const tc_poly *p = g->p;
+	tc_poly_gpu_kernel *k = tc_calloc(1, sizeof(*k));
+	isl_union_set *filter = NULL;
+	int64_t count[3] = {0, 0, 0}, lo[3] = {0, 0, 0}, block[3];
+	int member[3], lead = 0, n = 0, d;
+	if (!k) /* the walk's caller says out of memory */
+		return isl_schedule_node_free(node);
+	k->index = g->nkernels++;
+	for (d = 0; d < 3; d++)
+		k->grid[d] = k->block[d] = 1;
+	if (isl_schedule_node_get_type(node) == isl_schedule_node_band) {
+		isl_size nm;
+		node = coincident_first(node);
+		nm = isl_schedule_node_band_n_member(node);
+		while (lead < nm && isl_schedule_node_band_member_get_coincident(node, lead) == isl_bool_true)
+			lead++;
+	}
+	n = lead < 3 ? lead : 3;
+	for (d = 0; d < n; d++) { /* the innermost mapped member is x */
+		int64_t hi;
+		member[d] = lead - 1 - d;
+		if (member_range(node, member[d], &lo[d], &hi))
+			count[d] = hi - lo[d] + 1;
+	}
+	block_sizes(p, n, count, block);
+	for (d = 0; d < n; d++) {
+		int64_t limit = p->target->max_grid[d] > 0 ? p->target->max_grid[d] : 65535;
+		int64_t blocks = count[d] > 0 ? (count[d] + block[d] - 1) / block[d] : limit;
+		isl_union_set *f;
+		if (p->opts.ngrid > d && p->opts.grid[d] < limit)
+			limit = p->opts.grid[d];
+		if (blocks > limit)
+			blocks = limit;
+		k->block[d] = (unsigned)block[d];
+		k->grid[d] = (unsigned)blocks;
+		f = member_filter(node, member[d], d, lo[d], block[d], blocks,
+			count[d] <= 0 || block[d] * blocks < count[d]);
+		filter = filter ? isl_union_set_intersect(filter, f) : f;
+	}
+	k->nmapped = n;
+	if (n > 0) /* the parameters are the model's (tc_poly_pass_gpu) */
+		node = isl_schedule_node_insert_filter(node, isl_union_set_intersect_params(filter,
+			kernel_context(isl_schedule_node_get_ctx(node), n, k)));
+	return mark_kernel(node, k);
+}
+
+/* Map every top-level nest of p's schedule (node: its root). */
+static isl_schedule_node *map_all(isl_schedule_node *node, const tc_poly *p, int *flag)
+{
+	gpu_map g = {p, 0};
+	enum isl_schedule_node_type type;
+	node = isl_schedule_node_child(node, 0); /* below the domain */
+	type = isl_schedule_node_get_type(node);
+	if (type == isl_schedule_node_sequence || type == isl_schedule_node_set) {
+		isl_size i, n = isl_schedule_node_n_children(node);
+		for (i = 0; node && i < n; i++) {
+			node = isl_schedule_node_child(node, i);
+			node = isl_schedule_node_child(node, 0); /* below the filter */
+			node = map_nest(node, &g);
+			node = isl_schedule_node_parent(node);
+			node = isl_schedule_node_parent(node);
+		}
+	} else {
+		node = map_nest(node, &g);
+	}
+	(void)flag;
+	return isl_schedule_node_root(node);
+}
+
+/* Whether the block and grid options fit the target: TC_OK, or TC_ERR
+ * with the reason in d. */
+static tc_stat check_options(const tc_poly *p, tc_diags *d)
+{
+	const tc_target *t = p->target;
+	int64_t threads = 1, most = t->max_block_threads > 0 ? t->max_block_threads : 1024;
+	int k;
+	static const char xyz[] = "xyz";
+	if (p->opts.nblock > 3 || p->opts.ngrid > 3) {
+		tc_error(d, (tc_loc){0}, "the %s option takes at most 3 sizes (x, y, z), not %d",
+			p->opts.nblock > 3 ? "block" : "grid",
+			p->opts.nblock > 3 ? p->opts.nblock : p->opts.ngrid);
+		return TC_ERR;
+	}
+	for (k = 0; k < p->opts.nblock; k++) {
+		threads *= p->opts.block[k];
+		if (t->max_block[k] > 0 && p->opts.block[k] > t->max_block[k]) {
+			tc_error(d, (tc_loc){0}, "block: %lld threads in %c, more than the %lld a block "
+				"of this device may have", (long long)p->opts.block[k], xyz[k],
+				(long long)t->max_block[k]);
+			return TC_ERR;
+		}
+	}
+	if (threads > most) {
+		tc_error(d, (tc_loc){0}, "block: %lld threads per block, more than the %lld this "
+			"device allows", (long long)threads, (long long)most);
+		return TC_ERR;
+	}
+	return TC_OK;
+}
+
+/* The parameters of every kernel's block and thread indices added to
+ * p's context and to its schedule's domain (unconstrained there: each
+ * kernel's filter bounds them), so that the filters introduce none, which
+ * isl's AST generator refuses.  (A context node per kernel introducing
+ * them, as isl intends, made the AST generator of the isl inside LLVM 19
+ * fail with "spaces don't match".) */
+static tc_stat add_parameters(tc_poly *p, tc_diags *d)
+{
+	isl_space *space = isl_space_params_alloc(p->ctx, 6);
+	isl_union_set *dom;
+	int k;
+	for (k = 0; k < 3; k++) {
+		space = isl_space_set_dim_id(space, isl_dim_param, (unsigned)k,
+			isl_id_alloc(p->ctx, TC_POLY_GPU_BLOCK[k], NULL));
+		space = isl_space_set_dim_id(space, isl_dim_param, (unsigned)(3 + k),
+			isl_id_alloc(p->ctx, TC_POLY_GPU_THREAD[k], NULL));
+	}
+	space = isl_space_align_params(space, isl_set_get_space(p->context)); /* sizes first */
+	p->context = isl_set_align_params(p->context, isl_space_copy(space));
+	for (k = 0; k < 6; k++) /* indices are never negative */
+		p->context = isl_set_lower_bound_si(p->context, isl_dim_param,
+			(unsigned)(p->f->nparams + k), 0);
+	dom = isl_union_set_align_params(isl_schedule_get_domain(p->schedule), space);
+	p->schedule = isl_schedule_intersect_domain(p->schedule, dom);
+	if (!p->context || !p->schedule) {
+		tc_poly_isl_failed(p->ctx, d, "add the GPU's block and thread indices");
+		return TC_ERR;
+	}
+	return TC_OK;
+}
+
+tc_stat tc_poly_pass_gpu(__tc_keep tc_poly *p, __tc_keep tc_diags *d)
+{
+	int unused;
+	if (check_options(p, d) < 0 || add_parameters(p, d) < 0)
+		return TC_ERR;
+	return tc_poly_walk_schedule(p, d, map_all, "map the schedule to GPU blocks and threads",
+		&unused);
+}
