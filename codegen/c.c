@@ -378,6 +378,16 @@ static int is_reserved(const char *s)
 	return is_c_keyword(s) || is_c_library_name(s) || is_helper_name(s);
 }
 
+int tc_cg_c_name_reserved(__tc_keep const char *s)
+{
+	return is_reserved(s);
+}
+
+const tc_cg_cexpr_dialect *tc_cg_c_dialect(void)
+{
+	return &host_c;
+}
+
 /* Whether s is taken: reserved, an isl iterator name (c0, c1, ...), or one
  * of the names given (n entries). */
 static int name_taken(const char *s, char *const *names, int n)

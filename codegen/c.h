@@ -18,4 +18,13 @@
  * the compiled code rounds them). */
 __tc_give char *tc_cg_c_text(__tc_keep const tc_poly *p, int contract, __tc_keep tc_diags *d);
 
+/* Whether s is a name the host C text may not give a tensor or function:
+ * a C keyword, a C library name the text may use, a helper's name. */
+int tc_cg_c_name_reserved(__tc_keep const char *s);
+
+struct tc_cg_cexpr_dialect;
+/* The host C dialect of the expression printer (static): the base of the
+ * CUDA dialect (codegen/cuda.c), which shares its types and helpers. */
+const struct tc_cg_cexpr_dialect *tc_cg_c_dialect(void);
+
 #endif

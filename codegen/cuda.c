@@ -1,10 +1,34 @@
 /* CUDA C from the isl AST of a GPU-mapped tc_poly (see cuda.h).
  *
  * Owns: the prelude of every CUDA text (the contract's names under
- * NVRTC, which has no system headers). */
+ * NVRTC, which has no system headers); the CUDA dialect of the expression
+ * printer (c_expr.h): the host C dialect's element types (float16 and
+ * bfloat16 stored as their 16 bits, computed in double, as the
+ * interpreter does) and helpers, each made a __device__ function, every
+ * builtin spelled as CUDA's math library spells it (float and double
+ * versions of all of them); the frame: one __global__ function per
+ * kernel mark of the AST (polyhedral/gpu.c), its tensor parameters, the
+ * block and thread indices its loops read, the sizes as constants.
+ *
+ * Names: tensors and kernels get a trailing '_' when their name is a C or
+ * C++ keyword, a CUDA built-in, a name of the text (helpers, the prelude,
+ * the math library) or an isl iterator (c0, ...); kernels are the def's
+ * name with _k0, _k1, ... in launch order. */
 #include "cuda.h"
 
+#include "c.h"
+#include "c_expr.h"
+
 #include "../lang/util.h"
+
+#include <isl/ast.h>
+#include <isl/id.h>
+#include <isl/options.h>
+#include <isl/printer.h>
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
 
 /* Under NVRTC: the fixed-width types and limits the expression printer
  * writes (c_expr.h), and the contract's macros.  NAN and INFINITY are
@@ -61,4 +85,484 @@ void tc_cg_cuda_free(tc_cg_cuda *c)
 	tc_free(c->names);
 	tc_free(c->source);
 	tc_free(c);
+}
+
+/* ---- the CUDA dialect ---- */
+
+static tc_cg_cexpr_helper_def cuda_helpers[TC_CG_CEXPR_NHELPERS];
+static char *cuda_helper_text[TC_CG_CEXPR_NHELPERS];
+static pthread_once_t cuda_once = PTHREAD_ONCE_INIT;
+static int cuda_ready; /* the helpers were made */
+
+static tc_cg_cexpr_bi_form cuda_builtin_form(tc_builtin_id id)
+{
+	(void)id;
+	return TC_CG_CEXPR_BI_C99;
+}
+
+static void cuda_put_access(const tc_cg_cexpr *pr, tc_buf *b, int tensor, const char *offset)
+{
+	tc_buf_printf(b, "%s[%s]", pr->tensor[tensor], offset);
+}
+
+static tc_cg_cexpr_dialect cuda_dialect = {
+	.helper = cuda_helpers,
+	.builtin_form = cuda_builtin_form,
+	.put_access = cuda_put_access,
+};
+
+/* The host helpers made device functions: "static inline" becomes
+ * "static __device__ __forceinline__" (memcpy, floor, ldexp, isnan and
+ * trunc exist in device code). */
+static void cuda_init(void)
+{
+	const tc_cg_cexpr_dialect *host = tc_cg_c_dialect();
+	static const char from[] = "static inline", to[] = "static __device__ __forceinline__";
+	int i;
+	cuda_dialect.type = host->type;
+	for (i = 0; i < TC_CG_CEXPR_NHELPERS; i++) {
+		const char *t = host->helper[i].text, *q;
+		tc_buf b;
+		tc_buf_init(&b);
+		while ((q = strstr(t, from))) {
+			tc_buf_putn(&b, t, (size_t)(q - t));
+			tc_buf_puts(&b, to);
+			t = q + strlen(from);
+		}
+		tc_buf_puts(&b, t);
+		if (!(cuda_helper_text[i] = tc_buf_take(&b)))
+			return;
+		cuda_helpers[i].name = host->helper[i].name;
+		cuda_helpers[i].text = cuda_helper_text[i];
+	}
+	cuda_ready = 1;
+}
+
+/* ---- names ---- */
+
+/* C++ keywords and CUDA's names, which C's list (tc_cg_c_name_reserved)
+ * lacks. */
+static int is_cuda_reserved(const char *s)
+{
+	static const char *const words[] = {"alignas", "alignof", "and", "asm", "bool", "catch",
+		"class", "compl", "concept", "constexpr", "consteval", "constinit", "const_cast",
+		"decltype", "delete", "dynamic_cast", "explicit", "export", "false", "friend",
+		"mutable", "namespace", "new", "noexcept", "not", "nullptr", "operator", "or",
+		"private", "protected", "public", "reinterpret_cast", "requires", "static_assert",
+		"static_cast", "template", "this", "thread_local", "throw", "true", "try",
+		"typeid", "typename", "using", "virtual", "wchar_t", "xor", "threadIdx", "blockIdx",
+		"blockDim", "gridDim", "warpSize", "dim3", "uint3", "fabs", "fmaf", "memset",
+		"fminf", "fmaxf", "floorf", "truncf"};
+	size_t i;
+	if (!strncmp(s, "tc_", 3) || !strncmp(s, "TC_", 3) || !strncmp(s, "__", 2))
+		return 1;
+	for (i = 0; i < sizeof(words) / sizeof(words[0]); i++)
+		if (!strcmp(s, words[i]))
+			return 1;
+	return tc_cg_c_name_reserved(s);
+}
+
+/* Whether s is taken: reserved, an isl iterator (c0, c1, ...), or one of
+ * names[0..n) (NULL entries skipped). */
+static int cuda_name_taken(const char *s, char *const *names, int n)
+{
+	int i;
+	if (is_cuda_reserved(s))
+		return 1;
+	if (s[0] == 'c' && s[1] >= '0' && s[1] <= '9') {
+		const char *q = s + 1;
+		while ((*q >= '0' && *q <= '9') || (*q == '_' && q[1] >= '0' && q[1] <= '9'))
+			q++;
+		if (!*q)
+			return 1;
+	}
+	for (i = 0; i < n; i++)
+		if (names[i] && !strcmp(s, names[i]))
+			return 1;
+	return 0;
+}
+
+/* name with '_' appended until it is free (NULL when out of memory). */
+static char *cuda_fresh_name(const char *name, char *const *taken, int n)
+{
+	tc_buf b;
+	tc_buf_init(&b);
+	tc_buf_puts(&b, name);
+	while (!b.oom && b.s && cuda_name_taken(b.s, taken, n))
+		tc_buf_putc(&b, '_');
+	return tc_buf_take(&b);
+}
+
+/* ---- the frame ---- */
+
+/* The state of one tc_cg_cuda_build. */
+typedef struct cu {
+	tc_cg_cexpr pr;
+	const tc_poly *p;
+	const tc_ir_func *f;
+	tc_cg_cuda *out;
+	char **size;   /* the sizes' names (their isl names), owned */
+	tc_buf text;   /* the kernels, after the helpers */
+	tc_buf guard;  /* the conditions of the ifs above the kernel printed */
+	int kernel;    /* kernels printed */
+	char *prefix;  /* the kernels' names before _k<i> (owned) */
+} cu;
+
+static void fail(cu *g, const char *why)
+{
+	tc_cg_cexpr_fail(&g->pr, why);
+}
+
+static isl_printer *print_line(isl_printer *prn, const char *s)
+{
+	prn = isl_printer_start_line(prn);
+	prn = isl_printer_print_str(prn, s);
+	return isl_printer_end_line(prn);
+}
+
+static isl_printer *print_user(isl_printer *prn, isl_ast_print_options *options,
+	isl_ast_node *node, void *user)
+{
+	cu *g = user;
+	const tc_poly_inst *inst = tc_poly_node_inst(node);
+	tc_buf b;
+	isl_ast_print_options_free(options);
+	tc_buf_init(&b);
+	if (!inst || !inst->stmt || inst->points)
+		fail(g, "internal error: an AST statement without its annotation, or a register "
+			"tile (the GPU passes make none)");
+	else
+		tc_cg_cexpr_put_stmt(&g->pr, &b, inst);
+	if (b.oom)
+		fail(g, "out of memory");
+	prn = print_line(prn, b.s && !g->pr.failed ? b.s : "/* error */;");
+	tc_buf_free(&b);
+	return prn;
+}
+
+/* The sizes the loops of node mention. */
+static isl_bool note_node(isl_ast_node *node, void *user)
+{
+	cu *g = user;
+	isl_ast_expr *e[3] = {NULL, NULL, NULL};
+	int i;
+	switch (isl_ast_node_get_type(node)) {
+	case isl_ast_node_for:
+		e[0] = isl_ast_node_for_get_init(node);
+		e[1] = isl_ast_node_for_get_cond(node);
+		e[2] = isl_ast_node_for_get_inc(node);
+		break;
+	case isl_ast_node_if:
+		e[0] = isl_ast_node_if_get_cond(node);
+		break;
+	default:
+		break;
+	}
+	for (i = 0; i < 3; i++)
+		if (e[i]) {
+			tc_cg_cexpr_note_ids(&g->pr, e[i]);
+			isl_ast_expr_free(e[i]);
+		}
+	return isl_bool_true;
+}
+
+/* The loops of a kernel's body (indented by 2), or NULL. */
+static char *body_text(cu *g, isl_ast_node *body)
+{
+	isl_ctx *ctx = g->p->ctx;
+	const char *cur = isl_options_get_ast_iterator_type(ctx);
+	char *old_type = cur ? tc_strdup(cur) : NULL, *s, *r;
+	isl_printer *prn;
+	isl_ast_print_options *opts;
+	if (cur && !old_type) {
+		fail(g, "out of memory");
+		return NULL;
+	}
+	if (isl_ast_node_foreach_descendant_top_down(body, note_node, g) < 0)
+		fail(g, "isl could not walk the AST");
+	isl_options_set_ast_iterator_type(ctx, "int64_t");
+	prn = tc_cg_cexpr_isl_printer(&cuda_dialect, isl_printer_to_str(ctx));
+	prn = isl_printer_set_indent(prn, g->guard.s && g->guard.s[0] ? 4 : 2);
+	opts = isl_ast_print_options_alloc(ctx);
+	opts = isl_ast_print_options_set_print_user(opts, print_user, g);
+	prn = isl_ast_node_print(body, prn, opts);
+	s = isl_printer_get_str(prn);
+	isl_printer_free(prn);
+	isl_options_set_ast_iterator_type(ctx, old_type ? old_type : "int");
+	tc_free(old_type);
+	if (!s) {
+		fail(g, "isl could not print the AST");
+		return NULL;
+	}
+	r = tc_strdup(s);
+	free(s);
+	if (!r)
+		fail(g, "out of memory");
+	return r;
+}
+
+/* Whether text mentions the identifier id (not as part of a longer one). */
+static int mentions(const char *text, const char *id)
+{
+	size_t n = strlen(id);
+	const char *q;
+	for (q = strstr(text, id); q; q = strstr(q + 1, id)) {
+		char before = q == text ? ' ' : q[-1], after = q[n];
+		int word_before = (before >= 'a' && before <= 'z') || (before >= 'A' && before <= 'Z') ||
+			(before >= '0' && before <= '9') || before == '_';
+		int word_after = (after >= 'a' && after <= 'z') || (after >= 'A' && after <= 'Z') ||
+			(after >= '0' && after <= '9') || after == '_';
+		if (!word_before && !word_after)
+			return 1;
+	}
+	return 0;
+}
+
+/* Print the kernel below mark node (its record k) into g->text and add
+ * it to g->out. */
+static void put_kernel(cu *g, const tc_poly_gpu_kernel *k, isl_ast_node *body)
+{
+	const tc_ir_func *f = g->f;
+	tc_cg_cuda *out = g->out;
+	tc_cg_cuda_kernel *kn, *grown;
+	char *loops;
+	int i, d, first = 1;
+	static const char xyz[] = "xyz";
+	const char *guard = g->guard.s ? g->guard.s : "";
+	memset(g->pr.tensor_used, 0, (size_t)f->ntensors);
+	loops = body_text(g, body);
+	if (!loops || g->pr.failed) {
+		tc_free(loops);
+		return;
+	}
+	grown = tc_realloc(out->kernels, (size_t)(out->nkernels + 1) * sizeof(*grown));
+	if (!grown) {
+		tc_free(loops);
+		fail(g, "out of memory");
+		return;
+	}
+	out->kernels = grown;
+	kn = &out->kernels[out->nkernels++];
+	memset(kn, 0, sizeof(*kn));
+	snprintf(kn->name, sizeof(kn->name), "%s_k%d", g->prefix, g->kernel++);
+	for (d = 0; d < 3; d++) {
+		kn->grid[d] = k->grid[d];
+		kn->block[d] = k->block[d];
+	}
+	kn->params = tc_calloc((size_t)f->ntensors + 1, sizeof(*kn->params));
+	if (!kn->params) {
+		tc_free(loops);
+		fail(g, "out of memory");
+		return;
+	}
+	for (i = 0; i < f->ntensors; i++)
+		if (g->pr.tensor_used[i]) {
+			tc_cg_cuda_param *pa = &kn->params[kn->nparams++];
+			pa->tensor = i;
+			pa->name = out->names[i];
+			pa->ctype = cuda_dialect.type[f->tensors[i].dtype];
+			pa->is_const = f->tensors[i].kind == TC_TENSOR_INPUT;
+		}
+	tc_buf_printf(&g->text, "\n/* kernel %d: grid (%u, %u, %u), block (%u, %u, %u)%s */\n",
+		k->index, kn->grid[0], kn->grid[1], kn->grid[2], kn->block[0],
+		kn->block[1], kn->block[2], k->nmapped ? "" : ", nothing mapped: one thread");
+	tc_buf_printf(&g->text, "extern \"C\" __global__ void __launch_bounds__(%u) %s(",
+		kn->block[0] * kn->block[1] * kn->block[2], kn->name);
+	for (i = 0; i < kn->nparams; i++)
+		tc_buf_printf(&g->text, "%sTC_GLOBAL(%s%s) %s", i ? ", " : "",
+			kn->params[i].is_const ? "const " : "", kn->params[i].ctype, kn->params[i].name);
+	tc_buf_puts(&g->text, ")\n{\n");
+	for (d = 0; d < 3; d++) {
+		if (mentions(loops, TC_POLY_GPU_BLOCK[d]) || mentions(guard, TC_POLY_GPU_BLOCK[d]))
+			tc_buf_printf(&g->text, "  const int64_t %s = blockIdx.%c;\n",
+				TC_POLY_GPU_BLOCK[d], xyz[d]);
+		if (mentions(loops, TC_POLY_GPU_THREAD[d]) || mentions(guard, TC_POLY_GPU_THREAD[d]))
+			tc_buf_printf(&g->text, "  const int64_t %s = threadIdx.%c;\n",
+				TC_POLY_GPU_THREAD[d], xyz[d]);
+	}
+	for (i = 0; i < f->nparams; i++)
+		if (g->pr.size_used[i] || mentions(guard, g->size[i])) {
+			tc_buf_printf(&g->text, "  const int64_t %s = %lld;\n", g->size[i],
+				(long long)g->p->params[i]);
+			first = 0;
+		}
+	(void)first;
+	memset(g->pr.size_used, 0, (size_t)f->nparams);
+	if (*guard) {
+		tc_buf_printf(&g->text, "  if (%s) {\n", guard);
+		tc_buf_puts(&g->text, loops);
+		tc_buf_puts(&g->text, "  }\n}\n");
+	} else {
+		tc_buf_puts(&g->text, loops);
+		tc_buf_puts(&g->text, "}\n");
+	}
+	tc_free(loops);
+}
+
+/* Print every kernel below node: kernel marks, within the root's marks
+ * and blocks. */
+static void put_kernels(cu *g, isl_ast_node *node)
+{
+	enum isl_ast_node_type type = isl_ast_node_get_type(node);
+	if (g->pr.failed)
+		return;
+	if (type == isl_ast_node_block) {
+		isl_ast_node_list *l = isl_ast_node_block_get_children(node);
+		isl_size i, n = isl_ast_node_list_n_ast_node(l);
+		for (i = 0; i < n; i++) {
+			isl_ast_node *c = isl_ast_node_list_get_ast_node(l, i);
+			put_kernels(g, c);
+			isl_ast_node_free(c);
+		}
+		isl_ast_node_list_free(l);
+		return;
+	}
+	if (type == isl_ast_node_mark) {
+		isl_id *id = isl_ast_node_mark_get_id(node);
+		isl_ast_node *child = isl_ast_node_mark_get_node(node);
+		const char *name = id ? isl_id_get_name(id) : NULL;
+		if (name && !strcmp(name, TC_POLY_MARK_GPU_KERNEL))
+			put_kernel(g, isl_id_get_user(id), child);
+		else
+			put_kernels(g, child);
+		isl_id_free(id);
+		isl_ast_node_free(child);
+		return;
+	}
+	if (type == isl_ast_node_if && !isl_ast_node_if_has_else_node(node)) {
+		/* a guard on the block and thread indices (and sizes) that isl
+		 * hoisted above the kernels: it goes into each kernel below */
+		isl_ast_expr *cond = isl_ast_node_if_get_cond(node);
+		isl_ast_node *then = isl_ast_node_if_get_then_node(node);
+		isl_printer *prn = tc_cg_cexpr_isl_printer(&cuda_dialect, isl_printer_to_str(g->p->ctx));
+		size_t len = g->guard.s ? strlen(g->guard.s) : 0;
+		char *c;
+		tc_cg_cexpr_note_ids(&g->pr, cond);
+		prn = isl_printer_print_ast_expr(prn, cond);
+		c = isl_printer_get_str(prn);
+		isl_printer_free(prn);
+		isl_ast_expr_free(cond);
+		if (!c)
+			fail(g, "isl could not print an expression");
+		else
+			tc_buf_printf(&g->guard, "%s(%s)", len ? " && " : "", c);
+		free(c);
+		put_kernels(g, then);
+		isl_ast_node_free(then);
+		if (g->guard.s)
+			g->guard.s[len] = 0;
+		g->guard.len = len;
+		return;
+	}
+	fail(g, "internal error: code outside every GPU kernel (the gpu pass did not run)");
+}
+
+static char *size_name(cu *g, int i)
+{
+	const char *name = isl_set_get_dim_name(g->p->context, isl_dim_param, (unsigned)i);
+	char *s;
+	if (!name || tc_poly_param_index(g->p, name) != i) {
+		fail(g, "internal error: the model's sizes are not the function's");
+		return NULL;
+	}
+	if (!(s = tc_strdup(name)))
+		fail(g, "out of memory");
+	return s;
+}
+
+static tc_stat make_names(cu *g)
+{
+	const tc_ir_func *f = g->f;
+	int i;
+	char **taken = tc_calloc((size_t)(f->nparams + f->ntensors) + 1, sizeof(char *));
+	g->size = tc_calloc((size_t)f->nparams + 1, sizeof(char *));
+	g->out->names = tc_calloc((size_t)f->ntensors + 1, sizeof(char *));
+	g->out->ntensors = f->ntensors;
+	if (!taken || !g->size || !g->out->names)
+		goto oom;
+	for (i = 0; i < f->nparams; i++)
+		if (!(taken[i] = g->size[i] = size_name(g, i)))
+			goto fail;
+	for (i = 0; i < f->ntensors; i++)
+		if (!(taken[f->nparams + i] = g->out->names[i] =
+			      cuda_fresh_name(f->tensors[i].name, taken, f->nparams + i)))
+			goto oom;
+	if (!(g->prefix = cuda_fresh_name(f->name, taken, f->nparams + f->ntensors)))
+		goto oom;
+	tc_free(taken);
+	return TC_OK;
+oom:
+	fail(g, "out of memory");
+fail:
+	tc_free(taken);
+	return TC_ERR;
+}
+
+__tc_give tc_cg_cuda *tc_cg_cuda_build(__tc_keep const tc_poly *p, int contract,
+	__tc_keep tc_diags *d)
+{
+	cu g;
+	tc_buf all;
+	int used[TC_CG_CEXPR_NHELPERS], i;
+	char *kernels;
+	memset(&g, 0, sizeof(g));
+	g.p = p;
+	g.f = p ? p->f : NULL;
+	pthread_once(&cuda_once, cuda_init);
+	tc_buf_init(&g.text);
+	tc_buf_init(&g.guard);
+	if (!cuda_ready || !(g.out = tc_calloc(1, sizeof(*g.out)))) {
+		fail(&g, "out of memory");
+		goto done;
+	}
+	if (!p || !p->ast || !p->params) {
+		fail(&g, "the model has no AST or no sizes (CUDA code is made for concrete sizes)");
+		goto done;
+	}
+	if (make_names(&g) < 0 ||
+		tc_cg_cexpr_init(&g.pr, &cuda_dialect, p, g.size, g.out->names) < 0)
+		goto done;
+	g.pr.contract = contract;
+	put_kernels(&g, p->ast);
+	if (g.pr.failed)
+		goto done;
+	if (!g.out->nkernels) {
+		fail(&g, "internal error: no GPU kernel in the AST");
+		goto done;
+	}
+	kernels = g.text.s;
+	if (g.text.oom || !kernels) {
+		fail(&g, "out of memory");
+		goto done;
+	}
+	tc_cg_cexpr_helpers_called(&cuda_dialect, kernels, used);
+	tc_buf_init(&all);
+	tc_buf_printf(&all, "/* tcomp: def %s, CUDA C for NVRTC, specialised to sizes", g.f->name);
+	for (i = 0; i < g.f->nparams; i++)
+		tc_buf_printf(&all, "%s %s=%lld", i ? "," : "", g.size[i], (long long)p->params[i]);
+	tc_buf_printf(&all, "%s\n * %d kernel%s, launched in order on one stream.  Float operations "
+		"round as written\n * (compile with --fmad=false). */\n", g.f->nparams ? "" : " (none)",
+		g.out->nkernels, g.out->nkernels == 1 ? "" : "s");
+	tc_buf_puts(&all, prelude);
+	for (i = 0; i < TC_CG_CEXPR_NHELPERS; i++)
+		if (used[i])
+			tc_buf_printf(&all, "\n%s", cuda_helpers[i].text);
+	tc_buf_puts(&all, kernels);
+	if (!(g.out->source = tc_buf_take(&all)))
+		fail(&g, "out of memory");
+done:
+	if (g.pr.failed) {
+		tc_error(d, (tc_loc){0}, "cannot print the CUDA code of '%s': %s",
+			g.f ? g.f->name : "?", g.pr.why ? g.pr.why : "error");
+		tc_cg_cuda_free(g.out);
+		g.out = NULL;
+	}
+	tc_buf_free(&g.text);
+	tc_buf_free(&g.guard);
+	for (i = 0; g.size && i < g.f->nparams; i++)
+		tc_free(g.size[i]);
+	tc_free(g.size);
+	tc_free(g.prefix);
+	tc_cg_cexpr_clear(&g.pr);
+	return g.out;
 }

@@ -71,6 +71,12 @@ typedef struct tc_cg_cuda {
  * TC_CUDA_EMU is defined (the emulation header has them). */
 const char *tc_cg_cuda_prelude(void);
 
+/* The CUDA code of p (scheduled by the GPU passes, tc_poly_gpu_passes,
+ * with its AST and concrete sizes), or NULL with a message in d.
+ * contract: the contract option (sums with a product written as fma/fmaf
+ * calls, as the CPU code rounds them). */
+__tc_give tc_cg_cuda *tc_cg_cuda_build(__tc_keep const tc_poly *p, int contract,
+	__tc_keep tc_diags *d);
 /* Free c and everything it owns (NULL: nothing). */
 void tc_cg_cuda_free(__tc_take tc_cg_cuda *c);
 

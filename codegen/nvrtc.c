@@ -214,7 +214,7 @@ tc_stat tc_cg_nvrtc_compile(__tc_keep const char *source, __tc_keep const char *
 	nvrtc_prog prog = NULL;
 	nvrtc_result r;
 	char opt_arch[64], *text = NULL, *out = NULL;
-	const char *opts[2];
+	const char *opts[3];
 	size_t n = 0;
 	int nopts = 0;
 	*image = NULL;
@@ -233,6 +233,8 @@ tc_stat tc_cg_nvrtc_compile(__tc_keep const char *source, __tc_keep const char *
 	 * every fmaf the IR's rule asks for (ir/ir.h, tc_ir_fma), so the GPU
 	 * rounds as the interpreter and the CPU code do */
 	opts[nopts++] = "--fmad=false";
+	if (cubin && log) /* ptxas's report of registers, spills, shared memory */
+		opts[nopts++] = "--ptxas-options=--verbose";
 	if ((r = api.create(&prog, source, name, 0, NULL, NULL))) {
 		tc_error(d, noloc, "NVRTC: cannot create a program for %s: %s", name, result_name(r));
 		return TC_ERR;

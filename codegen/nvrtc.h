@@ -33,7 +33,8 @@ int tc_cg_nvrtc_supports(__tc_keep const char *arch, __tc_keep tc_diags *d);
  * (arch must then be an sm_ one); else the PTX text (NUL-terminated,
  * *size counts the NUL).  *image (tc_free) and *size are set on success.
  * NVRTC's log, when it says anything, goes to *log (tc_free; may be NULL
- * to drop it) on success and failure alike.  A failure is an error in d
+ * to drop it) on success and failure alike; with a cubin and a log, ptxas
+ * reports each kernel's registers, spills and shared memory there.  A failure is an error in d
  * naming what and NVRTC's message, with the log. */
 tc_stat tc_cg_nvrtc_compile(__tc_keep const char *source, __tc_keep const char *name,
 	__tc_keep const char *arch, int cubin, __tc_give char **image, size_t *size,

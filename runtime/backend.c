@@ -9,6 +9,7 @@
 static const tc_rt_backend *const table[] = {
 	&tc_rt_backend_cpu,
 	&tc_rt_backend_interp,
+	&tc_rt_backend_cuda,
 };
 #define NBACKENDS ((int)(sizeof(table) / sizeof(table[0])))
 _Static_assert(NBACKENDS <= TC_RT_MAX_BACKENDS, "tc_context has a state slot per backend");

@@ -11,7 +11,9 @@
  *           codegen/llvm.h);
  *   interp  the reference interpreter, bounds-checked, which runs the IR;
  *           its kernels show the cpu backend's stages
- *           (runtime/backend_interp.c).
+ *           (runtime/backend_interp.c);
+ *   cuda    NVIDIA GPUs: the GPU pass list, CUDA C through NVRTC, the
+ *           driver opened with dlopen (runtime/backend_cuda.c).
  *
  * Functions an entry lacks are NULL; the comments say what that means.
  *
@@ -107,8 +109,10 @@ void tc_rt_backend_states_free(__tc_keep tc_context *ctx);
 /* Whether b emits stage itself (among b->stages). */
 int tc_rt_backend_has_stage(__tc_keep const tc_rt_backend *b, const char *stage);
 
-/* The table's entries (runtime/backend_cpu.c, runtime/backend_interp.c). */
+/* The table's entries (runtime/backend_cpu.c, runtime/backend_interp.c,
+ * runtime/backend_cuda.c). */
 extern const tc_rt_backend tc_rt_backend_cpu;
 extern const tc_rt_backend tc_rt_backend_interp;
+extern const tc_rt_backend tc_rt_backend_cuda;
 
 #endif

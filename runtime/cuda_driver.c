@@ -75,6 +75,18 @@ static void open_once(void)
 	*(void **)&drv.api.device_get = dlsym(lib, "cuDeviceGet");
 	*(void **)&drv.api.device_name = dlsym(lib, "cuDeviceGetName");
 	*(void **)&drv.api.device_attribute = dlsym(lib, "cuDeviceGetAttribute");
+	*(void **)&drv.api.primary_ctx_retain = dlsym(lib, "cuDevicePrimaryCtxRetain");
+	*(void **)&drv.api.ctx_push = dlsym(lib, "cuCtxPushCurrent_v2");
+	*(void **)&drv.api.ctx_pop = dlsym(lib, "cuCtxPopCurrent_v2");
+	*(void **)&drv.api.module_load_data = dlsym(lib, "cuModuleLoadData");
+	*(void **)&drv.api.module_unload = dlsym(lib, "cuModuleUnload");
+	*(void **)&drv.api.module_get_function = dlsym(lib, "cuModuleGetFunction");
+	*(void **)&drv.api.launch_kernel = dlsym(lib, "cuLaunchKernel");
+	*(void **)&drv.api.mem_alloc = dlsym(lib, "cuMemAlloc_v2");
+	*(void **)&drv.api.mem_free = dlsym(lib, "cuMemFree_v2");
+	*(void **)&drv.api.stream_synchronize = dlsym(lib, "cuStreamSynchronize");
+	*(void **)&drv.api.pointer_get_attribute = dlsym(lib, "cuPointerGetAttribute");
+	*(void **)&drv.api.func_get_attribute = dlsym(lib, "cuFuncGetAttribute");
 	*(void **)&drv.error_name = dlsym(lib, "cuGetErrorName");
 	*(void **)&drv.error_string = dlsym(lib, "cuGetErrorString");
 	if (!init || !version || !count || !drv.api.device_get || !drv.api.device_name ||

@@ -27,7 +27,36 @@ typedef struct tc_rt_cuda {
 	tc_cu_result (*device_get)(int *device, int ordinal);
 	tc_cu_result (*device_name)(char *name, int len, int device);
 	tc_cu_result (*device_attribute)(int *value, int attribute, int device);
+	/* Running kernels (NULL where the driver lacks one; backend_cuda.c
+	 * says so): contexts, modules, launches, memory.  A CUdeviceptr is an
+	 * unsigned long long; contexts, modules, functions and streams are
+	 * pointers. */
+	tc_cu_result (*primary_ctx_retain)(void **ctx, int device);
+	tc_cu_result (*ctx_push)(void *ctx);
+	tc_cu_result (*ctx_pop)(void **ctx);
+	tc_cu_result (*module_load_data)(void **module, const void *image);
+	tc_cu_result (*module_unload)(void *module);
+	tc_cu_result (*module_get_function)(void **fn, void *module, const char *name);
+	tc_cu_result (*launch_kernel)(void *fn, unsigned gx, unsigned gy, unsigned gz,
+		unsigned bx, unsigned by, unsigned bz, unsigned shared, void *stream, void **params,
+		void **extra);
+	tc_cu_result (*mem_alloc)(unsigned long long *ptr, size_t bytes);
+	tc_cu_result (*mem_free)(unsigned long long ptr);
+	tc_cu_result (*stream_synchronize)(void *stream);
+	tc_cu_result (*pointer_get_attribute)(void *data, int attribute, unsigned long long ptr);
+	tc_cu_result (*func_get_attribute)(int *value, int attribute, void *fn);
 } tc_rt_cuda;
+
+/* The driver API's constants tcomp uses (cuda.h's values). */
+#define TC_CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK 1
+#define TC_CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT 16
+#define TC_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR 75
+#define TC_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR 76
+#define TC_CU_POINTER_ATTRIBUTE_MEMORY_TYPE 2
+#define TC_CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL 9
+#define TC_CU_MEMORYTYPE_DEVICE 2
+#define TC_CU_MEMORYTYPE_UNIFIED 4
+#define TC_CU_FUNC_ATTRIBUTE_NUM_REGS 4
 
 /* The driver, opened and initialised, with at least one device; or NULL
  * with the reason in err (n bytes; may be NULL). */

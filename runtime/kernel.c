@@ -49,6 +49,31 @@ static int convert_tensors(tc_context *ctx, const tc_ir_func *f, const char *sid
 	return 0;
 }
 
+/* Whether every tensor of ts (n of them, converted) lives where backend b
+ * runs: on its device type, and (with their layouts l) compact unless b
+ * runs on the CPU (the copies at the boundary are host memory); 0 with an
+ * error in ctx. */
+static int on_device(tc_context *ctx, const tc_ir_func *f, const char *side, int first,
+	const DLTensor *const *ts, int n, const tc_rt_layout *l, const tc_rt_backend *b)
+{
+	int i;
+	for (i = 0; i < n; i++) {
+		const char *name = f->tensors[first + i].name;
+		if (ts[i]->device.device_type != b->device) {
+			tc_rt_set_error(ctx, "%s %d ('%s') is on device type %d; target=%s runs on %s "
+				"tensors (device type %d)", side, i, name, (int)ts[i]->device.device_type,
+				b->name, b->device == kDLCUDA ? "kDLCUDA" : "kDLCPU", (int)b->device);
+			return 0;
+		}
+		if (l && b->device != kDLCPU && !l[i].compact) {
+			tc_rt_set_error(ctx, "%s %d ('%s') is strided; target=%s takes compact "
+				"row-major tensors only (copy it first)", side, i, name, b->name);
+			return 0;
+		}
+	}
+	return 1;
+}
+
 static int count_ok(tc_context *ctx, const tc_ir_func *f, const char *what, int got, int want,
 	int first)
 {
@@ -416,6 +441,8 @@ tc_kernel *tc_compile(tc_module *m, const char *entry, const DLTensor *const *in
 			&k->source, &obj);
 		tc_free(shapes);
 	}
+	if (!on_device(m->ctx, f, "input", 0, inputs, n_inputs, NULL, tc_rt_backend_of(options)))
+		goto done;
 	opts = tc_rt_options_key(options);
 	key = opts ? memo_key(entry, in, n_inputs, opts) : NULL;
 	if (!key) {
@@ -638,7 +665,10 @@ int tc_kernel_run(tc_kernel *k, const DLTensor *const *inputs, int n_inputs,
 	}
 	if (convert_tensors(ctx, f, "input", 0, inputs, n_inputs, 1, t, l) < 0 ||
 		convert_tensors(ctx, f, "output", f->ninputs, (const DLTensor *const *)outputs,
-			n_outputs, 1, t + f->ninputs, l + f->ninputs) < 0)
+			n_outputs, 1, t + f->ninputs, l + f->ninputs) < 0 ||
+		!on_device(ctx, f, "input", 0, inputs, n_inputs, l, k->c->backend) ||
+		!on_device(ctx, f, "output", f->ninputs, (const DLTensor *const *)outputs, n_outputs,
+			l + f->ninputs, k->c->backend))
 		goto done;
 	for (i = 0; i < n; i++)
 		if (!same_shape(ctx, i < f->ninputs ? "input" : "output", f->tensors[i].name,

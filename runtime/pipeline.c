@@ -17,13 +17,14 @@
  * itself when it does not apply, NULL when out of memory. */
 typedef struct rewrite {
 	const char *name;
-	int (*wanted)(const tc_rt_opts *o);
+	int (*wanted)(const tc_rt_opts *o, const tc_target *t);
 	const tc_ir_func *(*apply)(tc_arena *ar, const tc_ir_func *f, const int64_t *params,
 		const tc_rt_opts *o, const tc_target *t);
 } rewrite;
 
-static int share_wanted(const tc_rt_opts *o)
+static int share_wanted(const tc_rt_opts *o, const tc_target *t)
 {
+	(void)t;
 	return o->share != TC_RT_SHARE_OFF;
 }
 
@@ -36,8 +37,9 @@ static const tc_ir_func *share_apply(tc_arena *ar, const tc_ir_func *f, const in
 			o->sched.fusion == TC_POLY_FUSE_AUTO) ? t->rowbuf_bytes : 0);
 }
 
-static int inline_wanted(const tc_rt_opts *o)
+static int inline_wanted(const tc_rt_opts *o, const tc_target *t)
 {
+	(void)t;
 	return o->inline_temps;
 }
 
@@ -49,9 +51,11 @@ static const tc_ir_func *inline_apply(tc_arena *ar, const tc_ir_func *f, const i
 	return tc_ir_inline(ar, f, params);
 }
 
-static int pack_wanted(const tc_rt_opts *o)
+/* Packed copies serve the CPU's register tiles: not on a GPU (a target
+ * with warps). */
+static int pack_wanted(const tc_rt_opts *o, const tc_target *t)
 {
-	return o->pack;
+	return o->pack && !t->warp_size;
 }
 
 /* A packed copy's rows fill at least a vector register. */
@@ -74,7 +78,7 @@ const tc_ir_func *tc_rt_pipeline_rewrite(__tc_keep tc_arena *ar, __tc_keep const
 {
 	size_t i;
 	for (i = 0; f && i < sizeof(rewrites) / sizeof(rewrites[0]); i++)
-		if (rewrites[i].wanted(o))
+		if (rewrites[i].wanted(o, t))
 			f = rewrites[i].apply(ar, f, params, o, t);
 	return f;
 }
@@ -202,7 +206,7 @@ static const char *stage_pass(const char *stage)
 int tc_rt_pipeline_stage_ok(__tc_keep const tc_rt_backend *b, const char *stage)
 {
 	if (!strcmp(stage, "schedule") || stage_pass(stage) || !strcmp(stage, "ast") ||
-		!strcmp(stage, "c"))
+		(!strcmp(stage, "c") && b->pipeline->device == kDLCPU)) /* a GPU's: its own */
 		return 1;
 	return tc_rt_backend_has_stage(b->pipeline, stage) ? 2 : 0;
 }

@@ -75,7 +75,7 @@ tc_stat tc_rt_tensor_from_dl(__tc_keep const DLTensor *x, int need_data, __tc_ke
 		return TC_ERR;
 	}
 	if (!tc_rt_backend_serves(x->device.device_type)) {
-		snprintf(err, n, "tensor is on device type %d; this release runs on the CPU (kDLCPU) only",
+		snprintf(err, n, "tensor is on device type %d; tcomp runs on the CPU (kDLCPU) and CUDA devices (kDLCUDA) only",
 			(int)x->device.device_type);
 		return TC_ERR;
 	}
