@@ -30,9 +30,9 @@ static const char emu_header[] = {
 };
 
 /* The flags of every compile: C++17 as NVRTC takes it, a shared object,
- * no warnings (the text is generated), -O1 (codegen/README.md, "CUDA
+ * no warnings (the text is generated), -O0 (codegen/README.md, "CUDA
  * emulator", has the measurements behind it). */
-static const char *const cxx_flags[] = {"-std=c++17", "-O1", "-fPIC", "-shared", "-w",
+static const char *const cxx_flags[] = {"-std=c++17", "-O0", "-fPIC", "-shared", "-w",
 	"-fno-exceptions", "-fno-rtti", "-fno-threadsafe-statics"};
 
 /* A launcher of the shared object: 0, or -1 with the message in msg. */

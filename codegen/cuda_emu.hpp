@@ -52,7 +52,11 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <type_traits>
-#if !defined(__x86_64__)
+/* The fibers' switch: assembly on x86-64, ucontext elsewhere (or when
+ * TC_EMU_UCONTEXT is defined). */
+#if defined(__x86_64__) && !defined(TC_EMU_UCONTEXT)
+#define TC_EMU_ASM_SWITCH 1
+#else
 #include <ucontext.h>
 #endif
 
@@ -112,7 +116,7 @@ enum { RUN, BAR, WARP, DONE };
 
 struct fiber {
 	void *sp;       /* saved stack pointer (x86-64) */
-#if !defined(__x86_64__)
+#ifndef TC_EMU_ASM_SWITCH
 	ucontext_t uc;
 #endif
 	char *stack;    /* the usable part (above the guard page) */
@@ -141,7 +145,7 @@ static unsigned nfibers;
 static unsigned nthreads;    /* of a block of the current launch */
 static unsigned cur;         /* the running thread, linear in the block */
 static void *sched_sp;
-#if !defined(__x86_64__)
+#ifndef TC_EMU_ASM_SWITCH
 static ucontext_t sched_uc;
 #endif
 #ifdef TC_EMU_ASAN
@@ -176,7 +180,7 @@ namespace tc_emu {
 
 /* ---- fibers ---- */
 
-#if defined(__x86_64__)
+#ifdef TC_EMU_ASM_SWITCH
 /* tc_emu_swap(void **save, void *to): saves the callee-saved registers,
  * MXCSR and the x87 control word on the stack, stores the stack pointer
  * in *save, and resumes the stack to. */
@@ -223,7 +227,7 @@ static void enter(unsigned i)
 	void *fake = nullptr;
 	__sanitizer_start_switch_fiber(&fake, f.stack, TC_EMU_STACK);
 #endif
-#if defined(__x86_64__)
+#ifdef TC_EMU_ASM_SWITCH
 	tc_emu_swap(&sched_sp, f.sp);
 #else
 	swapcontext(&sched_uc, &f.uc);
@@ -242,7 +246,7 @@ static void leave()
 	f.fake = nullptr;
 	__sanitizer_start_switch_fiber(f.state == DONE ? nullptr : &f.fake, sched_bottom, sched_size);
 #endif
-#if defined(__x86_64__)
+#ifdef TC_EMU_ASM_SWITCH
 	tc_emu_swap(&f.sp, sched_sp);
 #else
 	swapcontext(&f.uc, &sched_uc);
@@ -268,7 +272,7 @@ static void fiber_start(unsigned i)
 {
 	fiber &f = fibers[i];
 	f.state = RUN;
-#if defined(__x86_64__)
+#ifdef TC_EMU_ASM_SWITCH
 	uint64_t *top = (uint64_t *)(((uintptr_t)f.stack + TC_EMU_STACK) & ~(uintptr_t)15);
 	uint32_t csr[2];
 	__asm__ volatile("stmxcsr %0\n\tfnstcw %1" : "=m"(csr[0]), "=m"(csr[1]));

@@ -479,6 +479,24 @@ static void divergence_is_reported(void **state)
 	assert_null(m);
 }
 
+/* Lanes exchanging through shared memory: a race without __syncwarp(),
+ * ordered with it. */
+static void syncwarp_orders_the_lanes(void **state)
+{
+	char *m;
+	(void)state;
+	m = run_small("    TC_SHARED(float, s, 64);\n    s[t] = v + t;\n    v = s[t ^ 1];", 64);
+	assert_says(m,
+		"race on shared s[1]: thread (1,0,0) of block (0,0,0) writes it, thread (0,0,0) "
+		"of block (0,0,0) read it since the last barrier",
+		NULL);
+	tc_free(m);
+	m = run_small("    TC_SHARED(float, s, 64);\n    s[t] = v + t;\n    __syncwarp();\n"
+		      "    v = s[t ^ 1];",
+		64);
+	assert_null(m);
+}
+
 static void compile_errors_carry_the_compilers_message(void **state)
 {
 	static const kspec spec = {"k", {1, 1, 1}, {1, 1, 1}, 1, {"X"}, {"float"}, {0}};
@@ -725,6 +743,7 @@ int main(void)
 		cmocka_unit_test(warp_shuffle_reduction_equals_the_sum),
 		cmocka_unit_test(matmul_tiles_equal_the_product),
 		cmocka_unit_test(divergence_is_reported),
+		cmocka_unit_test(syncwarp_orders_the_lanes),
 		cmocka_unit_test(compile_errors_carry_the_compilers_message),
 		cmocka_unit_test(a_missing_compiler_is_a_clear_error),
 		cmocka_unit_test(math_functions_match_references),
