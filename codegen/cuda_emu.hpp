@@ -71,6 +71,7 @@
 #ifdef TC_EMU_ASAN
 extern "C" void __sanitizer_start_switch_fiber(void **, const void *, size_t);
 extern "C" void __sanitizer_finish_switch_fiber(void *, const void **, size_t *);
+extern "C" void __asan_unpoison_memory_region(void const volatile *, size_t);
 #endif
 
 #ifndef TC_EMU_STACK
@@ -272,6 +273,11 @@ static void fiber_start(unsigned i)
 {
 	fiber &f = fibers[i];
 	f.state = RUN;
+#ifdef TC_EMU_ASAN
+	/* frames left on the stack (a finished or abandoned thread's) keep
+	 * their poisoned redzones */
+	__asan_unpoison_memory_region(f.stack, TC_EMU_STACK);
+#endif
 #ifdef TC_EMU_ASM_SWITCH
 	uint64_t *top = (uint64_t *)(((uintptr_t)f.stack + TC_EMU_STACK) & ~(uintptr_t)15);
 	uint32_t csr[2];
