@@ -7,7 +7,9 @@
  * the library) into a shared object, opens it (RTLD_LOCAL | RTLD_NOW) and
  * removes the folder.  The compiler is $TCOMP_CXX when set (a command:
  * words separated by spaces, e.g. "ccache g++"), else the one CMake found
- * when building tcomp (TCOMP_EMU_CXX), else "c++" on the PATH.
+ * when building tcomp (TCOMP_EMU_CXX), else "c++" on the PATH;
+ * $TCOMP_EMU_CXXFLAGS adds flags after the emulator's (-O1 for long runs,
+ * -fsanitize=address, -DTC_EMU_UCONTEXT).
  *
  * tc_cg_emu_run launches one kernel: the grid's blocks one after another,
  * the threads of a block as fibers, every access checked (out of bounds,
