@@ -1,0 +1,443 @@
+/* The CUDA emulator's runner (cuda_emu.h): CUDA text + launchers -> the
+ * system C++ compiler with the emulation header -> a shared object opened
+ * with dlopen.
+ *
+ * Owns: the launchers' text (one extern "C" function per kernel that
+ * builds the checked tensors from the arrays of pointers and element
+ * counts and runs the grid), the compiler's command line, the temporary
+ * folder, and the process-wide lock around launches. */
+#include "cuda_emu.h"
+
+#include "../lang/diag.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char **environ;
+
+/* The emulation header (codegen/cuda_emu.hpp), embedded at build time. */
+static const char emu_header[] = {
+#include "cuda_emu_hpp.inc"
+};
+
+/* The flags of every compile: C++17 as NVRTC takes it, a shared object,
+ * no warnings (the text is generated), -O0 (codegen/README.md, "CUDA
+ * emulator", has the measurements behind it). */
+static const char *const cxx_flags[] = {"-std=c++17", "-O0", "-fPIC", "-shared", "-w",
+	"-fno-exceptions", "-fno-rtti", "-fno-threadsafe-statics"};
+
+/* A launcher of the shared object: 0, or -1 with the message in msg. */
+typedef int (*emu_run_fn)(void *const *buf, const int64_t *nelem, char *msg, size_t size);
+
+/* One kernel of a compiled module. */
+typedef struct emu_kernel {
+	char name[64];
+	emu_run_fn run;
+} emu_kernel;
+
+/* A compiled module: the shared object and its kernels (owned). */
+struct tc_cg_emu {
+	void *so;
+	void (*release)(void);
+	int nkernels;
+	emu_kernel *kernels;
+};
+
+static const tc_loc noloc = {0, 0, 0, 0};
+/* Launches run one at a time in the process (cuda_emu.h). */
+static pthread_mutex_t run_lock = PTHREAD_MUTEX_INITIALIZER;
+
+const char *tc_cg_emu_cxx(void)
+{
+	const char *env = getenv("TCOMP_CXX");
+	if (env && *env)
+		return env;
+#ifdef TCOMP_EMU_CXX
+	if (TCOMP_EMU_CXX[0])
+		return TCOMP_EMU_CXX;
+#endif
+	return "c++";
+}
+
+/* Whether s is a C identifier. */
+static int is_ident(const char *s)
+{
+	size_t i;
+	if (!s || !*s || (s[0] >= '0' && s[0] <= '9'))
+		return 0;
+	for (i = 0; s[i]; i++)
+		if (!(s[i] == '_' || (s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') ||
+			    (s[i] >= '0' && s[i] <= '9')))
+			return 0;
+	return 1;
+}
+
+/* Whether code's kernels can be emulated: TC_OK, or TC_ERR with why in d. */
+static tc_stat check_code(const tc_cg_cuda *code, tc_diags *d)
+{
+	static const unsigned grid_max[3] = {2147483647u, 65535u, 65535u};
+	static const unsigned block_max[3] = {1024u, 1024u, 64u};
+	int k, i, j;
+	if (!code || !code->source || code->nkernels < 0 || (code->nkernels && !code->kernels)) {
+		tc_error(d, noloc, "CUDA emulator: no CUDA code to compile");
+		return TC_ERR;
+	}
+	for (k = 0; k < code->nkernels; k++) {
+		const tc_cg_cuda_kernel *kn = &code->kernels[k];
+		unsigned long threads = 1;
+		if (!is_ident(kn->name)) {
+			tc_error(d, noloc, "CUDA emulator: kernel %d has no valid name", k);
+			return TC_ERR;
+		}
+		for (j = 0; j < 3; j++) {
+			if (kn->grid[j] < 1 || kn->grid[j] > grid_max[j] || kn->block[j] < 1 ||
+				kn->block[j] > block_max[j]) {
+				tc_error(d, noloc,
+					"CUDA emulator: kernel %s: grid (%u,%u,%u) or block (%u,%u,%u) "
+					"out of CUDA's limits",
+					kn->name, kn->grid[0], kn->grid[1], kn->grid[2], kn->block[0],
+					kn->block[1], kn->block[2]);
+				return TC_ERR;
+			}
+			threads *= kn->block[j];
+		}
+		if (threads > 1024) {
+			tc_error(d, noloc, "CUDA emulator: kernel %s: %lu threads per block (at most 1024)",
+				kn->name, threads);
+			return TC_ERR;
+		}
+		if (kn->shared_bytes) {
+			tc_error(d, noloc,
+				"CUDA emulator: kernel %s: dynamic shared memory (%zu bytes) is not "
+				"supported",
+				kn->name, kn->shared_bytes);
+			return TC_ERR;
+		}
+		if (kn->nparams < 0 || (kn->nparams && !kn->params)) {
+			tc_error(d, noloc, "CUDA emulator: kernel %s: bad parameter list", kn->name);
+			return TC_ERR;
+		}
+		for (i = 0; i < kn->nparams; i++) {
+			const tc_cg_cuda_param *p = &kn->params[i];
+			if (p->tensor < 0 || p->tensor >= code->ntensors || !is_ident(p->name) ||
+				!p->ctype || !*p->ctype || strpbrk(p->ctype, "\"\\\n;{}")) {
+				tc_error(d, noloc,
+					"CUDA emulator: kernel %s: parameter %d (tensor %d of %d) is "
+					"malformed",
+					kn->name, i, p->tensor, code->ntensors);
+				return TC_ERR;
+			}
+		}
+	}
+	return TC_OK;
+}
+
+/* The translation unit: code's text, then a launcher per kernel,
+ * tc_emu_run_K, which makes the checked tensors (one per tensor number,
+ * named as in the text) and runs the grid. */
+static void put_unit(const tc_cg_cuda *code, tc_buf *b)
+{
+	int k, i, j;
+	tc_buf_puts(b, "#line 1 \"cuda.cu\"\n");
+	tc_buf_puts(b, code->source);
+	tc_buf_puts(b, "\n#line 1 \"emulator-launchers\"\n");
+	for (k = 0; k < code->nkernels; k++) {
+		const tc_cg_cuda_kernel *kn = &code->kernels[k];
+		tc_buf_printf(b,
+			"extern \"C\" int tc_emu_run_%d(void *const *buf, const int64_t *nelem, "
+			"char *msg, size_t size)\n{\n",
+			k);
+		for (i = 0; i < kn->nparams; i++) {
+			const tc_cg_cuda_param *p = &kn->params[i];
+			for (j = 0; j < i && kn->params[j].tensor != p->tensor; j++)
+				;
+			if (j < i)
+				continue; /* one shadow per tensor */
+			tc_buf_printf(b,
+				"\ttc_emu::tensor t%d(buf[%d], nelem[%d], \"%s\");\n"
+				"\tif (!t%d.ok()) {\n"
+				"\t\tsnprintf(msg, size, \"out of memory for the shadow of %s\");\n"
+				"\t\treturn -1;\n\t}\n",
+				p->tensor, p->tensor, p->tensor, p->name, p->tensor, p->name);
+		}
+		tc_buf_puts(b, "\tauto go = [&]() { ");
+		tc_buf_printf(b, "%s(", kn->name);
+		for (i = 0; i < kn->nparams; i++)
+			tc_buf_printf(b, "%stc_emu::gptr<%s%s>{&t%d.a}", i ? ", " : "",
+				kn->params[i].is_const ? "const " : "", kn->params[i].ctype,
+				kn->params[i].tensor);
+		tc_buf_printf(b,
+			"); };\n"
+			"\treturn tc_emu::launch({%uu, %uu, %uu}, {%uu, %uu, %uu}, "
+			"tc_emu::thunk<decltype(go)>, &go, msg, size);\n}\n",
+			kn->grid[0], kn->grid[1], kn->grid[2], kn->block[0], kn->block[1],
+			kn->block[2]);
+	}
+}
+
+/* Write n bytes of text to path: TC_OK, or TC_ERR with why in d. */
+static tc_stat write_file(const char *path, const char *text, size_t n, tc_diags *d)
+{
+	FILE *f = fopen(path, "wb");
+	if (!f || fwrite(text, 1, n, f) != n) {
+		tc_error(d, noloc, "CUDA emulator: cannot write %s: %s", path, strerror(errno));
+		if (f)
+			fclose(f);
+		return TC_ERR;
+	}
+	if (fclose(f) != 0) {
+		tc_error(d, noloc, "CUDA emulator: cannot write %s: %s", path, strerror(errno));
+		return TC_ERR;
+	}
+	return TC_OK;
+}
+
+/* The first 40 lines of the file at path (tc_free), or NULL. */
+static char *read_head(const char *path)
+{
+	FILE *f = fopen(path, "rb");
+	tc_buf b;
+	int c, lines = 0;
+	if (!f)
+		return NULL;
+	tc_buf_init(&b);
+	while ((c = fgetc(f)) != EOF) {
+		tc_buf_putc(&b, (char)c);
+		if (c == '\n' && ++lines == 40) {
+			if (fgetc(f) != EOF)
+				tc_buf_puts(&b, "...\n");
+			break;
+		}
+	}
+	fclose(f);
+	return tc_buf_take(&b);
+}
+
+/* Split the command cmd at spaces and tabs into argv (words are copied
+ * into words, which must hold strlen(cmd) + 1 bytes); the number of
+ * words. */
+static int split_words(const char *cmd, char *words, char **argv, int max)
+{
+	int n = 0;
+	strcpy(words, cmd);
+	for (char *p = words; *p && n < max;) {
+		while (*p == ' ' || *p == '\t')
+			*p++ = 0;
+		if (!*p)
+			break;
+		argv[n++] = p;
+		while (*p && *p != ' ' && *p != '\t')
+			p++;
+	}
+	return n;
+}
+
+/* Run the compiler on dir/unit.cpp into dir/unit.so, its output to
+ * dir/cxx.log: TC_OK, or TC_ERR with the command's output in d. */
+static tc_stat run_compiler(const char *dir, tc_diags *d)
+{
+	const char *cxx = tc_cg_emu_cxx(), *extra = getenv("TCOMP_EMU_CXXFLAGS");
+	size_t nflags = sizeof(cxx_flags) / sizeof(cxx_flags[0]);
+	char *words = NULL, *xwords = NULL, *argv[96], hpp[4200], cpp[4200], so[4200], log[4200];
+	posix_spawn_file_actions_t fa;
+	pid_t pid;
+	int argc, err, status = 0, i;
+	tc_stat r = TC_ERR;
+
+	snprintf(hpp, sizeof hpp, "%s/cuda_emu.hpp", dir);
+	snprintf(cpp, sizeof cpp, "%s/unit.cpp", dir);
+	snprintf(so, sizeof so, "%s/unit.so", dir);
+	snprintf(log, sizeof log, "%s/cxx.log", dir);
+	words = tc_malloc(strlen(cxx) + 1);
+	xwords = tc_malloc(extra ? strlen(extra) + 1 : 1);
+	if (!words || !xwords) {
+		tc_error(d, noloc, "CUDA emulator: out of memory");
+		goto error;
+	}
+	argc = split_words(cxx, words, argv, 16);
+	if (argc == 0) {
+		tc_error(d, noloc, "CUDA emulator: the C++ compiler command (TCOMP_CXX) is empty");
+		goto error;
+	}
+	for (i = 0; i < (int)nflags; i++)
+		argv[argc++] = (char *)cxx_flags[i];
+	if (extra)
+		argc += split_words(extra, xwords, argv + argc, 32);
+	argv[argc++] = "-include";
+	argv[argc++] = hpp;
+	argv[argc++] = "-o";
+	argv[argc++] = so;
+	argv[argc++] = cpp;
+	argv[argc] = NULL;
+
+	if (posix_spawn_file_actions_init(&fa) != 0) {
+		tc_error(d, noloc, "CUDA emulator: out of memory");
+		goto error;
+	}
+	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+	posix_spawn_file_actions_addopen(&fa, 1, log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	posix_spawn_file_actions_adddup2(&fa, 1, 2);
+	err = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
+	posix_spawn_file_actions_destroy(&fa);
+	if (err != 0) {
+		tc_error(d, noloc,
+			"CUDA emulator: cannot run the C++ compiler '%s' (%s): %s", argv[0],
+			getenv("TCOMP_CXX") && *getenv("TCOMP_CXX") ? "from TCOMP_CXX"
+								    : "set TCOMP_CXX to name one",
+			strerror(err));
+		goto error;
+	}
+	while (waitpid(pid, &status, 0) < 0)
+		if (errno != EINTR) {
+			tc_error(d, noloc, "CUDA emulator: waiting for the C++ compiler: %s",
+				strerror(errno));
+			goto error;
+		}
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+		char *out = read_head(log);
+		if (WIFEXITED(status) && WEXITSTATUS(status) == 127)
+			tc_error(d, noloc,
+				"CUDA emulator: cannot run the C++ compiler '%s' (exit status 127)%s%s",
+				argv[0], out && *out ? ":\n" : "", out ? out : "");
+		else
+			tc_error(d, noloc, "CUDA emulator: the C++ compiler '%s' failed (%s %d):\n%s",
+				argv[0], WIFEXITED(status) ? "exit status" : "signal",
+				WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status),
+				out ? out : "(no output)");
+		tc_free(out);
+		goto error;
+	}
+	r = TC_OK;
+error:
+	tc_free(words);
+	tc_free(xwords);
+	return r;
+}
+
+/* Remove dir and the files the compile may have left in it. */
+static void remove_dir(const char *dir)
+{
+	static const char *const files[] = {"cuda_emu.hpp", "unit.cpp", "unit.so", "cxx.log"};
+	char path[4200];
+	size_t i;
+	for (i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+		unlink(path);
+	}
+	rmdir(dir);
+}
+
+tc_cg_emu *tc_cg_emu_compile(const tc_cg_cuda *code, tc_diags *d)
+{
+	const char *tmp = getenv("TMPDIR");
+	char dir[4096], path[4200];
+	tc_cg_emu *e = NULL;
+	tc_buf unit;
+	char *text = NULL;
+	int made = 0, k;
+
+	if (check_code(code, d) < 0)
+		return NULL;
+	if (!tmp || !*tmp)
+		tmp = "/tmp";
+	if (snprintf(dir, sizeof dir, "%s/tcomp-emu-XXXXXX", tmp) >= (int)sizeof dir) {
+		tc_error(d, noloc, "CUDA emulator: TMPDIR is too long");
+		return NULL;
+	}
+	if (!mkdtemp(dir)) {
+		tc_error(d, noloc, "CUDA emulator: cannot make a temporary folder under %s: %s", tmp,
+			strerror(errno));
+		return NULL;
+	}
+	made = 1;
+	tc_buf_init(&unit);
+	put_unit(code, &unit);
+	text = tc_buf_take(&unit);
+	e = tc_calloc(1, sizeof *e);
+	if (!text || !e || (code->nkernels &&
+			       !(e->kernels = tc_calloc((size_t)code->nkernels, sizeof *e->kernels)))) {
+		tc_error(d, noloc, "CUDA emulator: out of memory");
+		goto error;
+	}
+	snprintf(path, sizeof path, "%s/cuda_emu.hpp", dir);
+	if (write_file(path, emu_header, sizeof emu_header - 1, d) < 0)
+		goto error;
+	snprintf(path, sizeof path, "%s/unit.cpp", dir);
+	if (write_file(path, text, strlen(text), d) < 0)
+		goto error;
+	if (run_compiler(dir, d) < 0)
+		goto error;
+	snprintf(path, sizeof path, "%s/unit.so", dir);
+	e->so = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	if (!e->so) {
+		tc_error(d, noloc, "CUDA emulator: cannot load the compiled kernels: %s", dlerror());
+		goto error;
+	}
+	*(void **)&e->release = dlsym(e->so, "tc_emu_release");
+	e->nkernels = code->nkernels;
+	for (k = 0; k < code->nkernels; k++) {
+		char sym[32];
+		snprintf(sym, sizeof sym, "tc_emu_run_%d", k);
+		snprintf(e->kernels[k].name, sizeof e->kernels[k].name, "%s", code->kernels[k].name);
+		*(void **)&e->kernels[k].run = dlsym(e->so, sym);
+		if (!e->kernels[k].run || !e->release) {
+			tc_error(d, noloc, "CUDA emulator: the compiled kernels lack %s", sym);
+			goto error;
+		}
+	}
+	remove_dir(dir);
+	tc_free(text);
+	return e;
+error:
+	if (made)
+		remove_dir(dir);
+	tc_free(text);
+	tc_cg_emu_free(e);
+	return NULL;
+}
+
+tc_stat tc_cg_emu_run(tc_cg_emu *e, int kernel, void *const *buf, const int64_t *nelem, tc_diags *d)
+{
+	char msg[1200];
+	int rc;
+	if (!e || kernel < 0 || kernel >= e->nkernels || !buf || !nelem) {
+		tc_error(d, noloc, "CUDA emulator: no kernel %d to run", kernel);
+		return TC_ERR;
+	}
+	msg[0] = 0;
+	pthread_mutex_lock(&run_lock);
+	rc = e->kernels[kernel].run(buf, nelem, msg, sizeof msg);
+	pthread_mutex_unlock(&run_lock);
+	if (rc != 0) {
+		tc_error(d, noloc, "CUDA emulator: kernel %s: %s", e->kernels[kernel].name, msg);
+		return TC_ERR;
+	}
+	return TC_OK;
+}
+
+int tc_cg_emu_nkernels(const tc_cg_emu *e)
+{
+	return e ? e->nkernels : 0;
+}
+
+void tc_cg_emu_free(tc_cg_emu *e)
+{
+	if (!e)
+		return;
+	if (e->so) {
+		if (e->release)
+			e->release();
+		dlclose(e->so);
+	}
+	tc_free(e->kernels);
+	tc_free(e);
+}
