@@ -276,6 +276,11 @@ int tc_options_set(tc_options *o, const char *name, const char *value, tc_contex
 /* The value of an option (its default unless set; o may be NULL for the
  * defaults); NULL for an unknown (or NULL) name.  Borrowed from o. */
 const char *tc_options_get(const tc_options *o, const char *name);
+/* The device type the tensors of kernels compiled with o live on: that of
+ * the backend its target option names (kDLCUDA for cuda; kDLCPU for cpu,
+ * interp and cuda-emu, which runs CUDA code on the CPU).  o may be NULL
+ * for the defaults. */
+DLDeviceType tc_options_device(const tc_options *o);
 /* Set options from text: name=value pairs separated by newlines, ';' or
  * blanks, with '#' starting a comment that runs to the end of the line;
  * blanks around '=' are allowed, and a later pair overrides an earlier one.

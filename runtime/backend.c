@@ -10,6 +10,7 @@ static const tc_rt_backend *const table[] = {
 	&tc_rt_backend_cpu,
 	&tc_rt_backend_interp,
 	&tc_rt_backend_cuda,
+	&tc_rt_backend_cuda_emu,
 };
 #define NBACKENDS ((int)(sizeof(table) / sizeof(table[0])))
 _Static_assert(NBACKENDS <= TC_RT_MAX_BACKENDS, "tc_context has a state slot per backend");
@@ -95,4 +96,10 @@ int tc_rt_backend_has_stage(__tc_keep const tc_rt_backend *b, const char *stage)
 		if (!strcmp(b->stages[i], stage))
 			return 1;
 	return 0;
+}
+
+DLDeviceType tc_options_device(const tc_options *o)
+{
+	const tc_rt_backend *b = tc_rt_backend_of(o);
+	return b ? b->device : kDLCPU;
 }

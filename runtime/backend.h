@@ -13,7 +13,10 @@
  *           its kernels show the cpu backend's stages
  *           (runtime/backend_interp.c);
  *   cuda    NVIDIA GPUs: the GPU pass list, CUDA C through NVRTC, the
- *           driver opened with dlopen (runtime/backend_cuda.c).
+ *           driver opened with dlopen (runtime/backend_cuda.c);
+ *   cuda-emu the cuda backend's code run on the CPU by the emulator
+ *           (codegen/cuda_emu.h), which reports out-of-bounds accesses
+ *           and races: for checking without a GPU (backend_cuda.c).
  *
  * Functions an entry lacks are NULL; the comments say what that means.
  *
@@ -114,5 +117,6 @@ int tc_rt_backend_has_stage(__tc_keep const tc_rt_backend *b, const char *stage)
 extern const tc_rt_backend tc_rt_backend_cpu;
 extern const tc_rt_backend tc_rt_backend_interp;
 extern const tc_rt_backend tc_rt_backend_cuda;
+extern const tc_rt_backend tc_rt_backend_cuda_emu;
 
 #endif

@@ -23,6 +23,8 @@
 #include "cuda_driver.h"
 #include "error.h"
 #include "../codegen/cuda.h"
+#include "../codegen/cuda_emu.h"
+#include "compiled.h"
 #include "../codegen/nvrtc.h"
 
 #include <pthread.h>
@@ -425,4 +427,100 @@ const tc_rt_backend tc_rt_backend_cuda = {
 	.emit = emit,
 	.key_target = key_target,
 	.object_version = object_version,
+};
+
+/* ---- the emulator: the same CUDA code on the CPU ---- */
+
+/* The cuda-emu backend's code: the CUDA code and its emulation. */
+typedef struct emu_code {
+	tc_cg_cuda *code;
+	tc_cg_emu *emu;
+} emu_code;
+
+static void emu_code_free(__tc_take void *code)
+{
+	emu_code *c = code;
+	if (!c)
+		return;
+	tc_cg_emu_free(c->emu);
+	tc_cg_cuda_free(c->code);
+	tc_free(c);
+}
+
+/* The CUDA code of p compiled by the system C++ compiler with the
+ * emulation header (codegen/cuda_emu.h). */
+static tc_stat emu_compile(__tc_keep void *state, __tc_keep tc_rt_compiled *c,
+	__tc_keep const tc_poly *p, __tc_keep tc_diags *d)
+{
+	emu_code *k = tc_calloc(1, sizeof(*k));
+	(void)state;
+	if (!k) {
+		tc_error(d, (tc_loc){0}, "out of memory");
+		return TC_ERR;
+	}
+	if (!(k->code = tc_cg_cuda_build(p, c->opts.cg.contract, d)) ||
+		!(k->emu = tc_cg_emu_compile(k->code, d))) {
+		emu_code_free(k);
+		return TC_ERR;
+	}
+	c->code = k;
+	return TC_OK;
+}
+
+#define FEW_TENSORS 32
+
+/* The kernels in order on the tensors (host memory), the temporaries in
+ * the kernel's workspace; the emulator's report of an out-of-bounds
+ * access or a race is the run's error. */
+static tc_stat emu_run(__tc_keep tc_module *m, __tc_keep tc_rt_compiled *c,
+	__tc_keep const tc_tensor *t)
+{
+	emu_code *k = c->code;
+	const tc_ir_func *f = c->cf;
+	void *few_buf[FEW_TENSORS], **buf = few_buf, *ws = NULL;
+	int64_t few_n[FEW_TENSORS], *nelem = few_n;
+	tc_stat st = TC_OK;
+	tc_diags d;
+	char *base;
+	int i, j;
+	if (f->ntensors > FEW_TENSORS) {
+		buf = tc_calloc((size_t)f->ntensors, sizeof(*buf));
+		nelem = tc_calloc((size_t)f->ntensors, sizeof(*nelem));
+	}
+	if (!buf || !nelem || (c->ws_bytes && !(ws = tc_rt_workspace_take(m->ctx, c)))) {
+		tc_rt_set_error(m->ctx, "out of memory for the workspace of '%s'", f->name);
+		st = TC_ERR;
+		goto done;
+	}
+	base = tc_rt_workspace_base(ws);
+	for (i = 0; i < f->ntensors; i++) {
+		const tc_tensor *x = i < f->ninputs + f->noutputs ? &t[i] : &c->shapes[i];
+		nelem[i] = 1;
+		for (j = 0; j < x->ndim; j++)
+			nelem[i] *= x->shape[j];
+		buf[i] = i < f->ninputs + f->noutputs ? t[i].data : base + c->ws_off[i];
+	}
+	tc_diags_init(&d, NULL);
+	for (i = 0; st == TC_OK && i < k->code->nkernels; i++)
+		if (tc_cg_emu_run(k->emu, i, buf, nelem, &d) < 0) {
+			tc_rt_set_error_diags(m->ctx, &d);
+			st = TC_ERR;
+		}
+	tc_diags_clear(&d);
+done:
+	tc_rt_workspace_give(m->ctx, c, ws);
+	if (buf != few_buf)
+		tc_free(buf);
+	if (nelem != few_n)
+		tc_free(nelem);
+	return st;
+}
+
+const tc_rt_backend tc_rt_backend_cuda_emu = {
+	.name = "cuda-emu",
+	.device = kDLCPU,
+	.pipeline = &tc_rt_backend_cuda,
+	.compile = emu_compile,
+	.code_free = emu_code_free,
+	.run = emu_run,
 };

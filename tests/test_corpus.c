@@ -2217,6 +2217,107 @@ static void draw_options(uint64_t *rng, char *buf, size_t n)
 		tu_rand_int(rng, 0, 1) ? "auto" : orders[tu_rand_int(rng, 0, 7)]);
 }
 
+/* A GPU mapping drawn from rng, as tc_options_parse text: block sizes of
+ * 1 to 3 dimensions (at most 1024 threads), a grid cap that makes blocks
+ * wrap around (or auto), and the schedule's own options. */
+static void draw_gpu_options(uint64_t *rng, char *buf, size_t n)
+{
+	static const int sizes[] = {1, 2, 3, 4, 5, 7, 8, 16, 32, 64};
+	static const char *const fusion[] = {"max", "preserve3coincident", "min", "auto"};
+	int len, k, nb = (int)tu_rand_int(rng, 0, 3), threads = 1;
+	len = snprintf(buf, n, "order=%s fusion=%s inline=%s share=%s block=",
+		tu_rand_int(rng, 0, 1) ? "on" : "off", fusion[tu_rand_int(rng, 0, 3)],
+		tu_rand_int(rng, 0, 1) ? "on" : "off", tu_rand_int(rng, 0, 1) ? "on" : "off");
+	if (!nb)
+		len += snprintf(buf + len, n - (size_t)len, "auto");
+	for (k = 0; k < nb; k++) {
+		int b = sizes[tu_rand_int(rng, 0, 9)];
+		if (threads * b > 1024 || (k == 2 && b > 64))
+			b = 1;
+		threads *= b;
+		len += snprintf(buf + len, n - (size_t)len, "%s%d", k ? "," : "", b);
+	}
+	nb = (int)tu_rand_int(rng, 0, 3);
+	len += snprintf(buf + len, n - (size_t)len, " grid=%s", nb ? "" : "auto");
+	for (k = 0; k < nb; k++)
+		len += snprintf(buf + len, n - (size_t)len, "%s%d", k ? "," : "",
+			(int)tu_rand_int(rng, 1, 3));
+}
+
+/* Whether the tests run the CUDA checks (test_corpus cuda) instead of the
+ * CPU's. */
+static int cuda_mode;
+
+/* The CUDA checks of one shape set (test_corpus cuda): the cuda-emu
+ * target (the CUDA code run by the emulator, which also reports races and
+ * out-of-bounds accesses) under the default mapping and a drawn one,
+ * against the C loops and the interpreter; and NVRTC compiling the code of
+ * both mappings for sm_90 and sm_80 (target=cuda, compile only: no GPU
+ * here). */
+static int check_cuda(const kernel_case *kc, run *r, tc_context *ctx, tc_module *m,
+	const char *what)
+{
+	tu_tensor got_emu[MAX_TENSORS], got_interp[MAX_TENSORS], got_drawn[MAX_TENSORS];
+	int ngot_emu = 0, ngot_interp = 0, ngot_drawn = 0, ran_emu = 0, ran_interp = 0, ran = 0;
+	char what_t[1024], opts[256], text[512];
+	tc_options *emu = tc_options_new(), *interp = tc_options_new(), *drawn = tc_options_new();
+	int ok = emu && interp && drawn;
+	draw_gpu_options(&r->rng, opts, sizeof(opts));
+	snprintf(text, sizeof(text), "target=cuda-emu %s", opts);
+	if (!ok || tc_options_set(emu, "target", "cuda-emu", ctx) != 0 ||
+		tc_options_set(interp, "target", "interp", ctx) != 0 ||
+		tc_options_parse(drawn, text, ctx) != 0) {
+		print_error("%s: options failed:\n%s\n", what, tc_context_error(ctx));
+		ok = 0;
+		goto done;
+	}
+	snprintf(what_t, sizeof(what_t), "%s [cuda-emu]", what);
+	ok = check_target(kc, r, ctx, m, emu, what_t, got_emu, &ngot_emu, &ran_emu);
+	snprintf(what_t, sizeof(what_t), "%s [interp]", what);
+	ok &= check_target(kc, r, ctx, m, interp, what_t, got_interp, &ngot_interp, &ran_interp);
+	if (ran_emu && ran_interp)
+		ok &= compare_targets(what, r, got_emu, got_interp);
+	snprintf(what_t, sizeof(what_t), "%s [%s]", what, text);
+	ok &= check_target(kc, r, ctx, m, drawn, what_t, got_drawn, &ngot_drawn, &ran);
+#ifdef TCOMP_HAVE_NVRTC
+	{ /* NVRTC compiles both mappings: inputs on kDLCUDA, nothing runs */
+		DLTensor dev[MAX_TENSORS];
+		const DLTensor *ins[MAX_TENSORS];
+		for (int i = 0; i < r->nin; i++) {
+			dev[i] = r->in[i].dl;
+			dev[i].device.device_type = kDLCUDA;
+			ins[i] = &dev[i];
+		}
+		for (int pass = 0; pass < 2; pass++) {
+			tc_options *o = tc_options_new();
+			tc_kernel *k;
+			snprintf(text, sizeof(text), "target=cuda gpu_arch=%s %s",
+				pass ? "sm_80" : "sm_90", pass ? opts : "");
+			if (!o || tc_options_parse(o, text, ctx) != 0 ||
+				!(k = tc_compile(m, kc->entry, ins, r->nin, o))) {
+				print_error("%s [%s]: tc_compile (NVRTC) failed:\n%s\n", what, text,
+					tc_context_error(ctx));
+				ok = 0;
+			} else {
+				tc_kernel_free(k);
+			}
+			tc_options_free(o);
+		}
+	}
+#endif
+done:
+	for (int i = 0; i < ngot_emu; i++)
+		tu_tensor_fini(&got_emu[i]);
+	for (int i = 0; i < ngot_interp; i++)
+		tu_tensor_fini(&got_interp[i]);
+	for (int i = 0; i < ngot_drawn; i++)
+		tu_tensor_fini(&got_drawn[i]);
+	tc_options_free(emu);
+	tc_options_free(interp);
+	tc_options_free(drawn);
+	return ok;
+}
+
 static int check_shape_set(const kernel_case *kc, int set)
 {
 	const int64_t *sizes = kc->sizes[set];
@@ -2249,6 +2350,10 @@ static int check_shape_set(const kernel_case *kc, int set)
 	if (!m) {
 		print_error("%s: tc_module_load(%s) failed:\n%s\n", what, path,
 			tc_context_error(ctx));
+		goto done;
+	}
+	if (cuda_mode) {
+		ok = check_cuda(kc, &r, ctx, m, what);
 		goto done;
 	}
 	snprintf(what_t, sizeof(what_t), "%s [cpu]", what);
@@ -2311,9 +2416,10 @@ static void test_kernel(void **state)
 		fail_msg("%s: %d shape set(s) failed", kc->name, failures);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
 	static struct CMUnitTest tests[NCASES];
+	cuda_mode = argc > 1 && !strcmp(argv[1], "cuda");
 	for (int i = 0; i < NCASES; i++) {
 		tests[i].name = cases[i].name;
 		tests[i].test_func = test_kernel;
@@ -2324,5 +2430,6 @@ int main(void)
 	const char *filter = getenv("TC_CORPUS_FILTER");
 	if (filter && *filter)
 		cmocka_set_test_filter(filter);
-	return cmocka_run_group_tests_name("corpus", tests, NULL, NULL);
+	return cmocka_run_group_tests_name(cuda_mode ? "corpus on the CUDA code" : "corpus", tests,
+		NULL, NULL);
 }

@@ -567,6 +567,8 @@ static int cmd_emit(int argc, char **argv)
 			status = EXIT_USER;
 			goto done;
 		}
+		for (int i = 0; i < n_in; i++) /* no data: on the target's device */
+			dl[i].device.device_type = tc_options_device(o);
 		k = tc_compile(m, entry, ptrs, n_in, o);
 		if (!k) {
 			status = report(ctx);

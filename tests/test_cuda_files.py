@@ -1,0 +1,189 @@
+#!/usr/bin/env python3
+"""The CUDA code of every def of examples/*.tc and bench/kernels.tc.
+
+    python3 tests/test_cuda_files.py TCOMP NPYGEN [--nvrtc] [FILE.tc ...]
+
+tests/corpus has its own CUDA checks with reference loops (test_corpus
+cuda); this covers the other .tc files of the repository through the tcomp
+command, at small odd sizes (7, 13, 5, 11, ...; windows 3):
+
+  - the emulator (target=cuda-emu) runs each def on random inputs (npygen,
+    seeded; integers in 0..3), under the default mapping and under a drawn
+    one (block, grid, fusion), and its outputs equal the reference
+    interpreter's (target=interp): integers and bools exactly, floats
+    within 1e-4 relative (float sums in another order, CUDA's math
+    functions within a few ulp); a race or an out-of-bounds access the
+    emulator reports fails the run;
+  - with --nvrtc (CMake found the toolkit), NVRTC compiles each def's code
+    (`tcomp emit --stage cuda-resources`, which compiles a cubin) for
+    sm_90 at the small sizes and at bench/baselines.c's shapes (the bench
+    kernels), and for sm_80 under the drawn mapping.
+
+Exits 1 listing every failure.
+"""
+
+import array
+import ast
+import os
+import random
+import re
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+sys.path.insert(0, os.path.join(REPO, "bench"))
+import emit_stages  # noqa: E402  (defs_of, shapes_for, BENCH_SHAPES)
+
+SMALL = [7, 13, 5, 11, 9, 6, 4, 3]
+DTYPES = {"float": "float32", "double": "float64", "half": "float16"}
+NPY = {"<f4": "f", "<f8": "d", "<i1": "b", "<u1": "B", "<i2": "h", "<u2": "H", "<i4": "i",
+       "<u4": "I", "<i8": "q", "<u8": "Q", "|b1": "B", "|i1": "b", "|u1": "B", "<f2": "H"}
+
+
+def read_npy(path):
+    """(dtype string, shape, values) of a little-endian C-order .npy file."""
+    with open(path, "rb") as f:
+        data = f.read()
+    hlen = int.from_bytes(data[8:10], "little")
+    header = ast.literal_eval(data[10:10 + hlen].decode("latin1"))
+    values = array.array(NPY[header["descr"]])
+    values.frombytes(data[10 + hlen:])
+    return header["descr"], header["shape"], values
+
+
+def same(a, b):
+    """'' when the outputs agree, else what differs."""
+    da, sa, va = a
+    db, sb, vb = b
+    if (da, sa, len(va)) != (db, sb, len(vb)):
+        return f"dtype/shape {da}{sa} vs {db}{sb}"
+    for i, (x, y) in enumerate(zip(va, vb)):
+        if da in ("<f4", "<f8"):
+            if x != x and y != y:
+                continue
+            if abs(x - y) <= 1e-4 * max(1.0, abs(x), abs(y)):
+                continue
+        elif x == y:
+            continue
+        return f"element {i}: {x} vs {y}"
+    return ""
+
+
+def signature_types(tcomp, path):
+    """{def: [(tensor, dtype), ...]} of the inputs, from `tcomp check`."""
+    r = subprocess.run([tcomp, "check", path], capture_output=True, text=True)
+    out = {}
+    for line in r.stdout.splitlines():
+        m = emit_stages.SIG.match(line)
+        if m:
+            out[m.group(1)] = [(t, ty) for ty, _, t in emit_stages.PARAM.findall(m.group(2))]
+    return out
+
+
+def outputs_of(tcomp, path, name):
+    r = subprocess.run([tcomp, "check", path], capture_output=True, text=True)
+    for line in r.stdout.splitlines():
+        m = re.match(r"^def (\w+)\(.*?\) -> \((.*)\)", line)
+        if m and m.group(1) == name:
+            return [t for _, _, t in emit_stages.PARAM.findall(m.group(2).split(")  #")[0])]
+    return []
+
+
+def drawn_mapping(rng):
+    nb = rng.randint(0, 3)
+    block, threads = [], 1
+    for k in range(nb):
+        b = rng.choice([1, 2, 3, 4, 7, 8, 16, 32, 64])
+        if threads * b > 1024 or (k == 2 and b > 64):
+            b = 1
+        threads *= b
+        block.append(b)
+    grid = [rng.randint(1, 3) for _ in range(rng.randint(0, 3))]
+    return ["fusion=" + rng.choice(["max", "preserve3coincident", "min", "auto"]),
+            "block=" + (",".join(map(str, block)) or "auto"),
+            "grid=" + (",".join(map(str, grid)) or "auto")]
+
+
+def run(cmd):
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    return r.returncode, r.stdout + r.stderr
+
+
+def main():
+    args = sys.argv[1:]
+    nvrtc = "--nvrtc" in args
+    args = [a for a in args if a != "--nvrtc"]
+    tcomp, npygen = args[0], args[1]
+    files = args[2:] or sorted(
+        [os.path.join(REPO, "examples", f) for f in os.listdir(os.path.join(REPO, "examples"))
+         if f.endswith(".tc")]) + [os.path.join(REPO, "bench", "kernels.tc")]
+    failures, checked, compared = [], 0, 0
+    with tempfile.TemporaryDirectory() as tmp:
+        for path in files:
+            types = signature_types(tcomp, path)
+            for name, ins in emit_stages.defs_of(tcomp, path):
+                rng = random.Random(f"{os.path.basename(path)}/{name}")
+                what = f"{os.path.relpath(path, REPO)} {name}"
+                shape_args = emit_stages.shapes_for(ins, SMALL)
+                feeds = []
+                for k, (t, ty) in enumerate(types[name]):
+                    shape = shape_args[2 * k + 1].split("=", 1)[1]
+                    f = os.path.join(tmp, f"{name}_{t}.npy")
+                    dtype = DTYPES.get(ty, ty)
+                    rang = ["--range", "0:3"] if not dtype.startswith("float") else []
+                    code, out = run([npygen, f, dtype, shape, "--seed", str(k + 1), *rang])
+                    if code:
+                        failures.append(f"{what}: npygen {t}: {out}")
+                    feeds += ["--in", f"{t}={f}"]
+                outs = outputs_of(tcomp, path, name)
+                mapping = drawn_mapping(rng)
+                results = {}
+                for label, opts in (("interp", ["target=interp"]),
+                                    ("cuda-emu", ["target=cuda-emu"]),
+                                    ("cuda-emu " + " ".join(mapping), ["target=cuda-emu", *mapping])):
+                    files_out = [os.path.join(tmp, f"{name}_{o}_{len(results)}.npy") for o in outs]
+                    cmd = [tcomp, "run", path, "-e", name, "--no-cache", *feeds]
+                    for o, fo in zip(outs, files_out):
+                        cmd += ["--out", f"{o}={fo}"]
+                    for o in opts:
+                        cmd += ["--option", o]
+                    code, out = run(cmd)
+                    if code:
+                        failures.append(f"{what} [{label}]: tcomp run failed:\n{out}")
+                        continue
+                    results[label] = [read_npy(fo) for fo in files_out]
+                checked += 1
+                for label, got in results.items():
+                    if label == "interp" or "interp" not in results:
+                        continue
+                    for o, g, w in zip(outs, got, results["interp"]):
+                        compared += len(w[2])
+                        diff = same(g, w)
+                        if diff:
+                            failures.append(f"{what} [{label}]: output {o} differs from the "
+                                            f"interpreter's: {diff}")
+                if not nvrtc:
+                    continue
+                sets = [("sm_90", shape_args, []), ("sm_80", shape_args, mapping)]
+                if path.endswith("bench/kernels.tc") and name in emit_stages.BENCH_SHAPES:
+                    big = [a for t, s in emit_stages.BENCH_SHAPES[name].items()
+                           for a in ("--shape", t + "=" + "x".join(map(str, s)))]
+                    sets.append(("sm_90", big, []))
+                for arch, shapes, extra in sets:
+                    cmd = [tcomp, "emit", path, "-e", name, "--stage", "cuda-resources",
+                           *shapes, "--option", "target=cuda", "--option", "gpu_arch=" + arch]
+                    for o in extra:
+                        cmd += ["--option", o]
+                    code, out = run(cmd)
+                    if code or "ptxas info" not in out:
+                        failures.append(f"{what} [NVRTC {arch} {' '.join(extra)}]:\n{out}")
+    for f in failures:
+        print("FAIL:", f)
+    print(f"{checked} defs checked ({compared} output elements compared), {len(failures)} failures")
+    return 1 if failures or not checked or not compared else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
