@@ -241,9 +241,12 @@ static int split_words(const char *cmd, char *words, char **argv, int max)
 	return n;
 }
 
-/* Run the compiler on dir/unit.cpp into dir/unit.so, its output to
- * dir/cxx.log: TC_OK, or TC_ERR with the command's output in d. */
-static tc_stat run_compiler(const char *dir, tc_diags *d)
+/* Run the compiler, its output to dir/cxx.log: with header set, on
+ * dir/cuda_emu.hpp into the precompiled header dir/cuda_emu.hpp.gch;
+ * else on dir/unit.cpp into dir/unit.so, with the emulation header hpp
+ * (NULL: dir/cuda_emu.hpp) included first.  TC_OK, or TC_ERR with the
+ * command's output in d. */
+static tc_stat run_compiler(const char *dir, const char *hpp_in, int header, tc_diags *d)
 {
 	const char *cxx = tc_cg_emu_cxx(), *extra = getenv("TCOMP_EMU_CXXFLAGS");
 	size_t nflags = sizeof(cxx_flags) / sizeof(cxx_flags[0]);
@@ -253,9 +256,12 @@ static tc_stat run_compiler(const char *dir, tc_diags *d)
 	int argc, err, status = 0, i;
 	tc_stat r = TC_ERR;
 
-	snprintf(hpp, sizeof hpp, "%s/cuda_emu.hpp", dir);
+	if (hpp_in)
+		snprintf(hpp, sizeof hpp, "%s", hpp_in);
+	else
+		snprintf(hpp, sizeof hpp, "%s/cuda_emu.hpp", dir);
 	snprintf(cpp, sizeof cpp, "%s/unit.cpp", dir);
-	snprintf(so, sizeof so, "%s/unit.so", dir);
+	snprintf(so, sizeof so, header ? "%s/cuda_emu.hpp.gch" : "%s/unit.so", dir);
 	snprintf(log, sizeof log, "%s/cxx.log", dir);
 	words = tc_malloc(strlen(cxx) + 1);
 	xwords = tc_malloc(extra ? strlen(extra) + 1 : 1);
@@ -269,14 +275,23 @@ static tc_stat run_compiler(const char *dir, tc_diags *d)
 		goto error;
 	}
 	for (i = 0; i < (int)nflags; i++)
-		argv[argc++] = (char *)cxx_flags[i];
+		if (!header || strcmp(cxx_flags[i], "-shared"))
+			argv[argc++] = (char *)cxx_flags[i];
 	if (extra)
 		argc += split_words(extra, xwords, argv + argc, 32);
-	argv[argc++] = "-include";
-	argv[argc++] = hpp;
-	argv[argc++] = "-o";
-	argv[argc++] = so;
-	argv[argc++] = cpp;
+	if (header) {
+		argv[argc++] = "-x";
+		argv[argc++] = "c++-header";
+		argv[argc++] = hpp;
+		argv[argc++] = "-o";
+		argv[argc++] = so;
+	} else {
+		argv[argc++] = "-include";
+		argv[argc++] = hpp;
+		argv[argc++] = "-o";
+		argv[argc++] = so;
+		argv[argc++] = cpp;
+	}
 	argv[argc] = NULL;
 
 	if (posix_spawn_file_actions_init(&fa) != 0) {
@@ -326,7 +341,8 @@ error:
 /* Remove dir and the files the compile may have left in it. */
 static void remove_dir(const char *dir)
 {
-	static const char *const files[] = {"cuda_emu.hpp", "unit.cpp", "unit.so", "cxx.log"};
+	static const char *const files[] = {"cuda_emu.hpp", "cuda_emu.hpp.gch", "unit.cpp",
+		"unit.so", "cxx.log"};
 	char path[4200];
 	size_t i;
 	for (i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
@@ -336,8 +352,57 @@ static void remove_dir(const char *dir)
 	rmdir(dir);
 }
 
+/* The precompiled emulation header, made at the second compile of a
+ * process (a process that compiles once would pay more for it than it
+ * saves: 0.44 s of CPU to make, against 0.2 s of the 0.25 s each compile
+ * spends on the header's includes, measured with g++ 12) in a folder of
+ * its own, removed when the library is unloaded or the process exits.
+ * The compiler uses it where its flags match, and reads the header's text
+ * otherwise (another TCOMP_CXX or TCOMP_EMU_CXXFLAGS): correct either way.
+ * A failure to make it only means compiling without it. */
+static pthread_mutex_t pch_lock = PTHREAD_MUTEX_INITIALIZER;
+static int pch_compiles, pch_tried, pch_ready;
+static char pch_dir[4096];
+
+/* The header to include (its .gch beside it), or NULL: the unit's own. */
+static const char *pch_header(char *path, size_t n)
+{
+	const char *tmp = getenv("TMPDIR");
+	const char *r = NULL;
+	tc_diags scratch;
+	pthread_mutex_lock(&pch_lock);
+	if (++pch_compiles >= 2 && !pch_tried) {
+		pch_tried = 1;
+		if (!tmp || !*tmp)
+			tmp = "/tmp";
+		tc_diags_init(&scratch, NULL);
+		if (snprintf(pch_dir, sizeof pch_dir, "%s/tcomp-emu-pch-XXXXXX", tmp) <
+			    (int)sizeof pch_dir && mkdtemp(pch_dir)) {
+			snprintf(path, n, "%s/cuda_emu.hpp", pch_dir);
+			pch_ready = write_file(path, emu_header, sizeof emu_header - 1, &scratch) == TC_OK &&
+				run_compiler(pch_dir, NULL, 1, &scratch) == TC_OK;
+			if (!pch_ready)
+				remove_dir(pch_dir);
+		}
+		tc_diags_clear(&scratch);
+	}
+	if (pch_ready) {
+		snprintf(path, n, "%s/cuda_emu.hpp", pch_dir);
+		r = path;
+	}
+	pthread_mutex_unlock(&pch_lock);
+	return r;
+}
+
+__attribute__((destructor)) static void pch_remove(void)
+{
+	if (pch_ready)
+		remove_dir(pch_dir);
+}
+
 tc_cg_emu *tc_cg_emu_compile(const tc_cg_cuda *code, tc_diags *d)
 {
+	char pch[4200];
 	const char *tmp = getenv("TMPDIR");
 	char dir[4096], path[4200];
 	tc_cg_emu *e = NULL;
@@ -374,7 +439,7 @@ tc_cg_emu *tc_cg_emu_compile(const tc_cg_cuda *code, tc_diags *d)
 	snprintf(path, sizeof path, "%s/unit.cpp", dir);
 	if (write_file(path, text, strlen(text), d) < 0)
 		goto error;
-	if (run_compiler(dir, d) < 0)
+	if (run_compiler(dir, pch_header(pch, sizeof pch), 0, d) < 0)
 		goto error;
 	snprintf(path, sizeof path, "%s/unit.so", dir);
 	e->so = dlopen(path, RTLD_NOW | RTLD_LOCAL);
