@@ -32,7 +32,6 @@
 #include "c.h"
 #include "c_expr.h"
 
-#include <isl/options.h>
 #include <isl/printer.h>
 
 #include <stdlib.h>
@@ -388,50 +387,18 @@ const tc_cg_cexpr_dialect *tc_cg_c_dialect(void)
 	return &host_c;
 }
 
-/* Whether s is taken: reserved, an isl iterator name (c0, c1, ...), or one
- * of the names given (n entries). */
-static int name_taken(const char *s, char *const *names, int n)
-{
-	int i;
-	if (is_reserved(s))
-		return 1;
-	if (s[0] == 'c' && s[1] >= '0' && s[1] <= '9') { /* c0, c1, c0_0, ... */
-		const char *q = s + 1;
-		while ((*q >= '0' && *q <= '9') || (*q == '_' && q[1] >= '0' && q[1] <= '9'))
-			q++;
-		if (!*q)
-			return 1;
-	}
-	for (i = 0; i < n; i++)
-		if (names[i] && !strcmp(s, names[i]))
-			return 1;
-	return 0;
-}
-
-/* name, with '_' appended until it is not taken. */
+/* name, with '_' appended until it is free (c_expr.h). */
 static char *fresh_name(const char *name, char *const *taken, int n)
 {
-	tc_buf b;
-	tc_buf_init(&b);
-	tc_buf_puts(&b, name);
-	while (!b.oom && b.s && name_taken(b.s, taken, n))
-		tc_buf_putc(&b, '_');
-	return tc_buf_take(&b);
+	return tc_cg_cexpr_fresh_name(name, taken, n, is_reserved);
 }
 
-/* The isl name of size i (its name, with a '_' where isl reserves the
- * name): the name of parameter i of the context, which poly.c declares in
- * the order of the sizes. */
 static char *size_name(cg *g, int i)
 {
-	const char *name = isl_set_get_dim_name(g->p->context, isl_dim_param, (unsigned)i);
-	char *s;
-	if (!name || tc_poly_param_index(g->p, name) != i) {
-		fail(g, "internal error: the model's sizes are not the function's");
-		return NULL;
-	}
-	if (!(s = tc_strdup(name)))
-		fail(g, "out of memory");
+	const char *why = NULL;
+	char *s = tc_cg_cexpr_size_name(g->p, i, &why);
+	if (!s)
+		fail(g, why);
 	return s;
 }
 
@@ -477,8 +444,6 @@ oom:
 }
 
 /* ---- the loops ---- */
-
-static isl_bool visit_node(isl_ast_node *node, void *user);
 
 static isl_printer *print_line(isl_printer *prn, const char *s)
 {
@@ -551,7 +516,7 @@ static isl_printer *print_points(cg *g, isl_printer *prn, isl_ast_print_options 
 			prn = print_line(prn, buf);
 			prn = isl_printer_indent(prn, 2);
 		}
-		isl_ast_node_foreach_descendant_top_down(a, visit_node, g);
+		tc_cg_cexpr_note_loops(&g->pr, a);
 		prn = isl_ast_node_print(a, prn, isl_ast_print_options_copy(options));
 		if (pieces > 1) {
 			prn = print_line(prn, "break;");
@@ -595,73 +560,13 @@ static isl_printer *print_user(isl_printer *prn, isl_ast_print_options *options,
 	return prn;
 }
 
-/* Sizes and isl operations in the loop structure (the statements note
- * theirs as they are printed). */
-static isl_bool visit_node(isl_ast_node *node, void *user)
-{
-	cg *g = user;
-	isl_ast_expr *e[3] = {NULL, NULL, NULL};
-	int i;
-	switch (isl_ast_node_get_type(node)) {
-	case isl_ast_node_for:
-		e[0] = isl_ast_node_for_get_init(node);
-		e[1] = isl_ast_node_for_get_cond(node);
-		e[2] = isl_ast_node_for_get_inc(node);
-		break;
-	case isl_ast_node_if:
-		e[0] = isl_ast_node_if_get_cond(node);
-		break;
-	default:
-		break;
-	}
-	for (i = 0; i < 3; i++)
-		if (e[i]) {
-			tc_cg_cexpr_note_ids(&g->pr, e[i]);
-			isl_ast_expr_free(e[i]);
-		}
-	return isl_bool_true;
-}
-
 /* The loop nest (isl) with the statements (print_user), indented by 2. */
 static char *loops_text(cg *g)
 {
-	isl_printer *prn;
-	isl_ast_print_options *opts;
-	char *s, *r;
-	char *old_type;
-	isl_ctx *ctx = g->p->ctx;
-	const char *cur = isl_options_get_ast_iterator_type(ctx);
-
-	if (isl_ast_node_foreach_descendant_top_down(g->p->ast, visit_node, g) < 0) {
-		fail(g, "isl could not walk the AST");
+	tc_cg_cexpr_note_loops(&g->pr, g->p->ast);
+	if (g->pr.failed)
 		return NULL;
-	}
-	/* loop iterators as int64_t: the option is read when printing; the
-	 * caller's setting is restored */
-	old_type = cur ? tc_strdup(cur) : NULL;
-	if (cur && !old_type) {
-		fail(g, "out of memory");
-		return NULL;
-	}
-	isl_options_set_ast_iterator_type(ctx, host_types[TC_T_I64]);
-	prn = tc_cg_cexpr_isl_printer(&host_c, isl_printer_to_str(ctx));
-	prn = isl_printer_set_indent(prn, 2);
-	opts = isl_ast_print_options_alloc(ctx);
-	opts = isl_ast_print_options_set_print_user(opts, print_user, g);
-	prn = isl_ast_node_print(g->p->ast, prn, opts);
-	s = isl_printer_get_str(prn);
-	isl_printer_free(prn);
-	isl_options_set_ast_iterator_type(ctx, old_type ? old_type : "int");
-	tc_free(old_type);
-	if (!s) {
-		fail(g, "isl could not print the AST");
-		return NULL;
-	}
-	r = tc_strdup(s);
-	free(s);
-	if (!r)
-		fail(g, "out of memory");
-	return r;
+	return tc_cg_cexpr_ast_text(&g->pr, g->p->ast, 2, print_user, g);
 }
 
 /* ---- the text ---- */

@@ -30,6 +30,7 @@
 #include "../ir/half.h"
 
 #include <isl/id.h>
+#include <isl/options.h>
 #include <isl/val.h>
 
 #include <math.h>
@@ -1137,4 +1138,116 @@ void tc_cg_cexpr_helpers_called(__tc_keep const tc_cg_cexpr_dialect *dl,
 				if (!used[j] && calls(h[i].text, h[j].name))
 					used[j] = more = 1;
 	}
+}
+
+/* ---- what frames share: the loops' text, names ---- */
+
+/* Sizes in the loop structure (isl_ast_node_foreach_descendant_top_down). */
+static isl_bool note_node(isl_ast_node *node, void *user)
+{
+	tc_cg_cexpr *pr = user;
+	isl_ast_expr *e[3] = {NULL, NULL, NULL};
+	int i;
+	switch (isl_ast_node_get_type(node)) {
+	case isl_ast_node_for:
+		e[0] = isl_ast_node_for_get_init(node);
+		e[1] = isl_ast_node_for_get_cond(node);
+		e[2] = isl_ast_node_for_get_inc(node);
+		break;
+	case isl_ast_node_if:
+		e[0] = isl_ast_node_if_get_cond(node);
+		break;
+	default:
+		break;
+	}
+	for (i = 0; i < 3; i++)
+		if (e[i]) {
+			tc_cg_cexpr_note_ids(pr, e[i]);
+			isl_ast_expr_free(e[i]);
+		}
+	return isl_bool_true;
+}
+
+void tc_cg_cexpr_note_loops(__tc_keep tc_cg_cexpr *pr, __tc_keep isl_ast_node *node)
+{
+	if (isl_ast_node_foreach_descendant_top_down(node, note_node, pr) < 0)
+		tc_cg_cexpr_fail(pr, "isl could not walk the AST");
+}
+
+__tc_give char *tc_cg_cexpr_ast_text(__tc_keep tc_cg_cexpr *pr, __tc_keep isl_ast_node *node,
+	int indent, __isl_give isl_printer *(*print_user)(__isl_take isl_printer *,
+	__isl_take isl_ast_print_options *, __isl_keep isl_ast_node *, void *), void *user)
+{
+	isl_ctx *ctx = pr->p->ctx;
+	const char *cur = isl_options_get_ast_iterator_type(ctx);
+	char *old_type = cur ? tc_strdup(cur) : NULL, *s, *r;
+	isl_printer *prn;
+	isl_ast_print_options *opts;
+	if (cur && !old_type) {
+		tc_cg_cexpr_fail(pr, "out of memory");
+		return NULL;
+	}
+	/* loop iterators as int64_t: the option is read when printing */
+	isl_options_set_ast_iterator_type(ctx, pr->dl->type[TC_T_I64]);
+	prn = tc_cg_cexpr_isl_printer(pr->dl, isl_printer_to_str(ctx));
+	prn = isl_printer_set_indent(prn, indent);
+	opts = isl_ast_print_options_alloc(ctx);
+	opts = isl_ast_print_options_set_print_user(opts, print_user, user);
+	prn = isl_ast_node_print(node, prn, opts);
+	s = isl_printer_get_str(prn);
+	isl_printer_free(prn);
+	isl_options_set_ast_iterator_type(ctx, old_type ? old_type : "int");
+	tc_free(old_type);
+	if (!s) {
+		tc_cg_cexpr_fail(pr, "isl could not print the AST");
+		return NULL;
+	}
+	r = tc_strdup(s);
+	free(s);
+	if (!r)
+		tc_cg_cexpr_fail(pr, "out of memory");
+	return r;
+}
+
+/* Whether s is taken (see tc_cg_cexpr_fresh_name). */
+static int name_taken(const char *s, char *const *names, int n, int (*reserved)(const char *))
+{
+	int i;
+	if (reserved(s))
+		return 1;
+	if (s[0] == 'c' && s[1] >= '0' && s[1] <= '9') { /* c0, c1, c0_0, ... */
+		const char *q = s + 1;
+		while ((*q >= '0' && *q <= '9') || (*q == '_' && q[1] >= '0' && q[1] <= '9'))
+			q++;
+		if (!*q)
+			return 1;
+	}
+	for (i = 0; i < n; i++)
+		if (names[i] && !strcmp(s, names[i]))
+			return 1;
+	return 0;
+}
+
+__tc_give char *tc_cg_cexpr_fresh_name(__tc_keep const char *name, __tc_keep char *const *taken,
+	int n, int (*reserved)(const char *))
+{
+	tc_buf b;
+	tc_buf_init(&b);
+	tc_buf_puts(&b, name);
+	while (!b.oom && b.s && name_taken(b.s, taken, n, reserved))
+		tc_buf_putc(&b, '_');
+	return tc_buf_take(&b);
+}
+
+__tc_give char *tc_cg_cexpr_size_name(__tc_keep const tc_poly *p, int i, const char **why)
+{
+	const char *name = isl_set_get_dim_name(p->context, isl_dim_param, (unsigned)i);
+	char *s;
+	if (!name || tc_poly_param_index(p, name) != i) {
+		*why = "internal error: the model's sizes are not the function's";
+		return NULL;
+	}
+	if (!(s = tc_strdup(name)))
+		*why = "out of memory";
+	return s;
 }

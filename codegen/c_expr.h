@@ -169,6 +169,28 @@ __tc_give isl_printer *tc_cg_cexpr_isl_printer(__tc_keep const tc_cg_cexpr_diale
  * for the loop bounds and guards isl prints; statements note their own). */
 void tc_cg_cexpr_note_ids(__tc_keep tc_cg_cexpr *pr, __tc_keep isl_ast_expr *e);
 
+/* Mark the sizes the loops and guards of the AST below node mention as
+ * used (isl prints them; statements note their own as they print). */
+void tc_cg_cexpr_note_loops(__tc_keep tc_cg_cexpr *pr, __tc_keep isl_ast_node *node);
+
+/* The C text of the AST node (loops and guards from isl, iterators as
+ * int64_t; every user node through print_user, isl's callback, with
+ * user), indented by indent, or NULL with the failure recorded in pr.
+ * isl's iterator-type option is set for the printing and restored. */
+__tc_give char *tc_cg_cexpr_ast_text(__tc_keep tc_cg_cexpr *pr, __tc_keep isl_ast_node *node,
+	int indent, __isl_give isl_printer *(*print_user)(__isl_take isl_printer *,
+	__isl_take isl_ast_print_options *, __isl_keep isl_ast_node *, void *), void *user);
+
+/* Names of a frame.  tc_cg_cexpr_fresh_name: name with '_' appended
+ * until it is neither reserved (by the dialect's test reserved), an isl
+ * iterator (c0, c1, c0_1, ...) nor one of taken[0..n) (NULL entries
+ * skipped); NULL when out of memory.  tc_cg_cexpr_size_name: the isl name
+ * of size i of p (the name of parameter i of its context, which poly.c
+ * declares in the order of the sizes), a copy, or NULL with *why set. */
+__tc_give char *tc_cg_cexpr_fresh_name(__tc_keep const char *name, __tc_keep char *const *taken,
+	int n, int (*reserved)(const char *));
+__tc_give char *tc_cg_cexpr_size_name(__tc_keep const tc_poly *p, int i, const char **why);
+
 /* Append the C statement of instance inst to b: an assignment, a
  * reduction's init or update, ending in ';'.  A failure is recorded in pr;
  * an allocation failure in b. */

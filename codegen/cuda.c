@@ -23,7 +23,6 @@
 
 #include <isl/ast.h>
 #include <isl/id.h>
-#include <isl/options.h>
 #include <isl/printer.h>
 
 #include <pthread.h>
@@ -162,35 +161,10 @@ static int is_cuda_reserved(const char *s)
 	return tc_cg_c_name_reserved(s);
 }
 
-/* Whether s is taken: reserved, an isl iterator (c0, c1, ...), or one of
- * names[0..n) (NULL entries skipped). */
-static int cuda_name_taken(const char *s, char *const *names, int n)
-{
-	int i;
-	if (is_cuda_reserved(s))
-		return 1;
-	if (s[0] == 'c' && s[1] >= '0' && s[1] <= '9') {
-		const char *q = s + 1;
-		while ((*q >= '0' && *q <= '9') || (*q == '_' && q[1] >= '0' && q[1] <= '9'))
-			q++;
-		if (!*q)
-			return 1;
-	}
-	for (i = 0; i < n; i++)
-		if (names[i] && !strcmp(s, names[i]))
-			return 1;
-	return 0;
-}
-
-/* name with '_' appended until it is free (NULL when out of memory). */
+/* name with '_' appended until it is free (c_expr.h). */
 static char *cuda_fresh_name(const char *name, char *const *taken, int n)
 {
-	tc_buf b;
-	tc_buf_init(&b);
-	tc_buf_puts(&b, name);
-	while (!b.oom && b.s && cuda_name_taken(b.s, taken, n))
-		tc_buf_putc(&b, '_');
-	return tc_buf_take(&b);
+	return tc_cg_cexpr_fresh_name(name, taken, n, is_cuda_reserved);
 }
 
 /* ---- the frame ---- */
@@ -240,65 +214,15 @@ static isl_printer *print_user(isl_printer *prn, isl_ast_print_options *options,
 	return prn;
 }
 
-/* The sizes the loops of node mention. */
-static isl_bool note_node(isl_ast_node *node, void *user)
-{
-	cu *g = user;
-	isl_ast_expr *e[3] = {NULL, NULL, NULL};
-	int i;
-	switch (isl_ast_node_get_type(node)) {
-	case isl_ast_node_for:
-		e[0] = isl_ast_node_for_get_init(node);
-		e[1] = isl_ast_node_for_get_cond(node);
-		e[2] = isl_ast_node_for_get_inc(node);
-		break;
-	case isl_ast_node_if:
-		e[0] = isl_ast_node_if_get_cond(node);
-		break;
-	default:
-		break;
-	}
-	for (i = 0; i < 3; i++)
-		if (e[i]) {
-			tc_cg_cexpr_note_ids(&g->pr, e[i]);
-			isl_ast_expr_free(e[i]);
-		}
-	return isl_bool_true;
-}
-
-/* The loops of a kernel's body (indented by 2), or NULL. */
+/* The loops of a kernel's body (indented by 2, or 4 inside a guard), or
+ * NULL. */
 static char *body_text(cu *g, isl_ast_node *body)
 {
-	isl_ctx *ctx = g->p->ctx;
-	const char *cur = isl_options_get_ast_iterator_type(ctx);
-	char *old_type = cur ? tc_strdup(cur) : NULL, *s, *r;
-	isl_printer *prn;
-	isl_ast_print_options *opts;
-	if (cur && !old_type) {
-		fail(g, "out of memory");
+	tc_cg_cexpr_note_loops(&g->pr, body);
+	if (g->pr.failed)
 		return NULL;
-	}
-	if (isl_ast_node_foreach_descendant_top_down(body, note_node, g) < 0)
-		fail(g, "isl could not walk the AST");
-	isl_options_set_ast_iterator_type(ctx, "int64_t");
-	prn = tc_cg_cexpr_isl_printer(&cuda_dialect, isl_printer_to_str(ctx));
-	prn = isl_printer_set_indent(prn, g->guard.s && g->guard.s[0] ? 4 : 2);
-	opts = isl_ast_print_options_alloc(ctx);
-	opts = isl_ast_print_options_set_print_user(opts, print_user, g);
-	prn = isl_ast_node_print(body, prn, opts);
-	s = isl_printer_get_str(prn);
-	isl_printer_free(prn);
-	isl_options_set_ast_iterator_type(ctx, old_type ? old_type : "int");
-	tc_free(old_type);
-	if (!s) {
-		fail(g, "isl could not print the AST");
-		return NULL;
-	}
-	r = tc_strdup(s);
-	free(s);
-	if (!r)
-		fail(g, "out of memory");
-	return r;
+	return tc_cg_cexpr_ast_text(&g->pr, body, g->guard.s && g->guard.s[0] ? 4 : 2,
+		print_user, g);
 }
 
 /* Whether text mentions the identifier id (not as part of a longer one). */
@@ -459,14 +383,10 @@ static void put_kernels(cu *g, isl_ast_node *node)
 
 static char *size_name(cu *g, int i)
 {
-	const char *name = isl_set_get_dim_name(g->p->context, isl_dim_param, (unsigned)i);
-	char *s;
-	if (!name || tc_poly_param_index(g->p, name) != i) {
-		fail(g, "internal error: the model's sizes are not the function's");
-		return NULL;
-	}
-	if (!(s = tc_strdup(name)))
-		fail(g, "out of memory");
+	const char *why = NULL;
+	char *s = tc_cg_cexpr_size_name(g->p, i, &why);
+	if (!s)
+		fail(g, why);
 	return s;
 }
 
