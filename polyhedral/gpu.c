@@ -1,8 +1,9 @@
 /* GPU mapping: the gpu pass (tc_poly_pass_gpu).
  *
- * Each top-level nest of the schedule (a child of the root's sequence or
- * set, or the whole tree) becomes one kernel, launched in the order of
- * the nests, under a TC_POLY_MARK_GPU_KERNEL mark carrying its launch
+ * Each top-level nest of the schedule (the first node below the root that
+ * is no sequence or set: the children of sequences and sets of sequences
+ * and sets, or the whole tree) becomes one kernel, launched in the order
+ * of the nests, under a TC_POLY_MARK_GPU_KERNEL mark carrying its launch
  * configuration (tc_poly_gpu_kernel).  In the nest's outermost band, the
  * coincident members (moved first where the band is permutable) are
  * mapped, the innermost three of them: the innermost to x (the order pass
@@ -251,27 +252,33 @@ static isl_schedule_node *map_nest(isl_schedule_node *node, gpu_map *g)
 	return mark_kernel(node, k);
 }
 
-/* Map every top-level nest of p's schedule (node: its root). */
-static isl_schedule_node *map_all(isl_schedule_node *node, const tc_poly *p, int *flag)
+/* Map the nests at node: each child of a sequence or set (run in order,
+ * or independent: kernels launched in order serve both), down to the
+ * first node that is neither; returns the node at the same position. */
+static isl_schedule_node *map_nests(isl_schedule_node *node, gpu_map *g)
 {
-	gpu_map g = {p, 0};
-	enum isl_schedule_node_type type;
-	node = isl_schedule_node_child(node, 0); /* below the domain */
-	type = isl_schedule_node_get_type(node);
+	enum isl_schedule_node_type type = isl_schedule_node_get_type(node);
 	if (type == isl_schedule_node_sequence || type == isl_schedule_node_set) {
 		isl_size i, n = isl_schedule_node_n_children(node);
 		for (i = 0; node && i < n; i++) {
 			node = isl_schedule_node_child(node, i);
 			node = isl_schedule_node_child(node, 0); /* below the filter */
-			node = map_nest(node, &g);
+			node = map_nests(node, g);
 			node = isl_schedule_node_parent(node);
 			node = isl_schedule_node_parent(node);
 		}
-	} else {
-		node = map_nest(node, &g);
+		return node;
 	}
+	return map_nest(node, g);
+}
+
+/* Map every top-level nest of p's schedule (node: its root). */
+static isl_schedule_node *map_all(isl_schedule_node *node, const tc_poly *p, int *flag)
+{
+	gpu_map g = {p, 0};
 	(void)flag;
-	return isl_schedule_node_root(node);
+	node = isl_schedule_node_child(node, 0); /* below the domain */
+	return isl_schedule_node_root(map_nests(node, &g));
 }
 
 /* Whether the block and grid options fit the target: TC_OK, or TC_ERR
