@@ -25,7 +25,12 @@
  *          unrolled_for) or run in parallel (tc_parallel).
  *   user   the tc_poly_inst annotation: each domain dimension of the
  *          statement is evaluated from its isl expression, then the
- *          statement body is generated from the IR expression tree. */
+ *          statement body is generated from the IR expression tree.
+ *
+ * A register tile's piece of whole rows, and its init, may instead be
+ * emitted as the vector micro-kernel itself ("register tiles as vector
+ * code" below); a module of such code alone is marked TC_CG_VECTOR_CODE
+ * for llvm_jit.c's lighter pass pipeline. */
 
 #include "llvm_internal.h"
 
@@ -678,7 +683,7 @@ static int eval_dom(cg *g, const tc_poly_inst *inst, int n)
 	for (k = 0; k < n; k++)
 		if (!(g->dom[k] = tc_cg_llvm_as_i64(g, tc_cg_llvm_ast_expr(g, inst->index[k]))))
 			return 0;
-	g->ndom = inst->n;
+	g->ndom = n;
 	return 1;
 }
 
