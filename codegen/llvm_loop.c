@@ -594,13 +594,19 @@ static isl_ast_node *mark_child(isl_ast_node *n, const char *name)
 	return is ? isl_ast_node_mark_get_node(n) : NULL;
 }
 
+/* The most vectors of one row of a tile. */
+#define VT_MAX_VEC 16
+
 /* A tile found for vector code: the rows (or none, for an init's column
- * loop alone), the columns, the statement, its column dimension and the
- * lanes of a vector. */
+ * loop alone), the columns, the statement, its column dimension, and the
+ * row's vectors: nvec of them, vector v from column off[v] (counted from
+ * the loop's first), width[v] lanes. */
 typedef struct vtile {
 	const_loop row, col;
 	const tc_poly_inst *inst;
-	int vc, lanes, nvec;
+	int vc, nvec;
+	int width[VT_MAX_VEC];
+	int64_t off[VT_MAX_VEC];
 	LLVMValueRef rslot, cslot;  /* the row and column iterators' slots */
 	LLVMValueRef acc[VT_MAX_ACC], addr[VT_MAX_ACC]; /* per row and vector */
 } vtile;
@@ -613,14 +619,18 @@ static void vtile_clear(vtile *t)
 }
 
 /* Whether the column loop col (t->col) holding body (a user node) is one
- * statement that vector code computes (t->inst, t->vc, t->lanes, t->nvec
- * set): its columns a whole number of vectors, exactly one domain value
- * moving with the column iterator and by one per step. */
+ * statement that vector code computes (t->inst, t->vc and the vectors
+ * set): exactly one domain value moving with the column iterator, by one
+ * per step.  The columns are vectors of the target's width, then, for
+ * the rest, one vector each of the powers of two below it that the rest
+ * holds (54 columns: 3 of 16 lanes, one of 4 and one of 2, as LLVM's
+ * vectoriser and SLP made them; 7: 4, 2 and 1). */
 static int vector_columns(cg *g, isl_ast_node *body, vtile *t)
 {
 	const tc_poly_inst *inst = isl_ast_node_get_type(body) == isl_ast_node_user
 		? tc_poly_node_inst(body) : NULL;
 	int k, size;
+	int64_t lanes, off;
 	if (!inst || inst->points || !inst->stmt || !inst->stmt->ir || inst->n != inst->stmt->ndims ||
 		t->col.step != 1)
 		return 0;
@@ -633,10 +643,17 @@ static int vector_columns(cg *g, isl_ast_node *body, vtile *t)
 			t->vc = k;
 		}
 	size = tc_dtype_size(g->p->f->tensors[inst->stmt->ir->tensor].dtype);
-	t->lanes = size > 0 ? g->p->target->vector_bytes / size : 0;
-	if (t->vc < 0 || t->lanes < 2 || t->col.trips % t->lanes)
+	lanes = size > 0 ? g->p->target->vector_bytes / size : 0;
+	if (t->vc < 0 || lanes < 2)
 		return 0;
-	t->nvec = (int)(t->col.trips / t->lanes);
+	for (t->nvec = 0, off = 0; off < t->col.trips; off += lanes) {
+		while (lanes > t->col.trips - off)
+			lanes /= 2;
+		if (t->nvec == VT_MAX_VEC)
+			return 0;
+		t->width[t->nvec] = (int)lanes;
+		t->off[t->nvec++] = off;
+	}
 	return tc_cg_llvm_vector_ok(g, inst->stmt, t->vc);
 }
 
@@ -644,13 +661,19 @@ static int vector_columns(cg *g, isl_ast_node *body, vtile *t)
  * tile's piece of whole rows that vector code computes (see above); t is
  * filled (vtile_clear it after).  The rows must write different elements
  * (one left-hand dimension is the row iterator plus terms without it),
- * and the elements must not move with k, whose loop runs at least once. */
+ * and the elements must not move with k.  k's bounds need not be
+ * constants (the last block of a blocked reduction: min(127, e - 1)): if
+ * its loop runs no iteration, the accumulators' loads and stores put the
+ * tile's own elements back as they were (the rows and columns are whole
+ * and constant, so the elements exist, and only this tile's thread
+ * touches them). */
 static int vector_tile(cg *g, isl_ast_node *n, isl_ast_node *body, isl_id *kid, vtile *t)
 {
 	isl_ast_node *rows = NULL, *cols = NULL, *user = NULL, *un = NULL;
 	int ok = 0, k, distinct = 0;
 	memset(t, 0, sizeof(*t));
-	if (!g->ordered || g->unroll || g->opts.vector || g->stream || trip_count(n) < 1 ||
+	(void)n;
+	if (!g->ordered || g->unroll || g->opts.vector || g->stream ||
 		!(rows = mark_child(body, TC_POLY_MARK_UNROLL)) || !const_loop_of(rows, &t->row))
 		goto done;
 	un = isl_ast_node_for_get_body(rows);
@@ -690,11 +713,11 @@ static int eval_dom(cg *g, const tc_poly_inst *inst, int n)
 /* The code of copy (r, v) of tile t: the row and column iterators' slots
  * hold row r's value and vector v's first column. */
 static void vtile_at(cg *g, const vtile *t, LLVMValueRef rslot, LLVMValueRef cslot, int64_t r,
-	int64_t v)
+	int v)
 {
 	if (rslot)
 		LLVMBuildStore(g->B, tc_cg_llvm_i64c(g, t->row.lo + r * t->row.step), rslot);
-	LLVMBuildStore(g->B, tc_cg_llvm_i64c(g, t->col.lo + v * t->lanes), cslot);
+	LLVMBuildStore(g->B, tc_cg_llvm_i64c(g, t->col.lo + t->off[v]), cslot);
 }
 
 /* Bind the row and column iterators of tile t to their slots (made on
@@ -722,7 +745,8 @@ static int vtile_bind(cg *g, vtile *t)
 static void vtile_load(cg *g, vtile *t)
 {
 	const tc_poly_stmt *s = t->inst->stmt;
-	int64_t r, v;
+	int64_t r;
+	int v;
 	int i, base = g->niters;
 	if (!vtile_bind(g, t))
 		goto done;
@@ -733,7 +757,7 @@ static void vtile_load(cg *g, vtile *t)
 			if (!eval_dom(g, t->inst, s->ir->nlhs))
 				goto done;
 			t->addr[i] = tc_cg_llvm_lhs_address(g, s);
-			if (!(x = tc_cg_llvm_vector_load(g, s->ir->tensor, t->addr[i], t->lanes)))
+			if (!(x = tc_cg_llvm_vector_load(g, s->ir->tensor, t->addr[i], t->width[v])))
 				goto done;
 			t->acc[i] = LLVMBuildAlloca(g->A, LLVMTypeOf(x), "acc");
 			LLVMBuildStore(g->B, x, t->acc[i]);
@@ -747,7 +771,8 @@ done:
  * statement's step on its accumulator. */
 static void vtile_step(cg *g, vtile *t)
 {
-	int64_t r, v;
+	int64_t r;
+	int v;
 	int i, base = g->niters;
 	if (!vtile_bind(g, t))
 		goto done;
@@ -758,7 +783,7 @@ static void vtile_step(cg *g, vtile *t)
 			if (!eval_dom(g, t->inst, t->inst->n))
 				goto done;
 			x = LLVMBuildLoad2(g->B, LLVMGetAllocatedType(t->acc[i]), t->acc[i], "");
-			if (!(x = tc_cg_llvm_vector_value(g, t->inst->stmt, t->vc, t->lanes, x)))
+			if (!(x = tc_cg_llvm_vector_value(g, t->inst->stmt, t->vc, t->width[v], x)))
 				goto done;
 			LLVMBuildStore(g->B, x, t->acc[i]);
 		}
@@ -779,12 +804,11 @@ static void vtile_store(cg *g, vtile *t)
 
 /* Whether the column loop n (iterator slot slot, bound by the caller) of
  * an init inside a register tile, holding body, was emitted as vector
- * stores (its columns a whole number of vectors; see above). */
+ * stores (its columns in vectors as vector_columns splits them). */
 static int vector_init(cg *g, isl_ast_node *n, isl_ast_node *body, LLVMValueRef slot)
 {
 	vtile t;
-	int64_t v;
-	int ok;
+	int v, ok;
 	memset(&t, 0, sizeof(t));
 	if (!g->ordered || g->unroll || g->opts.vector || g->stream ||
 		isl_ast_node_get_type(body) != isl_ast_node_user || !const_loop_of(n, &t.col))
@@ -795,7 +819,7 @@ static int vector_init(cg *g, isl_ast_node *n, isl_ast_node *body, LLVMValueRef 
 		vtile_at(g, &t, NULL, slot, 0, v);
 		if (eval_dom(g, t.inst, t.inst->n))
 			tc_cg_llvm_vector_store(g, s->ir->tensor, tc_cg_llvm_lhs_address(g, s),
-				tc_cg_llvm_vector_value(g, s, t.vc, t.lanes, NULL));
+				tc_cg_llvm_vector_value(g, s, t.vc, t.width[v], NULL));
 		g->ndom = 0;
 	}
 	g->nvector += ok;

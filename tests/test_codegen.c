@@ -1873,7 +1873,7 @@ static void test_regtile_vector_code_matches_the_interpreter(void **state)
 	static const char *const entries[] = {"mm", "mixed", "dmm"};
 	static const int64_t shapes[][3][TC_MAX_RANK] = {
 		{{12, 37}, {37, 64}, {64}}, /* whole tiles */
-		{{10, 19}, {19, 71}, {71}}, /* short rows; 7 short columns: scalar */
+		{{10, 19}, {19, 71}, {71}}, /* short rows; 7 short columns: 4, 2, 1 lanes */
 	};
 	int e, s, contract;
 	(void)state;
