@@ -657,7 +657,7 @@ static int vector_columns(cg *g, isl_ast_node *body, vtile *t)
 	return tc_cg_llvm_vector_ok(g, inst->stmt, t->vc);
 }
 
-/* Whether the reduction loop n (iterator kid, body body) is a register
+/* Whether a reduction loop (iterator kid, body body) is a register
  * tile's piece of whole rows that vector code computes (see above); t is
  * filled (vtile_clear it after).  The rows must write different elements
  * (one left-hand dimension is the row iterator plus terms without it),
@@ -667,12 +667,11 @@ static int vector_columns(cg *g, isl_ast_node *body, vtile *t)
  * tile's own elements back as they were (the rows and columns are whole
  * and constant, so the elements exist, and only this tile's thread
  * touches them). */
-static int vector_tile(cg *g, isl_ast_node *n, isl_ast_node *body, isl_id *kid, vtile *t)
+static int vector_tile(cg *g, isl_ast_node *body, isl_id *kid, vtile *t)
 {
 	isl_ast_node *rows = NULL, *cols = NULL, *user = NULL, *un = NULL;
 	int ok = 0, k, distinct = 0;
 	memset(t, 0, sizeof(*t));
-	(void)n;
 	if (!g->ordered || g->unroll || g->opts.vector || g->stream ||
 		!(rows = mark_child(body, TC_POLY_MARK_UNROLL)) || !const_loop_of(rows, &t->row))
 		goto done;
@@ -866,7 +865,7 @@ static void for_node(cg *g, isl_ast_node *n)
 		g->niters--;
 		goto done;
 	}
-	vec = vector_tile(g, n, body, id, &vt);
+	vec = vector_tile(g, body, id, &vt);
 	if (vec)
 		vtile_load(g, &vt);
 	cond = isl_ast_node_for_get_cond(n);
