@@ -179,11 +179,12 @@ static tc_stat verify(LLVMModuleRef M, tc_diags *d)
  * addresses (EarlyCSE, InstCombine) and merging blocks (SimplifyCFG); the
  * back end's loop strength reduction and scheduling do the rest.  The
  * micro-kernel's machine code is the same as under default<O3> (matmul
- * 256: 24 vfmadd231ps, 6 broadcasts and 4 row loads per k, no spills) and
- * matmul 256's compile 0.7 times the time (docs/performance.md, Compile
- * latency, eighth pass).  Chosen because the code generator emitted the
- * vector code, not by guessing from the IR's shape: a shorter pipeline
- * for every module left conv2d 1.8 times slower (fifth pass). */
+ * 256: 24 vfmadd231ps, 6 broadcasts and 4 row loads per k, no spills),
+ * and matmul's compile takes 0.66 times the time at 256, 0.58 at 1024
+ * (docs/performance.md, Compile latency, eighth pass).  Chosen because
+ * the code generator emitted the vector code, not by guessing from the
+ * IR's shape: a shorter pipeline for every module left conv2d 1.8 times
+ * slower (fifth pass). */
 #define VECTOR_CODE_PIPELINE "function(sroa,early-cse,instcombine,simplifycfg)"
 
 /* The O3 pipeline for the host, with loop and SLP vectorisation, on a
