@@ -27,10 +27,10 @@
  *          statement is evaluated from its isl expression, then the
  *          statement body is generated from the IR expression tree.
  *
- * A register tile's piece of whole rows, and its init, may instead be
- * emitted as the vector micro-kernel itself ("register tiles as vector
- * code" below); a module of such code alone is marked TC_CG_VECTOR_CODE
- * for llvm_jit.c's lighter pass pipeline. */
+ * A register tile's piece, and its init, may instead be emitted as the
+ * vector micro-kernel itself ("register tiles as vector code" below); a
+ * module of such code alone is marked TC_CG_VECTOR_CODE for llvm_jit.c's
+ * lighter pass pipeline. */
 
 #include "llvm_internal.h"
 
@@ -504,8 +504,8 @@ static int unrolled_for(cg *g, isl_ast_node *n, isl_ast_node *body, isl_ast_expr
 
 /* ---- register tiles as vector code ----
  *
- * A register tile's piece of whole rows (polyhedral/ast.c) is
- *     for (k ...)                  the reduction loop, constant bounds
+ * A register tile's piece (polyhedral/ast.c) is
+ *     for (k ...)                  the reduction loop
  *       // tc_unroll
  *       for (r = R0; r < ...; ...) the tile's rows, constant bounds
  *         // tc_unrolled
@@ -516,7 +516,8 @@ static int unrolled_for(cg *g, isl_ast_node *n, isl_ast_node *body, isl_ast_expr
  * time along the columns (tc_cg_llvm_vector_ok: the columns are its last
  * left-hand dimension, plus terms without them), the code generator emits
  * the micro-kernel itself: one accumulator per row and vector of the
- * target's width (<16 x float> on AVX-512), loaded before the reduction
+ * target's width (<16 x float> on AVX-512; a row's rest of columns in
+ * narrower vectors, vector_columns), loaded before the reduction
  * loop and stored after it, and in the loop, per row and vector, the
  * broadcasts, row loads and llvm.fmuladd of the statement, the rows and
  * vectors unrolled by us; an init is its vector stores.  LLVM's loop
@@ -525,8 +526,9 @@ static int unrolled_for(cg *g, isl_ast_node *n, isl_ast_node *body, isl_ast_expr
  * (g->nvector, g->nscalar) gets the lighter pass pipeline of llvm_jit.c.
  * The sums keep the interpreter's order: each lane is one element, and
  * its steps are the scalar statement's, in the order of k.  Anything else
- * (partial tiles whose bounds are not constants, other statements, other
- * options of vector) keeps the scalar statements and LLVM's passes. */
+ * (rows or columns whose bounds are not constants, other statements,
+ * other options of vector) keeps the scalar statements and LLVM's
+ * passes. */
 
 /* The most accumulators (rows times vectors) of one tile. */
 #define VT_MAX_ACC 32
