@@ -1519,3 +1519,233 @@ void tc_cg_llvm_statement(__tc_keep cg *g, __tc_keep const tc_poly_inst *inst)
 	store(g, ir->tensor, addr, v);
 	g->ndom = 0;
 }
+
+/* ---- register tiles as vector code ----
+ *
+ * A register tile's micro-kernel (llvm_loop.c, vector_tile) computes a
+ * statement `lanes` elements at a time along its last left-hand dimension
+ * vc: lane l is the instance whose domain value vc is lane 0's plus l, and
+ * every other domain value is lane 0's (g->dom holds lane 0's values).
+ * Each lane computes exactly the scalar code's operations on its own
+ * element, so the results are the same bits: reads that do not use vc are
+ * one scalar load broadcast, reads whose last subscript is vc plus terms
+ * without it are one vector load, and arithmetic is the same IR operation
+ * on vectors (llvm.fmuladd where the contract rule fuses, as in the scalar
+ * code). Only what is checked below is emitted this way; anything else
+ * keeps the scalar statement and LLVM's vectoriser. */
+
+/* Whether e uses domain dimension v. */
+static int uses_dim(const tc_ir_expr *e, int v)
+{
+	int i;
+	if (e->op == TC_OP_INDEX && e->id == v)
+		return 1;
+	for (i = 0; i < e->nargs; i++)
+		if (uses_dim(e->args[i], v))
+			return 1;
+	return 0;
+}
+
+/* Whether subscript sub is domain dimension v plus terms without it (under
+ * widening integer casts), so that its value at lane l is lane 0's plus l. */
+static int unit_in(const tc_ir_expr *sub, int v)
+{
+	while (sub->op == TC_OP_CAST && tc_dtype_is_int(sub->type) && tc_dtype_bits(sub->type) >= 32 &&
+		tc_dtype_is_int(sub->args[0]->type))
+		sub = sub->args[0];
+	if (sub->op == TC_OP_INDEX)
+		return sub->id == v;
+	if (sub->op == TC_OP_ADD && sub->nargs == 2)
+		return (unit_in(sub->args[0], v) && !uses_dim(sub->args[1], v)) ||
+			(!uses_dim(sub->args[0], v) && unit_in(sub->args[1], v));
+	if (sub->op == TC_OP_SUB && sub->nargs == 2)
+		return unit_in(sub->args[0], v) && !uses_dim(sub->args[1], v);
+	return 0;
+}
+
+/* Whether e (of float type t) can be computed along vc as vectors: float
+ * constants, reads of tensors of type t with affine subscripts (proven in
+ * bounds: no run-time check) that are broadcasts or unit-stride rows, and
+ * + - * / and negation. */
+static int vec_ok(cg *g, const tc_ir_expr *e, int vc, tc_dtype t)
+{
+	int i;
+	if (e->type != t)
+		return 0;
+	switch (e->op) {
+	case TC_OP_CONST:
+		return 1;
+	case TC_OP_READ:
+		if (e->id < 0 || e->id >= g->p->f->ntensors || g->p->f->tensors[e->id].dtype != t ||
+			e->nargs < 1 || e->nargs > TC_MAX_RANK)
+			return 0;
+		for (i = 0; i < e->nargs; i++)
+			if (!tc_dtype_is_int(e->args[i]->type) || !tc_ir_affine(e->args[i]) ||
+				(i < e->nargs - 1 && uses_dim(e->args[i], vc)))
+				return 0;
+		return !uses_dim(e->args[e->nargs - 1], vc) || unit_in(e->args[e->nargs - 1], vc);
+	case TC_OP_NEG:
+		return vec_ok(g, e->args[0], vc, t);
+	case TC_OP_ADD:
+	case TC_OP_SUB:
+	case TC_OP_MUL:
+	case TC_OP_DIV:
+		return vec_ok(g, e->args[0], vc, t) && vec_ok(g, e->args[1], vc, t);
+	default:
+		return 0;
+	}
+}
+
+/* Whether statement s can be computed along its domain dimension vc as
+ * vectors (see above): an init, or a sum reduction whose right-hand side
+ * vec_ok accepts and which does not read its own tensor (the tile keeps
+ * its sums in registers), of a float32 or float64 tensor (not a 16-bit
+ * float's accumulator) whose last left-hand dimension is vc. */
+int tc_cg_llvm_vector_ok(__tc_keep cg *g, __tc_keep const tc_poly_stmt *s, int vc)
+{
+	const tc_ir_stmt *ir = s ? s->ir : NULL;
+	const tc_ir_tensor *tt = ir ? &g->p->f->tensors[ir->tensor] : NULL;
+	if (!ir || (tt->dtype != TC_T_F32 && tt->dtype != TC_T_F64) || tt->widened ||
+		ir->nlhs < 1 || vc != ir->nlhs - 1 || s->ndims > CG_MAX_DIMS ||
+		(g->stream && g->streamed[ir->tensor]))
+		return 0;
+	if (s->kind == TC_POLY_INIT)
+		return 1;
+	return s->kind == TC_POLY_UPDATE && ir->red == TC_RED_ADD &&
+		!tc_ir_reads(ir->rhs, ir->tensor) && vec_ok(g, ir->rhs, vc, tt->dtype);
+}
+
+/* The vector type of `lanes` elements of tensor t. */
+static LLVMTypeRef vec_type(cg *g, int t, int lanes)
+{
+	return LLVMVectorType(reg_type(g, g->p->f->tensors[t].dtype), (unsigned)lanes);
+}
+
+/* Scalar v in every lane of a vector of `lanes`. */
+static LLVMValueRef splat(cg *g, LLVMValueRef v, int lanes)
+{
+	LLVMTypeRef vt = LLVMVectorType(LLVMTypeOf(v), (unsigned)lanes);
+	LLVMValueRef one = LLVMBuildInsertElement(g->B, LLVMGetUndef(vt), v,
+		LLVMConstInt(g->i32, 0, 0), "");
+	return LLVMBuildShuffleVector(g->B, one, LLVMGetUndef(vt),
+		LLVMConstNull(LLVMVectorType(g->i32, (unsigned)lanes)), "");
+}
+
+/* The vector of `lanes` elements of tensor t from addr (lane 0's element). */
+LLVMValueRef tc_cg_llvm_vector_load(__tc_keep cg *g, int t, __tc_keep LLVMValueRef addr,
+	int lanes)
+{
+	LLVMValueRef v;
+	if (!addr)
+		return NULL;
+	v = LLVMBuildLoad2(g->B, vec_type(g, t, lanes), addr, "");
+	LLVMSetAlignment(v, (unsigned)tc_dtype_size(g->p->f->tensors[t].dtype));
+	tag_access(g, t, v);
+	return v;
+}
+
+/* Store vector v into `lanes` elements of tensor t from addr. */
+void tc_cg_llvm_vector_store(__tc_keep cg *g, int t, __tc_keep LLVMValueRef addr,
+	__tc_keep LLVMValueRef v)
+{
+	LLVMValueRef st;
+	if (!addr || !v)
+		return;
+	st = LLVMBuildStore(g->B, v, addr);
+	LLVMSetAlignment(st, (unsigned)tc_dtype_size(g->p->f->tensors[t].dtype));
+	tag_access(g, t, st);
+}
+
+/* fused() on vectors of float type t. */
+static LLVMValueRef vfused(cg *g, LLVMValueRef x, LLVMValueRef y, LLVMValueRef z)
+{
+	LLVMTypeRef ty;
+	LLVMValueRef args[3] = {x, y, z}, r;
+	if (!x || !y || !z)
+		return NULL;
+	ty = LLVMTypeOf(x);
+	r = tc_cg_llvm_call_intrinsic(g, !g->h || g->h->fma ? "llvm.fmuladd" : "llvm.fma", &ty, 1,
+		args, 3);
+	if (r && g->opts.fastmath)
+		LLVMSetFastMathFlags(r, LLVMFastMathAllowReassoc | LLVMFastMathAllowContract |
+			LLVMFastMathNoSignedZeros);
+	return r;
+}
+
+/* The value of e (vec_ok) as a vector of `lanes` along vc, g->dom holding
+ * lane 0's domain values. */
+static LLVMValueRef vexpr(cg *g, const tc_ir_expr *e, int vc, int lanes)
+{
+	LLVMValueRef a, b, idx[TC_MAX_RANK], addr;
+	tc_ir_fma m;
+	int i;
+	if (g->failed)
+		return NULL;
+	switch (e->op) {
+	case TC_OP_CONST:
+		return splat(g, constant(g, e->type, e->c.i, e->c.f), lanes);
+	case TC_OP_READ:
+		for (i = 0; i < e->nargs; i++) {
+			tc_dtype at = e->args[i]->type;
+			if ((idx[i] = plain_index(g, e->args[i], e->id, i)))
+				continue;
+			idx[i] = convert(g, expr(g, e->args[i]), at,
+				tc_dtype_is_signed(at) ? TC_T_I64 : TC_T_U64);
+			if (!idx[i])
+				return NULL;
+		}
+		addr = element(g, e->id, idx, e->nargs);
+		if (uses_dim(e->args[e->nargs - 1], vc))
+			return tc_cg_llvm_vector_load(g, e->id, addr, lanes);
+		a = load(g, e->id, addr);
+		return a ? splat(g, a, lanes) : NULL;
+	case TC_OP_NEG:
+		a = vexpr(g, e->args[0], vc, lanes);
+		return a ? LLVMBuildFNeg(g->B, a, "") : NULL;
+	default:
+		if (g->opts.contract && tc_ir_fma_of(e, &m)) {
+			LLVMValueRef x, y, z = NULL;
+			if (!m.product_first && !(z = vexpr(g, m.z, vc, lanes))) /* in the order written */
+				return NULL;
+			if (!(x = vexpr(g, m.x, vc, lanes)) || !(y = vexpr(g, m.y, vc, lanes)) ||
+				(!z && !(z = vexpr(g, m.z, vc, lanes))))
+				return NULL;
+			return vfused(g, m.neg_xy ? LLVMBuildFNeg(g->B, x, "") : x, y,
+				m.neg_z ? LLVMBuildFNeg(g->B, z, "") : z);
+		}
+		a = vexpr(g, e->args[0], vc, lanes);
+		b = vexpr(g, e->args[1], vc, lanes);
+		return a && b ? float_arith(g, e->op, e->type, a, b) : NULL;
+	}
+}
+
+/* The address of lane 0's left-hand element of statement s, g->dom
+ * holding its domain values (at least the left-hand ones). */
+LLVMValueRef tc_cg_llvm_lhs_address(__tc_keep cg *g, __tc_keep const tc_poly_stmt *s)
+{
+	return element(g, s->ir->tensor, g->dom, s->ir->nlhs);
+}
+
+/* The new value of `lanes` elements of statement s (tc_cg_llvm_vector_ok
+ * along vc) at g->dom (lane 0's domain values): the identity for an init;
+ * for a sum, acc (the elements' current values) plus the right-hand side,
+ * as the scalar statement computes it per element (fused by the contract
+ * rule). */
+LLVMValueRef tc_cg_llvm_vector_value(__tc_keep cg *g, __tc_keep const tc_poly_stmt *s, int vc,
+	int lanes, __tc_keep LLVMValueRef acc)
+{
+	const tc_ir_stmt *ir = s->ir;
+	tc_dtype dt = g->p->f->tensors[ir->tensor].dtype;
+	const tc_ir_expr *fx, *fy;
+	LLVMValueRef v;
+	if (s->kind == TC_POLY_INIT)
+		return splat(g, identity(g, ir->red, dt), lanes);
+	if (!acc)
+		return NULL;
+	if (g->opts.contract && tc_ir_fma_reduction(ir, dt, 0, &fx, &fy)) {
+		LLVMValueRef x = vexpr(g, fx, vc, lanes), y = x ? vexpr(g, fy, vc, lanes) : NULL;
+		return vfused(g, x, y, acc);
+	}
+	v = vexpr(g, ir->rhs, vc, lanes);
+	return v ? float_arith(g, TC_OP_ADD, dt, acc, v) : NULL;
+}

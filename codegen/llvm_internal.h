@@ -93,6 +93,8 @@ typedef struct cg {
 	int unroll;        /* between TC_POLY_MARK_UNROLL and _UNROLLED: loops unrolled */
 	int rolled;        /* below TC_POLY_MARK_ROLLED: outer loops kept rolled */
 	int rolled_seen;   /* the current loop's body holds TC_POLY_MARK_ROLLED */
+	int nvector;       /* register tile pieces and inits emitted as vector code */
+	int nscalar;       /* statements emitted as scalar code inside a loop */
 	unsigned char *streamed; /* per tensor: written with streaming stores */
 	int stream;        /* emitting the copy of the code that streams */
 	unsigned md_loop;  /* metadata kind llvm.loop */
@@ -159,7 +161,38 @@ void tc_cg_llvm_alias_scopes(__tc_keep cg *g);
  * store of its value (an init, an assignment or a reduction step). */
 void tc_cg_llvm_statement(__tc_keep cg *g, __tc_keep const tc_poly_inst *inst);
 
+/* Whether statement s can be computed `lanes` elements at a time along
+ * its domain dimension vc (its last left-hand dimension) with the
+ * functions below: an init, or a float32/float64 sum reduction whose
+ * right-hand side is broadcast reads, unit-stride row reads, constants
+ * and + - * / (llvm_expr.c, "register tiles as vector code"). */
+int tc_cg_llvm_vector_ok(__tc_keep cg *g, __tc_keep const tc_poly_stmt *s, int vc);
+
+/* The address of lane 0's left-hand element of statement s, g->dom holding
+ * its left-hand domain values. */
+LLVMValueRef tc_cg_llvm_lhs_address(__tc_keep cg *g, __tc_keep const tc_poly_stmt *s);
+
+/* A vector of `lanes` elements of tensor t from addr (lane 0's element),
+ * and its store; with the tensor's alias scopes and element alignment. */
+LLVMValueRef tc_cg_llvm_vector_load(__tc_keep cg *g, int t, __tc_keep LLVMValueRef addr,
+	int lanes);
+void tc_cg_llvm_vector_store(__tc_keep cg *g, int t, __tc_keep LLVMValueRef addr,
+	__tc_keep LLVMValueRef v);
+
+/* The new value of `lanes` elements of statement s (tc_cg_llvm_vector_ok
+ * along vc) with g->dom holding lane 0's domain values: the reduction's
+ * identity for an init, else acc (the elements' values so far) plus the
+ * right-hand side, each lane with the scalar statement's operations. */
+LLVMValueRef tc_cg_llvm_vector_value(__tc_keep cg *g, __tc_keep const tc_poly_stmt *s, int vc,
+	int lanes, __tc_keep LLVMValueRef acc);
+
 /* ---- llvm_loop.c: the module of a kernel ---- */
+
+/* The named metadata of a module whose statements inside loops are all
+ * vector code of register tiles (llvm_loop.c): llvm_jit.c gives it the
+ * lighter pass pipeline, since the loop and SLP vectorisers, the unroller
+ * and LICM have nothing to do there. */
+#define TC_CG_VECTOR_CODE "tc.vector_code"
 
 /* Build the module of p in C with one function fname for the host h and
  * the data layout of tm, and the sites of its run-time checks (when sites

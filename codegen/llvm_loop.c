@@ -25,7 +25,12 @@
  *          unrolled_for) or run in parallel (tc_parallel).
  *   user   the tc_poly_inst annotation: each domain dimension of the
  *          statement is evaluated from its isl expression, then the
- *          statement body is generated from the IR expression tree. */
+ *          statement body is generated from the IR expression tree.
+ *
+ * A register tile's piece, and its init, may instead be emitted as the
+ * vector micro-kernel itself ("register tiles as vector code" below); a
+ * module of such code alone is marked TC_CG_VECTOR_CODE for llvm_jit.c's
+ * lighter pass pipeline. */
 
 #include "llvm_internal.h"
 
@@ -497,6 +502,332 @@ static int unrolled_for(cg *g, isl_ast_node *n, isl_ast_node *body, isl_ast_expr
 	return done || g->failed;
 }
 
+/* ---- register tiles as vector code ----
+ *
+ * A register tile's piece (polyhedral/ast.c) is
+ *     for (k ...)                  the reduction loop
+ *       // tc_unroll
+ *       for (r = R0; r < ...; ...) the tile's rows, constant bounds
+ *         // tc_unrolled
+ *         for (j = J0; ...; j++)   the row's columns, constant bounds
+ *           S(...);                one statement
+ * and its init piece one loop over the rows around a loop over the columns
+ * of an init.  Where the statement computes its elements a vector at a
+ * time along the columns (tc_cg_llvm_vector_ok: the columns are its last
+ * left-hand dimension, plus terms without them), the code generator emits
+ * the micro-kernel itself: one accumulator per row and vector of the
+ * target's width (<16 x float> on AVX-512; a row's rest of columns in
+ * narrower vectors, vector_columns), loaded before the reduction
+ * loop and stored after it, and in the loop, per row and vector, the
+ * broadcasts, row loads and llvm.fmuladd of the statement, the rows and
+ * vectors unrolled by us; an init is its vector stores.  LLVM's loop
+ * vectoriser, SLP vectoriser, unroller and LICM then have nothing left to
+ * do there, and a module whose statements in loops are all such code
+ * (g->nvector, g->nscalar) gets the lighter pass pipeline of llvm_jit.c.
+ * The sums keep the interpreter's order: each lane is one element, and
+ * its steps are the scalar statement's, in the order of k.  Anything else
+ * (rows or columns whose bounds are not constants, other statements,
+ * other options of vector) keeps the scalar statements and LLVM's
+ * passes. */
+
+/* The most accumulators (rows times vectors) of one tile. */
+#define VT_MAX_ACC 32
+
+/* Whether isl AST expression e is the iterator id plus terms without it
+ * (sums only): its value at id + 1 is one more. */
+static int ast_unit_in(isl_ast_expr *e, isl_id *id)
+{
+	isl_ast_expr *a, *b;
+	int r;
+	if (isl_ast_expr_get_type(e) == isl_ast_expr_id)
+		return expr_uses(e, id);
+	if (isl_ast_expr_get_type(e) != isl_ast_expr_op ||
+		isl_ast_expr_op_get_type(e) != isl_ast_expr_op_add ||
+		isl_ast_expr_op_get_n_arg(e) != 2)
+		return 0;
+	a = isl_ast_expr_op_get_arg(e, 0);
+	b = isl_ast_expr_op_get_arg(e, 1);
+	r = a && b && ((ast_unit_in(a, id) && !expr_uses(b, id)) ||
+		(!expr_uses(a, id) && ast_unit_in(b, id)));
+	isl_ast_expr_free(a);
+	isl_ast_expr_free(b);
+	return r;
+}
+
+/* A loop of integer bounds and step: for node n (not degenerate) as
+ * "for (it = lo; it <= hi; it += step)" (or "<"), its iterator (a
+ * reference) and trip count; 0 if it is not such a loop. */
+typedef struct const_loop {
+	isl_id *id;
+	int64_t lo, trips, step;
+} const_loop;
+
+static int const_loop_of(isl_ast_node *n, const_loop *l)
+{
+	isl_ast_expr *it, *init;
+	int ok = 1;
+	l->id = NULL;
+	if (!n || isl_ast_node_get_type(n) != isl_ast_node_for ||
+		isl_ast_node_for_is_degenerate(n) != isl_bool_false || !(l->trips = trip_count(n)))
+		return 0;
+	init = isl_ast_node_for_get_init(n);
+	l->lo = ast_const(init, &ok);
+	isl_ast_expr_free(init);
+	init = isl_ast_node_for_get_inc(n);
+	l->step = ast_const(init, &ok);
+	isl_ast_expr_free(init);
+	it = isl_ast_node_for_get_iterator(n);
+	l->id = it && ok ? isl_ast_expr_get_id(it) : NULL;
+	isl_ast_expr_free(it);
+	return l->id != NULL;
+}
+
+/* The child of mark node n when its mark is name, else NULL (a
+ * reference, or NULL). */
+static isl_ast_node *mark_child(isl_ast_node *n, const char *name)
+{
+	isl_id *mark;
+	int is;
+	if (!n || isl_ast_node_get_type(n) != isl_ast_node_mark)
+		return NULL;
+	mark = isl_ast_node_mark_get_id(n);
+	is = mark && !strcmp(isl_id_get_name(mark), name);
+	isl_id_free(mark);
+	return is ? isl_ast_node_mark_get_node(n) : NULL;
+}
+
+/* The most vectors of one row of a tile. */
+#define VT_MAX_VEC 16
+
+/* A tile found for vector code: the rows (or none, for an init's column
+ * loop alone), the columns, the statement, its column dimension, and the
+ * row's vectors: nvec of them, vector v from column off[v] (counted from
+ * the loop's first), width[v] lanes. */
+typedef struct vtile {
+	const_loop row, col;
+	const tc_poly_inst *inst;
+	int vc, nvec;
+	int width[VT_MAX_VEC];
+	int64_t off[VT_MAX_VEC];
+	LLVMValueRef rslot, cslot;  /* the row and column iterators' slots */
+	LLVMValueRef acc[VT_MAX_ACC], addr[VT_MAX_ACC]; /* per row and vector */
+} vtile;
+
+static void vtile_clear(vtile *t)
+{
+	isl_id_free(t->row.id);
+	isl_id_free(t->col.id);
+	t->row.id = t->col.id = NULL;
+}
+
+/* Whether the column loop col (t->col) holding body (a user node) is one
+ * statement that vector code computes (t->inst, t->vc and the vectors
+ * set): exactly one domain value moving with the column iterator, by one
+ * per step.  The columns are vectors of the target's width, then, for
+ * the rest, one vector each of the powers of two below it that the rest
+ * holds (54 columns: 3 of 16 lanes, one of 4 and one of 2, as LLVM's
+ * vectoriser and SLP made them; 7: 4, 2 and 1). */
+static int vector_columns(cg *g, isl_ast_node *body, vtile *t)
+{
+	const tc_poly_inst *inst = isl_ast_node_get_type(body) == isl_ast_node_user
+		? tc_poly_node_inst(body) : NULL;
+	int k, size;
+	int64_t lanes, off;
+	if (!inst || inst->points || !inst->stmt || !inst->stmt->ir || inst->n != inst->stmt->ndims ||
+		t->col.step != 1)
+		return 0;
+	t->inst = inst;
+	t->vc = -1;
+	for (k = 0; k < inst->n; k++)
+		if (expr_uses(inst->index[k], t->col.id)) {
+			if (t->vc >= 0 || !ast_unit_in(inst->index[k], t->col.id))
+				return 0;
+			t->vc = k;
+		}
+	size = tc_dtype_size(g->p->f->tensors[inst->stmt->ir->tensor].dtype);
+	lanes = size > 0 ? g->p->target->vector_bytes / size : 0;
+	if (t->vc < 0 || lanes < 2)
+		return 0;
+	for (t->nvec = 0, off = 0; off < t->col.trips; off += lanes) {
+		while (lanes > t->col.trips - off)
+			lanes /= 2;
+		if (t->nvec == VT_MAX_VEC)
+			return 0;
+		t->width[t->nvec] = (int)lanes;
+		t->off[t->nvec++] = off;
+	}
+	return tc_cg_llvm_vector_ok(g, inst->stmt, t->vc);
+}
+
+/* Whether a reduction loop (iterator kid, body body) is a register
+ * tile's piece of whole rows that vector code computes (see above); t is
+ * filled (vtile_clear it after).  The rows must write different elements
+ * (one left-hand dimension is the row iterator plus terms without it),
+ * and the elements must not move with k.  k's bounds need not be
+ * constants (the last block of a blocked reduction: min(127, e - 1)): if
+ * its loop runs no iteration, the accumulators' loads and stores put the
+ * tile's own elements back as they were (the rows and columns are whole
+ * and constant, so the elements exist, and only this tile's thread
+ * touches them). */
+static int vector_tile(cg *g, isl_ast_node *body, isl_id *kid, vtile *t)
+{
+	isl_ast_node *rows = NULL, *cols = NULL, *user = NULL, *un = NULL;
+	int ok = 0, k, distinct = 0;
+	memset(t, 0, sizeof(*t));
+	if (!g->ordered || g->unroll || g->opts.vector || g->stream ||
+		!(rows = mark_child(body, TC_POLY_MARK_UNROLL)) || !const_loop_of(rows, &t->row))
+		goto done;
+	un = isl_ast_node_for_get_body(rows);
+	if (!(cols = mark_child(un, TC_POLY_MARK_UNROLLED)) || !const_loop_of(cols, &t->col))
+		goto done;
+	user = isl_ast_node_for_get_body(cols);
+	if (!user || !vector_columns(g, user, t) ||
+		t->row.trips * t->nvec > VT_MAX_ACC || t->inst->stmt->kind != TC_POLY_UPDATE)
+		goto done;
+	for (k = 0; k < t->inst->stmt->ir->nlhs; k++) {
+		if (expr_uses(t->inst->index[k], kid))
+			goto done;
+		distinct |= k != t->vc && ast_unit_in(t->inst->index[k], t->row.id);
+	}
+	ok = distinct;
+done:
+	isl_ast_node_free(user);
+	isl_ast_node_free(cols);
+	isl_ast_node_free(un);
+	isl_ast_node_free(rows);
+	if (!ok)
+		vtile_clear(t);
+	return ok;
+}
+
+/* g->dom[0 .. n) from the statement's index expressions. */
+static int eval_dom(cg *g, const tc_poly_inst *inst, int n)
+{
+	int k;
+	for (k = 0; k < n; k++)
+		if (!(g->dom[k] = tc_cg_llvm_as_i64(g, tc_cg_llvm_ast_expr(g, inst->index[k]))))
+			return 0;
+	g->ndom = n;
+	return 1;
+}
+
+/* The code of copy (r, v) of tile t: the row and column iterators' slots
+ * hold row r's value and vector v's first column. */
+static void vtile_at(cg *g, const vtile *t, LLVMValueRef rslot, LLVMValueRef cslot, int64_t r,
+	int v)
+{
+	if (rslot)
+		LLVMBuildStore(g->B, tc_cg_llvm_i64c(g, t->row.lo + r * t->row.step), rslot);
+	LLVMBuildStore(g->B, tc_cg_llvm_i64c(g, t->col.lo + t->off[v]), cslot);
+}
+
+/* Bind the row and column iterators of tile t to their slots (made on
+ * the first call); 0 on failure. */
+static int vtile_bind(cg *g, vtile *t)
+{
+	int k;
+	for (k = 0; k < 2; k++) {
+		isl_id *id = k ? t->col.id : t->row.id;
+		LLVMValueRef *slot = k ? &t->cslot : &t->rslot;
+		if (!room_for_iter(g))
+			return 0;
+		if (!*slot)
+			*slot = iter_slot(g, isl_id_get_name(id));
+		g->iters[g->niters].id = id;
+		g->iters[g->niters].slot = *slot;
+		g->niters++;
+	}
+	return 1;
+}
+
+/* Before the reduction loop of tile t (vector_tile): each accumulator (a
+ * vector slot in the entry block, which SROA keeps in a register) loaded
+ * from its elements, whose addresses t keeps for the stores. */
+static void vtile_load(cg *g, vtile *t)
+{
+	const tc_poly_stmt *s = t->inst->stmt;
+	int64_t r;
+	int v;
+	int i, base = g->niters;
+	if (!vtile_bind(g, t))
+		goto done;
+	for (r = i = 0; r < t->row.trips && !g->failed; r++)
+		for (v = 0; v < t->nvec && !g->failed; v++, i++) {
+			LLVMValueRef x;
+			vtile_at(g, t, t->rslot, t->cslot, r, v);
+			if (!eval_dom(g, t->inst, s->ir->nlhs))
+				goto done;
+			t->addr[i] = tc_cg_llvm_lhs_address(g, s);
+			if (!(x = tc_cg_llvm_vector_load(g, s->ir->tensor, t->addr[i], t->width[v])))
+				goto done;
+			t->acc[i] = LLVMBuildAlloca(g->A, LLVMTypeOf(x), "acc");
+			LLVMBuildStore(g->B, x, t->acc[i]);
+		}
+done:
+	g->ndom = 0;
+	g->niters = base;
+}
+
+/* One iteration of the reduction loop of tile t: per row and vector, the
+ * statement's step on its accumulator. */
+static void vtile_step(cg *g, vtile *t)
+{
+	int64_t r;
+	int v;
+	int i, base = g->niters;
+	if (!vtile_bind(g, t))
+		goto done;
+	for (r = i = 0; r < t->row.trips && !g->failed; r++)
+		for (v = 0; v < t->nvec && !g->failed; v++, i++) {
+			LLVMValueRef x;
+			vtile_at(g, t, t->rslot, t->cslot, r, v);
+			if (!eval_dom(g, t->inst, t->inst->n))
+				goto done;
+			x = LLVMBuildLoad2(g->B, LLVMGetAllocatedType(t->acc[i]), t->acc[i], "");
+			if (!(x = tc_cg_llvm_vector_value(g, t->inst->stmt, t->vc, t->width[v], x)))
+				goto done;
+			LLVMBuildStore(g->B, x, t->acc[i]);
+		}
+done:
+	g->ndom = 0;
+	g->niters = base;
+}
+
+/* After the reduction loop of tile t: the accumulators stored. */
+static void vtile_store(cg *g, vtile *t)
+{
+	int i, nacc = (int)t->row.trips * t->nvec;
+	for (i = 0; i < nacc && !g->failed; i++)
+		tc_cg_llvm_vector_store(g, t->inst->stmt->ir->tensor, t->addr[i],
+			LLVMBuildLoad2(g->B, LLVMGetAllocatedType(t->acc[i]), t->acc[i], ""));
+	g->nvector++;
+}
+
+/* Whether the column loop n (iterator slot slot, bound by the caller) of
+ * an init inside a register tile, holding body, was emitted as vector
+ * stores (its columns in vectors as vector_columns splits them). */
+static int vector_init(cg *g, isl_ast_node *n, isl_ast_node *body, LLVMValueRef slot)
+{
+	vtile t;
+	int v, ok;
+	memset(&t, 0, sizeof(t));
+	if (!g->ordered || g->unroll || g->opts.vector || g->stream ||
+		isl_ast_node_get_type(body) != isl_ast_node_user || !const_loop_of(n, &t.col))
+		return 0;
+	ok = vector_columns(g, body, &t) && t.inst->stmt->kind == TC_POLY_INIT;
+	for (v = 0; ok && v < t.nvec && !g->failed; v++) {
+		const tc_poly_stmt *s = t.inst->stmt;
+		vtile_at(g, &t, NULL, slot, 0, v);
+		if (eval_dom(g, t.inst, t.inst->n))
+			tc_cg_llvm_vector_store(g, s->ir->tensor, tc_cg_llvm_lhs_address(g, s),
+				tc_cg_llvm_vector_value(g, s, t.vc, t.width[v], NULL));
+		g->ndom = 0;
+	}
+	g->nvector += ok;
+	vtile_clear(&t);
+	return ok;
+}
+
 static void for_node(cg *g, isl_ast_node *n)
 {
 	isl_ast_expr *it = isl_ast_node_for_get_iterator(n);
@@ -507,6 +838,8 @@ static void for_node(cg *g, isl_ast_node *n)
 	LLVMValueRef slot, v, c;
 	LLVMBasicBlockRef bcond, bbody, bexit;
 	isl_bool degenerate = isl_ast_node_for_is_degenerate(n);
+	vtile vt;
+	int vec = 0;
 
 	if (!id || !init || !body || degenerate < 0) {
 		tc_cg_llvm_fail(g, "malformed for node", NULL);
@@ -530,6 +863,13 @@ static void for_node(cg *g, isl_ast_node *n)
 		g->niters--;
 		goto done;
 	}
+	if (vector_init(g, n, body, slot)) {
+		g->niters--;
+		goto done;
+	}
+	vec = vector_tile(g, body, id, &vt);
+	if (vec)
+		vtile_load(g, &vt);
 	cond = isl_ast_node_for_get_cond(n);
 	inc = isl_ast_node_for_get_inc(n);
 	bcond = tc_cg_llvm_new_block(g, "for.cond");
@@ -544,7 +884,10 @@ static void for_node(cg *g, isl_ast_node *n)
 		g->rolled_seen = 0;
 		LLVMBuildCondBr(g->B, c, bbody, bexit);
 		LLVMPositionBuilderAtEnd(g->B, bbody);
-		node(g, body);
+		if (vec)
+			vtile_step(g, &vt);
+		else
+			node(g, body);
 		v = inc ? tc_cg_llvm_as_i64(g, tc_cg_llvm_ast_expr(g, inc))
 			: tc_cg_llvm_fail(g, "malformed for node", NULL);
 		if (v) {
@@ -554,14 +897,19 @@ static void for_node(cg *g, isl_ast_node *n)
 			latch = LLVMBuildBr(g->B, bcond);
 			if (is_innermost(body))
 				loop_hints(g, latch, body, id, trip_count(n));
-			else if (g->rolled || g->rolled_seen)
+			else if (vec || g->rolled || g->rolled_seen) /* a vector tile's
+				* reduction loop is the micro-kernel as it is */
 				keep_rolled(g, latch);
 		}
 		g->rolled_seen |= rolled_seen;
 		LLVMPositionBuilderAtEnd(g->B, bexit);
+		if (vec)
+			vtile_store(g, &vt);
 	}
 	g->niters--;
 done:
+	if (vec)
+		vtile_clear(&vt);
 	isl_ast_expr_free(cond);
 	isl_ast_expr_free(inc);
 	isl_ast_node_free(body);
@@ -1151,8 +1499,10 @@ static void node(cg *g, isl_ast_node *n)
 		inst = tc_poly_node_inst(n);
 		if (inst && inst->points)
 			points_node(g, inst);
-		else if (inst)
+		else if (inst) {
+			g->nscalar += g->niters > 0;
 			tc_cg_llvm_statement(g, inst);
+		}
 		else
 			tc_cg_llvm_fail(g, "a statement without its annotation", NULL);
 		break;
@@ -1293,6 +1643,9 @@ __tc_give LLVMModuleRef tc_cg_llvm_build_module(__tc_keep LLVMContextRef C,
 	kernel_body(&g, p->ast);
 	if (g.failed)
 		goto error;
+	if (g.nvector && !g.nscalar) /* every statement in a loop is vector code */
+		LLVMAddNamedMetadataOperand(g.M, TC_CG_VECTOR_CODE,
+			LLVMMetadataAsValue(C, LLVMMDNodeInContext2(C, NULL, 0)));
 	LLVMBuildRetVoid(g.B);
 	LLVMBuildBr(g.A, code);
 	if (LLVMVerifyModule(g.M, LLVMReturnStatusAction, &msg)) {

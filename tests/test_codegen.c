@@ -1764,8 +1764,10 @@ static void test_reduction_blocks_from_the_caches(void **state)
 
 /* The unoptimised LLVM IR of an 8 x 32 x 32 float matmul in register
  * tiles of 4 rows by 16 columns, the rows unrolled or not (option
- * unroll); the caller frees it. */
-static char *regtile_ir(int unroll)
+ * unroll), under the vector option vector (0: auto, which emits the tile
+ * as vector code; 4: LLVM's vectoriser with 4 lanes, the rows unrolled by
+ * the code generator as scalar statements); the caller frees it. */
+static char *regtile_ir(int unroll, int vector)
 {
 	kernel k;
 	tc_tensor in[2];
@@ -1796,6 +1798,7 @@ static char *regtile_ir(int unroll)
 	assert_int_equal(tc_poly_schedule(p, tc_poly_cpu_passes, tc_poly_ncpu_passes, NULL, &d), 0);
 	assert_int_equal(tc_poly_ast(p, &d), 0);
 	memset(&o, 0, sizeof(o));
+	o.vector = vector;
 	return raw_ir(ctx, p, &o, &d, &k);
 }
 
@@ -1806,7 +1809,7 @@ static char *regtile_ir(int unroll)
  * tests (tests/test_options.c) and the corpus. */
 static void test_regtile_rows_unrolled_by_codegen(void **state)
 {
-	char *on = regtile_ir(1), *off = regtile_ir(0);
+	char *on = regtile_ir(1, 4), *off = regtile_ir(0, 4);
 	(void)state;
 	assert_int_equal(count_of(on, "fmul float"), 4);
 	assert_int_equal(count_of(off, "fmul float"), 1);
@@ -1814,6 +1817,107 @@ static void test_regtile_rows_unrolled_by_codegen(void **state)
 	assert_int_equal(count_of(on, "\nfor.cond"), count_of(off, "\nfor.cond") + 2);
 	tc_free(on);
 	tc_free(off);
+}
+
+/* With the vector option auto, a register tile of whole rows is vector
+ * code of the code generator's own (codegen/llvm_loop.c, "register tiles
+ * as vector code"): per row and vector of the host's width one
+ * accumulator, loaded before the reduction loop and stored after it, one
+ * vector multiply per row and vector in the loop (4 rows of 16 columns),
+ * no loop over the columns and no scalar multiply; the module is marked
+ * for the lighter pass pipeline (every statement in a loop is such code);
+ * the init is vector stores.  Results: test_regtile_vector_code_matches_
+ * the_interpreter. */
+static void test_regtile_emitted_as_vectors(void **state)
+{
+	char *ir = regtile_ir(1, 0), *off = regtile_ir(0, 0), want[64];
+	int lanes = host_target()->vector_bytes / 4;
+	(void)state;
+	if (lanes < 2 || 16 % lanes) {
+		tc_free(ir);
+		tc_free(off);
+		skip();
+	}
+	snprintf(want, sizeof(want), "fmul <%d x float>", lanes);
+	assert_int_equal(count_of(ir, want), 4 * (16 / lanes));
+	assert_int_equal(count_of(ir, "fmul float"), 0);
+	snprintf(want, sizeof(want), "load <%d x float>", lanes);
+	assert_true(count_of(ir, want) >= 2 * 4 * (16 / lanes)); /* B's rows, the sums */
+	snprintf(want, sizeof(want), "store <%d x float>", lanes);
+	assert_true(count_of(ir, want) >= 4 * (16 / lanes)); /* the sums, the init */
+	assert_non_null(strstr(ir, "!tc.vector_code"));
+	/* without the rows unrolled (unroll=off): scalar statements in loops,
+	 * LLVM's vectoriser and default<O3> */
+	assert_int_equal(count_of(off, "fmul float"), 1);
+	assert_null(strstr(off, "!tc.vector_code"));
+	tc_free(ir);
+	tc_free(off);
+}
+
+/* Kernels whose register tiles become vector code (f32 and f64, broadcast
+ * and row reads, constants, negation, division, a product inside the sum,
+ * whole and partial tiles of rows and columns), compiled with the CPU
+ * passes and register tiles of 4 rows by 32 columns, with and without the
+ * contract option, against the interpreter with the same rule on random
+ * data, bit for bit (outputs poisoned first). */
+static void test_regtile_vector_code_matches_the_interpreter(void **state)
+{
+	static const char text[] =
+		"def mm(float(M,K) A, float(K,N) B) -> (C) { C(m,n) +=! A(m,r_k) * B(r_k,n) }\n"
+		"def mixed(float(M,K) A, float(K,N) B, float(N) V) -> (C) {\n"
+		"    C(m,n) +=! (A(m,r_k) - 1.5) * B(r_k,n) + A(m,r_k) * V(n) / 3 - -B(r_k,n)\n"
+		"}\n"
+		"def dmm(float64(M,K) A, float64(K,N) B) -> (C) {\n"
+		"    C(m,n) +=! A(m,r_k) * B(r_k,n) - 0.25 * A(m,r_k)\n"
+		"}\n";
+	static const char *const entries[] = {"mm", "mixed", "dmm"};
+	static const int64_t shapes[][3][TC_MAX_RANK] = {
+		{{12, 37}, {37, 64}, {64}}, /* whole tiles */
+		{{10, 19}, {19, 71}, {71}}, /* short rows; 7 short columns: 4, 2, 1 lanes */
+	};
+	int e, s, contract;
+	(void)state;
+	for (e = 0; e < 3; e++)
+		for (s = 0; s < 2; s++)
+			for (contract = 0; contract < 2; contract++) {
+				isl_ctx *ctx = tc_poly_ctx_new();
+				tc_diags d;
+				tc_poly *p;
+				tc_cg_opts o;
+				tc_cg_code *code;
+				run r;
+				run_setup(&r, text, entries[e], shapes[s], FILL_NICE, NULL,
+					(uint64_t)(100 + 4 * e + 2 * s + contract));
+				tc_diags_init(&d, NULL);
+				p = tc_poly_build(ctx, r.k.f, r.params, host_target(), &d);
+				assert_non_null(p);
+				p->opts.parallel = 0; /* the test's code runs on this thread */
+				p->opts.nregtile = 2;
+				p->opts.regtile[0] = 4;
+				p->opts.regtile[1] = 32;
+				assert_int_equal(tc_poly_schedule(p, tc_poly_cpu_passes,
+					tc_poly_ncpu_passes, NULL, &d), 0);
+				assert_int_equal(tc_poly_ast(p, &d), 0);
+				memset(&o, 0, sizeof(o));
+				o.contract = contract;
+				code = tc_cg_llvm_compile(jit, p, &o, &d);
+				if (!code)
+					fail_diags(&d, "tc_cg_llvm_compile");
+				run_compiled(&r, code);
+				{
+					tc_diags di;
+					tc_diags_init(&di, r.k.src);
+					if (tc_interp_run(r.k.f, r.params, r.t, r.ref, contract, &di) < 0)
+						fail_diags(&di, "the interpreter");
+					tc_diags_clear(&di);
+				}
+				assert_int_equal(run_compare(&r, NULL, exact, entries[e]), 0);
+				tc_cg_code_free(code);
+				tc_poly_free(p);
+				tc_diags_clear(&d);
+				run_free(&r);
+				isl_ctx_free(ctx);
+			}
 }
 
 static char *pointwise_ir(int vector, int unroll)
@@ -2043,6 +2147,8 @@ int main(void)
 		cmocka_unit_test(test_text_stages),
 		cmocka_unit_test(test_loop_metadata_of_vector_options),
 		cmocka_unit_test(test_regtile_rows_unrolled_by_codegen),
+		cmocka_unit_test(test_regtile_emitted_as_vectors),
+		cmocka_unit_test(test_regtile_vector_code_matches_the_interpreter),
 		cmocka_unit_test(test_target_cache_blocks),
 		cmocka_unit_test(test_reduction_blocks_from_the_caches),
 		cmocka_unit_test(test_code_lifetime_and_errors),
