@@ -989,6 +989,11 @@ static int cmd_bench(int argc, char **argv)
 	for (p = optext; *p; p++)
 		if (*p == '\n')
 			*p = p[1] ? ';' : 0;
+	/* the target the kernel has (the cache's, with --cache-result-options) */
+	if (!strncmp(optext, "target=cuda-emu;", 16))
+		target = "cuda-emu";
+	else if (!strncmp(optext, "target=", 7) && dev.device_type == kDLCPU)
+		target = strncmp(optext, "target=interp;", 14) ? "cpu" : "interp";
 	if (json) {
 		printf("{\"kernel\":");
 		put_json_string(entry);
