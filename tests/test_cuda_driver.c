@@ -23,7 +23,12 @@
 
 #include <cmocka.h>
 
+#include "runtime/backend.h"
+#include "runtime/cache_ops.h"
 #include "runtime/cuda_driver.h"
+#include "runtime/internal.h"
+#include "runtime/kernel.h"
+#include "runtime/object.h"
 #include "tcomp.h"
 
 #include <math.h>
@@ -249,6 +254,80 @@ static int api_child(const char *expected)
 	return 0;
 }
 
+/* In a fresh process without a driver: the cuda backend's object code (a
+ * launch table and the cubin NVRTC made for sm_90) is stored in a kernel
+ * cache next to its options, and a later tc_compile that hits them loads
+ * it instead of compiling (the run then fails for want of a driver, as
+ * a compiled one does).  Where NVRTC is missing it says so and passes. */
+static int cache_child(const char *cache)
+{
+	int64_t sa[2] = {4, 6}, sb[2] = {6, 3};
+	DLDevice gpu = {kDLCUDA, 0};
+	DLTensor ta = tensor(gpu, NULL, sa), tb = tensor(gpu, NULL, sb);
+	const DLTensor *in[2] = {&ta, &tb};
+	tc_context *ctx = tc_context_new();
+	tc_module *mod = tc_module_parse(ctx, mm_src, "mm.tc");
+	tc_options *o = tc_options_new();
+	tc_rt_object obj;
+	tc_cache_key key;
+	tc_cache_run run = {"target=cuda", 1.0, 1.0, NULL, 1};
+	tc_cache *c;
+	tc_kernel *k;
+	char *msg = NULL, head[64];
+	CHECK(ctx && mod && o && tc_options_set(o, "target", "cuda", ctx) == 0, "setup");
+	memset(&obj, 0, sizeof(obj));
+	obj.symbol = tc_strdup("mm_cuda");
+	if (tc_rt_compile_object(mod, "mm", in, 2, o, &obj) < 0) {
+		CHECK(strstr(tc_context_error(ctx), "NVRTC") || strstr(tc_context_error(ctx), "nvrtc"),
+			"object: %s", tc_context_error(ctx));
+		printf("no NVRTC: %s\n", tc_context_error(ctx));
+		return 0;
+	}
+	snprintf(head, sizeof(head), "%.*s", (int)(obj.size < 30 ? obj.size : 30),
+		(const char *)obj.code);
+	CHECK(!strncmp(head, "tcomp-cuda 1 sm_90 1 ", 21), "object header: %s", head);
+	tc_rt_object_clear(&obj);
+	unlink(cache);
+	CHECK(tc_cache_key_init(&key, mod, "mm", in, 2) == 0, "key: %s", tc_context_error(ctx));
+	CHECK(!strcmp(key.target, "unknown"), "key target %s", key.target);
+	c = tc_cache_open(cache, TC_CACHE_WRITE, &msg);
+	CHECK(c, "cache: %s", msg ? msg : "?");
+	CHECK(tc_cache_record(c, &key, &run) == 0, "record: %s", tc_cache_error(c));
+	CHECK(tc_cache_store_object(c, &key, mod, in, 2, "target=cuda") == 0, "store: %s",
+		tc_cache_error(c));
+	tc_cache_close(c);
+	tc_cache_key_clear(&key);
+	tc_module_free(mod);
+	tc_context_free(ctx);
+	/* a new context reads it */
+	ctx = tc_context_new();
+	CHECK(tc_context_set_cache(ctx, cache) == 0 &&
+		tc_context_set_cache_result_options(ctx, 1) == 0, "set cache");
+	mod = tc_module_parse(ctx, mm_src, "mm.tc");
+	k = tc_compile(mod, "mm", in, 2, NULL);
+	CHECK(k, "compile: %s", tc_context_error(ctx));
+	CHECK(!strcmp(tc_kernel_options_source(k), "cache"), "source %s",
+		tc_kernel_options_source(k));
+	CHECK(k->c->from_object == 1, "the cubin was not loaded from the cache");
+	CHECK(!strcmp(k->c->backend->name, "cuda"), "backend %s", k->c->backend->name);
+	{
+		float fa[24], fb[18], fc[12]; /* host memory: the run fails before looking */
+		DLTensor xa = tensor(gpu, fa, sa), xb = tensor(gpu, fb, sb);
+		int64_t sc[2] = {4, 3};
+		DLTensor xc = tensor(gpu, fc, sc);
+		const DLTensor *xin[2] = {&xa, &xb};
+		DLTensor *xout[1] = {&xc};
+		CHECK(tc_kernel_run(k, xin, 2, xout, 1) < 0 && says(ctx, "no CUDA driver"),
+			"run: %s", tc_context_error(ctx));
+	}
+	tc_kernel_free(k);
+	tc_module_free(mod);
+	tc_options_free(o);
+	tc_context_free(ctx);
+	unlink(cache);
+	return 0;
+}
+
 /* Run this program with --open expected, TCOMP_CUDA_DRIVER set to driver
  * (NULL: unset); its exit status must be 0. */
 static void run_child(const char *mode, const char *driver, const char *expected)
@@ -311,6 +390,15 @@ static void the_toolkits_stub_is_a_clear_error(void **state)
 	run_open(stub, "cuInit failed: CUDA_ERROR_STUB_LIBRARY");
 }
 
+static void cached_cubins_skip_nvrtc(void **state)
+{
+	char cache[512];
+	(void)state;
+	snprintf(cache, sizeof(cache), "%s/test_cuda_driver_%ld.sqlite", TC_BINARY_DIR,
+		(long)getpid());
+	run_child("--cache", "/nonexistent/libcuda.so.1", cache);
+}
+
 static void the_machines_own_driver(void **state)
 {
 	(void)state;
@@ -334,10 +422,13 @@ int main(int argc, char **argv)
 		cmocka_unit_test(a_library_that_is_no_driver_is_refused),
 		cmocka_unit_test(the_toolkits_stub_is_a_clear_error),
 		cmocka_unit_test(the_machines_own_driver),
+		cmocka_unit_test(cached_cubins_skip_nvrtc),
 		cmocka_unit_test(result_names),
 	};
 	if (argc > 2 && !strcmp(argv[1], "--open"))
 		return open_child(argv[2]);
+	if (argc > 2 && !strcmp(argv[1], "--cache"))
+		return cache_child(argv[2]);
 	if (argc > 2 && !strcmp(argv[1], "--api"))
 		return api_child(argv[2]);
 	return cmocka_run_group_tests(tests, NULL, NULL);
