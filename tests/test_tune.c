@@ -1335,6 +1335,7 @@ static void cli_autotune_cuda_emu_stores_what_tc_compile_reads(void **state)
 		"--final-rounds 1 --final-time 0.001 --final-warmup 0.001", M, K, K, N, cache);
 	assert_int_equal(run_tcomp(out, sizeof(out), args), 0);
 	assert_non_null(strstr(out, "\ntarget=cuda-emu\n"));
+	assert_non_null(strstr(out, "block=")); /* the GPU options are printed */
 	assert_null(strstr(out, "failed)"));
 	ctx = tc_context_new();
 	assert_int_equal(tc_context_set_cache(ctx, cache), 0);
@@ -1367,6 +1368,10 @@ static void cli_autotune_cuda_emu_stores_what_tc_compile_reads(void **state)
 	tc_module_free(m);
 	tc_context_free(ctx);
 	unlink(cache);
+	/* target=cuda is refused with the reason, before any work */
+	assert_int_equal(run_tcomp(out, sizeof(out), "autotune examples/matmul.tc -e matmul "
+		"--shape A=8x8 --shape B=8x8 --option target=cuda --no-cache"), 1);
+	assert_non_null(strstr(out, "autotune: target=cuda is not tuned yet"));
 }
 
 int main(void)
