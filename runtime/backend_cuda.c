@@ -14,10 +14,14 @@
  * not found (...)", "no CUDA device"), the CPU path unaffected.
  *
  * A kernel's code: its kernels' functions in the loaded module, device
- * memory for its temporaries (allocated at compile time, freed with the
+ * memory for its temporaries (allocated at the first run, freed with the
  * code).  A run checks that every tensor's data is device (or managed)
- * memory of that device, launches the kernels in order on the default
- * stream and waits for them: a fault is an error of the run. */
+ * memory of that device, launches the kernels in order on the kernel
+ * handle's stream (tc_kernel_set_stream; NULL: the legacy default stream)
+ * and waits for that stream: a fault is an error of the run.  Timed runs
+ * (tc_kernel_run_timed) record CUDA events around the launches.  Object
+ * code for the kernel cache is the launch table and the cubin (object,
+ * load): a cached kernel skips the code generator and NVRTC. */
 #include "backend.h"
 
 #include "cuda_driver.h"
@@ -282,6 +286,14 @@ static tc_stat run(__tc_keep tc_module *m, __tc_keep tc_rt_compiled *c, __tc_kee
 				i < f->ninputs ? "input" : "output", f->tensors[i].name, f->name, v->device);
 			return TC_ERR;
 		}
+	for (i = 0; i < k->code->nkernels; i++)
+		if (k->code->kernels[i].nparams > FEW_PARAMS) {
+			v->cu->ctx_pop(&old);
+			tc_rt_set_error(m->ctx, "internal error: kernel %s of '%s' has %d parameters "
+				"(at most %d)", k->code->kernels[i].name, f->name,
+				k->code->kernels[i].nparams, FEW_PARAMS);
+			return TC_ERR;
+		}
 	r = 0;
 	if (timed) {
 		what = "timing with events";
@@ -290,12 +302,6 @@ static tc_stat run(__tc_keep tc_module *m, __tc_keep tc_rt_compiled *c, __tc_kee
 	}
 	for (i = 0; !r && i < k->code->nkernels; i++) {
 		const tc_cg_cuda_kernel *kn = &k->code->kernels[i];
-		if (kn->nparams > FEW_PARAMS) {
-			v->cu->ctx_pop(&old);
-			tc_rt_set_error(m->ctx, "internal error: kernel %s of '%s' has %d parameters "
-				"(at most %d)", kn->name, f->name, kn->nparams, FEW_PARAMS);
-			return TC_ERR;
-		}
 		for (j = 0; j < kn->nparams; j++) {
 			int x = kn->params[j].tensor;
 			ptr[j] = x < f->ninputs + f->noutputs ? (unsigned long long)(uintptr_t)t[x].data
