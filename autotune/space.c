@@ -23,9 +23,21 @@
  *                     65536; other LIST options their words only
  * target, gpu_arch, contract and fastmath are fixed (target and gpu_arch
  * choose the machine, contract and fastmath change results), as is every
- * option the base options set explicitly.  The GPU's mapping options
- * (block, grid) are fixed too: the CPU ignores them, and the CUDA
- * backend's search space is not built yet (docs/design.md).
+ * option the base options set explicitly.
+ *
+ * Which options are searched depends on the base's target:
+ *   cpu           everything above but the GPU's mapping options (block,
+ *                 grid), which the CPU ignores
+ *   cuda, cuda-emu  block, grid, fusion, order, inline and share only; the
+ *                 CPU's code options (tile, regtile, unroll, unroll_inner,
+ *                 vector, pack, parallel, threads, stream, vecreduce,
+ *                 interchange) are fixed at the base's values, since the
+ *                 GPU mapping ignores them
+ *   block         auto (drawn a quarter of the time) and lists of 1 to 3
+ *                 sizes of at most 1024 threads in all, x a multiple of the
+ *                 warp (32) but for a few square 2-D and 3-D shapes
+ *   grid          auto (drawn a quarter of the time) and caps of 16 to 4096
+ *                 blocks in x (fewer blocks than tiles: grid-stride loops)
  * Values outside these sets (a seed's, a fixed value) are kept as extra
  * values of their option. */
 #include "tune.h"
@@ -141,14 +153,54 @@ static tc_stat tile_sizes(tc_tune_dim *d, int p, int64_t extent)
 	return add_size(d, p, extent < 65536 ? extent : 65536);
 }
 
+/* The block shapes the GPU search draws from (words: the generated values'
+ * positions are independent, which cannot keep a product under 1024). */
+static const char *const gpu_blocks[] = {"32", "64", "128", "256", "512", "1024", "32,2",
+	"32,4", "32,8", "32,16", "32,32", "64,2", "64,4", "64,8", "64,16", "128,2", "128,4",
+	"128,8", "256,2", "256,4", "16,16", "8,8", "32,2,2", "32,4,2", "32,4,4", "32,8,4",
+	"8,8,8"};
+static const char *const gpu_grids[] = {"16", "64", "256", "1024", "4096"};
+
+/* Whether option name is searched for a GPU target (cuda, cuda-emu). */
+static int gpu_searched(const char *name)
+{
+	static const char *const names[] = {"block", "grid", "fusion", "order", "inline", "share"};
+	size_t i;
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (!strcmp(name, names[i]))
+			return 1;
+	return 0;
+}
+
+/* Whether base's target runs on a GPU's mapping (cuda, cuda-emu). */
+static int gpu_target(const tc_options *base)
+{
+	return !strncmp(tc_options_get(base, "target"), "cuda", 4);
+}
+
+/* d's values: the words of list (n of them) after auto, auto drawn with
+ * probability first. */
+static tc_stat gpu_words(tc_tune_dim *d, const char *const *list, int n)
+{
+	int k;
+	if (push_str(&d->words, &d->nwords, "auto", 4) < 0)
+		return TC_ERR;
+	for (k = 0; k < n; k++)
+		if (push_str(&d->words, &d->nwords, list[k], strlen(list[k])) < 0)
+			return TC_ERR;
+	d->first = 0.25;
+	d->count = d->nwords;
+	return TC_OK;
+}
+
 static tc_stat build_dim(tc_tune_dim *d, const tc_options *base, const tc_tune_shape *sh)
 {
 	const char *name = d->name;
 	tc_opt_type type = tc_rt_opt_type(d->row);
-	int p, k;
+	int p, k, gpu = gpu_target(base);
 	d->searched = strcmp(name, "target") && strcmp(name, "contract") &&
 		strcmp(name, "fastmath") && strcmp(name, "sizes") && strcmp(name, "gpu_arch") &&
-		strcmp(name, "block") && strcmp(name, "grid") &&
+		(gpu ? gpu_searched(name) : strcmp(name, "block") && strcmp(name, "grid")) &&
 		!tc_rt_options_is_set(base, d->row);
 	if (!d->searched) {
 		const char *v = tc_options_get(base, name);
@@ -157,6 +209,10 @@ static tc_stat build_dim(tc_tune_dim *d, const tc_options *base, const tc_tune_s
 		d->count = 1;
 		return TC_OK;
 	}
+	if (!strcmp(name, "block"))
+		return gpu_words(d, gpu_blocks, (int)(sizeof(gpu_blocks) / sizeof(gpu_blocks[0])));
+	if (!strcmp(name, "grid"))
+		return gpu_words(d, gpu_grids, (int)(sizeof(gpu_grids) / sizeof(gpu_grids[0])));
 	if (range_words(d, tc_rt_opt_range(d->row)) < 0)
 		return TC_ERR;
 	if (!strcmp(name, "tile")) {

@@ -324,6 +324,23 @@ int tc_kernel_output_shape(const tc_kernel *k, int i, DLDataType *dtype, int *nd
  * as it was on any error). */
 int tc_kernel_run(tc_kernel *k, const DLTensor *const *inputs, int n_inputs,
 	DLTensor *const *outputs, int n_outputs);
+/* tc_kernel_run, and the time of the run in *ms: for target=cuda the
+ * device time between CUDA events recorded on the kernel's stream before
+ * its first launch and after its last (cuEventElapsedTime), otherwise the
+ * host's monotonic clock around the whole call (target=cuda-emu: the
+ * emulator on the CPU, not a GPU's time).  *ms is 0 on an error. */
+int tc_kernel_run_timed(tc_kernel *k, const DLTensor *const *inputs, int n_inputs,
+	DLTensor *const *outputs, int n_outputs, double *ms);
+/* The CUDA stream (a CUstream of the current driver context, cast to void
+ * *) that runs of k launch on; NULL (the default) is the legacy default
+ * stream.  A target=cuda run launches its kernels in order on the stream
+ * and then waits for that stream (cuStreamSynchronize): tc_kernel_run
+ * returns with the outputs written, and a launch failure or a fault in a
+ * kernel is that run's error, not a later one's.  Work the caller queued
+ * on the stream before runs first.  A non-NULL stream for a kernel of a
+ * CPU target (cpu, interp, cuda-emu) is an error (-1, message); NULL is
+ * always fine.  Not for concurrent use with runs of the same handle. */
+int tc_kernel_set_stream(tc_kernel *k, void *stream);
 /* Text of a compilation stage of the kernel, specialised to its shapes:
  * the stages of tc_module_emit plus "llvm" (optimised LLVM IR) and "asm"
  * (host assembly).  NULL with an error for an unknown (or NULL) stage;
@@ -580,6 +597,31 @@ int tc_autotune(tc_module *m, const char *entry, const DLTensor *const *inputs, 
 	tc_tune_report *report);
 
 /* Free a string the library returned (NULL: nothing). */
+/* ---- device memory ----
+ *
+ * Memory for the tensors of target=cuda kernels (kDLCUDA, device 0: the
+ * device tcomp runs on, in the driver's primary context, which the CUDA
+ * runtime shares), so that a program without its own CUDA code can run
+ * them (tcomp run --target cuda does).  kDLCPU is host memory (64-byte
+ * aligned), so code can be written once for both.  Without a driver each
+ * call is an error with the reason, the same for every call of the
+ * process: "no CUDA driver: libcuda.so.1 not found (...)", "CUDA driver
+ * (...): cuInit failed: CUDA_ERROR_STUB_LIBRARY (...)", "no CUDA device";
+ * a device other than kDLCPU, or kDLCUDA 0, is refused with a message.
+ * 0 ok, -1 with the error in ctx (ctx may not be NULL).
+ *
+ * tc_device_alloc: *ptr gets bytes of memory on dev (at least one byte is
+ * allocated, so a 0-byte tensor has an address); *ptr is NULL on error.
+ * tc_device_free: frees what tc_device_alloc gave for dev; NULL is fine.
+ * tc_device_copy: copies bytes from src on src_dev to dst on dst_dev:
+ * host to device, device to host, device to device (cuMemcpy*_v2, which
+ * return once the copy is done for the host and follow the work queued on
+ * the legacy default stream), or host to host (memcpy). */
+int tc_device_alloc(tc_context *ctx, DLDevice dev, size_t bytes, void **ptr);
+int tc_device_free(tc_context *ctx, DLDevice dev, void *ptr);
+int tc_device_copy(tc_context *ctx, void *dst, DLDevice dst_dev, const void *src,
+	DLDevice src_dev, size_t bytes);
+
 void tc_string_free(char *s);
 
 #ifdef TC_VISIBILITY_PUSHED_

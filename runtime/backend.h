@@ -33,6 +33,19 @@
 
 typedef struct tc_rt_backend tc_rt_backend;
 
+/* How a run is launched (tc_kernel_set_stream, tc_kernel_run_timed): the
+ * caller's CUDA stream (a CUstream; NULL: the legacy default stream) and,
+ * when timed is set, the device time of the run's launches in ms, which a
+ * backend that measures it (cuda: events recorded on the stream around
+ * them) stores, setting measured; the caller times the others with the
+ * host's clock. */
+typedef struct tc_rt_launch {
+	void *stream;
+	int timed;
+	int measured;
+	double ms;
+} tc_rt_launch;
+
 /* An entry of the table: a backend's name, device, passes and functions. */
 struct tc_rt_backend {
 	const char *name;    /* the value of the target option that selects it */
@@ -70,10 +83,11 @@ struct tc_rt_backend {
 	void (*code_free)(__tc_take void *code);
 
 	/* Run c on tensors t (inputs, then outputs, converted and checked by
-	 * the caller); 0, or -1 with an error in m's context (a failed run-time
-	 * check among them: tc_rt_report_check). */
+	 * the caller) as launch says (NULL: the defaults; backends without a
+	 * device ignore it); 0, or -1 with an error in m's context (a failed
+	 * run-time check among them: tc_rt_report_check). */
 	tc_stat (*run)(__tc_keep tc_module *m, __tc_keep tc_rt_compiled *c,
-		__tc_keep const tc_tensor *t);
+		__tc_keep const tc_tensor *t, __tc_keep tc_rt_launch *launch);
 
 	/* Text stages of its own (NULL-terminated; NULL: none) and their
 	 * text for the scheduled model p with its AST (NULL with a message in

@@ -153,7 +153,8 @@ static void code_free(__tc_take void *code)
 
 #define FEW_ARGS 32 /* a kernel argument array this long or shorter lives on run's stack */
 
-static tc_stat run(__tc_keep tc_module *m, __tc_keep tc_rt_compiled *c, __tc_keep const tc_tensor *t)
+static tc_stat run(__tc_keep tc_module *m, __tc_keep tc_rt_compiled *c, __tc_keep const tc_tensor *t,
+	__tc_keep tc_rt_launch *launch)
 {
 	tc_context *ctx = m->ctx;
 	const tc_ir_func *f = c->cf;
@@ -166,6 +167,7 @@ static tc_stat run(__tc_keep tc_module *m, __tc_keep tc_rt_compiled *c, __tc_kee
 	void *ws = NULL;
 	char *base;
 	int i;
+	(void)launch; /* the host: no stream; tc_kernel_run_timed uses the clock */
 	if (!ptrs || (c->ws_bytes && !(ws = tc_rt_workspace_take(ctx, c)))) {
 		if (ptrs != few)
 			tc_free(ptrs);

@@ -14,10 +14,14 @@
  * not found (...)", "no CUDA device"), the CPU path unaffected.
  *
  * A kernel's code: its kernels' functions in the loaded module, device
- * memory for its temporaries (allocated at compile time, freed with the
+ * memory for its temporaries (allocated at the first run, freed with the
  * code).  A run checks that every tensor's data is device (or managed)
- * memory of that device, launches the kernels in order on the default
- * stream and waits for them: a fault is an error of the run. */
+ * memory of that device, launches the kernels in order on the kernel
+ * handle's stream (tc_kernel_set_stream; NULL: the legacy default stream)
+ * and waits for that stream: a fault is an error of the run.  Timed runs
+ * (tc_kernel_run_timed) record CUDA events around the launches.  Object
+ * code for the kernel cache is the launch table and the cubin (object,
+ * load): a cached kernel skips the code generator and NVRTC. */
 #include "backend.h"
 
 #include "cuda_driver.h"
@@ -55,68 +59,22 @@ static void describe(__tc_keep tc_target *t)
 	t->shared_bytes = 48 << 10;
 }
 
-/* The device kernels run on: ordinal 0 of the driver, its primary
- * context and compute capability; opened once per process, at the first
- * compile or run that needs it. */
-typedef struct cuda_device {
-	const tc_rt_cuda *cu;
-	int device;
-	void *ctx;
-	int arch; /* compute capability, major * 10 + minor */
-	char why[640]; /* why there is none */
-} cuda_device;
-
-static cuda_device dev;
-static pthread_once_t dev_once = PTHREAD_ONCE_INIT;
-
-static void dev_open(void)
+/* The device kernels run on (cuda_driver.h: ordinal 0, its primary
+ * context), or NULL with the reason in d (when d is non-NULL). */
+static const tc_rt_cuda_dev *device(tc_diags *d)
 {
-	char why[512], buf[32];
-	const tc_rt_cuda *cu = tc_rt_cuda_driver(why, sizeof(why));
-	int major = 0, minor = 0;
-	tc_cu_result r;
-	if (!cu) {
-		snprintf(dev.why, sizeof(dev.why), "target=cuda: %s", why);
-		return;
-	}
-	if (!cu->primary_ctx_retain || !cu->ctx_push || !cu->ctx_pop || !cu->module_load_data ||
-		!cu->module_unload || !cu->module_get_function || !cu->launch_kernel ||
-		!cu->mem_alloc || !cu->mem_free || !cu->stream_synchronize ||
-		!cu->pointer_get_attribute) {
-		snprintf(dev.why, sizeof(dev.why), "target=cuda: the CUDA driver lacks entry points "
-			"tcomp needs (cuLaunchKernel, cuMemAlloc_v2, ...): a driver for CUDA 11 or later");
-		return;
-	}
-	if ((r = cu->device_get(&dev.device, 0)) ||
-		(r = cu->device_attribute(&major, TC_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
-			 dev.device)) ||
-		(r = cu->device_attribute(&minor, TC_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
-			 dev.device)) ||
-		(r = cu->primary_ctx_retain(&dev.ctx, dev.device))) {
-		snprintf(dev.why, sizeof(dev.why), "target=cuda: opening CUDA device 0 failed: %s",
-			tc_rt_cuda_result_name(r, buf, sizeof(buf)));
-		return;
-	}
-	dev.arch = major * 10 + minor;
-	dev.cu = cu; /* the primary context stays with the process */
-}
-
-/* The device, or NULL with the reason in d (when d is non-NULL). */
-static const cuda_device *device(tc_diags *d)
-{
-	pthread_once(&dev_once, dev_open);
-	if (dev.cu)
-		return &dev;
-	if (d)
-		tc_error(d, (tc_loc){0}, "%s", dev.why);
-	return NULL;
+	char why[640];
+	const tc_rt_cuda_dev *v = tc_rt_cuda_device(why, sizeof(why));
+	if (!v && d)
+		tc_error(d, (tc_loc){0}, "target=cuda: %s", why);
+	return v;
 }
 
 /* The architecture to compile for: the option's, else the device's, else
  * sm_90 (offline: no driver or no device). */
 static int arch_of(const tc_cg_opts *o)
 {
-	const cuda_device *v;
+	const tc_rt_cuda_dev *v;
 	if (o && o->gpu_arch)
 		return o->gpu_arch;
 	v = device(NULL);
@@ -131,6 +89,7 @@ static int arch_of(const tc_cg_opts *o)
 typedef struct cuda_code {
 	tc_cg_cuda *code;
 	char *cubin;
+	size_t cubin_size;
 	int arch;
 	pthread_mutex_t lock;
 	int loaded;
@@ -143,17 +102,18 @@ typedef struct cuda_code {
 static void code_free(__tc_take void *code)
 {
 	cuda_code *c = code;
+	const tc_rt_cuda_dev *v = c && c->loaded ? device(NULL) : NULL;
 	void *old;
 	int i;
 	if (!c)
 		return;
-	if (c->loaded && !dev.cu->ctx_push(dev.ctx)) {
+	if (v && !v->cu->ctx_push(v->ctx)) {
 		for (i = 0; c->temp && i < c->ntensors; i++)
 			if (c->temp[i])
-				dev.cu->mem_free(c->temp[i]);
+				v->cu->mem_free(c->temp[i]);
 		if (c->module)
-			dev.cu->module_unload(c->module);
-		dev.cu->ctx_pop(&old);
+			v->cu->module_unload(c->module);
+		v->cu->ctx_pop(&old);
 	}
 	pthread_mutex_destroy(&c->lock);
 	tc_free(c->temp);
@@ -199,6 +159,7 @@ static tc_stat compile(__tc_keep void *state, __tc_keep tc_rt_compiled *c,
 		code_free(k);
 		return TC_ERR;
 	}
+	k->cubin_size = size;
 	c->code = k;
 	return TC_OK;
 }
@@ -208,6 +169,7 @@ static tc_stat compile(__tc_keep void *state, __tc_keep tc_rt_compiled *c,
 static int load_code(tc_module *m, tc_rt_compiled *c, cuda_code *k)
 {
 	const tc_ir_func *f = c->cf;
+	const tc_rt_cuda_dev *v;
 	tc_diags d;
 	char buf[32];
 	void *old;
@@ -217,16 +179,16 @@ static int load_code(tc_module *m, tc_rt_compiled *c, cuda_code *k)
 	if (k->loaded)
 		goto done;
 	tc_diags_init(&d, NULL);
-	if (!device(&d)) {
+	if (!(v = device(&d))) {
 		tc_rt_set_error_diags(m->ctx, &d);
 		tc_diags_clear(&d);
 		st = -1;
 		goto done;
 	}
 	tc_diags_clear(&d);
-	if (k->arch != dev.arch && !c->opts.cg.gpu_arch) {
+	if (k->arch != v->arch && !c->opts.cg.gpu_arch) {
 		tc_rt_set_error(m->ctx, "'%s' was compiled for sm_%d, but CUDA device 0 is sm_%d",
-			f->name, k->arch, dev.arch);
+			f->name, k->arch, v->arch);
 		st = -1;
 		goto done;
 	}
@@ -237,16 +199,16 @@ static int load_code(tc_module *m, tc_rt_compiled *c, cuda_code *k)
 		st = -1;
 		goto done;
 	}
-	if ((r = dev.cu->ctx_push(dev.ctx)))
+	if ((r = v->cu->ctx_push(v->ctx)))
 		goto failed;
-	r = dev.cu->module_load_data(&k->module, k->cubin);
+	r = v->cu->module_load_data(&k->module, k->cubin);
 	for (i = 0; !r && i < k->code->nkernels; i++)
-		r = dev.cu->module_get_function(&k->fn[i], k->module, k->code->kernels[i].name);
+		r = v->cu->module_get_function(&k->fn[i], k->module, k->code->kernels[i].name);
 	for (i = f->ninputs + f->noutputs; !r && i < f->ntensors; i++) {
 		size_t bytes = tc_ir_tensor_bytes(&c->shapes[i]);
-		r = dev.cu->mem_alloc(&k->temp[i], bytes ? bytes : 1);
+		r = v->cu->mem_alloc(&k->temp[i], bytes ? bytes : 1);
 	}
-	dev.cu->ctx_pop(&old);
+	v->cu->ctx_pop(&old);
 	k->loaded = 1; /* what was loaded is freed with the code, even on failure */
 failed:
 	if (r) {
@@ -256,13 +218,13 @@ failed:
 		k->loaded = 0;
 		if (k->module || k->temp) {
 			/* keep nothing half-loaded */
-			if (!dev.cu->ctx_push(dev.ctx)) {
+			if (!v->cu->ctx_push(v->ctx)) {
 				for (i = 0; i < f->ntensors; i++)
 					if (k->temp[i])
-						dev.cu->mem_free(k->temp[i]);
+						v->cu->mem_free(k->temp[i]);
 				if (k->module)
-					dev.cu->module_unload(k->module);
-				dev.cu->ctx_pop(&old);
+					v->cu->module_unload(k->module);
+				v->cu->ctx_pop(&old);
 			}
 			memset(k->temp, 0, (size_t)f->ntensors * sizeof(*k->temp));
 			k->module = NULL;
@@ -276,7 +238,7 @@ done:
 /* ---- running ---- */
 
 /* Whether ptr is device (or managed) memory of device v. */
-static int device_pointer(const cuda_device *v, void *ptr)
+static int device_pointer(const tc_rt_cuda_dev *v, void *ptr)
 {
 	int type = 0, ordinal = -1;
 	if (v->cu->pointer_get_attribute(&type, TC_CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
@@ -289,56 +251,213 @@ static int device_pointer(const cuda_device *v, void *ptr)
 
 #define FEW_PARAMS 32
 
-static tc_stat run(__tc_keep tc_module *m, __tc_keep tc_rt_compiled *c, __tc_keep const tc_tensor *t)
+/* Launch c's kernels in order on launch's stream (the legacy default
+ * stream without one), then wait for that stream: a run returns with its
+ * outputs written, and a launch failure or a fault is its error.  Timed
+ * (tc_kernel_run_timed): events recorded on the stream before the first
+ * launch and after the last give the device time. */
+static tc_stat run(__tc_keep tc_module *m, __tc_keep tc_rt_compiled *c, __tc_keep const tc_tensor *t,
+	__tc_keep tc_rt_launch *launch)
 {
 	cuda_code *k = c->code;
 	const tc_ir_func *f = c->cf;
+	const tc_rt_cuda_dev *v;
 	unsigned long long ptr[FEW_PARAMS];
-	void *args[FEW_PARAMS], *old;
+	void *args[FEW_PARAMS], *old, *stream = launch ? launch->stream : NULL;
+	void *ev[2] = {NULL, NULL};
+	const char *what = "launching a kernel";
+	float ms = 0;
 	char buf[32];
 	tc_cu_result r;
-	int i, j;
+	int i, j, timed = launch && launch->timed;
 	if (load_code(m, c, k) < 0)
 		return TC_ERR;
-	if ((r = dev.cu->ctx_push(dev.ctx))) {
+	v = device(NULL); /* open: load_code succeeded */
+	if ((r = v->cu->ctx_push(v->ctx))) {
 		tc_rt_set_error(m->ctx, "CUDA driver: cuCtxPushCurrent failed: %s",
 			tc_rt_cuda_result_name(r, buf, sizeof(buf)));
 		return TC_ERR;
 	}
 	for (i = 0; i < f->ninputs + f->noutputs; i++)
-		if (t[i].data && tc_ir_tensor_bytes(&t[i]) && !device_pointer(&dev, t[i].data)) {
-			dev.cu->ctx_pop(&old);
+		if (t[i].data && tc_ir_tensor_bytes(&t[i]) && !device_pointer(v, t[i].data)) {
+			v->cu->ctx_pop(&old);
 			tc_rt_set_error(m->ctx, "%s '%s' of '%s': its data is not memory of CUDA device "
 				"%d (a host pointer passed as a device pointer?)",
-				i < f->ninputs ? "input" : "output", f->tensors[i].name, f->name, dev.device);
+				i < f->ninputs ? "input" : "output", f->tensors[i].name, f->name, v->device);
 			return TC_ERR;
 		}
-	for (i = 0, r = 0; !r && i < k->code->nkernels; i++) {
-		const tc_cg_cuda_kernel *kn = &k->code->kernels[i];
-		if (kn->nparams > FEW_PARAMS) {
-			dev.cu->ctx_pop(&old);
+	for (i = 0; i < k->code->nkernels; i++)
+		if (k->code->kernels[i].nparams > FEW_PARAMS) {
+			v->cu->ctx_pop(&old);
 			tc_rt_set_error(m->ctx, "internal error: kernel %s of '%s' has %d parameters "
-				"(at most %d)", kn->name, f->name, kn->nparams, FEW_PARAMS);
+				"(at most %d)", k->code->kernels[i].name, f->name,
+				k->code->kernels[i].nparams, FEW_PARAMS);
 			return TC_ERR;
 		}
+	r = 0;
+	if (timed) {
+		what = "timing with events";
+		if (!(r = v->cu->event_create(&ev[0], 0)) && !(r = v->cu->event_create(&ev[1], 0)))
+			r = v->cu->event_record(ev[0], stream);
+	}
+	for (i = 0; !r && i < k->code->nkernels; i++) {
+		const tc_cg_cuda_kernel *kn = &k->code->kernels[i];
 		for (j = 0; j < kn->nparams; j++) {
 			int x = kn->params[j].tensor;
 			ptr[j] = x < f->ninputs + f->noutputs ? (unsigned long long)(uintptr_t)t[x].data
 							      : k->temp[x];
 			args[j] = &ptr[j];
 		}
-		r = dev.cu->launch_kernel(k->fn[i], kn->grid[0], kn->grid[1], kn->grid[2],
-			kn->block[0], kn->block[1], kn->block[2], 0, NULL, args, NULL);
+		what = "launching a kernel";
+		r = v->cu->launch_kernel(k->fn[i], kn->grid[0], kn->grid[1], kn->grid[2],
+			kn->block[0], kn->block[1], kn->block[2], 0, stream, args, NULL);
 	}
-	if (!r)
-		r = dev.cu->stream_synchronize(NULL);
-	dev.cu->ctx_pop(&old);
+	if (!r && timed && !(r = v->cu->event_record(ev[1], stream)) &&
+		!(r = v->cu->event_synchronize(ev[1])))
+		r = v->cu->event_elapsed_time(&ms, ev[0], ev[1]);
+	if (!r) {
+		what = "waiting for the stream";
+		r = v->cu->stream_synchronize(stream);
+	}
+	for (i = 0; i < 2; i++)
+		if (ev[i])
+			v->cu->event_destroy(ev[i]);
+	v->cu->ctx_pop(&old);
 	if (r) {
-		tc_rt_set_error(m->ctx, "CUDA: running '%s' failed: %s", f->name,
+		tc_rt_set_error(m->ctx, "CUDA: running '%s' failed (%s): %s", f->name, what,
 			tc_rt_cuda_result_name(r, buf, sizeof(buf)));
 		return TC_ERR;
 	}
+	if (timed) {
+		launch->measured = 1;
+		launch->ms = ms;
+	}
 	return TC_OK;
+}
+
+/* ---- object code for the kernel cache ---- */
+
+/* The object code of a cuda kernel: a text header naming the kernels and
+ * how each is launched, then the cubin, so that a kernel loaded from the
+ * kernel cache skips both the CUDA code generator and NVRTC:
+ *   tcomp-cuda 1 sm_ARCH KERNELS CUBIN_BYTES\n
+ *   NAME GX GY GZ BX BY BZ NPARAMS TENSOR...\n   (a line per kernel)
+ *   the cubin's bytes */
+static tc_stat object(__tc_keep tc_rt_compiled *c, __tc_keep const tc_poly *p,
+	__tc_keep tc_rt_object *o, __tc_keep tc_diags *d)
+{
+	cuda_code *k;
+	tc_buf b;
+	size_t size = 0;
+	char *cubin = NULL;
+	int i, j;
+	if (compile(NULL, c, p, d) < 0)
+		return TC_ERR;
+	k = c->code;
+	c->code = NULL;
+	tc_buf_init(&b);
+	/* the cubin's size: NVRTC's image again would cost a compile; an
+	 * ELF's size is not in k, so keep it from nvrtc_image's answer */
+	size = k->cubin_size;
+	cubin = k->cubin;
+	tc_buf_printf(&b, "tcomp-cuda 1 sm_%d %d %zu\n", k->arch, k->code->nkernels, size);
+	for (i = 0; i < k->code->nkernels; i++) {
+		const tc_cg_cuda_kernel *kn = &k->code->kernels[i];
+		tc_buf_printf(&b, "%s %u %u %u %u %u %u %d", kn->name, kn->grid[0], kn->grid[1],
+			kn->grid[2], kn->block[0], kn->block[1], kn->block[2], kn->nparams);
+		for (j = 0; j < kn->nparams; j++)
+			tc_buf_printf(&b, " %d", kn->params[j].tensor);
+		tc_buf_puts(&b, "\n");
+	}
+	if (b.oom || !(o->code = tc_malloc(b.len + size + 1))) {
+		tc_buf_free(&b);
+		code_free(k);
+		tc_error(d, (tc_loc){0}, "out of memory");
+		return TC_ERR;
+	}
+	memcpy(o->code, b.s, b.len);
+	memcpy((char *)o->code + b.len, cubin, size);
+	o->size = b.len + size;
+	tc_buf_free(&b);
+	code_free(k);
+	return TC_OK;
+}
+
+/* Read object o (made by object) into c->code: the launch table and the
+ * cubin, loaded on the device at the first run.  -1 with a message in d
+ * when it is not one of ours or is malformed (the caller compiles). */
+static tc_stat load(__tc_keep void *state, __tc_keep tc_rt_compiled *c,
+	__tc_keep const tc_rt_object *o, __tc_take tc_cg_site *sites, __tc_keep tc_diags *d)
+{
+	const char *s = o->code, *end = s ? s + o->size : NULL, *nl;
+	unsigned long long size = 0;
+	int version = 0, arch = 0, nk = 0, used = 0, i, j, want;
+	cuda_code *k = NULL;
+	char line[64 + 32 * 12];
+	(void)state;
+	tc_free(sites); /* CUDA code has no run-time check sites */
+	if (!s || !(nl = memchr(s, '\n', o->size)) || (size_t)(nl - s) >= sizeof(line))
+		goto bad;
+	memcpy(line, s, (size_t)(nl - s));
+	line[nl - s] = 0;
+	if (sscanf(line, "tcomp-cuda %d sm_%d %d %llu%n", &version, &arch, &nk, &size, &used) != 4 ||
+		version != 1 || nk < 1 || nk > 4096 || line[used])
+		goto bad;
+	want = c->opts.cg.gpu_arch ? c->opts.cg.gpu_arch : arch_of(NULL);
+	if (arch != want) {
+		tc_error(d, (tc_loc){0}, "the cached cubin is for sm_%d, not sm_%d", arch, want);
+		return TC_ERR;
+	}
+	if (!(k = tc_calloc(1, sizeof(*k))) || !(k->code = tc_calloc(1, sizeof(*k->code))) ||
+		!(k->code->kernels = tc_calloc((size_t)nk, sizeof(tc_cg_cuda_kernel))))
+		goto oom;
+	pthread_mutex_init(&k->lock, NULL);
+	k->arch = arch;
+	k->ntensors = c->cf->ntensors;
+	k->code->nkernels = nk;
+	for (i = 0; i < nk; i++) {
+		tc_cg_cuda_kernel *kn = &k->code->kernels[i];
+		const char *q;
+		int np = 0;
+		s = nl + 1;
+		if (s >= end || !(nl = memchr(s, '\n', (size_t)(end - s))) ||
+			(size_t)(nl - s) >= sizeof(line))
+			goto bad;
+		memcpy(line, s, (size_t)(nl - s));
+		line[nl - s] = 0;
+		if (sscanf(line, "%63s %u %u %u %u %u %u %d%n", kn->name, &kn->grid[0], &kn->grid[1],
+			    &kn->grid[2], &kn->block[0], &kn->block[1], &kn->block[2], &np,
+			    &used) != 8 || np < 0 || np > FEW_PARAMS)
+			goto bad;
+		if (np && !(kn->params = tc_calloc((size_t)np, sizeof(tc_cg_cuda_param))))
+			goto oom;
+		kn->nparams = np;
+		for (q = line + used, j = 0; j < np; j++) {
+			int x, n = 0;
+			if (sscanf(q, " %d%n", &x, &n) != 1 || x < 0 || x >= c->cf->ntensors)
+				goto bad;
+			kn->params[j].tensor = x;
+			q += n;
+		}
+		if (*q)
+			goto bad;
+	}
+	s = nl + 1;
+	if (s > end || (unsigned long long)(end - s) != size || !size ||
+		!(k->cubin = tc_malloc((size_t)size)))
+		goto bad;
+	memcpy(k->cubin, s, (size_t)size);
+	k->cubin_size = (size_t)size;
+	c->code = k;
+	return TC_OK;
+bad:
+	tc_error(d, (tc_loc){0}, "the cached object is not a cuda kernel of this tcomp");
+	code_free(k);
+	return TC_ERR;
+oom:
+	tc_error(d, (tc_loc){0}, "out of memory");
+	code_free(k);
+	return TC_ERR;
 }
 
 /* ---- text stages ---- */
@@ -421,6 +540,8 @@ const tc_rt_backend tc_rt_backend_cuda = {
 	.npasses = &tc_poly_ngpu_passes,
 	.describe = describe,
 	.compile = compile,
+	.object = object,
+	.load = load,
 	.code_free = code_free,
 	.run = run,
 	.stages = stages,
@@ -473,7 +594,7 @@ static tc_stat emu_compile(__tc_keep void *state, __tc_keep tc_rt_compiled *c,
  * the kernel's workspace; the emulator's report of an out-of-bounds
  * access or a race is the run's error. */
 static tc_stat emu_run(__tc_keep tc_module *m, __tc_keep tc_rt_compiled *c,
-	__tc_keep const tc_tensor *t)
+	__tc_keep const tc_tensor *t, __tc_keep tc_rt_launch *launch)
 {
 	emu_code *k = c->code;
 	const tc_ir_func *f = c->cf;
@@ -483,6 +604,7 @@ static tc_stat emu_run(__tc_keep tc_module *m, __tc_keep tc_rt_compiled *c,
 	tc_diags d;
 	char *base;
 	int i, j;
+	(void)launch; /* host memory: no stream; timed with the host's clock */
 	if (f->ntensors > FEW_TENSORS) {
 		buf = tc_calloc((size_t)f->ntensors, sizeof(*buf));
 		nelem = tc_calloc((size_t)f->ntensors, sizeof(*nelem));

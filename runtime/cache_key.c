@@ -75,7 +75,10 @@ int tc_cache_key_init(__tc_keep tc_cache_key *key, __tc_keep tc_module *m, const
 	key->strides = tc_buf_take(&strides);
 	key->entry = tc_strdup(entry);
 	b = tc_rt_backend_for_device(n_inputs ? inputs[0]->device.device_type : kDLCPU);
-	key->target = b ? b->key_target() : tc_strdup("unknown");
+	/* a GPU it cannot describe (no driver) is "unknown", as for no
+	 * backend (the CPU's NULL is out of memory) */
+	if (!b || (!(key->target = b->key_target()) && b->device != kDLCPU))
+		key->target = tc_strdup("unknown");
 	key->version = tc_strdup(TCOMP_VERSION);
 	if (!key->canonical || !key->types || !key->shapes || !key->strides || !key->entry ||
 		!key->target || !key->version) {

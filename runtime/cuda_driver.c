@@ -87,6 +87,14 @@ static void open_once(void)
 	*(void **)&drv.api.stream_synchronize = dlsym(lib, "cuStreamSynchronize");
 	*(void **)&drv.api.pointer_get_attribute = dlsym(lib, "cuPointerGetAttribute");
 	*(void **)&drv.api.func_get_attribute = dlsym(lib, "cuFuncGetAttribute");
+	*(void **)&drv.api.memcpy_htod = dlsym(lib, "cuMemcpyHtoD_v2");
+	*(void **)&drv.api.memcpy_dtoh = dlsym(lib, "cuMemcpyDtoH_v2");
+	*(void **)&drv.api.memcpy_dtod = dlsym(lib, "cuMemcpyDtoD_v2");
+	*(void **)&drv.api.event_create = dlsym(lib, "cuEventCreate");
+	*(void **)&drv.api.event_record = dlsym(lib, "cuEventRecord");
+	*(void **)&drv.api.event_synchronize = dlsym(lib, "cuEventSynchronize");
+	*(void **)&drv.api.event_elapsed_time = dlsym(lib, "cuEventElapsedTime");
+	*(void **)&drv.api.event_destroy = dlsym(lib, "cuEventDestroy_v2");
 	*(void **)&drv.error_name = dlsym(lib, "cuGetErrorName");
 	*(void **)&drv.error_string = dlsym(lib, "cuGetErrorString");
 	if (!init || !version || !count || !drv.api.device_get || !drv.api.device_name ||
@@ -133,5 +141,54 @@ const tc_rt_cuda *tc_rt_cuda_driver(char *err, size_t n)
 		return &drv.api;
 	if (err && n)
 		snprintf(err, n, "%s", drv.why);
+	return NULL;
+}
+
+static tc_rt_cuda_dev dev;
+static char dev_why[640];
+static pthread_once_t dev_once = PTHREAD_ONCE_INIT;
+
+static void dev_open(void)
+{
+	char why[512], buf[32];
+	const tc_rt_cuda *cu = tc_rt_cuda_driver(why, sizeof(why));
+	int major = 0, minor = 0;
+	tc_cu_result r;
+	if (!cu) {
+		snprintf(dev_why, sizeof(dev_why), "%s", why);
+		return;
+	}
+	if (!cu->primary_ctx_retain || !cu->ctx_push || !cu->ctx_pop || !cu->module_load_data ||
+		!cu->module_unload || !cu->module_get_function || !cu->launch_kernel ||
+		!cu->mem_alloc || !cu->mem_free || !cu->stream_synchronize ||
+		!cu->pointer_get_attribute || !cu->memcpy_htod || !cu->memcpy_dtoh ||
+		!cu->memcpy_dtod || !cu->event_create || !cu->event_record ||
+		!cu->event_synchronize || !cu->event_elapsed_time || !cu->event_destroy) {
+		snprintf(dev_why, sizeof(dev_why), "the CUDA driver lacks entry points tcomp needs "
+			"(cuLaunchKernel, cuMemAlloc_v2, cuEventElapsedTime, ...): a driver for CUDA 11 "
+			"or later");
+		return;
+	}
+	if ((r = cu->device_get(&dev.device, 0)) ||
+		(r = cu->device_attribute(&major, TC_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
+			 dev.device)) ||
+		(r = cu->device_attribute(&minor, TC_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
+			 dev.device)) ||
+		(r = cu->primary_ctx_retain(&dev.ctx, dev.device))) {
+		snprintf(dev_why, sizeof(dev_why), "opening CUDA device 0 failed: %s",
+			tc_rt_cuda_result_name(r, buf, sizeof(buf)));
+		return;
+	}
+	dev.arch = major * 10 + minor;
+	dev.cu = cu; /* the primary context stays with the process */
+}
+
+const tc_rt_cuda_dev *tc_rt_cuda_device(char *err, size_t n)
+{
+	pthread_once(&dev_once, dev_open);
+	if (dev.cu)
+		return &dev;
+	if (err && n)
+		snprintf(err, n, "%s", dev_why);
 	return NULL;
 }

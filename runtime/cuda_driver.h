@@ -45,6 +45,16 @@ typedef struct tc_rt_cuda {
 	tc_cu_result (*stream_synchronize)(void *stream);
 	tc_cu_result (*pointer_get_attribute)(void *data, int attribute, unsigned long long ptr);
 	tc_cu_result (*func_get_attribute)(int *value, int attribute, void *fn);
+	/* Copies (synchronous for the host, ordered on the legacy default
+	 * stream) and events (timing on a stream). */
+	tc_cu_result (*memcpy_htod)(unsigned long long dst, const void *src, size_t bytes);
+	tc_cu_result (*memcpy_dtoh)(void *dst, unsigned long long src, size_t bytes);
+	tc_cu_result (*memcpy_dtod)(unsigned long long dst, unsigned long long src, size_t bytes);
+	tc_cu_result (*event_create)(void **event, unsigned flags);
+	tc_cu_result (*event_record)(void *event, void *stream);
+	tc_cu_result (*event_synchronize)(void *event);
+	tc_cu_result (*event_elapsed_time)(float *ms, void *start, void *end);
+	tc_cu_result (*event_destroy)(void *event);
 } tc_rt_cuda;
 
 /* The driver API's constants tcomp uses (cuda.h's values). */
@@ -61,6 +71,21 @@ typedef struct tc_rt_cuda {
 /* The driver, opened and initialised, with at least one device; or NULL
  * with the reason in err (n bytes; may be NULL). */
 const tc_rt_cuda *tc_rt_cuda_driver(char *err, size_t n);
+
+/* The device tcomp runs CUDA kernels on: ordinal 0 of the driver, its
+ * primary context (retained once, kept for the process) and its compute
+ * capability (major * 10 + minor).  Opened once per process, at first use,
+ * after tc_rt_cuda_driver; NULL with the reason in err (n bytes; may be
+ * NULL): the driver's ("no CUDA driver: ...", "no CUDA device"), or a
+ * driver that lacks an entry point tcomp needs, or a device that does not
+ * open.  Safe to call from several threads at once. */
+typedef struct tc_rt_cuda_dev {
+	const tc_rt_cuda *cu;
+	int device;
+	void *ctx;
+	int arch;
+} tc_rt_cuda_dev;
+const tc_rt_cuda_dev *tc_rt_cuda_device(char *err, size_t n);
 
 /* The name of driver result r ("CUDA_ERROR_NO_DEVICE"), from the driver
  * when it is open and knows it, else from tcomp's own list, else "CUDA

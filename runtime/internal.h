@@ -143,6 +143,7 @@ struct tc_kernel {
 	tc_module *m;
 	tc_rt_compiled *c;
 	tc_rt_source source;
+	void *stream; /* the CUDA stream its runs launch on (tc_kernel_set_stream) */
 };
 
 /* Object code of a kernel as the kernel cache keeps it: the bytes of a

@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* Convert the DLTensors of one side of a call, checking them. */
 static int convert_tensors(tc_context *ctx, const tc_ir_func *f, const char *side, int first,
@@ -627,8 +628,9 @@ static int pack(tc_context *ctx, tc_rt_compiled *c, const tc_ir_func *f, tc_tens
 
 #define FEW_TENSORS 16 /* tensors of a call whose views tc_kernel_run keeps on the stack */
 
-int tc_kernel_run(tc_kernel *k, const DLTensor *const *inputs, int n_inputs,
-	DLTensor *const *outputs, int n_outputs)
+/* tc_kernel_run and tc_kernel_run_timed: run k as launch says. */
+static int kernel_run(tc_kernel *k, const DLTensor *const *inputs, int n_inputs,
+	DLTensor *const *outputs, int n_outputs, tc_rt_launch *launch)
 {
 	const tc_ir_func *f;
 	tc_context *ctx;
@@ -681,7 +683,7 @@ int tc_kernel_run(tc_kernel *k, const DLTensor *const *inputs, int n_inputs,
 		tc_rt_set_error(ctx, "out of memory for the compact copies of strided tensors");
 		goto done;
 	}
-	st = k->c->backend->run(k->m, k->c, t);
+	st = k->c->backend->run(k->m, k->c, t, launch);
 	for (i = f->ninputs; st == TC_OK && i < n; i++)
 		if (!l[i].compact)
 			tc_rt_tensor_scatter(t[i].data, &user[i], &l[i]);
@@ -693,6 +695,51 @@ done:
 		tc_free(t);
 	}
 	return st;
+}
+
+int tc_kernel_run(tc_kernel *k, const DLTensor *const *inputs, int n_inputs,
+	DLTensor *const *outputs, int n_outputs)
+{
+	tc_rt_launch launch = {0};
+	if (!k)
+		return -1;
+	launch.stream = k->stream;
+	return kernel_run(k, inputs, n_inputs, outputs, n_outputs, &launch);
+}
+
+int tc_kernel_run_timed(tc_kernel *k, const DLTensor *const *inputs, int n_inputs,
+	DLTensor *const *outputs, int n_outputs, double *ms)
+{
+	tc_rt_launch launch = {0};
+	struct timespec a, b;
+	int st;
+	if (!k)
+		return -1;
+	launch.stream = k->stream;
+	launch.timed = 1;
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	st = kernel_run(k, inputs, n_inputs, outputs, n_outputs, &launch);
+	clock_gettime(CLOCK_MONOTONIC, &b);
+	if (ms)
+		*ms = st < 0 ? 0
+		      : launch.measured ? launch.ms
+					: (double)(b.tv_sec - a.tv_sec) * 1e3 +
+						(double)(b.tv_nsec - a.tv_nsec) * 1e-6;
+	return st;
+}
+
+int tc_kernel_set_stream(tc_kernel *k, void *stream)
+{
+	if (!k)
+		return -1;
+	tc_rt_clear_error(k->m->ctx);
+	if (stream && k->c->backend->device != kDLCUDA) {
+		tc_rt_set_error(k->m->ctx, "a stream for '%s', whose target=%s runs on the CPU",
+			k->c->f->name, k->c->backend->name);
+		return -1;
+	}
+	k->stream = stream;
+	return 0;
 }
 
 int tc_kernel_reuses_code(const tc_kernel *k)

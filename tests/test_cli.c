@@ -678,6 +678,88 @@ static void bench_gather_and_dtypes(void **state)
 	assert_non_null(strstr(out_text, "(A=scalar)"));
 }
 
+/* --target cuda-emu runs the CUDA code on the CPU: equal to --target cpu
+ * on .npy data (a matmul and a softmax, whose rows become several
+ * kernels); bench times the emulator and says so; --target cuda without a
+ * driver (a missing one, the toolkit's stub) is the driver's clear error
+ * for run and bench, exit status 1. */
+static void cuda_targets(void **state)
+{
+	enum { M = 6, K = 9, N = 5 };
+	float a[M * K], b[K * N];
+	int64_t sa[2] = {M, K}, sb[2] = {K, N};
+	const char *stub = "/usr/local/cuda/lib64/stubs/libcuda.so";
+	char buf[256];
+	int i, j;
+	(void)state;
+	for (i = 0; i < M * K; i++)
+		a[i] = frand();
+	for (i = 0; i < K * N; i++)
+		b[i] = frand();
+	write_npy("ga.npy", TC_T_F32, 2, sa, a);
+	write_npy("gb.npy", TC_T_F32, 2, sb, b);
+	write_text("g.tc", "def mm(float(M,K) A, float(K,N) B) -> (C) {\n"
+			   "  C(m,n) +=! A(m,r) * B(r,n)\n}\n"
+			   "def softmax(float(M,K) A) -> (mx, e, s, O) {\n"
+			   "  mx(m) max=! A(m,k)\n  e(m,k) = exp(A(m,k) - mx(m))\n"
+			   "  s(m) +=! e(m,k)\n  O(m,k) = e(m,k) / s(m)\n}\n");
+	for (j = 0; j < 2; j++) {
+		const char *def = j ? "softmax" : "mm", *ins = j ? "--in A=ga.npy"
+								  : "--in A=ga.npy --in B=gb.npy";
+		const char *out = j ? "O" : "C";
+		tc_npy x, y;
+		char *err = NULL;
+		int64_t n = 1;
+		remove(path("gcpu.npy"));
+		remove(path("gemu.npy"));
+		assert_int_equal(tcomp("run g.tc -e %s %s --out %s=gcpu.npy --no-cache", def, ins,
+					 out), 0);
+		assert_int_equal(tcomp("run g.tc -e %s %s --out %s=gemu.npy --target cuda-emu "
+				       "--no-cache", def, ins, out), 0);
+		assert_int_equal(tc_npy_read(path("gcpu.npy"), &x, &err), 0);
+		assert_int_equal(tc_npy_read(path("gemu.npy"), &y, &err), 0);
+		assert_int_equal(x.ndim, y.ndim);
+		for (i = 0; i < x.ndim; i++) {
+			assert_int_equal(x.shape[i], y.shape[i]);
+			n *= x.shape[i];
+		}
+		assert_int_equal(n, j ? M * K : M * N);
+		for (i = 0; i < n; i++) {
+			float u = ((float *)x.data)[i], v = ((float *)y.data)[i];
+			assert_true(isfinite(u));
+			assert_float_equal(u, v, 1e-5f * (1 + fabsf(u)));
+		}
+		tc_npy_free(&x);
+		tc_npy_free(&y);
+	}
+	/* bench times the emulator and says it is one */
+	assert_int_equal(tcomp("bench g.tc -e mm --shape A=16x8 --shape B=8x4 --target cuda-emu "
+			       "--runs 2 --warmup 0 --min-time 0 --json --no-cache"), 0);
+	assert_string_equal(json_value(out_text, "device", buf, sizeof(buf)), "\"cuda-emu\"");
+	assert_string_equal(json_value(out_text, "emulated", buf, sizeof(buf)), "true");
+	assert_string_equal(json_value(out_text, "timer", buf, sizeof(buf)), "\"host-clock\"");
+	assert_true(atof(json_value(out_text, "median_ms", buf, sizeof(buf))) > 0);
+	assert_int_equal(tcomp("bench g.tc -e mm --shape A=16x8 --shape B=8x4 --target cuda-emu "
+			       "--runs 2 --warmup 0 --min-time 0 --no-cache"), 0);
+	assert_non_null(strstr(out_text, "EMULATED on the CPU"));
+	/* no driver: a missing one, the toolkit's stub */
+	setenv("TCOMP_CUDA_DRIVER", "/nonexistent/libcuda.so.1", 1);
+	assert_int_equal(tcomp("run g.tc -e mm --in A=ga.npy --in B=gb.npy --target cuda "
+			       "--no-cache"), 1);
+	assert_non_null(strstr(out_text, "tcomp: error: tensor 'A': tc_device_alloc: no CUDA "
+					 "driver: /nonexistent/libcuda.so.1 not found"));
+	assert_int_equal(tcomp("bench g.tc -e mm --shape A=16x8 --shape B=8x4 --target cuda "
+			       "--no-cache --json"), 1);
+	assert_non_null(strstr(out_text, "no CUDA driver: /nonexistent/libcuda.so.1 not found"));
+	if (!access(stub, R_OK)) {
+		setenv("TCOMP_CUDA_DRIVER", stub, 1);
+		assert_int_equal(tcomp("run g.tc -e mm --in A=ga.npy --in B=gb.npy --target cuda "
+				       "--no-cache"), 1);
+		assert_non_null(strstr(out_text, "cuInit failed: CUDA_ERROR_STUB_LIBRARY"));
+	}
+	unsetenv("TCOMP_CUDA_DRIVER");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -695,6 +777,7 @@ int main(void)
 		cmocka_unit_test(options_on_run_and_emit),
 		cmocka_unit_test(bench_matmul),
 		cmocka_unit_test(bench_gather_and_dtypes),
+		cmocka_unit_test(cuda_targets),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -219,6 +219,74 @@ static void options_set_by_the_base_are_fixed(void **state)
 	tc_options_free(base);
 }
 
+/* For target=cuda and cuda-emu the tuner searches the GPU mapping (block,
+ * grid) and the schedule options the GPU passes read (fusion, order,
+ * inline, share); the CPU's code options are fixed.  Every block drawn has
+ * 1 to 3 sizes and at most 1024 threads, x mostly a multiple of 32; every
+ * grid is auto or a cap. */
+static void gpu_targets_search_the_mapping(void **state)
+{
+	static const char *const searched[] = {"block", "grid", "fusion", "order", "inline",
+		"share"};
+	const char *targets[] = {"cuda", "cuda-emu"};
+	int t, i, j, x32 = 0, nblocks = 0;
+	(void)state;
+	for (t = 0; t < 2; t++) {
+		tc_options *base = tc_options_new();
+		tc_tune_space *s;
+		tc_tune_rng r;
+		int64_t *g;
+		tc_options_set(base, "target", targets[t], NULL);
+		s = tc_tune_space_new(base, &matmul_shape);
+		assert_non_null(s);
+		for (i = 0; i < s->n; i++) {
+			int want = 0;
+			for (j = 0; j < 6; j++)
+				want |= !strcmp(s->d[i].name, searched[j]);
+			if (want != s->d[i].searched)
+				fail_msg("target=%s: %s is%s searched", targets[t], s->d[i].name,
+					s->d[i].searched ? "" : " not");
+			if (!want)
+				assert_int_equal(s->d[i].count, 1);
+		}
+		i = find_dim(s, "block");
+		assert_true(s->d[i].count >= 20);
+		assert_string_equal(s->d[i].words[0], "auto");
+		for (j = 1; j < s->d[i].nwords; j++) {
+			const char *w = s->d[i].words[j];
+			long v[3] = {1, 1, 1};
+			int n = sscanf(w, "%ld,%ld,%ld", &v[0], &v[1], &v[2]);
+			char *canon = NULL;
+			assert_true(n >= 1 && n <= 3);
+			assert_true(v[0] * v[1] * v[2] <= 1024 && v[2] <= 64);
+			x32 += v[0] % 32 == 0;
+			nblocks++;
+			assert_int_equal(tc_rt_opt_value(tc_rt_opt_type(s->d[i].row),
+						 tc_rt_opt_range(s->d[i].row), w, &canon), 0);
+			tc_free(canon);
+		}
+		i = find_dim(s, "grid");
+		assert_string_equal(s->d[i].words[0], "auto");
+		assert_true(s->d[i].count >= 4);
+		g = calloc((size_t)s->n, sizeof(int64_t));
+		tc_tune_rng_seed(&r, 11);
+		for (i = 0; i < 40; i++) {
+			char *k;
+			tc_tune_space_random(s, &r, g);
+			k = tc_tune_space_key(s, g);
+			assert_non_null(strstr(k, targets[t]));
+			assert_non_null(strstr(k, "\ntile=auto\n"));
+			assert_non_null(strstr(k, "\nthreads=auto\n"));
+			assert_non_null(strstr(k, "\nvecreduce=on\n"));
+			tc_string_free(k);
+		}
+		free(g);
+		tc_tune_space_free(s);
+		tc_options_free(base);
+	}
+	assert_true(x32 * 10 >= nblocks * 8); /* x a multiple of the warp mostly */
+}
+
 static void selection_prefers_the_fitter(void **state)
 {
 	double times[5] = {5, 1, 3, 2, INFINITY};
@@ -1235,6 +1303,77 @@ static void cli_autotune_prints_the_best_options(void **state)
 	assert_non_null(strstr(out1, "usage: tcomp autotune"));
 }
 
+/* tcomp autotune --option target=cuda-emu runs end to end (candidates
+ * emulated in child processes) and stores its choice in the kernel cache;
+ * a later tc_compile without options, taking the cache's result options,
+ * reads that entry and runs the emulated kernel equal to C loops on fresh
+ * random data. */
+static void cli_autotune_cuda_emu_stores_what_tc_compile_reads(void **state)
+{
+	static char out[65536];
+	enum { M = 24, K = 16, N = 8 };
+	char args[1024], cache[256];
+	tc_context *ctx;
+	tc_module *m;
+	tc_kernel *k;
+	char *opts;
+	float a[M * K], b[K * N], c[M * N];
+	int64_t sa[2] = {M, K}, sb[2] = {K, N}, sc[2] = {M, N};
+	DLTensor A = {a, {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, sa, NULL, 0};
+	DLTensor B = {b, {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, sb, NULL, 0};
+	DLTensor C = {c, {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, sc, NULL, 0};
+	const DLTensor *in[2] = {&A, &B};
+	DLTensor *outs[1] = {&C};
+	uint64_t rs = tu_seed("cuda-emu tune", 1);
+	int i, j, r;
+	(void)state;
+	snprintf(cache, sizeof(cache), "%s/test_tune_emu_%ld.sqlite", TC_BINARY_DIR, (long)getpid());
+	unlink(cache);
+	snprintf(args, sizeof(args), "autotune examples/matmul.tc -e matmul --shape A=%dx%d "
+		"--shape B=%dx%d --option target=cuda-emu --generations 1 --population 3 --seed 3 "
+		"--cache %s --timeout 20 --runs 1 --min-time 0.001 --jobs 2 --final-candidates 1 "
+		"--final-rounds 1 --final-time 0.001 --final-warmup 0.001", M, K, K, N, cache);
+	assert_int_equal(run_tcomp(out, sizeof(out), args), 0);
+	assert_non_null(strstr(out, "\ntarget=cuda-emu\n"));
+	assert_non_null(strstr(out, "block=")); /* the GPU options are printed */
+	assert_null(strstr(out, "failed)"));
+	ctx = tc_context_new();
+	assert_int_equal(tc_context_set_cache(ctx, cache), 0);
+	assert_int_equal(tc_context_set_cache_result_options(ctx, 1), 0);
+	m = tc_module_load(ctx, TC_SOURCE_DIR "/examples/matmul.tc");
+	assert_non_null(m);
+	k = tc_compile(m, "matmul", in, 2, NULL);
+	if (!k)
+		fail_msg("%s", tc_context_error(ctx));
+	assert_string_equal(tc_kernel_options_source(k), "cache");
+	opts = tc_kernel_options(k);
+	assert_non_null(strstr(opts, "target=cuda-emu\n"));
+	tc_string_free(opts);
+	for (i = 0; i < M * K; i++)
+		a[i] = (float)(tu_rand_unit(&rs) * 2 - 1);
+	for (i = 0; i < K * N; i++)
+		b[i] = (float)(tu_rand_unit(&rs) * 2 - 1);
+	for (i = 0; i < M * N; i++)
+		c[i] = NAN;
+	if (tc_kernel_run(k, in, 2, outs, 1) < 0)
+		fail_msg("%s", tc_context_error(ctx));
+	for (i = 0; i < M; i++)
+		for (j = 0; j < N; j++) {
+			double sum = 0;
+			for (r = 0; r < K; r++)
+				sum += (double)a[i * K + r] * b[r * N + j];
+			assert_true(fabs(c[i * N + j] - sum) <= 1e-5 * (1 + fabs(sum)));
+		}
+	tc_kernel_free(k);
+	tc_module_free(m);
+	tc_context_free(ctx);
+	unlink(cache);
+	/* target=cuda is refused with the reason, before any work */
+	assert_int_equal(run_tcomp(out, sizeof(out), "autotune examples/matmul.tc -e matmul "
+		"--shape A=8x8 --shape B=8x8 --option target=cuda --no-cache"), 1);
+	assert_non_null(strstr(out, "autotune: target=cuda is not tuned yet"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1242,6 +1381,7 @@ int main(void)
 		cmocka_unit_test(space_is_read_from_the_option_table),
 		cmocka_unit_test(options_set_by_the_base_are_fixed),
 		cmocka_unit_test(interchange_is_searched_with_auto_drawn_often),
+		cmocka_unit_test(gpu_targets_search_the_mapping),
 		cmocka_unit_test(selection_prefers_the_fitter),
 		cmocka_unit_test(crossover_takes_each_option_from_a_parent),
 		cmocka_unit_test(mutation_rate_is_respected),
@@ -1258,6 +1398,7 @@ int main(void)
 		cmocka_unit_test(bad_arguments_are_errors),
 		cmocka_unit_test(tuning_records_in_the_cache_and_seeds_from_it),
 		cmocka_unit_test(cli_autotune_prints_the_best_options),
+		cmocka_unit_test(cli_autotune_cuda_emu_stores_what_tc_compile_reads),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

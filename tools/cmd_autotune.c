@@ -85,7 +85,13 @@ static const char *const autotune_usage =
 	"  --no-cache          neither read nor write the cache\n"
 	"  --options FILE      fixed options (see tcomp run --help): every option the\n"
 	"                      file or --option sets is kept as given, the others\n"
-	"                      are searched; target and contract are never searched\n"
+	"                      are searched; target and contract are never searched;\n"
+	"                      with --option target=cuda-emu the GPU mapping options\n"
+	"                      are searched (block, grid, fusion, order, inline,\n"
+	"                      share; the CPU's code options fixed) and candidates\n"
+	"                      run in the emulator: its times check the machinery,\n"
+	"                      they say nothing of a GPU (target=cuda is refused\n"
+	"                      for now)\n"
 	"  --option N=V        fix one option (repeatable)\n"
 	"  --quiet             no progress output\n";
 
@@ -354,6 +360,15 @@ int cmd_autotune(int argc, __tc_keep char **argv)
 		return EXIT_INTERNAL;
 	base = build_options(&oa, ctx);
 	opt_args_free(&oa);
+	if (tc_options_device(base) != kDLCPU) {
+		/* the candidates' child processes keep their buffers in host
+		 * memory, and the driver does not survive fork() once opened */
+		fprintf(stderr, "tcomp: error: autotune: target=%s is not tuned yet (the candidates "
+			"run in child processes on host buffers); target=cuda-emu searches the same "
+			"GPU mapping options through the emulator\n", tc_options_get(base, "target"));
+		status = EXIT_USER;
+		goto done;
+	}
 	m = load_entry(ctx, file, &entry, autotune_usage, &status);
 	if (!m)
 		goto done;

@@ -1,7 +1,7 @@
 /* tcomp: the command-line tool.
  *
  *   tcomp check FILE.tc...
- *   tcomp run   FILE.tc [-e NAME] --in A=a.npy ... [--out C=c.npy ...] [--target cpu|interp]
+ *   tcomp run   FILE.tc [-e NAME] --in A=a.npy ... [--out C=c.npy ...] [--target T]
  *   tcomp emit  FILE.tc [-e NAME] --stage STAGE [--shape T=4x5 ...]
  *   tcomp bench FILE.tc [-e NAME] --shape T=4x5 ... [--runs R] [--json]
  *   tcomp options
@@ -68,7 +68,7 @@ static const char *const check_usage =
 
 static const char *const run_usage =
 	"usage: tcomp run FILE.tc [-e NAME] --in T=FILE.npy ... [--out T=FILE.npy ...]\n"
-	"                 [--target cpu|interp] [--options FILE] [--option NAME=VALUE ...]\n"
+	"                 [--target T] [--options FILE] [--option NAME=VALUE ...]\n"
 	"                 [--print] [--cache PATH | --no-cache] [--cache-result-options]\n"
 	"\n"
 	"Run the def NAME (optional when the file has one def) on inputs read from\n"
@@ -80,7 +80,13 @@ static const char *const run_usage =
 	"  --in T=FILE         input tensor T from FILE (.npy)\n"
 	"  --out T=FILE        write output tensor T to FILE (.npy)\n"
 	"  --target T          cpu (default): compiled through isl and LLVM;\n"
-	"                      interp: the bounds-checked reference interpreter\n"
+	"                      interp: the bounds-checked reference interpreter;\n"
+	"                      cuda: an NVIDIA GPU (CUDA C through NVRTC, run by\n"
+	"                      the CUDA driver): the inputs are copied to device\n"
+	"                      memory and the outputs back; cuda-emu: that CUDA\n"
+	"                      code run on the CPU by tcomp's emulator, which\n"
+	"                      reports out-of-bounds accesses and races (slow:\n"
+	"                      for checking a mapping without a GPU)\n"
 	"  --options FILE      mapping options from FILE: name=value pairs separated\n"
 	"                      by newlines, ';' or blanks, '#' comments (the format\n"
 	"                      of tc_options_parse; see tcomp options)\n"
@@ -132,7 +138,7 @@ static const char *const emit_usage =
 
 static const char *const bench_usage =
 	"usage: tcomp bench FILE.tc [-e NAME] --shape T=1024x1024 ... [--options FILE]\n"
-	"                   [--option NAME=VALUE ...] [--target cpu|interp] [--runs R]\n"
+	"                   [--option NAME=VALUE ...] [--target T] [--runs R]\n"
 	"                   [--warmup W] [--min-time SECONDS] [--json]\n"
 	"                   [--cache PATH | --no-cache] [--cache-result-options]\n"
 	"\n"
@@ -168,7 +174,12 @@ static const char *const bench_usage =
 	"  --shape T=SHAPE     shape of input T: 1024x1024, 64, 3x0, or scalar\n"
 	"  --options FILE      mapping options from FILE (see tcomp run --help)\n"
 	"  --option N=V        set a mapping option, after --options (repeatable)\n"
-	"  --target T          the same as --option target=T\n"
+	"  --target T          the same as --option target=T: cpu, interp, cuda\n"
+	"                      (the buffers in device memory, each run timed by\n"
+	"                      CUDA events recorded around its launches on the\n"
+	"                      stream), cuda-emu (the CUDA code emulated on the\n"
+	"                      CPU, timed by the host's clock: for checking, not\n"
+	"                      a GPU's speed; the output says \"emulated\")\n"
 	"  --threads N         threads=N, the cache still read (see above);\n"
 	"                      --option threads=N reads no cache\n"
 	"  --runs R            at least R timed runs (default 10)\n"
@@ -182,7 +193,10 @@ static const char *const bench_usage =
 	"                      {\"kernel\":..., \"shapes\":{\"A\":[1024,1024],...},\n"
 	"                      \"median_ms\":..., \"min_ms\":..., \"runs\":...,\n"
 	"                      \"compile_ms\":..., \"gflops\":..., \"gbs\":...,\n"
-	"                      \"options\":\"target=cpu;...\", \"source\":\"default\"}\n"
+	"                      \"options\":\"target=cpu;...\", \"source\":\"default\",\n"
+	"                      \"device\":\"cpu\", \"timer\":\"host-clock\",\n"
+	"                      \"emulated\":false} (device: the target; timer:\n"
+	"                      cuda-events for cuda; emulated: true for cuda-emu)\n"
 	"                      (gflops and gbs are null when not computable;\n"
 	"                      source is \"cache\", \"cache-near\",\n"
 	"                      \"cache-other-cpu\", \"default\", the same with\n"
@@ -286,6 +300,30 @@ static void print_values(const DLTensor *t)
 	printf("%s\n", n > 64 ? "..." : "");
 }
 
+/* A copy of nbytes of host data on dev (kDLCUDA: tc_device_alloc and
+ * tc_device_copy), into *out; 0, or -1 after printing the error (what
+ * names the tensor).  The caller frees *out with tc_device_free. */
+static int to_device(tc_context *ctx, DLDevice dev, const void *host, size_t nbytes,
+	const char *what, void **out)
+{
+	if (tc_device_alloc(ctx, dev, nbytes, out) < 0 ||
+		tc_device_copy(ctx, *out, dev, host, (DLDevice){kDLCPU, 0}, nbytes) < 0) {
+		fprintf(stderr, "tcomp: error: tensor '%s': %s\n", what, error_text(ctx));
+		return -1;
+	}
+	return 0;
+}
+
+/* The bytes of DLTensor t (dense; shapes checked already). */
+static size_t dl_bytes(const DLTensor *t)
+{
+	size_t n = (size_t)(t->dtype.bits * t->dtype.lanes + 7) / 8;
+	int i;
+	for (i = 0; i < t->ndim; i++)
+		n *= (size_t)t->shape[i];
+	return n;
+}
+
 static int cmd_run(int argc, char **argv)
 {
 	const char *file = NULL, *entry = NULL;
@@ -304,7 +342,8 @@ static int cmd_run(int argc, char **argv)
 	const DLTensor **in_ptrs = NULL;
 	DLTensor **out_ptrs = NULL;
 	int64_t(*oshape)[8] = NULL;
-	void **odata = NULL;
+	void **odata = NULL, **ddata = NULL; /* ddata: device copies (--target cuda) */
+	DLDevice dev = {kDLCPU, 0};
 
 	enum { OPT_IN = OPT_COMMAND, OPT_OUT, OPT_PRINT };
 	static const struct option longopts[] = {CLI_HELP, CLI_ENTRY, CLI_MAPPING, CLI_TARGET,
@@ -351,6 +390,9 @@ static int cmd_run(int argc, char **argv)
 	opts = build_options(&oa, ctx);
 	opt_args_free(&oa);
 	apply_cache_args(&ca, ctx);
+	/* target=cuda: the tensors in device memory, copied in and out */
+	if (user_options)
+		dev.device_type = tc_options_device(opts);
 	for (i = 0; i < nin + nout; i++)
 		for (j = 0; j < i; j++) {
 			const binding *x = i < nin ? &ins[i] : &outs[i - nin];
@@ -371,7 +413,8 @@ static int cmd_run(int argc, char **argv)
 	out_ptrs = calloc((size_t)n_out + 1, sizeof(DLTensor *));
 	oshape = calloc((size_t)n_out + 1, sizeof(*oshape));
 	odata = calloc((size_t)n_out + 1, sizeof(void *));
-	if (!arrays || !dl || !in_ptrs || !out_ptrs || !oshape || !odata) {
+	ddata = calloc((size_t)(n_in + n_out) + 1, sizeof(void *));
+	if (!arrays || !dl || !in_ptrs || !out_ptrs || !oshape || !odata || !ddata) {
 		status = EXIT_INTERNAL;
 		goto done;
 	}
@@ -395,6 +438,14 @@ static int cmd_run(int argc, char **argv)
 		}
 		dl[i] = make_dl(tc_dtype_name(arrays[i].dtype), arrays[i].ndim, arrays[i].shape,
 			arrays[i].data);
+		if (dev.device_type != kDLCPU) {
+			if (to_device(ctx, dev, arrays[i].data, dl_bytes(&dl[i]), name, &ddata[i]) < 0) {
+				status = fail_status(ctx);
+				goto done;
+			}
+			dl[i].data = ddata[i];
+			dl[i].device = dev;
+		}
 		in_ptrs[i] = &dl[i];
 	}
 	for (j = 0; j < nin; j++)
@@ -435,6 +486,15 @@ static int cmd_run(int argc, char **argv)
 			goto done;
 		}
 		dl[n_in + i] = make_dl(tc_dtype_str(dt), nd, oshape[i], odata[i]);
+		if (dev.device_type != kDLCPU) {
+			if (to_device(ctx, dev, odata[i], nb ? nb : 1,
+				    tc_module_tensor_name(m, entry, n_in + i), &ddata[n_in + i]) < 0) {
+				status = fail_status(ctx);
+				goto done;
+			}
+			dl[n_in + i].data = ddata[n_in + i];
+			dl[n_in + i].device = dev;
+		}
 		out_ptrs[i] = &dl[n_in + i];
 	}
 	for (j = 0; j < nout; j++) {
@@ -451,6 +511,18 @@ static int cmd_run(int argc, char **argv)
 	if (tc_kernel_run(k, in_ptrs, n_in, out_ptrs, n_out) < 0) {
 		status = report(ctx);
 		goto done;
+	}
+	/* outputs back from the device */
+	for (i = 0; dev.device_type != kDLCPU && i < n_out; i++) {
+		if (tc_device_copy(ctx, odata[i], (DLDevice){kDLCPU, 0}, ddata[n_in + i], dev,
+			    dl_bytes(&dl[n_in + i])) < 0) {
+			fprintf(stderr, "tcomp: error: output '%s': %s\n",
+				tc_module_tensor_name(m, entry, n_in + i), error_text(ctx));
+			status = fail_status(ctx);
+			goto done;
+		}
+		dl[n_in + i].data = odata[i];
+		dl[n_in + i].device.device_type = kDLCPU;
 	}
 	for (i = 0; i < n_out; i++) {
 		const char *name = tc_module_tensor_name(m, entry, n_in + i);
@@ -484,6 +556,9 @@ done:
 		tc_npy_free(&arrays[i]);
 	for (i = 0; odata && i < n_out; i++)
 		free(odata[i]);
+	for (i = 0; ddata && i < n_in + n_out; i++)
+		tc_device_free(ctx, dev, ddata[i]);
+	free(ddata);
 	free(arrays);
 	free(dl);
 	free(in_ptrs);
@@ -714,7 +789,9 @@ static int cmd_bench(int argc, char **argv)
 	DLTensor dl[128];
 	const DLTensor *in_ptrs[64];
 	DLTensor *out_ptrs[64];
-	void *bufs[128] = {0};
+	void *bufs[128] = {0}, *dbufs[128] = {0}; /* dbufs: device copies (target=cuda) */
+	DLDevice dev = {kDLCPU, 0};
+	const char *target = "cpu";
 	double *times = NULL;
 	size_t cap = 0;
 	tc_context *ctx;
@@ -777,6 +854,10 @@ static int cmd_bench(int argc, char **argv)
 	o = build_options(&oa, ctx);
 	opt_args_free(&oa);
 	apply_cache_args(&ca, ctx);
+	if (user_options) {
+		dev.device_type = tc_options_device(o);
+		target = tc_options_get(o, "target");
+	}
 	m = load_entry(ctx, file, &entry, bench_usage, &status);
 	if (!m)
 		goto done;
@@ -793,6 +874,8 @@ static int cmd_bench(int argc, char **argv)
 		status = EXIT_USER;
 		goto done;
 	}
+	for (i = 0; i < n_in; i++) /* shape-only: on the target's device */
+		dl[i].device = dev;
 	/* --threads N alone: the cache's entry, with N threads */
 	if (threads)
 		copts = threads_cache_options(&ca, m, entry, in_ptrs, n_in, o, &source);
@@ -812,7 +895,7 @@ static int cmd_bench(int argc, char **argv)
 		DLDataType dt;
 		tc_kernel_output_shape(k, i, &dt, &nd, oshape[i]);
 		memset(&dl[n_in + i], 0, sizeof(dl[0]));
-		dl[n_in + i].device.device_type = kDLCPU;
+		dl[n_in + i].device = dev;
 		dl[n_in + i].dtype = dt;
 		dl[n_in + i].ndim = nd;
 		dl[n_in + i].shape = oshape[i];
@@ -846,6 +929,14 @@ static int cmd_bench(int argc, char **argv)
 		else
 			memset(bufs[i], 0, nb ? nb : 1);
 		dl[i].data = bufs[i];
+		if (dev.device_type != kDLCPU) {
+			if (to_device(ctx, dev, bufs[i], nb ? nb : 1, tc_module_tensor_name(m, entry, i),
+				    &dbufs[i]) < 0) {
+				status = fail_status(ctx);
+				goto done;
+			}
+			dl[i].data = dbufs[i];
+		}
 	}
 	/* warm-up, then timed runs */
 	for (i = 0; i < warmup; i++)
@@ -863,12 +954,21 @@ static int cmd_bench(int argc, char **argv)
 			}
 			times = t;
 		}
-		t0 = now_s();
-		if (tc_kernel_run(k, in_ptrs, n_in, out_ptrs, n_out) < 0) {
-			status = report(ctx);
-			goto done;
+		if (dev.device_type != kDLCPU) {
+			/* CUDA events on the stream around the run's launches */
+			if (tc_kernel_run_timed(k, in_ptrs, n_in, out_ptrs, n_out, &dt) < 0) {
+				status = report(ctx);
+				goto done;
+			}
+			dt *= 1e-3;
+		} else {
+			t0 = now_s();
+			if (tc_kernel_run(k, in_ptrs, n_in, out_ptrs, n_out) < 0) {
+				status = report(ctx);
+				goto done;
+			}
+			dt = now_s() - t0;
 		}
-		dt = now_s() - t0;
 		times[nruns++] = dt;
 		total += dt;
 	}
@@ -889,6 +989,11 @@ static int cmd_bench(int argc, char **argv)
 	for (p = optext; *p; p++)
 		if (*p == '\n')
 			*p = p[1] ? ';' : 0;
+	/* the target the kernel has (the cache's, with --cache-result-options) */
+	if (!strncmp(optext, "target=cuda-emu;", 16))
+		target = "cuda-emu";
+	else if (!strncmp(optext, "target=", 7) && dev.device_type == kDLCPU)
+		target = strncmp(optext, "target=interp;", 14) ? "cpu" : "interp";
 	if (json) {
 		printf("{\"kernel\":");
 		put_json_string(entry);
@@ -913,7 +1018,9 @@ static int cmd_bench(int argc, char **argv)
 		put_json_number(bytes >= 0 && median > 0 ? bytes / median * 1e-9 : NAN);
 		printf(",\"options\":");
 		put_json_string(optext);
-		printf(",\"source\":\"%s\"}\n", source);
+		printf(",\"source\":\"%s\",\"device\":\"%s\",\"timer\":\"%s\",\"emulated\":%s}\n",
+			source, target, dev.device_type != kDLCPU ? "cuda-events" : "host-clock",
+			!strcmp(target, "cuda-emu") ? "true" : "false");
 	} else {
 		printf("kernel   %s (", entry);
 		for (i = 0; i < n_in; i++) {
@@ -925,6 +1032,11 @@ static int cmd_bench(int argc, char **argv)
 		}
 		printf(")\n");
 		printf("compile  %.3f ms\n", compile_s * 1e3);
+		if (!strcmp(target, "cuda-emu"))
+			printf("device   cuda-emu: the CUDA code EMULATED on the CPU (host clock; "
+			       "says nothing of a GPU's speed)\n");
+		else if (dev.device_type != kDLCPU)
+			printf("device   %s (CUDA events around each run's launches)\n", target);
 		printf("time     median %.4g ms, min %.4g ms (%d timed runs, %ld warm-up)\n",
 			median * 1e3, best * 1e3, nruns, warmup);
 		if (flops >= 0 && median > 0)
@@ -946,8 +1058,10 @@ static int cmd_bench(int argc, char **argv)
 done:
 	tc_string_free(optext);
 	free(times);
-	for (i = 0; i < n_in + n_out && i < 128; i++)
+	for (i = 0; i < n_in + n_out && i < 128; i++) {
 		free(bufs[i]);
+		tc_device_free(ctx, dev, dbufs[i]);
+	}
 	bindings_free(shapes, nshapes);
 	tc_kernel_free(k);
 	tc_module_free(m);
