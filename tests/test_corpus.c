@@ -2245,8 +2245,102 @@ static void draw_gpu_options(uint64_t *rng, char *buf, size_t n)
 }
 
 /* Whether the tests run the CUDA checks (test_corpus cuda) instead of the
- * CPU's. */
-static int cuda_mode;
+ * CPU's; gpu_mode: on a GPU (test_corpus gpu, bench/gpu.sh). */
+static int cuda_mode, gpu_mode;
+
+/* One shape set on a GPU (test_corpus gpu: not in ctest, for machines with
+ * a CUDA device, bench/gpu.sh): target=cuda under the default mapping and
+ * a drawn one, inputs copied to device memory, outputs poisoned there
+ * (two patterns, as check_target does), run, copied back and compared
+ * with the C loops.  No GPU is a failure of every case. */
+static int check_gpu(const kernel_case *kc, run *r, tc_context *ctx, tc_module *m,
+	const char *what)
+{
+	DLDevice dev = {kDLCUDA, 0}, host = {kDLCPU, 0};
+	DLTensor din[MAX_TENSORS], dout[MAX_TENSORS];
+	const DLTensor *ins[MAX_TENSORS];
+	DLTensor *outs[MAX_TENSORS];
+	tu_tensor got[MAX_TENSORS];
+	void *dptr[2 * MAX_TENSORS] = {0};
+	char opts[256], text[512], what_t[1024];
+	int ok = 1, ngot = 0, i, pass, mapping;
+	draw_gpu_options(&r->rng, opts, sizeof(opts));
+	for (i = 0; ok && i < r->nin; i++) {
+		size_t bytes = (size_t)r->in[i].numel * tu_elt_size(r->in[i].elt);
+		din[i] = r->in[i].dl;
+		din[i].device = dev;
+		if (tc_device_alloc(ctx, dev, bytes, &dptr[i]) != 0 ||
+			tc_device_copy(ctx, dptr[i], dev, r->in[i].data, host, bytes) != 0) {
+			print_error("%s [gpu]: device memory for input %d:\n%s\n", what, i,
+				tc_context_error(ctx));
+			ok = 0;
+		}
+		din[i].data = dptr[i];
+		ins[i] = &din[i];
+	}
+	for (i = 0; ok && i < r->nout; i++) {
+		size_t bytes = (size_t)r->want[i].numel * tu_elt_size(r->want[i].elt);
+		tu_tensor_init(&got[i], r->want[i].elt, r->want[i].shape, (int)r->want[i].dl.ndim);
+		ngot++;
+		dout[i] = got[i].dl;
+		dout[i].device = dev;
+		if (tc_device_alloc(ctx, dev, bytes, &dptr[MAX_TENSORS + i]) != 0) {
+			print_error("%s [gpu]: device memory for output %d:\n%s\n", what, i,
+				tc_context_error(ctx));
+			ok = 0;
+		}
+		dout[i].data = dptr[MAX_TENSORS + i];
+		outs[i] = &dout[i];
+	}
+	for (mapping = 0; ok && mapping < 2; mapping++) {
+		tc_options *o = tc_options_new();
+		tc_kernel *k = NULL;
+		snprintf(text, sizeof(text), "target=cuda %s", mapping ? opts : "");
+		snprintf(what_t, sizeof(what_t), "%s [%s]", what, text);
+		if (!o || tc_options_parse(o, text, ctx) != 0 ||
+			!(k = tc_compile(m, kc->entry, ins, r->nin, o))) {
+			print_error("%s: tc_compile failed:\n%s\n", what_t, tc_context_error(ctx));
+			ok = 0;
+		}
+		for (pass = 0; ok && k && pass < 2; pass++) {
+			for (i = 0; i < r->nout; i++) {
+				size_t bytes = (size_t)got[i].numel * tu_elt_size(got[i].elt);
+				if (r->has_init[i])
+					memcpy(got[i].data, r->init[i].data, bytes);
+				else if (pass == 0)
+					tu_poison(&got[i]);
+				else
+					memset(got[i].data, tu_elt_is_float(got[i].elt) ? 0xFF : 0xA5, bytes);
+				if (tc_device_copy(ctx, dout[i].data, dev, got[i].data, host, bytes) != 0)
+					ok = 0;
+			}
+			if (ok && tc_kernel_run(k, ins, r->nin, outs, r->nout) != 0) {
+				print_error("%s: tc_kernel_run failed (pass %d):\n%s\n", what_t, pass,
+					tc_context_error(ctx));
+				ok = 0;
+			}
+			for (i = 0; ok && i < r->nout; i++) {
+				size_t bytes = (size_t)got[i].numel * tu_elt_size(got[i].elt);
+				if (tc_device_copy(ctx, got[i].data, host, dout[i].data, dev, bytes) != 0) {
+					print_error("%s: copying output %d back:\n%s\n", what_t, i,
+						tc_context_error(ctx));
+					ok = 0;
+				} else {
+					ok &= compare_output(what_t, i, &got[i], &r->want[i], r->rtol[i],
+						r->atol[i]);
+				}
+			}
+		}
+		tc_kernel_free(k);
+		tc_options_free(o);
+	}
+	for (i = 0; i < 2 * MAX_TENSORS; i++)
+		if (dptr[i])
+			tc_device_free(ctx, dev, dptr[i]);
+	for (i = 0; i < ngot; i++)
+		tu_tensor_fini(&got[i]);
+	return ok;
+}
 
 /* The CUDA checks of one shape set (test_corpus cuda): the cuda-emu
  * target (the CUDA code run by the emulator, which also reports races and
@@ -2324,7 +2418,11 @@ static int check_shape_set(const kernel_case *kc, int set)
 	char what[256], what_t[544], sz[96], path[512];
 	format_sizes(sz, sizeof(sz), sizes);
 	snprintf(what, sizeof(what), "%s sizes %s", kc->name, sz);
-	snprintf(path, sizeof(path), "%s/tests/corpus/%s.tc", TC_SOURCE_DIR, kc->file);
+	/* the checkout's tests/corpus; TC_SOURCE_DIR in the environment names
+	 * another (bench/gpu.sh runs a binary built elsewhere) */
+	snprintf(path, sizeof(path), "%s/tests/corpus/%s.tc",
+		getenv("TC_SOURCE_DIR") && *getenv("TC_SOURCE_DIR") ? getenv("TC_SOURCE_DIR")
+								    : TC_SOURCE_DIR, kc->file);
 
 	run r;
 	memset(&r, 0, sizeof(r));
@@ -2353,7 +2451,7 @@ static int check_shape_set(const kernel_case *kc, int set)
 		goto done;
 	}
 	if (cuda_mode) {
-		ok = check_cuda(kc, &r, ctx, m, what);
+		ok = gpu_mode ? check_gpu(kc, &r, ctx, m, what) : check_cuda(kc, &r, ctx, m, what);
 		goto done;
 	}
 	snprintf(what_t, sizeof(what_t), "%s [cpu]", what);
@@ -2419,7 +2517,8 @@ static void test_kernel(void **state)
 int main(int argc, char **argv)
 {
 	static struct CMUnitTest tests[NCASES];
-	cuda_mode = argc > 1 && !strcmp(argv[1], "cuda");
+	gpu_mode = argc > 1 && !strcmp(argv[1], "gpu");
+	cuda_mode = gpu_mode || (argc > 1 && !strcmp(argv[1], "cuda"));
 	for (int i = 0; i < NCASES; i++) {
 		tests[i].name = cases[i].name;
 		tests[i].test_func = test_kernel;
@@ -2430,6 +2529,6 @@ int main(int argc, char **argv)
 	const char *filter = getenv("TC_CORPUS_FILTER");
 	if (filter && *filter)
 		cmocka_set_test_filter(filter);
-	return cmocka_run_group_tests_name(cuda_mode ? "corpus on the CUDA code" : "corpus", tests,
-		NULL, NULL);
+	return cmocka_run_group_tests_name(gpu_mode ? "corpus on a GPU" : cuda_mode
+		? "corpus on the CUDA code" : "corpus", tests, NULL, NULL);
 }
