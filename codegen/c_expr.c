@@ -1106,6 +1106,19 @@ void tc_cg_cexpr_put_stmt(__tc_keep tc_cg_cexpr *pr, __tc_keep tc_buf *b,
 	tc_buf_putc(b, ';');
 }
 
+void tc_cg_cexpr_put_lhs(__tc_keep tc_cg_cexpr *pr, __tc_keep tc_buf *b,
+	__tc_keep const tc_poly_inst *inst)
+{
+	site one = {pr, inst, NULL};
+	put_element(&one, b, inst->stmt->ir->tensor, NULL);
+}
+
+void tc_cg_cexpr_put_identity(__tc_keep tc_cg_cexpr *pr, __tc_keep tc_buf *b, tc_red red,
+	tc_dtype t)
+{
+	put_identity(pr, b, red, t);
+}
+
 /* ---- helpers ---- */
 
 /* Whether text calls name: name( not preceded by a letter, digit or '_'. */

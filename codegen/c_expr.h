@@ -175,6 +175,15 @@ void tc_cg_cexpr_note_ids(__tc_keep tc_cg_cexpr *pr, __tc_keep isl_ast_expr *e);
 void tc_cg_cexpr_put_stmt(__tc_keep tc_cg_cexpr *pr, __tc_keep tc_buf *b,
 	__tc_keep const tc_poly_inst *inst);
 
+/* Append the left-hand element of inst's statement to b, as the
+ * statement prints it (the CUDA printer's reductions on a block replace
+ * it with their accumulator). */
+void tc_cg_cexpr_put_lhs(__tc_keep tc_cg_cexpr *pr, __tc_keep tc_buf *b,
+	__tc_keep const tc_poly_inst *inst);
+/* Append the identity of reduction red in type t, as stored, to b. */
+void tc_cg_cexpr_put_identity(__tc_keep tc_cg_cexpr *pr, __tc_keep tc_buf *b, tc_red red,
+	tc_dtype t);
+
 /* Which of dl's helpers text calls, directly or through other helpers
  * (a name followed by '(' in text or in the definitions), into used[] (the
  * caller's array: 1 called, 0 not, by role). */
