@@ -2242,6 +2242,12 @@ static void draw_gpu_options(uint64_t *rng, char *buf, size_t n)
 	for (k = 0; k < nb; k++)
 		len += snprintf(buf + len, n - (size_t)len, "%s%d", k ? "," : "",
 			(int)tu_rand_int(rng, 1, 3));
+	{
+		static const char *const reduce[] = {"auto", "on", "off"};
+		static const char *const rthreads[] = {"auto", "32", "64", "256", "1024"};
+		snprintf(buf + len, n - (size_t)len, " reduce=%s reduce_threads=%s",
+			reduce[tu_rand_int(rng, 0, 2)], rthreads[tu_rand_int(rng, 0, 4)]);
+	}
 }
 
 /* Whether the tests run the CUDA checks (test_corpus cuda) instead of the
