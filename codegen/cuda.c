@@ -439,13 +439,21 @@ static isl_printer *put_warp_combine(cu *g, isl_printer *prn, tc_dtype t, tc_red
 			cuda_dialect.type[t]);
 	else
 		tc_buf_puts(&sh, "__shfl_down_sync(0xffffffffu, tc_acc, tc_o)");
-	tc_buf_puts(&b, "tc_acc = ");
-	put_combine(&b, t, red, "tc_acc", sh.s ? sh.s : "");
-	tc_buf_putc(&b, ';');
-	prn = print_line(prn, "for (int tc_o = 16; tc_o > 0; tc_o /= 2)");
+	/* every lane shuffles (a shuffle inside the combine's ?: would run
+	 * on some lanes only) */
+	tc_buf_printf(&b, "%s tc_v = %s;", cuda_dialect.type[t], sh.s ? sh.s : "");
+	prn = print_line(prn, "for (int tc_o = 16; tc_o > 0; tc_o /= 2) {");
 	prn = isl_printer_indent(prn, 2);
 	prn = print_line(prn, b.s ? b.s : "");
+	b.len = 0;
+	if (b.s)
+		b.s[0] = 0;
+	tc_buf_puts(&b, "tc_acc = ");
+	put_combine(&b, t, red, "tc_acc", "tc_v");
+	tc_buf_putc(&b, ';');
+	prn = print_line(prn, b.s ? b.s : "");
 	prn = isl_printer_indent(prn, -2);
+	prn = print_line(prn, "}");
 	if (b.oom || sh.oom)
 		fail(g, "out of memory");
 	tc_buf_free(&b);

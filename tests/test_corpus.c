@@ -933,6 +933,7 @@ static void lookup_sum_ref(run *r, const int64_t *s, tu_elt index_elt)
 	int32_t *I32 = index_elt == TU_I32 ? in_i32(r, DIMS(B, L), 0, V - 1) : NULL;
 	int64_t *I64 = index_elt == TU_I64 ? in_i64(r, DIMS(B, L), 0, V - 1) : NULL;
 	float *O = out_f32(r, DIMS(B, D));
+	reduction_tol(r, L, 1); /* a GPU block may sum the L rows in another order */
 	for (int64_t i = 0; i < B; i++)
 		for (int64_t j = 0; j < D; j++) {
 			float acc = 0;

@@ -4,7 +4,7 @@
     python3 tests/test_gpu_reduce.py TCOMP NPYGEN
 
 For row sums, a matvec, a dot product, a full sum, softmax's row max and sum
-(fusion=min) and an integer row sum: the CUDA text (`tcomp emit --stage
+(fusion=min), an integer row sum and an integer row max: the CUDA text (`tcomp emit --stage
 cuda`) maps the reduction to a block (a kernel comment says so) and combines
 with __shfl_down_sync, and the emulator (target=cuda-emu) gives the
 interpreter's outputs on random inputs (npygen, outputs poisoned by the run)
@@ -38,6 +38,7 @@ CASES = [
     ("softmax.tc", "softmax_outputs", {"I": "3x33"}, ["O", "mx", "sm"],
      ["fusion=min", "reduce_threads=1024"], True),
     ("reductions.tc", "int8_sum", {"A": "3x1000"}, ["S", "W"], [], True),
+    ("argmin.tc", "argmax_int", {"A": "7x13"}, ["mx", "idx"], ["fusion=min", "reduce=on"], None),
     ("reductions.tc", "min_of_sums", {"A": "3x100", "B": "3x100"}, ["O"], [], None),
 ]
 
@@ -68,8 +69,8 @@ def main():
             feeds = []
             for k, (t, s) in enumerate(shapes.items()):
                 fi = os.path.join(tmp, f"{n}_{t}.npy")
-                dtype = "int8" if name == "int8_sum" else "float32"
-                rang = ["--range", "-100:100"] if dtype == "int8" else []
+                dtype = {"int8_sum": "int8", "argmax_int": "int32"}.get(name, "float32")
+                rang = ["--range", "-100:100"] if dtype != "float32" else []
                 c, out = tcf.run([npygen, fi, dtype, s, "--seed", str(n * 7 + k + 1), *rang])
                 if c:
                     failures.append(f"{what}: npygen: {out}")
