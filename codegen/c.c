@@ -566,7 +566,7 @@ static char *loops_text(cg *g)
 	tc_cg_cexpr_note_loops(&g->pr, g->p->ast);
 	if (g->pr.failed)
 		return NULL;
-	return tc_cg_cexpr_ast_text(&g->pr, g->p->ast, 2, print_user, g);
+	return tc_cg_cexpr_ast_text(&g->pr, g->p->ast, 2, print_user, NULL, g);
 }
 
 /* ---- the text ---- */

@@ -1107,6 +1107,19 @@ void tc_cg_cexpr_put_stmt(__tc_keep tc_cg_cexpr *pr, __tc_keep tc_buf *b,
 	tc_buf_putc(b, ';');
 }
 
+void tc_cg_cexpr_put_lhs(__tc_keep tc_cg_cexpr *pr, __tc_keep tc_buf *b,
+	__tc_keep const tc_poly_inst *inst)
+{
+	site one = {pr, inst, NULL};
+	put_element(&one, b, inst->stmt->ir->tensor, NULL);
+}
+
+void tc_cg_cexpr_put_identity(__tc_keep tc_cg_cexpr *pr, __tc_keep tc_buf *b, tc_red red,
+	tc_dtype t)
+{
+	put_identity(pr, b, red, t);
+}
+
 /* ---- helpers ---- */
 
 /* Whether text calls name: name( not preceded by a letter, digit or '_'. */
@@ -1175,8 +1188,7 @@ void tc_cg_cexpr_note_loops(__tc_keep tc_cg_cexpr *pr, __tc_keep isl_ast_node *n
 }
 
 __tc_give char *tc_cg_cexpr_ast_text(__tc_keep tc_cg_cexpr *pr, __tc_keep isl_ast_node *node,
-	int indent, __isl_give isl_printer *(*print_user)(__isl_take isl_printer *,
-	__isl_take isl_ast_print_options *, __isl_keep isl_ast_node *, void *), void *user)
+	int indent, tc_cg_cexpr_print_fn print_user, tc_cg_cexpr_print_fn print_for, void *user)
 {
 	isl_ctx *ctx = pr->p->ctx;
 	const char *cur = isl_options_get_ast_iterator_type(ctx);
@@ -1193,6 +1205,8 @@ __tc_give char *tc_cg_cexpr_ast_text(__tc_keep tc_cg_cexpr *pr, __tc_keep isl_as
 	prn = isl_printer_set_indent(prn, indent);
 	opts = isl_ast_print_options_alloc(ctx);
 	opts = isl_ast_print_options_set_print_user(opts, print_user, user);
+	if (print_for)
+		opts = isl_ast_print_options_set_print_for(opts, print_for, user);
 	prn = isl_ast_node_print(node, prn, opts);
 	s = isl_printer_get_str(prn);
 	isl_printer_free(prn);

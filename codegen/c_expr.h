@@ -174,12 +174,14 @@ void tc_cg_cexpr_note_ids(__tc_keep tc_cg_cexpr *pr, __tc_keep isl_ast_expr *e);
 void tc_cg_cexpr_note_loops(__tc_keep tc_cg_cexpr *pr, __tc_keep isl_ast_node *node);
 
 /* The C text of the AST node (loops and guards from isl, iterators as
- * int64_t; every user node through print_user, isl's callback, with
- * user), indented by indent, or NULL with the failure recorded in pr.
- * isl's iterator-type option is set for the printing and restored. */
+ * int64_t; every user node through print_user, isl's callback, and every
+ * for node through print_for when it is not NULL, with user), indented by
+ * indent, or NULL with the failure recorded in pr.  isl's iterator-type
+ * option is set for the printing and restored. */
+typedef __isl_give isl_printer *(*tc_cg_cexpr_print_fn)(__isl_take isl_printer *,
+	__isl_take isl_ast_print_options *, __isl_keep isl_ast_node *, void *);
 __tc_give char *tc_cg_cexpr_ast_text(__tc_keep tc_cg_cexpr *pr, __tc_keep isl_ast_node *node,
-	int indent, __isl_give isl_printer *(*print_user)(__isl_take isl_printer *,
-	__isl_take isl_ast_print_options *, __isl_keep isl_ast_node *, void *), void *user);
+	int indent, tc_cg_cexpr_print_fn print_user, tc_cg_cexpr_print_fn print_for, void *user);
 
 /* Names of a frame.  tc_cg_cexpr_fresh_name: name with '_' appended
  * until it is neither reserved (by the dialect's test reserved), an isl
@@ -196,6 +198,15 @@ __tc_give char *tc_cg_cexpr_size_name(__tc_keep const tc_poly *p, int i, const c
  * an allocation failure in b. */
 void tc_cg_cexpr_put_stmt(__tc_keep tc_cg_cexpr *pr, __tc_keep tc_buf *b,
 	__tc_keep const tc_poly_inst *inst);
+
+/* Append the left-hand element of inst's statement to b, as the
+ * statement prints it (the CUDA printer's reductions on a block replace
+ * it with their accumulator). */
+void tc_cg_cexpr_put_lhs(__tc_keep tc_cg_cexpr *pr, __tc_keep tc_buf *b,
+	__tc_keep const tc_poly_inst *inst);
+/* Append the identity of reduction red in type t, as stored, to b. */
+void tc_cg_cexpr_put_identity(__tc_keep tc_cg_cexpr *pr, __tc_keep tc_buf *b, tc_red red,
+	tc_dtype t);
 
 /* Which of dl's helpers text calls, directly or through other helpers
  * (a name followed by '(' in text or in the definitions), into used[] (the

@@ -24,6 +24,7 @@
 #include <isl/ast.h>
 #include <isl/id.h>
 #include <isl/printer.h>
+#include <isl/val.h>
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -180,6 +181,16 @@ typedef struct cu {
 	tc_buf guard;  /* the conditions of the ifs above the kernel printed */
 	int kernel;    /* kernels printed */
 	char *prefix;  /* the kernels' names before _k<i> (owned) */
+	/* the reduction on a block of the kernel printed (one at most, see
+	 * poly.h, tc_poly_gpu_reduce) */
+	const tc_poly_gpu_reduce *red; /* its record, or NULL */
+	isl_ast_node *red_outer;       /* the for loop below its mark */
+	isl_ast_node *red_stripe;      /* the strided loop (within red_outer) */
+	const tc_poly_stmt *red_stmt;  /* the update */
+	tc_buf red_iters;              /* the iterators below the mark, each
+					* followed by a space */
+	char *red_lhs;                 /* the element it updates, as printed */
+	int in_red;                    /* printing the loops below the mark */
 } cu;
 
 static void fail(cu *g, const char *why)
@@ -194,6 +205,70 @@ static isl_printer *print_line(isl_printer *prn, const char *s)
 	return isl_printer_end_line(prn);
 }
 
+static int is_word_char(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		c == '_';
+}
+
+/* text with every occurrence of from that starts a word replaced by to
+ * (the caller frees it; NULL when out of memory). */
+static char *replace_word(const char *text, const char *from, const char *to)
+{
+	size_t n = strlen(from);
+	const char *q = text, *hit;
+	tc_buf b;
+	tc_buf_init(&b);
+	while ((hit = strstr(q, from))) {
+		int word = hit == text || !is_word_char(hit[-1]);
+		tc_buf_putn(&b, q, (size_t)(hit - q));
+		tc_buf_puts(&b, word ? to : from);
+		q = hit + n;
+	}
+	tc_buf_puts(&b, q);
+	return tc_buf_take(&b);
+}
+
+static int mentions(const char *text, const char *id);
+
+/* The update of the reduction on a block, inside its loops: into the
+ * thread's accumulator tc_acc instead of the element (appended to b). */
+static void put_red_update(cu *g, tc_buf *b, const tc_poly_inst *inst)
+{
+	tc_buf st, lhs;
+	const char *q;
+	char *acc;
+	tc_buf_init(&st);
+	tc_buf_init(&lhs);
+	tc_cg_cexpr_put_stmt(&g->pr, &st, inst);
+	tc_cg_cexpr_put_lhs(&g->pr, &lhs, inst);
+	if (st.oom || lhs.oom || !st.s || !lhs.s) {
+		fail(g, "out of memory");
+		goto done;
+	}
+	for (q = g->red_iters.s; q && *q; q = strchr(q, ' ') + 1) {
+		char name[64];
+		size_t len = (size_t)(strchr(q, ' ') - q);
+		snprintf(name, sizeof(name), "%.*s", (int)(len < 63 ? len : 63), q);
+		if (mentions(lhs.s, name))
+			fail(g, "internal error: a reduction on a block whose element depends "
+				"on its loops");
+	}
+	if (!g->red_lhs && !(g->red_lhs = tc_strdup(lhs.s)))
+		fail(g, "out of memory");
+	else if (strcmp(g->red_lhs, lhs.s))
+		fail(g, "internal error: a reduction on a block that updates two elements");
+	if (!(acc = replace_word(st.s, lhs.s, "tc_acc"))) {
+		fail(g, "out of memory");
+		goto done;
+	}
+	tc_buf_puts(b, acc);
+	tc_free(acc);
+done:
+	tc_buf_free(&st);
+	tc_buf_free(&lhs);
+}
+
 static isl_printer *print_user(isl_printer *prn, isl_ast_print_options *options,
 	isl_ast_node *node, void *user)
 {
@@ -205,6 +280,10 @@ static isl_printer *print_user(isl_printer *prn, isl_ast_print_options *options,
 	if (!inst || !inst->stmt || inst->points)
 		fail(g, "internal error: an AST statement without its annotation, or a register "
 			"tile (the GPU passes make none)");
+	else if (g->in_red && inst->stmt == g->red_stmt)
+		put_red_update(g, &b, inst);
+	else if (g->in_red)
+		fail(g, "internal error: a reduction on a block runs another statement");
 	else
 		tc_cg_cexpr_put_stmt(&g->pr, &b, inst);
 	if (b.oom)
@@ -214,15 +293,262 @@ static isl_printer *print_user(isl_printer *prn, isl_ast_print_options *options,
 	return prn;
 }
 
+/* ---- reductions on a block ---- */
+
+/* The update's statement and the iterators below the reduce mark. */
+static isl_bool note_red(isl_ast_node *node, void *user)
+{
+	cu *g = user;
+	if (isl_ast_node_get_type(node) == isl_ast_node_for) {
+		isl_ast_expr *it = isl_ast_node_for_get_iterator(node);
+		isl_id *id = isl_ast_expr_get_id(it);
+		tc_buf_printf(&g->red_iters, "%s ", id ? isl_id_get_name(id) : "?");
+		isl_id_free(id);
+		isl_ast_expr_free(it);
+	} else if (isl_ast_node_get_type(node) == isl_ast_node_user) {
+		const tc_poly_inst *inst = tc_poly_node_inst(node);
+		if (inst && inst->stmt && !g->red_stmt)
+			g->red_stmt = inst->stmt;
+	}
+	return isl_bool_true;
+}
+
+/* Find the reduce mark of a kernel's body (before it is printed): its
+ * record, its loop and the strided loop. */
+static isl_bool find_red(isl_ast_node *node, void *user)
+{
+	cu *g = user;
+	isl_id *id;
+	isl_ast_node *loop;
+	int i;
+	if (isl_ast_node_get_type(node) != isl_ast_node_mark)
+		return isl_bool_true;
+	id = isl_ast_node_mark_get_id(node);
+	if (!id || strcmp(isl_id_get_name(id), TC_POLY_MARK_GPU_REDUCE)) {
+		isl_id_free(id);
+		return isl_bool_true;
+	}
+	if (g->red) {
+		isl_id_free(id);
+		fail(g, "internal error: two reductions on a block in one kernel");
+		return isl_bool_false;
+	}
+	g->red = isl_id_get_user(id);
+	isl_id_free(id);
+	loop = isl_ast_node_mark_get_node(node);
+	g->red_outer = isl_ast_node_copy(loop);
+	for (i = 0; loop && isl_ast_node_get_type(loop) == isl_ast_node_for && i < g->red->depth;
+		i++) {
+		isl_ast_node *body = isl_ast_node_for_get_body(loop);
+		isl_ast_node_free(loop);
+		loop = body;
+	}
+	if (!loop || isl_ast_node_get_type(loop) != isl_ast_node_for ||
+		isl_ast_node_get_type(g->red_outer) != isl_ast_node_for) {
+		isl_ast_node_free(loop);
+		fail(g, "internal error: a reduction on a block without its loops");
+		return isl_bool_false;
+	}
+	g->red_stripe = loop;
+	if (isl_ast_node_foreach_descendant_top_down(g->red_outer, note_red, g) < 0 ||
+		!g->red_stmt)
+		fail(g, "internal error: a reduction on a block without its statement");
+	return isl_bool_false; /* nothing to find below */
+}
+
+/* x op y for the reduction red in type t, as a C expression (appended to
+ * b): sums of integers wrap in their unsigned type, as the update does. */
+static void put_combine(tc_buf *b, tc_dtype t, tc_red red, const char *x, const char *y)
+{
+	const char *ct = cuda_dialect.type[t];
+	if (tc_dtype_is_float(t)) {
+		if (red == TC_RED_ADD)
+			tc_buf_printf(b, "%s + %s", x, y);
+		else
+			tc_buf_printf(b, "%s%s(%s, %s)", red == TC_RED_MAX ? "fmax" : "fmin",
+				t == TC_T_F32 ? "f" : "", x, y);
+	} else if (red == TC_RED_ADD) {
+		const char *u = tc_dtype_bits(t) > 32 ? "uint64_t" : "uint32_t";
+		tc_buf_printf(b, "(%s)((%s)%s + (%s)%s)", ct, u, x, u, y);
+	} else {
+		tc_buf_printf(b, "(%s %s %s ? %s : %s)", x, red == TC_RED_MAX ? ">" : "<", y, x, y);
+	}
+}
+
+/* The warp's combine: lane 0 of each warp gets the warp's value. */
+static isl_printer *put_warp_combine(cu *g, isl_printer *prn, tc_dtype t, tc_red red)
+{
+	tc_buf b, sh;
+	int narrow = !tc_dtype_is_float(t) && tc_dtype_bits(t) < 32;
+	tc_buf_init(&b);
+	tc_buf_init(&sh);
+	if (narrow)
+		tc_buf_printf(&sh, "(%s)__shfl_down_sync(0xffffffffu, (int)tc_acc, tc_o)",
+			cuda_dialect.type[t]);
+	else
+		tc_buf_puts(&sh, "__shfl_down_sync(0xffffffffu, tc_acc, tc_o)");
+	/* every lane shuffles (a shuffle inside the combine's ?: would run
+	 * on some lanes only) */
+	tc_buf_printf(&b, "%s tc_v = %s;", cuda_dialect.type[t], sh.s ? sh.s : "");
+	prn = print_line(prn, "for (int tc_o = 16; tc_o > 0; tc_o /= 2) {");
+	prn = isl_printer_indent(prn, 2);
+	prn = print_line(prn, b.s ? b.s : "");
+	b.len = 0;
+	if (b.s)
+		b.s[0] = 0;
+	tc_buf_puts(&b, "tc_acc = ");
+	put_combine(&b, t, red, "tc_acc", "tc_v");
+	tc_buf_putc(&b, ';');
+	prn = print_line(prn, b.s ? b.s : "");
+	prn = isl_printer_indent(prn, -2);
+	prn = print_line(prn, "}");
+	if (b.oom || sh.oom)
+		fail(g, "out of memory");
+	tc_buf_free(&b);
+	tc_buf_free(&sh);
+	return prn;
+}
+
+/* The strided loop of the reduction: thread t of x from init + t, in
+ * steps of the threads; the body as isl prints it. */
+static isl_printer *put_strided(cu *g, isl_printer *prn, isl_ast_print_options *options,
+	isl_ast_node *node)
+{
+	isl_ast_expr *it = isl_ast_node_for_get_iterator(node);
+	isl_ast_expr *init = isl_ast_node_for_get_init(node);
+	isl_ast_expr *cond = isl_ast_node_for_get_cond(node);
+	isl_ast_expr *inc = isl_ast_node_for_get_inc(node);
+	isl_ast_node *body = isl_ast_node_for_get_body(node);
+	isl_val *one = inc ? isl_ast_expr_get_val(inc) : NULL;
+	if (!one || !isl_val_is_one(one))
+		fail(g, "internal error: a reduction on a block over a loop of step other than 1");
+	prn = isl_printer_start_line(prn);
+	prn = isl_printer_print_str(prn, "for (int64_t ");
+	prn = isl_printer_print_ast_expr(prn, it);
+	prn = isl_printer_print_str(prn, " = ");
+	prn = isl_printer_print_ast_expr(prn, init);
+	prn = isl_printer_print_str(prn, " + tc_tx; ");
+	prn = isl_printer_print_ast_expr(prn, cond);
+	prn = isl_printer_print_str(prn, "; ");
+	prn = isl_printer_print_ast_expr(prn, it);
+	prn = isl_printer_print_str(prn, " += ");
+	prn = isl_printer_print_int(prn, g->red->threads);
+	prn = isl_printer_print_str(prn, ") {");
+	prn = isl_printer_end_line(prn);
+	prn = isl_printer_indent(prn, 2);
+	prn = isl_ast_node_print(body, prn, options);
+	prn = isl_printer_indent(prn, -2);
+	prn = print_line(prn, "}");
+	isl_val_free(one);
+	isl_ast_expr_free(it);
+	isl_ast_expr_free(init);
+	isl_ast_expr_free(cond);
+	isl_ast_expr_free(inc);
+	isl_ast_node_free(body);
+	return prn;
+}
+
+/* The reduction on a block (see poly.h, tc_poly_gpu_reduce): each
+ * thread's accumulator from the identity, the loops with the strided one,
+ * the warps' combine (__shfl_down_sync), one value per warp through
+ * shared memory, the first warp's combine, thread 0's update of the
+ * element, and a barrier (the shared array is reused when the rows loop;
+ * later statements of the block may read the element). */
+static isl_printer *put_reduce(cu *g, isl_printer *prn, isl_ast_print_options *options,
+	isl_ast_node *node)
+{
+	tc_dtype t = g->f->tensors[g->red_stmt->ir->tensor].dtype;
+	tc_red red = g->red_stmt->ir->red;
+	const char *ct = cuda_dialect.type[t];
+	int warps = g->red->threads / 32;
+	tc_buf b, id;
+	tc_buf_init(&b);
+	tc_buf_init(&id);
+	tc_cg_cexpr_put_identity(&g->pr, &id, red, t);
+	prn = print_line(prn, "{ /* a reduction on the block's threads in x */");
+	prn = isl_printer_indent(prn, 2);
+	tc_buf_printf(&b, "%s tc_acc = %s;", ct, id.s ? id.s : "");
+	prn = print_line(prn, b.s ? b.s : "");
+	g->in_red = 1;
+	if (node == g->red_stripe)
+		prn = put_strided(g, prn, options, node);
+	else
+		prn = isl_ast_node_for_print(node, prn, options);
+	g->in_red = 0;
+	prn = put_warp_combine(g, prn, t, red);
+	if (warps > 1) {
+		b.len = 0;
+		tc_buf_printf(&b, "TC_SHARED(%s, tc_red, %d);", ct, warps);
+		prn = print_line(prn, b.s ? b.s : "");
+		prn = print_line(prn, "if (tc_tx % 32 == 0)");
+		prn = print_line(prn, "  tc_red[tc_tx / 32] = tc_acc;");
+		prn = print_line(prn, "__syncthreads();");
+		prn = print_line(prn, "if (tc_tx < 32) {");
+		prn = isl_printer_indent(prn, 2);
+		b.len = 0;
+		tc_buf_printf(&b, "tc_acc = tc_tx < %d ? (%s)tc_red[tc_tx] : (%s)%s;", warps, ct, ct,
+			id.s ? id.s : "");
+		prn = print_line(prn, b.s ? b.s : "");
+		prn = put_warp_combine(g, prn, t, red);
+		prn = isl_printer_indent(prn, -2);
+		prn = print_line(prn, "}");
+	}
+	prn = print_line(prn, "if (tc_tx == 0)");
+	b.len = 0;
+	tc_buf_printf(&b, "  %s = ", g->red_lhs ? g->red_lhs : "?");
+	put_combine(&b, t, red, g->red_lhs ? g->red_lhs : "?", "tc_acc");
+	tc_buf_putc(&b, ';');
+	prn = print_line(prn, b.s ? b.s : "");
+	prn = print_line(prn, "__syncthreads();");
+	prn = isl_printer_indent(prn, -2);
+	prn = print_line(prn, "}");
+	if (b.oom || id.oom)
+		fail(g, "out of memory");
+	tc_buf_free(&b);
+	tc_buf_free(&id);
+	return prn;
+}
+
+static isl_printer *print_for(isl_printer *prn, isl_ast_print_options *options,
+	isl_ast_node *node, void *user)
+{
+	cu *g = user;
+	if (g->red && node == g->red_outer)
+		return put_reduce(g, prn, options, node);
+	if (g->red && node == g->red_stripe)
+		return put_strided(g, prn, options, node);
+	return isl_ast_node_for_print(node, prn, options);
+}
+
+/* Forget the reduction of the kernel printed. */
+static void red_clear(cu *g)
+{
+	isl_ast_node_free(g->red_outer);
+	isl_ast_node_free(g->red_stripe);
+	tc_free(g->red_lhs);
+	tc_buf_free(&g->red_iters);
+	g->red = NULL;
+	g->red_outer = g->red_stripe = NULL;
+	g->red_stmt = NULL;
+	g->red_lhs = NULL;
+	g->in_red = 0;
+}
+
 /* The loops of a kernel's body (indented by 2, or 4 inside a guard), or
- * NULL. */
+ * NULL; a reduction on a block (its mark) through print_for. */
 static char *body_text(cu *g, isl_ast_node *body)
 {
+	char *r;
 	tc_cg_cexpr_note_loops(&g->pr, body);
 	if (g->pr.failed)
 		return NULL;
-	return tc_cg_cexpr_ast_text(&g->pr, body, g->guard.s && g->guard.s[0] ? 4 : 2,
-		print_user, g);
+	red_clear(g);
+	if (isl_ast_node_foreach_descendant_top_down(body, find_red, g) < 0 && !g->pr.failed)
+		fail(g, "isl could not walk the AST");
+	r = g->pr.failed ? NULL : tc_cg_cexpr_ast_text(&g->pr, body,
+		g->guard.s && g->guard.s[0] ? 4 : 2, print_user, print_for, g);
+	red_clear(g);
+	return r;
 }
 
 /* Whether text mentions the identifier id (not as part of a longer one). */
@@ -289,7 +615,8 @@ static void put_kernel(cu *g, const tc_poly_gpu_kernel *k, isl_ast_node *body)
 		}
 	tc_buf_printf(&g->text, "\n/* kernel %d: grid (%u, %u, %u), block (%u, %u, %u)%s */\n",
 		k->index, kn->grid[0], kn->grid[1], kn->grid[2], kn->block[0],
-		kn->block[1], kn->block[2], k->nmapped ? "" : ", nothing mapped: one thread");
+		kn->block[1], kn->block[2], k->reduce ? ", a reduction on the threads in x"
+		: k->nmapped ? "" : ", nothing mapped: one thread");
 	tc_buf_printf(&g->text, "extern \"C\" __global__ void __launch_bounds__(%u) %s(",
 		kn->block[0] * kn->block[1] * kn->block[2], kn->name);
 	for (i = 0; i < kn->nparams; i++)

@@ -22,8 +22,22 @@
  * the values' count makes each block take several tiles in turn.  The
  * mapped members carry no dependence (coincident, outermost), so threads
  * never share one; the rest of the nest runs in each thread in order.
- * A nest with no coincident outer member runs on one thread (a later
- * mapping maps reductions to threads).
+ * A nest with no coincident outer member runs on one thread, unless it
+ * is a reduction mapped to a block (below).
+ *
+ * Reductions on a block (map_reduce, the reduce option): a nest that runs
+ * one reduction that may combine in any order (sums, max, min; not
+ * products), with few rows (the coincident members: fewer than 4096
+ * values in all, too few threads to fill a GPU, whose tens of
+ * multiprocessors each keep 1000 and more threads in flight) and a long
+ * reduced loop (32 values or more: a warp's worth), maps the rows to
+ * blocks only (one block per row, filters on tc_b<d> alone) and the
+ * reduced loop to the threads of x: a TC_POLY_MARK_GPU_REDUCE mark above
+ * the reduced band says which loop the threads stride over and how many
+ * threads share it, and the code generator prints the per-thread
+ * accumulator and the block's combine there (poly.h,
+ * tc_poly_gpu_reduce).  The reduction's init runs on thread 0 of x, as
+ * does the final update of the element.
  *
  * Block sizes: the block option, else block_threads of the target (256)
  * shared out from x: x gets the values' count rounded up to a power of
@@ -74,7 +88,17 @@ static isl_schedule_node *mark_kernel(isl_schedule_node *node, tc_poly_gpu_kerne
 /* The least and greatest value of member j of band node over its domain,
  * in *lo and *hi: 1, or 0 when they are not known constants (a
  * parametric model). */
+static int member_range_on(isl_schedule_node *node, int j, isl_union_set *on, int64_t *lo,
+	int64_t *hi);
+
 static int member_range(isl_schedule_node *node, int j, int64_t *lo, int64_t *hi)
+{
+	return member_range_on(node, j, NULL, lo, hi);
+}
+
+/* member_range over the instances in on (borrowed; NULL: all). */
+static int member_range_on(isl_schedule_node *node, int j, isl_union_set *on, int64_t *lo,
+	int64_t *hi)
 {
 	isl_multi_union_pw_aff *mupa = isl_schedule_node_band_get_partial_schedule(node);
 	isl_union_pw_aff *upa = isl_multi_union_pw_aff_get_union_pw_aff(mupa, j);
@@ -84,6 +108,8 @@ static int member_range(isl_schedule_node *node, int j, int64_t *lo, int64_t *hi
 	int ok;
 	isl_multi_union_pw_aff_free(mupa);
 	upa = isl_union_pw_aff_intersect_domain_union_set(upa, isl_schedule_node_get_domain(node));
+	if (on)
+		upa = isl_union_pw_aff_intersect_domain_union_set(upa, isl_union_set_copy(on));
 	range = isl_union_map_range(isl_union_map_from_union_pw_aff(upa));
 	values = range ? isl_set_from_union_set(range) : NULL;
 	vlo = values ? isl_set_dim_min_val(isl_set_copy(values), 0) : NULL;
@@ -139,7 +165,7 @@ static void block_sizes(const tc_poly *p, int n, const int64_t *count, int64_t *
 /* The set of instances of band node that block b<d> and thread t<d> run
  * for member j mapped to dimension d (see the top of the file), or NULL. */
 static isl_union_set *member_filter(isl_schedule_node *node, int j, int d, int64_t lo,
-	int64_t threads, int64_t blocks, int wraps)
+	int64_t threads, int64_t blocks, int wraps, int use_thread)
 {
 	isl_ctx *ctx = isl_schedule_node_get_ctx(node);
 	isl_union_set *dom = isl_schedule_node_get_domain(node);
@@ -154,8 +180,14 @@ static isl_union_set *member_filter(isl_schedule_node *node, int j, int d, int64
 	b = isl_union_pw_aff_param_on_domain_id(isl_union_set_copy(dom),
 		isl_id_alloc(ctx, TC_POLY_GPU_BLOCK[d], NULL));
 	b = isl_union_pw_aff_scale_val(b, isl_val_int_from_si(ctx, threads));
-	t = isl_union_pw_aff_param_on_domain_id(dom, isl_id_alloc(ctx, TC_POLY_GPU_THREAD[d], NULL));
-	v = isl_union_pw_aff_sub(v, isl_union_pw_aff_add(b, t));
+	if (use_thread) {
+		t = isl_union_pw_aff_param_on_domain_id(dom,
+			isl_id_alloc(ctx, TC_POLY_GPU_THREAD[d], NULL));
+		b = isl_union_pw_aff_add(b, t);
+	} else {
+		isl_union_set_free(dom);
+	}
+	v = isl_union_pw_aff_sub(v, b);
 	return isl_union_pw_aff_zero_union_set(v);
 }
 
@@ -201,6 +233,257 @@ static isl_schedule_node *coincident_first(isl_schedule_node *node)
 	return moved ? tc_poly_band_permute(node, perm) : node;
 }
 
+/* ---- reductions on the threads of a block ---- */
+
+/* The statements of a nest, for the reduction mapping. */
+typedef struct reduce_find {
+	const tc_poly *p;
+	const tc_poly_stmt *update, *init;
+	int bad; /* another statement, or a second update or init */
+} reduce_find;
+
+static isl_stat find_stmt(isl_set *set, void *user)
+{
+	reduce_find *rf = user;
+	const tc_poly_stmt *st = tc_poly_find_stmt(rf->p, isl_set_get_tuple_name(set));
+	isl_set_free(set);
+	if (st && st->kind == TC_POLY_UPDATE && !rf->update)
+		rf->update = st;
+	else if (st && st->kind == TC_POLY_INIT && !rf->init)
+		rf->init = st;
+	else
+		rf->bad = 1;
+	return isl_stat_ok;
+}
+
+/* Whether e reads tensor. */
+static int reads_tensor(const tc_ir_expr *e, int tensor)
+{
+	int i;
+	if (!e)
+		return 0;
+	if (e->op == TC_OP_READ && e->id == tensor)
+		return 1;
+	for (i = 0; i < e->nargs; i++)
+		if (reads_tensor(e->args[i], tensor))
+			return 1;
+	return 0;
+}
+
+/* Whether the update st may combine its values in any order: sums, max
+ * and min of float32, float64 and integers, whose right-hand side does
+ * not read the reduced tensor.  Products keep the interpreter's order
+ * (docs/language.md: partial products overflow and underflow in other
+ * orders), 16-bit floats their rounding per step. */
+static int reorderable(const tc_ir_func *f, const tc_ir_stmt *st)
+{
+	tc_dtype t = f->tensors[st->tensor].dtype;
+	if (st->red != TC_RED_ADD && st->red != TC_RED_MAX && st->red != TC_RED_MIN)
+		return 0;
+	if (tc_dtype_is_half(t) || t == TC_T_BOOL)
+		return 0;
+	return !reads_tensor(st->rhs, st->tensor);
+}
+
+/* Whether each value of the first lead members of band writes one
+ * element of the update's output (the instances upd, borrowed): 1 yes, 0
+ * no or unknown. */
+static int one_element(isl_schedule_node *band, int lead, const tc_poly *p, isl_union_set *upd)
+{
+	isl_union_map *w = isl_union_map_intersect_domain(isl_union_map_copy(p->writes),
+		isl_union_set_copy(upd));
+	isl_bool ok;
+	if (lead > 0) {
+		isl_multi_union_pw_aff *mupa = isl_schedule_node_band_get_partial_schedule(band);
+		isl_size nm = isl_multi_union_pw_aff_size(mupa);
+		isl_union_map *pre;
+		mupa = isl_multi_union_pw_aff_drop_dims(mupa, isl_dim_set, (unsigned)lead,
+			(unsigned)(nm - lead));
+		pre = isl_union_map_from_multi_union_pw_aff(mupa);
+		pre = isl_union_map_intersect_domain(pre, isl_union_set_copy(upd));
+		w = isl_union_map_apply_range(isl_union_map_reverse(pre), w);
+		ok = isl_union_map_is_single_valued(w);
+		isl_union_map_free(w);
+	} else {
+		isl_union_set *range = isl_union_map_range(w);
+		isl_set *set = range && isl_union_set_n_set(range) == 1
+			? isl_set_from_union_set(range) : (isl_union_set_free(range), NULL);
+		ok = set ? isl_set_is_singleton(set) : isl_bool_false;
+		isl_set_free(set);
+	}
+	return ok == isl_bool_true;
+}
+
+/* The instances of the statements of the children of sequence node
+ * each of one statement: 1 when every child's filter names one, else 0. */
+static int one_stmt_children(isl_schedule_node *node)
+{
+	isl_size i, n = isl_schedule_node_n_children(node);
+	int ok = n > 0;
+	for (i = 0; ok && i < n; i++) {
+		isl_schedule_node *c = isl_schedule_node_get_child(node, i);
+		isl_union_set *f = isl_schedule_node_filter_get_filter(c);
+		ok = f && isl_union_set_n_set(f) == 1;
+		isl_union_set_free(f);
+		isl_schedule_node_free(c);
+	}
+	return ok;
+}
+
+/* node with a reduce mark above it carrying r (taken). */
+static isl_schedule_node *mark_reduce(isl_schedule_node *node, tc_poly_gpu_reduce *r)
+{
+	isl_id *id = isl_id_alloc(isl_schedule_node_get_ctx(node), TC_POLY_MARK_GPU_REDUCE, r);
+	id = isl_id_set_free_user(id, kernel_free);
+	if (!id)
+		return isl_schedule_node_free(node);
+	return isl_schedule_node_insert_mark(node, id);
+}
+
+/* The instances of st restricted to thread 0 of x. */
+static isl_union_set *on_thread0(const tc_poly *p, const tc_poly_stmt *st)
+{
+	isl_space *space = isl_space_params_alloc(p->ctx, 1);
+	isl_set *zero;
+	space = isl_space_set_dim_id(space, isl_dim_param, 0,
+		isl_id_alloc(p->ctx, TC_POLY_GPU_THREAD[0], NULL));
+	zero = isl_set_fix_si(isl_set_universe(space), isl_dim_param, 0, 0);
+	return isl_union_set_intersect_params(tc_poly_stmt_instances(p, st), zero);
+}
+
+/* Map the reduction of the nest whose top is band node, whose first lead
+ * members are coincident (the rows; rows[0..n) their values' counts, 0
+ * unknown), to the threads of x, where the rule of the reduce option
+ * says so (see polyhedral/README.md, "Reductions on a block"):
+ *   - the nest runs one reorderable update (and maybe its init), and
+ *     each value of the rows writes one element;
+ *   - the band's other members (and, with no init, the members of the
+ *     bands below) are the reduced loops; the strided one is the
+ *     innermost with at least 32 values (the stride-1 walk of the order
+ *     pass: coalesced), else the longest;
+ *   - auto: fewer than 4096 rows (16 warps on each of 8 SMs... far from
+ *     filling a GPU one thread per row) and a strided loop of at least 32
+ *     values (a warp's worth); on: any strided loop of 2 or more.
+ * The band is split after the rows, the rest sunk into the sequence of
+ * init and update, the init restricted to thread 0 of x and the
+ * reduced band marked.  *threads: the threads of x, 0 when not mapped
+ * (node unchanged).  Returns the node at the same position (the rows'
+ * band, or the mark or sequence when there are no rows), NULL on an isl
+ * error. */
+static isl_schedule_node *map_reduce(isl_schedule_node *node, int lead, int n,
+	const int64_t *rows, gpu_map *g, int *threads)
+{
+	const tc_poly *p = g->p;
+	const tc_target *t = p->target;
+	reduce_find rf = {p, NULL, NULL, 0};
+	isl_union_set *dom = isl_schedule_node_get_domain(node), *upd;
+	isl_schedule_node *b;
+	isl_size nm = isl_schedule_node_band_n_member(node);
+	int64_t nrows = 1, best = 0, cnt, lo, hi, T;
+	int depth = 0, before = 0, d, j, seq, best_before = 0;
+	tc_poly_gpu_reduce *r;
+	*threads = 0;
+	if (!dom)
+		return isl_schedule_node_free(node);
+	isl_union_set_foreach_set(dom, find_stmt, &rf);
+	isl_union_set_free(dom);
+	if (rf.bad || !rf.update || lead >= nm || !reorderable(p->f, rf.update->ir) ||
+		(rf.init && rf.init->ir_index != rf.update->ir_index))
+		return node;
+	for (d = 0; d < n; d++)
+		nrows = rows[d] > 0 && nrows > 0 ? nrows * rows[d] : 0;
+	b = isl_schedule_node_get_child(node, 0);
+	seq = isl_schedule_node_get_type(b) == isl_schedule_node_sequence;
+	if ((rf.init && !(seq && one_stmt_children(b))) || (!rf.init && seq)) {
+		isl_schedule_node_free(b);
+		return node;
+	}
+	upd = tc_poly_stmt_instances(p, rf.update);
+	if (!one_element(node, lead, p, upd)) {
+		isl_schedule_node_free(b);
+		isl_union_set_free(upd);
+		return node;
+	}
+	/* the reduced members: node's from lead, then (update alone) the bands below */
+	isl_schedule_node_free(b);
+	b = isl_schedule_node_copy(node);
+	for (j = lead; b; j++) {
+		if (j >= isl_schedule_node_band_n_member(b)) {
+			isl_schedule_node *c = rf.init ? NULL : isl_schedule_node_get_child(b, 0);
+			isl_schedule_node_free(b);
+			b = c;
+			j = -1;
+			if (b && isl_schedule_node_get_type(b) != isl_schedule_node_band)
+				b = isl_schedule_node_free(b);
+			continue;
+		}
+		if (!member_range_on(b, j, upd, &lo, &hi))
+			break;
+		cnt = hi - lo + 1;
+		if ((cnt >= 32 && cnt > 1) || (best < 32 && cnt > best)) {
+			best = cnt;
+			best_before = before;
+		}
+		before += cnt > 1;
+	}
+	isl_union_set_free(upd);
+	if (b) { /* a range unknown */
+		isl_schedule_node_free(b);
+		return node;
+	}
+	depth = best_before;
+	if (p->opts.reduce == 2 ? (p->opts.nblock > 0 || nrows <= 0 || nrows >= 4096 || best < 32)
+			    : best < 2)
+		return node;
+	T = p->opts.reduce_threads;
+	if (T <= 0) {
+		int64_t sms = t->multiprocessors > 0 ? t->multiprocessors : 64;
+		int64_t cap = nrows < sms ? 1024 : (t->block_threads > 0 ? t->block_threads : 256);
+		T = pow2_at_least(best);
+		T = T < 32 ? 32 : T > cap ? cap : T;
+	}
+	if (t->max_block_threads > 0 && T > t->max_block_threads)
+		T = t->max_block_threads;
+	if (!(r = tc_calloc(1, sizeof(*r))))
+		return isl_schedule_node_free(node);
+	r->threads = (int)T;
+	r->depth = depth;
+	if (lead > 0) {
+		node = isl_schedule_node_band_split(node, lead);
+		node = isl_schedule_node_child(node, 0);
+	}
+	if (rf.init) {
+		isl_size i, nc;
+		node = isl_schedule_node_band_sink(node); /* the band into each child */
+		nc = isl_schedule_node_n_children(node);
+		for (i = 0; node && i < nc; i++) {
+			isl_union_set *f, *ini;
+			int is_init;
+			node = isl_schedule_node_child(node, i);
+			f = isl_schedule_node_filter_get_filter(node);
+			ini = tc_poly_stmt_instances(p, rf.init);
+			is_init = f && ini && isl_union_set_is_disjoint(f, ini) == isl_bool_false;
+			isl_union_set_free(f);
+			isl_union_set_free(ini);
+			node = isl_schedule_node_child(node, 0);
+			if (is_init)
+				node = isl_schedule_node_insert_filter(node, on_thread0(p, rf.init));
+			else if (r)
+				node = mark_reduce(node, r), r = NULL;
+			node = isl_schedule_node_parent(node);
+			node = isl_schedule_node_parent(node);
+		}
+	} else {
+		node = mark_reduce(node, r);
+		r = NULL;
+	}
+	tc_free(r); /* no update child: cannot happen (one_stmt_children) */
+	if (lead > 0)
+		node = isl_schedule_node_parent(node);
+	*threads = (int)T;
+	return node;
+}
+
 /* Map the nest at node (its top: a band, or anything else, which then
  * runs on one thread) as kernel number g->nkernels; returns the node at
  * the same position (the kernel's mark), NULL on an isl error. */
@@ -210,7 +493,7 @@ static isl_schedule_node *map_nest(isl_schedule_node *node, gpu_map *g)
 	tc_poly_gpu_kernel *k = tc_calloc(1, sizeof(*k));
 	isl_union_set *filter = NULL;
 	int64_t count[3] = {0, 0, 0}, lo[3] = {0, 0, 0}, block[3];
-	int member[3], lead = 0, n = 0, d;
+	int member[3], lead = 0, n = 0, d, threads = 0;
 	if (!k) /* the walk's caller says out of memory */
 		return isl_schedule_node_free(node);
 	k->index = g->nkernels++;
@@ -230,7 +513,17 @@ static isl_schedule_node *map_nest(isl_schedule_node *node, gpu_map *g)
 		if (member_range(node, member[d], &lo[d], &hi))
 			count[d] = hi - lo[d] + 1;
 	}
-	block_sizes(p, n, count, block);
+	if (p->opts.reduce && isl_schedule_node_get_type(node) == isl_schedule_node_band) {
+		node = map_reduce(node, lead, n, count, g, &threads);
+		if (!node) {
+			tc_free(k);
+			return NULL;
+		}
+	}
+	if (threads) /* the rows to blocks only */
+		block[0] = block[1] = block[2] = 1;
+	else
+		block_sizes(p, n, count, block);
 	for (d = 0; d < n; d++) {
 		int64_t limit = p->target->max_grid[d] > 0 ? p->target->max_grid[d] : 65535;
 		int64_t blocks = count[d] > 0 ? (count[d] + block[d] - 1) / block[d] : limit;
@@ -242,10 +535,14 @@ static isl_schedule_node *map_nest(isl_schedule_node *node, gpu_map *g)
 		k->block[d] = (unsigned)block[d];
 		k->grid[d] = (unsigned)blocks;
 		f = member_filter(node, member[d], d, lo[d], block[d], blocks,
-			count[d] <= 0 || block[d] * blocks < count[d]);
+			count[d] <= 0 || block[d] * blocks < count[d], !threads);
 		filter = filter ? isl_union_set_intersect(filter, f) : f;
 	}
 	k->nmapped = n;
+	if (threads) {
+		k->block[0] = (unsigned)threads;
+		k->reduce = threads;
+	}
 	if (n > 0) /* the parameters are the model's (tc_poly_pass_gpu) */
 		node = isl_schedule_node_insert_filter(node, isl_union_set_intersect_params(filter,
 			kernel_context(isl_schedule_node_get_ctx(node), n, k)));

@@ -141,14 +141,38 @@ typedef struct tc_poly_points {
  * parameters TC_POLY_GPU_BLOCK[d] and TC_POLY_GPU_THREAD[d] (d = 0, 1, 2:
  * x, y, z), which the AST reads as the block and thread indices; a code
  * generator defines them in the kernel (blockIdx.x, threadIdx.x, ...).
- * A kernel with nothing mapped runs on one thread. */
+ * A kernel with nothing mapped runs on one thread, unless it is a
+ * reduction mapped to the threads of x (reduce > 0, below). */
 typedef struct tc_poly_gpu_kernel {
 	int index;         /* launch order: 0, 1, ... */
-	int nmapped;       /* band members mapped (0 to 3) */
+	int nmapped;       /* band members mapped (0 to 3); with reduce, to
+			    * blocks only (one block per value) */
 	unsigned grid[3];  /* blocks in x, y, z */
 	unsigned block[3]; /* threads per block in x, y, z */
+	int reduce;        /* 0, or the threads of x (block[0]) that share
+			    * the reduction below a TC_POLY_MARK_GPU_REDUCE
+			    * mark of the kernel */
 } tc_poly_gpu_kernel;
 #define TC_POLY_MARK_GPU_KERNEL "tc_gpu_kernel" /* above a GPU kernel's subtree */
+
+/* A reduction shared by the threads of x of a block (polyhedral/gpu.c):
+ * the subtree below a TC_POLY_MARK_GPU_REDUCE mark runs one reduction's
+ * update statement (sum of floats or integers, max or min; never a
+ * product, nor 16-bit floats or bool), and writes one element of its
+ * output for each value of the loops above the mark.  Every thread runs
+ * the subtree's loops, but the depth-th for loop below the mark (0: the
+ * mark's child, which is a for loop) strided: thread t takes the values
+ * lo + t, lo + t + threads, ...; each thread accumulates into a register
+ * from the operator's identity, then the block combines the partial
+ * results (codegen/cuda.c: warp shuffles, one value per warp through
+ * shared memory) and thread 0 applies the result to the element.  The
+ * AST above the mark depends on no thread index of x, so every thread of
+ * the block reaches the combine's barriers.  Owned by the mark's id. */
+typedef struct tc_poly_gpu_reduce {
+	int threads; /* threads of x sharing the reduction: 32 .. 1024, a power of two */
+	int depth;   /* which for loop below the mark is strided */
+} tc_poly_gpu_reduce;
+#define TC_POLY_MARK_GPU_REDUCE "tc_gpu_reduce" /* above a reduction's loops */
 extern const char *const TC_POLY_GPU_BLOCK[3];  /* "tc_bx", "tc_by", "tc_bz" */
 extern const char *const TC_POLY_GPU_THREAD[3]; /* "tc_tx", "tc_ty", "tc_tz" */
 
@@ -208,6 +232,12 @@ typedef struct tc_poly_opts {
 	int64_t block[3];              /* ... (nblock 0: chosen per kernel) */
 	int ngrid;                     /* GPU: at most this many blocks in x, y, z ... */
 	int64_t grid[3];               /* ... (ngrid 0: the device's limits) */
+	int reduce;                    /* GPU: map reductions to the threads of
+					* a block: 0 never, 1 where legal, 2
+					* (auto) where the rows leave the GPU
+					* idle (tc_poly_pass_gpu) */
+	int reduce_threads;            /* GPU: threads sharing a reduction
+					* (0: chosen per kernel) */
 	unsigned long max_ops;         /* isl's budget per step: operations
 					* (0: TC_POLY_MAX_OPS) ... */
 	double max_seconds;            /* ... and seconds (0:

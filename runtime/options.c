@@ -64,6 +64,10 @@ static const opt_def opt_table[] = {
 		"GPU: at most this many blocks in x, y, z; fewer blocks than tiles make each block take several tiles in turn (auto: one block per tile, up to the device's limits)"},
 	{"gpu_arch", TC_OPT_ENUM, "auto|sm_70|sm_75|sm_80|sm_86|sm_87|sm_89|sm_90|sm_100|sm_120", "auto",
 		"GPU: the architecture NVRTC compiles for (auto: the device's compute capability; sm_90 where there is no device, as when compiling offline)"},
+	{"reduce", TC_OPT_ENUM, "auto|on|off", "auto",
+		"GPU: run a reduction (sums of floats and integers, max, min; not products) on the threads of a block, rows to blocks: each thread accumulates a strided part of the reduced loop in a register, the block combines the parts with warp shuffles and shared memory, thread 0 writes the element; float sums then round in another order than the interpreter's (auto: where the rows give fewer than 4096 threads and the reduced loop has at least 32 values; on: wherever it applies; off: one thread per row, serially)"},
+	{"reduce_threads", TC_OPT_ENUM, "auto|32|64|128|256|512|1024", "auto",
+		"GPU: threads of a block sharing one reduction (auto: the reduced loop's length rounded up to a power of two, at least 32 and at most 256, or 1024 when the rows are fewer than the multiprocessors)"},
 	{"sizes", TC_OPT_ENUM, "auto|concrete|parametric", "auto",
 		"concrete: every size is a constant of the generated code, and each new shape compiles again; parametric: the sizes that only the first dimension of tensors has (a batch, the rows of a matmul) are run-time values of the code, so a kernel compiled for one shape serves every shape that differs from it in those sizes only, without compiling again (decisions such as tile sizes are made for the first shape; the code may run somewhat slower than concrete code, see docs/performance.md); auto: the first shape of a def in a module compiles concrete, a second shape that differs from it only in those sizes compiles parametric, and every later such shape reuses that code"},
 };
@@ -585,6 +589,9 @@ static void poly_opts(const tc_options *o, tc_poly_opts *out)
 	out->nregtile = size_list(reg, out->regtile, TC_POLY_MAX_TILE);
 	out->nblock = size_list(tc_options_get(o, "block"), out->block, 3); /* more: an error of the gpu pass */
 	out->ngrid = size_list(tc_options_get(o, "grid"), out->grid, 3);
+	out->reduce = !strcmp(tc_options_get(o, "reduce"), "off") ? 0
+		: !strcmp(tc_options_get(o, "reduce"), "on") ? 1 : 2;
+	out->reduce_threads = count_or_auto(o, "reduce_threads");
 }
 
 void tc_rt_opts_decode(__tc_keep const tc_options *o, __tc_keep tc_rt_opts *out)

@@ -933,6 +933,7 @@ static void lookup_sum_ref(run *r, const int64_t *s, tu_elt index_elt)
 	int32_t *I32 = index_elt == TU_I32 ? in_i32(r, DIMS(B, L), 0, V - 1) : NULL;
 	int64_t *I64 = index_elt == TU_I64 ? in_i64(r, DIMS(B, L), 0, V - 1) : NULL;
 	float *O = out_f32(r, DIMS(B, D));
+	reduction_tol(r, L, 1); /* a GPU block may sum the L rows in another order */
 	for (int64_t i = 0; i < B; i++)
 		for (int64_t j = 0; j < D; j++) {
 			float acc = 0;
@@ -2242,6 +2243,12 @@ static void draw_gpu_options(uint64_t *rng, char *buf, size_t n)
 	for (k = 0; k < nb; k++)
 		len += snprintf(buf + len, n - (size_t)len, "%s%d", k ? "," : "",
 			(int)tu_rand_int(rng, 1, 3));
+	{
+		static const char *const reduce[] = {"auto", "on", "off"};
+		static const char *const rthreads[] = {"auto", "32", "64", "256", "1024"};
+		snprintf(buf + len, n - (size_t)len, " reduce=%s reduce_threads=%s",
+			reduce[tu_rand_int(rng, 0, 2)], rthreads[tu_rand_int(rng, 0, 4)]);
+	}
 }
 
 /* Whether the tests run the CUDA checks (test_corpus cuda) instead of the

@@ -103,7 +103,9 @@ def drawn_mapping(rng):
     grid = [rng.randint(1, 3) for _ in range(rng.randint(0, 3))]
     return ["fusion=" + rng.choice(["max", "preserve3coincident", "min", "auto"]),
             "block=" + (",".join(map(str, block)) or "auto"),
-            "grid=" + (",".join(map(str, grid)) or "auto")]
+            "grid=" + (",".join(map(str, grid)) or "auto"),
+            "reduce=" + rng.choice(["auto", "on", "off"]),
+            "reduce_threads=" + rng.choice(["auto", "32", "64", "256", "1024"])]
 
 
 def run(cmd):
