@@ -70,19 +70,26 @@ typedef struct gpu_map {
 	int nkernels; /* kernels marked so far */
 } gpu_map;
 
-static void kernel_free(void *user)
+static void record_free(void *user)
 {
 	tc_free(user);
+}
+
+/* node with a mark named name above it carrying record (taken, freed with
+ * the mark's id). */
+static isl_schedule_node *mark_with(isl_schedule_node *node, const char *name, void *record)
+{
+	isl_id *id = isl_id_alloc(isl_schedule_node_get_ctx(node), name, record);
+	id = isl_id_set_free_user(id, record_free);
+	if (!id)
+		return isl_schedule_node_free(node);
+	return isl_schedule_node_insert_mark(node, id);
 }
 
 /* node with a kernel mark above it carrying k (taken). */
 static isl_schedule_node *mark_kernel(isl_schedule_node *node, tc_poly_gpu_kernel *k)
 {
-	isl_id *id = isl_id_alloc(isl_schedule_node_get_ctx(node), TC_POLY_MARK_GPU_KERNEL, k);
-	id = isl_id_set_free_user(id, kernel_free);
-	if (!id)
-		return isl_schedule_node_free(node);
-	return isl_schedule_node_insert_mark(node, id);
+	return mark_with(node, TC_POLY_MARK_GPU_KERNEL, k);
 }
 
 /* The least and greatest value of member j of band node over its domain,
@@ -333,11 +340,7 @@ static int one_stmt_children(isl_schedule_node *node)
 /* node with a reduce mark above it carrying r (taken). */
 static isl_schedule_node *mark_reduce(isl_schedule_node *node, tc_poly_gpu_reduce *r)
 {
-	isl_id *id = isl_id_alloc(isl_schedule_node_get_ctx(node), TC_POLY_MARK_GPU_REDUCE, r);
-	id = isl_id_set_free_user(id, kernel_free);
-	if (!id)
-		return isl_schedule_node_free(node);
-	return isl_schedule_node_insert_mark(node, id);
+	return mark_with(node, TC_POLY_MARK_GPU_REDUCE, r);
 }
 
 /* The instances of st restricted to thread 0 of x. */
