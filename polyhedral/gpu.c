@@ -552,6 +552,60 @@ static isl_schedule_node *map_nest(isl_schedule_node *node, gpu_map *g)
 	return mark_kernel(node, k);
 }
 
+/* What tc_poly_gpu_split_nest counts of a nest's statements. */
+typedef struct split_count {
+	const tc_poly *p;
+	int stmts;      /* statements of the nest */
+	int long_sums;  /* reorderable reductions of 32 values or more */
+} split_count;
+
+static isl_stat count_stmt(isl_set *set, void *user)
+{
+	split_count *c = user;
+	const tc_poly_stmt *st = tc_poly_find_stmt(c->p, isl_set_get_tuple_name(set));
+	const tc_ir_stmt *ir = st ? st->ir : NULL;
+	isl_set_free(set);
+	c->stmts++;
+	if (ir && st->kind == TC_POLY_UPDATE && reorderable(c->p->f, ir)) {
+		int64_t n = 1, lo, hi;
+		int v;
+		for (v = ir->nlhs; v < ir->nvars && n > 0; v++)
+			n = ir->vars[v].is_reduction && tc_ir_var_range(&ir->vars[v], c->p->params, &lo,
+				&hi) ? n * (hi - lo) : ir->vars[v].is_reduction ? 0 : n;
+		c->long_sums += n >= 32;
+	}
+	return isl_stat_ok;
+}
+
+int tc_poly_gpu_split_nest(__tc_keep const tc_poly *p, __tc_keep isl_schedule_node *node)
+{
+	isl_union_set *dom;
+	split_count c = {p, 0, 0};
+	int64_t rows = 1, lo, hi;
+	int lead = 0;
+	if (p->opts.reduce != 2 || p->opts.nblock > 0 || !p->params)
+		return 0;
+	dom = isl_schedule_node_get_domain(node);
+	if (!dom || isl_union_set_foreach_set(dom, count_stmt, &c) < 0) {
+		isl_union_set_free(dom);
+		return 0;
+	}
+	isl_union_set_free(dom);
+	if (c.stmts <= 2 || !c.long_sums) /* none, or a lone reduction with its init */
+		return 0;
+	if (isl_schedule_node_get_type(node) == isl_schedule_node_band) {
+		isl_size nm = isl_schedule_node_band_n_member(node);
+		while (lead < nm && isl_schedule_node_band_member_get_coincident(node, lead) ==
+			isl_bool_true) {
+			if (!member_range(node, lead, &lo, &hi))
+				return 0;
+			rows *= hi - lo + 1;
+			lead++;
+		}
+	}
+	return rows < 4096;
+}
+
 /* Map the nests at node: each child of a sequence or set (run in order,
  * or independent: kernels launched in order serve both), down to the
  * first node that is neither; returns the node at the same position. */

@@ -365,6 +365,56 @@ static tc_stat fusion_pass(tc_poly *p, tc_diags *d)
 	return TC_OK;
 }
 
+/* "gpu-fusion": each top-level nest that tc_poly_gpu_split_nest would
+ * rather see split scheduled again with fusion min, its nests taking its
+ * place in the root's sequence (legal as fusion_pass's). */
+static tc_stat gpu_fusion_pass(tc_poly *p, tc_diags *d)
+{
+	isl_schedule_node *node;
+	isl_schedule *s;
+	isl_size n, i;
+	int over = 0;
+	if (p->textual)
+		return TC_OK;
+	node = isl_schedule_node_child(isl_schedule_get_root(p->schedule), 0);
+	n = node && isl_schedule_node_get_type(node) == isl_schedule_node_sequence
+		? isl_schedule_node_n_children(node) : 0;
+	for (i = 0; node && !over && i < (n ? n : 1); i++) {
+		isl_size m = 1;
+		if (n)
+			node = isl_schedule_node_child(isl_schedule_node_child(node, (int)i), 0);
+		if (tc_poly_gpu_split_nest(p, node)) {
+			isl_schedule *split = schedule_nest(p, node, TC_POLY_FUSE_MIN, d);
+			if (!split)
+				over = tc_poly_over_budget(p->ctx);
+			else
+				node = tc_poly_graft(node, split);
+			isl_schedule_free(split);
+		}
+		if (!n)
+			break;
+		if (node && isl_schedule_node_get_type(node) == isl_schedule_node_sequence)
+			m = isl_schedule_node_n_children(node);
+		node = isl_schedule_node_parent(isl_schedule_node_parent(node));
+		if (m > 1) { /* its nests in the root's sequence */
+			node = isl_schedule_node_sequence_splice_child(node, (int)i);
+			i += m - 1;
+			n += m - 1;
+		}
+	}
+	s = node ? isl_schedule_node_get_schedule(node) : NULL;
+	isl_schedule_node_free(node);
+	if (!s) {
+		if (over || tc_poly_over_budget(p->ctx))
+			return TC_OK; /* the driver restores the tree */
+		tc_poly_isl_failed(p->ctx, d, "split nests for the GPU");
+		return TC_ERR;
+	}
+	isl_schedule_free(p->schedule);
+	p->schedule = s;
+	return TC_OK;
+}
+
 /* Whether schedule a costs more than b (tc_poly_nest_measure of their
  * whole trees). */
 static int costlier(tc_poly *p, isl_schedule *a, isl_schedule *b)
@@ -564,6 +614,8 @@ const tc_poly_pass_def tc_poly_gpu_passes[] = {
 	SCHEDULER,
 	FUSION,
 	FUSE_NESTS,
+	{"gpu-fusion", gpu_fusion_pass,
+		"nests whose row reductions would run serially on few threads split apart"},
 	{"order", tc_poly_pass_order,
 		"the stride-1 member innermost in permutable bands (the GPU's thread x)"},
 	{"gpu", tc_poly_pass_gpu,

@@ -4,7 +4,8 @@
     python3 tests/test_gpu_reduce.py TCOMP NPYGEN
 
 For row sums, a matvec, a dot product, a full sum, softmax's row max and sum
-(fusion=min), an integer row sum and an integer row max: the CUDA text (`tcomp emit --stage
+(fusion=min, and the default fusion, whose fused row loop the gpu-fusion step
+splits), an integer row sum and an integer row max: the CUDA text (`tcomp emit --stage
 cuda`) maps the reduction to a block (a kernel comment says so) and combines
 with __shfl_down_sync, and the emulator (target=cuda-emu) gives the
 interpreter's outputs on random inputs (npygen, outputs poisoned by the run)
@@ -37,6 +38,9 @@ CASES = [
     ("softmax.tc", "softmax_outputs", {"I": "4x1000"}, ["O", "mx", "sm"], ["fusion=min"], True),
     ("softmax.tc", "softmax_outputs", {"I": "3x33"}, ["O", "mx", "sm"],
      ["fusion=min", "reduce_threads=1024"], True),
+    # the default fusion: the gpu-fusion step splits the fused row loop (rows < 4096)
+    ("softmax.tc", "softmax_outputs", {"I": "4x1000"}, ["O", "mx", "sm"], [], True),
+    ("softmax.tc", "softmax_outputs", {"I": "5x33"}, ["O", "mx", "sm"], [], True),
     ("reductions.tc", "int8_sum", {"A": "3x1000"}, ["S", "W"], [], True),
     ("argmin.tc", "argmax_int", {"A": "7x13"}, ["mx", "idx"], ["fusion=min", "reduce=on"], None),
     ("reductions.tc", "min_of_sums", {"A": "3x100", "B": "3x100"}, ["O"], [], None),
