@@ -100,9 +100,15 @@ static tc_cg_cexpr_bi_form cuda_builtin_form(tc_builtin_id id)
 	return TC_CG_CEXPR_BI_C99;
 }
 
+/* An element: an input's read through the read-only data cache
+ * (TC_LDG, __ldg under NVRTC: inputs are never written during a launch),
+ * every other tensor's through its pointer. */
 static void cuda_put_access(const tc_cg_cexpr *pr, tc_buf *b, int tensor, const char *offset)
 {
-	tc_buf_printf(b, "%s[%s]", pr->tensor[tensor], offset);
+	if (pr->p->f->tensors[tensor].kind == TC_TENSOR_INPUT)
+		tc_buf_printf(b, "TC_LDG(%s, %s)", pr->tensor[tensor], offset);
+	else
+		tc_buf_printf(b, "%s[%s]", pr->tensor[tensor], offset);
 }
 
 static tc_cg_cexpr_dialect cuda_dialect = {
