@@ -758,6 +758,19 @@ static void cuda_targets(void **state)
 		assert_non_null(strstr(out_text, "cuInit failed: CUDA_ERROR_STUB_LIBRARY"));
 	}
 	unsetenv("TCOMP_CUDA_DRIVER");
+	/* --gpu-arch: an architecture offline (NVRTC, no driver), and a bad one */
+#ifdef TCOMP_HAVE_NVRTC
+	assert_int_equal(tcomp("emit g.tc -e mm --shape A=16x8 --shape B=8x4 --option target=cuda "
+			       "--gpu-arch sm_80 --stage cuda-resources"), 0);
+	assert_non_null(strstr(out_text, "mm for sm_80"));
+	assert_non_null(strstr(out_text, "Compiling entry function 'mm_k0' for 'sm_80'"));
+	assert_int_equal(tcomp("emit g.tc -e mm --shape A=16x8 --shape B=8x4 --option target=cuda "
+			       "--stage cuda"), 0);
+	assert_non_null(strstr(out_text, "extern \"C\" __global__ void"));
+#endif
+	assert_int_equal(tcomp("emit g.tc -e mm --shape A=16x8 --shape B=8x4 --option target=cuda "
+			       "--gpu-arch sm_99 --stage cuda"), 1);
+	assert_non_null(strstr(out_text, "option 'gpu_arch' cannot be 'sm_99'"));
 }
 
 int main(void)

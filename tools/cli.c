@@ -90,7 +90,8 @@ const char *error_text(__tc_keep tc_context *ctx)
 	return strncmp(e, "error: ", 7) ? e : e + 7;
 }
 
-/* Take --options, --option, --target or --threads; 1 if taken (cli.h). */
+/* Take --options, --option, --target, --threads or --gpu-arch; 1 if taken
+ * (cli.h). */
 int take_opt_arg(__tc_keep opt_args *oa, int code, const char *arg, const char *usage)
 {
 	if (code == OPT_OPTIONS) {
@@ -99,13 +100,15 @@ int take_opt_arg(__tc_keep opt_args *oa, int code, const char *arg, const char *
 		oa->files[oa->nfiles++] = arg;
 		return 1;
 	}
-	if (code == OPT_OPTION || code == OPT_TARGET || code == OPT_THREADS) {
+	if (code == OPT_OPTION || code == OPT_TARGET || code == OPT_THREADS ||
+		code == OPT_GPU_ARCH) {
 		const char *v = arg, *eq = strchr(v, '=');
 		if (oa->nsets == 64)
 			die_usage(usage, "%s", "too many --option");
 		oa->owned[oa->nsets] = NULL;
-		if (code != OPT_OPTION) { /* --target T, --threads N */
-			oa->names[oa->nsets] = code == OPT_TARGET ? "target" : "threads";
+		if (code != OPT_OPTION) { /* --target T, --threads N, --gpu-arch A */
+			oa->names[oa->nsets] = code == OPT_TARGET ? "target"
+				: code == OPT_GPU_ARCH ? "gpu_arch" : "threads";
 			oa->values[oa->nsets] = v;
 		} else {
 			if (!eq || eq == v)

@@ -38,6 +38,7 @@ enum {
 	OPT_CACHE,       /* --cache PATH */
 	OPT_NO_CACHE,    /* --no-cache */
 	OPT_CACHE_RESULT_OPTIONS, /* --cache-result-options */
+	OPT_GPU_ARCH,    /* --gpu-arch sm_XX */
 	OPT_COMMAND = 320, /* a command's own options from here on */
 };
 #define CLI_HELP {"help", no_argument, NULL, OPT_HELP}
@@ -46,7 +47,9 @@ enum {
 #define CLI_MAPPING {"options", required_argument, NULL, OPT_OPTIONS}, \
 	{"option", required_argument, NULL, OPT_OPTION}
 #define CLI_TARGET {"target", required_argument, NULL, OPT_TARGET}, \
-	{"threads", required_argument, NULL, OPT_THREADS}
+	{"threads", required_argument, NULL, OPT_THREADS}, \
+	{"gpu-arch", required_argument, NULL, OPT_GPU_ARCH}
+#define CLI_GPU_ARCH {"gpu-arch", required_argument, NULL, OPT_GPU_ARCH}
 #define CLI_CACHE {"cache", required_argument, NULL, OPT_CACHE}, \
 	{"no-cache", no_argument, NULL, OPT_NO_CACHE}, \
 	{"cache-result-options", no_argument, NULL, OPT_CACHE_RESULT_OPTIONS}

@@ -92,6 +92,7 @@ static const char *const run_usage =
 	"                      of tc_options_parse; see tcomp options)\n"
 	"  --option N=V        set a mapping option, after --options (repeatable);\n"
 	"                      --target T is --option target=T\n"
+	"  --gpu-arch A        --option gpu_arch=A (target=cuda: sm_70 ... sm_120)\n"
 	"  --threads N         threads for parallel loops (threads=N; alone, it\n"
 	"                      keeps the kernel cache's options, see below)\n"
 	"  --print             also print the outputs' values (at most 64 per output)\n"
@@ -112,13 +113,17 @@ static const char *const run_usage =
 
 static const char *const emit_usage =
 	"usage: tcomp emit FILE.tc [-e NAME] --stage STAGE [--shape T=4x5 ...]\n"
-	"                  [--options FILE] [--option NAME=VALUE ...]\n"
+	"                  [--options FILE] [--option NAME=VALUE ...] [--gpu-arch sm_XX]\n"
 	"\n"
 	"Print a stage of compilation of the def NAME.  With --shape for every\n"
 	"input the stage is specialised to those shapes (as tcomp run compiles);\n"
 	"without, it is parametric in the sizes.  --options FILE and --option N=V\n"
 	"(as for tcomp run) compile the kernel with those mapping options; they\n"
-	"need --shape.\n"
+	"need --shape.  With --option target=cuda the schedule passes are the\n"
+	"GPU's (scheduler, fusion, fuse-nests, gpu-fusion, order, gpu, mark), the\n"
+	"stage c is replaced by cuda, ptx and cuda-resources, and --gpu-arch sm_XX\n"
+	"(--option gpu_arch=sm_XX) compiles for that architecture (default: the\n"
+	"device's, sm_90 without one; no GPU or driver is needed).\n"
 	"  syntax     the checked syntax tree: names, types, index ranges\n"
 	"  ir         the tensor IR: tensors, statements with explicit casts, and\n"
 	"             each statement's domain in isl notation\n"
@@ -134,7 +139,12 @@ static const char *const emit_usage =
 	"  ast        the isl AST: the loop nest\n"
 	"  c          the loop nest as readable C\n"
 	"  llvm       the optimised LLVM IR (needs --shape)\n"
-	"  asm        the host assembly (needs --shape)\n";
+	"  asm        the host assembly (needs --shape)\n"
+	"  cuda       target=cuda: the CUDA C, one __global__ function per kernel\n"
+	"             with its launch configuration (needs --shape)\n"
+	"  ptx        target=cuda: NVRTC's PTX (needs --shape)\n"
+	"  cuda-resources  target=cuda: ptxas's registers, spills and shared\n"
+	"             memory per kernel for the architecture (needs --shape)\n";
 
 static const char *const bench_usage =
 	"usage: tcomp bench FILE.tc [-e NAME] --shape T=1024x1024 ... [--options FILE]\n"
@@ -180,6 +190,7 @@ static const char *const bench_usage =
 	"                      stream), cuda-emu (the CUDA code emulated on the\n"
 	"                      CPU, timed by the host's clock: for checking, not\n"
 	"                      a GPU's speed; the output says \"emulated\")\n"
+	"  --gpu-arch A        --option gpu_arch=A (target=cuda: sm_70 ... sm_120)\n"
 	"  --threads N         threads=N, the cache still read (see above);\n"
 	"                      --option threads=N reads no cache\n"
 	"  --runs R            at least R timed runs (default 10)\n"
@@ -588,7 +599,7 @@ static int cmd_emit(int argc, char **argv)
 
 	enum { OPT_STAGE = OPT_COMMAND };
 	static const struct option longopts[] = {CLI_HELP, CLI_ENTRY, CLI_SHAPE, CLI_MAPPING,
-		{"stage", required_argument, NULL, OPT_STAGE}, CLI_END};
+		CLI_GPU_ARCH, {"stage", required_argument, NULL, OPT_STAGE}, CLI_END};
 	int c;
 
 	if (wants_help(argc, argv)) {
