@@ -582,7 +582,7 @@ static void put_kernel(cu *g, const tc_poly_gpu_kernel *k, isl_ast_node *body)
 	tc_cg_cuda *out = g->out;
 	tc_cg_cuda_kernel *kn, *grown;
 	char *loops;
-	int i, d, first = 1;
+	int i, d;
 	static const char xyz[] = "xyz";
 	const char *guard = g->guard.s ? g->guard.s : "";
 	memset(g->pr.tensor_used, 0, (size_t)f->ntensors);
@@ -638,12 +638,9 @@ static void put_kernel(cu *g, const tc_poly_gpu_kernel *k, isl_ast_node *body)
 				TC_POLY_GPU_THREAD[d], xyz[d]);
 	}
 	for (i = 0; i < f->nparams; i++)
-		if (g->pr.size_used[i] || mentions(guard, g->size[i])) {
+		if (g->pr.size_used[i] || mentions(guard, g->size[i]))
 			tc_buf_printf(&g->text, "  const int64_t %s = %lld;\n", g->size[i],
 				(long long)g->p->params[i]);
-			first = 0;
-		}
-	(void)first;
 	memset(g->pr.size_used, 0, (size_t)f->nparams);
 	if (*guard) {
 		tc_buf_printf(&g->text, "  if (%s) {\n", guard);

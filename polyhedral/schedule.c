@@ -319,27 +319,31 @@ static isl_schedule_node *refit_nest(tc_poly *p, isl_schedule_node *node, int *o
 	return node;
 }
 
-/* "fusion": under fusion auto, each nest of the scheduler's tree that
- * isl's clustering made costly (refit_nest) scheduled again
- * without that fusion, its nests taking its place in the root's sequence.
- * Legal by construction: the isl scheduler orders each nest's own
- * dependences, the sequence those between nests.  Past the budget the
- * driver restores the scheduler's tree. */
-static tc_stat fusion_pass(tc_poly *p, tc_diags *d)
+/* What a refit does to one top-level nest at node (taken): the node at
+ * the same position, *over set when isl ran past its budget. */
+typedef isl_schedule_node *(*refit_fn)(tc_poly *p, isl_schedule_node *node, int *over,
+	tc_diags *d);
+
+/* Apply refit to each top-level nest of p's schedule (each child of the
+ * root's sequence, or the whole tree), a nest it turned into a sequence
+ * taking its nests' place in the root's sequence.  Legal by construction
+ * when refit schedules a nest's statements again: the isl scheduler orders
+ * each nest's own dependences, the sequence those between nests.  Past
+ * the budget the driver restores the scheduler's tree; what names the
+ * work in the error message. */
+static tc_stat refit_nests(tc_poly *p, refit_fn refit, const char *what, tc_diags *d)
 {
 	isl_schedule_node *node;
 	isl_schedule *s;
 	isl_size n, i;
 	int over = 0;
-	if (p->opts.fusion != TC_POLY_FUSE_AUTO || p->textual)
-		return TC_OK;
 	node = isl_schedule_node_child(isl_schedule_get_root(p->schedule), 0);
 	if (node && isl_schedule_node_get_type(node) == isl_schedule_node_sequence) {
 		n = isl_schedule_node_n_children(node);
 		for (i = 0; node && !over && i < n; i++) {
 			isl_size m = 1;
 			node = isl_schedule_node_child(isl_schedule_node_child(node, (int)i), 0);
-			node = refit_nest(p, node, &over, d);
+			node = refit(p, node, &over, d);
 			if (node && isl_schedule_node_get_type(node) == isl_schedule_node_sequence)
 				m = isl_schedule_node_n_children(node);
 			node = isl_schedule_node_parent(isl_schedule_node_parent(node));
@@ -350,14 +354,14 @@ static tc_stat fusion_pass(tc_poly *p, tc_diags *d)
 			}
 		}
 	} else if (node) {
-		node = refit_nest(p, node, &over, d);
+		node = refit(p, node, &over, d);
 	}
 	s = node ? isl_schedule_node_get_schedule(node) : NULL;
 	isl_schedule_node_free(node);
 	if (!s) {
 		if (over || tc_poly_over_budget(p->ctx))
 			return TC_OK; /* the driver restores the scheduler's tree */
-		tc_poly_isl_failed(p->ctx, d, "choose the fusion of loop nests");
+		tc_poly_isl_failed(p->ctx, d, what);
 		return TC_ERR;
 	}
 	isl_schedule_free(p->schedule);
@@ -365,54 +369,40 @@ static tc_stat fusion_pass(tc_poly *p, tc_diags *d)
 	return TC_OK;
 }
 
-/* "gpu-fusion": each top-level nest that tc_poly_gpu_split_nest would
- * rather see split scheduled again with fusion min, its nests taking its
- * place in the root's sequence (legal as fusion_pass's). */
+/* "fusion": under fusion auto, each nest of the scheduler's tree that
+ * isl's clustering made costly (refit_nest) scheduled again without that
+ * fusion. */
+static tc_stat fusion_pass(tc_poly *p, tc_diags *d)
+{
+	if (p->opts.fusion != TC_POLY_FUSE_AUTO || p->textual)
+		return TC_OK;
+	return refit_nests(p, refit_nest, "choose the fusion of loop nests", d);
+}
+
+/* The nest at node (taken) scheduled again with fusion min when
+ * tc_poly_gpu_split_nest would rather see it split. */
+static isl_schedule_node *split_nest(tc_poly *p, isl_schedule_node *node, int *over,
+	tc_diags *d)
+{
+	isl_schedule *split;
+	if (!node || !tc_poly_gpu_split_nest(p, node))
+		return node;
+	split = schedule_nest(p, node, TC_POLY_FUSE_MIN, d);
+	if (!split)
+		*over = tc_poly_over_budget(p->ctx);
+	else
+		node = tc_poly_graft(node, split);
+	isl_schedule_free(split);
+	return node;
+}
+
+/* "gpu-fusion": each top-level nest whose row reductions would run
+ * serially on few threads split apart (split_nest). */
 static tc_stat gpu_fusion_pass(tc_poly *p, tc_diags *d)
 {
-	isl_schedule_node *node;
-	isl_schedule *s;
-	isl_size n, i;
-	int over = 0;
 	if (p->textual)
 		return TC_OK;
-	node = isl_schedule_node_child(isl_schedule_get_root(p->schedule), 0);
-	n = node && isl_schedule_node_get_type(node) == isl_schedule_node_sequence
-		? isl_schedule_node_n_children(node) : 0;
-	for (i = 0; node && !over && i < (n ? n : 1); i++) {
-		isl_size m = 1;
-		if (n)
-			node = isl_schedule_node_child(isl_schedule_node_child(node, (int)i), 0);
-		if (tc_poly_gpu_split_nest(p, node)) {
-			isl_schedule *split = schedule_nest(p, node, TC_POLY_FUSE_MIN, d);
-			if (!split)
-				over = tc_poly_over_budget(p->ctx);
-			else
-				node = tc_poly_graft(node, split);
-			isl_schedule_free(split);
-		}
-		if (!n)
-			break;
-		if (node && isl_schedule_node_get_type(node) == isl_schedule_node_sequence)
-			m = isl_schedule_node_n_children(node);
-		node = isl_schedule_node_parent(isl_schedule_node_parent(node));
-		if (m > 1) { /* its nests in the root's sequence */
-			node = isl_schedule_node_sequence_splice_child(node, (int)i);
-			i += m - 1;
-			n += m - 1;
-		}
-	}
-	s = node ? isl_schedule_node_get_schedule(node) : NULL;
-	isl_schedule_node_free(node);
-	if (!s) {
-		if (over || tc_poly_over_budget(p->ctx))
-			return TC_OK; /* the driver restores the tree */
-		tc_poly_isl_failed(p->ctx, d, "split nests for the GPU");
-		return TC_ERR;
-	}
-	isl_schedule_free(p->schedule);
-	p->schedule = s;
-	return TC_OK;
+	return refit_nests(p, split_nest, "split nests for the GPU", d);
 }
 
 /* Whether schedule a costs more than b (tc_poly_nest_measure of their
