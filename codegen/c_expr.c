@@ -584,12 +584,48 @@ static void put_offset(const site *s, tc_buf *b, int tensor, tc_ir_expr *const *
 		tc_buf_free(&x[k]);
 }
 
+void tc_cg_cexpr_put_isl(__tc_keep tc_cg_cexpr *pr, __tc_keep tc_buf *b,
+	__tc_keep isl_ast_expr *e)
+{
+	int paren = isl_prec(e) < P_MUL;
+	if (paren)
+		tc_buf_putc(b, '(');
+	put_isl_bare(pr, b, e);
+	if (paren)
+		tc_buf_putc(b, ')');
+}
+
+/* The element of shared-memory copy c (p->gpu_copies) at index (one
+ * expression per dimension of the box): NAME[(i0 * s1 + i1) * s2 + i2]. */
+static void put_shared(tc_cg_cexpr *pr, tc_buf *b, int c, isl_ast_expr *const *index)
+{
+	const tc_poly_gpu_copy *cp = &pr->p->gpu_copies[c];
+	int k;
+	tc_buf_printf(b, "%s[", pr->shared[c]);
+	for (k = 1; k < cp->ndims; k++)
+		tc_buf_putc(b, '(');
+	for (k = 0; k < cp->ndims; k++) {
+		if (k)
+			tc_buf_printf(b, ") * %lld + ", (long long)cp->size[k]);
+		tc_cg_cexpr_put_isl(pr, b, index[k]);
+	}
+	tc_buf_putc(b, ']');
+}
+
 /* An element of tensor (tensor[offset] in host C), as the dialect
- * addresses it. */
+ * addresses it; a GPU kernel's shared-memory copy where the statement
+ * reads one (tc_poly_inst.shared). */
 static void put_element(const site *s, tc_buf *b, int tensor, tc_ir_expr *const *sub)
 {
 	tc_cg_cexpr *pr = s->pr;
 	tc_buf o;
+	int i;
+
+	for (i = 0; s->inst && pr->shared && i < s->inst->nshared; i++)
+		if (pr->p->gpu_copies[s->inst->shared[i].copy].tensor == tensor) {
+			put_shared(pr, b, s->inst->shared[i].copy, s->inst->shared[i].index);
+			return;
+		}
 
 	tc_buf_init(&o);
 	put_offset(s, &o, tensor, sub);

@@ -135,6 +135,9 @@ struct tc_cg_cexpr {
 	const tc_poly *p;              /* borrowed: the model with its AST */
 	char *const *size;   /* borrowed: the sizes' names in the text, by size */
 	char *const *tensor; /* borrowed: the tensors' names in the text, by tensor */
+	char *const *shared; /* borrowed: the names of the GPU kernels'
+			      * shared-memory copies, by copy
+			      * (p->gpu_copies), or NULL: none */
 	unsigned char *size_used;   /* owned: per size, the text mentions it */
 	unsigned char *tensor_used; /* owned: per tensor, the text accesses it */
 	/* per builtin, the text calls it (rnorm3d written as 1 / norm3d
@@ -164,6 +167,11 @@ void tc_cg_cexpr_fail(__tc_keep tc_cg_cexpr *pr, __tc_keep const char *why);
  * called by the dialect's helper names. */
 __tc_give isl_printer *tc_cg_cexpr_isl_printer(__tc_keep const tc_cg_cexpr_dialect *dl,
 	__tc_take isl_printer *prn);
+
+/* Append the isl expression e (an int64_t value) to b, in parentheses
+ * unless it is a product or tighter (an operand of * as it stands). */
+void tc_cg_cexpr_put_isl(__tc_keep tc_cg_cexpr *pr, __tc_keep tc_buf *b,
+	__tc_keep isl_ast_expr *e);
 
 /* Mark the sizes an isl expression mentions as used (the frame calls this
  * for the loop bounds and guards isl prints; statements note their own). */

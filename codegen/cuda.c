@@ -197,6 +197,9 @@ typedef struct cu {
 					* followed by a space */
 	char *red_lhs;                 /* the element it updates, as printed */
 	int in_red;                    /* printing the loops below the mark */
+	char **shared;                 /* the names of the shared-memory
+					* copies (p->gpu_copies), owned */
+	const tc_poly_gpu_kernel *k;   /* the kernel printed */
 } cu;
 
 static void fail(cu *g, const char *why)
@@ -275,6 +278,87 @@ done:
 	tc_buf_free(&lhs);
 }
 
+/* The lines of text, each printed as a line of prn (indented as it is). */
+static isl_printer *print_lines(isl_printer *prn, const char *text)
+{
+	const char *q = text, *nl;
+	while (prn && *q) {
+		char *line;
+		nl = strchr(q, '\n');
+		line = tc_strndup(q, nl ? (size_t)(nl - q) : strlen(q));
+		if (!line)
+			return isl_printer_free(prn);
+		prn = print_line(prn, line);
+		tc_free(line);
+		q = nl ? nl + 1 : q + strlen(q);
+	}
+	return prn;
+}
+
+/* The copy of a box of a tensor into shared memory (polyhedral/gpu_shared.c)
+ * that inst stands for, appended to b: the block's threads take its
+ * elements in turn (consecutive threads consecutive elements: the
+ * innermost dimension's reads coalesced), those inside the tensor. */
+static void put_copy(cu *g, tc_buf *b, const tc_poly_inst *inst)
+{
+	const tc_poly_gpu_copy *c = &g->p->gpu_copies[inst->copy];
+	const tc_poly_gpu_kernel *k = g->k;
+	int64_t shape[TC_MAX_RANK], vol = 1, inner = 1, threads;
+	int d;
+	tc_buf off;
+	tc_diags dg;
+	tc_diags_init(&dg, NULL);
+	if (!k || c->kernel != k->index || tc_ir_shape(g->f, c->tensor, g->p->params, shape, &dg) < 0) {
+		tc_diags_clear(&dg);
+		fail(g, "internal error: a shared-memory copy outside its kernel");
+		return;
+	}
+	tc_diags_clear(&dg);
+	threads = (int64_t)k->block[0] * k->block[1] * k->block[2];
+	for (d = 0; d < c->ndims; d++)
+		vol *= c->size[d];
+	tc_buf_printf(b, "/* %s's box:", g->out->names[c->tensor]);
+	for (d = 0; d < c->ndims; d++)
+		tc_buf_printf(b, "%s %lld", d ? " x" : "", (long long)c->size[d]);
+	tc_buf_printf(b, " elements into shared memory */\n"
+		"for (int64_t tc_e = threadIdx.x + %u * (threadIdx.y + %u * (int64_t)threadIdx.z); "
+		"tc_e < %lld; tc_e += %lld) {\n", k->block[0], k->block[1], (long long)vol,
+		(long long)threads);
+	for (d = 0; d < c->ndims; d++) { /* element tc_e of the box: its index d */
+		int e;
+		for (inner = 1, e = d + 1; e < c->ndims; e++)
+			inner *= c->size[e];
+		tc_buf_printf(b, "  const int64_t tc_i%d = ", d);
+		tc_cg_cexpr_put_isl(&g->pr, b, inst->index[d]);
+		tc_buf_printf(b, " + tc_e");
+		if (inner > 1)
+			tc_buf_printf(b, " / %lld", (long long)inner);
+		if (d > 0)
+			tc_buf_printf(b, " %% %lld", (long long)c->size[d]);
+		tc_buf_puts(b, ";\n");
+	}
+	tc_buf_puts(b, "  if (");
+	for (d = 0; d < c->ndims; d++)
+		tc_buf_printf(b, "%stc_i%d >= 0 && tc_i%d < %lld", d ? " && " : "", d, d,
+			(long long)shape[d]);
+	tc_buf_printf(b, ")\n    %s[tc_e] = ", g->shared[inst->copy]);
+	tc_buf_init(&off);
+	for (d = 1; d < c->ndims; d++)
+		tc_buf_putc(&off, '(');
+	for (d = 0; d < c->ndims; d++) {
+		if (d)
+			tc_buf_printf(&off, ") * %lld + ", (long long)shape[d]);
+		tc_buf_printf(&off, "tc_i%d", d);
+	}
+	if (off.oom || !off.s)
+		fail(g, "out of memory");
+	else
+		cuda_put_access(&g->pr, b, c->tensor, off.s);
+	tc_buf_free(&off);
+	tc_buf_puts(b, ";\n}");
+	g->pr.tensor_used[c->tensor] = 1;
+}
+
 static isl_printer *print_user(isl_printer *prn, isl_ast_print_options *options,
 	isl_ast_node *node, void *user)
 {
@@ -283,7 +367,11 @@ static isl_printer *print_user(isl_printer *prn, isl_ast_print_options *options,
 	tc_buf b;
 	isl_ast_print_options_free(options);
 	tc_buf_init(&b);
-	if (!inst || !inst->stmt || inst->points)
+	if (inst && !inst->stmt && inst->copy < 0 && !g->in_red)
+		tc_buf_puts(&b, "__syncthreads();");
+	else if (inst && !inst->stmt && !g->in_red)
+		put_copy(g, &b, inst);
+	else if (!inst || !inst->stmt || inst->points)
 		fail(g, "internal error: an AST statement without its annotation, or a register "
 			"tile (the GPU passes make none)");
 	else if (g->in_red && inst->stmt == g->red_stmt)
@@ -294,7 +382,7 @@ static isl_printer *print_user(isl_printer *prn, isl_ast_print_options *options,
 		tc_cg_cexpr_put_stmt(&g->pr, &b, inst);
 	if (b.oom)
 		fail(g, "out of memory");
-	prn = print_line(prn, b.s && !g->pr.failed ? b.s : "/* error */;");
+	prn = print_lines(prn, b.s && !g->pr.failed ? b.s : "/* error */;");
 	tc_buf_free(&b);
 	return prn;
 }
@@ -586,6 +674,7 @@ static void put_kernel(cu *g, const tc_poly_gpu_kernel *k, isl_ast_node *body)
 	static const char xyz[] = "xyz";
 	const char *guard = g->guard.s ? g->guard.s : "";
 	memset(g->pr.tensor_used, 0, (size_t)f->ntensors);
+	g->k = k;
 	loops = body_text(g, body);
 	if (!loops || g->pr.failed) {
 		tc_free(loops);
@@ -636,6 +725,16 @@ static void put_kernel(cu *g, const tc_poly_gpu_kernel *k, isl_ast_node *body)
 		if (mentions(loops, TC_POLY_GPU_THREAD[d]) || mentions(guard, TC_POLY_GPU_THREAD[d]))
 			tc_buf_printf(&g->text, "  const int64_t %s = threadIdx.%c;\n",
 				TC_POLY_GPU_THREAD[d], xyz[d]);
+	}
+	for (i = 0; i < g->p->ngpu_copies; i++) {
+		const tc_poly_gpu_copy *c = &g->p->gpu_copies[i];
+		int64_t vol = 1;
+		if (c->kernel != k->index)
+			continue;
+		for (d = 0; d < c->ndims; d++)
+			vol *= c->size[d];
+		tc_buf_printf(&g->text, "  TC_SHARED(%s, %s, %lld);\n",
+			cuda_dialect.type[f->tensors[c->tensor].dtype], g->shared[i], (long long)vol);
 	}
 	for (i = 0; i < f->nparams; i++)
 		if (g->pr.size_used[i] || mentions(guard, g->size[i]))
@@ -739,6 +838,14 @@ static tc_stat make_names(cu *g)
 			goto oom;
 	if (!(g->prefix = cuda_fresh_name(f->name, taken, f->nparams + f->ntensors)))
 		goto oom;
+	if (!(g->shared = tc_calloc((size_t)g->p->ngpu_copies + 1, sizeof(char *))))
+		goto oom;
+	for (i = 0; i < g->p->ngpu_copies; i++) { /* tc_ names are never the user's */
+		const char *t = g->out->names[g->p->gpu_copies[i].tensor];
+		if (!(g->shared[i] = tc_malloc(strlen(t) + 7)))
+			goto oom;
+		sprintf(g->shared[i], "tc_sh_%s", t);
+	}
 	tc_free(taken);
 	return TC_OK;
 oom:
@@ -773,6 +880,7 @@ __tc_give tc_cg_cuda *tc_cg_cuda_build(__tc_keep const tc_poly *p, int contract,
 		tc_cg_cexpr_init(&g.pr, &cuda_dialect, p, g.size, g.out->names) < 0)
 		goto done;
 	g.pr.contract = contract;
+	g.pr.shared = g.shared;
 	put_kernels(&g, p->ast);
 	if (g.pr.failed)
 		goto done;
@@ -812,6 +920,9 @@ done:
 	for (i = 0; g.size && i < g.f->nparams; i++)
 		tc_free(g.size[i]);
 	tc_free(g.size);
+	for (i = 0; g.shared && i < p->ngpu_copies; i++)
+		tc_free(g.shared[i]);
+	tc_free(g.shared);
 	tc_free(g.prefix);
 	tc_cg_cexpr_clear(&g.pr);
 	return g.out;

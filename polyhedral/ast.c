@@ -111,13 +111,23 @@ static tc_poly_points *points_alloc(isl_ctx *ctx, int n)
 	return pt;
 }
 
+/* Free n expressions e[0 .. n) and the array. */
+static void exprs_free(isl_ast_expr **e, int n)
+{
+	int i;
+	for (i = 0; e && i < n; i++)
+		isl_ast_expr_free(e[i]);
+	tc_free(e);
+}
+
 static void inst_free(void *user)
 {
 	tc_poly_inst *inst = user;
 	int i;
-	for (i = 0; i < inst->n; i++)
-		isl_ast_expr_free(inst->index[i]);
-	tc_free(inst->index);
+	exprs_free(inst->index, inst->n);
+	for (i = 0; i < inst->nshared; i++)
+		exprs_free(inst->shared[i].index, TC_MAX_RANK);
+	tc_free(inst->shared);
 	points_free(inst->points);
 	tc_free(inst);
 }
@@ -140,6 +150,76 @@ typedef struct ast_ctx {
 	const tc_poly_points *origin_of;
 } ast_ctx;
 
+/* The value of each dimension of pma (taken; its domain: the instances of
+ * the statement at this point of build) as an expression of the AST's
+ * iterators, in TC_MAX_RANK entries (unused ones NULL), or NULL: the
+ * inverse of the build's schedule pulled back, as PPCG does. */
+static isl_ast_expr **build_exprs(isl_ast_build *build, isl_pw_multi_aff *pma)
+{
+	isl_map *m = isl_map_reverse(isl_map_from_union_map(isl_ast_build_get_schedule(build)));
+	isl_ast_expr **e = tc_calloc(TC_MAX_RANK, sizeof(*e));
+	isl_size k, n;
+	pma = isl_pw_multi_aff_pullback_pw_multi_aff(pma, isl_pw_multi_aff_from_map(m));
+	n = isl_pw_multi_aff_dim(pma, isl_dim_out);
+	if (!e || n < 0 || n > TC_MAX_RANK) {
+		isl_pw_multi_aff_free(pma);
+		tc_free(e);
+		return NULL;
+	}
+	for (k = 0; k < n; k++)
+		if (!(e[k] = isl_ast_build_expr_from_pw_aff(build, isl_pw_multi_aff_get_pw_aff(pma,
+			(int)k)))) {
+			isl_pw_multi_aff_free(pma);
+			exprs_free(e, TC_MAX_RANK);
+			return NULL;
+		}
+	isl_pw_multi_aff_free(pma);
+	return e;
+}
+
+/* at_each_domain for a GPU kernel's copy (its box's origin) or barrier
+ * (polyhedral/gpu_shared.c), name: the statement's: inst filled. */
+static tc_stat gpu_stmt(const tc_poly *p, isl_ast_build *build, const char *name,
+	tc_poly_inst *inst)
+{
+	int c;
+	inst->copy = -1;
+	if (!strncmp(name, TC_POLY_GPU_SYNC, strlen(TC_POLY_GPU_SYNC)))
+		return TC_OK;
+	for (c = 0; c < p->ngpu_copies && strcmp(p->gpu_copies[c].stmt, name); c++)
+		;
+	if (c == p->ngpu_copies)
+		return TC_ERR;
+	inst->copy = c;
+	inst->n = p->gpu_copies[c].ndims;
+	inst->index = build_exprs(build, isl_pw_multi_aff_copy(p->gpu_copies[c].offset));
+	return inst->index ? TC_OK : TC_ERR;
+}
+
+/* Annotate inst (a statement's) with the elements of the shared-memory
+ * copies its reads read (polyhedral/gpu_shared.c). */
+static tc_stat gpu_locals(const tc_poly *p, isl_ast_build *build, tc_poly_inst *inst)
+{
+	int i, s = (int)(inst->stmt - p->stmts), n = 0;
+	for (i = 0; i < p->ngpu_locals; i++)
+		n += p->gpu_locals[i].stmt == s;
+	if (!n)
+		return TC_OK;
+	if (!(inst->shared = tc_calloc((size_t)n, sizeof(*inst->shared))))
+		return TC_ERR;
+	for (i = 0; i < p->ngpu_locals; i++) {
+		const tc_poly_gpu_local *l = &p->gpu_locals[i];
+		if (l->stmt != s)
+			continue;
+		inst->shared[inst->nshared].copy = l->copy;
+		inst->shared[inst->nshared].index = build_exprs(build,
+			isl_pw_multi_aff_copy(l->index));
+		if (!inst->shared[inst->nshared++].index)
+			return TC_ERR;
+	}
+	return TC_OK;
+}
+
 /* at_each_domain: annotate the user node with its statement and the value
  * of each domain dimension as an expression of the AST iterators.  Those
  * are the arguments of the node's call expression, which isl has just
@@ -159,13 +239,20 @@ static isl_ast_node *at_domain(isl_ast_node *node, isl_ast_build *build, void *u
 	tc_poly_inst *inst;
 	int i;
 
-	(void)build;
 	isl_ast_expr_free(fn);
 	if (!id || nargs < 1)
 		goto error_isl;
 	inst = tc_calloc(1, sizeof(*inst));
 	if (!inst)
 		goto error_isl;
+	if (p->ngpu_copies && !tc_poly_find_stmt(p, isl_id_get_name(id))) {
+		/* a GPU kernel's copy or barrier */
+		if (gpu_stmt(p, build, isl_id_get_name(id), inst) < 0)
+			goto error;
+		isl_ast_expr_free(call);
+		call = NULL;
+		goto annotate;
+	}
 	inst->stmt = tc_poly_find_stmt(p, isl_id_get_name(id));
 	isl_id_free(id);
 	id = NULL;
@@ -212,8 +299,11 @@ static isl_ast_node *at_domain(isl_ast_node *node, isl_ast_build *build, void *u
 				goto error;
 		}
 	}
+	if (p->ngpu_locals && gpu_locals(p, build, inst) < 0)
+		goto error;
 	isl_ast_expr_free(call);
-	id = isl_id_alloc(p->ctx, inst->stmt->name, inst);
+annotate:
+	id = isl_id_alloc(p->ctx, inst->stmt ? inst->stmt->name : "tc_gpu", inst);
 	id = isl_id_set_free_user(id, inst_free);
 	if (!id) {
 		inst_free(inst);

@@ -48,6 +48,7 @@
  * Uses the model (poly.h) and the band helpers (band.h); must not know the
  * other passes or the order they run in (schedule.c), nor CUDA. */
 #include "band.h"
+#include "gpu.h"
 #include "passes.h"
 
 #include <isl/aff.h>
@@ -66,7 +67,7 @@ const char *const TC_POLY_GPU_THREAD[3] = {"tc_tx", "tc_ty", "tc_tz"};
 
 /* The state of one run of the pass. */
 typedef struct gpu_map {
-	const tc_poly *p;
+	tc_poly *p;
 	int nkernels; /* kernels marked so far */
 } gpu_map;
 
@@ -492,11 +493,11 @@ static isl_schedule_node *map_reduce(isl_schedule_node *node, int lead, int n,
  * the same position (the kernel's mark), NULL on an isl error. */
 static isl_schedule_node *map_nest(isl_schedule_node *node, gpu_map *g)
 {
-	const tc_poly *p = g->p;
+	tc_poly *p = g->p;
 	tc_poly_gpu_kernel *k = tc_calloc(1, sizeof(*k));
 	isl_union_set *filter = NULL;
 	int64_t count[3] = {0, 0, 0}, lo[3] = {0, 0, 0}, block[3];
-	int member[3], lead = 0, n = 0, d, threads = 0;
+	int member[3], wraps[3] = {0, 0, 0}, lead = 0, n = 0, d, threads = 0;
 	if (!k) /* the walk's caller says out of memory */
 		return isl_schedule_node_free(node);
 	k->index = g->nkernels++;
@@ -530,18 +531,29 @@ static isl_schedule_node *map_nest(isl_schedule_node *node, gpu_map *g)
 	for (d = 0; d < n; d++) {
 		int64_t limit = p->target->max_grid[d] > 0 ? p->target->max_grid[d] : 65535;
 		int64_t blocks = count[d] > 0 ? (count[d] + block[d] - 1) / block[d] : limit;
-		isl_union_set *f;
 		if (p->opts.ngrid > d && p->opts.grid[d] < limit)
 			limit = p->opts.grid[d];
 		if (blocks > limit)
 			blocks = limit;
 		k->block[d] = (unsigned)block[d];
 		k->grid[d] = (unsigned)blocks;
-		f = member_filter(node, member[d], d, lo[d], block[d], blocks,
-			count[d] <= 0 || block[d] * blocks < count[d], !threads);
-		filter = filter ? isl_union_set_intersect(filter, f) : f;
+		wraps[d] = count[d] <= 0 || block[d] * blocks < count[d];
 	}
 	k->nmapped = n;
+	if (!threads && n > 0) { /* shared-memory copies (gpu_shared.c) */
+		int promoted;
+		node = tc_poly_gpu_promote(node, p, k, lead, member, lo, wraps, &promoted);
+		if (!node || promoted) {
+			if (!node)
+				tc_free(k);
+			return node ? mark_kernel(node, k) : NULL;
+		}
+	}
+	for (d = 0; d < n; d++) {
+		isl_union_set *f = member_filter(node, member[d], d, lo[d], k->block[d], k->grid[d],
+			wraps[d], !threads);
+		filter = filter ? isl_union_set_intersect(filter, f) : f;
+	}
 	if (threads) {
 		k->block[0] = (unsigned)threads;
 		k->reduce = threads;
@@ -627,10 +639,9 @@ static isl_schedule_node *map_nests(isl_schedule_node *node, gpu_map *g)
 }
 
 /* Map every top-level nest of p's schedule (node: its root). */
-static isl_schedule_node *map_all(isl_schedule_node *node, const tc_poly *p, int *flag)
+static isl_schedule_node *map_all(isl_schedule_node *node, tc_poly *p)
 {
 	gpu_map g = {p, 0};
-	(void)flag;
 	node = isl_schedule_node_child(node, 0); /* below the domain */
 	return isl_schedule_node_root(map_nests(node, &g));
 }
@@ -699,9 +710,25 @@ static tc_stat add_parameters(tc_poly *p, tc_diags *d)
 
 tc_stat tc_poly_pass_gpu(__tc_keep tc_poly *p, __tc_keep tc_diags *d)
 {
-	int unused;
+	isl_schedule_node *node;
 	if (check_options(p, d) < 0 || add_parameters(p, d) < 0)
 		return TC_ERR;
-	return tc_poly_walk_schedule(p, d, map_all, "map the schedule to GPU blocks and threads",
-		&unused);
+	tc_poly_gpu_copies_free(p);
+	node = map_all(isl_schedule_get_root(p->schedule), p);
+	isl_schedule_free(p->schedule);
+	p->schedule = node ? isl_schedule_node_get_schedule(node) : NULL;
+	isl_schedule_node_free(node);
+	return p->schedule ? TC_OK
+		: tc_poly_walk_failed(p, d, "map the schedule to GPU blocks and threads");
+}
+
+int tc_poly_gpu_member_range(__tc_keep isl_schedule_node *node, int j, int64_t *lo, int64_t *hi)
+{
+	return member_range(node, j, lo, hi);
+}
+
+isl_set *tc_poly_gpu_kernel_context(__tc_keep isl_ctx *ctx, int n,
+	__tc_keep const tc_poly_gpu_kernel *k)
+{
+	return kernel_context(ctx, n, k);
 }

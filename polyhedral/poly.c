@@ -943,6 +943,7 @@ void tc_poly_free(__tc_take tc_poly *p)
 	tc_free(p->stmts);
 	tc_free(p->params);
 	tc_free(p->rowbuf);
+	tc_poly_gpu_copies_free(p);
 	tc_free(p);
 }
 

@@ -45,6 +45,7 @@
 #ifndef TC_POLY_H
 #define TC_POLY_H
 
+#include <isl/aff.h>
 #include <isl/ast.h>
 #include <isl/ctx.h>
 #include <isl/schedule.h>
@@ -77,11 +78,19 @@ typedef struct tc_poly_stmt {
  * isl AST expression over the AST's iterators and the sizes, computed in
  * the at_each_domain callback. */
 typedef struct tc_poly_inst {
-	const tc_poly_stmt *stmt;
+	const tc_poly_stmt *stmt; /* NULL: a GPU kernel's copy or barrier (copy) */
 	int n;
-	isl_ast_expr **index; /* n expressions, owned */
+	isl_ast_expr **index; /* n expressions, owned; a copy: the box's
+			       * origin in each dimension of its tensor */
 	struct tc_poly_points *points; /* NULL, or the point loops this node
 					* stands for (a reference, owned) */
+	int copy;             /* stmt NULL: the copy (p->gpu_copies[copy]), or
+			       * -1: a barrier of the block */
+	int nshared;          /* reads of promoted tensors: ... */
+	struct tc_poly_inst_shared {
+		int copy;             /* p->gpu_copies[copy] holds the tensor */
+		isl_ast_expr **index; /* the element in the copy, per dimension */
+	} *shared;            /* ... nshared of them, owned */
 } tc_poly_inst;
 
 /* The point loops of a register tile, generated apart from the AST of the
@@ -173,6 +182,37 @@ typedef struct tc_poly_gpu_reduce {
 	int depth;   /* which for loop below the mark is strided */
 } tc_poly_gpu_reduce;
 #define TC_POLY_MARK_GPU_REDUCE "tc_gpu_reduce" /* above a reduction's loops */
+
+/* A tensor copied into shared memory by a GPU kernel (polyhedral/gpu.c,
+ * promotion): a box of the tensor (size[d] elements from an origin in
+ * each dimension) that the block's threads read in one step of its tile
+ * loops, copied in by a statement of the schedule (an extension,
+ * named stmt, one instance per step) that every thread of the block
+ * runs: it copies part of the box (cooperatively, elements outside the
+ * tensor left unset) and a barrier statement (named TC_POLY_GPU_SYNC...)
+ * follows the copies and the step's compute.  Reads of the tensor by
+ * the kernel's statements read the copy instead (tc_poly_inst.shared). */
+typedef struct tc_poly_gpu_copy {
+	char stmt[40];             /* the copy statement's name */
+	int kernel;                /* its kernel's index */
+	int tensor;
+	int ndims;                 /* the tensor's */
+	int64_t size[TC_MAX_RANK]; /* the box: elements per dimension */
+	isl_pw_multi_aff *offset;  /* the copy statement's instances -> the
+				    * box's origin in the tensor */
+} tc_poly_gpu_copy;
+
+/* A statement's read of a promoted tensor: the element of the copy it
+ * reads. */
+typedef struct tc_poly_gpu_local {
+	int stmt;                 /* p->stmts[stmt] ... */
+	int copy;                 /* ... reads p->gpu_copies[copy] ... */
+	isl_pw_multi_aff *index;  /* ... at this element of the box, per
+				   * dimension (the statement's instances
+				   * -> the tensor's space) */
+} tc_poly_gpu_local;
+#define TC_POLY_GPU_SYNC "tc_sync" /* prefix of the barrier statements' names */
+#define TC_POLY_GPU_COPY "tc_shm"  /* prefix of the copy statements' names */
 extern const char *const TC_POLY_GPU_BLOCK[3];  /* "tc_bx", "tc_by", "tc_bz" */
 extern const char *const TC_POLY_GPU_THREAD[3]; /* "tc_tx", "tc_ty", "tc_tz" */
 
@@ -238,6 +278,12 @@ typedef struct tc_poly_opts {
 					* idle (tc_poly_pass_gpu) */
 	int reduce_threads;            /* GPU: threads sharing a reduction
 					* (0: chosen per kernel) */
+	int shared;                    /* GPU: copy what a block reuses to
+					* shared memory: 0 never, 1 what it
+					* reads at least once per element, 2
+					* (auto) at least twice (gpu_shared.c) */
+	int shared_tile;               /* GPU: the reduced members' tile
+					* between copies (0: 32) */
 	unsigned long max_ops;         /* isl's budget per step: operations
 					* (0: TC_POLY_MAX_OPS) ... */
 	double max_seconds;            /* ... and seconds (0:
@@ -307,11 +353,18 @@ typedef struct tc_poly {
 	unsigned long ctx_max_ops;   /* a quota the caller set on ctx before
 					* tc_poly_build (0: none): it caps every
 					* step's budget (tests fail isl with it) */
+	tc_poly_gpu_copy *gpu_copies;   /* after the gpu pass: the shared-memory */
+	int ngpu_copies;                /* copies of its kernels ... */
+	tc_poly_gpu_local *gpu_locals;  /* ... and the reads that read them */
+	int ngpu_locals;
 	int *rowbuf;             /* per tensor, after tc_poly_schedule: for a
 				  * row-buffered temporary (tc_poly_contract)
 				  * how many leading subscripts select its row;
 				  * 0 (or rowbuf NULL): kept whole */
 } tc_poly;
+
+/* Free p's GPU copies and locals (the gpu pass makes them; gpu_shared.c). */
+void tc_poly_gpu_copies_free(__tc_keep tc_poly *p);
 
 /* With sizes: build p->gcontext, p->gdomain and p->gnear, the model of
  * the same statements for every size (once; nothing for a parametric

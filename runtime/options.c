@@ -68,6 +68,10 @@ static const opt_def opt_table[] = {
 		"GPU: run a reduction (sums of floats and integers, max, min; not products) on the threads of a block, rows to blocks: each thread accumulates a strided part of the reduced loop in a register, the block combines the parts with warp shuffles and shared memory, thread 0 writes the element; float sums then round in another order than the interpreter's (auto: where the rows give fewer than 4096 threads and the reduced loop has at least 32 values; on: wherever it applies; off: one thread per row, serially)"},
 	{"reduce_threads", TC_OPT_ENUM, "auto|32|64|128|256|512|1024", "auto",
 		"GPU: threads of a block sharing one reduction (auto: the reduced loop's length rounded up to a power of two, at least 32 and at most 256, or 1024 when the rows are fewer than the multiprocessors)"},
+	{"shared", TC_OPT_ENUM, "auto|on|off", "auto",
+		"GPU: copy the elements of an input that the threads of a block read several times (matmul's rows and columns, a convolution's window) into shared memory once per step of the reduced loops, the band tiled: the block's threads copy the box together, wait at a barrier, compute from the copy, and wait again before the next step (auto: tensors whose elements the step reads at least twice each on average, most reused first, within 48 KiB; on: read once or more; off: every read from global memory)"},
+	{"shared_tile", TC_OPT_ENUM, "auto|1|2|4|8|16|32|64|128|256", "auto",
+		"GPU: values of each reduced loop per step between shared-memory copies (auto: 32, or the loop's length when shorter); larger steps copy bigger boxes less often"},
 	{"sizes", TC_OPT_ENUM, "auto|concrete|parametric", "auto",
 		"concrete: every size is a constant of the generated code, and each new shape compiles again; parametric: the sizes that only the first dimension of tensors has (a batch, the rows of a matmul) are run-time values of the code, so a kernel compiled for one shape serves every shape that differs from it in those sizes only, without compiling again (decisions such as tile sizes are made for the first shape; the code may run somewhat slower than concrete code, see docs/performance.md); auto: the first shape of a def in a module compiles concrete, a second shape that differs from it only in those sizes compiles parametric, and every later such shape reuses that code"},
 };
@@ -592,6 +596,9 @@ static void poly_opts(const tc_options *o, tc_poly_opts *out)
 	out->reduce = !strcmp(tc_options_get(o, "reduce"), "off") ? 0
 		: !strcmp(tc_options_get(o, "reduce"), "on") ? 1 : 2;
 	out->reduce_threads = count_or_auto(o, "reduce_threads");
+	out->shared = !strcmp(tc_options_get(o, "shared"), "off") ? 0
+		: !strcmp(tc_options_get(o, "shared"), "on") ? 1 : 2;
+	out->shared_tile = count_or_auto(o, "shared_tile");
 }
 
 void tc_rt_opts_decode(__tc_keep const tc_options *o, __tc_keep tc_rt_opts *out)

@@ -1,0 +1,563 @@
+/* Shared-memory promotion of GPU kernels: part of the gpu pass (gpu.h).
+ *
+ * A kernel whose outermost band has reduced members below the mapped
+ * ones (matmul's r_k; a convolution's channels and window) makes every
+ * thread of a block read, in turn, elements that other threads of the
+ * block read too (matmul: a row of A is read by each thread of the row).
+ * Such a nest is mapped as a tiled band instead of by gpu.c's filters
+ * alone:
+ *   - member j mapped to dimension d (T threads, G blocks), values from
+ *     lo: the tile floor((v - lo) / T), run by block b where tile mod G
+ *     = b (tile = b when the blocks cover the tiles), and the point (v -
+ *     lo) mod T, run by thread t = point (a filter on tc_t<d>);
+ *   - a reduced member, values from lo: the tile floor((v - lo) / R) and
+ *     the point (v - lo) mod R, R the shared_tile option (auto: 32), or
+ *     the member's count where smaller;
+ *   - a coincident member beyond the three mapped: whole, in the tile
+ *     band.
+ * The tile band's loops depend on the block only, so every thread of the
+ * block runs them; below them, in order: one copy statement per promoted
+ * tensor (the block's threads copy the tensor's box for this step of the
+ * tile loops, each a strided share of its elements), a barrier, the point
+ * band under the thread filter (the statements, reading the copies), and
+ * a barrier before the next step overwrites the copies.  The copies and
+ * barriers are statements of the schedule, extension nodes of isl, whose
+ * instances are the tile loops' values: the AST generator puts no guard
+ * of the thread indices around them, so no barrier is ever skipped by
+ * some threads (the emulator checks that: barrier divergence).
+ *
+ * Which tensors: those the nest reads and does not write, each statement
+ * reading one element of it per instance (two reads of the same element
+ * are one), whose elements read in one step of the tile loops lie in a
+ * box of fixed size (fixed_box: a per-step offset, constant sizes), read
+ * at least twice each on average (the nest's reads over its steps, over
+ * the box's elements, counted over bounding boxes; shared=on: once), all
+ * boxes within the target's shared memory (shared_bytes, 48 KiB), the
+ * most reused first.  A box may reach past the tensor (a partial tile): the
+ * copy skips those elements, which no statement reads.
+ *
+ * What it records for the code generator (poly.h): each copy
+ * (p->gpu_copies: the tensor, the box's sizes, its origin as a function
+ * of the copy statement's instance) and each statement's read of a copy
+ * (p->gpu_locals: the element of the box as a function of the
+ * statement's instance: the read's subscripts minus the origin of the
+ * step that runs it).  polyhedral/ast.c turns both into AST expressions,
+ * codegen/cuda.c prints them. */
+#include "gpu.h"
+#include "band.h"
+
+#include <isl/aff.h>
+#include <isl/id.h>
+#include <isl/ilp.h>
+#include <isl/map.h>
+#include <isl/schedule_node.h>
+#include <isl/set.h>
+#include <isl/union_map.h>
+#include <isl/union_set.h>
+#include <isl/val.h>
+
+#include <stdio.h>
+#include <string.h>
+
+#define SHARED_TILE 32         /* a reduced member's tile (shared_tile auto) */
+#define SHARED_BYTES 49152     /* static shared memory of a block, at most */
+
+void tc_poly_gpu_copies_free(__tc_keep tc_poly *p)
+{
+	int i;
+	for (i = 0; i < p->ngpu_copies; i++)
+		isl_pw_multi_aff_free(p->gpu_copies[i].offset);
+	for (i = 0; i < p->ngpu_locals; i++)
+		isl_pw_multi_aff_free(p->gpu_locals[i].index);
+	tc_free(p->gpu_copies);
+	tc_free(p->gpu_locals);
+	p->gpu_copies = NULL;
+	p->gpu_locals = NULL;
+	p->ngpu_copies = p->ngpu_locals = 0;
+}
+
+/* A tensor the block may copy. */
+typedef struct cand {
+	isl_union_map *reads;  /* the block's instances -> its elements read */
+	isl_multi_aff *offset; /* tile values -> the box's origin */
+	int64_t size[TC_MAX_RANK];
+	int ndims;
+	double bytes, reuse;
+	int chosen;
+} cand;
+
+/* One promotion attempt. */
+typedef struct promo {
+	tc_poly *p;
+	isl_union_set *all;          /* the nest's instances (borrowed) */
+	isl_union_set *dom;          /* the instances one block runs */
+	isl_union_map *prefix;       /* ... -> their tile values */
+	double steps;                /* the tile loops' values, all blocks */
+	cand *c;                     /* per tensor */
+} promo;
+
+/* member j of mupa over dom, less lo. */
+static isl_union_pw_aff *from_lo(isl_multi_union_pw_aff *mupa, int j, isl_union_set *dom,
+	int64_t lo)
+{
+	isl_union_pw_aff *v = isl_multi_union_pw_aff_get_union_pw_aff(mupa, j);
+	v = isl_union_pw_aff_intersect_domain_union_set(v, isl_union_set_copy(dom));
+	return isl_union_pw_aff_sub(v, isl_union_pw_aff_val_on_domain(isl_union_set_copy(dom),
+		isl_val_int_from_si(isl_union_set_get_ctx(dom), lo)));
+}
+
+/* The instances of dom where v equals the parameter named param. */
+static isl_union_set *equals_param(isl_union_pw_aff *v, isl_union_set *dom, const char *param)
+{
+	isl_ctx *ctx = isl_union_set_get_ctx(dom);
+	isl_union_pw_aff *q = isl_union_pw_aff_param_on_domain_id(isl_union_set_copy(dom),
+		isl_id_alloc(ctx, param, NULL));
+	return isl_union_pw_aff_zero_union_set(isl_union_pw_aff_sub(v, q));
+}
+
+/* The isl tuple name of tensor t (a trailing '_' after an isl keyword, as
+ * the model writes it). */
+static void tensor_name(const tc_poly *p, int t, char *buf, size_t n)
+{
+	const char *name = p->f->tensors[t].name;
+	snprintf(buf, n, "%s%s", name, tc_poly_isl_keyword(name) ? "_" : "");
+}
+
+/* The maps of umap (borrowed) whose range is the tensor named name. */
+typedef struct of_tensor {
+	const char *name;
+	isl_union_map *out;
+	int written;
+} of_tensor;
+
+static isl_stat keep_tensor(isl_map *m, void *user)
+{
+	of_tensor *o = user;
+	const char *n = isl_map_get_tuple_name(m, isl_dim_out);
+	if (n && !strcmp(n, o->name))
+		o->out = isl_union_map_add_map(o->out, m);
+	else
+		isl_map_free(m);
+	return o->out ? isl_stat_ok : isl_stat_error;
+}
+
+static isl_union_map *maps_of(isl_union_map *umap, const char *name, isl_union_set *dom)
+{
+	of_tensor o = {name, NULL, 0};
+	isl_union_map *m = isl_union_map_intersect_domain(isl_union_map_copy(umap),
+		isl_union_set_copy(dom));
+	o.out = isl_union_map_empty(isl_union_map_get_space(m));
+	if (isl_union_map_foreach_map(m, keep_tensor, &o) < 0)
+		o.out = isl_union_map_free(o.out);
+	isl_union_map_free(m);
+	return o.out;
+}
+
+static isl_stat single_valued(isl_map *m, void *user)
+{
+	int *ok = user;
+	if (isl_map_is_single_valued(m) != isl_bool_true)
+		*ok = 0;
+	isl_map_free(m);
+	return isl_stat_ok;
+}
+
+/* The piece of a pw_aff of one piece. */
+static isl_stat take_piece(isl_set *set, isl_aff *aff, void *user)
+{
+	isl_aff **out = user;
+	isl_set_free(set);
+	isl_aff_free(*out);
+	*out = aff;
+	return isl_stat_ok;
+}
+
+/* The box that holds f's range for each value of its domain: the least
+ * element in each dimension (*offset: one affine function of the domain
+ * values, or no box) and the sizes (size[0 .. *ndims): the greatest
+ * distance from it, plus one).  1 a box, 0 none of fixed size, -1 on an
+ * isl error.  (isl_map_get_range_simple_fixed_box_hull does this, but the
+ * isl inside libLLVM does not export it.) */
+static int fixed_box(isl_map *f, isl_multi_aff **offset, int64_t *size, int *ndims)
+{
+	isl_ctx *ctx = isl_map_get_ctx(f);
+	isl_size n = isl_map_dim(f, isl_dim_out);
+	isl_aff_list *list;
+	isl_multi_aff *ma;
+	isl_set *delta;
+	int k, ok = 1;
+	*offset = NULL;
+	if (n < 1 || n > TC_MAX_RANK)
+		return n < 0 ? -1 : 0;
+	*ndims = (int)n;
+	list = isl_aff_list_alloc(ctx, (int)n);
+	for (k = 0; ok > 0 && k < n; k++) {
+		isl_pw_aff *pa = isl_pw_aff_coalesce(isl_map_dim_min(isl_map_copy(f), k));
+		isl_aff *a = NULL;
+		if (!pa || isl_pw_aff_n_piece(pa) != 1 || isl_pw_aff_involves_nan(pa) != isl_bool_false)
+			ok = pa ? 0 : -1;
+		else if (isl_pw_aff_foreach_piece(pa, take_piece, &a) < 0 || !a)
+			ok = -1;
+		isl_pw_aff_free(pa);
+		if (ok > 0)
+			list = isl_aff_list_add(list, a);
+		else
+			isl_aff_free(a);
+	}
+	if (ok <= 0) {
+		isl_aff_list_free(list);
+		return ok;
+	}
+	ma = isl_multi_aff_from_aff_list(isl_map_get_space(f), list);
+	delta = isl_map_range(isl_map_sum(isl_map_copy(f),
+		isl_map_neg(isl_map_from_multi_aff(isl_multi_aff_copy(ma)))));
+	for (k = 0; ok > 0 && k < n; k++) {
+		isl_val *lo = isl_set_dim_min_val(isl_set_copy(delta), k);
+		isl_val *hi = isl_set_dim_max_val(isl_set_copy(delta), k);
+		if (!lo || !hi)
+			ok = -1;
+		else if (!isl_val_is_int(lo) || !isl_val_is_int(hi) || isl_val_is_zero(lo) != isl_bool_true)
+			ok = 0;
+		else
+			size[k] = isl_val_get_num_si(hi) + 1;
+		isl_val_free(lo);
+		isl_val_free(hi);
+	}
+	isl_set_free(delta);
+	if (ok > 0 && ma)
+		*offset = ma;
+	else
+		isl_multi_aff_free(ma);
+	return ok > 0 && !ma ? -1 : ok;
+}
+
+/* Whether tensor t may be copied for the block: c->... filled.  0 no,
+ * 1 yes, -1 on an isl error. */
+static int consider(promo *pr, int t, cand *c)
+{
+	tc_poly *p = pr->p;
+	char name[256];
+	isl_union_map *w, *foot, *all;
+	isl_union_set *readers;
+	isl_map *f;
+	int ok = 1, k, empty;
+	double elems = 1, reads;
+	tensor_name(p, t, name, sizeof(name));
+	w = maps_of(p->writes, name, pr->dom);
+	empty = w ? isl_union_map_is_empty(w) : isl_bool_error;
+	isl_union_map_free(w);
+	if (empty != isl_bool_true)
+		return empty < 0 ? -1 : 0;
+	if (!(c->reads = maps_of(p->reads, name, pr->dom)))
+		return -1;
+	empty = isl_union_map_is_empty(c->reads);
+	if (empty != isl_bool_false)
+		return empty < 0 ? -1 : 0;
+	if (isl_union_map_foreach_map(c->reads, single_valued, &ok) < 0)
+		return -1;
+	if (!ok)
+		return 0;
+	foot = isl_union_map_apply_range(isl_union_map_reverse(isl_union_map_copy(pr->prefix)),
+		isl_union_map_copy(c->reads));
+	if (!foot)
+		return -1;
+	if (isl_union_map_n_map(foot) != 1) {
+		isl_union_map_free(foot);
+		return 0;
+	}
+	f = isl_map_from_union_map(foot);
+	ok = fixed_box(f, &c->offset, c->size, &c->ndims);
+	isl_map_free(f);
+	if (ok <= 0)
+		return ok;
+	for (k = 0; k < c->ndims; k++)
+		elems *= (double)c->size[k];
+	if (!c->offset)
+		return -1;
+	/* the reads of a step, on average over the steps of every block */
+	all = maps_of(p->reads, name, pr->all);
+	if (!all)
+		return -1;
+	readers = isl_union_map_domain(all);
+	reads = tc_poly_box_instances(p, readers, 0);
+	isl_union_set_free(readers);
+	c->bytes = elems * tc_dtype_size(p->f->tensors[t].dtype);
+	c->reuse = pr->steps > 0 ? reads / pr->steps / elems : 0;
+	return 1;
+}
+
+/* The extension statement named name whose instances are the tile values
+ * of the block (the range of pr->prefix), as a tree to graft. */
+static isl_schedule_node *extension(promo *pr, const char *name)
+{
+	isl_union_set *steps = isl_union_map_range(isl_union_map_copy(pr->prefix));
+	isl_set *s = steps ? isl_set_from_union_set(steps) : NULL;
+	isl_map *m;
+	if (!s)
+		return NULL;
+	m = isl_map_identity(isl_space_map_from_set(isl_set_get_space(s)));
+	m = isl_map_intersect_domain(m, s);
+	m = isl_map_set_tuple_name(m, isl_dim_out, name);
+	return m ? isl_schedule_node_from_extension(isl_union_map_from_map(m)) : NULL;
+}
+
+/* Record the copy of tensor t (its candidate c) named name, and each
+ * statement's read of it: TC_OK, TC_ERR out of memory or on an isl
+ * error. */
+static isl_stat add_local(isl_map *m, void *user);
+
+typedef struct local_ctx {
+	promo *pr;
+	isl_multi_union_pw_aff *tile;
+	isl_pw_multi_aff *offset; /* tile values -> the origin */
+	int copy;
+	int failed;
+} local_ctx;
+
+static tc_stat record(promo *pr, isl_multi_union_pw_aff *tile, int kernel, int t, cand *c,
+	const char *name)
+{
+	tc_poly *p = pr->p;
+	tc_poly_gpu_copy *grown = tc_realloc(p->gpu_copies,
+		(size_t)(p->ngpu_copies + 1) * sizeof(*grown)), *cp;
+	local_ctx lc;
+	if (!grown)
+		return TC_ERR;
+	p->gpu_copies = grown;
+	cp = &p->gpu_copies[p->ngpu_copies];
+	memset(cp, 0, sizeof(*cp));
+	snprintf(cp->stmt, sizeof(cp->stmt), "%s", name);
+	cp->kernel = kernel;
+	cp->tensor = t;
+	cp->ndims = c->ndims;
+	memcpy(cp->size, c->size, sizeof(cp->size));
+	cp->offset = isl_pw_multi_aff_from_multi_aff(isl_multi_aff_set_tuple_name(
+		isl_multi_aff_copy(c->offset), isl_dim_in, name));
+	if (!cp->offset)
+		return TC_ERR;
+	lc.pr = pr;
+	lc.tile = tile;
+	lc.offset = isl_pw_multi_aff_from_multi_aff(isl_multi_aff_copy(c->offset));
+	lc.copy = p->ngpu_copies++;
+	lc.failed = 0;
+	if (isl_union_map_foreach_map(c->reads, add_local, &lc) < 0)
+		lc.failed = 1;
+	isl_pw_multi_aff_free(lc.offset);
+	return lc.failed ? TC_ERR : TC_OK;
+}
+
+/* A statement's read m (its instances -> the tensor's elements, single
+ * valued) of the copy lc->copy: the element of the box, recorded. */
+static isl_stat add_local(isl_map *m, void *user)
+{
+	local_ctx *lc = user;
+	tc_poly *p = lc->pr->p;
+	const tc_poly_stmt *st = tc_poly_find_stmt(p, isl_map_get_tuple_name(m, isl_dim_in));
+	isl_union_pw_multi_aff *upma;
+	isl_pw_multi_aff *at, *origin, *index;
+	isl_space *dsp, *rsp;
+	tc_poly_gpu_local *grown;
+	if (!st) {
+		isl_map_free(m);
+		lc->failed = 1;
+		return isl_stat_error;
+	}
+	upma = isl_union_pw_multi_aff_from_multi_union_pw_aff(
+		isl_multi_union_pw_aff_copy(lc->tile));
+	dsp = isl_space_domain(isl_map_get_space(m));
+	rsp = isl_space_align_params(isl_multi_union_pw_aff_get_space(lc->tile), isl_space_copy(dsp));
+	dsp = isl_space_align_params(dsp, isl_space_copy(rsp));
+	at = isl_union_pw_multi_aff_extract_pw_multi_aff(upma,
+		isl_space_map_from_domain_and_range(dsp, rsp));
+	isl_union_pw_multi_aff_free(upma);
+	origin = isl_pw_multi_aff_pullback_pw_multi_aff(isl_pw_multi_aff_copy(lc->offset), at);
+	index = isl_pw_multi_aff_sub(isl_pw_multi_aff_from_map(m), origin);
+	grown = index ? tc_realloc(p->gpu_locals, (size_t)(p->ngpu_locals + 1) * sizeof(*grown))
+		: NULL;
+	if (!grown) {
+		isl_pw_multi_aff_free(index);
+		lc->failed = 1;
+		return isl_stat_error;
+	}
+	p->gpu_locals = grown;
+	grown[p->ngpu_locals].stmt = (int)(st - p->stmts);
+	grown[p->ngpu_locals].copy = lc->copy;
+	grown[p->ngpu_locals].index = index;
+	p->ngpu_locals++;
+	return isl_stat_ok;
+}
+
+/* Free pr's candidates (ntensors of them). */
+static void cands_free(cand *c, int n)
+{
+	int i;
+	for (i = 0; c && i < n; i++) {
+		isl_union_map_free(c[i].reads);
+		isl_multi_aff_free(c[i].offset);
+	}
+	tc_free(c);
+}
+
+isl_schedule_node *tc_poly_gpu_promote(__tc_take isl_schedule_node *node, __tc_keep tc_poly *p,
+	__tc_keep tc_poly_gpu_kernel *k, int lead, const int *member, const int64_t *lo,
+	const int *wraps, int *done)
+{
+	isl_ctx *ctx = isl_schedule_node_get_ctx(node);
+	int n = k->nmapped, nt = p->f->ntensors, j, d, t, any = 0, depth, ok = 1;
+	isl_size nm;
+	int64_t rlo[64], tsize[64], budget;
+	isl_multi_union_pw_aff *mupa = NULL, *tile = NULL, *point = NULL;
+	isl_union_set *dom = NULL, *bfilter = NULL, *tfilter = NULL;
+	promo pr;
+	double used = 0;
+	memset(&pr, 0, sizeof(pr));
+	*done = 0;
+	if (!p->opts.shared || n < 1 || isl_schedule_node_get_type(node) != isl_schedule_node_band ||
+		isl_schedule_node_band_get_permutable(node) != isl_bool_true)
+		return node;
+	nm = isl_schedule_node_band_n_member(node);
+	if (nm <= lead || nm > 64)
+		return node;
+	for (j = lead; j < nm; j++) {
+		int64_t hi, r = p->opts.shared_tile > 0 ? p->opts.shared_tile : SHARED_TILE;
+		if (!tc_poly_gpu_member_range(node, j, &rlo[j], &hi))
+			return node;
+		tsize[j] = hi - rlo[j] + 1 < r ? hi - rlo[j] + 1 : r;
+	}
+	/* the tile and point schedules, the block's and the thread's filters */
+	mupa = isl_schedule_node_band_get_partial_schedule(node);
+	dom = isl_schedule_node_get_domain(node);
+	tile = isl_multi_union_pw_aff_copy(mupa);
+	point = isl_multi_union_pw_aff_copy(mupa);
+	for (j = lead - n; j < nm; j++) {
+		int64_t size = 0, at = 0;
+		isl_union_pw_aff *v, *tv, *pv;
+		for (d = 0; d < n; d++)
+			if (member[d] == j) {
+				size = k->block[d];
+				at = lo[d];
+				break;
+			}
+		if (j >= lead) {
+			size = tsize[j];
+			at = rlo[j];
+		}
+		v = from_lo(mupa, j, dom, at);
+		tv = isl_union_pw_aff_floor(isl_union_pw_aff_scale_down_val(isl_union_pw_aff_copy(v),
+			isl_val_int_from_si(ctx, size)));
+		pv = isl_union_pw_aff_mod_val(v, isl_val_int_from_si(ctx, size));
+		if (d < n) {
+			isl_union_pw_aff *bv = isl_union_pw_aff_copy(tv);
+			isl_union_set *fb, *ft;
+			if (wraps[d])
+				bv = isl_union_pw_aff_mod_val(bv, isl_val_int_from_si(ctx, k->grid[d]));
+			fb = equals_param(bv, dom, TC_POLY_GPU_BLOCK[d]);
+			ft = equals_param(isl_union_pw_aff_copy(pv), dom, TC_POLY_GPU_THREAD[d]);
+			bfilter = bfilter ? isl_union_set_intersect(bfilter, fb) : fb;
+			tfilter = tfilter ? isl_union_set_intersect(tfilter, ft) : ft;
+		}
+		tile = isl_multi_union_pw_aff_set_union_pw_aff(tile, j, tv);
+		point = isl_multi_union_pw_aff_set_union_pw_aff(point, j, pv);
+	}
+	point = isl_multi_union_pw_aff_drop_dims(point, isl_dim_set, 0, (unsigned)(lead - n));
+	bfilter = isl_union_set_intersect_params(bfilter,
+		tc_poly_gpu_kernel_context(ctx, n, k));
+	/* what the block reads in one step */
+	pr.p = p;
+	pr.all = dom;
+	{
+		isl_union_set *steps = isl_union_map_range(isl_union_map_intersect_domain(
+			isl_union_map_from_multi_union_pw_aff(isl_multi_union_pw_aff_copy(tile)),
+			isl_union_set_copy(dom)));
+		pr.steps = tc_poly_box_instances(p, steps, 0);
+		isl_union_set_free(steps);
+	}
+	pr.dom = isl_union_set_intersect(isl_union_set_copy(dom), isl_union_set_copy(bfilter));
+	pr.prefix = isl_union_map_intersect_domain(isl_union_map_from_multi_union_pw_aff(
+		isl_multi_union_pw_aff_copy(tile)), isl_union_set_copy(pr.dom));
+	pr.c = tc_calloc((size_t)nt + 1, sizeof(*pr.c));
+	if (!pr.dom || !pr.prefix || !pr.c || !point || !tfilter || !bfilter)
+		goto error;
+	for (t = 0; t < nt; t++) {
+		int r = consider(&pr, t, &pr.c[t]);
+		if (r < 0)
+			goto error;
+		pr.c[t].chosen = r > 0 && pr.c[t].reuse >= (p->opts.shared == 2 ? 2.0 : 1.0);
+	}
+	/* the most reused first, within the budget */
+	budget = p->target->shared_bytes > 0 && p->target->shared_bytes < SHARED_BYTES
+		? p->target->shared_bytes : SHARED_BYTES;
+	for (;;) {
+		int best = -1;
+		for (t = 0; t < nt; t++)
+			if (pr.c[t].chosen == 1 && (best < 0 || pr.c[t].reuse > pr.c[best].reuse))
+				best = t;
+		if (best < 0)
+			break;
+		pr.c[best].chosen = used + pr.c[best].bytes <= (double)budget ? 2 : 0;
+		if (pr.c[best].chosen)
+			used += pr.c[best].bytes, any = 1;
+	}
+	if (!any) {
+		isl_multi_union_pw_aff_free(mupa);
+		isl_multi_union_pw_aff_free(tile);
+		isl_multi_union_pw_aff_free(point);
+		isl_union_set_free(dom);
+		isl_union_set_free(bfilter);
+		isl_union_set_free(tfilter);
+		isl_union_set_free(pr.dom);
+		isl_union_map_free(pr.prefix);
+		cands_free(pr.c, nt);
+		return node;
+	}
+	/* the tree: block filter, tile band, copies, barrier, thread filter,
+	 * point band, the band's children, barrier */
+	node = isl_schedule_node_delete(node);
+	node = isl_schedule_node_insert_partial_schedule(node, point);
+	node = isl_schedule_node_insert_filter(node, tfilter);
+	node = isl_schedule_node_insert_partial_schedule(node, isl_multi_union_pw_aff_copy(tile));
+	node = isl_schedule_node_insert_filter(node, bfilter);
+	point = NULL;
+	tfilter = bfilter = NULL;
+	depth = node ? isl_schedule_node_get_tree_depth(node) : -1;
+	node = isl_schedule_node_child(isl_schedule_node_child(node, 0), 0);
+	for (t = 0; node && t < nt; t++) {
+		char name[40];
+		if (pr.c[t].chosen != 2)
+			continue;
+		snprintf(name, sizeof(name), "%s%d_%d", TC_POLY_GPU_COPY, k->index, t);
+		if (record(&pr, tile, k->index, t, &pr.c[t], name) < 0)
+			ok = 0;
+		node = isl_schedule_node_graft_before(node, extension(&pr, name));
+	}
+	if (node) {
+		char name[40];
+		snprintf(name, sizeof(name), "%s%d_0", TC_POLY_GPU_SYNC, k->index);
+		node = isl_schedule_node_graft_before(node, extension(&pr, name));
+		snprintf(name, sizeof(name), "%s%d_1", TC_POLY_GPU_SYNC, k->index);
+		node = isl_schedule_node_graft_after(node, extension(&pr, name));
+	}
+	if (node && depth >= 0)
+		node = isl_schedule_node_ancestor(node, isl_schedule_node_get_tree_depth(node) - depth);
+	isl_multi_union_pw_aff_free(mupa);
+	isl_multi_union_pw_aff_free(tile);
+	isl_union_set_free(dom);
+	isl_union_set_free(pr.dom);
+	isl_union_map_free(pr.prefix);
+	cands_free(pr.c, nt);
+	if (!ok)
+		return isl_schedule_node_free(node);
+	*done = 1;
+	return node;
+error:
+	isl_multi_union_pw_aff_free(mupa);
+	isl_multi_union_pw_aff_free(tile);
+	isl_multi_union_pw_aff_free(point);
+	isl_union_set_free(dom);
+	isl_union_set_free(bfilter);
+	isl_union_set_free(tfilter);
+	isl_union_set_free(pr.dom);
+	isl_union_map_free(pr.prefix);
+	cands_free(pr.c, nt);
+	return isl_schedule_node_free(node);
+}
