@@ -105,7 +105,9 @@ def drawn_mapping(rng):
             "block=" + (",".join(map(str, block)) or "auto"),
             "grid=" + (",".join(map(str, grid)) or "auto"),
             "reduce=" + rng.choice(["auto", "on", "off"]),
-            "reduce_threads=" + rng.choice(["auto", "32", "64", "256", "1024"])]
+            "reduce_threads=" + rng.choice(["auto", "32", "64", "256", "1024"]),
+            "shared=" + rng.choice(["auto", "on", "off"]),
+            "shared_tile=" + rng.choice(["auto", "1", "4", "16", "64"])]
 
 
 def run(cmd):
