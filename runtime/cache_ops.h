@@ -29,6 +29,17 @@
  * key's (tc_cache_key_clear); on failure key is left empty. */
 int tc_cache_key_init(__tc_keep tc_cache_key *key, __tc_keep tc_module *m, const char *entry,
 	__tc_keep const DLTensor *const *inputs, int n_inputs);
+/* tc_cache_key_init for the target of options o rather than the inputs'
+ * device: its machine part that of o's backend (cuda-emu's
+ * "cuda-emu;triple;cpu;features" for host inputs; a backend without a key
+ * part, the interpreter, keys as its device's), or, when target is not
+ * NULL, the string target itself: the autotuner of target=cuda passes the
+ * part its probe child learnt, so that its own process never opens the
+ * CUDA driver (autotune/README.md).  o may be NULL (then as
+ * tc_cache_key_init). */
+int tc_cache_key_init_for(__tc_keep tc_cache_key *key, __tc_keep tc_module *m, const char *entry,
+	__tc_keep const DLTensor *const *inputs, int n_inputs, __tc_keep const tc_options *o,
+	const char *target);
 
 /* ---- runtime/cache_store.c, runtime/cache_object.c ---- */
 
