@@ -105,11 +105,27 @@ int tc_cache_keep_results(__tc_keep tc_options *o, __tc_keep tc_buf *what)
 	return keep_results(o, what, 0);
 }
 
+int tc_cache_keep_results_but_target(__tc_keep tc_options *o, __tc_keep tc_buf *what)
+{
+	return keep_results(o, what, 1);
+}
+
 /* The backend whose key part keys b's entries (cache_key.c): b's own,
  * else its device's (the interpreter's entries are the CPU's). */
 static const tc_rt_backend *key_backend(const tc_rt_backend *b)
 {
 	return !b || b->key_target ? b : tc_rt_backend_for_device(b->device);
+}
+
+int tc_cache_same_key_target(__tc_keep const tc_options *a, __tc_keep const tc_options *b)
+{
+	return key_backend(tc_rt_backend_of(a)) == key_backend(tc_rt_backend_of(b));
+}
+
+int tc_cache_keys_as_device(__tc_keep const tc_options *o, DLDeviceType dev)
+{
+	const tc_rt_backend *b = tc_rt_backend_for_device(dev);
+	return b && key_backend(tc_rt_backend_of(o)) == b;
 }
 
 /* The CPU name of a cache target "triple;cpu;features" (into out). */

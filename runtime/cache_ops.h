@@ -104,5 +104,15 @@ int tc_cache_import(__tc_keep tc_cache *c, const char *text, int *added, int *pr
  * (tc_context_set_cache_result_options), and so does tcomp run and bench's
  * --threads N lookup. */
 int tc_cache_keep_results(__tc_keep tc_options *o, __tc_keep tc_buf *what);
+/* tc_cache_keep_results leaving the target as it is (the caller has set
+ * it: tcomp run --target T). */
+int tc_cache_keep_results_but_target(__tc_keep tc_options *o, __tc_keep tc_buf *what);
+/* 1 when the targets of a and b (NULL: the defaults) key their kernel
+ * cache entries alike (the same machine part: the interpreter's as the
+ * CPU's; cuda-emu's its own), else 0. */
+int tc_cache_same_key_target(__tc_keep const tc_options *a, __tc_keep const tc_options *b);
+/* 1 when o's target keys its entries as tensors of device type dev do
+ * (tc_cache_key_init's key, which tc_compile looks up), else 0. */
+int tc_cache_keys_as_device(__tc_keep const tc_options *o, DLDeviceType dev);
 
 #endif
