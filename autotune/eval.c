@@ -175,6 +175,7 @@ __tc_give tc_tune_eval *tc_tune_eval_new(__tc_keep tc_module *m, const char *ent
 	ev->workers = settings->threads > 0 ? settings->threads : ncpu > 0 ? (int)ncpu : 1;
 	ev->t_start = tc_tune_now();
 	ev->gen_of_medians = -1;
+	ev->device = kDLCPU;
 	if (!(ev->entry = tc_strdup(entry)))
 		goto oom;
 	if (tc_module_def_arity(m, entry, &n_in, &n_out) < 0)
@@ -200,6 +201,7 @@ __tc_give tc_tune_eval *tc_tune_eval_new(__tc_keep tc_module *m, const char *ent
 			ev->in[i].shape = ev->in_shape[i];
 			ev->in[i].strides = NULL;
 			ev->in[i].byte_offset = 0;
+			ev->in[i].device = (DLDevice){kDLCPU, 0}; /* made here, in host memory */
 		}
 		ev->in_ptrs[i] = &ev->in[i];
 	}
@@ -277,6 +279,11 @@ void tc_tune_eval_free(__tc_take tc_tune_eval *ev)
 	tc_free(ev->cands);
 	tc_free(ev->entry);
 	tc_free(ev);
+}
+
+void tc_tune_eval_set_device(__tc_keep tc_tune_eval *ev, int dev)
+{
+	ev->device = dev;
 }
 
 void tc_tune_eval_counts(__tc_keep const tc_tune_eval *ev, int *measured, int *failed, int *cut)

@@ -69,6 +69,7 @@ struct tc_tune_eval {
 	unsigned char *ref;    /* the first correct candidate's outputs */
 	double ref_scale[TC_TUNE_MAX_TENSORS]; /* mean |x| of each float output of ref */
 	tc_tune_fault_plan faults;
+	int device; /* where candidates run: kDLCPU, or kDLCUDA (tc_tune_eval_set_device) */
 	int started, measured, failed, cut, stop;
 	int generations, planned;
 	double first_time, best, t_start;

@@ -60,6 +60,10 @@ typedef struct child {
 	tc_tune_eval *ev;
 	int fd;
 	tc_kernel *k;
+	/* the inputs runs read: the evaluator's (host memory), or for a GPU
+	 * candidate copies of them in device memory */
+	DLTensor din[TC_TUNE_MAX_TENSORS];
+	const DLTensor *in_ptrs[TC_TUNE_MAX_TENSORS];
 	DLTensor shared[TC_TUNE_MAX_TENSORS], priv[TC_TUNE_MAX_TENSORS];
 	DLTensor *shared_ptrs[TC_TUNE_MAX_TENSORS], *priv_ptrs[TC_TUNE_MAX_TENSORS];
 	double *times; /* the timed runs of a round */
@@ -67,9 +71,63 @@ typedef struct child {
 	tc_tune_msg m;
 } child;
 
+/* The bytes of compact tensor t. */
+static size_t dl_bytes(const DLTensor *t)
+{
+	size_t n = (size_t)(t->dtype.bits * t->dtype.lanes + 7) / 8;
+	int d;
+	for (d = 0; d < t->ndim; d++)
+		n *= (size_t)t->shape[d];
+	return n;
+}
+
+/* A GPU candidate's device memory: every input copied in (the parent made
+ * them in host memory, compact), and an output buffer per output, into
+ * priv (shared stays the host's: the checked run's outputs are copied
+ * there, child_checked_run).  The first call opens the CUDA driver: the
+ * parent never does (probe.c says why).  Exits on failure. */
+static void child_device_buffers(child *c)
+{
+	tc_tune_eval *ev = c->ev;
+	tc_context *ctx = ev->m->ctx;
+	DLDevice gpu = {kDLCUDA, 0}, cpu = {kDLCPU, 0};
+	void *p;
+	int i;
+	for (i = 0; i < ev->n_in; i++) {
+		size_t bytes = dl_bytes(&ev->in[i]);
+		if (tc_device_alloc(ctx, gpu, bytes, &p) < 0 ||
+			tc_device_copy(ctx, p, gpu, (const char *)ev->in[i].data + ev->in[i].byte_offset,
+				cpu, bytes) < 0)
+			child_send_fail(c->fd, &c->m, TC_TUNE_RUN_ERROR, tc_context_error(ctx));
+		c->din[i].data = p;
+	}
+	for (i = 0; i < ev->n_out; i++) {
+		if (tc_device_alloc(ctx, gpu, ev->out_bytes[i], &p) < 0)
+			child_send_fail(c->fd, &c->m, TC_TUNE_RUN_ERROR, tc_context_error(ctx));
+		c->priv[i].data = p;
+		c->priv[i].device = gpu;
+	}
+}
+
+/* One run into outs; its time into *dt: a GPU candidate's device time
+ * between CUDA events (tc_kernel_run_timed), else the host clock's.
+ * Exits on a run error. */
+static void child_run(child *c, DLTensor *const *outs, double *dt)
+{
+	tc_tune_eval *ev = c->ev;
+	double t0 = tc_tune_now(), ms = 0;
+	int r = ev->device == kDLCUDA
+		? tc_kernel_run_timed(c->k, c->in_ptrs, ev->n_in, outs, ev->n_out, &ms)
+		: tc_kernel_run(c->k, c->in_ptrs, ev->n_in, outs, ev->n_out);
+	if (r < 0)
+		child_send_fail(c->fd, &c->m, TC_TUNE_RUN_ERROR, tc_context_error(ev->m->ctx));
+	*dt = ev->device == kDLCUDA ? ms * 1e-3 : tc_tune_now() - t0;
+}
+
 /* Set c up for ev, talking on fd; compile o, allocate and pre-fault the
- * buffers, say READY and wait for the first GO into *go, whose stack
- * offset the pool's workers get; exits on failure. */
+ * buffers (a GPU candidate: device memory, the inputs copied in), say
+ * READY and wait for the first GO into *go, whose stack offset the pool's
+ * workers get; exits on failure. */
 static void child_prepare(child *c, tc_tune_eval *ev, int fd, const tc_options *o, tc_tune_msg *go)
 {
 	double t0;
@@ -80,8 +138,18 @@ static void child_prepare(child *c, tc_tune_eval *ev, int fd, const tc_options *
 	c->fd = fd;
 	signal(SIGINT, SIG_IGN);
 	signal(SIGPIPE, SIG_IGN);
+	for (i = 0; i < ev->n_in; i++) {
+		c->din[i] = ev->in[i];
+		if (ev->device == kDLCUDA) { /* shapes for the compile; data below */
+			c->din[i].device = (DLDevice){kDLCUDA, 0};
+			c->din[i].data = NULL;
+			c->din[i].strides = NULL;
+			c->din[i].byte_offset = 0;
+		}
+		c->in_ptrs[i] = ev->device == kDLCUDA ? &c->din[i] : ev->in_ptrs[i];
+	}
 	t0 = tc_tune_now();
-	c->k = tc_compile(ev->m, ev->entry, ev->in_ptrs, ev->n_in, o);
+	c->k = tc_compile(ev->m, ev->entry, c->in_ptrs, ev->n_in, o);
 	c->m.compile_s = tc_tune_now() - t0;
 	if (!c->k)
 		child_send_fail(c->fd, &c->m, TC_TUNE_COMPILE_ERROR, tc_context_error(ev->m->ctx));
@@ -102,6 +170,8 @@ static void child_prepare(child *c, tc_tune_eval *ev, int fd, const tc_options *
 		c->shared_ptrs[i] = &c->shared[i];
 		c->priv_ptrs[i] = &c->priv[i];
 	}
+	if (ev->device == kDLCUDA)
+		child_device_buffers(c);
 	/* map the shared result's pages in (reading: another child may be
 	 * timing into them) */
 	for (b = 0; b < ev->shared_bytes; b += 4096)
@@ -114,13 +184,31 @@ static void child_prepare(child *c, tc_tune_eval *ev, int fd, const tc_options *
 	tc_rt_pool_set_stack_shift(go->shift);
 }
 
-/* The checked run, into the shared buffers; its time.  Exits on an error. */
+/* The checked run, into the shared buffers; its time.  A GPU candidate
+ * runs into its device outputs, which get the shared buffer's zeroed
+ * contents first and go back into it after (so the parent checks what the
+ * kernel wrote, as for the CPU).  Exits on an error. */
 static double child_checked_run(child *c)
 {
-	double t0 = tc_tune_now();
-	if (tc_kernel_run(c->k, c->ev->in_ptrs, c->ev->n_in, c->shared_ptrs, c->ev->n_out) < 0)
-		child_send_fail(c->fd, &c->m, TC_TUNE_RUN_ERROR, tc_context_error(c->ev->m->ctx));
-	return tc_tune_now() - t0;
+	tc_tune_eval *ev = c->ev;
+	tc_context *ctx = ev->m->ctx;
+	DLDevice gpu = {kDLCUDA, 0}, cpu = {kDLCPU, 0};
+	double dt;
+	int i;
+	if (ev->device != kDLCUDA) {
+		child_run(c, c->shared_ptrs, &dt);
+		return dt;
+	}
+	for (i = 0; i < ev->n_out; i++)
+		if (tc_device_copy(ctx, c->priv[i].data, gpu, c->shared[i].data, cpu,
+			    ev->out_bytes[i]) < 0)
+			child_send_fail(c->fd, &c->m, TC_TUNE_RUN_ERROR, tc_context_error(ctx));
+	child_run(c, c->priv_ptrs, &dt);
+	for (i = 0; i < ev->n_out; i++)
+		if (tc_device_copy(ctx, c->shared[i].data, cpu, c->priv[i].data, gpu,
+			    ev->out_bytes[i]) < 0)
+			child_send_fail(c->fd, &c->m, TC_TUNE_RUN_ERROR, tc_context_error(ctx));
+	return dt;
 }
 
 /* One round of timing into the private buffers. */
@@ -139,7 +227,6 @@ typedef struct timing {
 static void time_round(timing *t)
 {
 	child *c = t->c;
-	tc_tune_eval *ev = c->ev;
 	double t0, dt, total = 0;
 	int i, n = 0, slow = 0;
 	c->m.status = TC_TUNE_OK;
@@ -147,10 +234,7 @@ static void time_round(timing *t)
 	 * one (which pays for first touches) both take more than the cutoff,
 	 * the candidate is cut short */
 	for (i = 0, t0 = tc_tune_now(); i < t->warm_runs || tc_tune_now() - t0 < t->warm_s; i++) {
-		double t1 = tc_tune_now();
-		if (tc_kernel_run(c->k, ev->in_ptrs, ev->n_in, c->priv_ptrs, ev->n_out) < 0)
-			child_send_fail(c->fd, &c->m, TC_TUNE_RUN_ERROR, tc_context_error(ev->m->ctx));
-		dt = tc_tune_now() - t1;
+		child_run(c, c->priv_ptrs, &dt);
 		slow = t->cutoff_s > 0 && dt > t->cutoff_s ? slow + 1 : 0;
 	}
 	while (n < t->runs || total < t->min_s) {
@@ -161,14 +245,12 @@ static void time_round(timing *t)
 				child_send_fail(c->fd, &c->m, TC_TUNE_RUN_ERROR, "out of memory");
 			c->times = tt;
 		}
-		t0 = tc_tune_now();
-		if (tc_kernel_run(c->k, ev->in_ptrs, ev->n_in, c->priv_ptrs, ev->n_out) < 0)
-			child_send_fail(c->fd, &c->m, TC_TUNE_RUN_ERROR, tc_context_error(ev->m->ctx));
+		child_run(c, c->priv_ptrs, &dt);
 		if (t->decoy) {
 			struct timespec ts = {0, 2000000};
 			nanosleep(&ts, NULL);
+			dt += 2e-3;
 		}
-		dt = tc_tune_now() - t0;
 		c->times[n++] = dt;
 		total += dt;
 		slow = t->cutoff_s > 0 && dt > t->cutoff_s ? slow + 1 : 0;

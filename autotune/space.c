@@ -27,8 +27,9 @@
  *
  * Which options are searched depends on the base's target:
  *   cpu           everything above but the GPU's mapping options (block,
- *                 grid), which the CPU ignores
- *   cuda, cuda-emu  block, grid, fusion, order, inline and share only; the
+ *                 grid, reduce, reduce_threads), which the CPU ignores
+ *   cuda, cuda-emu  block, grid, reduce, reduce_threads, fusion, order,
+ *                 inline and share only; the
  *                 CPU's code options (tile, regtile, unroll, unroll_inner,
  *                 vector, pack, parallel, threads, stream, vecreduce,
  *                 interchange) are fixed at the base's values, since the
@@ -161,15 +162,38 @@ static const char *const gpu_blocks[] = {"32", "64", "128", "256", "512", "1024"
 	"8,8,8"};
 static const char *const gpu_grids[] = {"16", "64", "256", "1024", "4096"};
 
+/* The GPU mapping's own options (polyhedral/gpu.c and codegen/cuda.c read
+ * them; the CPU's passes ignore them): searched for GPU targets only, each
+ * with its range's words but block and grid (gpu_blocks, gpu_grids).
+ * gpu_arch is not among them: it is fixed (the device's). A new GPU
+ * mapping option goes here -- the shared-memory promotion's `shared`, or
+ * another reduction option, once the option table has it. */
+static const char *const gpu_only[] = {"block", "grid", "reduce", "reduce_threads"};
+/* The schedule options the GPU passes read as the CPU's do: searched for
+ * every target. */
+static const char *const gpu_also[] = {"fusion", "order", "inline", "share"};
+
+static int listed(const char *name, const char *const *list, size_t n)
+{
+	size_t i;
+	for (i = 0; i < n; i++)
+		if (!strcmp(name, list[i]))
+			return 1;
+	return 0;
+}
+
 /* Whether option name is searched for a GPU target (cuda, cuda-emu). */
 static int gpu_searched(const char *name)
 {
-	static const char *const names[] = {"block", "grid", "fusion", "order", "inline", "share"};
-	size_t i;
-	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-		if (!strcmp(name, names[i]))
-			return 1;
-	return 0;
+	return listed(name, gpu_only, sizeof(gpu_only) / sizeof(gpu_only[0])) ||
+		listed(name, gpu_also, sizeof(gpu_also) / sizeof(gpu_also[0]));
+}
+
+/* Whether option name is the GPU mapping's alone (never searched for the
+ * CPU). */
+static int gpu_option(const char *name)
+{
+	return listed(name, gpu_only, sizeof(gpu_only) / sizeof(gpu_only[0]));
 }
 
 /* Whether base's target runs on a GPU's mapping (cuda, cuda-emu). */
@@ -200,7 +224,7 @@ static tc_stat build_dim(tc_tune_dim *d, const tc_options *base, const tc_tune_s
 	int p, k, gpu = gpu_target(base);
 	d->searched = strcmp(name, "target") && strcmp(name, "contract") &&
 		strcmp(name, "fastmath") && strcmp(name, "sizes") && strcmp(name, "gpu_arch") &&
-		(gpu ? gpu_searched(name) : strcmp(name, "block") && strcmp(name, "grid")) &&
+		(gpu ? gpu_searched(name) : !gpu_option(name)) &&
 		!tc_rt_options_is_set(base, d->row);
 	if (!d->searched) {
 		const char *v = tc_options_get(base, name);

@@ -619,10 +619,11 @@ static int link_progress(void *user, const tc_tune_progress *p)
 	return l->caller->progress ? l->caller->progress(l->caller->user, p) : 0;
 }
 
-/* Open the cache of settings (write mode) and make the key; problems are
- * warnings and leave the run without a cache. */
+/* Open the cache of settings (write mode) and make the key for the
+ * target of base, its machine part gpu_key when not NULL (target=cuda: the
+ * probe's); problems are warnings and leave the run without a cache. */
 static void link_open(tune_link *l, tc_module *m, const char *entry, const DLTensor *const *inputs,
-	int n_inputs)
+	int n_inputs, const tc_options *base, const char *gpu_key)
 {
 	char *msg = NULL;
 	struct timespec ts;
@@ -636,7 +637,7 @@ static void link_open(tune_link *l, tc_module *m, const char *entry, const DLTen
 		tc_free(msg);
 		return;
 	}
-	if (tc_cache_key_init(&l->key, m, entry, inputs, n_inputs) < 0) {
+	if (tc_cache_key_init_for(&l->key, m, entry, inputs, n_inputs, base, gpu_key) < 0) {
 		add_warning(l->ctx, "kernel cache not used: %s%s", tc_context_error(l->ctx), "");
 		tc_cache_close(l->cache);
 		l->cache = NULL;
@@ -755,6 +756,61 @@ done:
 	return st;
 }
 
+/* Is t compact row-major (no strides, or the compact ones)? */
+static int compact(const DLTensor *t)
+{
+	int64_t s = 1;
+	int d;
+	for (d = t->ndim - 1; t->strides && d >= 0; d--) {
+		if (t->shape[d] != 1 && t->strides[d] != s)
+			return 0;
+		s *= t->shape[d];
+	}
+	return 1;
+}
+
+#define TC_TUNE_MAX_INPUTS 64
+
+/* tc_autotune for a GPU target (backend b): the inputs must be host data
+ * (copied to the device in each child) or shapes only; the probe child
+ * gives the cache key's machine part (*gpu_key, the caller's) and the
+ * compute capability, which becomes the gpu_arch of the base options
+ * unless they name one (*base then points to *gpu_base, the caller's), so
+ * that every candidate and the stored object code are compiled for the
+ * device without asking the driver.  -1 with an error in ctx. */
+static tc_stat gpu_setup(tc_context *ctx, const tc_rt_backend *b, const DLTensor *const *inputs,
+	int n_inputs, const tc_options **base, tc_options **gpu_base, char **gpu_key)
+{
+	char sm[16];
+	int i, arch;
+	for (i = 0; i < n_inputs; i++)
+		if (inputs[i] && inputs[i]->data &&
+			(inputs[i]->device.device_type != kDLCPU || !compact(inputs[i]))) {
+			tc_rt_set_error(ctx, "tc_autotune: target=%s: input %d is not compact host "
+				"memory: the tuner takes host tensors (each candidate's process copies "
+				"them to the device) or shapes without data (random inputs)", b->name, i);
+			return TC_ERR;
+		}
+	if (n_inputs > TC_TUNE_MAX_INPUTS) {
+		tc_rt_set_error(ctx, "tc_autotune: at most %d inputs", TC_TUNE_MAX_INPUTS);
+		return TC_ERR;
+	}
+	if (tc_tune_probe_device(ctx, b, gpu_key, &arch) < 0)
+		return TC_ERR;
+	if (strcmp(tc_options_get(*base, "gpu_arch"), "auto"))
+		return TC_OK; /* the caller's: the children's devices must take it */
+	snprintf(sm, sizeof(sm), "sm_%d", arch);
+	if (!(*gpu_base = tc_options_copy(*base))) {
+		tc_rt_set_error(ctx, "out of memory");
+		return TC_ERR;
+	}
+	/* an architecture the option does not list stays auto: each child
+	 * compiles for its device then, and no object code is stored */
+	if (tc_options_set(*gpu_base, "gpu_arch", sm, NULL) == 0)
+		*base = *gpu_base;
+	return TC_OK;
+}
+
 int tc_autotune(tc_module *m, const char *entry, const DLTensor *const *inputs, int n_inputs,
 	const tc_options *base, const tc_tune_settings *settings, tc_options **best,
 	tc_tune_report *report)
@@ -769,6 +825,8 @@ int tc_autotune(tc_module *m, const char *entry, const DLTensor *const *inputs, 
 	tc_tune_report scratch;
 	const tc_rt_backend *backend;
 	const int64_t *chosen;
+	tc_options *gpu_base = NULL;
+	char *gpu_key = NULL;
 	tc_context *ctx;
 	const char *why;
 	struct timespec t0, t1;
@@ -806,6 +864,11 @@ int tc_autotune(tc_module *m, const char *entry, const DLTensor *const *inputs, 
 			tc_options_get(base, "target"));
 		return -1;
 	}
+	/* a GPU target: the device's facts from the probe child, so that
+	 * this process never opens the driver (probe.c) */
+	if (backend->device != kDLCPU && gpu_setup(ctx, backend, inputs, n_inputs, &base,
+					     &gpu_base, &gpu_key) < 0)
+		return -1;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	link.caller = settings;
 	link.ctx = ctx;
@@ -814,8 +877,9 @@ int tc_autotune(tc_module *m, const char *entry, const DLTensor *const *inputs, 
 	local.progress = link_progress;
 	local.user = &link;
 	if (!(ev = tc_tune_eval_new(m, entry, inputs, n_inputs, &local)))
-		return -1;
-	link_open(&link, m, entry, inputs, n_inputs);
+		goto done;
+	tc_tune_eval_set_device(ev, (int)backend->device);
+	link_open(&link, m, entry, inputs, n_inputs, base, gpu_key);
 	shape.depth = loop_depth(m, entry);
 	tc_tune_eval_shape(ev, &shape.extent, &shape.lanes);
 	{
@@ -886,9 +950,25 @@ int tc_autotune(tc_module *m, const char *entry, const DLTensor *const *inputs, 
 	}
 	if (best && !(*best = tc_tune_space_options(space, chosen)))
 		goto oom;
-	if (link.cache) { /* the chosen one's object code, for compiles without LLVM */
+	/* the chosen one's object code, for compiles without LLVM (or NVRTC);
+	 * for a GPU only when compiled for an architecture named in the
+	 * options (else the compile would ask the driver which) */
+	if (link.cache && (backend->device == kDLCPU ||
+				  strcmp(tc_options_get(base, "gpu_arch"), "auto"))) {
 		char *text = tc_tune_space_key(space, chosen);
-		if (text && tc_cache_store_object(link.cache, &link.key, m, inputs, n_inputs, text) < 0)
+		DLTensor dev_in[TC_TUNE_MAX_INPUTS];
+		const DLTensor *dev_ptrs[TC_TUNE_MAX_INPUTS];
+		for (i = 0; backend->device != kDLCPU && i < n_inputs && i < TC_TUNE_MAX_INPUTS; i++) {
+			/* shapes only, on the device: nothing is read */
+			dev_in[i] = *inputs[i];
+			dev_in[i].device = (DLDevice){backend->device, 0};
+			dev_in[i].data = NULL;
+			dev_in[i].strides = NULL;
+			dev_in[i].byte_offset = 0;
+			dev_ptrs[i] = &dev_in[i];
+		}
+		if (text && tc_cache_store_object(link.cache, &link.key, m,
+				    backend->device != kDLCPU ? dev_ptrs : inputs, n_inputs, text) < 0)
 			add_warning(ctx, "kernel cache %s: cannot store the object code: %s",
 				tc_cache_path(link.cache), tc_cache_error(link.cache));
 		tc_free(text);
@@ -917,5 +997,7 @@ done:
 	tc_tune_space_free(space);
 	tc_tune_eval_free(ev);
 	link_close(&link);
+	tc_options_free(gpu_base);
+	tc_free(gpu_key);
 	return st;
 }

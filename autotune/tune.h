@@ -241,6 +241,23 @@ tc_stat tc_tune_test_faults(const char *spec);
 
 typedef struct tc_tune_eval tc_tune_eval;
 
+/* ---- the GPU probe (probe.c) ---- */
+
+struct tc_rt_backend; /* runtime/backend.h */
+/* Learn in a short-lived child process what the tuner needs of the device
+ * of backend b (target=cuda), so that this process never opens the CUDA
+ * driver (it does not survive fork): *key_target gets the kernel cache
+ * key's machine part ("cuda;GPU name;sm_XY;driver N", the caller's) and
+ * *arch the compute capability (90 for sm_90).  -1 with the driver's
+ * reason in ctx ("target=cuda: no CUDA driver: libcuda.so.1 not found
+ * (...)"), or the probe's failure (it died, or hung for 30 s). */
+tc_stat tc_tune_probe_device(__tc_keep tc_context *ctx, __tc_keep const struct tc_rt_backend *b,
+	__tc_give char **key_target, int *arch);
+/* Make ev's candidates run on device type dev (kDLCUDA: each child
+ * copies the inputs to device memory and the checked run's outputs back,
+ * and times with CUDA events; eval_child.c).  Default kDLCPU. */
+void tc_tune_eval_set_device(__tc_keep tc_tune_eval *ev, int dev);
+
 /* An evaluator for entry of m at the inputs' shapes: makes random inputs
  * when the inputs have no data, else uses the given ones, and the shared
  * result buffer.  m, settings and inputs with data are borrowed and must

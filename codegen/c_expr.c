@@ -6,10 +6,11 @@
  *     wrap-around, and converted back to the static type;
  *   - integer / and % are floor division and modulo (helpers), float % is
  *     a - b floor(a / b) computed in double, as the interpreter does;
- *   - float16 and bfloat16 values are held in doubles, rounded to their type
- *     (helper H, B) after every operation and stored as the dialect stores
- *     them (D2H, D2B); a 64-bit integer converted to bfloat16 goes through
- *     a double rounded to odd (U2D_ODD, L2D_ODD), so it rounds once;
+ *   - float16 and bfloat16 values are held in doubles (floats in a dialect
+ *     with half_in_float, see c_expr.h), rounded to their type (helper H,
+ *     B) after every operation and stored as the dialect stores them (D2H,
+ *     D2B); a 64-bit integer converted to bfloat16 goes through a double
+ *     rounded to odd (U2D_ODD, L2D_ODD), so it rounds once;
  *   - float to integer conversions truncate and saturate, NaN giving 0;
  *   - min and max are fmin/fmax on floats (a NaN operand is ignored);
  *   - reductions: an init statement stores the operator's identity, an
@@ -102,14 +103,27 @@ static const char *store_type(const tc_cg_cexpr *pr, tc_dtype t)
 	return pr->dl->type[t];
 }
 
+/* Whether the dialect holds 16-bit float values in floats (c_expr.h). */
+static int half_float(const tc_cg_cexpr *pr)
+{
+	return pr->dl->half_in_float;
+}
+
+/* Whether values of t are C floats: float32, and the 16-bit floats in a
+ * dialect that holds them in floats. */
+static int is_cfloat(const tc_cg_cexpr *pr, tc_dtype t)
+{
+	return t == TC_T_F32 || (tc_dtype_is_half(t) && half_float(pr));
+}
+
 /* The C type a value of t is computed in (bool: int 0 or 1; float16 and
- * bfloat16: a double holding the value). */
+ * bfloat16: a double, or a float, holding the value). */
 static const char *value_type(const tc_cg_cexpr *pr, tc_dtype t)
 {
 	if (t == TC_T_BOOL)
 		return "int";
 	if (tc_dtype_is_half(t))
-		return "double";
+		return half_float(pr) ? "float" : "double";
 	return store_type(pr, t);
 }
 
@@ -447,13 +461,15 @@ static int put_float_literal(tc_buf *b, double x, int is_float)
 	return s[0] == '-' ? P_UNARY : P_PRIMARY;
 }
 
-static int put_const(tc_buf *b, const tc_ir_expr *e)
+static int put_const(const tc_cg_cexpr *pr, tc_buf *b, const tc_ir_expr *e)
 {
 	switch (e->type) {
-	case TC_T_F16: /* a double holding the float16 value */
-		return put_float_literal(b, tc_half_to_double(tc_half_from_double(e->c.f)), 0);
-	case TC_T_BF16: /* a double holding the bfloat16 value */
-		return put_float_literal(b, tc_bf16_to_double(tc_bf16_from_double(e->c.f)), 0);
+	case TC_T_F16: /* a double (or float) holding the float16 value */
+		return put_float_literal(b, tc_half_to_double(tc_half_from_double(e->c.f)),
+			half_float(pr));
+	case TC_T_BF16: /* a double (or float) holding the bfloat16 value */
+		return put_float_literal(b, tc_bf16_to_double(tc_bf16_from_double(e->c.f)),
+			half_float(pr));
 	case TC_T_F32:
 		return put_float_literal(b, (double)(float)e->c.f, 1);
 	case TC_T_F64:
@@ -678,7 +694,8 @@ static int put_cast(const site *s, tc_buf *b, const tc_ir_expr *e)
 		int r = rounds(s, e);
 		if (r)
 			tc_buf_printf(b, "%s(", hname(s->pr, hh(to, TC_CG_CEXPR_H)));
-		if (from == TC_T_F64 || tc_dtype_is_half(from)) {
+		if (from == TC_T_F64 || tc_dtype_is_half(from) ||
+			(from == TC_T_F32 && half_float(s->pr))) { /* H takes a float there */
 			put_expr(s, b, a, r ? P_TOP : P_PRIMARY);
 		} else if (to == TC_T_BF16 && tc_dtype_bits(from) == 64) { /* one rounding */
 			tc_buf_printf(b, "%s(", hname(s->pr, tc_dtype_is_signed(from)
@@ -691,12 +708,13 @@ static int put_cast(const site *s, tc_buf *b, const tc_ir_expr *e)
 		}
 		tc_buf_puts(b, r ? ")" : "");
 		return r || from == TC_T_F64 || tc_dtype_is_half(from) ||
+				(from == TC_T_F32 && half_float(s->pr)) ||
 				(to == TC_T_BF16 && tc_dtype_bits(from) == 64)
 			? P_PRIMARY : P_UNARY;
 	}
 	if (tc_dtype_is_float(to)) {
-		if (tc_dtype_is_half(from) && to == TC_T_F64)
-			return put_bare(s, b, a); /* already a double */
+		if (tc_dtype_is_half(from) && to == (half_float(s->pr) ? TC_T_F32 : TC_T_F64))
+			return put_bare(s, b, a); /* already a double (or a float) */
 		/* one rounding from an integer; exact, or one rounding, from a float */
 		tc_buf_printf(b, "(%s)", value_type(s->pr, to));
 		put_expr(s, b, a, P_UNARY);
@@ -812,14 +830,19 @@ static int put_arith(const site *s, tc_buf *b, const tc_ir_expr *e)
 }
 
 /* The arguments of a call, separated by commas; an int32 argument (n of
- * jn/yn, the exponent of ldexp) as an int. */
-static void put_args(const site *s, tc_buf *b, const tc_ir_expr *e)
+ * jn/yn, the exponent of ldexp) as an int; a 16-bit float held in a float
+ * as a double when the call is in double (C++ would pick the float
+ * overload). */
+static void put_args(const site *s, tc_buf *b, const tc_ir_expr *e, int in_double)
 {
 	int i;
 	for (i = 0; i < e->nargs; i++) {
 		if (i)
 			tc_buf_puts(b, ", ");
-		if (!tc_dtype_is_float(e->args[i]->type) && e->args[i]->op != TC_OP_CONST) {
+		if (in_double && half_float(s->pr) && tc_dtype_is_half(e->args[i]->type)) {
+			tc_buf_puts(b, "(double)");
+			put_expr(s, b, e->args[i], P_UNARY);
+		} else if (!tc_dtype_is_float(e->args[i]->type) && e->args[i]->op != TC_OP_CONST) {
 			tc_buf_puts(b, "(int)");
 			put_expr(s, b, e->args[i], P_UNARY);
 		} else {
@@ -872,7 +895,7 @@ static int put_double_call(const site *s, tc_buf *b, const tc_ir_expr *e, int id
 		tc_buf_printf(b, "%s(", name);
 		break;
 	}
-	put_args(s, b, e);
+	put_args(s, b, e, 1);
 	tc_buf_putc(b, ')');
 	return P_PRIMARY;
 }
@@ -887,8 +910,8 @@ static int put_call(const site *s, tc_buf *b, const tc_ir_expr *e)
 	if (e->id == TC_BI_MIN || e->id == TC_BI_MAX) {
 		int mx = e->id == TC_BI_MAX;
 		if (tc_dtype_is_float(t)) { /* fmin/fmax: a NaN operand is ignored */
-			tc_buf_printf(b, "%s%s(", mx ? "fmax" : "fmin", t == TC_T_F32 ? "f" : "");
-			put_args(s, b, e);
+			tc_buf_printf(b, "%s%s(", mx ? "fmax" : "fmin", is_cfloat(pr, t) ? "f" : "");
+			put_args(s, b, e, 0);
 			tc_buf_putc(b, ')');
 			return P_PRIMARY;
 		}
@@ -901,20 +924,24 @@ static int put_call(const site *s, tc_buf *b, const tc_ir_expr *e)
 	pr->builtin_used[e->id] = 1;
 	if (e->id == TC_BI_ILOGB) { /* an int32 result */
 		tc_buf_printf(b, "(%s)ilogb(", value_type(pr, TC_T_I32));
-		put_args(s, b, e);
+		put_args(s, b, e, 0);
 		tc_buf_putc(b, ')');
 		return P_UNARY;
 	}
 	if (tc_dtype_is_half(t) && e->id == TC_BI_NEXTAFTER) { /* steps in the type */
 		tc_buf_printf(b, "%s(", hname(pr, hh(t, TC_CG_CEXPR_H_NEXTAFTER)));
-		put_args(s, b, e);
+		put_args(s, b, e, 0);
 		tc_buf_putc(b, ')');
 		return P_PRIMARY;
 	}
-	if (t == TC_T_F32 && pr->dl->builtin_form((tc_builtin_id)e->id) == TC_CG_CEXPR_BI_C99) {
+	if (is_cfloat(pr, t) && pr->dl->builtin_form((tc_builtin_id)e->id) == TC_CG_CEXPR_BI_C99 &&
+		(t == TC_T_F32 || e->id != TC_BI_FMA)) { /* 16 bits: rounded once */
+		int r = tc_dtype_is_half(t) && rounds(s, e);
+		if (r)
+			tc_buf_printf(b, "%s(", hname(pr, hh(t, TC_CG_CEXPR_H)));
 		tc_buf_printf(b, "%sf(", tc_builtins[e->id].name);
-		put_args(s, b, e);
-		tc_buf_putc(b, ')');
+		put_args(s, b, e, 0);
+		tc_buf_puts(b, r ? "))" : ")");
 		return P_PRIMARY;
 	}
 	/* in double; float16 and float32 results rounded once */
@@ -948,7 +975,7 @@ static int put_bare(const site *s, tc_buf *b, const tc_ir_expr *e)
 		return P_PRIMARY;
 	switch (e->op) {
 	case TC_OP_CONST:
-		return put_const(b, e);
+		return put_const(pr, b, e);
 	case TC_OP_INDEX: /* the value of domain dimension id, an int64_t */
 		if (e->id < 0 || e->id >= s->inst->n) {
 			tc_cg_cexpr_fail(pr,
@@ -1034,11 +1061,11 @@ static void put_identity(const tc_cg_cexpr *pr, tc_buf *b, tc_red red, tc_dtype 
 	int w = bits == 8 ? 0 : bits == 16 ? 1 : bits == 32 ? 2 : 3;
 	int is_min = red == TC_RED_MIN;
 
-	if (tc_dtype_is_half(t)) {
-		tc_buf_printf(b, "%s(%s)", hname(pr, hh(t, TC_CG_CEXPR_D2H)),
+	if (tc_dtype_is_half(t)) { /* exact in float too */
+		tc_buf_printf(b, "%s(%s%s)", hname(pr, hh(t, TC_CG_CEXPR_D2H)),
 			red == TC_RED_ADD ? "0.0" : red == TC_RED_MUL ? "1.0"
 			: t == TC_T_BF16 ? (is_min ? "0x1.fep127" : "-0x1.fep127")
-			: is_min ? "65504.0" : "-65504.0");
+			: is_min ? "65504.0" : "-65504.0", half_float(pr) ? "f" : "");
 	} else if (tc_dtype_is_float(t)) {
 		if (red == TC_RED_ADD || red == TC_RED_MUL) {
 			tc_buf_printf(b, "%s%s", red == TC_RED_ADD ? "0.0" : "1.0",
@@ -1075,8 +1102,9 @@ static void put_update(const site *s, tc_buf *b, const tc_ir_stmt *st, tc_dtype 
 	}
 	if (st->red == TC_RED_MIN || st->red == TC_RED_MAX) {
 		if (tc_dtype_is_half(t)) {
-			tc_buf_printf(b, "%s = %s(%s(%s(%s), ", lhs.s, hname(pr, hh(t, TC_CG_CEXPR_D2H)),
-				mx ? "fmax" : "fmin", hname(pr, hh(t, TC_CG_CEXPR_H2D)), lhs.s);
+			tc_buf_printf(b, "%s = %s(%s%s(%s(%s), ", lhs.s, hname(pr, hh(t, TC_CG_CEXPR_D2H)),
+				mx ? "fmax" : "fmin", half_float(pr) ? "f" : "",
+				hname(pr, hh(t, TC_CG_CEXPR_H2D)), lhs.s);
 		} else if (tc_dtype_is_float(t)) {
 			tc_buf_printf(b, "%s = %s%s(%s, ", lhs.s, mx ? "fmax" : "fmin",
 				t == TC_T_F32 ? "f" : "", lhs.s);

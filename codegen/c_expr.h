@@ -3,7 +3,7 @@
  * printed as C with the reference interpreter's semantics (ir/interp.c).
  *
  * Owns: C precedence, integer wrap-around through unsigned types, casts,
- * float16 held in doubles, floor division and modulo, saturating
+ * float16 and bfloat16 held in doubles (or floats), floor division and modulo, saturating
  * float-to-integer conversion, min/max rules, builtin calls, reduction
  * identities and updates, row-major element offsets (from the subscripts
  * and the tensors' extents), and the isl printer settings for isl's
@@ -13,8 +13,8 @@
  * signature, how the tensor pointers and sizes are set up, the includes,
  * the loop structure and marks), nor anything that differs between host C
  * and CUDA C: that comes from a dialect (tc_cg_cexpr_dialect).  Host C is
- * the only dialect today (codegen/c.c); a CUDA dialect will live with the
- * CUDA frame.
+ * one dialect (codegen/c.c); the CUDA dialect lives with the CUDA frame
+ * (codegen/cuda.c).
  *
  * Use: the frame chooses the names of the sizes and tensors, sets up a
  * tc_cg_cexpr with tc_cg_cexpr_init, prints isl's loops with a printer from
@@ -35,9 +35,12 @@
 #include <isl/printer.h>
 
 /* The helper functions the printed expressions call, by role.  Integer
- * helpers take and return int64_t or uint64_t; float16 values are held in
- * doubles in every dialect (every float16 value is a double, and the
- * interpreter computes on exact values, rounding once per operation). */
+ * helpers take and return int64_t or uint64_t.  float16 and bfloat16
+ * values are held in the dialect's value type for them (half_in_float):
+ * double in host C (every 16-bit value is a double, and the interpreter
+ * computes on exact values, rounding once per operation), float in CUDA C;
+ * the roles below that say "double" then mean that value type, and the
+ * roles that take a value to round (D2H, H, D2B, B) take a double too. */
 typedef enum tc_cg_cexpr_helper {
 	TC_CG_CEXPR_FLOORD,      /* floor(n / d) for d > 0 (isl's floord) */
 	TC_CG_CEXPR_FLOORMOD,    /* n - d floor(n / d) for d > 0 */
@@ -92,17 +95,20 @@ typedef struct tc_cg_cexpr tc_cg_cexpr;
  * defines its helpers as static inline C functions, calls libm (float
  * versions of the C99 functions, X/Open Bessel functions, CUDA-only
  * functions inline or extern) and addresses NAME[offset] through the
- * typed pointers its function sets up.  A CUDA dialect will set:
- *   type         [TC_T_F16] = "__half" (cuda_fp16.h); the integer types
- *                as the CUDA prelude defines them (NVRTC has no stdint.h);
- *   helper       __device__ definitions of the same roles (D2H and H2D
- *                through __double2half and __half2float, say);
- *   builtin_form TC_CG_CEXPR_BI_C99 for every builtin: CUDA's math library
- *                has all of them in float and double (fast-math device
- *                intrinsics such as __expf would be a new form here);
+ * typed pointers its function sets up.  The CUDA dialect (codegen/cuda.c)
+ * sets:
+ *   type          [TC_T_F16] = "__half", [TC_T_BF16] = "__nv_bfloat16"
+ *                 (2-byte types of its prelude); the integer types as the
+ *                 CUDA prelude defines them (NVRTC has no stdint.h);
+ *   helper        __device__ definitions of the same roles, the 16-bit ones
+ *                 on floats (half_in_float);
+ *   builtin_form  TC_CG_CEXPR_BI_C99 for every builtin: CUDA's math library
+ *                 has all of them in float and double (fast-math device
+ *                 intrinsics such as __expf would be a new form here);
  *   extern_prefix unused (NULL);
- *   put_access   NAME[offset] on the kernel's pointer parameters, or a
- *                shared-memory copy for a promoted tensor.
+ *   put_access    NAME[offset] on the kernel's pointer parameters
+ *                 (TC_LDG for inputs);
+ *   half_in_float 1.
  * Constants are written with the C macros NAN, INFINITY, FLT_MAX, DBL_MAX,
  * INT64_C, UINT64_C and INTn_MIN/INTn_MAX/UINTn_MAX: the frame provides
  * them (host C: its includes; CUDA: its prelude). */
@@ -124,6 +130,19 @@ typedef struct tc_cg_cexpr_dialect {
 	 * also need the offset of the row's trailing dimensions. */
 	void (*put_access)(__tc_keep const tc_cg_cexpr *pr, __tc_keep tc_buf *b, int tensor,
 		__tc_keep const char *offset);
+	/* 0: float16 and bfloat16 values are doubles (host C).  1: they are
+	 * floats (CUDA C, where double arithmetic is slow): + - * / and
+	 * sqrt on 16-bit values are float operations rounded once to the
+	 * type, which gives the interpreter's bits (float32's 24 bits are
+	 * more than 2 * 11 + 2); the other builtins call the float function
+	 * (NAMEf) and round its result, except fma, computed in double as
+	 * the interpreter does (a float fma rounded again could round
+	 * twice); float % stays in double (FMODFLOOR).  The helpers D2H, H,
+	 * D2B and B then take a float or a double (C++ overloads: a double
+	 * rounds once, as the interpreter's conversions do), H2D, B2D, H,
+	 * B and the nextafter helpers return floats, and 16-bit constants
+	 * and identities are float literals. */
+	int half_in_float;
 } tc_cg_cexpr_dialect;
 
 /* The state of one printing: the model, the names the frame chose, and

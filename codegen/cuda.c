@@ -1,12 +1,14 @@
 /* CUDA C from the isl AST of a GPU-mapped tc_poly (see cuda.h).
  *
  * Owns: the prelude of every CUDA text (the contract's names under
- * NVRTC, which has no system headers); the CUDA dialect of the expression
- * printer (c_expr.h): the host C dialect's element types (float16 and
- * bfloat16 stored as their 16 bits, computed in double, as the
- * interpreter does) and helpers, each made a __device__ function, every
- * builtin spelled as CUDA's math library spells it (float and double
- * versions of all of them); the frame: one __global__ function per
+ * NVRTC, which has no system headers), with the 16-bit float types when
+ * the text uses them; the CUDA dialect of the expression printer
+ * (c_expr.h): the host C dialect's element types and helpers, each made a
+ * __device__ function, except float16 and bfloat16, stored as __half and
+ * __nv_bfloat16 and computed in float (half_in_float: + - * / and sqrt
+ * give the interpreter's bits, other builtins CUDA's float functions
+ * rounded once), every builtin spelled as CUDA's math library spells it
+ * (float and double versions of all of them); the frame: one __global__ function per
  * kernel mark of the AST (polyhedral/gpu.c), its tensor parameters, the
  * block and thread indices its loops read, the sizes as constants.
  *
@@ -66,9 +68,70 @@ static const char prelude[] =
 	"#define TC_SHARED(T, name, n) __shared__ T name[n]\n"
 	"#endif\n";
 
+/* Under NVRTC, after the prelude when the text stores float16 or bfloat16
+ * (NVRTC 13 finds no cuda_fp16.h without the toolkit's include folder, and
+ * that header costs compile time): the 2-byte types __half and
+ * __nv_bfloat16 of cuda_fp16.h and cuda_bf16.h (the same layout, so the
+ * kernels' pointers are theirs) and the conversions the helpers call, with
+ * cuda_fp16.h's names.  float16 <-> float are PTX cvt instructions (every
+ * architecture); float -> bfloat16 is cvt on sm_80 and later and the same
+ * rounding in integer arithmetic before (a NaN gives the canonical NaN
+ * 0x7fff, as cvt and cuda_bf16.h's fallback do); bfloat16 -> float is a
+ * shift.  Read-only loads (__ldg) of both types load their 16 bits. */
+static const char prelude16[] =
+	"#ifndef TC_CUDA_EMU\n"
+	"struct __align__(2) __half { unsigned short __x; };\n"
+	"struct __align__(2) __nv_bfloat16 { unsigned short __x; };\n"
+	"static __device__ __forceinline__ float __half2float(__half h)\n"
+	"{\n"
+	"  float f;\n"
+	"  asm(\"cvt.f32.f16 %0, %1;\" : \"=f\"(f) : \"h\"(h.__x));\n"
+	"  return f;\n"
+	"}\n"
+	"static __device__ __forceinline__ __half __float2half_rn(float f)\n"
+	"{\n"
+	"  __half h;\n"
+	"  asm(\"cvt.rn.f16.f32 %0, %1;\" : \"=h\"(h.__x) : \"f\"(f));\n"
+	"  return h;\n"
+	"}\n"
+	"static __device__ __forceinline__ float __bfloat162float(__nv_bfloat16 h)\n"
+	"{\n"
+	"  return __uint_as_float((unsigned)h.__x << 16);\n"
+	"}\n"
+	"static __device__ __forceinline__ __nv_bfloat16 __float2bfloat16_rn(float f)\n"
+	"{\n"
+	"  __nv_bfloat16 h;\n"
+	"#if __CUDA_ARCH__ >= 800\n"
+	"  asm(\"cvt.rn.bf16.f32 %0, %1;\" : \"=h\"(h.__x) : \"f\"(f));\n"
+	"#else\n"
+	"  unsigned u = __float_as_uint(f);\n"
+	"  h.__x = (u & 0x7fffffffu) > 0x7f800000u ? (unsigned short)0x7fffu\n"
+	"    : (unsigned short)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);\n"
+	"#endif\n"
+	"  return h;\n"
+	"}\n"
+	"static __device__ __forceinline__ __half __ldg(const __half *p)\n"
+	"{\n"
+	"  __half h;\n"
+	"  h.__x = __ldg((const unsigned short *)p);\n"
+	"  return h;\n"
+	"}\n"
+	"static __device__ __forceinline__ __nv_bfloat16 __ldg(const __nv_bfloat16 *p)\n"
+	"{\n"
+	"  __nv_bfloat16 h;\n"
+	"  h.__x = __ldg((const unsigned short *)p);\n"
+	"  return h;\n"
+	"}\n"
+	"#endif\n";
+
 const char *tc_cg_cuda_prelude(void)
 {
 	return prelude;
+}
+
+const char *tc_cg_cuda_prelude16(void)
+{
+	return prelude16;
 }
 
 void tc_cg_cuda_free(tc_cg_cuda *c)
@@ -91,6 +154,81 @@ void tc_cg_cuda_free(tc_cg_cuda *c)
 
 static tc_cg_cexpr_helper_def cuda_helpers[TC_CG_CEXPR_NHELPERS];
 static char *cuda_helper_text[TC_CG_CEXPR_NHELPERS];
+static const char *cuda_types[TC_T_COUNT];
+
+/* The 16-bit float roles of the CUDA dialect (half_in_float, c_expr.h):
+ * values in floats, stored as __half and __nv_bfloat16.  A float rounds
+ * to 16 bits in one cvt; a double (a cast from float64 or an integer)
+ * through a float rounded to odd (toward zero, the last bit set when
+ * inexact: float's 24 bits are more than 11 + 2), so it rounds once, as
+ * the interpreter's conversion does. */
+static const tc_cg_cexpr_helper_def cuda_half_helpers[TC_CG_CEXPR_NHELPERS] = {
+	[TC_CG_CEXPR_D2H] = {"tc_f2h",
+		"/* float16 is stored as __half and computed in float: the nearest float16\n"
+		"   (ties to even) to a float, or to a double in one rounding (through a\n"
+		"   float rounded to odd) */\n"
+		"static __device__ __forceinline__ __half tc_f2h(float x) { return __float2half_rn(x); }\n"
+		"static __device__ __forceinline__ __half tc_f2h(double x)\n"
+		"{\n"
+		"  float f = __double2float_rz(x);\n"
+		"  if (x == x && (double)f != x)\n"
+		"    f = __uint_as_float(__float_as_uint(f) | 1u);\n"
+		"  return __float2half_rn(f);\n"
+		"}\n"},
+	[TC_CG_CEXPR_H2D] = {"tc_h2f",
+		"/* the value of a float16 (exact in float) */\n"
+		"static __device__ __forceinline__ float tc_h2f(__half h) { return __half2float(h); }\n"},
+	[TC_CG_CEXPR_H] = {"tc_h",
+		"/* x rounded to float16, as a float */\n"
+		"static __device__ __forceinline__ float tc_h(float x) { return tc_h2f(tc_f2h(x)); }\n"
+		"static __device__ __forceinline__ float tc_h(double x) { return tc_h2f(tc_f2h(x)); }\n"},
+	[TC_CG_CEXPR_H_NEXTAFTER] = {"tc_h_nextafter",
+		"/* the float16 value after a in the direction of b */\n"
+		"static __device__ __forceinline__ float tc_h_nextafter(float a, float b)\n"
+		"{\n"
+		"  __half h = tc_f2h(a);\n"
+		"  if (a != a || b != b)\n"
+		"    return a + b;\n"
+		"  if (a == b)\n"
+		"    return b;\n"
+		"  if (a == 0)\n"
+		"    return b > 0 ? 0x1p-24f : -0x1p-24f;\n"
+		"  h.__x = (unsigned short)((b > a) == (a > 0) ? h.__x + 1 : h.__x - 1);\n"
+		"  return tc_h2f(h);\n"
+		"}\n"},
+	[TC_CG_CEXPR_D2B] = {"tc_f2b",
+		"/* bfloat16 is stored as __nv_bfloat16 and computed in float: the nearest\n"
+		"   bfloat16 (ties to even) to a float, or to a double in one rounding */\n"
+		"static __device__ __forceinline__ __nv_bfloat16 tc_f2b(float x) { return __float2bfloat16_rn(x); }\n"
+		"static __device__ __forceinline__ __nv_bfloat16 tc_f2b(double x)\n"
+		"{\n"
+		"  float f = __double2float_rz(x);\n"
+		"  if (x == x && (double)f != x)\n"
+		"    f = __uint_as_float(__float_as_uint(f) | 1u);\n"
+		"  return __float2bfloat16_rn(f);\n"
+		"}\n"},
+	[TC_CG_CEXPR_B2D] = {"tc_b2f",
+		"/* the value of a bfloat16 (exact in float) */\n"
+		"static __device__ __forceinline__ float tc_b2f(__nv_bfloat16 h) { return __bfloat162float(h); }\n"},
+	[TC_CG_CEXPR_B] = {"tc_b",
+		"/* x rounded to bfloat16, as a float */\n"
+		"static __device__ __forceinline__ float tc_b(float x) { return tc_b2f(tc_f2b(x)); }\n"
+		"static __device__ __forceinline__ float tc_b(double x) { return tc_b2f(tc_f2b(x)); }\n"},
+	[TC_CG_CEXPR_B_NEXTAFTER] = {"tc_b_nextafter",
+		"/* the bfloat16 value after a in the direction of b */\n"
+		"static __device__ __forceinline__ float tc_b_nextafter(float a, float b)\n"
+		"{\n"
+		"  __nv_bfloat16 h = tc_f2b(a);\n"
+		"  if (a != a || b != b)\n"
+		"    return a + b;\n"
+		"  if (a == b)\n"
+		"    return b;\n"
+		"  if (a == 0)\n"
+		"    return b > 0 ? 0x1p-133f : -0x1p-133f;\n"
+		"  h.__x = (unsigned short)((b > a) == (a > 0) ? h.__x + 1 : h.__x - 1);\n"
+		"  return tc_b2f(h);\n"
+		"}\n"},
+};
 static pthread_once_t cuda_once = PTHREAD_ONCE_INIT;
 static int cuda_ready; /* the helpers were made */
 
@@ -112,23 +250,34 @@ static void cuda_put_access(const tc_cg_cexpr *pr, tc_buf *b, int tensor, const 
 }
 
 static tc_cg_cexpr_dialect cuda_dialect = {
+	.type = cuda_types,
 	.helper = cuda_helpers,
 	.builtin_form = cuda_builtin_form,
 	.put_access = cuda_put_access,
+	.half_in_float = 1,
 };
 
-/* The host helpers made device functions: "static inline" becomes
- * "static __device__ __forceinline__" (memcpy, floor, ldexp, isnan and
- * trunc exist in device code). */
+/* The host types, but float16 and bfloat16 as __half and __nv_bfloat16
+ * (prelude16); the host helpers made device functions ("static inline"
+ * becomes "static __device__ __forceinline__": memcpy, floor, ldexp, isnan
+ * and trunc exist in device code), but the 16-bit float roles, which are
+ * CUDA's own (cuda_half_helpers). */
 static void cuda_init(void)
 {
 	const tc_cg_cexpr_dialect *host = tc_cg_c_dialect();
 	static const char from[] = "static inline", to[] = "static __device__ __forceinline__";
 	int i;
-	cuda_dialect.type = host->type;
+	for (i = 0; i < TC_T_COUNT; i++)
+		cuda_types[i] = host->type[i];
+	cuda_types[TC_T_F16] = "__half";
+	cuda_types[TC_T_BF16] = "__nv_bfloat16";
 	for (i = 0; i < TC_CG_CEXPR_NHELPERS; i++) {
 		const char *t = host->helper[i].text, *q;
 		tc_buf b;
+		if (cuda_half_helpers[i].name) {
+			cuda_helpers[i] = cuda_half_helpers[i];
+			continue;
+		}
 		tc_buf_init(&b);
 		while ((q = strstr(t, from))) {
 			tc_buf_putn(&b, t, (size_t)(q - t));
@@ -662,6 +811,20 @@ static int mentions(const char *text, const char *id)
 	return 0;
 }
 
+/* Whether the kernels' text or the helpers it calls (used, by role) name
+ * the 16-bit float types (prelude16 defines them). */
+static int uses_16bit_floats(const char *kernels, const int *used)
+{
+	int i;
+	if (mentions(kernels, "__half") || mentions(kernels, "__nv_bfloat16"))
+		return 1;
+	for (i = 0; i < TC_CG_CEXPR_NHELPERS; i++)
+		if (used[i] && (mentions(cuda_helpers[i].text, "__half") ||
+				       mentions(cuda_helpers[i].text, "__nv_bfloat16")))
+			return 1;
+	return 0;
+}
+
 /* Print the kernel below mark node (its record k) into g->text and add
  * it to g->out. */
 static void put_kernel(cu *g, const tc_poly_gpu_kernel *k, isl_ast_node *body)
@@ -902,6 +1065,8 @@ __tc_give tc_cg_cuda *tc_cg_cuda_build(__tc_keep const tc_poly *p, int contract,
 		"round as written\n * (compile with --fmad=false). */\n", g.f->nparams ? "" : " (none)",
 		g.out->nkernels, g.out->nkernels == 1 ? "" : "s");
 	tc_buf_puts(&all, prelude);
+	if (uses_16bit_floats(kernels, used))
+		tc_buf_puts(&all, prelude16);
 	for (i = 0; i < TC_CG_CEXPR_NHELPERS; i++)
 		if (used[i])
 			tc_buf_printf(&all, "\n%s", cuda_helpers[i].text);

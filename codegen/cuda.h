@@ -22,7 +22,11 @@
  *     gridDim, warpSize, __syncthreads(), __syncwarp(), __shfl_sync,
  *     __shfl_down_sync, __shfl_xor_sync, and CUDA's math functions in
  *     float and double (expf, rsqrtf, sinpi, erfinv, normcdf, ...);
- *   - helpers are  static __device__ __forceinline__  functions.
+ *   - helpers are  static __device__ __forceinline__  functions;
+ *   - a text that stores float16 or bfloat16 (as __half and
+ *     __nv_bfloat16) has tc_cg_cuda_prelude16() after the prelude, and its
+ *     helpers also call CUDA's __double2float_rz, __float_as_uint and
+ *     __uint_as_float.
  *
  * Ownership: a tc_cg_cuda is the caller's (tc_cg_cuda_free) and owns its
  * text, kernels and names; the model is borrowed. */
@@ -39,7 +43,7 @@ typedef struct tc_cg_cuda_param {
 	int tensor;        /* the IR tensor: its index in f->tensors */
 	const char *name;  /* its name in the text (owned by the tc_cg_cuda) */
 	const char *ctype; /* the element type as the text spells it:
-			    * "float", "uint16_t", ... (static) */
+			    * "float", "__half", ... (static) */
 	int is_const;      /* only read: TC_GLOBAL(const ctype) */
 } tc_cg_cuda_param;
 
@@ -70,6 +74,13 @@ typedef struct tc_cg_cuda {
  * NVRTC the types, limits and macros of the contract above; nothing when
  * TC_CUDA_EMU is defined (the emulation header has them). */
 const char *tc_cg_cuda_prelude(void);
+/* What follows the prelude in a text that stores float16 or bfloat16
+ * (static text): under NVRTC the types __half and __nv_bfloat16 (2 bytes,
+ * the layout of cuda_fp16.h's and cuda_bf16.h's) and the conversions
+ * __half2float, __float2half_rn, __bfloat162float, __float2bfloat16_rn,
+ * and __ldg of both types; nothing when TC_CUDA_EMU is defined (the
+ * emulation header has them, with the same rounding). */
+const char *tc_cg_cuda_prelude16(void);
 
 /* The CUDA code of p (scheduled by the GPU passes, tc_poly_gpu_passes,
  * with its AST and concrete sizes), or NULL with a message in d.

@@ -1110,4 +1110,74 @@ static inline unsigned __float_as_uint(float f) { return tc_emu::as<unsigned>(&f
 static inline double __longlong_as_double(long long i) { return tc_emu::as<double>(&i); }
 static inline long long __double_as_longlong(double f) { return tc_emu::as<long long>(&f); }
 
+/* ---- float16 and bfloat16 (the prelude16 of codegen/cuda.c) ----
+ *
+ * The 2-byte types and the conversions NVRTC gets from prelude16, with the
+ * GPU's rounding done in integer arithmetic: to nearest, ties to even,
+ * with subnormals (no flush to zero) and infinities; a NaN becomes the
+ * canonical NaN 0x7fff (as PTX's cvt gives it), a float16 or bfloat16 NaN
+ * a float NaN.  __double2float_rz rounds toward zero as PTX's
+ * cvt.rz.f32.f64 (a finite double beyond float's range gives FLT_MAX). */
+struct __half {
+	unsigned short __x;
+};
+struct __nv_bfloat16 {
+	unsigned short __x;
+};
+
+static inline float __half2float(__half h)
+{
+	unsigned sign = (unsigned)(h.__x & 0x8000u) << 16, exp = (h.__x >> 10) & 0x1fu,
+		 frac = h.__x & 0x3ffu;
+	if (exp == 0) { /* zero or subnormal: frac * 2^-24, exact */
+		float x = (float)frac * 0x1p-24f;
+		return sign ? -x : x;
+	}
+	if (exp == 0x1f)
+		return __uint_as_float(sign | 0x7f800000u | frac << 13);
+	return __uint_as_float(sign | (exp - 15 + 127) << 23 | frac << 13);
+}
+
+static inline __half __float2half_rn(float f)
+{
+	unsigned u = __float_as_uint(f), a = u & 0x7fffffffu, m, r, rest, half;
+	unsigned short sign = (unsigned short)((u >> 16) & 0x8000u);
+	int e, shift;
+	if (a > 0x7f800000u)
+		return __half{0x7fffu};
+	if (a < 0x33000000u) /* below 2^-25: to zero */
+		return __half{sign};
+	e = (int)(a >> 23) - 127;
+	if (e > 15) /* 2^16 or more, or infinity */
+		return __half{(unsigned short)(sign | 0x7c00u)};
+	m = (a & 0x7fffffu) | 0x800000u; /* 24 significant bits */
+	shift = e >= -14 ? 13 : -1 - e;  /* to the float16 quantum */
+	r = m >> shift;
+	rest = m & ((1u << shift) - 1);
+	half = 1u << (shift - 1);
+	if (rest > half || (rest == half && (r & 1u)))
+		r++;
+	if (e >= -14) /* a carry out of the significand bumps the exponent */
+		r += (unsigned)(e + 15 - 1) << 10;
+	return __half{(unsigned short)(sign | r)};
+}
+
+static inline float __bfloat162float(__nv_bfloat16 h) { return __uint_as_float((unsigned)h.__x << 16); }
+
+static inline __nv_bfloat16 __float2bfloat16_rn(float f)
+{
+	unsigned u = __float_as_uint(f);
+	if ((u & 0x7fffffffu) > 0x7f800000u)
+		return __nv_bfloat16{0x7fffu};
+	return __nv_bfloat16{(unsigned short)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16)};
+}
+
+static inline float __double2float_rz(double x)
+{
+	float f = (float)x;
+	if (x == x && fabs((double)f) > fabs(x))
+		f = nextafterf(f, 0.0f);
+	return f;
+}
+
 #endif

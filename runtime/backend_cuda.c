@@ -638,6 +638,21 @@ done:
 	return st;
 }
 
+/* The emulator's key part: "cuda-emu;" and the host's (its times are the
+ * host CPU's), so that an entry tuned with cuda-emu is never a CPU
+ * compile's, nor the reverse, though both take host tensors. */
+static __tc_give char *emu_key_target(void)
+{
+	char *host = tc_rt_backend_cpu.key_target();
+	tc_buf b;
+	if (!host)
+		return NULL;
+	tc_buf_init(&b);
+	tc_buf_printf(&b, "cuda-emu;%s", host);
+	tc_free(host);
+	return tc_buf_take(&b);
+}
+
 const tc_rt_backend tc_rt_backend_cuda_emu = {
 	.name = "cuda-emu",
 	.device = kDLCPU,
@@ -645,4 +660,5 @@ const tc_rt_backend tc_rt_backend_cuda_emu = {
 	.compile = emu_compile,
 	.code_free = emu_code_free,
 	.run = emu_run,
+	.key_target = emu_key_target,
 };

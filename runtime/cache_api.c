@@ -80,11 +80,13 @@ const char *tc_kernel_options_source(const tc_kernel *k)
  * (tc_context_set_cache_result_options). */
 static const char *const result_options[] = {"target", "contract", "fastmath"};
 
-int tc_cache_keep_results(__tc_keep tc_options *o, __tc_keep tc_buf *what)
+/* tc_cache_keep_results over result_options[from..]: from 1 keeps the
+ * target. */
+static int keep_results(__tc_keep tc_options *o, __tc_keep tc_buf *what, size_t from)
 {
 	size_t i;
 	int n = 0;
-	for (i = 0; i < sizeof(result_options) / sizeof(result_options[0]); i++) {
+	for (i = from; i < sizeof(result_options) / sizeof(result_options[0]); i++) {
 		const char *name = result_options[i], *v = tc_options_get(o, name);
 		const char *d = tc_options_get(NULL, name);
 		if (!v || !d || !strcmp(v, d))
@@ -96,6 +98,34 @@ int tc_cache_keep_results(__tc_keep tc_options *o, __tc_keep tc_buf *what)
 		n++;
 	}
 	return n;
+}
+
+int tc_cache_keep_results(__tc_keep tc_options *o, __tc_keep tc_buf *what)
+{
+	return keep_results(o, what, 0);
+}
+
+int tc_cache_keep_results_but_target(__tc_keep tc_options *o, __tc_keep tc_buf *what)
+{
+	return keep_results(o, what, 1);
+}
+
+/* The backend whose key part keys b's entries (cache_key.c): b's own,
+ * else its device's (the interpreter's entries are the CPU's). */
+static const tc_rt_backend *key_backend(const tc_rt_backend *b)
+{
+	return !b || b->key_target ? b : tc_rt_backend_for_device(b->device);
+}
+
+int tc_cache_same_key_target(__tc_keep const tc_options *a, __tc_keep const tc_options *b)
+{
+	return key_backend(tc_rt_backend_of(a)) == key_backend(tc_rt_backend_of(b));
+}
+
+int tc_cache_keys_as_device(__tc_keep const tc_options *o, DLDeviceType dev)
+{
+	const tc_rt_backend *b = tc_rt_backend_for_device(dev);
+	return b && key_backend(tc_rt_backend_of(o)) == b;
 }
 
 /* The CPU name of a cache target "triple;cpu;features" (into out). */
@@ -207,11 +237,31 @@ __tc_give tc_options *tc_rt_cache_options(__tc_keep tc_module *m, const char *en
 			r = tc_cache_lookup_other_cpu(c, &key, &hit);
 			found = TC_RT_SRC_CACHE_OTHER_CPU;
 		}
+		/* the key's machine part names the target (cache_key.c), but
+		 * entries recorded before it told cuda-emu from the CPU sit
+		 * under the CPU's: a run for another target is not this
+		 * compile's */
+		b = tc_rt_backend_for_device(n_inputs ? inputs[0]->device.device_type : kDLCPU);
+		if (r == 1 && (!b || key_backend(tc_rt_backend_of(hit.options)) != b)) {
+			tc_buf note;
+			tc_buf_init(&note);
+			tc_buf_printf(&note, "note: kernel cache '%s': the entry for '%s' (%s) was "
+					     "tuned for target=%s: not used for target=%s\n",
+				path, entry, hit.shapes, tc_options_get(hit.options, "target"),
+				b ? b->name : "?");
+			if (!note.oom)
+				add_warning(ctx, note.s);
+			tc_buf_free(&note);
+			r = 0;
+		}
 		if (r == 1 && !ctx->cache_result_options) {
 			tc_buf what, note;
 			tc_buf_init(&what);
 			tc_buf_init(&note);
-			kept = tc_cache_keep_results(hit.options, &what);
+			/* the key's target is this compile's (a target keyed
+			 * alike, the interpreter for the CPU, is not) */
+			kept = keep_results(hit.options, &what,
+				!strcmp(tc_options_get(hit.options, "target"), b->name));
 			if (kept > 0)
 				tc_buf_printf(&note, "note: kernel cache '%s': the entry for '%s' (%s) "
 						     "sets %s, which change%s results: not applied "

@@ -45,6 +45,29 @@ static void next_item(const char **p, const char **b, const char **e)
 	*p = c ? c + 1 : *e;
 }
 
+/* Is t a machine part of a key (runtime/cache_key.c): the CPU's
+ * "TRIPLE;CPU;FEATURES" (three fields, the first not empty), cuda's
+ * "cuda;GPU NAME;sm_N;driver N", or cuda-emu's "cuda-emu;" and a CPU's? */
+static int target_ok(const char *t)
+{
+	const char *p;
+	int n = 0, len = -1;
+	unsigned sm, drv;
+	if (!strncmp(t, "cuda-emu;", 9))
+		t += 9;
+	else if (!strncmp(t, "cuda;", 5)) {
+		p = strchr(t + 5, ';');
+		return p && p > t + 5 && sscanf(p, ";sm_%u;driver %u%n", &sm, &drv, &len) == 2 &&
+			len == (int)strlen(p);
+	}
+	p = strchr(t, ';');
+	if (!p || p == t)
+		return 0;
+	for (; *t; t++)
+		n += *t == ';';
+	return n == 2;
+}
+
 int tc_cache_check_key(const char *entry, const char *types, const char *shapes,
 	const char *strides, const char *target, const char *version, char *msg, size_t size)
 {
@@ -134,9 +157,9 @@ int tc_cache_check_key(const char *entry, const char *types, const char *shapes,
 			goto bad;
 		}
 	}
-	p = strchr(target, ';');
-	if (!p || p == target || !strchr(p + 1, ';') || strchr(strchr(p + 1, ';') + 1, ';')) {
-		snprintf(msg, size, "target \"%.64s\" is not TRIPLE;CPU;FEATURES", target);
+	if (!target_ok(target)) {
+		snprintf(msg, size, "target \"%.64s\" is not TRIPLE;CPU;FEATURES, "
+				    "cuda;GPU;sm_N;driver N or cuda-emu;TRIPLE;CPU;FEATURES", target);
 		goto bad;
 	}
 	{

@@ -3,9 +3,12 @@
  * (runtime/cache.h) files it: the def's canonical text and hash, the entry,
  * the input dtypes, ranks, shapes and strides, the machine (the key part of
  * the backend that serves the inputs' device: runtime/backend.h) and the
- * tcomp version.
+ * tcomp version.  The machine part tells the targets apart: the CPU's
+ * "triple;cpu;features", cuda's "cuda;GPU name;sm_XY;driver N",
+ * cuda-emu's "cuda-emu;triple;cpu;features" (the emulator runs on the
+ * host CPU, but its entries are never a CPU compile's).
  *
- * Owns: tc_cache_key_init.
+ * Owns: tc_cache_key_init, tc_cache_key_init_for.
  * Must not know: SQLite or the database; it only fills a tc_cache_key. */
 #include "cache_ops.h"
 
@@ -18,12 +21,15 @@
 #include <stdio.h>
 #include <string.h>
 
-int tc_cache_key_init(__tc_keep tc_cache_key *key, __tc_keep tc_module *m, const char *entry,
-	__tc_keep const DLTensor *const *inputs, int n_inputs)
+/* The key of entry of m for inputs, its target part the string target
+ * (borrowed) when it is not NULL, else the key part of backend b, else of
+ * the backend that serves the inputs' device. */
+static int key_init(__tc_keep tc_cache_key *key, __tc_keep tc_module *m, const char *entry,
+	__tc_keep const DLTensor *const *inputs, int n_inputs, __tc_keep const tc_rt_backend *b,
+	const char *target)
 {
 	tc_buf canon, types, shapes, strides;
 	const tc_def *def;
-	const tc_rt_backend *b;
 	char err[512];
 	int i, k, d;
 
@@ -74,10 +80,14 @@ int tc_cache_key_init(__tc_keep tc_cache_key *key, __tc_keep tc_module *m, const
 	key->shapes = tc_buf_take(&shapes);
 	key->strides = tc_buf_take(&strides);
 	key->entry = tc_strdup(entry);
-	b = tc_rt_backend_for_device(n_inputs ? inputs[0]->device.device_type : kDLCPU);
+	if (!target && (!b || !b->key_target))
+		b = tc_rt_backend_for_device(b ? b->device
+					       : n_inputs ? inputs[0]->device.device_type : kDLCPU);
 	/* a GPU it cannot describe (no driver) is "unknown", as for no
 	 * backend (the CPU's NULL is out of memory) */
-	if (!b || (!(key->target = b->key_target()) && b->device != kDLCPU))
+	if (target)
+		key->target = tc_strdup(target);
+	else if (!b || (!(key->target = b->key_target()) && b->device != kDLCPU))
 		key->target = tc_strdup("unknown");
 	key->version = tc_strdup(TCOMP_VERSION);
 	if (!key->canonical || !key->types || !key->shapes || !key->strides || !key->entry ||
@@ -93,4 +103,17 @@ error:
 	tc_buf_free(&shapes);
 	tc_buf_free(&strides);
 	return -1;
+}
+
+int tc_cache_key_init(__tc_keep tc_cache_key *key, __tc_keep tc_module *m, const char *entry,
+	__tc_keep const DLTensor *const *inputs, int n_inputs)
+{
+	return key_init(key, m, entry, inputs, n_inputs, NULL, NULL);
+}
+
+int tc_cache_key_init_for(__tc_keep tc_cache_key *key, __tc_keep tc_module *m, const char *entry,
+	__tc_keep const DLTensor *const *inputs, int n_inputs, __tc_keep const tc_options *o,
+	const char *target)
+{
+	return key_init(key, m, entry, inputs, n_inputs, o ? tc_rt_backend_of(o) : NULL, target);
 }

@@ -29,6 +29,17 @@
  * key's (tc_cache_key_clear); on failure key is left empty. */
 int tc_cache_key_init(__tc_keep tc_cache_key *key, __tc_keep tc_module *m, const char *entry,
 	__tc_keep const DLTensor *const *inputs, int n_inputs);
+/* tc_cache_key_init for the target of options o rather than the inputs'
+ * device: its machine part that of o's backend (cuda-emu's
+ * "cuda-emu;triple;cpu;features" for host inputs; a backend without a key
+ * part, the interpreter, keys as its device's), or, when target is not
+ * NULL, the string target itself: the autotuner of target=cuda passes the
+ * part its probe child learnt, so that its own process never opens the
+ * CUDA driver (autotune/README.md).  o may be NULL (then as
+ * tc_cache_key_init). */
+int tc_cache_key_init_for(__tc_keep tc_cache_key *key, __tc_keep tc_module *m, const char *entry,
+	__tc_keep const DLTensor *const *inputs, int n_inputs, __tc_keep const tc_options *o,
+	const char *target);
 
 /* ---- runtime/cache_store.c, runtime/cache_object.c ---- */
 
@@ -93,5 +104,15 @@ int tc_cache_import(__tc_keep tc_cache *c, const char *text, int *added, int *pr
  * (tc_context_set_cache_result_options), and so does tcomp run and bench's
  * --threads N lookup. */
 int tc_cache_keep_results(__tc_keep tc_options *o, __tc_keep tc_buf *what);
+/* tc_cache_keep_results leaving the target as it is (the caller has set
+ * it: tcomp run --target T). */
+int tc_cache_keep_results_but_target(__tc_keep tc_options *o, __tc_keep tc_buf *what);
+/* 1 when the targets of a and b (NULL: the defaults) key their kernel
+ * cache entries alike (the same machine part: the interpreter's as the
+ * CPU's; cuda-emu's its own), else 0. */
+int tc_cache_same_key_target(__tc_keep const tc_options *a, __tc_keep const tc_options *b);
+/* 1 when o's target keys its entries as tensors of device type dev do
+ * (tc_cache_key_init's key, which tc_compile looks up), else 0. */
+int tc_cache_keys_as_device(__tc_keep const tc_options *o, DLDeviceType dev);
 
 #endif

@@ -18,6 +18,7 @@
  * TC_EMU_BENCH=1 also times the compile (-O0 and -O1 through
  * TCOMP_EMU_CXXFLAGS) and a 256x256 matmul, printing element accesses per
  * second. */
+#include <fenv.h>
 #include <float.h>
 #include <math.h>
 #include <setjmp.h>
@@ -31,8 +32,10 @@
 
 #include <cmocka.h>
 
+#include "codegen/cuda.h"
 #include "codegen/cuda_emu.h"
 #include "codegen/nvrtc.h"
+#include "ir/half.h"
 #include "testutil.h"
 
 /* ---- kernels ---- */
@@ -667,6 +670,106 @@ static void math_functions_match_references(void **state)
 	tc_cg_cuda_free(c);
 }
 
+/* The 16-bit float conversions of the emulation header (those of
+ * codegen/cuda.c's prelude16) on every float16 and bfloat16 value, every
+ * midpoint between neighbours and the floats next to each midpoint, and
+ * __double2float_rz on doubles just above each: R holds, per element,
+ * __half2float and __bfloat162float of the pattern i % 65536, the bits of
+ * __float2half_rn and __float2bfloat16_rn of X[i], and __double2float_rz
+ * of X[i] * (1 + 2^-30). */
+static const char *const conv_src =
+	"extern \"C\" __global__ void __launch_bounds__(256)\n"
+	"conv(TC_GLOBAL(const float) X, TC_GLOBAL(const __half) P, TC_GLOBAL(float) R)\n"
+	"{\n"
+	"    for (int64_t i = (int64_t)blockIdx.x * 256 + threadIdx.x; i < NCONV; i += 256 * 128) {\n"
+	"        __half h = TC_LDG(P, i % 65536);\n"
+	"        __nv_bfloat16 b;\n"
+	"        float x = TC_LDG(X, i);\n"
+	"        b.__x = h.__x;\n"
+	"        R[5 * i] = __half2float(h);\n"
+	"        R[5 * i + 1] = __bfloat162float(b);\n"
+	"        R[5 * i + 2] = (float)__float2half_rn(x).__x;\n"
+	"        R[5 * i + 3] = (float)__float2bfloat16_rn(x).__x;\n"
+	"        R[5 * i + 4] = __double2float_rz((double)x * (1.0 + 0x1p-30));\n"
+	"    }\n"
+	"}\n";
+
+/* The float nearest to x toward zero (the C library's conversion under
+ * FE_TOWARDZERO). */
+static float float_rz(double x)
+{
+	volatile double v = x;
+	volatile float f;
+	int old = fegetround();
+	fesetround(FE_TOWARDZERO);
+	f = (float)v;
+	fesetround(old);
+	return f;
+}
+
+static void half_conversions_round_as_the_gpu(void **state)
+{
+	enum { NCONV = 8 * 65536 };
+	static const kspec spec = {"conv", {128, 1, 1}, {256, 1, 1}, 3, {"X", "P", "R"},
+		{"float", "__half", "float"}, {1, 1, 0}};
+	static float x[NCONV], r[5 * NCONV];
+	static uint16_t pat[65536];
+	void *buf[3] = {x, pat, r};
+	int64_t nelem[3] = {NCONV, 65536, 5 * NCONV};
+	tc_buf defs;
+	tc_cg_cuda *c;
+	tc_cg_emu *e;
+	int64_t i;
+	(void)state;
+	for (i = 0; i < 65536; i++) { /* a value, a midpoint, the floats beside it */
+		uint16_t h = (uint16_t)i, h1 = (uint16_t)(i + 1);
+		double v = tc_half_to_double(h), m = (v + tc_half_to_double(h1)) / 2;
+		double bv = tc_bf16_to_double(h), bm = (bv + tc_bf16_to_double(h1)) / 2;
+		pat[i] = h;
+		x[8 * i] = (float)v;
+		x[8 * i + 1] = (float)m; /* exact: 12 bits */
+		x[8 * i + 2] = nextafterf((float)m, INFINITY);
+		x[8 * i + 3] = nextafterf((float)m, -INFINITY);
+		x[8 * i + 4] = (float)bv;
+		x[8 * i + 5] = (float)bm; /* exact: 9 bits (inf, NaN where h1 is) */
+		x[8 * i + 6] = nextafterf((float)bm, INFINITY);
+		x[8 * i + 7] = nextafterf((float)bm, -INFINITY);
+	}
+	x[2] = FLT_MAX; /* beyond half's range; rz of just above FLT_MAX */
+	x[3] = 0x1p-149f; /* the smallest float subnormal */
+	for (i = 0; i < 5 * NCONV; i++)
+		r[i] = NAN;
+	tc_buf_init(&defs);
+	tc_buf_printf(&defs, "%s#define NCONV %d\n", tc_cg_cuda_prelude16(), (int)NCONV);
+	assert_non_null(defs.s);
+	c = make_code(defs.s, conv_src, &spec);
+	tc_buf_free(&defs);
+	e = compile_ok(c);
+	assert_null(run(e, buf, nelem));
+	for (i = 0; i < NCONV; i++) {
+		uint16_t p = pat[i % 65536];
+		double hv = tc_half_to_double(p), bv = tc_bf16_to_double(p);
+		float xi = x[i], rz = float_rz((double)xi * (1.0 + 0x1p-30));
+		uint16_t wh = isnan(xi) ? 0x7fff : tc_half_from_double(xi);
+		uint16_t wb = isnan(xi) ? 0x7fff : tc_bf16_from_float(xi);
+		if (!(isnan(hv) ? isnan(r[5 * i]) : r[5 * i] == hv) ||
+			!(isnan(bv) ? isnan(r[5 * i + 1]) : r[5 * i + 1] == bv))
+			fail_msg("pattern 0x%04x: __half2float %.9g (want %.9g), __bfloat162float "
+				 "%.9g (want %.9g)",
+				p, r[5 * i], hv, r[5 * i + 1], bv);
+		if (r[5 * i + 2] != wh || r[5 * i + 3] != wb)
+			fail_msg("x = %a: __float2half_rn 0x%04x (want 0x%04x), __float2bfloat16_rn "
+				 "0x%04x (want 0x%04x)",
+				(double)xi, (unsigned)r[5 * i + 2], wh, (unsigned)r[5 * i + 3], wb);
+		if (!(isnan(rz) ? isnan(r[5 * i + 4]) : r[5 * i + 4] == rz))
+			fail_msg("x = %a: __double2float_rz %a (want %a)", (double)xi,
+				(double)r[5 * i + 4], (double)rz);
+	}
+	nvrtc_compiles(c);
+	tc_cg_emu_free(e);
+	tc_cg_cuda_free(c);
+}
+
 static double now(void)
 {
 	struct timespec ts;
@@ -747,6 +850,7 @@ int main(void)
 		cmocka_unit_test(compile_errors_carry_the_compilers_message),
 		cmocka_unit_test(a_missing_compiler_is_a_clear_error),
 		cmocka_unit_test(math_functions_match_references),
+		cmocka_unit_test(half_conversions_round_as_the_gpu),
 		cmocka_unit_test(bench),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -24,6 +24,7 @@
 #include "runtime/options.h"
 
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 #include "testutil.h"
 
@@ -78,6 +79,7 @@ static void space_is_read_from_the_option_table(void **state)
 		if (!strcmp(s->d[i].name, "target") || !strcmp(s->d[i].name, "contract") ||
 			!strcmp(s->d[i].name, "fastmath") || !strcmp(s->d[i].name, "sizes") ||
 			!strcmp(s->d[i].name, "block") || !strcmp(s->d[i].name, "grid") ||
+			!strcmp(s->d[i].name, "reduce") || !strcmp(s->d[i].name, "reduce_threads") ||
 			!strcmp(s->d[i].name, "gpu_arch")) {
 			assert_false(s->d[i].searched);
 			assert_int_equal(s->d[i].count, 1);
@@ -227,7 +229,7 @@ static void options_set_by_the_base_are_fixed(void **state)
 static void gpu_targets_search_the_mapping(void **state)
 {
 	static const char *const searched[] = {"block", "grid", "fusion", "order", "inline",
-		"share"};
+		"share", "reduce", "reduce_threads"};
 	const char *targets[] = {"cuda", "cuda-emu"};
 	int t, i, j, x32 = 0, nblocks = 0;
 	(void)state;
@@ -241,7 +243,7 @@ static void gpu_targets_search_the_mapping(void **state)
 		assert_non_null(s);
 		for (i = 0; i < s->n; i++) {
 			int want = 0;
-			for (j = 0; j < 6; j++)
+			for (j = 0; j < 8; j++)
 				want |= !strcmp(s->d[i].name, searched[j]);
 			if (want != s->d[i].searched)
 				fail_msg("target=%s: %s is%s searched", targets[t], s->d[i].name,
@@ -285,6 +287,17 @@ static void gpu_targets_search_the_mapping(void **state)
 		tc_options_free(base);
 	}
 	assert_true(x32 * 10 >= nblocks * 8); /* x a multiple of the warp mostly */
+	{ /* the CPU ignores the GPU mapping's options: not searched there */
+		tc_tune_space *s = tc_tune_space_new(NULL, &matmul_shape);
+		assert_non_null(s);
+		for (j = 0; j < 4; j++) {
+			i = find_dim(s, (const char *const[]){"block", "grid", "reduce",
+						   "reduce_threads"}[j]);
+			assert_false(s->d[i].searched);
+		}
+		assert_true(s->d[find_dim(s, "reduce")].count == 1);
+		tc_tune_space_free(s);
+	}
 }
 
 static void selection_prefers_the_fitter(void **state)
@@ -1304,18 +1317,24 @@ static void cli_autotune_prints_the_best_options(void **state)
 }
 
 /* tcomp autotune --option target=cuda-emu runs end to end (candidates
- * emulated in child processes) and stores its choice in the kernel cache;
- * a later tc_compile without options, taking the cache's result options,
- * reads that entry and runs the emulated kernel equal to C loops on fresh
- * random data. */
+ * emulated in child processes) and stores its choice in the kernel cache
+ * under cuda-emu's own key: tcomp bench --target cuda-emu takes it
+ * (source "cache", GPU options), a CPU compile does not (neither tcomp
+ * bench without options nor tc_compile without options, even taking the
+ * cache's result options); the entry's options, compiled, run the
+ * emulated kernel equal to C loops on fresh random data. */
 static void cli_autotune_cuda_emu_stores_what_tc_compile_reads(void **state)
 {
 	static char out[65536];
 	enum { M = 24, K = 16, N = 8 };
-	char args[1024], cache[256];
+	char args[1024], cache[256], shapes[64];
 	tc_context *ctx;
 	tc_module *m;
 	tc_kernel *k;
+	tc_options *emu;
+	tc_cache *cc;
+	tc_cache_key key;
+	tc_cache_hit hit;
 	char *opts;
 	float a[M * K], b[K * N], c[M * N];
 	int64_t sa[2] = {M, K}, sb[2] = {K, N}, sc[2] = {M, N};
@@ -1328,15 +1347,29 @@ static void cli_autotune_cuda_emu_stores_what_tc_compile_reads(void **state)
 	int i, j, r;
 	(void)state;
 	snprintf(cache, sizeof(cache), "%s/test_tune_emu_%ld.sqlite", TC_BINARY_DIR, (long)getpid());
+	snprintf(shapes, sizeof(shapes), "--shape A=%dx%d --shape B=%dx%d", M, K, K, N);
 	unlink(cache);
-	snprintf(args, sizeof(args), "autotune examples/matmul.tc -e matmul --shape A=%dx%d "
-		"--shape B=%dx%d --option target=cuda-emu --generations 1 --population 3 --seed 3 "
+	snprintf(args, sizeof(args), "autotune examples/matmul.tc -e matmul %s "
+		"--option target=cuda-emu --generations 1 --population 3 --seed 3 "
 		"--cache %s --timeout 20 --runs 1 --min-time 0.001 --jobs 2 --final-candidates 1 "
-		"--final-rounds 1 --final-time 0.001 --final-warmup 0.001", M, K, K, N, cache);
+		"--final-rounds 1 --final-time 0.001 --final-warmup 0.001", shapes, cache);
 	assert_int_equal(run_tcomp(out, sizeof(out), args), 0);
 	assert_non_null(strstr(out, "\ntarget=cuda-emu\n"));
 	assert_non_null(strstr(out, "block=")); /* the GPU options are printed */
 	assert_null(strstr(out, "failed)"));
+	/* tcomp bench --target cuda-emu alone reads cuda-emu's entry */
+	snprintf(args, sizeof(args), "bench examples/matmul.tc -e matmul %s --target cuda-emu "
+		"--runs 1 --warmup 0 --min-time 0 --json --cache %s", shapes, cache);
+	assert_int_equal(run_tcomp(out, sizeof(out), args), 0);
+	if (!strstr(out, "\"source\":\"cache\""))
+		fail_msg("bench --target cuda-emu did not take the cache's entry:\n%s", out);
+	assert_non_null(strstr(out, "target=cuda-emu"));
+	/* a CPU run does not: its key is another */
+	snprintf(args, sizeof(args), "bench examples/matmul.tc -e matmul %s --runs 1 --warmup 0 "
+		"--min-time 0 --json --cache %s --cache-result-options", shapes, cache);
+	assert_int_equal(run_tcomp(out, sizeof(out), args), 0);
+	if (!strstr(out, "\"source\":\"default\"") || strstr(out, "cuda-emu"))
+		fail_msg("a CPU bench took the cuda-emu entry:\n%s", out);
 	ctx = tc_context_new();
 	assert_int_equal(tc_context_set_cache(ctx, cache), 0);
 	assert_int_equal(tc_context_set_cache_result_options(ctx, 1), 0);
@@ -1345,10 +1378,25 @@ static void cli_autotune_cuda_emu_stores_what_tc_compile_reads(void **state)
 	k = tc_compile(m, "matmul", in, 2, NULL);
 	if (!k)
 		fail_msg("%s", tc_context_error(ctx));
-	assert_string_equal(tc_kernel_options_source(k), "cache");
+	assert_string_equal(tc_kernel_options_source(k), "default");
 	opts = tc_kernel_options(k);
-	assert_non_null(strstr(opts, "target=cuda-emu\n"));
+	assert_non_null(strstr(opts, "target=cpu\n"));
 	tc_string_free(opts);
+	tc_kernel_free(k);
+	/* the entry under cuda-emu's key: GPU options that compute matmul */
+	emu = tc_options_new();
+	assert_int_equal(tc_options_set(emu, "target", "cuda-emu", NULL), 0);
+	assert_int_equal(tc_cache_key_init_for(&key, m, "matmul", in, 2, emu, NULL), 0);
+	assert_int_equal(strncmp(key.target, "cuda-emu;", 9), 0);
+	cc = tc_cache_open(cache, TC_CACHE_READ, NULL);
+	assert_non_null(cc);
+	memset(&hit, 0, sizeof(hit));
+	assert_int_equal(tc_cache_lookup(cc, &key, &hit), 1);
+	assert_string_equal(tc_options_get(hit.options, "target"), "cuda-emu");
+	assert_non_null(strstr(hit.text, "block="));
+	k = tc_compile(m, "matmul", in, 2, hit.options);
+	if (!k)
+		fail_msg("%s", tc_context_error(ctx));
 	for (i = 0; i < M * K; i++)
 		a[i] = (float)(tu_rand_unit(&rs) * 2 - 1);
 	for (i = 0; i < K * N; i++)
@@ -1365,13 +1413,62 @@ static void cli_autotune_cuda_emu_stores_what_tc_compile_reads(void **state)
 			assert_true(fabs(c[i * N + j] - sum) <= 1e-5 * (1 + fabs(sum)));
 		}
 	tc_kernel_free(k);
+	tc_cache_hit_clear(&hit);
+	tc_cache_close(cc);
+	tc_cache_key_clear(&key);
+	tc_options_free(emu);
 	tc_module_free(m);
 	tc_context_free(ctx);
 	unlink(cache);
-	/* target=cuda is refused with the reason, before any work */
-	assert_int_equal(run_tcomp(out, sizeof(out), "autotune examples/matmul.tc -e matmul "
-		"--shape A=8x8 --shape B=8x8 --option target=cuda --no-cache"), 1);
-	assert_non_null(strstr(out, "autotune: target=cuda is not tuned yet"));
+}
+
+static double tc_tune_now_for_tests(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Where no CUDA driver opens (a missing library; the toolkit's stub,
+ * which answers CUDA_ERROR_STUB_LIBRARY), tcomp autotune --option
+ * target=cuda fails once with the driver's reason and a user error's exit
+ * status, quickly (the probe child asks; no candidate is started) and
+ * writes nothing: the cache file is not even made. */
+static void cli_autotune_cuda_without_a_driver_fails_cleanly(void **state)
+{
+	static char out[65536];
+	const char *stub = "/usr/local/cuda/lib64/stubs/libcuda.so";
+	char args[1024], cache[256];
+	const char *p;
+	double t0;
+	int n;
+	(void)state;
+	snprintf(cache, sizeof(cache), "%s/test_tune_cuda_%ld.sqlite", TC_BINARY_DIR,
+		(long)getpid());
+	unlink(cache);
+	snprintf(args, sizeof(args), "autotune examples/matmul.tc -e matmul --shape A=8x8 "
+		"--shape B=8x8 --option target=cuda --generations 1 --population 2 --cache %s",
+		cache);
+	setenv("TCOMP_CUDA_DRIVER", "/nonexistent/libcuda.so.1", 1);
+	t0 = tc_tune_now_for_tests();
+	assert_int_equal(run_tcomp(out, sizeof(out), args), 1);
+	assert_true(tc_tune_now_for_tests() - t0 < 10);
+	if (!strstr(out, "tcomp: error: target=cuda: no CUDA driver: /nonexistent/libcuda.so.1 "
+			 "not found"))
+		fail_msg("%s", out);
+	for (n = 0, p = out; (p = strstr(p, "no CUDA driver")); p++)
+		n++;
+	assert_int_equal(n, 1);
+	assert_int_equal(access(cache, F_OK), -1);
+	if (!access(stub, R_OK)) {
+		setenv("TCOMP_CUDA_DRIVER", stub, 1);
+		assert_int_equal(run_tcomp(out, sizeof(out), args), 1);
+		if (!strstr(out, "tcomp: error: target=cuda: CUDA driver") ||
+			!strstr(out, "cuInit failed: CUDA_ERROR_STUB_LIBRARY"))
+			fail_msg("%s", out);
+		assert_int_equal(access(cache, F_OK), -1);
+	}
+	unsetenv("TCOMP_CUDA_DRIVER");
 }
 
 int main(void)
@@ -1399,6 +1496,7 @@ int main(void)
 		cmocka_unit_test(tuning_records_in_the_cache_and_seeds_from_it),
 		cmocka_unit_test(cli_autotune_prints_the_best_options),
 		cmocka_unit_test(cli_autotune_cuda_emu_stores_what_tc_compile_reads),
+		cmocka_unit_test(cli_autotune_cuda_without_a_driver_fails_cleanly),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

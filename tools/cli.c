@@ -131,6 +131,31 @@ const char *threads_only(__tc_keep const opt_args *oa)
 		? oa->values[0] : NULL;
 }
 
+/* Whether the only options of oa are --threads N and --target T (one or
+ * both); N into *threads (NULL without it). */
+int cache_lookup_only(__tc_keep const opt_args *oa, const char **threads)
+{
+	int i, nt = 0, nn = 0;
+	*threads = NULL;
+	if (oa->nfiles || oa->nsets < 1 || oa->nsets > 2)
+		return 0;
+	for (i = 0; i < oa->nsets; i++) {
+		if (oa->owned[i])
+			return 0;
+		if (!strcmp(oa->names[i], "threads")) {
+			*threads = oa->values[i];
+			nn++;
+		} else if (!strcmp(oa->names[i], "target")) {
+			nt++;
+		} else {
+			return 0;
+		}
+	}
+	if (nn > 1 || nt > 1)
+		*threads = NULL;
+	return nn <= 1 && nt <= 1;
+}
+
 /* Free the names split from --option N=V. */
 void opt_args_free(__tc_keep opt_args *oa)
 {

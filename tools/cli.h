@@ -103,6 +103,11 @@ int take_opt_arg(__tc_keep opt_args *oa, int code, const char *arg, const char *
 /* N when the only option of oa is --threads N (not --option threads=N),
  * else NULL.  Borrowed from argv. */
 const char *threads_only(__tc_keep const opt_args *oa);
+/* 1 when the only options of oa are --threads N and --target T (not
+ * --option), one or both: tcomp run and bench then read the kernel cache
+ * for that target (threads_cache_options); N into *threads, NULL
+ * without --threads. */
+int cache_lookup_only(__tc_keep const opt_args *oa, const char **threads);
 /* Free the names oa owns (oa itself is the caller's). */
 void opt_args_free(__tc_keep opt_args *oa);
 /* Read a whole file as a string, which the caller frees with free() (it is
@@ -158,18 +163,22 @@ int take_cache_arg(__tc_keep cache_args *ca, int code, const char *arg);
 /* Make ctx's compiles read the cache ca names (or none with --no-cache),
  * taking the result-changing options from it with --cache-result-options. */
 void apply_cache_args(__tc_keep const cache_args *ca, __tc_keep tc_context *ctx);
-/* The options for tcomp run and bench given --threads N and no other
- * option (given: the defaults with threads=N), from the kernel cache that
- * ca names: its best for these shapes (else the nearest) as it is, when it
- * was tuned for N threads (returns NULL and *source NULL: compile with no
- * options, tc_compile looks it up and says where from); else that entry
- * with threads=N ("cache+threads", "cache-near+threads"); with no entry,
- * given ("default+threads").  The cache's problems are warnings on stderr.
- * The caller owns the options returned (tc_options_free); *source is
- * static text. */
+/* The options for tcomp run and bench given --threads N and --target T
+ * alone (cache_lookup_only; given: the defaults with those; threads: N or
+ * NULL), from the kernel cache that ca names, keyed for given's target
+ * (cuda-emu's entries are its own, runtime/cache_key.c): its best for
+ * these shapes (else the nearest) as it is, when it was tuned for N
+ * threads (or no N) and the target keys as the inputs' device does
+ * (returns NULL and *source NULL: compile with no options, tc_compile
+ * looks it up, loads its object code and says where from); else that
+ * entry with threads=N and the target T ("cache+threads",
+ * "cache-near+threads", or "cache", "cache-near" without N); with no
+ * entry, given ("default+threads", "default").  The cache's problems are
+ * warnings on stderr.  The caller owns the options returned
+ * (tc_options_free); *source is static text. */
 __tc_give tc_options *threads_cache_options(__tc_keep const cache_args *ca,
 	__tc_keep tc_module *m, const char *entry, __tc_keep const DLTensor *const *in, int n_in,
-	__tc_keep const tc_options *given, const char **source);
+	__tc_keep const tc_options *given, const char *threads, const char **source);
 /* Print to stderr what ctx's warnings gained past their first from chars
  * (the kernel cache's warnings from tc_compile). */
 void print_new_warnings(__tc_keep tc_context *ctx, size_t from);

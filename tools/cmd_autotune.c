@@ -90,8 +90,12 @@ static const char *const autotune_usage =
 	"                      are searched (block, grid, fusion, order, inline,\n"
 	"                      share; the CPU's code options fixed) and candidates\n"
 	"                      run in the emulator: its times check the machinery,\n"
-	"                      they say nothing of a GPU (target=cuda is refused\n"
-	"                      for now)\n"
+	"                      they say nothing of a GPU; with target=cuda each\n"
+	"                      candidate's process opens the CUDA driver, copies\n"
+	"                      the inputs to the GPU and times with CUDA events\n"
+	"                      (this process never opens the driver: a probe\n"
+	"                      process reads the GPU's name and compute capability,\n"
+	"                      which fix gpu_arch unless it is given)\n"
 	"  --option N=V        fix one option (repeatable)\n"
 	"  --quiet             no progress output\n";
 
@@ -360,15 +364,6 @@ int cmd_autotune(int argc, __tc_keep char **argv)
 		return EXIT_INTERNAL;
 	base = build_options(&oa, ctx);
 	opt_args_free(&oa);
-	if (tc_options_device(base) != kDLCPU) {
-		/* the candidates' child processes keep their buffers in host
-		 * memory, and the driver does not survive fork() once opened */
-		fprintf(stderr, "tcomp: error: autotune: target=%s is not tuned yet (the candidates "
-			"run in child processes on host buffers); target=cuda-emu searches the same "
-			"GPU mapping options through the emulator\n", tc_options_get(base, "target"));
-		status = EXIT_USER;
-		goto done;
-	}
 	m = load_entry(ctx, file, &entry, autotune_usage, &status);
 	if (!m)
 		goto done;

@@ -82,12 +82,13 @@ void apply_cache_args(__tc_keep const cache_args *ca, __tc_keep tc_context *ctx)
 		exit(EXIT_INTERNAL);
 }
 
-/* The options of tcomp run or bench given --threads N alone (cli.h). */
+/* The options of tcomp run or bench given --threads N and --target T
+ * alone (cli.h). */
 __tc_give tc_options *threads_cache_options(__tc_keep const cache_args *ca, __tc_keep tc_module *m,
 	const char *entry, __tc_keep const DLTensor *const *in, int n_in,
-	__tc_keep const tc_options *given, const char **source)
+	__tc_keep const tc_options *given, const char *n, const char **source)
 {
-	const char *n = tc_options_get(given, "threads");
+	const char *target = tc_options_get(given, "target");
 	char *path = NULL, *msg = NULL;
 	tc_cache *c = NULL;
 	tc_cache_key key;
@@ -95,7 +96,7 @@ __tc_give tc_options *threads_cache_options(__tc_keep const cache_args *ca, __tc
 	tc_options *o = NULL;
 	struct stat sb;
 	int r = 0, have_key = 0;
-	*source = "default+threads";
+	*source = n ? "default+threads" : "user"; /* --target T alone: as given */
 	memset(&hit, 0, sizeof(hit));
 	if (ca->off)
 		goto done;
@@ -107,8 +108,9 @@ __tc_give tc_options *threads_cache_options(__tc_keep const cache_args *ca, __tc
 			fprintf(stderr, "warning: %s; using the default options\n", msg);
 		goto done;
 	}
-	if (tc_cache_key_init(&key, m, entry, in, n_in) < 0) /* tc_compile will say why */
-		goto done;
+	/* keyed for the target given (cuda-emu's entries are its own) */
+	if (tc_cache_key_init_for(&key, m, entry, in, n_in, given, NULL) < 0)
+		goto done; /* tc_compile will say why */
 	have_key = 1;
 	r = tc_cache_lookup(c, &key, &hit);
 	if (r == 0)
@@ -118,23 +120,40 @@ __tc_give tc_options *threads_cache_options(__tc_keep const cache_args *ca, __tc
 	if (r < 0)
 		fprintf(stderr, "warning: %s; using the default options\n", tc_cache_error(c));
 	fputs(tc_cache_warnings(c), stderr);
-	if (r == 1 && !strcmp(tc_options_get(hit.options, "threads"), n)) {
-		*source = NULL; /* tuned for N threads: tc_compile finds it itself */
+	if (r == 1 && !tc_cache_same_key_target(hit.options, given)) {
+		/* a row recorded under this key for another target (before
+		 * the key told cuda-emu from the CPU) */
+		fprintf(stderr, "note: kernel cache '%s': the entry for '%s' (%s) was tuned for "
+				"target=%s: not used for target=%s\n",
+			path, entry, hit.shapes, tc_options_get(hit.options, "target"), target);
+		r = 0;
+	}
+	if (r == 1 && (!n || !strcmp(tc_options_get(hit.options, "threads"), n)) &&
+		tc_cache_keys_as_device(given, n_in ? in[0]->device.device_type : kDLCPU)) {
+		*source = NULL; /* as tuned: tc_compile finds it itself */
 	} else if (r == 1) {
 		tc_buf what;
 		int kept = 0;
+		int same = !strcmp(tc_options_get(hit.options, "target"), target);
 		tc_buf_init(&what);
-		if (!(o = tc_options_copy(hit.options)) || tc_options_set(o, "threads", n, NULL) < 0 ||
-			(!ca->result_options && (kept = tc_cache_keep_results(o, &what)) < 0))
+		if (!(o = tc_options_copy(hit.options)) ||
+			(n && tc_options_set(o, "threads", n, NULL) < 0) ||
+			(!ca->result_options &&
+				(kept = same ? tc_cache_keep_results_but_target(o, &what)
+					     : tc_cache_keep_results(o, &what)) < 0) ||
+			/* --target T (not the default): T, whatever the entry's */
+			(strcmp(target, tc_options_get(NULL, "target")) &&
+				tc_options_set(o, "target", target, NULL) < 0))
 			exit(EXIT_INTERNAL);
 		if (kept) /* as tc_compile says it */
 			fprintf(stderr, "note: kernel cache '%s': the entry for '%s' (%s) sets %s, "
 					"which change%s results: not applied (--cache-result-options)\n",
 				path, entry, hit.shapes, what.s, kept == 1 ? "s" : "");
 		tc_buf_free(&what);
-		*source = hit.target ? "cache-other-cpu+threads"
-			: hit.distance > 0 || strcmp(hit.shapes, key.shapes) ? "cache-near+threads"
-									     : "cache+threads";
+		*source = hit.target ? (n ? "cache-other-cpu+threads" : "cache-other-cpu")
+			: hit.distance > 0 || strcmp(hit.shapes, key.shapes)
+			? (n ? "cache-near+threads" : "cache-near")
+			: (n ? "cache+threads" : "cache");
 	}
 done:
 	if (*source && !o && !(o = tc_options_copy(given)))

@@ -339,7 +339,7 @@ static int cmd_run(int argc, char **argv)
 {
 	const char *file = NULL, *entry = NULL;
 	binding ins[64], outs[64];
-	int nin = 0, nout = 0, i, j, n_in, n_out, status = 0, print = 0, user_options;
+	int nin = 0, nout = 0, i, j, n_in, n_out, status = 0, print = 0, user_options, lookup;
 	size_t nwarn;
 	tc_context *ctx;
 	tc_options *opts, *copts = NULL;
@@ -397,7 +397,7 @@ static int cmd_run(int argc, char **argv)
 	if (!file)
 		die_usage(run_usage, "%s", "run needs a FILE.tc");
 	user_options = oa.nfiles || oa.nsets;
-	threads = threads_only(&oa);
+	lookup = cache_lookup_only(&oa, &threads);
 	opts = build_options(&oa, ctx);
 	opt_args_free(&oa);
 	apply_cache_args(&ca, ctx);
@@ -465,11 +465,11 @@ static int cmd_run(int argc, char **argv)
 			status = EXIT_USER;
 			goto done;
 		}
-	/* --threads N alone: the cache's entry, with N threads */
-	if (threads)
-		copts = threads_cache_options(&ca, m, entry, in_ptrs, n_in, opts, &source);
+	/* --threads N, --target T alone: the cache's entry for T, with N threads */
+	if (lookup)
+		copts = threads_cache_options(&ca, m, entry, in_ptrs, n_in, opts, threads, &source);
 	nwarn = strlen(tc_context_warnings(ctx));
-	k = tc_compile(m, entry, in_ptrs, n_in, threads ? copts : user_options ? opts : NULL);
+	k = tc_compile(m, entry, in_ptrs, n_in, lookup ? copts : user_options ? opts : NULL);
 	print_new_warnings(ctx, nwarn);
 	if (!k) {
 		status = report(ctx);
@@ -813,7 +813,7 @@ static int cmd_bench(int argc, char **argv)
 	char *optext = NULL, *p;
 	const char *source = NULL, *threads;
 	cache_args ca = {0};
-	int user_options;
+	int user_options, lookup;
 	size_t nwarn;
 
 	enum { OPT_RUNS = OPT_COMMAND, OPT_WARMUP, OPT_MIN_TIME, OPT_JSON };
@@ -861,7 +861,7 @@ static int cmd_bench(int argc, char **argv)
 	if (!ctx)
 		return EXIT_INTERNAL;
 	user_options = oa.nfiles || oa.nsets;
-	threads = threads_only(&oa);
+	lookup = cache_lookup_only(&oa, &threads);
 	o = build_options(&oa, ctx);
 	opt_args_free(&oa);
 	apply_cache_args(&ca, ctx);
@@ -887,13 +887,13 @@ static int cmd_bench(int argc, char **argv)
 	}
 	for (i = 0; i < n_in; i++) /* shape-only: on the target's device */
 		dl[i].device = dev;
-	/* --threads N alone: the cache's entry, with N threads */
-	if (threads)
-		copts = threads_cache_options(&ca, m, entry, in_ptrs, n_in, o, &source);
+	/* --threads N, --target T alone: the cache's entry for T, with N threads */
+	if (lookup)
+		copts = threads_cache_options(&ca, m, entry, in_ptrs, n_in, o, threads, &source);
 	/* compile (no data is read) */
 	nwarn = strlen(tc_context_warnings(ctx));
 	t0 = now_s();
-	k = tc_compile(m, entry, in_ptrs, n_in, threads ? copts : user_options ? o : NULL);
+	k = tc_compile(m, entry, in_ptrs, n_in, lookup ? copts : user_options ? o : NULL);
 	compile_s = now_s() - t0;
 	print_new_warnings(ctx, nwarn);
 	if (!k) {
