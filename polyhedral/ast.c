@@ -247,7 +247,10 @@ static isl_ast_node *at_domain(isl_ast_node *node, isl_ast_build *build, void *u
 		goto error_isl;
 	if (p->ngpu_copies && !tc_poly_find_stmt(p, isl_id_get_name(id))) {
 		/* a GPU kernel's copy or barrier */
-		if (gpu_stmt(p, build, isl_id_get_name(id), inst) < 0)
+		tc_stat r = gpu_stmt(p, build, isl_id_get_name(id), inst);
+		isl_id_free(id);
+		id = NULL;
+		if (r < 0)
 			goto error;
 		isl_ast_expr_free(call);
 		call = NULL;

@@ -62,8 +62,6 @@
 
 #include <string.h>
 
-const char *const TC_POLY_GPU_BLOCK[3] = {"tc_bx", "tc_by", "tc_bz"};
-const char *const TC_POLY_GPU_THREAD[3] = {"tc_tx", "tc_ty", "tc_tz"};
 
 /* The state of one run of the pass. */
 typedef struct gpu_map {
@@ -108,28 +106,7 @@ static int member_range(isl_schedule_node *node, int j, int64_t *lo, int64_t *hi
 static int member_range_on(isl_schedule_node *node, int j, isl_union_set *on, int64_t *lo,
 	int64_t *hi)
 {
-	isl_multi_union_pw_aff *mupa = isl_schedule_node_band_get_partial_schedule(node);
-	isl_union_pw_aff *upa = isl_multi_union_pw_aff_get_union_pw_aff(mupa, j);
-	isl_union_set *range;
-	isl_set *values;
-	isl_val *vlo, *vhi;
-	int ok;
-	isl_multi_union_pw_aff_free(mupa);
-	upa = isl_union_pw_aff_intersect_domain_union_set(upa, isl_schedule_node_get_domain(node));
-	if (on)
-		upa = isl_union_pw_aff_intersect_domain_union_set(upa, isl_union_set_copy(on));
-	range = isl_union_map_range(isl_union_map_from_union_pw_aff(upa));
-	values = range ? isl_set_from_union_set(range) : NULL;
-	vlo = values ? isl_set_dim_min_val(isl_set_copy(values), 0) : NULL;
-	vhi = values ? isl_set_dim_max_val(values, 0) : NULL;
-	ok = vlo && vhi && isl_val_is_int(vlo) && isl_val_is_int(vhi);
-	if (ok) {
-		*lo = isl_val_get_num_si(vlo);
-		*hi = isl_val_get_num_si(vhi);
-	}
-	isl_val_free(vlo);
-	isl_val_free(vhi);
-	return ok;
+	return tc_poly_gpu_member_range(node, j, on, lo, hi);
 }
 
 static int64_t pow2_at_least(int64_t n)
@@ -199,27 +176,10 @@ static isl_union_set *member_filter(isl_schedule_node *node, int j, int d, int64
 	return isl_union_pw_aff_zero_union_set(v);
 }
 
-/* The context of a kernel: 0 <= tc_b<d> < grid[d], 0 <= tc_t<d> <
- * block[d] for the n mapped dimensions. */
+/* The context of a kernel (gpu.h). */
 static isl_set *kernel_context(isl_ctx *ctx, int n, const tc_poly_gpu_kernel *k)
 {
-	isl_space *space = isl_space_params_alloc(ctx, 2 * n);
-	isl_set *s;
-	int d;
-	for (d = 0; d < n; d++) {
-		space = isl_space_set_dim_id(space, isl_dim_param, (unsigned)(2 * d),
-			isl_id_alloc(ctx, TC_POLY_GPU_BLOCK[d], NULL));
-		space = isl_space_set_dim_id(space, isl_dim_param, (unsigned)(2 * d + 1),
-			isl_id_alloc(ctx, TC_POLY_GPU_THREAD[d], NULL));
-	}
-	s = isl_set_universe(space);
-	for (d = 0; d < n; d++) {
-		s = isl_set_lower_bound_si(s, isl_dim_param, (unsigned)(2 * d), 0);
-		s = isl_set_upper_bound_si(s, isl_dim_param, (unsigned)(2 * d), (long)k->grid[d] - 1);
-		s = isl_set_lower_bound_si(s, isl_dim_param, (unsigned)(2 * d + 1), 0);
-		s = isl_set_upper_bound_si(s, isl_dim_param, (unsigned)(2 * d + 1), (long)k->block[d] - 1);
-	}
-	return s;
+	return tc_poly_gpu_kernel_context(ctx, n, k);
 }
 
 /* Move the coincident members of permutable band node first, keeping
@@ -720,15 +680,4 @@ tc_stat tc_poly_pass_gpu(__tc_keep tc_poly *p, __tc_keep tc_diags *d)
 	isl_schedule_node_free(node);
 	return p->schedule ? TC_OK
 		: tc_poly_walk_failed(p, d, "map the schedule to GPU blocks and threads");
-}
-
-int tc_poly_gpu_member_range(__tc_keep isl_schedule_node *node, int j, int64_t *lo, int64_t *hi)
-{
-	return member_range(node, j, lo, hi);
-}
-
-isl_set *tc_poly_gpu_kernel_context(__tc_keep isl_ctx *ctx, int n,
-	__tc_keep const tc_poly_gpu_kernel *k)
-{
-	return kernel_context(ctx, n, k);
 }

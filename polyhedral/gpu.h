@@ -1,14 +1,17 @@
 /* The parts of the GPU mapping (the gpu pass: polyhedral/gpu.c maps nests
  * to kernels, gpu_shared.c promotes what a block reuses to shared
- * memory).  Internal to the pass. */
+ * memory, and holds the helpers both use: gpu.c calls gpu_shared.c,
+ * never the reverse).  Internal to the pass. */
 #ifndef TC_POLY_GPU_H
 #define TC_POLY_GPU_H
 
 #include "poly.h"
 
-/* The least and greatest value of member j of band node over its domain,
- * in *lo and *hi: 1, or 0 when they are not known constants. */
-int tc_poly_gpu_member_range(__tc_keep isl_schedule_node *node, int j, int64_t *lo, int64_t *hi);
+/* The least and greatest value of member j of band node over its domain
+ * (and the instances on, NULL: all), in *lo and *hi: 1, or 0 when they
+ * are not known constants (a parametric model). */
+int tc_poly_gpu_member_range(__tc_keep isl_schedule_node *node, int j, __tc_keep isl_union_set *on,
+	int64_t *lo, int64_t *hi);
 
 /* The context of kernel k's indices: 0 <= tc_b<d> < grid[d] and 0 <=
  * tc_t<d> < block[d] for its n mapped dimensions. */

@@ -62,19 +62,58 @@
 #define SHARED_TILE 32         /* a reduced member's tile (shared_tile auto) */
 #define SHARED_BYTES 49152     /* static shared memory of a block, at most */
 
-void tc_poly_gpu_copies_free(__tc_keep tc_poly *p)
+/* ---- what gpu.c uses too ---- */
+
+int tc_poly_gpu_member_range(__tc_keep isl_schedule_node *node, int j, __tc_keep isl_union_set *on,
+	int64_t *lo, int64_t *hi)
 {
-	int i;
-	for (i = 0; i < p->ngpu_copies; i++)
-		isl_pw_multi_aff_free(p->gpu_copies[i].offset);
-	for (i = 0; i < p->ngpu_locals; i++)
-		isl_pw_multi_aff_free(p->gpu_locals[i].index);
-	tc_free(p->gpu_copies);
-	tc_free(p->gpu_locals);
-	p->gpu_copies = NULL;
-	p->gpu_locals = NULL;
-	p->ngpu_copies = p->ngpu_locals = 0;
+	isl_multi_union_pw_aff *mupa = isl_schedule_node_band_get_partial_schedule(node);
+	isl_union_pw_aff *upa = isl_multi_union_pw_aff_get_union_pw_aff(mupa, j);
+	isl_union_set *range;
+	isl_set *values;
+	isl_val *vlo, *vhi;
+	int ok;
+	isl_multi_union_pw_aff_free(mupa);
+	upa = isl_union_pw_aff_intersect_domain_union_set(upa, isl_schedule_node_get_domain(node));
+	if (on)
+		upa = isl_union_pw_aff_intersect_domain_union_set(upa, isl_union_set_copy(on));
+	range = isl_union_map_range(isl_union_map_from_union_pw_aff(upa));
+	values = range ? isl_set_from_union_set(range) : NULL;
+	vlo = values ? isl_set_dim_min_val(isl_set_copy(values), 0) : NULL;
+	vhi = values ? isl_set_dim_max_val(values, 0) : NULL;
+	ok = vlo && vhi && isl_val_is_int(vlo) && isl_val_is_int(vhi);
+	if (ok) {
+		*lo = isl_val_get_num_si(vlo);
+		*hi = isl_val_get_num_si(vhi);
+	}
+	isl_val_free(vlo);
+	isl_val_free(vhi);
+	return ok;
 }
+
+isl_set *tc_poly_gpu_kernel_context(__tc_keep isl_ctx *ctx, int n,
+	__tc_keep const tc_poly_gpu_kernel *k)
+{
+	isl_space *space = isl_space_params_alloc(ctx, 2 * n);
+	isl_set *s;
+	int d;
+	for (d = 0; d < n; d++) {
+		space = isl_space_set_dim_id(space, isl_dim_param, (unsigned)(2 * d),
+			isl_id_alloc(ctx, TC_POLY_GPU_BLOCK[d], NULL));
+		space = isl_space_set_dim_id(space, isl_dim_param, (unsigned)(2 * d + 1),
+			isl_id_alloc(ctx, TC_POLY_GPU_THREAD[d], NULL));
+	}
+	s = isl_set_universe(space);
+	for (d = 0; d < n; d++) {
+		s = isl_set_lower_bound_si(s, isl_dim_param, (unsigned)(2 * d), 0);
+		s = isl_set_upper_bound_si(s, isl_dim_param, (unsigned)(2 * d), (long)k->grid[d] - 1);
+		s = isl_set_lower_bound_si(s, isl_dim_param, (unsigned)(2 * d + 1), 0);
+		s = isl_set_upper_bound_si(s, isl_dim_param, (unsigned)(2 * d + 1), (long)k->block[d] - 1);
+	}
+	return s;
+}
+
+/* ---- the copies ---- */
 
 /* A tensor the block may copy. */
 typedef struct cand {
@@ -420,7 +459,7 @@ isl_schedule_node *tc_poly_gpu_promote(__tc_take isl_schedule_node *node, __tc_k
 		return node;
 	for (j = lead; j < nm; j++) {
 		int64_t hi, r = p->opts.shared_tile > 0 ? p->opts.shared_tile : SHARED_TILE;
-		if (!tc_poly_gpu_member_range(node, j, &rlo[j], &hi))
+		if (!tc_poly_gpu_member_range(node, j, NULL, &rlo[j], &hi))
 			return node;
 		tsize[j] = hi - rlo[j] + 1 < r ? hi - rlo[j] + 1 : r;
 	}

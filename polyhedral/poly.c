@@ -920,6 +920,23 @@ const tc_poly_stmt *tc_poly_find_stmt(__tc_keep const tc_poly *p, const char *na
 	return NULL;
 }
 
+const char *const TC_POLY_GPU_BLOCK[3] = {"tc_bx", "tc_by", "tc_bz"};
+const char *const TC_POLY_GPU_THREAD[3] = {"tc_tx", "tc_ty", "tc_tz"};
+
+void tc_poly_gpu_copies_free(__tc_keep tc_poly *p)
+{
+	int i;
+	for (i = 0; i < p->ngpu_copies; i++)
+		isl_pw_multi_aff_free(p->gpu_copies[i].offset);
+	for (i = 0; i < p->ngpu_locals; i++)
+		isl_pw_multi_aff_free(p->gpu_locals[i].index);
+	tc_free(p->gpu_copies);
+	tc_free(p->gpu_locals);
+	p->gpu_copies = NULL;
+	p->gpu_locals = NULL;
+	p->ngpu_copies = p->ngpu_locals = 0;
+}
+
 void tc_poly_free(__tc_take tc_poly *p)
 {
 	if (!p)

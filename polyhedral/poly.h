@@ -363,7 +363,8 @@ typedef struct tc_poly {
 				  * 0 (or rowbuf NULL): kept whole */
 } tc_poly;
 
-/* Free p's GPU copies and locals (the gpu pass makes them; gpu_shared.c). */
+/* Free p's GPU copies and locals (the gpu pass makes them, gpu_shared.c)
+ * and empty the lists. */
 void tc_poly_gpu_copies_free(__tc_keep tc_poly *p);
 
 /* With sizes: build p->gcontext, p->gdomain and p->gnear, the model of
