@@ -27,17 +27,22 @@
  *
  * Reductions on a block (map_reduce, the reduce option): a nest that runs
  * one reduction that may combine in any order (sums, max, min; not
- * products), with few rows (the coincident members: fewer than 4096
- * values in all, too few threads to fill a GPU, whose tens of
- * multiprocessors each keep 1000 and more threads in flight) and a long
- * reduced loop (32 values or more: a warp's worth), maps the rows to
- * blocks only (one block per row, filters on tc_b<d> alone) and the
- * reduced loop to the threads of x: a TC_POLY_MARK_GPU_REDUCE mark above
- * the reduced band says which loop the threads stride over and how many
- * threads share it, and the code generator prints the per-thread
- * accumulator and the block's combine there (poly.h,
- * tc_poly_gpu_reduce).  The reduction's init runs on thread 0 of x, as
- * does the final update of the element.
+ * products) with a long reduced loop (32 values or more: a warp's worth)
+ * maps the reduced loop to the threads of x: a TC_POLY_MARK_GPU_REDUCE
+ * mark above the reduced band says which loop the threads stride over and
+ * how many threads share it, and the code generator prints the
+ * per-thread accumulator and the combine there (poly.h,
+ * tc_poly_gpu_reduce).  With few rows (the coincident members: fewer
+ * than 4096 values in all, too few threads to fill a GPU, whose tens of
+ * multiprocessors each keep 1000 and more threads in flight) the rows
+ * map to blocks only (one block per row, filters on tc_b<d> alone); with
+ * more (the reduce_map option), a warp per row: the innermost row member
+ * to blocks of x and the threads of y (8 rows a block), the threads of x
+ * the warp's 32 lanes, combined by shuffles alone, where the strided
+ * loop walks a row's own operand contiguously (warp_walk_pays; else a
+ * thread per row, as column sums' reads are coalesced already).  The
+ * reduction's init runs on thread 0 of x, as does the final update of
+ * the element.
  *
  * Block sizes: the block option, else block_threads of the target (256)
  * shared out from x: x gets the values' count rounded up to a power of
@@ -293,39 +298,37 @@ static int reorderable(const tc_ir_func *f, const tc_ir_stmt *st)
 	return !reads_tensor(st->rhs, st->tensor);
 }
 
-/* The reads of e whose last (stride-1) subscript uses index var, less
- * those whose other subscripts use it. */
-static int contiguous_reads(const tc_ir_expr *e, int var)
+/* Whether e has a read whose last (stride-1) subscript uses index var
+ * and whose subscripts use every one of the first nlhs indices (the
+ * left side's: the row's own operand). */
+static int own_row_walk(const tc_ir_expr *e, int var, int nlhs)
 {
-	int i, n = 0;
+	int i, v, ok;
 	if (!e)
 		return 0;
 	for (i = 0; i < e->nargs; i++)
-		n += contiguous_reads(e->args[i], var);
-	if (e->op == TC_OP_READ)
-		for (i = 0; i < e->nargs; i++)
-			if (tc_poly_expr_uses(e->args[i], var))
-				n += i == e->nargs - 1 ? 1 : -1;
-	return n;
+		if (own_row_walk(e->args[i], var, nlhs))
+			return 1;
+	if (e->op != TC_OP_READ || e->nargs < 1 || !tc_poly_expr_uses(e->args[e->nargs - 1], var))
+		return 0;
+	for (v = 0, ok = 1; ok && v < nlhs; v++)
+		for (i = 0, ok = 0; !ok && i < e->nargs; i++)
+			ok = tc_poly_expr_uses(e->args[i], v);
+	return ok;
 }
 
-/* Whether the reads of reduction st walk memory contiguously along its
- * rows (the last index of its left side) rather than along a reduced
- * index: column sums S(j) +=! A(i,j), whose thread per row (per column)
- * already reads a warp's 32 consecutive elements, where a warp per row
- * would read 32 rows apart. */
-static int rows_contiguous(const tc_ir_stmt *st)
+/* Whether a warp per row pays for reduction st strided over its index
+ * var (-1: unknown, no): a read of the row's own operand walks var along
+ * its stride-1 dimension (matvec's A(m,r_k), softmax's I(n,r_d)), so a
+ * warp's lanes read consecutive elements where a thread per row would
+ * read 32 rows apart.  Not column sums S(j) +=! A(i,j) nor a
+ * convolution's input channels, whose thread per row (per column)
+ * already reads consecutive elements; nor contractions (matmul_nt's
+ * C(i,j) +=! A(i,r_k) * B(j,r_k): no operand is a row's own), whose
+ * operands every row shares, which want tiles, not a warp per element. */
+static int warp_walk_pays(const tc_ir_stmt *st, int var)
 {
-	int v, row, best = 0;
-	if (st->nlhs <= 0)
-		return 0;
-	row = contiguous_reads(st->rhs, st->nlhs - 1);
-	for (v = st->nlhs; v < st->nvars; v++)
-		if (st->vars[v].is_reduction) {
-			int c = contiguous_reads(st->rhs, v);
-			best = c > best ? c : best;
-		}
-	return row > best;
+	return var >= 0 && st->nlhs > 0 && own_row_walk(st->rhs, var, st->nlhs);
 }
 
 /* Whether each value of the first lead members of band writes one
@@ -452,7 +455,7 @@ static isl_schedule_node *map_reduce(isl_schedule_node *node, int lead, int n,
 	isl_schedule_node *b;
 	isl_size nm = isl_schedule_node_band_n_member(node);
 	int64_t nrows = 1, best = 0, cnt, lo, hi, T;
-	int depth = 0, before = 0, d, j, seq, best_before = 0, warp;
+	int depth = 0, before = 0, d, j, seq, best_before = 0, best_var = -1, warp;
 	tc_poly_gpu_reduce *r;
 	*threads = *warp_rows = 0;
 	if (!dom)
@@ -495,6 +498,7 @@ static isl_schedule_node *map_reduce(isl_schedule_node *node, int lead, int n,
 		if ((cnt >= 32 && cnt > 1) || (best < 32 && cnt > best)) {
 			best = cnt;
 			best_before = before;
+			best_var = tc_poly_band_member_var(b, j, rf.update);
 		}
 		before += cnt > 1;
 	}
@@ -507,8 +511,8 @@ static isl_schedule_node *map_reduce(isl_schedule_node *node, int lead, int n,
 	if (p->opts.reduce == 2 ? (p->opts.nblock > 0 || nrows <= 0 || best < 32) : best < 2)
 		return node;
 	if (p->opts.reduce == 2 && p->opts.reduce_map == TC_POLY_REDUCE_MAP_AUTO &&
-		nrows >= 4096 && rows_contiguous(rf.update->ir))
-		return node; /* a thread per row: enough threads, coalesced reads */
+		nrows >= 4096 && !warp_walk_pays(rf.update->ir, best_var))
+		return node; /* a thread per row: enough threads, reads as coalesced */
 	warp = warp_per_row(p, n, nrows);
 	T = warp ? 32 : p->opts.reduce_threads;
 	if (T <= 0) {
@@ -638,8 +642,9 @@ typedef struct split_count {
 	const tc_poly *p;
 	int stmts;      /* statements of the nest */
 	int long_sums;  /* reorderable reductions of 32 values or more ... */
-	int strided;    /* ... of them, those whose rows are not the stride-1
-			 * walk of their reads (!rows_contiguous) */
+	int strided;    /* ... of them, those with a reduced index of 32
+			 * values or more along which a warp per row pays
+			 * (warp_walk_pays) */
 } split_count;
 
 static isl_stat count_stmt(isl_set *set, void *user)
@@ -656,7 +661,12 @@ static isl_stat count_stmt(isl_set *set, void *user)
 			n = ir->vars[v].is_reduction && tc_ir_var_range(&ir->vars[v], c->p->params, &lo,
 				&hi) ? n * (hi - lo) : ir->vars[v].is_reduction ? 0 : n;
 		c->long_sums += n >= 32;
-		c->strided += n >= 32 && !rows_contiguous(ir);
+		for (v = ir->nlhs; v < ir->nvars && n >= 32; v++)
+			if (ir->vars[v].is_reduction && tc_ir_var_range(&ir->vars[v], c->p->params,
+				&lo, &hi) && hi - lo >= 32 && warp_walk_pays(ir, v)) {
+				c->strided++;
+				break;
+			}
 	}
 	return isl_stat_ok;
 }
@@ -688,8 +698,8 @@ int tc_poly_gpu_split_nest(__tc_keep const tc_poly *p, __tc_keep isl_schedule_no
 			lead++;
 		}
 	}
-	/* few rows: a block each; many: a warp each where the rows are not
-	 * already the reads' stride-1 walk (map_reduce's rule) */
+	/* few rows: a block each; many: a warp each where a long reduced
+	 * index is a row's own operand's stride-1 walk (map_reduce's rule) */
 	return rows < 4096 || c.strided > 0 || p->opts.reduce_map != TC_POLY_REDUCE_MAP_AUTO;
 }
 

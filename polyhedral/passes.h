@@ -89,7 +89,8 @@ tc_stat tc_poly_pass_gpu(__tc_keep tc_poly *p, __tc_keep tc_diags *d);
  * each row runs serially on one thread (softmax's max, exponentials and
  * sum), its reads strided across a warp's rows; split, each reduction
  * stands alone and maps to a block's threads (fewer than 4096 rows) or a
- * warp's lanes (more: reduce_map), the pointwise statements to a thread
+ * warp's lanes (more, where a long reduced index walks a row's own
+ * operand contiguously: reduce_map), the pointwise statements to a thread
  * per element.  gpu.c. */
 int tc_poly_gpu_split_nest(__tc_keep const tc_poly *p, __tc_keep isl_schedule_node *node);
 

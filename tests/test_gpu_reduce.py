@@ -20,7 +20,8 @@ the grid (grid=2: each warp takes several rows in turn), fewer rows than a
 block's warps, a reduced loop shorter than a warp under reduce=on.  The automatic rule is pinned on the
 launch configuration of large cases without running them (LAUNCH): a warp per
 row from 4096 rows, a block below, reduce_threads=32 keeps the warp and 64
-a block, column sums (rows already the stride-1 walk) a thread per row, and
+a block, column sums (rows already the stride-1 walk) and matmul_nt (a
+contraction, whose operands all rows share) a thread per row, and
 softmax 8192x1000 under the default fusion split into six kernels, its max
 and sum a warp per row, and a full sum (no rows) a block under reduce_map=warp.
 With --nvrtc, NVRTC compiles three of the warp form's cases for sm_90 and
@@ -109,6 +110,8 @@ LAUNCH = [
      [("(4096, 1, 1)", "(32, 1, 1)", "block")], 1),
     ("matvec.tc", "matvec", {"A": "100003x64", "x": "64"}, [], [("(12501, 1, 1)", W8, "warp")], 1),
     (LOCAL, "col_sum", {"A": "100x8192"}, [], [], 1),
+    # a contraction: no operand is a row's own (tiles, not a warp per element)
+    ("matmul.tc", "matmul_nt", {"A": "64x96", "B": "128x96"}, [], [], 1),
     (LOCAL, "col_sum", {"A": "100x8192"}, ["reduce_map=warp"], [("(1024, 1, 1)", W8, "warp")], 1),
     # no rows: one reduction, on a block whatever reduce_map says
     ("reductions.tc", "sum_all", {"A": "3x100"}, ["reduce_map=warp"],
