@@ -409,16 +409,17 @@ static int warp_per_row(const tc_poly *p, int n, int64_t nrows)
 	return nrows >= 4096 && (p->opts.reduce_threads <= 0 || p->opts.reduce_threads == 32);
 }
 
-/* The rows per block of a warp-per-row reduction of nrows rows (0:
- * unknown): the target's block_threads (256) in warps (8), fewer when
- * the rows are fewer. */
-static int64_t warp_rows_per_block(const tc_target *t, int64_t nrows)
+/* The rows per block of a warp-per-row reduction whose innermost row
+ * member (the one on the threads of y) takes inner values (0: unknown):
+ * the target's block_threads (256) in warps (8), fewer when that member's
+ * values are fewer (no idle warp in every block). */
+static int64_t warp_rows_per_block(const tc_target *t, int64_t inner)
 {
 	int64_t budget = t->block_threads > 0 ? t->block_threads : 256;
 	int64_t most = t->max_block_threads > 0 ? t->max_block_threads : 1024;
 	int64_t r = (budget < most ? budget : most) / 32;
-	if (nrows > 0 && pow2_at_least(nrows) < r)
-		r = pow2_at_least(nrows);
+	if (inner > 0 && inner < r)
+		r = inner;
 	if (t->max_block[1] > 0 && r > t->max_block[1])
 		r = t->max_block[1];
 	return r < 1 ? 1 : r;
@@ -561,7 +562,7 @@ static isl_schedule_node *map_reduce(isl_schedule_node *node, int lead, int n,
 	if (lead > 0)
 		node = isl_schedule_node_parent(node);
 	*threads = (int)T;
-	*warp_rows = warp ? (int)warp_rows_per_block(t, nrows) : 0;
+	*warp_rows = warp ? (int)warp_rows_per_block(t, rows[0]) : 0;
 	return node;
 }
 
