@@ -676,8 +676,7 @@ int tc_poly_gpu_split_nest(__tc_keep const tc_poly *p, __tc_keep isl_schedule_no
 {
 	isl_union_set *dom;
 	split_count c = {p, 0, 0, 0};
-	int64_t rows = 1;
-	int64_t lo, hi;
+	int64_t rows = 1, lo, hi;
 	int lead = 0;
 	if (p->opts.reduce != 2 || p->opts.nblock > 0 || !p->params)
 		return 0;
