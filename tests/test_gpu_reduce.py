@@ -14,9 +14,10 @@ which also reports races and divergent barriers and shuffles) gives the
 interpreter's outputs on random inputs (npygen, outputs poisoned by the run) at
 reduced lengths that are not multiples of 32 (1, 7, 31, 33, 40, 45, 1000), with
 1024 threads for 33 values (most threads' shares empty) and reduce=off as the
-serial control.  The warp form runs small cases under reduce_map=warp: rows
-not a multiple of the 8 rows of a block (a ragged last block), more rows than
-the grid (grid=2: each warp takes several rows in turn), fewer rows than 8
+serial control.  The warp form runs matvec 4100x40 under the defaults, and
+small cases under reduce_map=warp: rows not a multiple of the 8 rows of a
+block (a ragged last block), more rows than the grid (grid=2: each warp
+takes several rows in turn), fewer rows than 8
 (a block of 3 warps), rows over 3 loops (blocks of y and z too, capped by
 grid=1,2,1), a reduced loop shorter than a warp under reduce=on.  The
 automatic rule is pinned on the launch configuration of large cases without
@@ -77,6 +78,9 @@ CASES = [
     ("reductions.tc", "int8_sum", {"A": "3x1000"}, ["S", "W"], [], "block"),
     ("argmin.tc", "argmax_int", {"A": "7x13"}, ["mx", "idx"], ["fusion=min", "reduce=on"], None),
     ("reductions.tc", "min_of_sums", {"A": "3x100", "B": "3x100"}, ["O"], [], None),
+    # the automatic rule end to end: 4100 rows, a warp each (512 blocks of 8 rows
+    # and a ragged one of 4)
+    ("matvec.tc", "matvec", {"A": "4100x40", "x": "40"}, ["y"], [], "warp"),
     # a warp per row, 8 rows a block: 21 rows (2 full blocks and a ragged one of 5)
     (LOCAL, "row_min", {"A": "21x45"}, ["O"], ["reduce_map=warp"], "warp"),
     # 37 rows on 2 blocks: each warp takes rows 16 apart in turn (grid-stride),
