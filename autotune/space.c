@@ -27,9 +27,9 @@
  *
  * Which options are searched depends on the base's target:
  *   cpu           everything above but the GPU's mapping options (block,
- *                 grid, reduce, reduce_threads, shared, shared_tile), which
- *                 the CPU ignores
- *   cuda, cuda-emu  block, grid, reduce, reduce_threads, shared,
+ *                 grid, reduce, reduce_threads, reduce_map, shared,
+ *                 shared_tile), which the CPU ignores
+ *   cuda, cuda-emu  block, grid, reduce, reduce_threads, reduce_map, shared,
  *                 shared_tile, fusion, order, inline and share only; the
  *                 CPU's code options (tile, regtile, unroll, unroll_inner,
  *                 vector, pack, parallel, threads, stream, vecreduce,
@@ -169,8 +169,8 @@ static const char *const gpu_grids[] = {"16", "64", "256", "1024", "4096"};
  * gpu_arch is not among them: it is fixed (the device's). A new GPU
  * mapping option goes here -- the shared-memory promotion's `shared`, or
  * another reduction option, once the option table has it. */
-static const char *const gpu_only[] = {"block", "grid", "reduce", "reduce_threads", "shared",
-	"shared_tile"};
+static const char *const gpu_only[] = {"block", "grid", "reduce", "reduce_threads", "reduce_map",
+	"shared", "shared_tile"};
 /* The schedule options the GPU passes read as the CPU's do: searched for
  * every target. */
 static const char *const gpu_also[] = {"fusion", "order", "inline", "share"};

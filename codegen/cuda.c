@@ -696,19 +696,23 @@ static isl_printer *put_strided(cu *g, isl_printer *prn, isl_ast_print_options *
  * the warps' combine (__shfl_down_sync), one value per warp through
  * shared memory, the first warp's combine, thread 0's update of the
  * element, and a barrier (the shared array is reused when the rows loop;
- * later statements of the block may read the element). */
+ * later statements of the block may read the element).  A warp per row
+ * (warp): the warp's combine and lane 0's update alone: the row's
+ * threads are one warp, whose shuffles synchronise it, and lane 0 wrote
+ * the init it updates. */
 static isl_printer *put_reduce(cu *g, isl_printer *prn, isl_ast_print_options *options,
 	isl_ast_node *node)
 {
 	tc_dtype t = g->f->tensors[g->red_stmt->ir->tensor].dtype;
 	tc_red red = g->red_stmt->ir->red;
 	const char *ct = cuda_dialect.type[t];
-	int warps = g->red->threads / 32;
+	int warps = g->red->warp ? 1 : g->red->threads / 32;
 	tc_buf b, id;
 	tc_buf_init(&b);
 	tc_buf_init(&id);
 	tc_cg_cexpr_put_identity(&g->pr, &id, red, t);
-	prn = print_line(prn, "{ /* a reduction on the block's threads in x */");
+	prn = print_line(prn, g->red->warp ? "{ /* a reduction on the warp's lanes in x: a row per warp */"
+		: "{ /* a reduction on the block's threads in x */");
 	prn = isl_printer_indent(prn, 2);
 	tc_buf_printf(&b, "%s tc_acc = %s;", ct, id.s ? id.s : "");
 	prn = print_line(prn, b.s ? b.s : "");
@@ -742,7 +746,8 @@ static isl_printer *put_reduce(cu *g, isl_printer *prn, isl_ast_print_options *o
 	put_combine(&b, t, red, g->red_lhs ? g->red_lhs : "?", "tc_acc");
 	tc_buf_putc(&b, ';');
 	prn = print_line(prn, b.s ? b.s : "");
-	prn = print_line(prn, "__syncthreads();");
+	if (!g->red->warp)
+		prn = print_line(prn, "__syncthreads();");
 	prn = isl_printer_indent(prn, -2);
 	prn = print_line(prn, "}");
 	if (b.oom || id.oom)
@@ -873,7 +878,8 @@ static void put_kernel(cu *g, const tc_poly_gpu_kernel *k, isl_ast_node *body)
 		}
 	tc_buf_printf(&g->text, "\n/* kernel %d: grid (%u, %u, %u), block (%u, %u, %u)%s */\n",
 		k->index, kn->grid[0], kn->grid[1], kn->grid[2], kn->block[0],
-		kn->block[1], kn->block[2], k->reduce ? ", a reduction on the threads in x"
+		kn->block[1], kn->block[2], k->warp_rows ? ", a reduction on the threads in x, "
+		"a warp per row (the rows on y)" : k->reduce ? ", a reduction on the threads in x"
 		: k->nmapped ? "" : ", nothing mapped: one thread");
 	tc_buf_printf(&g->text, "extern \"C\" __global__ void __launch_bounds__(%u) %s(",
 		kn->block[0] * kn->block[1] * kn->block[2], kn->name);

@@ -27,17 +27,22 @@
  *
  * Reductions on a block (map_reduce, the reduce option): a nest that runs
  * one reduction that may combine in any order (sums, max, min; not
- * products), with few rows (the coincident members: fewer than 4096
- * values in all, too few threads to fill a GPU, whose tens of
- * multiprocessors each keep 1000 and more threads in flight) and a long
- * reduced loop (32 values or more: a warp's worth), maps the rows to
- * blocks only (one block per row, filters on tc_b<d> alone) and the
- * reduced loop to the threads of x: a TC_POLY_MARK_GPU_REDUCE mark above
- * the reduced band says which loop the threads stride over and how many
- * threads share it, and the code generator prints the per-thread
- * accumulator and the block's combine there (poly.h,
- * tc_poly_gpu_reduce).  The reduction's init runs on thread 0 of x, as
- * does the final update of the element.
+ * products) with a long reduced loop (32 values or more: a warp's worth)
+ * maps the reduced loop to the threads of x: a TC_POLY_MARK_GPU_REDUCE
+ * mark above the reduced band says which loop the threads stride over and
+ * how many threads share it, and the code generator prints the
+ * per-thread accumulator and the combine there (poly.h,
+ * tc_poly_gpu_reduce).  With few rows (the coincident members: fewer
+ * than 4096 values in all, too few threads to fill a GPU, whose tens of
+ * multiprocessors each keep 1000 and more threads in flight) the rows
+ * map to blocks only (one block per row, filters on tc_b<d> alone); with
+ * more (the reduce_map option), a warp per row: the innermost row member
+ * to blocks of x and the threads of y (8 rows a block), the threads of x
+ * the warp's 32 lanes, combined by shuffles alone, where the strided
+ * loop walks a row's own operand contiguously (warp_walk_pays; else a
+ * thread per row, as column sums' reads are coalesced already).  The
+ * reduction's init runs on thread 0 of x, as does the final update of
+ * the element.
  *
  * Block sizes: the block option, else block_threads of the target (256)
  * shared out from x: x gets the values' count rounded up to a power of
@@ -147,10 +152,11 @@ static void block_sizes(const tc_poly *p, int n, const int64_t *count, int64_t *
 	}
 }
 
-/* The set of instances of band node that block b<d> and thread t<d> run
- * for member j mapped to dimension d (see the top of the file), or NULL. */
+/* The set of instances of band node that block b<d> and thread t<td>
+ * run for member j mapped to blocks of dimension d (see the top of the
+ * file), or NULL; td < 0: blocks only (threads 1). */
 static isl_union_set *member_filter(isl_schedule_node *node, int j, int d, int64_t lo,
-	int64_t threads, int64_t blocks, int wraps, int use_thread)
+	int64_t threads, int64_t blocks, int wraps, int td)
 {
 	isl_ctx *ctx = isl_schedule_node_get_ctx(node);
 	isl_union_set *dom = isl_schedule_node_get_domain(node);
@@ -165,9 +171,9 @@ static isl_union_set *member_filter(isl_schedule_node *node, int j, int d, int64
 	b = isl_union_pw_aff_param_on_domain_id(isl_union_set_copy(dom),
 		isl_id_alloc(ctx, TC_POLY_GPU_BLOCK[d], NULL));
 	b = isl_union_pw_aff_scale_val(b, isl_val_int_from_si(ctx, threads));
-	if (use_thread) {
+	if (td >= 0) {
 		t = isl_union_pw_aff_param_on_domain_id(dom,
-			isl_id_alloc(ctx, TC_POLY_GPU_THREAD[d], NULL));
+			isl_id_alloc(ctx, TC_POLY_GPU_THREAD[td], NULL));
 		b = isl_union_pw_aff_add(b, t);
 	} else {
 		isl_union_set_free(dom);
@@ -253,6 +259,39 @@ static int reorderable(const tc_ir_func *f, const tc_ir_stmt *st)
 	return !reads_tensor(st->rhs, st->tensor);
 }
 
+/* Whether e has a read whose last (stride-1) subscript uses index var
+ * and whose subscripts use every one of the first nlhs indices (the
+ * left side's: the row's own operand). */
+static int own_row_walk(const tc_ir_expr *e, int var, int nlhs)
+{
+	int i, v, ok;
+	if (!e)
+		return 0;
+	for (i = 0; i < e->nargs; i++)
+		if (own_row_walk(e->args[i], var, nlhs))
+			return 1;
+	if (e->op != TC_OP_READ || e->nargs < 1 || !tc_poly_expr_uses(e->args[e->nargs - 1], var))
+		return 0;
+	for (v = 0, ok = 1; ok && v < nlhs; v++)
+		for (i = 0, ok = 0; !ok && i < e->nargs; i++)
+			ok = tc_poly_expr_uses(e->args[i], v);
+	return ok;
+}
+
+/* Whether a warp per row pays for reduction st strided over its index
+ * var (-1: unknown, no): a read of the row's own operand walks var along
+ * its stride-1 dimension (matvec's A(m,r_k), softmax's I(n,r_d)), so a
+ * warp's lanes read consecutive elements where a thread per row would
+ * read 32 rows apart.  Not column sums S(j) +=! A(i,j) nor a
+ * convolution's input channels, whose thread per row (per column)
+ * already reads consecutive elements; nor contractions (matmul_nt's
+ * C(i,j) +=! A(i,r_k) * B(j,r_k): no operand is a row's own), whose
+ * operands every row shares, which want tiles, not a warp per element. */
+static int warp_walk_pays(const tc_ir_stmt *st, int var)
+{
+	return var >= 0 && st->nlhs > 0 && own_row_walk(st->rhs, var, st->nlhs);
+}
+
 /* Whether each value of the first lead members of band writes one
  * element of the update's output (the instances upd, borrowed): 1 yes, 0
  * no or unknown. */
@@ -315,6 +354,38 @@ static isl_union_set *on_thread0(const tc_poly *p, const tc_poly_stmt *st)
 	return isl_union_set_intersect_params(tc_poly_stmt_instances(p, st), zero);
 }
 
+/* Whether a reduction whose n mapped rows count nrows values (0:
+ * unknown) runs a warp per row rather than a block per row (the
+ * reduce_map option): never without rows (one reduction: a block); auto:
+ * from 4096 rows on (one thread per row would then fill a GPU's warps,
+ * but each warp's reads would stride across rows: a row per warp reads
+ * them coalesced and still gives 4096 warps, about 30 on each of 132
+ * SMs), unless reduce_threads asks for more than a warp. */
+static int warp_per_row(const tc_poly *p, int n, int64_t nrows)
+{
+	if (n == 0 || p->opts.reduce_map == TC_POLY_REDUCE_MAP_BLOCK)
+		return 0;
+	if (p->opts.reduce_map == TC_POLY_REDUCE_MAP_WARP)
+		return 1;
+	return nrows >= 4096 && (p->opts.reduce_threads <= 0 || p->opts.reduce_threads == 32);
+}
+
+/* The rows per block of a warp-per-row reduction whose innermost row
+ * member (the one on the threads of y) takes inner values (0: unknown):
+ * the target's block_threads (256) in warps (8), fewer when that member's
+ * values are fewer (no idle warp in every block). */
+static int64_t warp_rows_per_block(const tc_target *t, int64_t inner)
+{
+	int64_t budget = t->block_threads > 0 ? t->block_threads : 256;
+	int64_t most = t->max_block_threads > 0 ? t->max_block_threads : 1024;
+	int64_t r = (budget < most ? budget : most) / 32;
+	if (inner > 0 && inner < r)
+		r = inner;
+	if (t->max_block[1] > 0 && r > t->max_block[1])
+		r = t->max_block[1];
+	return r < 1 ? 1 : r;
+}
+
 /* Map the reduction of the nest whose top is band node, whose first lead
  * members are coincident (the rows; rows[0..n) their values' counts, 0
  * unknown), to the threads of x, where the rule of the reduce option
@@ -325,17 +396,19 @@ static isl_union_set *on_thread0(const tc_poly *p, const tc_poly_stmt *st)
  *     bands below) are the reduced loops; the strided one is the
  *     innermost with at least 32 values (the stride-1 walk of the order
  *     pass: coalesced), else the longest;
- *   - auto: fewer than 4096 rows (16 warps on each of 8 SMs... far from
- *     filling a GPU one thread per row) and a strided loop of at least 32
- *     values (a warp's worth); on: any strided loop of 2 or more.
+ *   - auto: the rows' count known, no block option and a strided loop of
+ *     at least 32 values (a warp's worth); on: any strided loop of 2 or
+ *     more;
+ *   - a block per row, or a warp per row (warp_per_row).
  * The band is split after the rows, the rest sunk into the sequence of
  * init and update, the init restricted to thread 0 of x and the
  * reduced band marked.  *threads: the threads of x, 0 when not mapped
- * (node unchanged).  Returns the node at the same position (the rows'
- * band, or the mark or sequence when there are no rows), NULL on an isl
- * error. */
+ * (node unchanged); *warp_rows: 0 for a block per row, else the rows of
+ * a block (on the threads of y, a warp each).  Returns the node at the
+ * same position (the rows' band, or the mark or sequence when there are
+ * no rows), NULL on an isl error. */
 static isl_schedule_node *map_reduce(isl_schedule_node *node, int lead, int n,
-	const int64_t *rows, gpu_map *g, int *threads)
+	const int64_t *rows, gpu_map *g, int *threads, int *warp_rows)
 {
 	const tc_poly *p = g->p;
 	const tc_target *t = p->target;
@@ -344,9 +417,9 @@ static isl_schedule_node *map_reduce(isl_schedule_node *node, int lead, int n,
 	isl_schedule_node *b;
 	isl_size nm = isl_schedule_node_band_n_member(node);
 	int64_t nrows = 1, best = 0, cnt, lo, hi, T;
-	int depth = 0, before = 0, d, j, seq, best_before = 0;
+	int depth = 0, before = 0, d, j, seq, best_before = 0, best_var = -1, warp;
 	tc_poly_gpu_reduce *r;
-	*threads = 0;
+	*threads = *warp_rows = 0;
 	if (!dom)
 		return isl_schedule_node_free(node);
 	isl_union_set_foreach_set(dom, find_stmt, &rf);
@@ -387,6 +460,7 @@ static isl_schedule_node *map_reduce(isl_schedule_node *node, int lead, int n,
 		if ((cnt >= 32 && cnt > 1) || (best < 32 && cnt > best)) {
 			best = cnt;
 			best_before = before;
+			best_var = tc_poly_band_member_var(b, j, rf.update);
 		}
 		before += cnt > 1;
 	}
@@ -396,10 +470,13 @@ static isl_schedule_node *map_reduce(isl_schedule_node *node, int lead, int n,
 		return node;
 	}
 	depth = best_before;
-	if (p->opts.reduce == 2 ? (p->opts.nblock > 0 || nrows <= 0 || nrows >= 4096 || best < 32)
-			    : best < 2)
+	if (p->opts.reduce == 2 ? (p->opts.nblock > 0 || nrows <= 0 || best < 32) : best < 2)
 		return node;
-	T = p->opts.reduce_threads;
+	if (p->opts.reduce == 2 && p->opts.reduce_map == TC_POLY_REDUCE_MAP_AUTO &&
+		nrows >= 4096 && !warp_walk_pays(rf.update->ir, best_var))
+		return node; /* a thread per row: enough threads, reads as coalesced */
+	warp = warp_per_row(p, n, nrows);
+	T = warp ? 32 : p->opts.reduce_threads;
 	if (T <= 0) {
 		int64_t sms = t->multiprocessors > 0 ? t->multiprocessors : 64;
 		int64_t cap = nrows < sms ? 1024 : (t->block_threads > 0 ? t->block_threads : 256);
@@ -412,6 +489,7 @@ static isl_schedule_node *map_reduce(isl_schedule_node *node, int lead, int n,
 		return isl_schedule_node_free(node);
 	r->threads = (int)T;
 	r->depth = depth;
+	r->warp = warp;
 	if (lead > 0) {
 		node = isl_schedule_node_band_split(node, lead);
 		node = isl_schedule_node_child(node, 0);
@@ -445,6 +523,7 @@ static isl_schedule_node *map_reduce(isl_schedule_node *node, int lead, int n,
 	if (lead > 0)
 		node = isl_schedule_node_parent(node);
 	*threads = (int)T;
+	*warp_rows = warp ? (int)warp_rows_per_block(t, rows[0]) : 0;
 	return node;
 }
 
@@ -457,7 +536,7 @@ static isl_schedule_node *map_nest(isl_schedule_node *node, gpu_map *g)
 	tc_poly_gpu_kernel *k = tc_calloc(1, sizeof(*k));
 	isl_union_set *filter = NULL;
 	int64_t count[3] = {0, 0, 0}, lo[3] = {0, 0, 0}, block[3];
-	int member[3], wraps[3] = {0, 0, 0}, lead = 0, n = 0, d, threads = 0;
+	int member[3], wraps[3] = {0, 0, 0}, lead = 0, n = 0, d, threads = 0, warp_rows = 0;
 	if (!k) /* the walk's caller says out of memory */
 		return isl_schedule_node_free(node);
 	k->index = g->nkernels++;
@@ -478,15 +557,16 @@ static isl_schedule_node *map_nest(isl_schedule_node *node, gpu_map *g)
 			count[d] = hi - lo[d] + 1;
 	}
 	if (p->opts.reduce && isl_schedule_node_get_type(node) == isl_schedule_node_band) {
-		node = map_reduce(node, lead, n, count, g, &threads);
+		node = map_reduce(node, lead, n, count, g, &threads, &warp_rows);
 		if (!node) {
 			tc_free(k);
 			return NULL;
 		}
 	}
-	if (threads) /* the rows to blocks only */
-		block[0] = block[1] = block[2] = 1;
-	else
+	if (threads) { /* the rows to blocks only, or x's to warp_rows threads of y too */
+		block[0] = warp_rows ? warp_rows : 1;
+		block[1] = block[2] = 1;
+	} else
 		block_sizes(p, n, count, block);
 	for (d = 0; d < n; d++) {
 		int64_t limit = p->target->max_grid[d] > 0 ? p->target->max_grid[d] : 65535;
@@ -511,16 +591,21 @@ static isl_schedule_node *map_nest(isl_schedule_node *node, gpu_map *g)
 	}
 	for (d = 0; d < n; d++) {
 		isl_union_set *f = member_filter(node, member[d], d, lo[d], k->block[d], k->grid[d],
-			wraps[d], !threads);
+			wraps[d], !threads ? d : warp_rows && d == 0 ? 1 : -1);
 		filter = filter ? isl_union_set_intersect(filter, f) : f;
 	}
 	if (threads) {
 		k->block[0] = (unsigned)threads;
 		k->reduce = threads;
 	}
+	if (warp_rows) {
+		k->block[1] = (unsigned)warp_rows;
+		k->warp_rows = warp_rows;
+	}
 	if (n > 0) /* the parameters are the model's (tc_poly_pass_gpu) */
 		node = isl_schedule_node_insert_filter(node, isl_union_set_intersect_params(filter,
-			kernel_context(isl_schedule_node_get_ctx(node), n, k)));
+			kernel_context(isl_schedule_node_get_ctx(node),
+				warp_rows && n < 2 ? 2 : n, k)));
 	return mark_kernel(node, k);
 }
 
@@ -528,7 +613,10 @@ static isl_schedule_node *map_nest(isl_schedule_node *node, gpu_map *g)
 typedef struct split_count {
 	const tc_poly *p;
 	int stmts;      /* statements of the nest */
-	int long_sums;  /* reorderable reductions of 32 values or more */
+	int long_sums;  /* reorderable reductions of 32 values or more ... */
+	int strided;    /* ... of them, those with a reduced index of 32
+			 * values or more along which a warp per row pays
+			 * (warp_walk_pays) */
 } split_count;
 
 static isl_stat count_stmt(isl_set *set, void *user)
@@ -545,6 +633,12 @@ static isl_stat count_stmt(isl_set *set, void *user)
 			n = ir->vars[v].is_reduction && tc_ir_var_range(&ir->vars[v], c->p->params, &lo,
 				&hi) ? n * (hi - lo) : ir->vars[v].is_reduction ? 0 : n;
 		c->long_sums += n >= 32;
+		for (v = ir->nlhs; v < ir->nvars && n >= 32; v++)
+			if (ir->vars[v].is_reduction && tc_ir_var_range(&ir->vars[v], c->p->params,
+				&lo, &hi) && hi - lo >= 32 && warp_walk_pays(ir, v)) {
+				c->strided++;
+				break;
+			}
 	}
 	return isl_stat_ok;
 }
@@ -552,7 +646,7 @@ static isl_stat count_stmt(isl_set *set, void *user)
 int tc_poly_gpu_split_nest(__tc_keep const tc_poly *p, __tc_keep isl_schedule_node *node)
 {
 	isl_union_set *dom;
-	split_count c = {p, 0, 0};
+	split_count c = {p, 0, 0, 0};
 	int64_t rows = 1, lo, hi;
 	int lead = 0;
 	if (p->opts.reduce != 2 || p->opts.nblock > 0 || !p->params)
@@ -575,7 +669,9 @@ int tc_poly_gpu_split_nest(__tc_keep const tc_poly *p, __tc_keep isl_schedule_no
 			lead++;
 		}
 	}
-	return rows < 4096;
+	/* few rows: a block each; many: a warp each where a long reduced
+	 * index is a row's own operand's stride-1 walk (map_reduce's rule) */
+	return rows < 4096 || c.strided > 0 || p->opts.reduce_map != TC_POLY_REDUCE_MAP_AUTO;
 }
 
 /* Map the nests at node: each child of a sequence or set (run in order,

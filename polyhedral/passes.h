@@ -85,10 +85,13 @@ tc_stat tc_poly_pass_gpu(__tc_keep tc_poly *p, __tc_keep tc_diags *d);
  * component on a GPU (the driver's gpu-fusion step): with the reduce
  * option auto, sizes known and no block option, a nest of more than one
  * reduction (with its init) holding a sum, max or min of 32 values or
- * more whose outer coincident members take fewer than 4096 values (rows):
- * fused, each row runs serially on one thread (softmax's max, exponentials
- * and sum); split, each reduction stands alone and maps to a block's
- * threads, the pointwise statements to a thread per element.  gpu.c. */
+ * more whose outer coincident members' counts (rows) are known: fused,
+ * each row runs serially on one thread (softmax's max, exponentials and
+ * sum), its reads strided across a warp's rows; split, each reduction
+ * stands alone and maps to a block's threads (fewer than 4096 rows) or a
+ * warp's lanes (more, where a long reduced index walks a row's own
+ * operand contiguously: reduce_map), the pointwise statements to a thread
+ * per element.  gpu.c. */
 int tc_poly_gpu_split_nest(__tc_keep const tc_poly *p, __tc_keep isl_schedule_node *node);
 
 /* ---- repairs of the isl scheduler's tree (repair.c) ----

@@ -155,12 +155,17 @@ typedef struct tc_poly_points {
 typedef struct tc_poly_gpu_kernel {
 	int index;         /* launch order: 0, 1, ... */
 	int nmapped;       /* band members mapped (0 to 3); with reduce, to
-			    * blocks only (one block per value) */
+			    * blocks only (one block per value), or with
+			    * warp_rows the innermost to blocks and the
+			    * threads of y, the others to blocks only */
 	unsigned grid[3];  /* blocks in x, y, z */
 	unsigned block[3]; /* threads per block in x, y, z */
 	int reduce;        /* 0, or the threads of x (block[0]) that share
 			    * the reduction below a TC_POLY_MARK_GPU_REDUCE
 			    * mark of the kernel */
+	int warp_rows;     /* 0, or (with reduce == 32) the rows per block of
+			    * a warp-per-row reduction: block[1], one row
+			    * on each warp (tc_poly_gpu_reduce, warp) */
 } tc_poly_gpu_kernel;
 #define TC_POLY_MARK_GPU_KERNEL "tc_gpu_kernel" /* above a GPU kernel's subtree */
 
@@ -180,6 +185,10 @@ typedef struct tc_poly_gpu_kernel {
 typedef struct tc_poly_gpu_reduce {
 	int threads; /* threads of x sharing the reduction: 32 .. 1024, a power of two */
 	int depth;   /* which for loop below the mark is strided */
+	int warp;    /* 1: a warp per row (threads 32, the rows also on the
+		      * threads of y): the warp's shuffles combine, with no
+		      * shared memory and no barrier; the AST above the mark
+		      * may read tc_ty but still no thread index of x */
 } tc_poly_gpu_reduce;
 #define TC_POLY_MARK_GPU_REDUCE "tc_gpu_reduce" /* above a reduction's loops */
 
@@ -215,6 +224,16 @@ typedef struct tc_poly_gpu_local {
 #define TC_POLY_GPU_COPY "tc_shm"  /* prefix of the copy statements' names */
 extern const char *const TC_POLY_GPU_BLOCK[3];  /* "tc_bx", "tc_by", "tc_bz" */
 extern const char *const TC_POLY_GPU_THREAD[3]; /* "tc_tx", "tc_ty", "tc_tz" */
+
+/* How a reduction mapped to threads (the reduce option) spreads its rows
+ * (the reduce_map option; polyhedral/README.md, "Reductions on a
+ * block"). */
+typedef enum tc_poly_reduce_map {
+	TC_POLY_REDUCE_MAP_AUTO,  /* a warp per row from 4096 rows (with
+				   * reduce_threads auto or 32), else a block */
+	TC_POLY_REDUCE_MAP_BLOCK, /* a block per row */
+	TC_POLY_REDUCE_MAP_WARP,  /* a warp per row, several rows per block */
+} tc_poly_reduce_map;
 
 /* Fusion strategies, emulated with stock isl scheduler options:
  *   MAX   isl's clustering fuses whatever it can (serialize_sccs off);
@@ -273,9 +292,9 @@ typedef struct tc_poly_opts {
 	int ngrid;                     /* GPU: at most this many blocks in x, y, z ... */
 	int64_t grid[3];               /* ... (ngrid 0: the device's limits) */
 	int reduce;                    /* GPU: map reductions to the threads of
-					* a block: 0 never, 1 where legal, 2
-					* (auto) where the rows leave the GPU
-					* idle (tc_poly_pass_gpu) */
+					* a block or a warp: 0 never, 1 where
+					* legal, 2 (auto) where the reduced loop
+					* fills a warp (tc_poly_pass_gpu) */
 	int reduce_threads;            /* GPU: threads sharing a reduction
 					* (0: chosen per kernel) */
 	int shared;                    /* GPU: copy what a block reuses to
@@ -284,6 +303,7 @@ typedef struct tc_poly_opts {
 					* (auto) at least twice (gpu_shared.c) */
 	int shared_tile;               /* GPU: the reduced members' tile
 					* between copies (0: 32) */
+	tc_poly_reduce_map reduce_map; /* GPU: a block or a warp per row */
 	unsigned long max_ops;         /* isl's budget per step: operations
 					* (0: TC_POLY_MAX_OPS) ... */
 	double max_seconds;            /* ... and seconds (0:

@@ -65,9 +65,11 @@ static const opt_def opt_table[] = {
 	{"gpu_arch", TC_OPT_ENUM, "auto|sm_70|sm_75|sm_80|sm_86|sm_87|sm_89|sm_90|sm_100|sm_120", "auto",
 		"GPU: the architecture NVRTC compiles for (auto: the device's compute capability; sm_90 where there is no device, as when compiling offline)"},
 	{"reduce", TC_OPT_ENUM, "auto|on|off", "auto",
-		"GPU: run a reduction (sums of floats and integers, max, min; not products) on the threads of a block, rows to blocks: each thread accumulates a strided part of the reduced loop in a register, the block combines the parts with warp shuffles and shared memory, thread 0 writes the element; float sums then round in another order than the interpreter's (auto: where the rows give fewer than 4096 threads and the reduced loop has at least 32 values; on: wherever it applies; off: one thread per row, serially)"},
+		"GPU: run a reduction (sums of floats and integers, max, min; not products) on threads: each thread accumulates a strided part of the reduced loop in a register, the threads combine the parts with warp shuffles (and shared memory across the warps of a block), one thread writes the element (reduce_map: a block or a warp per row); float sums then round in another order than the interpreter's (auto: where the rows' count is known and the reduced loop has at least 32 values; on: wherever it applies; off: one thread per row, serially)"},
 	{"reduce_threads", TC_OPT_ENUM, "auto|32|64|128|256|512|1024", "auto",
-		"GPU: threads of a block sharing one reduction (auto: the reduced loop's length rounded up to a power of two, at least 32 and at most 256, or 1024 when the rows are fewer than the multiprocessors)"},
+		"GPU: threads of a block sharing one reduction in the block-per-row form (auto: the reduced loop's length rounded up to a power of two, at least 32 and at most 256, or 1024 when the rows are fewer than the multiprocessors); more than 32 turns reduce_map auto to a block per row"},
+	{"reduce_map", TC_OPT_ENUM, "auto|block|warp", "auto",
+		"GPU: how a reduction on threads (reduce) spreads its rows: block: one block per row, its threads striding over the reduced loop; warp: one warp per row, its 32 lanes striding over the reduced loop (coalesced), 8 rows per block on the threads of y, combined by warp shuffles alone (no shared memory, no barrier); auto: a warp per row from 4096 rows on (unless reduce_threads asks more than 32), a block per row below"},
 	{"shared", TC_OPT_ENUM, "auto|on|off", "auto",
 		"GPU: copy the elements of an input that the threads of a block read several times (matmul's rows and columns, a convolution's window) into shared memory once per step of the reduced loops, the band tiled: the block's threads copy the box together, wait at a barrier, compute from the copy, and wait again before the next step (auto: tensors whose elements the step reads at least twice each on average, most reused first, within 48 KiB; on: read once or more; off: every read from global memory)"},
 	{"shared_tile", TC_OPT_ENUM, "auto|1|2|4|8|16|32|64|128|256", "auto",
@@ -596,6 +598,9 @@ static void poly_opts(const tc_options *o, tc_poly_opts *out)
 	out->reduce = !strcmp(tc_options_get(o, "reduce"), "off") ? 0
 		: !strcmp(tc_options_get(o, "reduce"), "on") ? 1 : 2;
 	out->reduce_threads = count_or_auto(o, "reduce_threads");
+	out->reduce_map = !strcmp(tc_options_get(o, "reduce_map"), "block") ? TC_POLY_REDUCE_MAP_BLOCK
+		: !strcmp(tc_options_get(o, "reduce_map"), "warp") ? TC_POLY_REDUCE_MAP_WARP
+		: TC_POLY_REDUCE_MAP_AUTO;
 	out->shared = !strcmp(tc_options_get(o, "shared"), "off") ? 0
 		: !strcmp(tc_options_get(o, "shared"), "on") ? 1 : 2;
 	out->shared_tile = count_or_auto(o, "shared_tile");

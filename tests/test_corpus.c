@@ -2220,8 +2220,9 @@ static void draw_options(uint64_t *rng, char *buf, size_t n)
 
 /* A GPU mapping drawn from rng, as tc_options_parse text: block sizes of
  * 1 to 3 dimensions (at most 1024 threads), a grid cap that makes blocks
- * wrap around (or auto), the schedule's own options, the reductions' and
- * the shared-memory copies'. */
+ * wrap around (or auto), the reduction's mapping (reduce, reduce_threads;
+ * 32 threads as a warp per row), the schedule's own options and the
+ * shared-memory copies'. */
 static void draw_gpu_options(uint64_t *rng, char *buf, size_t n)
 {
 	static const int sizes[] = {1, 2, 3, 4, 5, 7, 8, 16, 32, 64};
@@ -2247,8 +2248,12 @@ static void draw_gpu_options(uint64_t *rng, char *buf, size_t n)
 	{
 		static const char *const reduce[] = {"auto", "on", "off"};
 		static const char *const rthreads[] = {"auto", "32", "64", "256", "1024"};
-		len += snprintf(buf + len, n - (size_t)len, " reduce=%s reduce_threads=%s",
-			reduce[tu_rand_int(rng, 0, 2)], rthreads[tu_rand_int(rng, 0, 4)]);
+		const char *r = reduce[tu_rand_int(rng, 0, 2)];
+		int t = (int)tu_rand_int(rng, 0, 4);
+		/* reduce_threads=32 comes with a warp per row (reduce_map=warp): no
+		 * draw of its own, so the draws after it stay what they were */
+		len += snprintf(buf + len, n - (size_t)len, " reduce=%s reduce_threads=%s%s", r,
+			rthreads[t], t == 1 ? " reduce_map=warp" : "");
 	}
 	{ /* drawn last, so the draws above stay what they were */
 		static const char *const shared[] = {"auto", "on", "off"};

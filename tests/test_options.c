@@ -61,8 +61,8 @@ static void defaults_print_every_option(void **state)
 	tc_options *o = tc_options_new();
 	(void)state;
 	assert_non_null(o);
-	assert_string_equal(print_of(o), "target=cpu\norder=on\ncontract=on\nparallel=auto\nthreads=auto\nfusion=auto\ntile=auto\nregtile=auto\nunroll=on\nunroll_inner=auto\nvector=auto\nfastmath=off\nvecreduce=on\nshare=on\ninline=on\nstream=auto\npack=on\ninterchange=auto\nblock=auto\ngrid=auto\ngpu_arch=auto\nreduce=auto\nreduce_threads=auto\nshared=auto\nshared_tile=auto\nsizes=auto\n");
-	assert_string_equal(print_of(NULL), "target=cpu\norder=on\ncontract=on\nparallel=auto\nthreads=auto\nfusion=auto\ntile=auto\nregtile=auto\nunroll=on\nunroll_inner=auto\nvector=auto\nfastmath=off\nvecreduce=on\nshare=on\ninline=on\nstream=auto\npack=on\ninterchange=auto\nblock=auto\ngrid=auto\ngpu_arch=auto\nreduce=auto\nreduce_threads=auto\nshared=auto\nshared_tile=auto\nsizes=auto\n"); /* NULL: the defaults */
+	assert_string_equal(print_of(o), "target=cpu\norder=on\ncontract=on\nparallel=auto\nthreads=auto\nfusion=auto\ntile=auto\nregtile=auto\nunroll=on\nunroll_inner=auto\nvector=auto\nfastmath=off\nvecreduce=on\nshare=on\ninline=on\nstream=auto\npack=on\ninterchange=auto\nblock=auto\ngrid=auto\ngpu_arch=auto\nreduce=auto\nreduce_threads=auto\nreduce_map=auto\nshared=auto\nshared_tile=auto\nsizes=auto\n");
+	assert_string_equal(print_of(NULL), "target=cpu\norder=on\ncontract=on\nparallel=auto\nthreads=auto\nfusion=auto\ntile=auto\nregtile=auto\nunroll=on\nunroll_inner=auto\nvector=auto\nfastmath=off\nvecreduce=on\nshare=on\ninline=on\nstream=auto\npack=on\ninterchange=auto\nblock=auto\ngrid=auto\ngpu_arch=auto\nreduce=auto\nreduce_threads=auto\nreduce_map=auto\nshared=auto\nshared_tile=auto\nsizes=auto\n"); /* NULL: the defaults */
 	assert_string_equal(tc_options_get(NULL, "target"), "cpu");
 	assert_null(tc_options_get(o, "no_such_option"));
 	tc_options_free(o);
@@ -80,7 +80,7 @@ static void parse_print_round_trip(void **state)
 	/* and so does a set value */
 	assert_int_equal(tc_options_set(o, "target", "interp", ctx), 0);
 	snprintf(text, sizeof(text), "%s", print_of(o));
-	assert_string_equal(text, "target=interp\norder=on\ncontract=on\nparallel=auto\nthreads=auto\nfusion=auto\ntile=auto\nregtile=auto\nunroll=on\nunroll_inner=auto\nvector=auto\nfastmath=off\nvecreduce=on\nshare=on\ninline=on\nstream=auto\npack=on\ninterchange=auto\nblock=auto\ngrid=auto\ngpu_arch=auto\nreduce=auto\nreduce_threads=auto\nshared=auto\nshared_tile=auto\nsizes=auto\n");
+	assert_string_equal(text, "target=interp\norder=on\ncontract=on\nparallel=auto\nthreads=auto\nfusion=auto\ntile=auto\nregtile=auto\nunroll=on\nunroll_inner=auto\nvector=auto\nfastmath=off\nvecreduce=on\nshare=on\ninline=on\nstream=auto\npack=on\ninterchange=auto\nblock=auto\ngrid=auto\ngpu_arch=auto\nreduce=auto\nreduce_threads=auto\nreduce_map=auto\nshared=auto\nshared_tile=auto\nsizes=auto\n");
 	assert_int_equal(tc_options_parse(q, text, ctx), 0);
 	assert_string_equal(print_of(q), text);
 	assert_string_equal(tc_options_get(q, "target"), "interp");
@@ -175,7 +175,7 @@ static void errors_name_the_option_and_line(void **state)
 	tc_options *o = tc_options_new();
 	(void)state;
 	expect_parse_error(o, "target=cpu\n\nbogus=1\n",
-		"error: line 3: unknown option 'bogus' (options: target, order, contract, parallel, threads, fusion, tile, regtile, unroll, unroll_inner, vector, fastmath, vecreduce, share, inline, stream, pack, interchange, block, grid, gpu_arch, reduce, reduce_threads, shared, shared_tile, sizes; see tcomp options)");
+		"error: line 3: unknown option 'bogus' (options: target, order, contract, parallel, threads, fusion, tile, regtile, unroll, unroll_inner, vector, fastmath, vecreduce, share, inline, stream, pack, interchange, block, grid, gpu_arch, reduce, reduce_threads, reduce_map, shared, shared_tile, sizes; see tcomp options)");
 	expect_parse_error(o, "\ntarget=gpu",
 		"line 2: option 'target' cannot be 'gpu' (allowed: cpu|interp|cuda|cuda-emu)");
 	expect_parse_error(o, "target=", "line 1: option 'target' has no value (allowed: cpu|interp|cuda|cuda-emu)");
@@ -204,7 +204,7 @@ static void errors_name_the_option_and_line(void **state)
 	/* tc_options_set says the same things, without a line */
 	assert_int_equal(tc_options_set(o, "bogus", "1", ctx), -1);
 	assert_non_null(strstr(tc_context_error(ctx),
-		"error: unknown option 'bogus' (options: target, order, contract, parallel, threads, fusion, tile, regtile, unroll, unroll_inner, vector, fastmath, vecreduce, share, inline, stream, pack, interchange, block, grid, gpu_arch, reduce, reduce_threads, shared, shared_tile, sizes; see tcomp options)"));
+		"error: unknown option 'bogus' (options: target, order, contract, parallel, threads, fusion, tile, regtile, unroll, unroll_inner, vector, fastmath, vecreduce, share, inline, stream, pack, interchange, block, grid, gpu_arch, reduce, reduce_threads, reduce_map, shared, shared_tile, sizes; see tcomp options)"));
 	assert_int_equal(tc_options_set(o, "target", "", ctx), -1);
 	assert_non_null(strstr(tc_context_error(ctx), "option 'target' has no value"));
 	assert_null(strstr(tc_context_error(ctx), "line"));
@@ -219,14 +219,14 @@ static void failed_parse_leaves_options_unchanged(void **state)
 	/* the first pair is good and would change target; the second is not */
 	expect_parse_error(o, "target=cpu\nbogus=1\n", "line 2: unknown option 'bogus'");
 	assert_string_equal(tc_options_get(o, "target"), "interp");
-	assert_string_equal(print_of(o), "target=interp\norder=on\ncontract=on\nparallel=auto\nthreads=auto\nfusion=auto\ntile=auto\nregtile=auto\nunroll=on\nunroll_inner=auto\nvector=auto\nfastmath=off\nvecreduce=on\nshare=on\ninline=on\nstream=auto\npack=on\ninterchange=auto\nblock=auto\ngrid=auto\ngpu_arch=auto\nreduce=auto\nreduce_threads=auto\nshared=auto\nshared_tile=auto\nsizes=auto\n");
+	assert_string_equal(print_of(o), "target=interp\norder=on\ncontract=on\nparallel=auto\nthreads=auto\nfusion=auto\ntile=auto\nregtile=auto\nunroll=on\nunroll_inner=auto\nvector=auto\nfastmath=off\nvecreduce=on\nshare=on\ninline=on\nstream=auto\npack=on\ninterchange=auto\nblock=auto\ngrid=auto\ngpu_arch=auto\nreduce=auto\nreduce_threads=auto\nreduce_map=auto\nshared=auto\nshared_tile=auto\nsizes=auto\n");
 	expect_parse_error(o, "target=cpu;target=gpu", "cannot be 'gpu'");
 	assert_string_equal(tc_options_get(o, "target"), "interp");
 	/* on defaults too */
 	tc_options_free(o);
 	o = tc_options_new();
 	expect_parse_error(o, "target=interp\ntarget", "line 2: expected NAME=VALUE");
-	assert_string_equal(print_of(o), "target=cpu\norder=on\ncontract=on\nparallel=auto\nthreads=auto\nfusion=auto\ntile=auto\nregtile=auto\nunroll=on\nunroll_inner=auto\nvector=auto\nfastmath=off\nvecreduce=on\nshare=on\ninline=on\nstream=auto\npack=on\ninterchange=auto\nblock=auto\ngrid=auto\ngpu_arch=auto\nreduce=auto\nreduce_threads=auto\nshared=auto\nshared_tile=auto\nsizes=auto\n");
+	assert_string_equal(print_of(o), "target=cpu\norder=on\ncontract=on\nparallel=auto\nthreads=auto\nfusion=auto\ntile=auto\nregtile=auto\nunroll=on\nunroll_inner=auto\nvector=auto\nfastmath=off\nvecreduce=on\nshare=on\ninline=on\nstream=auto\npack=on\ninterchange=auto\nblock=auto\ngrid=auto\ngpu_arch=auto\nreduce=auto\nreduce_threads=auto\nreduce_map=auto\nshared=auto\nshared_tile=auto\nsizes=auto\n");
 	tc_options_free(o);
 }
 
@@ -386,7 +386,7 @@ static void schedule_options(void **state)
 	(void)state;
 	assert_non_null(o);
 	assert_int_equal(tc_options_parse(o, "order=off tile=32,008,1", ctx), 0);
-	assert_string_equal(print_of(o), "target=cpu\norder=off\ncontract=on\nparallel=auto\nthreads=auto\nfusion=auto\ntile=32,8,1\nregtile=auto\nunroll=on\nunroll_inner=auto\nvector=auto\nfastmath=off\nvecreduce=on\nshare=on\ninline=on\nstream=auto\npack=on\ninterchange=auto\nblock=auto\ngrid=auto\ngpu_arch=auto\nreduce=auto\nreduce_threads=auto\nshared=auto\nshared_tile=auto\nsizes=auto\n");
+	assert_string_equal(print_of(o), "target=cpu\norder=off\ncontract=on\nparallel=auto\nthreads=auto\nfusion=auto\ntile=32,8,1\nregtile=auto\nunroll=on\nunroll_inner=auto\nvector=auto\nfastmath=off\nvecreduce=on\nshare=on\ninline=on\nstream=auto\npack=on\ninterchange=auto\nblock=auto\ngrid=auto\ngpu_arch=auto\nreduce=auto\nreduce_threads=auto\nreduce_map=auto\nshared=auto\nshared_tile=auto\nsizes=auto\n");
 	assert_int_equal(tc_options_parse(o, "regtile=6,064 unroll=off", ctx), 0);
 	assert_string_equal(tc_options_get(o, "regtile"), "6,64");
 	assert_string_equal(tc_options_get(o, "unroll"), "off");

@@ -81,6 +81,7 @@ static void space_is_read_from_the_option_table(void **state)
 			!strcmp(s->d[i].name, "block") || !strcmp(s->d[i].name, "grid") ||
 			!strcmp(s->d[i].name, "reduce") || !strcmp(s->d[i].name, "reduce_threads") ||
 			!strcmp(s->d[i].name, "shared") || !strcmp(s->d[i].name, "shared_tile") ||
+			!strcmp(s->d[i].name, "reduce_map") ||
 			!strcmp(s->d[i].name, "gpu_arch")) {
 			assert_false(s->d[i].searched);
 			assert_int_equal(s->d[i].count, 1);
@@ -230,7 +231,7 @@ static void options_set_by_the_base_are_fixed(void **state)
 static void gpu_targets_search_the_mapping(void **state)
 {
 	static const char *const searched[] = {"block", "grid", "fusion", "order", "inline",
-		"share", "reduce", "reduce_threads", "shared", "shared_tile"};
+		"share", "reduce", "reduce_threads", "reduce_map", "shared", "shared_tile"};
 	const char *targets[] = {"cuda", "cuda-emu"};
 	int t, i, j, x32 = 0, nblocks = 0;
 	(void)state;
@@ -244,7 +245,7 @@ static void gpu_targets_search_the_mapping(void **state)
 		assert_non_null(s);
 		for (i = 0; i < s->n; i++) {
 			int want = 0;
-			for (j = 0; j < 10; j++)
+			for (j = 0; j < 11; j++)
 				want |= !strcmp(s->d[i].name, searched[j]);
 			if (want != s->d[i].searched)
 				fail_msg("target=%s: %s is%s searched", targets[t], s->d[i].name,
@@ -291,9 +292,9 @@ static void gpu_targets_search_the_mapping(void **state)
 	{ /* the CPU ignores the GPU mapping's options: not searched there */
 		tc_tune_space *s = tc_tune_space_new(NULL, &matmul_shape);
 		assert_non_null(s);
-		for (j = 0; j < 6; j++) {
+		for (j = 0; j < 7; j++) {
 			i = find_dim(s, (const char *const[]){"block", "grid", "reduce",
-						   "reduce_threads", "shared", "shared_tile"}[j]);
+						   "reduce_threads", "reduce_map", "shared", "shared_tile"}[j]);
 			assert_false(s->d[i].searched);
 		}
 		assert_true(s->d[find_dim(s, "reduce")].count == 1);
