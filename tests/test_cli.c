@@ -767,6 +767,10 @@ static void cuda_targets(void **state)
 	assert_int_equal(tcomp("emit g.tc -e mm --shape A=16x8 --shape B=8x4 --option target=cuda "
 			       "--stage cuda"), 0);
 	assert_non_null(strstr(out_text, "extern \"C\" __global__ void"));
+	/* --target T in emit is --option target=T */
+	assert_int_equal(tcomp("emit g.tc -e mm --shape A=16x8 --shape B=8x4 --target cuda "
+			       "--stage cuda"), 0);
+	assert_non_null(strstr(out_text, "extern \"C\" __global__ void"));
 #endif
 	assert_int_equal(tcomp("emit g.tc -e mm --shape A=16x8 --shape B=8x4 --option target=cuda "
 			       "--gpu-arch sm_99 --stage cuda"), 1);

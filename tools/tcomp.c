@@ -113,13 +113,15 @@ static const char *const run_usage =
 
 static const char *const emit_usage =
 	"usage: tcomp emit FILE.tc [-e NAME] --stage STAGE [--shape T=4x5 ...]\n"
-	"                  [--options FILE] [--option NAME=VALUE ...] [--gpu-arch sm_XX]\n"
+	"                  [--options FILE] [--option NAME=VALUE ...] [--target T]\n"
+	"                  [--gpu-arch sm_XX]\n"
 	"\n"
 	"Print a stage of compilation of the def NAME.  With --shape for every\n"
 	"input the stage is specialised to those shapes (as tcomp run compiles);\n"
 	"without, it is parametric in the sizes.  --options FILE and --option N=V\n"
-	"(as for tcomp run) compile the kernel with those mapping options; they\n"
-	"need --shape.  With --option target=cuda the schedule passes are the\n"
+	"(as for tcomp run; --target T is --option target=T) compile the kernel\n"
+	"with those mapping options; they need --shape.  With --target cuda\n"
+	"(--option target=cuda) the schedule passes are the\n"
 	"GPU's (scheduler, fusion, fuse-nests, gpu-fusion, order, gpu, mark), the\n"
 	"stage c is replaced by cuda, ptx and cuda-resources, and --gpu-arch sm_XX\n"
 	"(--option gpu_arch=sm_XX) compiles for that architecture (default: the\n"
@@ -599,7 +601,8 @@ static int cmd_emit(int argc, char **argv)
 
 	enum { OPT_STAGE = OPT_COMMAND };
 	static const struct option longopts[] = {CLI_HELP, CLI_ENTRY, CLI_SHAPE, CLI_MAPPING,
-		CLI_GPU_ARCH, {"stage", required_argument, NULL, OPT_STAGE}, CLI_END};
+		CLI_GPU_ARCH, {"target", required_argument, NULL, OPT_TARGET},
+		{"stage", required_argument, NULL, OPT_STAGE}, CLI_END};
 	int c;
 
 	if (wants_help(argc, argv)) {
