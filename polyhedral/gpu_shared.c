@@ -537,18 +537,8 @@ isl_schedule_node *tc_poly_gpu_promote(__tc_take isl_schedule_node *node, __tc_k
 		if (pr.c[best].chosen)
 			used += pr.c[best].bytes, any = 1;
 	}
-	if (!any) {
-		isl_multi_union_pw_aff_free(mupa);
-		isl_multi_union_pw_aff_free(tile);
-		isl_multi_union_pw_aff_free(point);
-		isl_union_set_free(dom);
-		isl_union_set_free(bfilter);
-		isl_union_set_free(tfilter);
-		isl_union_set_free(pr.dom);
-		isl_union_map_free(pr.prefix);
-		cands_free(pr.c, nt);
-		return node;
-	}
+	if (!any) /* node unchanged */
+		goto done;
 	/* the tree: block filter, tile band, copies, barrier, thread filter,
 	 * point band, the band's children, barrier */
 	node = isl_schedule_node_delete(node);
@@ -578,17 +568,8 @@ isl_schedule_node *tc_poly_gpu_promote(__tc_take isl_schedule_node *node, __tc_k
 	}
 	if (node && depth >= 0)
 		node = isl_schedule_node_ancestor(node, isl_schedule_node_get_tree_depth(node) - depth);
-	isl_multi_union_pw_aff_free(mupa);
-	isl_multi_union_pw_aff_free(tile);
-	isl_union_set_free(dom);
-	isl_union_set_free(pr.dom);
-	isl_union_map_free(pr.prefix);
-	cands_free(pr.c, nt);
-	if (!ok)
-		return isl_schedule_node_free(node);
-	*done = 1;
-	return node;
-error:
+	*done = ok;
+done:
 	isl_multi_union_pw_aff_free(mupa);
 	isl_multi_union_pw_aff_free(tile);
 	isl_multi_union_pw_aff_free(point);
@@ -598,5 +579,8 @@ error:
 	isl_union_set_free(pr.dom);
 	isl_union_map_free(pr.prefix);
 	cands_free(pr.c, nt);
-	return isl_schedule_node_free(node);
+	return ok ? node : isl_schedule_node_free(node);
+error:
+	ok = 0;
+	goto done;
 }

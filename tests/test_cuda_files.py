@@ -110,6 +110,35 @@ def drawn_mapping(rng):
             "shared_tile=" + rng.choice(["auto", "1", "4", "16", "64"])]
 
 
+def interp_and_emulator(tcomp, npygen, tmp, tag, path, name, shapes, outs, opts, dtype,
+                        seed, failures, what):
+    """{'interp': outputs, 'cuda-emu': outputs} of def name run on random inputs
+    (npygen, dtype; integers in -100:100) by the interpreter and the emulator with
+    the options opts (['--option', 'N=V', ...]); a failure appended to failures
+    leaves its label out."""
+    feeds = []
+    for k, (t, s) in enumerate(shapes.items()):
+        fi = os.path.join(tmp, f"{tag}_{t}.npy")
+        rang = ["--range", "-100:100"] if dtype != "float32" else []
+        c, out = run([npygen, fi, dtype, s, "--seed", str(seed + k), *rang])
+        if c:
+            failures.append(f"{what}: npygen: {out}")
+        feeds += ["--in", f"{t}={fi}"]
+    results = {}
+    for label in ("interp", "cuda-emu"):
+        fos = [os.path.join(tmp, f"{tag}_{o}_{label}.npy") for o in outs]
+        cmd = [tcomp, "run", path, "-e", name, "--no-cache", *feeds,
+               "--option", "target=" + label, *opts]
+        for o, fo in zip(outs, fos):
+            cmd += ["--out", f"{o}={fo}"]
+        c, out = run(cmd)
+        if c:
+            failures.append(f"{what} [{label}]: tcomp run failed:\n{out}")
+            break
+        results[label] = [read_npy(fo) for fo in fos]
+    return results
+
+
 def run(cmd):
     r = subprocess.run(cmd, capture_output=True, text=True)
     return r.returncode, r.stdout + r.stderr

@@ -202,27 +202,9 @@ def main():
                     c, out = emit(tcomp, path, name, shape_args, opts, "cuda-resources", arch)
                     if c or "ptxas info" not in out:
                         failures.append(f"{what} [NVRTC {arch}]:\n{out}")
-            feeds = []
-            for k, (t, s) in enumerate(shapes.items()):
-                fi = os.path.join(tmp, f"{n}_{t}.npy")
-                dtype = DTYPES.get(name, "float32")
-                rang = ["--range", "-100:100"] if dtype != "float32" else []
-                c, out = tcf.run([npygen, fi, dtype, s, "--seed", str(n * 7 + k + 1), *rang])
-                if c:
-                    failures.append(f"{what}: npygen: {out}")
-                feeds += ["--in", f"{t}={fi}"]
-            results = {}
-            for label in ("interp", "cuda-emu"):
-                fos = [os.path.join(tmp, f"{n}_{o}_{label}.npy") for o in outs]
-                cmd = [tcomp, "run", path, "-e", name, "--no-cache", *feeds,
-                       "--option", "target=" + label, *opts]
-                for o, fo in zip(outs, fos):
-                    cmd += ["--out", f"{o}={fo}"]
-                c, out = tcf.run(cmd)
-                if c:
-                    failures.append(f"{what} [{label}]: tcomp run failed:\n{out}")
-                    break
-                results[label] = [tcf.read_npy(fo) for fo in fos]
+            results = tcf.interp_and_emulator(tcomp, npygen, tmp, str(n), path, name, shapes,
+                                              outs, opts, DTYPES.get(name, "float32"),
+                                              n * 7 + 1, failures, what)
             if len(results) == 2:
                 for o, g, w in zip(outs, results["cuda-emu"], results["interp"]):
                     diff = tcf.same(g, w)

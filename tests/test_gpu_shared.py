@@ -25,7 +25,7 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-import test_cuda_files as tcf  # noqa: E402  (read_npy, same, run)
+import test_cuda_files as tcf  # noqa: E402  (interp_and_emulator, same, run)
 
 CORPUS = os.path.join(HERE, "corpus")
 
@@ -93,27 +93,10 @@ def main():
                 failures.append(f"{what}: copies without their two barriers")
             if copied is None and not got:
                 failures.append(f"{what}: nothing copied")
-            feeds = []
-            for k, (t, s) in enumerate(shapes.items()):
-                fi = os.path.join(tmp, f"{n}_{t}.npy")
-                dtype = "int32" if name == "imatmul" else "float32"
-                rang = ["--range", "-100:100"] if dtype != "float32" else []
-                c, out = tcf.run([npygen, fi, dtype, s, "--seed", str(n * 7 + k + 1), *rang])
-                if c:
-                    failures.append(f"{what}: npygen: {out}")
-                feeds += ["--in", f"{t}={fi}"]
-            results = {}
-            for label in ("interp", "cuda-emu"):
-                fos = [os.path.join(tmp, f"{n}_{o}_{label}.npy") for o in outs]
-                cmd = [tcomp, "run", path, "-e", name, "--no-cache", *feeds,
-                       "--option", "target=" + label, *opts]
-                for o, fo in zip(outs, fos):
-                    cmd += ["--out", f"{o}={fo}"]
-                c, out = tcf.run(cmd)
-                if c:
-                    failures.append(f"{what} [{label}]: tcomp run failed:\n{out}")
-                    break
-                results[label] = [tcf.read_npy(fo) for fo in fos]
+            results = tcf.interp_and_emulator(tcomp, npygen, tmp, str(n), path, name, shapes,
+                                              outs, opts,
+                                              "int32" if name == "imatmul" else "float32",
+                                              n * 7 + 1, failures, what)
             if len(results) == 2:
                 for o, g, w in zip(outs, results["cuda-emu"], results["interp"]):
                     # the reduced loops run in the interpreter's order: bit for
