@@ -293,8 +293,9 @@ static LLVMMetadataRef loop_followup(cg *g, const char *name, LLVMMetadataRef *p
 /* Put the vector and unroll_inner options on the back edge br of an
  * innermost loop (body its body, it its iterator, trips its constant trip
  * count or 0) as its loop ID: a node whose first operand is itself, built
- * around a temporary node that is then replaced.  Nothing with both
- * options auto: LLVM decides, as before the options existed.
+ * around a temporary node that is then replaced.  With both options
+ * auto: the interleave count of auto_interleave and, for a short row
+ * only, the width of auto_width; LLVM decides the rest.
  *
  * vector=1: llvm.loop.vectorize.width 1, and unroll_inner=U becomes
  * llvm.loop.unroll.count U (the unroller's factor).  build_module marks the
@@ -348,11 +349,69 @@ static int64_t auto_interleave(cg *g)
 	return g->ordered ? 0 : 2;
 }
 
+static int ast_unit_in(isl_ast_expr *e, isl_id *id);
+
+typedef struct row_ctx {
+	isl_id *id;
+	int ok, n;
+} row_ctx;
+
+static isl_bool row_cb(isl_ast_node *n, void *user)
+{
+	row_ctx *r = user;
+	const tc_poly_inst *inst;
+	int j, last;
+	if (!r->ok)
+		return isl_bool_false;
+	if (isl_ast_node_get_type(n) != isl_ast_node_user)
+		return isl_bool_true;
+	inst = tc_poly_node_inst(n);
+	last = inst ? inst->stmt->ir->nlhs - 1 : -1;
+	r->ok = inst && !inst->points && last >= 0 && last < inst->n &&
+		ast_unit_in(inst->index[last], r->id);
+	for (j = 0; j < last && r->ok; j++)
+		r->ok = !expr_uses(inst->index[j], r->id);
+	r->n++;
+	return isl_bool_true;
+}
+
+/* Whether every statement of loop body body (one at least, none a
+ * register tile's) writes a row along iterator id: its last left-hand
+ * index id plus terms without it, the others without id. */
+static int writes_rows(isl_ast_node *body, isl_id *id)
+{
+	row_ctx r = {id, 1, 0};
+	isl_ast_node_foreach_descendant_top_down(body, row_cb, &r);
+	return r.ok && r.n > 0;
+}
+
+/* The vector width of an innermost loop with vector=auto: 0 (LLVM
+ * chooses), but for a short row outside register tiles, a loop of a
+ * known trip count from half a register's lanes up to one lane short
+ * of a register (auto_lanes; 8 to 15 floats with 64-byte vectors) that
+ * writes rows along its iterator (writes_rows): the register's lanes,
+ * which loop_hints halves to fit, so that a row of 10 is one vector of 8
+ * and 2 scalars.  Left to LLVM such a loop is unrolled in full before
+ * the loop vectoriser runs, which then vectorises the enclosing loop
+ * across rows, t elements apart: gathers and scatters (the SGD update's
+ * W2 128 x 10: 40 gathers and 20 scatters of 16 lanes, 1.10x the time of
+ * the row vectors; docs/performance.md, Defaults against tuned). */
+static int64_t auto_width(cg *g, isl_ast_node *body, isl_id *it, int64_t trips)
+{
+	int64_t lanes;
+	if (g->opts.vector || g->ordered || trips <= 0)
+		return 0;
+	lanes = auto_lanes(g, body);
+	if (lanes < 4 || trips < lanes / 2 || trips >= lanes || !writes_rows(body, it))
+		return 0;
+	return lanes;
+}
+
 static void loop_hints(cg *g, LLVMValueRef br, isl_ast_node *body, isl_id *it, int64_t trips)
 {
 	const tc_cg_opts *o = &g->opts;
 	LLVMMetadataRef props[8], after[2], self, id;
-	int64_t width = o->vector, ic = o->unroll_inner;
+	int64_t width = o->vector ? o->vector : auto_width(g, body, it, trips), ic = o->unroll_inner;
 	size_t n = 0;
 	if (width > 1 && carries_float_reduction(g, body, it))
 		width = 0; /* LLVM chooses: it keeps the order */

@@ -1627,11 +1627,12 @@ static char *raw_ir(isl_ctx *ctx, tc_poly *p, const tc_cg_opts *o, tc_diags *d, 
 	return ir;
 }
 
-/* The unoptimised LLVM IR of def k of text on a 5 x 40 input A of type t
- * (an inner loop of 40 iterations) under vector=vector and
+/* The unoptimised LLVM IR of def k of text on a 5 x cols input A of type
+ * t (an inner loop of cols iterations) under vector=vector and
  * unroll_inner=unroll (0: auto) and fastmath (0: off and vecreduce off, 1:
  * on, 2: vecreduce on only); the caller frees it. */
-static char *loop_ir(const char *text, tc_dtype t, int vector, int unroll, int fastmath)
+static char *loop_ir_cols(const char *text, tc_dtype t, int64_t cols, int vector, int unroll,
+	int fastmath)
 {
 	kernel k;
 	tc_tensor in[1];
@@ -1645,7 +1646,7 @@ static char *loop_ir(const char *text, tc_dtype t, int vector, int unroll, int f
 	in[0].dtype = t;
 	in[0].ndim = 2;
 	in[0].shape[0] = 5;
-	in[0].shape[1] = 40;
+	in[0].shape[1] = cols;
 	tc_diags_init(&d, NULL);
 	assert_int_equal(tc_ir_bind(k.f, in, 1, params, &d), 0);
 	p = pipeline(ctx, k.f, params, &d);
@@ -1656,6 +1657,12 @@ static char *loop_ir(const char *text, tc_dtype t, int vector, int unroll, int f
 	o.fastmath = fastmath == 1;
 	o.vecreduce = fastmath != 0;
 	return raw_ir(ctx, p, &o, &d, &k);
+}
+
+/* loop_ir_cols with rows of 40. */
+static char *loop_ir(const char *text, tc_dtype t, int vector, int unroll, int fastmath)
+{
+	return loop_ir_cols(text, t, 40, vector, unroll, fastmath);
 }
 
 /* tc_target_cache_blocks (ir/target.c): KC fills the L1d with a KC x NR
@@ -2009,6 +2016,70 @@ static void test_loop_metadata_of_vector_options(void **state)
 	tc_free(ir);
 }
 
+/* A short row with vector=auto (codegen/llvm_loop.c, auto_width): an
+ * innermost loop writing rows of half a register's floats up to one
+ * short of a register (10 on a 64-byte host, 6 on a 32-byte one) gets
+ * half a register's lanes and LLVM's early unrolling off, so that LLVM
+ * does not unroll it and vectorise across rows with gathers and
+ * scatters (the SGD update's 128 x 10 weights); a full register's row,
+ * a shorter row, a row sum and a column write keep LLVM's choice.  The
+ * compiled short rows give the interpreter's bits on random data. */
+static void test_short_rows_get_half_a_register(void **state)
+{
+	static const char row_sum[] = "def k(float(M,N) A) -> (S) { S(i) +=! A(i,r_j) }\n";
+	static const char column[] = "def k(float(M,N) A) -> (B) { B(j,i) = A(i,j) * 2 + 1 }\n";
+	static const char pointwise[] = "def k(float(M,N) A) -> (B) { B(i,j) = A(i,j) * 2 + 1 }\n";
+	int64_t lanes = host_target()->vector_bytes / 4, half = lanes / 2;
+	int64_t shape[1][TC_MAX_RANK] = {{37}};
+	char want[80], *ir;
+	tc_cg_opts o;
+	run r;
+	isl_ctx *ctx;
+	tc_cg_code *code;
+	(void)state;
+	if (lanes < 4)
+		skip();
+	snprintf(want, sizeof(want), "!{!\"llvm.loop.vectorize.width\", i32 %d}", (int)half);
+	ir = loop_ir_cols(pointwise, TC_T_F32, half + 2, 0, 0, 0);
+	assert_non_null(strstr(ir, want));
+	assert_non_null(strstr(ir, "!{!\"llvm.loop.unroll.disable\"}"));
+	assert_non_null(strstr(ir, "!{!\"llvm.loop.interleave.count\", i32 1}"));
+	tc_free(ir);
+	ir = loop_ir_cols(pointwise, TC_T_F32, lanes - 1, 0, 0, 0);
+	assert_non_null(strstr(ir, want));
+	tc_free(ir);
+	ir = loop_ir_cols(pointwise, TC_T_F32, half, 0, 0, 0); /* one vector exactly */
+	assert_non_null(strstr(ir, want));
+	tc_free(ir);
+	ir = loop_ir_cols(pointwise, TC_T_F32, lanes, 0, 0, 0);
+	assert_null(strstr(ir, "llvm.loop.vectorize"));
+	tc_free(ir);
+	ir = loop_ir_cols(pointwise, TC_T_F32, half - 1, 0, 0, 0);
+	assert_null(strstr(ir, "llvm.loop.vectorize"));
+	tc_free(ir);
+	ir = loop_ir_cols(pointwise, TC_T_F32, half + 2, 4, 0, 0); /* vector=N wins */
+	assert_non_null(strstr(ir, "!{!\"llvm.loop.vectorize.width\", i32 4}"));
+	tc_free(ir);
+	ir = loop_ir_cols(row_sum, TC_T_F32, half + 2, 0, 0, 0);
+	assert_null(strstr(ir, "llvm.loop.vectorize"));
+	tc_free(ir);
+	ir = loop_ir_cols(column, TC_T_F32, half + 2, 0, 0, 0);
+	assert_null(strstr(ir, "llvm.loop.vectorize"));
+	tc_free(ir);
+
+	shape[0][1] = half + 2;
+	memset(&o, 0, sizeof(o)); /* vector=auto */
+	ctx = tc_poly_ctx_new();
+	run_setup(&r, pointwise, "k", (const int64_t (*)[TC_MAX_RANK])shape, FILL_ANY, NULL, 4242);
+	code = run_compile_with(&r, ctx, &o);
+	run_compiled(&r, code);
+	run_interp(&r);
+	assert_int_equal(run_compare(&r, NULL, exact, "short rows"), 0);
+	tc_cg_code_free(code);
+	run_free(&r);
+	isl_ctx_free(ctx);
+}
+
 /* Two compilations of one model are distinct functions; freeing one
  * leaves the other runnable; a parametric model is refused with a
  * message. */
@@ -2146,6 +2217,7 @@ int main(void)
 		cmocka_unit_test(test_every_builtin_every_float_type),
 		cmocka_unit_test(test_text_stages),
 		cmocka_unit_test(test_loop_metadata_of_vector_options),
+		cmocka_unit_test(test_short_rows_get_half_a_register),
 		cmocka_unit_test(test_regtile_rows_unrolled_by_codegen),
 		cmocka_unit_test(test_regtile_emitted_as_vectors),
 		cmocka_unit_test(test_regtile_vector_code_matches_the_interpreter),
