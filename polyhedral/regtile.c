@@ -571,6 +571,13 @@ static isl_schedule_node *regtile_band(isl_schedule_node *node, const tc_poly *p
 	if (column && !column_sizes(p, node, st, sizes))
 		return node;
 	gist = needs_gist(node, sizes);
+	if (gist && isl_schedule_node_has_parent(node) == isl_bool_true) {
+		/* the cache tile above too: n - n mod 100 is 0 */
+		node = isl_schedule_node_parent(node);
+		if (isl_schedule_node_get_type(node) == isl_schedule_node_band)
+			node = gist_band(node);
+		node = isl_schedule_node_child(node, 0);
+	}
 	if (gist)
 		node = gist_band(node);
 	mv = isl_multi_val_zero(isl_schedule_node_band_get_space(node));
