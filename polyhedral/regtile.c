@@ -496,6 +496,61 @@ static int epilogue_may_move(const tc_poly *p, isl_union_set *epilogue,
 	return none == isl_bool_true;
 }
 
+/* Band node with its members simplified on the band's instances (isl's
+ * gist), where that changes one: a cache tile that spans the whole extent
+ * of a member leaves `n mod 100` at 100, which the register tile then
+ * splits into `(n + 28*floor(n/100)) mod 64`; its point loops' exactness
+ * test (polyhedral/ast.c, analyse) compared such schedules for 5 ms per
+ * statement, twice per compile (the pass, then the AST build), and the AST
+ * build of the tile loops carried the floors too.  `n` instead: the same
+ * values on every instance, so the same schedule.  Permutability,
+ * coincidence and the AST build options go with the members. */
+static isl_schedule_node *gist_band(isl_schedule_node *node)
+{
+	isl_multi_union_pw_aff *mupa = isl_schedule_node_band_get_partial_schedule(node), *g;
+	isl_size n = isl_schedule_node_band_n_member(node), j;
+	isl_union_set *opts;
+	isl_bool same, perm;
+	int coinc[TC_POLY_MAX_TILE * 2];
+	g = isl_multi_union_pw_aff_gist(isl_multi_union_pw_aff_copy(mupa),
+		isl_schedule_node_get_domain(node));
+	same = g ? isl_multi_union_pw_aff_plain_is_equal(mupa, g) : isl_bool_error;
+	isl_multi_union_pw_aff_free(mupa);
+	if (same != isl_bool_false || n < 0 || n > TC_POLY_MAX_TILE * 2) {
+		isl_multi_union_pw_aff_free(g);
+		return node;
+	}
+	perm = isl_schedule_node_band_get_permutable(node);
+	for (j = 0; j < n; j++)
+		coinc[j] = isl_schedule_node_band_member_get_coincident(node, j) == isl_bool_true;
+	opts = isl_schedule_node_band_get_ast_build_options(node);
+	node = isl_schedule_node_delete(node);
+	node = isl_schedule_node_insert_partial_schedule(node, g);
+	node = isl_schedule_node_band_set_permutable(node, perm == isl_bool_true);
+	for (j = 0; j < n; j++)
+		node = isl_schedule_node_band_member_set_coincident(node, j, coinc[j]);
+	return isl_schedule_node_band_set_ast_build_options(node, opts);
+}
+
+/* Whether register tiles of sizes[] leave a floor in band node's members
+ * that gist_band removes: some member tiled by a size that does not divide
+ * the number of its values (n mod 100 by 64, not n mod 256 or n mod 512),
+ * or whose values are not known.  Asked first, since the gist costs about
+ * a sixth of the pass where it changes nothing (matmul 256). */
+static int needs_gist(isl_schedule_node *node, const int64_t *sizes)
+{
+	isl_size n = isl_schedule_node_band_n_member(node), j;
+	for (j = 0; j < n; j++) {
+		int64_t vals;
+		if (sizes[j] <= 1 || sizes[j] >= HUGE_TILE)
+			continue;
+		vals = tc_poly_band_member_one_tile(node, (int)j);
+		if (vals >= HUGE_TILE || vals % sizes[j] != 0)
+			return 1;
+	}
+	return 0;
+}
+
 /* The register tiling of one contraction or column band (see above). */
 static isl_schedule_node *regtile_band(isl_schedule_node *node, const tc_poly *p, int *moved)
 {
@@ -503,7 +558,7 @@ static isl_schedule_node *regtile_band(isl_schedule_node *node, const tc_poly *p
 	int64_t sizes[TC_POLY_MAX_TILE * 2];
 	int perm[TC_POLY_MAX_TILE * 2] = {0};
 	int has_init, j, k, nred = 0, unrolled = 1;
-	int column = 0;
+	int column = 0, gist;
 	const tc_poly_stmt *st = tc_poly_contraction_band(p, node, &has_init);
 	isl_size depth = isl_schedule_node_get_tree_depth(node);
 	isl_union_set *epilogue, *inits;
@@ -515,11 +570,23 @@ static isl_schedule_node *regtile_band(isl_schedule_node *node, const tc_poly *p
 	regtile_sizes(p, node, st, sizes);
 	if (column && !column_sizes(p, node, st, sizes))
 		return node;
+	gist = needs_gist(node, sizes);
+	if (gist && isl_schedule_node_has_parent(node) == isl_bool_true) {
+		/* the cache tile above too: n - n mod 100 is 0 */
+		node = isl_schedule_node_parent(node);
+		if (isl_schedule_node_get_type(node) == isl_schedule_node_band)
+			node = gist_band(node);
+		node = isl_schedule_node_child(node, 0);
+	}
+	if (gist)
+		node = gist_band(node);
 	mv = isl_multi_val_zero(isl_schedule_node_band_get_space(node));
 	for (j = 0; j < n; j++)
 		mv = isl_multi_val_set_val(mv, j, isl_val_int_from_si(p->ctx,
 			sizes[j] >= HUGE_TILE ? tc_poly_band_member_one_tile(node, j) : sizes[j]));
 	node = isl_schedule_node_band_tile(node, mv);
+	if (gist) /* the tile members of a whole extent: r_k - r_k mod 100 is 0 */
+		node = gist_band(node);
 	node = isl_schedule_node_child(node, 0); /* the point band */
 	/* isl's AST build needs the full tiles isolated where it builds the
 	 * point loops; where polyhedral/ast.c builds them from the tile sizes
