@@ -50,6 +50,12 @@
  * what x leaves, z the rest (at most 64).  The grid: enough blocks for
  * every value, capped by the grid option and the device's limits.
  *
+ * Shared-memory copies (gpu_shared.c, through gpu.h): a nest that is no
+ * reduction on threads and whose band has reduced members below the
+ * mapped ones is mapped there instead, as a tiled band whose blocks copy
+ * what they reuse into shared memory (map_nest hands it over once the
+ * block and grid are chosen; it keeps these filters when nothing pays).
+ *
  * Uses the model (poly.h) and the band helpers (band.h); must not know the
  * other passes or the order they run in (schedule.c), nor CUDA. */
 #include "band.h"
