@@ -37,6 +37,7 @@ typedef struct grad_ctx {
 	int *have;        /* d_t has a contribution (or is a given input) */
 	int *ncontrib;    /* contributions emitted to d_t so far */
 	int *recompute;   /* the forward temporary t is recomputed */
+	int *save;        /* the forward output t is an input of the backward */
 	tc_vec stmts;     /* backward statements, in order */
 } grad_ctx;
 
@@ -135,12 +136,15 @@ static tc_expr *mk_add(grad_ctx *g, tc_expr *a, tc_expr *b)
 
 static tc_expr *mk_sub(grad_ctx *g, tc_expr *a, tc_expr *b)
 {
+	double v;
 	if (!b)
 		return a;
 	if (!a)
 		return mk_neg(g, b);
 	if (is_neg(b))
 		return mk_bin(g, TC_AOP_ADD, a, b->args[0]);
+	if (is_const(b, &v) && v < 0)
+		return mk_bin(g, TC_AOP_ADD, a, mk_float(g, -v));
 	return mk_bin(g, TC_AOP_SUB, a, b);
 }
 
@@ -592,6 +596,41 @@ static void mark_temps(grad_ctx *g, const tc_expr *e)
 		mark_temps(g, e->args[i]);
 }
 
+/* e with every subtree that is target itself (the same node, which the
+ * derivative table reuses: exp's derivative is the call exp(x)) replaced by
+ * repl; the nodes on the way are copied, those of the forward def are never
+ * changed.  *hit tells whether a replacement was made. */
+static tc_expr *substitute(grad_ctx *g, tc_expr *e, const tc_expr *target, tc_expr *repl,
+	int *hit)
+{
+	tc_expr *c, *args[3];
+	int i, changed = 0;
+	if (e == target) {
+		*hit = 1;
+		return repl;
+	}
+	if (e->kind == TC_AST_CALL && e->ref != TC_REF_BUILTIN)
+		return e; /* a read: its subscripts are index variables */
+	if (e->nargs > 3)
+		return e;
+	for (i = 0; i < e->nargs; i++) {
+		args[i] = substitute(g, e->args[i], target, repl, hit);
+		changed |= args[i] != e->args[i];
+	}
+	if (!changed || !(c = mk_node(g, e->kind, e->nargs)))
+		return e;
+	c->op = e->op;
+	c->name = e->name;
+	c->ref = e->ref;
+	c->ref_id = e->ref_id;
+	c->cast_type = e->cast_type;
+	c->ival = e->ival;
+	c->fval = e->fval;
+	for (i = 0; i < e->nargs; i++)
+		c->args[i] = args[i];
+	return c;
+}
+
 /* The contributions of forward statement si to the wanted adjoints. */
 static void backward_stmt(grad_ctx *g, int si)
 {
@@ -612,6 +651,19 @@ static void backward_stmt(grad_ctx *g, int si)
 		tc_stmt *b;
 		if (!p)
 			continue;
+		/* the derivative of T(idx) = f(...) may contain f(...) itself (exp,
+		 * tanh, sqrt, pow): read T(idx) instead, a recomputed temporary or a
+		 * forward output passed to the backward def */
+		if (s->red == TC_RED_ASSIGN) {
+			int hit = 0;
+			tc_expr *tr = mk_read(g, s->lhs, s->nidx, s->idx);
+			if (tr)
+				p = substitute(g, p, s->rhs, tr, &hit);
+			if (hit && def->tensors[s->tensor].kind == TC_TENSOR_TEMP)
+				g->recompute[s->tensor] = 1;
+			else if (hit)
+				g->save[s->tensor] = 1;
+		}
 		p = mk_mul(g, dt, p);
 		/* every variable of s must be bounded by a read of the new statement */
 		for (v = 0; v < s->nvars; v++) {
@@ -762,7 +814,8 @@ __tc_give tc_def *tc_grad_derive(__tc_keep tc_arena *ar, __tc_keep const tc_def 
 	g.have = tc_arena_alloc(ar, (size_t)(nt + 1) * sizeof(int));
 	g.ncontrib = tc_arena_alloc(ar, (size_t)(nt + 1) * sizeof(int));
 	g.recompute = tc_arena_alloc(ar, (size_t)(nt + 1) * sizeof(int));
-	if (!g.adj || !g.need || !g.have || !g.ncontrib || !g.recompute)
+	g.save = tc_arena_alloc(ar, (size_t)(nt + 1) * sizeof(int));
+	if (!g.adj || !g.need || !g.have || !g.ncontrib || !g.recompute || !g.save)
 		goto error;
 	for (t = 0; t < nt; t++) {
 		size_t n = strlen(def->tensors[t].name) + 3;
@@ -861,17 +914,22 @@ __tc_give tc_def *tc_grad_derive(__tc_keep tc_arena *ar, __tc_keep const tc_def 
 		snprintf(s, n, "%s_grad", def->name);
 		out->name = s;
 	}
+	/* inputs, the outputs the backward reads, the outputs' adjoints */
 	out->nparams = def->nparams + def->noutputs;
+	for (t = def->ninputs; t < def->ninputs + def->noutputs; t++)
+		out->nparams += g.save[t];
 	out->params = tc_arena_alloc(ar, (size_t)(out->nparams + 1) * sizeof(tc_decl));
 	if (!out->params)
 		goto error;
 	for (i = 0; i < def->nparams; i++)
 		out->params[i] = def->params[i];
-	for (t = 0; t < def->noutputs; t++) {
-		int o = def->ninputs + t;
-		if (mk_decl(&g, &out->params[def->nparams + t], g.adj[o], def->tensors[o].dtype, o) < 0)
+	for (t = def->ninputs; t < def->ninputs + def->noutputs; t++)
+		if (g.save[t] && mk_decl(&g, &out->params[i++], def->tensors[t].name,
+			def->tensors[t].dtype, t) < 0)
 			goto error;
-	}
+	for (t = def->ninputs; t < def->ninputs + def->noutputs; t++)
+		if (mk_decl(&g, &out->params[i++], g.adj[t], def->tensors[t].dtype, t) < 0)
+			goto error;
 	for (nret = 0, t = 0; t < def->ninputs; t++)
 		nret += g.need[t];
 	out->nrets = nret;
