@@ -12,6 +12,8 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -455,12 +457,71 @@ static void test_unsupported_constructs_are_located_errors(void **state)
 		     "B(k,n)\n}\n", "nope", NULL, "no def named 'nope'", NULL);
 }
 
+/* ---- tcomp grad ---- */
+
+/* Run "tcomp ARGS" in dir with stdout and stderr into dir/out.txt; the
+ * exit status, the output into *text (malloc'd). */
+static int tcomp(const char *dir, const char *args, char **text)
+{
+	char cmd[1024], path[600];
+	int st;
+	snprintf(cmd, sizeof(cmd), "cd %s && %s/tcomp %s > out.txt 2>&1", dir, TC_BINARY_DIR, args);
+	st = system(cmd);
+	snprintf(path, sizeof(path), "%s/out.txt", dir);
+	*text = slurp(path);
+	assert_non_null(*text);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static void test_tcomp_grad_command(void **state)
+{
+	char dir[512], path[600], *text;
+	FILE *f;
+	(void)state;
+	snprintf(dir, sizeof(dir), "%s/tmp-grad-XXXXXX", TC_BINARY_DIR);
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/mm.tc", dir);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs(case_named("matmul")->src, f);
+	fputs(case_named("matmul_nt")->src, f);
+	fclose(f);
+
+	/* --wrt A: d_A only, on stdout */
+	assert_int_equal(tcomp(dir, "grad mm.tc -e matmul --wrt A", &text), 0);
+	assert_true(tu_contains(text, "def matmul_grad(float64(M,K) A, float64(K,N) B, "
+		"float64(M,N) d_C) -> (float64(M,K) d_A) {\n  d_A(m,k) +=! d_C(m, n) * B(k, n)\n}\n"));
+	free(text);
+	/* -o: the text is a file that tcomp checks */
+	assert_int_equal(tcomp(dir, "grad mm.tc -e matmul_nt -o g.tc", &text), 0);
+	assert_string_equal(text, "");
+	free(text);
+	assert_int_equal(tcomp(dir, "check g.tc", &text), 0);
+	assert_true(tu_contains(text, "def matmul_nt_grad(float64(M,K) A, float64(N,K) B, "
+		"float64(M,N) d_C) -> (float64(M,K) d_A, float64(N,K) d_B)"));
+	free(text);
+	/* errors: located, exit status 1 */
+	assert_int_equal(tcomp(dir, "grad mm.tc -e matmul --wrt C", &text), 1);
+	assert_true(tu_contains(text, "mm.tc:1:5: error: gradient: 'C' is not an input of "
+		"'matmul' (its inputs: A, B)"));
+	free(text);
+	assert_int_equal(tcomp(dir, "grad mm.tc", &text), 1);
+	assert_true(tu_contains(text, "-e"));
+	free(text);
+	assert_int_equal(tcomp(dir, "grad --help", &text), 0);
+	assert_true(tu_contains(text, "usage: tcomp grad FILE.tc"));
+	free(text);
+	snprintf(path, sizeof(path), "rm -rf %s", dir);
+	assert_int_equal(system(path), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_backward_matches_finite_differences_and_cpu),
 		cmocka_unit_test(test_printed_backward_matches_golden),
 		cmocka_unit_test(test_unsupported_constructs_are_located_errors),
+		cmocka_unit_test(test_tcomp_grad_command),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
