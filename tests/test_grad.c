@@ -19,6 +19,8 @@
 
 #include "testutil.h"
 
+#include "lang/util.h"
+
 #define GOLDEN_DIR TC_SOURCE_DIR "/tests/golden"
 
 /* Finite differences: step H (relative to max(1, |x|)); a gradient g
@@ -457,6 +459,65 @@ static void test_unsupported_constructs_are_located_errors(void **state)
 		     "B(k,n)\n}\n", "nope", NULL, "no def named 'nope'", NULL);
 }
 
+/* ---- allocation failures ---- */
+
+static struct {
+	long count, fail_at;
+} A;
+
+/* The allocation hook (realloc semantics): the fail_at-th allocation fails. */
+static void *failing_alloc(void *ud, void *ptr, size_t size)
+{
+	(void)ud;
+	if (size == 0) {
+		free(ptr);
+		return NULL;
+	}
+	if (++A.count == A.fail_at)
+		return NULL;
+	return realloc(ptr, size);
+}
+
+/* tc_module_grad with each of its allocations failing in turn gives NULL
+ * and an out-of-memory error, or the text it gives without failures. */
+static void test_allocation_failures_are_errors(void **state)
+{
+	static const char *const names[] = {"fc_relu", "softmax", "saved", "zero_grad"};
+	(void)state;
+	for (size_t c = 0; c < sizeof(names) / sizeof(names[0]); c++) {
+		const grad_case *gc = case_named(names[c]);
+		tc_context *ctx = tc_context_new();
+		tc_module *m = tc_module_parse(ctx, gc->src, "f.tc");
+		char *want = tc_module_grad(m, gc->name, gc->wrt);
+		long n;
+		assert_non_null(want);
+		for (n = 1;; n++) {
+			char *text;
+			A.count = 0;
+			A.fail_at = n;
+			tc_set_alloc(failing_alloc, NULL);
+			text = tc_module_grad(m, gc->name, gc->wrt);
+			tc_set_alloc(NULL, NULL);
+			if (A.count < n) { /* no allocation failed: done */
+				assert_non_null(text);
+				assert_string_equal(text, want);
+				tc_string_free(text);
+				break;
+			}
+			if (text) {
+				assert_string_equal(text, want);
+				tc_string_free(text);
+			} else {
+				assert_int_equal(tc_context_error_kind(ctx), TC_ERROR_NOMEM);
+			}
+		}
+		assert_true(n > 3);
+		tc_string_free(want);
+		tc_module_free(m);
+		tc_context_free(ctx);
+	}
+}
+
 /* ---- tcomp grad ---- */
 
 /* Run "tcomp ARGS" in dir with stdout and stderr into dir/out.txt; the
@@ -522,6 +583,7 @@ int main(void)
 		cmocka_unit_test(test_printed_backward_matches_golden),
 		cmocka_unit_test(test_unsupported_constructs_are_located_errors),
 		cmocka_unit_test(test_tcomp_grad_command),
+		cmocka_unit_test(test_allocation_failures_are_errors),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
