@@ -459,6 +459,56 @@ static void test_unsupported_constructs_are_located_errors(void **state)
 		     "B(k,n)\n}\n", "nope", NULL, "no def named 'nope'", NULL);
 }
 
+/* ---- the tie rule of fmax, fmin, max and min ---- */
+
+/* Where the arguments are equal, the gradient goes to the first argument
+ * (docs/language.md section 14); finite differences cannot check a kink. */
+static void test_ties_go_to_the_first_argument(void **state)
+{
+	static const char src[] =
+		"def tie(float64(N) A, float64(N) B) -> (O) {\n"
+		"  O(i) = fmax(A(i), B(i)) + 2.0 * fmin(B(i), A(i)) + 4.0 * max(A(i), B(i))"
+		" + 8.0 * min(B(i), A(i))\n}\n";
+	tc_context *ctx = tc_context_new();
+	tc_module *m = tc_module_parse(ctx, src, "tie.tc");
+	char *text;
+	tc_module *mb;
+	tc_options *oi;
+	tc_kernel *k;
+	tu_tensor in[3], g[2];
+	int64_t n = 4;
+	assert_non_null(m);
+	text = tc_module_grad(m, "tie", NULL);
+	assert_non_null(text);
+	mb = tc_module_parse(ctx, text, "tie_grad.tc");
+	assert_non_null(mb);
+	for (int t = 0; t < 3; t++)
+		tu_tensor_init(&in[t], TU_F64, &n, 1);
+	for (int64_t j = 0; j < n; j++) {
+		((double *)in[0].data)[j] = ((double *)in[1].data)[j] = 0.5 + (double)j;
+		((double *)in[2].data)[j] = 1.0 + (double)j; /* d_O */
+	}
+	oi = interp_options(ctx);
+	k = compile(mb, "tie_grad", in, 3, oi, ctx);
+	assert_int_equal(make_outputs(k, g), 2);
+	run(k, in, 3, g, 2);
+	for (int64_t j = 0; j < n; j++) {
+		double d = 1.0 + (double)j;
+		assert_true(tu_get(&g[0], j) == d * (1 + 4)); /* A first in fmax and max */
+		assert_true(tu_get(&g[1], j) == d * (2 + 8)); /* B first in fmin and min */
+	}
+	for (int t = 0; t < 3; t++)
+		tu_tensor_fini(&in[t]);
+	tu_tensor_fini(&g[0]);
+	tu_tensor_fini(&g[1]);
+	tc_kernel_free(k);
+	tc_options_free(oi);
+	tc_string_free(text);
+	tc_module_free(mb);
+	tc_module_free(m);
+	tc_context_free(ctx);
+}
+
 /* ---- allocation failures ---- */
 
 static struct {
@@ -581,6 +631,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_backward_matches_finite_differences_and_cpu),
 		cmocka_unit_test(test_printed_backward_matches_golden),
+		cmocka_unit_test(test_ties_go_to_the_first_argument),
 		cmocka_unit_test(test_unsupported_constructs_are_located_errors),
 		cmocka_unit_test(test_tcomp_grad_command),
 		cmocka_unit_test(test_allocation_failures_are_errors),
