@@ -39,6 +39,8 @@ typedef struct grad_ctx {
 	int *recompute;   /* the forward temporary t is recomputed */
 	int *save;        /* the forward output t is an input of the backward */
 	tc_vec stmts;     /* backward statements, in order */
+	const tc_stmt *cur; /* the forward statement differentiated (its lets) */
+	int *let_used;    /* per where clause of cur: a derived statement needs it */
 } grad_ctx;
 
 static int is_float(tc_dtype t)
@@ -390,6 +392,8 @@ static tc_expr *diff(grad_ctx *g, const tc_expr *e, int t, const tc_expr *r)
 			return same_read(e, t, r) ? mk_float(g, 1.0) : NULL;
 		if (e->ref == TC_REF_BUILTIN)
 			return diff_builtin(g, e, t, r);
+		if (e->ref == TC_REF_LET) /* through the let's value */
+			return diff(g, g->cur->where[e->ref_id].val, t, r);
 		return NULL; /* sizes and index variables */
 	case TC_AST_CAST:
 		return diff(g, e->args[0], t, r);
@@ -502,12 +506,13 @@ static void check_stmt(grad_ctx *g, int si)
 	const tc_stmt *s = def->stmts[si];
 	const tc_tensor_info *ti = &def->tensors[s->tensor];
 	int i;
-	if (s->nwhere) {
-		tc_error(g->d, s->where[0].loc,
-			"gradient: where clauses (ranges, lets, exists) are not supported yet");
-		g->failed = 1;
-		return;
-	}
+	for (i = 0; i < s->nwhere; i++)
+		if (s->where[i].kind == TC_WHERE_EXISTS) {
+			tc_error(g->d, s->where[i].loc,
+				"gradient: exists clauses are not supported yet");
+			g->failed = 1;
+			return;
+		}
 	if (ti->first_write != si) {
 		tc_error(g->d, s->lhs_loc,
 			"gradient: '%s' is written again (an in-place update); not supported yet",
@@ -536,6 +541,9 @@ static void check_stmt(grad_ctx *g, int si)
 			return;
 		}
 	check_reads(g, s, s->rhs);
+	for (i = 0; i < s->nwhere && !g->failed; i++)
+		if (s->where[i].kind == TC_WHERE_LET)
+			check_reads(g, s, s->where[i].val);
 }
 
 /* ---- assembling the backward def ---- */
@@ -631,6 +639,33 @@ static tc_expr *substitute(grad_ctx *g, tc_expr *e, const tc_expr *target, tc_ex
 	return c;
 }
 
+/* Mark the lets of g->cur that e reads, directly or through other lets. */
+static void mark_lets(grad_ctx *g, const tc_expr *e)
+{
+	int i;
+	if (e->kind == TC_AST_IDENT && e->ref == TC_REF_LET && !g->let_used[e->ref_id]) {
+		g->let_used[e->ref_id] = 1;
+		mark_lets(g, g->cur->where[e->ref_id].val);
+	}
+	for (i = 0; i < e->nargs; i++)
+		mark_lets(g, e->args[i]);
+}
+
+/* Whether the index name of g->cur has a where range, or is bounded by a
+ * read in a let marked used. */
+static int bounded_where(grad_ctx *g, const char *name)
+{
+	int i;
+	for (i = 0; i < g->cur->nwhere; i++) {
+		const tc_where *w = &g->cur->where[i];
+		if (w->kind == TC_WHERE_RANGE && !strcmp(w->name, name))
+			return 1;
+		if (w->kind == TC_WHERE_LET && g->let_used[i] && bounded_in(w->val, name))
+			return 1;
+	}
+	return 0;
+}
+
 /* The contributions of forward statement si to the wanted adjoints. */
 static void backward_stmt(grad_ctx *g, int si)
 {
@@ -642,6 +677,12 @@ static void backward_stmt(grad_ctx *g, int si)
 	if (!g->have[s->tensor])
 		return;
 	collect_reads(g, s->rhs, &reads);
+	for (i = 0; i < s->nwhere; i++)
+		if (s->where[i].kind == TC_WHERE_LET)
+			collect_reads(g, s->where[i].val, &reads);
+	g->cur = s;
+	if (s->nwhere && !(g->let_used = tc_arena_alloc(g->ar, (size_t)s->nwhere * sizeof(int))))
+		return;
 	dt = mk_read(g, g->adj[s->tensor], s->nidx, s->idx);
 	for (i = 0; i < reads.n && !g->failed; i++) {
 		const tc_expr *r = reads.v[i];
@@ -664,11 +705,27 @@ static void backward_stmt(grad_ctx *g, int si)
 			else if (hit)
 				g->save[s->tensor] = 1;
 		}
+		/* the same for a let's value: read the let */
+		for (v = 0; v < s->nwhere; v++)
+			if (s->where[v].kind == TC_WHERE_LET) {
+				int hit = 0;
+				tc_expr *id = mk_ident(g, s->where[v].name);
+				if (id) {
+					id->ref = TC_REF_LET;
+					id->ref_id = v;
+					p = substitute(g, p, s->where[v].val, id, &hit);
+				}
+			}
 		p = mk_mul(g, dt, p);
-		/* every variable of s must be bounded by a read of the new statement */
+		/* the lets the derivative reads (through other lets too) */
+		for (v = 0; v < s->nwhere; v++)
+			g->let_used[v] = 0;
+		mark_lets(g, p);
+		/* every variable of s must be bounded by a read of the new statement
+		 * or by a where range (copied to it) */
 		for (v = 0; v < s->nvars; v++) {
 			const char *name = s->vars[v].name;
-			if (!bounded_in(r, name) && !bounded_in(p, name)) {
+			if (!bounded_in(r, name) && !bounded_in(p, name) && !bounded_where(g, name)) {
 				tc_error(g->d, s->vars[v].loc,
 					"gradient: the index '%s' is not bounded by any read of the "
 					"derivative with respect to '%s'; not supported yet", name,
@@ -699,6 +756,19 @@ static void backward_stmt(grad_ctx *g, int si)
 		}
 		b->rhs = p;
 		mark_temps(g, p);
+		/* the statement's where ranges, and the lets it reads */
+		for (v = 0; v < s->nwhere; v++)
+			b->nwhere += s->where[v].kind == TC_WHERE_RANGE || g->let_used[v];
+		if (b->nwhere && !(b->where = tc_arena_alloc(g->ar, (size_t)b->nwhere *
+			sizeof(tc_where))))
+			break;
+		b->nwhere = 0;
+		for (v = 0; v < s->nwhere; v++)
+			if (s->where[v].kind == TC_WHERE_RANGE || g->let_used[v]) {
+				b->where[b->nwhere++] = s->where[v];
+				if (s->where[v].kind == TC_WHERE_LET)
+					mark_temps(g, s->where[v].val);
+			}
 		g->ncontrib[x]++;
 		g->have[x] = 1;
 		if (tc_vec_push(&g->stmts, b) < 0)
@@ -715,6 +785,19 @@ static int reads_needed(const grad_ctx *g, const tc_expr *e)
 		return g->need[e->ref_id];
 	for (i = 0; i < e->nargs; i++)
 		if (reads_needed(g, e->args[i]))
+			return 1;
+	return 0;
+}
+
+/* Whether s reads (in its right side or lets) a tensor whose adjoint is
+ * needed. */
+static int stmt_reads_needed(const grad_ctx *g, const tc_stmt *s)
+{
+	int i;
+	if (reads_needed(g, s->rhs))
+		return 1;
+	for (i = 0; i < s->nwhere; i++)
+		if (s->where[i].kind == TC_WHERE_LET && reads_needed(g, s->where[i].val))
 			return 1;
 	return 0;
 }
@@ -877,7 +960,7 @@ __tc_give tc_def *tc_grad_derive(__tc_keep tc_arena *ar, __tc_keep const tc_def 
 		for (i = 0; i < def->nstmts; i++) {
 			const tc_stmt *s = def->stmts[i];
 			if (def->tensors[s->tensor].kind == TC_TENSOR_TEMP && !g.need[s->tensor] &&
-				is_float(def->tensors[s->tensor].dtype) && reads_needed(&g, s->rhs)) {
+				is_float(def->tensors[s->tensor].dtype) && stmt_reads_needed(&g, s)) {
 				g.need[s->tensor] = 1;
 				changed = 1;
 			}

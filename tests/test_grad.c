@@ -326,6 +326,14 @@ static const grad_case cases[] = {
 		"  O(m,n) = A(m,n) + B(n) * C(m)\n"
 		"  P(n,m) = A(m,n) * A(m,n)\n}\n",
 		NULL, {"3x4", "4", "3"}, -1, 1},
+	{"lets",
+		"def lets(float64(N,K) A, float64(K) B) -> (O) {\n"
+		"  O(i) +=! y * x where k in 0:K, x = A(i,k) + B(k), y = tanh(x)\n}\n",
+		NULL, {"3x4", "4"}, -1, 1},
+	{"ranges",
+		"def ranges(float64(N) A, float64(N) B) -> (O) {\n"
+		"  O(i) = A(i) * exp(B(i)) where i in 0:N\n}\n",
+		NULL, {"5", "5"}, -1, 1},
 	{"zero_grad",
 		"def zero_grad(float64(N) A, float64(N) B) -> (O) {\n"
 		"  O(i) = B(i) * float64(A(i) > B(i))\n}\n",
@@ -404,6 +412,7 @@ static void test_printed_backward_matches_golden(void **state)
 	check_golden(case_named("fc_relu")->src, "fc_relu", "grad_fc_relu.tc");
 	check_golden(case_named("softmax")->src, "softmax", "grad_softmax.tc");
 	check_golden(case_named("saved")->src, "saved", "grad_saved.tc");
+	check_golden(case_named("lets")->src, "lets", "grad_lets.tc");
 }
 
 /* ---- errors ---- */
@@ -444,8 +453,9 @@ static void test_unsupported_constructs_are_located_errors(void **state)
 		"update); not supported yet", NULL);
 	expect_error("def gat(float64(N) A, int64(M) I) -> (O) {\n  O(i) = A(I(i))\n}\n", "gat",
 		NULL, "bad.tc:2:12:", "not an index variable", NULL);
-	expect_error("def wh(float64(N) A) -> (O) {\n  O(i) = A(i) * 2.0 where i in 0:N\n}\n", "wh",
-		NULL, "bad.tc:2:", "where clauses", "not supported yet", NULL);
+	expect_error("def wh(float64(N) A) -> (O) {\n  O(i) = A(i) * 2.0 where exists A(i)\n}\n",
+		"wh", NULL, "bad.tc:2:27: error: gradient: exists clauses are not supported yet",
+		NULL);
 	expect_error("def lg(float64(N) A) -> (O) {\n  O(i) = lgamma(A(i))\n}\n", "lg", NULL,
 		"bad.tc:2:10:", "the derivative of 'lgamma' is not supported yet", NULL);
 	expect_error("def io(float64(N) A) -> (int32(N) O) {\n  O(i) = int32(A(i))\n}\n", "io",
