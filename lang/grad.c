@@ -18,7 +18,8 @@
  * backward def by copies of their statements; adjoints of temporaries are
  * temporaries of the backward def.
  *
- * This slice supports statements with '=' and '+=!' whose reads have
+ * This slice supports statements with '=' and '+=!' (with where ranges and
+ * lets, copied to the derived statements that need them) whose reads have
  * distinct index variables as subscripts covering the whole tensor; other
  * constructs are located errors "... not supported yet". */
 #include "grad.h"

@@ -20,7 +20,7 @@ static const char *const grad_usage =
 	"  -o FILE             write the text to FILE instead of stdout\n"
 	"\n"
 	"Constructs not supported yet (offset or strided subscripts, gathers,\n"
-	"max=!, min=!, *=!, in-place updates, where clauses) are errors located\n"
+	"max=!, min=!, *=!, in-place updates, exists clauses) are errors located\n"
 	"in the source; see docs/language.md \"Gradients\".\n";
 
 enum { OPT_WRT = OPT_COMMAND };
