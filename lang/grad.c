@@ -640,6 +640,42 @@ static tc_expr *substitute(grad_ctx *g, tc_expr *e, const tc_expr *target, tc_ex
 	return c;
 }
 
+/* Whether a and b are the same expression (structurally). */
+static int expr_equal(const tc_expr *a, const tc_expr *b)
+{
+	int i;
+	if (a == b)
+		return 1;
+	if (!a || !b || a->kind != b->kind || a->nargs != b->nargs)
+		return 0;
+	switch (a->kind) {
+	case TC_AST_INT:
+		return a->ival == b->ival;
+	case TC_AST_FLOAT:
+		return a->fval == b->fval;
+	case TC_AST_IDENT:
+	case TC_AST_CALL:
+		if (strcmp(a->name, b->name))
+			return 0;
+		break;
+	case TC_AST_CAST:
+		if (a->cast_type != b->cast_type)
+			return 0;
+		break;
+	case TC_AST_UNARY:
+	case TC_AST_BINARY:
+		if (a->op != b->op)
+			return 0;
+		break;
+	case TC_AST_TERNARY:
+		break;
+	}
+	for (i = 0; i < a->nargs; i++)
+		if (!expr_equal(a->args[i], b->args[i]))
+			return 0;
+	return 1;
+}
+
 /* Mark the lets of g->cur that e reads, directly or through other lets. */
 static void mark_lets(grad_ctx *g, const tc_expr *e)
 {
@@ -673,7 +709,7 @@ static void backward_stmt(grad_ctx *g, int si)
 	const tc_def *def = g->def;
 	const tc_stmt *s = def->stmts[si];
 	tc_vec reads = {0};
-	tc_expr *dt;
+	tc_expr *dt, *first_p = NULL, *first_read = NULL;
 	int i, v;
 	if (!g->have[s->tensor])
 		return;
@@ -718,6 +754,11 @@ static void backward_stmt(grad_ctx *g, int si)
 				}
 			}
 		p = mk_mul(g, dt, p);
+		/* a derivative equal to that of an earlier read of this statement
+		 * whose adjoint it wrote whole ('='): read that adjoint (the
+		 * gradient of b in fmax(T + b, 0) is d_T's, summed) */
+		if (first_p && !expr_equal(p, dt) && expr_equal(p, first_p))
+			p = first_read;
 		/* the lets the derivative reads (through other lets too) */
 		for (v = 0; v < s->nwhere; v++)
 			g->let_used[v] = 0;
@@ -751,6 +792,10 @@ static void backward_stmt(grad_ctx *g, int si)
 			b->red = TC_RED_ADD;
 		} else if (full) {
 			b->red = TC_RED_ASSIGN;
+			if (!first_p) {
+				first_p = p;
+				first_read = mk_read(g, g->adj[x], r->nargs, idx);
+			}
 		} else {
 			b->red = TC_RED_ADD;
 			b->init = 1;

@@ -284,6 +284,10 @@ static const grad_case cases[] = {
 		"  T(n,o) +=! X(n,i) * W(o,i)\n"
 		"  Y(n,o) = fmax(T(n,o) + b(o), 0.0)\n}\n",
 		NULL, {"3x4", "5x4", "5"}, -1, 1},
+	{"relu_bias",
+		"def relu_bias(float64(M,N) A, float64(N) B) -> (O) {\n"
+		"  O(m,n) = fmax(A(m,n) + B(n), 0.0)\n}\n",
+		NULL, {"3x4", "4"}, -1, 1},
 	{"pw_exp_log",
 		"def pw_exp_log(float64(N) A, float64(N) B) -> (O) {\n"
 		"  O(i) = exp(A(i)) * log(B(i)) + sqrt(A(i) * B(i)) / tanh(B(i)) - A(i) / B(i)\n}\n",
