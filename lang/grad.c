@@ -925,12 +925,14 @@ static int name_taken(const tc_def *def, const char *name)
 }
 
 __tc_give tc_def *tc_grad_derive(__tc_keep tc_arena *ar, __tc_keep const tc_def *def,
-	__tc_keep const char *const *wrt, int nwrt, __tc_keep tc_diags *d)
+	__tc_keep const char *const *wrt, int nwrt, int saves, __tc_give tc_def **fwd,
+	__tc_keep tc_diags *d)
 {
 	grad_ctx g = {0};
 	tc_def *out = NULL;
-	int nt = def->ntensors, i, t, changed, nret, nfwd;
+	int nt = def->ntensors, i, t, changed, nret, nfwd, nsaved = 0;
 
+	*fwd = NULL;
 	g.ar = ar;
 	g.def = def;
 	g.d = d;
@@ -1016,8 +1018,10 @@ __tc_give tc_def *tc_grad_derive(__tc_keep tc_arena *ar, __tc_keep const tc_def 
 		backward_stmt(&g, i);
 	if (g.failed)
 		goto error;
-	/* temporaries read by recomputed temporaries */
+	/* temporaries read by recomputed temporaries (saved ones are given) */
 	do {
+		if (saves)
+			break;
 		changed = 0;
 		for (i = def->nstmts - 1; i >= 0; i--) {
 			const tc_stmt *s = def->stmts[i];
@@ -1043,10 +1047,14 @@ __tc_give tc_def *tc_grad_derive(__tc_keep tc_arena *ar, __tc_keep const tc_def 
 		snprintf(s, n, "%s_grad", def->name);
 		out->name = s;
 	}
-	/* inputs, the outputs the backward reads, the outputs' adjoints */
+	/* inputs, the outputs (and with saves, the temporaries) the backward
+	 * reads, the outputs' adjoints */
 	out->nparams = def->nparams + def->noutputs;
 	for (t = def->ninputs; t < def->ninputs + def->noutputs; t++)
 		out->nparams += g.save[t];
+	for (nsaved = 0, t = def->ninputs + def->noutputs; saves && t < nt; t++)
+		nsaved += g.recompute[t];
+	out->nparams += nsaved;
 	out->params = tc_arena_alloc(ar, (size_t)(out->nparams + 1) * sizeof(tc_decl));
 	if (!out->params)
 		goto error;
@@ -1054,6 +1062,10 @@ __tc_give tc_def *tc_grad_derive(__tc_keep tc_arena *ar, __tc_keep const tc_def 
 		out->params[i] = def->params[i];
 	for (t = def->ninputs; t < def->ninputs + def->noutputs; t++)
 		if (g.save[t] && mk_decl(&g, &out->params[i++], def->tensors[t].name,
+			def->tensors[t].dtype, t) < 0)
+			goto error;
+	for (t = def->ninputs + def->noutputs; saves && t < nt; t++)
+		if (g.recompute[t] && mk_decl(&g, &out->params[i++], def->tensors[t].name,
 			def->tensors[t].dtype, t) < 0)
 			goto error;
 	for (t = def->ninputs; t < def->ninputs + def->noutputs; t++)
@@ -1069,14 +1081,14 @@ __tc_give tc_def *tc_grad_derive(__tc_keep tc_arena *ar, __tc_keep const tc_def 
 		if (g.need[t] && mk_decl(&g, &out->rets[nret++], g.adj[t], def->tensors[t].dtype, t) < 0)
 			goto error;
 	/* recomputed temporaries, then the adjoint statements, then zeros */
-	for (nfwd = 0, i = 0; i < def->nstmts; i++)
+	for (nfwd = 0, i = 0; i < def->nstmts && !saves; i++)
 		nfwd += g.recompute[def->stmts[i]->tensor];
 	out->nstmts = nfwd + g.stmts.n + nret;
 	out->stmts = tc_arena_alloc(ar, (size_t)(out->nstmts + 1) * sizeof(tc_stmt *));
 	if (!out->stmts)
 		goto error;
 	out->nstmts = 0;
-	for (i = 0; i < def->nstmts; i++)
+	for (i = 0; i < def->nstmts && !saves; i++)
 		if (g.recompute[def->stmts[i]->tensor])
 			out->stmts[out->nstmts++] = def->stmts[i];
 	for (i = 0; i < g.stmts.n; i++)
@@ -1091,6 +1103,30 @@ __tc_give tc_def *tc_grad_derive(__tc_keep tc_arena *ar, __tc_keep const tc_def 
 			out->stmts[out->nstmts++] = z;
 		}
 		nret++;
+	}
+	/* the forward with saves: the forward def returning the temporaries */
+	if (nsaved) {
+		tc_def *f = tc_arena_alloc(ar, sizeof(*f));
+		size_t n = strlen(def->name) + 5;
+		char *s = tc_arena_alloc(ar, n);
+		if (!f || !s)
+			goto error;
+		snprintf(s, n, "%s_fwd", def->name);
+		f->name = s;
+		f->nparams = def->nparams;
+		f->params = def->params;
+		f->nstmts = def->nstmts;
+		f->stmts = def->stmts;
+		f->nrets = def->nrets + nsaved;
+		if (!(f->rets = tc_arena_alloc(ar, (size_t)f->nrets * sizeof(tc_decl))))
+			goto error;
+		for (i = 0; i < def->nrets; i++)
+			f->rets[i] = def->rets[i];
+		for (t = def->ninputs + def->noutputs; t < nt; t++)
+			if (g.recompute[t] && mk_decl(&g, &f->rets[i++], def->tensors[t].name,
+				def->tensors[t].dtype, t) < 0)
+				goto error;
+		*fwd = f;
 	}
 	tc_vec_free(&g.stmts);
 	if (tc_arena_failed(ar))

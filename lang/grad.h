@@ -12,14 +12,20 @@
 #include "ast.h"
 
 /* Derive the backward def of def (checked by tc_sema_check without
- * errors), named "<name>_grad": inputs are def's inputs, then d_<O> for
- * each output O; outputs are d_<X> for each input X named in wrt[0..nwrt)
- * (nwrt 0: every floating-point input), in the order of def's inputs.
+ * errors), named "<name>_grad": inputs are def's inputs, then the outputs
+ * whose values it reads, then (saves set) the temporaries it reads, then
+ * d_<O> for each output O; outputs are d_<X> for each input X named in
+ * wrt[0..nwrt) (nwrt 0: every floating-point input), in the order of def's
+ * inputs.  Without saves, the temporaries it reads are recomputed inside
+ * it and *fwd is NULL; with saves, *fwd is the "forward with saves" def
+ * "<name>_fwd" (def's statements, returning def's outputs and then those
+ * temporaries), or NULL when the backward reads no temporary.
  * What cannot be differentiated yet (an unsupported construct, an integer
  * output, a name in wrt that is not a floating-point input) is an error in
  * d located in def's source; the result is then NULL.  NULL without an
  * error in d means out of memory (ar failed). */
 __tc_give tc_def *tc_grad_derive(__tc_keep tc_arena *ar, __tc_keep const tc_def *def,
-	__tc_keep const char *const *wrt, int nwrt, __tc_keep tc_diags *d);
+	__tc_keep const char *const *wrt, int nwrt, int saves, __tc_give tc_def **fwd,
+	__tc_keep tc_diags *d);
 
 #endif

@@ -12,13 +12,13 @@
 
 #include <string.h>
 
-char *tc_module_grad(tc_module *m, const char *entry, const char *wrt)
+char *tc_module_grad(tc_module *m, const char *entry, const char *wrt, int flags)
 {
 	tc_arena *ar = NULL;
 	const char **names = NULL;
 	char *copy = NULL, *text = NULL;
 	int i, n = 0;
-	tc_def *g;
+	tc_def *g, *fwd = NULL;
 	tc_diags d;
 	tc_buf b;
 
@@ -51,7 +51,7 @@ char *tc_module_grad(tc_module *m, const char *entry, const char *wrt)
 		}
 	}
 	tc_diags_init(&d, m->src);
-	g = tc_grad_derive(ar, m->prog->defs[i], names, n, &d);
+	g = tc_grad_derive(ar, m->prog->defs[i], names, n, !!(flags & TC_GRAD_SAVES), &fwd, &d);
 	if (!g) {
 		if (d.nerrors && !d.oom)
 			tc_rt_set_error_diags(m->ctx, &d);
@@ -62,6 +62,8 @@ char *tc_module_grad(tc_module *m, const char *entry, const char *wrt)
 	}
 	tc_diags_clear(&d);
 	tc_buf_init(&b);
+	if (fwd)
+		tc_ast_print_source(fwd, NULL, NULL, &b);
 	tc_ast_print_source(g, NULL, NULL, &b);
 	if (!(text = tc_buf_take(&b)))
 		goto nomem;

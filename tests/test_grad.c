@@ -139,22 +139,25 @@ static int nsaved(tc_module *mf, const char *entry, tc_module *mb, const char *b
 	return n;
 }
 
-static void check_case(const grad_case *c)
+/* saves: TC_GRAD_SAVES, the backward def's saved temporaries computed by
+ * the forward with saves (NAME_fwd) of its text. */
+static void check_case(const grad_case *c, int saves)
 {
 	tc_context *ctx = tc_context_new();
-	tc_module *mf, *mb;
+	tc_module *mf, *mb, *mp;
 	tc_options *oi;
-	tc_kernel *kf, *kbi, *kbc;
-	tu_tensor in[MAX_T], out[MAX_T], bin[2 * MAX_T], gi[MAX_T], gc[MAX_T];
-	int nin = 0, nout, ngrad, nwrt = 0, wrt_of[MAX_T], nbin = 0;
-	char *text, entry[128];
+	tc_kernel *kf, *kbi, *kbc, *kp;
+	tu_tensor in[MAX_T], out[MAX_T], bin[2 * MAX_T], gi[MAX_T], gc[MAX_T], pout[MAX_T];
+	int nin = 0, nout, ngrad, nwrt = 0, wrt_of[MAX_T], nbin = 0, npout;
+	char *text, entry[128], fwd[128];
+	const char *pentry;
 	uint64_t rng = tu_seed(c->name, 17);
 
 	assert_non_null(ctx);
 	mf = tc_module_parse(ctx, c->src, c->name);
 	if (!mf)
 		fail_msg("%s: %s", c->name, tc_context_error(ctx));
-	text = tc_module_grad(mf, c->name, c->wrt);
+	text = tc_module_grad(mf, c->name, c->wrt, saves);
 	if (!text)
 		fail_msg("%s: tc_module_grad failed:\n%s", c->name, tc_context_error(ctx));
 	mb = tc_module_parse(ctx, text, "grad.tc");
@@ -186,23 +189,44 @@ static void check_case(const grad_case *c)
 	kf = compile(mf, c->name, in, nin, oi, ctx);
 	nout = make_outputs(kf, out);
 
-	/* the backward's inputs: the forward's, then the outputs it reads (their
-	 * values at these inputs), then d_O per output (random) */
+	/* the backward's inputs: the forward's, then the outputs and saved
+	 * temporaries it reads (their values at these inputs, from the forward
+	 * or the forward with saves), then d_O per output (random) */
+	snprintf(fwd, sizeof(fwd), "%s_fwd", c->name);
+	mp = mf;
+	pentry = c->name;
+	if (saves && tc_module_def_arity(mb, fwd, NULL, NULL) == 0) {
+		mp = mb;
+		pentry = fwd;
+	}
 	assert_int_equal(tc_module_def_arity(mb, entry, &nbin, NULL), 0);
-	assert_int_equal(nbin, nin + nsaved(mf, c->name, mb, entry, nin, nout) + nout);
-	run(kf, in, nin, out, nout);
+	assert_int_equal(tc_module_def_arity(mp, pentry, NULL, &npout), 0);
+	assert_int_equal(nbin, nin + nsaved(mp, pentry, mb, entry, nin, npout) + nout);
+	kp = mp == mf ? kf : compile(mp, pentry, in, nin, oi, ctx);
+	assert_int_equal(make_outputs(kp, pout), npout);
+	run(kp, in, nin, pout, npout);
 	for (int i = 0; i < nin; i++)
 		bin[i] = in[i];
 	for (int i = nin; i < nbin; i++) {
 		const char *name = tc_module_tensor_name(mb, entry, i);
-		int o = output_named(mf, c->name, nin, nout, name[0] == 'd' && name[1] == '_' &&
-			i >= nbin - nout ? name + 2 : name);
+		int dO = i >= nbin - nout;
+		int o = dO ? output_named(mf, c->name, nin, nout, name + 2) :
+			output_named(mp, pentry, nin, npout, name);
 		assert_true(o >= 0);
-		tu_tensor_init(&bin[i], TU_F64, out[o].shape, out[o].dl.ndim);
-		for (int64_t j = 0; j < bin[i].numel; j++)
-			((double *)bin[i].data)[j] = i >= nbin - nout ? 0.25 + tu_rand_unit(&rng) :
-				tu_get(&out[o], j);
+		if (dO) {
+			tu_tensor_init(&bin[i], TU_F64, out[o].shape, out[o].dl.ndim);
+			for (int64_t j = 0; j < bin[i].numel; j++)
+				((double *)bin[i].data)[j] = 0.25 + tu_rand_unit(&rng);
+		} else {
+			tu_tensor_init(&bin[i], TU_F64, pout[o].shape, pout[o].dl.ndim);
+			for (int64_t j = 0; j < bin[i].numel; j++)
+				((double *)bin[i].data)[j] = tu_get(&pout[o], j);
+		}
 	}
+	if (saves && mp == mf) /* nothing saved: the same text as without */
+		for (int i = nin; i < nbin - nout; i++)
+			assert_true(output_named(mf, c->name, nin, nout,
+				tc_module_tensor_name(mb, entry, i)) >= 0);
 	kbi = compile(mb, entry, bin, nbin, oi, ctx);
 	kbc = compile(mb, entry, bin, nbin, NULL, ctx);
 	ngrad = make_outputs(kbi, gi);
@@ -252,6 +276,10 @@ static void check_case(const grad_case *c)
 		tu_tensor_fini(&gi[g]);
 		tu_tensor_fini(&gc[g]);
 	}
+	for (int o = 0; o < npout; o++)
+		tu_tensor_fini(&pout[o]);
+	if (kp != kf)
+		tc_kernel_free(kp);
 	tc_kernel_free(kf);
 	tc_kernel_free(kbi);
 	tc_kernel_free(kbc);
@@ -347,8 +375,10 @@ static const grad_case cases[] = {
 static void test_backward_matches_finite_differences_and_cpu(void **state)
 {
 	(void)state;
-	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
-		check_case(&cases[i]);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		check_case(&cases[i], 0);
+		check_case(&cases[i], TC_GRAD_SAVES);
+	}
 }
 
 /* ---- golden texts ---- */
@@ -380,14 +410,14 @@ static char *slurp(const char *path)
 	return s;
 }
 
-static void check_golden(const char *src, const char *entry, const char *file)
+static void check_golden(const char *src, const char *entry, const char *file, int flags)
 {
 	tc_context *ctx = tc_context_new();
 	tc_module *m = tc_module_parse(ctx, src, "golden.tc");
 	char path[512], *text, *want;
 	const char *update = getenv("TC_UPDATE_GOLDEN");
 	assert_non_null(m);
-	text = tc_module_grad(m, entry, NULL);
+	text = tc_module_grad(m, entry, NULL, flags);
 	assert_non_null(text);
 	snprintf(path, sizeof(path), "%s/%s", GOLDEN_DIR, file);
 	if (update && *update && strcmp(update, "0")) {
@@ -412,11 +442,12 @@ static void check_golden(const char *src, const char *entry, const char *file)
 static void test_printed_backward_matches_golden(void **state)
 {
 	(void)state;
-	check_golden(case_named("matmul")->src, "matmul", "grad_matmul.tc");
-	check_golden(case_named("fc_relu")->src, "fc_relu", "grad_fc_relu.tc");
-	check_golden(case_named("softmax")->src, "softmax", "grad_softmax.tc");
-	check_golden(case_named("saved")->src, "saved", "grad_saved.tc");
-	check_golden(case_named("lets")->src, "lets", "grad_lets.tc");
+	check_golden(case_named("matmul")->src, "matmul", "grad_matmul.tc", 0);
+	check_golden(case_named("fc_relu")->src, "fc_relu", "grad_fc_relu.tc", 0);
+	check_golden(case_named("fc_relu")->src, "fc_relu", "grad_fc_relu_saves.tc", TC_GRAD_SAVES);
+	check_golden(case_named("softmax")->src, "softmax", "grad_softmax.tc", 0);
+	check_golden(case_named("saved")->src, "saved", "grad_saved.tc", 0);
+	check_golden(case_named("lets")->src, "lets", "grad_lets.tc", 0);
 }
 
 /* ---- errors ---- */
@@ -431,7 +462,7 @@ static void expect_error(const char *src, const char *entry, const char *wrt, ..
 	va_list ap;
 	if (!m)
 		fail_msg("%s", tc_context_error(ctx));
-	assert_null(tc_module_grad(m, entry, wrt));
+	assert_null(tc_module_grad(m, entry, wrt, 0));
 	assert_int_equal(tc_context_error_kind(ctx), TC_ERROR_USER);
 	va_start(ap, wrt);
 	while ((needle = va_arg(ap, const char *)))
@@ -492,7 +523,7 @@ static void test_ties_go_to_the_first_argument(void **state)
 	tu_tensor in[3], g[2];
 	int64_t n = 4;
 	assert_non_null(m);
-	text = tc_module_grad(m, "tie", NULL);
+	text = tc_module_grad(m, "tie", NULL, 0);
 	assert_non_null(text);
 	mb = tc_module_parse(ctx, text, "tie_grad.tc");
 	assert_non_null(mb);
@@ -547,12 +578,15 @@ static void *failing_alloc(void *ud, void *ptr, size_t size)
 static void test_allocation_failures_are_errors(void **state)
 {
 	static const char *const names[] = {"fc_relu", "softmax", "saved", "zero_grad"};
+	int flags = 0;
 	(void)state;
 	for (size_t c = 0; c < sizeof(names) / sizeof(names[0]); c++) {
 		const grad_case *gc = case_named(names[c]);
 		tc_context *ctx = tc_context_new();
 		tc_module *m = tc_module_parse(ctx, gc->src, "f.tc");
-		char *want = tc_module_grad(m, gc->name, gc->wrt);
+		char *want;
+		flags = c % 2 ? TC_GRAD_SAVES : 0; /* softmax and zero_grad with saves */
+		want = tc_module_grad(m, gc->name, gc->wrt, flags);
 		long n;
 		assert_non_null(want);
 		for (n = 1;; n++) {
@@ -560,7 +594,7 @@ static void test_allocation_failures_are_errors(void **state)
 			A.count = 0;
 			A.fail_at = n;
 			tc_set_alloc(failing_alloc, NULL);
-			text = tc_module_grad(m, gc->name, gc->wrt);
+			text = tc_module_grad(m, gc->name, gc->wrt, flags);
 			tc_set_alloc(NULL, NULL);
 			if (A.count < n) { /* no allocation failed: done */
 				assert_non_null(text);
@@ -624,6 +658,18 @@ static void test_tcomp_grad_command(void **state)
 	assert_int_equal(tcomp(dir, "check g.tc", &text), 0);
 	assert_true(tu_contains(text, "def matmul_nt_grad(float64(M,K) A, float64(N,K) B, "
 		"float64(M,N) d_C) -> (float64(M,K) d_A, float64(N,K) d_B)"));
+	free(text);
+	/* --saves: the forward with saves first */
+	snprintf(path, sizeof(path), "%s/fc.tc", dir);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs(case_named("fc_relu")->src, f);
+	fclose(f);
+	assert_int_equal(tcomp(dir, "grad fc.tc --saves", &text), 0);
+	assert_true(tu_contains(text, "def fc_relu_fwd(float64(B,I) X, float64(O,I) W, "
+		"float64(O) b) -> (Y, float64(B,O) T) {\n"));
+	assert_true(tu_contains(text, "def fc_relu_grad(float64(B,I) X, float64(O,I) W, "
+		"float64(O) b, float64(B,O) T, float64(B,O) d_Y)"));
 	free(text);
 	/* errors: located, exit status 1 */
 	assert_int_equal(tcomp(dir, "grad mm.tc -e matmul --wrt C", &text), 1);

@@ -7,7 +7,7 @@
  *   tcomp options
  *   tcomp autotune FILE.tc [-e NAME] --shape T=4x5 ... [--generations G] ...  (tools/cmd_autotune.c)
  *   tcomp cache list|show|export|import|prune|path   (tools/cmd_cache.c)
- *   tcomp grad FILE.tc [-e NAME] [--wrt A,B] [-o OUT.tc]   (tools/cmd_grad.c)
+ *   tcomp grad FILE.tc [-e NAME] [--wrt A,B] [--saves] [-o OUT.tc]   (tools/cmd_grad.c)
  * run, emit and bench take mapping options with --options FILE and
  * --option NAME=VALUE (see runtime/options.c).
  *
@@ -45,7 +45,7 @@ static const char *const main_usage =
 	"                              those shapes and print them\n"
 	"  cache list|show|export|import|prune\n"
 	"                              manage the kernel cache of tuned options\n"
-	"  grad FILE.tc [-e NAME] [--wrt A,B] [-o OUT.tc]\n"
+	"  grad FILE.tc [-e NAME] [--wrt A,B] [--saves] [-o OUT.tc]\n"
 	"                              print the backward def (gradients) as .tc\n"
 	"\n"
 	"run, emit and bench take mapping options: --options FILE (name=value\n"
