@@ -955,12 +955,6 @@ __tc_give tc_def *tc_grad_derive(__tc_keep tc_arena *ar, __tc_keep const tc_def 
 			goto error;
 		snprintf(s, n, "d_%s", def->tensors[t].name);
 		g.adj[t] = s;
-		if (name_taken(def, s)) {
-			tc_error(d, def->tensors[t].loc,
-				"gradient: the adjoint of '%s' would be named '%s', which the def "
-				"already uses", def->tensors[t].name, s);
-			g.failed = 1;
-		}
 	}
 	/* outputs: floating point, adjoints given */
 	for (t = def->ninputs; t < def->ninputs + def->noutputs; t++) {
@@ -1014,6 +1008,17 @@ __tc_give tc_def *tc_grad_derive(__tc_keep tc_arena *ar, __tc_keep const tc_def 
 			}
 		}
 	} while (changed);
+	/* the adjoints used must not clash with the def's names */
+	for (t = 0; t < nt; t++)
+		if ((g.need[t] || def->tensors[t].kind == TC_TENSOR_OUTPUT) &&
+			name_taken(def, g.adj[t])) {
+			tc_error(d, def->tensors[t].loc,
+				"gradient: the adjoint of '%s' would be named '%s', which the def "
+				"already uses", def->tensors[t].name, g.adj[t]);
+			g.failed = 1;
+		}
+	if (g.failed)
+		goto error;
 	for (i = def->nstmts - 1; i >= 0 && !g.failed; i--)
 		backward_stmt(&g, i);
 	if (g.failed)

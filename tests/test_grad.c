@@ -502,6 +502,9 @@ static void test_unsupported_constructs_are_located_errors(void **state)
 		"ii", "I", "input 'I' is int64; only floating-point inputs have a gradient", NULL);
 	expect_error("def mm(float64(M,K) A, float64(K,N) B) -> (C) {\n  C(m,n) +=! A(m,k) * "
 		     "B(k,n)\n}\n", "nope", NULL, "no def named 'nope'", NULL);
+	expect_error("def cl(float64(N) A, float64(N) d_A) -> (O) {\n  O(i) = A(i) * d_A(i)\n}\n",
+		"cl", "A", "bad.tc:1:19: error: gradient: the adjoint of 'A' would be named 'd_A', "
+		"which the def already uses", NULL);
 }
 
 /* ---- the tie rule of fmax, fmin, max and min ---- */
