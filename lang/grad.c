@@ -676,6 +676,28 @@ static int expr_equal(const tc_expr *a, const tc_expr *b)
 	return 1;
 }
 
+/* Whether e has a floating-point part of another type than dt. */
+static int other_float(const tc_expr *e, tc_dtype dt)
+{
+	int i;
+	if (is_float(e->type) && e->type != dt)
+		return 1;
+	for (i = 0; i < e->nargs; i++)
+		if (other_float(e->args[i], dt))
+			return 1;
+	return 0;
+}
+
+/* Whether the derivative p of statement s, stored into an adjoint of type
+ * dt, may compute in another floating-point type: d_T has T's type, the
+ * nodes of p taken from the forward def carry their types (the nodes built
+ * here have none, and are constants or reads of d_T).  Then it is cast to
+ * dt, as the language asks of a narrowing store. */
+static int needs_cast(const grad_ctx *g, const tc_stmt *s, const tc_expr *p, tc_dtype dt)
+{
+	return g->def->tensors[s->tensor].dtype != dt || other_float(p, dt);
+}
+
 /* Mark the lets of g->cur that e reads, directly or through other lets. */
 static void mark_lets(grad_ctx *g, const tc_expr *e)
 {
@@ -799,6 +821,14 @@ static void backward_stmt(grad_ctx *g, int si)
 		} else {
 			b->red = TC_RED_ADD;
 			b->init = 1;
+		}
+		if (needs_cast(g, s, p, def->tensors[x].dtype)) {
+			tc_expr *c = mk_node(g, TC_AST_CAST, 1);
+			if (!c)
+				break;
+			c->cast_type = def->tensors[x].dtype;
+			c->args[0] = p;
+			p = c;
 		}
 		b->rhs = p;
 		mark_temps(g, p);

@@ -557,6 +557,75 @@ static void test_ties_go_to_the_first_argument(void **state)
 	tc_context_free(ctx);
 }
 
+/* ---- mixed floating-point types ---- */
+
+/* An adjoint has its tensor's type: a derivative computed in another type is
+ * cast to it (as a narrowing store must be), so the text checks; checked
+ * against the same formula in C on both backends. */
+static void test_mixed_types_cast_to_the_adjoint_type(void **state)
+{
+	static const char src[] =
+		"def m(float32(N) A, float64(N) B, float16(N) H) -> (O) {\n"
+		"  O(i) = float32(float64(A(i)) * B(i)) + float32(H(i)) * 3.0\n}\n";
+	tc_context *ctx = tc_context_new();
+	tc_module *m = tc_module_parse(ctx, src, "m.tc"), *mb;
+	tc_options *oi;
+	char *text;
+	int64_t n = 6;
+	tu_tensor in[4], g[3];
+	uint64_t rng = tu_seed("mixed", 1);
+	(void)state;
+	assert_non_null(m);
+	text = tc_module_grad(m, "m", NULL, 0);
+	assert_non_null(text);
+	assert_true(tu_contains(text, "d_A(i) = float32(d_O(i) * B(i))"));
+	assert_true(tu_contains(text, "d_H(i) = float16(d_O(i) * 3.0)"));
+	mb = tc_module_parse(ctx, text, "m_grad.tc");
+	if (!mb)
+		fail_msg("%s\n%s", text, tc_context_error(ctx));
+	tu_tensor_init(&in[0], TU_F32, &n, 1);
+	tu_tensor_init(&in[1], TU_F64, &n, 1);
+	tu_tensor_init(&in[2], TU_F16, &n, 1);
+	tu_tensor_init(&in[3], TU_F32, &n, 1);
+	for (int64_t j = 0; j < n; j++) {
+		((float *)in[0].data)[j] = (float)(tu_rand_unit(&rng) + 0.5);
+		((double *)in[1].data)[j] = tu_rand_unit(&rng) + 0.5;
+		((uint16_t *)in[2].data)[j] = tu_half_from_double(tu_rand_unit(&rng) + 0.5);
+		((float *)in[3].data)[j] = (float)(tu_rand_unit(&rng) + 0.25);
+	}
+	oi = interp_options(ctx);
+	for (int target = 0; target < 2; target++) {
+		tc_kernel *k = compile(mb, "m_grad", in, 4, target ? NULL : oi, ctx);
+		const DLTensor *ins[4] = {&in[0].dl, &in[1].dl, &in[2].dl, &in[3].dl};
+		DLTensor *outs[3];
+		tu_tensor_init(&g[0], TU_F32, &n, 1);
+		tu_tensor_init(&g[1], TU_F64, &n, 1);
+		tu_tensor_init(&g[2], TU_F16, &n, 1);
+		for (int t = 0; t < 3; t++) {
+			tu_poison(&g[t]);
+			outs[t] = &g[t].dl;
+		}
+		assert_int_equal(tc_kernel_run(k, ins, 4, outs, 3), 0);
+		for (int64_t j = 0; j < n; j++) {
+			double dO = tu_get(&in[3], j);
+			assert_true(tu_get(&g[0], j) == (double)(float)(dO * tu_get(&in[1], j)));
+			assert_true(fabs(tu_get(&g[1], j) - dO * tu_get(&in[0], j)) <= 1e-15);
+			assert_true(tu_get(&g[2], j) ==
+				tu_half_to_double(tu_half_from_double((double)(float)(dO * 3.0))));
+		}
+		for (int t = 0; t < 3; t++)
+			tu_tensor_fini(&g[t]);
+		tc_kernel_free(k);
+	}
+	for (int t = 0; t < 4; t++)
+		tu_tensor_fini(&in[t]);
+	tc_options_free(oi);
+	tc_string_free(text);
+	tc_module_free(mb);
+	tc_module_free(m);
+	tc_context_free(ctx);
+}
+
 /* ---- allocation failures ---- */
 
 static struct {
@@ -695,6 +764,7 @@ int main(void)
 		cmocka_unit_test(test_backward_matches_finite_differences_and_cpu),
 		cmocka_unit_test(test_printed_backward_matches_golden),
 		cmocka_unit_test(test_ties_go_to_the_first_argument),
+		cmocka_unit_test(test_mixed_types_cast_to_the_adjoint_type),
 		cmocka_unit_test(test_unsupported_constructs_are_located_errors),
 		cmocka_unit_test(test_tcomp_grad_command),
 		cmocka_unit_test(test_allocation_failures_are_errors),
