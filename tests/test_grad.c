@@ -366,6 +366,14 @@ static const grad_case cases[] = {
 		"def ranges(float64(N) A, float64(N) B) -> (O) {\n"
 		"  O(i) = A(i) * exp(B(i)) where i in 0:N\n}\n",
 		NULL, {"5", "5"}, -1, 1},
+	{"concat",
+		"def concat(float64(M,N) A, float64(M,N) B) -> (O) {\n"
+		"  O(n,i,m) = i == 0 ? A(m,n) : B(m,n) where i in 0:2\n}\n",
+		NULL, {"3x4", "3x4"}, -1, 1},
+	{"tri_matmul",
+		"def tri_matmul(float64(M,K) L, float64(K,M) U) -> (LU) {\n"
+		"  LU(m1,m2) +=! (k >= m1 && k <= m2) ? L(m1,k) * U(k,m2) : 0.0\n}\n",
+		NULL, {"4x4", "4x4"}, -1, 1},
 	{"zero_grad",
 		"def zero_grad(float64(N) A, float64(N) B) -> (O) {\n"
 		"  O(i) = B(i) * float64(A(i) > B(i))\n}\n",
