@@ -159,6 +159,23 @@ char *tc_module_emit(tc_module *m, const char *entry, const char *stage);
  * out is NULL. */
 int tc_module_hash(tc_module *m, const char *entry, char out[17]);
 
+/* The backward def of entry as .tc text (automatic differentiation, see
+ * README "Gradients" and docs/language.md "Gradients"): a def named
+ * "<entry>_grad" whose inputs are entry's inputs, then the outputs (and,
+ * with TC_GRAD_SAVES, the temporaries) whose values it reads, then d_<O>
+ * for each output O, and whose outputs are d_<X> for the inputs X named in
+ * wrt (a comma-separated list such as "A,B"; NULL or "": every
+ * floating-point input).  flags 0: the temporaries it reads are recomputed
+ * inside it; TC_GRAD_SAVES: they are inputs, and the text starts with the
+ * def "<entry>_fwd", entry returning them after its outputs (when it reads
+ * any).  The text parses, checks and compiles with tc_module_parse.
+ * NULL with an error for an unknown entry, a name in wrt that is not a
+ * floating-point input, or a construct that cannot be differentiated yet
+ * (located in the source like other diagnostics); NULL for a NULL m.  Free
+ * the text with tc_string_free. */
+#define TC_GRAD_SAVES 1
+char *tc_module_grad(tc_module *m, const char *entry, const char *wrt, int flags);
+
 /* ---- options ---- */
 /* Mapping options are name=value pairs defined by one declarative table
  * (name, type, range, default, doc); tc_options_describe prints it, and

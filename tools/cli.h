@@ -188,4 +188,7 @@ int cmd_cache(int argc, __tc_keep char **argv);
 /* tcomp autotune (tools/cmd_autotune.c). */
 int cmd_autotune(int argc, __tc_keep char **argv);
 
+/* tcomp grad (tools/cmd_grad.c). */
+int cmd_grad(int argc, __tc_keep char **argv);
+
 #endif

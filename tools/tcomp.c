@@ -7,6 +7,7 @@
  *   tcomp options
  *   tcomp autotune FILE.tc [-e NAME] --shape T=4x5 ... [--generations G] ...  (tools/cmd_autotune.c)
  *   tcomp cache list|show|export|import|prune|path   (tools/cmd_cache.c)
+ *   tcomp grad FILE.tc [-e NAME] [--wrt A,B] [--saves] [-o OUT.tc]   (tools/cmd_grad.c)
  * run, emit and bench take mapping options with --options FILE and
  * --option NAME=VALUE (see runtime/options.c).
  *
@@ -44,6 +45,8 @@ static const char *const main_usage =
 	"                              those shapes and print them\n"
 	"  cache list|show|export|import|prune\n"
 	"                              manage the kernel cache of tuned options\n"
+	"  grad FILE.tc [-e NAME] [--wrt A,B] [--saves] [-o OUT.tc]\n"
+	"                              print the backward def (gradients) as .tc\n"
 	"\n"
 	"run, emit and bench take mapping options: --options FILE (name=value\n"
 	"lines) and --option NAME=VALUE (repeatable, applied after --options).\n"
@@ -1129,6 +1132,8 @@ int main(int argc, char **argv)
 		return cmd_autotune(argc - 1, argv + 1);
 	if (!strcmp(cmd, "cache"))
 		return cmd_cache(argc - 1, argv + 1);
+	if (!strcmp(cmd, "grad"))
+		return cmd_grad(argc - 1, argv + 1);
 	fprintf(stderr, "tcomp: error: unknown command '%s'\n\n%s", cmd, main_usage);
 	return EXIT_USER;
 }

@@ -1,0 +1,844 @@
+/* Automatic differentiation (tc_module_grad, lang/grad.c).
+ *
+ * Each supported def, written in float64, is differentiated; the backward
+ * def's outputs, run by the interpreter on random inputs and random
+ * upstream gradients d_O, must match central finite differences of
+ * L = sum over outputs O of sum(d_O * O) computed from the interpreter's
+ * runs of the forward def; and the backward def compiled for the CPU must
+ * match the interpreter's run of it.  The printed text of two kernels is
+ * pinned by golden files (tests/golden/grad_*.tc; after an intended change
+ * run TC_UPDATE_GOLDEN=1 ./build/tests/test_grad).  What is not supported
+ * yet must be an error located in the source. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <dirent.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "testutil.h"
+
+#include "lang/util.h"
+
+#define GOLDEN_DIR TC_SOURCE_DIR "/tests/golden"
+
+/* Finite differences: step H (relative to max(1, |x|)); a gradient g
+ * passes when |fd - g| <= FD_TOL * (1 + |g|).  The truncation error of
+ * central differences is about H^2 |f'''| ~ 1e-12 and the rounding error
+ * about eps |L| / H ~ 1e-10 for these sizes; FD_TOL leaves room for both. */
+#define H 1e-6
+#define FD_TOL 1e-6
+/* CPU against the interpreter: float64 sums in another order. */
+#define CPU_TOL 1e-12
+
+#define MAX_T 8
+
+/* A def to differentiate: its source, entry, inputs' shapes ("3x4", ""
+ * for a scalar), --wrt (NULL: default) and the range of random inputs. */
+typedef struct grad_case {
+	const char *name;
+	const char *src;
+	const char *wrt;
+	const char *shapes[MAX_T];
+	double lo, hi;
+} grad_case;
+
+static int parse_dims(const char *s, int64_t *dims)
+{
+	int n = 0;
+	while (s && *s) {
+		dims[n++] = strtoll(s, (char **)&s, 10);
+		if (*s == 'x')
+			s++;
+	}
+	return n;
+}
+
+static tc_options *interp_options(tc_context *ctx)
+{
+	tc_options *o = tc_options_new();
+	assert_non_null(o);
+	assert_int_equal(tc_options_set(o, "target", "interp", ctx), 0);
+	return o;
+}
+
+static tc_kernel *compile(tc_module *m, const char *entry, tu_tensor *in, int n,
+	const tc_options *o, tc_context *ctx)
+{
+	const DLTensor *ins[MAX_T];
+	tc_kernel *k;
+	for (int i = 0; i < n; i++)
+		ins[i] = &in[i].dl;
+	k = tc_compile(m, entry, ins, n, o);
+	if (!k)
+		fail_msg("tc_compile(%s) failed:\n%s", entry, tc_context_error(ctx));
+	return k;
+}
+
+/* Make k's outputs (float64), poisoned. */
+static int make_outputs(tc_kernel *k, tu_tensor *out)
+{
+	int n = tc_kernel_num_outputs(k);
+	for (int i = 0; i < n; i++) {
+		int64_t shape[8];
+		int nd;
+		DLDataType dt;
+		assert_int_equal(tc_kernel_output_shape(k, i, &dt, &nd, shape), 0);
+		assert_int_equal(dt.code, kDLFloat);
+		assert_int_equal(dt.bits, 64);
+		tu_tensor_init(&out[i], TU_F64, shape, nd);
+		tu_poison(&out[i]);
+	}
+	return n;
+}
+
+static void run(tc_kernel *k, tu_tensor *in, int nin, tu_tensor *out, int nout)
+{
+	const DLTensor *ins[MAX_T];
+	DLTensor *outs[MAX_T];
+	for (int i = 0; i < nin; i++)
+		ins[i] = &in[i].dl;
+	for (int i = 0; i < nout; i++) {
+		tu_poison(&out[i]);
+		outs[i] = &out[i].dl;
+	}
+	assert_int_equal(tc_kernel_run(k, ins, nin, outs, nout), 0);
+}
+
+/* L = sum_o sum(dO[o] * out[o]). */
+static double loss(tu_tensor *out, tu_tensor *dO, int nout)
+{
+	double l = 0;
+	for (int o = 0; o < nout; o++)
+		for (int64_t j = 0; j < out[o].numel; j++) {
+			double v = tu_get(&out[o], j);
+			assert_false(isnan(v));
+			l += tu_get(&dO[o], j) * v;
+		}
+	return l;
+}
+
+/* The number of the output of entry (in m) named name, or -1. */
+static int output_named(tc_module *m, const char *entry, int nin, int nout, const char *name)
+{
+	for (int o = 0; o < nout; o++)
+		if (!strcmp(tc_module_tensor_name(m, entry, nin + o), name))
+			return o;
+	return -1;
+}
+
+/* How many forward outputs the backward def takes as inputs (after the
+ * forward's inputs, named as the outputs). */
+static int nsaved(tc_module *mf, const char *entry, tc_module *mb, const char *bentry, int nin,
+	int nout)
+{
+	int n = 0;
+	while (output_named(mf, entry, nin, nout, tc_module_tensor_name(mb, bentry, nin + n)) >= 0)
+		n++;
+	return n;
+}
+
+/* saves: TC_GRAD_SAVES, the backward def's saved temporaries computed by
+ * the forward with saves (NAME_fwd) of its text. */
+static void check_case(const grad_case *c, int saves)
+{
+	tc_context *ctx = tc_context_new();
+	tc_module *mf, *mb, *mp;
+	tc_options *oi;
+	tc_kernel *kf, *kbi, *kbc, *kp;
+	tu_tensor in[MAX_T], out[MAX_T], bin[2 * MAX_T], gi[MAX_T], gc[MAX_T], pout[MAX_T];
+	int nin = 0, nout, ngrad, nwrt = 0, wrt_of[MAX_T], nbin = 0, npout;
+	char *text, entry[128], fwd[128];
+	const char *pentry;
+	uint64_t rng = tu_seed(c->name, 17);
+
+	assert_non_null(ctx);
+	mf = tc_module_parse(ctx, c->src, c->name);
+	if (!mf)
+		fail_msg("%s: %s", c->name, tc_context_error(ctx));
+	text = tc_module_grad(mf, c->name, c->wrt, saves);
+	if (!text)
+		fail_msg("%s: tc_module_grad failed:\n%s", c->name, tc_context_error(ctx));
+	mb = tc_module_parse(ctx, text, "grad.tc");
+	if (!mb)
+		fail_msg("%s: the backward text does not check:\n%s\n%s", c->name, text,
+			tc_context_error(ctx));
+	snprintf(entry, sizeof(entry), "%s_grad", c->name);
+
+	/* random inputs, never zero */
+	assert_int_equal(tc_module_def_arity(mf, c->name, &nin, NULL), 0);
+	for (int i = 0; i < nin; i++) {
+		int64_t dims[8];
+		int nd = parse_dims(c->shapes[i], dims);
+		DLDataType dt;
+		int rank;
+		assert_int_equal(tc_module_input_type(mf, c->name, i, &dt, &rank), 0);
+		assert_int_equal(rank, nd);
+		if (dt.code == kDLFloat) {
+			tu_tensor_init(&in[i], TU_F64, dims, nd);
+			for (int64_t j = 0; j < in[i].numel; j++)
+				((double *)in[i].data)[j] = c->lo + (c->hi - c->lo) * tu_rand_unit(&rng);
+		} else {
+			tu_tensor_init(&in[i], TU_I64, dims, nd);
+			for (int64_t j = 0; j < in[i].numel; j++)
+				((int64_t *)in[i].data)[j] = tu_rand_int(&rng, 1, 3);
+		}
+	}
+	oi = interp_options(ctx);
+	kf = compile(mf, c->name, in, nin, oi, ctx);
+	nout = make_outputs(kf, out);
+
+	/* the backward's inputs: the forward's, then the outputs and saved
+	 * temporaries it reads (their values at these inputs, from the forward
+	 * or the forward with saves), then d_O per output (random) */
+	snprintf(fwd, sizeof(fwd), "%s_fwd", c->name);
+	mp = mf;
+	pentry = c->name;
+	if (saves && tc_module_def_arity(mb, fwd, NULL, NULL) == 0) {
+		mp = mb;
+		pentry = fwd;
+	}
+	assert_int_equal(tc_module_def_arity(mb, entry, &nbin, NULL), 0);
+	assert_int_equal(tc_module_def_arity(mp, pentry, NULL, &npout), 0);
+	assert_int_equal(nbin, nin + nsaved(mp, pentry, mb, entry, nin, npout) + nout);
+	kp = mp == mf ? kf : compile(mp, pentry, in, nin, oi, ctx);
+	assert_int_equal(make_outputs(kp, pout), npout);
+	run(kp, in, nin, pout, npout);
+	for (int i = 0; i < nin; i++)
+		bin[i] = in[i];
+	for (int i = nin; i < nbin; i++) {
+		const char *name = tc_module_tensor_name(mb, entry, i);
+		int dO = i >= nbin - nout;
+		int o = dO ? output_named(mf, c->name, nin, nout, name + 2) :
+			output_named(mp, pentry, nin, npout, name);
+		assert_true(o >= 0);
+		if (dO) {
+			tu_tensor_init(&bin[i], TU_F64, out[o].shape, out[o].dl.ndim);
+			for (int64_t j = 0; j < bin[i].numel; j++)
+				((double *)bin[i].data)[j] = 0.25 + tu_rand_unit(&rng);
+		} else {
+			tu_tensor_init(&bin[i], TU_F64, pout[o].shape, pout[o].dl.ndim);
+			for (int64_t j = 0; j < bin[i].numel; j++)
+				((double *)bin[i].data)[j] = tu_get(&pout[o], j);
+		}
+	}
+	if (saves && mp == mf) /* nothing saved: the same text as without */
+		for (int i = nin; i < nbin - nout; i++)
+			assert_true(output_named(mf, c->name, nin, nout,
+				tc_module_tensor_name(mb, entry, i)) >= 0);
+	kbi = compile(mb, entry, bin, nbin, oi, ctx);
+	kbc = compile(mb, entry, bin, nbin, NULL, ctx);
+	ngrad = make_outputs(kbi, gi);
+	assert_int_equal(make_outputs(kbc, gc), ngrad);
+	run(kbi, bin, nbin, gi, ngrad);
+	run(kbc, bin, nbin, gc, ngrad);
+
+	/* which input each gradient belongs to: the order of the inputs */
+	for (int i = 0; i < nin; i++) {
+		const char *name = tc_module_tensor_name(mf, c->name, i);
+		char want[64];
+		snprintf(want, sizeof(want), "d_%s", name);
+		for (int g = 0; g < ngrad; g++)
+			if (!strcmp(tc_module_tensor_name(mb, entry, nbin + g), want))
+				wrt_of[nwrt++] = i;
+	}
+	assert_int_equal(nwrt, ngrad);
+
+	for (int g = 0; g < ngrad; g++) {
+		tu_tensor *x = &in[wrt_of[g]];
+		for (int64_t j = 0; j < x->numel; j++) {
+			double *p = &((double *)x->data)[j], x0 = *p, h = H * fmax(1.0, fabs(x0));
+			double lp, lm, fd, gv = tu_get(&gi[g], j), cv = tu_get(&gc[g], j);
+			*p = x0 + h;
+			run(kf, in, nin, out, nout);
+			lp = loss(out, &bin[nbin - nout], nout);
+			*p = x0 - h;
+			run(kf, in, nin, out, nout);
+			lm = loss(out, &bin[nbin - nout], nout);
+			*p = x0;
+			fd = (lp - lm) / (2 * h);
+			if (!(fabs(fd - gv) <= FD_TOL * (1 + fabs(gv))))
+				fail_msg("%s: d_%s[%lld] = %.17g, finite differences give %.17g\n%s",
+					c->name, tc_module_tensor_name(mf, c->name, wrt_of[g]), (long long)j,
+					gv, fd, text);
+			if (!(fabs(cv - gv) <= CPU_TOL * (1 + fabs(gv))))
+				fail_msg("%s: d_%s[%lld]: cpu %.17g, interpreter %.17g", c->name,
+					tc_module_tensor_name(mf, c->name, wrt_of[g]), (long long)j, cv, gv);
+		}
+	}
+
+	for (int i = 0; i < nbin; i++)
+		tu_tensor_fini(i < nin ? &in[i] : &bin[i]);
+	for (int o = 0; o < nout; o++)
+		tu_tensor_fini(&out[o]);
+	for (int g = 0; g < ngrad; g++) {
+		tu_tensor_fini(&gi[g]);
+		tu_tensor_fini(&gc[g]);
+	}
+	for (int o = 0; o < npout; o++)
+		tu_tensor_fini(&pout[o]);
+	if (kp != kf)
+		tc_kernel_free(kp);
+	tc_kernel_free(kf);
+	tc_kernel_free(kbi);
+	tc_kernel_free(kbc);
+	tc_options_free(oi);
+	tc_string_free(text);
+	tc_module_free(mf);
+	tc_module_free(mb);
+	tc_context_free(ctx);
+}
+
+static const grad_case cases[] = {
+	{"matmul",
+		"def matmul(float64(M,K) A, float64(K,N) B) -> (C) {\n"
+		"  C(m,n) +=! A(m,k) * B(k,n)\n}\n",
+		NULL, {"3x4", "4x5"}, -1, 1},
+	{"matmul_nt",
+		"def matmul_nt(float64(M,K) A, float64(N,K) B) -> (C) {\n"
+		"  C(m,n) +=! A(m,k) * B(n,k)\n}\n",
+		NULL, {"3x4", "5x4"}, -1, 1},
+	{"matmul_tn",
+		"def matmul_tn(float64(K,M) A, float64(K,N) B) -> (C) {\n"
+		"  C(m,n) +=! A(k,m) * B(k,n)\n}\n",
+		"B", {"4x3", "4x5"}, -1, 1},
+	{"bmm",
+		"def bmm(float64(Z,M,K) A, float64(Z,K,N) B) -> (C) {\n"
+		"  C(z,m,n) +=! A(z,m,k) * B(z,k,n)\n}\n",
+		NULL, {"2x3x4", "2x4x3"}, -1, 1},
+	{"fc_relu",
+		"def fc_relu(float64(B,I) X, float64(O,I) W, float64(O) b) -> (Y) {\n"
+		"  T(n,o) +=! X(n,i) * W(o,i)\n"
+		"  Y(n,o) = fmax(T(n,o) + b(o), 0.0)\n}\n",
+		NULL, {"3x4", "5x4", "5"}, -1, 1},
+	{"relu_bias",
+		"def relu_bias(float64(M,N) A, float64(N) B) -> (O) {\n"
+		"  O(m,n) = fmax(A(m,n) + B(n), 0.0)\n}\n",
+		NULL, {"3x4", "4"}, -1, 1},
+	{"pw_exp_log",
+		"def pw_exp_log(float64(N) A, float64(N) B) -> (O) {\n"
+		"  O(i) = exp(A(i)) * log(B(i)) + sqrt(A(i) * B(i)) / tanh(B(i)) - A(i) / B(i)\n}\n",
+		NULL, {"6", "6"}, 0.5, 1.5},
+	{"pw_trig_pow",
+		"def pw_trig_pow(float64(N) A, float64(N) B) -> (O) {\n"
+		"  O(i) = sin(A(i)) * cos(B(i)) + pow(A(i), 3.0) + pow(B(i), A(i)) - -A(i)\n}\n",
+		NULL, {"6", "6"}, 0.5, 1.5},
+	{"pw_more",
+		"def pw_more(float64(N) A) -> (O) {\n"
+		"  O(i) = expm1(A(i)) + log1p(A(i)) + rsqrt(A(i)) + tan(A(i)) + sinh(A(i)) * cosh(A(i))"
+		" + atan(A(i)) + erf(A(i))\n}\n",
+		NULL, {"6"}, 0.5, 1.2},
+	{"pw_select",
+		"def pw_select(float64(N) A, float64(N) B) -> (O) {\n"
+		"  O(i) = fabs(A(i)) * fmax(A(i), B(i)) + fmin(A(i), B(i)) + max(A(i), 0.5 * B(i))"
+		" + min(B(i), 0.25) + (A(i) > B(i) ? A(i) * B(i) : -B(i)) + floor(A(i)) * B(i)\n}\n",
+		NULL, {"8", "8"}, -1.5, 1.5},
+	{"pw_int",
+		"def pw_int(float64(N) A, int64(N) I) -> (O) {\n"
+		"  O(i) = A(i) * float64(I(i)) + float64(int32(A(i) * 4.0))\n}\n",
+		NULL, {"5", "5"}, -1, 1},
+	{"saved",
+		"def saved(float64(N) A, float64(N) B) -> (O, P) {\n"
+		"  O(i) = tanh(A(i))\n"
+		"  P(i) = exp(B(i) * A(i))\n}\n",
+		NULL, {"5", "5"}, 0.5, 1.5},
+	{"softmax",
+		"def softmax(float64(N,C) X) -> (O) {\n"
+		"  e(n,c) = exp(X(n,c))\n"
+		"  s(n) +=! e(n,c)\n"
+		"  O(n,c) = e(n,c) / s(n)\n}\n",
+		NULL, {"3x4"}, -1, 1},
+	{"sumsq",
+		"def sumsq(float64(M,N) A) -> (s) {\n"
+		"  s +=! A(m,n) * A(m,n)\n}\n",
+		NULL, {"3x4"}, -1, 1},
+	{"bcast",
+		"def bcast(float64(M,N) A, float64(N) B, float64(M) C) -> (O, P) {\n"
+		"  O(m,n) = A(m,n) + B(n) * C(m)\n"
+		"  P(n,m) = A(m,n) * A(m,n)\n}\n",
+		NULL, {"3x4", "4", "3"}, -1, 1},
+	{"lets",
+		"def lets(float64(N,K) A, float64(K) B) -> (O) {\n"
+		"  O(i) +=! y * x where k in 0:K, x = A(i,k) + B(k), y = tanh(x)\n}\n",
+		NULL, {"3x4", "4"}, -1, 1},
+	{"ranges",
+		"def ranges(float64(N) A, float64(N) B) -> (O) {\n"
+		"  O(i) = A(i) * exp(B(i)) where i in 0:N\n}\n",
+		NULL, {"5", "5"}, -1, 1},
+	{"concat",
+		"def concat(float64(M,N) A, float64(M,N) B) -> (O) {\n"
+		"  O(n,i,m) = i == 0 ? A(m,n) : B(m,n) where i in 0:2\n}\n",
+		NULL, {"3x4", "3x4"}, -1, 1},
+	{"tri_matmul",
+		"def tri_matmul(float64(M,K) L, float64(K,M) U) -> (LU) {\n"
+		"  LU(m1,m2) +=! (k >= m1 && k <= m2) ? L(m1,k) * U(k,m2) : 0.0\n}\n",
+		NULL, {"4x4", "4x4"}, -1, 1},
+	{"zero_grad",
+		"def zero_grad(float64(N) A, float64(N) B) -> (O) {\n"
+		"  O(i) = B(i) * float64(A(i) > B(i))\n}\n",
+		"A", {"5", "5"}, -1, 1},
+};
+
+static void test_backward_matches_finite_differences_and_cpu(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		check_case(&cases[i], 0);
+		check_case(&cases[i], TC_GRAD_SAVES);
+	}
+}
+
+/* ---- golden texts ---- */
+
+static const grad_case *case_named(const char *name)
+{
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		if (!strcmp(cases[i].name, name))
+			return &cases[i];
+	fail_msg("no case %s", name);
+	return NULL;
+}
+
+static char *slurp(const char *path)
+{
+	FILE *f = fopen(path, "rb");
+	char *s;
+	long n;
+	if (!f)
+		return NULL;
+	fseek(f, 0, SEEK_END);
+	n = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	s = malloc((size_t)n + 1);
+	assert_non_null(s);
+	assert_int_equal(fread(s, 1, (size_t)n, f), (size_t)n);
+	s[n] = '\0';
+	fclose(f);
+	return s;
+}
+
+static void check_golden(const char *src, const char *entry, const char *file, int flags)
+{
+	tc_context *ctx = tc_context_new();
+	tc_module *m = tc_module_parse(ctx, src, "golden.tc");
+	char path[512], *text, *want;
+	const char *update = getenv("TC_UPDATE_GOLDEN");
+	assert_non_null(m);
+	text = tc_module_grad(m, entry, NULL, flags);
+	assert_non_null(text);
+	snprintf(path, sizeof(path), "%s/%s", GOLDEN_DIR, file);
+	if (update && *update && strcmp(update, "0")) {
+		FILE *f = fopen(path, "w");
+		assert_non_null(f);
+		fputs(text, f);
+		fclose(f);
+	} else {
+		want = slurp(path);
+		if (!want)
+			fail_msg("%s is missing: run TC_UPDATE_GOLDEN=1 test_grad", path);
+		if (strcmp(want, text))
+			fail_msg("the backward text differs from %s:\n%s\nif it is right, rerun with "
+				 "TC_UPDATE_GOLDEN=1", path, text);
+		free(want);
+	}
+	tc_string_free(text);
+	tc_module_free(m);
+	tc_context_free(ctx);
+}
+
+static void test_printed_backward_matches_golden(void **state)
+{
+	(void)state;
+	check_golden(case_named("matmul")->src, "matmul", "grad_matmul.tc", 0);
+	check_golden(case_named("fc_relu")->src, "fc_relu", "grad_fc_relu.tc", 0);
+	check_golden(case_named("fc_relu")->src, "fc_relu", "grad_fc_relu_saves.tc", TC_GRAD_SAVES);
+	check_golden(case_named("softmax")->src, "softmax", "grad_softmax.tc", 0);
+	check_golden(case_named("saved")->src, "saved", "grad_saved.tc", 0);
+	check_golden(case_named("lets")->src, "lets", "grad_lets.tc", 0);
+}
+
+/* ---- errors ---- */
+
+/* tc_module_grad of entry in src (wrt) fails with a message containing
+ * each of the NULL-terminated needles. */
+static void expect_error(const char *src, const char *entry, const char *wrt, ...)
+{
+	tc_context *ctx = tc_context_new();
+	tc_module *m = tc_module_parse(ctx, src, "bad.tc");
+	const char *needle;
+	va_list ap;
+	if (!m)
+		fail_msg("%s", tc_context_error(ctx));
+	assert_null(tc_module_grad(m, entry, wrt, 0));
+	assert_int_equal(tc_context_error_kind(ctx), TC_ERROR_USER);
+	va_start(ap, wrt);
+	while ((needle = va_arg(ap, const char *)))
+		assert_true(tu_contains(tc_context_error(ctx), needle));
+	va_end(ap);
+	tc_module_free(m);
+	tc_context_free(ctx);
+}
+
+static void test_unsupported_constructs_are_located_errors(void **state)
+{
+	(void)state;
+	expect_error("def conv(float64(N) I, float64(K) W) -> (O) {\n"
+		     "  O(i) +=! I(i + k) * W(k)\n}\n",
+		"conv", NULL, "bad.tc:2:14: error: gradient: subscript 1 of 'I' is not an index "
+		"variable", "not supported yet", "^", NULL);
+	expect_error("def mx(float64(N,C) X) -> (O) {\n  O(n) max=! X(n,c)\n}\n", "mx", NULL,
+		"bad.tc:2:8: error: gradient: 'max=!' statements are not supported yet", NULL);
+	expect_error("def pr(float64(N,C) X) -> (O) {\n  O(n) *=! X(n,c)\n}\n", "pr", NULL,
+		"bad.tc:2:8:", "'*=!'", NULL);
+	expect_error("def inpl(float64(N) A) -> (O) {\n  O(i) = A(i)\n  O(i) = O(i) + A(i)\n}\n",
+		"inpl", NULL, "bad.tc:3:3: error: gradient: 'O' is written again (an in-place "
+		"update); not supported yet", NULL);
+	expect_error("def gat(float64(N) A, int64(M) I) -> (O) {\n  O(i) = A(I(i))\n}\n", "gat",
+		NULL, "bad.tc:2:12:", "not an index variable", NULL);
+	expect_error("def wh(float64(N) A) -> (O) {\n  O(i) = A(i) * 2.0 where exists A(i)\n}\n",
+		"wh", NULL, "bad.tc:2:27: error: gradient: exists clauses are not supported yet",
+		NULL);
+	expect_error("def lg(float64(N) A) -> (O) {\n  O(i) = lgamma(A(i))\n}\n", "lg", NULL,
+		"bad.tc:2:10:", "the derivative of 'lgamma' is not supported yet", NULL);
+	expect_error("def io(float64(N) A) -> (int32(N) O) {\n  O(i) = int32(A(i))\n}\n", "io",
+		NULL, "bad.tc:1:", "output 'O' is int32; only floating-point outputs", NULL);
+	expect_error("def mm(float64(M,K) A, float64(K,N) B) -> (C) {\n  C(m,n) +=! A(m,k) * "
+		     "B(k,n)\n}\n", "mm", "A,Z", "bad.tc:1:5:", "'Z' is not an input of 'mm' (its "
+		"inputs: A, B)", NULL);
+	expect_error("def ii(float64(N) A, int64(N) I) -> (O) {\n  O(i) = A(i) * float64(I(i))\n}\n",
+		"ii", "I", "input 'I' is int64; only floating-point inputs have a gradient", NULL);
+	expect_error("def mm(float64(M,K) A, float64(K,N) B) -> (C) {\n  C(m,n) +=! A(m,k) * "
+		     "B(k,n)\n}\n", "nope", NULL, "no def named 'nope'", NULL);
+	expect_error("def cl(float64(N) A, float64(N) d_A) -> (O) {\n  O(i) = A(i) * d_A(i)\n}\n",
+		"cl", "A", "bad.tc:1:19: error: gradient: the adjoint of 'A' would be named 'd_A', "
+		"which the def already uses", NULL);
+}
+
+/* ---- the tie rule of fmax, fmin, max and min ---- */
+
+/* Where the arguments are equal, the gradient goes to the first argument
+ * (docs/language.md section 14); finite differences cannot check a kink. */
+static void test_ties_go_to_the_first_argument(void **state)
+{
+	static const char src[] =
+		"def tie(float64(N) A, float64(N) B) -> (O) {\n"
+		"  O(i) = fmax(A(i), B(i)) + 2.0 * fmin(B(i), A(i)) + 4.0 * max(A(i), B(i))"
+		" + 8.0 * min(B(i), A(i))\n}\n";
+	tc_context *ctx = tc_context_new();
+	tc_module *m = tc_module_parse(ctx, src, "tie.tc");
+	char *text;
+	tc_module *mb;
+	tc_options *oi;
+	tc_kernel *k;
+	tu_tensor in[3], g[2];
+	int64_t n = 4;
+	assert_non_null(m);
+	text = tc_module_grad(m, "tie", NULL, 0);
+	assert_non_null(text);
+	mb = tc_module_parse(ctx, text, "tie_grad.tc");
+	assert_non_null(mb);
+	for (int t = 0; t < 3; t++)
+		tu_tensor_init(&in[t], TU_F64, &n, 1);
+	for (int64_t j = 0; j < n; j++) {
+		((double *)in[0].data)[j] = ((double *)in[1].data)[j] = 0.5 + (double)j;
+		((double *)in[2].data)[j] = 1.0 + (double)j; /* d_O */
+	}
+	oi = interp_options(ctx);
+	k = compile(mb, "tie_grad", in, 3, oi, ctx);
+	assert_int_equal(make_outputs(k, g), 2);
+	run(k, in, 3, g, 2);
+	for (int64_t j = 0; j < n; j++) {
+		double d = 1.0 + (double)j;
+		assert_true(tu_get(&g[0], j) == d * (1 + 4)); /* A first in fmax and max */
+		assert_true(tu_get(&g[1], j) == d * (2 + 8)); /* B first in fmin and min */
+	}
+	for (int t = 0; t < 3; t++)
+		tu_tensor_fini(&in[t]);
+	tu_tensor_fini(&g[0]);
+	tu_tensor_fini(&g[1]);
+	tc_kernel_free(k);
+	tc_options_free(oi);
+	tc_string_free(text);
+	tc_module_free(mb);
+	tc_module_free(m);
+	tc_context_free(ctx);
+}
+
+/* ---- mixed floating-point types ---- */
+
+/* An adjoint has its tensor's type: a derivative computed in another type is
+ * cast to it (as a narrowing store must be), so the text checks; checked
+ * against the same formula in C on both backends. */
+static void test_mixed_types_cast_to_the_adjoint_type(void **state)
+{
+	static const char src[] =
+		"def m(float32(N) A, float64(N) B, float16(N) H) -> (O) {\n"
+		"  O(i) = float32(float64(A(i)) * B(i)) + float32(H(i)) * 3.0\n}\n";
+	tc_context *ctx = tc_context_new();
+	tc_module *m = tc_module_parse(ctx, src, "m.tc"), *mb;
+	tc_options *oi;
+	char *text;
+	int64_t n = 6;
+	tu_tensor in[4], g[3];
+	uint64_t rng = tu_seed("mixed", 1);
+	(void)state;
+	assert_non_null(m);
+	text = tc_module_grad(m, "m", NULL, 0);
+	assert_non_null(text);
+	assert_true(tu_contains(text, "d_A(i) = float32(d_O(i) * B(i))"));
+	assert_true(tu_contains(text, "d_H(i) = float16(d_O(i) * 3.0)"));
+	mb = tc_module_parse(ctx, text, "m_grad.tc");
+	if (!mb)
+		fail_msg("%s\n%s", text, tc_context_error(ctx));
+	tu_tensor_init(&in[0], TU_F32, &n, 1);
+	tu_tensor_init(&in[1], TU_F64, &n, 1);
+	tu_tensor_init(&in[2], TU_F16, &n, 1);
+	tu_tensor_init(&in[3], TU_F32, &n, 1);
+	for (int64_t j = 0; j < n; j++) {
+		((float *)in[0].data)[j] = (float)(tu_rand_unit(&rng) + 0.5);
+		((double *)in[1].data)[j] = tu_rand_unit(&rng) + 0.5;
+		((uint16_t *)in[2].data)[j] = tu_half_from_double(tu_rand_unit(&rng) + 0.5);
+		((float *)in[3].data)[j] = (float)(tu_rand_unit(&rng) + 0.25);
+	}
+	oi = interp_options(ctx);
+	for (int target = 0; target < 2; target++) {
+		tc_kernel *k = compile(mb, "m_grad", in, 4, target ? NULL : oi, ctx);
+		const DLTensor *ins[4] = {&in[0].dl, &in[1].dl, &in[2].dl, &in[3].dl};
+		DLTensor *outs[3];
+		tu_tensor_init(&g[0], TU_F32, &n, 1);
+		tu_tensor_init(&g[1], TU_F64, &n, 1);
+		tu_tensor_init(&g[2], TU_F16, &n, 1);
+		for (int t = 0; t < 3; t++) {
+			tu_poison(&g[t]);
+			outs[t] = &g[t].dl;
+		}
+		assert_int_equal(tc_kernel_run(k, ins, 4, outs, 3), 0);
+		for (int64_t j = 0; j < n; j++) {
+			double dO = tu_get(&in[3], j);
+			assert_true(tu_get(&g[0], j) == (double)(float)(dO * tu_get(&in[1], j)));
+			assert_true(fabs(tu_get(&g[1], j) - dO * tu_get(&in[0], j)) <= 1e-15);
+			assert_true(tu_get(&g[2], j) ==
+				tu_half_to_double(tu_half_from_double((double)(float)(dO * 3.0))));
+		}
+		for (int t = 0; t < 3; t++)
+			tu_tensor_fini(&g[t]);
+		tc_kernel_free(k);
+	}
+	for (int t = 0; t < 4; t++)
+		tu_tensor_fini(&in[t]);
+	tc_options_free(oi);
+	tc_string_free(text);
+	tc_module_free(mb);
+	tc_module_free(m);
+	tc_context_free(ctx);
+}
+
+/* ---- every def of the corpus ---- */
+
+/* Every def of tests/corpus, examples/ and bench/kernels.tc, with and
+ * without saves: the derived text checks, or the error is a located
+ * "gradient:" one (never a crash or an internal error).  At least 100 of
+ * the derivations succeed (102 when written: 51 defs, twice), so losing
+ * many supported defs is seen without pinning files others add to. */
+static void test_corpus_defs_derive_or_fail_located(void **state)
+{
+	static const char *const dirs[] = {TC_SOURCE_DIR "/tests/corpus", TC_SOURCE_DIR "/examples",
+		TC_SOURCE_DIR "/bench"};
+	int derived = 0, refused = 0;
+	(void)state;
+	for (size_t di = 0; di < sizeof(dirs) / sizeof(dirs[0]); di++) {
+		DIR *dir = opendir(dirs[di]);
+		struct dirent *ent;
+		assert_non_null(dir);
+		while ((ent = readdir(dir))) {
+			char path[1024];
+			size_t len = strlen(ent->d_name);
+			tc_context *ctx;
+			tc_module *m;
+			if (len < 4 || strcmp(ent->d_name + len - 3, ".tc"))
+				continue;
+			if (di == 2 && strcmp(ent->d_name, "kernels.tc"))
+				continue;
+			snprintf(path, sizeof(path), "%s/%s", dirs[di], ent->d_name);
+			ctx = tc_context_new();
+			m = tc_module_load(ctx, path);
+			if (!m)
+				fail_msg("%s: %s", path, tc_context_error(ctx));
+			for (int i = 0; i < tc_module_num_defs(m); i++)
+				for (int flags = 0; flags <= TC_GRAD_SAVES; flags += TC_GRAD_SAVES) {
+					const char *name = tc_module_def_name(m, i);
+					char *text = tc_module_grad(m, name, NULL, flags);
+					if (text) {
+						tc_module *mb = tc_module_parse(ctx, text, "grad.tc");
+						if (!mb)
+							fail_msg("%s: %s: the derived text does not check:\n%s\n%s",
+								path, name, text, tc_context_error(ctx));
+						tc_module_free(mb);
+						tc_string_free(text);
+						derived++;
+					} else {
+						assert_int_equal(tc_context_error_kind(ctx), TC_ERROR_USER);
+						assert_true(tu_contains(tc_context_error(ctx), ent->d_name));
+						assert_true(tu_contains(tc_context_error(ctx), ": error: gradient: "));
+						assert_true(tu_contains(tc_context_error(ctx), "^"));
+						refused++;
+					}
+				}
+			tc_module_free(m);
+			tc_context_free(ctx);
+		}
+		closedir(dir);
+	}
+	printf("derived %d, refused %d (each def twice)\n", derived, refused);
+	assert_true(derived >= 100);
+	assert_true(refused > 0);
+}
+
+/* ---- allocation failures ---- */
+
+static struct {
+	long count, fail_at;
+} A;
+
+/* The allocation hook (realloc semantics): the fail_at-th allocation fails. */
+static void *failing_alloc(void *ud, void *ptr, size_t size)
+{
+	(void)ud;
+	if (size == 0) {
+		free(ptr);
+		return NULL;
+	}
+	if (++A.count == A.fail_at)
+		return NULL;
+	return realloc(ptr, size);
+}
+
+/* tc_module_grad with each of its allocations failing in turn gives NULL
+ * and an out-of-memory error, or the text it gives without failures. */
+static void test_allocation_failures_are_errors(void **state)
+{
+	static const char *const names[] = {"fc_relu", "softmax", "saved", "zero_grad"};
+	int flags = 0;
+	(void)state;
+	for (size_t c = 0; c < sizeof(names) / sizeof(names[0]); c++) {
+		const grad_case *gc = case_named(names[c]);
+		tc_context *ctx = tc_context_new();
+		tc_module *m = tc_module_parse(ctx, gc->src, "f.tc");
+		char *want;
+		flags = c % 2 ? TC_GRAD_SAVES : 0; /* softmax and zero_grad with saves */
+		want = tc_module_grad(m, gc->name, gc->wrt, flags);
+		long n;
+		assert_non_null(want);
+		for (n = 1;; n++) {
+			char *text;
+			A.count = 0;
+			A.fail_at = n;
+			tc_set_alloc(failing_alloc, NULL);
+			text = tc_module_grad(m, gc->name, gc->wrt, flags);
+			tc_set_alloc(NULL, NULL);
+			if (A.count < n) { /* no allocation failed: done */
+				assert_non_null(text);
+				assert_string_equal(text, want);
+				tc_string_free(text);
+				break;
+			}
+			if (text) {
+				assert_string_equal(text, want);
+				tc_string_free(text);
+			} else {
+				assert_int_equal(tc_context_error_kind(ctx), TC_ERROR_NOMEM);
+			}
+		}
+		assert_true(n > 3);
+		tc_string_free(want);
+		tc_module_free(m);
+		tc_context_free(ctx);
+	}
+}
+
+/* ---- tcomp grad ---- */
+
+/* Run "tcomp ARGS" in dir with stdout and stderr into dir/out.txt; the
+ * exit status, the output into *text (malloc'd). */
+static int tcomp(const char *dir, const char *args, char **text)
+{
+	char cmd[1024], path[600];
+	int st;
+	snprintf(cmd, sizeof(cmd), "cd %s && %s/tcomp %s > out.txt 2>&1", dir, TC_BINARY_DIR, args);
+	st = system(cmd);
+	snprintf(path, sizeof(path), "%s/out.txt", dir);
+	*text = slurp(path);
+	assert_non_null(*text);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static void test_tcomp_grad_command(void **state)
+{
+	char dir[512], path[600], *text;
+	FILE *f;
+	(void)state;
+	snprintf(dir, sizeof(dir), "%s/tmp-grad-XXXXXX", TC_BINARY_DIR);
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/mm.tc", dir);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs(case_named("matmul")->src, f);
+	fputs(case_named("matmul_nt")->src, f);
+	fclose(f);
+
+	/* --wrt A: d_A only, on stdout */
+	assert_int_equal(tcomp(dir, "grad mm.tc -e matmul --wrt A", &text), 0);
+	assert_true(tu_contains(text, "def matmul_grad(float64(M,K) A, float64(K,N) B, "
+		"float64(M,N) d_C) -> (float64(M,K) d_A) {\n  d_A(m,k) +=! d_C(m, n) * B(k, n)\n}\n"));
+	free(text);
+	/* -o: the text is a file that tcomp checks */
+	assert_int_equal(tcomp(dir, "grad mm.tc -e matmul_nt -o g.tc", &text), 0);
+	assert_string_equal(text, "");
+	free(text);
+	assert_int_equal(tcomp(dir, "check g.tc", &text), 0);
+	assert_true(tu_contains(text, "def matmul_nt_grad(float64(M,K) A, float64(N,K) B, "
+		"float64(M,N) d_C) -> (float64(M,K) d_A, float64(N,K) d_B)"));
+	free(text);
+	/* --saves: the forward with saves first */
+	snprintf(path, sizeof(path), "%s/fc.tc", dir);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs(case_named("fc_relu")->src, f);
+	fclose(f);
+	assert_int_equal(tcomp(dir, "grad fc.tc --saves", &text), 0);
+	assert_true(tu_contains(text, "def fc_relu_fwd(float64(B,I) X, float64(O,I) W, "
+		"float64(O) b) -> (Y, float64(B,O) T) {\n"));
+	assert_true(tu_contains(text, "def fc_relu_grad(float64(B,I) X, float64(O,I) W, "
+		"float64(O) b, float64(B,O) T, float64(B,O) d_Y)"));
+	free(text);
+	/* errors: located, exit status 1 */
+	assert_int_equal(tcomp(dir, "grad mm.tc -e matmul --wrt C", &text), 1);
+	assert_true(tu_contains(text, "mm.tc:1:5: error: gradient: 'C' is not an input of "
+		"'matmul' (its inputs: A, B)"));
+	free(text);
+	assert_int_equal(tcomp(dir, "grad mm.tc", &text), 1);
+	assert_true(tu_contains(text, "-e"));
+	free(text);
+	assert_int_equal(tcomp(dir, "grad --help", &text), 0);
+	assert_true(tu_contains(text, "usage: tcomp grad FILE.tc"));
+	free(text);
+	snprintf(path, sizeof(path), "rm -rf %s", dir);
+	assert_int_equal(system(path), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_backward_matches_finite_differences_and_cpu),
+		cmocka_unit_test(test_printed_backward_matches_golden),
+		cmocka_unit_test(test_ties_go_to_the_first_argument),
+		cmocka_unit_test(test_mixed_types_cast_to_the_adjoint_type),
+		cmocka_unit_test(test_corpus_defs_derive_or_fail_located),
+		cmocka_unit_test(test_unsupported_constructs_are_located_errors),
+		cmocka_unit_test(test_tcomp_grad_command),
+		cmocka_unit_test(test_allocation_failures_are_errors),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
