@@ -139,21 +139,27 @@ def interp_and_emulator(tcomp, npygen, tmp, tag, path, name, shapes, outs, opts,
     return results
 
 
-# LeakSanitizer's own failure (its tracer crashing while it stops the threads for
-# the leak check at exit: seen once in a sanitizer build, at random, after NVRTC
-# had compiled everything), not a leak, which LeakSanitizer reports as "detected
-# memory leaks"; a command that ends so runs once more.
+# LeakSanitizer's own failure, not a leak (which it reports as "detected memory
+# leaks"): in the sanitizer build its tracer crashes at exit on a dynamic TLS entry
+# it cannot read ("Tracer caught signal 11", "DTLS 8 at 0x...1512") in some tcomp
+# processes that ran NVRTC, depending on their memory layout (the same command
+# passed from one directory and failed from another; keeping NVRTC's builtins
+# library loaded did not help).  Such a command runs once more with the leak check
+# off: AddressSanitizer and UBSan still check it, and test_corpus_cuda checks the
+# same NVRTC path for leaks in its own process.
 LSAN_TRACER_FAILURE = "LeakSanitizer has encountered a fatal error"
 
 
 def run(cmd):
-    """(status, stdout + stderr) of cmd; rerun once after a LeakSanitizer tracer
-    failure (LSAN_TRACER_FAILURE)."""
-    for attempt in range(2):
-        r = subprocess.run(cmd, capture_output=True, text=True)
+    """(status, stdout + stderr) of cmd; after a LeakSanitizer tracer failure
+    (LSAN_TRACER_FAILURE) once more without the leak check."""
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    text = r.stdout + r.stderr
+    if LSAN_TRACER_FAILURE in text and "detected memory leaks" not in text:
+        env = dict(os.environ)
+        env["ASAN_OPTIONS"] = (env.get("ASAN_OPTIONS", "") + ":detect_leaks=0").lstrip(":")
+        r = subprocess.run(cmd, capture_output=True, text=True, env=env)
         text = r.stdout + r.stderr
-        if LSAN_TRACER_FAILURE not in text or "detected memory leaks" in text:
-            break
     return r.returncode, text
 
 
