@@ -46,23 +46,6 @@
 
 #include <string.h>
 
-/* The accesses of p to the isl array named name. */
-typedef struct array_acc {
-	const char *name;
-	isl_union_map *acc;
-} array_acc;
-
-static isl_stat keep_array(isl_map *map, void *user)
-{
-	array_acc *a = user;
-	const char *n = isl_map_get_tuple_name(map, isl_dim_out);
-	if (n && !strcmp(n, a->name))
-		a->acc = isl_union_map_add_map(a->acc, map);
-	else
-		isl_map_free(map);
-	return a->acc ? isl_stat_ok : isl_stat_error;
-}
-
 static isl_bool no_parallel_mark(isl_schedule_node *node, void *user)
 {
 	int *found = user;
@@ -150,35 +133,28 @@ static int enclosing_bands(isl_schedule *s, isl_union_set *inst, isl_schedule_no
 static int contract_one(tc_poly *p, int t)
 {
 	const tc_ir_tensor *tt = &p->f->tensors[t];
-	array_acc a;
+	isl_union_map *acc = isl_union_map_union(tc_poly_tensor_accesses(p, p->writes, t, NULL),
+		tc_poly_tensor_accesses(p, p->reads, t, NULL));
 	isl_union_set *inst;
 	isl_schedule_node *bands[TC_MAX_RANK * 4];
-	char name[256];
 	int nb, i, j = 0;
-	snprintf(name, sizeof(name), "%s", tt->name);
-	if (tc_poly_isl_keyword(name))
-		snprintf(name, sizeof(name), "%s_", tt->name);
-	a.name = name;
-	a.acc = isl_union_map_empty(isl_union_map_get_space(p->writes));
-	if (isl_union_map_foreach_map(p->writes, keep_array, &a) < 0 ||
-		isl_union_map_foreach_map(p->reads, keep_array, &a) < 0 ||
-		isl_union_map_is_empty(a.acc) != isl_bool_false) {
-		isl_union_map_free(a.acc);
+	if (!acc || isl_union_map_is_empty(acc) != isl_bool_false) {
+		isl_union_map_free(acc);
 		return 0;
 	}
-	inst = isl_union_map_domain(isl_union_map_copy(a.acc));
+	inst = isl_union_map_domain(isl_union_map_copy(acc));
 	nb = enclosing_bands(p->schedule, inst, bands, (int)(sizeof(bands) / sizeof(bands[0])));
 	for (i = nb - 1; i >= 0 && !j; i--) {
 		int par = 0;
 		if (isl_schedule_node_foreach_descendant_top_down(bands[i], no_parallel_mark, &par) < 0)
 			break; /* an isl error */
 		if (!par)
-			j = row_dims(bands[i], a.acc, inst, tt->ndim);
+			j = row_dims(bands[i], acc, inst, tt->ndim);
 	}
 	for (i = 0; i < nb; i++)
 		isl_schedule_node_free(bands[i]);
 	isl_union_set_free(inst);
-	isl_union_map_free(a.acc);
+	isl_union_map_free(acc);
 	if (j) { /* the buffer's size */
 		int64_t bytes = tc_ir_tail_bytes(p->f, t, j, p->params);
 		if (bytes < 1 || bytes > p->target->rowbuf_bytes)

@@ -154,44 +154,6 @@ static isl_union_set *equals_param(isl_union_pw_aff *v, isl_union_set *dom, cons
 	return isl_union_pw_aff_zero_union_set(isl_union_pw_aff_sub(v, q));
 }
 
-/* The isl tuple name of tensor t (a trailing '_' after an isl keyword, as
- * the model writes it). */
-static void tensor_name(const tc_poly *p, int t, char *buf, size_t n)
-{
-	const char *name = p->f->tensors[t].name;
-	snprintf(buf, n, "%s%s", name, tc_poly_isl_keyword(name) ? "_" : "");
-}
-
-/* The maps of umap (borrowed) whose range is the tensor named name. */
-typedef struct of_tensor {
-	const char *name;
-	isl_union_map *out;
-	int written;
-} of_tensor;
-
-static isl_stat keep_tensor(isl_map *m, void *user)
-{
-	of_tensor *o = user;
-	const char *n = isl_map_get_tuple_name(m, isl_dim_out);
-	if (n && !strcmp(n, o->name))
-		o->out = isl_union_map_add_map(o->out, m);
-	else
-		isl_map_free(m);
-	return o->out ? isl_stat_ok : isl_stat_error;
-}
-
-static isl_union_map *maps_of(isl_union_map *umap, const char *name, isl_union_set *dom)
-{
-	of_tensor o = {name, NULL, 0};
-	isl_union_map *m = isl_union_map_intersect_domain(isl_union_map_copy(umap),
-		isl_union_set_copy(dom));
-	o.out = isl_union_map_empty(isl_union_map_get_space(m));
-	if (isl_union_map_foreach_map(m, keep_tensor, &o) < 0)
-		o.out = isl_union_map_free(o.out);
-	isl_union_map_free(m);
-	return o.out;
-}
-
 static isl_stat single_valued(isl_map *m, void *user)
 {
 	int *ok = user;
@@ -275,19 +237,17 @@ static int fixed_box(isl_map *f, isl_multi_aff **offset, int64_t *size, int *ndi
 static int consider(promo *pr, int t, cand *c)
 {
 	tc_poly *p = pr->p;
-	char name[256];
 	isl_union_map *w, *foot, *all;
 	isl_union_set *readers;
 	isl_map *f;
 	int ok = 1, k, empty;
 	double elems = 1, reads;
-	tensor_name(p, t, name, sizeof(name));
-	w = maps_of(p->writes, name, pr->dom);
+	w = tc_poly_tensor_accesses(p, p->writes, t, pr->dom);
 	empty = w ? isl_union_map_is_empty(w) : isl_bool_error;
 	isl_union_map_free(w);
 	if (empty != isl_bool_true)
 		return empty < 0 ? -1 : 0;
-	if (!(c->reads = maps_of(p->reads, name, pr->dom)))
+	if (!(c->reads = tc_poly_tensor_accesses(p, p->reads, t, pr->dom)))
 		return -1;
 	empty = isl_union_map_is_empty(c->reads);
 	if (empty != isl_bool_false)
@@ -314,7 +274,7 @@ static int consider(promo *pr, int t, cand *c)
 	if (!c->offset)
 		return -1;
 	/* the reads of a step, on average over the steps of every block */
-	all = maps_of(p->reads, name, pr->all);
+	all = tc_poly_tensor_accesses(p, p->reads, t, pr->all);
 	if (!all)
 		return -1;
 	readers = isl_union_map_domain(all);

@@ -920,6 +920,42 @@ const tc_poly_stmt *tc_poly_find_stmt(__tc_keep const tc_poly *p, const char *na
 	return NULL;
 }
 
+/* The maps of a union map to the isl array named name. */
+typedef struct array_acc {
+	const char *name;
+	isl_union_map *acc;
+} array_acc;
+
+static isl_stat keep_array(isl_map *map, void *user)
+{
+	array_acc *a = user;
+	const char *n = isl_map_get_tuple_name(map, isl_dim_out);
+	if (n && !strcmp(n, a->name))
+		a->acc = isl_union_map_add_map(a->acc, map);
+	else
+		isl_map_free(map);
+	return a->acc ? isl_stat_ok : isl_stat_error;
+}
+
+isl_union_map *tc_poly_tensor_accesses(__tc_keep const tc_poly *p, __tc_keep isl_union_map *umap,
+	int t, __tc_keep isl_union_set *dom)
+{
+	tc_buf name;
+	array_acc a;
+	isl_union_map *m = isl_union_map_copy(umap);
+	if (dom)
+		m = isl_union_map_intersect_domain(m, isl_union_set_copy(dom));
+	tc_buf_init(&name);
+	put_name(&name, p->f->tensors[t].name); /* as the model writes it */
+	a.name = name.s;
+	a.acc = m && a.name ? isl_union_map_empty(isl_union_map_get_space(m)) : NULL;
+	if (a.acc && isl_union_map_foreach_map(m, keep_array, &a) < 0)
+		a.acc = isl_union_map_free(a.acc);
+	isl_union_map_free(m);
+	tc_buf_free(&name);
+	return a.acc;
+}
+
 const char *const TC_POLY_GPU_BLOCK[3] = {"tc_bx", "tc_by", "tc_bz"};
 const char *const TC_POLY_GPU_THREAD[3] = {"tc_tx", "tc_ty", "tc_tz"};
 

@@ -406,6 +406,10 @@ __tc_give isl_union_set *tc_poly_stmt_instances(__tc_keep const tc_poly *p,
 /* The instances of the packing copies (IR statements marked pack, see
  * tc_ir_pack); empty when there are none. */
 __tc_give isl_union_set *tc_poly_pack_instances(__tc_keep const tc_poly *p);
+/* The accesses of umap (p->reads or p->writes, borrowed) to tensor t, of
+ * the instances in dom (borrowed; NULL: all), or NULL on an isl error. */
+__tc_give isl_union_map *tc_poly_tensor_accesses(__tc_keep const tc_poly *p,
+	__tc_keep isl_union_map *umap, int t, __tc_keep isl_union_set *dom);
 /* Whether every instance in instances (borrowed) belongs to a packing
  * copy: the passes leave their loop nests alone. */
 int tc_poly_is_pack(__tc_keep const tc_poly *p, __tc_keep isl_union_set *instances);
