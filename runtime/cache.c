@@ -411,38 +411,42 @@ static int check_meta(tc_cache *c)
 	return r;
 }
 
+/* What the database holds: 1 a current tcomp kernel cache, 0 no tables at
+ * all, -1 another program's database, a newer schema or unreadable (error
+ * recorded).  The meta table and the table count are two reads: when the
+ * first finds no meta table and the second finds tables, another tcomp
+ * process may have created the schema in between (its commit holds both),
+ * so the meta table is read once more before the file is called foreign. */
+static int classify(tc_cache *c)
+{
+	int m = check_meta(c), n;
+	if (m != 0)
+		return m;
+	if ((n = count_tables(c)) <= 0)
+		return n;
+	if ((m = check_meta(c)) != 0)
+		return m;
+	tc_cache_set_error(c,
+		"'%s' is an SQLite database but not a tcomp kernel cache; it is not used", c->path);
+	return -1;
+}
+
 /* Make sure the schema is there (write mode: create it in an empty
  * database).  0 ok, 1 empty database (read mode), -1 error. */
 static int setup_schema(tc_cache *c)
 {
-	int m = check_meta(c), n;
-	if (m == 1)
-		return 0;
-	if (m < 0)
-		return -1;
-	if ((n = count_tables(c)) < 0)
-		return -1;
-	if (n > 0) {
-		tc_cache_set_error(c,
-			"'%s' is an SQLite database but not a tcomp kernel cache; it is not used",
-			c->path);
-		return -1;
-	}
+	int m = classify(c);
+	if (m != 0)
+		return m == 1 ? 0 : -1;
 	if (c->mode == TC_CACHE_READ)
 		return 1;
 	if (begin_write(c) < 0)
 		return -1;
-	/* another writer may have created it meanwhile */
-	if ((m = check_meta(c)) == 1) {
+	/* another writer may have created it meanwhile; inside the write
+	 * transaction nothing changes between the two reads */
+	if ((m = classify(c)) != 0) {
 		rollback(c);
-		return 0;
-	}
-	if (m < 0 || (n = count_tables(c)) != 0) {
-		if (n > 0)
-			tc_cache_set_error(c, "'%s' is an SQLite database but not a tcomp kernel "
-					      "cache; it is not used", c->path);
-		rollback(c);
-		return -1;
+		return m == 1 ? 0 : -1;
 	}
 	if (exec(c, schema_sql, "create the schema") < 0) {
 		rollback(c);
@@ -467,18 +471,7 @@ static int file_writable(const char *path)
  * another program's database, a newer schema or unreadable.  Reads only. */
 static int check_foreign(tc_cache *c)
 {
-	int m = check_meta(c), n;
-	if (m == 1)
-		return 0;
-	if (m < 0 || (n = count_tables(c)) < 0)
-		return -1;
-	if (n > 0) {
-		tc_cache_set_error(c,
-			"'%s' is an SQLite database but not a tcomp kernel cache; it is not used",
-			c->path);
-		return -1;
-	}
-	return 0;
+	return classify(c) < 0 ? -1 : 0;
 }
 
 /* Does the file start like an SQLite database?  1 yes, 0 empty, -1 no
