@@ -18,10 +18,14 @@
  * backward def by copies of their statements; adjoints of temporaries are
  * temporaries of the backward def.
  *
- * This slice supports statements with '=' and '+=!' (with where ranges and
- * lets, copied to the derived statements that need them) whose reads have
- * distinct index variables as subscripts covering the whole tensor; other
- * constructs are located errors "... not supported yet". */
+ * Supported: statements with '=', '+=!', '*=!', 'max=!' and 'min=!' (with
+ * where ranges, exists clauses and lets, copied to the derived statements
+ * that need them) whose reads have distinct index variables as subscripts;
+ * a read over part of a tensor makes its adjoint zero first and then adds
+ * to it.  max=!/min=! send the gradient to the first term attaining the
+ * result (arg_gate), *=! multiplies by the product of the other factors,
+ * exact at zeros (product_factor).  Other constructs are located errors
+ * "... not supported yet". */
 #include "grad.h"
 
 #include <stdio.h>
@@ -256,6 +260,51 @@ static tc_expr *mk_ternary(grad_ctx *g, tc_expr *c, tc_expr *a, tc_expr *b)
 	return e;
 }
 
+static tc_expr *mk_int(grad_ctx *g, int64_t v)
+{
+	tc_expr *e = mk_node(g, TC_AST_INT, 0);
+	if (e)
+		e->ival = v;
+	return e;
+}
+
+static tc_expr *mk_cast(grad_ctx *g, tc_dtype dt, tc_expr *a)
+{
+	tc_expr *e = mk_node(g, TC_AST_CAST, 1);
+	if (!e)
+		return NULL;
+	e->cast_type = dt;
+	e->args[0] = a;
+	return e;
+}
+
+/* The size expression x of statement s as text (an expression of the
+ * def's sizes, integer constants and s's index variables). */
+static tc_expr *sx_expr(grad_ctx *g, const tc_stmt *s, const tc_sexpr *x)
+{
+	switch (x->kind) {
+	case TC_SX_CONST:
+		return mk_int(g, x->c);
+	case TC_SX_PARAM:
+		return mk_ident(g, g->def->sizes[x->id]);
+	case TC_SX_VAR:
+		return mk_ident(g, s->vars[x->id].name);
+	case TC_SX_ADD:
+		return mk_bin(g, TC_AOP_ADD, sx_expr(g, s, x->a), sx_expr(g, s, x->b));
+	case TC_SX_MUL:
+		return mk_bin(g, TC_AOP_MUL, mk_int(g, x->c), sx_expr(g, s, x->a));
+	case TC_SX_FLOORDIV:
+		return mk_bin(g, TC_AOP_DIV, sx_expr(g, s, x->a), mk_int(g, x->c));
+	case TC_SX_MOD:
+		return mk_bin(g, TC_AOP_MOD, sx_expr(g, s, x->a), mk_int(g, x->c));
+	case TC_SX_MIN:
+		return mk_call(g, "min", sx_expr(g, s, x->a), sx_expr(g, s, x->b));
+	case TC_SX_MAX:
+		return mk_call(g, "max", sx_expr(g, s, x->a), sx_expr(g, s, x->b));
+	}
+	return NULL;
+}
+
 /* ---- the derivative ---- */
 
 /* Whether e reads tensor t with the subscripts of the read r. */
@@ -468,7 +517,6 @@ static void check_reads(grad_ctx *g, const tc_stmt *s, const tc_expr *e)
 		}
 		for (i = 0; i < e->nargs; i++) {
 			const tc_expr *a = e->args[i];
-			int v;
 			if (a->kind != TC_AST_IDENT || a->ref != TC_REF_INDEX) {
 				tc_error(g->d, a->loc,
 					"gradient: subscript %d of '%s' is not an index variable; offset, "
@@ -485,14 +533,6 @@ static void check_reads(grad_ctx *g, const tc_stmt *s, const tc_expr *e)
 					g->failed = 1;
 					return;
 				}
-			v = var_of(s, a->name);
-			if (v < 0 || !covers(s, v, ti->ext[i])) {
-				tc_error(g->d, a->loc,
-					"gradient: '%s' ranges over only part of dimension %d of '%s'; "
-					"partial reads are not supported yet", a->name, i + 1, ti->name);
-				g->failed = 1;
-				return;
-			}
 		}
 		return;
 	}
@@ -507,13 +547,6 @@ static void check_stmt(grad_ctx *g, int si)
 	const tc_stmt *s = def->stmts[si];
 	const tc_tensor_info *ti = &def->tensors[s->tensor];
 	int i;
-	for (i = 0; i < s->nwhere; i++)
-		if (s->where[i].kind == TC_WHERE_EXISTS) {
-			tc_error(g->d, s->where[i].loc,
-				"gradient: exists clauses are not supported yet");
-			g->failed = 1;
-			return;
-		}
 	if (ti->first_write != si) {
 		tc_error(g->d, s->lhs_loc,
 			"gradient: '%s' is written again (an in-place update); not supported yet",
@@ -521,15 +554,10 @@ static void check_stmt(grad_ctx *g, int si)
 		g->failed = 1;
 		return;
 	}
-	if (s->red == TC_RED_MUL || s->red == TC_RED_MIN || s->red == TC_RED_MAX ||
-		(s->red == TC_RED_ADD && !s->init)) {
+	if (s->red != TC_RED_ASSIGN && !s->init) {
 		tc_error(g->d, s->op_loc, "gradient: '%s' statements are not supported yet "
-			"(supported: '=' and '+=!')", tc_red_name(s->red, s->init));
-		g->failed = 1;
-		return;
-	}
-	if (s->red == TC_RED_ASSIGN && s->nvars > s->nidx) {
-		tc_error(g->d, s->op_loc, "gradient: '=' with reduction indices is not supported");
+			"(supported: '=', '+=!', '*=!', 'max=!' and 'min=!')",
+			tc_red_name(s->red, s->init));
 		g->failed = 1;
 		return;
 	}
@@ -719,10 +747,221 @@ static int bounded_where(grad_ctx *g, const char *name)
 		const tc_where *w = &g->cur->where[i];
 		if (w->kind == TC_WHERE_RANGE && !strcmp(w->name, name))
 			return 1;
-		if (w->kind == TC_WHERE_LET && g->let_used[i] && bounded_in(w->val, name))
+		if ((w->kind == TC_WHERE_EXISTS || (w->kind == TC_WHERE_LET && g->let_used[i])) &&
+			bounded_in(w->val, name))
 			return 1;
 	}
 	return 0;
+}
+
+/* A new backward statement lhs(idx) red rhs (init: the '!'). */
+static tc_stmt *mk_stmt(grad_ctx *g, const char *lhs, int nidx, const char **idx, tc_red red,
+	int init, tc_expr *rhs)
+{
+	tc_stmt *b = tc_arena_alloc(g->ar, sizeof(*b));
+	if (!b)
+		return NULL;
+	b->lhs = lhs;
+	b->nidx = nidx;
+	b->idx = idx;
+	b->red = red;
+	b->init = init;
+	b->rhs = rhs;
+	return b;
+}
+
+/* Give b the where ranges and exists clauses of g->cur and the lets marked
+ * in g->let_used; the forward temporaries they read are recomputed. */
+static int attach_where(grad_ctx *g, tc_stmt *b)
+{
+	const tc_stmt *s = g->cur;
+	int v;
+	for (v = 0; v < s->nwhere; v++)
+		b->nwhere += s->where[v].kind != TC_WHERE_LET || g->let_used[v];
+	if (b->nwhere && !(b->where = tc_arena_alloc(g->ar, (size_t)b->nwhere * sizeof(tc_where))))
+		return -1;
+	b->nwhere = 0;
+	for (v = 0; v < s->nwhere; v++)
+		if (s->where[v].kind != TC_WHERE_LET || g->let_used[v]) {
+			b->where[b->nwhere++] = s->where[v];
+			if (s->where[v].kind != TC_WHERE_RANGE)
+				mark_temps(g, s->where[v].val);
+		}
+	return 0;
+}
+
+/* Append the backward temporary statement lhs(g->cur's left indices) red
+ * rhs, with the where clauses rhs needs; 0 or -1. */
+static int push_temp(grad_ctx *g, const char *lhs, tc_red red, tc_expr *rhs)
+{
+	const tc_stmt *s = g->cur;
+	tc_stmt *b;
+	int v;
+	if (!lhs || !rhs || !(b = mk_stmt(g, lhs, s->nidx, s->idx, red, 1, rhs)))
+		return -1;
+	for (v = 0; v < s->nwhere; v++)
+		g->let_used[v] = 0;
+	mark_lets(g, rhs);
+	if (attach_where(g, b) < 0)
+		return -1;
+	mark_temps(g, rhs);
+	if (tc_vec_push(&g->stmts, b) < 0)
+		return -1;
+	return 0;
+}
+
+/* Whether name is a tensor or size name of the def. */
+static int name_taken(const tc_def *def, const char *name)
+{
+	int i;
+	for (i = 0; i < def->ntensors; i++)
+		if (!strcmp(def->tensors[i].name, name))
+			return 1;
+	for (i = 0; i < def->nsizes; i++)
+		if (!strcmp(def->sizes[i], name))
+			return 1;
+	return 0;
+}
+
+/* A name for a backward temporary, prefix_T, that the def does not use
+ * (a number is appended where it does). */
+static const char *fresh_name(grad_ctx *g, const char *prefix, const char *t)
+{
+	char buf[256];
+	int k;
+	snprintf(buf, sizeof(buf), "%s_%s", prefix, t);
+	for (k = 2; name_taken(g->def, buf) && k < 1000; k++)
+		snprintf(buf, sizeof(buf), "%s_%s_%d", prefix, t, k);
+	return tc_arena_strdup(g->ar, buf);
+}
+
+/* The read of the forward statement's own tensor at its left indices,
+ * which then is an input of the backward def (an output) or recomputed
+ * (a temporary). */
+static tc_expr *own_read(grad_ctx *g)
+{
+	const tc_stmt *s = g->cur;
+	if (g->def->tensors[s->tensor].kind == TC_TENSOR_TEMP)
+		g->recompute[s->tensor] = 1;
+	else
+		g->save[s->tensor] = 1;
+	return mk_read(g, s->lhs, s->nidx, s->idx);
+}
+
+/* For max=! and min=!: the condition under which the adjoint of the right
+ * side flows, after a backward temporary that finds the first position
+ * (in the interpreter's order: the reduction indices in order,
+ * lexicographically) whose value is the result:
+ *
+ *   argmax_T(i) min=! e == T(i) ? int64(k0) * K1 + int64(k1) : <int64 max>
+ *
+ * and then the gradient flows where int64(k0) * K1 + int64(k1) ==
+ * argmax_T(i).  NULL with nothing emitted when there are no reduction
+ * indices (T is e). */
+static tc_expr *arg_gate(grad_ctx *g)
+{
+	const tc_stmt *s = g->cur;
+	const tc_tensor_info *ti = &g->def->tensors[s->tensor];
+	tc_expr *lin = NULL, *e = s->rhs, *rhs, *arg, **ext;
+	const char *name;
+	int64_t wc = 1;
+	int v, j, next = 0;
+	if (s->nvars == s->nidx)
+		return NULL;
+	if (!(ext = tc_arena_alloc(g->ar, (size_t)s->nvars * sizeof(*ext))))
+		return NULL;
+	/* lin = sum of k_j * (product of the extents after j), from the last;
+	 * the products are int64 from their first factor int64(k_j) on */
+	for (v = s->nvars - 1; v >= s->nidx; v--) {
+		const tc_sexpr *x = tc_sx_sub(g->ar, s->vars[v].hi, s->vars[v].lo);
+		tc_expr *term = mk_cast(g, TC_T_I64, mk_ident(g, s->vars[v].name));
+		int64_t c;
+		if (!x)
+			return NULL;
+		if (wc != 1)
+			term = mk_bin(g, TC_AOP_MUL, term, mk_int(g, wc));
+		for (j = 0; j < next; j++)
+			term = mk_bin(g, TC_AOP_MUL, term, ext[j]);
+		lin = lin ? mk_bin(g, TC_AOP_ADD, term, lin) : term;
+		if (!tc_sx_is_const(x, &c))
+			ext[next++] = sx_expr(g, s, x);
+		else if (__builtin_mul_overflow(wc, c, &wc)) {
+			tc_error(g->d, s->op_loc, "gradient: the reduction of '%s' has more than "
+				"2^63 terms; its arg-%s cannot be numbered", s->lhs,
+				s->red == TC_RED_MAX ? "max" : "min");
+			g->failed = 1;
+			return NULL;
+		}
+	}
+	if (e->type != ti->dtype)
+		e = mk_cast(g, ti->dtype, e);
+	rhs = mk_ternary(g, mk_bin(g, TC_AOP_EQ, e, own_read(g)), lin, mk_int(g, INT64_MAX));
+	name = fresh_name(g, s->red == TC_RED_MAX ? "argmax" : "argmin", s->lhs);
+	if (push_temp(g, name, TC_RED_MIN, rhs) < 0)
+		return NULL;
+	arg = mk_read(g, name, s->nidx, s->idx);
+	return mk_bin(g, TC_AOP_EQ, lin, arg);
+}
+
+/* For *=!: the product of the other factors, exact where factors are
+ * zero, after two backward temporaries (the number of zero factors and
+ * the product of the others):
+ *
+ *   zeros_T(i) +=! e == 0.0 ? 1 : 0
+ *   prodnz_T(i) *=! e == 0.0 ? 1.0 : e
+ *
+ * giving zeros_T(i) == 0 ? prodnz_T(i) / e : (zeros_T(i) == 1 && e == 0.0 ?
+ * prodnz_T(i) : 0.0).  NULL (the factor 1) without reduction indices. */
+static tc_expr *product_factor(grad_ctx *g)
+{
+	const tc_stmt *s = g->cur;
+	tc_expr *e = s->rhs, *iz, *z, *pnz;
+	const char *zn, *pn;
+	if (s->nvars == s->nidx)
+		return NULL;
+	iz = mk_bin(g, TC_AOP_EQ, e, mk_float(g, 0.0));
+	zn = fresh_name(g, "zeros", s->lhs);
+	pn = fresh_name(g, "prodnz", s->lhs);
+	if (push_temp(g, zn, TC_RED_ADD, mk_ternary(g, iz, mk_int(g, 1), mk_int(g, 0))) < 0 ||
+		push_temp(g, pn, TC_RED_MUL, mk_ternary(g, iz, mk_float(g, 1.0), e)) < 0)
+		return NULL;
+	z = mk_read(g, zn, s->nidx, s->idx);
+	pnz = mk_read(g, pn, s->nidx, s->idx);
+	return mk_ternary(g, mk_bin(g, TC_AOP_EQ, z, mk_int(g, 0)), mk_bin(g, TC_AOP_DIV, pnz, e),
+		mk_ternary(g, mk_bin(g, TC_AOP_AND, mk_bin(g, TC_AOP_EQ, z, mk_int(g, 1)), iz), pnz,
+			NULL));
+}
+
+/* A zero statement name(i0, ...) = 0.0 where i0 in 0:N0, ... over the
+ * extents of tensor t: the adjoint of an input whose gradient is zero, or
+ * of a tensor read over part of its extent (the reads' statements then
+ * add to it). */
+static tc_stmt *zero_stmt(grad_ctx *g, const char *name, int t)
+{
+	const tc_tensor_info *ti = &g->def->tensors[t];
+	tc_stmt *b = tc_arena_alloc(g->ar, sizeof(*b));
+	int i;
+	if (!b)
+		return NULL;
+	b->lhs = name;
+	b->nidx = b->nwhere = ti->ndim;
+	b->idx = tc_arena_alloc(g->ar, (size_t)(ti->ndim + 1) * sizeof(*b->idx));
+	b->where = tc_arena_alloc(g->ar, (size_t)(ti->ndim + 1) * sizeof(*b->where));
+	b->rhs = mk_float(g, 0.0);
+	if (!b->idx || !b->where || !b->rhs)
+		return NULL;
+	for (i = 0; i < ti->ndim; i++) {
+		char nm[32];
+		snprintf(nm, sizeof(nm), "i%d", i);
+		b->idx[i] = tc_arena_strdup(g->ar, nm);
+		b->where[i].kind = TC_WHERE_RANGE;
+		b->where[i].name = b->idx[i];
+		b->where[i].lo = mk_int(g, 0);
+		b->where[i].hi = sx_expr(g, NULL, ti->ext[i]);
+		if (!b->idx[i] || !b->where[i].lo || !b->where[i].hi)
+			return NULL;
+	}
+	return b;
 }
 
 /* The contributions of forward statement si to the wanted adjoints. */
@@ -731,7 +970,7 @@ static void backward_stmt(grad_ctx *g, int si)
 	const tc_def *def = g->def;
 	const tc_stmt *s = def->stmts[si];
 	tc_vec reads = {0};
-	tc_expr *dt, *first_p = NULL, *first_read = NULL;
+	tc_expr *dt, *first_p = NULL, *first_read = NULL, *gate = NULL, *factor = NULL;
 	int i, v;
 	if (!g->have[s->tensor])
 		return;
@@ -743,6 +982,10 @@ static void backward_stmt(grad_ctx *g, int si)
 	if (s->nwhere && !(g->let_used = tc_arena_alloc(g->ar, (size_t)s->nwhere * sizeof(int))))
 		return;
 	dt = mk_read(g, g->adj[s->tensor], s->nidx, s->idx);
+	if (reads.n && (s->red == TC_RED_MAX || s->red == TC_RED_MIN))
+		gate = arg_gate(g);
+	else if (reads.n && s->red == TC_RED_MUL)
+		factor = product_factor(g);
 	for (i = 0; i < reads.n && !g->failed; i++) {
 		const tc_expr *r = reads.v[i];
 		int x = r->ref_id, full;
@@ -775,7 +1018,11 @@ static void backward_stmt(grad_ctx *g, int si)
 					p = substitute(g, p, s->where[v].val, id, &hit);
 				}
 			}
+		if (factor)
+			p = mk_mul(g, factor, p);
 		p = mk_mul(g, dt, p);
+		if (gate)
+			p = mk_ternary(g, gate, p, NULL);
 		/* a derivative equal to that of an earlier read of this statement
 		 * whose adjoint it wrote whole ('='): read that adjoint (the
 		 * gradient of b in fmax(T + b, 0) is d_T's, summed) */
@@ -801,6 +1048,16 @@ static void backward_stmt(grad_ctx *g, int si)
 		if (g->failed || !p)
 			break;
 		full = r->nargs == s->nvars;
+		/* a read over part of X: d_X is zero, then the parts are added */
+		for (v = 0; v < r->nargs; v++)
+			if (!covers(s, var_of(s, r->args[v]->name), def->tensors[x].ext[v]))
+				break;
+		if (v < r->nargs && !g->ncontrib[x]) {
+			tc_stmt *z = zero_stmt(g, g->adj[x], x);
+			if (!z || tc_vec_push(&g->stmts, z) < 0)
+				break;
+			g->ncontrib[x]++;
+		}
 		idx = tc_arena_alloc(g->ar, (size_t)(r->nargs + 1) * sizeof(*idx));
 		b = tc_arena_alloc(g->ar, sizeof(*b));
 		if (!idx || !b)
@@ -833,18 +1090,8 @@ static void backward_stmt(grad_ctx *g, int si)
 		b->rhs = p;
 		mark_temps(g, p);
 		/* the statement's where ranges, and the lets it reads */
-		for (v = 0; v < s->nwhere; v++)
-			b->nwhere += s->where[v].kind == TC_WHERE_RANGE || g->let_used[v];
-		if (b->nwhere && !(b->where = tc_arena_alloc(g->ar, (size_t)b->nwhere *
-			sizeof(tc_where))))
+		if (attach_where(g, b) < 0)
 			break;
-		b->nwhere = 0;
-		for (v = 0; v < s->nwhere; v++)
-			if (s->where[v].kind == TC_WHERE_RANGE || g->let_used[v]) {
-				b->where[b->nwhere++] = s->where[v];
-				if (s->where[v].kind == TC_WHERE_LET)
-					mark_temps(g, s->where[v].val);
-			}
 		g->ncontrib[x]++;
 		g->have[x] = 1;
 		if (tc_vec_push(&g->stmts, b) < 0)
@@ -903,54 +1150,6 @@ static int mk_decl(grad_ctx *g, tc_decl *dc, const char *name, tc_dtype dt, int 
 			return -1;
 		}
 	}
-	return 0;
-}
-
-/* A zero statement d_X(i0, ...) = 0.0 where i0 in 0:N0, ... for an input
- * whose gradient is zero. */
-static tc_stmt *zero_stmt(grad_ctx *g, const tc_decl *dc)
-{
-	tc_stmt *b = tc_arena_alloc(g->ar, sizeof(*b));
-	int i;
-	if (!b)
-		return NULL;
-	b->lhs = dc->name;
-	b->nidx = b->nwhere = dc->ndims;
-	b->idx = tc_arena_alloc(g->ar, (size_t)(dc->ndims + 1) * sizeof(*b->idx));
-	b->where = tc_arena_alloc(g->ar, (size_t)(dc->ndims + 1) * sizeof(*b->where));
-	b->rhs = mk_float(g, 0.0);
-	if (!b->idx || !b->where || !b->rhs)
-		return NULL;
-	for (i = 0; i < dc->ndims; i++) {
-		char nm[32];
-		tc_expr *hi;
-		snprintf(nm, sizeof(nm), "i%d", i);
-		b->idx[i] = tc_arena_strdup(g->ar, nm);
-		b->where[i].kind = TC_WHERE_RANGE;
-		b->where[i].name = b->idx[i];
-		b->where[i].lo = mk_node(g, TC_AST_INT, 0);
-		if (dc->dims[i].name) {
-			hi = mk_ident(g, dc->dims[i].name);
-		} else if ((hi = mk_node(g, TC_AST_INT, 0))) {
-			hi->ival = dc->dims[i].value;
-		}
-		b->where[i].hi = hi;
-		if (!b->idx[i] || !b->where[i].lo || !hi)
-			return NULL;
-	}
-	return b;
-}
-
-/* Whether name is a tensor or size name of the def. */
-static int name_taken(const tc_def *def, const char *name)
-{
-	int i;
-	for (i = 0; i < def->ntensors; i++)
-		if (!strcmp(def->tensors[i].name, name))
-			return 1;
-	for (i = 0; i < def->nsizes; i++)
-		if (!strcmp(def->sizes[i], name))
-			return 1;
 	return 0;
 }
 
@@ -1132,7 +1331,7 @@ __tc_give tc_def *tc_grad_derive(__tc_keep tc_arena *ar, __tc_keep const tc_def 
 		if (!g.need[t])
 			continue;
 		if (!g.have[t]) {
-			tc_stmt *z = zero_stmt(&g, &out->rets[nret]);
+			tc_stmt *z = zero_stmt(&g, g.adj[t], t);
 			if (!z)
 				goto error;
 			out->stmts[out->nstmts++] = z;

@@ -375,6 +375,37 @@ static const grad_case cases[] = {
 		"def tri_matmul(float64(M,K) L, float64(K,M) U) -> (LU) {\n"
 		"  LU(m1,m2) +=! (k >= m1 && k <= m2) ? L(m1,k) * U(k,m2) : 0.0\n}\n",
 		NULL, {"4x4", "4x4"}, -1, 1},
+	{"rowmax",
+		"def rowmax(float64(N,K) A) -> (O) {\n"
+		"  O(i) max=! A(i,k) * A(i,k)\n}\n",
+		NULL, {"3x5"}, -1, 1},
+	{"minpool",
+		"def minpool(float64(N,H,W) X, float64(N) B) -> (O) {\n"
+		"  O(n) min=! X(n,h,w) * B(n)\n}\n",
+		NULL, {"2x3x4", "2"}, 0.5, 1.5},
+	{"softmax_max",
+		"def softmax_max(float64(N,C) X) -> (O) {\n"
+		"  M(n) max=! X(n,c)\n"
+		"  E(n,c) = exp(X(n,c) - M(n))\n"
+		"  S(n) +=! E(n,c)\n"
+		"  O(n,c) = E(n,c) / S(n)\n}\n",
+		NULL, {"3x4"}, -2, 2},
+	{"prod",
+		"def prod(float64(N,K) A, float64(N) B) -> (O) {\n"
+		"  O(i) *=! A(i,k) * B(i)\n}\n",
+		NULL, {"3x4", "3"}, 0.5, 1.5},
+	{"prod_signs",
+		"def prod_signs(float64(N,K) A) -> (O) {\n"
+		"  O(i) *=! A(i,k) - 0.5\n}\n",
+		NULL, {"3x4"}, -1, 1},
+	{"with_exists",
+		"def with_exists(float64(N) A, float64(N) B) -> (O) {\n"
+		"  O(i) = i < 2 ? A(i) * B(i) : B(i) where exists A(i)\n}\n",
+		NULL, {"5", "5"}, -1, 1},
+	{"partial",
+		"def partial(float64(N,K) A, float64(K) B) -> (O) {\n"
+		"  O(i) +=! A(i,k) * B(k) * A(i,k) where k in 1:K-1\n}\n",
+		NULL, {"3x5", "5"}, -1, 1},
 	{"zero_grad",
 		"def zero_grad(float64(N) A, float64(N) B) -> (O) {\n"
 		"  O(i) = B(i) * float64(A(i) > B(i))\n}\n",
@@ -488,18 +519,13 @@ static void test_unsupported_constructs_are_located_errors(void **state)
 		     "  O(i) +=! I(i + k) * W(k)\n}\n",
 		"conv", NULL, "bad.tc:2:14: error: gradient: subscript 1 of 'I' is not an index "
 		"variable", "not supported yet", "^", NULL);
-	expect_error("def mx(float64(N,C) X) -> (O) {\n  O(n) max=! X(n,c)\n}\n", "mx", NULL,
-		"bad.tc:2:8: error: gradient: 'max=!' statements are not supported yet", NULL);
-	expect_error("def pr(float64(N,C) X) -> (O) {\n  O(n) *=! X(n,c)\n}\n", "pr", NULL,
-		"bad.tc:2:8:", "'*=!'", NULL);
+	expect_error("def mx(float64(N,C) X, float64(N) Y) -> (O) {\n  O(n) = Y(n)\n  O(n) max= X(n,c)\n}\n",
+		"mx", NULL, "bad.tc:3:3: error: gradient: 'O' is written again", NULL);
 	expect_error("def inpl(float64(N) A) -> (O) {\n  O(i) = A(i)\n  O(i) = O(i) + A(i)\n}\n",
 		"inpl", NULL, "bad.tc:3:3: error: gradient: 'O' is written again (an in-place "
 		"update); not supported yet", NULL);
 	expect_error("def gat(float64(N) A, int64(M) I) -> (O) {\n  O(i) = A(I(i))\n}\n", "gat",
 		NULL, "bad.tc:2:12:", "not an index variable", NULL);
-	expect_error("def wh(float64(N) A) -> (O) {\n  O(i) = A(i) * 2.0 where exists A(i)\n}\n",
-		"wh", NULL, "bad.tc:2:27: error: gradient: exists clauses are not supported yet",
-		NULL);
 	expect_error("def lg(float64(N) A) -> (O) {\n  O(i) = lgamma(A(i))\n}\n", "lg", NULL,
 		"bad.tc:2:10:", "the derivative of 'lgamma' is not supported yet", NULL);
 	expect_error("def io(float64(N) A) -> (int32(N) O) {\n  O(i) = int32(A(i))\n}\n", "io",
@@ -564,6 +590,104 @@ static void test_ties_go_to_the_first_argument(void **state)
 	tc_module_free(mb);
 	tc_module_free(m);
 	tc_context_free(ctx);
+}
+
+/* The backward of def entry of src (one input X of shape rows x cols, one
+ * output of rows elements) at X = x with d_O = 1 + row, on the interpreter
+ * and the CPU; both results go to g (rows x cols), which must agree. */
+static void grad_rows(const char *src, const char *entry, const double *x, int64_t rows,
+	int64_t cols, double *g)
+{
+	tc_context *ctx = tc_context_new();
+	tc_module *m = tc_module_parse(ctx, src, "rows.tc"), *mb;
+	tc_options *oi = interp_options(ctx);
+	tu_tensor in[3], fo, gi, gc;
+	int64_t dims[2] = {rows, cols};
+	char *text, bentry[64];
+	tc_kernel *kf, *ki, *kc;
+	int nb = 0;
+	assert_non_null(m);
+	text = tc_module_grad(m, entry, NULL, 0);
+	if (!text)
+		fail_msg("%s: %s", entry, tc_context_error(ctx));
+	mb = tc_module_parse(ctx, text, "rows_grad.tc");
+	assert_non_null(mb);
+	snprintf(bentry, sizeof(bentry), "%s_grad", entry);
+	tu_tensor_init(&in[0], TU_F64, dims, 2);
+	memcpy(in[0].data, x, (size_t)(rows * cols) * sizeof(double));
+	/* the forward output (when the backward reads it), then d_O */
+	assert_int_equal(tc_module_def_arity(mb, bentry, &nb, NULL), 0);
+	kf = compile(m, entry, in, 1, oi, ctx);
+	assert_int_equal(make_outputs(kf, &fo), 1);
+	run(kf, in, 1, &fo, 1);
+	if (nb == 3)
+		in[1] = fo;
+	tu_tensor_init(&in[nb - 1], TU_F64, dims, 1);
+	for (int64_t i = 0; i < rows; i++)
+		((double *)in[nb - 1].data)[i] = 1.0 + (double)i;
+	ki = compile(mb, bentry, in, nb, oi, ctx);
+	kc = compile(mb, bentry, in, nb, NULL, ctx);
+	assert_int_equal(make_outputs(ki, &gi), 1);
+	assert_int_equal(make_outputs(kc, &gc), 1);
+	run(ki, in, nb, &gi, 1);
+	run(kc, in, nb, &gc, 1);
+	for (int64_t j = 0; j < rows * cols; j++) {
+		g[j] = tu_get(&gi, j);
+		if (!(tu_get(&gc, j) == g[j]))
+			fail_msg("%s: d_X[%lld]: cpu %.17g, interpreter %.17g\n%s", entry, (long long)j,
+				tu_get(&gc, j), g[j], text);
+	}
+	tu_tensor_fini(&in[0]);
+	tu_tensor_fini(&in[nb - 1]);
+	tu_tensor_fini(&fo);
+	tu_tensor_fini(&gi);
+	tu_tensor_fini(&gc);
+	tc_kernel_free(kf);
+	tc_kernel_free(ki);
+	tc_kernel_free(kc);
+	tc_options_free(oi);
+	tc_string_free(text);
+	tc_module_free(mb);
+	tc_module_free(m);
+	tc_context_free(ctx);
+}
+
+/* max=! and min=!: where several terms attain the result, the whole
+ * gradient goes to the first in the interpreter's order (the reduction
+ * indices lexicographically, in the order they first appear). */
+static void test_max_and_min_ties_go_to_the_first_position(void **state)
+{
+	/* row 0: max 3 at k = 1 and 3; row 1: min -1 at (h, w) = (0, 2) and (1, 0) */
+	static const double x[2][4] = {{1.0, 3.0, 2.0, 3.0}, {0.0, 5.0, -1.0, -1.0}};
+	double g[8];
+	(void)state;
+	grad_rows("def mx(float64(N,K) X) -> (O) {\n  O(i) max=! X(i,k)\n}\n", "mx", &x[0][0], 2,
+		4, g);
+	assert_true(g[0] == 0 && g[1] == 1 && g[2] == 0 && g[3] == 0);
+	assert_true(g[4] == 0 && g[5] == 2 && g[6] == 0 && g[7] == 0);
+	/* three reduction indices, k first: each X(i, k) is a term four times
+	 * (for every h, w); the minimum of row 1 is attained at k = 2 and 3,
+	 * and only the first term, (k, h, w) = (2, 0, 0), gets the gradient
+	 * (giving it to every tied term would make d_X(1, 2) 8 and d_X(1, 3) 8) */
+	grad_rows("def mn(float64(N,K) X) -> (O) {\n  O(i) min=! X(i,k) + 0.0 * float64(h + w)"
+		  " where h in 0:2, w in 0:2, k in 0:4\n}\n", "mn", &x[0][0], 2, 4, g);
+	assert_true(g[0] == 1 && g[1] == 0 && g[2] == 0 && g[3] == 0);
+	assert_true(g[4] == 0 && g[5] == 0 && g[6] == 2 && g[7] == 0);
+}
+
+/* *=!: the derivative with respect to a factor is the product of the
+ * others, also where factors are zero (one zero: only its own derivative
+ * is non-zero; two: all are zero). */
+static void test_product_derivative_with_zero_factors(void **state)
+{
+	static const double x[3][3] = {{2.0, 3.0, 5.0}, {2.0, 0.0, 5.0}, {0.0, 3.0, 0.0}};
+	double g[9];
+	(void)state;
+	grad_rows("def pr(float64(N,K) X) -> (O) {\n  O(i) *=! X(i,k)\n}\n", "pr", &x[0][0], 3, 3,
+		g);
+	assert_true(g[0] == 15 && g[1] == 10 && g[2] == 6);          /* d_O = 1 */
+	assert_true(g[3] == 0 && g[4] == 2 * 10 && g[5] == 0);        /* d_O = 2 */
+	assert_true(g[6] == 0 && g[7] == 0 && g[8] == 0);             /* d_O = 3 */
 }
 
 /* ---- mixed floating-point types ---- */
@@ -640,7 +764,7 @@ static void test_mixed_types_cast_to_the_adjoint_type(void **state)
 /* Every def of tests/corpus, examples/ and bench/kernels.tc, with and
  * without saves: the derived text checks, or the error is a located
  * "gradient:" one (never a crash or an internal error).  At least 100 of
- * the derivations succeed (102 when written: 51 defs, twice), so losing
+ * the derivations succeed (112 when last counted: 56 defs, twice), so losing
  * many supported defs is seen without pinning files others add to. */
 static void test_corpus_defs_derive_or_fail_located(void **state)
 {
@@ -834,6 +958,8 @@ int main(void)
 		cmocka_unit_test(test_backward_matches_finite_differences_and_cpu),
 		cmocka_unit_test(test_printed_backward_matches_golden),
 		cmocka_unit_test(test_ties_go_to_the_first_argument),
+		cmocka_unit_test(test_max_and_min_ties_go_to_the_first_position),
+		cmocka_unit_test(test_product_derivative_with_zero_factors),
 		cmocka_unit_test(test_mixed_types_cast_to_the_adjoint_type),
 		cmocka_unit_test(test_corpus_defs_derive_or_fail_located),
 		cmocka_unit_test(test_unsupported_constructs_are_located_errors),
