@@ -18,6 +18,11 @@
  * backward def by copies of their statements; adjoints of temporaries are
  * temporaries of the backward def.
  *
+ * A tensor written again (an in-place update, '=' or '+=') gets a new
+ * version (a "value") per write; the derivation works on the statements
+ * with the values' names (make_values), and an adjoint that would be a
+ * copy of the next version's is that adjoint itself (alias_adjoint).
+ *
  * Supported: statements with '=', '+=!', '*=!', 'max=!' and 'min=!' (with
  * where ranges, exists clauses and lets, copied to the derived statements
  * that need them) whose reads have distinct index variables as subscripts;
@@ -37,20 +42,79 @@ typedef struct grad_ctx {
 	const tc_def *def;
 	tc_diags *d;
 	int failed; /* an error was reported */
-	const char **adj; /* adjoint name per tensor ("d_X") */
-	int *need;        /* the adjoint of tensor t is wanted */
-	int *have;        /* d_t has a contribution (or is a given input) */
-	int *ncontrib;    /* contributions emitted to d_t so far */
-	int *recompute;   /* the forward temporary t is recomputed */
-	int *save;        /* the forward output t is an input of the backward */
+	/* Values: every write of a tensor that is not its first (an in-place
+	 * update) makes a new version.  Value t is version 0 of tensor t, the
+	 * later versions are numbered from ntensors on.  The last version of a
+	 * tensor keeps its name; earlier versions of a tensor written several
+	 * times are named T_v1, T_v2, ... in the backward text. */
+	int nval;
+	int *val_t;         /* the tensor of each value */
+	int *final;         /* the value is its tensor's last version */
+	const char **vname; /* each value's name */
+	int *nver;          /* per tensor: its number of versions */
+	int *stmt_val;      /* per forward statement: the value it writes */
+	const tc_stmt **ss; /* per forward statement: it with values' names */
+	const char **given; /* per tensor: the name of the given adjoint (outputs) */
+	/* per value */
+	const char **adj; /* adjoint name ("d_X") */
+	int *need;        /* the adjoint is wanted */
+	int *have;        /* the adjoint has a contribution (or is given) */
+	int *ncontrib;    /* contributions emitted to the adjoint so far */
+	int *recompute;   /* a temporary value recomputed (or saved, with saves) */
+	int *save;        /* a returned value (an output) is an input of the backward */
 	tc_vec stmts;     /* backward statements, in order */
 	const tc_stmt *cur; /* the forward statement differentiated (its lets) */
+	int cur_si;         /* its number */
 	int *let_used;    /* per where clause of cur: a derived statement needs it */
 } grad_ctx;
 
 static int is_float(tc_dtype t)
 {
 	return t == TC_T_F16 || t == TC_T_F32 || t == TC_T_F64 || t == TC_T_BF16;
+}
+
+/* ---- values (versions of tensors) ---- */
+
+/* The value of tensor t that statement si reads: the one the last
+ * statement before si writing t wrote (t itself for an input). */
+static int read_val(const grad_ctx *g, int si, int t)
+{
+	int j;
+	for (j = si - 1; j >= 0; j--)
+		if (g->def->stmts[j]->tensor == t)
+			return g->stmt_val[j];
+	return t;
+}
+
+/* The value a read of a statement in g->ss names (by its name). */
+static int val_of_read(const grad_ctx *g, const tc_expr *e)
+{
+	int t = e->ref_id, v;
+	if (g->nver[t] == 1)
+		return t;
+	for (v = 0; v < g->nval; v++)
+		if (g->val_t[v] == t && !strcmp(g->vname[v], e->name))
+			return v;
+	return t;
+}
+
+/* Whether value v is computed inside the backward def when it needs it (a
+ * temporary, or an earlier version of a tensor) rather than given. */
+static int temp_like(const grad_ctx *g, int v)
+{
+	return g->def->tensors[g->val_t[v]].kind == TC_TENSOR_TEMP || !g->final[v];
+}
+
+/* The backward def needs value v: recomputed (or saved) or, for the final
+ * value of an output, an input. */
+static void use_value(grad_ctx *g, int v)
+{
+	if (g->def->tensors[g->val_t[v]].kind == TC_TENSOR_INPUT)
+		return;
+	if (temp_like(g, v))
+		g->recompute[v] = 1;
+	else
+		g->save[v] = 1;
 }
 
 /* ---- simplifying constructors (NULL stands for the constant 0) ---- */
@@ -508,13 +572,6 @@ static void check_reads(grad_ctx *g, const tc_stmt *s, const tc_expr *e)
 	int i, j;
 	if (e->kind == TC_AST_CALL && e->ref == TC_REF_TENSOR) {
 		const tc_tensor_info *ti = &def->tensors[e->ref_id];
-		if (ti->kind == TC_TENSOR_OUTPUT) {
-			tc_error(g->d, e->loc,
-				"gradient: output '%s' is read by a statement; differentiating through "
-				"a returned tensor is not supported yet", ti->name);
-			g->failed = 1;
-			return;
-		}
 		for (i = 0; i < e->nargs; i++) {
 			const tc_expr *a = e->args[i];
 			if (a->kind != TC_AST_IDENT || a->ref != TC_REF_INDEX) {
@@ -547,14 +604,13 @@ static void check_stmt(grad_ctx *g, int si)
 	const tc_stmt *s = def->stmts[si];
 	const tc_tensor_info *ti = &def->tensors[s->tensor];
 	int i;
-	if (ti->first_write != si) {
-		tc_error(g->d, s->lhs_loc,
-			"gradient: '%s' is written again (an in-place update); not supported yet",
-			s->lhs);
+	if (ti->first_write != si && s->red != TC_RED_ASSIGN && (s->red != TC_RED_ADD || s->init)) {
+		tc_error(g->d, s->op_loc, "gradient: '%s' updates '%s' in place; only '=' and "
+			"'+=' updates are supported yet", tc_red_name(s->red, s->init), s->lhs);
 		g->failed = 1;
 		return;
 	}
-	if (s->red != TC_RED_ASSIGN && !s->init) {
+	if (ti->first_write == si && s->red != TC_RED_ASSIGN && !s->init) {
 		tc_error(g->d, s->op_loc, "gradient: '%s' statements are not supported yet "
 			"(supported: '=', '+=!', '*=!', 'max=!' and 'min=!')",
 			tc_red_name(s->red, s->init));
@@ -583,7 +639,7 @@ static void collect_reads(grad_ctx *g, const tc_expr *e, tc_vec *out)
 {
 	int i;
 	if (e->kind == TC_AST_CALL && e->ref == TC_REF_TENSOR) {
-		if (!g->need[e->ref_id])
+		if (!g->need[val_of_read(g, e)])
 			return;
 		for (i = 0; i < out->n; i++)
 			if (same_read(out->v[i], e->ref_id, e))
@@ -592,7 +648,7 @@ static void collect_reads(grad_ctx *g, const tc_expr *e, tc_vec *out)
 			g->failed = 1;
 		return;
 	}
-	if (e->kind == TC_AST_IDENT && e->ref == TC_REF_TENSOR && g->need[e->ref_id]) {
+	if (e->kind == TC_AST_IDENT && e->ref == TC_REF_TENSOR && g->need[val_of_read(g, e)]) {
 		for (i = 0; i < out->n; i++)
 			if (((tc_expr *)out->v[i])->ref_id == e->ref_id)
 				return;
@@ -622,13 +678,13 @@ static int bounded_in(const tc_expr *e, const char *name)
 	return 0;
 }
 
-/* Mark the forward temporaries read in e for recomputation. */
+/* Mark the forward values read in e (a text with values' names): the
+ * temporaries for recomputation, the outputs as inputs of the backward. */
 static void mark_temps(grad_ctx *g, const tc_expr *e)
 {
 	int i;
-	if ((e->kind == TC_AST_CALL || e->kind == TC_AST_IDENT) && e->ref == TC_REF_TENSOR &&
-		g->def->tensors[e->ref_id].kind == TC_TENSOR_TEMP)
-		g->recompute[e->ref_id] = 1;
+	if ((e->kind == TC_AST_CALL || e->kind == TC_AST_IDENT) && e->ref == TC_REF_TENSOR)
+		use_value(g, val_of_read(g, e));
 	for (i = 0; i < e->nargs; i++)
 		mark_temps(g, e->args[i]);
 }
@@ -770,17 +826,29 @@ static tc_stmt *mk_stmt(grad_ctx *g, const char *lhs, int nidx, const char **idx
 	return b;
 }
 
-/* Give b the where ranges and exists clauses of g->cur and the lets marked
- * in g->let_used; the forward temporaries they read are recomputed. */
-static int attach_where(grad_ctx *g, tc_stmt *b)
+/* Give b the where ranges and exists clauses of g->cur, the lets marked
+ * in g->let_used, and ranges for the nextra variables extra[] of g->cur
+ * (their ranges in g->cur); the forward temporaries they read are
+ * recomputed. */
+static int attach_where(grad_ctx *g, tc_stmt *b, int nextra, const int *extra)
 {
 	const tc_stmt *s = g->cur;
 	int v;
 	for (v = 0; v < s->nwhere; v++)
 		b->nwhere += s->where[v].kind != TC_WHERE_LET || g->let_used[v];
+	b->nwhere += nextra;
 	if (b->nwhere && !(b->where = tc_arena_alloc(g->ar, (size_t)b->nwhere * sizeof(tc_where))))
 		return -1;
 	b->nwhere = 0;
+	for (v = 0; v < nextra; v++) {
+		tc_where *w = &b->where[b->nwhere++];
+		w->kind = TC_WHERE_RANGE;
+		w->name = s->vars[extra[v]].name;
+		w->lo = sx_expr(g, s, s->vars[extra[v]].lo);
+		w->hi = sx_expr(g, s, s->vars[extra[v]].hi);
+		if (!w->lo || !w->hi)
+			return -1;
+	}
 	for (v = 0; v < s->nwhere; v++)
 		if (s->where[v].kind != TC_WHERE_LET || g->let_used[v]) {
 			b->where[b->nwhere++] = s->where[v];
@@ -802,7 +870,7 @@ static int push_temp(grad_ctx *g, const char *lhs, tc_red red, tc_expr *rhs)
 	for (v = 0; v < s->nwhere; v++)
 		g->let_used[v] = 0;
 	mark_lets(g, rhs);
-	if (attach_where(g, b) < 0)
+	if (attach_where(g, b, 0, NULL) < 0)
 		return -1;
 	mark_temps(g, rhs);
 	if (tc_vec_push(&g->stmts, b) < 0)
@@ -841,10 +909,7 @@ static const char *fresh_name(grad_ctx *g, const char *prefix, const char *t)
 static tc_expr *own_read(grad_ctx *g)
 {
 	const tc_stmt *s = g->cur;
-	if (g->def->tensors[s->tensor].kind == TC_TENSOR_TEMP)
-		g->recompute[s->tensor] = 1;
-	else
-		g->save[s->tensor] = 1;
+	use_value(g, g->stmt_val[g->cur_si]);
 	return mk_read(g, s->lhs, s->nidx, s->idx);
 }
 
@@ -932,11 +997,63 @@ static tc_expr *product_factor(grad_ctx *g)
 			NULL));
 }
 
-/* A zero statement name(i0, ...) = 0.0 where i0 in 0:N0, ... over the
- * extents of tensor t: the adjoint of an input whose gradient is zero, or
- * of a tensor read over part of its extent (the reads' statements then
- * add to it). */
-static tc_stmt *zero_stmt(grad_ctx *g, const char *name, int t)
+/* Whether e reads tensor t. */
+static int reads_tensor(const tc_expr *e, int t)
+{
+	int i;
+	if ((e->kind == TC_AST_CALL || e->kind == TC_AST_IDENT) && e->ref == TC_REF_TENSOR &&
+		e->ref_id == t)
+		return 1;
+	for (i = 0; i < e->nargs; i++)
+		if (reads_tensor(e->args[i], t))
+			return 1;
+	return 0;
+}
+
+/* The number of statements that read value v (in their right side or
+ * where clauses, or as the earlier value of an in-place +=). */
+static int value_readers(const grad_ctx *g, int v)
+{
+	int si, w, t = g->val_t[v], n = 0;
+	for (si = 0; si < g->def->nstmts; si++) {
+		const tc_stmt *s = g->def->stmts[si];
+		int hit;
+		if (read_val(g, si, t) != v)
+			continue;
+		hit = reads_tensor(s->rhs, t) || (s->tensor == t && s->red == TC_RED_ADD && !s->init);
+		for (w = 0; w < s->nwhere && !hit; w++)
+			hit = s->where[w].kind != TC_WHERE_RANGE && reads_tensor(s->where[w].val, t);
+		n += hit;
+	}
+	return n;
+}
+
+/* Whether the adjoint of value v, whose first contribution is a copy of
+ * the adjoint of value w at the same indices, can be that adjoint itself
+ * (no copy): v is computed in the forward (not an input, whose adjoint is
+ * returned), of w's type, and w's adjoint can take v's later
+ * contributions (it is not the given input d_O, or nothing else reads v). */
+static int alias_adjoint(grad_ctx *g, int v, int w)
+{
+	const tc_def *def = g->def;
+	int tw = g->val_t[w];
+	if (g->ncontrib[v] || def->tensors[g->val_t[v]].kind == TC_TENSOR_INPUT ||
+		def->tensors[g->val_t[v]].dtype != def->tensors[tw].dtype)
+		return 0;
+	if (g->adj[w] == g->given[tw] && value_readers(g, v) > 1)
+		return 0;
+	g->adj[v] = g->adj[w];
+	g->ncontrib[v] = 1;
+	g->have[v] = 1;
+	return 1;
+}
+
+/* The statement name(i0, ...) = 0.0 (or = from(i0, ...)) where i0 in 0:N0,
+ * ... over the extents of tensor t: the adjoint of an input whose gradient
+ * is zero, of a tensor read over part of its extent (the reads'
+ * statements then add to it), or the copy of a given adjoint that
+ * statements add to. */
+static tc_stmt *fill_stmt(grad_ctx *g, const char *name, int t, const char *from)
 {
 	const tc_tensor_info *ti = &g->def->tensors[t];
 	tc_stmt *b = tc_arena_alloc(g->ar, sizeof(*b));
@@ -947,8 +1064,7 @@ static tc_stmt *zero_stmt(grad_ctx *g, const char *name, int t)
 	b->nidx = b->nwhere = ti->ndim;
 	b->idx = tc_arena_alloc(g->ar, (size_t)(ti->ndim + 1) * sizeof(*b->idx));
 	b->where = tc_arena_alloc(g->ar, (size_t)(ti->ndim + 1) * sizeof(*b->where));
-	b->rhs = mk_float(g, 0.0);
-	if (!b->idx || !b->where || !b->rhs)
+	if (!b->idx || !b->where)
 		return NULL;
 	for (i = 0; i < ti->ndim; i++) {
 		char nm[32];
@@ -961,34 +1077,72 @@ static tc_stmt *zero_stmt(grad_ctx *g, const char *name, int t)
 		if (!b->idx[i] || !b->where[i].lo || !b->where[i].hi)
 			return NULL;
 	}
-	return b;
+	b->rhs = from ? mk_read(g, from, ti->ndim, b->idx) : mk_float(g, 0.0);
+	return b->rhs ? b : NULL;
+}
+
+/* The adjoint of value v gets the contribution dt (a read at the left
+ * indices of g->cur, which cover v's whole tensor), when it is wanted. */
+static void chain_adjoint(grad_ctx *g, int v, tc_expr *dt)
+{
+	const tc_stmt *s = g->cur;
+	tc_stmt *b;
+	if (!g->need[v] || alias_adjoint(g, v, g->stmt_val[g->cur_si]))
+		return;
+	b = mk_stmt(g, g->adj[v], s->nidx, s->idx, g->ncontrib[v] ? TC_RED_ADD : TC_RED_ASSIGN, 0,
+		dt);
+	if (!b || tc_vec_push(&g->stmts, b) < 0) {
+		g->failed = 1;
+		return;
+	}
+	g->ncontrib[v]++;
+	g->have[v] = 1;
+}
+
+/* Whether the read r has the left-hand indices of s as subscripts, in
+ * order. */
+static int same_subscripts(const tc_expr *r, const tc_stmt *s)
+{
+	int i;
+	if (r->nargs != s->nidx)
+		return 0;
+	for (i = 0; i < s->nidx; i++)
+		if (strcmp(r->args[i]->name, s->idx[i]))
+			return 0;
+	return 1;
 }
 
 /* The contributions of forward statement si to the wanted adjoints. */
 static void backward_stmt(grad_ctx *g, int si)
 {
 	const tc_def *def = g->def;
-	const tc_stmt *s = def->stmts[si];
+	const tc_stmt *s = g->ss[si];
 	tc_vec reads = {0};
 	tc_expr *dt, *first_p = NULL, *first_read = NULL, *gate = NULL, *factor = NULL;
-	int i, v;
-	if (!g->have[s->tensor])
+	int i, v, w = g->stmt_val[si], nextra, *extra;
+	if (!g->have[w])
+		return;
+	if (!(extra = tc_arena_alloc(g->ar, (size_t)(s->nvars + 1) * sizeof(*extra))))
 		return;
 	collect_reads(g, s->rhs, &reads);
 	for (i = 0; i < s->nwhere; i++)
 		if (s->where[i].kind == TC_WHERE_LET)
 			collect_reads(g, s->where[i].val, &reads);
 	g->cur = s;
+	g->cur_si = si;
 	if (s->nwhere && !(g->let_used = tc_arena_alloc(g->ar, (size_t)s->nwhere * sizeof(int))))
 		return;
-	dt = mk_read(g, g->adj[s->tensor], s->nidx, s->idx);
+	dt = mk_read(g, g->adj[w], s->nidx, s->idx);
+	/* an in-place T(i) += e: the earlier version's adjoint is T's */
+	if (s->red == TC_RED_ADD && !s->init && def->tensors[s->tensor].first_write != si)
+		chain_adjoint(g, read_val(g, si, s->tensor), dt);
 	if (reads.n && (s->red == TC_RED_MAX || s->red == TC_RED_MIN))
 		gate = arg_gate(g);
 	else if (reads.n && s->red == TC_RED_MUL)
 		factor = product_factor(g);
 	for (i = 0; i < reads.n && !g->failed; i++) {
 		const tc_expr *r = reads.v[i];
-		int x = r->ref_id, full;
+		int x = r->ref_id, xv = val_of_read(g, r), full;
 		const char **idx;
 		tc_expr *p = diff(g, s->rhs, x, r);
 		tc_stmt *b;
@@ -1002,10 +1156,8 @@ static void backward_stmt(grad_ctx *g, int si)
 			tc_expr *tr = mk_read(g, s->lhs, s->nidx, s->idx);
 			if (tr)
 				p = substitute(g, p, s->rhs, tr, &hit);
-			if (hit && def->tensors[s->tensor].kind == TC_TENSOR_TEMP)
-				g->recompute[s->tensor] = 1;
-			else if (hit)
-				g->save[s->tensor] = 1;
+			if (hit)
+				use_value(g, w);
 		}
 		/* the same for a let's value: read the let */
 		for (v = 0; v < s->nwhere; v++)
@@ -1032,11 +1184,16 @@ static void backward_stmt(grad_ctx *g, int si)
 		for (v = 0; v < s->nwhere; v++)
 			g->let_used[v] = 0;
 		mark_lets(g, p);
-		/* every variable of s must be bounded by a read of the new statement
-		 * or by a where range (copied to it) */
-		for (v = 0; v < s->nvars; v++) {
+		/* every variable of s must be bounded by a read of the new
+		 * statement, a where clause copied to it, or the extents of the
+		 * adjoint it writes (an input's, or one written before); else it
+		 * gets its range in s */
+		for (nextra = 0, v = 0; v < s->nvars; v++) {
 			const char *name = s->vars[v].name;
-			if (!bounded_in(r, name) && !bounded_in(p, name) && !bounded_where(g, name)) {
+			if (bounded_in(p, name) || bounded_where(g, name) ||
+				(bounded_in(r, name) && (xv < g->def->ninputs || g->ncontrib[xv])))
+				continue;
+			if (tc_sx_has_var(s->vars[v].lo) || tc_sx_has_var(s->vars[v].hi)) {
 				tc_error(g->d, s->vars[v].loc,
 					"gradient: the index '%s' is not bounded by any read of the "
 					"derivative with respect to '%s'; not supported yet", name,
@@ -1044,19 +1201,23 @@ static void backward_stmt(grad_ctx *g, int si)
 				g->failed = 1;
 				break;
 			}
+			extra[nextra++] = v;
 		}
 		if (g->failed || !p)
 			break;
+		/* a pure copy (T(i) = T(i) + B(i) for the earlier value of T) */
+		if (expr_equal(p, dt) && same_subscripts(r, s) && alias_adjoint(g, xv, w))
+			continue;
 		full = r->nargs == s->nvars;
 		/* a read over part of X: d_X is zero, then the parts are added */
 		for (v = 0; v < r->nargs; v++)
 			if (!covers(s, var_of(s, r->args[v]->name), def->tensors[x].ext[v]))
 				break;
-		if (v < r->nargs && !g->ncontrib[x]) {
-			tc_stmt *z = zero_stmt(g, g->adj[x], x);
+		if (v < r->nargs && !g->ncontrib[xv]) {
+			tc_stmt *z = fill_stmt(g, g->adj[xv], x, NULL);
 			if (!z || tc_vec_push(&g->stmts, z) < 0)
 				break;
-			g->ncontrib[x]++;
+			g->ncontrib[xv]++;
 		}
 		idx = tc_arena_alloc(g->ar, (size_t)(r->nargs + 1) * sizeof(*idx));
 		b = tc_arena_alloc(g->ar, sizeof(*b));
@@ -1064,16 +1225,16 @@ static void backward_stmt(grad_ctx *g, int si)
 			break;
 		for (v = 0; v < r->nargs; v++)
 			idx[v] = r->args[v]->name;
-		b->lhs = g->adj[x];
+		b->lhs = g->adj[xv];
 		b->nidx = r->nargs;
 		b->idx = idx;
-		if (g->ncontrib[x]) {
+		if (g->ncontrib[xv]) {
 			b->red = TC_RED_ADD;
 		} else if (full) {
 			b->red = TC_RED_ASSIGN;
 			if (!first_p) {
 				first_p = p;
-				first_read = mk_read(g, g->adj[x], r->nargs, idx);
+				first_read = mk_read(g, g->adj[xv], r->nargs, idx);
 			}
 		} else {
 			b->red = TC_RED_ADD;
@@ -1090,10 +1251,10 @@ static void backward_stmt(grad_ctx *g, int si)
 		b->rhs = p;
 		mark_temps(g, p);
 		/* the statement's where ranges, and the lets it reads */
-		if (attach_where(g, b) < 0)
+		if (attach_where(g, b, nextra, extra) < 0)
 			break;
-		g->ncontrib[x]++;
-		g->have[x] = 1;
+		g->ncontrib[xv]++;
+		g->have[xv] = 1;
 		if (tc_vec_push(&g->stmts, b) < 0)
 			g->failed = 1;
 	}
@@ -1105,7 +1266,7 @@ static int reads_needed(const grad_ctx *g, const tc_expr *e)
 {
 	int i;
 	if ((e->kind == TC_AST_CALL || e->kind == TC_AST_IDENT) && e->ref == TC_REF_TENSOR)
-		return g->need[e->ref_id];
+		return g->need[val_of_read(g, e)];
 	for (i = 0; i < e->nargs; i++)
 		if (reads_needed(g, e->args[i]))
 			return 1;
@@ -1153,13 +1314,143 @@ static int mk_decl(grad_ctx *g, tc_decl *dc, const char *name, tc_dtype dt, int 
 	return 0;
 }
 
+/* e with the reads of tensors written several times named by the value
+ * statement si reads (nodes copied where a name changes). */
+static tc_expr *rename_reads(grad_ctx *g, tc_expr *e, int si)
+{
+	tc_expr *c;
+	const char *name = e->name;
+	int i, changed = 0;
+	tc_expr **args = NULL;
+	if ((e->kind == TC_AST_CALL || e->kind == TC_AST_IDENT) && e->ref == TC_REF_TENSOR &&
+		g->nver[e->ref_id] > 1)
+		name = g->vname[read_val(g, si, e->ref_id)];
+	if (e->nargs && !(args = tc_arena_alloc(g->ar, (size_t)e->nargs * sizeof(*args))))
+		return e;
+	for (i = 0; i < e->nargs; i++) {
+		args[i] = rename_reads(g, e->args[i], si);
+		changed |= args[i] != e->args[i];
+	}
+	if (!changed && name == e->name)
+		return e;
+	if (!(c = tc_arena_alloc(g->ar, sizeof(*c))))
+		return e;
+	*c = *e;
+	c->name = name;
+	if (e->nargs)
+		c->args = args;
+	return c;
+}
+
+/* Number the values (versions) of the def's tensors, name them, and make
+ * g->ss: each statement with values' names.  0 or -1 (out of memory). */
+static int make_values(grad_ctx *g)
+{
+	const tc_def *def = g->def;
+	int nt = def->ntensors, si, v, t, k;
+	g->nval = nt;
+	for (si = 0; si < def->nstmts; si++)
+		g->nval += def->tensors[def->stmts[si]->tensor].first_write != si;
+#define ALLOC(f, n) (g->f = tc_arena_alloc(g->ar, (size_t)((n) + 1) * sizeof(*g->f)))
+	if (!ALLOC(val_t, g->nval) || !ALLOC(final, g->nval) || !ALLOC(vname, g->nval) ||
+		!ALLOC(nver, nt) || !ALLOC(stmt_val, def->nstmts) || !ALLOC(ss, def->nstmts) ||
+		!ALLOC(given, nt) || !ALLOC(adj, g->nval) || !ALLOC(need, g->nval) ||
+		!ALLOC(have, g->nval) || !ALLOC(ncontrib, g->nval) || !ALLOC(recompute, g->nval) ||
+		!ALLOC(save, g->nval))
+		return -1;
+#undef ALLOC
+	for (t = 0; t < nt; t++) {
+		g->val_t[t] = t;
+		g->nver[t] = 1;
+		g->final[t] = 1;
+	}
+	for (k = nt, si = 0; si < def->nstmts; si++) {
+		t = def->stmts[si]->tensor;
+		if (def->tensors[t].first_write == si) {
+			g->stmt_val[si] = t;
+			continue;
+		}
+		g->final[read_val(g, si, t)] = 0;
+		g->stmt_val[si] = k;
+		g->val_t[k] = t;
+		g->final[k] = 1;
+		g->nver[t]++;
+		k++;
+	}
+	for (v = 0; v < g->nval; v++) {
+		const char *name = def->tensors[g->val_t[v]].name;
+		char buf[256];
+		size_t n;
+		char *a;
+		if (!g->final[v]) {
+			/* version number: 1 + the earlier values of the tensor */
+			int ver = 1, u;
+			for (u = 0; u < v; u++)
+				ver += g->val_t[u] == g->val_t[v];
+			snprintf(buf, sizeof(buf), "v%d", ver);
+			name = fresh_name(g, name, buf);
+		}
+		g->vname[v] = name;
+		n = strlen(name) + 3;
+		if (!name || !(a = tc_arena_alloc(g->ar, n)))
+			return -1;
+		snprintf(a, n, "d_%s", name);
+		g->adj[v] = a;
+	}
+	for (t = 0; t < nt; t++)
+		g->given[t] = g->adj[t];
+	for (si = 0; si < def->nstmts; si++) {
+		const tc_stmt *s = def->stmts[si];
+		tc_stmt *c;
+		int w;
+		if (!(c = tc_arena_alloc(g->ar, sizeof(*c))))
+			return -1;
+		*c = *s;
+		c->lhs = g->vname[g->stmt_val[si]];
+		c->rhs = rename_reads(g, s->rhs, si);
+		if (s->nwhere && !(c->where = tc_arena_alloc(g->ar, (size_t)s->nwhere * sizeof(tc_where))))
+			return -1;
+		for (w = 0; w < s->nwhere; w++) {
+			c->where[w] = s->where[w];
+			if (s->where[w].kind != TC_WHERE_RANGE)
+				c->where[w].val = rename_reads(g, s->where[w].val, si);
+		}
+		g->ss[si] = c;
+	}
+	return tc_arena_failed(g->ar) ? -1 : 0;
+}
+
+/* The value that the last statement writing tensor t writes. */
+static int final_val(const grad_ctx *g, int t)
+{
+	return read_val(g, g->def->nstmts, t);
+}
+
+/* Append the forward statement si (with values' names) to out: an
+ * in-place T(i) += e, whose value is new, is its copy of the earlier
+ * value and then the sum. */
+static int push_forward(grad_ctx *g, int si, tc_stmt **out, int *n)
+{
+	const tc_stmt *s = g->ss[si];
+	if (s->red == TC_RED_ADD && !s->init && g->def->tensors[s->tensor].first_write != si) {
+		tc_stmt *c = mk_stmt(g, s->lhs, s->nidx, s->idx, TC_RED_ASSIGN, 0,
+			mk_read(g, g->vname[read_val(g, si, s->tensor)], s->nidx, s->idx));
+		if (!c || !c->rhs)
+			return -1;
+		out[(*n)++] = c;
+	}
+	out[(*n)++] = (tc_stmt *)s;
+	return 0;
+}
+
 __tc_give tc_def *tc_grad_derive(__tc_keep tc_arena *ar, __tc_keep const tc_def *def,
 	__tc_keep const char *const *wrt, int nwrt, int saves, __tc_give tc_def **fwd,
 	__tc_keep tc_diags *d)
 {
 	grad_ctx g = {0};
 	tc_def *out = NULL;
-	int nt = def->ntensors, i, t, changed, nret, nfwd, nsaved = 0;
+	int nin = def->ninputs, nio = def->ninputs + def->noutputs;
+	int i, t, v, changed, nret, nfwd, nsaved = 0;
 
 	*fwd = NULL;
 	g.ar = ar;
@@ -1169,41 +1460,33 @@ __tc_give tc_def *tc_grad_derive(__tc_keep tc_arena *ar, __tc_keep const tc_def 
 		tc_error(d, def->name_loc, "gradient: '%s' has errors", def->name);
 		return NULL;
 	}
-	g.adj = tc_arena_alloc(ar, (size_t)(nt + 1) * sizeof(*g.adj));
-	g.need = tc_arena_alloc(ar, (size_t)(nt + 1) * sizeof(int));
-	g.have = tc_arena_alloc(ar, (size_t)(nt + 1) * sizeof(int));
-	g.ncontrib = tc_arena_alloc(ar, (size_t)(nt + 1) * sizeof(int));
-	g.recompute = tc_arena_alloc(ar, (size_t)(nt + 1) * sizeof(int));
-	g.save = tc_arena_alloc(ar, (size_t)(nt + 1) * sizeof(int));
-	if (!g.adj || !g.need || !g.have || !g.ncontrib || !g.recompute || !g.save)
+	for (i = 0; i < def->nstmts && !g.failed; i++)
+		check_stmt(&g, i);
+	if (g.failed)
+		return NULL;
+	if (make_values(&g) < 0)
 		goto error;
-	for (t = 0; t < nt; t++) {
-		size_t n = strlen(def->tensors[t].name) + 3;
-		char *s = tc_arena_alloc(ar, n);
-		if (!s)
-			goto error;
-		snprintf(s, n, "d_%s", def->tensors[t].name);
-		g.adj[t] = s;
-	}
-	/* outputs: floating point, adjoints given */
-	for (t = def->ninputs; t < def->ninputs + def->noutputs; t++) {
+	/* outputs: floating point, adjoints given (their final values') */
+	for (t = nin; t < nio; t++) {
 		if (!is_float(def->tensors[t].dtype)) {
 			tc_error(d, def->tensors[t].loc,
 				"gradient: output '%s' is %s; only floating-point outputs can be "
 				"differentiated", def->tensors[t].name, tc_dtype_name(def->tensors[t].dtype));
 			g.failed = 1;
 		}
-		g.have[t] = 1;
+		v = final_val(&g, t);
+		g.given[t] = g.adj[v];
+		g.have[v] = 1;
 	}
 	/* the inputs asked for */
 	for (i = 0; i < nwrt; i++) {
-		for (t = 0; t < def->ninputs; t++)
+		for (t = 0; t < nin; t++)
 			if (!strcmp(def->tensors[t].name, wrt[i]))
 				break;
-		if (t == def->ninputs) {
+		if (t == nin) {
 			tc_buf b;
 			tc_buf_init(&b);
-			for (t = 0; t < def->ninputs; t++)
+			for (t = 0; t < nin; t++)
 				tc_buf_printf(&b, "%s%s", t ? ", " : "", def->tensors[t].name);
 			tc_error(d, def->name_loc, "gradient: '%s' is not an input of '%s' (its inputs: %s)",
 				wrt[i], def->name, b.s ? b.s : "");
@@ -1219,53 +1502,73 @@ __tc_give tc_def *tc_grad_derive(__tc_keep tc_arena *ar, __tc_keep const tc_def 
 		}
 	}
 	if (!nwrt)
-		for (t = 0; t < def->ninputs; t++)
+		for (t = 0; t < nin; t++)
 			g.need[t] = is_float(def->tensors[t].dtype);
-	for (i = 0; i < def->nstmts && !g.failed; i++)
-		check_stmt(&g, i);
 	if (g.failed)
 		goto error;
-	/* temporaries whose adjoint is needed: those written from a needed one */
+	/* values whose adjoint is needed: those computed from a needed one (an
+	 * in-place += includes the earlier value) */
 	do {
 		changed = 0;
 		for (i = 0; i < def->nstmts; i++) {
-			const tc_stmt *s = def->stmts[i];
-			if (def->tensors[s->tensor].kind == TC_TENSOR_TEMP && !g.need[s->tensor] &&
-				is_float(def->tensors[s->tensor].dtype) && stmt_reads_needed(&g, s)) {
-				g.need[s->tensor] = 1;
+			const tc_stmt *s = g.ss[i];
+			int w = g.stmt_val[i];
+			if (g.need[w] || !is_float(def->tensors[s->tensor].dtype))
+				continue;
+			if (stmt_reads_needed(&g, s) || (s->red == TC_RED_ADD && !s->init &&
+				def->tensors[s->tensor].first_write != i && g.need[read_val(&g, i, s->tensor)])) {
+				g.need[w] = 1;
 				changed = 1;
 			}
 		}
 	} while (changed);
 	/* the adjoints used must not clash with the def's names */
-	for (t = 0; t < nt; t++)
-		if ((g.need[t] || def->tensors[t].kind == TC_TENSOR_OUTPUT) &&
-			name_taken(def, g.adj[t])) {
-			tc_error(d, def->tensors[t].loc,
+	for (v = 0; v < g.nval; v++)
+		if ((g.need[v] || g.have[v]) && name_taken(def, g.adj[v])) {
+			tc_error(d, def->tensors[g.val_t[v]].loc,
 				"gradient: the adjoint of '%s' would be named '%s', which the def "
-				"already uses", def->tensors[t].name, g.adj[t]);
+				"already uses", g.vname[v], g.adj[v]);
 			g.failed = 1;
 		}
 	if (g.failed)
 		goto error;
+	/* an output that statements read: its adjoint is the given one plus
+	 * what those statements add, in a copy */
+	for (t = nin; t < nio; t++) {
+		tc_stmt *c;
+		v = final_val(&g, t);
+		if (!value_readers(&g, v))
+			continue;
+		g.adj[v] = fresh_name(&g, g.given[t], "total");
+		if (!g.adj[v] || !(c = fill_stmt(&g, g.adj[v], t, g.given[t])) ||
+			tc_vec_push(&g.stmts, c) < 0)
+			goto error;
+		g.ncontrib[v] = 1;
+	}
 	for (i = def->nstmts - 1; i >= 0 && !g.failed; i--)
 		backward_stmt(&g, i);
 	if (g.failed)
 		goto error;
-	/* temporaries read by recomputed temporaries (saved ones are given) */
+	/* values read by recomputed values (saved ones are given) */
 	do {
 		if (saves)
 			break;
 		changed = 0;
 		for (i = def->nstmts - 1; i >= 0; i--) {
-			const tc_stmt *s = def->stmts[i];
-			if (g.recompute[s->tensor] && def->tensors[s->tensor].kind == TC_TENSOR_TEMP) {
-				int before = 0, after = 0;
-				for (t = 0; t < nt; t++)
-					before += g.recompute[t];
+			const tc_stmt *s = g.ss[i];
+			if (g.recompute[g.stmt_val[i]]) {
+				int before = 0, after = 0, w;
+				for (v = 0; v < g.nval; v++)
+					before += g.recompute[v] + g.save[v];
 				mark_temps(&g, s->rhs);
-				for (t = 0; t < nt; t++)
-					after += g.recompute[t];
+				for (w = 0; w < s->nwhere; w++)
+					if (s->where[w].kind != TC_WHERE_RANGE)
+						mark_temps(&g, s->where[w].val);
+				if (s->red == TC_RED_ADD && !s->init &&
+					def->tensors[s->tensor].first_write != i)
+					use_value(&g, read_val(&g, i, s->tensor));
+				for (v = 0; v < g.nval; v++)
+					after += g.recompute[v] + g.save[v];
 				changed |= after != before;
 			}
 		}
@@ -1281,64 +1584,65 @@ __tc_give tc_def *tc_grad_derive(__tc_keep tc_arena *ar, __tc_keep const tc_def 
 		snprintf(s, n, "%s_grad", def->name);
 		out->name = s;
 	}
-	/* inputs, the outputs (and with saves, the temporaries) the backward
-	 * reads, the outputs' adjoints */
+	/* inputs, the outputs (and with saves, the temporary values) the
+	 * backward reads, the outputs' adjoints */
 	out->nparams = def->nparams + def->noutputs;
-	for (t = def->ninputs; t < def->ninputs + def->noutputs; t++)
-		out->nparams += g.save[t];
-	for (nsaved = 0, t = def->ninputs + def->noutputs; saves && t < nt; t++)
-		nsaved += g.recompute[t];
+	for (t = nin; t < nio; t++)
+		out->nparams += g.save[final_val(&g, t)];
+	for (nsaved = 0, v = 0; saves && v < g.nval; v++)
+		nsaved += g.recompute[v];
 	out->nparams += nsaved;
 	out->params = tc_arena_alloc(ar, (size_t)(out->nparams + 1) * sizeof(tc_decl));
 	if (!out->params)
 		goto error;
 	for (i = 0; i < def->nparams; i++)
 		out->params[i] = def->params[i];
-	for (t = def->ninputs; t < def->ninputs + def->noutputs; t++)
-		if (g.save[t] && mk_decl(&g, &out->params[i++], def->tensors[t].name,
+	for (t = nin; t < nio; t++)
+		if (g.save[final_val(&g, t)] && mk_decl(&g, &out->params[i++], def->tensors[t].name,
 			def->tensors[t].dtype, t) < 0)
 			goto error;
-	for (t = def->ninputs + def->noutputs; saves && t < nt; t++)
-		if (g.recompute[t] && mk_decl(&g, &out->params[i++], def->tensors[t].name,
-			def->tensors[t].dtype, t) < 0)
+	for (v = 0; saves && v < g.nval; v++)
+		if (g.recompute[v] && mk_decl(&g, &out->params[i++], g.vname[v],
+			def->tensors[g.val_t[v]].dtype, g.val_t[v]) < 0)
 			goto error;
-	for (t = def->ninputs; t < def->ninputs + def->noutputs; t++)
-		if (mk_decl(&g, &out->params[i++], g.adj[t], def->tensors[t].dtype, t) < 0)
+	for (t = nin; t < nio; t++)
+		if (mk_decl(&g, &out->params[i++], g.given[t], def->tensors[t].dtype, t) < 0)
 			goto error;
-	for (nret = 0, t = 0; t < def->ninputs; t++)
+	for (nret = 0, t = 0; t < nin; t++)
 		nret += g.need[t];
 	out->nrets = nret;
 	out->rets = tc_arena_alloc(ar, (size_t)(nret + 1) * sizeof(tc_decl));
 	if (!out->rets)
 		goto error;
-	for (nret = 0, t = 0; t < def->ninputs; t++)
+	for (nret = 0, t = 0; t < nin; t++)
 		if (g.need[t] && mk_decl(&g, &out->rets[nret++], g.adj[t], def->tensors[t].dtype, t) < 0)
 			goto error;
-	/* recomputed temporaries, then the adjoint statements, then zeros */
+	/* recomputed values, then the adjoint statements, then zeros */
 	for (nfwd = 0, i = 0; i < def->nstmts && !saves; i++)
-		nfwd += g.recompute[def->stmts[i]->tensor];
+		nfwd += 2 * g.recompute[g.stmt_val[i]];
 	out->nstmts = nfwd + g.stmts.n + nret;
 	out->stmts = tc_arena_alloc(ar, (size_t)(out->nstmts + 1) * sizeof(tc_stmt *));
 	if (!out->stmts)
 		goto error;
 	out->nstmts = 0;
 	for (i = 0; i < def->nstmts && !saves; i++)
-		if (g.recompute[def->stmts[i]->tensor])
-			out->stmts[out->nstmts++] = def->stmts[i];
+		if (g.recompute[g.stmt_val[i]] && push_forward(&g, i, out->stmts, &out->nstmts) < 0)
+			goto error;
 	for (i = 0; i < g.stmts.n; i++)
 		out->stmts[out->nstmts++] = g.stmts.v[i];
-	for (nret = 0, t = 0; t < def->ninputs; t++) {
+	for (nret = 0, t = 0; t < nin; t++) {
 		if (!g.need[t])
 			continue;
 		if (!g.have[t]) {
-			tc_stmt *z = zero_stmt(&g, g.adj[t], t);
+			tc_stmt *z = fill_stmt(&g, g.adj[t], t, NULL);
 			if (!z)
 				goto error;
 			out->stmts[out->nstmts++] = z;
 		}
 		nret++;
 	}
-	/* the forward with saves: the forward def returning the temporaries */
+	/* the forward with saves: the forward def (with values' names)
+	 * returning the temporary values */
 	if (nsaved) {
 		tc_def *f = tc_arena_alloc(ar, sizeof(*f));
 		size_t n = strlen(def->name) + 5;
@@ -1349,16 +1653,19 @@ __tc_give tc_def *tc_grad_derive(__tc_keep tc_arena *ar, __tc_keep const tc_def 
 		f->name = s;
 		f->nparams = def->nparams;
 		f->params = def->params;
-		f->nstmts = def->nstmts;
-		f->stmts = def->stmts;
+		if (!(f->stmts = tc_arena_alloc(ar, (size_t)(2 * def->nstmts + 1) * sizeof(tc_stmt *))))
+			goto error;
+		for (i = 0; i < def->nstmts; i++)
+			if (push_forward(&g, i, f->stmts, &f->nstmts) < 0)
+				goto error;
 		f->nrets = def->nrets + nsaved;
 		if (!(f->rets = tc_arena_alloc(ar, (size_t)f->nrets * sizeof(tc_decl))))
 			goto error;
 		for (i = 0; i < def->nrets; i++)
 			f->rets[i] = def->rets[i];
-		for (t = def->ninputs + def->noutputs; t < nt; t++)
-			if (g.recompute[t] && mk_decl(&g, &f->rets[i++], def->tensors[t].name,
-				def->tensors[t].dtype, t) < 0)
+		for (v = 0; v < g.nval; v++)
+			if (g.recompute[v] && mk_decl(&g, &f->rets[i++], g.vname[v],
+				def->tensors[g.val_t[v]].dtype, g.val_t[v]) < 0)
 				goto error;
 		*fwd = f;
 	}
