@@ -165,6 +165,26 @@ tc_stat tc_ir_bind(__tc_keep const tc_ir_func *f, __tc_keep const tc_tensor *inp
 			}
 		}
 	}
+	/* extent expressions (float(N - K + 1) d_O), once every size is bound */
+	for (i = 0; ok && i < ninputs; i++) {
+		const tc_ir_tensor *t = &f->tensors[i];
+		for (k = 0; k < t->ndim; k++) {
+			const tc_sexpr *e = t->ext[k];
+			int64_t want;
+			if (e->kind == TC_SX_PARAM || e->kind == TC_SX_CONST)
+				continue;
+			if (tc_sx_eval(e, params, NULL, &want) < 0 || want != inputs[i].shape[k]) {
+				tc_buf b;
+				tc_buf_init(&b);
+				describe_decl(f, t, &b);
+				tc_error(d, noloc(), "dimension %d of input '%s' (declared %s %s) must be "
+					"%lld but is %lld", k, t->name, b.s ? b.s : "?", t->name,
+					(long long)want, (long long)inputs[i].shape[k]);
+				tc_buf_free_diag(&b, d);
+				ok = 0;
+			}
+		}
+	}
 	tc_free(from);
 	if (!ok)
 		return TC_ERR;

@@ -139,8 +139,9 @@ typedef struct tc_stmt {
 
 /* A dimension in a type: a size parameter name or a constant. */
 typedef struct tc_dim {
-	const char *name; /* NULL for a constant */
+	const char *name; /* NULL for a constant or an expression */
 	int64_t value;
+	tc_expr *expr; /* an extent expression of sizes (N - K + 1), or NULL */
 	tc_loc loc;
 } tc_dim;
 

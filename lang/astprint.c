@@ -161,7 +161,9 @@ static void print_decl(const tc_decl *d, tc_rename_fn rn, void *ud, tc_buf *b)
 		for (i = 0; i < d->ndims; i++) {
 			if (i)
 				tc_buf_putc(b, ',');
-			if (d->dims[i].name)
+			if (d->dims[i].expr)
+				print_expr(d->dims[i].expr, rn, ud, b);
+			else if (d->dims[i].name)
 				tc_buf_puts(b, spell(rn, ud, TC_NAME_GLOBAL, d->dims[i].name));
 			else
 				tc_buf_printf(b, "%lld", (long long)d->dims[i].value);

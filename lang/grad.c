@@ -25,13 +25,16 @@
  *
  * Supported: statements with '=', '+=!', '*=!', 'max=!' and 'min=!' (with
  * where ranges, exists clauses and lets, copied to the derived statements
- * that need them) whose reads have distinct index variables as subscripts;
- * a read over part of a tensor makes its adjoint zero first and then adds
- * to it.  max=!/min=! send the gradient to the first term attaining the
+ * that need them).  A read whose subscripts are distinct index variables
+ * gives the statement above; over part of a tensor, its adjoint is zero
+ * first and the statement adds to it.  A read with other affine subscripts
+ * (offsets, strides, constants, diagonals) gives a gather (gather_stmt):
+ * each subscript solved for one variable, the solved ranges as guards.  max=!/min=! send the gradient to the first term attaining the
  * result (arg_gate), *=! multiplies by the product of the other factors,
  * exact at zeros (product_factor).  Other constructs are located errors
  * "... not supported yet". */
 #include "grad.h"
+#include "range.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -74,6 +77,7 @@ static int is_float(tc_dtype t)
 }
 
 /* ---- values (versions of tensors) ---- */
+
 
 /* The value of tensor t that statement si reads: the one the last
  * statement before si writing t wrote (t itself for an input). */
@@ -353,9 +357,47 @@ static tc_expr *sx_expr(grad_ctx *g, const tc_stmt *s, const tc_sexpr *x)
 		return mk_ident(g, g->def->sizes[x->id]);
 	case TC_SX_VAR:
 		return mk_ident(g, s->vars[x->id].name);
-	case TC_SX_ADD:
-		return mk_bin(g, TC_AOP_ADD, sx_expr(g, s, x->a), sx_expr(g, s, x->b));
+	case TC_SX_ADD: {
+		/* the terms of the sum, positive ones first, constants last:
+		 * N - K + 1 rather than N + -1 * K + 1 */
+		const tc_sexpr *terms[64], *stack[64];
+		tc_expr *r = NULL;
+		int nt = 0, sp = 0, pass, i;
+		stack[sp++] = x;
+		while (sp && nt < 64) {
+			const tc_sexpr *y = stack[--sp];
+			if (y->kind == TC_SX_ADD && sp < 62) {
+				stack[sp++] = y->b;
+				stack[sp++] = y->a;
+			} else {
+				terms[nt++] = y;
+			}
+		}
+		for (pass = 0; pass < 3; pass++)
+			for (i = 0; i < nt; i++) {
+				const tc_sexpr *y = terms[i];
+				int neg = (y->kind == TC_SX_MUL || y->kind == TC_SX_CONST) && y->c < 0;
+				tc_expr *t;
+				if (y->kind == TC_SX_CONST ? pass != 2 : pass == 2 || (pass == 0) == neg)
+					continue;
+				if (y->kind == TC_SX_CONST)
+					t = mk_int(g, neg ? -y->c : y->c);
+				else if (y->kind == TC_SX_MUL && (y->c == 1 || y->c == -1))
+					t = sx_expr(g, s, y->a);
+				else if (y->kind == TC_SX_MUL)
+					t = mk_bin(g, TC_AOP_MUL, mk_int(g, neg ? -y->c : y->c), sx_expr(g, s, y->a));
+				else
+					t = sx_expr(g, s, y);
+				if (!r)
+					r = neg ? mk_neg(g, t) : t;
+				else
+					r = mk_bin(g, neg ? TC_AOP_SUB : TC_AOP_ADD, r, t);
+			}
+		return r ? r : mk_int(g, 0);
+	}
 	case TC_SX_MUL:
+		if (x->c == -1)
+			return mk_neg(g, sx_expr(g, s, x->a));
 		return mk_bin(g, TC_AOP_MUL, mk_int(g, x->c), sx_expr(g, s, x->a));
 	case TC_SX_FLOORDIV:
 		return mk_bin(g, TC_AOP_DIV, sx_expr(g, s, x->a), mk_int(g, x->c));
@@ -369,7 +411,19 @@ static tc_expr *sx_expr(grad_ctx *g, const tc_stmt *s, const tc_sexpr *x)
 	return NULL;
 }
 
+/* a && b, either NULL for true */
+static tc_expr *mk_and(grad_ctx *g, tc_expr *a, tc_expr *b)
+{
+	if (!a)
+		return b;
+	if (!b)
+		return a;
+	return mk_bin(g, TC_AOP_AND, a, b);
+}
+
 /* ---- the derivative ---- */
+
+static int expr_equal(const tc_expr *a, const tc_expr *b);
 
 /* Whether e reads tensor t with the subscripts of the read r. */
 static int same_read(const tc_expr *e, int t, const tc_expr *r)
@@ -378,7 +432,7 @@ static int same_read(const tc_expr *e, int t, const tc_expr *r)
 	if (e->ref != TC_REF_TENSOR || e->ref_id != t || e->nargs != r->nargs)
 		return 0;
 	for (i = 0; i < e->nargs; i++)
-		if (strcmp(e->args[i]->name, r->args[i]->name))
+		if (!expr_equal(e->args[i], r->args[i]))
 			return 0;
 	return 1;
 }
@@ -564,39 +618,6 @@ static int covers(const tc_stmt *s, int v, const tc_sexpr *ext)
 	return tc_sx_is_const(s->vars[v].lo, &lo) && lo == 0 && tc_sx_equal(s->vars[v].hi, ext);
 }
 
-/* Check the reads of e (a right-hand side of s): subscripts are distinct
- * index variables ranging over the whole extent; outputs are not read. */
-static void check_reads(grad_ctx *g, const tc_stmt *s, const tc_expr *e)
-{
-	const tc_def *def = g->def;
-	int i, j;
-	if (e->kind == TC_AST_CALL && e->ref == TC_REF_TENSOR) {
-		const tc_tensor_info *ti = &def->tensors[e->ref_id];
-		for (i = 0; i < e->nargs; i++) {
-			const tc_expr *a = e->args[i];
-			if (a->kind != TC_AST_IDENT || a->ref != TC_REF_INDEX) {
-				tc_error(g->d, a->loc,
-					"gradient: subscript %d of '%s' is not an index variable; offset, "
-					"strided, constant and gathered subscripts are not supported yet",
-					i + 1, ti->name);
-				g->failed = 1;
-				return;
-			}
-			for (j = 0; j < i; j++)
-				if (!strcmp(e->args[j]->name, a->name)) {
-					tc_error(g->d, a->loc,
-						"gradient: '%s' is read with the index variable '%s' twice "
-						"(a diagonal); not supported yet", ti->name, a->name);
-					g->failed = 1;
-					return;
-				}
-		}
-		return;
-	}
-	for (i = 0; i < e->nargs; i++)
-		check_reads(g, s, e->args[i]);
-}
-
 /* Check statement si of the def: its operator, where clauses, left side. */
 static void check_stmt(grad_ctx *g, int si)
 {
@@ -625,10 +646,6 @@ static void check_stmt(grad_ctx *g, int si)
 			g->failed = 1;
 			return;
 		}
-	check_reads(g, s, s->rhs);
-	for (i = 0; i < s->nwhere && !g->failed; i++)
-		if (s->where[i].kind == TC_WHERE_LET)
-			check_reads(g, s, s->where[i].val);
 }
 
 /* ---- assembling the backward def ---- */
@@ -1112,6 +1129,382 @@ static int same_subscripts(const tc_expr *r, const tc_stmt *s)
 	return 1;
 }
 
+/* ---- reads with affine subscripts: the adjoint as a gather ---- */
+
+/* An affine expression of the index variables of g->cur (numbers 0 to
+ * nvars - 1) and of the new left-hand indices of a derived statement
+ * (nvars on), with a constant term over the sizes. */
+typedef struct aff {
+	int64_t *c;
+	const tc_sexpr *k;
+} aff;
+
+static int aff_init(grad_ctx *g, aff *a, int nv)
+{
+	a->c = tc_arena_alloc(g->ar, (size_t)(nv + 1) * sizeof(*a->c));
+	a->k = tc_sx_const(g->ar, 0);
+	return a->c && a->k ? 0 : -1;
+}
+
+/* a += m * b */
+static void aff_add(grad_ctx *g, aff *a, const aff *b, int64_t m, int nv)
+{
+	int v;
+	for (v = 0; v < nv; v++)
+		a->c[v] += m * b->c[v];
+	a->k = tc_sx_add(g->ar, a->k, tc_sx_scale(g->ar, m, b->k));
+}
+
+/* e (a subscript of g->cur) as an affine expression; 0 or -1 (not affine
+ * in the index variables). */
+static int aff_of(grad_ctx *g, const tc_expr *e, aff *a, int nv)
+{
+	const tc_sexpr *k;
+	aff b;
+	int v;
+	if (aff_init(g, a, nv) < 0)
+		return -1;
+	if ((k = tc_range_sexpr(g->ar, e))) {
+		a->k = k;
+		return 0;
+	}
+	switch (e->kind) {
+	case TC_AST_IDENT:
+		if ((v = var_of(g->cur, e->name)) < 0)
+			return -1;
+		a->c[v] = 1;
+		return 0;
+	case TC_AST_CAST:
+		return tc_dtype_is_int(e->cast_type) ? aff_of(g, e->args[0], a, nv) : -1;
+	case TC_AST_UNARY:
+		if (e->op != TC_AOP_NEG || aff_of(g, e->args[0], &b, nv) < 0)
+			return -1;
+		aff_add(g, a, &b, -1, nv);
+		return 0;
+	case TC_AST_BINARY:
+		if (e->op == TC_AOP_ADD || e->op == TC_AOP_SUB) {
+			if (aff_of(g, e->args[0], a, nv) < 0 || aff_of(g, e->args[1], &b, nv) < 0)
+				return -1;
+			aff_add(g, a, &b, e->op == TC_AOP_ADD ? 1 : -1, nv);
+			return 0;
+		}
+		if (e->op == TC_AOP_MUL) {
+			int64_t m;
+			for (v = 0; v < 2; v++)
+				if ((k = tc_range_sexpr(g->ar, e->args[v])) && tc_sx_is_const(k, &m)) {
+					if (aff_of(g, e->args[1 - v], &b, nv) < 0)
+						return -1;
+					aff_add(g, a, &b, m, nv);
+					return 0;
+				}
+		}
+		return -1;
+	default:
+		return -1;
+	}
+}
+
+/* a as text, with names[v] for variable v. */
+static tc_expr *aff_expr(grad_ctx *g, const aff *a, const char *const *names, int nv)
+{
+	tc_expr *r = NULL;
+	int64_t k;
+	int v, pass;
+	/* positive terms first: h - kh rather than -kh + h */
+	for (pass = 0; pass < 2; pass++)
+	for (v = 0; v < nv; v++) {
+		int64_t c = a->c[v];
+		tc_expr *t;
+		if (!c || (pass == 0) != (c > 0))
+			continue;
+		t = mk_ident(g, names[v]);
+		if (c != 1 && c != -1)
+			t = mk_bin(g, TC_AOP_MUL, mk_int(g, c < 0 ? -c : c), t);
+		if (!r)
+			r = c < 0 ? mk_neg(g, t) : t;
+		else
+			r = mk_bin(g, c < 0 ? TC_AOP_SUB : TC_AOP_ADD, r, t);
+	}
+	if (tc_sx_is_const(a->k, &k)) {
+		if (!r)
+			return mk_int(g, k);
+		if (k)
+			r = mk_bin(g, k < 0 ? TC_AOP_SUB : TC_AOP_ADD, r, mk_int(g, k < 0 ? -k : k));
+		return r;
+	}
+	return r ? mk_bin(g, TC_AOP_ADD, r, sx_expr(g, NULL, a->k)) : sx_expr(g, NULL, a->k);
+}
+
+/* The state of one gather: substitutions of solved variables. */
+typedef struct gather {
+	int nv;             /* the variables of g->cur, then one per dimension */
+	const char **names; /* their names */
+	aff **sub;          /* per variable of g->cur: its value, or NULL */
+} gather;
+
+/* e (a part of a derivative of g->cur) with the solved variables
+ * replaced by their values, lets inlined. */
+static tc_expr *gather_expr(grad_ctx *g, gather *ga, tc_expr *e)
+{
+	tc_expr *c;
+	int i, v;
+	if (e->kind == TC_AST_IDENT && e->ref == TC_REF_LET)
+		return gather_expr(g, ga, g->cur->where[e->ref_id].val);
+	if (e->kind == TC_AST_IDENT && (v = var_of(g->cur, e->name)) >= 0 &&
+		(e->ref == TC_REF_INDEX || e->ref == TC_REF_NONE))
+		return ga->sub[v] ? aff_expr(g, ga->sub[v], ga->names, ga->nv) : e;
+	if (!e->nargs)
+		return e;
+	if (!(c = tc_arena_alloc(g->ar, sizeof(*c))) ||
+		!(c->args = tc_arena_alloc(g->ar, (size_t)e->nargs * sizeof(*c->args))))
+		return e;
+	{
+		tc_expr **args = c->args;
+		*c = *e;
+		c->args = args;
+	}
+	for (i = 0; i < e->nargs; i++) {
+		aff a;
+		if (e->kind == TC_AST_CALL && e->ref != TC_REF_BUILTIN &&
+			aff_of(g, e->args[i], &a, ga->nv) == 0) {
+			for (v = 0; v < g->cur->nvars; v++)
+				if (ga->sub[v] && a.c[v]) {
+					int64_t m = a.c[v];
+					a.c[v] = 0;
+					aff_add(g, &a, ga->sub[v], m, ga->nv);
+				}
+			c->args[i] = aff_expr(g, &a, ga->names, ga->nv);
+		} else {
+			c->args[i] = gather_expr(g, ga, e->args[i]);
+		}
+	}
+	return c;
+}
+
+/* Whether the read r's subscripts are distinct index variables. */
+static int plain_read(const grad_ctx *g, const tc_expr *r)
+{
+	int i, j;
+	for (i = 0; i < r->nargs; i++) {
+		if (r->args[i]->kind != TC_AST_IDENT || var_of(g->cur, r->args[i]->name) < 0)
+			return 0;
+		for (j = 0; j < i; j++)
+			if (!strcmp(r->args[j]->name, r->args[i]->name))
+				return 0;
+	}
+	return 1;
+}
+
+/* Whether e reads a tensor (or an adjoint). */
+static int reads_any(const tc_expr *e)
+{
+	int i;
+	if (e->kind == TC_AST_CALL && e->ref != TC_REF_BUILTIN)
+		return 1;
+	if (e->kind == TC_AST_IDENT && e->ref == TC_REF_TENSOR)
+		return 1;
+	for (i = 0; i < e->nargs; i++)
+		if (reads_any(e->args[i]))
+			return 1;
+	return 0;
+}
+
+/* Whether the plain read r of tensor x stays within x: each variable's
+ * range is provably inside its dimension. */
+static int read_within(grad_ctx *g, const tc_expr *r, int x)
+{
+	const tc_stmt *s = g->cur;
+	int i;
+	for (i = 0; i < r->nargs; i++) {
+		const tc_stmt_var *v = &s->vars[var_of(s, r->args[i]->name)];
+		if (tc_sx_sign(v->lo) != 1 ||
+			tc_sx_sign(tc_sx_sub(g->ar, g->def->tensors[x].ext[i], v->hi)) != 1)
+			return 0;
+	}
+	return 1;
+}
+
+/* A name for a new index variable of the derived statement: base, or base
+ * with a number, not used by g->cur's variables, the def or names[0..n). */
+static const char *fresh_index(grad_ctx *g, const char *base, const char *const *names, int n)
+{
+	char buf[64];
+	int k, i, taken;
+	for (k = 0; k < 1000; k++) {
+		if (k)
+			snprintf(buf, sizeof(buf), "%s%d", base, k);
+		else
+			snprintf(buf, sizeof(buf), "%s", base);
+		taken = var_of(g->cur, buf) >= 0 || name_taken(g->def, buf);
+		for (i = 0; i < n && !taken; i++)
+			taken = names[i] && !strcmp(names[i], buf);
+		if (!taken)
+			return tc_arena_strdup(g->ar, buf);
+	}
+	return NULL;
+}
+
+/* Whether the solution sol of variable v of s is the new index y alone and
+ * v ranges over 0:ext, the whole dimension y ranges over. */
+static int is_plain_dim(grad_ctx *g, const aff *sol, int y, const tc_stmt *s, int v,
+	const tc_sexpr *ext)
+{
+	int64_t k;
+	int u;
+	(void)g;
+	for (u = 0; u < y + 1; u++)
+		if (sol->c[u] != (u == y))
+			return 0;
+	return tc_sx_is_const(sol->k, &k) && k == 0 && covers(s, v, ext);
+}
+
+/* The contribution of p (the derivative of g->cur times its adjoint) to
+ * the adjoint of the read r (of tensor x, value xv) whose subscripts are
+ * affine but not distinct index variables: the scatter d_X(f(i)) += p(i)
+ * written as a gather.  Each dimension's subscript solves for one index
+ * variable with coefficient 1 or -1 (which then names that dimension of
+ * d_X: I(h + kh) gives d_I(h, ...) with the old h being h - kh); the range
+ * of a solved variable becomes a guard, and a subscript without an
+ * unsolved variable (a constant, a diagonal) an equality guard.  The other
+ * variables are summed over their ranges. */
+static tc_stmt *gather_stmt(grad_ctx *g, const tc_expr *r, int x, int xv, tc_expr *p)
+{
+	const tc_stmt *s = g->cur;
+	const tc_tensor_info *ti = &g->def->tensors[x];
+	int nvars = s->nvars, nd = r->nargs, v, d, nfree = 0, nw = 0, *plain;
+	gather ga;
+	tc_expr *guard = NULL;
+	const char **idx;
+	tc_stmt *b;
+	ga.nv = nvars + nd;
+	if (!(plain = tc_arena_alloc(g->ar, (size_t)(nvars + 1) * sizeof(*plain))))
+		return NULL;
+	ga.names = tc_arena_alloc(g->ar, (size_t)(ga.nv + 1) * sizeof(*ga.names));
+	ga.sub = tc_arena_alloc(g->ar, (size_t)(nvars + 1) * sizeof(*ga.sub));
+	idx = tc_arena_alloc(g->ar, (size_t)(nd + 1) * sizeof(*idx));
+	if (!ga.names || !ga.sub || !idx)
+		return NULL;
+	for (v = 0; v < nvars; v++)
+		ga.names[v] = s->vars[v].name;
+	for (d = 0; d < nd; d++) {
+		aff a;
+		int piv = -1;
+		if (aff_of(g, r->args[d], &a, ga.nv) < 0) {
+			tc_error(g->d, r->args[d]->loc,
+				"gradient: subscript %d of '%s' is not affine in the index variables; "
+				"the gradient of a gathered read is not supported yet", d + 1, ti->name);
+			g->failed = 1;
+			return NULL;
+		}
+		for (v = 0; v < nvars; v++)
+			if (ga.sub[v] && a.c[v]) {
+				int64_t m = a.c[v];
+				a.c[v] = 0;
+				aff_add(g, &a, ga.sub[v], m, ga.nv);
+			}
+		/* solve for a variable with coefficient +-1: a left-hand one first */
+		for (v = 0; v < nvars; v++)
+			if ((a.c[v] == 1 || a.c[v] == -1) && (piv < 0 || (piv >= s->nidx && v < s->nidx)))
+				piv = v;
+		if (piv >= 0) {
+			aff *sol = tc_arena_alloc(g->ar, sizeof(*sol));
+			int64_t c = a.c[piv];
+			if (!sol || aff_init(g, sol, ga.nv) < 0)
+				return NULL;
+			/* y = c piv + rest, so piv = c (y - rest) */
+			a.c[piv] = 0;
+			aff_add(g, sol, &a, -c, ga.nv);
+			sol->c[nvars + d] = c;
+			ga.sub[piv] = sol;
+			/* y is named after a left-hand index it replaces (I(h + kh)
+			 * gives d_I(h) with the old h being h - kh); after the dimension
+			 * where a reduction index is solved for */
+			ga.names[nvars + d] = piv < s->nidx || r->args[d]->kind == TC_AST_IDENT ?
+				s->vars[piv].name : fresh_index(g, "x", ga.names + nvars, d);
+			if (!ga.names[nvars + d])
+				return NULL;
+			/* a plain index over the whole dimension needs no guard */
+			if (is_plain_dim(g, sol, nvars + d, s, piv, ti->ext[d]))
+				plain[piv] = 1;
+		} else {
+			for (v = 0; v < nvars; v++)
+				if (a.c[v]) {
+					tc_error(g->d, r->args[d]->loc,
+						"gradient: subscript %d of '%s' has no index variable with "
+						"coefficient 1 or -1 to solve for; not supported yet", d + 1,
+						ti->name);
+					g->failed = 1;
+					return NULL;
+				}
+			if (!(ga.names[nvars + d] = fresh_index(g, "x", ga.names + nvars, d)))
+				return NULL;
+			/* the equality y = a */
+			guard = mk_and(g, guard, mk_bin(g, TC_AOP_EQ, mk_ident(g, ga.names[nvars + d]),
+				aff_expr(g, &a, ga.names, ga.nv)));
+		}
+		idx[d] = ga.names[nvars + d];
+	}
+	/* the solved variables' ranges are guards; the others are summed */
+	for (v = 0; v < nvars; v++) {
+		tc_expr *e;
+		if (!ga.sub[v]) {
+			nfree++;
+			continue;
+		}
+		if (plain[v])
+			continue;
+		/* lo <= vars + k < hi as lo - k <= vars < hi - k */
+		{
+			aff a = *ga.sub[v];
+			const tc_sexpr *k = a.k;
+			a.k = tc_sx_const(g->ar, 0);
+			e = aff_expr(g, &a, ga.names, ga.nv);
+			guard = mk_and(g, guard, mk_bin(g, TC_AOP_GE, e,
+				sx_expr(g, s, tc_sx_sub(g->ar, s->vars[v].lo, k))));
+			guard = mk_and(g, guard, mk_bin(g, TC_AOP_LT, e,
+				sx_expr(g, s, tc_sx_sub(g->ar, s->vars[v].hi, k))));
+		}
+	}
+	p = gather_expr(g, &ga, p);
+	/* g ? (c ? x : 0) : 0 is g && c ? x : 0, where c reads no tensor (a
+	 * read in a condition bounds indices: range inference, 9.1) */
+	while (p->kind == TC_AST_TERNARY && p->args[2]->kind == TC_AST_FLOAT &&
+		p->args[2]->fval == 0.0 && !reads_any(p->args[0])) {
+		guard = mk_and(g, guard, p->args[0]);
+		p = p->args[1];
+	}
+	if (!(b = mk_stmt(g, g->adj[xv], nd, idx, TC_RED_ASSIGN, 0,
+		      guard ? mk_ternary(g, guard, p, NULL) : p)))
+		return NULL;
+	if (g->ncontrib[xv])
+		b->red = TC_RED_ADD;
+	else if (nfree) {
+		b->red = TC_RED_ADD;
+		b->init = 1;
+	}
+	/* ranges: the summed variables', and the new indices' where the
+	 * adjoint's extents are not known yet (a temporary's first write) */
+	b->nwhere = nfree + (xv >= g->def->ninputs && !g->ncontrib[xv] ? nd : 0);
+	if (b->nwhere && !(b->where = tc_arena_alloc(g->ar, (size_t)b->nwhere * sizeof(tc_where))))
+		return NULL;
+	for (v = 0; v < nvars; v++)
+		if (!ga.sub[v]) {
+			tc_where *w = &b->where[nw++];
+			w->kind = TC_WHERE_RANGE;
+			w->name = s->vars[v].name;
+			w->lo = sx_expr(g, s, s->vars[v].lo);
+			w->hi = sx_expr(g, s, s->vars[v].hi);
+		}
+	for (d = 0; nw < b->nwhere; d++) {
+		tc_where *w = &b->where[nw++];
+		w->kind = TC_WHERE_RANGE;
+		w->name = idx[d];
+		w->lo = mk_int(g, 0);
+		w->hi = sx_expr(g, NULL, ti->ext[d]);
+	}
+	return b;
+}
+
 /* The contributions of forward statement si to the wanted adjoints. */
 static void backward_stmt(grad_ctx *g, int si)
 {
@@ -1175,6 +1568,21 @@ static void backward_stmt(grad_ctx *g, int si)
 		p = mk_mul(g, dt, p);
 		if (gate)
 			p = mk_ternary(g, gate, p, NULL);
+		/* a read with other subscripts than distinct index variables, or
+		 * whose variables may range outside the tensor (under ?:) */
+		if (!plain_read(g, r) || !read_within(g, r, x)) {
+			tc_stmt *b = gather_stmt(g, r, x, xv, p);
+			if (!b)
+				break;
+			if (needs_cast(g, s, b->rhs, def->tensors[x].dtype))
+				b->rhs = mk_cast(g, def->tensors[x].dtype, b->rhs);
+			mark_temps(g, b->rhs);
+			g->ncontrib[xv]++;
+			g->have[xv] = 1;
+			if (tc_vec_push(&g->stmts, b) < 0)
+				g->failed = 1;
+			continue;
+		}
 		/* a derivative equal to that of an earlier read of this statement
 		 * whose adjoint it wrote whole ('='): read that adjoint (the
 		 * gradient of b in fmax(T + b, 0) is d_T's, summed) */
@@ -1299,17 +1707,12 @@ static int mk_decl(grad_ctx *g, tc_decl *dc, const char *name, tc_dtype dt, int 
 		return -1;
 	for (i = 0; i < ti->ndim; i++) {
 		const tc_sexpr *x = ti->ext[i];
-		if (x->kind == TC_SX_PARAM) {
+		if (x->kind == TC_SX_PARAM)
 			dc->dims[i].name = g->def->sizes[x->id];
-		} else if (x->kind == TC_SX_CONST) {
+		else if (x->kind == TC_SX_CONST)
 			dc->dims[i].value = x->c;
-		} else {
-			tc_error(g->d, ti->loc,
-				"gradient: the extent %d of '%s' is not a size or a constant; the "
-				"shape of '%s' cannot be written (not supported yet)", i + 1, ti->name, name);
-			g->failed = 1;
+		else if (!(dc->dims[i].expr = sx_expr(g, NULL, x)))
 			return -1;
-		}
 	}
 	return 0;
 }

@@ -361,7 +361,7 @@ static tc_expr *parse_exp(parser *p)
 	return c;
 }
 
-/* dim ::= IDENT | INT */
+/* dim ::= IDENT | INT | exp (an extent expression of sizes, N - K + 1) */
 static int parse_dims(parser *p, tc_decl *decl)
 {
 	tc_dim tmp[64];
@@ -375,18 +375,27 @@ static int parse_dims(parser *p, tc_decl *decl)
 				syntax_error(p, "at most 64 dimensions");
 				return -1;
 			}
-			if (t->kind == TK_IDENT) {
-				tmp[n].name = tok_str(p, t);
-			} else if (t->kind == TK_INT) {
-				tmp[n].name = NULL;
-				tmp[n].value = t->ival;
+			const tc_token *after = p->pos + 1 < p->ntoks ? &p->toks[p->pos + 1] : t;
+			tmp[n].expr = NULL;
+			tmp[n].name = NULL;
+			tmp[n].loc = tok_loc(p, t);
+			if ((t->kind == TK_IDENT || t->kind == TK_INT) &&
+				(after->kind == TK_COMMA || after->kind == TK_RPAREN)) {
+				if (t->kind == TK_IDENT)
+					tmp[n].name = tok_str(p, t);
+				else
+					tmp[n].value = t->ival;
+				next(p);
+			} else if (t->kind == TK_IDENT || t->kind == TK_INT || t->kind == TK_LPAREN ||
+				t->kind == TK_MINUS || t->kind == TK_MIN || t->kind == TK_MAX) {
+				if (!(tmp[n].expr = parse_exp(p)))
+					return -1;
+				tmp[n].loc = tmp[n].expr->loc;
 			} else {
-				syntax_error(p, "a size name or a constant extent");
+				syntax_error(p, "a size name, a constant extent or an extent expression");
 				return -1;
 			}
-			tmp[n].loc = tok_loc(p, t);
 			n++;
-			next(p);
 		} while (accept(p, TK_COMMA));
 		if (!expect(p, TK_RPAREN, "',' or ')'"))
 			return -1;

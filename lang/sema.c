@@ -137,7 +137,55 @@ static tc_tensor_info *add_tensor(sema *S, const char *name, tc_tensor_kind kind
 	return t;
 }
 
-/* Extents of a declared shape; sizes must already exist unless add is set. */
+/* Resolve the names of an extent expression to sizes and builtins;
+ * 0 or -1 (error reported). */
+static int resolve_extent(sema *S, tc_expr *e, const tc_decl *decl)
+{
+	int i, ok = 1;
+	if (e->kind == TC_AST_IDENT) {
+		int k = find_size(S, e->name);
+		if (k < 0) {
+			tc_error(S->d, e->loc, "'%s' in the extent of '%s' is not a size (a size is "
+				"named by a dimension of an input, e.g. float(N) A)", e->name, decl->name);
+			return -1;
+		}
+		e->ref = TC_REF_SIZE;
+		e->ref_id = k;
+		e->type = TC_T_I32;
+		return 0;
+	}
+	if (e->kind == TC_AST_CALL) {
+		int b = tc_builtin_lookup(e->name, (int)strlen(e->name));
+		if (b != TC_BI_MIN && b != TC_BI_MAX) {
+			tc_error(S->d, e->name_loc, "an extent expression can call only min and max, "
+				"not '%s'", e->name);
+			return -1;
+		}
+		e->ref = TC_REF_BUILTIN;
+		e->ref_id = b;
+	}
+	for (i = 0; i < e->nargs; i++)
+		ok &= resolve_extent(S, e->args[i], decl) == 0;
+	return ok ? 0 : -1;
+}
+
+/* The size expression of an extent expression, or NULL (error reported). */
+static const tc_sexpr *extent_sexpr(sema *S, tc_expr *e, const tc_decl *decl)
+{
+	const tc_sexpr *x;
+	if (resolve_extent(S, e, decl) < 0)
+		return NULL;
+	if (!(x = tc_range_sexpr(S->ar, e))) {
+		tc_error(S->d, e->loc, "an extent must be an integer expression of sizes and "
+			"constants (+, -, * by a constant, / and %% by a positive constant, min, max)");
+		return NULL;
+	}
+	return x;
+}
+
+/* Extents of a declared shape; sizes must already exist unless add is set
+ * (then extent expressions are left for extent_exprs, once every input's
+ * sizes exist). */
 static int decl_shape(sema *S, const tc_decl *decl, tc_tensor_info *t, int add)
 {
 	int i, ok = 1;
@@ -152,7 +200,10 @@ static int decl_shape(sema *S, const tc_decl *decl, tc_tensor_info *t, int add)
 		return -1;
 	for (i = 0; i < decl->ndims; i++) {
 		const tc_dim *dm = &decl->dims[i];
-		if (dm->name) {
+		if (dm->expr) {
+			if (!add && !(t->ext[i] = extent_sexpr(S, dm->expr, decl)))
+				ok = 0;
+		} else if (dm->name) {
 			int k;
 			if (is_builtin(dm->name)) {
 				tc_error(S->d, dm->loc, "'%s' is a builtin function and cannot name a size",
@@ -209,6 +260,17 @@ static int check_signature(sema *S)
 		t->first_write = -2; /* inputs are "written" before the def */
 		if (decl_shape(S, p, t, 1) < 0)
 			ok = 0;
+	}
+	/* the inputs' extent expressions, now that every size exists */
+	for (i = 0; i < def->nparams; i++) {
+		tc_decl *p = &def->params[i];
+		int k = find_tensor(S, p->name);
+		tc_tensor_info *t = k >= 0 ? tensor_at(S, k) : NULL;
+		for (j = 0; t && t->kind == TC_TENSOR_INPUT && j < p->ndims && t->ext; j++)
+			if (p->dims[j].expr && !(t->ext[j] = extent_sexpr(S, p->dims[j].expr, p))) {
+				t->ext[j] = tc_sx_const(S->ar, 1);
+				ok = 0;
+			}
 	}
 	for (i = 0; i < def->nrets; i++) {
 		tc_decl *r = &def->rets[i];

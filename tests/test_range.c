@@ -807,6 +807,56 @@ static void test_bind_checks_constant_dimensions(void **state)
 	checked_free(&c);
 }
 
+/* An input's extent may be an expression of sizes (sizes named by plain
+ * dimensions, in any input): it is checked when shapes are bound. */
+static void test_input_extent_expressions(void **state)
+{
+	checked c;
+	const tc_def *def;
+	int64_t params[4];
+	char *msg;
+	const int64_t good[3][4] = {{9}, {3}, {7, 4}}, bad[3][4] = {{9}, {3}, {8, 4}};
+	const int64_t bad2[3][4] = {{9}, {3}, {7, 5}};
+	char buf[64];
+	(void)state;
+	check_ok(&c, "def f(float(N) I, float(K) W, float(N - K + 1, min(N, 2 * K) / 2 + 1) D) -> (O) {\n"
+		     "  O(i) +=! D(i, j) * W(0) * I(i)\n"
+		     "}\n");
+	def = def_named(&c, "f");
+	assert_string_equal(print_sx(def, def->tensors[2].ext[0], buf, sizeof(buf)), "N - K + 1");
+	assert_int_equal(bind_shapes(&c, def, good, params, &msg), TC_OK);
+	tc_free(msg);
+	assert_int_equal(bind_shapes(&c, def, bad, params, &msg), TC_ERR);
+	assert_non_null(strstr(msg, "dimension 0 of input 'D' (declared float32(N - K + 1,"));
+	assert_non_null(strstr(msg, "must be 7 but is 8"));
+	tc_free(msg);
+	assert_int_equal(bind_shapes(&c, def, bad2, params, &msg), TC_ERR);
+	assert_non_null(strstr(msg, "dimension 1 of input 'D'"));
+	assert_non_null(strstr(msg, "must be 4 but is 5"));
+	tc_free(msg);
+	checked_free(&c);
+	/* sizes must be named by a plain dimension; only affine expressions */
+	check_error(&c, "def f(float(N) I, float(N - K) D) -> (O) { O(i) = D(i) }\n",
+		"t.tc:1:29: error: 'K' in the extent of 'D' is not a size (a size is named by a "
+		"dimension of an input, e.g. float(N) A)");
+	checked_free(&c);
+	check_error(&c, "def f(float(N) I, float(N * N) D) -> (O) { O(i) = D(i) }\n",
+		"t.tc:1:25: error: an extent must be an integer expression of sizes and constants");
+	checked_free(&c);
+	check_error(&c, "def f(float(N) I, float(exp(N)) D) -> (O) { O(i) = D(i) }\n",
+		"error: an extent expression can call only min and max, not 'exp'");
+	checked_free(&c);
+	/* a declared output shape may be one too */
+	check_ok(&c, "def f(float(N) I, float(K) W) -> (float(N - K + 1) O) {\n"
+		     "  O(i) +=! I(i + k) * W(k)\n"
+		     "}\n");
+	checked_free(&c);
+	check_error(&c, "def f(float(N) I, float(K) W) -> (float(N - K) O) {\n"
+		     "  O(i) +=! I(i + k) * W(k)\n"
+		     "}\n", "declared as 'N - K' but the statement gives it 'N - K + 1'");
+	checked_free(&c);
+}
+
 /* Leftover constraints (here: B read with A's range) fail at bind time for
  * sizes that violate them and pass for the others. */
 static void test_bind_checks_leftover_constraints(void **state)
@@ -904,6 +954,7 @@ int main(void)
 		cmocka_unit_test(test_bind_reports_inconsistent_sizes),
 		cmocka_unit_test(test_bind_checks_constant_dimensions),
 		cmocka_unit_test(test_bind_checks_leftover_constraints),
+		cmocka_unit_test(test_input_extent_expressions),
 		cmocka_unit_test(test_bind_checks_declared_output_shape),
 		cmocka_unit_test(test_bind_rejects_kernel_longer_than_signal),
 	};
