@@ -66,6 +66,7 @@ typedef struct grad_ctx {
 	int *recompute;   /* a temporary value recomputed (or saved, with saves) */
 	int *save;        /* a returned value (an output) is an input of the backward */
 	tc_vec stmts;     /* backward statements, in order */
+	tc_vec whole;     /* those that write their whole tensor pointwise */
 	const tc_stmt *cur; /* the forward statement differentiated (its lets) */
 	int cur_si;         /* its number */
 	int *let_used;    /* per where clause of cur: a derived statement needs it */
@@ -1108,7 +1109,7 @@ static void chain_adjoint(grad_ctx *g, int v, tc_expr *dt)
 		return;
 	b = mk_stmt(g, g->adj[v], s->nidx, s->idx, g->ncontrib[v] ? TC_RED_ADD : TC_RED_ASSIGN, 0,
 		dt);
-	if (!b || tc_vec_push(&g->stmts, b) < 0) {
+	if (!b || tc_vec_push(&g->stmts, b) < 0 || tc_vec_push(&g->whole, b) < 0) {
 		g->failed = 1;
 		return;
 	}
@@ -1512,7 +1513,7 @@ static void backward_stmt(grad_ctx *g, int si)
 	const tc_stmt *s = g->ss[si];
 	tc_vec reads = {0};
 	tc_expr *dt, *first_p = NULL, *first_read = NULL, *gate = NULL, *factor = NULL;
-	int i, v, w = g->stmt_val[si], nextra, *extra;
+	int i, v, w = g->stmt_val[si], nextra, *extra, whole;
 	if (!g->have[w])
 		return;
 	if (!(extra = tc_arena_alloc(g->ar, (size_t)(s->nvars + 1) * sizeof(*extra))))
@@ -1621,6 +1622,7 @@ static void backward_stmt(grad_ctx *g, int si)
 		for (v = 0; v < r->nargs; v++)
 			if (!covers(s, var_of(s, r->args[v]->name), def->tensors[x].ext[v]))
 				break;
+		whole = full && v == r->nargs;
 		if (v < r->nargs && !g->ncontrib[xv]) {
 			tc_stmt *z = fill_stmt(g, g->adj[xv], x, NULL);
 			if (!z || tc_vec_push(&g->stmts, z) < 0)
@@ -1663,10 +1665,107 @@ static void backward_stmt(grad_ctx *g, int si)
 			break;
 		g->ncontrib[xv]++;
 		g->have[xv] = 1;
-		if (tc_vec_push(&g->stmts, b) < 0)
+		if (tc_vec_push(&g->stmts, b) < 0 ||
+			(whole && !b->nwhere && tc_vec_push(&g->whole, b) < 0))
 			g->failed = 1;
 	}
 	tc_vec_free(&reads);
+}
+
+/* Whether b is one of the statements that write their whole tensor
+ * pointwise. */
+static int is_whole(const grad_ctx *g, const tc_stmt *b)
+{
+	int i;
+	for (i = 0; i < g->whole.n; i++)
+		if (g->whole.v[i] == b)
+			return 1;
+	return 0;
+}
+
+/* Whether e reads the tensor named name (a backward adjoint or
+ * temporary, by name). */
+static int reads_name(const tc_expr *e, const char *name)
+{
+	int i;
+	if ((e->kind == TC_AST_CALL || e->kind == TC_AST_IDENT) && e->ref != TC_REF_BUILTIN &&
+		e->ref != TC_REF_INDEX && e->name && !strcmp(e->name, name))
+		return 1;
+	for (i = 0; i < e->nargs; i++)
+		if (reads_name(e->args[i], name))
+			return 1;
+	return 0;
+}
+
+/* e with index names from[k] written to[k] (a simultaneous renaming). */
+static tc_expr *rename_indices(grad_ctx *g, tc_expr *e, int n, const char *const *from,
+	const char *const *to)
+{
+	tc_expr *c;
+	int i, k;
+	if (e->kind == TC_AST_IDENT && (e->ref == TC_REF_INDEX || e->ref == TC_REF_NONE))
+		for (k = 0; k < n; k++)
+			if (!strcmp(e->name, from[k])) {
+				if (!strcmp(from[k], to[k]) || !(c = mk_ident(g, to[k])))
+					return e;
+				c->ref = e->ref;
+				return c;
+			}
+	if (!e->nargs || !(c = tc_arena_alloc(g->ar, sizeof(*c))))
+		return e;
+	*c = *e;
+	if (!(c->args = tc_arena_alloc(g->ar, (size_t)e->nargs * sizeof(*c->args))))
+		return e;
+	for (i = 0; i < e->nargs; i++)
+		c->args[i] = rename_indices(g, e->args[i], n, from, to);
+	return c;
+}
+
+/* Whether e reads a tensor that statement c writes. */
+static int reads_written(const tc_expr *e, const tc_stmt *c)
+{
+	return reads_name(e, c->lhs);
+}
+
+/* Contributions to one adjoint that are whole pointwise statements, the
+ * first written by = and a later one by +=, become one statement at the
+ * later one's place, when nothing in between reads the adjoint or writes
+ * what the first reads: d_e(n,c) = d_P(n,c) / s(n) and, after d_s,
+ * d_e(n,c) += d_s(n) give d_e(n,c) = (d_P(n,c) / s(n)) + d_s(n) after d_s:
+ * one pass instead of two. */
+static void merge_contributions(grad_ctx *g)
+{
+	int j, i, k;
+	for (j = 0; j < g->stmts.n; j++) {
+		tc_stmt *b = g->stmts.v[j], *a = NULL;
+		if (b->red != TC_RED_ADD || b->init || !is_whole(g, b))
+			continue;
+		for (i = j - 1; i >= 0; i--) {
+			tc_stmt *c = g->stmts.v[i];
+			if (!strcmp(c->lhs, b->lhs)) {
+				a = c;
+				break;
+			}
+		}
+		if (!a || a->red != TC_RED_ASSIGN || !is_whole(g, a) || a->nidx != b->nidx)
+			continue;
+		for (k = i + 1; k < j; k++) {
+			const tc_stmt *c = g->stmts.v[k];
+			int w, hit = reads_name(c->rhs, b->lhs) || reads_written(a->rhs, c);
+			for (w = 0; w < c->nwhere && !hit; w++)
+				hit = c->where[w].kind != TC_WHERE_RANGE && reads_name(c->where[w].val, b->lhs);
+			if (hit)
+				break;
+		}
+		if (k < j)
+			continue;
+		b->red = TC_RED_ASSIGN;
+		b->rhs = mk_add(g, rename_indices(g, a->rhs, a->nidx, a->idx, b->idx), b->rhs);
+		for (k = i; k + 1 < g->stmts.n; k++)
+			g->stmts.v[k] = g->stmts.v[k + 1];
+		g->stmts.n--;
+		j--;
+	}
 }
 
 /* Whether e reads a tensor t with need[t] set. */
@@ -1952,6 +2051,7 @@ __tc_give tc_def *tc_grad_derive(__tc_keep tc_arena *ar, __tc_keep const tc_def 
 		backward_stmt(&g, i);
 	if (g.failed)
 		goto error;
+	merge_contributions(&g);
 	/* values read by recomputed values (saved ones are given) */
 	do {
 		if (saves)
@@ -2073,10 +2173,12 @@ __tc_give tc_def *tc_grad_derive(__tc_keep tc_arena *ar, __tc_keep const tc_def 
 		*fwd = f;
 	}
 	tc_vec_free(&g.stmts);
+	tc_vec_free(&g.whole);
 	if (tc_arena_failed(ar))
 		return NULL;
 	return out;
 error:
 	tc_vec_free(&g.stmts);
+	tc_vec_free(&g.whole);
 	return NULL;
 }
