@@ -278,8 +278,11 @@ def report(results, meta):
         "`retain_graph=True`, gradients reset to None before each run), "
         "`torch.set_num_threads(N)`; torch.compile with the default inductor backend and mode.",
         f"- Method: {meta['rounds']} round-robin rounds, the contenders' order rotated; a cell is "
-        "the median over the rounds of a contender's median time of a run. Ratios above 1: the "
-        "first is slower. The environment of every contender is bench/compare.py's.",
+        + ("the median over the rounds of a contender's median time of a run"
+           if meta["stat"] == "median" else
+           "the minimum over all rounds of a contender's fastest run (`--stat min`)")
+        + ". Ratios above 1: the first is slower. The environment of every contender is "
+        "bench/compare.py's.",
         "",
         "| " + " | ".join(head) + " |",
         "|" + "|".join("---" for _ in head) + "|",
@@ -321,6 +324,9 @@ def main():
     ap.add_argument("--no-compile", action="store_true", help="leave torch.compile out")
     ap.add_argument("--print-derived", action="store_true",
                     help="print the derived texts before measuring")
+    ap.add_argument("--stat", choices=("median", "min"), default="median",
+                    help="what a cell is: the median over the rounds of each run's median "
+                    "(default), or the minimum over all timed runs (for a busy machine)")
     ap.add_argument("--write", action="store_true",
                     help="write the table into docs/performance.md")
     ap.add_argument("--json-out", help="also write every measurement to this JSON file")
@@ -354,6 +360,7 @@ def main():
                 if py and threads not in servers:
                     servers[threads] = compare.TorchServer(py, threads)
                 samples = {c: [] for c in contenders}
+                mins = {c: [] for c in contenders}
                 na = {}
                 cpu0 = compare.cpu_sample()
                 for r in range(a.rounds):
@@ -373,11 +380,14 @@ def main():
                             na[c] = m.reason
                             continue
                         samples[c].append(m["median_ms"])
+                        mins[c].append(m["min_ms"])
                     log(f"[{oi + 1}/{len(ops)}] {name} threads={threads} round {r + 1}/{a.rounds}: "
                         + ", ".join(f"{c} {fmt_ms(samples[c][-1])} ms" if c not in na and samples[c]
                                     else f"{c} n/a" for c in contenders))
-                results.append({"op": name, "threads": threads, "samples": samples, "na": na,
-                                "ms": {c: statistics.median(v) for c, v in samples.items() if v},
+                results.append({"op": name, "threads": threads, "samples": samples, "mins": mins,
+                                "na": na,
+                                "ms": {c: statistics.median(v) if a.stat == "median" else min(mins[c])
+                                       for c, v in samples.items() if v},
                                 "others": compare.others_cores(cpu0, compare.cpu_sample())})
                 for c in contenders:
                     if c in na:
@@ -393,7 +403,7 @@ def main():
             "load_after": open("/proc/loadavg").read().split()[:3],
             "command": (env + " " + cmd) if env else cmd,
             "commit": compare.git("rev-parse", "--short", "HEAD") or "?",
-            "runs": a.reps, "min_time": a.min_time, "rounds": a.rounds,
+            "runs": a.reps, "min_time": a.min_time, "rounds": a.rounds, "stat": a.stat,
             "torch": tinfo if py else None, "torch_na": None if py else tinfo}
     text = report(results, meta)
     print(text)
