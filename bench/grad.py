@@ -248,9 +248,9 @@ def report(results, meta):
                            for n, s in OPS[r["op"]].items())
         threads = str(r["threads"])
         if r["others"] > compare.BUSY:
-            threads += " (busy [%d])" % note(
-                f"other processes used {r['others']:.2f} cores on average while {r['op']} ran "
-                f"at {r['threads']} thread(s): its times are suspect")
+            threads += " (busy %.2f [%d])" % (r["others"], note(
+                f"busy: other processes used this many cores on average (from /proc) while "
+                f"the row ran, more than {compare.BUSY}: its times are suspect"))
         cells = [r["op"], shapes, threads]
         for c in CONTENDERS:
             cells.append(fmt_ms(ms[c]) if c in ms else
