@@ -251,9 +251,13 @@ class TorchServer:
         return json.loads(line) if line else None
 
     def measure(self, mode, bench, reps, d, dump):
+        return self.ask({"bench": bench, "mode": mode, "reps": reps, "dir": d, "dump": dump})
+
+    def ask(self, req):
+        """Send one request (torch_bench.py's protocol); its answer, or NA."""
         if self.dead:
             return NA(self.dead)
-        req = {"bench": bench, "mode": mode, "reps": reps, "dir": d, "dump": dump}
+        mode = req.get("mode")
         try:
             self.proc.stdin.write(json.dumps(req) + "\n")
             self.proc.stdin.flush()
@@ -266,7 +270,7 @@ class TorchServer:
             self.close()
             return NA(self.dead)
         if not ans.get("ok"):
-            return NA(("torch.compile failed: " if mode == "compile" else "failed: ")
+            return NA(("torch.compile failed: " if "compile" in (mode or "") else "failed: ")
                       + ans.get("error", "?"))
         return ans
 

@@ -12,6 +12,14 @@ is compiled once and the rounds can alternate with the other contenders:
          "reps": R, "dir": DIR, "dump": true|false}
         -> {"ok": true, "median_ms": .., "min_ms": .., "runs": ..,
             "warmup": .., "first_call_s": ..}  or  {"ok": false, "error": ".."}
+        or {"grad": {"op": OP, "inputs": [{"name", "dtype", "shape", "int_hi"}],
+                     "wrt": [NAME...], "seed": S},
+            "mode": "autograd"|"autograd_compile", "reps": R}
+        -> the same answer for autograd's backward alone (bench/grad.py):
+           the forward of grad_forward(OP) on random inputs (floats in
+           [-1, 1), integers in [0, int_hi)) run once outside the timed
+           region, then torch.autograd.backward(outputs, random d_outputs,
+           retain_graph=True) timed, the gradients reset before each run
 
 The inputs are read from DIR/in_<name>.npy (written by `baselines NAME inputs`;
 float32, or int64 for class labels), so every contender sees the same numbers;
@@ -169,6 +177,73 @@ def kernel(torch, entry):
     raise ValueError(f"no PyTorch version of '{entry}'")
 
 
+def grad_forward(torch, op):
+    """The PyTorch forward of an op of bench/grad.tc (bench/grad.py): a
+    function of the def's inputs in its order."""
+    F = torch.nn.functional
+    if op == "matmul":
+        return lambda A, B: A @ B
+    if op == "softmax":
+        return lambda X: torch.softmax(X, dim=1)
+    if op == "lsm_nll":
+        return lambda X, Y: F.nll_loss(F.log_softmax(X, dim=1), Y, reduction="none")
+    if op == "layernorm":
+        return lambda X, G, Bt: F.layer_norm(X, (X.shape[-1],), G, Bt, eps=1e-5)
+    if op == "fcrelu":
+        return lambda X, W, b: torch.relu(F.linear(X, W, b))
+    if op == "mlp2":
+        return lambda X, W1, b1, W2, b2: F.linear(torch.relu(F.linear(X, W1, b1)), W2, b2)
+    if op == "conv2d":
+        return lambda I, W1, B: F.conv2d(I, W1, B)
+    if op == "conv2d_s2":
+        return lambda I, W1: F.conv2d(I, W1, stride=2)
+    if op == "maxpool":
+        return lambda I: F.max_pool2d(I, 2)
+    if op == "embedding":
+        return lambda E, Ids: F.embedding(Ids, E)
+    raise ValueError(f"no PyTorch forward of '{op}'")
+
+
+def timed(call, reps, compiled):
+    """Time call() as baselines.c times a kernel: a warm-up (compiled: the
+    first call compiled, 3 more; else up to 3 runs or 0.2 s, a first call
+    of 1 s or more being the only sample), then at least reps runs and
+    MIN_TIME s, no more once MAX_TIME s passed.  (last result, samples in
+    seconds, warm-up runs, first call's seconds)."""
+    t0 = time.perf_counter()
+    out = call()
+    first_call = time.perf_counter() - t0
+    samples, w = [], 1
+    if compiled:
+        while w < 4:
+            out = call()
+            w += 1
+    elif first_call >= 1.0:
+        samples.append(first_call)  # a long run: the warm-up is a sample
+        w = 0
+    else:
+        warm = first_call
+        while w < 3 and warm < 0.2:
+            t0 = time.perf_counter()
+            out = call()
+            warm += time.perf_counter() - t0
+            w += 1
+    total = sum(samples)
+    while (len(samples) < reps or total < MIN_TIME) and (not samples or total < MAX_TIME):
+        t0 = time.perf_counter()
+        out = call()
+        dt = time.perf_counter() - t0
+        samples.append(dt)
+        total += dt
+    return out, samples, w, first_call
+
+
+def answer(samples, w, first_call):
+    return {"ok": True, "median_ms": 1e3 * statistics.median(samples),
+            "min_ms": 1e3 * min(samples), "runs": len(samples), "warmup": w,
+            "first_call_s": first_call}
+
+
 def first_line(e):
     msg = str(e).strip().splitlines()
     return f"{type(e).__name__}: {msg[0] if msg else ''}"[:300]
@@ -180,6 +255,8 @@ class Server:
         self.threads = threads
         self.inputs = {}     # benchmark name -> list of tensors
         self.compiled = {}   # benchmark name -> compiled function
+        self.graphs = {}     # mode -> outputs, d_outputs, leaves, of op graph_op (grad)
+        self.graph_op = None
 
     def load(self, bench, d):
         if bench["name"] not in self.inputs:
@@ -192,7 +269,6 @@ class Server:
         b, mode, reps = req["bench"], req["mode"], int(req["reps"])
         args = self.load(b, req["dir"])
         fn = kernel(torch, b["entry"])
-        first_call = None
         with torch.inference_mode():
             if mode == "compile":
                 if b["name"] not in self.compiled:
@@ -200,32 +276,7 @@ class Server:
                 fn = self.compiled[b["name"]]
             elif mode != "eager":
                 raise ValueError(f"unknown mode '{mode}'")
-            t0 = time.perf_counter()
-            out = fn(*args)
-            first_call = time.perf_counter() - t0
-            samples, w = [], 1
-            if mode == "compile":
-                # The first call compiled; three more settle the caches.
-                while w < 4:
-                    out = fn(*args)
-                    w += 1
-            elif first_call >= 1.0:
-                samples.append(first_call)  # a long run: the warm-up is a sample
-                w = 0
-            else:
-                warm = first_call
-                while w < 3 and warm < 0.2:
-                    t0 = time.perf_counter()
-                    out = fn(*args)
-                    warm += time.perf_counter() - t0
-                    w += 1
-            total = sum(samples)
-            while (len(samples) < reps or total < MIN_TIME) and (not samples or total < MAX_TIME):
-                t0 = time.perf_counter()
-                out = fn(*args)
-                dt = time.perf_counter() - t0
-                samples.append(dt)
-                total += dt
+            out, samples, w, first_call = timed(lambda: fn(*args), reps, mode == "compile")
         if req.get("dump"):
             outs = out if isinstance(out, tuple) else (out,)
             specs = b.get("outputs") or [b["output"]]
@@ -233,9 +284,49 @@ class Server:
                 raise ValueError(f"{b['entry']}: {len(outs)} outputs, the def has {len(specs)}")
             for t, spec in zip(outs, specs):
                 npy_write(os.path.join(req["dir"], f"out_torch_{mode}_{spec['name']}.npy"), t)
-        return {"ok": True, "median_ms": 1e3 * statistics.median(samples),
-                "min_ms": 1e3 * min(samples), "runs": len(samples), "warmup": w,
-                "first_call_s": first_call}
+        return answer(samples, w, first_call)
+
+    def grad(self, req):
+        """Autograd's backward alone of an op of bench/grad.py: the forward
+        run once outside the timed region, then backward(retain_graph=True)
+        timed, the gradients reset to None before each run (so none is
+        accumulated into)."""
+        torch = self.torch
+        g, mode, reps = req["grad"], req["mode"], int(req["reps"])
+        if g["op"] != self.graph_op:    # one op's graphs at a time: the big ops' memory
+            self.graphs, self.graph_op = {}, g["op"]
+        if mode not in self.graphs:
+            gen = torch.Generator().manual_seed(int(g.get("seed", 1)))
+            args, leaves = [], []
+            for t in g["inputs"]:
+                if t["dtype"] == "int64":
+                    v = torch.randint(0, int(t["int_hi"]), t["shape"], generator=gen)
+                else:
+                    v = torch.rand(t["shape"], generator=gen) * 2 - 1
+                    v[v == 0] = 0.5
+                    if t["name"] in g["wrt"]:
+                        v.requires_grad_(True)
+                        leaves.append(v)
+                args.append(v)
+            fn = grad_forward(torch, g["op"])
+            if mode == "autograd_compile":
+                fn = torch.compile(fn)
+            elif mode != "autograd":
+                raise ValueError(f"unknown mode '{mode}'")
+            t0 = time.perf_counter()
+            outs = fn(*args)
+            fwd_s = time.perf_counter() - t0
+            outs = outs if isinstance(outs, tuple) else (outs,)
+            douts = [torch.rand(o.shape, generator=gen) + 0.25 for o in outs]
+            self.graphs[mode] = (outs, douts, leaves, fwd_s)
+        outs, douts, leaves, fwd_s = self.graphs[mode]
+
+        def backward():
+            for t in leaves:
+                t.grad = None
+            torch.autograd.backward(outs, douts, retain_graph=True)
+        _, samples, w, first_call = timed(backward, reps, mode == "autograd_compile")
+        return {**answer(samples, w, first_call), "forward_first_call_s": fwd_s}
 
 
 def info(torch):
@@ -277,11 +368,12 @@ def main():
         if not line.strip():
             continue
         try:
-            answer = server.bench(json.loads(line))
+            req = json.loads(line)
+            reply = server.grad(req) if "grad" in req else server.bench(req)
         except Exception as e:  # noqa: BLE001 - report, keep serving
             traceback.print_exc(file=sys.stderr)
-            answer = {"ok": False, "error": first_line(e)}
-        proto.write(json.dumps(answer) + "\n")
+            reply = {"ok": False, "error": first_line(e)}
+        proto.write(json.dumps(reply) + "\n")
         proto.flush()
     return 0
 
