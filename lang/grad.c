@@ -571,7 +571,15 @@ static tc_expr *diff(grad_ctx *g, const tc_expr *e, int t, const tc_expr *r)
 	case TC_AST_TERNARY:
 		return mk_ternary(g, e->args[0], diff(g, e->args[1], t, r),
 			diff(g, e->args[2], t, r));
-	case TC_AST_BINARY:
+	case TC_AST_BINARY: {
+		/* an integer operand (a size: x / N) is cast to the operation's
+		 * type, so that a constant derivative (-1.0 / N) does not compute
+		 * in the weak literal's float32 */
+		tc_expr *a = e->args[0], *b = e->args[1];
+		if (!is_float(a->type) && (e->op == TC_AOP_MUL || e->op == TC_AOP_DIV))
+			a = mk_cast(g, e->type, a);
+		if (!is_float(b->type) && (e->op == TC_AOP_MUL || e->op == TC_AOP_DIV))
+			b = mk_cast(g, e->type, b);
 		da = diff(g, e->args[0], t, r);
 		db = diff(g, e->args[1], t, r);
 		switch (e->op) {
@@ -580,12 +588,11 @@ static tc_expr *diff(grad_ctx *g, const tc_expr *e, int t, const tc_expr *r)
 		case TC_AOP_SUB:
 			return mk_sub(g, da, db);
 		case TC_AOP_MUL:
-			return mk_add(g, mk_mul(g, da, e->args[1]), mk_mul(g, e->args[0], db));
+			return mk_add(g, mk_mul(g, da, b), mk_mul(g, a, db));
 		case TC_AOP_DIV:
 			/* da / b - a db / (b b) */
-			return mk_sub(g, mk_div(g, da, e->args[1]),
-				mk_div(g, mk_mul(g, e->args[0], db),
-					mk_bin(g, TC_AOP_MUL, e->args[1], e->args[1])));
+			return mk_sub(g, mk_div(g, da, b),
+				mk_div(g, mk_mul(g, a, db), mk_bin(g, TC_AOP_MUL, b, b)));
 		case TC_AOP_MOD:
 			if (da || db) {
 				tc_error(g->d, e->loc,
@@ -596,6 +603,7 @@ static tc_expr *diff(grad_ctx *g, const tc_expr *e, int t, const tc_expr *r)
 		default:
 			return NULL; /* comparisons and logic */
 		}
+	}
 	}
 	return NULL;
 }
@@ -1594,13 +1602,13 @@ static void backward_stmt(grad_ctx *g, int si)
 			g->let_used[v] = 0;
 		mark_lets(g, p);
 		/* every variable of s must be bounded by a read of the new
-		 * statement, a where clause copied to it, or the extents of the
-		 * adjoint it writes (an input's, or one written before); else it
-		 * gets its range in s */
+		 * statement in which it is a whole subscript, or a where clause
+		 * copied to it; else it gets its range in s (the adjoint's extents
+		 * would bound it only where no read does: I(2*w + kw) alone gives
+		 * kw a larger range than W1(f,c,kh,kw) and I together did) */
 		for (nextra = 0, v = 0; v < s->nvars; v++) {
 			const char *name = s->vars[v].name;
-			if (bounded_in(p, name) || bounded_where(g, name) ||
-				(bounded_in(r, name) && (xv < g->def->ninputs || g->ncontrib[xv])))
+			if (bounded_in(p, name) || bounded_where(g, name))
 				continue;
 			if (tc_sx_has_var(s->vars[v].lo) || tc_sx_has_var(s->vars[v].hi)) {
 				tc_error(g->d, s->vars[v].loc,
@@ -1665,8 +1673,9 @@ static void backward_stmt(grad_ctx *g, int si)
 			break;
 		g->ncontrib[xv]++;
 		g->have[xv] = 1;
-		if (tc_vec_push(&g->stmts, b) < 0 ||
-			(whole && !b->nwhere && tc_vec_push(&g->whole, b) < 0))
+		for (v = 0; v < b->nwhere; v++)
+			whole &= b->where[v].kind == TC_WHERE_RANGE;
+		if (tc_vec_push(&g->stmts, b) < 0 || (whole && tc_vec_push(&g->whole, b) < 0))
 			g->failed = 1;
 	}
 	tc_vec_free(&reads);
@@ -1761,6 +1770,30 @@ static void merge_contributions(grad_ctx *g)
 			continue;
 		b->red = TC_RED_ASSIGN;
 		b->rhs = mk_add(g, rename_indices(g, a->rhs, a->nidx, a->idx, b->idx), b->rhs);
+		/* the ranges either gives its indices (renamed), once each */
+		if (a->nwhere) {
+			tc_where *w = tc_arena_alloc(g->ar, (size_t)(a->nwhere + b->nwhere) * sizeof(*w));
+			int n = b->nwhere, u, q;
+			if (!w) {
+				g->failed = 1;
+				return;
+			}
+			memcpy(w, b->where, (size_t)b->nwhere * sizeof(*w));
+			for (u = 0; u < a->nwhere; u++) {
+				const char *name = a->where[u].name;
+				for (q = 0; q < a->nidx; q++)
+					if (!strcmp(name, a->idx[q]))
+						name = b->idx[q];
+				for (q = 0; q < n && strcmp(w[q].name, name); q++)
+					;
+				if (q == n) {
+					w[n] = a->where[u];
+					w[n++].name = name;
+				}
+			}
+			b->where = w;
+			b->nwhere = n;
+		}
 		for (k = i; k + 1 < g->stmts.n; k++)
 			g->stmts.v[k] = g->stmts.v[k + 1];
 		g->stmts.n--;
