@@ -1206,12 +1206,40 @@ static LLVMValueRef inline_expf(cg *g, LLVMValueRef x)
  * that a read of an element the loop also writes is the same address
  * (softmax's shared exponentials, written then summed in one loop).  NULL
  * otherwise. */
-static LLVMValueRef plain_index(cg *g, const tc_ir_expr *sub, int t, int k)
+static const tc_ir_expr *strip_int_casts(const tc_ir_expr *sub)
 {
 	while (sub->op == TC_OP_CAST && tc_dtype_is_int(sub->type) && tc_dtype_bits(sub->type) >= 32 &&
 		tc_dtype_is_int(sub->args[0]->type))
 		sub = sub->args[0];
-	if (sub->op != TC_OP_INDEX || g->guarded || sub->id < 0 || sub->id >= g->ndom ||
+	return sub;
+}
+
+/* Whether the subscript sub of dimension k of tensor t is an index
+ * variable whose range lies inside the dimension for every size (it
+ * starts at 0 or more and ends at the extent or a constant before it):
+ * the read is in bounds at every point of the statement's domain, so a
+ * read in a branch of ?: (d_picked(n) in Y(n) == c ? d_picked(n) : 0.0)
+ * needs no run-time check either. */
+static int index_within(cg *g, const tc_ir_expr *sub, int t, int k)
+{
+	const tc_ir_var *v;
+	int64_t c, d;
+	sub = strip_int_casts(sub);
+	if (sub->op != TC_OP_INDEX || !g->dom_ir || sub->id < 0 || sub->id >= g->dom_ir->nvars ||
+		sub->id >= g->ndom || k >= g->p->f->tensors[t].ndim)
+		return 0;
+	v = &g->dom_ir->vars[sub->id];
+	return tc_sx_is_const(v->lo, &c) && c >= 0 &&
+		(tc_sx_equal(v->hi, g->p->f->tensors[t].ext[k]) ||
+			(tc_sx_const_diff(g->p->f->tensors[t].ext[k], v->hi, &d) && d >= 0));
+}
+
+static LLVMValueRef plain_index(cg *g, const tc_ir_expr *sub, int t, int k)
+{
+	if ((g->guarded && !index_within(g, sub, t, k)))
+		return NULL;
+	sub = strip_int_casts(sub);
+	if (sub->op != TC_OP_INDEX || sub->id < 0 || sub->id >= g->ndom ||
 		g->ext[t * TC_MAX_RANK + k] > INT32_MAX)
 		return NULL;
 	return g->dom[sub->id];
@@ -1491,6 +1519,7 @@ void tc_cg_llvm_statement(__tc_keep cg *g, __tc_keep const tc_poly_inst *inst)
 		if (!(g->dom[k] = tc_cg_llvm_as_i64(g, tc_cg_llvm_ast_expr(g, inst->index[k]))))
 			return;
 	g->ndom = inst->n;
+	g->dom_ir = ir;
 	dt = g->p->f->tensors[ir->tensor].dtype;
 	addr = element(g, ir->tensor, g->dom, ir->nlhs);
 	if (!addr)

@@ -84,6 +84,7 @@ typedef struct cg {
 	int niters, cap;
 	LLVMValueRef dom[CG_MAX_DIMS]; /* domain values of the current statement */
 	int ndom;
+	const tc_ir_stmt *dom_ir; /* the statement they belong to */
 	LLVMValueRef err;  /* the error record: int64_t[2] */
 	LLVMValueRef tensors; /* the current function's tensor array argument */
 	const cg_host *h;  /* for the attributes of outlined functions */

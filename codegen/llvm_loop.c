@@ -767,6 +767,7 @@ static int eval_dom(cg *g, const tc_poly_inst *inst, int n)
 		if (!(g->dom[k] = tc_cg_llvm_as_i64(g, tc_cg_llvm_ast_expr(g, inst->index[k]))))
 			return 0;
 	g->ndom = n;
+	g->dom_ir = inst->stmt->ir;
 	return 1;
 }
 
