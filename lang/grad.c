@@ -457,6 +457,11 @@ static void check_reads(grad_ctx *g, const tc_stmt *s, const tc_expr *e)
 {
 	const tc_def *def = g->def;
 	int i, j;
+	if (e->kind == TC_AST_CALL && e->ref == TC_REF_PAD) {
+		tc_error(g->d, e->name_loc, "gradient: pad(e, v) is not supported yet");
+		g->failed = 1;
+		return;
+	}
 	if (e->kind == TC_AST_CALL && e->ref == TC_REF_TENSOR) {
 		const tc_tensor_info *ti = &def->tensors[e->ref_id];
 		if (ti->kind == TC_TENSOR_OUTPUT) {
