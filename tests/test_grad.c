@@ -500,6 +500,8 @@ static void test_unsupported_constructs_are_located_errors(void **state)
 	expect_error("def wh(float64(N) A) -> (O) {\n  O(i) = A(i) * 2.0 where exists A(i)\n}\n",
 		"wh", NULL, "bad.tc:2:27: error: gradient: exists clauses are not supported yet",
 		NULL);
+	expect_error("def pd(float64(N) A) -> (O) {\n  O(i) = pad(A(i), 0.0)\n}\n", "pd", NULL,
+		"bad.tc:2:10: error: gradient: pad(e, v) is not supported yet", NULL);
 	expect_error("def lg(float64(N) A) -> (O) {\n  O(i) = lgamma(A(i))\n}\n", "lg", NULL,
 		"bad.tc:2:10:", "the derivative of 'lgamma' is not supported yet", NULL);
 	expect_error("def io(float64(N) A) -> (int32(N) O) {\n  O(i) = int32(A(i))\n}\n", "io",
