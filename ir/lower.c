@@ -320,8 +320,10 @@ static tc_ir_expr *lower_pad(lower *L, const tc_expr *e)
 {
 	tc_ir_expr *test = NULL, *r;
 	int i;
-	if (is_elided(L, e) || pad_tests(L, e->args[0], &test) < 0 || !test)
-		return cast(L, lower_expr(L, e->args[0]), e->type); /* the guard tests it */
+	if (!is_elided(L, e) && pad_tests(L, e->args[0], &test) < 0)
+		return NULL;
+	if (!test) /* the statement's guard tests it, or nothing needs a test */
+		return cast(L, lower_expr(L, e->args[0]), e->type);
 	if (!(r = node(L, TC_OP_SELECT, e->type, e->loc, 3)))
 		return NULL;
 	r->args[0] = test;
@@ -340,12 +342,13 @@ static int test_affine(const tc_ir_expr *test)
 }
 
 /* Whether the pad e gives zero outside (v a constant 0, after its
- * conversion to the pad's type). */
+ * conversion to the pad's type): 1 or 0, -1 when out of memory. */
 static int pad_zero(lower *L, const tc_expr *e)
 {
 	tc_ir_expr *v = cast(L, lower_expr(L, e->args[1]), e->type);
-	return v && v->op == TC_OP_CONST &&
-		(tc_dtype_is_float(v->type) ? v->c.f == 0 : v->c.i == 0);
+	if (!v)
+		return -1;
+	return v->op == TC_OP_CONST && (tc_dtype_is_float(v->type) ? v->c.f == 0 : v->c.i == 0);
 }
 
 /* Find the factors pad(e, 0) with affine tests of a product (through its
@@ -355,12 +358,15 @@ static int pad_factors(lower *L, const tc_expr *e, tc_ir_expr **guard)
 {
 	tc_ir_expr *test = NULL;
 	const tc_expr **more;
+	int zero;
 	if (e->kind == TC_AST_IDENT && e->ref == TC_REF_LET)
 		return pad_factors(L, L->s->where[e->ref_id].val, guard);
 	if (e->kind == TC_AST_BINARY && e->op == TC_AOP_MUL)
 		return pad_factors(L, e->args[0], guard) < 0 ? -1 : pad_factors(L, e->args[1], guard);
-	if (!(e->kind == TC_AST_CALL && e->ref == TC_REF_PAD) || is_elided(L, e) || !pad_zero(L, e))
+	if (!(e->kind == TC_AST_CALL && e->ref == TC_REF_PAD) || is_elided(L, e))
 		return 0;
+	if ((zero = pad_zero(L, e)) <= 0)
+		return zero;
 	if (pad_tests(L, e->args[0], &test) < 0)
 		return -1;
 	if (test && !test_affine(test))

@@ -165,6 +165,19 @@ static isl_stat single_valued(isl_map *m, void *user)
 	return isl_stat_ok;
 }
 
+/* user: {the model, NULL}; the second becomes the statement of read
+ * access m when that statement's update has a guard (ir/ir.h): its domain
+ * is restricted by pad's bounds tests, which clip its footprint. */
+static isl_stat guarded_reader(isl_map *m, void *user)
+{
+	const void **ctx = user; /* the model, then the result */
+	const tc_poly_stmt *st = tc_poly_find_stmt(ctx[0], isl_map_get_tuple_name(m, isl_dim_in));
+	if (st && st->ir->guard && st->kind != TC_POLY_INIT)
+		ctx[1] = st;
+	isl_map_free(m);
+	return isl_stat_ok;
+}
+
 /* The piece of a pw_aff of one piece. */
 static isl_stat take_piece(isl_set *set, isl_aff *aff, void *user)
 {
@@ -209,11 +222,12 @@ static isl_stat try_piece(isl_set *set, isl_aff *aff, void *user)
 
 /* The box that holds f's range for each value of its domain: the least
  * element in each dimension (*offset: one affine function of the domain
- * values, or one that bounds it from below: try_piece; or no box) and the sizes (size[0 .. *ndims): the greatest
- * distance from it, plus one).  1 a box, 0 none of fixed size, -1 on an
+ * values, or, with clipped (a guarded statement reads it), one that bounds
+ * it from below: try_piece; or no box) and the sizes (size[0 .. *ndims):
+ * the greatest distance from it, plus one).  1 a box, 0 none of fixed size, -1 on an
  * isl error.  (isl_map_get_range_simple_fixed_box_hull does this, but the
  * isl inside libLLVM does not export it.) */
-static int fixed_box(isl_map *f, isl_multi_aff **offset, int64_t *size, int *ndims)
+static int fixed_box(isl_map *f, int clipped, isl_multi_aff **offset, int64_t *size, int *ndims)
 {
 	isl_ctx *ctx = isl_map_get_ctx(f);
 	isl_size n = isl_map_dim(f, isl_dim_out);
@@ -235,7 +249,9 @@ static int fixed_box(isl_map *f, isl_multi_aff **offset, int64_t *size, int *ndi
 		else if (isl_pw_aff_n_piece(pa) == 1) {
 			if (isl_pw_aff_foreach_piece(pa, take_piece, &a) < 0 || !a)
 				ok = -1;
-		} else if (isl_pw_aff_foreach_piece(pa, try_piece, &lb) < 0 || lb.failed)
+		} else if (!clipped)
+			ok = 0;
+		else if (isl_pw_aff_foreach_piece(pa, try_piece, &lb) < 0 || lb.failed)
 			ok = -1;
 		else if (!(a = lb.found))
 			ok = 0;
@@ -282,6 +298,7 @@ static int consider(promo *pr, int t, cand *c)
 	isl_map *f;
 	int ok = 1, k, empty;
 	double elems = 1, reads;
+	const void *guarded[2] = {p, NULL}; /* the model; a guarded reader */
 	w = tc_poly_tensor_accesses(p, p->writes, t, pr->dom);
 	empty = w ? isl_union_map_is_empty(w) : isl_bool_error;
 	isl_union_map_free(w);
@@ -305,7 +322,11 @@ static int consider(promo *pr, int t, cand *c)
 		return 0;
 	}
 	f = isl_map_from_union_map(foot);
-	ok = fixed_box(f, &c->offset, c->size, &c->ndims);
+	if (isl_union_map_foreach_map(c->reads, guarded_reader, guarded) < 0) {
+		isl_map_free(f);
+		return -1;
+	}
+	ok = fixed_box(f, guarded[1] != NULL, &c->offset, c->size, &c->ndims);
 	isl_map_free(f);
 	if (ok <= 0)
 		return ok;
