@@ -22,7 +22,7 @@ static const char *rename_name(renamer *r, const char *name)
 	char tmp[24];
 	char *to;
 	int i;
-	if (tc_builtin_lookup(name, (int)strlen(name)) >= 0)
+	if (tc_builtin_reserved(name, (int)strlen(name)))
 		return name;
 	for (i = r->from.n - 1; i >= 0; i--)
 		if (!strcmp(r->from.v[i], name))

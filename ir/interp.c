@@ -545,6 +545,11 @@ static void run_loops(interp *I, int k, int64_t off)
 	if (k == s->nvars) {
 		const tc_ir_expr *fx, *fy;
 		val x;
+		if (s->guard) { /* a term pad(e, 0) skips (ir/lower.c) */
+			x = eval(I, s->guard);
+			if (I->failed || !x.i)
+				return;
+		}
 		if (I->contract && tc_ir_fma_reduction(s, t->dtype, I->f->tensors[s->tensor].widened, &fx, &fy)) {
 			double a = eval(I, fx).f, b = eval(I, fy).f;
 			if (!I->failed)

@@ -68,8 +68,8 @@ typedef struct tc_ir_var {
 	const tc_sexpr *lo, *hi;
 } tc_ir_var;
 
-/* A statement: for every point of the domain (vars), in textual order of
- * statements, tensor[lhs] op= rhs.  With init, the left-hand element is
+/* A statement: for every point of the domain (vars) where guard holds, in
+ * textual order of statements, tensor[lhs] op= rhs.  With init, the left-hand element is
  * first set to the identity of the operator (before the reduction indices
  * are iterated).  Left-hand variables come first in vars. */
 typedef struct tc_ir_stmt {
@@ -82,6 +82,12 @@ typedef struct tc_ir_stmt {
 	tc_ir_var *vars;
 	tc_loc loc;
 	int pack; /* a copy of an input made by tc_ir_pack: runs before the others */
+	tc_ir_expr *guard; /* NULL, or a bool conjunction of comparisons of
+			    * affine integer expressions: the update runs only
+			    * at the points of vars where it holds (the init of
+			    * '!' still covers every left-hand point).  Lowering
+			    * sets it on a sum reduction over a pad(e, 0) factor,
+			    * from the pad's bounds tests (ir/lower.c) */
 } tc_ir_stmt;
 
 /* A tensor of an IR function: name, role, element type and extents. */

@@ -11,6 +11,9 @@ typedef struct lower {
 	tc_arena *ar;
 	const tc_def *def;
 	const tc_stmt *s;
+	/* the pads of s that its guard tests (lowered as their first argument) */
+	int nelided;
+	const tc_expr **elided;
 } lower;
 
 static tc_ir_expr *node(lower *L, tc_ir_op op, tc_dtype type, tc_loc loc, int nargs)
@@ -104,6 +107,8 @@ static tc_ir_op binop(tc_ast_op op)
 	}
 }
 
+static tc_ir_expr *lower_pad(lower *L, const tc_expr *e);
+
 static tc_ir_expr *lower_expr(lower *L, const tc_expr *e)
 {
 	tc_ir_expr *r = NULL;
@@ -144,6 +149,8 @@ static tc_ir_expr *lower_expr(lower *L, const tc_expr *e)
 			return NULL;
 		}
 	case TC_AST_CALL:
+		if (e->ref == TC_REF_PAD)
+			return lower_pad(L, e);
 		r = node(L, e->ref == TC_REF_TENSOR ? TC_OP_READ : TC_OP_CALL, e->type, e->loc,
 			e->nargs);
 		if (!r)
@@ -197,6 +204,185 @@ static tc_ir_expr *lower_expr(lower *L, const tc_expr *e)
 	return NULL;
 }
 
+/* ---- pad(e, v) (docs/language.md, 6.8; docs/design.md, "pad") ----
+ *
+ * pad(e, v) becomes the select  T ? e : v  where T is the conjunction, in
+ * the order the reads are evaluated (a gather's subscript read before the
+ * read it subscripts), of 0 <= s && s < extent for every subscript s of
+ * every read written in e, through its lets, but not inside a pad within e
+ * (that pad gives a value everywhere).  Subscripts and extents are
+ * compared in int64 (a subscript may be of any integer type).  A plain
+ * index variable whose range lies within the extent needs no test.
+ *
+ * A sum reduction (+=, +=!) whose right side is pad(e, 0), or a product
+ * one of whose factors is, adds nothing where that pad gives 0; the
+ * language skips those terms (6.8).  When the pad's tests are affine, the
+ * statement gets them as its guard (tc_ir_stmt.guard), which restricts its
+ * domain (polyhedral/poly.c: loop bounds instead of a test per term), and
+ * the pad is lowered as e alone (elided). */
+
+/* The extent x (over the sizes) as an int64 IR expression. */
+static tc_ir_expr *sx_ir(lower *L, const tc_sexpr *x, tc_loc loc)
+{
+	tc_ir_expr *r, *a, *b;
+	tc_ir_op op;
+	switch (x->kind) {
+	case TC_SX_CONST:
+		if ((r = node(L, TC_OP_CONST, TC_T_I64, loc, 0)))
+			r->c.i = x->c;
+		return r;
+	case TC_SX_PARAM:
+	case TC_SX_VAR:
+		r = node(L, x->kind == TC_SX_PARAM ? TC_OP_SIZE : TC_OP_INDEX, TC_T_I32, loc, 0);
+		if (r)
+			r->id = x->id;
+		return cast(L, r, TC_T_I64);
+	case TC_SX_ADD: op = TC_OP_ADD; break;
+	case TC_SX_MUL: op = TC_OP_MUL; break;
+	case TC_SX_FLOORDIV: op = TC_OP_DIV; break;
+	case TC_SX_MOD: op = TC_OP_MOD; break;
+	default: op = TC_OP_CALL; break; /* min, max */
+	}
+	if (x->kind == TC_SX_ADD || x->kind == TC_SX_MIN || x->kind == TC_SX_MAX) {
+		a = sx_ir(L, x->a, loc);
+		b = sx_ir(L, x->b, loc);
+	} else { /* c * a, floor(a / c), a mod c */
+		a = sx_ir(L, x->a, loc);
+		if ((b = node(L, TC_OP_CONST, TC_T_I64, loc, 0)))
+			b->c.i = x->c;
+	}
+	if (!a || !b || !(r = node(L, op, TC_T_I64, loc, 2)))
+		return NULL;
+	if (op == TC_OP_CALL)
+		r->id = x->kind == TC_SX_MIN ? TC_BI_MIN : TC_BI_MAX;
+	r->args[0] = x->kind == TC_SX_MUL ? b : a;
+	r->args[1] = x->kind == TC_SX_MUL ? a : b;
+	return r;
+}
+
+static tc_ir_expr *binary(lower *L, tc_ir_op op, tc_dtype t, tc_ir_expr *a, tc_ir_expr *b)
+{
+	tc_ir_expr *r;
+	if (!a || !b || !(r = node(L, op, t, a->loc, 2)))
+		return NULL;
+	r->args[0] = a;
+	r->args[1] = b;
+	return r;
+}
+
+/* *test && (the tests of the reads in e, see above); *test NULL stands
+ * for true.  -1 when out of memory. */
+static int pad_tests(lower *L, const tc_expr *e, tc_ir_expr **test)
+{
+	int i;
+	if (e->kind == TC_AST_CALL && e->ref == TC_REF_PAD)
+		return 0;
+	if (e->kind == TC_AST_IDENT && e->ref == TC_REF_LET)
+		return pad_tests(L, L->s->where[e->ref_id].val, test);
+	for (i = 0; i < e->nargs; i++)
+		if (pad_tests(L, e->args[i], test) < 0)
+			return -1;
+	if (!(e->kind == TC_AST_CALL && e->ref == TC_REF_TENSOR))
+		return 0;
+	for (i = 0; i < e->nargs; i++) {
+		const tc_expr *a = e->args[i];
+		const tc_sexpr *ext = L->def->tensors[e->ref_id].ext[i];
+		tc_ir_expr *t, *zero;
+		int64_t lo, diff;
+		if (a->kind == TC_AST_IDENT && a->ref == TC_REF_INDEX &&
+			tc_sx_is_const(L->s->vars[a->ref_id].lo, &lo) && lo >= 0 &&
+			tc_sx_const_diff(L->s->vars[a->ref_id].hi, ext, &diff) && diff <= 0)
+			continue; /* in bounds over its range */
+		if (!(zero = node(L, TC_OP_CONST, TC_T_I64, a->loc, 0)))
+			return -1;
+		zero->c.i = 0;
+		/* 0 <= s && s < ext: s lowered twice (the IR is a tree) */
+		t = binary(L, TC_OP_AND, TC_T_BOOL,
+			binary(L, TC_OP_LE, TC_T_BOOL, zero, cast(L, lower_expr(L, a), TC_T_I64)),
+			binary(L, TC_OP_LT, TC_T_BOOL, cast(L, lower_expr(L, a), TC_T_I64),
+				sx_ir(L, ext, a->loc)));
+		if (!t || !(*test = *test ? binary(L, TC_OP_AND, TC_T_BOOL, *test, t) : t))
+			return -1;
+	}
+	return 0;
+}
+
+static int is_elided(const lower *L, const tc_expr *e)
+{
+	int i;
+	for (i = 0; i < L->nelided; i++)
+		if (L->elided[i] == e)
+			return 1;
+	return 0;
+}
+
+static tc_ir_expr *lower_pad(lower *L, const tc_expr *e)
+{
+	tc_ir_expr *test = NULL, *r;
+	int i;
+	if (!is_elided(L, e) && pad_tests(L, e->args[0], &test) < 0)
+		return NULL;
+	if (!test) /* the statement's guard tests it, or nothing needs a test */
+		return cast(L, lower_expr(L, e->args[0]), e->type);
+	if (!(r = node(L, TC_OP_SELECT, e->type, e->loc, 3)))
+		return NULL;
+	r->args[0] = test;
+	for (i = 1; i < 3; i++)
+		if (!(r->args[i] = cast(L, lower_expr(L, e->args[i - 1]), e->type)))
+			return NULL;
+	return r;
+}
+
+/* Whether every comparison in test (a conjunction) is of affine operands. */
+static int test_affine(const tc_ir_expr *test)
+{
+	if (test->op == TC_OP_AND)
+		return test_affine(test->args[0]) && test_affine(test->args[1]);
+	return tc_ir_affine(test->args[0]) && tc_ir_affine(test->args[1]);
+}
+
+/* Whether the pad e gives zero outside (v a constant 0, after its
+ * conversion to the pad's type): 1 or 0, -1 when out of memory. */
+static int pad_zero(lower *L, const tc_expr *e)
+{
+	tc_ir_expr *v = cast(L, lower_expr(L, e->args[1]), e->type);
+	if (!v)
+		return -1;
+	return v->op == TC_OP_CONST && (tc_dtype_is_float(v->type) ? v->c.f == 0 : v->c.i == 0);
+}
+
+/* Find the factors pad(e, 0) with affine tests of a product (through its
+ * lets) on the right of a sum reduction: mark them elided and add their
+ * tests to *guard.  -1 when out of memory. */
+static int pad_factors(lower *L, const tc_expr *e, tc_ir_expr **guard)
+{
+	tc_ir_expr *test = NULL;
+	const tc_expr **more;
+	int zero;
+	if (e->kind == TC_AST_IDENT && e->ref == TC_REF_LET)
+		return pad_factors(L, L->s->where[e->ref_id].val, guard);
+	if (e->kind == TC_AST_BINARY && e->op == TC_AOP_MUL)
+		return pad_factors(L, e->args[0], guard) < 0 ? -1 : pad_factors(L, e->args[1], guard);
+	if (!(e->kind == TC_AST_CALL && e->ref == TC_REF_PAD) || is_elided(L, e))
+		return 0;
+	if ((zero = pad_zero(L, e)) <= 0)
+		return zero;
+	if (pad_tests(L, e->args[0], &test) < 0)
+		return -1;
+	if (test && !test_affine(test))
+		return 0; /* a gather: tested by a select per term */
+	more = tc_arena_alloc(L->ar, (size_t)(L->nelided + 1) * sizeof(*more));
+	if (!more)
+		return -1;
+	if (L->nelided)
+		memcpy(more, L->elided, (size_t)L->nelided * sizeof(*more));
+	more[L->nelided++] = e;
+	L->elided = more;
+	if (test && !(*guard = *guard ? binary(L, TC_OP_AND, TC_T_BOOL, *guard, test) : test))
+		return -1;
+	return 0;
+}
+
 /* Where each size parameter is read from: the first input dimension that
  * names it. */
 static int bind_params(lower *L, tc_ir_func *f)
@@ -233,9 +419,9 @@ tc_ir_func *tc_ir_lower(__tc_keep tc_arena *ar, __tc_keep const tc_def *def,
 
 	if (!f || !TC_ASSERT(def->ok))
 		return NULL;
+	memset(&L, 0, sizeof(L));
 	L.ar = ar;
 	L.def = def;
-	L.s = NULL;
 	f->name = def->name;
 	f->src = src;
 	if (bind_params(&L, f) < 0)
@@ -278,6 +464,11 @@ tc_ir_func *tc_ir_lower(__tc_keep tc_arena *ar, __tc_keep const tc_def *def,
 			o->vars[j].lo = s->vars[j].lo;
 			o->vars[j].hi = s->vars[j].hi;
 		}
+		L.nelided = 0;
+		L.elided = NULL;
+		o->guard = NULL;
+		if (s->red == TC_RED_ADD && pad_factors(&L, s->rhs, &o->guard) < 0)
+			return NULL;
 		o->rhs = cast(&L, lower_expr(&L, s->rhs), f->tensors[s->tensor].dtype);
 		if (!o->rhs)
 			return NULL;

@@ -459,7 +459,8 @@ static int split_conv(tc_arena *ar, tc_ir_func *g, const tc_ir_stmt *s, int ch, 
 	out[0] = *s;
 	out[0].tensor = tmp;
 	out[0].vars = tc_arena_alloc(ar, (size_t)s->nvars * sizeof(*out[0].vars));
-	if (!t->name || !t->ext || !out[0].vars || !(out[0].rhs = renumber(ar, s->rhs, at)))
+	if (!t->name || !t->ext || !out[0].vars || !(out[0].rhs = renumber(ar, s->rhs, at)) ||
+		(s->guard && !(out[0].guard = renumber(ar, s->guard, at))))
 		return -1;
 	for (k = 0; k < s->nvars; k++)
 		out[0].vars[at[k]] = s->vars[k];

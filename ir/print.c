@@ -158,6 +158,11 @@ void tc_ir_print(__tc_keep const tc_ir_func *f, __tc_keep tc_buf *b)
 			tc_sx_print(s->vars[j].hi, pn, vn, b);
 		}
 		tc_buf_puts(b, " }\n");
+		if (s->guard) { /* pad's bounds tests restrict the update (ir/lower.c) */
+			tc_buf_puts(b, "      guard: ");
+			print_expr(f, s, s->guard, b);
+			tc_buf_putc(b, '\n');
+		}
 		for (j = s->nlhs; j < s->nvars; j++)
 			if (j == s->nlhs)
 				tc_buf_printf(b, "      reduction over: %s", vn[j]);

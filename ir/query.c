@@ -78,7 +78,7 @@ int tc_ir_covers_tensor(__tc_keep const tc_ir_func *f, __tc_keep const tc_ir_stm
 {
 	const tc_ir_tensor *t = &f->tensors[s->tensor];
 	int k;
-	if (s->nvars != s->nlhs || s->nlhs != t->ndim)
+	if (s->nvars != s->nlhs || s->nlhs != t->ndim || (s->guard && !s->init))
 		return 0;
 	for (k = 0; k < s->nlhs; k++) {
 		int64_t lo, hi, ext;

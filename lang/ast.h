@@ -57,6 +57,7 @@ typedef enum tc_ref_kind {
 	TC_REF_TENSOR,  /* tensor read: ref_id = tensor number */
 	TC_REF_BUILTIN, /* builtin call: ref_id = tc_builtin_id */
 	TC_REF_LET,     /* let name: ref_id = where-clause number */
+	TC_REF_PAD,     /* pad(e, v) (a call): e where its reads are in bounds, else v */
 } tc_ref_kind;
 
 /* An expression node: the fields its kind uses (see tc_ast_kind), its
@@ -79,7 +80,8 @@ typedef struct tc_expr {
 	int weak; /* an untyped literal (or an expression of literals only) */
 	tc_ref_kind ref;
 	int ref_id;
-	int guarded; /* inside a branch of ?: (may not be evaluated) */
+	int guarded; /* inside a branch of ?: or an argument of pad (may not be
+		      * evaluated, or may read out of bounds) */
 } tc_expr;
 
 /* Reduction operators of statements. */

@@ -110,6 +110,7 @@ void tc_ast_print_expr(__tc_keep const tc_expr *e, __tc_keep tc_buf *b)
 static const char *const ref_names[] = {
 	[TC_REF_NONE] = "", [TC_REF_INDEX] = "index", [TC_REF_SIZE] = "size",
 	[TC_REF_TENSOR] = "read", [TC_REF_BUILTIN] = "builtin", [TC_REF_LET] = "let",
+	[TC_REF_PAD] = "pad",
 };
 
 static const char *const kind_names[] = {

@@ -627,6 +627,19 @@ static int covers(const tc_stmt *s, int v, const tc_sexpr *ext)
 	return tc_sx_is_const(s->vars[v].lo, &lo) && lo == 0 && tc_sx_equal(s->vars[v].hi, ext);
 }
 
+/* pad(e, v) in e: an error (not supported yet). */
+static void check_pad(grad_ctx *g, const tc_expr *e)
+{
+	int i;
+	if (e->kind == TC_AST_CALL && e->ref == TC_REF_PAD) {
+		tc_error(g->d, e->name_loc, "gradient: pad(e, v) is not supported yet");
+		g->failed = 1;
+		return;
+	}
+	for (i = 0; i < e->nargs && !g->failed; i++)
+		check_pad(g, e->args[i]);
+}
+
 /* Check statement si of the def: its operator, where clauses, left side. */
 static void check_stmt(grad_ctx *g, int si)
 {
@@ -647,6 +660,12 @@ static void check_stmt(grad_ctx *g, int si)
 		g->failed = 1;
 		return;
 	}
+	check_pad(g, s->rhs);
+	for (i = 0; i < s->nwhere && !g->failed; i++)
+		if (s->where[i].kind != TC_WHERE_RANGE)
+			check_pad(g, s->where[i].val);
+	if (g->failed)
+		return;
 	for (i = 0; i < s->nidx; i++)
 		if (!covers(s, i, ti->ext[i])) {
 			tc_error(g->d, s->idx_loc[i],
@@ -1290,6 +1309,44 @@ static tc_expr *gather_expr(grad_ctx *g, gather *ga, tc_expr *e)
 	return c;
 }
 
+static int reads_name(const tc_expr *e, const char *name);
+
+/* Whether a read of the tensor named name is a factor of the product e
+ * (the only read of it in e). */
+static int factor_read(const tc_expr *e, const char *name)
+{
+	if (e->kind == TC_AST_BINARY && e->op == TC_AOP_MUL)
+		return (factor_read(e->args[0], name) && !reads_name(e->args[1], name)) ||
+			(factor_read(e->args[1], name) && !reads_name(e->args[0], name));
+	return (e->kind == TC_AST_CALL || e->kind == TC_AST_IDENT) && e->name &&
+		e->ref != TC_REF_BUILTIN && !strcmp(e->name, name);
+}
+
+/* e with its reads of the tensor named name written pad(read, 0.0). */
+static tc_expr *pad_reads(grad_ctx *g, tc_expr *e, const char *name)
+{
+	tc_expr *c;
+	int i;
+	if ((e->kind == TC_AST_CALL || e->kind == TC_AST_IDENT) && e->ref != TC_REF_BUILTIN &&
+		e->ref != TC_REF_PAD && e->name && !strcmp(e->name, name)) {
+		if (!(c = mk_node(g, TC_AST_CALL, 2)))
+			return e;
+		c->name = "pad";
+		c->ref = TC_REF_PAD;
+		c->args[0] = e;
+		c->args[1] = mk_float(g, 0.0);
+		return c;
+	}
+	if (!e->nargs || !(c = tc_arena_alloc(g->ar, sizeof(*c))))
+		return e;
+	*c = *e;
+	if (!(c->args = tc_arena_alloc(g->ar, (size_t)e->nargs * sizeof(*c->args))))
+		return e;
+	for (i = 0; i < e->nargs; i++)
+		c->args[i] = pad_reads(g, e->args[i], name);
+	return c;
+}
+
 /* Whether the read r's subscripts are distinct index variables. */
 static int plain_read(const grad_ctx *g, const tc_expr *r)
 {
@@ -1382,7 +1439,7 @@ static tc_stmt *gather_stmt(grad_ctx *g, const tc_expr *r, int x, int xv, tc_exp
 	const tc_tensor_info *ti = &g->def->tensors[x];
 	int nvars = s->nvars, nd = r->nargs, v, d, nfree = 0, nw = 0, *plain;
 	gather ga;
-	tc_expr *guard = NULL;
+	tc_expr *guard = NULL, *dguard = NULL;
 	const char **idx;
 	tc_stmt *b;
 	ga.nv = nvars + nd;
@@ -1453,7 +1510,12 @@ static tc_stmt *gather_stmt(grad_ctx *g, const tc_expr *r, int x, int xv, tc_exp
 		}
 		idx[d] = ga.names[nvars + d];
 	}
-	/* the solved variables' ranges are guards; the others are summed */
+	/* the solved variables' ranges are guards; the others are summed.  A
+	 * left-hand variable of s ranging over its whole dimension of T is a
+	 * subscript of the adjoint read d_T(...), which is then read as
+	 * pad(d_T(...), 0.0): its bounds tests are that guard, and a factor
+	 * pad(e, 0.0) of a sum restricts the statement's domain (loop bounds,
+	 * not a test per term: docs/language.md 6.8) */
 	for (v = 0; v < nvars; v++) {
 		tc_expr *e;
 		if (!ga.sub[v]) {
@@ -1466,15 +1528,28 @@ static tc_stmt *gather_stmt(grad_ctx *g, const tc_expr *r, int x, int xv, tc_exp
 		{
 			aff a = *ga.sub[v];
 			const tc_sexpr *k = a.k;
+			tc_expr *c;
 			a.k = tc_sx_const(g->ar, 0);
 			e = aff_expr(g, &a, ga.names, ga.nv);
-			guard = mk_and(g, guard, mk_bin(g, TC_AOP_GE, e,
-				sx_expr(g, s, tc_sx_sub(g->ar, s->vars[v].lo, k))));
-			guard = mk_and(g, guard, mk_bin(g, TC_AOP_LT, e,
-				sx_expr(g, s, tc_sx_sub(g->ar, s->vars[v].hi, k))));
+			c = mk_and(g, mk_bin(g, TC_AOP_GE, e,
+				sx_expr(g, s, tc_sx_sub(g->ar, s->vars[v].lo, k))),
+				mk_bin(g, TC_AOP_LT, e, sx_expr(g, s, tc_sx_sub(g->ar, s->vars[v].hi, k))));
+			if (v < s->nidx && covers(s, v, g->def->tensors[s->tensor].ext[v]))
+				dguard = mk_and(g, dguard, c);
+			else
+				guard = mk_and(g, guard, c);
 		}
 	}
 	p = gather_expr(g, &ga, p);
+	/* the tests of the adjoint read's subscripts (dguard) are pad's, in a
+	 * sum whose product has that read as a factor; else a guard */
+	if (dguard) {
+		const char *dname = g->adj[g->stmt_val[g->cur_si]];
+		if ((nfree || g->ncontrib[xv]) && factor_read(p, dname))
+			p = pad_reads(g, p, dname);
+		else
+			guard = mk_and(g, dguard, guard);
+	}
 	/* g ? (c ? x : 0) : 0 is g && c ? x : 0, where c reads no tensor (a
 	 * read in a condition bounds indices: range inference, 9.1) */
 	while (p->kind == TC_AST_TERNARY && p->args[2]->kind == TC_AST_FLOAT &&

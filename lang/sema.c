@@ -72,7 +72,7 @@ static int find_let(sema *S, const char *name)
 
 static int is_builtin(const char *name)
 {
-	return tc_builtin_lookup(name, (int)strlen(name)) >= 0;
+	return tc_builtin_reserved(name, (int)strlen(name));
 }
 
 static int is_not_a_number_name(const char *name)
@@ -674,6 +674,57 @@ static int check_builtin(sema *S, tc_expr *e, int id, int guarded)
 	return ok ? 0 : -1;
 }
 
+/* Whether e (through its lets) reads a tensor with subscripts outside any
+ * pad it contains: the reads that a pad around e tests. */
+static int reads_tested(const sema *S, const tc_expr *e)
+{
+	int i;
+	if (e->kind == TC_AST_CALL && e->ref == TC_REF_PAD)
+		return 0;
+	if (e->kind == TC_AST_CALL && e->ref == TC_REF_TENSOR)
+		return 1;
+	if (e->kind == TC_AST_IDENT && e->ref == TC_REF_LET)
+		return reads_tested(S, S->s->where[e->ref_id].val);
+	for (i = 0; i < e->nargs; i++)
+		if (reads_tested(S, e->args[i]))
+			return 1;
+	return 0;
+}
+
+/* pad(e, v): e where every read of e is in bounds, else v (docs/language.md,
+ * 6.8).  Both arguments are checked as the branches of ?: are (guarded:
+ * their reads bound only indices nothing else bounds, range.c) and their
+ * types combine as the branches' do. */
+static int check_pad(sema *S, tc_expr *e)
+{
+	int i, ok = 1;
+
+	e->ref = TC_REF_PAD;
+	e->ref_id = 0;
+	if (e->nargs != 2) {
+		tc_error(S->d, e->loc,
+			"'pad' takes 2 arguments but was given %d: write pad(e, v), the value of e where every tensor read in e is in bounds and v elsewhere",
+			e->nargs);
+		return -1;
+	}
+	for (i = 0; i < 2; i++)
+		if (check_expr(S, e->args[i], 1) < 0)
+			ok = 0;
+	if (!ok)
+		return -1;
+	if (!reads_tested(S, e->args[0])) {
+		tc_error(S->d, e->args[0]->loc,
+			"the first argument of 'pad' reads no tensor element, so it is never out of bounds and pad would always give it; pad an expression that reads a tensor, such as pad(A(i - 1), 0.0), or drop pad");
+		return -1;
+	}
+	e->type = e->optype = tc_dtype_promote(e->args[0]->type, e->args[0]->weak,
+		e->args[1]->type, e->args[1]->weak);
+	e->weak = e->args[0]->weak && e->args[1]->weak;
+	if (!e->weak && !(settle(S, e->args[0], e->type, 0) & settle(S, e->args[1], e->type, 0)))
+		return -1;
+	return 0;
+}
+
 static int check_call(sema *S, tc_expr *e, int guarded)
 {
 	int i, ok = 1;
@@ -716,6 +767,8 @@ static int check_call(sema *S, tc_expr *e, int guarded)
 	}
 	if (id >= 0)
 		return check_builtin(S, e, id, guarded);
+	if (tc_builtin_is_pad(e->name, (int)strlen(e->name)))
+		return check_pad(S, e);
 	if (find_var(S, e->name) >= 0 || find_size(S, e->name) >= 0 ||
 		find_let(S, e->name) >= 0) {
 		tc_error(S->d, e->name_loc, "'%s' is %s, not a tensor or a function", e->name,

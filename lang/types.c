@@ -165,3 +165,13 @@ int tc_builtin_lookup(const char *name, int len)
 			return i;
 	return -1;
 }
+
+int tc_builtin_is_pad(const char *name, int len)
+{
+	return len == (int)strlen(TC_PAD_NAME) && !strncmp(name, TC_PAD_NAME, (size_t)len);
+}
+
+int tc_builtin_reserved(const char *name, int len)
+{
+	return tc_builtin_lookup(name, len) >= 0 || tc_builtin_is_pad(name, len);
+}

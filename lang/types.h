@@ -156,4 +156,16 @@ extern const int tc_nbuiltins;
 /* Index of the builtin named name[0..len), or -1. */
 int tc_builtin_lookup(const char *name, int len);
 
+/* The name of the language builtin pad(e, v) (docs/language.md, 6.8): a
+ * builtin like those of the table for naming (no tensor, size, index or
+ * let may be called so), but no function: sema and lowering treat it
+ * apart (it tests the reads of e), so it has no row in TC_BUILTINS and no
+ * code generator sees it. */
+#define TC_PAD_NAME "pad"
+/* Whether name[0..len) is pad. */
+int tc_builtin_is_pad(const char *name, int len);
+/* Whether name[0..len) is reserved for a builtin: a row of the table or
+ * pad. */
+int tc_builtin_reserved(const char *name, int len);
+
 #endif

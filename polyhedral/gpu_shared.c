@@ -33,8 +33,10 @@
  * at least twice each on average (the nest's reads over its steps, over
  * the box's elements, counted over bounding boxes; shared=on: once), all
  * boxes within the target's shared memory (shared_bytes, 48 KiB), the
- * most reused first.  A box may reach past the tensor (a partial tile): the
- * copy skips those elements, which no statement reads.
+ * most reused first.  A box may reach past the tensor (a partial tile, or
+ * a footprint that pad's domain restriction clips at the tensor's border,
+ * held by the unclipped box: try_piece): the copy skips those elements,
+ * which no statement reads.
  *
  * What it records for the code generator (poly.h): each copy
  * (p->gpu_copies: the tensor, the box's sizes, its origin as a function
@@ -163,6 +165,19 @@ static isl_stat single_valued(isl_map *m, void *user)
 	return isl_stat_ok;
 }
 
+/* user: {the model, NULL}; the second becomes the statement of read
+ * access m when that statement's update has a guard (ir/ir.h): its domain
+ * is restricted by pad's bounds tests, which clip its footprint. */
+static isl_stat guarded_reader(isl_map *m, void *user)
+{
+	const void **ctx = user; /* the model, then the result */
+	const tc_poly_stmt *st = tc_poly_find_stmt(ctx[0], isl_map_get_tuple_name(m, isl_dim_in));
+	if (st && st->ir->guard && st->kind != TC_POLY_INIT)
+		ctx[1] = st;
+	isl_map_free(m);
+	return isl_stat_ok;
+}
+
 /* The piece of a pw_aff of one piece. */
 static isl_stat take_piece(isl_set *set, isl_aff *aff, void *user)
 {
@@ -173,13 +188,46 @@ static isl_stat take_piece(isl_set *set, isl_aff *aff, void *user)
 	return isl_stat_ok;
 }
 
+/* A piece of pa whose affine function is at most pa on all of pa's domain
+ * (into *out, or left NULL).  Such a lower bound stands for the least
+ * element where pa has several pieces: the footprint of a statement whose
+ * domain pad's bounds tests restrict (ir/lower.c) is clipped at the
+ * tensor's border, max(0, h - 1) say, and h - 1 bounds it; the box then
+ * reaches past the tensor there, and the copy skips those elements. */
+typedef struct lower_bound {
+	isl_pw_aff *pa;
+	isl_aff *found;
+	int failed;
+} lower_bound;
+
+static isl_stat try_piece(isl_set *set, isl_aff *aff, void *user)
+{
+	lower_bound *lb = user;
+	isl_set *dom = isl_pw_aff_domain(isl_pw_aff_copy(lb->pa));
+	isl_pw_aff *a = isl_pw_aff_intersect_domain(isl_pw_aff_from_aff(isl_aff_copy(aff)),
+		isl_set_copy(dom));
+	isl_set *le = isl_pw_aff_le_set(a, isl_pw_aff_copy(lb->pa));
+	isl_bool all = le && dom ? isl_set_is_subset(dom, le) : isl_bool_error;
+	isl_set_free(set);
+	isl_set_free(le);
+	isl_set_free(dom);
+	if (all < 0)
+		lb->failed = 1;
+	if (all == isl_bool_true && !lb->found)
+		lb->found = aff;
+	else
+		isl_aff_free(aff);
+	return all < 0 ? isl_stat_error : isl_stat_ok;
+}
+
 /* The box that holds f's range for each value of its domain: the least
  * element in each dimension (*offset: one affine function of the domain
- * values, or no box) and the sizes (size[0 .. *ndims): the greatest
- * distance from it, plus one).  1 a box, 0 none of fixed size, -1 on an
+ * values, or, with clipped (a guarded statement reads it), one that bounds
+ * it from below: try_piece; or no box) and the sizes (size[0 .. *ndims):
+ * the greatest distance from it, plus one).  1 a box, 0 none of fixed size, -1 on an
  * isl error.  (isl_map_get_range_simple_fixed_box_hull does this, but the
  * isl inside libLLVM does not export it.) */
-static int fixed_box(isl_map *f, isl_multi_aff **offset, int64_t *size, int *ndims)
+static int fixed_box(isl_map *f, int clipped, isl_multi_aff **offset, int64_t *size, int *ndims)
 {
 	isl_ctx *ctx = isl_map_get_ctx(f);
 	isl_size n = isl_map_dim(f, isl_dim_out);
@@ -195,10 +243,18 @@ static int fixed_box(isl_map *f, isl_multi_aff **offset, int64_t *size, int *ndi
 	for (k = 0; ok > 0 && k < n; k++) {
 		isl_pw_aff *pa = isl_pw_aff_coalesce(isl_map_dim_min(isl_map_copy(f), k));
 		isl_aff *a = NULL;
-		if (!pa || isl_pw_aff_n_piece(pa) != 1 || isl_pw_aff_involves_nan(pa) != isl_bool_false)
+		lower_bound lb = {pa, NULL, 0};
+		if (!pa || isl_pw_aff_n_piece(pa) < 1 || isl_pw_aff_involves_nan(pa) != isl_bool_false)
 			ok = pa ? 0 : -1;
-		else if (isl_pw_aff_foreach_piece(pa, take_piece, &a) < 0 || !a)
+		else if (isl_pw_aff_n_piece(pa) == 1) {
+			if (isl_pw_aff_foreach_piece(pa, take_piece, &a) < 0 || !a)
+				ok = -1;
+		} else if (!clipped)
+			ok = 0;
+		else if (isl_pw_aff_foreach_piece(pa, try_piece, &lb) < 0 || lb.failed)
 			ok = -1;
+		else if (!(a = lb.found))
+			ok = 0;
 		isl_pw_aff_free(pa);
 		if (ok > 0)
 			list = isl_aff_list_add(list, a);
@@ -242,6 +298,7 @@ static int consider(promo *pr, int t, cand *c)
 	isl_map *f;
 	int ok = 1, k, empty;
 	double elems = 1, reads;
+	const void *guarded[2] = {p, NULL}; /* the model; a guarded reader */
 	w = tc_poly_tensor_accesses(p, p->writes, t, pr->dom);
 	empty = w ? isl_union_map_is_empty(w) : isl_bool_error;
 	isl_union_map_free(w);
@@ -265,7 +322,11 @@ static int consider(promo *pr, int t, cand *c)
 		return 0;
 	}
 	f = isl_map_from_union_map(foot);
-	ok = fixed_box(f, &c->offset, c->size, &c->ndims);
+	if (isl_union_map_foreach_map(c->reads, guarded_reader, guarded) < 0) {
+		isl_map_free(f);
+		return -1;
+	}
+	ok = fixed_box(f, guarded[1] != NULL, &c->offset, c->size, &c->ndims);
 	isl_map_free(f);
 	if (ok <= 0)
 		return ok;

@@ -437,7 +437,31 @@ __tc_give isl_union_set *tc_poly_at(__tc_keep const tc_poly *p, __tc_take isl_un
 	return p->at ? isl_union_set_intersect_params(set, isl_set_copy(p->at)) : set;
 }
 
-/* Domains, accesses and the original schedule, one statement at a time. */
+/* A statement's guard (a conjunction of comparisons of affine integer
+ * expressions, ir.h) as isl constraints. */
+static void guard_isl(tc_buf *b, const tc_ir_expr *e, const names *n)
+{
+	static const char *const ops[] = {
+		[TC_OP_LT] = " < ", [TC_OP_GT] = " > ", [TC_OP_LE] = " <= ",
+		[TC_OP_GE] = " >= ", [TC_OP_EQ] = " = ",
+	};
+	if (e->op == TC_OP_AND) {
+		guard_isl(b, e->args[0], n);
+		tc_buf_puts(b, " and ");
+		guard_isl(b, e->args[1], n);
+		return;
+	}
+	if (!TC_ASSERT(e->op >= TC_OP_LT && e->op <= TC_OP_EQ)) {
+		b->oom = 1; /* not a guard: the text is dropped */
+		return;
+	}
+	ix_isl(b, e->args[0], n);
+	tc_buf_puts(b, ops[e->op]);
+	ix_isl(b, e->args[1], n);
+}
+
+/* Domains, accesses and the original schedule, one statement at a time.
+ * A statement's guard restricts its update (not the init of '!'). */
 static void add_domain(tc_buf *b, const tc_poly *p, const tc_poly_stmt *st, const names *n)
 {
 	int v;
@@ -451,6 +475,10 @@ static void add_domain(tc_buf *b, const tc_poly *p, const tc_poly_stmt *st, cons
 		put_var(b, n, v);
 		tc_buf_puts(b, " < ");
 		sx_isl(b, st->ir->vars[v].hi, n);
+	}
+	if (st->ir->guard && st->kind != TC_POLY_INIT) {
+		tc_buf_puts(b, st->ndims ? " and " : " : ");
+		guard_isl(b, st->ir->guard, n);
 	}
 	tc_buf_puts(b, " }");
 }

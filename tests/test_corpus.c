@@ -1019,6 +1019,221 @@ static void build_concat_cols(run *r, const int64_t *s)
 			O[IX2(n, j, D1 + D2)] = j < D1 ? A[IX2(n, j, D1)] : B[IX2(n, j - D1, D2)];
 }
 
+/* ---- pad.tc: pad(e, v), reads that give v outside the tensor ---- */
+
+/* A row-major NCHW element or 0 (pad) outside: the independent reference
+ * of the padded convolutions. */
+static float at4_or(const float *X, int64_t n, int64_t c, int64_t h, int64_t w, int64_t C,
+	int64_t H, int64_t W, float v)
+{
+	return h < 0 || h >= H || w < 0 || w >= W ? v : X[IX4(n, c, h, w, C, H, W)];
+}
+
+/* s = {N, C, H, W, F}; stride 1 or 2, padding 1, 3x3 */
+static void conv_pad1(run *r, const int64_t *s, int stride)
+{
+	int64_t N = s[0], C = s[1], H = s[2], W = s[3], F = s[4];
+	int64_t HO = (H + stride - 1) / stride, WO = (W + stride - 1) / stride;
+	float *I = in_f32(r, DIMS(N, C, H, W), -1, 1);
+	float *Wt = in_f32(r, DIMS(F, C, 3, 3), -1, 1);
+	float *O = out_f32(r, DIMS(N, F, HO, WO));
+	reduction_tol(r, C * 9, 1);
+	for (int64_t n = 0; n < N; n++)
+		for (int64_t f = 0; f < F; f++)
+			for (int64_t h = 0; h < HO; h++)
+				for (int64_t w = 0; w < WO; w++) {
+					float acc = 0;
+					for (int64_t c = 0; c < C; c++)
+						for (int64_t kh = 0; kh < 3; kh++)
+							for (int64_t kw = 0; kw < 3; kw++)
+								acc += at4_or(I, n, c, stride * h + kh - 1,
+									stride * w + kw - 1, C, H, W, 0) *
+									Wt[IX4(f, c, kh, kw, C, 3, 3)];
+					O[IX4(n, f, h, w, F, HO, WO)] = acc;
+				}
+}
+
+static void build_conv_same(run *r, const int64_t *s)
+{
+	conv_pad1(r, s, 1);
+}
+
+static void build_conv_s2_same(run *r, const int64_t *s)
+{
+	conv_pad1(r, s, 2);
+}
+
+/* s = {N, F, HO, WO, C} */
+static void build_conv_input_grad(run *r, const int64_t *s)
+{
+	int64_t N = s[0], F = s[1], HO = s[2], WO = s[3], C = s[4];
+	int64_t H = HO + 2, W = WO + 2;
+	float *dO = in_f32(r, DIMS(N, F, HO, WO), -1, 1);
+	float *Wt = in_f32(r, DIMS(F, C, 3, 3), -1, 1);
+	float *dI = out_f32(r, DIMS(N, C, H, W));
+	reduction_tol(r, F * 9, 1);
+	for (int64_t n = 0; n < N; n++)
+		for (int64_t c = 0; c < C; c++)
+			for (int64_t x = 0; x < H; x++)
+				for (int64_t y = 0; y < W; y++) {
+					float acc = 0;
+					for (int64_t f = 0; f < F; f++)
+						for (int64_t kh = 0; kh < 3; kh++)
+							for (int64_t kw = 0; kw < 3; kw++)
+								acc += at4_or(dO, n, f, x - kh, y - kw, F, HO, WO, 0) *
+									Wt[IX4(f, c, kh, kw, C, 3, 3)];
+					dI[IX4(n, c, x, y, C, H, W)] = acc;
+				}
+}
+
+/* s = {N} */
+static void build_pad_shift_right(run *r, const int64_t *s)
+{
+	int64_t N = s[0];
+	float *A = in_f32(r, DIMS(N), -1, 1);
+	float *O = out_f32(r, DIMS(N + 1));
+	for (int64_t i = 0; i < N + 1; i++)
+		O[i] = i >= 1 ? A[i - 1] : 0.0f;
+}
+
+static void build_shift_left(run *r, const int64_t *s)
+{
+	int64_t N = s[0];
+	float *A = in_f32(r, DIMS(N), -1, 1);
+	float *O = out_f32(r, DIMS(N));
+	for (int64_t i = 0; i < N; i++)
+		O[i] = i + 1 < N ? A[i + 1] : -1.0f;
+}
+
+/* s = {N, C, H, W} */
+static void build_maxpool_same(run *r, const int64_t *s)
+{
+	int64_t N = s[0], C = s[1], H = s[2], W = s[3];
+	int64_t HO = (H + 1) / 2, WO = (W + 1) / 2;
+	float *X = in_f32(r, DIMS(N, C, H, W), -1, 1);
+	float *O = out_f32(r, DIMS(N, C, HO, WO));
+	for (int64_t n = 0; n < N; n++)
+		for (int64_t c = 0; c < C; c++)
+			for (int64_t h = 0; h < HO; h++)
+				for (int64_t w = 0; w < WO; w++) {
+					float m = -INFINITY;
+					for (int64_t kh = 0; kh < 3; kh++)
+						for (int64_t kw = 0; kw < 3; kw++)
+							m = fmaxf(m, at4_or(X, n, c, 2 * h + kh - 1,
+								2 * w + kw - 1, C, H, W, -3.4e38f));
+					O[IX4(n, c, h, w, C, HO, WO)] = m;
+				}
+}
+
+/* s = {N, K} */
+static void build_conv1d_f16(run *r, const int64_t *s)
+{
+	int64_t N = s[0], K = s[1];
+	uint16_t *A = in_f16(r, DIMS(N), -1, 1);
+	uint16_t *Kw = in_f16(r, DIMS(K), -1, 1);
+	uint16_t *O = out_f16(r, DIMS(N));
+	for (int64_t i = 0; i < N; i++) {
+		float acc = 0; /* float16 products, rounded; summed in float32 */
+		for (int64_t k = 0; k < K; k++)
+			if (i + k - 1 >= 0 && i + k - 1 < N)
+				acc += (float)tu_half_to_double(tu_half_from_double(
+					tu_half_to_double(A[i + k - 1]) * tu_half_to_double(Kw[k])));
+		O[i] = tu_half_from_double(acc);
+	}
+}
+
+/* s = {N, K} */
+static void build_conv1d_i32(run *r, const int64_t *s)
+{
+	int64_t N = s[0], K = s[1];
+	int32_t *A = in_i32(r, DIMS(N), -1000, 1000);
+	int32_t *Kw = in_i32(r, DIMS(K), -9, 9);
+	int32_t *O = out_i32(r, DIMS(N));
+	for (int64_t i = 0; i < N; i++) {
+		int32_t acc = 0;
+		for (int64_t k = 0; k < K; k++)
+			acc += i + k - 2 >= 0 && i + k - 2 < N ? A[i + k - 2] * Kw[k] : 0;
+		O[i] = acc;
+	}
+}
+
+static void build_shift_i8(run *r, const int64_t *s)
+{
+	int64_t N = s[0];
+	int8_t *A = in_i8(r, DIMS(N), -128, 127);
+	int8_t *O = out_i8(r, DIMS(N + 2));
+	for (int64_t i = 0; i < N + 2; i++)
+		O[i] = i >= 2 ? A[i - 2] : 7;
+}
+
+/* s = {N, M}: indices from -2 to N + 1, so both sides go out */
+static void build_gather_pad(run *r, const int64_t *s)
+{
+	int64_t N = s[0], M = s[1];
+	float *A = in_f32(r, DIMS(N), -1, 1);
+	int32_t *Idx = in_i32(r, DIMS(M), -2, N + 1);
+	float *O = out_f32(r, DIMS(M));
+	for (int64_t i = 0; i < M; i++)
+		O[i] = Idx[i] >= 0 && Idx[i] < N ? A[Idx[i]] : -2.0f;
+}
+
+/* s = {N, M, K} */
+static void build_gather_sum(run *r, const int64_t *s)
+{
+	int64_t N = s[0], M = s[1], K = s[2];
+	float *A = in_f32(r, DIMS(N), -1, 1);
+	int32_t *Idx = in_i32(r, DIMS(M, K), -2, N + 1);
+	float *Wg = in_f32(r, DIMS(K), -1, 1);
+	float *O = out_f32(r, DIMS(M));
+	reduction_tol(r, K, 1);
+	for (int64_t i = 0; i < M; i++) {
+		float acc = 0;
+		for (int64_t j = 0; j < K; j++) {
+			int32_t x = Idx[IX2(i, j, K)];
+			acc += (x >= 0 && x < N ? A[x] : 0.0f) * Wg[j];
+		}
+		O[i] = acc;
+	}
+}
+
+/* s = {N} */
+static void build_nested(run *r, const int64_t *s)
+{
+	int64_t N = s[0];
+	float *A = in_f32(r, DIMS(N), -1, 1);
+	float *B = in_f32(r, DIMS(N), -1, 1);
+	float *O = out_f32(r, DIMS(N + 1));
+	for (int64_t i = 0; i < N + 1; i++)
+		O[i] = i >= 1 && i - 1 < N ? A[i - 1] + (i + 1 < N ? B[i + 1] : 0.5f) : -2.0f;
+}
+
+/* s = {N, K} */
+static void build_let_factor(run *r, const int64_t *s)
+{
+	int64_t N = s[0], K = s[1];
+	float *A = in_f32(r, DIMS(N), -1, 1);
+	float *Kw = in_f32(r, DIMS(K), -1, 1);
+	float *O = out_f32(r, DIMS(N));
+	reduction_tol(r, K, 1);
+	for (int64_t i = 0; i < N; i++) {
+		float acc = 0;
+		for (int64_t k = 0; k < K; k++)
+			acc += (i + k - 1 >= 0 && i + k - 1 < N ? A[i + k - 1] : 0.0f) * Kw[k];
+		O[i] = acc;
+	}
+}
+
+/* s = {N} */
+static void build_two_pads(run *r, const int64_t *s)
+{
+	int64_t N = s[0];
+	float *A = in_f32(r, DIMS(N), -1, 1);
+	float *B = in_f32(r, DIMS(N), -1, 1);
+	float *O = out_f32(r, DIMS(N));
+	for (int64_t i = 0; i < N; i++)
+		O[i] = i >= 1 && i + 1 < N ? A[i - 1] * B[i + 1] : 0.0f;
+}
+
 /* ---- guarded.tc: TC programs whose reads under ?: bound indices ---- */
 
 /* s = {M, N} */
@@ -1844,6 +2059,23 @@ static const kernel_case cases[] = {
 	CASE("guarded", "make_idx", build_make_idx, {1}, {7}, {31}),
 	CASE("guarded", "dots", build_dots, {1, 1, 1, 1}, {13, 5, 3, 4}, {40, 3, 7, 6}),
 	CASE("guarded", "result", build_result, {1, 1}, {3, 7}, {5, 1}),
+	CASE("pad", "conv_same", build_conv_same, {1, 1, 1, 1, 1}, {2, 3, 7, 6, 5}, {1, 2, 2, 9, 17},
+		{1, 17, 5, 5, 16}),
+	CASE("pad", "conv_s2_same", build_conv_s2_same, {1, 1, 1, 1, 1}, {2, 3, 7, 6, 5},
+		{1, 2, 2, 9, 4}, {1, 3, 8, 13, 16}),
+	CASE("pad", "conv_input_grad", build_conv_input_grad, {1, 1, 1, 1, 1}, {2, 3, 5, 4, 6},
+		{1, 16, 3, 7, 2}),
+	CASE("pad", "shift_right", build_pad_shift_right, {1}, {2}, {31}),
+	CASE("pad", "shift_left", build_shift_left, {1}, {2}, {31}),
+	CASE("pad", "maxpool_same", build_maxpool_same, {1, 1, 1, 1}, {2, 3, 7, 6}, {1, 2, 2, 13}),
+	CASE("pad", "conv1d_f16", build_conv1d_f16, {1, 1}, {13, 3}, {31, 5}, {2, 7}),
+	CASE("pad", "conv1d_i32", build_conv1d_i32, {1, 1}, {13, 5}, {31, 3}, {2, 7}),
+	CASE("pad", "shift_i8", build_shift_i8, {1}, {13}, {31}),
+	CASE("pad", "gather_pad", build_gather_pad, {1, 1}, {13, 7}, {5, 31}),
+	CASE("pad", "gather_sum", build_gather_sum, {1, 1, 1}, {13, 7, 3}, {5, 31, 8}),
+	CASE("pad", "nested", build_nested, {1}, {2}, {31}),
+	CASE("pad", "let_factor", build_let_factor, {1, 1}, {13, 3}, {2, 7}),
+	CASE("pad", "two_pads", build_two_pads, {1}, {2}, {31}),
 	CASE("argmin", "argmin", build_argmin, {1, 1}, {7, 13}, {31, 1}, {2, 31}),
 	CASE("argmin", "argmax_int", build_argmax_int, {1, 1}, {7, 13}, {31, 1}, {5, 31}),
 	CASE("argmin", "minmax_int8", build_minmax_int8, {1, 1}, {31, 1}, {7, 13}),

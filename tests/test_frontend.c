@@ -1189,7 +1189,8 @@ static void report_known_bugs(const int bugs[NBUGS])
 }
 
 /* Parse + check + lower of the corpus softmax, conv2d and let/exists
- * kernels and a def of ten statements, failing each allocation in turn:
+ * kernels, a def of ten statements and one of pads, failing each
+ * allocation in turn:
  * every run ends with NULL and an error or with a complete and correct
  * module, never a crash or a leak. */
 static void test_allocation_failures_are_handled(void **state)
@@ -1203,7 +1204,16 @@ static void test_allocation_failures_are_handled(void **state)
 			   "  O(i) = O(i) - 3\n  O(i) = O(i) / 4\n  O(i) = O(i) + 5\n"
 			   "  O(i) = O(i) * 6\n  O(i) = O(i) - 7\n  O(i) = O(i) + 8\n"
 			   "  O(i) = O(i) * 9\n}\n";
-	char *text = malloc(strlen(soft) + strlen(conv) + strlen(lets) + strlen(many) + 4);
+	/* pad: a select on the bounds tests (a gather's too, a nested pad), and a
+	 * sum whose pad factors become the statement's guard (through a let) */
+	const char *padded =
+		"def pads(float(N,C,H,W) I, float(F,C,3,3) Wt, int32(M) Idx, float(N) B) -> (O, P, Q) {\n"
+		"  O(n,f,h,w) +=! pad(I(n, r_c, h + r_kh - 1, w + r_kw - 1), 0.0) * x"
+		" where x = Wt(f, r_c, r_kh, r_kw), h in 0:H, w in 0:W\n"
+		"  P(i) = pad(B(Idx(i)) + pad(B(i + 1), 0.5), -2.0) where i in 0:M\n"
+		"  Q(i) +=! pad(B(i - 1), 0.0) * pad(B(Idx(i)), 0.0) where i in 0:M\n}\n";
+	char *text = malloc(strlen(soft) + strlen(conv) + strlen(lets) + strlen(many) +
+		strlen(padded) + 5);
 	tc_context *ctx;
 	tc_module *m;
 	int i, ndefs, bugs[NBUGS] = {0};
@@ -1211,7 +1221,7 @@ static void test_allocation_failures_are_handled(void **state)
 	(void)state;
 
 	assert_non_null(text);
-	sprintf(text, "%s\n%s\n%s\n%s", soft, conv, lets, many);
+	sprintf(text, "%s\n%s\n%s\n%s\n%s", soft, conv, lets, many, padded);
 	ctx = tc_context_new();
 	m = tc_module_parse(ctx, text, "corpus.tc");
 	if (!m)

@@ -60,6 +60,13 @@ CASES = [
      None),
     ("conv_strided.tc", "conv2d_stride2", {"I": "1x3x13x13", "W1": "4x3x3x3"}, ["O"],
      ["reduce=off"], None),
+    # pad: the domain restricted by the reads' bounds clips the footprint at
+    # the border; a box reaching past the tensor holds it (gpu_shared.c, try_piece)
+    ("pad.tc", "conv_same", {"I": "2x5x12x40", "Wt": "4x5x3x3"}, ["O"], [], {"I", "Wt"}),
+    ("pad.tc", "conv_s2_same", {"I": "1x3x13x13", "Wt": "4x3x3x3"}, ["O"], ["reduce=off"],
+     {"I", "Wt"}),
+    ("pad.tc", "conv_input_grad", {"dO": "2x4x10x11", "Wt": "4x3x3x3"}, ["dI"], ["reduce=off"],
+     {"dO", "Wt"}),
     (None, "gram", {"A": "40x33"}, ["G"], ["reduce=off"], set()),
     (None, "imatmul", {"A": "30x50", "B": "50x20"}, ["C"], ["reduce=off", "shared=on"], {"A", "B"}),
 ]

@@ -576,6 +576,8 @@ static void test_unsupported_constructs_are_located_errors(void **state)
 	expect_error("def gat(float64(N) A, int64(M) I) -> (O) {\n  O(i) = A(I(i))\n}\n", "gat",
 		NULL, "bad.tc:2:12: error: gradient: subscript 1 of 'A' is not affine in the index "
 		"variables; the gradient of a gathered read is not supported yet", "^~~~", NULL);
+	expect_error("def pd(float64(N) A) -> (O) {\n  O(i) = pad(A(i), 0.0)\n}\n", "pd", NULL,
+		"bad.tc:2:10: error: gradient: pad(e, v) is not supported yet", NULL);
 	expect_error("def lg(float64(N) A) -> (O) {\n  O(i) = lgamma(A(i))\n}\n", "lg", NULL,
 		"bad.tc:2:10:", "the derivative of 'lgamma' is not supported yet", NULL);
 	expect_error("def io(float64(N) A) -> (int32(N) O) {\n  O(i) = int32(A(i))\n}\n", "io",

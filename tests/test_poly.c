@@ -561,6 +561,35 @@ static void test_specialised_matmul_has_constant_bounds(void **state)
 	tc_string_free(text);
 }
 
+/* A sum over a pad(e, 0) factor skips the padding (docs/language.md 6.8):
+ * lowering drops the select and gives the statement its bounds tests as a
+ * guard, which restricts the update's domain, so the loop over the
+ * window's taps gets bounds instead of a test per term, and the init of
+ * '+=!' still covers every output element. */
+static void test_padded_sum_restricts_its_domain(void **state)
+{
+	(void)state;
+	const poly_case c = {"pad_let_factor", "pad", "let_factor", 2, {{16}, {3}}, "16x3"};
+	char *text = emit(&c, "ir");
+	assert_true(tu_contains(text, "S0: O[i] +=! (A[((i + r_k) - 1:int32)] * Kw[r_k])\n"));
+	assert_true(tu_contains(text, "      guard: ((0:int64 <= int64(((i + r_k) - 1:int32))) && "
+				      "(int64(((i + r_k) - 1:int32)) < int64(N)))\n"));
+	assert_false(tu_contains(text, " ? "));
+	tc_string_free(text);
+	text = emit_specialised(&c, "ast");
+	assert_true(tu_contains(text, "for (int c0 = 0; c0 <= 15; c0 += 1) {\n  S0_init(c0);\n"
+				      "  for (int c1 = max(0, -c0 + 1); c1 <= min(2, -c0 + 16); c1 += 1)\n"
+				      "    S0(c0, c1);\n}"));
+	assert_false(tu_contains(text, "if ("));
+	tc_string_free(text);
+	/* a pad that is not a zero factor of a sum stays a select */
+	const poly_case sel = {"pad_shift_left", "pad", "shift_left", 1, {{16}}, "16"};
+	text = emit(&sel, "ir");
+	assert_true(tu_contains(text, " ? A[(i + 1:int32)] : -1:float32)"));
+	assert_false(tu_contains(text, "guard:"));
+	tc_string_free(text);
+}
+
 /* tcomp emit --stage schedule:PASS: the tree after each named pass of the
  * CPU list, as the same kernel's full schedule would be built.  matmul 64
  * (specialised): no mark before "regtile" puts the register tile's, no
@@ -639,6 +668,7 @@ int main(void)
 		test_conv2d_bias_is_fused_into_the_reduction_nest);
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_specialised_matmul_has_constant_bounds);
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_short_rows_run_in_chunks);
+	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_padded_sum_restricts_its_domain);
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_schedule_after_each_pass);
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(
 		test_schedule_after_pass_parametric_and_unknown);
