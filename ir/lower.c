@@ -383,6 +383,40 @@ static int pad_factors(lower *L, const tc_expr *e, tc_ir_expr **guard)
 	return 0;
 }
 
+/* Whether c is a conjunction of comparisons of affine integer operands. */
+static int comparisons_affine(const tc_ir_expr *c)
+{
+	if (c->op == TC_OP_AND)
+		return comparisons_affine(c->args[0]) && comparisons_affine(c->args[1]);
+	return c->op >= TC_OP_LT && c->op <= TC_OP_NE && c->nargs == 2 &&
+		tc_dtype_is_int(c->args[0]->type) && tc_ir_affine(c->args[0]) &&
+		tc_ir_affine(c->args[1]);
+}
+
+/* Whether e, the whole right side of a sum reduction, is c ? x : 0 with c
+ * a conjunction of comparisons of affine integer expressions (no reads):
+ * then the terms where c is false add nothing and are skipped, c becomes
+ * the statement's guard (its domain) and x the right side.  The value
+ * differs from adding 0 only in a -0.0 accumulator, which stays -0.0
+ * (docs/language.md 6.8); every backend follows the guard.  1 (c lowered
+ * into *guard), 0, or -1 when out of memory. */
+static int zero_else_guard(lower *L, const tc_expr *e, tc_ir_expr **guard)
+{
+	tc_ir_expr *c, *z;
+	if (e->kind != TC_AST_TERNARY)
+		return 0;
+	if (!(z = cast(L, lower_expr(L, e->args[2]), e->type)))
+		return -1;
+	if (z->op != TC_OP_CONST || (tc_dtype_is_float(z->type) ? z->c.f != 0 : z->c.i != 0))
+		return 0;
+	if (!(c = lower_expr(L, e->args[0])))
+		return -1;
+	if (!comparisons_affine(c))
+		return 0;
+	*guard = c;
+	return 1;
+}
+
 /* Where each size parameter is read from: the first input dimension that
  * names it. */
 static int bind_params(lower *L, tc_ir_func *f)
@@ -469,7 +503,11 @@ tc_ir_func *tc_ir_lower(__tc_keep tc_arena *ar, __tc_keep const tc_def *def,
 		o->guard = NULL;
 		if (s->red == TC_RED_ADD && pad_factors(&L, s->rhs, &o->guard) < 0)
 			return NULL;
-		o->rhs = cast(&L, lower_expr(&L, s->rhs), f->tensors[s->tensor].dtype);
+		const tc_expr *rhs = s->rhs;
+		if (s->red == TC_RED_ADD && !o->guard && (j = zero_else_guard(&L, rhs, &o->guard)))
+			if (j < 0 || !(rhs = rhs->args[1]))
+				return NULL;
+		o->rhs = cast(&L, lower_expr(&L, rhs), f->tensors[s->tensor].dtype);
 		if (!o->rhs)
 			return NULL;
 	}

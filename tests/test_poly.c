@@ -590,6 +590,28 @@ static void test_padded_sum_restricts_its_domain(void **state)
 	tc_string_free(text);
 }
 
+/* A sum whose whole right side is c ? x : 0 with c affine skips the terms
+ * where c is false the same way (docs/language.md 6.8): tri_matmul's
+ * band becomes the statement's guard and its loops triangular bounds; a
+ * condition that reads a tensor stays a select. */
+static void test_guarded_sum_restricts_its_domain(void **state)
+{
+	(void)state;
+	const poly_case c = {"tri_matmul", "guarded", "tri_matmul", 2, {{7, 13}, {13, 7}}, "7x13"};
+	char *text = emit(&c, "ir");
+	assert_false(tu_contains(text, " ? "));
+	assert_true(tu_contains(text, "guard: "));
+	tc_string_free(text);
+	text = emit_specialised(&c, "ast");
+	assert_false(tu_contains(text, "if ("));
+	tc_string_free(text);
+	const poly_case sel = {"masked_convolve", "guarded", "masked_convolve", 0, {{0}}, NULL};
+	text = emit(&sel, "ir");
+	assert_true(tu_contains(text, " ? "));
+	assert_false(tu_contains(text, "guard:"));
+	tc_string_free(text);
+}
+
 /* tcomp emit --stage schedule:PASS: the tree after each named pass of the
  * CPU list, as the same kernel's full schedule would be built.  matmul 64
  * (specialised): no mark before "regtile" puts the register tile's, no
@@ -645,7 +667,7 @@ static void test_schedule_after_pass_parametric_and_unknown(void **state)
 
 int main(void)
 {
-	struct CMUnitTest tests[4 * NCASES + 8];
+	struct CMUnitTest tests[4 * NCASES + 9];
 	char names[4 * NCASES][96];
 	int n = 0, nn = 0;
 	for (int i = 0; i < NCASES; i++) {
@@ -669,6 +691,7 @@ int main(void)
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_specialised_matmul_has_constant_bounds);
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_short_rows_run_in_chunks);
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_padded_sum_restricts_its_domain);
+	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_guarded_sum_restricts_its_domain);
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_schedule_after_each_pass);
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(
 		test_schedule_after_pass_parametric_and_unknown);
