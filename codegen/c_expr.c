@@ -1084,6 +1084,31 @@ static void put_identity(const tc_cg_cexpr *pr, tc_buf *b, tc_red red, tc_dtype 
 	}
 }
 
+/* A scatter's update that other threads may make at once
+ * (tc_poly_scatter_atomic): the dialect's atomic addition of the right
+ * side, converted to the element's type, at the element's offset (its
+ * subscripts evaluated first, then the right side, as everywhere). */
+static void put_atomic_update(const site *s, tc_buf *b, const tc_ir_stmt *st)
+{
+	tc_cg_cexpr *pr = s->pr;
+	tc_buf off, val;
+	if (!pr->dl->put_atomic_add) {
+		tc_cg_cexpr_fail(pr, "internal error: an atomic scatter in a dialect without atomics");
+		return;
+	}
+	tc_buf_init(&off);
+	tc_buf_init(&val);
+	put_offset(s, &off, st->tensor, st->sub);
+	pr->tensor_used[st->tensor] = 1;
+	put_expr(s, &val, st->rhs, P_TOP);
+	if (off.oom || val.oom || !off.s || !val.s)
+		tc_cg_cexpr_fail(pr, "out of memory");
+	else
+		pr->dl->put_atomic_add(pr, b, st->tensor, off.s, val.s);
+	tc_buf_free(&off);
+	tc_buf_free(&val);
+}
+
 /* tensor[o] = tensor[o] op rhs (the interpreter's reduce()). */
 static void put_update(const site *s, tc_buf *b, const tc_ir_stmt *st, tc_dtype t)
 {
@@ -1093,8 +1118,12 @@ static void put_update(const site *s, tc_buf *b, const tc_ir_stmt *st, tc_dtype 
 	const tc_ir_expr *fx, *fy;
 	tc_buf lhs;
 
+	if (tc_poly_scatter_atomic(pr->p, st)) {
+		put_atomic_update(s, b, st);
+		return;
+	}
 	tc_buf_init(&lhs);
-	put_element(s, &lhs, st->tensor, NULL);
+	put_element(s, &lhs, st->tensor, st->sub); /* a scatter's subscripts, or the instance's */
 	if (lhs.oom || !lhs.s) {
 		tc_buf_free(&lhs);
 		tc_cg_cexpr_fail(pr, "out of memory");
@@ -1156,7 +1185,7 @@ void tc_cg_cexpr_put_stmt(__tc_keep tc_cg_cexpr *pr, __tc_keep tc_buf *b,
 		put_update(s, b, st, t);
 		return;
 	}
-	put_element(s, b, st->tensor, NULL);
+	put_element(s, b, st->tensor, st->sub);
 	tc_buf_puts(b, " = ");
 	if (ps->kind == TC_POLY_INIT) {
 		put_identity(pr, b, st->red, t);
@@ -1175,7 +1204,7 @@ void tc_cg_cexpr_put_lhs(__tc_keep tc_cg_cexpr *pr, __tc_keep tc_buf *b,
 	__tc_keep const tc_poly_inst *inst)
 {
 	site one = {pr, inst, NULL};
-	put_element(&one, b, inst->stmt->ir->tensor, NULL);
+	put_element(&one, b, inst->stmt->ir->tensor, inst->stmt->ir->sub);
 }
 
 void tc_cg_cexpr_put_identity(__tc_keep tc_cg_cexpr *pr, __tc_keep tc_buf *b, tc_red red,

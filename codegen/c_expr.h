@@ -143,6 +143,12 @@ typedef struct tc_cg_cexpr_dialect {
 	 * B and the nextafter helpers return floats, and 16-bit constants
 	 * and identities are float literals. */
 	int half_in_float;
+	/* Append a statement that adds value (a C expression of the
+	 * element's type) to the element of tensor at offset atomically, as
+	 * a scatter that tc_poly_scatter_atomic marks needs (CUDA's
+	 * atomicAdd); NULL where no such scatter is printed (host C). */
+	void (*put_atomic_add)(__tc_keep const tc_cg_cexpr *pr, __tc_keep tc_buf *b, int tensor,
+		__tc_keep const char *offset, __tc_keep const char *value);
 } tc_cg_cexpr_dialect;
 
 /* The state of one printing: the model, the names the frame chose, and

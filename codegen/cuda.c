@@ -68,6 +68,16 @@ static const char prelude[] =
 	"#define TC_SHARED(T, name, n) __shared__ T name[n]\n"
 	"#endif\n";
 
+/* Under NVRTC, after the prelude when the text adds atomically (a scatter:
+ * tc_poly_scatter_atomic): P[i] += v as atomicAdd; int64 as unsigned long
+ * long, whose atomicAdd wraps alike.  The emulator's header defines both. */
+static const char prelude_atomic[] =
+	"#ifndef TC_CUDA_EMU\n"
+	"#define TC_ATOMIC_ADD(p, i, v) atomicAdd((p) + (i), (v))\n"
+	"#define TC_ATOMIC_ADD_I64(p, i, v) \\\n"
+	"  atomicAdd((unsigned long long *)((p) + (i)), (unsigned long long)(v))\n"
+	"#endif\n";
+
 /* Under NVRTC, after the prelude when the text stores float16 or bfloat16
  * (NVRTC 13 finds no cuda_fp16.h without the toolkit's include folder, and
  * that header costs compile time): the 2-byte types __half and
@@ -249,12 +259,23 @@ static void cuda_put_access(const tc_cg_cexpr *pr, tc_buf *b, int tensor, const 
 		tc_buf_printf(b, "%s[%s]", pr->tensor[tensor], offset);
 }
 
+/* A scatter's atomic addition (tc_poly_scatter_atomic): atomicAdd on
+ * float, double, int, unsigned and unsigned long long; int64 elements as
+ * unsigned long long (the same bits: two's complement wraps alike). */
+static void cuda_put_atomic_add(const tc_cg_cexpr *pr, tc_buf *b, int tensor, const char *offset,
+	const char *value)
+{
+	tc_buf_printf(b, "%s(%s, %s, %s);", pr->p->f->tensors[tensor].dtype == TC_T_I64
+		? "TC_ATOMIC_ADD_I64" : "TC_ATOMIC_ADD", pr->tensor[tensor], offset, value);
+}
+
 static tc_cg_cexpr_dialect cuda_dialect = {
 	.type = cuda_types,
 	.helper = cuda_helpers,
 	.builtin_form = cuda_builtin_form,
 	.put_access = cuda_put_access,
 	.half_in_float = 1,
+	.put_atomic_add = cuda_put_atomic_add,
 };
 
 /* The host types, but float16 and bfloat16 as __half and __nv_bfloat16
@@ -1071,6 +1092,8 @@ __tc_give tc_cg_cuda *tc_cg_cuda_build(__tc_keep const tc_poly *p, int contract,
 		"round as written\n * (compile with --fmad=false). */\n", g.f->nparams ? "" : " (none)",
 		g.out->nkernels, g.out->nkernels == 1 ? "" : "s");
 	tc_buf_puts(&all, prelude);
+	if (strstr(kernels, "TC_ATOMIC_ADD"))
+		tc_buf_puts(&all, prelude_atomic);
 	if (uses_16bit_floats(kernels, used))
 		tc_buf_puts(&all, prelude16);
 	for (i = 0; i < TC_CG_CEXPR_NHELPERS; i++)

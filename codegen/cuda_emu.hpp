@@ -85,6 +85,8 @@ extern "C" void __asan_unpoison_memory_region(void const volatile *, size_t);
 #define __launch_bounds__(...)
 #define TC_GLOBAL(T) tc_emu::gptr<T>
 #define TC_LDG(p, i) ((p).ldg(i))
+#define TC_ATOMIC_ADD(p, i, v) ((p).atomic_add((i), (v)))
+#define TC_ATOMIC_ADD_I64(p, i, v) ((p).atomic_add((i), (v)))
 #define TC_SHARED(T, name, n) static tc_emu::shared_array<T, (n)> name(#name)
 
 namespace tc_emu {
@@ -456,6 +458,17 @@ static inline bool touch(const array_info *a, int64_t i, int writes)
 	return true;
 }
 
+/* a + b, wrapping for integers (as a GPU's atomicAdd does). */
+template <class V> static inline V add_wrapping(V a, V b)
+{
+	if constexpr (std::is_integral<V>::value) {
+		typedef typename std::make_unsigned<V>::type U;
+		return (V)((U)a + (U)b);
+	} else {
+		return a + b;
+	}
+}
+
 template <class T> struct ref {
 	typedef typename std::remove_const<T>::type V;
 	const array_info *a;
@@ -469,6 +482,29 @@ template <class T> struct ref {
 		return (V *)a->base + i;
 	}
 	V load() const { return *place(0); }
+	/* atomicAdd (TC_ATOMIC_ADD): the fibers run one at a time, so the
+	 * read-modify-write is atomic as it stands.  As racecheck treats
+	 * atomics: checked for bounds and against the element's plain
+	 * accesses (an unordered plain write or read is a race), but not
+	 * recorded, so atomic additions never race with each other.
+	 * Integers wrap (added as unsigned). */
+	V atomic_add(V v) const
+	{
+		if (__builtin_expect(i < 0 || i >= a->n, 0)) {
+			report_oob(a, i, 1);
+			return V();
+		}
+		shadow &s = a->sh[i];
+		if (unordered(s.w, a->shared) > 0)
+			report_race(a, i, 1, s.w, 1);
+		else if (unordered(s.r1, a->shared) > 0)
+			report_race(a, i, 1, s.r1, 0);
+		else if (unordered(s.r2, a->shared) > 0)
+			report_race(a, i, 1, s.r2, 0);
+		V *p = (V *)a->base + i, old = *p;
+		*p = add_wrapping(old, v);
+		return old;
+	}
 	void store(V v) const { *place(1) = v; }
 	operator V() const { return load(); }
 	const ref &operator=(V v) const
@@ -534,6 +570,11 @@ template <class T> struct gptr {
 	const array_info *a;
 	ref<T> operator[](int64_t i) const { return ref<T>{a, i}; }
 	typename std::remove_const<T>::type ldg(int64_t i) const { return ref<T>{a, i}.load(); }
+	typename std::remove_const<T>::type atomic_add(int64_t i,
+		typename std::remove_const<T>::type v) const
+	{
+		return ref<T>{a, i}.atomic_add(v);
+	}
 };
 
 /* A block-shared array (TC_SHARED(T, name, N)): a function-local static,

@@ -1500,6 +1500,41 @@ static LLVMValueRef reduce(cg *g, tc_red red, tc_dtype t, LLVMValueRef acc, LLVM
 	}
 }
 
+/* The address of the element a scatter writes (g->dom holding the
+ * instance's domain values): its subscripts in order, as a read's are
+ * (TC_OP_READ in expr), a gathered one checked against its dimension at
+ * run time with the interpreter's error at the subscript.  NULL on
+ * failure. */
+static LLVMValueRef scatter_address(cg *g, const tc_ir_stmt *ir)
+{
+	const tc_ir_tensor *tt = &g->p->f->tensors[ir->tensor];
+	LLVMValueRef idx[TC_MAX_RANK];
+	int k;
+	for (k = 0; k < tt->ndim; k++) {
+		const tc_ir_expr *sub = ir->sub[k];
+		tc_dtype at = sub->type;
+		if (!tc_dtype_is_int(at))
+			return tc_cg_llvm_fail(g, "non-integer subscript", NULL);
+		if ((idx[k] = plain_index(g, sub, ir->tensor, k)))
+			continue;
+		idx[k] = convert(g, expr(g, sub), at, tc_dtype_is_signed(at) ? TC_T_I64 : TC_T_U64);
+		if (!idx[k])
+			return NULL;
+		if (g->guarded || !tc_ir_affine(sub)) { /* not proven in bounds */
+			tc_cg_site site = {TC_CG_CHECK_BOUNDS, sub->loc, ir->tensor, k, 0};
+			int n = add_site(g, site);
+			LLVMValueRef bad;
+			if (n < 0)
+				return NULL;
+			bad = LLVMBuildICmp(g->B, LLVMIntUGE, idx[k],
+				tc_cg_llvm_extent(g, ir->tensor, k), "");
+			check(g, bad, n, idx[k]);
+			idx[k] = LLVMBuildSelect(g->B, bad, tc_cg_llvm_i64c(g, 0), idx[k], "");
+		}
+	}
+	return element(g, ir->tensor, idx, tt->ndim);
+}
+
 /* The code of statement instance inst: its domain values, then the store
  * of its value. */
 void tc_cg_llvm_statement(__tc_keep cg *g, __tc_keep const tc_poly_inst *inst)
@@ -1521,7 +1556,7 @@ void tc_cg_llvm_statement(__tc_keep cg *g, __tc_keep const tc_poly_inst *inst)
 	g->ndom = inst->n;
 	g->dom_ir = ir;
 	dt = g->p->f->tensors[ir->tensor].dtype;
-	addr = element(g, ir->tensor, g->dom, ir->nlhs);
+	addr = ir->sub ? scatter_address(g, ir) : element(g, ir->tensor, g->dom, ir->nlhs);
 	if (!addr)
 		return;
 	switch (s->kind) {

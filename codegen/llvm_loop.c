@@ -239,7 +239,10 @@ static isl_bool carried_cb(isl_ast_node *n, void *user)
 	if (isl_ast_node_get_type(n) != isl_ast_node_user || !(inst = tc_poly_node_inst(n)))
 		return isl_bool_true;
 	st = inst->stmt;
-	if (st->kind != TC_POLY_UPDATE ||
+	/* a scatter's element changes with its gathered indices: its order
+	 * is kept by its memory dependences (indirect addresses the
+	 * vectoriser cannot reorder), not by this rule */
+	if (st->kind != TC_POLY_UPDATE || st->ir->sub ||
 		!tc_dtype_is_float(c->g->p->f->tensors[st->ir->tensor].dtype) ||
 		reorderable(c->g, st, c->ordered))
 		return isl_bool_true;

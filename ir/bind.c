@@ -86,7 +86,10 @@ static tc_stat empty_reads(const tc_ir_func *f, const tc_tensor *inputs, int nin
 			if (tc_ir_var_range(&x->vars[v], params, &lo, &hi) && hi <= lo)
 				runs = 0;
 		}
-		if (!runs || !(r = empty_read(f, x->rhs, inputs, ninputs, params, &dim)))
+		r = runs ? empty_read(f, x->rhs, inputs, ninputs, params, &dim) : NULL;
+		for (v = 0; runs && !r && x->sub && v < f->tensors[x->tensor].ndim; v++)
+			r = empty_read(f, x->sub[v], inputs, ninputs, params, &dim); /* a scatter's gathers */
+		if (!r)
 			continue;
 		tc_error(d, r->loc,
 			"for these input sizes, '%s' has no elements (dimension %d is 0) but this statement reads it for a non-empty range of its indices",

@@ -347,6 +347,8 @@ const tc_ir_func *tc_ir_inline(__tc_keep tc_arena *ar, __tc_keep const tc_ir_fun
 	int *identity = NULL;
 	int i, t, def, last, any = 0;
 
+	if (tc_ir_has_scatter(f)) /* its gathers read tensors outside rhs */
+		return f;
 	memset(&S, 0, sizeof(S));
 	S.f = f;
 	S.stmts = tc_arena_alloc(ar, (size_t)(f->nstmts + 1) * sizeof(*S.stmts));

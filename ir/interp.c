@@ -525,6 +525,30 @@ static val reduce(tc_red red, tc_dtype t, val acc, val v)
 	}
 }
 
+/* The element a scatter writes at the current point: its subscripts
+ * evaluated in order (a gather's reads checked as any read), each checked
+ * against its dimension as a right-hand read's are, the error at the
+ * subscript; -1 after an error. */
+static int64_t scatter_offset(interp *I, const tc_ir_stmt *s)
+{
+	const tc_ir_tensor *t = &I->f->tensors[s->tensor];
+	int64_t idx[TC_MAX_RANK], off = 0;
+	int k;
+	for (k = 0; k < t->ndim; k++) {
+		val a = eval(I, s->sub[k]);
+		if (I->failed)
+			return -1;
+		idx[k] = tc_dtype_is_unsigned(s->sub[k]->type) && a.u > INT64_MAX ? -1 : a.i;
+	}
+	for (k = 0; k < t->ndim; k++) { /* the first dimension out of bounds */
+		int64_t o = offset(I, s->tensor, idx, k + 1, s->sub[k]->loc);
+		if (o < 0)
+			return -1;
+		off = o;
+	}
+	return off;
+}
+
 /* Iterate variables k..nvars-1 of the statement; at k == nlhs (all left-hand
  * indices fixed) initialise the element, then iterate the reduction. */
 static void run_loops(interp *I, int k, int64_t off)
@@ -535,7 +559,7 @@ static void run_loops(interp *I, int k, int64_t off)
 
 	if (I->failed)
 		return;
-	if (k == s->nlhs) {
+	if (k == s->nlhs && !s->sub) {
 		off = offset(I, s->tensor, I->vars, s->nlhs, s->loc);
 		if (off < 0)
 			return;
@@ -550,6 +574,8 @@ static void run_loops(interp *I, int k, int64_t off)
 			if (I->failed || !x.i)
 				return;
 		}
+		if (s->sub && (off = scatter_offset(I, s)) < 0)
+			return;
 		if (I->contract && tc_ir_fma_reduction(s, t->dtype, I->f->tensors[s->tensor].widened, &fx, &fy)) {
 			double a = eval(I, fx).f, b = eval(I, fy).f;
 			if (!I->failed)

@@ -88,6 +88,17 @@ typedef struct tc_ir_stmt {
 			    * '!' still covers every left-hand point).  Lowering
 			    * sets it on a sum reduction over a pad(e, 0) factor,
 			    * from the pad's bounds tests (ir/lower.c) */
+	/* A scatter (a gathered left-hand subscript, T(I(i), j) += ...): NULL
+	 * for every other statement.  Else the subscripts of the element
+	 * written, one per dimension of the tensor (a plain index as an
+	 * TC_OP_INDEX, a gather as its expression, checked in bounds at run
+	 * time), nlhs is 0 and init is 0: lowering puts the '!' in a statement
+	 * of its own before it, which sets the whole tensor to the identity.
+	 * Its red is + (sums), min or max: the element may differ between
+	 * instances, so a scatter is never a reduction into one element, and
+	 * the passes that rely on that (register tiles, vecreduce, the GPU's
+	 * block reductions, fusion, packing, widening) leave it alone. */
+	tc_ir_expr **sub;
 } tc_ir_stmt;
 
 /* A tensor of an IR function: name, role, element type and extents. */
@@ -204,6 +215,10 @@ int tc_ir_covers_tensor(__tc_keep const tc_ir_func *f, __tc_keep const tc_ir_stm
  * not evaluate or is negative, or the product overflows. */
 int64_t tc_ir_tail_bytes(__tc_keep const tc_ir_func *f, int t, int from,
 	__tc_keep const int64_t *params);
+/* Whether a statement of f is a scatter (tc_ir_stmt.sub).  The rewrites
+ * that renumber tensors or follow a tensor's readers through right-hand
+ * sides only (inline, share) leave such functions alone. */
+int tc_ir_has_scatter(__tc_keep const tc_ir_func *f);
 /* A name base + suffix (then a number if needed) that no tensor of f has,
  * in ar; NULL when out of memory or after 1000 clashes. */
 const char *tc_ir_fresh_name(__tc_keep tc_arena *ar, __tc_keep const tc_ir_func *f,

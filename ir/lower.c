@@ -5,6 +5,8 @@
 #include "half.h"
 #include "ir.h"
 
+#include <float.h>
+#include <stdio.h>
 #include <string.h>
 
 typedef struct lower {
@@ -444,12 +446,93 @@ static int bind_params(lower *L, tc_ir_func *f)
 	return 0;
 }
 
+/* The identity of reduction red in type t as a constant (the interpreter's
+ * identity(): 0, the largest or the lowest finite value). */
+static tc_ir_expr *identity_const(lower *L, tc_red red, tc_dtype t, tc_loc loc)
+{
+	tc_ir_expr *c = node(L, TC_OP_CONST, t, loc, 0);
+	int bits = tc_dtype_bits(t), hi = red == TC_RED_MIN;
+	if (!c || red == TC_RED_ADD)
+		return c; /* 0 */
+	if (tc_dtype_is_float(t)) {
+		double m = t == TC_T_F16 ? 65504 : t == TC_T_BF16 ? TC_BF16_MAX
+			: t == TC_T_F32 ? FLT_MAX : DBL_MAX;
+		c->c.f = hi ? m : -m;
+	} else if (t == TC_T_BOOL) {
+		c->c.i = hi;
+	} else if (tc_dtype_is_unsigned(t)) {
+		c->c.i = hi ? (int64_t)(bits == 64 ? UINT64_MAX : (UINT64_C(1) << bits) - 1) : 0;
+	} else {
+		c->c.i = hi ? (bits == 64 ? INT64_MAX : (INT64_C(1) << (bits - 1)) - 1)
+			    : (bits == 64 ? INT64_MIN : -(INT64_C(1) << (bits - 1)));
+	}
+	return c;
+}
+
+/* The statement a scatter's '!' becomes (before the scatter): every
+ * element of its tensor set to the identity, o[dim] = identity over the
+ * whole extent.  The gathered dimensions' indices are named _d<dim> (no
+ * name of the language starts with '_'), the others keep their names. */
+static int lower_scatter_init(lower *L, const tc_ir_func *f, tc_ir_stmt *o)
+{
+	const tc_stmt *s = L->s;
+	const tc_ir_tensor *t = &f->tensors[s->tensor];
+	int k, v = 0;
+	memset(o, 0, sizeof(*o));
+	o->tensor = s->tensor;
+	o->nlhs = o->nvars = t->ndim;
+	o->red = TC_RED_ASSIGN;
+	o->loc = s->loc;
+	o->vars = tc_arena_alloc(L->ar, (size_t)(t->ndim + 1) * sizeof(tc_ir_var));
+	if (!o->vars || !(o->rhs = identity_const(L, s->red, t->dtype, s->loc)))
+		return -1;
+	for (k = 0; k < t->ndim; k++) {
+		char nm[16];
+		if (s->sub[k]) {
+			snprintf(nm, sizeof(nm), "_d%d", k);
+			if (!(o->vars[k].name = tc_arena_strdup(L->ar, nm)))
+				return -1;
+		} else {
+			o->vars[k].name = s->vars[v++].name;
+		}
+		o->vars[k].lo = tc_sx_const(L->ar, 0);
+		o->vars[k].hi = t->ext[k];
+		if (!o->vars[k].lo)
+			return -1;
+	}
+	return 0;
+}
+
+/* The subscripts of a scatter's element (tc_ir_stmt.sub): the gathers
+ * lowered, an index name as its variable (the left-hand names are the
+ * first variables, in order). */
+static int lower_scatter_sub(lower *L, tc_ir_stmt *o)
+{
+	const tc_stmt *s = L->s;
+	int k, v = 0;
+	o->sub = tc_arena_alloc(L->ar, (size_t)(s->nidx + 1) * sizeof(tc_ir_expr *));
+	if (!o->sub)
+		return -1;
+	for (k = 0; k < s->nidx; k++) {
+		if (s->sub[k]) {
+			o->sub[k] = lower_expr(L, s->sub[k]);
+		} else if ((o->sub[k] = node(L, TC_OP_INDEX, TC_T_I32, s->idx_loc[k], 0))) {
+			o->sub[k]->id = v++;
+		}
+		if (!o->sub[k])
+			return -1;
+	}
+	o->nlhs = 0;
+	o->init = 0;
+	return 0;
+}
+
 tc_ir_func *tc_ir_lower(__tc_keep tc_arena *ar, __tc_keep const tc_def *def,
 	__tc_keep const tc_source *src)
 {
 	lower L;
 	tc_ir_func *f = tc_arena_alloc(ar, sizeof(*f));
-	int i, j;
+	int i, j, n;
 
 	if (!f || !TC_ASSERT(def->ok))
 		return NULL;
@@ -476,13 +559,18 @@ tc_ir_func *tc_ir_lower(__tc_keep tc_arena *ar, __tc_keep const tc_def *def,
 		f->tensors[i].loc = t->loc;
 	}
 	f->nstmts = def->nstmts;
+	for (i = 0; i < def->nstmts; i++) /* a scatter's '!' is a statement */
+		f->nstmts += def->stmts[i]->sub && def->stmts[i]->init;
 	f->stmts = tc_arena_alloc(ar, (size_t)(f->nstmts + 1) * sizeof(tc_ir_stmt));
 	if (!f->stmts)
 		return NULL;
-	for (i = 0; i < f->nstmts; i++) {
+	for (i = 0, n = 0; i < def->nstmts; i++) {
 		const tc_stmt *s = def->stmts[i];
-		tc_ir_stmt *o = &f->stmts[i];
+		tc_ir_stmt *o;
 		L.s = s;
+		if (s->sub && s->init && lower_scatter_init(&L, f, &f->stmts[n++]) < 0)
+			return NULL;
+		o = &f->stmts[n++];
 		o->tensor = s->tensor;
 		o->nlhs = s->nidx;
 		o->red = s->red;
@@ -508,7 +596,7 @@ tc_ir_func *tc_ir_lower(__tc_keep tc_arena *ar, __tc_keep const tc_def *def,
 			if (j < 0 || !(rhs = rhs->args[1]))
 				return NULL;
 		o->rhs = cast(&L, lower_expr(&L, rhs), f->tensors[s->tensor].dtype);
-		if (!o->rhs)
+		if (!o->rhs || (s->sub && lower_scatter_sub(&L, o) < 0))
 			return NULL;
 	}
 	f->nchecks = def->nchecks;

@@ -136,7 +136,14 @@ void tc_ir_print(__tc_keep const tc_ir_func *f, __tc_keep tc_buf *b)
 		for (j = 0; j < s->nvars; j++)
 			vn[j] = s->vars[j].name;
 		tc_buf_printf(b, "  S%d: %s", i, f->tensors[s->tensor].name);
-		if (s->nlhs) {
+		if (s->sub) { /* a scatter: the subscripts of the element */
+			tc_buf_putc(b, '[');
+			for (j = 0; j < f->tensors[s->tensor].ndim; j++) {
+				tc_buf_puts(b, j ? ", " : "");
+				print_expr(f, s, s->sub[j], b);
+			}
+			tc_buf_putc(b, ']');
+		} else if (s->nlhs) {
 			tc_buf_putc(b, '[');
 			for (j = 0; j < s->nlhs; j++)
 				tc_buf_printf(b, "%s%s", j ? ", " : "", vn[j]);
@@ -162,6 +169,16 @@ void tc_ir_print(__tc_keep const tc_ir_func *f, __tc_keep tc_buf *b)
 			tc_buf_puts(b, "      guard: ");
 			print_expr(f, s, s->guard, b);
 			tc_buf_putc(b, '\n');
+		}
+		if (s->sub) { /* a scatter: the indices that are not left-hand names */
+			int n = 0;
+			for (j = 0; j < s->nvars; j++)
+				if (s->vars[j].is_reduction)
+					tc_buf_printf(b, "%s%s", n++ ? ", " : "      scatter over: ",
+						vn[j]);
+			if (n)
+				tc_buf_putc(b, '\n');
+			continue;
 		}
 		for (j = s->nlhs; j < s->nvars; j++)
 			if (j == s->nlhs)

@@ -89,6 +89,15 @@ int tc_ir_covers_tensor(__tc_keep const tc_ir_func *f, __tc_keep const tc_ir_stm
 	return 1;
 }
 
+int tc_ir_has_scatter(__tc_keep const tc_ir_func *f)
+{
+	int i;
+	for (i = 0; i < f->nstmts; i++)
+		if (f->stmts[i].sub)
+			return 1;
+	return 0;
+}
+
 const char *tc_ir_fresh_name(__tc_keep tc_arena *ar, __tc_keep const tc_ir_func *f,
 	const char *base, const char *suffix)
 {

@@ -291,6 +291,8 @@ const tc_ir_func *tc_ir_share(__tc_keep tc_arena *ar, __tc_keep const tc_ir_func
 {
 	int s, i, r;
 	match m;
+	if (f && tc_ir_has_scatter(f)) /* its gathers read tensors outside rhs */
+		return f;
 	for (s = 0; f && s < f->nstmts; s++) {
 		const tc_ir_stmt *S = &f->stmts[s];
 		int writers = 0, early = 0;

@@ -31,7 +31,7 @@
 /* Whether statement s of f reduces into a 16-bit float in float32. */
 static int widened(const tc_ir_func *f, const tc_ir_stmt *s)
 {
-	return tc_dtype_is_half(f->tensors[s->tensor].dtype) &&
+	return tc_dtype_is_half(f->tensors[s->tensor].dtype) && !s->sub &&
 		(s->red == TC_RED_ADD || s->red == TC_RED_MUL) && s->nvars > s->nlhs &&
 		!tc_ir_reads(s->rhs, s->tensor);
 }

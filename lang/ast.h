@@ -124,8 +124,12 @@ typedef struct tc_stmt {
 	const char *lhs;
 	tc_loc lhs_loc;
 	int nidx;
-	const char **idx;
+	const char **idx; /* NULL for a gathered subscript (sub[k]) */
 	tc_loc *idx_loc;
+	/* Gathered left-hand subscripts (a scatter, T(I(i), j) +=! ...): NULL
+	 * when every subscript is an index name; else nidx entries, sub[k] the
+	 * expression of dimension k where it is not a name (idx[k] NULL). */
+	tc_expr **sub;
 	tc_red red;
 	int init; /* the '!' of +=! etc. */
 	tc_loc op_loc;
@@ -138,6 +142,18 @@ typedef struct tc_stmt {
 	int nvars; /* left-hand indices first (in order), then reduction indices */
 	tc_stmt_var *vars;
 } tc_stmt;
+
+/* The number of left-hand index names of s (every subscript but the
+ * gathered ones): its left-hand variables, vars 0 .. tc_stmt_nlhs(s)-1. */
+static inline int tc_stmt_nlhs(const tc_stmt *s)
+{
+	int k, n = 0;
+	if (!s->sub)
+		return s->nidx;
+	for (k = 0; k < s->nidx; k++)
+		n += !s->sub[k];
+	return n;
+}
 
 /* A dimension in a type: a size parameter name or a constant. */
 typedef struct tc_dim {

@@ -183,8 +183,13 @@ static void print_stmt(const tc_stmt *s, tc_rename_fn rn, void *ud, tc_buf *b)
 	tc_buf_printf(b, "  %s", spell(rn, ud, TC_NAME_GLOBAL, s->lhs));
 	if (s->nidx) {
 		tc_buf_putc(b, '(');
-		for (j = 0; j < s->nidx; j++)
-			tc_buf_printf(b, "%s%s", j ? "," : "", spell(rn, ud, TC_NAME_LOCAL, s->idx[j]));
+		for (j = 0; j < s->nidx; j++) {
+			tc_buf_puts(b, j ? "," : "");
+			if (s->sub && s->sub[j]) /* a gather: its names are uses */
+				print_expr(s->sub[j], rn, ud, b);
+			else
+				tc_buf_puts(b, spell(rn, ud, TC_NAME_LOCAL, s->idx[j]));
+		}
 		tc_buf_putc(b, ')');
 	}
 	tc_buf_printf(b, " %s ", tc_red_name(s->red, s->init));
@@ -257,10 +262,20 @@ void tc_ast_print_def(__tc_keep const tc_def *def, __tc_keep tc_buf *b)
 	for (i = 0; i < def->nstmts; i++) {
 		const tc_stmt *s = def->stmts[i];
 		tc_buf_printf(b, "  Stmt %s(", s->lhs);
-		for (j = 0; j < s->nidx; j++)
-			tc_buf_printf(b, "%s%s", j ? "," : "", s->idx[j]);
+		for (j = 0; j < s->nidx; j++) {
+			tc_buf_puts(b, j ? "," : "");
+			if (s->sub && s->sub[j])
+				print_expr(s->sub[j], NULL, NULL, b);
+			else
+				tc_buf_puts(b, s->idx[j]);
+		}
 		tc_buf_printf(b, ") %s @%d:%d\n", tc_red_name(s->red, s->init), s->loc.line,
 			s->loc.col);
+		for (j = 0; s->sub && j < s->nidx; j++)
+			if (s->sub[j]) { /* a gathered subscript's tree */
+				tc_buf_printf(b, "    Sub %d\n", j);
+				print_tree(s->sub[j], 3, b);
+			}
 		print_tree(s->rhs, 2, b);
 		for (j = 0; j < s->nwhere; j++) {
 			const tc_where *w = &s->where[j];

@@ -500,6 +500,25 @@ static int parse_clause(parser *p, tc_where *w)
 	return 0;
 }
 
+/* lhs_sub ::= IDENT | exp: an index name (*name, *sub NULL) when the
+ * subscript is a lone name, else the expression (*name NULL, *sub set);
+ * *loc is the subscript's.  -1 after a syntax error. */
+static int parse_lhs_sub(parser *p, const char **name, tc_loc *loc, tc_expr **sub)
+{
+	tc_expr *e = parse_exp(p);
+	if (!e)
+		return -1;
+	*loc = e->loc;
+	if (e->kind == TC_AST_IDENT) {
+		*name = e->name;
+		*sub = NULL;
+	} else {
+		*name = NULL;
+		*sub = e;
+	}
+	return 0;
+}
+
 static int stmt_op(tc_tok_kind k, tc_red *red, int *init)
 {
 	switch (k) {
@@ -516,8 +535,10 @@ static int stmt_op(tc_tok_kind k, tc_red *red, int *init)
 	}
 }
 
-/* stmt ::= IDENT ['(' [IDENT {',' IDENT}] ')'] op exp ['<=>' call]
- *          ['where' clause {',' clause}] */
+/* stmt ::= IDENT ['(' [lhs_sub {',' lhs_sub}] ')'] op exp ['<=>' call]
+ *          ['where' clause {',' clause}]
+ * lhs_sub ::= IDENT | exp   (an index name, or a gather such as I(i): sema
+ *                           checks that such an expression reads a tensor) */
 static tc_stmt *parse_stmt(parser *p)
 {
 	int start = p->pos;
@@ -525,8 +546,9 @@ static tc_stmt *parse_stmt(parser *p)
 	const tc_token *t;
 	const char *names[TC_MAX_RANK * 8];
 	tc_loc locs[TC_MAX_RANK * 8];
+	tc_expr *subs[TC_MAX_RANK * 8];
 	tc_where wtmp[64];
-	int n = 0;
+	int n = 0, gathered = 0;
 
 	if (!s)
 		return NULL;
@@ -537,18 +559,13 @@ static tc_stmt *parse_stmt(parser *p)
 	s->lhs_loc = tok_loc(p, t);
 	if (accept(p, TK_LPAREN) && !accept(p, TK_RPAREN)) {
 		do {
-			t = peek(p);
-			if (t->kind != TK_IDENT) {
-				syntax_error(p, "an index name (left-hand indices are plain names)");
-				return NULL;
-			}
 			if (n == (int)(sizeof(names) / sizeof(names[0]))) {
 				syntax_error(p, "fewer indices");
 				return NULL;
 			}
-			names[n] = tok_str(p, t);
-			locs[n++] = tok_loc(p, t);
-			next(p);
+			if (parse_lhs_sub(p, &names[n], &locs[n], &subs[n]) < 0)
+				return NULL;
+			gathered |= subs[n++] != NULL;
 		} while (accept(p, TK_COMMA));
 		if (!expect(p, TK_RPAREN, "',' or ')'"))
 			return NULL;
@@ -560,6 +577,11 @@ static tc_stmt *parse_stmt(parser *p)
 		return NULL;
 	memcpy(s->idx, names, (size_t)n * sizeof(char *));
 	memcpy(s->idx_loc, locs, (size_t)n * sizeof(tc_loc));
+	if (gathered) {
+		if (!(s->sub = tc_arena_alloc(p->ar, (size_t)n * sizeof(tc_expr *))))
+			return NULL;
+		memcpy(s->sub, subs, (size_t)n * sizeof(tc_expr *));
+	}
 	if (!stmt_op(peek(p)->kind, &s->red, &s->init)) {
 		syntax_error(p, "an assignment operator (=, +=, +=!, *=!, min=!, max=!, ...)");
 		return NULL;

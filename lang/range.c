@@ -380,9 +380,28 @@ static void print_read(const rctx *R, const cons *c, tc_buf *b)
 		return;
 	}
 	tc_buf_printf(b, "the write to %s(", R->s->lhs);
-	for (i = 0; i < R->s->nidx; i++)
-		tc_buf_printf(b, "%s%s", i ? ", " : "", R->s->idx[i]);
+	for (i = 0; i < R->s->nidx; i++) {
+		tc_buf_puts(b, i ? ", " : "");
+		if (R->s->sub && R->s->sub[i])
+			tc_ast_print_expr(R->s->sub[i], b);
+		else
+			tc_buf_puts(b, R->s->idx[i]);
+	}
 	tc_buf_putc(b, ')');
+}
+
+/* The variable of left-hand dimension dim of s (an index name: its
+ * number among the left-hand names), or -1 for a gathered subscript. */
+static int dim_var(const tc_stmt *s, int dim)
+{
+	int k, v = 0;
+	if (!s->sub)
+		return dim;
+	if (s->sub[dim])
+		return -1;
+	for (k = 0; k < dim; k++)
+		v += !s->sub[k];
+	return v;
 }
 
 static int add_check(rctx *R, tc_vec *checks, const tc_sexpr *e, int eq, tc_loc loc,
@@ -571,7 +590,12 @@ tc_stat tc_range_infer(__tc_keep tc_arena *ar, __tc_keep tc_diags *d, __tc_keep 
 	if (!R.solved || !R.fixed || !R.in_affine || !R.by_guarded || !R.in_nonaffine || !R.let_walked)
 		return TC_ERR;
 
-	/* constraints from reads */
+	/* constraints from reads, those of gathered left-hand subscripts
+	 * included (the written tensor's extent does not bound them: the
+	 * gathered value is checked at run time) */
+	for (i = 0; s->sub && i < s->nidx; i++)
+		if (s->sub[i] && walk(&R, s->sub[i], 0) < 0)
+			goto error;
 	if (walk(&R, s->rhs, 0) < 0)
 		goto error;
 	for (i = 0; i < s->nwhere; i++)
@@ -586,12 +610,15 @@ tc_stat tc_range_infer(__tc_keep tc_arena *ar, __tc_keep tc_diags *d, __tc_keep 
 	/* the left-hand side of a tensor with a known shape */
 	if (lhs->ext && (!first || lhs->declared_shape)) {
 		for (i = 0; i < s->nidx; i++) {
-			cons *c = tc_arena_alloc(ar, sizeof(*c));
+			cons *c;
+			if (dim_var(s, i) < 0)
+				continue;
+			c = tc_arena_alloc(ar, sizeof(*c));
 			if (!c || tc_vec_push(&R.cons, c) < 0 || lin_alloc(&R, &c->l) < 0) {
 				d->oom = 1;
 				goto error;
 			}
-			c->l.coef[i] = 1;
+			c->l.coef[dim_var(s, i)] = 1;
 			c->ext = lhs->ext[i];
 			c->tensor = s->tensor;
 			c->dim = i;
@@ -647,13 +674,13 @@ tc_stat tc_range_infer(__tc_keep tc_arena *ar, __tc_keep tc_diags *d, __tc_keep 
 			continue; /* one error per index */
 		}
 		tc_buf_free_diag(&b, d);
-		if (int32_range(&R, checks, v, first && !lhs->declared_shape && v < s->nidx) < 0) {
+		if (int32_range(&R, checks, v, first && !lhs->declared_shape && v < tc_stmt_nlhs(s)) < 0) {
 			ok = 0;
 			continue;
 		}
 		/* the first write of a tensor without a declared shape defines it: its
 		 * ranges start at 0 */
-		if (first && !lhs->declared_shape && v < s->nidx &&
+		if (first && !lhs->declared_shape && v < tc_stmt_nlhs(s) &&
 			!(tc_sx_is_const(sv->lo, &c) && c == 0)) {
 			tc_buf_init(&b);
 			tc_sx_print(sv->lo, def->sizes, NULL, &b);
@@ -709,12 +736,12 @@ tc_stat tc_range_infer(__tc_keep tc_arena *ar, __tc_keep tc_diags *d, __tc_keep 
 			if (c->kind != CONS_LHS || c->used)
 				continue;
 			c->used = 1;
-			if (tc_sx_const_diff(s->vars[c->dim].hi, c->ext, &diff)) {
+			if (tc_sx_const_diff(s->vars[dim_var(s, c->dim)].hi, c->ext, &diff)) {
 				if (diff) {
 					tc_buf_init(&b);
 					tc_sx_print(c->ext, def->sizes, NULL, &b);
 					tc_buf_puts(&b, "' but the statement gives it '");
-					tc_sx_print(s->vars[c->dim].hi, def->sizes, NULL, &b);
+					tc_sx_print(s->vars[dim_var(s, c->dim)].hi, def->sizes, NULL, &b);
 					tc_error(d, s->idx_loc[c->dim],
 						"dimension %d of '%s' is declared as '%s'", c->dim,
 						lhs->name, b.s ? b.s : "?");
@@ -727,9 +754,9 @@ tc_stat tc_range_infer(__tc_keep tc_arena *ar, __tc_keep tc_diags *d, __tc_keep 
 			tc_buf_printf(&b, "dimension %d of '%s' is declared as '", c->dim, lhs->name);
 			tc_sx_print(c->ext, def->sizes, NULL, &b);
 			tc_buf_puts(&b, "' but the statement gives it '");
-			tc_sx_print(s->vars[c->dim].hi, def->sizes, NULL, &b);
+			tc_sx_print(s->vars[dim_var(s, c->dim)].hi, def->sizes, NULL, &b);
 			tc_buf_puts(&b, "'");
-			if (!b.s || add_check(&R, checks, tc_sx_sub(ar, s->vars[c->dim].hi, c->ext), 1,
+			if (!b.s || add_check(&R, checks, tc_sx_sub(ar, s->vars[dim_var(s, c->dim)].hi, c->ext), 1,
 					    s->idx_loc[c->dim], tc_arena_strdup(ar, b.s)) < 0)
 				ok = 0;
 			tc_buf_free_diag(&b, d);

@@ -530,7 +530,7 @@ static int check_ident(sema *S, tc_expr *e)
 {
 	int i;
 	e->type = TC_T_I32;
-	if ((i = find_var(S, e->name)) >= 0 && i < S->s->nidx) {
+	if ((i = find_var(S, e->name)) >= 0 && i < tc_stmt_nlhs(S->s)) {
 		e->ref = TC_REF_INDEX;
 		e->ref_id = i;
 		return 0;
@@ -952,8 +952,10 @@ static int check_lhs(sema *S, tc_stmt *s)
 	}
 	for (i = 0; i < s->nidx; i++) {
 		const char *n = s->idx[i];
+		if (!n) /* a gathered subscript: check_scatter */
+			continue;
 		for (j = 0; j < i; j++)
-			if (!strcmp(s->idx[j], n)) {
+			if (s->idx[j] && !strcmp(s->idx[j], n)) {
 				tc_error(S->d, s->idx_loc[i], "index '%s' appears twice on the left-hand side",
 					n);
 				ok = 0;
@@ -966,6 +968,75 @@ static int check_lhs(sema *S, tc_stmt *s)
 		}
 		if (!add_var(S, n, s->idx_loc[i], 0))
 			return -1;
+	}
+	return ok ? 0 : -1;
+}
+
+/* Whether e reads a tensor (through the lets of the statement too). */
+static int reads_tensor(sema *S, const tc_expr *e)
+{
+	int i;
+	if (e->kind == TC_AST_CALL && e->ref == TC_REF_TENSOR)
+		return 1;
+	if (e->kind == TC_AST_IDENT && e->ref == TC_REF_TENSOR)
+		return 1;
+	if (e->kind == TC_AST_IDENT && e->ref == TC_REF_LET)
+		return reads_tensor(S, S->s->where[e->ref_id].val);
+	for (i = 0; i < e->nargs; i++)
+		if (reads_tensor(S, e->args[i]))
+			return 1;
+	return 0;
+}
+
+/* A scatter's left side (s->sub set, after check_lhs): the operator is a
+ * reduction that does not depend on the order of duplicate elements, the
+ * tensor's shape is known (the gathered subscripts do not define it), and
+ * every gathered subscript is an integer expression that reads a tensor;
+ * its names are checked as in a right-hand side (new ones are indices
+ * that only the gathers bound, like reduction indices). */
+static int check_scatter(sema *S, tc_stmt *s)
+{
+	tc_tensor_info *t = tensor_at(S, s->tensor);
+	int k, ok = 1;
+
+	for (k = 0; k < s->nidx; k++) {
+		tc_expr *a = s->sub[k];
+		if (!a)
+			continue;
+		if (check_expr(S, a, 0) < 0) {
+			ok = 0;
+			continue;
+		}
+		if (!tc_dtype_is_int(a->type)) {
+			tc_error(S->d, a->loc,
+				"the subscript for dimension %d of '%s' must be an integer but has type %s",
+				k, s->lhs, tc_dtype_name(a->type));
+			ok = 0;
+		} else if (!reads_tensor(S, a)) {
+			tc_error(S->d, a->loc,
+				"a left-hand subscript must be an index name or a gather (an integer expression that reads a tensor, such as I(i)), but this one reads no tensor; to write at shifted positions, shift the reads instead (O(i) = A(i - 1) where i in 1:N)");
+			ok = 0;
+		} else if (!settle(S, a, TC_T_I32, 0)) {
+			ok = 0;
+		}
+	}
+	if (!ok)
+		return -1;
+	if (s->red == TC_RED_ASSIGN || s->red == TC_RED_MUL) {
+		tc_error(S->d, s->op_loc,
+			"a gathered left-hand subscript needs a reduction that does not depend on the order of repeated indices ('+=!', '+=', 'max=!', 'min=!', 'max=', 'min='), but found '%s'%s",
+			tc_red_name(s->red, s->init), s->red == TC_RED_ASSIGN
+			? ": with '=', an index that repeats would keep whichever value came last; write '+=!' to add the values, or 'max=!' to keep the largest"
+			: ": products overflow and underflow in an order-dependent way");
+		ok = 0;
+	}
+	if (t->first_write == -1 && !t->declared_shape) {
+		tc_error(S->d, s->lhs_loc,
+			"the shape of '%s' must be known before a statement with a gathered left-hand subscript writes it (a gather does not define a shape): %s",
+			s->lhs, t->kind == TC_TENSOR_OUTPUT
+			? "declare the output's shape in the -> list, e.g. float32(V, D)"
+			: "write it first with a statement that defines its shape, or make it an output with a declared shape");
+		ok = 0;
 	}
 	return ok ? 0 : -1;
 }
@@ -1138,7 +1209,7 @@ static void warn_order(sema *S, tc_stmt *s, const tc_expr *e)
 		warn_order(S, s, e->args[i]);
 	if (e->ref != TC_REF_TENSOR || e->ref_id != s->tensor)
 		return;
-	if (S->vars.n > s->nidx) {
+	if (S->vars.n > tc_stmt_nlhs(s) || s->sub) {
 		tc_warning(S->d, e->loc,
 			"'%s' is read while it is being reduced into: the value read depends on the order of the reduction",
 			s->lhs);
@@ -1241,7 +1312,7 @@ static void warn_split_product(sema *S, tc_stmt *s)
 	const tc_expr *f[SPLIT_MAX_FACTORS], **occ;
 	int n = 0, nv = S->vars.n, a, b;
 
-	if (nv - s->nidx < 2)
+	if (nv - tc_stmt_nlhs(s) < 2)
 		return;
 	product_factors(S, s->rhs, f, &n);
 	if (n < 2 || n > SPLIT_MAX_FACTORS)
@@ -1254,7 +1325,7 @@ static void warn_split_product(sema *S, tc_stmt *s)
 	memset(occ, 0, (size_t)(n * nv) * sizeof(*occ));
 	for (a = 0; a < n; a++)
 		index_occurrences(S, f[a], occ + a * nv);
-	for (a = s->nidx; a < S->vars.n; a++)
+	for (a = tc_stmt_nlhs(s); a < S->vars.n; a++)
 		for (b = a + 1; b < S->vars.n; b++) {
 			const tc_stmt_var *va = S->vars.v[a], *vb = S->vars.v[b];
 			const tc_expr *at_a = NULL, *at_b = NULL, *first, *second;
@@ -1298,6 +1369,8 @@ static int check_stmt(sema *S, tc_stmt *s, int idx)
 		return -1;
 	if (check_where_names(S, s) < 0)
 		ok = 0;
+	if (s->sub && check_scatter(S, s) < 0)
+		ok = 0;
 	if (check_expr(S, s->rhs, 0) < 0)
 		ok = 0;
 	for (i = 0; i < s->nwhere; i++)
@@ -1309,9 +1382,10 @@ static int check_stmt(sema *S, tc_stmt *s, int idx)
 		ok = 0;
 	if (ok && check_where_ranges(S, s) < 0)
 		ok = 0;
-	/* a reduction index under '=' */
-	if (s->red == TC_RED_ASSIGN) {
-		for (i = s->nidx; i < S->vars.n; i++) {
+	/* a reduction index under '=' (with a gathered left side, '=' itself
+	 * is the error: check_scatter) */
+	if (s->red == TC_RED_ASSIGN && !s->sub) {
+		for (i = tc_stmt_nlhs(s); i < S->vars.n; i++) {
 			tc_stmt_var *v = S->vars.v[i];
 			tc_error(S->d, v->loc,
 				"'%s' is not an index of the left-hand side, but '=' is pointwise; use a reduction such as +=! to reduce over '%s', or make it an index of '%s'",
@@ -1337,6 +1411,9 @@ static int check_stmt(sema *S, tc_stmt *s, int idx)
 	if (check_assign_type(S, s) < 0)
 		return -1;
 	warn_order(S, s, s->rhs);
+	for (i = 0; s->sub && i < s->nidx; i++)
+		if (s->sub[i])
+			warn_order(S, s, s->sub[i]);
 	for (i = 0; i < s->nwhere; i++)
 		if (s->where[i].kind == TC_WHERE_LET)
 			warn_order(S, s, s->where[i].val);

@@ -220,7 +220,9 @@ static isl_stat band_stmt_cb(isl_set *set, void *user)
 	isl_set_free(set);
 	if (st && st->kind == TC_POLY_ASSIGN)
 		; /* an epilogue: the register tiling moves it after the reduction */
-	else if (!st || (b->ir_index >= 0 && b->ir_index != st->ir_index))
+	else if (!st || st->ir->sub || (b->ir_index >= 0 && b->ir_index != st->ir_index))
+		/* a scatter is no reduction into one element per row: its
+		 * element changes along the reduced loop */
 		b->mixed = 1;
 	else {
 		b->ir_index = st->ir_index;

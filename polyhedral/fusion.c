@@ -206,10 +206,48 @@ static isl_stat chain_cb(isl_set *set, void *user)
 	return isl_stat_ok;
 }
 
+/* The instances of a scatter that adds with atomics (on a GPU,
+ * tc_poly_scatter_atomic) in the top band node when no parallel
+ * (coincident) member of it walks one of the scatter's gathered indices:
+ * the mapping spreads only those over threads, so the gathered loops, its
+ * many iterations, stay in one thread (the embedding backward fused with
+ * its fill, whose order the shared member keeps: the rows' 64 values on
+ * threads, the 4096 reads in a loop).  Added to the serial
+ * instances; 0 without such scatters, on the CPU always. */
+typedef struct scatter_ctx {
+	const tc_poly *p;
+	isl_schedule_node *band;
+	double serial;
+} scatter_ctx;
+
+static isl_stat scatter_cb(isl_set *set, void *user)
+{
+	scatter_ctx *sc = user;
+	const tc_poly_stmt *st = tc_poly_find_stmt(sc->p, isl_set_get_tuple_name(set));
+	isl_size n = isl_schedule_node_band_n_member(sc->band);
+	int j, v, walks = 0;
+	if (st && st->kind == TC_POLY_UPDATE && tc_poly_scatter_atomic(sc->p, st->ir)) {
+		for (j = 0; j < n && !walks; j++)
+			walks = (v = tc_poly_band_member_var(sc->band, j, st)) >= 0 &&
+				st->ir->vars[v].is_reduction &&
+				isl_schedule_node_band_member_get_coincident(sc->band, j) ==
+					isl_bool_true;
+		if (!walks) {
+			isl_union_set *u = isl_union_set_from_set(isl_set_copy(set));
+			sc->serial += tc_poly_box_instances(sc->p, u, 1e6);
+			isl_union_set_free(u);
+		}
+	}
+	isl_set_free(set);
+	return isl_stat_ok;
+}
+
 /* At the band that starts each top-level loop nest: add its instances
- * to the serial ones unless its first member is coincident, and those of
- * its contractions to the chained ones when it holds two or more; nothing
- * below it (statements without loops have no loop to share either). */
+ * to the serial ones unless its first member is coincident (and those of
+ * atomic scatters whose gathered loops it does not walk: scatter_cb), and
+ * those of its contractions to the chained ones when it holds two or
+ * more; nothing below it (statements without loops have no loop to share
+ * either). */
 static isl_bool nest_cb(isl_schedule_node *node, void *user)
 {
 	measure_ctx *mc = user;
@@ -219,8 +257,13 @@ static isl_bool nest_cb(isl_schedule_node *node, void *user)
 		isl_schedule_node_band_n_member(node) <= 0)
 		return isl_bool_true;
 	dom = isl_schedule_node_get_domain(node);
-	if (isl_schedule_node_band_member_get_coincident(node, 0) != isl_bool_true)
+	if (isl_schedule_node_band_member_get_coincident(node, 0) != isl_bool_true) {
 		mc->c->serial += tc_poly_box_instances(mc->p, dom, 1e6);
+	} else {
+		scatter_ctx sc = {mc->p, node, 0};
+		isl_union_set_foreach_set(dom, scatter_cb, &sc);
+		mc->c->serial += sc.serial;
+	}
 	cc.dom = isl_union_set_empty(isl_union_set_get_space(dom));
 	isl_union_set_foreach_set(dom, chain_cb, &cc);
 	if (cc.n >= 2 && cc.dom)

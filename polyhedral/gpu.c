@@ -258,6 +258,8 @@ static int reads_tensor(const tc_ir_expr *e, int tensor)
 static int reorderable(const tc_ir_func *f, const tc_ir_stmt *st)
 {
 	tc_dtype t = f->tensors[st->tensor].dtype;
+	if (st->sub) /* a scatter: no one element per row to combine into */
+		return 0;
 	if (st->red != TC_RED_ADD && st->red != TC_RED_MAX && st->red != TC_RED_MIN)
 		return 0;
 	if (tc_dtype_is_half(t) || t == TC_T_BOOL)

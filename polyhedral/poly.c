@@ -501,6 +501,44 @@ static void add_lhs_access(tc_buf *b, const tc_poly *p, const tc_poly_stmt *st, 
 	tc_buf_puts(b, "] }");
 }
 
+/* "S[...] -> T[sub] : ...": the elements a scatter may write (or
+ * accumulate into): a gathered dimension's whole extent, as for a
+ * gathered read (add_read).  Writes are given to isl as must-writes and
+ * kills (deps_of); over the whole extent that is conservative here: every
+ * instance of the scatter then depends on the one before it in the
+ * original order, at the same values of the dimensions it writes exactly,
+ * so the loops over the gathered indices stay sequential and in order,
+ * and a later reader depends on the last instance and, through the chain,
+ * on every earlier one; the other dimensions (j of d_LUT(I(i), j)) carry
+ * no dependence and stay parallel. */
+static void add_scatter_access(tc_buf *b, const tc_poly *p, const tc_poly_stmt *st,
+	const names *n)
+{
+	const tc_ir_tensor *t = &p->f->tensors[st->ir->tensor];
+	int k, any = 0;
+	put_params(b, p->f);
+	tc_buf_puts(b, "{ ");
+	put_tuple(b, st, n);
+	tc_buf_puts(b, " -> ");
+	put_name(b, t->name);
+	tc_buf_putc(b, '[');
+	for (k = 0; k < t->ndim; k++) {
+		if (k)
+			tc_buf_puts(b, ", ");
+		if (tc_ir_affine(st->ir->sub[k]))
+			ix_isl(b, st->ir->sub[k], n);
+		else
+			tc_buf_printf(b, "o%d", k);
+	}
+	tc_buf_puts(b, "]");
+	for (k = 0; k < t->ndim; k++)
+		if (!tc_ir_affine(st->ir->sub[k])) {
+			tc_buf_printf(b, "%s0 <= o%d < ", any++ ? " and " : " : ", k);
+			sx_isl(b, t->ext[k], n);
+		}
+	tc_buf_puts(b, " }");
+}
+
 /* One read: affine subscripts exactly, others over the whole extent. */
 static void add_read(tc_buf *b, const tc_poly *p, const tc_poly_stmt *st, const names *n,
 	const tc_ir_expr *e)
@@ -621,13 +659,25 @@ static int parts_restrict(parts *q, isl_set *context)
  * update one tensor are n^2 / 2 pairs, and the isl scheduler's time grew
  * with them (80 in-place updates of O(i): more than 2 minutes).  Without
  * kill, anti and output dependences reach every earlier access (flow
- * dependences always stop at the last write). */
-static isl_union_map *deps_of(const parts *q, int kill)
+ * dependences always stop at the last write).
+ *
+ * scat (borrowed; NULL when there is none) holds the instances of the
+ * scatters, whose writes cover a gathered dimension's whole extent: they
+ * are may-writes, sources that kill nothing, so a later read depends on
+ * every earlier instance of a scatter and on the must-write before them
+ * all.  Without scat every write is a must-write, as above. */
+static isl_union_map *deps_of(const parts *q, int kill, isl_union_set *scat)
 {
 	isl_union_access_info *ai;
 	isl_union_flow *flow;
-	isl_union_map *dep[2];
+	isl_union_map *dep[2], *must = isl_union_map_copy(q->writes), *may = NULL;
 	int i;
+
+	if (scat) {
+		may = isl_union_map_intersect_domain(isl_union_map_copy(must),
+			isl_union_set_copy(scat));
+		must = isl_union_map_subtract_domain(must, isl_union_set_copy(scat));
+	}
 
 	/* two computations rather than three: the dependences of a sink
 	 * access depend only on the elements it touches and the sources,
@@ -643,20 +693,79 @@ static isl_union_map *deps_of(const parts *q, int kill)
 			sink = isl_union_map_union(sink, isl_union_map_copy(q->writes));
 		ai = isl_union_access_info_from_sink(sink);
 		if (i == 0)
-			ai = isl_union_access_info_set_must_source(ai, isl_union_map_copy(q->writes));
-		else
+			ai = isl_union_access_info_set_must_source(ai, isl_union_map_copy(must));
+		if (i == 0 && may)
+			ai = isl_union_access_info_set_may_source(ai, isl_union_map_copy(may));
+		else if (i == 1)
 			ai = isl_union_access_info_set_may_source(ai, kill
 				? isl_union_map_copy(q->reads)
 				: isl_union_map_union(isl_union_map_copy(q->reads),
 					isl_union_map_copy(q->writes)));
 		if (kill)
-			ai = isl_union_access_info_set_kill(ai, isl_union_map_copy(q->writes));
+			ai = isl_union_access_info_set_kill(ai, isl_union_map_copy(must));
 		ai = isl_union_access_info_set_schedule_map(ai, isl_union_map_copy(q->original));
 		flow = isl_union_access_info_compute_flow(ai);
 		dep[i] = isl_union_flow_get_may_dependence(flow);
 		isl_union_flow_free(flow);
 	}
+	isl_union_map_free(must);
+	isl_union_map_free(may);
 	return isl_union_map_coalesce(isl_union_map_union(dep[0], dep[1]));
+}
+
+int tc_poly_scatter_atomic(__tc_keep const tc_poly *p, __tc_keep const tc_ir_stmt *s)
+{
+	tc_dtype t;
+	int k;
+	if (!s->sub || s->red != TC_RED_ADD || !p->target || p->target->warp_size <= 0 ||
+		tc_ir_reads(s->rhs, s->tensor))
+		return 0;
+	for (k = 0; k < p->f->tensors[s->tensor].ndim; k++)
+		if (tc_ir_reads(s->sub[k], s->tensor)) /* its own elements: order matters */
+			return 0;
+	t = p->f->tensors[s->tensor].dtype;
+	return t == TC_T_F32 || t == TC_T_F64 || t == TC_T_I32 || t == TC_T_U32 ||
+		t == TC_T_I64 || t == TC_T_U64;
+}
+
+/* The instances of p's scatters (one == NULL), or of the one scatter
+ * statement one, in the space of p's context; NULL when there are none or
+ * on an isl error. */
+static isl_union_set *scatter_instances(const tc_poly *p, const tc_poly_stmt *one)
+{
+	isl_union_set *u = NULL;
+	int i;
+	for (i = 0; i < p->nstmts; i++) {
+		const tc_poly_stmt *st = &p->stmts[i];
+		isl_space *sp;
+		isl_set *set;
+		if (!st->ir->sub || (one && st != one))
+			continue;
+		sp = isl_space_add_dims(isl_set_get_space(p->context), isl_dim_set,
+			(unsigned)st->ndims);
+		sp = isl_space_set_tuple_name(sp, isl_dim_set, st->name);
+		set = isl_set_universe(sp);
+		u = u ? isl_union_set_add_set(u, set) : isl_union_set_from_set(set);
+	}
+	return u;
+}
+
+/* deps without the dependences between instances of each scatter that
+ * combines with atomics on the GPU (tc_poly_scatter_atomic): they may run
+ * in any order, at once.  Their order with every other statement stays
+ * (the scatter's writes are may-writes: nothing of them is lost). */
+static isl_union_map *relax_atomic_scatters(const tc_poly *p, isl_union_map *deps)
+{
+	int i;
+	for (i = 0; deps && i < p->nstmts; i++) {
+		isl_union_set *inst;
+		if (!tc_poly_scatter_atomic(p, p->stmts[i].ir))
+			continue;
+		inst = scatter_instances(p, &p->stmts[i]);
+		deps = isl_union_map_subtract(deps, isl_union_map_from_domain_and_range(
+			isl_union_set_copy(inst), inst));
+	}
+	return deps;
 }
 
 /* Add the model of statement st (its domain, accesses and original
@@ -669,13 +778,25 @@ static int add_stmt(tc_poly *p, parts *q, const tc_poly_stmt *st, int width, tc_
 	add_domain(&b, p, st, &n);
 	if (!(q->domain = add_text(p, q->domain, &b, 1, d)))
 		return -1;
-	add_lhs_access(&b, p, st, &n);
+	if (st->ir->sub)
+		add_scatter_access(&b, p, st, &n);
+	else
+		add_lhs_access(&b, p, st, &n);
 	if (!(q->writes = add_text(p, q->writes, &b, 0, d)))
 		return -1;
 	if (st->kind == TC_POLY_UPDATE) { /* the accumulator is read too */
-		add_lhs_access(&b, p, st, &n);
+		if (st->ir->sub)
+			add_scatter_access(&b, p, st, &n);
+		else
+			add_lhs_access(&b, p, st, &n);
 		if (!(q->reads = add_text(p, q->reads, &b, 0, d)))
 			return -1;
+	}
+	if (st->ir->sub) { /* the reads of the gathered subscripts */
+		int k;
+		for (k = 0; k < p->f->tensors[st->ir->tensor].ndim; k++)
+			if (add_reads(p, &q->reads, st, &n, st->ir->sub[k], d) < 0)
+				return -1;
 	}
 	if (st->kind != TC_POLY_INIT && add_reads(p, &q->reads, st, &n, st->ir->rhs, d) < 0)
 		return -1;
@@ -708,12 +829,12 @@ static int add_parts(parts *all, parts *g, parts *one)
 
 /* g, the parts of a reduction (its init and update), restricted to
  * context: its dependences without kills go to *near, and g is cleared;
- * -1 on an isl error. */
-static int add_near(isl_union_map **near, parts *g, isl_set *context)
+ * -1 on an isl error.  scat: as in deps_of. */
+static int add_near(isl_union_map **near, parts *g, isl_set *context, isl_union_set *scat)
 {
 	if (parts_restrict(g, context) < 0)
 		return -1;
-	*near = isl_union_map_union(*near, deps_of(g, 0));
+	*near = isl_union_map_union(*near, deps_of(g, 0, scat));
 	parts_clear(g);
 	return *near ? 0 : -1;
 }
@@ -726,6 +847,7 @@ static int build_parts(tc_poly *p, isl_set *context, parts *all, isl_union_map *
 	isl_union_map **near, tc_diags *d)
 {
 	parts one = {NULL, NULL, NULL, NULL}, g = {NULL, NULL, NULL, NULL};
+	isl_union_set *scat = scatter_instances(p, NULL);
 	int i, width = 0;
 	parts_init(all, p);
 	*deps = NULL;
@@ -744,7 +866,7 @@ static int build_parts(tc_poly *p, isl_set *context, parts *all, isl_union_map *
 		if (add_stmt(p, &one, st, width, d) < 0)
 			goto error;
 		if (add_parts(all, st->kind == TC_POLY_ASSIGN ? NULL : &g, &one) < 0 ||
-			(st->kind == TC_POLY_UPDATE && add_near(near, &g, context) < 0)) {
+			(st->kind == TC_POLY_UPDATE && add_near(near, &g, context, scat) < 0)) {
 			tc_poly_isl_failed(p->ctx, d, "build the model");
 			goto error;
 		}
@@ -754,14 +876,20 @@ static int build_parts(tc_poly *p, isl_set *context, parts *all, isl_union_map *
 		tc_poly_isl_failed(p->ctx, d, "build the model");
 		goto error;
 	}
-	*deps = deps_of(all, 1);
+	*deps = deps_of(all, 1, scat);
 	*near = isl_union_map_coalesce(isl_union_map_union(*near, isl_union_map_copy(*deps)));
+	if (scat) {
+		*deps = relax_atomic_scatters(p, *deps);
+		*near = relax_atomic_scatters(p, *near);
+	}
 	if (!*deps || !*near) {
 		tc_poly_isl_failed(p->ctx, d, "compute dependences");
 		goto error;
 	}
+	isl_union_set_free(scat);
 	return 0;
 error:
+	isl_union_set_free(scat);
 	parts_clear(&one);
 	parts_clear(&g);
 	parts_clear(all);

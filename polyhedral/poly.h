@@ -493,4 +493,12 @@ int tc_poly_points_exact(__tc_keep const tc_poly *p, __tc_keep isl_schedule_node
  * frees it with isl_ctx_free once every model built in it is freed. */
 __tc_give isl_ctx *tc_poly_ctx_new(void);
 
+/* Whether scatter s (tc_ir_stmt.sub) combines with atomic additions on
+ * p's target: a sum of float32, float64 or a 32- or 64-bit integer on a
+ * GPU (a target with warps) that reads none of its own tensor's elements.  Its instances then carry no dependence
+ * among themselves (any may run at once, in any order) and the CUDA code
+ * adds with atomicAdd; every other scatter keeps the interpreter's order,
+ * its gathered loops sequential. */
+int tc_poly_scatter_atomic(__tc_keep const tc_poly *p, __tc_keep const tc_ir_stmt *s);
+
 #endif

@@ -993,6 +993,125 @@ static void build_gather2d(run *r, const int64_t *s)
 		O[i] = A[IX2(I[i], J[i], C)];
 }
 
+/* ---- scatter.tc ---- */
+
+/* s = {V, D, B}; index_elt is TU_I32 or TU_I64.  Up to 100 rows, indices
+ * drawn from the first 5 at most, so that rows are named several times and
+ * some never (they stay 0); beyond, from every row. */
+static void embedding_bwd_ref(run *r, const int64_t *s, tu_elt index_elt)
+{
+	int64_t V = s[0], D = s[1], B = s[2], hi = V > 100 ? V - 1 : V - 1 < 4 ? V - 1 : 4;
+	in_f32(r, DIMS(V, D), -1, 1); /* LUT: its shape only */
+	int32_t *I32 = index_elt == TU_I32 ? in_i32(r, DIMS(B), 0, hi) : NULL;
+	int64_t *I64 = index_elt == TU_I64 ? in_i64(r, DIMS(B), 0, hi) : NULL;
+	float *dO = in_f32(r, DIMS(B, D), -1, 1);
+	float *dL = out_f32(r, DIMS(V, D));
+	reduction_tol(r, B, 1);
+	for (int64_t k = 0; k < V * D; k++)
+		dL[k] = 0;
+	for (int64_t i = 0; i < B; i++) {
+		int64_t row = I32 ? I32[i] : I64[i];
+		for (int64_t j = 0; j < D; j++)
+			dL[IX2(row, j, D)] += dO[IX2(i, j, D)];
+	}
+}
+
+/* s = {V, D, B} */
+static void build_embedding_bwd_i64(run *r, const int64_t *s)
+{
+	embedding_bwd_ref(r, s, TU_I64);
+}
+
+/* s = {V, D, B} */
+static void build_embedding_bwd_i32(run *r, const int64_t *s)
+{
+	embedding_bwd_ref(r, s, TU_I32);
+}
+
+/* s = {V, N} */
+static void build_histogram(run *r, const int64_t *s)
+{
+	int64_t V = s[0], N = s[1];
+	in_f32(r, DIMS(V), -1, 1);
+	int32_t *I = in_i32(r, DIMS(N), 0, V - 1);
+	float *H = out_f32(r, DIMS(V));
+	for (int64_t v = 0; v < V; v++)
+		H[v] = 0;
+	for (int64_t i = 0; i < N; i++)
+		H[I[i]] += 1;
+}
+
+/* s = {R, C, N} */
+static void build_scatter_prod(run *r, const int64_t *s)
+{
+	int64_t R = s[0], C = s[1], N = s[2];
+	in_f32(r, DIMS(R, C), -1, 1);
+	int64_t *J = in_i64(r, DIMS(N), 0, C - 1);
+	float *G = in_f32(r, DIMS(N), -1, 1);
+	float *X = in_f32(r, DIMS(R, N), -1, 1);
+	float *O = out_f32(r, DIMS(R, C));
+	reduction_tol(r, N, 1);
+	for (int64_t k = 0; k < R * C; k++)
+		O[k] = 0;
+	for (int64_t rr = 0; rr < R; rr++)
+		for (int64_t n = 0; n < N; n++)
+			O[IX2(rr, J[n], C)] += G[n] * X[IX2(rr, n, N)];
+}
+
+/* s = {R, C, N} */
+static void build_scatter2d(run *r, const int64_t *s)
+{
+	int64_t R = s[0], C = s[1], N = s[2];
+	in_f32(r, DIMS(R, C), -1, 1);
+	int32_t *I = in_i32(r, DIMS(N), 0, R - 1);
+	int64_t *J = in_i64(r, DIMS(N), 0, C - 1);
+	float *X = in_f32(r, DIMS(N), -1, 1);
+	float *O = out_f32(r, DIMS(R, C));
+	reduction_tol(r, N, 1);
+	for (int64_t k = 0; k < R * C; k++)
+		O[k] = 0;
+	for (int64_t n = 0; n < N; n++)
+		O[IX2(I[n], J[n], C)] += X[n];
+}
+
+/* s = {V, N} */
+static void build_segment_max(run *r, const int64_t *s)
+{
+	int64_t V = s[0], N = s[1];
+	in_f32(r, DIMS(V), -1, 1);
+	int32_t *I = in_i32(r, DIMS(N), 0, V - 1);
+	float *X = in_f32(r, DIMS(N), -1, 1);
+	float *M = out_f32(r, DIMS(V));
+	for (int64_t v = 0; v < V; v++)
+		M[v] = -FLT_MAX;
+	for (int64_t i = 0; i < N; i++)
+		M[I[i]] = X[i] > M[I[i]] ? X[i] : M[I[i]];
+}
+
+/* s = {V, D, B} */
+static void build_scatter_accumulate(run *r, const int64_t *s)
+{
+	int64_t V = s[0], D = s[1], B = s[2];
+	float *Base = in_f32(r, DIMS(V, D), -1, 1);
+	int32_t *I = in_i32(r, DIMS(B), 0, V - 1);
+	float *X = in_f32(r, DIMS(B, D), -1, 1);
+	float *O = out_f32(r, DIMS(V));
+	float *S = malloc((size_t)(V * D) * sizeof(float));
+	assert_non_null(S);
+	reduction_tol(r, D * (B + 1), 2);
+	memcpy(S, Base, (size_t)(V * D) * sizeof(float));
+	for (int64_t i = 0; i < B; i++)
+		for (int64_t j = 0; j < D; j++)
+			S[IX2(I[i], j, D)] += X[IX2(i, j, D)];
+	for (int64_t v = 0; v < V; v++) {
+		float acc = 0;
+		for (int64_t j = 0; j < D; j++)
+			acc += S[IX2(v, j, D)];
+		O[v] = acc;
+	}
+	free(S);
+}
+
 /* ---- concat.tc (and concat_exists in let_exists.tc) ---- */
 
 /* s = {N, M, D} */
@@ -2050,6 +2169,17 @@ static const kernel_case cases[] = {
 	CASE("embedding", "gather_rows_u8", build_gather_rows_u8, {1, 1, 1}, {13, 7, 31},
 		{256, 3, 64}),
 	CASE("embedding", "gather2d", build_gather2d, {1, 1, 1}, {13, 7, 31}, {1, 5, 3}),
+	CASE("scatter", "embedding_bwd_i64", build_embedding_bwd_i64, {1, 1, 1}, {13, 7, 31},
+		{1000, 64, 257}, {3, 1, 5}),
+	CASE("scatter", "embedding_bwd_i32", build_embedding_bwd_i32, {1, 1, 1}, {13, 7, 31},
+		{6, 33, 100}),
+	CASE("scatter", "histogram", build_histogram, {1, 1}, {7, 31}, {13, 1}, {3, 200}),
+	CASE("scatter", "scatter_prod", build_scatter_prod, {1, 1, 1}, {7, 13, 31}, {3, 1, 5},
+		{2, 5, 64}),
+	CASE("scatter", "scatter2d", build_scatter2d, {1, 1, 1}, {7, 13, 31}, {1, 1, 3}),
+	CASE("scatter", "segment_max", build_segment_max, {1, 1}, {7, 31}, {13, 1}, {5, 100}),
+	CASE("scatter", "scatter_accumulate", build_scatter_accumulate, {1, 1, 1}, {7, 13, 31},
+		{3, 1, 5}),
 	CASE("concat", "concat_rows", build_concat_rows, {1, 1, 1}, {7, 13, 3}, {31, 1, 5}),
 	CASE("concat", "concat_cols", build_concat_cols, {1, 1, 1}, {7, 13, 3}, {3, 1, 31}),
 	CASE("guarded", "concat_tc", build_concat_tc, {1, 1}, {24, 16}, {7, 3}),

@@ -168,9 +168,15 @@ static int same_stmt(const tc_stmt *a, const tc_stmt *b)
 	if (strcmp(a->lhs, b->lhs) || a->nidx != b->nidx || a->red != b->red ||
 		a->init != b->init || a->nwhere != b->nwhere || !same_expr(a->rhs, b->rhs))
 		return 0;
+	if (!a->sub != !b->sub)
+		return 0;
 	for (i = 0; i < a->nidx; i++)
-		if (strcmp(a->idx[i], b->idx[i]))
+		if (a->sub && (a->sub[i] || b->sub[i])) { /* a gathered subscript */
+			if (!a->sub[i] || !b->sub[i] || !same_expr(a->sub[i], b->sub[i]))
+				return 0;
+		} else if (strcmp(a->idx[i], b->idx[i])) {
 			return 0;
+		}
 	for (i = 0; i < a->nwhere; i++)
 		if (!same_where(&a->where[i], &b->where[i]))
 			return 0;

@@ -631,6 +631,37 @@ static void test_gather_embedding_lookup(void **state)
 	checked_free(&c);
 }
 
+/* A scatter: the gathered subscript's own read bounds i (I(i): [0, B),
+ * although d_O has more rows), a where clause bounds an index only the
+ * gather uses, and the written tensor's extent bounds its plain index j
+ * only. */
+static void test_scatter_gather_bounds_its_indices(void **state)
+{
+	checked c;
+	const tc_def *def;
+	(void)state;
+	check_ok(&c, "def bwd(float(V,D) L, int32(B) I, float(N,D) dO) -> (float(V,D) dL) {\n"
+		     "  dL(I(i),j) +=! dO(i,j)\n"
+		     "}\n"
+		     "def wh(float(V) W, int32(B) I) -> (float(V) H) {\n"
+		     "  H(I(i)) +=! 1.0 where i in 0:3\n"
+		     "}\n"
+		     "def cols(float(V,D) L, int32(B) I) -> (float(V,D) dL) {\n"
+		     "  dL(I(i),j) +=! 1.0\n"
+		     "}\n");
+	def = def_named(&c, "bwd");
+	assert_range(def, 0, "i", "[0, min(B, N))");
+	assert_range(def, 0, "j", "[0, D)");
+	assert_true(var_named(def, 0, "i")->is_reduction);
+	assert_false(var_named(def, 0, "j")->is_reduction);
+	def = def_named(&c, "wh");
+	assert_range(def, 0, "i", "[0, 3)");
+	def = def_named(&c, "cols");
+	assert_range(def, 0, "j", "[0, D)");
+	assert_range(def, 0, "i", "[0, B)");
+	checked_free(&c);
+}
+
 /* Later statements use the extents inferred by earlier ones. */
 static void test_in_place_statements_reuse_extents(void **state)
 {
@@ -945,6 +976,7 @@ int main(void)
 		cmocka_unit_test(test_reads_under_ternary_wrong_range_advice),
 		cmocka_unit_test(test_reduction_index_ranges),
 		cmocka_unit_test(test_gather_embedding_lookup),
+		cmocka_unit_test(test_scatter_gather_bounds_its_indices),
 		cmocka_unit_test(test_in_place_statements_reuse_extents),
 		cmocka_unit_test(test_declared_shape_solves_unread_index),
 		cmocka_unit_test(test_unsolvable_index_is_an_error),
