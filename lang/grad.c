@@ -660,6 +660,20 @@ static void check_stmt(grad_ctx *g, int si)
 		g->failed = 1;
 		return;
 	}
+	if (s->sub) {
+		int k = 0;
+		while (!s->sub[k])
+			k++;
+		tc_error(g->d, s->sub[k]->loc, "gradient: a gathered left-hand subscript (a "
+			"scatter) is not supported yet");
+		g->failed = 1;
+		return;
+	}
+	if (s->red == TC_RED_ASSIGN && s->nvars > s->nidx) {
+		tc_error(g->d, s->op_loc, "gradient: '=' with reduction indices is not supported");
+		g->failed = 1;
+		return;
+	}
 	check_pad(g, s->rhs);
 	for (i = 0; i < s->nwhere && !g->failed; i++)
 		if (s->where[i].kind != TC_WHERE_RANGE)
@@ -1424,6 +1438,77 @@ static int is_plain_dim(grad_ctx *g, const aff *sol, int y, const tc_stmt *s, in
 	return tc_sx_is_const(sol->k, &k) && k == 0 && covers(s, v, ext);
 }
 
+/* Whether the read r has a gathered subscript (one that reads a tensor). */
+static int gathered_read(grad_ctx *g, const tc_expr *r)
+{
+	int d;
+	(void)g;
+	for (d = 0; d < r->nargs; d++)
+		if (reads_any(r->args[d]))
+			return 1;
+	return 0;
+}
+
+/* The contribution of p to the adjoint of a gathered read (LUT(I(i), j)):
+ * the scatter d_LUT(I(i), j) +=! p, whose cost is linear in the reads.
+ * The other subscripts must be index variables (distinct); every variable
+ * of the statement is summed over its range (a where clause where no read
+ * of p or of a gathered subscript bounds it). */
+static tc_stmt *scatter_stmt(grad_ctx *g, const tc_expr *r, int xv, tc_expr *p)
+{
+	const tc_stmt *s = g->cur;
+	const tc_def *def = g->def;
+	int nd = r->nargs, d, v, nw = 0;
+	const char **idx = tc_arena_alloc(g->ar, (size_t)(nd + 1) * sizeof(*idx));
+	tc_expr **sub = tc_arena_alloc(g->ar, (size_t)(nd + 1) * sizeof(*sub));
+	int *extra = tc_arena_alloc(g->ar, (size_t)(s->nvars + 1) * sizeof(*extra));
+	tc_stmt *b;
+	if (!idx || !sub || !extra)
+		return NULL;
+	for (d = 0; d < nd; d++) {
+		const tc_expr *a = r->args[d];
+		if (reads_any(a)) {
+			sub[d] = (tc_expr *)a;
+			continue;
+		}
+		if (a->kind != TC_AST_IDENT || var_of(s, a->name) < 0) {
+			tc_error(g->d, a->loc, "gradient: subscript %d of '%s' is neither an index "
+				"variable nor a gather, in a gathered read; not supported yet", d + 1,
+				def->tensors[r->ref_id].name);
+			g->failed = 1;
+			return NULL;
+		}
+		for (v = 0; v < d; v++)
+			if (idx[v] && !strcmp(idx[v], a->name)) {
+				tc_error(g->d, a->loc, "gradient: '%s' is read with the index variable "
+					"'%s' twice in a gathered read; not supported yet",
+					def->tensors[r->ref_id].name, a->name);
+				g->failed = 1;
+				return NULL;
+			}
+		idx[d] = a->name;
+	}
+	if (!(b = mk_stmt(g, g->adj[xv], nd, idx, TC_RED_ADD, !g->ncontrib[xv], p)))
+		return NULL;
+	b->sub = sub;
+	for (v = 0; v < s->nvars; v++) {
+		int bounded = bounded_in(p, s->vars[v].name);
+		for (d = 0; d < nd && !bounded; d++)
+			bounded = sub[d] && bounded_in(sub[d], s->vars[v].name);
+		if (!bounded)
+			extra[nw++] = v;
+	}
+	for (v = 0; v < s->nwhere; v++)
+		g->let_used[v] = 0;
+	mark_lets(g, p);
+	if (attach_where(g, b, nw, extra) < 0)
+		return NULL;
+	for (d = 0; d < nd; d++)
+		if (sub[d])
+			mark_temps(g, sub[d]);
+	return b;
+}
+
 /* The contribution of p (the derivative of g->cur times its adjoint) to
  * the adjoint of the read r (of tensor x, value xv) whose subscripts are
  * affine but not distinct index variables: the scatter d_X(f(i)) += p(i)
@@ -1655,7 +1740,8 @@ static void backward_stmt(grad_ctx *g, int si)
 		/* a read with other subscripts than distinct index variables, or
 		 * whose variables may range outside the tensor (under ?:) */
 		if (!plain_read(g, r) || !read_within(g, r, x)) {
-			tc_stmt *b = gather_stmt(g, r, x, xv, p);
+			tc_stmt *b = gathered_read(g, r) ? scatter_stmt(g, r, xv, p) :
+							    gather_stmt(g, r, x, xv, p);
 			if (!b)
 				break;
 			if (needs_cast(g, s, b->rhs, def->tensors[x].dtype))

@@ -457,6 +457,14 @@ static const grad_case cases[] = {
 		"def concat_rows(float64(N,D) A, float64(M,D) B) -> (O) {\n"
 		"  O(i,d) = i < N ? A(i,d) : B(i - N, d) where i in 0:N+M\n}\n",
 		NULL, {"2x3", "3x3"}, -1, 1},
+	{"embedding",
+		"def embedding(float64(V,D) LUT, int64(B) I) -> (O) {\n"
+		"  O(i,j) = LUT(I(i), j)\n}\n",
+		NULL, {"5x3", "6"}, -1, 1},
+	{"embedding_tanh",
+		"def embedding_tanh(float64(V,D) LUT, int64(B) I, float64(D) W) -> (O) {\n"
+		"  O(i,j) = tanh(LUT(I(i), j)) * W(j) + LUT(I(i) + 1, j)\n}\n",
+		NULL, {"5x3", "6", "3"}, -1, 1},
 	{"zero_grad",
 		"def zero_grad(float64(N) A, float64(N) B) -> (O) {\n"
 		"  O(i) = B(i) * float64(A(i) > B(i))\n}\n",
@@ -573,9 +581,10 @@ static void test_unsupported_constructs_are_located_errors(void **state)
 	expect_error("def mx(float64(N,C) X, float64(N) Y) -> (O) {\n  O(n) = Y(n)\n  O(n) max= X(n,c)\n}\n",
 		"mx", NULL, "bad.tc:3:8: error: gradient: 'max=' updates 'O' in place; only '=' and "
 		"'+=' updates are supported yet", "^~~~", NULL);
-	expect_error("def gat(float64(N) A, int64(M) I) -> (O) {\n  O(i) = A(I(i))\n}\n", "gat",
-		NULL, "bad.tc:2:12: error: gradient: subscript 1 of 'A' is not affine in the index "
-		"variables; the gradient of a gathered read is not supported yet", "^~~~", NULL);
+	expect_error("def gat(float64(N,K) A, int64(M) I) -> (O) {\n"
+		     "  O(i,j) = A(I(i), j + 1) where j in 0:K-1\n}\n", "gat", NULL,
+		"bad.tc:2:20: error: gradient: subscript 2 of 'A' is neither an index variable nor "
+		"a gather, in a gathered read; not supported yet", "^~~~~", NULL);
 	expect_error("def pd(float64(N) A) -> (O) {\n  O(i) = pad(A(i), 0.0)\n}\n", "pd", NULL,
 		"bad.tc:2:10: error: gradient: pad(e, v) is not supported yet", NULL);
 	expect_error("def lg(float64(N) A) -> (O) {\n  O(i) = lgamma(A(i))\n}\n", "lg", NULL,

@@ -83,7 +83,7 @@ static const hand_case cases[] = {
 	{"conv2d", NULL, DERIVES, {"2x3x7x6", "4x3x3x3", "4"}, -1, 1, 0},
 	{"conv2d_s2", NULL, DERIVES, {"2x3x9x8", "4x3x3x3"}, -1, 1, 0},
 	{"maxpool", NULL, DERIVES, {"2x3x6x8"}, -1, 1, 0},
-	{"embedding", NULL, REFUSED, {"7x5", "9"}, -1, 1, 7},               /* a gather */
+	{"embedding", NULL, DERIVES, {"7x5", "9"}, -1, 1, 7},
 };
 
 /* The name of c's hand-written backward def. */
