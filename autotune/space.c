@@ -21,8 +21,8 @@
  *                     half the time, so most keep the order pass's order
  *   other INT options the words and the powers of two in the range up to
  *                     65536; other LIST options their words only
- * target, gpu_arch, contract and fastmath are fixed (target and gpu_arch
- * choose the machine, contract and fastmath change results), as is every
+ * target, gpu_arch, cpu, contract and fastmath are fixed (target, gpu_arch
+ * and cpu choose the machine, contract and fastmath change results), as is every
  * option the base options set explicitly.
  *
  * Which options are searched depends on the base's target:
@@ -226,6 +226,7 @@ static tc_stat build_dim(tc_tune_dim *d, const tc_options *base, const tc_tune_s
 	int p, k, gpu = gpu_target(base);
 	d->searched = strcmp(name, "target") && strcmp(name, "contract") &&
 		strcmp(name, "fastmath") && strcmp(name, "sizes") && strcmp(name, "gpu_arch") &&
+		strcmp(name, "cpu") &&
 		(gpu ? gpu_searched(name) : !gpu_option(name)) &&
 		!tc_rt_options_is_set(base, d->row);
 	if (!d->searched) {

@@ -91,6 +91,16 @@ __tc_give char *tc_cg_llvm_host_target(void);
 /* Whether the comma-separated LLVM feature list features (the last part
  * of tc_cg_llvm_host_target's text) enables feature ("+avx512f"). */
 int tc_cg_llvm_has_feature(__tc_keep const char *features, __tc_keep const char *feature);
+/* The x86-64 psABI levels a kernel may be compiled for instead of the
+ * host (tc_cg_opts.cpu): 1 x86-64 (SSE2), 2 x86-64-v2 (SSE4.2, POPCNT),
+ * 3 x86-64-v3 (AVX2, FMA, BMI2), 4 x86-64-v4 (AVX-512 F, BW, CD, DQ, VL).
+ * The name of level (LLVM's CPU name), NULL outside 1..4. */
+#define TC_CG_LLVM_LEVELS 4
+const char *tc_cg_llvm_level_name(int level);
+/* The highest level whose instructions the LLVM feature list features
+ * (tc_cg_llvm_host_target's last part) all enables, 0 if not even the
+ * first (as on a machine that is not x86-64). */
+int tc_cg_llvm_level_of(__tc_keep const char *features);
 /* The version of the LLVM library in use ("19.1.7") into buf[n]. */
 void tc_cg_llvm_version(__tc_keep char *buf, size_t n);
 

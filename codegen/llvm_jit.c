@@ -107,7 +107,49 @@ int tc_cg_llvm_has_feature(__tc_keep const char *features, __tc_keep const char 
 	return 0;
 }
 
-static tc_stat host_init(cg_host *h, tc_diags *d)
+/* The x86-64 psABI levels (llvm.h): LLVM's CPU name, the features a
+ * level adds to the one before (a machine runs a level's code when it has
+ * all of them and the lower levels'), and the feature string its code is
+ * compiled with.  LLVM's generic x86-64-v4 prefers 256-bit vectors (a
+ * tuning for Intel's AVX-512 clocks); tcomp's description of an AVX-512
+ * machine (runtime/backend_cpu.c) has 64-byte vectors, so the loop
+ * vectoriser is told the same with -prefer-256-bit, as the Zen 4 and 5
+ * hosts' own CPU names do. */
+static const struct {
+	const char *name, *adds, *compile;
+} levels[TC_CG_LLVM_LEVELS] = {
+	{"x86-64", "+cmov,+cx8,+fxsr,+mmx,+sse,+sse2", ""},
+	{"x86-64-v2", "+cx16,+sahf,+popcnt,+sse3,+sse4.1,+sse4.2,+ssse3", ""},
+	{"x86-64-v3", "+avx,+avx2,+bmi,+bmi2,+f16c,+fma,+lzcnt,+movbe,+xsave", ""},
+	{"x86-64-v4", "+avx512f,+avx512bw,+avx512cd,+avx512dq,+avx512vl", "-prefer-256-bit"},
+};
+
+const char *tc_cg_llvm_level_name(int level)
+{
+	return level >= 1 && level <= TC_CG_LLVM_LEVELS ? levels[level - 1].name : NULL;
+}
+
+int tc_cg_llvm_level_of(__tc_keep const char *features)
+{
+	int level;
+	for (level = 0; level < TC_CG_LLVM_LEVELS; level++) {
+		const char *f = levels[level].adds;
+		while (*f) {
+			char one[32];
+			size_t n = strcspn(f, ",");
+			snprintf(one, sizeof(one), "%.*s", (int)n, f);
+			if (!tc_cg_llvm_has_feature(features, one))
+				return level;
+			f += n + (f[n] == ',');
+		}
+	}
+	return level;
+}
+
+/* Describe the machine code is compiled for: the host's CPU and features,
+ * or with level (1..TC_CG_LLVM_LEVELS) that x86-64 level's CPU name and
+ * features on the host's triple, which must be x86-64. */
+static tc_stat host_init(cg_host *h, int level, tc_diags *d)
 {
 	char *err = NULL;
 	memset(h, 0, sizeof(*h));
@@ -117,15 +159,23 @@ static tc_stat host_init(cg_host *h, tc_diags *d)
 		return TC_ERR;
 	}
 	h->triple = LLVMGetDefaultTargetTriple();
-	h->cpu = LLVMGetHostCPUName();
-	h->features = LLVMGetHostCPUFeatures();
+	if (level && h->triple && strncmp(h->triple, "x86_64", 6)) {
+		tc_error(d, noloc, "cpu=%s names an x86-64 level, but this machine is %s: compile "
+			"with cpu=host", tc_cg_llvm_level_name(level), h->triple);
+		host_dispose(h);
+		return TC_ERR;
+	}
+	h->cpu = level ? LLVMCreateMessage(levels[level - 1].name) : LLVMGetHostCPUName();
+	h->features = level ? LLVMCreateMessage(levels[level - 1].compile)
+			    : LLVMGetHostCPUFeatures();
 	if (!h->triple || !h->cpu || !h->features) {
 		tc_error(d, noloc, "%s", "LLVM: cannot describe the host CPU");
 		host_dispose(h);
 		return TC_ERR;
 	}
 	/* every 64-bit target LLVM runs on but x86-64 has FMA instructions */
-	h->fma = strncmp(h->triple, "x86_64", 6) || tc_cg_llvm_has_feature(h->features, "+fma");
+	h->fma = level ? level >= 3
+		       : strncmp(h->triple, "x86_64", 6) || tc_cg_llvm_has_feature(h->features, "+fma");
 	if (LLVMGetTargetFromTriple(h->triple, &h->target, &err)) {
 		tc_error(d, noloc, "LLVM: cannot target %s: %s", h->triple, err ? err : "?");
 		LLVMDisposeMessage(err);
@@ -326,7 +376,7 @@ __tc_give tc_cg_jit *tc_cg_jit_new(__tc_keep tc_diags *d)
 		tc_error(d, noloc, "%s", "cannot create a mutex");
 		return NULL;
 	}
-	if (host_init(&jit->h, d) < 0)
+	if (host_init(&jit->h, 0, d) < 0)
 		goto error;
 	if (!(jit->tm = host_tm(&jit->h, LLVMCodeModelJITDefault, d)))
 		goto error;
@@ -401,14 +451,17 @@ __tc_give tc_cg_code *tc_cg_llvm_compile(__tc_keep tc_cg_jit *jit, __tc_keep con
 {
 	LLVMOrcThreadSafeContextRef tsc;
 	LLVMOrcThreadSafeModuleRef tsm;
+	LLVMTargetMachineRef level_tm = NULL;
 	LLVMModuleRef M;
 	LLVMErrorRef err;
 	tc_cg_code *code;
+	cg_host level;
 	char name[128];
 	unsigned long k;
 
 	if (!jit || !p)
 		return NULL;
+	memset(&level, 0, sizeof(level));
 	code = tc_calloc(1, sizeof(*code));
 	if (!code) {
 		tc_error(d, noloc, "%s", "out of memory");
@@ -420,27 +473,43 @@ __tc_give tc_cg_code *tc_cg_llvm_compile(__tc_keep tc_cg_jit *jit, __tc_keep con
 	pthread_mutex_unlock(&jit->lock);
 	kernel_name(name, sizeof(name), p, k);
 
-	tsc = LLVMOrcCreateNewThreadSafeContext();
-	M = tc_cg_llvm_build_module(LLVMOrcThreadSafeContextGetContext(tsc), p, o, name, &jit->h,
-		jit->tm, d, &code->sites, &code->nsites);
-	if (!M) {
-		LLVMOrcDisposeThreadSafeContext(tsc);
+	/* an x86-64 level instead of the host: its own description and
+	 * target machine; the JIT's code generator follows the functions'
+	 * target-cpu and target-features attributes */
+	if (o && o->cpu && (host_init(&level, o->cpu, d) < 0 ||
+			       !(level_tm = host_tm(&level, LLVMCodeModelJITDefault, d)))) {
+		host_dispose(&level);
 		tc_cg_code_free(code);
 		return NULL;
 	}
+	tsc = LLVMOrcCreateNewThreadSafeContext();
+	M = tc_cg_llvm_build_module(LLVMOrcThreadSafeContextGetContext(tsc), p, o, name,
+		level_tm ? &level : &jit->h, level_tm ? level_tm : jit->tm, d, &code->sites,
+		&code->nsites);
+	if (!M)
+		goto fail;
 	pthread_mutex_lock(&jit->lock);
-	if (optimize(M, jit->tm, d) < 0) {
+	if (optimize(M, level_tm ? level_tm : jit->tm, d) < 0) {
 		pthread_mutex_unlock(&jit->lock);
 		LLVMDisposeModule(M);
-		LLVMOrcDisposeThreadSafeContext(tsc);
-		tc_cg_code_free(code);
-		return NULL;
+		goto fail;
+	}
+	if (level_tm) {
+		LLVMDisposeTargetMachine(level_tm);
+		host_dispose(&level);
 	}
 	code->rt = LLVMOrcJITDylibCreateResourceTracker(jit->jd);
 	tsm = LLVMOrcCreateNewThreadSafeModule(M, tsc); /* owns M now */
 	LLVMOrcDisposeThreadSafeContext(tsc);           /* the module keeps it */
 	err = LLVMOrcLLJITAddLLVMIRModuleWithRT(jit->lljit, code->rt, tsm); /* owns tsm */
 	return jit_finish(jit, code, err, name, "add the kernel to the JIT", "compile the kernel", d);
+fail:
+	LLVMOrcDisposeThreadSafeContext(tsc);
+	if (level_tm)
+		LLVMDisposeTargetMachine(level_tm);
+	host_dispose(&level);
+	tc_cg_code_free(code);
+	return NULL;
 }
 
 /* Site number i of the code's run-time checks. */
@@ -486,7 +555,7 @@ __tc_give char *tc_cg_llvm_text(__tc_keep const tc_poly *p, __tc_keep const tc_c
 	LLVMMemoryBufferRef buf = NULL;
 	char name[128], *msg = NULL, *r = NULL;
 
-	if (!p || host_init(&h, d) < 0)
+	if (!p || host_init(&h, o ? o->cpu : 0, d) < 0)
 		return NULL;
 	if (!(tm = host_tm(&h, LLVMCodeModelDefault, d)))
 		goto done;
@@ -529,7 +598,7 @@ __tc_give char *tc_cg_llvm_host_target(void)
 	tc_buf b;
 	cg_host h;
 	tc_diags_init(&d, NULL);
-	if (host_init(&h, &d) < 0) {
+	if (host_init(&h, 0, &d) < 0) {
 		tc_diags_clear(&d);
 		return NULL;
 	}
@@ -569,7 +638,7 @@ __tc_give void *tc_cg_llvm_object(__tc_keep const tc_poly *p, __tc_keep const tc
 	*size = 0;
 	*sites = NULL;
 	*nsites = 0;
-	if (!p || host_init(&h, d) < 0)
+	if (!p || host_init(&h, o ? o->cpu : 0, d) < 0)
 		return NULL;
 	tm = LLVMCreateTargetMachine(h.target, h.triple, h.cpu, h.features,
 		LLVMCodeGenLevelAggressive, LLVMRelocPIC, LLVMCodeModelSmall);

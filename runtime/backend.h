@@ -57,8 +57,9 @@ struct tc_rt_backend {
 	 * them; NULL when it schedules nothing. */
 	const tc_poly_pass_def *passes;
 	const int *npasses;
-	/* Fill t with the machine it compiles for (t->threads is the caller's). */
-	void (*describe)(__tc_keep tc_target *t);
+	/* Fill t with the machine it compiles for under the options o (the
+	 * cpu option; NULL: the defaults); t->threads is the caller's. */
+	void (*describe)(__tc_keep tc_target *t, __tc_keep const tc_rt_opts *o);
 
 	/* Per-context state (the JIT), made on first use by state_new (NULL
 	 * with a message in d) and freed with the context; NULL: none. */

@@ -25,6 +25,12 @@
 static pthread_once_t host_once = PTHREAD_ONCE_INIT;
 static char *host_target; /* "triple;cpu;features", NULL if unknown */
 static int64_t host_l1d, host_l2; /* cache sizes in bytes, 0 if unknown */
+static int host_level;    /* the highest x86-64 level the host runs (0: none) */
+
+/* The caches assumed for code compiled for an x86-64 level (the cpu
+ * option) rather than the host: those of the Zen 4 cores. */
+#define LEVEL_L1D (32 << 10)
+#define LEVEL_L2 (1 << 20)
 
 enum { CACHE_L1D, CACHE_L2 };
 
@@ -43,7 +49,12 @@ static int64_t cache_bytes(int which)
 
 static void host_init(void)
 {
+	const char *features;
 	host_target = tc_cg_llvm_host_target();
+	features = host_target ? strchr(host_target, ';') : NULL;
+	features = features ? strchr(features + 1, ';') : NULL;
+	host_level = features && !strncmp(host_target, "x86_64", 6)
+		? tc_cg_llvm_level_of(features + 1) : 0;
 	host_l1d = cache_bytes(CACHE_L1D);
 	host_l2 = cache_bytes(CACHE_L2);
 }
@@ -74,21 +85,21 @@ static int has_feature(const char *feature)
  * Loop nests of fewer than 32768 statement instances stay on the calling
  * thread (a parallel loop's hand-out cost more than fcrelu 128x128x10's
  * whole run).  Row buffers up to 64 KiB live on the stack. */
-static void describe(__tc_keep tc_target *t)
+static void describe(__tc_keep tc_target *t, __tc_keep const tc_rt_opts *o)
 {
-	int regs;
+	int regs, level = o ? o->cg.cpu : 0;
 	pthread_once(&host_once, host_init);
 	memset(t, 0, sizeof(*t));
 	t->name = "cpu";
-	if (has_feature("+avx512f")) {
+	if (level ? level >= 4 : has_feature("+avx512f")) {
 		t->vector_bytes = 64;
 		regs = 32;
-	} else if (has_feature("+avx")) {
+	} else if (level ? level >= 3 : has_feature("+avx")) {
 		t->vector_bytes = 32;
 		regs = 16;
 	} else {
 		t->vector_bytes = 16;
-		regs = host_target && !strncmp(host_target, "aarch64", 7) ? 32 : 16;
+		regs = !level && host_target && !strncmp(host_target, "aarch64", 7) ? 32 : 16;
 	}
 	t->accumulators = regs * 3 / 4;
 	t->block_rows = 48;
@@ -100,7 +111,13 @@ static void describe(__tc_keep tc_target *t)
 	t->transpose_tile = 16; /* ir/target.h: one cache line of floats per row */
 	t->l1_bytes = 48 << 10;
 	t->l2_bytes = 1 << 20;
-	tc_target_cache_blocks(t, host_l1d, host_l2);
+	/* an x86-64 level is a family of machines: the caches of the Zen 4
+	 * cores of docs/performance.md stand for theirs, so that code
+	 * compiled for a level is the same on every host */
+	if (level)
+		tc_target_cache_blocks(t, LEVEL_L1D, LEVEL_L2);
+	else
+		tc_target_cache_blocks(t, host_l1d, host_l2);
 	t->parallel_min_instances = 32768;
 	t->rowbuf_bytes = 64 << 10;
 }
@@ -151,6 +168,21 @@ static void code_free(__tc_take void *code)
 
 /* ---- running ---- */
 
+/* The error of a kernel compiled for an x86-64 level (the cpu option)
+ * whose instructions the host lacks: running it would stop the process on
+ * an illegal instruction. */
+static tc_stat refuse_level(__tc_keep tc_context *ctx, __tc_keep const tc_rt_compiled *c)
+{
+	const char *cpu = host_target ? strchr(host_target, ';') : NULL;
+	int n = cpu ? (int)strcspn(cpu + 1, ";") : 7;
+	tc_rt_set_error(ctx, "'%s' was compiled with cpu=%s, whose instructions this CPU (%.*s; "
+		"its level: %s) does not have: the code can be emitted (tc_kernel_emit, tcomp "
+		"emit) but not run here; compile with cpu=host (the default) to run it",
+		c->f->name, tc_cg_llvm_level_name(c->opts.cg.cpu), n, cpu ? cpu + 1 : "unknown",
+		host_level ? tc_cg_llvm_level_name(host_level) : "none");
+	return TC_ERR;
+}
+
 #define FEW_ARGS 32 /* a kernel argument array this long or shorter lives on run's stack */
 
 static tc_stat run(__tc_keep tc_module *m, __tc_keep tc_rt_compiled *c, __tc_keep const tc_tensor *t,
@@ -168,6 +200,11 @@ static tc_stat run(__tc_keep tc_module *m, __tc_keep tc_rt_compiled *c, __tc_kee
 	char *base;
 	int i;
 	(void)launch; /* the host: no stream; tc_kernel_run_timed uses the clock */
+	if (c->opts.cg.cpu > host_level) {
+		if (ptrs != few)
+			tc_free(ptrs);
+		return refuse_level(ctx, c);
+	}
 	if (!ptrs || (c->ws_bytes && !(ws = tc_rt_workspace_take(ctx, c)))) {
 		if (ptrs != few)
 			tc_free(ptrs);

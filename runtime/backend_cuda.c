@@ -43,8 +43,9 @@
  * blocks, 48 KiB of static shared memory per block.  The mapping aims at
  * 256 threads per block.  Nothing of the CPU's (vectors, cache blocks,
  * row buffers, the pool's threshold). */
-static void describe(__tc_keep tc_target *t)
+static void describe(__tc_keep tc_target *t, __tc_keep const tc_rt_opts *o)
 {
+	(void)o;
 	memset(t, 0, sizeof(*t));
 	t->name = "cuda";
 	t->warp_size = 32;

@@ -160,7 +160,7 @@ static tc_rt_compiled *compile(tc_module *m, const tc_ir_func *f, const tc_tenso
 		tc_rt_set_error(m->ctx, "internal error: no backend '%s'", c->opts.backend);
 		goto fail;
 	}
-	c->backend->pipeline->describe(&c->target);
+	c->backend->pipeline->describe(&c->target, &c->opts);
 	/* for the tile sizes: the count the kernel will most likely run with */
 	c->target.threads = c->opts.threads ? c->opts.threads
 					    : __atomic_load_n(&m->ctx->threads, __ATOMIC_RELAXED);

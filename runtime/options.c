@@ -76,6 +76,8 @@ static const opt_def opt_table[] = {
 		"GPU: values of each reduced loop per step between shared-memory copies (auto: 32, or the loop's length when shorter); larger steps copy bigger boxes less often"},
 	{"sizes", TC_OPT_ENUM, "auto|concrete|parametric", "auto",
 		"concrete: every size is a constant of the generated code, and each new shape compiles again; parametric: the sizes that only the first dimension of tensors has (a batch, the rows of a matmul) are run-time values of the code, so a kernel compiled for one shape serves every shape that differs from it in those sizes only, without compiling again (decisions such as tile sizes are made for the first shape; the code may run somewhat slower than concrete code, see docs/performance.md); auto: the first shape of a def in a module compiles concrete, a second shape that differs from it only in those sizes compiles parametric, and every later such shape reuses that code"},
+	{"cpu", TC_OPT_ENUM, "host|x86-64|x86-64-v2|x86-64-v3|x86-64-v4", "host",
+		"the CPU the target cpu compiles for: host (its own instructions, vector width and caches) or an x86-64 psABI level (x86-64: SSE2; v2: SSE4.2; v3: AVX2 and FMA, 32-byte vectors; v4: AVX-512, 64-byte vectors), with the caches of a Zen 4 core (32 KiB L1d, 1 MiB L2), so that the same source and options give the same code on every machine; a kernel compiled for a level the host lacks can be emitted but not run"},
 };
 #define NOPTS ((int)(sizeof(opt_table) / sizeof(opt_table[0])))
 
@@ -606,6 +608,14 @@ static void poly_opts(const tc_options *o, tc_poly_opts *out)
 	out->shared_tile = count_or_auto(o, "shared_tile");
 }
 
+/* The x86-64 level (codegen/opts.h) the cpu option names, 0 for host. */
+static int cpu_level(const char *v)
+{
+	if (!strcmp(v, "x86-64"))
+		return 1;
+	return !strncmp(v, "x86-64-v", 8) ? v[8] - '0' : 0;
+}
+
 void tc_rt_opts_decode(__tc_keep const tc_options *o, __tc_keep tc_rt_opts *out)
 {
 	const char *share = tc_options_get(o, "share");
@@ -627,6 +637,7 @@ void tc_rt_opts_decode(__tc_keep const tc_options *o, __tc_keep tc_rt_opts *out)
 	out->cg.unroll_inner = count_or_auto(o, "unroll_inner");
 	out->cg.gpu_arch = !strncmp(tc_options_get(o, "gpu_arch"), "sm_", 3)
 		? atoi(tc_options_get(o, "gpu_arch") + 3) : 0;
+	out->cg.cpu = cpu_level(tc_options_get(o, "cpu"));
 }
 
 /* ---- the table, row by row ---- */

@@ -246,7 +246,7 @@ __tc_give char *tc_rt_pipeline_emit(__tc_keep const tc_rt_backend *b,
 	tc_target host;
 	b = b->pipeline;
 	if (!t) {
-		b->describe(&host);
+		b->describe(&host, o);
 		t = &host;
 	}
 	if (!ictx)

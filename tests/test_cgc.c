@@ -48,7 +48,7 @@ static const tc_target *host_target(void)
 {
 	static tc_target t;
 	if (!t.name)
-		tc_rt_backend_cpu.describe(&t);
+		tc_rt_backend_cpu.describe(&t, NULL);
 	return &t;
 }
 

@@ -952,7 +952,7 @@ static int quota_run(const tc_ir_func *f, const int64_t *params, unsigned long q
 	tc_poly *p;
 	int r;
 	if (!t.name)
-		tc_rt_backend_cpu.describe(&t);
+		tc_rt_backend_cpu.describe(&t, NULL);
 	if (!ctx)
 		return -1;
 	tc_diags_init(&d, NULL);

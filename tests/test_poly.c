@@ -13,7 +13,8 @@
  * tc_kernel_emit(k, "ast") for concrete shapes, which must equal
  * tests/golden/NAME_SHAPES.ast (the kernels are compiled with
  * target=interp: no JIT, but tc_kernel_emit still builds the AST
- * specialised to the shapes).  After an intended change of the schedule or
+ * specialised to the shapes; and cpu=x86-64-v4, so that the register
+ * tiles and cache blocks are the same on every host).  After an intended change of the schedule or
  * of the printing, regenerate the files with
  *
  *     TC_UPDATE_GOLDEN=1 ./build/tests/test_poly
@@ -185,8 +186,8 @@ static char *emit(const poly_case *c, const char *stage)
 	return text;
 }
 
-/* tc_kernel_emit(stage) of the kernel compiled with target=interp for the
- * case's shapes. */
+/* tc_kernel_emit(stage) of the kernel compiled with target=interp and
+ * cpu=x86-64-v4 for the case's shapes. */
 static char *emit_specialised(const poly_case *c, const char *stage)
 {
 	loaded l;
@@ -203,6 +204,9 @@ static char *emit_specialised(const poly_case *c, const char *stage)
 	tc_options *o = tc_options_new();
 	assert_non_null(o);
 	assert_int_equal(tc_options_set(o, "target", "interp", l.ctx), 0);
+	/* for x86-64-v4 whatever the host: the goldens' register tiles and
+	 * cache blocks are its */
+	assert_int_equal(tc_options_set(o, "cpu", "x86-64-v4", l.ctx), 0);
 	tc_kernel *k = tc_compile(l.m, c->entry, ins, c->nin, o);
 	tc_options_free(o);
 	for (int i = 0; i < c->nin; i++)

@@ -82,7 +82,7 @@ static void space_is_read_from_the_option_table(void **state)
 			!strcmp(s->d[i].name, "reduce") || !strcmp(s->d[i].name, "reduce_threads") ||
 			!strcmp(s->d[i].name, "shared") || !strcmp(s->d[i].name, "shared_tile") ||
 			!strcmp(s->d[i].name, "reduce_map") ||
-			!strcmp(s->d[i].name, "gpu_arch")) {
+			!strcmp(s->d[i].name, "gpu_arch") || !strcmp(s->d[i].name, "cpu")) {
 			assert_false(s->d[i].searched);
 			assert_int_equal(s->d[i].count, 1);
 		} else {

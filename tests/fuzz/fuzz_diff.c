@@ -55,6 +55,8 @@
 
 #include "tcomp.h"
 #include "testutil.h"
+#include "codegen/llvm.h"
+#include "lang/util.h"
 
 /* ------------------------------------------------------------------ */
 /* Element types: adding a dtype is one row (and, for a new storage   */
@@ -889,10 +891,28 @@ static void gen_stmt(gen *g)
 	p->nstmts++;
 }
 
+/* Whether this machine runs code of the x86-64 level named level (the
+ * cpu option's values), as the library decides (codegen/llvm.h). */
+static int host_runs(const char *level)
+{
+	static int host = -1;
+	int l;
+	if (host < 0) {
+		char *t = tc_cg_llvm_host_target(), *f = t ? strrchr(t, ';') : NULL;
+		host = f && !strncmp(t, "x86_64", 6) ? tc_cg_llvm_level_of(f + 1) : 0;
+		tc_free(t);
+	}
+	for (l = 1; tc_cg_llvm_level_name(l); l++)
+		if (!strcmp(tc_cg_llvm_level_name(l), level))
+			return l <= host;
+	return 0;
+}
+
 /* Options drawn from the option table as tc_options_describe prints it:
  * each option is left at its default half the time; target, contract and
  * fastmath never change (the target is the comparison's, and the other two
- * change rounding by design).  Integer and list values are drawn small. */
+ * change rounding by design), and cpu is drawn among the levels the host
+ * runs.  Integer and list values are drawn small. */
 static void gen_options(gen *g)
 {
 	char *desc = tc_options_describe(), *line, *save = NULL;
@@ -913,6 +933,8 @@ static void gen_options(gen *g)
 		if (!nalt)
 			continue;
 		tok = alt[rnd(g, nalt)];
+		if (!strcmp(name, "cpu") && strcmp(tok, "host") && !host_runs(tok))
+			tok = "host"; /* a level this machine lacks runs nowhere here */
 		if (strstr(tok, "..")) { /* lo..hi, maybe a list (",...") */
 			int lo = atoi(tok), list = strstr(tok, ",...") != NULL, cnt, len;
 			if (!strcmp(name, "interchange")) { /* a permutation of 2 to 4 */
