@@ -197,6 +197,8 @@ def grad_forward(torch, op):
         return lambda I, W1, B: F.conv2d(I, W1, B)
     if op == "conv2d_s2":
         return lambda I, W1: F.conv2d(I, W1, stride=2)
+    if op == "conv2d_pad":
+        return lambda I, W1: F.conv2d(I, W1, padding=1)
     if op == "maxpool":
         return lambda I: F.max_pool2d(I, 2)
     if op == "embedding":

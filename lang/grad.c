@@ -543,6 +543,9 @@ static tc_expr *diff_builtin(grad_ctx *g, const tc_expr *e, int t, const tc_expr
 	}
 }
 
+static int var_of(const tc_stmt *s, const char *name);
+static tc_expr *diff_pad(grad_ctx *g, const tc_expr *e, int t, const tc_expr *r);
+
 /* d e / d t(r's subscripts): NULL for zero.  Parts that are not of a
  * floating-point type (comparisons, integer arithmetic, casts to integers)
  * have zero gradient. */
@@ -557,6 +560,8 @@ static tc_expr *diff(grad_ctx *g, const tc_expr *e, int t, const tc_expr *r)
 		return NULL;
 	case TC_AST_IDENT:
 	case TC_AST_CALL:
+		if (e->ref == TC_REF_PAD)
+			return diff_pad(g, e, t, r);
 		if (e->ref == TC_REF_TENSOR)
 			return same_read(e, t, r) ? mk_float(g, 1.0) : NULL;
 		if (e->ref == TC_REF_BUILTIN)
@@ -627,19 +632,6 @@ static int covers(const tc_stmt *s, int v, const tc_sexpr *ext)
 	return tc_sx_is_const(s->vars[v].lo, &lo) && lo == 0 && tc_sx_equal(s->vars[v].hi, ext);
 }
 
-/* pad(e, v) in e: an error (not supported yet). */
-static void check_pad(grad_ctx *g, const tc_expr *e)
-{
-	int i;
-	if (e->kind == TC_AST_CALL && e->ref == TC_REF_PAD) {
-		tc_error(g->d, e->name_loc, "gradient: pad(e, v) is not supported yet");
-		g->failed = 1;
-		return;
-	}
-	for (i = 0; i < e->nargs && !g->failed; i++)
-		check_pad(g, e->args[i]);
-}
-
 /* Check statement si of the def: its operator, where clauses, left side. */
 static void check_stmt(grad_ctx *g, int si)
 {
@@ -674,12 +666,6 @@ static void check_stmt(grad_ctx *g, int si)
 		g->failed = 1;
 		return;
 	}
-	check_pad(g, s->rhs);
-	for (i = 0; i < s->nwhere && !g->failed; i++)
-		if (s->where[i].kind != TC_WHERE_RANGE)
-			check_pad(g, s->where[i].val);
-	if (g->failed)
-		return;
 	for (i = 0; i < s->nidx; i++)
 		if (!covers(s, i, ti->ext[i])) {
 			tc_error(g->d, s->idx_loc[i],
@@ -1277,6 +1263,120 @@ static tc_expr *aff_expr(grad_ctx *g, const aff *a, const char *const *names, in
 	return r ? mk_bin(g, TC_AOP_ADD, r, sx_expr(g, NULL, a->k)) : sx_expr(g, NULL, a->k);
 }
 
+/* ---- pad ---- */
+
+/* acc && the bounds tests of pad's test T (docs/language.md 6.8) for the
+ * reads in e, in the order they are evaluated (a gather's index read
+ * before the subscript it gives), through lets and not inside a nested
+ * pad, but for the reads of t with r's subscripts (where r's adjoint has
+ * an element, r is in bounds) and for subscripts that are index variables
+ * ranging inside their dimension. */
+static tc_expr *pad_tests(grad_ctx *g, const tc_expr *e, int t, const tc_expr *r, tc_expr *acc)
+{
+	int i;
+	if (e->kind == TC_AST_CALL && e->ref == TC_REF_PAD)
+		return acc;
+	if (e->kind == TC_AST_IDENT && e->ref == TC_REF_LET)
+		return pad_tests(g, g->cur->where[e->ref_id].val, t, r, acc);
+	for (i = 0; i < e->nargs; i++)
+		acc = pad_tests(g, e->args[i], t, r, acc);
+	if (e->kind != TC_AST_CALL || e->ref != TC_REF_TENSOR || same_read(e, t, r))
+		return acc;
+	for (i = 0; i < e->nargs; i++) {
+		const tc_sexpr *ext = g->def->tensors[e->ref_id].ext[i];
+		tc_expr *sub = e->args[i];
+		int v, lo_ok = 0, hi_ok = 0;
+		aff a;
+		/* v + k with v ranging over lo:hi: a bound that lo + k >= 0 or
+		 * hi + k <= ext implies for every size is no test */
+		if (aff_of(g, sub, &a, g->cur->nvars) == 0) {
+			int n = 0, u = -1;
+			for (v = 0; v < g->cur->nvars; v++)
+				if (a.c[v]) {
+					n++;
+					u = v;
+				}
+			if (n == 1 && a.c[u] == 1) {
+				const tc_stmt_var *x = &g->cur->vars[u];
+				lo_ok = tc_sx_sign(tc_sx_add(g->ar, x->lo, a.k)) == 1;
+				hi_ok = tc_sx_sign(tc_sx_sub(g->ar, ext, tc_sx_add(g->ar, x->hi, a.k))) == 1;
+			}
+		}
+		if (!lo_ok)
+			acc = mk_and(g, acc, mk_bin(g, TC_AOP_GE, sub, mk_int(g, 0)));
+		if (!hi_ok)
+			acc = mk_and(g, acc, mk_bin(g, TC_AOP_LT, sub, sx_expr(g, NULL, ext)));
+	}
+	return acc;
+}
+
+static int reads_read(const tc_expr *e, const tc_expr *r);
+
+/* pad(e, 0.0). */
+static tc_expr *mk_pad(grad_ctx *g, tc_expr *e)
+{
+	tc_expr *c = mk_node(g, TC_AST_CALL, 2);
+	if (!c)
+		return NULL;
+	c->name = "pad";
+	c->ref = TC_REF_PAD;
+	c->args[0] = e;
+	c->args[1] = mk_float(g, 0.0);
+	return c;
+}
+
+/* Whether every read of e that pad_tests tests (with t and r) is also
+ * read in d. */
+static int tested_in(grad_ctx *g, const tc_expr *e, int t, const tc_expr *r, const tc_expr *d)
+{
+	int i;
+	if (e->kind == TC_AST_CALL && e->ref == TC_REF_PAD)
+		return 1;
+	if (e->kind == TC_AST_IDENT && e->ref == TC_REF_LET)
+		return tested_in(g, g->cur->where[e->ref_id].val, t, r, d);
+	for (i = 0; i < e->nargs; i++)
+		if (!tested_in(g, e->args[i], t, r, d))
+			return 0;
+	return e->kind != TC_AST_CALL || e->ref != TC_REF_TENSOR || same_read(e, t, r) ||
+		!pad_tests(g, e, -1, NULL, NULL) || reads_read(d, e);
+}
+
+/* Whether e reads r (the same tensor and subscripts), not inside a pad. */
+static int reads_read(const tc_expr *e, const tc_expr *r)
+{
+	int i;
+	if (e->kind == TC_AST_CALL && e->ref == TC_REF_PAD)
+		return 0;
+	if (same_read(e, r->ref_id, r))
+		return 1;
+	for (i = 0; i < e->nargs; i++)
+		if (reads_read(e->args[i], r))
+			return 1;
+	return 0;
+}
+
+/* The derivative of pad(a, b) with respect to the read r of t: T' ? da :
+ * db, where T' is pad's test without r's own bounds (pad_tests): at an
+ * element of r's adjoint r is in bounds, so the gradient reaches it
+ * through a where the other reads of a are in bounds too, and through b
+ * where one of them is not.  A padded convolution's input gradient is
+ * then a gather of the output's adjoint (gather_stmt), its weight
+ * gradient a sum over pad(I(...), 0.0) as the forward's. */
+static tc_expr *diff_pad(grad_ctx *g, const tc_expr *e, int t, const tc_expr *r)
+{
+	tc_expr *da = diff(g, e->args[0], t, r), *db = diff(g, e->args[1], t, r), *test;
+	if (!da && !db)
+		return NULL;
+	test = pad_tests(g, e->args[0], t, r, NULL);
+	if (!test)
+		return da;
+	/* where da reads every read the test tests, the test is pad's own:
+	 * pad(da, 0.0) (a padded factor of a sum restricts its domain) */
+	if (!db && tested_in(g, e->args[0], t, r, da))
+		return mk_pad(g, da);
+	return mk_ternary(g, test, da, db);
+}
+
 /* The state of one gather: substitutions of solved variables. */
 typedef struct gather {
 	int nv;             /* the variables of g->cur, then one per dimension */
@@ -1297,6 +1397,21 @@ static tc_expr *gather_expr(grad_ctx *g, gather *ga, tc_expr *e)
 		return ga->sub[v] ? aff_expr(g, ga->sub[v], ga->names, ga->nv) : e;
 	if (!e->nargs)
 		return e;
+	/* an affine integer expression of the indices (a subscript in a
+	 * test of pad's, diff_pad) with the solutions substituted, simplified:
+	 * i + 2, not (i + 1) + 1 */
+	if ((e->kind == TC_AST_BINARY || e->kind == TC_AST_UNARY) && tc_dtype_is_int(e->type)) {
+		aff a;
+		if (aff_of(g, e, &a, ga->nv) == 0) {
+			for (v = 0; v < g->cur->nvars; v++)
+				if (ga->sub[v] && a.c[v]) {
+					int64_t m = a.c[v];
+					a.c[v] = 0;
+					aff_add(g, &a, ga->sub[v], m, ga->nv);
+				}
+			return aff_expr(g, &a, ga->names, ga->nv);
+		}
+	}
 	if (!(c = tc_arena_alloc(g->ar, sizeof(*c))) ||
 		!(c->args = tc_arena_alloc(g->ar, (size_t)e->nargs * sizeof(*c->args))))
 		return e;
@@ -1342,15 +1457,8 @@ static tc_expr *pad_reads(grad_ctx *g, tc_expr *e, const char *name)
 	tc_expr *c;
 	int i;
 	if ((e->kind == TC_AST_CALL || e->kind == TC_AST_IDENT) && e->ref != TC_REF_BUILTIN &&
-		e->ref != TC_REF_PAD && e->name && !strcmp(e->name, name)) {
-		if (!(c = mk_node(g, TC_AST_CALL, 2)))
-			return e;
-		c->name = "pad";
-		c->ref = TC_REF_PAD;
-		c->args[0] = e;
-		c->args[1] = mk_float(g, 0.0);
-		return c;
-	}
+		e->ref != TC_REF_PAD && e->name && !strcmp(e->name, name))
+		return (c = mk_pad(g, e)) ? c : e;
 	if (!e->nargs || !(c = tc_arena_alloc(g->ar, sizeof(*c))))
 		return e;
 	*c = *e;
@@ -1609,16 +1717,30 @@ static tc_stmt *gather_stmt(grad_ctx *g, const tc_expr *r, int x, int xv, tc_exp
 		}
 		if (plain[v])
 			continue;
-		/* lo <= vars + k < hi as lo - k <= vars < hi - k */
+		/* lo <= vars + k < hi as lo - k <= vars < hi - k; where vars is
+		 * one new index y alone, which ranges over 0:ext, a bound that
+		 * 0:ext implies for every size is no test (shift_right's
+		 * d_A(i) = d_O(i + 1) needs none) */
 		{
 			aff a = *ga.sub[v];
-			const tc_sexpr *k = a.k;
-			tc_expr *c;
+			const tc_sexpr *k = a.k, *lo, *hi, *ext = NULL;
+			tc_expr *c = NULL;
+			int y = -1, u;
 			a.k = tc_sx_const(g->ar, 0);
+			for (u = 0; u < ga.nv; u++)
+				if (a.c[u])
+					y = y < 0 && u >= nvars && a.c[u] == 1 ? u : ga.nv;
+			if (y >= 0 && y < ga.nv)
+				ext = ti->ext[y - nvars];
+			lo = tc_sx_sub(g->ar, s->vars[v].lo, k);
+			hi = tc_sx_sub(g->ar, s->vars[v].hi, k);
 			e = aff_expr(g, &a, ga.names, ga.nv);
-			c = mk_and(g, mk_bin(g, TC_AOP_GE, e,
-				sx_expr(g, s, tc_sx_sub(g->ar, s->vars[v].lo, k))),
-				mk_bin(g, TC_AOP_LT, e, sx_expr(g, s, tc_sx_sub(g->ar, s->vars[v].hi, k))));
+			if (!ext || tc_sx_sign(tc_sx_sub(g->ar, tc_sx_const(g->ar, 0), lo)) != 1)
+				c = mk_bin(g, TC_AOP_GE, e, sx_expr(g, s, lo));
+			if (!ext || tc_sx_sign(tc_sx_sub(g->ar, hi, ext)) != 1)
+				c = mk_and(g, c, mk_bin(g, TC_AOP_LT, e, sx_expr(g, s, hi)));
+			if (!c)
+				continue;
 			if (v < s->nidx && covers(s, v, g->def->tensors[s->tensor].ext[v]))
 				dguard = mk_and(g, dguard, c);
 			else

@@ -457,6 +457,37 @@ static const grad_case cases[] = {
 		"def concat_rows(float64(N,D) A, float64(M,D) B) -> (O) {\n"
 		"  O(i,d) = i < N ? A(i,d) : B(i - N, d) where i in 0:N+M\n}\n",
 		NULL, {"2x3", "3x3"}, -1, 1},
+	{"pad_conv_same",
+		"def pad_conv_same(float64(N,C,H,W) I, float64(F,C,3,3) Wt) -> (O) {\n"
+		"  O(n,f,h,w) +=! pad(I(n, r_c, h + r_kh - 1, w + r_kw - 1), 0.0) * Wt(f, r_c, r_kh, r_kw)\n"
+		"      where h in 0:H, w in 0:W\n}\n",
+		NULL, {"2x2x5x4", "3x2x3x3"}, -1, 1},
+	{"pad_conv_s2",
+		"def pad_conv_s2(float64(N,C,H,W) I, float64(F,C,3,3) Wt) -> (O) {\n"
+		"  O(n,f,h,w) +=! pad(I(n, r_c, 2*h + r_kh - 1, 2*w + r_kw - 1), 0.0) * Wt(f, r_c, r_kh, r_kw)\n"
+		"      where h in 0:(H+1)/2, w in 0:(W+1)/2\n}\n",
+		NULL, {"2x2x7x6", "3x2x3x3"}, -1, 1},
+	{"pad_value",
+		"def pad_value(float64(N) A) -> (O) {\n"
+		"  O(i) = pad(A(i + 1), -1.0) * A(i) where i in 0:N\n}\n",
+		NULL, {"6"}, -1, 1},
+	{"pad_maxpool",
+		"def pad_maxpool(float64(N,C,H,W) X) -> (O) {\n"
+		"  O(n,c,h,w) max=! pad(X(n, c, 2*h + r_kh - 1, 2*w + r_kw - 1), -1e30)\n"
+		"      where h in 0:(H+1)/2, w in 0:(W+1)/2, r_kh in 0:3, r_kw in 0:3\n}\n",
+		NULL, {"2x2x5x6"}, -1, 1},
+	{"pad_two_reads",
+		"def pad_two_reads(float64(N) A, float64(N) B) -> (O) {\n"
+		"  O(i) = pad(A(i - 1) * B(i + 1), 0.5) where i in 0:N\n}\n",
+		NULL, {"6", "6"}, -1, 1},
+	{"pad_value_reads",
+		"def pad_value_reads(float64(N) A, float64(N) C) -> (O) {\n"
+		"  O(i) = pad(exp(A(i - 2)), C(i) * C(i)) where i in 0:N\n}\n",
+		NULL, {"6", "6"}, -1, 1},
+	{"pad_nested",
+		"def pad_nested(float64(N) A, float64(N) B, float64(N) W) -> (O) {\n"
+		"  O(i) = tanh(pad(A(i - 1) + pad(B(i + 1), 0.25), 0.0)) * W(i) where i in 0:N\n}\n",
+		NULL, {"6", "6", "6"}, -1, 1},
 	{"embedding",
 		"def embedding(float64(V,D) LUT, int64(B) I) -> (O) {\n"
 		"  O(i,j) = LUT(I(i), j)\n}\n",
@@ -585,8 +616,6 @@ static void test_unsupported_constructs_are_located_errors(void **state)
 		     "  O(i,j) = A(I(i), j + 1) where j in 0:K-1\n}\n", "gat", NULL,
 		"bad.tc:2:20: error: gradient: subscript 2 of 'A' is neither an index variable nor "
 		"a gather, in a gathered read; not supported yet", "^~~~~", NULL);
-	expect_error("def pd(float64(N) A) -> (O) {\n  O(i) = pad(A(i), 0.0)\n}\n", "pd", NULL,
-		"bad.tc:2:10: error: gradient: pad(e, v) is not supported yet", NULL);
 	expect_error("def lg(float64(N) A) -> (O) {\n  O(i) = lgamma(A(i))\n}\n", "lg", NULL,
 		"bad.tc:2:10:", "the derivative of 'lgamma' is not supported yet", NULL);
 	expect_error("def io(float64(N) A) -> (int32(N) O) {\n  O(i) = int32(A(i))\n}\n", "io",

@@ -82,6 +82,7 @@ static const hand_case cases[] = {
 	{"lsm_nll_onesum", "lsm_nll_bwd", DERIVES, {"5x7", "5"}, -1, 1, 7},
 	{"conv2d", NULL, DERIVES, {"2x3x7x6", "4x3x3x3", "4"}, -1, 1, 0},
 	{"conv2d_s2", NULL, DERIVES, {"2x3x9x8", "4x3x3x3"}, -1, 1, 0},
+	{"conv2d_pad", NULL, DERIVES, {"2x3x6x5", "4x3x3x3"}, -1, 1, 0},
 	{"maxpool", NULL, DERIVES, {"2x3x6x8"}, -1, 1, 0},
 	{"embedding", NULL, DERIVES, {"7x5", "9"}, -1, 1, 7},
 };
