@@ -736,6 +736,23 @@ tc_stat tc_range_infer(__tc_keep tc_arena *ar, __tc_keep tc_diags *d, __tc_keep 
 			if (c->kind != CONS_LHS || c->used)
 				continue;
 			c->used = 1;
+			/* and never start below the tensor's first element (a write
+			 * there would be outside it) */
+			tc_buf_init(&b);
+			tc_buf_printf(&b, "the inferred range of '%s' is [", s->vars[dim_var(s, c->dim)].name);
+			tc_sx_print(s->vars[dim_var(s, c->dim)].lo, def->sizes, NULL, &b);
+			tc_buf_puts(&b, ", ");
+			tc_sx_print(s->vars[dim_var(s, c->dim)].hi, def->sizes, NULL, &b);
+			tc_buf_printf(&b, "), which starts below 0, the first element of dimension %d of "
+				"'%s'; shift the index where it is read, or give it a where range from 0",
+				c->dim, lhs->name);
+			if (!b.s || require(&R, checks, s->vars[dim_var(s, c->dim)].lo,
+					    s->idx_loc[c->dim], b.s, 1) < 0) {
+				tc_buf_free_diag(&b, d);
+				ok = 0;
+				continue;
+			}
+			tc_buf_free_diag(&b, d);
 			if (tc_sx_const_diff(s->vars[dim_var(s, c->dim)].hi, c->ext, &diff)) {
 				if (diff) {
 					tc_buf_init(&b);
