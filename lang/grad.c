@@ -25,14 +25,20 @@
  *
  * Supported: statements with '=', '+=!', '*=!', 'max=!' and 'min=!' (with
  * where ranges, exists clauses and lets, copied to the derived statements
- * that need them).  A read whose subscripts are distinct index variables
- * gives the statement above; over part of a tensor, its adjoint is zero
- * first and the statement adds to it.  A read with other affine subscripts
- * (offsets, strides, constants, diagonals) gives a gather (gather_stmt):
- * each subscript solved for one variable, the solved ranges as guards.  max=!/min=! send the gradient to the first term attaining the
- * result (arg_gate), *=! multiplies by the product of the other factors,
- * exact at zeros (product_factor).  Other constructs are located errors
- * "... not supported yet". */
+ * that need them), in-place '=', '+=', 'max=' and 'min=' updates, pad, and
+ * scatters with '+=!' or '+='.  A read whose subscripts are distinct index
+ * variables gives the statement above; over part of a tensor, its adjoint
+ * is zero first and the statement adds to it.  A read with other affine
+ * subscripts (offsets, strides, constants, diagonals) gives a gather
+ * (gather_stmt): each subscript solved for one variable, the solved ranges
+ * as guards.  A gathered read (LUT(I(i), j)) or one whose subscripts no
+ * variable can be solved for (A(2 * i), A(i % N)) gives a scatter
+ * (scatter_stmt), guarded by the condition under which the forward reads
+ * it (path_cond).  max=!/min=! send the gradient to the first term
+ * attaining the result (arg_gate; an in-place max= counts the earlier value
+ * first), *=! multiplies by the product of the other factors, exact at
+ * zeros (product_factor).  Other constructs are located errors "... not
+ * supported yet". */
 #include "grad.h"
 #include "range.h"
 
@@ -430,7 +436,7 @@ static int expr_equal(const tc_expr *a, const tc_expr *b);
 static int same_read(const tc_expr *e, int t, const tc_expr *r)
 {
 	int i;
-	if (e->ref != TC_REF_TENSOR || e->ref_id != t || e->nargs != r->nargs)
+	if (!r || e->ref != TC_REF_TENSOR || e->ref_id != t || e->nargs != r->nargs)
 		return 0;
 	for (i = 0; i < e->nargs; i++)
 		if (!expr_equal(e->args[i], r->args[i]))
@@ -639,9 +645,10 @@ static void check_stmt(grad_ctx *g, int si)
 	const tc_stmt *s = def->stmts[si];
 	const tc_tensor_info *ti = &def->tensors[s->tensor];
 	int i;
-	if (ti->first_write != si && s->red != TC_RED_ASSIGN && (s->red != TC_RED_ADD || s->init)) {
-		tc_error(g->d, s->op_loc, "gradient: '%s' updates '%s' in place; only '=' and "
-			"'+=' updates are supported yet", tc_red_name(s->red, s->init), s->lhs);
+	if (ti->first_write != si && s->red != TC_RED_ASSIGN && (s->red == TC_RED_MUL || s->init)) {
+		tc_error(g->d, s->op_loc, "gradient: '%s' updates '%s' in place; only '=', '+=', "
+			"'max=' and 'min=' updates are supported yet", tc_red_name(s->red, s->init),
+			s->lhs);
 		g->failed = 1;
 		return;
 	}
@@ -652,12 +659,12 @@ static void check_stmt(grad_ctx *g, int si)
 		g->failed = 1;
 		return;
 	}
-	if (s->sub) {
+	if (s->sub && s->red != TC_RED_ADD) {
 		int k = 0;
 		while (!s->sub[k])
 			k++;
-		tc_error(g->d, s->sub[k]->loc, "gradient: a gathered left-hand subscript (a "
-			"scatter) is not supported yet");
+		tc_error(g->d, s->sub[k]->loc, "gradient: a scatter with '%s' is not supported yet "
+			"(supported: '+=!' and '+=')", tc_red_name(s->red, s->init));
 		g->failed = 1;
 		return;
 	}
@@ -666,7 +673,7 @@ static void check_stmt(grad_ctx *g, int si)
 		g->failed = 1;
 		return;
 	}
-	for (i = 0; i < s->nidx; i++)
+	for (i = 0; i < s->nidx && !s->sub; i++) /* a scatter writes what it names */
 		if (!covers(s, i, ti->ext[i])) {
 			tc_error(g->d, s->idx_loc[i],
 				"gradient: '%s' ranges over only part of dimension %d of '%s'; partial "
@@ -856,6 +863,23 @@ static int bounded_where(grad_ctx *g, const char *name)
 }
 
 /* A new backward statement lhs(idx) red rhs (init: the '!'). */
+/* A read of name at the left-hand subscripts of s: its index names, and
+ * for a scatter its gathers (d_T(I(i), j)). */
+static tc_expr *lhs_read(grad_ctx *g, const char *name, const tc_stmt *s)
+{
+	tc_expr *e;
+	int i;
+	if (!s->sub)
+		return mk_read(g, name, s->nidx, s->idx);
+	if (!(e = mk_node(g, TC_AST_CALL, s->nidx)))
+		return NULL;
+	e->name = name;
+	for (i = 0; i < s->nidx; i++)
+		if (!(e->args[i] = s->sub[i] ? s->sub[i] : mk_ident(g, s->idx[i])))
+			return NULL;
+	return e;
+}
+
 static tc_stmt *mk_stmt(grad_ctx *g, const char *lhs, int nidx, const char **idx, tc_red red,
 	int init, tc_expr *rhs)
 {
@@ -1056,7 +1080,7 @@ static int reads_tensor(const tc_expr *e, int t)
 }
 
 /* The number of statements that read value v (in their right side or
- * where clauses, or as the earlier value of an in-place +=). */
+ * where clauses, or as the earlier value of an in-place +=, max= or min=). */
 static int value_readers(const grad_ctx *g, int v)
 {
 	int si, w, t = g->val_t[v], n = 0;
@@ -1065,7 +1089,7 @@ static int value_readers(const grad_ctx *g, int v)
 		int hit;
 		if (read_val(g, si, t) != v)
 			continue;
-		hit = reads_tensor(s->rhs, t) || (s->tensor == t && s->red == TC_RED_ADD && !s->init);
+		hit = reads_tensor(s->rhs, t) || (s->tensor == t && s->red != TC_RED_ASSIGN && !s->init);
 		for (w = 0; w < s->nwhere && !hit; w++)
 			hit = s->where[w].kind != TC_WHERE_RANGE && reads_tensor(s->where[w].val, t);
 		n += hit;
@@ -1126,6 +1150,22 @@ static tc_stmt *fill_stmt(grad_ctx *g, const char *name, int t, const char *from
 	return b->rhs ? b : NULL;
 }
 
+/* The adjoint of value v gets the contribution dt, an expression at the
+ * left indices of g->cur (which cover v's whole tensor) that is not a copy
+ * of g->cur's adjoint (so never an alias of it). */
+static void chain_gated(grad_ctx *g, int v, tc_expr *dt)
+{
+	const tc_stmt *s = g->cur;
+	tc_stmt *b = mk_stmt(g, g->adj[v], s->nidx, s->idx,
+		g->ncontrib[v] ? TC_RED_ADD : TC_RED_ASSIGN, 0, dt);
+	if (!b || !dt || tc_vec_push(&g->stmts, b) < 0 || tc_vec_push(&g->whole, b) < 0) {
+		g->failed = 1;
+		return;
+	}
+	g->ncontrib[v]++;
+	g->have[v] = 1;
+}
+
 /* The adjoint of value v gets the contribution dt (a read at the left
  * indices of g->cur, which cover v's whole tensor), when it is wanted. */
 static void chain_adjoint(grad_ctx *g, int v, tc_expr *dt)
@@ -1134,8 +1174,12 @@ static void chain_adjoint(grad_ctx *g, int v, tc_expr *dt)
 	tc_stmt *b;
 	if (!g->need[v] || alias_adjoint(g, v, g->stmt_val[g->cur_si]))
 		return;
-	b = mk_stmt(g, g->adj[v], s->nidx, s->idx, g->ncontrib[v] ? TC_RED_ADD : TC_RED_ASSIGN, 0,
-		dt);
+	/* a scatter's earlier version: every element, not the ones it names */
+	if (s->sub && (b = fill_stmt(g, g->adj[v], s->tensor, g->adj[g->stmt_val[g->cur_si]])))
+		b->red = g->ncontrib[v] ? TC_RED_ADD : TC_RED_ASSIGN;
+	else if (!s->sub)
+		b = mk_stmt(g, g->adj[v], s->nidx, s->idx,
+			g->ncontrib[v] ? TC_RED_ADD : TC_RED_ASSIGN, 0, dt);
 	if (!b || tc_vec_push(&g->stmts, b) < 0 || tc_vec_push(&g->whole, b) < 0) {
 		g->failed = 1;
 		return;
@@ -1149,7 +1193,7 @@ static void chain_adjoint(grad_ctx *g, int v, tc_expr *dt)
 static int same_subscripts(const tc_expr *r, const tc_stmt *s)
 {
 	int i;
-	if (r->nargs != s->nidx)
+	if (r->nargs != s->nidx || s->sub)
 		return 0;
 	for (i = 0; i < s->nidx; i++)
 		if (strcmp(r->args[i]->name, s->idx[i]))
@@ -1557,6 +1601,150 @@ static int gathered_read(grad_ctx *g, const tc_expr *r)
 	return 0;
 }
 
+/* Whether e uses an index variable of g->cur (through lets). */
+static int uses_var(grad_ctx *g, const tc_expr *e)
+{
+	int i;
+	if (e->kind == TC_AST_IDENT && e->ref == TC_REF_LET)
+		return uses_var(g, g->cur->where[e->ref_id].val);
+	if (e->kind == TC_AST_IDENT && e->ref != TC_REF_SIZE && var_of(g->cur, e->name) >= 0)
+		return 1;
+	for (i = 0; i < e->nargs; i++)
+		if (uses_var(g, e->args[i]))
+			return 1;
+	return 0;
+}
+
+/* Whether the subscript e is an index variable shifted by sizes and
+ * constants (i + 1, i - N, 1 + i), which a scatter's left side may not
+ * be (sema's rule, docs/language.md 5.5). */
+static int shift_form(grad_ctx *g, const tc_expr *e)
+{
+	const tc_expr *a, *b;
+	if (e->kind != TC_AST_BINARY || (e->op != TC_AOP_ADD && e->op != TC_AOP_SUB))
+		return 0;
+	a = e->args[0];
+	b = e->args[1];
+	if (a->kind == TC_AST_IDENT && var_of(g->cur, a->name) >= 0 && !uses_var(g, b))
+		return 1;
+	return e->op == TC_AOP_ADD && b->kind == TC_AST_IDENT && var_of(g->cur, b->name) >= 0 &&
+		!uses_var(g, a);
+}
+
+/* !c, a comparison flipped (a < b for !(a >= b)). */
+static tc_expr *mk_not(grad_ctx *g, tc_expr *c)
+{
+	static const struct {
+		tc_ast_op op, neg;
+	} flip[] = {{TC_AOP_LT, TC_AOP_GE}, {TC_AOP_GE, TC_AOP_LT}, {TC_AOP_GT, TC_AOP_LE},
+		{TC_AOP_LE, TC_AOP_GT}, {TC_AOP_EQ, TC_AOP_NE}, {TC_AOP_NE, TC_AOP_EQ}};
+	tc_expr *e;
+	size_t i;
+	if (c->kind == TC_AST_BINARY)
+		for (i = 0; i < sizeof(flip) / sizeof(flip[0]); i++)
+			if (c->op == flip[i].op)
+				return mk_bin(g, flip[i].neg, c->args[0], c->args[1]);
+	if (!(e = mk_node(g, TC_AST_UNARY, 1)))
+		return NULL;
+	e->op = TC_AOP_NOT;
+	e->args[0] = c;
+	return e;
+}
+
+/* a || b where either may be NULL (true: the result is true). */
+static tc_expr *mk_or(grad_ctx *g, tc_expr *a, tc_expr *b)
+{
+	return a && b ? mk_bin(g, TC_AOP_OR, a, b) : NULL;
+}
+
+/* The condition under which the forward expression e (of g->cur)
+ * evaluates the read r: *found is set where e reads r at all, and the
+ * result is NULL where it reads it whatever the values (else the
+ * condition: the branch of a ?:, the right of && or ||, pad's first
+ * argument where the reads are in bounds; several paths are or-ed). */
+static tc_expr *path_cond(grad_ctx *g, const tc_expr *e, const tc_expr *r, int *found)
+{
+	tc_expr *c[3] = {NULL, NULL, NULL}, *acc = NULL;
+	int f[3] = {0, 0, 0}, i, any = 0, always = 0;
+	*found = 0;
+	if (same_read(e, r->ref_id, r)) {
+		*found = 1;
+		return NULL;
+	}
+	if (e->kind == TC_AST_IDENT && e->ref == TC_REF_LET)
+		return path_cond(g, g->cur->where[e->ref_id].val, r, found);
+	if (e->kind == TC_AST_TERNARY || (e->kind == TC_AST_BINARY &&
+		(e->op == TC_AOP_AND || e->op == TC_AOP_OR)) ||
+		(e->kind == TC_AST_CALL && e->ref == TC_REF_PAD)) {
+		tc_expr *test = e->kind == TC_AST_TERNARY ? e->args[0]
+			: e->kind == TC_AST_BINARY ? e->args[0] : pad_tests(g, e->args[0], -1, NULL, NULL);
+		for (i = 0; i < e->nargs; i++)
+			c[i] = path_cond(g, e->args[i], r, &f[i]);
+		if (e->kind == TC_AST_TERNARY) {
+			if (f[0]) { /* the condition is always evaluated */
+				*found = 1;
+				return c[0];
+			}
+			if (f[1])
+				c[1] = mk_and(g, test, c[1]);
+			if (f[2])
+				c[2] = mk_and(g, mk_not(g, test), c[2]);
+			*found = f[1] || f[2];
+			return f[1] && f[2] ? mk_or(g, c[1], c[2]) : f[1] ? c[1] : c[2];
+		}
+		if (e->kind == TC_AST_BINARY) { /* the left always, the right sometimes */
+			if (f[0]) {
+				*found = 1;
+				return c[0];
+			}
+			*found = f[1];
+			return f[1] ? mk_and(g, e->op == TC_AOP_AND ? test : mk_not(g, test), c[1]) : NULL;
+		}
+		/* pad(x, v): x where its reads are in bounds (test NULL: always) */
+		if (f[0])
+			c[0] = mk_and(g, test, c[0]);
+		if (f[1])
+			c[1] = test ? mk_and(g, mk_not(g, test), c[1]) : NULL;
+		*found = f[0] || (f[1] && test);
+		return f[0] && f[1] && test ? mk_or(g, c[0], c[1]) : f[0] ? c[0] : c[1];
+	}
+	for (i = 0; i < e->nargs; i++) {
+		int fi;
+		tc_expr *ci = path_cond(g, e->args[i], r, &fi);
+		if (!fi)
+			continue;
+		always |= !ci;
+		acc = any ? mk_or(g, acc, ci) : ci;
+		any = 1;
+	}
+	*found = any;
+	return always ? NULL : acc;
+}
+
+/* Whether c is one of the conjuncts (&&) of test. */
+static int has_conjunct(const tc_expr *test, const tc_expr *c)
+{
+	if (test->kind == TC_AST_BINARY && test->op == TC_AOP_AND)
+		return has_conjunct(test->args[0], c) || has_conjunct(test->args[1], c);
+	return expr_equal(test, c);
+}
+
+/* test ? p : 0, as one ?: where p is c ? x : 0 with c reading nothing
+ * (a conjunction of comparisons restricts a sum's domain: docs/language.md
+ * 6.8); p where test is NULL. */
+static tc_expr *guarded(grad_ctx *g, tc_expr *test, tc_expr *p)
+{
+	if (!test)
+		return p;
+	while (p->kind == TC_AST_TERNARY && p->args[2]->kind == TC_AST_FLOAT &&
+		p->args[2]->fval == 0.0 && !reads_any(p->args[0])) {
+		if (!has_conjunct(test, p->args[0]))
+			test = mk_and(g, test, p->args[0]);
+		p = p->args[1];
+	}
+	return mk_ternary(g, test, p, NULL);
+}
+
 /* The contribution of p to the adjoint of a gathered read (LUT(I(i), j)):
  * the scatter d_LUT(I(i), j) +=! p, whose cost is linear in the reads.
  * The other subscripts must be index variables (distinct); every variable
@@ -1580,11 +1768,17 @@ static tc_stmt *scatter_stmt(grad_ctx *g, const tc_expr *r, int xv, tc_expr *p)
 			continue;
 		}
 		if (a->kind != TC_AST_IDENT || var_of(s, a->name) < 0) {
-			tc_error(g->d, a->loc, "gradient: subscript %d of '%s' is neither an index "
-				"variable nor a gather, in a gathered read; not supported yet", d + 1,
-				def->tensors[r->ref_id].name);
-			g->failed = 1;
-			return NULL;
+			/* 2 * i, i % N: a scatter's subscript; a shifted index is
+			 * not one (docs/language.md 5.5) */
+			if (shift_form(g, a)) {
+				tc_error(g->d, a->loc, "gradient: subscript %d of '%s' is a shifted "
+					"index beside a subscript that cannot be solved for an index; "
+					"not supported yet", d + 1, def->tensors[r->ref_id].name);
+				g->failed = 1;
+				return NULL;
+			}
+			sub[d] = (tc_expr *)a;
+			continue;
 		}
 		for (v = 0; v < d; v++)
 			if (idx[v] && !strcmp(idx[v], a->name)) {
@@ -1626,17 +1820,19 @@ static tc_stmt *scatter_stmt(grad_ctx *g, const tc_expr *r, int xv, tc_expr *p)
  * of a solved variable becomes a guard, and a subscript without an
  * unsolved variable (a constant, a diagonal) an equality guard.  The other
  * variables are summed over their ranges. */
-static tc_stmt *gather_stmt(grad_ctx *g, const tc_expr *r, int x, int xv, tc_expr *p)
+static tc_stmt *gather_stmt(grad_ctx *g, const tc_expr *r, int x, int xv, tc_expr *p,
+	int *unsolvable)
 {
 	const tc_stmt *s = g->cur;
 	const tc_tensor_info *ti = &g->def->tensors[x];
-	int nvars = s->nvars, nd = r->nargs, v, d, nfree = 0, nw = 0, *plain;
+	int nvars = s->nvars, nd = r->nargs, v, d, nfree = 0, nw = 0, *plain, *ranged;
 	gather ga;
 	tc_expr *guard = NULL, *dguard = NULL;
 	const char **idx;
 	tc_stmt *b;
 	ga.nv = nvars + nd;
-	if (!(plain = tc_arena_alloc(g->ar, (size_t)(nvars + 1) * sizeof(*plain))))
+	if (!(plain = tc_arena_alloc(g->ar, (size_t)(nvars + 1) * sizeof(*plain))) ||
+		!(ranged = tc_arena_alloc(g->ar, (size_t)(nd + 1) * sizeof(*ranged))))
 		return NULL;
 	ga.names = tc_arena_alloc(g->ar, (size_t)(ga.nv + 1) * sizeof(*ga.names));
 	ga.sub = tc_arena_alloc(g->ar, (size_t)(nvars + 1) * sizeof(*ga.sub));
@@ -1649,10 +1845,7 @@ static tc_stmt *gather_stmt(grad_ctx *g, const tc_expr *r, int x, int xv, tc_exp
 		aff a;
 		int piv = -1;
 		if (aff_of(g, r->args[d], &a, ga.nv) < 0) {
-			tc_error(g->d, r->args[d]->loc,
-				"gradient: subscript %d of '%s' is not affine in the index variables; "
-				"the gradient of a gathered read is not supported yet", d + 1, ti->name);
-			g->failed = 1;
+			*unsolvable = 1; /* i % N, i / 2: the caller scatters */
 			return NULL;
 		}
 		for (v = 0; v < nvars; v++)
@@ -1688,11 +1881,7 @@ static tc_stmt *gather_stmt(grad_ctx *g, const tc_expr *r, int x, int xv, tc_exp
 		} else {
 			for (v = 0; v < nvars; v++)
 				if (a.c[v]) {
-					tc_error(g->d, r->args[d]->loc,
-						"gradient: subscript %d of '%s' has no index variable with "
-						"coefficient 1 or -1 to solve for; not supported yet", d + 1,
-						ti->name);
-					g->failed = 1;
+					*unsolvable = 1; /* 2 * i: the caller scatters */
 					return NULL;
 				}
 			if (!(ga.names[nvars + d] = fresh_index(g, "x", ga.names + nvars, d)))
@@ -1737,8 +1926,12 @@ static tc_stmt *gather_stmt(grad_ctx *g, const tc_expr *r, int x, int xv, tc_exp
 			e = aff_expr(g, &a, ga.names, ga.nv);
 			if (!ext || tc_sx_sign(tc_sx_sub(g->ar, tc_sx_const(g->ar, 0), lo)) != 1)
 				c = mk_bin(g, TC_AOP_GE, e, sx_expr(g, s, lo));
+			else /* y's range comes from d_X's extent then, not from reads */
+				ranged[y - nvars] = 1;
 			if (!ext || tc_sx_sign(tc_sx_sub(g->ar, hi, ext)) != 1)
 				c = mk_and(g, c, mk_bin(g, TC_AOP_LT, e, sx_expr(g, s, hi)));
+			else
+				ranged[y - nvars] = 1;
 			if (!c)
 				continue;
 			if (v < s->nidx && covers(s, v, g->def->tensors[s->tensor].ext[v]))
@@ -1775,7 +1968,11 @@ static tc_stmt *gather_stmt(grad_ctx *g, const tc_expr *r, int x, int xv, tc_exp
 	}
 	/* ranges: the summed variables', and the new indices' where the
 	 * adjoint's extents are not known yet (a temporary's first write) */
-	b->nwhere = nfree + (xv >= g->def->ninputs && !g->ncontrib[xv] ? nd : 0);
+	if (xv >= g->def->ninputs && !g->ncontrib[xv])
+		for (d = 0; d < nd; d++)
+			ranged[d] = 1;
+	for (b->nwhere = nfree, d = 0; d < nd; d++)
+		b->nwhere += ranged[d];
 	if (b->nwhere && !(b->where = tc_arena_alloc(g->ar, (size_t)b->nwhere * sizeof(tc_where))))
 		return NULL;
 	for (v = 0; v < nvars; v++)
@@ -1786,8 +1983,11 @@ static tc_stmt *gather_stmt(grad_ctx *g, const tc_expr *r, int x, int xv, tc_exp
 			w->lo = sx_expr(g, s, s->vars[v].lo);
 			w->hi = sx_expr(g, s, s->vars[v].hi);
 		}
-	for (d = 0; nw < b->nwhere; d++) {
-		tc_where *w = &b->where[nw++];
+	for (d = 0; d < nd; d++) {
+		tc_where *w;
+		if (!ranged[d])
+			continue;
+		w = &b->where[nw++];
 		w->kind = TC_WHERE_RANGE;
 		w->name = idx[d];
 		w->lo = mk_int(g, 0);
@@ -1803,6 +2003,7 @@ static void backward_stmt(grad_ctx *g, int si)
 	const tc_stmt *s = g->ss[si];
 	tc_vec reads = {0};
 	tc_expr *dt, *first_p = NULL, *first_read = NULL, *gate = NULL, *factor = NULL;
+	tc_expr *prev_gate = NULL;
 	int i, v, w = g->stmt_val[si], nextra, *extra, whole;
 	if (!g->have[w])
 		return;
@@ -1816,12 +2017,29 @@ static void backward_stmt(grad_ctx *g, int si)
 	g->cur_si = si;
 	if (s->nwhere && !(g->let_used = tc_arena_alloc(g->ar, (size_t)s->nwhere * sizeof(int))))
 		return;
-	dt = mk_read(g, g->adj[w], s->nidx, s->idx);
+	dt = lhs_read(g, g->adj[w], s);
 	/* an in-place T(i) += e: the earlier version's adjoint is T's */
 	if (s->red == TC_RED_ADD && !s->init && def->tensors[s->tensor].first_write != si)
 		chain_adjoint(g, read_val(g, si, s->tensor), dt);
+	/* an in-place T(i) max= e: the earlier version is the first term, so
+	 * it gets the gradient where it attains the result (ties included),
+	 * and e's terms only where it does not */
+	if ((s->red == TC_RED_MAX || s->red == TC_RED_MIN) && !s->init &&
+		def->tensors[s->tensor].first_write != si) {
+		int u = read_val(g, si, s->tensor);
+		tc_expr *prev = mk_read(g, g->vname[u], s->nidx, s->idx);
+		if (g->need[u]) {
+			use_value(g, u);
+			chain_gated(g, u, mk_ternary(g, mk_bin(g, TC_AOP_EQ, prev, own_read(g)), dt,
+				NULL));
+		}
+		if (reads.n) {
+			use_value(g, u);
+			prev_gate = mk_bin(g, TC_AOP_NE, prev, own_read(g));
+		}
+	}
 	if (reads.n && (s->red == TC_RED_MAX || s->red == TC_RED_MIN))
-		gate = arg_gate(g);
+		gate = mk_and(g, arg_gate(g), prev_gate);
 	else if (reads.n && s->red == TC_RED_MUL)
 		factor = product_factor(g);
 	for (i = 0; i < reads.n && !g->failed; i++) {
@@ -1862,8 +2080,25 @@ static void backward_stmt(grad_ctx *g, int si)
 		/* a read with other subscripts than distinct index variables, or
 		 * whose variables may range outside the tensor (under ?:) */
 		if (!plain_read(g, r) || !read_within(g, r, x)) {
-			tc_stmt *b = gathered_read(g, r) ? scatter_stmt(g, r, xv, p) :
-							    gather_stmt(g, r, x, xv, p);
+			int unsolvable = 0, gathered = gathered_read(g, r);
+			tc_stmt *b = gathered ? NULL : gather_stmt(g, r, x, xv, p, &unsolvable);
+			/* a gathered subscript (LUT(I(i), j)), or one that no index
+			 * can be solved for (2 * i, i % N): the scatter d_X(...) +=! p,
+			 * only where the forward reads X(...) (its subscripts are
+			 * evaluated at every point of a scatter's domain) */
+			if ((gathered || unsolvable) && !g->failed) {
+				int found;
+				tc_expr *when = path_cond(g, s->rhs, r, &found);
+				if (when && reads_any(when)) {
+					tc_error(g->d, r->loc, "gradient: '%s' is read under a condition "
+						"that reads a tensor; the scatter of its adjoint cannot be "
+						"limited to where it is read; not supported yet",
+						def->tensors[x].name);
+					g->failed = 1;
+					break;
+				}
+				b = scatter_stmt(g, r, xv, guarded(g, when, p));
+			}
 			if (!b)
 				break;
 			if (needs_cast(g, s, b->rhs, def->tensors[x].dtype))
@@ -2209,10 +2444,23 @@ static int make_values(grad_ctx *g)
 			name = fresh_name(g, name, buf);
 		}
 		g->vname[v] = name;
-		n = strlen(name) + 3;
+		n = strlen(name) + 16;
 		if (!name || !(a = tc_arena_alloc(g->ar, n)))
 			return -1;
-		snprintf(a, n, "d_%s", name);
+		/* d_X, or d_X_2, ... where the def (a backward def's own d_X
+		 * output) or an earlier adjoint has the name */
+		for (k = 1; k < 1000; k++) {
+			int u, taken;
+			if (k == 1)
+				snprintf(a, n, "d_%s", name);
+			else
+				snprintf(a, n, "d_%s_%d", name, k);
+			taken = name_taken(def, a);
+			for (u = 0; u < v && !taken; u++)
+				taken = !strcmp(g->adj[u], a);
+			if (!taken)
+				break;
+		}
 		g->adj[v] = a;
 	}
 	for (t = 0; t < nt; t++)
@@ -2226,6 +2474,13 @@ static int make_values(grad_ctx *g)
 		*c = *s;
 		c->lhs = g->vname[g->stmt_val[si]];
 		c->rhs = rename_reads(g, s->rhs, si);
+		if (s->sub) {
+			int k;
+			if (!(c->sub = tc_arena_alloc(g->ar, (size_t)s->nidx * sizeof(*c->sub))))
+				return -1;
+			for (k = 0; k < s->nidx; k++)
+				c->sub[k] = s->sub[k] ? rename_reads(g, s->sub[k], si) : NULL;
+		}
 		if (s->nwhere && !(c->where = tc_arena_alloc(g->ar, (size_t)s->nwhere * sizeof(tc_where))))
 			return -1;
 		for (w = 0; w < s->nwhere; w++) {
@@ -2250,9 +2505,11 @@ static int final_val(const grad_ctx *g, int t)
 static int push_forward(grad_ctx *g, int si, tc_stmt **out, int *n)
 {
 	const tc_stmt *s = g->ss[si];
-	if (s->red == TC_RED_ADD && !s->init && g->def->tensors[s->tensor].first_write != si) {
-		tc_stmt *c = mk_stmt(g, s->lhs, s->nidx, s->idx, TC_RED_ASSIGN, 0,
-			mk_read(g, g->vname[read_val(g, si, s->tensor)], s->nidx, s->idx));
+	if (s->red != TC_RED_ASSIGN && !s->init && g->def->tensors[s->tensor].first_write != si) {
+		const char *prev = g->vname[read_val(g, si, s->tensor)];
+		tc_stmt *c = s->sub ? fill_stmt(g, s->lhs, s->tensor, prev)
+				    : mk_stmt(g, s->lhs, s->nidx, s->idx, TC_RED_ASSIGN, 0,
+					    mk_read(g, prev, s->nidx, s->idx));
 		if (!c || !c->rhs)
 			return -1;
 		out[(*n)++] = c;
@@ -2284,14 +2541,21 @@ __tc_give tc_def *tc_grad_derive(__tc_keep tc_arena *ar, __tc_keep const tc_def 
 		return NULL;
 	if (make_values(&g) < 0)
 		goto error;
-	/* outputs: floating point, adjoints given (their final values') */
+	/* outputs: the floating-point ones' adjoints are given (their final
+	 * values'); an integer or bool output has none (its gradient is zero),
+	 * and a def with no floating-point output has nothing to differentiate */
+	for (t = nin; t < nio && !is_float(def->tensors[t].dtype); t++)
+		;
+	if (t == nio) {
+		tc_error(d, def->tensors[nin].loc,
+			"gradient: output '%s' is %s; only floating-point outputs can be "
+			"differentiated, and '%s' has none", def->tensors[nin].name,
+			tc_dtype_name(def->tensors[nin].dtype), def->name);
+		g.failed = 1;
+	}
 	for (t = nin; t < nio; t++) {
-		if (!is_float(def->tensors[t].dtype)) {
-			tc_error(d, def->tensors[t].loc,
-				"gradient: output '%s' is %s; only floating-point outputs can be "
-				"differentiated", def->tensors[t].name, tc_dtype_name(def->tensors[t].dtype));
-			g.failed = 1;
-		}
+		if (!is_float(def->tensors[t].dtype))
+			continue;
 		v = final_val(&g, t);
 		g.given[t] = g.adj[v];
 		g.have[v] = 1;
@@ -2333,29 +2597,19 @@ __tc_give tc_def *tc_grad_derive(__tc_keep tc_arena *ar, __tc_keep const tc_def 
 			int w = g.stmt_val[i];
 			if (g.need[w] || !is_float(def->tensors[s->tensor].dtype))
 				continue;
-			if (stmt_reads_needed(&g, s) || (s->red == TC_RED_ADD && !s->init &&
+			if (stmt_reads_needed(&g, s) || (s->red != TC_RED_ASSIGN && !s->init &&
 				def->tensors[s->tensor].first_write != i && g.need[read_val(&g, i, s->tensor)])) {
 				g.need[w] = 1;
 				changed = 1;
 			}
 		}
 	} while (changed);
-	/* the adjoints used must not clash with the def's names */
-	for (v = 0; v < g.nval; v++)
-		if ((g.need[v] || g.have[v]) && name_taken(def, g.adj[v])) {
-			tc_error(d, def->tensors[g.val_t[v]].loc,
-				"gradient: the adjoint of '%s' would be named '%s', which the def "
-				"already uses", g.vname[v], g.adj[v]);
-			g.failed = 1;
-		}
-	if (g.failed)
-		goto error;
 	/* an output that statements read: its adjoint is the given one plus
 	 * what those statements add, in a copy */
 	for (t = nin; t < nio; t++) {
 		tc_stmt *c;
 		v = final_val(&g, t);
-		if (!value_readers(&g, v))
+		if (!is_float(def->tensors[t].dtype) || !value_readers(&g, v))
 			continue;
 		g.adj[v] = fresh_name(&g, g.given[t], "total");
 		if (!g.adj[v] || !(c = fill_stmt(&g, g.adj[v], t, g.given[t])) ||
@@ -2380,10 +2634,13 @@ __tc_give tc_def *tc_grad_derive(__tc_keep tc_arena *ar, __tc_keep const tc_def 
 				for (v = 0; v < g.nval; v++)
 					before += g.recompute[v] + g.save[v];
 				mark_temps(&g, s->rhs);
+				for (w = 0; w < s->nidx && s->sub; w++)
+					if (s->sub[w])
+						mark_temps(&g, s->sub[w]);
 				for (w = 0; w < s->nwhere; w++)
 					if (s->where[w].kind != TC_WHERE_RANGE)
 						mark_temps(&g, s->where[w].val);
-				if (s->red == TC_RED_ADD && !s->init &&
+				if (s->red != TC_RED_ASSIGN && !s->init &&
 					def->tensors[s->tensor].first_write != i)
 					use_value(&g, read_val(&g, i, s->tensor));
 				for (v = 0; v < g.nval; v++)
@@ -2405,7 +2662,9 @@ __tc_give tc_def *tc_grad_derive(__tc_keep tc_arena *ar, __tc_keep const tc_def 
 	}
 	/* inputs, the outputs (and with saves, the temporary values) the
 	 * backward reads, the outputs' adjoints */
-	out->nparams = def->nparams + def->noutputs;
+	out->nparams = def->nparams;
+	for (t = nin; t < nio; t++)
+		out->nparams += is_float(def->tensors[t].dtype);
 	for (t = nin; t < nio; t++)
 		out->nparams += g.save[final_val(&g, t)];
 	for (nsaved = 0, v = 0; saves && v < g.nval; v++)
@@ -2425,7 +2684,8 @@ __tc_give tc_def *tc_grad_derive(__tc_keep tc_arena *ar, __tc_keep const tc_def 
 			def->tensors[g.val_t[v]].dtype, g.val_t[v]) < 0)
 			goto error;
 	for (t = nin; t < nio; t++)
-		if (mk_decl(&g, &out->params[i++], g.given[t], def->tensors[t].dtype, t) < 0)
+		if (is_float(def->tensors[t].dtype) &&
+			mk_decl(&g, &out->params[i++], g.given[t], def->tensors[t].dtype, t) < 0)
 			goto error;
 	for (nret = 0, t = 0; t < nin; t++)
 		nret += g.need[t];

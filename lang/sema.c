@@ -988,6 +988,38 @@ static int reads_tensor(sema *S, const tc_expr *e)
 	return 0;
 }
 
+/* Whether e uses an index variable (through lets). */
+static int uses_index(sema *S, const tc_expr *e)
+{
+	int i;
+	if (e->kind == TC_AST_IDENT && e->ref == TC_REF_INDEX)
+		return 1;
+	if (e->kind == TC_AST_IDENT && e->ref == TC_REF_LET)
+		return uses_index(S, S->s->where[e->ref_id].val);
+	for (i = 0; i < e->nargs; i++)
+		if (uses_index(S, e->args[i]))
+			return 1;
+	return 0;
+}
+
+/* Whether the left-hand subscript e is an index name shifted by an
+ * expression of sizes and constants (i + 1, N - 1 - i is not: -i), the
+ * form whose scatter is better written as a gather by shifting the reads;
+ * every other subscript that is not a name (I(i), 2 * i, i % N, i + j, 0)
+ * makes a scatter. */
+static int is_shift(sema *S, const tc_expr *e)
+{
+	const tc_expr *a, *b;
+	if (e->kind != TC_AST_BINARY || (e->op != TC_AOP_ADD && e->op != TC_AOP_SUB))
+		return 0;
+	a = e->args[0];
+	b = e->args[1];
+	if (a->kind == TC_AST_IDENT && a->ref == TC_REF_INDEX && !uses_index(S, b))
+		return 1;
+	return e->op == TC_AOP_ADD && b->kind == TC_AST_IDENT && b->ref == TC_REF_INDEX &&
+		!uses_index(S, a);
+}
+
 /* A scatter's left side (s->sub set, after check_lhs): the operator is a
  * reduction that does not depend on the order of duplicate elements, the
  * tensor's shape is known (the gathered subscripts do not define it), and
@@ -1012,9 +1044,9 @@ static int check_scatter(sema *S, tc_stmt *s)
 				"the subscript for dimension %d of '%s' must be an integer but has type %s",
 				k, s->lhs, tc_dtype_name(a->type));
 			ok = 0;
-		} else if (!reads_tensor(S, a)) {
+		} else if (!reads_tensor(S, a) && is_shift(S, a)) {
 			tc_error(S->d, a->loc,
-				"a left-hand subscript must be an index name or a gather (an integer expression that reads a tensor, such as I(i)), but this one reads no tensor; to write at shifted positions, shift the reads instead (O(i) = A(i - 1) where i in 1:N)");
+				"a left-hand subscript must be an index name, a gather (an integer expression that reads a tensor, such as I(i)) or another scatter's subscript (2 * i, i %% N), but this one is a shifted index; to write at shifted positions, shift the reads instead (O(i) = A(i - 1) where i in 1:N)");
 			ok = 0;
 		} else if (!settle(S, a, TC_T_I32, 0)) {
 			ok = 0;

@@ -1112,6 +1112,33 @@ static void build_scatter_accumulate(run *r, const int64_t *s)
 	free(S);
 }
 
+/* s = {N, M}: X's elements M >= (N + 1) / 2; O(2 i) = X(i) for i < (N + 1) / 2 */
+static void build_scatter_strided(run *r, const int64_t *s)
+{
+	int64_t N = s[0], M = s[1];
+	in_f32(r, DIMS(N), -1, 1);
+	float *X = in_f32(r, DIMS(M), -1, 1);
+	float *O = out_f32(r, DIMS(N));
+	for (int64_t k = 0; k < N; k++)
+		O[k] = 0;
+	for (int64_t i = 0; i < (N + 1) / 2; i++)
+		O[2 * i] += X[i];
+}
+
+/* s = {N, M} */
+static void build_scatter_folded(run *r, const int64_t *s)
+{
+	int64_t N = s[0], M = s[1];
+	in_f32(r, DIMS(N), -1, 1);
+	float *X = in_f32(r, DIMS(M), -1, 1);
+	float *O = out_f32(r, DIMS(N));
+	reduction_tol(r, M / N + 1, 1);
+	for (int64_t k = 0; k < N; k++)
+		O[k] = 0;
+	for (int64_t i = 0; i < M; i++)
+		O[i % N] += X[i] * X[i];
+}
+
 /* ---- concat.tc (and concat_exists in let_exists.tc) ---- */
 
 /* s = {N, M, D} */
@@ -2180,6 +2207,8 @@ static const kernel_case cases[] = {
 	CASE("scatter", "segment_max", build_segment_max, {1, 1}, {7, 31}, {13, 1}, {5, 100}),
 	CASE("scatter", "scatter_accumulate", build_scatter_accumulate, {1, 1, 1}, {7, 13, 31},
 		{3, 1, 5}),
+	CASE("scatter", "scatter_strided", build_scatter_strided, {1, 1}, {13, 7}, {4, 9}),
+	CASE("scatter", "scatter_folded", build_scatter_folded, {1, 1}, {7, 13}, {3, 40}, {5, 5}),
 	CASE("concat", "concat_rows", build_concat_rows, {1, 1, 1}, {7, 13, 3}, {31, 1, 5}),
 	CASE("concat", "concat_cols", build_concat_cols, {1, 1, 1}, {7, 13, 3}, {3, 1, 31}),
 	CASE("guarded", "concat_tc", build_concat_tc, {1, 1}, {24, 16}, {7, 3}),

@@ -140,6 +140,16 @@ static int nsaved(tc_module *mf, const char *entry, tc_module *mb, const char *b
 	return n;
 }
 
+/* Whether the comma-separated list wrt names name. */
+static int wrt_has(const char *wrt, const char *name)
+{
+	size_t n = strlen(name);
+	for (const char *p = wrt; p && *p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL)
+		if (!strncmp(p, name, n) && (p[n] == ',' || !p[n]))
+			return 1;
+	return 0;
+}
+
 /* saves: TC_GRAD_SAVES, the backward def's saved temporaries computed by
  * the forward with saves (NAME_fwd) of its text. */
 static void check_case(const grad_case *c, int saves)
@@ -235,14 +245,23 @@ static void check_case(const grad_case *c, int saves)
 	run(kbi, bin, nbin, gi, ngrad);
 	run(kbc, bin, nbin, gc, ngrad);
 
-	/* which input each gradient belongs to: the order of the inputs */
+	/* which input each gradient belongs to: the inputs asked for (every
+	 * floating-point one by default), in their order, each named d_X (or
+	 * d_X_2, ... where the def has a d_X) */
 	for (int i = 0; i < nin; i++) {
 		const char *name = tc_module_tensor_name(mf, c->name, i);
+		DLDataType dt;
 		char want[64];
-		snprintf(want, sizeof(want), "d_%s", name);
-		for (int g = 0; g < ngrad; g++)
-			if (!strcmp(tc_module_tensor_name(mb, entry, nbin + g), want))
-				wrt_of[nwrt++] = i;
+		size_t n;
+		assert_int_equal(tc_module_input_type(mf, c->name, i, &dt, NULL), 0);
+		if (dt.code != kDLFloat || (c->wrt && !wrt_has(c->wrt, name)))
+			continue;
+		assert_true(nwrt < ngrad);
+		n = (size_t)snprintf(want, sizeof(want), "d_%s", name);
+		name = tc_module_tensor_name(mb, entry, nbin + nwrt);
+		if (strncmp(name, want, n) || (name[n] && name[n] != '_'))
+			fail_msg("%s: gradient %d is '%s', expected %s", c->name, nwrt, name, want);
+		wrt_of[nwrt++] = i;
 	}
 	assert_int_equal(nwrt, ngrad);
 
@@ -488,6 +507,39 @@ static const grad_case cases[] = {
 		"def pad_nested(float64(N) A, float64(N) B, float64(N) W) -> (O) {\n"
 		"  O(i) = tanh(pad(A(i - 1) + pad(B(i + 1), 0.25), 0.0)) * W(i) where i in 0:N\n}\n",
 		NULL, {"6", "6", "6"}, -1, 1},
+	{"scatter",
+		"def scatter(float64(V,D) W, int64(B) I, float64(B,D) X) -> (float64(V,D) O) {\n"
+		"  O(I(i),j) +=! tanh(X(i,j)) * W(I(i), j)\n}\n",
+		NULL, {"5x3", "6", "6x3"}, -1, 1},
+	{"scatter_inplace",
+		"def scatter_inplace(float64(V,D) W, int64(B) I, float64(B,D) X) -> (O) {\n"
+		"  O(v,j) = W(v,j) * W(v,j)\n"
+		"  O(I(i),j) += X(i,j) * W(I(i) - 1, j)\n}\n",
+		NULL, {"5x3", "6", "6x3"}, -1, 1},
+	{"matmul_bwd",
+		"def matmul_bwd(float64(M,K) A, float64(K,N) B, float64(M,N) d_C) -> (d_A, d_B) {\n"
+		"  d_A(m,k) +=! d_C(m,n) * B(k,n)\n"
+		"  d_B(k,n) +=! d_C(m,n) * A(m,k)\n}\n",
+		NULL, {"3x4", "4x5", "3x5"}, -1, 1},
+	{"strided_read",
+		"def strided_read(float64(N) I) -> (O) {\n"
+		"  O(i) = I(2 * i) * I(2 * i) + pad(I(2 * i - 1), 0.5) where i in 0:(N+1)/2\n}\n",
+		NULL, {"7"}, -1, 1},
+	{"tiled_read",
+		"def tiled_read(float64(N) A, float64(M) W) -> (O) {\n"
+		"  O(i) = tanh(A(i % N)) * W(i) + A(i / 2) where i in 0:M\n}\n",
+		NULL, {"5", "10"}, -1, 1},
+	{"max_into",
+		"def max_into(float64(N,M) A, float64(N) B) -> (O) {\n"
+		"  O(i) = B(i) * B(i)\n"
+		"  O(i) max= A(i,j)\n"
+		"  O(i) = O(i) * B(i)\n}\n",
+		NULL, {"7x4", "7"}, -1, 1},
+	{"min_into_pointwise",
+		"def min_into_pointwise(float64(N) A, float64(N) B) -> (O) {\n"
+		"  O(i) +=! A(i) * B(j) where j in 0:N\n"
+		"  O(i) min= B(i) - 0.5\n}\n",
+		NULL, {"7", "7"}, -1, 1},
 	{"embedding",
 		"def embedding(float64(V,D) LUT, int64(B) I) -> (O) {\n"
 		"  O(i,j) = LUT(I(i), j)\n}\n",
@@ -605,17 +657,17 @@ static void expect_error(const char *src, const char *entry, const char *wrt, ..
 static void test_unsupported_constructs_are_located_errors(void **state)
 {
 	(void)state;
-	expect_error("def up(float64(N) I) -> (O) {\n"
-		     "  O(i) = I(2 * i) where i in 0:N/2\n}\n",
-		"up", NULL, "bad.tc:2:12: error: gradient: subscript 1 of 'I' has no index variable "
-		"with coefficient 1 or -1 to solve for; not supported yet", "^~~~~", NULL);
-	expect_error("def mx(float64(N,C) X, float64(N) Y) -> (O) {\n  O(n) = Y(n)\n  O(n) max= X(n,c)\n}\n",
-		"mx", NULL, "bad.tc:3:8: error: gradient: 'max=' updates 'O' in place; only '=' and "
-		"'+=' updates are supported yet", "^~~~", NULL);
+	expect_error("def mx(float64(N,C) X, float64(N) Y) -> (O) {\n  O(n) = Y(n)\n  O(n) *= X(n,c)\n}\n",
+		"mx", NULL, "bad.tc:3:8: error: gradient: '*=' updates 'O' in place; only '=', '+=', "
+		"'max=' and 'min=' updates are supported yet", "^~\n", NULL);
 	expect_error("def gat(float64(N,K) A, int64(M) I) -> (O) {\n"
 		     "  O(i,j) = A(I(i), j + 1) where j in 0:K-1\n}\n", "gat", NULL,
-		"bad.tc:2:20: error: gradient: subscript 2 of 'A' is neither an index variable nor "
-		"a gather, in a gathered read; not supported yet", "^~~~~", NULL);
+		"bad.tc:2:20: error: gradient: subscript 2 of 'A' is a shifted index beside a "
+		"subscript that cannot be solved for an index; not supported yet", "^~~~~", NULL);
+	expect_error("def sm(float64(V) W, int32(B) I, float64(B) X) -> (float64(V) O) {\n"
+		     "  O(I(i)) max=! X(i) * W(I(i))\n}\n", "sm", NULL,
+		"bad.tc:2:5: error: gradient: a scatter with 'max=!' is not supported yet "
+		"(supported: '+=!' and '+=')", "^~~~", NULL);
 	expect_error("def lg(float64(N) A) -> (O) {\n  O(i) = lgamma(A(i))\n}\n", "lg", NULL,
 		"bad.tc:2:10:", "the derivative of 'lgamma' is not supported yet", NULL);
 	expect_error("def io(float64(N) A) -> (int32(N) O) {\n  O(i) = int32(A(i))\n}\n", "io",
@@ -627,9 +679,26 @@ static void test_unsupported_constructs_are_located_errors(void **state)
 		"ii", "I", "input 'I' is int64; only floating-point inputs have a gradient", NULL);
 	expect_error("def mm(float64(M,K) A, float64(K,N) B) -> (C) {\n  C(m,n) +=! A(m,k) * "
 		     "B(k,n)\n}\n", "nope", NULL, "no def named 'nope'", NULL);
-	expect_error("def cl(float64(N) A, float64(N) d_A) -> (O) {\n  O(i) = A(i) * d_A(i)\n}\n",
-		"cl", "A", "bad.tc:1:19: error: gradient: the adjoint of 'A' would be named 'd_A', "
-		"which the def already uses", NULL);
+}
+
+/* An adjoint whose name d_X the def already has (a hand-written backward
+ * def's own d_A, differentiated again) is d_X_2, the next free number. */
+static void test_taken_adjoint_names_are_numbered(void **state)
+{
+	tc_context *ctx = tc_context_new();
+	tc_module *m = tc_module_parse(ctx, "def cl(float64(N) A, float64(N) d_A, float64(N) d_A_2)"
+		" -> (O) {\n  O(i) = A(i) * d_A(i) + d_A_2(i)\n}\n", "cl.tc");
+	char *text;
+	(void)state;
+	assert_non_null(m);
+	text = tc_module_grad(m, "cl", "A,d_A", 0);
+	if (!text)
+		fail_msg("%s", tc_context_error(ctx));
+	assert_true(tu_contains(text, "-> (float64(N) d_A_3, float64(N) d_d_A) {\n"));
+	assert_true(tu_contains(text, "  d_A_3(i) = d_O(i) * d_A(i)\n"));
+	tc_string_free(text);
+	tc_module_free(m);
+	tc_context_free(ctx);
 }
 
 /* ---- the tie rule of fmax, fmin, max and min ---- */
@@ -749,6 +818,7 @@ static void test_max_and_min_ties_go_to_the_first_position(void **state)
 {
 	/* row 0: max 3 at k = 1 and 3; row 1: min -1 at (h, w) = (0, 2) and (1, 0) */
 	static const double x[2][4] = {{1.0, 3.0, 2.0, 3.0}, {0.0, 5.0, -1.0, -1.0}};
+	static const double y[2][4] = {{3.0, 1.0, 3.0, 2.0}, {0.0, 5.0, -1.0, -1.0}};
 	double g[8];
 	(void)state;
 	grad_rows("def mx(float64(N,K) X) -> (O) {\n  O(i) max=! X(i,k)\n}\n", "mx", &x[0][0], 2,
@@ -762,6 +832,16 @@ static void test_max_and_min_ties_go_to_the_first_position(void **state)
 	grad_rows("def mn(float64(N,K) X) -> (O) {\n  O(i) min=! X(i,k) + 0.0 * float64(h + w)"
 		  " where h in 0:2, w in 0:2, k in 0:4\n}\n", "mn", &x[0][0], 2, 4, g);
 	assert_true(g[0] == 1 && g[1] == 0 && g[2] == 0 && g[3] == 0);
+	assert_true(g[4] == 0 && g[5] == 0 && g[6] == 2 && g[7] == 0);
+	/* in place: the earlier value is the first term, so it wins a tie
+	 * (row 0 of y: 3 before the 3 at k = 2) */
+	grad_rows("def mxi(float64(N,K) X) -> (O) {\n  O(i) = X(i,0)\n"
+		  "  O(i) max= X(i,k) where k in 1:K\n}\n", "mxi", &y[0][0], 2, 4, g);
+	assert_true(g[0] == 1 && g[1] == 0 && g[2] == 0 && g[3] == 0);
+	assert_true(g[4] == 0 && g[5] == 2 && g[6] == 0 && g[7] == 0);
+	grad_rows("def mni(float64(N,K) X) -> (O) {\n  O(i) = X(i,0)\n"
+		  "  O(i) min= X(i,k) where k in 1:K\n}\n", "mni", &y[0][0], 2, 4, g);
+	assert_true(g[0] == 0 && g[1] == 1 && g[2] == 0 && g[3] == 0);
 	assert_true(g[4] == 0 && g[5] == 0 && g[6] == 2 && g[7] == 0);
 }
 
@@ -778,6 +858,65 @@ static void test_product_derivative_with_zero_factors(void **state)
 	assert_true(g[0] == 15 && g[1] == 10 && g[2] == 6);          /* d_O = 1 */
 	assert_true(g[3] == 0 && g[4] == 2 * 10 && g[5] == 0);        /* d_O = 2 */
 	assert_true(g[6] == 0 && g[7] == 0 && g[8] == 0);             /* d_O = 3 */
+}
+
+/* ---- integer outputs ---- */
+
+/* A def with an integer output beside a floating-point one (an arg-min) is
+ * differentiated through the floating-point one: the integer output gets
+ * no adjoint input (its gradient is zero), and the gradient goes to the
+ * first position attaining each row's minimum (checked on the interpreter
+ * and the CPU).  A def with integer outputs only is a located error. */
+static void test_integer_outputs_have_no_adjoint(void **state)
+{
+	static const double a[2][3] = {{2.0, -1.0, -1.0}, {0.5, 3.0, 0.25}};
+	tc_context *ctx = tc_context_new();
+	tc_module *m = tc_module_parse(ctx,
+		"def argmin(float64(N,M) A) -> (mn, idx) {\n"
+		"  mn(i) min=! A(i,j)\n"
+		"  idx(i) min=! A(i,j) == mn(i) ? j : M\n}\n"
+		"def ints(int32(N) A) -> (O) {\n  O(i) = A(i) * 2\n}\n", "argmin.tc"), *mb;
+	int64_t dims[2] = {2, 3};
+	tu_tensor in[3], g;
+	char *text;
+	(void)state;
+	assert_non_null(m);
+	text = tc_module_grad(m, "argmin", NULL, 0);
+	if (!text)
+		fail_msg("%s", tc_context_error(ctx));
+	assert_true(tu_contains(text, "def argmin_grad(float64(N,M) A, float64(N) mn, "
+				      "float64(N) d_mn) -> (float64(N,M) d_A) {\n"));
+	assert_null(strstr(text, "d_idx"));
+	mb = tc_module_parse(ctx, text, "argmin_grad.tc");
+	assert_non_null(mb);
+	tu_tensor_init(&in[0], TU_F64, dims, 2);
+	memcpy(in[0].data, a, sizeof(a));
+	tu_tensor_init(&in[1], TU_F64, dims, 1);
+	tu_tensor_init(&in[2], TU_F64, dims, 1);
+	((double *)in[1].data)[0] = -1.0;
+	((double *)in[1].data)[1] = 0.25;
+	((double *)in[2].data)[0] = 3.0;
+	((double *)in[2].data)[1] = 5.0;
+	for (int target = 0; target < 2; target++) {
+		tc_options *o = target ? NULL : interp_options(ctx);
+		tc_kernel *k = compile(mb, "argmin_grad", in, 3, o, ctx);
+		assert_int_equal(make_outputs(k, &g), 1);
+		run(k, in, 3, &g, 1);
+		assert_true(tu_get(&g, 0) == 0 && tu_get(&g, 1) == 3.0 && tu_get(&g, 2) == 0);
+		assert_true(tu_get(&g, 3) == 0 && tu_get(&g, 4) == 0 && tu_get(&g, 5) == 5.0);
+		tu_tensor_fini(&g);
+		tc_kernel_free(k);
+		tc_options_free(o);
+	}
+	for (int i = 0; i < 3; i++)
+		tu_tensor_fini(&in[i]);
+	tc_string_free(text);
+	assert_null(tc_module_grad(m, "ints", NULL, 0));
+	assert_true(tu_contains(tc_context_error(ctx), "argmin.tc:5:26: error: gradient: output 'O' "
+		"is int32; only floating-point outputs can be differentiated, and 'ints' has none"));
+	tc_module_free(mb);
+	tc_module_free(m);
+	tc_context_free(ctx);
 }
 
 /* ---- mixed floating-point types ---- */
@@ -1051,6 +1190,8 @@ int main(void)
 		cmocka_unit_test(test_max_and_min_ties_go_to_the_first_position),
 		cmocka_unit_test(test_product_derivative_with_zero_factors),
 		cmocka_unit_test(test_mixed_types_cast_to_the_adjoint_type),
+		cmocka_unit_test(test_integer_outputs_have_no_adjoint),
+		cmocka_unit_test(test_taken_adjoint_names_are_numbered),
 		cmocka_unit_test(test_corpus_defs_derive_or_fail_located),
 		cmocka_unit_test(test_unsupported_constructs_are_located_errors),
 		cmocka_unit_test(test_tcomp_grad_command),
