@@ -1502,9 +1502,9 @@ static LLVMValueRef reduce(cg *g, tc_red red, tc_dtype t, LLVMValueRef acc, LLVM
 
 /* The address of the element a scatter writes (g->dom holding the
  * instance's domain values): its subscripts in order, as a read's are
- * (TC_OP_READ in expr), a gathered one checked against its dimension at
- * run time with the interpreter's error at the subscript.  NULL on
- * failure. */
+ * (TC_OP_READ in expr), each but a plain index checked against its
+ * dimension at run time with the interpreter's error at the subscript.
+ * NULL on failure. */
 static LLVMValueRef scatter_address(cg *g, const tc_ir_stmt *ir)
 {
 	const tc_ir_tensor *tt = &g->p->f->tensors[ir->tensor];
@@ -1520,7 +1520,9 @@ static LLVMValueRef scatter_address(cg *g, const tc_ir_stmt *ir)
 		idx[k] = convert(g, expr(g, sub), at, tc_dtype_is_signed(at) ? TC_T_I64 : TC_T_U64);
 		if (!idx[k])
 			return NULL;
-		if (g->guarded || !tc_ir_affine(sub)) { /* not proven in bounds */
+		/* range inference bounds no scatter subscript by the tensor written
+		 * (an affine one, 2 * i, included: docs/language.md 5.5) */
+		{
 			tc_cg_site site = {TC_CG_CHECK_BOUNDS, sub->loc, ir->tensor, k, 0};
 			int n = add_site(g, site);
 			LLVMValueRef bad;

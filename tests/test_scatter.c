@@ -333,6 +333,56 @@ static void test_index_out_of_range_is_a_located_runtime_error(void **state)
 	}
 }
 
+/* A strided scatter O(2 * i) +=! X(i): its subscript is affine, but range
+ * inference bounds it by nothing (X gives i its range), so it is checked at
+ * run time like a gather: with X of 6 elements and O of 4, 2 * 2 = 4 is
+ * the located error on the interpreter and the CPU (which wrote past the
+ * output before), and with X of 2 the run is right. */
+static void test_strided_scatter_is_checked_at_run_time(void **state)
+{
+	fixture *f = *state;
+	static const char *const where[] = {"target=interp", "target=cpu"};
+	tc_module *m = tc_module_parse(f->ctx, "def s(float(N) A, float(M) X) -> (float(N) O) {\n"
+		"    O(2*i) +=! X(i)\n}\n", "strided.tc");
+	assert_non_null(m);
+	for (int t = 0; t < 2; t++) {
+		for (int64_t mx = 6; mx >= 2; mx -= 4) {
+			tu_tensor in[2], out;
+			const DLTensor *ins[2] = {&in[0].dl, &in[1].dl};
+			DLTensor *outs[1] = {&out.dl};
+			tc_options *o = tc_options_new();
+			tc_kernel *k;
+			uint64_t rng = tu_seed("strided", (uint64_t)t);
+			tu_tensor_init(&in[0], TU_F32, (int64_t[]){4}, 1);
+			tu_tensor_init(&in[1], TU_F32, &mx, 1);
+			tu_tensor_init(&out, TU_F32, (int64_t[]){4}, 1);
+			fill_f32(&in[0], &rng, -1, 1);
+			fill_f32(&in[1], &rng, -1, 1);
+			tu_poison(&out);
+			assert_int_equal(tc_options_parse(o, where[t], f->ctx), 0);
+			assert_non_null(k = tc_compile(m, "s", ins, 2, o));
+			if (mx == 6) {
+				assert_int_equal(tc_kernel_run(k, ins, 2, outs, 1), -1);
+				if (!tu_contains(tc_context_error(f->ctx), "strided.tc:2:7") ||
+					!tu_contains(tc_context_error(f->ctx),
+						"index 4 is out of bounds for dimension 0 of 'O' (extent 4)"))
+					fail_msg("[%s] unexpected error:\n%s", where[t],
+						tc_context_error(f->ctx));
+			} else {
+				const float *x = in[1].data, *y = out.data;
+				assert_int_equal(tc_kernel_run(k, ins, 2, outs, 1), 0);
+				assert_true(y[0] == x[0] && y[1] == 0 && y[2] == x[1] && y[3] == 0);
+			}
+			tc_kernel_free(k);
+			tc_options_free(o);
+			tu_tensor_fini(&in[0]);
+			tu_tensor_fini(&in[1]);
+			tu_tensor_fini(&out);
+		}
+	}
+	tc_module_free(m);
+}
+
 /* The CUDA text of entry (target=cuda-emu) at the inputs' shapes. */
 static char *cuda_text(fixture *f, const char *entry, tu_tensor *ins, int nin)
 {
@@ -423,6 +473,7 @@ int main(void)
 		cmocka_unit_test(test_max_scatter),
 		cmocka_unit_test(test_gpu_sums_scatter_with_atomics),
 		cmocka_unit_test(test_index_out_of_range_is_a_located_runtime_error),
+		cmocka_unit_test(test_strided_scatter_is_checked_at_run_time),
 		cmocka_unit_test(test_compile_errors_are_located),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
