@@ -652,9 +652,12 @@ static void check_stmt(grad_ctx *g, int si)
 		g->failed = 1;
 		return;
 	}
-	if (ti->first_write == si && s->red != TC_RED_ASSIGN && !s->init) {
-		tc_error(g->d, s->op_loc, "gradient: '%s' statements are not supported yet "
-			"(supported: '=', '+=!', '*=!', 'max=!' and 'min=!')",
+	/* a first '+=' adds to what the tensor holds, which no input gives: as
+	 * '+=!' for the gradient; the first term of a first 'max=' is that
+	 * content, whose value the derivation does not have */
+	if (ti->first_write == si && s->red != TC_RED_ASSIGN && s->red != TC_RED_ADD && !s->init) {
+		tc_error(g->d, s->op_loc, "gradient: a first '%s' statement is not supported yet "
+			"(supported: '=', '+=', '+=!', '*=!', 'max=!' and 'min=!')",
 			tc_red_name(s->red, s->init));
 		g->failed = 1;
 		return;

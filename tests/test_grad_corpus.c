@@ -26,6 +26,9 @@
  *   fails: KP1 > K for Idx(k + 1)), sizes and inputs are drawn again, at
  *   most SIZE_TRIES times, from seeds fixed by the file, the def and the
  *   draw.
+ * - A def whose first write of an output adds to what it holds ('+=' without
+ *   '!', which the front end warns about) starts its float outputs from 0.5
+ *   in every forward run: their contents are an input of the def then.
  * - Inputs: floats uniform in [-1, 1], or in [0.5, 1.5] when the def calls a
  *   builtin that needs positive arguments (log, sqrt, rsqrt, pow, ...);
  *   integers 0 or 1 (valid indices: every extent is at least 2) and bools,
@@ -381,8 +384,16 @@ static tu_elt elt_named(const char *type)
 	return TU_F64;
 }
 
-/* Runs k (outputs poisoned first); 0, or -1 with the error in the context. */
-static int run(tc_kernel *k, tu_tensor *in, int nin, tu_tensor *out, int nout)
+/* The value a forward def's float outputs hold before a run where its
+ * first write of them adds to what they hold ('+=' without '!', which the
+ * front end warns about): their contents are an input of the def then,
+ * the same at every run, so that L's differences are the def's. */
+#define START 0.5
+
+/* Runs k with its outputs poisoned first (start NaN), or float outputs set
+ * to start; 0, or -1 with the error in the context. */
+static int run_from(tc_kernel *k, tu_tensor *in, int nin, tu_tensor *out, int nout,
+	double start)
 {
 	const DLTensor *ins[2 * MAX_T];
 	DLTensor *outs[MAX_T];
@@ -390,9 +401,18 @@ static int run(tc_kernel *k, tu_tensor *in, int nin, tu_tensor *out, int nout)
 		ins[i] = &in[i].dl;
 	for (int i = 0; i < nout; i++) {
 		tu_poison(&out[i]);
+		if (!isnan(start) && out[i].elt == TU_F64)
+			for (int64_t j = 0; j < out[i].numel; j++)
+				((double *)out[i].data)[j] = start;
 		outs[i] = &out[i].dl;
 	}
 	return tc_kernel_run(k, ins, nin, outs, nout);
+}
+
+/* run_from with the outputs poisoned. */
+static int run(tc_kernel *k, tu_tensor *in, int nin, tu_tensor *out, int nout)
+{
+	return run_from(k, in, nin, out, nout, NAN);
 }
 
 /* NULL options: the default target, the CPU. */
@@ -543,6 +563,7 @@ typedef struct forward {
 	int nin, nout;
 	tu_tensor in[MAX_T], out[MAX_T], dO[MAX_T]; /* dO: for float outputs only */
 	int is_float[MAX_T];                        /* of each output */
+	double start;                               /* NaN, or START (see there) */
 	tc_kernel *k;                               /* on the interpreter */
 } forward;
 
@@ -591,7 +612,7 @@ static int run_backward(tally *t, tc_context *ctx, forward *f, backward *b, int 
 		}
 		assert_int_equal(make_outputs(kp, pout), npout);
 		po = pout;
-		if (run(kp, f->in, f->nin, pout, npout)) {
+		if (run_from(kp, f->in, f->nin, pout, npout, f->start)) {
 			report(t, "%s%s: %s fails:\n%s\n%s", f->where, tag, fwd, tc_context_error(ctx),
 				b->text);
 			goto done;
@@ -729,7 +750,7 @@ static int draw(forward *f, const sig *s, const char *file, int n, sizes *z,
 			assert_int_equal(make_outputs(f->k, f->out), f->nout);
 			for (int o = 0; o < f->nout; o++)
 				assert_true(!f->is_float[o] || f->out[o].elt == TU_F64);
-			if (run(f->k, f->in, f->nin, f->out, f->nout) == 0)
+			if (run_from(f->k, f->in, f->nin, f->out, f->nout, f->start) == 0)
 				return 0;
 			/* a run-time check refused the sizes or the index data */
 			for (int o = 0; o < f->nout; o++)
@@ -768,10 +789,10 @@ static void check_finite_differences(tally *t, forward *f, backward *bw, int nb,
 			double *p = &((double *)x->data)[j], x0 = *p, h = H * fmax(1.0, fabs(x0));
 			double lp, lm, fd;
 			*p = x0 + h;
-			assert_int_equal(run(f->k, f->in, f->nin, f->out, f->nout), 0);
+			assert_int_equal(run_from(f->k, f->in, f->nin, f->out, f->nout, f->start), 0);
 			lp = loss(f->out, f->dO, f->is_float, f->nout);
 			*p = x0 - h;
-			assert_int_equal(run(f->k, f->in, f->nin, f->out, f->nout), 0);
+			assert_int_equal(run_from(f->k, f->in, f->nin, f->out, f->nout, f->start), 0);
 			lm = loss(f->out, f->dO, f->is_float, f->nout);
 			*p = x0;
 			fd = (lp - lm) / (2 * h);
@@ -795,9 +816,43 @@ static void check_finite_differences(tally *t, forward *f, backward *bw, int nb,
 	}
 }
 
+/* Whether def name of the module parsed from src, whose warnings are w,
+ * has a warning that a reduction adds to what its tensor holds before any
+ * statement writes it (a warning located between "def name(" and the next
+ * def). */
+static int accumulates(const char *w, const char *src, const char *name)
+{
+	const char *p;
+	char head[160];
+	int first = 0, last = 1 << 30, line = 1;
+	snprintf(head, sizeof(head), "def %s(", name);
+	for (p = src; *p; p++) {
+		if (!strncmp(p, head, strlen(head)) && (p == src || p[-1] == '\n'))
+			first = line;
+		else if (first && line > first && !strncmp(p, "def ", 4) && p[-1] == '\n' &&
+			last > line)
+			last = line;
+		line += *p == '\n';
+	}
+	for (p = w; p && first && (p = strstr(p, ": warning: ")); p++) {
+		const char *q = p, *eol;
+		int l;
+		while (q > w && q[-1] != '\n')
+			q--;
+		/* FILE:LINE:COL: warning: ... */
+		q = strchr(q, ':');
+		l = q ? atoi(q + 1) : 0;
+		eol = strchr(p, '\n');
+		if (l >= first && l < last && strstr(p, "before any statement writes it") &&
+			(!eol || strstr(p, "before any statement writes it") < eol))
+			return 1;
+	}
+	return 0;
+}
+
 /* Derives (without and with saves), counts, and checks def name of m. */
 static void check_def(tally *t, tc_context *ctx, tc_module *m, const char *file,
-	const char *name, const tc_options *oi)
+	const char *src, const char *warnings, const char *name, const tc_options *oi)
 {
 	sig s;
 	sizes z = {0};
@@ -813,6 +868,7 @@ static void check_def(tally *t, tc_context *ctx, tc_module *m, const char *file,
 	parse_signature(m, name, &s);
 	f.m = m;
 	f.name = name;
+	f.start = accumulates(warnings, src, name) ? START : NAN;
 	f.nin = s.nin;
 	f.nout = s.nout;
 	for (int o = 0; o < f.nout; o++)
@@ -939,7 +995,7 @@ free_backward:
 
 static void check_file(tally *t, const char *dir, const char *file)
 {
-	char path[1024], *src, *src64;
+	char path[1024], *src, *src64, *warnings;
 	tc_context *ctx = tc_context_new();
 	tc_options *oi = tc_options_new();
 	tc_module *m;
@@ -953,8 +1009,11 @@ static void check_file(tally *t, const char *dir, const char *file)
 	m = tc_module_parse(ctx, src64, file);
 	if (!m)
 		fail_msg("%s in float64 does not check:\n%s", path, tc_context_error(ctx));
+	warnings = strdup(tc_context_warnings(ctx) ? tc_context_warnings(ctx) : "");
+	assert_non_null(warnings);
 	for (int i = 0; i < tc_module_num_defs(m); i++)
-		check_def(t, ctx, m, file, tc_module_def_name(m, i), oi);
+		check_def(t, ctx, m, file, src64, warnings, tc_module_def_name(m, i), oi);
+	free(warnings);
 	tc_module_free(m);
 	tc_options_free(oi);
 	tc_context_free(ctx);
