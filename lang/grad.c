@@ -2299,7 +2299,8 @@ static void merge_contributions(grad_ctx *g)
 				g->failed = 1;
 				return;
 			}
-			memcpy(w, b->where, (size_t)b->nwhere * sizeof(*w));
+			if (b->nwhere)
+				memcpy(w, b->where, (size_t)b->nwhere * sizeof(*w));
 			for (u = 0; u < a->nwhere; u++) {
 				const char *name = a->where[u].name;
 				for (q = 0; q < a->nidx; q++)
