@@ -152,8 +152,45 @@ typedef struct measure_ctx {
 	const tc_poly *p;
 	tc_poly_nest_cost *c;
 	isl_schedule_node *band;
-	isl_union_set *tiled; /* instances of contractions (in a tileable band) */
+	isl_union_set *tiled;   /* instances of contractions (in a tileable band) */
+	isl_union_set *strided; /* instances a band's last member walks in steps */
 } measure_ctx;
+
+/* Whether a piece of a member's schedule has a coefficient other than 0, 1
+ * and -1 on one of the statement's dimensions. */
+static isl_stat stride_piece_cb(isl_set *set, isl_aff *aff, void *user)
+{
+	int *strided = user;
+	isl_size n = isl_aff_dim(aff, isl_dim_in), j;
+	for (j = 0; j < n && !*strided; j++) {
+		isl_val *v = isl_aff_get_coefficient_val(aff, isl_dim_in, (int)j);
+		*strided = v && isl_val_is_zero(v) == isl_bool_false &&
+			isl_val_is_one(v) == isl_bool_false && isl_val_is_negone(v) == isl_bool_false;
+		isl_val_free(v);
+	}
+	isl_set_free(set);
+	isl_aff_free(aff);
+	return isl_stat_ok;
+}
+
+/* Add to mc->strided the instances of the statement of pa (the band's last
+ * member on one statement) when the member walks it in steps of 2 or more
+ * (S0(2 * h + kh): fused with statements over a finer domain, the loop
+ * runs it on every other iteration behind a test, and no vector
+ * instruction covers the loop). */
+static isl_stat stride_pa_cb(isl_pw_aff *pa, void *user)
+{
+	measure_ctx *mc = user;
+	int strided = 0;
+	if (isl_pw_aff_foreach_piece(pa, stride_piece_cb, &strided) < 0)
+		strided = 0;
+	if (strided) {
+		isl_set *dom = isl_pw_aff_domain(isl_pw_aff_copy(pa));
+		mc->strided = isl_union_set_union(mc->strided, isl_union_set_from_set(dom));
+	}
+	isl_pw_aff_free(pa);
+	return isl_stat_ok;
+}
 
 static isl_stat tiled_cb(isl_set *set, void *user)
 {
@@ -176,6 +213,16 @@ static isl_bool band_cb(isl_schedule_node *node, void *user)
 		isl_schedule_node_band_n_member(node) <= 0)
 		return isl_bool_true;
 	mc->c->skewed += band_skewed(node);
+	{
+		isl_multi_union_pw_aff *mupa = isl_schedule_node_band_get_partial_schedule(node);
+		isl_size n = isl_multi_union_pw_aff_size(mupa);
+		isl_union_pw_aff *upa = n > 0 ? isl_multi_union_pw_aff_get_union_pw_aff(mupa,
+			(int)n - 1) : NULL;
+		if (upa && isl_union_pw_aff_foreach_pw_aff(upa, stride_pa_cb, mc) < 0)
+			mc->c->skewed++; /* unknown: as bad as a skewed band */
+		isl_union_pw_aff_free(upa);
+		isl_multi_union_pw_aff_free(mupa);
+	}
 	dom = isl_schedule_node_get_domain(node);
 	mc->band = node;
 	isl_union_set_foreach_set(dom, tiled_cb, mc);
@@ -278,9 +325,9 @@ void tc_poly_nest_measure(__tc_keep const tc_poly *p, __tc_keep isl_schedule_nod
 {
 	isl_schedule_node *below = NULL;
 	isl_union_set *dom, *all;
-	measure_ctx mc = {p, c, NULL, NULL};
+	measure_ctx mc = {p, c, NULL, NULL, NULL};
 	isl_size ns;
-	c->serial = c->untiled = c->chained = 0;
+	c->serial = c->untiled = c->chained = c->strided = 0;
 	c->skewed = 0;
 	c->statements = 0;
 	if (!node)
@@ -299,18 +346,22 @@ void tc_poly_nest_measure(__tc_keep const tc_poly *p, __tc_keep isl_schedule_nod
 	isl_union_set_foreach_set(dom, tiled_cb, &mc);
 	all = mc.tiled;
 	mc.tiled = isl_union_set_empty(isl_union_set_get_space(dom));
+	mc.strided = isl_union_set_empty(isl_union_set_get_space(dom));
 	isl_union_set_free(dom);
 	isl_schedule_node_foreach_descendant_top_down(node, band_cb, &mc);
 	all = isl_union_set_subtract(all, mc.tiled);
 	c->untiled = all ? tc_poly_box_instances(p, all, 1e6) : 0;
 	isl_union_set_free(all);
+	c->strided = mc.strided ? tc_poly_box_instances(p, mc.strided, 1e6) : 0;
+	isl_union_set_free(mc.strided);
 	isl_schedule_node_free(below);
 }
 
 int tc_poly_nest_cost_less(__tc_keep const tc_poly_nest_cost *a,
 	__tc_keep const tc_poly_nest_cost *b)
 {
-	double ca = a->serial + a->untiled + a->chained, cb = b->serial + b->untiled + b->chained;
+	double ca = a->serial + a->untiled + a->chained + a->strided;
+	double cb = b->serial + b->untiled + b->chained + b->strided;
 	if (ca != cb)
 		return ca < cb;
 	return a->skewed < b->skewed;

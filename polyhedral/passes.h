@@ -120,16 +120,20 @@ __tc_give isl_schedule *tc_poly_hoist_constant(__tc_take isl_schedule *s,
  * left-hand indices and a reduction index), those of contractions with
  * an operand reused across the outputs (a read missing a left-hand index)
  * that share a top-level loop nest with another such (chained: little
- * reuse to gain, each contraction's sweep of its operands cut short), the
- * bands with a skewed member (one walking a combination of two of a
- * statement's dimensions) and the statements.  tc_poly_nest_cost_less: a
- * costs less than b (fewer serial, untiled and chained instances; then
- * fewer skewed bands).  tc_poly_graft
+ * reuse to gain, each contraction's sweep of its operands cut short),
+ * those that the last member of a band walks in steps of 2 or more
+ * (strided: fused with a statement over a finer domain, they run behind a
+ * test on every other iteration and the loop does not vectorise; the
+ * arg-max pass of a max-pool's gradient fused into the input gradient's
+ * loops ran 2.9x slower than apart), the bands with a skewed member (one
+ * walking a combination of two of a statement's dimensions) and the
+ * statements.  tc_poly_nest_cost_less: a costs less than b (fewer serial,
+ * untiled, chained and strided instances; then fewer skewed bands).  tc_poly_graft
  * replaces the subtree at node (taken) by a copy of the tree of s, a
  * schedule of the same instances (its bands, sequences, sets and
  * filters), returning the node at the same position, or NULL. */
 typedef struct tc_poly_nest_cost {
-	double serial, untiled, chained;
+	double serial, untiled, chained, strided;
 	int skewed, statements;
 } tc_poly_nest_cost;
 void tc_poly_nest_measure(__tc_keep const tc_poly *p, __tc_keep isl_schedule_node *node,

@@ -276,7 +276,8 @@ static isl_schedule *schedule_nest(tc_poly *p, isl_schedule_node *node, tc_poly_
  * instances, no skewed band. */
 static int costs_nothing(const tc_poly_nest_cost *c)
 {
-	return c->serial == 0 && c->untiled == 0 && c->chained == 0 && !c->skewed;
+	return c->serial == 0 && c->untiled == 0 && c->chained == 0 && c->strided == 0 &&
+		!c->skewed;
 }
 
 /* The nest at node (taken), or another schedule of its statements in its

@@ -2178,6 +2178,68 @@ static void expect_rows_near(const float *y, size_t stride, size_t n, int nv)
 	}
 }
 
+/* Fusion auto: a statement that a fused band walks in steps of 2 (the
+ * arg-max pass of a 2 x 2 max-pool's gradient, fused by isl into the loops
+ * over the input's elements as S0(h / 2) under a test h % 2 == 0) is a
+ * cost, so the nest is scheduled again: the two statements in nests of
+ * their own, no test on the loop iterators left (max: the fused nest, as
+ * isl made it).  Both agree bit for bit with the interpreter on random
+ * data (the maximum's gradient goes to one element per window). */
+static void fusion_auto_splits_strided_statements(void **state)
+{
+	enum { N = 2, C = 3, H = 6, W = 10 };
+	static float x[N * C * H * W], o[N * C * (H / 2) * (W / 2)], d[N * C * (H / 2) * (W / 2)];
+	static float g[3][N * C * H * W];
+	static const char *const opts[3] = {"", "fusion=max", "target=interp"};
+	int64_t sx[4] = {N, C, H, W}, so[4] = {N, C, H / 2, W / 2};
+	DLTensor X = {x, {kDLCPU, 0}, 4, {kDLFloat, 32, 1}, sx, NULL, 0};
+	DLTensor O = {o, {kDLCPU, 0}, 4, {kDLFloat, 32, 1}, so, NULL, 0};
+	DLTensor D = {d, {kDLCPU, 0}, 4, {kDLFloat, 32, 1}, so, NULL, 0};
+	const DLTensor *in[3] = {&X, &O, &D};
+	uint64_t r = 29;
+	char *text;
+	tc_module *m;
+	int i, v;
+	(void)state;
+	for (i = 0; i < N * C * H * W; i++)
+		x[i] = (float)tu_rand_unit(&r) * 2 - 1;
+	for (i = 0; i < N * C * (H / 2) * (W / 2); i++) {
+		int n = i / (C * (H / 2) * (W / 2)), c = i / ((H / 2) * (W / 2)) % C;
+		int h = i / (W / 2) % (H / 2), w = i % (W / 2), kh, kw;
+		float mx = -INFINITY;
+		for (kh = 0; kh < 2; kh++)
+			for (kw = 0; kw < 2; kw++)
+				mx = fmaxf(mx, x[((n * C + c) * H + 2 * h + kh) * W + 2 * w + kw]);
+		o[i] = mx;
+		d[i] = (float)tu_rand_unit(&r) + 0.5f;
+	}
+	m = tc_module_parse(ctx,
+		"def k(float(N,C,H,W) I, float(N,C,H / 2,W / 2) O, float(N,C,H / 2,W / 2) d_O) -> (float(N,C,H,W) d_I) {\n"
+		"  argmax_O(n,c,h,w) min=! I(n, c, (2 * h) + kh, (2 * w) + kw) == O(n, c, h, w) ?"
+		" (int64(kh) * 2) + int64(kw) : 9223372036854775807 where kh in 0:2, kw in 0:2\n"
+		"  d_I(n,c,x,x1) +=! (((x - (2 * h)) >= 0) && ((x - (2 * h)) < 2)) && "
+		"(((x1 - (2 * w)) >= 0) && ((x1 - (2 * w)) < 2)) ? "
+		"(((int64(x - (2 * h)) * 2) + int64(x1 - (2 * w))) == argmax_O(n, c, h, w) ? "
+		"d_O(n, c, h, w) : 0.0) : 0.0 where h in 0:H / 2, w in 0:W / 2\n}\n", "mpg.tc");
+	assert_non_null(m);
+	text = stage_of(m, in, 3, "", "ast");
+	assert_null(strstr(text, "% 2 == 0"));
+	tc_string_free(text);
+	text = stage_of(m, in, 3, "fusion=max", "ast");
+	assert_non_null(strstr(text, "% 2 == 0"));
+	tc_string_free(text);
+	for (v = 0; v < 3; v++) {
+		DLTensor G = {g[v], {kDLCPU, 0}, 4, {kDLFloat, 32, 1}, sx, NULL, 0};
+		run_with(m, in, 3, &G, opts[v], NULL);
+	}
+	for (i = 0; i < N * C * H * W; i++) {
+		assert_false(isnan(g[2][i]));
+		assert_memory_equal(&g[0][i], &g[2][i], sizeof(float));
+		assert_memory_equal(&g[1][i], &g[2][i], sizeof(float));
+	}
+	tc_module_free(m);
+}
+
 /* Fusion auto (the default): isl's clustering fuses the seven statements
  * of a small network's backward pass into nests whose loops walk b + h and
  * h + k, none of them parallel; auto schedules that nest's statements
@@ -2641,6 +2703,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(fusion_strategies),
 		cmocka_unit_test(fusion_auto_refits_costly_nests),
+		cmocka_unit_test(fusion_auto_splits_strided_statements),
 		cmocka_unit_test(fusion_auto_splits_chained_contractions),
 		cmocka_unit_test(parallel_mark_above_a_block),
 		cmocka_unit_test(parallel_past_a_single_iteration),
