@@ -94,6 +94,7 @@ typedef struct cg {
 	int unroll;        /* between TC_POLY_MARK_UNROLL and _UNROLLED: loops unrolled */
 	int rolled;        /* below TC_POLY_MARK_ROLLED: outer loops kept rolled */
 	int rolled_seen;   /* the current loop's body holds TC_POLY_MARK_ROLLED */
+	int loop_body;     /* the node walked next is a loop's whole body (node() clears it) */
 	int nvector;       /* register tile pieces and inits emitted as vector code */
 	int nscalar;       /* statements emitted as scalar code inside a loop */
 	unsigned char *streamed; /* per tensor: written with streaming stores */

@@ -574,7 +574,10 @@ static int unrolled_for(cg *g, isl_ast_node *n, isl_ast_node *body, isl_ast_expr
  *         for (j = J0; ...; j++)   the row's columns, constant bounds
  *           S(...);                one statement
  * and its init piece one loop over the rows around a loop over the columns
- * of an init.  Where the statement computes its elements a vector at a
+ * of an init; where isl built no loop for k (a reduction member of one
+ * value there: a padded convolution's border taps, polyhedral/regtile.c)
+ * the piece is the rows alone, and they may be one row without a loop.
+ * Where the statement computes its elements a vector at a
  * time along the columns (tc_cg_llvm_vector_ok: the columns are its last
  * left-hand dimension, plus terms without them), the code generator emits
  * the micro-kernel itself: one accumulator per row and vector of the
@@ -721,25 +724,36 @@ static int vector_columns(cg *g, isl_ast_node *body, vtile *t)
 	return tc_cg_llvm_vector_ok(g, inst->stmt, t->vc);
 }
 
-/* Whether a reduction loop (iterator kid, body body) is a register
- * tile's piece of whole rows that vector code computes (see above); t is
- * filled (vtile_clear it after).  The rows must write different elements
- * (one left-hand dimension is the row iterator plus terms without it),
- * and the elements must not move with k.  k's bounds need not be
+/* Whether the rows of a register tile's piece, mark node rows_mark (the
+ * tc_unroll mark), and what they hold are a piece of whole rows that
+ * vector code computes (see above); t is filled (vtile_clear it after).
+ * The rows are a loop of constant bounds or, where the piece has one row
+ * and one_row is set, none (isl builds no loop for one value): t->row.id
+ * NULL, one trip.  The rows must write different elements (one left-hand
+ * dimension is the row iterator plus terms without it), and the elements
+ * must not move with the reduction loop's iterator kid (NULL: no loop,
+ * the piece runs once, see vector_once).  k's bounds need not be
  * constants (the last block of a blocked reduction: min(127, e - 1)): if
  * its loop runs no iteration, the accumulators' loads and stores put the
  * tile's own elements back as they were (the rows and columns are whole
  * and constant, so the elements exist, and only this tile's thread
  * touches them). */
-static int vector_tile(cg *g, isl_ast_node *body, isl_id *kid, vtile *t)
+static int vector_rows(cg *g, isl_ast_node *rows_mark, isl_id *kid, int one_row, vtile *t)
 {
 	isl_ast_node *rows = NULL, *cols = NULL, *user = NULL, *un = NULL;
 	int ok = 0, k, distinct = 0;
 	memset(t, 0, sizeof(*t));
 	if (!g->ordered || g->unroll || g->opts.vector || g->stream ||
-		!(rows = mark_child(body, TC_POLY_MARK_UNROLL)) || !const_loop_of(rows, &t->row))
+		!(rows = mark_child(rows_mark, TC_POLY_MARK_UNROLL)))
 		goto done;
-	un = isl_ast_node_for_get_body(rows);
+	if (one_row && isl_ast_node_get_type(rows) == isl_ast_node_mark) { /* one row */
+		t->row.trips = t->row.step = 1;
+		un = isl_ast_node_copy(rows);
+	} else if (const_loop_of(rows, &t->row)) {
+		un = isl_ast_node_for_get_body(rows);
+	} else {
+		goto done;
+	}
 	if (!(cols = mark_child(un, TC_POLY_MARK_UNROLLED)) || !const_loop_of(cols, &t->col))
 		goto done;
 	user = isl_ast_node_for_get_body(cols);
@@ -747,11 +761,11 @@ static int vector_tile(cg *g, isl_ast_node *body, isl_id *kid, vtile *t)
 		t->row.trips * t->nvec > VT_MAX_ACC || t->inst->stmt->kind != TC_POLY_UPDATE)
 		goto done;
 	for (k = 0; k < t->inst->stmt->ir->nlhs; k++) {
-		if (expr_uses(t->inst->index[k], kid))
+		if (kid && expr_uses(t->inst->index[k], kid))
 			goto done;
-		distinct |= k != t->vc && ast_unit_in(t->inst->index[k], t->row.id);
+		distinct |= k != t->vc && t->row.id && ast_unit_in(t->inst->index[k], t->row.id);
 	}
-	ok = distinct;
+	ok = distinct || !t->row.id;
 done:
 	isl_ast_node_free(user);
 	isl_ast_node_free(cols);
@@ -760,6 +774,17 @@ done:
 	if (!ok)
 		vtile_clear(t);
 	return ok;
+}
+
+/* Whether a reduction loop (iterator kid, body body) is a register
+ * tile's piece of whole rows that vector code computes (vector_rows).
+ * A piece of one row inside such a loop (polyhedral/ast.c's point loops
+ * of a box domain's last row) keeps the scalar statement and LLVM's
+ * vectoriser, as it had. */
+static int vector_tile(cg *g, isl_ast_node *body, isl_id *kid, vtile *t)
+{
+	memset(t, 0, sizeof(*t));
+	return isl_ast_node_get_type(body) == isl_ast_node_mark && vector_rows(g, body, kid, 0, t);
 }
 
 /* g->dom[0 .. n) from the statement's index expressions. */
@@ -792,6 +817,8 @@ static int vtile_bind(cg *g, vtile *t)
 	for (k = 0; k < 2; k++) {
 		isl_id *id = k ? t->col.id : t->row.id;
 		LLVMValueRef *slot = k ? &t->cslot : &t->rslot;
+		if (!id) /* one row, no loop */
+			continue;
 		if (!room_for_iter(g))
 			return 0;
 		if (!*slot)
@@ -891,6 +918,26 @@ static int vector_init(cg *g, isl_ast_node *n, isl_ast_node *body, LLVMValueRef 
 	return ok;
 }
 
+/* Whether the rows of a register tile's piece, mark node n, that are no
+ * loop's whole body (for_node's vector_tile takes a reduction loop's) were
+ * emitted as vector code: the accumulators loaded, the statement's one
+ * step, the accumulators stored.  isl builds no loop for a member of one
+ * value: a padded convolution's border tile runs its first tap (kw = 0)
+ * on the rows it reaches apart from the others, which reach every row
+ * (polyhedral/regtile.c, isolate_full_tiles), and the partial tile at the
+ * other border its last tap on its first row alone. */
+static int vector_once(cg *g, isl_ast_node *n)
+{
+	vtile vt;
+	if (!vector_rows(g, n, NULL, 1, &vt))
+		return 0;
+	vtile_load(g, &vt);
+	vtile_step(g, &vt);
+	vtile_store(g, &vt);
+	vtile_clear(&vt);
+	return 1;
+}
+
 static void for_node(cg *g, isl_ast_node *n)
 {
 	isl_ast_expr *it = isl_ast_node_for_get_iterator(n);
@@ -947,10 +994,12 @@ static void for_node(cg *g, isl_ast_node *n)
 		g->rolled_seen = 0;
 		LLVMBuildCondBr(g->B, c, bbody, bexit);
 		LLVMPositionBuilderAtEnd(g->B, bbody);
-		if (vec)
+		if (vec) {
 			vtile_step(g, &vt);
-		else
+		} else {
+			g->loop_body = 1;
 			node(g, body);
+		}
 		v = inc ? tc_cg_llvm_as_i64(g, tc_cg_llvm_ast_expr(g, inc))
 			: tc_cg_llvm_fail(g, "malformed for node", NULL);
 		if (v) {
@@ -1545,7 +1594,9 @@ static void node(cg *g, isl_ast_node *n)
 {
 	isl_ast_node *child;
 	const tc_poly_inst *inst;
+	int loop_body = g->loop_body;
 
+	g->loop_body = 0;
 	if (g->failed)
 		return;
 	switch (isl_ast_node_get_type(n)) {
@@ -1565,6 +1616,11 @@ static void node(cg *g, isl_ast_node *n)
 		int was_unroll = g->unroll, rolled;
 		/* the loops between the two marks are unrolled (a register
 		 * tile's rows), those below the second are the copies' own */
+		if (mark && !strcmp(isl_id_get_name(mark), TC_POLY_MARK_UNROLL) && !loop_body &&
+			vector_once(g, n)) {
+			isl_id_free(mark);
+			break;
+		}
 		if (mark && !strcmp(isl_id_get_name(mark), TC_POLY_MARK_UNROLL))
 			g->unroll = 1;
 		else if (mark && !strcmp(isl_id_get_name(mark), TC_POLY_MARK_UNROLLED))

@@ -23,8 +23,11 @@
 
 #include "../lang/sexpr.h"
 
+#include <isl/aff.h>
 #include <isl/id.h>
+#include <isl/ilp.h>
 #include <isl/map.h>
+#include <isl/point.h>
 #include <isl/schedule_node.h>
 #include <isl/set.h>
 #include <isl/space.h>
@@ -404,23 +407,307 @@ static int column_sizes(const tc_poly *p, isl_schedule_node *node, const tc_poly
 	return 1;
 }
 
+/* Whether member j of a band tiled by sizes[] is tiled by the register
+ * tile (the others: parallel members of one row, and the reduction
+ * members, tiled by their whole extent). */
+static int is_tiled(const int64_t *sizes, int j)
+{
+	return sizes[j] > 1 && sizes[j] < HUGE_TILE;
+}
+
+/* What holes_cb reads and writes (tiles_with_holes). */
+typedef struct holes_ctx {
+	isl_size depth, n;    /* the tile band's schedule depth and members */
+	const int64_t *sizes; /* its tile sizes */
+	const int *keep;      /* the point members the result keeps, or NULL */
+	int capped;           /* the box only within each member's values */
+	isl_union_set *tiles;
+} holes_ctx;
+
+/* isl_union_map_foreach_map callback of tiles_with_holes: m (taken) maps
+ * one statement's instances to [tile values, point values]; add its holes
+ * to hc->tiles. */
+static isl_stat holes_cb(isl_map *m, void *user)
+{
+	holes_ctx *hc = user;
+	isl_set *img = isl_map_range(m), *box;
+	isl_map *fill;
+	isl_size t = hc->depth + hc->n;
+	int j;
+	/* [T, P] -> [T, P']: P' the same in the members not tiled, anything
+	 * of the tile in the others */
+	fill = isl_map_universe(isl_space_map_from_set(isl_set_get_space(img)));
+	for (j = 0; j < t; j++)
+		fill = isl_map_equate(fill, isl_dim_in, j, isl_dim_out, j);
+	for (j = 0; j < hc->n; j++) {
+		if (!is_tiled(hc->sizes, j)) {
+			fill = isl_map_equate(fill, isl_dim_in, t + j, isl_dim_out, t + j);
+			continue;
+		}
+		fill = isl_map_lower_bound_si(fill, isl_dim_out, (unsigned)(t + j), 0);
+		fill = isl_map_upper_bound_si(fill, isl_dim_out, (unsigned)(t + j),
+			(int)(hc->sizes[j] - 1));
+	}
+	box = isl_set_apply(isl_set_copy(img), fill);
+	/* a tiled member's value is its tile's plus its point's: capped,
+	 * the box keeps the values some instance has (a partial tile's) */
+	for (j = 0; hc->capped && j < hc->n; j++) {
+		isl_local_space *ls;
+		isl_multi_aff *ma;
+		isl_set *vals;
+		if (!is_tiled(hc->sizes, j))
+			continue;
+		ls = isl_local_space_from_space(isl_set_get_space(img));
+		ma = isl_multi_aff_from_aff(isl_aff_add(isl_aff_var_on_domain(
+			isl_local_space_copy(ls), isl_dim_set, (unsigned)(hc->depth + j)),
+			isl_aff_var_on_domain(ls, isl_dim_set, (unsigned)(t + j))));
+		vals = isl_set_apply(isl_set_copy(img), isl_map_from_multi_aff(
+			isl_multi_aff_copy(ma)));
+		box = isl_set_intersect(box, isl_set_preimage_multi_aff(vals, ma));
+	}
+	box = isl_set_subtract(box, img);
+	for (j = hc->n - 1; j >= 0; j--)
+		if (!hc->keep || !hc->keep[j])
+			box = isl_set_project_out(box, isl_dim_set, (unsigned)(t + j), 1);
+	hc->tiles = isl_union_set_add_set(hc->tiles, isl_set_coalesce(box));
+	return hc->tiles ? isl_stat_ok : isl_stat_error;
+}
+
+/* The holes of the tiles of the instances that both (kept) maps to
+ * [T, P], the values of the tile band's prefix schedule and members (T:
+ * depth + n of them) and of the point band's members (P: n): the points
+ * of a tile's box (P in [0, sizes[j]) where member j is tiled; capped:
+ * and the member's value, tile plus point, one that some instance has)
+ * that are no instance of a statement while an instance of it has the
+ * same values of the untiled members.  A padded convolution's tile of
+ * output columns w = 0 .. 2 lacks column 0 at the tap kw = 0, where
+ * w + kw - 1 is outside the input, and has columns 1 and 2 there.  The
+ * result: the holes' values of T and of the point members keep[] names
+ * (NULL: none).  NULL on failure. */
+static isl_union_set *tiles_with_holes(isl_union_map *both, isl_size depth, isl_size n,
+	const int64_t *sizes, const int *keep, int capped)
+{
+	holes_ctx hc = {depth, n, sizes, keep, capped, NULL};
+	hc.tiles = isl_union_set_empty(isl_union_map_get_space(both));
+	if (isl_union_map_foreach_map(both, holes_cb, &hc) < 0)
+		hc.tiles = isl_union_set_free(hc.tiles);
+	return hc.tiles;
+}
+
+/* s (taken; values [T, R] of the prefix schedule of depth dims and of a
+ * band's members) as the band's isolate option: the AST build generates
+ * those apart from the rest.  NULL if s is not one set or empty. */
+static isl_union_set *isolate_option(isl_ctx *ctx, isl_union_set *s, isl_size depth)
+{
+	isl_set *set;
+	isl_size dim;
+	isl_map *rel;
+	/* nothing to isolate (a member shorter than its tile) leaves the
+	 * union empty, with no space to convert */
+	if (!s || isl_union_set_n_set(s) != 1) {
+		isl_union_set_free(s);
+		return NULL;
+	}
+	set = isl_set_from_union_set(s);
+	dim = isl_set_dim(set, isl_dim_set);
+	if (dim < depth || isl_set_is_empty(set) != isl_bool_false) {
+		isl_set_free(set);
+		return NULL;
+	}
+	set = isl_set_reset_tuple_id(set);
+	rel = isl_map_from_domain(set);
+	rel = isl_map_move_dims(rel, isl_dim_out, 0, isl_dim_in, (unsigned)depth,
+		(unsigned)(dim - depth));
+	set = isl_map_wrap(rel);
+	set = isl_set_set_tuple_id(set, isl_id_alloc(ctx, "isolate", NULL));
+	return isl_union_set_from_set(set);
+}
+
+/* The most points convex_hull_on takes the hull of. */
+#define HULL_POINTS 512
+
+/* isl_set_foreach_point callback of convex_hull_on: pt added to the
+ * union *user, until it holds HULL_POINTS. */
+static isl_stat hull_point(isl_point *pt, void *user)
+{
+	isl_set **u = user;
+	if (isl_set_n_basic_set(*u) >= HULL_POINTS) {
+		isl_point_free(pt);
+		return isl_stat_error;
+	}
+	*u = isl_set_union(*u, isl_set_from_point(pt));
+	return *u ? isl_stat_ok : isl_stat_error;
+}
+
+/* The points of set (taken, bounded, without parameters) that end its
+ * lines along its longest dimension: for each value of the other
+ * dimensions, the least and the greatest value there.  Their convex hull
+ * is set's where every line is an interval, and holds a point between two
+ * of a line's where one is not, which the caller's test against the holes
+ * then rejects.  A padded convolution's row of 224 columns in tiles of 3
+ * gives 6 points (3 taps) instead of 223, whose hull took isl 0.3 s. */
+static isl_set *line_ends(isl_set *set)
+{
+	isl_size nd = isl_set_dim(set, isl_dim_set);
+	isl_map *m, *lo;
+	int64_t span = -1;
+	int d, v = -1;
+	for (d = 0; d < nd; d++) {
+		isl_val *hi = isl_pw_aff_max_val(isl_set_dim_max(isl_set_copy(set), d));
+		isl_val *lo_ = isl_pw_aff_min_val(isl_set_dim_min(isl_set_copy(set), d));
+		if (hi && lo_ && isl_val_is_int(hi) == isl_bool_true &&
+			isl_val_is_int(lo_) == isl_bool_true &&
+			isl_val_get_num_si(hi) - isl_val_get_num_si(lo_) > span) {
+			span = isl_val_get_num_si(hi) - isl_val_get_num_si(lo_);
+			v = d;
+		}
+		isl_val_free(hi);
+		isl_val_free(lo_);
+	}
+	if (v < 0)
+		return set;
+	m = isl_map_move_dims(isl_map_from_domain(set), isl_dim_out, 0, isl_dim_in,
+		(unsigned)v, 1);
+	lo = isl_map_lexmin(isl_map_copy(m));
+	m = isl_map_union(lo, isl_map_lexmax(m));
+	m = isl_map_move_dims(m, isl_dim_in, (unsigned)v, isl_dim_out, 0, 1);
+	return isl_map_domain(m);
+}
+
+/* The convex hull of the integer points of set (taken) over the
+ * dimensions that set sep (taken: the constraints that separate the
+ * holes from the instances) involves, the others unconstrained, or NULL
+ * (no such dimension, parameters not fixed, more than HULL_POINTS points
+ * at its lines' ends, or a failure).  Over all the dimensions (the tile
+ * band's prefix, 17 in a padded convolution) isl's hull ran past the
+ * pass's budget, and on the set isl's projection gives (with the tiles'
+ * strides and the points' ranges as existentials) it is the hull of more
+ * than the points; the points of the ones that matter (the tile of
+ * output columns and the tap kw there: 19 tiles of 56 columns x 3 taps,
+ * 6 of them at the lines' ends) take a few operations. */
+static isl_set *convex_hull_on(isl_set *set, isl_set *sep)
+{
+	isl_size nd = isl_set_dim(set, isl_dim_set), np = isl_set_dim(set, isl_dim_param);
+	isl_space *sp = isl_set_get_space(set);
+	isl_set *pts;
+	int d, ok = sep != NULL && nd >= 0 && np >= 0, any = 0, in[TC_POLY_MAX_TILE * 8];
+	ok = ok && nd <= (isl_size)(sizeof(in) / sizeof(in[0]));
+	for (d = 0; ok && d < nd; d++)
+		any |= in[d] = isl_set_involves_dims(sep, isl_dim_set, (unsigned)d, 1) ==
+			isl_bool_true;
+	isl_set_free(sep);
+	for (d = 0; ok && d < np; d++) { /* sizes known: the points are finite */
+		isl_val *v = isl_set_plain_get_val_if_fixed(set, isl_dim_param, (unsigned)d);
+		ok = v && isl_val_is_nan(v) == isl_bool_false;
+		isl_val_free(v);
+	}
+	if (!ok || !any) {
+		isl_space_free(sp);
+		return isl_set_free(set);
+	}
+	for (d = nd - 1; d >= 0; d--)
+		if (!in[d])
+			set = isl_set_project_out(set, isl_dim_set, (unsigned)d, 1);
+	set = line_ends(isl_set_project_out(set, isl_dim_param, 0, (unsigned)np));
+	pts = isl_set_empty(isl_set_get_space(set));
+	if (isl_set_foreach_point(set, hull_point, &pts) < 0)
+		pts = isl_set_free(pts);
+	isl_set_free(set);
+	set = pts ? isl_set_from_basic_set(isl_set_convex_hull(pts)) : NULL;
+	for (d = 0; d < nd; d++)
+		if (!in[d])
+			set = isl_set_insert_dims(set, isl_dim_set, (unsigned)d, 1);
+	set = isl_set_align_params(set, isl_space_params(sp));
+	return set;
+}
+
+/* The isolate option of the reduction's band, or NULL: the values of
+ * the tile band's prefix and members and of the reduction members (T and
+ * R; keep[j] says which members j of the tile band are the reduction's)
+ * at which no tile of the update has a hole (tiles_with_holes, capped: a
+ * partial tile's box is its own rows), where some have one.  isl's AST
+ * build isolates the "unshifted simple hull" of what an option gives it
+ * (isl_ast_codegen.c, generate_shifted_component_tree), which is all of
+ * the reduction's values for a union such as the padded convolution's
+ * (kw >= 1 at w0 = 0, kw <= 1 at w0 = 54, every kw between): so the
+ * option is the convex hull of those values (i9 + kw >= 1 and i9 + kw <=
+ * 55 there, with i9 the tile's w0), and none when the hull holds a hole.
+ * red (taken) maps the update's instances to [T, P] as in
+ * tiles_with_holes. */
+static isl_union_set *reduction_isolate(isl_union_map *red, isl_size depth, isl_size n,
+	const int64_t *sizes, const int *keep)
+{
+	isl_ctx *ctx = isl_union_map_get_ctx(red);
+	isl_union_set *holes = tiles_with_holes(red, depth, n, sizes, keep, 1);
+	isl_union_set *img = isl_union_map_range(red), *opt = NULL;
+	isl_set *h = NULL, *all = NULL, *hull;
+	isl_size t = depth + n;
+	int j;
+	/* the holes and the instances as one set each over [T, R] */
+	if (holes && isl_union_set_n_set(holes) == 1)
+		h = isl_set_from_union_set(isl_union_set_copy(holes));
+	if (img && isl_union_set_n_set(img) == 1)
+		all = isl_set_from_union_set(isl_union_set_copy(img));
+	for (j = n - 1; all && j >= 0; j--)
+		if (!keep[j])
+			all = isl_set_project_out(all, isl_dim_set, (unsigned)(t + j), 1);
+	if (h && all && isl_set_is_empty(h) == isl_bool_false) {
+		hull = convex_hull_on(isl_set_subtract(isl_set_copy(all), isl_set_copy(h)),
+			isl_set_gist(isl_set_copy(h), isl_set_copy(all)));
+		if (hull && isl_set_is_disjoint(hull, h) == isl_bool_true)
+			opt = isl_union_set_from_set(isl_set_coalesce(isl_set_gist(hull,
+				isl_set_copy(all))));
+		else
+			isl_set_free(hull);
+	}
+	isl_set_free(h);
+	isl_set_free(all);
+	isl_union_set_free(holes);
+	isl_union_set_free(img);
+	return isolate_option(ctx, opt, t);
+}
+
 /* Tell the AST generator to generate the full tiles of tile band node
  * (its child the point band, sizes[] the tile sizes) apart from the partial
  * ones (isl's "isolate" option), so that the unrolled point loops of full
  * tiles have constant bounds and no guards.  A tile counts as full when,
  * for every tiled member, some instance of it sits at the tile's last
- * position: exact for box domains (every TC domain without a where); for
- * others the isolated part is merely generated separately, still
- * correctly. */
-static isl_schedule_node *isolate_full_tiles(isl_schedule_node *node, const int64_t *sizes)
+ * position, and when no statement has a hole in it (tiles_with_holes).
+ *
+ * The first test alone is exact for box domains (every TC domain without
+ * a where or a pad); for others it isolated tiles whose point loops still
+ * had bounds of the tile's position.  A padded convolution (O(n,f,h,w)
+ * +=! pad(I(n,c,h+kh-1,w+kw-1), 0.0) * W1(f,c,kh,kw), whose pad restricts
+ * the domain to 0 <= w + kw - 1 < W) had one isolated piece for every
+ * tile of output columns w, the first included, whose rows loop ran from
+ * max(0, 1 - w0 - kw): no constant bounds, so no vector code for any tile
+ * (codegen/llvm_loop.c, vector_tile), and on an AVX2 host LLVM's
+ * vectorisers left its columns scalar (8x64x56x56, 3 x 3, one thread:
+ * about 400 ms against 50 for the valid convolution; docs/performance.md,
+ * "Padded convolutions").  Without the tiles with holes the isolated
+ * piece is the interior (w0 from 3 to 51 there), whose rows have constant
+ * bounds; a box domain has holes in partial tiles only, which the first
+ * test leaves out already, so its set stays as it was.  Where every full
+ * tile has a hole (no interior: 14 columns in tiles of 12 and 2), the
+ * full tiles stay isolated from the partial one, as before.
+ *
+ * The border tiles (w0 = 0, and the partial tile at 54) have holes at
+ * some values of the reduction members only (kw = 0 at w0 = 0, kw = 2 at
+ * 54).  Where the update's tiles have holes, *red_iso gets the isolate
+ * option of the reduction's band (reduction_isolate: the values of T and
+ * of the reduction members, keep[j] for member j, without holes, capped:
+ * a partial tile's box is its own rows), so that the AST build generates
+ * them apart too, with constant row bounds (kw = 1, 2 on the 3 rows at w0
+ * = 0, kw = 0 on rows 1 and 2 apart); else it is left NULL.  updates
+ * (kept): the update's instances. */
+static isl_schedule_node *isolate_full_tiles(isl_schedule_node *node, const int64_t *sizes,
+	isl_union_set *updates, const int *keep, isl_union_set **red_iso)
 {
-	isl_union_map *pt, *q;
+	isl_union_map *pt, *q, *both;
 	isl_union_set *full = NULL;
 	isl_size n = isl_schedule_node_band_n_member(node), depth;
 	isl_ctx *ctx = isl_schedule_node_get_ctx(node);
 	isl_schedule_node *child;
-	isl_set *set;
-	isl_map *rel;
 	int j;
 	if (!node || n < 0)
 		return node;
@@ -433,7 +720,7 @@ static isl_schedule_node *isolate_full_tiles(isl_schedule_node *node, const int6
 	for (j = 0; j < n; j++) {
 		isl_set *last;
 		isl_union_set *at;
-		if (sizes[j] <= 1 || sizes[j] >= HUGE_TILE)
+		if (!is_tiled(sizes, j))
 			continue;
 		last = isl_set_universe(isl_schedule_node_band_get_space(child));
 		last = isl_set_fix_si(last, isl_dim_set, (unsigned)j, (int)(sizes[j] - 1));
@@ -443,7 +730,30 @@ static isl_schedule_node *isolate_full_tiles(isl_schedule_node *node, const int6
 		full = full ? isl_union_set_intersect(full, at) : at;
 	}
 	isl_schedule_node_free(child);
-	isl_union_map_free(q);
+	both = isl_union_map_flat_range_product(isl_union_map_copy(pt), q);
+	if (full) { /* tiles with holes are no full tiles (see above) */
+		isl_union_set *holes = tiles_with_holes(both, depth, n, sizes, NULL, 0), *inner;
+		isl_bool none = holes ? isl_union_set_is_disjoint(full, holes) : isl_bool_error;
+		if (none < 0) {
+			full = isl_union_set_free(full);
+		} else if (!none) {
+			inner = isl_union_set_subtract(isl_union_set_copy(full),
+				isl_union_set_copy(holes));
+			none = isl_union_set_is_empty(inner);
+			if (none == isl_bool_false) {
+				isl_union_set_free(full);
+				full = inner;
+			} else {
+				isl_union_set_free(inner);
+			}
+		}
+		isl_union_set_free(holes);
+	}
+	if (updates && keep) /* the reduction's values without holes */
+		*red_iso = reduction_isolate(isl_union_map_intersect_domain(
+			isl_union_map_copy(both), isl_union_set_copy(updates)), depth, n, sizes,
+			keep);
+	isl_union_map_free(both);
 	/* only the constraints the schedule's own values do not imply: the
 	 * exact set carries the tiles' divisibility and the domain's bounds
 	 * as existentials and unions (a third of the AST build's time at
@@ -454,23 +764,8 @@ static isl_schedule_node *isolate_full_tiles(isl_schedule_node *node, const int6
 			isl_union_set_apply(isl_schedule_node_get_domain(node),
 				isl_union_map_copy(pt)))));
 	isl_union_map_free(pt);
-	/* no full tile (a member shorter than its tile) leaves the union empty,
-	 * with no space to convert */
-	if (!full || isl_union_set_n_set(full) != 1) {
-		isl_union_set_free(full);
-		return node;
-	}
-	set = isl_set_from_union_set(full);
-	if (!set || isl_set_is_empty(set) == isl_bool_true) {
-		isl_set_free(set);
-		return node;
-	}
-	set = isl_set_reset_tuple_id(set);
-	rel = isl_map_from_domain(set);
-	rel = isl_map_move_dims(rel, isl_dim_out, 0, isl_dim_in, (unsigned)depth, (unsigned)n);
-	set = isl_map_wrap(rel);
-	set = isl_set_set_tuple_id(set, isl_id_alloc(ctx, "isolate", NULL));
-	return isl_schedule_node_band_set_ast_build_options(node, isl_union_set_from_set(set));
+	full = isolate_option(ctx, full, depth);
+	return full ? isl_schedule_node_band_set_ast_build_options(node, full) : node;
 }
 
 /* Whether moving the epilogue's instances after every reduction instance
@@ -558,7 +853,9 @@ static isl_schedule_node *regtile_band(isl_schedule_node *node, const tc_poly *p
 	int64_t sizes[TC_POLY_MAX_TILE * 2];
 	int perm[TC_POLY_MAX_TILE * 2] = {0};
 	int has_init, j, k, nred = 0, unrolled = 1;
+	int keep[TC_POLY_MAX_TILE * 2];
 	int column = 0, gist;
+	isl_union_set *red_iso = NULL;
 	const tc_poly_stmt *st = tc_poly_contraction_band(p, node, &has_init);
 	isl_size depth = isl_schedule_node_get_tree_depth(node);
 	isl_union_set *epilogue, *inits;
@@ -592,9 +889,15 @@ static isl_schedule_node *regtile_band(isl_schedule_node *node, const tc_poly *p
 	 * point loops; where polyhedral/ast.c builds them from the tile sizes
 	 * (box domains: most contractions) it tests the extents itself, and
 	 * computing the isolated set cost a tenth of a matmul's compile */
-	if (!tc_poly_points_exact(p, node))
+	if (!tc_poly_points_exact(p, node)) {
+		isl_union_set *updates = instances_of(p, node, TC_POLY_UPDATE);
+		for (j = 0; j < n; j++)
+			keep[j] = isl_schedule_node_band_member_get_coincident(node, j) !=
+				isl_bool_true;
 		node = isl_schedule_node_child(isolate_full_tiles(isl_schedule_node_parent(node),
-			sizes), 0);
+			sizes, updates, keep, &red_iso), 0);
+		isl_union_set_free(updates);
+	}
 	/* the mark tells code generators that the tile's reductions keep
 	 * their order (vecreduce does not apply: the accumulators are the
 	 * tile's, and a reduction loop vectorised along the reduction would
@@ -626,6 +929,8 @@ static isl_schedule_node *regtile_band(isl_schedule_node *node, const tc_poly *p
 			perm[k++] = j;
 	node = tc_poly_band_permute(node, perm);
 	node = isl_schedule_node_band_split(node, nred);
+	if (red_iso) /* a hole's reduction values apart (isolate_full_tiles) */
+		node = isl_schedule_node_band_set_ast_build_options(node, red_iso);
 	node = isl_schedule_node_child(node, 0); /* the parallel point loops */
 	for (j = 0; j < n - nred - 1; j++)
 		unrolled *= (int)sizes[perm[nred + j]];
