@@ -19,7 +19,7 @@ the median over the rounds of each contender's median time.  The contenders:
 All run with the same thread count and the same environment, including the
 glibc malloc tunables of TUNABLES below (no mmap/munmap of big buffers, so
 no contender pays this machine's slow first-touch page faults run after run)
-and OPENBLAS_CORETYPE=SkylakeX.  Once per benchmark every contender's output
+and OPENBLAS_CORETYPE=SkylakeX on AVX-512 hosts.  Once per benchmark every contender's output
 on the same inputs is compared with the naive C output; a disagreement is a
 WARNING line and a mark in the table.  The table goes between the markers
 <!-- bench:compare:begin --> and <!-- bench:compare:end --> of
@@ -58,7 +58,21 @@ SECTION = "## Comparison with OpenBLAS, naive C and PyTorch"
 TUNABLES = ("glibc.malloc.mmap_threshold=2147483647:"
             "glibc.malloc.trim_threshold=2147483647:"
             "glibc.malloc.top_pad=268435456")
-CORETYPE = "SkylakeX"
+
+
+def host_coretype():
+    """OpenBLAS 0.3.21 does not know Zen 4's AVX-512 and would take its
+    AVX2 kernels: name SkylakeX's where the host has AVX-512F.  Elsewhere
+    (an AVX2 host) OpenBLAS's own detection, SkylakeX's kernels would not
+    run there."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            return "SkylakeX" if " avx512f" in f.read() else None
+    except OSError:
+        return None
+
+
+CORETYPE = host_coretype()
 CONTENDERS = ["tcomp", "openblas", "naive", "eager", "compile"]
 TITLES = {"tcomp": "tcomp", "openblas": "OpenBLAS", "naive": "naive C",
           "eager": "torch eager", "compile": "torch.compile"}
@@ -285,9 +299,13 @@ class TorchServer:
 
 def env_for(threads):
     env = dict(os.environ)
-    env.update({"GLIBC_TUNABLES": TUNABLES, "OPENBLAS_CORETYPE": CORETYPE,
+    env.update({"GLIBC_TUNABLES": TUNABLES,
                 "OPENBLAS_NUM_THREADS": str(threads), "OMP_NUM_THREADS": str(threads),
                 "MKL_NUM_THREADS": str(threads)})
+    if CORETYPE:
+        env["OPENBLAS_CORETYPE"] = CORETYPE
+    else:
+        env.pop("OPENBLAS_CORETYPE", None)
     return env
 
 
@@ -708,8 +726,10 @@ def report(results, meta, a):
     else:
         torch_text = "not measured: " + meta["torch_na"]
     binfo = bl.info
-    blas_text = (f"{binfo.get('config')}, core `{binfo.get('corename')}` with "
-                 f"`OPENBLAS_CORETYPE={CORETYPE}`" if binfo.get("openblas")
+    blas_text = (f"{binfo.get('config')}, core `{binfo.get('corename')}` "
+                 + (f"with `OPENBLAS_CORETYPE={CORETYPE}`" if CORETYPE
+                    else "(OpenBLAS's own detection: no AVX-512 on this host)")
+                 if binfo.get("openblas")
                  else "not measured: " + (bl.openblas or "?"))
     tc_runs, tc_min = meta["tcomp_runs"]
     lines = [

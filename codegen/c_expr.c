@@ -574,6 +574,27 @@ static void put_offset(const site *s, tc_buf *b, int tensor, tc_ir_expr *const *
 		if (!x[k].s)
 			tc_buf_puts(&x[k], "");
 	}
+	if (t->panel > 0 && n >= 2) { /* ir/ir.h: ((c / P) * R + row) * P + c % P */
+		tc_buf_printf(b, "(((%s) / %d * ", x[n - 1].s, t->panel);
+		for (k = 0; k < n - 1; k++) {
+			if (k)
+				tc_buf_puts(b, " * ");
+			put_sx(pr, b, t->ext[k], 1);
+		}
+		tc_buf_puts(b, " + ");
+		for (k = 1; k < n - 1; k++) /* row: Horner's scheme */
+			tc_buf_putc(b, '(');
+		tc_buf_printf(b, "(%s)", x[0].s);
+		for (k = 1; k < n - 1; k++) {
+			tc_buf_puts(b, " * ");
+			put_sx(pr, b, t->ext[k], 1);
+			tc_buf_printf(b, " + (%s))", x[k].s);
+		}
+		tc_buf_printf(b, ") * %d + (%s) %% %d)", t->panel, x[n - 1].s, t->panel);
+		for (k = 0; k < n; k++)
+			tc_buf_free(&x[k]);
+		return;
+	}
 	while (first < n - 1 && x[first].s && !strcmp(x[first].s, "0"))
 		first++;
 	if (n == 0)

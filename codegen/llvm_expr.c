@@ -634,6 +634,33 @@ LLVMValueRef tc_cg_llvm_row_buffer(__tc_keep cg *g, int t, int j)
  * apart; a flattened index, which instcombine turns into or-disjoint
  * chains, hides that, and the accumulators of a register tile could not
  * stay in registers. */
+/* The address of element idx[0 .. n) of tensor t laid out in panels of
+ * P columns (tc_ir_tensor.panel): ((c / P) * R + row) * P + c % P, c the
+ * last subscript (never negative: subscripts are in bounds), row the
+ * row-major offset of the others and R the product of their extents (run-
+ * time values where a size is free). */
+static LLVMValueRef panel_element(cg *g, int t, LLVMValueRef *idx, int n)
+{
+	const tc_ir_tensor *tt = &g->p->f->tensors[t];
+	LLVMValueRef w = tc_cg_llvm_i64c(g, tt->panel), row = idx[0], rows, off;
+	int k;
+	rows = tc_cg_llvm_extent(g, t, 0);
+	for (k = 1; k < n - 1 && rows; k++) {
+		LLVMValueRef e = tc_cg_llvm_extent(g, t, k);
+		if (!e)
+			return NULL;
+		row = LLVMBuildNSWAdd(g->B, LLVMBuildNSWMul(g->B, row, e, ""), idx[k], "");
+		rows = LLVMBuildNSWMul(g->B, rows, e, "");
+	}
+	if (!rows)
+		return NULL;
+	off = LLVMBuildNSWAdd(g->B, LLVMBuildNSWMul(g->B, LLVMBuildUDiv(g->B, idx[n - 1], w, ""),
+		rows, ""), row, "");
+	off = LLVMBuildNSWAdd(g->B, LLVMBuildNSWMul(g->B, off, w, ""),
+		LLVMBuildURem(g->B, idx[n - 1], w, ""), "");
+	return LLVMBuildInBoundsGEP2(g->B, mem_type(g, tt->dtype), g->base[t], &off, 1, "");
+}
+
 static LLVMValueRef element(cg *g, int t, LLVMValueRef *idx, int n)
 {
 	const tc_ir_tensor *tt = &g->p->f->tensors[t];
@@ -652,6 +679,8 @@ static LLVMValueRef element(cg *g, int t, LLVMValueRef *idx, int n)
 	 * rank-0 temporary out of a branch of ?: */
 	if (n == j)
 		return g->base[t];
+	if (tt->panel > 0 && j == 0) /* ir/ir.h: panels of the last dimension */
+		return panel_element(g, t, idx, n);
 	for (k = n - 1; k >= j + 1; k--)
 		ty = LLVMArrayType2(ty, (uint64_t)g->ext[t * TC_MAX_RANK + k]);
 	return LLVMBuildInBoundsGEP2(g->B, ty, g->base[t], idx + j, (unsigned)(n - j), "");
@@ -1649,6 +1678,9 @@ static int vec_ok(cg *g, const tc_ir_expr *e, int vc, tc_dtype t)
 			if (!tc_dtype_is_int(e->args[i]->type) || !tc_ir_affine(e->args[i]) ||
 				(i < e->nargs - 1 && uses_dim(e->args[i], vc)))
 				return 0;
+		if (g->p->f->tensors[e->id].panel > 0) /* in panels: vc itself (llvm_loop.c) */
+			return !uses_dim(e->args[e->nargs - 1], vc) ||
+				strip_int_casts(e->args[e->nargs - 1])->op == TC_OP_INDEX;
 		return !uses_dim(e->args[e->nargs - 1], vc) || unit_in(e->args[e->nargs - 1], vc);
 	case TC_OP_NEG:
 		return vec_ok(g, e->args[0], vc, t);

@@ -95,6 +95,8 @@ typedef struct cg {
 	int rolled;        /* below TC_POLY_MARK_ROLLED: outer loops kept rolled */
 	int rolled_seen;   /* the current loop's body holds TC_POLY_MARK_ROLLED */
 	int loop_body;     /* the node walked next is a loop's whole body (node() clears it) */
+	const tc_poly_inst *points; /* the register tile whose pieces are being
+			    * emitted (points_node): its origin ids' values */
 	int nvector;       /* register tile pieces and inits emitted as vector code */
 	int nscalar;       /* statements emitted as scalar code inside a loop */
 	unsigned char *streamed; /* per tensor: written with streaming stores */

@@ -685,6 +685,101 @@ static void vtile_clear(vtile *t)
 	t->row.id = t->col.id = NULL;
 }
 
+/* e's value modulo m (m > 0) in [0, m) where the AST says it (the column
+ * iterator col taking the value colv; a register tile's origin id the
+ * value of its index expression, g->points), else -1: sums, differences,
+ * negations and products of integers and such ids (a product is 0 modulo
+ * m when a factor is). */
+static int64_t ast_residue(cg *g, isl_ast_expr *e, isl_id *col, int64_t colv, int64_t m)
+{
+	int64_t r = -1, a, b;
+	isl_id *id;
+	isl_val *v;
+	int k;
+	switch (isl_ast_expr_get_type(e)) {
+	case isl_ast_expr_int:
+		v = isl_ast_expr_get_val(e);
+		if (v && isl_val_is_int(v) == isl_bool_true) {
+			v = isl_val_mod(v, isl_val_int_from_si(isl_ast_expr_get_ctx(e), (long)m));
+			r = v ? isl_val_get_num_si(v) : -1;
+		}
+		isl_val_free(v);
+		return r;
+	case isl_ast_expr_id:
+		id = isl_ast_expr_get_id(e);
+		if (id == col)
+			r = ((colv % m) + m) % m;
+		for (k = 0; r < 0 && g->points && k < g->points->points->n; k++)
+			if (id == g->points->points->origin[k])
+				r = ast_residue(g, g->points->index[k], col, colv, m);
+		isl_id_free(id);
+		return r;
+	case isl_ast_expr_op:
+		break;
+	default:
+		return -1;
+	}
+	switch (isl_ast_expr_op_get_type(e)) {
+	case isl_ast_expr_op_minus: {
+		isl_ast_expr *x = isl_ast_expr_op_get_arg(e, 0);
+		a = ast_residue(g, x, col, colv, m);
+		isl_ast_expr_free(x);
+		return a < 0 ? -1 : (m - a) % m;
+	}
+	case isl_ast_expr_op_add:
+	case isl_ast_expr_op_sub:
+	case isl_ast_expr_op_mul: {
+		isl_ast_expr *x = isl_ast_expr_op_get_arg(e, 0), *y = isl_ast_expr_op_get_arg(e, 1);
+		enum isl_ast_expr_op_type op = isl_ast_expr_op_get_type(e);
+		a = ast_residue(g, x, col, colv, m);
+		b = ast_residue(g, y, col, colv, m);
+		isl_ast_expr_free(x);
+		isl_ast_expr_free(y);
+		if (op == isl_ast_expr_op_mul && (a == 0 || b == 0))
+			return 0;
+		if (a < 0 || b < 0)
+			return -1;
+		return op == isl_ast_expr_op_add ? (a + b) % m
+			: op == isl_ast_expr_op_sub ? (a - b + m) % m : a * b % m;
+	}
+	default:
+		return -1;
+	}
+}
+
+/* Whether IR expression e uses domain dimension v. */
+static int ir_uses(const tc_ir_expr *e, int v)
+{
+	int k;
+	if (e->op == TC_OP_INDEX)
+		return e->id == v;
+	for (k = 0; k < e->nargs; k++)
+		if (ir_uses(e->args[k], v))
+			return 1;
+	return 0;
+}
+
+/* Whether the vectors of tile t (its statement computing along t->vc)
+ * read the elements of each tensor in panels (tc_ir_tensor.panel) that e
+ * reads along vc within one panel: lane 0's column, the statement's index
+ * expression at each vector's first column, is proven to sit in its panel
+ * with room for the lanes (ast_residue modulo the panels' columns).  A
+ * vector across two panels would load elements of another row.  (vec_ok
+ * lets such reads have vc itself as their last subscript only.) */
+static int panels_aligned(cg *g, const vtile *t, const tc_ir_expr *e)
+{
+	int k, v, P = e->op == TC_OP_READ ? g->p->f->tensors[e->id].panel : 0;
+	for (v = 0; P > 0 && ir_uses(e, t->vc) && v < t->nvec; v++) {
+		int64_t r = ast_residue(g, t->inst->index[t->vc], t->col.id, t->col.lo + t->off[v], P);
+		if (r < 0 || r + t->width[v] > P)
+			return 0;
+	}
+	for (k = 0; k < e->nargs; k++)
+		if (!panels_aligned(g, t, e->args[k]))
+			return 0;
+	return 1;
+}
+
 /* Whether the column loop col (t->col) holding body (a user node) is one
  * statement that vector code computes (t->inst, t->vc and the vectors
  * set): exactly one domain value moving with the column iterator, by one
@@ -721,7 +816,8 @@ static int vector_columns(cg *g, isl_ast_node *body, vtile *t)
 		t->width[t->nvec] = (int)lanes;
 		t->off[t->nvec++] = off;
 	}
-	return tc_cg_llvm_vector_ok(g, inst->stmt, t->vc);
+	return tc_cg_llvm_vector_ok(g, inst->stmt, t->vc) &&
+		panels_aligned(g, t, inst->stmt->ir->rhs);
 }
 
 /* Whether the rows of a register tile's piece, mark node rows_mark (the
@@ -1508,7 +1604,17 @@ static int bind_value(cg *g, isl_id *id, LLVMValueRef v)
  * kind: which dimensions are short of the tile (end - origin < size) picks
  * it, piece[0] (every dimension whole: constant bounds, the vectorised and
  * unrolled micro-kernel) or a partial one. */
+static void points_pieces(cg *g, const tc_poly_inst *inst);
+
 static void points_node(cg *g, const tc_poly_inst *inst)
+{
+	const tc_poly_inst *was = g->points;
+	g->points = inst;
+	points_pieces(g, inst);
+	g->points = was;
+}
+
+static void points_pieces(cg *g, const tc_poly_inst *inst)
 {
 	const tc_poly_points *pt = inst->points;
 	LLVMValueRef mask = NULL, shortv[CG_MAX_DIMS] = {NULL};

@@ -118,6 +118,13 @@ typedef struct tc_ir_tensor {
 		      * float tensor: its reductions run in the interpreter's
 		      * order (no vecreduce, no fastmath), so that the 16-bit
 		      * result rounded from it is the interpreter's, bit for bit */
+	int panel;   /* 0: row-major.  Else a packing copy (tc_ir_pack) laid
+		      * out in panels of this many columns of its last
+		      * dimension, which it divides: element (r..., c) at
+		      * ((c / panel) * R + row(r...)) * panel + c % panel, R
+		      * the product of the other extents and row() their
+		      * row-major offset, so that a register tile's columns
+		      * over the whole reduction are one contiguous stream */
 } tc_ir_tensor;
 
 /* Where a size parameter's value comes from: dimension dim of input tensor. */
@@ -233,11 +240,16 @@ const char *tc_ir_fresh_name(__tc_keep tc_arena *ar, __tc_keep const tc_ir_func 
  * first.  Before that, convolutions whose output channels fill min_bytes
  * are written channels last, and contractions whose output rows are
  * shorter than min_bytes with another left-hand index last (into a
- * temporary, copied back: pack.c says when).  Results are bit for bit the
- * same.  Returns f itself when nothing is packed, NULL when out of memory;
- * the new function lives in ar and shares f's unchanged parts. */
+ * temporary, copied back: pack.c says when).  With panel_bytes (0: none),
+ * copies whose last dimension is a whole number of panel_bytes are laid out
+ * in panels of that many bytes (tc_ir_tensor.panel), and an input that a
+ * reduction reads along the output's innermost index already (B in
+ * A(m,r_k) * B(r_k,n)) is copied into panels too when its rows are long
+ * (pack.c, "Panels").  Results are bit for bit the same.  Returns f itself
+ * when nothing is packed, NULL when out of memory; the new function lives
+ * in ar and shares f's unchanged parts. */
 const tc_ir_func *tc_ir_pack(__tc_keep tc_arena *ar, __tc_keep const tc_ir_func *f,
-	__tc_keep const int64_t *params, int64_t min_bytes);
+	__tc_keep const int64_t *params, int64_t min_bytes, int64_t panel_bytes);
 
 /* Inlining (ir/inline.c): f with every temporary that one pointwise
  * statement of a few operations defines over its whole extent, and that

@@ -56,9 +56,28 @@ static int pack_plan(const tc_ir_func *f, const tc_ir_stmt *s, const tc_ir_expr 
 	return 1;
 }
 
+/* ---- panels ----
+ *
+ * A register tile of R rows and C columns (polyhedral/regtile.c) reads, at
+ * each step of the reduction, C columns of one row of B in A(m,r_k) *
+ * B(r_k,n): its k-th row, N elements after the (k-1)-th.  Where N is a
+ * power of two of 1024 floats or more, every such row is on another 4 KiB
+ * page and in the same L1 set: the tile's panel of B, C columns by the
+ * block of k, never stays in the L1 and costs a TLB lookup per step.  A
+ * copy laid out in panels of C columns (tc_ir_tensor.panel: the panel's
+ * rows one after the other, C elements each) makes the tile's reads one
+ * contiguous stream, as BLAS libraries pack B.  On the Zen 3 host of
+ * docs/performance.md sgemm 1024 took about a third of the time with
+ * B in panels (AVX2: 6 rows of 2 vectors, panels of 16 floats); the
+ * target asks for panels (tc_target.panel_bytes) where that was measured.
+ * Copies take panels when their rows are long (plan_read), and the copy
+ * of an operand read along its rows already is made only then, and when
+ * the output has rows enough to repay it. */
+
 /* A packed copy planned for one input and permutation. */
 typedef struct pack {
 	int input, ndim;
+	int panel; /* the copy's panels' columns, 0 for none */
 	int perm[TC_MAX_RANK];
 	int tensor;             /* the temporary's number in the new function */
 	const tc_ir_stmt *user; /* the first statement reading it (names, location) */
@@ -79,6 +98,7 @@ typedef struct packer {
 	const tc_ir_func *f;
 	const int64_t *params;
 	int64_t min_bytes; /* least bytes of a row of the packed copy */
+	int64_t panel_bytes; /* bytes of a panel's row (0: no panels) */
 	pack packs[MAX_PACKS];
 	int npacks;
 	pack_use uses[MAX_PACKS];
@@ -107,17 +127,71 @@ static int find_use(const packer *P, const tc_ir_stmt *s, const tc_ir_expr *r)
 	return -1;
 }
 
+/* Whether read r of statement s reads an input along the output's
+ * innermost index already, with a reduction index among its other
+ * subscripts (B in A(m,r_k) * B(r_k,n)), every subscript a distinct index
+ * variable: a copy of it in panels keeps its order (perm the identity). */
+static int panel_plan(const tc_ir_func *f, const tc_ir_stmt *s, const tc_ir_expr *r, int *perm)
+{
+	int k, j, n = r->nargs, red = 0;
+	if (s->nlhs < 2 || f->tensors[r->id].kind != TC_TENSOR_INPUT || n < 2 ||
+		tc_ir_plain_var(r->args[n - 1]) != s->nlhs - 1)
+		return 0;
+	for (k = 0; k < n; k++) {
+		int v = tc_ir_plain_var(r->args[k]);
+		if (v < 0)
+			return 0;
+		for (j = 0; j < k; j++)
+			if (tc_ir_plain_var(r->args[j]) == v)
+				return 0;
+		red |= s->vars[v].is_reduction;
+		perm[k] = k;
+	}
+	return red;
+}
+
+/* The product of the extents of s's left-hand dimensions but the
+ * innermost at the bound sizes (the rows of its register tiles), capped at
+ * 2^20; -1 if one is unknown. */
+static int64_t outer_rows(const packer *P, const tc_ir_stmt *s)
+{
+	int64_t rows = 1, ext;
+	int k;
+	for (k = 0; k < s->nlhs - 1; k++) {
+		if (tc_sx_eval(P->f->tensors[s->tensor].ext[k], P->params, NULL, &ext) < 0)
+			return -1;
+		rows = ext > (1 << 20) || rows * ext > (1 << 20) ? 1 << 20 : rows * ext;
+	}
+	return rows;
+}
+
 /* Plan the packing of read r of statement s, if it pays: a row of the
  * packed copy has at least min_bytes (a vector register's worth; shorter
- * rows gain nothing from the register tile). */
+ * rows gain nothing from the register tile).  The copy is in panels where
+ * the target asks for panels and its rows have 1024 bytes or more (shorter
+ * ones share the L1's sets and pages between a few rows: fcrelu's 128
+ * columns, a convolution's 64 output channels, where panels measured
+ * slower: conv2d 8x64x56x56 1.2x the time on the Zen 3); a read in the
+ * output's order already is copied only then, and when the output has 64
+ * rows or more (the copy reads all of B once, the contraction reads it
+ * once per block of rows). */
 static void plan_read(packer *P, const tc_ir_stmt *s, const tc_ir_expr *r)
 {
-	int perm[TC_MAX_RANK], i;
+	int perm[TC_MAX_RANK], i, panel = 0, transposed;
+	int size = tc_dtype_size(P->f->tensors[r->id].dtype);
 	int64_t inner = 0;
-	if (find_use(P, s, r) >= 0 || P->nuses == MAX_PACKS || !pack_plan(P->f, s, r, perm))
+	if (find_use(P, s, r) >= 0 || P->nuses == MAX_PACKS)
+		return;
+	transposed = pack_plan(P->f, s, r, perm);
+	if (!transposed && (!P->panel_bytes || !panel_plan(P->f, s, r, perm)))
 		return;
 	if (tc_sx_eval(P->f->tensors[r->id].ext[perm[r->nargs - 1]], P->params, NULL, &inner) < 0 ||
-		inner * tc_dtype_size(P->f->tensors[r->id].dtype) < P->min_bytes)
+		inner * size < P->min_bytes)
+		return;
+	if (P->panel_bytes && size > 0 && P->panel_bytes % size == 0 &&
+		inner % (P->panel_bytes / size) == 0 && inner * size >= 1024)
+		panel = (int)(P->panel_bytes / size);
+	if (!transposed && (!panel || outer_rows(P, s) < 64))
 		return;
 	for (i = 0; i < P->npacks; i++) /* another read's copy will do */
 		if (P->packs[i].input == r->id &&
@@ -126,6 +200,7 @@ static void plan_read(packer *P, const tc_ir_stmt *s, const tc_ir_expr *r)
 	if (i == P->npacks) {
 		P->packs[i].input = r->id;
 		P->packs[i].ndim = r->nargs;
+		P->packs[i].panel = panel;
 		memcpy(P->packs[i].perm, perm, sizeof(perm));
 		P->packs[i].user = s;
 		P->packs[i].read = r;
@@ -636,7 +711,7 @@ static const tc_ir_func *short_rows(tc_arena *ar, const tc_ir_func *f, const int
 }
 
 const tc_ir_func *tc_ir_pack(__tc_keep tc_arena *ar, __tc_keep const tc_ir_func *f,
-	__tc_keep const int64_t *params, int64_t min_bytes)
+	__tc_keep const int64_t *params, int64_t min_bytes, int64_t panel_bytes)
 {
 	packer P;
 	tc_ir_func *g;
@@ -650,6 +725,7 @@ const tc_ir_func *tc_ir_pack(__tc_keep tc_arena *ar, __tc_keep const tc_ir_func 
 	P.f = f;
 	P.params = params;
 	P.min_bytes = min_bytes;
+	P.panel_bytes = panel_bytes > 0 ? panel_bytes : 0;
 	for (i = 0; i < f->nstmts; i++)
 		if (f->stmts[i].red != TC_RED_ASSIGN && f->stmts[i].nvars > f->stmts[i].nlhs)
 			plan(&P, &f->stmts[i], f->stmts[i].rhs);
@@ -673,6 +749,7 @@ const tc_ir_func *tc_ir_pack(__tc_keep tc_arena *ar, __tc_keep const tc_ir_func 
 		pk->tensor = f->ntensors + i;
 		*t = *in;
 		t->kind = TC_TENSOR_TEMP;
+		t->panel = pk->panel;
 		t->name = tc_ir_fresh_name(ar, f, in->name, "_packed");
 		t->ext = tc_arena_alloc(ar, (size_t)pk->ndim * sizeof(*t->ext));
 		if (!t->name || !t->ext)

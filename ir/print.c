@@ -104,7 +104,10 @@ static void print_tensor(const tc_ir_func *f, const tc_ir_tensor *t, const char 
 			tc_buf_puts(b, ", ");
 		tc_sx_print(t->ext[i], pn, NULL, b);
 	}
-	tc_buf_puts(b, ")\n");
+	tc_buf_putc(b, ')');
+	if (t->panel)
+		tc_buf_printf(b, " in panels of %d columns", t->panel);
+	tc_buf_putc(b, '\n');
 }
 
 void tc_ir_print(__tc_keep const tc_ir_func *f, __tc_keep tc_buf *b)

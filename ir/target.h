@@ -34,6 +34,10 @@ typedef struct tc_target {
 	int accumulators; /* vector registers a register tile's partial sums may
 			   * hold (24 of AVX-512's 32: the rest for the shared
 			   * loads and the broadcasts) */
+	int vector_regs;  /* vector registers in all (32 with AVX-512, 16 with
+			   * AVX2; 0: unknown, taken as 4/3 of accumulators):
+			   * a register tile's sums, its row's vectors and a
+			   * broadcast must fit (polyhedral/regtile.c) */
 
 	/* cache blocking of contractions (BLIS's MC, KC, NC), in elements */
 	int64_t block_rows;      /* MC: rows of the left operand per block */
@@ -54,6 +58,10 @@ typedef struct tc_target {
 				  * sgemm_nt 1024 took 0.93-0.96x the time
 				  * with 16 on the Zen 4 host, 8 1.05-1.09x,
 				  * docs/performance.md) */
+	int64_t panel_bytes;     /* packing copies in panels of this many
+				  * bytes per row (ir/pack.c, "Panels"; 0:
+				  * row-major copies, and no copy of an
+				  * operand read along its rows already) */
 	int64_t l2_bytes;        /* the level-2 cache (0: unknown): whether a
 				  * contraction's right operand stays in it
 				  * unblocked (polyhedral/tile.c) */

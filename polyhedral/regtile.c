@@ -310,7 +310,9 @@ static int64_t even_rows(const tc_poly *p, int64_t ext, int64_t rows, int64_t ma
  * shorter rows in partial tiles) by rows of rows_member, as many
  * accumulators in all as the target gives a register tile (24 of 32 vector
  * registers: 6 x 4, 8 x 3, 12 x 2 or 1; runtime/backend_cpu.c says the
- * host's), the rest for the shared vector loads and broadcasts; clipped to the extents.  A row shorter than
+ * host's), the rest for the shared vector loads and broadcasts: where 4
+ * vectors would leave too few (12 of AVX2's 16: 3 x 4 plus 4 loads and a
+ * broadcast), 2 vectors of 6 rows; clipped to the extents.  A row shorter than
  * a vector gets one vector and 6 rows (fcrelu 128x128x10: 0.022 ms,
  * against 0.029 with 12 rows of 10).  unroll_inner=U makes that U vectors
  * per row (accumulators / U rows, at most 12), so that the innermost point
@@ -322,6 +324,7 @@ static void regtile_sizes(const tc_poly *p, isl_schedule_node *node, const tc_po
 	isl_size n = isl_schedule_node_band_n_member(node);
 	int64_t vl = lanes(p, st), rows = 6, nvec = p->opts.unroll_inner ? p->opts.unroll_inner : 4;
 	int64_t acc = p->target->accumulators;
+	int64_t regs = p->target->vector_regs > 0 ? p->target->vector_regs : acc * 4 / 3;
 	int j, k = p->opts.nregtile, row = p->opts.nregtile ? -1 : rows_member(node, st), row2 = -1;
 	int64_t rows2 = 1;
 	const tc_ir_expr *x = p->opts.nregtile ? NULL : conv_window(node, st);
@@ -334,6 +337,13 @@ static void regtile_sizes(const tc_poly *p, isl_schedule_node *node, const tc_po
 		if (p->opts.nregtile) {
 			size = k > 0 ? p->opts.regtile[--k] : 1;
 		} else if (j == n - 1) {
+			/* the sums, a row's vectors and a broadcast in registers:
+			 * AVX2's 16 take 6 rows of 2 vectors (15), not 3 of 4
+			 * (17: LLVM spilled and shuffled the sums every step;
+			 * sgemm 1024 took 0.8x the time as 6 x 2 on a Zen 3) */
+			while (!p->opts.unroll_inner && nvec > 1 &&
+				acc / nvec * nvec + nvec + 1 > regs)
+				nvec /= 2;
 			size = nvec * vl;
 			int64_t half = vl;
 			while (ext > 0 && half > ext)

@@ -102,6 +102,11 @@ static void describe(__tc_keep tc_target *t, __tc_keep const tc_rt_opts *o)
 		regs = !level && host_target && !strncmp(host_target, "aarch64", 7) ? 32 : 16;
 	}
 	t->accumulators = regs * 3 / 4;
+	t->vector_regs = regs;
+	/* packing copies in panels of two vectors' columns, a register
+	 * tile's row, where measured to pay: AVX2 (ir/pack.c, "Panels";
+	 * docs/performance.md) */
+	t->panel_bytes = t->vector_bytes == 32 ? 64 : 0;
 	t->block_rows = 48;
 	t->block_rows_long = 192;
 	t->long_rows = 1536;

@@ -214,7 +214,8 @@ static int same_ir(const tc_ir_func *a, const tc_ir_func *b)
 	int i, same = a->ntensors == b->ntensors && a->nstmts == b->nstmts;
 	for (i = 0; same && i < a->ntensors; i++)
 		same = a->tensors[i].rowbuf == b->tensors[i].rowbuf &&
-			a->tensors[i].widened == b->tensors[i].widened;
+			a->tensors[i].widened == b->tensors[i].widened &&
+			a->tensors[i].panel == b->tensors[i].panel;
 	for (i = 0; same && i < a->nstmts; i++)
 		same = a->stmts[i].pack == b->stmts[i].pack;
 	if (!same || a == b)

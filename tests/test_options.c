@@ -1292,9 +1292,14 @@ typedef struct pack_case {
 			      * its lanes (polyhedral/ast.c's point loops), or NULL */
 } pack_case;
 
-static void check_pack_case(const pack_case *cc, int c, uint64_t *r)
+/* check_pack_case with options cpu before each run's and text's (NULL:
+ * the texts for x86-64-v4, the runs for the host) and vector, when not
+ * NULL, in the LLVM IR under pack=on. */
+static void check_pack_case_on(const pack_case *cc, int c, uint64_t *r, const char *cpu,
+	const char *vector)
 {
-	static const char *const opts[3] = {"pack=on", "pack=off", "target=interp"};
+	static const char *const base[3] = {"pack=on", "pack=off", "target=interp"};
+	char opts[3][160];
 	DLTensor t[3][5];
 	const DLTensor *in[3];
 	float *data[3][5];
@@ -1318,10 +1323,21 @@ static void check_pack_case(const pack_case *cc, int c, uint64_t *r)
 			in[j] = &t[0][j];
 		}
 	}
-	for (v = 0; v < 3; v++)
-		run_with_outs(m, in, cc->nin, &t[v][cc->nin], cc->nout, opts[v], v ? NULL : &ir);
+	for (v = 0; v < 3; v++) {
+		snprintf(opts[v], sizeof(opts[v]), "%s %s", cpu ? cpu : "", base[v]);
+		run_with_outs(m, in, cc->nin, &t[v][cc->nin], cc->nout, opts[v],
+			v || cpu ? NULL : &ir);
+	}
+	if (cpu)
+		ir = stage_of(m, in, cc->nin, opts[0], "ir");
+	if (vector) {
+		char *llvm = stage_of(m, in, cc->nin, opts[0], "llvm");
+		if (!strstr(llvm, vector))
+			fail_msg("case %d: %s expected in the LLVM IR", (int)c, vector);
+		tc_string_free(llvm);
+	}
 	if (cc->rows) {
-		char *ast = stage_of(m, in, cc->nin, "", "ast");
+		char *ast = stage_of(m, in, cc->nin, cpu ? cpu : "", "ast");
 		if (!strstr(ast, cc->rows))
 			fail_msg("case %d: %s expected in the AST:\n%s", (int)c, cc->rows, ast);
 		tc_string_free(ast);
@@ -1340,6 +1356,67 @@ static void check_pack_case(const pack_case *cc, int c, uint64_t *r)
 		for (v = 0; v < 3; v++)
 			free(data[v][j]);
 	tc_module_free(m);
+}
+
+static void check_pack_case(const pack_case *cc, int c, uint64_t *r)
+{
+	check_pack_case_on(cc, c, r, NULL, NULL);
+}
+
+/* A case of packing_in_panels: a pack_case, the options before each run's
+ * and text's, and what the LLVM IR has (or NULL). */
+typedef struct panel_case {
+	pack_case pc;
+	const char *cpu, *vector;
+} panel_case;
+
+/* Packing copies in panels (ir/pack.c, "Panels"), for x86-64-v3 (AVX2:
+ * panels of 16 floats, register tiles of 6 rows by 2 vectors): B of a
+ * matmul whose rows are 256 floats or more and whose output has 64 rows
+ * or more, copied although it is read along its rows already, the
+ * transposed B of A * B^T, a batch matmul's B (rank 3: the panels' rows
+ * are (b, k)), and odd sizes (partial register tiles, a reduction of 301);
+ * the register tile's vector code reads the panels (llvm.fmuladd on
+ * <8 x float>).  With register tiles of 24 columns the tiles' vectors are
+ * not proven to sit within a panel (origins 24 * c), so the reads are
+ * scalar code, computing each element's place.  Left alone: rows of 250
+ * (no whole panels) and of 128 floats, and an output of 40 rows.  Every
+ * result bit-identical with pack=off and with the interpreter, on random
+ * inputs and poisoned outputs. */
+static void packing_in_panels(void **state)
+{
+	static const panel_case cases[] = {
+		{{"def k(float(M,K) A, float(K,N) B) -> (C) { C(m,n) +=! A(m,r_k) * B(r_k,n) }",
+			2, 1, {{70, 301}, {301, 256}, {70, 256}}, {2, 2, 2},
+			{"B_packed: float32(K, N) in panels of 16 columns", NULL}, NULL},
+			"cpu=x86-64-v3", "fmuladd.v8f32"},
+		{{"def k(float(M,K) A, float(K,N) B) -> (C) { C(m,n) +=! A(m,r_k) * B(r_k,n) }",
+			2, 1, {{67, 300}, {300, 272}, {67, 272}}, {2, 2, 2},
+			{"in panels of 16 columns", NULL}, NULL},
+			"cpu=x86-64-v3 regtile=4,24", NULL},
+		{{"def k(float(M,K) A, float(N,K) B) -> (C) { C(m,n) +=! A(m,r_k) * B(n,r_k) }",
+			2, 1, {{70, 37}, {256, 37}, {70, 256}}, {2, 2, 2},
+			{"B_packed: float32(K, N) in panels of 16 columns", NULL}, NULL},
+			"cpu=x86-64-v3", "fmuladd.v8f32"},
+		{{"def k(float(B,M,K) A, float(B,K,N) X) -> (C) { C(b,m,n) +=! A(b,m,r_k) * X(b,r_k,n) }",
+			2, 1, {{3, 33, 40}, {3, 40, 256}, {3, 33, 256}}, {3, 3, 3},
+			{"X_packed: float32(B, K, N) in panels of 16 columns", NULL}, NULL},
+			"cpu=x86-64-v3", "fmuladd.v8f32"},
+		{{"def k(float(M,K) A, float(K,N) B) -> (C) { C(m,n) +=! A(m,r_k) * B(r_k,n) }",
+			2, 1, {{70, 30}, {30, 250}, {70, 250}}, {2, 2, 2}, {"!_packed", NULL}, NULL},
+			"cpu=x86-64-v3", NULL},
+		{{"def k(float(M,K) A, float(K,N) B) -> (C) { C(m,n) +=! A(m,r_k) * B(r_k,n) }",
+			2, 1, {{70, 30}, {30, 128}, {70, 128}}, {2, 2, 2}, {"!_packed", NULL}, NULL},
+			"cpu=x86-64-v3", NULL},
+		{{"def k(float(M,K) A, float(K,N) B) -> (C) { C(m,n) +=! A(m,r_k) * B(r_k,n) }",
+			2, 1, {{40, 30}, {30, 256}, {40, 256}}, {2, 2, 2}, {"!_packed", NULL}, NULL},
+			"cpu=x86-64-v3", NULL},
+	};
+	uint64_t r = 61;
+	size_t c;
+	(void)state;
+	for (c = 0; c < sizeof(cases) / sizeof(cases[0]); c++)
+		check_pack_case_on(&cases[c].pc, (int)c, &r, cases[c].cpu, cases[c].vector);
 }
 
 /* A convolution written channels last (ir/pack.c): one whose output
@@ -2863,6 +2940,7 @@ int main(void)
 		cmocka_unit_test(packing_transposed_operands),
 		cmocka_unit_test(column_blocks_at_odd_sizes),
 		cmocka_unit_test(packing_convolutions_channels_last),
+		cmocka_unit_test(packing_in_panels),
 		cmocka_unit_test(conv_channels_last_row_buffer),
 		cmocka_unit_test(packing_short_rows_last),
 		cmocka_unit_test(regtile_even_rows_of_short_members),
