@@ -95,6 +95,9 @@ typedef struct cg {
 	int rolled;        /* below TC_POLY_MARK_ROLLED: outer loops kept rolled */
 	int rolled_seen;   /* the current loop's body holds TC_POLY_MARK_ROLLED */
 	int loop_body;     /* the node walked next is a loop's whole body (node() clears it) */
+	void *vnest;       /* the vector tile (llvm_loop.c vtile) whose sums a nest of
+			    * reduction loops holds, being emitted, or NULL */
+	isl_ast_node *vnest_rows; /* its rows' mark node, the innermost loop's body */
 	const tc_poly_inst *points; /* the register tile whose pieces are being
 			    * emitted (points_node): its origin ids' values */
 	int nvector;       /* register tile pieces and inits emitted as vector code */

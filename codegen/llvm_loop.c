@@ -839,7 +839,7 @@ static int vector_rows(cg *g, isl_ast_node *rows_mark, isl_id *kid, int one_row,
 	isl_ast_node *rows = NULL, *cols = NULL, *user = NULL, *un = NULL;
 	int ok = 0, k, distinct = 0;
 	memset(t, 0, sizeof(*t));
-	if (!g->ordered || g->unroll || g->opts.vector || g->stream ||
+	if (!g->ordered || g->unroll || g->opts.vector ||
 		!(rows = mark_child(rows_mark, TC_POLY_MARK_UNROLL)))
 		goto done;
 	if (one_row && isl_ast_node_get_type(rows) == isl_ast_node_mark) { /* one row */
@@ -881,6 +881,53 @@ static int vector_tile(cg *g, isl_ast_node *body, isl_id *kid, vtile *t)
 {
 	memset(t, 0, sizeof(*t));
 	return isl_ast_node_get_type(body) == isl_ast_node_mark && vector_rows(g, body, kid, 0, t);
+}
+
+/* The most reduction loops around a register tile's rows that vector
+ * code keeps its sums across. */
+#define VT_MAX_NEST 8
+
+/* Whether a reduction loop (iterator kid, body body) holds a perfect nest
+ * of further loops (a convolution's r_c, r_kh, r_kw) around a piece of
+ * whole rows that vector code computes (vector_tile of the innermost
+ * loop), with none of the loops' iterators in the elements written: then
+ * the sums stay in registers across the whole nest, loaded before the
+ * outermost loop and stored after it, instead of around each run of the
+ * innermost one (3 taps of a 3 x 3 window).  *rows: the rows' mark node
+ * (a reference; NULL if not). */
+static int vector_nest(cg *g, isl_ast_node *body, isl_id *kid, vtile *t, isl_ast_node **rows)
+{
+	isl_id *kids[VT_MAX_NEST];
+	isl_ast_node *b = isl_ast_node_copy(body), *next;
+	int nk = 0, ok = 0, i, k;
+	*rows = NULL;
+	kids[nk++] = isl_id_copy(kid);
+	while (b && isl_ast_node_get_type(b) == isl_ast_node_for && nk < VT_MAX_NEST &&
+		isl_ast_node_for_is_degenerate(b) == isl_bool_false) {
+		isl_ast_expr *it = isl_ast_node_for_get_iterator(b);
+		kids[nk] = it ? isl_ast_expr_get_id(it) : NULL;
+		isl_ast_expr_free(it);
+		if (!kids[nk++])
+			break;
+		next = isl_ast_node_for_get_body(b);
+		isl_ast_node_free(b);
+		b = next;
+	}
+	if (nk >= 2 && kids[nk - 1] && b && vector_tile(g, b, kids[nk - 1], t)) {
+		ok = 1;
+		for (i = 0; ok && i < nk - 1; i++)
+			for (k = 0; ok && k < t->inst->stmt->ir->nlhs; k++)
+				ok = !expr_uses(t->inst->index[k], kids[i]);
+		if (!ok)
+			vtile_clear(t);
+	}
+	for (i = 0; i < nk; i++)
+		isl_id_free(kids[i]);
+	if (ok)
+		*rows = b;
+	else
+		isl_ast_node_free(b);
+	return ok;
 }
 
 /* g->dom[0 .. n) from the statement's index expressions. */
@@ -997,7 +1044,7 @@ static int vector_init(cg *g, isl_ast_node *n, isl_ast_node *body, LLVMValueRef 
 	vtile t;
 	int v, ok;
 	memset(&t, 0, sizeof(t));
-	if (!g->ordered || g->unroll || g->opts.vector || g->stream ||
+	if (!g->ordered || g->unroll || g->opts.vector ||
 		isl_ast_node_get_type(body) != isl_ast_node_user || !const_loop_of(n, &t.col))
 		return 0;
 	ok = vector_columns(g, body, &t) && t.inst->stmt->kind == TC_POLY_INIT;
@@ -1044,8 +1091,9 @@ static void for_node(cg *g, isl_ast_node *n)
 	LLVMValueRef slot, v, c;
 	LLVMBasicBlockRef bcond, bbody, bexit;
 	isl_bool degenerate = isl_ast_node_for_is_degenerate(n);
-	vtile vt;
-	int vec = 0;
+	isl_ast_node *nest_rows = NULL;
+	vtile vt, *vstep = NULL;
+	int vec = 0, nest = 0;
 
 	if (!id || !init || !body || degenerate < 0) {
 		tc_cg_llvm_fail(g, "malformed for node", NULL);
@@ -1073,9 +1121,20 @@ static void for_node(cg *g, isl_ast_node *n)
 		g->niters--;
 		goto done;
 	}
-	vec = vector_tile(g, body, id, &vt);
+	if (g->vnest && body == g->vnest_rows) /* a nest's innermost loop */
+		vstep = g->vnest;
+	else if (!g->vnest && (nest = vector_nest(g, body, id, &vt, &nest_rows)))
+		vec = 1;
+	else
+		vec = vector_tile(g, body, id, &vt);
 	if (vec)
 		vtile_load(g, &vt);
+	if (nest) {
+		g->vnest = &vt;
+		g->vnest_rows = nest_rows;
+	} else if (vec) {
+		vstep = &vt;
+	}
 	cond = isl_ast_node_for_get_cond(n);
 	inc = isl_ast_node_for_get_inc(n);
 	bcond = tc_cg_llvm_new_block(g, "for.cond");
@@ -1090,8 +1149,8 @@ static void for_node(cg *g, isl_ast_node *n)
 		g->rolled_seen = 0;
 		LLVMBuildCondBr(g->B, c, bbody, bexit);
 		LLVMPositionBuilderAtEnd(g->B, bbody);
-		if (vec) {
-			vtile_step(g, &vt);
+		if (vstep) {
+			vtile_step(g, vstep);
 		} else {
 			g->loop_body = 1;
 			node(g, body);
@@ -1105,8 +1164,8 @@ static void for_node(cg *g, isl_ast_node *n)
 			latch = LLVMBuildBr(g->B, bcond);
 			if (is_innermost(body))
 				loop_hints(g, latch, body, id, trip_count(n));
-			else if (vec || g->rolled || g->rolled_seen) /* a vector tile's
-				* reduction loop is the micro-kernel as it is */
+			else if (vec || vstep || g->rolled || g->rolled_seen) /* a vector
+				* tile's reduction loops are the micro-kernel as it is */
 				keep_rolled(g, latch);
 		}
 		g->rolled_seen |= rolled_seen;
@@ -1116,6 +1175,11 @@ static void for_node(cg *g, isl_ast_node *n)
 	}
 	g->niters--;
 done:
+	if (nest) {
+		g->vnest = NULL;
+		g->vnest_rows = NULL;
+	}
+	isl_ast_node_free(nest_rows);
 	if (vec)
 		vtile_clear(&vt);
 	isl_ast_expr_free(cond);
