@@ -25,6 +25,25 @@
 
 #include <string.h>
 
+/* Whether read r of statement s is of an input of rank 2 or more with
+ * distinct plain index variables as subscripts, s's output of rank 2 or
+ * more (the register tile needs two parallel dimensions). */
+static int plain_input_read(const tc_ir_func *f, const tc_ir_stmt *s, const tc_ir_expr *r)
+{
+	int k, j;
+	if (s->nlhs < 2 || f->tensors[r->id].kind != TC_TENSOR_INPUT || r->nargs < 2)
+		return 0;
+	for (k = 0; k < r->nargs; k++) {
+		int v = tc_ir_plain_var(r->args[k]);
+		if (v < 0)
+			return 0;
+		for (j = 0; j < k; j++)
+			if (tc_ir_plain_var(r->args[j]) == v)
+				return 0;
+	}
+	return 1;
+}
+
 /* Whether read r of statement s should be packed, and how: perm[k] is the
  * dimension of the input that becomes dimension k of the packed copy (the
  * dimension indexed by the output's innermost index moves last, the others
@@ -35,18 +54,11 @@
 static int pack_plan(const tc_ir_func *f, const tc_ir_stmt *s, const tc_ir_expr *r, int *perm)
 {
 	int inner = s->nlhs - 1, at = -1, k, j, n = r->nargs;
-	if (s->nlhs < 2 || /* the register tile needs two parallel dimensions */ f->tensors[r->id].kind != TC_TENSOR_INPUT || n < 2)
+	if (!plain_input_read(f, s, r))
 		return 0;
-	for (k = 0; k < n; k++) {
-		int v = tc_ir_plain_var(r->args[k]);
-		if (v < 0)
-			return 0;
-		for (j = 0; j < k; j++)
-			if (tc_ir_plain_var(r->args[j]) == v)
-				return 0;
-		if (v == inner)
+	for (k = 0; k < n; k++)
+		if (tc_ir_plain_var(r->args[k]) == inner)
 			at = k;
-	}
 	if (at < 0 || at == n - 1 || !s->vars[tc_ir_plain_var(r->args[n - 1])].is_reduction)
 		return 0;
 	for (k = 0, j = 0; k < n; k++)
@@ -133,18 +145,11 @@ static int find_use(const packer *P, const tc_ir_stmt *s, const tc_ir_expr *r)
  * variable: a copy of it in panels keeps its order (perm the identity). */
 static int panel_plan(const tc_ir_func *f, const tc_ir_stmt *s, const tc_ir_expr *r, int *perm)
 {
-	int k, j, n = r->nargs, red = 0;
-	if (s->nlhs < 2 || f->tensors[r->id].kind != TC_TENSOR_INPUT || n < 2 ||
-		tc_ir_plain_var(r->args[n - 1]) != s->nlhs - 1)
+	int k, n = r->nargs, red = 0;
+	if (!plain_input_read(f, s, r) || tc_ir_plain_var(r->args[n - 1]) != s->nlhs - 1)
 		return 0;
 	for (k = 0; k < n; k++) {
-		int v = tc_ir_plain_var(r->args[k]);
-		if (v < 0)
-			return 0;
-		for (j = 0; j < k; j++)
-			if (tc_ir_plain_var(r->args[j]) == v)
-				return 0;
-		red |= s->vars[v].is_reduction;
+		red |= s->vars[tc_ir_plain_var(r->args[k])].is_reduction;
 		perm[k] = k;
 	}
 	return red;
