@@ -135,7 +135,9 @@ class Baselines:
             [src, "-o", self.exe, "-lopenblas", "-lpthread", "-lm"]
         rc, _, err = run(with_blas)
         if rc != 0:
-            self.openblas = "OpenBLAS not found (gcc -lopenblas: " + first_line(err, 120) + ")"
+            why = [l.strip() for l in (err or "").splitlines() if "error" in l] or [err]
+            self.openblas = ("OpenBLAS not found (gcc -lopenblas: " + first_line(why[0], 120) +
+                             "; Debian: apt-get install -y libopenblas-dev)")
             rc, _, err = run(["gcc", *self.flags, src, "-o", self.exe, "-lpthread", "-lm"])
             if rc != 0:
                 raise SystemExit("compare.py: cannot build bench/baselines.c: " + first_line(err))
