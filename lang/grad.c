@@ -26,9 +26,10 @@
  * Supported: statements with '=', '+=!', '*=!', 'max=!' and 'min=!' (with
  * where ranges, exists clauses and lets, copied to the derived statements
  * that need them), in-place '=', '+=', 'max=' and 'min=' updates, pad, and
- * scatters with '+=!' or '+='.  A read whose subscripts are distinct index
- * variables gives the statement above; over part of a tensor, its adjoint
- * is zero first and the statement adds to it.  A read with other affine
+ * scatters with '+=!', '+=', 'max=!' or 'min=!'.  A read whose subscripts
+ * are distinct index variables gives the statement above; over part of a
+ * tensor, its adjoint is zero first and the statement adds to it.  A read
+ * with other affine
  * subscripts (offsets, strides, constants, diagonals) gives a gather
  * (gather_stmt): each subscript solved for one variable, the solved ranges
  * as guards.  A gathered read (LUT(I(i), j)) or one whose subscripts no
@@ -662,12 +663,13 @@ static void check_stmt(grad_ctx *g, int si)
 		g->failed = 1;
 		return;
 	}
-	if (s->sub && s->red != TC_RED_ADD) {
+	if (s->sub && s->red != TC_RED_ADD &&
+		!((s->red == TC_RED_MAX || s->red == TC_RED_MIN) && s->init)) {
 		int k = 0;
 		while (!s->sub[k])
 			k++;
 		tc_error(g->d, s->sub[k]->loc, "gradient: a scatter with '%s' is not supported yet "
-			"(supported: '+=!' and '+=')", tc_red_name(s->red, s->init));
+			"(supported: '+=!', '+=', 'max=!' and 'min=!')", tc_red_name(s->red, s->init));
 		g->failed = 1;
 		return;
 	}
@@ -937,8 +939,9 @@ static int push_temp(grad_ctx *g, const char *lhs, tc_red red, tc_expr *rhs)
 	const tc_stmt *s = g->cur;
 	tc_stmt *b;
 	int v;
-	if (!lhs || !rhs || !(b = mk_stmt(g, lhs, s->nidx, s->idx, red, 1, rhs)))
+	if (!lhs || !rhs || !(b = mk_stmt(g, lhs, s->nidx, s->idx, red, !s->sub, rhs)))
 		return -1;
+	b->sub = s->sub; /* a scatter's: after a statement giving the shape */
 	for (v = 0; v < s->nwhere; v++)
 		g->let_used[v] = 0;
 	mark_lets(g, rhs);
@@ -980,9 +983,8 @@ static const char *fresh_name(grad_ctx *g, const char *prefix, const char *t)
  * (a temporary). */
 static tc_expr *own_read(grad_ctx *g)
 {
-	const tc_stmt *s = g->cur;
 	use_value(g, g->stmt_val[g->cur_si]);
-	return mk_read(g, s->lhs, s->nidx, s->idx);
+	return lhs_read(g, g->cur->lhs, g->cur);
 }
 
 /* For max=! and min=!: the condition under which the adjoint of the right
@@ -993,8 +995,17 @@ static tc_expr *own_read(grad_ctx *g)
  *   argmax_T(i) min=! e == T(i) ? int64(k0) * K1 + int64(k1) : <int64 max>
  *
  * and then the gradient flows where int64(k0) * K1 + int64(k1) ==
- * argmax_T(i).  NULL with nothing emitted when there are no reduction
- * indices (T is e). */
+ * argmax_T(i).  A scatter's (T(I(i)) max=! e) numbers its indices that
+ * no left-hand name is (i), in the same order, and its temporary is a
+ * scatter too, after a statement that gives it T's shape:
+ *
+ *   argmax_T(i0) = <int64 max> where i0 in 0:V
+ *   argmax_T(I(i)) min= e == T(I(i)) ? int64(i) : <int64 max>
+ *
+ * NULL with nothing emitted when there are no reduction indices (T is
+ * e). */
+static tc_stmt *fill_stmt(grad_ctx *g, const char *name, int t, const char *from);
+
 static tc_expr *arg_gate(grad_ctx *g)
 {
 	const tc_stmt *s = g->cur;
@@ -1002,14 +1013,14 @@ static tc_expr *arg_gate(grad_ctx *g)
 	tc_expr *lin = NULL, *e = s->rhs, *rhs, *arg, **ext;
 	const char *name;
 	int64_t wc = 1;
-	int v, j, next = 0;
-	if (s->nvars == s->nidx)
+	int v, j, next = 0, nl = tc_stmt_nlhs(s);
+	if (s->nvars == nl)
 		return NULL;
 	if (!(ext = tc_arena_alloc(g->ar, (size_t)s->nvars * sizeof(*ext))))
 		return NULL;
 	/* lin = sum of k_j * (product of the extents after j), from the last;
 	 * the products are int64 from their first factor int64(k_j) on */
-	for (v = s->nvars - 1; v >= s->nidx; v--) {
+	for (v = s->nvars - 1; v >= nl; v--) {
 		const tc_sexpr *x = tc_sx_sub(g->ar, s->vars[v].hi, s->vars[v].lo);
 		tc_expr *term = mk_cast(g, TC_T_I64, mk_ident(g, s->vars[v].name));
 		int64_t c;
@@ -1034,9 +1045,14 @@ static tc_expr *arg_gate(grad_ctx *g)
 		e = mk_cast(g, ti->dtype, e);
 	rhs = mk_ternary(g, mk_bin(g, TC_AOP_EQ, e, own_read(g)), lin, mk_int(g, INT64_MAX));
 	name = fresh_name(g, s->red == TC_RED_MAX ? "argmax" : "argmin", s->lhs);
+	if (s->sub) { /* the shape first: a scatter does not define it */
+		tc_stmt *f = fill_stmt(g, name, s->tensor, NULL);
+		if (!f || !(f->rhs = mk_int(g, INT64_MAX)) || tc_vec_push(&g->stmts, f) < 0)
+			return NULL;
+	}
 	if (push_temp(g, name, TC_RED_MIN, rhs) < 0)
 		return NULL;
-	arg = mk_read(g, name, s->nidx, s->idx);
+	arg = lhs_read(g, name, s);
 	return mk_bin(g, TC_AOP_EQ, lin, arg);
 }
 

@@ -665,9 +665,9 @@ static void test_unsupported_constructs_are_located_errors(void **state)
 		"bad.tc:2:20: error: gradient: subscript 2 of 'A' is a shifted index beside a "
 		"subscript that cannot be solved for an index; not supported yet", "^~~~~", NULL);
 	expect_error("def sm(float64(V) W, int32(B) I, float64(B) X) -> (float64(V) O) {\n"
-		     "  O(I(i)) max=! X(i) * W(I(i))\n}\n", "sm", NULL,
-		"bad.tc:2:5: error: gradient: a scatter with 'max=!' is not supported yet "
-		"(supported: '+=!' and '+=')", "^~~~", NULL);
+		     "  O(v) = W(v)\n  O(I(i)) max= X(i) * W(I(i))\n}\n", "sm", NULL,
+		"bad.tc:3:5: error: gradient: a scatter with 'max=' is not supported yet "
+		"(supported: '+=!', '+=', 'max=!' and 'min=!')", "^~~~", NULL);
 	expect_error("def lg(float64(N) A) -> (O) {\n  O(i) = lgamma(A(i))\n}\n", "lg", NULL,
 		"bad.tc:2:10:", "the derivative of 'lgamma' is not supported yet", NULL);
 	expect_error("def io(float64(N) A) -> (int32(N) O) {\n  O(i) = int32(A(i))\n}\n", "io",
@@ -843,6 +843,22 @@ static void test_max_and_min_ties_go_to_the_first_position(void **state)
 		  "  O(i) min= X(i,k) where k in 1:K\n}\n", "mni", &y[0][0], 2, 4, g);
 	assert_true(g[0] == 0 && g[1] == 1 && g[2] == 0 && g[3] == 0);
 	assert_true(g[4] == 0 && g[5] == 0 && g[6] == 2 && g[7] == 0);
+	/* scatters: row i of z sends z(i, 1) to the element z(i, 0) names;
+	 * element 0 gets 5 from rows 1 and 2 (max) or 2 from rows 0 and 3
+	 * (min), and the first row attaining it gets d_O(0) = 1; element 1
+	 * gets row 4's value and d_O(1) = 2; the bins' column has none */
+	{
+		static const double z[5][2] = {{0, 2.0}, {0, 5.0}, {0, 5.0}, {0, 2.0}, {1, 1.0}};
+		double h[10];
+		grad_rows("def smx(float64(N,K) X) -> (float64(N) O) {\n"
+			  "  O(int32(X(i,0))) max=! X(i,1)\n}\n", "smx", &z[0][0], 5, 2, h);
+		for (int j = 0; j < 10; j++)
+			assert_true(h[j] == (j == 3 ? 1 : j == 9 ? 2 : 0));
+		grad_rows("def smn(float64(N,K) X) -> (float64(N) O) {\n"
+			  "  O(int32(X(i,0))) min=! X(i,1)\n}\n", "smn", &z[0][0], 5, 2, h);
+		for (int j = 0; j < 10; j++)
+			assert_true(h[j] == (j == 1 ? 1 : j == 9 ? 2 : 0));
+	}
 }
 
 /* *=!: the derivative with respect to a factor is the product of the
