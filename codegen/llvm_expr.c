@@ -1629,18 +1629,6 @@ void tc_cg_llvm_statement(__tc_keep cg *g, __tc_keep const tc_poly_inst *inst)
  * code). Only what is checked below is emitted this way; anything else
  * keeps the scalar statement and LLVM's vectoriser. */
 
-/* Whether e uses domain dimension v. */
-static int uses_dim(const tc_ir_expr *e, int v)
-{
-	int i;
-	if (e->op == TC_OP_INDEX && e->id == v)
-		return 1;
-	for (i = 0; i < e->nargs; i++)
-		if (uses_dim(e->args[i], v))
-			return 1;
-	return 0;
-}
-
 /* Whether subscript sub is domain dimension v plus terms without it (under
  * widening integer casts), so that its value at lane l is lane 0's plus l. */
 static int unit_in(const tc_ir_expr *sub, int v)
@@ -1651,10 +1639,10 @@ static int unit_in(const tc_ir_expr *sub, int v)
 	if (sub->op == TC_OP_INDEX)
 		return sub->id == v;
 	if (sub->op == TC_OP_ADD && sub->nargs == 2)
-		return (unit_in(sub->args[0], v) && !uses_dim(sub->args[1], v)) ||
-			(!uses_dim(sub->args[0], v) && unit_in(sub->args[1], v));
+		return (unit_in(sub->args[0], v) && !tc_ir_uses_var(sub->args[1], v)) ||
+			(!tc_ir_uses_var(sub->args[0], v) && unit_in(sub->args[1], v));
 	if (sub->op == TC_OP_SUB && sub->nargs == 2)
-		return unit_in(sub->args[0], v) && !uses_dim(sub->args[1], v);
+		return unit_in(sub->args[0], v) && !tc_ir_uses_var(sub->args[1], v);
 	return 0;
 }
 
@@ -1676,12 +1664,12 @@ static int vec_ok(cg *g, const tc_ir_expr *e, int vc, tc_dtype t)
 			return 0;
 		for (i = 0; i < e->nargs; i++)
 			if (!tc_dtype_is_int(e->args[i]->type) || !tc_ir_affine(e->args[i]) ||
-				(i < e->nargs - 1 && uses_dim(e->args[i], vc)))
+				(i < e->nargs - 1 && tc_ir_uses_var(e->args[i], vc)))
 				return 0;
 		if (g->p->f->tensors[e->id].panel > 0) /* in panels: vc itself (llvm_loop.c) */
-			return !uses_dim(e->args[e->nargs - 1], vc) ||
+			return !tc_ir_uses_var(e->args[e->nargs - 1], vc) ||
 				strip_int_casts(e->args[e->nargs - 1])->op == TC_OP_INDEX;
-		return !uses_dim(e->args[e->nargs - 1], vc) || unit_in(e->args[e->nargs - 1], vc);
+		return !tc_ir_uses_var(e->args[e->nargs - 1], vc) || unit_in(e->args[e->nargs - 1], vc);
 	case TC_OP_NEG:
 		return vec_ok(g, e->args[0], vc, t);
 	case TC_OP_ADD:
@@ -1793,7 +1781,7 @@ static LLVMValueRef vexpr(cg *g, const tc_ir_expr *e, int vc, int lanes)
 				return NULL;
 		}
 		addr = element(g, e->id, idx, e->nargs);
-		if (uses_dim(e->args[e->nargs - 1], vc))
+		if (tc_ir_uses_var(e->args[e->nargs - 1], vc))
 			return tc_cg_llvm_vector_load(g, e->id, addr, lanes);
 		a = load(g, e->id, addr);
 		return a ? splat(g, a, lanes) : NULL;

@@ -747,18 +747,6 @@ static int64_t ast_residue(cg *g, isl_ast_expr *e, isl_id *col, int64_t colv, in
 	}
 }
 
-/* Whether IR expression e uses domain dimension v. */
-static int ir_uses(const tc_ir_expr *e, int v)
-{
-	int k;
-	if (e->op == TC_OP_INDEX)
-		return e->id == v;
-	for (k = 0; k < e->nargs; k++)
-		if (ir_uses(e->args[k], v))
-			return 1;
-	return 0;
-}
-
 /* Whether the vectors of tile t (its statement computing along t->vc)
  * read the elements of each tensor in panels (tc_ir_tensor.panel) that e
  * reads along vc within one panel: lane 0's column, the statement's index
@@ -769,7 +757,7 @@ static int ir_uses(const tc_ir_expr *e, int v)
 static int panels_aligned(cg *g, const vtile *t, const tc_ir_expr *e)
 {
 	int k, v, P = e->op == TC_OP_READ ? g->p->f->tensors[e->id].panel : 0;
-	for (v = 0; P > 0 && ir_uses(e, t->vc) && v < t->nvec; v++) {
+	for (v = 0; P > 0 && tc_ir_uses_var(e, t->vc) && v < t->nvec; v++) {
 		int64_t r = ast_residue(g, t->inst->index[t->vc], t->col.id, t->col.lo + t->off[v], P);
 		if (r < 0 || r + t->width[v] > P)
 			return 0;

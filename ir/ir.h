@@ -176,6 +176,8 @@ int tc_ir_affine(__tc_keep const tc_ir_expr *e);
 int tc_ir_plain_var(__tc_keep const tc_ir_expr *e);
 /* Whether e reads tensor t (anywhere, subscripts included). */
 int tc_ir_reads(__tc_keep const tc_ir_expr *e, int t);
+/* Whether e uses index variable (domain dimension) v anywhere. */
+int tc_ir_uses_var(__tc_keep const tc_ir_expr *e, int v);
 /* Fused multiply-adds (the contract option): the one rule that the
  * interpreter and every code generator follow, so that contract=on gives
  * the same bits whatever the schedule, as contract=off does.  A float32 or

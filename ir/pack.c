@@ -324,25 +324,13 @@ static int make_copy(packer *P, const pack *pk, tc_ir_stmt *out)
  * about the same (0.96x), 56 x 56 0.86x; 7 x 7 images 12x the time (rows
  * of 5), so those stay channels last (docs/performance.md, Convolutions). */
 
-/* Whether e uses index variable v. */
-static int expr_uses(const tc_ir_expr *e, int v)
-{
-	int k;
-	if (e->op == TC_OP_INDEX)
-		return e->id == v;
-	for (k = 0; k < e->nargs; k++)
-		if (expr_uses(e->args[k], v))
-			return 1;
-	return 0;
-}
-
 /* A read in e whose last subscript uses index v but is not v alone (a
  * sliding window: w + r_kw, 2 * w + r_kw), or NULL. */
 static const tc_ir_expr *window_read(const tc_ir_expr *e, int v)
 {
 	int k;
 	if (e->op == TC_OP_READ && e->nargs &&
-		tc_ir_plain_var(e->args[e->nargs - 1]) < 0 && expr_uses(e->args[e->nargs - 1], v))
+		tc_ir_plain_var(e->args[e->nargs - 1]) < 0 && tc_ir_uses_var(e->args[e->nargs - 1], v))
 		return e;
 	for (k = 0; k < e->nargs; k++) {
 		const tc_ir_expr *r = window_read(e->args[k], v);
@@ -364,7 +352,7 @@ static int channel_var(const tc_ir_func *f, const tc_ir_stmt *s, const tc_ir_exp
 	if (e->op == TC_OP_READ && e != x && f->tensors[e->id].kind == TC_TENSOR_INPUT &&
 		e->nargs >= 2) {
 		int last = tc_ir_plain_var(e->args[e->nargs - 1]);
-		if (last < 0 || !s->vars[last].is_reduction || expr_uses(e, inner))
+		if (last < 0 || !s->vars[last].is_reduction || tc_ir_uses_var(e, inner))
 			return -1;
 		for (k = 0; k < e->nargs; k++) {
 			v = tc_ir_plain_var(e->args[k]);
@@ -373,7 +361,7 @@ static int channel_var(const tc_ir_func *f, const tc_ir_stmt *s, const tc_ir_exp
 			for (j = 0; j < k; j++)
 				if (tc_ir_plain_var(e->args[j]) == v)
 					return -1;
-			if (v < s->nlhs && !expr_uses(x, v))
+			if (v < s->nlhs && !tc_ir_uses_var(x, v))
 				found = v;
 		}
 		return found;

@@ -13,6 +13,17 @@ int tc_ir_plain_var(__tc_keep const tc_ir_expr *e)
 	return e->op == TC_OP_INDEX ? e->id : -1;
 }
 
+int tc_ir_uses_var(__tc_keep const tc_ir_expr *e, int v)
+{
+	int k;
+	if (e->op == TC_OP_INDEX)
+		return e->id == v;
+	for (k = 0; k < e->nargs; k++)
+		if (tc_ir_uses_var(e->args[k], v))
+			return 1;
+	return 0;
+}
+
 static int fusable(tc_dtype t)
 {
 	return t == TC_T_F32 || t == TC_T_F64;

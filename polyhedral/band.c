@@ -60,24 +60,13 @@ static isl_stat piece_cb(isl_set *set, isl_aff *aff, void *user)
 	return isl_stat_ok;
 }
 
-int tc_poly_expr_uses(__tc_keep const tc_ir_expr *e, int var)
-{
-	int i;
-	if (e->op == TC_OP_INDEX)
-		return e->id == var;
-	for (i = 0; i < e->nargs; i++)
-		if (tc_poly_expr_uses(e->args[i], var))
-			return 1;
-	return 0;
-}
-
 const tc_ir_expr *tc_poly_window_read(__tc_keep const tc_ir_expr *e, int a, int b)
 {
 	const tc_ir_expr *r;
 	int k;
 	for (k = 0; k < e->nargs; k++)
-		if (e->op == TC_OP_READ && tc_poly_expr_uses(e->args[k], a) &&
-			tc_poly_expr_uses(e->args[k], b))
+		if (e->op == TC_OP_READ && tc_ir_uses_var(e->args[k], a) &&
+			tc_ir_uses_var(e->args[k], b))
 			return e;
 	for (k = 0; k < e->nargs; k++)
 		if ((r = tc_poly_window_read(e->args[k], a, b)))

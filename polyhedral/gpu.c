@@ -278,11 +278,11 @@ static int own_row_walk(const tc_ir_expr *e, int var, int nlhs)
 	for (i = 0; i < e->nargs; i++)
 		if (own_row_walk(e->args[i], var, nlhs))
 			return 1;
-	if (e->op != TC_OP_READ || e->nargs < 1 || !tc_poly_expr_uses(e->args[e->nargs - 1], var))
+	if (e->op != TC_OP_READ || e->nargs < 1 || !tc_ir_uses_var(e->args[e->nargs - 1], var))
 		return 0;
 	for (v = 0, ok = 1; ok && v < nlhs; v++)
 		for (i = 0, ok = 0; !ok && i < e->nargs; i++)
-			ok = tc_poly_expr_uses(e->args[i], v);
+			ok = tc_ir_uses_var(e->args[i], v);
 	return ok;
 }
 

@@ -37,7 +37,7 @@ static int access_score(const tc_ir_expr *e, int var)
 		n += access_score(e->args[i], var);
 	if (e->op == TC_OP_READ)
 		for (i = 0; i < e->nargs; i++)
-			if (tc_poly_expr_uses(e->args[i], var))
+			if (tc_ir_uses_var(e->args[i], var))
 				n += i == e->nargs - 1 ? 1 : -STRIDED;
 	return n;
 }
@@ -193,7 +193,7 @@ static void window_taps(const tc_ir_stmt *ir, const tc_ir_expr *e, unsigned *tap
 			continue;
 		}
 		for (k = 0; k < ir->nvars && k < 32; k++)
-			if (tc_poly_expr_uses(e->args[i], k)) {
+			if (tc_ir_uses_var(e->args[i], k)) {
 				if (k < ir->nlhs)
 					lhs = 1;
 				else

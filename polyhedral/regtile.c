@@ -81,7 +81,7 @@ static int64_t lanes(const tc_poly *p, const tc_poly_stmt *st)
  * index inner but not var. */
 static int shared_vectors(const tc_ir_expr *e, int var, int inner)
 {
-	int i, n = e->op == TC_OP_READ && tc_poly_expr_uses(e, inner) && !tc_poly_expr_uses(e, var);
+	int i, n = e->op == TC_OP_READ && tc_ir_uses_var(e, inner) && !tc_ir_uses_var(e, var);
 	if (e->op != TC_OP_READ)
 		for (i = 0; i < e->nargs; i++)
 			n += shared_vectors(e->args[i], var, inner);
@@ -154,7 +154,7 @@ static int shared_reads(const tc_ir_expr *e, int var, int *n)
 	int i, shared = 0;
 	if (e->op == TC_OP_READ) {
 		++*n;
-		return !tc_poly_expr_uses(e, var);
+		return !tc_ir_uses_var(e, var);
 	}
 	for (i = 0; i < e->nargs; i++)
 		shared += shared_reads(e->args[i], var, n);
@@ -186,7 +186,7 @@ static int64_t window_slice(const tc_poly *p, const tc_poly_stmt *st, const tc_i
 	int k, v;
 	for (k = 0; k < x->nargs; k++)
 		for (v = 0; v < st->ir->nvars; v++)
-			if (tc_poly_expr_uses(x->args[k], v) &&
+			if (tc_ir_uses_var(x->args[k], v) &&
 				(v == var || v == inner || st->ir->vars[v].is_reduction)) {
 				if (!p->params || tc_sx_eval(t->ext[k], p->params, NULL, &ext) < 0)
 					return -1;
@@ -235,11 +235,11 @@ static void conv_rows(const tc_poly *p, isl_schedule_node *node, const tc_poly_s
 			continue;
 		if (!(shared = shared_reads(st->ir->rhs, var, &nreads)))
 			continue;
-		if (tc_poly_expr_uses(x, var) && ((slice = window_slice(p, st, x, var, inner)) < 0 ||
+		if (tc_ir_uses_var(x, var) && ((slice = window_slice(p, st, x, var, inner)) < 0 ||
 			slice > p->target->l1_bytes))
 			continue;
 		cands++;
-		if (!tc_poly_expr_uses(x, var) && ext % 2 == 0 && other < 0)
+		if (!tc_ir_uses_var(x, var) && ext % 2 == 0 && other < 0)
 			other = j;
 		r = whole_rows(ext, max);
 		whole = ext % r == 0;
@@ -259,7 +259,7 @@ static void conv_rows(const tc_poly *p, isl_schedule_node *node, const tc_poly_s
 	*row = best;
 	*rows = best_r;
 	if (other >= 0 && other != best && best_r % 2 == 0 && best_ext % (best_r / 2) == 0 &&
-		tc_poly_expr_uses(x, tc_poly_band_member_var(node, best, st))) {
+		tc_ir_uses_var(x, tc_poly_band_member_var(node, best, st))) {
 		*rows = best_r / 2;
 		*row2 = other;
 		*rows2 = 2;
