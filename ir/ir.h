@@ -178,6 +178,14 @@ int tc_ir_plain_var(__tc_keep const tc_ir_expr *e);
 int tc_ir_reads(__tc_keep const tc_ir_expr *e, int t);
 /* Whether e uses index variable (domain dimension) v anywhere. */
 int tc_ir_uses_var(__tc_keep const tc_ir_expr *e, int v);
+/* The step of integer expression e per step of index v: its coefficient
+ * when e is a sum, difference or negation of terms, each v, free of v, or
+ * v's multiple by an integer constant (2 * w + r_kw - 1: 2), 0 when e does
+ * not use v, TC_IR_NO_STEP otherwise (w / 2, w * w, a gather on w). */
+#define TC_IR_NO_STEP INT64_MIN
+int64_t tc_ir_var_step(__tc_keep const tc_ir_expr *e, int v);
+/* The reads in e (subscripts included). */
+int tc_ir_count_reads(__tc_keep const tc_ir_expr *e);
 /* Fused multiply-adds (the contract option): the one rule that the
  * interpreter and every code generator follow, so that contract=on gives
  * the same bits whatever the schedule, as contract=off does.  A float32 or

@@ -24,6 +24,48 @@ int tc_ir_uses_var(__tc_keep const tc_ir_expr *e, int v)
 	return 0;
 }
 
+int64_t tc_ir_var_step(__tc_keep const tc_ir_expr *e, int v)
+{
+	int64_t a, b;
+	switch (e->op) {
+	case TC_OP_INDEX:
+		return e->id == v;
+	case TC_OP_CAST:
+		return tc_ir_var_step(e->args[0], v);
+	case TC_OP_NEG:
+		a = tc_ir_var_step(e->args[0], v);
+		return a == TC_IR_NO_STEP ? a : -a;
+	case TC_OP_ADD:
+	case TC_OP_SUB:
+		a = tc_ir_var_step(e->args[0], v);
+		b = tc_ir_var_step(e->args[1], v);
+		if (a == TC_IR_NO_STEP || b == TC_IR_NO_STEP)
+			return TC_IR_NO_STEP;
+		return e->op == TC_OP_ADD ? a + b : a - b;
+	case TC_OP_MUL:
+		if (!tc_ir_uses_var(e, v))
+			return 0;
+		for (a = 0; a < 2; a++) {
+			const tc_ir_expr *c = e->args[a], *x = e->args[1 - a];
+			if (c->op == TC_OP_CONST && tc_dtype_is_int(c->type)) {
+				b = tc_ir_var_step(x, v);
+				return b == TC_IR_NO_STEP ? b : b * c->c.i;
+			}
+		}
+		return TC_IR_NO_STEP;
+	default:
+		return tc_ir_uses_var(e, v) ? TC_IR_NO_STEP : 0;
+	}
+}
+
+int tc_ir_count_reads(__tc_keep const tc_ir_expr *e)
+{
+	int k, n = e->op == TC_OP_READ;
+	for (k = 0; k < e->nargs; k++)
+		n += tc_ir_count_reads(e->args[k]);
+	return n;
+}
+
 static int fusable(tc_dtype t)
 {
 	return t == TC_T_F32 || t == TC_T_F64;

@@ -214,7 +214,8 @@ static int window_sum(const tc_poly *p, const tc_poly_stmt *st)
 	unsigned used = 0;
 	int64_t taps = 1, lo, hi;
 	int k;
-	if (!p->params || st->kind != TC_POLY_UPDATE || ir->red != TC_RED_ADD ||
+	if (!p->params || st->kind != TC_POLY_UPDATE ||
+		(ir->red != TC_RED_ADD && ir->red != TC_RED_MAX && ir->red != TC_RED_MIN) ||
 		ir->nvars <= ir->nlhs || ir->nvars > 32)
 		return 0;
 	window_taps(ir, ir->rhs, &used);

@@ -878,6 +878,7 @@ static int build_parts(tc_poly *p, isl_set *context, parts *all, isl_union_map *
 	}
 	*deps = deps_of(all, 1, scat);
 	*near = isl_union_map_coalesce(isl_union_map_union(*near, isl_union_map_copy(*deps)));
+	*near = tc_poly_lex_updates(p, *near, all->domain);
 	if (scat) {
 		*deps = relax_atomic_scatters(p, *deps);
 		*near = relax_atomic_scatters(p, *near);
@@ -981,6 +982,33 @@ __tc_give isl_union_set *tc_poly_stmt_instances(__tc_keep const tc_poly *p,
 	sp = isl_space_set_tuple_name(sp, isl_dim_set, st->name);
 	return isl_union_set_intersect(isl_union_set_from_set(isl_set_universe(sp)),
 		isl_union_set_copy(p->domain));
+}
+
+__tc_give isl_union_map *tc_poly_lex_updates(__tc_keep const tc_poly *p,
+	__tc_take isl_union_map *near, __tc_keep isl_union_set *dom)
+{
+	int i, k;
+	for (i = 0; near && i < p->nstmts; i++) {
+		const tc_poly_stmt *st = &p->stmts[i];
+		isl_space *sp;
+		isl_set *d;
+		isl_map *m;
+		if (st->kind != TC_POLY_UPDATE || st->ir->sub || st->ndims <= st->ir->nlhs ||
+			tc_ir_reads(st->ir->rhs, st->ir->tensor))
+			continue;
+		sp = isl_union_set_get_space(dom);
+		sp = isl_space_add_dims(sp, isl_dim_set, (unsigned)st->ndims);
+		sp = isl_space_set_tuple_name(sp, isl_dim_set, st->name);
+		d = isl_union_set_extract_set(dom, isl_space_copy(sp));
+		m = isl_map_lex_lt(sp);
+		for (k = 0; k < st->ir->nlhs; k++)
+			m = isl_map_equate(m, isl_dim_in, k, isl_dim_out, k);
+		m = isl_map_intersect_range(isl_map_intersect_domain(m, isl_set_copy(d)), d);
+		near = isl_union_map_subtract(near, isl_union_map_from_map(
+			isl_map_universe(isl_map_get_space(m))));
+		near = isl_union_map_union(near, isl_union_map_from_map(m));
+	}
+	return near;
 }
 
 __tc_give isl_union_set *tc_poly_pack_instances(__tc_keep const tc_poly *p)

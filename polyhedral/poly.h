@@ -351,8 +351,9 @@ typedef struct tc_poly {
 				  * to the last write only (writes kill):
 				  * the rest follow by transitivity */
 	isl_union_map *near;     /* deps and, within each reduction, every
-				  * pair without kills: the proximity the
-				  * isl scheduler is given */
+				  * pair without kills (an update's own in
+				  * lexicographic form, tc_poly_lex_updates):
+				  * what the isl scheduler is given */
 	isl_set *gcontext;       /* with sizes, after tc_poly_build_generic:
 				  * the context of a model without them
 				  * (every size >= 1, or >= 0 where it is 0;
@@ -403,6 +404,21 @@ const tc_poly_stmt *tc_poly_find_stmt(__tc_keep const tc_poly *p, const char *na
 /* The instances of statement st of p. */
 __tc_give isl_union_set *tc_poly_stmt_instances(__tc_keep const tc_poly *p,
 	__tc_keep const tc_poly_stmt *st);
+/* near (taken: what build_parts computed for p->near or p->gnear) with
+ * the dependences of each reduction's update on itself within dom
+ * (borrowed) written as what they are, "the same element, a later
+ * reduction instance" (the reduction indices in lexicographic order,
+ * isl_map_lex_lt), for updates that read nothing of their own output and
+ * write it at their left-hand indices.  isl's dataflow analysis gives the
+ * same integer pairs, but may describe them by pieces whose rational
+ * points run backwards (kw' = 1 - kw over a 2 x 2 window), and the isl
+ * scheduler reasons on rational points: on a convolution with a 2 x 2
+ * window it failed ("unable to carry dependences": the textual order,
+ * untiled, 12x the time), with 2 x 3 or 1 x 2 windows it merged the
+ * reduction loops into one (2 * r_c + r_kh: no register tile, 20x).  NULL
+ * on an isl error. */
+__tc_give isl_union_map *tc_poly_lex_updates(__tc_keep const tc_poly *p,
+	__tc_take isl_union_map *near, __tc_keep isl_union_set *dom);
 /* The instances of the packing copies (IR statements marked pack, see
  * tc_ir_pack); empty when there are none. */
 __tc_give isl_union_set *tc_poly_pack_instances(__tc_keep const tc_poly *p);

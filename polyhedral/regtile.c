@@ -212,6 +212,32 @@ static const tc_ir_expr *conv_window(isl_schedule_node *node, const tc_poly_stmt
 	return x;
 }
 
+/* Whether contraction band node's statement st is a pooling whose window
+ * strides along the innermost member (O(n,c,h,w) max=!
+ * I(n,c,2*h+r_kh,2*w+r_kw)): one read, so no operand that the rows of a
+ * tile share, and each vector of it a gather.  Such a tile only holds the
+ * results in registers, and costs more than it saves: 16 x 64 x 56 x 56,
+ * one thread on a Zen 3, max over 2 x 2 windows of stride 2 took 3.2 ms
+ * tiled against 1.5, 3 x 3 windows of stride 2 3.25 against 2.55, the
+ * average over 2 x 2 windows 1.2 against 1.1 (bench, --no-cache); a
+ * stride-1 3 x 3 max keeps its tile (3.3 ms against 4.6 untiled).  The
+ * regtile option's sizes apply as they are. */
+static int strided_pooling(const tc_poly *p, isl_schedule_node *node, const tc_poly_stmt *st)
+{
+	isl_size n = isl_schedule_node_band_n_member(node);
+	int k, inner = n > 0 ? tc_poly_band_member_var(node, n - 1, st) : -1;
+	const tc_ir_expr *x;
+	if (p->opts.nregtile || inner < 0 || tc_ir_count_reads(st->ir->rhs) != 1 ||
+		!(x = conv_window(node, st)))
+		return 0;
+	for (k = 0; k < x->nargs; k++)
+		if (tc_ir_uses_var(x->args[k], inner)) {
+			int64_t step = tc_ir_var_step(x->args[k], inner);
+			return step != 1 && step != -1;
+		}
+	return 0;
+}
+
 /* The rows of the register tile of convolution band node, x its window
  * read (see above): sets *row to the member and *rows to its rows (max at
  * most) when two members or more are to choose from; with one that is
@@ -872,7 +898,7 @@ static isl_schedule_node *regtile_band(isl_schedule_node *node, const tc_poly *p
 	isl_multi_val *mv;
 	if (!st && (st = tc_poly_column_band(p, node, &has_init)))
 		column = 1;
-	if (!st || n > TC_POLY_MAX_TILE * 2 || depth < 0)
+	if (!st || n > TC_POLY_MAX_TILE * 2 || depth < 0 || (!column && strided_pooling(p, node, st)))
 		return node;
 	regtile_sizes(p, node, st, sizes);
 	if (column && !column_sizes(p, node, st, sizes))

@@ -1812,6 +1812,91 @@ static void padded_convolution_tiles_of_constant_rows(void **state)
 	padded_convolution_streamed(&r);
 }
 
+/* Convolutions with windows of every size get the scheduler's loop nest
+ * and a register tile: with a 2 x 2 window the isl scheduler failed on
+ * the dependences of the sum (pieces whose rational points run
+ * backwards) and the def ran in textual order, untiled (12x the time);
+ * with 1 x 2 and 2 x 3 windows it merged the channel and tap loops into
+ * one (2 * r_c + r_kh).  The reduction's dependences on itself are now
+ * given to it in lexicographic form (polyhedral/poly.c,
+ * tc_poly_lex_updates).  Poolings whose windows stride along the
+ * vectorised loop (2 * w + r_kw) get no register tile (its vectors would
+ * be gathers; polyhedral/regtile.c, strided_pooling) and a max over a
+ * window keeps its taps innermost, as a sum does (order.c).  Results equal
+ * pack=off's and the interpreter's bit for bit. */
+static void windows_of_every_size(void **state)
+{
+	static const pack_case convs[] = {
+		{"def k(float(N,C,H,W) I, float(F,C,KH,KW) W1) -> (O) {\n"
+		 "  O(n,f,h,w) +=! I(n,r_c,h+r_kh,w+r_kw) * W1(f,r_c,r_kh,r_kw)\n}\n",
+			2, 1, {{2, 5, 9, 20}, {32, 5, 2, 2}, {2, 32, 8, 19}}, {4, 4, 4},
+			{"temp   O_cl"}, NULL},
+		{"def k(float(N,C,H,W) I, float(F,C,KH,KW) W1) -> (O) {\n"
+		 "  O(n,f,h,w) +=! I(n,r_c,h+r_kh,w+r_kw) * W1(f,r_c,r_kh,r_kw)\n}\n",
+			2, 1, {{2, 5, 9, 20}, {32, 5, 1, 2}, {2, 32, 9, 19}}, {4, 4, 4},
+			{"temp   O_cl"}, NULL},
+		{"def k(float(N,C,H,W) I, float(F,C,KH,KW) W1) -> (O) {\n"
+		 "  O(n,f,h,w) +=! I(n,r_c,h+r_kh,w+r_kw) * W1(f,r_c,r_kh,r_kw)\n}\n",
+			2, 1, {{2, 5, 9, 20}, {32, 5, 2, 3}, {2, 32, 8, 18}}, {4, 4, 4},
+			{"temp   O_cl"}, NULL},
+	};
+	static const pack_case pools[] = {
+		{"def k(float(N,C,H,W) I) -> (O) {\n"
+		 "  O(n,c,h,w) max=! I(n,c,2*h+r_kh,2*w+r_kw) where r_kh in 0:2, r_kw in 0:2\n}\n",
+			1, 1, {{2, 3, 9, 40}, {2, 3, 4, 20}}, {4, 4}, {NULL}, NULL},
+		{"def k(float(N,C,H,W) I) -> (O) {\n"
+		 "  O(n,c,h,w) max=! pad(I(n, c, 2*h + r_kh - 1, 2*w + r_kw - 1), -3.4e38)\n"
+		 "    where h in 0:(H+1)/2, w in 0:(W+1)/2, r_kh in 0:3, r_kw in 0:3\n}\n",
+			1, 1, {{2, 3, 9, 40}, {2, 3, 5, 20}}, {4, 4}, {NULL}, NULL},
+	};
+	static const char *const cpus[2] = {"", "cpu=x86-64-v3"}; /* kernel_with's v4, then v3 */
+	uint64_t r = 41;
+	size_t c;
+	int k, j;
+	(void)state;
+	for (c = 0; c < sizeof(convs) / sizeof(convs[0]) + sizeof(pools) / sizeof(pools[0]); c++) {
+		int pool = c >= sizeof(convs) / sizeof(convs[0]);
+		const pack_case *pc = pool ? &pools[c - sizeof(convs) / sizeof(convs[0])] : &convs[c];
+		tc_module *m = tc_module_parse(ctx, pc->text, "window.tc");
+		DLTensor t[2];
+		const DLTensor *in[2];
+		assert_non_null(m);
+		for (j = 0; j < pc->nin; j++) { /* shapes only: emit reads no data */
+			t[j] = (DLTensor){NULL, {kDLCPU, 0}, 4, {kDLFloat, 32, 1},
+				(int64_t *)pc->shapes[j], NULL, 0};
+			in[j] = &t[j];
+		}
+		for (k = 0; k < 2; k++) {
+			char *ast = stage_of(m, in, pc->nin, cpus[k], "ast");
+			print_message("case %d %s: tc_parallel %d, tc_regtile %d\n", (int)c,
+				k ? "x86-64-v3" : "x86-64-v4", !!strstr(ast, "tc_parallel"),
+				!!strstr(ast, "tc_regtile"));
+			if (!pool && (!strstr(ast, "tc_parallel") || !strstr(ast, "tc_regtile")))
+				fail_msg("case %d, %s: a parallel, register-tiled nest expected:\n%s",
+					(int)c, cpus[k], ast);
+			if (pool && strstr(ast, "tc_regtile"))
+				fail_msg("case %d, %s: no register tile expected:\n%s", (int)c,
+					cpus[k], ast);
+			/* a pooling's innermost loop, just above S0, runs over the
+			 * window's taps (2 or 3 of them) */
+			if (pool) {
+				char taps[64];
+				const char *at, *next = NULL;
+				snprintf(taps, sizeof(taps), "c5 <= %d; c5 += 1)\n", c == 3 ? 1 : 2);
+				if ((at = strstr(ast, taps)))
+					for (next = strchr(at, '\n') + 1; *next == ' '; next++)
+						;
+				if (!next || strncmp(next, "S0(", 3))
+					fail_msg("case %d, %s: the taps innermost expected:\n%s",
+						(int)c, cpus[k], ast);
+			}
+			tc_string_free(ast);
+		}
+		tc_module_free(m);
+		check_pack_case(pc, (int)c, &r);
+	}
+}
+
 /* Packing: an input read with the reduction as its stride-1 dimension (B
  * in A(m,r_k) * B(n,r_k), a fully connected layer's weights) is copied
  * into a temporary whose stride-1 dimension is the output's, first; its
@@ -2945,6 +3030,7 @@ int main(void)
 		cmocka_unit_test(packing_short_rows_last),
 		cmocka_unit_test(regtile_even_rows_of_short_members),
 		cmocka_unit_test(padded_convolution_tiles_of_constant_rows),
+		cmocka_unit_test(windows_of_every_size),
 		cmocka_unit_test(inlining_cheap_temporaries),
 		cmocka_unit_test(sharing_expensive_subexpressions),
 		cmocka_unit_test(row_buffers),
