@@ -604,6 +604,37 @@ static int nonneg_by_cases(const tc_sexpr *e)
 	return 0;
 }
 
+/* e >= 0 by a floor division's remainder: with a term -k * c *
+ * floor(a / c) (k >= 1), e = g + k * (a - c * floor(a / c)) where g is e
+ * with that term replaced by -k * a, and the remainder is at least 0, so
+ * e >= 0 when g is (H - KH - 2 * floor((H - KH) / 2): g = 0; the last row a
+ * stride-2 window of KH rows reads, 2 * floor((H - KH) / 2) + KH - 1, is
+ * below H). */
+static int nonneg_by_mod(const tc_sexpr *e)
+{
+	aff f, g;
+	int64_t lb;
+	int i, j;
+	memset(&f, 0, sizeof(f));
+	to_aff(e, 1, &f);
+	if (f.overflow)
+		return 0;
+	for (i = 0; i < f.n; i++) {
+		const tc_sexpr *q = f.t[i].atom;
+		if (q->kind != TC_SX_FLOORDIV || f.t[i].coef >= 0 || f.t[i].coef % q->c)
+			continue;
+		memset(&g, 0, sizeof(g));
+		g.c = f.c;
+		for (j = 0; j < f.n; j++)
+			if (j != i)
+				aff_add_term(&g, f.t[j].coef, f.t[j].atom);
+		to_aff(q->a, f.t[i].coef / q->c, &g);
+		if (!g.overflow && aff_lower(&g, &lb) && lb >= 0)
+			return 1;
+	}
+	return 0;
+}
+
 int tc_sx_overflows(__tc_keep const tc_sexpr *e)
 {
 	aff f;
@@ -635,7 +666,7 @@ int tc_sx_sign(__tc_keep const tc_sexpr *e)
 	bnd b = bounds(e);
 	if (b.has_lo && b.lo >= 0)
 		return 1;
-	if (e && nonneg_by_cases(e))
+	if (e && (nonneg_by_cases(e) || nonneg_by_mod(e)))
 		return 1;
 	if (b.has_hi && b.hi < 0)
 		return -1;

@@ -630,6 +630,13 @@ static void test_printed_backward_matches_golden(void **state)
 	check_golden(case_named("softmax")->src, "softmax", "grad_softmax.tc", 0);
 	check_golden(case_named("saved")->src, "saved", "grad_saved.tc", 0);
 	check_golden(case_named("lets")->src, "lets", "grad_lets.tc", 0);
+	/* a stride-2 window over rows a where range gives: d_W1 is one '+=!'
+	 * (kh ranges over 0:KH, the reads' bound a floor division's
+	 * remainder away; once '= 0' and '+=', 5x the time) */
+	check_golden("def conv2d_s2(float(N,C,H,W) I, float(F,C,KH,KW) W1) -> (O) {\n"
+		     "  O(n,f,h,w) +=! I(n,c,2*h+kh,2*w+kw) * W1(f,c,kh,kw)\n"
+		     "    where h in 0:(H-KH)/2+1, w in 0:(W-KW)/2+1\n"
+		     "}\n", "conv2d_s2", "grad_conv2d_s2.tc", 0);
 }
 
 /* ---- errors ---- */
