@@ -1,0 +1,781 @@
+/* The derived statements of a derivation (see grad.c) and the adjoints
+ * of reads that are not plain: the values that reads name, statements with
+ * the where clauses and lets they need (mk_stmt, attach_where), fresh
+ * names; affine subscripts solved into a gather (gather_stmt), gathered or
+ * unsolvable ones into a guarded scatter (scatter_stmt), the conditions
+ * under which the forward reads them (path_cond). */
+#include "grad_internal.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* ---- values read, derived statements ---- */
+
+/* The value a read of a statement in g->ss names (by its name). */
+int tc_grad_val_of_read(const grad_ctx *g, const tc_expr *e)
+{
+	int t = e->ref_id, v;
+	if (g->nver[t] == 1)
+		return t;
+	for (v = 0; v < g->nval; v++)
+		if (g->val_t[v] == t && !strcmp(g->vname[v], e->name))
+			return v;
+	return t;
+}
+
+/* Whether value v is computed inside the backward def when it needs it (a
+ * temporary, or an earlier version of a tensor) rather than given. */
+static int temp_like(const grad_ctx *g, int v)
+{
+	return g->def->tensors[g->val_t[v]].kind == TC_TENSOR_TEMP || !g->final[v];
+}
+
+/* The backward def needs value v: recomputed (or saved) or, for the final
+ * value of an output, an input. */
+void tc_grad_use_value(grad_ctx *g, int v)
+{
+	if (g->def->tensors[g->val_t[v]].kind == TC_TENSOR_INPUT)
+		return;
+	if (temp_like(g, v))
+		g->recompute[v] = 1;
+	else
+		g->save[v] = 1;
+}
+
+/* Whether variable v of s ranges over exactly 0:ext. */
+int tc_grad_covers(const tc_stmt *s, int v, const tc_sexpr *ext)
+{
+	int64_t lo;
+	return tc_sx_is_const(s->vars[v].lo, &lo) && lo == 0 && tc_sx_equal(s->vars[v].hi, ext);
+}
+
+/* Whether the index variable name is bounded by a read in e (a subscript
+ * of a tensor read). */
+int tc_grad_bounded_in(const tc_expr *e, const char *name)
+{
+	int i;
+	/* a read of the forward def, or an adjoint read built here (no ref) */
+	if (e->kind == TC_AST_CALL && e->ref != TC_REF_BUILTIN) {
+		for (i = 0; i < e->nargs; i++)
+			if (e->args[i]->kind == TC_AST_IDENT && !strcmp(e->args[i]->name, name))
+				return 1;
+		return 0;
+	}
+	for (i = 0; i < e->nargs; i++)
+		if (tc_grad_bounded_in(e->args[i], name))
+			return 1;
+	return 0;
+}
+
+/* Mark the forward values read in e (a text with values' names): the
+ * temporaries for recomputation, the outputs as inputs of the backward. */
+void tc_grad_mark_temps(grad_ctx *g, const tc_expr *e)
+{
+	int i;
+	if ((e->kind == TC_AST_CALL || e->kind == TC_AST_IDENT) && e->ref == TC_REF_TENSOR)
+		tc_grad_use_value(g, tc_grad_val_of_read(g, e));
+	for (i = 0; i < e->nargs; i++)
+		tc_grad_mark_temps(g, e->args[i]);
+}
+
+/* Mark the lets of g->cur that e reads, directly or through other lets. */
+void tc_grad_mark_lets(grad_ctx *g, const tc_expr *e)
+{
+	int i;
+	if (e->kind == TC_AST_IDENT && e->ref == TC_REF_LET && !g->let_used[e->ref_id]) {
+		g->let_used[e->ref_id] = 1;
+		tc_grad_mark_lets(g, g->cur->where[e->ref_id].val);
+	}
+	for (i = 0; i < e->nargs; i++)
+		tc_grad_mark_lets(g, e->args[i]);
+}
+
+tc_stmt *tc_grad_mk_stmt(grad_ctx *g, const char *lhs, int nidx, const char **idx, tc_red red,
+	int init, tc_expr *rhs)
+{
+	tc_stmt *b = tc_arena_alloc(g->ar, sizeof(*b));
+	if (!b)
+		return NULL;
+	b->lhs = lhs;
+	b->nidx = nidx;
+	b->idx = idx;
+	b->red = red;
+	b->init = init;
+	b->rhs = rhs;
+	return b;
+}
+
+/* Give b the where ranges and exists clauses of g->cur, the lets marked
+ * in g->let_used, and ranges for the nextra variables extra[] of g->cur
+ * (their ranges in g->cur); the forward temporaries they read are
+ * recomputed. */
+int tc_grad_attach_where(grad_ctx *g, tc_stmt *b, int nextra, const int *extra)
+{
+	const tc_stmt *s = g->cur;
+	int v;
+	for (v = 0; v < s->nwhere; v++)
+		b->nwhere += s->where[v].kind != TC_WHERE_LET || g->let_used[v];
+	b->nwhere += nextra;
+	if (b->nwhere && !(b->where = tc_arena_alloc(g->ar, (size_t)b->nwhere * sizeof(tc_where))))
+		return -1;
+	b->nwhere = 0;
+	for (v = 0; v < nextra; v++) {
+		tc_where *w = &b->where[b->nwhere++];
+		w->kind = TC_WHERE_RANGE;
+		w->name = s->vars[extra[v]].name;
+		w->lo = tc_grad_sx_expr(g, s, s->vars[extra[v]].lo);
+		w->hi = tc_grad_sx_expr(g, s, s->vars[extra[v]].hi);
+		if (!w->lo || !w->hi)
+			return -1;
+	}
+	for (v = 0; v < s->nwhere; v++)
+		if (s->where[v].kind != TC_WHERE_LET || g->let_used[v]) {
+			b->where[b->nwhere++] = s->where[v];
+			if (s->where[v].kind != TC_WHERE_RANGE)
+				tc_grad_mark_temps(g, s->where[v].val);
+		}
+	return 0;
+}
+
+/* Whether name is a tensor or size name of the def. */
+int tc_grad_name_taken(const tc_def *def, const char *name)
+{
+	int i;
+	for (i = 0; i < def->ntensors; i++)
+		if (!strcmp(def->tensors[i].name, name))
+			return 1;
+	for (i = 0; i < def->nsizes; i++)
+		if (!strcmp(def->sizes[i], name))
+			return 1;
+	return 0;
+}
+
+/* ---- reads that are not plain: gathers and scatters ---- */
+
+/* a as text, with names[v] for variable v. */
+static tc_expr *aff_expr(grad_ctx *g, const aff *a, const char *const *names, int nv)
+{
+	tc_expr *r = NULL;
+	int64_t k;
+	int v, pass;
+	/* positive terms first: h - kh rather than -kh + h */
+	for (pass = 0; pass < 2; pass++)
+	for (v = 0; v < nv; v++) {
+		int64_t c = a->c[v];
+		tc_expr *t;
+		if (!c || (pass == 0) != (c > 0))
+			continue;
+		t = tc_grad_mk_ident(g, names[v]);
+		if (c != 1 && c != -1)
+			t = tc_grad_mk_bin(g, TC_AOP_MUL, tc_grad_mk_int(g, c < 0 ? -c : c), t);
+		if (!r)
+			r = c < 0 ? tc_grad_mk_neg(g, t) : t;
+		else
+			r = tc_grad_mk_bin(g, c < 0 ? TC_AOP_SUB : TC_AOP_ADD, r, t);
+	}
+	if (tc_sx_is_const(a->k, &k)) {
+		if (!r)
+			return tc_grad_mk_int(g, k);
+		if (k)
+			r = tc_grad_mk_bin(g, k < 0 ? TC_AOP_SUB : TC_AOP_ADD, r,
+				tc_grad_mk_int(g, k < 0 ? -k : k));
+		return r;
+	}
+	return r ? tc_grad_mk_bin(g, TC_AOP_ADD, r,
+		tc_grad_sx_expr(g, NULL, a->k)) : tc_grad_sx_expr(g, NULL, a->k);
+}
+
+/* The state of one gather: substitutions of solved variables. */
+typedef struct gather {
+	int nv;             /* the variables of g->cur, then one per dimension */
+	const char **names; /* their names */
+	aff **sub;          /* per variable of g->cur: its value, or NULL */
+} gather;
+
+/* e (a part of a derivative of g->cur) with the solved variables
+ * replaced by their values, lets inlined. */
+static tc_expr *gather_expr(grad_ctx *g, gather *ga, tc_expr *e)
+{
+	tc_expr *c;
+	int i, v;
+	if (e->kind == TC_AST_IDENT && e->ref == TC_REF_LET)
+		return gather_expr(g, ga, g->cur->where[e->ref_id].val);
+	if (e->kind == TC_AST_IDENT && (v = tc_grad_var_of(g->cur, e->name)) >= 0 &&
+		(e->ref == TC_REF_INDEX || e->ref == TC_REF_NONE))
+		return ga->sub[v] ? aff_expr(g, ga->sub[v], ga->names, ga->nv) : e;
+	if (!e->nargs)
+		return e;
+	/* an affine integer expression of the indices (a subscript in a
+	 * test of pad's, diff_pad) with the solutions substituted, simplified:
+	 * i + 2, not (i + 1) + 1 */
+	if ((e->kind == TC_AST_BINARY || e->kind == TC_AST_UNARY) && tc_dtype_is_int(e->type)) {
+		aff a;
+		if (tc_grad_aff_of(g, e, &a, ga->nv) == 0) {
+			for (v = 0; v < g->cur->nvars; v++)
+				if (ga->sub[v] && a.c[v]) {
+					int64_t m = a.c[v];
+					a.c[v] = 0;
+					tc_grad_aff_add(g, &a, ga->sub[v], m, ga->nv);
+				}
+			return aff_expr(g, &a, ga->names, ga->nv);
+		}
+	}
+	if (!(c = tc_arena_alloc(g->ar, sizeof(*c))) ||
+		!(c->args = tc_arena_alloc(g->ar, (size_t)e->nargs * sizeof(*c->args))))
+		return e;
+	{
+		tc_expr **args = c->args;
+		*c = *e;
+		c->args = args;
+	}
+	for (i = 0; i < e->nargs; i++) {
+		aff a;
+		if (e->kind == TC_AST_CALL && e->ref != TC_REF_BUILTIN &&
+			tc_grad_aff_of(g, e->args[i], &a, ga->nv) == 0) {
+			for (v = 0; v < g->cur->nvars; v++)
+				if (ga->sub[v] && a.c[v]) {
+					int64_t m = a.c[v];
+					a.c[v] = 0;
+					tc_grad_aff_add(g, &a, ga->sub[v], m, ga->nv);
+				}
+			c->args[i] = aff_expr(g, &a, ga->names, ga->nv);
+		} else {
+			c->args[i] = gather_expr(g, ga, e->args[i]);
+		}
+	}
+	return c;
+}
+
+/* Whether a read of the tensor named name is a factor of the product e
+ * (the only read of it in e). */
+static int factor_read(const tc_expr *e, const char *name)
+{
+	if (e->kind == TC_AST_BINARY && e->op == TC_AOP_MUL)
+		return (factor_read(e->args[0], name) && !tc_grad_reads_name(e->args[1], name)) ||
+			(factor_read(e->args[1], name) && !tc_grad_reads_name(e->args[0], name));
+	return (e->kind == TC_AST_CALL || e->kind == TC_AST_IDENT) && e->name &&
+		e->ref != TC_REF_BUILTIN && !strcmp(e->name, name);
+}
+
+/* e with its reads of the tensor named name written pad(read, 0.0). */
+static tc_expr *pad_reads(grad_ctx *g, tc_expr *e, const char *name)
+{
+	tc_expr *c;
+	int i;
+	if ((e->kind == TC_AST_CALL || e->kind == TC_AST_IDENT) && e->ref != TC_REF_BUILTIN &&
+		e->ref != TC_REF_PAD && e->name && !strcmp(e->name, name))
+		return (c = tc_grad_mk_pad(g, e)) ? c : e;
+	if (!e->nargs || !(c = tc_arena_alloc(g->ar, sizeof(*c))))
+		return e;
+	*c = *e;
+	if (!(c->args = tc_arena_alloc(g->ar, (size_t)e->nargs * sizeof(*c->args))))
+		return e;
+	for (i = 0; i < e->nargs; i++)
+		c->args[i] = pad_reads(g, e->args[i], name);
+	return c;
+}
+
+/* Whether the read r's subscripts are distinct index variables. */
+int tc_grad_plain_read(const grad_ctx *g, const tc_expr *r)
+{
+	int i, j;
+	for (i = 0; i < r->nargs; i++) {
+		if (r->args[i]->kind != TC_AST_IDENT ||
+			tc_grad_var_of(g->cur, r->args[i]->name) < 0)
+			return 0;
+		for (j = 0; j < i; j++)
+			if (!strcmp(r->args[j]->name, r->args[i]->name))
+				return 0;
+	}
+	return 1;
+}
+
+/* Whether e reads a tensor (or an adjoint). */
+int tc_grad_reads_any(const tc_expr *e)
+{
+	int i;
+	if (e->kind == TC_AST_CALL && e->ref != TC_REF_BUILTIN)
+		return 1;
+	if (e->kind == TC_AST_IDENT && e->ref == TC_REF_TENSOR)
+		return 1;
+	for (i = 0; i < e->nargs; i++)
+		if (tc_grad_reads_any(e->args[i]))
+			return 1;
+	return 0;
+}
+
+/* Whether the plain read r of tensor x stays within x: each variable's
+ * range is provably inside its dimension. */
+int tc_grad_read_within(grad_ctx *g, const tc_expr *r, int x)
+{
+	const tc_stmt *s = g->cur;
+	int i;
+	for (i = 0; i < r->nargs; i++) {
+		const tc_stmt_var *v = &s->vars[tc_grad_var_of(s, r->args[i]->name)];
+		if (tc_sx_sign(v->lo) != 1 ||
+			tc_sx_sign(tc_sx_sub(g->ar, g->def->tensors[x].ext[i], v->hi)) != 1)
+			return 0;
+	}
+	return 1;
+}
+
+/* A name for a new index variable of the derived statement: base, or base
+ * with a number, not used by g->cur's variables, the def or names[0..n). */
+static const char *fresh_index(grad_ctx *g, const char *base, const char *const *names, int n)
+{
+	char buf[64];
+	int k, i, taken;
+	for (k = 0; k < 1000; k++) {
+		if (k)
+			snprintf(buf, sizeof(buf), "%s%d", base, k);
+		else
+			snprintf(buf, sizeof(buf), "%s", base);
+		taken = tc_grad_var_of(g->cur, buf) >= 0 || tc_grad_name_taken(g->def, buf);
+		for (i = 0; i < n && !taken; i++)
+			taken = names[i] && !strcmp(names[i], buf);
+		if (!taken)
+			return tc_arena_strdup(g->ar, buf);
+	}
+	return NULL;
+}
+
+/* Whether the solution sol of variable v of s is the new index y alone and
+ * v ranges over 0:ext, the whole dimension y ranges over. */
+static int is_plain_dim(grad_ctx *g, const aff *sol, int y, const tc_stmt *s, int v,
+	const tc_sexpr *ext)
+{
+	int64_t k;
+	int u;
+	(void)g;
+	for (u = 0; u < y + 1; u++)
+		if (sol->c[u] != (u == y))
+			return 0;
+	return tc_sx_is_const(sol->k, &k) && k == 0 && tc_grad_covers(s, v, ext);
+}
+
+/* Whether the read r has a gathered subscript (one that reads a tensor). */
+int tc_grad_gathered_read(grad_ctx *g, const tc_expr *r)
+{
+	int d;
+	(void)g;
+	for (d = 0; d < r->nargs; d++)
+		if (tc_grad_reads_any(r->args[d]))
+			return 1;
+	return 0;
+}
+
+/* Whether e uses an index variable of g->cur (through lets). */
+static int uses_var(grad_ctx *g, const tc_expr *e)
+{
+	int i;
+	if (e->kind == TC_AST_IDENT && e->ref == TC_REF_LET)
+		return uses_var(g, g->cur->where[e->ref_id].val);
+	if (e->kind == TC_AST_IDENT && e->ref != TC_REF_SIZE &&
+		tc_grad_var_of(g->cur, e->name) >= 0)
+		return 1;
+	for (i = 0; i < e->nargs; i++)
+		if (uses_var(g, e->args[i]))
+			return 1;
+	return 0;
+}
+
+/* Whether the subscript e is an index variable shifted by sizes and
+ * constants (i + 1, i - N, 1 + i), which a scatter's left side may not
+ * be (sema's rule, docs/language.md 5.5). */
+static int shift_form(grad_ctx *g, const tc_expr *e)
+{
+	const tc_expr *a, *b;
+	if (e->kind != TC_AST_BINARY || (e->op != TC_AOP_ADD && e->op != TC_AOP_SUB))
+		return 0;
+	a = e->args[0];
+	b = e->args[1];
+	if (a->kind == TC_AST_IDENT && tc_grad_var_of(g->cur, a->name) >= 0 && !uses_var(g, b))
+		return 1;
+	return e->op == TC_AOP_ADD && b->kind == TC_AST_IDENT &&
+		tc_grad_var_of(g->cur, b->name) >= 0 &&
+		!uses_var(g, a);
+}
+
+/* !c, a comparison flipped (a < b for !(a >= b)). */
+static tc_expr *mk_not(grad_ctx *g, tc_expr *c)
+{
+	static const struct {
+		tc_ast_op op, neg;
+	} flip[] = {{TC_AOP_LT, TC_AOP_GE}, {TC_AOP_GE, TC_AOP_LT}, {TC_AOP_GT, TC_AOP_LE},
+		{TC_AOP_LE, TC_AOP_GT}, {TC_AOP_EQ, TC_AOP_NE}, {TC_AOP_NE, TC_AOP_EQ}};
+	tc_expr *e;
+	size_t i;
+	if (c->kind == TC_AST_BINARY)
+		for (i = 0; i < sizeof(flip) / sizeof(flip[0]); i++)
+			if (c->op == flip[i].op)
+				return tc_grad_mk_bin(g, flip[i].neg, c->args[0], c->args[1]);
+	if (!(e = tc_grad_mk_node(g, TC_AST_UNARY, 1)))
+		return NULL;
+	e->op = TC_AOP_NOT;
+	e->args[0] = c;
+	return e;
+}
+
+/* a || b where either may be NULL (true: the result is true). */
+static tc_expr *mk_or(grad_ctx *g, tc_expr *a, tc_expr *b)
+{
+	return a && b ? tc_grad_mk_bin(g, TC_AOP_OR, a, b) : NULL;
+}
+
+/* The condition under which the forward expression e (of g->cur)
+ * evaluates the read r: *found is set where e reads r at all, and the
+ * result is NULL where it reads it whatever the values (else the
+ * condition: the branch of a ?:, the right of && or ||, pad's first
+ * argument where the reads are in bounds; several paths are or-ed). */
+tc_expr *tc_grad_path_cond(grad_ctx *g, const tc_expr *e, const tc_expr *r, int *found)
+{
+	tc_expr *c[3] = {NULL, NULL, NULL}, *acc = NULL;
+	int f[3] = {0, 0, 0}, i, any = 0, always = 0;
+	*found = 0;
+	if (tc_grad_same_read(e, r->ref_id, r)) {
+		*found = 1;
+		return NULL;
+	}
+	if (e->kind == TC_AST_IDENT && e->ref == TC_REF_LET)
+		return tc_grad_path_cond(g, g->cur->where[e->ref_id].val, r, found);
+	if (e->kind == TC_AST_TERNARY || (e->kind == TC_AST_BINARY &&
+		(e->op == TC_AOP_AND || e->op == TC_AOP_OR)) ||
+		(e->kind == TC_AST_CALL && e->ref == TC_REF_PAD)) {
+		tc_expr *test = e->kind == TC_AST_TERNARY ? e->args[0]
+			: e->kind == TC_AST_BINARY ? e->args[0] : tc_grad_pad_tests(g, e->args[0],
+				-1, NULL, NULL);
+		for (i = 0; i < e->nargs; i++)
+			c[i] = tc_grad_path_cond(g, e->args[i], r, &f[i]);
+		if (e->kind == TC_AST_TERNARY) {
+			if (f[0]) { /* the condition is always evaluated */
+				*found = 1;
+				return c[0];
+			}
+			if (f[1])
+				c[1] = tc_grad_mk_and(g, test, c[1]);
+			if (f[2])
+				c[2] = tc_grad_mk_and(g, mk_not(g, test), c[2]);
+			*found = f[1] || f[2];
+			return f[1] && f[2] ? mk_or(g, c[1], c[2]) : f[1] ? c[1] : c[2];
+		}
+		if (e->kind == TC_AST_BINARY) { /* the left always, the right sometimes */
+			if (f[0]) {
+				*found = 1;
+				return c[0];
+			}
+			*found = f[1];
+			return f[1] ? tc_grad_mk_and(g,
+				e->op == TC_AOP_AND ? test : mk_not(g, test), c[1]) : NULL;
+		}
+		/* pad(x, v): x where its reads are in bounds (test NULL: always) */
+		if (f[0])
+			c[0] = tc_grad_mk_and(g, test, c[0]);
+		if (f[1])
+			c[1] = test ? tc_grad_mk_and(g, mk_not(g, test), c[1]) : NULL;
+		*found = f[0] || (f[1] && test);
+		return f[0] && f[1] && test ? mk_or(g, c[0], c[1]) : f[0] ? c[0] : c[1];
+	}
+	for (i = 0; i < e->nargs; i++) {
+		int fi;
+		tc_expr *ci = tc_grad_path_cond(g, e->args[i], r, &fi);
+		if (!fi)
+			continue;
+		always |= !ci;
+		acc = any ? mk_or(g, acc, ci) : ci;
+		any = 1;
+	}
+	*found = any;
+	return always ? NULL : acc;
+}
+
+/* Whether c is one of the conjuncts (&&) of test. */
+static int has_conjunct(const tc_expr *test, const tc_expr *c)
+{
+	if (test->kind == TC_AST_BINARY && test->op == TC_AOP_AND)
+		return has_conjunct(test->args[0], c) || has_conjunct(test->args[1], c);
+	return tc_grad_expr_equal(test, c);
+}
+
+/* test ? p : 0, as one ?: where p is c ? x : 0 with c reading nothing
+ * (a conjunction of comparisons restricts a sum's domain: docs/language.md
+ * 6.8); p where test is NULL. */
+tc_expr *tc_grad_guarded(grad_ctx *g, tc_expr *test, tc_expr *p)
+{
+	if (!test)
+		return p;
+	while (p->kind == TC_AST_TERNARY && p->args[2]->kind == TC_AST_FLOAT &&
+		p->args[2]->fval == 0.0 && !tc_grad_reads_any(p->args[0])) {
+		if (!has_conjunct(test, p->args[0]))
+			test = tc_grad_mk_and(g, test, p->args[0]);
+		p = p->args[1];
+	}
+	return tc_grad_mk_ternary(g, test, p, NULL);
+}
+
+/* The contribution of p to the adjoint of a gathered read (LUT(I(i), j)):
+ * the scatter d_LUT(I(i), j) +=! p, whose cost is linear in the reads.
+ * The other subscripts must be index variables (distinct); every variable
+ * of the statement is summed over its range (a where clause where no read
+ * of p or of a gathered subscript bounds it). */
+tc_stmt *tc_grad_scatter_stmt(grad_ctx *g, const tc_expr *r, int xv, tc_expr *p)
+{
+	const tc_stmt *s = g->cur;
+	const tc_def *def = g->def;
+	int nd = r->nargs, d, v, nw = 0;
+	const char **idx = tc_arena_alloc(g->ar, (size_t)(nd + 1) * sizeof(*idx));
+	tc_expr **sub = tc_arena_alloc(g->ar, (size_t)(nd + 1) * sizeof(*sub));
+	int *extra = tc_arena_alloc(g->ar, (size_t)(s->nvars + 1) * sizeof(*extra));
+	tc_stmt *b;
+	if (!idx || !sub || !extra)
+		return NULL;
+	for (d = 0; d < nd; d++) {
+		const tc_expr *a = r->args[d];
+		if (tc_grad_reads_any(a)) {
+			sub[d] = (tc_expr *)a;
+			continue;
+		}
+		if (a->kind != TC_AST_IDENT || tc_grad_var_of(s, a->name) < 0) {
+			/* 2 * i, i % N: a scatter's subscript; a shifted index is
+			 * not one (docs/language.md 5.5) */
+			if (shift_form(g, a)) {
+				tc_error(g->d, a->loc, "gradient: subscript %d of '%s' is a shifted "
+					"index beside a subscript that cannot be solved for an index; "
+					"not supported yet", d + 1, def->tensors[r->ref_id].name);
+				g->failed = 1;
+				return NULL;
+			}
+			sub[d] = (tc_expr *)a;
+			continue;
+		}
+		for (v = 0; v < d; v++)
+			if (idx[v] && !strcmp(idx[v], a->name)) {
+				tc_error(g->d, a->loc, "gradient: '%s' is read with the index variable "
+					"'%s' twice in a gathered read; not supported yet",
+					def->tensors[r->ref_id].name, a->name);
+				g->failed = 1;
+				return NULL;
+			}
+		idx[d] = a->name;
+	}
+	if (!(b = tc_grad_mk_stmt(g, g->adj[xv], nd, idx, TC_RED_ADD, !g->ncontrib[xv], p)))
+		return NULL;
+	b->sub = sub;
+	for (v = 0; v < s->nvars; v++) {
+		int bounded = tc_grad_bounded_in(p, s->vars[v].name);
+		for (d = 0; d < nd && !bounded; d++)
+			bounded = sub[d] && tc_grad_bounded_in(sub[d], s->vars[v].name);
+		if (!bounded)
+			extra[nw++] = v;
+	}
+	for (v = 0; v < s->nwhere; v++)
+		g->let_used[v] = 0;
+	tc_grad_mark_lets(g, p);
+	if (tc_grad_attach_where(g, b, nw, extra) < 0)
+		return NULL;
+	for (d = 0; d < nd; d++)
+		if (sub[d])
+			tc_grad_mark_temps(g, sub[d]);
+	return b;
+}
+
+/* The contribution of p (the derivative of g->cur times its adjoint) to
+ * the adjoint of the read r (of tensor x, value xv) whose subscripts are
+ * affine but not distinct index variables: the scatter d_X(f(i)) += p(i)
+ * written as a gather.  Each dimension's subscript solves for one index
+ * variable with coefficient 1 or -1 (which then names that dimension of
+ * d_X: I(h + kh) gives d_I(h, ...) with the old h being h - kh); the range
+ * of a solved variable becomes a guard, and a subscript without an
+ * unsolved variable (a constant, a diagonal) an equality guard.  The other
+ * variables are summed over their ranges. */
+tc_stmt *tc_grad_gather_stmt(grad_ctx *g, const tc_expr *r, int x, int xv, tc_expr *p,
+	int *unsolvable)
+{
+	const tc_stmt *s = g->cur;
+	const tc_tensor_info *ti = &g->def->tensors[x];
+	int nvars = s->nvars, nd = r->nargs, v, d, nfree = 0, nw = 0, *plain, *ranged;
+	gather ga;
+	tc_expr *guard = NULL, *dguard = NULL;
+	const char **idx;
+	tc_stmt *b;
+	ga.nv = nvars + nd;
+	if (!(plain = tc_arena_alloc(g->ar, (size_t)(nvars + 1) * sizeof(*plain))) ||
+		!(ranged = tc_arena_alloc(g->ar, (size_t)(nd + 1) * sizeof(*ranged))))
+		return NULL;
+	ga.names = tc_arena_alloc(g->ar, (size_t)(ga.nv + 1) * sizeof(*ga.names));
+	ga.sub = tc_arena_alloc(g->ar, (size_t)(nvars + 1) * sizeof(*ga.sub));
+	idx = tc_arena_alloc(g->ar, (size_t)(nd + 1) * sizeof(*idx));
+	if (!ga.names || !ga.sub || !idx)
+		return NULL;
+	for (v = 0; v < nvars; v++)
+		ga.names[v] = s->vars[v].name;
+	for (d = 0; d < nd; d++) {
+		aff a;
+		int piv = -1;
+		if (tc_grad_aff_of(g, r->args[d], &a, ga.nv) < 0) {
+			*unsolvable = 1; /* i % N, i / 2: the caller scatters */
+			return NULL;
+		}
+		for (v = 0; v < nvars; v++)
+			if (ga.sub[v] && a.c[v]) {
+				int64_t m = a.c[v];
+				a.c[v] = 0;
+				tc_grad_aff_add(g, &a, ga.sub[v], m, ga.nv);
+			}
+		/* solve for a variable with coefficient +-1: a left-hand one first */
+		for (v = 0; v < nvars; v++)
+			if ((a.c[v] == 1 || a.c[v] == -1) && (piv < 0 || (piv >= s->nidx && v < s->nidx)))
+				piv = v;
+		if (piv >= 0) {
+			aff *sol = tc_arena_alloc(g->ar, sizeof(*sol));
+			int64_t c = a.c[piv];
+			if (!sol || tc_grad_aff_init(g, sol, ga.nv) < 0)
+				return NULL;
+			/* y = c piv + rest, so piv = c (y - rest) */
+			a.c[piv] = 0;
+			tc_grad_aff_add(g, sol, &a, -c, ga.nv);
+			sol->c[nvars + d] = c;
+			ga.sub[piv] = sol;
+			/* y is named after a left-hand index it replaces (I(h + kh)
+			 * gives d_I(h) with the old h being h - kh); after the dimension
+			 * where a reduction index is solved for */
+			ga.names[nvars + d] = piv < s->nidx || r->args[d]->kind == TC_AST_IDENT ?
+				s->vars[piv].name : fresh_index(g, "x", ga.names + nvars, d);
+			if (!ga.names[nvars + d])
+				return NULL;
+			/* a plain index over the whole dimension needs no guard */
+			if (is_plain_dim(g, sol, nvars + d, s, piv, ti->ext[d]))
+				plain[piv] = 1;
+		} else {
+			for (v = 0; v < nvars; v++)
+				if (a.c[v]) {
+					*unsolvable = 1; /* 2 * i: the caller scatters */
+					return NULL;
+				}
+			if (!(ga.names[nvars + d] = fresh_index(g, "x", ga.names + nvars, d)))
+				return NULL;
+			/* the equality y = a */
+			guard = tc_grad_mk_and(g, guard,
+				tc_grad_mk_bin(g, TC_AOP_EQ,
+					tc_grad_mk_ident(g, ga.names[nvars + d]),
+				aff_expr(g, &a, ga.names, ga.nv)));
+		}
+		idx[d] = ga.names[nvars + d];
+	}
+	/* the solved variables' ranges are guards; the others are summed.  A
+	 * left-hand variable of s ranging over its whole dimension of T is a
+	 * subscript of the adjoint read d_T(...), which is then read as
+	 * pad(d_T(...), 0.0): its bounds tests are that guard, and a factor
+	 * pad(e, 0.0) of a sum restricts the statement's domain (loop bounds,
+	 * not a test per term: docs/language.md 6.8) */
+	for (v = 0; v < nvars; v++) {
+		tc_expr *e;
+		if (!ga.sub[v]) {
+			nfree++;
+			continue;
+		}
+		if (plain[v])
+			continue;
+		/* lo <= vars + k < hi as lo - k <= vars < hi - k; where vars is
+		 * one new index y alone, which ranges over 0:ext, a bound that
+		 * 0:ext implies for every size is no test (shift_right's
+		 * d_A(i) = d_O(i + 1) needs none) */
+		{
+			aff a = *ga.sub[v];
+			const tc_sexpr *k = a.k, *lo, *hi, *ext = NULL;
+			tc_expr *c = NULL;
+			int y = -1, u;
+			a.k = tc_sx_const(g->ar, 0);
+			for (u = 0; u < ga.nv; u++)
+				if (a.c[u])
+					y = y < 0 && u >= nvars && a.c[u] == 1 ? u : ga.nv;
+			if (y >= 0 && y < ga.nv)
+				ext = ti->ext[y - nvars];
+			lo = tc_sx_sub(g->ar, s->vars[v].lo, k);
+			hi = tc_sx_sub(g->ar, s->vars[v].hi, k);
+			e = aff_expr(g, &a, ga.names, ga.nv);
+			if (!ext || tc_sx_sign(tc_sx_sub(g->ar, tc_sx_const(g->ar, 0), lo)) != 1)
+				c = tc_grad_mk_bin(g, TC_AOP_GE, e, tc_grad_sx_expr(g, s, lo));
+			else /* y's range comes from d_X's extent then, not from reads */
+				ranged[y - nvars] = 1;
+			if (!ext || tc_sx_sign(tc_sx_sub(g->ar, hi, ext)) != 1)
+				c = tc_grad_mk_and(g, c,
+					tc_grad_mk_bin(g, TC_AOP_LT, e, tc_grad_sx_expr(g, s, hi)));
+			else
+				ranged[y - nvars] = 1;
+			if (!c)
+				continue;
+			if (v < s->nidx && tc_grad_covers(s, v, g->def->tensors[s->tensor].ext[v]))
+				dguard = tc_grad_mk_and(g, dguard, c);
+			else
+				guard = tc_grad_mk_and(g, guard, c);
+		}
+	}
+	p = gather_expr(g, &ga, p);
+	/* the tests of the adjoint read's subscripts (dguard) are pad's, in a
+	 * sum whose product has that read as a factor; else a guard */
+	if (dguard) {
+		const char *dname = g->adj[g->stmt_val[g->cur_si]];
+		if ((nfree || g->ncontrib[xv]) && factor_read(p, dname))
+			p = pad_reads(g, p, dname);
+		else
+			guard = tc_grad_mk_and(g, dguard, guard);
+	}
+	/* g ? (c ? x : 0) : 0 is g && c ? x : 0, where c reads no tensor (a
+	 * read in a condition bounds indices: range inference, 9.1) */
+	while (p->kind == TC_AST_TERNARY && p->args[2]->kind == TC_AST_FLOAT &&
+		p->args[2]->fval == 0.0 && !tc_grad_reads_any(p->args[0])) {
+		guard = tc_grad_mk_and(g, guard, p->args[0]);
+		p = p->args[1];
+	}
+	if (!(b = tc_grad_mk_stmt(g, g->adj[xv], nd, idx, TC_RED_ASSIGN, 0,
+		      guard ? tc_grad_mk_ternary(g, guard, p, NULL) : p)))
+		return NULL;
+	if (g->ncontrib[xv])
+		b->red = TC_RED_ADD;
+	else if (nfree) {
+		b->red = TC_RED_ADD;
+		b->init = 1;
+	}
+	/* ranges: the summed variables', and the new indices' where the
+	 * adjoint's extents are not known yet (a temporary's first write) */
+	if (xv >= g->def->ninputs && !g->ncontrib[xv])
+		for (d = 0; d < nd; d++)
+			ranged[d] = 1;
+	for (b->nwhere = nfree, d = 0; d < nd; d++)
+		b->nwhere += ranged[d];
+	if (b->nwhere && !(b->where = tc_arena_alloc(g->ar, (size_t)b->nwhere * sizeof(tc_where))))
+		return NULL;
+	for (v = 0; v < nvars; v++)
+		if (!ga.sub[v]) {
+			tc_where *w = &b->where[nw++];
+			w->kind = TC_WHERE_RANGE;
+			w->name = s->vars[v].name;
+			w->lo = tc_grad_sx_expr(g, s, s->vars[v].lo);
+			w->hi = tc_grad_sx_expr(g, s, s->vars[v].hi);
+		}
+	for (d = 0; d < nd; d++) {
+		tc_where *w;
+		if (!ranged[d])
+			continue;
+		w = &b->where[nw++];
+		w->kind = TC_WHERE_RANGE;
+		w->name = idx[d];
+		w->lo = tc_grad_mk_int(g, 0);
+		w->hi = tc_grad_sx_expr(g, NULL, ti->ext[d]);
+	}
+	return b;
+}
+
+/* Whether e reads the tensor named name (a backward adjoint or
+ * temporary, by name). */
+int tc_grad_reads_name(const tc_expr *e, const char *name)
+{
+	int i;
+	if ((e->kind == TC_AST_CALL || e->kind == TC_AST_IDENT) && e->ref != TC_REF_BUILTIN &&
+		e->ref != TC_REF_INDEX && e->name && !strcmp(e->name, name))
+		return 1;
+	for (i = 0; i < e->nargs; i++)
+		if (tc_grad_reads_name(e->args[i], name))
+			return 1;
+	return 0;
+}
