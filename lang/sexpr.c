@@ -574,62 +574,47 @@ static int aff_lower(const aff *f, int64_t *lb)
 	return 1;
 }
 
-/* e >= 0 by cases: -min(b, c) >= -b and max(b, c) >= b, so e >= 0 when e
- * with such a term replaced by one operand is (N - min(N, M) >= 0). */
-static int nonneg_by_cases(const tc_sexpr *e)
+/* Whether f with its term i replaced by coef * x has a lower bound of 0
+ * or more. */
+static int nonneg_replaced(const aff *f, int i, const tc_sexpr *x, int64_t coef)
 {
-	aff f, g;
+	aff g;
 	int64_t lb;
-	int i, j, k;
+	int j;
+	memset(&g, 0, sizeof(g));
+	g.c = f->c;
+	for (j = 0; j < f->n; j++)
+		if (j != i)
+			aff_add_term(&g, f->t[j].coef, f->t[j].atom);
+	to_aff(x, coef, &g);
+	return !g.overflow && aff_lower(&g, &lb) && lb >= 0;
+}
+
+/* e >= 0 by a term that is at least something simpler:
+ *   - by cases: -min(b, c) >= -b and max(b, c) >= b, so e >= 0 when e with
+ *     such a term replaced by one operand is (N - min(N, M) >= 0);
+ *   - by a floor division's remainder: a term -k * c * floor(a / c) (k >=
+ *     1) is -k * a plus k times the remainder a - c * floor(a / c), which is
+ *     at least 0, so e >= 0 when e with that term replaced by -k * a is
+ *     (H - KH - 2 * floor((H - KH) / 2) >= 0: the last row a stride-2
+ *     window of KH rows reads, 2 * floor((H - KH) / 2) + KH - 1, is below
+ *     H). */
+static int nonneg_by_terms(const tc_sexpr *e)
+{
+	aff f;
+	int i;
 	memset(&f, 0, sizeof(f));
 	to_aff(e, 1, &f);
 	if (f.overflow)
 		return 0;
 	for (i = 0; i < f.n; i++) {
 		const tc_sexpr *a = f.t[i].atom;
-		if (!((a->kind == TC_SX_MIN && f.t[i].coef < 0) ||
-			    (a->kind == TC_SX_MAX && f.t[i].coef > 0)))
-			continue;
-		for (k = 0; k < 2; k++) {
-			memset(&g, 0, sizeof(g));
-			g.c = f.c;
-			for (j = 0; j < f.n; j++)
-				if (j != i)
-					aff_add_term(&g, f.t[j].coef, f.t[j].atom);
-			to_aff(k ? a->b : a->a, f.t[i].coef, &g);
-			if (!g.overflow && aff_lower(&g, &lb) && lb >= 0)
-				return 1;
-		}
-	}
-	return 0;
-}
-
-/* e >= 0 by a floor division's remainder: with a term -k * c *
- * floor(a / c) (k >= 1), e = g + k * (a - c * floor(a / c)) where g is e
- * with that term replaced by -k * a, and the remainder is at least 0, so
- * e >= 0 when g is (H - KH - 2 * floor((H - KH) / 2): g = 0; the last row a
- * stride-2 window of KH rows reads, 2 * floor((H - KH) / 2) + KH - 1, is
- * below H). */
-static int nonneg_by_mod(const tc_sexpr *e)
-{
-	aff f, g;
-	int64_t lb;
-	int i, j;
-	memset(&f, 0, sizeof(f));
-	to_aff(e, 1, &f);
-	if (f.overflow)
-		return 0;
-	for (i = 0; i < f.n; i++) {
-		const tc_sexpr *q = f.t[i].atom;
-		if (q->kind != TC_SX_FLOORDIV || f.t[i].coef >= 0 || f.t[i].coef % q->c)
-			continue;
-		memset(&g, 0, sizeof(g));
-		g.c = f.c;
-		for (j = 0; j < f.n; j++)
-			if (j != i)
-				aff_add_term(&g, f.t[j].coef, f.t[j].atom);
-		to_aff(q->a, f.t[i].coef / q->c, &g);
-		if (!g.overflow && aff_lower(&g, &lb) && lb >= 0)
+		int64_t k = f.t[i].coef;
+		if (((a->kind == TC_SX_MIN && k < 0) || (a->kind == TC_SX_MAX && k > 0)) &&
+			(nonneg_replaced(&f, i, a->a, k) || nonneg_replaced(&f, i, a->b, k)))
+			return 1;
+		if (a->kind == TC_SX_FLOORDIV && k < 0 && k % a->c == 0 &&
+			nonneg_replaced(&f, i, a->a, k / a->c))
 			return 1;
 	}
 	return 0;
@@ -666,7 +651,7 @@ int tc_sx_sign(__tc_keep const tc_sexpr *e)
 	bnd b = bounds(e);
 	if (b.has_lo && b.lo >= 0)
 		return 1;
-	if (e && (nonneg_by_cases(e) || nonneg_by_mod(e)))
+	if (e && nonneg_by_terms(e))
 		return 1;
 	if (b.has_hi && b.hi < 0)
 		return -1;
