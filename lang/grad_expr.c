@@ -334,11 +334,27 @@ int tc_grad_same_read(const tc_expr *e, int t, const tc_expr *r)
 static void unsupported_builtin(grad_ctx *g, const tc_expr *e)
 {
 	tc_error(g->d, e->name_loc,
-		"the derivative of '%s' is not supported yet (differentiable builtins: exp, "
-		"expm1, log, log1p, sqrt, rsqrt, sin, cos, tan, sinh, cosh, tanh, atan, erf, "
-		"fabs, pow, fmax, fmin, max, min; rounding functions have zero gradient)",
+		"the derivative of '%s' is not supported yet (every builtin but lgamma and "
+		"tgamma, whose derivatives need the digamma function, which the language "
+		"lacks)",
 		e->name);
 	g->failed = 1;
+}
+
+/* c * a (a constant factor first, as the derivative table writes it). */
+static tc_expr *scaled(grad_ctx *g, double c, tc_expr *a)
+{
+	return tc_grad_mk_mul(g, tc_grad_mk_float(g, c), a);
+}
+
+/* sqrt(x * x + c) (c = 1: asinh; -1: acosh) or sqrt(1 - x * x) (c = 0:
+ * asin, acos). */
+static tc_expr *sqrt_of_square(grad_ctx *g, tc_expr *x, double c)
+{
+	tc_expr *xx = tc_grad_mk_mul(g, x, x);
+	return mk_call(g, "sqrt", c == 0.0 ? mk_sub(g, tc_grad_mk_float(g, 1.0), xx) :
+		tc_grad_mk_bin(g, c > 0 ? TC_AOP_ADD : TC_AOP_SUB, xx, tc_grad_mk_float(g, 1.0)),
+		NULL);
 }
 
 /* f'(x) * dx for a builtin f of one argument x with derivative dx. */
@@ -347,6 +363,60 @@ static tc_expr *diff_builtin1(grad_ctx *g, const tc_expr *e, tc_expr *dx)
 	tc_expr *x = e->args[0];
 	tc_expr *fe = (tc_expr *)e;
 	switch ((tc_builtin_id)e->ref_id) {
+	case TC_BI_ASIN:
+		return mk_div(g, dx, sqrt_of_square(g, x, 0.0));
+	case TC_BI_ACOS:
+		return tc_grad_mk_neg(g, mk_div(g, dx, sqrt_of_square(g, x, 0.0)));
+	case TC_BI_ASINH:
+		return mk_div(g, dx, sqrt_of_square(g, x, 1.0));
+	case TC_BI_ACOSH:
+		return mk_div(g, dx, sqrt_of_square(g, x, -1.0));
+	case TC_BI_ATANH:
+		return mk_div(g, dx, mk_sub(g, tc_grad_mk_float(g, 1.0), tc_grad_mk_mul(g, x, x)));
+	case TC_BI_CBRT: /* 1 / (3 cbrt(x)^2) */
+		return mk_div(g, dx, scaled(g, 3.0, tc_grad_mk_mul(g, fe, fe)));
+	case TC_BI_RCBRT: /* -x^(-4/3) / 3 = -rcbrt(x)^4 / 3 */
+		return tc_grad_mk_neg(g, mk_div(g, tc_grad_mk_mul(g, dx,
+			tc_grad_mk_mul(g, tc_grad_mk_mul(g, fe, fe), tc_grad_mk_mul(g, fe, fe))),
+			tc_grad_mk_float(g, 3.0)));
+	case TC_BI_EXP2:
+		return tc_grad_mk_mul(g, dx, scaled(g, 0.6931471805599453, fe));
+	case TC_BI_EXP10:
+		return tc_grad_mk_mul(g, dx, scaled(g, 2.302585092994046, fe));
+	case TC_BI_LOG2:
+		return mk_div(g, dx, scaled(g, 0.6931471805599453, x));
+	case TC_BI_LOG10:
+		return mk_div(g, dx, scaled(g, 2.302585092994046, x));
+	case TC_BI_SINPI:
+		return tc_grad_mk_mul(g, dx, scaled(g, 3.141592653589793, mk_call(g, "cospi", x, NULL)));
+	case TC_BI_COSPI:
+		return tc_grad_mk_neg(g, tc_grad_mk_mul(g, dx,
+			scaled(g, 3.141592653589793, mk_call(g, "sinpi", x, NULL))));
+	case TC_BI_ERFC: /* -2/sqrt(pi) exp(-x^2) */
+		return tc_grad_mk_neg(g, tc_grad_mk_mul(g, dx, scaled(g, 1.1283791670955126,
+			mk_call(g, "exp", tc_grad_mk_neg(g, tc_grad_mk_mul(g, x, x)), NULL))));
+	case TC_BI_NORMCDF: /* exp(-x^2 / 2) / sqrt(2 pi) */
+		return tc_grad_mk_mul(g, dx, scaled(g, 0.3989422804014327,
+			mk_call(g, "exp", scaled(g, -0.5, tc_grad_mk_mul(g, x, x)), NULL)));
+	case TC_BI_NORMCDFINV: /* sqrt(2 pi) exp(y^2 / 2), y = normcdfinv(x) */
+		return tc_grad_mk_mul(g, dx, scaled(g, 2.5066282746310002,
+			mk_call(g, "exp", scaled(g, 0.5, tc_grad_mk_mul(g, fe, fe)), NULL)));
+	case TC_BI_ERFINV: /* sqrt(pi)/2 exp(y^2), y = erfinv(x) */
+		return tc_grad_mk_mul(g, dx, scaled(g, 0.886226925452758,
+			mk_call(g, "exp", tc_grad_mk_mul(g, fe, fe), NULL)));
+	case TC_BI_ERFCINV: /* -sqrt(pi)/2 exp(y^2), y = erfcinv(x) */
+		return tc_grad_mk_neg(g, tc_grad_mk_mul(g, dx, scaled(g, 0.886226925452758,
+			mk_call(g, "exp", tc_grad_mk_mul(g, fe, fe), NULL))));
+	case TC_BI_J0:
+		return tc_grad_mk_neg(g, tc_grad_mk_mul(g, dx, mk_call(g, "j1", x, NULL)));
+	case TC_BI_Y0:
+		return tc_grad_mk_neg(g, tc_grad_mk_mul(g, dx, mk_call(g, "y1", x, NULL)));
+	case TC_BI_J1: /* j0(x) - j1(x) / x, 1/2 at 0 */
+		return tc_grad_mk_ternary(g,
+			tc_grad_mk_bin(g, TC_AOP_EQ, x, tc_grad_mk_float(g, 0.0)), scaled(g, 0.5, dx),
+			tc_grad_mk_mul(g, dx, mk_sub(g, mk_call(g, "j0", x, NULL), mk_div(g, fe, x))));
+	case TC_BI_Y1: /* y0(x) - y1(x) / x */
+		return tc_grad_mk_mul(g, dx, mk_sub(g, mk_call(g, "y0", x, NULL), mk_div(g, fe, x)));
 	case TC_BI_EXP:
 		return tc_grad_mk_mul(g, dx, fe);
 	case TC_BI_EXPM1:
@@ -397,11 +467,34 @@ static tc_expr *diff_builtin1(grad_ctx *g, const tc_expr *e, tc_expr *dx)
 	case TC_BI_RINT:
 	case TC_BI_NEARBYINT:
 	case TC_BI_TRUNC:
+	case TC_BI_LOGB:
 		return NULL; /* piecewise constant */
 	default:
 		unsupported_builtin(g, e);
 		return NULL;
 	}
+}
+
+/* The derivative of the builtin call e of three arguments, whose
+ * arguments' derivatives are da, db and dc. */
+static tc_expr *diff_builtin3(grad_ctx *g, const tc_expr *e, tc_expr *da, tc_expr *db,
+	tc_expr *dc)
+{
+	tc_expr *a = e->args[0], *b = e->args[1], *c = e->args[2], *dot;
+	if (!da && !db && !dc)
+		return NULL;
+	if (e->ref_id == TC_BI_FMA) /* a b + c */
+		return tc_grad_mk_add(g, tc_grad_mk_add(g, tc_grad_mk_mul(g, da, b),
+			tc_grad_mk_mul(g, a, db)), dc);
+	dot = tc_grad_mk_add(g, tc_grad_mk_add(g, tc_grad_mk_mul(g, a, da),
+		tc_grad_mk_mul(g, b, db)), tc_grad_mk_mul(g, c, dc));
+	if (e->ref_id == TC_BI_NORM3D) /* (a da + b db + c dc) / norm3d */
+		return mk_div(g, dot, (tc_expr *)e);
+	if (e->ref_id == TC_BI_RNORM3D) /* -(a da + b db + c dc) rnorm3d^3 */
+		return tc_grad_mk_neg(g, tc_grad_mk_mul(g, dot, tc_grad_mk_mul(g, (tc_expr *)e,
+			tc_grad_mk_mul(g, (tc_expr *)e, (tc_expr *)e))));
+	unsupported_builtin(g, e);
+	return NULL;
 }
 
 /* The derivative of the builtin call e with respect to the read r of t. */
@@ -412,16 +505,48 @@ static tc_expr *diff_builtin(grad_ctx *g, const tc_expr *e, int t, const tc_expr
 	if (e->nargs == 1)
 		return da ? diff_builtin1(g, e, da) : NULL;
 	db = tc_grad_diff(g, e->args[1], t, r);
-	if (e->nargs > 2) {
-		if (da || db || tc_grad_diff(g, e->args[2], t, r))
-			unsupported_builtin(g, e);
-		return NULL;
-	}
-	if (!da && !db)
-		return NULL;
 	a = e->args[0];
 	b = e->args[1];
+	if (e->nargs > 2)
+		return diff_builtin3(g, e, da, db, tc_grad_diff(g, e->args[2], t, r));
+	if (!da && !db)
+		return NULL;
 	switch ((tc_builtin_id)e->ref_id) {
+	case TC_BI_ATAN2: /* (b da - a db) / (a^2 + b^2) */
+		return mk_div(g, mk_sub(g, tc_grad_mk_mul(g, da, b), tc_grad_mk_mul(g, a, db)),
+			tc_grad_mk_bin(g, TC_AOP_ADD, tc_grad_mk_mul(g, a, a),
+				tc_grad_mk_mul(g, b, b)));
+	case TC_BI_HYPOT: /* (a da + b db) / hypot(a, b) */
+		return mk_div(g, tc_grad_mk_add(g, tc_grad_mk_mul(g, a, da),
+			tc_grad_mk_mul(g, b, db)), (tc_expr *)e);
+	case TC_BI_RHYPOT: /* -(a da + b db) rhypot(a, b)^3 */
+		return tc_grad_mk_neg(g, tc_grad_mk_mul(g, tc_grad_mk_add(g,
+			tc_grad_mk_mul(g, a, da), tc_grad_mk_mul(g, b, db)),
+			tc_grad_mk_mul(g, (tc_expr *)e, tc_grad_mk_mul(g, (tc_expr *)e, (tc_expr *)e))));
+	case TC_BI_COPYSIGN: /* |a| with b's sign: da times both signs; b: 0 */
+		return tc_grad_mk_mul(g, da, tc_grad_mk_mul(g,
+			mk_call(g, "copysign", tc_grad_mk_float(g, 1.0), a),
+			mk_call(g, "copysign", tc_grad_mk_float(g, 1.0), b)));
+	case TC_BI_FDIM: /* a - b where a > b, else 0 */
+		return tc_grad_mk_ternary(g, tc_grad_mk_bin(g, TC_AOP_GT, a, b), mk_sub(g, da, db),
+			NULL);
+	case TC_BI_FMOD: /* a - b trunc(a / b) */
+		return mk_sub(g, da, tc_grad_mk_mul(g, mk_call(g, "trunc",
+			tc_grad_mk_bin(g, TC_AOP_DIV, a, b), NULL), db));
+	case TC_BI_REMAINDER: /* a - b rint(a / b) */
+		return mk_sub(g, da, tc_grad_mk_mul(g, mk_call(g, "rint",
+			tc_grad_mk_bin(g, TC_AOP_DIV, a, b), NULL), db));
+	case TC_BI_NEXTAFTER: /* a moved by one unit in the last place */
+		return da;
+	case TC_BI_LDEXP: /* a 2^b, b an integer */
+		return tc_grad_mk_mul(g, da, mk_call(g, "ldexp", tc_grad_mk_float(g, 1.0), b));
+	case TC_BI_JN: /* (jn(n - 1, x) - jn(n + 1, x)) / 2, n an integer */
+	case TC_BI_YN: {
+		const char *f = e->ref_id == TC_BI_JN ? "jn" : "yn";
+		return tc_grad_mk_mul(g, db, scaled(g, 0.5, mk_sub(g,
+			mk_call(g, f, tc_grad_mk_bin(g, TC_AOP_SUB, a, tc_grad_mk_int(g, 1)), b),
+			mk_call(g, f, tc_grad_mk_bin(g, TC_AOP_ADD, a, tc_grad_mk_int(g, 1)), b))));
+	}
 	case TC_BI_POW: {
 		/* b a^(b-1) da + a^b log(a) db */
 		double v;
@@ -503,13 +628,9 @@ tc_expr *tc_grad_diff(grad_ctx *g, const tc_expr *e, int t, const tc_expr *r)
 			return mk_sub(g, mk_div(g, da, b),
 				mk_div(g, tc_grad_mk_mul(g, a, db),
 					tc_grad_mk_bin(g, TC_AOP_MUL, b, b)));
-		case TC_AOP_MOD:
-			if (da || db) {
-				tc_error(g->d, e->loc,
-					"the derivative of '%%' on floating-point values is not supported yet");
-				g->failed = 1;
-			}
-			return NULL;
+		case TC_AOP_MOD: /* floor modulo: a - b floor(a / b) */
+			return mk_sub(g, da, tc_grad_mk_mul(g, mk_call(g, "floor",
+				tc_grad_mk_bin(g, TC_AOP_DIV, e->args[0], e->args[1]), NULL), db));
 		default:
 			return NULL; /* comparisons and logic */
 		}

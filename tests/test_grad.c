@@ -349,6 +349,31 @@ static const grad_case cases[] = {
 		"  O(i) = expm1(A(i)) + log1p(A(i)) + rsqrt(A(i)) + tan(A(i)) + sinh(A(i)) * cosh(A(i))"
 		" + atan(A(i)) + erf(A(i))\n}\n",
 		NULL, {"6"}, 0.5, 1.2},
+	/* the rest of the builtins' derivative table (all but lgamma and
+	 * tgamma), each in a domain where it is smooth */
+	{"pw_inverse",
+		"def pw_inverse(float64(N) A) -> (O) {\n"
+		"  O(i) = asin(A(i)) + acos(A(i)) * A(i) + atanh(A(i)) + asinh(A(i)) + erfinv(A(i))"
+		" + normcdfinv(0.5 * A(i) + 0.5) + erfcinv(A(i) + 1.0)\n}\n",
+		NULL, {"8"}, -0.8, 0.8},
+	{"pw_bases",
+		"def pw_bases(float64(N) A) -> (O) {\n"
+		"  O(i) = cbrt(A(i)) + rcbrt(A(i)) + exp2(A(i)) + exp10(A(i)) + log2(A(i))"
+		" + log10(A(i)) + sinpi(A(i)) * cospi(A(i)) + erfc(A(i)) + normcdf(A(i))"
+		" + acosh(A(i) + 1.0) + logb(A(i)) * A(i)\n}\n",
+		NULL, {"8"}, 0.5, 1.5},
+	{"pw_bessel",
+		"def pw_bessel(float64(N) A) -> (O) {\n"
+		"  O(i) = j0(A(i)) + j1(A(i)) + y0(A(i)) + y1(A(i)) + jn(2, A(i)) + yn(3, A(i))"
+		" + ldexp(A(i), 3)\n}\n",
+		NULL, {"8"}, 0.5, 1.5},
+	{"pw_two_three",
+		"def pw_two_three(float64(N) A, float64(N) B) -> (O) {\n"
+		"  O(i) = atan2(A(i), B(i)) + hypot(A(i), B(i)) + rhypot(A(i), B(i))"
+		" + copysign(A(i), B(i) - 1.0) + fdim(A(i), B(i)) + fmod(A(i) + 3.0, B(i))"
+		" + remainder(A(i) + 3.0, B(i)) + (A(i) + 3.0) % B(i) + nextafter(A(i), B(i))"
+		" + fma(A(i), B(i), A(i)) + norm3d(A(i), B(i), 1.0) + rnorm3d(A(i), B(i), A(i))\n}\n",
+		NULL, {"8", "8"}, 0.5, 1.5},
 	{"pw_select",
 		"def pw_select(float64(N) A, float64(N) B) -> (O) {\n"
 		"  O(i) = fabs(A(i)) * fmax(A(i), B(i)) + fmin(A(i), B(i)) + max(A(i), 0.5 * B(i))"
