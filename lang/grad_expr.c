@@ -392,21 +392,18 @@ static tc_expr *diff_builtin1(grad_ctx *g, const tc_expr *e, tc_expr *dx)
 	case TC_BI_COSPI:
 		return tc_grad_mk_neg(g, tc_grad_mk_mul(g, dx,
 			scaled(g, 3.141592653589793, mk_call(g, "sinpi", x, NULL))));
-	case TC_BI_ERFC: /* -2/sqrt(pi) exp(-x^2) */
-		return tc_grad_mk_neg(g, tc_grad_mk_mul(g, dx, scaled(g, 1.1283791670955126,
-			mk_call(g, "exp", tc_grad_mk_neg(g, tc_grad_mk_mul(g, x, x)), NULL))));
 	case TC_BI_NORMCDF: /* exp(-x^2 / 2) / sqrt(2 pi) */
 		return tc_grad_mk_mul(g, dx, scaled(g, 0.3989422804014327,
 			mk_call(g, "exp", scaled(g, -0.5, tc_grad_mk_mul(g, x, x)), NULL)));
 	case TC_BI_NORMCDFINV: /* sqrt(2 pi) exp(y^2 / 2), y = normcdfinv(x) */
 		return tc_grad_mk_mul(g, dx, scaled(g, 2.5066282746310002,
 			mk_call(g, "exp", scaled(g, 0.5, tc_grad_mk_mul(g, fe, fe)), NULL)));
-	case TC_BI_ERFINV: /* sqrt(pi)/2 exp(y^2), y = erfinv(x) */
-		return tc_grad_mk_mul(g, dx, scaled(g, 0.886226925452758,
+	case TC_BI_ERFINV: /* sqrt(pi)/2 exp(y^2), y = erfinv(x); erfcinv: negated */
+	case TC_BI_ERFCINV: {
+		tc_expr *d = tc_grad_mk_mul(g, dx, scaled(g, 0.886226925452758,
 			mk_call(g, "exp", tc_grad_mk_mul(g, fe, fe), NULL)));
-	case TC_BI_ERFCINV: /* -sqrt(pi)/2 exp(y^2), y = erfcinv(x) */
-		return tc_grad_mk_neg(g, tc_grad_mk_mul(g, dx, scaled(g, 0.886226925452758,
-			mk_call(g, "exp", tc_grad_mk_mul(g, fe, fe), NULL))));
+		return e->ref_id == TC_BI_ERFCINV ? tc_grad_mk_neg(g, d) : d;
+	}
 	case TC_BI_J0:
 		return tc_grad_mk_neg(g, tc_grad_mk_mul(g, dx, mk_call(g, "j1", x, NULL)));
 	case TC_BI_Y0:
@@ -451,10 +448,12 @@ static tc_expr *diff_builtin1(grad_ctx *g, const tc_expr *e, tc_expr *dx)
 		return mk_div(g, dx,
 			tc_grad_mk_bin(g, TC_AOP_ADD, tc_grad_mk_float(g, 1.0),
 				tc_grad_mk_mul(g, x, x)));
-	case TC_BI_ERF: /* 2/sqrt(pi) exp(-x^2) */
-		return tc_grad_mk_mul(g, dx,
-			tc_grad_mk_mul(g, tc_grad_mk_float(g, 1.1283791670955126),
+	case TC_BI_ERF: /* 2/sqrt(pi) exp(-x^2); erfc: its negation */
+	case TC_BI_ERFC: {
+		tc_expr *d = tc_grad_mk_mul(g, dx, scaled(g, 1.1283791670955126,
 			mk_call(g, "exp", tc_grad_mk_neg(g, tc_grad_mk_mul(g, x, x)), NULL)));
+		return e->ref_id == TC_BI_ERFC ? tc_grad_mk_neg(g, d) : d;
+	}
 	case TC_BI_FABS: /* sign(x), 0 at 0 */
 		return tc_grad_mk_ternary(g,
 			tc_grad_mk_bin(g, TC_AOP_GT, x, tc_grad_mk_float(g, 0.0)), dx,
@@ -475,24 +474,39 @@ static tc_expr *diff_builtin1(grad_ctx *g, const tc_expr *e, tc_expr *dx)
 	}
 }
 
-/* The derivative of the builtin call e of three arguments, whose
- * arguments' derivatives are da, db and dc. */
-static tc_expr *diff_builtin3(grad_ctx *g, const tc_expr *e, tc_expr *da, tc_expr *db,
-	tc_expr *dc)
+/* The derivative of the norm e of its arguments (hypot, norm3d) or of its
+ * reciprocal (rhypot, rnorm3d), d[k] the derivative of argument k:
+ * (sum_k x_k d_k) / e, or -(sum_k x_k d_k) e^3. */
+static tc_expr *diff_norm(grad_ctx *g, const tc_expr *e, tc_expr *const *d, int reciprocal)
 {
-	tc_expr *a = e->args[0], *b = e->args[1], *c = e->args[2], *dot;
-	if (!da && !db && !dc)
+	tc_expr *dot = NULL, *fe = (tc_expr *)e;
+	int k;
+	for (k = 0; k < e->nargs; k++)
+		dot = tc_grad_mk_add(g, dot, tc_grad_mk_mul(g, e->args[k], d[k]));
+	return reciprocal ? tc_grad_mk_neg(g, tc_grad_mk_mul(g, dot,
+		tc_grad_mk_mul(g, fe, tc_grad_mk_mul(g, fe, fe)))) : mk_div(g, dot, fe);
+}
+
+/* The derivative of a - b q(a / b), q a rounding function (fmod: trunc,
+ * remainder: rint, float %: floor), whose quotient is piecewise constant. */
+static tc_expr *diff_rest(grad_ctx *g, const char *q, tc_expr *a, tc_expr *b, tc_expr *da,
+	tc_expr *db)
+{
+	return mk_sub(g, da, tc_grad_mk_mul(g, mk_call(g, q, tc_grad_mk_bin(g, TC_AOP_DIV, a, b),
+		NULL), db));
+}
+
+/* The derivative of the builtin call e of three arguments, whose
+ * arguments' derivatives are d[0..2]. */
+static tc_expr *diff_builtin3(grad_ctx *g, const tc_expr *e, tc_expr *const *d)
+{
+	if (!d[0] && !d[1] && !d[2])
 		return NULL;
 	if (e->ref_id == TC_BI_FMA) /* a b + c */
-		return tc_grad_mk_add(g, tc_grad_mk_add(g, tc_grad_mk_mul(g, da, b),
-			tc_grad_mk_mul(g, a, db)), dc);
-	dot = tc_grad_mk_add(g, tc_grad_mk_add(g, tc_grad_mk_mul(g, a, da),
-		tc_grad_mk_mul(g, b, db)), tc_grad_mk_mul(g, c, dc));
-	if (e->ref_id == TC_BI_NORM3D) /* (a da + b db + c dc) / norm3d */
-		return mk_div(g, dot, (tc_expr *)e);
-	if (e->ref_id == TC_BI_RNORM3D) /* -(a da + b db + c dc) rnorm3d^3 */
-		return tc_grad_mk_neg(g, tc_grad_mk_mul(g, dot, tc_grad_mk_mul(g, (tc_expr *)e,
-			tc_grad_mk_mul(g, (tc_expr *)e, (tc_expr *)e))));
+		return tc_grad_mk_add(g, tc_grad_mk_add(g, tc_grad_mk_mul(g, d[0], e->args[1]),
+			tc_grad_mk_mul(g, e->args[0], d[1])), d[2]);
+	if (e->ref_id == TC_BI_NORM3D || e->ref_id == TC_BI_RNORM3D)
+		return diff_norm(g, e, d, e->ref_id == TC_BI_RNORM3D);
 	unsupported_builtin(g, e);
 	return NULL;
 }
@@ -500,15 +514,18 @@ static tc_expr *diff_builtin3(grad_ctx *g, const tc_expr *e, tc_expr *da, tc_exp
 /* The derivative of the builtin call e with respect to the read r of t. */
 static tc_expr *diff_builtin(grad_ctx *g, const tc_expr *e, int t, const tc_expr *r)
 {
-	tc_expr *da, *db, *a, *b;
-	da = tc_grad_diff(g, e->args[0], t, r);
+	tc_expr *d[3] = {NULL, NULL, NULL}, *da, *db, *a, *b;
+	int k;
+	for (k = 0; k < e->nargs && k < 3; k++)
+		d[k] = tc_grad_diff(g, e->args[k], t, r);
+	da = d[0];
 	if (e->nargs == 1)
 		return da ? diff_builtin1(g, e, da) : NULL;
-	db = tc_grad_diff(g, e->args[1], t, r);
+	db = d[1];
 	a = e->args[0];
 	b = e->args[1];
 	if (e->nargs > 2)
-		return diff_builtin3(g, e, da, db, tc_grad_diff(g, e->args[2], t, r));
+		return diff_builtin3(g, e, d);
 	if (!da && !db)
 		return NULL;
 	switch ((tc_builtin_id)e->ref_id) {
@@ -516,13 +533,9 @@ static tc_expr *diff_builtin(grad_ctx *g, const tc_expr *e, int t, const tc_expr
 		return mk_div(g, mk_sub(g, tc_grad_mk_mul(g, da, b), tc_grad_mk_mul(g, a, db)),
 			tc_grad_mk_bin(g, TC_AOP_ADD, tc_grad_mk_mul(g, a, a),
 				tc_grad_mk_mul(g, b, b)));
-	case TC_BI_HYPOT: /* (a da + b db) / hypot(a, b) */
-		return mk_div(g, tc_grad_mk_add(g, tc_grad_mk_mul(g, a, da),
-			tc_grad_mk_mul(g, b, db)), (tc_expr *)e);
-	case TC_BI_RHYPOT: /* -(a da + b db) rhypot(a, b)^3 */
-		return tc_grad_mk_neg(g, tc_grad_mk_mul(g, tc_grad_mk_add(g,
-			tc_grad_mk_mul(g, a, da), tc_grad_mk_mul(g, b, db)),
-			tc_grad_mk_mul(g, (tc_expr *)e, tc_grad_mk_mul(g, (tc_expr *)e, (tc_expr *)e))));
+	case TC_BI_HYPOT:
+	case TC_BI_RHYPOT:
+		return diff_norm(g, e, d, e->ref_id == TC_BI_RHYPOT);
 	case TC_BI_COPYSIGN: /* |a| with b's sign: da times both signs; b: 0 */
 		return tc_grad_mk_mul(g, da, tc_grad_mk_mul(g,
 			mk_call(g, "copysign", tc_grad_mk_float(g, 1.0), a),
@@ -530,12 +543,10 @@ static tc_expr *diff_builtin(grad_ctx *g, const tc_expr *e, int t, const tc_expr
 	case TC_BI_FDIM: /* a - b where a > b, else 0 */
 		return tc_grad_mk_ternary(g, tc_grad_mk_bin(g, TC_AOP_GT, a, b), mk_sub(g, da, db),
 			NULL);
-	case TC_BI_FMOD: /* a - b trunc(a / b) */
-		return mk_sub(g, da, tc_grad_mk_mul(g, mk_call(g, "trunc",
-			tc_grad_mk_bin(g, TC_AOP_DIV, a, b), NULL), db));
-	case TC_BI_REMAINDER: /* a - b rint(a / b) */
-		return mk_sub(g, da, tc_grad_mk_mul(g, mk_call(g, "rint",
-			tc_grad_mk_bin(g, TC_AOP_DIV, a, b), NULL), db));
+	case TC_BI_FMOD:
+		return diff_rest(g, "trunc", a, b, da, db);
+	case TC_BI_REMAINDER:
+		return diff_rest(g, "rint", a, b, da, db);
 	case TC_BI_NEXTAFTER: /* a moved by one unit in the last place */
 		return da;
 	case TC_BI_LDEXP: /* a 2^b, b an integer */
@@ -628,9 +639,8 @@ tc_expr *tc_grad_diff(grad_ctx *g, const tc_expr *e, int t, const tc_expr *r)
 			return mk_sub(g, mk_div(g, da, b),
 				mk_div(g, tc_grad_mk_mul(g, a, db),
 					tc_grad_mk_bin(g, TC_AOP_MUL, b, b)));
-		case TC_AOP_MOD: /* floor modulo: a - b floor(a / b) */
-			return mk_sub(g, da, tc_grad_mk_mul(g, mk_call(g, "floor",
-				tc_grad_mk_bin(g, TC_AOP_DIV, e->args[0], e->args[1]), NULL), db));
+		case TC_AOP_MOD: /* floor modulo */
+			return diff_rest(g, "floor", e->args[0], e->args[1], da, db);
 		default:
 			return NULL; /* comparisons and logic */
 		}

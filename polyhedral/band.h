@@ -22,7 +22,6 @@
 
 #define HUGE_TILE (INT64_C(1) << 40) /* a tile size that leaves a member untiled (any sizes) */
 
-
 /* The first read in e through a window: a subscript that uses both index
  * a and index b (I(n,r_c,h+r_kh,w+r_kw): a = w, b = r_kw), or NULL.  The
  * result is borrowed from e. */
