@@ -2,13 +2,14 @@
 #   make demo       set up, build, run a real example end to end
 #   make test       set up, build, run the whole suite (ctest)
 #   make build      set up and build into build/
+#   make train-demo train the examples' perceptron on Fashion-MNIST (examples/train_mlp.c)
 #   make test-asan  the suite under AddressSanitizer + UndefinedBehaviorSanitizer (build-asan/)
 #   make fuzz       build the libFuzzer targets (build-fuzz/), FUZZ_SECONDS=60 make fuzz-run to run each
 #   make fuzz-diff  the differential fuzzer for FUZZ_SECONDS (build/tests/fuzz_diff; FUZZ_SEED=...)
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all setup build test demo test-asan fuzz fuzz-run fuzz-diff clean
+.PHONY: all setup build test demo train-demo test-asan fuzz fuzz-run fuzz-diff clean
 all: build
 
 setup:
@@ -23,6 +24,9 @@ test: build
 
 demo: build
 	@sh examples/demo.sh build
+
+train-demo: build
+	@build/train_mlp $(TRAIN_ARGS)
 
 test-asan: setup
 	@cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DTCOMP_SANITIZE=ON $(CMAKE_FLAGS) >/dev/null

@@ -613,7 +613,195 @@ int tc_autotune(tc_module *m, const char *entry, const DLTensor *const *inputs, 
 	const tc_options *base, const tc_tune_settings *settings, tc_options **best,
 	tc_tune_report *report);
 
-/* Free a string the library returned (NULL: nothing). */
+/* ---- training (README "Training") ----
+ *
+ * A model is a forward def, a loss def and parameter tensors, in one
+ * module:
+ *
+ *   def mlp(float(B,I) X, float(H,I) W1, float(H) B1, ...) -> (Z) { ... }
+ *   def xent(float(B,K) Z, int64(B) Y) -> (L) { ... }      # L: a scalar
+ *
+ * The forward def's inputs are parameters (declared with tc_model_param)
+ * and data (the others, declared with tc_model_input).  The loss def's
+ * first inputs are the forward def's outputs, in order (same types and
+ * ranks; the names may differ); its other inputs are data too (the labels);
+ * its one output is the loss, a float32 or float64 scalar.  Every
+ * parameter has the same float type.
+ *
+ * tc_model_build derives the backward defs (tc_module_grad with
+ * TC_GRAD_SAVES: the forward's temporaries that the backward reads are
+ * saved by the forward, not recomputed) and the optimiser's update (a .tc
+ * def too: tc_optimizer_source prints it), compiles every kernel once
+ * (tc_compile: memoised, served from the kernel cache), and allocates every
+ * buffer once, pre-faulted: parameters and their gradients in two arenas,
+ * the data inputs, the forward's outputs and saved temporaries, the loss.
+ * tc_model_step then runs a fixed sequence of kernels on the context's
+ * thread pool: forward with saves, loss, the loss's backward, the
+ * forward's backward (the parameters' gradients), the update, with no
+ * allocation.  Not for concurrent use of one model; different models may
+ * step in different threads.
+ *
+ * Initialisation (tc_init, one per parameter, in the order declared): a
+ * xorshift64* stream from build's seed, so the values are the same on every
+ * machine.  fan_in and fan_out are taken from the shape unless set
+ * (non-zero): fan_in = the product of the extents after the first (a
+ * (out, in) weight's in, a convolution's C*KH*KW), fan_out = the first
+ * extent times those after the second (PyTorch's rule); for a rank-1
+ * tensor both are its extent. */
+typedef enum tc_init_kind {
+	TC_INIT_ZEROS,           /* 0 */
+	TC_INIT_CONSTANT,        /* a */
+	TC_INIT_UNIFORM,         /* uniform in [a, b) */
+	TC_INIT_NORMAL,          /* mean a, standard deviation b */
+	TC_INIT_KAIMING_UNIFORM, /* uniform in [-bound, bound), bound = gain * sqrt(3 / fan_in) */
+	TC_INIT_KAIMING_NORMAL,  /* mean 0, standard deviation gain / sqrt(fan_in) */
+	TC_INIT_XAVIER_UNIFORM,  /* bound = gain * sqrt(6 / (fan_in + fan_out)) */
+	TC_INIT_XAVIER_NORMAL,   /* standard deviation gain * sqrt(2 / (fan_in + fan_out)) */
+} tc_init_kind;
+/* gain is a (0: sqrt(2) for Kaiming, as for ReLU, 1 for Xavier).  PyTorch's
+ * nn.Linear default is TC_INIT_KAIMING_UNIFORM with gain sqrt(1/3) for the
+ * weight (bound 1 / sqrt(fan_in)) and TC_INIT_UNIFORM in that bound for
+ * the bias. */
+typedef struct tc_init {
+	tc_init_kind kind;
+	double a, b;
+	int64_t fan_in, fan_out; /* 0: from the shape */
+} tc_init;
+
+/* The update, elementwise over every parameter p with gradient g (lr the
+ * learning rate, t the step, from 1):
+ *   TC_OPT_SGD       p -= lr * g
+ *   TC_OPT_MOMENTUM  v = momentum * v + g; p -= lr * v   (PyTorch's SGD
+ *                    with momentum, dampening 0; v starts at 0)
+ *   TC_OPT_ADAM      m = beta1 m + (1 - beta1) g; v = beta2 v + (1 - beta2) g^2;
+ *                    p -= lr (m / (1 - beta1^t)) / (sqrt(v / (1 - beta2^t)) + eps)
+ * weight_decay (default 0) is decoupled, applied first: p *= 1 - lr *
+ * weight_decay (AdamW's; for SGD the same as PyTorch's weight_decay).
+ * tc_optimizer_init sets kind and lr and the rest to PyTorch's defaults
+ * (momentum 0.9, beta1 0.9, beta2 0.999, eps 1e-8, weight_decay 0). */
+typedef enum tc_opt_kind { TC_OPT_SGD, TC_OPT_MOMENTUM, TC_OPT_ADAM } tc_opt_kind;
+typedef struct tc_optimizer {
+	tc_opt_kind kind;
+	double lr, momentum, beta1, beta2, eps, weight_decay;
+} tc_optimizer;
+void tc_optimizer_init(tc_optimizer *o, tc_opt_kind kind, double lr);
+/* The optimiser's update as .tc text for parameters of dtype (float32 or
+ * float64): one def over the parameters as one flat vector, its state
+ * (v; m and v) and the parameters updated in place by accumulation (see
+ * docs/language.md 5.4).  Free with tc_string_free; NULL for a NULL o, an
+ * unknown kind or another dtype. */
+char *tc_optimizer_source(const tc_optimizer *o, DLDataType dtype);
+
+typedef struct tc_model tc_model;
+/* A model of m's defs forward and loss (checked here: they exist, the loss
+ * has one float scalar output and at least as many inputs as the forward
+ * has outputs, of the same types and ranks).  Keeps m alive (m may be freed
+ * by the caller after).  NULL with a message in m's context; NULL m: NULL. */
+tc_model *tc_model_new(tc_module *m, const char *forward, const char *loss);
+/* Declare the forward input name a parameter of this shape (its rank and
+ * the def's sizes are checked at build), initialised by init (NULL:
+ * zeros).  Before build only.  0 ok, -1 with a message: not a float input
+ * of the forward def, declared twice, a negative extent. */
+int tc_model_param(tc_model *md, const char *name, int ndim, const int64_t *shape,
+	const tc_init *init);
+/* Declare the shape of a data input (of the forward def or a label of the
+ * loss def).  Before build only.  0 ok, -1 with a message. */
+int tc_model_input(tc_model *md, const char *name, int ndim, const int64_t *shape);
+/* Derive, compile, allocate and initialise (see above).  options (NULL:
+ * defaults) apply to every kernel; the kernel cache serves each as
+ * tc_compile does.  0 ok, -1 with a message: a forward input neither
+ * parameter nor data, shapes the defs reject, a def that cannot be
+ * differentiated (the derivation's located error), parameters of different
+ * types; once built, a model cannot be built again. */
+int tc_model_build(tc_model *md, const tc_optimizer *opt, const tc_options *options,
+	uint64_t seed);
+/* The model's tensor called name, owned by the model, at the same address
+ * for the model's life (after build): a parameter ("W1"), its gradient of
+ * the last step ("d_W1"), a data input ("X", "Y": fill them before a
+ * step), a forward output (by the forward def's name, "Z") or the loss
+ * (the loss def's name for it).  NULL with a message for another name or
+ * before build. */
+DLTensor *tc_model_tensor(tc_model *md, const char *name);
+/* One training step on the data inputs' current contents: forward, loss,
+ * gradients, update.  *loss (may be NULL) gets the loss before the update.
+ * 0 ok, -1 with a message (not built; a kernel's run-time error). */
+int tc_model_step(tc_model *md, double *loss);
+/* The forward def and the loss on the current inputs and parameters,
+ * nothing updated (evaluation): the forward's outputs and *loss (may be
+ * NULL).  0 ok, -1 with a message. */
+int tc_model_eval(tc_model *md, double *loss);
+/* Run the forward def alone on inputs of other shapes (a test set as one
+ * batch, say) with the current parameters: inputs holds the forward's data
+ * inputs in the def's order (the parameters left out), outputs its
+ * outputs, of the shapes tc_kernel_output_shape would give.  Compiled on
+ * first use of each shape (memoised).  0 ok, -1 with a message. */
+int tc_model_forward(tc_model *md, const DLTensor *const *inputs, int n_inputs,
+	DLTensor *const *outputs, int n_outputs);
+/* Every kernel of a step, in order, as text: the def it runs and its
+ * shapes, then the derived defs' .tc text (for `tcomp emit` users and
+ * tests).  Free with tc_string_free; NULL before build. */
+char *tc_model_describe(tc_model *md);
+void tc_model_free(tc_model *md);
+
+/* ---- data: IDX files and shuffled batches (README "Training") ----
+ *
+ * tc_idx_read reads an IDX file, the format of the MNIST family: two zero
+ * bytes, a type byte (0x08 uint8, 0x09 int8, 0x0B int16, 0x0C int32, 0x0D
+ * float32, 0x0E float64), the rank (1 to 8), each extent as a big-endian
+ * uint32, then the elements, big-endian, row-major.  A file starting with
+ * gzip's magic (1f 8b) is inflated with zlib first.  The result is a
+ * compact host tensor (kDLCPU) of that type and shape in the host's byte
+ * order, owned by the caller: free it with t->deleter(t).  Refused with a
+ * message naming the file (NULL returned, the error in ctx): a file that
+ * cannot be opened or read, a corrupt or truncated gzip stream, a bad
+ * magic, an unknown type byte, a rank of 0 or above 8, data shorter than
+ * the header's shape says ("truncated": the bytes expected and found) or
+ * longer (trailing bytes).  NULL ctx: NULL; NULL path: NULL with a message.
+ *
+ * tc_batches walks the first dimension of n_data tensors (the same extent
+ * in each: the examples; images and their labels, say) in batches of
+ * batch rows, in an order shuffled from seed (Fisher-Yates over a
+ * xorshift64* stream, so the order is the same on every machine; seed 0:
+ * the file order, unshuffled), a new order each epoch.  Exactly: each
+ * epoch starts from p = 0, 1, ..., n-1 and, for i = n-1 down to 1, swaps
+ * p[i] and p[j], j = next() % (i+1), where next() is xorshift64* on a
+ * uint64 state x, set to seed once and carried from epoch to epoch:
+ * x ^= x >> 12; x ^= x << 25; x ^= x >> 27; return x * 0x2545F4914F6CDD1D
+ * (mod 2^64).  Batch k of the epoch is rows p[k*batch .. (k+1)*batch).
+ * The last rows of an epoch that do not fill a batch are skipped (that
+ * epoch's order then puts other rows last).  The tensors are borrowed:
+ * they must outlive the tc_batches and stay compact host tensors.  NULL
+ * with a message in ctx: n_data < 1, a NULL data array or element, a
+ * tensor that is not a compact host tensor of rank 1 or more, extents
+ * that differ, batch < 1 or above the number of examples.  NULL ctx: NULL.
+ *
+ * tc_batches_next copies the next batch into out[i] (compact host tensors
+ * whose first extent is batch and whose other extents hold as many elements
+ * as a row of data[i]: the same extents, or a reshape such as 28x28 images
+ * into rows of 784): of
+ * data[i]'s type, or converted from an integer data[i]: to an integer
+ * type (int8 to int64, uint8 to uint64; a value out[i]'s type cannot hold
+ * is an error) or to float32/float64, each value multiplied by scale[i]
+ * (in double, rounded once to out[i]'s type; scale NULL: 1; scale
+ * 1/255.0 maps image bytes to [0, 1]; labels stored as uint8 go to an
+ * int64 tensor; a scale[i] other than 1 for any other copy is an error).
+ * Returns 1 with a batch, 0 at the end of an epoch (nothing copied; the
+ * next call starts the next epoch), -1 with a message (a NULL or
+ * mismatched out, a conversion other than those; the batch is not
+ * consumed, though out may be partly written).  It allocates nothing.
+ * tc_batches_epoch: the number of epochs begun (1 from the first batch);
+ * tc_batches_per_epoch: batches per epoch.  NULL b: -1.
+ * tc_batches_free(NULL): nothing.  A tc_batches is for one thread at a
+ * time. */
+DLManagedTensor *tc_idx_read(tc_context *ctx, const char *path);
+typedef struct tc_batches tc_batches;
+tc_batches *tc_batches_new(tc_context *ctx, const DLTensor *const *data, int n_data,
+	int64_t batch, uint64_t seed);
+int tc_batches_next(tc_batches *b, DLTensor *const *out, int n_out, const double *scale);
+int64_t tc_batches_per_epoch(const tc_batches *b);
+int64_t tc_batches_epoch(const tc_batches *b);
+void tc_batches_free(tc_batches *b);
+
 /* ---- device memory ----
  *
  * Memory for the tensors of target=cuda kernels (kDLCUDA, device 0: the
@@ -639,6 +827,7 @@ int tc_device_free(tc_context *ctx, DLDevice dev, void *ptr);
 int tc_device_copy(tc_context *ctx, void *dst, DLDevice dst_dev, const void *src,
 	DLDevice src_dev, size_t bytes);
 
+/* Free a string the library returned (NULL: nothing). */
 void tc_string_free(char *s);
 
 #ifdef TC_VISIBILITY_PUSHED_

@@ -221,6 +221,105 @@ static void autotuner(void **state)
 	tc_context_free(ctx);
 }
 
+/* Data: IDX files and batches (a NULL scale is 1). */
+static void data(void **state)
+{
+	tc_context *ctx = tc_context_new();
+	int64_t sx[2] = {4, 3}, sb[2] = {2, 3};
+	tu_tensor x, bx;
+	const DLTensor *in[1], *in_null[1] = {NULL};
+	DLTensor *outs[1], *outs_null[1] = {NULL};
+	tc_batches *b;
+	(void)state;
+	assert_null(tc_idx_read(NULL, "train-images-idx3-ubyte.gz"));
+	assert_null(tc_idx_read(ctx, NULL));
+	says_why(ctx);
+	tu_tensor_init(&x, TU_U8, sx, 2);
+	tu_tensor_init(&bx, TU_U8, sb, 2);
+	in[0] = &x.dl;
+	outs[0] = &bx.dl;
+	assert_null(tc_batches_new(NULL, in, 1, 2, 1));
+	assert_null(tc_batches_new(ctx, NULL, 1, 2, 1));
+	says_why(ctx);
+	assert_null(tc_batches_new(ctx, in_null, 1, 2, 1));
+	says_why(ctx);
+	b = tc_batches_new(ctx, in, 1, 2, 1);
+	assert_non_null(b);
+	assert_int_equal(tc_batches_next(NULL, outs, 1, NULL), -1);
+	assert_int_equal(tc_batches_next(b, NULL, 1, NULL), -1);
+	says_why(ctx);
+	assert_int_equal(tc_batches_next(b, outs_null, 1, NULL), -1);
+	says_why(ctx);
+	assert_int_equal(tc_batches_next(b, outs, 1, NULL), 1); /* scale NULL: 1 */
+	assert_int_equal(tc_batches_per_epoch(NULL), -1);
+	assert_int_equal(tc_batches_epoch(NULL), -1);
+	tc_batches_free(NULL);
+	tc_batches_free(b);
+	tu_tensor_fini(&x);
+	tu_tensor_fini(&bx);
+	tc_context_free(ctx);
+}
+
+static void training(void **state)
+{
+	tc_context *ctx = tc_context_new();
+	tc_module *m = tc_module_parse(ctx,
+		"def f(float(N) X, float(N) W) -> (Z) { Z(n) = X(n) * W(n) }\n"
+		"def l(float(N) Z) -> (L) { L +=! Z(n) * Z(n) }\n",
+		"null.tc");
+	int64_t n4[1] = {4};
+	tc_optimizer o;
+	tc_model *md;
+	DLDataType f32 = {kDLFloat, 32, 1};
+	const DLTensor *in[1] = {NULL};
+	DLTensor *out[1] = {NULL};
+	(void)state;
+	assert_non_null(m);
+	tc_optimizer_init(NULL, TC_OPT_SGD, 0.1);
+	tc_optimizer_init(&o, TC_OPT_SGD, 0.1);
+	assert_null(tc_optimizer_source(NULL, f32));
+	assert_null(tc_model_new(NULL, "f", "l"));
+	assert_null(tc_model_new(m, NULL, "l"));
+	says_why(ctx);
+	assert_null(tc_model_new(m, "f", NULL));
+	says_why(ctx);
+	assert_int_equal(tc_model_param(NULL, "W", 1, n4, NULL), -1);
+	assert_int_equal(tc_model_input(NULL, "X", 1, n4), -1);
+	assert_int_equal(tc_model_build(NULL, &o, NULL, 1), -1);
+	assert_int_equal(tc_model_step(NULL, NULL), -1);
+	assert_int_equal(tc_model_eval(NULL, NULL), -1);
+	assert_int_equal(tc_model_forward(NULL, in, 1, out, 1), -1);
+	assert_null(tc_model_tensor(NULL, "W"));
+	assert_null(tc_model_describe(NULL));
+	tc_model_free(NULL);
+	md = tc_model_new(m, "f", "l");
+	assert_non_null(md);
+	assert_int_equal(tc_model_param(md, NULL, 1, n4, NULL), -1);
+	says_why(ctx);
+	assert_int_equal(tc_model_param(md, "W", 1, NULL, NULL), -1);
+	says_why(ctx);
+	assert_int_equal(tc_model_input(md, NULL, 1, n4), -1);
+	says_why(ctx);
+	assert_int_equal(tc_model_param(md, "W", 1, n4, NULL), 0); /* init NULL: zeros */
+	assert_int_equal(tc_model_input(md, "X", 1, n4), 0);
+	assert_int_equal(tc_model_build(md, NULL, NULL, 1), -1);
+	says_why(ctx);
+	assert_int_equal(tc_model_build(md, &o, NULL, 1), 0); /* options NULL: defaults */
+	assert_null(tc_model_tensor(md, NULL));
+	says_why(ctx);
+	assert_int_equal(tc_model_step(md, NULL), 0); /* loss NULL: not wanted */
+	assert_int_equal(tc_model_eval(md, NULL), 0);
+	assert_int_equal(tc_model_forward(md, NULL, 1, out, 1), -1);
+	says_why(ctx);
+	assert_int_equal(tc_model_forward(md, in, 1, NULL, 1), -1);
+	says_why(ctx);
+	assert_int_equal(tc_model_forward(md, in, 1, out, 1), -1); /* NULL elements */
+	says_why(ctx);
+	tc_model_free(md);
+	tc_module_free(m);
+	tc_context_free(ctx);
+}
+
 /* An allocation hook that fails the n-th allocation from now on. */
 typedef struct fail_nth {
 	int n;
@@ -281,6 +380,8 @@ int main(void)
 		cmocka_unit_test(options),
 		cmocka_unit_test(kernels),
 		cmocka_unit_test(autotuner),
+		cmocka_unit_test(data),
+		cmocka_unit_test(training),
 		cmocka_unit_test(error_kinds),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -2,7 +2,7 @@
 # Install the Debian packages tcomp needs, or say exactly how to.
 # Used by `make setup` (and so by `make demo` and `make test`).
 set -e
-PKGS="build-essential cmake pkg-config python3 clang libclang-rt-14-dev libisl-dev llvm-19-dev libsqlite3-dev libdlpack-dev libcmocka-dev"
+PKGS="build-essential cmake pkg-config python3 clang libclang-rt-14-dev libisl-dev llvm-19-dev libsqlite3-dev libdlpack-dev libcmocka-dev zlib1g-dev dataset-fashion-mnist"
 missing=""
 for p in $PKGS; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
