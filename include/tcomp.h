@@ -737,6 +737,18 @@ int tc_model_eval(tc_model *md, double *loss);
  * first use of each shape (memoised).  0 ok, -1 with a message. */
 int tc_model_forward(tc_model *md, const DLTensor *const *inputs, int n_inputs,
 	DLTensor *const *outputs, int n_outputs);
+/* The step's kernels, for tuning them (tcomp autotune --train): there are
+ * tc_model_num_kernels of them (-1 for a NULL md or before build), in the
+ * order they run; kernel i is the def *entry of *module, run on *inputs
+ * (*n_inputs tensors, the model's buffers: their data are the model's).
+ * All four are borrowed from the model and live as long as it does.
+ * tc_autotune on them records the best options in the kernel cache under
+ * the def's text and shapes, where a later tc_model_build of the same
+ * model finds them.  0 ok, -1 with a message (i out of range, a NULL
+ * out-parameter, not built). */
+int tc_model_num_kernels(const tc_model *md);
+int tc_model_kernel(tc_model *md, int i, tc_module **module, const char **entry,
+	const DLTensor *const **inputs, int *n_inputs);
 /* Every kernel of a step, in order, as text: the def it runs and its
  * shapes, then the derived defs' .tc text (for `tcomp emit` users and
  * tests).  Free with tc_string_free; NULL before build. */

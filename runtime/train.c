@@ -983,6 +983,46 @@ DLTensor *tc_model_tensor(tc_model *md, const char *name)
 	return &b->dl;
 }
 
+/* The module each call of the step runs a def of. */
+static tc_module *call_module(tc_model *md, int i)
+{
+	switch (i) {
+	case CALL_FWD: return strcmp(md->calls[i].what, md->fwd) ? md->mf : md->m;
+	case CALL_LOSS: return strcmp(md->calls[i].what, md->loss) ? md->ml : md->m;
+	case CALL_LOSS_GRAD: return md->ml;
+	case CALL_FWD_GRAD: return md->mf;
+	default: return md->mo;
+	}
+}
+
+int tc_model_num_kernels(const tc_model *md)
+{
+	return md && md->built == 1 ? NCALLS : -1;
+}
+
+int tc_model_kernel(tc_model *md, int i, tc_module **module, const char **entry,
+	const DLTensor *const **inputs, int *n_inputs)
+{
+	if (!md)
+		return -1;
+	tc_rt_clear_error(md->ctx);
+	if (!built(md, "tc_model_kernel"))
+		return -1;
+	if (!module || !entry || !inputs || !n_inputs) {
+		tc_rt_set_error(md->ctx, "tc_model_kernel: an out-parameter is NULL");
+		return -1;
+	}
+	if (i < 0 || i >= NCALLS) {
+		tc_rt_set_error(md->ctx, "tc_model_kernel: no kernel %d (a step has %d)", i, NCALLS);
+		return -1;
+	}
+	*module = call_module(md, i);
+	*entry = md->calls[i].what;
+	*inputs = (const DLTensor *const *)md->calls[i].in;
+	*n_inputs = md->calls[i].nin;
+	return 0;
+}
+
 /* Append "name float32[4x5]" for each of n tensors. */
 static void describe_tensors(tc_buf *b, tc_module *mod, const char *entry, int first, int n,
 	DLTensor **t)
@@ -1000,27 +1040,21 @@ char *tc_model_describe(tc_model *md)
 {
 	static const char *const role[NCALLS] = {"forward", "loss", "loss backward",
 		"forward backward", "update"};
-	tc_module *mods[NCALLS];
 	tc_buf b;
 	if (!md)
 		return NULL;
 	tc_rt_clear_error(md->ctx);
 	if (!built(md, "tc_model_describe"))
 		return NULL;
-	mods[CALL_FWD] = strcmp(md->calls[CALL_FWD].what, md->fwd) ? md->mf : md->m;
-	mods[CALL_LOSS] = strcmp(md->calls[CALL_LOSS].what, md->loss) ? md->ml : md->m;
-	mods[CALL_LOSS_GRAD] = md->ml;
-	mods[CALL_FWD_GRAD] = md->mf;
-	mods[CALL_OPT] = md->mo;
 	tc_buf_init(&b);
 	tc_buf_printf(&b, "# a step: %d kernels; parameters: %lld elements of %s in one arena\n",
 		NCALLS, (long long)md->nflat, tc_dtype_str(md->pdtype));
 	for (int i = 0; i < NCALLS; i++) {
 		tcall *c = &md->calls[i];
 		tc_buf_printf(&b, "# %d. %s: %s(", i + 1, role[i], c->what);
-		describe_tensors(&b, mods[i], c->what, 0, c->nin, c->in);
+		describe_tensors(&b, call_module(md, i), c->what, 0, c->nin, c->in);
 		tc_buf_printf(&b, ") -> (");
-		describe_tensors(&b, mods[i], c->what, c->nin, c->nout, c->out);
+		describe_tensors(&b, call_module(md, i), c->what, c->nin, c->nout, c->out);
 		tc_buf_printf(&b, ")\n");
 	}
 	tc_buf_printf(&b, "\n# derived from '%s'\n%s\n# derived from '%s'\n%s\n# the update\n%s",

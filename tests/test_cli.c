@@ -777,6 +777,52 @@ static void cuda_targets(void **state)
 	assert_non_null(strstr(out_text, "option 'gpu_arch' cannot be 'sm_99'"));
 }
 
+/* tcomp autotune --train tunes every kernel of a training step, records
+ * each in the cache (which tc_model_build then reads), and refuses
+ * malformed --train, --params and --optimizer arguments. */
+static void autotune_train_tunes_every_kernel_of_a_step(void **state)
+{
+	static const char *const bad[][2] = {
+		{"autotune m.tc --train mlp --params W1 --shape X=4x3", "--train needs FWD,LOSS"},
+		{"autotune m.tc --params W1 --shape X=4x3", "go together"},
+		{"autotune m.tc --train mlp,xent --params W1 -e mlp", "no -e"},
+		{"autotune m.tc --train mlp,xent --params W1 --optimizer rms", "sgd, momentum or adam"},
+	};
+	const char *flags = "--generations 1 --population 2 --final-candidates 0 --runs 1 "
+			    "--min-time 0.001 --threads 1 --jobs 1 --quiet";
+	(void)state;
+	write_text("m.tc",
+		"def mlp(float(B,I) X, float(H,I) W1, float(H) B1, float(K,H) W2) -> (Z) {\n"
+		"    A(b,h) +=! X(b,r_i) * W1(h,r_i)\n"
+		"    A(b,h) = fmax(A(b,h) + B1(h), 0)\n"
+		"    Z(b,k) +=! A(b,r_h) * W2(k,r_h)\n"
+		"}\n"
+		"def xent(float(B,K) Z, int64(B) Y) -> (L) {\n"
+		"    s(b) +=! exp(Z(b,r_k))\n"
+		"    L +=! (log(s(r_b)) - Z(r_b, Y(r_b))) / B\n"
+		"}\n");
+	if (tcomp("autotune m.tc --train mlp,xent --params W1,B1,W2 --optimizer adam "
+		  "--shape X=8x6 --shape Y=8 --shape W1=5x6 --shape B1=5 --shape W2=3x5 "
+		  "--cache tc.sqlite %s", flags))
+		fail_msg("%s", out_text);
+	assert_non_null(strstr(out_text, "# kernel 1/5: mlp_fwd"));
+	assert_non_null(strstr(out_text, "# kernel 4/5: mlp_grad"));
+	assert_non_null(strstr(out_text, "# kernel 5/5: adam"));
+	assert_non_null(strstr(out_text, "# the step: defaults"));
+	assert_int_equal(tcomp("cache list --cache tc.sqlite"), 0);
+	for (int i = 0; i < 5; i++) {
+		static const char *const defs[5] = {"mlp_fwd ", "xent_fwd ", "xent_grad ", "mlp_grad ",
+			"adam "};
+		if (!strstr(out_text, defs[i]))
+			fail_msg("no cache entry for %s in:\n%s", defs[i], out_text);
+	}
+	for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
+		assert_int_equal(tcomp("%s", bad[i][0]), 1);
+		if (!strstr(out_text, bad[i][1]))
+			fail_msg("'%s' printed: %s", bad[i][0], out_text);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -795,6 +841,7 @@ int main(void)
 		cmocka_unit_test(bench_matmul),
 		cmocka_unit_test(bench_gather_and_dtypes),
 		cmocka_unit_test(cuda_targets),
+		cmocka_unit_test(autotune_train_tunes_every_kernel_of_a_step),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

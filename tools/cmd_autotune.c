@@ -97,7 +97,18 @@ static const char *const autotune_usage =
 	"                      process reads the GPU's name and compute capability,\n"
 	"                      which fix gpu_arch unless it is given)\n"
 	"  --option N=V        fix one option (repeatable)\n"
-	"  --quiet             no progress output\n";
+	"  --quiet             no progress output\n"
+	"\n"
+	"A training step (README \"Training\"): --train FWD,LOSS tunes every kernel\n"
+	"of the step tc_model_build makes of the forward def FWD and the loss def\n"
+	"LOSS (forward with saves, loss, the two backward defs, the update), one\n"
+	"after the other with the settings above, each on the model's buffers after\n"
+	"a step on random data; the cache then serves each to tc_model_build.\n"
+	"  --train FWD,LOSS    the model's forward and loss defs\n"
+	"  --params A,B,...    the forward def's inputs that are parameters; --shape\n"
+	"                      gives their shapes and those of the data inputs\n"
+	"  --optimizer O       sgd (default), momentum or adam: the update tuned\n";
+
 
 static volatile sig_atomic_t interrupted;
 
@@ -120,6 +131,7 @@ typedef struct final_row {
 
 typedef struct view {
 	int tty, quiet;
+	const char *prefix; /* "kernel 2/5 mlp_grad: " when tuning a step, else "" */
 	int shown; /* a status line is on the terminal */
 	int nfinal;
 	final_row final[MAX_FINAL];
@@ -185,13 +197,13 @@ static int progress(void *user, const tc_tune_progress *p)
 		fmt_time(p->last->median_s, last, sizeof(last));
 		fmt_duration(p->eta_s, eta, sizeof(eta));
 		if (v->tty) {
-			fprintf(stderr, "\r\033[Kfinal stage: round %d/%d, %d/%d re-timed, eta %s",
-				p->final_round, p->final_rounds, p->done, p->planned, eta);
+			fprintf(stderr, "\r\033[K%sfinal stage: round %d/%d, %d/%d re-timed, eta %s",
+				v->prefix, p->final_round, p->final_rounds, p->done, p->planned, eta);
 			v->shown = 1;
 		} else {
 			one_line(p->last->options, opts, sizeof(opts));
-			fprintf(stderr, "final round %d/%d  re-timing %d/%d  %s %s  eta %s  %s%s%s\n",
-				p->final_round, p->final_rounds, p->done, p->planned,
+			fprintf(stderr, "%sfinal round %d/%d  re-timing %d/%d  %s %s  eta %s  %s%s%s\n",
+				v->prefix, p->final_round, p->final_rounds, p->done, p->planned,
 				status_word(p->last->status), last, eta, opts,
 				*p->last->message ? "  # " : "", p->last->message);
 		}
@@ -205,7 +217,8 @@ static int progress(void *user, const tc_tune_progress *p)
 	fmt_duration(p->elapsed_s, el, sizeof(el));
 	if (v->tty) {
 		int width = 20, filled = p->planned ? p->done * width / p->planned : 0, i;
-		fprintf(stderr, "\r\033[Kgen %d/%d [", p->generation + 1, p->generations);
+		fprintf(stderr, "\r\033[K%sgen %d/%d [", v->prefix, p->generation + 1,
+			p->generations);
 		for (i = 0; i < width; i++)
 			fputc(i < filled ? '#' : '.', stderr);
 		fprintf(stderr, "] %d/%d  best %s  gen median %s  failed %d  %s, eta %s", p->done,
@@ -213,8 +226,8 @@ static int progress(void *user, const tc_tune_progress *p)
 		v->shown = 1;
 	} else {
 		one_line(p->last->options, opts, sizeof(opts));
-		fprintf(stderr, "gen %d/%d  candidate %d/%d  %s %s  best %s  eta %s  %s%s%s\n",
-			p->generation + 1, p->generations, p->done, p->planned,
+		fprintf(stderr, "%sgen %d/%d  candidate %d/%d  %s %s  best %s  eta %s  %s%s%s\n",
+			v->prefix, p->generation + 1, p->generations, p->done, p->planned,
 			status_word(p->last->status), last, best, eta, opts,
 			*p->last->message ? "  # " : "", p->last->message);
 	}
@@ -244,6 +257,47 @@ static void record(void *user, const tc_tune_candidate *c)
 		nl ? (int)(nl - c->message) : (int)strlen(c->message), c->message, opts);
 }
 
+/* The comment lines after "# tcomp autotune ...": best and default times,
+ * the speedup, the final stage's table, the search's counts. */
+static void print_summary(const tc_tune_report *rep, const view *v, int final_candidates)
+{
+	char t1[32], t2[32], el[32];
+	int i;
+	printf("\n# best %s, defaults %s", fmt_time(rep->best_s, t1, sizeof(t1)),
+		fmt_time(rep->default_s, t2, sizeof(t2)));
+	if (rep->defaults_won) {
+		double other = INFINITY;
+		for (i = 0; i < v->nfinal; i++)
+			if (!v->final[i].defaults && v->final[i].status == TC_TUNE_OK &&
+				v->final[i].median_s < other)
+				other = v->final[i].median_s;
+		printf(": 1.00x speedup over the defaults (kept: %s)", other < rep->default_s
+			? "no other was faster by more than 2% in most rounds of the final stage"
+			: "they were the fastest in the final stage");
+	} else if (isfinite(rep->default_s) && rep->best_s > 0)
+		printf(": %.2fx speedup over the defaults", rep->default_s / rep->best_s);
+	printf("\n");
+	if (rep->final_measured) {
+		printf("# final stage: %d configurations timed in turn over %d rounds "
+			"(median of the round medians; * the choice):\n",
+			rep->final_measured, rep->final_rounds);
+		for (i = 0; i < v->nfinal; i++)
+			printf("#  %c %-10s %s%s\n", v->final[i].chosen ? '*' : ' ',
+				v->final[i].status == TC_TUNE_OK ? fmt_time(v->final[i].median_s, t1,
+					sizeof(t1)) : status_word(v->final[i].status),
+				v->final[i].defaults ? "(defaults) " : "", v->final[i].opts);
+		printf("# search: best %s, defaults %s\n", fmt_time(rep->search_best_s, t1,
+			sizeof(t1)), fmt_time(rep->search_default_s, t2, sizeof(t2)));
+	} else if (rep->final_stopped) {
+		printf("# final stage stopped: the search's best\n");
+	} else if (final_candidates) {
+		printf("# no final stage: fewer than two correct configurations\n");
+	}
+	printf("# %d candidates (%d failed, %d cut short) in %d generations, %s%s\n",
+		rep->measured, rep->failed, rep->cut, rep->generations,
+		fmt_duration(rep->elapsed_s, el, sizeof(el)), rep->stopped ? "; stopped early" : "");
+}
+
 static double parse_seconds(const char *opt, const char *s)
 {
 	char *end;
@@ -251,6 +305,133 @@ static double parse_seconds(const char *opt, const char *s)
 	if (end == s || *end || !(v > 0) || v > 1e6)
 		die_usage(autotune_usage, "%s needs a positive number of seconds", opt);
 	return v;
+}
+
+/* Whether name is in the comma-separated list. */
+static int in_list(const char *list, const char *name)
+{
+	size_t n = strlen(name);
+	for (const char *p = list; p; p = strchr(p, ','), p = p ? p + 1 : NULL)
+		if (!strncmp(p, name, n) && (p[n] == ',' || !p[n]))
+			return 1;
+	return 0;
+}
+
+/* tcomp autotune --train FWD,LOSS: build the model (parameters: the
+ * --params names, the other --shape names data), take a step on random data
+ * in [0, 1) (labels 0), then tune each kernel of the step in turn and print
+ * a summary per kernel; the exit status. */
+static int tune_step(tc_context *ctx, const char *file, const char *train, const char *params,
+	const char *optimizer, binding *shapes, int nshapes, const tc_options *base,
+	tc_tune_settings *set, view *v)
+{
+	char fwd[256], prefix[300], t1[32], t2[32];
+	const char *comma = strchr(train, ',');
+	tc_module *m = NULL;
+	tc_model *md = NULL;
+	tc_optimizer opt;
+	double total_def = 0, total_best = 0;
+	int status = EXIT_USER, nk;
+	uint64_t seed = 1;
+	if (!comma || comma == train || !comma[1] || strchr(comma + 1, ',') ||
+		(size_t)(comma - train) >= sizeof(fwd))
+		die_usage(autotune_usage, "--train needs FWD,LOSS (two def names) but found '%s'", train);
+	snprintf(fwd, sizeof(fwd), "%.*s", (int)(comma - train), train);
+	if (!strcmp(optimizer, "sgd"))
+		tc_optimizer_init(&opt, TC_OPT_SGD, 0.01);
+	else if (!strcmp(optimizer, "momentum"))
+		tc_optimizer_init(&opt, TC_OPT_MOMENTUM, 0.01);
+	else if (!strcmp(optimizer, "adam"))
+		tc_optimizer_init(&opt, TC_OPT_ADAM, 0.001);
+	else
+		die_usage(autotune_usage, "--optimizer needs sgd, momentum or adam but found '%s'",
+			optimizer);
+	if (!(m = tc_module_load(ctx, file)) || !(md = tc_model_new(m, fwd, comma + 1)))
+		goto fail;
+	for (int i = 0; i < nshapes; i++) {
+		int64_t dims[8];
+		int nd = parse_shape(shapes[i].path, dims);
+		tc_init init = {TC_INIT_UNIFORM, -0.1, 0.1, 0, 0};
+		if (nd < 0)
+			die_usage(autotune_usage, "--shape needs T=4x5 or T=scalar but found '%s'",
+				shapes[i].path);
+		if ((in_list(params, shapes[i].name)
+			    ? tc_model_param(md, shapes[i].name, nd, dims, &init)
+			    : tc_model_input(md, shapes[i].name, nd, dims)) < 0)
+			goto fail;
+	}
+	if (tc_model_build(md, &opt, base, 1) < 0)
+		goto fail;
+	for (int i = 0; i < nshapes; i++) { /* random data, then a step */
+		DLTensor *t = tc_model_tensor(md, shapes[i].name);
+		int64_t n = 1;
+		if (in_list(params, shapes[i].name) || t->dtype.code != kDLFloat)
+			continue;
+		for (int d = 0; d < t->ndim; d++)
+			n *= t->shape[d];
+		for (int64_t e = 0; e < n; e++) {
+			double x = (double)((seed = seed * 6364136223846793005ULL + 1442695040888963407ULL) >> 11) * 0x1p-53;
+			if (t->dtype.bits == 32)
+				((float *)t->data)[e] = (float)x;
+			else if (t->dtype.bits == 64)
+				((double *)t->data)[e] = x;
+		}
+	}
+	if (tc_model_step(md, NULL) < 0)
+		goto fail;
+	nk = tc_model_num_kernels(md);
+	printf("# tcomp autotune %s --train %s --params %s --optimizer %s", file, train, params,
+		optimizer);
+	for (int i = 0; i < nshapes; i++)
+		printf(" --shape %s=%s", shapes[i].name, shapes[i].path);
+	printf("\n");
+	for (int k = 0; k < nk && !interrupted; k++) {
+		tc_module *km;
+		const char *entry;
+		const DLTensor *const *in;
+		tc_tune_report rep;
+		tc_options *best = NULL;
+		char *text;
+		int n_in;
+		if (tc_model_kernel(md, k, &km, &entry, &in, &n_in) < 0)
+			goto fail;
+		snprintf(prefix, sizeof(prefix), "kernel %d/%d %s: ", k + 1, nk, entry);
+		v->prefix = prefix;
+		v->nfinal = 0;
+		if (tc_autotune(km, entry, in, n_in, base, set, &best, &rep) < 0) {
+			if (v->shown)
+				fputs("\n", stderr);
+			fprintf(stderr, "tcomp: %s%s", prefix, tc_context_error(ctx));
+			status = fail_status(ctx);
+			goto out;
+		}
+		if (v->shown)
+			fputs("\n", stderr);
+		v->shown = 0;
+		printf("#\n# kernel %d/%d: %s", k + 1, nk, entry);
+		print_summary(&rep, v, set->final_candidates);
+		if ((text = tc_options_print(best))) {
+			char line[2048];
+			one_line(text, line, sizeof(line));
+			printf("# the choice: %s\n", line);
+		}
+		tc_string_free(text);
+		tc_options_free(best);
+		total_def += rep.default_s;
+		total_best += rep.best_s;
+	}
+	printf("#\n# the step: defaults %s, tuned %s (%.2fx)%s\n",
+		fmt_time(total_def, t1, sizeof(t1)), fmt_time(total_best, t2, sizeof(t2)),
+		total_best > 0 ? total_def / total_best : 0,
+		interrupted ? "; stopped early" : "");
+	status = 0;
+	goto out;
+fail:
+	status = report(ctx);
+out:
+	tc_model_free(md);
+	tc_module_free(m);
+	return status;
 }
 
 int cmd_autotune(int argc, __tc_keep char **argv)
@@ -267,13 +448,15 @@ int cmd_autotune(int argc, __tc_keep char **argv)
 	tc_options *base, *best = NULL;
 	opt_args oa = {0};
 	tc_module *m = NULL;
-	char *text = NULL, t1[32], t2[32], el[32];
+	char *text = NULL;
+	const char *train = NULL, *params = NULL, *optimizer = "sgd";
 	view v = {0};
 	struct sigaction sa, old;
 
 	enum { OPT_GENERATIONS = OPT_COMMAND, OPT_POPULATION, OPT_ELITES, OPT_JOBS, OPT_RUNS,
 		OPT_SEED, OPT_TIMEOUT, OPT_MIN_TIME, OPT_FINAL_CANDIDATES, OPT_FINAL_ROUNDS,
-		OPT_FINAL_TIME, OPT_FINAL_WARMUP, OPT_CUTOFF, OPT_MUTATION, OPT_QUIET };
+		OPT_FINAL_TIME, OPT_FINAL_WARMUP, OPT_CUTOFF, OPT_MUTATION, OPT_QUIET, OPT_TRAIN,
+		OPT_PARAMS, OPT_OPTIMIZER };
 	static const struct option longopts[] = {CLI_HELP, CLI_ENTRY, CLI_SHAPE, CLI_MAPPING,
 		CLI_TARGET, {"cache", required_argument, NULL, OPT_CACHE},
 		{"no-cache", no_argument, NULL, OPT_NO_CACHE},
@@ -291,7 +474,10 @@ int cmd_autotune(int argc, __tc_keep char **argv)
 		{"final-warmup", required_argument, NULL, OPT_FINAL_WARMUP},
 		{"cutoff", required_argument, NULL, OPT_CUTOFF},
 		{"mutation", required_argument, NULL, OPT_MUTATION},
-		{"quiet", no_argument, NULL, OPT_QUIET}, CLI_END};
+		{"quiet", no_argument, NULL, OPT_QUIET},
+		{"train", required_argument, NULL, OPT_TRAIN},
+		{"params", required_argument, NULL, OPT_PARAMS},
+		{"optimizer", required_argument, NULL, OPT_OPTIMIZER}, CLI_END};
 	int c;
 
 	if (wants_help(argc, argv)) {
@@ -343,6 +529,9 @@ int cmd_autotune(int argc, __tc_keep char **argv)
 		case OPT_CACHE: set.cache_path = val; break;
 		case OPT_NO_CACHE: set.use_cache = 0; break;
 		case OPT_QUIET: v.quiet = 1; break;
+		case OPT_TRAIN: train = val; break;
+		case OPT_PARAMS: params = val; break;
+		case OPT_OPTIMIZER: optimizer = val; break;
 		}
 	}
 	for (i = optind; i < argc; i++) {
@@ -364,6 +553,25 @@ int cmd_autotune(int argc, __tc_keep char **argv)
 		return EXIT_INTERNAL;
 	base = build_options(&oa, ctx);
 	opt_args_free(&oa);
+	v.prefix = "";
+	if (train || params) {
+		if (!train || !params || entry)
+			die_usage(autotune_usage, "%s", train && params ? "--train tunes a step: no -e"
+				: "--train FWD,LOSS and --params A,B,... go together");
+		v.tty = isatty(2);
+		set.progress = progress;
+		set.record = record;
+		set.user = &v;
+		set.stop = &interrupted;
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_handler = on_sigint;
+		sigemptyset(&sa.sa_mask);
+		sigaction(SIGINT, &sa, &old);
+		status = tune_step(ctx, file, train, params, optimizer, shapes, nshapes, base, &set,
+			&v);
+		sigaction(SIGINT, &old, NULL);
+		goto done;
+	}
 	m = load_entry(ctx, file, &entry, autotune_usage, &status);
 	if (!m)
 		goto done;
@@ -411,39 +619,7 @@ int cmd_autotune(int argc, __tc_keep char **argv)
 		for (d = 0; d < dl[i].ndim; d++)
 			printf("%s%lld", d ? "x" : "", (long long)dl[i].shape[d]);
 	}
-	printf("\n# best %s, defaults %s", fmt_time(rep.best_s, t1, sizeof(t1)),
-		fmt_time(rep.default_s, t2, sizeof(t2)));
-	if (rep.defaults_won) {
-		double other = INFINITY;
-		for (i = 0; i < v.nfinal; i++)
-			if (!v.final[i].defaults && v.final[i].status == TC_TUNE_OK &&
-				v.final[i].median_s < other)
-				other = v.final[i].median_s;
-		printf(": 1.00x speedup over the defaults (kept: %s)", other < rep.default_s
-			? "no other was faster by more than 2% in most rounds of the final stage"
-			: "they were the fastest in the final stage");
-	} else if (isfinite(rep.default_s) && rep.best_s > 0)
-		printf(": %.2fx speedup over the defaults", rep.default_s / rep.best_s);
-	printf("\n");
-	if (rep.final_measured) {
-		printf("# final stage: %d configurations timed in turn over %d rounds "
-			"(median of the round medians; * the choice):\n",
-			rep.final_measured, rep.final_rounds);
-		for (i = 0; i < v.nfinal; i++)
-			printf("#  %c %-10s %s%s\n", v.final[i].chosen ? '*' : ' ',
-				v.final[i].status == TC_TUNE_OK ? fmt_time(v.final[i].median_s, t1,
-					sizeof(t1)) : status_word(v.final[i].status),
-				v.final[i].defaults ? "(defaults) " : "", v.final[i].opts);
-		printf("# search: best %s, defaults %s\n", fmt_time(rep.search_best_s, t1,
-			sizeof(t1)), fmt_time(rep.search_default_s, t2, sizeof(t2)));
-	} else if (rep.final_stopped) {
-		printf("# final stage stopped: the search's best\n");
-	} else if (set.final_candidates) {
-		printf("# no final stage: fewer than two correct configurations\n");
-	}
-	printf("# %d candidates (%d failed, %d cut short) in %d generations, %s%s\n",
-		rep.measured, rep.failed, rep.cut, rep.generations,
-		fmt_duration(rep.elapsed_s, el, sizeof(el)), rep.stopped ? "; stopped early" : "");
+	print_summary(&rep, &v, set.final_candidates);
 	fputs(text, stdout);
 done:
 	tc_string_free(text);
