@@ -2,7 +2,7 @@
  * kernels alone (include/tcomp.h, "training").
  *
  *   train_mlp [--epochs N] [--threads N] [--lr X] [--batch N] [--seed N]
- *             [--data DIR] [--model FILE.tc]
+ *             [--data DIR] [--model FILE.tc] [--save FILE] [--load FILE]
  *
  * The model is examples/train_mlp.tc: a forward def (two fully connected
  * layers, ReLU) and a loss def (softmax cross-entropy).  tc_model_build
@@ -13,6 +13,8 @@
  * from the seed, a new order each epoch.  After each epoch: the mean
  * training loss, the test accuracy (the whole test set in one forward run)
  * and the epoch's time (the steps and the batch copies; not the test).
+ * --load starts from parameters saved by --save (a safetensors file,
+ * tc_model_save) instead of the seed's initialisation.
  * Exit status: 0 ok, 1 on an error (the message printed). */
 #include <tcomp.h>
 
@@ -81,8 +83,10 @@ int main(int argc, char **argv)
 		{"threads", required_argument, 0, 't'}, {"lr", required_argument, 0, 'l'},
 		{"batch", required_argument, 0, 'b'}, {"seed", required_argument, 0, 's'},
 		{"data", required_argument, 0, 'd'}, {"model", required_argument, 0, 'm'},
+		{"save", required_argument, 0, 'S'}, {"load", required_argument, 0, 'L'},
 		{"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
-	const char *dir = "/usr/share/datasets/fashion-mnist", *model = NULL;
+	const char *dir = "/usr/share/datasets/fashion-mnist", *model = NULL, *save = NULL,
+		   *load = NULL;
 	int epochs = 5, threads = 0, opt, rc = 1, tty = isatty(2);
 	int64_t batch = 128, ntest;
 	double lr = 0.1;
@@ -104,9 +108,12 @@ int main(int argc, char **argv)
 		case 's': seed = strtoull(optarg, NULL, 10); break;
 		case 'd': dir = optarg; break;
 		case 'm': model = optarg; break;
+		case 'S': save = optarg; break;
+		case 'L': load = optarg; break;
 		default:
 			fprintf(stderr, "usage: train_mlp [--epochs N] [--threads N] [--lr X] [--batch N] "
-					"[--seed N] [--data DIR] [--model FILE.tc]\n");
+					"[--seed N] [--data DIR] [--model FILE.tc] [--save FILE] "
+					"[--load FILE]\n");
 			return opt == 'h' ? 0 : 1;
 		}
 	}
@@ -161,10 +168,16 @@ int main(int argc, char **argv)
 			rc = fail(ctx, "building the model");
 			goto out;
 		}
+		int nt = tc_context_threads(ctx) ? tc_context_threads(ctx)
+						 : (int)sysconf(_SC_NPROCESSORS_ONLN);
 		printf("model %s: 784-128-10, batch %lld, SGD lr %g, %d thread%s; built in %.2f s "
 		       "(derived, compiled or read from the kernel cache)\n",
-			model, (long long)batch, lr, tc_context_threads(ctx),
-			tc_context_threads(ctx) == 1 ? "" : "s", now() - t0);
+			model, (long long)batch, lr, nt, nt == 1 ? "" : "s", now() - t0);
+	}
+
+	if (load && tc_model_load(md, load) < 0) {
+		rc = fail(ctx, "--load");
+		goto out;
 	}
 
 	/* the test set as float32 in [0, 1], one forward run per epoch */
@@ -214,6 +227,13 @@ int main(int argc, char **argv)
 			100 * accuracy(test_z, test_y->dl_tensor.data, ntest), t1 - t0,
 			(long long)steps, 1e6 * (t1 - t0) / (double)steps);
 		fflush(stdout);
+	}
+	if (save) {
+		if (tc_model_save(md, save) < 0) {
+			rc = fail(ctx, "--save");
+			goto out;
+		}
+		printf("parameters saved to %s (safetensors)\n", save);
 	}
 	rc = 0;
 out:

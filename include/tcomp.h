@@ -737,6 +737,20 @@ int tc_model_eval(tc_model *md, double *loss);
  * first use of each shape (memoised).  0 ok, -1 with a message. */
 int tc_model_forward(tc_model *md, const DLTensor *const *inputs, int n_inputs,
 	DLTensor *const *outputs, int n_outputs);
+/* Save the parameters to path, one safetensors file (the format of the
+ * safetensors library: an 8-byte header length, a JSON header naming each
+ * tensor with its dtype "F32"/"F64", shape and byte offsets, then the
+ * data; safetensors.torch.load_file reads it), through a temporary file
+ * renamed over path, so a failed save leaves an earlier file whole.
+ * tc_model_load reads such a file into the parameters: every parameter
+ * must be there with its dtype and shape, and no other tensor; everything
+ * is checked before anything is copied, so on an error the parameters are
+ * as they were.  Parameters only: the optimiser's state (momentum, Adam's
+ * moments and step count) is not saved.  0 ok, -1 with a message naming
+ * the file (not built, cannot write or read, a malformed header, a
+ * missing, extra or mismatched tensor). */
+int tc_model_save(tc_model *md, const char *path);
+int tc_model_load(tc_model *md, const char *path);
 /* The step's kernels, for tuning them (tcomp autotune --train): there are
  * tc_model_num_kernels of them (-1 for a NULL md or before build), in the
  * order they run; kernel i is the def *entry of *module, run on *inputs

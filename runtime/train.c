@@ -22,6 +22,7 @@
 #include "error.h"
 #include "internal.h"
 #include "module.h"
+#include "safetensors.h"
 #include "tensor.h"
 
 #include <math.h>
@@ -981,6 +982,61 @@ DLTensor *tc_model_tensor(tc_model *md, const char *name)
 		return NULL;
 	}
 	return &b->dl;
+}
+
+/* The parameters' names and tensors, in the order declared, into names[]
+ * and t[] (room for md->decls.n); their number. */
+static int param_list(tc_model *md, const char **names, DLTensor **t)
+{
+	int n = 0;
+	for (int i = 0; i < md->decls.n; i++) {
+		tdecl *d = md->decls.v[i];
+		if (d->param) {
+			names[n] = d->name;
+			t[n++] = &d->b->dl;
+		}
+	}
+	return n;
+}
+
+/* Save (save != 0) or load the parameters. */
+static int save_or_load(tc_model *md, const char *path, int save)
+{
+	const char **names;
+	DLTensor **t;
+	int n, rc = -1;
+	if (!md)
+		return -1;
+	tc_rt_clear_error(md->ctx);
+	if (!path) {
+		tc_rt_set_error(md->ctx, "tc_model_%s: the path is NULL", save ? "save" : "load");
+		return -1;
+	}
+	if (!built(md, save ? "tc_model_save" : "tc_model_load"))
+		return -1;
+	names = tc_calloc((size_t)md->decls.n + 1, sizeof(*names));
+	t = tc_calloc((size_t)md->decls.n + 1, sizeof(*t));
+	if (!names || !t)
+		tc_rt_set_error(md->ctx, "out of memory");
+	else {
+		n = param_list(md, names, t);
+		rc = save ? tc_rt_safetensors_write(md->ctx, path, n, names,
+				    (const DLTensor *const *)t)
+			  : tc_rt_safetensors_read(md->ctx, path, n, names, t);
+	}
+	tc_free(names);
+	tc_free(t);
+	return rc;
+}
+
+int tc_model_save(tc_model *md, const char *path)
+{
+	return save_or_load(md, path, 1);
+}
+
+int tc_model_load(tc_model *md, const char *path)
+{
+	return save_or_load(md, path, 0);
 }
 
 /* The module each call of the step runs a def of. */

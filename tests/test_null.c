@@ -291,6 +291,16 @@ static void training(void **state)
 	assert_int_equal(tc_model_forward(NULL, in, 1, out, 1), -1);
 	assert_null(tc_model_tensor(NULL, "W"));
 	assert_null(tc_model_describe(NULL));
+	assert_int_equal(tc_model_save(NULL, "p.safetensors"), -1);
+	assert_int_equal(tc_model_load(NULL, "p.safetensors"), -1);
+	assert_int_equal(tc_model_num_kernels(NULL), -1);
+	{
+		tc_module *km;
+		const char *e;
+		const DLTensor *const *kin;
+		int kn;
+		assert_int_equal(tc_model_kernel(NULL, 0, &km, &e, &kin, &kn), -1);
+	}
 	tc_model_free(NULL);
 	md = tc_model_new(m, "f", "l");
 	assert_non_null(md);
@@ -307,6 +317,24 @@ static void training(void **state)
 	assert_int_equal(tc_model_build(md, &o, NULL, 1), 0); /* options NULL: defaults */
 	assert_null(tc_model_tensor(md, NULL));
 	says_why(ctx);
+	assert_int_equal(tc_model_save(md, NULL), -1);
+	says_why(ctx);
+	assert_int_equal(tc_model_load(md, NULL), -1);
+	says_why(ctx);
+	{
+		tc_module *km;
+		const char *e;
+		const DLTensor *const *kin;
+		int kn;
+		assert_int_equal(tc_model_kernel(md, 0, NULL, &e, &kin, &kn), -1);
+		says_why(ctx);
+		assert_int_equal(tc_model_kernel(md, 0, &km, NULL, &kin, &kn), -1);
+		says_why(ctx);
+		assert_int_equal(tc_model_kernel(md, 0, &km, &e, NULL, &kn), -1);
+		says_why(ctx);
+		assert_int_equal(tc_model_kernel(md, 0, &km, &e, &kin, NULL), -1);
+		says_why(ctx);
+	}
 	assert_int_equal(tc_model_step(md, NULL), 0); /* loss NULL: not wanted */
 	assert_int_equal(tc_model_eval(md, NULL), 0);
 	assert_int_equal(tc_model_forward(md, NULL, 1, out, 1), -1);

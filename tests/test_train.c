@@ -701,6 +701,119 @@ static void test_misuse_is_refused_with_a_message(void **state)
 	tc_context_free(ctx);
 }
 
+/* Write bytes[0..n) to path. */
+static void write_bytes(const char *path, const void *bytes, size_t n)
+{
+	FILE *fp = fopen(path, "wb");
+	assert_non_null(fp);
+	assert_int_equal(fwrite(bytes, 1, n, fp), n);
+	fclose(fp);
+}
+
+/* A safetensors file with this header (padded to 8 bytes) and n data bytes. */
+static void write_st(const char *path, const char *header, size_t n)
+{
+	unsigned char buf[4096] = {0};
+	size_t h = strlen(header), hp = (h + 7) / 8 * 8;
+	assert_true(8 + hp + n <= sizeof(buf));
+	for (int i = 0; i < 8; i++)
+		buf[i] = (unsigned char)((uint64_t)hp >> (8 * i));
+	memset(buf + 8, ' ', hp);
+	memcpy(buf + 8, header, h);
+	write_bytes(path, buf, 8 + hp + n);
+}
+
+/* Parameters saved and loaded back (the file's header as the safetensors
+ * format writes it); every bad file refused with its message and the
+ * parameters left as they were. */
+static void test_save_and_load_parameters(void **state)
+{
+	char dir[] = "/tmp/tc-train-XXXXXX", path[256], bad[256];
+	static const char *const cases[][2] = {
+		{"{\"W1\":", "the header is not a JSON object"},
+		{"[1,2]", "the header is not a JSON object"},
+		{"{\"W1\":{\"dtype\":\"F32\",\"shape\":[5,7],\"data_offsets\":[0,140]}}", "has no tensor 'B1'"},
+		{"{\"Q\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}", "a tensor 'Q' the model does not have"},
+		{"{\"W1\":{\"dtype\":\"F64\",\"shape\":[5,7],\"data_offsets\":[0,280]}}", "is F64[5,7] in the file but F32[5,7]"},
+		{"{\"W1\":{\"dtype\":\"F32\",\"shape\":[7,5],\"data_offsets\":[0,140]}}", "is F32[7,5] in the file but F32[5,7]"},
+		{"{\"W1\":{\"dtype\":\"F32\",\"shape\":[5,7],\"data_offsets\":[0,9999]}}", "data_offsets that are not the 140 bytes"},
+		{"{\"W1\":{\"dtype\":\"F32\",\"shape\":[5,7],\"data_offsets\":[-4,136]}}", "data_offsets that are not"},
+	};
+	tc_optimizer o;
+	fixture fx, fy;
+	float before[H * I], saved[H * I];
+	DLTensor *W1;
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/p.safetensors", dir);
+	snprintf(bad, sizeof(bad), "%s/bad.safetensors", dir);
+	tc_optimizer_init(&o, TC_OPT_SGD, 0.1);
+	model_make(&fx, 0, &o, 21);
+	model_make(&fy, 0, &o, 22); /* other values */
+	W1 = tensor(&fx, "W1");
+	memcpy(saved, W1->data, sizeof(saved));
+	if (tc_model_save(fx.md, path) < 0)
+		fail_msg("%s", tc_context_error(fx.ctx));
+	{ /* the header: 8-byte length, then the JSON object of the format */
+		FILE *fp = fopen(path, "rb");
+		char head[128] = {0};
+		assert_non_null(fp);
+		assert_int_equal(fread(head, 1, sizeof(head) - 1, fp), sizeof(head) - 1);
+		fclose(fp);
+		assert_int_equal(memcmp(head + 8, "{\"W1\":{\"dtype\":\"F32\",\"shape\":[5,7],\"data_offsets\":[0,140]},", 58), 0);
+	}
+	W1 = tensor(&fy, "W1");
+	assert_memory_not_equal(W1->data, saved, sizeof(saved));
+	if (tc_model_load(fy.md, path) < 0)
+		fail_msg("%s", tc_context_error(fy.ctx));
+	assert_memory_equal(W1->data, saved, sizeof(saved));
+	assert_memory_equal(tensor(&fy, "B2")->data, tensor(&fx, "B2")->data, K * sizeof(float));
+
+	/* bad files: nothing changes */
+	((float *)W1->data)[3] = 42;
+	memcpy(before, W1->data, sizeof(before));
+	for (size_t c = 0; c < sizeof(cases) / sizeof(*cases); c++) {
+		write_st(bad, cases[c][0], 200);
+		assert_int_equal(tc_model_load(fy.md, bad), -1);
+		if (!strstr(tc_context_error(fy.ctx), cases[c][1]) || !strstr(tc_context_error(fy.ctx), bad))
+			fail_msg("case %zu: %s", c, tc_context_error(fy.ctx));
+		assert_memory_equal(W1->data, before, sizeof(before));
+	}
+	write_bytes(bad, "\x10\0\0", 3);
+	assert_int_equal(tc_model_load(fy.md, bad), -1);
+	assert_non_null(strstr(tc_context_error(fy.ctx), "shorter than its 8-byte header length"));
+	write_bytes(bad, "\xff\0\0\0\0\0\0\0{}", 10);
+	assert_int_equal(tc_model_load(fy.md, bad), -1);
+	assert_non_null(strstr(tc_context_error(fy.ctx), "the header length exceeds the file"));
+	{ /* a file cut in its data */
+		snprintf(bad, sizeof(bad), "%s/p.safetensors", dir);
+		FILE *fp = fopen(bad, "rb");
+		unsigned char buf[1024];
+		size_t n;
+		assert_non_null(fp);
+		n = fread(buf, 1, sizeof(buf), fp);
+		fclose(fp);
+		snprintf(bad, sizeof(bad), "%s/cut.safetensors", dir);
+		write_bytes(bad, buf, n - 8);
+		assert_int_equal(tc_model_load(fy.md, bad), -1);
+		assert_non_null(strstr(tc_context_error(fy.ctx), "data_offsets"));
+	}
+	snprintf(bad, sizeof(bad), "%s/none.safetensors", dir);
+	assert_int_equal(tc_model_load(fy.md, bad), -1);
+	assert_non_null(strstr(tc_context_error(fy.ctx), "cannot read"));
+	assert_memory_equal(W1->data, before, sizeof(before));
+	/* a directory that does not exist: the save fails, nothing is written */
+	snprintf(bad, sizeof(bad), "%s/no/such/p.safetensors", dir);
+	assert_int_equal(tc_model_save(fy.md, bad), -1);
+	assert_non_null(strstr(tc_context_error(fy.ctx), "cannot write"));
+	assert_int_equal(tc_model_save(fy.md, NULL), -1);
+	assert_int_equal(tc_model_load(NULL, path), -1);
+	model_done(&fx);
+	model_done(&fy);
+	snprintf(bad, sizeof(bad), "rm -rf %s", dir);
+	assert_int_equal(system(bad), 0);
+}
+
 /* tc_model_describe lists the five kernels with their shapes and the
  * derived text. */
 static void test_describe_lists_the_step(void **state)
@@ -735,6 +848,7 @@ int main(void)
 		cmocka_unit_test(test_initialisers),
 		cmocka_unit_test(test_optimizer_sources),
 		cmocka_unit_test(test_misuse_is_refused_with_a_message),
+		cmocka_unit_test(test_save_and_load_parameters),
 		cmocka_unit_test(test_describe_lists_the_step),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
