@@ -18,6 +18,7 @@
  * frees it); a tc_batches is the caller's (tc_batches_free) and borrows the
  * context and the data tensors, which must outlive it.  A tc_batches is for
  * one thread at a time. */
+#include "data.h"
 #include "internal.h"
 
 #include "error.h"
@@ -432,10 +433,7 @@ struct tc_batches {
 	int in_epoch;              /* whether an epoch is under way */
 };
 
-/* xorshift64* (Vigna): the state steps by xorshift (12, 25, 27), the result
- * is the new state times 0x2545F4914F6CDD1D (mod 2^64).  The state must not
- * be 0. */
-static uint64_t xorshift64s(uint64_t *state)
+uint64_t tc_rt_xorshift64s(uint64_t *state)
 {
 	uint64_t x = *state;
 	x ^= x >> 12;
@@ -450,7 +448,7 @@ static uint64_t xorshift64s(uint64_t *state)
  *
  *     for i = rows-1 down to 1:  j = next() % (i + 1);  swap(perm[i], perm[j])
  *
- * (next() as xorshift64s; the modulo's bias, below 2^-32 for fewer than
+ * (next() as tc_rt_xorshift64s; the modulo's bias, below 2^-32 for fewer than
  * 2^32 rows, is accepted for an order anyone can reproduce). */
 static void shuffle(tc_batches *b)
 {
@@ -460,7 +458,7 @@ static void shuffle(tc_batches *b)
 	if (!b->state)
 		return;
 	for (i = b->rows - 1; i >= 1; i--) {
-		int64_t j = (int64_t)(xorshift64s(&b->state) % (uint64_t)(i + 1)), t = b->perm[i];
+		int64_t j = (int64_t)(tc_rt_xorshift64s(&b->state) % (uint64_t)(i + 1)), t = b->perm[i];
 		b->perm[i] = b->perm[j];
 		b->perm[j] = t;
 	}

@@ -19,6 +19,7 @@
  * Ownership: the model holds a reference to the user's module, owns the
  * derived modules, kernels, buffers and names; DLTensors returned by
  * tc_model_tensor are the model's. */
+#include "data.h"
 #include "error.h"
 #include "internal.h"
 #include "module.h"
@@ -380,21 +381,10 @@ int tc_model_input(tc_model *md, const char *name, int ndim, const int64_t *shap
 
 /* ---- initialisation ---- */
 
-/* xorshift64*: the same stream on every machine. */
-static uint64_t rng_next(uint64_t *s)
-{
-	uint64_t x = *s;
-	x ^= x >> 12;
-	x ^= x << 25;
-	x ^= x >> 27;
-	*s = x;
-	return x * 0x2545F4914F6CDD1DULL;
-}
-
 /* Uniform in [0, 1): the top 53 bits. */
 static double rng_unit(uint64_t *s)
 {
-	return (double)(rng_next(s) >> 11) * 0x1p-53;
+	return (double)(tc_rt_xorshift64s(s) >> 11) * 0x1p-53;
 }
 
 /* Standard normal: Box-Muller, one value per pair of draws. */
