@@ -154,6 +154,7 @@ typedef struct measure_ctx {
 	isl_schedule_node *band;
 	isl_union_set *tiled;   /* instances of contractions (in a tileable band) */
 	isl_union_set *strided; /* instances a band's last member walks in steps */
+	int inner; /* misordered_cb: the member of band that ends up innermost */
 } measure_ctx;
 
 /* Whether a piece of a member's schedule has a coefficient other than 0, 1
@@ -203,16 +204,92 @@ static isl_stat tiled_cb(isl_set *set, void *user)
 	return isl_stat_ok;
 }
 
+/* Counts the band nodes below the node a walk starts at (not itself). */
+static isl_bool count_band_cb(isl_schedule_node *node, void *user)
+{
+	int *n = user;
+	*n += isl_schedule_node_get_type(node) == isl_schedule_node_band;
+	return *n > 1 ? isl_bool_false : isl_bool_true;
+}
+
+/* The member of band mc->band that ends up innermost: the one walking the
+ * output's stride-1 dimension of a contraction that reuses its operands
+ * and that the band can register-tile (the tile's vectors: regtile.c moves
+ * it last; row reductions get no tile), else the last one. */
+typedef struct inner_ctx {
+	const tc_poly *p;
+	isl_schedule_node *band;
+	int member;
+} inner_ctx;
+
+static isl_stat inner_cb(isl_set *set, void *user)
+{
+	inner_ctx *ic = user;
+	const tc_poly_stmt *st = tc_poly_find_stmt(ic->p, isl_set_get_tuple_name(set));
+	isl_size n = isl_schedule_node_band_n_member(ic->band), j;
+	if (st && reusing(st) && tileable(ic->band, st))
+		for (j = 0; j < n; j++)
+			if (tc_poly_band_member_var(ic->band, (int)j, st) == st->ir->nlhs - 1)
+				ic->member = (int)j;
+	isl_set_free(set);
+	return isl_stat_ok;
+}
+
+/* Add to mc->strided the instances of set (taken) when member mc->inner of
+ * the band mc->band (innermost for them: no band below) walks their
+ * output along another of its dimensions while another member walks the
+ * output's stride-1 dimension: every innermost step writes a row apart,
+ * where the statement alone would have the stride-1 loop innermost (the
+ * order pass moves it there in a band of its own).  Fused with a
+ * contraction whose register tile puts another member last (d_W1(b,h,i) =
+ * d_A(b,h) * X(b,i) sharing d_A's band over b, h and k: h last), it
+ * writes 52 MB a float at a time, three times slower than alone. */
+static isl_stat misordered_cb(isl_set *set, void *user)
+{
+	measure_ctx *mc = user;
+	const tc_poly_stmt *st = tc_poly_find_stmt(mc->p, isl_set_get_tuple_name(set));
+	isl_size n = isl_schedule_node_band_n_member(mc->band), j;
+	int last, v, walks = 0;
+	if (!st || st->ir->nlhs < 2 || n < 2) {
+		isl_set_free(set);
+		return isl_stat_ok;
+	}
+	last = st->ir->nlhs - 1;
+	v = tc_poly_band_member_var(mc->band, mc->inner, st);
+	for (j = 0; j < n && !walks; j++)
+		walks = (int)j != mc->inner && tc_poly_band_member_var(mc->band, (int)j, st) == last;
+	if (v >= 0 && v < last && walks)
+		mc->strided = isl_union_set_union(mc->strided, isl_union_set_from_set(set));
+	else
+		isl_set_free(set);
+	return isl_stat_ok;
+}
+
 /* At every band: count it when skewed, and add to mc->tiled the
- * contraction instances it can hold in register tiles. */
+ * contraction instances it can hold in register tiles; in a band of two
+ * or more statements with no band below, the instances misordered_cb
+ * finds. */
 static isl_bool band_cb(isl_schedule_node *node, void *user)
 {
 	measure_ctx *mc = user;
 	isl_union_set *dom;
+	int below = 0;
 	if (isl_schedule_node_get_type(node) != isl_schedule_node_band ||
 		isl_schedule_node_band_n_member(node) <= 0)
 		return isl_bool_true;
 	mc->c->skewed += band_skewed(node);
+	isl_schedule_node_foreach_descendant_top_down(node, count_band_cb, &below);
+	if (below == 1) { /* the node itself: innermost */
+		isl_union_set *d = isl_schedule_node_get_domain(node);
+		if (isl_union_set_n_set(d) >= 2) {
+			inner_ctx ic = {mc->p, node, isl_schedule_node_band_n_member(node) - 1};
+			isl_union_set_foreach_set(d, inner_cb, &ic);
+			mc->band = node;
+			mc->inner = ic.member;
+			isl_union_set_foreach_set(d, misordered_cb, mc);
+		}
+		isl_union_set_free(d);
+	}
 	{
 		isl_multi_union_pw_aff *mupa = isl_schedule_node_band_get_partial_schedule(node);
 		isl_size n = isl_multi_union_pw_aff_size(mupa);
@@ -325,7 +402,7 @@ void tc_poly_nest_measure(__tc_keep const tc_poly *p, __tc_keep isl_schedule_nod
 {
 	isl_schedule_node *below = NULL;
 	isl_union_set *dom, *all;
-	measure_ctx mc = {p, c, NULL, NULL, NULL};
+	measure_ctx mc = {p, c, NULL, NULL, NULL, 0};
 	isl_size ns;
 	c->serial = c->untiled = c->chained = c->strided = 0;
 	c->skewed = 0;
