@@ -175,6 +175,52 @@ int tc_module_hash(tc_module *m, const char *entry, char out[17]);
  * the text with tc_string_free. */
 #define TC_GRAD_SAVES 1
 char *tc_module_grad(tc_module *m, const char *entry, const char *wrt, int flags);
+/* Per-sample gradients (what functorch's vmap(grad) computes; README
+ * "Gradients", docs/language.md "Per-sample gradients"): the text of
+ * tc_module_grad with the same entry, wrt and flags (0 or TC_GRAD_SAVES),
+ * except that the gradient of every input X without a dimension of extent
+ * batch (the parameters) keeps the batch index instead of summing over it:
+ * d_X gets the size batch prepended to its shape, and d_X(b, ...) is the
+ * gradient of sample b's part of L = sum over O of sum(d_O * O).  A
+ * gradient of an input with such a dimension keeps its shape (its row b is
+ * sample b's).  batch names a size of entry ("B"); an index ranging over
+ * 0:batch is the batch index of its statement.  The def is still named
+ * "<entry>_grad" (per sample by its outputs' shapes).  NULL with an error
+ * as tc_module_grad, and also for a NULL batch, a batch that is not a size
+ * of entry, a def that mixes samples (a statement that reduces over the
+ * batch index, such as a batch norm's mean, or reads a batched tensor at
+ * another subscript than the batch index; a floating-point output without
+ * a batch dimension), or a gradient asked for that does not depend on the
+ * batch (each located in the source); NULL for a NULL m.  Free the text
+ * with tc_string_free. */
+char *tc_module_grad_per_sample(tc_module *m, const char *entry, const char *wrt,
+	const char *batch, int flags);
+
+/* entry batched over a leading "model" dimension, as .tc text (what
+ * jax.vmap and torch.func.vmap do with in_dims 0 for some arguments and
+ * None for the others: K models of one def in one set of kernels;
+ * docs/language.md "Batching over models").  batched is a
+ * comma-separated list of entry's inputs ("W1,B1"); size the name of the
+ * new size ("E"), which entry must not use.  Each input in batched gets
+ * size as its first dimension, and so does every tensor that a statement
+ * writes from a batched tensor (a temporary or an output, the whole
+ * tensor: one written from shared values and later from batched ones is
+ * batched throughout); the others (the shared inputs and what is computed
+ * from them alone) keep their shapes.  Each statement writing a batched
+ * tensor gets a new first left-hand index, the model index (e, or e1, ...
+ * where entry uses e), read first by every batched tensor in it.  Outputs
+ * declared with a shape get size prepended when batched; a batched scalar
+ * becomes rank 1.  Element [k] of a batched output is what entry computes
+ * on element [k] of the batched inputs and the shared inputs.  The def
+ * keeps entry's name: to keep it beside entry in one module, rename one of
+ * them in the text.  The text parses, checks and compiles with
+ * tc_module_parse.  NULL with an error for an unknown (or NULL) entry, a
+ * NULL or empty batched, an empty name in it, a name in it that is not an
+ * input or is named twice, a NULL size, a size that is not an identifier
+ * or is a keyword, type or builtin name or a name entry uses, or a tensor
+ * that would get more than 8 dimensions (located in the source like other
+ * diagnostics); NULL for a NULL m.  Free the text with tc_string_free. */
+char *tc_module_vmap(tc_module *m, const char *entry, const char *batched, const char *size);
 
 /* ---- options ---- */
 /* Mapping options are name=value pairs defined by one declarative table

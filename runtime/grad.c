@@ -1,5 +1,7 @@
-/* tc_module_grad (include/tcomp.h): the backward def of a module's def as
- * .tc text, derived by lang/grad.c and printed by the one .tc printer.
+/* tc_module_grad and tc_module_grad_per_sample (include/tcomp.h): the
+ * backward def of a module's def as .tc text, derived by lang/grad.c (and,
+ * per sample, rewritten by lang/grad_sample.c) and printed by the one .tc
+ * printer.
  *
  * The derivation allocates in an arena of its own, freed before returning:
  * the module's arena does not grow with each call, and the module's AST is
@@ -7,51 +9,35 @@
 #include "error.h"
 #include "internal.h"
 #include "module.h"
+#include "names.h"
 
 #include "../lang/grad.h"
 
 #include <string.h>
 
-char *tc_module_grad(tc_module *m, const char *entry, const char *wrt, int flags)
+/* The text of tc_module_grad (batch NULL) or of tc_module_grad_per_sample
+ * (batch the batch size's name); fn names the API function in errors. */
+static __tc_give char *grad_text(__tc_keep tc_module *m, const char *fn, const char *entry,
+	const char *wrt, const char *batch, int flags)
 {
 	tc_arena *ar = NULL;
 	const char **names = NULL;
-	char *copy = NULL, *text = NULL;
+	char *text = NULL;
 	int i, n = 0;
 	tc_def *g, *fwd = NULL;
 	tc_diags d;
 	tc_buf b;
 
-	if (!m)
-		return NULL;
-	tc_rt_clear_error(m->ctx);
 	if ((i = tc_rt_find_def(m, entry)) < 0)
 		return NULL;
 	if (!(ar = tc_arena_new()))
 		goto nomem;
-	/* split "A,B" into names (in the arena) */
-	if (wrt && *wrt) {
-		char *p;
-		size_t len = strlen(wrt);
-		if (!(copy = tc_arena_strdup(ar, wrt)) ||
-			!(names = tc_arena_alloc(ar, (len / 2 + 2) * sizeof(*names))))
-			goto nomem;
-		for (p = copy;;) {
-			char *c = strchr(p, ',');
-			if (c)
-				*c = '\0';
-			if (!*p) {
-				tc_rt_set_error(m->ctx, "tc_module_grad: empty name in '%s'", wrt);
-				goto error;
-			}
-			names[n++] = p;
-			if (!c)
-				break;
-			p = c + 1;
-		}
-	}
+	if (tc_rt_split_names(m->ctx, ar, fn, wrt, &names, &n) < 0)
+		goto error;
 	tc_diags_init(&d, m->src);
 	g = tc_grad_derive(ar, m->prog->defs[i], names, n, !!(flags & TC_GRAD_SAVES), &fwd, &d);
+	if (g && batch)
+		g = tc_grad_per_sample(ar, m->prog->defs[i], g, batch, &d);
 	if (!g) {
 		if (d.nerrors && !d.oom)
 			tc_rt_set_error_diags(m->ctx, &d);
@@ -74,4 +60,25 @@ nomem:
 error:
 	tc_arena_free(ar);
 	return NULL;
+}
+
+char *tc_module_grad(tc_module *m, const char *entry, const char *wrt, int flags)
+{
+	if (!m)
+		return NULL;
+	tc_rt_clear_error(m->ctx);
+	return grad_text(m, "tc_module_grad", entry, wrt, NULL, flags);
+}
+
+char *tc_module_grad_per_sample(tc_module *m, const char *entry, const char *wrt,
+	const char *batch, int flags)
+{
+	if (!m)
+		return NULL;
+	tc_rt_clear_error(m->ctx);
+	if (!batch) {
+		tc_rt_set_error(m->ctx, "tc_module_grad_per_sample: the batch size's name is NULL");
+		return NULL;
+	}
+	return grad_text(m, "tc_module_grad_per_sample", entry, wrt, batch, flags);
 }

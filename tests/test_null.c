@@ -89,6 +89,29 @@ static void modules(void **state)
 	tc_context_free(ctx);
 }
 
+/* tc_module_vmap: NULL m gives NULL; a NULL entry, list or size name an
+ * error saying why. */
+static void batching(void **state)
+{
+	tc_context *ctx = tc_context_new();
+	tc_module *m = tc_module_parse(ctx, src, "t.tc");
+	char *t;
+	(void)state;
+	assert_non_null(m);
+	assert_null(tc_module_vmap(NULL, "mm", "A", "E"));
+	assert_null(tc_module_vmap(m, NULL, "A", "E"));
+	says_why(ctx);
+	assert_null(tc_module_vmap(m, "mm", NULL, "E"));
+	says_why(ctx);
+	assert_null(tc_module_vmap(m, "mm", "A", NULL));
+	says_why(ctx);
+	t = tc_module_vmap(m, "mm", "A", "E");
+	assert_non_null(t);
+	tc_string_free(t);
+	tc_module_free(m);
+	tc_context_free(ctx);
+}
+
 static void options(void **state)
 {
 	tc_options *o = tc_options_new(), *c;
@@ -348,6 +371,38 @@ static void training(void **state)
 	tc_context_free(ctx);
 }
 
+/* tc_module_grad and tc_module_grad_per_sample: NULL m gives NULL; a NULL
+ * entry or batch gives NULL with an error; a NULL wrt is the default
+ * (every floating-point input). */
+static void grad_per_sample(void **state)
+{
+	tc_context *ctx = tc_context_new();
+	tc_module *m = tc_module_parse(ctx,
+		"def f(float(B,I) X, float(I) W) -> (Z) { Z(b,i) = X(b,i) * W(i) }\n", "null.tc");
+	char *t;
+	(void)state;
+	assert_non_null(m);
+	assert_null(tc_module_grad(NULL, "f", NULL, 0));
+	assert_null(tc_module_grad(m, NULL, NULL, 0));
+	says_why(ctx);
+	t = tc_module_grad(m, "f", NULL, 0); /* wrt NULL: every floating-point input */
+	assert_non_null(t);
+	tc_string_free(t);
+	assert_null(tc_module_grad_per_sample(NULL, "f", "W", "B", 0));
+	assert_null(tc_module_grad_per_sample(m, NULL, "W", "B", 0));
+	says_why(ctx);
+	assert_null(tc_module_grad_per_sample(m, "f", "W", NULL, 0));
+	says_why(ctx);
+	assert_null(tc_module_grad_per_sample(m, "f", "W", NULL, TC_GRAD_SAVES));
+	says_why(ctx);
+	t = tc_module_grad_per_sample(m, "f", NULL, "B", 0); /* wrt NULL: the default */
+	assert_non_null(t);
+	assert_non_null(strstr(t, "float32(B,I) d_W"));
+	tc_string_free(t);
+	tc_module_free(m);
+	tc_context_free(ctx);
+}
+
 /* An allocation hook that fails the n-th allocation from now on. */
 typedef struct fail_nth {
 	int n;
@@ -405,11 +460,13 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(dtypes_and_contexts),
 		cmocka_unit_test(modules),
+		cmocka_unit_test(batching),
 		cmocka_unit_test(options),
 		cmocka_unit_test(kernels),
 		cmocka_unit_test(autotuner),
 		cmocka_unit_test(data),
 		cmocka_unit_test(training),
+		cmocka_unit_test(grad_per_sample),
 		cmocka_unit_test(error_kinds),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

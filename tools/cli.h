@@ -191,4 +191,7 @@ int cmd_autotune(int argc, __tc_keep char **argv);
 /* tcomp grad (tools/cmd_grad.c). */
 int cmd_grad(int argc, __tc_keep char **argv);
 
+/* tcomp vmap (tools/cmd_vmap.c). */
+int cmd_vmap(int argc, __tc_keep char **argv);
+
 #endif

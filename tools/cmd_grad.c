@@ -1,12 +1,14 @@
-/* tcomp grad FILE.tc [-e NAME] [--wrt A,B] [-o OUT.tc]: print the backward
- * def of a def (tc_module_grad; README "Gradients"). */
+/* tcomp grad FILE.tc [-e NAME] [--wrt A,B] [--saves] [--per-sample B]
+ * [-o OUT.tc]: print the backward def of a def (tc_module_grad, or
+ * tc_module_grad_per_sample with --per-sample; README "Gradients"). */
 #include "cli.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 
 static const char *const grad_usage =
-	"usage: tcomp grad FILE.tc [-e NAME] [--wrt A,B] [--saves] [-o OUT.tc]\n"
+	"usage: tcomp grad FILE.tc [-e NAME] [--wrt A,B] [--saves] [--per-sample B]\n"
+	"                  [-o OUT.tc]\n"
 	"\n"
 	"Print the backward def of a def as .tc text (reverse-mode automatic\n"
 	"differentiation): a def named NAME_grad whose inputs are NAME's inputs,\n"
@@ -21,20 +23,26 @@ static const char *const grad_usage =
 	"                      inputs, returned by a def NAME_fwd printed first\n"
 	"                      (NAME with them as outputs); without it they are\n"
 	"                      recomputed inside the backward def\n"
+	"  --per-sample B      per-sample gradients over the batch size B (a size\n"
+	"                      of NAME): each gradient of an input without a\n"
+	"                      dimension of size B gets B as its first dimension,\n"
+	"                      d_W(b,...) being sample b's, instead of the sum\n"
+	"                      over the batch; NAME must treat its samples\n"
+	"                      independently\n"
 	"  -o FILE             write the text to FILE instead of stdout\n"
 	"\n"
 	"Constructs not supported yet (offset or strided subscripts, gathers,\n"
 	"max=!, min=!, *=!, in-place updates, exists clauses) are errors located\n"
 	"in the source; see docs/language.md \"Gradients\".\n";
 
-enum { OPT_WRT = OPT_COMMAND, OPT_SAVES };
+enum { OPT_WRT = OPT_COMMAND, OPT_SAVES, OPT_PER_SAMPLE };
 
 int cmd_grad(int argc, __tc_keep char **argv)
 {
 	static const struct option longopts[] = {CLI_HELP, CLI_ENTRY,
 		{"wrt", required_argument, NULL, OPT_WRT}, {"saves", no_argument, NULL, OPT_SAVES},
-		CLI_END};
-	const char *entry = NULL, *wrt = NULL, *out = NULL;
+		{"per-sample", required_argument, NULL, OPT_PER_SAMPLE}, CLI_END};
+	const char *entry = NULL, *wrt = NULL, *out = NULL, *batch = NULL;
 	tc_context *ctx;
 	tc_module *m;
 	char *text;
@@ -47,6 +55,8 @@ int cmd_grad(int argc, __tc_keep char **argv)
 			wrt = optarg;
 		else if (c == OPT_SAVES)
 			flags |= TC_GRAD_SAVES;
+		else if (c == OPT_PER_SAMPLE)
+			batch = optarg;
 		else if (c == OPT_OUTPUT)
 			out = optarg;
 		else
@@ -61,7 +71,8 @@ int cmd_grad(int argc, __tc_keep char **argv)
 		tc_context_free(ctx);
 		return status;
 	}
-	text = tc_module_grad(m, entry, wrt, flags);
+	text = batch ? tc_module_grad_per_sample(m, entry, wrt, batch, flags)
+		     : tc_module_grad(m, entry, wrt, flags);
 	if (!text) {
 		status = report(ctx);
 	} else if (out) {

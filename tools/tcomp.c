@@ -8,6 +8,7 @@
  *   tcomp autotune FILE.tc [-e NAME] --shape T=4x5 ... [--generations G] ...  (tools/cmd_autotune.c)
  *   tcomp cache list|show|export|import|prune|path   (tools/cmd_cache.c)
  *   tcomp grad FILE.tc [-e NAME] [--wrt A,B] [--saves] [-o OUT.tc]   (tools/cmd_grad.c)
+ *   tcomp vmap FILE.tc [-e NAME] --batch A,B --size E [-o OUT.tc]   (tools/cmd_vmap.c)
  * run, emit and bench take mapping options with --options FILE and
  * --option NAME=VALUE (see runtime/options.c).
  *
@@ -47,6 +48,9 @@ static const char *const main_usage =
 	"                              manage the kernel cache of tuned options\n"
 	"  grad FILE.tc [-e NAME] [--wrt A,B] [--saves] [-o OUT.tc]\n"
 	"                              print the backward def (gradients) as .tc\n"
+	"  vmap FILE.tc [-e NAME] --batch A,B --size E [-o OUT.tc]\n"
+	"                              print the def batched over a leading model\n"
+	"                              dimension of extent E (A and B batched)\n"
 	"\n"
 	"run, emit and bench take mapping options: --options FILE (name=value\n"
 	"lines) and --option NAME=VALUE (repeatable, applied after --options).\n"
@@ -1134,6 +1138,8 @@ int main(int argc, char **argv)
 		return cmd_cache(argc - 1, argv + 1);
 	if (!strcmp(cmd, "grad"))
 		return cmd_grad(argc - 1, argv + 1);
+	if (!strcmp(cmd, "vmap"))
+		return cmd_vmap(argc - 1, argv + 1);
 	fprintf(stderr, "tcomp: error: unknown command '%s'\n\n%s", cmd, main_usage);
 	return EXIT_USER;
 }

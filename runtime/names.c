@@ -1,0 +1,38 @@
+/* Comma-separated lists of names (see names.h). */
+#include "names.h"
+
+#include "error.h"
+
+#include <string.h>
+
+tc_stat tc_rt_split_names(__tc_keep tc_context *ctx, __tc_keep tc_arena *ar, const char *what,
+	__tc_keep const char *list, const char ***names, int *n)
+{
+	char *copy, *p;
+	size_t len;
+	*names = NULL;
+	*n = 0;
+	if (!list || !*list)
+		return TC_OK;
+	len = strlen(list);
+	/* at most len / 2 + 1 names: each but the last is followed by a comma */
+	if (!(copy = tc_arena_strdup(ar, list)) ||
+		!(*names = tc_arena_alloc(ar, (len / 2 + 2) * sizeof(**names)))) {
+		tc_rt_set_error(ctx, "out of memory");
+		return TC_ERR;
+	}
+	for (p = copy;;) {
+		char *c = strchr(p, ',');
+		if (c)
+			*c = '\0';
+		if (!*p) {
+			tc_rt_set_error(ctx, "%s: empty name in '%s'", what, list);
+			return TC_ERR;
+		}
+		(*names)[(*n)++] = p;
+		if (!c)
+			break;
+		p = c + 1;
+	}
+	return TC_OK;
+}
