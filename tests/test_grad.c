@@ -12,17 +12,12 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
-#include <dirent.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 
 #include "testutil.h"
-
-#include "lang/util.h"
-
-#define GOLDEN_DIR TC_SOURCE_DIR "/tests/golden"
+#include "testrun.h"
 
 /* Finite differences: step H (relative to max(1, |x|)); a gradient g
  * passes when |fd - g| <= FD_TOL * (1 + |g|).  The truncation error of
@@ -45,68 +40,6 @@ typedef struct grad_case {
 	double lo, hi;
 } grad_case;
 
-static int parse_dims(const char *s, int64_t *dims)
-{
-	int n = 0;
-	while (s && *s) {
-		dims[n++] = strtoll(s, (char **)&s, 10);
-		if (*s == 'x')
-			s++;
-	}
-	return n;
-}
-
-static tc_options *interp_options(tc_context *ctx)
-{
-	tc_options *o = tc_options_new();
-	assert_non_null(o);
-	assert_int_equal(tc_options_set(o, "target", "interp", ctx), 0);
-	return o;
-}
-
-static tc_kernel *compile(tc_module *m, const char *entry, tu_tensor *in, int n,
-	const tc_options *o, tc_context *ctx)
-{
-	const DLTensor *ins[MAX_T];
-	tc_kernel *k;
-	for (int i = 0; i < n; i++)
-		ins[i] = &in[i].dl;
-	k = tc_compile(m, entry, ins, n, o);
-	if (!k)
-		fail_msg("tc_compile(%s) failed:\n%s", entry, tc_context_error(ctx));
-	return k;
-}
-
-/* Make k's outputs (float64), poisoned. */
-static int make_outputs(tc_kernel *k, tu_tensor *out)
-{
-	int n = tc_kernel_num_outputs(k);
-	for (int i = 0; i < n; i++) {
-		int64_t shape[8];
-		int nd;
-		DLDataType dt;
-		assert_int_equal(tc_kernel_output_shape(k, i, &dt, &nd, shape), 0);
-		assert_int_equal(dt.code, kDLFloat);
-		assert_int_equal(dt.bits, 64);
-		tu_tensor_init(&out[i], TU_F64, shape, nd);
-		tu_poison(&out[i]);
-	}
-	return n;
-}
-
-static void run(tc_kernel *k, tu_tensor *in, int nin, tu_tensor *out, int nout)
-{
-	const DLTensor *ins[MAX_T];
-	DLTensor *outs[MAX_T];
-	for (int i = 0; i < nin; i++)
-		ins[i] = &in[i].dl;
-	for (int i = 0; i < nout; i++) {
-		tu_poison(&out[i]);
-		outs[i] = &out[i].dl;
-	}
-	assert_int_equal(tc_kernel_run(k, ins, nin, outs, nout), 0);
-}
-
 /* L = sum_o sum(dO[o] * out[o]). */
 static double loss(tu_tensor *out, tu_tensor *dO, int nout)
 {
@@ -120,34 +53,16 @@ static double loss(tu_tensor *out, tu_tensor *dO, int nout)
 	return l;
 }
 
-/* The number of the output of entry (in m) named name, or -1. */
-static int output_named(tc_module *m, const char *entry, int nin, int nout, const char *name)
-{
-	for (int o = 0; o < nout; o++)
-		if (!strcmp(tc_module_tensor_name(m, entry, nin + o), name))
-			return o;
-	return -1;
-}
-
 /* How many forward outputs the backward def takes as inputs (after the
  * forward's inputs, named as the outputs). */
 static int nsaved(tc_module *mf, const char *entry, tc_module *mb, const char *bentry, int nin,
 	int nout)
 {
 	int n = 0;
-	while (output_named(mf, entry, nin, nout, tc_module_tensor_name(mb, bentry, nin + n)) >= 0)
+	while (tr_output_named(mf, entry, nin, nout,
+		tc_module_tensor_name(mb, bentry, nin + n)) >= 0)
 		n++;
 	return n;
-}
-
-/* Whether the comma-separated list wrt names name. */
-static int wrt_has(const char *wrt, const char *name)
-{
-	size_t n = strlen(name);
-	for (const char *p = wrt; p && *p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL)
-		if (!strncmp(p, name, n) && (p[n] == ',' || !p[n]))
-			return 1;
-	return 0;
 }
 
 /* saves: TC_GRAD_SAVES, the backward def's saved temporaries computed by
@@ -181,7 +96,7 @@ static void check_case(const grad_case *c, int saves)
 	assert_int_equal(tc_module_def_arity(mf, c->name, &nin, NULL), 0);
 	for (int i = 0; i < nin; i++) {
 		int64_t dims[8];
-		int nd = parse_dims(c->shapes[i], dims);
+		int nd = tr_parse_dims(c->shapes[i], dims);
 		DLDataType dt;
 		int rank;
 		assert_int_equal(tc_module_input_type(mf, c->name, i, &dt, &rank), 0);
@@ -196,9 +111,9 @@ static void check_case(const grad_case *c, int saves)
 				((int64_t *)in[i].data)[j] = tu_rand_int(&rng, 1, 3);
 		}
 	}
-	oi = interp_options(ctx);
-	kf = compile(mf, c->name, in, nin, oi, ctx);
-	nout = make_outputs(kf, out);
+	oi = tr_interp_options(ctx);
+	kf = tr_compile(mf, c->name, in, nin, oi, ctx);
+	nout = tr_make_outputs(kf, out, MAX_T, 64);
 
 	/* the backward's inputs: the forward's, then the outputs and saved
 	 * temporaries it reads (their values at these inputs, from the forward
@@ -213,16 +128,16 @@ static void check_case(const grad_case *c, int saves)
 	assert_int_equal(tc_module_def_arity(mb, entry, &nbin, NULL), 0);
 	assert_int_equal(tc_module_def_arity(mp, pentry, NULL, &npout), 0);
 	assert_int_equal(nbin, nin + nsaved(mp, pentry, mb, entry, nin, npout) + nout);
-	kp = mp == mf ? kf : compile(mp, pentry, in, nin, oi, ctx);
-	assert_int_equal(make_outputs(kp, pout), npout);
-	run(kp, in, nin, pout, npout);
+	kp = mp == mf ? kf : tr_compile(mp, pentry, in, nin, oi, ctx);
+	assert_int_equal(tr_make_outputs(kp, pout, MAX_T, 64), npout);
+	tr_run(kp, in, nin, pout, npout);
 	for (int i = 0; i < nin; i++)
 		bin[i] = in[i];
 	for (int i = nin; i < nbin; i++) {
 		const char *name = tc_module_tensor_name(mb, entry, i);
 		int dO = i >= nbin - nout;
-		int o = dO ? output_named(mf, c->name, nin, nout, name + 2) :
-			output_named(mp, pentry, nin, npout, name);
+		int o = dO ? tr_output_named(mf, c->name, nin, nout, name + 2) :
+			tr_output_named(mp, pentry, nin, npout, name);
 		assert_true(o >= 0);
 		if (dO) {
 			tu_tensor_init(&bin[i], TU_F64, out[o].shape, out[o].dl.ndim);
@@ -236,14 +151,14 @@ static void check_case(const grad_case *c, int saves)
 	}
 	if (saves && mp == mf) /* nothing saved: the same text as without */
 		for (int i = nin; i < nbin - nout; i++)
-			assert_true(output_named(mf, c->name, nin, nout,
+			assert_true(tr_output_named(mf, c->name, nin, nout,
 				tc_module_tensor_name(mb, entry, i)) >= 0);
-	kbi = compile(mb, entry, bin, nbin, oi, ctx);
-	kbc = compile(mb, entry, bin, nbin, NULL, ctx);
-	ngrad = make_outputs(kbi, gi);
-	assert_int_equal(make_outputs(kbc, gc), ngrad);
-	run(kbi, bin, nbin, gi, ngrad);
-	run(kbc, bin, nbin, gc, ngrad);
+	kbi = tr_compile(mb, entry, bin, nbin, oi, ctx);
+	kbc = tr_compile(mb, entry, bin, nbin, NULL, ctx);
+	ngrad = tr_make_outputs(kbi, gi, MAX_T, 64);
+	assert_int_equal(tr_make_outputs(kbc, gc, MAX_T, 64), ngrad);
+	tr_run(kbi, bin, nbin, gi, ngrad);
+	tr_run(kbc, bin, nbin, gc, ngrad);
 
 	/* which input each gradient belongs to: the inputs asked for (every
 	 * floating-point one by default), in their order, each named d_X (or
@@ -254,7 +169,7 @@ static void check_case(const grad_case *c, int saves)
 		char want[64];
 		size_t n;
 		assert_int_equal(tc_module_input_type(mf, c->name, i, &dt, NULL), 0);
-		if (dt.code != kDLFloat || (c->wrt && !wrt_has(c->wrt, name)))
+		if (dt.code != kDLFloat || (c->wrt && !tr_list_has(c->wrt, name)))
 			continue;
 		assert_true(nwrt < ngrad);
 		n = (size_t)snprintf(want, sizeof(want), "d_%s", name);
@@ -271,10 +186,10 @@ static void check_case(const grad_case *c, int saves)
 			double *p = &((double *)x->data)[j], x0 = *p, h = H * fmax(1.0, fabs(x0));
 			double lp, lm, fd, gv = tu_get(&gi[g], j), cv = tu_get(&gc[g], j);
 			*p = x0 + h;
-			run(kf, in, nin, out, nout);
+			tr_run(kf, in, nin, out, nout);
 			lp = loss(out, &bin[nbin - nout], nout);
 			*p = x0 - h;
-			run(kf, in, nin, out, nout);
+			tr_run(kf, in, nin, out, nout);
 			lm = loss(out, &bin[nbin - nout], nout);
 			*p = x0;
 			fd = (lp - lm) / (2 * h);
@@ -599,48 +514,15 @@ static const grad_case *case_named(const char *name)
 	return NULL;
 }
 
-static char *slurp(const char *path)
-{
-	FILE *f = fopen(path, "rb");
-	char *s;
-	long n;
-	if (!f)
-		return NULL;
-	fseek(f, 0, SEEK_END);
-	n = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	s = malloc((size_t)n + 1);
-	assert_non_null(s);
-	assert_int_equal(fread(s, 1, (size_t)n, f), (size_t)n);
-	s[n] = '\0';
-	fclose(f);
-	return s;
-}
-
 static void check_golden(const char *src, const char *entry, const char *file, int flags)
 {
 	tc_context *ctx = tc_context_new();
 	tc_module *m = tc_module_parse(ctx, src, "golden.tc");
-	char path[512], *text, *want;
-	const char *update = getenv("TC_UPDATE_GOLDEN");
+	char *text;
 	assert_non_null(m);
 	text = tc_module_grad(m, entry, NULL, flags);
 	assert_non_null(text);
-	snprintf(path, sizeof(path), "%s/%s", GOLDEN_DIR, file);
-	if (update && *update && strcmp(update, "0")) {
-		FILE *f = fopen(path, "w");
-		assert_non_null(f);
-		fputs(text, f);
-		fclose(f);
-	} else {
-		want = slurp(path);
-		if (!want)
-			fail_msg("%s is missing: run TC_UPDATE_GOLDEN=1 test_grad", path);
-		if (strcmp(want, text))
-			fail_msg("the backward text differs from %s:\n%s\nif it is right, rerun with "
-				 "TC_UPDATE_GOLDEN=1", path, text);
-		free(want);
-	}
+	tr_check_golden(file, text, "test_grad", "the backward text");
 	tc_string_free(text);
 	tc_module_free(m);
 	tc_context_free(ctx);
@@ -762,10 +644,10 @@ static void test_ties_go_to_the_first_argument(void **state)
 		((double *)in[0].data)[j] = ((double *)in[1].data)[j] = 0.5 + (double)j;
 		((double *)in[2].data)[j] = 1.0 + (double)j; /* d_O */
 	}
-	oi = interp_options(ctx);
-	k = compile(mb, "tie_grad", in, 3, oi, ctx);
-	assert_int_equal(make_outputs(k, g), 2);
-	run(k, in, 3, g, 2);
+	oi = tr_interp_options(ctx);
+	k = tr_compile(mb, "tie_grad", in, 3, oi, ctx);
+	assert_int_equal(tr_make_outputs(k, g, 2, 64), 2);
+	tr_run(k, in, 3, g, 2);
 	for (int64_t j = 0; j < n; j++) {
 		double d = 1.0 + (double)j;
 		assert_true(tu_get(&g[0], j) == d * (1 + 4)); /* A first in fmax and max */
@@ -791,7 +673,7 @@ static void grad_rows(const char *src, const char *entry, const double *x, int64
 {
 	tc_context *ctx = tc_context_new();
 	tc_module *m = tc_module_parse(ctx, src, "rows.tc"), *mb;
-	tc_options *oi = interp_options(ctx);
+	tc_options *oi = tr_interp_options(ctx);
 	tu_tensor in[3], fo, gi, gc;
 	int64_t dims[2] = {rows, cols};
 	char *text, bentry[64];
@@ -808,20 +690,20 @@ static void grad_rows(const char *src, const char *entry, const double *x, int64
 	memcpy(in[0].data, x, (size_t)(rows * cols) * sizeof(double));
 	/* the forward output (when the backward reads it), then d_O */
 	assert_int_equal(tc_module_def_arity(mb, bentry, &nb, NULL), 0);
-	kf = compile(m, entry, in, 1, oi, ctx);
-	assert_int_equal(make_outputs(kf, &fo), 1);
-	run(kf, in, 1, &fo, 1);
+	kf = tr_compile(m, entry, in, 1, oi, ctx);
+	assert_int_equal(tr_make_outputs(kf, &fo, 1, 64), 1);
+	tr_run(kf, in, 1, &fo, 1);
 	if (nb == 3)
 		in[1] = fo;
 	tu_tensor_init(&in[nb - 1], TU_F64, dims, 1);
 	for (int64_t i = 0; i < rows; i++)
 		((double *)in[nb - 1].data)[i] = 1.0 + (double)i;
-	ki = compile(mb, bentry, in, nb, oi, ctx);
-	kc = compile(mb, bentry, in, nb, NULL, ctx);
-	assert_int_equal(make_outputs(ki, &gi), 1);
-	assert_int_equal(make_outputs(kc, &gc), 1);
-	run(ki, in, nb, &gi, 1);
-	run(kc, in, nb, &gc, 1);
+	ki = tr_compile(mb, bentry, in, nb, oi, ctx);
+	kc = tr_compile(mb, bentry, in, nb, NULL, ctx);
+	assert_int_equal(tr_make_outputs(ki, &gi, 1, 64), 1);
+	assert_int_equal(tr_make_outputs(kc, &gc, 1, 64), 1);
+	tr_run(ki, in, nb, &gi, 1);
+	tr_run(kc, in, nb, &gc, 1);
 	for (int64_t j = 0; j < rows * cols; j++) {
 		g[j] = tu_get(&gi, j);
 		if (!(tu_get(&gc, j) == g[j]))
@@ -946,10 +828,10 @@ static void test_integer_outputs_have_no_adjoint(void **state)
 	((double *)in[2].data)[0] = 3.0;
 	((double *)in[2].data)[1] = 5.0;
 	for (int target = 0; target < 2; target++) {
-		tc_options *o = target ? NULL : interp_options(ctx);
-		tc_kernel *k = compile(mb, "argmin_grad", in, 3, o, ctx);
-		assert_int_equal(make_outputs(k, &g), 1);
-		run(k, in, 3, &g, 1);
+		tc_options *o = target ? NULL : tr_interp_options(ctx);
+		tc_kernel *k = tr_compile(mb, "argmin_grad", in, 3, o, ctx);
+		assert_int_equal(tr_make_outputs(k, &g, 1, 64), 1);
+		tr_run(k, in, 3, &g, 1);
 		assert_true(tu_get(&g, 0) == 0 && tu_get(&g, 1) == 3.0 && tu_get(&g, 2) == 0);
 		assert_true(tu_get(&g, 3) == 0 && tu_get(&g, 4) == 0 && tu_get(&g, 5) == 5.0);
 		tu_tensor_fini(&g);
@@ -1003,9 +885,9 @@ static void test_mixed_types_cast_to_the_adjoint_type(void **state)
 		((uint16_t *)in[2].data)[j] = tu_half_from_double(tu_rand_unit(&rng) + 0.5);
 		((float *)in[3].data)[j] = (float)(tu_rand_unit(&rng) + 0.25);
 	}
-	oi = interp_options(ctx);
+	oi = tr_interp_options(ctx);
 	for (int target = 0; target < 2; target++) {
-		tc_kernel *k = compile(mb, "m_grad", in, 4, target ? NULL : oi, ctx);
+		tc_kernel *k = tr_compile(mb, "m_grad", in, 4, target ? NULL : oi, ctx);
 		const DLTensor *ins[4] = {&in[0].dl, &in[1].dl, &in[2].dl, &in[3].dl};
 		DLTensor *outs[3];
 		tu_tensor_init(&g[0], TU_F32, &n, 1);
@@ -1038,6 +920,39 @@ static void test_mixed_types_cast_to_the_adjoint_type(void **state)
 
 /* ---- every def of the corpus ---- */
 
+/* Counts of the corpus test. */
+typedef struct grad_counts {
+	int derived, refused;
+} grad_counts;
+
+/* Every def of m (loaded from path, named file) with and without saves:
+ * the derived text checks, or the error is a located "gradient:" one. */
+static void derive_or_fail_located(tc_context *ctx, tc_module *m, const char *file,
+	const char *path, void *arg)
+{
+	grad_counts *n = arg;
+	for (int i = 0; i < tc_module_num_defs(m); i++)
+		for (int flags = 0; flags <= TC_GRAD_SAVES; flags += TC_GRAD_SAVES) {
+			const char *name = tc_module_def_name(m, i);
+			char *text = tc_module_grad(m, name, NULL, flags);
+			if (text) {
+				tc_module *mb = tc_module_parse(ctx, text, "grad.tc");
+				if (!mb)
+					fail_msg("%s: %s: the derived text does not check:\n%s\n%s", path,
+						name, text, tc_context_error(ctx));
+				tc_module_free(mb);
+				tc_string_free(text);
+				n->derived++;
+			} else {
+				assert_int_equal(tc_context_error_kind(ctx), TC_ERROR_USER);
+				assert_true(tu_contains(tc_context_error(ctx), file));
+				assert_true(tu_contains(tc_context_error(ctx), ": error: gradient: "));
+				assert_true(tu_contains(tc_context_error(ctx), "^"));
+				n->refused++;
+			}
+		}
+}
+
 /* Every def of tests/corpus, examples/ and bench/kernels.tc, with and
  * without saves: the derived text checks, or the error is a located
  * "gradient:" one (never a crash or an internal error).  At least 180 of
@@ -1045,75 +960,27 @@ static void test_mixed_types_cast_to_the_adjoint_type(void **state)
  * many supported defs is seen without pinning files others add to. */
 static void test_corpus_defs_derive_or_fail_located(void **state)
 {
-	static const char *const dirs[] = {TC_SOURCE_DIR "/tests/corpus", TC_SOURCE_DIR "/examples",
-		TC_SOURCE_DIR "/bench"};
-	int derived = 0, refused = 0;
+	grad_counts n = {0, 0};
 	(void)state;
-	for (size_t di = 0; di < sizeof(dirs) / sizeof(dirs[0]); di++) {
-		DIR *dir = opendir(dirs[di]);
-		struct dirent *ent;
-		assert_non_null(dir);
-		while ((ent = readdir(dir))) {
-			char path[1024];
-			size_t len = strlen(ent->d_name);
-			tc_context *ctx;
-			tc_module *m;
-			if (len < 4 || strcmp(ent->d_name + len - 3, ".tc"))
-				continue;
-			if (di == 2 && strcmp(ent->d_name, "kernels.tc"))
-				continue;
-			snprintf(path, sizeof(path), "%s/%s", dirs[di], ent->d_name);
-			ctx = tc_context_new();
-			m = tc_module_load(ctx, path);
-			if (!m)
-				fail_msg("%s: %s", path, tc_context_error(ctx));
-			for (int i = 0; i < tc_module_num_defs(m); i++)
-				for (int flags = 0; flags <= TC_GRAD_SAVES; flags += TC_GRAD_SAVES) {
-					const char *name = tc_module_def_name(m, i);
-					char *text = tc_module_grad(m, name, NULL, flags);
-					if (text) {
-						tc_module *mb = tc_module_parse(ctx, text, "grad.tc");
-						if (!mb)
-							fail_msg("%s: %s: the derived text does not check:\n%s\n%s",
-								path, name, text, tc_context_error(ctx));
-						tc_module_free(mb);
-						tc_string_free(text);
-						derived++;
-					} else {
-						assert_int_equal(tc_context_error_kind(ctx), TC_ERROR_USER);
-						assert_true(tu_contains(tc_context_error(ctx), ent->d_name));
-						assert_true(tu_contains(tc_context_error(ctx), ": error: gradient: "));
-						assert_true(tu_contains(tc_context_error(ctx), "^"));
-						refused++;
-					}
-				}
-			tc_module_free(m);
-			tc_context_free(ctx);
-		}
-		closedir(dir);
-	}
-	printf("derived %d, refused %d (each def twice)\n", derived, refused);
-	assert_true(derived >= 180);
-	assert_true(refused > 0);
+	tr_each_corpus_module(derive_or_fail_located, &n);
+	printf("derived %d, refused %d (each def twice)\n", n.derived, n.refused);
+	assert_true(n.derived >= 180);
+	assert_true(n.refused > 0);
 }
 
 /* ---- allocation failures ---- */
 
-static struct {
-	long count, fail_at;
-} A;
+/* A derivation of test_allocation_failures_are_errors. */
+typedef struct grad_call {
+	tc_module *m;
+	const grad_case *gc;
+	int flags;
+} grad_call;
 
-/* The allocation hook (realloc semantics): the fail_at-th allocation fails. */
-static void *failing_alloc(void *ud, void *ptr, size_t size)
+static char *grad_call_derive(void *arg)
 {
-	(void)ud;
-	if (size == 0) {
-		free(ptr);
-		return NULL;
-	}
-	if (++A.count == A.fail_at)
-		return NULL;
-	return realloc(ptr, size);
+	const grad_call *g = arg;
+	return tc_module_grad(g->m, g->gc->name, g->gc->wrt, g->flags);
 }
 
 /* tc_module_grad with each of its allocations failing in turn gives NULL
@@ -1127,32 +994,13 @@ static void test_allocation_failures_are_errors(void **state)
 		const grad_case *gc = case_named(names[c]);
 		tc_context *ctx = tc_context_new();
 		tc_module *m = tc_module_parse(ctx, gc->src, "f.tc");
+		grad_call call;
 		char *want;
 		flags = c % 2 ? TC_GRAD_SAVES : 0; /* softmax and zero_grad with saves */
-		want = tc_module_grad(m, gc->name, gc->wrt, flags);
-		long n;
+		call = (grad_call){m, gc, flags};
+		want = grad_call_derive(&call);
 		assert_non_null(want);
-		for (n = 1;; n++) {
-			char *text;
-			A.count = 0;
-			A.fail_at = n;
-			tc_set_alloc(failing_alloc, NULL);
-			text = tc_module_grad(m, gc->name, gc->wrt, flags);
-			tc_set_alloc(NULL, NULL);
-			if (A.count < n) { /* no allocation failed: done */
-				assert_non_null(text);
-				assert_string_equal(text, want);
-				tc_string_free(text);
-				break;
-			}
-			if (text) {
-				assert_string_equal(text, want);
-				tc_string_free(text);
-			} else {
-				assert_int_equal(tc_context_error_kind(ctx), TC_ERROR_NOMEM);
-			}
-		}
-		assert_true(n > 3);
+		assert_true(tr_each_allocation_failing(grad_call_derive, &call, ctx, want) > 3);
 		tc_string_free(want);
 		tc_module_free(m);
 		tc_context_free(ctx);
@@ -1160,20 +1008,6 @@ static void test_allocation_failures_are_errors(void **state)
 }
 
 /* ---- tcomp grad ---- */
-
-/* Run "tcomp ARGS" in dir with stdout and stderr into dir/out.txt; the
- * exit status, the output into *text (malloc'd). */
-static int tcomp(const char *dir, const char *args, char **text)
-{
-	char cmd[1024], path[600];
-	int st;
-	snprintf(cmd, sizeof(cmd), "cd %s && %s/tcomp %s > out.txt 2>&1", dir, TC_BINARY_DIR, args);
-	st = system(cmd);
-	snprintf(path, sizeof(path), "%s/out.txt", dir);
-	*text = slurp(path);
-	assert_non_null(*text);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
 
 static void test_tcomp_grad_command(void **state)
 {
@@ -1190,15 +1024,15 @@ static void test_tcomp_grad_command(void **state)
 	fclose(f);
 
 	/* --wrt A: d_A only, on stdout */
-	assert_int_equal(tcomp(dir, "grad mm.tc -e matmul --wrt A", &text), 0);
+	assert_int_equal(tr_tcomp(dir, "grad mm.tc -e matmul --wrt A", &text), 0);
 	assert_true(tu_contains(text, "def matmul_grad(float64(M,K) A, float64(K,N) B, "
 		"float64(M,N) d_C) -> (float64(M,K) d_A) {\n  d_A(m,k) +=! d_C(m, n) * B(k, n)\n}\n"));
 	free(text);
 	/* -o: the text is a file that tcomp checks */
-	assert_int_equal(tcomp(dir, "grad mm.tc -e matmul_nt -o g.tc", &text), 0);
+	assert_int_equal(tr_tcomp(dir, "grad mm.tc -e matmul_nt -o g.tc", &text), 0);
 	assert_string_equal(text, "");
 	free(text);
-	assert_int_equal(tcomp(dir, "check g.tc", &text), 0);
+	assert_int_equal(tr_tcomp(dir, "check g.tc", &text), 0);
 	assert_true(tu_contains(text, "def matmul_nt_grad(float64(M,K) A, float64(N,K) B, "
 		"float64(M,N) d_C) -> (float64(M,K) d_A, float64(N,K) d_B)"));
 	free(text);
@@ -1208,21 +1042,21 @@ static void test_tcomp_grad_command(void **state)
 	assert_non_null(f);
 	fputs(case_named("fc_relu")->src, f);
 	fclose(f);
-	assert_int_equal(tcomp(dir, "grad fc.tc --saves", &text), 0);
+	assert_int_equal(tr_tcomp(dir, "grad fc.tc --saves", &text), 0);
 	assert_true(tu_contains(text, "def fc_relu_fwd(float64(B,I) X, float64(O,I) W, "
 		"float64(O) b) -> (Y, float64(B,O) T) {\n"));
 	assert_true(tu_contains(text, "def fc_relu_grad(float64(B,I) X, float64(O,I) W, "
 		"float64(O) b, float64(B,O) T, float64(B,O) d_Y)"));
 	free(text);
 	/* errors: located, exit status 1 */
-	assert_int_equal(tcomp(dir, "grad mm.tc -e matmul --wrt C", &text), 1);
+	assert_int_equal(tr_tcomp(dir, "grad mm.tc -e matmul --wrt C", &text), 1);
 	assert_true(tu_contains(text, "mm.tc:1:5: error: gradient: 'C' is not an input of "
 		"'matmul' (its inputs: A, B)"));
 	free(text);
-	assert_int_equal(tcomp(dir, "grad mm.tc", &text), 1);
+	assert_int_equal(tr_tcomp(dir, "grad mm.tc", &text), 1);
 	assert_true(tu_contains(text, "-e"));
 	free(text);
-	assert_int_equal(tcomp(dir, "grad --help", &text), 0);
+	assert_int_equal(tr_tcomp(dir, "grad --help", &text), 0);
 	assert_true(tu_contains(text, "usage: tcomp grad FILE.tc"));
 	free(text);
 	snprintf(path, sizeof(path), "rm -rf %s", dir);

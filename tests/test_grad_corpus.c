@@ -67,6 +67,7 @@
 #include <cmocka.h>
 
 #include "testutil.h"
+#include "testrun.h"
 
 #define H 1e-6
 #define FD_TOL 1e-6
@@ -90,24 +91,6 @@
 #define MAX_DEFS 1024
 
 /* ---- text ---- */
-
-static char *slurp(const char *path)
-{
-	FILE *f = fopen(path, "rb");
-	char *s;
-	long n;
-	if (!f)
-		return NULL;
-	fseek(f, 0, SEEK_END);
-	n = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	s = malloc((size_t)n + 1);
-	assert_non_null(s);
-	assert_int_equal(fread(s, 1, (size_t)n, f), (size_t)n);
-	s[n] = '\0';
-	fclose(f);
-	return s;
-}
 
 static int is_ident_char(char c)
 {
@@ -1009,7 +992,7 @@ static void check_file(tally *t, const char *dir, const char *file)
 	assert_non_null(oi);
 	assert_int_equal(tc_options_set(oi, "target", "interp", ctx), 0);
 	snprintf(path, sizeof(path), "%s/%s", dir, file);
-	src = slurp(path);
+	src = tr_slurp(path);
 	assert_non_null(src);
 	src64 = to_float64(src);
 	m = tc_module_parse(ctx, src64, file);

@@ -33,6 +33,7 @@
 #include <cmocka.h>
 
 #include "testutil.h"
+#include "testrun.h"
 
 #define GRAD_TC TC_SOURCE_DIR "/bench/grad.tc"
 #define MAX_T 12
@@ -131,17 +132,6 @@ static char *grad_source(int f64)
 	return o;
 }
 
-static int parse_dims(const char *s, int64_t *dims)
-{
-	int n = 0;
-	while (s && *s) {
-		dims[n++] = strtoll(s, (char **)&s, 10);
-		if (*s == 'x')
-			s++;
-	}
-	return n;
-}
-
 static void set_elt(tu_tensor *t, int64_t j, double v)
 {
 	switch (t->elt) {
@@ -201,21 +191,10 @@ static tc_kernel *compile(tc_module *m, const char *entry, tu_tensor **in, int n
 	return k;
 }
 
-/* Allocate k's outputs (float of the precision asked). */
+/* Allocate k's outputs (float of the precision asked), poisoned. */
 static int make_outputs(tc_kernel *k, tu_tensor *out, int f64)
 {
-	int n = tc_kernel_num_outputs(k);
-	assert_true(n <= MAX_T);
-	for (int i = 0; i < n; i++) {
-		int64_t shape[8];
-		int nd;
-		DLDataType dt;
-		assert_int_equal(tc_kernel_output_shape(k, i, &dt, &nd, shape), 0);
-		assert_int_equal(dt.code, kDLFloat);
-		assert_int_equal(dt.bits, f64 ? 64 : 32);
-		tu_tensor_init(&out[i], float_elt(f64), shape, nd);
-	}
-	return n;
+	return tr_make_outputs(k, out, MAX_T, f64 ? 64 : 32);
 }
 
 static void run(tc_kernel *k, tu_tensor **in, int nin, tu_tensor *out, int nout)
@@ -435,7 +414,7 @@ static void check_case(const hand_case *c, tc_module *m, int f64, tc_context *ct
 	assert_int_equal(tc_module_def_arity(m, c->name, &nin, NULL), 0);
 	for (int i = 0; i < nin; i++) {
 		int64_t dims[8];
-		int nd = parse_dims(c->shapes[i], dims), rank;
+		int nd = tr_parse_dims(c->shapes[i], dims), rank;
 		DLDataType dt;
 		assert_int_equal(tc_module_input_type(m, c->name, i, &dt, &rank), 0);
 		assert_int_equal(rank, nd);

@@ -15,17 +15,12 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <ctype.h>
-#include <dirent.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 
 #include "testutil.h"
-
-#include "lang/util.h"
-
-#define GOLDEN_DIR TC_SOURCE_DIR "/tests/golden"
+#include "testrun.h"
 
 #define MAX_T 12
 /* The batch size of every case: no tensor without a batch dimension has a
@@ -104,17 +99,6 @@ static const char *case_named_src(const char *name)
 	return NULL;
 }
 
-static int parse_dims(const char *s, int64_t *dims)
-{
-	int n = 0;
-	while (s && *s) {
-		dims[n++] = strtoll(s, (char **)&s, 10);
-		if (*s == 'x')
-			s++;
-	}
-	return n;
-}
-
 /* src with float(...) written float64(...) (f64), or a copy; malloc'd. */
 static char *typed_source(const char *src, int f64)
 {
@@ -132,57 +116,6 @@ static char *typed_source(const char *src, int f64)
 	}
 	*o = '\0';
 	return out;
-}
-
-static tc_options *interp_options(tc_context *ctx)
-{
-	tc_options *o = tc_options_new();
-	assert_non_null(o);
-	assert_int_equal(tc_options_set(o, "target", "interp", ctx), 0);
-	return o;
-}
-
-static tc_kernel *compile(tc_module *m, const char *entry, tu_tensor *in, int n,
-	const tc_options *o, tc_context *ctx)
-{
-	const DLTensor *ins[MAX_T];
-	tc_kernel *k;
-	for (int i = 0; i < n; i++)
-		ins[i] = &in[i].dl;
-	k = tc_compile(m, entry, ins, n, o);
-	if (!k)
-		fail_msg("tc_compile(%s) failed:\n%s", entry, tc_context_error(ctx));
-	return k;
-}
-
-/* Make k's outputs (floating-point), poisoned. */
-static int make_outputs(tc_kernel *k, tu_tensor *out)
-{
-	int n = tc_kernel_num_outputs(k);
-	for (int i = 0; i < n; i++) {
-		int64_t shape[8];
-		int nd;
-		DLDataType dt;
-		assert_int_equal(tc_kernel_output_shape(k, i, &dt, &nd, shape), 0);
-		assert_int_equal(dt.code, kDLFloat);
-		assert_true(dt.bits == 32 || dt.bits == 64);
-		tu_tensor_init(&out[i], dt.bits == 64 ? TU_F64 : TU_F32, shape, nd);
-		tu_poison(&out[i]);
-	}
-	return n;
-}
-
-static void run(tc_kernel *k, tu_tensor *in, int nin, tu_tensor *out, int nout)
-{
-	const DLTensor *ins[MAX_T];
-	DLTensor *outs[MAX_T];
-	for (int i = 0; i < nin; i++)
-		ins[i] = &in[i].dl;
-	for (int i = 0; i < nout; i++) {
-		tu_poison(&out[i]);
-		outs[i] = &out[i].dl;
-	}
-	assert_int_equal(tc_kernel_run(k, ins, nin, outs, nout), 0);
 }
 
 /* A copy of t (in *c). */
@@ -215,15 +148,6 @@ static void slice(const tu_tensor *t, int64_t b, tu_tensor *s)
 	memcpy(s->data, (const char *)t->data + (size_t)b * each, each);
 }
 
-/* The number of the output of entry (in m) named name, or -1. */
-static int output_named(tc_module *m, const char *entry, int nin, int nout, const char *name)
-{
-	for (int o = 0; o < nout; o++)
-		if (!strcmp(tc_module_tensor_name(m, entry, nin + o), name))
-			return o;
-	return -1;
-}
-
 /* The inputs of backward def bentry of mb at the forward inputs in (nin of
  * them) and the upstream gradients dO (one per forward output, nout): the
  * forward inputs, then the outputs and saved temporaries it reads, made by
@@ -246,16 +170,17 @@ static int backward_inputs(tc_module *mf, tc_module *mb, const char *entry, cons
 	}
 	assert_int_equal(tc_module_def_arity(mb, bentry, &nbin, NULL), 0);
 	assert_true(nbin <= MAX_T);
-	kp = compile(mp, pentry, in, nin, o, ctx);
-	npout = make_outputs(kp, pout);
-	run(kp, in, nin, pout, npout);
+	kp = tr_compile(mp, pentry, in, nin, o, ctx);
+	npout = tr_make_outputs(kp, pout, MAX_T, 0);
+	tr_run(kp, in, nin, pout, npout);
 	for (int i = 0; i < nbin; i++) {
 		if (i < nin) {
 			copy_tensor(&in[i], &bin[i]);
 		} else if (i >= nbin - nout) {
 			copy_tensor(&dO[i - (nbin - nout)], &bin[i]);
 		} else {
-			int p = output_named(mp, pentry, nin, npout, tc_module_tensor_name(mb, bentry, i));
+			int p = tr_output_named(mp, pentry, nin, npout,
+				tc_module_tensor_name(mb, bentry, i));
 			assert_true(p >= 0);
 			copy_tensor(&pout[p], &bin[i]);
 		}
@@ -311,7 +236,7 @@ static void check_case(const ps_case *c, int f64, int flags)
 	assert_int_equal(tc_module_def_arity(mf, c->name, &nin, &nout), 0);
 	for (int i = 0; i < nin; i++) {
 		int64_t dims[8];
-		int nd = parse_dims(c->shapes[i], dims);
+		int nd = tr_parse_dims(c->shapes[i], dims);
 		DLDataType dt;
 		assert_int_equal(tc_module_input_type(mf, c->name, i, &dt, NULL), 0);
 		if (dt.code == kDLFloat) {
@@ -331,9 +256,9 @@ static void check_case(const ps_case *c, int f64, int flags)
 				((int64_t *)in[i].data)[j] = tu_rand_int(&rng, c->ilo, c->ihi);
 		}
 	}
-	oi = interp_options(ctx);
-	kf = compile(mf, c->name, in, nin, NULL, ctx);
-	assert_int_equal(make_outputs(kf, fout), nout);
+	oi = tr_interp_options(ctx);
+	kf = tr_compile(mf, c->name, in, nin, NULL, ctx);
+	assert_int_equal(tr_make_outputs(kf, fout, MAX_T, 0), nout);
 	for (int o = 0; o < nout; o++) {
 		assert_true(batched(&fout[o]));
 		tu_tensor_init(&dO[o], fout[o].elt, fout[o].shape, fout[o].dl.ndim);
@@ -348,12 +273,12 @@ static void check_case(const ps_case *c, int f64, int flags)
 
 	/* the per-sample def on the whole batch, CPU and interpreter */
 	nbin = backward_inputs(mf, mps, c->name, bentry, in, nin, dO, nout, NULL, ctx, bin);
-	kc = compile(mps, bentry, bin, nbin, NULL, ctx);
-	ki = compile(mps, bentry, bin, nbin, oi, ctx);
-	ngrad = make_outputs(kc, gc);
-	assert_int_equal(make_outputs(ki, gi), ngrad);
-	run(kc, bin, nbin, gc, ngrad);
-	run(ki, bin, nbin, gi, ngrad);
+	kc = tr_compile(mps, bentry, bin, nbin, NULL, ctx);
+	ki = tr_compile(mps, bentry, bin, nbin, oi, ctx);
+	ngrad = tr_make_outputs(kc, gc, MAX_T, 0);
+	assert_int_equal(tr_make_outputs(ki, gi, MAX_T, 0), ngrad);
+	tr_run(kc, bin, nbin, gc, ngrad);
+	tr_run(ki, bin, nbin, gi, ngrad);
 	for (int g = 0; g < ngrad; g++) {
 		assert_true(batched(&gc[g]));
 		for (int64_t j = 0; j < gc[g].numel; j++)
@@ -372,9 +297,9 @@ static void check_case(const ps_case *c, int f64, int flags)
 			sbin);
 		assert_int_equal(snbin, nbin);
 		if (!kr)
-			kr = compile(mref, bentry, sbin, snbin, NULL, ctx);
-		assert_int_equal(make_outputs(kr, sg), ngrad);
-		run(kr, sbin, snbin, sg, ngrad);
+			kr = tr_compile(mref, bentry, sbin, snbin, NULL, ctx);
+		assert_int_equal(tr_make_outputs(kr, sg, MAX_T, 0), ngrad);
+		tr_run(kr, sbin, snbin, sg, ngrad);
 		for (int g = 0; g < ngrad; g++) {
 			int64_t each = gc[g].numel / NB;
 			assert_int_equal(sg[g].numel, each);
@@ -447,46 +372,13 @@ static char *per_sample_text(const char *src, const char *entry, const char *wrt
 	return text;
 }
 
-static char *slurp(const char *path)
-{
-	FILE *f = fopen(path, "rb");
-	char *s;
-	long n;
-	if (!f)
-		return NULL;
-	fseek(f, 0, SEEK_END);
-	n = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	s = malloc((size_t)n + 1);
-	assert_non_null(s);
-	assert_int_equal(fread(s, 1, (size_t)n, f), (size_t)n);
-	s[n] = '\0';
-	fclose(f);
-	return s;
-}
-
 /* The MLP's per-sample backward (the parameters only, recomputing) is
  * tests/golden/grad_mlp_per_sample.tc. */
 static void test_printed_mlp_per_sample_matches_golden(void **state)
 {
-	char path[512], *text = per_sample_text(mlp_src, "mlp", "W1,B1,W2,B2", "B", 0), *want;
-	const char *update = getenv("TC_UPDATE_GOLDEN");
+	char *text = per_sample_text(mlp_src, "mlp", "W1,B1,W2,B2", "B", 0);
 	(void)state;
-	snprintf(path, sizeof(path), "%s/grad_mlp_per_sample.tc", GOLDEN_DIR);
-	if (update && *update && strcmp(update, "0")) {
-		FILE *f = fopen(path, "w");
-		assert_non_null(f);
-		fputs(text, f);
-		fclose(f);
-	} else {
-		want = slurp(path);
-		if (!want)
-			fail_msg("%s is missing: run TC_UPDATE_GOLDEN=1 test_grad_sample", path);
-		if (strcmp(want, text))
-			fail_msg("the per-sample text differs from %s:\n%s\nif it is right, rerun "
-				 "with TC_UPDATE_GOLDEN=1", path, text);
-		free(want);
-	}
+	tr_check_golden("grad_mlp_per_sample.tc", text, "test_grad_sample", "the per-sample text");
 	tc_string_free(text);
 }
 
@@ -653,49 +545,33 @@ static void per_sample_or_located(tc_context *ctx, tc_module *m, const char *fil
 	n->refused++;
 }
 
+/* Every def of m (loaded from file) per sample over each of its sizes in
+ * turn, with and without saves (arg: corpus_counts). */
+static void per_sample_each_size(tc_context *ctx, tc_module *m, const char *file,
+	const char *path, void *arg)
+{
+	(void)path;
+	for (int i = 0; i < tc_module_num_defs(m); i++) {
+		const char *name = tc_module_def_name(m, i);
+		char *sizes[16];
+		int nsizes = sizes_of(m, name, sizes, 16);
+		for (int k = 0; k < nsizes; k++) {
+			per_sample_or_located(ctx, m, file, name, sizes[k], 0, arg);
+			per_sample_or_located(ctx, m, file, name, sizes[k], TC_GRAD_SAVES, arg);
+			free(sizes[k]);
+		}
+	}
+}
+
 /* Every def of tests/corpus, examples/ and bench/kernels.tc, per sample
  * over each of its sizes in turn, with and without saves: the text checks,
  * or the error is a located "gradient:" one, never an internal error.  At
  * least 20 succeed, and some fail because the def mixes samples. */
 static void test_corpus_defs_per_sample_or_fail_located(void **state)
 {
-	static const char *const dirs[] = {TC_SOURCE_DIR "/tests/corpus", TC_SOURCE_DIR "/examples",
-		TC_SOURCE_DIR "/bench"};
 	corpus_counts n = {0, 0, 0};
 	(void)state;
-	for (size_t di = 0; di < sizeof(dirs) / sizeof(dirs[0]); di++) {
-		DIR *dir = opendir(dirs[di]);
-		struct dirent *ent;
-		assert_non_null(dir);
-		while ((ent = readdir(dir))) {
-			char path[1024];
-			size_t len = strlen(ent->d_name);
-			tc_context *ctx;
-			tc_module *m;
-			if (len < 4 || strcmp(ent->d_name + len - 3, ".tc"))
-				continue;
-			if (di == 2 && strcmp(ent->d_name, "kernels.tc"))
-				continue;
-			snprintf(path, sizeof(path), "%s/%s", dirs[di], ent->d_name);
-			ctx = tc_context_new();
-			if (!(m = tc_module_load(ctx, path)))
-				fail_msg("%s: %s", path, tc_context_error(ctx));
-			for (int i = 0; i < tc_module_num_defs(m); i++) {
-				const char *name = tc_module_def_name(m, i);
-				char *sizes[16];
-				int nsizes = sizes_of(m, name, sizes, 16);
-				for (int k = 0; k < nsizes; k++) {
-					per_sample_or_located(ctx, m, ent->d_name, name, sizes[k], 0, &n);
-					per_sample_or_located(ctx, m, ent->d_name, name, sizes[k],
-						TC_GRAD_SAVES, &n);
-					free(sizes[k]);
-				}
-			}
-			tc_module_free(m);
-			tc_context_free(ctx);
-		}
-		closedir(dir);
-	}
+	tr_each_corpus_module(per_sample_each_size, &n);
 	printf("per sample: derived %d, refused %d (%d mixing samples)\n", n.derived, n.refused,
 		n.mixing);
 	assert_true(n.derived >= 20);
@@ -704,21 +580,17 @@ static void test_corpus_defs_per_sample_or_fail_located(void **state)
 
 /* ---- allocation failures ---- */
 
-static struct {
-	long count, fail_at;
-} A;
+/* A derivation of test_allocation_failures_are_errors: the MLP of m per
+ * sample over B, with flags. */
+typedef struct mlp_call {
+	tc_module *m;
+	int flags;
+} mlp_call;
 
-/* The allocation hook (realloc semantics): the fail_at-th allocation fails. */
-static void *failing_alloc(void *ud, void *ptr, size_t size)
+static char *mlp_call_derive(void *arg)
 {
-	(void)ud;
-	if (size == 0) {
-		free(ptr);
-		return NULL;
-	}
-	if (++A.count == A.fail_at)
-		return NULL;
-	return realloc(ptr, size);
+	const mlp_call *c = arg;
+	return tc_module_grad_per_sample(c->m, "mlp", NULL, "B", c->flags);
 }
 
 /* tc_module_grad_per_sample with each of its allocations failing in turn
@@ -730,30 +602,10 @@ static void test_allocation_failures_are_errors(void **state)
 	for (int flags = 0; flags <= TC_GRAD_SAVES; flags += TC_GRAD_SAVES) {
 		tc_context *ctx = tc_context_new();
 		tc_module *m = tc_module_parse(ctx, mlp_src, "f.tc");
-		char *want = tc_module_grad_per_sample(m, "mlp", NULL, "B", flags);
-		long n;
+		mlp_call call = {m, flags};
+		char *want = mlp_call_derive(&call);
 		assert_non_null(want);
-		for (n = 1;; n++) {
-			char *text;
-			A.count = 0;
-			A.fail_at = n;
-			tc_set_alloc(failing_alloc, NULL);
-			text = tc_module_grad_per_sample(m, "mlp", NULL, "B", flags);
-			tc_set_alloc(NULL, NULL);
-			if (A.count < n) { /* no allocation failed: done */
-				assert_non_null(text);
-				assert_string_equal(text, want);
-				tc_string_free(text);
-				break;
-			}
-			if (text) {
-				assert_string_equal(text, want);
-				tc_string_free(text);
-			} else if (tc_context_error_kind(ctx) != TC_ERROR_NOMEM) {
-				fail_msg("allocation %ld failed: %s", n, tc_context_error(ctx));
-			}
-		}
-		assert_true(n > 10);
+		assert_true(tr_each_allocation_failing(mlp_call_derive, &call, ctx, want) > 10);
 		tc_string_free(want);
 		tc_module_free(m);
 		tc_context_free(ctx);
@@ -761,20 +613,6 @@ static void test_allocation_failures_are_errors(void **state)
 }
 
 /* ---- tcomp grad --per-sample ---- */
-
-/* Run "tcomp ARGS" in dir with stdout and stderr into dir/out.txt; the
- * exit status, the output into *text (malloc'd). */
-static int tcomp(const char *dir, const char *args, char **text)
-{
-	char cmd[1024], path[600];
-	int st;
-	snprintf(cmd, sizeof(cmd), "cd %s && %s/tcomp %s > out.txt 2>&1", dir, TC_BINARY_DIR, args);
-	st = system(cmd);
-	snprintf(path, sizeof(path), "%s/out.txt", dir);
-	*text = slurp(path);
-	assert_non_null(*text);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
 
 static void test_tcomp_grad_per_sample_command(void **state)
 {
@@ -790,26 +628,26 @@ static void test_tcomp_grad_per_sample_command(void **state)
 	fclose(f);
 	/* the library's text, and a file tcomp checks */
 	want = per_sample_text(mlp_src, "mlp", "W1,B1,W2,B2", "B", TC_GRAD_SAVES);
-	assert_int_equal(tcomp(dir, "grad mlp.tc --wrt W1,B1,W2,B2 --saves --per-sample B", &text),
+	assert_int_equal(tr_tcomp(dir, "grad mlp.tc --wrt W1,B1,W2,B2 --saves --per-sample B", &text),
 		0);
 	assert_string_equal(text, want);
 	free(text);
 	tc_string_free(want);
-	assert_int_equal(tcomp(dir, "grad mlp.tc --per-sample=B -o g.tc", &text), 0);
+	assert_int_equal(tr_tcomp(dir, "grad mlp.tc --per-sample=B -o g.tc", &text), 0);
 	assert_string_equal(text, "");
 	free(text);
-	assert_int_equal(tcomp(dir, "check g.tc", &text), 0);
+	assert_int_equal(tr_tcomp(dir, "check g.tc", &text), 0);
 	assert_true(tu_contains(text, "-> (float32(B,I) d_X, float32(B,H,I) d_W1, float32(B,H) "
 		"d_B1, float32(B,K,H) d_W2, float32(B,K) d_B2)"));
 	free(text);
 	/* errors: located, exit status 1 */
-	assert_int_equal(tcomp(dir, "grad mlp.tc --per-sample H2", &text), 1);
+	assert_int_equal(tr_tcomp(dir, "grad mlp.tc --per-sample H2", &text), 1);
 	assert_true(tu_contains(text, "mlp.tc:1:5: error: gradient: per-sample: 'H2' is not a "
 		"size of 'mlp'"));
 	free(text);
-	assert_int_equal(tcomp(dir, "grad mlp.tc --per-sample", &text), 1);
+	assert_int_equal(tr_tcomp(dir, "grad mlp.tc --per-sample", &text), 1);
 	free(text);
-	assert_int_equal(tcomp(dir, "grad --help", &text), 0);
+	assert_int_equal(tr_tcomp(dir, "grad --help", &text), 0);
 	assert_true(tu_contains(text, "--per-sample B"));
 	free(text);
 	snprintf(path, sizeof(path), "rm -rf %s", dir);

@@ -18,16 +18,12 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 
 #include "testutil.h"
-
-#include "lang/util.h"
-
-#define GOLDEN_DIR TC_SOURCE_DIR "/tests/golden"
+#include "testrun.h"
 
 #define K 3     /* models */
 /* default CPU options: float sums may round in another order */
@@ -135,27 +131,6 @@ static const vmap_case cases[] = {
 	{"misc", MISC, "I", "E", MISC_SHAPES, 4},
 	{"concat", CONCAT, "A", "E", {"4", "3"}, 0},
 };
-
-static int parse_dims(const char *s, int64_t *dims)
-{
-	int n = 0;
-	while (s && *s) {
-		dims[n++] = strtoll(s, (char **)&s, 10);
-		if (*s == 'x')
-			s++;
-	}
-	return n;
-}
-
-/* Whether the comma-separated list names name. */
-static int list_has(const char *list, const char *name)
-{
-	size_t n = strlen(name);
-	for (const char *p = list; p && *p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL)
-		if (!strncmp(p, name, n) && (p[n] == ',' || !p[n]))
-			return 1;
-	return 0;
-}
 
 static tu_elt elt_of(DLDataType dt)
 {
@@ -288,8 +263,8 @@ static void check_case(const vmap_case *c)
 	assert_int_equal(nout_b, nout);
 	for (int i = 0; i < nin; i++) {
 		int64_t dims[TU_MAX_RANK + 1];
-		int nd = parse_dims(c->shapes[i], dims + 1), nd_b;
-		int b = list_has(c->batch, tc_module_tensor_name(m, c->entry, i));
+		int nd = tr_parse_dims(c->shapes[i], dims + 1), nd_b;
+		int b = tr_list_has(c->batch, tc_module_tensor_name(m, c->entry, i));
 		DLDataType dt;
 		assert_int_equal(tc_module_input_type(m, c->entry, i, &dt, NULL), 0);
 		assert_int_equal(tc_module_input_type(mb, c->entry, i, NULL, &nd_b), 0);
@@ -446,44 +421,11 @@ static void test_the_def_is_not_changed(void **state)
 
 /* ---- golden text ---- */
 
-static char *slurp(const char *path)
-{
-	FILE *f = fopen(path, "rb");
-	char *s;
-	long n;
-	if (!f)
-		return NULL;
-	fseek(f, 0, SEEK_END);
-	n = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	s = malloc((size_t)n + 1);
-	assert_non_null(s);
-	assert_int_equal(fread(s, 1, (size_t)n, f), (size_t)n);
-	s[n] = '\0';
-	fclose(f);
-	return s;
-}
-
 static void check_golden(const char *src, const char *entry, const char *batch,
 	const char *size, const char *file)
 {
-	char path[512], *text = vmap_text(src, entry, batch, size), *want;
-	const char *update = getenv("TC_UPDATE_GOLDEN");
-	snprintf(path, sizeof(path), "%s/%s", GOLDEN_DIR, file);
-	if (update && *update && strcmp(update, "0")) {
-		FILE *f = fopen(path, "w");
-		assert_non_null(f);
-		fputs(text, f);
-		fclose(f);
-	} else {
-		want = slurp(path);
-		if (!want)
-			fail_msg("%s is missing: run TC_UPDATE_GOLDEN=1 test_vmap", path);
-		if (strcmp(want, text))
-			fail_msg("the batched text differs from %s:\n%s\nif it is right, rerun with "
-				 "TC_UPDATE_GOLDEN=1", path, text);
-		free(want);
-	}
+	char *text = vmap_text(src, entry, batch, size);
+	tr_check_golden(file, text, "test_vmap", "the batched text");
 	free(text);
 }
 
@@ -560,21 +502,17 @@ static void test_misuse_is_an_error_with_its_message(void **state)
 
 /* ---- allocation failures ---- */
 
-static struct {
-	long count, fail_at;
-} A;
+/* A derivation of test_allocation_failures_are_errors: entry of m batched
+ * over the inputs batch, the new size E. */
+typedef struct vmap_call {
+	tc_module *m;
+	const char *entry, *batch;
+} vmap_call;
 
-/* The allocation hook (realloc semantics): the fail_at-th allocation fails. */
-static void *failing_alloc(void *ud, void *ptr, size_t size)
+static char *vmap_call_derive(void *arg)
 {
-	(void)ud;
-	if (size == 0) {
-		free(ptr);
-		return NULL;
-	}
-	if (++A.count == A.fail_at)
-		return NULL;
-	return realloc(ptr, size);
+	const vmap_call *c = arg;
+	return tc_module_vmap(c->m, c->entry, c->batch, "E");
 }
 
 /* tc_module_vmap with each of its allocations failing in turn gives NULL
@@ -588,30 +526,10 @@ static void test_allocation_failures_are_errors(void **state)
 	for (size_t c = 0; c < sizeof(defs) / sizeof(defs[0]); c++) {
 		tc_context *ctx = tc_context_new();
 		tc_module *m = tc_module_parse(ctx, defs[c].src, "f.tc");
-		char *want = tc_module_vmap(m, defs[c].entry, defs[c].batch, "E");
-		long n;
+		vmap_call call = {m, defs[c].entry, defs[c].batch};
+		char *want = vmap_call_derive(&call);
 		assert_non_null(want);
-		for (n = 1;; n++) {
-			char *text;
-			A.count = 0;
-			A.fail_at = n;
-			tc_set_alloc(failing_alloc, NULL);
-			text = tc_module_vmap(m, defs[c].entry, defs[c].batch, "E");
-			tc_set_alloc(NULL, NULL);
-			if (A.count < n) { /* no allocation failed: done */
-				assert_non_null(text);
-				assert_string_equal(text, want);
-				tc_string_free(text);
-				break;
-			}
-			if (text) {
-				assert_string_equal(text, want);
-				tc_string_free(text);
-			} else {
-				assert_int_equal(tc_context_error_kind(ctx), TC_ERROR_NOMEM);
-			}
-		}
-		assert_true(n > 3);
+		assert_true(tr_each_allocation_failing(vmap_call_derive, &call, ctx, want) > 3);
 		tc_string_free(want);
 		tc_module_free(m);
 		tc_context_free(ctx);
@@ -619,20 +537,6 @@ static void test_allocation_failures_are_errors(void **state)
 }
 
 /* ---- tcomp vmap ---- */
-
-/* Run "tcomp ARGS" in dir with stdout and stderr into dir/out.txt; the
- * exit status, the output into *text (malloc'd). */
-static int tcomp(const char *dir, const char *args, char **text)
-{
-	char cmd[1024], path[600];
-	int st;
-	snprintf(cmd, sizeof(cmd), "cd %s && %s/tcomp %s > out.txt 2>&1", dir, TC_BINARY_DIR, args);
-	st = system(cmd);
-	snprintf(path, sizeof(path), "%s/out.txt", dir);
-	*text = slurp(path);
-	assert_non_null(*text);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
 
 static void test_tcomp_vmap_command(void **state)
 {
@@ -649,37 +553,38 @@ static void test_tcomp_vmap_command(void **state)
 	fclose(f);
 
 	/* stdout */
-	assert_int_equal(tcomp(dir, "vmap nets.tc -e embed --batch E --size K", &text), 0);
+	assert_int_equal(tr_tcomp(dir, "vmap nets.tc -e embed --batch E --size K", &text), 0);
 	assert_string_equal(text, "def embed(float32(K,V,D) E, int64(T) Ids) -> (O) {\n"
 				  "  O(e,t,d) = E(e, Ids(t), d)\n}\n");
 	free(text);
 	/* -o: the text is a file that tcomp checks */
-	assert_int_equal(tcomp(dir, "vmap nets.tc -e mlp2 --batch=W1,B1 --size E -o b.tc", &text), 0);
+	assert_int_equal(tr_tcomp(dir, "vmap nets.tc -e mlp2 --batch=W1,B1 --size E -o b.tc", &text),
+		0);
 	assert_string_equal(text, "");
 	free(text);
-	assert_int_equal(tcomp(dir, "check b.tc", &text), 0);
+	assert_int_equal(tr_tcomp(dir, "check b.tc", &text), 0);
 	assert_true(tu_contains(text, "def mlp2(float32(B,I) X, float32(E,H,I) W1, float32(E,H) B1, "
 		"float32(O,H) W2, float32(O) B2) -> (float32(E,B,O) Y)  # temporaries: "
 		"float32(E,B,H) A, float32(E,B,H) Z"));
 	free(text);
 	/* errors: located, exit status 1; usage errors */
-	assert_int_equal(tcomp(dir, "vmap nets.tc -e embed --batch E --size E", &text), 1);
+	assert_int_equal(tr_tcomp(dir, "vmap nets.tc -e embed --batch E --size E", &text), 1);
 	assert_true(tu_contains(text, "nets.tc:7:22: error: vmap: the size name 'E' is already a "
 		"name of 'embed'"));
 	free(text);
-	assert_int_equal(tcomp(dir, "vmap nets.tc -e embed --size K", &text), 1);
+	assert_int_equal(tr_tcomp(dir, "vmap nets.tc -e embed --size K", &text), 1);
 	assert_true(tu_contains(text, "vmap needs --batch A,B"));
 	free(text);
-	assert_int_equal(tcomp(dir, "vmap nets.tc -e embed --batch E", &text), 1);
+	assert_int_equal(tr_tcomp(dir, "vmap nets.tc -e embed --batch E", &text), 1);
 	assert_true(tu_contains(text, "vmap needs --size E"));
 	free(text);
-	assert_int_equal(tcomp(dir, "vmap nets.tc --batch E --size K", &text), 1);
+	assert_int_equal(tr_tcomp(dir, "vmap nets.tc --batch E --size K", &text), 1);
 	assert_true(tu_contains(text, "-e"));
 	free(text);
-	assert_int_equal(tcomp(dir, "vmap --help", &text), 0);
+	assert_int_equal(tr_tcomp(dir, "vmap --help", &text), 0);
 	assert_true(tu_contains(text, "usage: tcomp vmap FILE.tc"));
 	free(text);
-	assert_int_equal(tcomp(dir, "--help", &text), 0);
+	assert_int_equal(tr_tcomp(dir, "--help", &text), 0);
 	assert_true(tu_contains(text, "  vmap FILE.tc [-e NAME] --batch A,B --size E"));
 	free(text);
 	snprintf(path, sizeof(path), "rm -rf %s", dir);
