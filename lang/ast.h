@@ -247,6 +247,13 @@ tc_program *tc_parse(__tc_keep tc_arena *ar, __tc_keep const tc_source *src,
  * says whether it passed.  Returns -1 if any def has an error. */
 tc_stat tc_sema_check(__tc_keep tc_program *p, __tc_keep tc_diags *d);
 
+/* Whether expression e of a checked def reads a tensor t with marked[t]
+ * set (marked: one entry per tensor of the def). */
+int tc_expr_reads_marked(__tc_keep const tc_expr *e, const int *marked);
+/* The same for statement s: its right side, its lets and exists clauses
+ * and its gathered left-hand subscripts. */
+int tc_stmt_reads_marked(__tc_keep const tc_stmt *s, const int *marked);
+
 /* Find a def by name (p's), NULL if absent. */
 tc_def *tc_program_find(__tc_keep const tc_program *p, const char *name);
 

@@ -243,35 +243,6 @@ typedef struct ps_def {
 	int *ps;      /* per tensor of b: it becomes per-sample */
 } ps_def;
 
-/* Whether e reads a tensor marked per-sample. */
-static int reads_ps(const ps_def *pd, const tc_expr *e)
-{
-	int i;
-	if ((e->kind == TC_AST_CALL || e->kind == TC_AST_IDENT) && e->ref == TC_REF_TENSOR &&
-		pd->ps[e->ref_id])
-		return 1;
-	for (i = 0; i < e->nargs; i++)
-		if (reads_ps(pd, e->args[i]))
-			return 1;
-	return 0;
-}
-
-/* Whether statement s reads a per-sample tensor (its right side, gathered
- * left-hand subscripts, lets and exists clauses). */
-static int stmt_reads_ps(const ps_def *pd, const tc_stmt *s)
-{
-	int k;
-	if (reads_ps(pd, s->rhs))
-		return 1;
-	for (k = 0; s->sub && k < s->nidx; k++)
-		if (s->sub[k] && reads_ps(pd, s->sub[k]))
-			return 1;
-	for (k = 0; k < s->nwhere; k++)
-		if (s->where[k].kind != TC_WHERE_RANGE && reads_ps(pd, s->where[k].val))
-			return 1;
-	return 0;
-}
-
 /* The first reduction index of s that ranges over the batch, or -1. */
 static int batch_reduction(const ps_def *pd, const tc_stmt *s)
 {
@@ -296,7 +267,7 @@ static void mark_per_sample(ps_def *pd)
 			const tc_stmt *s = b->stmts[i];
 			if (pd->batched[s->tensor] || pd->ps[s->tensor])
 				continue;
-			if (batch_reduction(pd, s) >= 0 || stmt_reads_ps(pd, s)) {
+			if (batch_reduction(pd, s) >= 0 || tc_stmt_reads_marked(s, pd->ps)) {
 				pd->ps[s->tensor] = 1;
 				changed = 1;
 			}
@@ -389,7 +360,7 @@ static int rewrite_lhs(ps_ctx *ps, const ps_def *pd, tc_stmt *s, const char **bv
 		*bv = s->vars[r].name;
 	} else if (!(*bv = fresh_index(ps, pd->b, s))) {
 		return -1;
-	} else if (!stmt_reads_ps(pd, s)) {
+	} else if (!tc_stmt_reads_marked(s, pd->ps)) {
 		tc_where *w = tc_arena_alloc(ps->ar, (size_t)(s->nwhere + 1) * sizeof(*w));
 		tc_expr *lo = tc_arena_alloc(ps->ar, sizeof(*lo));
 		tc_expr *hi = mk_ident(ps->ar, pd->b->sizes[pd->bid]);
@@ -467,7 +438,7 @@ static const char *own_batch_index(ps_ctx *ps, const ps_def *pd, const tc_stmt *
 static int rewrite_stmt(ps_ctx *ps, const ps_def *pd, tc_stmt *s)
 {
 	const char *bv = NULL;
-	int k, reads = stmt_reads_ps(pd, s);
+	int k, reads = tc_stmt_reads_marked(s, pd->ps);
 	if (pd->ps[s->tensor]) {
 		if (rewrite_lhs(ps, pd, s, &bv) < 0)
 			return -1;

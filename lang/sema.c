@@ -1544,3 +1544,29 @@ tc_stat tc_sema_check(__tc_keep tc_program *p, __tc_keep tc_diags *d)
 		return TC_ERR;
 	return ok ? TC_OK : TC_ERR;
 }
+
+int tc_expr_reads_marked(__tc_keep const tc_expr *e, const int *marked)
+{
+	int i;
+	if ((e->kind == TC_AST_CALL || e->kind == TC_AST_IDENT) && e->ref == TC_REF_TENSOR &&
+		marked[e->ref_id])
+		return 1;
+	for (i = 0; i < e->nargs; i++)
+		if (tc_expr_reads_marked(e->args[i], marked))
+			return 1;
+	return 0;
+}
+
+int tc_stmt_reads_marked(__tc_keep const tc_stmt *s, const int *marked)
+{
+	int i;
+	if (tc_expr_reads_marked(s->rhs, marked))
+		return 1;
+	for (i = 0; i < s->nwhere; i++)
+		if (s->where[i].kind != TC_WHERE_RANGE && tc_expr_reads_marked(s->where[i].val, marked))
+			return 1;
+	for (i = 0; s->sub && i < s->nidx; i++)
+		if (s->sub[i] && tc_expr_reads_marked(s->sub[i], marked))
+			return 1;
+	return 0;
+}

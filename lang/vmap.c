@@ -176,35 +176,6 @@ static int check_size(vmap_ctx *v)
 
 /* ---- which tensors are batched ---- */
 
-/* Whether e reads a batched tensor. */
-static int reads_batched(const vmap_ctx *v, const tc_expr *e)
-{
-	int i;
-	if ((e->kind == TC_AST_CALL || e->kind == TC_AST_IDENT) && e->ref == TC_REF_TENSOR &&
-		v->batched[e->ref_id])
-		return 1;
-	for (i = 0; i < e->nargs; i++)
-		if (reads_batched(v, e->args[i]))
-			return 1;
-	return 0;
-}
-
-/* Whether statement s reads a batched tensor: in its right side, its
- * lets and exists clauses, or its gathered left-hand subscripts. */
-static int stmt_reads_batched(const vmap_ctx *v, const tc_stmt *s)
-{
-	int i;
-	if (reads_batched(v, s->rhs))
-		return 1;
-	for (i = 0; i < s->nwhere; i++)
-		if (s->where[i].kind != TC_WHERE_RANGE && reads_batched(v, s->where[i].val))
-			return 1;
-	for (i = 0; s->sub && i < s->nidx; i++)
-		if (s->sub[i] && reads_batched(v, s->sub[i]))
-			return 1;
-	return 0;
-}
-
 /* Whether e reads a batched tensor outside every branch of ?: and every
  * argument of pad (guarded: e is inside one), following the lets of
  * statement s as range inference does (a let's reads are where it is
@@ -275,7 +246,7 @@ static tc_expr *batch_expr(vmap_ctx *v, tc_expr *e)
 		return NULL;
 	read = (e->kind == TC_AST_CALL || e->kind == TC_AST_IDENT) && e->ref == TC_REF_TENSOR &&
 		v->batched[e->ref_id];
-	if (!read && !reads_batched(v, e))
+	if (!read && !tc_expr_reads_marked(e, v->batched))
 		return e;
 	if (!(c = tc_arena_alloc(v->ar, sizeof(*c))))
 		return NULL;
@@ -435,7 +406,7 @@ __tc_give tc_def *tc_vmap_def(__tc_keep tc_arena *ar, __tc_keep const tc_def *de
 		changed = 0;
 		for (i = 0; i < def->nstmts; i++) {
 			const tc_stmt *s = def->stmts[i];
-			if (!v.batched[s->tensor] && stmt_reads_batched(&v, s)) {
+			if (!v.batched[s->tensor] && tc_stmt_reads_marked(s, v.batched)) {
 				v.batched[s->tensor] = 1;
 				changed = 1;
 			}
