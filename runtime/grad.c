@@ -26,7 +26,6 @@ static __tc_give char *grad_text(__tc_keep tc_module *m, const char *fn, const c
 	int i, n = 0;
 	tc_def *g, *fwd = NULL;
 	tc_diags d;
-	tc_buf b;
 
 	if ((i = tc_rt_find_def(m, entry)) < 0)
 		return NULL;
@@ -38,21 +37,10 @@ static __tc_give char *grad_text(__tc_keep tc_module *m, const char *fn, const c
 	g = tc_grad_derive(ar, m->prog->defs[i], names, n, !!(flags & TC_GRAD_SAVES), &fwd, &d);
 	if (g && batch)
 		g = tc_grad_per_sample(ar, m->prog->defs[i], g, batch, &d);
-	if (!g) {
-		if (d.nerrors && !d.oom)
-			tc_rt_set_error_diags(m->ctx, &d);
-		else
-			tc_rt_set_error(m->ctx, "out of memory while differentiating '%s'", entry);
-		tc_diags_clear(&d);
-		goto error;
+	{
+		tc_def *defs[2] = {fwd, g};
+		text = tc_rt_derived_text(m->ctx, &d, "differentiating", entry, defs, 2);
 	}
-	tc_diags_clear(&d);
-	tc_buf_init(&b);
-	if (fwd)
-		tc_ast_print_source(fwd, NULL, NULL, &b);
-	tc_ast_print_source(g, NULL, NULL, &b);
-	if (!(text = tc_buf_take(&b)))
-		goto nomem;
 	tc_arena_free(ar);
 	return text;
 nomem:

@@ -1,4 +1,5 @@
-/* Comma-separated lists of names (see names.h). */
+/* Name lists and derived text of the def-to-def transformations (see
+ * names.h). */
 #include "names.h"
 
 #include "error.h"
@@ -35,4 +36,27 @@ tc_stat tc_rt_split_names(__tc_keep tc_context *ctx, __tc_keep tc_arena *ar, con
 		p = c + 1;
 	}
 	return TC_OK;
+}
+
+__tc_give char *tc_rt_derived_text(__tc_keep tc_context *ctx, __tc_keep tc_diags *d,
+	const char *doing, const char *entry, __tc_keep tc_def *const *defs, int n)
+{
+	char *text;
+	tc_buf b;
+	if (!defs[n - 1]) {
+		if (d->nerrors && !d->oom)
+			tc_rt_set_error_diags(ctx, d);
+		else
+			tc_rt_set_error(ctx, "out of memory while %s '%s'", doing, entry);
+		tc_diags_clear(d);
+		return NULL;
+	}
+	tc_diags_clear(d);
+	tc_buf_init(&b);
+	for (int i = 0; i < n; i++)
+		if (defs[i])
+			tc_ast_print_source(defs[i], NULL, NULL, &b);
+	if (!(text = tc_buf_take(&b)))
+		tc_rt_set_error(ctx, "out of memory");
+	return text;
 }

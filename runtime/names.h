@@ -1,5 +1,6 @@
-/* Comma-separated lists of names in the API's arguments: tc_module_grad's
- * wrt ("A,B") and tc_module_vmap's batched inputs.
+/* What the API's def-to-def transformations (tc_module_grad,
+ * tc_module_vmap) share: comma-separated lists of names in their arguments
+ * (grad's wrt "A,B", vmap's batched inputs), and their result as text.
  *
  * Ownership: the names and the array live in the arena passed in; the
  * context and the list are borrowed. */
@@ -8,6 +9,8 @@
 
 #include "tcomp.h"
 
+#include "../lang/ast.h"
+#include "../lang/diag.h"
 #include "../lang/util.h"
 
 /* Split list ("A,B") at its commas into *names, an array of *n strings
@@ -16,5 +19,14 @@
  * what, the caller's name) or out of memory. */
 tc_stat tc_rt_split_names(__tc_keep tc_context *ctx, __tc_keep tc_arena *ar, const char *what,
 	__tc_keep const char *list, const char ***names, int *n);
+
+/* The text of defs[0..n) (NULL entries skipped), printed in order by the
+ * one .tc printer, when defs[n - 1], the transformation's result, is not
+ * NULL; else NULL with d's errors as ctx's error (none in d, or an
+ * allocation failed: "out of memory while <doing> '<entry>'").  d is
+ * cleared either way.  NULL and "out of memory" when the text cannot be
+ * allocated. */
+__tc_give char *tc_rt_derived_text(__tc_keep tc_context *ctx, __tc_keep tc_diags *d,
+	const char *doing, const char *entry, __tc_keep tc_def *const *defs, int n);
 
 #endif

@@ -20,7 +20,6 @@ char *tc_module_vmap(tc_module *m, const char *entry, const char *batched, const
 	int i, n = 0;
 	tc_def *v;
 	tc_diags d;
-	tc_buf b;
 
 	if (!m)
 		return NULL;
@@ -38,19 +37,7 @@ char *tc_module_vmap(tc_module *m, const char *entry, const char *batched, const
 		goto error;
 	tc_diags_init(&d, m->src);
 	v = tc_vmap_def(ar, m->prog->defs[i], names, n, size, &d);
-	if (!v) {
-		if (d.nerrors && !d.oom)
-			tc_rt_set_error_diags(m->ctx, &d);
-		else
-			tc_rt_set_error(m->ctx, "out of memory while batching '%s'", entry);
-		tc_diags_clear(&d);
-		goto error;
-	}
-	tc_diags_clear(&d);
-	tc_buf_init(&b);
-	tc_ast_print_source(v, NULL, NULL, &b);
-	if (!(text = tc_buf_take(&b)))
-		goto nomem;
+	text = tc_rt_derived_text(m->ctx, &d, "batching", entry, &v, 1);
 	tc_arena_free(ar);
 	return text;
 nomem:
