@@ -51,6 +51,27 @@ int cli_next_opt(int argc, __tc_keep char **argv, const char *shortopts,
 	return -1;
 }
 
+int write_output(const char *text, const char *out)
+{
+	FILE *f;
+	int ok;
+	if (!out) {
+		fputs(text, stdout);
+		return 0;
+	}
+	if (!(f = fopen(out, "w"))) {
+		fprintf(stderr, "tcomp: error: cannot write %s\n", out);
+		return EXIT_USER;
+	}
+	ok = fputs(text, f) >= 0;
+	ok &= fclose(f) == 0; /* closed even when the write failed */
+	if (!ok) {
+		fprintf(stderr, "tcomp: error: cannot write %s\n", out);
+		return EXIT_USER;
+	}
+	return 0;
+}
+
 /* Exit status for a failed library call, from the error's kind. */
 int fail_status(__tc_keep tc_context *ctx)
 {

@@ -91,6 +91,10 @@ void die_usage(const char *usage, const char *fmt, const char *arg);
 int fail_status(__tc_keep tc_context *ctx);
 /* Print ctx's error to stderr; its exit status. */
 int report(__tc_keep tc_context *ctx);
+/* Write text to the file out (-o OUT), or to stdout when out is NULL; the
+ * exit status: 0, or 1 after "tcomp: error: cannot write OUT" when the
+ * file cannot be written. */
+int write_output(const char *text, const char *out);
 /* Whether --help or -h is among the arguments. */
 int wants_help(int argc, __tc_keep char **argv);
 /* The message of the last error on ctx without its "error: " prefix

@@ -73,17 +73,7 @@ int cmd_grad(int argc, __tc_keep char **argv)
 	}
 	text = batch ? tc_module_grad_per_sample(m, entry, wrt, batch, flags)
 		     : tc_module_grad(m, entry, wrt, flags);
-	if (!text) {
-		status = report(ctx);
-	} else if (out) {
-		FILE *f = fopen(out, "w");
-		if (!f || fputs(text, f) < 0 || fclose(f) != 0) {
-			fprintf(stderr, "tcomp: error: cannot write %s\n", out);
-			status = EXIT_USER;
-		}
-	} else {
-		fputs(text, stdout);
-	}
+	status = text ? write_output(text, out) : report(ctx);
 	tc_string_free(text);
 	tc_module_free(m);
 	tc_context_free(ctx);
