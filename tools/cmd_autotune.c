@@ -119,6 +119,17 @@ static void on_sigint(int sig)
 	interrupted = interrupted + 1;
 }
 
+/* Ctrl-C sets interrupted while a search runs (the previous action in
+ * *old); no SA_RESTART: waits return early. */
+static void catch_sigint(struct sigaction *old)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_sigint;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, old);
+}
+
 #define MAX_FINAL 65 /* 64 final candidates and the defaults */
 
 /* One configuration of the final stage, for the summary. */
@@ -451,7 +462,7 @@ int cmd_autotune(int argc, __tc_keep char **argv)
 	char *text = NULL;
 	const char *train = NULL, *params = NULL, *optimizer = "sgd";
 	view v = {0};
-	struct sigaction sa, old;
+	struct sigaction old;
 
 	enum { OPT_GENERATIONS = OPT_COMMAND, OPT_POPULATION, OPT_ELITES, OPT_JOBS, OPT_RUNS,
 		OPT_SEED, OPT_TIMEOUT, OPT_MIN_TIME, OPT_FINAL_CANDIDATES, OPT_FINAL_ROUNDS,
@@ -553,20 +564,17 @@ int cmd_autotune(int argc, __tc_keep char **argv)
 		return EXIT_INTERNAL;
 	base = build_options(&oa, ctx);
 	opt_args_free(&oa);
+	if ((train || params) && (!train || !params || entry))
+		die_usage(autotune_usage, "%s", train && params ? "--train tunes a step: no -e"
+			: "--train FWD,LOSS and --params A,B,... go together");
 	v.prefix = "";
-	if (train || params) {
-		if (!train || !params || entry)
-			die_usage(autotune_usage, "%s", train && params ? "--train tunes a step: no -e"
-				: "--train FWD,LOSS and --params A,B,... go together");
-		v.tty = isatty(2);
-		set.progress = progress;
-		set.record = record;
-		set.user = &v;
-		set.stop = &interrupted;
-		memset(&sa, 0, sizeof(sa));
-		sa.sa_handler = on_sigint;
-		sigemptyset(&sa.sa_mask);
-		sigaction(SIGINT, &sa, &old);
+	v.tty = isatty(2);
+	set.progress = progress;
+	set.record = record;
+	set.user = &v;
+	set.stop = &interrupted;
+	if (train) {
+		catch_sigint(&old);
 		status = tune_step(ctx, file, train, params, optimizer, shapes, nshapes, base, &set,
 			&v);
 		sigaction(SIGINT, &old, NULL);
@@ -588,15 +596,7 @@ int cmd_autotune(int argc, __tc_keep char **argv)
 		status = EXIT_USER;
 		goto done;
 	}
-	v.tty = isatty(2);
-	set.progress = progress;
-	set.record = record;
-	set.user = &v;
-	set.stop = &interrupted;
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_sigint; /* no SA_RESTART: waits return early */
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, &old);
+	catch_sigint(&old);
 	i = tc_autotune(m, entry, in_ptrs, n_in, base, &set, &best, &rep);
 	sigaction(SIGINT, &old, NULL);
 	if (v.shown)
