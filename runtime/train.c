@@ -671,45 +671,49 @@ static const char *derived_name(char *buf, size_t n, const char *def, const char
 	return buf;
 }
 
+/* The backward of def with respect to the names in wrt (taken; NULL: out
+ * of memory), with saves: its text in *text, parsed in *mod. */
+static tc_stat derive(tc_model *md, const char *def, char *wrt, char **text, tc_module **mod)
+{
+	if (!wrt) {
+		tc_rt_set_error(md->ctx, "out of memory");
+		return TC_ERR;
+	}
+	*text = tc_module_grad(md->m, def, wrt, TC_GRAD_SAVES);
+	tc_free(wrt);
+	return *text && (*mod = parse_derived(md, *text, def)) ? TC_OK : TC_ERR;
+}
+
+/* Call c runs "<def>_fwd" of the derived module mod (the def with saves)
+ * when the derivation made one, else def of the user's module. */
+static tc_stat add_forward_call(tc_model *md, tcall *c, tc_module *mod, const char *def, int ns)
+{
+	char name[300];
+	derived_name(name, sizeof(name), def, "fwd");
+	return def_index(mod, name) >= 0 ? add_call(md, c, mod, name, ns)
+					 : add_call(md, c, md->m, def, ns);
+}
+
 /* The step's kernels of the forward and the loss (with saves when the
  * derivation made a "<def>_fwd"), their backward kernels, and the
  * evaluation kernels (the defs as written). */
 static tc_stat build_step(tc_model *md, const tc_def *l)
 {
 	char name[300], gname[300];
-	char *wrt;
 	tbuf *one;
-	const tc_def *ld;
 	/* derive */
-	if (!(wrt = wrt_list(md, l, 1)))
-		goto nomem;
-	md->ftext = tc_module_grad(md->m, md->fwd, wrt, TC_GRAD_SAVES);
-	tc_free(wrt);
-	if (!md->ftext || !(md->mf = parse_derived(md, md->ftext, md->fwd)))
-		return TC_ERR;
-	if (!(wrt = wrt_list(md, l, 0)))
-		goto nomem;
-	md->ltext = tc_module_grad(md->m, md->loss, wrt, TC_GRAD_SAVES);
-	tc_free(wrt);
-	if (!md->ltext || !(md->ml = parse_derived(md, md->ltext, md->loss)))
+	if (derive(md, md->fwd, wrt_list(md, l, 1), &md->ftext, &md->mf) < 0 ||
+		derive(md, md->loss, wrt_list(md, l, 0), &md->ltext, &md->ml) < 0)
 		return TC_ERR;
 	/* forward (with saves), then the loss reading its outputs */
-	derived_name(name, sizeof(name), md->fwd, "fwd");
-	if (def_index(md->mf, name) >= 0) {
-		if (add_call(md, &md->calls[CALL_FWD], md->mf, name, NS_FWD) < 0)
-			return TC_ERR;
-	} else if (add_call(md, &md->calls[CALL_FWD], md->m, md->fwd, NS_FWD) < 0)
+	if (add_forward_call(md, &md->calls[CALL_FWD], md->mf, md->fwd, NS_FWD) < 0)
 		return TC_ERR;
 	for (int i = 0; i < md->nfout; i++) {
 		tbuf *b = name_find(md, NS_FWD, tc_module_tensor_name(md->m, md->fwd, md->nfin + i));
 		if (!TC_ASSERT(b) || name_bind(md, NS_LOSS, l->tensors[i].name, b) < 0)
 			return TC_ERR;
 	}
-	derived_name(name, sizeof(name), md->loss, "fwd");
-	if (def_index(md->ml, name) >= 0) {
-		if (add_call(md, &md->calls[CALL_LOSS], md->ml, name, NS_LOSS) < 0)
-			return TC_ERR;
-	} else if (add_call(md, &md->calls[CALL_LOSS], md->m, md->loss, NS_LOSS) < 0)
+	if (add_forward_call(md, &md->calls[CALL_LOSS], md->ml, md->loss, NS_LOSS) < 0)
 		return TC_ERR;
 	md->lossb = name_find(md, NS_LOSS, l->tensors[l->ninputs].name);
 	/* the loss's backward from d_loss = 1 */
@@ -726,10 +730,9 @@ static tc_stat build_step(tc_model *md, const tc_def *l)
 	if (add_call(md, &md->calls[CALL_LOSS_GRAD], md->ml, name, NS_LOSS) < 0)
 		return TC_ERR;
 	/* d_<loss input i> is d_<forward output i> */
-	ld = l;
 	for (int i = 0; i < md->nfout; i++) {
 		tbuf *b;
-		derived_name(gname, sizeof(gname), "d", ld->tensors[i].name);
+		derived_name(gname, sizeof(gname), "d", l->tensors[i].name);
 		b = name_find(md, NS_LOSS, gname);
 		derived_name(gname, sizeof(gname), "d",
 			tc_module_tensor_name(md->m, md->fwd, md->nfin + i));
@@ -744,9 +747,6 @@ static tc_stat build_step(tc_model *md, const tc_def *l)
 		add_call(md, &md->eval[1], md->m, md->loss, NS_LOSS) < 0)
 		return TC_ERR;
 	return TC_OK;
-nomem:
-	tc_rt_set_error(md->ctx, "out of memory");
-	return TC_ERR;
 }
 
 /* The optimiser's kernel over the flat arenas: inputs G and the scalar
