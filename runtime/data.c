@@ -18,6 +18,7 @@
  * frees it); a tc_batches is the caller's (tc_batches_free) and borrows the
  * context and the data tensors, which must outlive it.  A tc_batches is for
  * one thread at a time. */
+#define _DEFAULT_SOURCE /* madvise(MADV_HUGEPAGE) */
 #include "data.h"
 #include "internal.h"
 
@@ -29,6 +30,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 
 #include <zlib.h>
@@ -96,6 +98,23 @@ error:
 	fclose(fp);
 	tc_free(b.p);
 	return TC_ERR;
+}
+
+/* Ask for transparent huge pages over the whole 2 MiB pages of [p, p+n)
+ * before it is first written (a data set of tens of megabytes: batches read
+ * scattered rows, and 4 KiB pages cost a TLB miss per row and a page fault
+ * per page on loading).  Advice only: ignored where unsupported. */
+static void advise_huge(void *p, size_t n)
+{
+#ifdef MADV_HUGEPAGE
+	const uintptr_t huge = (uintptr_t)2 << 20;
+	uintptr_t lo = ((uintptr_t)p + huge - 1) & ~(huge - 1), hi = ((uintptr_t)p + n) & ~(huge - 1);
+	if (hi > lo)
+		(void)madvise((void *)lo, hi - lo, MADV_HUGEPAGE);
+#else
+	(void)p;
+	(void)n;
+#endif
 }
 
 /* zlib's allocations through the library's hook (lang/util.h). */
@@ -354,6 +373,7 @@ static DLManagedTensor *idx_parse(tc_context *ctx, const char *path, const unsig
 		return NULL;
 	}
 	data = (unsigned char *)(((uintptr_t)(blk + 1) + 63) & ~(uintptr_t)63);
+	advise_huge(data, need);
 	from_big_endian(data, f + header, count, size);
 	memset(&blk->mt, 0, sizeof(blk->mt));
 	memcpy(blk->shape, shape, sizeof(shape));
@@ -399,6 +419,13 @@ __tc_give DLManagedTensor *tc_idx_read(__tc_keep tc_context *ctx, const char *pa
 
 /* ---- batches ---- */
 
+/* How many rows ahead tc_batches_next asks for the lines of the row it
+ * will copy: rows are scattered over a data set far larger than the caches,
+ * and a row of MNIST (784 bytes, 13 lines) is too short for the hardware
+ * prefetcher; 4 rows ahead halved the copy of a 128-row batch (100 to 50 us
+ * on the Zen 3 host: a loop over tc_batches_next, best of 30 epochs). */
+#define PREFETCH_ROWS 4
+
 /* The kinds of copy tc_batches_next makes from a data tensor to an out
  * tensor. */
 typedef enum copy_kind {
@@ -416,6 +443,12 @@ typedef struct batch_src {
 	int64_t shape[TC_MAX_RANK];
 	size_t row_elems; /* elements per example */
 	copy_kind kind;   /* to the out tensor of the current call */
+	/* COPY_FLOAT from an 8-bit type: every value's result, indexed by the
+	 * byte (the value as uint8), in lut (float32 results) or lutd
+	 * (float64), filled by check_out; lut_ok says whether it is in use */
+	int lut_ok;
+	float lut[256];
+	double lutd[256];
 } batch_src;
 
 /* Batches over the first dimension of n_data tensors.  perm is the order of
@@ -618,6 +651,16 @@ static tc_stat check_out(tc_batches *b, DLTensor *const *out, int n_out, const d
 				i, tc_dtype_name(s->dtype), i, tc_dtype_name(v.dtype));
 			return TC_ERR;
 		}
+		s->lut_ok = s->kind == COPY_FLOAT && tc_dtype_bits(s->dtype) == 8;
+		if (s->lut_ok) { /* the same rounding as int_to_float, once per value */
+			for (int u = 0; u < 256; u++) {
+				unsigned char byte = (unsigned char)u;
+				double x = s->dtype == TC_T_U8 ? (double)byte
+							       : (double)(int8_t)byte;
+				s->lut[u] = (float)(x * sc);
+				s->lutd[u] = x * sc;
+			}
+		}
 		if (s->kind != COPY_FLOAT && sc != 1.0) {
 			tc_rt_set_error(b->ctx, "tc_batches_next: scale[%d] is %g, but out[%d] (%s from "
 						"%s) is no conversion to float32/float64, which alone "
@@ -741,19 +784,33 @@ int tc_batches_next(__tc_keep tc_batches *b, __tc_keep DLTensor *const *out, int
 		tc_dtype dt = tc_rt_dtype_from_dl(out[i]->dtype);
 		size_t ssize = (size_t)tc_dtype_size(s->dtype), osize = (size_t)tc_dtype_size(dt);
 		double sc = scale ? scale[i] : 1.0;
+		const int64_t *order = b->perm + b->next * b->batch;
+		size_t rowbytes = s->row_elems * ssize;
 		if (!s->row_elems)
 			continue;
 		for (r = 0; r < b->batch; r++) {
-			int64_t row = b->perm[b->next * b->batch + r];
-			const char *from = sdata + (size_t)row * s->row_elems * ssize;
+			int64_t row = order[r];
+			const char *from = sdata + (size_t)row * rowbytes;
 			char *to = odata + (size_t)r * s->row_elems * osize;
+			if (r + PREFETCH_ROWS < b->batch) {
+				const char *ahead = sdata + (size_t)order[r + PREFETCH_ROWS] * rowbytes;
+				for (size_t o = 0; o < rowbytes; o += 64)
+					__builtin_prefetch(ahead + o);
+			}
 			size_t k;
 			switch (s->kind) {
 			case COPY_SAME:
 				memcpy(to, from, s->row_elems * ssize);
 				break;
 			case COPY_FLOAT:
-				int_to_float(from, s->dtype, to, dt, s->row_elems, sc);
+				if (s->lut_ok && dt == TC_T_F32)
+					for (k = 0; k < s->row_elems; k++)
+						((float *)to)[k] = s->lut[((const uint8_t *)from)[k]];
+				else if (s->lut_ok)
+					for (k = 0; k < s->row_elems; k++)
+						((double *)to)[k] = s->lutd[((const uint8_t *)from)[k]];
+				else
+					int_to_float(from, s->dtype, to, dt, s->row_elems, sc);
 				break;
 			case COPY_INT:
 				for (k = 0; k < s->row_elems; k++) {

@@ -832,6 +832,30 @@ static void batches_conversions(void **state)
 	assert_true(tu_contains(tc_context_error(ctx), "scale[0]"));
 	tc_batches_free(b);
 
+	/* int8 data (negative values too) to float32 and float64 times 1/3:
+	 * each rounded from the double product, as for wider types */
+	{
+		static const int8_t vals[12] = {-128, -127, -1, 0, 1, 127, -3, 3, 5, -5, 64, -64};
+		static const double third[1] = {1 / 3.0};
+		tu_tensor i8;
+		const DLTensor *d8[1];
+		DLTensor *o8[1];
+		tu_tensor_init(&i8, TU_I8, s2, 2);
+		memcpy(i8.data, vals, sizeof(vals));
+		d8[0] = &i8.dl;
+		assert_non_null(b = tc_batches_new(ctx, d8, 1, 2, 0));
+		o8[0] = &ob_f32.dl;
+		assert_int_equal(tc_batches_next(b, o8, 1, third), 1); /* rows 0,1 */
+		for (i = 0; i < 6; i++)
+			assert_true(((float *)ob_f32.data)[i] == (float)(vals[i] * (1 / 3.0)));
+		o8[0] = &ob_f64.dl;
+		assert_int_equal(tc_batches_next(b, o8, 1, third), 1); /* rows 2,3 */
+		for (i = 0; i < 6; i++)
+			assert_true(((double *)ob_f64.data)[i] == vals[6 + i] * (1 / 3.0));
+		tc_batches_free(b);
+		tu_tensor_fini(&i8);
+	}
+
 	/* float32 data: to float32 (the bytes) fine, to float64 or int8 not */
 	data[0] = &f32.dl;
 	b = tc_batches_new(ctx, data, 1, 2, 0);
