@@ -3,6 +3,7 @@
  *
  *   train_mlp [--epochs N] [--threads N] [--lr X] [--batch N] [--seed N]
  *             [--data DIR] [--model FILE.tc] [--save FILE] [--load FILE]
+ *             [--ensemble K]
  *
  * The model is examples/train_mlp.tc: a forward def (two fully connected
  * layers, ReLU) and a loss def (softmax cross-entropy).  tc_model_build
@@ -14,7 +15,10 @@
  * training loss, the test accuracy (the whole test set in one forward run)
  * and the epoch's time (the steps and the batch copies; not the test).
  * --load starts from parameters saved by --save (a safetensors file,
- * tc_model_save) instead of the seed's initialisation.
+ * tc_model_save) instead of the seed's initialisation.  --ensemble K trains
+ * K models at once in the same kernels (tc_model_ensemble), each from its
+ * own initialisation, on the same batches: the loss printed is the mean of
+ * the K models', the test accuracy the mean of theirs (and the best).
  * Exit status: 0 ok, 1 on an error (the message printed). */
 #include <tcomp.h>
 
@@ -56,7 +60,8 @@ static void progress(int epoch, int64_t i, int64_t n, double loss)
 	fflush(stderr);
 }
 
-/* The share of rows of Z (n x CLS) whose largest logit is the label's. */
+/* The share of rows of Z (n x CLS) whose largest logit is the label's
+ * (one model's logits). */
 static double accuracy(const float *z, const uint8_t *labels, int64_t n)
 {
 	int64_t right = 0;
@@ -84,11 +89,12 @@ int main(int argc, char **argv)
 		{"batch", required_argument, 0, 'b'}, {"seed", required_argument, 0, 's'},
 		{"data", required_argument, 0, 'd'}, {"model", required_argument, 0, 'm'},
 		{"save", required_argument, 0, 'S'}, {"load", required_argument, 0, 'L'},
-		{"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+		{"ensemble", required_argument, 0, 'E'}, {"help", no_argument, 0, 'h'},
+		{0, 0, 0, 0}};
 	const char *dir = "/usr/share/datasets/fashion-mnist", *model = NULL, *save = NULL,
 		   *load = NULL;
 	int epochs = 5, threads = 0, opt, rc = 1, tty = isatty(2);
-	int64_t batch = 128, ntest;
+	int64_t batch = 128, ntest, ens = 0;
 	double lr = 0.1;
 	uint64_t seed = 42;
 	char model_default[4096];
@@ -110,17 +116,19 @@ int main(int argc, char **argv)
 		case 'm': model = optarg; break;
 		case 'S': save = optarg; break;
 		case 'L': load = optarg; break;
+		case 'E': ens = atoll(optarg); break;
 		default:
 			fprintf(stderr, "usage: train_mlp [--epochs N] [--threads N] [--lr X] [--batch N] "
 					"[--seed N] [--data DIR] [--model FILE.tc] [--save FILE] "
-					"[--load FILE]\n");
+					"[--load FILE] [--ensemble K]\n");
 			return opt == 'h' ? 0 : 1;
 		}
 	}
 	if (!ctx)
 		return 1;
-	if (epochs < 1 || batch < 1 || threads < 0) {
-		fprintf(stderr, "train_mlp: --epochs and --batch must be at least 1, --threads at least 0\n");
+	if (epochs < 1 || batch < 1 || threads < 0 || ens < 0) {
+		fprintf(stderr, "train_mlp: --epochs and --batch must be at least 1, --threads and "
+				"--ensemble at least 0\n");
 		goto out;
 	}
 	if (threads && tc_context_set_threads(ctx, threads) < 0) {
@@ -164,15 +172,19 @@ int main(int argc, char **argv)
 			tc_model_param(md, "B1", 1, b1, &bi1) < 0 ||
 			tc_model_param(md, "W2", 2, w2, &wi) < 0 ||
 			tc_model_param(md, "B2", 1, b2, &bi2) < 0 || tc_model_input(md, "X", 2, x) < 0 ||
-			tc_model_input(md, "Y", 1, y) < 0 || tc_model_build(md, &sgd, NULL, seed) < 0) {
+			tc_model_input(md, "Y", 1, y) < 0 || (ens && tc_model_ensemble(md, ens) < 0) ||
+			tc_model_build(md, &sgd, NULL, seed) < 0) {
 			rc = fail(ctx, "building the model");
 			goto out;
 		}
 		int nt = tc_context_threads(ctx) ? tc_context_threads(ctx)
 						 : (int)sysconf(_SC_NPROCESSORS_ONLN);
-		printf("model %s: 784-128-10, batch %lld, SGD lr %g, %d thread%s; built in %.2f s "
+		char what[64] = "";
+		if (ens)
+			snprintf(what, sizeof(what), " (an ensemble of %lld)", (long long)ens);
+		printf("model %s: 784-128-10%s, batch %lld, SGD lr %g, %d thread%s; built in %.2f s "
 		       "(derived, compiled or read from the kernel cache)\n",
-			model, (long long)batch, lr, nt, nt == 1 ? "" : "s", now() - t0);
+			model, what, (long long)batch, lr, nt, nt == 1 ? "" : "s", now() - t0);
 	}
 
 	if (load && tc_model_load(md, load) < 0) {
@@ -183,7 +195,7 @@ int main(int argc, char **argv)
 	/* the test set as float32 in [0, 1], one forward run per epoch */
 	ntest = test_x->dl_tensor.shape[0];
 	if (!(test_in = malloc((size_t)ntest * IMG * sizeof(float))) ||
-		!(test_z = malloc((size_t)ntest * CLS * sizeof(float)))) {
+		!(test_z = malloc((size_t)(ens ? ens : 1) * ntest * CLS * sizeof(float)))) {
 		fprintf(stderr, "train_mlp: out of memory\n");
 		goto out;
 	}
@@ -195,9 +207,12 @@ int main(int argc, char **argv)
 		double scale[2] = {1 / 255.0, 1}, sum = 0, t0 = now(), t1;
 		int64_t steps = 0, n = tc_batches_per_epoch(batches);
 		int got;
-		int64_t tshape[2] = {ntest, IMG}, zshape[2] = {ntest, CLS};
+		int64_t tshape[2] = {ntest, IMG}, zshape[3] = {ens, ntest, CLS};
+		double acc = 0, best = 0;
 		DLTensor tin = {test_in, {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, tshape, NULL, 0};
-		DLTensor tz = {test_z, {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, zshape, NULL, 0};
+		/* an ensemble's logits: ens x ntest x CLS */
+		DLTensor tz = {test_z, {kDLCPU, 0}, ens ? 3 : 2, {kDLFloat, 32, 1},
+			ens ? zshape : zshape + 1, NULL, 0};
 		const DLTensor *fin[1] = {&tin};
 		DLTensor *fout[1] = {&tz};
 		while ((got = tc_batches_next(batches, out, 2, scale)) == 1) {
@@ -222,10 +237,17 @@ int main(int argc, char **argv)
 			rc = fail(ctx, "test");
 			goto out;
 		}
-		printf("epoch %d: loss %.4f, test accuracy %.2f%%, %.3f s (%lld steps, %.1f us each)\n",
-			epoch, sum / (double)steps,
-			100 * accuracy(test_z, test_y->dl_tensor.data, ntest), t1 - t0,
-			(long long)steps, 1e6 * (t1 - t0) / (double)steps);
+		for (int64_t e = 0; e < (ens ? ens : 1); e++) {
+			double a = accuracy(test_z + e * ntest * CLS, test_y->dl_tensor.data, ntest);
+			acc += a / (double)(ens ? ens : 1);
+			best = a > best ? a : best;
+		}
+		printf("epoch %d: loss %.4f, test accuracy %.2f%%, %.3f s (%lld steps, %.1f us each)",
+			epoch, sum / (double)steps, 100 * acc, t1 - t0, (long long)steps,
+			1e6 * (t1 - t0) / (double)steps);
+		if (ens)
+			printf("; the mean of %lld models, the best %.2f%%", (long long)ens, 100 * best);
+		printf("\n");
 		fflush(stdout);
 	}
 	if (save) {

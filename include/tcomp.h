@@ -753,6 +753,23 @@ int tc_model_param(tc_model *md, const char *name, int ndim, const int64_t *shap
 /* Declare the shape of a data input (of the forward def or a label of the
  * loss def).  Before build only.  0 ok, -1 with a message. */
 int tc_model_input(tc_model *md, const char *name, int ndim, const int64_t *shape);
+/* Make md an ensemble of k models (what torch.func.stack_module_state and
+ * vmap do): k copies of the model, each with parameters of its own,
+ * trained in one set of kernels on the same batches.  Before build; k >= 1
+ * (1: an ensemble of one, with the leading dimension).  At build the
+ * forward def is batched over its parameters and the loss def over its
+ * first inputs (tc_module_vmap: docs/language.md "Batching over models"),
+ * so that every parameter, its gradient, the forward's outputs and the loss
+ * get a leading dimension of k, and model e's slices are what a model
+ * alone would compute from its parameters; the data inputs are shared.
+ * Parameters are declared with one model's shape (the initialisers' fans
+ * are one model's); each model's values follow the previous one's in the
+ * seed's stream.  tc_model_tensor gives the k-model tensors ("W1":
+ * k x H x I, the loss: k elements), and tc_model_step and tc_model_eval
+ * report the mean of the k losses.  tc_model_forward's outputs get the
+ * leading k too; save and load the k-model tensors.  0 ok, -1 with a
+ * message (k < 1, after build). */
+int tc_model_ensemble(tc_model *md, int64_t k);
 /* Derive, compile, allocate and initialise (see above).  options (NULL:
  * defaults) apply to every kernel; the kernel cache serves each as
  * tc_compile does.  0 ok, -1 with a message: a forward input neither

@@ -55,6 +55,10 @@ typedef struct tdecl {
 	tc_init init;
 	int64_t offset; /* parameters: element offset in the arenas */
 	tbuf *b;        /* after build */
+	/* the shape of the model's tensor: the declared one, in an ensemble of
+	 * k models k x the declared one for a parameter (set by build) */
+	int endim;
+	int64_t eshape[TC_MAX_RANK + 1];
 } tdecl;
 
 /* One kernel run of a step: what it is (for tc_model_describe), the kernel
@@ -73,6 +77,11 @@ enum { HP_LR, HP_DECAY, HP_MU, HP_B1, HP_B2, HP_EPS, HP_C1, HP_C2, NHP };
 struct tc_model {
 	tc_context *ctx;
 	tc_module *m;                /* the user's (a reference) */
+	/* the module the step's defs are read from: m, or in an ensemble the
+	 * defs batched over the models (owned; its text etext) */
+	tc_module *src;
+	char *etext;
+	int64_t ens; /* the ensemble's size; 0: not an ensemble */
 	tc_module *mf, *ml, *mo;     /* derived: forward's backward, loss's, optimiser */
 	char *fwd, *loss;            /* def names */
 	char *ftext, *ltext, *otext; /* their sources */
@@ -398,7 +407,9 @@ static double rng_normal(uint64_t *s)
 static void init_param(tc_model *md, tdecl *d, uint64_t *s)
 {
 	const tc_init *in = &d->init;
-	int64_t n = numel(d->ndim, d->shape), fan_in, fan_out, rest = 1;
+	/* fans from the declared shape; in an ensemble each model's values
+	 * follow the previous one's in the stream */
+	int64_t n = numel(d->endim, d->eshape), fan_in, fan_out, rest = 1;
 	double lo = 0, hi = 0, mean = 0, sd = 0, gain = in->a;
 	int normal = 0;
 	for (int i = 2; i < d->ndim; i++)
@@ -558,9 +569,9 @@ static tc_stat layout_params(tc_model *md, const tc_def *f)
 		if (!d->param)
 			continue;
 		t = &f->tensors[k = input_index(f, d->name)];
-		if (t->ndim != d->ndim) {
+		if (t->ndim != d->endim) {
 			tc_rt_set_error(md->ctx, "parameter '%s' is declared with rank %d, but '%s' reads it with rank %d",
-				d->name, d->ndim, md->fwd, t->ndim);
+				d->name, d->ndim, md->fwd, t->ndim - (d->endim - d->ndim));
 			return TC_ERR;
 		}
 		if (first) {
@@ -578,7 +589,7 @@ static tc_stat layout_params(tc_model *md, const tc_def *f)
 			return TC_ERR;
 		}
 		d->offset = off;
-		off += (numel(d->ndim, d->shape) + per - 1) / per * per;
+		off += (numel(d->endim, d->eshape) + per - 1) / per * per;
 	}
 	if (first) {
 		tc_rt_set_error(md->ctx, "the model has no parameters (declare them with tc_model_param)");
@@ -594,9 +605,9 @@ static tc_stat layout_params(tc_model *md, const tc_def *f)
 		if (!d->param)
 			continue;
 		snprintf(gname, sizeof(gname), "d_%s", d->name);
-		if (!(d->b = buf_view(md, md->P, d->offset, d->ndim, d->shape)) ||
+		if (!(d->b = buf_view(md, md->P, d->offset, d->endim, d->eshape)) ||
 			name_bind(md, NS_FWD, d->name, d->b) < 0 ||
-			!(g = buf_view(md, md->G, d->offset, d->ndim, d->shape)) ||
+			!(g = buf_view(md, md->G, d->offset, d->endim, d->eshape)) ||
 			name_bind(md, NS_FWD, gname, g) < 0)
 			return TC_ERR;
 	}
@@ -679,7 +690,7 @@ static tc_stat derive(tc_model *md, const char *def, char *wrt, char **text, tc_
 		tc_rt_set_error(md->ctx, "out of memory");
 		return TC_ERR;
 	}
-	*text = tc_module_grad(md->m, def, wrt, TC_GRAD_SAVES);
+	*text = tc_module_grad(md->src, def, wrt, TC_GRAD_SAVES);
 	tc_free(wrt);
 	return *text && (*mod = parse_derived(md, *text, def)) ? TC_OK : TC_ERR;
 }
@@ -691,7 +702,7 @@ static tc_stat add_forward_call(tc_model *md, tcall *c, tc_module *mod, const ch
 	char name[300];
 	derived_name(name, sizeof(name), def, "fwd");
 	return def_index(mod, name) >= 0 ? add_call(md, c, mod, name, ns)
-					 : add_call(md, c, md->m, def, ns);
+					 : add_call(md, c, md->src, def, ns);
 }
 
 /* The step's kernels of the forward and the loss (with saves when the
@@ -709,20 +720,24 @@ static tc_stat build_step(tc_model *md, const tc_def *l)
 	if (add_forward_call(md, &md->calls[CALL_FWD], md->mf, md->fwd, NS_FWD) < 0)
 		return TC_ERR;
 	for (int i = 0; i < md->nfout; i++) {
-		tbuf *b = name_find(md, NS_FWD, tc_module_tensor_name(md->m, md->fwd, md->nfin + i));
+		tbuf *b = name_find(md, NS_FWD, tc_module_tensor_name(md->src, md->fwd, md->nfin + i));
 		if (!TC_ASSERT(b) || name_bind(md, NS_LOSS, l->tensors[i].name, b) < 0)
 			return TC_ERR;
 	}
 	if (add_forward_call(md, &md->calls[CALL_LOSS], md->ml, md->loss, NS_LOSS) < 0)
 		return TC_ERR;
 	md->lossb = name_find(md, NS_LOSS, l->tensors[l->ninputs].name);
-	/* the loss's backward from d_loss = 1 */
-	if (!TC_ASSERT(md->lossb) || !(one = buf_new(md, md->lossb->dl.dtype, 0, NULL)))
+	/* the loss's backward from d_loss = 1 (in an ensemble, 1 for each
+	 * model's loss: the models' gradients are independent) */
+	if (!TC_ASSERT(md->lossb) ||
+		!(one = buf_new(md, md->lossb->dl.dtype, md->lossb->dl.ndim, md->lossb->shape)))
 		return TC_ERR;
-	if (md->lossb->dl.dtype.bits == 32)
-		*(float *)one->dl.data = 1.0f;
-	else
-		*(double *)one->dl.data = 1.0;
+	for (int64_t e = 0; e < numel(one->dl.ndim, one->shape); e++) {
+		if (one->dl.dtype.bits == 32)
+			((float *)one->dl.data)[e] = 1.0f;
+		else
+			((double *)one->dl.data)[e] = 1.0;
+	}
 	derived_name(gname, sizeof(gname), "d", l->tensors[l->ninputs].name);
 	if (name_bind(md, NS_LOSS, gname, one) < 0)
 		return TC_ERR;
@@ -735,7 +750,7 @@ static tc_stat build_step(tc_model *md, const tc_def *l)
 		derived_name(gname, sizeof(gname), "d", l->tensors[i].name);
 		b = name_find(md, NS_LOSS, gname);
 		derived_name(gname, sizeof(gname), "d",
-			tc_module_tensor_name(md->m, md->fwd, md->nfin + i));
+			tc_module_tensor_name(md->src, md->fwd, md->nfin + i));
 		if (!TC_ASSERT(b) || name_bind(md, NS_FWD, gname, b) < 0)
 			return TC_ERR;
 	}
@@ -743,8 +758,8 @@ static tc_stat build_step(tc_model *md, const tc_def *l)
 	if (add_call(md, &md->calls[CALL_FWD_GRAD], md->mf, name, NS_FWD) < 0)
 		return TC_ERR;
 	/* evaluation: the defs as written, into the same buffers */
-	if (add_call(md, &md->eval[0], md->m, md->fwd, NS_FWD) < 0 ||
-		add_call(md, &md->eval[1], md->m, md->loss, NS_LOSS) < 0)
+	if (add_call(md, &md->eval[0], md->src, md->fwd, NS_FWD) < 0 ||
+		add_call(md, &md->eval[1], md->src, md->loss, NS_LOSS) < 0)
 		return TC_ERR;
 	return TC_OK;
 }
@@ -803,6 +818,87 @@ static tc_stat build_opt(tc_model *md)
 	return c->k ? TC_OK : TC_ERR;
 }
 
+/* Each declaration's model shape (tdecl.eshape): the declared one, with
+ * the ensemble's size first for a parameter of an ensemble. */
+static tc_stat shape_params(tc_model *md)
+{
+	for (int i = 0; i < md->decls.n; i++) {
+		tdecl *d = md->decls.v[i];
+		int lead = md->ens && d->param;
+		if (d->ndim + lead > TC_MAX_RANK) {
+			tc_rt_set_error(md->ctx,
+				"parameter '%s' has rank %d: in an ensemble it gets a leading dimension, and a tensor has at most %d",
+				d->name, d->ndim, TC_MAX_RANK);
+			return TC_ERR;
+		}
+		d->endim = d->ndim + lead;
+		d->eshape[0] = md->ens;
+		memcpy(d->eshape + lead, d->shape, (size_t)d->ndim * sizeof(*d->shape));
+	}
+	return TC_OK;
+}
+
+/* md->src: the user's module, or for an ensemble a module of the forward
+ * def batched over the parameters and the loss def over its first inputs
+ * (the forward's outputs), tc_module_vmap with a size name neither def
+ * uses (the first of a few that vmap accepts). */
+static tc_stat make_src(tc_model *md)
+{
+	static const char *const sizes[] = {"E", "Ens", "Models", "Ensemble", "EnsembleSize"};
+	const tc_def *l = def_of(md->m, md->loss);
+	char *params = NULL, *outs = NULL, *ft = NULL, *lt = NULL;
+	tc_buf b;
+	if (!md->ens) {
+		md->src = md->m;
+		return TC_OK;
+	}
+	if (!(params = wrt_list(md, l, 1)) || !(outs = wrt_list(md, l, 0))) {
+		tc_free(params);
+		tc_rt_set_error(md->ctx, "out of memory");
+		return TC_ERR;
+	}
+	for (size_t i = 0; i < sizeof(sizes) / sizeof(*sizes) && !lt; i++) {
+		tc_string_free(ft);
+		lt = (ft = tc_module_vmap(md->m, md->fwd, params, sizes[i]))
+			? tc_module_vmap(md->m, md->loss, outs, sizes[i])
+			: NULL;
+	}
+	tc_free(params);
+	tc_free(outs);
+	if (!lt) {
+		tc_string_free(ft);
+		tc_rt_set_error(md->ctx, "tc_model_build: the ensemble of %lld models: %s",
+			(long long)md->ens, tc_context_error(md->ctx));
+		return TC_ERR;
+	}
+	tc_buf_init(&b);
+	tc_buf_printf(&b, "%s\n%s", ft, lt);
+	tc_string_free(ft);
+	tc_string_free(lt);
+	if (!(md->etext = tc_buf_take(&b))) {
+		tc_rt_set_error(md->ctx, "out of memory");
+		return TC_ERR;
+	}
+	return (md->src = parse_derived(md, md->etext, "the ensemble")) ? TC_OK : TC_ERR;
+}
+
+int tc_model_ensemble(tc_model *md, int64_t k)
+{
+	if (!md)
+		return -1;
+	tc_rt_clear_error(md->ctx);
+	if (md->built) {
+		tc_rt_set_error(md->ctx, "tc_model_ensemble: the model is built already");
+		return -1;
+	}
+	if (k < 1) {
+		tc_rt_set_error(md->ctx, "tc_model_ensemble: %lld models (at least 1)", (long long)k);
+		return -1;
+	}
+	md->ens = k;
+	return 0;
+}
+
 int tc_model_build(tc_model *md, const tc_optimizer *opt, const tc_options *options,
 	uint64_t seed)
 {
@@ -831,8 +927,10 @@ int tc_model_build(tc_model *md, const tc_optimizer *opt, const tc_options *opti
 		tc_rt_set_error(md->ctx, "out of memory");
 		return -1;
 	}
-	f = def_of(md->m, md->fwd);
-	l = def_of(md->m, md->loss);
+	if (shape_params(md) < 0 || make_src(md) < 0)
+		return -1;
+	f = def_of(md->src, md->fwd);
+	l = def_of(md->src, md->loss);
 	if (layout_params(md, f) < 0 || bind_data(md, f, l) < 0 || build_step(md, l) < 0 ||
 		build_opt(md) < 0)
 		return -1;
@@ -852,9 +950,16 @@ static tc_stat run_call(tcall *c)
 	return tc_kernel_run(c->k, (const DLTensor *const *)c->in, c->nin, c->out, c->nout);
 }
 
-static double read_scalar(const tbuf *b)
+/* The loss; in an ensemble, the mean of the models' losses. */
+static double read_loss(const tc_model *md)
 {
-	return b->dl.dtype.bits == 32 ? *(const float *)b->dl.data : *(const double *)b->dl.data;
+	const tbuf *b = md->lossb;
+	int64_t n = numel(b->dl.ndim, b->shape);
+	double sum = 0;
+	for (int64_t e = 0; e < n; e++)
+		sum += b->dl.dtype.bits == 32 ? ((const float *)b->dl.data)[e]
+					      : ((const double *)b->dl.data)[e];
+	return n ? sum / (double)n : 0;
 }
 
 static void write_scalar(tbuf *b, double v)
@@ -900,7 +1005,7 @@ int tc_model_step(tc_model *md, double *loss)
 		if (run_call(&md->calls[i]) < 0)
 			return -1;
 		if (i == CALL_LOSS && loss)
-			*loss = read_scalar(md->lossb);
+			*loss = read_loss(md);
 	}
 	return 0;
 }
@@ -913,7 +1018,7 @@ int tc_model_eval(tc_model *md, double *loss)
 	if (!built(md, "tc_model_eval") || run_call(&md->eval[0]) < 0 || run_call(&md->eval[1]) < 0)
 		return -1;
 	if (loss)
-		*loss = read_scalar(md->lossb);
+		*loss = read_loss(md);
 	return 0;
 }
 
@@ -948,7 +1053,7 @@ int tc_model_forward(tc_model *md, const DLTensor *const *inputs, int n_inputs,
 		tdecl *d = decl_find(md, tc_module_tensor_name(md->m, md->fwd, i));
 		all[i] = d->param ? &d->b->dl : inputs[j++];
 	}
-	if (!(k = tc_compile(md->m, md->fwd, all, md->nfin, md->options)))
+	if (!(k = tc_compile(md->src, md->fwd, all, md->nfin, md->options)))
 		return -1;
 	rc = tc_kernel_run(k, all, md->nfin, outputs, n_outputs);
 	tc_kernel_free(k);
@@ -1033,8 +1138,8 @@ int tc_model_load(tc_model *md, const char *path)
 static tc_module *call_module(tc_model *md, int i)
 {
 	switch (i) {
-	case CALL_FWD: return strcmp(md->calls[i].what, md->fwd) ? md->mf : md->m;
-	case CALL_LOSS: return strcmp(md->calls[i].what, md->loss) ? md->ml : md->m;
+	case CALL_FWD: return strcmp(md->calls[i].what, md->fwd) ? md->mf : md->src;
+	case CALL_LOSS: return strcmp(md->calls[i].what, md->loss) ? md->ml : md->src;
 	case CALL_LOSS_GRAD: return md->ml;
 	case CALL_FWD_GRAD: return md->mf;
 	default: return md->mo;
@@ -1103,6 +1208,10 @@ char *tc_model_describe(tc_model *md)
 		describe_tensors(&b, call_module(md, i), c->what, c->nin, c->nout, c->out);
 		tc_buf_printf(&b, ")\n");
 	}
+	if (md->ens)
+		tc_buf_printf(&b, "\n# an ensemble of %lld models: '%s' batched over its parameters, '%s' over its first %d input%s (tc_module_vmap)\n%s",
+			(long long)md->ens, md->fwd, md->loss, md->nfout, md->nfout == 1 ? "" : "s",
+			md->etext);
 	tc_buf_printf(&b, "\n# derived from '%s'\n%s\n# derived from '%s'\n%s\n# the update\n%s",
 		md->fwd, md->ftext, md->loss, md->ltext, md->otext);
 	return tc_buf_take(&b);
@@ -1148,7 +1257,10 @@ void tc_model_free(tc_model *md)
 	tc_module_free(md->mf);
 	tc_module_free(md->ml);
 	tc_module_free(md->mo);
+	if (md->src != md->m)
+		tc_module_free(md->src);
 	tc_module_free(md->m);
+	tc_string_free(md->etext);
 	tc_string_free(md->ftext);
 	tc_string_free(md->ltext);
 	tc_string_free(md->otext);

@@ -308,6 +308,7 @@ static void training(void **state)
 	says_why(ctx);
 	assert_int_equal(tc_model_param(NULL, "W", 1, n4, NULL), -1);
 	assert_int_equal(tc_model_input(NULL, "X", 1, n4), -1);
+	assert_int_equal(tc_model_ensemble(NULL, 2), -1);
 	assert_int_equal(tc_model_build(NULL, &o, NULL, 1), -1);
 	assert_int_equal(tc_model_step(NULL, NULL), -1);
 	assert_int_equal(tc_model_eval(NULL, NULL), -1);

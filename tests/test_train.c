@@ -172,8 +172,9 @@ static const int64_t shape_w1[2] = {H, I}, shape_b1[1] = {H}, shape_w2[2] = {K, 
 		     shape_b2[1] = {K}, shape_x[2] = {B, I}, shape_y[1] = {B};
 
 /* A built model of the element type (f64: float64, else float32) with
- * optimiser o; its parameters random from seed (Kaiming and uniform). */
-static void model_make(fixture *fx, int f64, const tc_optimizer *o, uint64_t seed)
+ * optimiser o; its parameters random from seed (Kaiming and uniform); with
+ * ens > 0 an ensemble of ens models. */
+static void model_make_ens(fixture *fx, int f64, const tc_optimizer *o, uint64_t seed, int ens)
 {
 	tc_init wi = {TC_INIT_KAIMING_UNIFORM, 0, 0, 0, 0};
 	tc_init bi = {TC_INIT_UNIFORM, -0.5, 0.5, 0, 0};
@@ -188,8 +189,15 @@ static void model_make(fixture *fx, int f64, const tc_optimizer *o, uint64_t see
 	assert_int_equal(tc_model_param(fx->md, "B2", 1, shape_b2, &bi), 0);
 	assert_int_equal(tc_model_input(fx->md, "X", 2, shape_x), 0);
 	assert_int_equal(tc_model_input(fx->md, "Y", 1, shape_y), 0);
+	if (ens)
+		assert_int_equal(tc_model_ensemble(fx->md, ens), 0);
 	if (tc_model_build(fx->md, o, NULL, seed) < 0)
 		fail_msg("build: %s", tc_context_error(fx->ctx));
+}
+
+static void model_make(fixture *fx, int f64, const tc_optimizer *o, uint64_t seed)
+{
+	model_make_ens(fx, f64, o, seed, 0);
 }
 
 static void model_done(fixture *fx)
@@ -235,8 +243,24 @@ static void fill_data(fixture *fx, uint64_t *s, double x[B][I], int64_t y[B])
 	}
 }
 
-/* r's parameters from the model's. */
-static void ref_from_model(ref *r, fixture *fx)
+/* The elements of T that are model e's in an ensemble (e < 0: all of T):
+ * their count, the first in *first. */
+static int64_t model_slice(const DLTensor *T, int e, int64_t *first)
+{
+	int64_t cnt = 1;
+	for (int d = 0; d < T->ndim; d++)
+		cnt *= T->shape[d];
+	*first = 0;
+	if (e >= 0) {
+		cnt /= T->shape[0];
+		*first = e * cnt;
+	}
+	return cnt;
+}
+
+/* r's parameters from the model's (model e's in an ensemble; e < 0: not
+ * an ensemble). */
+static void ref_from_model_e(ref *r, fixture *fx, int e)
 {
 	static const char *const names[4] = {"W1", "B1", "W2", "B2"};
 	double *p[NP];
@@ -245,18 +269,22 @@ static void ref_from_model(ref *r, fixture *fx)
 	ref_flat(r, 0, p);
 	for (int t = 0; t < 4; t++) {
 		DLTensor *T = tensor(fx, names[t]);
-		int64_t cnt = 1;
-		for (int d = 0; d < T->ndim; d++)
-			cnt *= T->shape[d];
-		for (int64_t e = 0; e < cnt; e++)
-			*p[n++] = get(T, e);
+		int64_t first, cnt = model_slice(T, e, &first);
+		for (int64_t j = 0; j < cnt; j++)
+			*p[n++] = get(T, first + j);
 	}
 	assert_int_equal(n, NP);
 }
 
-/* The largest |model - ref| over the parameters (grads: gradients),
- * relative to 1 + the largest |ref|. */
-static double param_diff(ref *r, fixture *fx, int grads)
+static void ref_from_model(ref *r, fixture *fx)
+{
+	ref_from_model_e(r, fx, -1);
+}
+
+/* The largest |model - ref| over the parameters (grads: gradients) of
+ * model e of an ensemble (e < 0: not an ensemble), relative to 1 + the
+ * largest |ref|. */
+static double param_diff_e(ref *r, fixture *fx, int grads, int e)
 {
 	static const char *const names[4] = {"W1", "B1", "W2", "B2"};
 	double *p[NP], worst = 0, big = 0;
@@ -265,17 +293,21 @@ static double param_diff(ref *r, fixture *fx, int grads)
 	ref_flat(r, grads, p);
 	for (int t = 0; t < 4; t++) {
 		DLTensor *T;
-		int64_t cnt = 1;
+		int64_t first, cnt;
 		snprintf(name, sizeof(name), "%s%s", grads ? "d_" : "", names[t]);
 		T = tensor(fx, name);
-		for (int d = 0; d < T->ndim; d++)
-			cnt *= T->shape[d];
-		for (int64_t e = 0; e < cnt; e++, n++) {
-			worst = fmax(worst, fabs(get(T, e) - *p[n]));
+		cnt = model_slice(T, e, &first);
+		for (int64_t j = 0; j < cnt; j++, n++) {
+			worst = fmax(worst, fabs(get(T, first + j) - *p[n]));
 			big = fmax(big, fabs(*p[n]));
 		}
 	}
 	return worst / (1 + big);
+}
+
+static double param_diff(ref *r, fixture *fx, int grads)
+{
+	return param_diff_e(r, fx, grads, -1);
 }
 
 /* ---- tests ---- */
@@ -387,6 +419,102 @@ static void test_adam_steps_match_reference(void **state)
 	o.beta1 = 0.8;
 	o.beta2 = 0.99;
 	check_steps(&o, 1);
+}
+
+/* An ensemble of E models (tc_model_ensemble) against E separate
+ * float64 references, each started from its model's slice of the
+ * parameters: every step each model's loss (the loss tensor's element e),
+ * the mean the step reports, each model's gradients, and each model's
+ * parameters after 6 steps; the shapes of the model's tensors; the
+ * forward at another batch size gives each model's logits. */
+static void check_ensemble(const tc_optimizer *o, int f64)
+{
+	enum { E = 3, N = 5 };
+	fixture fx;
+	ref r[E];
+	double x[B][I], tol = f64 ? 1e-12 : 2e-5, xin[N * I], z[E * N * K];
+	int64_t y[B], xs[2] = {N, I}, zs[3] = {E, N, K};
+	uint64_t s = tu_seed("ensemble", (uint64_t)o->kind * 2 + f64);
+	DLTensor *W1, *L;
+	DLTensor Xn = {xin, {kDLCPU, 0}, 2, {kDLFloat, 64, 1}, xs, NULL, 0};
+	DLTensor Zn = {z, {kDLCPU, 0}, 3, {kDLFloat, 64, 1}, zs, NULL, 0};
+	const DLTensor *fin[1] = {&Xn};
+	DLTensor *fout[1] = {&Zn};
+
+	model_make_ens(&fx, f64, o, 21 + (uint64_t)o->kind, E);
+	W1 = tensor(&fx, "W1");
+	L = tensor(&fx, "L");
+	assert_int_equal(W1->ndim, 3);
+	assert_true(W1->shape[0] == E && W1->shape[1] == H && W1->shape[2] == I);
+	assert_true(L->ndim == 1 && L->shape[0] == E);
+	assert_true(tensor(&fx, "d_B2")->ndim == 2 && tensor(&fx, "X")->ndim == 2);
+	for (int e = 0; e < E; e++)
+		ref_from_model_e(&r[e], &fx, e);
+	assert_true(r[0].w1[0][0] != r[1].w1[0][0]); /* the models differ */
+	{
+		char *d = tc_model_describe(fx.md);
+		assert_non_null(d);
+		assert_non_null(strstr(d, "# an ensemble of 3 models: 'mlp' batched over its parameters"));
+		assert_non_null(strstr(d, "d_W1 float"));
+		tc_string_free(d);
+	}
+	for (int t = 1; t <= 6; t++) {
+		double loss = NAN, want[E], mean = 0;
+		fill_data(&fx, &s, x, y);
+		for (int e = 0; e < E; e++)
+			mean += (want[e] = ref_loss(&r[e], x, y, 1)) / E;
+		if (tc_model_step(fx.md, &loss) < 0)
+			fail_msg("step %d: %s", t, tc_context_error(fx.ctx));
+		if (fabs(loss - mean) > tol * (1 + fabs(mean)))
+			fail_msg("ensemble step %d: mean loss %.15g, reference %.15g", t, loss, mean);
+		for (int e = 0; e < E; e++) {
+			if (fabs(get(L, e) - want[e]) > tol * (1 + fabs(want[e])))
+				fail_msg("ensemble step %d: model %d's loss %.15g, reference %.15g", t, e,
+					get(L, e), want[e]);
+			if (param_diff_e(&r[e], &fx, 1, e) > tol)
+				fail_msg("ensemble step %d: model %d's gradients differ by %g", t, e,
+					param_diff_e(&r[e], &fx, 1, e));
+			ref_update(&r[e], o, t);
+		}
+	}
+	for (int e = 0; e < E; e++)
+		if (param_diff_e(&r[e], &fx, 0, e) > tol)
+			fail_msg("ensemble %s: model %d's parameters differ by %g after 6 steps",
+				f64 ? "float64" : "float32", e, param_diff_e(&r[e], &fx, 0, e));
+	if (f64) { /* the forward alone, at batch N: E x N x K logits */
+		for (int j = 0; j < N * I; j++)
+			xin[j] = tu_rand_unit(&s) * 2 - 1;
+		for (int j = 0; j < E * N * K; j++)
+			z[j] = NAN;
+		if (tc_model_forward(fx.md, fin, 1, fout, 1) < 0)
+			fail_msg("forward: %s", tc_context_error(fx.ctx));
+		for (int e = 0; e < E; e++)
+			for (int b = 0; b < N; b++)
+				for (int k = 0; k < K; k++) {
+					double want = r[e].b2[k];
+					for (int h = 0; h < H; h++) {
+						double a = r[e].b1[h];
+						for (int i = 0; i < I; i++)
+							a += xin[b * I + i] * r[e].w1[h][i];
+						want += fmax(a, 0) * r[e].w2[k][h];
+					}
+					assert_true(fabs(z[(e * N + b) * K + k] - want) <=
+						1e-12 * (1 + fabs(want)));
+				}
+	}
+	model_done(&fx);
+}
+
+static void test_ensemble_matches_separate_models(void **state)
+{
+	tc_optimizer o;
+	(void)state;
+	tc_optimizer_init(&o, TC_OPT_SGD, 0.3);
+	check_ensemble(&o, 1);
+	tc_optimizer_init(&o, TC_OPT_ADAM, 0.01);
+	o.weight_decay = 0.1;
+	check_ensemble(&o, 1);
+	check_ensemble(&o, 0);
 }
 
 /* Counts the library's allocations (every one goes through the hook). */
@@ -650,6 +778,7 @@ static void test_misuse_is_refused_with_a_message(void **state)
 
 	md = tc_model_new(m, "mlp", "xent");
 	assert_int_equal(tc_model_param(md, "W1", 1, n4, NULL), 0);
+	expect_error(ctx, tc_model_ensemble(md, 0) < 0, "0 models (at least 1)");
 	expect_error(ctx, tc_model_build(md, NULL, NULL, 1) < 0, "optimiser is NULL");
 	{
 		tc_optimizer weird = o;
@@ -682,6 +811,7 @@ static void test_misuse_is_refused_with_a_message(void **state)
 		model_make(&fx, 0, &o, 1);
 		expect_error(fx.ctx, tc_model_param(fx.md, "W1", 2, s2, NULL) < 0, "built already");
 		expect_error(fx.ctx, tc_model_build(fx.md, &o, NULL, 1) < 0, "built already");
+		expect_error(fx.ctx, tc_model_ensemble(fx.md, 2) < 0, "built already");
 		expect_error(fx.ctx, !tc_model_tensor(fx.md, "nope"), "no tensor 'nope'");
 		expect_error(fx.ctx, !tc_model_tensor(fx.md, NULL), "name is NULL");
 		model_done(&fx);
@@ -833,6 +963,7 @@ int main(void)
 		cmocka_unit_test(test_sgd_steps_match_reference),
 		cmocka_unit_test(test_momentum_steps_match_reference),
 		cmocka_unit_test(test_adam_steps_match_reference),
+		cmocka_unit_test(test_ensemble_matches_separate_models),
 		cmocka_unit_test(test_steady_state_allocates_nothing),
 		cmocka_unit_test(test_forward_at_another_batch_size),
 		cmocka_unit_test(test_initialisers),
