@@ -2,7 +2,7 @@
 """Training the seeds' MLP: tcomp's training runtime against PyTorch, in one run.
 
     python3 bench/train.py [--epochs 5] [--threads 1,2] [--rounds 2]
-        [--modes eager,compile] [--tcomp build] [--json OUT]
+        [--modes eager,compile] [--ensemble K] [--tcomp build] [--json OUT]
 
 The same setting on both sides (bench/train_torch.py says it in full): the
 784-128-10 MLP with ReLU, softmax cross-entropy, SGD lr 0.1, batches of 128
@@ -15,6 +15,12 @@ model) from bench/.venv.  Rounds alternate the contenders (tcomp, then each
 PyTorch mode, per thread count) so that load on the machine falls on all;
 per contender the best and the median epoch time over epochs 2..N of every
 round, and the test accuracy after the last epoch (of the first round).
+
+--ensemble K trains K such models at once: tcomp's as one ensemble
+(train_mlp --ensemble K: tc_model_ensemble), PyTorch's as K sequential
+models (mode eager) and as torch.func's vmap over their stacked parameters
+(mode vmap; modes default to eager,vmap then); the loss and the test
+accuracy are the means over the K models.
 """
 
 import argparse
@@ -34,10 +40,11 @@ import compare  # noqa: E402  (the machine's description and environments)
 EPOCH = re.compile(r"epoch (\d+): loss ([0-9.]+), test accuracy ([0-9.]+)%, ([0-9.]+) s")
 
 
-def run_tcomp(build, threads, epochs):
+def run_tcomp(build, threads, epochs, ensemble):
     """Epoch times, losses and accuracies of one train_mlp run."""
     p = subprocess.run([os.path.join(build, "train_mlp"), "--epochs", str(epochs),
-                        "--threads", str(threads)], env=compare.env_for(threads),
+                        "--threads", str(threads), "--ensemble", str(ensemble)],
+                       env=compare.env_for(threads),
                        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     rows = [m.groups() for m in EPOCH.finditer(p.stdout)]
     if p.returncode or len(rows) != epochs:
@@ -46,12 +53,13 @@ def run_tcomp(build, threads, epochs):
             "test_acc": float(rows[-1][2]) / 100}
 
 
-def run_torch(mode, threads, epochs):
+def run_torch(mode, threads, epochs, ensemble):
     """The same from bench/train_torch.py (a fresh process per run)."""
     py = os.path.join(HERE, ".venv", "bin", "python")
     out = os.path.join("/tmp", f"tcomp-train-{os.getpid()}.json")
     p = subprocess.run([py, os.path.join(HERE, "train_torch.py"), "--epochs", str(epochs),
-                        "--threads", str(threads), "--modes", mode, "--json", out],
+                        "--threads", str(threads), "--modes", mode, "--json", out,
+                        "--ensemble", str(ensemble)],
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     if p.returncode:
         raise SystemExit(f"train.py: train_torch.py {mode} at {threads} threads failed")
@@ -66,21 +74,25 @@ def main():
     ap.add_argument("--epochs", type=int, default=5)
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("--rounds", type=int, default=2)
-    ap.add_argument("--modes", default="eager,compile")
+    ap.add_argument("--modes", help="PyTorch's modes (default eager,compile; with --ensemble "
+                    "eager,vmap)")
+    ap.add_argument("--ensemble", type=int, default=0, metavar="K",
+                    help="train K models at once (default 0: one model)")
     ap.add_argument("--tcomp", default=os.path.join(ROOT, "build"),
                     help="the build directory holding train_mlp (default build)")
     ap.add_argument("--json", metavar="OUT")
     a = ap.parse_args()
     threads = [int(t) for t in a.threads.split(",")]
-    modes = [m for m in a.modes.split(",") if m]
+    modes = [m for m in (a.modes or ("eager,vmap" if a.ensemble else "eager,compile")).split(",")
+             if m]
     started = datetime.datetime.now(datetime.timezone.utc)
     runs = {}
     for rnd in range(a.rounds):
         for t in threads:
             for who in ["tcomp"] + [f"torch {m}" for m in modes]:
                 print(f"round {rnd + 1}/{a.rounds}: {who}, {t} thread(s)", file=sys.stderr)
-                r = (run_tcomp(a.tcomp, t, a.epochs) if who == "tcomp"
-                     else run_torch(who.split()[1], t, a.epochs))
+                r = (run_tcomp(a.tcomp, t, a.epochs, a.ensemble) if who == "tcomp"
+                     else run_torch(who.split()[1], t, a.epochs, a.ensemble))
                 runs.setdefault((who, t), []).append(r)
     rows = []
     for (who, t), rs in runs.items():
@@ -88,8 +100,10 @@ def main():
         rows.append({"who": who, "threads": t, "best_s": min(later),
                      "median_s": statistics.median(later), "test_acc": rs[0]["test_acc"],
                      "loss_last": rs[0]["loss"][-1], "epochs": [r["epoch_s"] for r in rs]})
+    what = f"; an ensemble of {a.ensemble} models" if a.ensemble else ""
     print(f"{compare.machine()}\n{started:%Y-%m-%d %H:%M} UTC; {a.rounds} rounds of "
-          f"{a.epochs} epochs (468 steps each), best and median over epochs 2..{a.epochs}\n")
+          f"{a.epochs} epochs (468 steps each){what}, best and median over epochs "
+          f"2..{a.epochs}\n")
     print(f"{'contender':>15} {'threads':>7} {'best s':>8} {'median s':>9} {'vs tcomp':>9} "
           f"{'test acc':>9}")
     for r in rows:
@@ -99,6 +113,7 @@ def main():
     if a.json:
         with open(a.json, "w") as f:
             json.dump({"date": f"{started:%Y-%m-%d %H:%M} UTC", "machine": compare.machine(),
+                       "ensemble": a.ensemble,
                        "command": " ".join(sys.argv), "rows": rows}, f, indent=1)
     return 0
 

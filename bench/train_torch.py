@@ -2,7 +2,7 @@
 """PyTorch's side of the training benchmark: an MLP on Fashion-MNIST.
 
     bench/.venv/bin/python bench/train_torch.py [--epochs 5] [--threads 1,2]
-        [--modes eager,compile] [--seed 42] [--json OUT]
+        [--modes eager,compile] [--seed 42] [--ensemble K] [--json OUT]
     bench/.venv/bin/python bench/train_torch.py --check-order [--seed 42]
 
 The setting tcomp's training runtime is compared with: Fashion-MNIST from
@@ -27,7 +27,20 @@ after each epoch (the eager model on the 10000 test images).  The modes:
            (with a fresh, empty inductor cache, so the compile is cold); its
            time is reported as "first step".
 
-Epoch 1 is a warm-up in both modes (the compile, the first touch of the
+With --ensemble K, K such models (initialised one after the other from the
+seed) train on the same batches, each its own SGD; the loss is the mean of
+theirs, the test accuracy the mean of theirs.  The modes then:
+
+  eager    the K models one after the other, each step (forward, loss,
+           backward, optimizer step) as above: K sequential models
+  vmap     torch.func: the K models' parameters stacked
+           (stack_module_state), one step computes every model's
+           gradients with vmap(grad(loss of functional_call)) over the
+           stacked parameters (the batch shared: in_dims None) and updates
+           them in place, p -= lr * g (the ensembling recipe of the
+           torch.func documentation)
+
+Epoch 1 is a warm-up in every mode (the compile, the first touch of the
 allocator's pages): "best" and "median" are over epochs 2..N (epoch 1 when
 there is only one).  The loss of an epoch is the mean of its steps' losses.
 
@@ -109,7 +122,58 @@ def load(torch, split):
     return images.reshape(len(images), -1).float().div(255), labels.long()
 
 
-def train(mode, threads, epochs, seed):
+def make_step_ensemble(torch, F, mode, k, seed, x_train, y_train):
+    """The step of an ensemble of k models (mode eager: k sequential models,
+    vmap: torch.func over the stacked parameters) and the test accuracy:
+    step(idx) -> the mean loss, accuracy(x, y) -> the mean of the models'."""
+    torch.manual_seed(seed)
+    models = [torch.nn.Sequential(torch.nn.Linear(x_train.shape[1], HIDDEN), torch.nn.ReLU(),
+                                  torch.nn.Linear(HIDDEN, 10)) for _ in range(k)]
+    if mode == "eager":
+        opts = [torch.optim.SGD(m.parameters(), lr=LR) for m in models]
+
+        def step(idx):
+            x, y = x_train.index_select(0, idx), y_train.index_select(0, idx)
+            losses = []
+            for m, opt in zip(models, opts):
+                opt.zero_grad()
+                loss = F.cross_entropy(m(x), y)
+                loss.backward()
+                opt.step()
+                losses.append(loss.detach())
+            return torch.stack(losses).mean()
+
+        def accuracy(x, y):
+            with torch.no_grad():
+                return sum((m(x).argmax(1) == y).sum().item() for m in models) / (k * len(y))
+        return step, accuracy
+    import copy
+    from torch.func import functional_call, grad, stack_module_state, vmap
+    params, buffers = stack_module_state(models)
+    base = copy.deepcopy(models[0]).to("meta")
+
+    def loss_fn(p, b, x, y):
+        loss = F.cross_entropy(functional_call(base, (p, b), (x,)), y)
+        return loss, loss.detach()
+
+    grads_of = vmap(grad(loss_fn, has_aux=True), in_dims=(0, 0, None, None))
+    logits_of = vmap(lambda p, b, x: functional_call(base, (p, b), (x,)), in_dims=(0, 0, None))
+
+    def step(idx):
+        x, y = x_train.index_select(0, idx), y_train.index_select(0, idx)
+        grads, losses = grads_of(params, buffers, x, y)
+        with torch.no_grad():
+            for name, g in grads.items():
+                params[name].sub_(LR * g)
+        return losses.mean()
+
+    def accuracy(x, y):
+        with torch.no_grad():
+            return (logits_of(params, buffers, x).argmax(2) == y).sum().item() / (k * len(y))
+    return step, accuracy
+
+
+def train(mode, threads, epochs, seed, ensemble=0):
     """Train once in this process; the measurements as a dict."""
     import warnings
     warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
@@ -124,19 +188,26 @@ def train(mode, threads, epochs, seed):
     orders = torch.tensor(epoch_orders(len(x_train), seed, epochs))
     batches = [order[:steps * BATCH].split(BATCH) for order in orders]
 
-    torch.manual_seed(seed)
-    model = torch.nn.Sequential(torch.nn.Linear(x_train.shape[1], HIDDEN), torch.nn.ReLU(),
-                                torch.nn.Linear(HIDDEN, 10))
-    opt = torch.optim.SGD(model.parameters(), lr=LR)
-    net = torch.compile(model) if mode == "compile" else model
+    if ensemble:
+        step, accuracy = make_step_ensemble(torch, F, mode, ensemble, seed, x_train, y_train)
+    else:
+        torch.manual_seed(seed)
+        model = torch.nn.Sequential(torch.nn.Linear(x_train.shape[1], HIDDEN), torch.nn.ReLU(),
+                                    torch.nn.Linear(HIDDEN, 10))
+        opt = torch.optim.SGD(model.parameters(), lr=LR)
+        net = torch.compile(model) if mode == "compile" else model
 
-    def step(idx):
-        x, y = x_train.index_select(0, idx), y_train.index_select(0, idx)
-        opt.zero_grad()
-        loss = F.cross_entropy(net(x), y)
-        loss.backward()
-        opt.step()
-        return loss.detach()
+        def step(idx):
+            x, y = x_train.index_select(0, idx), y_train.index_select(0, idx)
+            opt.zero_grad()
+            loss = F.cross_entropy(net(x), y)
+            loss.backward()
+            opt.step()
+            return loss.detach()
+
+        def accuracy(x, y):
+            with torch.no_grad():
+                return (model(x).argmax(1) == y).sum().item() / len(y)
 
     epoch_s, loss, acc, others, first_step_s = [], [], [], [], None
     for e in range(epochs):
@@ -150,12 +221,12 @@ def train(mode, threads, epochs, seed):
         epoch_s.append(time.perf_counter() - t0)
         others.append(compare.others_cores(cpu0, compare.cpu_sample()))
         loss.append(torch.stack(losses).double().mean().item())
-        with torch.no_grad():
-            acc.append((model(x_test).argmax(1) == y_test).sum().item() / len(y_test))
+        acc.append(accuracy(x_test, y_test))
         log(f"{mode} threads={threads} epoch {e + 1}/{epochs}: {epoch_s[-1]:.3f} s, "
             f"loss {loss[-1]:.4f}, test accuracy {acc[-1]:.4f}, others {others[-1]:.2f} cores")
     steady = epoch_s[1:] or epoch_s
-    return {"mode": mode, "threads": threads, "torch_threads": torch.get_num_threads(),
+    return {"mode": mode, "threads": threads, "ensemble": ensemble,
+            "torch_threads": torch.get_num_threads(),
             "compiled": "model (forward and backward)" if mode == "compile" else None,
             "steps_per_epoch": steps, "epoch_s": epoch_s, "first_step_s": first_step_s,
             "best_epoch_s": min(steady), "median_epoch_s": statistics.median(steady),
@@ -171,7 +242,7 @@ def run_worker(mode, threads, a):
         env["TORCHINDUCTOR_CACHE_DIR"] = cache
         p = subprocess.run([sys.executable, os.path.abspath(__file__), "--worker", mode,
                             "--threads", str(threads), "--epochs", str(a.epochs),
-                            "--seed", str(a.seed)],
+                            "--seed", str(a.seed), "--ensemble", str(a.ensemble)],
                            env=env, stdout=subprocess.PIPE, text=True)
     res = compare.json_line(p.stdout)
     if p.returncode != 0 or res is None:
@@ -203,10 +274,13 @@ def main():
                     help="eager, compile or both (default eager,compile)")
     ap.add_argument("--seed", type=int, default=42,
                     help="shuffle and initialisation seed (default 42; 0: no shuffle)")
+    ap.add_argument("--ensemble", type=int, default=0, metavar="K",
+                    help="train K models at once (modes eager: K sequential models, vmap: "
+                         "torch.func over their stacked parameters)")
     ap.add_argument("--json", metavar="OUT", help="write every measurement to OUT")
     ap.add_argument("--check-order", action="store_true",
                     help="print the first 10 row indices of epochs 1 and 2 and stop")
-    ap.add_argument("--worker", choices=("eager", "compile"), help=argparse.SUPPRESS)
+    ap.add_argument("--worker", choices=("eager", "compile", "vmap"), help=argparse.SUPPRESS)
     a = ap.parse_args()
     if not 0 <= a.seed <= MASK64:
         raise SystemExit("train_torch.py: --seed: expected an integer in [0, 2^64)")
@@ -222,7 +296,7 @@ def main():
         # there (by torch, by the compilers inductor runs) goes to stderr.
         out = os.fdopen(os.dup(1), "w")
         os.dup2(2, 1)
-        out.write(json.dumps(train(a.worker, int(a.threads), a.epochs, a.seed)) + "\n")
+        out.write(json.dumps(train(a.worker, int(a.threads), a.epochs, a.seed, a.ensemble)) + "\n")
         out.close()
         return 0
 
@@ -232,8 +306,12 @@ def main():
     except (ValueError, AssertionError):
         raise SystemExit(f"train_torch.py: --threads {a.threads}: expected numbers like 1,2")
     modes = [m for m in a.modes.split(",") if m]
-    if not modes or any(m not in ("eager", "compile") for m in modes):
-        raise SystemExit(f"train_torch.py: --modes {a.modes}: expected eager, compile or both")
+    allowed = ("eager", "vmap") if a.ensemble else ("eager", "compile")
+    if a.ensemble < 0:
+        raise SystemExit("train_torch.py: --ensemble: expected at least 0")
+    if not modes or any(m not in allowed for m in modes):
+        raise SystemExit(f"train_torch.py: --modes {a.modes}: expected {' or '.join(allowed)}"
+                         f"{' with --ensemble' if a.ensemble else ''}, or both")
 
     started = datetime.datetime.now(datetime.timezone.utc)
     load_before = open("/proc/loadavg").read().split()[:3]
@@ -248,6 +326,7 @@ def main():
         "env": {k: v for k, v in compare.env_for(1).items()
                 if k in ("GLIBC_TUNABLES", "OPENBLAS_CORETYPE")},
         "setting": {"epochs": a.epochs, "seed": a.seed, "batch": BATCH, "lr": LR,
+                    "ensemble": a.ensemble,
                     "model": f"784-{HIDDEN}-10 MLP, ReLU", "data": DATA},
     }
     t = meta["torch"]
