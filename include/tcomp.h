@@ -877,7 +877,9 @@ void tc_model_free(tc_model *md);
  * Returns 1 with a batch, 0 at the end of an epoch (nothing copied; the
  * next call starts the next epoch), -1 with a message (a NULL or
  * mismatched out, a conversion other than those; the batch is not
- * consumed, though out may be partly written).  It allocates nothing.
+ * consumed, though out may be partly written).  It allocates nothing;
+ * a batch of 64 KiB or more per out tensor is copied by the context's
+ * threads (tc_context_set_threads), each a share of the rows.
  * tc_batches_epoch: the number of epochs begun (1 from the first batch);
  * tc_batches_per_epoch: batches per epoch.  NULL b: -1.
  * tc_batches_free(NULL): nothing.  A tc_batches is for one thread at a
