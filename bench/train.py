@@ -2,12 +2,13 @@
 """Training the seeds' MLP: tcomp's training runtime against PyTorch, in one run.
 
     python3 bench/train.py [--epochs 5] [--threads 1,2] [--rounds 2]
-        [--modes eager,compile] [--ensemble K] [--tcomp build] [--json OUT]
+        [--modes eager,compile] [--ensemble K] [--drop-last] [--tcomp build] [--json OUT]
 
 The same setting on both sides (bench/train_torch.py says it in full): the
 784-128-10 MLP with ReLU, softmax cross-entropy, SGD lr 0.1, batches of 128
-in the order tc_batches draws from seed 42 (the partial last batch dropped:
-468 steps an epoch), Fashion-MNIST from Debian's dataset-fashion-mnist.
+in the order tc_batches draws from seed 42 (the last batch of an epoch
+partial, 96 rows: 469 steps; --drop-last skips it on both sides: 468),
+Fashion-MNIST from Debian's dataset-fashion-mnist.
 tcomp's side is build/train_mlp (examples/train_mlp.c: its epoch time is the
 steps and the batch copies, as PyTorch's is its steps and the batch
 gathers); PyTorch's is bench/train_torch.py (eager, and torch.compile of the
@@ -40,10 +41,11 @@ import compare  # noqa: E402  (the machine's description and environments)
 EPOCH = re.compile(r"epoch (\d+): loss ([0-9.]+), test accuracy ([0-9.]+)%, ([0-9.]+) s")
 
 
-def run_tcomp(build, threads, epochs, ensemble):
+def run_tcomp(build, threads, epochs, ensemble, drop_last):
     """Epoch times, losses and accuracies of one train_mlp run."""
     p = subprocess.run([os.path.join(build, "train_mlp"), "--epochs", str(epochs),
-                        "--threads", str(threads), "--ensemble", str(ensemble)],
+                        "--threads", str(threads), "--ensemble", str(ensemble)]
+                       + (["--drop-last"] if drop_last else []),
                        env=compare.env_for(threads),
                        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     rows = [m.groups() for m in EPOCH.finditer(p.stdout)]
@@ -53,13 +55,13 @@ def run_tcomp(build, threads, epochs, ensemble):
             "test_acc": float(rows[-1][2]) / 100}
 
 
-def run_torch(mode, threads, epochs, ensemble):
+def run_torch(mode, threads, epochs, ensemble, drop_last):
     """The same from bench/train_torch.py (a fresh process per run)."""
     py = os.path.join(HERE, ".venv", "bin", "python")
     out = os.path.join("/tmp", f"tcomp-train-{os.getpid()}.json")
     p = subprocess.run([py, os.path.join(HERE, "train_torch.py"), "--epochs", str(epochs),
                         "--threads", str(threads), "--modes", mode, "--json", out,
-                        "--ensemble", str(ensemble)],
+                        "--ensemble", str(ensemble)] + (["--drop-last"] if drop_last else []),
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     if p.returncode:
         raise SystemExit(f"train.py: train_torch.py {mode} at {threads} threads failed")
@@ -80,6 +82,8 @@ def main():
                     help="train K models at once (default 0: one model)")
     ap.add_argument("--tcomp", default=os.path.join(ROOT, "build"),
                     help="the build directory holding train_mlp (default build)")
+    ap.add_argument("--drop-last", action="store_true",
+                    help="skip the partial last batch of each epoch on both sides (468 steps)")
     ap.add_argument("--json", metavar="OUT")
     a = ap.parse_args()
     threads = [int(t) for t in a.threads.split(",")]
@@ -91,8 +95,8 @@ def main():
         for t in threads:
             for who in ["tcomp"] + [f"torch {m}" for m in modes]:
                 print(f"round {rnd + 1}/{a.rounds}: {who}, {t} thread(s)", file=sys.stderr)
-                r = (run_tcomp(a.tcomp, t, a.epochs, a.ensemble) if who == "tcomp"
-                     else run_torch(who.split()[1], t, a.epochs, a.ensemble))
+                r = (run_tcomp(a.tcomp, t, a.epochs, a.ensemble, a.drop_last) if who == "tcomp"
+                     else run_torch(who.split()[1], t, a.epochs, a.ensemble, a.drop_last))
                 runs.setdefault((who, t), []).append(r)
     rows = []
     for (who, t), rs in runs.items():
@@ -102,7 +106,8 @@ def main():
                      "loss_last": rs[0]["loss"][-1], "epochs": [r["epoch_s"] for r in rs]})
     what = f"; an ensemble of {a.ensemble} models" if a.ensemble else ""
     print(f"{compare.machine()}\n{started:%Y-%m-%d %H:%M} UTC; {a.rounds} rounds of "
-          f"{a.epochs} epochs (468 steps each){what}, best and median over epochs "
+          f"{a.epochs} epochs ({468 if a.drop_last else 469} steps each){what}, best and "
+          f"median over epochs "
           f"2..{a.epochs}\n")
     print(f"{'contender':>15} {'threads':>7} {'best s':>8} {'median s':>9} {'vs tcomp':>9} "
           f"{'test acc':>9}")

@@ -2,7 +2,7 @@
 """PyTorch's side of the training benchmark: an MLP on Fashion-MNIST.
 
     bench/.venv/bin/python bench/train_torch.py [--epochs 5] [--threads 1,2]
-        [--modes eager,compile] [--seed 42] [--ensemble K] [--json OUT]
+        [--modes eager,compile] [--seed 42] [--ensemble K] [--drop-last] [--json OUT]
     bench/.venv/bin/python bench/train_torch.py --check-order [--seed 42]
 
 The setting tcomp's training runtime is compared with: Fashion-MNIST from
@@ -10,8 +10,9 @@ Debian's dataset-fashion-mnist (/usr/share/datasets/fashion-mnist), images
 scaled to [0, 1] by /255 and flattened to 784; Linear(784, 128), ReLU,
 Linear(128, 10) with PyTorch's default initialisation after
 torch.manual_seed(seed); softmax cross-entropy, the mean over the batch;
-plain SGD, lr 0.1; batches of 128 rows, the last partial batch of an epoch
-dropped (468 steps).  The rows come in tcomp's order (epoch_orders below), so
+plain SGD, lr 0.1; batches of 128 rows, the last one of an epoch partial
+(96 rows: 469 steps, as DataLoader gives by default; --drop-last skips it:
+468 steps, as tcomp's train_mlp --drop-last).  The rows come in tcomp's order (epoch_orders below), so
 both sides train on the same batches.
 
 Timed, per epoch, with time.perf_counter: the training loop alone, that is
@@ -173,7 +174,7 @@ def make_step_ensemble(torch, F, mode, k, seed, x_train, y_train):
     return step, accuracy
 
 
-def train(mode, threads, epochs, seed, ensemble=0):
+def train(mode, threads, epochs, seed, ensemble=0, drop_last=False):
     """Train once in this process; the measurements as a dict."""
     import warnings
     warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
@@ -184,7 +185,7 @@ def train(mode, threads, epochs, seed, ensemble=0):
     torch.set_num_threads(threads)
     x_train, y_train = load(torch, "train")
     x_test, y_test = load(torch, "t10k")
-    steps = len(x_train) // BATCH
+    steps = len(x_train) // BATCH if drop_last else -(-len(x_train) // BATCH)
     orders = torch.tensor(epoch_orders(len(x_train), seed, epochs))
     batches = [order[:steps * BATCH].split(BATCH) for order in orders]
 
@@ -242,7 +243,8 @@ def run_worker(mode, threads, a):
         env["TORCHINDUCTOR_CACHE_DIR"] = cache
         p = subprocess.run([sys.executable, os.path.abspath(__file__), "--worker", mode,
                             "--threads", str(threads), "--epochs", str(a.epochs),
-                            "--seed", str(a.seed), "--ensemble", str(a.ensemble)],
+                            "--seed", str(a.seed), "--ensemble", str(a.ensemble)]
+                           + (["--drop-last"] if a.drop_last else []),
                            env=env, stdout=subprocess.PIPE, text=True)
     res = compare.json_line(p.stdout)
     if p.returncode != 0 or res is None:
@@ -277,6 +279,8 @@ def main():
     ap.add_argument("--ensemble", type=int, default=0, metavar="K",
                     help="train K models at once (modes eager: K sequential models, vmap: "
                          "torch.func over their stacked parameters)")
+    ap.add_argument("--drop-last", action="store_true",
+                    help="skip the partial last batch of an epoch (468 steps, not 469)")
     ap.add_argument("--json", metavar="OUT", help="write every measurement to OUT")
     ap.add_argument("--check-order", action="store_true",
                     help="print the first 10 row indices of epochs 1 and 2 and stop")
@@ -296,7 +300,8 @@ def main():
         # there (by torch, by the compilers inductor runs) goes to stderr.
         out = os.fdopen(os.dup(1), "w")
         os.dup2(2, 1)
-        out.write(json.dumps(train(a.worker, int(a.threads), a.epochs, a.seed, a.ensemble)) + "\n")
+        out.write(json.dumps(train(a.worker, int(a.threads), a.epochs, a.seed, a.ensemble,
+                                   a.drop_last)) + "\n")
         out.close()
         return 0
 
@@ -326,7 +331,7 @@ def main():
         "env": {k: v for k, v in compare.env_for(1).items()
                 if k in ("GLIBC_TUNABLES", "OPENBLAS_CORETYPE")},
         "setting": {"epochs": a.epochs, "seed": a.seed, "batch": BATCH, "lr": LR,
-                    "ensemble": a.ensemble,
+                    "ensemble": a.ensemble, "drop_last": a.drop_last,
                     "model": f"784-{HIDDEN}-10 MLP, ReLU", "data": DATA},
     }
     t = meta["torch"]

@@ -789,6 +789,21 @@ DLTensor *tc_model_tensor(tc_model *md, const char *name);
  * gradients, update.  *loss (may be NULL) gets the loss before the update.
  * 0 ok, -1 with a message (not built; a kernel's run-time error). */
 int tc_model_step(tc_model *md, double *loss);
+/* tc_model_step on the first rows rows of the data inputs (a partial
+ * batch: the last of an epoch, tc_batches_set_partial and tc_batches_rows),
+ * 1 <= rows <= the batch, the data inputs' common first extent; rows = the
+ * batch is tc_model_step.  The kernels for that row count are compiled on
+ * its first use (with sizes=auto: parametric code, docs/performance.md)
+ * over views of the model's buffers (the first rows of each data input,
+ * the first elements of the others) and kept, so later steps of that row
+ * count allocate nothing.  The loss def's mean (its division by the batch
+ * size) is then over rows.  0 ok, -1 with a message (not built, rows out
+ * of range, data inputs whose first extents differ). */
+int tc_model_step_rows(tc_model *md, int64_t rows, double *loss);
+/* Compile the kernels tc_model_step_rows needs for rows rows now (at
+ * build time, say, for an epoch's partial last batch), without a step.  0
+ * ok, -1 with a message (as tc_model_step_rows). */
+int tc_model_prepare_rows(tc_model *md, int64_t rows);
 /* The forward def and the loss on the current inputs and parameters,
  * nothing updated (evaluation): the forward's outputs and *loss (may be
  * NULL).  0 ok, -1 with a message. */
@@ -858,7 +873,8 @@ void tc_model_free(tc_model *md);
  * x ^= x >> 12; x ^= x << 25; x ^= x >> 27; return x * 0x2545F4914F6CDD1D
  * (mod 2^64).  Batch k of the epoch is rows p[k*batch .. (k+1)*batch).
  * The last rows of an epoch that do not fill a batch are skipped (that
- * epoch's order then puts other rows last).  The tensors are borrowed:
+ * epoch's order then puts other rows last) unless tc_batches_set_partial
+ * keeps them: then they are the epoch's last batch, a partial one.  The tensors are borrowed:
  * they must outlive the tc_batches and stay compact host tensors.  NULL
  * with a message in ctx: n_data < 1, a NULL data array or element, a
  * tensor that is not a compact host tensor of rank 1 or more, extents
@@ -881,7 +897,13 @@ void tc_model_free(tc_model *md);
  * a batch of 64 KiB or more per out tensor is copied by the context's
  * threads (tc_context_set_threads), each a share of the rows.
  * tc_batches_epoch: the number of epochs begun (1 from the first batch);
- * tc_batches_per_epoch: batches per epoch.  NULL b: -1.
+ * tc_batches_per_epoch: batches per epoch (with the partial one, if kept);
+ * tc_batches_rows: the rows of the batch the last tc_batches_next served
+ * (batch, or fewer for a partial batch, which fills the first rows of
+ * each out tensor and leaves the others as they were; 0 before the first).
+ * tc_batches_set_partial(b, keep): whether the partial batch is served
+ * (keep != 0; default: skipped, as drop_last does), between epochs only.
+ * NULL b: -1.
  * tc_batches_free(NULL): nothing.  A tc_batches is for one thread at a
  * time. */
 DLManagedTensor *tc_idx_read(tc_context *ctx, const char *path);
@@ -890,6 +912,8 @@ tc_batches *tc_batches_new(tc_context *ctx, const DLTensor *const *data, int n_d
 	int64_t batch, uint64_t seed);
 int tc_batches_next(tc_batches *b, DLTensor *const *out, int n_out, const double *scale);
 int64_t tc_batches_per_epoch(const tc_batches *b);
+int tc_batches_set_partial(tc_batches *b, int keep);
+int64_t tc_batches_rows(const tc_batches *b);
 int64_t tc_batches_epoch(const tc_batches *b);
 void tc_batches_free(tc_batches *b);
 

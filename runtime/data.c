@@ -467,6 +467,8 @@ struct tc_batches {
 	int n_data;
 	batch_src *src;            /* n_data entries, in this block */
 	int64_t rows, batch, per_epoch;
+	int partial;               /* whether the last, partial batch is served */
+	int64_t served;            /* rows of the last batch served */
 	int64_t *perm;             /* rows entries, in this block */
 	uint64_t state;
 	int64_t epoch;             /* epochs begun */
@@ -838,6 +840,7 @@ int tc_batches_next(__tc_keep tc_batches *b, __tc_keep DLTensor *const *out, int
 	const double *scale)
 {
 	int i, threads;
+	int64_t rows;
 
 	if (!b)
 		return -1;
@@ -854,6 +857,7 @@ int tc_batches_next(__tc_keep tc_batches *b, __tc_keep DLTensor *const *out, int
 		b->in_epoch = 0;
 		return 0;
 	}
+	rows = b->rows - b->next * b->batch < b->batch ? b->rows - b->next * b->batch : b->batch;
 	threads = tc_context_threads(b->ctx);
 	for (i = 0; i < n_out; i++) {
 		const batch_src *s = &b->src[i];
@@ -862,21 +866,42 @@ int tc_batches_next(__tc_keep tc_batches *b, __tc_keep DLTensor *const *out, int
 			(char *)out[i]->data + out[i]->byte_offset, dt,
 			s->row_elems * (size_t)tc_dtype_size(s->dtype),
 			s->row_elems * (size_t)tc_dtype_size(dt), b->perm + b->next * b->batch,
-			b->batch, scale ? scale[i] : 1.0};
+			rows, scale ? scale[i] : 1.0};
 		void *arg[1] = {&cp};
 		if (!s->row_elems)
 			continue;
 		if (s->kind == COPY_INT) {
 			if (copy_ints(b, &cp, i) < 0)
 				return -1;
-		} else if (threads != 1 && (size_t)b->batch * cp.outbytes >= PARALLEL_BYTES) {
+		} else if (threads != 1 && (size_t)rows * cp.outbytes >= PARALLEL_BYTES) {
 			tc_rt_pool_set_threads(threads);
-			tc_rt_parallel_for(copy_rows, arg, b->batch, 0, 1);
+			tc_rt_parallel_for(copy_rows, arg, rows, 0, 1);
 		} else
-			copy_rows(arg, 0, b->batch, 0, 1);
+			copy_rows(arg, 0, rows, 0, 1);
 	}
 	b->next++;
+	b->served = rows;
 	return 1;
+}
+
+int tc_batches_set_partial(__tc_keep tc_batches *b, int keep)
+{
+	if (!b)
+		return -1;
+	tc_rt_clear_error(b->ctx);
+	if (b->in_epoch) {
+		tc_rt_set_error(b->ctx, "tc_batches_set_partial: an epoch is under way (set it "
+					"before the first batch or at the end of an epoch)");
+		return -1;
+	}
+	b->partial = keep != 0;
+	b->per_epoch = b->rows / b->batch + (b->partial && b->rows % b->batch);
+	return 0;
+}
+
+int64_t tc_batches_rows(__tc_keep const tc_batches *b)
+{
+	return b ? b->served : -1;
 }
 
 int64_t tc_batches_per_epoch(__tc_keep const tc_batches *b)

@@ -70,6 +70,14 @@ typedef struct tcall {
 	DLTensor **in, **out;
 } tcall;
 
+/* The step on the first rows rows of the data inputs (a partial batch):
+ * the calls before the update, compiled for those shapes, over views of the
+ * model's buffers (tc_model_step_rows). */
+typedef struct tpart {
+	int64_t rows;
+	struct tcall *calls; /* CALL_OPT of them */
+} tpart;
+
 enum { NS_FWD, NS_LOSS };
 enum { CALL_FWD, CALL_LOSS, CALL_LOSS_GRAD, CALL_FWD_GRAD, CALL_OPT, NCALLS };
 enum { HP_LR, HP_DECAY, HP_MU, HP_B1, HP_B2, HP_EPS, HP_C1, HP_C2, NHP };
@@ -91,6 +99,8 @@ struct tc_model {
 	tc_vec names[2];             /* tname *, per name space */
 	tcall calls[NCALLS];
 	tcall eval[2]; /* the forward and the loss without saves */
+	tc_vec parts;  /* tpart *: the step's kernels for partial batches */
+	int64_t batch; /* the data inputs' first extent (0: they differ) */
 	tc_options *options;
 	tc_optimizer opt;
 	DLDataType pdtype;
@@ -101,6 +111,9 @@ struct tc_model {
 	int64_t t; /* steps taken */
 	int built;
 };
+
+static tc_module *call_module(tc_model *md, int i);
+static void call_free(tcall *c);
 
 /* ---- buffers and names ---- */
 
@@ -931,6 +944,15 @@ int tc_model_build(tc_model *md, const tc_optimizer *opt, const tc_options *opti
 		return -1;
 	f = def_of(md->src, md->fwd);
 	l = def_of(md->src, md->loss);
+	md->batch = -1; /* the data inputs' common first extent, else 0 */
+	for (int i = 0; i < md->decls.n; i++) {
+		tdecl *d = md->decls.v[i];
+		int64_t first = d->ndim ? d->shape[0] : 0;
+		if (!d->param)
+			md->batch = md->batch < 0 || md->batch == first ? first : 0;
+	}
+	if (md->batch < 0)
+		md->batch = 0;
 	if (layout_params(md, f) < 0 || bind_data(md, f, l) < 0 || build_step(md, l) < 0 ||
 		build_opt(md) < 0)
 		return -1;
@@ -982,17 +1004,11 @@ static int built(tc_model *md, const char *what)
 	return 0;
 }
 
-int tc_model_step(tc_model *md, double *loss)
+/* The update's hyper-parameters for the next step (its number md->t + 1). */
+static void set_hparams(tc_model *md)
 {
-	const tc_optimizer *o;
-	double t;
-	if (!md)
-		return -1;
-	tc_rt_clear_error(md->ctx);
-	if (!built(md, "tc_model_step"))
-		return -1;
-	o = &md->opt;
-	t = (double)++md->t;
+	const tc_optimizer *o = &md->opt;
+	double t = (double)++md->t;
 	write_scalar(md->hp[HP_LR], o->lr);
 	write_scalar(md->hp[HP_DECAY], 1.0 - o->lr * o->weight_decay);
 	write_scalar(md->hp[HP_MU], o->momentum);
@@ -1001,13 +1017,180 @@ int tc_model_step(tc_model *md, double *loss)
 	write_scalar(md->hp[HP_EPS], o->eps);
 	write_scalar(md->hp[HP_C1], 1.0 - pow(o->beta1, t));
 	write_scalar(md->hp[HP_C2], 1.0 - pow(o->beta2, t));
-	for (int i = 0; i < NCALLS; i++) {
-		if (run_call(&md->calls[i]) < 0)
+}
+
+/* Run the calls before the update (calls: md->calls or a partial batch's),
+ * then the update; the loss into *loss. */
+static int run_step(tc_model *md, tcall *calls, double *loss)
+{
+	set_hparams(md);
+	for (int i = 0; i < CALL_OPT; i++) {
+		if (run_call(&calls[i]) < 0)
 			return -1;
 		if (i == CALL_LOSS && loss)
 			*loss = read_loss(md);
 	}
-	return 0;
+	return run_call(&md->calls[CALL_OPT]) < 0 ? -1 : 0;
+}
+
+int tc_model_step(tc_model *md, double *loss)
+{
+	if (!md)
+		return -1;
+	tc_rt_clear_error(md->ctx);
+	if (!built(md, "tc_model_step"))
+		return -1;
+	return run_step(md, md->calls, loss);
+}
+
+/* A view of t (a model's tensor) with shape[nd], which holds no more
+ * elements: the first elements of t's memory, laid out compactly. */
+static DLTensor *dl_view(tc_model *md, DLTensor *t, int nd, const int64_t *shape)
+{
+	tbuf *b;
+	if (numel(nd, shape) > numel(t->ndim, t->shape)) {
+		tc_rt_set_error(md->ctx, "internal error: a tensor of a partial batch is larger than the whole batch's");
+		return NULL;
+	}
+	if (!(b = tc_calloc(1, sizeof(*b))) || tc_vec_push(&md->bufs, b) < 0) {
+		tc_free(b);
+		tc_rt_set_error(md->ctx, "out of memory");
+		return NULL;
+	}
+	memcpy(b->shape, shape, (size_t)nd * sizeof(*shape));
+	b->dl = *t;
+	b->dl.ndim = nd;
+	b->dl.shape = b->shape;
+	return &b->dl;
+}
+
+/* The tensor that stands for t in a partial batch: its view in map (n
+ * pairs full, view), else t itself. */
+static DLTensor *mapped(DLTensor **map, int n, DLTensor *t)
+{
+	for (int i = 0; i < n; i++)
+		if (map[2 * i] == t)
+			return map[2 * i + 1];
+	return t;
+}
+
+/* The step's calls before the update compiled for the first rows rows of
+ * the data inputs: each data input viewed with rows as its first extent,
+ * each call compiled for the tensors that stand for its inputs, each output
+ * whose shape changes viewed in its buffer with the new shape (so that the
+ * calls after it read the view).  NULL with a message. */
+static tpart *build_part(tc_model *md, int64_t rows)
+{
+	tpart *pt = tc_calloc(1, sizeof(*pt));
+	DLTensor **map = NULL;
+	int n = 0, cap = md->bufs.n + 1;
+	if (!pt || !(pt->calls = tc_calloc(CALL_OPT, sizeof(*pt->calls))) ||
+		!(map = tc_calloc((size_t)cap * 2, sizeof(*map))) || tc_vec_push(&md->parts, pt) < 0) {
+		if (pt)
+			tc_free(pt->calls);
+		tc_free(pt);
+		tc_free(map);
+		tc_rt_set_error(md->ctx, "out of memory");
+		return NULL;
+	}
+	pt->rows = rows;
+	for (int i = 0; i < md->decls.n; i++) {
+		tdecl *d = md->decls.v[i];
+		int64_t shape[TC_MAX_RANK];
+		if (d->param)
+			continue;
+		memcpy(shape, d->shape, (size_t)d->ndim * sizeof(*shape));
+		shape[0] = rows;
+		map[2 * n] = &d->b->dl;
+		if (!(map[2 * n++ + 1] = dl_view(md, &d->b->dl, d->ndim, shape)))
+			goto error;
+	}
+	for (int i = 0; i < CALL_OPT; i++) {
+		tcall *c = &md->calls[i], *pc = &pt->calls[i];
+		pc->nin = c->nin;
+		pc->nout = c->nout;
+		if (!(pc->what = tc_strdup(c->what)) ||
+			!(pc->in = tc_calloc((size_t)c->nin + 1, sizeof(*pc->in))) ||
+			!(pc->out = tc_calloc((size_t)c->nout + 1, sizeof(*pc->out)))) {
+			tc_rt_set_error(md->ctx, "out of memory");
+			goto error;
+		}
+		for (int k = 0; k < c->nin; k++)
+			pc->in[k] = mapped(map, n, c->in[k]);
+		if (!(pc->k = tc_compile(call_module(md, i), c->what,
+			      (const DLTensor *const *)pc->in, pc->nin, md->options)))
+			goto error;
+		for (int j = 0; j < c->nout; j++) {
+			int64_t shape[TC_MAX_RANK];
+			DLDataType dt;
+			int nd;
+			if (tc_kernel_output_shape(pc->k, j, &dt, &nd, shape) < 0)
+				goto error;
+			pc->out[j] = c->out[j];
+			if (nd == c->out[j]->ndim &&
+				!memcmp(shape, c->out[j]->shape, (size_t)nd * sizeof(*shape)))
+				continue;
+			if (n == cap) {
+				tc_rt_set_error(md->ctx, "internal error: too many views for a partial batch");
+				goto error;
+			}
+			map[2 * n] = c->out[j];
+			if (!(pc->out[j] = map[2 * n++ + 1] = dl_view(md, c->out[j], nd, shape)))
+				goto error;
+		}
+	}
+	tc_free(map);
+	return pt;
+error:
+	tc_free(map);
+	return NULL;
+}
+
+/* The calls of a step on rows rows (what: the API function, for
+ * messages): md->calls for the whole batch, else the partial batch's,
+ * compiled on first use.  NULL with a message. */
+static tcall *rows_calls(tc_model *md, int64_t rows, const char *what)
+{
+	tpart *pt = NULL;
+	if (!built(md, what))
+		return NULL;
+	if (!md->batch) {
+		tc_rt_set_error(md->ctx, "%s: the data inputs' first extents differ: there is no batch of rows",
+			what);
+		return NULL;
+	}
+	if (rows < 1 || rows > md->batch) {
+		tc_rt_set_error(md->ctx, "%s: %lld rows of a batch of %lld (1 to %lld)", what,
+			(long long)rows, (long long)md->batch, (long long)md->batch);
+		return NULL;
+	}
+	if (rows == md->batch)
+		return md->calls;
+	for (int i = 0; i < md->parts.n && !pt; i++)
+		if (((tpart *)md->parts.v[i])->rows == rows)
+			pt = md->parts.v[i];
+	if (!pt && !(pt = build_part(md, rows)))
+		return NULL;
+	return pt->calls;
+}
+
+int tc_model_step_rows(tc_model *md, int64_t rows, double *loss)
+{
+	tcall *calls;
+	if (!md)
+		return -1;
+	tc_rt_clear_error(md->ctx);
+	if (!(calls = rows_calls(md, rows, "tc_model_step_rows")))
+		return -1;
+	return run_step(md, calls, loss);
+}
+
+int tc_model_prepare_rows(tc_model *md, int64_t rows)
+{
+	if (!md)
+		return -1;
+	tc_rt_clear_error(md->ctx);
+	return rows_calls(md, rows, "tc_model_prepare_rows") ? 0 : -1;
 }
 
 int tc_model_eval(tc_model *md, double *loss)
@@ -1233,6 +1416,14 @@ void tc_model_free(tc_model *md)
 		call_free(&md->calls[i]);
 	call_free(&md->eval[0]);
 	call_free(&md->eval[1]);
+	for (int i = 0; i < md->parts.n; i++) {
+		tpart *pt = md->parts.v[i];
+		for (int j = 0; pt->calls && j < CALL_OPT; j++)
+			call_free(&pt->calls[j]);
+		tc_free(pt->calls);
+		tc_free(pt);
+	}
+	tc_vec_free(&md->parts);
 	for (int ns = 0; ns < 2; ns++) {
 		for (int i = 0; i < md->names[ns].n; i++) {
 			tname *t = md->names[ns].v[i];

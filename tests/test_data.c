@@ -665,6 +665,65 @@ static void batches_visit_each_row_once_per_epoch(void **state)
 	tc_context_free(ctx);
 }
 
+/* tc_batches_set_partial: 103 rows in batches of 10 give 11 batches an
+ * epoch, the last of 3 rows (tc_batches_rows), which fill the first 3 rows
+ * of the out tensors and leave the others as they were; every row once an
+ * epoch, in the documented order; refused while an epoch is under way;
+ * off again, 10 batches. */
+static void batches_partial_last_batch(void **state)
+{
+	static const double scale[2] = {1 / 255.0, 1};
+	tc_context *ctx = tc_context_new();
+	int64_t order[NROWS], want[NROWS];
+	uint64_t ref = 77;
+	dataset s;
+	batch_out o;
+	tc_batches *b;
+	(void)state;
+	dataset_init(&s, NROWS);
+	batch_out_init(&o, 10, TU_F32, TU_I64, 1);
+	assert_non_null(b = tc_batches_new(ctx, s.data, 2, 10, 77));
+	assert_int_equal(tc_batches_rows(b), 0);
+	assert_int_equal(tc_batches_set_partial(b, 1), 0);
+	assert_int_equal(tc_batches_per_epoch(b), 11);
+	for (int e = 0; e < 2; e++) {
+		for (int64_t k = 0; k < 11; k++) {
+			int64_t rows = k < 10 ? 10 : 3;
+			tu_poison(&o.x);
+			tu_poison(&o.y);
+			assert_int_equal(tc_batches_next(b, o.out, 2, scale), 1);
+			assert_int_equal(tc_batches_rows(b), rows);
+			for (int64_t r = 0; r < 10; r++) {
+				int64_t row = ((int64_t *)o.y.data)[r];
+				float got = ((float *)o.x.data)[r * IMG_H * IMG_W + 5];
+				if (r >= rows) { /* untouched: still the poison */
+					assert_true(isnan(got));
+					continue;
+				}
+				assert_true(row >= 0 && row < NROWS);
+				order[k * 10 + r] = row;
+				assert_true(got == (float)((double)pixel(row, 5) * (1 / 255.0)));
+			}
+			if (k == 4) { /* not while an epoch is under way */
+				assert_int_equal(tc_batches_set_partial(b, 0), -1);
+				assert_true(tu_contains(tc_context_error(ctx), "an epoch is under way"));
+			}
+		}
+		assert_int_equal(tc_batches_next(b, o.out, 2, scale), 0);
+		expect_distinct(order, NROWS, NROWS);
+		reference_order(&ref, NROWS, want);
+		assert_memory_equal(order, want, sizeof(order));
+	}
+	assert_int_equal(tc_batches_set_partial(b, 0), 0);
+	assert_int_equal(tc_batches_per_epoch(b), 10);
+	assert_int_equal(tc_batches_set_partial(NULL, 1), -1);
+	assert_int_equal(tc_batches_rows(NULL), -1);
+	tc_batches_free(b);
+	batch_out_fini(&o);
+	dataset_fini(&s);
+	tc_context_free(ctx);
+}
+
 /* The same seed gives the same order, another seed another, seed 0 the
  * file order in every epoch. */
 static void batches_seeds(void **state)
@@ -1171,6 +1230,7 @@ int main(void)
 		cmocka_unit_test(batches_visit_each_row_once_per_epoch),
 		cmocka_unit_test(batches_seeds),
 		cmocka_unit_test(batches_next_allocates_nothing),
+		cmocka_unit_test(batches_partial_last_batch),
 		cmocka_unit_test(batches_conversions),
 		cmocka_unit_test(batches_integer_ranges),
 		cmocka_unit_test(batches_refused_arguments),

@@ -311,6 +311,8 @@ static void training(void **state)
 	assert_int_equal(tc_model_ensemble(NULL, 2), -1);
 	assert_int_equal(tc_model_build(NULL, &o, NULL, 1), -1);
 	assert_int_equal(tc_model_step(NULL, NULL), -1);
+	assert_int_equal(tc_model_step_rows(NULL, 4, NULL), -1);
+	assert_int_equal(tc_model_prepare_rows(NULL, 4), -1);
 	assert_int_equal(tc_model_eval(NULL, NULL), -1);
 	assert_int_equal(tc_model_forward(NULL, in, 1, out, 1), -1);
 	assert_null(tc_model_tensor(NULL, "W"));

@@ -59,11 +59,12 @@ typedef struct ref {
 	double s1[NP], s2[NP];                       /* optimiser state, flat */
 } ref;
 
-/* The loss of x, y under r's parameters; with grads, the gradients too. */
-static double ref_loss(ref *r, double x[B][I], const int64_t *y, int grads)
+/* The loss of the first nb rows of x, y under r's parameters (the mean
+ * over nb); with grads, the gradients too. */
+static double ref_loss_rows(ref *r, double x[B][I], const int64_t *y, int grads, int nb)
 {
 	double a[B][H], pre[B][H], z[B][K], loss = 0;
-	for (int b = 0; b < B; b++)
+	for (int b = 0; b < nb; b++)
 		for (int h = 0; h < H; h++) {
 			double s = 0;
 			for (int i = 0; i < I; i++)
@@ -71,7 +72,7 @@ static double ref_loss(ref *r, double x[B][I], const int64_t *y, int grads)
 			pre[b][h] = s + r->b1[h];
 			a[b][h] = pre[b][h] > 0 ? pre[b][h] : 0;
 		}
-	for (int b = 0; b < B; b++)
+	for (int b = 0; b < nb; b++)
 		for (int k = 0; k < K; k++) {
 			double s = r->b2[k];
 			for (int h = 0; h < H; h++)
@@ -84,17 +85,17 @@ static double ref_loss(ref *r, double x[B][I], const int64_t *y, int grads)
 		memset(r->gw2, 0, sizeof(r->gw2));
 		memset(r->gb2, 0, sizeof(r->gb2));
 	}
-	for (int b = 0; b < B; b++) {
+	for (int b = 0; b < nb; b++) {
 		double mx = z[b][0], sum = 0, dz[K], da[H];
 		for (int k = 1; k < K; k++)
 			mx = fmax(mx, z[b][k]);
 		for (int k = 0; k < K; k++)
 			sum += exp(z[b][k] - mx);
-		loss += (log(sum) + mx - z[b][y[b]]) / B;
+		loss += (log(sum) + mx - z[b][y[b]]) / nb;
 		if (!grads)
 			continue;
 		for (int k = 0; k < K; k++)
-			dz[k] = (exp(z[b][k] - mx) / sum - (k == y[b])) / B;
+			dz[k] = (exp(z[b][k] - mx) / sum - (k == y[b])) / nb;
 		for (int h = 0; h < H; h++) {
 			da[h] = 0;
 			for (int k = 0; k < K; k++)
@@ -113,6 +114,11 @@ static double ref_loss(ref *r, double x[B][I], const int64_t *y, int grads)
 		}
 	}
 	return loss;
+}
+
+static double ref_loss(ref *r, double x[B][I], const int64_t *y, int grads)
+{
+	return ref_loss_rows(r, x, y, grads, B);
 }
 
 /* The parameters (or gradients: grads != 0) of r as one flat list, in the
@@ -515,6 +521,63 @@ static void test_ensemble_matches_separate_models(void **state)
 	o.weight_decay = 0.1;
 	check_ensemble(&o, 1);
 	check_ensemble(&o, 0);
+}
+
+/* Steps on partial batches (tc_model_step_rows) between whole ones, the
+ * rows 6, 4, 6, 1, 4, 6 of a batch of 6: each step's loss (the mean over
+ * its rows) and gradients against the reference on those rows, the
+ * parameters after all; once a row count's kernels exist, its steps
+ * allocate nothing; rows out of range are refused. */
+static void *counting_alloc(void *ud, void *ptr, size_t size);
+static void expect_error(tc_context *ctx, int failed, const char *what);
+
+static void check_partial(const tc_optimizer *o, int f64)
+{
+	static const int rows[6] = {B, 4, B, 1, 4, B};
+	fixture fx;
+	ref r;
+	double x[B][I], tol = f64 ? 1e-12 : 2e-5;
+	int64_t y[B];
+	long calls = 0;
+	uint64_t s = tu_seed("partial", (uint64_t)o->kind * 2 + f64);
+	model_make(&fx, f64, o, 31 + (uint64_t)o->kind);
+	assert_int_equal(tc_model_prepare_rows(fx.md, 1), 0);
+	ref_from_model(&r, &fx);
+	for (int t = 1; t <= 6; t++) {
+		double loss = NAN, want;
+		fill_data(&fx, &s, x, y);
+		want = ref_loss_rows(&r, x, y, 1, rows[t - 1]);
+		if (tc_model_step_rows(fx.md, rows[t - 1], &loss) < 0)
+			fail_msg("step %d (%d rows): %s", t, rows[t - 1], tc_context_error(fx.ctx));
+		if (fabs(loss - want) > tol * (1 + fabs(want)))
+			fail_msg("partial step %d (%d rows): loss %.15g, reference %.15g", t,
+				rows[t - 1], loss, want);
+		if (param_diff(&r, &fx, 1) > tol)
+			fail_msg("partial step %d (%d rows): gradients differ by %g", t, rows[t - 1],
+				param_diff(&r, &fx, 1));
+		ref_update(&r, o, t);
+	}
+	if (param_diff(&r, &fx, 0) > tol)
+		fail_msg("partial steps: parameters differ by %g", param_diff(&r, &fx, 0));
+	tc_set_alloc(counting_alloc, &calls);
+	for (int t = 0; t < 4; t++)
+		assert_int_equal(tc_model_step_rows(fx.md, 4, NULL), 0);
+	tc_set_alloc(NULL, NULL);
+	assert_int_equal(calls, 0);
+	expect_error(fx.ctx, tc_model_step_rows(fx.md, 0, NULL) < 0, "0 rows of a batch of 6 (1 to 6)");
+	expect_error(fx.ctx, tc_model_step_rows(fx.md, B + 1, NULL) < 0, "7 rows of a batch of 6");
+	expect_error(fx.ctx, tc_model_prepare_rows(fx.md, -2) < 0, "tc_model_prepare_rows: -2 rows");
+	model_done(&fx);
+}
+
+static void test_partial_batches_match_reference(void **state)
+{
+	tc_optimizer o;
+	(void)state;
+	tc_optimizer_init(&o, TC_OPT_SGD, 0.3);
+	check_partial(&o, 1);
+	tc_optimizer_init(&o, TC_OPT_ADAM, 0.01);
+	check_partial(&o, 0);
 }
 
 /* Counts the library's allocations (every one goes through the hook). */
@@ -964,6 +1027,7 @@ int main(void)
 		cmocka_unit_test(test_momentum_steps_match_reference),
 		cmocka_unit_test(test_adam_steps_match_reference),
 		cmocka_unit_test(test_ensemble_matches_separate_models),
+		cmocka_unit_test(test_partial_batches_match_reference),
 		cmocka_unit_test(test_steady_state_allocates_nothing),
 		cmocka_unit_test(test_forward_at_another_batch_size),
 		cmocka_unit_test(test_initialisers),
