@@ -12,6 +12,8 @@
  *   - initialisers: the same seed the same values, bounds and moments of
  *     each kind;
  *   - tc_model_forward at another batch size against the reference;
+ *   - an ensemble (tc_model_ensemble) against a reference per model, and
+ *     steps on partial batches (tc_model_step_rows);
  *   - every misuse the API refuses, with its message.
  * Data are random, never 0; labels in [0, K). */
 #include <setjmp.h>
@@ -431,8 +433,9 @@ static void test_adam_steps_match_reference(void **state)
  * float64 references, each started from its model's slice of the
  * parameters: every step each model's loss (the loss tensor's element e),
  * the mean the step reports, each model's gradients, and each model's
- * parameters after 6 steps; the shapes of the model's tensors; the
- * forward at another batch size gives each model's logits. */
+ * parameters after 6 steps and a step on a partial batch of 4 rows; the
+ * shapes of the model's tensors; the forward at another batch size gives
+ * each model's logits. */
 static void check_ensemble(const tc_optimizer *o, int f64)
 {
 	enum { E = 3, N = 5 };
@@ -483,9 +486,23 @@ static void check_ensemble(const tc_optimizer *o, int f64)
 			ref_update(&r[e], o, t);
 		}
 	}
+	{ /* a partial batch: each model's loss and gradients over its first 4 rows */
+		fill_data(&fx, &s, x, y);
+		if (tc_model_step_rows(fx.md, 4, NULL) < 0)
+			fail_msg("ensemble, 4 rows: %s", tc_context_error(fx.ctx));
+		for (int e = 0; e < E; e++) {
+			double want = ref_loss_rows(&r[e], x, y, 1, 4);
+			if (fabs(get(L, e) - want) > tol * (1 + fabs(want)) ||
+				param_diff_e(&r[e], &fx, 1, e) > tol)
+				fail_msg("ensemble, 4 rows: model %d's loss %.15g (reference %.15g), "
+					 "gradients %g apart", e, get(L, e), want,
+					param_diff_e(&r[e], &fx, 1, e));
+			ref_update(&r[e], o, 7);
+		}
+	}
 	for (int e = 0; e < E; e++)
 		if (param_diff_e(&r[e], &fx, 0, e) > tol)
-			fail_msg("ensemble %s: model %d's parameters differ by %g after 6 steps",
+			fail_msg("ensemble %s: model %d's parameters differ by %g after 7 steps",
 				f64 ? "float64" : "float32", e, param_diff_e(&r[e], &fx, 0, e));
 	if (f64) { /* the forward alone, at batch N: E x N x K logits */
 		for (int j = 0; j < N * I; j++)
