@@ -1079,19 +1079,25 @@ static DLTensor *mapped(DLTensor **map, int n, DLTensor *t)
  * each call compiled for the tensors that stand for its inputs, each output
  * whose shape changes viewed in its buffer with the new shape (so that the
  * calls after it read the view).  NULL with a message. */
+static void part_free(tpart *pt)
+{
+	if (!pt)
+		return;
+	for (int j = 0; pt->calls && j < CALL_OPT; j++)
+		call_free(&pt->calls[j]);
+	tc_free(pt->calls);
+	tc_free(pt);
+}
+
 static tpart *build_part(tc_model *md, int64_t rows)
 {
 	tpart *pt = tc_calloc(1, sizeof(*pt));
 	DLTensor **map = NULL;
 	int n = 0, cap = md->bufs.n + 1;
 	if (!pt || !(pt->calls = tc_calloc(CALL_OPT, sizeof(*pt->calls))) ||
-		!(map = tc_calloc((size_t)cap * 2, sizeof(*map))) || tc_vec_push(&md->parts, pt) < 0) {
-		if (pt)
-			tc_free(pt->calls);
-		tc_free(pt);
-		tc_free(map);
+		!(map = tc_calloc((size_t)cap * 2, sizeof(*map)))) {
 		tc_rt_set_error(md->ctx, "out of memory");
-		return NULL;
+		goto error;
 	}
 	pt->rows = rows;
 	for (int i = 0; i < md->decls.n; i++) {
@@ -1140,9 +1146,15 @@ static tpart *build_part(tc_model *md, int64_t rows)
 		}
 	}
 	tc_free(map);
+	map = NULL;
+	if (tc_vec_push(&md->parts, pt) < 0) { /* kept only when whole */
+		tc_rt_set_error(md->ctx, "out of memory");
+		goto error;
+	}
 	return pt;
 error:
 	tc_free(map);
+	part_free(pt);
 	return NULL;
 }
 
@@ -1416,13 +1428,8 @@ void tc_model_free(tc_model *md)
 		call_free(&md->calls[i]);
 	call_free(&md->eval[0]);
 	call_free(&md->eval[1]);
-	for (int i = 0; i < md->parts.n; i++) {
-		tpart *pt = md->parts.v[i];
-		for (int j = 0; pt->calls && j < CALL_OPT; j++)
-			call_free(&pt->calls[j]);
-		tc_free(pt->calls);
-		tc_free(pt);
-	}
+	for (int i = 0; i < md->parts.n; i++)
+		part_free(md->parts.v[i]);
 	tc_vec_free(&md->parts);
 	for (int ns = 0; ns < 2; ns++) {
 		for (int i = 0; i < md->names[ns].n; i++) {

@@ -23,6 +23,7 @@
 #include <cmocka.h>
 
 #include "testutil.h"
+#include "testrun.h"
 
 #include "../lang/util.h"
 
@@ -587,6 +588,51 @@ static void check_partial(const tc_optimizer *o, int f64)
 	model_done(&fx);
 }
 
+/* The first step of a row count with allocations failing at 12 points
+ * spread over its allocations (compiling the partial batch's kernels):
+ * each attempt succeeds or fails with a message, and then a step of that
+ * row count still matches the reference. */
+static void test_partial_batch_allocation_failures(void **state)
+{
+	tc_optimizer o;
+	fixture fx;
+	ref r;
+	double x[B][I], loss = NAN, want;
+	int64_t y[B];
+	long total = 0, failed = 0;
+	uint64_t s = tu_seed("partial-fault", 0);
+	(void)state;
+	tc_optimizer_init(&o, TC_OPT_SGD, 0.1);
+	model_make(&fx, 1, &o, 5);
+	fill_data(&fx, &s, x, y);
+	tc_set_alloc(counting_alloc, &total);
+	assert_int_equal(tc_model_step_rows(fx.md, 3, NULL), 0);
+	tc_set_alloc(NULL, NULL);
+	model_done(&fx);
+	assert_true(total > 12);
+	model_make(&fx, 1, &o, 5);
+	for (long k = 0; k < 12; k++) {
+		tr_alloc_fault a = {0, 1 + k * total / 12};
+		int rc;
+		fill_data(&fx, &s, x, y);
+		tc_set_alloc(tr_failing_alloc, &a);
+		rc = tc_model_step_rows(fx.md, 3, NULL);
+		tc_set_alloc(NULL, NULL);
+		if (rc < 0 && !tc_context_error(fx.ctx)[0])
+			fail_msg("allocation %ld failing: -1 without a message", a.fail_at);
+		failed += rc < 0;
+	}
+	assert_true(failed > 0);
+	ref_from_model(&r, &fx);
+	fill_data(&fx, &s, x, y);
+	want = ref_loss_rows(&r, x, y, 1, 3);
+	if (tc_model_step_rows(fx.md, 3, &loss) < 0)
+		fail_msg("after the failures: %s", tc_context_error(fx.ctx));
+	assert_true(fabs(loss - want) <= 1e-12 * (1 + fabs(want)));
+	assert_true(param_diff(&r, &fx, 1) <= 1e-12);
+	model_done(&fx);
+}
+
 static void test_partial_batches_match_reference(void **state)
 {
 	tc_optimizer o;
@@ -1045,6 +1091,7 @@ int main(void)
 		cmocka_unit_test(test_adam_steps_match_reference),
 		cmocka_unit_test(test_ensemble_matches_separate_models),
 		cmocka_unit_test(test_partial_batches_match_reference),
+		cmocka_unit_test(test_partial_batch_allocation_failures),
 		cmocka_unit_test(test_steady_state_allocates_nothing),
 		cmocka_unit_test(test_forward_at_another_batch_size),
 		cmocka_unit_test(test_initialisers),
