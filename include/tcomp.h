@@ -824,11 +824,23 @@ int tc_model_forward(tc_model *md, const DLTensor *const *inputs, int n_inputs,
  * must be there with its dtype and shape, and no other tensor; everything
  * is checked before anything is copied, so on an error the parameters are
  * as they were.  Parameters only: the optimiser's state (momentum, Adam's
- * moments and step count) is not saved.  0 ok, -1 with a message naming
- * the file (not built, cannot write or read, a malformed header, a
- * missing, extra or mismatched tensor). */
+ * moments and step count) goes in a checkpoint (below).  0 ok, -1 with a
+ * message naming the file (not built, cannot write or read, a malformed
+ * header, a missing, extra or mismatched tensor). */
 int tc_model_save(tc_model *md, const char *path);
 int tc_model_load(tc_model *md, const char *path);
+/* A checkpoint, to resume training where it stopped: one safetensors file
+ * (as tc_model_save's) with the parameters, the optimiser's state of each
+ * under PyTorch's names ("W1.momentum_buffer" for TC_OPT_MOMENTUM,
+ * "W1.exp_avg" and "W1.exp_avg_sq" for TC_OPT_ADAM; none for TC_OPT_SGD)
+ * and the steps taken, "optimizer.step" (a uint64 scalar: Adam's bias
+ * corrections go on from it).  tc_model_load_checkpoint reads one into a
+ * model built with the same parameters and optimiser kind (the
+ * hyper-parameters are the model's own), all or nothing as tc_model_load;
+ * a parameters-only file (tc_model_save) is not a checkpoint, nor the
+ * reverse (a missing or extra tensor).  0 ok, -1 with a message. */
+int tc_model_save_checkpoint(tc_model *md, const char *path);
+int tc_model_load_checkpoint(tc_model *md, const char *path);
 /* The step's kernels, for tuning them (tcomp autotune --train): there are
  * tc_model_num_kernels of them (-1 for a NULL md or before build), in the
  * order they run; kernel i is the def *entry of *module, run on *inputs

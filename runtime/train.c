@@ -59,6 +59,7 @@ typedef struct tdecl {
 	 * k models k x the declared one for a parameter (set by build) */
 	int endim;
 	int64_t eshape[TC_MAX_RANK + 1];
+	tbuf *state[2]; /* parameters: views of the optimiser's state S1, S2 */
 } tdecl;
 
 /* One kernel run of a step: what it is (for tc_model_describe), the kernel
@@ -831,6 +832,20 @@ static tc_stat build_opt(tc_model *md)
 	return c->k ? TC_OK : TC_ERR;
 }
 
+/* Each parameter's views of the optimiser's state arenas (tdecl.state),
+ * for checkpoints. */
+static tc_stat state_views(tc_model *md)
+{
+	tbuf *arena[2] = {md->S1, md->S2};
+	for (int i = 0; i < md->decls.n; i++) {
+		tdecl *d = md->decls.v[i];
+		for (int k = 0; k < 2 && d->param && arena[k]; k++)
+			if (!(d->state[k] = buf_view(md, arena[k], d->offset, d->endim, d->eshape)))
+				return TC_ERR;
+	}
+	return TC_OK;
+}
+
 /* Each declaration's model shape (tdecl.eshape): the declared one, with
  * the ensemble's size first for a parameter of an ensemble. */
 static tc_stat shape_params(tc_model *md)
@@ -954,7 +969,7 @@ int tc_model_build(tc_model *md, const tc_optimizer *opt, const tc_options *opti
 	if (md->batch < 0)
 		md->batch = 0;
 	if (layout_params(md, f) < 0 || bind_data(md, f, l) < 0 || build_step(md, l) < 0 ||
-		build_opt(md) < 0)
+		build_opt(md) < 0 || state_views(md) < 0)
 		return -1;
 	for (int i = 0; i < md->decls.n; i++) {
 		tdecl *d = md->decls.v[i];
@@ -1327,6 +1342,90 @@ int tc_model_save(tc_model *md, const char *path)
 int tc_model_load(tc_model *md, const char *path)
 {
 	return save_or_load(md, path, 0);
+}
+
+/* The names of the optimiser's state tensors of a parameter, PyTorch's
+ * (torch.optim's state_dict keys), per state arena; NULL where none. */
+static const char *state_suffix(const tc_model *md, int k)
+{
+	switch (md->opt.kind) {
+	case TC_OPT_MOMENTUM: return k == 0 ? "momentum_buffer" : NULL;
+	case TC_OPT_ADAM: return k == 0 ? "exp_avg" : "exp_avg_sq";
+	default: return NULL;
+	}
+}
+
+/* Save (save != 0) or load a checkpoint: the parameters, their state
+ * tensors "<name>.<suffix>" and "optimizer.step", a uint64 scalar. */
+static int checkpoint(tc_model *md, const char *path, int save)
+{
+	const char *what = save ? "tc_model_save_checkpoint" : "tc_model_load_checkpoint";
+	int cap, n = 0, rc = -1;
+	const char **names = NULL;
+	char **owned = NULL;
+	DLTensor **t = NULL, step;
+	uint64_t steps = md ? (uint64_t)md->t : 0;
+	if (!md)
+		return -1;
+	tc_rt_clear_error(md->ctx);
+	if (!path) {
+		tc_rt_set_error(md->ctx, "%s: the path is NULL", what);
+		return -1;
+	}
+	if (!built(md, what))
+		return -1;
+	cap = 3 * md->decls.n + 1;
+	names = tc_calloc((size_t)cap, sizeof(*names));
+	owned = tc_calloc((size_t)cap, sizeof(*owned));
+	t = tc_calloc((size_t)cap, sizeof(*t));
+	if (!names || !owned || !t)
+		goto nomem;
+	n = param_list(md, names, t);
+	for (int i = 0; i < md->decls.n; i++) {
+		tdecl *d = md->decls.v[i];
+		for (int k = 0; k < 2 && d->param; k++) {
+			const char *suffix = state_suffix(md, k);
+			tc_buf b;
+			if (!suffix || !d->state[k])
+				continue;
+			tc_buf_init(&b);
+			tc_buf_printf(&b, "%s.%s", d->name, suffix);
+			if (!(owned[n] = tc_buf_take(&b)))
+				goto nomem;
+			names[n] = owned[n];
+			t[n++] = &d->state[k]->dl;
+		}
+	}
+	memset(&step, 0, sizeof(step));
+	step.data = &steps;
+	step.device.device_type = kDLCPU;
+	step.dtype = (DLDataType){kDLUInt, 64, 1};
+	names[n] = "optimizer.step";
+	t[n++] = &step;
+	if (save)
+		rc = tc_rt_safetensors_write(md->ctx, path, n, names, (const DLTensor *const *)t);
+	else if (!(rc = tc_rt_safetensors_read(md->ctx, path, n, names, t)))
+		md->t = steps > INT64_MAX ? INT64_MAX : (int64_t)steps;
+	goto out;
+nomem:
+	tc_rt_set_error(md->ctx, "out of memory");
+out:
+	for (int i = 0; owned && i < cap; i++)
+		tc_free(owned[i]);
+	tc_free(owned);
+	tc_free(names);
+	tc_free(t);
+	return rc;
+}
+
+int tc_model_save_checkpoint(tc_model *md, const char *path)
+{
+	return checkpoint(md, path, 1);
+}
+
+int tc_model_load_checkpoint(tc_model *md, const char *path)
+{
+	return checkpoint(md, path, 0);
 }
 
 /* The module each call of the step runs a def of. */

@@ -1060,6 +1060,92 @@ static void test_save_and_load_parameters(void **state)
 	assert_int_equal(system(bad), 0);
 }
 
+/* Checkpoints: a model of optimiser o trains 3 steps, saves a checkpoint,
+ * trains 3 more; another model (another seed) loads the checkpoint and
+ * trains the same 3 steps: the same losses and parameters, bit for bit (the
+ * optimiser's state and step count came along).  A parameters-only file is
+ * no checkpoint and a checkpoint no parameters-only file; a checkpoint of
+ * another optimiser is refused and changes nothing. */
+static void check_checkpoint(const tc_optimizer *o, const char *dir)
+{
+	char path[256], params[256];
+	tc_optimizer other;
+	fixture fx, fy, fz;
+	double x[3][B][I], lx[3], ly[3];
+	int64_t y[3][B];
+	uint64_t s = tu_seed("checkpoint", (uint64_t)o->kind);
+	snprintf(path, sizeof(path), "%s/ck%d.safetensors", dir, (int)o->kind);
+	snprintf(params, sizeof(params), "%s/pa%d.safetensors", dir, (int)o->kind);
+	model_make(&fx, 0, o, 41);
+	for (int t = 0; t < 3; t++) {
+		fill_data(&fx, &s, x[0], y[0]);
+		assert_int_equal(tc_model_step(fx.md, NULL), 0);
+	}
+	if (tc_model_save_checkpoint(fx.md, path) < 0 || tc_model_save(fx.md, params) < 0)
+		fail_msg("%s", tc_context_error(fx.ctx));
+	for (int t = 0; t < 3; t++) {
+		fill_data(&fx, &s, x[t], y[t]);
+		assert_int_equal(tc_model_step(fx.md, &lx[t]), 0);
+	}
+	model_make(&fy, 0, o, 42);
+	expect_error(fy.ctx, tc_model_load(fy.md, path) < 0, "the model does not have");
+	expect_error(fy.ctx, tc_model_load_checkpoint(fy.md, params) < 0, "has no tensor");
+	if (tc_model_load_checkpoint(fy.md, path) < 0)
+		fail_msg("%s", tc_context_error(fy.ctx));
+	for (int t = 0; t < 3; t++) {
+		DLTensor *X = tensor(&fy, "X"), *Y = tensor(&fy, "Y");
+		/* the data of step t after the checkpoint again */
+		for (int b = 0; b < B; b++) {
+			for (int i = 0; i < I; i++)
+				set(X, b * I + i, x[t][b][i]);
+			((int64_t *)Y->data)[b] = y[t][b];
+		}
+		assert_int_equal(tc_model_step(fy.md, &ly[t]), 0);
+		if (ly[t] != lx[t])
+			fail_msg("optimiser %d, step %d after the checkpoint: loss %.9g, the original %.9g",
+				(int)o->kind, t + 1, ly[t], lx[t]);
+	}
+	for (int k = 0; k < 4; k++) {
+		static const char *const names[4] = {"W1", "B1", "W2", "B2"};
+		DLTensor *a = tensor(&fx, names[k]), *b = tensor(&fy, names[k]);
+		int64_t cnt = 1;
+		for (int d = 0; d < a->ndim; d++)
+			cnt *= a->shape[d];
+		assert_memory_equal(a->data, b->data, (size_t)cnt * sizeof(float));
+	}
+	/* another optimiser's checkpoint: refused, nothing changed */
+	tc_optimizer_init(&other, o->kind == TC_OPT_ADAM ? TC_OPT_MOMENTUM : TC_OPT_ADAM, 0.1);
+	model_make(&fz, 0, &other, 43);
+	{
+		float w[H * I];
+		memcpy(w, tensor(&fz, "W1")->data, sizeof(w));
+		assert_int_equal(tc_model_load_checkpoint(fz.md, path), -1);
+		assert_non_null(strstr(tc_context_error(fz.ctx), path));
+		assert_memory_equal(tensor(&fz, "W1")->data, w, sizeof(w));
+	}
+	model_done(&fx);
+	model_done(&fy);
+	model_done(&fz);
+}
+
+static void test_checkpoints_resume_training(void **state)
+{
+	char dir[] = "/tmp/tc-ckpt-XXXXXX", cmd[64];
+	tc_optimizer o;
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	tc_optimizer_init(&o, TC_OPT_ADAM, 0.01);
+	check_checkpoint(&o, dir);
+	tc_optimizer_init(&o, TC_OPT_MOMENTUM, 0.1);
+	check_checkpoint(&o, dir);
+	tc_optimizer_init(&o, TC_OPT_SGD, 0.1);
+	check_checkpoint(&o, dir);
+	assert_int_equal(tc_model_save_checkpoint(NULL, "x"), -1);
+	assert_int_equal(tc_model_load_checkpoint(NULL, "x"), -1);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	assert_int_equal(system(cmd), 0);
+}
+
 /* tc_model_describe lists the five kernels with their shapes and the
  * derived text. */
 static void test_describe_lists_the_step(void **state)
@@ -1098,6 +1184,7 @@ int main(void)
 		cmocka_unit_test(test_optimizer_sources),
 		cmocka_unit_test(test_misuse_is_refused_with_a_message),
 		cmocka_unit_test(test_save_and_load_parameters),
+		cmocka_unit_test(test_checkpoints_resume_training),
 		cmocka_unit_test(test_describe_lists_the_step),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
