@@ -806,7 +806,8 @@ int tc_model_step_rows(tc_model *md, int64_t rows, double *loss);
 int tc_model_prepare_rows(tc_model *md, int64_t rows);
 /* The forward def and the loss on the current inputs and parameters,
  * nothing updated (evaluation): the forward's outputs and *loss (may be
- * NULL).  0 ok, -1 with a message. */
+ * NULL).  The defs as written are compiled on the first call (not at
+ * build), into the step's buffers.  0 ok, -1 with a message. */
 int tc_model_eval(tc_model *md, double *loss);
 /* Run the forward def alone on inputs of other shapes (a test set as one
  * batch, say) with the current parameters: inputs holds the forward's data

@@ -769,13 +769,25 @@ static tc_stat build_step(tc_model *md, const tc_def *l)
 			return TC_ERR;
 	}
 	derived_name(name, sizeof(name), md->fwd, "grad");
-	if (add_call(md, &md->calls[CALL_FWD_GRAD], md->mf, name, NS_FWD) < 0)
-		return TC_ERR;
-	/* evaluation: the defs as written, into the same buffers */
-	if (add_call(md, &md->eval[0], md->src, md->fwd, NS_FWD) < 0 ||
-		add_call(md, &md->eval[1], md->src, md->loss, NS_LOSS) < 0)
-		return TC_ERR;
-	return TC_OK;
+	return add_call(md, &md->calls[CALL_FWD_GRAD], md->mf, name, NS_FWD);
+}
+
+/* The evaluation calls (the defs as written, into the step's buffers: every
+ * name they write is bound already), compiled on the first
+ * tc_model_eval rather than at build (examples/train_mlp.tc: the build
+ * took 3.05 s with them, 1.7 without); on an error nothing is kept. */
+static tc_stat add_eval_calls(tc_model *md)
+{
+	if (md->eval[1].k)
+		return TC_OK;
+	if (add_call(md, &md->eval[0], md->src, md->fwd, NS_FWD) == TC_OK &&
+		add_call(md, &md->eval[1], md->src, md->loss, NS_LOSS) == TC_OK)
+		return TC_OK;
+	for (int i = 0; i < 2; i++) {
+		call_free(&md->eval[i]);
+		memset(&md->eval[i], 0, sizeof(md->eval[i]));
+	}
+	return TC_ERR;
 }
 
 /* The optimiser's kernel over the flat arenas: inputs G and the scalar
@@ -1225,7 +1237,8 @@ int tc_model_eval(tc_model *md, double *loss)
 	if (!md)
 		return -1;
 	tc_rt_clear_error(md->ctx);
-	if (!built(md, "tc_model_eval") || run_call(&md->eval[0]) < 0 || run_call(&md->eval[1]) < 0)
+	if (!built(md, "tc_model_eval") || add_eval_calls(md) < 0 || run_call(&md->eval[0]) < 0 ||
+		run_call(&md->eval[1]) < 0)
 		return -1;
 	if (loss)
 		*loss = read_loss(md);
