@@ -787,6 +787,8 @@ static void autotune_train_tunes_every_kernel_of_a_step(void **state)
 		{"autotune m.tc --params W1 --shape X=4x3", "go together"},
 		{"autotune m.tc --train mlp,xent --params W1 -e mlp", "no -e"},
 		{"autotune m.tc --train mlp,xent --params W1 --optimizer rms", "sgd, momentum or adam"},
+		{"autotune m.tc --train mlp,xent --params W1 --ensemble 0", "--ensemble needs a number"},
+		{"autotune m.tc -e mlp --ensemble 2 --shape X=4x3", "--ensemble goes with --train"},
 	};
 	const char *flags = "--generations 1 --population 2 --final-candidates 0 --runs 1 "
 			    "--min-time 0.001 --threads 1 --jobs 1 --quiet";
@@ -816,6 +818,16 @@ static void autotune_train_tunes_every_kernel_of_a_step(void **state)
 		if (!strstr(out_text, defs[i]))
 			fail_msg("no cache entry for %s in:\n%s", defs[i], out_text);
 	}
+	/* an ensemble of 2: the step's kernels at the batched shapes */
+	if (tcomp("autotune m.tc --train mlp,xent --params W1,B1,W2 --ensemble 2 "
+		  "--shape X=8x6 --shape Y=8 --shape W1=5x6 --shape B1=5 --shape W2=3x5 "
+		  "--cache tc.sqlite %s", flags))
+		fail_msg("%s", out_text);
+	assert_non_null(strstr(out_text, "--ensemble 2"));
+	assert_non_null(strstr(out_text, "# kernel 4/5: mlp_grad"));
+	assert_int_equal(tcomp("cache list --cache tc.sqlite"), 0);
+	if (!strstr(out_text, "8x6,2x5x6,2x5,2x3x5"))
+		fail_msg("no cache entry at the ensemble's shapes in:\n%s", out_text);
 	for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
 		assert_int_equal(tcomp("%s", bad[i][0]), 1);
 		if (!strstr(out_text, bad[i][1]))

@@ -107,7 +107,9 @@ static const char *const autotune_usage =
 	"  --train FWD,LOSS    the model's forward and loss defs\n"
 	"  --params A,B,...    the forward def's inputs that are parameters; --shape\n"
 	"                      gives their shapes and those of the data inputs\n"
-	"  --optimizer O       sgd (default), momentum or adam: the update tuned\n";
+	"  --optimizer O       sgd (default), momentum or adam: the update tuned\n"
+	"  --ensemble K        an ensemble of K models (tc_model_ensemble): --shape\n"
+	"                      gives one model's parameter shapes\n";
 
 
 static volatile sig_atomic_t interrupted;
@@ -333,8 +335,8 @@ static int in_list(const char *list, const char *name)
  * in [0, 1) (labels 0), then tune each kernel of the step in turn and print
  * a summary per kernel; the exit status. */
 static int tune_step(tc_context *ctx, const char *file, const char *train, const char *params,
-	const char *optimizer, binding *shapes, int nshapes, const tc_options *base,
-	tc_tune_settings *set, view *v)
+	const char *optimizer, int64_t ensemble, binding *shapes, int nshapes,
+	const tc_options *base, tc_tune_settings *set, view *v)
 {
 	char fwd[256], prefix[300], t1[32], t2[32];
 	const char *comma = strchr(train, ',');
@@ -371,7 +373,7 @@ static int tune_step(tc_context *ctx, const char *file, const char *train, const
 			    : tc_model_input(md, shapes[i].name, nd, dims)) < 0)
 			goto fail;
 	}
-	if (tc_model_build(md, &opt, base, 1) < 0)
+	if ((ensemble && tc_model_ensemble(md, ensemble) < 0) || tc_model_build(md, &opt, base, 1) < 0)
 		goto fail;
 	for (int i = 0; i < nshapes; i++) { /* random data, then a step */
 		DLTensor *t = tc_model_tensor(md, shapes[i].name);
@@ -393,6 +395,8 @@ static int tune_step(tc_context *ctx, const char *file, const char *train, const
 	nk = tc_model_num_kernels(md);
 	printf("# tcomp autotune %s --train %s --params %s --optimizer %s", file, train, params,
 		optimizer);
+	if (ensemble)
+		printf(" --ensemble %lld", (long long)ensemble);
 	for (int i = 0; i < nshapes; i++)
 		printf(" --shape %s=%s", shapes[i].name, shapes[i].path);
 	printf("\n");
@@ -461,13 +465,14 @@ int cmd_autotune(int argc, __tc_keep char **argv)
 	tc_module *m = NULL;
 	char *text = NULL;
 	const char *train = NULL, *params = NULL, *optimizer = "sgd";
+	int64_t ensemble = 0;
 	view v = {0};
 	struct sigaction old;
 
 	enum { OPT_GENERATIONS = OPT_COMMAND, OPT_POPULATION, OPT_ELITES, OPT_JOBS, OPT_RUNS,
 		OPT_SEED, OPT_TIMEOUT, OPT_MIN_TIME, OPT_FINAL_CANDIDATES, OPT_FINAL_ROUNDS,
 		OPT_FINAL_TIME, OPT_FINAL_WARMUP, OPT_CUTOFF, OPT_MUTATION, OPT_QUIET, OPT_TRAIN,
-		OPT_PARAMS, OPT_OPTIMIZER };
+		OPT_PARAMS, OPT_OPTIMIZER, OPT_ENSEMBLE };
 	static const struct option longopts[] = {CLI_HELP, CLI_ENTRY, CLI_SHAPE, CLI_MAPPING,
 		CLI_TARGET, {"cache", required_argument, NULL, OPT_CACHE},
 		{"no-cache", no_argument, NULL, OPT_NO_CACHE},
@@ -488,7 +493,8 @@ int cmd_autotune(int argc, __tc_keep char **argv)
 		{"quiet", no_argument, NULL, OPT_QUIET},
 		{"train", required_argument, NULL, OPT_TRAIN},
 		{"params", required_argument, NULL, OPT_PARAMS},
-		{"optimizer", required_argument, NULL, OPT_OPTIMIZER}, CLI_END};
+		{"optimizer", required_argument, NULL, OPT_OPTIMIZER},
+		{"ensemble", required_argument, NULL, OPT_ENSEMBLE}, CLI_END};
 	int c;
 
 	if (wants_help(argc, argv)) {
@@ -543,6 +549,12 @@ int cmd_autotune(int argc, __tc_keep char **argv)
 		case OPT_TRAIN: train = val; break;
 		case OPT_PARAMS: params = val; break;
 		case OPT_OPTIMIZER: optimizer = val; break;
+		case OPT_ENSEMBLE:
+			ensemble = strtoll(val, &end, 10);
+			if (end == val || *end || ensemble < 1 || ensemble > 1000000)
+				die_usage(autotune_usage, "--ensemble needs a number of models of at least 1 but found '%s'",
+					val);
+			break;
 		}
 	}
 	for (i = optind; i < argc; i++) {
@@ -567,6 +579,8 @@ int cmd_autotune(int argc, __tc_keep char **argv)
 	if ((train || params) && (!train || !params || entry))
 		die_usage(autotune_usage, "%s", train && params ? "--train tunes a step: no -e"
 			: "--train FWD,LOSS and --params A,B,... go together");
+	if (ensemble && !train)
+		die_usage(autotune_usage, "%s", "--ensemble goes with --train");
 	v.prefix = "";
 	v.tty = isatty(2);
 	set.progress = progress;
@@ -575,8 +589,8 @@ int cmd_autotune(int argc, __tc_keep char **argv)
 	set.stop = &interrupted;
 	if (train) {
 		catch_sigint(&old);
-		status = tune_step(ctx, file, train, params, optimizer, shapes, nshapes, base, &set,
-			&v);
+		status = tune_step(ctx, file, train, params, optimizer, ensemble, shapes, nshapes,
+			base, &set, &v);
 		sigaction(SIGINT, &old, NULL);
 		goto done;
 	}
