@@ -1317,46 +1317,6 @@ static int param_list(tc_model *md, const char **names, DLTensor **t)
 	return n;
 }
 
-/* Save (save != 0) or load the parameters. */
-static int save_or_load(tc_model *md, const char *path, int save)
-{
-	const char **names;
-	DLTensor **t;
-	int n, rc = -1;
-	if (!md)
-		return -1;
-	tc_rt_clear_error(md->ctx);
-	if (!path) {
-		tc_rt_set_error(md->ctx, "tc_model_%s: the path is NULL", save ? "save" : "load");
-		return -1;
-	}
-	if (!built(md, save ? "tc_model_save" : "tc_model_load"))
-		return -1;
-	names = tc_calloc((size_t)md->decls.n + 1, sizeof(*names));
-	t = tc_calloc((size_t)md->decls.n + 1, sizeof(*t));
-	if (!names || !t)
-		tc_rt_set_error(md->ctx, "out of memory");
-	else {
-		n = param_list(md, names, t);
-		rc = save ? tc_rt_safetensors_write(md->ctx, path, n, names,
-				    (const DLTensor *const *)t)
-			  : tc_rt_safetensors_read(md->ctx, path, n, names, t);
-	}
-	tc_free(names);
-	tc_free(t);
-	return rc;
-}
-
-int tc_model_save(tc_model *md, const char *path)
-{
-	return save_or_load(md, path, 1);
-}
-
-int tc_model_load(tc_model *md, const char *path)
-{
-	return save_or_load(md, path, 0);
-}
-
 /* The names of the optimiser's state tensors of a parameter, PyTorch's
  * (torch.optim's state_dict keys), per state arena; NULL where none. */
 static const char *state_suffix(const tc_model *md, int k)
@@ -1368,16 +1328,19 @@ static const char *state_suffix(const tc_model *md, int k)
 	}
 }
 
-/* Save (save != 0) or load a checkpoint: the parameters, their state
- * tensors "<name>.<suffix>" and "optimizer.step", a uint64 scalar. */
-static int checkpoint(tc_model *md, const char *path, int save)
+/* Save (save != 0) or load the parameters in one safetensors file; with
+ * ckpt, a checkpoint: their state tensors "<name>.<suffix>" and
+ * "optimizer.step", a uint64 scalar, too. */
+static int params_file(tc_model *md, const char *path, int save, int ckpt)
 {
-	const char *what = save ? "tc_model_save_checkpoint" : "tc_model_load_checkpoint";
+	static const char *const api[2][2] = {{"tc_model_load", "tc_model_save"},
+		{"tc_model_load_checkpoint", "tc_model_save_checkpoint"}};
+	const char *what = api[ckpt][save];
 	int cap, n = 0, rc = -1;
 	const char **names = NULL;
 	char **owned = NULL;
 	DLTensor **t = NULL, step;
-	uint64_t steps = md ? (uint64_t)md->t : 0;
+	uint64_t steps;
 	if (!md)
 		return -1;
 	tc_rt_clear_error(md->ctx);
@@ -1387,6 +1350,7 @@ static int checkpoint(tc_model *md, const char *path, int save)
 	}
 	if (!built(md, what))
 		return -1;
+	steps = (uint64_t)md->t;
 	cap = 3 * md->decls.n + 1;
 	names = tc_calloc((size_t)cap, sizeof(*names));
 	owned = tc_calloc((size_t)cap, sizeof(*owned));
@@ -1394,7 +1358,7 @@ static int checkpoint(tc_model *md, const char *path, int save)
 	if (!names || !owned || !t)
 		goto nomem;
 	n = param_list(md, names, t);
-	for (int i = 0; i < md->decls.n; i++) {
+	for (int i = 0; i < md->decls.n && ckpt; i++) {
 		tdecl *d = md->decls.v[i];
 		for (int k = 0; k < 2 && d->param; k++) {
 			const char *suffix = state_suffix(md, k);
@@ -1409,15 +1373,17 @@ static int checkpoint(tc_model *md, const char *path, int save)
 			t[n++] = &d->state[k]->dl;
 		}
 	}
-	memset(&step, 0, sizeof(step));
-	step.data = &steps;
-	step.device.device_type = kDLCPU;
-	step.dtype = (DLDataType){kDLUInt, 64, 1};
-	names[n] = "optimizer.step";
-	t[n++] = &step;
+	if (ckpt) {
+		memset(&step, 0, sizeof(step));
+		step.data = &steps;
+		step.device.device_type = kDLCPU;
+		step.dtype = (DLDataType){kDLUInt, 64, 1};
+		names[n] = "optimizer.step";
+		t[n++] = &step;
+	}
 	if (save)
 		rc = tc_rt_safetensors_write(md->ctx, path, n, names, (const DLTensor *const *)t);
-	else if (!(rc = tc_rt_safetensors_read(md->ctx, path, n, names, t)))
+	else if (!(rc = tc_rt_safetensors_read(md->ctx, path, n, names, t)) && ckpt)
 		md->t = steps > INT64_MAX ? INT64_MAX : (int64_t)steps;
 	goto out;
 nomem:
@@ -1431,14 +1397,24 @@ out:
 	return rc;
 }
 
+int tc_model_save(tc_model *md, const char *path)
+{
+	return params_file(md, path, 1, 0);
+}
+
+int tc_model_load(tc_model *md, const char *path)
+{
+	return params_file(md, path, 0, 0);
+}
+
 int tc_model_save_checkpoint(tc_model *md, const char *path)
 {
-	return checkpoint(md, path, 1);
+	return params_file(md, path, 1, 1);
 }
 
 int tc_model_load_checkpoint(tc_model *md, const char *path)
 {
-	return checkpoint(md, path, 0);
+	return params_file(md, path, 0, 1);
 }
 
 /* The module each call of the step runs a def of. */
