@@ -453,8 +453,12 @@ typedef struct batch_src {
 	copy_kind kind;   /* to the out tensor of the current call */
 	/* COPY_FLOAT from an 8-bit type: every value's result, indexed by the
 	 * byte (the value as uint8), in lut (float32 results) or lutd
-	 * (float64), filled by check_out; lut_ok says whether it is in use */
+	 * (float64); lut_ok says whether it is in use.  check_out fills the
+	 * table of the out type when the type or the scale differs from those
+	 * it was filled for (lut_dt, lut_sc; lut_dt 0: never), not per batch. */
 	int lut_ok;
+	tc_dtype lut_dt;
+	double lut_sc;
 	float lut[256];
 	double lutd[256];
 } batch_src;
@@ -584,6 +588,7 @@ __tc_give tc_batches *tc_batches_new(__tc_keep tc_context *ctx,
 	b->state = seed;
 	for (i = 0; i < n_data; i++) {
 		batch_src *s = &b->src[i];
+		memset(s, 0, sizeof(*s)); /* lut_dt TC_T_NONE: no table yet */
 		tc_rt_tensor_from_dl(data[i], 1, &v, &l, err, sizeof(err));
 		s->dl = data[i];
 		s->dtype = v.dtype;
@@ -662,14 +667,19 @@ static tc_stat check_out(tc_batches *b, DLTensor *const *out, int n_out, const d
 			return TC_ERR;
 		}
 		s->lut_ok = s->kind == COPY_FLOAT && tc_dtype_bits(s->dtype) == 8;
-		if (s->lut_ok) { /* the same rounding as int_to_float, once per value */
+		if (s->lut_ok && (s->lut_dt != v.dtype || s->lut_sc != sc)) {
+			/* the same rounding as int_to_float, once per value */
 			for (int u = 0; u < 256; u++) {
 				unsigned char byte = (unsigned char)u;
 				double x = s->dtype == TC_T_U8 ? (double)byte
 							       : (double)(int8_t)byte;
-				s->lut[u] = (float)(x * sc);
-				s->lutd[u] = x * sc;
+				if (v.dtype == TC_T_F32)
+					s->lut[u] = (float)(x * sc);
+				else
+					s->lutd[u] = x * sc;
 			}
+			s->lut_dt = v.dtype;
+			s->lut_sc = sc;
 		}
 		if (s->kind != COPY_FLOAT && sc != 1.0) {
 			tc_rt_set_error(b->ctx, "tc_batches_next: scale[%d] is %g, but out[%d] (%s from "

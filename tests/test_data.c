@@ -891,8 +891,9 @@ static void batches_conversions(void **state)
 	assert_true(tu_contains(tc_context_error(ctx), "scale[0]"));
 	tc_batches_free(b);
 
-	/* int8 data (negative values too) to float32 and float64 times 1/3:
-	 * each rounded from the double product, as for wider types */
+	/* int8 data (negative values too) to float32 and float64 times 1/3,
+	 * then to float32 times 1/4: each rounded from the double product, as
+	 * for wider types */
 	{
 		static const int8_t vals[12] = {-128, -127, -1, 0, 1, 127, -3, 3, 5, -5, 64, -64};
 		static const double third[1] = {1 / 3.0};
@@ -911,6 +912,12 @@ static void batches_conversions(void **state)
 		assert_int_equal(tc_batches_next(b, o8, 1, third), 1); /* rows 2,3 */
 		for (i = 0; i < 6; i++)
 			assert_true(((double *)ob_f64.data)[i] == vals[6 + i] * (1 / 3.0));
+		/* float32 again with another scale: the table follows the scale */
+		o8[0] = &ob_f32.dl;
+		assert_int_equal(tc_batches_next(b, o8, 1, third), 0); /* end of the epoch */
+		assert_int_equal(tc_batches_next(b, o8, 1, (const double[]){0.25}), 1);
+		for (i = 0; i < 6; i++)
+			assert_true(((float *)ob_f32.data)[i] == (float)(vals[i] * 0.25));
 		tc_batches_free(b);
 		tu_tensor_fini(&i8);
 	}
