@@ -562,31 +562,19 @@ static void test_tcomp_vmap_command(void **state)
 		0);
 	assert_string_equal(text, "");
 	free(text);
-	assert_int_equal(tr_tcomp(dir, "check b.tc", &text), 0);
-	assert_true(tu_contains(text, "def mlp2(float32(B,I) X, float32(E,H,I) W1, float32(E,H) B1, "
+	tr_tcomp_expect(dir, "check b.tc", 0,
+		"def mlp2(float32(B,I) X, float32(E,H,I) W1, float32(E,H) B1, "
 		"float32(O,H) W2, float32(O) B2) -> (float32(E,B,O) Y)  # temporaries: "
-		"float32(E,B,H) A, float32(E,B,H) Z"));
-	free(text);
+		"float32(E,B,H) A, float32(E,B,H) Z");
 	/* errors: located, exit status 1; usage errors */
-	assert_int_equal(tr_tcomp(dir, "vmap nets.tc -e embed --batch E --size E", &text), 1);
-	assert_true(tu_contains(text, "nets.tc:7:22: error: vmap: the size name 'E' is already a "
-		"name of 'embed'"));
-	free(text);
-	assert_int_equal(tr_tcomp(dir, "vmap nets.tc -e embed --size K", &text), 1);
-	assert_true(tu_contains(text, "vmap needs --batch A,B"));
-	free(text);
-	assert_int_equal(tr_tcomp(dir, "vmap nets.tc -e embed --batch E", &text), 1);
-	assert_true(tu_contains(text, "vmap needs --size E"));
-	free(text);
-	assert_int_equal(tr_tcomp(dir, "vmap nets.tc --batch E --size K", &text), 1);
-	assert_true(tu_contains(text, "-e"));
-	free(text);
-	assert_int_equal(tr_tcomp(dir, "vmap --help", &text), 0);
-	assert_true(tu_contains(text, "usage: tcomp vmap FILE.tc"));
-	free(text);
-	assert_int_equal(tr_tcomp(dir, "--help", &text), 0);
-	assert_true(tu_contains(text, "  vmap FILE.tc [-e NAME] --batch A,B --size E"));
-	free(text);
+	tr_tcomp_expect(dir, "vmap nets.tc -e embed --batch E --size E", 1,
+		"nets.tc:7:22: error: vmap: the size name 'E' is already a "
+		"name of 'embed'");
+	tr_tcomp_expect(dir, "vmap nets.tc -e embed --size K", 1, "vmap needs --batch A,B");
+	tr_tcomp_expect(dir, "vmap nets.tc -e embed --batch E", 1, "vmap needs --size E");
+	tr_tcomp_expect(dir, "vmap nets.tc --batch E --size K", 1, "-e");
+	tr_tcomp_expect(dir, "vmap --help", 0, "usage: tcomp vmap FILE.tc");
+	tr_tcomp_expect(dir, "--help", 0, "  vmap FILE.tc [-e NAME] --batch A,B --size E");
 	snprintf(path, sizeof(path), "rm -rf %s", dir);
 	assert_int_equal(system(path), 0);
 }

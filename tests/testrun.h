@@ -176,6 +176,19 @@ static inline int tr_tcomp(const char *dir, const char *args, char **text)
 	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
+/* Run "tcomp ARGS" in dir (tr_tcomp): its exit status must be status and,
+ * unless want is NULL, its output must contain want. */
+static inline void tr_tcomp_expect(const char *dir, const char *args, int status,
+	const char *want)
+{
+	char *text;
+	int st = tr_tcomp(dir, args, &text);
+	if (st != status || (want && !strstr(text, want)))
+		fail_msg("tcomp %s: exit status %d (expected %d), output:\n%s\nexpected in it: %s",
+			args, st, status, text, want ? want : "(anything)");
+	free(text);
+}
+
 /* ---- the corpus ---- */
 
 /* What tr_each_corpus_module calls per file: m loaded from path (file is
