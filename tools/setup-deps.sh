@@ -9,13 +9,27 @@ for p in $PKGS; do
     missing="$missing $p"
   fi
 done
-[ -z "$missing" ] && exit 0
+# The Python package's tests (tests/python): NumPy, pytest, PyTorch, and pip
+# with setuptools for `pip install tools/python`; without the recommended
+# packages (python3-torch recommends a few hundred MB more).
+PYPKGS="python3-numpy python3-pytest python3-torch python3-pip python3-setuptools python3-wheel"
+pymissing=""
+for p in $PYPKGS; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    pymissing="$pymissing $p"
+  fi
+done
+[ -z "$missing$pymissing" ] && exit 0
 if [ "$(id -u)" = 0 ]; then
-  echo "tcomp setup: installing$missing"
+  echo "tcomp setup: installing$missing$pymissing"
   apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing
+  [ -z "$missing" ] || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing
+  [ -z "$pymissing" ] ||
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $pymissing
 else
-  echo "tcomp setup: missing Debian packages:$missing" >&2
-  echo "run:  sudo apt-get install -y$missing" >&2
+  echo "tcomp setup: missing Debian packages:$missing$pymissing" >&2
+  [ -z "$missing" ] || echo "run:  sudo apt-get install -y$missing" >&2
+  [ -z "$pymissing" ] ||
+    echo "run:  sudo apt-get install -y --no-install-recommends$pymissing" >&2
   exit 1
 fi

@@ -2,6 +2,7 @@
 compiled once per input dtypes, shapes, device and options."""
 
 import ctypes
+import functools
 import math
 import os
 import sys
@@ -11,6 +12,7 @@ import warnings
 from . import _lib
 from ._errors import (ArgumentError, ClosedError, CompileError, InternalError, OutOfMemory,
                       TcompWarning)
+from ._plan import Plan, signature
 from ._tensor import DEVICE_NAMES, allocate, as_arg, dtype_name, is_torch
 
 # One context for the process: it serialises compiles, keeps errors per
@@ -286,6 +288,7 @@ class Op:
         self.module = module
         self.name = name
         self._kernels = {}
+        self._plans = {}  # input signatures -> Plan (the fast path of run)
         self._lock = threading.Lock()
         self._autograd = {}  # wrt -> (forward op, backward op); see _torch
         nin, nout = ctypes.c_int(), ctypes.c_int()
@@ -316,6 +319,7 @@ class Op:
     def _close(self):
         with self._lock:
             ks, self._kernels = list(self._kernels.values()), {}
+            self._plans = {}
             self._closed = True
         for k in ks:
             k._close()
@@ -383,9 +387,18 @@ class Op:
                 k._close()
                 return old
             self._kernels[key] = k
+            if old is not None:
+                self._plans = {}  # they hold the old kernel
         return k
 
     def __call__(self, *inputs, out=None):
+        sigs = tuple(map(signature, inputs))
+        plan = self._plans.get(sigs)
+        if plan is not None and not (plan.grad and _grad_enabled()):
+            res = plan.call(inputs, out)
+            if type(res) is list:
+                return res[0] if len(res) == 1 else tuple(res)
+            return self._run(inputs, out, sigs, res)
         if _wants_autograd(inputs):
             from . import _torch
             if out is not None:
@@ -396,11 +409,28 @@ class Op:
 
     def run(self, *inputs, out=None):
         """Run without autograd (what a call does when no input requires grad)."""
+        sigs = tuple(map(signature, inputs))
+        plan = self._plans.get(sigs)
+        if plan is not None:
+            res = plan.call(inputs, out)
+            if type(res) is list:
+                return res[0] if len(res) == 1 else tuple(res)
+            return self._run(inputs, out, sigs, res)
+        return self._run(inputs, out, sigs, None)
+
+    def _run(self, inputs, out, sigs, status):
+        """The general path of a call, or the error of the fast path's
+        status (-1: the run failed, -2: closed; None: no plan, or out= does
+        not fit it)."""
+        if status == -1:
+            raise _fail(ArgumentError, f"{self.name}: run failed")
+        if status == -2:
+            raise ClosedError(f"{self.name}: the module is closed")
         args, dev = self._args(inputs)
         k = self._kernel(args, dev)
+        fw = "torch" if any(a.framework == "torch" for a in args) else "numpy"
+        like = next((a.obj for a in args if a.framework == "torch"), None)
         if out is None:
-            fw = "torch" if any(a.framework == "torch" for a in args) else "numpy"
-            like = next((a.obj for a in args if a.framework == "torch"), None)
             results = [allocate(fw, c, b, s, dev, like) for c, b, s in k.outputs]
         else:
             results = list(out) if isinstance(out, (tuple, list)) else [out]
@@ -421,6 +451,8 @@ class Op:
         if _lib.tc_kernel_run(k._handle(), _pointer_array(args), len(args), _pointer_array(outs),
                               len(outs)) < 0:
             raise _fail(ArgumentError, f"{self.name}: run failed")
+        if None not in sigs and sigs not in self._plans:
+            self._plans[sigs] = _make_plan(k, args, sigs, dev, fw, like)
         return results[0] if len(results) == 1 else tuple(results)
 
     def grad(self, wrt=None, saves=False):
@@ -432,8 +464,33 @@ class Op:
         return autotune(self, *inputs, **settings)
 
 
+def _make_plan(k, args, sigs, dev, fw, like):
+    """The fast path for calls with the signature of args (see _plan)."""
+    allocators, out_sigs = [], []
+    for c, b, s in k.outputs:
+        probe = allocate(fw, c, b, s, dev, like)  # dtype and device as a call allocates them
+        if fw == "torch":
+            allocators.append(functools.partial(_torch_zeros, s, probe.dtype, probe.device))
+        else:
+            allocators.append(functools.partial(_numpy_zeros, s, probe.dtype))
+        out_sigs.append(signature(probe))
+    return Plan(k, args, sigs, dev, allocators, out_sigs)
+
+
+def _torch_zeros(shape, dtype, device):
+    return sys.modules["torch"].zeros(shape, dtype=dtype, device=device)
+
+
+def _numpy_zeros(shape, dtype):
+    return sys.modules["numpy"].zeros(shape, dtype=dtype)
+
+
 def _devname(dev):
     return f"{DEVICE_NAMES.get(dev[0], f'device type {dev[0]}')}:{dev[1]}"
+
+
+def _grad_enabled():
+    return sys.modules["torch"].is_grad_enabled()
 
 
 def _wants_autograd(inputs):

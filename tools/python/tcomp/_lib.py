@@ -224,6 +224,10 @@ tc_kernel_num_outputs = _proto("tc_kernel_num_outputs", _I, _P)
 tc_kernel_output_shape = _proto("tc_kernel_output_shape", _I, _P, _I, ctypes.POINTER(DLDataType),
                                 ctypes.POINTER(_I), ctypes.POINTER(ctypes.c_int64))
 tc_kernel_run = _proto("tc_kernel_run", _I, _P, _TENSORS, _I, _TENSORS, _I)
+# the same, the arrays given by address (the fast path of a call: _plan)
+tc_kernel_run_at = ctypes.CDLL(path).tc_kernel_run
+tc_kernel_run_at.restype = _I
+tc_kernel_run_at.argtypes = [_P, _P, _I, _P, _I]
 tc_kernel_emit = _proto("tc_kernel_emit", _P, _P, _S)
 tc_kernel_options = _proto("tc_kernel_options", _P, _P)
 tc_kernel_options_source = _proto("tc_kernel_options_source", _S, _P)
