@@ -273,3 +273,30 @@ def test_threads_setting_and_concurrent_calls(corpus, rng):
             close(C, A.astype(np.float64) @ B)
     finally:
         tcomp.set_threads(old)
+
+
+def test_repeated_calls_with_changing_layouts_and_outputs(corpus, rng):
+    """Calls after the first reuse a plan per input signature: layouts (views
+    with strides), out= of another framework and no_grad calls on tensors
+    that require grad must still give the right results."""
+    mm = corpus("matmul").matmul
+    for i in range(6):
+        A = rand(rng, 8, 6)
+        B = rand(rng, 9, 8)[:6] if i % 2 else rand(rng, 8, 6).T[:, :]  # (6,8) or (6,8) view
+        B = np.ascontiguousarray(B) if i % 3 == 0 else B
+        close(mm(A, B), A.astype(np.float64) @ B)
+        t = torch.from_numpy(A).t().contiguous().t() if i % 2 else torch.from_numpy(A)
+        close(mm(t, torch.from_numpy(np.ascontiguousarray(B))), A.astype(np.float64) @ B)
+        out = torch.full((8, 8), float("nan")) if i % 2 else np.full((8, 8), np.nan, np.float32)
+        mm(A, np.ascontiguousarray(B), out=out)
+        close(out, A.astype(np.float64) @ B)
+    Ag = torch.from_numpy(rand(rng, 8, 6)).requires_grad_()
+    Bt = torch.from_numpy(rand(rng, 6, 8))
+    with torch.no_grad():
+        for _ in range(3):
+            C = mm(Ag, Bt)
+            assert not C.requires_grad
+    C = mm(Ag, Bt)
+    assert C.requires_grad  # grad mode again: through autograd
+    C.sum().backward()
+    close(Ag.grad, torch.ones(8, 8, dtype=torch.float64) @ Bt.double().T)
