@@ -300,3 +300,37 @@ def test_repeated_calls_with_changing_layouts_and_outputs(corpus, rng):
     assert C.requires_grad  # grad mode again: through autograd
     C.sum().backward()
     close(Ag.grad, torch.ones(8, 8, dtype=torch.float64) @ Bt.double().T)
+
+
+def test_gil_is_released_while_a_kernel_runs(corpus, rng):
+    """Another Python thread keeps running while a long kernel does (ctypes
+    drops the GIL around the library call): with the GIL held it would stop
+    for the whole call."""
+    import time
+    mm = corpus("matmul").matmul
+    A, B = rand(rng, 1000, 1000), rand(rng, 1000, 1000)
+    stamps, stop = [], [False]
+
+    def spin():
+        while not stop[0]:
+            stamps.append(time.perf_counter())
+    old = tcomp.get_threads()
+    tcomp.set_threads(1)
+    mm(A, B)  # compiled
+    t = threading.Thread(target=spin)
+    t.start()
+    try:
+        while not stamps:
+            pass
+        t0 = time.perf_counter()
+        mm(A, B)
+        t1 = time.perf_counter()
+    finally:
+        stop[0] = True
+        t.join()
+        tcomp.set_threads(old)
+    inside = [t0] + [s for s in stamps if t0 < s < t1] + [t1]
+    gap = max(b - a for a, b in zip(inside, inside[1:]))
+    assert t1 - t0 > 0.01, "the kernel was too short to tell"
+    assert gap < 0.5 * (t1 - t0), (f"the other thread stood still for {gap * 1e3:.1f} ms "
+                                   f"of a {(t1 - t0) * 1e3:.1f} ms call")
