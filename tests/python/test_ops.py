@@ -334,3 +334,13 @@ def test_gil_is_released_while_a_kernel_runs(corpus, rng):
     assert t1 - t0 > 0.01, "the kernel was too short to tell"
     assert gap < 0.5 * (t1 - t0), (f"the other thread stood still for {gap * 1e3:.1f} ms "
                                    f"of a {(t1 - t0) * 1e3:.1f} ms call")
+
+
+def test_cuda_code_through_the_emulator(corpus, rng):
+    """The CUDA backend's code for a def, run by tcomp's CUDA emulator on the
+    CPU (target=cuda-emu: CPU tensors), called from Python like any op."""
+    src = open(corpus("softmax").filename).read()
+    sm = tcomp.define(src, name="softmax", options="target=cuda-emu")
+    X = rand(rng, 4, 40) * 3
+    close(sm(X), softmax_ref(X.astype(np.float64)))
+    assert "__global__" in sm.compile(X).emit("cuda")
