@@ -3,22 +3,21 @@
 # Used by `make setup` (and so by `make demo` and `make test`).
 set -e
 PKGS="build-essential cmake pkg-config python3 clang libclang-rt-14-dev libisl-dev llvm-19-dev libsqlite3-dev libdlpack-dev libcmocka-dev zlib1g-dev dataset-fashion-mnist"
-missing=""
-for p in $PKGS; do
-  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
-    missing="$missing $p"
-  fi
-done
 # The Python package's tests (tests/python): NumPy, pytest, PyTorch, and pip
-# with setuptools for `pip install tools/python`; without the recommended
-# packages (python3-torch recommends a few hundred MB more).
+# with setuptools for `pip install tools/python`; installed without the
+# recommended packages (python3-torch recommends a few hundred MB more).
 PYPKGS="python3-numpy python3-pytest python3-torch python3-pip python3-setuptools python3-wheel"
-pymissing=""
-for p in $PYPKGS; do
-  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
-    pymissing="$pymissing $p"
-  fi
-done
+
+# The packages of the list $1 that are not installed, each after a blank.
+not_installed() {
+  for p in $1; do
+    if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+      printf ' %s' "$p"
+    fi
+  done
+}
+missing=$(not_installed "$PKGS")
+pymissing=$(not_installed "$PYPKGS")
 [ -z "$missing$pymissing" ] && exit 0
 if [ "$(id -u)" = 0 ]; then
   echo "tcomp setup: installing$missing$pymissing"
