@@ -162,3 +162,23 @@ def test_derived_defs_are_readable_tc(m):
     assert "softmax_grad" in reparsed.defs
     assert "d_A" in tcomp.grad(SRC, "matmul", wrt=["A"]) and "d_B" not in \
         tcomp.grad(SRC, "matmul", wrt="A")
+
+
+def test_torch_module_copies_and_saves(rng, tmp_path):
+    """deepcopy and torch.save/torch.load of a TorchModule: the def travels as
+    its text and is parsed again; the copies compute the same."""
+    import copy
+    op = tcomp.define("def lin(float(B,I) X, float(O,I) W) -> (Y) {\n"
+                      "    Y(b,o) +=! X(b,r_i) * W(o,r_i)\n}\n", name="lin",
+                      options="unroll=off")
+    mod = tcomp.TorchModule(op, {"W": torch.from_numpy(rng.uniform(-1, 1, (3, 5))).float()})
+    X = torch.from_numpy(rng.uniform(-1, 1, (4, 5))).float()
+    twin = copy.deepcopy(mod)
+    torch.save(mod, tmp_path / "mod.pt")
+    loaded = torch.load(tmp_path / "mod.pt")
+    for other in (twin, loaded):
+        assert other.op is not mod.op and other.op.name == "lin"
+        assert str(other.op.options) == str(op.options)
+        torch.testing.assert_close(other(X), mod(X))
+    twin.W.data.mul_(2)  # the copy's parameters are its own
+    torch.testing.assert_close(twin(X), 2 * mod(X))

@@ -344,3 +344,17 @@ def test_cuda_code_through_the_emulator(corpus, rng):
     X = rand(rng, 4, 40) * 3
     close(sm(X), softmax_ref(X.astype(np.float64)))
     assert "__global__" in sm.compile(X).emit("cuda")
+
+
+def test_lazily_negated_torch_views(corpus, rng):
+    """A torch view with the negation bit (torch._neg_view, the imaginary
+    part of a conjugate) is read with its sign on every call, the repeated
+    ones too."""
+    add = tcomp.define("def add(float(N) A, float(N) B) -> (C) { C(i) = A(i) + B(i) }",
+                       name="add")
+    a = torch.from_numpy(rand(rng, 6))
+    z = torch.complex(torch.from_numpy(rand(rng, 6)), torch.from_numpy(rand(rng, 6)))
+    nb = z.conj().imag
+    assert nb.is_neg()
+    for _ in range(3):
+        close(add(a, nb), a.double() - z.imag.double())

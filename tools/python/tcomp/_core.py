@@ -112,6 +112,9 @@ class Options:
     def device_type(self):
         return _lib.tc_options_device(self._p)
 
+    def __reduce__(self):
+        return (Options, (str(self),))
+
     def __del__(self):
         if getattr(self, "_p", None):
             _lib.tc_options_free(self._p)
@@ -148,6 +151,11 @@ class Module:
         if not self._p:
             raise ClosedError(f"{self.filename}: the module is closed")
         return self._p
+
+    def __reduce__(self):
+        # pickled (copy.deepcopy, torch.save of a TorchModule) as its text:
+        # unpickling parses it again; kernels are compiled again on use
+        return (Module, (self.source, self.filename, self.options))
 
     def __getitem__(self, name):
         if name not in self.defs:
@@ -307,6 +315,9 @@ class Op:
         self.options = module.options if options is None else Options(options)
         self._closed = False
 
+    def __reduce__(self):
+        return (_op_of, (self.module, self.name, self.options))
+
     @property
     def signature(self):
         """The def's signature as text."""
@@ -462,6 +473,12 @@ class Op:
     def autotune(self, *inputs, **settings):
         """Tune this def for these inputs (see tcomp.autotune)."""
         return autotune(self, *inputs, **settings)
+
+
+def _op_of(module, name, options):
+    """Op name of module with options (unpickling an Op)."""
+    op = module[name]
+    return op if options is module.options else Op(module, name, options)
 
 
 def _make_plan(k, args, sigs, dev, fw, like):

@@ -65,6 +65,8 @@ def _set_numpy(view, strides, x):
 
 
 def _set_torch(view, strides, x):
+    if x.is_neg() or x.is_conj():
+        return False  # a lazily negated view: the general path resolves it
     if x.is_contiguous():
         view.strides = None
     else:
