@@ -227,6 +227,7 @@ class Kernel:
         self.op = op
         self._p = p
         self.key = key
+        self._stream = 0  # the CUDA stream runs launch on (0: the legacy default)
         n = _lib.tc_kernel_num_outputs(p)
         self.outputs = []
         dt, nd, sh = _lib.DLDataType(), ctypes.c_int(), (ctypes.c_int64 * 8)()
@@ -260,6 +261,15 @@ class Kernel:
     def output_shapes(self):
         """[(dtype name, shape)] of the outputs."""
         return [(dtype_name(c, b), s) for c, b, s in self.outputs]
+
+    def follow_torch_stream(self, device):
+        """Launch on torch's current stream of device (a CUDA kernel called
+        on torch tensors), so that the kernel is ordered with torch's work."""
+        s = sys.modules["torch"].cuda.current_stream(device).cuda_stream
+        if s != self._stream:
+            if _lib.tc_kernel_set_stream(self._handle(), s or None) < 0:
+                raise _fail(ArgumentError, "cannot set the CUDA stream")
+            self._stream = s
 
     def _close(self):
         if self._p:
@@ -459,6 +469,8 @@ class Op:
                 raise ArgumentError(f"{self.name}: output {n} is on {_devname(a.device)}, "
                                     f"the inputs on {_devname(dev)}")
             outs.append(a)
+        if dev[0] == _lib.KDLCUDA and like is not None:
+            k.follow_torch_stream(like.device)
         if _lib.tc_kernel_run(k._handle(), _pointer_array(args), len(args), _pointer_array(outs),
                               len(outs)) < 0:
             raise _fail(ArgumentError, f"{self.name}: run failed")
@@ -491,7 +503,10 @@ def _make_plan(k, args, sigs, dev, fw, like):
         else:
             allocators.append(functools.partial(_numpy_zeros, s, probe.dtype))
         out_sigs.append(signature(probe))
-    return Plan(k, args, sigs, dev, allocators, out_sigs)
+    before = None
+    if dev[0] == _lib.KDLCUDA and like is not None:
+        before = functools.partial(k.follow_torch_stream, like.device)
+    return Plan(k, args, sigs, dev, allocators, out_sigs, before)
 
 
 def _torch_zeros(shape, dtype, device):

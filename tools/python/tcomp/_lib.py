@@ -228,6 +228,7 @@ tc_kernel_run = _proto("tc_kernel_run", _I, _P, _TENSORS, _I, _TENSORS, _I)
 tc_kernel_run_at = ctypes.CDLL(path).tc_kernel_run
 tc_kernel_run_at.restype = _I
 tc_kernel_run_at.argtypes = [_P, _P, _I, _P, _I]
+tc_kernel_set_stream = _proto("tc_kernel_set_stream", _I, _P, _P)
 tc_kernel_emit = _proto("tc_kernel_emit", _P, _P, _S)
 tc_kernel_options = _proto("tc_kernel_options", _P, _P)
 tc_kernel_options_source = _proto("tc_kernel_options_source", _S, _P)

@@ -108,7 +108,7 @@ class Plan:
     returns None when the outputs given do not fit the plan (the general
     path then reports why)."""
 
-    def __init__(self, kernel, args, sigs, device, allocators, out_sigs):
+    def __init__(self, kernel, args, sigs, device, allocators, out_sigs, before=None):
         self.kernel = kernel
         self.grad = any(sg is not None and len(sg) == 5 and sg[4] for sg in sigs)
         self.nin = len(args)
@@ -118,6 +118,7 @@ class Plan:
         self.setters = [_set_torch if a.framework == "torch" else _set_numpy for a in args]
         self.allocators = allocators  # one callable per output (out=None)
         self.out_sigs = out_sigs      # the signature an out= tensor must have, per output
+        self.before = before          # called before each run (CUDA: follow torch's stream)
         self.free = []
 
     def call(self, inputs, out):
@@ -151,6 +152,8 @@ class Plan:
             h = self.kernel._p
             if not h:
                 return -2  # closed
+            if self.before is not None:
+                self.before()
             if _lib.tc_kernel_run_at(h, slot.ins_at, n, slot.outs_at, self.nout) < 0:
                 return -1
         finally:
