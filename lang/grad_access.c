@@ -152,8 +152,48 @@ int tc_grad_name_taken(const tc_def *def, const char *name)
 
 /* ---- reads that are not plain: gathers and scatters ---- */
 
-/* a as text, with names[v] for variable v. */
-static tc_expr *aff_expr(grad_ctx *g, const aff *a, const char *const *names, int nv)
+/* The state of one gather: substitutions of solved variables. */
+typedef struct gather {
+	int nv;             /* the variables of g->cur, then one per dimension */
+	const char **names; /* their names */
+	aff **sub;          /* per variable of g->cur: its value, or NULL */
+	/* per variable of g->cur: a summed variable that the gather pins to
+	 * one value, floor(pin_num[v] / pin_s[v]) (pin_s[v] > 0), or none (0) */
+	aff **pin_num;
+	int64_t *pin_s;
+	int *pin_src;       /* per variable: 1 + the variable its range pins, or 0 */
+} gather;
+
+static tc_expr *aff_expr(grad_ctx *g, const aff *a, const char *const *names, int nv,
+	const gather *ga);
+
+/* Variable v of a gather pinned to one value: (num) / s, floor division. */
+static tc_expr *pinned_expr(grad_ctx *g, const gather *ga, int v)
+{
+	tc_expr *num = aff_expr(g, ga->pin_num[v], ga->names, ga->nv, NULL);
+	return num ? tc_grad_mk_bin(g, TC_AOP_DIV, num, tc_grad_mk_int(g, ga->pin_s[v])) : NULL;
+}
+
+/* The value of a variable u whose range pins variable v = u's pin_src - 1:
+ * lo + (num % s), floor modulo, with v's num and s and u's lower bound. */
+static tc_expr *pin_source_expr(grad_ctx *g, const gather *ga, int u)
+{
+	int v = ga->pin_src[u] - 1;
+	const tc_sexpr *lo = g->cur->vars[u].lo;
+	tc_expr *num = aff_expr(g, ga->pin_num[v], ga->names, ga->nv, NULL), *e;
+	int64_t k;
+	if (!num)
+		return NULL;
+	e = tc_grad_mk_bin(g, TC_AOP_MOD, num, tc_grad_mk_int(g, ga->pin_s[v]));
+	return tc_sx_is_const(lo, &k) && k == 0 ? e
+		: tc_grad_mk_bin(g, TC_AOP_ADD, tc_grad_sx_expr(g, g->cur, lo), e);
+}
+
+/* a as text, with names[v] for variable v, or the value it is pinned to,
+ * or that of a variable whose range pins another (ga may be NULL: nothing
+ * pinned). */
+static tc_expr *aff_expr(grad_ctx *g, const aff *a, const char *const *names, int nv,
+	const gather *ga)
 {
 	tc_expr *r = NULL;
 	int64_t k;
@@ -165,7 +205,14 @@ static tc_expr *aff_expr(grad_ctx *g, const aff *a, const char *const *names, in
 		tc_expr *t;
 		if (!c || (pass == 0) != (c > 0))
 			continue;
-		t = tc_grad_mk_ident(g, names[v]);
+		if (ga && ga->pin_s && v < g->cur->nvars && ga->pin_s[v])
+			t = pinned_expr(g, ga, v);
+		else if (ga && ga->pin_src && v < g->cur->nvars && ga->pin_src[v])
+			t = pin_source_expr(g, ga, v);
+		else
+			t = tc_grad_mk_ident(g, names[v]);
+		if (!t)
+			return NULL;
 		if (c != 1 && c != -1)
 			t = tc_grad_mk_bin(g, TC_AOP_MUL, tc_grad_mk_int(g, c < 0 ? -c : c), t);
 		if (!r)
@@ -185,13 +232,6 @@ static tc_expr *aff_expr(grad_ctx *g, const aff *a, const char *const *names, in
 		tc_grad_sx_expr(g, NULL, a->k)) : tc_grad_sx_expr(g, NULL, a->k);
 }
 
-/* The state of one gather: substitutions of solved variables. */
-typedef struct gather {
-	int nv;             /* the variables of g->cur, then one per dimension */
-	const char **names; /* their names */
-	aff **sub;          /* per variable of g->cur: its value, or NULL */
-} gather;
-
 /* e (a part of a derivative of g->cur) with the solved variables
  * replaced by their values, lets inlined. */
 static tc_expr *gather_expr(grad_ctx *g, gather *ga, tc_expr *e)
@@ -202,7 +242,10 @@ static tc_expr *gather_expr(grad_ctx *g, gather *ga, tc_expr *e)
 		return gather_expr(g, ga, g->cur->where[e->ref_id].val);
 	if (e->kind == TC_AST_IDENT && (v = tc_grad_var_of(g->cur, e->name)) >= 0 &&
 		(e->ref == TC_REF_INDEX || e->ref == TC_REF_NONE))
-		return ga->sub[v] ? aff_expr(g, ga->sub[v], ga->names, ga->nv) : e;
+		return ga->pin_src[v] ? pin_source_expr(g, ga, v)
+			: ga->sub[v]   ? aff_expr(g, ga->sub[v], ga->names, ga->nv, ga)
+			: ga->pin_s[v] ? pinned_expr(g, ga, v)
+				       : e;
 	if (!e->nargs)
 		return e;
 	/* an affine integer expression of the indices (a subscript in a
@@ -212,12 +255,12 @@ static tc_expr *gather_expr(grad_ctx *g, gather *ga, tc_expr *e)
 		aff a;
 		if (tc_grad_aff_of(g, e, &a, ga->nv) == 0) {
 			for (v = 0; v < g->cur->nvars; v++)
-				if (ga->sub[v] && a.c[v]) {
+				if (ga->sub[v] && a.c[v] && !ga->pin_src[v]) {
 					int64_t m = a.c[v];
 					a.c[v] = 0;
 					tc_grad_aff_add(g, &a, ga->sub[v], m, ga->nv);
 				}
-			return aff_expr(g, &a, ga->names, ga->nv);
+			return aff_expr(g, &a, ga->names, ga->nv, ga);
 		}
 	}
 	if (!(c = tc_arena_alloc(g->ar, sizeof(*c))) ||
@@ -233,12 +276,12 @@ static tc_expr *gather_expr(grad_ctx *g, gather *ga, tc_expr *e)
 		if (e->kind == TC_AST_CALL && e->ref != TC_REF_BUILTIN &&
 			tc_grad_aff_of(g, e->args[i], &a, ga->nv) == 0) {
 			for (v = 0; v < g->cur->nvars; v++)
-				if (ga->sub[v] && a.c[v]) {
+				if (ga->sub[v] && a.c[v] && !ga->pin_src[v]) {
 					int64_t m = a.c[v];
 					a.c[v] = 0;
 					tc_grad_aff_add(g, &a, ga->sub[v], m, ga->nv);
 				}
-			c->args[i] = aff_expr(g, &a, ga->names, ga->nv);
+			c->args[i] = aff_expr(g, &a, ga->names, ga->nv, ga);
 		} else {
 			c->args[i] = gather_expr(g, ga, e->args[i]);
 		}
@@ -578,6 +621,56 @@ tc_stmt *tc_grad_scatter_stmt(grad_ctx *g, const tc_expr *r, int xv, tc_expr *p)
 	return b;
 }
 
+/* Pin the summed variables of a gather that can take one value only: a
+ * solved variable u = E - s v, with v summed and s >= 2, that ranges over
+ * [lo, hi) with hi - lo <= s (a window no wider than its stride: a 2x2
+ * max-pool of stride 2, a patch embedding) holds for v = floor((E - lo) /
+ * s) alone, so the adjoint reads that one term instead of summing v over a
+ * guarded range.  u's range is then a guard only where the window is
+ * narrower than the stride (u >= lo always holds), plain[u] = 1 where it
+ * is as wide; v's range becomes a guard (tc_grad_gather_stmt), and u
+ * reads as lo + (E - lo) % s.  0, or -1 when out of memory. */
+static int pin_summed(grad_ctx *g, gather *ga, int *plain)
+{
+	const tc_stmt *s = g->cur;
+	int u, v;
+	for (u = 0; u < s->nvars; u++) {
+		const aff *sol = ga->sub[u];
+		const tc_sexpr *width;
+		aff *num;
+		int64_t w, sc;
+		int fv = -1, ok = 1;
+		if (!sol || plain[u])
+			continue;
+		for (v = 0; v < s->nvars; v++)
+			if (sol->c[v]) {
+				ok &= fv < 0 && !ga->sub[v] && !ga->pin_s[v];
+				fv = v;
+			}
+		if (!ok || fv < 0 || (sc = -sol->c[fv]) < 2)
+			continue;
+		width = tc_sx_sub(g->ar, s->vars[u].hi, s->vars[u].lo);
+		if (!width)
+			return -1;
+		if (!tc_sx_is_const(width, &w) || w < 1 || w > sc)
+			continue;
+		/* num = E - lo: sol without its v term, less lo */
+		if (!(num = tc_arena_alloc(g->ar, sizeof(*num))) ||
+			tc_grad_aff_init(g, num, ga->nv) < 0)
+			return -1;
+		tc_grad_aff_add(g, num, sol, 1, ga->nv);
+		num->c[fv] = 0;
+		if (!(num->k = tc_sx_sub(g->ar, num->k, s->vars[u].lo)))
+			return -1;
+		ga->pin_num[fv] = num;
+		ga->pin_s[fv] = sc;
+		ga->pin_src[u] = fv + 1;
+		if (w == sc)
+			plain[u] = 1;
+	}
+	return 0;
+}
+
 /* The contribution of p (the derivative of g->cur times its adjoint) to
  * the adjoint of the read r (of tensor x, value xv) whose subscripts are
  * affine but not distinct index variables: the scatter d_X(f(i)) += p(i)
@@ -603,8 +696,11 @@ tc_stmt *tc_grad_gather_stmt(grad_ctx *g, const tc_expr *r, int x, int xv, tc_ex
 		return NULL;
 	ga.names = tc_arena_alloc(g->ar, (size_t)(ga.nv + 1) * sizeof(*ga.names));
 	ga.sub = tc_arena_alloc(g->ar, (size_t)(nvars + 1) * sizeof(*ga.sub));
+	ga.pin_num = tc_arena_alloc(g->ar, (size_t)(nvars + 1) * sizeof(*ga.pin_num));
+	ga.pin_s = tc_arena_alloc(g->ar, (size_t)(nvars + 1) * sizeof(*ga.pin_s));
+	ga.pin_src = tc_arena_alloc(g->ar, (size_t)(nvars + 1) * sizeof(*ga.pin_src));
 	idx = tc_arena_alloc(g->ar, (size_t)(nd + 1) * sizeof(*idx));
-	if (!ga.names || !ga.sub || !idx)
+	if (!ga.names || !ga.sub || !ga.pin_num || !ga.pin_s || !ga.pin_src || !idx)
 		return NULL;
 	for (v = 0; v < nvars; v++)
 		ga.names[v] = s->vars[v].name;
@@ -657,10 +753,12 @@ tc_stmt *tc_grad_gather_stmt(grad_ctx *g, const tc_expr *r, int x, int xv, tc_ex
 			guard = tc_grad_mk_and(g, guard,
 				tc_grad_mk_bin(g, TC_AOP_EQ,
 					tc_grad_mk_ident(g, ga.names[nvars + d]),
-				aff_expr(g, &a, ga.names, ga.nv)));
+				aff_expr(g, &a, ga.names, ga.nv, &ga)));
 		}
 		idx[d] = ga.names[nvars + d];
 	}
+	if (pin_summed(g, &ga, plain) < 0)
+		return NULL;
 	/* the solved variables' ranges are guards; the others are summed.  A
 	 * left-hand variable of s ranging over its whole dimension of T is a
 	 * subscript of the adjoint read d_T(...), which is then read as
@@ -670,11 +768,18 @@ tc_stmt *tc_grad_gather_stmt(grad_ctx *g, const tc_expr *r, int x, int xv, tc_ex
 	for (v = 0; v < nvars; v++) {
 		tc_expr *e;
 		if (!ga.sub[v]) {
-			nfree++;
+			nfree += !ga.pin_s[v];
 			continue;
 		}
 		if (plain[v])
 			continue;
+		if (ga.pin_src[v]) { /* lo + num % s >= lo holds: the upper bound */
+			if (!(e = pin_source_expr(g, &ga, v)))
+				return NULL;
+			guard = tc_grad_mk_and(g, guard, tc_grad_mk_bin(g, TC_AOP_LT, e,
+				tc_grad_sx_expr(g, s, s->vars[v].hi)));
+			continue;
+		}
 		/* lo <= vars + k < hi as lo - k <= vars < hi - k; where vars is
 		 * one new index y alone, which ranges over 0:ext, a bound that
 		 * 0:ext implies for every size is no test (shift_right's
@@ -692,7 +797,7 @@ tc_stmt *tc_grad_gather_stmt(grad_ctx *g, const tc_expr *r, int x, int xv, tc_ex
 				ext = ti->ext[y - nvars];
 			lo = tc_sx_sub(g->ar, s->vars[v].lo, k);
 			hi = tc_sx_sub(g->ar, s->vars[v].hi, k);
-			e = aff_expr(g, &a, ga.names, ga.nv);
+			e = aff_expr(g, &a, ga.names, ga.nv, &ga);
 			if (!ext || tc_sx_sign(tc_sx_sub(g->ar, tc_sx_const(g->ar, 0), lo)) != 1)
 				c = tc_grad_mk_bin(g, TC_AOP_GE, e, tc_grad_sx_expr(g, s, lo));
 			else /* y's range comes from d_X's extent then, not from reads */
@@ -709,6 +814,28 @@ tc_stmt *tc_grad_gather_stmt(grad_ctx *g, const tc_expr *r, int x, int xv, tc_ex
 			else
 				guard = tc_grad_mk_and(g, guard, c);
 		}
+	}
+	/* a pinned variable's range is a guard (v >= 0 needs none where its
+	 * value's numerator cannot be negative) */
+	for (v = 0; v < nvars; v++) {
+		tc_expr *e;
+		int64_t k;
+		int u, nonneg;
+		if (!ga.pin_s[v])
+			continue;
+		nonneg = tc_sx_is_const(ga.pin_num[v]->k, &k) && k >= 0;
+		for (u = 0; u < ga.nv; u++)
+			nonneg &= ga.pin_num[v]->c[u] >= 0;
+		if (!nonneg || !tc_sx_is_const(s->vars[v].lo, &k) || k != 0) {
+			if (!(e = pinned_expr(g, &ga, v)))
+				return NULL;
+			guard = tc_grad_mk_and(g, guard,
+				tc_grad_mk_bin(g, TC_AOP_GE, e, tc_grad_sx_expr(g, s, s->vars[v].lo)));
+		}
+		if (!(e = pinned_expr(g, &ga, v)))
+			return NULL;
+		guard = tc_grad_mk_and(g, guard,
+			tc_grad_mk_bin(g, TC_AOP_LT, e, tc_grad_sx_expr(g, s, s->vars[v].hi)));
 	}
 	p = gather_expr(g, &ga, p);
 	/* the tests of the adjoint read's subscripts (dguard) are pad's, in a
@@ -746,7 +873,7 @@ tc_stmt *tc_grad_gather_stmt(grad_ctx *g, const tc_expr *r, int x, int xv, tc_ex
 	if (b->nwhere && !(b->where = tc_arena_alloc(g->ar, (size_t)b->nwhere * sizeof(tc_where))))
 		return NULL;
 	for (v = 0; v < nvars; v++)
-		if (!ga.sub[v]) {
+		if (!ga.sub[v] && !ga.pin_s[v]) {
 			tc_where *w = &b->where[nw++];
 			w->kind = TC_WHERE_RANGE;
 			w->name = s->vars[v].name;

@@ -404,6 +404,20 @@ static const grad_case cases[] = {
 		"def maxpool_s2(float64(N,H,W) X) -> (O) {\n"
 		"  O(n,h,w) max=! X(n, 2*h + kh, 2*w + kw) where kh in 0:2, kw in 0:2\n}\n",
 		NULL, {"2x4x6"}, -1, 1},
+	/* windows no wider than their stride: one window holds each input
+	 * element, whose adjoint reads that window's alone (no sum) */
+	{"pool_narrow_offset",
+		"def pool_narrow_offset(float64(N,H) X) -> (O) {\n"
+		"  O(n,h) max=! X(n, 3*h + kh + 1) where kh in 0:2\n}\n",
+		NULL, {"2x11"}, -1, 1},
+	{"avgpool_odd",
+		"def avgpool_odd(float64(N,H,W) X) -> (O) {\n"
+		"  O(n,h,w) +=! X(n, 2*h + kh, 2*w + kw) * 0.25 where kh in 0:2, kw in 0:2\n}\n",
+		NULL, {"2x5x7"}, -1, 1},
+	{"patch_embed",
+		"def patch_embed(float64(N,H,W) I, float64(F,3,3) Wt) -> (O) {\n"
+		"  O(n,f,h,w) +=! I(n, 3*h + p, 3*w + q) * Wt(f,p,q) where p in 0:3, q in 0:3\n}\n",
+		NULL, {"2x7x8", "2x3x3"}, -1, 1},
 	{"stencil",
 		"def stencil(float64(N) A, float64(N) B) -> (O) {\n"
 		"  O(i) = A(i + 1) * A(i) - B(N - 1 - i) * A(i + 2) where i in 0:N-2\n}\n",
@@ -544,6 +558,10 @@ static void test_printed_backward_matches_golden(void **state)
 		     "  O(n,f,h,w) +=! I(n,c,2*h+kh,2*w+kw) * W1(f,c,kh,kw)\n"
 		     "    where h in 0:(H-KH)/2+1, w in 0:(W-KW)/2+1\n"
 		     "}\n", "conv2d_s2", "grad_conv2d_s2.tc", 0);
+	/* a 2x2 window of stride 2 pins each input element's window: d_I reads
+	 * it at x / 2 with no sum (x % 2 is the position inside it) */
+	check_golden(case_named("maxpool_s2")->src, "maxpool_s2", "grad_maxpool_s2.tc", 0);
+	check_golden(case_named("patch_embed")->src, "patch_embed", "grad_patch_embed.tc", 0);
 }
 
 /* ---- errors ---- */
