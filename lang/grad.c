@@ -286,7 +286,10 @@ static tc_expr *own_read(grad_ctx *g)
  *   argmax_T(i) min=! e == T(i) ? int64(k0) * K1 + int64(k1) : <int64 max>
  *
  * and then the gradient flows where int64(k0) * K1 + int64(k1) ==
- * argmax_T(i).  A scatter's (T(I(i)) max=! e) numbers its indices that
+ * argmax_T(i).  Where the window's extents are constants, the positions
+ * are numbered in the narrowest signed type that holds them below its
+ * maximum, the sentinel (int8 for up to 127 positions: a 2x2 or 3x3
+ * pool's temporary is a byte per output, not 8).  A scatter's (T(I(i)) max=! e) numbers its indices that
  * no left-hand name is (i), in the same order, and its temporary is a
  * scatter too, after a statement that gives it T's shape:
  *
@@ -303,17 +306,37 @@ static tc_expr *arg_gate(grad_ctx *g)
 	const tc_tensor_info *ti = &g->def->tensors[s->tensor];
 	tc_expr *lin = NULL, *e = s->rhs, *rhs, *arg, **ext;
 	const char *name;
-	int64_t wc = 1;
+	int64_t wc = 1, top = INT64_MAX;
+	tc_dtype at = TC_T_I64;
 	int v, j, next = 0, nl = tc_stmt_nlhs(s);
 	if (s->nvars == nl)
 		return NULL;
 	if (!(ext = tc_arena_alloc(g->ar, (size_t)s->nvars * sizeof(*ext))))
 		return NULL;
+	/* the type of the positions: the narrowest whose maximum exceeds
+	 * every position, where the extents are constants */
+	for (v = s->nvars - 1; v >= nl; v--) {
+		const tc_sexpr *x = tc_sx_sub(g->ar, s->vars[v].hi, s->vars[v].lo);
+		int64_t c;
+		if (!x)
+			return NULL;
+		if (!tc_sx_is_const(x, &c) || c < 0 || __builtin_mul_overflow(wc, c, &wc)) {
+			wc = INT64_MAX;
+			break;
+		}
+	}
+	if (wc <= INT8_MAX)
+		at = TC_T_I8, top = INT8_MAX;
+	else if (wc <= INT16_MAX)
+		at = TC_T_I16, top = INT16_MAX;
+	else if (wc <= INT32_MAX)
+		at = TC_T_I32, top = INT32_MAX;
+	wc = 1;
 	/* lin = sum of k_j * (product of the extents after j), from the last;
 	 * the products are int64 from their first factor int64(k_j) on */
 	for (v = s->nvars - 1; v >= nl; v--) {
 		const tc_sexpr *x = tc_sx_sub(g->ar, s->vars[v].hi, s->vars[v].lo);
-		tc_expr *term = tc_grad_mk_cast(g, TC_T_I64, tc_grad_mk_ident(g, s->vars[v].name));
+		tc_expr *term = tc_grad_mk_cast(g, at, tc_grad_mk_ident(g, s->vars[v].name));
 		int64_t c;
 		if (!x)
 			return NULL;
@@ -335,11 +358,12 @@ static tc_expr *arg_gate(grad_ctx *g)
 	if (e->type != ti->dtype)
 		e = tc_grad_mk_cast(g, ti->dtype, e);
 	rhs = tc_grad_mk_ternary(g, tc_grad_mk_bin(g, TC_AOP_EQ, e, own_read(g)), lin,
-		tc_grad_mk_int(g, INT64_MAX));
+		tc_grad_mk_int(g, top));
 	name = fresh_name(g, s->red == TC_RED_MAX ? "argmax" : "argmin", s->lhs);
 	if (s->sub) { /* the shape first: a scatter does not define it */
 		tc_stmt *f = fill_stmt(g, name, s->tensor, NULL);
-		if (!f || !(f->rhs = tc_grad_mk_int(g, INT64_MAX)) || tc_vec_push(&g->stmts, f) < 0)
+		if (!f || !(f->rhs = tc_grad_mk_cast(g, at, tc_grad_mk_int(g, top))) ||
+			tc_vec_push(&g->stmts, f) < 0)
 			return NULL;
 	}
 	if (push_temp(g, name, TC_RED_MIN, rhs) < 0)
