@@ -1,7 +1,7 @@
 #!/bin/sh
 # make demo: check the example kernels, then run a few of them end to end on
-# random .npy inputs through the tcomp command, and from a host C program
-# through the C API (examples/host.c).
+# random .npy inputs through the tcomp command, from a host C program
+# through the C API (examples/host.c), and from Python (examples/python_demo.py).
 set -e
 BUILD=${1:-build}
 TCOMP="$BUILD/tcomp"
@@ -43,6 +43,12 @@ echo "== a host C program on the C API (examples/host.c, linked with libtcomp.so
 echo "   compile matmul and softmax for the shapes given, run them, check against C loops"
 step "$BUILD/host" "$EX/matmul.tc" "$EX/softmax.tc" 64 32 48
 step "$BUILD/host" "$EX/matmul.tc" "$EX/softmax.tc" 3 300 7
+
+echo
+echo "== from Python: the tcomp package (tools/python) on NumPy arrays and torch tensors,"
+echo "   the gradient derived by tcomp checked against PyTorch's (examples/python_demo.py)"
+step env PYTHONPATH="$EX/../tools/python" TCOMP_LIBRARY="$BUILD/libtcomp.so" \
+	/usr/bin/python3 "$EX/python_demo.py"
 
 echo
 echo "== what the compiler does with matmul: the tensor IR, then the loop nest isl"
