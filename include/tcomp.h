@@ -141,6 +141,14 @@ int tc_module_def_arity(tc_module *m, const char *entry, int *n_inputs, int *n_o
  * ndim may be NULL. */
 int tc_module_input_type(tc_module *m, const char *entry, int i, DLDataType *dtype, int *ndim);
 const char *tc_module_tensor_name(tc_module *m, const char *entry, int i);
+/* Whether every run of entry writes all of output i before anything reads
+ * it, so that the output's previous contents never matter: 1 if so (its
+ * buffer may be left uninitialised), 0 if a run may read them or leave
+ * some elements as they were (a first '+=' without '!', a first write over
+ * part of a dimension, a scatter, an 'exists' clause, a read of the output
+ * before its first write; conservative: 0 where this cannot be shown from
+ * the text alone), -1 with an error for an i out of range. */
+int tc_module_output_overwritten(tc_module *m, const char *entry, int i);
 /* "def mm(float32(M,K) A, float32(K,N) B) -> (float32(M,N) C)" with the
  * inferred output types and shapes; NULL if entry is absent. */
 char *tc_module_signature(tc_module *m, const char *entry);

@@ -276,6 +276,99 @@ const char *tc_module_tensor_name(tc_module *m, const char *entry, int t)
 	return def->tensors[t].name;
 }
 
+/* Whether e, a part of statement s, reads tensor t (through s's lets too);
+ * 1 past a nesting depth of 256 (a safe answer for the caller). */
+static int expr_reads(const tc_stmt *s, const tc_expr *e, int t, int depth)
+{
+	int k;
+	if (!e)
+		return 0;
+	if (depth > 256)
+		return 1;
+	if ((e->kind == TC_AST_CALL || e->kind == TC_AST_IDENT) && e->ref == TC_REF_TENSOR &&
+		e->ref_id == t)
+		return 1;
+	if (e->kind == TC_AST_IDENT && e->ref == TC_REF_LET && e->ref_id >= 0 &&
+		e->ref_id < s->nwhere)
+		return expr_reads(s, s->where[e->ref_id].val, t, depth + 1);
+	for (k = 0; k < e->nargs; k++)
+		if (expr_reads(s, e->args[k], t, depth + 1))
+			return 1;
+	return 0;
+}
+
+/* Whether statement s reads tensor t anywhere: its right-hand side, its
+ * where clauses, its gathered left-hand subscripts. */
+static int stmt_reads(const tc_stmt *s, int t)
+{
+	int k;
+	if (expr_reads(s, s->rhs, t, 0))
+		return 1;
+	for (k = 0; k < s->nwhere; k++) {
+		const tc_where *w = &s->where[k];
+		if (expr_reads(s, w->lo, t, 0) || expr_reads(s, w->hi, t, 0) ||
+			expr_reads(s, w->val, t, 0))
+			return 1;
+	}
+	for (k = 0; s->sub && k < s->nidx; k++)
+		if (expr_reads(s, s->sub[k], t, 0))
+			return 1;
+	return 0;
+}
+
+/* Output t's first write covers it whole before anything reads it: no
+ * statement before reads it, and the first writing statement reads none
+ * of it, is '=' or starts from the identity ('!'), has no 'exists' and no
+ * gathered subscript, and each left-hand index is a distinct name over the
+ * whole extent (0:ext). */
+static int overwritten(const tc_def *def, int t)
+{
+	const tc_tensor_info *ti = &def->tensors[t];
+	const tc_stmt *s;
+	int64_t lo;
+	int k, j;
+	if (ti->first_write < 0 || ti->first_write >= def->nstmts)
+		return 0;
+	for (k = 0; k < ti->first_write; k++)
+		if (stmt_reads(def->stmts[k], t))
+			return 0;
+	s = def->stmts[ti->first_write];
+	if (s->sub || stmt_reads(s, t) || (s->red != TC_RED_ASSIGN && !s->init) ||
+		s->nidx != ti->ndim || s->nvars < s->nidx)
+		return 0;
+	for (k = 0; k < s->nwhere; k++)
+		if (s->where[k].kind == TC_WHERE_EXISTS)
+			return 0;
+	for (k = 0; k < s->nidx; k++) {
+		if (!s->idx[k] || strcmp(s->idx[k], s->vars[k].name))
+			return 0;
+		for (j = 0; j < k; j++)
+			if (!strcmp(s->idx[j], s->idx[k]))
+				return 0;
+		if (!tc_sx_is_const(s->vars[k].lo, &lo) || lo != 0 ||
+			!tc_sx_equal(s->vars[k].hi, ti->ext[k]))
+			return 0;
+	}
+	return 1;
+}
+
+int tc_module_output_overwritten(tc_module *m, const char *entry, int i)
+{
+	int d;
+	const tc_def *def;
+	if (!m)
+		return -1;
+	tc_rt_clear_error(m->ctx);
+	if ((d = tc_rt_find_def(m, entry)) < 0)
+		return -1;
+	def = m->prog->defs[d];
+	if (i < 0 || i >= def->noutputs) {
+		tc_rt_set_error(m->ctx, "'%s' has no output number %d", entry, i);
+		return -1;
+	}
+	return overwritten(def, def->ninputs + i);
+}
+
 char *tc_module_signature(tc_module *m, const char *entry)
 {
 	tc_buf b;

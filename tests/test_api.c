@@ -212,6 +212,81 @@ static void test_module_introspection(void **state)
 	assert_int_equal(tc_module_hash(f->m, "no_such_def", hash), -1);
 }
 
+/* tc_module_output_overwritten: the defs it calls overwritten (1) give the
+ * same outputs whatever the output buffers held (run twice, poisoned with
+ * NaN and with 12345), and those whose results depend on the old contents
+ * are 0. */
+static void test_output_overwritten(void **state)
+{
+	static const struct {
+		const char *src;
+		int expect[2]; /* per output */
+		int depends;   /* output 0's result changes with its old contents */
+	} cases[] = {
+		{"def f(float(M,K) A, float(K,N) B) -> (C) { C(m,n) +=! A(m,r_k) * B(r_k,n) }",
+			{1, -1}, 0},
+		{"def f(float(M,K) A, float(K,N) B) -> (float(M) S) { S(m) += A(m,k) }",
+			{0, -1}, 1},
+		{"def f(float(M,K) A, float(K,N) B) -> (float(M) O) {\n"
+		 "  O(i) = A(i,0) where i in 1:M\n}", {0, -1}, 1},
+		{"def f(float(M,K) A, float(K,N) B) -> (O) {\n"
+		 "  O(i) = A(i,0)\n  O(i) max= A(i,j)\n}", {1, -1}, 0},
+		{"def f(float(M,K) A, float(K,N) B) -> (s, O) {\n"
+		 "  s +=! A(r_i,r_j)\n  O(i) = A(i,0)\n  O(i) = O(i) * s\n}", {1, 1}, 0},
+		{"def f(float(M,K) A, float(K,N) B) -> (float(K,K) O) {\n"
+		 "  O(i,j) = i == j ? B(i,0) : 0.0 where i in 0:K, j in 0:K\n}", {1, -1}, 0},
+		{"def f(float(M,K) A, float(K,N) B) -> (float(M,K) O, S) {\n"
+		 "  O(i,j) = A(i,j) where i in 0:M, j in 1:K\n  S(i) +=! A(i,j)\n}",
+			{0, 1}, 1},
+	};
+	fixture *f = *state;
+	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		tc_module *m = tc_module_parse(f->ctx, cases[c].src, "ow.tc");
+		int nout = 0;
+		tu_tensor out[2][2];
+		DLTensor *outs[2];
+		tc_kernel *k;
+		if (!m)
+			fail_msg("case %d does not parse:\n%s", (int)c, tc_context_error(f->ctx));
+		assert_int_equal(tc_module_def_arity(m, "f", NULL, &nout), 0);
+		for (int i = 0; i < nout; i++)
+			if (tc_module_output_overwritten(m, "f", i) != cases[c].expect[i])
+				fail_msg("case %d output %d: %d, expected %d", (int)c, i,
+					tc_module_output_overwritten(m, "f", i), cases[c].expect[i]);
+		assert_int_equal(tc_module_output_overwritten(m, "f", nout), -1);
+		expect_message(f->ctx, "no output number");
+		assert_int_equal(tc_module_output_overwritten(m, "nope", 0), -1);
+		/* run twice with differently poisoned outputs */
+		if (!(k = tc_compile(m, "f", f->ins, 2, NULL)))
+			fail_msg("case %d: %s", (int)c, tc_context_error(f->ctx));
+		for (int p = 0; p < 2; p++) {
+			for (int i = 0; i < nout; i++) {
+				int64_t sh[8];
+				int nd;
+				assert_int_equal(tc_kernel_output_shape(k, i, NULL, &nd, sh), 0);
+				tu_tensor_init(&out[p][i], TU_F32, sh, nd);
+				for (int64_t e = 0; e < out[p][i].numel; e++)
+					((float *)out[p][i].data)[e] = p ? 12345.0f : NAN;
+				outs[i] = &out[p][i].dl;
+			}
+			assert_int_equal(tc_kernel_run(k, f->ins, 2, outs, nout), 0);
+		}
+		for (int i = 0; i < nout; i++) {
+			int same = !memcmp(out[0][i].data, out[1][i].data,
+				(size_t)out[0][i].numel * sizeof(float));
+			if (cases[c].expect[i] == 1 && !same)
+				fail_msg("case %d output %d: said overwritten, but its old contents "
+					 "changed the result", (int)c, i);
+			if (i == 0 && cases[c].depends && same)
+				fail_msg("case %d: the old contents were expected to show", (int)c);
+			tu_tensor_fini(&out[0][i]);
+			tu_tensor_fini(&out[1][i]);
+		}
+		tc_kernel_free(k);
+		tc_module_free(m);
+	}
+}
+
 /* Kernels that differ only in names have the same canonical hash. */
 static void test_hash_ignores_names(void **state)
 {
@@ -1017,6 +1092,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		T(test_matmul_compiles_and_runs),
 		T(test_module_introspection),
+		T(test_output_overwritten),
 		T(test_hash_ignores_names),
 		T(test_emit_unknown_stage_or_entry),
 		T(test_success_clears_error),

@@ -73,6 +73,8 @@ static void modules(void **state)
 	assert_int_equal(tc_module_input_type(m, NULL, 0, &dt, &nd), -1);
 	assert_int_equal(tc_module_input_type(m, "mm", 0, NULL, NULL), 0);
 	assert_null(tc_module_tensor_name(NULL, "mm", 0));
+	assert_int_equal(tc_module_output_overwritten(NULL, "mm", 0), -1);
+	assert_int_equal(tc_module_output_overwritten(m, NULL, 0), -1);
 	assert_null(tc_module_tensor_name(m, NULL, 0));
 	assert_null(tc_module_signature(NULL, "mm"));
 	assert_null(tc_module_signature(m, NULL));

@@ -358,3 +358,30 @@ def test_lazily_negated_torch_views(corpus, rng):
     assert nb.is_neg()
     for _ in range(3):
         close(add(a, nb), a.double() - z.imag.double())
+
+
+@pytest.mark.parametrize("file,name,make,ref", CASES, ids=[f"{c[0]}.{c[1]}" for c in CASES])
+def test_overwritten_outputs_do_not_depend_on_old_contents(corpus, rng, file, name, make, ref):
+    """Outputs the library calls overwritten (tc_module_output_overwritten;
+    a call allocates them uninitialised) give the same result into buffers
+    poisoned with NaN and with 12345."""
+    op = corpus(file)[name]
+    inputs = make(rng)
+    k = op.compile(*inputs)
+    got = []
+    for poison in (np.nan, 12345):
+        outs = []
+        for c, b, shape in k.outputs:
+            dt = {(2, 16): np.float16, (2, 32): np.float32, (2, 64): np.float64,
+                  (0, 8): np.int8, (0, 32): np.int32, (0, 64): np.int64}[(c, b)]
+            outs.append(np.full(shape, poison if dt in (np.float16, np.float32, np.float64)
+                                else 123, dtype=dt))
+        op(*inputs, out=tuple(outs))
+        got.append(outs)
+    for i, ow in enumerate(op.overwritten):
+        if ow:
+            np.testing.assert_array_equal(got[0][i], got[1][i])
+    if (file, name) in (("matmul", "matmul"), ("softmax", "softmax"), ("conv2d", "conv2d")):
+        assert all(op.overwritten)
+    if (file, name) == ("matvec", "row_sum_accumulate"):
+        assert op.overwritten == [False]

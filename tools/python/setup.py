@@ -20,7 +20,8 @@ def library():
     env = os.environ.get("TCOMP_LIBRARY")
     if env:
         if not os.path.exists(env):
-            raise SystemExit(f"tcomp: TCOMP_LIBRARY={env} does not exist")
+            raise SystemExit(f"tcomp: TCOMP_LIBRARY={env} does not exist (pip builds in "
+                             f"{HERE}: give an absolute path)")
         return env
     built = os.path.join(ROOT, "build", "libtcomp.so")
     if not os.path.exists(built):

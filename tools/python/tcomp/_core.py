@@ -295,8 +295,10 @@ class Op:
     Inputs are passed without copying (strided ones are copied by the
     library, see tcomp.h); outputs are allocated by the inputs' framework
     (torch when any input is a torch tensor, on its device; NumPy
-    otherwise), zero-filled, or taken from out= (a tensor, or a tuple of
-    one per output) and written in place.  Kernels are compiled on the first
+    otherwise), uninitialised where the def writes the whole output before
+    reading it (op.overwritten; tc_module_output_overwritten) and
+    zero-filled otherwise, or taken from out= (a tensor, or a tuple of one
+    per output) and written in place.  Kernels are compiled on the first
     call for each combination of input dtypes, shapes and device, and kept.
     When any input is a torch tensor that requires grad (and grad mode is
     on), the call is differentiable: the backward runs the def's derived
@@ -322,6 +324,9 @@ class Op:
         for i in range(nin.value):
             _lib.tc_module_input_type(m, name.encode(), i, ctypes.byref(dt), ctypes.byref(nd))
             self.input_types.append((dt.code, dt.bits, nd.value))
+        # outputs the def writes whole before reading: allocated uninitialised
+        self.overwritten = [_lib.tc_module_output_overwritten(m, name.encode(), i) == 1
+                            for i in range(nout.value)]
         self.options = module.options if options is None else Options(options)
         self._closed = False
 
@@ -452,7 +457,8 @@ class Op:
         fw = "torch" if any(a.framework == "torch" for a in args) else "numpy"
         like = next((a.obj for a in args if a.framework == "torch"), None)
         if out is None:
-            results = [allocate(fw, c, b, s, dev, like) for c, b, s in k.outputs]
+            results = [allocate(fw, c, b, s, dev, like, not ow)
+                       for (c, b, s), ow in zip(k.outputs, self.overwritten)]
         else:
             results = list(out) if isinstance(out, (tuple, list)) else [out]
             if len(results) != len(k.outputs):
@@ -475,7 +481,7 @@ class Op:
                               len(outs)) < 0:
             raise _fail(ArgumentError, f"{self.name}: run failed")
         if None not in sigs and sigs not in self._plans:
-            self._plans[sigs] = _make_plan(k, args, sigs, dev, fw, like)
+            self._plans[sigs] = _make_plan(k, args, sigs, dev, fw, like, self.overwritten)
         return results[0] if len(results) == 1 else tuple(results)
 
     def grad(self, wrt=None, saves=False):
@@ -493,28 +499,24 @@ def _op_of(module, name, options):
     return op if options is module.options else Op(module, name, options)
 
 
-def _make_plan(k, args, sigs, dev, fw, like):
+def _make_plan(k, args, sigs, dev, fw, like, overwritten):
     """The fast path for calls with the signature of args (see _plan)."""
     allocators, out_sigs = [], []
-    for c, b, s in k.outputs:
+    for (c, b, s), ow in zip(k.outputs, overwritten):
         probe = allocate(fw, c, b, s, dev, like)  # dtype and device as a call allocates them
         if fw == "torch":
-            allocators.append(functools.partial(_torch_zeros, s, probe.dtype, probe.device))
+            torch = sys.modules["torch"]
+            allocators.append(functools.partial(torch.empty if ow else torch.zeros, s,
+                                                dtype=probe.dtype, device=probe.device))
         else:
-            allocators.append(functools.partial(_numpy_zeros, s, probe.dtype))
+            np = sys.modules["numpy"]
+            allocators.append(functools.partial(np.empty if ow else np.zeros, s,
+                                                dtype=probe.dtype))
         out_sigs.append(signature(probe))
     before = None
     if dev[0] == _lib.KDLCUDA and like is not None:
         before = functools.partial(k.follow_torch_stream, like.device)
     return Plan(k, args, sigs, dev, allocators, out_sigs, before)
-
-
-def _torch_zeros(shape, dtype, device):
-    return sys.modules["torch"].zeros(shape, dtype=dtype, device=device)
-
-
-def _numpy_zeros(shape, dtype):
-    return sys.modules["numpy"].zeros(shape, dtype=dtype)
 
 
 def _devname(dev):

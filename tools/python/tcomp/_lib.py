@@ -208,6 +208,7 @@ tc_module_def_arity = _proto("tc_module_def_arity", _I, _P, _S, ctypes.POINTER(_
 tc_module_input_type = _proto("tc_module_input_type", _I, _P, _S, _I, ctypes.POINTER(DLDataType),
                               ctypes.POINTER(_I))
 tc_module_tensor_name = _proto("tc_module_tensor_name", _S, _P, _S, _I)
+tc_module_output_overwritten = _proto("tc_module_output_overwritten", _I, _P, _S, _I)
 tc_module_signature = _proto("tc_module_signature", _P, _P, _S)
 tc_module_emit = _proto("tc_module_emit", _P, _P, _S, _S)
 tc_module_grad = _proto("tc_module_grad", _P, _P, _S, _S, _I)

@@ -181,15 +181,16 @@ def as_arg(x, what, writable=False):
                         f"__dlpack__, got {type(x).__name__}")
 
 
-def allocate(framework, code, bits, shape, device, like):
-    """A zero-filled output of (code, bits) and shape, made by framework
-    ("torch" allocates on like's device; others get a NumPy array)."""
+def allocate(framework, code, bits, shape, device, like, fill=True):
+    """An output of (code, bits) and shape, made by framework ("torch"
+    allocates on like's device; others get a NumPy array): zero-filled, or
+    left uninitialised with fill=False (an output the def overwrites)."""
     if framework == "torch":
         torch = _torch_maps()
         dt = _dl_to_torch.get((code, bits))
         if dt is None:
             raise ArgumentError(f"output of type {dtype_name(code, bits)} has no torch dtype")
-        return torch.zeros(shape, dtype=dt, device=like.device)
+        return (torch.zeros if fill else torch.empty)(shape, dtype=dt, device=like.device)
     if device[0] != _lib.KDLCPU:
         raise ArgumentError(f"cannot allocate an output on {DEVICE_NAMES.get(device[0])} "
                             "for a DLPack producer other than torch: pass out=")
@@ -198,4 +199,4 @@ def allocate(framework, code, bits, shape, device, like):
     if dt is None:
         raise ArgumentError(f"output of type {dtype_name(code, bits)} has no NumPy dtype: "
                             "pass out= with a tensor of a framework that has it (torch)")
-    return np.zeros(shape, dtype=dt)
+    return (np.zeros if fill else np.empty)(shape, dtype=dt)
