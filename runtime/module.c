@@ -223,31 +223,35 @@ const tc_def *tc_rt_module_def_of(__tc_keep const tc_module *m, __tc_keep const 
 	return NULL;
 }
 
-int tc_module_def_arity(tc_module *m, const char *entry, int *n_inputs, int *n_outputs)
+/* The checked def named entry of m, the calling thread's error cleared
+ * first: NULL for a NULL m (no message) or a NULL or unknown entry (a
+ * message naming m's defs). */
+static const tc_def *entry_def(tc_module *m, const char *entry)
 {
 	int i;
 	if (!m)
-		return -1;
+		return NULL;
 	tc_rt_clear_error(m->ctx);
-	if ((i = tc_rt_find_def(m, entry)) < 0)
+	return (i = tc_rt_find_def(m, entry)) < 0 ? NULL : m->prog->defs[i];
+}
+
+int tc_module_def_arity(tc_module *m, const char *entry, int *n_inputs, int *n_outputs)
+{
+	const tc_def *def = entry_def(m, entry);
+	if (!def)
 		return -1;
 	if (n_inputs)
-		*n_inputs = m->prog->defs[i]->ninputs;
+		*n_inputs = def->ninputs;
 	if (n_outputs)
-		*n_outputs = m->prog->defs[i]->noutputs;
+		*n_outputs = def->noutputs;
 	return 0;
 }
 
 int tc_module_input_type(tc_module *m, const char *entry, int t, DLDataType *dtype, int *ndim)
 {
-	int i;
-	const tc_def *def;
-	if (!m)
+	const tc_def *def = entry_def(m, entry);
+	if (!def)
 		return -1;
-	tc_rt_clear_error(m->ctx);
-	if ((i = tc_rt_find_def(m, entry)) < 0)
-		return -1;
-	def = m->prog->defs[i];
 	if (t < 0 || t >= def->ninputs) {
 		tc_rt_set_error(m->ctx, "'%s' has no input number %d", entry, t);
 		return -1;
@@ -261,14 +265,9 @@ int tc_module_input_type(tc_module *m, const char *entry, int t, DLDataType *dty
 
 const char *tc_module_tensor_name(tc_module *m, const char *entry, int t)
 {
-	int i;
-	const tc_def *def;
-	if (!m)
+	const tc_def *def = entry_def(m, entry);
+	if (!def)
 		return NULL;
-	tc_rt_clear_error(m->ctx);
-	if ((i = tc_rt_find_def(m, entry)) < 0)
-		return NULL;
-	def = m->prog->defs[i];
 	if (t < 0 || t >= def->ninputs + def->noutputs) {
 		tc_rt_set_error(m->ctx, "'%s' has no tensor number %d", entry, t);
 		return NULL;
@@ -354,14 +353,9 @@ static int overwritten(const tc_def *def, int t)
 
 int tc_module_output_overwritten(tc_module *m, const char *entry, int i)
 {
-	int d;
-	const tc_def *def;
-	if (!m)
+	const tc_def *def = entry_def(m, entry);
+	if (!def)
 		return -1;
-	tc_rt_clear_error(m->ctx);
-	if ((d = tc_rt_find_def(m, entry)) < 0)
-		return -1;
-	def = m->prog->defs[d];
 	if (i < 0 || i >= def->noutputs) {
 		tc_rt_set_error(m->ctx, "'%s' has no output number %d", entry, i);
 		return -1;
@@ -371,27 +365,21 @@ int tc_module_output_overwritten(tc_module *m, const char *entry, int i)
 
 char *tc_module_signature(tc_module *m, const char *entry)
 {
+	const tc_def *def = entry_def(m, entry);
 	tc_buf b;
-	int i;
-	if (!m)
-		return NULL;
-	tc_rt_clear_error(m->ctx);
-	if ((i = tc_rt_find_def(m, entry)) < 0)
+	if (!def)
 		return NULL;
 	tc_buf_init(&b);
-	tc_def_signature(m->prog->defs[i], &b);
+	tc_def_signature(def, &b);
 	return tc_buf_take(&b);
 }
 
 int tc_module_hash(tc_module *m, const char *entry, char out[17])
 {
-	int i;
-	if (!m || !out)
+	const tc_def *def;
+	if (!out || !(def = entry_def(m, entry)))
 		return -1;
-	tc_rt_clear_error(m->ctx);
-	if ((i = tc_rt_find_def(m, entry)) < 0)
-		return -1;
-	snprintf(out, 17, "%016llx", (unsigned long long)tc_ir_hash(m->prog->defs[i]));
+	snprintf(out, 17, "%016llx", (unsigned long long)tc_ir_hash(def));
 	return 0;
 }
 
