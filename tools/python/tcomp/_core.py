@@ -12,8 +12,8 @@ import warnings
 from . import _lib
 from ._errors import (ArgumentError, ClosedError, CompileError, InternalError, OutOfMemory,
                       TcompWarning)
-from ._plan import Plan, signature
-from ._tensor import DEVICE_NAMES, allocate, as_arg, dtype_name, is_torch
+from ._plan import Plan, output_signature, signature
+from ._tensor import DEVICE_NAMES, allocator, as_arg, dtype_name, is_torch
 
 # One context for the process: it serialises compiles, keeps errors per
 # thread and holds the thread setting; it lives as long as the process (it
@@ -223,10 +223,9 @@ class Module:
 class Kernel:
     """A def compiled for input dtypes and shapes (Op.compile)."""
 
-    def __init__(self, op, p, key):
+    def __init__(self, op, p):
         self.op = op
         self._p = p
-        self.key = key
         self._stream = 0  # the CUDA stream runs launch on (0: the legacy default)
         n = _lib.tc_kernel_num_outputs(p)
         self.outputs = []
@@ -319,11 +318,6 @@ class Op:
                        for i in range(nin.value)]
         self.outputs = [_lib.tc_module_tensor_name(m, name.encode(), nin.value + i).decode()
                         for i in range(nout.value)]
-        self.input_types = []
-        dt, nd = _lib.DLDataType(), ctypes.c_int()
-        for i in range(nin.value):
-            _lib.tc_module_input_type(m, name.encode(), i, ctypes.byref(dt), ctypes.byref(nd))
-            self.input_types.append((dt.code, dt.bits, nd.value))
         # outputs the def writes whole before reading: allocated uninitialised
         self.overwritten = [_lib.tc_module_output_overwritten(m, name.encode(), i) == 1
                             for i in range(nout.value)]
@@ -396,14 +390,14 @@ class Op:
         k = self._kernels.get(key)
         if k is not None and options is None:
             return k
-        keep, op = (options, options._p) if options is not None else self._options_for(dev)
+        # o keeps the Options alive while tc_compile reads them
+        o, op = (options, options._p) if options is not None else self._options_for(dev)
         p = _lib.tc_compile(self.module._handle(), self.name.encode(), _pointer_array(args),
                             len(args), op)
-        del keep
         if not p:
             raise _fail(ArgumentError, f"{self.name}: compile failed")
         _warn_library()
-        k = Kernel(self, p, key)
+        k = Kernel(self, p)
         with self._lock:
             if self._closed:
                 k._close()
@@ -420,29 +414,28 @@ class Op:
     def __call__(self, *inputs, out=None):
         sigs = tuple(map(signature, inputs))
         plan = self._plans.get(sigs)
-        if plan is not None and not (plan.grad and _grad_enabled()):
-            res = plan.call(inputs, out)
-            if type(res) is list:
-                return res[0] if len(res) == 1 else tuple(res)
-            return self._run(inputs, out, sigs, res)
-        if _wants_autograd(inputs):
+        # a plan whose inputs require no grad (or run under no_grad) needs
+        # no autograd check
+        if (plan is None or (plan.grad and _grad_enabled())) and _wants_autograd(inputs):
             from . import _torch
             if out is not None:
                 raise ArgumentError(f"{self.name}: out= is not supported when an input "
                                     "requires grad (autograd allocates the outputs)")
             return _torch.apply(self, inputs)
-        return self.run(*inputs, out=out)
+        return self._call(inputs, out, sigs, plan)
 
     def run(self, *inputs, out=None):
         """Run without autograd (what a call does when no input requires grad)."""
         sigs = tuple(map(signature, inputs))
-        plan = self._plans.get(sigs)
-        if plan is not None:
-            res = plan.call(inputs, out)
-            if type(res) is list:
-                return res[0] if len(res) == 1 else tuple(res)
-            return self._run(inputs, out, sigs, res)
-        return self._run(inputs, out, sigs, None)
+        return self._call(inputs, out, sigs, self._plans.get(sigs))
+
+    def _call(self, inputs, out, sigs, plan):
+        """Run through plan (the fast path), or the general path where there
+        is none or it cannot take these outputs."""
+        res = plan.call(inputs, out) if plan is not None else None
+        if type(res) is list:
+            return res[0] if len(res) == 1 else tuple(res)
+        return self._run(inputs, out, sigs, res)
 
     def _run(self, inputs, out, sigs, status):
         """The general path of a call, or the error of the fast path's
@@ -457,7 +450,7 @@ class Op:
         fw = "torch" if any(a.framework == "torch" for a in args) else "numpy"
         like = next((a.obj for a in args if a.framework == "torch"), None)
         if out is None:
-            results = [allocate(fw, c, b, s, dev, like, not ow)
+            results = [allocator(fw, c, b, s, dev, like, not ow)()
                        for (c, b, s), ow in zip(k.outputs, self.overwritten)]
         else:
             results = list(out) if isinstance(out, (tuple, list)) else [out]
@@ -501,18 +494,9 @@ def _op_of(module, name, options):
 
 def _make_plan(k, args, sigs, dev, fw, like, overwritten):
     """The fast path for calls with the signature of args (see _plan)."""
-    allocators, out_sigs = [], []
-    for (c, b, s), ow in zip(k.outputs, overwritten):
-        probe = allocate(fw, c, b, s, dev, like)  # dtype and device as a call allocates them
-        if fw == "torch":
-            torch = sys.modules["torch"]
-            allocators.append(functools.partial(torch.empty if ow else torch.zeros, s,
-                                                dtype=probe.dtype, device=probe.device))
-        else:
-            np = sys.modules["numpy"]
-            allocators.append(functools.partial(np.empty if ow else np.zeros, s,
-                                                dtype=probe.dtype))
-        out_sigs.append(signature(probe))
+    allocators = [allocator(fw, c, b, s, dev, like, not ow)
+                  for (c, b, s), ow in zip(k.outputs, overwritten)]
+    out_sigs = [output_signature(make) for make in allocators]
     before = None
     if dev[0] == _lib.KDLCUDA and like is not None:
         before = functools.partial(k.follow_torch_stream, like.device)

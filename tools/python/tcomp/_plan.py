@@ -28,6 +28,16 @@ def _sig_none(x):
     return None
 
 
+def output_signature(make):
+    """The signature of what make (an allocator of _tensor) returns: a torch
+    tensor when it has a device, else a NumPy array."""
+    device = make.keywords.get("device")
+    if device is None:
+        return (sys.modules["numpy"].dtype(make.keywords["dtype"]), tuple(make.args[0]))
+    torch = sys.modules["torch"]
+    return (make.keywords["dtype"], torch.Size(make.args[0]), device, torch.strided, False)
+
+
 _sig_of = {}  # type -> its signature function, learnt on first sight
 
 
@@ -118,6 +128,7 @@ class Plan:
         self.setters = [_set_torch if a.framework == "torch" else _set_numpy for a in args]
         self.allocators = allocators  # one callable per output (out=None)
         self.out_sigs = out_sigs      # the signature an out= tensor must have, per output
+        self.out_setters = [_set_torch if len(sg) == 5 else _set_numpy for sg in out_sigs]
         self.before = before          # called before each run (CUDA: follow torch's stream)
         self.free = []
 
@@ -146,8 +157,7 @@ class Plan:
                     return None
             n = self.nin
             for j, r in enumerate(results):
-                set_out = _set_torch if len(self.out_sigs[j]) == 5 else _set_numpy
-                if not set_out(views[n + j], strides[n + j], r):
+                if not self.out_setters[j](views[n + j], strides[n + j], r):
                     return None
             h = self.kernel._p
             if not h:

@@ -10,6 +10,7 @@ strides (include/tcomp.h), so they work, at the cost of that copy.
 """
 
 import ctypes
+import functools
 import sys
 
 from . import _lib
@@ -102,7 +103,7 @@ class Arg:
 
 
 def _from_numpy(a, what, writable):
-    np = _numpy_maps()
+    _numpy_maps()
     dl = _np_to_dl.get(a.dtype)
     if dl is None:
         if not a.dtype.isnative and a.dtype.newbyteorder("=") in _np_to_dl:
@@ -118,7 +119,6 @@ def _from_numpy(a, what, writable):
                             f"(strides {a.strides}, {item}-byte elements); pass "
                             "np.ascontiguousarray(x)")
     strides = None if a.flags.c_contiguous else [s // item for s in a.strides]
-    del np
     return Arg(a, dl[0], dl[1], a.shape, strides, a.ctypes.data if a.size else None,
                (_lib.KDLCPU, 0), "numpy")
 
@@ -181,16 +181,19 @@ def as_arg(x, what, writable=False):
                         f"__dlpack__, got {type(x).__name__}")
 
 
-def allocate(framework, code, bits, shape, device, like, fill=True):
-    """An output of (code, bits) and shape, made by framework ("torch"
-    allocates on like's device; others get a NumPy array): zero-filled, or
-    left uninitialised with fill=False (an output the def overwrites)."""
+def allocator(framework, code, bits, shape, device, like, fill=True):
+    """A callable (a functools.partial, keywords dtype and, for torch,
+    device) that makes an output of (code, bits) and shape in framework
+    ("torch" allocates on like's device; others get a NumPy array):
+    zero-filled, or left uninitialised with fill=False (an output the def
+    overwrites)."""
     if framework == "torch":
         torch = _torch_maps()
         dt = _dl_to_torch.get((code, bits))
         if dt is None:
             raise ArgumentError(f"output of type {dtype_name(code, bits)} has no torch dtype")
-        return (torch.zeros if fill else torch.empty)(shape, dtype=dt, device=like.device)
+        return functools.partial(torch.zeros if fill else torch.empty, shape, dtype=dt,
+                                 device=like.device)
     if device[0] != _lib.KDLCPU:
         raise ArgumentError(f"cannot allocate an output on {DEVICE_NAMES.get(device[0])} "
                             "for a DLPack producer other than torch: pass out=")
@@ -199,4 +202,4 @@ def allocate(framework, code, bits, shape, device, like, fill=True):
     if dt is None:
         raise ArgumentError(f"output of type {dtype_name(code, bits)} has no NumPy dtype: "
                             "pass out= with a tensor of a framework that has it (torch)")
-    return (np.zeros if fill else np.empty)(shape, dtype=dt)
+    return functools.partial(np.zeros if fill else np.empty, shape, dtype=dt)
