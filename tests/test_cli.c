@@ -792,6 +792,7 @@ static void autotune_train_tunes_every_kernel_of_a_step(void **state)
 	};
 	const char *flags = "--generations 1 --population 2 --final-candidates 0 --runs 1 "
 			    "--min-time 0.001 --threads 1 --jobs 1 --quiet";
+	const char *shapes = "--shape X=8x6 --shape Y=8 --shape W1=5x6 --shape B1=5 --shape W2=3x5";
 	(void)state;
 	write_text("m.tc",
 		"def mlp(float(B,I) X, float(H,I) W1, float(H) B1, float(K,H) W2) -> (Z) {\n"
@@ -803,9 +804,8 @@ static void autotune_train_tunes_every_kernel_of_a_step(void **state)
 		"    s(b) +=! exp(Z(b,r_k))\n"
 		"    L +=! (log(s(r_b)) - Z(r_b, Y(r_b))) / B\n"
 		"}\n");
-	if (tcomp("autotune m.tc --train mlp,xent --params W1,B1,W2 --optimizer adam "
-		  "--shape X=8x6 --shape Y=8 --shape W1=5x6 --shape B1=5 --shape W2=3x5 "
-		  "--cache tc.sqlite %s", flags))
+	if (tcomp("autotune m.tc --train mlp,xent --params W1,B1,W2 --optimizer adam %s "
+		  "--cache tc.sqlite %s", shapes, flags))
 		fail_msg("%s", out_text);
 	assert_non_null(strstr(out_text, "# kernel 1/5: mlp_fwd"));
 	assert_non_null(strstr(out_text, "# kernel 4/5: mlp_grad"));
@@ -819,9 +819,8 @@ static void autotune_train_tunes_every_kernel_of_a_step(void **state)
 			fail_msg("no cache entry for %s in:\n%s", defs[i], out_text);
 	}
 	/* an ensemble of 2: the step's kernels at the batched shapes */
-	if (tcomp("autotune m.tc --train mlp,xent --params W1,B1,W2 --ensemble 2 "
-		  "--shape X=8x6 --shape Y=8 --shape W1=5x6 --shape B1=5 --shape W2=3x5 "
-		  "--cache tc.sqlite %s", flags))
+	if (tcomp("autotune m.tc --train mlp,xent --params W1,B1,W2 --ensemble 2 %s "
+		  "--cache tc.sqlite %s", shapes, flags))
 		fail_msg("%s", out_text);
 	assert_non_null(strstr(out_text, "--ensemble 2"));
 	assert_non_null(strstr(out_text, "# kernel 4/5: mlp_grad"));
