@@ -205,9 +205,9 @@ static tc_expr *aff_expr(grad_ctx *g, const aff *a, const char *const *names, in
 		tc_expr *t;
 		if (!c || (pass == 0) != (c > 0))
 			continue;
-		if (ga && ga->pin_s && v < g->cur->nvars && ga->pin_s[v])
+		if (ga && v < g->cur->nvars && ga->pin_s[v])
 			t = pinned_expr(g, ga, v);
-		else if (ga && ga->pin_src && v < g->cur->nvars && ga->pin_src[v])
+		else if (ga && v < g->cur->nvars && ga->pin_src[v])
 			t = pin_source_expr(g, ga, v);
 		else
 			t = tc_grad_mk_ident(g, names[v]);
