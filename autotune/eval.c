@@ -183,6 +183,7 @@ __tc_give tc_tune_eval *tc_tune_eval_new(__tc_keep tc_module *m, const char *ent
 	if (n_in != n_inputs || n_in > TC_TUNE_MAX_TENSORS || n_out > TC_TUNE_MAX_TENSORS) {
 		goto count_error;
 	}
+	ev->fake_fitness = getenv("TCOMP_TUNE_TEST_FITNESS") != NULL;
 	spec = fault_spec ? fault_spec : getenv("TCOMP_TUNE_TEST_FAULTS");
 	if (spec && parse_faults(spec, &ev->faults) < 0)
 		ev->faults.n = 0;
@@ -330,6 +331,27 @@ static double float_at(DLDataType dt, const unsigned char *p, int64_t i)
 		: tc_half_to_double(((const uint16_t *)p)[i]);
 }
 
+tc_stat tc_tune_eval_set_reference(__tc_keep tc_tune_eval *ev, __tc_keep const void *outputs)
+{
+	int o;
+	int64_t i, n;
+	tc_free(ev->ref);
+	if (!(ev->ref = tc_malloc(ev->shared_bytes ? ev->shared_bytes : 1)))
+		return TC_ERR;
+	memcpy(ev->ref, outputs, ev->shared_bytes);
+	for (o = 0; o < ev->n_out; o++) {
+		DLDataType dt = ev->out_dt[o];
+		double sum = 0;
+		n = elements(ev->out_nd[o], ev->out_shape[o]);
+		for (i = 0; (dt.code == kDLFloat || dt.code == kDLBfloat) && i < n; i++) {
+			double x = float_at(dt, ev->ref + ev->out_off[o], i);
+			sum += isfinite(x) ? fabs(x) : 0;
+		}
+		ev->ref_scale[o] = n ? sum / (double)n : 0;
+	}
+	return TC_OK;
+}
+
 /* Compare the shared result with the reference (or make it the reference);
  * 0 equal, -1 different (why filled). */
 static int check_result(tc_tune_eval *ev, char *why, size_t len)
@@ -337,19 +359,7 @@ static int check_result(tc_tune_eval *ev, char *why, size_t len)
 	int o;
 	int64_t i, n;
 	if (!ev->ref) {
-		if (!(ev->ref = tc_malloc(ev->shared_bytes ? ev->shared_bytes : 1)))
-			return 0; /* no reference: nothing to check against */
-		memcpy(ev->ref, ev->shared, ev->shared_bytes);
-		for (o = 0; o < ev->n_out; o++) {
-			DLDataType dt = ev->out_dt[o];
-			double sum = 0;
-			n = elements(ev->out_nd[o], ev->out_shape[o]);
-			for (i = 0; (dt.code == kDLFloat || dt.code == kDLBfloat) && i < n; i++) {
-				double x = float_at(dt, ev->ref + ev->out_off[o], i);
-				sum += isfinite(x) ? fabs(x) : 0;
-			}
-			ev->ref_scale[o] = n ? sum / (double)n : 0;
-		}
+		tc_tune_eval_set_reference(ev, ev->shared); /* out of memory: nothing to check */
 		return 0;
 	}
 	for (o = 0; o < ev->n_out; o++) {
@@ -410,16 +420,20 @@ static tc_stat remember(tc_tune_eval *ev, const char *key, int index, tc_tune_fa
 	return TC_OK;
 }
 
-/* The candidate of slot i of S is finished (its slot ended): counts,
- * callbacks, its time. */
-static void finish(tc_tune_eval *ev, tc_tune_slots *S, int i, int gen, const char *key,
-	tc_tune_status st, const tc_tune_msg *m, const char *text, double *time)
+tc_stat tc_tune_eval_start(__tc_keep tc_tune_eval *ev, const char *key, int *index,
+	tc_tune_fault *fault)
 {
-	tc_tune_slot *s = &S->sl[i];
+	*index = ev->started++;
+	*fault = fault_of(&ev->faults, *index);
+	return remember(ev, key, *index, *fault);
+}
+
+void tc_tune_eval_account(__tc_keep tc_tune_eval *ev, int gen, int index, const char *key,
+	tc_tune_status st, __tc_keep const tc_tune_msg *m, const char *text, double *time)
+{
 	tc_tune_candidate c;
 	tc_tune_progress p;
 	double *gm;
-	tc_tune_slots_end(S, i);
 	memset(&c, 0, sizeof(c));
 	c.options = key;
 	c.status = st;
@@ -428,7 +442,7 @@ static void finish(tc_tune_eval *ev, tc_tune_slots *S, int i, int gen, const cha
 	c.compile_s = m ? m->compile_s : 0;
 	c.message = text ? text : "";
 	c.generation = gen;
-	c.index = s->index;
+	c.index = index;
 	if (st == TC_TUNE_OK || st == TC_TUNE_CUT) {
 		c.median_s = m->median_s;
 		c.min_s = m->min_s;
@@ -437,7 +451,7 @@ static void finish(tc_tune_eval *ev, tc_tune_slots *S, int i, int gen, const cha
 	ev->measured++;
 	ev->failed += st != TC_TUNE_OK && st != TC_TUNE_CUT;
 	ev->cut += st == TC_TUNE_CUT;
-	if (s->index == 0)
+	if (index == 0)
 		ev->first_time = c.median_s;
 	if (st == TC_TUNE_OK && c.median_s < ev->best)
 		ev->best = c.median_s;
@@ -475,6 +489,15 @@ static void finish(tc_tune_eval *ev, tc_tune_slots *S, int i, int gen, const cha
 	}
 }
 
+/* The candidate of slot i of S is finished: its slot ended, then counts,
+ * callbacks, its time (tc_tune_eval_account). */
+static void finish(tc_tune_eval *ev, tc_tune_slots *S, int i, int gen, const char *key,
+	tc_tune_status st, const tc_tune_msg *m, const char *text, double *time)
+{
+	tc_tune_slots_end(S, i); /* the slot keeps its last message */
+	tc_tune_eval_account(ev, gen, S->sl[i].index, key, st, m, text, time);
+}
+
 /* What happened to search candidate e->i of generation gen: a result, a
  * death, a deadline or the budget passed.  1 when it is finished. */
 static int measure_event(tc_tune_eval *ev, tc_tune_slots *S, tc_tune_slot_event *e, int gen,
@@ -510,7 +533,14 @@ static int measure_event(tc_tune_eval *ev, tc_tune_slots *S, tc_tune_slot_event 
 int tc_tune_eval_measure(__tc_keep void *user, int gen, int n, __tc_keep tc_options *const *options,
 	__tc_keep char *const *keys, __tc_keep double *times)
 {
-	tc_tune_eval *ev = user;
+	return tc_tune_eval_measure_at(user, gen, n, options, keys, NULL, NULL, times);
+}
+
+int tc_tune_eval_measure_at(__tc_keep tc_tune_eval *ev, int gen, int n,
+	__tc_keep tc_options *const *options, __tc_keep char *const *keys,
+	__tc_keep const int *indexes, __tc_keep const tc_tune_fault *faults,
+	__tc_keep double *times)
+{
 	tc_tune_slots S;
 	tc_tune_slot_event e;
 	int next = 0, done = 0, i, rc = 0;
@@ -532,10 +562,16 @@ int tc_tune_eval_measure(__tc_keep void *user, int gen, int n, __tc_keep tc_opti
 		}
 		/* start compiles while nobody is timing */
 		while (!timing && compiling < ev->workers && alive < 2 * ev->workers && next < n) {
-			int index = ev->started++;
-			tc_tune_fault fault = fault_of(&ev->faults, index);
-			if (remember(ev, keys[next], index, fault) < 0 ||
-				tc_tune_slots_spawn(&S, next, options[next], index, fault, 0) < 0) {
+			int index;
+			tc_tune_fault fault;
+			tc_stat ok = TC_OK;
+			if (indexes) { /* a worker's: the master started them */
+				index = indexes[next];
+				fault = faults[next];
+			} else {
+				ok = tc_tune_eval_start(ev, keys[next], &index, &fault);
+			}
+			if (ok < 0 || tc_tune_slots_spawn(&S, next, options[next], index, fault, 0) < 0) {
 				snprintf(e.text, sizeof(e.text), "cannot start a process: %s",
 					strerror(errno));
 				S.sl[next].index = index;
@@ -555,7 +591,9 @@ int tc_tune_eval_measure(__tc_keep void *user, int gen, int n, __tc_keep tc_opti
 			memset(&go, 0, sizeof(go));
 			go.cutoff_s = isfinite(ev->best) ? ev->best * ev->set->cutoff : 0;
 			go.shift = stack_shift(S.sl[ready].index);
-			if (isfinite(ev->best)) /* what a candidate within the cutoff needs, twice */
+			if (ev->fake_fitness) /* its times are not the run's: nothing is cut */
+				go.cutoff_s = 0;
+			else if (isfinite(ev->best)) /* what a candidate within the cutoff needs, twice */
 				budget = 0.5 + 2 * (ev->set->min_time_s +
 					(ev->set->warmup + ev->set->runs + 1) * go.cutoff_s);
 			memset(ev->shared, 0, ev->shared_bytes);

@@ -70,6 +70,12 @@ struct tc_tune_eval {
 	double ref_scale[TC_TUNE_MAX_TENSORS]; /* mean |x| of each float output of ref */
 	tc_tune_fault_plan faults;
 	int device; /* where candidates run: kDLCPU, or kDLCUDA (tc_tune_eval_set_device) */
+	/* test-only (TCOMP_TUNE_TEST_FITNESS, tc_tune_eval_new; or the master's
+	 * word to a worker): every candidate is run and checked, but reports a
+	 * time made from its options text, the same on every machine and run,
+	 * and nothing is cut; so that runs can be compared candidate for
+	 * candidate (the distributed search against one process) */
+	int fake_fitness;
 	int started, measured, failed, cut, stop;
 	int generations, planned;
 	double first_time, best, t_start;
@@ -118,6 +124,33 @@ typedef struct tc_tune_msg {
 tc_stat tc_tune_msg_send(int fd, __tc_keep const tc_tune_msg *m);
 /* Read a whole message from fd into m, blocking; -1 at the end or an error. */
 tc_stat tc_tune_msg_recv(int fd, __tc_keep tc_tune_msg *m);
+
+/* ---- what the distributed search (dist.c) shares with the evaluator ---- */
+
+/* Start a search candidate (key): its index in the run (the next), its
+ * planted fault, and key remembered for the final stage.  -1 when out of
+ * memory. */
+tc_stat tc_tune_eval_start(__tc_keep tc_tune_eval *ev, const char *key, int *index,
+	tc_tune_fault *fault);
+/* Search candidate index (key) of generation gen is finished with status
+ * st, m its result (NULL: none; median, min, runs, compile_s), text why it
+ * failed: counted, recorded, reported to the progress callback (which may
+ * ask to stop: ev->stop); *time its fitness (INFINITY unless OK or CUT). */
+void tc_tune_eval_account(__tc_keep tc_tune_eval *ev, int gen, int index, const char *key,
+	tc_tune_status st, __tc_keep const tc_tune_msg *m, const char *text, double *time);
+/* tc_tune_eval_measure with the candidates' indexes and planted faults
+ * given (NULL, NULL: started here, tc_tune_eval_start): a worker measures
+ * what its master started. */
+int tc_tune_eval_measure_at(__tc_keep tc_tune_eval *ev, int gen, int n,
+	__tc_keep tc_options *const *options, __tc_keep char *const *keys,
+	__tc_keep const int *indexes, __tc_keep const tc_tune_fault *faults,
+	__tc_keep double *times);
+/* Make outputs (shared_bytes, laid out as the shared buffer) the
+ * reference the candidates' results are checked against.  -1 when out of
+ * memory (no reference). */
+tc_stat tc_tune_eval_set_reference(__tc_keep tc_tune_eval *ev, __tc_keep const void *outputs);
+/* The fitness a fake-fitness candidate with options text key reports. */
+double tc_tune_fake_time(const char *key);
 
 /* ---- the child side (eval_child.c) ---- */
 

@@ -1,12 +1,17 @@
 /* What the evaluator's parent and children share (eval.h): the messages
  * on their socket and how they are sent and received whole, the clock,
- * the median of timings and buffer alignment.  The lowest of the
+ * the median of timings and buffer alignment; and what every file of the
+ * tuner uses: warnings (tc_tune_warn) and the test-only fake fitness
+ * (tc_tune_fake_time).  The lowest of the
  * evaluator's files: eval_slots.c (the parent's engine), eval_child.c
  * (the child side) and eval.c all call it, and it calls none of them. */
 #include "eval.h"
 
+#include "../runtime/internal.h"
+
 #include <errno.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,4 +74,31 @@ tc_stat tc_tune_msg_recv(int fd, __tc_keep tc_tune_msg *m)
 		n -= (size_t)r;
 	}
 	return TC_OK;
+}
+
+double tc_tune_fake_time(const char *key)
+{
+	uint64_t h = 1469598103934665603ULL; /* FNV-1a */
+	for (; *key; key++)
+		h = (h ^ (unsigned char)*key) * 1099511628211ULL;
+	return 1e-4 * (1 + (double)(h % 997) / 100);
+}
+
+void tc_tune_warn(__tc_keep tc_context *ctx, const char *fmt, ...)
+{
+	tc_buf buf;
+	va_list ap;
+	tc_buf_init(&buf);
+	tc_buf_puts(&buf, ctx->warnings ? ctx->warnings : "");
+	tc_buf_puts(&buf, "warning: ");
+	va_start(ap, fmt);
+	tc_buf_vprintf(&buf, fmt, ap);
+	va_end(ap);
+	tc_buf_putc(&buf, '\n');
+	if (!buf.oom) {
+		tc_free(ctx->warnings);
+		ctx->warnings = tc_buf_take(&buf);
+	} else {
+		tc_buf_free(&buf);
+	}
 }

@@ -513,6 +513,9 @@ static const char *bad_settings(const tc_tune_settings *s)
 		return "final_time_s and final_warmup_s must be at least 0 and final_margin in [0, 1)";
 	if (s->n_seeds < 0 || (s->n_seeds > 0 && !s->seeds))
 		return "n_seeds seeds are missing";
+	if (s->transport && (s->transport->rank != 0 || s->transport->size < 1 ||
+		!s->transport->send || !s->transport->recv))
+		return "the transport must be rank 0's, with send and recv";
 	return NULL;
 }
 
@@ -570,23 +573,6 @@ typedef struct tune_link {
 	char run_id[64];
 } tune_link;
 
-/* Append a warning line to ctx's warnings (tc_context_warnings). */
-static void add_warning(tc_context *ctx, const char *fmt, const char *a, const char *b)
-{
-	tc_buf buf;
-	tc_buf_init(&buf);
-	tc_buf_puts(&buf, ctx->warnings ? ctx->warnings : "");
-	tc_buf_puts(&buf, "warning: ");
-	tc_buf_printf(&buf, fmt, a, b);
-	tc_buf_putc(&buf, '\n');
-	if (!buf.oom) {
-		tc_free(ctx->warnings);
-		ctx->warnings = tc_buf_take(&buf);
-	} else {
-		tc_buf_free(&buf);
-	}
-}
-
 static void link_record(void *user, const tc_tune_candidate *c)
 {
 	tune_link *l = user;
@@ -604,7 +590,7 @@ static void link_record(void *user, const tc_tune_candidate *c)
 		/* a candidate stopped by the budget was never checked: not ok */
 		run.ok = c->status == TC_TUNE_OK || (c->status == TC_TUNE_CUT && !*c->message);
 		if (tc_cache_record(l->cache, &l->key, &run) < 0 && !l->warned) {
-			add_warning(l->ctx, "kernel cache %s: cannot record a candidate: %s",
+			tc_tune_warn(l->ctx, "kernel cache %s: cannot record a candidate: %s",
 				tc_cache_path(l->cache), tc_cache_error(l->cache));
 			l->warned = 1;
 		}
@@ -633,12 +619,12 @@ static void link_open(tune_link *l, tc_module *m, const char *entry, const DLTen
 	if (!l->caller->use_cache)
 		return;
 	if (!(l->cache = tc_cache_open(l->caller->cache_path, TC_CACHE_WRITE, &msg))) {
-		add_warning(l->ctx, "kernel cache not used: %s%s", msg ? msg : "cannot open it", "");
+		tc_tune_warn(l->ctx, "kernel cache not used: %s%s", msg ? msg : "cannot open it", "");
 		tc_free(msg);
 		return;
 	}
 	if (tc_cache_key_init_for(&l->key, m, entry, inputs, n_inputs, base, gpu_key) < 0) {
-		add_warning(l->ctx, "kernel cache not used: %s%s", tc_context_error(l->ctx), "");
+		tc_tune_warn(l->ctx, "kernel cache not used: %s%s", tc_context_error(l->ctx), "");
 		tc_cache_close(l->cache);
 		l->cache = NULL;
 		return;
@@ -653,7 +639,7 @@ static void link_close(tune_link *l)
 	tc_cache_close(l->cache);
 }
 
-#define CACHE_SEEDS 4 /* seeds taken from the cache: this and the nearest shapes */
+
 
 /* tc_autotune's final stage over the search's result res: the base (genome
  * base_g, if the search measured it correct: it was the first candidate)
@@ -821,6 +807,7 @@ int tc_autotune(tc_module *m, const char *entry, const DLTensor *const *inputs, 
 	tc_tune_space *space = NULL;
 	tc_tune_eval *ev = NULL;
 	tc_tune_search sp;
+	tc_tune_dist dist;
 	tc_tune_result res;
 	tc_tune_report scratch;
 	const tc_rt_backend *backend;
@@ -832,6 +819,7 @@ int tc_autotune(tc_module *m, const char *entry, const DLTensor *const *inputs, 
 	struct timespec t0, t1;
 	int i, st = -1, planned;
 	memset(&sp, 0, sizeof(sp));
+	memset(&dist, 0, sizeof(dist));
 	memset(&res, 0, sizeof(res));
 	memset(&link, 0, sizeof(link));
 	memset(&scratch, 0, sizeof(scratch));
@@ -869,6 +857,14 @@ int tc_autotune(tc_module *m, const char *entry, const DLTensor *const *inputs, 
 	if (backend->device != kDLCPU && gpu_setup(ctx, backend, inputs, n_inputs, &base,
 					     &gpu_base, &gpu_key) < 0)
 		return -1;
+	/* the ranks get a copy of the data: compact host memory */
+	for (i = 0; settings->transport && settings->transport->size > 1 && i < n_inputs; i++)
+		if (inputs[i] && inputs[i]->data &&
+			(inputs[i]->device.device_type != kDLCPU || !compact(inputs[i]))) {
+			tc_rt_set_error(ctx, "tc_autotune: with a transport, input %d must be compact "
+				"host memory (the other ranks get a copy) or a shape without data", i);
+			return -1;
+		}
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	link.caller = settings;
 	link.ctx = ctx;
@@ -896,8 +892,8 @@ int tc_autotune(tc_module *m, const char *entry, const DLTensor *const *inputs, 
 	if (link.cache) {
 		char **texts = NULL;
 		int n = 0, j;
-		if (tc_cache_seeds(link.cache, &link.key, CACHE_SEEDS, &texts, &n) < 0)
-			add_warning(ctx, "kernel cache %s: no seeds: %s", tc_cache_path(link.cache),
+		if (tc_cache_seeds(link.cache, &link.key, TC_TUNE_CACHE_SEEDS, &texts, &n) < 0)
+			tc_tune_warn(ctx, "kernel cache %s: no seeds: %s", tc_cache_path(link.cache),
 				tc_cache_error(link.cache));
 		for (j = 0; j < n; j++) {
 			if (add_seed(space, &sp, NULL, texts[j]) < 0)
@@ -922,6 +918,14 @@ int tc_autotune(tc_module *m, const char *entry, const DLTensor *const *inputs, 
 	}
 	sp.measure = tc_tune_eval_measure;
 	sp.user = ev;
+	if (settings->transport && settings->transport->size > 1) {
+		dist.t = settings->transport;
+		dist.ev = ev;
+		dist.m = m;
+		dist.entry = entry;
+		sp.measure = tc_tune_dist_measure;
+		sp.user = &dist;
+	}
 	sp.keep = settings->final_candidates ? settings->final_candidates + 1 : 0;
 	planned = sp.population + (sp.generations - 1) * (sp.population - sp.elites);
 	tc_tune_eval_plan(ev, sp.generations, planned);
@@ -969,7 +973,7 @@ int tc_autotune(tc_module *m, const char *entry, const DLTensor *const *inputs, 
 		}
 		if (text && tc_cache_store_object(link.cache, &link.key, m,
 				    backend->device != kDLCPU ? dev_ptrs : inputs, n_inputs, text) < 0)
-			add_warning(ctx, "kernel cache %s: cannot store the object code: %s",
+			tc_tune_warn(ctx, "kernel cache %s: cannot store the object code: %s",
 				tc_cache_path(link.cache), tc_cache_error(link.cache));
 		tc_free(text);
 	}

@@ -241,6 +241,30 @@ tc_stat tc_tune_test_faults(const char *spec);
 
 typedef struct tc_tune_eval tc_tune_eval;
 
+/* Append "warning: " and the printf-formatted text as a line to ctx's
+ * warnings (tc_context_warnings); out of memory: nothing. */
+void tc_tune_warn(__tc_keep tc_context *ctx, const char *fmt, ...) TC_PRINTF(2, 3);
+
+/* Seeds tc_autotune takes from the kernel cache: this key's and the
+ * nearest shapes' (tune.c; and a batch's jobs on other ranks, dist.c). */
+#define TC_TUNE_CACHE_SEEDS 4
+
+/* ---- distributed evaluation (dist.c; tc_tune_settings.transport) ---- */
+
+/* One tc_autotune's use of a transport (rank 0): its evaluator, and the
+ * module and entry the ranks are set up with. */
+typedef struct tc_tune_dist {
+	tc_tune_transport *t;
+	tc_tune_eval *ev;
+	tc_module *m;
+	const char *entry;
+	unsigned kernel; /* the run's number for the ranks (0: not set up yet) */
+} tc_tune_dist;
+/* The measure function of a distributed search (user = a tc_tune_dist):
+ * the first correct candidate runs here, the others on the ranks. */
+int tc_tune_dist_measure(__tc_keep void *user, int gen, int n,
+	__tc_keep tc_options *const *options, __tc_keep char *const *keys, __tc_keep double *times);
+
 /* ---- the GPU probe (probe.c) ---- */
 
 struct tc_rt_backend; /* runtime/backend.h */

@@ -524,6 +524,39 @@ const char *tc_kernel_options_source(const tc_kernel *k);
  * (see final_candidates).  Do not use the module's context from other
  * threads during a run (children are forked from the calling thread). */
 
+/* A message transport between the ranks of a distributed tuning run
+ * (README "Tuning at scale"): rank 0 runs the search and the final stage,
+ * ranks 1..size-1 compile and time candidates (tc_tune_serve).  tcomp
+ * autotune implements it over MPI; any reliable, ordered message channel
+ * will do (the tests use socket pairs).  Messages are byte strings; the
+ * ranks must share byte order and tcomp version (checked when a worker
+ * says hello).  Called only from the thread that calls tc_autotune or
+ * tc_tune_serve. */
+typedef struct tc_tune_transport {
+	int rank, size;
+	/* Send len bytes to rank to: 0, or -1 when the message cannot go (the
+	 * peer is known to be gone). */
+	int (*send)(void *user, int to, const void *data, size_t len);
+	/* Wait at most timeout_s seconds (0: only look) for the next message
+	 * from any rank: 1 with *from, *data and *len (the data owned by the
+	 * transport, valid until its next send or recv), 0 when none came, -1
+	 * when the transport failed. */
+	int (*recv)(void *user, double timeout_s, int *from, const void **data, size_t *len);
+	void *user;
+	/* The library's, on rank 0: what it knows of the other ranks across
+	 * tc_autotune calls (NULL at first; tc_tune_dismiss frees it). */
+	void *state;
+} tc_tune_transport;
+
+/* Rank 0, at the end of a distributed run: tell every other rank that the
+ * run is over (their tc_tune_serve returns) and free t->state; if
+ * measured is not NULL, measured[r] = the search candidates rank r
+ * measured (t->size entries; rank 0's: those measured in this process),
+ * or after tc_autotune_batch the jobs rank r tuned.
+ * Returns the number of ranks given up during the run (tc_autotune's
+ * warnings say which and why); 0 for a NULL t. */
+int tc_tune_dismiss(tc_tune_transport *t, int *measured);
+
 /* What became of one candidate. */
 typedef enum tc_tune_status {
 	TC_TUNE_OK,            /* measured and correct */
@@ -627,10 +660,34 @@ typedef struct tc_tune_settings {
 	 * handler counts) ends that too, and the search's best is returned.
 	 * A progress callback returning non-zero does the same in either. */
 	volatile sig_atomic_t *stop;
+	/* Distributed evaluation (NULL: every candidate runs here).  With a
+	 * transport of size > 1, this process (rank 0) runs the search and the
+	 * final stage, and the candidates of each generation are compiled and
+	 * timed by the ranks that serve (tc_tune_serve), as many at once on
+	 * each as it has CPUs (or --jobs), timed one at a time per rank.  The
+	 * first correct candidate (the base options) runs here: its result is
+	 * the reference every rank checks against.  A rank that stops
+	 * answering for compile_timeout_s + timeout_s + 10 seconds while it
+	 * holds candidates is given up: they go to the other ranks (a
+	 * candidate lost twice is recorded as crashed), and with no rank left
+	 * this process measures the rest.  The search makes the same choices
+	 * as without a transport (same seed, same times: the same candidates). */
+	tc_tune_transport *transport;
 } tc_tune_settings;
 
 /* Fill s with the defaults; NULL s: nothing. */
 void tc_tune_settings_init(tc_tune_settings *s);
+
+/* Serve a distributed tuning run as rank t->rank > 0 (see
+ * tc_tune_settings.transport): say hello to rank 0, then compile and time
+ * the candidates it sends, in forked child processes as tc_autotune does,
+ * with jobs of them compiling at once (0: the CPUs this process may run
+ * on), until rank 0 says the run is over.  stop (may be NULL) set non-zero
+ * ends the candidates in progress and the service.  0 when rank 0 ended
+ * the run, -1 with an error in ctx (the transport failed, rank 0 is a
+ * different tcomp version, out of memory). */
+int tc_tune_serve(tc_context *ctx, const tc_tune_transport *t, int jobs,
+	volatile sig_atomic_t *stop);
 
 /* The outcome of a tuning run.  With a final stage, default_s and best_s
  * are its times (same rounds, so comparable); without one, the search's. */
@@ -666,6 +723,59 @@ typedef struct tc_tune_report {
 int tc_autotune(tc_module *m, const char *entry, const DLTensor *const *inputs, int n_inputs,
 	const tc_options *base, const tc_tune_settings *settings, tc_options **best,
 	tc_tune_report *report);
+
+/* One kernel of a batch (tc_autotune_batch). */
+typedef struct tc_tune_job {
+	/* what to tune, borrowed for the call */
+	tc_module *m;
+	const char *entry;
+	const DLTensor *const *inputs; /* shapes and dtypes; data is not read: the
+	                                * inputs are random, as tcomp bench makes them */
+	int n_inputs;
+	const tc_options *base;        /* NULL: defaults */
+	/* what became of it */
+	int ok;                        /* 1 tuned, 0 not (message says why) */
+	char message[512];
+	tc_options *best;              /* when ok: the choice, the caller's (tc_options_free) */
+	tc_tune_report report;
+	int rank;                      /* the rank that tuned it (0: this process) */
+} tc_tune_job;
+
+/* Where a batch stands, passed to its progress callback. */
+typedef struct tc_tune_batch_progress {
+	int job;                     /* the job this is about */
+	int jobs, finished, running; /* the batch's jobs, those finished (tuned or
+	                                not), those being tuned */
+	const tc_tune_progress *p;   /* the job's own progress (a candidate or
+	                                re-timing); NULL when the job just finished */
+	double elapsed_s, eta_s;     /* the whole batch: wall time so far, estimated
+	                                time left (from the candidates measured per
+	                                second so far and those still planned) */
+} tc_tune_batch_progress;
+
+/* Tune the kernels jobs[0..n) with settings (NULL: defaults), each as
+ * tc_autotune would (its own search and final stage, every candidate in
+ * the kernel cache), one progress callback for all (NULL: none; non-zero
+ * stops the batch as the stop flag does).  Without a transport (or one of
+ * size 1) the jobs are tuned here one after another.  With one, rank 0
+ * (this process) hands whole jobs to the ranks that serve (tc_tune_serve),
+ * largest first, one per rank at a time: a job's candidates and its final
+ * stage are all timed on one rank; the rank tunes into a kernel cache file
+ * of its own (in its $TMPDIR) and sends its rows back, which rank 0 adds to
+ * its cache (settings->cache_path; the rows keep the key, so that rank's
+ * machine): no file is shared between machines.  Seeds from rank 0's
+ * cache go with the job, as the cache is when the job starts (jobs of one
+ * def tuned at once do not seed each other; one after another, here, the
+ * earlier seeds the later).  settings->record is called for the jobs tuned
+ * here only.  A rank that sends nothing for compile_timeout_s + timeout_s
+ * + 2 x (final_time_s + final_warmup_s) + 10 seconds is given up and its
+ * job goes to another rank (a job lost twice fails); with no rank left,
+ * the rest are tuned here.  A stop ends the jobs being tuned (each keeps
+ * its best so far) and starts no other.  Returns the number of jobs not
+ * tuned (0: all ok), or -1 with an error in ctx (NULL arguments, the
+ * transport failed, out of memory). */
+int tc_autotune_batch(tc_context *ctx, tc_tune_job *jobs, int n, const tc_tune_settings *settings,
+	int (*progress)(void *user, const tc_tune_batch_progress *p), void *user);
 
 /* ---- training (README "Training") ----
  *

@@ -189,6 +189,16 @@ void print_new_warnings(__tc_keep tc_context *ctx, size_t from);
 /* tcomp cache list|show|export|import|prune|path. */
 int cmd_cache(int argc, __tc_keep char **argv);
 
+/* Distributed tuning over MPI (tools/mpi.c).  mpi_world_size: the number
+ * of ranks of the job that started this process (1: not started by an MPI
+ * launcher).  mpi_built: whether this tcomp has MPI.  mpi_start: MPI_Init
+ * and the transport t of this rank; -1 without MPI or when MPI_Init
+ * failed.  mpi_end: MPI_Finalize. */
+int mpi_world_size(void);
+int mpi_built(void);
+int mpi_start(int *argc, char ***argv, tc_tune_transport *t);
+void mpi_end(void);
+
 /* tcomp autotune (tools/cmd_autotune.c). */
 int cmd_autotune(int argc, __tc_keep char **argv);
 

@@ -63,6 +63,8 @@ static const char *const autotune_usage =
 	"                      searched)\n"
 	"  --jobs J            candidates compiling at once (default: one per CPU)\n"
 	"  --timeout S         limit on one candidate's runs, in seconds (default 10)\n"
+	"  --compile-timeout S  limit on one candidate's compile, in seconds\n"
+	"                      (default 120)\n"
 	"  --seed N            seed of the search's random choices (N >= 1; default:\n"
 	"                      from the clock): the same seed makes the same choices\n"
 	"  --runs R            at least R timed runs per candidate (default 5) ...\n"
@@ -109,7 +111,24 @@ static const char *const autotune_usage =
 	"                      gives their shapes and those of the data inputs\n"
 	"  --optimizer O       sgd (default), momentum or adam: the update tuned\n"
 	"  --ensemble K        an ensemble of K models (tc_model_ensemble): --shape\n"
-	"                      gives one model's parameter shapes\n";
+	"                      gives one model's parameter shapes\n"
+	"\n"
+	"Many kernels: --batch FILE tunes every kernel FILE lists, a line each:\n"
+	"  KERNEL.tc [-e NAME] --shape T=SHAPE ... [--option N=V ...] [--threads N]\n"
+	"(# starts a comment; a relative KERNEL.tc is read from FILE's folder; the\n"
+	"--option and --threads of a line add to those of the command line).  Every\n"
+	"line is loaded first (an error names its line and nothing is tuned); then\n"
+	"the kernels are tuned one after another, or under mpirun one per rank at a\n"
+	"time, largest first, each searched and re-timed on its rank, with one\n"
+	"progress display for the batch; a summary per kernel goes to stdout.\n"
+	"\n"
+	"Tuning at scale (README): started by mpirun with N ranks, rank 0 runs the\n"
+	"search, the final stage and the cache, and ranks 1..N-1 compile and time\n"
+	"each generation's candidates, --jobs at once each (default: the CPUs the\n"
+	"rank may use), one timing at a time per rank.  Bind ranks that share a\n"
+	"machine to disjoint cores; with mpirun --enable-recovery a rank that dies\n"
+	"costs only its candidates, which go to the others.\n"
+	"  mpirun -n 5 --map-by ppr:1:node tcomp autotune k.tc -e mm --shape ...\n";
 
 
 static volatile sig_atomic_t interrupted;
@@ -130,6 +149,28 @@ static void catch_sigint(struct sigaction *old)
 	sa.sa_handler = on_sigint;
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, old);
+	/* mpirun passes a Ctrl-C on to its ranks as SIGTERM */
+	if (mpi_world_size() > 1)
+		sigaction(SIGTERM, &sa, NULL);
+}
+
+/* A rank other than 0 of a distributed run: serve candidates until rank 0
+ * ends the run; the exit status. */
+static int serve(tc_tune_transport *t, int jobs)
+{
+	tc_context *ctx = tc_context_new();
+	struct sigaction old;
+	int rc;
+	if (!ctx)
+		return EXIT_INTERNAL;
+	catch_sigint(&old);
+	rc = tc_tune_serve(ctx, t, jobs, &interrupted);
+	sigaction(SIGINT, &old, NULL);
+	if (rc < 0)
+		fprintf(stderr, "tcomp: rank %d: %s\n", t->rank, tc_context_error(ctx));
+	tc_context_free(ctx);
+	mpi_end();
+	return rc < 0 ? EXIT_INTERNAL : 0;
 }
 
 #define MAX_FINAL 65 /* 64 final candidates and the defaults */
@@ -449,6 +490,276 @@ out:
 	return status;
 }
 
+/* ---- tcomp autotune --batch FILE ---- */
+
+#define MAX_JOBS 4096
+
+/* One line of a batch file, loaded. */
+typedef struct batch_line {
+	int line;
+	char *text;       /* the line (malloc'd; words point into it) */
+	const char *file; /* the .tc file as written */
+	char *path;       /* resolved against the batch file's folder (malloc'd) */
+	const char *entry;
+	tc_module *m;
+	tc_options *base;
+	DLTensor dl[64];
+	int64_t dims[64][8];
+	const DLTensor *in[64];
+	int n_in;
+} batch_line;
+
+typedef struct batch_view {
+	view *v;
+	batch_line *lines;
+	int tty;
+} batch_view;
+
+static int batch_progress(void *user, const tc_tune_batch_progress *bp)
+{
+	batch_view *bv = user;
+	view *v = bv->v;
+	batch_line *l = &bv->lines[bp->job];
+	char eta[32], last[32], best[32], el[32];
+	static char opts[2048];
+	if (v->quiet)
+		return 0;
+	fmt_duration(bp->eta_s, eta, sizeof(eta));
+	fmt_duration(bp->elapsed_s, el, sizeof(el));
+	if (!bp->p) { /* the job finished: a line of its own */
+		fprintf(stderr, "%skernel %d/%d %s (line %d) finished; %d/%d done, %d running, %s, "
+			"eta %s\n", v->shown ? "\r\033[K" : "", bp->job + 1, bp->jobs, l->entry, l->line,
+			bp->finished, bp->jobs, bp->running, el, eta);
+		v->shown = 0;
+		fflush(stderr);
+		return 0;
+	}
+	fmt_time(bp->p->last ? bp->p->last->median_s : INFINITY, last, sizeof(last));
+	fmt_time(bp->p->best_s, best, sizeof(best));
+	if (v->tty) {
+		fprintf(stderr, "\r\033[K[%d/%d kernels, %d running, eta %s] kernel %d %s: %s %d/%d  "
+			"best %s", bp->finished, bp->jobs, bp->running, eta, bp->job + 1, l->entry,
+			bp->p->final_round ? "final" : "gen", bp->p->done, bp->p->planned, best);
+		v->shown = 1;
+	} else {
+		one_line(bp->p->last ? bp->p->last->options : "", opts, sizeof(opts));
+		fprintf(stderr, "kernel %d/%d %s: %s %d/%d  %s %s  best %s  batch eta %s  %s\n",
+			bp->job + 1, bp->jobs, l->entry, bp->p->final_round ? "final" : "candidate",
+			bp->p->done, bp->p->planned, bp->p->last ? status_word(bp->p->last->status) : "",
+			last, best, eta, opts);
+	}
+	fflush(stderr);
+	return 0;
+}
+
+/* A batch-file error at line: the message, exit 1. */
+static void batch_die(const char *bfile, int line, const char *fmt, const char *a, const char *b)
+{
+	fprintf(stderr, "tcomp: error: %s:%d: ", bfile, line);
+	fprintf(stderr, fmt, a, b);
+	fputc('\n', stderr);
+	exit(EXIT_USER);
+}
+
+/* Load line l (its words in argv[0..argc)) of batch file bfile: the def,
+ * its options (base, then the line's --option and --threads) and shapes. */
+static void batch_load(tc_context *ctx, const char *bfile, batch_line *l, int argc, char **argv,
+	const tc_options *base)
+{
+	static const struct option lopts[] = {CLI_ENTRY, CLI_SHAPE,
+		{"option", required_argument, NULL, OPT_OPTION},
+		{"threads", required_argument, NULL, OPT_THREADS}, CLI_END};
+	binding shapes[64];
+	int nshapes = 0, c, n_out;
+	const char *slash = strrchr(bfile, '/');
+	char line[16];
+	snprintf(line, sizeof(line), "%d", l->line);
+	if (!(l->base = tc_options_copy(base)))
+		exit(EXIT_INTERNAL);
+	optind = 0; /* glibc: start over on this argv */
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "e:", lopts, NULL)) != -1) {
+		const char *eq;
+		switch (c) {
+		case OPT_ENTRY: l->entry = optarg; break;
+		case OPT_SHAPE:
+			if (nshapes == 64 || !(eq = strchr(optarg, '=')) || eq == optarg)
+				batch_die(bfile, l->line, "expected --shape T=SHAPE but found '%s'%s", optarg, "");
+			shapes[nshapes].name = strndup(optarg, (size_t)(eq - optarg));
+			shapes[nshapes].path = eq + 1;
+			shapes[nshapes].used = 0;
+			if (parse_shape(eq + 1, l->dims[0]) < 0)
+				batch_die(bfile, l->line, "bad shape '%s'%s (write it as 1024x1024, 64, or "
+					"scalar)", eq + 1, "");
+			nshapes++;
+			break;
+		case OPT_OPTION:
+		case OPT_THREADS: {
+			char name[64];
+			const char *val = optarg;
+			if (c == OPT_OPTION) {
+				if (!(eq = strchr(optarg, '=')) || eq == optarg || (size_t)(eq - optarg) >= sizeof(name))
+					batch_die(bfile, l->line, "expected --option NAME=VALUE but found '%s'%s",
+						optarg, "");
+				snprintf(name, sizeof(name), "%.*s", (int)(eq - optarg), optarg);
+				val = eq + 1;
+			} else {
+				snprintf(name, sizeof(name), "threads");
+			}
+			if (tc_options_set(l->base, name, val, ctx) < 0)
+				batch_die(bfile, l->line, "%s%s", error_text(ctx), "");
+			break;
+		}
+		default:
+			batch_die(bfile, l->line, "unknown or incomplete argument '%s'%s (a line takes "
+				"FILE.tc, -e NAME, --shape T=SHAPE, --option N=V and --threads N)",
+				argv[optind - 1], "");
+		}
+	}
+	if (optind != argc - 1)
+		batch_die(bfile, l->line, "%s%s", optind >= argc ? "no .tc file" : "more than one .tc file", "");
+	l->file = argv[optind];
+	if (l->file[0] != '/' && slash) { /* relative to the batch file's folder */
+		size_t n = (size_t)(slash - bfile) + 1 + strlen(l->file) + 1;
+		if (!(l->path = malloc(n)))
+			exit(EXIT_INTERNAL);
+		snprintf(l->path, n, "%.*s/%s", (int)(slash - bfile), bfile, l->file);
+	} else if (!(l->path = strdup(l->file))) {
+		exit(EXIT_INTERNAL);
+	}
+	if (!(l->m = tc_module_load(ctx, l->path))) {
+		fprintf(stderr, "tcomp: %s:%d: %s\n", bfile, l->line, tc_context_error(ctx));
+		exit(fail_status(ctx));
+	}
+	if (!l->entry) {
+		if (tc_module_num_defs(l->m) != 1)
+			batch_die(bfile, l->line, "'%s' has several defs: choose one with -e NAME%s",
+				l->file, "");
+		l->entry = tc_module_def_name(l->m, 0);
+	}
+	if (tc_module_def_arity(l->m, l->entry, &l->n_in, &n_out) < 0)
+		batch_die(bfile, l->line, "%s%s", error_text(ctx), "");
+	if (l->n_in > 64)
+		batch_die(bfile, l->line, "'%s' has more than 64 inputs%s", l->entry, "");
+	if (bind_shapes(l->m, l->entry, l->n_in, shapes, nshapes, l->dl, l->dims, l->in,
+		    autotune_usage) < 0) {
+		fprintf(stderr, "tcomp: (%s:%d)\n", bfile, l->line);
+		exit(EXIT_USER);
+	}
+	bindings_free(shapes, nshapes);
+}
+
+/* tcomp autotune --batch FILE: load every line first (an error names its
+ * line and nothing is tuned), tune them all (tc_autotune_batch: over the
+ * ranks under mpirun), print a summary per kernel; the exit status (1 if
+ * any kernel was not tuned). */
+static int tune_batch(tc_context *ctx, const char *bfile, const tc_options *base,
+	tc_tune_settings *set, view *v)
+{
+	char *text = read_text(bfile), *p, *next;
+	batch_line *lines = calloc(MAX_JOBS, sizeof(batch_line));
+	tc_tune_job *jobs = calloc(MAX_JOBS, sizeof(tc_tune_job));
+	batch_view bv;
+	int n = 0, lineno = 0, failed, i, status = 0;
+	char t1[32], t2[32];
+	double t0 = now_s();
+	if (!text) {
+		fprintf(stderr, "tcomp: error: cannot read %s: %s\n", bfile, strerror(errno));
+		free(lines);
+		free(jobs);
+		return EXIT_USER;
+	}
+	if (!lines || !jobs)
+		exit(EXIT_INTERNAL);
+	for (p = text; p; p = next) {
+		char *words[256], *w, *s2 = NULL, *hash;
+		int nw = 0;
+		if ((next = strchr(p, '\n')))
+			*next++ = 0;
+		lineno++;
+		if ((hash = strchr(p, '#')))
+			*hash = 0;
+		lines[n].line = lineno;
+		words[nw++] = (char *)"autotune";
+		for (w = strtok_r(p, " \t\r", &s2); w && nw < 255; w = strtok_r(NULL, " \t\r", &s2))
+			words[nw++] = w;
+		if (nw == 1)
+			continue;
+		if (n == MAX_JOBS)
+			batch_die(bfile, lineno, "more than %s kernels%s", "4096", "");
+		batch_load(ctx, bfile, &lines[n], nw, words, base);
+		jobs[n].m = lines[n].m;
+		jobs[n].entry = lines[n].entry;
+		jobs[n].inputs = lines[n].in;
+		jobs[n].n_inputs = lines[n].n_in;
+		jobs[n].base = lines[n].base;
+		n++;
+	}
+	if (!n) {
+		fprintf(stderr, "tcomp: error: %s lists no kernels (a line: FILE.tc -e NAME --shape "
+			"T=SHAPE ...)\n", bfile);
+		status = EXIT_USER;
+		goto out;
+	}
+	bv.v = v;
+	bv.lines = lines;
+	bv.tty = v->tty;
+	failed = tc_autotune_batch(ctx, jobs, n, set, batch_progress, &bv);
+	if (v->shown)
+		fputs("\n", stderr);
+	fputs(tc_context_warnings(ctx), stderr);
+	if (failed < 0) {
+		status = report(ctx);
+		goto out;
+	}
+	printf("# tcomp autotune --batch %s: %d kernels\n", bfile, n);
+	for (i = 0; i < n; i++) {
+		tc_tune_job *jb = &jobs[i];
+		printf("#\n# kernel %d/%d (line %d): %s -e %s", i + 1, n, lines[i].line, lines[i].file,
+			jb->entry);
+		for (int k = 0; k < jb->n_inputs; k++) {
+			printf(" --shape %s=", tc_module_tensor_name(jb->m, jb->entry, k));
+			if (!lines[i].dl[k].ndim)
+				printf("scalar");
+			for (int d = 0; d < lines[i].dl[k].ndim; d++)
+				printf("%s%lld", d ? "x" : "", (long long)lines[i].dl[k].shape[d]);
+		}
+		printf("\n");
+		if (!jb->ok) {
+			printf("# not tuned: %s\n", jb->message);
+			continue;
+		}
+		printf("# best %s, defaults %s", fmt_time(jb->report.best_s, t1, sizeof(t1)),
+			fmt_time(jb->report.default_s, t2, sizeof(t2)));
+		if (isfinite(jb->report.default_s) && jb->report.best_s > 0)
+			printf(": %.2fx", jb->report.default_s / jb->report.best_s);
+		printf("; %d candidates (%d failed) on rank %d\n", jb->report.measured,
+			jb->report.failed, jb->rank);
+		{
+			char *o = tc_options_print(jb->best), line[2048];
+			if (o) {
+				one_line(o, line, sizeof(line));
+				printf("# the choice: %s\n", line);
+			}
+			tc_string_free(o);
+		}
+		tc_options_free(jb->best);
+	}
+	printf("#\n# %d of %d kernels tuned in %s%s\n", n - failed, n,
+		fmt_duration(now_s() - t0, t1, sizeof(t1)), interrupted ? "; stopped early" : "");
+	status = failed ? EXIT_USER : 0;
+out:
+	for (i = 0; i < n; i++) {
+		free(lines[i].path);
+		tc_options_free(lines[i].base);
+		tc_module_free(lines[i].m);
+	}
+	free(lines);
+	free(jobs);
+	free(text);
+	return status;
+}
+
 int cmd_autotune(int argc, __tc_keep char **argv)
 {
 	const char *file = NULL, *entry = NULL;
@@ -464,15 +775,16 @@ int cmd_autotune(int argc, __tc_keep char **argv)
 	opt_args oa = {0};
 	tc_module *m = NULL;
 	char *text = NULL;
-	const char *train = NULL, *params = NULL, *optimizer = "sgd";
+	const char *train = NULL, *params = NULL, *optimizer = "sgd", *batch = NULL;
 	int64_t ensemble = 0;
 	view v = {0};
 	struct sigaction old;
+	tc_tune_transport transport;
 
 	enum { OPT_GENERATIONS = OPT_COMMAND, OPT_POPULATION, OPT_ELITES, OPT_JOBS, OPT_RUNS,
 		OPT_SEED, OPT_TIMEOUT, OPT_MIN_TIME, OPT_FINAL_CANDIDATES, OPT_FINAL_ROUNDS,
 		OPT_FINAL_TIME, OPT_FINAL_WARMUP, OPT_CUTOFF, OPT_MUTATION, OPT_QUIET, OPT_TRAIN,
-		OPT_PARAMS, OPT_OPTIMIZER, OPT_ENSEMBLE };
+		OPT_PARAMS, OPT_OPTIMIZER, OPT_ENSEMBLE, OPT_COMPILE_TIMEOUT, OPT_BATCH };
 	static const struct option longopts[] = {CLI_HELP, CLI_ENTRY, CLI_SHAPE, CLI_MAPPING,
 		CLI_TARGET, {"cache", required_argument, NULL, OPT_CACHE},
 		{"no-cache", no_argument, NULL, OPT_NO_CACHE},
@@ -483,6 +795,7 @@ int cmd_autotune(int argc, __tc_keep char **argv)
 		{"runs", required_argument, NULL, OPT_RUNS},
 		{"seed", required_argument, NULL, OPT_SEED},
 		{"timeout", required_argument, NULL, OPT_TIMEOUT},
+		{"compile-timeout", required_argument, NULL, OPT_COMPILE_TIMEOUT},
 		{"min-time", required_argument, NULL, OPT_MIN_TIME},
 		{"final-candidates", required_argument, NULL, OPT_FINAL_CANDIDATES},
 		{"final-rounds", required_argument, NULL, OPT_FINAL_ROUNDS},
@@ -494,7 +807,8 @@ int cmd_autotune(int argc, __tc_keep char **argv)
 		{"train", required_argument, NULL, OPT_TRAIN},
 		{"params", required_argument, NULL, OPT_PARAMS},
 		{"optimizer", required_argument, NULL, OPT_OPTIMIZER},
-		{"ensemble", required_argument, NULL, OPT_ENSEMBLE}, CLI_END};
+		{"ensemble", required_argument, NULL, OPT_ENSEMBLE},
+		{"batch", required_argument, NULL, OPT_BATCH}, CLI_END};
 	int c;
 
 	if (wants_help(argc, argv)) {
@@ -522,6 +836,7 @@ int cmd_autotune(int argc, __tc_keep char **argv)
 		case OPT_RUNS: set.runs = (int)parse_count(name, val, 1, autotune_usage); break;
 		case OPT_SEED: set.seed = (uint64_t)parse_count(name, val, 1, autotune_usage); break;
 		case OPT_TIMEOUT: set.timeout_s = parse_seconds(name, val); break;
+		case OPT_COMPILE_TIMEOUT: set.compile_timeout_s = parse_seconds(name, val); break;
 		case OPT_MIN_TIME: set.min_time_s = parse_seconds(name, val); break;
 		case OPT_FINAL_CANDIDATES:
 			set.final_candidates = (int)parse_count(name, val, 0, autotune_usage);
@@ -547,6 +862,7 @@ int cmd_autotune(int argc, __tc_keep char **argv)
 		case OPT_NO_CACHE: set.use_cache = 0; break;
 		case OPT_QUIET: v.quiet = 1; break;
 		case OPT_TRAIN: train = val; break;
+		case OPT_BATCH: batch = val; break;
 		case OPT_PARAMS: params = val; break;
 		case OPT_OPTIMIZER: optimizer = val; break;
 		case OPT_ENSEMBLE:
@@ -563,7 +879,10 @@ int cmd_autotune(int argc, __tc_keep char **argv)
 		else
 			die_usage(autotune_usage, "unexpected argument '%s'", argv[i]);
 	}
-	if (!file)
+	if (batch && (file || entry || nshapes || train))
+		die_usage(autotune_usage, "%s", "--batch FILE lists the kernels: no FILE.tc, -e, "
+			"--shape or --train with it");
+	if (!file && !batch)
 		die_usage(autotune_usage, "%s", "autotune needs a FILE.tc");
 	if (set.elites > set.population)
 		die_usage(autotune_usage, "%s", "--elites cannot exceed --population");
@@ -571,6 +890,24 @@ int cmd_autotune(int argc, __tc_keep char **argv)
 		die_usage(autotune_usage, "%s", "--final-candidates can be at most 64");
 	if (set.final_rounds > 100)
 		die_usage(autotune_usage, "%s", "--final-rounds can be at most 100");
+	if (mpi_world_size() > 1) {
+		if (!mpi_built()) {
+			fprintf(stderr, "tcomp: error: started by an MPI launcher with %d ranks, but this "
+				"tcomp was built without MPI: install libopenmpi-dev (make setup) and "
+				"rebuild, or run one process\n", mpi_world_size());
+			return EXIT_USER;
+		}
+		if (mpi_start(&argc, &argv, &transport) < 0) {
+			fprintf(stderr, "tcomp: error: MPI_Init failed\n");
+			return EXIT_INTERNAL;
+		}
+		if (transport.rank > 0) {
+			opt_args_free(&oa);
+			bindings_free(shapes, nshapes);
+			return serve(&transport, set.threads);
+		}
+		set.transport = &transport;
+	}
 	ctx = tc_context_new();
 	if (!ctx)
 		return EXIT_INTERNAL;
@@ -587,6 +924,12 @@ int cmd_autotune(int argc, __tc_keep char **argv)
 	set.record = record;
 	set.user = &v;
 	set.stop = &interrupted;
+	if (batch) {
+		catch_sigint(&old);
+		status = tune_batch(ctx, batch, base, &set, &v);
+		sigaction(SIGINT, &old, NULL);
+		goto done;
+	}
 	if (train) {
 		catch_sigint(&old);
 		status = tune_step(ctx, file, train, params, optimizer, ensemble, shapes, nshapes,
@@ -636,6 +979,21 @@ int cmd_autotune(int argc, __tc_keep char **argv)
 	print_summary(&rep, &v, set.final_candidates);
 	fputs(text, stdout);
 done:
+	if (set.transport) {
+		int *measured = calloc((size_t)transport.size, sizeof(int));
+		int lost = tc_tune_dismiss(set.transport, measured);
+		if (measured && !v.quiet) {
+			fprintf(stderr, "tcomp: %s by rank:", batch ? "kernels tuned" : "candidates measured");
+			for (i = 0; i < transport.size; i++)
+				fprintf(stderr, " %d", measured[i]);
+			fprintf(stderr, "%s\n", batch ? "" : " (rank 0: the reference)");
+		}
+		free(measured);
+		if (lost)
+			fprintf(stderr, "tcomp: warning: %d of the %d ranks %s given up during the run\n",
+				lost, transport.size - 1, lost == 1 ? "was" : "were");
+		mpi_end();
+	}
 	tc_string_free(text);
 	bindings_free(shapes, nshapes);
 	tc_options_free(best);

@@ -3,10 +3,12 @@
 # Used by `make setup` (and so by `make demo` and `make test`).
 set -e
 PKGS="build-essential cmake pkg-config python3 clang libclang-rt-14-dev libisl-dev llvm-19-dev libsqlite3-dev libdlpack-dev libcmocka-dev zlib1g-dev dataset-fashion-mnist"
-# The Python package's tests (tests/python): NumPy, pytest, PyTorch, and pip
-# with setuptools for `pip install tools/python`; installed without the
-# recommended packages (python3-torch recommends a few hundred MB more).
-PYPKGS="python3-numpy python3-pytest python3-torch python3-pip python3-setuptools python3-wheel"
+# Installed without their recommended packages (python3-torch recommends a
+# few hundred MB more): the Python package's tests (tests/python): NumPy,
+# pytest, PyTorch, and pip with setuptools for `pip install tools/python`;
+# Open MPI for distributed tuning (`mpirun -n N tcomp autotune`) and its
+# tests.
+PYPKGS="python3-numpy python3-pytest python3-torch python3-pip python3-setuptools python3-wheel libopenmpi-dev openmpi-bin"
 
 # The packages of the list $1 that are not installed, each after a blank.
 not_installed() {

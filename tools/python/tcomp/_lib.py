@@ -114,6 +114,7 @@ class TuneSettings(ctypes.Structure):
         ("progress", PROGRESS_FN),
         ("user", ctypes.c_void_p),
         ("stop", ctypes.POINTER(ctypes.c_int)),  # volatile sig_atomic_t * (an int)
+        ("transport", ctypes.c_void_p),  # tc_tune_transport * (distributed tuning: C only)
     ]
 
 

@@ -1,0 +1,580 @@
+/* A rank that serves a distributed tuning run (tc_tune_serve): it says
+ * hello to rank 0, then measures the batches of candidates of a search
+ * spread over the ranks (SETUP, BATCH: its own evaluator, eval.c) and
+ * tunes the whole jobs of a batch (JOB: tc_autotune into a cache file of
+ * its own), until rank 0 says QUIT.  autotune/README.md ("Distributed
+ * evaluation") gives the protocol. */
+#define _DEFAULT_SOURCE /* mkdtemp, usleep */
+#include "dist.h"
+
+#include "../runtime/cache_ops.h"
+#include "../runtime/error.h"
+#include "../runtime/internal.h"
+
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* The def a rank is set up for. */
+typedef struct served {
+	unsigned kernel; /* 0: none */
+	tc_module *m;
+	tc_tune_eval *ev;
+	tc_tune_settings set;
+	DLTensor in[TC_TUNE_MAX_TENSORS];
+	const DLTensor *in_ptrs[TC_TUNE_MAX_TENSORS];
+	int64_t shape[TC_TUNE_MAX_TENSORS][8];
+	void *data[TC_TUNE_MAX_TENSORS];
+} served;
+
+/* A serving rank's state. */
+typedef struct server {
+	tc_context *ctx;
+	const tc_tune_transport *t;
+	int jobs;
+	volatile sig_atomic_t *stop;
+	served s;
+	uint32_t gen; /* the batch being measured */
+	int quit;     /* QUIT came during a batch */
+	void *pending; /* a message that came during a batch, for the loop */
+	size_t npending;
+	int batches;   /* batches and jobs received so far */
+	uint32_t job;  /* the job being tuned (JOB) */
+	volatile sig_atomic_t job_stop; /* its stop flag: CANCELs count */
+} server;
+
+/* Test-only: TCOMP_TUNE_TEST_RANK_FAULT="R:B:kill" makes rank R kill
+ * itself (SIGKILL) when its batch or job B (from 0) comes; "R:B:stall=S" makes
+ * it sleep S seconds before measuring that batch (a rank that hangs for a
+ * while).  Several, comma-separated. */
+static void planted_fault(int rank, int batch)
+{
+	const char *spec = getenv("TCOMP_TUNE_TEST_RANK_FAULT");
+	for (; spec && *spec; spec = strchr(spec, ','), spec = spec ? spec + 1 : NULL) {
+		int r, b;
+		double secs = 0;
+		char what[16];
+		if (sscanf(spec, "%d:%d:%15[a-z]=%lf", &r, &b, what, &secs) < 3 || r != rank ||
+			b != batch)
+			continue;
+		if (!strcmp(what, "kill")) {
+			raise(SIGKILL);
+		} else if (!strcmp(what, "stall") && secs > 0) {
+			double until = tc_tune_now() + secs;
+			while (tc_tune_now() < until)
+				usleep(100000);
+		}
+	}
+}
+
+static void served_clear(served *s)
+{
+	int i;
+	tc_tune_eval_free(s->ev);
+	tc_module_free(s->m);
+	for (i = 0; i < TC_TUNE_MAX_TENSORS; i++)
+		tc_free(s->data[i]);
+	memset(s, 0, sizeof(*s));
+}
+
+/* The record hook of a serving rank: each result goes to rank 0 at once. */
+static void serve_record(void *user, const tc_tune_candidate *c)
+{
+	server *sv = user;
+	tc_buf b;
+	msg_begin(&b, MSG_RESULT);
+	put_u32(&b, sv->s.kernel);
+	put_u32(&b, sv->gen);
+	put_u32(&b, (uint32_t)c->index);
+	put_u32(&b, (uint32_t)c->status);
+	put_f64(&b, c->median_s);
+	put_f64(&b, c->min_s);
+	put_u32(&b, (uint32_t)c->runs);
+	put_f64(&b, c->compile_s);
+	put_str(&b, c->message ? c->message : "");
+	msg_send(sv->t, 0, &b);
+}
+
+/* The progress hook: look for a CANCEL or QUIT from rank 0 (1: stop the
+ * batch); anything else waits for the loop. */
+static int serve_progress(void *user, const tc_tune_progress *p)
+{
+	server *sv = user;
+	int from;
+	const void *data;
+	size_t len;
+	reader rd;
+	uint32_t type;
+	(void)p;
+	while (!sv->pending && sv->t->recv(sv->t->user, 0, &from, &data, &len) == 1) {
+		if (from != 0)
+			continue;
+		type = msg_open(&rd, data, len);
+		if (type == MSG_QUIT) {
+			sv->quit = 1;
+			return 1;
+		}
+		if (type == MSG_CANCEL)
+			return get_u32(&rd) == sv->s.kernel;
+		if ((sv->pending = tc_malloc(len ? len : 1))) {
+			memcpy(sv->pending, data, len);
+			sv->npending = len;
+		}
+	}
+	return 0;
+}
+
+/* SETUP: make the module, inputs and evaluator; an error message, or NULL. */
+static const char *take_setup(server *sv, reader *rd, char *why, size_t nwhy)
+{
+	served *s = &sv->s;
+	char *name, *text, *entry;
+	size_t nref;
+	const void *ref;
+	int i, k, n_in;
+	served_clear(s);
+	s->kernel = get_u32(rd);
+	name = get_str(rd);
+	text = get_str(rd);
+	entry = get_str(rd);
+	tc_tune_settings_init(&s->set);
+	{
+		int device = (int)get_u32(rd), fake = (int)get_u32(rd);
+		s->set.warmup = (int)get_u32(rd);
+		s->set.runs = (int)get_u32(rd);
+		s->set.min_time_s = get_f64(rd);
+		s->set.timeout_s = get_f64(rd);
+		s->set.compile_timeout_s = get_f64(rd);
+		s->set.cutoff = get_f64(rd);
+		s->set.threads = sv->jobs;
+		s->set.stop = sv->stop;
+		s->set.use_cache = 0;
+		s->set.record = serve_record;
+		s->set.progress = serve_progress;
+		s->set.user = sv;
+		n_in = (int)get_u32(rd);
+		if (rd->bad || !name || !text || !entry || n_in < 0 || n_in > TC_TUNE_MAX_TENSORS) {
+			snprintf(why, nwhy, "a malformed setup message");
+			goto fail;
+		}
+		for (i = 0; i < n_in; i++) {
+			DLTensor *x = &s->in[i];
+			const void *p;
+			size_t nb, want;
+			int64_t ne = 1;
+			x->dtype.code = (uint8_t)get_u32(rd);
+			x->dtype.bits = (uint8_t)get_u32(rd);
+			x->dtype.lanes = (uint16_t)get_u32(rd);
+			x->ndim = (int)get_u32(rd);
+			if (x->ndim < 0 || x->ndim > 8) {
+				snprintf(why, nwhy, "a malformed setup message");
+				goto fail;
+			}
+			for (k = 0; k < x->ndim; k++) {
+				s->shape[i][k] = get_i64(rd);
+				ne *= s->shape[i][k] >= 0 ? s->shape[i][k] : 0;
+			}
+			x->shape = s->shape[i];
+			x->device = (DLDevice){kDLCPU, 0};
+			p = get_bytes(rd, &nb);
+			want = (size_t)ne * (size_t)((x->dtype.bits * x->dtype.lanes + 7) / 8);
+			if (rd->bad || nb != want) {
+				snprintf(why, nwhy, "a malformed setup message");
+				goto fail;
+			}
+			if (!(s->data[i] = tc_malloc(nb + TC_TUNE_ALIGN))) {
+				snprintf(why, nwhy, "out of memory");
+				goto fail;
+			}
+			x->data = tc_tune_align(s->data[i]);
+			memcpy(x->data, p, nb);
+			s->in_ptrs[i] = x;
+		}
+		ref = get_bytes(rd, &nref);
+		if (rd->bad) {
+			snprintf(why, nwhy, "a malformed setup message");
+			goto fail;
+		}
+		if (!(s->m = tc_module_parse(sv->ctx, text, name)) ||
+			!(s->ev = tc_tune_eval_new(s->m, entry, s->in_ptrs, n_in, &s->set))) {
+			snprintf(why, nwhy, "%s", tc_context_error(sv->ctx));
+			goto fail;
+		}
+		tc_tune_eval_set_device(s->ev, device);
+		s->ev->fake_fitness = fake;
+		if (nref != s->ev->shared_bytes) {
+			snprintf(why, nwhy, "its outputs take %zu bytes here, %zu on rank 0",
+				s->ev->shared_bytes, nref);
+			goto fail;
+		}
+		if (tc_tune_eval_set_reference(s->ev, ref) < 0) {
+			snprintf(why, nwhy, "out of memory");
+			goto fail;
+		}
+	}
+	tc_free(name);
+	tc_free(text);
+	tc_free(entry);
+	return NULL;
+fail:
+	tc_free(name);
+	tc_free(text);
+	tc_free(entry);
+	{
+		unsigned kernel = s->kernel;
+		served_clear(s);
+		s->kernel = kernel; /* batches of it are answered empty */
+	}
+	return why;
+}
+
+/* The progress hook of a job tuned for rank 0: its progress goes to rank
+ * 0; a CANCEL from it counts as a Ctrl-C (the first ends the search, the
+ * second the final stage), a QUIT as two. */
+static int job_progress(void *user, const tc_tune_progress *p)
+{
+	server *sv = user;
+	const tc_tune_candidate *c = p->last;
+	int from;
+	const void *data;
+	size_t len;
+	reader rd;
+	uint32_t type;
+	tc_buf b;
+	msg_begin(&b, MSG_PROGRESS);
+	put_u32(&b, sv->job);
+	put_u32(&b, (uint32_t)p->generation);
+	put_u32(&b, (uint32_t)p->generations);
+	put_u32(&b, (uint32_t)p->done);
+	put_u32(&b, (uint32_t)p->planned);
+	put_u32(&b, (uint32_t)p->failed);
+	put_f64(&b, p->best_s);
+	put_f64(&b, p->gen_median_s);
+	put_f64(&b, p->elapsed_s);
+	put_f64(&b, p->eta_s);
+	put_u32(&b, (uint32_t)p->final_round);
+	put_u32(&b, (uint32_t)p->final_rounds);
+	put_u32(&b, (uint32_t)(c ? c->status : TC_TUNE_OK));
+	put_f64(&b, c ? c->median_s : INFINITY);
+	put_u32(&b, (uint32_t)(c ? c->index : 0));
+	put_str(&b, c && c->options ? c->options : "");
+	put_str(&b, c && c->message ? c->message : "");
+	msg_send(sv->t, 0, &b);
+	while (!sv->pending && sv->t->recv(sv->t->user, 0, &from, &data, &len) == 1) {
+		if (from != 0)
+			continue;
+		type = msg_open(&rd, data, len);
+		if (type == MSG_QUIT) {
+			sv->quit = 1;
+			sv->job_stop += 2;
+		} else if (type == MSG_CANCEL) {
+			sv->job_stop++;
+		} else if ((sv->pending = tc_malloc(len ? len : 1))) {
+			memcpy(sv->pending, data, len);
+			sv->npending = len;
+		}
+	}
+	return 0;
+}
+
+/* Remove the job's cache file (and SQLite's companions) and its folder. */
+static void remove_job_cache(const char *dir)
+{
+	static const char *const names[] = {"kernels.sqlite", "kernels.sqlite-wal",
+		"kernels.sqlite-shm", "kernels.sqlite-journal", NULL};
+	char path[4200];
+	for (int i = 0; names[i]; i++) {
+		snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
+		unlink(path);
+	}
+	rmdir(dir);
+}
+
+/* JOB: tune a whole def here with tc_autotune, into a cache file of this
+ * rank's own, and send rank 0 the result and the file's rows (JOB_DONE).
+ * -1 when out of memory. */
+static tc_stat take_job(server *sv, reader *rd)
+{
+	tc_context *ctx = tc_context_new();
+	char *name = NULL, *text = NULL, *entry = NULL, *base_text = NULL, *best_text = NULL;
+	char **seeds = NULL, dir[4096], path[4200], why[600] = "";
+	const char *tmp = getenv("TMPDIR");
+	tc_module *m = NULL;
+	tc_options *base = NULL, *best = NULL;
+	tc_tune_settings set;
+	tc_tune_report rep;
+	DLTensor in[TC_TUNE_MAX_TENSORS];
+	const DLTensor *in_ptrs[TC_TUNE_MAX_TENSORS];
+	int64_t shape[TC_TUNE_MAX_TENSORS][8];
+	uint32_t nseeds = 0, i;
+	int n_in, ok = 0, have_dir = 0;
+	tc_buf b, rows;
+	tc_stat st = TC_OK;
+	tc_buf_init(&rows);
+	memset(&rep, 0, sizeof(rep));
+	rep.default_s = rep.best_s = rep.search_default_s = rep.search_best_s = INFINITY;
+	sv->job = get_u32(rd);
+	sv->job_stop = 0;
+	if (!ctx) {
+		st = TC_ERR;
+		goto send;
+	}
+	name = get_str(rd);
+	text = get_str(rd);
+	entry = get_str(rd);
+	base_text = get_str(rd);
+	n_in = (int)get_u32(rd);
+	if (n_in < 0 || n_in > TC_TUNE_MAX_TENSORS)
+		rd->bad = 1;
+	for (int k = 0; !rd->bad && k < n_in; k++) {
+		memset(&in[k], 0, sizeof(in[k]));
+		in[k].dtype.code = (uint8_t)get_u32(rd);
+		in[k].dtype.bits = (uint8_t)get_u32(rd);
+		in[k].dtype.lanes = (uint16_t)get_u32(rd);
+		in[k].ndim = (int)get_u32(rd);
+		if (in[k].ndim < 0 || in[k].ndim > 8) {
+			rd->bad = 1;
+			break;
+		}
+		for (int d = 0; d < in[k].ndim; d++)
+			shape[k][d] = get_i64(rd);
+		in[k].shape = shape[k];
+		in[k].device = (DLDevice){kDLCPU, 0};
+		in_ptrs[k] = &in[k];
+	}
+	tc_tune_settings_init(&set);
+	tc_tune_get_settings(rd, &set);
+	nseeds = get_u32(rd);
+	if (!rd->bad && nseeds <= 10000 && !(seeds = tc_calloc(nseeds + 1, sizeof(char *))))
+		st = TC_ERR;
+	for (i = 0; seeds && i < nseeds && !rd->bad; i++)
+		seeds[i] = get_str(rd);
+	if (st < 0 || rd->bad || !name || !text || !entry || !base_text || !seeds) {
+		snprintf(why, sizeof(why), st < 0 ? "out of memory" : "a malformed job message");
+		goto send;
+	}
+	snprintf(dir, sizeof(dir), "%s/tcomp-rank-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+	if (!mkdtemp(dir)) {
+		snprintf(why, sizeof(why), "cannot make a folder for its kernel cache in %s: %s",
+			tmp && *tmp ? tmp : "/tmp", strerror(errno));
+		goto send;
+	}
+	have_dir = 1;
+	snprintf(path, sizeof(path), "%s/kernels.sqlite", dir);
+	set.cache_path = path;
+	set.use_cache = 1;
+	set.threads = sv->jobs;
+	set.seeds = (const char *const *)seeds;
+	set.n_seeds = (int)nseeds;
+	set.progress = job_progress;
+	set.user = sv;
+	set.stop = &sv->job_stop;
+	if (!(m = tc_module_parse(ctx, text, name)) || !(base = tc_options_new()) ||
+		tc_options_parse(base, base_text, ctx) < 0) {
+		snprintf(why, sizeof(why), "%s", tc_context_error(ctx));
+		goto send;
+	}
+	if (tc_autotune(m, entry, in_ptrs, n_in, base, &set, &best, &rep) < 0) {
+		snprintf(why, sizeof(why), "%s", tc_context_error(ctx));
+	} else if (!(best_text = tc_options_print(best))) {
+		st = TC_ERR;
+	} else {
+		ok = 1;
+	}
+	{
+		char *msg = NULL;
+		tc_cache *c = tc_cache_open(path, TC_CACHE_READ, &msg);
+		if (!c || tc_cache_export(c, &rows) < 0)
+			tc_tune_warn(ctx, "its kernel cache %s: %s", path, c ? tc_cache_error(c)
+				: msg ? msg : "cannot open it");
+		tc_cache_close(c);
+		tc_free(msg);
+	}
+send:
+	msg_begin(&b, MSG_JOB_DONE);
+	put_u32(&b, sv->job);
+	put_u32(&b, (uint32_t)ok);
+	put_str(&b, st < 0 ? "out of memory" : why);
+	put_str(&b, best_text ? best_text : "");
+	tc_tune_put_report(&b, &rep);
+	put_str(&b, ctx ? tc_context_warnings(ctx) : "");
+	put_bytes(&b, rows.oom || !rows.s ? "" : rows.s, rows.oom || !rows.s ? 0 : rows.len);
+	msg_send(sv->t, 0, &b);
+	tc_buf_free(&rows);
+	if (have_dir)
+		remove_job_cache(dir);
+	for (i = 0; seeds && i < nseeds; i++)
+		tc_free(seeds[i]);
+	tc_free(seeds);
+	tc_free(name);
+	tc_free(text);
+	tc_free(entry);
+	tc_free(base_text);
+	tc_string_free(best_text);
+	tc_options_free(base);
+	tc_options_free(best);
+	tc_module_free(m);
+	tc_context_free(ctx);
+	return st;
+}
+
+/* BATCH: measure its candidates; the results go out one by one
+ * (serve_record), then BATCH_DONE.  -1 when out of memory. */
+static tc_stat take_batch(server *sv, reader *rd)
+{
+	served *s = &sv->s;
+	uint32_t kernel = get_u32(rd), n;
+	double best;
+	tc_options **o = NULL;
+	char **keys = NULL;
+	int *idx = NULL;
+	tc_tune_fault *f = NULL;
+	double *t = NULL;
+	uint32_t i, made = 0;
+	tc_stat st = TC_OK;
+	tc_buf b;
+	sv->gen = get_u32(rd);
+	best = get_f64(rd);
+	n = get_u32(rd);
+	if (!rd->bad && kernel == s->kernel && s->ev && n > 0 && n <= 100000) {
+		o = tc_calloc(n, sizeof(*o));
+		keys = tc_calloc(n, sizeof(*keys));
+		idx = tc_calloc(n, sizeof(int));
+		f = tc_calloc(n, sizeof(*f));
+		t = tc_calloc(n, sizeof(double));
+		if (!o || !keys || !idx || !f || !t)
+			st = TC_ERR;
+		for (i = 0; st == TC_OK && i < n; i++) {
+			idx[i] = (int)get_u32(rd);
+			f[i] = (tc_tune_fault)get_u32(rd);
+			if (!(keys[i] = get_str(rd)) || rd->bad)
+				break;
+			if (!(o[i] = tc_options_new()) ||
+				tc_options_parse(o[i], keys[i], sv->ctx) < 0) {
+				made = i + 1;
+				break;
+			}
+			made = i + 1;
+		}
+		if (st == TC_OK && made == n && !rd->bad) {
+			if (isfinite(best) && best < s->ev->best)
+				s->ev->best = best;
+			s->ev->stop = 0;
+			if (tc_tune_eval_measure_at(s->ev, (int)sv->gen, (int)n, o, keys, idx, f, t) < 0)
+				st = TC_ERR;
+		}
+		for (i = 0; i < n && o; i++) {
+			tc_options_free(o[i]);
+			tc_free(keys[i]);
+		}
+	}
+	/* what was not measured (a malformed batch, a def this rank could not
+	 * set up, a cancel) goes back to rank 0's queue with this */
+	msg_begin(&b, MSG_BATCH_DONE);
+	put_u32(&b, kernel);
+	msg_send(sv->t, 0, &b);
+	tc_free(o);
+	tc_free(keys);
+	tc_free(idx);
+	tc_free(f);
+	tc_free(t);
+	return st;
+}
+
+int tc_tune_serve(tc_context *ctx, const tc_tune_transport *t, int jobs,
+	volatile sig_atomic_t *stop)
+{
+	server sv;
+	tc_buf b;
+	char host[128] = "", machine[256];
+	int rc = -1;
+	if (!ctx)
+		return -1;
+	tc_rt_clear_error(ctx);
+	if (!t || t->rank <= 0 || t->rank >= t->size || !t->send || !t->recv) {
+		tc_rt_set_error(ctx, "tc_tune_serve: a transport of a rank other than 0 is needed");
+		return -1;
+	}
+	memset(&sv, 0, sizeof(sv));
+	sv.ctx = ctx;
+	sv.t = t;
+	sv.stop = stop;
+	sv.jobs = jobs > 0 ? jobs : tc_tune_cpus_allowed();
+	gethostname(host, sizeof(host) - 1);
+	tc_tune_machine(machine, sizeof(machine));
+	msg_begin(&b, MSG_HELLO);
+	put_str(&b, TCOMP_VERSION);
+	put_u32(&b, BYTE_ORDER_MARK);
+	put_u32(&b, (uint32_t)sv.jobs);
+	put_str(&b, host);
+	put_str(&b, machine);
+	if (msg_send(t, 0, &b) < 0) {
+		tc_rt_set_error(ctx, "tc_tune_serve: cannot reach rank 0");
+		return -1;
+	}
+	while (!sv.quit && !(stop && *stop)) {
+		int from, got;
+		const void *data;
+		size_t len;
+		void *own = NULL;
+		reader rd;
+		uint32_t type;
+		char why[700];
+		if (sv.pending) {
+			own = sv.pending;
+			data = own;
+			len = sv.npending;
+			from = 0;
+			got = 1;
+			sv.pending = NULL;
+		} else {
+			got = t->recv(t->user, 1.0, &from, &data, &len);
+		}
+		if (got < 0) {
+			tc_rt_set_error(ctx, "tc_tune_serve: the transport failed");
+			goto out;
+		}
+		if (!got || from != 0) {
+			tc_free(own);
+			continue;
+		}
+		type = msg_open(&rd, data, len);
+		if (type == MSG_QUIT) {
+			tc_free(own);
+			break;
+		}
+		if (type == MSG_SETUP) {
+			const char *err = take_setup(&sv, &rd, why, sizeof(why));
+			if (err) {
+				msg_begin(&b, MSG_SETUP_FAILED);
+				put_u32(&b, sv.s.kernel);
+				put_str(&b, err);
+				msg_send(t, 0, &b);
+			}
+		} else if (type == MSG_JOB) {
+			planted_fault(t->rank, sv.batches++);
+			if (take_job(&sv, &rd) < 0) {
+				tc_free(own);
+				tc_rt_set_error(ctx, "out of memory");
+				goto out;
+			}
+		} else if (type == MSG_BATCH) {
+			planted_fault(t->rank, sv.batches++);
+			if (take_batch(&sv, &rd) < 0) {
+				tc_free(own);
+				tc_rt_set_error(ctx, "out of memory");
+				goto out;
+			}
+		}
+		tc_free(own);
+	}
+	rc = 0;
+out:
+	tc_free(sv.pending);
+	served_clear(&sv.s);
+	return rc;
+}
