@@ -99,33 +99,39 @@ static void serve_record(void *user, const tc_tune_candidate *c)
 	msg_send(sv->t, 0, &b);
 }
 
-/* The progress hook: look for a CANCEL or QUIT from rank 0 (1: stop the
- * batch); anything else waits for the loop. */
-static int serve_progress(void *user, const tc_tune_progress *p)
+/* Look, without waiting, for rank 0's word during a batch or a job: a
+ * QUIT sets sv->quit; the CANCELs for run are counted (the number
+ * returned); anything else is kept for the loop (sv->pending, one). */
+static int cancels_from_rank0(server *sv, uint32_t run)
 {
-	server *sv = user;
-	int from;
+	int from, n = 0;
 	const void *data;
 	size_t len;
 	reader rd;
 	uint32_t type;
-	(void)p;
 	while (!sv->pending && sv->t->recv(sv->t->user, 0, &from, &data, &len) == 1) {
 		if (from != 0)
 			continue;
 		type = msg_open(&rd, data, len);
-		if (type == MSG_QUIT) {
+		if (type == MSG_QUIT)
 			sv->quit = 1;
-			return 1;
-		}
-		if (type == MSG_CANCEL)
-			return get_u32(&rd) == sv->s.kernel;
-		if ((sv->pending = tc_malloc(len ? len : 1))) {
+		else if (type == MSG_CANCEL)
+			n += get_u32(&rd) == run;
+		else if ((sv->pending = tc_malloc(len ? len : 1))) {
 			memcpy(sv->pending, data, len);
 			sv->npending = len;
 		}
 	}
-	return 0;
+	return n;
+}
+
+/* The progress hook of a batch of candidates: 1 (stop the batch) on a
+ * CANCEL of its run or a QUIT. */
+static int serve_progress(void *user, const tc_tune_progress *p)
+{
+	server *sv = user;
+	(void)p;
+	return cancels_from_rank0(sv, sv->s.kernel) > 0 || sv->quit;
 }
 
 /* SETUP: make the module, inputs and evaluator; an error message, or NULL. */
@@ -239,11 +245,7 @@ static int job_progress(void *user, const tc_tune_progress *p)
 {
 	server *sv = user;
 	const tc_tune_candidate *c = p->last;
-	int from;
-	const void *data;
-	size_t len;
-	reader rd;
-	uint32_t type;
+	int quit = sv->quit;
 	tc_buf b;
 	msg_begin(&b, MSG_PROGRESS);
 	put_u32(&b, sv->job);
@@ -264,20 +266,9 @@ static int job_progress(void *user, const tc_tune_progress *p)
 	put_str(&b, c && c->options ? c->options : "");
 	put_str(&b, c && c->message ? c->message : "");
 	msg_send(sv->t, 0, &b);
-	while (!sv->pending && sv->t->recv(sv->t->user, 0, &from, &data, &len) == 1) {
-		if (from != 0)
-			continue;
-		type = msg_open(&rd, data, len);
-		if (type == MSG_QUIT) {
-			sv->quit = 1;
-			sv->job_stop += 2;
-		} else if (type == MSG_CANCEL) {
-			sv->job_stop++;
-		} else if ((sv->pending = tc_malloc(len ? len : 1))) {
-			memcpy(sv->pending, data, len);
-			sv->npending = len;
-		}
-	}
+	sv->job_stop += cancels_from_rank0(sv, 0); /* a batch's CANCELs carry run 0 */
+	if (sv->quit && !quit) /* a QUIT ends the search and the final stage */
+		sv->job_stop += 2;
 	return 0;
 }
 
