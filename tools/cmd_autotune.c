@@ -280,9 +280,11 @@ static int progress(void *user, const tc_tune_progress *p)
 		v->shown = 1;
 	} else {
 		one_line(p->last->options, opts, sizeof(opts));
-		fprintf(stderr, "%sgen %d/%d  candidate %d/%d  %s %s  best %s  eta %s  %s%s%s\n",
-			v->prefix, p->generation + 1, p->generations, p->done, p->planned,
-			status_word(p->last->status), last, best, eta, opts,
+		char comp[32];
+		fmt_time(p->last->compile_s > 0 ? p->last->compile_s : INFINITY, comp, sizeof(comp));
+		fprintf(stderr, "%sgen %d/%d  candidate %d/%d  %s %s  compile %s  best %s  eta %s  "
+			"%s%s%s\n", v->prefix, p->generation + 1, p->generations, p->done, p->planned,
+			status_word(p->last->status), last, comp, best, eta, opts,
 			*p->last->message ? "  # " : "", p->last->message);
 	}
 	fflush(stderr);
