@@ -43,7 +43,6 @@
  * Messages: a 4-byte magic and a type, then fixed fields in the senders'
  * byte order (the ranks must share it: HELLO carries the version and a
  * byte-order mark, and rank 0 gives up a rank that differs). */
-#define _GNU_SOURCE /* sched_getaffinity */
 #include "dist.h"
 
 #include "../runtime/backend.h"
@@ -52,7 +51,6 @@
 #include "../runtime/module.h"
 
 #include <math.h>
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,15 +58,6 @@
 
 /* ---- the ranks ---- */
 
-int tc_tune_cpus_allowed(void)
-{
-	cpu_set_t set;
-	long n;
-	if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 0)
-		return CPU_COUNT(&set);
-	n = sysconf(_SC_NPROCESSORS_ONLN);
-	return n > 0 ? (int)n : 1;
-}
 void tc_tune_machine(char *buf, size_t n)
 {
 	const tc_rt_backend *b = tc_rt_backend_find("cpu");

@@ -200,8 +200,6 @@ typedef struct tc_tune_ranks {
 
 /* The CPU's machine text ("triple;cpu;features"), or "". */
 
-/* The CPUs this process may run on (its affinity mask). */
-int tc_tune_cpus_allowed(void);
 /* The CPU's machine text ("triple;cpu;features", the kernel cache key's
  * part), or "", into buf[n]. */
 void tc_tune_machine(__tc_keep char *buf, size_t n);

@@ -39,6 +39,7 @@
 #include "../ir/half.h"
 #include "../runtime/internal.h"
 #include "../runtime/options.h"
+#include "../runtime/pool.h"
 
 #include <errno.h>
 #include <math.h>
@@ -163,7 +164,7 @@ __tc_give tc_tune_eval *tc_tune_eval_new(__tc_keep tc_module *m, const char *ent
 	int i, d, have_data = n_inputs > 0, n_in, n_out;
 	int64_t min_ext = INT64_MAX, ihi;
 	tc_tune_rng r;
-	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	int ncpu = tc_rt_cpus();
 	if (!ev) {
 		tc_rt_set_error(m->ctx, "out of memory");
 		return NULL;
@@ -172,7 +173,7 @@ __tc_give tc_tune_eval *tc_tune_eval_new(__tc_keep tc_module *m, const char *ent
 	ev->set = settings;
 	ev->first_time = ev->best = INFINITY;
 	ev->shared = MAP_FAILED;
-	ev->workers = settings->threads > 0 ? settings->threads : ncpu > 0 ? (int)ncpu : 1;
+	ev->workers = settings->threads > 0 ? settings->threads : ncpu;
 	ev->t_start = tc_tune_now();
 	ev->gen_of_medians = -1;
 	ev->device = kDLCPU;

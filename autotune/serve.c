@@ -10,6 +10,7 @@
 #include "../runtime/cache_ops.h"
 #include "../runtime/error.h"
 #include "../runtime/internal.h"
+#include "../runtime/pool.h"
 
 #include <errno.h>
 #include <math.h>
@@ -494,7 +495,7 @@ int tc_tune_serve(tc_context *ctx, const tc_tune_transport *t, int jobs,
 	sv.ctx = ctx;
 	sv.t = t;
 	sv.stop = stop;
-	sv.jobs = jobs > 0 ? jobs : tc_tune_cpus_allowed();
+	sv.jobs = jobs > 0 ? jobs : tc_rt_cpus();
 	gethostname(host, sizeof(host) - 1);
 	tc_tune_machine(machine, sizeof(machine));
 	msg_begin(&b, MSG_HELLO);

@@ -22,6 +22,7 @@
 #include "../runtime/internal.h"
 #include "../runtime/module.h"
 #include "../runtime/options.h"
+#include "../runtime/pool.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -879,8 +880,8 @@ int tc_autotune(tc_module *m, const char *entry, const DLTensor *const *inputs, 
 	shape.depth = loop_depth(m, entry);
 	tc_tune_eval_shape(ev, &shape.extent, &shape.lanes);
 	{
-		long n = sysconf(_SC_NPROCESSORS_ONLN);
-		shape.ncpu = n < 1 ? 1 : n > 256 ? 256 : (int)n;
+		int n = tc_rt_cpus(); /* a rank bound to some cores searches up to them */
+		shape.ncpu = n > 256 ? 256 : n;
 	}
 	if (!(space = tc_tune_space_new(base, &shape)))
 		goto oom;

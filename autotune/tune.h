@@ -73,7 +73,7 @@ typedef struct tc_tune_shape {
 	int depth;      /* loops of the deepest statement: positions of tile */
 	int64_t extent; /* largest extent of any dimension of any input or output */
 	int lanes;      /* elements of the output in one vector register (16 for float32) */
-	int ncpu;       /* online CPUs */
+	int ncpu;       /* CPUs this process may run on (tc_rt_cpus) */
 } tc_tune_shape;
 
 /* The option space: one dim per option, in table order. */

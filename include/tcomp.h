@@ -112,7 +112,8 @@ tc_error_kind tc_context_error_kind(const tc_context *ctx);
  * a NULL ctx). */
 const char *tc_context_warnings(const tc_context *ctx);
 /* How many threads run the parallel loops of ctx's kernels whose "threads"
- * option is auto: 1 to 256, or 0 for one per online CPU (the default).  A
+ * option is auto: 1 to 256, or 0 for one per CPU this process may run on
+ * (its affinity mask, as taskset or mpirun --bind-to set it; the default).  A
  * kernel's own threads=N wins.  Takes effect on the next tc_kernel_run; -1
  * with an error for a count out of range, -1 for a NULL ctx.
  * tc_context_threads: the setting, -1 for a NULL ctx. */
@@ -275,7 +276,7 @@ char *tc_module_vmap(tc_module *m, const char *entry, const char *batched, const
  *                         nests of at least 32768 statement instances)
  *   threads  auto|N       threads for those loops (default auto: the
  *                         context's setting, tc_context_set_threads, which
- *                         defaults to one per online CPU)
+ *                         defaults to one per CPU the process may run on)
  *   fusion   auto|max|preserve3coincident|min
  *                         how statements fuse into loop nests (default max)
  *   tile     auto|none|N,N,...
@@ -505,7 +506,7 @@ const char *tc_kernel_options_source(const tc_kernel *k);
  * loop of the deepest statement, each a power of two or three times one
  * (8, 16, 24, 32, 48, ...) up to the largest extent; regtile takes auto,
  * none or R rows by V vector registers (R 1..8, V 1..4); threads takes auto
- * or 1..the online CPUs; interchange takes auto (half of the random draws)
+ * or 1..the CPUs the process may run on; interchange takes auto (half of the random draws)
  * or an order of the first 2 or 3 members that keeps the innermost loop.
  * target, contract and fastmath (which change results) are never searched, and
  * neither is any option the base options set explicitly: those keep the
@@ -612,7 +613,7 @@ typedef struct tc_tune_settings {
 	double mutation_rate; /* chance that a child's option is redrawn [0.15] */
 	int tournament;       /* candidates per selection tournament [2], at most 10000 */
 	uint64_t seed;        /* the search's random choices; 0: from the clock [0] */
-	int threads;          /* candidates compiling at once; 0: online CPUs [0] */
+	int threads;          /* candidates compiling at once; 0: the CPUs this process may run on [0] */
 	double timeout_s;     /* limit on one candidate's runs [10] */
 	double compile_timeout_s; /* limit on one candidate's compile [120] */
 	int warmup;           /* untimed runs after the checked first run [1] */

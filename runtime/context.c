@@ -47,7 +47,7 @@ int tc_context_set_threads(tc_context *ctx, int threads)
 	if (!ctx)
 		return -1;
 	if (threads < 0 || threads > 256) {
-		tc_rt_set_error(ctx, "thread count %d is out of range (0 for one per online CPU, or 1 to 256)",
+		tc_rt_set_error(ctx, "thread count %d is out of range (0 for one per CPU this process may run on, or 1 to 256)",
 			threads);
 		return -1;
 	}

@@ -61,7 +61,7 @@ struct tc_context {
 	void *backend_state[TC_RT_MAX_BACKENDS]; /* per backend (by its number in
 				  * the table): its state, made on first use
 				  * (the LLVM backend's JIT) */
-	int threads;    /* for kernels with threads=auto; 0: one per online CPU */
+	int threads;    /* for kernels with threads=auto; 0: one per CPU it may run on */
 	char *cache_path; /* tc_context_set_cache: NULL default location */
 	int cache_off;    /* tc_context_set_cache(ctx, "") */
 	int cache_result_options; /* tc_context_set_cache_result_options */

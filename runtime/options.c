@@ -31,7 +31,7 @@ static const opt_def opt_table[] = {
 	{"parallel", TC_OPT_ENUM, "auto|on|off", "auto",
 		"run the outermost parallel loop of each loop nest on tcomp's thread pool (auto: only nests of at least 32768 statement instances, below which handing out the work costs more than it saves)"},
 	{"threads", TC_OPT_INT, "auto|1..256", "auto",
-		"how many threads run parallel loops (auto: one per online CPU)"},
+		"how many threads run parallel loops (auto: one per CPU this process may run on: its affinity mask)"},
 	{"fusion", TC_OPT_ENUM, "auto|max|preserve3coincident|min", "auto",
 		"how the isl scheduler fuses statements into loop nests: auto fuses as max does, then schedules again each nest that fusing made serial (its outer loop no longer parallel), skewed, or strided (a statement run on every other iteration of a loop behind a test), keeping the cheaper of preserve3coincident and min for it; max fuses whatever it can (softmax and a layer's bias and activation run in one pass), preserve3coincident never gives up a parallel loop for fusion, min schedules every dependence component apart"},
 	{"tile", TC_OPT_LIST, "auto|none|1..65536", "auto",

@@ -19,11 +19,13 @@
  * registered with pthread_atfork (when the first worker starts) makes the
  * child forget the parent's workers and start its own on first use; the
  * autotuner compiles and times candidates in forked children. */
+#define _GNU_SOURCE /* sched_getaffinity */
 #include "pool.h"
 
 #include "../lang/util.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <time.h>
 #include <unistd.h>
@@ -129,10 +131,22 @@ void tc_rt_pool_set_stack_shift(int bytes)
 	atomic_store(&stack_shift, bytes < 0 ? 0 : bytes > 65536 ? 65536 : bytes);
 }
 
+int tc_rt_cpus(void)
+{
+	cpu_set_t set;
+	long n;
+	/* the mask taskset, a cpuset cgroup or mpirun --bind-to gave this
+	 * process: one thread per CPU it may run on, not per CPU online */
+	if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 0)
+		return CPU_COUNT(&set);
+	n = sysconf(_SC_NPROCESSORS_ONLN);
+	return n < 1 ? 1 : n > 1024 ? 1024 : (int)n;
+}
+
 static int online_cpus(void)
 {
-	long n = sysconf(_SC_NPROCESSORS_ONLN);
-	return n < 1 ? 1 : n > MAX_WORKERS + 1 ? MAX_WORKERS + 1 : (int)n;
+	int n = tc_rt_cpus();
+	return n > MAX_WORKERS + 1 ? MAX_WORKERS + 1 : n;
 }
 
 void tc_rt_pool_set_threads(int n)

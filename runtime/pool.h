@@ -18,8 +18,12 @@ typedef void (*tc_rt_loop_body)(void *const *tensors, int64_t begin, int64_t end
  * Thread-safe; reentrant calls while the pool is busy run on the caller. */
 void tc_rt_parallel_for(tc_rt_loop_body body, __tc_keep void *const *tensors, int64_t count,
 	int64_t lo, int64_t step);
+/* The CPUs this process may run on: its affinity mask (taskset, a cpuset
+ * cgroup, mpirun --bind-to), else the online CPUs; at least 1.  threads=auto
+ * and the autotuner's compiles in parallel count these. */
+int tc_rt_cpus(void);
 /* How many threads the calling thread's next parallel loops use (0: one per
- * online CPU). */
+ * CPU this process may run on, tc_rt_cpus). */
 void tc_rt_pool_set_threads(int n);
 /* Workers started from now on run with their stack pointer this many bytes
  * (at most 64 KiB) lower than they would: the autotuner times each

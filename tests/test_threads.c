@@ -28,6 +28,7 @@
  * Threads start together at a barrier.  The tests are meant for the
  * sanitizer build too (TCOMP_SANITIZE=ON: ASan and UBSan), where they also
  * check that no handle is freed twice or leaked. */
+#define _GNU_SOURCE /* sched_getaffinity, CPU_SET */
 #include <float.h>
 #include <pthread.h>
 #include <setjmp.h>
@@ -42,7 +43,12 @@
 #include <cmocka.h>
 
 #include "tcomp.h"
+#include "runtime/pool.h" /* tc_rt_cpus */
 #include "tests/testutil.h"
+
+#include <sched.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #define RUNS 200        /* runs per thread in the "runs" tests */
 #define MAX_THREADS 4
@@ -305,6 +311,37 @@ static void concurrent_runs(const problem *p, const tc_options *options, int nth
 	expect_jobs_ok(jobs, nthreads);
 	for (int i = 0; i < nthreads; i++)
 		assert_int_equal(jobs[i].runs, runs);
+}
+
+/* threads=auto counts the CPUs the process may run on, not those online: a
+ * process bound to one CPU (taskset, mpirun --bind-to) runs one thread.
+ * Checked in a forked child, whose mask can shrink without touching the
+ * test's. */
+static void test_auto_threads_follow_the_affinity_mask(void **state)
+{
+	cpu_set_t all;
+	pid_t pid;
+	int st, first = -1;
+	(void)state;
+	assert_int_equal(sched_getaffinity(0, sizeof(all), &all), 0);
+	assert_int_equal(tc_rt_cpus(), CPU_COUNT(&all));
+	for (int c = 0; c < CPU_SETSIZE && first < 0; c++)
+		if (CPU_ISSET(c, &all))
+			first = c;
+	fflush(NULL);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		cpu_set_t one;
+		CPU_ZERO(&one);
+		CPU_SET(first, &one);
+		if (sched_setaffinity(0, sizeof(one), &one) != 0)
+			_exit(2);
+		_exit(tc_rt_cpus() == 1 ? 0 : 1);
+	}
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
 }
 
 /* The context's thread count: set and read back, refused out of range,
@@ -871,6 +908,7 @@ static void test_new_context_has_no_stale_error(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_auto_threads_follow_the_affinity_mask),
 		cmocka_unit_test(test_context_thread_setting),
 		cmocka_unit_test(test_matmul_from_2_threads),
 		cmocka_unit_test(test_matmul_from_4_threads),

@@ -23,7 +23,8 @@ cd "$dir"
 # tuning is leak-checked by test_tune_dist)
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
-mpirun() { "$MPIRUN" --oversubscribe "$@"; }
+# each run within 150 s: a hang fails the step it is in, not the whole test
+mpirun() { timeout 150 "$MPIRUN" --oversubscribe "$@"; }
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
 cat > mm.tc <<'TC'

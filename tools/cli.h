@@ -193,11 +193,12 @@ int cmd_cache(int argc, __tc_keep char **argv);
  * of ranks of the job that started this process (1: not started by an MPI
  * launcher).  mpi_built: whether this tcomp has MPI.  mpi_start: MPI_Init
  * and the transport t of this rank; -1 without MPI or when MPI_Init
- * failed.  mpi_end: MPI_Finalize. */
+ * failed.  mpi_end: MPI_Finalize; after a run in which lost ranks were
+ * given up, at most 30 s of it, then _exit(status). */
 int mpi_world_size(void);
 int mpi_built(void);
 int mpi_start(int *argc, char ***argv, tc_tune_transport *t);
-void mpi_end(void);
+void mpi_end(int lost, int status);
 
 /* tcomp autotune (tools/cmd_autotune.c). */
 int cmd_autotune(int argc, __tc_keep char **argv);

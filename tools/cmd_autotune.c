@@ -169,7 +169,7 @@ static int serve(tc_tune_transport *t, int jobs)
 	if (rc < 0)
 		fprintf(stderr, "tcomp: rank %d: %s\n", t->rank, tc_context_error(ctx));
 	tc_context_free(ctx);
-	mpi_end();
+	mpi_end(0, rc < 0 ? EXIT_INTERNAL : 0);
 	return rc < 0 ? EXIT_INTERNAL : 0;
 }
 
@@ -994,7 +994,7 @@ done:
 		if (lost)
 			fprintf(stderr, "tcomp: warning: %d of the %d ranks %s given up during the run\n",
 				lost, transport.size - 1, lost == 1 ? "was" : "were");
-		mpi_end();
+		mpi_end(lost, status);
 	}
 	tc_string_free(text);
 	bindings_free(shapes, nshapes);

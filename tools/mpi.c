@@ -7,6 +7,7 @@
 #define _DEFAULT_SOURCE /* usleep */
 #include "cli.h"
 
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -123,13 +124,29 @@ int mpi_start(int *argc, char ***argv, tc_tune_transport *t)
 	return 0;
 }
 
-void mpi_end(void)
+static volatile sig_atomic_t end_status;
+
+static void finalize_too_long(int sig)
+{
+	(void)sig;
+	_exit(end_status);
+}
+
+void mpi_end(int lost, int status)
 {
 	fflush(stdout);
 	fflush(stderr);
-	/* waits for the ranks alive (one given up for a stall gets its QUIT
-	 * once it wakes up); with mpirun --enable-recovery not for dead ones */
+	/* MPI_Finalize waits for the ranks alive (one given up for a stall gets
+	 * its QUIT once it wakes up) and, with mpirun --enable-recovery, not
+	 * for dead ones; should it wait for a rank given up anyway, the result
+	 * is out already: end after 30 s with the command's status */
+	if (lost) {
+		end_status = status;
+		signal(SIGALRM, finalize_too_long);
+		alarm(30);
+	}
 	MPI_Finalize();
+	alarm(0);
 	free(state.buf);
 	state.buf = NULL;
 	state.cap = 0;
@@ -148,8 +165,10 @@ int mpi_start(int *argc, char ***argv, tc_tune_transport *t)
 	return -1;
 }
 
-void mpi_end(void)
+void mpi_end(int lost, int status)
 {
+	(void)lost;
+	(void)status;
 }
 
 int mpi_built(void)

@@ -55,13 +55,14 @@ def _warn_library():
 
 def set_threads(n):
     """Threads for the parallel loops of kernels whose threads option is auto:
-    1 to 256, or 0 for one per online CPU (the default)."""
+    1 to 256, or 0 for one per CPU the process may run on (its affinity
+    mask; the default)."""
     if _lib.tc_context_set_threads(_ctx, int(n)) < 0:
         raise _fail(ArgumentError)
 
 
 def get_threads():
-    """The setting of set_threads (0: one per online CPU)."""
+    """The setting of set_threads (0: one per CPU the process may run on)."""
     return _lib.tc_context_threads(_ctx)
 
 
