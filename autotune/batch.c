@@ -257,6 +257,28 @@ out:
 	batch_report(bt, i, NULL);
 }
 
+/* Give rank r up (why): its job goes back to the queue, or, lost a second
+ * time, fails. */
+static void lose_rank(batch *bt, tc_tune_ranks *ms, int r, const char *why)
+{
+	tc_tune_give_up(bt->ctx, ms, r, why);
+	for (int i = 0; i < bt->n; i++) {
+		bjob *j = &bt->b[i];
+		if (j->state != JOB_SENT || j->rank != r)
+			continue;
+		if (j->lost++) {
+			j->state = JOB_FINISHED;
+			snprintf(bt->jobs[i].message, sizeof(bt->jobs[i].message),
+				"lost with ranks %d and %d (given up)", j->first_lost, r);
+			batch_report(bt, i, NULL);
+		} else {
+			j->first_lost = r;
+			j->state = JOB_QUEUED;
+			j->sdone = j->fdone = 0;
+		}
+	}
+}
+
 /* The largest job queued (-1: none). */
 static int largest_queued(const batch *bt)
 {
@@ -324,22 +346,7 @@ static int batch_remote(batch *bt, tc_tune_transport *t)
 			if (ri->busy && now - ri->heard > job_silence_s(bt->set)) {
 				char why[96];
 				snprintf(why, sizeof(why), "no answer for %.0f s", now - ri->heard);
-				tc_tune_give_up(bt->ctx, ms, r, why);
-				for (i = 0; i < bt->n; i++) {
-					bjob *j = &bt->b[i];
-					if (j->state != JOB_SENT || j->rank != r)
-						continue;
-					if (j->lost++) {
-						j->state = JOB_FINISHED;
-						snprintf(bt->jobs[i].message, sizeof(bt->jobs[i].message),
-							"lost with ranks %d and %d (given up)", j->first_lost, r);
-						batch_report(bt, i, NULL);
-					} else {
-						j->first_lost = r;
-						j->state = JOB_QUEUED;
-						j->sdone = j->fdone = 0;
-					}
-				}
+				lose_rank(bt, ms, r, why);
 				continue;
 			}
 			alive++;
@@ -370,6 +377,10 @@ static int batch_remote(batch *bt, tc_tune_transport *t)
 		}
 		if (!got || from <= 0 || from >= ms->size || ms->r[from].lost)
 			continue;
+		if (!len) {
+			lose_rank(bt, ms, from, GONE);
+			continue;
+		}
 		type = msg_open(&rd, data, len);
 		if (type == MSG_HELLO) {
 			tc_tune_take_hello(bt->ctx, ms, from, &rd);

@@ -238,7 +238,9 @@ tc_stat tc_tune_await_hellos(tc_context *ctx, tc_tune_transport *t, tc_tune_rank
 			tc_rt_set_error(ctx, "tc_autotune: the transport failed");
 			return TC_ERR;
 		}
-		if (got && from > 0 && from < ms->size && msg_open(&rd, data, len) == MSG_HELLO)
+		if (got && from > 0 && from < ms->size && !len)
+			tc_tune_give_up(ctx, ms, from, GONE);
+		else if (got && from > 0 && from < ms->size && msg_open(&rd, data, len) == MSG_HELLO)
 			tc_tune_take_hello(ctx, ms, from, &rd);
 	}
 }
@@ -475,8 +477,12 @@ int tc_tune_dist_measure(__tc_keep void *user, int gen, int n,
 			rc = -1;
 			break;
 		}
-		if (got && from > 0 && from < ms->size)
+		if (got && from > 0 && from < ms->size && !len && !ms->r[from].lost) {
+			tc_tune_give_up(ev->m->ctx, ms, from, GONE);
+			requeue_lost(d, from, gen, n, c, keys, times, &done);
+		} else if (got && from > 0 && from < ms->size) {
 			take_message(d, ms, from, data, len, gen, n, c, keys, times, &done);
+		}
 	}
 out:
 	tc_free(c);

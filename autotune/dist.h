@@ -26,6 +26,9 @@
 #define BYTE_ORDER_MARK 0x01020304u
 #define HELLO_WAIT_S 60.0 /* ranks that have not said hello by then are given up */
 #define ANSWER_SLACK_S 10.0
+/* why a rank whose transport says it is gone (a message of length 0) is
+ * given up */
+#define GONE "its transport says it is gone"
 
 enum {
 	MSG_HELLO = 1,

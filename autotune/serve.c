@@ -7,6 +7,7 @@
 #define _DEFAULT_SOURCE /* mkdtemp, usleep */
 #include "dist.h"
 
+#include "../runtime/backend.h"
 #include "../runtime/cache_ops.h"
 #include "../runtime/error.h"
 #include "../runtime/internal.h"
@@ -45,22 +46,50 @@ typedef struct server {
 	size_t npending;
 	int batches;   /* batches and jobs received so far */
 	uint32_t job;  /* the job being tuned (JOB) */
+	int gpu_probed;     /* gpu_missing asked the probe */
+	char gpu_why[600];  /* and why there is no GPU ("": there is) */
 	volatile sig_atomic_t job_stop; /* its stop flag: CANCELs count */
 } server;
 
+/* Whether message rd (a copy: it is read here) of type holds candidate
+ * index (BATCH) or is job index (JOB). */
+static int holds(reader rd, uint32_t type, int index)
+{
+	uint32_t n;
+	if (type == MSG_JOB)
+		return (int)get_u32(&rd) == index;
+	get_u32(&rd); /* the run */
+	get_u32(&rd); /* the generation */
+	get_f64(&rd); /* the best so far */
+	n = get_u32(&rd);
+	for (uint32_t i = 0; i < n && !rd.bad; i++) {
+		size_t len;
+		if ((int)get_u32(&rd) == index)
+			return !rd.bad;
+		get_u32(&rd); /* its fault */
+		get_bytes(&rd, &len); /* its options */
+	}
+	return 0;
+}
+
 /* Test-only: TCOMP_TUNE_TEST_RANK_FAULT="R:B:kill" makes rank R kill
- * itself (SIGKILL) when its batch or job B (from 0) comes; "R:B:stall=S" makes
- * it sleep S seconds before measuring that batch (a rank that hangs for a
+ * itself (SIGKILL) when its batch or job B (from 0) comes, "R:#I:kill"
+ * when a batch holding candidate I (or job I) comes; "...:stall=S" makes
+ * it sleep S seconds before measuring it instead (a rank that hangs for a
  * while).  Several, comma-separated. */
-static void planted_fault(int rank, int batch)
+static void planted_fault(int rank, int batch, const reader *rd, uint32_t type)
 {
 	const char *spec = getenv("TCOMP_TUNE_TEST_RANK_FAULT");
 	for (; spec && *spec; spec = strchr(spec, ','), spec = spec ? spec + 1 : NULL) {
-		int r, b;
+		int r, b, by_index = 0;
 		double secs = 0;
 		char what[16];
-		if (sscanf(spec, "%d:%d:%15[a-z]=%lf", &r, &b, what, &secs) < 3 || r != rank ||
-			b != batch)
+		if (sscanf(spec, "%d:%d:%15[a-z]=%lf", &r, &b, what, &secs) < 3) {
+			if (sscanf(spec, "%d:#%d:%15[a-z]=%lf", &r, &b, what, &secs) < 3)
+				continue;
+			by_index = 1;
+		}
+		if (r != rank || (by_index ? !holds(*rd, type, b) : b != batch))
 			continue;
 		if (!strcmp(what, "kill")) {
 			raise(SIGKILL);
@@ -133,6 +162,30 @@ static int serve_progress(void *user, const tc_tune_progress *p)
 	server *sv = user;
 	(void)p;
 	return cancels_from_rank0(sv, sv->s.kernel) > 0 || sv->quit;
+}
+
+/* Whether this rank lacks the GPU a def's candidates run on (why filled),
+ * learnt once from the probe child (this process never opens the driver):
+ * a rank whose CUDA_VISIBLE_DEVICES names no device sits GPU defs out
+ * instead of failing every candidate. */
+static int gpu_missing(server *sv, char *why, size_t nwhy)
+{
+	if (!sv->gpu_probed) {
+		const tc_rt_backend *b = tc_rt_backend_find("cuda");
+		char *key = NULL;
+		int arch;
+		sv->gpu_probed = 1;
+		if (!b)
+			snprintf(sv->gpu_why, sizeof(sv->gpu_why), "this tcomp has no CUDA backend");
+		else if (tc_tune_probe_device(sv->ctx, b, &key, &arch) < 0)
+			snprintf(sv->gpu_why, sizeof(sv->gpu_why), "no GPU here: %s",
+				tc_context_error(sv->ctx));
+		tc_free(key);
+	}
+	if (!*sv->gpu_why)
+		return 0;
+	snprintf(why, nwhy, "%s", sv->gpu_why);
+	return 1;
 }
 
 /* SETUP: make the module, inputs and evaluator; an error message, or NULL. */
@@ -211,6 +264,8 @@ static const char *take_setup(server *sv, reader *rd, char *why, size_t nwhy)
 			snprintf(why, nwhy, "%s", tc_context_error(sv->ctx));
 			goto fail;
 		}
+		if (device != kDLCPU && gpu_missing(sv, why, nwhy))
+			goto fail;
 		tc_tune_eval_set_device(s->ev, device);
 		s->ev->fake_fitness = fake;
 		if (nref != s->ev->shared_bytes) {
@@ -534,6 +589,11 @@ int tc_tune_serve(tc_context *ctx, const tc_tune_transport *t, int jobs,
 			tc_free(own);
 			continue;
 		}
+		if (!len) {
+			tc_free(own);
+			tc_rt_set_error(ctx, "tc_tune_serve: rank 0 is gone");
+			goto out;
+		}
 		type = msg_open(&rd, data, len);
 		if (type == MSG_QUIT) {
 			tc_free(own);
@@ -548,14 +608,14 @@ int tc_tune_serve(tc_context *ctx, const tc_tune_transport *t, int jobs,
 				msg_send(t, 0, &b);
 			}
 		} else if (type == MSG_JOB) {
-			planted_fault(t->rank, sv.batches++);
+			planted_fault(t->rank, sv.batches++, &rd, type);
 			if (take_job(&sv, &rd) < 0) {
 				tc_free(own);
 				tc_rt_set_error(ctx, "out of memory");
 				goto out;
 			}
 		} else if (type == MSG_BATCH) {
-			planted_fault(t->rank, sv.batches++);
+			planted_fault(t->rank, sv.batches++, &rd, type);
 			if (take_batch(&sv, &rd) < 0) {
 				tc_free(own);
 				tc_rt_set_error(ctx, "out of memory");

@@ -541,7 +541,10 @@ typedef struct tc_tune_transport {
 	/* Wait at most timeout_s seconds (0: only look) for the next message
 	 * from any rank: 1 with *from, *data and *len (the data owned by the
 	 * transport, valid until its next send or recv), 0 when none came, -1
-	 * when the transport failed. */
+	 * when the transport failed.  A transport that can tell that a rank is
+	 * gone (a socket's end of file) says so once with a message of length
+	 * 0 from it: rank 0 then gives that rank up at once rather than after
+	 * its silence (MPI cannot tell). */
 	int (*recv)(void *user, double timeout_s, int *from, const void **data, size_t *len);
 	void *user;
 	/* The library's, on rank 0: what it knows of the other ranks across
@@ -669,7 +672,7 @@ typedef struct tc_tune_settings {
 	 * first correct candidate (the base options) runs here: its result is
 	 * the reference every rank checks against.  A rank that stops
 	 * answering for compile_timeout_s + timeout_s + 10 seconds while it
-	 * holds candidates is given up: they go to the other ranks (a
+	 * holds candidates, or whose transport says it is gone, is given up: they go to the other ranks (a
 	 * candidate lost twice is recorded as crashed), and with no rank left
 	 * this process measures the rest.  The search makes the same choices
 	 * as without a transport (same seed, same times: the same candidates). */

@@ -119,6 +119,21 @@ int mpi_start(int *argc, char ***argv, tc_tune_transport *t)
 	memset(t, 0, sizeof(*t));
 	MPI_Comm_rank(MPI_COMM_WORLD, &t->rank);
 	MPI_Comm_size(MPI_COMM_WORLD, &t->size);
+	/* one GPU per rank: the i-th rank of a machine uses its GPU i (the
+	 * candidates' processes open the driver; this one never does) unless
+	 * the user chose with CUDA_VISIBLE_DEVICES */
+	if (!getenv("CUDA_VISIBLE_DEVICES")) {
+		MPI_Comm node;
+		int local = 0;
+		char dev[16];
+		if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, t->rank,
+			    MPI_INFO_NULL, &node) == MPI_SUCCESS) {
+			MPI_Comm_rank(node, &local);
+			MPI_Comm_free(&node);
+		}
+		snprintf(dev, sizeof(dev), "%d", local);
+		setenv("CUDA_VISIBLE_DEVICES", dev, 1);
+	}
 	t->send = mpi_send;
 	t->recv = mpi_recv;
 	return 0;
