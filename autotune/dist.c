@@ -498,12 +498,12 @@ int tc_tune_dismiss(tc_tune_transport *t, int *measured)
 		return 0;
 	ms = t->state;
 	for (r = 0; r < t->size; r++) {
-		if (r)
-			tc_tune_send_plain(t, r, MSG_QUIT, 0);
 		lost += ms && ms->r[r].lost;
 		if (measured)
 			measured[r] = ms ? ms->r[r].measured : 0;
 	}
+	for (r = 1; r < t->size; r++) /* with how many ranks were given up */
+		tc_tune_send_plain(t, r, MSG_QUIT, (uint32_t)lost);
 	if (ms)
 		tc_free(ms->r);
 	tc_free(ms);

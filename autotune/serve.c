@@ -46,6 +46,7 @@ typedef struct server {
 	size_t npending;
 	int batches;   /* batches and jobs received so far */
 	uint32_t job;  /* the job being tuned (JOB) */
+	int lost;           /* the ranks rank 0 gave up (its QUIT says) */
 	int gpu_probed;     /* gpu_missing asked the probe */
 	char gpu_why[600];  /* and why there is no GPU ("": there is) */
 	volatile sig_atomic_t job_stop; /* its stop flag: CANCELs count */
@@ -143,8 +144,10 @@ static int cancels_from_rank0(server *sv, uint32_t run)
 		if (from != 0)
 			continue;
 		type = msg_open(&rd, data, len);
-		if (type == MSG_QUIT)
+		if (type == MSG_QUIT) {
 			sv->quit = 1;
+			sv->lost = (int)get_u32(&rd);
+		}
 		else if (type == MSG_CANCEL)
 			n += get_u32(&rd) == run;
 		else if ((sv->pending = tc_malloc(len ? len : 1))) {
@@ -596,6 +599,8 @@ int tc_tune_serve(tc_context *ctx, const tc_tune_transport *t, int jobs,
 		}
 		type = msg_open(&rd, data, len);
 		if (type == MSG_QUIT) {
+			uint32_t lost = get_u32(&rd);
+			sv.lost = rd.bad ? 0 : (int)lost;
 			tc_free(own);
 			break;
 		}
@@ -624,7 +629,7 @@ int tc_tune_serve(tc_context *ctx, const tc_tune_transport *t, int jobs,
 		}
 		tc_free(own);
 	}
-	rc = 0;
+	rc = sv.lost;
 out:
 	tc_free(sv.pending);
 	served_clear(&sv.s);

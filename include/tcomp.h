@@ -687,9 +687,10 @@ void tc_tune_settings_init(tc_tune_settings *s);
  * the candidates it sends, in forked child processes as tc_autotune does,
  * with jobs of them compiling at once (0: the CPUs this process may run
  * on), until rank 0 says the run is over.  stop (may be NULL) set non-zero
- * ends the candidates in progress and the service.  0 when rank 0 ended
- * the run, -1 with an error in ctx (the transport failed, rank 0 is a
- * different tcomp version, out of memory). */
+ * ends the candidates in progress and the service.  When rank 0 ended the
+ * run, the number of ranks it gave up (0: none; a caller over MPI may then
+ * want to skip MPI_Finalize, which can wait for a dead rank); -1 with an
+ * error in ctx (the transport failed, rank 0 is gone, out of memory). */
 int tc_tune_serve(tc_context *ctx, const tc_tune_transport *t, int jobs,
 	volatile sig_atomic_t *stop);
 

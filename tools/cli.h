@@ -193,8 +193,9 @@ int cmd_cache(int argc, __tc_keep char **argv);
  * of ranks of the job that started this process (1: not started by an MPI
  * launcher).  mpi_built: whether this tcomp has MPI.  mpi_start: MPI_Init
  * and the transport t of this rank; -1 without MPI or when MPI_Init
- * failed.  mpi_end: MPI_Finalize; after a run in which lost ranks were
- * given up, at most 30 s of it, then _exit(status). */
+ * failed.  mpi_end: MPI_Finalize (at most 30 s of it, then
+ * _exit(status)), skipped after a run that gave lost ranks up under
+ * mpirun --enable-recovery (it could wait for a dead rank). */
 int mpi_world_size(void);
 int mpi_built(void);
 int mpi_start(int *argc, char ***argv, tc_tune_transport *t);

@@ -169,7 +169,7 @@ static int serve(tc_tune_transport *t, int jobs)
 	if (rc < 0)
 		fprintf(stderr, "tcomp: rank %d: %s\n", t->rank, tc_context_error(ctx));
 	tc_context_free(ctx);
-	mpi_end(0, rc < 0 ? EXIT_INTERNAL : 0);
+	mpi_end(rc > 0 ? rc : 0, rc < 0 ? EXIT_INTERNAL : 0);
 	return rc < 0 ? EXIT_INTERNAL : 0;
 }
 

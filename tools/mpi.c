@@ -149,19 +149,22 @@ static void finalize_too_long(int sig)
 
 void mpi_end(int lost, int status)
 {
+	const char *recovery = getenv("OMPI_MCA_orte_enable_recovery");
 	fflush(stdout);
 	fflush(stderr);
-	/* MPI_Finalize waits for the ranks alive (one given up for a stall gets
-	 * its QUIT once it wakes up) and, with mpirun --enable-recovery, not
-	 * for dead ones; should it wait for a rank given up anyway, the result
-	 * is out already: end after 30 s with the command's status */
-	if (lost) {
-		end_status = status;
-		signal(SIGALRM, finalize_too_long);
-		alarm(30);
-	}
+	/* MPI_Finalize waits for every rank, and Open MPI's can wait for a dead
+	 * one too, even under mpirun --enable-recovery: so when ranks were
+	 * given up and the job survives dead ranks, end without it (mpirun
+	 * takes that under --enable-recovery).  Otherwise finalize, but the
+	 * result is out already: after 30 s end with the command's status. */
+	if (lost && recovery && !strcmp(recovery, "1"))
+		goto out;
+	end_status = status;
+	signal(SIGALRM, finalize_too_long);
+	alarm(30);
 	MPI_Finalize();
 	alarm(0);
+out:
 	free(state.buf);
 	state.buf = NULL;
 	state.cap = 0;
