@@ -161,7 +161,9 @@ static tc_stat send_job(batch *bt, int i, int r, tc_tune_transport *t, tc_cache 
 	put_str(&b, jb->m->src->text);
 	put_str(&b, jb->entry);
 	put_str(&b, base);
-	tc_tune_put_shapes(&b, jb->inputs, jb->n_inputs);
+	put_u32(&b, (uint32_t)jb->n_inputs);
+	for (k = 0; k < jb->n_inputs; k++)
+		tc_tune_put_tensor(&b, jb->inputs[k]);
 	tc_tune_put_settings(&b, bt->set);
 	put_u32(&b, (uint32_t)(bt->set->n_seeds + nseeds));
 	for (k = 0; k < bt->set->n_seeds; k++)

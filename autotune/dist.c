@@ -165,14 +165,9 @@ static tc_stat send_setup(tc_tune_dist *d, int r)
 	for (i = 0; i < ev->n_in; i++) {
 		const DLTensor *x = &ev->in[i];
 		int64_t n = 1;
-		put_u32(&b, x->dtype.code);
-		put_u32(&b, x->dtype.bits);
-		put_u32(&b, x->dtype.lanes);
-		put_u32(&b, (uint32_t)x->ndim);
-		for (k = 0; k < x->ndim; k++) {
-			put_i64(&b, x->shape[k]);
+		tc_tune_put_tensor(&b, x);
+		for (k = 0; k < x->ndim; k++)
 			n *= x->shape[k];
-		}
 		/* the evaluator's inputs are compact: its own, or the caller's
 		 * with data (tc_autotune takes compact host data) */
 		put_bytes(&b, (const char *)x->data + x->byte_offset,
@@ -514,17 +509,35 @@ int tc_tune_dismiss(tc_tune_transport *t, int *measured)
 /* ---- the fields of a batch's messages ---- */
 
 /* Shapes and dtypes of n inputs, for a JOB. */
-void tc_tune_put_shapes(tc_buf *b, const DLTensor *const *in, int n)
+void tc_tune_put_tensor(tc_buf *b, const DLTensor *x)
 {
-	put_u32(b, (uint32_t)n);
-	for (int i = 0; i < n; i++) {
-		put_u32(b, in[i]->dtype.code);
-		put_u32(b, in[i]->dtype.bits);
-		put_u32(b, in[i]->dtype.lanes);
-		put_u32(b, (uint32_t)in[i]->ndim);
-		for (int k = 0; k < in[i]->ndim; k++)
-			put_i64(b, in[i]->shape[k]);
+	put_u32(b, x->dtype.code);
+	put_u32(b, x->dtype.bits);
+	put_u32(b, x->dtype.lanes);
+	put_u32(b, (uint32_t)x->ndim);
+	for (int k = 0; k < x->ndim; k++)
+		put_i64(b, x->shape[k]);
+}
+
+int64_t tc_tune_get_tensor(reader *rd, DLTensor *x, int64_t *shape)
+{
+	int64_t n = 1;
+	memset(x, 0, sizeof(*x));
+	x->dtype.code = (uint8_t)get_u32(rd);
+	x->dtype.bits = (uint8_t)get_u32(rd);
+	x->dtype.lanes = (uint16_t)get_u32(rd);
+	x->ndim = (int)get_u32(rd);
+	if (x->ndim < 0 || x->ndim > 8) {
+		rd->bad = 1;
+		x->ndim = 0;
 	}
+	for (int k = 0; k < x->ndim; k++) {
+		shape[k] = get_i64(rd);
+		n *= shape[k] >= 0 ? shape[k] : 0;
+	}
+	x->shape = shape;
+	x->device = (DLDevice){kDLCPU, 0};
+	return n;
 }
 
 /* The settings of a job's tuning run (what tc_autotune reads of them but

@@ -225,7 +225,11 @@ tc_stat tc_tune_await_hellos(__tc_keep tc_context *ctx, __tc_keep tc_tune_transp
 void tc_tune_send_plain(__tc_keep const tc_tune_transport *t, int r, uint32_t type, uint32_t run);
 
 /* Fields of a batch's JOB and JOB_DONE. */
-void tc_tune_put_shapes(__tc_keep tc_buf *b, __tc_keep const DLTensor *const *in, int n);
+/* A tensor's dtype and shape (SETUP, JOB): written; read into x (zeroed, on
+ * the CPU, its shape in shape[8]), the number of elements returned
+ * (negative extents count 0; a rank over 8 makes rd bad). */
+void tc_tune_put_tensor(__tc_keep tc_buf *b, __tc_keep const DLTensor *x);
+int64_t tc_tune_get_tensor(__tc_keep reader *rd, __tc_keep DLTensor *x, __tc_keep int64_t *shape);
 void tc_tune_put_settings(__tc_keep tc_buf *b, __tc_keep const tc_tune_settings *s);
 void tc_tune_get_settings(__tc_keep reader *rd, __tc_keep tc_tune_settings *s);
 void tc_tune_put_report(__tc_keep tc_buf *b, __tc_keep const tc_tune_report *r);

@@ -198,7 +198,7 @@ static const char *take_setup(server *sv, reader *rd, char *why, size_t nwhy)
 	char *name, *text, *entry;
 	size_t nref;
 	const void *ref;
-	int i, k, n_in;
+	int i, n_in;
 	served_clear(s);
 	s->kernel = get_u32(rd);
 	name = get_str(rd);
@@ -228,21 +228,7 @@ static const char *take_setup(server *sv, reader *rd, char *why, size_t nwhy)
 			DLTensor *x = &s->in[i];
 			const void *p;
 			size_t nb, want;
-			int64_t ne = 1;
-			x->dtype.code = (uint8_t)get_u32(rd);
-			x->dtype.bits = (uint8_t)get_u32(rd);
-			x->dtype.lanes = (uint16_t)get_u32(rd);
-			x->ndim = (int)get_u32(rd);
-			if (x->ndim < 0 || x->ndim > 8) {
-				snprintf(why, nwhy, "a malformed setup message");
-				goto fail;
-			}
-			for (k = 0; k < x->ndim; k++) {
-				s->shape[i][k] = get_i64(rd);
-				ne *= s->shape[i][k] >= 0 ? s->shape[i][k] : 0;
-			}
-			x->shape = s->shape[i];
-			x->device = (DLDevice){kDLCPU, 0};
+			int64_t ne = tc_tune_get_tensor(rd, x, s->shape[i]);
 			p = get_bytes(rd, &nb);
 			want = (size_t)ne * (size_t)((x->dtype.bits * x->dtype.lanes + 7) / 8);
 			if (rd->bad || nb != want) {
@@ -381,19 +367,7 @@ static tc_stat take_job(server *sv, reader *rd)
 	if (n_in < 0 || n_in > TC_TUNE_MAX_TENSORS)
 		rd->bad = 1;
 	for (int k = 0; !rd->bad && k < n_in; k++) {
-		memset(&in[k], 0, sizeof(in[k]));
-		in[k].dtype.code = (uint8_t)get_u32(rd);
-		in[k].dtype.bits = (uint8_t)get_u32(rd);
-		in[k].dtype.lanes = (uint16_t)get_u32(rd);
-		in[k].ndim = (int)get_u32(rd);
-		if (in[k].ndim < 0 || in[k].ndim > 8) {
-			rd->bad = 1;
-			break;
-		}
-		for (int d = 0; d < in[k].ndim; d++)
-			shape[k][d] = get_i64(rd);
-		in[k].shape = shape[k];
-		in[k].device = (DLDevice){kDLCPU, 0};
+		tc_tune_get_tensor(rd, &in[k], shape[k]);
 		in_ptrs[k] = &in[k];
 	}
 	tc_tune_settings_init(&set);
@@ -612,16 +586,9 @@ int tc_tune_serve(tc_context *ctx, const tc_tune_transport *t, int jobs,
 				put_str(&b, err);
 				msg_send(t, 0, &b);
 			}
-		} else if (type == MSG_JOB) {
+		} else if (type == MSG_JOB || type == MSG_BATCH) {
 			planted_fault(t->rank, sv.batches++, &rd, type);
-			if (take_job(&sv, &rd) < 0) {
-				tc_free(own);
-				tc_rt_set_error(ctx, "out of memory");
-				goto out;
-			}
-		} else if (type == MSG_BATCH) {
-			planted_fault(t->rank, sv.batches++, &rd, type);
-			if (take_batch(&sv, &rd) < 0) {
+			if ((type == MSG_JOB ? take_job(&sv, &rd) : take_batch(&sv, &rd)) < 0) {
 				tc_free(own);
 				tc_rt_set_error(ctx, "out of memory");
 				goto out;

@@ -756,6 +756,17 @@ static int compact(const DLTensor *t)
 	return 1;
 }
 
+/* The first of inputs[0..n) with data that is not compact host memory
+ * (-1: none): what the tuner cannot hand to other processes as it is. */
+static int foreign_input(const DLTensor *const *inputs, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (inputs[i] && inputs[i]->data &&
+			(inputs[i]->device.device_type != kDLCPU || !compact(inputs[i])))
+			return i;
+	return -1;
+}
+
 #define TC_TUNE_MAX_INPUTS 64
 
 /* tc_autotune for a GPU target (backend b): the inputs must be host data
@@ -770,14 +781,12 @@ static tc_stat gpu_setup(tc_context *ctx, const tc_rt_backend *b, const DLTensor
 {
 	char sm[16];
 	int i, arch;
-	for (i = 0; i < n_inputs; i++)
-		if (inputs[i] && inputs[i]->data &&
-			(inputs[i]->device.device_type != kDLCPU || !compact(inputs[i]))) {
-			tc_rt_set_error(ctx, "tc_autotune: target=%s: input %d is not compact host "
-				"memory: the tuner takes host tensors (each candidate's process copies "
-				"them to the device) or shapes without data (random inputs)", b->name, i);
-			return TC_ERR;
-		}
+	if ((i = foreign_input(inputs, n_inputs)) >= 0) {
+		tc_rt_set_error(ctx, "tc_autotune: target=%s: input %d is not compact host "
+			"memory: the tuner takes host tensors (each candidate's process copies "
+			"them to the device) or shapes without data (random inputs)", b->name, i);
+		return TC_ERR;
+	}
 	if (n_inputs > TC_TUNE_MAX_INPUTS) {
 		tc_rt_set_error(ctx, "tc_autotune: at most %d inputs", TC_TUNE_MAX_INPUTS);
 		return TC_ERR;
@@ -859,13 +868,12 @@ int tc_autotune(tc_module *m, const char *entry, const DLTensor *const *inputs, 
 					     &gpu_base, &gpu_key) < 0)
 		return -1;
 	/* the ranks get a copy of the data: compact host memory */
-	for (i = 0; settings->transport && settings->transport->size > 1 && i < n_inputs; i++)
-		if (inputs[i] && inputs[i]->data &&
-			(inputs[i]->device.device_type != kDLCPU || !compact(inputs[i]))) {
-			tc_rt_set_error(ctx, "tc_autotune: with a transport, input %d must be compact "
-				"host memory (the other ranks get a copy) or a shape without data", i);
-			return -1;
-		}
+	if (settings->transport && settings->transport->size > 1 &&
+		(i = foreign_input(inputs, n_inputs)) >= 0) {
+		tc_rt_set_error(ctx, "tc_autotune: with a transport, input %d must be compact "
+			"host memory (the other ranks get a copy) or a shape without data", i);
+		return -1;
+	}
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	link.caller = settings;
 	link.ctx = ctx;

@@ -514,7 +514,6 @@ typedef struct batch_line {
 typedef struct batch_view {
 	view *v;
 	batch_line *lines;
-	int tty;
 } batch_view;
 
 static int batch_progress(void *user, const tc_tune_batch_progress *bp)
@@ -705,7 +704,6 @@ static int tune_batch(tc_context *ctx, const char *bfile, const tc_options *base
 	}
 	bv.v = v;
 	bv.lines = lines;
-	bv.tty = v->tty;
 	failed = tc_autotune_batch(ctx, jobs, n, set, batch_progress, &bv);
 	if (v->shown)
 		fputs("\n", stderr);
