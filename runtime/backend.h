@@ -96,6 +96,11 @@ struct tc_rt_backend {
 	const char *const *stages;
 	__tc_give char *(*emit)(__tc_keep const tc_poly *p, __tc_keep const tc_rt_opts *o,
 		const char *stage, __tc_keep tc_diags *d);
+	/* The text of stage that compiled code (c->code) holds, exactly what
+	 * was compiled, owned by the caller; NULL when it holds none (loaded
+	 * from the cache, another stage, out of memory: the caller runs the
+	 * pipeline again).  NULL: the code holds no text. */
+	__tc_give char *(*code_text)(__tc_keep const void *code, const char *stage);
 
 	/* The kernel cache's key part for the machine ("triple;cpu;features"),
 	 * owned by the caller, NULL when unknown; the version of its object

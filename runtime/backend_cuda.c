@@ -506,6 +506,18 @@ static __tc_give char *emit(__tc_keep const tc_poly *p, __tc_keep const tc_rt_op
 	return text;
 }
 
+/* The CUDA text of code when stage is "cuda" and code has it (not when
+ * loaded from the cache: a cubin only); NULL otherwise. */
+static __tc_give char *source_text(__tc_keep const tc_cg_cuda *code, const char *stage)
+{
+	return code && code->source && !strcmp(stage, "cuda") ? tc_strdup(code->source) : NULL;
+}
+
+static __tc_give char *code_text(__tc_keep const void *code, const char *stage)
+{
+	return source_text(((const cuda_code *)code)->code, stage);
+}
+
 static __tc_give char *key_target(void)
 {
 	const tc_rt_cuda *cu = tc_rt_cuda_driver(NULL, 0);
@@ -547,6 +559,7 @@ const tc_rt_backend tc_rt_backend_cuda = {
 	.run = run,
 	.stages = stages,
 	.emit = emit,
+	.code_text = code_text,
 	.key_target = key_target,
 	.object_version = object_version,
 };
@@ -587,6 +600,11 @@ static tc_stat emu_compile(__tc_keep void *state, __tc_keep tc_rt_compiled *c,
 	}
 	c->code = k;
 	return TC_OK;
+}
+
+static __tc_give char *emu_code_text(__tc_keep const void *code, const char *stage)
+{
+	return source_text(((const emu_code *)code)->code, stage);
 }
 
 #define FEW_TENSORS 32
@@ -661,5 +679,6 @@ const tc_rt_backend tc_rt_backend_cuda_emu = {
 	.compile = emu_compile,
 	.code_free = emu_code_free,
 	.run = emu_run,
+	.code_text = emu_code_text,
 	.key_target = emu_key_target,
 };

@@ -103,6 +103,11 @@ char *tc_kernel_emit(tc_kernel *k, const char *stage)
 	tc_rt_clear_error(k->m->ctx);
 	if (c->code_of) /* code compiled for other free sizes: show that code */
 		c = c->code_of;
+	if (stage && c->code && c->backend->code_text) { /* the text compiled, if kept */
+		char *text = c->backend->code_text(c->code, stage);
+		if (text)
+			return text;
+	}
 	if (stage && tc_rt_pipeline_stage_ok(c->backend, stage))
 		return pipeline_text(k->m, c->backend, c->cf, tc_rt_compiled_at(c), &c->opts,
 			&c->target, stage);

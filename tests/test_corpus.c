@@ -66,6 +66,8 @@
 #include <cmocka.h>
 
 #include "tcomp.h"
+#include "codegen/nvrtc.h"
+#include "lang/diag.h"
 #include "tests/testutil.h"
 #include "npy.h"
 
@@ -2428,9 +2430,13 @@ static int check_via_cli(const kernel_case *kc, run *r, tc_module *m, const char
  * set and the target.
  * The outputs of the last run are left in got[0 .. *ngot) (allocated here,
  * freed by the caller, also on failure); *ran is set if a run completed.
+ * With cuda_text (check_target_text), the kernel's CUDA text
+ * (tc_kernel_emit "cuda", the very text compiled) is left in *cuda_text
+ * for the caller to free.
  * Returns 1 on success; failures are printed. */
-static int check_target(const kernel_case *kc, run *r, tc_context *ctx, tc_module *m,
-	const tc_options *options, const char *what, tu_tensor *got, int *ngot, int *ran)
+static int check_target_text(const kernel_case *kc, run *r, tc_context *ctx, tc_module *m,
+	const tc_options *options, const char *what, tu_tensor *got, int *ngot, int *ran,
+	char **cuda_text)
 {
 	const DLTensor *ins[MAX_TENSORS];
 	DLTensor *outs[MAX_TENSORS];
@@ -2519,9 +2525,19 @@ static int check_target(const kernel_case *kc, run *r, tc_context *ctx, tc_modul
 		for (int i = 0; i < r->nout; i++)
 			ok &= compare_output(what, i, &got[i], &r->want[i], r->rtol[i], r->atol[i]);
 	}
+	if (cuda_text && !(*cuda_text = tc_kernel_emit(k, "cuda"))) {
+		print_error("%s: tc_kernel_emit(cuda) failed:\n%s\n", what, tc_context_error(ctx));
+		ok = 0;
+	}
 done:
 	tc_kernel_free(k);
 	return ok;
+}
+
+static int check_target(const kernel_case *kc, run *r, tc_context *ctx, tc_module *m,
+	const tc_options *options, const char *what, tu_tensor *got, int *ngot, int *ran)
+{
+	return check_target_text(kc, r, ctx, m, options, what, got, ngot, ran, NULL);
 }
 
 /* The CPU outputs against the interpreter's, element by element: integers
@@ -2755,14 +2771,17 @@ static int check_gpu(const kernel_case *kc, run *r, tc_context *ctx, tc_module *
 /* The CUDA checks of one shape set (test_corpus cuda): the cuda-emu
  * target (the CUDA code run by the emulator, which also reports races and
  * out-of-bounds accesses) under the default mapping and a drawn one,
- * against the C loops and the interpreter; and NVRTC compiling the code of
- * both mappings for sm_90 and sm_80 (target=cuda, compile only: no GPU
- * here). */
+ * against the C loops and the interpreter; and NVRTC compiling the very
+ * text the emulator ran, of the default mapping for sm_90 and of the drawn
+ * one for sm_80, to cubins, as target=cuda compiles it (the CUDA text does
+ * not depend on gpu_arch; the target=cuda compile path itself is
+ * test_cuda_files' and test_cli's). */
 static int check_cuda(const kernel_case *kc, run *r, tc_context *ctx, tc_module *m,
 	const char *what)
 {
 	tu_tensor got_emu[MAX_TENSORS], got_interp[MAX_TENSORS], got_drawn[MAX_TENSORS];
 	int ngot_emu = 0, ngot_interp = 0, ngot_drawn = 0, ran_emu = 0, ran_interp = 0, ran = 0;
+	char *text_of[2] = {NULL, NULL}; /* the default mapping's CUDA text, the drawn one's */
 	char what_t[1024], opts[256], text[512];
 	tc_options *emu = tc_options_new(), *interp = tc_options_new(), *drawn = tc_options_new();
 	int ok = emu && interp && drawn;
@@ -2776,40 +2795,42 @@ static int check_cuda(const kernel_case *kc, run *r, tc_context *ctx, tc_module 
 		goto done;
 	}
 	snprintf(what_t, sizeof(what_t), "%s [cuda-emu]", what);
-	ok = check_target(kc, r, ctx, m, emu, what_t, got_emu, &ngot_emu, &ran_emu);
+	ok = check_target_text(kc, r, ctx, m, emu, what_t, got_emu, &ngot_emu, &ran_emu,
+		&text_of[0]);
 	snprintf(what_t, sizeof(what_t), "%s [interp]", what);
 	ok &= check_target(kc, r, ctx, m, interp, what_t, got_interp, &ngot_interp, &ran_interp);
 	if (ran_emu && ran_interp)
 		ok &= compare_targets(what, r, got_emu, got_interp);
 	snprintf(what_t, sizeof(what_t), "%s [%s]", what, text);
-	ok &= check_target(kc, r, ctx, m, drawn, what_t, got_drawn, &ngot_drawn, &ran);
+	ok &= check_target_text(kc, r, ctx, m, drawn, what_t, got_drawn, &ngot_drawn, &ran,
+		&text_of[1]);
 #ifdef TCOMP_HAVE_NVRTC
-	{ /* NVRTC compiles both mappings: inputs on kDLCUDA, nothing runs */
-		DLTensor dev[MAX_TENSORS];
-		const DLTensor *ins[MAX_TENSORS];
-		for (int i = 0; i < r->nin; i++) {
-			dev[i] = r->in[i].dl;
-			dev[i].device.device_type = kDLCUDA;
-			ins[i] = &dev[i];
+	for (int pass = 0; pass < 2; pass++) { /* NVRTC compiles both mappings' text */
+		char name[96], *image = NULL, *msg;
+		size_t size = 0;
+		tc_diags d;
+		tc_buf b;
+		if (!text_of[pass])
+			continue; /* its failure is printed */
+		snprintf(name, sizeof(name), "%s.cu", kc->entry);
+		tc_diags_init(&d, NULL);
+		if (tc_cg_nvrtc_compile(text_of[pass], name, pass ? "sm_80" : "sm_90", 1, &image,
+			    &size, NULL, &d) < 0 || !image || !size) {
+			tc_buf_init(&b);
+			tc_diags_render(&d, 1u << TC_SEV_ERROR, &b);
+			msg = tc_buf_take(&b);
+			print_error("%s [NVRTC, %s, %s mapping]: the CUDA text does not compile:\n%s\n",
+				what, pass ? "sm_80" : "sm_90", pass ? opts : "default", msg ? msg : "");
+			tc_free(msg);
+			ok = 0;
 		}
-		for (int pass = 0; pass < 2; pass++) {
-			tc_options *o = tc_options_new();
-			tc_kernel *k;
-			snprintf(text, sizeof(text), "target=cuda gpu_arch=%s %s",
-				pass ? "sm_80" : "sm_90", pass ? opts : "");
-			if (!o || tc_options_parse(o, text, ctx) != 0 ||
-				!(k = tc_compile(m, kc->entry, ins, r->nin, o))) {
-				print_error("%s [%s]: tc_compile (NVRTC) failed:\n%s\n", what, text,
-					tc_context_error(ctx));
-				ok = 0;
-			} else {
-				tc_kernel_free(k);
-			}
-			tc_options_free(o);
-		}
+		tc_free(image);
+		tc_diags_clear(&d);
 	}
 #endif
 done:
+	free(text_of[0]);
+	free(text_of[1]);
 	for (int i = 0; i < ngot_emu; i++)
 		tu_tensor_fini(&got_emu[i]);
 	for (int i = 0; i < ngot_interp; i++)

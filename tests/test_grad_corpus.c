@@ -848,7 +848,7 @@ static void check_def(tally *t, tc_context *ctx, tc_module *m, const char *file,
 	backward bw[2];
 	forward f = {0};
 	int nb = 0, nfo = 0, ok, failures = t->failures;
-	char where[256], wz[512], msg[512], zs[256], hash[17];
+	char where[256], wz[544], msg[512], zs[256], hash[17];
 	uint64_t rng;
 	double t0 = now();
 

@@ -195,7 +195,7 @@ static char *stage_for(tc_module *m, const char *entry, const input *ins, int ni
 	const char *opts, const char *stage)
 {
 	tu_tensor in[MAX_IN];
-	const DLTensor *inp[MAX_IN];
+	const DLTensor *inp[MAX_IN] = {0};
 	tc_kernel *k;
 	char *text;
 	int i;

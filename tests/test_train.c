@@ -767,7 +767,7 @@ static void test_initialisers(void **state)
 		assert_non_null(md);
 		tc_optimizer_init(&o, TC_OPT_SGD, 0.1);
 		for (int c = 0; c < NK; c++) {
-			char name[4];
+			char name[16];
 			tc_init in = {cases[c].kind, cases[c].a, cases[c].b, 0, 0};
 			snprintf(name, sizeof(name), "W%d", c);
 			assert_int_equal(tc_model_param(md, name, 2, ws, &in), 0);
@@ -776,7 +776,7 @@ static void test_initialisers(void **state)
 		if (tc_model_build(md, &o, NULL, seed == 3 ? 1 : (uint64_t)seed) < 0)
 			fail_msg("%s", tc_context_error(ctx));
 		for (int c = 0; c < NK; c++) {
-			char name[4];
+			char name[16];
 			const float *w;
 			double sum = 0, sq = 0, n = (double)R * C, mean, sd;
 			snprintf(name, sizeof(name), "W%d", c);
