@@ -178,12 +178,21 @@ static tc_stat send_job(batch *bt, int i, int r, tc_tune_transport *t, tc_cache 
 	return st;
 }
 
-/* A PROGRESS of job i from its rank: the caller's progress callback. */
-static void take_progress(batch *bt, int i, reader *rd)
+/* Rank r's runs of job i (export lines) into cache c (NULL: none). */
+static void add_rows(batch *bt, int i, int r, const char *rows, tc_cache *c)
+{
+	if (c && rows && *rows && tc_cache_import(c, rows, NULL, NULL, NULL) < 0)
+		tc_tune_warn(bt->ctx, "kernel cache %s: cannot add rank %d's runs of %s: %s",
+			tc_cache_path(c), r, bt->jobs[i].entry, tc_cache_error(c));
+}
+
+/* A PROGRESS of job i from rank r: the runs it recorded since the last
+ * into cache c, then the caller's progress callback. */
+static void take_progress(batch *bt, int i, int r, reader *rd, tc_cache *cache)
 {
 	tc_tune_progress p;
 	tc_tune_candidate c;
-	char *opts, *msg;
+	char *opts, *msg, *rows;
 	bjob *j = &bt->b[i];
 	memset(&p, 0, sizeof(p));
 	memset(&c, 0, sizeof(c));
@@ -204,6 +213,9 @@ static void take_progress(batch *bt, int i, reader *rd)
 	c.final = p.final_round > 0;
 	opts = get_str(rd);
 	msg = get_str(rd);
+	rows = get_str(rd);
+	if (!rd->bad && rows)
+		add_rows(bt, i, r, rows, cache);
 	if (!rd->bad && opts && msg) {
 		c.options = opts;
 		c.message = msg;
@@ -213,6 +225,7 @@ static void take_progress(batch *bt, int i, reader *rd)
 	}
 	tc_free(opts);
 	tc_free(msg);
+	tc_free(rows);
 }
 
 /* A JOB_DONE of job i from rank r: its result, its rows into cache c. */
@@ -220,7 +233,7 @@ static void take_job_done(batch *bt, int i, int r, reader *rd, tc_cache *c)
 {
 	tc_tune_job *jb = &bt->jobs[i];
 	bjob *j = &bt->b[i];
-	int ok = (int)get_u32(rd), added = 0;
+	int ok = (int)get_u32(rd);
 	char *msg = get_str(rd), *best = get_str(rd), *warnings = NULL, *rows = NULL;
 	tc_tune_report rep;
 	memset(&rep, 0, sizeof(rep));
@@ -236,9 +249,7 @@ static void take_job_done(batch *bt, int i, int r, reader *rd, tc_cache *c)
 	jb->report = rep;
 	if (*warnings)
 		tc_tune_warn(bt->ctx, "rank %d, %s: %s", r, jb->entry, warnings);
-	if (c && *rows && tc_cache_import(c, rows, &added, NULL, NULL) < 0)
-		tc_tune_warn(bt->ctx, "kernel cache %s: cannot add rank %d's runs of %s: %s",
-			tc_cache_path(c), r, jb->entry, tc_cache_error(c));
+	add_rows(bt, i, r, rows, c);
 	if (!ok) {
 		snprintf(jb->message, sizeof(jb->message), "%s", msg);
 		goto out;
@@ -393,7 +404,7 @@ static int batch_remote(batch *bt, tc_tune_transport *t)
 		if (i < 0 || i >= bt->n || bt->b[i].state != JOB_SENT || bt->b[i].rank != from)
 			continue;
 		if (type == MSG_PROGRESS) {
-			take_progress(bt, i, &rd);
+			take_progress(bt, i, from, &rd, c);
 		} else if (type == MSG_JOB_DONE) {
 			ms->r[from].busy = 0;
 			ms->r[from].measured += 1;

@@ -13,6 +13,8 @@
 #include "../runtime/internal.h"
 #include "../runtime/pool.h"
 
+#include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <math.h>
 #include <signal.h>
@@ -50,6 +52,11 @@ typedef struct server {
 	int gpu_probed;     /* gpu_missing asked the probe */
 	char gpu_why[600];  /* and why there is no GPU ("": there is) */
 	volatile sig_atomic_t job_stop; /* its stop flag: CANCELs count */
+	tc_context *job_ctx;    /* the job's context (its warnings go with it) */
+	const char *job_cache;  /* the job's cache file, */
+	tc_cache *job_rows;     /* read here (opened on the first progress), */
+	int64_t rows_after;     /* its runs up to this id sent to rank 0 */
+	char host[64];          /* this machine's name, as the job folders have it */
 } server;
 
 /* Whether message rd (a copy: it is read here) of type holds candidate
@@ -283,15 +290,41 @@ fail:
 	return why;
 }
 
+/* The runs the job's cache file recorded since the last call, as export
+ * lines into rows (those already sent are not sent again); problems are
+ * warnings of ctx, once. */
+static void job_new_rows(server *sv, tc_buf *rows)
+{
+	tc_context *ctx = sv->job_ctx;
+	char *msg = NULL;
+	if (!sv->job_rows && !(sv->job_rows = tc_cache_open(sv->job_cache, TC_CACHE_READ, &msg))) {
+		tc_tune_warn(ctx, "its kernel cache %s: %s", sv->job_cache,
+			msg ? msg : "cannot open it");
+		tc_free(msg);
+		sv->job_cache = NULL; /* no more tries */
+		return;
+	}
+	if (tc_cache_export_after(sv->job_rows, &sv->rows_after, rows) < 0) {
+		tc_tune_warn(ctx, "its kernel cache %s: %s", sv->job_cache,
+			tc_cache_error(sv->job_rows));
+		sv->job_cache = NULL;
+	}
+}
+
 /* The progress hook of a job tuned for rank 0: its progress goes to rank
- * 0; a CANCEL from it counts as a Ctrl-C (the first ends the search, the
- * second the final stage), a QUIT as two. */
+ * 0 with the runs recorded since the last (so that rank 0's cache holds
+ * them however the job ends: a Ctrl-C under mpirun kills ranks a second
+ * after it); a CANCEL from it counts as a Ctrl-C (the first ends the
+ * search, the second the final stage), a QUIT as two. */
 static int job_progress(void *user, const tc_tune_progress *p)
 {
 	server *sv = user;
 	const tc_tune_candidate *c = p->last;
 	int quit = sv->quit;
-	tc_buf b;
+	tc_buf b, rows;
+	tc_buf_init(&rows);
+	if (sv->job_cache)
+		job_new_rows(sv, &rows);
 	msg_begin(&b, MSG_PROGRESS);
 	put_u32(&b, sv->job);
 	put_u32(&b, (uint32_t)p->generation);
@@ -310,7 +343,9 @@ static int job_progress(void *user, const tc_tune_progress *p)
 	put_u32(&b, (uint32_t)(c ? c->index : 0));
 	put_str(&b, c && c->options ? c->options : "");
 	put_str(&b, c && c->message ? c->message : "");
+	put_bytes(&b, rows.oom || !rows.s ? "" : rows.s, rows.oom || !rows.s ? 0 : rows.len);
 	msg_send(sv->t, 0, &b);
+	tc_buf_free(&rows);
 	sv->job_stop += cancels_from_rank0(sv, 0); /* a batch's CANCELs carry run 0 */
 	if (sv->quit && !quit) /* a QUIT ends the search and the final stage */
 		sv->job_stop += 2;
@@ -322,12 +357,66 @@ static void remove_job_cache(const char *dir)
 {
 	static const char *const names[] = {"kernels.sqlite", "kernels.sqlite-wal",
 		"kernels.sqlite-shm", "kernels.sqlite-journal", NULL};
-	char path[4200];
+	char path[4300]; /* the folder (under 4200) and a name */
 	for (int i = 0; names[i]; i++) {
 		snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
 		unlink(path);
 	}
 	rmdir(dir);
+}
+
+/* The folder for the jobs' caches: $TMPDIR, else /tmp. */
+static const char *job_tmp(void)
+{
+	const char *tmp = getenv("TMPDIR");
+	return tmp && *tmp ? tmp : "/tmp";
+}
+
+/* Whether process pid is gone: no such process, or a zombie (a killed
+ * rank whose parent, mpirun, ended first waits for its new parent). */
+static int process_gone(long pid)
+{
+	char path[64], stat[256];
+	FILE *f;
+	const char *paren;
+	int gone = 0;
+	if (kill((pid_t)pid, 0) < 0)
+		return errno == ESRCH;
+	snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
+	if ((f = fopen(path, "r"))) { /* "pid (comm) S ...": after the last ')' */
+		if (fgets(stat, sizeof(stat), f) && (paren = strrchr(stat, ')')))
+			gone = paren[1] == ' ' && paren[2] == 'Z';
+		fclose(f);
+	}
+	return gone;
+}
+
+/* Remove the job folders (tcomp-rank-HOST-PID-XXXXXX) that ranks of this
+ * machine left in job_tmp() when killed (mpirun kills its ranks a second
+ * after a Ctrl-C): those of this host whose process is gone. */
+static void remove_stale_job_caches(const char *host)
+{
+	char prefix[200], dir[4200];
+	struct dirent *e;
+	DIR *d = opendir(job_tmp());
+	size_t n;
+	snprintf(prefix, sizeof(prefix), "tcomp-rank-%s-", host);
+	n = strlen(prefix);
+	while (d && (e = readdir(d))) {
+		char *end;
+		long pid;
+		if (strncmp(e->d_name, prefix, n))
+			continue;
+		pid = strtol(e->d_name + n, &end, 10);
+		/* then exactly -XXXXXX (mkdtemp's: letters and digits) */
+		if (end == e->d_name + n || *end != '-' || strlen(end) != 7 || strchr(end + 1, '-') ||
+			pid <= 0 || pid == (long)getpid() || !process_gone(pid))
+			continue;
+		if (snprintf(dir, sizeof(dir), "%s/%s", job_tmp(), e->d_name) < (int)sizeof(dir))
+			remove_job_cache(dir);
+	}
+	if (d)
+		closedir(d);
 }
 
 /* JOB: tune a whole def here with tc_autotune, into a cache file of this
@@ -338,7 +427,6 @@ static tc_stat take_job(server *sv, reader *rd)
 	tc_context *ctx = tc_context_new();
 	char *name = NULL, *text = NULL, *entry = NULL, *base_text = NULL, *best_text = NULL;
 	char **seeds = NULL, dir[4096], path[4200], why[600] = "";
-	const char *tmp = getenv("TMPDIR");
 	tc_module *m = NULL;
 	tc_options *base = NULL, *best = NULL;
 	tc_tune_settings set;
@@ -381,16 +469,21 @@ static tc_stat take_job(server *sv, reader *rd)
 		snprintf(why, sizeof(why), st < 0 ? "out of memory" : "a malformed job message");
 		goto send;
 	}
-	snprintf(dir, sizeof(dir), "%s/tcomp-rank-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+	remove_stale_job_caches(sv->host);
+	snprintf(dir, sizeof(dir), "%s/tcomp-rank-%s-%ld-XXXXXX", job_tmp(), sv->host,
+		(long)getpid());
 	if (!mkdtemp(dir)) {
 		snprintf(why, sizeof(why), "cannot make a folder for its kernel cache in %s: %s",
-			tmp && *tmp ? tmp : "/tmp", strerror(errno));
+			job_tmp(), strerror(errno));
 		goto send;
 	}
 	have_dir = 1;
 	snprintf(path, sizeof(path), "%s/kernels.sqlite", dir);
 	set.cache_path = path;
 	set.use_cache = 1;
+	sv->job_ctx = ctx;
+	sv->job_cache = path;
+	sv->rows_after = 0;
 	set.threads = sv->jobs;
 	set.seeds = (const char *const *)seeds;
 	set.n_seeds = (int)nseeds;
@@ -409,15 +502,8 @@ static tc_stat take_job(server *sv, reader *rd)
 	} else {
 		ok = 1;
 	}
-	{
-		char *msg = NULL;
-		tc_cache *c = tc_cache_open(path, TC_CACHE_READ, &msg);
-		if (!c || tc_cache_export(c, &rows) < 0)
-			tc_tune_warn(ctx, "its kernel cache %s: %s", path, c ? tc_cache_error(c)
-				: msg ? msg : "cannot open it");
-		tc_cache_close(c);
-		tc_free(msg);
-	}
+	if (sv->job_cache) /* the runs not sent with a progress */
+		job_new_rows(sv, &rows);
 send:
 	msg_begin(&b, MSG_JOB_DONE);
 	put_u32(&b, sv->job);
@@ -429,6 +515,9 @@ send:
 	put_bytes(&b, rows.oom || !rows.s ? "" : rows.s, rows.oom || !rows.s ? 0 : rows.len);
 	msg_send(sv->t, 0, &b);
 	tc_buf_free(&rows);
+	tc_cache_close(sv->job_rows);
+	sv->job_rows = NULL;
+	sv->job_cache = NULL;
 	if (have_dir)
 		remove_job_cache(dir);
 	for (i = 0; seeds && i < nseeds; i++)
@@ -529,6 +618,9 @@ int tc_tune_serve(tc_context *ctx, const tc_tune_transport *t, int jobs,
 	sv.stop = stop;
 	sv.jobs = jobs > 0 ? jobs : tc_rt_cpus();
 	gethostname(host, sizeof(host) - 1);
+	for (size_t i = 0; i + 1 < sizeof(sv.host) && host[i]; i++) /* a file name's part */
+		sv.host[i] = isalnum((unsigned char)host[i]) || host[i] == '.' || host[i] == '_'
+			? host[i] : '_';
 	tc_tune_machine(machine, sizeof(machine));
 	msg_begin(&b, MSG_HELLO);
 	put_str(&b, TCOMP_VERSION);

@@ -769,8 +769,8 @@ typedef struct tc_tune_batch_progress {
  * (this process) hands whole jobs to the ranks that serve (tc_tune_serve),
  * largest first, one per rank at a time: a job's candidates and its final
  * stage are all timed on one rank; the rank tunes into a kernel cache file
- * of its own (in its $TMPDIR) and sends its rows back, which rank 0 adds to
- * its cache (settings->cache_path; the rows keep the key, so that rank's
+ * of its own (in its $TMPDIR) and sends its rows back as it records them
+ * (with each progress message), which rank 0 adds to its cache (settings->cache_path; the rows keep the key, so that rank's
  * machine): no file is shared between machines.  Seeds from rank 0's
  * cache go with the job, as the cache is when the job starts (jobs of one
  * def tuned at once do not seed each other; one after another, here, the

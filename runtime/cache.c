@@ -1313,6 +1313,7 @@ typedef struct each_call {
 	tc_cache_row_fn row;
 	void *user;
 	const char *def;
+	int64_t *last; /* tc_cache_each_row_after: the last run's id */
 } each_call;
 
 /* A key's row from st's columns: id, hash, entry, types, shapes, strides,
@@ -1458,22 +1459,43 @@ static int fill_row(sqlite3_stmt *st, void *call)
 	r.min_ms = sqlite3_column_double(st, 12);
 	r.has_at = sqlite3_column_type(st, 13) != SQLITE_NULL;
 	r.at = sqlite3_column_double(st, 13);
+	if (ec->last) /* the runs come in id order */
+		*ec->last = sqlite3_column_int64(st, 14);
 	return ec->row(ec->user, &r);
+}
+
+/* The rows of runs with an id after *after (NULL: every run, in key
+ * order), *after then the last id given. */
+static int each_row(tc_cache *c, int64_t *after, tc_cache_row_fn fn, void *user)
+{
+	each_call ec = {.row = fn, .user = user, .last = after};
+	sqlite3_stmt *st;
+	if (!c)
+		return -1;
+	st = prepare(c, after ? "SELECT k.hash, k.entry, k.types, k.shapes, k.strides, k.target, "
+			"k.version, k.canonical, r.options, r.status, r.run_id, r.median_ms, "
+			"r.min_ms, r.at, r.id FROM runs r JOIN kernels k ON k.id = r.kernel_id "
+			"WHERE r.id > ?1 ORDER BY r.id"
+			: "SELECT k.hash, k.entry, k.types, k.shapes, k.strides, k.target, "
+			"k.version, k.canonical, r.options, r.status, r.run_id, r.median_ms, "
+			"r.min_ms, r.at, r.id FROM runs r JOIN kernels k ON k.id = r.kernel_id "
+			"ORDER BY k.id, r.id");
+	if (!st)
+		return -1;
+	if (after)
+		sqlite3_bind_int64(st, 1, *after);
+	return each(c, st, fill_row, &ec);
 }
 
 int tc_cache_each_row(__tc_keep tc_cache *c, tc_cache_row_fn fn, __tc_keep void *user)
 {
-	each_call ec = {.row = fn, .user = user};
-	sqlite3_stmt *st;
-	if (!c)
-		return -1;
-	st = prepare(c, "SELECT k.hash, k.entry, k.types, k.shapes, k.strides, k.target, "
-			"k.version, k.canonical, r.options, r.status, r.run_id, r.median_ms, "
-			"r.min_ms, r.at FROM runs r JOIN kernels k ON k.id = r.kernel_id "
-			"ORDER BY k.id, r.id");
-	if (!st)
-		return -1;
-	return each(c, st, fill_row, &ec);
+	return each_row(c, NULL, fn, user);
+}
+
+int tc_cache_each_row_after(__tc_keep tc_cache *c, int64_t *after, tc_cache_row_fn fn,
+	__tc_keep void *user)
+{
+	return after ? each_row(c, after, fn, user) : -1;
 }
 
 int tc_cache_import_begin(__tc_keep tc_cache *c)

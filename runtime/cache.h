@@ -289,6 +289,12 @@ int tc_cache_each_run(__tc_keep tc_cache *c, int64_t kernel_id, tc_cache_run_fn 
 /* Each run with its key, in the order keys and runs were recorded.  The
  * number of runs, or -1. */
 int tc_cache_each_row(__tc_keep tc_cache *c, tc_cache_row_fn fn, __tc_keep void *user);
+/* Each run recorded after the run with id *after (0: every run) with its
+ * key, in the order recorded; *after becomes the last one's id, so that
+ * the next call gives the runs recorded since.  The number of runs, or
+ * -1. */
+int tc_cache_each_row_after(__tc_keep tc_cache *c, int64_t *after, tc_cache_row_fn fn,
+	__tc_keep void *user);
 
 /* Importing rows: tc_cache_import_begin starts one transaction (needs a
  * TC_CACHE_WRITE cache); tc_cache_import_row checks row and adds it unless

@@ -91,6 +91,13 @@ int tc_cache_export(__tc_keep tc_cache *c, __tc_keep tc_buf *b)
 	return tc_cache_each_row(c, export_row, b) < 0 ? -1 : 0;
 }
 
+int tc_cache_export_after(__tc_keep tc_cache *c, int64_t *after, __tc_keep tc_buf *b)
+{
+	if (!c)
+		return -1;
+	return tc_cache_each_row_after(c, after, export_row, b) < 0 ? -1 : 0;
+}
+
 /* ---- reading ---- */
 
 /* SQLite as the JSON parser of import: a private in-memory database and

@@ -83,6 +83,9 @@ int tc_cache_show(__tc_keep tc_cache *c, const char *what, __tc_keep tc_buf *b);
 /* Every run as one JSON object per line (keys and runs together, so a line
  * stands alone), into b.  0 ok, -1 error. */
 int tc_cache_export(__tc_keep tc_cache *c, __tc_keep tc_buf *b);
+/* The same for the runs recorded after the run with id *after (0: every
+ * run; tc_cache_each_row_after), *after then the last one's id. */
+int tc_cache_export_after(__tc_keep tc_cache *c, int64_t *after, __tc_keep tc_buf *b);
 /* Import JSON lines as written by tc_cache_export, in one transaction;
  * runs already present (same key, options, times, status, run id and
  * time recorded) are not added again.  The counts of runs added, runs

@@ -269,6 +269,75 @@ static void record_then_lookup_exact_and_near(void **state)
 	fx_fini(&h);
 }
 
+/* The number of lines of text (NULL or "": 0). */
+static int lines_of(const char *text)
+{
+	int n = 0;
+	for (; text && *text; text++)
+		n += *text == '\n';
+	return n;
+}
+
+/* tc_cache_export_after gives the runs recorded since its last call, from a
+ * reader open while a writer records (a serving rank sends its job's runs
+ * so): every run once, in the order recorded, with its key. */
+static void export_after_gives_each_new_run_once(void **state)
+{
+	fixture f, g;
+	tc_cache_key k1, k2;
+	tc_cache *w, *r;
+	int64_t after = 0, last;
+	char *msg = NULL;
+	tc_buf b;
+	(void)state;
+	fx_init(&f, 64, 32, 48);
+	fx_init(&g, 16, 32, 48);
+	key_of(&f, &k1);
+	key_of(&g, &k2);
+	w = open_write(path("after.sqlite"));
+	record(w, &k1, "", 2.0, 1);
+	record(w, &k1, "tile=8,8", 1.5, 1);
+	assert_non_null(r = tc_cache_open(path("after.sqlite"), TC_CACHE_READ, &msg));
+	tc_buf_init(&b);
+	assert_int_equal(tc_cache_export_after(r, &after, &b), 0);
+	assert_int_equal(lines_of(b.s), 2);
+	assert_true(after > 0);
+	tc_buf_free(&b);
+	last = after;
+	tc_buf_init(&b);
+	assert_int_equal(tc_cache_export_after(r, &after, &b), 0); /* nothing new */
+	assert_int_equal(lines_of(b.s), 0);
+	assert_true(after == last);
+	tc_buf_free(&b);
+	record(w, &k2, "tile=4,4", 0.5, 1); /* another key, then the first again */
+	record(w, &k1, "tile=none", 0.7, 0);
+	tc_buf_init(&b);
+	assert_int_equal(tc_cache_export_after(r, &after, &b), 0);
+	assert_int_equal(lines_of(b.s), 2);
+	assert_non_null(strstr(b.s, "\"shapes\":\"16x32,32x48\""));
+	assert_true(strstr(b.s, "tile=4") < strstr(b.s, "tile=none")); /* as recorded */
+	assert_true(after > last);
+	tc_buf_free(&b);
+	/* from 0 again: all four, as tc_cache_export gives them */
+	after = 0;
+	tc_buf_init(&b);
+	assert_int_equal(tc_cache_export_after(r, &after, &b), 0);
+	assert_int_equal(lines_of(b.s), 4);
+	tc_buf_free(&b);
+	tc_buf_init(&b);
+	assert_int_equal(tc_cache_export(r, &b), 0);
+	assert_int_equal(lines_of(b.s), 4);
+	tc_buf_free(&b);
+	assert_int_equal(tc_cache_export_after(NULL, &after, &b), -1);
+	assert_int_equal(tc_cache_export_after(r, NULL, &b), -1);
+	tc_cache_close(r);
+	tc_cache_close(w);
+	tc_cache_key_clear(&k1);
+	tc_cache_key_clear(&k2);
+	fx_fini(&f);
+	fx_fini(&g);
+}
+
 static void renamed_kernel_shares_entries(void **state)
 {
 	static const char renamed[] = "def mm(float(P,Q) X, float(Q,R) Y) -> (Z) {\n"
@@ -1497,6 +1566,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(record_then_lookup_exact_and_near, setup, teardown),
+		cmocka_unit_test_setup_teardown(export_after_gives_each_new_run_once, setup, teardown),
 		cmocka_unit_test_setup_teardown(renamed_kernel_shares_entries, setup, teardown),
 		cmocka_unit_test_setup_teardown(reading_never_creates_a_file, setup, teardown),
 		cmocka_unit_test_setup_teardown(compile_uses_exact_then_near_then_defaults, setup,

@@ -11,7 +11,8 @@
 # --enable-recovery) is given up while the run finishes with the same
 # result; with real times every candidate lands in the one kernel cache; a
 # batch file's kernels go whole to the ranks, with the same choices as one
-# process and every run in rank 0's cache.
+# process and every run in rank 0's cache; so do a training step's kernels
+# (--train).
 set -eu
 TCOMP=$1
 MPIRUN=$2
@@ -95,8 +96,105 @@ grep -q "on rank 1" b3.out && grep -q "on rank 2" b3.out || fail "the ranks did 
 r1=$("$TCOMP" cache export --cache b1.sqlite | wc -l)
 r3=$("$TCOMP" cache export --cache b3.sqlite | wc -l)
 [ "$r1" -gt 0 ] && [ "$r1" -eq "$r3" ] || fail "the batch's caches hold $r1 and $r3 runs"
+# a training step (--train): its five kernels go whole to the ranks as a
+# batch, with the same choices as one process and each kernel in the cache
+cat > m.tc <<'TC'
+def mlp(float(B,I) X, float(H,I) W1, float(K,H) W2) -> (Z) {
+    A(b,h) +=! X(b,r_i) * W1(h,r_i)
+    A(b,h) = fmax(A(b,h), 0)
+    Z(b,k) +=! A(b,r_h) * W2(k,r_h)
+}
+def xent(float(B,K) Z, int64(B) Y) -> (L) {
+    s(b) +=! exp(Z(b,r_k))
+    L +=! (log(s(r_b)) - Z(r_b, Y(r_b))) / B
+}
+TC
+targs="m.tc --train mlp,xent --params W1,W2 --shape X=8x6 --shape Y=8 --shape W1=5x6
+       --shape W2=3x5 --generations 2 --population 4 --seed 3 --runs 2 --min-time 0.001
+       --final-candidates 1 --final-rounds 2 --final-time 0.001 --final-warmup 0.001
+       --compile-timeout 3 --timeout 2 --jobs 1 --threads 1"
+TCOMP_TUNE_TEST_FITNESS=1 "$TCOMP" autotune $targs --cache t1.sqlite > t1.out 2> t1.err ||
+  fail "a step in one process: $(cat t1.err)"
+TCOMP_TUNE_TEST_FITNESS=1 mpirun -n 3 "$TCOMP" autotune $targs --cache t3.sqlite > t3.out 2> t3.err ||
+  fail "a step on three ranks: $(cat t3.err)"
+grep "^# the choice\|^# kernel" t1.out > a
+grep "^# the choice\|^# kernel" t3.out > b
+[ "$(grep -c '^# the choice' b)" -eq 5 ] || fail "a step on three ranks: $(cat t3.out)"
+diff a b > /dev/null || fail "the step on three ranks chose otherwise: $(diff a b)"
+grep -q "on rank 1" t3.out && grep -q "on rank 2" t3.out || fail "the ranks did not share the step: $(cat t3.out)"
+grep -q "^tcomp: kernels tuned by rank: 0 [1-9]" t3.err || fail "no per-rank counts: $(cat t3.err)"
+"$TCOMP" cache list --cache t3.sqlite > t3.list
+for def in mlp_fwd xent_fwd xent_grad mlp_grad sgd; do
+  grep -q " $def " t3.list || fail "no cache entry for $def: $(cat t3.list)"
+done
+
+# Ctrl-C: mpirun sends its ranks SIGCONT, SIGTERM a second later and
+# SIGKILL a second after that.  The serving ranks send their runs with each
+# progress message, so rank 0's cache holds both running kernels' runs
+# before any ends, and keeps them through the kill.  A SIGINT to rank 0
+# alone (the process its first line names) stops the run gracefully: both
+# kernels stop early, each with its best.  The job folders of killed ranks
+# go when a rank of this machine next starts.
+cat > long.txt <<'TXT'
+mm.tc --shape A=64x64 --shape B=64x64
+rows.tc -e rowsum --shape X=256x256
+TXT
+largs="--batch long.txt --generations 200 --population 8 --seed 7 --runs 2 --min-time 0.001
+       --final-candidates 1 --final-rounds 2 --final-time 0.001 --final-warmup 0.001
+       --compile-timeout 10 --timeout 5 --jobs 1"
+mkdir tmp
+runs_of() { "$TCOMP" cache export --cache "$1" 2>/dev/null | grep -c "\"entry\":\"$2\"" || true; }
+# interrupt NAME WHOM: start the batch, wait for runs of both kernels in rank
+# 0's cache, SIGINT to WHOM (mpirun: as a Ctrl-C does; rank0), wait; the
+# runs in the cache before the signal in $before
+interrupt() {
+  name=$1
+  TMPDIR="$dir/tmp" timeout 150 "$MPIRUN" --oversubscribe -n 3 "$TCOMP" autotune $largs \
+    --cache $name.sqlite > $name.out 2> $name.err &
+  pid=$!
+  i=0
+  while [ $i -lt 600 ]; do
+    if [ "$(runs_of $name.sqlite mm)" -ge 3 ] && [ "$(runs_of $name.sqlite rowsum)" -ge 3 ]; then
+      break
+    fi
+    kill -0 $pid 2> /dev/null || fail "$name: the batch ended before the signal: $(cat $name.err)"
+    sleep 0.2
+    i=$((i + 1))
+  done
+  [ $i -lt 600 ] || fail "$name: rank 0's cache has no runs of both kernels after 120 s"
+  before=$("$TCOMP" cache export --cache $name.sqlite | wc -l)
+  if [ "$2" = rank0 ]; then
+    rank0=$(sed -n 's/^tcomp: rank 0 is process \([0-9]*\) .*/\1/p' $name.err)
+    [ -n "$rank0" ] || fail "$name: rank 0 does not say its process: $(cat $name.err)"
+    kill -INT "$rank0"
+  else
+    kill -INT $pid # timeout passes it on to mpirun
+  fi
+  wait $pid || true
+}
+interrupt int1 mpirun
+after=$("$TCOMP" cache export --cache int1.sqlite | wc -l)
+[ "$after" -ge "$before" ] || fail "after a Ctrl-C the cache has $after runs, before it $before"
+interrupt int2 rank0
+grep -q "^# 2 of 2 kernels tuned in .*; stopped early" int2.out ||
+  fail "a SIGINT to rank 0: $(cat int2.out int2.err)"
+[ "$("$TCOMP" cache export --cache int2.sqlite | wc -l)" -ge "$before" ] || fail "runs lost"
+# a short run's ranks remove what killed ones left (of this machine, their
+# process gone), and nothing else
+host=$(hostname | tr -c 'A-Za-z0-9._\n' '_')
+sh -c 'exit 0' & dead=$!
+wait $dead
+mkdir "tmp/tcomp-rank-$host-$dead-AbC123" "tmp/tcomp-rank-$host-$$-AbC123" \
+  "tmp/tcomp-rank-other$host-$dead-AbC123"
+touch "tmp/tcomp-rank-$host-$dead-AbC123/kernels.sqlite"
+TMPDIR="$dir/tmp" mpirun -n 3 "$TCOMP" autotune $bargs --no-cache > /dev/null 2> clean.err ||
+  fail "after the signals: $(cat clean.err)"
+left=$(ls "$dir/tmp" | grep "^tcomp-rank-" | sort | tr '\n' ' ')
+want=$(printf 'tcomp-rank-%s\n' "$host-$$-AbC123" "other$host-$dead-AbC123" | sort | tr '\n' ' ')
+[ "$left" = "$want" ] || fail "job folders in TMPDIR: $left (want $want)"
+
 printf 'mm.tc --shape A=4x4 --shape B=4x4\nmm.tc --shape A=4x4 --bogus\n' > bad.txt
 if "$TCOMP" autotune --batch bad.txt > bad.out 2> bad.err; then fail "a bad batch line was taken"; fi
 grep -q "bad.txt:2: " bad.err || fail "the bad batch line is not named: $(cat bad.err)"
 
-echo "ok: 3 ranks chose as one process ($counts of $total measured by rank), survived a killed rank, filled one cache ($rows runs), and tuned a batch a kernel per rank ($r3 runs)"
+echo "ok: 3 ranks chose as one process ($counts of $total measured by rank), survived a killed rank, filled one cache ($rows runs), tuned a batch a kernel per rank ($r3 runs) and a training step's five kernels, and kept every run through a Ctrl-C ($after runs) and stopped gracefully on a SIGINT to rank 0"

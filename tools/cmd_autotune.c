@@ -106,6 +106,8 @@ static const char *const autotune_usage =
 	"LOSS (forward with saves, loss, the two backward defs, the update), one\n"
 	"after the other with the settings above, each on the model's buffers after\n"
 	"a step on random data; the cache then serves each to tc_model_build.\n"
+	"Under mpirun the step's kernels are a batch (below): whole kernels go to\n"
+	"the ranks, on random inputs of their shapes.\n"
 	"  --train FWD,LOSS    the model's forward and loss defs\n"
 	"  --params A,B,...    the forward def's inputs that are parameters; --shape\n"
 	"                      gives their shapes and those of the data inputs\n"
@@ -127,7 +129,10 @@ static const char *const autotune_usage =
 	"each generation's candidates, --jobs at once each (default: the CPUs the\n"
 	"rank may use), one timing at a time per rank.  Bind ranks that share a\n"
 	"machine to disjoint cores; with mpirun --enable-recovery a rank that dies\n"
-	"costs only its candidates, which go to the others.\n"
+	"costs only its candidates, which go to the others.  Rank 0's first line\n"
+	"names its process: kill -INT PID stops the run as Ctrl-C does in one\n"
+	"process (mpirun's own Ctrl-C leaves the ranks a second; what they measured\n"
+	"is in the cache already).\n"
 	"  mpirun -n 5 --map-by ppr:1:node tcomp autotune k.tc -e mm --shape ...\n";
 
 
@@ -373,125 +378,6 @@ static int in_list(const char *list, const char *name)
 	return 0;
 }
 
-/* tcomp autotune --train FWD,LOSS: build the model (parameters: the
- * --params names, the other --shape names data), take a step on random data
- * in [0, 1) (labels 0), then tune each kernel of the step in turn and print
- * a summary per kernel; the exit status. */
-static int tune_step(tc_context *ctx, const char *file, const char *train, const char *params,
-	const char *optimizer, int64_t ensemble, binding *shapes, int nshapes,
-	const tc_options *base, tc_tune_settings *set, view *v)
-{
-	char fwd[256], prefix[300], t1[32], t2[32];
-	const char *comma = strchr(train, ',');
-	tc_module *m = NULL;
-	tc_model *md = NULL;
-	tc_optimizer opt;
-	double total_def = 0, total_best = 0;
-	int status = EXIT_USER, nk;
-	uint64_t seed = 1;
-	if (!comma || comma == train || !comma[1] || strchr(comma + 1, ',') ||
-		(size_t)(comma - train) >= sizeof(fwd))
-		die_usage(autotune_usage, "--train needs FWD,LOSS (two def names) but found '%s'", train);
-	snprintf(fwd, sizeof(fwd), "%.*s", (int)(comma - train), train);
-	if (!strcmp(optimizer, "sgd"))
-		tc_optimizer_init(&opt, TC_OPT_SGD, 0.01);
-	else if (!strcmp(optimizer, "momentum"))
-		tc_optimizer_init(&opt, TC_OPT_MOMENTUM, 0.01);
-	else if (!strcmp(optimizer, "adam"))
-		tc_optimizer_init(&opt, TC_OPT_ADAM, 0.001);
-	else
-		die_usage(autotune_usage, "--optimizer needs sgd, momentum or adam but found '%s'",
-			optimizer);
-	if (!(m = tc_module_load(ctx, file)) || !(md = tc_model_new(m, fwd, comma + 1)))
-		goto fail;
-	for (int i = 0; i < nshapes; i++) {
-		int64_t dims[8];
-		int nd = parse_shape(shapes[i].path, dims);
-		tc_init init = {TC_INIT_UNIFORM, -0.1, 0.1, 0, 0};
-		if (nd < 0)
-			die_usage(autotune_usage, "--shape needs T=4x5 or T=scalar but found '%s'",
-				shapes[i].path);
-		if ((in_list(params, shapes[i].name)
-			    ? tc_model_param(md, shapes[i].name, nd, dims, &init)
-			    : tc_model_input(md, shapes[i].name, nd, dims)) < 0)
-			goto fail;
-	}
-	if ((ensemble && tc_model_ensemble(md, ensemble) < 0) || tc_model_build(md, &opt, base, 1) < 0)
-		goto fail;
-	for (int i = 0; i < nshapes; i++) { /* random data, then a step */
-		DLTensor *t = tc_model_tensor(md, shapes[i].name);
-		int64_t n = 1;
-		if (in_list(params, shapes[i].name) || t->dtype.code != kDLFloat)
-			continue;
-		for (int d = 0; d < t->ndim; d++)
-			n *= t->shape[d];
-		for (int64_t e = 0; e < n; e++) {
-			double x = (double)((seed = seed * 6364136223846793005ULL + 1442695040888963407ULL) >> 11) * 0x1p-53;
-			if (t->dtype.bits == 32)
-				((float *)t->data)[e] = (float)x;
-			else if (t->dtype.bits == 64)
-				((double *)t->data)[e] = x;
-		}
-	}
-	if (tc_model_step(md, NULL) < 0)
-		goto fail;
-	nk = tc_model_num_kernels(md);
-	printf("# tcomp autotune %s --train %s --params %s --optimizer %s", file, train, params,
-		optimizer);
-	if (ensemble)
-		printf(" --ensemble %lld", (long long)ensemble);
-	for (int i = 0; i < nshapes; i++)
-		printf(" --shape %s=%s", shapes[i].name, shapes[i].path);
-	printf("\n");
-	for (int k = 0; k < nk && !interrupted; k++) {
-		tc_module *km;
-		const char *entry;
-		const DLTensor *const *in;
-		tc_tune_report rep;
-		tc_options *best = NULL;
-		char *text;
-		int n_in;
-		if (tc_model_kernel(md, k, &km, &entry, &in, &n_in) < 0)
-			goto fail;
-		snprintf(prefix, sizeof(prefix), "kernel %d/%d %s: ", k + 1, nk, entry);
-		v->prefix = prefix;
-		v->nfinal = 0;
-		if (tc_autotune(km, entry, in, n_in, base, set, &best, &rep) < 0) {
-			if (v->shown)
-				fputs("\n", stderr);
-			fprintf(stderr, "tcomp: %s%s", prefix, tc_context_error(ctx));
-			status = fail_status(ctx);
-			goto out;
-		}
-		if (v->shown)
-			fputs("\n", stderr);
-		v->shown = 0;
-		printf("#\n# kernel %d/%d: %s", k + 1, nk, entry);
-		print_summary(&rep, v, set->final_candidates);
-		if ((text = tc_options_print(best))) {
-			char line[2048];
-			one_line(text, line, sizeof(line));
-			printf("# the choice: %s\n", line);
-		}
-		tc_string_free(text);
-		tc_options_free(best);
-		total_def += rep.default_s;
-		total_best += rep.best_s;
-	}
-	printf("#\n# the step: defaults %s, tuned %s (%.2fx)%s\n",
-		fmt_time(total_def, t1, sizeof(t1)), fmt_time(total_best, t2, sizeof(t2)),
-		total_best > 0 ? total_def / total_best : 0,
-		interrupted ? "; stopped early" : "");
-	status = 0;
-	goto out;
-fail:
-	status = report(ctx);
-out:
-	tc_model_free(md);
-	tc_module_free(m);
-	return status;
-}
-
 /* ---- tcomp autotune --batch FILE ---- */
 
 #define MAX_JOBS 4096
@@ -511,25 +397,31 @@ typedef struct batch_line {
 	int n_in;
 } batch_line;
 
+/* The progress display of a batch (--batch, or a step's kernels over the
+ * ranks): job i is jobs[i].entry, from line lines[i] of the batch file
+ * (lines NULL: a step's kernel). */
 typedef struct batch_view {
 	view *v;
-	batch_line *lines;
+	const tc_tune_job *jobs;
+	const int *lines;
 } batch_view;
 
 static int batch_progress(void *user, const tc_tune_batch_progress *bp)
 {
 	batch_view *bv = user;
 	view *v = bv->v;
-	batch_line *l = &bv->lines[bp->job];
-	char eta[32], last[32], best[32], el[32];
+	const char *entry = bv->jobs[bp->job].entry;
+	char eta[32], last[32], best[32], el[32], line[32] = "";
 	static char opts[2048];
 	if (v->quiet)
 		return 0;
 	fmt_duration(bp->eta_s, eta, sizeof(eta));
 	fmt_duration(bp->elapsed_s, el, sizeof(el));
+	if (bv->lines)
+		snprintf(line, sizeof(line), " (line %d)", bv->lines[bp->job]);
 	if (!bp->p) { /* the job finished: a line of its own */
-		fprintf(stderr, "%skernel %d/%d %s (line %d) finished; %d/%d done, %d running, %s, "
-			"eta %s\n", v->shown ? "\r\033[K" : "", bp->job + 1, bp->jobs, l->entry, l->line,
+		fprintf(stderr, "%skernel %d/%d %s%s finished; %d/%d done, %d running, %s, "
+			"eta %s\n", v->shown ? "\r\033[K" : "", bp->job + 1, bp->jobs, entry, line,
 			bp->finished, bp->jobs, bp->running, el, eta);
 		v->shown = 0;
 		fflush(stderr);
@@ -539,18 +431,42 @@ static int batch_progress(void *user, const tc_tune_batch_progress *bp)
 	fmt_time(bp->p->best_s, best, sizeof(best));
 	if (v->tty) {
 		fprintf(stderr, "\r\033[K[%d/%d kernels, %d running, eta %s] kernel %d %s: %s %d/%d  "
-			"best %s", bp->finished, bp->jobs, bp->running, eta, bp->job + 1, l->entry,
+			"best %s", bp->finished, bp->jobs, bp->running, eta, bp->job + 1, entry,
 			bp->p->final_round ? "final" : "gen", bp->p->done, bp->p->planned, best);
 		v->shown = 1;
 	} else {
 		one_line(bp->p->last ? bp->p->last->options : "", opts, sizeof(opts));
 		fprintf(stderr, "kernel %d/%d %s: %s %d/%d  %s %s  best %s  batch eta %s  %s\n",
-			bp->job + 1, bp->jobs, l->entry, bp->p->final_round ? "final" : "candidate",
+			bp->job + 1, bp->jobs, entry, bp->p->final_round ? "final" : "candidate",
 			bp->p->done, bp->p->planned, bp->p->last ? status_word(bp->p->last->status) : "",
 			last, best, eta, opts);
 	}
 	fflush(stderr);
 	return 0;
+}
+
+/* The result of a job of a batch: its times, its rank, its choice (freed
+ * here). */
+static void print_job(tc_tune_job *jb)
+{
+	char t1[32], t2[32], line[2048], *o;
+	if (!jb->ok) {
+		printf("# not tuned: %s\n", jb->message);
+		return;
+	}
+	printf("# best %s, defaults %s", fmt_time(jb->report.best_s, t1, sizeof(t1)),
+		fmt_time(jb->report.default_s, t2, sizeof(t2)));
+	if (isfinite(jb->report.default_s) && jb->report.best_s > 0)
+		printf(": %.2fx", jb->report.default_s / jb->report.best_s);
+	printf("; %d candidates (%d failed) on rank %d\n", jb->report.measured, jb->report.failed,
+		jb->rank);
+	if ((o = tc_options_print(jb->best))) {
+		one_line(o, line, sizeof(line));
+		printf("# the choice: %s\n", line);
+	}
+	tc_string_free(o);
+	tc_options_free(jb->best);
+	jb->best = NULL;
 }
 
 /* A batch-file error at line: the message, exit 1. */
@@ -660,17 +576,19 @@ static int tune_batch(tc_context *ctx, const char *bfile, const tc_options *base
 	char *text = read_text(bfile), *p, *next;
 	batch_line *lines = calloc(MAX_JOBS, sizeof(batch_line));
 	tc_tune_job *jobs = calloc(MAX_JOBS, sizeof(tc_tune_job));
+	int *line_of = calloc(MAX_JOBS, sizeof(int));
 	batch_view bv;
 	int n = 0, lineno = 0, failed, i, status = 0;
-	char t1[32], t2[32];
+	char t1[32];
 	double t0 = now_s();
 	if (!text) {
 		fprintf(stderr, "tcomp: error: cannot read %s: %s\n", bfile, strerror(errno));
 		free(lines);
 		free(jobs);
+		free(line_of);
 		return EXIT_USER;
 	}
-	if (!lines || !jobs)
+	if (!lines || !jobs || !line_of)
 		exit(EXIT_INTERNAL);
 	for (p = text; p; p = next) {
 		char *words[256], *w, *s2 = NULL, *hash;
@@ -694,6 +612,7 @@ static int tune_batch(tc_context *ctx, const char *bfile, const tc_options *base
 		jobs[n].inputs = lines[n].in;
 		jobs[n].n_inputs = lines[n].n_in;
 		jobs[n].base = lines[n].base;
+		line_of[n] = lineno;
 		n++;
 	}
 	if (!n) {
@@ -703,7 +622,8 @@ static int tune_batch(tc_context *ctx, const char *bfile, const tc_options *base
 		goto out;
 	}
 	bv.v = v;
-	bv.lines = lines;
+	bv.jobs = jobs;
+	bv.lines = line_of;
 	failed = tc_autotune_batch(ctx, jobs, n, set, batch_progress, &bv);
 	if (v->shown)
 		fputs("\n", stderr);
@@ -725,25 +645,7 @@ static int tune_batch(tc_context *ctx, const char *bfile, const tc_options *base
 				printf("%s%lld", d ? "x" : "", (long long)lines[i].dl[k].shape[d]);
 		}
 		printf("\n");
-		if (!jb->ok) {
-			printf("# not tuned: %s\n", jb->message);
-			continue;
-		}
-		printf("# best %s, defaults %s", fmt_time(jb->report.best_s, t1, sizeof(t1)),
-			fmt_time(jb->report.default_s, t2, sizeof(t2)));
-		if (isfinite(jb->report.default_s) && jb->report.best_s > 0)
-			printf(": %.2fx", jb->report.default_s / jb->report.best_s);
-		printf("; %d candidates (%d failed) on rank %d\n", jb->report.measured,
-			jb->report.failed, jb->rank);
-		{
-			char *o = tc_options_print(jb->best), line[2048];
-			if (o) {
-				one_line(o, line, sizeof(line));
-				printf("# the choice: %s\n", line);
-			}
-			tc_string_free(o);
-		}
-		tc_options_free(jb->best);
+		print_job(jb);
 	}
 	printf("#\n# %d of %d kernels tuned in %s%s\n", n - failed, n,
 		fmt_duration(now_s() - t0, t1, sizeof(t1)), interrupted ? "; stopped early" : "");
@@ -756,7 +658,172 @@ out:
 	}
 	free(lines);
 	free(jobs);
+	free(line_of);
 	free(text);
+	return status;
+}
+
+/* ---- tcomp autotune --train FWD,LOSS ---- */
+
+/* The kernels of md's step (nk of them) as one batch over the ranks
+ * (mpirun): whole kernels to the serving ranks, largest first, on random
+ * inputs of their shapes (tc_autotune_batch, as --batch does); a summary
+ * per kernel, the times of those tuned added to *def and *best.  The
+ * number of kernels not tuned, or -1 with the error in ctx. */
+static int tune_step_ranks(tc_context *ctx, tc_model *md, int nk, const tc_options *base,
+	tc_tune_settings *set, view *v, double *def, double *best)
+{
+	tc_tune_job *jobs = calloc((size_t)nk + 1, sizeof(*jobs));
+	batch_view bv = {v, jobs, NULL};
+	int k, failed = -1;
+	if (!jobs)
+		exit(EXIT_INTERNAL);
+	for (k = 0; k < nk; k++) {
+		if (tc_model_kernel(md, k, &jobs[k].m, &jobs[k].entry, &jobs[k].inputs,
+			    &jobs[k].n_inputs) < 0)
+			goto out;
+		jobs[k].base = base;
+	}
+	failed = tc_autotune_batch(ctx, jobs, nk, set, batch_progress, &bv);
+	if (v->shown)
+		fputs("\n", stderr);
+	v->shown = 0;
+	for (k = 0; failed >= 0 && k < nk; k++) {
+		printf("#\n# kernel %d/%d: %s\n", k + 1, nk, jobs[k].entry);
+		if (jobs[k].ok) {
+			*def += jobs[k].report.default_s;
+			*best += jobs[k].report.best_s;
+		}
+		print_job(&jobs[k]);
+	}
+out:
+	free(jobs);
+	return failed;
+}
+
+/* tcomp autotune --train FWD,LOSS: build the model (parameters: the
+ * --params names, the other --shape names data), take a step on random data
+ * in [0, 1) (labels 0), then tune each kernel of the step in turn and print
+ * a summary per kernel; the exit status. */
+static int tune_step(tc_context *ctx, const char *file, const char *train, const char *params,
+	const char *optimizer, int64_t ensemble, binding *shapes, int nshapes,
+	const tc_options *base, tc_tune_settings *set, view *v)
+{
+	char fwd[256], prefix[300], t1[32], t2[32];
+	const char *comma = strchr(train, ',');
+	tc_module *m = NULL;
+	tc_model *md = NULL;
+	tc_optimizer opt;
+	double total_def = 0, total_best = 0;
+	int status = EXIT_USER, nk, untuned = 0;
+	uint64_t seed = 1;
+	if (!comma || comma == train || !comma[1] || strchr(comma + 1, ',') ||
+		(size_t)(comma - train) >= sizeof(fwd))
+		die_usage(autotune_usage, "--train needs FWD,LOSS (two def names) but found '%s'", train);
+	snprintf(fwd, sizeof(fwd), "%.*s", (int)(comma - train), train);
+	if (!strcmp(optimizer, "sgd"))
+		tc_optimizer_init(&opt, TC_OPT_SGD, 0.01);
+	else if (!strcmp(optimizer, "momentum"))
+		tc_optimizer_init(&opt, TC_OPT_MOMENTUM, 0.01);
+	else if (!strcmp(optimizer, "adam"))
+		tc_optimizer_init(&opt, TC_OPT_ADAM, 0.001);
+	else
+		die_usage(autotune_usage, "--optimizer needs sgd, momentum or adam but found '%s'",
+			optimizer);
+	if (!(m = tc_module_load(ctx, file)) || !(md = tc_model_new(m, fwd, comma + 1)))
+		goto fail;
+	for (int i = 0; i < nshapes; i++) {
+		int64_t dims[8];
+		int nd = parse_shape(shapes[i].path, dims);
+		tc_init init = {TC_INIT_UNIFORM, -0.1, 0.1, 0, 0};
+		if (nd < 0)
+			die_usage(autotune_usage, "--shape needs T=4x5 or T=scalar but found '%s'",
+				shapes[i].path);
+		if ((in_list(params, shapes[i].name)
+			    ? tc_model_param(md, shapes[i].name, nd, dims, &init)
+			    : tc_model_input(md, shapes[i].name, nd, dims)) < 0)
+			goto fail;
+	}
+	if ((ensemble && tc_model_ensemble(md, ensemble) < 0) || tc_model_build(md, &opt, base, 1) < 0)
+		goto fail;
+	for (int i = 0; i < nshapes; i++) { /* random data, then a step */
+		DLTensor *t = tc_model_tensor(md, shapes[i].name);
+		int64_t n = 1;
+		if (in_list(params, shapes[i].name) || t->dtype.code != kDLFloat)
+			continue;
+		for (int d = 0; d < t->ndim; d++)
+			n *= t->shape[d];
+		for (int64_t e = 0; e < n; e++) {
+			double x = (double)((seed = seed * 6364136223846793005ULL + 1442695040888963407ULL) >> 11) * 0x1p-53;
+			if (t->dtype.bits == 32)
+				((float *)t->data)[e] = (float)x;
+			else if (t->dtype.bits == 64)
+				((double *)t->data)[e] = x;
+		}
+	}
+	if (tc_model_step(md, NULL) < 0)
+		goto fail;
+	nk = tc_model_num_kernels(md);
+	printf("# tcomp autotune %s --train %s --params %s --optimizer %s", file, train, params,
+		optimizer);
+	if (ensemble)
+		printf(" --ensemble %lld", (long long)ensemble);
+	for (int i = 0; i < nshapes; i++)
+		printf(" --shape %s=%s", shapes[i].name, shapes[i].path);
+	printf("\n");
+	if (set->transport && set->transport->size > 1) { /* over the ranks */
+		int failed = tune_step_ranks(ctx, md, nk, base, set, v, &total_def, &total_best);
+		if (failed < 0)
+			goto fail;
+		nk = 0; /* nothing more to tune */
+		untuned = failed;
+	}
+	for (int k = 0; k < nk && !interrupted; k++) {
+		tc_module *km;
+		const char *entry;
+		const DLTensor *const *in;
+		tc_tune_report rep;
+		tc_options *best = NULL;
+		char *text;
+		int n_in;
+		if (tc_model_kernel(md, k, &km, &entry, &in, &n_in) < 0)
+			goto fail;
+		snprintf(prefix, sizeof(prefix), "kernel %d/%d %s: ", k + 1, nk, entry);
+		v->prefix = prefix;
+		v->nfinal = 0;
+		if (tc_autotune(km, entry, in, n_in, base, set, &best, &rep) < 0) {
+			if (v->shown)
+				fputs("\n", stderr);
+			fprintf(stderr, "tcomp: %s%s", prefix, tc_context_error(ctx));
+			status = fail_status(ctx);
+			goto out;
+		}
+		if (v->shown)
+			fputs("\n", stderr);
+		v->shown = 0;
+		printf("#\n# kernel %d/%d: %s", k + 1, nk, entry);
+		print_summary(&rep, v, set->final_candidates);
+		if ((text = tc_options_print(best))) {
+			char line[2048];
+			one_line(text, line, sizeof(line));
+			printf("# the choice: %s\n", line);
+		}
+		tc_string_free(text);
+		tc_options_free(best);
+		total_def += rep.default_s;
+		total_best += rep.best_s;
+	}
+	printf("#\n# the step: defaults %s, tuned %s (%.2fx)%s\n",
+		fmt_time(total_def, t1, sizeof(t1)), fmt_time(total_best, t2, sizeof(t2)),
+		total_best > 0 ? total_def / total_best : 0,
+		interrupted ? "; stopped early" : "");
+	status = untuned ? EXIT_USER : 0; /* the ranks' batch may leave some untuned */
+	goto out;
+fail:
+	status = report(ctx);
+out:
+	tc_model_free(md);
+	tc_module_free(m);
 	return status;
 }
 
@@ -920,6 +987,13 @@ int cmd_autotune(int argc, __tc_keep char **argv)
 		die_usage(autotune_usage, "%s", "--ensemble goes with --train");
 	v.prefix = "";
 	v.tty = isatty(2);
+	if (set.transport && !v.quiet) { /* mpirun passes a Ctrl-C on late (README) */
+		char host[256] = "";
+		gethostname(host, sizeof(host) - 1);
+		fprintf(stderr, "tcomp: rank 0 is process %ld on %s: `kill -INT %ld` stops the run "
+			"and keeps the best (mpirun's Ctrl-C leaves the ranks 1 s)\n", (long)getpid(),
+			host, (long)getpid());
+	}
 	set.progress = progress;
 	set.record = record;
 	set.user = &v;
@@ -983,10 +1057,11 @@ done:
 		int *measured = calloc((size_t)transport.size, sizeof(int));
 		int lost = tc_tune_dismiss(set.transport, measured);
 		if (measured && !v.quiet) {
-			fprintf(stderr, "tcomp: %s by rank:", batch ? "kernels tuned" : "candidates measured");
+			int jobs = batch || train; /* whole kernels went to the ranks */
+			fprintf(stderr, "tcomp: %s by rank:", jobs ? "kernels tuned" : "candidates measured");
 			for (i = 0; i < transport.size; i++)
 				fprintf(stderr, " %d", measured[i]);
-			fprintf(stderr, "%s\n", batch ? "" : " (rank 0: the reference)");
+			fprintf(stderr, "%s\n", jobs ? "" : " (rank 0: the reference)");
 		}
 		free(measured);
 		if (lost)
