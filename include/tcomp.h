@@ -417,8 +417,10 @@ int tc_kernel_set_stream(tc_kernel *k, void *stream);
  * the stages of tc_module_emit plus "llvm" (optimised LLVM IR) and "asm"
  * (host assembly).  The "cuda" stage of a target=cuda or cuda-emu kernel
  * compiled here is the text it was compiled from, kept with it (no
- * scheduling again); other stages, and kernels loaded from the cache, run
- * the compiler's stages again.  NULL with an error for an unknown (or
+ * scheduling again), and so are a target=cuda kernel's "cuda-resources"
+ * (ptxas's report of the very cubin) and "ptx" (NVRTC on the kept text);
+ * other stages, and kernels loaded from the cache, run the compiler's
+ * stages again.  NULL with an error for an unknown (or
  * NULL) stage; NULL for a NULL k. */
 char *tc_kernel_emit(tc_kernel *k, const char *stage);
 /* Work of one run of the kernel at its shapes, for rates such as GFLOP/s

@@ -92,6 +92,8 @@ typedef struct cuda_code {
 	char *cubin;
 	size_t cubin_size;
 	int arch;
+	char *def;                  /* the def's name (compiled here, not loaded) */
+	char *resources;            /* the cuda-resources text of the cubin, or NULL */
 	pthread_mutex_t lock;
 	int loaded;
 	void *module;
@@ -120,6 +122,8 @@ static void code_free(__tc_take void *code)
 	tc_free(c->temp);
 	tc_free(c->fn);
 	tc_free(c->cubin);
+	tc_free(c->def);
+	tc_free(c->resources);
 	tc_cg_cuda_free(c->code);
 	tc_free(c);
 }
@@ -140,12 +144,26 @@ static char *nvrtc_image(const tc_cg_cuda *code, const char *def, int arch, int 
 	return image;
 }
 
+/* The cuda-resources text of def's cubin for arch (size bytes) from
+ * NVRTC's log (ptxas's lines: registers, spills, shared memory); NULL when
+ * out of memory. */
+static char *resources_text(const char *def, int arch, size_t size, const char *log)
+{
+	tc_buf b;
+	tc_buf_init(&b);
+	tc_buf_printf(&b, "# %s for sm_%d: %zu bytes of cubin; ptxas says:\n", def, arch, size);
+	tc_buf_puts(&b, log && *log ? log : "(nothing)\n");
+	return tc_buf_take(&b);
+}
+
 /* The CUDA code of p and its cubin, for the device's architecture (or
- * the gpu_arch option's): no driver needed. */
+ * the gpu_arch option's): no driver needed.  The def's name and the
+ * cubin's resources are kept for the text stages (code_text). */
 static tc_stat compile(__tc_keep void *state, __tc_keep tc_rt_compiled *c,
 	__tc_keep const tc_poly *p, __tc_keep tc_diags *d)
 {
 	cuda_code *k = tc_calloc(1, sizeof(*k));
+	char *log = NULL;
 	size_t size;
 	(void)state;
 	if (!k) {
@@ -156,11 +174,15 @@ static tc_stat compile(__tc_keep void *state, __tc_keep tc_rt_compiled *c,
 	k->ntensors = p->f->ntensors;
 	k->arch = arch_of(&c->opts.cg);
 	if (!(k->code = tc_cg_cuda_build(p, c->opts.cg.contract, d)) ||
-		!(k->cubin = nvrtc_image(k->code, p->f->name, k->arch, 1, &size, NULL, d))) {
+		!(k->cubin = nvrtc_image(k->code, p->f->name, k->arch, 1, &size, &log, d))) {
+		tc_free(log);
 		code_free(k);
 		return TC_ERR;
 	}
 	k->cubin_size = size;
+	k->def = tc_strdup(p->f->name);
+	k->resources = resources_text(p->f->name, k->arch, size, log); /* NULL: asked again */
+	tc_free(log);
 	c->code = k;
 	return TC_OK;
 }
@@ -469,20 +491,17 @@ static const char *const stages[] = {"cuda", "ptx", "cuda-resources", NULL};
  * headed by the architecture; NULL with a message in d. */
 static char *resources(const tc_cg_cuda *code, const char *def, int arch, tc_diags *d)
 {
-	char *log = NULL, *image;
+	char *log = NULL, *image, *text;
 	size_t size;
-	tc_buf b;
 	image = nvrtc_image(code, def, arch, 1, &size, &log, d);
 	if (!image) {
 		tc_free(log);
 		return NULL;
 	}
 	tc_free(image);
-	tc_buf_init(&b);
-	tc_buf_printf(&b, "# %s for sm_%d: %zu bytes of cubin; ptxas says:\n", def, arch, size);
-	tc_buf_puts(&b, log && *log ? log : "(nothing)\n");
+	text = resources_text(def, arch, size, log);
 	tc_free(log);
-	return tc_buf_take(&b);
+	return text;
 }
 
 static __tc_give char *emit(__tc_keep const tc_poly *p, __tc_keep const tc_rt_opts *o,
@@ -513,9 +532,24 @@ static __tc_give char *source_text(__tc_keep const tc_cg_cuda *code, const char 
 	return code && code->source && !strcmp(stage, "cuda") ? tc_strdup(code->source) : NULL;
 }
 
+/* The kept text of a kernel compiled here: its CUDA text, its cubin's
+ * resources, its PTX (NVRTC from the kept text: no scheduling again). */
 static __tc_give char *code_text(__tc_keep const void *code, const char *stage)
 {
-	return source_text(((const cuda_code *)code)->code, stage);
+	const cuda_code *k = code;
+	tc_diags d;
+	char *text = NULL;
+	size_t size;
+	if (!k->code || !k->code->source || !k->def)
+		return NULL; /* loaded from the cache: a cubin only */
+	if (!strcmp(stage, "cuda-resources"))
+		return k->resources ? tc_strdup(k->resources) : NULL;
+	if (strcmp(stage, "ptx"))
+		return source_text(k->code, stage);
+	tc_diags_init(&d, NULL); /* a failure: the pipeline's emit says why */
+	text = nvrtc_image(k->code, k->def, k->arch, 0, &size, NULL, &d);
+	tc_diags_clear(&d);
+	return text;
 }
 
 static __tc_give char *key_target(void)
