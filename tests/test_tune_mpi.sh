@@ -12,7 +12,9 @@
 # result; with real times every candidate lands in the one kernel cache; a
 # batch file's kernels go whole to the ranks, with the same choices as one
 # process and every run in rank 0's cache; so do a training step's kernels
-# (--train).
+# (--train).  A Ctrl-C of mpirun keeps every run measured in the cache, a
+# SIGINT to rank 0 stops a batch and a single def gracefully, and the job
+# folders of killed ranks are removed.
 set -eu
 TCOMP=$1
 MPIRUN=$2
@@ -84,15 +86,26 @@ TXT
 bargs="--batch kernels.txt --generations 2 --population 4 --seed 5 --runs 2 --min-time 0.001
        --final-candidates 1 --final-rounds 2 --final-time 0.001 --final-warmup 0.001
        --compile-timeout 3 --timeout 2 --jobs 1"
-TCOMP_TUNE_TEST_FITNESS=1 "$TCOMP" autotune $bargs --cache b1.sqlite > b1.out 2> b1.err ||
-  fail "a batch in one process: $(cat b1.err)"
-TCOMP_TUNE_TEST_FITNESS=1 mpirun -n 3 "$TCOMP" autotune $bargs --cache b3.sqlite > b3.out 2> b3.err ||
-  fail "a batch on three ranks: $(cat b3.err)"
-grep "^# the choice\|^# kernel" b1.out > a
-grep "^# the choice\|^# kernel" b3.out > b
-[ "$(grep -c '^# the choice' b)" -eq 2 ] || fail "a batch on three ranks: $(cat b3.out)"
-diff a b > /dev/null || fail "the batch on three ranks chose otherwise: $(diff a b)"
-grep -q "on rank 1" b3.out && grep -q "on rank 2" b3.out || fail "the ranks did not share the batch: $(cat b3.out)"
+# jobs_as_one NAME WHAT N ARGS...: with fake times, the N kernels of ARGS
+# tuned by one process (NAME1.sqlite, .out, .err) and on three ranks
+# (NAME3.*) get the same choices, and ranks 1 and 2 each tune some
+jobs_as_one() {
+  name=$1 what=$2 n=$3
+  shift 3
+  TCOMP_TUNE_TEST_FITNESS=1 "$TCOMP" autotune "$@" --cache ${name}1.sqlite > ${name}1.out \
+    2> ${name}1.err || fail "$what in one process: $(cat ${name}1.err)"
+  TCOMP_TUNE_TEST_FITNESS=1 mpirun -n 3 "$TCOMP" autotune "$@" --cache ${name}3.sqlite \
+    > ${name}3.out 2> ${name}3.err || fail "$what on three ranks: $(cat ${name}3.err)"
+  grep "^# the choice\|^# kernel" ${name}1.out > a
+  grep "^# the choice\|^# kernel" ${name}3.out > b
+  [ "$(grep -c '^# the choice' b)" -eq $n ] || fail "$what on three ranks: $(cat ${name}3.out)"
+  diff a b > /dev/null || fail "$what on three ranks chose otherwise: $(diff a b)"
+  grep -q "on rank 1" ${name}3.out && grep -q "on rank 2" ${name}3.out ||
+    fail "the ranks did not share $what: $(cat ${name}3.out)"
+  grep -q "^tcomp: kernels tuned by rank: 0 [1-9]* [1-9]" ${name}3.err ||
+    fail "no per-rank counts: $(cat ${name}3.err)"
+}
+jobs_as_one b "a batch" 2 $bargs
 r1=$("$TCOMP" cache export --cache b1.sqlite | wc -l)
 r3=$("$TCOMP" cache export --cache b3.sqlite | wc -l)
 [ "$r1" -gt 0 ] && [ "$r1" -eq "$r3" ] || fail "the batch's caches hold $r1 and $r3 runs"
@@ -113,16 +126,7 @@ targs="m.tc --train mlp,xent --params W1,W2 --shape X=8x6 --shape Y=8 --shape W1
        --shape W2=3x5 --generations 2 --population 4 --seed 3 --runs 2 --min-time 0.001
        --final-candidates 1 --final-rounds 2 --final-time 0.001 --final-warmup 0.001
        --compile-timeout 3 --timeout 2 --jobs 1 --threads 1"
-TCOMP_TUNE_TEST_FITNESS=1 "$TCOMP" autotune $targs --cache t1.sqlite > t1.out 2> t1.err ||
-  fail "a step in one process: $(cat t1.err)"
-TCOMP_TUNE_TEST_FITNESS=1 mpirun -n 3 "$TCOMP" autotune $targs --cache t3.sqlite > t3.out 2> t3.err ||
-  fail "a step on three ranks: $(cat t3.err)"
-grep "^# the choice\|^# kernel" t1.out > a
-grep "^# the choice\|^# kernel" t3.out > b
-[ "$(grep -c '^# the choice' b)" -eq 5 ] || fail "a step on three ranks: $(cat t3.out)"
-diff a b > /dev/null || fail "the step on three ranks chose otherwise: $(diff a b)"
-grep -q "on rank 1" t3.out && grep -q "on rank 2" t3.out || fail "the ranks did not share the step: $(cat t3.out)"
-grep -q "^tcomp: kernels tuned by rank: 0 [1-9]" t3.err || fail "no per-rank counts: $(cat t3.err)"
+jobs_as_one t "a step" 5 $targs
 "$TCOMP" cache list --cache t3.sqlite > t3.list
 for def in mlp_fwd xent_fwd xent_grad mlp_grad sgd; do
   grep -q " $def " t3.list || fail "no cache entry for $def: $(cat t3.list)"
@@ -144,26 +148,30 @@ largs="--batch long.txt --generations 200 --population 8 --seed 7 --runs 2 --min
        --compile-timeout 10 --timeout 5 --jobs 1"
 mkdir tmp
 runs_of() { "$TCOMP" cache export --cache "$1" 2>/dev/null | grep -c "\"entry\":\"$2\"" || true; }
-# interrupt NAME WHOM: start the batch, wait for runs of both kernels in rank
-# 0's cache, SIGINT to WHOM (mpirun: as a Ctrl-C does; rank0), wait; the
-# runs in the cache before the signal in $before
+# interrupt NAME WHOM ENTRIES ARGS...: start autotune ARGS on three ranks,
+# wait for 3 runs of each of ENTRIES in rank 0's cache, SIGINT to WHOM
+# (mpirun: as a Ctrl-C does; rank0), wait; the runs in the cache before
+# the signal in $before
 interrupt() {
-  name=$1
-  TMPDIR="$dir/tmp" timeout 150 "$MPIRUN" --oversubscribe -n 3 "$TCOMP" autotune $largs \
+  name=$1 whom=$2 entries=$3
+  shift 3
+  TMPDIR="$dir/tmp" timeout 150 "$MPIRUN" --oversubscribe -n 3 "$TCOMP" autotune "$@" \
     --cache $name.sqlite > $name.out 2> $name.err &
   pid=$!
   i=0
   while [ $i -lt 600 ]; do
-    if [ "$(runs_of $name.sqlite mm)" -ge 3 ] && [ "$(runs_of $name.sqlite rowsum)" -ge 3 ]; then
-      break
-    fi
-    kill -0 $pid 2> /dev/null || fail "$name: the batch ended before the signal: $(cat $name.err)"
+    seen=0
+    for e in $entries; do
+      [ "$(runs_of $name.sqlite $e)" -ge 3 ] && seen=$((seen + 1))
+    done
+    [ $seen -eq $(echo $entries | wc -w) ] && break
+    kill -0 $pid 2> /dev/null || fail "$name: the run ended before the signal: $(cat $name.err)"
     sleep 0.2
     i=$((i + 1))
   done
-  [ $i -lt 600 ] || fail "$name: rank 0's cache has no runs of both kernels after 120 s"
+  [ $i -lt 600 ] || fail "$name: rank 0's cache has too few runs of $entries after 120 s"
   before=$("$TCOMP" cache export --cache $name.sqlite | wc -l)
-  if [ "$2" = rank0 ]; then
+  if [ "$whom" = rank0 ]; then
     rank0=$(sed -n 's/^tcomp: rank 0 is process \([0-9]*\) .*/\1/p' $name.err)
     [ -n "$rank0" ] || fail "$name: rank 0 does not say its process: $(cat $name.err)"
     kill -INT "$rank0"
@@ -172,13 +180,17 @@ interrupt() {
   fi
   wait $pid || true
 }
-interrupt int1 mpirun
+interrupt int1 mpirun "mm rowsum" $largs
 after=$("$TCOMP" cache export --cache int1.sqlite | wc -l)
 [ "$after" -ge "$before" ] || fail "after a Ctrl-C the cache has $after runs, before it $before"
-interrupt int2 rank0
+interrupt int2 rank0 "mm rowsum" $largs
 grep -q "^# 2 of 2 kernels tuned in .*; stopped early" int2.out ||
   fail "a SIGINT to rank 0: $(cat int2.out int2.err)"
 [ "$("$TCOMP" cache export --cache int2.sqlite | wc -l)" -ge "$before" ] || fail "runs lost"
+# a single def, its generations over the ranks: the same graceful stop
+interrupt int3 rank0 mm mm.tc --shape A=64x64 --shape B=64x64 $(echo "$largs" | sed 's/--batch long.txt//')
+grep -q "^# .* candidates .*; stopped early" int3.out && grep -q "^target=cpu" int3.out ||
+  fail "a SIGINT to rank 0 of a single def: $(cat int3.out int3.err)"
 # a short run's ranks remove what killed ones left (of this machine, their
 # process gone), and nothing else
 host=$(hostname | tr -c 'A-Za-z0-9._\n' '_')
