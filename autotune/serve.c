@@ -290,6 +290,13 @@ fail:
 	return why;
 }
 
+/* Rows (export lines) as a message's field: empty when out of memory. */
+static void put_rows(tc_buf *b, const tc_buf *rows)
+{
+	int none = rows->oom || !rows->s;
+	put_bytes(b, none ? "" : rows->s, none ? 0 : rows->len);
+}
+
 /* The runs the job's cache file recorded since the last call, as export
  * lines into rows (those already sent are not sent again); problems are
  * warnings of ctx, once. */
@@ -343,7 +350,7 @@ static int job_progress(void *user, const tc_tune_progress *p)
 	put_u32(&b, (uint32_t)(c ? c->index : 0));
 	put_str(&b, c && c->options ? c->options : "");
 	put_str(&b, c && c->message ? c->message : "");
-	put_bytes(&b, rows.oom || !rows.s ? "" : rows.s, rows.oom || !rows.s ? 0 : rows.len);
+	put_rows(&b, &rows);
 	msg_send(sv->t, 0, &b);
 	tc_buf_free(&rows);
 	sv->job_stop += cancels_from_rank0(sv, 0); /* a batch's CANCELs carry run 0 */
@@ -512,12 +519,13 @@ send:
 	put_str(&b, best_text ? best_text : "");
 	tc_tune_put_report(&b, &rep);
 	put_str(&b, ctx ? tc_context_warnings(ctx) : "");
-	put_bytes(&b, rows.oom || !rows.s ? "" : rows.s, rows.oom || !rows.s ? 0 : rows.len);
+	put_rows(&b, &rows);
 	msg_send(sv->t, 0, &b);
 	tc_buf_free(&rows);
 	tc_cache_close(sv->job_rows);
 	sv->job_rows = NULL;
 	sv->job_cache = NULL;
+	sv->job_ctx = NULL; /* freed below */
 	if (have_dir)
 		remove_job_cache(dir);
 	for (i = 0; seeds && i < nseeds; i++)

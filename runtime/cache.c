@@ -1472,14 +1472,11 @@ static int each_row(tc_cache *c, int64_t *after, tc_cache_row_fn fn, void *user)
 	sqlite3_stmt *st;
 	if (!c)
 		return -1;
-	st = prepare(c, after ? "SELECT k.hash, k.entry, k.types, k.shapes, k.strides, k.target, "
-			"k.version, k.canonical, r.options, r.status, r.run_id, r.median_ms, "
-			"r.min_ms, r.at, r.id FROM runs r JOIN kernels k ON k.id = r.kernel_id "
-			"WHERE r.id > ?1 ORDER BY r.id"
-			: "SELECT k.hash, k.entry, k.types, k.shapes, k.strides, k.target, "
-			"k.version, k.canonical, r.options, r.status, r.run_id, r.median_ms, "
-			"r.min_ms, r.at, r.id FROM runs r JOIN kernels k ON k.id = r.kernel_id "
-			"ORDER BY k.id, r.id");
+#define ROWS "SELECT k.hash, k.entry, k.types, k.shapes, k.strides, k.target, k.version, " \
+	"k.canonical, r.options, r.status, r.run_id, r.median_ms, r.min_ms, r.at, r.id " \
+	"FROM runs r JOIN kernels k ON k.id = r.kernel_id "
+	st = prepare(c, after ? ROWS "WHERE r.id > ?1 ORDER BY r.id" : ROWS "ORDER BY k.id, r.id");
+#undef ROWS
 	if (!st)
 		return -1;
 	if (after)
