@@ -1717,6 +1717,16 @@ static LLVMValueRef splat(cg *g, LLVMValueRef v, int lanes)
 		LLVMConstNull(LLVMVectorType(g->i32, (unsigned)lanes)), "");
 }
 
+/* The mask of a vector of `lanes` whose first g->vactive lanes are in use. */
+static LLVMValueRef lane_mask(cg *g, int lanes)
+{
+	LLVMValueRef bits[64];
+	int i;
+	for (i = 0; i < lanes && i < 64; i++)
+		bits[i] = LLVMConstInt(g->i1, i < g->vactive, 0);
+	return LLVMConstVector(bits, (unsigned)(lanes < 64 ? lanes : 64));
+}
+
 /* The vector of `lanes` elements of tensor t from addr (lane 0's element). */
 LLVMValueRef tc_cg_llvm_vector_load(__tc_keep cg *g, int t, __tc_keep LLVMValueRef addr,
 	int lanes)
@@ -1724,9 +1734,18 @@ LLVMValueRef tc_cg_llvm_vector_load(__tc_keep cg *g, int t, __tc_keep LLVMValueR
 	LLVMValueRef v;
 	if (!addr)
 		return NULL;
-	v = LLVMBuildLoad2(g->B, vec_type(g, t, lanes), addr, "");
-	LLVMSetAlignment(v, (unsigned)tc_dtype_size(g->p->f->tensors[t].dtype));
-	tag_access(g, t, v);
+	if (g->vactive > 0 && g->vactive < lanes) {
+		LLVMTypeRef over[2] = {vec_type(g, t, lanes), g->ptr};
+		LLVMValueRef args[4] = {addr, LLVMConstInt(g->i32,
+			(unsigned long long)tc_dtype_size(g->p->f->tensors[t].dtype), 0),
+			lane_mask(g, lanes), LLVMConstNull(over[0])};
+		v = tc_cg_llvm_call_intrinsic(g, "llvm.masked.load", over, 2, args, 4);
+	} else {
+		v = LLVMBuildLoad2(g->B, vec_type(g, t, lanes), addr, "");
+		LLVMSetAlignment(v, (unsigned)tc_dtype_size(g->p->f->tensors[t].dtype));
+	}
+	if (v)
+		tag_access(g, t, v);
 	return v;
 }
 
@@ -1735,11 +1754,22 @@ void tc_cg_llvm_vector_store(__tc_keep cg *g, int t, __tc_keep LLVMValueRef addr
 	__tc_keep LLVMValueRef v)
 {
 	LLVMValueRef st;
+	int lanes;
 	if (!addr || !v)
 		return;
-	st = LLVMBuildStore(g->B, v, addr);
-	LLVMSetAlignment(st, (unsigned)tc_dtype_size(g->p->f->tensors[t].dtype));
-	tag_access(g, t, st);
+	lanes = (int)LLVMGetVectorSize(LLVMTypeOf(v));
+	if (g->vactive > 0 && g->vactive < lanes) {
+		LLVMTypeRef over[2] = {LLVMTypeOf(v), g->ptr};
+		LLVMValueRef args[4] = {v, addr, LLVMConstInt(g->i32,
+			(unsigned long long)tc_dtype_size(g->p->f->tensors[t].dtype), 0),
+			lane_mask(g, lanes)};
+		st = tc_cg_llvm_call_intrinsic(g, "llvm.masked.store", over, 2, args, 4);
+	} else {
+		st = LLVMBuildStore(g->B, v, addr);
+		LLVMSetAlignment(st, (unsigned)tc_dtype_size(g->p->f->tensors[t].dtype));
+	}
+	if (st)
+		tag_access(g, t, st);
 }
 
 /* fused() on vectors of float type t. */

@@ -101,6 +101,9 @@ typedef struct cg {
 	const tc_poly_inst *points; /* the register tile whose pieces are being
 			    * emitted (points_node): its origin ids' values */
 	int nvector;       /* register tile pieces and inits emitted as vector code */
+	int vactive;       /* lanes in use of the vectors being emitted (the
+			    * first ones; 0: all): fewer make their loads and
+			    * stores masked (tc_target.masked_rest) */
 	int nscalar;       /* statements emitted as scalar code inside a loop */
 	unsigned char *streamed; /* per tensor: written with streaming stores */
 	int stream;        /* emitting the copy of the code that streams */
@@ -180,7 +183,10 @@ int tc_cg_llvm_vector_ok(__tc_keep cg *g, __tc_keep const tc_poly_stmt *s, int v
 LLVMValueRef tc_cg_llvm_lhs_address(__tc_keep cg *g, __tc_keep const tc_poly_stmt *s);
 
 /* A vector of `lanes` elements of tensor t from addr (lane 0's element),
- * and its store; with the tensor's alias scopes and element alignment. */
+ * and its store; with the tensor's alias scopes and element alignment.
+ * Where g->vactive is below the vector's lanes, only the first g->vactive
+ * lanes are read (the others 0) and written: masked loads and stores,
+ * which touch no memory for the lanes left out. */
 LLVMValueRef tc_cg_llvm_vector_load(__tc_keep cg *g, int t, __tc_keep LLVMValueRef addr,
 	int lanes);
 void tc_cg_llvm_vector_store(__tc_keep cg *g, int t, __tc_keep LLVMValueRef addr,

@@ -673,6 +673,7 @@ typedef struct vtile {
 	const tc_poly_inst *inst;
 	int vc, nvec;
 	int width[VT_MAX_VEC];
+	int active[VT_MAX_VEC]; /* lanes in use: width, or the masked rest's */
 	int64_t off[VT_MAX_VEC];
 	LLVMValueRef rslot, cslot;  /* the row and column iterators' slots */
 	LLVMValueRef acc[VT_MAX_ACC], addr[VT_MAX_ACC]; /* per row and vector */
@@ -774,7 +775,12 @@ static int panels_aligned(cg *g, const vtile *t, const tc_ir_expr *e)
  * per step.  The columns are vectors of the target's width, then, for
  * the rest, one vector each of the powers of two below it that the rest
  * holds (54 columns: 3 of 16 lanes, one of 4 and one of 2, as LLVM's
- * vectoriser and SLP made them; 7: 4, 2 and 1). */
+ * vectoriser and SLP made them; 7: 4, 2 and 1), or, where the target
+ * takes a masked rest (tc_target.masked_rest) and the rest is no power of
+ * two, one vector of the target's width whose first lanes are in use (54:
+ * 3 of 16 lanes and one of 16 with 6 in use; 10: one of 16 with 10 in
+ * use; a rest of 2, 4 or 8 keeps its one narrower vector: fcrelu
+ * 128x128x10's rest of 2 columns took 1.15x the time masked). */
 static int vector_columns(cg *g, isl_ast_node *body, vtile *t)
 {
 	const tc_poly_inst *inst = isl_ast_node_get_type(body) == isl_ast_node_user
@@ -797,11 +803,13 @@ static int vector_columns(cg *g, isl_ast_node *body, vtile *t)
 	if (t->vc < 0 || lanes < 2)
 		return 0;
 	for (t->nvec = 0, off = 0; off < t->col.trips; off += lanes) {
-		while (lanes > t->col.trips - off)
+		int64_t rest = t->col.trips - off;
+		while (lanes > rest && (!g->p->target->masked_rest || !(rest & (rest - 1))))
 			lanes /= 2;
 		if (t->nvec == VT_MAX_VEC)
 			return 0;
 		t->width[t->nvec] = (int)lanes;
+		t->active[t->nvec] = (int)(rest < lanes ? rest : lanes);
 		t->off[t->nvec++] = off;
 	}
 	return tc_cg_llvm_vector_ok(g, inst->stmt, t->vc) &&
@@ -979,7 +987,10 @@ static void vtile_load(cg *g, vtile *t)
 			if (!eval_dom(g, t->inst, s->ir->nlhs))
 				goto done;
 			t->addr[i] = tc_cg_llvm_lhs_address(g, s);
-			if (!(x = tc_cg_llvm_vector_load(g, s->ir->tensor, t->addr[i], t->width[v])))
+			g->vactive = t->active[v];
+			x = tc_cg_llvm_vector_load(g, s->ir->tensor, t->addr[i], t->width[v]);
+			g->vactive = 0;
+			if (!x)
 				goto done;
 			t->acc[i] = LLVMBuildAlloca(g->A, LLVMTypeOf(x), "acc");
 			LLVMBuildStore(g->B, x, t->acc[i]);
@@ -1005,7 +1016,10 @@ static void vtile_step(cg *g, vtile *t)
 			if (!eval_dom(g, t->inst, t->inst->n))
 				goto done;
 			x = LLVMBuildLoad2(g->B, LLVMGetAllocatedType(t->acc[i]), t->acc[i], "");
-			if (!(x = tc_cg_llvm_vector_value(g, t->inst->stmt, t->vc, t->width[v], x)))
+			g->vactive = t->active[v];
+			x = tc_cg_llvm_vector_value(g, t->inst->stmt, t->vc, t->width[v], x);
+			g->vactive = 0;
+			if (!x)
 				goto done;
 			LLVMBuildStore(g->B, x, t->acc[i]);
 		}
@@ -1014,13 +1028,46 @@ done:
 	g->niters = base;
 }
 
+/* The most trips of a vector tile's reduction loop that vtile_taps
+ * unrolls, and the most vector steps (accumulators times trips) of the
+ * unrolled copies. */
+#define VT_TAPS 4
+#define VT_TAP_STEPS 48
+
+/* Whether the reduction loop n (iterator slot slot) whose body is the
+ * rows of vector tile t was emitted unrolled: a loop of at most VT_TAPS
+ * constant trips (a 3 x 3 window's taps along a row) whose copies make at
+ * most VT_TAP_STEPS vector steps, t's step once per value.  Left rolled,
+ * the exit of a small tile's loop, taken every third step, ran a grouped
+ * convolution of 4 channels per group (4 x 4 accumulators) 1.1x slower;
+ * unrolled, conv2d's tile of 24 accumulators ran 1.15x slower
+ * (docs/performance.md, "Masked rows on Zen 5"). */
+static int vtile_taps(cg *g, isl_ast_node *n, LLVMValueRef slot, vtile *t)
+{
+	const_loop l;
+	int64_t i;
+	if (!const_loop_of(n, &l))
+		return 0;
+	isl_id_free(l.id);
+	if (l.trips > VT_TAPS || l.trips * t->row.trips * t->nvec > VT_TAP_STEPS)
+		return 0;
+	for (i = 0; i < l.trips && !g->failed; i++) {
+		LLVMBuildStore(g->B, tc_cg_llvm_i64c(g, l.lo + i * l.step), slot);
+		vtile_step(g, t);
+	}
+	return 1;
+}
+
 /* After the reduction loop of tile t: the accumulators stored. */
 static void vtile_store(cg *g, vtile *t)
 {
 	int i, nacc = (int)t->row.trips * t->nvec;
-	for (i = 0; i < nacc && !g->failed; i++)
+	for (i = 0; i < nacc && !g->failed; i++) {
+		g->vactive = t->active[i % t->nvec];
 		tc_cg_llvm_vector_store(g, t->inst->stmt->ir->tensor, t->addr[i],
 			LLVMBuildLoad2(g->B, LLVMGetAllocatedType(t->acc[i]), t->acc[i], ""));
+	}
+	g->vactive = 0;
 	g->nvector++;
 }
 
@@ -1039,9 +1086,11 @@ static int vector_init(cg *g, isl_ast_node *n, isl_ast_node *body, LLVMValueRef 
 	for (v = 0; ok && v < t.nvec && !g->failed; v++) {
 		const tc_poly_stmt *s = t.inst->stmt;
 		vtile_at(g, &t, NULL, slot, 0, v);
+		g->vactive = t.active[v];
 		if (eval_dom(g, t.inst, t.inst->n))
 			tc_cg_llvm_vector_store(g, s->ir->tensor, tc_cg_llvm_lhs_address(g, s),
 				tc_cg_llvm_vector_value(g, s, t.vc, t.width[v], NULL));
+		g->vactive = 0;
 		g->ndom = 0;
 	}
 	g->nvector += ok;
@@ -1122,6 +1171,12 @@ static void for_node(cg *g, isl_ast_node *n)
 		g->vnest_rows = nest_rows;
 	} else if (vec) {
 		vstep = &vt;
+	}
+	if (vstep && vtile_taps(g, n, slot, vstep)) {
+		if (vec)
+			vtile_store(g, &vt);
+		g->niters--;
+		goto done;
 	}
 	cond = isl_ast_node_for_get_cond(n);
 	inc = isl_ast_node_for_get_inc(n);

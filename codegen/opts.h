@@ -27,6 +27,10 @@ typedef struct tc_cg_opts {
 			   * 0: the backend chooses */
 	int gpu_arch;     /* GPU: the compute capability compiled for, as
 			   * major * 10 + minor (90: sm_90); 0: the device's */
+	int mask;         /* CPU: a register tile's rest of a row shorter than a
+			   * vector as one masked vector (tc_target.masked_rest):
+			   * 0 where the host runs full-width vectors at full
+			   * rate, 1 always, -1 never */
 	int cpu;          /* CPU: 0 compiles for the host; 1 to 4 for the
 			   * x86-64 psABI level x86-64, -v2, -v3 or -v4
 			   * (codegen/llvm.h, tc_cg_llvm_level_*) */

@@ -34,6 +34,14 @@ typedef struct tc_target {
 	int accumulators; /* vector registers a register tile's partial sums may
 			   * hold (24 of AVX-512's 32: the rest for the shared
 			   * loads and the broadcasts) */
+	int masked_rest;  /* a row's rest of columns shorter than a vector
+			   * is one vector of the full width under a lane
+			   * mask (AVX-512 masked loads and stores), not
+			   * vectors of fewer lanes: where full-width
+			   * vectors run at full rate (Zen 5: grouped
+			   * convolution rows of 14 and 26, docs/
+			   * performance.md, "Masked rows"; on Zen 4 two
+			   * halves, and the narrower vectors were faster) */
 	int vector_regs;  /* vector registers in all (32 with AVX-512, 16 with
 			   * AVX2; 0: unknown, taken as 4/3 of accumulators):
 			   * a register tile's sums, its row's vectors and a

@@ -145,7 +145,10 @@ static int rows_member(isl_schedule_node *node, const tc_poly_stmt *st)
  * (regtile_sizes): grouped, 8 channels per group at 28 x 28, 8 rows of f
  * x 8 lanes (26 = 3 x 8 + 2) took 0.74x the time of 8 x 16 lanes (+ 10),
  * whose partial tile's epilogue LLVM vectorised across the rows, with
- * gathers and scatters. */
+ * gathers and scatters.  Where the target takes a masked rest
+ * (tc_target.masked_rest) the tile spans the whole row instead, up to 4
+ * vectors, the last one masked (rows of 14: one vector, 26: two, 54: four),
+ * unless it takes rows from two members (regtile_sizes). */
 
 /* The reads in e, in *n, and those that do not use index var, returned:
  * the loads a step of the reduction shares between rows of var. */
@@ -344,8 +347,25 @@ static int64_t even_rows(const tc_poly *p, int64_t ext, int64_t rows, int64_t ma
  * per row (accumulators / U rows, at most 12), so that the innermost point
  * loop is one trip of U interleaved vectors; vector=N makes the vectors N
  * lanes (lanes()). */
+static int regtile_sizes_as(const tc_poly *p, isl_schedule_node *node, const tc_poly_stmt *st,
+	int64_t *sizes, int masked_ok);
+
 static void regtile_sizes(const tc_poly *p, isl_schedule_node *node, const tc_poly_stmt *st,
 	int64_t *sizes)
+{
+	/* the code generator emits a masked row's vectors for tiles of one
+	 * row member only (codegen/llvm_loop.c, vector_rows); elsewhere
+	 * LLVM's vectorisers would take the 12-wide rows (gathers: 5.8x the
+	 * time, grouped 16 x 16 at 12 x 12) */
+	if (regtile_sizes_as(p, node, st, sizes, 1))
+		regtile_sizes_as(p, node, st, sizes, 0);
+}
+
+/* regtile_sizes, a convolution's rows ending in a masked vector where
+ * masked_ok and the target takes one; whether it did so with two row
+ * members (rows of f and of h). */
+static int regtile_sizes_as(const tc_poly *p, isl_schedule_node *node, const tc_poly_stmt *st,
+	int64_t *sizes, int masked_ok)
 {
 	isl_size n = isl_schedule_node_band_n_member(node);
 	int64_t vl = lanes(p, st), rows = 6, nvec = p->opts.unroll_inner ? p->opts.unroll_inner : 4;
@@ -354,6 +374,9 @@ static void regtile_sizes(const tc_poly *p, isl_schedule_node *node, const tc_po
 	int j, k = p->opts.nregtile, row = p->opts.nregtile ? -1 : rows_member(node, st), row2 = -1;
 	int64_t rows2 = 1;
 	const tc_ir_expr *x = p->opts.nregtile ? NULL : conv_window(node, st);
+	/* a convolution's row ending in a masked vector (see conv_rows) */
+	int masked = masked_ok && x && p->target->masked_rest && !p->opts.unroll_inner &&
+		p->opts.vector <= 0;
 	for (j = n - 1; j >= 0; j--) {
 		int64_t ext = tc_poly_band_member_extent(p, node, j), size;
 		if (isl_schedule_node_band_member_get_coincident(node, j) != isl_bool_true) {
@@ -374,7 +397,10 @@ static void regtile_sizes(const tc_poly *p, isl_schedule_node *node, const tc_po
 			int64_t half = vl;
 			while (ext > 0 && half > ext)
 				half /= 2;
-			if (ext > 0 && ext < vl && half >= 4) {
+			if (masked && ext > 0 && ext < vl) { /* one masked vector */
+				size = vl;
+				rows = acc > 12 ? 12 : acc;
+			} else if (ext > 0 && ext < vl && half >= 4) {
 				/* a row shorter than a register: one whole vector
 				 * of fewer lanes (8 of 10 outputs, 10 x 8 x 128
 				 * weight gradient: 0.0082 ms against 0.017 with a
@@ -385,14 +411,16 @@ static void regtile_sizes(const tc_poly *p, isl_schedule_node *node, const tc_po
 				size = vl;
 				rows = 6;
 			} else {
-				if (ext > 0 && ext < size) /* whole vectors; the rest a partial tile */
+				if (masked && ext > 0 && ext < size) /* the row, its rest masked */
+					size = (ext + vl - 1) / vl * vl;
+				else if (ext > 0 && ext < size) /* whole vectors; the rest a partial tile */
 					size = ext / vl * vl;
 				rows = acc / (size / vl) > 12 ? 12 : acc / (size / vl);
 				/* a convolution's row of one vector and a rest of
 				 * half a vector or more: vectors of half the lanes
 				 * (26 = 3 x 8 + 2, not 16 + 10; see conv_rows),
 				 * unless the options set the vectors */
-				if (x && !p->opts.unroll_inner && p->opts.vector <= 0 && size == vl &&
+				if (x && !masked && !p->opts.unroll_inner && p->opts.vector <= 0 && size == vl &&
 					vl >= 8 && 2 * (ext % vl) >= vl) {
 					size = vl / 2;
 					rows = acc > 12 ? 12 : acc;
@@ -410,6 +438,7 @@ static void regtile_sizes(const tc_poly *p, isl_schedule_node *node, const tc_po
 		}
 		sizes[j] = size;
 	}
+	return masked && row2 >= 0 && rows2 > 1;
 }
 
 /* The register tile of a column band (tc_poly_column_band): a strip of

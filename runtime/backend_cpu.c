@@ -59,6 +59,14 @@ static void host_init(void)
 	host_l2 = cache_bytes(CACHE_L2);
 }
 
+/* Whether the host CPU, as LLVM names it, is cpu ("znver4"). */
+static int host_cpu_is(const char *cpu)
+{
+	const char *p = host_target ? strchr(host_target, ';') : NULL;
+	size_t n = strlen(cpu);
+	return p && !strncmp(p + 1, cpu, n) && p[1 + n] == ';';
+}
+
 /* Whether the host's LLVM feature string enables feature ("+avx512f"). */
 static int has_feature(const char *feature)
 {
@@ -103,6 +111,11 @@ static void describe(__tc_keep tc_target *t, __tc_keep const tc_rt_opts *o)
 	}
 	t->accumulators = regs * 3 / 4;
 	t->vector_regs = regs;
+	/* a masked rest where 512-bit vectors run at full rate: not on Zen 4,
+	 * whose two halves made 8 + 4 lanes faster than a masked 16
+	 * (docs/performance.md, "Masked rows") */
+	t->masked_rest = o && o->cg.mask ? o->cg.mask > 0
+		: !level && t->vector_bytes == 64 && !host_cpu_is("znver4");
 	/* packing copies in panels of two vectors' columns, a register
 	 * tile's row, where measured to pay: AVX2 (ir/pack.c, "Panels";
 	 * docs/performance.md) */

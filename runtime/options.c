@@ -54,6 +54,8 @@ static const opt_def opt_table[] = {
 		"compute a temporary that one pointwise statement of at most 4 operations (no builtin calls) defines again wherever it is read, instead of storing it, when each reader instance reads its own element (layer norm's centred input); results are bit for bit the same"},
 	{"stream", TC_OPT_ENUM, "auto|off", "auto",
 		"write large outputs (4 MiB or more) that one assignment writes once per element with non-temporal vector stores when they are 64-byte aligned at run time: no read of the lines before they are written (a third less traffic for a kernel reading one array and writing another)"},
+	{"mask", TC_OPT_ENUM, "auto|on|off", "auto",
+		"CPU: a register tile's row whose length is not a whole number of vectors (a convolution's output rows of 14 or 26 with 16-lane vectors) ends in one full-width vector under a lane mask (masked loads and stores, which touch no element outside the row) instead of narrower vectors; convolutions' register tiles then span the whole row (auto: on AVX-512 hosts that run 512-bit vectors at full rate, every one but Zen 4, whose halves made the narrower vectors faster; off when compiling for an x86-64 level)"},
 	{"pack", TC_OPT_ENUM, "on|off", "on",
 		"copy an input that a contraction reads along its reduction (B in A(m,r_k) * B(n,r_k), fully connected weights) into a temporary laid out so the register tile applies; the copy runs first; on AVX2 hosts copies with rows of 1024 bytes or more are laid out in panels of 16 floats, and B in A(m,r_k) * B(r_k,n) with such rows is copied into panels too when the output has 64 rows or more"},
 	{"interchange", TC_OPT_PERM, "auto|0..15", "auto",
@@ -633,6 +635,8 @@ void tc_rt_opts_decode(__tc_keep const tc_options *o, __tc_keep tc_rt_opts *out)
 	out->cg.contract = out->cg.fastmath || strcmp(tc_options_get(o, "contract"), "on") == 0;
 	out->cg.vecreduce = out->cg.fastmath || strcmp(tc_options_get(o, "vecreduce"), "off") != 0;
 	out->cg.stream = strcmp(tc_options_get(o, "stream"), "off") != 0;
+	out->cg.mask = !strcmp(tc_options_get(o, "mask"), "on") ? 1
+		: !strcmp(tc_options_get(o, "mask"), "off") ? -1 : 0;
 	out->cg.vector = count_or_auto(o, "vector");
 	out->cg.unroll_inner = count_or_auto(o, "unroll_inner");
 	out->cg.gpu_arch = !strncmp(tc_options_get(o, "gpu_arch"), "sm_", 3)

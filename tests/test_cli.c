@@ -563,7 +563,7 @@ static void bench_matmul(void **state)
 	assert_non_null(strstr(out_text, " min "));
 	assert_non_null(strstr(out_text, "GFLOP/s (524288 flop per run)")); /* 2 x 64^3 */
 	assert_non_null(strstr(out_text, "GB/s (49152 bytes of inputs and outputs per run)"));
-	assert_non_null(strstr(out_text, "options  target=cpu;order=on;contract=on;parallel=auto;threads=auto;fusion=auto;tile=auto;regtile=auto;unroll=on;unroll_inner=auto;vector=auto;fastmath=off;vecreduce=on;share=on;inline=on;stream=auto;pack=on;interchange=auto;block=auto;grid=auto;gpu_arch=auto;reduce=auto;reduce_threads=auto;reduce_map=auto;shared=auto;shared_tile=auto;sizes=auto;cpu=host (defaults)"));
+	assert_non_null(strstr(out_text, "options  target=cpu;order=on;contract=on;parallel=auto;threads=auto;fusion=auto;tile=auto;regtile=auto;unroll=on;unroll_inner=auto;vector=auto;fastmath=off;vecreduce=on;share=on;inline=on;stream=auto;mask=auto;pack=on;interchange=auto;block=auto;grid=auto;gpu_arch=auto;reduce=auto;reduce_threads=auto;reduce_map=auto;shared=auto;shared_tile=auto;sizes=auto;cpu=host (defaults)"));
 
 	/* --json: one line, one object */
 	assert_int_equal(tcomp("bench mm.tc -e mm --shape A=64x64 --shape B=64x64 --runs 3 "
@@ -586,7 +586,7 @@ static void bench_matmul(void **state)
 	assert_true(atof(json_value(line, "compile_ms", v, sizeof(v))) > 0);
 	assert_true(atof(json_value(line, "gflops", v, sizeof(v))) > 0);
 	assert_true(atof(json_value(line, "gbs", v, sizeof(v))) > 0);
-	assert_string_equal(json_value(line, "options", v, sizeof(v)), "\"target=cpu;order=on;contract=on;parallel=auto;threads=auto;fusion=auto;tile=auto;regtile=auto;unroll=on;unroll_inner=auto;vector=auto;fastmath=off;vecreduce=on;share=on;inline=on;stream=auto;pack=on;interchange=auto;block=auto;grid=auto;gpu_arch=auto;reduce=auto;reduce_threads=auto;reduce_map=auto;shared=auto;shared_tile=auto;sizes=auto;cpu=host\"");
+	assert_string_equal(json_value(line, "options", v, sizeof(v)), "\"target=cpu;order=on;contract=on;parallel=auto;threads=auto;fusion=auto;tile=auto;regtile=auto;unroll=on;unroll_inner=auto;vector=auto;fastmath=off;vecreduce=on;share=on;inline=on;stream=auto;mask=auto;pack=on;interchange=auto;block=auto;grid=auto;gpu_arch=auto;reduce=auto;reduce_threads=auto;reduce_map=auto;shared=auto;shared_tile=auto;sizes=auto;cpu=host\"");
 	assert_string_equal(json_value(line, "source", v, sizeof(v)), "\"default\"");
 
 	/* options given: "source":"file" */
@@ -595,12 +595,12 @@ static void bench_matmul(void **state)
 		0);
 	assert_int_equal(out_text[0], '{');
 	assert_non_null(strstr(out_text, "\"source\":\"file\""));
-	assert_non_null(strstr(out_text, "\"options\":\"target=cpu;order=on;contract=on;parallel=auto;threads=auto;fusion=auto;tile=auto;regtile=auto;unroll=on;unroll_inner=auto;vector=auto;fastmath=off;vecreduce=on;share=on;inline=on;stream=auto;pack=on;interchange=auto;block=auto;grid=auto;gpu_arch=auto;reduce=auto;reduce_threads=auto;reduce_map=auto;shared=auto;shared_tile=auto;sizes=auto;cpu=host\""));
+	assert_non_null(strstr(out_text, "\"options\":\"target=cpu;order=on;contract=on;parallel=auto;threads=auto;fusion=auto;tile=auto;regtile=auto;unroll=on;unroll_inner=auto;vector=auto;fastmath=off;vecreduce=on;share=on;inline=on;stream=auto;mask=auto;pack=on;interchange=auto;block=auto;grid=auto;gpu_arch=auto;reduce=auto;reduce_threads=auto;reduce_map=auto;shared=auto;shared_tile=auto;sizes=auto;cpu=host\""));
 	write_text("interp.opts", "target=interp\n");
 	assert_int_equal(tcomp("bench mm.tc --shape A=16x8 --shape B=8x4 --runs 2 --min-time 0 "
 			       "--json --options interp.opts"),
 		0);
-	assert_non_null(strstr(out_text, "\"options\":\"target=interp;order=on;contract=on;parallel=auto;threads=auto;fusion=auto;tile=auto;regtile=auto;unroll=on;unroll_inner=auto;vector=auto;fastmath=off;vecreduce=on;share=on;inline=on;stream=auto;pack=on;interchange=auto;block=auto;grid=auto;gpu_arch=auto;reduce=auto;reduce_threads=auto;reduce_map=auto;shared=auto;shared_tile=auto;sizes=auto;cpu=host\""));
+	assert_non_null(strstr(out_text, "\"options\":\"target=interp;order=on;contract=on;parallel=auto;threads=auto;fusion=auto;tile=auto;regtile=auto;unroll=on;unroll_inner=auto;vector=auto;fastmath=off;vecreduce=on;share=on;inline=on;stream=auto;mask=auto;pack=on;interchange=auto;block=auto;grid=auto;gpu_arch=auto;reduce=auto;reduce_threads=auto;reduce_map=auto;shared=auto;shared_tile=auto;sizes=auto;cpu=host\""));
 	assert_non_null(strstr(out_text, "\"source\":\"file\""));
 	assert_non_null(strstr(out_text, "\"runs\":2,"));
 

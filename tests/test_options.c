@@ -61,8 +61,8 @@ static void defaults_print_every_option(void **state)
 	tc_options *o = tc_options_new();
 	(void)state;
 	assert_non_null(o);
-	assert_string_equal(print_of(o), "target=cpu\norder=on\ncontract=on\nparallel=auto\nthreads=auto\nfusion=auto\ntile=auto\nregtile=auto\nunroll=on\nunroll_inner=auto\nvector=auto\nfastmath=off\nvecreduce=on\nshare=on\ninline=on\nstream=auto\npack=on\ninterchange=auto\nblock=auto\ngrid=auto\ngpu_arch=auto\nreduce=auto\nreduce_threads=auto\nreduce_map=auto\nshared=auto\nshared_tile=auto\nsizes=auto\ncpu=host\n");
-	assert_string_equal(print_of(NULL), "target=cpu\norder=on\ncontract=on\nparallel=auto\nthreads=auto\nfusion=auto\ntile=auto\nregtile=auto\nunroll=on\nunroll_inner=auto\nvector=auto\nfastmath=off\nvecreduce=on\nshare=on\ninline=on\nstream=auto\npack=on\ninterchange=auto\nblock=auto\ngrid=auto\ngpu_arch=auto\nreduce=auto\nreduce_threads=auto\nreduce_map=auto\nshared=auto\nshared_tile=auto\nsizes=auto\ncpu=host\n"); /* NULL: the defaults */
+	assert_string_equal(print_of(o), "target=cpu\norder=on\ncontract=on\nparallel=auto\nthreads=auto\nfusion=auto\ntile=auto\nregtile=auto\nunroll=on\nunroll_inner=auto\nvector=auto\nfastmath=off\nvecreduce=on\nshare=on\ninline=on\nstream=auto\nmask=auto\npack=on\ninterchange=auto\nblock=auto\ngrid=auto\ngpu_arch=auto\nreduce=auto\nreduce_threads=auto\nreduce_map=auto\nshared=auto\nshared_tile=auto\nsizes=auto\ncpu=host\n");
+	assert_string_equal(print_of(NULL), "target=cpu\norder=on\ncontract=on\nparallel=auto\nthreads=auto\nfusion=auto\ntile=auto\nregtile=auto\nunroll=on\nunroll_inner=auto\nvector=auto\nfastmath=off\nvecreduce=on\nshare=on\ninline=on\nstream=auto\nmask=auto\npack=on\ninterchange=auto\nblock=auto\ngrid=auto\ngpu_arch=auto\nreduce=auto\nreduce_threads=auto\nreduce_map=auto\nshared=auto\nshared_tile=auto\nsizes=auto\ncpu=host\n"); /* NULL: the defaults */
 	assert_string_equal(tc_options_get(NULL, "target"), "cpu");
 	assert_null(tc_options_get(o, "no_such_option"));
 	tc_options_free(o);
@@ -80,7 +80,7 @@ static void parse_print_round_trip(void **state)
 	/* and so does a set value */
 	assert_int_equal(tc_options_set(o, "target", "interp", ctx), 0);
 	snprintf(text, sizeof(text), "%s", print_of(o));
-	assert_string_equal(text, "target=interp\norder=on\ncontract=on\nparallel=auto\nthreads=auto\nfusion=auto\ntile=auto\nregtile=auto\nunroll=on\nunroll_inner=auto\nvector=auto\nfastmath=off\nvecreduce=on\nshare=on\ninline=on\nstream=auto\npack=on\ninterchange=auto\nblock=auto\ngrid=auto\ngpu_arch=auto\nreduce=auto\nreduce_threads=auto\nreduce_map=auto\nshared=auto\nshared_tile=auto\nsizes=auto\ncpu=host\n");
+	assert_string_equal(text, "target=interp\norder=on\ncontract=on\nparallel=auto\nthreads=auto\nfusion=auto\ntile=auto\nregtile=auto\nunroll=on\nunroll_inner=auto\nvector=auto\nfastmath=off\nvecreduce=on\nshare=on\ninline=on\nstream=auto\nmask=auto\npack=on\ninterchange=auto\nblock=auto\ngrid=auto\ngpu_arch=auto\nreduce=auto\nreduce_threads=auto\nreduce_map=auto\nshared=auto\nshared_tile=auto\nsizes=auto\ncpu=host\n");
 	assert_int_equal(tc_options_parse(q, text, ctx), 0);
 	assert_string_equal(print_of(q), text);
 	assert_string_equal(tc_options_get(q, "target"), "interp");
@@ -175,7 +175,7 @@ static void errors_name_the_option_and_line(void **state)
 	tc_options *o = tc_options_new();
 	(void)state;
 	expect_parse_error(o, "target=cpu\n\nbogus=1\n",
-		"error: line 3: unknown option 'bogus' (options: target, order, contract, parallel, threads, fusion, tile, regtile, unroll, unroll_inner, vector, fastmath, vecreduce, share, inline, stream, pack, interchange, block, grid, gpu_arch, reduce, reduce_threads, reduce_map, shared, shared_tile, sizes, cpu; see tcomp options)");
+		"error: line 3: unknown option 'bogus' (options: target, order, contract, parallel, threads, fusion, tile, regtile, unroll, unroll_inner, vector, fastmath, vecreduce, share, inline, stream, mask, pack, interchange, block, grid, gpu_arch, reduce, reduce_threads, reduce_map, shared, shared_tile, sizes, cpu; see tcomp options)");
 	expect_parse_error(o, "\ntarget=gpu",
 		"line 2: option 'target' cannot be 'gpu' (allowed: cpu|interp|cuda|cuda-emu)");
 	expect_parse_error(o, "target=", "line 1: option 'target' has no value (allowed: cpu|interp|cuda|cuda-emu)");
@@ -204,7 +204,7 @@ static void errors_name_the_option_and_line(void **state)
 	/* tc_options_set says the same things, without a line */
 	assert_int_equal(tc_options_set(o, "bogus", "1", ctx), -1);
 	assert_non_null(strstr(tc_context_error(ctx),
-		"error: unknown option 'bogus' (options: target, order, contract, parallel, threads, fusion, tile, regtile, unroll, unroll_inner, vector, fastmath, vecreduce, share, inline, stream, pack, interchange, block, grid, gpu_arch, reduce, reduce_threads, reduce_map, shared, shared_tile, sizes, cpu; see tcomp options)"));
+		"error: unknown option 'bogus' (options: target, order, contract, parallel, threads, fusion, tile, regtile, unroll, unroll_inner, vector, fastmath, vecreduce, share, inline, stream, mask, pack, interchange, block, grid, gpu_arch, reduce, reduce_threads, reduce_map, shared, shared_tile, sizes, cpu; see tcomp options)"));
 	assert_int_equal(tc_options_set(o, "target", "", ctx), -1);
 	assert_non_null(strstr(tc_context_error(ctx), "option 'target' has no value"));
 	assert_null(strstr(tc_context_error(ctx), "line"));
@@ -219,14 +219,14 @@ static void failed_parse_leaves_options_unchanged(void **state)
 	/* the first pair is good and would change target; the second is not */
 	expect_parse_error(o, "target=cpu\nbogus=1\n", "line 2: unknown option 'bogus'");
 	assert_string_equal(tc_options_get(o, "target"), "interp");
-	assert_string_equal(print_of(o), "target=interp\norder=on\ncontract=on\nparallel=auto\nthreads=auto\nfusion=auto\ntile=auto\nregtile=auto\nunroll=on\nunroll_inner=auto\nvector=auto\nfastmath=off\nvecreduce=on\nshare=on\ninline=on\nstream=auto\npack=on\ninterchange=auto\nblock=auto\ngrid=auto\ngpu_arch=auto\nreduce=auto\nreduce_threads=auto\nreduce_map=auto\nshared=auto\nshared_tile=auto\nsizes=auto\ncpu=host\n");
+	assert_string_equal(print_of(o), "target=interp\norder=on\ncontract=on\nparallel=auto\nthreads=auto\nfusion=auto\ntile=auto\nregtile=auto\nunroll=on\nunroll_inner=auto\nvector=auto\nfastmath=off\nvecreduce=on\nshare=on\ninline=on\nstream=auto\nmask=auto\npack=on\ninterchange=auto\nblock=auto\ngrid=auto\ngpu_arch=auto\nreduce=auto\nreduce_threads=auto\nreduce_map=auto\nshared=auto\nshared_tile=auto\nsizes=auto\ncpu=host\n");
 	expect_parse_error(o, "target=cpu;target=gpu", "cannot be 'gpu'");
 	assert_string_equal(tc_options_get(o, "target"), "interp");
 	/* on defaults too */
 	tc_options_free(o);
 	o = tc_options_new();
 	expect_parse_error(o, "target=interp\ntarget", "line 2: expected NAME=VALUE");
-	assert_string_equal(print_of(o), "target=cpu\norder=on\ncontract=on\nparallel=auto\nthreads=auto\nfusion=auto\ntile=auto\nregtile=auto\nunroll=on\nunroll_inner=auto\nvector=auto\nfastmath=off\nvecreduce=on\nshare=on\ninline=on\nstream=auto\npack=on\ninterchange=auto\nblock=auto\ngrid=auto\ngpu_arch=auto\nreduce=auto\nreduce_threads=auto\nreduce_map=auto\nshared=auto\nshared_tile=auto\nsizes=auto\ncpu=host\n");
+	assert_string_equal(print_of(o), "target=cpu\norder=on\ncontract=on\nparallel=auto\nthreads=auto\nfusion=auto\ntile=auto\nregtile=auto\nunroll=on\nunroll_inner=auto\nvector=auto\nfastmath=off\nvecreduce=on\nshare=on\ninline=on\nstream=auto\nmask=auto\npack=on\ninterchange=auto\nblock=auto\ngrid=auto\ngpu_arch=auto\nreduce=auto\nreduce_threads=auto\nreduce_map=auto\nshared=auto\nshared_tile=auto\nsizes=auto\ncpu=host\n");
 	tc_options_free(o);
 }
 
@@ -386,7 +386,7 @@ static void schedule_options(void **state)
 	(void)state;
 	assert_non_null(o);
 	assert_int_equal(tc_options_parse(o, "order=off tile=32,008,1", ctx), 0);
-	assert_string_equal(print_of(o), "target=cpu\norder=off\ncontract=on\nparallel=auto\nthreads=auto\nfusion=auto\ntile=32,8,1\nregtile=auto\nunroll=on\nunroll_inner=auto\nvector=auto\nfastmath=off\nvecreduce=on\nshare=on\ninline=on\nstream=auto\npack=on\ninterchange=auto\nblock=auto\ngrid=auto\ngpu_arch=auto\nreduce=auto\nreduce_threads=auto\nreduce_map=auto\nshared=auto\nshared_tile=auto\nsizes=auto\ncpu=host\n");
+	assert_string_equal(print_of(o), "target=cpu\norder=off\ncontract=on\nparallel=auto\nthreads=auto\nfusion=auto\ntile=32,8,1\nregtile=auto\nunroll=on\nunroll_inner=auto\nvector=auto\nfastmath=off\nvecreduce=on\nshare=on\ninline=on\nstream=auto\nmask=auto\npack=on\ninterchange=auto\nblock=auto\ngrid=auto\ngpu_arch=auto\nreduce=auto\nreduce_threads=auto\nreduce_map=auto\nshared=auto\nshared_tile=auto\nsizes=auto\ncpu=host\n");
 	assert_int_equal(tc_options_parse(o, "regtile=6,064 unroll=off", ctx), 0);
 	assert_string_equal(tc_options_get(o, "regtile"), "6,64");
 	assert_string_equal(tc_options_get(o, "unroll"), "off");
@@ -1824,6 +1824,58 @@ static void padded_convolution_tiles_of_constant_rows(void **state)
  * be gathers; polyhedral/regtile.c, strided_pooling) and a max over a
  * window keeps its taps innermost, as a sum does (order.c).  Results equal
  * pack=off's and the interpreter's bit for bit. */
+/* The mask option (tc_target.masked_rest): a register tile's row whose
+ * length is not a whole number of vectors ends in one full-width vector
+ * under a lane mask, and a convolution's tile then spans the whole row
+ * (rows of 14, 26 and 54 outputs; a matmul's partial tile of 21 columns).
+ * With mask=on, on any host (16-lane vectors with AVX-512, 8 with AVX2),
+ * the vector code has masked loads and stores and the results equal
+ * pack=off's and the interpreter's bit for bit, the output poisoned
+ * first; mask=off has no masked access. */
+static void masked_rows(void **state)
+{
+	static const pack_case cases[] = {
+		{"def k(float(N,G,C,H,W) I, float(G,F,C,3,3) W1, float(G,F) B) -> (O) {\n"
+		 "  O(n,g,f,h,w) +=! I(n,g,r_c,h+r_kh,w+r_kw) * W1(g,f,r_c,r_kh,r_kw)\n"
+		 "  O(n,g,f,h,w) = O(n,g,f,h,w) + B(g,f)\n}\n",
+			3, 1, {{2, 2, 16, 5, 16}, {2, 16, 16, 3, 3}, {2, 16}, {2, 2, 16, 3, 14}},
+			{5, 5, 2, 5}, {NULL}, NULL},
+		{"def k(float(N,G,C,H,W) I, float(G,F,C,3,3) W1) -> (O) {\n"
+		 "  O(n,g,f,h,w) +=! I(n,g,r_c,h+r_kh,w+r_kw) * W1(g,f,r_c,r_kh,r_kw)\n}\n",
+			2, 1, {{1, 2, 8, 4, 28}, {2, 8, 8, 3, 3}, {1, 2, 8, 2, 26}}, {5, 5, 5},
+			{NULL}, NULL},
+		{"def k(float(N,G,C,H,W) I, float(G,F,C,3,3) W1) -> (O) {\n"
+		 "  O(n,g,f,h,w) +=! I(n,g,r_c,h+r_kh,w+r_kw) * W1(g,f,r_c,r_kh,r_kw)\n}\n",
+			2, 1, {{1, 2, 4, 4, 56}, {2, 4, 4, 3, 3}, {1, 2, 4, 2, 54}}, {5, 5, 5},
+			{NULL}, NULL},
+		{"def k(float(M,K) A, float(K,N) B) -> (C) {\n  C(m,n) +=! A(m,r_k) * B(r_k,n)\n}\n",
+			2, 1, {{7, 9}, {9, 21}, {7, 21}}, {2, 2, 2}, {NULL}, NULL},
+	};
+	uint64_t r = 43;
+	size_t c;
+	int j;
+	(void)state;
+	for (c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		const pack_case *pc = &cases[c];
+		tc_module *m = tc_module_parse(ctx, pc->text, "masked.tc");
+		DLTensor t[3];
+		const DLTensor *in[3];
+		char *ll;
+		assert_non_null(m);
+		for (j = 0; j < pc->nin; j++) { /* shapes only: emit reads no data */
+			t[j] = (DLTensor){NULL, {kDLCPU, 0}, pc->ranks[j], {kDLFloat, 32, 1},
+				(int64_t *)pc->shapes[j], NULL, 0};
+			in[j] = &t[j];
+		}
+		ll = stage_of(m, in, pc->nin, "mask=off", "llvm");
+		if (strstr(ll, "@llvm.masked."))
+			fail_msg("case %d: no masked access expected under mask=off", (int)c);
+		tc_string_free(ll);
+		tc_module_free(m);
+		check_pack_case_on(pc, (int)c, &r, "mask=on", "@llvm.masked.load.v");
+	}
+}
+
 /* A large pointwise write fused with a register-tiled contraction whose
  * tile puts another loop innermost is scheduled apart (fusion.c,
  * misordered_cb): in the per-sample backward of a layer, d_W1(b,h,i) =
@@ -3069,6 +3121,7 @@ int main(void)
 		cmocka_unit_test(regtile_even_rows_of_short_members),
 		cmocka_unit_test(padded_convolution_tiles_of_constant_rows),
 		cmocka_unit_test(windows_of_every_size),
+		cmocka_unit_test(masked_rows),
 		cmocka_unit_test(fused_writes_keep_their_stride_1_loop),
 		cmocka_unit_test(inlining_cheap_temporaries),
 		cmocka_unit_test(sharing_expensive_subexpressions),
