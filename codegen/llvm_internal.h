@@ -101,6 +101,9 @@ typedef struct cg {
 	const tc_poly_inst *points; /* the register tile whose pieces are being
 			    * emitted (points_node): its origin ids' values */
 	int nvector;       /* register tile pieces and inits emitted as vector code */
+	const tc_poly_stmt *acc_init; /* the init whose tile was not emitted: the
+			    * next vector tile of its statement starts its sums
+			    * from its identity (llvm_loop.c init_in_registers) */
 	int vactive;       /* lanes in use of the vectors being emitted (the
 			    * first ones; 0: all): fewer make their loads and
 			    * stores masked (tc_target.masked_rest) */

@@ -988,7 +988,9 @@ static void vtile_load(cg *g, vtile *t)
 				goto done;
 			t->addr[i] = tc_cg_llvm_lhs_address(g, s);
 			g->vactive = t->active[v];
-			x = tc_cg_llvm_vector_load(g, s->ir->tensor, t->addr[i], t->width[v]);
+			x = g->acc_init && g->acc_init->ir == s->ir /* init_in_registers */
+				? tc_cg_llvm_vector_value(g, g->acc_init, t->vc, t->width[v], NULL)
+				: tc_cg_llvm_vector_load(g, s->ir->tensor, t->addr[i], t->width[v]);
 			g->vactive = 0;
 			if (!x)
 				goto done;
@@ -1785,22 +1787,115 @@ static void points_pieces(cg *g, const tc_poly_inst *inst)
 	g->niters -= bound;
 }
 
+static const tc_poly_stmt *init_in_registers(cg *g, isl_ast_node *n, isl_ast_node_list *list,
+	int at);
+
 static void block_node(cg *g, isl_ast_node *n, int par)
 {
 	isl_ast_node_list *list = isl_ast_node_block_get_children(n);
 	isl_size k = isl_ast_node_list_n_ast_node(list), i;
+	const tc_poly_stmt *init = NULL;
 	if (k < 0)
 		tc_cg_llvm_fail(g, "malformed block node", NULL);
 	for (i = 0; i < k && !g->failed; i++) {
 		isl_ast_node *child = isl_ast_node_list_get_at(list, i);
+		g->acc_init = init;
+		init = NULL;
 		if (!child)
 			tc_cg_llvm_fail(g, "malformed block node", NULL);
+		else if (i + 1 < k && (init = init_in_registers(g, child, list, i + 1)))
+			; /* the next child, a vector tile, starts from the identity */
 		else if (!(par && walks_first_dimension(child) && parallel_loop(g, child)) &&
 			!g->failed)
 			node(g, child);
+		g->acc_init = NULL;
 		isl_ast_node_free(child);
 	}
 	isl_ast_node_list_free(list);
+}
+
+/* The register tile's point loops that AST node n stands for (n a user
+ * node of such, or a tc_regtile mark above one), or NULL. */
+static const tc_poly_inst *tile_points(isl_ast_node *n)
+{
+	const tc_poly_inst *inst = NULL;
+	isl_ast_node *c = mark_child(n, TC_POLY_MARK_REGTILE);
+	isl_ast_node *u = c ? c : n;
+	if (u && isl_ast_node_get_type(u) == isl_ast_node_user)
+		inst = tc_poly_node_inst(u);
+	isl_ast_node_free(c);
+	return inst && inst->points && inst->stmt ? inst : NULL;
+}
+
+/* The only piece of point loops pt (a reference), or NULL if it has
+ * several (the code picks one at run time) or a partial one. */
+static isl_ast_node *only_piece(const tc_poly_points *pt)
+{
+	int k, found = -1;
+	for (k = 0; k < 1 << TC_POLY_MAX_PART; k++)
+		if (pt->piece[k]) {
+			if (found >= 0)
+				return NULL;
+			found = k;
+		}
+	return found >= 0 && !pt->partial ? pt->piece[found] : NULL;
+}
+
+/* The init statement whose register tile, block child n, need not be
+ * emitted because the next child (list's at-th) is the tile of its
+ * reduction over the same elements and starts its sums from the
+ * identity in registers (vtile_load, g->acc_init), or NULL.  So both
+ * tiles must have one piece each, the same origin, sizes and ends in the
+ * left-hand dimensions, and the reduction's piece must be one loop whose
+ * vector code loads the sums once (vector_nest or vector_tile of that
+ * loop itself).  Otherwise a masked accumulator's load waited for the
+ * init's masked store, which LLVM does not forward (about a tenth of a
+ * grouped convolution's time, docs/performance.md, "Masked rows on Zen
+ * 5"); plain ones it forwards, leaving the stores. */
+static const tc_poly_stmt *init_in_registers(cg *g, isl_ast_node *n, isl_ast_node_list *list,
+	int at)
+{
+	const tc_poly_inst *a = tile_points(n), *b;
+	isl_ast_node *next, *piece, *body = NULL, *rows = NULL;
+	isl_ast_expr *it = NULL;
+	isl_id *id = NULL;
+	const tc_poly_inst *was = g->points;
+	int k, ok, nlhs;
+	vtile t;
+	if (!a || a->stmt->kind != TC_POLY_INIT || !only_piece(a->points))
+		return NULL;
+	next = isl_ast_node_list_get_at(list, at);
+	b = next ? tile_points(next) : NULL;
+	isl_ast_node_free(next);
+	if (!b || b->stmt->kind != TC_POLY_UPDATE || b->stmt->ir != a->stmt->ir ||
+		!(piece = only_piece(b->points)) || isl_ast_node_get_type(piece) != isl_ast_node_for ||
+		isl_ast_node_for_is_degenerate(piece) != isl_bool_false)
+		return NULL;
+	nlhs = a->stmt->ir->nlhs;
+	ok = a->n == nlhs && b->n >= nlhs && a->points->n == nlhs && b->points->n >= nlhs;
+	for (k = 0; ok && k < nlhs; k++)
+		ok = a->points->size[k] == b->points->size[k] &&
+			isl_ast_expr_is_equal(a->index[k], b->index[k]) == isl_bool_true &&
+			!a->points->end[k] == !b->points->end[k] &&
+			(!a->points->end[k] ||
+				isl_ast_expr_is_equal(a->points->end[k], b->points->end[k]) == isl_bool_true);
+	if (!ok)
+		return NULL;
+	it = isl_ast_node_for_get_iterator(piece);
+	id = it ? isl_ast_expr_get_id(it) : NULL;
+	body = isl_ast_node_for_get_body(piece);
+	g->points = b; /* as node() and points_node have it when the piece is emitted */
+	g->ordered++;
+	ok = id && body && !g->vnest && (vector_nest(g, body, id, &t, &rows) || vector_tile(g, body, id, &t));
+	g->ordered--;
+	g->points = was;
+	if (ok)
+		vtile_clear(&t);
+	isl_ast_node_free(rows);
+	isl_ast_node_free(body);
+	isl_id_free(id);
+	isl_ast_expr_free(it);
+	return ok ? a->stmt : NULL;
 }
 
 static void node(cg *g, isl_ast_node *n)

@@ -347,25 +347,8 @@ static int64_t even_rows(const tc_poly *p, int64_t ext, int64_t rows, int64_t ma
  * per row (accumulators / U rows, at most 12), so that the innermost point
  * loop is one trip of U interleaved vectors; vector=N makes the vectors N
  * lanes (lanes()). */
-static int regtile_sizes_as(const tc_poly *p, isl_schedule_node *node, const tc_poly_stmt *st,
-	int64_t *sizes, int masked_ok);
-
 static void regtile_sizes(const tc_poly *p, isl_schedule_node *node, const tc_poly_stmt *st,
 	int64_t *sizes)
-{
-	/* the code generator emits a masked row's vectors for tiles of one
-	 * row member only (codegen/llvm_loop.c, vector_rows); elsewhere
-	 * LLVM's vectorisers would take the 12-wide rows (gathers: 5.8x the
-	 * time, grouped 16 x 16 at 12 x 12) */
-	if (regtile_sizes_as(p, node, st, sizes, 1))
-		regtile_sizes_as(p, node, st, sizes, 0);
-}
-
-/* regtile_sizes, a convolution's rows ending in a masked vector where
- * masked_ok and the target takes one; whether it did so with two row
- * members (rows of f and of h). */
-static int regtile_sizes_as(const tc_poly *p, isl_schedule_node *node, const tc_poly_stmt *st,
-	int64_t *sizes, int masked_ok)
 {
 	isl_size n = isl_schedule_node_band_n_member(node);
 	int64_t vl = lanes(p, st), rows = 6, nvec = p->opts.unroll_inner ? p->opts.unroll_inner : 4;
@@ -375,8 +358,7 @@ static int regtile_sizes_as(const tc_poly *p, isl_schedule_node *node, const tc_
 	int64_t rows2 = 1;
 	const tc_ir_expr *x = p->opts.nregtile ? NULL : conv_window(node, st);
 	/* a convolution's row ending in a masked vector (see conv_rows) */
-	int masked = masked_ok && x && p->target->masked_rest && !p->opts.unroll_inner &&
-		p->opts.vector <= 0;
+	int masked = x && p->target->masked_rest && !p->opts.unroll_inner && p->opts.vector <= 0;
 	for (j = n - 1; j >= 0; j--) {
 		int64_t ext = tc_poly_band_member_extent(p, node, j), size;
 		if (isl_schedule_node_band_member_get_coincident(node, j) != isl_bool_true) {
@@ -428,6 +410,18 @@ static int regtile_sizes_as(const tc_poly *p, isl_schedule_node *node, const tc_
 			}
 			if (x)
 				conv_rows(p, node, st, x, rows, &row, &rows, &row2, &rows2);
+			/* a masked row's vectors are the code generator's for
+			 * tiles of one row member only (codegen/llvm_loop.c,
+			 * vector_rows; LLVM's vectorisers made gathers of 12-wide
+			 * rows from two: 5.8x the time): the rows of conv_rows's
+			 * first member alone, half of what it would take alone
+			 * (grouped 16 x 16 at 12 x 12: 6 rows of h took 0.72x the
+			 * time of 2 x 6 rows of f and h of 8 + 4 lanes, 12 rows
+			 * of h 1.03x; docs/performance.md, Masked rows on Zen 5) */
+			if (masked && row2 >= 0) {
+				row2 = -1;
+				rows2 = 1;
+			}
 		} else {
 			size = j == row ? rows : j == row2 ? rows2 : 1;
 			if (j == row && !x && !p->opts.nregtile && !any_window(st))
@@ -438,7 +432,6 @@ static int regtile_sizes_as(const tc_poly *p, isl_schedule_node *node, const tc_
 		}
 		sizes[j] = size;
 	}
-	return masked && row2 >= 0 && rows2 > 1;
 }
 
 /* The register tile of a column band (tc_poly_column_band): a strip of
