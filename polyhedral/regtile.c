@@ -148,7 +148,7 @@ static int rows_member(isl_schedule_node *node, const tc_poly_stmt *st)
  * gathers and scatters.  Where the target takes a masked rest
  * (tc_target.masked_rest) the tile spans the whole row instead, up to 4
  * vectors, the last one masked (rows of 14: one vector, 26: two, 54: four),
- * unless it takes rows from two members (regtile_sizes). */
+ * and from one row member only (regtile_sizes). */
 
 /* The reads in e, in *n, and those that do not use index var, returned:
  * the loads a step of the reduction shares between rows of var. */
