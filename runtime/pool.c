@@ -12,8 +12,19 @@
  * microseconds on this kind of machine, as long as a small kernel's whole
  * parallel loop, so both sides spin first: a worker polls for the next job
  * for up to SPIN_NS after finishing one (kernels called in a loop find
- * their workers awake), and the calling thread polls for the workers' end
- * of the job for as long, before either sleeps on its condition variable.
+ * their workers awake), and the calling thread polls for the job's end
+ * for as long, before either sleeps on its condition variable.
+ *
+ * A job ends when its iterations are done, not when every worker has seen
+ * it: a worker that another process keeps off its CPU claims nothing, and
+ * the calling thread runs the chunks it would have taken.  (Waiting for
+ * every worker made a 2-thread weight gradient of 1.5 us take 420 us with
+ * one busy process on the machine, docs/performance.md.)  Chunks are
+ * claimed with a compare-and-swap of one word holding the job's
+ * generation (high 32 bits) and the next iteration (low 32 bits), so a
+ * worker that wakes late for a finished job claims nothing of the next
+ * one; a worker copies the job under the lock; loops of 2^32 iterations
+ * or more run on the calling thread alone.
  *
  * fork(): a child process has only the thread that forked, so a handler
  * registered with pthread_atfork (when the first worker starts) makes the
@@ -37,9 +48,8 @@ typedef struct job {
 	tc_rt_loop_body body;
 	void *const *tensors;
 	int64_t count, lo, step, chunk;
-	atomic_int_fast64_t next;
 	int nworkers;  /* workers taking part */
-	atomic_int remaining; /* of them, not yet finished */
+	uint64_t tag;  /* the generation that posted it, low 32 bits */
 } job;
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -48,15 +58,34 @@ static pthread_t workers[MAX_WORKERS];
 static int nworkers;
 static int busy;
 static atomic_uint_fast64_t generation; /* changed under the lock; polled without */
-static job current;
+static job current; /* written and copied under the lock */
+static atomic_uint_fast64_t claim; /* current.tag << 32 | the next iteration to claim */
+static atomic_int_fast64_t completed; /* iterations of the current job done */
 static _Thread_local int wanted; /* threads for this thread's kernel runs; 0: all */
 
-static void run_chunks(job *j)
+/* Claim and run chunks of job j (a copy of the job its tag posted) while
+ * it is the current one and has iterations left; the one that completes
+ * the job wakes the calling thread. */
+static void run_chunks(const job *j)
 {
-	int64_t b;
-	while ((b = atomic_fetch_add(&j->next, j->chunk)) < j->count)
-		j->body(j->tensors, b, b + j->chunk < j->count ? b + j->chunk : j->count, j->lo,
-			j->step);
+	uint_fast64_t v = atomic_load_explicit(&claim, memory_order_acquire);
+	for (;;) {
+		int64_t b = (int64_t)(v & 0xffffffffu), e;
+		if (v >> 32 != j->tag || b >= j->count)
+			return;
+		e = b + j->chunk < j->count ? b + j->chunk : j->count;
+		if (!atomic_compare_exchange_weak_explicit(&claim, &v, j->tag << 32 | (uint64_t)e,
+			memory_order_acq_rel, memory_order_acquire))
+			continue; /* v reloaded */
+		j->body(j->tensors, b, e, j->lo, j->step);
+		if (atomic_fetch_add_explicit(&completed, e - b, memory_order_acq_rel) + (e - b) ==
+			j->count) {
+			pthread_mutex_lock(&lock);
+			pthread_cond_signal(&done);
+			pthread_mutex_unlock(&lock);
+		}
+		v = atomic_load_explicit(&claim, memory_order_acquire);
+	}
 }
 
 static int64_t now_ns(void)
@@ -97,22 +126,17 @@ static atomic_int stack_shift; /* see tc_rt_pool_set_stack_shift */
 static void worker_loop(int index)
 {
 	uint64_t seen = 0;
+	job j;
 	for (;;) {
 		spin_until(&generation, seen); /* the next job, often right away */
 		pthread_mutex_lock(&lock);
 		while (atomic_load(&generation) == seen)
 			pthread_cond_wait(&work, &lock);
 		seen = atomic_load(&generation);
-		if (index >= current.nworkers) {
-			pthread_mutex_unlock(&lock);
-			continue; /* not needed for this job */
-		}
+		j = current;
 		pthread_mutex_unlock(&lock);
-		run_chunks(&current);
-		pthread_mutex_lock(&lock);
-		if (atomic_fetch_sub(&current.remaining, 1) == 1)
-			pthread_cond_signal(&done);
-		pthread_mutex_unlock(&lock);
+		if (index < j.nworkers) /* else not needed for this job */
+			run_chunks(&j);
 	}
 }
 
@@ -189,9 +213,10 @@ void tc_rt_parallel_for(tc_rt_loop_body body, __tc_keep void *const *tensors, in
 	int64_t lo, int64_t step)
 {
 	int threads = wanted > 0 ? wanted : online_cpus(), helpers;
+	job mine;
 	if (count <= 0)
 		return;
-	if (threads <= 1 || count == 1)
+	if (threads <= 1 || count == 1 || count > (int64_t)0xffffffffu)
 		goto alone;
 	pthread_mutex_lock(&lock);
 	if (busy) { /* another thread's loop has the pool */
@@ -213,21 +238,23 @@ void tc_rt_parallel_for(tc_rt_loop_body body, __tc_keep void *const *tensors, in
 	current.chunk = count / (4 * (int64_t)(helpers + 1));
 	if (current.chunk < 1)
 		current.chunk = 1;
-	atomic_store(&current.next, 0);
 	current.nworkers = helpers;
-	atomic_store(&current.remaining, helpers);
+	current.tag = (atomic_load(&generation) + 1) & 0xffffffffu;
+	mine = current;
+	atomic_store(&completed, 0);
+	atomic_store(&claim, mine.tag << 32);
 	atomic_fetch_add(&generation, 1);
 	pthread_cond_broadcast(&work);
 	pthread_mutex_unlock(&lock);
-	run_chunks(&current);
-	{ /* the workers' end, polled for a while first */
+	run_chunks(&mine);
+	{ /* the job's end (a worker's last chunk), polled for a while first */
 		int64_t start = now_ns();
-		while (atomic_load_explicit(&current.remaining, memory_order_acquire) > 0 &&
+		while (atomic_load_explicit(&completed, memory_order_acquire) < count &&
 			now_ns() - start < SPIN_NS)
 			cpu_relax();
 	}
 	pthread_mutex_lock(&lock);
-	while (atomic_load(&current.remaining) > 0)
+	while (atomic_load(&completed) < count)
 		pthread_cond_wait(&done, &lock);
 	busy = 0;
 	pthread_mutex_unlock(&lock);

@@ -344,6 +344,74 @@ static void test_auto_threads_follow_the_affinity_mask(void **state)
 	assert_int_equal(WEXITSTATUS(st), 0);
 }
 
+/* The pool's jobs end when their iterations are done, not when every
+ * worker has seen them (runtime/pool.c): back-to-back jobs of different
+ * sizes, each counting its own iterations in its own array, on 2 and 4
+ * threads, in a forked child bound to one CPU (the workers then rarely
+ * get to run while the caller works) and in the process as it is.  Every
+ * iteration of every job must run exactly once, with its own job's body
+ * and data: a worker that woke late for a finished job and took part in
+ * the next one would count into the wrong array, run the next job's
+ * iterations twice, or leave some out.  No timing is asserted; a job
+ * waiting on a worker that cannot run would only be slow. */
+#define POOL_JOBS 3000
+
+static void count_iterations(void *const *tensors, int64_t begin, int64_t end, int64_t lo,
+	int64_t step)
+{
+	atomic_int *seen = tensors[0];
+	int64_t k;
+	for (k = begin; k < end; k++)
+		atomic_fetch_add(&seen[lo + k * step], 1);
+}
+
+static int pool_jobs_count_once(int threads)
+{
+	static atomic_int seen[2][97];
+	int j, k, bad = 0;
+	tc_rt_pool_set_threads(threads);
+	for (j = 0; j < POOL_JOBS && !bad; j++) {
+		atomic_int *mine = seen[j % 2];
+		void *t[1] = {mine};
+		int n = 1 + (j * 37) % 97;
+		for (k = 0; k < 97; k++)
+			atomic_store(&mine[k], 0);
+		tc_rt_parallel_for(count_iterations, t, n, 0, 1);
+		for (k = 0; k < 97; k++)
+			bad |= atomic_load(&mine[k]) != (k < n);
+	}
+	tc_rt_pool_set_threads(0);
+	return bad;
+}
+
+static void test_pool_jobs_end_with_their_iterations(void **state)
+{
+	cpu_set_t all;
+	pid_t pid;
+	int st, first = -1;
+	(void)state;
+	assert_false(pool_jobs_count_once(2));
+	assert_false(pool_jobs_count_once(4));
+	assert_int_equal(sched_getaffinity(0, sizeof(all), &all), 0);
+	for (int c = 0; c < CPU_SETSIZE && first < 0; c++)
+		if (CPU_ISSET(c, &all))
+			first = c;
+	fflush(NULL);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		cpu_set_t one;
+		CPU_ZERO(&one);
+		CPU_SET(first, &one);
+		if (sched_setaffinity(0, sizeof(one), &one) != 0)
+			_exit(2);
+		_exit(pool_jobs_count_once(2) || pool_jobs_count_once(4) ? 1 : 0);
+	}
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+}
+
 /* The context's thread count: set and read back, refused out of range,
  * and kernels with threads=auto give the loops' results under each count
  * (a kernel's own threads=N is the per-kernel path, tested above). */
@@ -910,6 +978,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_auto_threads_follow_the_affinity_mask),
 		cmocka_unit_test(test_context_thread_setting),
+		cmocka_unit_test(test_pool_jobs_end_with_their_iterations),
 		cmocka_unit_test(test_matmul_from_2_threads),
 		cmocka_unit_test(test_matmul_from_4_threads),
 		cmocka_unit_test(test_softmax_from_2_threads),
