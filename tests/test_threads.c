@@ -317,14 +317,14 @@ static void concurrent_runs(const problem *p, const tc_options *options, int nth
  * process bound to one CPU (taskset, mpirun --bind-to) runs one thread.
  * Checked in a forked child, whose mask can shrink without touching the
  * test's. */
-static void test_auto_threads_follow_the_affinity_mask(void **state)
+/* Run fn in a forked child bound to the first CPU of this process's
+ * affinity mask; the child exits 0 when fn returns nonzero. */
+static void on_one_cpu(int (*fn)(void))
 {
 	cpu_set_t all;
 	pid_t pid;
 	int st, first = -1;
-	(void)state;
 	assert_int_equal(sched_getaffinity(0, sizeof(all), &all), 0);
-	assert_int_equal(tc_rt_cpus(), CPU_COUNT(&all));
 	for (int c = 0; c < CPU_SETSIZE && first < 0; c++)
 		if (CPU_ISSET(c, &all))
 			first = c;
@@ -337,11 +337,25 @@ static void test_auto_threads_follow_the_affinity_mask(void **state)
 		CPU_SET(first, &one);
 		if (sched_setaffinity(0, sizeof(one), &one) != 0)
 			_exit(2);
-		_exit(tc_rt_cpus() == 1 ? 0 : 1);
+		_exit(fn() ? 0 : 1);
 	}
 	assert_int_equal(waitpid(pid, &st, 0), pid);
 	assert_true(WIFEXITED(st));
 	assert_int_equal(WEXITSTATUS(st), 0);
+}
+
+static int one_cpu_counted(void)
+{
+	return tc_rt_cpus() == 1;
+}
+
+static void test_auto_threads_follow_the_affinity_mask(void **state)
+{
+	cpu_set_t all;
+	(void)state;
+	assert_int_equal(sched_getaffinity(0, sizeof(all), &all), 0);
+	assert_int_equal(tc_rt_cpus(), CPU_COUNT(&all));
+	on_one_cpu(one_cpu_counted);
 }
 
 /* The pool's jobs end when their iterations are done, not when every
@@ -384,32 +398,16 @@ static int pool_jobs_count_once(int threads)
 	return bad;
 }
 
+static int pool_jobs_ok(void)
+{
+	return !pool_jobs_count_once(2) && !pool_jobs_count_once(4);
+}
+
 static void test_pool_jobs_end_with_their_iterations(void **state)
 {
-	cpu_set_t all;
-	pid_t pid;
-	int st, first = -1;
 	(void)state;
-	assert_false(pool_jobs_count_once(2));
-	assert_false(pool_jobs_count_once(4));
-	assert_int_equal(sched_getaffinity(0, sizeof(all), &all), 0);
-	for (int c = 0; c < CPU_SETSIZE && first < 0; c++)
-		if (CPU_ISSET(c, &all))
-			first = c;
-	fflush(NULL);
-	pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		cpu_set_t one;
-		CPU_ZERO(&one);
-		CPU_SET(first, &one);
-		if (sched_setaffinity(0, sizeof(one), &one) != 0)
-			_exit(2);
-		_exit(pool_jobs_count_once(2) || pool_jobs_count_once(4) ? 1 : 0);
-	}
-	assert_int_equal(waitpid(pid, &st, 0), pid);
-	assert_true(WIFEXITED(st));
-	assert_int_equal(WEXITSTATUS(st), 0);
+	assert_true(pool_jobs_ok());
+	on_one_cpu(pool_jobs_ok);
 }
 
 /* The context's thread count: set and read back, refused out of range,
