@@ -398,12 +398,12 @@ typedef struct batch_line {
 } batch_line;
 
 /* The progress display of a batch (--batch, or a step's kernels over the
- * ranks): job i is jobs[i].entry, from line lines[i] of the batch file
- * (lines NULL: a step's kernel). */
+ * ranks): job i is jobs[i].entry, from lines[i] of the batch file (lines
+ * NULL: a step's kernel). */
 typedef struct batch_view {
 	view *v;
 	const tc_tune_job *jobs;
-	const int *lines;
+	const batch_line *lines;
 } batch_view;
 
 static int batch_progress(void *user, const tc_tune_batch_progress *bp)
@@ -418,7 +418,7 @@ static int batch_progress(void *user, const tc_tune_batch_progress *bp)
 	fmt_duration(bp->eta_s, eta, sizeof(eta));
 	fmt_duration(bp->elapsed_s, el, sizeof(el));
 	if (bv->lines)
-		snprintf(line, sizeof(line), " (line %d)", bv->lines[bp->job]);
+		snprintf(line, sizeof(line), " (line %d)", bv->lines[bp->job].line);
 	if (!bp->p) { /* the job finished: a line of its own */
 		fprintf(stderr, "%skernel %d/%d %s%s finished; %d/%d done, %d running, %s, "
 			"eta %s\n", v->shown ? "\r\033[K" : "", bp->job + 1, bp->jobs, entry, line,
@@ -576,7 +576,6 @@ static int tune_batch(tc_context *ctx, const char *bfile, const tc_options *base
 	char *text = read_text(bfile), *p, *next;
 	batch_line *lines = calloc(MAX_JOBS, sizeof(batch_line));
 	tc_tune_job *jobs = calloc(MAX_JOBS, sizeof(tc_tune_job));
-	int *line_of = calloc(MAX_JOBS, sizeof(int));
 	batch_view bv;
 	int n = 0, lineno = 0, failed, i, status = 0;
 	char t1[32];
@@ -585,10 +584,9 @@ static int tune_batch(tc_context *ctx, const char *bfile, const tc_options *base
 		fprintf(stderr, "tcomp: error: cannot read %s: %s\n", bfile, strerror(errno));
 		free(lines);
 		free(jobs);
-		free(line_of);
 		return EXIT_USER;
 	}
-	if (!lines || !jobs || !line_of)
+	if (!lines || !jobs)
 		exit(EXIT_INTERNAL);
 	for (p = text; p; p = next) {
 		char *words[256], *w, *s2 = NULL, *hash;
@@ -612,7 +610,6 @@ static int tune_batch(tc_context *ctx, const char *bfile, const tc_options *base
 		jobs[n].inputs = lines[n].in;
 		jobs[n].n_inputs = lines[n].n_in;
 		jobs[n].base = lines[n].base;
-		line_of[n] = lineno;
 		n++;
 	}
 	if (!n) {
@@ -623,7 +620,7 @@ static int tune_batch(tc_context *ctx, const char *bfile, const tc_options *base
 	}
 	bv.v = v;
 	bv.jobs = jobs;
-	bv.lines = line_of;
+	bv.lines = lines;
 	failed = tc_autotune_batch(ctx, jobs, n, set, batch_progress, &bv);
 	if (v->shown)
 		fputs("\n", stderr);
@@ -658,7 +655,6 @@ out:
 	}
 	free(lines);
 	free(jobs);
-	free(line_of);
 	free(text);
 	return status;
 }
