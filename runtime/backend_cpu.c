@@ -47,14 +47,24 @@ static int64_t cache_bytes(int which)
 	return v >= (4 << 10) && v <= (64L << 20) ? (int64_t)v : 0;
 }
 
+/* Field k of host_target (0 the triple, 1 the CPU, 2 the features), up to
+ * the next ';' or the end, or NULL if unknown. */
+static const char *host_field(int k)
+{
+	const char *p = host_target;
+	while (p && k-- > 0)
+		if ((p = strchr(p, ';')))
+			p++;
+	return p;
+}
+
 static void host_init(void)
 {
 	const char *features;
 	host_target = tc_cg_llvm_host_target();
-	features = host_target ? strchr(host_target, ';') : NULL;
-	features = features ? strchr(features + 1, ';') : NULL;
+	features = host_field(2);
 	host_level = features && !strncmp(host_target, "x86_64", 6)
-		? tc_cg_llvm_level_of(features + 1) : 0;
+		? tc_cg_llvm_level_of(features) : 0;
 	host_l1d = cache_bytes(CACHE_L1D);
 	host_l2 = cache_bytes(CACHE_L2);
 }
@@ -62,17 +72,15 @@ static void host_init(void)
 /* Whether the host CPU, as LLVM names it, is cpu ("znver4"). */
 static int host_cpu_is(const char *cpu)
 {
-	const char *p = host_target ? strchr(host_target, ';') : NULL;
-	size_t n = strlen(cpu);
-	return p && !strncmp(p + 1, cpu, n) && p[1 + n] == ';';
+	const char *p = host_field(1);
+	return p && strcspn(p, ";") == strlen(cpu) && !strncmp(p, cpu, strlen(cpu));
 }
 
 /* Whether the host's LLVM feature string enables feature ("+avx512f"). */
 static int has_feature(const char *feature)
 {
-	const char *p = host_target ? strchr(host_target, ';') : NULL;
-	p = p ? strchr(p + 1, ';') : NULL;
-	return p && tc_cg_llvm_has_feature(p + 1, feature);
+	const char *p = host_field(2);
+	return p && tc_cg_llvm_has_feature(p, feature);
 }
 
 /* The host CPU.  Vectors from its features: 64 bytes and 32 registers with
@@ -191,12 +199,12 @@ static void code_free(__tc_take void *code)
  * an illegal instruction. */
 static tc_stat refuse_level(__tc_keep tc_context *ctx, __tc_keep const tc_rt_compiled *c)
 {
-	const char *cpu = host_target ? strchr(host_target, ';') : NULL;
-	int n = cpu ? (int)strcspn(cpu + 1, ";") : 7;
+	const char *cpu = host_field(1);
+	int n = cpu ? (int)strcspn(cpu, ";") : 7;
 	tc_rt_set_error(ctx, "'%s' was compiled with cpu=%s, whose instructions this CPU (%.*s; "
 		"its level: %s) does not have: the code can be emitted (tc_kernel_emit, tcomp "
 		"emit) but not run here; compile with cpu=host (the default) to run it",
-		c->f->name, tc_cg_llvm_level_name(c->opts.cg.cpu), n, cpu ? cpu + 1 : "unknown",
+		c->f->name, tc_cg_llvm_level_name(c->opts.cg.cpu), n, cpu ? cpu : "unknown",
 		host_level ? tc_cg_llvm_level_name(host_level) : "none");
 	return TC_ERR;
 }
