@@ -64,9 +64,10 @@ static atomic_int_fast64_t completed; /* iterations of the current job done */
 static _Thread_local int wanted; /* threads for this thread's kernel runs; 0: all */
 
 /* Claim and run chunks of job j (a copy of the job its tag posted) while
- * it is the current one and has iterations left; the one that completes
- * the job wakes the calling thread. */
-static void run_chunks(const job *j)
+ * it is the current one and has iterations left; a worker (wake set) that
+ * completes the job wakes the calling thread, which needs no wake-up of
+ * its own. */
+static void run_chunks(const job *j, int wake)
 {
 	uint_fast64_t v = atomic_load_explicit(&claim, memory_order_acquire);
 	for (;;) {
@@ -79,7 +80,7 @@ static void run_chunks(const job *j)
 			continue; /* v reloaded */
 		j->body(j->tensors, b, e, j->lo, j->step);
 		if (atomic_fetch_add_explicit(&completed, e - b, memory_order_acq_rel) + (e - b) ==
-			j->count) {
+			j->count && wake) {
 			pthread_mutex_lock(&lock);
 			pthread_cond_signal(&done);
 			pthread_mutex_unlock(&lock);
@@ -136,7 +137,7 @@ static void worker_loop(int index)
 		j = current;
 		pthread_mutex_unlock(&lock);
 		if (index < j.nworkers) /* else not needed for this job */
-			run_chunks(&j);
+			run_chunks(&j, 1);
 	}
 }
 
@@ -246,7 +247,7 @@ void tc_rt_parallel_for(tc_rt_loop_body body, __tc_keep void *const *tensors, in
 	atomic_fetch_add(&generation, 1);
 	pthread_cond_broadcast(&work);
 	pthread_mutex_unlock(&lock);
-	run_chunks(&mine);
+	run_chunks(&mine, 0);
 	{ /* the job's end (a worker's last chunk), polled for a while first */
 		int64_t start = now_ns();
 		while (atomic_load_explicit(&completed, memory_order_acquire) < count &&
