@@ -130,11 +130,21 @@ static int rows_member(isl_schedule_node *node, const tc_poly_stmt *st)
  *     one image and group): only when it fits the L1 (at 56 x 56 with 16
  *     channels, 200 KiB, 12 rows of h took 1.8x the time of 12 of f);
  *   - among equals, the member nearest the innermost (rows_member's rule);
- *   - then, when that is h and f has an even extent, 2 rows of f by half
- *     the rows of h, if that half divides h's extent: 16 channels per group
- *     at 14 x 14, 2 x 6 rows took 0.75x the time of 12 rows of h (thread
- *     CPU time, contract=on; 4 x 6, 2 x 12, 4 x 4, 4 x 3 and 8 x 3 rows
- *     took 0.8x to 1.0x).
+ *   - then, where both h and f are candidates, rows of both in one tile
+ *     when whole tiles of them load no more per multiply (tile_loads):
+ *     h's rows the most that divide its extent up to 6, leaving room for 2
+ *     rows of f, then f's the most that divide its extent up to 4, at
+ *     most 16 accumulators in all, with registers left for the operands
+ *     that a step keeps (the code generator's vector code takes the two
+ *     row loops; codegen/llvm_loop.c, vtile_step).  One thread, Zen 5,
+ *     masked rows: 16 channels per group at 14 x 14, 2 x 6 rows 0.83x the
+ *     time of 6 rows of h; 8 channels at 28 x 28, 4 x 2 rows of two
+ *     vectors 0.54x that of 8 rows of f; at 16 x 16, 4 x 2 rows 0.84-0.88x
+ *     that of 8 x 2, 2 x 7 or 8 x 1, 16 x 1 1.6x; 4 channels at 56 x 56
+ *     keep 4 rows of f (2 x 2 rows took 1.1x the time, 2 x 3 1.7x).  More
+ *     rows of f or accumulators (4 x 6, 8 x 3, 8 x 2) never ran faster and
+ *     varied more between runs (docs/performance.md, "Rows of f and h
+ *     together").
  * Grouped 3 x 3 convolution, 16 channels per group, 14 x 14 images, one
  * thread: 12 rows of h x 8 lanes (+ 4) took 0.6x the time of channels last
  * and 0.2x that of 12 + 4 rows of f; 28 x 28: 8 rows of f 0.25x that of
@@ -241,21 +251,51 @@ static int strided_pooling(const tc_poly *p, isl_schedule_node *node, const tc_p
 	return 0;
 }
 
+/* The most rows of h, of f, and of accumulators in a tile with rows of
+ * both (see above). */
+#define CONV_H_ROWS 6
+#define CONV_F_ROWS 4
+#define CONV_PAIR_ACC 16
+
+/* Loads of one step of a register tile of convolution statement st with
+ * ra rows of index a and rb of index b, nv vectors per row along index
+ * inner: per read, its rows' and vectors' copies (a broadcast does not
+ * use inner; the input vector of I(..., h + r_kh, w + r_kw) is loaded per
+ * row of h and vector, and shared by the rows of f). */
+static int64_t tile_loads(const tc_ir_expr *e, int a, int64_t ra, int b, int64_t rb, int inner,
+	int64_t nv)
+{
+	int64_t n = 0;
+	int k;
+	if (e->op == TC_OP_READ)
+		return (tc_ir_uses_var(e, a) ? ra : 1) * (tc_ir_uses_var(e, b) ? rb : 1) *
+			(tc_ir_uses_var(e, inner) ? nv : 1);
+	for (k = 0; k < e->nargs; k++)
+		n += tile_loads(e->args[k], a, ra, b, rb, inner, nv);
+	return n;
+}
+
 /* The rows of the register tile of convolution band node, x its window
- * read (see above): sets *row to the member and *rows to its rows (max at
- * most) when two members or more are to choose from; with one that is
- * already *row, only *rows; else leaves them.  When the choice is a member
- * the window read uses (h) and another member whose rows share the input
- * vector (f) has an even extent, the rows are split between the two: 2 of
- * f (*row2, *rows2) by half the rows of h, when that half is a divisor of
- * h's extent (see above); else *row2 is left alone. */
+ * read, nv vectors per row (see above): sets *row to the member and
+ * *rows to its rows (max at most) when two members or more are to choose
+ * from; with one that is already *row, only *rows; else leaves them.
+ * When the choice is a member the window read uses (h) and another member
+ * whose rows share the input vector (f) has whole tiles too, the rows are
+ * those of both (*row2, *rows2 for f) that take the fewest loads per
+ * multiply (tile_loads) in whole tiles of at most the target's
+ * accumulators, with registers left for the operands that a step keeps
+ * (the code generator keeps the fewer of f's broadcasts and h's input
+ * vectors: codegen/llvm_loop.c, vtile_step), if that beats h's rows
+ * alone; else *row2 is left alone. */
 static void conv_rows(const tc_poly *p, isl_schedule_node *node, const tc_poly_stmt *st,
-	const tc_ir_expr *x, int64_t max, int *row, int64_t *rows, int *row2, int64_t *rows2)
+	const tc_ir_expr *x, int64_t max, int64_t nv, int *row, int64_t *rows, int *row2,
+	int64_t *rows2)
 {
 	isl_size n = isl_schedule_node_band_n_member(node);
 	int j, inner = tc_poly_band_member_var(node, n - 1, st), best = -1, cands = 0;
-	int other = -1;
-	int64_t best_r = 0, best_loads = 0, best_whole = 0, best_ext = 0;
+	int other = -1, win = -1, va, vb;
+	int64_t best_r = 0, best_loads = 0, best_whole = 0, win_ext = 0, other_ext = 0;
+	int64_t acc = p->target->accumulators, regs = p->target->vector_regs, pa, pb;
 	for (j = n - 2; j >= 0; j--) {
 		int var = tc_poly_band_member_var(node, j, st), nreads = 0, shared;
 		int64_t ext = tc_poly_band_member_extent(p, node, j), r, loads, whole, slice;
@@ -268,8 +308,13 @@ static void conv_rows(const tc_poly *p, isl_schedule_node *node, const tc_poly_s
 			slice > p->target->l1_bytes))
 			continue;
 		cands++;
-		if (!tc_ir_uses_var(x, var) && ext % 2 == 0 && other < 0)
+		if (!tc_ir_uses_var(x, var) && other < 0) {
 			other = j;
+			other_ext = ext;
+		} else if (tc_ir_uses_var(x, var) && win < 0) {
+			win = j;
+			win_ext = ext;
+		}
 		r = whole_rows(ext, max);
 		whole = ext % r == 0;
 		loads = shared + (nreads - shared) * r; /* per step, for r multiplies */
@@ -280,19 +325,38 @@ static void conv_rows(const tc_poly *p, isl_schedule_node *node, const tc_poly_s
 			best_r = r;
 			best_loads = loads;
 			best_whole = whole;
-			best_ext = ext;
 		}
 	}
 	if (best < 0 || (cands < 2 && best != *row)) /* one: only its rows' count */
 		return;
 	*row = best;
 	*rows = best_r;
-	if (other >= 0 && other != best && best_r % 2 == 0 && best_ext % (best_r / 2) == 0 &&
-		tc_ir_uses_var(x, tc_poly_band_member_var(node, best, st))) {
-		*rows = best_r / 2;
-		*row2 = other;
-		*rows2 = 2;
-	}
+	if (other < 0 || win < 0 || regs <= 0 || nv < 1)
+		return;
+	/* rows of both in whole tiles: h's as many as divide its extent up
+	 * to CONV_H_ROWS, leaving room for 2 rows of f, then f's as many as
+	 * divide its extent up to CONV_F_ROWS and fit; taken when they load
+	 * no more per multiply than the rows of one member chosen above */
+	if (acc > CONV_PAIR_ACC)
+		acc = CONV_PAIR_ACC;
+	for (pa = CONV_H_ROWS; pa > 1 && (win_ext % pa || 2 * pa * nv > acc ||
+		2 * pa * nv + 3 > regs); pa--)
+		;
+	for (pb = CONV_F_ROWS; pb > 1 && (other_ext % pb || pa * pb * nv > acc ||
+		pa * pb * nv + (pa * nv < pb ? pa * nv : pb) + 1 > regs); pb--)
+		;
+	if (pa < 2 || pb < 2)
+		return;
+	va = tc_poly_band_member_var(node, win, st);
+	vb = tc_poly_band_member_var(node, other, st);
+	if (best_whole && tile_loads(st->ir->rhs, va, best == win ? best_r : 1, vb,
+		best == win ? 1 : best_r, inner, nv) * pa * pb <
+		tile_loads(st->ir->rhs, va, pa, vb, pb, inner, nv) * best_r)
+		return;
+	*row = win;
+	*rows = pa;
+	*row2 = other;
+	*rows2 = pb;
 }
 
 /* Whether a read of contraction statement st combines an index of its
@@ -409,19 +473,8 @@ static void regtile_sizes(const tc_poly *p, isl_schedule_node *node, const tc_po
 				}
 			}
 			if (x)
-				conv_rows(p, node, st, x, rows, &row, &rows, &row2, &rows2);
-			/* a masked row's vectors are the code generator's for
-			 * tiles of one row member only (codegen/llvm_loop.c,
-			 * vector_rows; LLVM's vectorisers made gathers of 12-wide
-			 * rows from two: 5.8x the time): the rows of conv_rows's
-			 * first member alone, half of what it would take alone
-			 * (grouped 16 x 16 at 12 x 12: 6 rows of h took 0.72x the
-			 * time of 2 x 6 rows of f and h of 8 + 4 lanes, 12 rows
-			 * of h 1.03x; docs/performance.md, Masked rows on Zen 5) */
-			if (masked && row2 >= 0) {
-				row2 = -1;
-				rows2 = 1;
-			}
+				conv_rows(p, node, st, x, rows, (size + vl - 1) / vl, &row, &rows, &row2,
+					&rows2);
 		} else {
 			size = j == row ? rows : j == row2 ? rows2 : 1;
 			if (j == row && !x && !p->opts.nregtile && !any_window(st))

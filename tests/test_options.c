@@ -1427,8 +1427,8 @@ static void packing_in_panels(void **state)
  * (under half a vector), a copy read by another output; left alone: 4
  * channels, and 16 channels per group (one vector) with rows of 13, which
  * keep their rows as vectors (the register tile's rows then 11 of h), and
- * 8 channels with rows of 26 (8 rows of f by vectors of 8), and 16
- * channels per group with 12 rows of h, split into 2 rows of f by 6 of h.
+ * 8 channels with rows of 26 (4 rows of f by 2 of h, vectors of 8), and 16
+ * channels per group with 12 rows of h (2 rows of f by 6 of h).
  * Results are
  * bit-identical with pack=off and with the interpreter, on random inputs
  * and poisoned outputs. */
@@ -1475,16 +1475,17 @@ static void packing_convolutions_channels_last(void **state)
 		 "  O(n,g,f,h,w) = O(n,g,f,h,w) + B(g,f)\n}\n",
 			3, 1, {{1, 2, 3, 28, 28}, {2, 8, 3, 3, 3}, {2, 8}, {1, 2, 8, 26, 26}},
 			{5, 5, 2, 5}, {"!O_cl", "!W1_packed"},
-			/* 8 rows of f by 8 lanes (26 = 3 x 8 + 2, not 16 + 10) */
-			"// tc_unroll\n                for (int tc_p4 = 0; tc_p4 <= 7; tc_p4 += 1) {\n"
-			"                  // tc_unrolled\n"
-			"                  for (int tc_p6 = 0; tc_p6 <= 7; tc_p6 += 1)"},
+			/* 4 rows of f by 2 of h, 8 lanes (26 = 3 x 8 + 2, not 16 + 10) */
+			"// tc_unroll\n                  for (int tc_p4 = 0; tc_p4 <= 3; tc_p4 += 1)\n"
+			"                    for (int tc_p5 = 0; tc_p5 <= 1; tc_p5 += 1) {\n"
+			"                      // tc_unrolled\n"
+			"                      for (int tc_p6 = 0; tc_p6 <= 7; tc_p6 += 1)"},
 		{"def k(float(N,G,C,H,W) I, float(G,F,C,KH,KW) W1, float(G,F) B) -> (O) {\n"
 		 "  O(n,g,f,h,w) +=! I(n,g,r_c,h+r_kh,w+r_kw) * W1(g,f,r_c,r_kh,r_kw)\n"
 		 "  O(n,g,f,h,w) = O(n,g,f,h,w) + B(g,f)\n}\n",
 			3, 1, {{2, 3, 5, 14, 15}, {3, 16, 5, 3, 3}, {3, 16}, {2, 3, 16, 12, 13}},
 			{5, 5, 2, 5}, {"!O_cl", "!W1_packed"},
-			/* 2 rows of f by 6 of h (12 rows of h split), by 8 lanes */
+			/* 2 rows of f by 6 of h (of 12), by 8 lanes */
 			"// tc_unroll\n                    for (int tc_p5 = 0; tc_p5 <= 1; tc_p5 += 1)\n"
 			"                      for (int tc_p6 = 0; tc_p6 <= 5; tc_p6 += 1) {\n"
 			"                        // tc_unrolled\n"
@@ -1831,7 +1832,8 @@ static void padded_convolution_tiles_of_constant_rows(void **state)
  * With mask=on, on any host (16-lane vectors with AVX-512, 8 with AVX2),
  * the vector code has masked loads and stores and the results equal
  * pack=off's and the interpreter's bit for bit, the output poisoned
- * first; mask=off has no masked access. */
+ * first, also for tiles of rows of two members (f and h) in either order
+ * of a step; mask=off has no masked access. */
 static void masked_rows(void **state)
 {
 	static const pack_case cases[] = {
@@ -1874,6 +1876,11 @@ static void masked_rows(void **state)
 		tc_module_free(m);
 		check_pack_case_on(pc, (int)c, &r, "mask=on", "@llvm.masked.load.v");
 	}
+	/* rows of f and h in one tile, f's copies innermost in a step (2 rows
+	 * of f, fewer than the 3 of h: codegen/llvm_loop.c, vtile_step) and
+	 * outermost (4 of f, 2 of h by 2 vectors) */
+	check_pack_case_on(&cases[0], 4, &r, "mask=on regtile=1,1,2,3,16", "@llvm.masked.load.v");
+	check_pack_case_on(&cases[1], 5, &r, "mask=on regtile=1,1,4,2,32", "@llvm.masked.load.v");
 }
 
 /* A large pointwise write fused with a register-tiled contraction whose
