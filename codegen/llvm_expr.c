@@ -1701,6 +1701,29 @@ int tc_cg_llvm_vector_ok(__tc_keep cg *g, __tc_keep const tc_poly_stmt *s, int v
 		!tc_ir_reads(ir->rhs, ir->tensor) && vec_ok(g, ir->rhs, vc, tt->dtype);
 }
 
+static LLVMValueRef vexpr(cg *g, const tc_ir_expr *e, int vc, int lanes);
+
+int tc_cg_llvm_transpose_ok(__tc_keep cg *g, __tc_keep const tc_poly_stmt *s, int va, int vb)
+{
+	const tc_ir_stmt *ir = s ? s->ir : NULL;
+	const tc_ir_tensor *tt = ir ? &g->p->f->tensors[ir->tensor] : NULL;
+	const tc_ir_expr *r = ir ? ir->rhs : NULL;
+	if (!ir || s->kind != TC_POLY_ASSIGN || (tt->dtype != TC_T_F32 && tt->dtype != TC_T_F64) ||
+		tt->widened || tt->panel > 0 || ir->nlhs < 2 || vb != ir->nlhs - 1 || va < 0 ||
+		va >= ir->nlhs - 1 || s->ndims > CG_MAX_DIMS ||
+		(g->stream && g->streamed[ir->tensor]) || r->op != TC_OP_READ ||
+		r->id == ir->tensor || r->nargs < 2 || !unit_in(r->args[r->nargs - 1], va) ||
+		tc_ir_uses_var(r->args[r->nargs - 1], vb))
+		return 0;
+	return vec_ok(g, r, va, tt->dtype);
+}
+
+LLVMValueRef tc_cg_llvm_vector_rhs(__tc_keep cg *g, __tc_keep const tc_poly_stmt *s, int va,
+	int lanes)
+{
+	return vexpr(g, s->ir->rhs, va, lanes);
+}
+
 /* The vector type of `lanes` elements of tensor t. */
 static LLVMTypeRef vec_type(cg *g, int t, int lanes)
 {

@@ -202,6 +202,18 @@ void tc_cg_llvm_vector_store(__tc_keep cg *g, int t, __tc_keep LLVMValueRef addr
 LLVMValueRef tc_cg_llvm_vector_value(__tc_keep cg *g, __tc_keep const tc_poly_stmt *s, int vc,
 	int lanes, __tc_keep LLVMValueRef acc);
 
+/* Whether statement s is a copy that vector code moves in square tiles,
+ * transposing in registers (llvm_loop.c, "transposing copies"): an
+ * assignment of a float32 or float64 tensor, its last left-hand dimension
+ * vb, from one read of a tensor of that type whose last subscript is
+ * domain dimension va (another left-hand dimension) plus terms without it
+ * and whose other subscripts do not use va; and tc_cg_llvm_vector_rhs,
+ * that read as a vector of `lanes` along va, g->dom holding lane 0's
+ * domain values. */
+int tc_cg_llvm_transpose_ok(__tc_keep cg *g, __tc_keep const tc_poly_stmt *s, int va, int vb);
+LLVMValueRef tc_cg_llvm_vector_rhs(__tc_keep cg *g, __tc_keep const tc_poly_stmt *s, int va,
+	int lanes);
+
 /* ---- llvm_loop.c: the module of a kernel ---- */
 
 /* The named metadata of a module whose statements inside loops are all

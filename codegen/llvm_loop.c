@@ -1143,6 +1143,116 @@ static int vector_init(cg *g, isl_ast_node *n, isl_ast_node *body, LLVMValueRef 
 	return ok;
 }
 
+/* ---- transposing copies ----
+ *
+ * A copy that transposes (ir/pack.c's B_packed[r_k, n] = B[n, r_k] of
+ * A * B^T; polyhedral/schedule.c tiles its last two dimensions in squares
+ * of the target's transpose_tile) reads one tensor along the tile's outer
+ * loop and writes along its inner one.  Where both loops are constant,
+ * of as many trips, a whole number of a vector's lanes (16 floats on
+ * AVX-512, 8 on AVX2: 2 x 2 squares of 8 in a 16 x 16 tile), for
+ * statements tc_cg_llvm_transpose_ok takes, the code generator, square
+ * by square, loads the square's rows as vectors along the outer loop, one per value
+ * of the inner one, transposes them in registers (log2(lanes) stages of
+ * two-vector shuffles: stage h pairs rows i and i + h, each lane block
+ * of h going to the row whose bit h it names) and stores each as a row of
+ * the output: no gathers or element-wise moves.  The values move
+ * unchanged, so the results are the scalar copy's bits. */
+
+/* The most lanes of a transposing copy's square. */
+#define VT_MAX_SQUARE 16
+
+/* Whether the loop n (iterator slot slot, bound by the caller) holding
+ * body was emitted as a square of a transposing copy (see above). */
+static int vector_transpose(cg *g, isl_ast_node *n, isl_ast_node *body, LLVMValueRef slot)
+{
+	const_loop outer, inner;
+	isl_ast_node *user = NULL;
+	const tc_poly_inst *inst = NULL;
+	LLVMValueRef rows[VT_MAX_SQUARE], islot = NULL;
+	int k, va = -1, vb = -1, ok = 0, size, base = g->niters;
+	int64_t lanes, i, h, sq;
+	memset(&outer, 0, sizeof(outer));
+	memset(&inner, 0, sizeof(inner));
+	if (g->unroll || g->opts.vector || !const_loop_of(n, &outer) || outer.step != 1 ||
+		!const_loop_of(body, &inner) || inner.step != 1 || outer.trips != inner.trips ||
+		!(user = isl_ast_node_for_get_body(body)) ||
+		isl_ast_node_get_type(user) != isl_ast_node_user || !(inst = tc_poly_node_inst(user)) ||
+		inst->points || !inst->stmt || !inst->stmt->ir || inst->n != inst->stmt->ndims)
+		goto done;
+	for (k = 0; k < inst->n; k++) {
+		int uo = expr_uses(inst->index[k], outer.id), ui = expr_uses(inst->index[k], inner.id);
+		if (uo && ui)
+			goto done;
+		if (uo) {
+			if (va >= 0 || !ast_unit_in(inst->index[k], outer.id))
+				goto done;
+			va = k;
+		} else if (ui) {
+			if (vb >= 0 || !ast_unit_in(inst->index[k], inner.id))
+				goto done;
+			vb = k;
+		}
+	}
+	size = tc_dtype_size(g->p->f->tensors[inst->stmt->ir->tensor].dtype);
+	lanes = size > 0 ? g->p->target->vector_bytes / size : 0;
+	if (lanes < 4 || lanes > VT_MAX_SQUARE || outer.trips % lanes ||
+		!tc_cg_llvm_transpose_ok(g, inst->stmt, va, vb) || !room_for_iter(g))
+		goto done;
+	ok = 1;
+	islot = iter_slot(g, isl_id_get_name(inner.id));
+	g->iters[g->niters].id = inner.id;
+	g->iters[g->niters].slot = islot;
+	g->niters++;
+	for (sq = 0; sq < outer.trips / lanes * (outer.trips / lanes) && !g->failed; sq++) {
+		int64_t o0 = outer.lo + sq / (outer.trips / lanes) * lanes;
+		int64_t i0 = inner.lo + sq % (outer.trips / lanes) * lanes;
+		for (i = 0; i < lanes && !g->failed; i++) { /* row i: inner i0 + i, along outer */
+			LLVMBuildStore(g->B, tc_cg_llvm_i64c(g, o0), slot);
+			LLVMBuildStore(g->B, tc_cg_llvm_i64c(g, i0 + i), islot);
+			if (!eval_dom(g, inst, inst->n) ||
+				!(rows[i] = tc_cg_llvm_vector_rhs(g, inst->stmt, va, (int)lanes)))
+				goto done;
+			g->ndom = 0;
+		}
+		for (h = 1; h < lanes && !g->failed; h *= 2) /* the stages */
+			for (i = 0; i < lanes; i++) {
+				LLVMValueRef lo[VT_MAX_SQUARE], hi[VT_MAX_SQUARE], a = rows[i], b;
+				int64_t l;
+				if (i & h)
+					continue;
+				b = rows[i + h];
+				for (l = 0; l < lanes; l++) {
+					lo[l] = LLVMConstInt(g->i32,
+						(unsigned long long)(l & h ? lanes + l - h : l), 0);
+					hi[l] = LLVMConstInt(g->i32,
+						(unsigned long long)(l & h ? lanes + l : l + h), 0);
+				}
+				rows[i] = LLVMBuildShuffleVector(g->B, a, b,
+					LLVMConstVector(lo, (unsigned)lanes), "");
+				rows[i + h] = LLVMBuildShuffleVector(g->B, a, b,
+					LLVMConstVector(hi, (unsigned)lanes), "");
+			}
+		for (i = 0; i < lanes && !g->failed; i++) { /* output row o0 + i, along inner */
+			LLVMBuildStore(g->B, tc_cg_llvm_i64c(g, o0 + i), slot);
+			LLVMBuildStore(g->B, tc_cg_llvm_i64c(g, i0), islot);
+			if (!eval_dom(g, inst, inst->stmt->ir->nlhs))
+				goto done;
+			tc_cg_llvm_vector_store(g, inst->stmt->ir->tensor,
+				tc_cg_llvm_lhs_address(g, inst->stmt), rows[i]);
+			g->ndom = 0;
+		}
+	}
+	g->nvector++;
+done:
+	g->ndom = 0;
+	g->niters = base;
+	isl_ast_node_free(user);
+	isl_id_free(outer.id);
+	isl_id_free(inner.id);
+	return ok;
+}
+
 /* Whether the rows of a register tile's piece, mark node n, that are no
  * loop's whole body (for_node's vector_tile takes a reduction loop's) were
  * emitted as vector code: the accumulators loaded, the statement's one
@@ -1199,7 +1309,7 @@ static void for_node(cg *g, isl_ast_node *n)
 		g->niters--;
 		goto done;
 	}
-	if (vector_init(g, n, body, slot)) {
+	if (vector_init(g, n, body, slot) || vector_transpose(g, n, body, slot)) {
 		g->niters--;
 		goto done;
 	}

@@ -1883,6 +1883,75 @@ static void masked_rows(void **state)
 	check_pack_case_on(&cases[1], 5, &r, "mask=on regtile=1,1,4,2,32", "@llvm.masked.load.v");
 }
 
+/* Transposing copies (ir/pack.c's B_packed of A * B^T) in squares of a
+ * vector's lanes, transposed in registers (codegen/llvm_loop.c,
+ * "transposing copies"): 16 floats with AVX-512, 2 x 2 squares of 8 with
+ * AVX2 and for float64; sizes that are a whole number of 16 x 16 tiles
+ * and sizes with partial tiles (the copy's loops then keep min bounds, and
+ * the whole copy its scalar code).  The shuffles' first stage is in the
+ * LLVM IR of the first, and the results equal
+ * pack=off's and the interpreter's bit for bit (float64: every element
+ * against the interpreter's, the outputs poisoned first). */
+static void transposing_copies_in_registers(void **state)
+{
+	static const pack_case cases[] = {
+		{"def k(float(M,K) A, float(N,K) B) -> (C) {\n  C(m,n) +=! A(m,r_k) * B(n,r_k)\n}\n",
+			2, 1, {{37, 48}, {80, 48}, {37, 80}}, {2, 2, 2}, {NULL}, NULL},
+		{"def k(float(M,K) A, float(N,K) B) -> (C) {\n  C(m,n) +=! A(m,r_k) * B(n,r_k)\n}\n",
+			2, 1, {{21, 40}, {50, 40}, {21, 50}}, {2, 2, 2}, {NULL}, NULL},
+	};
+	static const char *const mask16 = "<16 x i32> <i32 0, i32 16, i32 2, i32 18, i32 4";
+	static const char *const mask8 = "<8 x i32> <i32 0, i32 8, i32 2, i32 10, i32 4";
+	enum { M = 19, N = 48, K = 32 };
+	static double a[M * K], b[N * K], c[2][M * N];
+	int64_t sa[2] = {M, K}, sb[2] = {N, K}, sc[2] = {M, N};
+	static const char *const opts64[2] = {"", "target=interp"};
+	uint64_t r = 47;
+	size_t cs;
+	int i, v;
+	tc_module *m;
+	(void)state;
+	for (cs = 0; cs < sizeof(cases) / sizeof(cases[0]); cs++) { /* texts x86-64-v4 */
+		check_pack_case_on(&cases[cs], (int)cs, &r, NULL, cs ? NULL : mask16);
+		check_pack_case_on(&cases[cs], (int)cs, &r, "cpu=x86-64-v3", cs ? NULL : mask8);
+	}
+	m = tc_module_parse(ctx, "def k(double(M,K) A, double(N,K) B) -> (C) {\n"
+				 "  C(m,n) +=! A(m,r_k) * B(n,r_k)\n}\n", "t64.tc");
+	assert_non_null(m);
+	for (i = 0; i < M * K; i++)
+		a[i] = tu_rand_unit(&r) * 2 - 1;
+	for (i = 0; i < N * K; i++)
+		b[i] = tu_rand_unit(&r) * 2 - 1;
+	{
+		DLTensor A = {a, {kDLCPU, 0}, 2, {kDLFloat, 64, 1}, sa, NULL, 0};
+		DLTensor B = {b, {kDLCPU, 0}, 2, {kDLFloat, 64, 1}, sb, NULL, 0};
+		const DLTensor *in[2] = {&A, &B};
+		char *ll = stage_of(m, in, 2, "", "llvm");
+		if (!strstr(ll, mask8))
+			fail_msg("float64: %s expected in the LLVM IR", mask8);
+		tc_string_free(ll);
+		for (v = 0; v < 2; v++) {
+			DLTensor C = {c[v], {kDLCPU, 0}, 2, {kDLFloat, 64, 1}, sc, NULL, 0};
+			DLTensor *out[1] = {&C};
+			tc_options *o = tc_options_new();
+			tc_kernel *k;
+			for (i = 0; i < M * N; i++)
+				c[v][i] = NAN;
+			assert_int_equal(tc_options_parse(o, opts64[v], ctx), 0);
+			k = v ? tc_compile(m, "k", in, 2, o) : for_the_host(kernel_with(m, in, 2, ""), m,
+				in, 2, "");
+			if (!k)
+				fail_msg("%s", tc_context_error(ctx));
+			assert_int_equal(tc_kernel_run(k, in, 2, out, 1), 0);
+			tc_kernel_free(k);
+			tc_options_free(o);
+		}
+		for (i = 0; i < M * N; i++)
+			assert_memory_equal(&c[0][i], &c[1][i], sizeof(double));
+	}
+	tc_module_free(m);
+}
+
 /* A large pointwise write fused with a register-tiled contraction whose
  * tile puts another loop innermost is scheduled apart (fusion.c,
  * misordered_cb): in the per-sample backward of a layer, d_W1(b,h,i) =
@@ -3129,6 +3198,7 @@ int main(void)
 		cmocka_unit_test(padded_convolution_tiles_of_constant_rows),
 		cmocka_unit_test(windows_of_every_size),
 		cmocka_unit_test(masked_rows),
+		cmocka_unit_test(transposing_copies_in_registers),
 		cmocka_unit_test(fused_writes_keep_their_stride_1_loop),
 		cmocka_unit_test(inlining_cheap_temporaries),
 		cmocka_unit_test(sharing_expensive_subexpressions),
