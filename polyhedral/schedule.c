@@ -444,6 +444,48 @@ static tc_stat fuse_nests_pass(tc_poly *p, tc_diags *d)
 	return p->schedule || tc_poly_over_budget(p->ctx) ? TC_OK : fall_back(p, d);
 }
 
+/* Tile band node (of packing copy st, its last two members in squares of
+ * s) with its full squares generated apart from the partial ones (isl's
+ * "isolate" option): their point loops then have constant bounds, which
+ * the code generator moves as vectors transposed in registers
+ * (codegen/llvm_loop.c, "transposing copies"); a square is full where its
+ * last instance exists (the copy's domain is a box). */
+static isl_schedule_node *isolate_full_squares(isl_schedule_node *node, const tc_poly_stmt *st,
+	int64_t s)
+{
+	isl_union_set *dom = isl_schedule_node_get_domain(node);
+	isl_set *last, *full;
+	isl_map *wrap;
+	char text[160];
+	int n = st->ndims;
+	if (!dom || isl_union_set_n_set(dom) != 1 || n < 2 || s < 2) {
+		isl_union_set_free(dom);
+		return node;
+	}
+	last = isl_set_from_union_set(dom);
+	snprintf(text, sizeof(text), "{ [i, j] : exists (a, b : i = %lld a + %lld and j = %lld b + %lld) }",
+		(long long)s, (long long)(s - 1), (long long)s, (long long)(s - 1));
+	{
+		isl_set *ends = isl_set_read_from_str(isl_schedule_node_get_ctx(node), text);
+		isl_map *m = isl_map_from_range(ends);
+		/* the constraint on the last two dimensions of last's space */
+		m = isl_map_insert_dims(m, isl_dim_out, 0, (unsigned)(n - 2));
+		m = isl_map_set_tuple_id(m, isl_dim_out, isl_set_get_tuple_id(last));
+		last = isl_set_intersect(last, isl_map_range(m));
+	}
+	full = isl_set_from_union_set(isl_union_set_apply(isl_union_set_from_set(last),
+		isl_schedule_node_band_get_partial_schedule_union_map(node)));
+	if (!full || isl_set_is_empty(full) != isl_bool_false) {
+		isl_set_free(full);
+		return node;
+	}
+	full = isl_set_reset_tuple_id(full);
+	wrap = isl_map_from_range(full);
+	full = isl_set_set_tuple_id(isl_map_wrap(wrap),
+		isl_id_alloc(isl_schedule_node_get_ctx(node), "isolate", NULL));
+	return isl_schedule_node_band_set_ast_build_options(node, isl_union_set_from_set(full));
+}
+
 /* Schedules for the packing copies: each in its own loop nest over the
  * copy's dimensions in order (so its writes are stride-1), its last two in
  * square tiles of the target's transpose_tile (a transpose: the reads of a
@@ -478,6 +520,7 @@ static isl_schedule *pack_schedule(const tc_poly *p)
 				sizes = isl_multi_val_set_val(sizes, k, isl_val_int_from_si(p->ctx,
 					k < st->ndims - 2 ? 1 : p->target->transpose_tile));
 			node = isl_schedule_node_band_tile(node, sizes);
+			node = isolate_full_squares(node, st, p->target->transpose_tile);
 		}
 		isl_schedule_free(one);
 		one = isl_schedule_node_get_schedule(node);
