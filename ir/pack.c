@@ -703,6 +703,72 @@ static const tc_ir_func *short_rows(tc_arena *ar, const tc_ir_func *f, const int
 	return split_each(ar, f, params, min_bytes, short_row_var, 0);
 }
 
+/* ---- transposes the user writes ----
+ *
+ * A statement T(k,n) = B(n,k) that copies an input with its subscripts
+ * permuted, the input's last one the output's last but one (a transpose
+ * of the last two dimensions, what the square tiles move), whose tensor
+ * no statement
+ * before it writes or reads, can run before every other statement, as
+ * the packing copies do: marked pack, the polyhedral model schedules it
+ * in square tiles (polyhedral/schedule.c, pack_schedule) and the code
+ * generator moves the squares as vectors transposed in registers
+ * (codegen/llvm_loop.c, "transposing copies").  Left to the scheduler,
+ * such a copy ran untiled: 1024 x 1024 took 3.0 ms against 0.1 for a
+ * plain copy (docs/performance.md).  Its rows must have min_bytes or
+ * more, as a packing copy's. */
+static int user_transpose(const tc_ir_func *f, int i, const int64_t *params, int64_t min_bytes)
+{
+	const tc_ir_stmt *s = &f->stmts[i];
+	const tc_ir_expr *r = s->rhs;
+	int k, j, seen = 0, size = tc_dtype_size(f->tensors[s->tensor].dtype);
+	int64_t inner;
+	if (s->red != TC_RED_ASSIGN || s->pack || s->guard || s->nlhs < 2 ||
+		s->nvars != s->nlhs || !r || r->op != TC_OP_READ || r->nargs != s->nlhs ||
+		r->id == s->tensor || f->tensors[r->id].kind != TC_TENSOR_INPUT ||
+		f->tensors[s->tensor].kind == TC_TENSOR_INPUT ||
+		f->tensors[r->id].dtype != f->tensors[s->tensor].dtype ||
+		tc_ir_plain_var(r->args[r->nargs - 1]) != s->nlhs - 2)
+		return 0;
+	for (k = 0; k < r->nargs; k++) { /* a permutation of the left-hand variables */
+		int v = tc_ir_plain_var(r->args[k]);
+		if (v < 0 || v >= s->nlhs || (seen & (1 << v)))
+			return 0;
+		seen |= 1 << v;
+	}
+	if (tc_sx_eval(f->tensors[s->tensor].ext[s->nlhs - 1], params, NULL, &inner) < 0 ||
+		inner * size < min_bytes)
+		return 0;
+	for (j = 0; j < i; j++)
+		if (f->stmts[j].tensor == s->tensor || tc_ir_reads(f->stmts[j].rhs, s->tensor) ||
+			(f->stmts[j].guard && tc_ir_reads(f->stmts[j].guard, s->tensor)))
+			return 0;
+	return 1;
+}
+
+/* f with the transposes the user writes marked pack (see above), or f
+ * itself when there are none; NULL when out of memory. */
+static const tc_ir_func *mark_transposes(tc_arena *ar, const tc_ir_func *f,
+	const int64_t *params, int64_t min_bytes)
+{
+	tc_ir_func *g = NULL;
+	int i;
+	for (i = 0; i < f->nstmts; i++) {
+		if (!user_transpose(f, i, params, min_bytes))
+			continue;
+		if (!g) {
+			if (!(g = tc_arena_alloc(ar, sizeof(*g))))
+				return NULL;
+			*g = *f;
+			if (!(g->stmts = tc_arena_alloc(ar, (size_t)f->nstmts * sizeof(*g->stmts))))
+				return NULL;
+			memcpy(g->stmts, f->stmts, (size_t)f->nstmts * sizeof(*g->stmts));
+		}
+		g->stmts[i].pack = 1;
+	}
+	return g ? g : f;
+}
+
 const tc_ir_func *tc_ir_pack(__tc_keep tc_arena *ar, __tc_keep const tc_ir_func *f,
 	__tc_keep const int64_t *params, int64_t min_bytes, int64_t panel_bytes)
 {
@@ -711,7 +777,8 @@ const tc_ir_func *tc_ir_pack(__tc_keep tc_arena *ar, __tc_keep const tc_ir_func 
 	int i, k;
 
 	if (!(f = channels_last(ar, f, params, min_bytes)) ||
-		!(f = short_rows(ar, f, params, min_bytes)))
+		!(f = short_rows(ar, f, params, min_bytes)) ||
+		!(f = mark_transposes(ar, f, params, min_bytes)))
 		return NULL;
 	memset(&P, 0, sizeof(P));
 	P.ar = ar;
