@@ -777,6 +777,21 @@ static int panels_aligned(cg *g, const vtile *t, const tc_ir_expr *e)
 	return 1;
 }
 
+/* The one domain dimension of instance inst that moves with loop
+ * iterator id, by one per step (ast_unit_in), or -1 if none or several
+ * move with it or one moves otherwise. */
+static int moving_dim(const tc_poly_inst *inst, isl_id *id)
+{
+	int k, d = -1;
+	for (k = 0; k < inst->n; k++)
+		if (expr_uses(inst->index[k], id)) {
+			if (d >= 0 || !ast_unit_in(inst->index[k], id))
+				return -1;
+			d = k;
+		}
+	return d;
+}
+
 /* Whether the column loop col (t->col) holding body (a user node) is one
  * statement that vector code computes (t->inst, t->vc and the vectors
  * set): exactly one domain value moving with the column iterator, by one
@@ -793,19 +808,13 @@ static int vector_columns(cg *g, isl_ast_node *body, vtile *t)
 {
 	const tc_poly_inst *inst = isl_ast_node_get_type(body) == isl_ast_node_user
 		? tc_poly_node_inst(body) : NULL;
-	int k, size;
+	int size;
 	int64_t lanes, off;
 	if (!inst || inst->points || !inst->stmt || !inst->stmt->ir || inst->n != inst->stmt->ndims ||
 		t->col.step != 1)
 		return 0;
 	t->inst = inst;
-	t->vc = -1;
-	for (k = 0; k < inst->n; k++)
-		if (expr_uses(inst->index[k], t->col.id)) {
-			if (t->vc >= 0 || !ast_unit_in(inst->index[k], t->col.id))
-				return 0;
-			t->vc = k;
-		}
+	t->vc = moving_dim(inst, t->col.id);
 	size = tc_dtype_size(g->p->f->tensors[inst->stmt->ir->tensor].dtype);
 	lanes = size > 0 ? g->p->target->vector_bytes / size : 0;
 	if (t->vc < 0 || lanes < 2)
@@ -1170,7 +1179,7 @@ static int vector_transpose(cg *g, isl_ast_node *n, isl_ast_node *body, LLVMValu
 	isl_ast_node *user = NULL;
 	const tc_poly_inst *inst = NULL;
 	LLVMValueRef rows[VT_MAX_SQUARE], islot = NULL;
-	int k, va = -1, vb = -1, ok = 0, size, base = g->niters;
+	int va, vb, ok = 0, size, base = g->niters;
 	int64_t lanes, i, h, sq;
 	memset(&outer, 0, sizeof(outer));
 	memset(&inner, 0, sizeof(inner));
@@ -1180,20 +1189,10 @@ static int vector_transpose(cg *g, isl_ast_node *n, isl_ast_node *body, LLVMValu
 		isl_ast_node_get_type(user) != isl_ast_node_user || !(inst = tc_poly_node_inst(user)) ||
 		inst->points || !inst->stmt || !inst->stmt->ir || inst->n != inst->stmt->ndims)
 		goto done;
-	for (k = 0; k < inst->n; k++) {
-		int uo = expr_uses(inst->index[k], outer.id), ui = expr_uses(inst->index[k], inner.id);
-		if (uo && ui)
-			goto done;
-		if (uo) {
-			if (va >= 0 || !ast_unit_in(inst->index[k], outer.id))
-				goto done;
-			va = k;
-		} else if (ui) {
-			if (vb >= 0 || !ast_unit_in(inst->index[k], inner.id))
-				goto done;
-			vb = k;
-		}
-	}
+	/* one dimension moving with each loop, not the same one */
+	if ((va = moving_dim(inst, outer.id)) < 0 || (vb = moving_dim(inst, inner.id)) < 0 ||
+		va == vb)
+		goto done;
 	size = tc_dtype_size(g->p->f->tensors[inst->stmt->ir->tensor].dtype);
 	lanes = size > 0 ? g->p->target->vector_bytes / size : 0;
 	if (lanes < 4 || lanes > VT_MAX_SQUARE || outer.trips % lanes ||

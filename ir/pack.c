@@ -721,21 +721,16 @@ static int user_transpose(const tc_ir_func *f, int i, const int64_t *params, int
 {
 	const tc_ir_stmt *s = &f->stmts[i];
 	const tc_ir_expr *r = s->rhs;
-	int k, j, seen = 0, size = tc_dtype_size(f->tensors[s->tensor].dtype);
+	int j, size = tc_dtype_size(f->tensors[s->tensor].dtype);
 	int64_t inner;
-	if (s->red != TC_RED_ASSIGN || s->pack || s->guard || s->nlhs < 2 ||
-		s->nvars != s->nlhs || !r || r->op != TC_OP_READ || r->nargs != s->nlhs ||
-		r->id == s->tensor || f->tensors[r->id].kind != TC_TENSOR_INPUT ||
+	/* distinct plain subscripts, as many as the variables: a permutation
+	 * of the left-hand ones */
+	if (s->red != TC_RED_ASSIGN || s->pack || s->guard || s->nvars != s->nlhs || !r ||
+		r->op != TC_OP_READ || r->nargs != s->nlhs || !plain_input_read(f, s, r) ||
 		f->tensors[s->tensor].kind == TC_TENSOR_INPUT ||
 		f->tensors[r->id].dtype != f->tensors[s->tensor].dtype ||
 		tc_ir_plain_var(r->args[r->nargs - 1]) != s->nlhs - 2)
 		return 0;
-	for (k = 0; k < r->nargs; k++) { /* a permutation of the left-hand variables */
-		int v = tc_ir_plain_var(r->args[k]);
-		if (v < 0 || v >= s->nlhs || (seen & (1 << v)))
-			return 0;
-		seen |= 1 << v;
-	}
 	if (tc_sx_eval(f->tensors[s->tensor].ext[s->nlhs - 1], params, NULL, &inner) < 0 ||
 		inner * size < min_bytes)
 		return 0;

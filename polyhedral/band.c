@@ -375,3 +375,30 @@ double tc_poly_box_instances(__tc_keep const tc_poly *p, __tc_keep isl_union_set
 	isl_union_set_free(at);
 	return bc.count;
 }
+
+__tc_give isl_union_set *tc_poly_isolate_option(isl_ctx *ctx, __tc_take isl_union_set *s,
+	isl_size depth)
+{
+	isl_set *set;
+	isl_size dim;
+	isl_map *rel;
+	/* nothing to isolate (a member shorter than its tile) leaves the
+	 * union empty, with no space to convert */
+	if (!s || isl_union_set_n_set(s) != 1) {
+		isl_union_set_free(s);
+		return NULL;
+	}
+	set = isl_set_from_union_set(s);
+	dim = isl_set_dim(set, isl_dim_set);
+	if (dim < depth || isl_set_is_empty(set) != isl_bool_false) {
+		isl_set_free(set);
+		return NULL;
+	}
+	set = isl_set_reset_tuple_id(set);
+	rel = isl_map_from_domain(set);
+	rel = isl_map_move_dims(rel, isl_dim_out, 0, isl_dim_in, (unsigned)depth,
+		(unsigned)(dim - depth));
+	set = isl_map_wrap(rel);
+	set = isl_set_set_tuple_id(set, isl_id_alloc(ctx, "isolate", NULL));
+	return isl_union_set_from_set(set);
+}

@@ -122,4 +122,11 @@ tc_stat tc_poly_walk_schedule(__tc_keep tc_poly *p, __tc_keep tc_diags *d, tc_po
 tc_stat tc_poly_walk_schedule_legal(__tc_keep tc_poly *p, __tc_keep tc_diags *d,
 	tc_poly_walk_fn walk, const char *what, const char *check);
 
+/* s (taken; values [T, R] of the prefix schedule of depth dims and of a
+ * band's members) as the band's isolate option (isl_schedule_node_band_
+ * set_ast_build_options): the AST build generates those apart from the
+ * rest.  NULL if s is not one set or empty. */
+__tc_give isl_union_set *tc_poly_isolate_option(isl_ctx *ctx, __tc_take isl_union_set *s,
+	isl_size depth);
+
 #endif

@@ -605,35 +605,6 @@ static isl_union_set *tiles_with_holes(isl_union_map *both, isl_size depth, isl_
 	return hc.tiles;
 }
 
-/* s (taken; values [T, R] of the prefix schedule of depth dims and of a
- * band's members) as the band's isolate option: the AST build generates
- * those apart from the rest.  NULL if s is not one set or empty. */
-static isl_union_set *isolate_option(isl_ctx *ctx, isl_union_set *s, isl_size depth)
-{
-	isl_set *set;
-	isl_size dim;
-	isl_map *rel;
-	/* nothing to isolate (a member shorter than its tile) leaves the
-	 * union empty, with no space to convert */
-	if (!s || isl_union_set_n_set(s) != 1) {
-		isl_union_set_free(s);
-		return NULL;
-	}
-	set = isl_set_from_union_set(s);
-	dim = isl_set_dim(set, isl_dim_set);
-	if (dim < depth || isl_set_is_empty(set) != isl_bool_false) {
-		isl_set_free(set);
-		return NULL;
-	}
-	set = isl_set_reset_tuple_id(set);
-	rel = isl_map_from_domain(set);
-	rel = isl_map_move_dims(rel, isl_dim_out, 0, isl_dim_in, (unsigned)depth,
-		(unsigned)(dim - depth));
-	set = isl_map_wrap(rel);
-	set = isl_set_set_tuple_id(set, isl_id_alloc(ctx, "isolate", NULL));
-	return isl_union_set_from_set(set);
-}
-
 /* The most points convex_hull_on takes the hull of. */
 #define HULL_POINTS 512
 
@@ -775,7 +746,7 @@ static isl_union_set *reduction_isolate(isl_union_map *red, isl_size depth, isl_
 	isl_set_free(all);
 	isl_union_set_free(holes);
 	isl_union_set_free(img);
-	return isolate_option(ctx, opt, t);
+	return tc_poly_isolate_option(ctx, opt, t);
 }
 
 /* Tell the AST generator to generate the full tiles of tile band node
@@ -875,7 +846,7 @@ static isl_schedule_node *isolate_full_tiles(isl_schedule_node *node, const int6
 			isl_union_set_apply(isl_schedule_node_get_domain(node),
 				isl_union_map_copy(pt)))));
 	isl_union_map_free(pt);
-	full = isolate_option(ctx, full, depth);
+	full = tc_poly_isolate_option(ctx, full, depth);
 	return full ? isl_schedule_node_band_set_ast_build_options(node, full) : node;
 }
 

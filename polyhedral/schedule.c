@@ -16,6 +16,7 @@
  * Uses everything in polyhedral/ through its entry points; nothing in
  * polyhedral/ uses it.  Must not know the passes' internals, the backends
  * or the runtime: a GPU backend supplies its own list to tc_poly_schedule. */
+#include "band.h"
 #include "passes.h"
 
 #include <isl/aff.h>
@@ -453,37 +454,29 @@ static tc_stat fuse_nests_pass(tc_poly *p, tc_diags *d)
 static isl_schedule_node *isolate_full_squares(isl_schedule_node *node, const tc_poly_stmt *st,
 	int64_t s)
 {
-	isl_union_set *dom = isl_schedule_node_get_domain(node);
-	isl_set *last, *full;
-	isl_map *wrap;
+	isl_ctx *ctx = isl_schedule_node_get_ctx(node);
+	isl_union_set *dom = isl_schedule_node_get_domain(node), *full;
+	isl_set *last;
+	isl_map *ends;
 	char text[160];
 	int n = st->ndims;
 	if (!dom || isl_union_set_n_set(dom) != 1 || n < 2 || s < 2) {
 		isl_union_set_free(dom);
 		return node;
 	}
+	/* the instances at a square's last position in both of the last two
+	 * dimensions of the copy's space */
 	last = isl_set_from_union_set(dom);
 	snprintf(text, sizeof(text), "{ [i, j] : exists (a, b : i = %lld a + %lld and j = %lld b + %lld) }",
 		(long long)s, (long long)(s - 1), (long long)s, (long long)(s - 1));
-	{
-		isl_set *ends = isl_set_read_from_str(isl_schedule_node_get_ctx(node), text);
-		isl_map *m = isl_map_from_range(ends);
-		/* the constraint on the last two dimensions of last's space */
-		m = isl_map_insert_dims(m, isl_dim_out, 0, (unsigned)(n - 2));
-		m = isl_map_set_tuple_id(m, isl_dim_out, isl_set_get_tuple_id(last));
-		last = isl_set_intersect(last, isl_map_range(m));
-	}
-	full = isl_set_from_union_set(isl_union_set_apply(isl_union_set_from_set(last),
-		isl_schedule_node_band_get_partial_schedule_union_map(node)));
-	if (!full || isl_set_is_empty(full) != isl_bool_false) {
-		isl_set_free(full);
-		return node;
-	}
-	full = isl_set_reset_tuple_id(full);
-	wrap = isl_map_from_range(full);
-	full = isl_set_set_tuple_id(isl_map_wrap(wrap),
-		isl_id_alloc(isl_schedule_node_get_ctx(node), "isolate", NULL));
-	return isl_schedule_node_band_set_ast_build_options(node, isl_union_set_from_set(full));
+	ends = isl_map_from_range(isl_set_read_from_str(ctx, text));
+	ends = isl_map_insert_dims(ends, isl_dim_out, 0, (unsigned)(n - 2));
+	ends = isl_map_set_tuple_id(ends, isl_dim_out, isl_set_get_tuple_id(last));
+	last = isl_set_intersect(last, isl_map_range(ends));
+	full = isl_union_set_apply(isl_union_set_from_set(last),
+		isl_schedule_node_band_get_partial_schedule_union_map(node));
+	full = tc_poly_isolate_option(ctx, full, 0); /* NULL: none */
+	return full ? isl_schedule_node_band_set_ast_build_options(node, full) : node;
 }
 
 /* Schedules for the packing copies: each in its own loop nest over the
