@@ -1548,8 +1548,14 @@ static void kernel_body(cg *g, isl_ast_node *ast)
 	LLVMPositionBuilderAtEnd(g->B, bs);
 	memcpy(plain, g->base, (size_t)f->ntensors * sizeof(*plain));
 	for (t = 0; t < f->ntensors; t++)
-		if (g->streamed[t]) { /* the pointer again, known aligned here */
+		if (g->streamed[t]) {
+			/* the pointer again, known aligned here: a volatile
+			 * load, which GVN does not merge with the plain copy's
+			 * load of the same slot (it did, and dropped !align:
+			 * layer norm's backward with its column sums fused
+			 * into the row loop lost every streaming store) */
 			g->base[t] = array_slot(g, g->B, g->tensors, t, f->tensors[t].name);
+			LLVMSetVolatile(g->base[t], 1);
 			align_64(g, g->base[t]);
 		}
 	g->stream = 1;

@@ -111,9 +111,12 @@ typedef struct tc_ir_tensor {
 	tc_loc loc;
 	int rowbuf; /* a temporary tc_ir_share made (or a convolution's
 		     * channels-last output, ir/pack.c) that is live one row
-		     * at a time when the rows' loops are fused: the schedule
-		     * decides (polyhedral/contract.c) whether it is kept in a
-		     * per-thread row buffer instead of its workspace region */
+		     * at a time when the rows' loops are fused: the other
+		     * rewrites leave it alone, and the workspace puts it last
+		     * (runtime/compiled.c).  The schedule decides, for it and
+		     * every other temporary (polyhedral/contract.c), whether
+		     * it is kept in a per-thread row buffer instead of its
+		     * workspace region */
 	int widened; /* a float32 accumulator tc_ir_widen made for a 16-bit
 		      * float tensor: its reductions run in the interpreter's
 		      * order (no vecreduce, no fastmath), so that the 16-bit

@@ -1,5 +1,9 @@
-/* Row buffers: array contraction of the temporaries that tc_ir_share makes
- * (tc_ir_tensor.rowbuf).
+/* Row buffers: array contraction of temporaries: those tc_ir_share and
+ * ir/pack.c make to be live one row at a time (tc_ir_tensor.rowbuf), and
+ * every other temporary of the def, the user's or a derived backward's
+ * (layer norm's d_xc(n,d), written and read back in the row's loop once
+ * its column sums share that loop: polyhedral/fusion.c,
+ * tc_poly_fuse_reuse).
  *
  * softmax's shared exponentials O_shared(n,d) are written and read back
  * within one iteration of the row loop once the scheduler has fused the
@@ -30,7 +34,7 @@
  *   stack of the kernel or of a pool thread).
  * Reads with non-affine subscripts are over-approximated by the whole
  * extent, so they never pass the test.  A temporary that fails it keeps
- * its workspace region (runtime/compiled.c gives rowbuf temporaries regions
+ * its workspace region (runtime/compiled.c gives rowbuf-marked temporaries regions
  * whose pages are only touched when used).
  *
  * Entry point: tc_poly_contract (passes.h), which the driver runs last on
@@ -170,7 +174,7 @@ tc_stat tc_poly_contract(__tc_keep tc_poly *p, __tc_keep tc_diags *d)
 	if (!p->params) /* sizes unknown: the buffers' sizes too */
 		return TC_OK;
 	for (t = 0; t < p->f->ntensors; t++)
-		if (p->f->tensors[t].kind == TC_TENSOR_TEMP && p->f->tensors[t].rowbuf) {
+		if (p->f->tensors[t].kind == TC_TENSOR_TEMP) {
 			if (!p->rowbuf && !(p->rowbuf = tc_calloc((size_t)p->f->ntensors, sizeof(int)))) {
 				tc_loc none;
 				memset(&none, 0, sizeof(none));

@@ -143,9 +143,19 @@ int tc_poly_nest_cost_less(__tc_keep const tc_poly_nest_cost *a,
 __tc_give isl_schedule_node *tc_poly_graft(__tc_take isl_schedule_node *node,
 	__tc_keep isl_schedule *s);
 
+/* Nests of the top-level sequence or set that read a common tensor put
+ * under shared loops (fusion.c, "nests that read the same data"): nests
+ * whose first bands walk the same values with no dependence between them
+ * share the whole band; with one thread (p->target->threads 1) nests whose
+ * first members walk the same values share that loop.  Never nests with a
+ * contraction; never a schedule that breaks deps.  Returns s or its
+ * replacement. */
+__tc_give isl_schedule *tc_poly_fuse_reuse(__tc_keep const tc_poly *p, __tc_take isl_schedule *s,
+	__tc_keep isl_union_map *deps);
+
 /* ---- row buffers (contract.c) ----
  *
- * For every temporary marked rowbuf whose accesses, in the final schedule,
+ * For every temporary whose accesses, in the final schedule,
  * touch one row (its first j subscripts) per iteration of the loops
  * enclosing them all and each row in one iteration, with no parallel loop
  * at or below those loops and rows of at most the target's rowbuf_bytes,

@@ -440,6 +440,9 @@ static tc_stat fuse_nests_pass(tc_poly *p, tc_diags *d)
 		before = NULL;
 	}
 	isl_schedule_free(before);
+	/* on the CPU, nests that read the same data under shared loops */
+	if (p->schedule && p->params && !p->target->warp_size && !p->textual)
+		p->schedule = tc_poly_fuse_reuse(p, p->schedule, deps);
 	isl_union_map_free(deps);
 	/* past the budget: the driver restores the scheduler's tree */
 	return p->schedule || tc_poly_over_budget(p->ctx) ? TC_OK : fall_back(p, d);
@@ -607,7 +610,7 @@ static tc_stat mark_pass(tc_poly *p, tc_diags *d)
 	"statements a band runs once per outer iteration before (or after) its loops"}
 #define MARK {"mark", mark_pass, "the tc_kernel mark at the root, carrying the model"}
 #define ROWBUF {"rowbuf", tc_poly_contract, \
-	"row buffers for rowbuf temporaries that one iteration writes and reads (sizes known)"}
+	"row buffers for temporaries that one iteration writes and reads (sizes known)"}
 
 const tc_poly_pass_def tc_poly_cpu_passes[] = {
 	SCHEDULER,

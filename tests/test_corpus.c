@@ -18,7 +18,8 @@
  *           checked on every kernel; the drawn options are printed on a
  *           failure), unroll, fusion, pack, parallel, register tiles,
  *           vector (auto, 1, 4, 8, 16 lanes) and unroll_inner (auto, 1,
- *           2, 4, 8).  contract is not drawn: it keeps its default (on)
+ *           2, 4, 8), interchange and threads (auto or 1: the
+ *           schedule made for one thread).  contract is not drawn: it keeps its default (on)
  *           for both targets, which follow one rule (ir/ir.h,
  *           tc_ir_fma_of); tests/test_options.c and test_cgc.c check
  *           that rule bit for bit.
@@ -2621,8 +2622,12 @@ static void draw_options(uint64_t *rng, char *buf, size_t n)
 	len += snprintf(buf + len, n - (size_t)len, " unroll_inner=%s", unrolls[tu_rand_int(rng, 0, 4)]);
 	/* loop orders: auto half the time; orders of 2, 3 and 4 members (the
 	 * last longer than many bands: then nothing changes) */
-	snprintf(buf + len, n - (size_t)len, " interchange=%s",
+	len += snprintf(buf + len, n - (size_t)len, " interchange=%s",
 		tu_rand_int(rng, 0, 1) ? "auto" : orders[tu_rand_int(rng, 0, 7)]);
+	/* the thread count the schedule is made for: with one, nests that
+	 * read the same rows share their loop over them (polyhedral/fusion.c,
+	 * tc_poly_fuse_reuse) */
+	snprintf(buf + len, n - (size_t)len, " threads=%s", tu_rand_int(rng, 0, 1) ? "auto" : "1");
 }
 
 /* A GPU mapping drawn from rng, as tc_options_parse text: block sizes of

@@ -2237,6 +2237,195 @@ static void conv_then_bias_keeps_register_tiles(void **state)
 	tc_module_free(m);
 }
 
+/* Nests that read the same rows (polyhedral/fusion.c, tc_poly_fuse_reuse):
+ * a row sum R and two column sums CG, CB of Y.  With two threads the column
+ * sums share one nest (their statements under the same loops, split into
+ * a chunk of columns per thread); made for one thread, all three share the
+ * loop over Y's rows, one pass over Y and X.  Every variant gives the
+ * interpreter's results within a sum's tolerance (outputs poisoned). */
+static void nests_share_loops_over_the_same_rows(void **state)
+{
+	enum { N = 300, D = 200, V = 4 };
+	static float y[N * D], x[N * D], g[D], r[V][N], cg[V][D], cb[V][D];
+	int64_t sy[2] = {N, D}, sg[1] = {D}, sr[1] = {N};
+	DLTensor Y = {y, {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, sy, NULL, 0};
+	DLTensor X = {x, {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, sy, NULL, 0};
+	DLTensor G = {g, {kDLCPU, 0}, 1, {kDLFloat, 32, 1}, sg, NULL, 0};
+	const DLTensor *in[3] = {&Y, &X, &G};
+	static const char *const opts[V] = {"target=interp", "threads=1", "threads=2",
+		"fusion=min threads=1"};
+	uint64_t rng = 5;
+	char *text;
+	tc_module *m;
+	int v, i;
+	(void)state;
+	for (i = 0; i < N * D; i++) {
+		y[i] = (float)tu_rand_unit(&rng) * 2 - 1;
+		x[i] = (float)tu_rand_unit(&rng) * 2 - 1;
+	}
+	for (i = 0; i < D; i++)
+		g[i] = (float)tu_rand_unit(&rng) * 2 - 1;
+	m = tc_module_parse(ctx, "def k(float(N,D) Y, float(N,D) X, float(D) G) -> (R, CG, CB) {\n"
+				 "  R(n) +=! Y(n,d) * X(n,d) * G(d)\n"
+				 "  CG(d) +=! Y(n,d) * X(n,d)\n"
+				 "  CB(d) +=! Y(n,d)\n}\n",
+		"reuse.tc");
+	assert_non_null(m);
+	text = stage_of(m, in, 3, "threads=2", "ast");
+	assert_true(tu_contains(text, "S1(c2, c1);")); /* CG and CB: the same loops */
+	assert_true(tu_contains(text, "S2(c2, c1);"));
+	tc_string_free(text);
+	text = stage_of(m, in, 3, "threads=1", "ast");
+	/* one loop over the rows, around all three */
+	assert_int_equal(count_lines_with(text, "for (int c0 = 0; c0 <= 299; c0 += 1)", ""), 1);
+	assert_true(tu_contains(text, "S1(c1, c0);"));
+	assert_true(tu_contains(text, "S2(c1, c0);"));
+	assert_true(tu_contains(text, "S0(c0, c1);"));
+	tc_string_free(text);
+	for (v = 0; v < V; v++) {
+		DLTensor O[3] = {{r[v], {kDLCPU, 0}, 1, {kDLFloat, 32, 1}, sr, NULL, 0},
+			{cg[v], {kDLCPU, 0}, 1, {kDLFloat, 32, 1}, sg, NULL, 0},
+			{cb[v], {kDLCPU, 0}, 1, {kDLFloat, 32, 1}, sg, NULL, 0}};
+		run_with_outs(m, in, 3, O, 3, opts[v], NULL);
+		for (i = 0; i < N; i++)
+			assert_true(fabsf(r[v][i] - r[0][i]) <= 1e-4f * (1 + fabsf(r[0][i])));
+		for (i = 0; i < D; i++) {
+			assert_true(fabsf(cg[v][i] - cg[0][i]) <= 1e-4f * (1 + fabsf(cg[0][i])));
+			assert_true(fabsf(cb[v][i] - cb[0][i]) <= 1e-4f * (1 + fabsf(cb[0][i])));
+		}
+	}
+	tc_module_free(m);
+}
+
+/* A large output written once, in a nest that, made for one thread, shares
+ * its loop over the rows with a column sum: still streamed (LLVM merged the
+ * streaming copy's load of the output's pointer with the plain copy's and
+ * dropped its alignment, and with it every non-temporal store, until the
+ * streaming copy's load became volatile); the results right in both
+ * copies (the output aligned, then 4 bytes off). */
+static void streaming_stores_in_a_fused_nest(void **state)
+{
+	enum { N = 1024, D = 1024 };
+	float *y = aligned_alloc(64, (size_t)N * D * sizeof(float));
+	float *o = aligned_alloc(64, ((size_t)N * D + 16) * sizeof(float));
+	static float cb[D];
+	int64_t sy[2] = {N, D}, sc[1] = {D};
+	DLTensor Y = {y, {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, sy, NULL, 0};
+	const DLTensor *in[1] = {&Y};
+	uint64_t rng = 9;
+	char *text;
+	tc_module *m;
+	int64_t i, j;
+	int off;
+	(void)state;
+	assert_true(y && o);
+	for (i = 0; i < N * D; i++)
+		y[i] = (float)tu_rand_unit(&rng) * 2 - 1;
+	m = tc_module_parse(ctx, "def k(float(N,D) Y) -> (O, CB) {\n"
+				 "  O(n,d) = Y(n,d) * 3 + 1\n"
+				 "  CB(d) +=! Y(n,d)\n}\n",
+		"sf.tc");
+	assert_non_null(m);
+	text = stage_of(m, in, 1, "threads=1", "ast");
+	assert_int_equal(count_lines_with(text, "for (int c0 = 0; c0 <= 1023; c0 += 1)", ""), 1);
+	tc_string_free(text);
+	text = stage_of(m, in, 1, "threads=1", "asm");
+	assert_non_null(strstr(text, "vmovntps"));
+	tc_string_free(text);
+	for (off = 0; off < 2; off++) {
+		DLTensor O[2] = {{o + off, {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, sy, NULL, 0},
+			{cb, {kDLCPU, 0}, 1, {kDLFloat, 32, 1}, sc, NULL, 0}};
+		run_with_outs(m, in, 1, O, 2, "threads=1", NULL);
+		for (i = 0; i < N * D; i++)
+			if (o[off + i] != fmaf(y[i], 3, 1))
+				fail_msg("O element %lld (offset %d): %g, expected %g", (long long)i, off,
+					(double)o[off + i], (double)fmaf(y[i], 3, 1));
+		for (j = 0; j < D; j++) {
+			double want = 0;
+			for (i = 0; i < N; i++)
+				want += y[i * D + j];
+			assert_true(fabs(cb[j] - want) <= 1e-4 * (1 + fabs(want)));
+		}
+	}
+	tc_module_free(m);
+	free(y);
+	free(o);
+}
+
+/* A temporary that one iteration of the row loop writes and reads back
+ * (T, kept by inline=off; derived backward defs make such temporaries:
+ * layer norm's d_xc, which inlining keeps as it is read twice) lives in a
+ * row buffer on the stack, not in a workspace region as large as X; the
+ * results are the interpreter's bit for bit (sums in order). */
+static void plain_temporaries_in_row_buffers(void **state)
+{
+	enum { N = 50, D = 1000 }; /* rows LLVM does not unroll into registers */
+	static float x[N * D], out[3][N * D];
+	int64_t sx[2] = {N, D};
+	DLTensor X = {x, {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, sx, NULL, 0};
+	const DLTensor *in[1] = {&X};
+	static const char *const opts[3] = {"inline=off vecreduce=off parallel=off",
+		"inline=off vecreduce=off", "target=interp"};
+	uint64_t rng = 13;
+	char *text;
+	tc_module *m;
+	int i;
+	(void)state;
+	for (i = 0; i < N * D; i++)
+		x[i] = (float)tu_rand_unit(&rng) * 2 - 1;
+	m = tc_module_parse(ctx, "def k(float(N,D) X) -> (O) {\n"
+				 "  T(n,d) = X(n,d) * 2.0\n"
+				 "  S(n) +=! T(n,d) * T(n,d)\n"
+				 "  O(n,d) = T(n,d) - S(n)\n}\n",
+		"rb.tc");
+	assert_non_null(m);
+	text = stage_of(m, in, 1, "inline=off", "llvm"); /* T not folded into its readers */
+	assert_true(tu_contains(text, "%T = alloca [1000 x float]"));
+	tc_string_free(text);
+	run_variants(m, in, 1, 2, sx, out[0], opts, 3, 3, 0);
+	tc_module_free(m);
+}
+
+/* A convolution's weight gradient d_W1(f,c,kh,kw) +=! d_O(n,f,h,w) *
+ * I(n,c,h+kh,w+kw): its reduction over n, h and w streams d_O's rows from
+ * beyond the L2, so the register tile takes rows of c (all 8, sharing each
+ * 16-lane d_O vector), not of kw (3: 13.2 against 7.8 ms at 8x64x56x56), and
+ * no cache tiles of 1 for c and kh (tile.c: a window of 4096 points is no
+ * kernel window); the result within a long sum's tolerance of the
+ * interpreter's. */
+static void weight_gradient_rows(void **state)
+{
+	enum { N = 8, C = 8, H = 66, W = 66, F = 16 };
+	static float img[N * C * H * W], dout[N * F * (H - 2) * (W - 2)], out[2][F * C * 9];
+	int64_t si[4] = {N, C, H, W}, sd[4] = {N, F, H - 2, W - 2}, sw[4] = {F, C, 3, 3};
+	DLTensor I = {img, {kDLCPU, 0}, 4, {kDLFloat, 32, 1}, si, NULL, 0};
+	DLTensor dO = {dout, {kDLCPU, 0}, 4, {kDLFloat, 32, 1}, sd, NULL, 0};
+	const DLTensor *in[2] = {&I, &dO};
+	static const char *const opts[2] = {"", "target=interp"};
+	uint64_t rng = 17;
+	char *text;
+	tc_module *m;
+	int i;
+	(void)state;
+	for (i = 0; i < N * C * H * W; i++)
+		img[i] = (float)tu_rand_unit(&rng);
+	for (i = 0; i < N * F * (H - 2) * (W - 2); i++)
+		dout[i] = (float)tu_rand_unit(&rng);
+	m = tc_module_parse(ctx, "def k(float(N,C,H,W) I, float(N,F,OH,OW) d_O) -> "
+				 "(float(F,C,3,3) d_W1) {\n"
+				 "  d_W1(f,c,kh,kw) +=! d_O(n,f,h,w) * I(n,c,h+kh,w+kw) "
+				 "where kh in 0:3, kw in 0:3\n}\n",
+		"wg.tc");
+	assert_non_null(m);
+	text = stage_of(m, in, 2, "cpu=x86-64-v4", "ast");
+	assert_true(tu_contains(text, "// tc_unroll\n"));
+	assert_true(tu_contains(text, "for (int tc_p3 = 0; tc_p3 <= 7; tc_p3 += 1)"));
+	assert_true(tu_contains(text, "S1(tc_o0 + tc_p3, tc_o1, tc_o2, "));
+	tc_string_free(text);
+	run_variants(m, in, 2, 4, sw, out[0], opts, 2, 1, 2e-4f);
+	tc_module_free(m);
+}
+
 /* conv2d: the isl scheduler splits the reduction over (r_c, r_kh, r_kw)
  * into nested bands with the stride-1 w outside two reduction loops; the
  * merge pass joins them so the register tile applies (rows of output
@@ -3296,6 +3485,10 @@ int main(void)
 		cmocka_unit_test(streaming_stores),
 		cmocka_unit_test(conv2d_merged_bands),
 		cmocka_unit_test(conv_then_bias_keeps_register_tiles),
+		cmocka_unit_test(nests_share_loops_over_the_same_rows),
+		cmocka_unit_test(streaming_stores_in_a_fused_nest),
+		cmocka_unit_test(plain_temporaries_in_row_buffers),
+		cmocka_unit_test(weight_gradient_rows),
 		cmocka_unit_test(depthwise_taps_innermost),
 		cmocka_unit_test(interchange_orders_the_tiled_band),
 		cmocka_unit_test(inline_exp_and_vector_reductions),
