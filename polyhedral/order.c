@@ -11,6 +11,8 @@
  * product's reduction goes innermost, alone in its band (below), and so
  * does a short reduction whose operand panel fits in registers (below); a
  * band with a short sum over a window alone is left as it is (below).
+ * Then an innermost loop that a read divides by a constant is split into
+ * the quotient and an unrolled remainder (split_rate, below).
  *
  * tc_poly_pass_interchange: the interchange option's explicit order of the
  * members of the band the tile pass tiles, after the order pass, so that it
@@ -23,7 +25,12 @@
 
 #include "../lang/sexpr.h"
 
+#include <isl/aff.h>
+#include <isl/id.h>
 #include <isl/schedule_node.h>
+#include <isl/set.h>
+#include <isl/union_set.h>
+#include <isl/val.h>
 
 /* What making var the innermost loop does to the accesses of e: +1 for
  * each access whose last (stride-1) subscript uses var, -STRIDED for each
@@ -371,11 +378,115 @@ static isl_schedule_node *order_band(isl_schedule_node *node, void *user)
 	return isl_schedule_node_band_split(node, (int)n - 1);
 }
 
+/* ---- loops at a fraction of a read's rate ----
+ *
+ * A statement that reads with the innermost loop's index divided by a
+ * constant s (max-pooling's backward d_I(n,c,x,x1) = ... d_O(n,c,x/2,x1/2)
+ * ..., an upsampling) reads one element per s iterations: vectorised along
+ * x1, those reads become gathers (vgatherqps, and a byte at a time for an
+ * int8 arg-max), 1.27 ms for the 16x64x56x56 max-pool backward.  Split
+ * that loop into x1 / s and x1 % s, the second innermost and unrolled
+ * (TC_POLY_MARK_UNROLL): the loop over x1 / s reads d_O contiguously, and
+ * its s copies of the statement, x1 % s a constant in each, write the
+ * output's elements s apart, which LLVM's vectoriser interleaves. */
+
+#define MAX_RATE 8
+
+/* The constant s when e (a subscript) is var / s; 0 otherwise. */
+static int64_t div_of(const tc_ir_expr *e, int var)
+{
+	if (e->op != TC_OP_DIV || e->nargs != 2 || e->args[0]->op != TC_OP_INDEX ||
+		e->args[0]->id != var || e->args[1]->op != TC_OP_CONST)
+		return 0;
+	return e->args[1]->c.i;
+}
+
+/* Over the reads of e: *s the divisor of var in their subscripts (-1 when
+ * two differ or one is out of range); returns whether one divides var. */
+static int divided_reads(const tc_ir_expr *e, int var, int64_t *s)
+{
+	int i, found = 0;
+	if (e->op == TC_OP_READ)
+		for (i = 0; i < e->nargs; i++) {
+			int64_t d = div_of(e->args[i], var);
+			if (!d)
+				continue;
+			if (d < 2 || d > MAX_RATE || (*s && *s != d))
+				*s = -1;
+			else
+				*s = d;
+			found = 1;
+		}
+	for (i = 0; i < e->nargs; i++)
+		found |= divided_reads(e->args[i], var, s);
+	return found;
+}
+
+/* Band node (one statement, a plain assignment, its last member walking
+ * var) split as above when a read divides var by a constant; else node. */
+static isl_schedule_node *split_rate(isl_schedule_node *node, const tc_poly *p)
+{
+	isl_union_set *dom = isl_schedule_node_get_domain(node);
+	isl_size n = isl_schedule_node_band_n_member(node);
+	const tc_poly_stmt *st = NULL;
+	isl_multi_union_pw_aff *mupa;
+	isl_union_pw_aff *upa, *q, *r;
+	isl_val *sv;
+	int64_t s = 0;
+	int var, coinc;
+	if (isl_union_set_n_set(dom) == 1) {
+		isl_set *set = isl_set_from_union_set(isl_union_set_copy(dom));
+		st = set ? tc_poly_find_stmt(p, isl_set_get_tuple_name(set)) : NULL;
+		isl_set_free(set);
+	}
+	isl_union_set_free(dom);
+	if (!st || st->kind != TC_POLY_ASSIGN || st->ir->sub || n < 1 ||
+		(var = tc_poly_band_member_var(node, (int)n - 1, st)) < 0 ||
+		!divided_reads(st->ir->rhs, var, &s) || s < 2)
+		return node;
+	coinc = isl_schedule_node_band_member_get_coincident(node, (int)n - 1) == isl_bool_true;
+	if (n > 1)
+		node = isl_schedule_node_child(isl_schedule_node_band_split(node, (int)n - 1), 0);
+	mupa = isl_schedule_node_band_get_partial_schedule(node);
+	upa = isl_multi_union_pw_aff_get_union_pw_aff(mupa, 0);
+	isl_multi_union_pw_aff_free(mupa);
+	sv = isl_val_int_from_si(p->ctx, s);
+	q = isl_union_pw_aff_floor(isl_union_pw_aff_scale_down_val(isl_union_pw_aff_copy(upa),
+		isl_val_copy(sv)));
+	r = isl_union_pw_aff_mod_val(upa, sv);
+	node = isl_schedule_node_delete(node);
+	node = isl_schedule_node_insert_partial_schedule(node,
+		isl_multi_union_pw_aff_from_union_pw_aff(r));
+	node = isl_schedule_node_band_set_permutable(node, 1);
+	node = isl_schedule_node_band_member_set_coincident(node, 0, coinc);
+	node = isl_schedule_node_insert_mark(node, isl_id_alloc(p->ctx, TC_POLY_MARK_UNROLL, NULL));
+	node = isl_schedule_node_insert_partial_schedule(node,
+		isl_multi_union_pw_aff_from_union_pw_aff(q));
+	node = isl_schedule_node_band_set_permutable(node, 1);
+	node = isl_schedule_node_band_member_set_coincident(node, 0, coinc);
+	return n > 1 ? isl_schedule_node_parent(node) : node;
+}
+
+/* A band with no band below it: split_rate. */
+static isl_schedule_node *split_band(isl_schedule_node *node, void *user)
+{
+	isl_schedule_node *child;
+	int leaf;
+	if (isl_schedule_node_get_type(node) != isl_schedule_node_band)
+		return node;
+	child = isl_schedule_node_get_child(node, 0);
+	leaf = child && isl_schedule_node_get_type(child) == isl_schedule_node_leaf;
+	isl_schedule_node_free(child);
+	return leaf ? split_rate(node, user) : node;
+}
+
 tc_stat tc_poly_pass_order(__tc_keep tc_poly *p, __tc_keep tc_diags *d)
 {
 	if (!p->opts.order)
 		return TC_OK;
 	p->schedule = isl_schedule_map_schedule_node_bottom_up(p->schedule, order_band, p);
+	if (p->schedule && p->params && !p->target->warp_size)
+		p->schedule = isl_schedule_map_schedule_node_bottom_up(p->schedule, split_band, p);
 	return p->schedule ? TC_OK : tc_poly_walk_failed(p, d, "reorder a band");
 }
 

@@ -2426,6 +2426,45 @@ static void weight_gradient_rows(void **state)
 	tc_module_free(m);
 }
 
+/* A read at a third of the innermost loop's rate, X(n, x / 3) (as
+ * max-pooling's backward reads d_O(n,c,x/2,x1/2)): the order pass splits
+ * the loop over x into x / 3 and x % 3, the second innermost and unrolled
+ * (polyhedral/order.c, split_rate), the last group of 3 partial (149 =
+ * 3 x 49 + 2); the results bit for bit the interpreter's and those of
+ * order=off, which leaves the loop whole. */
+static void reads_at_a_fraction_of_the_rate(void **state)
+{
+	enum { N = 37, W = 50, V = 149 };
+	static float x[N * W], z[N * V], out[3][N * V];
+	int64_t sx[2] = {N, W}, sz[2] = {N, V};
+	DLTensor X = {x, {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, sx, NULL, 0};
+	DLTensor Z = {z, {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, sz, NULL, 0};
+	const DLTensor *in[2] = {&X, &Z};
+	static const char *const opts[3] = {"", "order=off", "target=interp"};
+	uint64_t rng = 23;
+	char *text;
+	tc_module *m;
+	int i;
+	(void)state;
+	for (i = 0; i < N * W; i++)
+		x[i] = (float)tu_rand_unit(&rng) * 2 - 1;
+	for (i = 0; i < N * V; i++)
+		z[i] = (float)tu_rand_unit(&rng) * 2 - 1;
+	m = tc_module_parse(ctx, "def k(float(N,W) X, float(N,V) Z) -> (O) {\n"
+				 "  O(n,x) = X(n, x / 3) * 2.0 + float(x % 3) + Z(n,x) where x in 0:V\n}\n",
+		"rate.tc");
+	assert_non_null(m);
+	text = stage_of(m, in, 2, "", "ast");
+	assert_true(tu_contains(text, "// tc_unroll\n"));
+	assert_true(tu_contains(text, "S0(c0, 3 * c1 + c2);"));
+	tc_string_free(text);
+	text = stage_of(m, in, 2, "order=off", "ast");
+	assert_null(strstr(text, "tc_unroll"));
+	tc_string_free(text);
+	run_variants(m, in, 2, 2, sz, out[0], opts, 3, 3, 0);
+	tc_module_free(m);
+}
+
 /* conv2d: the isl scheduler splits the reduction over (r_c, r_kh, r_kw)
  * into nested bands with the stride-1 w outside two reduction loops; the
  * merge pass joins them so the register tile applies (rows of output
@@ -3489,6 +3528,7 @@ int main(void)
 		cmocka_unit_test(streaming_stores_in_a_fused_nest),
 		cmocka_unit_test(plain_temporaries_in_row_buffers),
 		cmocka_unit_test(weight_gradient_rows),
+		cmocka_unit_test(reads_at_a_fraction_of_the_rate),
 		cmocka_unit_test(depthwise_taps_innermost),
 		cmocka_unit_test(interchange_orders_the_tiled_band),
 		cmocka_unit_test(inline_exp_and_vector_reductions),
