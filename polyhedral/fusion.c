@@ -582,9 +582,10 @@ __tc_give isl_schedule_node *tc_poly_graft(__tc_take isl_schedule_node *node,
  *   then carries the sums' dependence: one pass over d_Y instead of three
  *   (derived layer-norm backward, 4096 x 1024, one thread: 2.7-2.8 ->
  *   1.9-2.1 ms, its d_xc a row buffer, polyhedral/contract.c).
- * A nest with a contraction (its tiles want its band alone) or whose top
- * is no band stays as it is, and so does the tree when the result would
- * break a dependence. */
+ * Only over a tensor of more than half the L2 (smaller data stays in cache
+ * from one nest to the next).  A nest with a contraction (its tiles want
+ * its band alone) or whose top is no band stays as it is, and so does the
+ * tree when the result would break a dependence. */
 
 typedef struct reuse_nest {
 	isl_union_set *dom;      /* the filter's instances */
@@ -815,6 +816,14 @@ static int member_dim(const tc_poly *p, isl_schedule_node *band, int m, int t)
 	return dc.dim < 0 ? -1 : dc.dim;
 }
 
+/* Whether tensor t takes more than half of the L2, so that a nest reading
+ * it after another would read it from beyond the L2 again. */
+static int big_enough(const tc_poly *p, int t)
+{
+	int64_t bytes = tc_ir_tail_bytes(p->f, t, 0, p->params);
+	return p->target->l2_bytes > 0 && bytes > p->target->l2_bytes / 2;
+}
+
 /* The lowest tensor in the bit set m. */
 static int lowest(uint64_t m)
 {
@@ -889,6 +898,11 @@ static isl_schedule *fuse_reuse_once(const tc_poly *p, isl_schedule *s, isl_sche
 					(pass == 0 && nest[j].members != k))
 					continue;
 				tj = lowest(nest[j].reads & nest[i].reads);
+				/* the data would stay in cache between the nests: no
+				 * reuse to gain (mlp_fwd's 128 x 10 softmax: its
+				 * division sharing the rows' loop took 1.02x the time) */
+				if (!big_enough(p, tj))
+					continue;
 				if (pass == 1) {
 					/* the loop over the rows of one tensor both
 					 * read, the same for the whole group */

@@ -2241,11 +2241,13 @@ static void conv_then_bias_keeps_register_tiles(void **state)
  * a row sum R and two column sums CG, CB of Y.  With two threads the column
  * sums share one nest (their statements under the same loops, split into
  * a chunk of columns per thread); made for one thread, all three share the
- * loop over Y's rows, one pass over Y and X.  Every variant gives the
- * interpreter's results within a sum's tolerance (outputs poisoned). */
+ * loop over Y's rows, one pass over Y and X (Y and X take more than half
+ * an L2: smaller data stays in cache between the nests, and the nests
+ * stay apart).  Every variant gives the interpreter's results within a
+ * sum's tolerance (outputs poisoned). */
 static void nests_share_loops_over_the_same_rows(void **state)
 {
-	enum { N = 300, D = 200, V = 4 };
+	enum { N = 2000, D = 300, V = 4 }; /* Y: 2.4 MB, more than half an L2 */
 	static float y[N * D], x[N * D], g[D], r[V][N], cg[V][D], cb[V][D];
 	int64_t sy[2] = {N, D}, sg[1] = {D}, sr[1] = {N};
 	DLTensor Y = {y, {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, sy, NULL, 0};
@@ -2277,7 +2279,7 @@ static void nests_share_loops_over_the_same_rows(void **state)
 	tc_string_free(text);
 	text = stage_of(m, in, 3, "threads=1", "ast");
 	/* one loop over the rows, around all three */
-	assert_int_equal(count_lines_with(text, "for (int c0 = 0; c0 <= 299; c0 += 1)", ""), 1);
+	assert_int_equal(count_lines_with(text, "for (int c0 = 0; c0 <= 1999; c0 += 1)", ""), 1);
 	assert_true(tu_contains(text, "S1(c1, c0);"));
 	assert_true(tu_contains(text, "S2(c1, c0);"));
 	assert_true(tu_contains(text, "S0(c0, c1);"));
