@@ -236,6 +236,30 @@ typedef struct hoist_ctx {
 	int tried, skip;       /* bands seen in this walk; bands to pass over */
 } hoist_ctx;
 
+/* Move the instances consts (kept) of band before the band's loops, or
+ * after them if that breaks a dependence, into hc->s (hc->changed); nothing
+ * if neither keeps every dependence. */
+static void try_move_set(hoist_ctx *hc, isl_schedule_node *band, isl_union_set *consts)
+{
+	int side;
+	for (side = 0; side < 2 && !hc->changed; side++) {
+		isl_schedule_node *n;
+		isl_schedule *t;
+		if (!move_keeps(band, consts, hc->deps, side))
+			continue;
+		n = isl_schedule_node_copy(band);
+		n = side ? isl_schedule_node_order_after(n, isl_union_set_copy(consts))
+			 : isl_schedule_node_order_before(n, isl_union_set_copy(consts));
+		t = n ? isl_schedule_node_get_schedule(n) : NULL;
+		isl_schedule_node_free(n);
+		if (t) {
+			isl_schedule_free(hc->s);
+			hc->s = t;
+			hc->changed = 1;
+		}
+	}
+}
+
 /* Find the skip-th band (top-down) with constant statements and move them
  * before (or, if that breaks a dependence, after) the band's loops. */
 static isl_bool hoist_cb(isl_schedule_node *node, void *user)
@@ -243,7 +267,6 @@ static isl_bool hoist_cb(isl_schedule_node *node, void *user)
 	hoist_ctx *hc = user;
 	isl_union_set *consts;
 	isl_schedule_node *band;
-	int side;
 	if (hc->changed || isl_schedule_node_get_type(node) != isl_schedule_node_band ||
 		tile_band(node))
 		return isl_bool_true;
@@ -264,21 +287,21 @@ static isl_bool hoist_cb(isl_schedule_node *node, void *user)
 		isl_union_set_free(consts);
 		return isl_bool_true;
 	}
-	for (side = 0; side < 2 && !hc->changed; side++) {
-		isl_schedule_node *n;
-		isl_schedule *t;
-		if (!move_keeps(band, consts, hc->deps, side))
-			continue;
-		n = isl_schedule_node_copy(band);
-		n = side ? isl_schedule_node_order_after(n, isl_union_set_copy(consts))
-			 : isl_schedule_node_order_before(n, isl_union_set_copy(consts));
-		t = n ? isl_schedule_node_get_schedule(n) : NULL;
-		isl_schedule_node_free(n);
-		if (t) {
-			isl_schedule_free(hc->s);
-			hc->s = t;
-			hc->changed = 1;
+	try_move_set(hc, band, consts);
+	if (!hc->changed && isl_union_set_n_set(consts) > 1) {
+		/* not all together (a sum's init that must come first with
+		 * a statement that reads the sum before the next loop: derived
+		 * layer norm's d_mean(n) = 0 and d_var(n), and the init stayed
+		 * in the first loop behind "if (c1 == 1023)"): one statement
+		 * at a time, the next rounds the others */
+		isl_set_list *l = isl_union_set_get_set_list(consts);
+		isl_size k, nl = isl_set_list_n_set(l);
+		for (k = 0; k < nl && !hc->changed; k++) {
+			isl_union_set *one = isl_union_set_from_set(isl_set_list_get_set(l, k));
+			try_move_set(hc, band, one);
+			isl_union_set_free(one);
 		}
+		isl_set_list_free(l);
 	}
 	isl_union_set_free(consts);
 	isl_schedule_node_free(band);
