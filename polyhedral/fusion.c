@@ -880,8 +880,8 @@ static isl_schedule *fuse_reuse_once(const tc_poly *p, isl_schedule *s, isl_sche
 			break;
 		for (i = 0; i < n; i++) {
 			int ng = 1, cross = 0, perm = pass == 0;
-			uint64_t reads = nest[i].reads;
 			isl_schedule_node *saved[64] = {NULL};
+			isl_union_set *gdom; /* the group's instances */
 			isl_schedule *t = NULL;
 			int tt = -1;
 			if (!nest[i].ok || (pass == 0 && nest[i].members < 2))
@@ -891,6 +891,7 @@ static isl_schedule *fuse_reuse_once(const tc_poly *p, isl_schedule *s, isl_sche
 				continue;
 			memset(group, 0, sizeof(group));
 			group[i] = 1;
+			gdom = isl_union_set_copy(nest[i].dom);
 			for (j = i + 1; j < n; j++) {
 				isl_schedule_node *b = NULL;
 				int c, tj;
@@ -928,14 +929,18 @@ static isl_schedule *fuse_reuse_once(const tc_poly *p, isl_schedule *s, isl_sche
 				} else if (!same_loops(p, &nest[i], &nest[j], k, tj)) {
 					continue;
 				}
-				c = joined(deps, nest[i].dom, nest[j].dom);
+				/* a dependence with any nest of the group: none
+				 * for whole bands, whose coincidence and
+				 * permutability are then those of each */
+				c = joined(deps, gdom, nest[j].dom);
 				if (pass == 0 && c)
 					continue;
 				cross |= c;
-				reads |= nest[j].reads;
+				gdom = isl_union_set_union(gdom, isl_union_set_copy(nest[j].dom));
 				group[j] = 1;
 				ng++;
 			}
+			isl_union_set_free(gdom);
 			if (ng >= 2) {
 				for (j = 0; j < k; j++) {
 					coinc[j] = !cross;
