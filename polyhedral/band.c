@@ -118,19 +118,25 @@ int tc_poly_band_member_var(__tc_keep isl_schedule_node *node, int j,
 /* The least and greatest value member j of band node takes over the
  * band's domain in *lo and *hi: 0, or -1 when they are no known constants
  * (a parametric model). */
-static int member_bounds(const tc_poly *p, isl_schedule_node *node, int j, int64_t *lo,
-	int64_t *hi)
+__tc_give isl_set *tc_poly_band_member_values(__tc_keep const tc_poly *p,
+	__tc_keep isl_schedule_node *node, int j)
 {
 	isl_multi_union_pw_aff *mupa = isl_schedule_node_band_get_partial_schedule(node);
 	isl_union_pw_aff *upa = isl_multi_union_pw_aff_get_union_pw_aff(mupa, j);
 	isl_union_set *dom = isl_schedule_node_get_domain(node);
 	isl_union_set *img = isl_union_set_apply(p ? tc_poly_at(p, dom) : dom,
 		isl_union_map_from_union_pw_aff(upa));
-	isl_set *set = isl_set_from_union_set(img);
+	isl_multi_union_pw_aff_free(mupa);
+	return isl_set_from_union_set(img);
+}
+
+static int member_bounds(const tc_poly *p, isl_schedule_node *node, int j, int64_t *lo,
+	int64_t *hi)
+{
+	isl_set *set = tc_poly_band_member_values(p, node, j);
 	isl_val *vlo = isl_set_dim_min_val(isl_set_copy(set), 0);
 	isl_val *vhi = isl_set_dim_max_val(set, 0);
 	int r = -1;
-	isl_multi_union_pw_aff_free(mupa);
 	if (vlo && vhi && isl_val_is_int(vlo) && isl_val_is_int(vhi)) {
 		*lo = isl_val_get_num_si(vlo);
 		*hi = isl_val_get_num_si(vhi);

@@ -36,6 +36,12 @@ int tc_poly_set_member_var(__tc_keep isl_set *set, __tc_keep isl_union_pw_aff *m
 int tc_poly_band_member_var(__tc_keep isl_schedule_node *node, int j,
 	__tc_keep const tc_poly_stmt *st);
 
+/* The values member j of band node takes over the band's domain, at p's
+ * sizes (tc_poly_at) when p is not NULL, as they are otherwise; NULL on an
+ * isl error. */
+__tc_give isl_set *tc_poly_band_member_values(__tc_keep const tc_poly *p,
+	__tc_keep isl_schedule_node *node, int j);
+
 /* The number of values member j of a band takes over the band's domain at
  * p's sizes (tc_poly_at), or 0 when that is not a known constant (a
  * parametric model). */

@@ -614,25 +614,14 @@ static isl_stat reuse_stmt_cb(isl_set *set, void *user)
 	return isl_stat_ok;
 }
 
-/* The values member j of band takes over its instances. */
-static isl_set *member_values(isl_schedule_node *band, int j)
-{
-	isl_multi_union_pw_aff *mupa = isl_schedule_node_band_get_partial_schedule(band);
-	isl_union_pw_aff *upa = isl_multi_union_pw_aff_get_union_pw_aff(mupa, j);
-	isl_union_set *range;
-	isl_multi_union_pw_aff_free(mupa);
-	upa = isl_union_pw_aff_intersect_domain_union_set(upa, isl_schedule_node_get_domain(band));
-	range = isl_union_map_range(isl_union_map_from_union_pw_aff(upa));
-	return range ? isl_set_from_union_set(range) : NULL;
-}
-
 /* Whether the first k members of the bands of a and b take the same
  * values. */
 static int same_values(reuse_nest *a, reuse_nest *b, int k)
 {
 	int j, same = 1;
 	for (j = 0; j < k && same; j++) {
-		isl_set *va = member_values(a->band, j), *vb = member_values(b->band, j);
+		isl_set *va = tc_poly_band_member_values(NULL, a->band, j),
+			*vb = tc_poly_band_member_values(NULL, b->band, j);
 		same = va && vb && isl_set_is_equal(va, vb) == isl_bool_true;
 		isl_set_free(va);
 		isl_set_free(vb);

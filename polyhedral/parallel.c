@@ -50,16 +50,8 @@ static int too_small_to_share(const tc_poly *p, isl_schedule_node *node)
  * reduction's loop, with its init and final statements fused into it). */
 static int single_iteration(isl_schedule_node *node)
 {
-	isl_multi_union_pw_aff *mupa = isl_schedule_node_band_get_partial_schedule(node);
-	isl_union_pw_aff *upa = isl_multi_union_pw_aff_get_union_pw_aff(mupa, 0);
-	isl_union_set *range;
-	isl_set *values;
-	int single;
-	isl_multi_union_pw_aff_free(mupa);
-	upa = isl_union_pw_aff_intersect_domain_union_set(upa, isl_schedule_node_get_domain(node));
-	range = isl_union_map_range(isl_union_map_from_union_pw_aff(upa));
-	values = range ? isl_set_from_union_set(range) : NULL;
-	single = values && isl_set_is_singleton(values) == isl_bool_true;
+	isl_set *values = tc_poly_band_member_values(NULL, node, 0);
+	int single = values && isl_set_is_singleton(values) == isl_bool_true;
 	isl_set_free(values);
 	return single;
 }
