@@ -15,8 +15,14 @@ a batch of 128 of the 784-128-10 MLP with ReLU and softmax cross-entropy
   vmap      torch.func.vmap(grad(loss of one sample)) over the batch, the
             parameters shared (in_dims None; the recipe of the torch.func
             documentation), in bench/.venv's PyTorch, torch.set_num_threads(N)
-  write     the floor: glibc's memset of a 52 MB buffer faulted in beforehand
-            (one thread), the time it takes to write the gradients once
+  write     the floor: glibc's memset of a non-zero byte over a 52 MB
+            buffer faulted in beforehand, with as many threads
+            (bench/write_floor.c, build/bench_write), the time it takes to
+            write the gradients once (not zeros: this host writes zeros in
+            half the time of other values)
+  stream    the same bytes written by a loop of streaming stores, as many
+            threads (bench_write's nt figure): what a vectorised kernel's
+            stores can reach (glibc's memset is faster on the Zen 5 host)
 
 Rounds alternate the contenders per thread count, so that load on the
 machine falls on all; a cell is the minimum (and the median) over the rounds
@@ -106,18 +112,17 @@ def run_torch(threads, min_time):
     return res["min_ms"], res["median_ms"], res["torch"]
 
 
-def time_write(reps=30):
-    """(min, median) ms of memset over a 52 MB buffer faulted in first."""
-    buf = (ctypes.c_char * GRAD_BYTES)()
-    libc = ctypes.CDLL(None)
-    libc.memset.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_size_t]
-    libc.memset(ctypes.addressof(buf), 1, GRAD_BYTES)
-    times = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        libc.memset(ctypes.addressof(buf), 0, GRAD_BYTES)
-        times.append(1e3 * (time.perf_counter() - t0))
-    return min(times), statistics.median(times)
+def time_write(write, threads, reps=30):
+    """(min, median) ms of writing the gradients' bytes (bench/write_floor.c):
+    glibc's memset of a non-zero byte over a buffer faulted in first, the
+    threads each filling a slice.  Not zeros: this host writes zeros in
+    about half the time of any other value (bench/write_floor.c)."""
+    p = subprocess.run([write, str(GRAD_BYTES), str(threads), str(reps)], env=compare.env_for(threads),
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    res = compare.json_line(p.stdout)
+    if p.returncode or res is None:
+        raise SystemExit(f"per_sample.py: {write} failed:\n{p.stderr}")
+    return (res["min_ms"], res["median_ms"]), (res["nt_min_ms"], res["nt_median_ms"])
 
 
 def main():
@@ -127,6 +132,8 @@ def main():
     ap.add_argument("--min-time", type=float, default=1.0,
                     help="seconds of timed runs per contender and round (default 1)")
     ap.add_argument("--tcomp", default=os.path.join(ROOT, "build", "tcomp"))
+    ap.add_argument("--write", default=os.path.join(ROOT, "build", "bench_write"),
+                    help="bench/write_floor.c's program (default build/bench_write)")
     ap.add_argument("--json", metavar="OUT")
     ap.add_argument("--worker", type=int, help=argparse.SUPPRESS)
     a = ap.parse_args()
@@ -149,23 +156,27 @@ def main():
                 cells.setdefault(("tcomp", t), []).append(run_tcomp(a.tcomp, src, t, a.min_time))
                 mn, med, torch_version = run_torch(t, a.min_time)
                 cells.setdefault(("vmap", t), []).append((mn, med))
-                cells.setdefault(("write", t), []).append(time_write())
+                wr, nt = time_write(a.write, t)
+                cells.setdefault(("write", t), []).append(wr)
+                cells.setdefault(("stream", t), []).append(nt)
     rows = []
     for t in threads:
         row = {"threads": t}
-        for who in ("tcomp", "vmap", "write"):
+        for who in ("tcomp", "vmap", "write", "stream"):
             row[who] = {"min_ms": min(c[0] for c in cells[(who, t)]),
                         "median_ms": statistics.median(c[1] for c in cells[(who, t)])}
         rows.append(row)
     print(f"{compare.machine()}\n{started:%Y-%m-%d %H:%M} UTC; torch {torch_version}; "
           f"{a.rounds} rounds; per-sample gradients of a batch of {B} ({GRAD_BYTES / 1e6:.1f} MB)\n")
-    print(f"{'threads':>7} {'tcomp ms':>9} {'vmap(grad) ms':>14} {'write ms':>9} "
-          f"{'vmap/tcomp':>11} {'tcomp/write':>12}   (minimum; median in brackets)")
+    print(f"{'threads':>7} {'tcomp ms':>9} {'vmap(grad) ms':>14} {'write ms':>9} {'stream ms':>10} "
+          f"{'vmap/tcomp':>11} {'tcomp/write':>12} {'tcomp/stream':>13}   (minimum; median in brackets)")
     for r in rows:
-        tc, vm, wr = r["tcomp"], r["vmap"], r["write"]
+        tc, vm, wr, st = r["tcomp"], r["vmap"], r["write"], r["stream"]
         print(f"{r['threads']:>7} {tc['min_ms']:9.2f} {vm['min_ms']:14.2f} {wr['min_ms']:9.2f} "
-              f"{vm['min_ms'] / tc['min_ms']:10.2f}x {tc['min_ms'] / wr['min_ms']:11.2f}x"
-              f"   ({tc['median_ms']:.2f}, {vm['median_ms']:.2f}, {wr['median_ms']:.2f})")
+              f"{st['min_ms']:10.2f} {vm['min_ms'] / tc['min_ms']:10.2f}x "
+              f"{tc['min_ms'] / wr['min_ms']:11.2f}x {tc['min_ms'] / st['min_ms']:12.2f}x"
+              f"   ({tc['median_ms']:.2f}, {vm['median_ms']:.2f}, {wr['median_ms']:.2f}, "
+              f"{st['median_ms']:.2f})")
     if a.json:
         with open(a.json, "w") as f:
             json.dump({"date": f"{started:%Y-%m-%d %H:%M} UTC", "machine": compare.machine(),
