@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Every compilation stage of every def, for comparing two builds of tcomp.
 
-    python3 bench/emit_stages.py OUT_DIR [--tcomp PATH] [--jobs N] [--quick] [FILE.tc ...]
-    python3 bench/emit_stages.py --compare OLD_TCOMP NEW_TCOMP [--jobs N] [--quick] [FILE.tc ...]
+    python3 bench/emit_stages.py OUT_DIR [--tcomp PATH] [--jobs N] [--quick] [--threads N] [FILE.tc ...]
+    python3 bench/emit_stages.py --compare OLD_TCOMP NEW_TCOMP [--jobs N] [--quick] [--threads N]
+        [FILE.tc ...]
     python3 bench/emit_stages.py --diff OLD_DIR NEW_DIR
 
 A refactoring must leave the generated code as it was (or explain each
@@ -22,7 +23,9 @@ the script writes both builds' outputs under a temporary folder, lists every
 file that differs with the first differing lines, and exits 1 when any does;
 --diff does the same for two folders written earlier (a baseline kept from
 before a change, say).  The full set takes about 12 minutes per build on
-two cores (--quick: default options only).
+two cores (--quick: default options only).  --threads N compiles the
+concrete stages for N threads (`--option threads=N`; without it `tcomp emit`
+compiles for one thread, the threads option's auto with no context).
 """
 
 import argparse
@@ -120,8 +123,9 @@ def shapes_for(ins, values):
     return args
 
 
-def jobs_for(tcomp, files, quick):
+def jobs_for(tcomp, files, quick, threads=None):
     """(output path relative to OUT_DIR, argv after the tcomp binary)."""
+    targs = ["--option", f"threads={threads}"] if threads else []
     jobs = []
     for path in files:
         rel = os.path.relpath(path, REPO).replace("/", "_")
@@ -137,11 +141,11 @@ def jobs_for(tcomp, files, quick):
             for sname, shape_args in sets.items():
                 for st in CONCRETE:
                     jobs.append((f"{rel}/{name}/{sname}/default.{st}",
-                                 ["emit", *base, *shape_args, "--stage", st]))
+                                 ["emit", *base, *shape_args, *targs, "--stage", st]))
                 if quick:
                     continue
                 for oname, opts in OPTION_SETS.items():
-                    oargs = [a for o in opts for a in ("--option", o)]
+                    oargs = [a for o in opts for a in ("--option", o)] + targs
                     for st in VARIANT_STAGES:
                         jobs.append((f"{rel}/{name}/{sname}/{oname}.{st}",
                                      ["emit", *base, *shape_args, *oargs, "--stage", st]))
@@ -164,8 +168,8 @@ def run_one(tcomp, out_dir, job):
     return r.returncode
 
 
-def emit_all(tcomp, out_dir, files, jobs_n, quick):
-    jobs = jobs_for(tcomp, files, quick)
+def emit_all(tcomp, out_dir, files, jobs_n, quick, threads=None):
+    jobs = jobs_for(tcomp, files, quick, threads)
     with concurrent.futures.ThreadPoolExecutor(jobs_n) as ex:
         codes = list(ex.map(lambda j: run_one(tcomp, out_dir, j), jobs))
     return len(jobs), sum(1 for c in codes if c)
@@ -196,13 +200,13 @@ def diff_dirs(old, new):
     return 1 if differ or not total else 0
 
 
-def compare(old, new, files, jobs_n, quick):
+def compare(old, new, files, jobs_n, quick, threads=None):
     tmp = tempfile.mkdtemp(prefix="tcomp-emit-")
     try:
         dirs = []
         for tag, exe in (("old", old), ("new", new)):
             d = os.path.join(tmp, tag)
-            n, failed = emit_all(exe, d, files, jobs_n, quick)
+            n, failed = emit_all(exe, d, files, jobs_n, quick, threads)
             print(f"{tag}: {exe}: {n} outputs, {failed} of them errors", file=sys.stderr)
             dirs.append(d)
         return diff_dirs(*dirs)
@@ -220,6 +224,7 @@ def main():
                     help="compare two output folders written earlier")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
     ap.add_argument("--quick", action="store_true", help="default options only")
+    ap.add_argument("--threads", type=int, help="compile the concrete stages for N threads")
     a = ap.parse_intermixed_args()
     if a.diff:
         sys.exit(diff_dirs(*a.diff))
@@ -235,10 +240,10 @@ def main():
     files = [os.path.abspath(f) for f in files]
     if a.compare:
         sys.exit(compare(os.path.abspath(a.compare[0]), os.path.abspath(a.compare[1]),
-                         files, a.jobs, a.quick))
+                         files, a.jobs, a.quick, a.threads))
     if not a.out_dir:
         ap.error("OUT_DIR or --compare OLD NEW is needed")
-    n, failed = emit_all(os.path.abspath(a.tcomp), a.out_dir, files, a.jobs, a.quick)
+    n, failed = emit_all(os.path.abspath(a.tcomp), a.out_dir, files, a.jobs, a.quick, a.threads)
     print(f"{n} outputs in {a.out_dir}, {failed} of them errors", file=sys.stderr)
 
 

@@ -99,6 +99,10 @@ typedef struct tc_ir_stmt {
 	 * the passes that rely on that (register tiles, vecreduce, the GPU's
 	 * block reductions, fusion, packing, widening) leave it alone. */
 	tc_ir_expr **sub;
+	/* A partial sum of tc_ir_partials (ir/partial.c): index 0 numbers
+	 * chunks of part_rows rows of the original reduction, which started
+	 * at row part_lo; index nlhs walks a chunk's rows.  0 otherwise. */
+	int64_t part_rows, part_lo;
 } tc_ir_stmt;
 
 /* A tensor of an IR function: name, role, element type and extents. */
@@ -174,8 +178,10 @@ tc_ir_func *tc_ir_widen(__tc_keep tc_arena *ar, __tc_keep tc_ir_func *f);
  * such as gathers, are over-approximated and checked at run time. */
 int tc_ir_affine(__tc_keep const tc_ir_expr *e);
 
-/* ir/query.c.  The index variable subscript e is (an index under casts),
- * or -1. */
+/* ir/query.c.  A new expression node in ar (op, type, loc and nargs
+ * argument slots, the rest zero); NULL when out of memory. */
+tc_ir_expr *tc_ir_new_expr(__tc_keep tc_arena *ar, tc_ir_op op, tc_dtype type, tc_loc loc, int nargs);
+/* The index variable subscript e is (an index under casts), or -1. */
 int tc_ir_plain_var(__tc_keep const tc_ir_expr *e);
 /* Whether e reads tensor t (anywhere, subscripts included). */
 int tc_ir_reads(__tc_keep const tc_ir_expr *e, int t);
@@ -285,6 +291,19 @@ const tc_ir_func *tc_ir_inline(__tc_keep tc_arena *ar, __tc_keep const tc_ir_fun
  * new function lives in ar. */
 const tc_ir_func *tc_ir_share(__tc_keep tc_arena *ar, __tc_keep const tc_ir_func *f,
 	__tc_keep const int64_t *params, int64_t row_bytes);
+
+/* Partial results per thread (ir/partial.c): f with every column sum
+ * (a +=, max= or min= reduction over one row index, outside the rows'
+ * other statements: layer norm's d_G(d) +=! d_Y(n,d) * xh(n,d)) that
+ * reads a tensor of more than half the L2 at rows another statement also
+ * walks, written as a sum into partial results over contiguous chunks of
+ * rows, one per thread tg expects (tg->threads, at least 2), and the sum
+ * of those.  Float sums then round in another order (vecreduce's licence;
+ * the caller runs it only under vecreduce).  Returns f itself when nothing
+ * is rewritten, NULL when out of memory; the new function lives in ar. */
+struct tc_target;
+const tc_ir_func *tc_ir_partials(__tc_keep tc_arena *ar, __tc_keep const tc_ir_func *f,
+	__tc_keep const int64_t *params, __tc_keep const struct tc_target *tg);
 
 /* Print the IR of a function (tcomp emit --stage ir) to b. */
 void tc_ir_print(__tc_keep const tc_ir_func *f, __tc_keep tc_buf *b);

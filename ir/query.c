@@ -6,6 +6,21 @@
 
 #include <string.h>
 
+tc_ir_expr *tc_ir_new_expr(__tc_keep tc_arena *ar, tc_ir_op op, tc_dtype type, tc_loc loc, int nargs)
+{
+	tc_ir_expr *e = tc_arena_alloc(ar, sizeof(*e));
+	if (!e)
+		return NULL;
+	memset(e, 0, sizeof(*e));
+	e->op = op;
+	e->type = type;
+	e->loc = loc;
+	e->nargs = nargs;
+	if (nargs && !(e->args = tc_arena_alloc(ar, (size_t)nargs * sizeof(*e->args))))
+		return NULL;
+	return e;
+}
+
 int tc_ir_plain_var(__tc_keep const tc_ir_expr *e)
 {
 	while (e->op == TC_OP_CAST)

@@ -36,31 +36,16 @@ static int widened(const tc_ir_func *f, const tc_ir_stmt *s)
 		!tc_ir_reads(s->rhs, s->tensor);
 }
 
-static tc_ir_expr *node(tc_arena *ar, tc_ir_op op, tc_dtype type, tc_loc loc, int nargs)
-{
-	tc_ir_expr *e = tc_arena_alloc(ar, sizeof(*e));
-	if (!e)
-		return NULL;
-	memset(e, 0, sizeof(*e));
-	e->op = op;
-	e->type = type;
-	e->loc = loc;
-	e->nargs = nargs;
-	if (nargs && !(e->args = tc_arena_alloc(ar, (size_t)nargs * sizeof(*e->args))))
-		return NULL;
-	return e;
-}
-
 /* A read of tensor t (element type type) at the left-hand indices of s. */
 static tc_ir_expr *read_lhs(tc_arena *ar, const tc_ir_stmt *s, int t, tc_dtype type)
 {
-	tc_ir_expr *r = node(ar, TC_OP_READ, type, s->loc, s->nlhs);
+	tc_ir_expr *r = tc_ir_new_expr(ar, TC_OP_READ, type, s->loc, s->nlhs);
 	int k;
 	if (!r)
 		return NULL;
 	r->id = t;
 	for (k = 0; k < s->nlhs; k++) {
-		if (!(r->args[k] = node(ar, TC_OP_INDEX, TC_T_I32, s->loc, 0)))
+		if (!(r->args[k] = tc_ir_new_expr(ar, TC_OP_INDEX, TC_T_I32, s->loc, 0)))
 			return NULL;
 		r->args[k]->id = k;
 	}
@@ -71,7 +56,7 @@ static tc_ir_expr *read_lhs(tc_arena *ar, const tc_ir_stmt *s, int t, tc_dtype t
 static tc_ir_expr *cast(tc_arena *ar, tc_ir_expr *e, tc_dtype t)
 {
 	tc_ir_expr *c;
-	if (!e || !(c = node(ar, TC_OP_CAST, t, e->loc, 1)))
+	if (!e || !(c = tc_ir_new_expr(ar, TC_OP_CAST, t, e->loc, 1)))
 		return NULL;
 	c->args[0] = e;
 	return c;

@@ -215,9 +215,12 @@ static isl_stat band_stmt_cb(isl_set *set, void *user)
 	isl_set_free(set);
 	if (st && st->kind == TC_POLY_ASSIGN)
 		; /* an epilogue: the register tiling moves it after the reduction */
-	else if (!st || st->ir->sub || (b->ir_index >= 0 && b->ir_index != st->ir_index))
+	else if (!st || st->ir->sub || st->ir->part_rows ||
+		(b->ir_index >= 0 && b->ir_index != st->ir_index))
 		/* a scatter is no reduction into one element per row: its
-		 * element changes along the reduced loop */
+		 * element changes along the reduced loop; a partial sum
+		 * (ir/partial.c) keeps its loop over chunks outermost, for
+		 * the threads (polyhedral/parallel.c) */
 		b->mixed = 1;
 	else {
 		b->ir_index = st->ir_index;
@@ -270,6 +273,92 @@ const tc_poly_stmt *tc_poly_column_band(__tc_keep const tc_poly *p,
 		tc_poly_band_n_coincident(node) != 1)
 		return NULL;
 	return band_reduction(p, node, has_init);
+}
+
+int tc_poly_within_chunks(__tc_keep const tc_poly *p, __tc_keep isl_schedule_node *node,
+	__tc_keep isl_multi_union_pw_aff *chunks)
+{
+	isl_union_set *dom = isl_schedule_node_get_domain(node), *delta, *zero;
+	isl_union_map *dep = isl_union_map_copy(p->deps), *c;
+	isl_bool ok;
+	dep = isl_union_map_intersect_domain(dep, isl_union_set_copy(dom));
+	dep = isl_union_map_intersect_range(dep, dom);
+	c = isl_union_map_from_multi_union_pw_aff(isl_multi_union_pw_aff_copy(chunks));
+	dep = isl_union_map_apply_domain(dep, isl_union_map_copy(c));
+	dep = isl_union_map_apply_range(dep, c);
+	delta = isl_union_map_deltas(dep);
+	zero = isl_union_set_read_from_str(isl_schedule_node_get_ctx(node), "{ [0] }");
+	ok = isl_union_set_is_subset(delta, zero);
+	isl_union_set_free(delta);
+	isl_union_set_free(zero);
+	return ok < 0 ? -1 : ok == isl_bool_true;
+}
+
+/* The rows per chunk and first row of the partial sums among a band's
+ * statements: rows 0 while none is seen, -1 when two disagree. */
+typedef struct part_rows {
+	const tc_poly *p;
+	int64_t rows, lo;
+} part_rows;
+
+static isl_stat part_rows_cb(isl_set *set, void *user)
+{
+	part_rows *pr = user;
+	const tc_poly_stmt *st = tc_poly_find_stmt(pr->p, isl_set_get_tuple_name(set));
+	isl_set_free(set);
+	if (!st || !st->ir->part_rows || pr->rows < 0)
+		return isl_stat_ok;
+	if (pr->rows && (pr->rows != st->ir->part_rows || pr->lo != st->ir->part_lo))
+		pr->rows = -1;
+	else {
+		pr->rows = st->ir->part_rows;
+		pr->lo = st->ir->part_lo;
+	}
+	return isl_stat_ok;
+}
+
+__tc_give isl_multi_union_pw_aff *tc_poly_partial_chunks(__tc_keep const tc_poly *p,
+	__tc_keep isl_schedule_node *node)
+{
+	part_rows pr = {p, 0, 0};
+	isl_ctx *ctx = isl_schedule_node_get_ctx(node);
+	isl_union_set *dom, *values;
+	isl_multi_union_pw_aff *mupa;
+	isl_union_pw_aff *upa;
+	isl_union_map *m;
+	isl_bool single;
+	if (isl_schedule_node_get_type(node) != isl_schedule_node_band ||
+		isl_schedule_node_band_n_member(node) < 1)
+		return NULL;
+	dom = isl_schedule_node_get_domain(node);
+	isl_union_set_foreach_set(dom, part_rows_cb, &pr);
+	if (pr.rows <= 0) {
+		isl_union_set_free(dom);
+		return NULL;
+	}
+	mupa = isl_schedule_node_band_get_partial_schedule(node);
+	upa = isl_multi_union_pw_aff_get_union_pw_aff(mupa, 0);
+	isl_multi_union_pw_aff_free(mupa);
+	if (pr.lo)
+		upa = isl_union_pw_aff_add(upa, isl_union_pw_aff_val_on_domain(isl_union_set_copy(dom),
+			isl_val_int_from_si(ctx, -pr.lo)));
+	mupa = isl_multi_union_pw_aff_from_union_pw_aff(upa);
+	mupa = isl_multi_union_pw_aff_scale_down_val(mupa, isl_val_int_from_si(ctx, pr.rows));
+	mupa = isl_multi_union_pw_aff_floor(mupa);
+	/* at least two chunks: the first member walks the rows */
+	m = isl_union_map_from_multi_union_pw_aff(isl_multi_union_pw_aff_copy(mupa));
+	values = isl_union_set_apply(dom, m);
+	single = isl_union_set_is_empty(values);
+	if (single == isl_bool_false) {
+		isl_set *v = isl_set_from_union_set(values);
+		single = isl_set_is_singleton(v);
+		isl_set_free(v);
+	} else {
+		isl_union_set_free(values);
+	}
+	if (single != isl_bool_false || tc_poly_within_chunks(p, node, mupa) != 1)
+		return isl_multi_union_pw_aff_free(mupa);
+	return mupa;
 }
 
 /* Whether node schedules packing copies only (left untiled). */

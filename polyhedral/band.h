@@ -92,6 +92,25 @@ const tc_poly_stmt *tc_poly_contraction_band(__tc_keep const tc_poly *p,
 const tc_poly_stmt *tc_poly_column_band(__tc_keep const tc_poly *p,
 	__tc_keep isl_schedule_node *node, int *has_init);
 
+/* Whether every dependence of p between two instances under band node
+ * (the outermost band of a top-level nest: nothing above it carries one)
+ * joins two instances that chunks (a one-member partial schedule over the
+ * band's domain) maps to the same value: 1, 0, or -1 on an isl error. */
+int tc_poly_within_chunks(__tc_keep const tc_poly *p, __tc_keep isl_schedule_node *node,
+	__tc_keep isl_multi_union_pw_aff *chunks);
+
+/* The chunks of rows over which band node's partial sums (ir/partial.c)
+ * run: floor((m - lo) / C) of the band's first member m, where every
+ * partial sum under node has C rows per chunk from row lo, when that
+ * takes two values or more over the band's domain and every dependence
+ * under node stays within a chunk (the rows' loop a fused nest shares
+ * with the partial sums, polyhedral/fusion.c): one chunk per thread, each
+ * with its own partial sums.  NULL when there is none (no partial sum
+ * under node, or the chunks do not hold) or on an isl error (check the
+ * ctx). */
+__tc_give isl_multi_union_pw_aff *tc_poly_partial_chunks(__tc_keep const tc_poly *p,
+	__tc_keep isl_schedule_node *node);
+
 /* What a pass does to the first band (see tc_poly_first_band); sets
  * *changed when it changes the band. */
 typedef isl_schedule_node *(*tc_poly_band_fn)(__tc_take isl_schedule_node *node,

@@ -76,7 +76,8 @@ static int band_skewed(isl_schedule_node *node)
  * convolution), the kind of statement a register tile makes fast. */
 static int contraction(const tc_poly_stmt *st)
 {
-	return st->kind == TC_POLY_UPDATE && st->ir->nlhs >= 2 && st->ir->nvars > st->ir->nlhs;
+	return st->kind == TC_POLY_UPDATE && st->ir->nlhs >= 2 && st->ir->nvars > st->ir->nlhs &&
+		!st->ir->part_rows;
 }
 
 /* The index variables (a bit each, below 64) that expression e uses. */
@@ -675,7 +676,7 @@ static isl_multi_union_pw_aff *group_members(reuse_nest *nest, int n, const int 
 static isl_schedule_node *replay_rest(isl_schedule_node *dst, reuse_nest *nest, int k)
 {
 	isl_schedule_node *src;
-	if (k < nest->members) {
+	if (k < isl_schedule_node_band_n_member(nest->band)) {
 		src = isl_schedule_node_band_split(isl_schedule_node_copy(nest->band), k);
 		src = isl_schedule_node_child(src, 0);
 	} else {
@@ -857,6 +858,380 @@ static isl_schedule_node *align_dim(const tc_poly *p, reuse_nest *b, int t, int 
 	return NULL;
 }
 
+/* ---- partial sums on several threads (ir/partial.c) ----
+ *
+ * A column sum rewritten into partial sums over chunks of rows,
+ * d_G_part(n_t,d) +=! d_Y(C*n_t + n_q, d) * ..., shares the rows' loop with
+ * the statements that walk the same rows, as on one thread, and the
+ * parallel pass hands out its chunks of rows (tc_poly_partial_chunks).
+ * For that, its nest's band gets one member for the row, C*n_t + n_q + lo
+ * (its init's C*n_t + lo: the chunk's first row), in place of n_t and n_q
+ * (partial_band). */
+
+/* The rows per chunk and first row of the partial sums under nest a (every
+ * statement of it one, of one size), 0 when it is no such nest. */
+typedef struct part_nest {
+	const tc_poly *p;
+	int64_t rows, lo;
+	int other;
+	const tc_poly_stmt *update;
+} part_nest;
+
+static isl_stat part_nest_cb(isl_set *set, void *user)
+{
+	part_nest *pn = user;
+	const tc_poly_stmt *st = tc_poly_find_stmt(pn->p, isl_set_get_tuple_name(set));
+	isl_set_free(set);
+	if (!st || !st->ir->part_rows || (pn->rows && (pn->rows != st->ir->part_rows ||
+		pn->lo != st->ir->part_lo))) {
+		pn->other = 1;
+		return isl_stat_ok;
+	}
+	pn->rows = st->ir->part_rows;
+	pn->lo = st->ir->part_lo;
+	if (st->kind == TC_POLY_UPDATE)
+		pn->update = st;
+	return isl_stat_ok;
+}
+
+static int64_t partial_nest(const tc_poly *p, reuse_nest *a, int64_t *lo,
+	const tc_poly_stmt **update)
+{
+	part_nest pn = {p, 0, 0, 0, NULL};
+	isl_union_set_foreach_set(a->dom, part_nest_cb, &pn);
+	*lo = pn.lo;
+	*update = pn.update;
+	return pn.other || !pn.update ? 0 : pn.rows;
+}
+
+/* Nest a's band (of partial sums of rows rows per chunk from row lo, its
+ * update statement st) with its members over the chunks and over a
+ * chunk's rows made one, the row: first, then the others; a new node, or
+ * NULL when the band does not walk them (or is not permutable when they
+ * must move). */
+static isl_schedule_node *partial_band(reuse_nest *a, const tc_poly_stmt *st, int64_t rows,
+	int64_t lo)
+{
+	isl_schedule_node *b;
+	isl_multi_union_pw_aff *m, *rest = NULL;
+	isl_union_pw_aff *row;
+	isl_ctx *ctx;
+	int perm[TC_POLY_MAX_TILE], n = a->members, mt = -1, mq = -1, j, k, coinc[TC_POLY_MAX_TILE];
+	int permutable;
+	if (n < 2 || n > TC_POLY_MAX_TILE)
+		return NULL;
+	for (j = 0; j < n; j++) {
+		int v = tc_poly_band_member_var(a->band, j, st);
+		if (v == 0)
+			mt = j;
+		else if (v == st->ir->nlhs)
+			mq = j;
+	}
+	if (mt < 0 || mq < 0)
+		return NULL;
+	permutable = isl_schedule_node_band_get_permutable(a->band) == isl_bool_true;
+	perm[0] = mt;
+	perm[1] = mq;
+	for (j = 0, k = 2; j < n; j++)
+		if (j != mt && j != mq)
+			perm[k++] = j;
+	for (j = 0; j < n && perm[j] == j; j++)
+		;
+	if (j < n && !permutable)
+		return NULL;
+	b = j < n ? tc_poly_band_permute(isl_schedule_node_copy(a->band), perm)
+		  : isl_schedule_node_copy(a->band);
+	if (!b)
+		return NULL;
+	ctx = isl_schedule_node_get_ctx(b);
+	for (j = 2; j < n; j++)
+		coinc[j - 1] = isl_schedule_node_band_member_get_coincident(b, j) == isl_bool_true;
+	m = isl_schedule_node_band_get_partial_schedule(b);
+	row = isl_union_pw_aff_add(
+		isl_union_pw_aff_scale_val(isl_multi_union_pw_aff_get_union_pw_aff(m, 0),
+			isl_val_int_from_si(ctx, rows)),
+		isl_multi_union_pw_aff_get_union_pw_aff(m, 1));
+	if (lo)
+		row = isl_union_pw_aff_add(row, isl_union_pw_aff_val_on_domain(
+			isl_union_set_copy(a->dom), isl_val_int_from_si(ctx, lo)));
+	rest = isl_multi_union_pw_aff_from_union_pw_aff(row);
+	for (j = 2; j < n; j++)
+		rest = isl_multi_union_pw_aff_flat_range_product(rest,
+			isl_multi_union_pw_aff_from_union_pw_aff(
+				isl_multi_union_pw_aff_get_union_pw_aff(m, j)));
+	isl_multi_union_pw_aff_free(m);
+	b = isl_schedule_node_delete(b);
+	b = isl_schedule_node_insert_partial_schedule(b, rest);
+	b = isl_schedule_node_band_set_permutable(b, permutable);
+	b = isl_schedule_node_band_member_set_coincident(b, 0, 0); /* it carries the sums */
+	for (j = 1; b && j < n - 1; j++)
+		b = isl_schedule_node_band_member_set_coincident(b, j, coinc[j]);
+	return b;
+}
+
+typedef struct part_set {
+	const tc_poly *p;
+	isl_union_set *part;
+	int other;
+} part_set;
+
+static isl_stat part_set_cb(isl_set *set, void *user)
+{
+	part_set *ps = user;
+	const tc_poly_stmt *st = tc_poly_find_stmt(ps->p, isl_set_get_tuple_name(set));
+	if (st && st->ir->part_rows)
+		ps->part = isl_union_set_add_set(ps->part, set);
+	else {
+		ps->other = 1;
+		isl_set_free(set);
+	}
+	return isl_stat_ok;
+}
+
+/* The children of top-level sequence node that are bands of partial sums
+ * together with other statements (the scheduler puts the sum of the
+ * partials in the partial sums' band, skewed) split into the partial
+ * sums' nest and then the others' (isl_schedule_node_order_before: the
+ * others read the partial sums, never the other way); a sequence. */
+static isl_schedule_node *split_partials(const tc_poly *p, isl_schedule_node *node)
+{
+	isl_size n = isl_schedule_node_n_children(node), i, depth = isl_schedule_node_get_tree_depth(node);
+	/* from the last: isl may splice a split into node's sequence */
+	for (i = n - 1; node && i >= 0; i--) {
+		isl_schedule_node *c = isl_schedule_node_child(isl_schedule_node_child(node, (int)i), 0);
+		if (c && isl_schedule_node_get_type(c) == isl_schedule_node_band) {
+			isl_union_set *dom = isl_schedule_node_get_domain(c);
+			part_set ps = {p, isl_union_set_empty(isl_union_set_get_space(dom)), 0};
+			isl_union_set_foreach_set(dom, part_set_cb, &ps);
+			isl_union_set_free(dom);
+			if (ps.other && isl_union_set_is_empty(ps.part) == isl_bool_false)
+				c = isl_schedule_node_order_before(c, ps.part);
+			else
+				isl_union_set_free(ps.part);
+		}
+		node = c ? isl_schedule_node_ancestor(c, isl_schedule_node_get_tree_depth(c) - depth)
+			 : NULL;
+	}
+	return isl_schedule_node_sequence_splice_children(node);
+}
+
+static isl_stat init_cb(isl_set *set, void *user)
+{
+	const tc_poly_stmt *st = tc_poly_find_stmt(user, isl_set_get_tuple_name(set));
+	isl_set_free(set);
+	return st && st->kind == TC_POLY_INIT ? isl_stat_ok : isl_stat_error;
+}
+
+/* Whether the instances of filter node are the inits of partial sums
+ * only. */
+static int partial_inits(const tc_poly *p, isl_schedule_node *node)
+{
+	isl_union_set *dom = isl_schedule_node_filter_get_filter(node);
+	part_set ps = {p, isl_union_set_empty(isl_union_set_get_space(dom)), 0};
+	isl_union_set *inits = NULL;
+	int only;
+	isl_union_set_foreach_set(dom, part_set_cb, &ps);
+	only = !ps.other && isl_union_set_is_empty(ps.part) == isl_bool_false;
+	if (only) { /* no update among them */
+		inits = isl_union_set_copy(ps.part);
+		only = isl_union_set_foreach_set(inits, init_cb, (void *)p) == isl_stat_ok;
+	}
+	isl_union_set_free(inits);
+	isl_union_set_free(ps.part);
+	isl_union_set_free(dom);
+	return only;
+}
+
+/* Sequence node (taken) of schedule s rebuilt with the nests that init
+ * partial sums first (nothing before them reads or writes the partial
+ * sums): then the partial sums' nests can move up to share the rows'
+ * loop.  The new schedule, or NULL on an isl error. */
+static isl_schedule *inits_first(const tc_poly *p, isl_schedule_node *node)
+{
+	isl_size n = isl_schedule_node_n_children(node), i, pos = 0;
+	isl_schedule *t = isl_schedule_from_domain(isl_schedule_node_get_domain(node));
+	isl_schedule_node *dst = isl_schedule_node_child(isl_schedule_get_root(t), 0);
+	isl_ctx *ctx = isl_schedule_node_get_ctx(node);
+	isl_union_set_list *filters = isl_union_set_list_alloc(ctx, n);
+	int *first = calloc((size_t)(n > 0 ? n : 1), sizeof(*first)), pass;
+	isl_schedule_free(t);
+	for (i = 0; first && i < n; i++) {
+		isl_schedule_node *c = isl_schedule_node_get_child(node, (int)i);
+		first[i] = partial_inits(p, c);
+		isl_schedule_node_free(c);
+	}
+	for (pass = 1; first && pass >= 0; pass--)
+		for (i = 0; i < n; i++)
+			if (first[i] == pass) {
+				isl_schedule_node *c = isl_schedule_node_get_child(node, (int)i);
+				filters = isl_union_set_list_add(filters, isl_schedule_node_filter_get_filter(c));
+				isl_schedule_node_free(c);
+			}
+	dst = isl_schedule_node_insert_sequence(dst, filters);
+	for (pass = 1; first && dst && pass >= 0; pass--)
+		for (i = 0; dst && i < n; i++) {
+			isl_schedule_node *src;
+			if (first[i] != pass)
+				continue;
+			src = isl_schedule_node_get_child(node, (int)i);
+			dst = isl_schedule_node_child(isl_schedule_node_child(dst, (int)pos++), 0);
+			dst = replay(dst, src);
+			isl_schedule_node_free(src);
+			dst = isl_schedule_node_parent(isl_schedule_node_parent(dst));
+		}
+	free(first);
+	isl_schedule_node_free(node);
+	t = dst ? isl_schedule_node_get_schedule(dst) : NULL;
+	isl_schedule_node_free(dst);
+	return t;
+}
+
+/* With partial sums on several threads, a top-level set of the isl
+ * scheduler's components (a partial sum and the sum of the partials in
+ * one, the rows' statements in another) as one sequence of their nests,
+ * the partial sums in nests of their own (split_partials) and their inits
+ * first (inits_first), so that the rows' loop can be shared across
+ * components. */
+/* The nests below set or sequence node, in tree order, as the filters
+ * (within = what the filters above keep) and subtrees that are neither:
+ * appended to filters and nests (n of them so far, at most 64). */
+static int collect_nests(isl_schedule_node *node, isl_union_set *within,
+	isl_union_set_list **filters, isl_schedule_node **nests, int n)
+{
+	isl_size nc = isl_schedule_node_n_children(node), i;
+	for (i = 0; n >= 0 && i < nc; i++) {
+		isl_schedule_node *f = isl_schedule_node_get_child(node, (int)i);
+		isl_schedule_node *c = isl_schedule_node_get_child(f, 0);
+		isl_union_set *in = isl_union_set_intersect(isl_union_set_copy(within),
+			isl_schedule_node_filter_get_filter(f));
+		enum isl_schedule_node_type t = isl_schedule_node_get_type(c);
+		isl_schedule_node_free(f);
+		if (t == isl_schedule_node_set || t == isl_schedule_node_sequence) {
+			n = collect_nests(c, in, filters, nests, n);
+			isl_schedule_node_free(c);
+		} else if (n < 64) {
+			*filters = isl_union_set_list_add(*filters, in);
+			nests[n++] = c;
+		} else {
+			isl_union_set_free(in);
+			isl_schedule_node_free(c);
+			n = -1;
+		}
+	}
+	isl_union_set_free(within);
+	return n;
+}
+
+/* With partial sums on several threads, the isl scheduler's tree of
+ * components (sets and sequences: a partial sum and the sum of the
+ * partials in one, the rows' statements in another, layer norm's
+ * statistics in a set beside an init) as one sequence of their nests in
+ * tree order (the members of a set are independent), the partial sums in
+ * nests of their own (split_partials) and their inits first
+ * (inits_first), so that the rows' loop can be shared across them. */
+static isl_schedule *flat_sequence(const tc_poly *p, isl_schedule *s)
+{
+	isl_schedule_node *top = isl_schedule_node_child(isl_schedule_get_root(s), 0), *dst;
+	isl_schedule_node *nests[64];
+	isl_union_set_list *filters;
+	isl_schedule *t;
+	int n, i;
+	if (!top || (isl_schedule_node_get_type(top) != isl_schedule_node_set &&
+		isl_schedule_node_get_type(top) != isl_schedule_node_sequence)) {
+		isl_schedule_node_free(top);
+		return s;
+	}
+	filters = isl_union_set_list_alloc(isl_schedule_get_ctx(s), 8);
+	n = collect_nests(top, isl_schedule_get_domain(s), &filters, nests, 0);
+	isl_schedule_node_free(top);
+	if (n < 1) {
+		isl_union_set_list_free(filters);
+		for (i = 0; i < n; i++)
+			isl_schedule_node_free(nests[i]);
+		return s;
+	}
+	t = isl_schedule_from_domain(isl_schedule_get_domain(s));
+	dst = isl_schedule_node_child(isl_schedule_get_root(t), 0);
+	isl_schedule_free(t);
+	dst = isl_schedule_node_insert_sequence(dst, filters);
+	for (i = 0; i < n; i++) {
+		dst = isl_schedule_node_child(isl_schedule_node_child(dst, i), 0);
+		dst = replay(dst, nests[i]);
+		isl_schedule_node_free(nests[i]);
+		dst = isl_schedule_node_parent(isl_schedule_node_parent(dst));
+	}
+	dst = split_partials(p, dst);
+	t = dst ? inits_first(p, dst) : NULL;
+	if (!t)
+		return s;
+	isl_schedule_free(s);
+	return t;
+}
+
+/* Whether p has partial sums (ir/partial.c). */
+static int has_partials(const tc_poly *p)
+{
+	int i;
+	for (i = 0; i < p->nstmts; i++)
+		if (p->stmts[i].ir->part_rows)
+			return 1;
+	return 0;
+}
+
+/* Whether nest a holds partial sums only. */
+static int is_partial(const tc_poly *p, reuse_nest *a)
+{
+	int64_t lo;
+	const tc_poly_stmt *st;
+	return partial_nest(p, a, &lo, &st) > 0;
+}
+
+/* Nest a's band with a member over the rows of tensor t first (a new
+ * node), or NULL: align_dim's, or with several threads partial_band's for
+ * a nest of partial sums. */
+static isl_schedule_node *rows_band(const tc_poly *p, reuse_nest *a, int t, int threads)
+{
+	const tc_poly_stmt *st;
+	int64_t lo, rows = partial_nest(p, a, &lo, &st);
+	if (rows)
+		return threads ? partial_band(a, st, rows, lo) : NULL;
+	return align_dim(p, a, t, 0);
+}
+
+/* Nest b's band with a member over the rows of tensor t first
+ * (rows_band), or with other tensors given (a bit set, 0 for none), of
+ * the first of them, t included, that b reads and is big enough that it
+ * walks; a new node or NULL. */
+static isl_schedule_node *joiner_band(const tc_poly *p, reuse_nest *b, int t, uint64_t other)
+{
+	uint64_t m = (other | (uint64_t)1 << t) & b->reads;
+	isl_schedule_node *r = NULL;
+	int u;
+	if (!other)
+		return b->reads >> t & 1 ? rows_band(p, b, t, 0) : NULL;
+	for (u = 0; u < 64 && !r; u++)
+		if (m >> u & 1 && big_enough(p, u))
+			r = rows_band(p, b, u, 1);
+	return r;
+}
+
+/* Whether the group's fused band in schedule t (at the place of its first
+ * nest) hands its chunks of rows to the threads (tc_poly_partial_chunks). */
+static int chunked(const tc_poly *p, isl_schedule *t, const int *group)
+{
+	isl_schedule_node *b = isl_schedule_node_child(isl_schedule_get_root(t), 0);
+	isl_multi_union_pw_aff *c = NULL;
+	int first = 0;
+	while (!group[first])
+		first++;
+	b = isl_schedule_node_child(isl_schedule_node_child(b, first), 0);
+	if (b)
+		c = tc_poly_partial_chunks(p, b);
+	isl_schedule_node_free(b);
+	isl_multi_union_pw_aff_free(c);
+	return c != NULL;
+}
+
 /* One fusion of tc_poly_fuse_reuse's (see above) on the children of top:
  * the schedule made, or NULL when there is none to make.  Pass 0 fuses
  * whole bands, pass 1 (one thread) first members. */
@@ -864,11 +1239,15 @@ static isl_schedule *fuse_reuse_once(const tc_poly *p, isl_schedule *s, isl_sche
 	reuse_nest *nest, int n, isl_union_map *deps)
 {
 	int group[64], coinc[TC_POLY_MAX_TILE], i, j, k, g, pass;
+	int threads = p->target->threads != 1, parts = threads && has_partials(p);
 	for (pass = 0; pass < 2; pass++) {
-		if (pass == 1 && p->target->threads != 1)
+		/* with several threads the rows' loop is shared only with
+		 * partial sums (the loop carries a column sum otherwise) */
+		if (pass == 1 && threads && !parts)
 			break;
 		for (i = 0; i < n; i++) {
-			int ng = 1, cross = 0, perm = pass == 0;
+			int ng = 1, cross = 0, perm = pass == 0, npart = 0;
+			uint64_t greads = nest[i].reads; /* what the group's nests read */
 			isl_schedule_node *saved[64] = {NULL};
 			isl_union_set *gdom; /* the group's instances */
 			isl_schedule *t = NULL;
@@ -884,10 +1263,13 @@ static isl_schedule *fuse_reuse_once(const tc_poly *p, isl_schedule *s, isl_sche
 			for (j = i + 1; j < n; j++) {
 				isl_schedule_node *b = NULL;
 				int c, tj;
-				if (!nest[j].ok || !(nest[j].reads & nest[i].reads) ||
-					(pass == 0 && nest[j].members != k))
+				/* with partial sums, a nest joins the group over
+				 * data any of its nests reads (d_X(n,d) = d_xc(n,d)
+				 * + ... over the rows of d_xc, the others over d_Y) */
+				uint64_t common = nest[j].reads & (pass == 1 && parts ? greads : nest[i].reads);
+				if (!nest[j].ok || !common || (pass == 0 && nest[j].members != k))
 					continue;
-				tj = lowest(nest[j].reads & nest[i].reads);
+				tj = lowest(common);
 				/* the data would stay in cache between the nests: no
 				 * reuse to gain (mlp_fwd's 128 x 10 softmax: its
 				 * division sharing the rows' loop took 1.02x the time) */
@@ -897,15 +1279,14 @@ static isl_schedule *fuse_reuse_once(const tc_poly *p, isl_schedule *s, isl_sche
 					/* the loop over the rows of one tensor both
 					 * read, the same for the whole group */
 					if (tt < 0) {
-						isl_schedule_node *a = align_dim(p, &nest[i], tj, 0);
+						isl_schedule_node *a = rows_band(p, &nest[i], tj, threads);
 						if (!a)
 							continue;
 						saved[i] = nest[i].band;
 						nest[i].band = a;
 						tt = tj;
 					}
-					if (!(nest[j].reads >> tt & 1) ||
-						!(b = align_dim(p, &nest[j], tt, 0)))
+					if (!(b = joiner_band(p, &nest[j], tt, parts ? greads : 0)))
 						continue;
 					saved[j] = nest[j].band;
 					nest[j].band = b;
@@ -926,11 +1307,14 @@ static isl_schedule *fuse_reuse_once(const tc_poly *p, isl_schedule *s, isl_sche
 					continue;
 				cross |= c;
 				gdom = isl_union_set_union(gdom, isl_union_set_copy(nest[j].dom));
+				greads |= nest[j].reads;
 				group[j] = 1;
 				ng++;
 			}
 			isl_union_set_free(gdom);
-			if (ng >= 2) {
+			for (g = 0; pass == 1 && threads && g < n; g++)
+				npart += group[g] && is_partial(p, &nest[g]);
+			if (ng >= 2 && (pass == 0 || !threads || npart)) {
 				for (j = 0; j < k; j++) {
 					coinc[j] = !cross;
 					for (g = 0; g < n; g++)
@@ -943,7 +1327,8 @@ static isl_schedule *fuse_reuse_once(const tc_poly *p, isl_schedule *s, isl_sche
 						perm = isl_schedule_node_band_get_permutable(nest[g].band) ==
 							isl_bool_true;
 				t = fuse_group(s, top, nest, n, group, k, coinc, perm);
-				if (t && tc_poly_schedule_legal_for(t, deps) != 1) {
+				if (t && (tc_poly_schedule_legal_for(t, deps) != 1 ||
+					(pass == 1 && threads && !chunked(p, t, group)))) {
 					isl_schedule_free(t);
 					t = NULL;
 				}
@@ -964,6 +1349,8 @@ __tc_give isl_schedule *tc_poly_fuse_reuse(__tc_keep const tc_poly *p, __tc_take
 	__tc_keep isl_union_map *deps)
 {
 	int round;
+	if (s && p->target->threads != 1 && has_partials(p))
+		s = flat_sequence(p, s);
 	for (round = 0; s && round < 8; round++) {
 		isl_schedule_node *top = isl_schedule_node_child(isl_schedule_get_root(s), 0);
 		reuse_nest nest[64];

@@ -5,7 +5,9 @@
  * after that member, when the nest has work enough to share among threads;
  * a permutable band whose first member carries a dependence but a later
  * one does not gets a loop over chunks of that member above it, one per
- * thread, marked instead (strip_parallel).
+ * thread, marked instead (strip_parallel); a band whose first member
+ * walks the rows of partial sums (ir/partial.c) gets a loop over their
+ * chunks of rows above it, marked (tc_poly_partial_chunks).
  * Code generators outline the marked loop and hand its iterations to the
  * runtime's pool.
  *
@@ -56,28 +58,6 @@ static int single_iteration(isl_schedule_node *node)
 	return single;
 }
 
-/* Whether every dependence between instances under node (the outermost
- * band of a top-level nest: nothing above it carries one) joins two
- * instances of the same chunk: 1, 0, or -1 on an isl error. */
-static int within_chunks(const tc_poly *p, isl_schedule_node *node,
-	isl_multi_union_pw_aff *chunks)
-{
-	isl_union_set *dom = isl_schedule_node_get_domain(node), *delta, *zero;
-	isl_union_map *dep = isl_union_map_copy(p->deps), *c;
-	isl_bool ok;
-	dep = isl_union_map_intersect_domain(dep, isl_union_set_copy(dom));
-	dep = isl_union_map_intersect_range(dep, dom);
-	c = isl_union_map_from_multi_union_pw_aff(isl_multi_union_pw_aff_copy(chunks));
-	dep = isl_union_map_apply_domain(dep, isl_union_map_copy(c));
-	dep = isl_union_map_apply_range(dep, c);
-	delta = isl_union_map_deltas(dep);
-	zero = isl_union_set_read_from_str(isl_schedule_node_get_ctx(node), "{ [0] }");
-	ok = isl_union_set_is_subset(delta, zero);
-	isl_union_set_free(delta);
-	isl_union_set_free(zero);
-	return ok < 0 ? -1 : ok == isl_bool_true;
-}
-
 /* Band node's first member carries a dependence (a column sum, dB(h) +=!
  * dH(r_b,h): the reduction's loop outermost, the columns inner and
  * stride-1, where the order pass puts them), but the band is permutable
@@ -116,7 +96,7 @@ static isl_schedule_node *strip_parallel(isl_schedule_node *node, const tc_poly 
 	mupa = isl_multi_union_pw_aff_scale_down_val(mupa,
 		isl_val_int_from_si(isl_schedule_node_get_ctx(node), chunk));
 	mupa = isl_multi_union_pw_aff_floor(mupa);
-	switch (within_chunks(p, node, mupa)) {
+	switch (tc_poly_within_chunks(p, node, mupa)) {
 	case 1:
 		break;
 	case 0: /* a dependence across chunks: the coincidence was not ours to trust */
@@ -145,10 +125,20 @@ static isl_schedule_node *mark_parallel(isl_schedule_node *node, const tc_poly *
 	if (!node)
 		return NULL;
 	if (isl_schedule_node_get_type(node) == isl_schedule_node_band) {
+		isl_multi_union_pw_aff *chunks = NULL;
 		int stripped;
 		if (isl_schedule_node_band_n_member(node) < 1 || too_small_to_share(p, node))
 			return node;
-		if (isl_schedule_node_band_member_get_coincident(node, 0) != isl_bool_true) {
+		if (isl_schedule_node_band_member_get_coincident(node, 0) != isl_bool_true &&
+			p->target->threads >= 2 && (chunks = tc_poly_partial_chunks(p, node))) {
+			/* the rows' loop of partial sums (ir/partial.c): a
+			 * chunk of rows per thread, each its own sums */
+			node = isl_schedule_node_insert_partial_schedule(node, chunks);
+			node = isl_schedule_node_band_member_set_coincident(node, 0, 1);
+			node = isl_schedule_node_band_set_permutable(node, 1);
+			if (!node)
+				return NULL;
+		} else if (isl_schedule_node_band_member_get_coincident(node, 0) != isl_bool_true) {
 			node = strip_parallel(node, p, &stripped);
 			if (!node || !stripped)
 				return node;

@@ -66,10 +66,27 @@ static const tc_ir_func *pack_apply(tc_arena *ar, const tc_ir_func *f, const int
 	return tc_ir_pack(ar, f, params, t->vector_bytes, t->panel_bytes);
 }
 
+/* Partial results per thread reorder float sums: only the CPU's compiled
+ * code (not the interpreter), under vecreduce, with parallel loops, at
+ * bound sizes. */
+static int partials_wanted(const tc_rt_opts *o, const tc_target *t)
+{
+	return !strcmp(o->backend, "cpu") && o->sched.vecreduce && o->sched.parallel &&
+		!o->parametric && t->threads >= 2;
+}
+
+static const tc_ir_func *partials_apply(tc_arena *ar, const tc_ir_func *f, const int64_t *params,
+	const tc_rt_opts *o, const tc_target *t)
+{
+	(void)o;
+	return tc_ir_partials(ar, f, params, t);
+}
+
 static const rewrite rewrites[] = {
 	{"share", share_wanted, share_apply},
 	{"inline", inline_wanted, inline_apply},
 	{"pack", pack_wanted, pack_apply},
+	{"partials", partials_wanted, partials_apply},
 };
 
 const tc_ir_func *tc_rt_pipeline_rewrite(__tc_keep tc_arena *ar, __tc_keep const tc_ir_func *f,

@@ -2273,8 +2273,20 @@ static void nests_share_loops_over_the_same_rows(void **state)
 				 "  CB(d) +=! Y(n,d)\n}\n",
 		"reuse.tc");
 	assert_non_null(m);
+	/* two threads: CG and CB summed in partial sums over two chunks of
+	 * 1000 rows (ir/partial.c), which share the rows' loop with R, one
+	 * chunk a thread */
 	text = stage_of(m, in, 3, "threads=2", "ast");
-	assert_true(tu_contains(text, "S1(c2, c1);")); /* CG and CB: the same loops */
+	assert_true(tu_contains(text, "// tc_parallel\n  for (int c0 = 0; c0 <= 1; c0 += 1)\n"
+				      "    for (int c1 = 1000 * c0; c1 <= 1000 * c0 + 999; c1 += 1) {\n"));
+	assert_true(tu_contains(text, "S0(c1, c2);"));
+	assert_true(tu_contains(text, "S1(c0, c2, -1000 * c0 + c1);"));
+	assert_true(tu_contains(text, "S3(c0, c2, -1000 * c0 + c1);"));
+	tc_string_free(text);
+	/* without vecreduce, the column sums in the interpreter's order: CG
+	 * and CB share their loops */
+	text = stage_of(m, in, 3, "threads=2 vecreduce=off", "ast");
+	assert_true(tu_contains(text, "S1(c2, c1);"));
 	assert_true(tu_contains(text, "S2(c2, c1);"));
 	tc_string_free(text);
 	text = stage_of(m, in, 3, "threads=1", "ast");
@@ -2296,6 +2308,97 @@ static void nests_share_loops_over_the_same_rows(void **state)
 			assert_true(fabsf(cb[v][i] - cb[0][i]) <= 1e-4f * (1 + fabsf(cb[0][i])));
 		}
 	}
+	tc_module_free(m);
+}
+
+/* Column sums on several threads in partial sums over chunks of rows
+ * (ir/partial.c): each thread sums its chunk of rows into its own partial
+ * sums, in the loop over the rows that the rows' statements share, and the
+ * chunks' sums are added after.  2301 rows: on two threads the last chunk
+ * is one row short (1151 + 1150).  Results: max= exact, the sums within
+ * the reordering bound of docs/language.md 6.8 (2 n eps S); with
+ * vecreduce=off or one thread nothing is rewritten and the results are
+ * the interpreter's bits. */
+static void partial_sums_per_thread(void **state)
+{
+	enum { N = 2301, D = 300, V = 5 }; /* Y: 2.8 MB, more than half an L2 */
+	static float y[N * D], x[N * D], g[D], dx[V][N * D], dg[V][D], db[V][D], mx[V][D];
+	static const char *const opts[V] = {"target=interp", "threads=2", "threads=3",
+		"threads=2 vecreduce=off", "threads=1"};
+	int64_t sy[2] = {N, D}, sg[1] = {D};
+	DLTensor Y = {y, {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, sy, NULL, 0};
+	DLTensor X = {x, {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, sy, NULL, 0};
+	DLTensor G = {g, {kDLCPU, 0}, 1, {kDLFloat, 32, 1}, sg, NULL, 0};
+	const DLTensor *in[3] = {&Y, &X, &G};
+	uint64_t rng = 17;
+	char *text;
+	tc_module *m;
+	int v, i, n;
+	(void)state;
+	for (i = 0; i < N * D; i++) {
+		y[i] = (float)tu_rand_unit(&rng) * 2 - 1;
+		x[i] = (float)tu_rand_unit(&rng) * 2 - 1;
+	}
+	for (i = 0; i < D; i++)
+		g[i] = (float)tu_rand_unit(&rng) * 2 - 1;
+	m = tc_module_parse(ctx, "def k(float(N,D) Y, float(N,D) X, float(D) G) -> (DX, DG, DB, MX) {\n"
+				 "  s(n) +=! Y(n,d) * G(d)\n"
+				 "  DX(n,d) = Y(n,d) * G(d) - s(n) / D * X(n,d)\n"
+				 "  DG(d) +=! Y(n,d) * X(n,d)\n"
+				 "  DB(d) +=! Y(n,d)\n"
+				 "  MX(d) max=! X(n,d)\n}\n",
+		"partial.tc");
+	assert_non_null(m);
+	text = stage_of(m, in, 3, "threads=2", "ir");
+	assert_true(tu_contains(text, "temp   DG_part: float32(2, D)"));
+	assert_true(tu_contains(text, "temp   MX_part: float32(2, D)"));
+	assert_true(tu_contains(text, "DB[d] +=! DB_part[n_t, d]"));
+	tc_string_free(text);
+	/* one chunk of rows a thread, the rows' statements in its loop */
+	text = stage_of(m, in, 3, "threads=2", "ast");
+	assert_true(tu_contains(text, "  // tc_parallel\n  for (int c0 = 0; c0 <= 1; c0 += 1) {\n"));
+	assert_true(tu_contains(text, "for (int c1 = 1151 * c0; c1 <= min(2300, 1151 * c0 + 1150); c1 += 1) {\n"));
+	assert_true(tu_contains(text, "S1(c1, c2 - 299);"));
+	assert_true(tu_contains(text, "S2(c0, c2, -1151 * c0 + c1);"));
+	assert_int_equal(count_lines_with(text, "tc_parallel", ""), 1);
+	tc_string_free(text);
+	text = stage_of(m, in, 3, "threads=3", "ast");
+	assert_true(tu_contains(text, "for (int c1 = 767 * c0; c1 <= 767 * c0 + 766; c1 += 1) {\n"));
+	tc_string_free(text);
+	for (v = 3; v < V; v++) {
+		text = stage_of(m, in, 3, opts[v], "ir");
+		assert_null(strstr(text, "_part"));
+		tc_string_free(text);
+	}
+	for (v = 0; v < V; v++) {
+		DLTensor O[4] = {{dx[v], {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, sy, NULL, 0},
+			{dg[v], {kDLCPU, 0}, 1, {kDLFloat, 32, 1}, sg, NULL, 0},
+			{db[v], {kDLCPU, 0}, 1, {kDLFloat, 32, 1}, sg, NULL, 0},
+			{mx[v], {kDLCPU, 0}, 1, {kDLFloat, 32, 1}, sg, NULL, 0}};
+		for (i = 0; i < D; i++) /* poisoned */
+			dg[v][i] = db[v][i] = mx[v][i] = NAN;
+		run_with_outs(m, in, 3, O, 4, opts[v], NULL);
+		if (memcmp(mx[v], mx[0], sizeof(mx[0])))
+			fail_msg("%s: max= differs from the interpreter's", opts[v]);
+		for (i = 0; i < D; i++) {
+			double sg_ = 0, sb = 0, bound = 2.0 * N * ldexp(1, -24);
+			for (n = 0; n < N; n++) {
+				sg_ += fabs((double)y[n * D + i] * x[n * D + i]);
+				sb += fabs((double)y[n * D + i]);
+			}
+			if (!(fabs((double)dg[v][i] - dg[0][i]) <= bound * sg_) ||
+				!(fabs((double)db[v][i] - db[0][i]) <= bound * sb))
+				fail_msg("%s: column %d: DG %.9g against %.9g, DB %.9g against %.9g", opts[v],
+					i, dg[v][i], dg[0][i], db[v][i], db[0][i]);
+		}
+		for (i = 0; i < N * D; i++)
+			if (!(fabsf(dx[v][i] - dx[0][i]) <= 1e-4f * (1 + fabsf(dx[0][i]))))
+				fail_msg("%s: DX[%d] %.9g against %.9g", opts[v], i, dx[v][i], dx[0][i]);
+		if (v >= 3 && (memcmp(dg[v], dg[0], sizeof(dg[0])) || memcmp(db[v], db[0], sizeof(db[0]))))
+			fail_msg("%s: the column sums are not the interpreter's bits", opts[v]);
+	}
+	/* the partial sums changed the order: not the interpreter's bits */
+	assert_true(memcmp(dg[1], dg[0], sizeof(dg[0])) != 0);
 	tc_module_free(m);
 }
 
@@ -3601,6 +3704,7 @@ int main(void)
 		cmocka_unit_test(conv2d_merged_bands),
 		cmocka_unit_test(conv_then_bias_keeps_register_tiles),
 		cmocka_unit_test(nests_share_loops_over_the_same_rows),
+		cmocka_unit_test(partial_sums_per_thread),
 		cmocka_unit_test(streaming_stores_in_a_fused_nest),
 		cmocka_unit_test(plain_temporaries_in_row_buffers),
 		cmocka_unit_test(weight_gradient_rows),
