@@ -181,6 +181,11 @@ int tc_ir_affine(__tc_keep const tc_ir_expr *e);
 /* ir/query.c.  A new expression node in ar (op, type, loc and nargs
  * argument slots, the rest zero); NULL when out of memory. */
 tc_ir_expr *tc_ir_new_expr(__tc_keep tc_arena *ar, tc_ir_op op, tc_dtype type, tc_loc loc, int nargs);
+/* Whether e reads an element that instances differing in one of the
+ * index variables in the bit set lhs (below 64) share: a read whose
+ * subscripts miss one of them (W0(d0,r_n0) in XW0(m,n1,n2,d0) +=!
+ * X(m,r_n0,n1,n2) * W0(d0,r_n0)), the operand a contraction reuses. */
+int tc_ir_reused_read(__tc_keep const tc_ir_expr *e, uint64_t lhs);
 /* The index variable subscript e is (an index under casts), or -1. */
 int tc_ir_plain_var(__tc_keep const tc_ir_expr *e);
 /* Whether e reads tensor t (anywhere, subscripts included). */

@@ -91,26 +91,6 @@ static int rows_reader(const tc_ir_func *f, const tc_ir_stmt *s, int t, int k, i
 	return 0;
 }
 
-/* Whether e reads a tensor that misses one of the index bits in lhs (an
- * operand a contraction reuses across its outputs). */
-static int reused_read(const tc_ir_expr *e, uint64_t lhs)
-{
-	int i, c;
-	if (e->op == TC_OP_READ) {
-		uint64_t m = 0;
-		for (i = 0; i < e->nargs; i++)
-			for (c = 0; c < MAX_VARS; c++)
-				if (lhs >> c & 1 && tc_ir_uses_var(e->args[i], c))
-					m |= (uint64_t)1 << c;
-		if (m != lhs)
-			return 1;
-	}
-	for (i = 0; i < e->nargs; i++)
-		if (reused_read(e->args[i], lhs))
-			return 1;
-	return 0;
-}
-
 /* The rows per chunk for statement s of f at T threads (0: s does not
  * qualify, see the top of the file); *lo and *rows: the reduction index's
  * first row and count. */
@@ -137,7 +117,7 @@ static int64_t chunk_rows(const tc_ir_func *f, const tc_ir_stmt *s, const int64_
 		cols |= (uint64_t)1 << v;
 	}
 	if ((double)work * (double)*rows < tg->parallel_min_instances ||
-		(s->nlhs >= 2 && reused_read(s->rhs, cols)))
+		(s->nlhs >= 2 && tc_ir_reused_read(s->rhs, cols)))
 		return 0;
 	/* whether it reads what another statement writes (see
 	 * tc_ir_partials) */

@@ -21,6 +21,34 @@ tc_ir_expr *tc_ir_new_expr(__tc_keep tc_arena *ar, tc_ir_op op, tc_dtype type, t
 	return e;
 }
 
+/* The index variables (a bit each, below 64) that e uses. */
+static uint64_t vars_used(const tc_ir_expr *e)
+{
+	uint64_t m = 0;
+	int i;
+	if (e->op == TC_OP_INDEX && e->id >= 0 && e->id < 64)
+		m |= (uint64_t)1 << e->id;
+	for (i = 0; i < e->nargs; i++)
+		m |= vars_used(e->args[i]);
+	return m;
+}
+
+int tc_ir_reused_read(__tc_keep const tc_ir_expr *e, uint64_t lhs)
+{
+	int i;
+	if (e->op == TC_OP_READ) {
+		uint64_t m = 0;
+		for (i = 0; i < e->nargs; i++)
+			m |= vars_used(e->args[i]);
+		if ((m & lhs) != lhs)
+			return 1;
+	}
+	for (i = 0; i < e->nargs; i++)
+		if (tc_ir_reused_read(e->args[i], lhs))
+			return 1;
+	return 0;
+}
+
 int tc_ir_plain_var(__tc_keep const tc_ir_expr *e)
 {
 	while (e->op == TC_OP_CAST)

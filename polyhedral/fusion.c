@@ -80,42 +80,6 @@ static int contraction(const tc_poly_stmt *st)
 		!st->ir->part_rows;
 }
 
-/* The index variables (a bit each, below 64) that expression e uses. */
-static uint64_t vars_used(const tc_ir_expr *e)
-{
-	uint64_t m = 0;
-	int i;
-	if (!e)
-		return 0;
-	if (e->op == TC_OP_INDEX && e->id >= 0 && e->id < 64)
-		m |= (uint64_t)1 << e->id;
-	for (i = 0; i < e->nargs; i++)
-		m |= vars_used(e->args[i]);
-	return m;
-}
-
-/* Whether e reads an element that instances differing in one of the
- * left-hand indices (the bits of lhs) share: a read whose subscripts miss
- * one of them (W0(d0,r_n0) in XW0(m,n1,n2,d0) +=! X(m,r_n0,n1,n2) *
- * W0(d0,r_n0)). */
-static int reused_read(const tc_ir_expr *e, uint64_t lhs)
-{
-	int i;
-	if (!e)
-		return 0;
-	if (e->op == TC_OP_READ) {
-		uint64_t m = 0;
-		for (i = 0; i < e->nargs; i++)
-			m |= vars_used(e->args[i]);
-		if ((m & lhs) != lhs)
-			return 1;
-	}
-	for (i = 0; i < e->nargs; i++)
-		if (reused_read(e->args[i], lhs))
-			return 1;
-	return 0;
-}
-
 /* Whether contraction st reuses an operand element across its outputs
  * (a matmul's, a convolution's), which is what lets a contraction feed on
  * registers and cache; a row reduction (mx(z,i) max=! Sc(z,i,r_j)) reads
@@ -123,7 +87,7 @@ static int reused_read(const tc_ir_expr *e, uint64_t lhs)
 static int reusing(const tc_poly_stmt *st)
 {
 	uint64_t lhs = st->ir->nlhs >= 64 ? ~(uint64_t)0 : ((uint64_t)1 << st->ir->nlhs) - 1;
-	return contraction(st) && reused_read(st->ir->rhs, lhs);
+	return contraction(st) && tc_ir_reused_read(st->ir->rhs, lhs);
 }
 
 /* The reduction indices of st that band node's members walk. */
