@@ -91,6 +91,31 @@ static int rows_reader(const tc_ir_func *f, const tc_ir_stmt *s, int t, int k, i
 	return 0;
 }
 
+/* Whether every read of e has its reduction indices (of s: from nlhs on)
+ * only at subscripts after every one that uses a left-hand index: a
+ * reduction along rows (R(n) +=! Y(n,d) * G(d)). */
+static int along_rows(const tc_ir_stmt *s, const tc_ir_expr *e)
+{
+	int i, k, v;
+	if (e->op == TC_OP_READ) {
+		int last_lhs = -1, first_red = e->nargs;
+		for (k = 0; k < e->nargs; k++)
+			for (v = 0; v < s->nvars && v < MAX_VARS; v++)
+				if (tc_ir_uses_var(e->args[k], v)) {
+					if (v < s->nlhs)
+						last_lhs = k;
+					else if (k < first_red)
+						first_red = k;
+				}
+		if (first_red <= last_lhs)
+			return 0;
+	}
+	for (i = 0; i < e->nargs; i++)
+		if (!along_rows(s, e->args[i]))
+			return 0;
+	return 1;
+}
+
 /* The rows per chunk for statement s of f at T threads (0: s does not
  * qualify, see the top of the file); *lo and *rows: the reduction index's
  * first row and count. */
@@ -304,15 +329,19 @@ const tc_ir_func *tc_ir_partials(__tc_keep tc_arena *ar, __tc_keep const tc_ir_f
 		return NULL;
 	/* every column sum or none: when one reads what the def computes
 	 * (bench/kernels.tc's layernorm_bwd: its dG reads the rows' mean and
-	 * rstd), none is rewritten.  With dependences from the rows'
-	 * statements into the partial sums' rows C * n_t + n_q, or a partial
-	 * sum beside a whole column sum over the same rows, the isl scheduler
-	 * took 5 to 30 s (0.8 s without the rewrite), and a part of the sums
-	 * in chunks beside a whole one gains nothing */
+	 * rstd), none is rewritten, nor when another reduction is neither
+	 * such a sum nor along rows (a column sum of other data, a
+	 * contraction).  With dependences from the rows' statements into the
+	 * partial sums' rows C * n_t + n_q, or a partial sum beside a whole
+	 * column sum over the same rows, the isl scheduler took 4 to 30 s
+	 * (0.1 to 0.8 s without the rewrite), and a part of the sums in
+	 * chunks beside a whole one gains nothing */
 	for (i = 0; i < f->nstmts; i++) {
+		const tc_ir_stmt *s = &f->stmts[i];
 		int computed;
-		n += (c[i] = chunk_rows(f, &f->stmts[i], params, tg, &lo, &rows, &computed)) > 0;
-		if (c[i] && computed)
+		n += (c[i] = chunk_rows(f, s, params, tg, &lo, &rows, &computed)) > 0;
+		if ((c[i] && computed) ||
+			(!c[i] && s->nvars > s->nlhs && !along_rows(s, s->rhs)))
 			return f;
 	}
 	if (!n)

@@ -2400,6 +2400,19 @@ static void partial_sums_per_thread(void **state)
 	/* the partial sums changed the order: not the interpreter's bits */
 	assert_true(memcmp(dg[1], dg[0], sizeof(dg[0])) != 0);
 	tc_module_free(m);
+	/* a column sum that reads what the def computes (R, the rows' sums)
+	 * keeps every column sum of the def whole, CB too (the isl scheduler
+	 * took seconds on such partial sums: ir/partial.c) */
+	m = tc_module_parse(ctx, "def k(float(N,D) Y, float(N,D) X, float(D) G) -> (R, CG, CB) {\n"
+				 "  R(n) +=! Y(n,d) * G(d)\n"
+				 "  CG(d) +=! X(n,d) * R(n)\n"
+				 "  CB(d) +=! Y(n,d)\n}\n",
+		"computed.tc");
+	assert_non_null(m);
+	text = stage_of(m, in, 3, "threads=2", "ir");
+	assert_null(strstr(text, "_part"));
+	tc_string_free(text);
+	tc_module_free(m);
 }
 
 /* A large output written once, in a nest that, made for one thread, shares
