@@ -27,7 +27,8 @@
  * scatter, no guard) over exactly one reduction index n, whose bounds are
  * constants at the bound sizes, with at least 4 rows per chunk and work
  * enough to share; it reads only the def's inputs (when one such sum reads
- * what the def computes, none is rewritten: tc_ir_partials), not its own
+ * what the def computes, or another reduction of the def is neither such a
+ * sum nor along rows, none is rewritten: tc_ir_partials), not its own
  * tensor, is no contraction that
  * reuses an operand across its outputs (a weight gradient: its register
  * tiles and blocks are the way to share it), and it reads a tensor of more
