@@ -983,7 +983,7 @@ static isl_stat init_cb(isl_set *set, void *user)
 {
 	const tc_poly_stmt *st = tc_poly_find_stmt(user, isl_set_get_tuple_name(set));
 	isl_set_free(set);
-	return st && st->kind == TC_POLY_INIT ? isl_stat_ok : isl_stat_error;
+	return st && st->ir->part_rows && st->kind == TC_POLY_INIT ? isl_stat_ok : isl_stat_error;
 }
 
 /* Whether the instances of filter node are the inits of partial sums
@@ -991,71 +991,70 @@ static isl_stat init_cb(isl_set *set, void *user)
 static int partial_inits(const tc_poly *p, isl_schedule_node *node)
 {
 	isl_union_set *dom = isl_schedule_node_filter_get_filter(node);
-	part_set ps = {p, isl_union_set_empty(isl_union_set_get_space(dom)), 0};
-	isl_union_set *inits = NULL;
-	int only;
-	isl_union_set_foreach_set(dom, part_set_cb, &ps);
-	only = !ps.other && isl_union_set_is_empty(ps.part) == isl_bool_false;
-	if (only) { /* no update among them */
-		inits = isl_union_set_copy(ps.part);
-		only = isl_union_set_foreach_set(inits, init_cb, (void *)p) == isl_stat_ok;
-	}
-	isl_union_set_free(inits);
-	isl_union_set_free(ps.part);
+	int only = isl_union_set_is_empty(dom) == isl_bool_false &&
+		isl_union_set_foreach_set(dom, init_cb, (void *)p) == isl_stat_ok;
 	isl_union_set_free(dom);
 	return only;
 }
 
-/* Sequence node (taken) of schedule s rebuilt with the nests that init
- * partial sums first (nothing before them reads or writes the partial
- * sums): then the partial sums' nests can move up to share the rows'
- * loop.  The new schedule, or NULL on an isl error. */
-static isl_schedule *inits_first(const tc_poly *p, isl_schedule_node *node)
+/* A new schedule over domain (taken): a sequence of filters (taken), below
+ * the i-th of them the tree of nests[i] (kept) replayed; NULL on an isl
+ * error. */
+static isl_schedule *sequence_of(isl_union_set *domain, isl_union_set_list *filters,
+	isl_schedule_node **nests, int n)
 {
-	isl_size n = isl_schedule_node_n_children(node), i, pos = 0;
-	isl_schedule *t = isl_schedule_from_domain(isl_schedule_node_get_domain(node));
+	isl_schedule *t = isl_schedule_from_domain(domain);
 	isl_schedule_node *dst = isl_schedule_node_child(isl_schedule_get_root(t), 0);
-	isl_ctx *ctx = isl_schedule_node_get_ctx(node);
-	isl_union_set_list *filters = isl_union_set_list_alloc(ctx, n);
-	int *first = calloc((size_t)(n > 0 ? n : 1), sizeof(*first)), pass;
+	int i;
 	isl_schedule_free(t);
-	for (i = 0; first && i < n; i++) {
-		isl_schedule_node *c = isl_schedule_node_get_child(node, (int)i);
-		first[i] = partial_inits(p, c);
-		isl_schedule_node_free(c);
-	}
-	for (pass = 1; first && pass >= 0; pass--)
-		for (i = 0; i < n; i++)
-			if (first[i] == pass) {
-				isl_schedule_node *c = isl_schedule_node_get_child(node, (int)i);
-				filters = isl_union_set_list_add(filters, isl_schedule_node_filter_get_filter(c));
-				isl_schedule_node_free(c);
-			}
 	dst = isl_schedule_node_insert_sequence(dst, filters);
-	for (pass = 1; first && dst && pass >= 0; pass--)
-		for (i = 0; dst && i < n; i++) {
-			isl_schedule_node *src;
-			if (first[i] != pass)
-				continue;
-			src = isl_schedule_node_get_child(node, (int)i);
-			dst = isl_schedule_node_child(isl_schedule_node_child(dst, (int)pos++), 0);
-			dst = replay(dst, src);
-			isl_schedule_node_free(src);
-			dst = isl_schedule_node_parent(isl_schedule_node_parent(dst));
-		}
-	free(first);
-	isl_schedule_node_free(node);
+	for (i = 0; dst && i < n; i++) {
+		dst = isl_schedule_node_child(isl_schedule_node_child(dst, i), 0);
+		dst = replay(dst, nests[i]);
+		dst = isl_schedule_node_parent(isl_schedule_node_parent(dst));
+	}
 	t = dst ? isl_schedule_node_get_schedule(dst) : NULL;
 	isl_schedule_node_free(dst);
 	return t;
 }
 
-/* With partial sums on several threads, a top-level set of the isl
- * scheduler's components (a partial sum and the sum of the partials in
- * one, the rows' statements in another) as one sequence of their nests,
- * the partial sums in nests of their own (split_partials) and their inits
- * first (inits_first), so that the rows' loop can be shared across
- * components. */
+/* Sequence node (taken) rebuilt with the nests that init partial sums
+ * first (nothing before them reads or writes the partial sums): then the
+ * partial sums' nests can move up to share the rows' loop.  The new
+ * schedule, or NULL on an isl error. */
+static isl_schedule *inits_first(const tc_poly *p, isl_schedule_node *node)
+{
+	isl_size n = isl_schedule_node_n_children(node), i;
+	isl_union_set_list *filters = isl_union_set_list_alloc(isl_schedule_node_get_ctx(node), n);
+	isl_schedule_node **kids = calloc((size_t)(n > 0 ? n : 1), sizeof(*kids));
+	int *first = calloc((size_t)(n > 0 ? n : 1), sizeof(*first)), pass, k = 0;
+	isl_schedule *t = NULL;
+	if (kids && first) {
+		for (i = 0; i < n; i++) {
+			isl_schedule_node *c = isl_schedule_node_get_child(node, (int)i);
+			first[i] = partial_inits(p, c);
+			isl_schedule_node_free(c);
+		}
+		for (pass = 1; pass >= 0; pass--)
+			for (i = 0; i < n; i++)
+				if (first[i] == pass) {
+					isl_schedule_node *c = isl_schedule_node_get_child(node, (int)i);
+					filters = isl_union_set_list_add(filters,
+						isl_schedule_node_filter_get_filter(c));
+					kids[k++] = isl_schedule_node_child(c, 0);
+				}
+		t = sequence_of(isl_schedule_node_get_domain(node), filters, kids, k);
+	} else {
+		isl_union_set_list_free(filters);
+	}
+	for (i = 0; i < k; i++)
+		isl_schedule_node_free(kids[i]);
+	free(kids);
+	free(first);
+	isl_schedule_node_free(node);
+	return t;
+}
+
 /* The nests below set or sequence node, in tree order, as the filters
  * (within = what the filters above keep) and subtrees that are neither:
  * appended to filters and nests (n of them so far, at most 64). */
@@ -1114,16 +1113,11 @@ static isl_schedule *flat_sequence(const tc_poly *p, isl_schedule *s)
 			isl_schedule_node_free(nests[i]);
 		return s;
 	}
-	t = isl_schedule_from_domain(isl_schedule_get_domain(s));
-	dst = isl_schedule_node_child(isl_schedule_get_root(t), 0);
-	isl_schedule_free(t);
-	dst = isl_schedule_node_insert_sequence(dst, filters);
-	for (i = 0; i < n; i++) {
-		dst = isl_schedule_node_child(isl_schedule_node_child(dst, i), 0);
-		dst = replay(dst, nests[i]);
+	t = sequence_of(isl_schedule_get_domain(s), filters, nests, n);
+	for (i = 0; i < n; i++)
 		isl_schedule_node_free(nests[i]);
-		dst = isl_schedule_node_parent(isl_schedule_node_parent(dst));
-	}
+	dst = t ? isl_schedule_node_child(isl_schedule_get_root(t), 0) : NULL;
+	isl_schedule_free(t);
 	dst = split_partials(p, dst);
 	t = dst ? inits_first(p, dst) : NULL;
 	if (!t)
