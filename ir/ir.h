@@ -178,7 +178,14 @@ tc_ir_func *tc_ir_widen(__tc_keep tc_arena *ar, __tc_keep tc_ir_func *f);
  * such as gathers, are over-approximated and checked at run time. */
 int tc_ir_affine(__tc_keep const tc_ir_expr *e);
 
-/* ir/query.c.  A new expression node in ar (op, type, loc and nargs
+/* ir/query.c.  A copy of f in ar for a rewrite that adds tensors and
+ * statements: f's tensors copied into an array with room for more_tensors
+ * more (ntensors still f's: it grows as the rewrite adds them), and an
+ * empty statement array (nstmts 0) with room for nstmts; the rest shared
+ * with f.  NULL when out of memory. */
+tc_ir_func *tc_ir_func_room(__tc_keep tc_arena *ar, __tc_keep const tc_ir_func *f,
+	int more_tensors, int nstmts);
+/* A new expression node in ar (op, type, loc and nargs
  * argument slots, the rest zero); NULL when out of memory. */
 tc_ir_expr *tc_ir_new_expr(__tc_keep tc_arena *ar, tc_ir_op op, tc_dtype type, tc_loc loc, int nargs);
 /* Whether e reads an element that instances differing in one of the

@@ -589,16 +589,8 @@ static const tc_ir_func *split_each(tc_arena *ar, const tc_ir_func *f, const int
 		n += (ch[i] = choose(f, &f->stmts[i], params, min_bytes)) >= 0;
 	if (!n)
 		return f;
-	g = tc_arena_alloc(ar, sizeof(*g));
-	if (!g)
-		return NULL;
-	*g = *f;
-	g->tensors = tc_arena_alloc(ar, (size_t)(f->ntensors + n) * sizeof(*g->tensors));
-	g->stmts = tc_arena_alloc(ar, (size_t)(f->nstmts + n) * sizeof(*g->stmts));
-	if (!g->tensors || !g->stmts)
-		return NULL;
-	memcpy(g->tensors, f->tensors, (size_t)f->ntensors * sizeof(*g->tensors));
-	g->ntensors = f->ntensors; /* grows as the temporaries are named */
+	if (!(g = tc_ir_func_room(ar, f, n, f->nstmts + n)))
+		return NULL; /* its ntensors grows as the temporaries are named */
 	for (i = j = 0; i < f->nstmts; i++) {
 		const tc_ir_stmt *epi = fold && i + 1 < f->nstmts && ch[i + 1] < 0 &&
 			foldable(f, &f->stmts[i], &f->stmts[i + 1], params) ? &f->stmts[i + 1] : NULL;

@@ -322,11 +322,11 @@ const tc_ir_func *tc_ir_partials(__tc_keep tc_arena *ar, __tc_keep const tc_ir_f
 	__tc_keep const int64_t *params, __tc_keep const tc_target *tg)
 {
 	tc_ir_func *g;
-	int64_t *c, lo, rows;
-	int i, n = 0, computed;
+	struct { int64_t c, lo, rows; } *part;
+	int i, n = 0;
 	if (!f || !params || tg->threads < 2 || tc_ir_has_scatter(f))
 		return f;
-	if (!(c = tc_arena_alloc(ar, (size_t)f->nstmts * sizeof(*c))))
+	if (!(part = tc_arena_alloc(ar, (size_t)(f->nstmts ? f->nstmts : 1) * sizeof(*part))))
 		return NULL;
 	/* every column sum or none: when one reads what the def computes
 	 * (bench/kernels.tc's layernorm_bwd: its dG reads the rows' mean and
@@ -340,30 +340,21 @@ const tc_ir_func *tc_ir_partials(__tc_keep tc_arena *ar, __tc_keep const tc_ir_f
 	for (i = 0; i < f->nstmts; i++) {
 		const tc_ir_stmt *s = &f->stmts[i];
 		int computed;
-		n += (c[i] = chunk_rows(f, s, params, tg, &lo, &rows, &computed)) > 0;
-		if ((c[i] && computed) ||
-			(!c[i] && s->nvars > s->nlhs && !along_rows(s, s->rhs)))
+		part[i].c = chunk_rows(f, s, params, tg, &part[i].lo, &part[i].rows, &computed);
+		n += part[i].c > 0;
+		if ((part[i].c && computed) ||
+			(!part[i].c && s->nvars > s->nlhs && !along_rows(s, s->rhs)))
 			return f;
 	}
 	if (!n)
 		return f;
-	if (!(g = tc_arena_alloc(ar, sizeof(*g))))
+	/* each rewritten statement becomes two, with one new tensor */
+	if (!(g = tc_ir_func_room(ar, f, n, f->nstmts + n)))
 		return NULL;
-	*g = *f;
-	g->tensors = tc_arena_alloc(ar, (size_t)(f->ntensors + n) * sizeof(*g->tensors));
-	g->stmts = tc_arena_alloc(ar, (size_t)(f->nstmts + n) * sizeof(*g->stmts));
-	if (!g->tensors || !g->stmts)
-		return NULL;
-	memcpy(g->tensors, f->tensors, (size_t)f->ntensors * sizeof(*g->tensors));
-	g->nstmts = 0;
-	for (i = 0; i < f->nstmts; i++) {
-		if (!c[i]) {
+	for (i = 0; i < f->nstmts; i++)
+		if (!part[i].c)
 			g->stmts[g->nstmts++] = f->stmts[i];
-			continue;
-		}
-		chunk_rows(f, &f->stmts[i], params, tg, &lo, &rows, &computed);
-		if (!split(ar, g, &f->stmts[i], g->ntensors, c[i], lo, rows))
+		else if (!split(ar, g, &f->stmts[i], g->ntensors, part[i].c, part[i].lo, part[i].rows))
 			return NULL;
-	}
 	return g;
 }

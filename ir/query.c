@@ -6,6 +6,22 @@
 
 #include <string.h>
 
+tc_ir_func *tc_ir_func_room(__tc_keep tc_arena *ar, __tc_keep const tc_ir_func *f,
+	int more_tensors, int nstmts)
+{
+	tc_ir_func *g = tc_arena_alloc(ar, sizeof(*g));
+	if (!g)
+		return NULL;
+	*g = *f;
+	g->tensors = tc_arena_alloc(ar, (size_t)(f->ntensors + more_tensors + 1) * sizeof(*g->tensors));
+	g->stmts = tc_arena_alloc(ar, (size_t)(nstmts + 1) * sizeof(*g->stmts));
+	if (!g->tensors || !g->stmts)
+		return NULL;
+	memcpy(g->tensors, f->tensors, (size_t)f->ntensors * sizeof(*g->tensors));
+	g->nstmts = 0;
+	return g;
+}
+
 tc_ir_expr *tc_ir_new_expr(__tc_keep tc_arena *ar, tc_ir_op op, tc_dtype type, tc_loc loc, int nargs)
 {
 	tc_ir_expr *e = tc_arena_alloc(ar, sizeof(*e));
