@@ -25,41 +25,76 @@
 
 #include <string.h>
 
-/* Whether read r of statement s is of an input of rank 2 or more with
- * distinct plain index variables as subscripts, s's output of rank 2 or
- * more (the register tile needs two parallel dimensions). */
-static int plain_input_read(const tc_ir_func *f, const tc_ir_stmt *s, const tc_ir_expr *r)
+/* The index variable that subscript e of statement s walks: the variable
+ * itself (under casts), or, where params is given, an integer multiple of
+ * one variable plus constants and sizes whose range starts at 0 at the
+ * sizes params (2 * r_j + 1 in W1(f,c,2*r_j+1,2*r_i), the weights of one
+ * phase of a strided convolution's data gradient); -1 otherwise. */
+static int sub_var(const tc_ir_stmt *s, const tc_ir_expr *e, const int64_t *params)
+{
+	int64_t lo, hi, step;
+	int v, found = -1;
+	if ((v = tc_ir_plain_var(e)) >= 0 || !params)
+		return v;
+	if (!tc_ir_affine(e) || tc_ir_count_reads(e))
+		return -1;
+	for (v = 0; v < s->nvars; v++)
+		if (tc_ir_uses_var(e, v)) {
+			step = tc_ir_var_step(e, v);
+			if (found >= 0 || step == 0 || step == TC_IR_NO_STEP)
+				return -1;
+			found = v;
+		}
+	return found >= 0 && tc_ir_var_range(&s->vars[found], params, &lo, &hi) && lo == 0
+		? found : -1;
+}
+
+/* Whether read r of statement s is of an input of rank 2 or more whose
+ * subscripts walk distinct index variables (sub_var; plain ones alone when
+ * params is NULL), s's output of rank 2 or more (the register tile needs
+ * two parallel dimensions); var[k] is the variable of subscript k. */
+static int input_read_vars(const tc_ir_func *f, const tc_ir_stmt *s, const tc_ir_expr *r,
+	const int64_t *params, int *var)
 {
 	int k, j;
-	if (s->nlhs < 2 || f->tensors[r->id].kind != TC_TENSOR_INPUT || r->nargs < 2)
+	if (s->nlhs < 2 || f->tensors[r->id].kind != TC_TENSOR_INPUT || r->nargs < 2 ||
+		r->nargs > TC_MAX_RANK)
 		return 0;
 	for (k = 0; k < r->nargs; k++) {
-		int v = tc_ir_plain_var(r->args[k]);
-		if (v < 0)
+		if ((var[k] = sub_var(s, r->args[k], params)) < 0)
 			return 0;
 		for (j = 0; j < k; j++)
-			if (tc_ir_plain_var(r->args[j]) == v)
+			if (var[j] == var[k])
 				return 0;
 	}
 	return 1;
+}
+
+/* input_read_vars with plain subscripts alone. */
+static int plain_input_read(const tc_ir_func *f, const tc_ir_stmt *s, const tc_ir_expr *r)
+{
+	int var[TC_MAX_RANK];
+	return input_read_vars(f, s, r, NULL, var);
 }
 
 /* Whether read r of statement s should be packed, and how: perm[k] is the
  * dimension of the input that becomes dimension k of the packed copy (the
  * dimension indexed by the output's innermost index moves last, the others
  * keep their order).  Requires an output of rank 2 or more (a row
- * reduction gains nothing), every subscript a distinct index variable, the
- * last one a reduction index, and the output's innermost index among the
- * others. */
-static int pack_plan(const tc_ir_func *f, const tc_ir_stmt *s, const tc_ir_expr *r, int *perm)
+ * reduction gains nothing), every subscript a distinct index variable or
+ * a multiple of one (sub_var: the copy then holds the elements the
+ * statement reads, dimension k over that variable's range), the last one
+ * a reduction index, and the output's innermost index among the others. */
+static int pack_plan(const tc_ir_func *f, const tc_ir_stmt *s, const tc_ir_expr *r,
+	const int64_t *params, int *perm)
 {
-	int inner = s->nlhs - 1, at = -1, k, j, n = r->nargs;
-	if (!plain_input_read(f, s, r))
+	int inner = s->nlhs - 1, at = -1, k, j, n = r->nargs, var[TC_MAX_RANK];
+	if (!input_read_vars(f, s, r, params, var))
 		return 0;
 	for (k = 0; k < n; k++)
-		if (tc_ir_plain_var(r->args[k]) == inner)
+		if (var[k] == inner)
 			at = k;
-	if (at < 0 || at == n - 1 || !s->vars[tc_ir_plain_var(r->args[n - 1])].is_reduction)
+	if (at < 0 || at == n - 1 || !s->vars[var[n - 1]].is_reduction)
 		return 0;
 	for (k = 0, j = 0; k < n; k++)
 		if (k != at)
@@ -91,6 +126,11 @@ typedef struct pack {
 	int input, ndim;
 	int panel; /* the copy's panels' columns, 0 for none */
 	int perm[TC_MAX_RANK];
+	/* per dimension of the copy: the extent, the input's or, for a
+	 * subscript that is a multiple of a variable (sub_var), the range of
+	 * that variable in the user */
+	const tc_sexpr *ext[TC_MAX_RANK];
+	int strided;            /* a subscript is such a multiple */
 	int tensor;             /* the temporary's number in the new function */
 	const tc_ir_stmt *user; /* the first statement reading it (names, location) */
 	const tc_ir_expr *read; /* its read there */
@@ -117,14 +157,29 @@ typedef struct packer {
 	int nuses;
 } packer;
 
-/* Whether reads a and b use the same tensor and index variables. */
+/* Whether expressions a and b are the same tree. */
+static int same_expr(const tc_ir_expr *a, const tc_ir_expr *b)
+{
+	int k;
+	if (a->op != b->op || a->type != b->type || a->id != b->id || a->nargs != b->nargs ||
+		memcmp(&a->c, &b->c, sizeof(a->c)))
+		return 0;
+	for (k = 0; k < a->nargs; k++)
+		if (!same_expr(a->args[k], b->args[k]))
+			return 0;
+	return 1;
+}
+
+/* Whether reads a and b use the same tensor and index variables, or are
+ * the same read (subscripts that are not plain indices). */
 static int same_read(const tc_ir_expr *a, const tc_ir_expr *b)
 {
 	int k;
 	if (a->id != b->id || a->nargs != b->nargs)
 		return 0;
 	for (k = 0; k < a->nargs; k++)
-		if (tc_ir_plain_var(a->args[k]) != tc_ir_plain_var(b->args[k]))
+		if (tc_ir_plain_var(a->args[k]) != tc_ir_plain_var(b->args[k]) ||
+			(tc_ir_plain_var(a->args[k]) < 0 && !same_expr(a->args[k], b->args[k])))
 			return 0;
 	return 1;
 }
@@ -182,15 +237,22 @@ static int64_t outer_rows(const packer *P, const tc_ir_stmt *s)
  * once per block of rows). */
 static void plan_read(packer *P, const tc_ir_stmt *s, const tc_ir_expr *r)
 {
-	int perm[TC_MAX_RANK], i, panel = 0, transposed;
+	int perm[TC_MAX_RANK], i, k, panel = 0, transposed, strided = 0;
 	int size = tc_dtype_size(P->f->tensors[r->id].dtype);
+	const tc_sexpr *ext[TC_MAX_RANK];
 	int64_t inner = 0;
 	if (find_use(P, s, r) >= 0 || P->nuses == MAX_PACKS)
 		return;
-	transposed = pack_plan(P->f, s, r, perm);
+	transposed = pack_plan(P->f, s, r, P->params, perm);
 	if (!transposed && (!P->panel_bytes || !panel_plan(P->f, s, r, perm)))
 		return;
-	if (tc_sx_eval(P->f->tensors[r->id].ext[perm[r->nargs - 1]], P->params, NULL, &inner) < 0 ||
+	for (k = 0; k < r->nargs; k++) {
+		const tc_ir_expr *a = r->args[perm[k]];
+		int v = sub_var(s, a, P->params);
+		strided |= tc_ir_plain_var(a) < 0;
+		ext[k] = tc_ir_plain_var(a) < 0 ? s->vars[v].hi : P->f->tensors[r->id].ext[perm[k]];
+	}
+	if (tc_sx_eval(ext[r->nargs - 1], P->params, NULL, &inner) < 0 ||
 		inner * size < P->min_bytes)
 		return;
 	if (P->panel_bytes && size > 0 && P->panel_bytes % size == 0 &&
@@ -200,13 +262,18 @@ static void plan_read(packer *P, const tc_ir_stmt *s, const tc_ir_expr *r)
 		return;
 	for (i = 0; i < P->npacks; i++) /* another read's copy will do */
 		if (P->packs[i].input == r->id &&
-			!memcmp(P->packs[i].perm, perm, sizeof(perm[0]) * (size_t)r->nargs))
+			!memcmp(P->packs[i].perm, perm, sizeof(perm[0]) * (size_t)r->nargs) &&
+			(strided || P->packs[i].strided
+				? P->packs[i].user == s && same_read(P->packs[i].read, r)
+				: 1))
 			break;
 	if (i == P->npacks) {
 		P->packs[i].input = r->id;
 		P->packs[i].ndim = r->nargs;
 		P->packs[i].panel = panel;
 		memcpy(P->packs[i].perm, perm, sizeof(perm));
+		memcpy(P->packs[i].ext, ext, sizeof(ext));
+		P->packs[i].strided = strided;
 		P->packs[i].user = s;
 		P->packs[i].read = r;
 		P->npacks++;
@@ -237,28 +304,39 @@ static tc_ir_expr *rewrite(packer *P, const tc_ir_stmt *s, const tc_ir_expr *e)
 	*c = *e;
 	if (e->nargs && !(c->args = tc_arena_alloc(P->ar, (size_t)e->nargs * sizeof(*c->args))))
 		return NULL;
-	for (k = 0; k < e->nargs; k++)
-		if (i >= 0) /* subscripts are plain indices: share them */
-			c->args[k] = e->args[P->packs[i].perm[k]];
-		else if (!(c->args[k] = rewrite(P, s, e->args[k])))
+	for (k = 0; k < e->nargs; k++) {
+		const tc_ir_expr *a = i >= 0 ? e->args[P->packs[i].perm[k]] : NULL;
+		if (a && tc_ir_plain_var(a) >= 0) { /* plain indices: share them */
+			c->args[k] = (tc_ir_expr *)a;
+		} else if (a) { /* a multiple of a variable: the variable */
+			if (!(c->args[k] = tc_ir_new_expr(P->ar, TC_OP_INDEX, TC_T_I32, a->loc, 0)))
+				return NULL;
+			c->args[k]->id = sub_var(s, a, P->params);
+		} else if (!(c->args[k] = rewrite(P, s, e->args[k]))) {
 			return NULL;
+		}
+	}
 	if (i >= 0)
 		c->id = P->packs[i].tensor;
 	return c;
 }
 
-/* A copy of subscript e (an index under widening casts) naming index id. */
-static tc_ir_expr *copy_index(packer *P, const tc_ir_expr *e, int id)
+/* A copy of subscript e (an index under widening casts, or a multiple of
+ * one: sub_var) with index from renamed to.  */
+static tc_ir_expr *copy_index(packer *P, const tc_ir_expr *e, int from, int to)
 {
 	tc_ir_expr *c = tc_arena_alloc(P->ar, sizeof(*c));
+	int k;
 	if (!c)
 		return NULL;
 	*c = *e;
-	if (e->op == TC_OP_INDEX)
-		c->id = id;
-	else if (!(c->args = tc_arena_alloc(P->ar, sizeof(*c->args))) ||
-		!(c->args[0] = copy_index(P, e->args[0], id)))
+	if (e->op == TC_OP_INDEX && e->id == from)
+		c->id = to;
+	if (e->nargs && !(c->args = tc_arena_alloc(P->ar, (size_t)e->nargs * sizeof(*c->args))))
 		return NULL;
+	for (k = 0; k < e->nargs; k++)
+		if (!(c->args[k] = copy_index(P, e->args[k], from, to)))
+			return NULL;
 	return c;
 }
 
@@ -266,7 +344,6 @@ static tc_ir_expr *copy_index(packer *P, const tc_ir_expr *e, int id)
  * packed tensor's extents, its indices named after the reading statement's. */
 static int make_copy(packer *P, const pack *pk, tc_ir_stmt *out)
 {
-	const tc_ir_tensor *in = &P->f->tensors[pk->input];
 	tc_ir_expr *rd = tc_arena_alloc(P->ar, sizeof(*rd));
 	int k;
 	memset(out, 0, sizeof(*out));
@@ -282,12 +359,12 @@ static int make_copy(packer *P, const pack *pk, tc_ir_stmt *out)
 	if (!(rd->args = tc_arena_alloc(P->ar, (size_t)pk->ndim * sizeof(*rd->args))))
 		return -1;
 	for (k = 0; k < pk->ndim; k++) {
-		int d = pk->perm[k];
-		if (!(rd->args[d] = copy_index(P, pk->read->args[d], k)) ||
+		int d = pk->perm[k], v = sub_var(pk->user, pk->read->args[d], P->params);
+		if (!(rd->args[d] = copy_index(P, pk->read->args[d], v, k)) ||
 			!(out->vars[k].lo = tc_sx_const(P->ar, 0)))
 			return -1;
-		out->vars[k].name = pk->user->vars[tc_ir_plain_var(pk->read->args[d])].name;
-		out->vars[k].hi = in->ext[d];
+		out->vars[k].name = pk->user->vars[v].name;
+		out->vars[k].hi = pk->ext[k];
 	}
 	out->rhs = rd;
 	return 0;
@@ -341,25 +418,27 @@ static const tc_ir_expr *window_read(const tc_ir_expr *e, int v)
 }
 
 /* The left-hand index of s that a filter read in e walks and window read
- * x does not: e reads an input with distinct plain indices, not the
- * output's innermost one, its last a reduction index (W1(f,r_c,r_kh,r_kw):
- * f; W1(g,f,r_c,r_kh,r_kw) in a grouped convolution: f, since the input
- * read uses g); the last such index of the first such read, or -1. */
+ * x does not: e reads an input with distinct indices (plain, or multiples
+ * of one index: sub_var at the sizes params), not the output's innermost
+ * one, its last a reduction index (W1(f,r_c,r_kh,r_kw): f;
+ * W1(g,f,r_c,r_kh,r_kw) in a grouped convolution: f, since the input read
+ * uses g; W1(f,c,2*r_j+1,2*r_i) in a phase of a strided convolution's data
+ * gradient: c); the last such index of the first such read, or -1. */
 static int channel_var(const tc_ir_func *f, const tc_ir_stmt *s, const tc_ir_expr *e,
-	const tc_ir_expr *x)
+	const tc_ir_expr *x, const int64_t *params)
 {
 	int k, j, v, found = -1, inner = s->nlhs - 1;
 	if (e->op == TC_OP_READ && e != x && f->tensors[e->id].kind == TC_TENSOR_INPUT &&
 		e->nargs >= 2) {
-		int last = tc_ir_plain_var(e->args[e->nargs - 1]);
+		int last = sub_var(s, e->args[e->nargs - 1], params);
 		if (last < 0 || !s->vars[last].is_reduction || tc_ir_uses_var(e, inner))
 			return -1;
 		for (k = 0; k < e->nargs; k++) {
-			v = tc_ir_plain_var(e->args[k]);
+			v = sub_var(s, e->args[k], params);
 			if (v < 0)
 				return -1;
 			for (j = 0; j < k; j++)
-				if (tc_ir_plain_var(e->args[j]) == v)
+				if (sub_var(s, e->args[j], params) == v)
 					return -1;
 			if (v < s->nlhs && !tc_ir_uses_var(x, v))
 				found = v;
@@ -367,7 +446,7 @@ static int channel_var(const tc_ir_func *f, const tc_ir_stmt *s, const tc_ir_exp
 		return found;
 	}
 	for (k = 0; k < e->nargs && found < 0; k++)
-		found = channel_var(f, s, e->args[k], x);
+		found = channel_var(f, s, e->args[k], x, params);
 	return found;
 }
 
@@ -404,7 +483,7 @@ static int conv_channel(const tc_ir_func *f, const tc_ir_stmt *s, const int64_t 
 			(k < s->nlhs && (tc_sx_eval(o->ext[k], params, NULL, &ext) < 0 || lo != 0 ||
 				hi != ext)))
 			return -1;
-	if (!(x = window_read(s->rhs, s->nlhs - 1)) || (c = channel_var(f, s, s->rhs, x)) < 0 ||
+	if (!(x = window_read(s->rhs, s->nlhs - 1)) || (c = channel_var(f, s, s->rhs, x, params)) < 0 ||
 		c == s->nlhs - 1)
 		return -1;
 	if (tc_sx_eval(o->ext[c], params, NULL, &ext) < 0 ||
@@ -782,9 +861,8 @@ const tc_ir_func *tc_ir_pack(__tc_keep tc_arena *ar, __tc_keep const tc_ir_func 
 	if (!g)
 		return NULL;
 	*g = *f;
-	g->ntensors = f->ntensors + P.npacks;
 	g->nstmts = f->nstmts + P.npacks;
-	g->tensors = tc_arena_alloc(ar, (size_t)g->ntensors * sizeof(*g->tensors));
+	g->tensors = tc_arena_alloc(ar, (size_t)(f->ntensors + P.npacks) * sizeof(*g->tensors));
 	g->stmts = tc_arena_alloc(ar, (size_t)g->nstmts * sizeof(*g->stmts));
 	if (!g->tensors || !g->stmts)
 		return NULL;
@@ -797,15 +875,18 @@ const tc_ir_func *tc_ir_pack(__tc_keep tc_arena *ar, __tc_keep const tc_ir_func 
 		*t = *in;
 		t->kind = TC_TENSOR_TEMP;
 		t->panel = pk->panel;
-		t->name = tc_ir_fresh_name(ar, f, in->name, "_packed");
+		/* named after the copies before it too (two layouts of one input) */
+		g->ntensors = f->ntensors + i;
+		t->name = tc_ir_fresh_name(ar, g, in->name, "_packed");
 		t->ext = tc_arena_alloc(ar, (size_t)pk->ndim * sizeof(*t->ext));
 		if (!t->name || !t->ext)
 			return NULL;
 		for (k = 0; k < pk->ndim; k++)
-			t->ext[k] = in->ext[pk->perm[k]];
+			t->ext[k] = pk->ext[k];
 		if (make_copy(&P, pk, &g->stmts[i]) < 0)
 			return NULL;
 	}
+	g->ntensors = f->ntensors + P.npacks;
 	for (i = 0; i < f->nstmts; i++) {
 		tc_ir_stmt *s = &g->stmts[P.npacks + i];
 		*s = f->stmts[i];

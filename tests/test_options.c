@@ -1457,7 +1457,9 @@ static void packing_in_panels(void **state)
  * channels, and 16 channels per group (one vector) with rows of 13, which
  * keep their rows as vectors (the register tile's rows then 11 of h), and
  * 8 channels with rows of 26 (4 rows of f by 2 of h, vectors of 8), and 16
- * channels per group with 12 rows of h (2 rows of f by 6 of h).
+ * channels per group with 12 rows of h (2 rows of f by 6 of h).  Two
+ * phases of a strided convolution's data gradient, whose weights are read
+ * at multiples of the taps (2*j+1): each packed from its own read.
  * Results are
  * bit-identical with pack=off and with the interpreter, on random inputs
  * and poisoned outputs. */
@@ -1519,6 +1521,19 @@ static void packing_convolutions_channels_last(void **state)
 			"                      for (int tc_p6 = 0; tc_p6 <= 5; tc_p6 += 1) {\n"
 			"                        // tc_unrolled\n"
 			"                        for (int tc_p7 = 0; tc_p7 <= 7; tc_p7 += 1)"},
+		/* phases of a stride-2 convolution's data gradient (docs/language.md
+		 * 14): weights read at multiples of the taps, packed with the
+		 * channels last over the taps' ranges, one copy per phase */
+		{"def k(float(N,F,OH,OW) D, float(F,C,KH,KW) W1) -> (T, U) {\n"
+		 "  T(n,c,a,b) +=! pad(D(n,f,a-j,b-i), 0.0) * W1(f,c,2*j+1,2*i)\n"
+		 "    where a in 0:OH+1, b in 0:OW, j in 0:KH/2, i in 0:(KW+1)/2\n"
+		 "  U(n,c,a,b) +=! pad(D(n,f,a-j,b-i), 0.0) * W1(f,c,2*j,2*i)\n"
+		 "    where a in 0:OH+1, b in 0:OW, j in 0:(KH+1)/2, i in 0:(KW+1)/2\n}\n",
+			2, 2, {{2, 33, 5, 9}, {33, 32, 3, 3}, {2, 32, 6, 9}, {2, 32, 6, 9}}, {4, 4, 4, 4},
+			{"temp   W1_packed: float32(F, floor(KH / 2), floor((KW + 1) / 2), C)",
+				"W1_packed[f, j, i, c] = W1[f, c, ((2:int32 * j) + 1:int32), (2:int32 * i)]",
+				"W1_packed1[f, j, i, c] = W1[f, c, (2:int32 * j), (2:int32 * i)]"},
+			NULL},
 	};
 	uint64_t r = 11;
 	size_t c;
