@@ -671,6 +671,364 @@ static int pin_summed(grad_ctx *g, gather *ga, int *plain)
 	return 0;
 }
 
+/* One phase of a strided read's adjoint (strided_phases): the temporary it
+ * writes, and per dimension of the read its stride (0 for none), the
+ * phase (0 to stride - 1), the phase's extent and the range of its tap (the gather's variable nvars +
+ * nd + d) from 0. */
+typedef struct phase {
+	const char *lhs;
+	int64_t stride[TC_MAX_RANK], phase[TC_MAX_RANK];
+	const tc_sexpr *ext[TC_MAX_RANK], *taps[TC_MAX_RANK];
+} phase;
+
+/* The statement of the gather ga (tc_grad_gather_stmt) of p into the
+ * adjoint of the read r of tensor x (value xv), its new indices named
+ * idx, the variables plain[v] needing no guard, with the guard so far;
+ * with ph, one phase of it into a temporary (strided_phases).  NULL when
+ * out of memory. */
+static tc_stmt *gather_finish(grad_ctx *g, gather *ga, const tc_expr *r, int x, int xv,
+	tc_expr *p, const int *plain, const char **idx, tc_expr *guard, const phase *ph)
+{
+	const tc_stmt *s = g->cur;
+	const tc_tensor_info *ti = &g->def->tensors[x];
+	int nvars = s->nvars, nd = r->nargs, v, d, nfree = 0, nw = 0, *ranged;
+	tc_expr *dguard = NULL;
+	tc_stmt *b;
+	if (!(ranged = tc_arena_alloc(g->ar, (size_t)(nd + 1) * sizeof(*ranged))))
+		return NULL;
+	for (d = 0; ph && d < nd; d++)
+		nfree += ph->stride[d] != 0; /* the taps are summed */
+	/* the solved variables' ranges are guards; the others are summed.  A
+	 * left-hand variable of s ranging over its whole dimension of T is a
+	 * subscript of the adjoint read d_T(...), which is then read as
+	 * pad(d_T(...), 0.0): its bounds tests are that guard, and a factor
+	 * pad(e, 0.0) of a sum restricts the statement's domain (loop bounds,
+	 * not a test per term: docs/language.md 6.8) */
+	for (v = 0; v < nvars; v++) {
+		tc_expr *e;
+		if (!ga->sub[v]) {
+			nfree += !ga->pin_s[v];
+			continue;
+		}
+		if (plain[v])
+			continue;
+		if (ga->pin_src[v]) { /* lo + num % s >= lo holds: the upper bound */
+			if (!(e = pin_source_expr(g, ga, v)))
+				return NULL;
+			guard = tc_grad_mk_and(g, guard, tc_grad_mk_bin(g, TC_AOP_LT, e,
+				tc_grad_sx_expr(g, s, s->vars[v].hi)));
+			continue;
+		}
+		/* lo <= vars + k < hi as lo - k <= vars < hi - k; where vars is
+		 * one new index y alone, which ranges over 0:ext, a bound that
+		 * 0:ext implies for every size is no test (shift_right's
+		 * d_A(i) = d_O(i + 1) needs none) */
+		{
+			aff a = *ga->sub[v];
+			const tc_sexpr *k = a.k, *lo, *hi, *ext = NULL;
+			tc_expr *c = NULL;
+			int y = -1, u;
+			a.k = tc_sx_const(g->ar, 0);
+			for (u = 0; u < ga->nv; u++)
+				if (a.c[u])
+					y = y < 0 && u >= nvars && u < nvars + nd && a.c[u] == 1 ? u : ga->nv;
+			if (y >= 0 && y < ga->nv)
+				ext = ti->ext[y - nvars];
+			lo = tc_sx_sub(g->ar, s->vars[v].lo, k);
+			hi = tc_sx_sub(g->ar, s->vars[v].hi, k);
+			e = aff_expr(g, &a, ga->names, ga->nv, ga);
+			if (!ext || tc_sx_sign(tc_sx_sub(g->ar, tc_sx_const(g->ar, 0), lo)) != 1)
+				c = tc_grad_mk_bin(g, TC_AOP_GE, e, tc_grad_sx_expr(g, s, lo));
+			else /* y's range comes from d_X's extent then, not from reads */
+				ranged[y - nvars] = 1;
+			if (!ext || tc_sx_sign(tc_sx_sub(g->ar, hi, ext)) != 1)
+				c = tc_grad_mk_and(g, c,
+					tc_grad_mk_bin(g, TC_AOP_LT, e, tc_grad_sx_expr(g, s, hi)));
+			else
+				ranged[y - nvars] = 1;
+			if (!c)
+				continue;
+			if (v < s->nidx && tc_grad_covers(s, v, g->def->tensors[s->tensor].ext[v]))
+				dguard = tc_grad_mk_and(g, dguard, c);
+			else
+				guard = tc_grad_mk_and(g, guard, c);
+		}
+	}
+	/* a pinned variable's range is a guard (v >= 0 needs none where its
+	 * value's numerator cannot be negative) */
+	for (v = 0; v < nvars; v++) {
+		tc_expr *e;
+		int64_t k;
+		int u, nonneg;
+		if (!ga->pin_s[v])
+			continue;
+		nonneg = tc_sx_is_const(ga->pin_num[v]->k, &k) && k >= 0;
+		for (u = 0; u < ga->nv; u++)
+			nonneg &= ga->pin_num[v]->c[u] >= 0;
+		if (!nonneg || !tc_sx_is_const(s->vars[v].lo, &k) || k != 0) {
+			if (!(e = pinned_expr(g, ga, v)))
+				return NULL;
+			guard = tc_grad_mk_and(g, guard,
+				tc_grad_mk_bin(g, TC_AOP_GE, e, tc_grad_sx_expr(g, s, s->vars[v].lo)));
+		}
+		if (!(e = pinned_expr(g, ga, v)))
+			return NULL;
+		guard = tc_grad_mk_and(g, guard,
+			tc_grad_mk_bin(g, TC_AOP_LT, e, tc_grad_sx_expr(g, s, s->vars[v].hi)));
+	}
+	p = gather_expr(g, ga, p);
+	/* the tests of the adjoint read's subscripts (dguard) are pad's, in a
+	 * sum whose product has that read as a factor; else a guard */
+	if (dguard) {
+		const char *dname = g->adj[g->stmt_val[g->cur_si]];
+		if ((nfree || (!ph && g->ncontrib[xv])) && factor_read(p, dname))
+			p = pad_reads(g, p, dname);
+		else
+			guard = tc_grad_mk_and(g, dguard, guard);
+	}
+	/* g ? (c ? x : 0) : 0 is g && c ? x : 0, where c reads no tensor (a
+	 * read in a condition bounds indices: range inference, 9.1) */
+	while (p->kind == TC_AST_TERNARY && p->args[2]->kind == TC_AST_FLOAT &&
+		p->args[2]->fval == 0.0 && !tc_grad_reads_any(p->args[0])) {
+		guard = tc_grad_mk_and(g, guard, p->args[0]);
+		p = p->args[1];
+	}
+	if (!(b = tc_grad_mk_stmt(g, ph ? ph->lhs : g->adj[xv], nd, idx, TC_RED_ASSIGN, 0,
+		      guard ? tc_grad_mk_ternary(g, guard, p, NULL) : p)))
+		return NULL;
+	if (!ph && g->ncontrib[xv])
+		b->red = TC_RED_ADD;
+	else if (nfree) {
+		b->red = TC_RED_ADD;
+		b->init = 1;
+	}
+	/* ranges: the summed variables', and the new indices' where the
+	 * adjoint's extents are not known yet (a temporary's first write) */
+	if (ph || (xv >= g->def->ninputs && !g->ncontrib[xv]))
+		for (d = 0; d < nd; d++)
+			ranged[d] = 1;
+	for (b->nwhere = nfree, d = 0; d < nd; d++)
+		b->nwhere += ranged[d];
+	if (b->nwhere && !(b->where = tc_arena_alloc(g->ar, (size_t)b->nwhere * sizeof(tc_where))))
+		return NULL;
+	for (v = 0; v < nvars; v++)
+		if (!ga->sub[v] && !ga->pin_s[v]) {
+			tc_where *w = &b->where[nw++];
+			w->kind = TC_WHERE_RANGE;
+			w->name = s->vars[v].name;
+			w->lo = tc_grad_sx_expr(g, s, s->vars[v].lo);
+			w->hi = tc_grad_sx_expr(g, s, s->vars[v].hi);
+		}
+	for (d = 0; ph && d < nd; d++)
+		if (ph->stride[d]) {
+			tc_where *w = &b->where[nw++];
+			w->kind = TC_WHERE_RANGE;
+			w->name = ga->names[nvars + nd + d];
+			w->lo = tc_grad_mk_int(g, 0);
+			w->hi = tc_grad_sx_expr(g, s, ph->taps[d]);
+		}
+	for (d = 0; d < nd; d++) {
+		tc_where *w;
+		if (!ranged[d])
+			continue;
+		w = &b->where[nw++];
+		w->kind = TC_WHERE_RANGE;
+		w->name = idx[d];
+		w->lo = tc_grad_mk_int(g, 0);
+		w->hi = tc_grad_sx_expr(g, NULL, ph && ph->stride[d] ? ph->ext[d] : ti->ext[d]);
+	}
+	return b;
+}
+
+/* The name of a temporary for phase k of the adjoint named adj: adj_s
+ * and the phase's number per split dimension (d_I_s01), not a name of
+ * the def (then with more underscores).  NULL when out of memory. */
+static const char *phase_name(grad_ctx *g, const char *adj, const phase *ph, int nd)
+{
+	char buf[128];
+	int d, n = snprintf(buf, sizeof(buf), "%s_s", adj);
+	for (d = 0; d < nd && n < 100; d++)
+		if (ph->stride[d])
+			n += snprintf(buf + n, sizeof(buf) - (size_t)n, "%d", (int)ph->phase[d]);
+	while (tc_grad_name_taken(g->def, buf) && n < 120) {
+		buf[n++] = '_';
+		buf[n] = 0;
+	}
+	return tc_arena_strdup(g->ar, buf);
+}
+
+/* The adjoint of a strided read in phases.  The gather of I(n,c,2*h+kh,
+ * 2*w+kw) (a convolution of stride 2) solves kh = x - 2*h and sums h
+ * under the guard 0 <= x - 2*h < KH: each element of d_I takes the one or
+ * two rows of d_O whose windows cover it, a set that changes with the
+ * parity of x, so no loop over x has a constant body (no register tile,
+ * no vector: 30 ms against torch's 7 for the backward of a 64-channel
+ * 57 x 57 layer, docs/performance.md).  Split by the phase of each
+ * strided index, x = 2*a + p, the taps of phase p are kh = 2*j + p over j
+ * in 0:(KH - p + 1)/2 and the rows h = a - j: phase p is a convolution of
+ * stride 1 of d_O with the weights W1(f,c,2*j+p,...), padded (pad), into a
+ * temporary d_I_s<p>(n,c,a,...), and d_I reads each element from its
+ * phase: d_I(n,c,x,..) = x % 2 == 0 ? d_I_s0(n,c,x/2,..) : d_I_s1(..).
+ *
+ * A dimension d of the read is split where its solved variable u (kh)
+ * is x_d - s*v + k for a constant k, a summed variable v (h) that no other
+ * solution uses and a stride s >= 2, u ranges from 0 and its range is
+ * wider than s (else pin_summed has made it one term); at most 16 phases
+ * in all, and only where another variable is summed (see below).  With x_d = s*a + p and p + k = s*t + q (0 <= q < s): u = s*j +
+ * q and v = a + t - j, j in 0:(hi_u - q + s - 1)/s (the gather's tap
+ * variable nvars + nd + d), a in 0:(ext_d - p + s - 1)/s.  The phases go
+ * into g->stmts; *out is the statement that assembles the adjoint.
+ * Returns 1 so, 0 where no dimension splits, -1 when out of memory. */
+static int strided_phases(grad_ctx *g, gather *ga, const tc_expr *r, int x, int xv,
+	tc_expr *p, const int *plain, const char **idx, tc_expr *guard, tc_stmt **out)
+{
+	const tc_stmt *s = g->cur;
+	const tc_tensor_info *ti = &g->def->tensors[x];
+	int nvars = s->nvars, nd = r->nargs, d, e, u, v, w, nph = 1, k, nw = 0;
+	int du[TC_MAX_RANK], dv[TC_MAX_RANK];
+	int64_t ds[TC_MAX_RANK], dk[TC_MAX_RANK], lo;
+	const char *tmp[16];
+	tc_expr *rhs = NULL;
+	tc_stmt *b;
+	if (nd > TC_MAX_RANK)
+		return 0;
+	for (d = 0; d < nd; d++) {
+		const aff *sol;
+		ds[d] = 0;
+		dv[d] = -1;
+		for (u = 0; u < nvars && !(ga->sub[u] && ga->sub[u]->c[nvars + d]); u++)
+			;
+		if (u == nvars || plain[u] || ga->pin_src[u] || (sol = ga->sub[u])->c[nvars + d] != 1 ||
+			!tc_sx_is_const(sol->k, &dk[d]) || !tc_sx_is_const(s->vars[u].lo, &lo) ||
+			lo != 0 || tc_sx_has_var(s->vars[u].hi))
+			continue;
+		for (v = -1, w = 0; w < ga->nv; w++)
+			if (w != nvars + d && sol->c[w])
+				v = v < 0 && w < nvars && sol->c[w] <= -2 ? w : ga->nv;
+		if (v < 0 || v == ga->nv || ga->sub[v] || ga->pin_s[v] || ga->pin_src[v])
+			continue;
+		for (w = 0; w < nvars && !(w != u && ga->sub[w] && ga->sub[w]->c[v]); w++)
+			;
+		for (e = 0; e < d && dv[e] != v; e++)
+			;
+		if (w < nvars || e < d)
+			continue;
+		du[d] = u;
+		dv[d] = v;
+		ds[d] = -sol->c[v];
+		if ((nph *= (int)ds[d]) > 16)
+			return 0;
+	}
+	/* a phase pays where it is a contraction, a sum over another variable
+	 * (the input channels f of the convolution): a window's sum alone (a
+	 * pooling's) is a few terms per element, and phases would add a pass */
+	for (v = 0; v < nvars; v++) {
+		for (e = 0; e < nd && dv[e] != v; e++)
+			;
+		if (e == nd && !ga->sub[v] && !ga->pin_s[v])
+			break;
+	}
+	if (nph == 1 || v == nvars)
+		return 0;
+	for (d = 0; d < nd; d++)
+		if (ds[d] && !(ga->names[nvars + nd + d] =
+			fresh_index(g, d == nd - 1 ? "i" : "j", ga->names + nvars, nd + d)))
+			return -1;
+	/* each phase: a copy of the gather with u and v substituted */
+	for (k = 0; k < nph; k++) {
+		gather q = *ga;
+		phase ph;
+		int *pl = tc_arena_alloc(g->ar, (size_t)(nvars + 1) * sizeof(*pl)), rem = k;
+		memset(&ph, 0, sizeof(ph));
+		q.sub = tc_arena_alloc(g->ar, (size_t)(nvars + 1) * sizeof(*q.sub));
+		if (!pl || !q.sub)
+			return -1;
+		memcpy(pl, plain, (size_t)nvars * sizeof(*pl));
+		memcpy(q.sub, ga->sub, (size_t)nvars * sizeof(*q.sub));
+		for (d = nd - 1; d >= 0; d--) {
+			int64_t ph_d, t, qq;
+			aff *su, *sv;
+			const tc_sexpr *hi;
+			if (!ds[d])
+				continue;
+			ph_d = rem % ds[d];
+			rem /= (int)ds[d];
+			t = (ph_d + dk[d]) >= 0 ? (ph_d + dk[d]) / ds[d]
+						: -((-(ph_d + dk[d]) + ds[d] - 1) / ds[d]);
+			qq = ph_d + dk[d] - ds[d] * t;
+			if (!(su = tc_arena_alloc(g->ar, sizeof(*su))) ||
+				!(sv = tc_arena_alloc(g->ar, sizeof(*sv))) ||
+				tc_grad_aff_init(g, su, ga->nv) < 0 || tc_grad_aff_init(g, sv, ga->nv) < 0)
+				return -1;
+			su->c[nvars + nd + d] = ds[d];
+			su->k = tc_sx_const(g->ar, qq);
+			sv->c[nvars + d] = 1;
+			sv->c[nvars + nd + d] = -1;
+			sv->k = tc_sx_const(g->ar, t);
+			q.sub[du[d]] = su;
+			q.sub[dv[d]] = sv;
+			pl[du[d]] = 1; /* j's range keeps u in its range */
+			ph.stride[d] = ds[d];
+			ph.phase[d] = ph_d;
+			hi = tc_sx_add(g->ar, s->vars[du[d]].hi, tc_sx_const(g->ar, ds[d] - 1 - qq));
+			ph.taps[d] = tc_sx_floordiv(g->ar, hi, ds[d]);
+			hi = tc_sx_add(g->ar, ti->ext[d], tc_sx_const(g->ar, ds[d] - 1 - ph_d));
+			ph.ext[d] = tc_sx_floordiv(g->ar, hi, ds[d]);
+			if (!ph.taps[d] || !ph.ext[d])
+				return -1;
+		}
+		if (!(ph.lhs = phase_name(g, g->adj[xv], &ph, nd)) ||
+			!(b = gather_finish(g, &q, r, x, xv, p, pl, idx, guard, &ph)))
+			return -1;
+		tc_grad_mark_temps(g, b->rhs);
+		if (tc_vec_push(&g->stmts, b) < 0)
+			return -1;
+		tmp[k] = ph.lhs;
+	}
+	/* the adjoint: x_d % s == p ? phase p's element at x_d / s : ..., the
+	 * last phase of each dimension untested */
+	for (k = nph - 1; k >= 0; k--) {
+		tc_expr *rd = tc_grad_mk_read(g, tmp[k], nd, idx), *c = NULL;
+		int rem = k;
+		if (!rd)
+			return -1;
+		for (d = nd - 1; d >= 0; d--) {
+			int64_t ph_d;
+			if (!ds[d])
+				continue;
+			ph_d = rem % ds[d];
+			rem /= (int)ds[d];
+			rd->args[d] = tc_grad_mk_bin(g, TC_AOP_DIV, tc_grad_mk_ident(g, idx[d]),
+				tc_grad_mk_int(g, ds[d]));
+			if (ph_d != ds[d] - 1)
+				c = tc_grad_mk_and(g, tc_grad_mk_bin(g, TC_AOP_EQ,
+					tc_grad_mk_bin(g, TC_AOP_MOD, tc_grad_mk_ident(g, idx[d]),
+						tc_grad_mk_int(g, ds[d])),
+					tc_grad_mk_int(g, ph_d)), c);
+		}
+		rhs = !rhs ? rd : tc_grad_mk_ternary(g, c, rd, rhs);
+	}
+	if (!rhs || !(b = tc_grad_mk_stmt(g, g->adj[xv], nd, idx,
+		      g->ncontrib[xv] ? TC_RED_ADD : TC_RED_ASSIGN, 0, rhs)))
+		return -1;
+	/* the split indices range over the adjoint's extents; the others too
+	 * where they are not known yet (a temporary's first write) */
+	for (d = 0; d < nd; d++)
+		b->nwhere += ds[d] || (xv >= g->def->ninputs && !g->ncontrib[xv]);
+	if (!(b->where = tc_arena_alloc(g->ar, (size_t)(b->nwhere + 1) * sizeof(tc_where))))
+		return -1;
+	for (d = 0; d < nd; d++)
+		if (ds[d] || (xv >= g->def->ninputs && !g->ncontrib[xv])) {
+			tc_where *wh = &b->where[nw++];
+			wh->kind = TC_WHERE_RANGE;
+			wh->name = idx[d];
+			wh->lo = tc_grad_mk_int(g, 0);
+			wh->hi = tc_grad_sx_expr(g, NULL, ti->ext[d]);
+		}
+	*out = b;
+	return 1;
+}
+
 /* The contribution of p (the derivative of g->cur times its adjoint) to
  * the adjoint of the read r (of tensor x, value xv) whose subscripts are
  * affine but not distinct index variables: the scatter d_X(f(i)) += p(i)
@@ -685,14 +1043,15 @@ tc_stmt *tc_grad_gather_stmt(grad_ctx *g, const tc_expr *r, int x, int xv, tc_ex
 {
 	const tc_stmt *s = g->cur;
 	const tc_tensor_info *ti = &g->def->tensors[x];
-	int nvars = s->nvars, nd = r->nargs, v, d, nfree = 0, nw = 0, *plain, *ranged;
+	int nvars = s->nvars, nd = r->nargs, v, d, *plain;
 	gather ga;
-	tc_expr *guard = NULL, *dguard = NULL;
+	tc_expr *guard = NULL;
 	const char **idx;
 	tc_stmt *b;
-	ga.nv = nvars + nd;
-	if (!(plain = tc_arena_alloc(g->ar, (size_t)(nvars + 1) * sizeof(*plain))) ||
-		!(ranged = tc_arena_alloc(g->ar, (size_t)(nd + 1) * sizeof(*ranged))))
+	/* the variables of s, a new index per dimension, a tap per dimension
+	 * (strided_phases) */
+	ga.nv = nvars + 2 * nd;
+	if (!(plain = tc_arena_alloc(g->ar, (size_t)(nvars + 1) * sizeof(*plain))))
 		return NULL;
 	ga.names = tc_arena_alloc(g->ar, (size_t)(ga.nv + 1) * sizeof(*ga.names));
 	ga.sub = tc_arena_alloc(g->ar, (size_t)(nvars + 1) * sizeof(*ga.sub));
@@ -759,138 +1118,13 @@ tc_stmt *tc_grad_gather_stmt(grad_ctx *g, const tc_expr *r, int x, int xv, tc_ex
 	}
 	if (pin_summed(g, &ga, plain) < 0)
 		return NULL;
-	/* the solved variables' ranges are guards; the others are summed.  A
-	 * left-hand variable of s ranging over its whole dimension of T is a
-	 * subscript of the adjoint read d_T(...), which is then read as
-	 * pad(d_T(...), 0.0): its bounds tests are that guard, and a factor
-	 * pad(e, 0.0) of a sum restricts the statement's domain (loop bounds,
-	 * not a test per term: docs/language.md 6.8) */
-	for (v = 0; v < nvars; v++) {
-		tc_expr *e;
-		if (!ga.sub[v]) {
-			nfree += !ga.pin_s[v];
-			continue;
-		}
-		if (plain[v])
-			continue;
-		if (ga.pin_src[v]) { /* lo + num % s >= lo holds: the upper bound */
-			if (!(e = pin_source_expr(g, &ga, v)))
-				return NULL;
-			guard = tc_grad_mk_and(g, guard, tc_grad_mk_bin(g, TC_AOP_LT, e,
-				tc_grad_sx_expr(g, s, s->vars[v].hi)));
-			continue;
-		}
-		/* lo <= vars + k < hi as lo - k <= vars < hi - k; where vars is
-		 * one new index y alone, which ranges over 0:ext, a bound that
-		 * 0:ext implies for every size is no test (shift_right's
-		 * d_A(i) = d_O(i + 1) needs none) */
-		{
-			aff a = *ga.sub[v];
-			const tc_sexpr *k = a.k, *lo, *hi, *ext = NULL;
-			tc_expr *c = NULL;
-			int y = -1, u;
-			a.k = tc_sx_const(g->ar, 0);
-			for (u = 0; u < ga.nv; u++)
-				if (a.c[u])
-					y = y < 0 && u >= nvars && a.c[u] == 1 ? u : ga.nv;
-			if (y >= 0 && y < ga.nv)
-				ext = ti->ext[y - nvars];
-			lo = tc_sx_sub(g->ar, s->vars[v].lo, k);
-			hi = tc_sx_sub(g->ar, s->vars[v].hi, k);
-			e = aff_expr(g, &a, ga.names, ga.nv, &ga);
-			if (!ext || tc_sx_sign(tc_sx_sub(g->ar, tc_sx_const(g->ar, 0), lo)) != 1)
-				c = tc_grad_mk_bin(g, TC_AOP_GE, e, tc_grad_sx_expr(g, s, lo));
-			else /* y's range comes from d_X's extent then, not from reads */
-				ranged[y - nvars] = 1;
-			if (!ext || tc_sx_sign(tc_sx_sub(g->ar, hi, ext)) != 1)
-				c = tc_grad_mk_and(g, c,
-					tc_grad_mk_bin(g, TC_AOP_LT, e, tc_grad_sx_expr(g, s, hi)));
-			else
-				ranged[y - nvars] = 1;
-			if (!c)
-				continue;
-			if (v < s->nidx && tc_grad_covers(s, v, g->def->tensors[s->tensor].ext[v]))
-				dguard = tc_grad_mk_and(g, dguard, c);
-			else
-				guard = tc_grad_mk_and(g, guard, c);
-		}
-	}
-	/* a pinned variable's range is a guard (v >= 0 needs none where its
-	 * value's numerator cannot be negative) */
-	for (v = 0; v < nvars; v++) {
-		tc_expr *e;
-		int64_t k;
-		int u, nonneg;
-		if (!ga.pin_s[v])
-			continue;
-		nonneg = tc_sx_is_const(ga.pin_num[v]->k, &k) && k >= 0;
-		for (u = 0; u < ga.nv; u++)
-			nonneg &= ga.pin_num[v]->c[u] >= 0;
-		if (!nonneg || !tc_sx_is_const(s->vars[v].lo, &k) || k != 0) {
-			if (!(e = pinned_expr(g, &ga, v)))
-				return NULL;
-			guard = tc_grad_mk_and(g, guard,
-				tc_grad_mk_bin(g, TC_AOP_GE, e, tc_grad_sx_expr(g, s, s->vars[v].lo)));
-		}
-		if (!(e = pinned_expr(g, &ga, v)))
-			return NULL;
-		guard = tc_grad_mk_and(g, guard,
-			tc_grad_mk_bin(g, TC_AOP_LT, e, tc_grad_sx_expr(g, s, s->vars[v].hi)));
-	}
-	p = gather_expr(g, &ga, p);
-	/* the tests of the adjoint read's subscripts (dguard) are pad's, in a
-	 * sum whose product has that read as a factor; else a guard */
-	if (dguard) {
-		const char *dname = g->adj[g->stmt_val[g->cur_si]];
-		if ((nfree || g->ncontrib[xv]) && factor_read(p, dname))
-			p = pad_reads(g, p, dname);
-		else
-			guard = tc_grad_mk_and(g, dguard, guard);
-	}
-	/* g ? (c ? x : 0) : 0 is g && c ? x : 0, where c reads no tensor (a
-	 * read in a condition bounds indices: range inference, 9.1) */
-	while (p->kind == TC_AST_TERNARY && p->args[2]->kind == TC_AST_FLOAT &&
-		p->args[2]->fval == 0.0 && !tc_grad_reads_any(p->args[0])) {
-		guard = tc_grad_mk_and(g, guard, p->args[0]);
-		p = p->args[1];
-	}
-	if (!(b = tc_grad_mk_stmt(g, g->adj[xv], nd, idx, TC_RED_ASSIGN, 0,
-		      guard ? tc_grad_mk_ternary(g, guard, p, NULL) : p)))
+	switch (strided_phases(g, &ga, r, x, xv, p, plain, idx, guard, &b)) {
+	case 1:
+		return b;
+	case -1:
 		return NULL;
-	if (g->ncontrib[xv])
-		b->red = TC_RED_ADD;
-	else if (nfree) {
-		b->red = TC_RED_ADD;
-		b->init = 1;
 	}
-	/* ranges: the summed variables', and the new indices' where the
-	 * adjoint's extents are not known yet (a temporary's first write) */
-	if (xv >= g->def->ninputs && !g->ncontrib[xv])
-		for (d = 0; d < nd; d++)
-			ranged[d] = 1;
-	for (b->nwhere = nfree, d = 0; d < nd; d++)
-		b->nwhere += ranged[d];
-	if (b->nwhere && !(b->where = tc_arena_alloc(g->ar, (size_t)b->nwhere * sizeof(tc_where))))
-		return NULL;
-	for (v = 0; v < nvars; v++)
-		if (!ga.sub[v] && !ga.pin_s[v]) {
-			tc_where *w = &b->where[nw++];
-			w->kind = TC_WHERE_RANGE;
-			w->name = s->vars[v].name;
-			w->lo = tc_grad_sx_expr(g, s, s->vars[v].lo);
-			w->hi = tc_grad_sx_expr(g, s, s->vars[v].hi);
-		}
-	for (d = 0; d < nd; d++) {
-		tc_where *w;
-		if (!ranged[d])
-			continue;
-		w = &b->where[nw++];
-		w->kind = TC_WHERE_RANGE;
-		w->name = idx[d];
-		w->lo = tc_grad_mk_int(g, 0);
-		w->hi = tc_grad_sx_expr(g, NULL, ti->ext[d]);
-	}
-	return b;
+	return gather_finish(g, &ga, r, x, xv, p, plain, idx, guard, NULL);
 }
 
 /* Whether e reads the tensor named name (a backward adjoint or
