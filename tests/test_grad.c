@@ -440,6 +440,23 @@ static const grad_case cases[] = {
 		"  O(n,f,h,w) +=! pad(I(n, r_c, 2*h + r_kh - 1, 2*w + r_kw - 1), 0.0) * Wt(f, r_c, r_kh, r_kw)\n"
 		"      where h in 0:(H+1)/2, w in 0:(W+1)/2\n}\n",
 		NULL, {"2x2x7x6", "3x2x3x3"}, -1, 1},
+	/* overlapping strided windows of a contraction: the adjoint in phases
+	 * (docs/language.md 14), with 2 taps in every phase, 2 and 1 taps
+	 * under a padded read's offset with stride 3, and rows strided but
+	 * not columns */
+	{"conv_k4_s2",
+		"def conv_k4_s2(float64(N,C,H,W) I, float64(F,C,4,4) Wt) -> (O) {\n"
+		"  O(n,f,h,w) +=! I(n,c,2*h + kh,2*w + kw) * Wt(f,c,kh,kw)\n"
+		"      where h in 0:(H-4)/2+1, w in 0:(W-4)/2+1\n}\n",
+		NULL, {"2x2x9x10", "3x2x4x4"}, -1, 1},
+	{"pad_conv_k5_s3",
+		"def pad_conv_k5_s3(float64(N,C,H) I, float64(F,C,5) Wt) -> (O) {\n"
+		"  O(n,f,h) +=! pad(I(n,c,3*h + kh - 2), 0.0) * Wt(f,c,kh) where h in 0:(H+2)/3\n}\n",
+		NULL, {"2x2x11", "3x2x5"}, -1, 1},
+	{"conv_rows_s2",
+		"def conv_rows_s2(float64(N,C,H,W) I, float64(F,C,3,2) Wt) -> (O) {\n"
+		"  O(n,f,h,w) +=! I(n,c,2*h + kh,w + kw) * Wt(f,c,kh,kw) where h in 0:(H-3)/2+1\n}\n",
+		NULL, {"2x2x8x6", "3x2x3x2"}, -1, 1},
 	{"pad_value",
 		"def pad_value(float64(N) A) -> (O) {\n"
 		"  O(i) = pad(A(i + 1), -1.0) * A(i) where i in 0:N\n}\n",
