@@ -110,6 +110,8 @@ static tc_ir_op binop(tc_ast_op op)
 }
 
 static tc_ir_expr *lower_pad(lower *L, const tc_expr *e);
+static int is_elided(const lower *L, const tc_expr *e);
+static int zero_else_guard(lower *L, const tc_expr *e, tc_ir_expr **guard);
 
 static tc_ir_expr *lower_expr(lower *L, const tc_expr *e)
 {
@@ -195,6 +197,8 @@ static tc_ir_expr *lower_expr(lower *L, const tc_expr *e)
 				return NULL;
 		return r;
 	case TC_AST_TERNARY:
+		if (is_elided(L, e)) /* a factor c ? x : 0 whose c is the guard's */
+			return cast(L, lower_expr(L, e->args[1]), e->type);
 		r = node(L, TC_OP_SELECT, e->type, e->loc, 3);
 		if (!r || !(r->args[0] = lower_expr(L, e->args[0])))
 			return NULL;
@@ -221,7 +225,9 @@ static tc_ir_expr *lower_expr(lower *L, const tc_expr *e)
  * language skips those terms (6.8).  When the pad's tests are affine, the
  * statement gets them as its guard (tc_ir_stmt.guard), which restricts its
  * domain (polyhedral/poly.c: loop bounds instead of a test per term), and
- * the pad is lowered as e alone (elided). */
+ * the pad is lowered as e alone (elided).  So does a factor c ? e : 0 whose
+ * c compares affine integer expressions (the weights of a tap that may not
+ * exist, in a phase of a strided convolution's data gradient). */
 
 /* The extent x (over the sizes) as an int64 IR expression. */
 static tc_ir_expr *sx_ir(lower *L, const tc_sexpr *x, tc_loc loc)
@@ -353,9 +359,10 @@ static int pad_zero(lower *L, const tc_expr *e)
 	return v->op == TC_OP_CONST && (tc_dtype_is_float(v->type) ? v->c.f == 0 : v->c.i == 0);
 }
 
-/* Find the factors pad(e, 0) with affine tests of a product (through its
- * lets) on the right of a sum reduction: mark them elided and add their
- * tests to *guard.  -1 when out of memory. */
+/* Find the factors pad(e, 0) with affine tests, and c ? e : 0 with c
+ * comparisons of affine expressions (zero_else_guard), of a product
+ * (through its lets) on the right of a sum reduction: mark them elided and
+ * add their tests to *guard.  -1 when out of memory. */
 static int pad_factors(lower *L, const tc_expr *e, tc_ir_expr **guard)
 {
 	tc_ir_expr *test = NULL;
@@ -365,12 +372,18 @@ static int pad_factors(lower *L, const tc_expr *e, tc_ir_expr **guard)
 		return pad_factors(L, L->s->where[e->ref_id].val, guard);
 	if (e->kind == TC_AST_BINARY && e->op == TC_AOP_MUL)
 		return pad_factors(L, e->args[0], guard) < 0 ? -1 : pad_factors(L, e->args[1], guard);
-	if (!(e->kind == TC_AST_CALL && e->ref == TC_REF_PAD) || is_elided(L, e))
+	if (is_elided(L, e))
 		return 0;
-	if ((zero = pad_zero(L, e)) <= 0)
+	if (e->kind == TC_AST_TERNARY) { /* c ? x : 0 */
+		if ((zero = zero_else_guard(L, e, &test)) <= 0)
+			return zero;
+	} else if (!(e->kind == TC_AST_CALL && e->ref == TC_REF_PAD)) {
+		return 0;
+	} else if ((zero = pad_zero(L, e)) <= 0) {
 		return zero;
-	if (pad_tests(L, e->args[0], &test) < 0)
+	} else if (pad_tests(L, e->args[0], &test) < 0) {
 		return -1;
+	}
 	if (test && !test_affine(test))
 		return 0; /* a gather: tested by a select per term */
 	more = tc_arena_alloc(L->ar, (size_t)(L->nelided + 1) * sizeof(*more));

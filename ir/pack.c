@@ -25,14 +25,53 @@
 
 #include <string.h>
 
-/* The index variable that subscript e of statement s walks: the variable
- * itself (under casts), or, where params is given, an integer multiple of
- * one variable plus constants and sizes whose range starts at 0 at the
- * sizes params (2 * r_j + 1 in W1(f,c,2*r_j+1,2*r_i), the weights of one
- * phase of a strided convolution's data gradient); -1 otherwise. */
-static int sub_var(const tc_ir_stmt *s, const tc_ir_expr *e, const int64_t *params)
+/* The value of e, a sum, difference, negation or product of constants,
+ * sizes (params) and index v at value x, under casts, in *val; 0 when e
+ * is of another form (or overflows). */
+static int value_at(const tc_ir_expr *e, int v, int64_t x, const int64_t *params,
+	int64_t *val)
 {
-	int64_t lo, hi, step;
+	int64_t a, b;
+	switch (e->op) {
+	case TC_OP_CONST:
+		*val = e->c.i;
+		return 1;
+	case TC_OP_INDEX:
+		*val = x;
+		return e->id == v;
+	case TC_OP_SIZE:
+		*val = params[e->id];
+		return 1;
+	case TC_OP_CAST:
+		return tc_dtype_is_int(e->type) && value_at(e->args[0], v, x, params, val);
+	case TC_OP_NEG:
+		return value_at(e->args[0], v, x, params, &a) && !__builtin_sub_overflow(0, a, val);
+	case TC_OP_ADD:
+	case TC_OP_SUB:
+	case TC_OP_MUL:
+		if (!value_at(e->args[0], v, x, params, &a) || !value_at(e->args[1], v, x, params, &b))
+			return 0;
+		return e->op == TC_OP_ADD ? !__builtin_add_overflow(a, b, val)
+			: e->op == TC_OP_SUB ? !__builtin_sub_overflow(a, b, val)
+					     : !__builtin_mul_overflow(a, b, val);
+	default:
+		return 0;
+	}
+}
+
+/* The index variable that subscript k of read r in statement s walks: the
+ * variable itself (under casts), or, where params is given, an integer
+ * multiple of one variable plus constants and sizes, the variable ranging
+ * from 0 and the subscript within dimension k of r's tensor over that
+ * range at the sizes params (2 * r_j + 1 in W1(f,c,2*r_j+1,2*r_i), the
+ * weights of one phase of a strided convolution's data gradient: a copy
+ * over r_j's range reads no element outside W1, where the statement's
+ * guard may have kept r_j from reading one); -1 otherwise. */
+static int sub_var(const tc_ir_func *f, const tc_ir_stmt *s, const tc_ir_expr *r, int k,
+	const int64_t *params)
+{
+	const tc_ir_expr *e = r->args[k];
+	int64_t lo, hi, step, ext, first, last;
 	int v, found = -1;
 	if ((v = tc_ir_plain_var(e)) >= 0 || !params)
 		return v;
@@ -45,8 +84,11 @@ static int sub_var(const tc_ir_stmt *s, const tc_ir_expr *e, const int64_t *para
 				return -1;
 			found = v;
 		}
-	return found >= 0 && tc_ir_var_range(&s->vars[found], params, &lo, &hi) && lo == 0
-		? found : -1;
+	if (found < 0 || !tc_ir_var_range(&s->vars[found], params, &lo, &hi) || lo != 0 ||
+		hi < 1 || tc_sx_eval(f->tensors[r->id].ext[k], params, NULL, &ext) < 0 ||
+		!value_at(e, found, 0, params, &first) || !value_at(e, found, hi - 1, params, &last))
+		return -1;
+	return first >= 0 && first < ext && last >= 0 && last < ext ? found : -1;
 }
 
 /* Whether read r of statement s is of an input of rank 2 or more whose
@@ -61,7 +103,7 @@ static int input_read_vars(const tc_ir_func *f, const tc_ir_stmt *s, const tc_ir
 		r->nargs > TC_MAX_RANK)
 		return 0;
 	for (k = 0; k < r->nargs; k++) {
-		if ((var[k] = sub_var(s, r->args[k], params)) < 0)
+		if ((var[k] = sub_var(f, s, r, k, params)) < 0)
 			return 0;
 		for (j = 0; j < k; j++)
 			if (var[j] == var[k])
@@ -248,7 +290,7 @@ static void plan_read(packer *P, const tc_ir_stmt *s, const tc_ir_expr *r)
 		return;
 	for (k = 0; k < r->nargs; k++) {
 		const tc_ir_expr *a = r->args[perm[k]];
-		int v = sub_var(s, a, P->params);
+		int v = sub_var(P->f, s, r, perm[k], P->params);
 		strided |= tc_ir_plain_var(a) < 0;
 		ext[k] = tc_ir_plain_var(a) < 0 ? s->vars[v].hi : P->f->tensors[r->id].ext[perm[k]];
 	}
@@ -311,7 +353,7 @@ static tc_ir_expr *rewrite(packer *P, const tc_ir_stmt *s, const tc_ir_expr *e)
 		} else if (a) { /* a multiple of a variable: the variable */
 			if (!(c->args[k] = tc_ir_new_expr(P->ar, TC_OP_INDEX, TC_T_I32, a->loc, 0)))
 				return NULL;
-			c->args[k]->id = sub_var(s, a, P->params);
+			c->args[k]->id = sub_var(P->f, s, e, P->packs[i].perm[k], P->params);
 		} else if (!(c->args[k] = rewrite(P, s, e->args[k]))) {
 			return NULL;
 		}
@@ -359,7 +401,7 @@ static int make_copy(packer *P, const pack *pk, tc_ir_stmt *out)
 	if (!(rd->args = tc_arena_alloc(P->ar, (size_t)pk->ndim * sizeof(*rd->args))))
 		return -1;
 	for (k = 0; k < pk->ndim; k++) {
-		int d = pk->perm[k], v = sub_var(pk->user, pk->read->args[d], P->params);
+		int d = pk->perm[k], v = sub_var(P->f, pk->user, pk->read, d, P->params);
 		if (!(rd->args[d] = copy_index(P, pk->read->args[d], v, k)) ||
 			!(out->vars[k].lo = tc_sx_const(P->ar, 0)))
 			return -1;
@@ -430,15 +472,15 @@ static int channel_var(const tc_ir_func *f, const tc_ir_stmt *s, const tc_ir_exp
 	int k, j, v, found = -1, inner = s->nlhs - 1;
 	if (e->op == TC_OP_READ && e != x && f->tensors[e->id].kind == TC_TENSOR_INPUT &&
 		e->nargs >= 2) {
-		int last = sub_var(s, e->args[e->nargs - 1], params);
+		int last = sub_var(f, s, e, e->nargs - 1, params);
 		if (last < 0 || !s->vars[last].is_reduction || tc_ir_uses_var(e, inner))
 			return -1;
 		for (k = 0; k < e->nargs; k++) {
-			v = sub_var(s, e->args[k], params);
+			v = sub_var(f, s, e, k, params);
 			if (v < 0)
 				return -1;
 			for (j = 0; j < k; j++)
-				if (sub_var(s, e->args[j], params) == v)
+				if (sub_var(f, s, e, j, params) == v)
 					return -1;
 			if (v < s->nlhs && !tc_ir_uses_var(x, v))
 				found = v;

@@ -857,6 +857,49 @@ static const char *phase_name(grad_ctx *g, const char *adj, const phase *ph, int
 	return tc_arena_strdup(g->ar, buf);
 }
 
+/* e (a right side of a phase) with each read among the factors of its
+ * product (under a guard's ?:) that has one of the n subscripts sub[]
+ * written cond ? read : 0.0, cond the conjunction of the conds[] of those
+ * subscripts; used[k] set for each one found.  NULL when out of memory. */
+static tc_expr *guard_taps(grad_ctx *g, tc_expr *e, int n, tc_expr *const *sub,
+	tc_expr *const *conds, int *used)
+{
+	tc_expr *c = NULL, *r;
+	int i, k;
+	if (e->kind == TC_AST_TERNARY && e->args[2]->kind == TC_AST_FLOAT &&
+		e->args[2]->fval == 0.0) {
+		if (!(r = guard_taps(g, e->args[1], n, sub, conds, used)))
+			return NULL;
+		return tc_grad_mk_ternary(g, e->args[0], r, NULL);
+	}
+	if (e->kind == TC_AST_BINARY && e->op == TC_AOP_MUL) {
+		tc_expr *a = guard_taps(g, e->args[0], n, sub, conds, used);
+		tc_expr *b = a ? guard_taps(g, e->args[1], n, sub, conds, used) : NULL;
+		return b ? tc_grad_mk_bin(g, TC_AOP_MUL, a, b) : NULL;
+	}
+	if (e->kind != TC_AST_CALL || e->ref == TC_REF_BUILTIN || e->ref == TC_REF_PAD)
+		return e;
+	for (k = 0; k < n; k++)
+		for (i = 0; i < e->nargs; i++)
+			if (tc_grad_expr_equal(e->args[i], sub[k])) {
+				c = tc_grad_mk_and(g, c, conds[k]);
+				used[k] = 1;
+				break;
+			}
+	return c ? tc_grad_mk_ternary(g, c, e, NULL) : e;
+}
+
+/* e, or max(e, 1) where e >= 1 does not hold at every size (*clamped
+ * then set); NULL when out of memory. */
+static const tc_sexpr *at_least_one(grad_ctx *g, const tc_sexpr *e, int *clamped)
+{
+	const tc_sexpr *less = e ? tc_sx_sub(g->ar, e, tc_sx_const(g->ar, 1)) : NULL;
+	if (!less || tc_sx_sign(less) == 1)
+		return less ? e : NULL;
+	*clamped = 1;
+	return tc_sx_max(g->ar, e, tc_sx_const(g->ar, 1));
+}
+
 /* The adjoint of a strided read in phases.  The gather of I(n,c,2*h+kh,
  * 2*w+kw) (a convolution of stride 2) solves kh = x - 2*h and sums h
  * under the guard 0 <= x - 2*h < KH: each element of d_I takes the one or
@@ -876,8 +919,14 @@ static const char *phase_name(grad_ctx *g, const char *adj, const phase *ph, int
  * wider than s (else pin_summed has made it one term); at most 16 phases
  * in all, and only where another variable is summed (see below).  With x_d = s*a + p and p + k = s*t + q (0 <= q < s): u = s*j +
  * q and v = a + t - j, j in 0:(hi_u - q + s - 1)/s (the gather's tap
- * variable nvars + nd + d), a in 0:(ext_d - p + s - 1)/s.  The phases go
- * into g->stmts; *out is the statement that assembles the adjoint.
+ * variable nvars + nd + d), a in 0:(ext_d - p + s - 1)/s.  A range that
+ * may be empty at some sizes (the taps of phase 1 where KH may be 1, the
+ * rows of phase 1 where H may be 1: an error of the language, 9.7) is
+ * max(range, 1): the extra row of a phase is never read, and an extra tap
+ * reads its weights as (s*j + q < hi_u ? W1(f,c,s*j+q,...) : 0.0), a factor
+ * of the product that restricts the statement's domain like pad (no phases
+ * where that read is no such factor).  The phases go into g->stmts; *out
+ * is the statement that assembles the adjoint.
  * Returns 1 so, 0 where no dimension splits, -1 when out of memory. */
 static int strided_phases(grad_ctx *g, gather *ga, const tc_expr *r, int x, int xv,
 	tc_expr *p, const int *plain, const char **idx, tc_expr *guard, tc_stmt **out)
@@ -888,6 +937,7 @@ static int strided_phases(grad_ctx *g, gather *ga, const tc_expr *r, int x, int 
 	int du[TC_MAX_RANK], dv[TC_MAX_RANK];
 	int64_t ds[TC_MAX_RANK], dk[TC_MAX_RANK], lo;
 	const char *tmp[16];
+	tc_stmt *phases[16];
 	tc_expr *rhs = NULL;
 	tc_stmt *b;
 	if (nd > TC_MAX_RANK)
@@ -939,6 +989,8 @@ static int strided_phases(grad_ctx *g, gather *ga, const tc_expr *r, int x, int 
 		gather q = *ga;
 		phase ph;
 		int *pl = tc_arena_alloc(g->ar, (size_t)(nvars + 1) * sizeof(*pl)), rem = k;
+		int nclamp = 0, used[TC_MAX_RANK];
+		tc_expr *tsub[TC_MAX_RANK], *tcond[TC_MAX_RANK];
 		memset(&ph, 0, sizeof(ph));
 		q.sub = tc_arena_alloc(g->ar, (size_t)(nvars + 1) * sizeof(*q.sub));
 		if (!pl || !q.sub)
@@ -949,6 +1001,7 @@ static int strided_phases(grad_ctx *g, gather *ga, const tc_expr *r, int x, int 
 			int64_t ph_d, t, qq;
 			aff *su, *sv;
 			const tc_sexpr *hi;
+			int clamped = 0;
 			if (!ds[d])
 				continue;
 			ph_d = rem % ds[d];
@@ -971,19 +1024,38 @@ static int strided_phases(grad_ctx *g, gather *ga, const tc_expr *r, int x, int 
 			ph.stride[d] = ds[d];
 			ph.phase[d] = ph_d;
 			hi = tc_sx_add(g->ar, s->vars[du[d]].hi, tc_sx_const(g->ar, ds[d] - 1 - qq));
-			ph.taps[d] = tc_sx_floordiv(g->ar, hi, ds[d]);
+			ph.taps[d] = at_least_one(g, tc_sx_floordiv(g->ar, hi, ds[d]), &clamped);
+			if (clamped) { /* s*j + q < hi_u */
+				tsub[nclamp] = aff_expr(g, su, q.names, q.nv, NULL);
+				tcond[nclamp] = tc_grad_mk_bin(g, TC_AOP_LT,
+					aff_expr(g, su, q.names, q.nv, NULL),
+					tc_grad_sx_expr(g, s, s->vars[du[d]].hi));
+				used[nclamp] = 0;
+				if (!tsub[nclamp] || !tcond[nclamp])
+					return -1;
+				nclamp++;
+				clamped = 0;
+			}
 			hi = tc_sx_add(g->ar, ti->ext[d], tc_sx_const(g->ar, ds[d] - 1 - ph_d));
-			ph.ext[d] = tc_sx_floordiv(g->ar, hi, ds[d]);
+			ph.ext[d] = at_least_one(g, tc_sx_floordiv(g->ar, hi, ds[d]), &clamped);
 			if (!ph.taps[d] || !ph.ext[d])
 				return -1;
 		}
 		if (!(ph.lhs = phase_name(g, g->adj[xv], &ph, nd)) ||
 			!(b = gather_finish(g, &q, r, x, xv, p, pl, idx, guard, &ph)))
 			return -1;
-		tc_grad_mark_temps(g, b->rhs);
-		if (tc_vec_push(&g->stmts, b) < 0)
+		if (nclamp && !(b->rhs = guard_taps(g, b->rhs, nclamp, tsub, tcond, used)))
 			return -1;
+		for (d = 0; d < nclamp; d++)
+			if (!used[d])
+				return 0; /* the taps' read is no factor: the gather instead */
+		phases[k] = b;
 		tmp[k] = ph.lhs;
+	}
+	for (k = 0; k < nph; k++) {
+		tc_grad_mark_temps(g, phases[k]->rhs);
+		if (tc_vec_push(&g->stmts, phases[k]) < 0)
+			return -1;
 	}
 	/* the adjoint: x_d % s == p ? phase p's element at x_d / s : ..., the
 	 * last phase of each dimension untested */

@@ -453,6 +453,23 @@ static const grad_case cases[] = {
 		"def pad_conv_k5_s3(float64(N,C,H) I, float64(F,C,5) Wt) -> (O) {\n"
 		"  O(n,f,h) +=! pad(I(n,c,3*h + kh - 2), 0.0) * Wt(f,c,kh) where h in 0:(H+2)/3\n}\n",
 		NULL, {"2x2x11", "3x2x5"}, -1, 1},
+	/* sizes where a phase has no taps (a 1x1 kernel given to a def of
+	 * KH x KW) or no rows (H = 2 at stride 3): those ranges are max(., 1)
+	 * and the extra taps excluded by a guard */
+	{"conv_s2_k1",
+		"def conv_s2_k1(float64(N,C,H,W) I, float64(F,C,KH,KW) Wt) -> (O) {\n"
+		"  O(n,f,h,w) +=! I(n,c,2*h + kh,2*w + kw) * Wt(f,c,kh,kw)\n"
+		"      where h in 0:(H-KH)/2+1, w in 0:(W-KW)/2+1\n}\n",
+		NULL, {"2x2x5x4", "3x2x1x1"}, -1, 1},
+	{"conv_s2_small",
+		"def conv_s2_small(float64(N,C,H,W) I, float64(F,C,KH,KW) Wt) -> (O) {\n"
+		"  O(n,f,h,w) +=! I(n,c,2*h + kh,2*w + kw) * Wt(f,c,kh,kw)\n"
+		"      where h in 0:(H-KH)/2+1, w in 0:(W-KW)/2+1\n}\n",
+		NULL, {"2x2x3x4", "3x2x3x2"}, -1, 1},
+	{"pad_conv_k5_s3_h2",
+		"def pad_conv_k5_s3_h2(float64(N,C,H) I, float64(F,C,5) Wt) -> (O) {\n"
+		"  O(n,f,h) +=! pad(I(n,c,3*h + kh - 2), 0.0) * Wt(f,c,kh) where h in 0:(H+2)/3\n}\n",
+		NULL, {"2x2x2", "3x2x5"}, -1, 1},
 	{"conv_rows_s2",
 		"def conv_rows_s2(float64(N,C,H,W) I, float64(F,C,3,2) Wt) -> (O) {\n"
 		"  O(n,f,h,w) +=! I(n,c,2*h + kh,w + kw) * Wt(f,c,kh,kw) where h in 0:(H-3)/2+1\n}\n",

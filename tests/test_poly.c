@@ -596,8 +596,9 @@ static void test_padded_sum_restricts_its_domain(void **state)
 
 /* A sum whose whole right side is c ? x : 0 with c affine skips the terms
  * where c is false the same way (docs/language.md 6.8): tri_matmul's
- * band becomes the statement's guard and its loops triangular bounds; a
- * condition that reads a tensor stays a select. */
+ * band becomes the statement's guard and its loops triangular bounds, and
+ * so as a factor of the product (tri_factor); a condition that reads a
+ * tensor stays a select. */
 static void test_guarded_sum_restricts_its_domain(void **state)
 {
 	(void)state;
@@ -608,6 +609,12 @@ static void test_guarded_sum_restricts_its_domain(void **state)
 	tc_string_free(text);
 	text = emit_specialised(&c, "ast");
 	assert_false(tu_contains(text, "if ("));
+	tc_string_free(text);
+	/* the band as a factor of the product: the same guard */
+	const poly_case fac = {"tri_factor", "guarded", "tri_factor", 2, {{7, 13}, {13, 7}}, "7x13"};
+	text = emit(&fac, "ir");
+	assert_false(tu_contains(text, " ? "));
+	assert_true(tu_contains(text, "guard: "));
 	tc_string_free(text);
 	const poly_case sel = {"masked_convolve", "guarded", "masked_convolve", 0, {{0}}, NULL};
 	text = emit(&sel, "ir");
