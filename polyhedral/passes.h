@@ -100,7 +100,8 @@ int tc_poly_gpu_split_nest(__tc_keep const tc_poly *p, __tc_keep isl_schedule_no
  * tc_poly_fuse_nests (on the scheduler's own tree, before the passes) puts
  * nests whose outermost loops are parallel and carry no dependence between
  * them under one such loop (the root's sequence of nests becomes one nest:
- * softmax, layer norm); tc_poly_hoist_constant (after the passes) moves
+ * softmax, layer norm), and under the next loops too while they are
+ * parallel, over the same values in every nest and carry none; tc_poly_hoist_constant (after the passes) moves
  * the statements a band runs once per iteration of its outer loops (the
  * init of a sum placed in the sum's loop at its first iteration) before or
  * after the band's loops.  The driver decides when they run. */

@@ -26,11 +26,11 @@
 
 #include <string.h>
 
-/* The first member of band node's partial schedule. */
-static isl_union_pw_aff *first_member(isl_schedule_node *node)
+/* Member j of band node's partial schedule. */
+static isl_union_pw_aff *band_member(isl_schedule_node *node, int j)
 {
 	isl_multi_union_pw_aff *mupa = isl_schedule_node_band_get_partial_schedule(node);
-	isl_union_pw_aff *upa = isl_multi_union_pw_aff_get_union_pw_aff(mupa, 0);
+	isl_union_pw_aff *upa = isl_multi_union_pw_aff_get_union_pw_aff(mupa, j);
 	isl_multi_union_pw_aff_free(mupa);
 	return upa;
 }
@@ -67,61 +67,125 @@ static int respects(isl_schedule *s, isl_union_map *deps)
 	return tc_poly_schedule_legal_for(s, deps) == 1;
 }
 
-__tc_give isl_schedule *tc_poly_fuse_nests(__tc_take isl_schedule *s, __tc_keep isl_union_map *deps)
+/* The values upa takes over its domain. */
+static isl_union_set *member_values(isl_union_pw_aff *upa)
 {
-	isl_schedule_node *seq, *node;
+	isl_union_map *m = isl_union_map_from_union_pw_aff(isl_union_pw_aff_copy(upa));
+	return isl_union_map_range(m);
+}
+
+/* The union of member j of the bands of the n nests under sequence seq,
+ * when each nest is a band whose member j is parallel and, for j >= 1,
+ * takes the same values as every other nest's (loops over the same
+ * range: the channels of max-pool's arg-max and of its data gradient);
+ * NULL otherwise. */
+static isl_union_pw_aff *shared_member(isl_schedule_node *seq, isl_size n, int j)
+{
 	isl_union_pw_aff *fused = NULL;
-	isl_union_set *dom;
-	isl_schedule *t;
-	isl_size n, i;
+	isl_union_set *values = NULL;
+	isl_size i;
 	int ok = 1;
-	if (!s)
-		return NULL;
-	seq = isl_schedule_node_child(isl_schedule_get_root(s), 0);
-	if (!seq || isl_schedule_node_get_type(seq) != isl_schedule_node_sequence) {
-		isl_schedule_node_free(seq);
-		return s;
-	}
-	n = isl_schedule_node_n_children(seq);
-	/* every nest a band whose outermost member is parallel */
 	for (i = 0; ok && i < n; i++) {
-		node = isl_schedule_node_child(isl_schedule_node_get_child(seq, i), 0);
+		isl_schedule_node *node = isl_schedule_node_child(isl_schedule_node_get_child(seq, i), 0);
 		ok = node && isl_schedule_node_get_type(node) == isl_schedule_node_band &&
-			isl_schedule_node_band_member_get_coincident(node, 0) == isl_bool_true;
+			isl_schedule_node_band_n_member(node) > j &&
+			isl_schedule_node_band_member_get_coincident(node, j) == isl_bool_true;
 		if (ok) {
-			isl_union_pw_aff *upa = first_member(node);
+			isl_union_pw_aff *upa = band_member(node, j);
+			if (j) {
+				isl_union_set *v = member_values(upa);
+				if (!values)
+					values = v;
+				else {
+					ok = isl_union_set_is_equal(values, v) == isl_bool_true;
+					isl_union_set_free(v);
+				}
+			}
 			fused = fused ? isl_union_pw_aff_union_add(fused, upa) : upa;
 		}
 		isl_schedule_node_free(node);
 	}
-	dom = isl_schedule_get_domain(s);
-	ok = ok && n >= 2 && fused && carries_none(fused, dom, deps);
-	isl_union_set_free(dom);
+	isl_union_set_free(values);
 	if (!ok) {
 		isl_union_pw_aff_free(fused);
-		isl_schedule_node_free(seq);
-		return s;
+		return NULL;
 	}
-	/* the fused loop above the sequence; each nest loses its outermost
-	 * member (the whole band when it had one) */
-	seq = isl_schedule_node_insert_partial_schedule(seq,
-		isl_multi_union_pw_aff_from_union_pw_aff(fused));
+	return fused;
+}
+
+/* The nests under seq (n of them) under a band of the k members of
+ * fused; each nest loses its first k members (the whole band when it had
+ * no more).  The schedule made, or NULL when it breaks a dependence. */
+static isl_schedule *fuse_members(isl_schedule_node *seq, isl_size n,
+	isl_multi_union_pw_aff *fused, int k, isl_union_map *deps)
+{
+	isl_schedule *t;
+	isl_size i;
+	int j;
+	seq = isl_schedule_node_insert_partial_schedule(isl_schedule_node_copy(seq), fused);
 	seq = isl_schedule_node_band_set_permutable(seq, 1);
-	seq = isl_schedule_node_band_member_set_coincident(seq, 0, 1);
+	for (j = 0; j < k; j++)
+		seq = isl_schedule_node_band_member_set_coincident(seq, j, 1);
 	seq = isl_schedule_node_child(seq, 0);
 	for (i = 0; seq && i < n; i++) {
 		seq = isl_schedule_node_child(isl_schedule_node_child(seq, i), 0);
-		if (isl_schedule_node_band_n_member(seq) > 1)
-			seq = isl_schedule_node_band_split(seq, 1);
+		if (isl_schedule_node_band_n_member(seq) > k)
+			seq = isl_schedule_node_band_split(seq, k);
 		seq = isl_schedule_node_delete(seq);
 		seq = isl_schedule_node_parent(isl_schedule_node_parent(seq));
 	}
 	t = seq ? isl_schedule_node_get_schedule(seq) : NULL;
 	isl_schedule_node_free(seq);
-	if (!t || !respects(t, deps)) {
+	if (t && !respects(t, deps)) {
 		isl_schedule_free(t);
+		t = NULL;
+	}
+	return t;
+}
+
+__tc_give isl_schedule *tc_poly_fuse_nests(__tc_take isl_schedule *s, __tc_keep isl_union_map *deps)
+{
+	isl_schedule_node *seq;
+	isl_multi_union_pw_aff *fused = NULL;
+	isl_union_set *dom;
+	isl_schedule *t = NULL;
+	isl_size n;
+	int k;
+	if (!s)
+		return NULL;
+	seq = isl_schedule_node_child(isl_schedule_get_root(s), 0);
+	if (!seq || isl_schedule_node_get_type(seq) != isl_schedule_node_sequence ||
+		(n = isl_schedule_node_n_children(seq)) < 2) {
+		isl_schedule_node_free(seq);
 		return s;
 	}
+	dom = isl_schedule_get_domain(s);
+	/* as many leading members as every nest shares, each parallel and
+	 * carrying no dependence between the nests: the outermost alone
+	 * (softmax's rows), or more (max-pool's backward: images and
+	 * channels, so that each channel's arg-max is read back from the
+	 * cache right after it is made) */
+	for (k = 0; k < TC_POLY_MAX_TILE; k++) {
+		isl_union_pw_aff *upa = shared_member(seq, n, k);
+		isl_schedule *u;
+		if (!upa || !carries_none(upa, dom, deps)) {
+			isl_union_pw_aff_free(upa);
+			break;
+		}
+		fused = fused ? isl_multi_union_pw_aff_flat_range_product(fused,
+					isl_multi_union_pw_aff_from_union_pw_aff(upa))
+			      : isl_multi_union_pw_aff_from_union_pw_aff(upa);
+		u = fuse_members(seq, n, isl_multi_union_pw_aff_copy(fused), k + 1, deps);
+		if (!u)
+			break;
+		isl_schedule_free(t);
+		t = u;
+	}
+	isl_multi_union_pw_aff_free(fused);
+	isl_union_set_free(dom);
+	isl_schedule_node_free(seq);
+	if (!t)
+		return s;
 	isl_schedule_free(s);
 	return t;
 }
