@@ -915,11 +915,12 @@ static const tc_sexpr *at_least_one(grad_ctx *g, const tc_sexpr *e, int *clamped
  *
  * A dimension d of the read is split where its solved variable u (kh)
  * is x_d - s*v + k for a constant k, a summed variable v (h) that no other
- * solution uses and a stride s >= 2, u ranges from 0 and its range is
- * wider than s (else pin_summed has made it one term); at most 16 phases
- * in all, and only where another variable is summed (see below).  With x_d = s*a + p and p + k = s*t + q (0 <= q < s): u = s*j +
- * q and v = a + t - j, j in 0:(hi_u - q + s - 1)/s (the gather's tap
- * variable nvars + nd + d), a in 0:(ext_d - p + s - 1)/s.  A range that
+ * solution uses and a stride s >= 2, and u ranges from 0 (a range of a
+ * constant width no wider than s has been pinned to one term instead:
+ * pin_summed); at most 16 phases in all, and only where another variable
+ * is summed (see below).  With x_d = s*a + p and p + k = s*t + q (0 <= q
+ * < s): u = s*j + q and v = a + t - j, j in 0:(hi_u - q + s - 1)/s (the
+ * gather's tap variable nvars + nd + d), a in 0:(ext_d - p + s - 1)/s.  A range that
  * may be empty at some sizes (the taps of phase 1 where KH may be 1, the
  * rows of phase 1 where H may be 1: an error of the language, 9.7) is
  * max(range, 1): the extra row of a phase is never read, and an extra tap
