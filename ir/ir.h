@@ -188,6 +188,10 @@ tc_ir_func *tc_ir_func_room(__tc_keep tc_arena *ar, __tc_keep const tc_ir_func *
 /* A new expression node in ar (op, type, loc and nargs
  * argument slots, the rest zero); NULL when out of memory. */
 tc_ir_expr *tc_ir_new_expr(__tc_keep tc_arena *ar, tc_ir_op op, tc_dtype type, tc_loc loc, int nargs);
+/* A read of tensor t of f at the index variables idx[0..n) (int32 index
+ * nodes, as lowering makes them), in ar; NULL when out of memory. */
+tc_ir_expr *tc_ir_read_at(__tc_keep tc_arena *ar, __tc_keep const tc_ir_func *f, int t,
+	__tc_keep const int *idx, int n, tc_loc loc);
 /* Whether e reads an element that instances differing in one of the
  * index variables in the bit set lhs (below 64) share: a read whose
  * subscripts miss one of them (W0(d0,r_n0) in XW0(m,n1,n2,d0) +=!

@@ -20,16 +20,7 @@ typedef struct lower {
 
 static tc_ir_expr *node(lower *L, tc_ir_op op, tc_dtype type, tc_loc loc, int nargs)
 {
-	tc_ir_expr *e = tc_arena_alloc(L->ar, sizeof(*e));
-	if (!e)
-		return NULL;
-	e->op = op;
-	e->type = type;
-	e->loc = loc;
-	e->nargs = nargs;
-	if (nargs && !(e->args = tc_arena_alloc(L->ar, (size_t)nargs * sizeof(*e->args))))
-		return NULL;
-	return e;
+	return tc_ir_new_expr(L->ar, op, type, loc, nargs);
 }
 
 /* Wrap an integer to the width and signedness of t. */

@@ -622,9 +622,8 @@ static int split_conv(tc_arena *ar, tc_ir_func *g, const tc_ir_stmt *s, int ch, 
 {
 	const tc_ir_tensor *o = &g->tensors[s->tensor];
 	tc_ir_tensor *t = &g->tensors[tmp];
-	tc_ir_expr *rd = tc_arena_alloc(ar, sizeof(*rd));
-	int at[TC_MAX_RANK * 2], k, j, n = s->nlhs;
-	if (s->nvars > TC_MAX_RANK * 2 || !rd)
+	int at[TC_MAX_RANK * 2], idx[TC_MAX_RANK * 2], k, j, n = s->nlhs;
+	if (s->nvars > TC_MAX_RANK * 2)
 		return -1;
 	/* index k of s becomes at[k]: the channel last of the left-hand ones */
 	for (k = j = 0; k < n; k++)
@@ -666,27 +665,9 @@ static int split_conv(tc_arena *ar, tc_ir_func *g, const tc_ir_stmt *s, int ch, 
 	out[1].red = TC_RED_ASSIGN;
 	out[1].loc = s->loc;
 	out[1].vars = s->vars; /* its left-hand ones, in order */
-	memset(rd, 0, sizeof(*rd));
-	rd->op = TC_OP_READ;
-	rd->type = o->dtype;
-	rd->loc = s->loc;
-	rd->id = tmp;
-	rd->nargs = n;
-	if (!(rd->args = tc_arena_alloc(ar, (size_t)n * sizeof(*rd->args))))
-		return -1;
-	for (k = 0; k < n; k++) {
-		tc_ir_expr *ix = tc_arena_alloc(ar, sizeof(*ix));
-		if (!ix)
-			return -1;
-		memset(ix, 0, sizeof(*ix));
-		ix->op = TC_OP_INDEX;
-		ix->type = TC_T_I32;
-		ix->loc = s->loc;
-		ix->id = k;
-		rd->args[at[k]] = ix;
-	}
-	out[1].rhs = rd;
-	return 0;
+	for (k = 0; k < n; k++)
+		idx[at[k]] = k;
+	return (out[1].rhs = tc_ir_read_at(ar, g, tmp, idx, n, s->loc)) ? 0 : -1;
 }
 
 /* The index a statement's reduction should write last (split_conv), or

@@ -37,6 +37,22 @@ tc_ir_expr *tc_ir_new_expr(__tc_keep tc_arena *ar, tc_ir_op op, tc_dtype type, t
 	return e;
 }
 
+tc_ir_expr *tc_ir_read_at(__tc_keep tc_arena *ar, __tc_keep const tc_ir_func *f, int t,
+	__tc_keep const int *idx, int n, tc_loc loc)
+{
+	tc_ir_expr *e = tc_ir_new_expr(ar, TC_OP_READ, f->tensors[t].dtype, loc, n);
+	int k;
+	if (!e)
+		return NULL;
+	e->id = t;
+	for (k = 0; k < n; k++) {
+		if (!(e->args[k] = tc_ir_new_expr(ar, TC_OP_INDEX, TC_T_I32, loc, 0)))
+			return NULL;
+		e->args[k]->id = idx[k];
+	}
+	return e;
+}
+
 /* The index variables (a bit each, below 64) that e uses. */
 static uint64_t vars_used(const tc_ir_expr *e)
 {

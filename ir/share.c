@@ -179,37 +179,6 @@ static int find(const tc_ir_func *f, int s, const tc_ir_expr *es, const int64_t 
 	return 0;
 }
 
-/* A read of tensor t at index variables idx[0..n) (typed like proto's
- * index nodes: int32). */
-static tc_ir_expr *read_at(tc_arena *ar, const tc_ir_func *f, int t, const int *idx, int n,
-	tc_loc loc)
-{
-	tc_ir_expr *e = tc_arena_alloc(ar, sizeof(*e));
-	int k;
-	if (!e)
-		return NULL;
-	memset(e, 0, sizeof(*e));
-	e->op = TC_OP_READ;
-	e->type = f->tensors[t].dtype;
-	e->loc = loc;
-	e->id = t;
-	e->nargs = n;
-	if (!(e->args = tc_arena_alloc(ar, (size_t)n * sizeof(*e->args))))
-		return NULL;
-	for (k = 0; k < n; k++) {
-		tc_ir_expr *ix = tc_arena_alloc(ar, sizeof(*ix));
-		if (!ix)
-			return NULL;
-		memset(ix, 0, sizeof(*ix));
-		ix->op = TC_OP_INDEX;
-		ix->type = TC_T_I32;
-		ix->loc = loc;
-		ix->id = idx[k];
-		e->args[k] = ix;
-	}
-	return e;
-}
-
 /* A copy of e with the node at replaced by with (shared, not copied). */
 static tc_ir_expr *replace(tc_arena *ar, const tc_ir_expr *e, const tc_ir_expr *at,
 	tc_ir_expr *with)
@@ -268,8 +237,8 @@ static const tc_ir_func *share_one(tc_arena *ar, const tc_ir_func *f, int s, int
 	}
 	for (k = 0; k < S->nvars; k++)
 		own[k] = k;
-	rs = read_at(ar, g, t, own, S->nvars, m->es->loc);
-	rr = read_at(ar, g, t, m->sigma, S->nvars, m->er->loc);
+	rs = tc_ir_read_at(ar, g, t, own, S->nvars, m->es->loc);
+	rr = tc_ir_read_at(ar, g, t, m->sigma, S->nvars, m->er->loc);
 	g->nstmts = f->nstmts + 1;
 	st = tc_arena_alloc(ar, (size_t)g->nstmts * sizeof(*st));
 	if (!rs || !rr || !st)
