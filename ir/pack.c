@@ -119,20 +119,18 @@ static int plain_input_read(const tc_ir_func *f, const tc_ir_stmt *s, const tc_i
 	return input_read_vars(f, s, r, NULL, var);
 }
 
-/* Whether read r of statement s should be packed, and how: perm[k] is the
- * dimension of the input that becomes dimension k of the packed copy (the
- * dimension indexed by the output's innermost index moves last, the others
- * keep their order).  Requires an output of rank 2 or more (a row
- * reduction gains nothing), every subscript a distinct index variable or
- * a multiple of one (sub_var: the copy then holds the elements the
- * statement reads, dimension k over that variable's range), the last one
- * a reduction index, and the output's innermost index among the others. */
-static int pack_plan(const tc_ir_func *f, const tc_ir_stmt *s, const tc_ir_expr *r,
-	const int64_t *params, int *perm)
+/* Whether read r of statement s, whose subscripts walk the distinct index
+ * variables var[] (input_read_vars), should be packed, and how: perm[k] is
+ * the dimension of the input that becomes dimension k of the packed copy
+ * (the dimension indexed by the output's innermost index moves last, the
+ * others keep their order).  Requires the last subscript's variable a
+ * reduction index and the output's innermost index among the others.  A
+ * subscript that is a multiple of its variable (sub_var) makes a copy of
+ * the elements the statement reads, dimension k over that variable's
+ * range. */
+static int pack_plan(const tc_ir_stmt *s, const tc_ir_expr *r, const int *var, int *perm)
 {
-	int inner = s->nlhs - 1, at = -1, k, j, n = r->nargs, var[TC_MAX_RANK];
-	if (!input_read_vars(f, s, r, params, var))
-		return 0;
+	int inner = s->nlhs - 1, at = -1, k, j, n = r->nargs;
 	for (k = 0; k < n; k++)
 		if (var[k] == inner)
 			at = k;
@@ -172,6 +170,7 @@ typedef struct pack {
 	 * subscript that is a multiple of a variable (sub_var), the range of
 	 * that variable in the user */
 	const tc_sexpr *ext[TC_MAX_RANK];
+	int var[TC_MAX_RANK];   /* per dimension of the input: the user's variable */
 	int strided;            /* a subscript is such a multiple */
 	int tensor;             /* the temporary's number in the new function */
 	const tc_ir_stmt *user; /* the first statement reading it (names, location) */
@@ -279,20 +278,20 @@ static int64_t outer_rows(const packer *P, const tc_ir_stmt *s)
  * once per block of rows). */
 static void plan_read(packer *P, const tc_ir_stmt *s, const tc_ir_expr *r)
 {
-	int perm[TC_MAX_RANK], i, k, panel = 0, transposed, strided = 0;
+	int perm[TC_MAX_RANK], var[TC_MAX_RANK], i, k, panel = 0, transposed, strided = 0;
 	int size = tc_dtype_size(P->f->tensors[r->id].dtype);
 	const tc_sexpr *ext[TC_MAX_RANK];
 	int64_t inner = 0;
-	if (find_use(P, s, r) >= 0 || P->nuses == MAX_PACKS)
+	if (find_use(P, s, r) >= 0 || P->nuses == MAX_PACKS ||
+		!input_read_vars(P->f, s, r, P->params, var))
 		return;
-	transposed = pack_plan(P->f, s, r, P->params, perm);
+	transposed = pack_plan(s, r, var, perm);
 	if (!transposed && (!P->panel_bytes || !panel_plan(P->f, s, r, perm)))
 		return;
 	for (k = 0; k < r->nargs; k++) {
-		const tc_ir_expr *a = r->args[perm[k]];
-		int v = sub_var(P->f, s, r, perm[k], P->params);
-		strided |= tc_ir_plain_var(a) < 0;
-		ext[k] = tc_ir_plain_var(a) < 0 ? s->vars[v].hi : P->f->tensors[r->id].ext[perm[k]];
+		int plain = tc_ir_plain_var(r->args[perm[k]]) >= 0;
+		strided |= !plain;
+		ext[k] = plain ? P->f->tensors[r->id].ext[perm[k]] : s->vars[var[perm[k]]].hi;
 	}
 	if (tc_sx_eval(ext[r->nargs - 1], P->params, NULL, &inner) < 0 ||
 		inner * size < P->min_bytes)
@@ -315,6 +314,7 @@ static void plan_read(packer *P, const tc_ir_stmt *s, const tc_ir_expr *r)
 		P->packs[i].panel = panel;
 		memcpy(P->packs[i].perm, perm, sizeof(perm));
 		memcpy(P->packs[i].ext, ext, sizeof(ext));
+		memcpy(P->packs[i].var, var, sizeof(var));
 		P->packs[i].strided = strided;
 		P->packs[i].user = s;
 		P->packs[i].read = r;
@@ -350,10 +350,11 @@ static tc_ir_expr *rewrite(packer *P, const tc_ir_stmt *s, const tc_ir_expr *e)
 		const tc_ir_expr *a = i >= 0 ? e->args[P->packs[i].perm[k]] : NULL;
 		if (a && tc_ir_plain_var(a) >= 0) { /* plain indices: share them */
 			c->args[k] = (tc_ir_expr *)a;
-		} else if (a) { /* a multiple of a variable: the variable */
+		} else if (a) { /* a multiple of a variable: the variable (a
+				 * strided copy serves this read alone: its var) */
 			if (!(c->args[k] = tc_ir_new_expr(P->ar, TC_OP_INDEX, TC_T_I32, a->loc, 0)))
 				return NULL;
-			c->args[k]->id = sub_var(P->f, s, e, P->packs[i].perm[k], P->params);
+			c->args[k]->id = P->packs[i].var[P->packs[i].perm[k]];
 		} else if (!(c->args[k] = rewrite(P, s, e->args[k]))) {
 			return NULL;
 		}
@@ -401,7 +402,7 @@ static int make_copy(packer *P, const pack *pk, tc_ir_stmt *out)
 	if (!(rd->args = tc_arena_alloc(P->ar, (size_t)pk->ndim * sizeof(*rd->args))))
 		return -1;
 	for (k = 0; k < pk->ndim; k++) {
-		int d = pk->perm[k], v = sub_var(P->f, pk->user, pk->read, d, P->params);
+		int d = pk->perm[k], v = pk->var[d];
 		if (!(rd->args[d] = copy_index(P, pk->read->args[d], v, k)) ||
 			!(out->vars[k].lo = tc_sx_const(P->ar, 0)))
 			return -1;
@@ -469,22 +470,15 @@ static const tc_ir_expr *window_read(const tc_ir_expr *e, int v)
 static int channel_var(const tc_ir_func *f, const tc_ir_stmt *s, const tc_ir_expr *e,
 	const tc_ir_expr *x, const int64_t *params)
 {
-	int k, j, v, found = -1, inner = s->nlhs - 1;
+	int k, var[TC_MAX_RANK], found = -1, inner = s->nlhs - 1;
 	if (e->op == TC_OP_READ && e != x && f->tensors[e->id].kind == TC_TENSOR_INPUT &&
 		e->nargs >= 2) {
-		int last = sub_var(f, s, e, e->nargs - 1, params);
-		if (last < 0 || !s->vars[last].is_reduction || tc_ir_uses_var(e, inner))
+		if (!input_read_vars(f, s, e, params, var) ||
+			!s->vars[var[e->nargs - 1]].is_reduction || tc_ir_uses_var(e, inner))
 			return -1;
-		for (k = 0; k < e->nargs; k++) {
-			v = sub_var(f, s, e, k, params);
-			if (v < 0)
-				return -1;
-			for (j = 0; j < k; j++)
-				if (sub_var(f, s, e, j, params) == v)
-					return -1;
-			if (v < s->nlhs && !tc_ir_uses_var(x, v))
-				found = v;
-		}
+		for (k = 0; k < e->nargs; k++)
+			if (var[k] < s->nlhs && !tc_ir_uses_var(x, var[k]))
+				found = var[k];
 		return found;
 	}
 	for (k = 0; k < e->nargs && found < 0; k++)
