@@ -937,7 +937,7 @@ static int strided_phases(grad_ctx *g, gather *ga, const tc_expr *r, int x, int 
 	int nvars = s->nvars, nd = r->nargs, d, e, u, v, w, nph = 1, k, nw = 0;
 	int du[TC_MAX_RANK], dv[TC_MAX_RANK];
 	int64_t ds[TC_MAX_RANK], dk[TC_MAX_RANK], lo;
-	const char *tmp[16];
+	phase phs[16]; /* per phase: its temporary and its phase per dimension */
 	tc_stmt *phases[16];
 	tc_expr *rhs = NULL;
 	tc_stmt *b;
@@ -988,11 +988,11 @@ static int strided_phases(grad_ctx *g, gather *ga, const tc_expr *r, int x, int 
 	/* each phase: a copy of the gather with u and v substituted */
 	for (k = 0; k < nph; k++) {
 		gather q = *ga;
-		phase ph;
+		phase *ph = &phs[k];
 		int *pl = tc_arena_alloc(g->ar, (size_t)(nvars + 1) * sizeof(*pl)), rem = k;
 		int nclamp = 0, used[TC_MAX_RANK];
 		tc_expr *tsub[TC_MAX_RANK], *tcond[TC_MAX_RANK];
-		memset(&ph, 0, sizeof(ph));
+		memset(ph, 0, sizeof(*ph));
 		q.sub = tc_arena_alloc(g->ar, (size_t)(nvars + 1) * sizeof(*q.sub));
 		if (!pl || !q.sub)
 			return -1;
@@ -1002,7 +1002,7 @@ static int strided_phases(grad_ctx *g, gather *ga, const tc_expr *r, int x, int 
 			int64_t ph_d, t, qq;
 			aff *su, *sv;
 			const tc_sexpr *hi;
-			int clamped = 0;
+			int tap_clamped = 0, row_clamped = 0;
 			if (!ds[d])
 				continue;
 			ph_d = rem % ds[d];
@@ -1022,28 +1022,26 @@ static int strided_phases(grad_ctx *g, gather *ga, const tc_expr *r, int x, int 
 			q.sub[du[d]] = su;
 			q.sub[dv[d]] = sv;
 			pl[du[d]] = 1; /* j's range keeps u in its range */
-			ph.stride[d] = ds[d];
-			ph.phase[d] = ph_d;
+			ph->stride[d] = ds[d];
+			ph->phase[d] = ph_d;
 			hi = tc_sx_add(g->ar, s->vars[du[d]].hi, tc_sx_const(g->ar, ds[d] - 1 - qq));
-			ph.taps[d] = at_least_one(g, tc_sx_floordiv(g->ar, hi, ds[d]), &clamped);
-			if (clamped) { /* s*j + q < hi_u */
+			ph->taps[d] = at_least_one(g, tc_sx_floordiv(g->ar, hi, ds[d]), &tap_clamped);
+			if (tap_clamped) { /* s*j + q < hi_u */
 				tsub[nclamp] = aff_expr(g, su, q.names, q.nv, NULL);
-				tcond[nclamp] = tc_grad_mk_bin(g, TC_AOP_LT,
-					aff_expr(g, su, q.names, q.nv, NULL),
-					tc_grad_sx_expr(g, s, s->vars[du[d]].hi));
+				tcond[nclamp] = tsub[nclamp] ? tc_grad_mk_bin(g, TC_AOP_LT, tsub[nclamp],
+					tc_grad_sx_expr(g, s, s->vars[du[d]].hi)) : NULL;
 				used[nclamp] = 0;
-				if (!tsub[nclamp] || !tcond[nclamp])
+				if (!tcond[nclamp])
 					return -1;
 				nclamp++;
-				clamped = 0;
 			}
 			hi = tc_sx_add(g->ar, ti->ext[d], tc_sx_const(g->ar, ds[d] - 1 - ph_d));
-			ph.ext[d] = at_least_one(g, tc_sx_floordiv(g->ar, hi, ds[d]), &clamped);
-			if (!ph.taps[d] || !ph.ext[d])
+			ph->ext[d] = at_least_one(g, tc_sx_floordiv(g->ar, hi, ds[d]), &row_clamped);
+			if (!ph->taps[d] || !ph->ext[d])
 				return -1;
 		}
-		if (!(ph.lhs = phase_name(g, g->adj[xv], &ph, nd)) ||
-			!(b = gather_finish(g, &q, r, x, xv, p, pl, idx, guard, &ph)))
+		if (!(ph->lhs = phase_name(g, g->adj[xv], ph, nd)) ||
+			!(b = gather_finish(g, &q, r, x, xv, p, pl, idx, guard, ph)))
 			return -1;
 		if (nclamp && !(b->rhs = guard_taps(g, b->rhs, nclamp, tsub, tcond, used)))
 			return -1;
@@ -1051,7 +1049,6 @@ static int strided_phases(grad_ctx *g, gather *ga, const tc_expr *r, int x, int 
 			if (!used[d])
 				return 0; /* the taps' read is no factor: the gather instead */
 		phases[k] = b;
-		tmp[k] = ph.lhs;
 	}
 	for (k = 0; k < nph; k++) {
 		tc_grad_mark_temps(g, phases[k]->rhs);
@@ -1061,16 +1058,13 @@ static int strided_phases(grad_ctx *g, gather *ga, const tc_expr *r, int x, int 
 	/* the adjoint: x_d % s == p ? phase p's element at x_d / s : ..., the
 	 * last phase of each dimension untested */
 	for (k = nph - 1; k >= 0; k--) {
-		tc_expr *rd = tc_grad_mk_read(g, tmp[k], nd, idx), *c = NULL;
-		int rem = k;
+		tc_expr *rd = tc_grad_mk_read(g, phs[k].lhs, nd, idx), *c = NULL;
 		if (!rd)
 			return -1;
 		for (d = nd - 1; d >= 0; d--) {
-			int64_t ph_d;
+			int64_t ph_d = phs[k].phase[d];
 			if (!ds[d])
 				continue;
-			ph_d = rem % ds[d];
-			rem /= (int)ds[d];
 			rd->args[d] = tc_grad_mk_bin(g, TC_AOP_DIV, tc_grad_mk_ident(g, idx[d]),
 				tc_grad_mk_int(g, ds[d]));
 			if (ph_d != ds[d] - 1)
