@@ -2252,6 +2252,19 @@ static void conv_then_bias_keeps_register_tiles(void **state)
 	tc_module_free(m);
 }
 
+/* Y and X (n x d, drawn in turn element by element) and G (d) of the
+ * column-sum tests below, uniform in [-1, 1). */
+static void rows_inputs(float *y, float *x, float *g, int n, int d, uint64_t *rng)
+{
+	int i;
+	for (i = 0; i < n * d; i++) {
+		y[i] = (float)tu_rand_unit(rng) * 2 - 1;
+		x[i] = (float)tu_rand_unit(rng) * 2 - 1;
+	}
+	for (i = 0; i < d; i++)
+		g[i] = (float)tu_rand_unit(rng) * 2 - 1;
+}
+
 /* Nests that read the same rows (polyhedral/fusion.c, tc_poly_fuse_reuse):
  * a row sum R and two column sums CG, CB of Y.  With two threads the column
  * sums share one nest (their statements under the same loops, split into
@@ -2276,12 +2289,7 @@ static void nests_share_loops_over_the_same_rows(void **state)
 	tc_module *m;
 	int v, i;
 	(void)state;
-	for (i = 0; i < N * D; i++) {
-		y[i] = (float)tu_rand_unit(&rng) * 2 - 1;
-		x[i] = (float)tu_rand_unit(&rng) * 2 - 1;
-	}
-	for (i = 0; i < D; i++)
-		g[i] = (float)tu_rand_unit(&rng) * 2 - 1;
+	rows_inputs(y, x, g, N, D, &rng);
 	m = tc_module_parse(ctx, "def k(float(N,D) Y, float(N,D) X, float(D) G) -> (R, CG, CB) {\n"
 				 "  R(n) +=! Y(n,d) * X(n,d) * G(d)\n"
 				 "  CG(d) +=! Y(n,d) * X(n,d)\n"
@@ -2350,12 +2358,7 @@ static void partial_sums_per_thread(void **state)
 	tc_module *m;
 	int v, i, n;
 	(void)state;
-	for (i = 0; i < N * D; i++) {
-		y[i] = (float)tu_rand_unit(&rng) * 2 - 1;
-		x[i] = (float)tu_rand_unit(&rng) * 2 - 1;
-	}
-	for (i = 0; i < D; i++)
-		g[i] = (float)tu_rand_unit(&rng) * 2 - 1;
+	rows_inputs(y, x, g, N, D, &rng);
 	m = tc_module_parse(ctx, "def k(float(N,D) Y, float(N,D) X, float(D) G) -> (DX, DG, DB, MX) {\n"
 				 "  s(n) +=! Y(n,d) * G(d)\n"
 				 "  DX(n,d) = Y(n,d) * G(d) - s(n) / D * X(n,d)\n"
