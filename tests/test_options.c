@@ -1187,7 +1187,7 @@ static void operand_panels_in_registers(void **state)
  * the results are right with the output 64-byte aligned (the streaming
  * copy of the loop nest) and not (the plain copy); a reduction's output
  * is never streamed, nor an output whose rows are no whole number of
- * cache lines. */
+ * cache lines; vector stores of two whole lines are streamed. */
 static void streaming_stores(void **state)
 {
 	enum { N = 1024, D = 1024 };
@@ -1301,6 +1301,34 @@ static void streaming_stores(void **state)
 			if (y[i] != fmaf(x[i], 3, 1))
 				fail_msg("element %lld of rows of %d: %g, expected %g", (long long)i, D2,
 					(double)y[i], (double)fmaf(x[i], 3, 1));
+		tc_module_free(m);
+	}
+	/* each element written twice side by side (an upsampling, as max-pool's
+	 * data gradient writes its rows): the vectoriser stores the pairs as
+	 * <32 x float>, 128 bytes aligned to 64, two whole lines, streamed
+	 * (they were not: only stores aligned to their whole size were); right
+	 * aligned and 4 bytes off */
+	{
+		enum { D2 = 512 };
+		int64_t s2[2] = {N, D2}, s3[2] = {N, 2 * D2};
+		DLTensor X2 = {x, {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, s2, NULL, 0};
+		const DLTensor *in2[1] = {&X2};
+		m = tc_module_parse(ctx, "def k(float(N,D) X) -> (Y) {\n"
+			"  Y(n,d) = X(n,d/2) * 3 where d in 0:2*D\n}\n", "u.tc");
+		assert_non_null(m);
+		text = stage_of(m, in2, 1, "", "asm");
+		assert_true(count_lines_with(text, "vmovntps", "%zmm") > 0);
+		assert_non_null(strstr(text, "sfence"));
+		tc_string_free(text);
+		for (off = 0; off < 2; off++) {
+			memset(y, 0xff, ((size_t)N * D + 16) * sizeof(float)); /* NaN: poisoned */
+			Y = (DLTensor){y + off, {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, s3, NULL, 0};
+			run_with(m, in2, 1, &Y, "", NULL);
+			for (i = 0; i < N * 2 * D2; i++)
+				if (y[off + i] != x[i / 2] * 3)
+					fail_msg("upsampled element %lld (offset %d): %g, expected %g",
+						(long long)i, off, (double)y[off + i], (double)(x[i / 2] * 3));
+		}
 		tc_module_free(m);
 	}
 	free(x);
