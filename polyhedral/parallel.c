@@ -113,6 +113,100 @@ static isl_schedule_node *strip_parallel(isl_schedule_node *node, const tc_poly 
 	return node;
 }
 
+/* The values member j of band node takes at p's sizes: the least *lo, a
+ * step *step between them (isl's stride: a tile loop's values are its
+ * tiles' origins), and their number (0 when not known constants). */
+static int64_t member_steps(const tc_poly *p, isl_schedule_node *node, int j, int64_t *lo,
+	int64_t *step)
+{
+	isl_set *v = tc_poly_band_member_values(p, node, j);
+	isl_val *vlo = v ? isl_set_dim_min_val(isl_set_copy(v), 0) : NULL;
+	isl_val *vhi = v ? isl_set_dim_max_val(isl_set_copy(v), 0) : NULL;
+	isl_val *vs = v ? isl_set_get_stride(v, 0) : NULL;
+	int64_t e = 0;
+	if (vlo && vhi && vs && isl_val_is_int(vlo) && isl_val_is_int(vhi) &&
+		isl_val_is_int(vs) && isl_val_is_pos(vs) == isl_bool_true) {
+		*lo = isl_val_get_num_si(vlo);
+		*step = isl_val_get_num_si(vs);
+		e = (isl_val_get_num_si(vhi) - *lo) / *step + 1;
+	}
+	isl_val_free(vlo);
+	isl_val_free(vhi);
+	isl_val_free(vs);
+	isl_set_free(v);
+	return e;
+}
+
+/* Whether e iterations leave threads threads more than 2% apart: the
+ * last round of iterations only partly filled. */
+static int unbalanced(int64_t e, int threads)
+{
+	int64_t rounds = (e + threads - 1) / threads;
+	return (rounds * threads - e) * 50 > e;
+}
+
+/* Band node's first member is coincident, but its few values leave the
+ * threads unevenly loaded (unbalanced: conv2d's weight gradient, 11 tiles
+ * of 6 input channels on two threads, one thread 6 of them): while the
+ * next member is coincident too, take them as one member, the first's
+ * index times the second's count plus the second's index (the same order
+ * of the instances, so every dependence holds), above the band's other
+ * members (a band as before, permutable as before).  Only where those
+ * members have no AST options (isolated tiles, unrolling), sizes known.
+ * node itself when it does not apply, NULL on an isl error. */
+static isl_schedule_node *balance_members(isl_schedule_node *node, const tc_poly *p)
+{
+	isl_size n = isl_schedule_node_band_n_member(node);
+	isl_multi_union_pw_aff *mupa;
+	isl_union_pw_aff *sum = NULL;
+	isl_union_set *opts;
+	isl_schedule_node *top;
+	int64_t lo[8], step[8], count[8], total = 1;
+	int threads = p->target->threads, k = 0, j, empty;
+	if (!p->params || threads < 2 || n < 2)
+		return node;
+	while (k < n && k < 8 && (k == 0 || unbalanced(total, threads)) &&
+		isl_schedule_node_band_member_get_coincident(node, k) == isl_bool_true &&
+		isl_schedule_node_band_member_get_ast_loop_type(node, k) == isl_ast_loop_default &&
+		(count[k] = member_steps(p, node, k, &lo[k], &step[k])) > 0 &&
+		total <= ((int64_t)1 << 40) / count[k]) {
+		total *= count[k];
+		k++;
+	}
+	if (k < 2 || count[0] < 2 || !unbalanced(count[0], threads))
+		return node; /* one value: single_iteration's case */
+	opts = isl_schedule_node_band_get_ast_build_options(node);
+	empty = opts && isl_union_set_is_empty(opts) == isl_bool_true;
+	isl_union_set_free(opts);
+	if (!empty)
+		return node;
+	mupa = isl_schedule_node_band_get_partial_schedule(node);
+	for (j = 0; j < k; j++) {
+		isl_union_pw_aff *m = isl_multi_union_pw_aff_get_union_pw_aff(mupa, j);
+		isl_ctx *ctx = isl_union_pw_aff_get_ctx(m);
+		int64_t below = 1;
+		int i;
+		for (i = j + 1; i < k; i++)
+			below *= count[i];
+		/* (m - lo) / step, in 0..count-1 */
+		m = isl_union_pw_aff_add(m, isl_union_pw_aff_val_on_domain(
+			isl_union_pw_aff_domain(isl_union_pw_aff_copy(m)),
+			isl_val_int_from_si(ctx, -lo[j])));
+		m = isl_union_pw_aff_floor(isl_union_pw_aff_scale_down_val(m,
+			isl_val_int_from_si(ctx, step[j])));
+		m = isl_union_pw_aff_scale_val(m, isl_val_int_from_si(ctx, below));
+		sum = sum ? isl_union_pw_aff_add(sum, m) : m;
+	}
+	isl_multi_union_pw_aff_free(mupa);
+	/* the first k members out, the sum above the rest */
+	top = k < n ? isl_schedule_node_band_split(node, k) : node;
+	top = isl_schedule_node_delete(top);
+	top = isl_schedule_node_insert_partial_schedule(top,
+		isl_multi_union_pw_aff_from_union_pw_aff(sum));
+	top = isl_schedule_node_band_member_set_coincident(top, 0, 1);
+	return isl_schedule_node_band_set_permutable(top, 1);
+}
+
 /* Mark the outermost band of every top-level loop nest whose first member
  * is coincident (carries no dependence) and that has work enough to share
  * (too_small_to_share): split it after that member and put a
@@ -143,6 +237,9 @@ static isl_schedule_node *mark_parallel(isl_schedule_node *node, const tc_poly *
 			if (!node || !stripped)
 				return node;
 		}
+		if (isl_schedule_node_band_member_get_coincident(node, 0) == isl_bool_true &&
+			!(node = balance_members(node, p)))
+			return NULL;
 		if (single_iteration(node)) {
 			/* no loop in the AST: the next member's loop is the
 			 * outermost one (an attention head's scores: the

@@ -3493,6 +3493,49 @@ static void parallel_mark_above_a_block(void **state)
 	tc_module_free(m);
 }
 
+/* A parallel band whose first member has few values (a weight gradient's
+ * 64 input channels in 11 register tiles of 6 rows) takes the next
+ * coincident members with it at two threads, one loop over all 99 tiles
+ * (polyhedral/parallel.c, balance_members: 11 tiles left one thread 6
+ * of them), and keeps the 11 at one thread.  The results at both are the
+ * interpreter's. */
+static void parallel_loop_over_balanced_members(void **state)
+{
+	enum { C = 64, F = 64, H = 12, OH = 10 };
+	static float x[C * H * H], d[F * OH * OH], outs[3][F * C * 9];
+	int64_t sx[4] = {1, C, H, H}, sd[4] = {1, F, OH, OH}, so[4] = {F, C, 3, 3};
+	DLTensor X = {x, {kDLCPU, 0}, 4, {kDLFloat, 32, 1}, sx, NULL, 0};
+	DLTensor D = {d, {kDLCPU, 0}, 4, {kDLFloat, 32, 1}, sd, NULL, 0};
+	const DLTensor *in[2] = {&X, &D};
+	static const char *const opts[] = {"target=interp", "threads=2 parallel=on",
+		"threads=1 parallel=on"};
+	uint64_t r = 7;
+	int v;
+	char *text;
+	tc_module *m;
+	(void)state;
+	fill_uniform(x, C * H * H, &r, -1, 1);
+	fill_uniform(d, F * OH * OH, &r, -1, 1);
+	m = tc_module_parse(ctx,
+		"def k(float(N,C,H,W) I, float(N,F,OH,OW) d_O) -> (float(F,C,3,3) d_W1) {\n"
+		"  d_W1(f,c,kh,kw) +=! d_O(n,f,h,w) * I(n,c,h + kh,w + kw) where kh in 0:3, kw in 0:3\n"
+		"}\n", "dw.tc");
+	assert_non_null(m);
+	text = stage_of(m, in, 2, opts[1], "ast");
+	assert_non_null(strstr(text, "// tc_parallel\n  for (int c0 = 0; c0 <= 98; c0 += 1)"));
+	tc_string_free(text);
+	text = stage_of(m, in, 2, opts[2], "ast");
+	assert_null(strstr(text, "c0 <= 98"));
+	tc_string_free(text);
+	for (v = 0; v < 3; v++) {
+		DLTensor O = {outs[v], {kDLCPU, 0}, 4, {kDLFloat, 32, 1}, so, NULL, 0};
+		memset(outs[v], 0xff, sizeof(outs[v])); /* NaN: poisoned */
+		run_with_outs(m, in, 2, &O, 1, opts[v], NULL);
+	}
+	expect_rows_near(outs[0], sizeof(outs[0]) / sizeof(float), F * C * 9, 3);
+	tc_module_free(m);
+}
+
 /* A parallel band whose first member takes one value (the batch of 4
  * heads in one cache tile of 4): isl's AST has no loop for it, and the
  * parallel pass marks the next member's loop instead (polyhedral/
@@ -3738,6 +3781,7 @@ int main(void)
 		cmocka_unit_test(fusion_auto_splits_chained_contractions),
 		cmocka_unit_test(parallel_mark_above_a_block),
 		cmocka_unit_test(parallel_past_a_single_iteration),
+		cmocka_unit_test(parallel_loop_over_balanced_members),
 		cmocka_unit_test(parallel_chunks_of_a_column_sum),
 		cmocka_unit_test(column_register_tile),
 		cmocka_unit_test(register_tile_uses_vector_fmas),
