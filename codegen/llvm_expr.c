@@ -577,8 +577,15 @@ static LLVMValueRef ast_op(cg *g, isl_ast_expr *e)
 			return LLVMBuildExactSDiv(g->B, a, b, "");
 		return int_divmod(g, a, b, 1, 0, 0);
 	case isl_ast_expr_op_fdiv_q: return int_divmod(g, a, b, 1, 1, 0);
-	case isl_ast_expr_op_pdiv_q: return int_divmod(g, a, b, 1, 0, 0);
+	/* isl's pdiv: a dividend known not to be negative.  By a positive
+	 * constant, unsigned, so that a collapsed loop's (c / 54) * 54 +
+	 * c % 54 folds back to c (polyhedral/collapse.c): LLVM does not
+	 * fold the signed pair (an SGD update's 128 x 10 rows were stored
+	 * by scatters) */
+	case isl_ast_expr_op_pdiv_q:
 	case isl_ast_expr_op_pdiv_r:
+		return int_divmod(g, a, b, !(LLVMIsAConstantInt(b) &&
+			LLVMConstIntGetSExtValue(b) > 0), 0, op == isl_ast_expr_op_pdiv_r);
 	case isl_ast_expr_op_zdiv_r: return int_divmod(g, a, b, 1, 0, 1);
 	case isl_ast_expr_op_eq: return LLVMBuildICmp(g->B, LLVMIntEQ, a, b, "");
 	case isl_ast_expr_op_le: return LLVMBuildICmp(g->B, LLVMIntSLE, a, b, "");
@@ -661,6 +668,46 @@ static LLVMValueRef panel_element(cg *g, int t, LLVMValueRef *idx, int n)
 	return LLVMBuildInBoundsGEP2(g->B, mem_type(g, tt->dtype), g->base[t], &off, 1, "");
 }
 
+/* Whether subscripts q, r are x / d and x % d (unsigned, d a constant)
+ * of one x: a row and a column of a loop over whole rows of d elements
+ * (polyhedral/collapse.c); *x is x. */
+static LLVMValueRef uncast(LLVMValueRef v)
+{
+	while (LLVMIsAInstruction(v) && (LLVMGetInstructionOpcode(v) == LLVMSExt ||
+		LLVMGetInstructionOpcode(v) == LLVMZExt || LLVMGetInstructionOpcode(v) == LLVMTrunc))
+		v = LLVMGetOperand(v, 0);
+	return v;
+}
+
+/* Whether a and b are one value: the same, or two loads of one loop
+ * iterator's slot in one block (each use of an iterator loads it; the
+ * code of a statement's subscripts stores no iterator). */
+static int same_value(LLVMValueRef a, LLVMValueRef b)
+{
+	return a == b || (LLVMIsAInstruction(a) && LLVMIsAInstruction(b) &&
+		LLVMGetInstructionOpcode(a) == LLVMLoad && LLVMGetInstructionOpcode(b) == LLVMLoad &&
+		LLVMGetOperand(a, 0) == LLVMGetOperand(b, 0) && LLVMIsAAllocaInst(LLVMGetOperand(a, 0)) &&
+		LLVMGetInstructionParent(a) == LLVMGetInstructionParent(b));
+}
+
+static int row_and_column(LLVMValueRef q, LLVMValueRef r, int64_t d, LLVMValueRef *x)
+{
+	LLVMValueRef dq, dr;
+	q = uncast(q); /* subscripts are int32 (ir/ir.h), in bounds */
+	r = uncast(r);
+	if (!LLVMIsAInstruction(q) || !LLVMIsAInstruction(r) ||
+		LLVMGetInstructionOpcode(q) != LLVMUDiv || LLVMGetInstructionOpcode(r) != LLVMURem ||
+		!same_value(LLVMGetOperand(q, 0), LLVMGetOperand(r, 0)))
+		return 0;
+	dq = LLVMGetOperand(q, 1);
+	dr = LLVMGetOperand(r, 1);
+	if (!LLVMIsAConstantInt(dq) || !LLVMIsAConstantInt(dr) ||
+		LLVMConstIntGetSExtValue(dq) != d || LLVMConstIntGetSExtValue(dr) != d)
+		return 0;
+	*x = LLVMGetOperand(q, 0);
+	return 1;
+}
+
 static LLVMValueRef element(cg *g, int t, LLVMValueRef *idx, int n)
 {
 	const tc_ir_tensor *tt = &g->p->f->tensors[t];
@@ -683,6 +730,18 @@ static LLVMValueRef element(cg *g, int t, LLVMValueRef *idx, int n)
 		return panel_element(g, t, idx, n);
 	for (k = n - 1; k >= j + 1; k--)
 		ty = LLVMArrayType2(ty, (uint64_t)g->ext[t * TC_MAX_RANK + k]);
+	if (n - j >= 2) {
+		/* element (x / d, x % d) of rows of d as (0, x): the same
+		 * address, and one the vectoriser sees step by one element
+		 * as x does (it took (x / d, x % d) for a gather) */
+		LLVMValueRef x, flat[TC_MAX_RANK];
+		if (row_and_column(idx[n - 2], idx[n - 1], g->ext[t * TC_MAX_RANK + n - 1], &x)) {
+			memcpy(flat, idx + j, (size_t)(n - j) * sizeof(LLVMValueRef));
+			flat[n - j - 2] = tc_cg_llvm_i64c(g, 0);
+			flat[n - j - 1] = tc_cg_llvm_as_i64(g, x);
+			return LLVMBuildInBoundsGEP2(g->B, ty, g->base[t], flat, (unsigned)(n - j), "");
+		}
+	}
 	return LLVMBuildInBoundsGEP2(g->B, ty, g->base[t], idx + j, (unsigned)(n - j), "");
 }
 

@@ -154,6 +154,27 @@ int64_t tc_poly_band_member_extent(__tc_keep const tc_poly *p, __tc_keep isl_sch
 	return member_bounds(p, node, j, &lo, &hi) < 0 ? 0 : hi - lo + 1;
 }
 
+int64_t tc_poly_band_member_steps(__tc_keep const tc_poly *p, __tc_keep isl_schedule_node *node,
+	int j, int64_t *lo, int64_t *step)
+{
+	isl_set *v = tc_poly_band_member_values(p, node, j);
+	isl_val *vlo = v ? isl_set_dim_min_val(isl_set_copy(v), 0) : NULL;
+	isl_val *vhi = v ? isl_set_dim_max_val(isl_set_copy(v), 0) : NULL;
+	isl_val *vs = v ? isl_set_get_stride(v, 0) : NULL;
+	int64_t e = 0;
+	if (vlo && vhi && vs && isl_val_is_int(vlo) && isl_val_is_int(vhi) &&
+		isl_val_is_int(vs) && isl_val_is_pos(vs) == isl_bool_true) {
+		*lo = isl_val_get_num_si(vlo);
+		*step = isl_val_get_num_si(vs);
+		e = (isl_val_get_num_si(vhi) - *lo) / *step + 1;
+	}
+	isl_val_free(vlo);
+	isl_val_free(vhi);
+	isl_val_free(vs);
+	isl_set_free(v);
+	return e;
+}
+
 int64_t tc_poly_band_member_one_tile(__tc_keep isl_schedule_node *node, int j)
 {
 	int64_t lo, hi;

@@ -48,6 +48,12 @@ __tc_give isl_set *tc_poly_band_member_values(__tc_keep const tc_poly *p,
 int64_t tc_poly_band_member_extent(__tc_keep const tc_poly *p, __tc_keep isl_schedule_node *node,
 	int j);
 
+/* The values member j of band node takes at p's sizes: the least *lo, a
+ * step *step between them (isl's stride: a tile loop's values are its
+ * tiles' origins), and their number (0 when not known constants). */
+int64_t tc_poly_band_member_steps(__tc_keep const tc_poly *p, __tc_keep isl_schedule_node *node,
+	int j, int64_t *lo, int64_t *step);
+
 /* The statement instances of dom at p's sizes (tc_poly_at), each
  * statement's counted over its bounding box; a statement whose box is
  * unbounded or not constant (a parametric model) counts as unknown

@@ -113,30 +113,6 @@ static isl_schedule_node *strip_parallel(isl_schedule_node *node, const tc_poly 
 	return node;
 }
 
-/* The values member j of band node takes at p's sizes: the least *lo, a
- * step *step between them (isl's stride: a tile loop's values are its
- * tiles' origins), and their number (0 when not known constants). */
-static int64_t member_steps(const tc_poly *p, isl_schedule_node *node, int j, int64_t *lo,
-	int64_t *step)
-{
-	isl_set *v = tc_poly_band_member_values(p, node, j);
-	isl_val *vlo = v ? isl_set_dim_min_val(isl_set_copy(v), 0) : NULL;
-	isl_val *vhi = v ? isl_set_dim_max_val(isl_set_copy(v), 0) : NULL;
-	isl_val *vs = v ? isl_set_get_stride(v, 0) : NULL;
-	int64_t e = 0;
-	if (vlo && vhi && vs && isl_val_is_int(vlo) && isl_val_is_int(vhi) &&
-		isl_val_is_int(vs) && isl_val_is_pos(vs) == isl_bool_true) {
-		*lo = isl_val_get_num_si(vlo);
-		*step = isl_val_get_num_si(vs);
-		e = (isl_val_get_num_si(vhi) - *lo) / *step + 1;
-	}
-	isl_val_free(vlo);
-	isl_val_free(vhi);
-	isl_val_free(vs);
-	isl_set_free(v);
-	return e;
-}
-
 /* Whether e iterations leave threads threads more than 2% apart: the
  * last round of iterations only partly filled. */
 static int unbalanced(int64_t e, int threads)
@@ -168,7 +144,7 @@ static isl_schedule_node *balance_members(isl_schedule_node *node, const tc_poly
 	while (k < n && k < 8 && (k == 0 || unbalanced(total, threads)) &&
 		isl_schedule_node_band_member_get_coincident(node, k) == isl_bool_true &&
 		isl_schedule_node_band_member_get_ast_loop_type(node, k) == isl_ast_loop_default &&
-		(count[k] = member_steps(p, node, k, &lo[k], &step[k])) > 0 &&
+		(count[k] = tc_poly_band_member_steps(p, node, k, &lo[k], &step[k])) > 0 &&
 		total <= ((int64_t)1 << 40) / count[k]) {
 		total *= count[k];
 		k++;

@@ -74,6 +74,11 @@ tc_stat tc_poly_pass_tile(__tc_keep tc_poly *p, __tc_keep tc_diags *d);
  * point loops but the innermost (vectorised) one: a micro-kernel whose
  * partial sums stay in registers for the whole reduction.  regtile.c. */
 tc_stat tc_poly_pass_regtile(__tc_keep tc_poly *p, __tc_keep tc_diags *d);
+/* Innermost bands whose last two members walk whole short rows of every
+ * access that uses them as one member (h * W + w): one long contiguous
+ * innermost loop.  collapse.c. */
+tc_stat tc_poly_pass_collapse(__tc_keep tc_poly *p, __tc_keep tc_diags *d);
+
 /* Mark the outermost parallel loop of every top-level loop nest
  * (TC_POLY_MARK_PARALLEL), when p->opts.parallel.  parallel.c. */
 tc_stat tc_poly_pass_parallel(__tc_keep tc_poly *p, __tc_keep tc_diags *d);

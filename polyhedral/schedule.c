@@ -632,6 +632,8 @@ const tc_poly_pass_def tc_poly_cpu_passes[] = {
 	{"check", check_pass,
 		"a merged band chain that breaks a dependence: schedule again without merging"},
 	HOIST,
+	{"collapse", tc_poly_pass_collapse,
+		"the last two members of an innermost band that walk whole short rows as one"},
 	MARK,
 	ROWBUF,
 };

@@ -3536,6 +3536,85 @@ static void parallel_loop_over_balanced_members(void **state)
 	tc_module_free(m);
 }
 
+/* Short rows as one loop (polyhedral/collapse.c): a bias gradient's sum
+ * over rows of 54 and an update of rows of 10 each run one innermost
+ * loop over the whole plane (2916 and 1280 elements), which the
+ * vectoriser walks with plain vector loads and stores (no gathers or
+ * scatters: it had vectorised across rows, 54 and 10 elements apart);
+ * a read of the rows transposed keeps its two loops.  The results are
+ * the interpreter's (the sum to rounding, the update bit for bit). */
+static void short_rows_as_one_loop(void **state)
+{
+	enum { N = 2, F = 8, H = 54, R = 128, K = 10 };
+	static float d[N * F * H * H], db[2][F], w[R * K], g[R * K], wn[2][R * K];
+	static float x[F * H * H], y[2][F * H * H];
+	int64_t sd[4] = {N, F, H, H}, sb[1] = {F}, sw[2] = {R, K}, sx[3] = {F, H, H};
+	DLTensor D = {d, {kDLCPU, 0}, 4, {kDLFloat, 32, 1}, sd, NULL, 0};
+	DLTensor Wt = {w, {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, sw, NULL, 0};
+	DLTensor G = {g, {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, sw, NULL, 0};
+	DLTensor X = {x, {kDLCPU, 0}, 3, {kDLFloat, 32, 1}, sx, NULL, 0};
+	const DLTensor *in1[1] = {&D}, *in2[2] = {&Wt, &G}, *in3[1] = {&X};
+	static const char *const opts[] = {"target=interp", ""};
+	uint64_t r = 11;
+	int v;
+	size_t i;
+	char *text;
+	tc_module *m;
+	(void)state;
+	fill_uniform(d, N * F * H * H, &r, -1, 1);
+	fill_uniform(w, R * K, &r, -1, 1);
+	fill_uniform(g, R * K, &r, -1, 1);
+	fill_uniform(x, F * H * H, &r, -1, 1);
+	m = tc_module_parse(ctx, "def k(float(N,F,H,W) d_O) -> (d_B) {\n"
+		"  d_B(f) +=! d_O(n,f,h,w)\n}\n", "db.tc");
+	assert_non_null(m);
+	text = stage_of(m, in1, 1, "", "ast");
+	assert_non_null(strstr(text, "c2 <= 2915"));
+	tc_string_free(text);
+	text = stage_of(m, in1, 1, "", "asm");
+	assert_null(strstr(text, "gather"));
+	tc_string_free(text);
+	for (v = 0; v < 2; v++) {
+		DLTensor B = {db[v], {kDLCPU, 0}, 1, {kDLFloat, 32, 1}, sb, NULL, 0};
+		memset(db[v], 0xff, sizeof(db[v])); /* NaN: poisoned */
+		run_with(m, in1, 1, &B, opts[v], NULL);
+	}
+	for (i = 0; i < F; i++)
+		assert_true(fabsf(db[1][i] - db[0][i]) <= 1e-5f * N * H * H);
+	tc_module_free(m);
+	m = tc_module_parse(ctx, "def k(float(R,K) W, float(R,K) dW) -> (Wn) {\n"
+		"  Wn(r,k) = W(r,k) - 0.01 * dW(r,k)\n}\n", "sgd.tc");
+	assert_non_null(m);
+	text = stage_of(m, in2, 2, "", "ast");
+	assert_non_null(strstr(text, "c0 <= 1279"));
+	tc_string_free(text);
+	text = stage_of(m, in2, 2, "", "asm");
+	assert_null(strstr(text, "scatter"));
+	assert_null(strstr(text, "gather"));
+	tc_string_free(text);
+	for (v = 0; v < 2; v++) {
+		DLTensor O = {wn[v], {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, sw, NULL, 0};
+		memset(wn[v], 0xff, sizeof(wn[v]));
+		run_with(m, in2, 2, &O, opts[v], NULL);
+	}
+	assert_memory_equal(wn[0], wn[1], sizeof(wn[0]));
+	tc_module_free(m);
+	/* the rows read transposed: h and w are no row of X's, two loops */
+	m = tc_module_parse(ctx, "def k(float(F,H,W) X) -> (Y) {\n"
+		"  Y(f,h,w) = X(f,w,h) * 2\n}\n", "t.tc");
+	assert_non_null(m);
+	text = stage_of(m, in3, 1, "", "ast");
+	assert_null(strstr(text, "<= 2915"));
+	tc_string_free(text);
+	for (v = 0; v < 2; v++) {
+		DLTensor O = {y[v], {kDLCPU, 0}, 3, {kDLFloat, 32, 1}, sx, NULL, 0};
+		memset(y[v], 0xff, sizeof(y[v]));
+		run_with(m, in3, 1, &O, opts[v], NULL);
+	}
+	assert_memory_equal(y[0], y[1], sizeof(y[0]));
+	tc_module_free(m);
+}
+
 /* A parallel band whose first member takes one value (the batch of 4
  * heads in one cache tile of 4): isl's AST has no loop for it, and the
  * parallel pass marks the next member's loop instead (polyhedral/
@@ -3782,6 +3861,7 @@ int main(void)
 		cmocka_unit_test(parallel_mark_above_a_block),
 		cmocka_unit_test(parallel_past_a_single_iteration),
 		cmocka_unit_test(parallel_loop_over_balanced_members),
+		cmocka_unit_test(short_rows_as_one_loop),
 		cmocka_unit_test(parallel_chunks_of_a_column_sum),
 		cmocka_unit_test(column_register_tile),
 		cmocka_unit_test(register_tile_uses_vector_fmas),

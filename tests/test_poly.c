@@ -672,7 +672,7 @@ static void test_schedule_after_pass_parametric_and_unknown(void **state)
 	assert_null(tc_module_emit(l.m, c->entry, "schedule:tiles"));
 	assert_true(tu_contains(tc_context_error(l.ctx),
 		"expected the name of a schedule pass (scheduler, fusion, fuse-nests, pack, merge, order, "
-		"interchange, tile, regtile, parallel, check, hoist, mark, rowbuf) but found 'tiles'"));
+		"interchange, tile, regtile, parallel, check, hoist, collapse, mark, rowbuf) but found 'tiles'"));
 	unload(&l);
 }
 
