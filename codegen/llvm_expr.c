@@ -1056,7 +1056,146 @@ LLVMBasicBlockRef tc_cg_llvm_new_block(__tc_keep cg *g, const char *name)
 	return LLVMAppendBasicBlockInContext(g->C, g->fn, name);
 }
 
-/* a && b, a || b: b is evaluated only when it decides. */
+/* ---- speculation ----
+ *
+ * The language evaluates only the chosen side of ?: and the right side of
+ * && and || only when it decides, and the code does so with branches.  In
+ * a vector loop LLVM turns such branches into masked operations, but the
+ * scalar rest of the loop keeps them, and a condition that the data
+ * decides (I(n,c,y,x) == O(n,c,y/2,x/2): which of a pooling window's four
+ * elements is its maximum) then mispredicts about once a window: max-pool's
+ * backward on its real outputs took twice its time on random ones.  A
+ * side is evaluated anyway, and ?: becomes a select, where evaluating it
+ * can change nothing: no builtin call, at most SPECULATE_OPS operations,
+ * and every read at subscripts inside the tensor at every point of the
+ * statement's index box (interval arithmetic over the index ranges at the
+ * model's sizes; no size left free), integer division only by a positive
+ * constant (a zero divisor is a run-time error); float operations do not
+ * trap. */
+#define SPECULATE_OPS 24
+
+/* The values of integer IR expression e at the points of the current
+ * statement's index box: [*lo, *hi]; 0 when not known. */
+static int interval(cg *g, const tc_ir_expr *e, int64_t *lo, int64_t *hi)
+{
+	int64_t a, b, c, d, p[4];
+	int i;
+	if (!tc_dtype_is_int(e->type))
+		return 0;
+	switch (e->op) {
+	case TC_OP_CONST:
+		*lo = *hi = e->c.i;
+		return !tc_dtype_is_unsigned(e->type) || e->c.i >= 0;
+	case TC_OP_INDEX:
+		if (!g->dom_ir || e->id < 0 || e->id >= g->dom_ir->nvars ||
+			!tc_ir_var_range(&g->dom_ir->vars[e->id], g->p->params, lo, hi) || *hi <= *lo)
+			return 0;
+		--*hi;
+		return 1;
+	case TC_OP_SIZE:
+		if (e->id < 0 || e->id >= g->p->f->nparams)
+			return 0;
+		*lo = *hi = g->p->params[e->id];
+		return 1;
+	case TC_OP_CAST: { /* the values unchanged when the type holds them all */
+		int bits = tc_dtype_bits(e->type) < 32 ? tc_dtype_bits(e->type) : 32;
+		int64_t top = tc_dtype_is_unsigned(e->type) ? (INT64_C(1) << bits) - 1
+							 : (INT64_C(1) << (bits - 1)) - 1;
+		int64_t bottom = tc_dtype_is_unsigned(e->type) ? 0 : -top - 1;
+		return interval(g, e->args[0], lo, hi) && *lo >= bottom && *hi <= top;
+	}
+	case TC_OP_NEG:
+		if (!interval(g, e->args[0], &a, &b) || a == INT64_MIN)
+			return 0;
+		*lo = -b;
+		*hi = -a;
+		return 1;
+	case TC_OP_ADD:
+	case TC_OP_SUB:
+	case TC_OP_MUL:
+		if (!interval(g, e->args[0], &a, &b) || !interval(g, e->args[1], &c, &d))
+			return 0;
+		if (e->op == TC_OP_ADD)
+			return !__builtin_add_overflow(a, c, lo) && !__builtin_add_overflow(b, d, hi);
+		if (e->op == TC_OP_SUB)
+			return !__builtin_sub_overflow(a, d, lo) && !__builtin_sub_overflow(b, c, hi);
+		if (__builtin_mul_overflow(a, c, &p[0]) || __builtin_mul_overflow(a, d, &p[1]) ||
+			__builtin_mul_overflow(b, c, &p[2]) || __builtin_mul_overflow(b, d, &p[3]))
+			return 0;
+		*lo = *hi = p[0];
+		for (i = 1; i < 4; i++) {
+			*lo = p[i] < *lo ? p[i] : *lo;
+			*hi = p[i] > *hi ? p[i] : *hi;
+		}
+		return 1;
+	case TC_OP_DIV: /* floor division by a positive constant: monotone */
+	case TC_OP_MOD: /* floor modulo by a positive constant: 0 .. d - 1 */
+		if (e->args[1]->op != TC_OP_CONST || (d = e->args[1]->c.i) <= 0 ||
+			!interval(g, e->args[0], &a, &b))
+			return 0;
+		if (e->op == TC_OP_MOD) {
+			*lo = 0;
+			*hi = d - 1;
+			return 1;
+		}
+		*lo = a / d - (a % d != 0 && a < 0);
+		*hi = b / d - (b % d != 0 && b < 0);
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+/* Whether evaluating e where the language would not changes nothing (see
+ * above); *ops counts its operations. */
+static int speculatable(cg *g, const tc_ir_expr *e, int *ops)
+{
+	int i;
+	int64_t lo, hi;
+	if (++*ops > SPECULATE_OPS)
+		return 0;
+	switch (e->op) {
+	case TC_OP_CONST:
+	case TC_OP_INDEX:
+	case TC_OP_SIZE:
+		return 1;
+	case TC_OP_CALL:
+		return 0;
+	case TC_OP_DIV:
+	case TC_OP_MOD: /* an integer divisor of 0 is an error (a run-time check) */
+		if (tc_dtype_is_int(e->type) && !(e->args[1]->op == TC_OP_CONST && e->args[1]->c.i > 0))
+			return 0;
+		return speculatable(g, e->args[0], ops) && speculatable(g, e->args[1], ops);
+	case TC_OP_READ:
+		if (e->id < 0 || e->id >= g->p->f->ntensors || e->nargs != g->p->f->tensors[e->id].ndim)
+			return 0;
+		for (i = 0; i < e->nargs; i++)
+			if (!interval(g, e->args[i], &lo, &hi) || lo < 0 ||
+				hi >= g->ext[e->id * TC_MAX_RANK + i])
+				return 0;
+		return 1;
+	default:
+		for (i = 0; i < e->nargs; i++)
+			if (!speculatable(g, e->args[i], ops))
+				return 0;
+		return 1;
+	}
+}
+
+/* Whether side e of ?: or && || may be evaluated unconditionally. */
+static int speculate(cg *g, const tc_ir_expr *e)
+{
+	int ops = 0, k;
+	if (!g->p->params || !g->dom_ir)
+		return 0;
+	for (k = 0; g->p->free && k < g->p->f->nparams; k++)
+		if (g->p->free[k]) /* run-time sizes: the box is not known */
+			return 0;
+	return speculatable(g, e, &ops);
+}
+
+/* a && b, a || b: b is evaluated only when it decides (or always, and the
+ * two combined, where that changes nothing: speculate). */
 static LLVMValueRef short_circuit(cg *g, const tc_ir_expr *e)
 {
 	int is_and = e->op == TC_OP_AND;
@@ -1064,6 +1203,10 @@ static LLVMValueRef short_circuit(cg *g, const tc_ir_expr *e)
 	LLVMBasicBlockRef from, rhs, join, blocks[2];
 	if (!a)
 		return NULL;
+	if (speculate(g, e->args[1])) {
+		b = expr(g, e->args[1]);
+		return b ? (is_and ? LLVMBuildAnd(g->B, a, b, "") : LLVMBuildOr(g->B, a, b, "")) : NULL;
+	}
 	from = LLVMGetInsertBlock(g->B);
 	rhs = tc_cg_llvm_new_block(g, is_and ? "and.rhs" : "or.rhs");
 	join = tc_cg_llvm_new_block(g, is_and ? "and.end" : "or.end");
@@ -1088,13 +1231,19 @@ static LLVMValueRef short_circuit(cg *g, const tc_ir_expr *e)
 	return phi;
 }
 
-/* a ? b : c with only the chosen branch evaluated. */
+/* a ? b : c with only the chosen branch evaluated (or both, and a
+ * select, where that changes nothing: speculate). */
 static LLVMValueRef select_expr(cg *g, const tc_ir_expr *e)
 {
 	LLVMValueRef c = expr(g, e->args[0]), vals[2], phi;
 	LLVMBasicBlockRef yes, no, join, blocks[2];
 	if (!c)
 		return NULL;
+	if (speculate(g, e->args[1]) && speculate(g, e->args[2])) {
+		vals[0] = expr(g, e->args[1]);
+		vals[1] = vals[0] ? expr(g, e->args[2]) : NULL;
+		return vals[1] ? LLVMBuildSelect(g->B, c, vals[0], vals[1], "") : NULL;
+	}
 	yes = tc_cg_llvm_new_block(g, "sel.then");
 	no = tc_cg_llvm_new_block(g, "sel.else");
 	join = tc_cg_llvm_new_block(g, "sel.end");

@@ -3615,6 +3615,70 @@ static void short_rows_as_one_loop(void **state)
 	tc_module_free(m);
 }
 
+/* ?: with both sides safe to evaluate (reads in bounds at every point,
+ * no call, no division by a non-constant) is a select: the pooling
+ * backward's d_O read needs no masked load (it had 37, and its scalar
+ * rests branched on which element is the maximum).  A side that would
+ * read outside its tensor, or divide by a size that is 0, stays behind
+ * its branch: no error, the interpreter's results. */
+static void speculated_sides(void **state)
+{
+	enum { N = 4, H = 56, OH = 28 };
+	static float x[N * H * H], o[N * OH * OH], d[N * OH * OH], y[2][N * H * H];
+	static float a[64], q[2][64];
+	int64_t sx[3] = {N, H, H}, so[3] = {N, OH, OH}, sa[1] = {37};
+	DLTensor X = {x, {kDLCPU, 0}, 3, {kDLFloat, 32, 1}, sx, NULL, 0};
+	DLTensor O = {o, {kDLCPU, 0}, 3, {kDLFloat, 32, 1}, so, NULL, 0};
+	DLTensor D = {d, {kDLCPU, 0}, 3, {kDLFloat, 32, 1}, so, NULL, 0};
+	DLTensor A = {a, {kDLCPU, 0}, 1, {kDLFloat, 32, 1}, sa, NULL, 0};
+	const DLTensor *in[3] = {&X, &O, &D}, *ina[1] = {&A};
+	static const char *const opts[] = {"target=interp", ""};
+	uint64_t r = 13;
+	int v, n, i, j;
+	char *text;
+	tc_module *m;
+	(void)state;
+	fill_uniform(x, N * H * H, &r, -1, 1);
+	fill_uniform(d, N * OH * OH, &r, -1, 1);
+	fill_uniform(a, 64, &r, -1, 1);
+	for (n = 0; n < N; n++) /* O: each window's maximum, so that I == O holds */
+		for (i = 0; i < OH; i++)
+			for (j = 0; j < OH; j++) {
+				float mx = -INFINITY;
+				for (v = 0; v < 4; v++)
+					mx = fmaxf(mx, x[(n * H + 2 * i + v / 2) * H + 2 * j + v % 2]);
+				o[(n * OH + i) * OH + j] = mx;
+			}
+	m = tc_module_parse(ctx, "def k(float(N,H,W) I, float(N,OH,OW) O, float(N,OH,OW) d_O)"
+		" -> (float(N,H,W) d_I) {\n"
+		"  d_I(n,y,x) = I(n,y,x) == O(n,y/2,x/2) ? d_O(n,y/2,x/2) : 0.0\n}\n", "p.tc");
+	assert_non_null(m);
+	text = stage_of(m, in, 3, "", "llvm");
+	assert_null(strstr(text, "masked.load"));
+	tc_string_free(text);
+	for (v = 0; v < 2; v++) {
+		DLTensor Y = {y[v], {kDLCPU, 0}, 3, {kDLFloat, 32, 1}, sx, NULL, 0};
+		memset(y[v], 0xff, sizeof(y[v])); /* NaN: poisoned */
+		run_with(m, in, 3, &Y, opts[v], NULL);
+	}
+	assert_memory_equal(y[0], y[1], sizeof(y[0]));
+	tc_module_free(m);
+	/* sides that must not run: a read past the end, a division by N - 37 */
+	m = tc_module_parse(ctx, "def k(float(N) A) -> (Q) {\n"
+		"  Q(i) = i + 1 < N ? A(i + 1) : (N == 37 ? 2.0 : float(int32(i) / int32(N - 37)))"
+		" where i in 0:N\n}\n", "s.tc");
+	assert_non_null(m);
+	for (v = 0; v < 2; v++) {
+		int64_t sq[1] = {37};
+		DLTensor Q = {q[v], {kDLCPU, 0}, 1, {kDLFloat, 32, 1}, sq, NULL, 0};
+		memset(q[v], 0xff, sizeof(q[v]));
+		run_with(m, ina, 1, &Q, opts[v], NULL);
+	}
+	for (i = 0; i < 37; i++)
+		assert_true(q[1][i] == (i + 1 < 37 ? a[i + 1] : 2.0f) && q[0][i] == q[1][i]);
+	tc_module_free(m);
+}
+
 /* A parallel band whose first member takes one value (the batch of 4
  * heads in one cache tile of 4): isl's AST has no loop for it, and the
  * parallel pass marks the next member's loop instead (polyhedral/
@@ -3862,6 +3926,7 @@ int main(void)
 		cmocka_unit_test(parallel_past_a_single_iteration),
 		cmocka_unit_test(parallel_loop_over_balanced_members),
 		cmocka_unit_test(short_rows_as_one_loop),
+		cmocka_unit_test(speculated_sides),
 		cmocka_unit_test(parallel_chunks_of_a_column_sum),
 		cmocka_unit_test(column_register_tile),
 		cmocka_unit_test(register_tile_uses_vector_fmas),
