@@ -154,6 +154,23 @@ int64_t tc_poly_band_member_extent(__tc_keep const tc_poly *p, __tc_keep isl_sch
 	return member_bounds(p, node, j, &lo, &hi) < 0 ? 0 : hi - lo + 1;
 }
 
+__tc_give isl_schedule_node *tc_poly_bands_bottom_up(__tc_take isl_schedule_node *node,
+	__tc_keep const tc_poly *p, tc_poly_band_fn fn, int *changed)
+{
+	isl_size n, i;
+	if (!node)
+		return NULL;
+	n = isl_schedule_node_n_children(node);
+	for (i = 0; node && i < n; i++) {
+		node = isl_schedule_node_child(node, i);
+		node = tc_poly_bands_bottom_up(node, p, fn, changed);
+		node = isl_schedule_node_parent(node);
+	}
+	if (node && isl_schedule_node_get_type(node) == isl_schedule_node_band)
+		node = fn(node, p, changed);
+	return node;
+}
+
 int64_t tc_poly_band_member_steps(__tc_keep const tc_poly *p, __tc_keep isl_schedule_node *node,
 	int j, int64_t *lo, int64_t *step)
 {

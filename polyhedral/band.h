@@ -122,6 +122,12 @@ __tc_give isl_multi_union_pw_aff *tc_poly_partial_chunks(__tc_keep const tc_poly
 typedef isl_schedule_node *(*tc_poly_band_fn)(__tc_take isl_schedule_node *node,
 	__tc_keep const tc_poly *p, int *changed);
 
+/* Apply fn to every band of the tree below node (taken), children before
+ * their parents, each at its position; returns the node at node's
+ * position (NULL on an isl error). */
+__tc_give isl_schedule_node *tc_poly_bands_bottom_up(__tc_take isl_schedule_node *node,
+	__tc_keep const tc_poly *p, tc_poly_band_fn fn, int *changed);
+
 /* Find the outermost permutable band with at least one member (in tree
  * order, packing copies aside: the band the cache tiles and the
  * interchange apply to) and apply fn to it; *found is set once it is

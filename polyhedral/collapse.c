@@ -194,18 +194,7 @@ static isl_schedule_node *collapse_band(isl_schedule_node *node, const tc_poly *
 /* Every band of the tree below node, children first. */
 static isl_schedule_node *collapse_walk(isl_schedule_node *node, const tc_poly *p, int *changed)
 {
-	isl_size n, i;
-	if (!node)
-		return NULL;
-	n = isl_schedule_node_n_children(node);
-	for (i = 0; node && i < n; i++) {
-		node = isl_schedule_node_child(node, i);
-		node = collapse_walk(node, p, changed);
-		node = isl_schedule_node_parent(node);
-	}
-	if (node && isl_schedule_node_get_type(node) == isl_schedule_node_band)
-		node = collapse_band(node, p, changed);
-	return node;
+	return tc_poly_bands_bottom_up(node, p, collapse_band, changed);
 }
 
 tc_stat tc_poly_pass_collapse(__tc_keep tc_poly *p, __tc_keep tc_diags *d)

@@ -1100,24 +1100,18 @@ static int has_band_below(isl_schedule_node *node)
 	return found;
 }
 
+/* regtile_band on band node when it is innermost (no band below). */
+static isl_schedule_node *regtile_innermost(isl_schedule_node *node, const tc_poly *p, int *moved)
+{
+	return has_band_below(node) ? node : regtile_band(node, p, moved);
+}
+
 /* Apply regtile_band to every innermost band (one without a band below);
  * *moved is set when an epilogue moved that epilogue_may_move could not
  * clear. */
 static isl_schedule_node *regtile_walk(isl_schedule_node *node, const tc_poly *p, int *moved)
 {
-	isl_size n, i;
-	if (!node)
-		return NULL;
-	n = isl_schedule_node_n_children(node);
-	for (i = 0; node && i < n; i++) {
-		node = isl_schedule_node_child(node, i);
-		node = regtile_walk(node, p, moved);
-		node = isl_schedule_node_parent(node);
-	}
-	if (node && isl_schedule_node_get_type(node) == isl_schedule_node_band &&
-		!has_band_below(node))
-		node = regtile_band(node, p, moved);
-	return node;
+	return tc_poly_bands_bottom_up(node, p, regtile_innermost, moved);
 }
 
 /* Running each element's init before its reduction is what TC's
