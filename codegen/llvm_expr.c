@@ -1182,6 +1182,18 @@ static int speculatable(cg *g, const tc_ir_expr *e, int *ops)
 	}
 }
 
+/* Whether e reads a tensor (a condition the data decides). */
+static int reads_data(const tc_ir_expr *e)
+{
+	int i;
+	if (e->op == TC_OP_READ)
+		return 1;
+	for (i = 0; i < e->nargs; i++)
+		if (reads_data(e->args[i]))
+			return 1;
+	return 0;
+}
+
 /* Whether side e of ?: or && || may be evaluated unconditionally. */
 static int speculate(cg *g, const tc_ir_expr *e)
 {
@@ -1242,7 +1254,19 @@ static LLVMValueRef select_expr(cg *g, const tc_ir_expr *e)
 	if (speculate(g, e->args[1]) && speculate(g, e->args[2])) {
 		vals[0] = expr(g, e->args[1]);
 		vals[1] = vals[0] ? expr(g, e->args[2]) : NULL;
-		return vals[1] ? LLVMBuildSelect(g->B, c, vals[0], vals[1], "") : NULL;
+		if (!vals[1])
+			return NULL;
+		phi = LLVMBuildSelect(g->B, c, vals[0], vals[1], "");
+		/* a condition the data decides: !unpredictable, so that LLVM's
+		 * x86 back end keeps a conditional move in a loop rather than
+		 * turning it into a branch (X86CmovConverter; with it max-pool's
+		 * arg-max still branched on which element is the maximum).  x86
+		 * has no conditional move of 8 bits: an int8 select stays a
+		 * branch (the gradient's positions are int32: lang/grad.c) */
+		if (reads_data(e->args[0]) && LLVMIsAInstruction(phi))
+			LLVMSetMetadata(phi, LLVMGetMDKindIDInContext(g->C, "unpredictable", 13),
+				LLVMMetadataAsValue(g->C, LLVMMDNodeInContext2(g->C, NULL, 0)));
+		return phi;
 	}
 	yes = tc_cg_llvm_new_block(g, "sel.then");
 	no = tc_cg_llvm_new_block(g, "sel.else");

@@ -286,10 +286,14 @@ static tc_expr *own_read(grad_ctx *g)
  *   argmax_T(i) min=! e == T(i) ? int64(k0) * K1 + int64(k1) : <int64 max>
  *
  * and then the gradient flows where int64(k0) * K1 + int64(k1) ==
- * argmax_T(i).  Where the window's extents are constants, the positions
- * are numbered in the narrowest signed type that holds them below its
- * maximum, the sentinel (int8 for up to 127 positions: a 2x2 or 3x3
- * pool's temporary is a byte per output, not 8).  A scatter's (T(I(i)) max=! e) numbers its indices that
+ * argmax_T(i).  Where the window's extents are constants and the
+ * positions fewer than 2^31 - 1, they are int32, the sentinel its maximum
+ * (4 bytes per output, not 8).  Not int8: x86 has no 8-bit conditional
+ * move, so LLVM chose an int8 position with a branch, which the data
+ * decides (which element of a pooling window is its maximum) and which
+ * mispredicts about once a window: max-pool's derived backward on real
+ * outputs took 1.64-1.70 ms with int8 positions, 0.85-0.87 with int32
+ * (the hand-written one 0.80-0.86; 16x64x56x56, two threads).  A scatter's (T(I(i)) max=! e) numbers its indices that
  * no left-hand name is (i), in the same order, and its temporary is a
  * scatter too, after a statement that gives it T's shape:
  *
@@ -313,7 +317,7 @@ static tc_expr *arg_gate(grad_ctx *g)
 		return NULL;
 	if (!(ext = tc_arena_alloc(g->ar, (size_t)s->nvars * sizeof(*ext))))
 		return NULL;
-	/* the type of the positions: the narrowest whose maximum exceeds
+	/* the type of the positions: int32 where its maximum exceeds
 	 * every position, where the extents are constants */
 	for (v = s->nvars - 1; v >= nl; v--) {
 		const tc_sexpr *x = tc_sx_sub(g->ar, s->vars[v].hi, s->vars[v].lo);
@@ -325,11 +329,7 @@ static tc_expr *arg_gate(grad_ctx *g)
 			break;
 		}
 	}
-	if (wc <= INT8_MAX)
-		at = TC_T_I8, top = INT8_MAX;
-	else if (wc <= INT16_MAX)
-		at = TC_T_I16, top = INT16_MAX;
-	else if (wc <= INT32_MAX)
+	if (wc <= INT32_MAX) /* not narrower: see above */
 		at = TC_T_I32, top = INT32_MAX;
 	wc = 1;
 	/* lin = sum of k_j * (product of the extents after j), from the last;

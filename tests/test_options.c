@@ -3663,6 +3663,29 @@ static void speculated_sides(void **state)
 	}
 	assert_memory_equal(y[0], y[1], sizeof(y[0]));
 	tc_module_free(m);
+	/* the derived backward's arg-max (tcomp grad of a 2 x 2 max-pool): its
+	 * condition the data decides, its selects marked !unpredictable (a
+	 * conditional move, not a branch) and of int32 positions (x86 has no
+	 * 8-bit conditional move) */
+	m = tc_module_parse(ctx, "def k(float(N,H,W) I, float(N,OH,OW) O, float(N,OH,OW) d_O)"
+		" -> (float(N,H,W) d_I) {\n"
+		"  argmax_O(n,h,w) min=! I(n,2*h+kh,2*w+kw) == O(n,h,w) ? int32(kh) * 2 + int32(kw)"
+		" : 2147483647 where kh in 0:2, kw in 0:2\n"
+		"  d_I(n,x,x1) = (x / 2 < H / 2) && (x1 / 2 < W / 2) ? (int32(x % 2) * 2 + int32(x1 % 2)"
+		" == argmax_O(n,x / 2,x1 / 2) ? d_O(n,x / 2,x1 / 2) : 0.0) : 0.0\n}\n", "a.tc");
+	assert_non_null(m);
+	text = stage_of(m, in, 3, "", "llvm");
+	assert_non_null(strstr(text, "select i1 %"));
+	assert_true(count_lines_with(text, "select i1", "!unpredictable") > 0);
+	assert_int_equal(count_lines_with(text, "select i1", "i8 "), 0);
+	tc_string_free(text);
+	for (v = 0; v < 2; v++) {
+		DLTensor Y = {y[v], {kDLCPU, 0}, 3, {kDLFloat, 32, 1}, sx, NULL, 0};
+		memset(y[v], 0xff, sizeof(y[v]));
+		run_with(m, in, 3, &Y, opts[v], NULL);
+	}
+	assert_memory_equal(y[0], y[1], sizeof(y[0]));
+	tc_module_free(m);
 	/* sides that must not run: a read past the end, a division by N - 37 */
 	m = tc_module_parse(ctx, "def k(float(N) A) -> (Q) {\n"
 		"  Q(i) = i + 1 < N ? A(i + 1) : (N == 37 ? 2.0 : float(int32(i) / int32(N - 37)))"
