@@ -668,9 +668,7 @@ static LLVMValueRef panel_element(cg *g, int t, LLVMValueRef *idx, int n)
 	return LLVMBuildInBoundsGEP2(g->B, mem_type(g, tt->dtype), g->base[t], &off, 1, "");
 }
 
-/* Whether subscripts q, r are x / d and x % d (unsigned, d a constant)
- * of one x: a row and a column of a loop over whole rows of d elements
- * (polyhedral/collapse.c); *x is x. */
+/* v without the integer extensions and truncations around it. */
 static LLVMValueRef uncast(LLVMValueRef v)
 {
 	while (LLVMIsAInstruction(v) && (LLVMGetInstructionOpcode(v) == LLVMSExt ||
@@ -690,6 +688,9 @@ static int same_value(LLVMValueRef a, LLVMValueRef b)
 		LLVMGetInstructionParent(a) == LLVMGetInstructionParent(b));
 }
 
+/* Whether subscripts q, r are x / d and x % d (unsigned, d a constant)
+ * of one x: a row and a column of a loop over whole rows of d elements
+ * (polyhedral/collapse.c); *x is x. */
 static int row_and_column(LLVMValueRef q, LLVMValueRef r, int64_t d, LLVMValueRef *x)
 {
 	LLVMValueRef dq, dr;
@@ -1182,18 +1183,6 @@ static int speculatable(cg *g, const tc_ir_expr *e, int *ops)
 	}
 }
 
-/* Whether e reads a tensor (a condition the data decides). */
-static int reads_data(const tc_ir_expr *e)
-{
-	int i;
-	if (e->op == TC_OP_READ)
-		return 1;
-	for (i = 0; i < e->nargs; i++)
-		if (reads_data(e->args[i]))
-			return 1;
-	return 0;
-}
-
 /* Whether side e of ?: or && || may be evaluated unconditionally. */
 static int speculate(cg *g, const tc_ir_expr *e)
 {
@@ -1263,7 +1252,7 @@ static LLVMValueRef select_expr(cg *g, const tc_ir_expr *e)
 		 * arg-max still branched on which element is the maximum).  x86
 		 * has no conditional move of 8 bits: an int8 select stays a
 		 * branch (the gradient's positions are int32: lang/grad.c) */
-		if (reads_data(e->args[0]) && LLVMIsAInstruction(phi))
+		if (tc_ir_count_reads(e->args[0]) && LLVMIsAInstruction(phi))
 			LLVMSetMetadata(phi, LLVMGetMDKindIDInContext(g->C, "unpredictable", 13),
 				LLVMMetadataAsValue(g->C, LLVMMDNodeInContext2(g->C, NULL, 0)));
 		return phi;

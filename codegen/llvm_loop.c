@@ -1611,7 +1611,6 @@ static int whole_lines(unsigned bytes, unsigned align)
 
 /* After optimisation: the non-temporal flag on the aligned vector stores
  * of streamed outputs (see above). */
-
 void tc_cg_llvm_mark_streaming_stores(__tc_keep LLVMModuleRef M)
 {
 	LLVMContextRef C = LLVMGetModuleContext(M);

@@ -39,6 +39,7 @@
  * Uses the model (poly.h).  The runtime's pipeline calls tc_poly_ast; the
  * regtile pass asks tc_poly_points_exact whether to isolate full tiles
  * for isl; nothing else here calls it. */
+#include "band.h"
 #include "poly.h"
 
 #include <isl/aff.h>
@@ -1153,17 +1154,13 @@ static int all_converted(const convert_ctx *cc, isl_union_set *dom)
 static isl_schedule_node *scale_band(isl_schedule_node *node, void *user)
 {
 	const convert_ctx *cc = user;
-	isl_union_set *opts, *dom;
+	isl_union_set *dom;
 	isl_multi_union_pw_aff *mupa;
 	isl_multi_val *mv;
 	isl_size n, j;
-	int any = 0, empty;
-	if (isl_schedule_node_get_type(node) != isl_schedule_node_band)
-		return node;
-	opts = isl_schedule_node_band_get_ast_build_options(node);
-	empty = opts && isl_union_set_is_empty(opts) == isl_bool_true;
-	isl_union_set_free(opts);
-	if (!empty)
+	int any = 0;
+	if (isl_schedule_node_get_type(node) != isl_schedule_node_band ||
+		tc_poly_band_has_options(node))
 		return node;
 	dom = isl_schedule_node_get_domain(node);
 	if (!all_converted(cc, dom)) {

@@ -154,6 +154,39 @@ int64_t tc_poly_band_member_extent(__tc_keep const tc_poly *p, __tc_keep isl_sch
 	return member_bounds(p, node, j, &lo, &hi) < 0 ? 0 : hi - lo + 1;
 }
 
+int tc_poly_band_has_options(__tc_keep isl_schedule_node *node)
+{
+	isl_union_set *opts = isl_schedule_node_band_get_ast_build_options(node);
+	int empty = opts && isl_union_set_is_empty(opts) == isl_bool_true;
+	isl_union_set_free(opts);
+	return !empty;
+}
+
+__tc_give isl_union_pw_aff *tc_poly_band_linearize(__tc_keep isl_schedule_node *node, int from,
+	int k, const int64_t *lo, const int64_t *step, const int64_t *count)
+{
+	isl_multi_union_pw_aff *mupa = isl_schedule_node_band_get_partial_schedule(node);
+	isl_ctx *ctx = isl_schedule_node_get_ctx(node);
+	isl_union_pw_aff *sum = NULL;
+	int j, i;
+	for (j = 0; j < k; j++) {
+		isl_union_pw_aff *m = isl_multi_union_pw_aff_get_union_pw_aff(mupa, from + j);
+		int64_t below = 1;
+		for (i = j + 1; i < k; i++)
+			below *= count[i];
+		/* (m - lo) / step, in 0 .. count - 1 */
+		m = isl_union_pw_aff_add(m, isl_union_pw_aff_val_on_domain(
+			isl_union_pw_aff_domain(isl_union_pw_aff_copy(m)),
+			isl_val_int_from_si(ctx, -lo[j])));
+		m = isl_union_pw_aff_floor(isl_union_pw_aff_scale_down_val(m,
+			isl_val_int_from_si(ctx, step[j])));
+		m = isl_union_pw_aff_scale_val(m, isl_val_int_from_si(ctx, below));
+		sum = sum ? isl_union_pw_aff_add(sum, m) : m;
+	}
+	isl_multi_union_pw_aff_free(mupa);
+	return sum;
+}
+
 __tc_give isl_schedule_node *tc_poly_bands_bottom_up(__tc_take isl_schedule_node *node,
 	__tc_keep const tc_poly *p, tc_poly_band_fn fn, int *changed)
 {

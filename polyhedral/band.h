@@ -122,6 +122,17 @@ __tc_give isl_multi_union_pw_aff *tc_poly_partial_chunks(__tc_keep const tc_poly
 typedef isl_schedule_node *(*tc_poly_band_fn)(__tc_take isl_schedule_node *node,
 	__tc_keep const tc_poly *p, int *changed);
 
+/* Whether band node has AST build options (isolated tiles, separation):
+ * passes that rebuild its members would drop them.  1 on an isl error. */
+int tc_poly_band_has_options(__tc_keep isl_schedule_node *node);
+
+/* Members from .. from + k - 1 of band node as one, in their lexicographic
+ * order: the sum over j of ((m_j - lo[j]) / step[j]) times the product of
+ * count[i] for i after j (lo, step and count as tc_poly_band_member_steps
+ * gives them); NULL on an isl error. */
+__tc_give isl_union_pw_aff *tc_poly_band_linearize(__tc_keep isl_schedule_node *node, int from,
+	int k, const int64_t *lo, const int64_t *step, const int64_t *count);
+
 /* Apply fn to every band of the tree below node (taken), children before
  * their parents, each at its position; returns the node at node's
  * position (NULL on an isl error). */

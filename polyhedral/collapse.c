@@ -126,12 +126,12 @@ static isl_schedule_node *collapse_band(isl_schedule_node *node, const tc_poly *
 {
 	isl_size n = isl_schedule_node_band_n_member(node);
 	isl_multi_union_pw_aff *mupa;
-	isl_union_set *opts, *dom;
+	isl_union_set *dom;
 	isl_union_pw_aff *sum;
 	isl_schedule_node *child;
 	rows_ctx c = {p, NULL, NULL, 0, 1};
-	int64_t lo_u, step_u, lo_v, step_v, count_u;
-	int coinc[64], j, leaf, empty;
+	int64_t lo[2], step[2], count[2];
+	int coinc[64], j, leaf, failed;
 	isl_bool permutable;
 	if (n < 2 || n > 64 || !p->params)
 		return node;
@@ -143,39 +143,26 @@ static isl_schedule_node *collapse_band(isl_schedule_node *node, const tc_poly *
 	for (j = n - 2; j < n; j++)
 		if (isl_schedule_node_band_member_get_ast_loop_type(node, j) != isl_ast_loop_default)
 			return node;
-	opts = isl_schedule_node_band_get_ast_build_options(node);
-	empty = opts && isl_union_set_is_empty(opts) == isl_bool_true;
-	isl_union_set_free(opts);
-	count_u = tc_poly_band_member_steps(p, node, n - 2, &lo_u, &step_u);
-	c.count = tc_poly_band_member_steps(p, node, n - 1, &lo_v, &step_v);
-	if (!empty || count_u < 2 || c.count < 2 || c.count >= COLLAPSE_ROW || step_u != 1 ||
-		step_v != 1 || lo_v != 0)
+	lo[0] = lo[1] = 0;
+	count[0] = tc_poly_band_member_steps(p, node, n - 2, &lo[0], &step[0]);
+	count[1] = c.count = tc_poly_band_member_steps(p, node, n - 1, &lo[1], &step[1]);
+	if (tc_poly_band_has_options(node) || count[0] < 2 || c.count < 2 ||
+		c.count >= COLLAPSE_ROW || step[0] != 1 || step[1] != 1 || lo[1] != 0)
 		return node;
 	mupa = isl_schedule_node_band_get_partial_schedule(node);
 	c.outer = isl_multi_union_pw_aff_get_union_pw_aff(mupa, n - 2);
 	c.inner = isl_multi_union_pw_aff_get_union_pw_aff(mupa, n - 1);
 	dom = isl_schedule_node_get_domain(node);
-	if (isl_union_set_foreach_set(dom, rows_cb, &c) < 0 && c.ok) { /* isl failed */
-		isl_union_set_free(dom);
-		isl_union_pw_aff_free(c.outer);
-		isl_union_pw_aff_free(c.inner);
-		isl_multi_union_pw_aff_free(mupa);
-		return isl_schedule_node_free(node);
-	}
+	failed = isl_union_set_foreach_set(dom, rows_cb, &c) < 0 && c.ok; /* isl failed */
 	isl_union_set_free(dom);
-	if (!c.ok) {
-		isl_union_pw_aff_free(c.outer);
-		isl_union_pw_aff_free(c.inner);
+	isl_union_pw_aff_free(c.outer);
+	isl_union_pw_aff_free(c.inner);
+	if (failed || !c.ok) {
 		isl_multi_union_pw_aff_free(mupa);
-		return node;
+		return failed ? isl_schedule_node_free(node) : node;
 	}
-	/* (outer - lo_u) * count + inner, in the outer member's place */
-	sum = isl_union_pw_aff_add(c.outer, isl_union_pw_aff_val_on_domain(
-		isl_union_pw_aff_domain(isl_union_pw_aff_copy(c.inner)),
-		isl_val_int_from_si(isl_schedule_node_get_ctx(node), -lo_u)));
-	sum = isl_union_pw_aff_scale_val(sum, isl_val_int_from_si(isl_schedule_node_get_ctx(node),
-		c.count));
-	sum = isl_union_pw_aff_add(sum, c.inner);
+	/* (outer - lo) * count + inner, in the outer member's place */
+	sum = tc_poly_band_linearize(node, n - 2, 2, lo, step, count);
 	mupa = isl_multi_union_pw_aff_set_union_pw_aff(mupa, n - 2, sum);
 	mupa = isl_multi_union_pw_aff_drop_dims(mupa, isl_dim_set, n - 1, 1);
 	for (j = 0; j < n; j++)

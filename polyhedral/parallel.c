@@ -133,12 +133,10 @@ static int unbalanced(int64_t e, int threads)
 static isl_schedule_node *balance_members(isl_schedule_node *node, const tc_poly *p)
 {
 	isl_size n = isl_schedule_node_band_n_member(node);
-	isl_multi_union_pw_aff *mupa;
-	isl_union_pw_aff *sum = NULL;
-	isl_union_set *opts;
+	isl_union_pw_aff *sum;
 	isl_schedule_node *top;
 	int64_t lo[8], step[8], count[8], total = 1;
-	int threads = p->target->threads, k = 0, j, empty;
+	int threads = p->target->threads, k = 0;
 	if (!p->params || threads < 2 || n < 2)
 		return node;
 	while (k < n && k < 8 && (k == 0 || unbalanced(total, threads)) &&
@@ -149,31 +147,10 @@ static isl_schedule_node *balance_members(isl_schedule_node *node, const tc_poly
 		total *= count[k];
 		k++;
 	}
-	if (k < 2 || count[0] < 2 || !unbalanced(count[0], threads))
-		return node; /* one value: single_iteration's case */
-	opts = isl_schedule_node_band_get_ast_build_options(node);
-	empty = opts && isl_union_set_is_empty(opts) == isl_bool_true;
-	isl_union_set_free(opts);
-	if (!empty)
-		return node;
-	mupa = isl_schedule_node_band_get_partial_schedule(node);
-	for (j = 0; j < k; j++) {
-		isl_union_pw_aff *m = isl_multi_union_pw_aff_get_union_pw_aff(mupa, j);
-		isl_ctx *ctx = isl_union_pw_aff_get_ctx(m);
-		int64_t below = 1;
-		int i;
-		for (i = j + 1; i < k; i++)
-			below *= count[i];
-		/* (m - lo) / step, in 0..count-1 */
-		m = isl_union_pw_aff_add(m, isl_union_pw_aff_val_on_domain(
-			isl_union_pw_aff_domain(isl_union_pw_aff_copy(m)),
-			isl_val_int_from_si(ctx, -lo[j])));
-		m = isl_union_pw_aff_floor(isl_union_pw_aff_scale_down_val(m,
-			isl_val_int_from_si(ctx, step[j])));
-		m = isl_union_pw_aff_scale_val(m, isl_val_int_from_si(ctx, below));
-		sum = sum ? isl_union_pw_aff_add(sum, m) : m;
-	}
-	isl_multi_union_pw_aff_free(mupa);
+	if (k < 2 || count[0] < 2 || !unbalanced(count[0], threads) ||
+		tc_poly_band_has_options(node))
+		return node; /* count[0] 1: single_iteration's case */
+	sum = tc_poly_band_linearize(node, 0, k, lo, step, count);
 	/* the first k members out, the sum above the rest */
 	top = k < n ? isl_schedule_node_band_split(node, k) : node;
 	top = isl_schedule_node_delete(top);
