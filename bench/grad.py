@@ -22,6 +22,14 @@ median time of a run):
   compiled  the same on the torch.compile'd forward (its AOTAutograd
             backward), where torch.compile works
 
+Every tcomp contender runs on real data (tcomp bench --in): the forward's
+inputs are random (floats uniform in [-1, 1), integers in [0, int_hi)), the
+forward's outputs and saved values are what tcomp run computes from them
+(the hand-written def's from OP and OP_saves of bench/grad.tc, --saves'
+from the derived OP_fwd), d_<output> is random.  Random outputs would hide
+data-dependent branches: max-pool's backward compares I with O, which on
+random O never holds.
+
 A derivation that tcomp refuses today is "n/a" with its error's first line;
 the row fills in when the derivation supports the op.  That the derived and
 hand-written defs give the same numbers is tests/test_grad_hand.c's job.
@@ -32,16 +40,20 @@ docs/performance.md ("Derived gradients").  See bench/README.md.
 """
 
 import argparse
+import array
 import datetime
 import json
 import os
+import random
 import re
 import shlex
 import shutil
 import statistics
+import struct
 import sys
 import tempfile
 import time
+import zlib
 
 import compare
 from compare import NA, env_for, fmt_ms, json_line, run
@@ -151,14 +163,43 @@ def shapes_of(params, sizes):
     return {name: tuple(eval_dim(d, sizes) for d in dims) for _, dims, name in params}
 
 
+# ---- data ------------------------------------------------------------------
+
+def write_npy(path, dtype, shape, values):
+    """A C-order .npy (version 1.0) of float32 ('f') or int64 ('q') values."""
+    descr = {"f": "<f4", "q": "<i8"}[dtype]
+    head = "{'descr': '%s', 'fortran_order': False, 'shape': (%s), }" % (
+        descr, "".join(f"{n}," for n in shape))
+    head += " " * (63 - (10 + len(head)) % 64) + "\n"
+    with open(path, "wb") as f:
+        f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(head)) + head.encode())
+        array.array(dtype, values).tofile(f)
+
+
+def random_npy(path, is_int, shape, int_hi, seed):
+    """Random data: floats uniform in [-1, 1) without 0, integers in [0, int_hi)."""
+    rng = random.Random(seed)
+    n = 1
+    for d in shape:
+        n *= d
+    if is_int:
+        write_npy(path, "q", shape, (rng.randrange(int_hi) for _ in range(n)))
+    else:
+        write_npy(path, "f", shape, ((rng.random() * 2 - 1) or 0.5 for _ in range(n)))
+    return path
+
+
 # ---- the contenders -------------------------------------------------------
 
 class Op:
     """One op: its defs and files (written into workdir) and every tensor's shape."""
 
     def __init__(self, name, tcomp, sigs, workdir):
-        self.name, self.tcomp = name, tcomp
+        self.name, self.tcomp, self.sigs, self.workdir = name, tcomp, sigs, workdir
         self.inputs = OPS[name]
+        self.files = {}     # "contender" -> {input name: .npy path} or NA
+        self.produced = {}  # (file, def) -> {output name: .npy path} or NA
+        self.dsigs = {}     # derived file -> its signatures
         fwd_in, fwd_out = sigs[name]
         self.types = {n: t for t, _, n in fwd_in}
         sizes = bind_sizes(fwd_in, self.inputs)
@@ -187,22 +228,81 @@ class Op:
             except SystemExit as e:
                 self.derived[c] = NA(f"the derived text does not check: {e}")
                 continue
+            self.dsigs[path] = dsigs
             if name + "_fwd" in dsigs:
                 for n, s in shapes_of(dsigs[name + "_fwd"][1], sizes).items():
                     self.shapes.setdefault(n, s)
             self.derived[c] = (path, name + "_grad", dsigs[name + "_grad"][0])
+
+    def input_file(self, n):
+        """The random .npy of the forward input or d_<output> n."""
+        key = "in:" + n
+        if key not in self.files:
+            is_int = n in self.types and self.types[n].startswith("int")
+            self.files[key] = random_npy(os.path.join(self.workdir, f"{self.name}.{n}.npy"),
+                                         is_int, self.shapes[n],
+                                         INT_HI.get((self.name, n), 1),
+                                         zlib.crc32(f"{self.name}.{n}".encode()))
+        return self.files[key]
+
+    def produce(self, path, entry, sigs):
+        """{output name: .npy} of `tcomp run path -e entry` on the forward's inputs, or NA."""
+        key = (path, entry)
+        if key not in self.produced:
+            ins, outs = sigs[entry]
+            files = {n: os.path.join(self.workdir, f"{self.name}.{entry}.{os.path.basename(path)}"
+                                     f".{n}.npy") for _, _, n in outs}
+            cmd = [self.tcomp, "run", path, "-e", entry, "--no-cache"]
+            for _, _, n in ins:
+                cmd += ["--in", f"{n}={self.input_file(n)}"]
+            for n, f in files.items():
+                cmd += ["--out", f"{n}={f}"]
+            rc, out, err = run(cmd)
+            self.produced[key] = files if rc == 0 else NA(
+                f"tcomp run -e {entry} exit {rc}: {compare.first_line(err or out)}")
+        return self.produced[key]
+
+    def data(self, contender, params):
+        """{input name: .npy} for the backward def of contender: the forward's inputs
+        and d_<output> random, outputs and saved values computed by the forward."""
+        if contender in self.files:
+            return self.files[contender]
+        producers = [(GRAD_TC, self.name, self.sigs)]
+        if contender == "hand" and self.name + "_saves" in self.sigs:
+            producers.insert(0, (GRAD_TC, self.name + "_saves", self.sigs))
+        if contender == "saves":
+            path = self.derived["saves"][0]
+            producers.insert(0, (path, self.name + "_fwd", self.dsigs[path]))
+        files = {}
+        for _, _, n in params:
+            if n in self.inputs or (n.startswith("d_") and n in self.shapes):
+                files[n] = self.input_file(n)
+                continue
+            for path, entry, sigs in producers:
+                if entry in sigs and any(o == n for _, _, o in sigs[entry][1]):
+                    got = self.produce(path, entry, sigs)
+                    if isinstance(got, NA):
+                        self.files[contender] = got
+                        return got
+                    files[n] = got[n]
+                    break
+            else:
+                files = NA(f"no forward def computes the input '{n}'")
+                break
+        self.files[contender] = files
+        return files
 
     def bench_cmd(self, contender, threads, runs, min_time):
         spec = self.hand if contender == "hand" else self.derived[contender]
         if isinstance(spec, NA):
             return spec
         path, entry, params = spec
+        files = self.data(contender, params)
+        if isinstance(files, NA):
+            return files
         cmd = [self.tcomp, "bench", path, "-e", entry]
         for _, _, n in params:
-            if n not in self.shapes:
-                return NA(f"no shape for the input '{n}' of {entry}")
-            s = self.shapes[n]
-            cmd += ["--shape", f"{n}=" + ("x".join(map(str, s)) if s else "scalar")]
+            cmd += ["--in", f"{n}={files[n]}"]
         return cmd + ["--no-cache", "--threads", str(threads), "--runs", str(runs),
                       "--min-time", str(min_time), "--json"]
 
@@ -274,7 +374,9 @@ def report(results, meta):
         f"- Date: {now:%Y-%m-%d %H:%M} UTC; the run took {meta['seconds'] / 60:.1f} min.",
         f"- Command: `{meta['command']}`",
         f"- tcomp: commit {meta['commit']}; `tcomp bench --no-cache --runs {meta['runs']} "
-        f"--min-time {meta['min_time']} --json` (default options, the thread count), float32.",
+        f"--min-time {meta['min_time']} --json` (default options, the thread count), float32, "
+        "every input from a .npy (`--in`): the forward's inputs random, its outputs and saved "
+        "values computed by the forward (`tcomp run`), `d_<output>` random.",
         f"- PyTorch: {torch_text}; autograd's backward alone (forward outside the timed region, "
         "`retain_graph=True`, gradients reset to None before each run), "
         "`torch.set_num_threads(N)`; torch.compile with the default inductor backend and mode.",

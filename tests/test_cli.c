@@ -610,7 +610,7 @@ static void bench_matmul(void **state)
 
 	/* errors */
 	assert_int_equal(tcomp("bench mm.tc --shape A=64x64"), 1);
-	assert_non_null(strstr(out_text, "no --shape for input 'B' of 'mm'"));
+	assert_non_null(strstr(out_text, "no --shape or --in for input 'B' of 'mm'"));
 	assert_int_equal(tcomp("bench mm.tc --shape A=64x64 --shape B=64by64"), 1);
 	assert_non_null(strstr(out_text, "bad shape '64by64'"));
 	assert_int_equal(tcomp("bench mm.tc --shape A=64x-1 --shape B=64x64"), 1);
@@ -633,6 +633,54 @@ static void bench_matmul(void **state)
 	assert_non_null(strstr(out_text, "bench needs a FILE.tc"));
 	assert_int_equal(tcomp("bench nothere.tc --shape A=4x4"), 1);
 	assert_non_null(strstr(out_text, "cannot open 'nothere.tc'"));
+}
+
+/* bench --in T=FILE: T's shape and values from the file (an index out of
+ * range there is the kernel's run-time error, so the values are the file's),
+ * the other inputs random; bad files and mixed-up names are clear errors. */
+static void bench_inputs_from_files(void **state)
+{
+	int32_t good[4] = {0, 2, 1, 1}, bad[4] = {0, 2, 9, 1};
+	float lut[3 * 2] = {1, 2, 3, 4, 5, 6};
+	double d[3 * 2] = {1, 2, 3, 4, 5, 6};
+	int64_t si[2] = {2, 2}, sl[2] = {3, 2};
+	(void)state;
+	write_text("emb.tc", "def emb(float(R,D) LUT, int32(B,L) I) -> (O) {\n"
+			     "  O(i,j) +=! LUT(I(i,k), j)\n}\n");
+	write_npy("good.npy", TC_T_I32, 2, si, good);
+	write_npy("bad.npy", TC_T_I32, 2, si, bad);
+	write_npy("lut.npy", TC_T_F32, 2, sl, lut);
+	write_npy("lut64.npy", TC_T_F64, 2, sl, d);
+	assert_int_equal(tcomp("bench emb.tc --in I=good.npy --shape LUT=3x64 --runs 2 "
+			       "--min-time 0 --json"),
+		0);
+	assert_non_null(strstr(out_text, "\"shapes\":{\"LUT\":[3,64],\"I\":[2,2]}"));
+	assert_int_equal(tcomp("bench emb.tc --in I=good.npy --in LUT=lut.npy --runs 2 "
+			       "--min-time 0"),
+		0);
+	assert_non_null(strstr(out_text, "(LUT=3x2 I=2x2)"));
+	assert_int_equal(tcomp("bench emb.tc --in I=bad.npy --shape LUT=3x64 --runs 2 "
+			       "--min-time 0"),
+		1);
+	assert_non_null(strstr(out_text, "index 9 is out of bounds for dimension 0 of 'LUT'"));
+	/* random indices (--shape) stay in bounds */
+	assert_int_equal(tcomp("bench emb.tc --shape I=2x2 --shape LUT=3x64 --runs 2 "
+			       "--min-time 0"),
+		0);
+	assert_int_equal(tcomp("bench emb.tc --in I=good.npy --in LUT=lut64.npy"), 1);
+	assert_non_null(strstr(out_text, "input 'LUT' of 'emb' is float32 but lut64.npy holds "
+					 "float64"));
+	assert_int_equal(tcomp("bench emb.tc --in I=good.npy --shape I=2x2 --shape LUT=3x2"), 1);
+	assert_non_null(strstr(out_text, "tensor 'I' is given twice"));
+	assert_int_equal(tcomp("bench emb.tc --in I=good.npy"), 1);
+	assert_non_null(strstr(out_text, "no --shape or --in for input 'LUT' of 'emb'"));
+	assert_int_equal(tcomp("bench emb.tc --in I=good.npy --in LUT=nothere.npy"), 1);
+	assert_non_null(strstr(out_text, "input 'LUT': "));
+	assert_non_null(strstr(out_text, "nothere.npy"));
+	assert_int_equal(tcomp("bench emb.tc --in I=good.npy --in LUT=lut.npy --in Z=lut.npy"), 1);
+	assert_non_null(strstr(out_text, "'Z' is not an input of 'emb'"));
+	assert_int_equal(tcomp("bench emb.tc --in I --shape LUT=3x2"), 1);
+	assert_non_null(strstr(out_text, "expected TENSOR=FILE but found 'I'"));
 }
 
 /* Integer inputs stay in bounds as gather indices; other dtypes work. */
@@ -851,6 +899,7 @@ int main(void)
 		cmocka_unit_test(options_on_run_and_emit),
 		cmocka_unit_test(bench_matmul),
 		cmocka_unit_test(bench_gather_and_dtypes),
+		cmocka_unit_test(bench_inputs_from_files),
 		cmocka_unit_test(cuda_targets),
 		cmocka_unit_test(autotune_train_tunes_every_kernel_of_a_step),
 	};

@@ -157,13 +157,16 @@ static const char *const emit_usage =
 	"             memory per kernel for the architecture (needs --shape)\n";
 
 static const char *const bench_usage =
-	"usage: tcomp bench FILE.tc [-e NAME] --shape T=1024x1024 ... [--options FILE]\n"
-	"                   [--option NAME=VALUE ...] [--target T] [--runs R]\n"
-	"                   [--warmup W] [--min-time SECONDS] [--json]\n"
+	"usage: tcomp bench FILE.tc [-e NAME] --shape T=1024x1024 ... [--in T=FILE.npy ...]\n"
+	"                   [--options FILE] [--option NAME=VALUE ...] [--target T]\n"
+	"                   [--runs R] [--warmup W] [--min-time SECONDS] [--json]\n"
 	"                   [--cache PATH | --no-cache] [--cache-result-options]\n"
 	"\n"
 	"Time the def NAME (optional when the file has one def) compiled for inputs\n"
-	"of the given shapes (--shape for every input).  Inputs get random values\n"
+	"of the given shapes (--shape or --in for every input).  An input given by\n"
+	"--in has the shape and values of its .npy file (as in tcomp run): time a\n"
+	"kernel whose speed depends on its data (a comparison that decides a branch,\n"
+	"gather indices) on real data.  Inputs given by --shape get random values\n"
 	"from a fixed seed: floats uniform in [-1,1) without 0; integers in [1,H]\n"
 	"with H = min(16, E - 1), where E is the smallest extent of any dimension\n"
 	"of any input or output, so that the values are non-zero and in bounds\n"
@@ -192,6 +195,7 @@ static const char *const bench_usage =
 	"\n"
 	"  -e, --entry NAME    the def to time\n"
 	"  --shape T=SHAPE     shape of input T: 1024x1024, 64, 3x0, or scalar\n"
+	"  --in T=FILE         input T from FILE (.npy: its dtype must be the def's)\n"
 	"  --options FILE      mapping options from FILE (see tcomp run --help)\n"
 	"  --option N=V        set a mapping option, after --options (repeatable)\n"
 	"  --target T          the same as --option target=T: cpu, interp, cuda\n"
@@ -803,8 +807,11 @@ static void put_json_number(double v)
 static int cmd_bench(int argc, char **argv)
 {
 	const char *file = NULL, *entry = NULL;
-	binding shapes[64];
-	int nshapes = 0, i, j, n_in = 0, n_out = 0, status = 0, json = 0, nruns = 0;
+	binding shapes[64], ins[64];
+	tc_npy arrays[64]; /* the data of ins[j] */
+	char intext[64][8 * 21 + 8]; /* the shape of ins[j] as --shape text */
+	int from_file[64]; /* input i: its index in ins, or -1 */
+	int nshapes = 0, nin = 0, i, j, n_in = 0, n_out = 0, status = 0, json = 0, nruns = 0;
 	long runs = 10, warmup = 2;
 	double min_time = 1.0, t0, compile_s, total = 0, median, best, flops = -1, bytes = -1;
 	int64_t dims[64][8], oshape[64][8], min_ext = INT64_MAX, ihi;
@@ -827,9 +834,10 @@ static int cmd_bench(int argc, char **argv)
 	int user_options, lookup;
 	size_t nwarn;
 
-	enum { OPT_RUNS = OPT_COMMAND, OPT_WARMUP, OPT_MIN_TIME, OPT_JSON };
+	enum { OPT_RUNS = OPT_COMMAND, OPT_WARMUP, OPT_MIN_TIME, OPT_JSON, OPT_IN };
 	static const struct option longopts[] = {CLI_HELP, CLI_ENTRY, CLI_SHAPE, CLI_MAPPING,
-		CLI_TARGET, CLI_CACHE, {"runs", required_argument, NULL, OPT_RUNS},
+		CLI_TARGET, CLI_CACHE, {"in", required_argument, NULL, OPT_IN},
+		{"runs", required_argument, NULL, OPT_RUNS},
 		{"warmup", required_argument, NULL, OPT_WARMUP},
 		{"min-time", required_argument, NULL, OPT_MIN_TIME},
 		{"json", no_argument, NULL, OPT_JSON}, CLI_END};
@@ -839,11 +847,16 @@ static int cmd_bench(int argc, char **argv)
 		fputs(bench_usage, stdout);
 		return 0;
 	}
+	memset(arrays, 0, sizeof(arrays));
 	while ((c = cli_next_opt(argc, argv, "he:", longopts, bench_usage)) != -1) {
 		if (take_entry_arg(&entry, shapes, &nshapes, c, optarg, bench_usage) ||
 			take_opt_arg(&oa, c, optarg, bench_usage) || take_cache_arg(&ca, c, optarg))
 			;
-		else if (c == OPT_RUNS)
+		else if (c == OPT_IN) {
+			if (nin == 64)
+				die_usage(bench_usage, "%s", "too many --in");
+			ins[nin++] = parse_binding(optarg, bench_usage);
+		} else if (c == OPT_RUNS)
 			runs = parse_count("--runs", optarg, 1, bench_usage);
 		else if (c == OPT_WARMUP)
 			warmup = parse_count("--warmup", optarg, 0, bench_usage);
@@ -864,10 +877,15 @@ static int cmd_bench(int argc, char **argv)
 	}
 	if (!file)
 		die_usage(bench_usage, "%s", "bench needs a FILE.tc");
-	for (i = 0; i < nshapes; i++)
-		for (j = 0; j < i; j++)
-			if (!strcmp(shapes[i].name, shapes[j].name))
-				die_usage(bench_usage, "tensor '%s' is given twice", shapes[i].name);
+	for (i = 0; i < nshapes + nin; i++)
+		for (j = 0; j < i; j++) {
+			const char *x = i < nshapes ? shapes[i].name : ins[i - nshapes].name;
+			const char *y = j < nshapes ? shapes[j].name : ins[j - nshapes].name;
+			if (!strcmp(x, y))
+				die_usage(bench_usage, "tensor '%s' is given twice", x);
+		}
+	if (nshapes + nin > 64)
+		die_usage(bench_usage, "%s", "more than 64 --shape and --in");
 	ctx = tc_context_new();
 	if (!ctx)
 		return EXIT_INTERNAL;
@@ -892,9 +910,58 @@ static int cmd_bench(int argc, char **argv)
 		status = EXIT_USER;
 		goto done;
 	}
-	if (bind_shapes(m, entry, n_in, shapes, nshapes, dl, dims, in_ptrs, bench_usage) < 0) {
+	for (i = 0; i < n_in; i++) {
+		const char *name = tc_module_tensor_name(m, entry, i);
+		int found = 0;
+		for (j = 0; j < nshapes + nin; j++)
+			found |= !strcmp(j < nshapes ? shapes[j].name : ins[j - nshapes].name, name);
+		if (!found) {
+			fprintf(stderr, "tcomp: error: no --shape or --in for input '%s' of '%s'\n",
+				name, entry);
+			status = EXIT_USER;
+			goto done;
+		}
+	}
+	/* --in T=FILE: T's shape from the file, as --shape text */
+	for (j = 0; j < nin; j++) {
+		char *err = NULL, *t = intext[j];
+		if (tc_npy_read(ins[j].path, &arrays[j], &err) < 0) {
+			fprintf(stderr, "tcomp: error: input '%s': %s\n", ins[j].name, err ? err : "?");
+			tc_free(err);
+			status = EXIT_USER;
+			goto done;
+		}
+		strcpy(t, arrays[j].ndim ? "" : "scalar");
+		for (i = 0; i < arrays[j].ndim; i++)
+			t += sprintf(t, "%s%lld", i ? "x" : "", (long long)arrays[j].shape[i]);
+	}
+	for (j = 0; j < nin; j++) {
+		shapes[nshapes].name = ins[j].name;
+		shapes[nshapes].path = intext[j];
+		shapes[nshapes++].used = 0;
+	}
+	i = bind_shapes(m, entry, n_in, shapes, nshapes, dl, dims, in_ptrs, bench_usage);
+	nshapes -= nin; /* the names are ins' */
+	if (i < 0) {
 		status = EXIT_USER;
 		goto done;
+	}
+	for (i = 0; i < n_in; i++) {
+		const char *name = tc_module_tensor_name(m, entry, i);
+		DLDataType dt;
+		for (j = 0; j < nin && strcmp(ins[j].name, name); j++)
+			;
+		from_file[i] = j < nin ? j : -1;
+		if (j == nin)
+			continue;
+		tc_dtype_parse(tc_dtype_name(arrays[j].dtype), &dt);
+		if (dt.code != dl[i].dtype.code || dt.bits != dl[i].dtype.bits) {
+			fprintf(stderr, "tcomp: error: input '%s' of '%s' is %s but %s holds %s\n", name,
+				entry, tc_dtype_str(dl[i].dtype), ins[j].path,
+				tc_dtype_name(arrays[j].dtype));
+			status = EXIT_USER;
+			goto done;
+		}
 	}
 	for (i = 0; i < n_in; i++) /* shape-only: on the target's device */
 		dl[i].device = dev;
@@ -946,7 +1013,9 @@ static int cmd_bench(int argc, char **argv)
 			status = EXIT_INTERNAL;
 			goto done;
 		}
-		if (i < n_in)
+		if (i < n_in && from_file[i] >= 0)
+			memcpy(bufs[i], arrays[from_file[i]].data, nb);
+		else if (i < n_in)
 			fill_random(bufs[i], n, dl[i].dtype, ihi); /* touches every page */
 		else
 			memset(bufs[i], 0, nb ? nb : 1);
@@ -1085,6 +1154,9 @@ done:
 		tc_device_free(ctx, dev, dbufs[i]);
 	}
 	bindings_free(shapes, nshapes);
+	bindings_free(ins, nin);
+	for (j = 0; j < nin; j++)
+		tc_npy_free(&arrays[j]);
 	tc_kernel_free(k);
 	tc_module_free(m);
 	tc_options_free(o);
