@@ -95,6 +95,7 @@ typedef struct cg {
 	int rolled;        /* below TC_POLY_MARK_ROLLED: outer loops kept rolled */
 	int rolled_seen;   /* the current loop's body holds TC_POLY_MARK_ROLLED */
 	int loop_body;     /* the node walked next is a loop's whole body (node() clears it) */
+	int loop_follows;  /* the node walked next has a loop after it in its block */
 	void *vnest;       /* the vector tile (llvm_loop.c vtile) whose sums a nest of
 			    * reduction loops holds, being emitted, or NULL */
 	isl_ast_node *vnest_rows; /* its rows' mark node, the innermost loop's body */

@@ -203,6 +203,7 @@ typedef struct carried_ctx {
 	isl_id *id;
 	int ordered; /* inside a register tile (as g->ordered) */
 	int found;
+	int any; /* reorderable reductions count too */
 } carried_ctx;
 
 /* Whether the reductions of statement st may run in another order than
@@ -244,7 +245,7 @@ static isl_bool carried_cb(isl_ast_node *n, void *user)
 	 * vectoriser cannot reorder), not by this rule */
 	if (st->kind != TC_POLY_UPDATE || st->ir->sub ||
 		!tc_dtype_is_float(c->g->p->f->tensors[st->ir->tensor].dtype) ||
-		reorderable(c->g, st, c->ordered))
+		(!c->any && reorderable(c->g, st, c->ordered)))
 		return isl_bool_true;
 	for (j = 0; j < st->ir->nlhs && j < inst->n && !uses; j++)
 		uses = expr_uses(inst->index[j], c->id);
@@ -260,7 +261,16 @@ static isl_bool carried_cb(isl_ast_node *n, void *user)
  * hints-allow-reordering): a row sum under vector=2 came out 1 ulp off. */
 static int carries_float_reduction(cg *g, isl_ast_node *body, isl_id *id)
 {
-	carried_ctx c = {g, id, g->ordered, 0};
+	carried_ctx c = {g, id, g->ordered, 0, 0};
+	isl_ast_node_foreach_descendant_top_down(body, carried_cb, &c);
+	return c.found;
+}
+
+/* Whether the loop over iterator id with body body carries a float
+ * reduction, in any order. */
+static int carries_reduction(cg *g, isl_ast_node *body, isl_id *id)
+{
+	carried_ctx c = {g, id, g->ordered, 0, 1};
 	isl_ast_node_foreach_descendant_top_down(body, carried_cb, &c);
 	return c.found;
 }
@@ -327,6 +337,17 @@ static LLVMMetadataRef loop_followup(cg *g, const char *name, LLVMMetadataRef *p
  *                  trip, each with its own partial sums where a reduction
  *                  may be reordered.  Without vector=N a short loop may
  *                  still be fully unrolled first, as by default.
+ * A reduction loop over a row that another loop over the row follows in
+ * the same nest (follows: softmax's backward, `dot(n) +=! d_P(n,c) *
+ * P(n,c)` then `d_X(n,c) = P(n,c) * (d_P(n,c) - dot(n))`), with at least 4
+ * trips of its interleaved vector loop, keeps that loop rolled
+ * (llvm.loop.unroll.disable after the vectoriser): LLVM unrolls a row of
+ * 1000 in full, and the nest then took 1.34-1.40 ms against 0.96-1.00
+ * rolled (4096 x 1000, one thread; rows of 1024: 1.06-1.12 against
+ * 0.91-1.02; derived softmax backward 1.11-1.13 against 0.96-0.99).  A
+ * reduction or a pointwise loop alone is faster unrolled (layer norm's
+ * row sums 0.52-0.55 ms against 0.86-0.87 rolled), so only this nest;
+ * docs/performance.md, "Long loops left rolled".
  * A loop of a known trip count gets no more lanes than it has iterations
  * (the largest power of two below) and no more vector iterations per trip
  * than it has vectors (lanes as above, or a register's worth of its widest
@@ -410,7 +431,8 @@ static int64_t auto_width(cg *g, isl_ast_node *body, isl_id *it, int64_t trips)
 	return lanes;
 }
 
-static void loop_hints(cg *g, LLVMValueRef br, isl_ast_node *body, isl_id *it, int64_t trips)
+static void loop_hints(cg *g, LLVMValueRef br, isl_ast_node *body, isl_id *it, int64_t trips,
+	int follows)
 {
 	const tc_cg_opts *o = &g->opts;
 	LLVMMetadataRef props[8], after[2], self, id;
@@ -440,6 +462,12 @@ static void loop_hints(cg *g, LLVMValueRef br, isl_ast_node *body, isl_id *it, i
 			if (trips > 0 && ic > trips / vf)
 				ic = trips / vf > 1 ? trips / vf : 1;
 			props[n++] = loop_prop(g, "llvm.loop.interleave.count", ic, 0);
+			if (!width && follows && trips / vf / ic >= 4 &&
+				carries_reduction(g, body, it)) { /* the comment above */
+				after[0] = loop_prop(g, "llvm.loop.isvectorized", 1, 0);
+				after[1] = loop_flag(g, "llvm.loop.unroll.disable");
+				props[n++] = loop_followup(g, "llvm.loop.vectorize.followup_vectorized", after, 2);
+			}
 		}
 		if (width) {
 			after[0] = loop_prop(g, "llvm.loop.isvectorized", 1, 0);
@@ -1284,8 +1312,9 @@ static void for_node(cg *g, isl_ast_node *n)
 	isl_bool degenerate = isl_ast_node_for_is_degenerate(n);
 	isl_ast_node *nest_rows = NULL;
 	vtile vt, *vstep = NULL;
-	int vec = 0, nest = 0;
+	int vec = 0, nest = 0, follows = g->loop_follows;
 
+	g->loop_follows = 0;
 	if (!id || !init || !body || degenerate < 0) {
 		tc_cg_llvm_fail(g, "malformed for node", NULL);
 		goto done;
@@ -1360,7 +1389,7 @@ static void for_node(cg *g, isl_ast_node *n)
 			LLVMBuildStore(g->B, v, slot);
 			latch = LLVMBuildBr(g->B, bcond);
 			if (is_innermost(body))
-				loop_hints(g, latch, body, id, trip_count(n));
+				loop_hints(g, latch, body, id, trip_count(n), follows);
 			else if (vec || vstep || g->rolled || g->rolled_seen) /* a vector
 				* tile's reduction loops are the micro-kernel as it is */
 				keep_rolled(g, latch);
@@ -1806,7 +1835,7 @@ static int parallel_loop(cg *g, isl_ast_node *n)
 		LLVMBuildStore(g->B, LLVMBuildNSWAdd(g->B, k, tc_cg_llvm_i64c(g, 1), ""), slot);
 		latch = LLVMBuildBr(g->B, bcond); /* a chunk: no trip count known */
 		if (is_innermost(body))
-			loop_hints(g, latch, body, id, 0);
+			loop_hints(g, latch, body, id, 0, 0);
 	}
 	LLVMPositionBuilderAtEnd(g->B, bexit);
 	if (g->stream)
@@ -1969,6 +1998,21 @@ static void points_pieces(cg *g, const tc_poly_inst *inst)
 static const tc_poly_stmt *init_in_registers(cg *g, isl_ast_node *n, isl_ast_node_list *list,
 	int at);
 
+/* Whether the child at of list is a loop (under marks). */
+static int next_is_loop(isl_ast_node_list *list, int at)
+{
+	isl_ast_node *c = isl_ast_node_list_get_at(list, at);
+	int is_for;
+	while (c && isl_ast_node_get_type(c) == isl_ast_node_mark) {
+		isl_ast_node *d = isl_ast_node_mark_get_node(c);
+		isl_ast_node_free(c);
+		c = d;
+	}
+	is_for = c && isl_ast_node_get_type(c) == isl_ast_node_for;
+	isl_ast_node_free(c);
+	return is_for;
+}
+
 static void block_node(cg *g, isl_ast_node *n, int par)
 {
 	isl_ast_node_list *list = isl_ast_node_block_get_children(n);
@@ -1984,9 +2028,16 @@ static void block_node(cg *g, isl_ast_node *n, int par)
 			tc_cg_llvm_fail(g, "malformed block node", NULL);
 		else if (i + 1 < k && (init = init_in_registers(g, child, list, i + 1)))
 			; /* the next child, a vector tile, starts from the identity */
-		else if (!(par && walks_first_dimension(child) && parallel_loop(g, child)) &&
-			!g->failed)
-			node(g, child);
+		else {
+			int follows = i + 1 < k && next_is_loop(list, i + 1);
+			g->loop_follows = 0; /* an outlined loop's body starts a nest */
+			if (!(par && walks_first_dimension(child) && parallel_loop(g, child)) &&
+				!g->failed) {
+				g->loop_follows = follows;
+				node(g, child);
+			}
+		}
+		g->loop_follows = 0;
 		g->acc_init = NULL;
 		isl_ast_node_free(child);
 	}
@@ -2122,8 +2173,14 @@ static void node(cg *g, isl_ast_node *n)
 			tc_cg_llvm_fail(g, "malformed mark node", NULL);
 		else if (par && isl_ast_node_get_type(child) == isl_ast_node_block)
 			block_node(g, child, 1);
-		else if (!(par && parallel_loop(g, child)) && !g->failed)
-			node(g, child);
+		else {
+			int follows = g->loop_follows; /* marks pass it on */
+			g->loop_follows = 0;
+			if (!(par && parallel_loop(g, child)) && !g->failed) {
+				g->loop_follows = follows;
+				node(g, child);
+			}
+		}
 		g->ordered -= tile;
 		g->rolled -= rolled;
 		g->unroll = was_unroll;

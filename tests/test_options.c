@@ -2516,6 +2516,67 @@ static void streaming_stores_in_a_fused_nest(void **state)
 	free(o);
 }
 
+/* A row reduction that a pass over the same row follows in its nest
+ * (softmax's backward: the dot product, then d_X over the row) keeps its
+ * vector loop rolled (llvm.loop.unroll.disable; LLVM would unroll a row of
+ * 1000 in full, the slower nest: codegen/llvm_loop.c loop_hints); the same
+ * reduction alone, and the nest over rows too short for 4 trips of the
+ * vector loop, are left to LLVM.  Results: the interpreter's within a
+ * float32 tolerance (the sums reordered), on one thread and two. */
+static void rolled_reduction_before_a_row_pass(void **state)
+{
+	enum { N = 24, C = 1000, S = 40 };
+	static float p[N * C], dp[N * C], dx[2][N * C];
+	int64_t sp[2] = {N, C}, ss[2] = {N, S};
+	DLTensor P = {p, {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, sp, NULL, 0};
+	DLTensor dP = {dp, {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, sp, NULL, 0};
+	DLTensor Ps = {p, {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, ss, NULL, 0};
+	DLTensor dPs = {dp, {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, ss, NULL, 0};
+	const DLTensor *in[2] = {&P, &dP}, *ins[2] = {&Ps, &dPs};
+	DLTensor X[2];
+	static const char *const opts[] = {"threads=1", "threads=2"};
+	uint64_t rng = 17;
+	tc_module *fused, *alone;
+	char *text;
+	size_t i, v;
+	(void)state;
+	for (i = 0; i < N * C; i++) {
+		p[i] = (float)tu_rand_unit(&rng);
+		dp[i] = (float)tu_rand_unit(&rng) * 2 - 1;
+	}
+	fused = tc_module_parse(ctx, "def k(float(N,C) P, float(N,C) d_P) -> (d_X) {\n"
+				     "  dot(n) +=! d_P(n,c) * P(n,c)\n"
+				     "  d_X(n,c) = P(n,c) * (d_P(n,c) - dot(n))\n}\n",
+		"smb.tc");
+	alone = tc_module_parse(ctx, "def k(float(N,C) P, float(N,C) d_P) -> (dot) {\n"
+				     "  dot(n) +=! d_P(n,c) * P(n,c)\n}\n",
+		"dot.tc");
+	assert_true(fused && alone);
+	text = stage_of(fused, in, 2, "threads=1", "llvm");
+	assert_int_equal(count_lines_with(text, "!\"llvm.loop.unroll.disable\"", ""), 1);
+	tc_string_free(text);
+	text = stage_of(alone, in, 2, "threads=1", "llvm");
+	assert_null(strstr(text, "llvm.loop.unroll.disable"));
+	tc_string_free(text);
+	text = stage_of(fused, ins, 2, "threads=1", "llvm");
+	assert_null(strstr(text, "llvm.loop.unroll.disable"));
+	tc_string_free(text);
+	for (v = 0; v < 2; v++)
+		X[v] = (DLTensor){dx[v], {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, sp, NULL, 0};
+	run_with(fused, in, 2, &X[1], "target=interp", NULL);
+	for (v = 0; v < 2; v++) {
+		for (i = 0; i < N * C; i++)
+			dx[0][i] = NAN;
+		run_with(fused, in, 2, &X[0], opts[v], NULL);
+		for (i = 0; i < N * C; i++)
+			if (!(fabsf(dx[0][i] - dx[1][i]) <= 1e-4f * (1 + fabsf(dx[1][i]))))
+				fail_msg("%s: d_X[%zu] = %g, the interpreter's %g", opts[v], i,
+					(double)dx[0][i], (double)dx[1][i]);
+	}
+	tc_module_free(fused);
+	tc_module_free(alone);
+}
+
 /* A temporary that one iteration of the row loop writes and reads back
  * (T, kept by inline=off; derived backward defs make such temporaries:
  * layer norm's d_xc, which inlining keeps as it is read twice) lives in a
@@ -3977,6 +4038,7 @@ int main(void)
 		cmocka_unit_test(nests_share_loops_over_the_same_rows),
 		cmocka_unit_test(partial_sums_per_thread),
 		cmocka_unit_test(streaming_stores_in_a_fused_nest),
+		cmocka_unit_test(rolled_reduction_before_a_row_pass),
 		cmocka_unit_test(plain_temporaries_in_row_buffers),
 		cmocka_unit_test(weight_gradient_rows),
 		cmocka_unit_test(reads_at_a_fraction_of_the_rate),
