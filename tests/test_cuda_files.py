@@ -1,11 +1,17 @@
 #!/usr/bin/env python3
-"""The CUDA code of every def of examples/*.tc and bench/kernels.tc.
+"""The CUDA code of every def of examples/*.tc and bench/kernels.tc, and of
+the backward defs derived from examples/*.tc and bench/grad.tc.
 
     python3 tests/test_cuda_files.py TCOMP NPYGEN [--nvrtc] [FILE.tc ...]
 
 tests/corpus has its own CUDA checks with reference loops (test_corpus
 cuda); this covers the other .tc files of the repository through the tcomp
-command, at small odd sizes (7, 13, 5, 11, ...; windows 3):
+command, at small odd sizes (7, 13, 5, 11, ...; windows 3; a derived def's
+extents such as floor(H / 2) evaluated from those), and, without FILE
+arguments, the defs `tcomp grad` derives (recompute and --saves, the
+forward with saves included) from every def of examples/ and bench/grad.tc
+(issue 17's check of derived backward defs on the emulator; a def tcomp
+grad refuses must be refused with a located error):
 
   - the emulator (target=cuda-emu) runs each def on random inputs (npygen,
     seeded; integers in 0..3), under the default mapping and under a drawn
@@ -17,7 +23,8 @@ command, at small odd sizes (7, 13, 5, 11, ...; windows 3):
   - with --nvrtc (CMake found the toolkit), NVRTC compiles each def's code
     (`tcomp emit --stage cuda-resources`, which compiles a cubin) for
     sm_90 at the small sizes and at bench/baselines.c's shapes (the bench
-    kernels), and for sm_80 under the drawn mapping.
+    kernels), and for sm_80 under the drawn mapping (not the derived defs,
+    for time: sm_90 under the default mapping).
 
 Exits 1 listing every failure.
 """
@@ -34,7 +41,7 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(REPO, "bench"))
-import emit_stages  # noqa: E402  (defs_of, shapes_for, BENCH_SHAPES)
+import emit_stages  # noqa: E402  (shapes_for, BENCH_SHAPES)
 
 SMALL = [7, 13, 5, 11, 9, 6, 4, 3]
 DTYPES = {"float": "float32", "double": "float64", "half": "float16"}
@@ -71,24 +78,85 @@ def same(a, b):
     return ""
 
 
-def signature_types(tcomp, path):
-    """{def: [(tensor, dtype), ...]} of the inputs, from `tcomp check`."""
+def split_top(text):
+    """text split at the commas outside parentheses, each part stripped."""
+    parts, depth, cur = [], 0, ""
+    for ch in text:
+        if ch == "," and depth == 0:
+            parts.append(cur.strip())
+            cur = ""
+            continue
+        depth += (ch == "(") - (ch == ")")
+        cur += ch
+    return [p for p in parts + [cur.strip()] if p]
+
+
+def signatures(tcomp, path):
+    """[(def, inputs, outputs)] from `tcomp check`, each parameter (tensor,
+    type, [dim, ...]); dims may hold parentheses (a derived def's
+    `floor(H / 2)`)."""
     r = subprocess.run([tcomp, "check", path], capture_output=True, text=True)
-    out = {}
+    out = []
     for line in r.stdout.splitlines():
-        m = emit_stages.SIG.match(line)
-        if m:
-            out[m.group(1)] = [(t, ty) for ty, _, t in emit_stages.PARAM.findall(m.group(2))]
+        m = re.match(r"^def (\w+)\((.*)\) -> \((.*)\)$", line.split("  #")[0])
+        if not m:
+            continue
+        sides = []
+        for side in (m.group(2), m.group(3)):
+            params = []
+            for p in split_top(side):
+                pm = re.fullmatch(r"(\w+)(?:\((.*)\))?\s+(\w+)", p)
+                params.append((pm.group(3), pm.group(1),
+                               split_top(pm.group(2)) if pm.group(2) else []))
+            sides.append(params)
+        out.append((m.group(1), *sides))
     return out
 
 
-def outputs_of(tcomp, path, name):
-    r = subprocess.run([tcomp, "check", path], capture_output=True, text=True)
-    for line in r.stdout.splitlines():
-        m = re.match(r"^def (\w+)\(.*?\) -> \((.*)\)", line)
-        if m and m.group(1) == name:
-            return [t for _, _, t in emit_stages.PARAM.findall(m.group(2).split(")  #")[0])]
-    return []
+def small_shapes(ins, values):
+    """--shape arguments for inputs ins ([(tensor, [dim, ...])]): every size symbol
+    a value of values (emit_stages.shapes_for's), then every other extent (a derived
+    def's `H / 2`, `((H - KH) / 2) + 1`, `max(1, KW / 2)`) evaluated from them."""
+    sym = [[d for d in dims if re.fullmatch(r"[A-Za-z_]\w*", d)] for _, dims in ins]
+    plain = emit_stages.shapes_for([(t, s) for (t, _), s in zip(ins, sym)], values)
+    sizes = {}
+    for (t, s), arg in zip([(t, s) for (t, _), s in zip(ins, sym)], plain[1::2]):
+        shape = arg.split("=", 1)[1]
+        if shape != "scalar":
+            sizes.update(zip(s, map(int, shape.split("x"))))
+    args = []
+    for t, dims in ins:
+        shape = []
+        for d in dims:
+            py = re.sub(r"\bfloor\(", "(", d).replace("/", "//")
+            shape.append(int(eval(py, {"__builtins__": {}, "max": max, "min": min}, sizes)))
+        args += ["--shape", t + "=" + ("x".join(map(str, shape)) if shape else "scalar")]
+    return args
+
+
+def derived(tcomp, tmp, sources, failures):
+    """The backward defs `tcomp grad` derives from every def of sources (recompute
+    and --saves; a --saves text equal to the other is left out) as files in tmp:
+    [(file, label)].  A refusal (an integer output, ...) must be a located error."""
+    out = []
+    for path in sources:
+        for name, _, _ in signatures(tcomp, path):
+            texts = set()
+            for flags in ([], ["--saves"]):
+                f = os.path.join(tmp, f"grad_{os.path.basename(path)[:-3]}_{name}"
+                                      f"{'_saves' if flags else ''}.tc")
+                code, text = run([tcomp, "grad", path, "-e", name, *flags, "-o", f])
+                what = f"grad {' '.join(flags)} {os.path.relpath(path, REPO)} {name}"
+                if code:
+                    if not re.search(r"\.tc:\d+:\d+: error: ", text):
+                        failures.append(f"{what}: refused without a location:\n{text}")
+                    break
+                with open(f) as fh:
+                    body = fh.read()
+                if body not in texts:
+                    texts.add(body)
+                    out.append((f, what.replace("  ", " ")))
+    return out
 
 
 def drawn_mapping(rng):
@@ -168,19 +236,22 @@ def main():
     nvrtc = "--nvrtc" in args
     args = [a for a in args if a != "--nvrtc"]
     tcomp, npygen = args[0], args[1]
-    files = args[2:] or sorted(
-        [os.path.join(REPO, "examples", f) for f in os.listdir(os.path.join(REPO, "examples"))
-         if f.endswith(".tc")]) + [os.path.join(REPO, "bench", "kernels.tc")]
+    examples = sorted(os.path.join(REPO, "examples", f)
+                      for f in os.listdir(os.path.join(REPO, "examples")) if f.endswith(".tc"))
+    files = [(f, os.path.relpath(f, REPO)) for f in args[2:]] or \
+        [(f, os.path.relpath(f, REPO)) for f in examples + [os.path.join(REPO, "bench", "kernels.tc")]]
     failures, checked, compared = [], 0, 0
     with tempfile.TemporaryDirectory() as tmp:
-        for path in files:
-            types = signature_types(tcomp, path)
-            for name, ins in emit_stages.defs_of(tcomp, path):
+        if not args[2:]:  # and the backward defs derived from examples/ and bench/grad.tc
+            files += derived(tcomp, tmp, examples + [os.path.join(REPO, "bench", "grad.tc")],
+                             failures)
+        for path, label in files:
+            for name, params, results_ in signatures(tcomp, path):
                 rng = random.Random(f"{os.path.basename(path)}/{name}")
-                what = f"{os.path.relpath(path, REPO)} {name}"
-                shape_args = emit_stages.shapes_for(ins, SMALL)
+                what = f"{label} {name}"
+                shape_args = small_shapes([(t, dims) for t, _, dims in params], SMALL)
                 feeds = []
-                for k, (t, ty) in enumerate(types[name]):
+                for k, (t, ty, _) in enumerate(params):
                     shape = shape_args[2 * k + 1].split("=", 1)[1]
                     f = os.path.join(tmp, f"{name}_{t}.npy")
                     dtype = DTYPES.get(ty, ty)
@@ -189,7 +260,7 @@ def main():
                     if code:
                         failures.append(f"{what}: npygen {t}: {out}")
                     feeds += ["--in", f"{t}={f}"]
-                outs = outputs_of(tcomp, path, name)
+                outs = [t for t, _, _ in results_]
                 mapping = drawn_mapping(rng)
                 results = {}
                 for label, opts in (("interp", ["target=interp"]),
@@ -218,7 +289,9 @@ def main():
                                             f"interpreter's: {diff}")
                 if not nvrtc:
                     continue
-                sets = [("sm_90", shape_args, []), ("sm_80", shape_args, mapping)]
+                sets = [("sm_90", shape_args, [])]
+                if not label.startswith("grad"):  # a derived def: sm_90 only (time)
+                    sets.append(("sm_80", shape_args, mapping))
                 if path.endswith("bench/kernels.tc") and name in emit_stages.BENCH_SHAPES:
                     big = [a for t, s in emit_stages.BENCH_SHAPES[name].items()
                            for a in ("--shape", t + "=" + "x".join(map(str, s)))]
