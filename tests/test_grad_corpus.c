@@ -42,8 +42,10 @@
  *   tolerance of test_grad.c: a truncation error about H^2 |L'''| and a
  *   rounding error about eps |L| / H, both far below it at these sizes).
  *   At the first draw, the backward def without saves compiled for the CPU
- *   (the default target, NULL options) must match the interpreter's run of
- *   it at every element within 1e-12 * (1 + |g|) (float64 sums in another
+ *   (the default target, NULL options), and its CUDA code run by the
+ *   emulator (target=cuda-emu: the GPU mapping, checked for races and
+ *   out-of-bounds accesses), must each match the interpreter's run of it at
+ *   every element within 1e-12 * (1 + |g|) (float64 sums in another
  *   order).  The one with saves runs on the interpreter only: its statements
  *   are those of the one without saves less the recomputed temporaries, and
  *   a CPU compile costs 0.1 to 1 s, most of this test's run time (compiling
@@ -498,6 +500,8 @@ typedef struct tally {
 	int defs, checked, refused, nonfloat, no_float_input, repeated, failures;
 	long elements;  /* gradient elements checked against finite differences */
 	int verbose;    /* TC_GRAD_CORPUS_VERBOSE: a line per checked def */
+	tc_options *emu; /* target=cuda-emu: the CUDA code of the backward, emulated */
+	long emulated;   /* backward defs run on the emulator */
 	int nhashes;
 	char hashes[MAX_DEFS][17]; /* tc_module_hash of the defs checked */
 } tally;
@@ -577,9 +581,9 @@ static int run_backward(tally *t, tc_context *ctx, forward *f, backward *b, int 
 	char entry[160], fwd[160];
 	tc_module *mp = f->m;
 	const char *pentry = f->name, *tag = b->saves ? " (saves)" : "";
-	tc_kernel *kp = NULL, *kbi = NULL, *kbc = NULL;
-	tu_tensor bin[2 * MAX_T], pout[MAX_T], gc[MAX_T], *po = f->out;
-	int nbin = 0, nbout = 0, npout = f->nout, status = -1, ngc = 0, nfo = 0, nwrt = 0;
+	tc_kernel *kp = NULL, *kbi = NULL, *kbc = NULL, *kbe = NULL;
+	tu_tensor bin[2 * MAX_T], pout[MAX_T], gc[MAX_T], ge[MAX_T], *po = f->out;
+	int nbin = 0, nbout = 0, npout = f->nout, status = -1, ngc = 0, nge = 0, nfo = 0, nwrt = 0;
 
 	snprintf(entry, sizeof(entry), "%s_grad", f->name);
 	snprintf(fwd, sizeof(fwd), "%s_fwd", f->name);
@@ -657,31 +661,45 @@ static int run_backward(tally *t, tc_context *ctx, forward *f, backward *b, int 
 		}
 		ngc = make_outputs(kbc, gc);
 		assert_int_equal(ngc, nbout);
+		kbe = compile(b->mb, entry, bin, nbin, t->emu);
+		if (!kbe) {
+			report(t, "%s%s: %s does not compile for the CUDA emulator:\n%s\n%s", f->where,
+				tag, entry, tc_context_error(ctx), b->text);
+			goto done;
+		}
+		nge = make_outputs(kbe, ge);
+		assert_int_equal(nge, nbout);
+		t->emulated++;
 	}
 	b->ngrad = make_outputs(kbi, b->g);
 	assert_int_equal(b->ngrad, nbout);
 	for (int g = 0; g < nbout; g++)
 		assert_true(b->g[g].elt == TU_F64 && (!kbc || gc[g].elt == TU_F64));
-	if (run(kbi, bin, nbin, b->g, b->ngrad) || (kbc && run(kbc, bin, nbin, gc, ngc))) {
+	if (run(kbi, bin, nbin, b->g, b->ngrad) || (kbc && run(kbc, bin, nbin, gc, ngc)) ||
+		(kbe && run(kbe, bin, nbin, ge, nge))) {
 		report(t, "%s%s: %s fails:\n%s\n%s", f->where, tag, entry, tc_context_error(ctx),
 			b->text);
 		goto done;
 	}
 	status = 0;
-	for (int g = 0; g < ngc && status == 0; g++)
-		for (int64_t j = 0; j < gc[g].numel; j++) {
-			double gv = tu_get(&b->g[g], j), cv = tu_get(&gc[g], j);
-			if (!(fabs(cv - gv) <= CPU_TOL * (1 + fabs(gv)))) {
-				report(t, "%s%s: d_%s[%lld]: cpu %.17g, interpreter %.17g\n%s", f->where, tag,
-					tc_module_tensor_name(f->m, f->name, b->wrt_of[g]), (long long)j, cv, gv,
-					b->text);
-				status = -1;
-				break;
+	for (int e = 0; e < 2; e++) /* the CPU's, then the emulator's */
+		for (int g = 0; g < (e ? nge : ngc) && status == 0; g++)
+			for (int64_t j = 0; j < gc[g].numel; j++) {
+				double gv = tu_get(&b->g[g], j), cv = tu_get(e ? &ge[g] : &gc[g], j);
+				if (!(fabs(cv - gv) <= CPU_TOL * (1 + fabs(gv)))) {
+					report(t, "%s%s: d_%s[%lld]: %s %.17g, interpreter %.17g\n%s",
+						f->where, tag,
+						tc_module_tensor_name(f->m, f->name, b->wrt_of[g]),
+						(long long)j, e ? "cuda-emu" : "cpu", cv, gv, b->text);
+					status = -1;
+					break;
+				}
 			}
-		}
 done:
 	for (int g = 0; g < ngc; g++)
 		tu_tensor_fini(&gc[g]);
+	for (int g = 0; g < nge; g++)
+		tu_tensor_fini(&ge[g]);
 	if (kp) {
 		for (int o = 0; o < npout; o++)
 			tu_tensor_fini(&pout[o]);
@@ -689,6 +707,7 @@ done:
 	}
 	tc_kernel_free(kbi);
 	tc_kernel_free(kbc);
+	tc_kernel_free(kbe);
 	if (status) {
 		for (int g = 0; g < b->ngrad; g++)
 			tu_tensor_fini(&b->g[g]);
@@ -1048,17 +1067,22 @@ static void test_every_corpus_def_gradient_matches_finite_differences_and_cpu(vo
 	const char *v = getenv("TC_GRAD_CORPUS_VERBOSE");
 	(void)state;
 	t.verbose = v && *v && strcmp(v, "0");
+	assert_non_null(t.emu = tc_options_new());
+	assert_int_equal(tc_options_set(t.emu, "target", "cuda-emu", NULL), 0);
 	check_dir(&t, TC_SOURCE_DIR "/tests/corpus", NULL);
 	check_dir(&t, TC_SOURCE_DIR "/examples", NULL);
 	check_dir(&t, TC_SOURCE_DIR "/bench", "kernels.tc");
 	printf("%d defs: %d checked numerically (%ld gradient elements against finite "
 	       "differences), %d the same as a def checked before, %d refused, %d without a "
-	       "floating-point output, %d without a floating-point input; %d failures\n",
+	       "floating-point output, %d without a floating-point input; %ld backward defs "
+	       "also on the CPU and the CUDA emulator; %d failures\n",
 		t.defs, t.checked, t.elements, t.repeated, t.refused, t.nonfloat, t.no_float_input,
-		t.failures);
+		t.emulated, t.failures);
 	fflush(stdout);
+	tc_options_free(t.emu);
 	assert_int_equal(t.failures, 0);
 	assert_true(t.checked >= MIN_CHECKED);
+	assert_true(t.emulated >= MIN_CHECKED);
 }
 
 int main(void)
