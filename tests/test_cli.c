@@ -683,6 +683,47 @@ static void bench_inputs_from_files(void **state)
 	assert_non_null(strstr(out_text, "expected TENSOR=FILE but found 'I'"));
 }
 
+/* autotune --in T=FILE: the candidates run on the file's data (indices out
+ * of range there fail every candidate, so the data is the file's; random
+ * indices would be in range), the --shape inputs on random data; the
+ * printed command names the file; bad files are clear errors. */
+static void autotune_inputs_from_files(void **state)
+{
+	int32_t good[4] = {0, 2, 1, 1}, bad[4] = {0, 2, 9, 1};
+	int64_t si[2] = {2, 2};
+	float lut[3 * 2] = {1, 2, 3, 4, 5, 6};
+	int64_t sl[2] = {3, 2};
+	const char *quick = "--generations 1 --population 2 --final-candidates 0 --no-cache "
+			    "--quiet --seed 5";
+	char cmd[512];
+	(void)state;
+	write_text("emb.tc", "def emb(float(R,D) LUT, int32(B,L) I) -> (O) {\n"
+			     "  O(i,j) +=! LUT(I(i,k), j)\n}\n");
+	write_npy("good.npy", TC_T_I32, 2, si, good);
+	write_npy("bad.npy", TC_T_I32, 2, si, bad);
+	write_npy("lut.npy", TC_T_F32, 2, sl, lut);
+	snprintf(cmd, sizeof(cmd), "autotune emb.tc --in I=good.npy --shape LUT=3x64 %s", quick);
+	assert_int_equal(tcomp(cmd), 0);
+	assert_non_null(strstr(out_text, "# tcomp autotune emb.tc -e emb --shape LUT=3x64 "
+					 "--in I=good.npy\n"));
+	assert_non_null(strstr(out_text, "\ntarget=cpu\n"));
+	snprintf(cmd, sizeof(cmd), "autotune emb.tc --in I=good.npy --in LUT=lut.npy %s", quick);
+	assert_int_equal(tcomp(cmd), 0);
+	snprintf(cmd, sizeof(cmd), "autotune emb.tc --in I=bad.npy --shape LUT=3x64 %s", quick);
+	assert_int_equal(tcomp(cmd), 1);
+	assert_non_null(strstr(out_text, "no candidate of 'emb' compiled and ran correctly"));
+	snprintf(cmd, sizeof(cmd), "autotune emb.tc --shape I=2x2 --shape LUT=3x64 %s", quick);
+	assert_int_equal(tcomp(cmd), 0); /* random indices: in range */
+	assert_int_equal(tcomp("autotune emb.tc --in I=lut.npy --shape LUT=3x64 --no-cache"), 1);
+	assert_non_null(strstr(out_text, "input 'I' of 'emb' is int32 but lut.npy holds float32"));
+	assert_int_equal(tcomp("autotune emb.tc --in I=good.npy --no-cache"), 1);
+	assert_non_null(strstr(out_text, "no --shape or --in for input 'LUT' of 'emb'"));
+	assert_int_equal(tcomp("autotune emb.tc --in I=good.npy --shape I=2x2 --no-cache"), 1);
+	assert_non_null(strstr(out_text, "tensor 'I' is given twice"));
+	assert_int_equal(tcomp("autotune --batch b.txt --in I=good.npy"), 1);
+	assert_non_null(strstr(out_text, "no FILE.tc, -e, --shape, --in or --train with it"));
+}
+
 /* Integer inputs stay in bounds as gather indices; other dtypes work. */
 static void bench_gather_and_dtypes(void **state)
 {
@@ -900,6 +941,7 @@ int main(void)
 		cmocka_unit_test(bench_matmul),
 		cmocka_unit_test(bench_gather_and_dtypes),
 		cmocka_unit_test(bench_inputs_from_files),
+		cmocka_unit_test(autotune_inputs_from_files),
 		cmocka_unit_test(cuda_targets),
 		cmocka_unit_test(autotune_train_tunes_every_kernel_of_a_step),
 	};

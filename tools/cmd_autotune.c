@@ -2,6 +2,7 @@
  * tc_autotune, showing progress, and print the best options in the
  * --options file format. */
 #include "cli.h"
+#include "npy.h"
 
 #include <errno.h>
 #include <math.h>
@@ -12,7 +13,8 @@
 #include <unistd.h>
 
 static const char *const autotune_usage =
-	"usage: tcomp autotune FILE.tc [-e NAME] --shape T=1024x1024 ... [--generations G]\n"
+	"usage: tcomp autotune FILE.tc [-e NAME] --shape T=1024x1024 ... [--in T=FILE.npy ...]\n"
+	"                      [--generations G]\n"
 	"                      [--population P] [--elites E] [--mutation RATE] [--threads N]\n"
 	"                      [--jobs J]\n"
 	"                      [--timeout S] [--seed N] [--runs R] [--min-time S]\n"
@@ -25,7 +27,8 @@ static const char *const autotune_usage =
 	"Search the mapping options of the def NAME (optional when the file has one\n"
 	"def) for the fastest kernel at the given input shapes, with a genetic\n"
 	"search (see autotune/README.md): every candidate is compiled and run in a\n"
-	"child process on random inputs (as tcomp bench makes them), checked\n"
+	"child process on random inputs (as tcomp bench makes them; --in: on a\n"
+	"file's data), checked\n"
 	"against the first correct candidate's result, and timed alone (median of\n"
 	"timed runs after warm-up).  A candidate that fails to compile, crashes,\n"
 	"runs past the time limit or computes a wrong result is recorded as failed\n"
@@ -54,6 +57,10 @@ static const char *const autotune_usage =
 	"\n"
 	"  -e, --entry NAME    the def to tune\n"
 	"  --shape T=SHAPE     shape of input T: 1024x1024, 64, or scalar\n"
+	"  --in T=FILE         input T from a .npy file (its shape and values; its\n"
+	"                      dtype the def's): the candidates run on that data,\n"
+	"                      the --shape inputs on tcomp bench's random values;\n"
+	"                      for kernels whose speed depends on their data\n"
 	"  --generations G     generations of the search (default 5)\n"
 	"  --population P      candidates per generation (default 20)\n"
 	"  --elites E          best candidates carried into the next generation (default 2)\n"
@@ -823,13 +830,70 @@ out:
 	return status;
 }
 
+/* With --in: the data of every input, so that tc_autotune times the
+ * candidates on it (it takes data for all inputs or none): the files'
+ * arrays, and for the --shape inputs random values as tcomp bench makes
+ * them (their integers bounded by the outputs' extents too: the shapes of
+ * an interpreter kernel, bound without JIT) in bufs (the caller frees).
+ * 0, or an exit status after printing the error. */
+static int input_data(tc_context *ctx, tc_module *m, const char *entry, int n_in,
+	tc_npy *arrays, const int *from_file, DLTensor *dl, void **bufs)
+{
+	int64_t oshape[64][8], ihi;
+	int n_out = 0, i;
+	tc_options *io = tc_options_new();
+	tc_kernel *k = NULL;
+	const DLTensor *ptrs[64];
+	if (!io || tc_options_set(io, "target", "interp", ctx) < 0) {
+		tc_options_free(io);
+		return EXIT_INTERNAL;
+	}
+	for (i = 0; i < n_in; i++)
+		ptrs[i] = &dl[i];
+	k = tc_compile(m, entry, ptrs, n_in, io);
+	tc_options_free(io);
+	if (!k || tc_module_def_arity(m, entry, NULL, &n_out) < 0 || n_in + n_out > 128) {
+		tc_kernel_free(k);
+		return k ? EXIT_USER : report(ctx);
+	}
+	for (i = 0; i < n_out; i++) {
+		DLTensor *o = &dl[n_in + i];
+		memset(o, 0, sizeof(*o));
+		tc_kernel_output_shape(k, i, &o->dtype, &o->ndim, oshape[i]);
+		o->shape = oshape[i];
+	}
+	tc_kernel_free(k);
+	ihi = random_int_bound(dl, n_in + n_out);
+	for (i = 0; i < n_in; i++) {
+		int64_t n;
+		size_t nb;
+		if (from_file[i] >= 0) {
+			dl[i].data = arrays[from_file[i]].data;
+			continue;
+		}
+		if (tensor_size(dl[i].ndim, dl[i].shape, dl[i].dtype, &n, &nb) < 0 ||
+			!(bufs[i] = malloc(nb ? nb : 1))) {
+			fprintf(stderr, "tcomp: error: cannot allocate input '%s'\n",
+				tc_module_tensor_name(m, entry, i));
+			return EXIT_INTERNAL;
+		}
+		fill_random(bufs[i], n, dl[i].dtype, ihi);
+		dl[i].data = bufs[i];
+	}
+	return 0;
+}
+
 int cmd_autotune(int argc, __tc_keep char **argv)
 {
 	const char *file = NULL, *entry = NULL;
 	binding shapes[64];
-	int nshapes = 0, i, n_in = 0, n_out = 0, status = 0;
+	int nshapes = 0, nin = 0, i, n_in = 0, n_out = 0, status = 0;
+	binding ins[64];        /* --in T=FILE */
+	tc_npy arrays[64];      /* their data */
+	int from_file[64];      /* input i: its index in ins, or -1 */
+	void *bufs[64] = {0};   /* random data of the --shape inputs, with --in */
 	int64_t dims[64][8];
-	DLTensor dl[64];
+	DLTensor dl[128];
 	const DLTensor *in_ptrs[64];
 	tc_tune_settings set;
 	tc_tune_report rep;
@@ -847,7 +911,7 @@ int cmd_autotune(int argc, __tc_keep char **argv)
 	enum { OPT_GENERATIONS = OPT_COMMAND, OPT_POPULATION, OPT_ELITES, OPT_JOBS, OPT_RUNS,
 		OPT_SEED, OPT_TIMEOUT, OPT_MIN_TIME, OPT_FINAL_CANDIDATES, OPT_FINAL_ROUNDS,
 		OPT_FINAL_TIME, OPT_FINAL_WARMUP, OPT_CUTOFF, OPT_MUTATION, OPT_QUIET, OPT_TRAIN,
-		OPT_PARAMS, OPT_OPTIMIZER, OPT_ENSEMBLE, OPT_COMPILE_TIMEOUT, OPT_BATCH };
+		OPT_PARAMS, OPT_OPTIMIZER, OPT_ENSEMBLE, OPT_COMPILE_TIMEOUT, OPT_BATCH, OPT_IN };
 	static const struct option longopts[] = {CLI_HELP, CLI_ENTRY, CLI_SHAPE, CLI_MAPPING,
 		CLI_TARGET, {"cache", required_argument, NULL, OPT_CACHE},
 		{"no-cache", no_argument, NULL, OPT_NO_CACHE},
@@ -871,7 +935,8 @@ int cmd_autotune(int argc, __tc_keep char **argv)
 		{"params", required_argument, NULL, OPT_PARAMS},
 		{"optimizer", required_argument, NULL, OPT_OPTIMIZER},
 		{"ensemble", required_argument, NULL, OPT_ENSEMBLE},
-		{"batch", required_argument, NULL, OPT_BATCH}, CLI_END};
+		{"batch", required_argument, NULL, OPT_BATCH},
+		{"in", required_argument, NULL, OPT_IN}, CLI_END};
 	int c;
 
 	if (wants_help(argc, argv)) {
@@ -879,6 +944,7 @@ int cmd_autotune(int argc, __tc_keep char **argv)
 		return 0;
 	}
 	tc_tune_settings_init(&set);
+	memset(arrays, 0, sizeof(arrays));
 	while ((c = cli_next_opt(argc, argv, "he:", longopts, autotune_usage)) != -1) {
 		const char *val = optarg;
 		char name[32] = "";
@@ -926,6 +992,11 @@ int cmd_autotune(int argc, __tc_keep char **argv)
 		case OPT_QUIET: v.quiet = 1; break;
 		case OPT_TRAIN: train = val; break;
 		case OPT_BATCH: batch = val; break;
+		case OPT_IN:
+			if (nin == 64)
+				die_usage(autotune_usage, "%s", "too many --in");
+			ins[nin++] = parse_binding(val, autotune_usage);
+			break;
 		case OPT_PARAMS: params = val; break;
 		case OPT_OPTIMIZER: optimizer = val; break;
 		case OPT_ENSEMBLE:
@@ -942,9 +1013,11 @@ int cmd_autotune(int argc, __tc_keep char **argv)
 		else
 			die_usage(autotune_usage, "unexpected argument '%s'", argv[i]);
 	}
-	if (batch && (file || entry || nshapes || train))
+	if (batch && (file || entry || nshapes || nin || train))
 		die_usage(autotune_usage, "%s", "--batch FILE lists the kernels: no FILE.tc, -e, "
-			"--shape or --train with it");
+			"--shape, --in or --train with it");
+	if (train && nin)
+		die_usage(autotune_usage, "%s", "--train tunes a step on random data: no --in");
 	if (!file && !batch)
 		die_usage(autotune_usage, "%s", "autotune needs a FILE.tc");
 	if (set.elites > set.population)
@@ -967,6 +1040,7 @@ int cmd_autotune(int argc, __tc_keep char **argv)
 		if (transport.rank > 0) {
 			opt_args_free(&oa);
 			bindings_free(shapes, nshapes);
+			bindings_free(ins, nin);
 			return serve(&transport, set.threads);
 		}
 		set.transport = &transport;
@@ -1019,10 +1093,13 @@ int cmd_autotune(int argc, __tc_keep char **argv)
 		status = EXIT_USER;
 		goto done;
 	}
-	if (bind_shapes(m, entry, n_in, shapes, nshapes, dl, dims, in_ptrs, autotune_usage) < 0) {
+	if (bind_inputs(m, entry, n_in, shapes, nshapes, ins, nin, arrays, from_file, dl, dims,
+		    in_ptrs, autotune_usage) < 0) {
 		status = EXIT_USER;
 		goto done;
 	}
+	if (nin && (status = input_data(ctx, m, entry, n_in, arrays, from_file, dl, bufs)))
+		goto done;
 	catch_sigint(&old);
 	i = tc_autotune(m, entry, in_ptrs, n_in, base, &set, &best, &rep);
 	sigaction(SIGINT, &old, NULL);
@@ -1040,6 +1117,10 @@ int cmd_autotune(int argc, __tc_keep char **argv)
 	printf("# tcomp autotune %s -e %s", file, entry);
 	for (i = 0; i < n_in; i++) {
 		int d;
+		if (from_file[i] >= 0) {
+			printf(" --in %s=%s", ins[from_file[i]].name, ins[from_file[i]].path);
+			continue;
+		}
 		printf(" --shape %s=", tc_module_tensor_name(m, entry, i));
 		if (!dl[i].ndim)
 			printf("scalar");
@@ -1067,6 +1148,11 @@ done:
 	}
 	tc_string_free(text);
 	bindings_free(shapes, nshapes);
+	bindings_free(ins, nin);
+	for (i = 0; i < nin; i++)
+		tc_npy_free(&arrays[i]);
+	for (i = 0; i < 64; i++)
+		free(bufs[i]);
 	tc_options_free(best);
 	tc_options_free(base);
 	tc_module_free(m);

@@ -272,8 +272,6 @@ static int cmd_check(int argc, char **argv)
 	return status;
 }
 
-static int tensor_size(int ndim, const int64_t *shape, DLDataType dt, int64_t *n, size_t *bytes);
-
 static DLTensor make_dl(const char *dtype_name, int ndim, int64_t *shape, void *data)
 {
 	DLTensor t;
@@ -702,76 +700,6 @@ done:
 
 /* ---- bench ---- */
 
-static uint64_t bench_rng = 0x2545F4914F6CDD1DULL;
-static uint64_t next_rand(void)
-{
-	bench_rng ^= bench_rng << 13;
-	bench_rng ^= bench_rng >> 7;
-	bench_rng ^= bench_rng << 17;
-	return bench_rng;
-}
-
-/* Uniform in [-1,1) without 0. */
-static double rand_float(void)
-{
-	double r;
-	do
-		r = (double)(next_rand() >> 11) * 0x1p-52 - 1.0;
-	while (r == 0.0);
-	return r;
-}
-
-/* Fill n elements of dtype with random values (see bench_usage); integers
- * are in [1, ihi] (0 when ihi is 0). */
-static void fill_random(void *data, int64_t n, DLDataType dt, int64_t ihi)
-{
-	int64_t i;
-	for (i = 0; i < n; i++) {
-		if (dt.code == kDLBfloat) {
-			uint16_t h = tc_bf16_from_double(rand_float());
-			if (!(h & 0x7fff)) /* rounded to zero (cannot happen: |r| >= 2^-52) */
-				h = tc_bf16_from_double(0.5);
-			((uint16_t *)data)[i] = h;
-		} else if (dt.code == kDLFloat) {
-			double r = rand_float();
-			if (dt.bits == 16) {
-				uint16_t h = tc_half_from_double(r);
-				if (!(h & 0x7fff)) /* rounded to zero */
-					h = tc_half_from_double(r < 0 ? -0.5 : 0.5);
-				((uint16_t *)data)[i] = h;
-			} else if (dt.bits == 32) {
-				float f = (float)r;
-				((float *)data)[i] = f != 0 ? f : 0.5f;
-			} else {
-				((double *)data)[i] = r;
-			}
-		} else if (dt.code == TC_DL_BOOL) {
-			((uint8_t *)data)[i] = (uint8_t)(next_rand() >> 63);
-		} else {
-			uint64_t v = ihi ? 1 + next_rand() % (uint64_t)ihi : 0;
-			switch (dt.bits) {
-			case 8: ((uint8_t *)data)[i] = (uint8_t)v; break;
-			case 16: ((uint16_t *)data)[i] = (uint16_t)v; break;
-			case 32: ((uint32_t *)data)[i] = (uint32_t)v; break;
-			default: ((uint64_t *)data)[i] = v; break;
-			}
-		}
-	}
-}
-
-/* Elements and bytes of a tensor shape; -1 on overflow. */
-static int tensor_size(int ndim, const int64_t *shape, DLDataType dt, int64_t *n, size_t *bytes)
-{
-	int d;
-	*n = 1;
-	for (d = 0; d < ndim; d++)
-		if (__builtin_mul_overflow(*n, shape[d], n))
-			return -1;
-	if (__builtin_mul_overflow((size_t)*n, (size_t)((dt.bits + 7) / 8), bytes))
-		return -1;
-	return 0;
-}
-
 static int cmp_double(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
@@ -809,12 +737,11 @@ static int cmd_bench(int argc, char **argv)
 	const char *file = NULL, *entry = NULL;
 	binding shapes[64], ins[64];
 	tc_npy arrays[64]; /* the data of ins[j] */
-	char intext[64][8 * 21 + 8]; /* the shape of ins[j] as --shape text */
 	int from_file[64]; /* input i: its index in ins, or -1 */
 	int nshapes = 0, nin = 0, i, j, n_in = 0, n_out = 0, status = 0, json = 0, nruns = 0;
 	long runs = 10, warmup = 2;
 	double min_time = 1.0, t0, compile_s, total = 0, median, best, flops = -1, bytes = -1;
-	int64_t dims[64][8], oshape[64][8], min_ext = INT64_MAX, ihi;
+	int64_t dims[64][8], oshape[64][8], ihi;
 	DLTensor dl[128];
 	const DLTensor *in_ptrs[64];
 	DLTensor *out_ptrs[64];
@@ -877,15 +804,6 @@ static int cmd_bench(int argc, char **argv)
 	}
 	if (!file)
 		die_usage(bench_usage, "%s", "bench needs a FILE.tc");
-	for (i = 0; i < nshapes + nin; i++)
-		for (j = 0; j < i; j++) {
-			const char *x = i < nshapes ? shapes[i].name : ins[i - nshapes].name;
-			const char *y = j < nshapes ? shapes[j].name : ins[j - nshapes].name;
-			if (!strcmp(x, y))
-				die_usage(bench_usage, "tensor '%s' is given twice", x);
-		}
-	if (nshapes + nin > 64)
-		die_usage(bench_usage, "%s", "more than 64 --shape and --in");
 	ctx = tc_context_new();
 	if (!ctx)
 		return EXIT_INTERNAL;
@@ -910,58 +828,10 @@ static int cmd_bench(int argc, char **argv)
 		status = EXIT_USER;
 		goto done;
 	}
-	for (i = 0; i < n_in; i++) {
-		const char *name = tc_module_tensor_name(m, entry, i);
-		int found = 0;
-		for (j = 0; j < nshapes + nin; j++)
-			found |= !strcmp(j < nshapes ? shapes[j].name : ins[j - nshapes].name, name);
-		if (!found) {
-			fprintf(stderr, "tcomp: error: no --shape or --in for input '%s' of '%s'\n",
-				name, entry);
-			status = EXIT_USER;
-			goto done;
-		}
-	}
-	/* --in T=FILE: T's shape from the file, as --shape text */
-	for (j = 0; j < nin; j++) {
-		char *err = NULL, *t = intext[j];
-		if (tc_npy_read(ins[j].path, &arrays[j], &err) < 0) {
-			fprintf(stderr, "tcomp: error: input '%s': %s\n", ins[j].name, err ? err : "?");
-			tc_free(err);
-			status = EXIT_USER;
-			goto done;
-		}
-		strcpy(t, arrays[j].ndim ? "" : "scalar");
-		for (i = 0; i < arrays[j].ndim; i++)
-			t += sprintf(t, "%s%lld", i ? "x" : "", (long long)arrays[j].shape[i]);
-	}
-	for (j = 0; j < nin; j++) {
-		shapes[nshapes].name = ins[j].name;
-		shapes[nshapes].path = intext[j];
-		shapes[nshapes++].used = 0;
-	}
-	i = bind_shapes(m, entry, n_in, shapes, nshapes, dl, dims, in_ptrs, bench_usage);
-	nshapes -= nin; /* the names are ins' */
-	if (i < 0) {
+	if (bind_inputs(m, entry, n_in, shapes, nshapes, ins, nin, arrays, from_file, dl, dims,
+		    in_ptrs, bench_usage) < 0) {
 		status = EXIT_USER;
 		goto done;
-	}
-	for (i = 0; i < n_in; i++) {
-		const char *name = tc_module_tensor_name(m, entry, i);
-		DLDataType dt;
-		for (j = 0; j < nin && strcmp(ins[j].name, name); j++)
-			;
-		from_file[i] = j < nin ? j : -1;
-		if (j == nin)
-			continue;
-		tc_dtype_parse(tc_dtype_name(arrays[j].dtype), &dt);
-		if (dt.code != dl[i].dtype.code || dt.bits != dl[i].dtype.bits) {
-			fprintf(stderr, "tcomp: error: input '%s' of '%s' is %s but %s holds %s\n", name,
-				entry, tc_dtype_str(dl[i].dtype), ins[j].path,
-				tc_dtype_name(arrays[j].dtype));
-			status = EXIT_USER;
-			goto done;
-		}
 	}
 	for (i = 0; i < n_in; i++) /* shape-only: on the target's device */
 		dl[i].device = dev;
@@ -990,11 +860,7 @@ static int cmd_bench(int argc, char **argv)
 		dl[n_in + i].shape = oshape[i];
 		out_ptrs[i] = &dl[n_in + i];
 	}
-	for (i = 0; i < n_in + n_out; i++)
-		for (j = 0; j < dl[i].ndim; j++)
-			min_ext = dl[i].shape[j] < min_ext ? dl[i].shape[j] : min_ext;
-	/* an empty tensor (min_ext 0) leaves nothing to index: 0 as for 1 */
-	ihi = min_ext == INT64_MAX ? 16 : min_ext < 1 ? 0 : min_ext - 1 < 16 ? min_ext - 1 : 16;
+	ihi = random_int_bound(dl, n_in + n_out);
 	for (i = 0; i < n_in + n_out; i++) {
 		int64_t n;
 		size_t nb;
