@@ -635,22 +635,30 @@ static void bench_matmul(void **state)
 	assert_non_null(strstr(out_text, "cannot open 'nothere.tc'"));
 }
 
-/* bench --in T=FILE: T's shape and values from the file (an index out of
- * range there is the kernel's run-time error, so the values are the file's),
- * the other inputs random; bad files and mixed-up names are clear errors. */
-static void bench_inputs_from_files(void **state)
+/* emb.tc (a gather LUT(I(i,k), j)) and its inputs: good.npy (2x2 int32
+ * indices in range for a LUT of 3 rows), bad.npy (one index 9), lut.npy
+ * (3x2 float32) and lut64.npy (the same in float64). */
+static void write_gather_files(void)
 {
 	int32_t good[4] = {0, 2, 1, 1}, bad[4] = {0, 2, 9, 1};
 	float lut[3 * 2] = {1, 2, 3, 4, 5, 6};
 	double d[3 * 2] = {1, 2, 3, 4, 5, 6};
 	int64_t si[2] = {2, 2}, sl[2] = {3, 2};
-	(void)state;
 	write_text("emb.tc", "def emb(float(R,D) LUT, int32(B,L) I) -> (O) {\n"
 			     "  O(i,j) +=! LUT(I(i,k), j)\n}\n");
 	write_npy("good.npy", TC_T_I32, 2, si, good);
 	write_npy("bad.npy", TC_T_I32, 2, si, bad);
 	write_npy("lut.npy", TC_T_F32, 2, sl, lut);
 	write_npy("lut64.npy", TC_T_F64, 2, sl, d);
+}
+
+/* bench --in T=FILE: T's shape and values from the file (an index out of
+ * range there is the kernel's run-time error, so the values are the file's),
+ * the other inputs random; bad files and mixed-up names are clear errors. */
+static void bench_inputs_from_files(void **state)
+{
+	(void)state;
+	write_gather_files();
 	assert_int_equal(tcomp("bench emb.tc --in I=good.npy --shape LUT=3x64 --runs 2 "
 			       "--min-time 0 --json"),
 		0);
@@ -689,19 +697,11 @@ static void bench_inputs_from_files(void **state)
  * printed command names the file; bad files are clear errors. */
 static void autotune_inputs_from_files(void **state)
 {
-	int32_t good[4] = {0, 2, 1, 1}, bad[4] = {0, 2, 9, 1};
-	int64_t si[2] = {2, 2};
-	float lut[3 * 2] = {1, 2, 3, 4, 5, 6};
-	int64_t sl[2] = {3, 2};
 	const char *quick = "--generations 1 --population 2 --final-candidates 0 --no-cache "
 			    "--quiet --seed 5";
 	char cmd[512];
 	(void)state;
-	write_text("emb.tc", "def emb(float(R,D) LUT, int32(B,L) I) -> (O) {\n"
-			     "  O(i,j) +=! LUT(I(i,k), j)\n}\n");
-	write_npy("good.npy", TC_T_I32, 2, si, good);
-	write_npy("bad.npy", TC_T_I32, 2, si, bad);
-	write_npy("lut.npy", TC_T_F32, 2, sl, lut);
+	write_gather_files();
 	snprintf(cmd, sizeof(cmd), "autotune emb.tc --in I=good.npy --shape LUT=3x64 %s", quick);
 	assert_int_equal(tcomp(cmd), 0);
 	assert_non_null(strstr(out_text, "# tcomp autotune emb.tc -e emb --shape LUT=3x64 "
