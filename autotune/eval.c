@@ -320,6 +320,11 @@ double tc_tune_eval_first_time(__tc_keep const tc_tune_eval *ev)
 	return ev->first_time;
 }
 
+const char *tc_tune_eval_first_failure(__tc_keep const tc_tune_eval *ev)
+{
+	return ev->first_failure;
+}
+
 /* ---- shared by the search and the final stage ---- */
 
 /* Element i of float data p of type dt (float16, bfloat16, float32 or
@@ -451,6 +456,8 @@ void tc_tune_eval_account(__tc_keep tc_tune_eval *ev, int gen, int index, const 
 	*time = c.median_s;
 	ev->measured++;
 	ev->failed += st != TC_TUNE_OK && st != TC_TUNE_CUT;
+	if (st != TC_TUNE_OK && st != TC_TUNE_CUT && !ev->first_failure[0] && text)
+		snprintf(ev->first_failure, sizeof(ev->first_failure), "%s", text);
 	ev->cut += st == TC_TUNE_CUT;
 	if (index == 0)
 		ev->first_time = c.median_s;

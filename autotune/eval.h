@@ -79,6 +79,7 @@ struct tc_tune_eval {
 	int started, measured, failed, cut, stop;
 	int generations, planned;
 	double first_time, best, t_start;
+	char first_failure[1024]; /* the first failed candidate's message, or "" */
 	double *gen_medians;
 	int ngen_medians, gen_of_medians;
 	/* every candidate started by the search: its key, index and planted

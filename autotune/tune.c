@@ -946,7 +946,9 @@ int tc_autotune(tc_module *m, const char *entry, const DLTensor *const *inputs, 
 	if (!res.best) {
 		if (!*tc_context_error(ctx))
 			tc_rt_set_error(ctx, "tc_autotune: no candidate of '%s' compiled and ran "
-				"correctly (%s)", entry, res.stopped ? "stopped" : "all failed");
+				"correctly (%s)%s%s", entry, res.stopped ? "stopped" : "all failed",
+				*tc_tune_eval_first_failure(ev) ? "; the first failure: " : "",
+				tc_tune_eval_first_failure(ev));
 		goto done;
 	}
 	if (report) {

@@ -309,6 +309,9 @@ void tc_tune_eval_plan(__tc_keep tc_tune_eval *ev, int generations, int planned)
 /* The median time of the first candidate (the base options; INFINITY if
  * it failed or was not measured). */
 double tc_tune_eval_first_time(__tc_keep const tc_tune_eval *ev);
+/* The message of the first candidate that failed ("" if none did or it
+ * said nothing), borrowed from ev. */
+const char *tc_tune_eval_first_failure(__tc_keep const tc_tune_eval *ev);
 /* Output extents and dtype of the kernel, for the space (after _new). */
 void tc_tune_eval_shape(__tc_keep const tc_tune_eval *ev, int64_t *extent, int *lanes);
 

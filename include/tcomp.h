@@ -728,7 +728,9 @@ typedef struct tc_tune_report {
  * (the final stage's choice; owned by the caller), and fills *report (may
  * be NULL).  -1 with an error
  * in m's context when nothing could be measured (bad entry or shapes, no
- * correct candidate, fork failure), or when entry, inputs (n_inputs > 0)
+ * correct candidate: the message then carries the first failed candidate's,
+ * such as an index out of bounds in the caller's data; fork failure), or
+ * when entry, inputs (n_inputs > 0)
  * or an element of inputs is NULL; -1 without a message for a NULL m. */
 int tc_autotune(tc_module *m, const char *entry, const DLTensor *const *inputs, int n_inputs,
 	const tc_options *base, const tc_tune_settings *settings, tc_options **best,
