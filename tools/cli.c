@@ -450,7 +450,6 @@ int tensor_size(int ndim, const int64_t *shape, DLDataType dt, int64_t *n, size_
 	return 0;
 }
 
-
 /* The bound H of random integers (cli.h): min(16, E - 1), E the smallest
  * extent of the n tensors' dimensions; 16 without dimensions, 0 when E is 0
  * or 1. */
