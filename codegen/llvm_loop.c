@@ -1830,6 +1830,7 @@ static int parallel_loop(cg *g, isl_ast_node *n)
 		g->iters[g->niters].id = id;
 		g->iters[g->niters].slot = itslot;
 		g->niters++;
+		g->loop_follows = 0; /* the outlined body starts a nest of its own */
 		node(g, body);
 		g->niters--;
 		LLVMBuildStore(g->B, LLVMBuildNSWAdd(g->B, k, tc_cg_llvm_i64c(g, 1), ""), slot);
@@ -2029,13 +2030,10 @@ static void block_node(cg *g, isl_ast_node *n, int par)
 		else if (i + 1 < k && (init = init_in_registers(g, child, list, i + 1)))
 			; /* the next child, a vector tile, starts from the identity */
 		else {
-			int follows = i + 1 < k && next_is_loop(list, i + 1);
-			g->loop_follows = 0; /* an outlined loop's body starts a nest */
+			g->loop_follows = i + 1 < k && next_is_loop(list, i + 1);
 			if (!(par && walks_first_dimension(child) && parallel_loop(g, child)) &&
-				!g->failed) {
-				g->loop_follows = follows;
+				!g->failed)
 				node(g, child);
-			}
 		}
 		g->loop_follows = 0;
 		g->acc_init = NULL;
@@ -2173,14 +2171,8 @@ static void node(cg *g, isl_ast_node *n)
 			tc_cg_llvm_fail(g, "malformed mark node", NULL);
 		else if (par && isl_ast_node_get_type(child) == isl_ast_node_block)
 			block_node(g, child, 1);
-		else {
-			int follows = g->loop_follows; /* marks pass it on */
-			g->loop_follows = 0;
-			if (!(par && parallel_loop(g, child)) && !g->failed) {
-				g->loop_follows = follows;
-				node(g, child);
-			}
-		}
+		else if (!(par && parallel_loop(g, child)) && !g->failed)
+			node(g, child); /* g->loop_follows passes through the mark */
 		g->ordered -= tile;
 		g->rolled -= rolled;
 		g->unroll = was_unroll;
