@@ -161,7 +161,7 @@ __tc_give tc_tune_eval *tc_tune_eval_new(__tc_keep tc_module *m, const char *ent
 	tc_options *interp = NULL;
 	tc_kernel *k = NULL;
 	const char *spec;
-	int i, d, have_data = n_inputs > 0, n_in, n_out;
+	int i, d, n_in, n_out;
 	int64_t min_ext = INT64_MAX, ihi;
 	tc_tune_rng r;
 	int ncpu = tc_rt_cpus();
@@ -190,14 +190,12 @@ __tc_give tc_tune_eval *tc_tune_eval_new(__tc_keep tc_module *m, const char *ent
 		ev->faults.n = 0;
 	ev->n_in = n_in;
 	ev->n_out = n_out;
-	/* the inputs: the caller's data, or random values made once */
-	for (i = 0; i < n_in; i++)
-		have_data &= inputs[i] && inputs[i]->data != NULL;
+	/* the inputs: the caller's data, or (data NULL) random values made once */
 	for (i = 0; i < n_in; i++) {
 		if (!inputs[i] || inputs[i]->ndim < 0 || inputs[i]->ndim > 8)
 			goto count_error;
 		ev->in[i] = *inputs[i];
-		if (!have_data) {
+		if (!inputs[i]->data) {
 			for (d = 0; d < inputs[i]->ndim; d++)
 				ev->in_shape[i][d] = inputs[i]->shape[d];
 			ev->in[i].shape = ev->in_shape[i];
@@ -233,9 +231,11 @@ __tc_give tc_tune_eval *tc_tune_eval_new(__tc_keep tc_module *m, const char *ent
 			min_ext = ev->in[i].shape[d] < min_ext ? ev->in[i].shape[d] : min_ext;
 	ihi = min_ext == INT64_MAX ? 16 : min_ext < 1 ? 0 : min_ext - 1 < 16 ? min_ext - 1 : 16;
 	tc_tune_rng_seed(&r, 0x2545F4914F6CDD1DULL);
-	for (i = 0; i < n_in && !have_data; i++) {
+	for (i = 0; i < n_in; i++) {
 		int64_t n = elements(ev->in[i].ndim, ev->in[i].shape);
 		size_t bytes = (size_t)n * (size_t)((ev->in[i].dtype.bits + 7) / 8);
+		if (inputs[i]->data)
+			continue;
 		if (!(ev->in_data[i] = tc_malloc(bytes + TC_TUNE_ALIGN)))
 			goto oom;
 		ev->in[i].data = tc_tune_align(ev->in_data[i]);

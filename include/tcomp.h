@@ -719,10 +719,10 @@ typedef struct tc_tune_report {
 	                       were fastest, or no other beat them beyond the noise */
 } tc_tune_report;
 
-/* Tune entry of m for the shapes and dtypes of inputs.  When every input
- * has data it is used as the tuning input; otherwise the inputs are random
- * (as tcomp bench makes them: non-zero floats in [-1,1), small positive
- * integers).  base (NULL: defaults) is the first candidate; options it sets
+/* Tune entry of m for the shapes and dtypes of inputs.  An input with
+ * data is used as it is (the tuning input); one whose data is NULL gets
+ * random values (as tcomp bench makes them: non-zero floats in [-1,1),
+ * small positive integers).  base (NULL: defaults) is the first candidate; options it sets
  * explicitly are kept fixed.  settings may be NULL (defaults).  On success
  * returns 0 and, if best is not NULL, *best = the fastest correct options
  * (the final stage's choice; owned by the caller), and fills *report (may

@@ -1,7 +1,6 @@
 /* Helpers shared by the commands of the tcomp tool: see cli.h. */
 #include "cli.h"
 #include "npy.h"
-#include "../ir/half.h"
 
 #include <errno.h>
 #include <stdint.h>
@@ -377,89 +376,6 @@ int bind_shapes(__tc_keep tc_module *m, const char *entry, int n_in, __tc_keep b
 			return -1;
 		}
 	return 0;
-}
-
-/* ---- random inputs (tcomp bench's; tcomp autotune's with --in) ---- */
-
-static uint64_t bench_rng = 0x2545F4914F6CDD1DULL;
-static uint64_t next_rand(void)
-{
-	bench_rng ^= bench_rng << 13;
-	bench_rng ^= bench_rng >> 7;
-	bench_rng ^= bench_rng << 17;
-	return bench_rng;
-}
-
-/* Uniform in [-1,1) without 0. */
-static double rand_float(void)
-{
-	double r;
-	do
-		r = (double)(next_rand() >> 11) * 0x1p-52 - 1.0;
-	while (r == 0.0);
-	return r;
-}
-
-/* Fill n elements of dtype with random values (cli.h). */
-void fill_random(void *data, int64_t n, DLDataType dt, int64_t ihi)
-{
-	int64_t i;
-	for (i = 0; i < n; i++) {
-		if (dt.code == kDLBfloat) {
-			uint16_t h = tc_bf16_from_double(rand_float());
-			if (!(h & 0x7fff)) /* rounded to zero (cannot happen: |r| >= 2^-52) */
-				h = tc_bf16_from_double(0.5);
-			((uint16_t *)data)[i] = h;
-		} else if (dt.code == kDLFloat) {
-			double r = rand_float();
-			if (dt.bits == 16) {
-				uint16_t h = tc_half_from_double(r);
-				if (!(h & 0x7fff)) /* rounded to zero */
-					h = tc_half_from_double(r < 0 ? -0.5 : 0.5);
-				((uint16_t *)data)[i] = h;
-			} else if (dt.bits == 32) {
-				float f = (float)r;
-				((float *)data)[i] = f != 0 ? f : 0.5f;
-			} else {
-				((double *)data)[i] = r;
-			}
-		} else if (dt.code == TC_DL_BOOL) {
-			((uint8_t *)data)[i] = (uint8_t)(next_rand() >> 63);
-		} else {
-			uint64_t v = ihi ? 1 + next_rand() % (uint64_t)ihi : 0;
-			switch (dt.bits) {
-			case 8: ((uint8_t *)data)[i] = (uint8_t)v; break;
-			case 16: ((uint16_t *)data)[i] = (uint16_t)v; break;
-			case 32: ((uint32_t *)data)[i] = (uint32_t)v; break;
-			default: ((uint64_t *)data)[i] = v; break;
-			}
-		}
-	}
-}
-
-/* Elements and bytes of a tensor shape (cli.h). */
-int tensor_size(int ndim, const int64_t *shape, DLDataType dt, int64_t *n, size_t *bytes)
-{
-	int d;
-	*n = 1;
-	for (d = 0; d < ndim; d++)
-		if (__builtin_mul_overflow(*n, shape[d], n))
-			return -1;
-	if (__builtin_mul_overflow((size_t)*n, (size_t)((dt.bits + 7) / 8), bytes))
-		return -1;
-	return 0;
-}
-
-/* The bound H of random integers (cli.h): min(16, E - 1), E the smallest
- * extent of the n tensors' dimensions; 16 without dimensions, 0 when E is 0
- * or 1. */
-int64_t random_int_bound(__tc_keep const DLTensor *dl, int n)
-{
-	int64_t e = INT64_MAX;
-	for (int i = 0; i < n; i++)
-		for (int j = 0; j < dl[i].ndim; j++)
-			e = dl[i].shape[j] < e ? dl[i].shape[j] : e;
-	return e == INT64_MAX ? 16 : e < 1 ? 0 : e - 1 < 16 ? e - 1 : 16;
 }
 
 /* The inputs of entry from --shape and --in (cli.h). */

@@ -160,17 +160,6 @@ int bind_inputs(__tc_keep tc_module *m, const char *entry, int n_in, __tc_keep b
 	int nshapes, __tc_keep binding *ins, int nin, __tc_keep struct tc_npy *arrays,
 	__tc_keep int *from_file, __tc_keep DLTensor *dl, __tc_keep int64_t (*dims)[8],
 	__tc_keep const DLTensor **ptrs, const char *usage);
-/* Fill n elements of dtype dt at data with random values from a fixed
- * seed, as tcomp bench --help says: floats uniform in [-1,1) without 0,
- * integers in [1, ihi] (0 when ihi is 0), bools 0 or 1. */
-void fill_random(void *data, int64_t n, DLDataType dt, int64_t ihi);
-/* ihi for fill_random: min(16, E - 1), E the smallest extent of any
- * dimension of the n tensors (inputs and outputs), so that random integers
- * are in bounds as gather indices; 16 without dimensions, 0 when E < 2. */
-int64_t random_int_bound(__tc_keep const DLTensor *dl, int n);
-/* Elements (*n) and bytes of a tensor of shape[0..ndim) and dtype dt; -1
- * on overflow. */
-int tensor_size(int ndim, const int64_t *shape, DLDataType dt, int64_t *n, size_t *bytes);
 /* Seconds on the monotonic clock. */
 double now_s(void);
 /* The integer argument s of option opt, at least min (and at most

@@ -59,7 +59,7 @@ static const char *const autotune_usage =
 	"  --shape T=SHAPE     shape of input T: 1024x1024, 64, or scalar\n"
 	"  --in T=FILE         input T from a .npy file (its shape and values; its\n"
 	"                      dtype the def's): the candidates run on that data,\n"
-	"                      the --shape inputs on tcomp bench's random values;\n"
+	"                      the --shape inputs on random values (as above);\n"
 	"                      for kernels whose speed depends on their data\n"
 	"  --generations G     generations of the search (default 5)\n"
 	"  --population P      candidates per generation (default 20)\n"
@@ -830,59 +830,6 @@ out:
 	return status;
 }
 
-/* With --in: the data of every input, so that tc_autotune times the
- * candidates on it (it takes data for all inputs or none): the files'
- * arrays, and for the --shape inputs random values as tcomp bench makes
- * them (their integers bounded by the outputs' extents too: the shapes of
- * an interpreter kernel, bound without JIT) in bufs (the caller frees).
- * 0, or an exit status after printing the error. */
-static int input_data(tc_context *ctx, tc_module *m, const char *entry, int n_in,
-	tc_npy *arrays, const int *from_file, DLTensor *dl, void **bufs)
-{
-	int64_t oshape[64][8], ihi;
-	int n_out = 0, i;
-	tc_options *io = tc_options_new();
-	tc_kernel *k = NULL;
-	const DLTensor *ptrs[64];
-	if (!io || tc_options_set(io, "target", "interp", ctx) < 0) {
-		tc_options_free(io);
-		return EXIT_INTERNAL;
-	}
-	for (i = 0; i < n_in; i++)
-		ptrs[i] = &dl[i];
-	k = tc_compile(m, entry, ptrs, n_in, io);
-	tc_options_free(io);
-	if (!k || tc_module_def_arity(m, entry, NULL, &n_out) < 0 || n_in + n_out > 128) {
-		tc_kernel_free(k);
-		return k ? EXIT_USER : report(ctx);
-	}
-	for (i = 0; i < n_out; i++) {
-		DLTensor *o = &dl[n_in + i];
-		memset(o, 0, sizeof(*o));
-		tc_kernel_output_shape(k, i, &o->dtype, &o->ndim, oshape[i]);
-		o->shape = oshape[i];
-	}
-	tc_kernel_free(k);
-	ihi = random_int_bound(dl, n_in + n_out);
-	for (i = 0; i < n_in; i++) {
-		int64_t n;
-		size_t nb;
-		if (from_file[i] >= 0) {
-			dl[i].data = arrays[from_file[i]].data;
-			continue;
-		}
-		if (tensor_size(dl[i].ndim, dl[i].shape, dl[i].dtype, &n, &nb) < 0 ||
-			!(bufs[i] = malloc(nb ? nb : 1))) {
-			fprintf(stderr, "tcomp: error: cannot allocate input '%s'\n",
-				tc_module_tensor_name(m, entry, i));
-			return EXIT_INTERNAL;
-		}
-		fill_random(bufs[i], n, dl[i].dtype, ihi);
-		dl[i].data = bufs[i];
-	}
-	return 0;
-}
-
 int cmd_autotune(int argc, __tc_keep char **argv)
 {
 	const char *file = NULL, *entry = NULL;
@@ -891,9 +838,8 @@ int cmd_autotune(int argc, __tc_keep char **argv)
 	binding ins[64];        /* --in T=FILE */
 	tc_npy arrays[64];      /* their data */
 	int from_file[64];      /* input i: its index in ins, or -1 */
-	void *bufs[64] = {0};   /* random data of the --shape inputs, with --in */
 	int64_t dims[64][8];
-	DLTensor dl[128];
+	DLTensor dl[64];
 	const DLTensor *in_ptrs[64];
 	tc_tune_settings set;
 	tc_tune_report rep;
@@ -1098,8 +1044,9 @@ int cmd_autotune(int argc, __tc_keep char **argv)
 		status = EXIT_USER;
 		goto done;
 	}
-	if (nin && (status = input_data(ctx, m, entry, n_in, arrays, from_file, dl, bufs)))
-		goto done;
+	for (i = 0; i < n_in; i++) /* the others: tc_autotune's random values */
+		if (from_file[i] >= 0)
+			dl[i].data = arrays[from_file[i]].data;
 	catch_sigint(&old);
 	i = tc_autotune(m, entry, in_ptrs, n_in, base, &set, &best, &rep);
 	sigaction(SIGINT, &old, NULL);
@@ -1151,8 +1098,6 @@ done:
 	bindings_free(ins, nin);
 	for (i = 0; i < nin; i++)
 		tc_npy_free(&arrays[i]);
-	for (i = 0; i < 64; i++)
-		free(bufs[i]);
 	tc_options_free(best);
 	tc_options_free(base);
 	tc_module_free(m);

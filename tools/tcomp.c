@@ -272,6 +272,8 @@ static int cmd_check(int argc, char **argv)
 	return status;
 }
 
+static int tensor_size(int ndim, const int64_t *shape, DLDataType dt, int64_t *n, size_t *bytes);
+
 static DLTensor make_dl(const char *dtype_name, int ndim, int64_t *shape, void *data)
 {
 	DLTensor t;
@@ -700,6 +702,76 @@ done:
 
 /* ---- bench ---- */
 
+static uint64_t bench_rng = 0x2545F4914F6CDD1DULL;
+static uint64_t next_rand(void)
+{
+	bench_rng ^= bench_rng << 13;
+	bench_rng ^= bench_rng >> 7;
+	bench_rng ^= bench_rng << 17;
+	return bench_rng;
+}
+
+/* Uniform in [-1,1) without 0. */
+static double rand_float(void)
+{
+	double r;
+	do
+		r = (double)(next_rand() >> 11) * 0x1p-52 - 1.0;
+	while (r == 0.0);
+	return r;
+}
+
+/* Fill n elements of dtype with random values (see bench_usage); integers
+ * are in [1, ihi] (0 when ihi is 0). */
+static void fill_random(void *data, int64_t n, DLDataType dt, int64_t ihi)
+{
+	int64_t i;
+	for (i = 0; i < n; i++) {
+		if (dt.code == kDLBfloat) {
+			uint16_t h = tc_bf16_from_double(rand_float());
+			if (!(h & 0x7fff)) /* rounded to zero (cannot happen: |r| >= 2^-52) */
+				h = tc_bf16_from_double(0.5);
+			((uint16_t *)data)[i] = h;
+		} else if (dt.code == kDLFloat) {
+			double r = rand_float();
+			if (dt.bits == 16) {
+				uint16_t h = tc_half_from_double(r);
+				if (!(h & 0x7fff)) /* rounded to zero */
+					h = tc_half_from_double(r < 0 ? -0.5 : 0.5);
+				((uint16_t *)data)[i] = h;
+			} else if (dt.bits == 32) {
+				float f = (float)r;
+				((float *)data)[i] = f != 0 ? f : 0.5f;
+			} else {
+				((double *)data)[i] = r;
+			}
+		} else if (dt.code == TC_DL_BOOL) {
+			((uint8_t *)data)[i] = (uint8_t)(next_rand() >> 63);
+		} else {
+			uint64_t v = ihi ? 1 + next_rand() % (uint64_t)ihi : 0;
+			switch (dt.bits) {
+			case 8: ((uint8_t *)data)[i] = (uint8_t)v; break;
+			case 16: ((uint16_t *)data)[i] = (uint16_t)v; break;
+			case 32: ((uint32_t *)data)[i] = (uint32_t)v; break;
+			default: ((uint64_t *)data)[i] = v; break;
+			}
+		}
+	}
+}
+
+/* Elements and bytes of a tensor shape; -1 on overflow. */
+static int tensor_size(int ndim, const int64_t *shape, DLDataType dt, int64_t *n, size_t *bytes)
+{
+	int d;
+	*n = 1;
+	for (d = 0; d < ndim; d++)
+		if (__builtin_mul_overflow(*n, shape[d], n))
+			return -1;
+	if (__builtin_mul_overflow((size_t)*n, (size_t)((dt.bits + 7) / 8), bytes))
+		return -1;
+	return 0;
+}
+
 static int cmp_double(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
@@ -741,7 +813,7 @@ static int cmd_bench(int argc, char **argv)
 	int nshapes = 0, nin = 0, i, j, n_in = 0, n_out = 0, status = 0, json = 0, nruns = 0;
 	long runs = 10, warmup = 2;
 	double min_time = 1.0, t0, compile_s, total = 0, median, best, flops = -1, bytes = -1;
-	int64_t dims[64][8], oshape[64][8], ihi;
+	int64_t dims[64][8], oshape[64][8], min_ext = INT64_MAX, ihi;
 	DLTensor dl[128];
 	const DLTensor *in_ptrs[64];
 	DLTensor *out_ptrs[64];
@@ -860,7 +932,11 @@ static int cmd_bench(int argc, char **argv)
 		dl[n_in + i].shape = oshape[i];
 		out_ptrs[i] = &dl[n_in + i];
 	}
-	ihi = random_int_bound(dl, n_in + n_out);
+	for (i = 0; i < n_in + n_out; i++)
+		for (j = 0; j < dl[i].ndim; j++)
+			min_ext = dl[i].shape[j] < min_ext ? dl[i].shape[j] : min_ext;
+	/* an empty tensor (min_ext 0) leaves nothing to index: 0 as for 1 */
+	ihi = min_ext == INT64_MAX ? 16 : min_ext < 1 ? 0 : min_ext - 1 < 16 ? min_ext - 1 : 16;
 	for (i = 0; i < n_in + n_out; i++) {
 		int64_t n;
 		size_t nb;
