@@ -42,6 +42,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(REPO, "bench"))
 import emit_stages  # noqa: E402  (shapes_for, BENCH_SHAPES)
+import grad  # noqa: E402  (signatures: parameters whose extents hold parentheses)
 
 SMALL = [7, 13, 5, 11, 9, 6, 4, 3]
 DTYPES = {"float": "float32", "double": "float64", "half": "float16"}
@@ -78,41 +79,6 @@ def same(a, b):
     return ""
 
 
-def split_top(text):
-    """text split at the commas outside parentheses, each part stripped."""
-    parts, depth, cur = [], 0, ""
-    for ch in text:
-        if ch == "," and depth == 0:
-            parts.append(cur.strip())
-            cur = ""
-            continue
-        depth += (ch == "(") - (ch == ")")
-        cur += ch
-    return [p for p in parts + [cur.strip()] if p]
-
-
-def signatures(tcomp, path):
-    """[(def, inputs, outputs)] from `tcomp check`, each parameter (tensor,
-    type, [dim, ...]); dims may hold parentheses (a derived def's
-    `floor(H / 2)`)."""
-    r = subprocess.run([tcomp, "check", path], capture_output=True, text=True)
-    out = []
-    for line in r.stdout.splitlines():
-        m = re.match(r"^def (\w+)\((.*)\) -> \((.*)\)$", line.split("  #")[0])
-        if not m:
-            continue
-        sides = []
-        for side in (m.group(2), m.group(3)):
-            params = []
-            for p in split_top(side):
-                pm = re.fullmatch(r"(\w+)(?:\((.*)\))?\s+(\w+)", p)
-                params.append((pm.group(3), pm.group(1),
-                               split_top(pm.group(2)) if pm.group(2) else []))
-            sides.append(params)
-        out.append((m.group(1), *sides))
-    return out
-
-
 def small_shapes(ins, values):
     """--shape arguments for inputs ins ([(tensor, [dim, ...])]): every size symbol
     a value of values (emit_stages.shapes_for's), then every other extent (a derived
@@ -134,13 +100,24 @@ def small_shapes(ins, values):
     return args
 
 
+# Defs whose derived text `tcomp check` refuses: a known bug of the derivation
+# (issue 17's note), asserted to stay so until it is fixed (then this entry must
+# go).  conv2d_s2_bwd, a hand-written backward differentiated again: the adjoint
+# of its read P00(n,c,y/2,x/2) is a scatter `d_P00(n,c,y/2,x/2) +=! ...` into a
+# temporary whose shape nothing states ("the shape of 'd_P00' must be known
+# before a statement with a gathered left-hand subscript writes it").
+NOT_CHECKING = {("bench/grad.tc", "conv2d_s2_bwd")}
+
+
 def derived(tcomp, tmp, sources, failures):
     """The backward defs `tcomp grad` derives from every def of sources (recompute
     and --saves; a --saves text equal to the other is left out) as files in tmp:
-    [(file, label)].  A refusal (an integer output, ...) must be a located error."""
+    [(file, label)].  A refusal (an integer output, ...) must be a located error;
+    a derived text must pass `tcomp check` (but for NOT_CHECKING, which must
+    not)."""
     out = []
     for path in sources:
-        for name, _, _ in signatures(tcomp, path):
+        for name in grad.signatures(tcomp, path):
             texts = set()
             for flags in ([], ["--saves"]):
                 f = os.path.join(tmp, f"grad_{os.path.basename(path)[:-3]}_{name}"
@@ -150,6 +127,17 @@ def derived(tcomp, tmp, sources, failures):
                 if code:
                     if not re.search(r"\.tc:\d+:\d+: error: ", text):
                         failures.append(f"{what}: refused without a location:\n{text}")
+                    break
+                known = (os.path.relpath(path, REPO), name) in NOT_CHECKING
+                try:
+                    grad.signatures(tcomp, f)
+                except SystemExit as e:
+                    if not known:
+                        failures.append(f"{what}: the derived text does not check: {e}")
+                    break
+                if known:
+                    failures.append(f"{what}: the derived text checks now: take it out of "
+                                    "NOT_CHECKING")
                     break
                 with open(f) as fh:
                     body = fh.read()
@@ -246,12 +234,12 @@ def main():
             files += derived(tcomp, tmp, examples + [os.path.join(REPO, "bench", "grad.tc")],
                              failures)
         for path, label in files:
-            for name, params, results_ in signatures(tcomp, path):
+            for name, (params, results_) in grad.signatures(tcomp, path).items():
                 rng = random.Random(f"{os.path.basename(path)}/{name}")
                 what = f"{label} {name}"
-                shape_args = small_shapes([(t, dims) for t, _, dims in params], SMALL)
+                shape_args = small_shapes([(t, dims) for _, dims, t in params], SMALL)
                 feeds = []
-                for k, (t, ty, _) in enumerate(params):
+                for k, (ty, _, t) in enumerate(params):
                     shape = shape_args[2 * k + 1].split("=", 1)[1]
                     f = os.path.join(tmp, f"{name}_{t}.npy")
                     dtype = DTYPES.get(ty, ty)
@@ -260,7 +248,7 @@ def main():
                     if code:
                         failures.append(f"{what}: npygen {t}: {out}")
                     feeds += ["--in", f"{t}={f}"]
-                outs = [t for t, _, _ in results_]
+                outs = [t for _, _, t in results_]
                 mapping = drawn_mapping(rng)
                 results = {}
                 for label, opts in (("interp", ["target=interp"]),
