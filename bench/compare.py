@@ -35,6 +35,7 @@ import queue
 import shlex
 import shutil
 import statistics
+import struct
 import subprocess
 import sys
 import tempfile
@@ -98,6 +99,17 @@ def run(cmd, env=None, timeout=CALL_TIMEOUT):
         return -999, "", f"timed out after {timeout} s"
     except OSError as e:
         return -998, "", str(e)
+
+
+def write_npy(path, descr, shape, raw):
+    """A C-order .npy file (version 1.0) of dtype descr ('<f4', '<i8', ...) and
+    shape, its data the bytes raw."""
+    head = "{'descr': '%s', 'fortran_order': False, 'shape': (%s), }" % (
+        descr, "".join("%d, " % d for d in shape))
+    head += " " * ((64 - (10 + len(head) + 1) % 64) % 64) + "\n"
+    with open(path, "wb") as f:
+        f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(head)) + head.encode("latin1"))
+        f.write(raw)
 
 
 def json_line(text):

@@ -49,7 +49,6 @@ import re
 import shlex
 import shutil
 import statistics
-import struct
 import sys
 import tempfile
 import time
@@ -165,17 +164,6 @@ def shapes_of(params, sizes):
 
 # ---- data ------------------------------------------------------------------
 
-def write_npy(path, dtype, shape, values):
-    """A C-order .npy (version 1.0) of float32 ('f') or int64 ('q') values."""
-    descr = {"f": "<f4", "q": "<i8"}[dtype]
-    head = "{'descr': '%s', 'fortran_order': False, 'shape': (%s), }" % (
-        descr, "".join(f"{n}," for n in shape))
-    head += " " * (63 - (10 + len(head)) % 64) + "\n"
-    with open(path, "wb") as f:
-        f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(head)) + head.encode())
-        array.array(dtype, values).tofile(f)
-
-
 def random_npy(path, is_int, shape, int_hi, seed):
     """Random data: floats uniform in [-1, 1) without 0, integers in [0, int_hi)."""
     rng = random.Random(seed)
@@ -183,9 +171,11 @@ def random_npy(path, is_int, shape, int_hi, seed):
     for d in shape:
         n *= d
     if is_int:
-        write_npy(path, "q", shape, (rng.randrange(int_hi) for _ in range(n)))
+        compare.write_npy(path, "<i8", shape,
+                          array.array("q", (rng.randrange(int_hi) for _ in range(n))).tobytes())
     else:
-        write_npy(path, "f", shape, ((rng.random() * 2 - 1) or 0.5 for _ in range(n)))
+        compare.write_npy(path, "<f4", shape, array.array(
+            "f", ((rng.random() * 2 - 1) or 0.5 for _ in range(n))).tobytes())
     return path
 
 

@@ -11,6 +11,8 @@ inputs), run with `tcomp run`; prints the largest absolute and relative
 """
 import os, random, struct, subprocess, sys, tempfile
 
+from compare import write_npy
+
 
 def bf16_bits(x):
     b = struct.unpack('<I', struct.pack('<f', x))[0]  # x is float32-exact here
@@ -19,14 +21,6 @@ def bf16_bits(x):
 
 def bf16_val(h):
     return struct.unpack('<f', struct.pack('<I', h << 16))[0]
-
-
-def write_npy(path, descr, shape, raw):
-    hdr = "{'descr': '%s', 'fortran_order': False, 'shape': (%s), }" % (
-        descr, ''.join('%d, ' % d for d in shape))
-    hdr += ' ' * ((64 - (10 + len(hdr) + 1) % 64) % 64) + '\n'
-    with open(path, 'wb') as f:
-        f.write(b'\x93NUMPY\x01\x00' + struct.pack('<H', len(hdr)) + hdr.encode() + raw)
 
 
 def read_npy(path):

@@ -49,6 +49,8 @@ import sys
 import time
 import traceback
 
+import compare  # write_npy
+
 MIN_TIME = 0.2  # seconds: time at least R runs and at least this long ...
 MAX_TIME = 3.0  # ... but no more once the timed runs passed this
 
@@ -79,14 +81,7 @@ def npy_write(path, t):
     """Write a float32 tensor as a .npy file (C order)."""
     import ctypes
     t = t.detach().contiguous()
-    shape = tuple(t.shape)
-    header = "{'descr': '<f4', 'fortran_order': False, 'shape': %s, }" % (shape,)
-    pad = (64 - (10 + len(header) + 1) % 64) % 64
-    header = header + " " * pad + "\n"
-    with open(path, "wb") as f:
-        f.write(b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little"))
-        f.write(header.encode("latin1"))
-        f.write(ctypes.string_at(t.data_ptr(), t.numel() * 4))
+    compare.write_npy(path, "<f4", tuple(t.shape), ctypes.string_at(t.data_ptr(), t.numel() * 4))
 
 
 def kernel(torch, entry):
