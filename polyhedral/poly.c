@@ -451,8 +451,20 @@ static void guard_isl(tc_buf *b, const tc_ir_expr *e, const names *n)
 		guard_isl(b, e->args[1], n);
 		return;
 	}
-	if (!TC_ASSERT(e->op >= TC_OP_LT && e->op <= TC_OP_EQ)) {
+	if (!TC_ASSERT(e->op >= TC_OP_LT && e->op <= TC_OP_NE)) {
 		b->oom = 1; /* not a guard: the text is dropped */
+		return;
+	}
+	if (e->op == TC_OP_NE) { /* a != b: a disjunction of isl constraints */
+		tc_buf_puts(b, "(");
+		ix_isl(b, e->args[0], n);
+		tc_buf_puts(b, " < ");
+		ix_isl(b, e->args[1], n);
+		tc_buf_puts(b, " or ");
+		ix_isl(b, e->args[0], n);
+		tc_buf_puts(b, " > ");
+		ix_isl(b, e->args[1], n);
+		tc_buf_puts(b, ")");
 		return;
 	}
 	ix_isl(b, e->args[0], n);

@@ -1442,6 +1442,22 @@ static void build_tri_matmul(run *r, const int64_t *s)
 		}
 }
 
+/* s = {M, K} */
+static void build_checker_sum(run *r, const int64_t *s)
+{
+	int64_t M = s[0], K = s[1];
+	float *A = in_f32(r, DIMS(M, K), -1, 1);
+	float *O = out_f32(r, DIMS(M));
+	reduction_tol(r, K, 1);
+	for (int64_t m = 0; m < M; m++) {
+		float acc = 0;
+		for (int64_t k = 0; k < K; k++)
+			if (k % 2 != m % 2)
+				acc += A[IX2(m, k, K)];
+		O[m] = acc;
+	}
+}
+
 /* s = {K} */
 static void build_make_idx(run *r, const int64_t *s)
 {
@@ -2218,6 +2234,7 @@ static const kernel_case cases[] = {
 	CASE("guarded", "masked_convolve", build_masked_convolve, {1, 1, 1, 1, 1, 1},
 		{2, 3, 7, 6, 3, 3}, {1, 4, 5, 9, 2, 2}),
 	CASE("guarded", "tri_matmul", build_tri_matmul, {1, 1}, {7, 5}, {13, 31}),
+	CASE("guarded", "checker_sum", build_checker_sum, {1, 1}, {7, 5}, {13, 64}),
 	CASE("guarded", "make_idx", build_make_idx, {1}, {7}, {31}),
 	CASE("guarded", "dots", build_dots, {1, 1, 1, 1}, {13, 5, 3, 4}, {40, 3, 7, 6}),
 	CASE("guarded", "result", build_result, {1, 1}, {3, 7}, {5, 1}),
