@@ -202,22 +202,6 @@ static int needs_cast(const grad_ctx *g, const tc_stmt *s, const tc_expr *p, tc_
 	return g->def->tensors[s->tensor].dtype != dt || other_float(p, dt);
 }
 
-/* Whether the index name of g->cur has a where range, or is bounded by a
- * read in a let marked used. */
-static int bounded_where(grad_ctx *g, const char *name)
-{
-	int i;
-	for (i = 0; i < g->cur->nwhere; i++) {
-		const tc_where *w = &g->cur->where[i];
-		if (w->kind == TC_WHERE_RANGE && !strcmp(w->name, name))
-			return 1;
-		if ((w->kind == TC_WHERE_EXISTS || (w->kind == TC_WHERE_LET && g->let_used[i])) &&
-			tc_grad_bounded_in(w->val, name))
-			return 1;
-	}
-	return 0;
-}
-
 /* A new backward statement lhs(idx) red rhs (init: the '!'). */
 /* A read of name at the left-hand subscripts of s: its index names, and
  * for a scatter its gathers (d_T(I(i), j)). */
@@ -459,8 +443,8 @@ static int alias_adjoint(grad_ctx *g, int v, int w)
 
 /* The statement name(i0, ...) = 0.0 (or = from(i0, ...)) where i0 in 0:N0,
  * ... over the extents of tensor t: the adjoint of an input whose gradient
- * is zero, of a tensor read over part of its extent (the reads'
- * statements then add to it), or the copy of a given adjoint that
+ * is zero, of a tensor read over part of its extent or scattered into (the
+ * reads' statements then add to it), or the copy of a given adjoint that
  * statements add to. */
 static tc_stmt *fill_stmt(grad_ctx *g, const char *name, int t, const char *from)
 {
@@ -487,6 +471,10 @@ static tc_stmt *fill_stmt(grad_ctx *g, const char *name, int t, const char *from
 			return NULL;
 	}
 	b->rhs = from ? tc_grad_mk_read(g, from, ti->ndim, b->idx) : tc_grad_mk_float(g, 0.0);
+	/* the adjoint of a temporary takes its type from this first write
+	 * (an input's is an output of declared type) */
+	if (!from && b->rhs && ti->kind != TC_TENSOR_INPUT && ti->dtype != b->rhs->type)
+		b->rhs = tc_grad_mk_cast(g, ti->dtype, b->rhs);
 	return b->rhs ? b : NULL;
 }
 
@@ -645,6 +633,18 @@ static void backward_stmt(grad_ctx *g, int si)
 					g->failed = 1;
 					break;
 				}
+				/* a scatter does not define a shape: the adjoint of a
+				 * temporary (or of a version) is given its own first,
+				 * zero, and the scatter adds to it; an input's adjoint
+				 * is an output of declared shape */
+				if (def->tensors[x].kind != TC_TENSOR_INPUT && !g->ncontrib[xv]) {
+					tc_stmt *z = fill_stmt(g, g->adj[xv], x, NULL);
+					if (!z || tc_vec_push(&g->stmts, z) < 0) {
+						g->failed = 1;
+						break;
+					}
+					g->ncontrib[xv]++;
+				}
 				b = tc_grad_scatter_stmt(g, r, xv, tc_grad_guarded(g, when, p));
 			}
 			if (!b)
@@ -674,7 +674,7 @@ static void backward_stmt(grad_ctx *g, int si)
 		 * kw a larger range than W1(f,c,kh,kw) and I together did) */
 		for (nextra = 0, v = 0; v < s->nvars; v++) {
 			const char *name = s->vars[v].name;
-			if (tc_grad_bounded_in(p, name) || bounded_where(g, name))
+			if (tc_grad_bounded_in(p, name) || tc_grad_bounded_where(g, name))
 				continue;
 			if (tc_sx_has_var(s->vars[v].lo) || tc_sx_has_var(s->vars[v].hi)) {
 				tc_error(g->d, s->vars[v].loc,

@@ -137,6 +137,22 @@ int tc_grad_attach_where(grad_ctx *g, tc_stmt *b, int nextra, const int *extra)
 	return 0;
 }
 
+/* Whether the index name of g->cur has a where range, or is bounded by a
+ * read in a let marked used. */
+int tc_grad_bounded_where(grad_ctx *g, const char *name)
+{
+	int i;
+	for (i = 0; i < g->cur->nwhere; i++) {
+		const tc_where *w = &g->cur->where[i];
+		if (w->kind == TC_WHERE_RANGE && !strcmp(w->name, name))
+			return 1;
+		if ((w->kind == TC_WHERE_EXISTS || (w->kind == TC_WHERE_LET && g->let_used[i])) &&
+			tc_grad_bounded_in(w->val, name))
+			return 1;
+	}
+	return 0;
+}
+
 /* Whether name is a tensor or size name of the def. */
 int tc_grad_name_taken(const tc_def *def, const char *name)
 {
@@ -603,16 +619,17 @@ tc_stmt *tc_grad_scatter_stmt(grad_ctx *g, const tc_expr *r, int xv, tc_expr *p)
 	if (!(b = tc_grad_mk_stmt(g, g->adj[xv], nd, idx, TC_RED_ADD, !g->ncontrib[xv], p)))
 		return NULL;
 	b->sub = sub;
+	for (v = 0; v < s->nwhere; v++)
+		g->let_used[v] = 0;
+	tc_grad_mark_lets(g, p);
 	for (v = 0; v < s->nvars; v++) {
-		int bounded = tc_grad_bounded_in(p, s->vars[v].name);
+		int bounded = tc_grad_bounded_in(p, s->vars[v].name) ||
+			tc_grad_bounded_where(g, s->vars[v].name);
 		for (d = 0; d < nd && !bounded; d++)
 			bounded = sub[d] && tc_grad_bounded_in(sub[d], s->vars[v].name);
 		if (!bounded)
 			extra[nw++] = v;
 	}
-	for (v = 0; v < s->nwhere; v++)
-		g->let_used[v] = 0;
-	tc_grad_mark_lets(g, p);
 	if (tc_grad_attach_where(g, b, nw, extra) < 0)
 		return NULL;
 	for (d = 0; d < nd; d++)

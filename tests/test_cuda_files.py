@@ -100,21 +100,11 @@ def small_shapes(ins, values):
     return args
 
 
-# Defs whose derived text `tcomp check` refuses: a known bug of the derivation
-# (issue 17's note), asserted to stay so until it is fixed (then this entry must
-# go).  conv2d_s2_bwd, a hand-written backward differentiated again: the adjoint
-# of its read P00(n,c,y/2,x/2) is a scatter `d_P00(n,c,y/2,x/2) +=! ...` into a
-# temporary whose shape nothing states ("the shape of 'd_P00' must be known
-# before a statement with a gathered left-hand subscript writes it").
-NOT_CHECKING = {("bench/grad.tc", "conv2d_s2_bwd")}
-
-
 def derived(tcomp, tmp, sources, failures):
     """The backward defs `tcomp grad` derives from every def of sources (recompute
     and --saves; a --saves text equal to the other is left out) as files in tmp:
     [(file, label)].  A refusal (an integer output, ...) must be a located error;
-    a derived text must pass `tcomp check` (but for NOT_CHECKING, which must
-    not)."""
+    a derived text must pass `tcomp check`."""
     out = []
     for path in sources:
         for name in grad.signatures(tcomp, path):
@@ -128,16 +118,10 @@ def derived(tcomp, tmp, sources, failures):
                     if not re.search(r"\.tc:\d+:\d+: error: ", text):
                         failures.append(f"{what}: refused without a location:\n{text}")
                     break
-                known = (os.path.relpath(path, REPO), name) in NOT_CHECKING
                 try:
                     grad.signatures(tcomp, f)
                 except SystemExit as e:
-                    if not known:
-                        failures.append(f"{what}: the derived text does not check: {e}")
-                    break
-                if known:
-                    failures.append(f"{what}: the derived text checks now: take it out of "
-                                    "NOT_CHECKING")
+                    failures.append(f"{what}: the derived text does not check: {e}")
                     break
                 with open(f) as fh:
                     body = fh.read()

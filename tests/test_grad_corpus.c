@@ -1,6 +1,7 @@
 /* Automatic differentiation (tc_module_grad, lang/grad.c) checked
  * numerically on every def of the corpora: every .tc file of tests/corpus/
- * and examples/, and bench/kernels.tc.
+ * and examples/, bench/kernels.tc, and bench/grad.tc (its hand-written
+ * backward defs differentiated again: second derivatives).
  *
  * Each file is converted to float64 (the type names float, float16,
  * bfloat16, float32 and double, whole identifiers, become float64, in
@@ -86,7 +87,7 @@
 /* Defs checked numerically, at least (97 when last counted: the others
  * are repeats, defs without a floating-point output or input, and the
  * refusals docs/language.md section 14 lists). */
-#define MIN_CHECKED 90
+#define MIN_CHECKED 120
 
 #define MAX_T 16
 #define MAX_SIZES 24
@@ -1072,6 +1073,7 @@ static void test_every_corpus_def_gradient_matches_finite_differences_and_cpu(vo
 	check_dir(&t, TC_SOURCE_DIR "/tests/corpus", NULL);
 	check_dir(&t, TC_SOURCE_DIR "/examples", NULL);
 	check_dir(&t, TC_SOURCE_DIR "/bench", "kernels.tc");
+	check_dir(&t, TC_SOURCE_DIR "/bench", "grad.tc");
 	printf("%d defs: %d checked numerically (%ld gradient elements against finite "
 	       "differences), %d the same as a def checked before, %d refused, %d without a "
 	       "floating-point output, %d without a floating-point input; %ld backward defs "
