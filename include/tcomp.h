@@ -177,7 +177,10 @@ int tc_module_hash(tc_module *m, const char *entry, char out[17]);
  * floating-point input).  flags 0: the temporaries it reads are recomputed
  * inside it; TC_GRAD_SAVES: they are inputs, and the text starts with the
  * def "<entry>_fwd", entry returning them after its outputs (when it reads
- * any).  The text parses, checks and compiles with tc_module_parse.
+ * any).  The text parses, checks and compiles with tc_module_parse: it is
+ * checked before it is returned, and a derived text that would not check
+ * (a bug of tcomp's) is an internal error (TC_ERROR_INTERNAL) located in
+ * it ("<derived from ENTRY>:LINE:COL"), never text handed back.
  * NULL with an error for an unknown entry, a name in wrt that is not a
  * floating-point input, or a construct that cannot be differentiated yet
  * (located in the source like other diagnostics); NULL for a NULL m.  Free
@@ -223,7 +226,8 @@ char *tc_module_grad_per_sample(tc_module *m, const char *entry, const char *wrt
  * on element [k] of the batched inputs and the shared inputs.  The def
  * keeps entry's name: to keep it beside entry in one module, rename one of
  * them in the text.  The text parses, checks and compiles with
- * tc_module_parse.  NULL with an error for an unknown (or NULL) entry, a
+ * tc_module_parse (checked before it is returned, as tc_module_grad's).
+ * NULL with an error for an unknown (or NULL) entry, a
  * NULL or empty batched, an empty name in it, a name in it that is not an
  * input or is named twice, a NULL size, a size that is not an identifier
  * or is a keyword, type or builtin name or a name entry uses, or a tensor

@@ -25,7 +25,10 @@ tc_stat tc_rt_split_names(__tc_keep tc_context *ctx, __tc_keep tc_arena *ar, con
  * NULL; else NULL with d's errors as ctx's error (none in d, or an
  * allocation failed: "out of memory while <doing> '<entry>'").  d is
  * cleared either way.  NULL and "out of memory" when the text cannot be
- * allocated. */
+ * allocated.  The text is parsed and checked again as a user's file is:
+ * where it does not check (a bug of the transformation), NULL with an
+ * internal error carrying the front end's errors, located in the text
+ * (named "<derived from ENTRY>"). */
 __tc_give char *tc_rt_derived_text(__tc_keep tc_context *ctx, __tc_keep tc_diags *d,
 	const char *doing, const char *entry, __tc_keep tc_def *const *defs, int n);
 

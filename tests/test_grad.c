@@ -19,6 +19,9 @@
 #include "testutil.h"
 #include "testrun.h"
 
+#include "runtime/names.h"
+#include "lang/util.h"
+
 /* Finite differences: step H (relative to max(1, |x|)); a gradient g
  * passes when |fd - g| <= FD_TOL * (1 + |g|).  The truncation error of
  * central differences is about H^2 |f'''| ~ 1e-12 and the rounding error
@@ -1059,6 +1062,49 @@ static void test_allocation_failures_are_errors(void **state)
 	}
 }
 
+/* What tcomp derives, tcomp must compile: the derived text is checked
+ * again before it is returned (runtime/names.c), and one that does not
+ * check is an internal error located in that text, not a text handed to
+ * the caller.  No derivation is known to give such text, so a checked def
+ * is broken by hand (its read of A renamed) before it is printed. */
+static void test_derived_text_that_does_not_check_is_an_internal_error(void **state)
+{
+	static const char text[] = "def f(float(N) A) -> (O) {\n    O(i) = A(i) * 2.0\n}\n";
+	tc_context *ctx = tc_context_new();
+	tc_source *src = tc_source_new("f.tc", text, strlen(text));
+	tc_arena *ar = tc_arena_new();
+	tc_program *prog;
+	tc_diags d;
+	tc_def *def;
+	char *out;
+	(void)state;
+	assert_non_null(ctx);
+	assert_non_null(src);
+	assert_non_null(ar);
+	tc_diags_init(&d, src);
+	assert_non_null(prog = tc_parse(ar, src, &d));
+	assert_int_equal(tc_sema_check(prog, &d), 0);
+	def = prog->defs[0];
+	/* the checked def prints and checks */
+	out = tc_rt_derived_text(ctx, &d, "differentiating", "f", &def, 1);
+	assert_non_null(out);
+	assert_true(tu_contains(out, "O(i) = A(i) * 2.0"));
+	tc_free(out);
+	/* O(i) = Zq(i) * 2.0 names no tensor */
+	def->stmts[0]->rhs->args[0]->name = "Zq";
+	out = tc_rt_derived_text(ctx, &d, "differentiating", "f", &def, 1);
+	assert_null(out);
+	assert_int_equal(tc_context_error_kind(ctx), TC_ERROR_INTERNAL);
+	assert_true(tu_contains(tc_context_error(ctx), "internal error: the text derived while "
+		"differentiating 'f' does not check"));
+	assert_true(tu_contains(tc_context_error(ctx), "<derived from f>:2:"));
+	assert_true(tu_contains(tc_context_error(ctx), "Zq"));
+	tc_diags_clear(&d);
+	tc_arena_free(ar);
+	tc_source_free(src);
+	tc_context_free(ctx);
+}
+
 /* ---- tcomp grad ---- */
 
 static void test_tcomp_grad_command(void **state)
@@ -1123,6 +1169,7 @@ int main(void)
 		cmocka_unit_test(test_unsupported_constructs_are_located_errors),
 		cmocka_unit_test(test_tcomp_grad_command),
 		cmocka_unit_test(test_allocation_failures_are_errors),
+		cmocka_unit_test(test_derived_text_that_does_not_check_is_an_internal_error),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
