@@ -448,7 +448,8 @@ def main():
             op = Op(name, tcomp, sigs, workdir)
             if a.print_derived:
                 for c in ("derived", "saves"):
-                    print(op.derived.get(c + "_text", f"# {c}: {op.derived[c].reason}\n"))
+                    text = op.derived.get(c + "_text")
+                    print(text if text is not None else f"# {c}: {op.derived[c].reason}\n")
             for threads in threads_list:
                 if py and threads not in servers:
                     servers[threads] = compare.TorchServer(py, threads)

@@ -471,9 +471,10 @@ static tc_stmt *fill_stmt(grad_ctx *g, const char *name, int t, const char *from
 			return NULL;
 	}
 	b->rhs = from ? tc_grad_mk_read(g, from, ti->ndim, b->idx) : tc_grad_mk_float(g, 0.0);
-	/* the adjoint of a temporary takes its type from this first write
-	 * (an input's is an output of declared type) */
-	if (!from && b->rhs && ti->kind != TC_TENSOR_INPUT && ti->dtype != b->rhs->type)
+	/* the adjoint of a temporary takes its type from this first write,
+	 * a float32 literal's where nothing else is said (an input's is an
+	 * output of declared type) */
+	if (!from && b->rhs && ti->kind != TC_TENSOR_INPUT && ti->dtype != TC_T_F32)
 		b->rhs = tc_grad_mk_cast(g, ti->dtype, b->rhs);
 	return b->rhs ? b : NULL;
 }

@@ -178,6 +178,10 @@ typedef struct gather {
 	aff **pin_num;
 	int64_t *pin_s;
 	int *pin_src;       /* per variable: 1 + the variable its range pins, or 0 */
+	/* per dimension of the read: s where its subscript is e / s (a floor
+	 * division by a constant), whose adjoint sums the tap t (the variable
+	 * nv - nd + d) over 0:s, e = s * y + t; else 0 */
+	int64_t *tap;
 } gather;
 
 static tc_expr *aff_expr(grad_ctx *g, const aff *a, const char *const *names, int nv,
@@ -248,6 +252,31 @@ static tc_expr *aff_expr(grad_ctx *g, const aff *a, const char *const *names, in
 		tc_grad_sx_expr(g, NULL, a->k)) : tc_grad_sx_expr(g, NULL, a->k);
 }
 
+/* Whether a is s * b + t, with t the tap of a dimension divided by s
+ * (coefficient 1) and b affine: then floor(a / s) is b, set in *q, and a
+ * mod s is t, the variable *tap.  1, 0, or -1 when out of memory. */
+static int tap_quotient(grad_ctx *g, const gather *ga, const aff *a, int64_t s, aff *q,
+	int *tap_var)
+{
+	int nd = (ga->nv - g->cur->nvars) / 2, u, taps = 0;
+	int64_t k;
+	for (u = 0; u < ga->nv; u++) {
+		int tap = u >= ga->nv - nd && ga->tap[u - (ga->nv - nd)];
+		if (tap && a->c[u] == 1 && ga->tap[u - (ga->nv - nd)] == s)
+			taps++, *tap_var = u;
+		else if (a->c[u] % s)
+			return 0;
+	}
+	if (taps != 1 || !tc_sx_is_const(a->k, &k) || k % s)
+		return 0;
+	if (tc_grad_aff_init(g, q, ga->nv) < 0)
+		return -1;
+	for (u = 0; u < ga->nv; u++)
+		q->c[u] = a->c[u] == 1 ? 0 : a->c[u] / s;
+	q->k = tc_sx_const(g->ar, k / s);
+	return q->k ? 1 : -1;
+}
+
 /* e (a part of a derivative of g->cur) with the solved variables
  * replaced by their values, lets inlined. */
 static tc_expr *gather_expr(grad_ctx *g, gather *ga, tc_expr *e)
@@ -264,6 +293,25 @@ static tc_expr *gather_expr(grad_ctx *g, gather *ga, tc_expr *e)
 				       : e;
 	if (!e->nargs)
 		return e;
+	/* (s * y + t) / s, t a tap of 0:s, is y, and (s * y + t) % s is t (the
+	 * forward's read A(i / 2) at i = 2 * y + t, in the derivative of
+	 * A(i / 2) * A(i / 2); a test i % 2 == 0) */
+	if (e->kind == TC_AST_BINARY && (e->op == TC_AOP_DIV || e->op == TC_AOP_MOD) &&
+		tc_dtype_is_int(e->type) && e->args[1]->kind == TC_AST_INT && e->args[1]->ival >= 2) {
+		aff a, q;
+		int t = -1;
+		if (tc_grad_aff_of(g, e->args[0], &a, ga->nv) == 0) {
+			for (v = 0; v < g->cur->nvars; v++)
+				if (ga->sub[v] && a.c[v] && !ga->pin_src[v]) {
+					int64_t m = a.c[v];
+					a.c[v] = 0;
+					tc_grad_aff_add(g, &a, ga->sub[v], m, ga->nv);
+				}
+			if (tap_quotient(g, ga, &a, e->args[1]->ival, &q, &t) > 0)
+				return e->op == TC_AOP_DIV ? aff_expr(g, &q, ga->names, ga->nv, ga)
+					: tc_grad_mk_ident(g, ga->names[t]);
+		}
+	}
 	/* an affine integer expression of the indices (a subscript in a
 	 * test of pad's, diff_pad) with the solutions substituted, simplified:
 	 * i + 2, not (i + 1) + 1 */
@@ -698,6 +746,28 @@ typedef struct phase {
 	const tc_sexpr *ext[TC_MAX_RANK], *taps[TC_MAX_RANK];
 } phase;
 
+/* The new index y (variable nvars + d) that a, a solution of gather ga
+ * with the constant part left out, is alone: y, which ranges over 0:ext of
+ * dimension d, or s * y + t with t y's tap (a subscript e / s), over 0:s *
+ * ext; -1 when a is anything else. */
+static int tapped_index(const gather *ga, const aff *a, int nvars, int nd)
+{
+	int u, y = -1;
+	for (u = nvars; u < nvars + nd; u++)
+		if (a->c[u]) {
+			if (y >= 0 || a->c[u] != (ga->tap[u - nvars] ? ga->tap[u - nvars] : 1))
+				return -1;
+			y = u;
+		}
+	for (u = 0; u < ga->nv; u++)
+		if (a->c[u] && (u < nvars || (u >= nvars + nd &&
+			(u != y + nd || a->c[u] != 1 || !ga->tap[y - nvars]))))
+			return -1;
+	if (y >= 0 && ga->tap[y - nvars] && a->c[y + nd] != 1)
+		return -1; /* s * y without its tap */
+	return y;
+}
+
 /* The statement of the gather ga (tc_grad_gather_stmt) of p into the
  * adjoint of the read r of tensor x (value xv), its new indices named
  * idx, the variables plain[v] needing no guard, with the guard so far;
@@ -713,8 +783,8 @@ static tc_stmt *gather_finish(grad_ctx *g, gather *ga, const tc_expr *r, int x, 
 	tc_stmt *b;
 	if (!(ranged = tc_arena_alloc(g->ar, (size_t)(nd + 1) * sizeof(*ranged))))
 		return NULL;
-	for (d = 0; ph && d < nd; d++)
-		nfree += ph->stride[d] != 0; /* the taps are summed */
+	for (d = 0; d < nd; d++) /* the taps are summed */
+		nfree += (ph && ph->stride[d] != 0) || ga->tap[d];
 	/* the solved variables' ranges are guards; the others are summed.  A
 	 * left-hand variable of s ranging over its whole dimension of T is a
 	 * subscript of the adjoint read d_T(...), which is then read as
@@ -744,13 +814,11 @@ static tc_stmt *gather_finish(grad_ctx *g, gather *ga, const tc_expr *r, int x, 
 			aff a = *ga->sub[v];
 			const tc_sexpr *k = a.k, *lo, *hi, *ext = NULL;
 			tc_expr *c = NULL;
-			int y = -1, u;
+			int y;
 			a.k = tc_sx_const(g->ar, 0);
-			for (u = 0; u < ga->nv; u++)
-				if (a.c[u])
-					y = y < 0 && u >= nvars && u < nvars + nd && a.c[u] == 1 ? u : ga->nv;
-			if (y >= 0 && y < ga->nv)
-				ext = ti->ext[y - nvars];
+			if ((y = tapped_index(ga, &a, nvars, nd)) >= 0)
+				ext = ga->tap[y - nvars] ? tc_sx_scale(g->ar, ga->tap[y - nvars],
+					ti->ext[y - nvars]) : ti->ext[y - nvars];
 			lo = tc_sx_sub(g->ar, s->vars[v].lo, k);
 			hi = tc_sx_sub(g->ar, s->vars[v].hi, k);
 			e = aff_expr(g, &a, ga->names, ga->nv, ga);
@@ -836,13 +904,14 @@ static tc_stmt *gather_finish(grad_ctx *g, gather *ga, const tc_expr *r, int x, 
 			w->lo = tc_grad_sx_expr(g, s, s->vars[v].lo);
 			w->hi = tc_grad_sx_expr(g, s, s->vars[v].hi);
 		}
-	for (d = 0; ph && d < nd; d++)
-		if (ph->stride[d]) {
+	for (d = 0; d < nd; d++)
+		if ((ph && ph->stride[d]) || ga->tap[d]) {
 			tc_where *w = &b->where[nw++];
 			w->kind = TC_WHERE_RANGE;
 			w->name = ga->names[nvars + nd + d];
 			w->lo = tc_grad_mk_int(g, 0);
-			w->hi = tc_grad_sx_expr(g, s, ph->taps[d]);
+			w->hi = ga->tap[d] ? tc_grad_mk_int(g, ga->tap[d])
+				: tc_grad_sx_expr(g, s, ph->taps[d]);
 		}
 	for (d = 0; d < nd; d++) {
 		tc_where *w;
@@ -1142,17 +1211,29 @@ tc_stmt *tc_grad_gather_stmt(grad_ctx *g, const tc_expr *r, int x, int xv, tc_ex
 	ga.pin_num = tc_arena_alloc(g->ar, (size_t)(nvars + 1) * sizeof(*ga.pin_num));
 	ga.pin_s = tc_arena_alloc(g->ar, (size_t)(nvars + 1) * sizeof(*ga.pin_s));
 	ga.pin_src = tc_arena_alloc(g->ar, (size_t)(nvars + 1) * sizeof(*ga.pin_src));
+	ga.tap = tc_arena_alloc(g->ar, (size_t)(nd + 1) * sizeof(*ga.tap));
 	idx = tc_arena_alloc(g->ar, (size_t)(nd + 1) * sizeof(*idx));
-	if (!ga.names || !ga.sub || !ga.pin_num || !ga.pin_s || !ga.pin_src || !idx)
+	if (!ga.names || !ga.sub || !ga.pin_num || !ga.pin_s || !ga.pin_src || !ga.tap || !idx)
 		return NULL;
 	for (v = 0; v < nvars; v++)
 		ga.names[v] = s->vars[v].name;
 	for (d = 0; d < nd; d++) {
 		aff a;
 		int piv = -1;
-		if (tc_grad_aff_of(g, r->args[d], &a, ga.nv) < 0) {
-			*unsolvable = 1; /* i % N, i / 2: the caller scatters */
-			return NULL;
+		const tc_expr *sub = r->args[d];
+		/* e / s, s a constant of 2 or more: e = s * y + t with the tap t
+		 * summed over 0:s (a nearest-neighbour upsampling's adjoint sums
+		 * each 2 x 2 block of d_O) */
+		if (tc_grad_aff_of(g, sub, &a, ga.nv) < 0) {
+			if (sub->kind == TC_AST_BINARY && sub->op == TC_AOP_DIV &&
+				sub->args[1]->kind == TC_AST_INT && sub->args[1]->ival >= 2 &&
+				tc_dtype_is_int(sub->type) &&
+				tc_grad_aff_of(g, sub->args[0], &a, ga.nv) == 0) {
+				ga.tap[d] = sub->args[1]->ival;
+			} else {
+				*unsolvable = 1; /* i % N, (i / 2) / 2: the caller scatters */
+				return NULL;
+			}
 		}
 		for (v = 0; v < nvars; v++)
 			if (ga.sub[v] && a.c[v]) {
@@ -1172,7 +1253,13 @@ tc_stmt *tc_grad_gather_stmt(grad_ctx *g, const tc_expr *r, int x, int xv, tc_ex
 			/* y = c piv + rest, so piv = c (y - rest) */
 			a.c[piv] = 0;
 			tc_grad_aff_add(g, sol, &a, -c, ga.nv);
-			sol->c[nvars + d] = c;
+			sol->c[nvars + d] = ga.tap[d] ? c * ga.tap[d] : c;
+			if (ga.tap[d]) { /* y = s * y' + t */
+				sol->c[nvars + nd + d] = c;
+				if (!(ga.names[nvars + nd + d] = fresh_index(g, "t", ga.names + nvars,
+					nd + d)))
+					return NULL;
+			}
 			ga.sub[piv] = sol;
 			/* y is named after a left-hand index it replaces (I(h + kh)
 			 * gives d_I(h) with the old h being h - kh); after the dimension
@@ -1182,11 +1269,11 @@ tc_stmt *tc_grad_gather_stmt(grad_ctx *g, const tc_expr *r, int x, int xv, tc_ex
 			if (!ga.names[nvars + d])
 				return NULL;
 			/* a plain index over the whole dimension needs no guard */
-			if (is_plain_dim(g, sol, nvars + d, s, piv, ti->ext[d]))
+			if (!ga.tap[d] && is_plain_dim(g, sol, nvars + d, s, piv, ti->ext[d]))
 				plain[piv] = 1;
 		} else {
 			for (v = 0; v < nvars; v++)
-				if (a.c[v]) {
+				if (a.c[v] || ga.tap[d]) {
 					*unsolvable = 1; /* 2 * i: the caller scatters */
 					return NULL;
 				}
