@@ -626,14 +626,6 @@ static void backward_stmt(grad_ctx *g, int si)
 			if ((gathered || unsolvable) && !g->failed) {
 				int found;
 				tc_expr *when = tc_grad_path_cond(g, s->rhs, r, &found);
-				if (when && tc_grad_reads_any(when)) {
-					tc_error(g->d, r->loc, "gradient: '%s' is read under a condition "
-						"that reads a tensor; the scatter of its adjoint cannot be "
-						"limited to where it is read; not supported yet",
-						def->tensors[x].name);
-					g->failed = 1;
-					break;
-				}
 				/* a scatter does not define a shape: the adjoint of a
 				 * temporary (or of a version) is given its own first,
 				 * zero, and the scatter adds to it; an input's adjoint
@@ -646,7 +638,8 @@ static void backward_stmt(grad_ctx *g, int si)
 					}
 					g->ncontrib[xv]++;
 				}
-				b = tc_grad_scatter_stmt(g, r, xv, tc_grad_guarded(g, when, p));
+				b = tc_grad_scatter_stmt(g, r, xv, tc_grad_guarded(g, when, p),
+					when && tc_grad_reads_any(when) ? when : NULL);
 			}
 			if (!b)
 				break;

@@ -382,6 +382,43 @@ static tc_expr *pad_reads(grad_ctx *g, tc_expr *e, const char *name)
 	return c;
 }
 
+/* Whether e mentions the index name (an identifier that is no read). */
+static int mentions(const tc_expr *e, const char *name)
+{
+	int i;
+	if (e->kind == TC_AST_IDENT && e->name && !strcmp(e->name, name))
+		return 1;
+	for (i = 0; i < e->nargs; i++)
+		if (mentions(e->args[i], name))
+			return 1;
+	return 0;
+}
+
+/* e with its floating-point reads, but those of the tensor named skip,
+ * whose subscripts mention the index name written pad(read, 0.0) (not
+ * inside a pad already, nor in subscripts). */
+static tc_expr *pad_reads_at(grad_ctx *g, tc_expr *e, const char *skip, const char *name)
+{
+	tc_expr *c;
+	int i;
+	if (e->kind == TC_AST_CALL && e->ref == TC_REF_PAD)
+		return e;
+	if (e->kind == TC_AST_CALL && e->ref != TC_REF_BUILTIN) {
+		if (e->name && strcmp(e->name, skip) && tc_dtype_is_float(e->type) &&
+			mentions(e, name))
+			return (c = tc_grad_mk_pad(g, e)) ? c : e;
+		return e;
+	}
+	if (!e->nargs || !(c = tc_arena_alloc(g->ar, sizeof(*c))))
+		return e;
+	*c = *e;
+	if (!(c->args = tc_arena_alloc(g->ar, (size_t)e->nargs * sizeof(*c->args))))
+		return e;
+	for (i = 0; i < e->nargs; i++)
+		c->args[i] = pad_reads_at(g, e->args[i], skip, name);
+	return c;
+}
+
 /* Whether the read r's subscripts are distinct index variables. */
 int tc_grad_plain_read(const grad_ctx *g, const tc_expr *r)
 {
@@ -624,7 +661,8 @@ tc_expr *tc_grad_guarded(grad_ctx *g, tc_expr *test, tc_expr *p)
  * The other subscripts must be index variables (distinct); every variable
  * of the statement is summed over its range (a where clause where no read
  * of p or of a gathered subscript bounds it). */
-tc_stmt *tc_grad_scatter_stmt(grad_ctx *g, const tc_expr *r, int xv, tc_expr *p)
+tc_stmt *tc_grad_scatter_stmt(grad_ctx *g, const tc_expr *r, int xv, tc_expr *p,
+	tc_expr *when)
 {
 	const tc_stmt *s = g->cur;
 	const tc_def *def = g->def;
@@ -663,6 +701,29 @@ tc_stmt *tc_grad_scatter_stmt(grad_ctx *g, const tc_expr *r, int xv, tc_expr *p)
 				return NULL;
 			}
 		idx[d] = a->name;
+	}
+	/* read only where when, a condition that reads a tensor (and so
+	 * cannot restrict the scatter's domain, 6.8), holds: elsewhere the
+	 * subscripts need not be in bounds, so each that is no index
+	 * variable is when ? s : 0, and the value when ? p : 0.0 adds
+	 * nothing there.  Element 0 exists where the extent is at least 1,
+	 * which a guard without reads tests when the sizes do not imply it
+	 * (it restricts the domain) */
+	if (when) {
+		tc_expr *pos = NULL;
+		for (d = 0; d < nd; d++) {
+			const tc_sexpr *ext = def->tensors[r->ref_id].ext[d], *m1;
+			if (!sub[d])
+				continue;
+			if (!(sub[d] = tc_grad_mk_ternary_int(g, when, sub[d])) ||
+				!(m1 = tc_sx_sub(g->ar, ext, tc_sx_const(g->ar, 1))))
+				return NULL;
+			if (tc_sx_sign(m1) != 1)
+				pos = tc_grad_mk_and(g, pos, tc_grad_mk_bin(g, TC_AOP_GT,
+					tc_grad_sx_expr(g, NULL, ext), tc_grad_mk_int(g, 0)));
+		}
+		if (pos)
+			p = tc_grad_mk_ternary(g, pos, p, NULL);
 	}
 	if (!(b = tc_grad_mk_stmt(g, g->adj[xv], nd, idx, TC_RED_ADD, !g->ncontrib[xv], p)))
 		return NULL;
@@ -866,10 +927,18 @@ static tc_stmt *gather_finish(grad_ctx *g, gather *ga, const tc_expr *r, int x, 
 	 * sum whose product has that read as a factor; else a guard */
 	if (dguard) {
 		const char *dname = g->adj[g->stmt_val[g->cur_si]];
-		if ((nfree || (!ph && g->ncontrib[xv])) && factor_read(p, dname))
+		if ((nfree || (!ph && g->ncontrib[xv])) && factor_read(p, dname)) {
 			p = pad_reads(g, p, dname);
-		else
+			/* the other reads at the same shifted indices (A(j - 1) of
+			 * the derivative of A(j) * A(j + 1)) leave their tensors
+			 * exactly where d_T's read does: padded too, so that the
+			 * text states what the pad factor gives (6.8) */
+			for (d = 0; d < nd; d++)
+				if (mentions(dguard, idx[d]))
+					p = pad_reads_at(g, p, dname, idx[d]);
+		} else {
 			guard = tc_grad_mk_and(g, dguard, guard);
+		}
 	}
 	/* g ? (c ? x : 0) : 0 is g && c ? x : 0, where c reads no tensor (a
 	 * read in a condition bounds indices: range inference, 9.1) */

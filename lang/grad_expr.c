@@ -206,6 +206,17 @@ tc_expr *tc_grad_mk_read(grad_ctx *g, const char *name, int n, const char *const
 	return e;
 }
 
+tc_expr *tc_grad_mk_ternary_int(grad_ctx *g, tc_expr *c, tc_expr *a)
+{
+	tc_expr *e;
+	if (!a || !(e = tc_grad_mk_node(g, TC_AST_TERNARY, 3)))
+		return NULL;
+	e->args[0] = c;
+	e->args[1] = a;
+	e->args[2] = tc_grad_mk_int(g, 0);
+	return e->args[2] ? e : NULL;
+}
+
 tc_expr *tc_grad_mk_ternary(grad_ctx *g, tc_expr *c, tc_expr *a, tc_expr *b)
 {
 	tc_expr *e;

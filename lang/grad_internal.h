@@ -74,6 +74,8 @@ tc_expr *tc_grad_mk_mul(grad_ctx *g, tc_expr *a, tc_expr *b);
 tc_expr *tc_grad_mk_ident(grad_ctx *g, const char *name);
 tc_expr *tc_grad_mk_read(grad_ctx *g, const char *name, int n, const char *const *idx);
 tc_expr *tc_grad_mk_ternary(grad_ctx *g, tc_expr *c, tc_expr *a, tc_expr *b);
+/* c ? a : 0, an integer (a scatter's subscript where c fails). */
+tc_expr *tc_grad_mk_ternary_int(grad_ctx *g, tc_expr *c, tc_expr *a);
 tc_expr *tc_grad_mk_int(grad_ctx *g, int64_t v);
 tc_expr *tc_grad_mk_cast(grad_ctx *g, tc_dtype dt, tc_expr *a);
 tc_expr *tc_grad_sx_expr(grad_ctx *g, const tc_stmt *s, const tc_sexpr *x);
@@ -107,7 +109,8 @@ int tc_grad_gathered_read(grad_ctx *g, const tc_expr *r);
 tc_expr *tc_grad_path_cond(grad_ctx *g, const tc_expr *e, const tc_expr *r, int *found);
 tc_expr *tc_grad_guarded(grad_ctx *g, tc_expr *test, tc_expr *p);
 int tc_grad_bounded_where(grad_ctx *g, const char *name);
-tc_stmt *tc_grad_scatter_stmt(grad_ctx *g, const tc_expr *r, int xv, tc_expr *p);
+tc_stmt *tc_grad_scatter_stmt(grad_ctx *g, const tc_expr *r, int xv, tc_expr *p,
+	tc_expr *when);
 tc_stmt *tc_grad_gather_stmt(grad_ctx *g, const tc_expr *r, int x, int xv, tc_expr *p,
 	int *unsolvable);
 int tc_grad_reads_name(const tc_expr *e, const char *name);

@@ -904,6 +904,70 @@ static void test_integer_outputs_have_no_adjoint(void **state)
 	tc_context_free(ctx);
 }
 
+/* ---- gathers under a condition that reads a tensor ---- */
+
+/* pad(A(Idx(i)), -2.0) reads A only where Idx(i) is in bounds, a condition
+ * that reads a tensor, so it cannot restrict the scatter's domain (6.8):
+ * the scatter's subscript is the index where it is in bounds and 0
+ * elsewhere, its value 0 there.  With indices out of range on both sides
+ * and repeated ones, the derived gradient (interpreter, CPU, CUDA
+ * emulator) is the sum of d_O over the in-range reads of each element,
+ * every other element 0. */
+static void test_gather_under_a_tensor_condition_scatters_in_bounds(void **state)
+{
+	static const int32_t idx[7] = {0, 7, -1, 3, 3, 4, 5};
+	static const double d_o[7] = {1.5, 2.0, -3.0, 0.25, 4.0, -1.0, 8.0};
+	double want[5] = {0};
+	tc_context *ctx = tc_context_new();
+	tc_module *m = tc_module_parse(ctx,
+		"def gp(float64(N) A, int32(M) Idx) -> (O) {\n"
+		"  O(i) = pad(A(Idx(i)), -2.0) * 3.0\n}\n", "gp.tc"), *mb;
+	int64_t n = 5, mm = 7;
+	tu_tensor in[3], g;
+	char *text;
+	(void)state;
+	assert_non_null(m);
+	text = tc_module_grad(m, "gp", NULL, 0);
+	if (!text)
+		fail_msg("%s", tc_context_error(ctx));
+	assert_true(tu_contains(text, "d_A((Idx(i) >= 0) && (Idx(i) < N) ? Idx(i) : 0) +=! "
+		"(Idx(i) >= 0) && (Idx(i) < N) ? d_O(i) * 3.0 : 0.0\n"));
+	assert_non_null(mb = tc_module_parse(ctx, text, "gp_grad.tc"));
+	for (int i = 0; i < 7; i++)
+		if (idx[i] >= 0 && idx[i] < n)
+			want[idx[i]] += 3.0 * d_o[i];
+	tu_tensor_init(&in[0], TU_F64, &n, 1);
+	for (int i = 0; i < 5; i++)
+		((double *)in[0].data)[i] = 0.5 + i;
+	tu_tensor_init(&in[1], TU_I32, &mm, 1);
+	memcpy(in[1].data, idx, sizeof(idx));
+	tu_tensor_init(&in[2], TU_F64, &mm, 1);
+	memcpy(in[2].data, d_o, sizeof(d_o));
+	for (int target = 0; target < 3; target++) {
+		tc_options *o = tc_options_new();
+		tc_kernel *k;
+		assert_non_null(o);
+		assert_int_equal(tc_options_set(o, "target",
+			target == 0 ? "interp" : target == 1 ? "cpu" : "cuda-emu", ctx), 0);
+		k = tr_compile(mb, "gp_grad", in, 3, o, ctx);
+		assert_int_equal(tr_make_outputs(k, &g, 1, 64), 1);
+		tr_run(k, in, 3, &g, 1);
+		for (int i = 0; i < 5; i++)
+			if (tu_get(&g, i) != want[i])
+				fail_msg("target %d: d_A[%d] = %g, want %g", target, i, tu_get(&g, i),
+					want[i]);
+		tu_tensor_fini(&g);
+		tc_kernel_free(k);
+		tc_options_free(o);
+	}
+	for (int i = 0; i < 3; i++)
+		tu_tensor_fini(&in[i]);
+	tc_string_free(text);
+	tc_module_free(mb);
+	tc_module_free(m);
+	tc_context_free(ctx);
+}
+
 /* ---- mixed floating-point types ---- */
 
 /* An adjoint has its tensor's type: a derivative computed in another type is
@@ -1170,6 +1234,7 @@ int main(void)
 		cmocka_unit_test(test_tcomp_grad_command),
 		cmocka_unit_test(test_allocation_failures_are_errors),
 		cmocka_unit_test(test_derived_text_that_does_not_check_is_an_internal_error),
+		cmocka_unit_test(test_gather_under_a_tensor_condition_scatters_in_bounds),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
