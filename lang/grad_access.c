@@ -394,10 +394,35 @@ static int mentions(const tc_expr *e, const char *name)
 	return 0;
 }
 
+/* Whether the read e (of a tensor of the forward def) may leave its
+ * tensor where the index name ranges over 0:ext: a subscript that
+ * mentions name is not name alone, or is name at a dimension that the
+ * sizes do not show to be at least ext long. */
+static int may_leave(grad_ctx *g, const tc_expr *e, const char *name, const tc_sexpr *ext)
+{
+	int k;
+	if (e->ref_id < 0 || e->ref_id >= g->def->ntensors ||
+		strcmp(g->def->tensors[e->ref_id].name, e->name))
+		return 1;
+	for (k = 0; k < e->nargs; k++) {
+		const tc_sexpr *d;
+		if (!mentions(e->args[k], name))
+			continue;
+		if (e->args[k]->kind != TC_AST_IDENT)
+			return 1;
+		d = tc_sx_sub(g->ar, g->def->tensors[e->ref_id].ext[k], ext);
+		if (!d || tc_sx_sign(d) != 1)
+			return 1;
+	}
+	return 0;
+}
+
 /* e with its floating-point reads, but those of the tensor named skip,
- * whose subscripts mention the index name written pad(read, 0.0) (not
- * inside a pad already, nor in subscripts). */
-static tc_expr *pad_reads_at(grad_ctx *g, tc_expr *e, const char *skip, const char *name)
+ * whose subscripts mention the index name (ranging over 0:ext) and may
+ * leave their tensors there written pad(read, 0.0) (not inside a pad
+ * already, nor in subscripts). */
+static tc_expr *pad_reads_at(grad_ctx *g, tc_expr *e, const char *skip, const char *name,
+	const tc_sexpr *ext)
 {
 	tc_expr *c;
 	int i;
@@ -405,7 +430,7 @@ static tc_expr *pad_reads_at(grad_ctx *g, tc_expr *e, const char *skip, const ch
 		return e;
 	if (e->kind == TC_AST_CALL && e->ref != TC_REF_BUILTIN) {
 		if (e->name && strcmp(e->name, skip) && tc_dtype_is_float(e->type) &&
-			mentions(e, name))
+			mentions(e, name) && may_leave(g, e, name, ext))
 			return (c = tc_grad_mk_pad(g, e)) ? c : e;
 		return e;
 	}
@@ -415,7 +440,7 @@ static tc_expr *pad_reads_at(grad_ctx *g, tc_expr *e, const char *skip, const ch
 	if (!(c->args = tc_arena_alloc(g->ar, (size_t)e->nargs * sizeof(*c->args))))
 		return e;
 	for (i = 0; i < e->nargs; i++)
-		c->args[i] = pad_reads_at(g, e->args[i], skip, name);
+		c->args[i] = pad_reads_at(g, e->args[i], skip, name, ext);
 	return c;
 }
 
@@ -640,13 +665,43 @@ static int has_conjunct(const tc_expr *test, const tc_expr *c)
 	return tc_grad_expr_equal(test, c);
 }
 
+/* e where test holds: a ?: whose condition is a conjunct of test takes
+ * its first branch, one whose condition's negation is takes its second
+ * (the derivative of c ? 0.0 : (d ? 0.0 : A(i)) with respect to A(i),
+ * read where !c && !d, is its adjoint alone).  e itself where nothing is
+ * decided. */
+static tc_expr *assume(grad_ctx *g, const tc_expr *test, tc_expr *e)
+{
+	tc_expr *c, *n;
+	int i, changed = 0;
+	if (e->kind == TC_AST_TERNARY) {
+		if (has_conjunct(test, e->args[0]))
+			return assume(g, test, e->args[1]);
+		if ((n = mk_not(g, e->args[0])) && has_conjunct(test, n))
+			return assume(g, test, e->args[2]);
+	}
+	if (!e->nargs || (e->kind != TC_AST_TERNARY && e->kind != TC_AST_BINARY &&
+		e->kind != TC_AST_UNARY && !(e->kind == TC_AST_CALL && e->ref == TC_REF_BUILTIN)))
+		return e; /* a read's subscripts stay as they are */
+	if (!(c = tc_arena_alloc(g->ar, sizeof(*c))))
+		return e;
+	*c = *e;
+	if (!(c->args = tc_arena_alloc(g->ar, (size_t)e->nargs * sizeof(*c->args))))
+		return e;
+	for (i = 0; i < e->nargs; i++)
+		changed |= (c->args[i] = assume(g, test, e->args[i])) != e->args[i];
+	return changed ? c : e;
+}
+
 /* test ? p : 0, as one ?: where p is c ? x : 0 with c reading nothing
  * (a conjunction of comparisons restricts a sum's domain: docs/language.md
- * 6.8); p where test is NULL. */
+ * 6.8), and p's conditions that test decides taken (assume); p where test
+ * is NULL. */
 tc_expr *tc_grad_guarded(grad_ctx *g, tc_expr *test, tc_expr *p)
 {
 	if (!test)
 		return p;
+	p = assume(g, test, p);
 	while (p->kind == TC_AST_TERNARY && p->args[2]->kind == TC_AST_FLOAT &&
 		p->args[2]->fval == 0.0 && !tc_grad_reads_any(p->args[0])) {
 		if (!has_conjunct(test, p->args[0]))
@@ -935,7 +990,7 @@ static tc_stmt *gather_finish(grad_ctx *g, gather *ga, const tc_expr *r, int x, 
 			 * text states what the pad factor gives (6.8) */
 			for (d = 0; d < nd; d++)
 				if (mentions(dguard, idx[d]))
-					p = pad_reads_at(g, p, dname, idx[d]);
+					p = pad_reads_at(g, p, dname, idx[d], ti->ext[d]);
 		} else {
 			guard = tc_grad_mk_and(g, dguard, guard);
 		}
