@@ -673,8 +673,10 @@ static isl_printer *put_warp_combine(cu *g, isl_printer *prn, tc_dtype t, tc_red
 	return prn;
 }
 
-/* The strided loop of the reduction: thread t of x from init + t, in
- * steps of the threads; the body as isl prints it. */
+/* The strided loop of the reduction: thread t of x from init + s * t, in
+ * steps of s times the threads, where s is the loop's own step (1, or
+ * more where a guard of the statement leaves every other value: (r_k % 2)
+ * != (m % 2)); the body as isl prints it. */
 static isl_printer *put_strided(cu *g, isl_printer *prn, isl_ast_print_options *options,
 	isl_ast_node *node)
 {
@@ -683,27 +685,33 @@ static isl_printer *put_strided(cu *g, isl_printer *prn, isl_ast_print_options *
 	isl_ast_expr *cond = isl_ast_node_for_get_cond(node);
 	isl_ast_expr *inc = isl_ast_node_for_get_inc(node);
 	isl_ast_node *body = isl_ast_node_for_get_body(node);
-	isl_val *one = inc ? isl_ast_expr_get_val(inc) : NULL;
-	if (!one || !isl_val_is_one(one))
-		fail(g, "internal error: a reduction on a block over a loop of step other than 1");
+	isl_val *step = inc ? isl_ast_expr_get_val(inc) : NULL;
+	long st = step && isl_val_is_int(step) == isl_bool_true ? isl_val_get_num_si(step) : 0;
+	if (st < 1 || st > INT32_MAX / 1024)
+		fail(g, "internal error: a reduction on a block over a loop whose step is no "
+			"positive constant");
 	prn = isl_printer_start_line(prn);
 	prn = isl_printer_print_str(prn, "for (int64_t ");
 	prn = isl_printer_print_ast_expr(prn, it);
 	prn = isl_printer_print_str(prn, " = ");
 	prn = isl_printer_print_ast_expr(prn, init);
-	prn = isl_printer_print_str(prn, " + tc_tx; ");
+	prn = isl_printer_print_str(prn, st == 1 ? " + tc_tx; " : " + ");
+	if (st != 1) {
+		prn = isl_printer_print_int(prn, (int)st);
+		prn = isl_printer_print_str(prn, " * tc_tx; ");
+	}
 	prn = isl_printer_print_ast_expr(prn, cond);
 	prn = isl_printer_print_str(prn, "; ");
 	prn = isl_printer_print_ast_expr(prn, it);
 	prn = isl_printer_print_str(prn, " += ");
-	prn = isl_printer_print_int(prn, g->red->threads);
+	prn = isl_printer_print_int(prn, (int)st * g->red->threads);
 	prn = isl_printer_print_str(prn, ") {");
 	prn = isl_printer_end_line(prn);
 	prn = isl_printer_indent(prn, 2);
 	prn = isl_ast_node_print(body, prn, options);
 	prn = isl_printer_indent(prn, -2);
 	prn = print_line(prn, "}");
-	isl_val_free(one);
+	isl_val_free(step);
 	isl_ast_expr_free(it);
 	isl_ast_expr_free(init);
 	isl_ast_expr_free(cond);
