@@ -180,11 +180,15 @@ static tc_expr *substitute(grad_ctx *g, tc_expr *e, const tc_expr *target, tc_ex
 	return c;
 }
 
-/* Whether e has a floating-point part of another type than dt. */
+/* Whether e has a floating-point part of another type than dt: a node of
+ * the forward def of another type, or a floating-point literal built here
+ * (untyped; float32 in the printed text) where dt is narrower. */
 static int other_float(const tc_expr *e, tc_dtype dt)
 {
 	int i;
 	if (tc_grad_is_float(e->type) && e->type != dt)
+		return 1;
+	if (e->kind == TC_AST_FLOAT && e->type == TC_T_NONE && tc_dtype_bits(dt) < 32)
 		return 1;
 	for (i = 0; i < e->nargs; i++)
 		if (other_float(e->args[i], dt))
@@ -200,6 +204,112 @@ static int other_float(const tc_expr *e, tc_dtype dt)
 static int needs_cast(const grad_ctx *g, const tc_stmt *s, const tc_expr *p, tc_dtype dt)
 {
 	return g->def->tensors[s->tensor].dtype != dt || other_float(p, dt);
+}
+
+/* Whether e mentions the identifier name. */
+static int names_ident(const tc_expr *e, const char *name)
+{
+	int i;
+	if (!e)
+		return 0;
+	if (e->kind == TC_AST_IDENT && e->name && !strcmp(e->name, name))
+		return 1;
+	for (i = 0; i < e->nargs; i++)
+		if (names_ident(e->args[i], name))
+			return 1;
+	return 0;
+}
+
+/* The bound e of a derived where range (built here, or the forward's) as
+ * an expression of the sizes; NULL where it mentions anything else. */
+static const tc_sexpr *bound_sexpr(grad_ctx *g, const tc_expr *e)
+{
+	const tc_sexpr *a, *b;
+	int64_t c;
+	int i;
+	switch (e->kind) {
+	case TC_AST_INT:
+		return tc_sx_const(g->ar, e->ival);
+	case TC_AST_IDENT:
+		for (i = 0; e->name && i < g->def->nsizes; i++)
+			if (!strcmp(g->def->sizes[i], e->name))
+				return tc_sx_param(g->ar, i);
+		return NULL;
+	case TC_AST_UNARY:
+		return e->op == TC_AOP_NEG && (a = bound_sexpr(g, e->args[0])) ?
+			tc_sx_scale(g->ar, -1, a) : NULL;
+	case TC_AST_CALL:
+		if (e->nargs != 2 || !e->name || (strcmp(e->name, "min") && strcmp(e->name, "max")) ||
+			!(a = bound_sexpr(g, e->args[0])) || !(b = bound_sexpr(g, e->args[1])))
+			return NULL;
+		return !strcmp(e->name, "min") ? tc_sx_min(g->ar, a, b) : tc_sx_max(g->ar, a, b);
+	case TC_AST_BINARY:
+		if (!(a = bound_sexpr(g, e->args[0])) || !(b = bound_sexpr(g, e->args[1])))
+			return NULL;
+		switch (e->op) {
+		case TC_AOP_ADD:
+			return tc_sx_add(g->ar, a, b);
+		case TC_AOP_SUB:
+			return tc_sx_sub(g->ar, a, b);
+		case TC_AOP_MUL:
+			return tc_sx_is_const(a, &c) ? tc_sx_scale(g->ar, c, b)
+				: tc_sx_is_const(b, &c) ? tc_sx_scale(g->ar, c, a) : NULL;
+		case TC_AOP_DIV:
+			return tc_sx_is_const(b, &c) && c > 0 ? tc_sx_floordiv(g->ar, a, c) : NULL;
+		default:
+			return NULL;
+		}
+	default:
+		return NULL;
+	}
+}
+
+/* A summed index that nothing of derived statement b mentions but its own
+ * where range (the forward's sum over r0 of a term without r0, whose
+ * derivative does not read r0 either) is no index of b, which the
+ * language refuses: its range goes, and a sum's value is multiplied by
+ * its count, hi - lo (max(0, hi - lo) where the sizes do not show it
+ * positive; a maximum or minimum is the same without it).  0, or -1 when
+ * out of memory. */
+static int fold_unused_ranges(grad_ctx *g, tc_stmt *b)
+{
+	int w, k, used;
+	for (w = 0; w < b->nwhere; w++) {
+		tc_where *r = &b->where[w];
+		tc_expr *n;
+		if (r->kind != TC_WHERE_RANGE || !r->lo || !r->hi)
+			continue;
+		used = names_ident(b->rhs, r->name);
+		for (k = 0; k < b->nidx && !used; k++)
+			used = (b->idx && b->idx[k] && !strcmp(b->idx[k], r->name)) ||
+				(b->sub && names_ident(b->sub[k], r->name));
+		for (k = 0; k < b->nwhere && !used; k++)
+			used = k != w && (names_ident(b->where[k].val, r->name) ||
+				names_ident(b->where[k].lo, r->name) ||
+				names_ident(b->where[k].hi, r->name));
+		if (used)
+			continue;
+		if (b->red == TC_RED_ADD) {
+			const tc_sexpr *lo = bound_sexpr(g, r->lo);
+			const tc_sexpr *hi = bound_sexpr(g, r->hi), *cnt, *m1;
+			if (!lo || !hi)
+				continue; /* bounds of other indices: left as they are */
+			if (!(cnt = tc_sx_sub(g->ar, hi, lo)) ||
+				!(m1 = tc_sx_sub(g->ar, cnt, tc_sx_const(g->ar, 1))))
+				return -1;
+			if (tc_sx_sign(m1) != 1 &&
+				!(cnt = tc_sx_max(g->ar, tc_sx_const(g->ar, 0), cnt)))
+				return -1;
+			if (!(n = tc_grad_sx_expr(g, NULL, cnt)) ||
+				!(b->rhs = tc_grad_mk_mul(g, b->rhs, n)))
+				return -1;
+		}
+		for (k = w; k + 1 < b->nwhere; k++)
+			b->where[k] = b->where[k + 1];
+		b->nwhere--;
+		w--;
+	}
+	return 0;
 }
 
 /* A new backward statement lhs(idx) red rhs (init: the '!'). */
@@ -1239,8 +1349,11 @@ __tc_give tc_def *tc_grad_derive(__tc_keep tc_arena *ar, __tc_keep const tc_def 
 	for (i = 0; i < def->nstmts && !saves; i++)
 		if (g.recompute[g.stmt_val[i]] && push_forward(&g, i, out->stmts, &out->nstmts) < 0)
 			goto error;
-	for (i = 0; i < g.stmts.n; i++)
+	for (i = 0; i < g.stmts.n; i++) {
+		if (fold_unused_ranges(&g, g.stmts.v[i]) < 0)
+			goto error;
 		out->stmts[out->nstmts++] = g.stmts.v[i];
+	}
 	for (nret = 0, t = 0; t < nin; t++) {
 		if (!g.need[t])
 			continue;

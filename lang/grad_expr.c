@@ -522,6 +522,14 @@ static tc_expr *diff_builtin3(grad_ctx *g, const tc_expr *e, tc_expr *const *d)
 	return NULL;
 }
 
+/* x, an operand of max(a, b) or min(a, b) whose result has type t, as a
+ * number to compare: a bool operand (which the language compares only
+ * with a bool) cast to t, as max and min promote it. */
+static tc_expr *as_number(grad_ctx *g, tc_expr *x, tc_dtype t)
+{
+	return x && x->type == TC_T_BOOL ? tc_grad_mk_cast(g, t, x) : x;
+}
+
 /* The derivative of the builtin call e with respect to the read r of t. */
 static tc_expr *diff_builtin(grad_ctx *g, const tc_expr *e, int t, const tc_expr *r)
 {
@@ -583,10 +591,12 @@ static tc_expr *diff_builtin(grad_ctx *g, const tc_expr *e, int t, const tc_expr
 	}
 	case TC_BI_FMAX:
 	case TC_BI_MAX: /* ties go to the first argument */
-		return tc_grad_mk_ternary(g, tc_grad_mk_bin(g, TC_AOP_GE, a, b), da, db);
+		return tc_grad_mk_ternary(g, tc_grad_mk_bin(g, TC_AOP_GE, as_number(g, a, e->type),
+			as_number(g, b, e->type)), da, db);
 	case TC_BI_FMIN:
 	case TC_BI_MIN:
-		return tc_grad_mk_ternary(g, tc_grad_mk_bin(g, TC_AOP_LE, a, b), da, db);
+		return tc_grad_mk_ternary(g, tc_grad_mk_bin(g, TC_AOP_LE, as_number(g, a, e->type),
+			as_number(g, b, e->type)), da, db);
 	default:
 		unsupported_builtin(g, e);
 		return NULL;

@@ -904,6 +904,61 @@ static void test_integer_outputs_have_no_adjoint(void **state)
 	tc_context_free(ctx);
 }
 
+/* A float16 adjoint whose derivative has a float32 literal in it (ldexp's
+ * 1.0) is cast like any narrowing store: d_A(i) = float16(d_O(i) *
+ * ldexp(1.0, E(i))), on the interpreter and the CPU against the same in C.
+ * (Before, the literal was not counted as float32 and the text did not
+ * check.) */
+static void test_narrow_adjoints_cast_float32_literals(void **state)
+{
+	static const int32_t e[4] = {-2, 0, 3, 5};
+	tc_context *ctx = tc_context_new();
+	tc_module *m = tc_module_parse(ctx,
+		"def h(float16(N) A, int32(N) E) -> (O) {\n  O(i) = ldexp(A(i), E(i))\n}\n",
+		"h.tc"), *mb;
+	int64_t n = 4;
+	tu_tensor in[3], g;
+	char *text;
+	(void)state;
+	assert_non_null(m);
+	text = tc_module_grad(m, "h", NULL, 0);
+	if (!text)
+		fail_msg("%s", tc_context_error(ctx));
+	assert_true(tu_contains(text, "d_A(i) = float16(d_O(i) * ldexp(1.0, E(i)))"));
+	assert_non_null(mb = tc_module_parse(ctx, text, "h_grad.tc"));
+	tu_tensor_init(&in[0], TU_F16, &n, 1);
+	tu_tensor_init(&in[1], TU_I32, &n, 1);
+	tu_tensor_init(&in[2], TU_F16, &n, 1);
+	memcpy(in[1].data, e, sizeof(e));
+	for (int i = 0; i < 4; i++) {
+		((uint16_t *)in[0].data)[i] = tu_half_from_double(0.5 + i);
+		((uint16_t *)in[2].data)[i] = tu_half_from_double(1.25 - 0.75 * i);
+	}
+	for (int target = 0; target < 2; target++) {
+		tc_options *o = target ? NULL : tr_interp_options(ctx);
+		tc_kernel *k = tr_compile(mb, "h_grad", in, 3, o, ctx);
+		tu_tensor_init(&g, TU_F16, &n, 1);
+		tu_poison(&g);
+		tr_run(k, in, 3, &g, 1);
+		for (int i = 0; i < 4; i++) {
+			double want = tu_half_to_double(tu_half_from_double(
+				(double)(float)(tu_get(&in[2], i) * ldexp(1.0, e[i]))));
+			if (tu_get(&g, i) != want)
+				fail_msg("target %d: d_A[%d] = %g, want %g", target, i, tu_get(&g, i),
+					want);
+		}
+		tu_tensor_fini(&g);
+		tc_kernel_free(k);
+		tc_options_free(o);
+	}
+	for (int i = 0; i < 3; i++)
+		tu_tensor_fini(&in[i]);
+	tc_string_free(text);
+	tc_module_free(mb);
+	tc_module_free(m);
+	tc_context_free(ctx);
+}
+
 /* ---- gathers under a condition that reads a tensor ---- */
 
 /* pad(A(Idx(i)), -2.0) reads A only where Idx(i) is in bounds, a condition
@@ -1235,6 +1290,7 @@ int main(void)
 		cmocka_unit_test(test_allocation_failures_are_errors),
 		cmocka_unit_test(test_derived_text_that_does_not_check_is_an_internal_error),
 		cmocka_unit_test(test_gather_under_a_tensor_condition_scatters_in_bounds),
+		cmocka_unit_test(test_narrow_adjoints_cast_float32_literals),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

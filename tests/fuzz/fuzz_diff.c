@@ -29,6 +29,11 @@
  * (at least 1);
  * infinities and NaN must match exactly.
  *
+ * Each case's backward def is also derived (tc_module_grad, without and
+ * with TC_GRAD_SAVES): a refusal must be a user error, never an internal
+ * one (the library checks the text it derives, so a derived text that does
+ * not check is one: class grad-internal-error).
+ *
  * Failures are minimised (statements, outputs, where/let/exists clauses,
  * subexpressions, options, sizes; each candidate run in a child like any
  * case) and written as a reproducer (a .tc file whose leading comments give
@@ -1391,9 +1396,9 @@ static int64_t numel(const DLTensor *t)
 /* One case, in a child process                                       */
 
 enum { RES_OK, RES_REFUSED, RES_BOTH_ERR, RES_CPU_COMPILE, RES_RUN_DIFF, RES_MISMATCH, RES_CRASH,
-	RES_TIMEOUT, RES_EXCLUDED };
+	RES_TIMEOUT, RES_GRAD, RES_EXCLUDED };
 static const char *const result_name[] = {"ok", "refused", "both-error", "cpu-compile-error",
-	"run-error-differs", "mismatch", "crash", "timeout", "excluded"};
+	"run-error-differs", "mismatch", "crash", "timeout", "grad-internal-error", "excluded"};
 
 typedef struct result {
 	int cls;
@@ -1527,6 +1532,21 @@ static void run_case(const rcase *c, result *r)
 		goto done;
 	}
 	r->warned = tc_context_warnings(ctx) && *tc_context_warnings(ctx);
+	/* its backward def, recomputing and with saves: derived (the library
+	 * checks the text it derives), or refused with a user error (an
+	 * integer output, a construct not supported yet); an internal error
+	 * is a bug of the derivation */
+	stage(r, "grad");
+	for (i = 0; i < 2; i++) {
+		char *gt = tc_module_grad(m, "f", NULL, i ? TC_GRAD_SAVES : 0);
+		if (gt) {
+			tc_string_free(gt);
+		} else if (tc_context_error_kind(ctx) == TC_ERROR_INTERNAL) {
+			r->cls = RES_GRAD;
+			set_msg(r, "tc_module_grad%s: %s", i ? " (saves)" : "", tc_context_error(ctx));
+			goto done;
+		}
+	}
 	if (tc_module_def_arity(m, "f", &ni, &no) != 0 || ni != c->nin) {
 		r->cls = RES_REFUSED;
 		set_msg(r, "def f takes %d inputs, the case gives %d", ni, c->nin);
@@ -1756,7 +1776,7 @@ static void run_isolated(const rcase *c, result *r)
 static int is_failure(int cls)
 {
 	return cls == RES_CPU_COMPILE || cls == RES_RUN_DIFF || cls == RES_MISMATCH || cls == RES_CRASH ||
-		cls == RES_TIMEOUT;
+		cls == RES_TIMEOUT || cls == RES_GRAD;
 }
 
 /* ------------------------------------------------------------------ */
@@ -2113,11 +2133,11 @@ static void summary(const tally *t, double secs)
 {
 	printf("fuzz_diff: %d cases in %.1f s: %d ok, %d refused, %d both failing at run time "
 	       "(the same error), %d warned; failures: %d cpu-compile-error, %d run-error-differs, "
-	       "%d mismatch, %d crash, %d timeout; %d excluded as known\n",
+	       "%d mismatch, %d crash, %d timeout, %d grad-internal-error; %d excluded as known\n",
 		t->cases, secs, t->by_class[RES_OK], t->by_class[RES_REFUSED], t->by_class[RES_BOTH_ERR],
 		t->warned, t->by_class[RES_CPU_COMPILE], t->by_class[RES_RUN_DIFF],
 		t->by_class[RES_MISMATCH], t->by_class[RES_CRASH], t->by_class[RES_TIMEOUT],
-		t->by_class[RES_EXCLUDED]);
+		t->by_class[RES_GRAD], t->by_class[RES_EXCLUDED]);
 	for (int i = 0; i < t->nref; i++)
 		printf("fuzz_diff: refused: %s\n", t->first_refusal[i]);
 }
