@@ -904,6 +904,32 @@ static void test_integer_outputs_have_no_adjoint(void **state)
 	tc_context_free(ctx);
 }
 
+/* The backward def of entry of m (no flags), whose text must contain
+ * expect, parsed into a module of its own; its text in *text. */
+static tc_module *derive_parsed(tc_context *ctx, tc_module *m, const char *entry,
+	const char *expect, char **text)
+{
+	tc_module *mb;
+	*text = tc_module_grad(m, entry, NULL, 0);
+	if (!*text)
+		fail_msg("%s", tc_context_error(ctx));
+	if (!tu_contains(*text, expect))
+		fail_msg("expected\n%s\nin\n%s", expect, *text);
+	mb = tc_module_parse(ctx, *text, "grad.tc");
+	if (!mb)
+		fail_msg("%s\n%s", *text, tc_context_error(ctx));
+	return mb;
+}
+
+/* Every element of g equals want (target names the run in the message). */
+static void expect_elements(const tu_tensor *g, const double *want, int n, int target)
+{
+	for (int i = 0; i < n; i++)
+		if (tu_get(g, i) != want[i])
+			fail_msg("target %d: element %d = %g, want %g", target, i, tu_get(g, i),
+				want[i]);
+}
+
 /* A float16 adjoint whose derivative has a float32 literal in it (ldexp's
  * 1.0) is cast like any narrowing store: d_A(i) = float16(d_O(i) *
  * ldexp(1.0, E(i))), on the interpreter and the CPU against the same in C.
@@ -918,14 +944,11 @@ static void test_narrow_adjoints_cast_float32_literals(void **state)
 		"h.tc"), *mb;
 	int64_t n = 4;
 	tu_tensor in[3], g;
+	double want[4];
 	char *text;
 	(void)state;
 	assert_non_null(m);
-	text = tc_module_grad(m, "h", NULL, 0);
-	if (!text)
-		fail_msg("%s", tc_context_error(ctx));
-	assert_true(tu_contains(text, "d_A(i) = float16(d_O(i) * ldexp(1.0, E(i)))"));
-	assert_non_null(mb = tc_module_parse(ctx, text, "h_grad.tc"));
+	mb = derive_parsed(ctx, m, "h", "d_A(i) = float16(d_O(i) * ldexp(1.0, E(i)))", &text);
 	tu_tensor_init(&in[0], TU_F16, &n, 1);
 	tu_tensor_init(&in[1], TU_I32, &n, 1);
 	tu_tensor_init(&in[2], TU_F16, &n, 1);
@@ -933,6 +956,8 @@ static void test_narrow_adjoints_cast_float32_literals(void **state)
 	for (int i = 0; i < 4; i++) {
 		((uint16_t *)in[0].data)[i] = tu_half_from_double(0.5 + i);
 		((uint16_t *)in[2].data)[i] = tu_half_from_double(1.25 - 0.75 * i);
+		want[i] = tu_half_to_double(tu_half_from_double(
+			(double)(float)(tu_get(&in[2], i) * ldexp(1.0, e[i]))));
 	}
 	for (int target = 0; target < 2; target++) {
 		tc_options *o = target ? NULL : tr_interp_options(ctx);
@@ -940,13 +965,7 @@ static void test_narrow_adjoints_cast_float32_literals(void **state)
 		tu_tensor_init(&g, TU_F16, &n, 1);
 		tu_poison(&g);
 		tr_run(k, in, 3, &g, 1);
-		for (int i = 0; i < 4; i++) {
-			double want = tu_half_to_double(tu_half_from_double(
-				(double)(float)(tu_get(&in[2], i) * ldexp(1.0, e[i]))));
-			if (tu_get(&g, i) != want)
-				fail_msg("target %d: d_A[%d] = %g, want %g", target, i, tu_get(&g, i),
-					want);
-		}
+		expect_elements(&g, want, 4, target);
 		tu_tensor_fini(&g);
 		tc_kernel_free(k);
 		tc_options_free(o);
@@ -982,12 +1001,8 @@ static void test_gather_under_a_tensor_condition_scatters_in_bounds(void **state
 	char *text;
 	(void)state;
 	assert_non_null(m);
-	text = tc_module_grad(m, "gp", NULL, 0);
-	if (!text)
-		fail_msg("%s", tc_context_error(ctx));
-	assert_true(tu_contains(text, "d_A((Idx(i) >= 0) && (Idx(i) < N) ? Idx(i) : 0) +=! "
-		"(Idx(i) >= 0) && (Idx(i) < N) ? d_O(i) * 3.0 : 0.0\n"));
-	assert_non_null(mb = tc_module_parse(ctx, text, "gp_grad.tc"));
+	mb = derive_parsed(ctx, m, "gp", "d_A((Idx(i) >= 0) && (Idx(i) < N) ? Idx(i) : 0) +=! "
+		"(Idx(i) >= 0) && (Idx(i) < N) ? d_O(i) * 3.0 : 0.0\n", &text);
 	for (int i = 0; i < 7; i++)
 		if (idx[i] >= 0 && idx[i] < n)
 			want[idx[i]] += 3.0 * d_o[i];
@@ -1007,10 +1022,7 @@ static void test_gather_under_a_tensor_condition_scatters_in_bounds(void **state
 		k = tr_compile(mb, "gp_grad", in, 3, o, ctx);
 		assert_int_equal(tr_make_outputs(k, &g, 1, 64), 1);
 		tr_run(k, in, 3, &g, 1);
-		for (int i = 0; i < 5; i++)
-			if (tu_get(&g, i) != want[i])
-				fail_msg("target %d: d_A[%d] = %g, want %g", target, i, tu_get(&g, i),
-					want[i]);
+		expect_elements(&g, want, 5, target);
 		tu_tensor_fini(&g);
 		tc_kernel_free(k);
 		tc_options_free(o);
