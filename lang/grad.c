@@ -47,6 +47,7 @@
  * grad_expr.c's (grad_internal.h). */
 #include "grad.h"
 #include "grad_internal.h"
+#include "range.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -206,64 +207,6 @@ static int needs_cast(const grad_ctx *g, const tc_stmt *s, const tc_expr *p, tc_
 	return g->def->tensors[s->tensor].dtype != dt || other_float(p, dt);
 }
 
-/* Whether e mentions the identifier name. */
-static int names_ident(const tc_expr *e, const char *name)
-{
-	int i;
-	if (!e)
-		return 0;
-	if (e->kind == TC_AST_IDENT && e->name && !strcmp(e->name, name))
-		return 1;
-	for (i = 0; i < e->nargs; i++)
-		if (names_ident(e->args[i], name))
-			return 1;
-	return 0;
-}
-
-/* The bound e of a derived where range (built here, or the forward's) as
- * an expression of the sizes; NULL where it mentions anything else. */
-static const tc_sexpr *bound_sexpr(grad_ctx *g, const tc_expr *e)
-{
-	const tc_sexpr *a, *b;
-	int64_t c;
-	int i;
-	switch (e->kind) {
-	case TC_AST_INT:
-		return tc_sx_const(g->ar, e->ival);
-	case TC_AST_IDENT:
-		for (i = 0; e->name && i < g->def->nsizes; i++)
-			if (!strcmp(g->def->sizes[i], e->name))
-				return tc_sx_param(g->ar, i);
-		return NULL;
-	case TC_AST_UNARY:
-		return e->op == TC_AOP_NEG && (a = bound_sexpr(g, e->args[0])) ?
-			tc_sx_scale(g->ar, -1, a) : NULL;
-	case TC_AST_CALL:
-		if (e->nargs != 2 || !e->name || (strcmp(e->name, "min") && strcmp(e->name, "max")) ||
-			!(a = bound_sexpr(g, e->args[0])) || !(b = bound_sexpr(g, e->args[1])))
-			return NULL;
-		return !strcmp(e->name, "min") ? tc_sx_min(g->ar, a, b) : tc_sx_max(g->ar, a, b);
-	case TC_AST_BINARY:
-		if (!(a = bound_sexpr(g, e->args[0])) || !(b = bound_sexpr(g, e->args[1])))
-			return NULL;
-		switch (e->op) {
-		case TC_AOP_ADD:
-			return tc_sx_add(g->ar, a, b);
-		case TC_AOP_SUB:
-			return tc_sx_sub(g->ar, a, b);
-		case TC_AOP_MUL:
-			return tc_sx_is_const(a, &c) ? tc_sx_scale(g->ar, c, b)
-				: tc_sx_is_const(b, &c) ? tc_sx_scale(g->ar, c, a) : NULL;
-		case TC_AOP_DIV:
-			return tc_sx_is_const(b, &c) && c > 0 ? tc_sx_floordiv(g->ar, a, c) : NULL;
-		default:
-			return NULL;
-		}
-	default:
-		return NULL;
-	}
-}
-
 /* A summed index that nothing of derived statement b mentions but its own
  * where range (the forward's sum over r0 of a term without r0, whose
  * derivative does not read r0 either) is no index of b, which the
@@ -279,19 +222,19 @@ static int fold_unused_ranges(grad_ctx *g, tc_stmt *b)
 		tc_expr *n;
 		if (r->kind != TC_WHERE_RANGE || !r->lo || !r->hi)
 			continue;
-		used = names_ident(b->rhs, r->name);
+		used = tc_grad_mentions(b->rhs, r->name);
 		for (k = 0; k < b->nidx && !used; k++)
 			used = (b->idx && b->idx[k] && !strcmp(b->idx[k], r->name)) ||
-				(b->sub && names_ident(b->sub[k], r->name));
+				(b->sub && tc_grad_mentions(b->sub[k], r->name));
 		for (k = 0; k < b->nwhere && !used; k++)
-			used = k != w && (names_ident(b->where[k].val, r->name) ||
-				names_ident(b->where[k].lo, r->name) ||
-				names_ident(b->where[k].hi, r->name));
+			used = k != w && (tc_grad_mentions(b->where[k].val, r->name) ||
+				tc_grad_mentions(b->where[k].lo, r->name) ||
+				tc_grad_mentions(b->where[k].hi, r->name));
 		if (used)
 			continue;
 		if (b->red == TC_RED_ADD) {
-			const tc_sexpr *lo = bound_sexpr(g, r->lo);
-			const tc_sexpr *hi = bound_sexpr(g, r->hi), *cnt, *m1;
+			const tc_sexpr *lo = tc_range_sexpr(g->ar, r->lo);
+			const tc_sexpr *hi = tc_range_sexpr(g->ar, r->hi), *cnt, *m1;
 			if (!lo || !hi)
 				continue; /* bounds of other indices: left as they are */
 			if (!(cnt = tc_sx_sub(g->ar, hi, lo)) ||
@@ -589,6 +532,20 @@ static tc_stmt *fill_stmt(grad_ctx *g, const char *name, int t, const char *from
 	return b->rhs ? b : NULL;
 }
 
+/* Where value xv (of tensor x) has no contribution yet, its adjoint set to
+ * zero over x's extents first, so that the statements that follow add to
+ * it.  0, or -1 when out of memory. */
+static int zero_first(grad_ctx *g, int x, int xv)
+{
+	tc_stmt *z;
+	if (g->ncontrib[xv])
+		return 0;
+	if (!(z = fill_stmt(g, g->adj[xv], x, NULL)) || tc_vec_push(&g->stmts, z) < 0)
+		return -1;
+	g->ncontrib[xv]++;
+	return 0;
+}
+
 /* The adjoint of value v gets the contribution dt, an expression at the
  * left indices of g->cur (which cover v's whole tensor) that is not a copy
  * of g->cur's adjoint (so never an alias of it). */
@@ -740,13 +697,9 @@ static void backward_stmt(grad_ctx *g, int si)
 				 * temporary (or of a version) is given its own first,
 				 * zero, and the scatter adds to it; an input's adjoint
 				 * is an output of declared shape */
-				if (def->tensors[x].kind != TC_TENSOR_INPUT && !g->ncontrib[xv]) {
-					tc_stmt *z = fill_stmt(g, g->adj[xv], x, NULL);
-					if (!z || tc_vec_push(&g->stmts, z) < 0) {
-						g->failed = 1;
-						break;
-					}
-					g->ncontrib[xv]++;
+				if (def->tensors[x].kind != TC_TENSOR_INPUT && zero_first(g, x, xv) < 0) {
+					g->failed = 1;
+					break;
 				}
 				b = tc_grad_scatter_stmt(g, r, xv, tc_grad_guarded(g, when, p),
 					when && tc_grad_reads_any(when) ? when : NULL);
@@ -802,12 +755,8 @@ static void backward_stmt(grad_ctx *g, int si)
 				def->tensors[x].ext[v]))
 				break;
 		whole = full && v == r->nargs;
-		if (v < r->nargs && !g->ncontrib[xv]) {
-			tc_stmt *z = fill_stmt(g, g->adj[xv], x, NULL);
-			if (!z || tc_vec_push(&g->stmts, z) < 0)
-				break;
-			g->ncontrib[xv]++;
-		}
+		if (v < r->nargs && zero_first(g, x, xv) < 0)
+			break;
 		idx = tc_arena_alloc(g->ar, (size_t)(r->nargs + 1) * sizeof(*idx));
 		b = tc_arena_alloc(g->ar, sizeof(*b));
 		if (!idx || !b)

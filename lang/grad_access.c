@@ -277,6 +277,19 @@ static int tap_quotient(grad_ctx *g, const gather *ga, const aff *a, int64_t s, 
 	return q->k ? 1 : -1;
 }
 
+/* a with the solved variables of ga (not those whose range pins another)
+ * replaced by their values. */
+static void substitute_solved(grad_ctx *g, const gather *ga, aff *a)
+{
+	int v;
+	for (v = 0; v < g->cur->nvars; v++)
+		if (ga->sub[v] && a->c[v] && !ga->pin_src[v]) {
+			int64_t m = a->c[v];
+			a->c[v] = 0;
+			tc_grad_aff_add(g, a, ga->sub[v], m, ga->nv);
+		}
+}
+
 /* e (a part of a derivative of g->cur) with the solved variables
  * replaced by their values, lets inlined. */
 static tc_expr *gather_expr(grad_ctx *g, gather *ga, tc_expr *e)
@@ -301,12 +314,7 @@ static tc_expr *gather_expr(grad_ctx *g, gather *ga, tc_expr *e)
 		aff a, q;
 		int t = -1;
 		if (tc_grad_aff_of(g, e->args[0], &a, ga->nv) == 0) {
-			for (v = 0; v < g->cur->nvars; v++)
-				if (ga->sub[v] && a.c[v] && !ga->pin_src[v]) {
-					int64_t m = a.c[v];
-					a.c[v] = 0;
-					tc_grad_aff_add(g, &a, ga->sub[v], m, ga->nv);
-				}
+			substitute_solved(g, ga, &a);
 			if (tap_quotient(g, ga, &a, e->args[1]->ival, &q, &t) > 0)
 				return e->op == TC_AOP_DIV ? aff_expr(g, &q, ga->names, ga->nv, ga)
 					: tc_grad_mk_ident(g, ga->names[t]);
@@ -318,12 +326,7 @@ static tc_expr *gather_expr(grad_ctx *g, gather *ga, tc_expr *e)
 	if ((e->kind == TC_AST_BINARY || e->kind == TC_AST_UNARY) && tc_dtype_is_int(e->type)) {
 		aff a;
 		if (tc_grad_aff_of(g, e, &a, ga->nv) == 0) {
-			for (v = 0; v < g->cur->nvars; v++)
-				if (ga->sub[v] && a.c[v] && !ga->pin_src[v]) {
-					int64_t m = a.c[v];
-					a.c[v] = 0;
-					tc_grad_aff_add(g, &a, ga->sub[v], m, ga->nv);
-				}
+			substitute_solved(g, ga, &a);
 			return aff_expr(g, &a, ga->names, ga->nv, ga);
 		}
 	}
@@ -339,12 +342,7 @@ static tc_expr *gather_expr(grad_ctx *g, gather *ga, tc_expr *e)
 		aff a;
 		if (e->kind == TC_AST_CALL && e->ref != TC_REF_BUILTIN &&
 			tc_grad_aff_of(g, e->args[i], &a, ga->nv) == 0) {
-			for (v = 0; v < g->cur->nvars; v++)
-				if (ga->sub[v] && a.c[v] && !ga->pin_src[v]) {
-					int64_t m = a.c[v];
-					a.c[v] = 0;
-					tc_grad_aff_add(g, &a, ga->sub[v], m, ga->nv);
-				}
+			substitute_solved(g, ga, &a);
 			c->args[i] = aff_expr(g, &a, ga->names, ga->nv, ga);
 		} else {
 			c->args[i] = gather_expr(g, ga, e->args[i]);
@@ -382,14 +380,15 @@ static tc_expr *pad_reads(grad_ctx *g, tc_expr *e, const char *name)
 	return c;
 }
 
-/* Whether e mentions the index name (an identifier that is no read). */
-static int mentions(const tc_expr *e, const char *name)
+int tc_grad_mentions(const tc_expr *e, const char *name)
 {
 	int i;
+	if (!e)
+		return 0;
 	if (e->kind == TC_AST_IDENT && e->name && !strcmp(e->name, name))
 		return 1;
 	for (i = 0; i < e->nargs; i++)
-		if (mentions(e->args[i], name))
+		if (tc_grad_mentions(e->args[i], name))
 			return 1;
 	return 0;
 }
@@ -406,7 +405,7 @@ static int may_leave(grad_ctx *g, const tc_expr *e, const char *name, const tc_s
 		return 1;
 	for (k = 0; k < e->nargs; k++) {
 		const tc_sexpr *d;
-		if (!mentions(e->args[k], name))
+		if (!tc_grad_mentions(e->args[k], name))
 			continue;
 		if (e->args[k]->kind != TC_AST_IDENT)
 			return 1;
@@ -430,7 +429,7 @@ static tc_expr *pad_reads_at(grad_ctx *g, tc_expr *e, const char *skip, const ch
 		return e;
 	if (e->kind == TC_AST_CALL && e->ref != TC_REF_BUILTIN) {
 		if (e->name && strcmp(e->name, skip) && tc_dtype_is_float(e->type) &&
-			mentions(e, name) && may_leave(g, e, name, ext))
+			tc_grad_mentions(e, name) && may_leave(g, e, name, ext))
 			return (c = tc_grad_mk_pad(g, e)) ? c : e;
 		return e;
 	}
@@ -989,7 +988,7 @@ static tc_stmt *gather_finish(grad_ctx *g, gather *ga, const tc_expr *r, int x, 
 			 * exactly where d_T's read does: padded too, so that the
 			 * text states what the pad factor gives (6.8) */
 			for (d = 0; d < nd; d++)
-				if (mentions(dguard, idx[d]))
+				if (tc_grad_mentions(dguard, idx[d]))
 					p = pad_reads_at(g, p, dname, idx[d], ti->ext[d]);
 		} else {
 			guard = tc_grad_mk_and(g, dguard, guard);

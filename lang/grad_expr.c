@@ -176,6 +176,7 @@ static tc_expr *mk_call(grad_ctx *g, const char *name, tc_expr *a, tc_expr *b)
 		return NULL;
 	e->name = name;
 	e->ref = TC_REF_BUILTIN;
+	e->ref_id = tc_builtin_lookup(name, (int)strlen(name));
 	e->args[0] = a;
 	if (b)
 		e->args[1] = b;
@@ -255,8 +256,14 @@ tc_expr *tc_grad_sx_expr(grad_ctx *g, const tc_stmt *s, const tc_sexpr *x)
 	switch (x->kind) {
 	case TC_SX_CONST:
 		return tc_grad_mk_int(g, x->c);
-	case TC_SX_PARAM:
-		return tc_grad_mk_ident(g, g->def->sizes[x->id]);
+	case TC_SX_PARAM: {
+		tc_expr *e = tc_grad_mk_ident(g, g->def->sizes[x->id]);
+		if (e) { /* a size, as sema resolves it (tc_range_sexpr reads it) */
+			e->ref = TC_REF_SIZE;
+			e->ref_id = x->id;
+		}
+		return e;
+	}
 	case TC_SX_VAR:
 		return tc_grad_mk_ident(g, s->vars[x->id].name);
 	case TC_SX_ADD: {

@@ -109,6 +109,8 @@ int tc_grad_gathered_read(grad_ctx *g, const tc_expr *r);
 tc_expr *tc_grad_path_cond(grad_ctx *g, const tc_expr *e, const tc_expr *r, int *found);
 tc_expr *tc_grad_guarded(grad_ctx *g, tc_expr *test, tc_expr *p);
 int tc_grad_bounded_where(grad_ctx *g, const char *name);
+/* Whether e (NULL: no) mentions the identifier name. */
+int tc_grad_mentions(const tc_expr *e, const char *name);
 tc_stmt *tc_grad_scatter_stmt(grad_ctx *g, const tc_expr *r, int xv, tc_expr *p,
 	tc_expr *when);
 tc_stmt *tc_grad_gather_stmt(grad_ctx *g, const tc_expr *r, int x, int xv, tc_expr *p,
