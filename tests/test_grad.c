@@ -921,13 +921,38 @@ static tc_module *derive_parsed(tc_context *ctx, tc_module *m, const char *entry
 	return mb;
 }
 
-/* Every element of g equals want (target names the run in the message). */
-static void expect_elements(const tu_tensor *g, const double *want, int n, int target)
+/* entry of mb run on in[0..nin) with the interpreter, the CPU and (where
+ * targets is 3) the CUDA emulator: its one output, n elements of type elt
+ * (poisoned first), equals want at every element. */
+static void expect_on_targets(tc_context *ctx, tc_module *mb, const char *entry, tu_tensor *in,
+	int nin, tu_elt elt, int64_t n, const double *want, int targets)
 {
-	for (int i = 0; i < n; i++)
-		if (tu_get(g, i) != want[i])
-			fail_msg("target %d: element %d = %g, want %g", target, i, tu_get(g, i),
-				want[i]);
+	static const char *const names[] = {"interp", "cpu", "cuda-emu"};
+	for (int target = 0; target < targets; target++) {
+		tc_options *o = tc_options_new();
+		tc_kernel *k;
+		DLDataType dt, expect_dt = tu_dltype(elt);
+		int nd;
+		int64_t shape[TU_MAX_RANK];
+		tu_tensor g;
+		assert_non_null(o);
+		assert_int_equal(tc_options_set(o, "target", names[target], ctx), 0);
+		k = tr_compile(mb, entry, in, nin, o, ctx);
+		assert_int_equal(tc_kernel_num_outputs(k), 1);
+		assert_int_equal(tc_kernel_output_shape(k, 0, &dt, &nd, shape), 0);
+		assert_true(dt.code == expect_dt.code && dt.bits == expect_dt.bits);
+		assert_true(nd == 1 && shape[0] == n);
+		tu_tensor_init(&g, elt, &n, 1);
+		tu_poison(&g);
+		tr_run(k, in, nin, &g, 1);
+		for (int64_t i = 0; i < n; i++)
+			if (tu_get(&g, i) != want[i])
+				fail_msg("%s: element %ld = %g, want %g", names[target], (long)i,
+					tu_get(&g, i), want[i]);
+		tu_tensor_fini(&g);
+		tc_kernel_free(k);
+		tc_options_free(o);
+	}
 }
 
 /* A float16 adjoint whose derivative has a float32 literal in it (ldexp's
@@ -943,7 +968,7 @@ static void test_narrow_adjoints_cast_float32_literals(void **state)
 		"def h(float16(N) A, int32(N) E) -> (O) {\n  O(i) = ldexp(A(i), E(i))\n}\n",
 		"h.tc"), *mb;
 	int64_t n = 4;
-	tu_tensor in[3], g;
+	tu_tensor in[3];
 	double want[4];
 	char *text;
 	(void)state;
@@ -959,17 +984,7 @@ static void test_narrow_adjoints_cast_float32_literals(void **state)
 		want[i] = tu_half_to_double(tu_half_from_double(
 			(double)(float)(tu_get(&in[2], i) * ldexp(1.0, e[i]))));
 	}
-	for (int target = 0; target < 2; target++) {
-		tc_options *o = target ? NULL : tr_interp_options(ctx);
-		tc_kernel *k = tr_compile(mb, "h_grad", in, 3, o, ctx);
-		tu_tensor_init(&g, TU_F16, &n, 1);
-		tu_poison(&g);
-		tr_run(k, in, 3, &g, 1);
-		expect_elements(&g, want, 4, target);
-		tu_tensor_fini(&g);
-		tc_kernel_free(k);
-		tc_options_free(o);
-	}
+	expect_on_targets(ctx, mb, "h_grad", in, 3, TU_F16, n, want, 2);
 	for (int i = 0; i < 3; i++)
 		tu_tensor_fini(&in[i]);
 	tc_string_free(text);
@@ -997,7 +1012,7 @@ static void test_gather_under_a_tensor_condition_scatters_in_bounds(void **state
 		"def gp(float64(N) A, int32(M) Idx) -> (O) {\n"
 		"  O(i) = pad(A(Idx(i)), -2.0) * 3.0\n}\n", "gp.tc"), *mb;
 	int64_t n = 5, mm = 7;
-	tu_tensor in[3], g;
+	tu_tensor in[3];
 	char *text;
 	(void)state;
 	assert_non_null(m);
@@ -1013,20 +1028,7 @@ static void test_gather_under_a_tensor_condition_scatters_in_bounds(void **state
 	memcpy(in[1].data, idx, sizeof(idx));
 	tu_tensor_init(&in[2], TU_F64, &mm, 1);
 	memcpy(in[2].data, d_o, sizeof(d_o));
-	for (int target = 0; target < 3; target++) {
-		tc_options *o = tc_options_new();
-		tc_kernel *k;
-		assert_non_null(o);
-		assert_int_equal(tc_options_set(o, "target",
-			target == 0 ? "interp" : target == 1 ? "cpu" : "cuda-emu", ctx), 0);
-		k = tr_compile(mb, "gp_grad", in, 3, o, ctx);
-		assert_int_equal(tr_make_outputs(k, &g, 1, 64), 1);
-		tr_run(k, in, 3, &g, 1);
-		expect_elements(&g, want, 5, target);
-		tu_tensor_fini(&g);
-		tc_kernel_free(k);
-		tc_options_free(o);
-	}
+	expect_on_targets(ctx, mb, "gp_grad", in, 3, TU_F64, n, want, 3);
 	for (int i = 0; i < 3; i++)
 		tu_tensor_fini(&in[i]);
 	tc_string_free(text);
