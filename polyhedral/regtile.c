@@ -122,20 +122,29 @@ static int rows_member(const tc_poly *p, isl_schedule_node *node, const tc_poly_
 }
 
 /* Whether the row of bytes that band node's register tile loads per step
- * of the reduction (its non-coincident members) adds up to more than the
- * L2 over the whole reduction. */
+ * of the reduction (its non-coincident members, and those of the bands
+ * around it: the reduction's cache blocks, tile.c's image_tiles) adds up
+ * to more than the L2 over the whole reduction. */
 static int streamed_rows(const tc_poly *p, isl_schedule_node *node, int64_t bytes)
 {
-	isl_size n = isl_schedule_node_band_n_member(node), j;
 	double total = (double)bytes;
-	for (j = 0; j < n; j++)
-		if (isl_schedule_node_band_member_get_coincident(node, j) != isl_bool_true) {
-			int64_t ext = tc_poly_band_member_extent(p, node, j);
-			if (ext <= 0)
-				return 0; /* unknown */
-			total *= (double)ext;
+	isl_schedule_node *at = isl_schedule_node_copy(node);
+	int known = 1;
+	while (at && known) {
+		if (isl_schedule_node_get_type(at) == isl_schedule_node_band) {
+			isl_size n = isl_schedule_node_band_n_member(at), j;
+			for (j = 0; j < n && known; j++)
+				if (isl_schedule_node_band_member_get_coincident(at, j) != isl_bool_true) {
+					int64_t ext = tc_poly_band_member_extent(p, at, j);
+					known = ext > 0; /* else unknown */
+					total *= (double)ext;
+				}
 		}
-	return p->target->l2_bytes > 0 && total > (double)p->target->l2_bytes;
+		at = isl_schedule_node_has_parent(at) == isl_bool_true ?
+			isl_schedule_node_parent(at) : isl_schedule_node_free(at);
+	}
+	isl_schedule_node_free(at);
+	return known && p->target->l2_bytes > 0 && total > (double)p->target->l2_bytes;
 }
 
 /* ---- rows of a convolution ----

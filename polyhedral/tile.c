@@ -40,6 +40,80 @@ static int64_t rows_tile(const tc_poly *p, isl_schedule_node *node, int j, int64
 	return size >= 6 ? size : mc;
 }
 
+/* Cache tiles for a band whose window runs over whole images (sizes[n];
+ * st its reduction): a convolution's weight gradient, d_W1(f,c,kh,kw) +=!
+ * d_O(n,f,h,w) * I(n,c,h+kh,w+kw), whose reduction (n, h, w) reads rows of
+ * the innermost member (d_O's 64 channels) that add up to more than half
+ * the L2.  Untiled, every kernel tap (kh, kw) and tile of rows (c) streamed
+ * all of d_O from the L3.  Here the reduction members from the innermost
+ * outward stay whole while their points stay within the target's KC, the
+ * next goes in blocks that keep them about KC, the outer ones in tiles of
+ * 1; the outermost parallel member (the parallel loop) in tiles of a
+ * register tile's rows (regtile_sizes': the accumulators over the vectors
+ * of a row of the innermost member, at most 4 vectors and 12 rows, fewer
+ * vectors where the registers left would not hold a row and a broadcast; 6
+ * rows for 64 floats on AVX-512 and on AVX2), the others whole: a tile of rows
+ * sweeps each block of d_O from the L2 once per tap.  8x64x56x56, d_O
+ * 54 x 54 (docs/performance.md, "Weight gradients in blocks of the
+ * reduction"): one thread 8.8 -> 7.5-8.0 ms, two 4.6 -> 4.2-4.3; blocks of
+ * 4, 8 or 16 rows of h within the spread; tiles of 12 or 24 channels took
+ * 1.04x and 1.13x the time of 6 on two threads.  0 when the rows stay in
+ * the L2 or the sizes are unknown. */
+static int image_tiles(const tc_poly *p, isl_schedule_node *node, const tc_poly_stmt *st,
+	int64_t *sizes)
+{
+	isl_size n = isl_schedule_node_band_n_member(node);
+	int64_t bytes = tc_dtype_size(p->f->tensors[st->ir->tensor].dtype);
+	int64_t kc = p->target->block_depth, cols = tc_poly_band_member_extent(p, node, n - 1);
+	int64_t lanes = bytes > 0 && bytes < p->target->vector_bytes ? p->target->vector_bytes / bytes : 1;
+	int64_t acc = p->target->accumulators, vectors = cols < 4 * lanes ? (cols + lanes - 1) / lanes : 4;
+	int64_t regs = p->target->vector_regs > 0 ? p->target->vector_regs : acc * 4 / 3;
+	int64_t rows, inner = 1;
+	double depth = 1;
+	int j, outer = -1, blocked = 0;
+	while (vectors > 1 && acc / vectors * vectors + vectors + 1 > regs)
+		vectors /= 2;
+	rows = acc / vectors > 12 ? 12 : acc / vectors;
+	if (p->target->l2_bytes <= 0 || kc <= 0 || cols <= 0 || rows < 1 ||
+		isl_schedule_node_band_member_get_coincident(node, n - 1) != isl_bool_true)
+		return 0;
+	for (j = 0; j < n; j++) {
+		int64_t ext = tc_poly_band_member_extent(p, node, j);
+		if (ext <= 0)
+			return 0;
+		if (isl_schedule_node_band_member_get_coincident(node, j) != isl_bool_true)
+			depth *= (double)ext;
+		else if (outer < 0 && j < n - 1)
+			outer = j;
+	}
+	/* as many tiles of rows as threads at least (else the taps' parallel
+	 * loop is kept: 8 channels, two threads) */
+	if (outer < 0 || 2 * depth * (double)cols * (double)bytes <= (double)p->target->l2_bytes ||
+		(tc_poly_band_member_extent(p, node, outer) + rows - 1) / rows < p->target->threads)
+		return 0;
+	for (j = n - 1; j >= 0; j--) {
+		int64_t ext = tc_poly_band_member_extent(p, node, j), size, blocks;
+		if (isl_schedule_node_band_member_get_coincident(node, j) == isl_bool_true) {
+			sizes[j] = j == outer && ext > rows ? rows : HUGE_TILE;
+			continue;
+		}
+		if (blocked) {
+			sizes[j] = 1;
+			continue;
+		}
+		if (inner * ext <= kc) {
+			sizes[j] = HUGE_TILE;
+			inner *= ext;
+			continue;
+		}
+		size = kc / inner > 0 ? kc / inner : 1;
+		blocks = (ext + size - 1) / size;
+		sizes[j] = (ext + blocks - 1) / blocks;
+		blocked = 1;
+	}
+	return blocked;
+}
+
 /* Cache tiles for a convolution's contraction band (sizes[n]; st its
  * reduction): a band with a parallel member and a reduction member that one
  * subscript of a read combines (w + r_kw).  Its weights' block for the
@@ -77,10 +151,12 @@ static int conv_tiles(const tc_poly *p, isl_schedule_node *node, const tc_poly_s
 	}
 	/* a window of more points than a block holds is no kernel window but
 	 * a whole image (a convolution's weight gradient, d_W1(f,c,kh,kw) +=!
-	 * d_O(n,f,h,w) * I(n,c,h+kh,w+kw): h and w): the BLIS blocks below
-	 * (tiles of 1 for c and kh left its register tiles rows of kw's 3
-	 * only, 13.2 against 7.8 ms at 8x64x56x56) */
-	if (!window_member || red < 0 || window <= 0 || n < 3 || window > p->target->conv_depth)
+	 * d_O(n,f,h,w) * I(n,c,h+kh,w+kw): h and w): image_tiles (tiles of 1
+	 * for c and kh left its register tiles rows of kw's 3 only, 13.2
+	 * against 7.8 ms at 8x64x56x56) */
+	if (window_member && red >= 0 && n >= 3 && window > p->target->conv_depth)
+		return image_tiles(p, node, st, sizes);
+	if (!window_member || red < 0 || window <= 0 || n < 3)
 		return 0;
 	ext = tc_poly_band_member_extent(p, node, red);
 	sizes[red] = p->target->conv_depth / window > 0 ? p->target->conv_depth / window : 1;

@@ -2617,7 +2617,12 @@ static void plain_temporaries_in_row_buffers(void **state)
  * 16-lane d_O vector), not of kw (3: 13.2 against 7.8 ms at 8x64x56x56), and
  * no cache tiles of 1 for c and kh (tile.c: a window of 4096 points is no
  * kernel window); the result within a long sum's tolerance of the
- * interpreter's. */
+ * interpreter's.  With 64 channels (tile.c, image_tiles) the reduction goes
+ * in blocks of rows of h (2 of 54 at x86-64-v4's KC of 128) inside tiles of
+ * 6 channels, the parallel loop, and the taps (kh, kw) inside the blocks,
+ * the register tile still rows of c (the reduction's blocks counted as the
+ * reduction); with 8 channels and two threads the taps stay the parallel
+ * loop, untiled (one tile of rows would leave a thread idle). */
 static void weight_gradient_rows(void **state)
 {
 	enum { N = 8, C = 8, H = 66, W = 66, F = 16 };
@@ -2647,7 +2652,24 @@ static void weight_gradient_rows(void **state)
 	assert_true(tu_contains(text, "for (int tc_p3 = 0; tc_p3 <= 7; tc_p3 += 1)"));
 	assert_true(tu_contains(text, "S1(tc_o0 + tc_p3, tc_o1, tc_o2, "));
 	tc_string_free(text);
+	text = stage_of(m, in, 2, "threads=2", "ast");
+	assert_true(tu_contains(text, "// tc_parallel\n  for (int c1 = 0; c1 <= 8; c1 += 1) {"));
+	tc_string_free(text);
 	run_variants(m, in, 2, 4, sw, out[0], opts, 2, 1, 2e-4f);
+	/* 64 channels: compiled only */
+	si[1] = sd[1] = 64;
+	si[2] = si[3] = 56;
+	sd[2] = sd[3] = 54;
+	text = stage_of(m, in, 2, "threads=2", "ast");
+	assert_true(tu_contains(text, "// tc_parallel\n  for (int c0 = 0; c0 <= 10; c0 += 1) {"));
+	assert_true(tu_contains(text, "for (int c1 = 0; c1 <= 7; c1 += 1)\n"
+				      "      for (int c2 = 0; c2 <= 26; c2 += 1)\n"
+				      "        for (int c6 = 0; c6 <= 2; c6 += 1)\n"
+				      "          for (int c7 = 0; c7 <= 2; c7 += 1) {\n"
+				      "            // tc_regtile\n"
+				      "            S1(6 * c0, c6, c7, 0, c1, 2 * c2, 0);"));
+	assert_true(tu_contains(text, "for (int tc_p3 = 0; tc_p3 <= 5; tc_p3 += 1)"));
+	tc_string_free(text);
 	tc_module_free(m);
 }
 
