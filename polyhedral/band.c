@@ -462,6 +462,25 @@ __tc_give isl_schedule_node *tc_poly_first_band(__tc_take isl_schedule_node *nod
 	return node;
 }
 
+__tc_give isl_schedule_node *tc_poly_each_band(__tc_take isl_schedule_node *node,
+	__tc_keep const tc_poly *p, tc_poly_band_fn fn, int *changed)
+{
+	isl_size n, i;
+	if (!node)
+		return node;
+	if (isl_schedule_node_get_type(node) == isl_schedule_node_band &&
+		isl_schedule_node_band_get_permutable(node) == isl_bool_true &&
+		isl_schedule_node_band_n_member(node) > 0 && !is_pack_band(p, node))
+		return fn(node, p, changed);
+	n = isl_schedule_node_n_children(node);
+	for (i = 0; node && i < n; i++) {
+		node = isl_schedule_node_child(node, i);
+		node = tc_poly_each_band(node, p, fn, changed);
+		node = node ? isl_schedule_node_parent(node) : NULL;
+	}
+	return node;
+}
+
 tc_stat tc_poly_walk_failed(__tc_keep tc_poly *p, __tc_keep tc_diags *d, const char *what)
 {
 	tc_loc none;

@@ -146,6 +146,12 @@ __tc_give isl_schedule_node *tc_poly_bands_bottom_up(__tc_take isl_schedule_node
 __tc_give isl_schedule_node *tc_poly_first_band(__tc_take isl_schedule_node *node,
 	__tc_keep const tc_poly *p, tc_poly_band_fn fn, int *found, int *changed);
 
+/* Apply fn to the outermost permutable band with at least one member of
+ * every path from node (each nest's, packing copies aside), not to the
+ * bands below one; *changed set by fn. */
+__tc_give isl_schedule_node *tc_poly_each_band(__tc_take isl_schedule_node *node,
+	__tc_keep const tc_poly *p, tc_poly_band_fn fn, int *changed);
+
 /* Record that isl could not do what (from the ctx's last error message)
  * in d, or "out of memory" when isl recorded no error (a callback of ours
  * failed to allocate); returns TC_ERR. */

@@ -35,7 +35,7 @@ static const opt_def opt_table[] = {
 	{"fusion", TC_OPT_ENUM, "auto|max|preserve3coincident|min", "auto",
 		"how the isl scheduler fuses statements into loop nests: auto fuses as max does, then schedules again each nest that fusing made serial (its outer loop no longer parallel), skewed, or strided (a statement run on every other iteration of a loop behind a test), keeping the cheaper of preserve3coincident and min for it; max fuses whatever it can (softmax and a layer's bias and activation run in one pass), preserve3coincident never gives up a parallel loop for fusion, min schedules every dependence component apart"},
 	{"tile", TC_OPT_LIST, "auto|none|1..65536", "auto",
-		"cache tile sizes for the members of the outermost permutable band, outermost first (none: no tiling; missing sizes: that member is not tiled; auto: BLIS-style blocks for contractions, the target's measured block sizes)"},
+		"cache tile sizes for the members of the outermost permutable band, outermost first (none: no tiling; missing sizes: that member is not tiled; auto: BLIS-style blocks for the contraction of every loop nest, the target's measured block sizes)"},
 	{"regtile", TC_OPT_LIST, "auto|none|1..1024", "auto",
 		"register tile sizes for the parallel members of a contraction's innermost band, innermost (vectorised) last; the reduction runs inside the tile with its partial sums in registers (auto: up to 4 vectors per row and 24 accumulators, rows from the member whose rows share the most loads; with AVX2's 16 registers 2 vectors by 6 rows)"},
 	{"unroll", TC_OPT_ENUM, "on|off", "on",

@@ -2362,6 +2362,66 @@ static void nests_share_loops_over_the_same_rows(void **state)
 	tc_module_free(m);
 }
 
+/* Every nest's contraction gets its cache blocks (tile.c, tc_poly_each_band),
+ * not only the first nest's: two matmuls of 13 x 1024 x 256 in one def
+ * both sum in blocks of KC (128 at x86-64-v4) of the 1024 (where the
+ * second's register tiles ran the whole reduction); the results within a
+ * sum's reordering bound of sums in C, on one and two threads. */
+static void every_nest_gets_cache_blocks(void **state)
+{
+	enum { M = 13, K = 1024, N = 256, V = 2 };
+	static float a[M * K], b[K * N], c[M * K], d[K * N], o1[V][M * N], o2[V][M * N];
+	static const char *const opts[V] = {"threads=1", "threads=2"};
+	int64_t sa[2] = {M, K}, sb[2] = {K, N}, so[2] = {M, N};
+	DLTensor A = {a, {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, sa, NULL, 0};
+	DLTensor B = {b, {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, sb, NULL, 0};
+	DLTensor C = {c, {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, sa, NULL, 0};
+	DLTensor D = {d, {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, sb, NULL, 0};
+	const DLTensor *in[4] = {&A, &B, &C, &D};
+	uint64_t rng = 31;
+	char *text;
+	tc_module *m;
+	int v, i, j, k;
+	(void)state;
+	for (i = 0; i < M * K; i++) {
+		a[i] = (float)tu_rand_unit(&rng) * 2 - 1;
+		c[i] = (float)tu_rand_unit(&rng) * 2 - 1;
+	}
+	for (i = 0; i < K * N; i++) {
+		b[i] = (float)tu_rand_unit(&rng) * 2 - 1;
+		d[i] = (float)tu_rand_unit(&rng) * 2 - 1;
+	}
+	m = tc_module_parse(ctx, "def k(float(M,K) A, float(K,N) B, float(M,K) C, float(K,N) D) -> (O1, O2) {\n"
+				 "  O1(m,n) +=! A(m,r_k) * B(r_k,n)\n"
+				 "  O2(m,n) +=! C(m,r_k) * D(r_k,n)\n}\n",
+		"two.tc");
+	assert_non_null(m);
+	text = stage_of(m, in, 4, "threads=1", "ast");
+	assert_true(tu_contains(text, "S0(6 * c3, 64 * c5, 128 * c1);"));
+	assert_true(tu_contains(text, "S1(6 * c3, 64 * c5, 128 * c1);"));
+	tc_string_free(text);
+	for (v = 0; v < V; v++) {
+		DLTensor O[2] = {{o1[v], {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, so, NULL, 0},
+			{o2[v], {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, so, NULL, 0}};
+		run_with_outs(m, in, 4, O, 2, opts[v], NULL);
+		for (i = 0; i < M; i++)
+			for (j = 0; j < N; j++) {
+				double s1 = 0, s2 = 0, b1 = 0, b2 = 0, bound = 2.0 * K * ldexp(1, -24);
+				for (k = 0; k < K; k++) {
+					s1 += (double)a[i * K + k] * b[k * N + j];
+					s2 += (double)c[i * K + k] * d[k * N + j];
+					b1 += fabs((double)a[i * K + k] * b[k * N + j]);
+					b2 += fabs((double)c[i * K + k] * d[k * N + j]);
+				}
+				if (!(fabs(o1[v][i * N + j] - s1) <= bound * b1) ||
+					!(fabs(o2[v][i * N + j] - s2) <= bound * b2))
+					fail_msg("%s: (%d,%d): %.9g %.9g against %.9g %.9g", opts[v], i, j,
+						o1[v][i * N + j], o2[v][i * N + j], s1, s2);
+			}
+	}
+	tc_module_free(m);
+}
+
 /* A column sum alone (a bias gradient, DB(d) +=! Y(n,d)) on several
  * threads: rows of 300 floats (1200 bytes) are too short to split among
  * the threads by columns (each thread's part of a row under two 4 KiB
@@ -4112,6 +4172,7 @@ int main(void)
 		cmocka_unit_test(nests_share_loops_over_the_same_rows),
 		cmocka_unit_test(partial_sums_per_thread),
 		cmocka_unit_test(column_sum_alone_in_chunks),
+		cmocka_unit_test(every_nest_gets_cache_blocks),
 		cmocka_unit_test(streaming_stores_in_a_fused_nest),
 		cmocka_unit_test(rolled_reduction_before_a_row_pass),
 		cmocka_unit_test(plain_temporaries_in_row_buffers),
