@@ -128,7 +128,10 @@ static int unbalanced(int64_t e, int threads)
  * index times the second's count plus the second's index (the same order
  * of the instances, so every dependence holds), above the band's other
  * members (a band as before, permutable as before).  Only where those
- * members have no AST options (isolated tiles, unrolling), sizes known.
+ * members have no AST options (isolated tiles, unrolling) and nothing
+ * below depends on them (an anchored subtree: the isolated register tiles
+ * of a padded convolution's weight gradient in cache blocks, tile.c's
+ * image_tiles, which isl cannot move under a new band), sizes known.
  * node itself when it does not apply, NULL on an isl error. */
 static isl_schedule_node *balance_members(isl_schedule_node *node, const tc_poly *p)
 {
@@ -148,7 +151,8 @@ static isl_schedule_node *balance_members(isl_schedule_node *node, const tc_poly
 		k++;
 	}
 	if (k < 2 || count[0] < 2 || !unbalanced(count[0], threads) ||
-		tc_poly_band_has_options(node))
+		tc_poly_band_has_options(node) ||
+		isl_schedule_node_is_subtree_anchored(node) != isl_bool_false)
 		return node; /* count[0] 1: single_iteration's case */
 	sum = tc_poly_band_linearize(node, 0, k, lo, step, count);
 	/* the first k members out, the sum above the rest */
