@@ -952,12 +952,13 @@ static isl_stat part_set_cb(isl_set *set, void *user)
 	return isl_stat_ok;
 }
 
-/* The children of top-level sequence node that are bands of partial sums
- * together with other statements (the scheduler puts the sum of the
- * partials in the partial sums' band, skewed) split into the partial
- * sums' nest and then the others' (isl_schedule_node_order_before: the
- * others read the partial sums, never the other way); a sequence. */
-static isl_schedule_node *split_partials(const tc_poly *p, isl_schedule_node *node)
+/* The children of sequence node (taken) that are bands of instances that
+ * cb puts in its part_set's part and of others, where cb sets other to 1
+ * for each of those (not 2: the band is left alone), split into the
+ * part's nest and then the others' (isl_schedule_node_order_before),
+ * spliced into node; a sequence. */
+static isl_schedule_node *parts_first(const tc_poly *p, isl_schedule_node *node,
+	isl_stat (*cb)(isl_set *set, void *user))
 {
 	isl_size n = isl_schedule_node_n_children(node), i, depth = isl_schedule_node_get_tree_depth(node);
 	/* from the last: isl may splice a split into node's sequence */
@@ -966,9 +967,9 @@ static isl_schedule_node *split_partials(const tc_poly *p, isl_schedule_node *no
 		if (c && isl_schedule_node_get_type(c) == isl_schedule_node_band) {
 			isl_union_set *dom = isl_schedule_node_get_domain(c);
 			part_set ps = {p, isl_union_set_empty(isl_union_set_get_space(dom)), 0};
-			isl_union_set_foreach_set(dom, part_set_cb, &ps);
+			isl_union_set_foreach_set(dom, cb, &ps);
 			isl_union_set_free(dom);
-			if (ps.other && isl_union_set_is_empty(ps.part) == isl_bool_false)
+			if (ps.other == 1 && isl_union_set_is_empty(ps.part) == isl_bool_false)
 				c = isl_schedule_node_order_before(c, ps.part);
 			else
 				isl_union_set_free(ps.part);
@@ -977,6 +978,16 @@ static isl_schedule_node *split_partials(const tc_poly *p, isl_schedule_node *no
 			 : NULL;
 	}
 	return isl_schedule_node_sequence_splice_children(node);
+}
+
+/* The children of top-level sequence node that are bands of partial sums
+ * together with other statements (the scheduler puts the sum of the
+ * partials in the partial sums' band, skewed) split into the partial
+ * sums' nest and then the others' (the others read the partial sums,
+ * never the other way); a sequence. */
+static isl_schedule_node *split_partials(const tc_poly *p, isl_schedule_node *node)
+{
+	return parts_first(p, node, part_set_cb);
 }
 
 static isl_stat init_cb(isl_set *set, void *user)
@@ -1337,23 +1348,7 @@ static isl_stat part_init_cb(isl_set *set, void *user)
  * 0.013 for 2304 x 300, whose inits the scheduler put apart). */
 static isl_schedule_node *inits_apart(const tc_poly *p, isl_schedule_node *node)
 {
-	isl_size n = isl_schedule_node_n_children(node), i, depth = isl_schedule_node_get_tree_depth(node);
-	for (i = n - 1; node && i >= 0; i--) {
-		isl_schedule_node *c = isl_schedule_node_child(isl_schedule_node_child(node, (int)i), 0);
-		if (c && isl_schedule_node_get_type(c) == isl_schedule_node_band) {
-			isl_union_set *dom = isl_schedule_node_get_domain(c);
-			part_set ps = {p, isl_union_set_empty(isl_union_set_get_space(dom)), 0};
-			isl_union_set_foreach_set(dom, part_init_cb, &ps);
-			isl_union_set_free(dom);
-			if (ps.other == 1 && isl_union_set_is_empty(ps.part) == isl_bool_false)
-				c = isl_schedule_node_order_before(c, ps.part);
-			else
-				isl_union_set_free(ps.part);
-		}
-		node = c ? isl_schedule_node_ancestor(c, isl_schedule_node_get_tree_depth(c) - depth)
-			 : NULL;
-	}
-	return isl_schedule_node_sequence_splice_children(node);
+	return parts_first(p, node, part_init_cb);
 }
 
 /* Schedule s with each top-level nest of partial sums that no fusion
