@@ -462,6 +462,14 @@ __tc_give isl_schedule_node *tc_poly_first_band(__tc_take isl_schedule_node *nod
 	return node;
 }
 
+int64_t tc_poly_row_vectors(__tc_keep const tc_target *t, int64_t want)
+{
+	int64_t acc = t->accumulators, regs = t->vector_regs > 0 ? t->vector_regs : acc * 4 / 3;
+	while (want > 1 && acc / want * want + want + 1 > regs)
+		want /= 2;
+	return want;
+}
+
 __tc_give isl_schedule_node *tc_poly_each_band(__tc_take isl_schedule_node *node,
 	__tc_keep const tc_poly *p, tc_poly_band_fn fn, int *changed)
 {

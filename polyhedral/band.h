@@ -146,6 +146,13 @@ __tc_give isl_schedule_node *tc_poly_bands_bottom_up(__tc_take isl_schedule_node
 __tc_give isl_schedule_node *tc_poly_first_band(__tc_take isl_schedule_node *node,
 	__tc_keep const tc_poly *p, tc_poly_band_fn fn, int *found, int *changed);
 
+/* The vectors of a register tile's row: want, halved while want
+ * accumulators a row (at most the target's accumulators in all), the row's
+ * vector loads and a broadcast would not fit the target's vector registers
+ * (AVX2's 16: 6 rows of 2 vectors, not 3 of 4).  The register tiling and
+ * the weight gradient's cache tiles (tile.c) count rows alike with it. */
+int64_t tc_poly_row_vectors(__tc_keep const tc_target *t, int64_t want);
+
 /* Apply fn to the outermost permutable band with at least one member of
  * every path from node (each nest's, packing copies aside), not to the
  * bands below one; *changed set by fn. */

@@ -453,7 +453,6 @@ static void regtile_sizes(const tc_poly *p, isl_schedule_node *node, const tc_po
 	isl_size n = isl_schedule_node_band_n_member(node);
 	int64_t vl = lanes(p, st), rows = 6, nvec = p->opts.unroll_inner ? p->opts.unroll_inner : 4;
 	int64_t acc = p->target->accumulators;
-	int64_t regs = p->target->vector_regs > 0 ? p->target->vector_regs : acc * 4 / 3;
 	int j, k = p->opts.nregtile, row = p->opts.nregtile ? -1 : rows_member(p, node, st, 0);
 	int row2 = -1;
 	int64_t rows2 = 1;
@@ -473,9 +472,8 @@ static void regtile_sizes(const tc_poly *p, isl_schedule_node *node, const tc_po
 			 * AVX2's 16 take 6 rows of 2 vectors (15), not 3 of 4
 			 * (17: LLVM spilled and shuffled the sums every step;
 			 * sgemm 1024 took 0.8x the time as 6 x 2 on a Zen 3) */
-			while (!p->opts.unroll_inner && nvec > 1 &&
-				acc / nvec * nvec + nvec + 1 > regs)
-				nvec /= 2;
+			if (!p->opts.unroll_inner)
+				nvec = tc_poly_row_vectors(p->target, nvec);
 			size = nvec * vl;
 			int64_t half = vl;
 			while (ext > 0 && half > ext)

@@ -53,10 +53,10 @@ static int64_t rows_tile(const tc_poly *p, isl_schedule_node *node, int j, int64
  * outward stay whole while their points stay within the target's KC, the
  * next goes in blocks that keep them about KC, the outer ones in tiles of
  * 1; the outermost parallel member (the parallel loop) in tiles of a
- * register tile's rows (regtile_sizes': the accumulators over the vectors
- * of a row of the innermost member, at most 4 vectors and 12 rows, fewer
- * vectors where the registers left would not hold a row and a broadcast; 6
- * rows for 64 floats on AVX-512 and on AVX2), the others whole: a tile of rows
+ * register tile's rows (regtile_sizes': the accumulators over a row's
+ * whole vectors of the innermost member, tc_poly_row_vectors' of them, at
+ * most 12 rows; 6 rows for 64 floats on AVX-512 and on AVX2), the others
+ * whole: a tile of rows
  * sweeps each block of d_O from the L2 once per tap.  8x64x56x56, d_O
  * 54 x 54 (docs/performance.md, "Weight gradients in blocks of the
  * reduction"): one thread 8.8 -> 7.5-8.0 ms, two 4.6 -> 4.2-4.3; blocks of
@@ -70,14 +70,13 @@ static int image_tiles(const tc_poly *p, isl_schedule_node *node, const tc_poly_
 	int64_t bytes = tc_dtype_size(p->f->tensors[st->ir->tensor].dtype);
 	int64_t kc = p->target->block_depth, cols = tc_poly_band_member_extent(p, node, n - 1);
 	int64_t lanes = bytes > 0 && bytes < p->target->vector_bytes ? p->target->vector_bytes / bytes : 1;
-	int64_t acc = p->target->accumulators, vectors = cols < 4 * lanes ? (cols + lanes - 1) / lanes : 4;
-	int64_t regs = p->target->vector_regs > 0 ? p->target->vector_regs : acc * 4 / 3;
-	int64_t rows, inner = 1;
+	int64_t vectors = tc_poly_row_vectors(p->target, 4), rows, inner = 1;
 	double depth = 1;
 	int j, outer = -1, blocked = 0;
-	while (vectors > 1 && acc / vectors * vectors + vectors + 1 > regs)
-		vectors /= 2;
-	rows = acc / vectors > 12 ? 12 : acc / vectors;
+	/* whole vectors of the row, one if it is shorter (regtile_sizes') */
+	if (cols < vectors * lanes)
+		vectors = cols >= lanes ? cols / lanes : 1;
+	rows = p->target->accumulators / vectors > 12 ? 12 : p->target->accumulators / vectors;
 	if (p->target->l2_bytes <= 0 || kc <= 0 || cols <= 0 || rows < 1 ||
 		isl_schedule_node_band_member_get_coincident(node, n - 1) != isl_bool_true)
 		return 0;
