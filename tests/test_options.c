@@ -657,6 +657,15 @@ static char *emitted(tc_kernel *k, const char *stage)
 	return text;
 }
 
+/* Fill v[0..n) with values uniform in [lo, hi) from the generator *r
+ * (a linear congruential one). */
+static void fill_uniform(float *v, size_t n, uint64_t *r, double lo, double hi)
+{
+	size_t i;
+	for (i = 0; i < n; i++, *r = *r * 6364136223846793005ULL + 1)
+		v[i] = (float)(lo + (double)(*r >> 11) / 9007199254740992.0 * (hi - lo));
+}
+
 /* Stage stage of the kernel compiled under options opts. */
 static char *stage_of(tc_module *m, const DLTensor *const *in, int nin, const char *opts,
 	const char *stage)
@@ -2383,14 +2392,10 @@ static void every_nest_gets_cache_blocks(void **state)
 	tc_module *m;
 	int v, i, j, k;
 	(void)state;
-	for (i = 0; i < M * K; i++) {
-		a[i] = (float)tu_rand_unit(&rng) * 2 - 1;
-		c[i] = (float)tu_rand_unit(&rng) * 2 - 1;
-	}
-	for (i = 0; i < K * N; i++) {
-		b[i] = (float)tu_rand_unit(&rng) * 2 - 1;
-		d[i] = (float)tu_rand_unit(&rng) * 2 - 1;
-	}
+	fill_uniform(a, M * K, &rng, -1, 1);
+	fill_uniform(c, M * K, &rng, -1, 1);
+	fill_uniform(b, K * N, &rng, -1, 1);
+	fill_uniform(d, K * N, &rng, -1, 1);
 	m = tc_module_parse(ctx, "def k(float(M,K) A, float(K,N) B, float(M,K) C, float(K,N) D) -> (O1, O2) {\n"
 				 "  O1(m,n) +=! A(m,r_k) * B(r_k,n)\n"
 				 "  O2(m,n) +=! C(m,r_k) * D(r_k,n)\n}\n",
@@ -2443,8 +2448,7 @@ static void column_sum_alone_in_chunks(void **state)
 	tc_module *m;
 	int v, i, n;
 	(void)state;
-	for (i = 0; i < N * D; i++)
-		y[i] = (float)tu_rand_unit(&rng) * 2 - 1;
+	fill_uniform(y, N * D, &rng, -1, 1);
 	m = tc_module_parse(ctx, "def k(float(N,D) Y) -> (DB) {\n  DB(d) +=! Y(n,d)\n}\n", "colsum.tc");
 	assert_non_null(m);
 	text = stage_of(m, in, 1, "threads=2", "ir");
@@ -2804,10 +2808,8 @@ static void padded_weight_gradient_on_two_threads(void **state)
 	tc_module *m;
 	int i, n, h, w;
 	(void)state;
-	for (i = 0; i < N * C * H * W; i++)
-		img[i] = (float)tu_rand_unit(&rng) * 2 - 1;
-	for (i = 0; i < N * F * H * W; i++)
-		dout[i] = (float)tu_rand_unit(&rng) * 2 - 1;
+	fill_uniform(img, N * C * H * W, &rng, -1, 1);
+	fill_uniform(dout, N * F * H * W, &rng, -1, 1);
 	m = tc_module_parse(ctx, "def k(float(N,C,H,W) I, float(N,F,H,W) d_O) -> (float(F,C,3,3) d_W1) {\n"
 				 "  d_W1(f,c,kh,kw) +=! d_O(n,f,h,w) * pad(I(n,c,h+kh-1,w+kw-1), 0.0) "
 				 "where kh in 0:3, kw in 0:3, h in 0:H, w in 0:W\n}\n",
@@ -3432,14 +3434,6 @@ static void fusion_strategies(void **state)
 	tc_module_free(m);
 }
 
-/* Fill v[0..n) with values uniform in [lo, hi) from the generator *r
- * (the linear congruential one of the tests above). */
-static void fill_uniform(float *v, size_t n, uint64_t *r, double lo, double hi)
-{
-	size_t i;
-	for (i = 0; i < n; i++, *r = *r * 6364136223846793005ULL + 1)
-		v[i] = (float)(lo + (double)(*r >> 11) / 9007199254740992.0 * (hi - lo));
-}
 
 /* Rows 0 .. nv-1 of y (stride floats apart), n elements each: no NaN in
  * row 0 (the interpreter's), every other row within 1e-5 (relative, plus
