@@ -143,6 +143,67 @@ static int pack_plan(const tc_ir_stmt *s, const tc_ir_expr *r, const int *var, i
 	return 1;
 }
 
+/* ---- broadcast operands read across their rows ----
+ *
+ * In a weight gradient dW(i,h) +=! X(r_b,i) * dH(r_b,h) the register tile
+ * (rows of i, vectors of h) broadcasts X(r_b,i..i+R-1) at each step of the
+ * reduction: R neighbours of one row of X, and the next step's R a row of
+ * X further on.  Where that row is a page or more (I = 1024 floats), every
+ * step reads another page, all in the same L1 set when the row is a
+ * multiple of 4 KiB: the R rows of X a tile sweeps, re-read by each of the
+ * output's column tiles, do not stay in the L1.  A copy with the reduction
+ * last, X_packed(i,r_b) = X(r_b,i), is the left operand of a plain matmul
+ * (R streams, each contiguous along the reduction), as BLAS libraries pack
+ * the transposed operand of sgemm TN.  The copy reads X once; it repays
+ * where the output has columns for several column tiles
+ * (BCAST_MIN_COLS_BYTES of them): docs/performance.md, "Broadcast operands
+ * read across their rows". */
+
+/* The least bytes of a row of the output for a broadcast operand to be
+ * packed (bcast_plan): 256 floats. */
+#define BCAST_MIN_COLS_BYTES 1024
+/* The least stride in bytes of the broadcast operand's reduction subscript
+ * (a page per step of the reduction). */
+#define BCAST_MIN_STRIDE_BYTES 4096
+
+/* Whether read r of statement s, whose subscripts walk the distinct index
+ * variables var[] (input_read_vars), is a broadcast operand read across its
+ * rows (see above), and its copy's order in perm: the subscripts of
+ * left-hand indices first, then those of reduction indices, each in their
+ * order.  Requires no subscript of the output's innermost index, the last
+ * subscript a left-hand index, reduction indices whose strides in the
+ * input are all BCAST_MIN_STRIDE_BYTES or more, and an output row of
+ * BCAST_MIN_COLS_BYTES or more, at the bound sizes. */
+static int bcast_plan(const tc_ir_func *f, const tc_ir_stmt *s, const tc_ir_expr *r,
+	const int *var, const int64_t *params, int *perm)
+{
+	const tc_ir_tensor *in = &f->tensors[r->id];
+	int inner = s->nlhs - 1, k, j = 0, n = r->nargs, size = tc_dtype_size(in->dtype);
+	int64_t stride = size, ext, finest = -1;
+	if (s->vars[var[n - 1]].is_reduction ||
+		tc_sx_eval(f->tensors[s->tensor].ext[inner], params, NULL, &ext) < 0 ||
+		ext * tc_dtype_size(f->tensors[s->tensor].dtype) < BCAST_MIN_COLS_BYTES)
+		return 0;
+	for (k = n - 1; k >= 0; k--) {
+		if (var[k] == inner)
+			return 0;
+		if (s->vars[var[k]].is_reduction && (finest < 0 || stride < finest))
+			finest = stride;
+		if (tc_sx_eval(in->ext[k], params, NULL, &ext) < 0 || ext > (1 << 30) / stride)
+			return 0;
+		stride *= ext;
+	}
+	if (finest < BCAST_MIN_STRIDE_BYTES)
+		return 0;
+	for (k = 0; k < n; k++)
+		if (!s->vars[var[k]].is_reduction)
+			perm[j++] = k;
+	for (k = 0; k < n; k++)
+		if (s->vars[var[k]].is_reduction)
+			perm[j++] = k;
+	return 1;
+}
+
 /* ---- panels ----
  *
  * A register tile of R rows and C columns (polyhedral/regtile.c) reads, at
@@ -285,7 +346,7 @@ static void plan_read(packer *P, const tc_ir_stmt *s, const tc_ir_expr *r)
 	if (find_use(P, s, r) >= 0 || P->nuses == MAX_PACKS ||
 		!input_read_vars(P->f, s, r, P->params, var))
 		return;
-	transposed = pack_plan(s, r, var, perm);
+	transposed = pack_plan(s, r, var, perm) || bcast_plan(P->f, s, r, var, P->params, perm);
 	if (!transposed && (!P->panel_bytes || !panel_plan(P->f, s, r, perm)))
 		return;
 	for (k = 0; k < r->nargs; k++) {

@@ -2246,6 +2246,45 @@ static void packing_transposed_operands(void **state)
 	tc_module_free(m);
 }
 
+/* Packing a broadcast operand read across its rows (ir/pack.c, "broadcast
+ * operands"): the weight gradient's X(r_b,i), whose rows of 1024 floats
+ * put every step of the reduction on another page, is copied with the
+ * reduction last (X_packed[i, r_b]); so are a batched one (the batch index
+ * first) and one with two reductions (both last, in order).  Left alone:
+ * rows of 1000 floats (4000 bytes: under a page) and an output of 200
+ * columns (under BCAST_MIN_COLS_BYTES: the copy would not repay).  Results
+ * bit-identical with pack=off and with the interpreter, on random inputs
+ * and poisoned outputs. */
+static void packing_broadcast_operands_across_rows(void **state)
+{
+	static const pack_case cases[] = {
+		{"def k(float(B,I) X, float(B,H) dH) -> (dW) { dW(i,h) +=! X(r_b,i) * dH(r_b,h) }",
+			2, 1, {{17, 1024}, {17, 256}, {1024, 256}}, {2, 2, 2},
+			{"temp   X_packed: float32(I, B)", "X_packed[i, r_b] = X[r_b, i]",
+				"(X_packed[i, r_b] * dH[r_b, h])"}, NULL},
+		{"def k(float(G,B,I) X, float(G,B,H) dH) -> (dW) {\n"
+		 "  dW(g,i,h) +=! X(g,r_b,i) * dH(g,r_b,h)\n}\n",
+			2, 1, {{2, 17, 1024}, {2, 17, 256}, {2, 1024, 256}}, {3, 3, 3},
+			{"temp   X_packed: float32(G, I, B)", "X_packed[g, i, r_b] = X[g, r_b, i]",
+				NULL}, NULL},
+		{"def k(float(A,B,I) X, float(A,B,H) dH) -> (dW) {\n"
+		 "  dW(i,h) +=! X(r_a,r_b,i) * dH(r_a,r_b,h)\n}\n",
+			2, 1, {{2, 17, 1024}, {2, 17, 256}, {1024, 256}}, {3, 3, 2},
+			{"X_packed[i, r_a, r_b] = X[r_a, r_b, i]", NULL}, NULL},
+		{"def k(float(B,I) X, float(B,H) dH) -> (dW) { dW(i,h) +=! X(r_b,i) * dH(r_b,h) }",
+			2, 1, {{17, 1000}, {17, 256}, {1000, 256}}, {2, 2, 2}, {"!_packed", NULL},
+			NULL},
+		{"def k(float(B,I) X, float(B,H) dH) -> (dW) { dW(i,h) +=! X(r_b,i) * dH(r_b,h) }",
+			2, 1, {{17, 1024}, {17, 200}, {1024, 200}}, {2, 2, 2}, {"!_packed", NULL},
+			NULL},
+	};
+	uint64_t r = 83;
+	size_t c;
+	(void)state;
+	for (c = 0; c < sizeof(cases) / sizeof(cases[0]); c++)
+		check_pack_case(&cases[c], (int)c, &r);
+}
+
 /* A convolution into a temporary, then its bias into the output
  * (T(n,f,h,w) +=! ...; O(n,f,h,w) = T(n,f,h,w) + B(f), as bench/grad.tc
  * writes it): at these sizes the isl scheduler fuses the bias under the
@@ -4197,6 +4236,7 @@ int main(void)
 		cmocka_unit_test(register_tile_uses_vector_fmas),
 		cmocka_unit_test(cpu_levels_compile_for_any_host),
 		cmocka_unit_test(packing_transposed_operands),
+		cmocka_unit_test(packing_broadcast_operands_across_rows),
 		cmocka_unit_test(column_blocks_at_odd_sizes),
 		cmocka_unit_test(packing_convolutions_channels_last),
 		cmocka_unit_test(packing_in_panels),
