@@ -276,7 +276,8 @@ const char *tc_ir_fresh_name(__tc_keep tc_arena *ar, __tc_keep const tc_ir_func 
  * are written channels last, and contractions whose output rows are
  * shorter than min_bytes with another left-hand index last (into a
  * temporary, copied back: pack.c says when).  With panel_bytes (0: none),
- * copies whose last dimension is a whole number of panel_bytes are laid out
+ * copies whose last dimension is a whole number of panel_bytes and has
+ * panel_min_row bytes or more are laid out
  * in panels of that many bytes (tc_ir_tensor.panel), and an input that a
  * reduction reads along the output's innermost index already (B in
  * A(m,r_k) * B(r_k,n)) is copied into panels too when its rows are long
@@ -284,7 +285,8 @@ const char *tc_ir_fresh_name(__tc_keep tc_arena *ar, __tc_keep const tc_ir_func 
  * when nothing is packed, NULL when out of memory; the new function lives
  * in ar and shares f's unchanged parts. */
 const tc_ir_func *tc_ir_pack(__tc_keep tc_arena *ar, __tc_keep const tc_ir_func *f,
-	__tc_keep const int64_t *params, int64_t min_bytes, int64_t panel_bytes);
+	__tc_keep const int64_t *params, int64_t min_bytes, int64_t panel_bytes,
+	int64_t panel_min_row);
 
 /* Inlining (ir/inline.c): f with every temporary that one pointwise
  * statement of a few operations defines over its whole extent, and that

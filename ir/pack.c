@@ -216,8 +216,10 @@ static int bcast_plan(const tc_ir_func *f, const tc_ir_stmt *s, const tc_ir_expr
  * rows one after the other, C elements each) makes the tile's reads one
  * contiguous stream, as BLAS libraries pack B.  On the Zen 3 host of
  * docs/performance.md sgemm 1024 took about a third of the time with
- * B in panels (AVX2: 6 rows of 2 vectors, panels of 16 floats); the
- * target asks for panels (tc_target.panel_bytes) where that was measured.
+ * B in panels (AVX2: 6 rows of 2 vectors, panels of 16 floats), sgemm 2048
+ * on the Intel host 0.83-0.89x (AVX-512: 6 rows of 4 vectors, panels of
+ * 64 floats; docs/performance.md, "An Intel host"); the target asks for
+ * panels (tc_target.panel_bytes) where that was measured.
  * Copies take panels when their rows are long (plan_read), and the copy
  * of an operand read along its rows already is made only then, and when
  * the output has rows enough to repay it. */
@@ -253,6 +255,7 @@ typedef struct packer {
 	const int64_t *params;
 	int64_t min_bytes; /* least bytes of a row of the packed copy */
 	int64_t panel_bytes; /* bytes of a panel's row (0: no panels) */
+	int64_t panel_min_row; /* least bytes of a row of a copy in panels */
 	pack packs[MAX_PACKS];
 	int npacks;
 	pack_use uses[MAX_PACKS];
@@ -330,10 +333,12 @@ static int64_t outer_rows(const packer *P, const tc_ir_stmt *s)
 /* Plan the packing of read r of statement s, if it pays: a row of the
  * packed copy has at least min_bytes (a vector register's worth; shorter
  * rows gain nothing from the register tile).  The copy is in panels where
- * the target asks for panels and its rows have 1024 bytes or more (shorter
- * ones share the L1's sets and pages between a few rows: fcrelu's 128
- * columns, a convolution's 64 output channels, where panels measured
- * slower: conv2d 8x64x56x56 1.2x the time on the Zen 3); a read in the
+ * the target asks for panels and its rows have the target's
+ * panel_min_row bytes or more (AVX2: 1024; shorter ones share the L1's
+ * sets and pages between a few rows: fcrelu's 128 columns, a
+ * convolution's 64 output channels, where panels measured slower: conv2d
+ * 8x64x56x56 1.2x the time on the Zen 3; the Intel AVX-512 host: 4096,
+ * a page per row, as sgemm 512's copy cost more than it saved); a read in the
  * output's order already is copied only then, and when the output has 64
  * rows or more (the copy reads all of B once, the contraction reads it
  * once per block of rows). */
@@ -358,7 +363,7 @@ static void plan_read(packer *P, const tc_ir_stmt *s, const tc_ir_expr *r)
 		inner * size < P->min_bytes)
 		return;
 	if (P->panel_bytes && size > 0 && P->panel_bytes % size == 0 &&
-		inner % (P->panel_bytes / size) == 0 && inner * size >= 1024)
+		inner % (P->panel_bytes / size) == 0 && inner * size >= P->panel_min_row)
 		panel = (int)(P->panel_bytes / size);
 	if (!transposed && (!panel || outer_rows(P, s) < 64))
 		return;
@@ -914,7 +919,8 @@ static const tc_ir_func *mark_transposes(tc_arena *ar, const tc_ir_func *f,
 }
 
 const tc_ir_func *tc_ir_pack(__tc_keep tc_arena *ar, __tc_keep const tc_ir_func *f,
-	__tc_keep const int64_t *params, int64_t min_bytes, int64_t panel_bytes)
+	__tc_keep const int64_t *params, int64_t min_bytes, int64_t panel_bytes,
+	int64_t panel_min_row)
 {
 	packer P;
 	tc_ir_func *g;
@@ -930,6 +936,7 @@ const tc_ir_func *tc_ir_pack(__tc_keep tc_arena *ar, __tc_keep const tc_ir_func 
 	P.params = params;
 	P.min_bytes = min_bytes;
 	P.panel_bytes = panel_bytes > 0 ? panel_bytes : 0;
+	P.panel_min_row = panel_min_row;
 	for (i = 0; i < f->nstmts; i++)
 		if (f->stmts[i].red != TC_RED_ASSIGN && f->stmts[i].nvars > f->stmts[i].nlhs)
 			plan(&P, &f->stmts[i], f->stmts[i].rhs);

@@ -48,7 +48,9 @@ typedef struct tc_target {
 			   * broadcast must fit (polyhedral/regtile.c) */
 
 	/* cache blocking of contractions (BLIS's MC, KC, NC), in elements */
-	int64_t block_rows;      /* MC: rows of the left operand per block */
+	int64_t block_rows;      /* MC: rows of the left operand per block
+				  * (0: each thread's share of the rows in one
+				  * block, polyhedral/tile.c) */
 	int64_t block_rows_long; /* MC for row members of long_rows or more */
 	int64_t long_rows;
 	int64_t block_depth;     /* KC: the reduction's block */
@@ -70,6 +72,9 @@ typedef struct tc_target {
 				  * bytes per row (ir/pack.c, "Panels"; 0:
 				  * row-major copies, and no copy of an
 				  * operand read along its rows already) */
+	int64_t panel_min_row;   /* ... for copies whose rows have this many
+				  * bytes or more (shorter ones share the L1's
+				  * sets and pages between a few rows) */
 	int64_t l2_bytes;        /* the level-2 cache (0: unknown): whether a
 				  * contraction's right operand stays in it
 				  * unblocked (polyhedral/tile.c) */

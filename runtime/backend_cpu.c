@@ -69,11 +69,12 @@ static void host_init(void)
 	host_l2 = cache_bytes(CACHE_L2);
 }
 
-/* Whether the host CPU, as LLVM names it, is cpu ("znver4"). */
-static int host_cpu_is(const char *cpu)
+/* Whether the host CPU, as LLVM names it, is cpu ("znver4"), or, with
+ * prefix, a CPU whose name starts with cpu ("znver": AMD's Zen cores). */
+static int host_cpu_is(const char *cpu, int prefix)
 {
 	const char *p = host_field(1);
-	return p && strcspn(p, ";") == strlen(cpu) && !strncmp(p, cpu, strlen(cpu));
+	return p && (prefix || strcspn(p, ";") == strlen(cpu)) && !strncmp(p, cpu, strlen(cpu));
 }
 
 /* Whether the host's LLVM feature string enables feature ("+avx512f"). */
@@ -103,7 +104,7 @@ static int has_feature(const char *feature)
  * whole run).  Row buffers up to 64 KiB live on the stack. */
 static void describe(__tc_keep tc_target *t, __tc_keep const tc_rt_opts *o)
 {
-	int regs, level = o ? o->cg.cpu : 0;
+	int regs, level = o ? o->cg.cpu : 0, intel_avx512;
 	pthread_once(&host_once, host_init);
 	memset(t, 0, sizeof(*t));
 	t->name = "cpu";
@@ -123,13 +124,19 @@ static void describe(__tc_keep tc_target *t, __tc_keep const tc_rt_opts *o)
 	 * whose two halves made 8 + 4 lanes faster than a masked 16
 	 * (docs/performance.md, "Masked rows") */
 	t->masked_rest = o && o->cg.mask ? o->cg.mask > 0
-		: !level && t->vector_bytes == 64 && !host_cpu_is("znver4");
-	/* packing copies in panels of two vectors' columns, a register
-	 * tile's row, where measured to pay: AVX2 (ir/pack.c, "Panels";
-	 * docs/performance.md) */
-	t->panel_bytes = t->vector_bytes == 32 ? 64 : 0;
-	t->block_rows = 48;
-	t->block_rows_long = 192;
+		: !level && t->vector_bytes == 64 && !host_cpu_is("znver4", 0);
+	/* packing copies in panels of a register tile's row (two vectors on
+	 * AVX2, four on AVX-512), where measured to pay: AVX2, rows of 1024
+	 * bytes or more; the Intel AVX-512 host of docs/performance.md, rows
+	 * of a page or more (not the Zen 5: "Panels of B on AVX-512"); and
+	 * there the blocks of rows the threads' shares (tile.c, rows_tile:
+	 * the right operand's blocks reused by all of a thread's rows; sgemm
+	 * 1024 0.82-0.84x the time of blocks of 48, "An Intel host") */
+	intel_avx512 = !level && t->vector_bytes == 64 && !host_cpu_is("znver", 1);
+	t->panel_bytes = t->vector_bytes == 32 ? 64 : intel_avx512 ? 4 * t->vector_bytes : 0;
+	t->panel_min_row = t->vector_bytes == 32 ? 1024 : 4096;
+	t->block_rows = intel_avx512 ? 0 : 48;
+	t->block_rows_long = intel_avx512 ? 0 : 192;
 	t->long_rows = 1536;
 	t->block_depth = 256;
 	t->conv_depth = 256;

@@ -63,7 +63,7 @@ static const tc_ir_func *pack_apply(tc_arena *ar, const tc_ir_func *f, const int
 	const tc_rt_opts *o, const tc_target *t)
 {
 	(void)o;
-	return tc_ir_pack(ar, f, params, t->vector_bytes, t->panel_bytes);
+	return tc_ir_pack(ar, f, params, t->vector_bytes, t->panel_bytes, t->panel_min_row);
 }
 
 /* Partial results per thread reorder float sums: only the CPU's compiled

@@ -1780,6 +1780,76 @@ static void test_reduction_blocks_from_the_caches(void **state)
 	tc_free(s);
 }
 
+/* Blocks of rows of each thread's share (tile.c, rows_tile; a target
+ * block_rows of 0, as the Intel AVX-512 host's): a matmul of 1024 on one
+ * thread leaves its rows whole (the right operand's KC x NC blocks serve
+ * them all), on two threads splits them in two blocks of whole register
+ * tiles (516 + 508), and fully connected 128 rows in 66 + 62; with an MC
+ * of 48, blocks of 48. */
+static void test_row_blocks_of_each_thread(void **state)
+{
+	static const char mm[] = "def k(float(M,K) A, float(K,N) B) -> (C) { C(m,n) +=! A(m,r_k) * B(r_k,n) }\n";
+	static const int64_t big[2][2] = {{1024, 1024}, {1024, 1024}}, fc[2][2] = {{128, 784}, {784, 128}};
+	tc_target t = *model_target();
+	char *s;
+	(void)state;
+	t.vector_bytes = 64;
+	t.accumulators = 24;
+	t.threads = 1;
+	s = schedule_for(mm, big, &t);
+	assert_non_null(strstr(s, "(m - (m) mod 48)"));
+	tc_free(s);
+	t.block_rows = t.block_rows_long = 0;
+	s = schedule_for(mm, big, &t);
+	assert_non_null(strstr(s, "[{ S0[m, n, r_k] -> [(0)]")); /* one tile of rows */
+	assert_null(strstr(s, "(m - (m) mod 48)"));
+	assert_non_null(strstr(s, "(r_k - (r_k) mod"));
+	tc_free(s);
+	t.threads = 2;
+	s = schedule_for(mm, big, &t);
+	assert_non_null(strstr(s, "(m - (m) mod 516)"));
+	tc_free(s);
+	s = schedule_for(mm, fc, &t);
+	assert_non_null(strstr(s, "(m - (m) mod 66)"));
+	tc_free(s);
+}
+
+/* Packing in panels from a page per row (ir/pack.c, "Panels";
+ * tc_ir_pack's panel_min_row, the Intel AVX-512 host's 4096 bytes): B of
+ * a matmul with rows of 1024 floats is copied in panels of 64 columns, one
+ * with rows of 512 floats is left alone (the copy would cost more than it
+ * saves), and with a least row of 1024 bytes (AVX2's) copied too. */
+static void test_panels_from_a_page_per_row(void **state)
+{
+	static const char mm[] = "def k(float(M,K) A, float(K,N) B) -> (C) { C(m,n) +=! A(m,r_k) * B(r_k,n) }\n";
+	static const int64_t cols[2] = {1024, 512};
+	int c;
+	(void)state;
+	for (c = 0; c < 3; c++) {
+		kernel k;
+		tc_tensor in[2];
+		int64_t params[4];
+		const tc_ir_func *g;
+		int i, panel = -1;
+		kernel_load(&k, mm, "k");
+		memset(in, 0, sizeof(in));
+		for (i = 0; i < 2; i++) {
+			in[i].dtype = TC_T_F32;
+			in[i].ndim = 2;
+			in[i].shape[0] = i ? 300 : 200;
+			in[i].shape[1] = i ? cols[c & 1] : 300;
+		}
+		assert_int_equal(tc_ir_bind(k.f, in, 2, params, &k.d), 0);
+		g = tc_ir_pack(k.ar, k.f, params, 64, 256, c < 2 ? 4096 : 1024);
+		assert_non_null(g);
+		for (i = 0; i < g->ntensors; i++)
+			if (g->tensors[i].kind == TC_TENSOR_TEMP)
+				panel = g->tensors[i].panel;
+		assert_int_equal(panel, c == 1 ? -1 : 64);
+		kernel_free(&k);
+	}
+}
+
 /* The unoptimised LLVM IR of an 8 x 32 x 32 float matmul in register
  * tiles of 4 rows by 16 columns, the rows unrolled or not (option
  * unroll), under the vector option vector (0: auto, which emits the tile
@@ -2234,6 +2304,8 @@ int main(void)
 		cmocka_unit_test(test_regtile_vector_code_matches_the_interpreter),
 		cmocka_unit_test(test_target_cache_blocks),
 		cmocka_unit_test(test_reduction_blocks_from_the_caches),
+		cmocka_unit_test(test_row_blocks_of_each_thread),
+		cmocka_unit_test(test_panels_from_a_page_per_row),
 		cmocka_unit_test(test_code_lifetime_and_errors),
 		cmocka_unit_test(test_concurrent_compilation),
 		cmocka_unit_test(test_budget_scheduler_tries_again),
