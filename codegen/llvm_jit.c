@@ -168,6 +168,21 @@ static tc_stat host_init(cg_host *h, int level, tc_diags *d)
 	h->cpu = level ? LLVMCreateMessage(levels[level - 1].name) : LLVMGetHostCPUName();
 	h->features = level ? LLVMCreateMessage(levels[level - 1].compile)
 			    : LLVMGetHostCPUFeatures();
+	if (!level && h->features && tc_cg_llvm_has_feature(h->features, "+avx512f")) {
+		/* the host's own CPU name may prefer 256-bit vectors too (Intel's
+		 * AVX-512 cores: rocketlake, sapphirerapids, ...): as for
+		 * x86-64-v4 above, the loop vectoriser gets the description's
+		 * 64 bytes */
+		size_t n = strlen(h->features);
+		char *f = tc_malloc(n + sizeof(",-prefer-256-bit"));
+		if (f) {
+			memcpy(f, h->features, n);
+			memcpy(f + n, ",-prefer-256-bit", sizeof(",-prefer-256-bit"));
+		}
+		LLVMDisposeMessage(h->features);
+		h->features = f ? LLVMCreateMessage(f) : NULL;
+		tc_free(f);
+	}
 	if (!h->triple || !h->cpu || !h->features) {
 		tc_error(d, noloc, "%s", "LLVM: cannot describe the host CPU");
 		host_dispose(h);

@@ -753,6 +753,59 @@ static void cpu_levels_compile_for_any_host(void **state)
 	tc_module_free(m);
 }
 
+/* Loops that LLVM's loop vectoriser vectorises (a pointwise def, no
+ * register tile) use 64-byte vectors wherever the description says
+ * AVX-512: for x86-64-v4, and for an AVX-512 host whose own CPU name
+ * prefers 256-bit vectors (Intel's: codegen/llvm_jit.c adds
+ * -prefer-256-bit to the host's features; softmax 128 x 1000 took 0.71-
+ * 0.78x the time, docs/performance.md, "An Intel host"); the results the
+ * interpreter's. */
+static void avx512_loops_use_whole_vectors(void **state)
+{
+	enum { N = 1000 };
+	static float x[N], y[2][N];
+	int64_t sn[1] = {N};
+	DLTensor X = {x, {kDLCPU, 0}, 1, {kDLFloat, 32, 1}, sn, NULL, 0};
+	const DLTensor *in[1] = {&X};
+	int avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+		     __builtin_cpu_supports("avx512cd") && __builtin_cpu_supports("avx512dq") &&
+		     __builtin_cpu_supports("avx512vl");
+	uint64_t r = 91;
+	tc_module *m;
+	char *text;
+	int i, v;
+	(void)state;
+	fill_uniform(x, N, &r, -1, 1);
+	m = tc_module_parse(ctx, "def k(float(N) X) -> (Y) { Y(i) = fmax(X(i) * 2.5 + 1, 0) }\n",
+		"pw.tc");
+	assert_non_null(m);
+	text = stage_of(m, in, 1, "cpu=x86-64-v4", "asm");
+	if (!count_lines_with(text, "%", "zmm"))
+		fail_msg("cpu=x86-64-v4: no zmm register in the assembly:\n%s", text);
+	tc_string_free(text);
+	text = stage_of(m, in, 1, "cpu=host", "llvm");
+	if (strstr(text, "+avx512f") && !strstr(text, "-prefer-256-bit"))
+		fail_msg("an AVX-512 host's features without -prefer-256-bit");
+	tc_string_free(text);
+	if (avx512) {
+		text = stage_of(m, in, 1, "cpu=host", "asm");
+		if (!count_lines_with(text, "%", "zmm"))
+			fail_msg("AVX-512 host: no zmm register in the assembly:\n%s", text);
+		tc_string_free(text);
+	}
+	for (v = 0; v < 2; v++) {
+		DLTensor Y = {y[v], {kDLCPU, 0}, 1, {kDLFloat, 32, 1}, sn, NULL, 0};
+		for (i = 0; i < N; i++)
+			y[v][i] = NAN;
+		run_with(m, in, 1, &Y, v ? "target=interp" : "cpu=host", NULL);
+	}
+	for (i = 0; i < N; i++) {
+		assert_false(isnan(y[0][i]));
+		assert_memory_equal(&y[0][i], &y[1][i], sizeof(float));
+	}
+	tc_module_free(m);
+}
+
 /* The contract option's rule (ir/ir.h, tc_ir_fma_of): x * y - z,
  * z - x * y and x * y + z * x round once, the left product fused when
  * both sides are products, and a product read back from a temporary does
@@ -4235,6 +4288,7 @@ int main(void)
 		cmocka_unit_test(column_register_tile),
 		cmocka_unit_test(register_tile_uses_vector_fmas),
 		cmocka_unit_test(cpu_levels_compile_for_any_host),
+		cmocka_unit_test(avx512_loops_use_whole_vectors),
 		cmocka_unit_test(packing_transposed_operands),
 		cmocka_unit_test(packing_broadcast_operands_across_rows),
 		cmocka_unit_test(column_blocks_at_odd_sizes),
