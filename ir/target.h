@@ -48,9 +48,9 @@ typedef struct tc_target {
 			   * broadcast must fit (polyhedral/regtile.c) */
 
 	/* cache blocking of contractions (BLIS's MC, KC, NC), in elements */
-	int64_t block_rows;      /* MC: rows of the left operand per block
-				  * (0: each thread's share of the rows in one
-				  * block, polyhedral/tile.c) */
+	int64_t block_rows;      /* MC: rows of the left operand per block */
+	int rows_per_thread;     /* the first nest's parallel row member in one
+				  * block per thread instead (polyhedral/tile.c) */
 	int64_t block_rows_long; /* MC for row members of long_rows or more */
 	int64_t long_rows;
 	int64_t block_depth;     /* KC: the reduction's block */

@@ -412,7 +412,7 @@ static int any_window(const tc_poly_stmt *st)
 
 /* The rows of a contraction's register tile (not a convolution's) of a
  * member of ext values that the tile pass leaves whole (shorter than 1.5
- * of the target's MC, or any with an MC of each thread's share), rows chosen so far, at most max by the
+ * of the target's MC), rows chosen so far, at most max by the
  * accumulators: as few tiles as rows allow, or fewer, of equal rows (up
  * to 16) where they divide ext, so that no tile is a partial one (27 rows
  * of 2 vectors: 9 + 9 + 9, not 12 + 12 + 3).  Batch matmul 500 x 26 x 72 x
@@ -424,8 +424,7 @@ static int64_t even_rows(const tc_poly *p, int64_t ext, int64_t rows, int64_t ma
 	int64_t t;
 	if (max > 16)
 		max = 16;
-	if (ext <= rows || rows < 1 || max < 1 ||
-		(p->target->block_rows > 0 && 2 * ext >= 3 * p->target->block_rows))
+	if (ext <= rows || rows < 1 || max < 1 || 2 * ext >= 3 * p->target->block_rows)
 		return rows;
 	for (t = (ext + max - 1) / max; t <= (ext + rows - 1) / rows; t++)
 		if (ext % t == 0)

@@ -23,10 +23,10 @@
  * (block_rows_long) for row members of long_rows or more (on the CPU 192
  * rows from 1536: B's blocks reloaded 4x less; sgemm 2048: 107.6 ms with
  * 48-row blocks, 91.5 with 96, 87.9 with 192; 1024 is the same with 48 or
- * 96; an MC of 0: the whole member, one block per thread, where the
- * right operand's KC x NC blocks then serve all of a thread's rows: the
- * Intel host of docs/performance.md), or, when the outermost band's row
- * member
+ * 96), or, where the target asks for rows_per_thread, the outermost
+ * band's row member (the parallel loop) in one block per thread, whose
+ * rows the right operand's KC x NC blocks then all serve (the Intel host
+ * of docs/performance.md), or, when that member
  * (the parallel loop) would split into a number of blocks the threads do
  * not share evenly, blocks of whole register tiles (6 rows) as even as
  * the threads allow (fully connected 784 -> 128 at 2 threads: 3 blocks of
@@ -36,9 +36,11 @@ static int64_t rows_tile(const tc_poly *p, isl_schedule_node *node, int j, int64
 	const tc_target *tg = p->target;
 	int64_t mc = ext >= tg->long_rows ? tg->block_rows_long : tg->block_rows, blocks, per, size;
 	int64_t t = tg->threads;
-	if (mc <= 0) /* each thread's share: one block, split below */
-		mc = ext > 0 ? ext : 1;
-	if (t < 2 || j != 0 || ext <= 0 || isl_schedule_node_get_tree_depth(node) > 3)
+	if (j != 0 || ext <= 0 || isl_schedule_node_get_tree_depth(node) > 3)
+		return mc;
+	if (tg->rows_per_thread) /* each thread's share: one block, split below */
+		mc = ext;
+	if (t < 2)
 		return mc;
 	blocks = (ext + mc - 1) / mc;
 	if (blocks % t == 0)

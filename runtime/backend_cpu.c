@@ -135,8 +135,9 @@ static void describe(__tc_keep tc_target *t, __tc_keep const tc_rt_opts *o)
 	intel_avx512 = !level && t->vector_bytes == 64 && !host_cpu_is("znver", 1);
 	t->panel_bytes = t->vector_bytes == 32 ? 64 : intel_avx512 ? 4 * t->vector_bytes : 0;
 	t->panel_min_row = t->vector_bytes == 32 ? 1024 : 4096;
-	t->block_rows = intel_avx512 ? 0 : 48;
-	t->block_rows_long = intel_avx512 ? 0 : 192;
+	t->rows_per_thread = intel_avx512;
+	t->block_rows = 48;
+	t->block_rows_long = 192;
 	t->long_rows = 1536;
 	t->block_depth = 256;
 	t->conv_depth = 256;

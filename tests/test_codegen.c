@@ -1780,8 +1780,8 @@ static void test_reduction_blocks_from_the_caches(void **state)
 	tc_free(s);
 }
 
-/* Blocks of rows of each thread's share (tile.c, rows_tile; a target
- * block_rows of 0, as the Intel AVX-512 host's): a matmul of 1024 on one
+/* Blocks of rows of each thread's share (tile.c, rows_tile; a target's
+ * rows_per_thread, as the Intel AVX-512 host's): a matmul of 1024 on one
  * thread leaves its rows whole (the right operand's KC x NC blocks serve
  * them all), on two threads splits them in two blocks of whole register
  * tiles (516 + 508), and fully connected 128 rows in 66 + 62; with an MC
@@ -1799,7 +1799,7 @@ static void test_row_blocks_of_each_thread(void **state)
 	s = schedule_for(mm, big, &t);
 	assert_non_null(strstr(s, "(m - (m) mod 48)"));
 	tc_free(s);
-	t.block_rows = t.block_rows_long = 0;
+	t.rows_per_thread = 1;
 	s = schedule_for(mm, big, &t);
 	assert_non_null(strstr(s, "[{ S0[m, n, r_k] -> [(0)]")); /* one tile of rows */
 	assert_null(strstr(s, "(m - (m) mod 48)"));
