@@ -173,15 +173,12 @@ static tc_stat host_init(cg_host *h, int level, tc_diags *d)
 		 * AVX-512 cores: rocketlake, sapphirerapids, ...): as for
 		 * x86-64-v4 above, the loop vectoriser gets the description's
 		 * 64 bytes */
-		size_t n = strlen(h->features);
-		char *f = tc_malloc(n + sizeof(",-prefer-256-bit"));
-		if (f) {
-			memcpy(f, h->features, n);
-			memcpy(f + n, ",-prefer-256-bit", sizeof(",-prefer-256-bit"));
-		}
+		tc_buf b;
+		tc_buf_init(&b);
+		tc_buf_printf(&b, "%s,-prefer-256-bit", h->features);
 		LLVMDisposeMessage(h->features);
-		h->features = f ? LLVMCreateMessage(f) : NULL;
-		tc_free(f);
+		h->features = b.oom ? NULL : LLVMCreateMessage(b.s);
+		tc_buf_free(&b);
 	}
 	if (!h->triple || !h->cpu || !h->features) {
 		tc_error(d, noloc, "%s", "LLVM: cannot describe the host CPU");
