@@ -11,6 +11,8 @@
  * order or the driver (schedule.c). */
 #include "band.h"
 
+#include "../lang/sexpr.h"
+
 #include <isl/id.h>
 #include <isl/ilp.h>
 #include <isl/map.h>
@@ -460,6 +462,29 @@ __tc_give isl_schedule_node *tc_poly_first_band(__tc_take isl_schedule_node *nod
 		node = isl_schedule_node_parent(node);
 	}
 	return node;
+}
+
+int tc_poly_panel_var(__tc_keep const tc_poly *p, __tc_keep const tc_poly_stmt *st)
+{
+	const tc_ir_stmt *ir = st->ir;
+	const tc_ir_tensor *t = &p->f->tensors[ir->tensor];
+	int64_t ext, lo, hi, lanes_;
+	int i;
+	if (!p->params || st->kind != TC_POLY_UPDATE || ir->red != TC_RED_ADD ||
+		(t->dtype != TC_T_F32 && t->dtype != TC_T_F64) || ir->nlhs < 2 ||
+		ir->nvars != ir->nlhs + 1 || !ir->vars[ir->nlhs].is_reduction)
+		return -1;
+	lanes_ = p->target->vector_bytes / tc_dtype_size(t->dtype);
+	if (lanes_ < 2 || tc_sx_eval(t->ext[ir->nlhs - 1], p->params, NULL, &ext) < 0 ||
+		ext <= 0 || ext % lanes_ || !tc_ir_var_range(&ir->vars[ir->nlhs], p->params, &lo, &hi) ||
+		hi - lo < 2 || hi - lo > lanes_ || (hi - lo) * (ext / lanes_) > p->target->accumulators)
+		return -1;
+	for (i = 0; p->free && i < p->f->nparams; i++) /* code for every value of a free size */
+		if (p->free[i] && (tc_sx_mentions(t->ext[ir->nlhs - 1], TC_SX_PARAM, i) ||
+			tc_sx_mentions(ir->vars[ir->nlhs].lo, TC_SX_PARAM, i) ||
+			tc_sx_mentions(ir->vars[ir->nlhs].hi, TC_SX_PARAM, i)))
+			return -1;
+	return ir->nlhs;
 }
 
 int64_t tc_poly_row_vectors(__tc_keep const tc_target *t, int64_t want)

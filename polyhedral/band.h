@@ -146,6 +146,16 @@ __tc_give isl_schedule_node *tc_poly_bands_bottom_up(__tc_take isl_schedule_node
 __tc_give isl_schedule_node *tc_poly_first_band(__tc_take isl_schedule_node *node,
 	__tc_keep const tc_poly *p, tc_poly_band_fn fn, int *found, int *changed);
 
+/* The reduction index of statement st when its operand panel fits in
+ * registers (polyhedral/order.c, "operand panels held in registers": each
+ * factor of a Kronecker product, 16 terms into rows of 16), or -1: a float
+ * sum over one reduction index of at most a vector's lanes terms whose
+ * output rows are a whole number of vectors, lanes x vectors per row at
+ * most the target's accumulators; never at a free size (sizes=parametric:
+ * the code serves every value of it).  The order pass puts that index
+ * innermost, alone in its band, and no register tile applies. */
+int tc_poly_panel_var(__tc_keep const tc_poly *p, __tc_keep const tc_poly_stmt *st);
+
 /* The vectors of a register tile's row: want, halved while want
  * accumulators a row (at most the target's accumulators in all), the row's
  * vector loads and a broadcast would not fit the target's vector registers

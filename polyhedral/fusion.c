@@ -7,8 +7,9 @@
  * seven statements of a small network's backward pass became one nest of
  * loops over b + h and h + k, serial and unvectorisable, 2.4x slower than
  * the same statements unfused (polyhedral/README.md, "fusion"); the three
- * contractions of a Kronecker product shared one loop, 1.7x slower than one
- * nest each.  The
+ * contractions of a Kronecker product shared one loop in register tiles,
+ * 1.7x slower than one nest each (without register tiles, their operand
+ * panels in registers, sharing the loop is what pays: chain_cb).  The
  * "fusion" entry (schedule.c) measures each nest of the tree with
  * tc_poly_nest_measure, schedules the statements of a nest that lost
  * something again without that fusion, and keeps whichever costs less;
@@ -309,7 +310,15 @@ static isl_bool band_cb(isl_schedule_node *node, void *user)
 }
 
 /* The contractions among the statements of a nest that reuse an operand
- * (reusing): how many, and their instances (chain_cb collects them). */
+ * (reusing) and take a register tile: how many, and their instances
+ * (chain_cb collects them).  A contraction whose operand panel the order
+ * pass holds in registers (tc_poly_panel_var: each factor of a Kronecker
+ * product) gets no register tile and is not counted: the three factors of
+ * 256 x 16^3 under one loop over m, each m's 16 KiB temporaries staying
+ * in L1, took 0.91 ms against 1.36 as three nests over all of m, whose
+ * 4 MiB temporaries went through the L3 (one thread; 0.44 against 0.65
+ * on two; Intel Xeon, docs/performance.md "Kronecker factors under one
+ * loop"). */
 typedef struct chain_ctx {
 	const tc_poly *p;
 	int n;              /* contractions seen */
@@ -317,12 +326,12 @@ typedef struct chain_ctx {
 } chain_ctx;
 
 /* Add the instances set (taken) to cc when they are a reusing
- * contraction's. */
+ * contraction's that takes a register tile. */
 static isl_stat chain_cb(isl_set *set, void *user)
 {
 	chain_ctx *cc = user;
 	const tc_poly_stmt *st = tc_poly_find_stmt(cc->p, isl_set_get_tuple_name(set));
-	if (st && reusing(st)) {
+	if (st && reusing(st) && tc_poly_panel_var(cc->p, st) < 0) {
 		cc->n++;
 		cc->dom = isl_union_set_union(cc->dom, isl_union_set_from_set(set));
 	} else {

@@ -251,36 +251,8 @@ static isl_stat window_cb(isl_set *set, void *user)
 	return isl_stat_ok;
 }
 
-/* The reduction index of statement st when its operand panel fits in
- * registers (see above), or -1: a float sum over one reduction index of at
- * most lanes terms whose output rows are a whole number of vectors, lanes
- * x vectors per row at most the target's accumulators; neither measured
- * at a free size (sizes=parametric: the code serves every value of it). */
-static int panel_var(const tc_poly *p, const tc_poly_stmt *st)
-{
-	const tc_ir_stmt *ir = st->ir;
-	const tc_ir_tensor *t = &p->f->tensors[ir->tensor];
-	int64_t ext, lo, hi, lanes_;
-	int i;
-	if (!p->params || st->kind != TC_POLY_UPDATE || ir->red != TC_RED_ADD ||
-		(t->dtype != TC_T_F32 && t->dtype != TC_T_F64) || ir->nlhs < 2 ||
-		ir->nvars != ir->nlhs + 1 || !ir->vars[ir->nlhs].is_reduction)
-		return -1;
-	lanes_ = p->target->vector_bytes / tc_dtype_size(t->dtype);
-	if (lanes_ < 2 || tc_sx_eval(t->ext[ir->nlhs - 1], p->params, NULL, &ext) < 0 ||
-		ext <= 0 || ext % lanes_ || !tc_ir_var_range(&ir->vars[ir->nlhs], p->params, &lo, &hi) ||
-		hi - lo < 2 || hi - lo > lanes_ || (hi - lo) * (ext / lanes_) > p->target->accumulators)
-		return -1;
-	for (i = 0; p->free && i < p->f->nparams; i++) /* code for every value of a free size */
-		if (p->free[i] && (tc_sx_mentions(t->ext[ir->nlhs - 1], TC_SX_PARAM, i) ||
-			tc_sx_mentions(ir->vars[ir->nlhs].lo, TC_SX_PARAM, i) ||
-			tc_sx_mentions(ir->vars[ir->nlhs].hi, TC_SX_PARAM, i)))
-			return -1;
-	return ir->nlhs;
-}
-
 /* The reduction index a band member should walk innermost, alone, for a
- * statement (dot_var or panel_var). */
+ * statement (dot_var or tc_poly_panel_var, band.c). */
 typedef int (*inner_var_fn)(const tc_poly *p, const tc_poly_stmt *st);
 
 typedef struct dot_ctx {
@@ -361,7 +333,7 @@ static isl_schedule_node *order_band(isl_schedule_node *node, void *user)
 			best = j;
 		}
 	}
-	panel = dot_member(p, node, mupa, dom, n, panel_var);
+	panel = dot_member(p, node, mupa, dom, n, tc_poly_panel_var);
 	isl_union_set_free(dom);
 	isl_multi_union_pw_aff_free(mupa);
 	if (best >= 0 && best != n - 1) {

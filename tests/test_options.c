@@ -3770,6 +3770,58 @@ static void fusion_auto_splits_chained_contractions(void **state)
 	tc_module_free(m);
 }
 
+/* Fusion auto and a chain of contractions whose operand panels the order
+ * pass holds in registers (each factor sums at most a vector's lanes of
+ * terms into rows of 16: polyhedral/band.c, tc_poly_panel_var): no
+ * register tile, so not chained; auto keeps isl's one loop over m, whose
+ * temporaries per m stay in L1 (at 256 x 16^3 0.91 ms against 1.36 as
+ * three nests; docs/performance.md).  The same def with one factor of 17
+ * rows (a register tile) is split as above.  The results agree with the
+ * interpreter's on random data. */
+static void fusion_auto_keeps_operand_panels_fused(void **state)
+{
+	enum { M = 3, N0 = 5, N1 = 6, N2 = 7, D = 16 };
+	static float w0[D * N0], w1[D * N1], w2[D * N2], x[M * N0 * N1 * N2];
+	static float outs[2][M * D * D * D];
+	int64_t s0[2] = {D, N0}, s1[2] = {D, N1}, s2[2] = {D, N2}, sx[4] = {M, N0, N1, N2};
+	int64_t sy[4] = {M, D, D, D};
+	DLTensor W0 = {w0, {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, s0, NULL, 0};
+	DLTensor W1 = {w1, {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, s1, NULL, 0};
+	DLTensor W2 = {w2, {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, s2, NULL, 0};
+	DLTensor X = {x, {kDLCPU, 0}, 4, {kDLFloat, 32, 1}, sx, NULL, 0};
+	const DLTensor *in[4] = {&W0, &W1, &W2, &X};
+	static const char *const opts[] = {"target=interp", "fusion=auto"};
+	const size_t n = sizeof(outs[0]) / sizeof(float);
+	uint64_t r = 23;
+	int v;
+	char *text;
+	tc_module *m;
+	(void)state;
+	fill_uniform(w0, sizeof(w0) / sizeof(float), &r, -1, 1);
+	fill_uniform(w1, sizeof(w1) / sizeof(float), &r, -1, 1);
+	fill_uniform(w2, sizeof(w2) / sizeof(float), &r, -1, 1);
+	fill_uniform(x, sizeof(x) / sizeof(float), &r, -1, 1);
+	m = tc_module_parse(ctx,
+		"def k(float(D0,N0) W0, float(D1,N1) W1, float(D2,N2) W2, float(M,N0,N1,N2) X)"
+		" -> (Y) {\n"
+		"  XW0(m,n1,n2,d0) +=! X(m,r_n0,n1,n2) * W0(d0,r_n0)\n"
+		"  XW1(m,n2,d0,d1) +=! XW0(m,r_n1,n2,d0) * W1(d1,r_n1)\n"
+		"  Y(m,d0,d1,d2) +=! XW1(m,r_n2,d0,d1) * W2(d2,r_n2)\n}\n", "kron.tc");
+	assert_non_null(m);
+	text = stage_of(m, in, 4, "fusion=auto parallel=on", "c");
+	assert_int_equal(parallel_nests_but_copies(text), 1);
+	tc_string_free(text);
+	text = stage_of(m, in, 4, "fusion=auto parallel=on", "ast");
+	assert_int_equal(count_lines_with(text, "// tc_regtile", ""), 0);
+	tc_string_free(text);
+	for (v = 0; v < 2; v++) {
+		DLTensor Y = {outs[v], {kDLCPU, 0}, 4, {kDLFloat, 32, 1}, sy, NULL, 0};
+		run_with(m, in, 4, &Y, opts[v], NULL);
+	}
+	expect_rows_near(outs[0], n, n, 2);
+	tc_module_free(m);
+}
+
 /* A parallel mark above the weight gradient's register tiles: its 51
  * rows are 4 register tiles of 12 and a tile of 3 (51 has no even split
  * in 4 or 5 tiles: polyhedral/regtile.c, even_rows).  When isl isolated the
@@ -4279,6 +4331,7 @@ int main(void)
 		cmocka_unit_test(fusion_auto_refits_costly_nests),
 		cmocka_unit_test(fusion_auto_splits_strided_statements),
 		cmocka_unit_test(fusion_auto_splits_chained_contractions),
+		cmocka_unit_test(fusion_auto_keeps_operand_panels_fused),
 		cmocka_unit_test(parallel_mark_above_a_block),
 		cmocka_unit_test(parallel_past_a_single_iteration),
 		cmocka_unit_test(parallel_loop_over_balanced_members),
