@@ -1924,17 +1924,22 @@ int tc_cg_llvm_vector_ok(__tc_keep cg *g, __tc_keep const tc_poly_stmt *s, int v
 
 static LLVMValueRef vexpr(cg *g, const tc_ir_expr *e, int vc, int lanes);
 
-int tc_cg_llvm_transpose_ok(__tc_keep cg *g, __tc_keep const tc_poly_stmt *s, int va, int vb)
+int tc_cg_llvm_copy_ok(__tc_keep cg *g, __tc_keep const tc_poly_stmt *s, int va, int vb)
 {
 	const tc_ir_stmt *ir = s ? s->ir : NULL;
 	const tc_ir_tensor *tt = ir ? &g->p->f->tensors[ir->tensor] : NULL;
 	const tc_ir_expr *r = ir ? ir->rhs : NULL;
+	int64_t lanes = tt ? g->p->target->vector_bytes / tc_dtype_size(tt->dtype) : 0;
 	if (!ir || s->kind != TC_POLY_ASSIGN || (tt->dtype != TC_T_F32 && tt->dtype != TC_T_F64) ||
-		tt->widened || tt->panel > 0 || ir->nlhs < 2 || vb != ir->nlhs - 1 || va < 0 ||
-		va >= ir->nlhs - 1 || s->ndims > CG_MAX_DIMS ||
+		tt->widened || ir->nlhs < 1 || vb != ir->nlhs - 1 || va < 0 || va > vb ||
+		s->ndims > CG_MAX_DIMS ||
 		(g->stream && g->streamed[ir->tensor]) || r->op != TC_OP_READ ||
-		r->id == ir->tensor || r->nargs < 2 || !unit_in(r->args[r->nargs - 1], va) ||
-		tc_ir_uses_var(r->args[r->nargs - 1], vb))
+		r->id == ir->tensor || r->nargs < 1 || g->p->f->tensors[r->id].panel > 0 ||
+		!unit_in(r->args[r->nargs - 1], va) ||
+		(va != vb && (r->nargs < 2 || tc_ir_uses_var(r->args[r->nargs - 1], vb))))
+		return 0;
+	/* a packing copy's panels (ir/ir.h) hold whole vectors of a row */
+	if (tt->panel > 0 && (!ir->pack || lanes < 1 || tt->panel % lanes))
 		return 0;
 	return vec_ok(g, r, va, tt->dtype);
 }

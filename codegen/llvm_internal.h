@@ -44,10 +44,13 @@ typedef struct cg_host {
 	LLVMTargetRef target;
 } cg_host;
 
-/* An AST iterator in scope and its stack slot. */
+/* An AST iterator in scope and its stack slot; where its loop starts at
+ * a constant and steps by one (step > 0), the iterator is base modulo step
+ * (a tile loop "c1 = 0; ...; c1 += 16": 0 modulo 16), else step is 0. */
 typedef struct cg_iter {
 	isl_id *id;
 	LLVMValueRef slot;
+	int64_t base, step;
 } cg_iter;
 
 #define CG_MAX_DIMS 64
@@ -203,15 +206,19 @@ void tc_cg_llvm_vector_store(__tc_keep cg *g, int t, __tc_keep LLVMValueRef addr
 LLVMValueRef tc_cg_llvm_vector_value(__tc_keep cg *g, __tc_keep const tc_poly_stmt *s, int vc,
 	int lanes, __tc_keep LLVMValueRef acc);
 
-/* Whether statement s is a copy that vector code moves in square tiles,
- * transposing in registers (llvm_loop.c, "transposing copies"): an
- * assignment of a float32 or float64 tensor, its last left-hand dimension
- * vb, from one read of a tensor of that type whose last subscript is
- * domain dimension va (another left-hand dimension) plus terms without it
- * and whose other subscripts do not use va; and tc_cg_llvm_vector_rhs,
- * that read as a vector of `lanes` along va, g->dom holding lane 0's
- * domain values. */
-int tc_cg_llvm_transpose_ok(__tc_keep cg *g, __tc_keep const tc_poly_stmt *s, int va, int vb);
+/* Whether statement s is a copy that vector code moves (llvm_loop.c,
+ * "copies as vector code"): an assignment of a float32 or float64 tensor,
+ * its last left-hand dimension vb, from one read of a tensor of that type
+ * (not in panels) whose last subscript is domain dimension va plus terms
+ * without it and whose other subscripts do not use va: va == vb a row
+ * copied a vector at a time, va another left-hand dimension a transpose
+ * (its last subscript then not using vb), moved in square tiles
+ * transposed in registers.  A left-hand side in panels (a packing copy's,
+ * tc_ir_tensor.panel) only where a panel holds whole vectors; the caller
+ * proves each vector's first element starts one (ast_residue).  And
+ * tc_cg_llvm_vector_rhs, that read as a vector of `lanes` along va,
+ * g->dom holding lane 0's domain values. */
+int tc_cg_llvm_copy_ok(__tc_keep cg *g, __tc_keep const tc_poly_stmt *s, int va, int vb);
 LLVMValueRef tc_cg_llvm_vector_rhs(__tc_keep cg *g, __tc_keep const tc_poly_stmt *s, int va,
 	int lanes);
 

@@ -71,6 +71,17 @@ static int room_for_iter(cg *g)
 	return 1;
 }
 
+/* Bind iterator id to its slot in g->iters (room_for_iter made room): an
+ * iterator base modulo step where step > 0 (cg_iter), 0 for unknown. */
+static void bind_iter(cg *g, isl_id *id, LLVMValueRef slot, int64_t base, int64_t step)
+{
+	g->iters[g->niters].id = id;
+	g->iters[g->niters].slot = slot;
+	g->iters[g->niters].base = base;
+	g->iters[g->niters].step = step;
+	g->niters++;
+}
+
 /* ---- loop metadata: the vector and unroll_inner options ---- */
 
 /* Whether n is a non-degenerate for node (*user set, and the walk skips
@@ -724,9 +735,10 @@ static int64_t vtile_rows(const vtile *t)
 
 /* e's value modulo m (m > 0) in [0, m) where the AST says it (the column
  * iterator col taking the value colv; a register tile's origin id the
- * value of its index expression, g->points), else -1: sums, differences,
- * negations and products of integers and such ids (a product is 0 modulo
- * m when a factor is). */
+ * value of its index expression, g->points; a loop iterator whose loop
+ * steps by a multiple of m from a constant, cg_iter), else -1: sums,
+ * differences, negations and products of integers and such ids (a product
+ * is 0 modulo m when a factor is). */
 static int64_t ast_residue(cg *g, isl_ast_expr *e, isl_id *col, int64_t colv, int64_t m)
 {
 	int64_t r = -1, a, b;
@@ -749,6 +761,12 @@ static int64_t ast_residue(cg *g, isl_ast_expr *e, isl_id *col, int64_t colv, in
 		for (k = 0; r < 0 && g->points && k < g->points->points->n; k++)
 			if (id == g->points->points->origin[k])
 				r = ast_residue(g, g->points->index[k], col, colv, m);
+		for (k = g->niters - 1; r < 0 && k >= 0; k--) /* the innermost binding */
+			if (id == g->iters[k].id) {
+				if (g->iters[k].step > 0 && g->iters[k].step % m == 0)
+					r = ((g->iters[k].base % m) + m) % m;
+				break;
+			}
 		isl_id_free(id);
 		return r;
 	case isl_ast_expr_op:
@@ -1028,9 +1046,7 @@ static int vtile_bind(cg *g, vtile *t)
 			return 0;
 		if (!*slot)
 			*slot = iter_slot(g, isl_id_get_name(id));
-		g->iters[g->niters].id = id;
-		g->iters[g->niters].slot = *slot;
-		g->niters++;
+		bind_iter(g, id, *slot, 0, 0);
 	}
 	return 1;
 }
@@ -1180,6 +1196,74 @@ static int vector_init(cg *g, isl_ast_node *n, isl_ast_node *body, LLVMValueRef 
 	return ok;
 }
 
+/* Whether the vectors of `lanes` elements that a copy (inst, its
+ * left-hand side's last dimension vb moving with loop iterator id) stores
+ * from id's value v, and from every value a multiple of lanes further,
+ * each lie in one panel of its left-hand side when that is in panels
+ * (tc_ir_tensor.panel, a multiple of lanes: tc_cg_llvm_copy_ok): the
+ * element index at v is 0 modulo lanes (ast_residue: pack_schedule's
+ * squares start at multiples of the transpose tile, a multiple of the
+ * lanes).  A vector across two panels would store into another row. */
+static int panel_rows(cg *g, const tc_poly_inst *inst, int vb, isl_id *id, int64_t v,
+	int64_t lanes)
+{
+	return g->p->f->tensors[inst->stmt->ir->tensor].panel <= 0 ||
+		ast_residue(g, inst->index[vb], id, v, lanes) == 0;
+}
+
+/* ---- copies as vector code ----
+ *
+ * The packing copies (ir/pack.c; polyhedral/schedule.c's pack_schedule
+ * tiles their last two dimensions in squares of the target's
+ * transpose_tile, full squares apart) of a kernel whose other statements
+ * are register tiles are what kept such a kernel from the lighter pass
+ * pipeline of vector code (llvm_jit.c): a matmul whose B is copied into
+ * panels (Intel AVX-512 hosts at 1024 columns or more) compiled in 88 ms
+ * against 45 without the copy.  The code generator moves them itself:
+ * a square's rows copied a vector at a time (vector_copy, below), a
+ * transpose in registers (vector_transpose), the values unchanged, so the
+ * results are the scalar copy's bits. */
+
+/* Whether the loop n (iterator slot slot, bound by the caller) holding
+ * body was emitted as a packing copy's rows of vectors: a constant loop
+ * of step 1 and a whole number of vectors of trips, along which one
+ * domain dimension moves, the last of the copy's left-hand side and of
+ * its read (tc_cg_llvm_copy_ok with va == vb). */
+static int vector_copy(cg *g, isl_ast_node *n, isl_ast_node *body, LLVMValueRef slot)
+{
+	const_loop l;
+	const tc_poly_inst *inst;
+	int vb, size, ok = 0;
+	int64_t lanes, i;
+	memset(&l, 0, sizeof(l));
+	if (g->unroll || g->opts.vector || isl_ast_node_get_type(body) != isl_ast_node_user ||
+		!(inst = tc_poly_node_inst(body)) || inst->points || !inst->stmt || !inst->stmt->ir ||
+		!inst->stmt->ir->pack || inst->n != inst->stmt->ndims || !const_loop_of(n, &l) ||
+		l.step != 1)
+		goto done;
+	size = tc_dtype_size(g->p->f->tensors[inst->stmt->ir->tensor].dtype);
+	lanes = size > 0 ? g->p->target->vector_bytes / size : 0;
+	if (lanes < 4 || l.trips % lanes || (vb = moving_dim(inst, l.id)) < 0 ||
+		!tc_cg_llvm_copy_ok(g, inst->stmt, vb, vb) || !panel_rows(g, inst, vb, l.id, l.lo, lanes))
+		goto done;
+	ok = 1;
+	for (i = 0; i < l.trips / lanes && !g->failed; i++) {
+		LLVMValueRef v;
+		LLVMBuildStore(g->B, tc_cg_llvm_i64c(g, l.lo + i * lanes), slot);
+		if (!eval_dom(g, inst, inst->n) ||
+			!(v = tc_cg_llvm_vector_rhs(g, inst->stmt, vb, (int)lanes)))
+			break;
+		tc_cg_llvm_vector_store(g, inst->stmt->ir->tensor,
+			tc_cg_llvm_lhs_address(g, inst->stmt), v);
+		g->ndom = 0;
+	}
+	g->nvector++;
+done:
+	g->ndom = 0;
+	isl_id_free(l.id);
+	return ok;
+}
+
 /* ---- transposing copies ----
  *
  * A copy that transposes (ir/pack.c's B_packed[r_k, n] = B[n, r_k] of
@@ -1188,7 +1272,7 @@ static int vector_init(cg *g, isl_ast_node *n, isl_ast_node *body, LLVMValueRef 
  * loop and writes along its inner one.  Where both loops are constant,
  * of as many trips, a whole number of a vector's lanes (16 floats on
  * AVX-512, 8 on AVX2: 2 x 2 squares of 8 in a 16 x 16 tile), for
- * statements tc_cg_llvm_transpose_ok takes, the code generator, square
+ * statements tc_cg_llvm_copy_ok takes, the code generator, square
  * by square, loads the square's rows as vectors along the outer loop, one per value
  * of the inner one, transposes them in registers (log2(lanes) stages of
  * two-vector shuffles: stage h pairs rows i and i + h, each lane block
@@ -1224,13 +1308,12 @@ static int vector_transpose(cg *g, isl_ast_node *n, isl_ast_node *body, LLVMValu
 	size = tc_dtype_size(g->p->f->tensors[inst->stmt->ir->tensor].dtype);
 	lanes = size > 0 ? g->p->target->vector_bytes / size : 0;
 	if (lanes < 4 || lanes > VT_MAX_SQUARE || outer.trips % lanes ||
-		!tc_cg_llvm_transpose_ok(g, inst->stmt, va, vb) || !room_for_iter(g))
+		!tc_cg_llvm_copy_ok(g, inst->stmt, va, vb) ||
+		!panel_rows(g, inst, vb, inner.id, inner.lo, lanes) || !room_for_iter(g))
 		goto done;
 	ok = 1;
 	islot = iter_slot(g, isl_id_get_name(inner.id));
-	g->iters[g->niters].id = inner.id;
-	g->iters[g->niters].slot = islot;
-	g->niters++;
+	bind_iter(g, inner.id, islot, 0, 0);
 	for (sq = 0; sq < outer.trips / lanes * (outer.trips / lanes) && !g->failed; sq++) {
 		int64_t o0 = outer.lo + sq / (outer.trips / lanes) * lanes;
 		int64_t i0 = inner.lo + sq % (outer.trips / lanes) * lanes;
@@ -1300,6 +1383,41 @@ static int vector_once(cg *g, isl_ast_node *n)
 	return 1;
 }
 
+/* The upper bound of a for node whose condition cond is "it <= E" or
+ * "it < E" (*strict) with E not using the iterator id, evaluated where the
+ * builder is (before the loop), or NULL for another condition.  For a
+ * register tile's reduction loop (vector code): isl's bound there
+ * (min(191, e - 1) where the reduction ends in a partial block) is then
+ * computed once per loop, not at every step of the micro-kernel, which
+ * the lighter pass pipeline of vector code (llvm_jit.c: no LICM) left as
+ * a compare, a cmov, a compare and a branch per step besides the loop's
+ * own.  Other loops keep their condition as isl wrote it (hoisted from
+ * every loop, sgemm 256 ran 1.025x the time on two threads: the outer
+ * loops' registers allocated otherwise). */
+static LLVMValueRef loop_bound(cg *g, isl_ast_expr *cond, isl_id *id, int *strict)
+{
+	enum isl_ast_expr_op_type op;
+	isl_ast_expr *a = NULL, *b = NULL;
+	LLVMValueRef ub = NULL;
+	isl_id *x = NULL;
+	if (isl_ast_expr_get_type(cond) != isl_ast_expr_op || isl_ast_expr_op_get_n_arg(cond) != 2)
+		return NULL;
+	op = isl_ast_expr_op_get_type(cond);
+	if (op != isl_ast_expr_op_le && op != isl_ast_expr_op_lt)
+		return NULL;
+	a = isl_ast_expr_op_get_arg(cond, 0);
+	b = isl_ast_expr_op_get_arg(cond, 1);
+	if (a && b && isl_ast_expr_get_type(a) == isl_ast_expr_id &&
+		(x = isl_ast_expr_get_id(a)) == id && !expr_uses(b, id)) {
+		*strict = op == isl_ast_expr_op_lt;
+		ub = tc_cg_llvm_as_i64(g, tc_cg_llvm_ast_expr(g, b));
+	}
+	isl_id_free(x);
+	isl_ast_expr_free(a);
+	isl_ast_expr_free(b);
+	return ub;
+}
+
 static void for_node(cg *g, isl_ast_node *n)
 {
 	isl_ast_expr *it = isl_ast_node_for_get_iterator(n);
@@ -1307,9 +1425,10 @@ static void for_node(cg *g, isl_ast_node *n)
 	isl_ast_expr *init = isl_ast_node_for_get_init(n);
 	isl_ast_node *body = isl_ast_node_for_get_body(n);
 	isl_ast_expr *cond = NULL, *inc = NULL;
-	LLVMValueRef slot, v, c;
+	LLVMValueRef slot, v, c, ub;
 	LLVMBasicBlockRef bcond, bbody, bexit;
 	isl_bool degenerate = isl_ast_node_for_is_degenerate(n);
+	int strict = 0;
 	isl_ast_node *nest_rows = NULL;
 	vtile vt, *vstep = NULL;
 	int vec = 0, nest = 0, follows = g->loop_follows;
@@ -1325,9 +1444,15 @@ static void for_node(cg *g, isl_ast_node *n)
 	if (!(v = tc_cg_llvm_as_i64(g, tc_cg_llvm_ast_expr(g, init))))
 		goto done;
 	LLVMBuildStore(g->B, v, slot);
-	g->iters[g->niters].id = id;
-	g->iters[g->niters].slot = slot;
-	g->niters++;
+	{ /* a constant start and step: the iterator's residue (ast_residue) */
+		int ok = 1;
+		int64_t base = ast_const(init, &ok), step;
+		inc = isl_ast_node_for_get_inc(n);
+		step = ast_const(inc, &ok);
+		isl_ast_expr_free(inc);
+		inc = NULL;
+		bind_iter(g, id, slot, base, ok && step > 0 ? step : 0);
+	}
 	if (degenerate) {
 		node(g, body);
 		g->niters--;
@@ -1337,7 +1462,8 @@ static void for_node(cg *g, isl_ast_node *n)
 		g->niters--;
 		goto done;
 	}
-	if (vector_init(g, n, body, slot) || vector_transpose(g, n, body, slot)) {
+	if (vector_init(g, n, body, slot) || vector_transpose(g, n, body, slot) ||
+		vector_copy(g, n, body, slot)) {
 		g->niters--;
 		goto done;
 	}
@@ -1366,10 +1492,15 @@ static void for_node(cg *g, isl_ast_node *n)
 	bcond = tc_cg_llvm_new_block(g, "for.cond");
 	bbody = tc_cg_llvm_new_block(g, "for.body");
 	bexit = tc_cg_llvm_new_block(g, "for.end");
+	ub = cond && vstep ? loop_bound(g, cond, id, &strict) : NULL;
 	LLVMBuildBr(g->B, bcond);
 	LLVMPositionBuilderAtEnd(g->B, bcond);
-	c = cond ? tc_cg_llvm_as_i1(g, tc_cg_llvm_ast_expr(g, cond))
-		 : tc_cg_llvm_fail(g, "malformed for node", NULL);
+	if (ub)
+		c = LLVMBuildICmp(g->B, strict ? LLVMIntSLT : LLVMIntSLE,
+			LLVMBuildLoad2(g->B, g->i64, slot, ""), ub, "");
+	else
+		c = cond ? tc_cg_llvm_as_i1(g, tc_cg_llvm_ast_expr(g, cond))
+			 : tc_cg_llvm_fail(g, "malformed for node", NULL);
 	if (c) {
 		int rolled_seen = g->rolled_seen;
 		g->rolled_seen = 0;
@@ -1827,9 +1958,7 @@ static int parallel_loop(cg *g, isl_ast_node *n)
 		v = LLVMBuildNSWAdd(g->B, LLVMGetParam(fn, 3),
 			LLVMBuildNSWMul(g->B, k, LLVMGetParam(fn, 4), ""), "");
 		LLVMBuildStore(g->B, v, itslot);
-		g->iters[g->niters].id = id;
-		g->iters[g->niters].slot = itslot;
-		g->niters++;
+		bind_iter(g, id, itslot, 0, 0);
 		g->loop_follows = 0; /* the outlined body starts a nest of its own */
 		node(g, body);
 		g->niters--;
@@ -1910,9 +2039,7 @@ static int bind_value(cg *g, isl_id *id, LLVMValueRef v)
 		return 0;
 	slot = iter_slot(g, isl_id_get_name(id));
 	LLVMBuildStore(g->B, v, slot);
-	g->iters[g->niters].id = id;
-	g->iters[g->niters].slot = slot;
-	g->niters++;
+	bind_iter(g, id, slot, 0, 0);
 	return 1;
 }
 
@@ -2055,74 +2182,129 @@ static const tc_poly_inst *tile_points(isl_ast_node *n)
 	return inst && inst->points && inst->stmt ? inst : NULL;
 }
 
-/* The only piece of point loops pt (a reference), or NULL if it has
- * several (the code picks one at run time) or a partial one. */
-static isl_ast_node *only_piece(const tc_poly_points *pt)
+/* The statement instance of the first user node below n through loops
+ * and marks (not blocks), or NULL. */
+static const tc_poly_inst *first_inst(isl_ast_node *n)
 {
-	int k, found = -1;
-	for (k = 0; k < 1 << TC_POLY_MAX_PART; k++)
-		if (pt->piece[k]) {
-			if (found >= 0)
-				return NULL;
-			found = k;
+	const tc_poly_inst *inst = NULL;
+	isl_ast_node *c = isl_ast_node_copy(n);
+	while (c && !inst) {
+		isl_ast_node *d = NULL;
+		switch (isl_ast_node_get_type(c)) {
+		case isl_ast_node_user:
+			inst = tc_poly_node_inst(c);
+			break;
+		case isl_ast_node_for:
+			d = isl_ast_node_for_get_body(c);
+			break;
+		case isl_ast_node_mark:
+			d = isl_ast_node_mark_get_node(c);
+			break;
+		default:
+			break;
 		}
-	return found >= 0 && !pt->partial ? pt->piece[found] : NULL;
+		isl_ast_node_free(c);
+		c = d;
+	}
+	isl_ast_node_free(c);
+	return inst;
+}
+
+/* Whether piece (of the reduction's point loops b) is one loop whose
+ * vector code loads the sums once (vector_nest or vector_tile of that
+ * loop itself), or a piece short of its rows run a few rows at a time
+ * (a tc_rolled mark, polyhedral/ast.c) whose loop walks left-hand
+ * dimensions only (each iteration its own rows: sums from the identity
+ * at each) around such a loop. */
+static int piece_loads_once(cg *g, const tc_poly_inst *b, isl_ast_node *piece)
+{
+	isl_ast_node *rolled = mark_child(piece, TC_POLY_MARK_ROLLED), *body = NULL, *rows = NULL;
+	isl_ast_expr *it = NULL;
+	isl_id *id = NULL;
+	const tc_poly_inst *was = g->points, *in;
+	int ok = 0, k;
+	vtile t;
+	if (rolled)
+		piece = rolled;
+	if (!piece || isl_ast_node_get_type(piece) != isl_ast_node_for ||
+		isl_ast_node_for_is_degenerate(piece) != isl_bool_false)
+		goto done;
+	it = isl_ast_node_for_get_iterator(piece);
+	id = it ? isl_ast_expr_get_id(it) : NULL;
+	body = isl_ast_node_for_get_body(piece);
+	if (!id || !body)
+		goto done;
+	g->points = b; /* as node() and points_node have it when the piece is emitted */
+	g->ordered++;
+	ok = !g->vnest && (vector_nest(g, body, id, &t, &rows) || vector_tile(g, body, id, &t));
+	g->ordered--;
+	g->points = was;
+	if (ok)
+		vtile_clear(&t);
+	else if (rolled && (in = first_inst(body)) && in->stmt == b->stmt &&
+		in->n == b->stmt->ndims) {
+		int lhs = 0, red = 0;
+		for (k = 0; k < in->n; k++)
+			if (expr_uses(in->index[k], id)) {
+				lhs += k < b->stmt->ir->nlhs;
+				red += k >= b->stmt->ir->nlhs;
+			}
+		ok = lhs && !red && piece_loads_once(g, b, body);
+	}
+done:
+	isl_ast_node_free(rolled);
+	isl_ast_node_free(rows);
+	isl_ast_node_free(body);
+	isl_id_free(id);
+	isl_ast_expr_free(it);
+	return ok;
 }
 
 /* The init statement whose register tile, block child n, need not be
  * emitted because the next child (list's at-th) is the tile of its
  * reduction over the same elements and starts its sums from the
  * identity in registers (vtile_load, g->acc_init), or NULL.  So both
- * tiles must have one piece each, the same origin, sizes and ends in the
- * left-hand dimensions, and the reduction's piece must be one loop whose
- * vector code loads the sums once (vector_nest or vector_tile of that
- * loop itself).  Otherwise a masked accumulator's load waited for the
- * init's masked store, which LLVM does not forward (about a tenth of a
- * grouped convolution's time, docs/performance.md, "Masked rows on Zen
- * 5"); plain ones it forwards, leaving the stores. */
+ * tiles must have the same origin, sizes and ends in the left-hand
+ * dimensions and the same pieces (points_pieces picks a piece of each
+ * from the same tests: the same elements), and each of the reduction's
+ * pieces must be one loop whose vector code loads the sums once
+ * (piece_loads_once).  Otherwise a masked accumulator's load waited for
+ * the init's masked store, which LLVM does not forward (about a tenth of
+ * a grouped convolution's time, docs/performance.md, "Masked rows on Zen
+ * 5"); plain ones the O3 pipeline forwards, leaving the stores, and the
+ * lighter pipeline of vector code (llvm_jit.c) does not: a weight
+ * gradient 256 x 1024 x 1024, its tiles in a piece of 6 rows and one of
+ * 4, stored its zeros and loaded them back (1.02x the time). */
 static const tc_poly_stmt *init_in_registers(cg *g, isl_ast_node *n, isl_ast_node_list *list,
 	int at)
 {
 	const tc_poly_inst *a = tile_points(n), *b;
-	isl_ast_node *next, *piece, *body = NULL, *rows = NULL;
-	isl_ast_expr *it = NULL;
-	isl_id *id = NULL;
-	const tc_poly_inst *was = g->points;
+	isl_ast_node *next;
 	int k, ok, nlhs;
-	vtile t;
-	if (!a || a->stmt->kind != TC_POLY_INIT || !only_piece(a->points))
+	if (!a || a->stmt->kind != TC_POLY_INIT)
 		return NULL;
 	next = isl_ast_node_list_get_at(list, at);
 	b = next ? tile_points(next) : NULL;
 	isl_ast_node_free(next);
-	if (!b || b->stmt->kind != TC_POLY_UPDATE || b->stmt->ir != a->stmt->ir ||
-		!(piece = only_piece(b->points)) || isl_ast_node_get_type(piece) != isl_ast_node_for ||
-		isl_ast_node_for_is_degenerate(piece) != isl_bool_false)
+	if (!b || b->stmt->kind != TC_POLY_UPDATE || b->stmt->ir != a->stmt->ir)
 		return NULL;
 	nlhs = a->stmt->ir->nlhs;
-	ok = a->n == nlhs && b->n >= nlhs && a->points->n == nlhs && b->points->n >= nlhs;
+	ok = a->n == nlhs && b->n >= nlhs && a->points->n == nlhs && b->points->n >= nlhs &&
+		a->points->npart == b->points->npart && !a->points->partial == !b->points->partial;
+	for (k = 0; ok && k < a->points->npart; k++)
+		ok = a->points->part[k] == b->points->part[k];
 	for (k = 0; ok && k < nlhs; k++)
 		ok = a->points->size[k] == b->points->size[k] &&
+			a->points->may_partial[k] == b->points->may_partial[k] &&
 			isl_ast_expr_is_equal(a->index[k], b->index[k]) == isl_bool_true &&
 			!a->points->end[k] == !b->points->end[k] &&
 			(!a->points->end[k] ||
 				isl_ast_expr_is_equal(a->points->end[k], b->points->end[k]) == isl_bool_true);
-	if (!ok)
-		return NULL;
-	it = isl_ast_node_for_get_iterator(piece);
-	id = it ? isl_ast_expr_get_id(it) : NULL;
-	body = isl_ast_node_for_get_body(piece);
-	g->points = b; /* as node() and points_node have it when the piece is emitted */
-	g->ordered++;
-	ok = id && body && !g->vnest && (vector_nest(g, body, id, &t, &rows) || vector_tile(g, body, id, &t));
-	g->ordered--;
-	g->points = was;
-	if (ok)
-		vtile_clear(&t);
-	isl_ast_node_free(rows);
-	isl_ast_node_free(body);
-	isl_id_free(id);
-	isl_ast_expr_free(it);
+	for (k = 0; ok && k < 1 << TC_POLY_MAX_PART; k++)
+		ok = !a->points->piece[k] == !b->points->piece[k] &&
+			(!b->points->piece[k] || piece_loads_once(g, b, b->points->piece[k]));
+	if (ok && b->points->partial)
+		ok = piece_loads_once(g, b, b->points->partial);
 	return ok ? a->stmt : NULL;
 }
 

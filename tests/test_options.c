@@ -1538,6 +1538,49 @@ static void packing_in_panels(void **state)
 		check_pack_case_on(&cases[c].pc, (int)c, &r, cases[c].cpu, cases[c].vector);
 }
 
+/* Packing copies as vector code (codegen/llvm_loop.c, "copies as vector
+ * code"): B copied into panels for x86-64-v3 (16 floats), row by row and
+ * transposed (A * B^T), in whole squares of 16, the register tiles' rows
+ * 70 = 11 x 6 + 4 (a piece of 6 rows and a piece of 4, run 2 rows at a
+ * time).  Every statement in a loop is then vector code, so the module
+ * gets the lighter pass pipeline (the !tc.vector_code metadata), and the
+ * tiles' sums start from zero in registers (codegen/llvm_loop.c,
+ * init_in_registers: no vector of zeros is stored in the optimised IR).
+ * Results bit-identical with pack=off and the interpreter, on random
+ * inputs and poisoned outputs (under vecreduce=off: pack=off's reduction
+ * along B's rows in A * B^T is vectorised across k otherwise). */
+static void packing_copies_as_vector_code(void **state)
+{
+	static const pack_case cases[] = {
+		{"def k(float(M,K) A, float(K,N) B) -> (C) { C(m,n) +=! A(m,r_k) * B(r_k,n) }",
+			2, 1, {{70, 320}, {320, 256}, {70, 256}}, {2, 2, 2},
+			{"B_packed: float32(K, N) in panels of 16 columns", NULL}, NULL},
+		{"def k(float(M,K) A, float(N,K) B) -> (C) { C(m,n) +=! A(m,r_k) * B(n,r_k) }",
+			2, 1, {{70, 320}, {256, 320}, {70, 256}}, {2, 2, 2},
+			{"B_packed: float32(K, N) in panels of 16 columns", NULL}, NULL},
+	};
+	uint64_t r = 67;
+	size_t c;
+	(void)state;
+	for (c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		int64_t (*sh)[5] = (int64_t (*)[5])cases[c].shapes;
+		static float a[70 * 320], b[320 * 256];
+		DLTensor A = {a, {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, sh[0], NULL, 0};
+		DLTensor B = {b, {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, sh[1], NULL, 0};
+		const DLTensor *in[2] = {&A, &B};
+		tc_module *m = tc_module_parse(ctx, cases[c].text, "vc.tc");
+		char *llvm;
+		assert_non_null(m);
+		check_pack_case_on(&cases[c], (int)c, &r, "cpu=x86-64-v3 vecreduce=off",
+			"!tc.vector_code");
+		llvm = stage_of(m, in, 2, "cpu=x86-64-v3 vecreduce=off", "llvm");
+		if (strstr(llvm, "store <8 x float> zeroinitializer"))
+			fail_msg("case %d: the tiles' zeros stored:\n%s", (int)c, llvm);
+		tc_string_free(llvm);
+		tc_module_free(m);
+	}
+}
+
 /* A convolution written channels last (ir/pack.c): one whose output
  * channels fill two vectors (or one, with short rows or a strided window)
  * reduces into a temporary O_cl with the channels last and copies it
@@ -4347,6 +4390,7 @@ int main(void)
 		cmocka_unit_test(column_blocks_at_odd_sizes),
 		cmocka_unit_test(packing_convolutions_channels_last),
 		cmocka_unit_test(packing_in_panels),
+		cmocka_unit_test(packing_copies_as_vector_code),
 		cmocka_unit_test(conv_channels_last_row_buffer),
 		cmocka_unit_test(packing_short_rows_last),
 		cmocka_unit_test(regtile_even_rows_of_short_members),
