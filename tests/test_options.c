@@ -3731,6 +3731,26 @@ static int parallel_nests_but_copies(const char *text)
 	return n;
 }
 
+/* The three-factor Kronecker product as three chained contractions, its
+ * inputs w0, w1, w2 and x (of n0 ... bytes) filled with random values. */
+static tc_module *kron_module(float *w0, size_t n0, float *w1, size_t n1, float *w2, size_t n2,
+	float *x, size_t nx, uint64_t *r)
+{
+	tc_module *m;
+	fill_uniform(w0, n0 / sizeof(float), r, -1, 1);
+	fill_uniform(w1, n1 / sizeof(float), r, -1, 1);
+	fill_uniform(w2, n2 / sizeof(float), r, -1, 1);
+	fill_uniform(x, nx / sizeof(float), r, -1, 1);
+	m = tc_module_parse(ctx,
+		"def k(float(D0,N0) W0, float(D1,N1) W1, float(D2,N2) W2, float(M,N0,N1,N2) X)"
+		" -> (Y) {\n"
+		"  XW0(m,n1,n2,d0) +=! X(m,r_n0,n1,n2) * W0(d0,r_n0)\n"
+		"  XW1(m,n2,d0,d1) +=! XW0(m,r_n1,n2,d0) * W1(d1,r_n1)\n"
+		"  Y(m,d0,d1,d2) +=! XW1(m,r_n2,d0,d1) * W2(d2,r_n2)\n}\n", "kron.tc");
+	assert_non_null(m);
+	return m;
+}
+
 /* Fusion auto and a chain of contractions (the three-factor Kronecker
  * product): isl's clustering puts all three under one loop over m, in
  * register tiles, which fusion's measure counts as chained
@@ -3757,17 +3777,7 @@ static void fusion_auto_splits_chained_contractions(void **state)
 	char *text;
 	tc_module *m;
 	(void)state;
-	fill_uniform(w0, sizeof(w0) / sizeof(float), &r, -1, 1);
-	fill_uniform(w1, sizeof(w1) / sizeof(float), &r, -1, 1);
-	fill_uniform(w2, sizeof(w2) / sizeof(float), &r, -1, 1);
-	fill_uniform(x, sizeof(x) / sizeof(float), &r, -1, 1);
-	m = tc_module_parse(ctx,
-		"def k(float(D0,N0) W0, float(D1,N1) W1, float(D2,N2) W2, float(M,N0,N1,N2) X)"
-		" -> (Y) {\n"
-		"  XW0(m,n1,n2,d0) +=! X(m,r_n0,n1,n2) * W0(d0,r_n0)\n"
-		"  XW1(m,n2,d0,d1) +=! XW0(m,r_n1,n2,d0) * W1(d1,r_n1)\n"
-		"  Y(m,d0,d1,d2) +=! XW1(m,r_n2,d0,d1) * W2(d2,r_n2)\n}\n", "kron.tc");
-	assert_non_null(m);
+	m = kron_module(w0, sizeof(w0), w1, sizeof(w1), w2, sizeof(w2), x, sizeof(x), &r);
 	/* max: one nest (one parallel loop over m); auto: a nest per contraction
 	 * (the packing copies of W1 and W2, 17 and 18 columns in two
 	 * transposing tiles of 16, are parallel loops of their own under
@@ -3840,17 +3850,7 @@ static void fusion_auto_keeps_operand_panels_fused(void **state)
 	char *text;
 	tc_module *m;
 	(void)state;
-	fill_uniform(w0, sizeof(w0) / sizeof(float), &r, -1, 1);
-	fill_uniform(w1, sizeof(w1) / sizeof(float), &r, -1, 1);
-	fill_uniform(w2, sizeof(w2) / sizeof(float), &r, -1, 1);
-	fill_uniform(x, sizeof(x) / sizeof(float), &r, -1, 1);
-	m = tc_module_parse(ctx,
-		"def k(float(D0,N0) W0, float(D1,N1) W1, float(D2,N2) W2, float(M,N0,N1,N2) X)"
-		" -> (Y) {\n"
-		"  XW0(m,n1,n2,d0) +=! X(m,r_n0,n1,n2) * W0(d0,r_n0)\n"
-		"  XW1(m,n2,d0,d1) +=! XW0(m,r_n1,n2,d0) * W1(d1,r_n1)\n"
-		"  Y(m,d0,d1,d2) +=! XW1(m,r_n2,d0,d1) * W2(d2,r_n2)\n}\n", "kron.tc");
-	assert_non_null(m);
+	m = kron_module(w0, sizeof(w0), w1, sizeof(w1), w2, sizeof(w2), x, sizeof(x), &r);
 	text = stage_of(m, in, 4, "fusion=auto parallel=on", "c");
 	assert_int_equal(parallel_nests_but_copies(text), 1);
 	tc_string_free(text);
