@@ -45,8 +45,9 @@ typedef struct cg_host {
 } cg_host;
 
 /* An AST iterator in scope and its stack slot; where its loop starts at
- * a constant and steps by one (step > 0), the iterator is base modulo step
- * (a tile loop "c1 = 0; ...; c1 += 16": 0 modulo 16), else step is 0. */
+ * the constant base and steps by the constant step (> 0), the iterator is
+ * base modulo step (a tile loop "c1 = 0; ...; c1 += 16": 0 modulo 16);
+ * else step is 0. */
 typedef struct cg_iter {
 	isl_id *id;
 	LLVMValueRef slot;

@@ -82,6 +82,14 @@ static void bind_iter(cg *g, isl_id *id, LLVMValueRef slot, int64_t base, int64_
 	g->niters++;
 }
 
+/* The elements of statement st's tensor in one of the target's vectors
+ * (0 for an element size the target's vectors do not hold). */
+static int64_t stmt_lanes(cg *g, const tc_poly_stmt *st)
+{
+	int size = tc_dtype_size(g->p->f->tensors[st->ir->tensor].dtype);
+	return size > 0 ? g->p->target->vector_bytes / size : 0;
+}
+
 /* ---- loop metadata: the vector and unroll_inner options ---- */
 
 /* Whether n is a non-degenerate for node (*user set, and the walk skips
@@ -854,15 +862,13 @@ static int vector_columns(cg *g, isl_ast_node *body, vtile *t)
 {
 	const tc_poly_inst *inst = isl_ast_node_get_type(body) == isl_ast_node_user
 		? tc_poly_node_inst(body) : NULL;
-	int size;
 	int64_t lanes, off;
 	if (!inst || inst->points || !inst->stmt || !inst->stmt->ir || inst->n != inst->stmt->ndims ||
 		t->col.step != 1)
 		return 0;
 	t->inst = inst;
 	t->vc = moving_dim(inst, t->col.id);
-	size = tc_dtype_size(g->p->f->tensors[inst->stmt->ir->tensor].dtype);
-	lanes = size > 0 ? g->p->target->vector_bytes / size : 0;
+	lanes = stmt_lanes(g, inst->stmt);
 	if (t->vc < 0 || lanes < 2)
 		return 0;
 	for (t->nvec = 0, off = 0; off < t->col.trips; off += lanes) {
@@ -1233,7 +1239,7 @@ static int vector_copy(cg *g, isl_ast_node *n, isl_ast_node *body, LLVMValueRef 
 {
 	const_loop l;
 	const tc_poly_inst *inst;
-	int vb, size, ok = 0;
+	int vb, ok = 0;
 	int64_t lanes, i;
 	memset(&l, 0, sizeof(l));
 	if (g->unroll || g->opts.vector || isl_ast_node_get_type(body) != isl_ast_node_user ||
@@ -1241,8 +1247,7 @@ static int vector_copy(cg *g, isl_ast_node *n, isl_ast_node *body, LLVMValueRef 
 		!inst->stmt->ir->pack || inst->n != inst->stmt->ndims || !const_loop_of(n, &l) ||
 		l.step != 1)
 		goto done;
-	size = tc_dtype_size(g->p->f->tensors[inst->stmt->ir->tensor].dtype);
-	lanes = size > 0 ? g->p->target->vector_bytes / size : 0;
+	lanes = stmt_lanes(g, inst->stmt);
 	if (lanes < 4 || l.trips % lanes || (vb = moving_dim(inst, l.id)) < 0 ||
 		!tc_cg_llvm_copy_ok(g, inst->stmt, vb, vb) || !panel_rows(g, inst, vb, l.id, l.lo, lanes))
 		goto done;
@@ -1291,7 +1296,7 @@ static int vector_transpose(cg *g, isl_ast_node *n, isl_ast_node *body, LLVMValu
 	isl_ast_node *user = NULL;
 	const tc_poly_inst *inst = NULL;
 	LLVMValueRef rows[VT_MAX_SQUARE], islot = NULL;
-	int va, vb, ok = 0, size, base = g->niters;
+	int va, vb, ok = 0, base = g->niters;
 	int64_t lanes, i, h, sq;
 	memset(&outer, 0, sizeof(outer));
 	memset(&inner, 0, sizeof(inner));
@@ -1305,8 +1310,7 @@ static int vector_transpose(cg *g, isl_ast_node *n, isl_ast_node *body, LLVMValu
 	if ((va = moving_dim(inst, outer.id)) < 0 || (vb = moving_dim(inst, inner.id)) < 0 ||
 		va == vb)
 		goto done;
-	size = tc_dtype_size(g->p->f->tensors[inst->stmt->ir->tensor].dtype);
-	lanes = size > 0 ? g->p->target->vector_bytes / size : 0;
+	lanes = stmt_lanes(g, inst->stmt);
 	if (lanes < 4 || lanes > VT_MAX_SQUARE || outer.trips % lanes ||
 		!tc_cg_llvm_copy_ok(g, inst->stmt, va, vb) ||
 		!panel_rows(g, inst, vb, inner.id, inner.lo, lanes) || !room_for_iter(g))
@@ -1447,10 +1451,8 @@ static void for_node(cg *g, isl_ast_node *n)
 	{ /* a constant start and step: the iterator's residue (ast_residue) */
 		int ok = 1;
 		int64_t base = ast_const(init, &ok), step;
-		inc = isl_ast_node_for_get_inc(n);
+		inc = isl_ast_node_for_get_inc(n); /* kept for the latch below */
 		step = ast_const(inc, &ok);
-		isl_ast_expr_free(inc);
-		inc = NULL;
 		bind_iter(g, id, slot, base, ok && step > 0 ? step : 0);
 	}
 	if (degenerate) {
@@ -1488,7 +1490,6 @@ static void for_node(cg *g, isl_ast_node *n)
 		goto done;
 	}
 	cond = isl_ast_node_for_get_cond(n);
-	inc = isl_ast_node_for_get_inc(n);
 	bcond = tc_cg_llvm_new_block(g, "for.cond");
 	bbody = tc_cg_llvm_new_block(g, "for.body");
 	bexit = tc_cg_llvm_new_block(g, "for.end");
