@@ -104,7 +104,7 @@ static int has_feature(const char *feature)
  * whole run).  Row buffers up to 64 KiB live on the stack. */
 static void describe(__tc_keep tc_target *t, __tc_keep const tc_rt_opts *o)
 {
-	int regs, level = o ? o->cg.cpu : 0, intel_avx512;
+	int regs, level = o ? o->cg.cpu : 0, intel_avx512, zen4;
 	pthread_once(&host_once, host_init);
 	memset(t, 0, sizeof(*t));
 	t->name = "cpu";
@@ -131,10 +131,16 @@ static void describe(__tc_keep tc_target *t, __tc_keep const tc_rt_opts *o)
 	 * of a page or more (not the Zen 5: "Panels of B on AVX-512"); and
 	 * there the blocks of rows the threads' shares (tile.c, rows_tile:
 	 * the right operand's blocks reused by all of a thread's rows; sgemm
-	 * 1024 0.82-0.84x the time of blocks of 48, "An Intel host") */
+	 * 1024 0.82-0.84x the time of blocks of 48, "An Intel host"); on the
+	 * Zen 4, whose 32 KiB L1d holds a KC x NR panel of rows 8 KiB apart in
+	 * no way, rows of two pages or more (sgemm 2048 0.91-0.94x the time
+	 * on one thread, 0.96x on two; at 1024 within the spread and the
+	 * compile 1.25x; at 512 1.03x slower: "Panels of B on Zen 4") */
 	intel_avx512 = !level && t->vector_bytes == 64 && !host_cpu_is("znver", 1);
-	t->panel_bytes = t->vector_bytes == 32 ? 64 : intel_avx512 ? 4 * t->vector_bytes : 0;
-	t->panel_min_row = t->vector_bytes == 32 ? 1024 : 4096;
+	zen4 = !level && t->vector_bytes == 64 && host_cpu_is("znver4", 0);
+	t->panel_bytes = t->vector_bytes == 32 ? 64
+		: intel_avx512 || zen4 ? 4 * t->vector_bytes : 0;
+	t->panel_min_row = t->vector_bytes == 32 ? 1024 : zen4 ? 8192 : 4096;
 	t->rows_per_thread = intel_avx512;
 	t->block_rows = 48;
 	t->block_rows_long = 192;
