@@ -318,7 +318,9 @@ void tc_poly_budget_done(__tc_keep tc_poly *p)
 int tc_poly_over_budget(__tc_keep isl_ctx *ctx)
 {
 	enum isl_error e = isl_ctx_last_error(ctx);
-	return e == isl_error_quota || e == isl_error_abort;
+	/* an abort in isl's parser is followed by a "syntax error" of its
+	 * own, which takes the last error's place: the flag tells */
+	return e == isl_error_quota || e == isl_error_abort || isl_ctx_aborted(ctx);
 }
 
 /* Parse text into acc (a union map or set, by is_set), consuming acc. */

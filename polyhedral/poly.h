@@ -476,7 +476,7 @@ void tc_poly_budget(__tc_keep tc_poly *p);
 /* End the step tc_poly_budget started: the watchdog no longer aborts. */
 void tc_poly_budget_done(__tc_keep tc_poly *p);
 /* Whether the last isl error of ctx is running past the budget (the
- * operations, or the watchdog's abort). */
+ * operations), or the watchdog aborted ctx's work since the step began. */
 int tc_poly_over_budget(__tc_keep isl_ctx *ctx);
 
 /* Generate the AST of the schedule (p->ast). */

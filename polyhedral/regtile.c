@@ -418,7 +418,8 @@ static int any_window(const tc_poly_stmt *st)
  * of 2 vectors: 9 + 9 + 9, not 12 + 12 + 3).  Batch matmul 500 x 26 x 72 x
  * 26, one thread: 2 tiles of 13 rows (of 16 and of 10 lanes) took 0.95x
  * the time of 12 + 12 + 2, whose tile of 2 rows waits on its 2 chains of
- * multiply-adds. */
+ * multiply-adds (where whole_row takes its 26 columns, on the Zen 4, 8 + 8
+ * + 8 + 2 rows of 3 registers: no split in equal rows of 8 or fewer). */
 static int64_t even_rows(const tc_poly *p, int64_t ext, int64_t rows, int64_t max)
 {
 	int64_t t;
@@ -430,6 +431,33 @@ static int64_t even_rows(const tc_poly *p, int64_t ext, int64_t rows, int64_t ma
 		if (ext % t == 0)
 			return ext / t;
 	return rows;
+}
+
+/* The vector registers that a register tile's row of size columns takes
+ * in vectors of vl lanes: whole vectors, then one of each power of two
+ * that the rest holds (codegen/llvm_loop.c, vector_columns: 26 = 16 + 8 +
+ * 2, three registers).  Rows of whole vectors and the rows of a masked
+ * rest (a multiple of vl here) take size / vl. */
+static int64_t row_registers(int64_t size, int64_t vl)
+{
+	int64_t regs = size / vl, rest = size % vl;
+	for (; rest; rest &= rest - 1)
+		regs++;
+	return regs > 0 ? regs : 1;
+}
+
+/* Whether a contraction's register tile takes the whole of its innermost
+ * member's ext values, vectors of vl lanes and a rest in narrower ones,
+ * instead of size's whole vectors and a partial tile for the rest: where
+ * the row is longer than a vector but shorter than the tile's size and
+ * 512-bit vectors take no masked rest (the Zen 4 and x86-64-v4).  Batch
+ * matmul 500 x 26 x 72 x 26 on the Zen 4, one thread: tiles of 6 rows of
+ * 26 columns (16 + 8 + 2 lanes) 0.530 ms at best against 0.581 for 13
+ * rows of 16 and 13 of 10 (docs/performance.md, "Whole rows of 26"). */
+static int whole_row(const tc_poly *p, int64_t ext, int64_t vl, int64_t size)
+{
+	return ext > vl && ext < size && ext % vl && p->target->vector_bytes == 64 &&
+		!p->target->masked_rest && !p->opts.unroll_inner && p->opts.vector <= 0;
 }
 
 /* The register tile sizes of every member of contraction band node
@@ -494,9 +522,12 @@ static void regtile_sizes(const tc_poly *p, isl_schedule_node *node, const tc_po
 			} else {
 				if (masked && ext > 0 && ext < size) /* the row, its rest masked */
 					size = (ext + vl - 1) / vl * vl;
+				else if (!x && whole_row(p, ext, vl, size))
+					size = ext;
 				else if (ext > 0 && ext < size) /* whole vectors; the rest a partial tile */
 					size = ext / vl * vl;
-				rows = acc / (size / vl) > 12 ? 12 : acc / (size / vl);
+				rows = acc / row_registers(size, vl) > 12 ? 12
+					: acc / row_registers(size, vl);
 				/* a convolution's row of one vector and a rest of
 				 * half a vector or more: vectors of half the lanes
 				 * (26 = 3 x 8 + 2, not 16 + 10; see conv_rows),
@@ -524,7 +555,7 @@ static void regtile_sizes(const tc_poly *p, isl_schedule_node *node, const tc_po
 			size = j == row ? rows : j == row2 ? rows2 : 1;
 			if (j == row && !x && !p->opts.nregtile && !any_window(st))
 				size = even_rows(p, ext, size,
-					acc / ((sizes[n - 1] + vl - 1) / vl));
+					acc / row_registers(sizes[n - 1], vl));
 			if (ext > 0 && size > ext)
 				size = ext;
 		}

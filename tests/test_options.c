@@ -1820,7 +1820,8 @@ static void packing_short_rows_last(void **state)
  * of 13, not 12 + 12 + 2, with a partial column tile (21 = 16 + 5 lanes);
  * 27 rows of 2 vectors in three of 9; 25 rows (no even split in three or
  * fewer) keep 12 + 12 + 1.  Results bit-identical with pack=off and with the interpreter
- * on random inputs and poisoned outputs. */
+ * on random inputs and poisoned outputs.  With mask=on, so that no host
+ * takes the first case's rows of 21 whole (regtile_whole_rows_...). */
 static void regtile_even_rows_of_short_members(void **state)
 {
 	static const pack_case cases[] = {
@@ -1838,7 +1839,43 @@ static void regtile_even_rows_of_short_members(void **state)
 	size_t c;
 	(void)state;
 	for (c = 0; c < sizeof(cases) / sizeof(cases[0]); c++)
-		check_pack_case(&cases[c], (int)c, &r);
+		check_pack_case_on(&cases[c], (int)c, &r, "mask=on", NULL);
+}
+
+/* Register tiles of whole rows (polyhedral/regtile.c, whole_row): where
+ * 512-bit vectors take no masked rest (x86-64-v4, the Zen 4), a batch
+ * matmul's rows of 21 columns longer than a vector are one tile's columns
+ * (16 + 4 + 1 lanes, three registers a row, so 8 rows), not a tile of 16
+ * and a partial one of 5 (13 rows each, as with mask=on); the same tile
+ * (regtile=8,21, on any host) gives the interpreter's and pack=off's
+ * results bit for bit on random inputs and poisoned outputs. */
+static void regtile_whole_rows_without_masked_rest(void **state)
+{
+	static const pack_case whole = {
+		"def k(float(B,N,M) X, float(B,M,K) Y) -> (Z) { Z(b,n,k) +=! X(b,n,r_m) * Y(b,r_m,k) }\n",
+		2, 1, {{3, 26, 19}, {3, 19, 21}, {3, 26, 21}}, {3, 3, 3}, {NULL},
+		"// tc_unroll\n        for (int tc_p2 = 0; tc_p2 <= 7; tc_p2 += 1) {\n"};
+	int64_t sx[3] = {3, 26, 19}, sy[3] = {3, 19, 21};
+	float x[3 * 26 * 19] = {0}, y[3 * 19 * 21] = {0};
+	DLTensor X = {x, {kDLCPU, 0}, 3, {kDLFloat, 32, 1}, sx, NULL, 0};
+	DLTensor Y = {y, {kDLCPU, 0}, 3, {kDLFloat, 32, 1}, sy, NULL, 0};
+	const DLTensor *in[2] = {&X, &Y};
+	uint64_t r = 37;
+	tc_module *m = tc_module_parse(ctx, whole.text, "whole.tc");
+	char *ast;
+	(void)state;
+	assert_non_null(m);
+	ast = stage_of(m, in, 2, "cpu=x86-64-v4", "ast");
+	if (!strstr(ast, whole.rows) || !strstr(ast, "tc_p3 <= 20; tc_p3 += 1)\n"))
+		fail_msg("8 rows of 21 columns expected in the AST:\n%s", ast);
+	tc_string_free(ast);
+	ast = stage_of(m, in, 2, "cpu=x86-64-v4 mask=on", "ast");
+	if (!strstr(ast, "tc_p2 <= 12; tc_p2 += 1)") || !strstr(ast, "tc_p3 <= 15; tc_p3 += 1)") ||
+		strstr(ast, "tc_p3 <= 20;"))
+		fail_msg("13 rows of 16 and of 5 columns expected with mask=on:\n%s", ast);
+	tc_string_free(ast);
+	tc_module_free(m);
+	check_pack_case_on(&whole, 0, &r, "regtile=8,21", NULL);
 }
 
 /* The register tile's rows loops (the line after each "// tc_unroll") in
@@ -3788,9 +3825,11 @@ static void fusion_auto_splits_chained_contractions(void **state)
 	text = stage_of(m, in, 4, "fusion=auto parallel=on", "c");
 	assert_int_equal(parallel_nests_but_copies(text), 3);
 	tc_string_free(text);
-	text = stage_of(m, in, 4, "fusion=auto parallel=on", "ast");
+	text = stage_of(m, in, 4, "fusion=auto parallel=on mask=on", "ast");
 	/* the second and third in register tiles; the first (rows of 16 from 5
-	 * terms) keeps its operand panel in registers instead (order.c) */
+	 * terms) keeps its operand panel in registers instead (order.c); with
+	 * mask=on, so that no host takes the rows of 17 and 18 whole (a mark
+	 * above the init and one above the sums: regtile.c, whole_row) */
 	assert_int_equal(count_lines_with(text, "// tc_regtile", ""), 2);
 	tc_string_free(text);
 	for (v = 0; v < 3; v++) {
@@ -3885,7 +3924,8 @@ static void parallel_mark_above_a_block(void **state)
 	DLTensor dL = {dl, {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, sl, NULL, 0};
 	DLTensor W2 = {w2, {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, sw, NULL, 0};
 	const DLTensor *in[4] = {&X, &Hd, &dL, &W2};
-	static const char *const opts[] = {"target=interp", "threads=2 parallel=on"};
+	/* mask=on: no host takes the rows of 24 whole (regtile.c, whole_row) */
+	static const char *const opts[] = {"target=interp", "threads=2 parallel=on mask=on"};
 	uint64_t r = 11;
 	int v;
 	char *text;
@@ -4394,6 +4434,7 @@ int main(void)
 		cmocka_unit_test(conv_channels_last_row_buffer),
 		cmocka_unit_test(packing_short_rows_last),
 		cmocka_unit_test(regtile_even_rows_of_short_members),
+		cmocka_unit_test(regtile_whole_rows_without_masked_rest),
 		cmocka_unit_test(padded_convolution_tiles_of_constant_rows),
 		cmocka_unit_test(windows_of_every_size),
 		cmocka_unit_test(masked_rows),
