@@ -283,16 +283,21 @@ void tc_poly_budget(__tc_keep tc_poly *p)
 {
 	double secs = p->opts.max_seconds > 0 ? p->opts.max_seconds : TC_POLY_MAX_SECONDS;
 	unsigned long ops;
-	isl_ctx_resume(p->ctx);
-	isl_ctx_reset_error(p->ctx);
 	ops = p->opts.max_ops ? p->opts.max_ops : TC_POLY_MAX_OPS;
 	if (p->ctx_max_ops && p->ctx_max_ops < ops)
 		ops = p->ctx_max_ops;
 	isl_ctx_set_max_operations(p->ctx, ops);
 	isl_ctx_reset_operations(p->ctx);
-	if (!p->watch && !(p->watch = watch_new(p->ctx)))
+	if (!p->watch && !(p->watch = watch_new(p->ctx))) {
+		isl_ctx_resume(p->ctx);
+		isl_ctx_reset_error(p->ctx);
 		return;
+	}
+	/* resumed under the watchdog's lock: the last step's deadline,
+	 * passing now, cannot abort the new step */
 	pthread_mutex_lock(&p->watch->mu);
+	isl_ctx_resume(p->ctx);
+	isl_ctx_reset_error(p->ctx);
 	clock_gettime(CLOCK_MONOTONIC, &p->watch->deadline);
 	p->watch->deadline.tv_sec += (time_t)secs;
 	p->watch->deadline.tv_nsec += (long)((secs - (double)(time_t)secs) * 1e9);
