@@ -174,30 +174,18 @@ static isl_schedule_constraints *constraints_for(tc_poly *p, isl_union_set *dom,
 		isl_union_set_copy(at)), generic);
 }
 
-/* The isl operations and seconds the isl scheduler may take at the sizes
- * of a kernel whose statements all have at most two dimensions (all_low:
- * isl schedules its components whole) before it schedules for every size
- * instead (schedule_instances).  At the sizes, whole components ran for
- * the whole budget (10 s, on a few pivots of ever larger numbers, so the
- * operations never ran out) on layernorm_bwd of bench/kernels.tc at every
- * size tried, from 64 x 32 to 4096 x 1024, where scheduling for every size
+/* The seconds the isl scheduler may take at the sizes of a kernel whose
+ * statements all have at most two dimensions (all_low: isl schedules its
+ * components whole) before it schedules for every size instead
+ * (schedule_instances).  At the sizes, whole components ran for the whole
+ * budget (10 s, on a few pivots of ever larger numbers, so the operations
+ * never ran out) on layernorm_bwd of bench/kernels.tc at every size
+ * tried, from 64 x 32 to 4096 x 1024, where scheduling for every size
  * takes 0.04 s; softmax and layer norm take 5 ms at their sizes.
  * Scheduling such kernels for every size from the start gives the same
  * code (softmax, layer norm, rmsnorm_res: schedules that differ in
  * constant shifts, the same optimised LLVM IR) but costs building the
- * model again (softmax 1024 x 1024: 4 -> 43 ms), so the sizes come first.
- * The operations decide (the same outcome on every machine and under any
- * load): softmax, layer norm and rmsnorm_res of bench/kernels.tc need 8.9k
- * to 9.3k at every size from 7 x 13 to 4096 x 4096 (2-4 ms), every
- * all_low kernel of the corpora at most 15.3k, while the kernels whose
- * pivots grow (layernorm_bwd and the derived backward defs of layer norm)
- * ran their first 16k in 2-10 ms and their next ones in 0.1-0.8 s.  The
- * seconds stay as a backstop.  With seconds alone, which ran out at a
- * point that depended on the machine's load, the step ran 0.25 s on them,
- * and an abort at a few points inside isl's scheduler
- * (isl_tab_basic_set_non_trivial_lexmin) leaks 660 bytes in the isl of
- * libLLVM 19 (LeakSanitizer, test_cuda_files under ASan). */
-#define LOW_OPS 16000ul
+ * model again (softmax 1024 x 1024: 4 -> 43 ms), so the sizes come first. */
 #define LOW_SECONDS 0.25
 
 /* A schedule of the instances dom (kept) with fusion strategy fusion, or
@@ -206,7 +194,7 @@ static isl_schedule_constraints *constraints_for(tc_poly *p, isl_union_set *dom,
  * it is at every size).  Once scheduling at the sizes ran past the budget,
  * later calls (the fusion entry's) schedule for every size at once.  For
  * a kernel of all_low statements the attempt at the sizes has
- * LOW_OPS and LOW_SECONDS, and running past them needs no warning (the code is the
+ * LOW_SECONDS, and running past them needs no warning (the code is the
  * same); the rest of the step then has a budget of its own. */
 static isl_schedule *schedule_instances(tc_poly *p, isl_union_set *dom, tc_poly_fusion fusion,
 	tc_diags *d)
@@ -218,13 +206,9 @@ static isl_schedule *schedule_instances(tc_poly *p, isl_union_set *dom, tc_poly_
 		double secs = p->opts.max_seconds;
 		int over, brief = p->params && all_low(p) && (secs <= 0 || secs > LOW_SECONDS);
 		if (brief) {
-			unsigned long ops = p->opts.max_ops;
 			p->opts.max_seconds = LOW_SECONDS;
-			if (!ops || ops > LOW_OPS)
-				p->opts.max_ops = LOW_OPS;
 			tc_poly_budget(p);
 			p->opts.max_seconds = secs;
-			p->opts.max_ops = ops;
 		}
 		s = compute_schedule(p, constraints_for(p, dom, 0), 0, fusion);
 		over = !s && tc_poly_over_budget(p->ctx);

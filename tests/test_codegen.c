@@ -634,9 +634,8 @@ static void test_budget_exhausted_keeps_a_legal_schedule(void **state)
 /* layernorm_bwd of bench/kernels.tc (statements of at most two
  * dimensions): at its sizes, isl's whole-component scheduling ran for the
  * whole budget (10 s) at any size before scheduling for every size with a
- * warning; now it gives up after 16,000 isl operations, a few
- * milliseconds (schedule.c, LOW_OPS; LOW_SECONDS as a backstop), without
- * one, and the result is the interpreter's. */
+ * warning; now it gives up after a quarter of a second (schedule.c,
+ * LOW_SECONDS) without one, and the result is the interpreter's. */
 static void test_low_kernel_schedules_for_every_size(void **state)
 {
 	static const char text[] =
