@@ -478,6 +478,15 @@ void tc_poly_budget_done(__tc_keep tc_poly *p);
 /* Whether the last isl error of ctx is running past the budget (the
  * operations), or the watchdog aborted ctx's work since the step began. */
 int tc_poly_over_budget(__tc_keep isl_ctx *ctx);
+/* Around one isl call on this thread that returns nothing when isl gives
+ * up (the scheduler): in AddressSanitizer builds, what the call allocated
+ * and did not free is withheld from LeakSanitizer when gave_up is set
+ * (isl loses memory when it is aborted at some points: polyhedral/leaks.c
+ * says where and why this is the narrowest remedy); returns how many
+ * allocations that was.  Scopes do not nest.  In other builds, nothing
+ * (0). */
+void tc_poly_leaks_begin(void);
+size_t tc_poly_leaks_end(int gave_up);
 
 /* Generate the AST of the schedule (p->ast). */
 tc_stat tc_poly_ast(__tc_keep tc_poly *p, __tc_keep tc_diags *d);

@@ -137,7 +137,9 @@ static isl_schedule *compute_schedule(tc_poly *p, isl_schedule_constraints *sc, 
 	isl_options_set_schedule_maximize_coincidence(p->ctx,
 		fusion == TC_POLY_FUSE_PRESERVE3COINCIDENT);
 	isl_options_set_schedule_whole_component(p->ctx, (low || was) != other);
+	tc_poly_leaks_begin();
 	s = isl_schedule_constraints_compute_schedule(sc);
+	tc_poly_leaks_end(!s && tc_poly_over_budget(p->ctx));
 	isl_options_set_schedule_whole_component(p->ctx, was);
 	return s;
 }

@@ -41,6 +41,7 @@
 #include "lang/diag.h"
 #include "polyhedral/passes.h"
 #include "runtime/backend.h"
+#include "testutil.h"
 
 /* The host CPU as the cpu backend describes it (runtime/backend_cpu.c):
  * the target the models below are built for, as tc_compile builds them. */
@@ -62,29 +63,6 @@ static int env_flag(const char *name)
 {
 	const char *s = getenv(name);
 	return s && *s && strcmp(s, "0") != 0;
-}
-
-/* The whole file, NUL-terminated (malloc'ed), or NULL. */
-static char *slurp(const char *path)
-{
-	FILE *fp = fopen(path, "rb");
-	char *buf;
-	long n;
-	if (!fp)
-		return NULL;
-	if (fseek(fp, 0, SEEK_END) < 0 || (n = ftell(fp)) < 0 || fseek(fp, 0, SEEK_SET) < 0) {
-		fclose(fp);
-		return NULL;
-	}
-	buf = malloc((size_t)n + 1);
-	if (buf && fread(buf, 1, (size_t)n, fp) != (size_t)n) {
-		free(buf);
-		buf = NULL;
-	}
-	if (buf)
-		buf[n] = 0;
-	fclose(fp);
-	return buf;
 }
 
 static void spit(const char *path, const char *text)
@@ -125,7 +103,7 @@ static void load(loaded *l, const char *file, const char *text, const char *entr
 	memset(l, 0, sizeof(*l));
 	if (file) {
 		snprintf(path, sizeof(path), "%s/%s.tc", CORPUS_DIR, file);
-		owned = slurp(path);
+		owned = tu_read_file(path);
 		if (!owned)
 			fail_msg("cannot read %s", path);
 		text = owned;
@@ -700,7 +678,7 @@ static void test_parametric_matmul_matches_golden(void **state)
 	if (env_flag("TC_UPDATE_GOLDEN")) {
 		spit(path, text);
 	} else {
-		want = slurp(path);
+		want = tu_read_file(path);
 		if (!want)
 			fail_msg("%s is missing: run TC_UPDATE_GOLDEN=1 test_cgc to create it",
 				path);

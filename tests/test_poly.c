@@ -91,25 +91,6 @@ static int env_flag(const char *name)
 	return s && *s && strcmp(s, "0") != 0;
 }
 
-/* The whole file, NUL-terminated (malloc'ed), or NULL. */
-static char *slurp(const char *path)
-{
-	FILE *fp = fopen(path, "rb");
-	if (!fp)
-		return NULL;
-	char *buf = NULL;
-	long n = -1;
-	if (fseek(fp, 0, SEEK_END) == 0 && (n = ftell(fp)) >= 0 && fseek(fp, 0, SEEK_SET) == 0 &&
-		(buf = malloc((size_t)n + 1)) && fread(buf, 1, (size_t)n, fp) == (size_t)n) {
-		buf[n] = 0;
-	} else {
-		free(buf);
-		buf = NULL;
-	}
-	fclose(fp);
-	return buf;
-}
-
 static void spit(const char *path, const char *text)
 {
 	FILE *fp = fopen(path, "wb");
@@ -132,7 +113,7 @@ static void expect_golden(const char *text, const char *file)
 		spit(path, text);
 		return;
 	}
-	char *want = slurp(path);
+	char *want = tu_read_file(path);
 	if (!want)
 		fail_msg("%s is missing: run TC_UPDATE_GOLDEN=1 test_poly to create it", path);
 	if (strcmp(want, text) != 0) {

@@ -250,6 +250,25 @@ static inline void tu_poison(tu_tensor *t)
 	}
 }
 
+/* The whole file at path, NUL-terminated (free it), or NULL. */
+static inline char *tu_read_file(const char *path)
+{
+	FILE *fp = fopen(path, "rb");
+	char *buf = NULL;
+	long n = -1;
+	if (!fp)
+		return NULL;
+	if (fseek(fp, 0, SEEK_END) == 0 && (n = ftell(fp)) >= 0 && fseek(fp, 0, SEEK_SET) == 0 &&
+		(buf = malloc((size_t)n + 1)) && fread(buf, 1, (size_t)n, fp) == (size_t)n) {
+		buf[n] = 0;
+	} else {
+		free(buf);
+		buf = NULL;
+	}
+	fclose(fp);
+	return buf;
+}
+
 /* Whether message contains needle; prints the message when not, so a failing
  * assertion shows what the library said. */
 static inline int tu_contains(const char *message, const char *needle)
