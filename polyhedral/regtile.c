@@ -526,8 +526,9 @@ static void regtile_sizes(const tc_poly *p, isl_schedule_node *node, const tc_po
 					size = ext;
 				else if (ext > 0 && ext < size) /* whole vectors; the rest a partial tile */
 					size = ext / vl * vl;
-				rows = acc / row_registers(size, vl) > 12 ? 12
-					: acc / row_registers(size, vl);
+				rows = acc / row_registers(size, vl);
+				if (rows > 12)
+					rows = 12;
 				/* a convolution's row of one vector and a rest of
 				 * half a vector or more: vectors of half the lanes
 				 * (26 = 3 x 8 + 2, not 16 + 10; see conv_rows),
