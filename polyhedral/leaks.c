@@ -6,9 +6,9 @@
  * functions does not free what it allocated first when its second
  * allocation fails: push_union in isl_tab.c, called by isl_tab_push_basis
  * with the column array it has just allocated, returns -1 without freeing
- * the array when the undo record's allocation fails (in libLLVM 19's isl,
- * Debian's isl 0.25 and isl's sources since 2008).  The scheduler reaches
- * it about once every 20 operations in
+ * the array when the undo record's allocation fails (read in isl's sources
+ * of 2018; LeakSanitizer caught it in libLLVM 19's isl-0.25-193).  The
+ * scheduler reaches it about once every 20 operations in
  * isl_tab_basic_set_non_trivial_lexmin, so an abort at a random moment
  * loses 4 bytes per column now and then.  That is a few hundred bytes per
  * aborted scheduling step in a long-running program, but LeakSanitizer

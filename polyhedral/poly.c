@@ -288,16 +288,16 @@ void tc_poly_budget(__tc_keep tc_poly *p)
 		ops = p->ctx_max_ops;
 	isl_ctx_set_max_operations(p->ctx, ops);
 	isl_ctx_reset_operations(p->ctx);
-	if (!p->watch)
-		p->watch = watch_new(p->ctx); /* none: operations alone */
+	if (!p->watch && !(p->watch = watch_new(p->ctx))) {
+		isl_ctx_resume(p->ctx); /* no watchdog: operations alone */
+		isl_ctx_reset_error(p->ctx);
+		return;
+	}
 	/* resumed under the watchdog's lock: the last step's deadline,
 	 * passing now, cannot abort the new step */
-	if (p->watch)
-		pthread_mutex_lock(&p->watch->mu);
+	pthread_mutex_lock(&p->watch->mu);
 	isl_ctx_resume(p->ctx);
 	isl_ctx_reset_error(p->ctx);
-	if (!p->watch)
-		return;
 	clock_gettime(CLOCK_MONOTONIC, &p->watch->deadline);
 	p->watch->deadline.tv_sec += (time_t)secs;
 	p->watch->deadline.tv_nsec += (long)((secs - (double)(time_t)secs) * 1e9);
