@@ -572,9 +572,20 @@ static LLVMValueRef ast_op(cg *g, isl_ast_expr *e)
 	case isl_ast_expr_op_add: return LLVMBuildNSWAdd(g->B, a, b, "");
 	case isl_ast_expr_op_sub: return LLVMBuildNSWSub(g->B, a, b, "");
 	case isl_ast_expr_op_mul: return LLVMBuildNSWMul(g->B, a, b, "");
-	case isl_ast_expr_op_div: /* exact */
+	/* isl's exact division, by a positive constant a plain sdiv: not
+	 * `sdiv exact`, which LLVM 19 miscompiles when the AST computes the
+	 * divisibility test c % d == 0 that guards the division.  DivRemPairs
+	 * hoists the guarded `sdiv exact` next to the `srem` of the test
+	 * keeping its flag, and the DAG combiner then derives the srem from
+	 * the exact quotient (c - (c /exact d) * d, always 0): the guard
+	 * held for every c, and a collapsed loop's diagonal statement
+	 * (T(i) = O(i, i, i) under c0 % 21 == 0) stored out of bounds
+	 * (llvm/llvm-project#145360, fixed in LLVM 21; tests/fuzz/regress/
+	 * exact-division-guard.tc).  Where the division is exact the
+	 * quotient is the same. */
+	case isl_ast_expr_op_div:
 		if (LLVMIsAConstantInt(b) && LLVMConstIntGetSExtValue(b) > 0)
-			return LLVMBuildExactSDiv(g->B, a, b, "");
+			return LLVMBuildSDiv(g->B, a, b, "");
 		return int_divmod(g, a, b, 1, 0, 0);
 	case isl_ast_expr_op_fdiv_q: return int_divmod(g, a, b, 1, 1, 0);
 	/* isl's pdiv: a dividend known not to be negative.  By a positive
