@@ -27,7 +27,10 @@
  * case reduces per element (summed over its statements), scale the largest
  * finite magnitude among the case's inputs and outputs, integers included
  * (at least 1);
- * infinities and NaN must match exactly.
+ * infinities and NaN must match exactly (a NaN's sign aside: the sign of a
+ * NaN that an operation makes is unspecified, docs/language.md 6.8, so
+ * copysign's second argument is taken through fabs where it may be one,
+ * fix_nsign).
  *
  * Each case's backward def is also derived (tc_module_grad, without and
  * with TC_GRAD_SAVES): a refusal must be a user error, never an internal
@@ -219,6 +222,8 @@ typedef struct node {
 	short a[4];         /* children (N_READ: the subscripts) */
 	short kind, inexact, weak, conditional;
 	short zsign;        /* a zero of this value may be -0 or +0 (see fix_zsign) */
+	short nsign;        /* it may be a NaN an operation made, of unspecified
+			       sign (see fix_nsign) */
 	double v;           /* N_INT, N_FLOAT */
 	short rev;          /* N_READ on a subscript position: N-1-v form is built as N_BIN */
 } node;
@@ -235,6 +240,7 @@ typedef struct tensor {
 	int dst;         /* T_INDEX: the size whose range its values index */
 	int kind, inexact, written, dead;
 	int zsign;       /* a zero in it may have either sign (a float max/min reduction) */
+	int nsign;       /* it may hold a NaN of unspecified sign (fix_nsign) */
 } tensor;
 
 enum { OP_SET, OP_ADD_B, OP_MUL_B, OP_MAX_B, OP_MIN_B, OP_ADD, OP_MUL, OP_MAX, OP_MIN };
@@ -431,6 +437,7 @@ static int gen_read(gen *g, int notaint, int depth)
 	p->nd[i].kind = (short)p->t[t].kind;
 	p->nd[i].inexact = (short)p->t[t].inexact;
 	p->nd[i].zsign = (short)p->t[t].zsign;
+	p->nd[i].nsign = (short)p->t[t].nsign;
 	p->nd[i].n = (short)p->t[t].rank;
 	for (d = 0; d < p->t[t].rank; d++) {
 		int sub;
@@ -468,6 +475,7 @@ static int leaf(gen *g, int want, int notaint)
 			p->nd[i].kind = p->nd[root].kind;
 			p->nd[i].inexact = p->nd[root].inexact;
 			p->nd[i].zsign = p->nd[root].zsign;
+			p->nd[i].nsign = p->nd[root].nsign;
 		} else if (r == 6) {
 			i = new_node(g, N_SIZE);
 			p->nd[i].op = (short)rnd(g, p->nsizes);
@@ -577,6 +585,36 @@ static int fix_zsign(gen *g, int a)
 	return i;
 }
 
+/* Node a, or fabs(a) where a may be a NaN that an operation made: the
+ * sign of such a NaN is unspecified (docs/language.md 6.8; x86 makes a
+ * negative NaN at run time, LLVM folds a positive one), and copysign's
+ * second argument turns it into different values (seed 20261202 cases
+ * 4235 and 5330: copysign(1.75, 1.0 % 0), the % folded to a positive NaN
+ * in the compiled code).  fabs sets the sign of a NaN too. */
+static int fix_nsign(gen *g, int a)
+{
+	prog *p = g->p;
+	int i;
+	if (!p->nd[a].nsign)
+		return a;
+	i = fix_zsign(g, a);
+	if (i == a) { /* not wrapped by fix_zsign: wrap it here */
+		int b;
+		for (b = 0; strcmp(builtins[b].name, "fabs"); b++)
+			;
+		i = new_node(g, N_CALL);
+		if (!i)
+			return 0;
+		p->nd[i].op = (short)b;
+		p->nd[i].n = 1;
+		p->nd[i].a[0] = (short)a;
+		p->nd[i].kind = K_FLOAT;
+		p->nd[i].inexact = p->nd[a].inexact;
+	}
+	p->nd[i].nsign = 0;
+	return i;
+}
+
 /* An expression of the wanted kind; notaint: no inexact value in it. */
 static int gen_expr(gen *g, int depth, int want, int notaint)
 {
@@ -656,6 +694,8 @@ static int gen_expr(gen *g, int depth, int want, int notaint)
 		p->nd[i].kind = (short)common_kind(p->nd[a].kind, p->nd[b].kind, 1);
 		p->nd[i].inexact = p->nd[a].inexact | p->nd[b].inexact;
 		p->nd[i].zsign = p->nd[i].kind == K_FLOAT && (p->nd[a].zsign | p->nd[b].zsign);
+		p->nd[i].nsign = p->nd[i].kind == K_FLOAT &&
+			(p->nd[a].nsign | p->nd[b].nsign | (op == B_DIV) | (op == B_MOD));
 		return i;
 	}
 	if (r < 8) { /* negation of a non-literal number */
@@ -668,6 +708,7 @@ static int gen_expr(gen *g, int depth, int want, int notaint)
 		p->nd[i].kind = p->nd[a].kind;
 		p->nd[i].inexact = p->nd[a].inexact;
 		p->nd[i].zsign = p->nd[a].zsign;
+		p->nd[i].nsign = p->nd[a].nsign;
 		return i;
 	}
 	if (r < 11) { /* c ? a : b */
@@ -683,6 +724,7 @@ static int gen_expr(gen *g, int depth, int want, int notaint)
 		p->nd[i].kind = (short)common_kind(p->nd[a].kind, p->nd[b].kind, 0);
 		p->nd[i].inexact = p->nd[a].inexact | p->nd[b].inexact;
 		p->nd[i].zsign = p->nd[i].kind == K_FLOAT && (p->nd[a].zsign | p->nd[b].zsign);
+		p->nd[i].nsign = p->nd[i].kind == K_FLOAT && (p->nd[a].nsign | p->nd[b].nsign);
 		p->nd[i].weak = p->nd[a].weak && p->nd[b].weak;
 		return i;
 	}
@@ -699,6 +741,7 @@ static int gen_expr(gen *g, int depth, int want, int notaint)
 		p->nd[i].kind = (short)dtypes[d].kind;
 		p->nd[i].inexact = exact ? 0 : p->nd[a].inexact;
 		p->nd[i].zsign = exact ? 0 : p->nd[a].zsign;
+		p->nd[i].nsign = exact ? 0 : p->nd[a].nsign;
 		return i;
 	}
 	if (r < 17 && !notaint && want != W_INT) { /* a builtin */
@@ -717,6 +760,8 @@ static int gen_expr(gen *g, int depth, int want, int notaint)
 				a = gen_expr(g, depth + 1, W_NUM, !br->continuous);
 			if (!br->continuous)
 				a = fix_zsign(g, a);
+			if (k == 1 && !strcmp(br->name, "copysign"))
+				a = fix_nsign(g, a);
 			p->nd[i].zsign |= p->nd[a].zsign;
 			p->nd[i].a[k] = (short)a;
 		}
@@ -726,6 +771,9 @@ static int gen_expr(gen *g, int depth, int want, int notaint)
 				(short)fix_zsign(g, leaf(g, W_NUM, !br->continuous));
 		p->nd[i].kind = br->kind == B_INT_RESULT ? K_INT : K_FLOAT;
 		p->nd[i].zsign = p->nd[i].kind == K_FLOAT && p->nd[i].zsign;
+		/* a float builtin may make a NaN (log(-1), fmod(x, 0), ...);
+		 * fabs gives it a sign */
+		p->nd[i].nsign = p->nd[i].kind == K_FLOAT && strcmp(br->name, "fabs");
 		p->nd[i].inexact = br->kind != B_INT_RESULT;
 		return i;
 	}
@@ -742,6 +790,7 @@ static int gen_expr(gen *g, int depth, int want, int notaint)
 		p->nd[i].kind = (short)common_kind(p->nd[a].kind, p->nd[b].kind, 0);
 		p->nd[i].inexact = p->nd[a].inexact | p->nd[b].inexact;
 		p->nd[i].zsign = p->nd[i].kind == K_FLOAT && (p->nd[a].zsign | p->nd[b].zsign);
+		p->nd[i].nsign = p->nd[i].kind == K_FLOAT && (p->nd[a].nsign | p->nd[b].nsign);
 		return i;
 	}
 	return leaf(g, want, notaint);
@@ -769,7 +818,7 @@ static void gen_stmt(gen *g)
 {
 	prog *p = g->p;
 	stmt *s = &p->s[p->nstmts];
-	int cand[MAXT], n = 0, t, v, inplace, notaint, red_len_float, zsign;
+	int cand[MAXT], n = 0, t, v, inplace, notaint, red_len_float, zsign, nsign;
 	int sizes_used[MAXSIZES] = {0}, nsz = 0, szl[MAXSIZES];
 	memset(s, 0, sizeof *s);
 	s->exists_root = -1;
@@ -876,6 +925,7 @@ static void gen_stmt(gen *g)
 			p->nd[c].kind = (short)dtypes[p->t[t].dtype].kind;
 			p->nd[c].inexact = p->nd[s->root].inexact;
 			p->nd[c].zsign = p->nd[c].kind == K_FLOAT && p->nd[s->root].zsign;
+			p->nd[c].nsign = p->nd[c].kind == K_FLOAT && p->nd[s->root].nsign;
 			s->root = c;
 		}
 		/* float sums over reduction indices may be reordered (vecreduce);
@@ -891,6 +941,14 @@ static void gen_stmt(gen *g)
 		if (p->t[t].kind == K_FLOAT && (zsign || (s->nvars > s->nlhs &&
 			(s->op == OP_MAX_B || s->op == OP_MIN_B || s->op == OP_MAX || s->op == OP_MIN))))
 			p->t[t].zsign = 1;
+		/* a NaN of unspecified sign stored (the inputs' values are
+		 * finite: / and %, or a builtin, make the NaNs; + - * of
+		 * them, not tracked, would need infinities first) */
+		nsign = p->nd[s->root].nsign;
+		for (v = 0; v < s->nlets; v++)
+			nsign |= p->nd[s->let_root[v]].nsign;
+		if (p->t[t].kind == K_FLOAT && nsign)
+			p->t[t].nsign = 1;
 	}
 	s->rank0_parens = chance(g, 0.3);
 	p->nstmts++;
