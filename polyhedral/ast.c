@@ -1007,18 +1007,29 @@ static tc_poly_points *stmt_points(const tc_poly *p, isl_schedule_node *mark,
 }
 
 /* Below the mark node: every band and mark removed, the sequences and
- * filters kept. */
+ * filters kept.  Bottom up, each band's AST build options dropped first:
+ * isl deletes no node above a band whose options refer to the outer
+ * schedule (an isolate option: "cannot delete band node with anchored
+ * subtree"), which a register tile's reduction band can keep when the
+ * statements were scheduled for every size (test_codegen,
+ * test_generic_schedule_of_attention); the point loops that replace
+ * these bands need none of them. */
 static isl_schedule_node *cut(isl_schedule_node *node)
 {
-	enum isl_schedule_node_type t = isl_schedule_node_get_type(node);
+	enum isl_schedule_node_type t;
 	isl_size n, i;
 	if (!node)
 		return NULL;
-	if (t == isl_schedule_node_band || t == isl_schedule_node_mark)
-		return cut(isl_schedule_node_delete(node));
 	n = isl_schedule_node_n_children(node);
 	for (i = 0; node && i < n; i++)
 		node = isl_schedule_node_parent(cut(isl_schedule_node_child(node, i)));
+	t = isl_schedule_node_get_type(node);
+	if (t == isl_schedule_node_band)
+		node = isl_schedule_node_band_set_ast_build_options(node,
+			isl_union_set_empty(isl_space_params_alloc(
+				isl_schedule_node_get_ctx(node), 0)));
+	if (t == isl_schedule_node_band || t == isl_schedule_node_mark)
+		node = isl_schedule_node_delete(node);
 	return node;
 }
 
