@@ -181,15 +181,35 @@ static tc_expr *substitute(grad_ctx *g, tc_expr *e, const tc_expr *target, tc_ex
 	return c;
 }
 
+/* Whether e has a part typed dt: a node of the forward def other than a
+ * literal (a literal's type was its context's there: 67 in pow(67, x) is
+ * x's type, but alone in log(67) an integer). */
+static int has_type(const tc_expr *e, tc_dtype dt)
+{
+	int i;
+	if (e->type == dt && e->kind != TC_AST_INT && e->kind != TC_AST_FLOAT)
+		return 1;
+	for (i = 0; i < e->nargs; i++)
+		if (has_type(e->args[i], dt))
+			return 1;
+	return 0;
+}
+
 /* Whether e has a floating-point part of another type than dt: a node of
- * the forward def of another type, or a floating-point literal built here
- * (untyped; float32 in the printed text) where dt is narrower. */
+ * the forward def of another type, or, where dt is narrower than float32,
+ * a floating-point literal built here (untyped; float32 in the printed
+ * text) or a builtin call built here on integers and literals alone
+ * (float32 too: log(67) in the derivative of pow(67, x), fuzz_diff seed
+ * 20261203 case 8170, where the text did not check). */
 static int other_float(const tc_expr *e, tc_dtype dt)
 {
 	int i;
 	if (tc_grad_is_float(e->type) && e->type != dt)
 		return 1;
 	if (e->kind == TC_AST_FLOAT && e->type == TC_T_NONE && tc_dtype_bits(dt) < 32)
+		return 1;
+	if (e->kind == TC_AST_CALL && e->ref == TC_REF_BUILTIN && e->type == TC_T_NONE &&
+		tc_dtype_bits(dt) < 32 && !has_type(e, dt))
 		return 1;
 	for (i = 0; i < e->nargs; i++)
 		if (other_float(e->args[i], dt))

@@ -537,6 +537,20 @@ static tc_expr *as_number(grad_ctx *g, tc_expr *x, tc_dtype t)
 	return x && x->type == TC_T_BOOL ? tc_grad_mk_cast(g, t, x) : x;
 }
 
+/* x, a literal or integer argument of a float64 builtin call (its weak or
+ * integer value computes in float64 there: pow(67, x) with x float64),
+ * cast to float64 where the derivative calls a builtin of it alone, which
+ * would compute in float32 (log(67)): the derivative keeps float64's
+ * precision.  Other arguments, and other types, as they are (a 16-bit
+ * adjoint computes in float32 and is cast once: grad.c, other_float). */
+static tc_expr *alone(grad_ctx *g, tc_expr *x, tc_dtype t)
+{
+	if (!x || t != TC_T_F64 || x->type == TC_T_BOOL ||
+		!(x->kind == TC_AST_INT || x->kind == TC_AST_FLOAT || !tc_grad_is_float(x->type)))
+		return x;
+	return tc_grad_mk_cast(g, t, x);
+}
+
 /* The derivative of the builtin call e with respect to the read r of t. */
 static tc_expr *diff_builtin(grad_ctx *g, const tc_expr *e, int t, const tc_expr *r)
 {
@@ -564,8 +578,8 @@ static tc_expr *diff_builtin(grad_ctx *g, const tc_expr *e, int t, const tc_expr
 		return diff_norm(g, e, d, e->ref_id == TC_BI_RHYPOT);
 	case TC_BI_COPYSIGN: /* |a| with b's sign: da times both signs; b: 0 */
 		return tc_grad_mk_mul(g, da, tc_grad_mk_mul(g,
-			mk_call(g, "copysign", tc_grad_mk_float(g, 1.0), a),
-			mk_call(g, "copysign", tc_grad_mk_float(g, 1.0), b)));
+			mk_call(g, "copysign", tc_grad_mk_float(g, 1.0), alone(g, a, e->type)),
+			mk_call(g, "copysign", tc_grad_mk_float(g, 1.0), alone(g, b, e->type))));
 	case TC_BI_FDIM: /* a - b where a > b, else 0 */
 		return tc_grad_mk_ternary(g, tc_grad_mk_bin(g, TC_AOP_GT, a, b), mk_sub(g, da, db),
 			NULL);
@@ -594,7 +608,8 @@ static tc_expr *diff_builtin(grad_ctx *g, const tc_expr *e, int t, const tc_expr
 			bm1 = tc_grad_mk_bin(g, TC_AOP_SUB, b, tc_grad_mk_float(g, 1.0));
 		pa = is_one(bm1) ? a : mk_call(g, "pow", a, bm1);
 		return tc_grad_mk_add(g, tc_grad_mk_mul(g, da, tc_grad_mk_mul(g, b, pa)),
-			tc_grad_mk_mul(g, db, tc_grad_mk_mul(g, (tc_expr *)e, mk_call(g, "log", a, NULL))));
+			tc_grad_mk_mul(g, db, tc_grad_mk_mul(g, (tc_expr *)e, mk_call(g, "log", alone(g, a, e->type),
+			NULL))));
 	}
 	case TC_BI_FMAX:
 	case TC_BI_MAX: /* ties go to the first argument */

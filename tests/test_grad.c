@@ -993,6 +993,65 @@ static void test_narrow_adjoints_cast_float32_literals(void **state)
 	tc_context_free(ctx);
 }
 
+/* A literal base of pow alone in a builtin of the derivative, log(67),
+ * computes in float32: a bfloat16 adjoint gets the derivative cast once
+ * (the text checked: fuzz_diff seed 20261203 case 8170 was an internal
+ * error), and a float64 one gets log(float64(67)), float64's precision;
+ * both against the same formula in C on the interpreter and the CPU. */
+static void test_literal_arguments_of_builtins_keep_the_adjoint_type(void **state)
+{
+	tc_context *ctx = tc_context_new();
+	tc_module *m = tc_module_parse(ctx,
+		"def pb(bfloat16(N) A) -> (O) {\n  O(i) +=! pow(67, A(i))\n}\n"
+		"def pd(float64(N) A) -> (O) {\n  O(i) +=! pow(67, A(i)) + copysign(A(i), 3)\n}\n",
+		"p.tc"), *mb;
+	int64_t n = 4;
+	tu_tensor in[2];
+	double want[4];
+	char *text;
+	(void)state;
+	assert_non_null(m);
+	/* bfloat16: pow and log in float32, rounded to bfloat16 each (the
+	 * interpreter's 16-bit rule, 6.1), the product once */
+	mb = derive_parsed(ctx, m, "pb", "d_A(i) = bfloat16(d_O(i) * (pow(67, A(i)) * log(67)))",
+		&text);
+	tu_tensor_init(&in[0], TU_BF16, &n, 1);
+	tu_tensor_init(&in[1], TU_BF16, &n, 1);
+	for (int i = 0; i < 4; i++) {
+		double a, d, p;
+		((uint16_t *)in[0].data)[i] = tu_bf16_from_double(0.25 * i - 0.5);
+		((uint16_t *)in[1].data)[i] = tu_bf16_from_double(1.5 - 0.5 * i);
+		a = tu_get(&in[0], i);
+		d = tu_get(&in[1], i);
+		p = tu_bf16_to_double(tu_bf16_from_double((double)powf(67.0f, (float)a)));
+		want[i] = tu_bf16_to_double(tu_bf16_from_double(
+			(double)((float)d * (float)(p * (double)logf(67.0f)))));
+	}
+	expect_on_targets(ctx, mb, "pb_grad", in, 2, TU_BF16, n, want, 2);
+	for (int i = 0; i < 2; i++)
+		tu_tensor_fini(&in[i]);
+	tc_string_free(text);
+	tc_module_free(mb);
+	/* float64: log and copysign of float64 values */
+	mb = derive_parsed(ctx, m, "pd", "log(float64(67))", &text);
+	assert_true(tu_contains(text, "copysign(1.0, float64(3))"));
+	tu_tensor_init(&in[0], TU_F64, &n, 1);
+	tu_tensor_init(&in[1], TU_F64, &n, 1);
+	for (int i = 0; i < 4; i++) {
+		double a = 0.25 * i - 0.5, d = 1.5 - 0.5 * i;
+		((double *)in[0].data)[i] = a;
+		((double *)in[1].data)[i] = d;
+		want[i] = d * (pow(67.0, a) * log(67.0) + copysign(1.0, a) * copysign(1.0, 3.0));
+	}
+	expect_on_targets(ctx, mb, "pd_grad", in, 2, TU_F64, n, want, 2);
+	for (int i = 0; i < 2; i++)
+		tu_tensor_fini(&in[i]);
+	tc_string_free(text);
+	tc_module_free(mb);
+	tc_module_free(m);
+	tc_context_free(ctx);
+}
+
 /* ---- gathers under a condition that reads a tensor ---- */
 
 /* pad(A(Idx(i)), -2.0) reads A only where Idx(i) is in bounds, a condition
@@ -1305,6 +1364,7 @@ int main(void)
 		cmocka_unit_test(test_derived_text_that_does_not_check_is_an_internal_error),
 		cmocka_unit_test(test_gather_under_a_tensor_condition_scatters_in_bounds),
 		cmocka_unit_test(test_narrow_adjoints_cast_float32_literals),
+		cmocka_unit_test(test_literal_arguments_of_builtins_keep_the_adjoint_type),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
