@@ -561,21 +561,16 @@ static int safe_divisor(gen *g, int depth)
 	return i;
 }
 
-/* Node a, or fabs(a) where a's zeros may have either sign: compiled max=!
- * and min=! reductions may give either zero of a tie of -0 and +0
- * (docs/language.md 6.8), which a divisor or a builtin that tells the
- * zeros apart (atan2, copysign, rsqrt, pow, ...) turns into different
- * values.  fabs is exact and makes every zero +0. */
-static int fix_zsign(gen *g, int a)
+/* fabs(a), or 0 (the literal 1) when out of nodes.  fabs is exact and
+ * gives every zero and every NaN the + sign. */
+static int wrap_fabs(gen *g, int a)
 {
 	prog *p = g->p;
 	int i, b;
-	if (!p->nd[a].zsign)
-		return a;
 	for (b = 0; strcmp(builtins[b].name, "fabs"); b++)
 		;
 	i = new_node(g, N_CALL);
-	if (!i) /* out of nodes: the literal 1 */
+	if (!i)
 		return 0;
 	p->nd[i].op = (short)b;
 	p->nd[i].n = 1;
@@ -585,34 +580,25 @@ static int fix_zsign(gen *g, int a)
 	return i;
 }
 
+/* Node a, or fabs(a) where a's zeros may have either sign: compiled max=!
+ * and min=! reductions may give either zero of a tie of -0 and +0
+ * (docs/language.md 6.8), which a divisor or a builtin that tells the
+ * zeros apart (atan2, copysign, rsqrt, pow, ...) turns into different
+ * values. */
+static int fix_zsign(gen *g, int a)
+{
+	return g->p->nd[a].zsign ? wrap_fabs(g, a) : a;
+}
+
 /* Node a, or fabs(a) where a may be a NaN that an operation made: the
  * sign of such a NaN is unspecified (docs/language.md 6.8; x86 makes a
  * negative NaN at run time, LLVM folds a positive one), and copysign's
  * second argument turns it into different values (seed 20261202 cases
  * 4235 and 5330: copysign(1.75, 1.0 % 0), the % folded to a positive NaN
- * in the compiled code).  fabs sets the sign of a NaN too. */
+ * in the compiled code). */
 static int fix_nsign(gen *g, int a)
 {
-	prog *p = g->p;
-	int i;
-	if (!p->nd[a].nsign)
-		return a;
-	i = fix_zsign(g, a);
-	if (i == a) { /* not wrapped by fix_zsign: wrap it here */
-		int b;
-		for (b = 0; strcmp(builtins[b].name, "fabs"); b++)
-			;
-		i = new_node(g, N_CALL);
-		if (!i)
-			return 0;
-		p->nd[i].op = (short)b;
-		p->nd[i].n = 1;
-		p->nd[i].a[0] = (short)a;
-		p->nd[i].kind = K_FLOAT;
-		p->nd[i].inexact = p->nd[a].inexact;
-	}
-	p->nd[i].nsign = 0;
-	return i;
+	return g->p->nd[a].nsign ? wrap_fabs(g, a) : a;
 }
 
 /* An expression of the wanted kind; notaint: no inexact value in it. */
