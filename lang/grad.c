@@ -1083,6 +1083,14 @@ static int make_values(grad_ctx *g)
 		if (!(c = tc_arena_alloc(g->ar, sizeof(*c))))
 			return -1;
 		*c = *s;
+		/* a bool tensor's += and *= are any and all (6.7), as are max=
+		 * and min=; written so, a version recomputed as a temporary of
+		 * the backward def is bool too (O_v1 +=! B(i) > 0 would be an
+		 * int32 count there, and O_v1 ? ... : ... no condition:
+		 * fuzz_diff seed 20261205 case 802) */
+		if (def->tensors[s->tensor].dtype == TC_T_BOOL &&
+			(s->red == TC_RED_ADD || s->red == TC_RED_MUL))
+			c->red = s->red == TC_RED_ADD ? TC_RED_MAX : TC_RED_MIN;
 		c->lhs = g->vname[g->stmt_val[si]];
 		c->rhs = rename_reads(g, s->rhs, si);
 		if (s->sub) {

@@ -1052,6 +1052,45 @@ static void test_literal_arguments_of_builtins_keep_the_adjoint_type(void **stat
 	tc_context_free(ctx);
 }
 
+/* A bool output reduced with +=! (any) and overwritten later: the backward
+ * def recomputes its first version as a temporary, which the derived text
+ * writes with max=! so that it is bool too (with +=! it was an int32
+ * count, and the text did not check: fuzz_diff seed 20261205 case 802).
+ * d_B is d_O doubled where some B exceeds 0.5, on the interpreter and the
+ * CPU, for data with and without such an element. */
+static void test_recomputed_bool_version_stays_bool(void **state)
+{
+	tc_context *ctx = tc_context_new();
+	tc_module *m = tc_module_parse(ctx,
+		"def f(float32(N) B) -> (bool() Any, O) {\n"
+		"    Any() +=! B(r0) > 0.5\n"
+		"    O +=! Any ? B(r0) * 2.0 : B(r0)\n"
+		"    Any() = 5 < 4\n}\n", "f.tc"), *mb;
+	int64_t n = 3, one = 1;
+	tu_tensor in[2];
+	char *text;
+	(void)state;
+	assert_non_null(m);
+	mb = derive_parsed(ctx, m, "f", "Any_v1 max=! B(r0) > 0.5", &text);
+	tu_tensor_init(&in[0], TU_F32, &n, 1);
+	tu_tensor_init(&in[1], TU_F32, &one, 0);
+	((float *)in[1].data)[0] = 1.5f;
+	for (int any = 0; any < 2; any++) {
+		double want[3];
+		for (int i = 0; i < 3; i++) {
+			((float *)in[0].data)[i] = any && i == 1 ? 0.75f : 0.25f - 0.125f * i;
+			want[i] = any ? 3.0 : 1.5;
+		}
+		expect_on_targets(ctx, mb, "f_grad", in, 2, TU_F32, n, want, 2);
+	}
+	for (int i = 0; i < 2; i++)
+		tu_tensor_fini(&in[i]);
+	tc_string_free(text);
+	tc_module_free(mb);
+	tc_module_free(m);
+	tc_context_free(ctx);
+}
+
 /* ---- gathers under a condition that reads a tensor ---- */
 
 /* pad(A(Idx(i)), -2.0) reads A only where Idx(i) is in bounds, a condition
@@ -1365,6 +1404,7 @@ int main(void)
 		cmocka_unit_test(test_gather_under_a_tensor_condition_scatters_in_bounds),
 		cmocka_unit_test(test_narrow_adjoints_cast_float32_literals),
 		cmocka_unit_test(test_literal_arguments_of_builtins_keep_the_adjoint_type),
+		cmocka_unit_test(test_recomputed_bool_version_stays_bool),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
