@@ -200,7 +200,8 @@ static int has_type(const tc_expr *e, tc_dtype dt)
  * a floating-point literal built here (untyped; float32 in the printed
  * text) or a builtin call built here on integers and literals alone
  * (float32 too: log(67) in the derivative of pow(67, x), fuzz_diff seed
- * 20261203 case 8170, where the text did not check). */
+ * 20261203 case 8170, where the text did not check); or a cast built here
+ * to another floating-point type. */
 static int other_float(const tc_expr *e, tc_dtype dt)
 {
 	int i;
@@ -210,6 +211,12 @@ static int other_float(const tc_expr *e, tc_dtype dt)
 		return 1;
 	if (e->kind == TC_AST_CALL && e->ref == TC_REF_BUILTIN && e->type == TC_T_NONE &&
 		tc_dtype_bits(dt) < 32 && !has_type(e, dt))
+		return 1;
+	/* a cast built here (an integer operand of a float64 division made
+	 * float64: d_O / float64(G(i)) stored into a float32 d_A, fuzz_diff
+	 * seed 20261206 case 1175) */
+	if (e->kind == TC_AST_CAST && e->type == TC_T_NONE && tc_grad_is_float(e->cast_type) &&
+		e->cast_type != dt)
 		return 1;
 	for (i = 0; i < e->nargs; i++)
 		if (other_float(e->args[i], dt))
