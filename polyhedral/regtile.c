@@ -1013,7 +1013,7 @@ static isl_schedule_node *regtile_band(isl_schedule_node *node, const tc_poly *p
 	int perm[TC_POLY_MAX_TILE * 2] = {0};
 	int has_init, j, k, nred = 0, unrolled = 1;
 	int keep[TC_POLY_MAX_TILE * 2];
-	int column = 0, gist;
+	int column = 0, gist, unknown = 0;
 	isl_union_set *red_iso = NULL;
 	const tc_poly_stmt *st = tc_poly_contraction_band(p, node, &has_init);
 	isl_size depth = isl_schedule_node_get_tree_depth(node);
@@ -1037,9 +1037,11 @@ static isl_schedule_node *regtile_band(isl_schedule_node *node, const tc_poly *p
 	if (gist)
 		node = gist_band(node);
 	mv = isl_multi_val_zero(isl_schedule_node_band_get_space(node));
-	for (j = 0; j < n; j++)
-		mv = isl_multi_val_set_val(mv, j, isl_val_int_from_si(p->ctx,
-			sizes[j] >= HUGE_TILE ? tc_poly_band_member_one_tile(node, j) : sizes[j]));
+	for (j = 0; j < n; j++) {
+		int64_t t = sizes[j] >= HUGE_TILE ? tc_poly_band_member_one_tile(node, j) : sizes[j];
+		unknown |= t >= HUGE_TILE;
+		mv = isl_multi_val_set_val(mv, j, isl_val_int_from_si(p->ctx, t));
+	}
 	node = isl_schedule_node_band_tile(node, mv);
 	if (gist) /* the tile members of a whole extent: r_k - r_k mod 100 is 0 */
 		node = gist_band(node);
@@ -1048,7 +1050,20 @@ static isl_schedule_node *regtile_band(isl_schedule_node *node, const tc_poly *p
 	 * point loops; where polyhedral/ast.c builds them from the tile sizes
 	 * (box domains: most contractions) it tests the extents itself, and
 	 * computing the isolated set cost a tenth of a matmul's compile */
-	if (!tc_poly_points_exact(p, node)) {
+	/* not where a member's values are not known (one tile of
+	 * HUGE_TILE values: a reduction over a parametric size) and an
+	 * epilogue shares the band, at the end of that member (N - N mod
+	 * HUGE_TILE): isl then built the partial tile as a loop over all of
+	 * HUGE_TILE's values, each behind a test of N mod HUGE_TILE (sizes=
+	 * parametric vector=2 ran for hours: fuzz_diff seed 20261206 case
+	 * 51).  Without an epilogue (a weight gradient's reduction over the
+	 * run-time batch) the full row tiles stay isolated */
+	if (unknown) {
+		isl_union_set *epi = instances_of(p, node, TC_POLY_ASSIGN);
+		unknown = !epi || isl_union_set_is_empty(epi) != isl_bool_true;
+		isl_union_set_free(epi);
+	}
+	if (!unknown && !tc_poly_points_exact(p, node)) {
 		isl_union_set *updates = instances_of(p, node, TC_POLY_UPDATE);
 		for (j = 0; j < n; j++)
 			keep[j] = isl_schedule_node_band_member_get_coincident(node, j) !=
