@@ -224,12 +224,18 @@ static LLVMValueRef bf16_from_double(cg *g, LLVMValueRef v)
 /* Integer v of type from rounded once to bfloat16 (as a float): through
  * double, exact for 32 bits or fewer; a 64-bit magnitude at or above 2^53
  * keeps its top bits with the others as a sticky bit (ir/half.c). */
+static LLVMValueRef unsigned_to_float(cg *g, LLVMValueRef v, LLVMTypeRef ft);
+
 static LLVMValueRef bf16_from_int(cg *g, LLVMValueRef v, tc_dtype from)
 {
 	LLVMValueRef neg, m, big, small, d;
+	/* unsigned: no uitofp, which LLVM 19's SLP vectoriser narrows
+	 * (unsigned_to_float; uint32(B(i)) of an int16 B converted to
+	 * bfloat16 gave 65536 for 2^32 - 5: fuzz_diff seed 20261206 case
+	 * 15933) */
 	if (tc_dtype_bits(from) < 64)
 		return bf16_from_double(g, tc_dtype_is_signed(from) ? LLVMBuildSIToFP(g->B, v, g->f64, "")
-								    : LLVMBuildUIToFP(g->B, v, g->f64, ""));
+								    : unsigned_to_float(g, v, g->f64));
 	neg = tc_dtype_is_signed(from) ? LLVMBuildICmp(g->B, LLVMIntSLT, v, tc_cg_llvm_i64c(g, 0), "")
 				       : LLVMConstInt(g->i1, 0, 0);
 	m = LLVMBuildSelect(g->B, neg, LLVMBuildNeg(g->B, v, ""), v, "");
@@ -238,7 +244,8 @@ static LLVMValueRef bf16_from_int(cg *g, LLVMValueRef v, tc_dtype from)
 		LLVMBuildZExt(g->B, LLVMBuildICmp(g->B, LLVMIntNE,
 			LLVMBuildAnd(g->B, m, tc_cg_llvm_i64c(g, 0x7ff), ""), tc_cg_llvm_i64c(g, 0), ""),
 			g->i64, ""), "");
-	d = LLVMBuildUIToFP(g->B, LLVMBuildSelect(g->B, big, small, m, ""), g->f64, "");
+	/* below 2^53 either way: sitofp is exact (and no uitofp, above) */
+	d = LLVMBuildSIToFP(g->B, LLVMBuildSelect(g->B, big, small, m, ""), g->f64, "");
 	d = LLVMBuildFMul(g->B, d, LLVMBuildSelect(g->B, big, LLVMConstReal(g->f64, 2048.0),
 		LLVMConstReal(g->f64, 1.0), ""), "");
 	d = LLVMBuildSelect(g->B, neg, LLVMBuildFNeg(g->B, d, ""), d, "");
