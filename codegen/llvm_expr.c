@@ -276,8 +276,14 @@ static LLVMValueRef to_double(cg *g, LLVMValueRef v, tc_dtype t)
  * extension (or of arithmetic on one) to a uitofp of the narrow type:
  * uitofp(sext i16 x to i64) gave 65531 for -5 instead of 2^64 - 5
  * (fuzz_diff seed 4 case 1043), uitofp(sext i8 x to i32) 251 for -5.
- * Below 64 bits, zero extension to i64 and sitofp (instcombine may turn it
- * back into a uitofp of the narrow value, but after SLP has run).  At 64
+ * Below 64 bits, no integer conversion at all: the value zero-extended
+ * into the mantissa of 2^52 (the bits 0x4330... | v), less 2^52, is v as
+ * a double, exactly, then rounded once to ft.  (Zero extension to i64 and
+ * sitofp came back from instcombine as a uitofp of the narrow value, and
+ * where it did so before SLP ran, SLP narrowed it: uint32(min(C(i,0), i))
+ * of an int8 C, the min narrowed to i8 first, gave 245 for 2^32 - 11,
+ * fuzz_diff seed 20261207 case 8964.  A freeze did not stop it:
+ * instcombine moved it to the loads.)  At 64
  * bits, sitofp when the sign bit is clear, else the halved value with its
  * lost bit kept as a sticky bit, (v >> 1) | (v & 1), converted and doubled
  * (exact): the rounding is the one of v, as the lost bit lies far below
@@ -286,8 +292,12 @@ static LLVMValueRef to_double(cg *g, LLVMValueRef v, tc_dtype t)
 static LLVMValueRef unsigned_to_float(cg *g, LLVMValueRef v, LLVMTypeRef ft)
 {
 	LLVMValueRef neg, half, f;
-	if (LLVMTypeOf(v) != g->i64)
-		return LLVMBuildSIToFP(g->B, LLVMBuildZExt(g->B, v, g->i64, ""), ft, "");
+	if (LLVMTypeOf(v) != g->i64) { /* 2^52 + v as a double's bits, less 2^52: see above */
+		f = LLVMBuildBitCast(g->B, LLVMBuildOr(g->B, LLVMBuildZExt(g->B, v, g->i64, ""),
+			tc_cg_llvm_i64c(g, INT64_C(0x4330000000000000)), ""), g->f64, "");
+		f = LLVMBuildFSub(g->B, f, LLVMConstReal(g->f64, 4503599627370496.0), "");
+		return ft == g->f64 ? f : LLVMBuildFPTrunc(g->B, f, ft, "");
+	}
 	neg = LLVMBuildICmp(g->B, LLVMIntSLT, v, tc_cg_llvm_i64c(g, 0), "");
 	half = LLVMBuildOr(g->B, LLVMBuildLShr(g->B, v, tc_cg_llvm_i64c(g, 1), ""),
 		LLVMBuildAnd(g->B, v, tc_cg_llvm_i64c(g, 1), ""), "");
