@@ -221,11 +221,11 @@ static LLVMValueRef bf16_from_double(cg *g, LLVMValueRef v)
 	return bf16_round(g, f);
 }
 
+static LLVMValueRef unsigned_to_float(cg *g, LLVMValueRef v, LLVMTypeRef ft);
+
 /* Integer v of type from rounded once to bfloat16 (as a float): through
  * double, exact for 32 bits or fewer; a 64-bit magnitude at or above 2^53
  * keeps its top bits with the others as a sticky bit (ir/half.c). */
-static LLVMValueRef unsigned_to_float(cg *g, LLVMValueRef v, LLVMTypeRef ft);
-
 static LLVMValueRef bf16_from_int(cg *g, LLVMValueRef v, tc_dtype from)
 {
 	LLVMValueRef neg, m, big, small, d;

@@ -77,9 +77,8 @@ static isl_schedule_node *strip_parallel(isl_schedule_node *node, const tc_poly 
 	int64_t ext, chunk, lanes = p->target->vector_bytes / 4;
 	int threads = p->target->threads, j;
 	*stripped = 0;
-	if (!p->params || threads < 2 || n < 2 || isl_schedule_node_band_get_permutable(node) != isl_bool_true ||
-		isl_schedule_node_is_subtree_anchored(node) != isl_bool_false)
-		return node; /* anchored: see mark_parallel */
+	if (!p->params || threads < 2 || n < 2 || isl_schedule_node_band_get_permutable(node) != isl_bool_true)
+		return node;
 	for (j = 1; j < n && isl_schedule_node_band_member_get_coincident(node, j) != isl_bool_true; j++)
 		;
 	if (j >= n || (ext = tc_poly_band_member_extent(p, node, j)) <= 0)
@@ -181,15 +180,16 @@ static isl_schedule_node *mark_parallel(isl_schedule_node *node, const tc_poly *
 		int stripped;
 		if (isl_schedule_node_band_n_member(node) < 1 || too_small_to_share(p, node))
 			return node;
-		/* a band of chunks goes above the band, which isl refuses where
-		 * something below depends on the outer schedule (an isolate
-		 * option of tiles: "cannot insert band node in anchored
-		 * subtree", fuzz_diff seed 20261203 case 5724): the nest then
-		 * stays on one thread */
+		/* a band of chunks or strips goes above the band, which isl
+		 * refuses where something below depends on the outer schedule
+		 * (an isolate option of tiles: "cannot insert band node in
+		 * anchored subtree", fuzz_diff seed 20261203 case 5724): the
+		 * nest then stays on one thread */
 		if (isl_schedule_node_band_member_get_coincident(node, 0) != isl_bool_true &&
-			p->target->threads >= 2 &&
-			isl_schedule_node_is_subtree_anchored(node) == isl_bool_false &&
-			(chunks = tc_poly_partial_chunks(p, node))) {
+			isl_schedule_node_is_subtree_anchored(node) != isl_bool_false)
+			return node;
+		if (isl_schedule_node_band_member_get_coincident(node, 0) != isl_bool_true &&
+			p->target->threads >= 2 && (chunks = tc_poly_partial_chunks(p, node))) {
 			/* the rows' loop of partial sums (ir/partial.c): a
 			 * chunk of rows per thread, each its own sums */
 			node = isl_schedule_node_insert_partial_schedule(node, chunks);

@@ -664,16 +664,21 @@ static int parts_restrict(parts *q, isl_set *context)
 	return q->domain && q->reads && q->writes && q->original ? 0 : -1;
 }
 
+/* The space of statement st's instances: params (taken, a parameter
+ * space: the context's, the domain's) with st's dimensions and name. */
+static isl_space *stmt_space(isl_space *params, const tc_poly_stmt *st)
+{
+	params = isl_space_add_dims(params, isl_dim_set, (unsigned)st->ndims);
+	return isl_space_set_tuple_name(params, isl_dim_set, st->name);
+}
+
 /* The band { S[x] -> [x_a, ..., x_{b-1}] } of statement st over its
  * dimensions a .. b-1, as a partial schedule to add to (taken). */
 static isl_union_pw_multi_aff *add_band_part(const tc_poly *p, isl_union_pw_multi_aff *u,
 	const tc_poly_stmt *st, int a, int b)
 {
-	isl_space *sp = isl_space_add_dims(isl_set_get_space(p->context), isl_dim_set,
-		(unsigned)st->ndims);
-	isl_multi_aff *ma;
-	sp = isl_space_set_tuple_name(sp, isl_dim_set, st->name);
-	ma = isl_multi_aff_identity(isl_space_map_from_set(sp));
+	isl_multi_aff *ma = isl_multi_aff_identity(isl_space_map_from_set(
+		stmt_space(isl_set_get_space(p->context), st)));
 	ma = isl_multi_aff_drop_dims(ma, isl_dim_out, (unsigned)b, (unsigned)(st->ndims - b));
 	ma = isl_multi_aff_drop_dims(ma, isl_dim_out, 0, (unsigned)a);
 	ma = isl_multi_aff_reset_tuple_id(ma, isl_dim_out);
@@ -716,12 +721,9 @@ static isl_schedule *original_tree(const tc_poly *p, isl_union_set *dom)
 		lhs = isl_union_pw_multi_aff_empty(isl_set_get_space(p->context));
 		for (k = first; k < i; k++) { /* the init first: make_stmts' order */
 			const tc_poly_stmt *st = &p->stmts[k];
-			isl_space *sp = isl_space_add_dims(isl_set_get_space(p->context),
-				isl_dim_set, (unsigned)st->ndims);
-			isl_set *set;
+			isl_set *set = isl_union_set_extract_set(dom,
+				stmt_space(isl_set_get_space(p->context), st));
 			isl_schedule *one;
-			sp = isl_space_set_tuple_name(sp, isl_dim_set, st->name);
-			set = isl_union_set_extract_set(dom, sp);
 			if (isl_set_plain_is_empty(set) == isl_bool_true) { /* not in dom */
 				isl_set_free(set);
 				continue;
@@ -836,14 +838,10 @@ static isl_union_set *scatter_instances(const tc_poly *p, const tc_poly_stmt *on
 	int i;
 	for (i = 0; i < p->nstmts; i++) {
 		const tc_poly_stmt *st = &p->stmts[i];
-		isl_space *sp;
 		isl_set *set;
 		if (!st->ir->sub || (one && st != one))
 			continue;
-		sp = isl_space_add_dims(isl_set_get_space(p->context), isl_dim_set,
-			(unsigned)st->ndims);
-		sp = isl_space_set_tuple_name(sp, isl_dim_set, st->name);
-		set = isl_set_universe(sp);
+		set = isl_set_universe(stmt_space(isl_set_get_space(p->context), st));
 		u = u ? isl_union_set_add_set(u, set) : isl_union_set_from_set(set);
 	}
 	return u;
@@ -1077,9 +1075,7 @@ tc_stat tc_poly_build_generic(__tc_keep tc_poly *p, __tc_keep tc_diags *d)
 __tc_give isl_union_set *tc_poly_stmt_instances(__tc_keep const tc_poly *p,
 	__tc_keep const tc_poly_stmt *st)
 {
-	isl_space *sp = isl_union_set_get_space(p->domain);
-	sp = isl_space_add_dims(sp, isl_dim_set, (unsigned)st->ndims);
-	sp = isl_space_set_tuple_name(sp, isl_dim_set, st->name);
+	isl_space *sp = stmt_space(isl_union_set_get_space(p->domain), st);
 	return isl_union_set_intersect(isl_union_set_from_set(isl_set_universe(sp)),
 		isl_union_set_copy(p->domain));
 }
@@ -1096,9 +1092,7 @@ __tc_give isl_union_map *tc_poly_lex_updates(__tc_keep const tc_poly *p,
 		if (st->kind != TC_POLY_UPDATE || st->ir->sub || st->ndims <= st->ir->nlhs ||
 			tc_ir_reads(st->ir->rhs, st->ir->tensor))
 			continue;
-		sp = isl_union_set_get_space(dom);
-		sp = isl_space_add_dims(sp, isl_dim_set, (unsigned)st->ndims);
-		sp = isl_space_set_tuple_name(sp, isl_dim_set, st->name);
+		sp = stmt_space(isl_union_set_get_space(dom), st);
 		d = isl_union_set_extract_set(dom, isl_space_copy(sp));
 		m = isl_map_lex_lt(sp);
 		for (k = 0; k < st->ir->nlhs; k++)
