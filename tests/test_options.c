@@ -1682,7 +1682,9 @@ static void packing_convolutions_channels_last(void **state)
  * sizes (partial register tiles: 37 channels, rows of 27) at 3 threads,
  * rows too long for the target's rowbuf_bytes (260 x 64 floats: 65 KiB)
  * at one, which keep the workspace region, and one image without a bias
- * at 2 (the rows' own loop parallel; a plain copy back), each within
+ * at 2 (the rows' own loop parallel under parallel=on, which the
+ * register tiles of 1 x 40 x 6 x 28 would not get from parallel=auto; a
+ * plain copy back), each within
  * rounding of the interpreter's results (whose sums run in another
  * order), on random inputs and poisoned outputs
  * (packing_convolutions_channels_last compares the row buffer at one
@@ -1710,7 +1712,7 @@ static void conv_channels_last_row_buffer(void **state)
 		{"def k(float(N,C,H,W) I, float(F,C,KH,KW) W1) -> (O) {\n"
 		 "  O(n,f,h,w) +=! I(n,r_c,h+r_kh,w+r_kw) * W1(f,r_c,r_kh,r_kw)\n}\n",
 			4, 2, {{1, 5, 8, 30}, {40, 5, 3, 3}}, {1, 40, 6, 28},
-			"%O_cl = alloca [1120 x float], align 64", {"threads=2", NULL}},
+			"%O_cl = alloca [1120 x float], align 64", {"threads=2 parallel=on", NULL}},
 	};
 	enum { NV = 3 };
 	uint64_t r = 23;
@@ -2245,7 +2247,10 @@ static void windows_of_every_size(void **state)
 		 "    where h in 0:(H+1)/2, w in 0:(W+1)/2, r_kh in 0:3, r_kw in 0:3\n}\n",
 			1, 1, {{2, 3, 9, 40}, {2, 3, 5, 20}}, {4, 4}, {NULL}, NULL},
 	};
-	static const char *const cpus[2] = {"", "cpu=x86-64-v3"}; /* kernel_with's v4, then v3 */
+	/* kernel_with's v4, then v3; parallel=on: these convolutions are too
+	 * small for parallel=auto to share (register tiles count a lane's worth
+	 * each), and the test asks for a parallel nest above the tiles */
+	static const char *const cpus[2] = {"parallel=on", "cpu=x86-64-v3 parallel=on"};
 	uint64_t r = 41;
 	size_t c;
 	int k, j;
@@ -3904,6 +3909,80 @@ static void fusion_auto_keeps_operand_panels_fused(void **state)
 	tc_module_free(m);
 }
 
+/* parallel=auto and register tiles (polyhedral/parallel.c,
+ * too_small_to_share): a tile's instances count a vector's lanes' worth
+ * each (vector code), so the weight gradient 128 x 128 x 10 (163840
+ * instances, 10240 vector steps) runs on one thread, and 128 x 1024 x 10
+ * still shares; fully connected 128 x 128 x 10 as dot products (no
+ * register tile) shares; and a small tiled nest after a nest that shares
+ * shares too (the pool runs anyway).  The unshared weight gradient's
+ * results are the interpreter's. */
+static void parallel_auto_counts_register_tiles_by_lanes(void **state)
+{
+	enum { B = 128, I = 128, H = 10 };
+	static float x[B * 1024], dh[B * H], outs[2][1024 * H];
+	int64_t sx[2] = {B, I}, sh[2] = {B, H}, sw[2] = {I, H}, sx2[2] = {B, 1024};
+	DLTensor X = {x, {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, sx, NULL, 0};
+	DLTensor X2 = {x, {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, sx2, NULL, 0};
+	DLTensor dH = {dh, {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, sh, NULL, 0};
+	const DLTensor *in[2] = {&X, &dH}, *in2[2] = {&X2, &dH};
+	static const char *const opts[2] = {"threads=2", "target=interp"};
+	uint64_t r = 29;
+	tc_module *m;
+	char *text;
+	int v;
+	(void)state;
+	fill_uniform(x, sizeof(x) / sizeof(float), &r, -1, 1);
+	fill_uniform(dh, sizeof(dh) / sizeof(float), &r, -1, 1);
+	m = tc_module_parse(ctx, "def k(float(B,I) X, float(B,H) dH) -> (dW) {\n"
+		"  dW(i,h) +=! X(r_b,i) * dH(r_b,h)\n}\n", "wg.tc");
+	assert_non_null(m);
+	text = stage_of(m, in, 2, "threads=2", "ast");
+	assert_int_equal(count_lines_with(text, "// tc_regtile", ""), 1);
+	assert_int_equal(count_lines_with(text, "// tc_parallel", ""), 0);
+	tc_string_free(text);
+	text = stage_of(m, in2, 2, "threads=2", "ast");
+	assert_int_equal(count_lines_with(text, "// tc_parallel", ""), 1);
+	tc_string_free(text);
+	for (v = 0; v < 2; v++) {
+		DLTensor W = {outs[v], {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, sw, NULL, 0};
+		run_with(m, in, 2, &W, opts[v], NULL);
+	}
+	expect_rows_near(outs[0], 1024 * H, (size_t)(I * H), 2);
+	tc_module_free(m);
+	/* the same instances as dot products: no tile, shared */
+	m = tc_module_parse(ctx, "def k(float(B,I) X, float(H,I) W) -> (T) {\n"
+		"  T(b,h) +=! X(b,r_i) * W(h,r_i)\n}\n", "fc.tc");
+	assert_non_null(m);
+	{
+		int64_t sw2[2] = {H, I};
+		DLTensor Wt = {dh, {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, sw2, NULL, 0};
+		const DLTensor *inf[2] = {&X, &Wt};
+		text = stage_of(m, inf, 2, "threads=2", "ast");
+		assert_int_equal(count_lines_with(text, "// tc_regtile", ""), 0);
+		assert_int_equal(count_lines_with(text, "// tc_parallel", ""), 1);
+		tc_string_free(text);
+	}
+	tc_module_free(m);
+	/* after a nest that shares: shared */
+	m = tc_module_parse(ctx, "def k(float(B,I) X, float(I,G) W1, float(G,H) W2) -> (L) {\n"
+		"  Hd(b,g) +=! X(b,r_i) * W1(r_i,g)\n"
+		"  L(b,h) +=! Hd(b,r_g) * W2(r_g,h)\n}\n", "two.tc");
+	assert_non_null(m);
+	{
+		static float w1[1024 * 128], w2[128 * H];
+		int64_t s1[2] = {1024, 128}, s2[2] = {128, H};
+		DLTensor W1 = {w1, {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, s1, NULL, 0};
+		DLTensor W2 = {w2, {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, s2, NULL, 0};
+		const DLTensor *in3[3] = {&X2, &W1, &W2};
+		text = stage_of(m, in3, 3, "threads=2", "ast");
+		assert_true(count_lines_with(text, "// tc_regtile", "") >= 2);
+		assert_int_equal(count_lines_with(text, "// tc_parallel", ""), 2);
+		tc_string_free(text);
+	}
+	tc_module_free(m);
+}
+
 /* A parallel mark above the weight gradient's register tiles: its 51
  * rows are 4 register tiles of 12 and a tile of 3 (51 has no even split
  * in 4 or 5 tiles: polyhedral/regtile.c, even_rows).  When isl isolated the
@@ -4416,6 +4495,7 @@ int main(void)
 		cmocka_unit_test(fusion_auto_splits_chained_contractions),
 		cmocka_unit_test(fusion_auto_keeps_operand_panels_fused),
 		cmocka_unit_test(parallel_mark_above_a_block),
+		cmocka_unit_test(parallel_auto_counts_register_tiles_by_lanes),
 		cmocka_unit_test(parallel_past_a_single_iteration),
 		cmocka_unit_test(parallel_loop_over_balanced_members),
 		cmocka_unit_test(short_rows_as_one_loop),
