@@ -1960,8 +1960,8 @@ int tc_cg_llvm_copy_ok(__tc_keep cg *g, __tc_keep const tc_poly_stmt *s, int va,
 	int64_t lanes = tt ? g->p->target->vector_bytes / tc_dtype_size(tt->dtype) : 0;
 	if (!ir || s->kind != TC_POLY_ASSIGN || (tt->dtype != TC_T_F32 && tt->dtype != TC_T_F64) ||
 		tt->widened || ir->nlhs < 1 || vb != ir->nlhs - 1 || va < 0 || va > vb ||
-		s->ndims > CG_MAX_DIMS ||
-		(g->stream && g->streamed[ir->tensor]) || r->op != TC_OP_READ ||
+		s->ndims > CG_MAX_DIMS || (g->stream && g->streamed[ir->tensor] && va == vb) ||
+		r->op != TC_OP_READ ||
 		r->id == ir->tensor || r->nargs < 1 || g->p->f->tensors[r->id].panel > 0 ||
 		!unit_in(r->args[r->nargs - 1], va) ||
 		(va != vb && (r->nargs < 2 || tc_ir_uses_var(r->args[r->nargs - 1], vb))))
@@ -2027,13 +2027,13 @@ LLVMValueRef tc_cg_llvm_vector_load(__tc_keep cg *g, int t, __tc_keep LLVMValueR
 }
 
 /* Store vector v into `lanes` elements of tensor t from addr. */
-void tc_cg_llvm_vector_store(__tc_keep cg *g, int t, __tc_keep LLVMValueRef addr,
+LLVMValueRef tc_cg_llvm_vector_store(__tc_keep cg *g, int t, __tc_keep LLVMValueRef addr,
 	__tc_keep LLVMValueRef v)
 {
 	LLVMValueRef st;
 	int lanes;
 	if (!addr || !v)
-		return;
+		return NULL;
 	lanes = (int)LLVMGetVectorSize(LLVMTypeOf(v));
 	if (g->vactive > 0 && g->vactive < lanes) {
 		LLVMTypeRef over[2] = {LLVMTypeOf(v), g->ptr};
@@ -2047,6 +2047,7 @@ void tc_cg_llvm_vector_store(__tc_keep cg *g, int t, __tc_keep LLVMValueRef addr
 	}
 	if (st)
 		tag_access(g, t, st);
+	return st;
 }
 
 /* fused() on vectors of float type t. */

@@ -191,13 +191,14 @@ int tc_cg_llvm_vector_ok(__tc_keep cg *g, __tc_keep const tc_poly_stmt *s, int v
 LLVMValueRef tc_cg_llvm_lhs_address(__tc_keep cg *g, __tc_keep const tc_poly_stmt *s);
 
 /* A vector of `lanes` elements of tensor t from addr (lane 0's element),
- * and its store; with the tensor's alias scopes and element alignment.
+ * and its store (returned, NULL on failure: a caller that proves more
+ * alignment sets it); with the tensor's alias scopes and element alignment.
  * Where g->vactive is below the vector's lanes, only the first g->vactive
  * lanes are read (the others 0) and written: masked loads and stores,
  * which touch no memory for the lanes left out. */
 LLVMValueRef tc_cg_llvm_vector_load(__tc_keep cg *g, int t, __tc_keep LLVMValueRef addr,
 	int lanes);
-void tc_cg_llvm_vector_store(__tc_keep cg *g, int t, __tc_keep LLVMValueRef addr,
+LLVMValueRef tc_cg_llvm_vector_store(__tc_keep cg *g, int t, __tc_keep LLVMValueRef addr,
 	__tc_keep LLVMValueRef v);
 
 /* The new value of `lanes` elements of statement s (tc_cg_llvm_vector_ok
@@ -216,7 +217,9 @@ LLVMValueRef tc_cg_llvm_vector_value(__tc_keep cg *g, __tc_keep const tc_poly_st
  * (its last subscript then not using vb), moved in square tiles
  * transposed in registers.  A left-hand side in panels (a packing copy's,
  * tc_ir_tensor.panel) only where a panel holds whole vectors; the caller
- * proves each vector's first element starts one (ast_residue).  And
+ * proves each vector's first element starts one (ast_residue).  In the
+ * streaming copy a streamed output only as a transpose's, whose caller
+ * proves its stores aligned to their size (then streaming stores).  And
  * tc_cg_llvm_vector_rhs, that read as a vector of `lanes` along va,
  * g->dom holding lane 0's domain values. */
 int tc_cg_llvm_copy_ok(__tc_keep cg *g, __tc_keep const tc_poly_stmt *s, int va, int vb);

@@ -1295,8 +1295,8 @@ static int vector_transpose(cg *g, isl_ast_node *n, isl_ast_node *body, LLVMValu
 	const_loop outer, inner;
 	isl_ast_node *user = NULL;
 	const tc_poly_inst *inst = NULL;
-	LLVMValueRef rows[VT_MAX_SQUARE], islot = NULL;
-	int va, vb, ok = 0, base = g->niters;
+	LLVMValueRef rows[VT_MAX_SQUARE], islot = NULL, st;
+	int va, vb, ok = 0, base = g->niters, streamed;
 	int64_t lanes, i, h, sq;
 	memset(&outer, 0, sizeof(outer));
 	memset(&inner, 0, sizeof(inner));
@@ -1311,9 +1311,12 @@ static int vector_transpose(cg *g, isl_ast_node *n, isl_ast_node *body, LLVMValu
 		va == vb)
 		goto done;
 	lanes = stmt_lanes(g, inst->stmt);
+	streamed = g->stream && g->streamed[inst->stmt->ir->tensor];
 	if (lanes < 4 || lanes > VT_MAX_SQUARE || outer.trips % lanes ||
 		!tc_cg_llvm_copy_ok(g, inst->stmt, va, vb) ||
-		!panel_rows(g, inst, vb, inner.id, inner.lo, lanes) || !room_for_iter(g))
+		!panel_rows(g, inst, vb, inner.id, inner.lo, lanes) ||
+		(streamed && ast_residue(g, inst->index[vb], inner.id, inner.lo, lanes) != 0) ||
+		!room_for_iter(g))
 		goto done;
 	ok = 1;
 	islot = iter_slot(g, isl_id_get_name(inner.id));
@@ -1352,8 +1355,11 @@ static int vector_transpose(cg *g, isl_ast_node *n, isl_ast_node *body, LLVMValu
 			LLVMBuildStore(g->B, tc_cg_llvm_i64c(g, i0), islot);
 			if (!eval_dom(g, inst, inst->stmt->ir->nlhs))
 				goto done;
-			tc_cg_llvm_vector_store(g, inst->stmt->ir->tensor,
+			st = tc_cg_llvm_vector_store(g, inst->stmt->ir->tensor,
 				tc_cg_llvm_lhs_address(g, inst->stmt), rows[i]);
+			if (st && streamed) /* a row's vectors from a multiple of lanes */
+				LLVMSetAlignment(st, (unsigned)(lanes *
+					tc_dtype_size(g->p->f->tensors[inst->stmt->ir->tensor].dtype)));
 			g->ndom = 0;
 		}
 	}

@@ -1393,6 +1393,57 @@ static void streaming_stores(void **state)
 		}
 		tc_module_free(m);
 	}
+	/* a transpose the user writes whose output takes 4 MiB: its full 16 x
+	 * 16 squares transposed in registers in the streaming copy too (they
+	 * were element-wise moves there: 4096 x 2048 took 4.4 times as long),
+	 * each output row's vectors streamed; the partial squares of the last
+	 * 6 rows moved element by element; for AVX-512 and AVX2 (2 x 2 squares
+	 * of 8), on one thread and two, aligned and 4 bytes off, bit for bit */
+	{
+		enum { NB = 1040, KB = 1030 }; /* T: 1030 rows of 1040 floats, 65 lines */
+		int64_t sb[2] = {NB, KB}, st[2] = {KB, NB};
+		float *b = aligned_alloc(64, (size_t)NB * KB * sizeof(float));
+		float *t = aligned_alloc(64, ((size_t)NB * KB + 16) * sizeof(float));
+		DLTensor B = {b, {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, sb, NULL, 0};
+		const DLTensor *inb[1] = {&B};
+		static const char *const topts[3] = {"", "threads=2", "cpu=x86-64-v3"};
+		static const char *const regs[3] = {"%zmm", "%zmm", "%ymm"};
+		int o, k, n;
+		assert_non_null(b);
+		assert_non_null(t);
+		for (i = 0; i < (int64_t)NB * KB; i++)
+			b[i] = (float)tu_rand_unit(&r) * 2 - 1;
+		m = tc_module_parse(ctx, "def k(float(N,K) B) -> (T) { T(k,n) = B(n,k) }\n", "t.tc");
+		assert_non_null(m);
+		for (o = 0; o < 3; o++) {
+			text = stage_of(m, inb, 1, topts[o], "asm");
+			if (count_lines_with(text, "vmovntp", regs[o]) < 16)
+				fail_msg("%s: a transposed square's 16 rows streamed expected", topts[o]);
+			assert_non_null(strstr(text, "sfence"));
+			tc_string_free(text);
+			text = stage_of(m, inb, 1, topts[o], "llvm");
+			if (!strstr(text, o < 2 ? "<16 x i32> <i32 0, i32 16, i32 2, i32 18, i32 4"
+						: "<8 x i32> <i32 0, i32 8, i32 2, i32 10, i32 4"))
+				fail_msg("%s: the transposing shuffles expected in the LLVM IR", topts[o]);
+			tc_string_free(text);
+			for (off = 0; off < 2; off++) {
+				memset(t, 0xff, ((size_t)NB * KB + 16) * sizeof(float)); /* NaN */
+				Y = (DLTensor){t + off, {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, st, NULL, 0};
+				run_with(m, inb, 1, &Y, topts[o], NULL);
+				for (k = 0; k < KB; k++)
+					for (n = 0; n < NB; n++)
+						if (memcmp(&t[off + (int64_t)k * NB + n], &b[(int64_t)n * KB + k],
+							sizeof(float)))
+							fail_msg("%s, offset %d: T(%d,%d) = %g, expected %g",
+								topts[o], off, k, n,
+								(double)t[off + (int64_t)k * NB + n],
+								(double)b[(int64_t)n * KB + k]);
+			}
+		}
+		tc_module_free(m);
+		free(b);
+		free(t);
+	}
 	free(x);
 	free(y);
 }
