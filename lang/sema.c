@@ -452,14 +452,43 @@ static int const_overflows(const tc_expr *e)
 	}
 }
 
+/* Whether b, the divisor of an integer division or modulo (op), is a
+ * constant zero; then an error in S. */
+static int zero_divisor(sema *S, tc_ast_op op, const tc_expr *b)
+{
+	int64_t v;
+	if (!const_int(b, &v) || v != 0)
+		return 0;
+	tc_error(S->d, b->loc, "integer %s by zero", op == TC_AOP_DIV ? "division" : "modulo");
+	return 1;
+}
+
+/* Whether the weak expression e, settled, divides by a constant zero in an
+ * integer division or modulo (then an error in S). */
+static int weak_zero_divisor(sema *S, const tc_expr *e)
+{
+	int i;
+	if (!e->weak || (e->kind != TC_AST_UNARY && e->kind != TC_AST_BINARY &&
+				e->kind != TC_AST_TERNARY && e->kind != TC_AST_CALL))
+		return 0;
+	for (i = 0; i < e->nargs; i++)
+		if (weak_zero_divisor(S, e->args[i]))
+			return 1;
+	return e->kind == TC_AST_BINARY && (e->op == TC_AOP_DIV || e->op == TC_AOP_MOD) &&
+	       tc_dtype_is_int(e->type) && zero_divisor(S, e->op, e->args[1]);
+}
+
 /* Give a weak expression the type t of its context (the top of a subtree of
  * literals): each literal must fit, and so must a constant integer
- * expression as a whole (int8: 100 + 100 does not). */
+ * expression as a whole (int8: 100 + 100 does not); a division of
+ * integers by a constant zero is an error. */
 static int settle(sema *S, tc_expr *e, tc_dtype t, int negated)
 {
 	int64_t v;
 	if (!e->weak || !settle_rec(S, e, t, negated))
 		return !e->weak;
+	if (weak_zero_divisor(S, e))
+		return 0;
 	if (tc_dtype_is_int(e->type) && const_overflows(e)) {
 		tc_error(S->d, e->loc, "the constant expression overflows int64");
 		return 0;
@@ -526,6 +555,16 @@ static tc_stmt_var *add_var(sema *S, const char *name, tc_loc loc, int is_red)
 	return v;
 }
 
+/* Check a let's value w->val.  A value of literals only keeps its own
+ * type (an integer one int32: the IR converts it where it is read), so
+ * an integer division of it by a constant zero is an error here. */
+static int check_let_value(sema *S, tc_where *w)
+{
+	if (check_expr(S, w->val, 0) < 0)
+		return -1;
+	return weak_zero_divisor(S, w->val) ? -1 : 0;
+}
+
 static int check_ident(sema *S, tc_expr *e)
 {
 	int i;
@@ -546,7 +585,7 @@ static int check_ident(sema *S, tc_expr *e)
 		}
 		if (S->let_state[i] == LET_UNCHECKED) {
 			S->let_state[i] = LET_CHECKING;
-			if (check_expr(S, w->val, 0) < 0) {
+			if (check_let_value(S, w) < 0) {
 				S->let_state[i] = LET_FAILED;
 				return -1;
 			}
@@ -800,14 +839,11 @@ static int check_binary(sema *S, tc_expr *e)
 		return ok ? 0 : -1;
 	}
 	t = tc_dtype_promote(a->type, a->weak, b->type, b->weak);
-	if ((e->op == TC_AOP_DIV || e->op == TC_AOP_MOD) && tc_dtype_is_int(t)) {
-		int64_t v;
-		if (const_int(b, &v) && v == 0) {
-			tc_error(S->d, b->loc, "integer %s by zero",
-				e->op == TC_AOP_DIV ? "division" : "modulo");
-			return -1;
-		}
-	}
+	/* of literals only, the division takes its type from the context
+	 * (settle: 2 / 0 in a float context is a float division) */
+	if ((e->op == TC_AOP_DIV || e->op == TC_AOP_MOD) && tc_dtype_is_int(t) &&
+		!(a->weak && b->weak) && zero_divisor(S, e->op, b))
+		return -1;
 	if (e->op >= TC_AOP_LT && e->op <= TC_AOP_NE &&
 		(a->type == TC_T_BOOL) != (b->type == TC_T_BOOL) && !a->weak && !b->weak) {
 		tc_error(S->d, e->loc,
@@ -1170,7 +1206,7 @@ static void mark_let_reads_unchecked(sema *S, tc_stmt *s)
 			tc_warning(S->d, s->where[i].name_loc, "let '%s' is never used",
 				s->where[i].name);
 			S->let_state[i] = LET_CHECKING;
-			if (check_expr(S, s->where[i].val, 0) < 0)
+			if (check_let_value(S, &s->where[i]) < 0)
 				S->let_state[i] = LET_FAILED;
 			else
 				S->let_state[i] = LET_DONE;

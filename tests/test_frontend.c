@@ -595,6 +595,10 @@ static void test_types_weak_literals(void **state)
 	ASSERT_TYPE("-I8(i)", TC_T_I8);
 	ASSERT_TYPE("I8(i) + -3", TC_T_I8);
 	ASSERT_TYPE("min(I8(i), 3)", TC_T_I8);
+	/* a division of literals takes the float type too: no integer
+	 * division by zero (tests/diag/sema_int_division_by_zero.tc is one) */
+	ASSERT_TYPE("F32(i) * (2 / 0)", TC_T_F32);
+	ASSERT_TYPE("-(4 % (1 - 1)) + F16(i)", TC_T_F16);
 }
 
 static void test_types_promotion(void **state)
