@@ -1952,6 +1952,19 @@ int tc_cg_llvm_vector_ok(__tc_keep cg *g, __tc_keep const tc_poly_stmt *s, int v
 
 static LLVMValueRef vexpr(cg *g, const tc_ir_expr *e, int vc, int lanes);
 
+/* Whether e reads a tensor in panels. */
+static int reads_panels(cg *g, const tc_ir_expr *e)
+{
+	int i;
+	if (e->op == TC_OP_READ && e->id >= 0 && e->id < g->p->f->ntensors &&
+		g->p->f->tensors[e->id].panel > 0)
+		return 1;
+	for (i = 0; i < e->nargs; i++)
+		if (reads_panels(g, e->args[i]))
+			return 1;
+	return 0;
+}
+
 int tc_cg_llvm_copy_ok(__tc_keep cg *g, __tc_keep const tc_poly_stmt *s, int va, int vb)
 {
 	const tc_ir_stmt *ir = s ? s->ir : NULL;
@@ -1960,8 +1973,15 @@ int tc_cg_llvm_copy_ok(__tc_keep cg *g, __tc_keep const tc_poly_stmt *s, int va,
 	int64_t lanes = tt ? g->p->target->vector_bytes / tc_dtype_size(tt->dtype) : 0;
 	if (!ir || s->kind != TC_POLY_ASSIGN || (tt->dtype != TC_T_F32 && tt->dtype != TC_T_F64) ||
 		tt->widened || ir->nlhs < 1 || vb != ir->nlhs - 1 || va < 0 || va > vb ||
-		s->ndims > CG_MAX_DIMS || (g->stream && g->streamed[ir->tensor] && va == vb) ||
-		r->op != TC_OP_READ ||
+		s->ndims > CG_MAX_DIMS || (g->stream && g->streamed[ir->tensor] && va == vb))
+		return 0;
+	/* a transpose computes from its reads (+ - * / of transposed reads,
+	 * broadcasts and constants: vec_ok along va, each row of the square
+	 * with its own value of vb); a copy along its rows reads once */
+	if (va != vb && r->op != TC_OP_READ)
+		return !tc_ir_reads(r, ir->tensor) && !reads_panels(g, r) &&
+		       vec_ok(g, r, va, tt->dtype) && tt->panel <= 0;
+	if (r->op != TC_OP_READ ||
 		r->id == ir->tensor || r->nargs < 1 || g->p->f->tensors[r->id].panel > 0 ||
 		!unit_in(r->args[r->nargs - 1], va) ||
 		(va != vb && (r->nargs < 2 || tc_ir_uses_var(r->args[r->nargs - 1], vb))))

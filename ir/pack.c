@@ -861,7 +861,9 @@ static const tc_ir_func *short_rows(tc_arena *ar, const tc_ir_func *f, const int
  *
  * A statement T(k,n) = B(n,k) that copies an input with its subscripts
  * permuted, the input's last one the output's last but one (a transpose
- * of the last two dimensions, what the square tiles move), whose tensor
+ * of the last two dimensions, what the square tiles move), or computes
+ * from such reads with + - * / and constants (T(k,n) = B(n,k) * 2 +
+ * C(n,k), which ran untiled at 15 times a transpose's time), whose tensor
  * no statement
  * before it writes or reads, can run before every other statement, as
  * the packing copies do: marked pack, the polyhedral model schedules it
@@ -871,19 +873,48 @@ static const tc_ir_func *short_rows(tc_arena *ar, const tc_ir_func *f, const int
  * such a copy ran untiled: 1024 x 1024 took 3.0 ms against 0.1 for a
  * plain copy (docs/performance.md).  Its rows must have min_bytes or
  * more, as a packing copy's. */
+/* Whether e, of statement s, is a transposed read (a plain input read of
+ * s's type whose subscripts permute the left-hand ones, the last the
+ * left-hand last but one), or + - * / and negation of such reads and
+ * constants, all of s's type, with a read among them (*reads counts
+ * them). */
+static int transposed_terms(const tc_ir_func *f, const tc_ir_stmt *s, const tc_ir_expr *e,
+	int *reads)
+{
+	tc_dtype t = f->tensors[s->tensor].dtype;
+	if (!e || e->type != t)
+		return 0;
+	switch (e->op) {
+	case TC_OP_CONST:
+		return 1;
+	case TC_OP_READ:
+		++*reads;
+		/* distinct plain subscripts, as many as the variables: a
+		 * permutation of the left-hand ones */
+		return e->nargs == s->nlhs && plain_input_read(f, s, e) &&
+		       f->tensors[e->id].dtype == t &&
+		       tc_ir_plain_var(e->args[e->nargs - 1]) == s->nlhs - 2;
+	case TC_OP_NEG:
+		return transposed_terms(f, s, e->args[0], reads);
+	case TC_OP_ADD:
+	case TC_OP_SUB:
+	case TC_OP_MUL:
+	case TC_OP_DIV:
+		return transposed_terms(f, s, e->args[0], reads) &&
+		       transposed_terms(f, s, e->args[1], reads);
+	default:
+		return 0;
+	}
+}
+
 static int user_transpose(const tc_ir_func *f, int i, const int64_t *params, int64_t min_bytes)
 {
 	const tc_ir_stmt *s = &f->stmts[i];
-	const tc_ir_expr *r = s->rhs;
-	int j, size = tc_dtype_size(f->tensors[s->tensor].dtype);
+	int j, size = tc_dtype_size(f->tensors[s->tensor].dtype), reads = 0;
 	int64_t inner;
-	/* distinct plain subscripts, as many as the variables: a permutation
-	 * of the left-hand ones */
-	if (s->red != TC_RED_ASSIGN || s->pack || s->guard || s->nvars != s->nlhs || !r ||
-		r->op != TC_OP_READ || r->nargs != s->nlhs || !plain_input_read(f, s, r) ||
+	if (s->red != TC_RED_ASSIGN || s->pack || s->guard || s->nvars != s->nlhs ||
 		f->tensors[s->tensor].kind == TC_TENSOR_INPUT ||
-		f->tensors[r->id].dtype != f->tensors[s->tensor].dtype ||
-		tc_ir_plain_var(r->args[r->nargs - 1]) != s->nlhs - 2)
+		!transposed_terms(f, s, s->rhs, &reads) || !reads)
 		return 0;
 	if (tc_sx_eval(f->tensors[s->tensor].ext[s->nlhs - 1], params, NULL, &inner) < 0 ||
 		inner * size < min_bytes)
