@@ -862,8 +862,8 @@ static const tc_ir_func *short_rows(tc_arena *ar, const tc_ir_func *f, const int
  * A statement T(k,n) = B(n,k) that copies an input with its subscripts
  * permuted, the input's last one the output's last but one (a transpose
  * of the last two dimensions, what the square tiles move), or computes
- * from such reads with + - * / and constants (T(k,n) = B(n,k) * 2 +
- * C(n,k), which ran untiled at 15 times a transpose's time), whose tensor
+ * pointwise from such reads (T(k,n) = B(n,k) * 2 + C(n,k), which ran
+ * untiled at 15 times a transpose's time; fmax(B(n,k), 0)), whose tensor
  * no statement
  * before it writes or reads, can run before every other statement, as
  * the packing copies do: marked pack, the polyhedral model schedules it
@@ -873,38 +873,29 @@ static const tc_ir_func *short_rows(tc_arena *ar, const tc_ir_func *f, const int
  * such a copy ran untiled: 1024 x 1024 took 3.0 ms against 0.1 for a
  * plain copy (docs/performance.md).  Its rows must have min_bytes or
  * more, as a packing copy's. */
-/* Whether e, of statement s, is a transposed read (a plain input read of
- * s's type whose subscripts permute the left-hand ones, the last the
- * left-hand last but one), or + - * / and negation of such reads and
- * constants, all of s's type, with a read among them (*reads counts
- * them). */
+/* Whether every read in e, of statement s, is a transposed read: a plain
+ * input read whose subscripts permute the left-hand ones, the last the
+ * left-hand last but one (*reads counts them).  The rest of e is any
+ * pointwise computation (+ - * / and constants over reads of s's type
+ * are what the code generator moves as vectors; codegen/llvm_expr.c,
+ * tc_cg_llvm_copy_ok). */
 static int transposed_terms(const tc_ir_func *f, const tc_ir_stmt *s, const tc_ir_expr *e,
 	int *reads)
 {
-	tc_dtype t = f->tensors[s->tensor].dtype;
-	if (!e || e->type != t)
+	int i;
+	if (!e)
 		return 0;
-	switch (e->op) {
-	case TC_OP_CONST:
-		return 1;
-	case TC_OP_READ:
+	if (e->op == TC_OP_READ) {
 		++*reads;
 		/* distinct plain subscripts, as many as the variables: a
 		 * permutation of the left-hand ones */
 		return e->nargs == s->nlhs && plain_input_read(f, s, e) &&
-		       f->tensors[e->id].dtype == t &&
 		       tc_ir_plain_var(e->args[e->nargs - 1]) == s->nlhs - 2;
-	case TC_OP_NEG:
-		return transposed_terms(f, s, e->args[0], reads);
-	case TC_OP_ADD:
-	case TC_OP_SUB:
-	case TC_OP_MUL:
-	case TC_OP_DIV:
-		return transposed_terms(f, s, e->args[0], reads) &&
-		       transposed_terms(f, s, e->args[1], reads);
-	default:
-		return 0;
 	}
+	for (i = 0; i < e->nargs; i++)
+		if (!transposed_terms(f, s, e->args[i], reads))
+			return 0;
+	return 1;
 }
 
 static int user_transpose(const tc_ir_func *f, int i, const int64_t *params, int64_t min_bytes)

@@ -2188,6 +2188,11 @@ static void transposing_copies_in_registers(void **state)
 		{"def k(float(N,K) B, float(N,K) C) -> (T, U) {\n"
 		 "  T(k,n) = B(n,k) * 2 + C(n,k)\n  U(k,n) = -(B(n,k) / C(n,k)) - 1.5\n}\n",
 			2, 2, {{100, 80}, {100, 80}, {80, 100}, {80, 100}}, {2, 2, 2, 2}, {NULL}, NULL},
+		/* with a builtin: in square tiles, moved element by element */
+		{"def k(float(N,K) B, float(N,K) C) -> (T) {\n"
+		 "  T(k,n) = fmax(B(n,k), 0) * C(n,k)\n}\n",
+			2, 1, {{100, 80}, {100, 80}, {80, 100}}, {2, 2, 2}, {NULL},
+			"for (int c3 = 0; c3 <= 15; c3 += 1)\n        S0(c0 + c2, c1 + c3);"},
 	};
 	static const char *const mask16 = "<16 x i32> <i32 0, i32 16, i32 2, i32 18, i32 4";
 	static const char *const mask8 = "<8 x i32> <i32 0, i32 8, i32 2, i32 10, i32 4";
