@@ -1898,8 +1898,9 @@ static int unit_in(const tc_ir_expr *sub, int v)
 /* Whether e (of float type t) can be computed along vc as vectors: float
  * constants, reads of tensors of type t with affine subscripts (proven in
  * bounds: no run-time check) that are broadcasts or unit-stride rows, and
- * + - * / and negation. */
-static int vec_ok(cg *g, const tc_ir_expr *e, int vc, tc_dtype t)
+ * + - * / and negation; with calls set also min, max, fmin and fmax
+ * (minmax's compare and select, the scalar code's rule, on vectors). */
+static int vec_ok_in(cg *g, const tc_ir_expr *e, int vc, tc_dtype t, int calls)
 {
 	int i;
 	if (e->type != t)
@@ -1920,15 +1921,26 @@ static int vec_ok(cg *g, const tc_ir_expr *e, int vc, tc_dtype t)
 				strip_int_casts(e->args[e->nargs - 1])->op == TC_OP_INDEX;
 		return !tc_ir_uses_var(e->args[e->nargs - 1], vc) || unit_in(e->args[e->nargs - 1], vc);
 	case TC_OP_NEG:
-		return vec_ok(g, e->args[0], vc, t);
+		return vec_ok_in(g, e->args[0], vc, t, calls);
+	case TC_OP_CALL:
+		if (!calls || e->nargs != 2 || (e->id != TC_BI_MIN && e->id != TC_BI_MAX &&
+						   e->id != TC_BI_FMIN && e->id != TC_BI_FMAX))
+			return 0;
+		/* fall through */
 	case TC_OP_ADD:
 	case TC_OP_SUB:
 	case TC_OP_MUL:
 	case TC_OP_DIV:
-		return vec_ok(g, e->args[0], vc, t) && vec_ok(g, e->args[1], vc, t);
+		return vec_ok_in(g, e->args[0], vc, t, calls) &&
+		       vec_ok_in(g, e->args[1], vc, t, calls);
 	default:
 		return 0;
 	}
+}
+
+static int vec_ok(cg *g, const tc_ir_expr *e, int vc, tc_dtype t)
+{
+	return vec_ok_in(g, e, vc, t, 0);
 }
 
 /* Whether statement s can be computed along its domain dimension vc as
@@ -1975,12 +1987,13 @@ int tc_cg_llvm_copy_ok(__tc_keep cg *g, __tc_keep const tc_poly_stmt *s, int va,
 		tt->widened || ir->nlhs < 1 || vb != ir->nlhs - 1 || va < 0 || va > vb ||
 		s->ndims > CG_MAX_DIMS || (g->stream && g->streamed[ir->tensor] && va == vb))
 		return 0;
-	/* a transpose computes from its reads (+ - * / of transposed reads,
-	 * broadcasts and constants: vec_ok along va, each row of the square
-	 * with its own value of vb); a copy along its rows reads once */
+	/* a transpose computes from its reads (+ - * /, min and max of
+	 * transposed reads, broadcasts and constants: vec_ok_in along va, each
+	 * row of the square with its own value of vb); a copy along its rows
+	 * reads once */
 	if (va != vb && r->op != TC_OP_READ)
 		return !tc_ir_reads(r, ir->tensor) && !reads_panels(g, r) &&
-		       vec_ok(g, r, va, tt->dtype) && tt->panel <= 0;
+		       vec_ok_in(g, r, va, tt->dtype, 1) && tt->panel <= 0;
 	if (r->op != TC_OP_READ ||
 		r->id == ir->tensor || r->nargs < 1 || g->p->f->tensors[r->id].panel > 0 ||
 		!unit_in(r->args[r->nargs - 1], va) ||
@@ -2116,6 +2129,10 @@ static LLVMValueRef vexpr(cg *g, const tc_ir_expr *e, int vc, int lanes)
 	case TC_OP_NEG:
 		a = vexpr(g, e->args[0], vc, lanes);
 		return a ? LLVMBuildFNeg(g->B, a, "") : NULL;
+	case TC_OP_CALL: /* min, max, fmin, fmax (vec_ok_in) */
+		a = vexpr(g, e->args[0], vc, lanes);
+		b = vexpr(g, e->args[1], vc, lanes);
+		return minmax(g, e->type, a, b, e->id == TC_BI_MAX || e->id == TC_BI_FMAX);
 	default:
 		if (g->opts.contract && tc_ir_fma_of(e, &m)) {
 			LLVMValueRef x, y, z = NULL;
