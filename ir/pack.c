@@ -873,12 +873,32 @@ static const tc_ir_func *short_rows(tc_arena *ar, const tc_ir_func *f, const int
  * such a copy ran untiled: 1024 x 1024 took 3.0 ms against 0.1 for a
  * plain copy (docs/performance.md).  Its rows must have min_bytes or
  * more, as a packing copy's. */
-/* Whether every read in e, of statement s, is a transposed read: a plain
+/* Whether read r of statement s reads an input at distinct plain index
+ * variables of s (a bias D(n) or D(k) of T(k,n) = B(n,k) + D(n), a
+ * scalar; E(k,n) too, which the code generator moves element by element
+ * within the squares: strided along their rows). */
+static int row_broadcast(const tc_ir_func *f, const tc_ir_stmt *s, const tc_ir_expr *r)
+{
+	int k, j, v[TC_MAX_RANK];
+	if (f->tensors[r->id].kind != TC_TENSOR_INPUT || r->nargs > TC_MAX_RANK)
+		return 0;
+	for (k = 0; k < r->nargs; k++) {
+		if ((v[k] = tc_ir_plain_var(r->args[k])) < 0 || v[k] >= s->nlhs)
+			return 0;
+		for (j = 0; j < k; j++)
+			if (v[j] == v[k])
+				return 0;
+	}
+	return 1;
+}
+
+/* Whether every read in e, of statement s, is a transposed read (a plain
  * input read whose subscripts permute the left-hand ones, the last the
- * left-hand last but one (*reads counts them).  The rest of e is any
- * pointwise computation (+ - * / and constants over reads of s's type
- * are what the code generator moves as vectors; codegen/llvm_expr.c,
- * tc_cg_llvm_copy_ok). */
+ * left-hand last but one; *reads counts them) or an input read at plain
+ * index variables (row_broadcast: D(n), D(k)).  The rest of e is any
+ * pointwise computation (+ - * /, min, max and constants over reads of
+ * s's type are what the code generator moves as vectors;
+ * codegen/llvm_expr.c, tc_cg_llvm_copy_ok). */
 static int transposed_terms(const tc_ir_func *f, const tc_ir_stmt *s, const tc_ir_expr *e,
 	int *reads)
 {
@@ -886,11 +906,14 @@ static int transposed_terms(const tc_ir_func *f, const tc_ir_stmt *s, const tc_i
 	if (!e)
 		return 0;
 	if (e->op == TC_OP_READ) {
-		++*reads;
 		/* distinct plain subscripts, as many as the variables: a
 		 * permutation of the left-hand ones */
-		return e->nargs == s->nlhs && plain_input_read(f, s, e) &&
-		       tc_ir_plain_var(e->args[e->nargs - 1]) == s->nlhs - 2;
+		if (e->nargs == s->nlhs && plain_input_read(f, s, e) &&
+			tc_ir_plain_var(e->args[e->nargs - 1]) == s->nlhs - 2) {
+			++*reads;
+			return 1;
+		}
+		return row_broadcast(f, s, e);
 	}
 	for (i = 0; i < e->nargs; i++)
 		if (!transposed_terms(f, s, e->args[i], reads))

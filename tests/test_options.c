@@ -2185,9 +2185,10 @@ static void transposing_copies_in_registers(void **state)
 			1, 1, {{48, 32}, {32, 48}}, {2, 2}, {NULL}, NULL},
 		/* computed from transposed reads and constants (ir/pack.c,
 		 * transposed_terms), squares and partial squares */
-		{"def k(float(N,K) B, float(N,K) C) -> (T, U) {\n"
-		 "  T(k,n) = B(n,k) * 2 + C(n,k)\n  U(k,n) = -(B(n,k) / C(n,k)) - 1.5\n}\n",
-			2, 2, {{100, 80}, {100, 80}, {80, 100}, {80, 100}}, {2, 2, 2, 2}, {NULL}, NULL},
+		{"def k(float(N,K) B, float(N,K) C, float(N) D) -> (T, U) {\n"
+		 "  T(k,n) = B(n,k) * 2 + C(n,k) * D(n)\n  U(k,n) = -(B(n,k) / C(n,k)) - 1.5\n}\n",
+			3, 2, {{100, 80}, {100, 80}, {100}, {80, 100}, {80, 100}}, {2, 2, 1, 2, 2},
+			{NULL}, NULL},
 		/* fmax and min: transposed in registers too (the scalar code's
 		 * rule on vectors); fabs, which the vector code does not take: in
 		 * square tiles, moved element by element */
