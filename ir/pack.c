@@ -857,22 +857,8 @@ static const tc_ir_func *short_rows(tc_arena *ar, const tc_ir_func *f, const int
 	return split_each(ar, f, params, min_bytes, short_row_var, 0);
 }
 
-/* ---- transposes the user writes ----
- *
- * A statement T(k,n) = B(n,k) that copies an input with its subscripts
- * permuted, the input's last one the output's last but one (a transpose
- * of the last two dimensions, what the square tiles move), or computes
- * pointwise from such reads (T(k,n) = B(n,k) * 2 + C(n,k), which ran
- * untiled at 15 times a transpose's time; fmax(B(n,k), 0)), whose tensor
- * no statement
- * before it writes or reads, can run before every other statement, as
- * the packing copies do: marked pack, the polyhedral model schedules it
- * in square tiles (polyhedral/schedule.c, pack_schedule) and the code
- * generator moves the squares as vectors transposed in registers
- * (codegen/llvm_loop.c, "transposing copies").  Left to the scheduler,
- * such a copy ran untiled: 1024 x 1024 took 3.0 ms against 0.1 for a
- * plain copy (docs/performance.md).  Its rows must have min_bytes or
- * more, as a packing copy's. */
+/* ---- transposes the user writes ---- */
+
 /* Whether read r of statement s reads an input at distinct plain index
  * variables of s (a bias D(n) or D(k) of T(k,n) = B(n,k) + D(n), a
  * scalar; E(k,n) too, which the code generator moves element by element
@@ -921,6 +907,20 @@ static int transposed_terms(const tc_ir_func *f, const tc_ir_stmt *s, const tc_i
 	return 1;
 }
 
+/* A statement T(k,n) = B(n,k) that copies an input with its subscripts
+ * permuted, the input's last one the output's last but one (a transpose
+ * of the last two dimensions, what the square tiles move), or computes
+ * pointwise from such reads (T(k,n) = B(n,k) * 2 + C(n,k), which ran
+ * untiled at 15 times a transpose's time; fmax(B(n,k), 0)), whose tensor
+ * no statement before it writes or reads, can run before every other
+ * statement, as
+ * the packing copies do: marked pack, the polyhedral model schedules it
+ * in square tiles (polyhedral/schedule.c, pack_schedule) and the code
+ * generator moves the squares as vectors transposed in registers
+ * (codegen/llvm_loop.c, "transposing copies").  Left to the scheduler,
+ * such a copy ran untiled: 1024 x 1024 took 3.0 ms against 0.1 for a
+ * plain copy (docs/performance.md).  Its rows must have min_bytes or
+ * more, as a packing copy's. */
 static int user_transpose(const tc_ir_func *f, int i, const int64_t *params, int64_t min_bytes)
 {
 	const tc_ir_stmt *s = &f->stmts[i];

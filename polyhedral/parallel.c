@@ -279,27 +279,28 @@ static isl_schedule_node *mark_parallel(isl_schedule_node *node, const tc_poly *
 		int stripped;
 		if (isl_schedule_node_band_n_member(node) < 1 || too_small_to_share(p, node))
 			return node;
-		/* a band of chunks or strips goes above the band, which isl
-		 * refuses where something below depends on the outer schedule
-		 * (an isolate option of tiles: "cannot insert band node in
-		 * anchored subtree", fuzz_diff seed 20261203 case 5724): the
-		 * nest then stays on one thread */
-		if (isl_schedule_node_band_member_get_coincident(node, 0) != isl_bool_true &&
-			isl_schedule_node_is_subtree_anchored(node) != isl_bool_false)
-			return node;
-		if (isl_schedule_node_band_member_get_coincident(node, 0) != isl_bool_true &&
-			p->target->threads >= 2 && (chunks = tc_poly_partial_chunks(p, node))) {
-			/* the rows' loop of partial sums (ir/partial.c): a
-			 * chunk of rows per thread, each its own sums */
-			node = isl_schedule_node_insert_partial_schedule(node, chunks);
-			node = isl_schedule_node_band_member_set_coincident(node, 0, 1);
-			node = isl_schedule_node_band_set_permutable(node, 1);
-			if (!node)
-				return NULL;
-		} else if (isl_schedule_node_band_member_get_coincident(node, 0) != isl_bool_true) {
-			node = strip_parallel(node, p, &stripped);
-			if (!node || !stripped)
+		if (isl_schedule_node_band_member_get_coincident(node, 0) != isl_bool_true) {
+			/* a band of chunks or strips goes above the band, which
+			 * isl refuses where something below depends on the
+			 * outer schedule (an isolate option of tiles: "cannot
+			 * insert band node in anchored subtree", fuzz_diff seed
+			 * 20261203 case 5724): the nest then stays on one
+			 * thread */
+			if (isl_schedule_node_is_subtree_anchored(node) != isl_bool_false)
 				return node;
+			if (p->target->threads >= 2 && (chunks = tc_poly_partial_chunks(p, node))) {
+				/* the rows' loop of partial sums (ir/partial.c):
+				 * a chunk of rows per thread, each its own sums */
+				node = isl_schedule_node_insert_partial_schedule(node, chunks);
+				node = isl_schedule_node_band_member_set_coincident(node, 0, 1);
+				node = isl_schedule_node_band_set_permutable(node, 1);
+				if (!node)
+					return NULL;
+			} else {
+				node = strip_parallel(node, p, &stripped);
+				if (!node || !stripped)
+					return node;
+			}
 		}
 		if (isl_schedule_node_band_member_get_coincident(node, 0) == isl_bool_true &&
 			!(node = balance_members(node, p)))
