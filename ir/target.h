@@ -54,6 +54,14 @@ typedef struct tc_target {
 	int64_t block_rows_long; /* MC for row members of long_rows or more */
 	int64_t long_rows;
 	int64_t block_depth;     /* KC: the reduction's block */
+	int deep_blocks;         /* KC and NC from the register tile's streams
+				  * instead (polyhedral/tile.c, deep_blocks):
+				  * the reduction whole up to the depth whose
+				  * left-operand rows of a register tile fill
+				  * half the L1, NC the columns whose KC x NC
+				  * block fills half the L2 (at most
+				  * block_cols); image and convolution tiles
+				  * keep block_depth and conv_depth */
 	int64_t conv_depth;      /* a convolution's KC: its weights' block,
 				  * input channels times the window's points
 				  * (polyhedral/tile.c; measured, not derived

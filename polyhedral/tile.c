@@ -198,6 +198,50 @@ static int64_t depth_tile(const tc_poly *p, const tc_poly_stmt *st, int64_t ext,
 	return p->target->block_depth;
 }
 
+/* The reduction's block *kc (0: whole) and the columns' block *nc of
+ * contraction statement st on a target with deep_blocks, where a register
+ * tile keeps its rows of the left operand (MR x KC) in L1 while the
+ * right operand's NR-wide panels of the KC x NC block stream from the L2
+ * past it: KC is bounded by the L1 (MR x KC in half of it: 1024 floats for
+ * 6 rows and 48 KiB), not by a KC x NR panel of the right operand, and the
+ * outputs' partial sums go to memory and back once per block of the
+ * reduction; NC follows from the L2 (the KC x NC block in half of it),
+ * at most the target's NC.  Blocks of the reduction are evened out; a
+ * reduction shorter than 1.5 blocks stays whole.  On the Intel host of
+ * docs/performance.md (48 KiB L1d, 2 MiB L2: KC 1024, NC 256 for a
+ * reduction of 1024 or 2048), sgemm 1024 on one thread 10.6-11.1 ->
+ * 9.9-10.2 ms against KC 192 and NC 640, on two 5.6 -> 5.2-5.3, sgemm 2048
+ * 88.6 -> 83-84 ("Deep blocks of the reduction").  0 where the band has
+ * other than one reduction member or the sizes are unknown. */
+static int deep_blocks(const tc_poly *p, isl_schedule_node *node, const tc_poly_stmt *st,
+	int64_t *kc, int64_t *nc)
+{
+	const tc_target *tg = p->target;
+	isl_size n = isl_schedule_node_band_n_member(node);
+	int64_t bytes = tc_dtype_size(p->f->tensors[st->ir->tensor].dtype);
+	int64_t vectors = tc_poly_row_vectors(tg, 4), rows = tg->accumulators / vectors;
+	int64_t lanes = bytes > 0 && bytes < tg->vector_bytes ? tg->vector_bytes / bytes : 1;
+	int64_t depth = -1, max, blocks, block, cols, nr = vectors * lanes;
+	int j;
+	if (!tg->deep_blocks || bytes <= 0 || rows < 1 || tg->l1_bytes <= 0 || tg->l2_bytes <= 0)
+		return 0;
+	for (j = 0; j < n; j++)
+		if (isl_schedule_node_band_member_get_coincident(node, j) != isl_bool_true) {
+			if (depth >= 0)
+				return 0;
+			depth = tc_poly_band_member_extent(p, node, j);
+		}
+	max = tg->l1_bytes / 2 / (rows * bytes) / 16 * 16;
+	if (depth <= 0 || max < 16)
+		return 0;
+	blocks = 2 * depth < 3 * max ? 1 : (depth + max - 1) / max;
+	block = (depth + blocks - 1) / blocks;
+	*kc = blocks > 1 ? block : 0;
+	cols = tg->l2_bytes / 2 / (block * bytes) / nr * nr;
+	*nc = cols < nr ? nr : cols < tg->block_cols ? cols : tg->block_cols;
+	return 1;
+}
+
 /* Cache tiles for a contraction band (BLIS-style blocking, sizes[n]): the
  * reduction member in blocks of KC, the innermost (vectorised) member in
  * blocks of NC and the parallel member the register tile's rows come from
@@ -210,21 +254,23 @@ static int64_t depth_tile(const tc_poly *p, const tc_poly_stmt *st, int64_t ext,
  * would be (tile_band). */
 static int auto_tiles(const tc_poly *p, isl_schedule_node *node, int64_t *sizes, int rows_alone)
 {
-	int has_init, j, rows = 0, tiled = 0, deep = 0;
+	int has_init, j, rows = 0, tiled = 0, deep = 0, from_l2;
 	int64_t cols = 0; /* the innermost member's block */
+	int64_t kc, nc = p->target->block_cols;
 	isl_size n = isl_schedule_node_band_n_member(node);
 	const tc_poly_stmt *st = tc_poly_contraction_band(p, node, &has_init);
 	if (!st || n > TC_POLY_MAX_TILE)
 		return 0;
 	if (conv_tiles(p, node, st, sizes))
 		return 1;
+	from_l2 = deep_blocks(p, node, st, &kc, &nc);
 	for (j = n - 1; j >= 0; j--) {
 		int coinc = isl_schedule_node_band_member_get_coincident(node, j) == isl_bool_true;
 		int64_t ext = tc_poly_band_member_extent(p, node, j), size;
 		if (!coinc)
-			size = depth_tile(p, st, ext, cols);
+			size = from_l2 ? kc : depth_tile(p, st, ext, cols);
 		else if (j == n - 1)
-			size = p->target->block_cols;
+			size = nc;
 		else if (!rows++)
 			size = rows_tile(p, node, j, ext);
 		else

@@ -1888,6 +1888,62 @@ static void test_row_blocks_of_each_thread(void **state)
 	tc_free(s);
 }
 
+/* The reduction's blocks from the register tile's streams (tile.c,
+ * deep_blocks; a target's deep_blocks, as the Intel AVX-512 host's): with
+ * a 48 KiB L1d (6 rows of the left operand: KC up to 1024) and a 2 MiB
+ * L2, a matmul of 1024 keeps its reduction whole and its columns in
+ * blocks of 256 (the 1 MiB block in half the L2); a reduction of 2048 goes
+ * in 2 blocks of 1024, one of 3000 in 3 of 1000 (columns still 256); with
+ * a 32 KiB L1d (KC up to 672), 1024 in 2 of 512 with columns of 512; a
+ * reduction short enough leaves the columns at the target's NC (640). */
+static void test_deep_reduction_blocks(void **state)
+{
+	static const char mm[] = "def k(float(M,K) A, float(K,N) B) -> (C) { C(m,n) +=! A(m,r_k) * B(r_k,n) }\n";
+	static const int64_t sq[2][2] = {{1024, 1024}, {1024, 1024}},
+		deep[2][2] = {{512, 2048}, {2048, 1024}}, odd[2][2] = {{512, 3000}, {3000, 1024}},
+		shallow[2][2] = {{512, 256}, {256, 2048}};
+	tc_target t = *model_target();
+	char *s;
+	(void)state;
+	t.vector_bytes = 64;
+	t.vector_regs = 32;
+	t.accumulators = 24;
+	t.threads = 1;
+	t.rows_per_thread = 1;
+	t.deep_blocks = 1;
+	t.block_cols = 640;
+	t.l1_bytes = 48 << 10;
+	t.l2_bytes = 2 << 20;
+	s = schedule_for(mm, sq, &t);
+	assert_null(strstr(s, "(r_k - (r_k) mod"));
+	assert_non_null(strstr(s, "(n - (n) mod 256)"));
+	tc_free(s);
+	s = schedule_for(mm, deep, &t);
+	assert_non_null(strstr(s, "(r_k - (r_k) mod 1024)"));
+	assert_non_null(strstr(s, "(n - (n) mod 256)"));
+	tc_free(s);
+	s = schedule_for(mm, odd, &t);
+	assert_non_null(strstr(s, "(r_k - (r_k) mod 1000)"));
+	assert_non_null(strstr(s, "(n - (n) mod 256)"));
+	tc_free(s);
+	s = schedule_for(mm, shallow, &t);
+	assert_null(strstr(s, "(r_k - (r_k) mod"));
+	assert_non_null(strstr(s, "(n - (n) mod 640)"));
+	tc_free(s);
+	t.l1_bytes = 32 << 10;
+	s = schedule_for(mm, sq, &t);
+	assert_non_null(strstr(s, "(r_k - (r_k) mod 512)"));
+	assert_non_null(strstr(s, "(n - (n) mod 512)"));
+	tc_free(s);
+	t.deep_blocks = 0; /* the L1 rule's KC, 192 as set here */
+	t.block_depth = 192;
+	t.l1_bytes = 48 << 10;
+	s = schedule_for(mm, sq, &t);
+	assert_non_null(strstr(s, "(r_k - (r_k) mod 192)"));
+	assert_non_null(strstr(s, "(n - (n) mod 640)"));
+	tc_free(s);
+}
+
 /* Packing in panels from a page per row (ir/pack.c, "Panels";
  * tc_ir_pack's panel_min_row, the Intel AVX-512 host's 4096 bytes): B of
  * a matmul with rows of 1024 floats is copied in panels of 64 columns, one
@@ -2379,6 +2435,7 @@ int main(void)
 		cmocka_unit_test(test_target_cache_blocks),
 		cmocka_unit_test(test_reduction_blocks_from_the_caches),
 		cmocka_unit_test(test_row_blocks_of_each_thread),
+		cmocka_unit_test(test_deep_reduction_blocks),
 		cmocka_unit_test(test_panels_from_a_page_per_row),
 		cmocka_unit_test(test_code_lifetime_and_errors),
 		cmocka_unit_test(test_concurrent_compilation),
