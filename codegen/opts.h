@@ -20,7 +20,10 @@ typedef struct tc_cg_opts {
 	int vecreduce;    /* float sums and max=!/min=! outside register tiles
 			   * may run as vector partial results (any order);
 			   * products keep their order */
-	int stream;       /* non-temporal stores for large outputs written once */
+	int stream;       /* non-temporal stores for large outputs written once:
+			   * 1 (auto) where the kernel's tensors take a
+			   * quarter of the target's l3_bytes or more, 2 (on)
+			   * whatever the cache, 0 (off) never */
 	int vector;       /* lanes of the innermost loops' vectors; 0: the
 			   * backend chooses, 1: no vector instructions */
 	int unroll_inner; /* vector iterations per trip of the innermost loops;

@@ -83,6 +83,10 @@ typedef struct tc_target {
 	int64_t panel_min_row;   /* ... for copies whose rows have this many
 				  * bytes or more (shorter ones share the L1's
 				  * sets and pages between a few rows) */
+	int64_t l3_bytes;        /* the last-level cache (0: unknown): outputs
+				  * are streamed (codegen's stream option, auto)
+				  * only by kernels whose tensors take a quarter
+				  * of it or more */
 	int64_t l2_bytes;        /* the level-2 cache (0: unknown): whether a
 				  * contraction's right operand stays in it
 				  * unblocked (polyhedral/tile.c) */

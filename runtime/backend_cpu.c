@@ -24,26 +24,32 @@
 
 static pthread_once_t host_once = PTHREAD_ONCE_INIT;
 static char *host_target; /* "triple;cpu;features", NULL if unknown */
-static int64_t host_l1d, host_l2; /* cache sizes in bytes, 0 if unknown */
+static int64_t host_l1d, host_l2, host_l3; /* cache sizes in bytes, 0 if unknown */
 static int host_level;    /* the highest x86-64 level the host runs (0: none) */
 
 /* The caches assumed for code compiled for an x86-64 level (the cpu
  * option) rather than the host: those of the Zen 4 cores. */
 #define LEVEL_L1D (32 << 10)
 #define LEVEL_L2 (1 << 20)
+#define LEVEL_L3 (32 << 20) /* a Zen 4 CCD's */
 
-enum { CACHE_L1D, CACHE_L2 };
+enum { CACHE_L1D, CACHE_L2, CACHE_L3 };
 
-/* The size in bytes of the host's L1 data cache or L2 cache, 0 if unknown
- * (or implausible: under 4 KiB or over 64 MiB). */
+/* The size in bytes of the host's L1 data cache, L2 or L3 cache, 0 if
+ * unknown (or implausible: under 4 KiB or over 64 MiB, for the L3 under
+ * 256 KiB or over 16 GiB). */
 static int64_t cache_bytes(int which)
 {
 	long v = -1;
-#if defined(_SC_LEVEL1_DCACHE_SIZE) && defined(_SC_LEVEL2_CACHE_SIZE)
-	v = sysconf(which == CACHE_L1D ? _SC_LEVEL1_DCACHE_SIZE : _SC_LEVEL2_CACHE_SIZE);
+#if defined(_SC_LEVEL1_DCACHE_SIZE) && defined(_SC_LEVEL2_CACHE_SIZE) && \
+	defined(_SC_LEVEL3_CACHE_SIZE)
+	v = sysconf(which == CACHE_L1D ? _SC_LEVEL1_DCACHE_SIZE
+		: which == CACHE_L2 ? _SC_LEVEL2_CACHE_SIZE : _SC_LEVEL3_CACHE_SIZE);
 #else
 	(void)which;
 #endif
+	if (which == CACHE_L3)
+		return v >= (256L << 10) && (int64_t)v <= ((int64_t)16 << 30) ? (int64_t)v : 0;
 	return v >= (4 << 10) && v <= (64L << 20) ? (int64_t)v : 0;
 }
 
@@ -67,6 +73,7 @@ static void host_init(void)
 		? tc_cg_llvm_level_of(features) : 0;
 	host_l1d = cache_bytes(CACHE_L1D);
 	host_l2 = cache_bytes(CACHE_L2);
+	host_l3 = cache_bytes(CACHE_L3);
 }
 
 /* Whether the host CPU, as LLVM names it, is cpu ("znver4"), or, with
@@ -101,7 +108,9 @@ static int has_feature(const char *feature)
  * 32 x 32, ir/target.h).
  * Loop nests of fewer than 32768 statement instances stay on the calling
  * thread (a parallel loop's hand-out cost more than fcrelu 128x128x10's
- * whole run).  Row buffers up to 64 KiB live on the stack. */
+ * whole run).  Row buffers up to 64 KiB live on the stack.  The L3's size
+ * (the x86-64 levels: a Zen 4 CCD's 32 MiB) decides where outputs stream
+ * (codegen/llvm_loop.c, choose_streamed). */
 static void describe(__tc_keep tc_target *t, __tc_keep const tc_rt_opts *o)
 {
 	int regs, level = o ? o->cg.cpu : 0, intel_avx512, zen4;
@@ -164,6 +173,7 @@ static void describe(__tc_keep tc_target *t, __tc_keep const tc_rt_opts *o)
 		tc_target_cache_blocks(t, LEVEL_L1D, LEVEL_L2);
 	else
 		tc_target_cache_blocks(t, host_l1d, host_l2);
+	t->l3_bytes = level ? LEVEL_L3 : host_l3;
 	t->parallel_min_instances = 32768;
 	t->rowbuf_bytes = 64 << 10;
 }

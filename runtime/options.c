@@ -52,8 +52,8 @@ static const opt_def opt_table[] = {
 		"compute once an expression with a builtin call that a statement writing its whole output shares with an earlier statement (softmax's exp in the sum and in the division): stored into that output first, read back by both; row: stored into a temporary that is kept as one row per thread on the stack when the rows' loops are fused (fusion max, rows of at most 64 KiB), so the output is written once and can be streamed (into the output otherwise); results are bit for bit the same"},
 	{"inline", TC_OPT_ENUM, "on|off", "on",
 		"compute a temporary that one pointwise statement of at most 4 operations (no builtin calls) defines again wherever it is read, instead of storing it, when each reader instance reads its own element (layer norm's centred input); results are bit for bit the same"},
-	{"stream", TC_OPT_ENUM, "auto|off", "auto",
-		"write large outputs (4 MiB or more) that one assignment writes once per element with non-temporal vector stores when they are 64-byte aligned at run time: no read of the lines before they are written (a third less traffic for a kernel reading one array and writing another)"},
+	{"stream", TC_OPT_ENUM, "auto|on|off", "auto",
+		"write large outputs (4 MiB or more) that one assignment writes once per element with non-temporal vector stores when they are 64-byte aligned at run time: no read of the lines before they are written (a third less traffic for a kernel reading one array and writing another), and they bypass the caches (auto: where the tensors the kernel touches take at least a quarter of the host's last-level cache, or its size is unknown; below, plain stores leave the output in that cache for the next run or kernel: layer norm 4096 x 1024, 32 MiB, 0.85x the time on a host with 480 MiB of L3; on: wherever they apply, whatever the cache; off: never)"},
 	{"mask", TC_OPT_ENUM, "auto|on|off", "auto",
 		"CPU: a register tile's row whose length is not a whole number of vectors (a convolution's output rows of 14 or 26 with 16-lane vectors) ends in one full-width vector under a lane mask (masked loads and stores, which touch no element outside the row) instead of narrower vectors; convolutions' register tiles then span the whole row (auto: on AVX-512 hosts that run 512-bit vectors at full rate, every one but Zen 4, whose halves made the narrower vectors faster; off when compiling for an x86-64 level)"},
 	{"pack", TC_OPT_ENUM, "on|off", "on",
@@ -634,7 +634,8 @@ void tc_rt_opts_decode(__tc_keep const tc_options *o, __tc_keep tc_rt_opts *out)
 	out->cg.fastmath = strcmp(tc_options_get(o, "fastmath"), "on") == 0;
 	out->cg.contract = out->cg.fastmath || strcmp(tc_options_get(o, "contract"), "on") == 0;
 	out->cg.vecreduce = out->cg.fastmath || strcmp(tc_options_get(o, "vecreduce"), "off") != 0;
-	out->cg.stream = strcmp(tc_options_get(o, "stream"), "off") != 0;
+	out->cg.stream = !strcmp(tc_options_get(o, "stream"), "on") ? 2
+		: !strcmp(tc_options_get(o, "stream"), "off") ? 0 : 1;
 	out->cg.mask = !strcmp(tc_options_get(o, "mask"), "on") ? 1
 		: !strcmp(tc_options_get(o, "mask"), "off") ? -1 : 0;
 	out->cg.vector = count_or_auto(o, "vector");

@@ -1272,13 +1272,13 @@ static void streaming_stores(void **state)
 		x[i] = (float)tu_rand_unit(&r) * 2 - 1;
 	m = tc_module_parse(ctx, "def k(float(N,D) X) -> (Y) { Y(n,d) = X(n,d) * 3 + 1 }\n", "s.tc");
 	assert_non_null(m);
-	text = stage_of(m, in, 1, "", "asm");
+	text = stage_of(m, in, 1, "stream=on", "asm");
 	assert_non_null(strstr(text, "vmovntps"));
 	assert_non_null(strstr(text, "sfence"));
 	tc_string_free(text);
 	for (off = 0; off < 2; off++) { /* aligned, then 4 bytes off */
 		Y = (DLTensor){y + off, {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, sx, NULL, 0};
-		run_with(m, in, 1, &Y, "", NULL);
+		run_with(m, in, 1, &Y, "stream=on", NULL);
 		for (i = 0; i < N * D; i++)
 			if (y[off + i] != fmaf(x[i], 3, 1)) /* contract=on: one rounding */
 				fail_msg("element %lld (offset %d): %g, expected %g", (long long)i, off,
@@ -1291,14 +1291,14 @@ static void streaming_stores(void **state)
 	 * only the 64-byte aligned first half was, and the plain store of the
 	 * second half to the streamed line cost 75x on a Zen 3); the aligned
 	 * stores are the streaming copy's, the plain copy's are vmovups */
-	text = stage_of(m, in, 1, "cpu=x86-64-v3", "asm");
+	text = stage_of(m, in, 1, "cpu=x86-64-v3 stream=on", "asm");
 	assert_true(count_lines_with(text, "vmovntps", "%ymm") > 0);
 	assert_int_equal(count_lines_with(text, "vmovaps\t%ymm", "("), 0);
 	tc_string_free(text);
 	tc_module_free(m);
 	m = tc_module_parse(ctx, "def k(float(N,D) X) -> (S) { S(n) +=! X(n,r_d) }\n", "r.tc");
 	assert_non_null(m);
-	text = stage_of(m, in, 1, "stream=auto", "asm");
+	text = stage_of(m, in, 1, "stream=on", "asm");
 	assert_null(strstr(text, "vmovnt"));
 	tc_string_free(text);
 	S = (DLTensor){rs, {kDLCPU, 0}, 1, {kDLFloat, 32, 1}, ss, NULL, 0};
@@ -1316,7 +1316,7 @@ static void streaming_stores(void **state)
 	m = tc_module_parse(ctx, "def k(float(N,D) X) -> (H, S) {\n"
 		"  H(n,d) = X(n,d) * 3 + 1\n  S(n) +=! H(n,r_d) * H(n,r_d)\n}\n", "h.tc");
 	assert_non_null(m);
-	text = stage_of(m, in, 1, "stream=auto", "asm");
+	text = stage_of(m, in, 1, "stream=on", "asm");
 	assert_null(strstr(text, "vmovnt"));
 	tc_string_free(text);
 	{
@@ -1347,7 +1347,7 @@ static void streaming_stores(void **state)
 		int64_t s2[2] = {N, D2};
 		DLTensor X2 = {x, {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, s2, NULL, 0};
 		const DLTensor *in2[1] = {&X2};
-		static const char *const cpus[2] = {"", "cpu=x86-64-v3"};
+		static const char *const cpus[2] = {"stream=on", "cpu=x86-64-v3 stream=on"};
 		m = tc_module_parse(ctx, "def k(float(N,D) X) -> (Y) { Y(n,d) = X(n,d) * 3 + 1 }\n",
 			"s2.tc");
 		assert_non_null(m);
@@ -1358,7 +1358,7 @@ static void streaming_stores(void **state)
 		}
 		memset(y, 0xff, (size_t)N * D2 * sizeof(float)); /* NaN: poisoned */
 		Y = (DLTensor){y, {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, s2, NULL, 0};
-		run_with(m, in2, 1, &Y, "", NULL);
+		run_with(m, in2, 1, &Y, "stream=on", NULL);
 		for (i = 0; i < N * D2; i++)
 			if (y[i] != fmaf(x[i], 3, 1))
 				fail_msg("element %lld of rows of %d: %g, expected %g", (long long)i, D2,
@@ -1378,14 +1378,14 @@ static void streaming_stores(void **state)
 		m = tc_module_parse(ctx, "def k(float(N,D) X) -> (Y) {\n"
 			"  Y(n,d) = X(n,d/2) * 3 where d in 0:2*D\n}\n", "u.tc");
 		assert_non_null(m);
-		text = stage_of(m, in2, 1, "", "asm");
+		text = stage_of(m, in2, 1, "stream=on", "asm");
 		assert_true(count_lines_with(text, "vmovntps", "%zmm") > 0);
 		assert_non_null(strstr(text, "sfence"));
 		tc_string_free(text);
 		for (off = 0; off < 2; off++) {
 			memset(y, 0xff, ((size_t)N * D + 16) * sizeof(float)); /* NaN: poisoned */
 			Y = (DLTensor){y + off, {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, s3, NULL, 0};
-			run_with(m, in2, 1, &Y, "", NULL);
+			run_with(m, in2, 1, &Y, "stream=on", NULL);
 			for (i = 0; i < N * 2 * D2; i++)
 				if (y[off + i] != x[i / 2] * 3)
 					fail_msg("upsampled element %lld (offset %d): %g, expected %g",
@@ -1406,7 +1406,7 @@ static void streaming_stores(void **state)
 		float *t = aligned_alloc(64, ((size_t)NB * KB + 16) * sizeof(float));
 		DLTensor B = {b, {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, sb, NULL, 0};
 		const DLTensor *inb[1] = {&B};
-		static const char *const topts[3] = {"", "threads=2", "cpu=x86-64-v3"};
+		static const char *const topts[3] = {"stream=on", "threads=2 stream=on", "cpu=x86-64-v3 stream=on"};
 		static const char *const regs[3] = {"%zmm", "%zmm", "%ymm"};
 		int o, k, n;
 		assert_non_null(b);
@@ -1450,6 +1450,67 @@ static void streaming_stores(void **state)
 		free(b);
 		free(t);
 	}
+	free(x);
+	free(y);
+}
+
+/* Streaming stores under stream=auto follow the last-level cache
+ * (codegen/llvm_loop.c, choose_streamed), here an x86-64 level's (a Zen
+ * 4 CCD's 32 MiB, whatever the host): an output of 4 MiB computed from a
+ * row and a column of 4 KiB (the kernel's tensors: 4 MiB, less than a
+ * quarter of the L3) is stored plainly, and streamed under stream=on;
+ * one computed from an input of 8 MiB (16 MiB in all) is streamed; the
+ * results are right each way. */
+static void streaming_follows_the_last_level_cache(void **state)
+{
+	enum { N = 2048, D = 1024 };
+	float *x = aligned_alloc(64, (size_t)N * D * sizeof(float));
+	float *y = aligned_alloc(64, (size_t)N * D * sizeof(float));
+	int64_t sd[1] = {D}, sn[1] = {N / 2}, sy[2] = {N / 2, D}, sx[2] = {N, D};
+	DLTensor X = {x, {kDLCPU, 0}, 1, {kDLFloat, 32, 1}, sd, NULL, 0};
+	DLTensor Z = {x + D, {kDLCPU, 0}, 1, {kDLFloat, 32, 1}, sn, NULL, 0};
+	DLTensor X2 = {x, {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, sx, NULL, 0}, Y;
+	const DLTensor *in[2] = {&X, &Z}, *in2[1] = {&X2};
+	static const char *const opts[2] = {"cpu=x86-64-v3 stream=auto", "cpu=x86-64-v3 stream=on"};
+	uint64_t r = 41;
+	tc_module *m;
+	char *text;
+	int64_t i;
+	int o;
+	(void)state;
+	assert_true(x && y);
+	for (i = 0; i < (int64_t)N * D; i++)
+		x[i] = (float)tu_rand_unit(&r) * 2 - 1;
+	m = tc_module_parse(ctx, "def k(float(D) X, float(N) Z) -> (Y) { Y(n,d) = X(d) * Z(n) }\n",
+		"small.tc");
+	assert_non_null(m);
+	for (o = 0; o < 2; o++) {
+		text = stage_of(m, in, 2, opts[o], "asm");
+		if (o)
+			assert_true(count_lines_with(text, "vmovntps", "%ymm") > 0);
+		else
+			assert_null(strstr(text, "vmovnt"));
+		tc_string_free(text);
+		Y = (DLTensor){y, {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, sy, NULL, 0};
+		run_with(m, in, 2, &Y, opts[o], NULL);
+		for (i = 0; i < (int64_t)N / 2 * D; i++)
+			if (y[i] != x[i % D] * x[D + i / D])
+				fail_msg("%s: element %lld: %g, expected %g", opts[o], (long long)i,
+					(double)y[i], (double)(x[i % D] * x[D + i / D]));
+	}
+	tc_module_free(m);
+	m = tc_module_parse(ctx, "def k(float(N,D) X) -> (Y) { Y(n,d) = X(n,d) * 3 }\n", "big.tc");
+	assert_non_null(m);
+	text = stage_of(m, in2, 1, opts[0], "asm");
+	assert_true(count_lines_with(text, "vmovntps", "%ymm") > 0);
+	tc_string_free(text);
+	Y = (DLTensor){y, {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, sx, NULL, 0};
+	run_with(m, in2, 1, &Y, opts[0], NULL);
+	for (i = 0; i < (int64_t)N * D; i++)
+		if (y[i] != x[i] * 3)
+			fail_msg("element %lld: %g, expected %g", (long long)i, (double)y[i],
+				(double)(x[i] * 3));
+	tc_module_free(m);
 	free(x);
 	free(y);
 }
@@ -1985,7 +2046,7 @@ static void padded_convolution_streamed(uint64_t *r)
 	for (i = 0; i < F * C * 9; i++)
 		wt[i] = (float)tu_rand_unit(r) * 2 - 1;
 	for (k = 0; k < 2; k++) { /* the two copies, behind the test of O's alignment */
-		char *text = stage_of(m, in, 2, k ? "cpu=x86-64-v3" : "", "llvm");
+		char *text = stage_of(m, in, 2, k ? "cpu=x86-64-v3 stream=on" : "stream=on", "llvm");
 		assert_non_null(strstr(text, "llvm.x86.sse.sfence")); /* ends the streaming copy */
 		tc_string_free(text);
 	}
@@ -1993,7 +2054,7 @@ static void padded_convolution_streamed(uint64_t *r)
 	run_with(m, in, 2, &O, "target=interp", NULL);
 	for (off = 0; off < 2; off++) { /* aligned (the streaming copy), then 4 bytes off */
 		O = (DLTensor){y + off, {kDLCPU, 0}, 4, {kDLFloat, 32, 1}, so, NULL, 0};
-		run_with(m, in, 2, &O, "", NULL);
+		run_with(m, in, 2, &O, "stream=on", NULL);
 		for (i = 0; i < F * H * W; i++)
 			if (memcmp(&y[off + i], &want[i], sizeof(float)))
 				fail_msg("element %lld (offset %d): %g, expected %g", (long long)i, off,
@@ -2859,13 +2920,13 @@ static void streaming_stores_in_a_fused_nest(void **state)
 	text = stage_of(m, in, 1, "threads=1", "ast");
 	assert_int_equal(count_lines_with(text, "for (int c0 = 0; c0 <= 1023; c0 += 1)", ""), 1);
 	tc_string_free(text);
-	text = stage_of(m, in, 1, "threads=1", "asm");
+	text = stage_of(m, in, 1, "threads=1 stream=on", "asm");
 	assert_non_null(strstr(text, "vmovntps"));
 	tc_string_free(text);
 	for (off = 0; off < 2; off++) {
 		DLTensor O[2] = {{o + off, {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, sy, NULL, 0},
 			{cb, {kDLCPU, 0}, 1, {kDLFloat, 32, 1}, sc, NULL, 0}};
-		run_with_outs(m, in, 1, O, 2, "threads=1", NULL);
+		run_with_outs(m, in, 1, O, 2, "threads=1 stream=on", NULL);
 		for (i = 0; i < N * D; i++)
 			if (o[off + i] != fmaf(y[i], 3, 1))
 				fail_msg("O element %lld (offset %d): %g, expected %g", (long long)i, off,
@@ -4601,6 +4662,7 @@ int main(void)
 		cmocka_unit_test(dot_product_contractions),
 		cmocka_unit_test(operand_panels_in_registers),
 		cmocka_unit_test(streaming_stores),
+		cmocka_unit_test(streaming_follows_the_last_level_cache),
 		cmocka_unit_test(conv2d_merged_bands),
 		cmocka_unit_test(conv_then_bias_keeps_register_tiles),
 		cmocka_unit_test(nests_share_loops_over_the_same_rows),
