@@ -134,10 +134,15 @@ static int too_small_to_share(const tc_poly *p, isl_schedule_node *node)
 		other_nest_shared(p, node)) {
 		count = tc_poly_box_instances(p, dom, enough);
 	} else {
+		/* the rest's bounding box may be the whole one (an L-shaped
+		 * rest of partial tiles): never more than the whole count */
 		double tiled = tc_poly_box_instances(p, rc.tiled, 1e12);
+		double whole = tc_poly_box_instances(p, dom, enough);
 		dom = isl_union_set_subtract(dom, isl_union_set_copy(rc.tiled));
 		count = tc_poly_box_instances(p, dom, enough) +
 			tiled / (double)(p->target->vector_bytes / rc.size);
+		if (count > whole)
+			count = whole;
 	}
 	isl_union_set_free(rc.tiled);
 	isl_union_set_free(dom);
