@@ -1888,6 +1888,22 @@ static void test_row_blocks_of_each_thread(void **state)
 	tc_free(s);
 }
 
+/* The matmul of shapes scheduled for t: its reduction in blocks of kc
+ * (0: whole) and its columns in blocks of nc. */
+static void assert_blocks(const int64_t shapes[2][2], const tc_target *t, int kc, int nc)
+{
+	static const char mm[] = "def k(float(M,K) A, float(K,N) B) -> (C) { C(m,n) +=! A(m,r_k) * B(r_k,n) }\n";
+	char *s = schedule_for(mm, shapes, t), k[64], n[64];
+	snprintf(k, sizeof k, "(r_k - (r_k) mod %d)", kc);
+	snprintf(n, sizeof n, "(n - (n) mod %d)", nc);
+	if (kc)
+		assert_non_null(strstr(s, k));
+	else
+		assert_null(strstr(s, "(r_k - (r_k) mod"));
+	assert_non_null(strstr(s, n));
+	tc_free(s);
+}
+
 /* The reduction's blocks from the register tile's streams (tile.c,
  * deep_blocks; a target's deep_blocks, as the Intel AVX-512 host's): with
  * a 48 KiB L1d (6 rows of the left operand: KC up to 1024) and a 2 MiB
@@ -1898,12 +1914,10 @@ static void test_row_blocks_of_each_thread(void **state)
  * reduction short enough leaves the columns at the target's NC (640). */
 static void test_deep_reduction_blocks(void **state)
 {
-	static const char mm[] = "def k(float(M,K) A, float(K,N) B) -> (C) { C(m,n) +=! A(m,r_k) * B(r_k,n) }\n";
 	static const int64_t sq[2][2] = {{1024, 1024}, {1024, 1024}},
 		deep[2][2] = {{512, 2048}, {2048, 1024}}, odd[2][2] = {{512, 3000}, {3000, 1024}},
 		shallow[2][2] = {{512, 256}, {256, 2048}};
 	tc_target t = *model_target();
-	char *s;
 	(void)state;
 	t.vector_bytes = 64;
 	t.vector_regs = 32;
@@ -1914,34 +1928,16 @@ static void test_deep_reduction_blocks(void **state)
 	t.block_cols = 640;
 	t.l1_bytes = 48 << 10;
 	t.l2_bytes = 2 << 20;
-	s = schedule_for(mm, sq, &t);
-	assert_null(strstr(s, "(r_k - (r_k) mod"));
-	assert_non_null(strstr(s, "(n - (n) mod 256)"));
-	tc_free(s);
-	s = schedule_for(mm, deep, &t);
-	assert_non_null(strstr(s, "(r_k - (r_k) mod 1024)"));
-	assert_non_null(strstr(s, "(n - (n) mod 256)"));
-	tc_free(s);
-	s = schedule_for(mm, odd, &t);
-	assert_non_null(strstr(s, "(r_k - (r_k) mod 1000)"));
-	assert_non_null(strstr(s, "(n - (n) mod 256)"));
-	tc_free(s);
-	s = schedule_for(mm, shallow, &t);
-	assert_null(strstr(s, "(r_k - (r_k) mod"));
-	assert_non_null(strstr(s, "(n - (n) mod 640)"));
-	tc_free(s);
+	assert_blocks(sq, &t, 0, 256);
+	assert_blocks(deep, &t, 1024, 256);
+	assert_blocks(odd, &t, 1000, 256);
+	assert_blocks(shallow, &t, 0, 640);
 	t.l1_bytes = 32 << 10;
-	s = schedule_for(mm, sq, &t);
-	assert_non_null(strstr(s, "(r_k - (r_k) mod 512)"));
-	assert_non_null(strstr(s, "(n - (n) mod 512)"));
-	tc_free(s);
+	assert_blocks(sq, &t, 512, 512);
 	t.deep_blocks = 0; /* the L1 rule's KC, 192 as set here */
 	t.block_depth = 192;
 	t.l1_bytes = 48 << 10;
-	s = schedule_for(mm, sq, &t);
-	assert_non_null(strstr(s, "(r_k - (r_k) mod 192)"));
-	assert_non_null(strstr(s, "(n - (n) mod 640)"));
-	tc_free(s);
+	assert_blocks(sq, &t, 192, 640);
 }
 
 /* Packing in panels from a page per row (ir/pack.c, "Panels";
