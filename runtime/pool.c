@@ -48,8 +48,7 @@ typedef struct job {
 	tc_rt_loop_body body;
 	void *const *tensors;
 	int64_t count, lo, step;
-	int nworkers;  /* workers taking part */
-	int threads;   /* the threads sharing it: nworkers and the caller */
+	int nworkers;  /* workers taking part, beside the caller */
 	uint64_t tag;  /* the generation that posted it, low 32 bits */
 } job;
 
@@ -90,7 +89,7 @@ static void run_chunks(const job *j, int wake)
 		int64_t b = (int64_t)(v & 0xffffffffu), e;
 		if (v >> 32 != j->tag || b >= j->count)
 			return;
-		e = b + guided_chunk(j->count - b, j->threads);
+		e = b + guided_chunk(j->count - b, j->nworkers + 1);
 		if (!atomic_compare_exchange_weak_explicit(&claim, &v, j->tag << 32 | (uint64_t)e,
 			memory_order_acq_rel, memory_order_acquire))
 			continue; /* v reloaded */
@@ -252,7 +251,6 @@ void tc_rt_parallel_for(tc_rt_loop_body body, __tc_keep void *const *tensors, in
 	current.lo = lo;
 	current.step = step;
 	current.nworkers = helpers;
-	current.threads = helpers + 1;
 	current.tag = (atomic_load(&generation) + 1) & 0xffffffffu;
 	mine = current;
 	atomic_store(&completed, 0);
