@@ -4,9 +4,9 @@
  * time, so the figure is the pool's hand-out alone, whatever the kernel:
  * N iterations of T/N ms each (T = 11 ms), the last a third of the others
  * (sgemm 1024's 22 blocks of 48 rows, the last of 16, on two threads).
- * The best split gives one thread the short iteration and ceil((N - 1) /
- * threads) - 1 others; the loop can end no sooner than the thread with
- * the most full ones.
+ * The loop can end no sooner than the thread with the most full
+ * iterations in the best split, which puts the short one on a thread with
+ * fewer full ones where there is one.
  *
  *   bench_pool [THREADS [ROUNDS]]   one line per N: best and median time
  *                                   over ROUNDS runs (default 2, 25), the
@@ -14,20 +14,13 @@
  *
  * (docs/performance.md, "Guided chunks".) */
 #include "../runtime/pool.h"
+#include "timing.h"
 
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
 
 #define TOTAL_MS 11.0
 #define MAX_ROUNDS 1000
-
-static double now_ms(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return t.tv_sec * 1e3 + t.tv_nsec * 1e-6;
-}
 
 static int64_t iterations;
 static double iteration_ms;
@@ -35,8 +28,8 @@ static double iteration_ms;
 /* Busy for ms milliseconds of wall time. */
 static void busy(double ms)
 {
-	double start = now_ms();
-	while (now_ms() - start < ms)
+	double start = bench_wall_ms();
+	while (bench_wall_ms() - start < ms)
 		;
 }
 
@@ -48,12 +41,6 @@ static void body(void *const *tensors, int64_t begin, int64_t end, int64_t lo, i
 	(void)step;
 	for (i = begin; i < end; i++)
 		busy(i == iterations - 1 ? iteration_ms / 3 : iteration_ms);
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return (x > y) - (x < y);
 }
 
 int main(int argc, char **argv)
@@ -72,6 +59,7 @@ int main(int argc, char **argv)
 	for (c = 0; c < sizeof counts / sizeof counts[0]; c++) {
 		int64_t full = counts[c] - 1, most = (full + threads - 1) / threads;
 		double possible;
+		double median;
 		int r;
 		iterations = counts[c];
 		iteration_ms = TOTAL_MS / (double)counts[c];
@@ -79,13 +67,13 @@ int main(int argc, char **argv)
 		 * to a thread with fewer where there is one */
 		possible = most * iteration_ms + (full % threads == 0 ? iteration_ms / 3 : 0);
 		for (r = 0; r < rounds; r++) {
-			double start = now_ms();
+			double start = bench_wall_ms();
 			tc_rt_parallel_for(body, NULL, iterations, 0, 1);
-			times[r] = now_ms() - start;
+			times[r] = bench_wall_ms() - start;
 		}
-		qsort(times, (size_t)rounds, sizeof times[0], cmp_double);
+		median = bench_median(times, rounds); /* sorts: times[0] the best */
 		printf("| %lld | %d | %.3f | %.3f | %.3f | %.3f |\n", (long long)iterations, threads,
-			times[0], times[rounds / 2], possible, times[0] / possible);
+			times[0], median, possible, times[0] / possible);
 	}
 	return 0;
 }
