@@ -9,7 +9,9 @@
 #include "cuda_emu.h"
 
 #include "../lang/diag.h"
+#include "../lang/util.h"
 
+#include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -18,7 +20,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -250,7 +254,7 @@ static tc_stat run_compiler(const char *dir, const char *hpp_in, int header, tc_
 {
 	const char *cxx = tc_cg_emu_cxx(), *extra = getenv("TCOMP_EMU_CXXFLAGS");
 	size_t nflags = sizeof(cxx_flags) / sizeof(cxx_flags[0]);
-	char *words = NULL, *xwords = NULL, *argv[96], hpp[4200], cpp[4200], so[4200], log[4200];
+	char *words = NULL, *xwords = NULL, *argv[96], hpp[4400], cpp[4200], so[4200], log[4200];
 	posix_spawn_file_actions_t fa;
 	pid_t pid;
 	int argc, err, status = 0, i;
@@ -343,7 +347,7 @@ static void remove_dir(const char *dir)
 {
 	static const char *const files[] = {"cuda_emu.hpp", "cuda_emu.hpp.gch", "unit.cpp",
 		"unit.so", "cxx.log"};
-	char path[4200];
+	char path[4400];
 	size_t i;
 	for (i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
 		snprintf(path, sizeof path, "%s/%s", dir, files[i]);
@@ -352,25 +356,225 @@ static void remove_dir(const char *dir)
 	rmdir(dir);
 }
 
-/* The precompiled emulation header, made at the second compile of a
- * process (a process that compiles once would pay more for it than it
- * saves: 0.44 s of CPU to make, against 0.2 s of the 0.25 s each compile
- * spends on the header's includes, measured with g++ 12) in a folder of
- * its own, removed when the library is unloaded or the process exits.
- * The compiler uses it where its flags match, and reads the header's text
- * otherwise (another TCOMP_CXX or TCOMP_EMU_CXXFLAGS): correct either way.
- * A failure to make it only means compiling without it. */
+/* ---- the precompiled emulation header ----
+ *
+ * Most compiles are a process's only one (a tcomp command), and the
+ * header's includes are most of a small compile's time (0.20 s of 0.36 s,
+ * g++ 12), so the precompiled header is kept between processes, in a
+ * store: $TCOMP_EMU_PCH when set (a folder; "off": no store), else
+ * $XDG_CACHE_HOME/tcomp/emu, else ~/.cache/tcomp/emu.  Each entry is a
+ * folder pch-<key> holding cuda_emu.hpp and cuda_emu.hpp.gch, <key> a hash
+ * of the header's text, the compiler command with its flags
+ * ($TCOMP_EMU_CXXFLAGS) and the compiler program's file (size, time,
+ * inode: an upgrade gets an entry of its own).  The first compile that
+ * finds no entry makes it (0.44 s of CPU, once) in a temporary folder of
+ * the store and renames it into place; a process that loses that race
+ * uses the winner's.  Using an entry refreshes its time; the store keeps
+ * the PCH_KEEP entries used last (each is about 15 MB) and removes
+ * temporary folders an hour old (a process killed while making one).
+ *
+ * Without a usable store (no HOME, a folder that cannot be written,
+ * "off"), a process makes its own from its second compile on (one compile
+ * would pay more for it than it saves), in a folder of its own under
+ * $TMPDIR removed when the library is unloaded or the process exits.
+ *
+ * Either way correctness never depends on it: the compiler reads the
+ * header's text where the precompiled one does not fit (gcc checks its
+ * compiler and flags), and a compile with it that fails (an entry removed
+ * meanwhile) is run again with the unit's own copy of the header. */
+enum { PCH_KEEP = 4, PCH_STALE_TMP_S = 3600 };
+
 static pthread_mutex_t pch_lock = PTHREAD_MUTEX_INITIALIZER;
 static int pch_compiles, pch_tried, pch_ready;
-static char pch_dir[4096];
+static char pch_dir[4096]; /* the process's own, when pch_ready */
 
-/* The header to include (its .gch beside it), or NULL: the unit's own. */
+/* The store's folder into buf: 0, or -1 when there is none. */
+static int pch_store_dir(char *buf, size_t n)
+{
+	const char *v = getenv("TCOMP_EMU_PCH");
+	int w;
+	if (v && *v) {
+		if (!strcmp(v, "off"))
+			return -1;
+		w = snprintf(buf, n, "%s", v);
+	} else if ((v = getenv("XDG_CACHE_HOME")) && *v == '/')
+		w = snprintf(buf, n, "%s/tcomp/emu", v);
+	else if ((v = getenv("HOME")) && *v)
+		w = snprintf(buf, n, "%s/.cache/tcomp/emu", v);
+	else
+		return -1;
+	return w > 0 && (size_t)w < n - 64 ? 0 : -1; /* room for the entry's name */
+}
+
+/* mkdir -p path: 0 or -1. */
+static int make_dirs(const char *path)
+{
+	char d[4096];
+	size_t i, n = strlen(path);
+	if (n == 0 || n >= sizeof d)
+		return -1;
+	memcpy(d, path, n + 1);
+	for (i = 1; i <= n; i++)
+		if (d[i] == '/' || d[i] == 0) {
+			char c = d[i];
+			d[i] = 0;
+			if (mkdir(d, 0777) < 0 && errno != EEXIST)
+				return -1;
+			d[i] = c;
+		}
+	return 0;
+}
+
+/* The file the compiler command's program runs (its first word, looked up
+ * on the PATH) into st: 0, or -1 when not found. */
+static int compiler_file(const char *cxx, struct stat *st)
+{
+	char prog[1024], path[4200];
+	const char *p = cxx, *dirs = getenv("PATH");
+	size_t n = 0;
+	while (*p == ' ' || *p == '\t')
+		p++;
+	while (p[n] && p[n] != ' ' && p[n] != '\t' && n + 1 < sizeof prog)
+		n++;
+	memcpy(prog, p, n);
+	prog[n] = 0;
+	if (!n)
+		return -1;
+	if (strchr(prog, '/'))
+		return stat(prog, st);
+	for (p = dirs ? dirs : "/usr/bin:/bin"; *p;) {
+		size_t len = strcspn(p, ":");
+		snprintf(path, sizeof path, "%.*s/%s", (int)(len ? len : 1), len ? p : ".", prog);
+		if (access(path, X_OK) == 0 && stat(path, st) == 0)
+			return 0;
+		p += len + (p[len] == ':');
+	}
+	return -1;
+}
+
+/* The entry's key: a hash of what makes a precompiled header fit. */
+static uint64_t pch_key(void)
+{
+	const char *cxx = tc_cg_emu_cxx(), *extra = getenv("TCOMP_EMU_CXXFLAGS");
+	uint64_t h = tc_hash_bytes(TC_HASH_INIT, emu_header, sizeof emu_header - 1);
+	struct stat st;
+	size_t i;
+	h = tc_hash_bytes(h, cxx, strlen(cxx) + 1);
+	h = tc_hash_bytes(h, extra ? extra : "", extra ? strlen(extra) + 1 : 1);
+	for (i = 0; i < sizeof(cxx_flags) / sizeof(cxx_flags[0]); i++)
+		h = tc_hash_bytes(h, cxx_flags[i], strlen(cxx_flags[i]) + 1);
+	if (compiler_file(cxx, &st) == 0) {
+		int64_t id[3] = {(int64_t)st.st_size, (int64_t)st.st_mtime, (int64_t)st.st_ino};
+		h = tc_hash_bytes(h, id, sizeof id);
+	}
+	return h;
+}
+
+/* Remove from the store the entries beyond the PCH_KEEP used last (not
+ * keep, the one in use) and the temporary folders left an hour ago. */
+static void pch_prune(const char *store, const char *keep)
+{
+	struct {
+		char name[64];
+		time_t t;
+	} e[32];
+	char path[4200];
+	time_t now = time(NULL);
+	int n = 0, i, j;
+	DIR *dir = opendir(store);
+	struct dirent *de;
+	struct stat st;
+	if (!dir)
+		return;
+	while ((de = readdir(dir))) {
+		int tmp = !strncmp(de->d_name, ".tmp-", 5);
+		if ((strncmp(de->d_name, "pch-", 4) && !tmp) || strlen(de->d_name) >= sizeof e[0].name ||
+			!strcmp(de->d_name, keep))
+			continue;
+		snprintf(path, sizeof path, "%s/%.63s", store, de->d_name);
+		if (stat(path, &st) < 0)
+			continue;
+		if (tmp) {
+			if (now - st.st_mtime > PCH_STALE_TMP_S)
+				remove_dir(path);
+		} else if (n < (int)(sizeof e / sizeof e[0])) {
+			snprintf(e[n].name, sizeof e[n].name, "%.63s", de->d_name);
+			e[n++].t = st.st_mtime;
+		}
+	}
+	closedir(dir);
+	for (i = 0; i < n; i++) /* newest first */
+		for (j = i + 1; j < n; j++)
+			if (e[j].t > e[i].t) {
+				__typeof__(e[0]) x = e[i];
+				e[i] = e[j];
+				e[j] = x;
+			}
+	for (i = PCH_KEEP - 1; i < n; i++) {
+		snprintf(path, sizeof path, "%s/%s", store, e[i].name);
+		remove_dir(path);
+	}
+}
+
+/* The store's header for this compiler and flags (made when missing)
+ * into hdr: 0, or -1 when the store cannot be used.  Called with pch_lock
+ * held. */
+static int pch_from_store(char *hdr, size_t n)
+{
+	static uint64_t failed_key; /* an entry this process could not make */
+	static int failed;
+	char store[4096], entry[4200], tmp[4200], path[4400];
+	uint64_t key = pch_key();
+	tc_diags scratch;
+	int ok = 0;
+	if (pch_store_dir(store, sizeof store) < 0)
+		return -1;
+	snprintf(entry, sizeof entry, "%s/pch-%016llx", store, (unsigned long long)key);
+	snprintf(path, sizeof path, "%s/cuda_emu.hpp.gch", entry);
+	if (access(path, R_OK) == 0) {
+		utimes(entry, NULL); /* used last */
+		snprintf(hdr, n, "%s/cuda_emu.hpp", entry);
+		return 0;
+	}
+	if (failed && failed_key == key)
+		return -1;
+	snprintf(tmp, sizeof tmp, "%s/.tmp-XXXXXX", store);
+	if (make_dirs(store) == 0 && mkdtemp(tmp)) {
+		tc_diags_init(&scratch, NULL);
+		snprintf(path, sizeof path, "%s/cuda_emu.hpp", tmp);
+		if (write_file(path, emu_header, sizeof emu_header - 1, &scratch) == TC_OK &&
+			run_compiler(tmp, NULL, 1, &scratch) == TC_OK) {
+			snprintf(path, sizeof path, "%s/cxx.log", tmp);
+			unlink(path);
+			ok = rename(tmp, entry) == 0 || errno == EEXIST || errno == ENOTEMPTY;
+		}
+		tc_diags_clear(&scratch);
+		if (access(tmp, F_OK) == 0)
+			remove_dir(tmp); /* failed, or another process made the entry first */
+	}
+	snprintf(path, sizeof path, "%s/cuda_emu.hpp.gch", entry);
+	if (!ok || access(path, R_OK) < 0) {
+		failed = 1;
+		failed_key = key;
+		return -1;
+	}
+	snprintf(hdr, n, "%s/cuda_emu.hpp", entry);
+	pch_prune(store, strrchr(entry, '/') + 1);
+	return 0;
+}
+
+/* The header to include (its .gch beside it) into path, or NULL: the
+ * unit's own. */
 static const char *pch_header(char *path, size_t n)
 {
 	const char *tmp = getenv("TMPDIR");
 	const char *r = NULL;
 	tc_diags scratch;
 	pthread_mutex_lock(&pch_lock);
+	if (pch_from_store(path, n) == 0) {
+		pthread_mutex_unlock(&pch_lock);
+		return path;
+	}
 	if (++pch_compiles >= 2 && !pch_tried) {
 		pch_tried = 1;
 		if (!tmp || !*tmp)
@@ -402,8 +606,8 @@ __attribute__((destructor)) static void pch_remove(void)
 
 tc_cg_emu *tc_cg_emu_compile(const tc_cg_cuda *code, tc_diags *d)
 {
-	char pch[4200];
-	const char *tmp = getenv("TMPDIR");
+	char pch[4400];
+	const char *tmp = getenv("TMPDIR"), *hdr;
 	char dir[4096], path[4200];
 	tc_cg_emu *e = NULL;
 	tc_buf unit;
@@ -439,7 +643,15 @@ tc_cg_emu *tc_cg_emu_compile(const tc_cg_cuda *code, tc_diags *d)
 	snprintf(path, sizeof path, "%s/unit.cpp", dir);
 	if (write_file(path, text, strlen(text), d) < 0)
 		goto error;
-	if (run_compiler(dir, pch_header(pch, sizeof pch), 0, d) < 0)
+	hdr = pch_header(pch, sizeof pch);
+	if (hdr) { /* a failure with it runs again without it (above) */
+		tc_diags scratch;
+		tc_diags_init(&scratch, NULL);
+		if (run_compiler(dir, hdr, 0, &scratch) < 0)
+			hdr = NULL;
+		tc_diags_clear(&scratch);
+	}
+	if (!hdr && run_compiler(dir, NULL, 0, d) < 0)
 		goto error;
 	snprintf(path, sizeof path, "%s/unit.so", dir);
 	e->so = dlopen(path, RTLD_NOW | RTLD_LOCAL);

@@ -9,7 +9,10 @@
  * words separated by spaces, e.g. "ccache g++"), else the one CMake found
  * when building tcomp (TCOMP_EMU_CXX), else "c++" on the PATH;
  * $TCOMP_EMU_CXXFLAGS adds flags after the emulator's (-O1 for long runs,
- * -fsanitize=address, -DTC_EMU_UCONTEXT).
+ * -fsanitize=address, -DTC_EMU_UCONTEXT).  The emulation header is
+ * precompiled once per compiler and flags and kept in a store
+ * ($TCOMP_EMU_PCH, else $XDG_CACHE_HOME/tcomp/emu or ~/.cache/tcomp/emu;
+ * "off": none; codegen/cuda_emu.c has the rules).
  *
  * tc_cg_emu_run launches one kernel: the grid's blocks one after another,
  * the threads of a block as fibers, every access checked (out of bounds,

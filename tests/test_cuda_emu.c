@@ -30,6 +30,11 @@
 #include <string.h>
 #include <time.h>
 
+#include <dirent.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <unistd.h>
+
 #include <cmocka.h>
 
 #include "codegen/cuda.h"
@@ -556,6 +561,146 @@ static void a_missing_compiler_is_a_clear_error(void **state)
 	tc_cg_cuda_free(c);
 }
 
+/* ---- the precompiled header's store (codegen/cuda_emu.c) ---- */
+
+/* mkdir path with a file name in it, its time (and the folder's) t
+ * seconds ago. */
+static void make_aged(const char *dir, const char *name, const char *file, long ago)
+{
+	char path[600];
+	struct timeval tv[2];
+	FILE *f;
+	snprintf(path, sizeof path, "%s/%s", dir, name);
+	assert_int_equal(mkdir(path, 0700), 0);
+	snprintf(path, sizeof path, "%s/%s/%s", dir, name, file);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs("not a precompiled header\n", f);
+	fclose(f);
+	gettimeofday(&tv[0], NULL);
+	tv[0].tv_sec -= ago;
+	tv[1] = tv[0];
+	snprintf(path, sizeof path, "%s/%s", dir, name);
+	assert_int_equal(utimes(path, tv), 0);
+}
+
+/* The names in dir that start with prefix, counted; the last into last. */
+static int count_entries(const char *dir, const char *prefix, char *last, size_t n)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	int k = 0;
+	assert_non_null(d);
+	while ((de = readdir(d)))
+		if (!strncmp(de->d_name, prefix, strlen(prefix))) {
+			k++;
+			if (last)
+				snprintf(last, n, "%s", de->d_name);
+		}
+	closedir(d);
+	return k;
+}
+
+/* rm -r of a folder of files. */
+static void remove_tree(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	char path[700];
+	if (!d)
+		return;
+	while ((de = readdir(d)))
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..")) {
+			snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+			if (unlink(path) < 0)
+				remove_tree(path);
+		}
+	closedir(d);
+	rmdir(dir);
+}
+
+/* With TCOMP_EMU_PCH naming a store, a compile makes the precompiled
+ * header there once (pch-<key>/cuda_emu.hpp.gch) and later compiles use
+ * it; the store keeps the 4 entries used last and drops temporary folders
+ * an hour old; a broken or removed entry still gives right results (the
+ * header's text; the entry made again); a store that cannot be made
+ * (its path a file) and "off" compile without one.  Each compile's
+ * kernel runs and its sums are checked (block_sum_with). */
+static void precompiled_header_store(void **state)
+{
+	static const char *const ok = "#define BAD_INDEX\n#define MISSING_BARRIER __syncthreads();\n"
+				      "#define OUT_INDEX blockIdx.x\n";
+	char tmpl[] = "/tmp/tcomp-test-pch-XXXXXX", store[600], entry[900], gch[1200], name[256];
+	char *old = getenv("TCOMP_EMU_PCH") ? tc_strdup(getenv("TCOMP_EMU_PCH")) : NULL;
+	struct stat st;
+	struct dirent *de;
+	DIR *dir;
+	FILE *f;
+	int i;
+	(void)state;
+	assert_non_null(mkdtemp(tmpl));
+	snprintf(store, sizeof store, "%s/store", tmpl);
+	assert_int_equal(mkdir(store, 0700), 0);
+	for (i = 0; i < 5; i++) { /* entries of other compilers, used 1000 + i s ago */
+		snprintf(name, sizeof name, "pch-%016x", i + 1);
+		make_aged(store, name, "cuda_emu.hpp", 1000 + i);
+	}
+	make_aged(store, ".tmp-old", "cuda_emu.hpp", 7200);
+	make_aged(store, ".tmp-new", "cuda_emu.hpp", 60);
+	setenv("TCOMP_EMU_PCH", store, 1);
+
+	assert_null(block_sum_with(ok));
+	assert_int_equal(count_entries(store, "pch-", NULL, 0), 4); /* ours and 3 newest */
+	for (i = 0; i < 2; i++) { /* the two oldest went */
+		snprintf(entry, sizeof entry, "%s/pch-%016x", store, 5 - i);
+		assert_int_equal(stat(entry, &st), -1);
+	}
+	assert_int_equal(count_entries(store, ".tmp-old", NULL, 0), 0);
+	assert_int_equal(count_entries(store, ".tmp-new", NULL, 0), 1);
+	snprintf(entry, sizeof entry, "%s/pch-0000000000000001", store);
+	assert_int_equal(stat(entry, &st), 0);
+	name[0] = 0; /* ours: the one with a .gch */
+	dir = opendir(store);
+	assert_non_null(dir);
+	while ((de = readdir(dir))) {
+		snprintf(gch, sizeof gch, "%s/%s/cuda_emu.hpp.gch", store, de->d_name);
+		if (!strncmp(de->d_name, "pch-", 4) && stat(gch, &st) == 0 && st.st_size > 0)
+			snprintf(name, sizeof name, "%s", de->d_name);
+	}
+	closedir(dir);
+	assert_true(name[0]);
+	snprintf(entry, sizeof entry, "%s/%s", store, name);
+	snprintf(gch, sizeof gch, "%s/cuda_emu.hpp.gch", entry);
+
+	assert_null(block_sum_with(ok)); /* uses it */
+	f = fopen(gch, "w"); /* broken: the compiler reads the header's text */
+	assert_non_null(f);
+	fputs("garbage", f);
+	fclose(f);
+	assert_null(block_sum_with(ok));
+	remove_tree(entry); /* removed: made again */
+	assert_null(block_sum_with(ok));
+	assert_int_equal(stat(gch, &st), 0);
+	assert_true(st.st_size > 1000);
+
+	snprintf(entry, sizeof entry, "%s/file", tmpl); /* a store that cannot be made */
+	f = fopen(entry, "w");
+	assert_non_null(f);
+	fclose(f);
+	snprintf(entry, sizeof entry, "%s/file/store", tmpl);
+	setenv("TCOMP_EMU_PCH", entry, 1);
+	assert_null(block_sum_with(ok));
+	setenv("TCOMP_EMU_PCH", "off", 1);
+	assert_null(block_sum_with(ok));
+
+	if (old)
+		setenv("TCOMP_EMU_PCH", old, 1);
+	else
+		unsetenv("TCOMP_EMU_PCH");
+	tc_free(old);
+	remove_tree(tmpl);
+}
+
 /* |got - want| in units of the last place of want rounded to double (or
  * float when f). */
 static double ulps(double got, long double want, int f)
@@ -849,6 +994,7 @@ int main(void)
 		cmocka_unit_test(syncwarp_orders_the_lanes),
 		cmocka_unit_test(compile_errors_carry_the_compilers_message),
 		cmocka_unit_test(a_missing_compiler_is_a_clear_error),
+		cmocka_unit_test(precompiled_header_store),
 		cmocka_unit_test(math_functions_match_references),
 		cmocka_unit_test(half_conversions_round_as_the_gpu),
 		cmocka_unit_test(bench),
