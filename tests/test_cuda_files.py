@@ -235,9 +235,9 @@ def main():
                 outs = [t for _, _, t in results_]
                 mapping = drawn_mapping(rng)
                 results = {}
-                for label, opts in (("interp", ["target=interp"]),
-                                    ("cuda-emu", ["target=cuda-emu"]),
-                                    ("cuda-emu " + " ".join(mapping), ["target=cuda-emu", *mapping])):
+                for how, opts in (("interp", ["target=interp"]),
+                                  ("cuda-emu", ["target=cuda-emu"]),
+                                  ("cuda-emu " + " ".join(mapping), ["target=cuda-emu", *mapping])):
                     files_out = [os.path.join(tmp, f"{name}_{o}_{len(results)}.npy") for o in outs]
                     cmd = [tcomp, "run", path, "-e", name, "--no-cache", *feeds]
                     for o, fo in zip(outs, files_out):
@@ -246,23 +246,23 @@ def main():
                         cmd += ["--option", o]
                     code, out = run(cmd)
                     if code:
-                        failures.append(f"{what} [{label}]: tcomp run failed:\n{out}")
+                        failures.append(f"{what} [{how}]: tcomp run failed:\n{out}")
                         continue
-                    results[label] = [read_npy(fo) for fo in files_out]
+                    results[how] = [read_npy(fo) for fo in files_out]
                 checked += 1
-                for label, got in results.items():
-                    if label == "interp" or "interp" not in results:
+                for how, got in results.items():
+                    if how == "interp" or "interp" not in results:
                         continue
                     for o, g, w in zip(outs, got, results["interp"]):
                         compared += len(w[2])
                         diff = same(g, w)
                         if diff:
-                            failures.append(f"{what} [{label}]: output {o} differs from the "
+                            failures.append(f"{what} [{how}]: output {o} differs from the "
                                             f"interpreter's: {diff}")
                 if not nvrtc:
                     continue
                 sets = [("sm_90", shape_args, [])]
-                if not label.startswith("grad"):  # a derived def: sm_90 only (time)
+                if not label.startswith("grad"):  # a derived def (file label 'grad ...'): sm_90 only (time)
                     sets.append(("sm_80", shape_args, mapping))
                 if path.endswith("bench/kernels.tc") and name in emit_stages.BENCH_SHAPES:
                     big = [a for t, s in emit_stages.BENCH_SHAPES[name].items()
