@@ -406,23 +406,20 @@ static int pch_store_dir(char *buf, size_t n)
 	return w > 0 && (size_t)w < n - 64 ? 0 : -1; /* room for the entry's name */
 }
 
-/* mkdir -p path: 0 or -1. */
-static int make_dirs(const char *path)
+/* Precompile the emulation header in folder dir (dir/cuda_emu.hpp and
+ * dir/cuda_emu.hpp.gch): 1, or 0 when that failed (why is not kept: the
+ * caller compiles without it). */
+static int make_pch(const char *dir)
 {
-	char d[4096];
-	size_t i, n = strlen(path);
-	if (n == 0 || n >= sizeof d)
-		return -1;
-	memcpy(d, path, n + 1);
-	for (i = 1; i <= n; i++)
-		if (d[i] == '/' || d[i] == 0) {
-			char c = d[i];
-			d[i] = 0;
-			if (mkdir(d, 0777) < 0 && errno != EEXIST)
-				return -1;
-			d[i] = c;
-		}
-	return 0;
+	char path[4400];
+	tc_diags scratch;
+	int ok;
+	tc_diags_init(&scratch, NULL);
+	snprintf(path, sizeof path, "%s/cuda_emu.hpp", dir);
+	ok = write_file(path, emu_header, sizeof emu_header - 1, &scratch) == TC_OK &&
+		run_compiler(dir, NULL, 1, &scratch) == TC_OK;
+	tc_diags_clear(&scratch);
+	return ok;
 }
 
 /* The file the compiler command's program runs (its first word, looked up
@@ -525,7 +522,6 @@ static int pch_from_store(char *hdr, size_t n)
 	static int failed;
 	char store[4096], entry[4200], tmp[4200], path[4400];
 	uint64_t key = pch_key();
-	tc_diags scratch;
 	int ok = 0;
 	if (pch_store_dir(store, sizeof store) < 0)
 		return -1;
@@ -539,16 +535,12 @@ static int pch_from_store(char *hdr, size_t n)
 	if (failed && failed_key == key)
 		return -1;
 	snprintf(tmp, sizeof tmp, "%s/.tmp-XXXXXX", store);
-	if (make_dirs(store) == 0 && mkdtemp(tmp)) {
-		tc_diags_init(&scratch, NULL);
-		snprintf(path, sizeof path, "%s/cuda_emu.hpp", tmp);
-		if (write_file(path, emu_header, sizeof emu_header - 1, &scratch) == TC_OK &&
-			run_compiler(tmp, NULL, 1, &scratch) == TC_OK) {
+	if (tc_make_parent_dirs(tmp) == 0 && mkdtemp(tmp)) {
+		if (make_pch(tmp)) {
 			snprintf(path, sizeof path, "%s/cxx.log", tmp);
 			unlink(path);
 			ok = rename(tmp, entry) == 0 || errno == EEXIST || errno == ENOTEMPTY;
 		}
-		tc_diags_clear(&scratch);
 		if (access(tmp, F_OK) == 0)
 			remove_dir(tmp); /* failed, or another process made the entry first */
 	}
@@ -569,7 +561,6 @@ static const char *pch_header(char *path, size_t n)
 {
 	const char *tmp = getenv("TMPDIR");
 	const char *r = NULL;
-	tc_diags scratch;
 	pthread_mutex_lock(&pch_lock);
 	if (pch_from_store(path, n) == 0) {
 		pthread_mutex_unlock(&pch_lock);
@@ -579,16 +570,12 @@ static const char *pch_header(char *path, size_t n)
 		pch_tried = 1;
 		if (!tmp || !*tmp)
 			tmp = "/tmp";
-		tc_diags_init(&scratch, NULL);
 		if (snprintf(pch_dir, sizeof pch_dir, "%s/tcomp-emu-pch-XXXXXX", tmp) <
 			    (int)sizeof pch_dir && mkdtemp(pch_dir)) {
-			snprintf(path, n, "%s/cuda_emu.hpp", pch_dir);
-			pch_ready = write_file(path, emu_header, sizeof emu_header - 1, &scratch) == TC_OK &&
-				run_compiler(pch_dir, NULL, 1, &scratch) == TC_OK;
+			pch_ready = make_pch(pch_dir);
 			if (!pch_ready)
 				remove_dir(pch_dir);
 		}
-		tc_diags_clear(&scratch);
 	}
 	if (pch_ready) {
 		snprintf(path, n, "%s/cuda_emu.hpp", pch_dir);

@@ -1,6 +1,9 @@
 /* Allocation hook, arenas, growable strings and vectors. */
 #include "util.h"
 
+#include <errno.h>
+#include <sys/stat.h>
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -283,4 +286,22 @@ uint64_t tc_hash_bytes(uint64_t h, __tc_keep const void *p, size_t n)
 		h *= 0x100000001b3ULL;
 	}
 	return h;
+}
+
+int tc_make_parent_dirs(const char *path)
+{
+	char *d = tc_strdup(path), *p;
+	int st = 0;
+	if (!d)
+		return -1;
+	for (p = d + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = 0;
+		if (mkdir(d, 0777) < 0 && errno != EEXIST)
+			st = -1;
+		*p = '/';
+	}
+	tc_free(d);
+	return st;
 }

@@ -118,6 +118,11 @@ tc_stat tc_vec_push(__tc_keep tc_vec *vec, __tc_keep void *p);
 /* Free the array of vec (not the elements) and make it empty. */
 void tc_vec_free(__tc_keep tc_vec *vec);
 
+/* mkdir -p of the folder part of path (everything before its last '/'),
+ * mode 0777 before the umask: 0, or -1 when a folder could not be made
+ * (the others are still tried) or out of memory. */
+int tc_make_parent_dirs(__tc_keep const char *path);
+
 /* 64-bit FNV-1a hash of bytes p[0..n), continuing from h (TC_HASH_INIT). */
 uint64_t tc_hash_bytes(uint64_t h, __tc_keep const void *p, size_t n);
 #define TC_HASH_INIT 0xcbf29ce484222325ULL

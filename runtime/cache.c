@@ -183,25 +183,6 @@ __tc_give char *tc_cache_default_path(void)
 	return tc_buf_take(&b);
 }
 
-/* mkdir -p of the directory part of path. */
-static int make_parent_dirs(const char *path)
-{
-	char *d = tc_strdup(path), *p;
-	int st = 0;
-	if (!d)
-		return -1;
-	for (p = d + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = 0;
-		if (mkdir(d, 0777) < 0 && errno != EEXIST)
-			st = -1;
-		*p = '/';
-	}
-	tc_free(d);
-	return st;
-}
-
 /* ---- opening and the schema ---- */
 
 static const char *const schema_sql =
@@ -532,7 +513,7 @@ __tc_give tc_cache *tc_cache_open(const char *path, tc_cache_mode mode, __tc_giv
 		goto quiet;
 	if (s == 0 && mode == TC_CACHE_READ)
 		goto quiet; /* empty: nothing to read (or a writer is creating it) */
-	if (mode == TC_CACHE_WRITE && make_parent_dirs(c->path) < 0) {
+	if (mode == TC_CACHE_WRITE && tc_make_parent_dirs(c->path) < 0) {
 		tc_cache_set_error(c, "cannot create the directory of kernel cache '%s': %s",
 			c->path, strerror(errno));
 		goto error;
