@@ -4466,7 +4466,8 @@ static void parallel_past_a_single_iteration(void **state)
 static void parallel_chunks_of_a_column_sum(void **state)
 {
 	/* 1.9 MB of input: more than half of any L2, so no column register
-	 * tile (column_register_tile below) */
+	 * tile (column_register_tile below) but rows of 4 inside the chunks
+	 * (column_sum_rows_unrolled), the init in a nest of its own */
 	enum { B = 2301, H = 203 };
 	static float dh[B * H], outs[4][H];
 	static const char *const opts[] = {"target=interp", "threads=1",
@@ -4486,11 +4487,11 @@ static void parallel_chunks_of_a_column_sum(void **state)
 	assert_null(strstr(text, "tc_parallel"));
 	tc_string_free(text);
 	text = stage_of(m, in, 1, opts[2], "ast");
-	assert_non_null(strstr(text, "// tc_parallel\nfor (int c0 = 0; c0 <= 1; c0 += 1)\n"));
+	assert_non_null(strstr(text, "// tc_parallel\n  for (int c0 = 0; c0 <= 1; c0 += 1)\n"));
 	assert_non_null(strstr(text, "c2 <= min(202, 112 * c0 + 111)"));
 	tc_string_free(text);
 	text = stage_of(m, in, 1, opts[3], "ast");
-	assert_non_null(strstr(text, "// tc_parallel\nfor (int c0 = 0; c0 <= 2; c0 += 1)\n"));
+	assert_non_null(strstr(text, "// tc_parallel\n  for (int c0 = 0; c0 <= 2; c0 += 1)\n"));
 	tc_string_free(text);
 	for (v = 0; v < 4; v++) {
 		DLTensor O = {outs[v], {kDLCPU, 0}, 1, {kDLFloat, 32, 1}, so, NULL, 0};
@@ -4538,6 +4539,73 @@ static void column_register_tile(void **state)
 			if (v && memcmp(outs[v], outs[0], sizeof(outs[0])))
 				fail_msg("%s, %s: the sums differ from the interpreter's", defs[d],
 					opts[v]);
+		}
+		tc_module_free(m);
+	}
+}
+
+/* A column sum whose input is more than half of any L2 (1023 x 517
+ * floats, 2.1 MB) runs its reduction's rows 4 at a time inside the loop
+ * over the columns, unrolled (regtile.c, column_rows): a bias gradient, a
+ * vector times a matrix (fmaf sums) and a sum over two reduced
+ * dimensions, each with a partial tile of 3 rows; with unroll=off the
+ * rows stay a plain nest.  The results are the interpreter's, bit for bit,
+ * at 1 and 2 threads (vecreduce=off: chunks of columns, the rows inside
+ * them; default: partial sums over chunks of rows). */
+static void column_sum_rows_unrolled(void **state)
+{
+	enum { B = 1023, H = 517 };
+	static float dh[B * H], x[B], outs[5][H];
+	static const char *const opts[] = {"target=interp", "threads=1", "threads=1 unroll=off",
+		"threads=2 parallel=on vecreduce=off", "threads=2 parallel=on"};
+	static const char *const defs[] = {"def k(float(B,H) dH) -> (dB) { dB(h) +=! dH(r_b,h) }\n",
+		"def k(float(B,H) dH, float(B) X) -> (dB) { dB(h) +=! X(r_b) * dH(r_b,h) }\n",
+		"def k(float(A,B,H) dH) -> (dB) { dB(h) +=! dH(r_a,r_b,h) }\n"};
+	static const char *const tiles[] = {"for (int c0 = 4; c0 <= 1016; c0 += 4)",
+		"for (int c0 = 4; c0 <= 1016; c0 += 4)", "for (int c1 = 0; c1 <= 336; c1 += 4)"};
+	int64_t sh[2] = {B, H}, sh3[3] = {3, B / 3, H}, sx[1] = {B}, so[1] = {H};
+	DLTensor DH = {dh, {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, sh, NULL, 0};
+	DLTensor DH3 = {dh, {kDLCPU, 0}, 3, {kDLFloat, 32, 1}, sh3, NULL, 0};
+	DLTensor X = {x, {kDLCPU, 0}, 1, {kDLFloat, 32, 1}, sx, NULL, 0};
+	const DLTensor *in[2] = {&DH, &X}, *in3[1] = {&DH3};
+	uint64_t r = 17;
+	size_t v, d;
+	int i, b;
+	char *text;
+	tc_module *m;
+	(void)state;
+	fill_uniform(dh, B * H, &r, -1, 1);
+	fill_uniform(x, B, &r, -1, 1);
+	for (d = 0; d < 3; d++) {
+		const DLTensor *const *args = d == 2 ? in3 : in;
+		int nin = d == 1 ? 2 : 1;
+		m = tc_module_parse(ctx, defs[d], "rows.tc");
+		assert_non_null(m);
+		text = stage_of(m, args, nin, "threads=1", "ast");
+		if (!strstr(text, "// tc_unroll\n") || !strstr(text, tiles[d]))
+			fail_msg("%s: rows of 4 unrolled expected in the AST:\n%s", defs[d], text);
+		tc_string_free(text);
+		text = stage_of(m, args, nin, "threads=1 unroll=off", "ast");
+		assert_null(strstr(text, "tc_unroll"));
+		tc_string_free(text);
+		for (v = 0; v < 5; v++) {
+			DLTensor O = {outs[v], {kDLCPU, 0}, 1, {kDLFloat, 32, 1}, so, NULL, 0};
+			memset(outs[v], 0xff, sizeof(outs[v]));
+			run_with_outs(m, args, nin, &O, 1, opts[v], NULL);
+			if (v && v < 4 && memcmp(outs[v], outs[0], sizeof(outs[0])))
+				fail_msg("%s, %s: the sums differ from the interpreter's", defs[d],
+					opts[v]);
+		}
+		/* partial sums round in another order (docs/language.md): within
+		 * the bound of any order, B rounding errors of the sum of the
+		 * terms' magnitudes */
+		for (i = 0; i < H; i++) {
+			double mag = 0;
+			for (b = 0; b < B; b++)
+				mag += fabs((double)dh[b * H + i] * (d == 1 ? x[b] : 1.0f));
+			if (!(fabs((double)outs[4][i] - outs[0][i]) <= B * FLT_EPSILON * mag))
+				fail_msg("%s, %s: column %d: %.9g against %.9g", defs[d], opts[4], i,
+					outs[4][i], outs[0][i]);
 		}
 		tc_module_free(m);
 	}
@@ -4664,6 +4732,7 @@ int main(void)
 		cmocka_unit_test(speculated_sides),
 		cmocka_unit_test(parallel_chunks_of_a_column_sum),
 		cmocka_unit_test(column_register_tile),
+		cmocka_unit_test(column_sum_rows_unrolled),
 		cmocka_unit_test(register_tile_uses_vector_fmas),
 		cmocka_unit_test(cpu_levels_compile_for_any_host),
 		cmocka_unit_test(avx512_loops_use_whole_vectors),
@@ -4720,5 +4789,8 @@ int main(void)
 		cmocka_unit_test(value_kinds),
 		cmocka_unit_test(kernel_stats_null),
 	};
+	const char *filter = getenv("TC_TEST_FILTER");
+	if (filter && *filter) /* one test or a pattern: TC_TEST_FILTER=column_* */
+		cmocka_set_test_filter(filter);
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
