@@ -48,13 +48,40 @@ typedef struct emu_kernel {
 	emu_run_fn run;
 } emu_kernel;
 
-/* A compiled module: the shared object and its kernels (owned). */
+/* A shared object kept for reuse in the process (the memo below). */
+typedef struct emu_module {
+	struct emu_module *next;
+	char *id;   /* the unit's text, the compiler command and the extra flags */
+	size_t len; /* id's bytes */
+	void *so;
+	void (*release)(void);
+	int refs;      /* the tc_cg_emu using it */
+	uint64_t used; /* memo_clock when last taken */
+} emu_module;
+
+/* A compiled module: the shared object and its kernels (owned, or the
+ * memo's entry mod's). */
 struct tc_cg_emu {
 	void *so;
 	void (*release)(void);
 	int nkernels;
 	emu_kernel *kernels;
+	emu_module *mod;
 };
+
+/* The memo of compiled modules: a compile of a unit whose text, compiler
+ * command and extra flags ($TCOMP_EMU_CXXFLAGS) equal an earlier one's in
+ * the process takes that one's shared object instead of running the
+ * compiler again (test_corpus_cuda compiled 752 units, 606 of them
+ * different).  An object no tc_cg_emu uses keeps its handle with its
+ * stacks freed, at most MEMO_KEEP of them, the used longest ago closed
+ * first; launches of modules sharing one object are serialised by
+ * run_lock as any.  A module's state between launches is its stacks'
+ * (tc_emu_release frees them, the next launch makes them again). */
+#define MEMO_KEEP 32
+static pthread_mutex_t memo_lock = PTHREAD_MUTEX_INITIALIZER;
+static emu_module *memo;
+static uint64_t memo_clock;
 
 static const tc_loc noloc = {0, 0, 0, 0};
 /* Launches run one at a time in the process (cuda_emu.h). */
@@ -591,6 +618,116 @@ __attribute__((destructor)) static void pch_remove(void)
 		remove_dir(pch_dir);
 }
 
+/* The memo's id of text under the current compiler and flags (owned; NULL
+ * when out of memory), its bytes in *len. */
+static char *memo_id(const char *text, size_t *len)
+{
+	const char *cxx = tc_cg_emu_cxx(), *extra = getenv("TCOMP_EMU_CXXFLAGS");
+	size_t nt = strlen(text) + 1, nc = strlen(cxx) + 1, nx = extra ? strlen(extra) + 1 : 1;
+	char *id = tc_malloc(nt + nc + nx);
+	if (!id)
+		return NULL;
+	memcpy(id, text, nt);
+	memcpy(id + nt, cxx, nc);
+	memcpy(id + nt + nc, extra ? extra : "", nx);
+	*len = nt + nc + nx;
+	return id;
+}
+
+/* The memo's entry of id (taken: one more reference), or NULL. */
+static emu_module *memo_take(const char *id, size_t len)
+{
+	emu_module *m;
+	pthread_mutex_lock(&memo_lock);
+	for (m = memo; m && (m->len != len || memcmp(m->id, id, len)); m = m->next)
+		;
+	if (m) {
+		m->refs++;
+		m->used = ++memo_clock;
+	}
+	pthread_mutex_unlock(&memo_lock);
+	return m;
+}
+
+/* Keep e's shared object in the memo under id (taken; freed when not
+ * kept: out of memory, or another thread kept the same unit first, whose
+ * entry e then leaves alone). */
+static void memo_keep(tc_cg_emu *e, char *id, size_t len)
+{
+	emu_module *m = tc_calloc(1, sizeof *m), *o;
+	if (!m) {
+		tc_free(id);
+		return;
+	}
+	pthread_mutex_lock(&memo_lock);
+	for (o = memo; o && (o->len != len || memcmp(o->id, id, len)); o = o->next)
+		;
+	if (o) {
+		pthread_mutex_unlock(&memo_lock);
+		tc_free(m);
+		tc_free(id);
+		return;
+	}
+	m->id = id;
+	m->len = len;
+	m->so = e->so;
+	m->release = e->release;
+	m->refs = 1;
+	m->used = ++memo_clock;
+	m->next = memo;
+	memo = m;
+	e->mod = m;
+	pthread_mutex_unlock(&memo_lock);
+}
+
+/* Drop a reference to m: with none left its stacks are freed, and the
+ * idle entries beyond MEMO_KEEP used longest ago are closed. */
+static void memo_drop(emu_module *m)
+{
+	emu_module **pp, **oldest;
+	int idle;
+	pthread_mutex_lock(&memo_lock);
+	if (--m->refs == 0 && m->release)
+		m->release();
+	for (;;) {
+		idle = 0;
+		oldest = NULL;
+		for (pp = &memo; *pp; pp = &(*pp)->next)
+			if ((*pp)->refs == 0) {
+				idle++;
+				if (!oldest || (*pp)->used < (*oldest)->used)
+					oldest = pp;
+			}
+		if (idle <= MEMO_KEEP)
+			break;
+		m = *oldest;
+		*oldest = m->next;
+		dlclose(m->so);
+		tc_free(m->id);
+		tc_free(m);
+	}
+	pthread_mutex_unlock(&memo_lock);
+}
+
+/* e's launchers from its shared object, as code names its kernels: 0, or
+ * -1 with an error in d. */
+static int find_kernels(tc_cg_emu *e, const tc_cg_cuda *code, tc_diags *d)
+{
+	int k;
+	e->nkernels = code->nkernels;
+	for (k = 0; k < code->nkernels; k++) {
+		char sym[32];
+		snprintf(sym, sizeof sym, "tc_emu_run_%d", k);
+		snprintf(e->kernels[k].name, sizeof e->kernels[k].name, "%s", code->kernels[k].name);
+		*(void **)&e->kernels[k].run = dlsym(e->so, sym);
+		if (!e->kernels[k].run || !e->release) {
+			tc_error(d, noloc, "CUDA emulator: the compiled kernels lack %s", sym);
+			return -1;
+		}
+	}
+	return 0;
+}
+
 tc_cg_emu *tc_cg_emu_compile(const tc_cg_cuda *code, tc_diags *d)
 {
 	char pch[4400];
@@ -598,11 +735,32 @@ tc_cg_emu *tc_cg_emu_compile(const tc_cg_cuda *code, tc_diags *d)
 	char dir[4096], path[4200];
 	tc_cg_emu *e = NULL;
 	tc_buf unit;
-	char *text = NULL;
-	int made = 0, k;
+	char *text = NULL, *id = NULL;
+	size_t idlen = 0;
+	emu_module *m;
+	int made = 0;
 
 	if (check_code(code, d) < 0)
 		return NULL;
+	tc_buf_init(&unit);
+	put_unit(code, &unit);
+	text = tc_buf_take(&unit);
+	e = tc_calloc(1, sizeof *e);
+	if (!text || !e || !(id = memo_id(text, &idlen)) || (code->nkernels &&
+			       !(e->kernels = tc_calloc((size_t)code->nkernels, sizeof *e->kernels)))) {
+		tc_error(d, noloc, "CUDA emulator: out of memory");
+		goto error;
+	}
+	if ((m = memo_take(id, idlen))) { /* compiled before: its shared object */
+		e->mod = m;
+		e->so = m->so;
+		e->release = m->release;
+		if (find_kernels(e, code, d) < 0)
+			goto error;
+		tc_free(id);
+		tc_free(text);
+		return e;
+	}
 	if (!tmp || !*tmp)
 		tmp = "/tmp";
 	if (snprintf(dir, sizeof dir, "%s/tcomp-emu-XXXXXX", tmp) >= (int)sizeof dir) {
@@ -615,15 +773,6 @@ tc_cg_emu *tc_cg_emu_compile(const tc_cg_cuda *code, tc_diags *d)
 		return NULL;
 	}
 	made = 1;
-	tc_buf_init(&unit);
-	put_unit(code, &unit);
-	text = tc_buf_take(&unit);
-	e = tc_calloc(1, sizeof *e);
-	if (!text || !e || (code->nkernels &&
-			       !(e->kernels = tc_calloc((size_t)code->nkernels, sizeof *e->kernels)))) {
-		tc_error(d, noloc, "CUDA emulator: out of memory");
-		goto error;
-	}
 	snprintf(path, sizeof path, "%s/cuda_emu.hpp", dir);
 	if (write_file(path, emu_header, sizeof emu_header - 1, d) < 0)
 		goto error;
@@ -647,23 +796,16 @@ tc_cg_emu *tc_cg_emu_compile(const tc_cg_cuda *code, tc_diags *d)
 		goto error;
 	}
 	*(void **)&e->release = dlsym(e->so, "tc_emu_release");
-	e->nkernels = code->nkernels;
-	for (k = 0; k < code->nkernels; k++) {
-		char sym[32];
-		snprintf(sym, sizeof sym, "tc_emu_run_%d", k);
-		snprintf(e->kernels[k].name, sizeof e->kernels[k].name, "%s", code->kernels[k].name);
-		*(void **)&e->kernels[k].run = dlsym(e->so, sym);
-		if (!e->kernels[k].run || !e->release) {
-			tc_error(d, noloc, "CUDA emulator: the compiled kernels lack %s", sym);
-			goto error;
-		}
-	}
+	if (find_kernels(e, code, d) < 0)
+		goto error;
 	remove_dir(dir);
 	tc_free(text);
+	memo_keep(e, id, idlen);
 	return e;
 error:
 	if (made)
 		remove_dir(dir);
+	tc_free(id);
 	tc_free(text);
 	tc_cg_emu_free(e);
 	return NULL;
@@ -697,7 +839,9 @@ void tc_cg_emu_free(tc_cg_emu *e)
 {
 	if (!e)
 		return;
-	if (e->so) {
+	if (e->mod)
+		memo_drop(e->mod);
+	else if (e->so) {
 		if (e->release)
 			e->release();
 		dlclose(e->so);

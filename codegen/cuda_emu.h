@@ -12,7 +12,9 @@
  * -fsanitize=address, -DTC_EMU_UCONTEXT).  The emulation header is
  * precompiled once per compiler and flags and kept in a store
  * ($TCOMP_EMU_PCH, else $XDG_CACHE_HOME/tcomp/emu or ~/.cache/tcomp/emu;
- * "off": none; codegen/cuda_emu.c has the rules).
+ * "off": none; codegen/cuda_emu.c has the rules).  A unit compiled before
+ * in the process under the same compiler command and extra flags reuses
+ * that compile's shared object (the memo in codegen/cuda_emu.c).
  *
  * tc_cg_emu_run launches one kernel: the grid's blocks one after another,
  * the threads of a block as fibers, every access checked (out of bounds,
@@ -53,8 +55,9 @@ int tc_cg_emu_nkernels(__tc_keep const tc_cg_emu *e);
  * environment; not owned). */
 const char *tc_cg_emu_cxx(void);
 
-/* Free e: its stacks, its shared object (NULL: nothing).  Not while one
- * of its kernels runs. */
+/* Free e: its stacks, its shared object (NULL: nothing; an object the
+ * memo keeps stays open for a later compile of the same unit).  Not while
+ * one of its kernels runs. */
 void tc_cg_emu_free(__tc_take tc_cg_emu *e);
 
 #endif

@@ -622,10 +622,19 @@ static void remove_tree(const char *dir)
  * header's text; the entry made again); a store that cannot be made
  * (its path a file) and "off" compile without one.  Each compile's
  * kernel runs and its sums are checked (block_sum_with). */
+/* block_sum_with the correct defines and a comment of its own, so that
+ * the unit is compiled (the memo of compiled modules does not serve it). */
+static char *block_sum_compiled(void)
+{
+	static int n;
+	char text[200];
+	snprintf(text, sizeof text, "#define BAD_INDEX\n#define MISSING_BARRIER __syncthreads();\n"
+				    "#define OUT_INDEX blockIdx.x\n// compile %d\n", ++n);
+	return block_sum_with(text);
+}
+
 static void precompiled_header_store(void **state)
 {
-	static const char *const ok = "#define BAD_INDEX\n#define MISSING_BARRIER __syncthreads();\n"
-				      "#define OUT_INDEX blockIdx.x\n";
 	char tmpl[] = "/tmp/tcomp-test-pch-XXXXXX", store[600], entry[900], gch[1200], name[256];
 	char *old = getenv("TCOMP_EMU_PCH") ? tc_strdup(getenv("TCOMP_EMU_PCH")) : NULL;
 	struct stat st;
@@ -645,7 +654,7 @@ static void precompiled_header_store(void **state)
 	make_aged(store, ".tmp-new", "cuda_emu.hpp", 60);
 	setenv("TCOMP_EMU_PCH", store, 1);
 
-	assert_null(block_sum_with(ok));
+	assert_null(block_sum_compiled());
 	assert_int_equal(count_entries(store, "pch-"), 4); /* ours and 3 newest */
 	for (i = 0; i < 2; i++) { /* the two oldest went */
 		snprintf(entry, sizeof entry, "%s/pch-%016x", store, 5 - i);
@@ -668,14 +677,14 @@ static void precompiled_header_store(void **state)
 	snprintf(entry, sizeof entry, "%s/%s", store, name);
 	snprintf(gch, sizeof gch, "%s/cuda_emu.hpp.gch", entry);
 
-	assert_null(block_sum_with(ok)); /* uses it */
+	assert_null(block_sum_compiled()); /* uses it */
 	f = fopen(gch, "w"); /* broken: the compiler reads the header's text */
 	assert_non_null(f);
 	fputs("garbage", f);
 	fclose(f);
-	assert_null(block_sum_with(ok));
+	assert_null(block_sum_compiled());
 	remove_tree(entry); /* removed: made again */
-	assert_null(block_sum_with(ok));
+	assert_null(block_sum_compiled());
 	assert_int_equal(stat(gch, &st), 0);
 	assert_true(st.st_size > 1000);
 
@@ -685,15 +694,98 @@ static void precompiled_header_store(void **state)
 	fclose(f);
 	snprintf(entry, sizeof entry, "%s/file/store", tmpl);
 	setenv("TCOMP_EMU_PCH", entry, 1);
-	assert_null(block_sum_with(ok));
+	assert_null(block_sum_compiled());
 	setenv("TCOMP_EMU_PCH", "off", 1);
-	assert_null(block_sum_with(ok));
+	assert_null(block_sum_compiled());
 
 	if (old)
 		setenv("TCOMP_EMU_PCH", old, 1);
 	else
 		unsetenv("TCOMP_EMU_PCH");
 	tc_free(old);
+	remove_tree(tmpl);
+}
+
+/* The memo of compiled modules (codegen/cuda_emu.c): the same unit
+ * compiled again in the process, while the first module lives and after
+ * it was freed, runs the compiler once (a TCOMP_CXX wrapper counts the
+ * runs; no precompiled header, whose compile would count too), and each
+ * module's kernel computes right, the stacks made again after the others
+ * were freed; other flags ($TCOMP_EMU_CXXFLAGS) compile again. */
+static void compiled_modules_are_reused(void **state)
+{
+	static const kspec spec = {"k", {4, 1, 1}, {64, 1, 1}, 2, {"X", "Y"}, {"float", "float"},
+		{1, 0}};
+	static const char *const names[] = {"TCOMP_CXX", "TCOMP_EMU_PCH", "TCOMP_EMU_CXXFLAGS"};
+	char tmpl[] = "/tmp/tcomp-test-memo-XXXXXX", script[600], log[600], unit[300];
+	char *old[3];
+	tc_cg_emu *e[3];
+	tc_cg_cuda *c;
+	FILE *f;
+	int i, k, runs;
+	(void)state;
+	for (i = 0; i < 3; i++)
+		old[i] = getenv(names[i]) ? tc_strdup(getenv(names[i])) : NULL;
+	assert_non_null(mkdtemp(tmpl));
+	snprintf(script, sizeof script, "%s/cxx", tmpl);
+	snprintf(log, sizeof log, "%s/runs", tmpl);
+	f = fopen(script, "w");
+	assert_non_null(f);
+	fprintf(f, "#!/bin/sh\necho run >> '%s'\nexec %s \"$@\"\n", log, tc_cg_emu_cxx());
+	fclose(f);
+	assert_int_equal(chmod(script, 0700), 0);
+	setenv("TCOMP_CXX", script, 1);
+	setenv("TCOMP_EMU_PCH", "off", 1);
+	unsetenv("TCOMP_EMU_CXXFLAGS");
+	/* a unit no other test compiles: Y[i] = 2 X[i] + 1 */
+	snprintf(unit, sizeof unit,
+		"extern \"C\" __global__ void k(TC_GLOBAL(const float) X, TC_GLOBAL(float) Y)\n"
+		"{\n    int i = blockIdx.x * 64 + threadIdx.x;\n"
+		"    Y[i] = 2.0f * X[i] + 1.0f; // memo %d\n}\n",
+		(int)getpid());
+	c = make_code("", unit, &spec);
+	/* 0 and 1 live at once, 2 beside them, 3 after all were freed, 4
+	 * with other flags */
+	for (k = 0; k < 5; k++) {
+		float x[256], y[256];
+		void *buf[2] = {x, y};
+		int64_t nelem[2] = {256, 256};
+		uint64_t rng = tu_seed("memo", (uint64_t)k);
+		char line[16];
+		i = k < 2 ? k : 2;
+		if (k == 3) { /* every module freed: the object idle in the memo */
+			tc_cg_emu_free(e[0]);
+			tc_cg_emu_free(e[1]);
+			tc_cg_emu_free(e[2]);
+		}
+		if (k == 4) {
+			tc_cg_emu_free(e[2]);
+			setenv("TCOMP_EMU_CXXFLAGS", "-DTC_TEST_OTHER_FLAGS=1", 1);
+		}
+		e[i] = compile_ok(c);
+		fill(x, 256, &rng);
+		poison(y, 256);
+		assert_null(run(e[i], buf, nelem));
+		for (int j = 0; j < 256; j++)
+			assert_true(y[j] == 2.0f * x[j] + 1.0f);
+		runs = 0; /* one for the unit, one more for the other flags */
+		f = fopen(log, "r");
+		assert_non_null(f);
+		while (fgets(line, sizeof line, f))
+			runs++;
+		fclose(f);
+		if (runs != (k < 4 ? 1 : 2))
+			fail_msg("compile %d: the compiler ran %d times", k, runs);
+	}
+	tc_cg_emu_free(e[2]);
+	tc_cg_cuda_free(c);
+	for (i = 0; i < 3; i++) {
+		if (old[i])
+			setenv(names[i], old[i], 1);
+		else
+			unsetenv(names[i]);
+		tc_free(old[i]);
+	}
 	remove_tree(tmpl);
 }
 
@@ -991,6 +1083,7 @@ int main(void)
 		cmocka_unit_test(compile_errors_carry_the_compilers_message),
 		cmocka_unit_test(a_missing_compiler_is_a_clear_error),
 		cmocka_unit_test(precompiled_header_store),
+		cmocka_unit_test(compiled_modules_are_reused),
 		cmocka_unit_test(math_functions_match_references),
 		cmocka_unit_test(half_conversions_round_as_the_gpu),
 		cmocka_unit_test(bench),
