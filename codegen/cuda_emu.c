@@ -634,14 +634,21 @@ static char *memo_id(const char *text, size_t *len)
 	return id;
 }
 
+/* The memo's entry of id, or NULL (under memo_lock). */
+static emu_module *memo_find(const char *id, size_t len)
+{
+	emu_module *m;
+	for (m = memo; m && (m->len != len || memcmp(m->id, id, len)); m = m->next)
+		;
+	return m;
+}
+
 /* The memo's entry of id (taken: one more reference), or NULL. */
 static emu_module *memo_take(const char *id, size_t len)
 {
 	emu_module *m;
 	pthread_mutex_lock(&memo_lock);
-	for (m = memo; m && (m->len != len || memcmp(m->id, id, len)); m = m->next)
-		;
-	if (m) {
+	if ((m = memo_find(id, len))) {
 		m->refs++;
 		m->used = ++memo_clock;
 	}
@@ -654,15 +661,13 @@ static emu_module *memo_take(const char *id, size_t len)
  * entry e then leaves alone). */
 static void memo_keep(tc_cg_emu *e, char *id, size_t len)
 {
-	emu_module *m = tc_calloc(1, sizeof *m), *o;
+	emu_module *m = tc_calloc(1, sizeof *m);
 	if (!m) {
 		tc_free(id);
 		return;
 	}
 	pthread_mutex_lock(&memo_lock);
-	for (o = memo; o && (o->len != len || memcmp(o->id, id, len)); o = o->next)
-		;
-	if (o) {
+	if (memo_find(id, len)) {
 		pthread_mutex_unlock(&memo_lock);
 		tc_free(m);
 		tc_free(id);
