@@ -1099,9 +1099,8 @@ static isl_schedule_node *regtile_band(isl_schedule_node *node, const tc_poly *p
 		return node;
 	regtile_sizes(p, node, st, sizes);
 	if (column && !column_sizes(p, node, st, sizes)) {
-		isl_size d0 = isl_schedule_node_get_tree_depth(node);
 		node = column_rows(node, p, st, has_init);
-		return isl_schedule_node_ancestor(node, isl_schedule_node_get_tree_depth(node) - d0);
+		return isl_schedule_node_ancestor(node, isl_schedule_node_get_tree_depth(node) - depth);
 	}
 	gist = needs_gist(node, sizes);
 	if (gist && isl_schedule_node_has_parent(node) == isl_bool_true) {
