@@ -388,7 +388,8 @@ static void remove_dir(const char *dir)
  * Most compiles are a process's only one (a tcomp command), and the
  * header's includes are most of a small compile's time (0.20 s of 0.36 s,
  * g++ 12), so the precompiled header is kept between processes, in a
- * store: $TCOMP_EMU_PCH when set (a folder; "off": no store), else
+ * store: $TCOMP_EMU_STORE when set (a folder; "off": no store; the older
+ * name $TCOMP_EMU_PCH is read when it is not set), else
  * $XDG_CACHE_HOME/tcomp/emu, else ~/.cache/tcomp/emu.  Each entry is a
  * folder pch-<key> holding cuda_emu.hpp and cuda_emu.hpp.gch, <key> a hash
  * of the header's text, the compiler command with its flags
@@ -409,7 +410,8 @@ static void remove_dir(const char *dir)
  * header's text where the precompiled one does not fit (gcc checks its
  * compiler and flags), and a compile with it that fails (an entry removed
  * meanwhile) is run again with the unit's own copy of the header. */
-enum { PCH_KEEP = 4, PCH_STALE_TMP_S = 3600 };
+enum { PCH_KEEP = 4, STALE_TMP_S = 3600 };
+#define OBJ_KEEP_BYTES ((int64_t)256 << 20) /* the compiled units' (below) */
 
 static pthread_mutex_t pch_lock = PTHREAD_MUTEX_INITIALIZER;
 static int pch_compiles, pch_tried, pch_ready;
@@ -418,8 +420,10 @@ static char pch_dir[4096]; /* the process's own, when pch_ready */
 /* The store's folder into buf: 0, or -1 when there is none. */
 static int pch_store_dir(char *buf, size_t n)
 {
-	const char *v = getenv("TCOMP_EMU_PCH");
+	const char *v = getenv("TCOMP_EMU_STORE");
 	int w;
+	if (!v || !*v)
+		v = getenv("TCOMP_EMU_PCH"); /* the variable's older name */
 	if (v && *v) {
 		if (!strcmp(v, "off"))
 			return -1;
@@ -494,50 +498,80 @@ static uint64_t pch_key(void)
 	return h;
 }
 
-/* Remove from the store the entries beyond the PCH_KEEP used last (not
- * keep, the one in use) and the temporary folders left an hour ago. */
-static void pch_prune(const char *store, const char *keep)
+/* An entry of the store (a folder), as pruning sees it. */
+typedef struct store_entry {
+	char name[64];
+	time_t t;      /* used last */
+	int64_t bytes; /* its files' */
+} store_entry;
+
+/* qsort's order of store entries: the used last first. */
+static int newest_first(const void *a, const void *b)
 {
-	struct {
-		char name[64];
-		time_t t;
-	} e[32];
-	char path[4200];
+	time_t x = ((const store_entry *)a)->t, y = ((const store_entry *)b)->t;
+	return (x < y) - (x > y);
+}
+
+/* Prune the store: the precompiled headers beyond the PCH_KEEP used last
+ * (keep, the one in use, counts as one; NULL: none), the compiled units
+ * beyond OBJ_KEEP_BYTES, the used longest ago first, and the temporary
+ * folders left an hour ago (a process killed while making an entry). */
+static void store_prune(const char *store, const char *keep)
+{
+	store_entry *e = NULL, *grown;
+	size_t n = 0, cap = 0, i;
+	char entry[4200], path[4400];
 	time_t now = time(NULL);
-	int n = 0, i, j;
+	int64_t bytes = 0;
+	int pchs = keep != NULL;
 	DIR *dir = opendir(store);
 	struct dirent *de;
 	struct stat st;
 	if (!dir)
 		return;
 	while ((de = readdir(dir))) {
+		static const char *const files[] = {"unit.cpp", "unit.so"};
 		int tmp = !strncmp(de->d_name, ".tmp-", 5);
-		if ((strncmp(de->d_name, "pch-", 4) && !tmp) || strlen(de->d_name) >= sizeof e[0].name ||
-			!strcmp(de->d_name, keep))
+		store_entry x;
+		size_t f;
+		if ((strncmp(de->d_name, "pch-", 4) && strncmp(de->d_name, "obj-", 4) && !tmp) ||
+			strlen(de->d_name) >= sizeof x.name || (keep && !strcmp(de->d_name, keep)))
 			continue;
-		snprintf(path, sizeof path, "%s/%.63s", store, de->d_name);
-		if (stat(path, &st) < 0)
+		snprintf(entry, sizeof entry, "%s/%s", store, de->d_name);
+		if (stat(entry, &st) < 0)
 			continue;
 		if (tmp) {
-			if (now - st.st_mtime > PCH_STALE_TMP_S)
-				remove_dir(path);
-		} else if (n < (int)(sizeof e / sizeof e[0])) {
-			snprintf(e[n].name, sizeof e[n].name, "%.63s", de->d_name);
-			e[n++].t = st.st_mtime;
+			if (now - st.st_mtime > STALE_TMP_S)
+				remove_dir(entry);
+			continue;
 		}
+		snprintf(x.name, sizeof x.name, "%.63s", de->d_name);
+		x.t = st.st_mtime;
+		x.bytes = 0;
+		for (f = 0; f < 2 && x.name[0] == 'o'; f++) {
+			snprintf(path, sizeof path, "%s/%s", entry, files[f]);
+			if (stat(path, &st) == 0)
+				x.bytes += st.st_size;
+		}
+		if (n == cap) {
+			cap = cap ? 2 * cap : 256;
+			if (!(grown = tc_realloc(e, cap * sizeof *e)))
+				break;
+			e = grown;
+		}
+		e[n++] = x;
 	}
 	closedir(dir);
-	for (i = 0; i < n; i++) /* newest first */
-		for (j = i + 1; j < n; j++)
-			if (e[j].t > e[i].t) {
-				__typeof__(e[0]) x = e[i];
-				e[i] = e[j];
-				e[j] = x;
-			}
-	for (i = PCH_KEEP - 1; i < n; i++) {
-		snprintf(path, sizeof path, "%s/%s", store, e[i].name);
-		remove_dir(path);
+	if (n)
+		qsort(e, n, sizeof *e, newest_first);
+	for (i = 0; i < n; i++) {
+		int drop = e[i].name[0] == 'p' ? ++pchs > PCH_KEEP : (bytes += e[i].bytes) > OBJ_KEEP_BYTES;
+		if (drop) {
+			snprintf(entry, sizeof entry, "%s/%s", store, e[i].name);
+			remove_dir(entry);
+		}
 	}
+	tc_free(e);
 }
 
 /* The store's header for this compiler and flags (made when missing)
@@ -578,7 +612,7 @@ static int pch_from_store(char *hdr, size_t n)
 		return -1;
 	}
 	snprintf(hdr, n, "%s/cuda_emu.hpp", entry);
-	pch_prune(store, strrchr(entry, '/') + 1);
+	store_prune(store, strrchr(entry, '/') + 1);
 	return 0;
 }
 
@@ -733,17 +767,151 @@ static int find_kernels(tc_cg_emu *e, const tc_cg_cuda *code, tc_diags *d)
 	return 0;
 }
 
+/* ---- the store of compiled units ----
+ *
+ * A unit compiled once is compiled again by every later process that
+ * emulates the same code (the CI's sanitizer run repeats the release run's
+ * test_corpus_cuda and test_cuda_files: about 800 compiles of 0.3 s), so
+ * the shared objects are kept in the same store as the precompiled header:
+ * a folder obj-<key> per unit, holding unit.cpp (the unit's text) and
+ * unit.so, <key> a hash of the text and of pch_key's compiler, flags and
+ * header.  An entry is used only when its unit.cpp equals the text whole
+ * (a hash never decides alone) and its object loads with every launcher;
+ * one that does not is removed and the unit compiled.  A compile with a
+ * store runs in a temporary folder of it that is renamed into place once
+ * its object loaded (an entry is never seen half-written; a process that
+ * loses the race keeps its own object and removes its folder).  Using an
+ * entry refreshes its time; a process's first new entry, and every 16th
+ * after, prunes the store (store_prune: the units beyond OBJ_KEEP_BYTES,
+ * the used longest ago first; a unit is about 32 KB). */
+
+/* The store's entry for text into buf: 0, or -1 when there is no store. */
+static int obj_entry(const char *text, char *buf, size_t n)
+{
+	char store[4096];
+	uint64_t key;
+	if (pch_store_dir(store, sizeof store) < 0)
+		return -1;
+	key = tc_hash_bytes(pch_key(), text, strlen(text));
+	return snprintf(buf, n, "%s/obj-%016llx", store, (unsigned long long)key) < (int)n ? 0 : -1;
+}
+
+/* Whether the file at path holds exactly the n bytes of text. */
+static int file_is(const char *path, const char *text, size_t n)
+{
+	struct stat st;
+	char *buf;
+	FILE *f;
+	int same = 0;
+	if (stat(path, &st) < 0 || st.st_size < 0 || (uint64_t)st.st_size != n || !(f = fopen(path, "rb")))
+		return 0;
+	if ((buf = tc_malloc(n + 1))) {
+		same = fread(buf, 1, n + 1, f) == n && memcmp(buf, text, n) == 0;
+		tc_free(buf);
+	}
+	fclose(f);
+	return same;
+}
+
+/* The store's object of text loaded into e (its launchers found as code
+ * names them): 1, or 0 when there is none that fits (a bad entry is
+ * removed). */
+static int obj_from_store(tc_cg_emu *e, const tc_cg_cuda *code, const char *text)
+{
+	char entry[4200], path[4400];
+	tc_diags scratch;
+	int ok;
+	if (obj_entry(text, entry, sizeof entry) < 0)
+		return 0;
+	snprintf(path, sizeof path, "%s/unit.cpp", entry);
+	if (!file_is(path, text, strlen(text))) {
+		if (access(path, F_OK) == 0)
+			remove_dir(entry); /* another text of the same hash: this one's now */
+		return 0;
+	}
+	snprintf(path, sizeof path, "%s/unit.so", entry);
+	if (!(e->so = dlopen(path, RTLD_NOW | RTLD_LOCAL))) {
+		remove_dir(entry);
+		return 0;
+	}
+	*(void **)&e->release = dlsym(e->so, "tc_emu_release");
+	tc_diags_init(&scratch, NULL);
+	ok = find_kernels(e, code, &scratch) == 0;
+	tc_diags_clear(&scratch);
+	if (!ok) {
+		dlclose(e->so);
+		e->so = NULL;
+		e->release = NULL;
+		remove_dir(entry);
+		return 0;
+	}
+	utimes(entry, NULL); /* used last */
+	return 1;
+}
+
+/* The folder to compile in into dir (made): in the store when there
+ * is one (1), else under $TMPDIR (0); -1 with an error in d. */
+static int obj_compile_dir(char *dir, size_t n, tc_diags *d)
+{
+	const char *tmp = getenv("TMPDIR");
+	char store[4096];
+	if (pch_store_dir(store, sizeof store) == 0 &&
+		snprintf(dir, n, "%s/.tmp-XXXXXX", store) < (int)n && tc_make_parent_dirs(dir) == 0 &&
+		mkdtemp(dir))
+		return 1;
+	if (!tmp || !*tmp)
+		tmp = "/tmp";
+	if (snprintf(dir, n, "%s/tcomp-emu-XXXXXX", tmp) >= (int)n) {
+		tc_error(d, noloc, "CUDA emulator: TMPDIR is too long");
+		return -1;
+	}
+	if (!mkdtemp(dir)) {
+		tc_error(d, noloc, "CUDA emulator: cannot make a temporary folder under %s: %s", tmp,
+			strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+/* Keep the compile folder dir (in the store) as text's entry, or remove
+ * it (another process kept the unit first); prune the store at the
+ * process's first entry and every 16th after. */
+static void obj_keep(const char *dir, const char *text)
+{
+	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+	static pid_t pruned_by; /* a fork's first entry prunes too */
+	static unsigned kept;
+	char entry[4200], path[4400], store[4096];
+	int prune = 0;
+	if (obj_entry(text, entry, sizeof entry) == 0) {
+		snprintf(path, sizeof path, "%s/cuda_emu.hpp", dir);
+		unlink(path);
+		snprintf(path, sizeof path, "%s/cxx.log", dir);
+		unlink(path);
+		if (rename(dir, entry) == 0) {
+			pthread_mutex_lock(&lock);
+			prune = pruned_by != getpid() || ++kept % 16 == 0;
+			pruned_by = getpid();
+			pthread_mutex_unlock(&lock);
+		}
+	}
+	if (access(dir, F_OK) == 0)
+		remove_dir(dir);
+	if (prune && pch_store_dir(store, sizeof store) == 0)
+		store_prune(store, NULL);
+}
+
 tc_cg_emu *tc_cg_emu_compile(const tc_cg_cuda *code, tc_diags *d)
 {
 	char pch[4400];
-	const char *tmp = getenv("TMPDIR"), *hdr;
+	const char *hdr;
 	char dir[4096], path[4200];
 	tc_cg_emu *e = NULL;
 	tc_buf unit;
 	char *text = NULL, *id = NULL;
 	size_t idlen = 0;
 	emu_module *m;
-	int made = 0;
+	int made = 0, in_store = 0;
 
 	if (check_code(code, d) < 0)
 		return NULL;
@@ -766,17 +934,13 @@ tc_cg_emu *tc_cg_emu_compile(const tc_cg_cuda *code, tc_diags *d)
 		tc_free(text);
 		return e;
 	}
-	if (!tmp || !*tmp)
-		tmp = "/tmp";
-	if (snprintf(dir, sizeof dir, "%s/tcomp-emu-XXXXXX", tmp) >= (int)sizeof dir) {
-		tc_error(d, noloc, "CUDA emulator: TMPDIR is too long");
-		return NULL;
+	if (obj_from_store(e, code, text)) { /* compiled by an earlier process */
+		memo_keep(e, id, idlen);
+		tc_free(text);
+		return e;
 	}
-	if (!mkdtemp(dir)) {
-		tc_error(d, noloc, "CUDA emulator: cannot make a temporary folder under %s: %s", tmp,
-			strerror(errno));
-		return NULL;
-	}
+	if ((in_store = obj_compile_dir(dir, sizeof dir, d)) < 0)
+		goto error;
 	made = 1;
 	snprintf(path, sizeof path, "%s/cuda_emu.hpp", dir);
 	if (write_file(path, emu_header, sizeof emu_header - 1, d) < 0)
@@ -803,7 +967,10 @@ tc_cg_emu *tc_cg_emu_compile(const tc_cg_cuda *code, tc_diags *d)
 	*(void **)&e->release = dlsym(e->so, "tc_emu_release");
 	if (find_kernels(e, code, d) < 0)
 		goto error;
-	remove_dir(dir);
+	if (in_store)
+		obj_keep(dir, text);
+	else
+		remove_dir(dir);
 	tc_free(text);
 	memo_keep(e, id, idlen);
 	return e;

@@ -2,19 +2,23 @@
  * CPU and run with checks (codegen/cuda_emu.c, codegen/cuda_emu.hpp).
  *
  * tc_cg_emu_compile writes the CUDA text and a launcher per kernel into a
- * private temporary folder (mkdtemp under $TMPDIR, else /tmp), compiles
- * them with the system C++ compiler and the emulation header (embedded in
- * the library) into a shared object, opens it (RTLD_LOCAL | RTLD_NOW) and
- * removes the folder.  The compiler is $TCOMP_CXX when set (a command:
+ * private temporary folder (mkdtemp in the store below, else under
+ * $TMPDIR, else /tmp), compiles them with the system C++ compiler and the
+ * emulation header (embedded in the library) into a shared object, opens
+ * it (RTLD_LOCAL | RTLD_NOW) and keeps the folder as the store's entry of
+ * the unit, or removes it.  The compiler is $TCOMP_CXX when set (a command:
  * words separated by spaces, e.g. "ccache g++"), else the one CMake found
  * when building tcomp (TCOMP_EMU_CXX), else "c++" on the PATH;
  * $TCOMP_EMU_CXXFLAGS adds flags after the emulator's (-O1 for long runs,
  * -fsanitize=address, -DTC_EMU_UCONTEXT).  The emulation header is
  * precompiled once per compiler and flags and kept in a store
- * ($TCOMP_EMU_PCH, else $XDG_CACHE_HOME/tcomp/emu or ~/.cache/tcomp/emu;
- * "off": none; codegen/cuda_emu.c has the rules).  A unit compiled before
- * in the process under the same compiler command and extra flags reuses
- * that compile's shared object (the memo in codegen/cuda_emu.c).
+ * ($TCOMP_EMU_STORE, or its older name $TCOMP_EMU_PCH, else
+ * $XDG_CACHE_HOME/tcomp/emu or ~/.cache/tcomp/emu; "off": none;
+ * codegen/cuda_emu.c has the rules), and so is each compiled unit: a unit
+ * whose text, compiler and flags equal a stored one's loads that object
+ * instead of compiling.  A unit compiled before in the process under the
+ * same compiler command and extra flags reuses that compile's shared
+ * object (the memo in codegen/cuda_emu.c).
  *
  * tc_cg_emu_run launches one kernel: the grid's blocks one after another,
  * the threads of a block as fibers, every access checked (out of bounds,

@@ -33,6 +33,7 @@
 #include <dirent.h>
 #include <sys/stat.h>
 #include <sys/time.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -615,7 +616,29 @@ static void remove_tree(const char *dir)
 	rmdir(dir);
 }
 
-/* With TCOMP_EMU_PCH naming a store, a compile makes the precompiled
+/* The values of the environment variables names[0..n) into old (tc_free;
+ * NULL: unset). */
+static void env_save(const char *const *names, int n, char **old)
+{
+	int i;
+	for (i = 0; i < n; i++)
+		old[i] = getenv(names[i]) ? tc_strdup(getenv(names[i])) : NULL;
+}
+
+/* The environment variables names[0..n) back to old (freed). */
+static void env_restore(const char *const *names, int n, char **old)
+{
+	int i;
+	for (i = 0; i < n; i++) {
+		if (old[i])
+			setenv(names[i], old[i], 1);
+		else
+			unsetenv(names[i]);
+		tc_free(old[i]);
+	}
+}
+
+/* With TCOMP_EMU_STORE naming a store, a compile makes the precompiled
  * header there once (pch-<key>/cuda_emu.hpp.gch) and later compiles use
  * it; the store keeps the 4 entries used last and drops temporary folders
  * an hour old; a broken or removed entry still gives right results (the
@@ -636,13 +659,15 @@ static char *block_sum_compiled(void)
 static void precompiled_header_store(void **state)
 {
 	char tmpl[] = "/tmp/tcomp-test-pch-XXXXXX", store[600], entry[900], gch[1200], name[256];
-	char *old = getenv("TCOMP_EMU_PCH") ? tc_strdup(getenv("TCOMP_EMU_PCH")) : NULL;
+	static const char *const names[] = {"TCOMP_EMU_STORE"};
+	char *old[1];
 	struct stat st;
 	struct dirent *de;
 	DIR *dir;
 	FILE *f;
 	int i;
 	(void)state;
+	env_save(names, 1, old);
 	assert_non_null(mkdtemp(tmpl));
 	snprintf(store, sizeof store, "%s/store", tmpl);
 	assert_int_equal(mkdir(store, 0700), 0);
@@ -652,7 +677,7 @@ static void precompiled_header_store(void **state)
 	}
 	make_aged(store, ".tmp-old", "cuda_emu.hpp", 7200);
 	make_aged(store, ".tmp-new", "cuda_emu.hpp", 60);
-	setenv("TCOMP_EMU_PCH", store, 1);
+	setenv("TCOMP_EMU_STORE", store, 1);
 
 	assert_null(block_sum_compiled());
 	assert_int_equal(count_entries(store, "pch-"), 4); /* ours and 3 newest */
@@ -693,17 +718,43 @@ static void precompiled_header_store(void **state)
 	assert_non_null(f);
 	fclose(f);
 	snprintf(entry, sizeof entry, "%s/file/store", tmpl);
-	setenv("TCOMP_EMU_PCH", entry, 1);
+	setenv("TCOMP_EMU_STORE", entry, 1);
 	assert_null(block_sum_compiled());
-	setenv("TCOMP_EMU_PCH", "off", 1);
+	setenv("TCOMP_EMU_STORE", "off", 1);
 	assert_null(block_sum_compiled());
 
-	if (old)
-		setenv("TCOMP_EMU_PCH", old, 1);
-	else
-		unsetenv("TCOMP_EMU_PCH");
-	tc_free(old);
+	env_restore(names, 1, old);
 	remove_tree(tmpl);
+}
+
+/* A compiler command in dir (script) that runs the emulator's compiler
+ * and, for each compile of a unit (not of the precompiled header), adds a
+ * line to dir/runs (log). */
+static void counting_cxx(const char *dir, char *script, size_t n, char *log, size_t m)
+{
+	FILE *f;
+	snprintf(script, n, "%s/cxx", dir);
+	snprintf(log, m, "%s/runs", dir);
+	f = fopen(script, "w");
+	assert_non_null(f);
+	fprintf(f, "#!/bin/sh\ncase \"$*\" in *unit.cpp*) echo run >> '%s';; esac\nexec %s \"$@\"\n",
+		log, tc_cg_emu_cxx());
+	fclose(f);
+	assert_int_equal(chmod(script, 0700), 0);
+}
+
+/* The lines of the file at path (0 when there is none). */
+static int count_lines(const char *path)
+{
+	char line[256];
+	int n = 0;
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof line, f))
+		n++;
+	fclose(f);
+	return n;
 }
 
 /* The memo of compiled modules (codegen/cuda_emu.c): the same unit
@@ -716,26 +767,18 @@ static void compiled_modules_are_reused(void **state)
 {
 	static const kspec spec = {"k", {4, 1, 1}, {64, 1, 1}, 2, {"X", "Y"}, {"float", "float"},
 		{1, 0}};
-	static const char *const names[] = {"TCOMP_CXX", "TCOMP_EMU_PCH", "TCOMP_EMU_CXXFLAGS"};
+	static const char *const names[] = {"TCOMP_CXX", "TCOMP_EMU_STORE", "TCOMP_EMU_CXXFLAGS"};
 	char tmpl[] = "/tmp/tcomp-test-memo-XXXXXX", script[600], log[600], unit[300];
 	char *old[3];
 	tc_cg_emu *e[3];
 	tc_cg_cuda *c;
-	FILE *f;
 	int i, k, runs;
 	(void)state;
-	for (i = 0; i < 3; i++)
-		old[i] = getenv(names[i]) ? tc_strdup(getenv(names[i])) : NULL;
+	env_save(names, 3, old);
 	assert_non_null(mkdtemp(tmpl));
-	snprintf(script, sizeof script, "%s/cxx", tmpl);
-	snprintf(log, sizeof log, "%s/runs", tmpl);
-	f = fopen(script, "w");
-	assert_non_null(f);
-	fprintf(f, "#!/bin/sh\necho run >> '%s'\nexec %s \"$@\"\n", log, tc_cg_emu_cxx());
-	fclose(f);
-	assert_int_equal(chmod(script, 0700), 0);
+	counting_cxx(tmpl, script, sizeof script, log, sizeof log);
 	setenv("TCOMP_CXX", script, 1);
-	setenv("TCOMP_EMU_PCH", "off", 1);
+	setenv("TCOMP_EMU_STORE", "off", 1);
 	unsetenv("TCOMP_EMU_CXXFLAGS");
 	/* a unit no other test compiles: Y[i] = 2 X[i] + 1 */
 	snprintf(unit, sizeof unit,
@@ -751,7 +794,6 @@ static void compiled_modules_are_reused(void **state)
 		void *buf[2] = {x, y};
 		int64_t nelem[2] = {256, 256};
 		uint64_t rng = tu_seed("memo", (uint64_t)k);
-		char line[16];
 		i = k < 2 ? k : 2;
 		if (k == 3) { /* every module freed: the object idle in the memo */
 			tc_cg_emu_free(e[0]);
@@ -768,24 +810,164 @@ static void compiled_modules_are_reused(void **state)
 		assert_null(run(e[i], buf, nelem));
 		for (int j = 0; j < 256; j++)
 			assert_true(y[j] == 2.0f * x[j] + 1.0f);
-		runs = 0; /* one for the unit, one more for the other flags */
-		f = fopen(log, "r");
-		assert_non_null(f);
-		while (fgets(line, sizeof line, f))
-			runs++;
-		fclose(f);
+		runs = count_lines(log); /* one for the unit, one more for the other flags */
 		if (runs != (k < 4 ? 1 : 2))
 			fail_msg("compile %d: the compiler ran %d times", k, runs);
 	}
 	tc_cg_emu_free(e[2]);
 	tc_cg_cuda_free(c);
-	for (i = 0; i < 3; i++) {
-		if (old[i])
-			setenv(names[i], old[i], 1);
-		else
-			unsetenv(names[i]);
-		tc_free(old[i]);
+	env_restore(names, 3, old);
+	remove_tree(tmpl);
+}
+
+/* The unit of compiled_units_are_stored: Y[i] = 3 X[i] - 1. */
+static const kspec stored_spec = {"k", {4, 1, 1}, {64, 1, 1}, 2, {"X", "Y"}, {"float", "float"},
+	{1, 0}};
+
+/* Compile c and run its kernel in a process of its own (a fork, as a
+ * later tcomp command would): 0 when it ran and computed Y = 3 X - 1,
+ * else what failed (1 compile, 2 launch, 3 result). */
+static int stored_unit_in_a_process(const tc_cg_cuda *c)
+{
+	int status = -1;
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		float x[256], y[256];
+		void *buf[2] = {x, y};
+		int64_t nelem[2] = {256, 256};
+		uint64_t rng = tu_seed("store", 1);
+		tc_diags d;
+		tc_cg_emu *e;
+		int i, r = 0;
+		tc_diags_init(&d, NULL);
+		if (!(e = tc_cg_emu_compile(c, &d)))
+			_exit(1);
+		fill(x, 256, &rng);
+		poison(y, 256);
+		if (tc_cg_emu_run(e, 0, buf, nelem, &d) != TC_OK)
+			_exit(2);
+		for (i = 0; i < 256; i++)
+			if (y[i] != 3.0f * x[i] - 1.0f)
+				r = 3;
+		_exit(r);
 	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	return WEXITSTATUS(status);
+}
+
+/* The entry of the store (TCOMP_EMU_STORE) other than the test's aged
+ * ones into path: the obj- folder the unit went to. */
+static void stored_entry(const char *store, char *path, size_t n)
+{
+	DIR *dir = opendir(store);
+	struct dirent *de;
+	int found = 0;
+	assert_non_null(dir);
+	while ((de = readdir(dir)))
+		if (!strncmp(de->d_name, "obj-", 4) && strncmp(de->d_name, "obj-00000000000000a", 19)) {
+			snprintf(path, n, "%s/%s", store, de->d_name);
+			found++;
+		}
+	closedir(dir);
+	assert_int_equal(found, 1);
+}
+
+/* The store of compiled units (codegen/cuda_emu.c): a unit one process
+ * compiled, the next loads from the store's obj-<key> folder without
+ * running the compiler (a TCOMP_CXX wrapper counts the compiles of units),
+ * and computes right; an entry whose object is broken, or whose text is
+ * another's, is compiled again and replaced; the first entry a process
+ * keeps prunes the store to its 256 MiB, the entries used longest ago
+ * first (aged entries of sparse files stand for the bytes); the process
+ * that compiled first loads it too (its memo does not hold it); "off"
+ * compiles; the older name TCOMP_EMU_PCH names the store when
+ * TCOMP_EMU_STORE is not set. */
+static void compiled_units_are_stored(void **state)
+{
+	static const char *const names[] = {"TCOMP_CXX", "TCOMP_EMU_STORE", "TCOMP_EMU_PCH",
+		"TCOMP_EMU_CXXFLAGS"};
+	static const struct {
+		const char *name;
+		long ago, mib;
+	} aged[] = {{"obj-00000000000000a1", 1000, 200}, {"obj-00000000000000a2", 2000, 100},
+		{"obj-00000000000000a3", 3000, 0}};
+	char tmpl[] = "/tmp/tcomp-test-store-XXXXXX", script[600], log[600], unit[300];
+	char store[600], entry[900], path[1000], *old[4];
+	tc_cg_cuda *c;
+	struct stat st;
+	FILE *f;
+	size_t i;
+	(void)state;
+	env_save(names, 4, old);
+	assert_non_null(mkdtemp(tmpl));
+	counting_cxx(tmpl, script, sizeof script, log, sizeof log);
+	snprintf(store, sizeof store, "%s/store", tmpl);
+	assert_int_equal(mkdir(store, 0700), 0);
+	for (i = 0; i < 3; i++) {
+		make_aged(store, aged[i].name, "unit.so", aged[i].ago);
+		snprintf(path, sizeof path, "%s/%s/unit.so", store, aged[i].name);
+		assert_int_equal(truncate(path, aged[i].mib << 20), 0); /* sparse */
+	}
+	setenv("TCOMP_CXX", script, 1);
+	setenv("TCOMP_EMU_STORE", store, 1);
+	unsetenv("TCOMP_EMU_PCH");
+	unsetenv("TCOMP_EMU_CXXFLAGS");
+	snprintf(unit, sizeof unit,
+		"extern \"C\" __global__ void k(TC_GLOBAL(const float) X, TC_GLOBAL(float) Y)\n"
+		"{\n    int i = blockIdx.x * 64 + threadIdx.x;\n"
+		"    Y[i] = 3.0f * X[i] - 1.0f; // store %d\n}\n",
+		(int)getpid());
+	c = make_code("", unit, &stored_spec);
+
+	assert_int_equal(stored_unit_in_a_process(c), 0); /* compiled and kept */
+	assert_int_equal(count_lines(log), 1);
+	stored_entry(store, entry, sizeof entry);
+	snprintf(path, sizeof path, "%s/unit.so", entry);
+	assert_int_equal(stat(path, &st), 0);
+	assert_true(st.st_size > 1000);
+	snprintf(path, sizeof path, "%s/%s", store, aged[0].name); /* 200 MiB: fits */
+	assert_int_equal(stat(path, &st), 0);
+	assert_int_equal(count_entries(store, "obj-00000000000000a2"), 0); /* beyond */
+	assert_int_equal(count_entries(store, "obj-00000000000000a3"), 0);
+
+	assert_int_equal(stored_unit_in_a_process(c), 0); /* loaded */
+	assert_int_equal(count_lines(log), 1);
+
+	snprintf(path, sizeof path, "%s/unit.so", entry); /* a broken object */
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs("not an object", f);
+	fclose(f);
+	assert_int_equal(stored_unit_in_a_process(c), 0);
+	assert_int_equal(count_lines(log), 2);
+	assert_int_equal(stat(path, &st), 0); /* replaced */
+	assert_true(st.st_size > 1000);
+
+	snprintf(path, sizeof path, "%s/unit.cpp", entry); /* another unit's text */
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs("// another unit\n", f);
+	fclose(f);
+	assert_int_equal(stored_unit_in_a_process(c), 0);
+	assert_int_equal(count_lines(log), 3);
+	assert_int_equal(stat(path, &st), 0);
+	assert_true((size_t)st.st_size > strlen(unit));
+
+	assert_int_equal(stored_unit_in_a_process(c), 0); /* loaded again */
+	assert_int_equal(count_lines(log), 3);
+	setenv("TCOMP_EMU_STORE", "off", 1);
+	assert_int_equal(stored_unit_in_a_process(c), 0);
+	assert_int_equal(count_lines(log), 4);
+	stored_entry(store, entry, sizeof entry); /* still the one */
+	unsetenv("TCOMP_EMU_STORE"); /* the older name */
+	setenv("TCOMP_EMU_PCH", store, 1);
+	tc_cg_emu_free(compile_ok(c)); /* this process, whose memo lacks it */
+	assert_int_equal(count_lines(log), 4);
+
+	tc_cg_cuda_free(c);
+	env_restore(names, 4, old);
 	remove_tree(tmpl);
 }
 
@@ -1084,6 +1266,7 @@ int main(void)
 		cmocka_unit_test(a_missing_compiler_is_a_clear_error),
 		cmocka_unit_test(precompiled_header_store),
 		cmocka_unit_test(compiled_modules_are_reused),
+		cmocka_unit_test(compiled_units_are_stored),
 		cmocka_unit_test(math_functions_match_references),
 		cmocka_unit_test(half_conversions_round_as_the_gpu),
 		cmocka_unit_test(bench),
