@@ -30,6 +30,7 @@ typedef struct interp {
 	tc_tensor *t; /* all tensors of f */
 	tc_diags *d;
 	const tc_ir_stmt *s;
+	const tc_ir_expr *fx, *fy; /* s's update as fma(fx, fy, acc) (contract), or NULL */
 	int64_t *vars;
 	int contract; /* fused multiply-adds (tc_ir_fma_of) */
 	int failed;
@@ -354,7 +355,7 @@ static double bf16_nextafter(double a, double b)
 	return tc_bf16_to_double(h);
 }
 
-static val call(interp *I, const tc_ir_expr *e)
+static __attribute__((noinline)) val call(interp *I, const tc_ir_expr *e)
 {
 	double args[4];
 	val a[4], r;
@@ -414,11 +415,43 @@ static int64_t offset(interp *I, int tensor, const int64_t *idx, int n, tc_loc l
 	return off;
 }
 
+/* A read (TC_OP_READ): its subscripts evaluated in order, bounds-checked.
+ * Apart from eval so that only reads hold the subscripts' array (under
+ * AddressSanitizer every call of a function with a local array poisons
+ * and unpoisons its redzones). */
+static __attribute__((noinline)) val eval_read(interp *I, const tc_ir_expr *e)
+{
+	int64_t idx[TC_MAX_RANK], off;
+	val a, r;
+	int i;
+	r.u = 0;
+	for (i = 0; i < e->nargs; i++) {
+		a = eval(I, e->args[i]);
+		idx[i] = tc_dtype_is_unsigned(e->args[i]->type) && a.u > INT64_MAX ? -1 : a.i;
+	}
+	if (I->failed)
+		return r;
+	off = offset(I, e->id, idx, e->nargs, e->loc);
+	return off < 0 ? r : load(&I->t[e->id], off);
+}
+
+/* +, -, *, /, % under the contract option: a fused multiply-add where
+ * tc_ir_fma_of finds one (apart from eval for its local, as eval_read). */
+static __attribute__((noinline)) val eval_contracted(interp *I, const tc_ir_expr *e)
+{
+	tc_ir_fma m;
+	val a, b;
+	if (tc_ir_fma_of(e, &m))
+		return eval_fma(I, e, &m);
+	a = eval(I, e->args[0]);
+	b = eval(I, e->args[1]);
+	return arith(I, e, a, b);
+}
+
 static val eval(interp *I, const tc_ir_expr *e)
 {
 	val a, b, r;
-	int64_t idx[TC_MAX_RANK], off;
-	int i, c;
+	int c;
 
 	r.u = 0;
 	if (I->failed)
@@ -437,15 +470,7 @@ static val eval(interp *I, const tc_ir_expr *e)
 		r.i = I->params[e->id];
 		return r;
 	case TC_OP_READ:
-		for (i = 0; i < e->nargs; i++) {
-			a = eval(I, e->args[i]);
-			idx[i] = tc_dtype_is_unsigned(e->args[i]->type) && a.u > INT64_MAX
-				? -1 : a.i;
-		}
-		if (I->failed)
-			return r;
-		off = offset(I, e->id, idx, e->nargs, e->loc);
-		return off < 0 ? r : load(&I->t[e->id], off);
+		return eval_read(I, e);
 	case TC_OP_CAST:
 		return convert(eval(I, e->args[0]), e->args[0]->type, e->type);
 	case TC_OP_NEG:
@@ -462,14 +487,12 @@ static val eval(interp *I, const tc_ir_expr *e)
 	case TC_OP_SUB:
 	case TC_OP_MUL:
 	case TC_OP_DIV:
-	case TC_OP_MOD: {
-		tc_ir_fma m;
-		if (I->contract && tc_ir_fma_of(e, &m))
-			return eval_fma(I, e, &m);
+	case TC_OP_MOD:
+		if (I->contract)
+			return eval_contracted(I, e);
 		a = eval(I, e->args[0]);
 		b = eval(I, e->args[1]);
 		return arith(I, e, a, b);
-	}
 	case TC_OP_LT:
 	case TC_OP_GT:
 	case TC_OP_LE:
@@ -567,7 +590,6 @@ static void run_loops(interp *I, int k, int64_t off)
 			store(t, off, identity(s->red, t->dtype));
 	}
 	if (k == s->nvars) {
-		const tc_ir_expr *fx, *fy;
 		val x;
 		if (s->guard) { /* a term pad(e, 0) skips (ir/lower.c) */
 			x = eval(I, s->guard);
@@ -576,8 +598,8 @@ static void run_loops(interp *I, int k, int64_t off)
 		}
 		if (s->sub && (off = scatter_offset(I, s)) < 0)
 			return;
-		if (I->contract && tc_ir_fma_reduction(s, t->dtype, I->f->tensors[s->tensor].widened, &fx, &fy)) {
-			double a = eval(I, fx).f, b = eval(I, fy).f;
+		if (I->fx) {
+			double a = eval(I, I->fx).f, b = eval(I, I->fy).f;
 			if (!I->failed)
 				store(t, off, fused(t->dtype, a, b, load(t, off).f));
 			return;
@@ -656,6 +678,10 @@ tc_stat tc_interp_run(__tc_keep const tc_ir_func *f, __tc_keep const int64_t *pa
 		}
 		for (j = 0; j < I.s->nvars; j++)
 			I.vars[j] = 0;
+		I.fx = I.fy = NULL;
+		if (contract && !tc_ir_fma_reduction(I.s, I.t[I.s->tensor].dtype,
+			f->tensors[I.s->tensor].widened, &I.fx, &I.fy))
+			I.fx = I.fy = NULL;
 		run_loops(&I, 0, 0);
 	}
 	if (I.failed)
