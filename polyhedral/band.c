@@ -120,22 +120,35 @@ int tc_poly_band_member_var(__tc_keep isl_schedule_node *node, int j,
 /* The least and greatest value member j of band node takes over the
  * band's domain in *lo and *hi: 0, or -1 when they are no known constants
  * (a parametric model). */
-__tc_give isl_set *tc_poly_band_member_values(__tc_keep const tc_poly *p,
-	__tc_keep isl_schedule_node *node, int j)
+/* The values member j of band node takes over its instances dom (taken;
+ * NULL: the band's domain), at p's sizes when p is not NULL; NULL on an
+ * isl error or when there are none. */
+static isl_set *member_values_on(const tc_poly *p, isl_schedule_node *node, int j,
+	isl_union_set *dom)
 {
 	isl_multi_union_pw_aff *mupa = isl_schedule_node_band_get_partial_schedule(node);
 	isl_union_pw_aff *upa = isl_multi_union_pw_aff_get_union_pw_aff(mupa, j);
-	isl_union_set *dom = isl_schedule_node_get_domain(node);
-	isl_union_set *img = isl_union_set_apply(p ? tc_poly_at(p, dom) : dom,
+	isl_union_set *img;
+	if (!dom)
+		dom = isl_schedule_node_get_domain(node);
+	img = isl_union_set_apply(p ? tc_poly_at(p, dom) : dom,
 		isl_union_map_from_union_pw_aff(upa));
 	isl_multi_union_pw_aff_free(mupa);
+	if (isl_union_set_n_set(img) != 1) /* none (or an error) */
+		return isl_union_set_free(img), NULL;
 	return isl_set_from_union_set(img);
 }
 
-static int member_bounds(const tc_poly *p, isl_schedule_node *node, int j, int64_t *lo,
-	int64_t *hi)
+__tc_give isl_set *tc_poly_band_member_values(__tc_keep const tc_poly *p,
+	__tc_keep isl_schedule_node *node, int j)
 {
-	isl_set *set = tc_poly_band_member_values(p, node, j);
+	return member_values_on(p, node, j, NULL);
+}
+
+static int member_bounds(const tc_poly *p, isl_schedule_node *node, int j, isl_union_set *dom,
+	int64_t *lo, int64_t *hi)
+{
+	isl_set *set = member_values_on(p, node, j, dom);
 	isl_val *vlo = isl_set_dim_min_val(isl_set_copy(set), 0);
 	isl_val *vhi = isl_set_dim_max_val(set, 0);
 	int r = -1;
@@ -152,8 +165,14 @@ static int member_bounds(const tc_poly *p, isl_schedule_node *node, int j, int64
 int64_t tc_poly_band_member_extent(__tc_keep const tc_poly *p, __tc_keep isl_schedule_node *node,
 	int j)
 {
+	return tc_poly_band_member_extent_on(p, node, j, NULL);
+}
+
+int64_t tc_poly_band_member_extent_on(__tc_keep const tc_poly *p,
+	__tc_keep isl_schedule_node *node, int j, __tc_take isl_union_set *dom)
+{
 	int64_t lo, hi;
-	return member_bounds(p, node, j, &lo, &hi) < 0 ? 0 : hi - lo + 1;
+	return member_bounds(p, node, j, dom, &lo, &hi) < 0 ? 0 : hi - lo + 1;
 }
 
 int tc_poly_band_has_options(__tc_keep isl_schedule_node *node)
@@ -230,7 +249,7 @@ int64_t tc_poly_band_member_steps(__tc_keep const tc_poly *p, __tc_keep isl_sche
 int64_t tc_poly_band_member_one_tile(__tc_keep isl_schedule_node *node, int j)
 {
 	int64_t lo, hi;
-	if (member_bounds(NULL, node, j, &lo, &hi) < 0 || lo < 0 || hi >= HUGE_TILE - 1)
+	if (member_bounds(NULL, node, j, NULL, &lo, &hi) < 0 || lo < 0 || hi >= HUGE_TILE - 1)
 		return HUGE_TILE;
 	return hi + 1;
 }

@@ -48,6 +48,11 @@ __tc_give isl_set *tc_poly_band_member_values(__tc_keep const tc_poly *p,
 int64_t tc_poly_band_member_extent(__tc_keep const tc_poly *p, __tc_keep isl_schedule_node *node,
 	int j);
 
+/* The same over the instances dom of the band's domain (taken; NULL: the
+ * whole domain): from the least value to the greatest, or 0. */
+int64_t tc_poly_band_member_extent_on(__tc_keep const tc_poly *p,
+	__tc_keep isl_schedule_node *node, int j, __tc_take isl_union_set *dom);
+
 /* The values member j of band node takes at p's sizes: the least *lo, a
  * step *step between them (isl's stride: a tile loop's values are its
  * tiles' origins), and their number (0 when not known constants). */

@@ -609,19 +609,7 @@ static isl_schedule_node *isolate_full_tiles(isl_schedule_node *node, const int6
  * 2047 and 2048 after its init at 1); 0 when not known constants. */
 static int64_t update_span(const tc_poly *p, isl_schedule_node *node, int j)
 {
-	isl_multi_union_pw_aff *mupa = isl_schedule_node_band_get_partial_schedule(node);
-	isl_union_set *img = isl_union_set_apply(tc_poly_at(p, instances_of(p, node, TC_POLY_UPDATE)),
-		isl_union_map_from_union_pw_aff(isl_multi_union_pw_aff_get_union_pw_aff(mupa, j)));
-	isl_set *set = isl_union_set_n_set(img) == 1 ? isl_set_from_union_set(img)
-		: (isl_union_set_free(img), NULL);
-	isl_val *lo = set ? isl_set_dim_min_val(isl_set_copy(set), 0) : NULL;
-	isl_val *hi = set ? isl_set_dim_max_val(set, 0) : NULL;
-	int64_t span = lo && hi && isl_val_is_int(lo) && isl_val_is_int(hi)
-		? isl_val_get_num_si(hi) - isl_val_get_num_si(lo) + 1 : 0;
-	isl_multi_union_pw_aff_free(mupa);
-	isl_val_free(lo);
-	isl_val_free(hi);
-	return span;
+	return tc_poly_band_member_extent_on(p, node, j, instances_of(p, node, TC_POLY_UPDATE));
 }
 
 /* A column band (tc_poly_column_band) too big for column_sizes' strip:
