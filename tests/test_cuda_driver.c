@@ -30,6 +30,7 @@
 #include "runtime/kernel.h"
 #include "runtime/object.h"
 #include "tcomp.h"
+#include "testutil.h"
 
 #include <math.h>
 
@@ -324,7 +325,7 @@ static int cache_child(const char *cache)
 	tc_module_free(mod);
 	tc_options_free(o);
 	tc_context_free(ctx);
-	unlink(cache);
+	tu_remove_db(cache);
 	return 0;
 }
 

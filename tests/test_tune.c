@@ -1098,7 +1098,7 @@ static void final_stage_returns_the_defaults_when_they_are_fastest(void **state)
 	assert_non_null(m);
 	snprintf(path, sizeof(path), "%s/test_tune_final_%ld.sqlite", TC_BINARY_DIR,
 		(long)getpid());
-	unlink(path);
+	tu_remove_db(path);
 	/* every candidate but the defaults is a decoy: each looks far faster
 	 * than the defaults in the search, and is slower when re-timed */
 	assert_int_equal(tc_tune_test_faults("1:decoy,2:decoy,3:decoy"), 0);
@@ -1136,7 +1136,7 @@ static void final_stage_returns_the_defaults_when_they_are_fastest(void **state)
 	tc_string_free(def);
 	tc_options_free(best);
 	free(s);
-	unlink(path);
+	tu_remove_db(path);
 	tc_module_free(m);
 	tc_context_free(ctx);
 }
@@ -1206,7 +1206,7 @@ static void tuning_records_in_the_cache_and_seeds_from_it(void **state)
 	tc_cache_hit hit;
 	(void)state;
 	snprintf(path, sizeof(path), "%s/test_tune_%ld.sqlite", TC_BINARY_DIR, (long)getpid());
-	unlink(path);
+	tu_remove_db(path);
 	quick_settings(&st, s);
 	st.use_cache = 1;
 	st.cache_path = path;
@@ -1242,7 +1242,7 @@ static void tuning_records_in_the_cache_and_seeds_from_it(void **state)
 	tc_options_free(best);
 	tc_options_free(best2);
 	free(s);
-	unlink(path);
+	tu_remove_db(path);
 	tc_module_free(m);
 	tc_context_free(ctx);
 }
@@ -1350,7 +1350,7 @@ static void cli_autotune_cuda_emu_stores_what_tc_compile_reads(void **state)
 	(void)state;
 	snprintf(cache, sizeof(cache), "%s/test_tune_emu_%ld.sqlite", TC_BINARY_DIR, (long)getpid());
 	snprintf(shapes, sizeof(shapes), "--shape A=%dx%d --shape B=%dx%d", M, K, K, N);
-	unlink(cache);
+	tu_remove_db(cache);
 	snprintf(args, sizeof(args), "autotune examples/matmul.tc -e matmul %s "
 		"--option target=cuda-emu --generations 1 --population 3 --seed 3 "
 		"--cache %s --timeout 20 --runs 1 --min-time 0.001 --jobs 2 --final-candidates 1 "
@@ -1421,7 +1421,7 @@ static void cli_autotune_cuda_emu_stores_what_tc_compile_reads(void **state)
 	tc_options_free(emu);
 	tc_module_free(m);
 	tc_context_free(ctx);
-	unlink(cache);
+	tu_remove_db(cache);
 }
 
 static double tc_tune_now_for_tests(void)
@@ -1447,7 +1447,7 @@ static void cli_autotune_cuda_without_a_driver_fails_cleanly(void **state)
 	(void)state;
 	snprintf(cache, sizeof(cache), "%s/test_tune_cuda_%ld.sqlite", TC_BINARY_DIR,
 		(long)getpid());
-	unlink(cache);
+	tu_remove_db(cache);
 	snprintf(args, sizeof(args), "autotune examples/matmul.tc -e matmul --shape A=8x8 "
 		"--shape B=8x8 --option target=cuda --generations 1 --population 2 --cache %s",
 		cache);

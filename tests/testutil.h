@@ -269,6 +269,19 @@ static inline char *tu_read_file(const char *path)
 	return buf;
 }
 
+/* Remove the SQLite database at path with the write-ahead log and shared
+ * memory files SQLite may leave beside it (-wal, -shm). */
+static inline void tu_remove_db(const char *path)
+{
+	static const char *const ext[] = {"", "-wal", "-shm"};
+	char p[4200];
+	size_t i;
+	for (i = 0; i < sizeof(ext) / sizeof(ext[0]); i++) {
+		snprintf(p, sizeof(p), "%s%s", path, ext[i]);
+		remove(p);
+	}
+}
+
 /* Whether message contains needle; prints the message when not, so a failing
  * assertion shows what the library said. */
 static inline int tu_contains(const char *message, const char *needle)
