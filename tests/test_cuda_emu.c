@@ -757,6 +757,22 @@ static int count_lines(const char *path)
 	return n;
 }
 
+/* A kernel k(X, Y) of 4 blocks of 64 threads, Y[i] = y (a C expression
+ * of X[i]), its text marked with tag and the process id so that no other
+ * test compiles the same unit. */
+static tc_cg_cuda *xy_code(const char *y, const char *tag)
+{
+	static const kspec spec = {"k", {4, 1, 1}, {64, 1, 1}, 2, {"X", "Y"}, {"float", "float"},
+		{1, 0}};
+	char unit[300];
+	snprintf(unit, sizeof unit,
+		"extern \"C\" __global__ void k(TC_GLOBAL(const float) X, TC_GLOBAL(float) Y)\n"
+		"{\n    int i = blockIdx.x * 64 + threadIdx.x;\n"
+		"    Y[i] = %s; // %s %d\n}\n",
+		y, tag, (int)getpid());
+	return make_code("", unit, &spec);
+}
+
 /* The memo of compiled modules (codegen/cuda_emu.c): the same unit
  * compiled again in the process, while the first module lives and after
  * it was freed, runs the compiler once (a TCOMP_CXX wrapper counts the
@@ -765,10 +781,8 @@ static int count_lines(const char *path)
  * were freed; other flags ($TCOMP_EMU_CXXFLAGS) compile again. */
 static void compiled_modules_are_reused(void **state)
 {
-	static const kspec spec = {"k", {4, 1, 1}, {64, 1, 1}, 2, {"X", "Y"}, {"float", "float"},
-		{1, 0}};
 	static const char *const names[] = {"TCOMP_CXX", "TCOMP_EMU_STORE", "TCOMP_EMU_CXXFLAGS"};
-	char tmpl[] = "/tmp/tcomp-test-memo-XXXXXX", script[600], log[600], unit[300];
+	char tmpl[] = "/tmp/tcomp-test-memo-XXXXXX", script[600], log[600];
 	char *old[3];
 	tc_cg_emu *e[3];
 	tc_cg_cuda *c;
@@ -780,13 +794,7 @@ static void compiled_modules_are_reused(void **state)
 	setenv("TCOMP_CXX", script, 1);
 	setenv("TCOMP_EMU_STORE", "off", 1);
 	unsetenv("TCOMP_EMU_CXXFLAGS");
-	/* a unit no other test compiles: Y[i] = 2 X[i] + 1 */
-	snprintf(unit, sizeof unit,
-		"extern \"C\" __global__ void k(TC_GLOBAL(const float) X, TC_GLOBAL(float) Y)\n"
-		"{\n    int i = blockIdx.x * 64 + threadIdx.x;\n"
-		"    Y[i] = 2.0f * X[i] + 1.0f; // memo %d\n}\n",
-		(int)getpid());
-	c = make_code("", unit, &spec);
+	c = xy_code("2.0f * X[i] + 1.0f", "memo");
 	/* 0 and 1 live at once, 2 beside them, 3 after all were freed, 4
 	 * with other flags */
 	for (k = 0; k < 5; k++) {
@@ -819,10 +827,6 @@ static void compiled_modules_are_reused(void **state)
 	env_restore(names, 3, old);
 	remove_tree(tmpl);
 }
-
-/* The unit of compiled_units_are_stored: Y[i] = 3 X[i] - 1. */
-static const kspec stored_spec = {"k", {4, 1, 1}, {64, 1, 1}, 2, {"X", "Y"}, {"float", "float"},
-	{1, 0}};
 
 /* Compile c and run its kernel in a process of its own (a fork, as a
  * later tcomp command would): 0 when it ran and computed Y = 3 X - 1,
@@ -893,7 +897,7 @@ static void compiled_units_are_stored(void **state)
 		long ago, mib;
 	} aged[] = {{"obj-00000000000000a1", 1000, 200}, {"obj-00000000000000a2", 2000, 100},
 		{"obj-00000000000000a3", 3000, 0}};
-	char tmpl[] = "/tmp/tcomp-test-store-XXXXXX", script[600], log[600], unit[300];
+	char tmpl[] = "/tmp/tcomp-test-store-XXXXXX", script[600], log[600], *text;
 	char store[600], entry[900], path[1000], *old[4];
 	tc_cg_cuda *c;
 	struct stat st;
@@ -914,12 +918,7 @@ static void compiled_units_are_stored(void **state)
 	setenv("TCOMP_EMU_STORE", store, 1);
 	unsetenv("TCOMP_EMU_PCH");
 	unsetenv("TCOMP_EMU_CXXFLAGS");
-	snprintf(unit, sizeof unit,
-		"extern \"C\" __global__ void k(TC_GLOBAL(const float) X, TC_GLOBAL(float) Y)\n"
-		"{\n    int i = blockIdx.x * 64 + threadIdx.x;\n"
-		"    Y[i] = 3.0f * X[i] - 1.0f; // store %d\n}\n",
-		(int)getpid());
-	c = make_code("", unit, &stored_spec);
+	c = xy_code("3.0f * X[i] - 1.0f", "store");
 
 	assert_int_equal(stored_unit_in_a_process(c), 0); /* compiled and kept */
 	assert_int_equal(count_lines(log), 1);
@@ -952,8 +951,10 @@ static void compiled_units_are_stored(void **state)
 	fclose(f);
 	assert_int_equal(stored_unit_in_a_process(c), 0);
 	assert_int_equal(count_lines(log), 3);
-	assert_int_equal(stat(path, &st), 0);
-	assert_true((size_t)st.st_size > strlen(unit));
+	text = tu_read_file(path); /* replaced by the unit's */
+	assert_non_null(text);
+	assert_non_null(strstr(text, "Y[i] = 3.0f * X[i] - 1.0f; // store"));
+	free(text);
 
 	assert_int_equal(stored_unit_in_a_process(c), 0); /* loaded again */
 	assert_int_equal(count_lines(log), 3);
