@@ -616,6 +616,15 @@ static void remove_tree(const char *dir)
 	rmdir(dir);
 }
 
+/* Replace the file at path by text. */
+static void overwrite(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+}
+
 /* The values of the environment variables names[0..n) into old (tc_free;
  * NULL: unset). */
 static void env_save(const char *const *names, int n, char **old)
@@ -703,10 +712,7 @@ static void precompiled_header_store(void **state)
 	snprintf(gch, sizeof gch, "%s/cuda_emu.hpp.gch", entry);
 
 	assert_null(block_sum_compiled()); /* uses it */
-	f = fopen(gch, "w"); /* broken: the compiler reads the header's text */
-	assert_non_null(f);
-	fputs("garbage", f);
-	fclose(f);
+	overwrite(gch, "garbage"); /* broken: the compiler reads the header's text */
 	assert_null(block_sum_compiled());
 	remove_tree(entry); /* removed: made again */
 	assert_null(block_sum_compiled());
@@ -901,7 +907,6 @@ static void compiled_units_are_stored(void **state)
 	char store[600], entry[900], path[1000], *old[4];
 	tc_cg_cuda *c;
 	struct stat st;
-	FILE *f;
 	size_t i;
 	(void)state;
 	env_save(names, 4, old);
@@ -935,20 +940,14 @@ static void compiled_units_are_stored(void **state)
 	assert_int_equal(count_lines(log), 1);
 
 	snprintf(path, sizeof path, "%s/unit.so", entry); /* a broken object */
-	f = fopen(path, "w");
-	assert_non_null(f);
-	fputs("not an object", f);
-	fclose(f);
+	overwrite(path, "not an object");
 	assert_int_equal(stored_unit_in_a_process(c), 0);
 	assert_int_equal(count_lines(log), 2);
 	assert_int_equal(stat(path, &st), 0); /* replaced */
 	assert_true(st.st_size > 1000);
 
 	snprintf(path, sizeof path, "%s/unit.cpp", entry); /* another unit's text */
-	f = fopen(path, "w");
-	assert_non_null(f);
-	fputs("// another unit\n", f);
-	fclose(f);
+	overwrite(path, "// another unit\n");
 	assert_int_equal(stored_unit_in_a_process(c), 0);
 	assert_int_equal(count_lines(log), 3);
 	text = tu_read_file(path); /* replaced by the unit's */
