@@ -767,6 +767,24 @@ static int find_kernels(tc_cg_emu *e, const tc_cg_cuda *code, tc_diags *d)
 	return 0;
 }
 
+/* Open the shared object at path into e and find its launchers as code
+ * names its kernels: 0, or -1 with an error in d (nothing left open). */
+static int load_object(tc_cg_emu *e, const char *path, const tc_cg_cuda *code, tc_diags *d)
+{
+	if (!(e->so = dlopen(path, RTLD_NOW | RTLD_LOCAL))) {
+		tc_error(d, noloc, "CUDA emulator: cannot load the compiled kernels: %s", dlerror());
+		return -1;
+	}
+	*(void **)&e->release = dlsym(e->so, "tc_emu_release");
+	if (find_kernels(e, code, d) < 0) {
+		dlclose(e->so);
+		e->so = NULL;
+		e->release = NULL;
+		return -1;
+	}
+	return 0;
+}
+
 /* ---- the store of compiled units ----
  *
  * A unit compiled once is compiled again by every later process that
@@ -813,16 +831,14 @@ static int file_is(const char *path, const char *text, size_t n)
 	return same;
 }
 
-/* The store's object of text loaded into e (its launchers found as code
- * names them): 1, or 0 when there is none that fits (a bad entry is
- * removed). */
-static int obj_from_store(tc_cg_emu *e, const tc_cg_cuda *code, const char *text)
+/* The store's object of text, its entry entry (obj_entry), loaded into e:
+ * 1, or 0 when there is none that fits (a bad entry is removed). */
+static int obj_from_store(tc_cg_emu *e, const tc_cg_cuda *code, const char *text,
+	const char *entry)
 {
-	char entry[4200], path[4400];
+	char path[4400];
 	tc_diags scratch;
 	int ok;
-	if (obj_entry(text, entry, sizeof entry) < 0)
-		return 0;
 	snprintf(path, sizeof path, "%s/unit.cpp", entry);
 	if (!file_is(path, text, strlen(text))) {
 		if (access(path, F_OK) == 0)
@@ -830,18 +846,10 @@ static int obj_from_store(tc_cg_emu *e, const tc_cg_cuda *code, const char *text
 		return 0;
 	}
 	snprintf(path, sizeof path, "%s/unit.so", entry);
-	if (!(e->so = dlopen(path, RTLD_NOW | RTLD_LOCAL))) {
-		remove_dir(entry);
-		return 0;
-	}
-	*(void **)&e->release = dlsym(e->so, "tc_emu_release");
 	tc_diags_init(&scratch, NULL);
-	ok = find_kernels(e, code, &scratch) == 0;
+	ok = load_object(e, path, code, &scratch) == 0;
 	tc_diags_clear(&scratch);
 	if (!ok) {
-		dlclose(e->so);
-		e->so = NULL;
-		e->release = NULL;
 		remove_dir(entry);
 		return 0;
 	}
@@ -849,15 +857,14 @@ static int obj_from_store(tc_cg_emu *e, const tc_cg_cuda *code, const char *text
 	return 1;
 }
 
-/* The folder to compile in into dir (made): in the store when there
- * is one (1), else under $TMPDIR (0); -1 with an error in d. */
-static int obj_compile_dir(char *dir, size_t n, tc_diags *d)
+/* The folder to compile in into dir (made): beside the store's entry entry
+ * (NULL: no store) when it can be made there (1), else under $TMPDIR (0);
+ * -1 with an error in d. */
+static int obj_compile_dir(const char *entry, char *dir, size_t n, tc_diags *d)
 {
 	const char *tmp = getenv("TMPDIR");
-	char store[4096];
-	if (pch_store_dir(store, sizeof store) == 0 &&
-		snprintf(dir, n, "%s/.tmp-XXXXXX", store) < (int)n && tc_make_parent_dirs(dir) == 0 &&
-		mkdtemp(dir))
+	if (entry && snprintf(dir, n, "%.*s/.tmp-XXXXXX", (int)(strrchr(entry, '/') - entry),
+			     entry) < (int)n && tc_make_parent_dirs(dir) == 0 && mkdtemp(dir))
 		return 1;
 	if (!tmp || !*tmp)
 		tmp = "/tmp";
@@ -873,45 +880,45 @@ static int obj_compile_dir(char *dir, size_t n, tc_diags *d)
 	return 0;
 }
 
-/* Keep the compile folder dir (in the store) as text's entry, or remove
- * it (another process kept the unit first); prune the store at the
- * process's first entry and every 16th after. */
-static void obj_keep(const char *dir, const char *text)
+/* Keep the compile folder dir (in the store) as the entry entry, or
+ * remove it (another process kept the unit first); prune the store at
+ * the process's first entry and every 16th after. */
+static void obj_keep(const char *dir, const char *entry)
 {
 	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 	static pid_t pruned_by; /* a fork's first entry prunes too */
 	static unsigned kept;
-	char entry[4200], path[4400], store[4096];
+	char path[4400];
 	int prune = 0;
-	if (obj_entry(text, entry, sizeof entry) == 0) {
-		snprintf(path, sizeof path, "%s/cuda_emu.hpp", dir);
-		unlink(path);
-		snprintf(path, sizeof path, "%s/cxx.log", dir);
-		unlink(path);
-		if (rename(dir, entry) == 0) {
-			pthread_mutex_lock(&lock);
-			prune = pruned_by != getpid() || ++kept % 16 == 0;
-			pruned_by = getpid();
-			pthread_mutex_unlock(&lock);
-		}
-	}
-	if (access(dir, F_OK) == 0)
+	snprintf(path, sizeof path, "%s/cuda_emu.hpp", dir);
+	unlink(path);
+	snprintf(path, sizeof path, "%s/cxx.log", dir);
+	unlink(path);
+	if (rename(dir, entry) == 0) {
+		pthread_mutex_lock(&lock);
+		prune = pruned_by != getpid() || ++kept % 16 == 0;
+		pruned_by = getpid();
+		pthread_mutex_unlock(&lock);
+	} else {
 		remove_dir(dir);
-	if (prune && pch_store_dir(store, sizeof store) == 0)
-		store_prune(store, NULL);
+	}
+	if (prune) {
+		snprintf(path, sizeof path, "%.*s", (int)(strrchr(entry, '/') - entry), entry);
+		store_prune(path, NULL);
+	}
 }
 
 tc_cg_emu *tc_cg_emu_compile(const tc_cg_cuda *code, tc_diags *d)
 {
-	char pch[4400];
+	char pch[4400], entry[4200];
 	const char *hdr;
-	char dir[4096], path[4200];
+	char dir[4200], path[4400];
 	tc_cg_emu *e = NULL;
 	tc_buf unit;
 	char *text = NULL, *id = NULL;
 	size_t idlen = 0;
 	emu_module *m;
-	int made = 0, in_store = 0;
+	int made = 0, in_store = 0, stored;
 
 	if (check_code(code, d) < 0)
 		return NULL;
@@ -934,12 +941,13 @@ tc_cg_emu *tc_cg_emu_compile(const tc_cg_cuda *code, tc_diags *d)
 		tc_free(text);
 		return e;
 	}
-	if (obj_from_store(e, code, text)) { /* compiled by an earlier process */
+	stored = obj_entry(text, entry, sizeof entry) == 0;
+	if (stored && obj_from_store(e, code, text, entry)) { /* an earlier process's */
 		memo_keep(e, id, idlen);
 		tc_free(text);
 		return e;
 	}
-	if ((in_store = obj_compile_dir(dir, sizeof dir, d)) < 0)
+	if ((in_store = obj_compile_dir(stored ? entry : NULL, dir, sizeof dir, d)) < 0)
 		goto error;
 	made = 1;
 	snprintf(path, sizeof path, "%s/cuda_emu.hpp", dir);
@@ -959,16 +967,10 @@ tc_cg_emu *tc_cg_emu_compile(const tc_cg_cuda *code, tc_diags *d)
 	if (!hdr && run_compiler(dir, NULL, 0, d) < 0)
 		goto error;
 	snprintf(path, sizeof path, "%s/unit.so", dir);
-	e->so = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-	if (!e->so) {
-		tc_error(d, noloc, "CUDA emulator: cannot load the compiled kernels: %s", dlerror());
-		goto error;
-	}
-	*(void **)&e->release = dlsym(e->so, "tc_emu_release");
-	if (find_kernels(e, code, d) < 0)
+	if (load_object(e, path, code, d) < 0)
 		goto error;
 	if (in_store)
-		obj_keep(dir, text);
+		obj_keep(dir, entry);
 	else
 		remove_dir(dir);
 	tc_free(text);
