@@ -117,9 +117,6 @@ int tc_poly_band_member_var(__tc_keep isl_schedule_node *node, int j,
 	return mc.var;
 }
 
-/* The least and greatest value member j of band node takes over the
- * band's domain in *lo and *hi: 0, or -1 when they are no known constants
- * (a parametric model). */
 /* The values member j of band node takes over its instances dom (taken;
  * NULL: the band's domain), at p's sizes when p is not NULL; NULL on an
  * isl error or when there are none. */
@@ -145,6 +142,9 @@ __tc_give isl_set *tc_poly_band_member_values(__tc_keep const tc_poly *p,
 	return member_values_on(p, node, j, NULL);
 }
 
+/* The least and greatest value member j of band node takes over its
+ * instances dom (taken; NULL: the band's domain) in *lo and *hi: 0, or -1
+ * when they are no known constants (a parametric model). */
 static int member_bounds(const tc_poly *p, isl_schedule_node *node, int j, isl_union_set *dom,
 	int64_t *lo, int64_t *hi)
 {

@@ -696,14 +696,8 @@ static void child_fini(fx *f)
 	tc_cache_close(f->c);
 	tc_module_free(f->m);
 	tc_context_free(f->ctx);
-	if (f->path[0]) {
-		char p[1300];
-		unlink(f->path);
-		snprintf(p, sizeof(p), "%s-wal", f->path);
-		unlink(p);
-		snprintf(p, sizeof(p), "%s-shm", f->path);
-		unlink(p);
-	}
+	if (f->path[0])
+		tu_remove_db(f->path);
 }
 
 static int child_run(const scenario *sc, long fail_at, int sticky)
@@ -778,13 +772,9 @@ static int run_forked(const scenario *sc, long fail_at, int sticky, int verbose)
 	}
 	assert_true(waitpid(pid, &status, 0) == pid);
 	if (sc->cache) { /* the child's cache copy, should it have stopped early */
-		static const char *const ext[] = {"", "-wal", "-shm"};
 		char p[1300];
-		size_t i;
-		for (i = 0; i < 3; i++) {
-			snprintf(p, sizeof(p), "%s/run-%ld.sqlite%s", dir, (long)pid, ext[i]);
-			unlink(p);
-		}
+		snprintf(p, sizeof(p), "%s/run-%ld.sqlite", dir, (long)pid);
+		tu_remove_db(p);
 	}
 	if (WIFEXITED(status) && WEXITSTATUS(status) >= RUN_COMPLETE &&
 		WEXITSTATUS(status) < RUN_CRASH)
@@ -1333,13 +1323,11 @@ static int teardown(void **state)
 	tc_free(pruned_export);
 	{ /* the databases and what SQLite keeps beside them */
 		static const char *const name[] = {"template", "expected", "other"};
-		static const char *const ext[] = {"", "-wal", "-shm"};
-		int i, j;
-		for (i = 0; i < 3; i++)
-			for (j = 0; j < 3; j++) {
-				snprintf(p, sizeof(p), "%s/%s.sqlite%s", dir, name[i], ext[j]);
-				unlink(p);
-			}
+		int i;
+		for (i = 0; i < 3; i++) {
+			snprintf(p, sizeof(p), "%s/%s.sqlite", dir, name[i]);
+			tu_remove_db(p);
+		}
 	}
 	rmdir(dir);
 	munmap(shared_report, sizeof(report));
