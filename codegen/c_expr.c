@@ -1369,13 +1369,8 @@ __tc_give char *tc_cg_cexpr_fresh_name(__tc_keep const char *name, __tc_keep cha
 
 __tc_give char *tc_cg_cexpr_size_name(__tc_keep const tc_poly *p, int i, const char **why)
 {
-	const char *name = isl_set_get_dim_name(p->context, isl_dim_param, (unsigned)i);
-	char *s;
-	if (!name || tc_poly_param_index(p, name) != i) {
-		*why = "internal error: the model's sizes are not the function's";
-		return NULL;
-	}
-	if (!(s = tc_strdup(name)))
+	char *s = tc_poly_param_name(p, i);
+	if (!s)
 		*why = "out of memory";
 	return s;
 }

@@ -220,8 +220,7 @@ __tc_give char *tc_cg_cexpr_ast_text(__tc_keep tc_cg_cexpr *pr, __tc_keep isl_as
  * until it is neither reserved (by the dialect's test reserved), an isl
  * iterator (c0, c1, c0_1, ...) nor one of taken[0..n) (NULL entries
  * skipped); NULL when out of memory.  tc_cg_cexpr_size_name: the isl name
- * of size i of p (the name of parameter i of its context, which poly.c
- * declares in the order of the sizes), a copy, or NULL with *why set. */
+ * of size i of p (tc_poly_param_name), a copy, or NULL with *why set. */
 __tc_give char *tc_cg_cexpr_fresh_name(__tc_keep const char *name, __tc_keep char *const *taken,
 	int n, int (*reserved)(const char *));
 __tc_give char *tc_cg_cexpr_size_name(__tc_keep const tc_poly *p, int i, const char **why);

@@ -1265,8 +1265,56 @@ static isl_schedule *tile_loops_only(const tc_poly *p, convert_ctx *cc)
 	return over_indices(p, cc, isl_schedule_intersect_domain(s, keep));
 }
 
+/* isl_schedule_foreach_schedule_node_top_down: count band members. */
+static isl_bool count_members(isl_schedule_node *node, void *user)
+{
+	if (isl_schedule_node_get_type(node) == isl_schedule_node_band)
+		*(int *)user += (int)isl_schedule_node_band_n_member(node);
+	return isl_bool_true;
+}
+
+/* Whether a size of p is named like an isl iterator ("c" and digits). */
+static int size_like_iterator(const tc_poly *p)
+{
+	int i;
+	for (i = 0; i < p->f->nparams; i++) {
+		const char *n = p->f->params[i].name;
+		if (n[0] == 'c' && n[1] >= '0' && n[1] <= '9')
+			return 1;
+	}
+	return 0;
+}
+
+/* Where the model has no parameters (fixed sizes, tc_poly_build) and a
+ * size is named like an iterator, the iterators' names for s (kept) as isl
+ * gives them around parameters of those names (c<k>, else c<k>_<j> with
+ * the first j free), so that the code generators' names of the sizes and
+ * the loops stay apart; NULL (isl's own names) otherwise. */
+static isl_id_list *iterators_of(const tc_poly *p, isl_schedule *s)
+{
+	isl_id_list *list;
+	int depth = 0, k;
+	if (!p->params || p->free || !size_like_iterator(p) ||
+		isl_schedule_foreach_schedule_node_top_down(s, count_members, &depth) < 0)
+		return NULL;
+	list = isl_id_list_alloc(p->ctx, depth + 1);
+	for (k = 0; list && k <= depth; k++) {
+		char name[48];
+		int j = 0, i;
+		snprintf(name, sizeof(name), "c%d", k);
+		for (i = 0; i < p->f->nparams; i++)
+			if (!strcmp(name, p->f->params[i].name)) {
+				snprintf(name, sizeof(name), "c%d_%d", k, j++);
+				i = -1; /* every size again */
+			}
+		list = isl_id_list_add(list, isl_id_alloc(p->ctx, name, NULL));
+	}
+	return list;
+}
+
 tc_stat tc_poly_ast(__tc_keep tc_poly *p, __tc_keep tc_diags *d)
 {
+	isl_id_list *iters;
 	isl_ast_build *build;
 	isl_schedule *s;
 	convert_ctx cc = {p, NULL, NULL, NULL, NULL};
@@ -1280,7 +1328,7 @@ tc_stat tc_poly_ast(__tc_keep tc_poly *p, __tc_keep tc_diags *d)
 		return TC_ERR;
 	}
 	if (p->params) { /* code generation needs sizes: the points serve it only */
-		cc.pbuild = isl_ast_build_from_context(isl_set_copy(p->context));
+		cc.pbuild = isl_ast_build_from_context(tc_poly_ast_context(p));
 		cc.restrict_to = isl_union_set_empty(isl_space_params_alloc(p->ctx, 0));
 		cc.converted = isl_union_set_empty(isl_space_params_alloc(p->ctx, 0));
 		s = tile_loops_only(p, &cc);
@@ -1288,7 +1336,9 @@ tc_stat tc_poly_ast(__tc_keep tc_poly *p, __tc_keep tc_diags *d)
 		s = isl_schedule_copy(p->schedule);
 	}
 	ac.pts = cc.pts;
-	build = isl_ast_build_from_context(isl_set_copy(p->context));
+	build = isl_ast_build_from_context(tc_poly_ast_context(p));
+	if ((iters = iterators_of(p, s)))
+		build = isl_ast_build_set_iterators(build, iters);
 	build = isl_ast_build_set_at_each_domain(build, at_domain, &ac);
 	isl_ast_node_free(p->ast);
 	p->ast = isl_ast_build_node_from_schedule(build, s);

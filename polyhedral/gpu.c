@@ -751,6 +751,7 @@ static tc_stat add_parameters(tc_poly *p, tc_diags *d)
 {
 	isl_space *space = isl_space_params_alloc(p->ctx, 6);
 	isl_union_set *dom;
+	isl_size sizes = isl_set_dim(p->context, isl_dim_param); /* 0 at fixed sizes */
 	int k;
 	for (k = 0; k < 3; k++) {
 		space = isl_space_set_dim_id(space, isl_dim_param, (unsigned)k,
@@ -760,9 +761,9 @@ static tc_stat add_parameters(tc_poly *p, tc_diags *d)
 	}
 	space = isl_space_align_params(space, isl_set_get_space(p->context)); /* sizes first */
 	p->context = isl_set_align_params(p->context, isl_space_copy(space));
-	for (k = 0; k < 6; k++) /* indices are never negative */
+	for (k = 0; sizes >= 0 && k < 6; k++) /* indices are never negative */
 		p->context = isl_set_lower_bound_si(p->context, isl_dim_param,
-			(unsigned)(p->f->nparams + k), 0);
+			(unsigned)(sizes + k), 0);
 	dom = isl_union_set_align_params(isl_schedule_get_domain(p->schedule), space);
 	p->schedule = isl_schedule_intersect_domain(p->schedule, dom);
 	if (!p->context || !p->schedule) {

@@ -60,12 +60,28 @@ static void put_name(tc_buf *b, const char *s)
 /* Names of the sizes and of the current statement's variables. */
 typedef struct names {
 	const tc_ir_func *f;
-	const tc_ir_stmt *s; /* NULL outside a statement */
+	const tc_ir_stmt *s;  /* NULL outside a statement */
+	const int64_t *value; /* the sizes written as these constants (a
+			       * model at fixed sizes), or NULL: parameters */
 } names;
+
+/* The sizes a model of p writes as constants (tc_poly_build's fixed
+ * sizes: a model without isl parameters), or NULL where they are isl
+ * parameters (the generic model, some sizes free, none given).  isl
+ * carried three parameters fixed by equalities through every operation:
+ * without them matmul's compile ran about a fifth fewer instructions
+ * (docs/performance.md, "Compile latency"). */
+static const int64_t *fixed_sizes(const tc_poly *p, int generic)
+{
+	return generic || p->free ? NULL : p->params;
+}
 
 static void put_param(tc_buf *b, const names *n, int p)
 {
-	put_name(b, n->f->params[p].name);
+	if (n->value)
+		tc_buf_printf(b, "(%lld)", (long long)n->value[p]);
+	else
+		put_name(b, n->f->params[p].name);
 }
 
 static void put_var(tc_buf *b, const names *n, int v)
@@ -169,15 +185,16 @@ static void ix_isl(tc_buf *b, const tc_ir_expr *e, const names *n)
 	}
 }
 
-static void put_params(tc_buf *b, const tc_ir_func *f)
+static void put_params(tc_buf *b, const names *n)
 {
-	names n = {f, NULL};
 	int i;
+	if (n->value)
+		return;
 	tc_buf_putc(b, '[');
-	for (i = 0; i < f->nparams; i++) {
+	for (i = 0; i < n->f->nparams; i++) {
 		if (i)
 			tc_buf_puts(b, ", ");
-		put_param(b, &n, i);
+		put_param(b, n, i);
 	}
 	tc_buf_puts(b, "] -> ");
 }
@@ -397,19 +414,21 @@ static int make_stmts(tc_poly *p)
 /* The context of p's sizes, as isl reads it: every size equal to its
  * value (concrete, and p has sizes) but those with free[i] set (free
  * NULL: none), else every size >= 1; and, unless every size is equal to
- * its value, the def's size conditions hold.  NULL with a message in d on
- * error. */
-static isl_set *context_of(tc_poly *p, int concrete, const unsigned char *free, tc_diags *d)
+ * its value, the def's size conditions hold.  In a model without
+ * parameters (fixed_sizes; not generic) that is the universe of no
+ * parameters.  NULL with a message in d on error. */
+static isl_set *context_of(tc_poly *p, int concrete, const unsigned char *free, int generic,
+	tc_diags *d)
 {
 	const tc_ir_func *f = p->f;
-	names n = {f, NULL};
+	names n = {f, NULL, fixed_sizes(p, generic || !concrete || free)};
 	isl_set *set;
 	tc_buf b;
 	int i;
 	tc_buf_init(&b);
-	put_params(&b, f);
+	put_params(&b, &n);
 	tc_buf_puts(&b, "{ : ");
-	for (i = 0; i < f->nparams; i++) {
+	for (i = 0; !n.value && i < f->nparams; i++) {
 		tc_buf_puts(&b, i ? " and " : "");
 		put_param(&b, &n, i);
 		if (concrete && !(free && free[i]))
@@ -433,9 +452,9 @@ static isl_set *context_of(tc_poly *p, int concrete, const unsigned char *free, 
 
 static int build_context(tc_poly *p, tc_diags *d)
 {
-	p->context = context_of(p, p->params != NULL, p->free, d);
+	p->context = context_of(p, p->params != NULL, p->free, 0, d);
 	if (p->context && p->free) /* where the passes measure: every size fixed */
-		p->at = context_of(p, 1, NULL, d);
+		p->at = context_of(p, 1, NULL, 0, d);
 	return p->context && (!p->free || p->at) ? 0 : -1;
 }
 
@@ -484,7 +503,7 @@ static void guard_isl(tc_buf *b, const tc_ir_expr *e, const names *n)
 static void add_domain(tc_buf *b, const tc_poly *p, const tc_poly_stmt *st, const names *n)
 {
 	int v;
-	put_params(b, p->f);
+	put_params(b, n);
 	tc_buf_puts(b, "{ ");
 	put_tuple(b, st, n);
 	for (v = 0; v < st->ndims; v++) {
@@ -506,7 +525,7 @@ static void add_domain(tc_buf *b, const tc_poly *p, const tc_poly_stmt *st, cons
 static void add_lhs_access(tc_buf *b, const tc_poly *p, const tc_poly_stmt *st, const names *n)
 {
 	int v;
-	put_params(b, p->f);
+	put_params(b, n);
 	tc_buf_puts(b, "{ ");
 	put_tuple(b, st, n);
 	tc_buf_puts(b, " -> ");
@@ -535,7 +554,7 @@ static void add_scatter_access(tc_buf *b, const tc_poly *p, const tc_poly_stmt *
 {
 	const tc_ir_tensor *t = &p->f->tensors[st->ir->tensor];
 	int k, any = 0;
-	put_params(b, p->f);
+	put_params(b, n);
 	tc_buf_puts(b, "{ ");
 	put_tuple(b, st, n);
 	tc_buf_puts(b, " -> ");
@@ -564,7 +583,7 @@ static void add_read(tc_buf *b, const tc_poly *p, const tc_poly_stmt *st, const 
 {
 	const tc_ir_tensor *t = &p->f->tensors[e->id];
 	int k, any = 0;
-	put_params(b, p->f);
+	put_params(b, n);
 	tc_buf_puts(b, "{ ");
 	put_tuple(b, st, n);
 	tc_buf_puts(b, " -> ");
@@ -610,7 +629,7 @@ static void add_original(tc_buf *b, const tc_poly *p, const tc_poly_stmt *st, co
 	int width)
 {
 	int v, k = 1;
-	put_params(b, p->f);
+	put_params(b, n);
 	tc_buf_puts(b, "{ ");
 	put_tuple(b, st, n);
 	tc_buf_printf(b, " -> [%d", st->ir_index);
@@ -866,10 +885,13 @@ static isl_union_map *relax_atomic_scatters(const tc_poly *p, isl_union_map *dep
 }
 
 /* Add the model of statement st (its domain, accesses and original
- * schedule, width dimensions) to q; -1 with a message in d on error. */
-static int add_stmt(tc_poly *p, parts *q, const tc_poly_stmt *st, int width, tc_diags *d)
+ * schedule, width dimensions) to q, in the generic model's terms (every
+ * size a parameter) or p's (fixed_sizes); -1 with a message in d on
+ * error. */
+static int add_stmt(tc_poly *p, parts *q, const tc_poly_stmt *st, int width, int generic,
+	tc_diags *d)
 {
-	names n = {p->f, st->ir};
+	names n = {p->f, st->ir, fixed_sizes(p, generic)};
 	tc_buf b;
 	tc_buf_init(&b);
 	add_domain(&b, p, st, &n);
@@ -924,23 +946,69 @@ static int add_parts(parts *all, parts *g, parts *one)
 		g->writes && g->reads && g->original ? 0 : -1;
 }
 
-/* g, the parts of a reduction (its init and update), restricted to
- * context: its dependences without kills go to *near, and g is cleared;
- * -1 on an isl error.  scat: as in deps_of. */
-static int add_near(const tc_poly *p, isl_union_map **near, parts *g, isl_set *context,
-	isl_union_set *scat)
+/* The instances of statement st in dom (kept). */
+static isl_set *instances_in(const tc_poly *p, isl_union_set *dom, const tc_poly_stmt *st)
 {
+	return isl_union_set_extract_set(dom, stmt_space(isl_set_get_space(p->context), st));
+}
+
+/* The dependences without kills of the reduction whose update is
+ * p->stmts[u] (its init the statement before it, if any) on the instances
+ * dom (kept) when the update reads its tensor at the element it writes
+ * only (no scatter, its right-hand side does not read the tensor): each
+ * instance then depends on the init of its element and on every earlier
+ * update of it, in the original order (lexicographic in the reduction's
+ * dimensions), which is what deps_of(g, 0) finds with two dataflow
+ * computations (a quarter of matmul 256's compile); NULL otherwise. */
+static isl_union_map *reduction_pairs(const tc_poly *p, isl_union_set *dom, int u)
+{
+	const tc_poly_stmt *up = &p->stmts[u];
+	const tc_poly_stmt *in = u && p->stmts[u - 1].kind == TC_POLY_INIT &&
+		p->stmts[u - 1].ir_index == up->ir_index ? &p->stmts[u - 1] : NULL;
+	isl_set *ud;
+	isl_map *m;
+	isl_union_map *pairs;
+	int k;
+	if (up->ir->sub || tc_ir_reads(up->ir->rhs, up->ir->tensor) ||
+		(in && in->ndims != up->ir->nlhs))
+		return NULL;
+	ud = instances_in(p, dom, up);
+	m = isl_map_lex_lt(isl_set_get_space(ud));
+	for (k = 0; k < up->ir->nlhs; k++)
+		m = isl_map_equate(m, isl_dim_in, k, isl_dim_out, k);
+	m = isl_map_intersect_range(isl_map_intersect_domain(m, isl_set_copy(ud)),
+		isl_set_copy(ud));
+	pairs = isl_union_map_from_map(m);
+	if (in) {
+		m = isl_map_from_domain_and_range(instances_in(p, dom, in), isl_set_copy(ud));
+		for (k = 0; k < up->ir->nlhs; k++)
+			m = isl_map_equate(m, isl_dim_in, k, isl_dim_out, k);
+		pairs = isl_union_map_add_map(pairs, m);
+	}
+	isl_set_free(ud);
+	return pairs;
+}
+
+/* g, the parts of a reduction (its init and update p->stmts[u]),
+ * restricted to context: its dependences without kills go to *near, and g
+ * is cleared; -1 on an isl error.  scat: as in deps_of. */
+static int add_near(const tc_poly *p, isl_union_map **near, parts *g, isl_set *context,
+	isl_union_set *scat, int u)
+{
+	isl_union_map *pairs;
 	if (parts_restrict(g, context) < 0)
 		return -1;
-	*near = isl_union_map_union(*near, deps_of(p, g, 0, scat));
+	pairs = reduction_pairs(p, g->domain, u);
+	*near = isl_union_map_union(*near, pairs ? pairs : deps_of(p, g, 0, scat));
 	parts_clear(g);
 	return *near ? 0 : -1;
 }
 
-/* The model of p's statements within context: their domains, accesses
- * and original schedule into *all, their dependences into *deps and what
- * the scheduler is given into *near (see tc_poly); -1 with a message in d
- * (nothing to free) on error. */
+/* The model of p's statements within context (p->gcontext: the generic
+ * model, its sizes parameters; else p's, fixed_sizes): their domains,
+ * accesses and original schedule into *all, their dependences into *deps
+ * and what the scheduler is given into *near (see tc_poly); -1 with a
+ * message in d (nothing to free) on error. */
 static int build_parts(tc_poly *p, isl_set *context, parts *all, isl_union_map **deps,
 	isl_union_map **near, tc_diags *d)
 {
@@ -961,10 +1029,10 @@ static int build_parts(tc_poly *p, isl_set *context, parts *all, isl_union_map *
 		if (st->kind == TC_POLY_INIT ||
 			(st->kind == TC_POLY_UPDATE && (!i || p->stmts[i - 1].kind != TC_POLY_INIT)))
 			parts_init(&g, p);
-		if (add_stmt(p, &one, st, width, d) < 0)
+		if (add_stmt(p, &one, st, width, context == p->gcontext, d) < 0)
 			goto error;
 		if (add_parts(all, st->kind == TC_POLY_ASSIGN ? NULL : &g, &one) < 0 ||
-			(st->kind == TC_POLY_UPDATE && add_near(p, near, &g, context, scat) < 0)) {
+			(st->kind == TC_POLY_UPDATE && add_near(p, near, &g, context, scat, i) < 0)) {
 			tc_poly_isl_failed(p->ctx, d, "build the model");
 			goto error;
 		}
@@ -1061,7 +1129,9 @@ tc_stat tc_poly_build_generic(__tc_keep tc_poly *p, __tc_keep tc_diags *d)
 	isl_union_map *gdeps = NULL;
 	if (!p->params || p->gdomain)
 		return TC_OK;
-	if (!p->gcontext && !(p->gcontext = context_of(p, 0, NULL, d)))
+	if (!p->gcontext && !(p->gcontext = context_of(p, 0, NULL, 1, d)))
+		return TC_ERR;
+	if (fixed_sizes(p, 0) && !p->gat && !(p->gat = context_of(p, 1, NULL, 1, d)))
 		return TC_ERR;
 	if (build_parts(p, p->gcontext, &gen, &gdeps, &p->gnear, d) < 0)
 		return TC_ERR;
@@ -1070,6 +1140,18 @@ tc_stat tc_poly_build_generic(__tc_keep tc_poly *p, __tc_keep tc_diags *d)
 	parts_clear(&gen);
 	isl_union_map_free(gdeps);
 	return TC_OK;
+}
+
+__tc_give isl_union_set *tc_poly_generic_at(__tc_keep tc_poly *p,
+	__tc_take isl_union_set *dom)
+{
+	return p->gat ? isl_union_set_intersect_params(dom, isl_set_copy(p->gat)) : dom;
+}
+
+__tc_give isl_set *tc_poly_ast_context(__tc_keep const tc_poly *p)
+{
+	isl_set *c = isl_set_copy(p->context);
+	return p->gat ? isl_set_intersect_params(c, isl_set_copy(p->gat)) : c;
 }
 
 __tc_give isl_union_set *tc_poly_stmt_instances(__tc_keep const tc_poly *p,
@@ -1271,6 +1353,7 @@ void tc_poly_free(__tc_take tc_poly *p)
 	isl_union_map_free(p->gnear);
 	isl_union_set_free(p->gdomain);
 	isl_set_free(p->gcontext);
+	isl_set_free(p->gat);
 	tc_free(p->stmts);
 	tc_free(p->params);
 	tc_free(p->rowbuf);
@@ -1289,6 +1372,19 @@ int tc_poly_param_index(__tc_keep const tc_poly *p, const char *isl_name)
 			return i;
 	}
 	return -1;
+}
+
+__tc_give char *tc_poly_param_name(__tc_keep const tc_poly *p, int i)
+{
+	const char *n = p->f->params[i].name;
+	size_t len = strlen(n);
+	char *s = tc_malloc(len + 2);
+	if (s) {
+		memcpy(s, n, len + 1);
+		if (tc_poly_isl_keyword(n))
+			memcpy(s + len, "_", 2);
+	}
+	return s;
 }
 
 __tc_give char *tc_poly_schedule_str(__tc_keep const tc_poly *p)

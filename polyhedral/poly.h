@@ -27,14 +27,17 @@
  * are the tensor names, statement dimensions the index variable names;
  * names that would clash with isl keywords get a trailing '_'.
  *
- * Specialisation: built with concrete sizes (params non-NULL), the AST
- * context fixes every size, so loop bounds are constants; without (params
- * NULL) the model is parametric with the context "every size >= 1 and the
- * def's size conditions hold" (for printing and golden tests).  Between
- * the two (tc_poly_build_free): concrete sizes, some of them left free;
- * the context fixes the others only, so the schedule and the AST hold for
- * every value >= 1 of the free ones, while the passes make their choices
- * (tile sizes, what is worth a thread) at the given values (p->at).
+ * Specialisation: built with concrete sizes (params non-NULL), the model
+ * has no isl parameters: its sets hold the sizes' values and the context
+ * is the universe without parameters, so loop bounds are constants (the
+ * generic model of tc_poly_build_generic keeps them as parameters);
+ * without (params NULL) the model is parametric with the context "every
+ * size >= 1 and the def's size conditions hold" (for printing and golden
+ * tests).  Between the two (tc_poly_build_free): concrete sizes, some of
+ * them left free; every size is a parameter and the context fixes all but
+ * the free ones, so the schedule and the AST hold for every value >= 1 of
+ * the free ones, while the passes make their choices (tile sizes, what is
+ * worth a thread) at the given values (p->at).
  *
  * Ownership: a tc_poly is the caller's (tc_poly_build, tc_poly_free) and
  * owns its isl objects and arrays; it borrows the isl_ctx, the IR function
@@ -363,6 +366,11 @@ typedef struct tc_poly {
 				  * scheduler's fallback schedules for every
 				  * size (NULL until then, and for a
 				  * parametric model) */
+	isl_set *gat;            /* after tc_poly_build_generic, where the
+				  * model has no parameters (fixed sizes):
+				  * the sizes as parameters equal to their
+				  * values, which a schedule of the generic
+				  * model keeps (tc_poly_generic_at) */
 	isl_schedule *schedule;  /* after tc_poly_schedule */
 	int merged;              /* tc_poly_pass_merge merged a band chain */
 	int no_merge;            /* ... and the result was illegal: do not
@@ -396,6 +404,15 @@ void tc_poly_gpu_copies_free(__tc_keep tc_poly *p);
  * the budget twice, 20 s, where scheduling for every size took 0.1 s).
  * TC_ERR with a message in d on an isl error. */
 tc_stat tc_poly_build_generic(__tc_keep tc_poly *p, __tc_keep tc_diags *d);
+/* dom (taken: instances of p's model) with the sizes as parameters fixed at
+ * p's values where p's model has none (tc_poly_build): a schedule of the
+ * generic model restricted to it keeps its sizes' parameters equal to the
+ * values, so that the AST's bounds are constants.  dom as it was for other
+ * models; NULL on an isl error. */
+__tc_give isl_union_set *tc_poly_generic_at(__tc_keep tc_poly *p, __tc_take isl_union_set *dom);
+/* The context of p's AST builds: p->context, with the sizes' parameters
+ * of a generic schedule fixed (p->gat) where there are any. */
+__tc_give isl_set *tc_poly_ast_context(__tc_keep const tc_poly *p);
 
 /* The statement of the model whose isl tuple name is name (one of p's), or
  * NULL. */
@@ -498,8 +515,14 @@ void tc_poly_free(__tc_take tc_poly *p);
 const tc_poly_inst *tc_poly_node_inst(__tc_keep isl_ast_node *user_node);
 /* The number of the size named by an isl id in the AST or schedule (its
  * index in p->f->params and p->params), or -1 if the name is not a size.
- * The isl parameters are declared in that same order. */
+ * The isl parameters, where there are any, are declared in that same
+ * order. */
 int tc_poly_param_index(__tc_keep const tc_poly *p, const char *isl_name);
+/* The name of size i (0 <= i < p->f->nparams) in isl objects and the AST
+ * (the def's, with a '_' after an isl keyword), the caller's to free; NULL
+ * out of memory.  A model at fixed sizes has no parameters: its sets hold
+ * the sizes' values (tc_poly_build). */
+__tc_give char *tc_poly_param_name(__tc_keep const tc_poly *p, int i);
 
 /* Text for `tcomp emit`: the schedule tree, the AST as C-like text; the
  * caller frees it with tc_free (NULL when out of memory). */

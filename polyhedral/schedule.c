@@ -230,7 +230,8 @@ static isl_schedule *schedule_instances(tc_poly *p, isl_union_set *dom, tc_poly_
 			return NULL;
 	}
 	s = compute_schedule(p, constraints_for(p, dom, 1), 0, fusion);
-	return s ? isl_schedule_intersect_domain(s, isl_union_set_copy(dom)) : NULL;
+	return s ? isl_schedule_intersect_domain(s, tc_poly_generic_at(p, isl_union_set_copy(dom)))
+		 : NULL;
 }
 
 /* "scheduler": the isl scheduler on every statement but the packing
@@ -460,7 +461,7 @@ static isl_schedule_node *isolate_full_squares(isl_schedule_node *node, const tc
 	int64_t s)
 {
 	isl_ctx *ctx = isl_schedule_node_get_ctx(node);
-	isl_union_set *dom = isl_schedule_node_get_domain(node), *full;
+	isl_union_set *dom = isl_schedule_node_get_domain(node), *full, *whole;
 	isl_set *last;
 	isl_map *ends;
 	char text[160];
@@ -478,8 +479,15 @@ static isl_schedule_node *isolate_full_squares(isl_schedule_node *node, const tc
 	ends = isl_map_insert_dims(ends, isl_dim_out, 0, (unsigned)(n - 2));
 	ends = isl_map_set_tuple_id(ends, isl_dim_out, isl_set_get_tuple_id(last));
 	last = isl_set_intersect(last, isl_map_range(ends));
+	whole = isl_union_set_apply(isl_schedule_node_get_domain(node),
+		isl_schedule_node_band_get_partial_schedule_union_map(node));
 	full = isl_union_set_apply(isl_union_set_from_set(last),
 		isl_schedule_node_band_get_partial_schedule_union_map(node));
+	if (isl_union_set_is_equal(full, whole) == isl_bool_true) {
+		isl_union_set_free(full);
+		full = NULL;
+	}
+	isl_union_set_free(whole);
 	full = tc_poly_isolate_option(ctx, full, 0); /* NULL: none */
 	return full ? isl_schedule_node_band_set_ast_build_options(node, full) : node;
 }
