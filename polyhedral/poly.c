@@ -69,8 +69,8 @@ typedef struct names {
  * sizes: a model without isl parameters), or NULL where they are isl
  * parameters (the generic model, some sizes free, none given).  isl
  * carried three parameters fixed by equalities through every operation:
- * without them matmul's compile ran about a fifth fewer instructions
- * (docs/performance.md, "Compile latency"). */
+ * without them matmul's compile ran about a quarter fewer instructions
+ * (docs/performance.md, "A model without parameters"). */
 static const int64_t *fixed_sizes(const tc_poly *p, int generic)
 {
 	return generic || p->free ? NULL : p->params;
@@ -714,6 +714,12 @@ static isl_space *stmt_space(isl_space *params, const tc_poly_stmt *st)
 	return isl_space_set_tuple_name(params, isl_dim_set, st->name);
 }
 
+/* The instances of statement st in dom (kept). */
+static isl_set *instances_in(isl_union_set *dom, const tc_poly_stmt *st)
+{
+	return isl_union_set_extract_set(dom, stmt_space(isl_union_set_get_space(dom), st));
+}
+
 /* The band { S[x] -> [x_a, ..., x_{b-1}] } of statement st over its
  * dimensions a .. b-1, as a partial schedule to add to (taken). */
 static isl_union_pw_multi_aff *add_band_part(const tc_poly *p, isl_union_pw_multi_aff *u,
@@ -763,8 +769,7 @@ static isl_schedule *original_tree(const tc_poly *p, isl_union_set *dom)
 		lhs = isl_union_pw_multi_aff_empty(isl_set_get_space(p->context));
 		for (k = first; k < i; k++) { /* the init first: make_stmts' order */
 			const tc_poly_stmt *st = &p->stmts[k];
-			isl_set *set = isl_union_set_extract_set(dom,
-				stmt_space(isl_set_get_space(p->context), st));
+			isl_set *set = instances_in(dom, st);
 			isl_schedule *one;
 			if (isl_set_plain_is_empty(set) == isl_bool_true) { /* not in dom */
 				isl_set_free(set);
@@ -969,10 +974,16 @@ static int add_parts(parts *all, parts *g, parts *one)
 		g->writes && g->reads && g->original ? 0 : -1;
 }
 
-/* The instances of statement st in dom (kept). */
-static isl_set *instances_in(const tc_poly *p, isl_union_set *dom, const tc_poly_stmt *st)
+/* The pairs of instances of update st in dom (kept) that write one
+ * element, the earlier (lexicographically) first. */
+static isl_map *same_element_pairs(isl_union_set *dom, const tc_poly_stmt *st)
 {
-	return isl_union_set_extract_set(dom, stmt_space(isl_set_get_space(p->context), st));
+	isl_set *d = instances_in(dom, st);
+	isl_map *m = isl_map_lex_lt(isl_set_get_space(d));
+	int k;
+	for (k = 0; k < st->ir->nlhs; k++)
+		m = isl_map_equate(m, isl_dim_in, k, isl_dim_out, k);
+	return isl_map_intersect_range(isl_map_intersect_domain(m, isl_set_copy(d)), d);
 }
 
 /* The dependences without kills of the reduction whose update is
@@ -988,27 +999,19 @@ static isl_union_map *reduction_pairs(const tc_poly *p, isl_union_set *dom, int 
 	const tc_poly_stmt *up = &p->stmts[u];
 	const tc_poly_stmt *in = u && p->stmts[u - 1].kind == TC_POLY_INIT &&
 		p->stmts[u - 1].ir_index == up->ir_index ? &p->stmts[u - 1] : NULL;
-	isl_set *ud;
-	isl_map *m;
 	isl_union_map *pairs;
+	isl_map *m;
 	int k;
 	if (up->ir->sub || tc_ir_reads(up->ir->rhs, up->ir->tensor) ||
 		(in && in->ndims != up->ir->nlhs))
 		return NULL;
-	ud = instances_in(p, dom, up);
-	m = isl_map_lex_lt(isl_set_get_space(ud));
-	for (k = 0; k < up->ir->nlhs; k++)
-		m = isl_map_equate(m, isl_dim_in, k, isl_dim_out, k);
-	m = isl_map_intersect_range(isl_map_intersect_domain(m, isl_set_copy(ud)),
-		isl_set_copy(ud));
-	pairs = isl_union_map_from_map(m);
+	pairs = isl_union_map_from_map(same_element_pairs(dom, up));
 	if (in) {
-		m = isl_map_from_domain_and_range(instances_in(p, dom, in), isl_set_copy(ud));
+		m = isl_map_from_domain_and_range(instances_in(dom, in), instances_in(dom, up));
 		for (k = 0; k < up->ir->nlhs; k++)
 			m = isl_map_equate(m, isl_dim_in, k, isl_dim_out, k);
 		pairs = isl_union_map_add_map(pairs, m);
 	}
-	isl_set_free(ud);
 	return pairs;
 }
 
@@ -1165,7 +1168,7 @@ tc_stat tc_poly_build_generic(__tc_keep tc_poly *p, __tc_keep tc_diags *d)
 	return TC_OK;
 }
 
-__tc_give isl_union_set *tc_poly_generic_at(__tc_keep tc_poly *p,
+__tc_give isl_union_set *tc_poly_generic_at(__tc_keep const tc_poly *p,
 	__tc_take isl_union_set *dom)
 {
 	return p->gat ? isl_union_set_intersect_params(dom, isl_set_copy(p->gat)) : dom;
@@ -1188,21 +1191,14 @@ __tc_give isl_union_set *tc_poly_stmt_instances(__tc_keep const tc_poly *p,
 __tc_give isl_union_map *tc_poly_lex_updates(__tc_keep const tc_poly *p,
 	__tc_take isl_union_map *near, __tc_keep isl_union_set *dom)
 {
-	int i, k;
+	int i;
 	for (i = 0; near && i < p->nstmts; i++) {
 		const tc_poly_stmt *st = &p->stmts[i];
-		isl_space *sp;
-		isl_set *d;
 		isl_map *m;
 		if (st->kind != TC_POLY_UPDATE || st->ir->sub || st->ndims <= st->ir->nlhs ||
 			tc_ir_reads(st->ir->rhs, st->ir->tensor))
 			continue;
-		sp = stmt_space(isl_union_set_get_space(dom), st);
-		d = isl_union_set_extract_set(dom, isl_space_copy(sp));
-		m = isl_map_lex_lt(sp);
-		for (k = 0; k < st->ir->nlhs; k++)
-			m = isl_map_equate(m, isl_dim_in, k, isl_dim_out, k);
-		m = isl_map_intersect_range(isl_map_intersect_domain(m, isl_set_copy(d)), d);
+		m = same_element_pairs(dom, st);
 		near = isl_union_map_subtract(near, isl_union_map_from_map(
 			isl_map_universe(isl_map_get_space(m))));
 		near = isl_union_map_union(near, isl_union_map_from_map(m));
@@ -1399,15 +1395,10 @@ int tc_poly_param_index(__tc_keep const tc_poly *p, const char *isl_name)
 
 __tc_give char *tc_poly_param_name(__tc_keep const tc_poly *p, int i)
 {
-	const char *n = p->f->params[i].name;
-	size_t len = strlen(n);
-	char *s = tc_malloc(len + 2);
-	if (s) {
-		memcpy(s, n, len + 1);
-		if (tc_poly_isl_keyword(n))
-			memcpy(s + len, "_", 2);
-	}
-	return s;
+	tc_buf b;
+	tc_buf_init(&b);
+	put_name(&b, p->f->params[i].name);
+	return tc_buf_take(&b);
 }
 
 __tc_give char *tc_poly_schedule_str(__tc_keep const tc_poly *p)

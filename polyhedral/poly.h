@@ -409,7 +409,8 @@ tc_stat tc_poly_build_generic(__tc_keep tc_poly *p, __tc_keep tc_diags *d);
  * generic model restricted to it keeps its sizes' parameters equal to the
  * values, so that the AST's bounds are constants.  dom as it was for other
  * models; NULL on an isl error. */
-__tc_give isl_union_set *tc_poly_generic_at(__tc_keep tc_poly *p, __tc_take isl_union_set *dom);
+__tc_give isl_union_set *tc_poly_generic_at(__tc_keep const tc_poly *p,
+	__tc_take isl_union_set *dom);
 /* The context of p's AST builds: p->context, with the sizes' parameters
  * of a generic schedule fixed (p->gat) where there are any. */
 __tc_give isl_set *tc_poly_ast_context(__tc_keep const tc_poly *p);

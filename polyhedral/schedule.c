@@ -462,6 +462,7 @@ static isl_schedule_node *isolate_full_squares(isl_schedule_node *node, const tc
 {
 	isl_ctx *ctx = isl_schedule_node_get_ctx(node);
 	isl_union_set *dom = isl_schedule_node_get_domain(node), *full, *whole;
+	isl_union_map *part;
 	isl_set *last;
 	isl_map *ends;
 	char text[160];
@@ -479,10 +480,9 @@ static isl_schedule_node *isolate_full_squares(isl_schedule_node *node, const tc
 	ends = isl_map_insert_dims(ends, isl_dim_out, 0, (unsigned)(n - 2));
 	ends = isl_map_set_tuple_id(ends, isl_dim_out, isl_set_get_tuple_id(last));
 	last = isl_set_intersect(last, isl_map_range(ends));
-	whole = isl_union_set_apply(isl_schedule_node_get_domain(node),
-		isl_schedule_node_band_get_partial_schedule_union_map(node));
-	full = isl_union_set_apply(isl_union_set_from_set(last),
-		isl_schedule_node_band_get_partial_schedule_union_map(node));
+	part = isl_schedule_node_band_get_partial_schedule_union_map(node);
+	whole = isl_union_set_apply(isl_schedule_node_get_domain(node), isl_union_map_copy(part));
+	full = isl_union_set_apply(isl_union_set_from_set(last), part);
 	if (isl_union_set_is_equal(full, whole) == isl_bool_true) {
 		isl_union_set_free(full);
 		full = NULL;
